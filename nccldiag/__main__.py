@@ -1,0 +1,3 @@
+from nccldiag.cli import main
+
+main()

@@ -1,0 +1,56 @@
+"""What every check area provides.
+
+An area is one module under ``nccldiag/areas/`` (one per subject, like one
+collector per file in node_exporter). It declares:
+
+``NAME``      short id used by ``--only/--skip`` and as the report column
+``TITLE``     human title
+``SOURCES``   tuple of :class:`Source`: what to collect on the node. Each is a
+              POSIX ``sh`` snippet whose output becomes one section of the raw
+              output (and one file of a bundle). File paths are written
+              relative to ``$R`` (``cat "$R/proc/cmdline"``) so that a fixture
+              tree stands in for a live root. Stderr is discarded; a snippet
+              should print nothing when its data is absent.
+``parse(raw)``  pure: ``{source name: text or None}`` -> facts (a dataclass)
+``judge(facts, node)``  pure: facts -> list of :class:`~nccldiag.findings.Finding`.
+              ``node`` is a :class:`NodeFacts` giving the facts of the other
+              areas of the same node (``node.get("gpu")``), for judgements
+              that depend on them (IOMMU matters only with GPUs).
+``summarize(facts)`` optional: ``{key: value}`` compared across nodes by
+              :mod:`nccldiag.consistency` (driver version, GPU count, ...).
+
+Parsers must tolerate tabs turned into spaces, trailing blanks, missing
+sections (``None``), empty and truncated output: they never raise on text.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Dict, Mapping, Optional
+
+
+@dataclass(frozen=True)
+class Source:
+    name: str
+    command: str
+    timeout: int = 10
+    description: str = ""
+
+
+@dataclass
+class NodeFacts:
+    """Facts of every area of one node, keyed by area name."""
+
+    host: str
+    facts: Dict[str, Any] = field(default_factory=dict)
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+    def get(self, area: str) -> Optional[Any]:
+        return self.facts.get(area)
+
+
+def section(raw: Mapping[str, Optional[str]], name: str) -> Optional[str]:
+    """The text of one section, or None when it is absent or empty."""
+    text = raw.get(name)
+    if text is None or not text.strip():
+        return None
+    return text

@@ -1,0 +1,1 @@
+"""Gathering raw outputs: the collection script, its sections, and bundles."""

@@ -1,0 +1,145 @@
+"""Running the collection script on nodes (the I/O edge of ``check``/``collect``).
+
+One SSH connection per host and one round trip for all its data: the script
+goes to ``sh -s`` on the node's standard input, its sections come back on
+standard output. The node-to-node SSH test, when asked for, runs on a
+second channel of the same connection at the same time.
+"""
+from __future__ import annotations
+
+import shlex
+import threading
+import time
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Callable, List, Optional, Sequence
+
+from nccldiag import mesh
+from nccldiag.areas.base import Source
+from nccldiag.collect.script import build_script
+from nccldiag.collect.sections import RawNode, split_sections
+from nccldiag.inventory import Host
+from nccldiag.transport.base import ExecResult, TransportError
+from nccldiag.transport.fanout import fan_out
+from nccldiag.transport.local import LocalTransport
+from nccldiag.transport.ssh import SSHConnection, SSHOptions, close_jumps
+
+
+@dataclass
+class CollectOptions:
+    ssh: SSHOptions = field(default_factory=SSHOptions)
+    fanout: int = 64
+    python: str = "python3"
+    mesh: str = "first"  # "none" | "first" (first host to every other) | "all" (every ordered pair)
+    mesh_timeout: int = 5
+    extra_sources: Sequence[Source] = ()
+
+
+def sources_of(areas: Sequence[ModuleType], extra: Sequence[Source] = ()) -> List[Source]:
+    out: List[Source] = []
+    for a in areas:
+        out.extend(a.SOURCES)
+    out.extend(extra)
+    return out
+
+
+def script_for(areas: Sequence[ModuleType], extra: Sequence[Source] = ()) -> str:
+    return build_script(sources_of(areas, extra), [a.NAME for a in areas])
+
+
+def _script_env(opts: CollectOptions) -> dict:
+    return {"NCCLDIAG_PYTHON": opts.python}
+
+
+def _to_raw(host: str, result: ExecResult) -> RawNode:
+    sections, rcs, truncated = split_sections(result.stdout)
+    node = RawNode(host=host, sections=sections, rcs=rcs, truncated=truncated, elapsed=result.elapsed)
+    if result.error is not None:
+        if sections:
+            # the script started but did not finish in time: keep what came
+            node.truncated = True
+            node.extra["timeout"] = result.error.message
+        else:
+            node.error = result.error.to_dict()
+    return node
+
+
+def collect_local(script: str, opts: CollectOptions, host: Optional[str] = None) -> RawNode:
+    """Run the script on this machine with ``sh``."""
+    import socket
+
+    name = host or socket.gethostname()
+    t = LocalTransport(name)
+    result = t.run(["sh", "-s"], timeout=opts.ssh.command_timeout, stdin=script, env=_script_env(opts))
+    node = _to_raw(name, result)
+    node.extra["transport"] = "local"
+    return node
+
+
+def collect_host(host: Host, script: str, opts: CollectOptions, mesh_targets: Sequence[str] = ()) -> RawNode:
+    """Connect to one host, run the script (and the mesh test), never raise."""
+    start = time.monotonic()
+    conn = SSHConnection(host.name, opts.ssh, user=host.user, port=host.port)
+    try:
+        conn.connect()
+    except TransportError as exc:
+        node = RawNode(host=host.name, error=exc.to_dict(), elapsed=time.monotonic() - start)
+        node.extra["transport"] = "ssh"
+        return node
+    connected = time.monotonic()
+    mesh_result: List[ExecResult] = []
+    mesh_thread = None
+    if mesh_targets:
+        cmd = mesh.build_command(mesh_targets, opts.mesh_timeout)
+
+        def run_mesh() -> None:
+            mesh_result.append(conn.run(cmd, timeout=opts.mesh_timeout * 2 + 10))
+
+        mesh_thread = threading.Thread(target=run_mesh, daemon=True)
+        mesh_thread.start()
+    try:
+        env = _script_env(opts)
+        command = "env " + " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items()) + " sh -s"
+        result = conn.run(command, timeout=opts.ssh.command_timeout, stdin=script)
+        if mesh_thread is not None:
+            mesh_thread.join(opts.mesh_timeout * 2 + 15)
+    finally:
+        conn.close()
+    node = _to_raw(host.name, result)
+    node.elapsed = time.monotonic() - start
+    node.extra.update({"transport": "ssh", "connect_s": round(connected - start, 3), "notes": conn.notes})
+    if mesh_targets:
+        node.extra["mesh_targets"] = list(mesh_targets)
+        node.sections["ssh_mesh"] = mesh_result[0].stdout if mesh_result else ""
+    return node
+
+
+def mesh_plan(hosts: Sequence[Host], mode: str) -> dict:
+    names = [h.name for h in hosts]
+    if mode == "none" or len(names) < 2:
+        return {}
+    if mode == "all":
+        return {n: [t for t in names if t != n] for n in names}
+    return {names[0]: names[1:]}
+
+
+def collect_hosts(
+    hosts: Sequence[Host],
+    script: str,
+    opts: CollectOptions,
+    on_node: Optional[Callable[[RawNode], None]] = None,
+) -> List[RawNode]:
+    """Collect from every host, ``opts.fanout`` at a time, in hostfile order."""
+    plan = mesh_plan(hosts, opts.mesh)
+
+    def task(h: Host) -> RawNode:
+        return collect_host(h, script, opts, plan.get(h.name, ()))
+
+    def done(_h: Host, node: RawNode) -> None:
+        if on_node is not None:
+            on_node(node)
+
+    try:
+        return fan_out(list(hosts), task, opts.fanout, done)
+    finally:
+        close_jumps()

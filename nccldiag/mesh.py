@@ -1,0 +1,83 @@
+"""Node-to-node SSH: can a node reach its peers without a password?
+
+mpirun starts its daemons over SSH from the launch node (and, with Open
+MPI's tree spawn, from other nodes too), in batch mode. The command below
+runs on a source node and tries, in parallel, a non-interactive ``ssh`` to
+each target the way mpirun would; :func:`parse` turns its output into one
+result per target.
+"""
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass
+from typing import List, Sequence
+
+from nccldiag.findings import Finding, fail, ok
+
+MARK = "@@mesh "
+
+
+@dataclass
+class MeshResult:
+    source: str
+    target: str
+    rc: int
+    message: str
+
+
+def build_command(targets: Sequence[str], timeout: int = 5) -> str:
+    """A POSIX sh command that tests ``ssh TARGET true`` for every target.
+
+    Host names were validated by the inventory; they are still quoted.
+    """
+    ssh = (
+        f"ssh -o BatchMode=yes -o ConnectTimeout={int(timeout)} -o StrictHostKeyChecking=yes "
+        "-o NumberOfPasswordPrompts=0"
+    )
+    body = (
+        f'_m() {{ _e=$({ssh} "$1" true 2>&1 </dev/null); _r=$?; '
+        f"printf '{MARK}%s %s %s\\n' \"$1\" \"$_r\" \"$(printf %s \"$_e\" | tr '\\n' ' ' | cut -c1-300)\"; }}; "
+    )
+    calls = " ".join(f"_m {shlex.quote(t)} &" for t in targets)
+    return f"sh -c {shlex.quote(body + calls + ' wait')}"
+
+
+def parse(source: str, text: str) -> List[MeshResult]:
+    results = []
+    for line in text.splitlines():
+        if not line.startswith(MARK):
+            continue
+        parts = line[len(MARK) :].split(" ", 2)
+        if len(parts) < 2 or not parts[1].lstrip("-").isdigit():
+            continue
+        results.append(MeshResult(source, parts[0], int(parts[1]), (parts[2] if len(parts) > 2 else "").strip()))
+    return results
+
+
+def judge(source: str, targets: Sequence[str], results: Sequence[MeshResult]) -> List[Finding]:
+    """One finding for ``source``: every target reached, or which were not."""
+    by_target = {r.target: r for r in results}
+    bad = []
+    for t in targets:
+        r = by_target.get(t)
+        if r is None:
+            bad.append(f"{t}: no answer")
+        elif r.rc != 0:
+            bad.append(f"{t}: {r.message or f'ssh exited {r.rc}'}")
+    if bad:
+        return [
+            fail(
+                "ssh",
+                "ssh.node_to_node",
+                f"{source} cannot SSH non-interactively to {len(bad)} of {len(targets)} nodes",
+                actual=bad,
+                expected="passwordless, host-key-verified SSH to every node",
+                evidence=bad[:20],
+                fix=(
+                    f"On {source}: install a key whose public half is in each node's authorized_keys and add the "
+                    "nodes' host keys to known_hosts (ssh-keyscan). mpirun needs it; Open MPI's tree spawn needs "
+                    "it between all nodes unless --mca plm_rsh_no_tree_spawn 1."
+                ),
+            )
+        ]
+    return [ok("ssh", "ssh.node_to_node", f"{source} reaches all {len(targets)} other nodes over SSH", actual=len(targets))]

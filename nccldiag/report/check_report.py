@@ -1,0 +1,140 @@
+"""Rendering a check: the node × area table, the findings, and JSON."""
+from __future__ import annotations
+
+import json
+import time
+from collections import OrderedDict
+from typing import Dict, List, Tuple
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from nccldiag import __version__
+from nccldiag.diagnosis import SCHEMA, CheckReport
+from nccldiag.findings import SEVERITY, Finding, Status, to_jsonable
+
+
+def _fold(hosts: List[str]) -> str:
+    try:
+        from ClusterShell.NodeSet import NodeSet
+
+        folded = str(NodeSet.fromlist(hosts))
+        return folded if len(folded) < len(",".join(hosts)) else ",".join(hosts)
+    except Exception:
+        return ",".join(hosts)
+
+
+def grouped(report: CheckReport, min_status: Status = Status.WARN) -> List[Tuple[Finding, List[str]]]:
+    """Findings at ``min_status`` or worse, identical ones across hosts merged."""
+    groups: "OrderedDict[tuple, Tuple[Finding, List[str]]]" = OrderedDict()
+    for f in report.findings:
+        if SEVERITY[f.status] < SEVERITY[min_status]:
+            continue
+        key = (f.status, f.check, f.message, f.fix)
+        if key in groups:
+            groups[key][1].append(f.host or "")
+        else:
+            groups[key] = (f, [f.host or ""])
+    return sorted(groups.values(), key=lambda g: (-SEVERITY[g[0].status], g[0].check))
+
+
+def render(report: CheckReport, con: Console, verbose: bool = False) -> None:
+    cols = report.columns
+    table = Table(title=None, show_lines=False, header_style="bold", pad_edge=False)
+    table.add_column("node", no_wrap=True)
+    for c in cols:
+        table.add_column(c, no_wrap=True)
+    for node in report.nodes:
+        cells = []
+        for c in cols:
+            st = node.area_status(c)
+            if st is None:
+                cells.append(Text("-", style="muted"))
+            else:
+                cells.append(Text(st.value, style=st.value))
+        table.add_row(Text(node.host, style="bold" if node.status in (Status.FAIL, Status.ERROR) else ""), *cells)
+    con.print(table)
+    floor = Status.OK if verbose else Status.WARN
+    items = grouped(report, floor)
+    if items:
+        con.print()
+    for f, hosts in items:
+        if f.status == Status.OK and not verbose:
+            continue
+        label = Text(f" {f.status.value.upper():5} ", style=f.status.value)
+        con.print(Text.assemble(label, " ", (f.check, "bold"), " ", (_fold(hosts), "cyan"), "  ", f.message))
+        for line in f.evidence[:5] if f.status != Status.OK else []:
+            con.print(Text(f"        | {line}", style="muted"))
+        if f.fix and f.status != Status.OK:
+            con.print(Text(f"        fix: {f.fix}"))
+    if verbose:
+        skips = grouped(report, Status.SKIP)
+        for f, hosts in skips:
+            if f.status == Status.SKIP:
+                con.print(Text(" SKIP  ", style="skip"), Text(f.check), Text(_fold(hosts)), Text(f.message, style="muted"))
+    n = len(report.nodes)
+    unhealthy = sum(1 for x in report.nodes if x.status == Status.FAIL)
+    unreachable = sum(1 for x in report.nodes if not x.reachable)
+    warned = sum(1 for x in report.nodes if x.status == Status.WARN)
+    healthy = n - unhealthy - unreachable - warned
+    con.print()
+    con.print(
+        Text.assemble(
+            f"{n} node{'s' if n != 1 else ''}: ",
+            (f"{healthy} healthy", "ok"),
+            ", ",
+            (f"{warned} with warnings", "warn" if warned else ""),
+            ", ",
+            (f"{unhealthy} unhealthy", "fail" if unhealthy else ""),
+            ", ",
+            (f"{unreachable} not checked", "error" if unreachable else ""),
+            (f"  ({report.elapsed:.1f} s, exit {report.exit_code})", "muted"),
+        )
+    )
+    for note in report.inventory_notes:
+        con.print(Text(f"note: {note}", style="muted"))
+
+
+def to_json(report: CheckReport, include_facts: bool = True) -> Dict:
+    nodes = []
+    for n in report.nodes:
+        entry = {
+            "host": n.host,
+            "status": n.status.value,
+            "reachable": n.reachable,
+            "elapsed_s": round(n.elapsed, 3),
+            "areas": {c: (n.area_status(c).value if n.area_status(c) else None) for c in report.columns},
+            "findings": [f.to_dict() for f in n.findings],
+        }
+        if include_facts:
+            entry["facts"] = to_jsonable(n.facts)
+        nodes.append(entry)
+    counts: Dict[str, int] = {s.value: 0 for s in Status}
+    for n in report.nodes:
+        counts[n.status.value] += 1
+    return {
+        "schema": SCHEMA,
+        "nccldiag_version": __version__,
+        "generated_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(report.started)),
+        "elapsed_s": round(report.elapsed, 3),
+        "areas": report.columns,
+        "exit_code": report.exit_code,
+        "summary": {"nodes": len(report.nodes), "by_status": counts},
+        "notes": report.inventory_notes,
+        "nodes": nodes,
+    }
+
+
+def write_json(data: Dict, path: str) -> None:
+    import os
+    import sys
+
+    text = json.dumps(data, indent=2, sort_keys=False, default=str)
+    if path == "-":
+        sys.stdout.write(text + "\n")
+        return
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(text + "\n")
+    os.replace(tmp, path)

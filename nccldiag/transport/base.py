@@ -1,0 +1,70 @@
+"""What every transport returns, and the classification of its failures."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+# Failure kinds, each a distinct thing for an admin to fix.
+RESOLVE = "resolve"  # the name does not resolve
+REFUSED = "refused"  # nothing listens on the SSH port
+UNREACHABLE = "unreachable"  # no route / host down / connect timed out
+AUTH = "auth"  # no accepted key
+HOSTKEY_UNKNOWN = "hostkey-unknown"
+HOSTKEY_CHANGED = "hostkey-changed"
+BANNER = "banner"  # sshd dropped the connection before the handshake (MaxStartups, PerSourcePenalties)
+PROTOCOL = "protocol"  # SSH negotiation failed otherwise
+PROXY = "proxy"  # the ProxyJump host could not be used
+COMMAND_TIMEOUT = "command-timeout"
+CONFIG = "config"  # ssh_config could not be resolved
+LOCAL = "local"  # could not start the local command
+
+FIXES = {
+    RESOLVE: "Check the name in the hostfile, DNS or /etc/hosts on the head node.",
+    REFUSED: "Start sshd on the node (systemctl start ssh) or check the port (Port in ~/.ssh/config, port= in the hostfile).",
+    UNREACHABLE: "Check that the node is up and its management link is cabled; check firewalls between head node and node.",
+    AUTH: "Install your public key in the node's ~/.ssh/authorized_keys (ssh-copy-id), or load the key into ssh-agent.",
+    HOSTKEY_UNKNOWN: "Verify the node's key (ssh-keyscan, compare fingerprints) and add it to known_hosts, or rerun with --accept-new-host-keys to trust it on first use.",
+    HOSTKEY_CHANGED: "The node's host key differs from known_hosts: if the node was reinstalled, remove the old entry (ssh-keygen -R HOST) after verifying the new key; otherwise treat it as a possible attack.",
+    BANNER: "sshd closed the connection before its banner: raise MaxStartups on the node, or lower --fanout; OpenSSH >= 9.8 PerSourcePenalties may be refusing the head node after failed logins.",
+    PROTOCOL: "Check sshd's logs on the node (journalctl -u ssh) for the negotiation failure.",
+    PROXY: "Check the ProxyJump host in ~/.ssh/config: it must be reachable and accept your key.",
+    COMMAND_TIMEOUT: "The node did not answer in time: look for hung file systems or drivers (a hung nvidia-smi is common); raise --command-timeout if the node is merely slow.",
+    CONFIG: "Check ~/.ssh/config for this host (ssh -G HOST shows what OpenSSH makes of it).",
+    LOCAL: "Check that /bin/sh exists and the machine is not out of processes or memory.",
+}
+
+
+class TransportError(Exception):
+    """A classified failure to run something on a host."""
+
+    def __init__(self, kind: str, message: str, host: str = ""):
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+        self.host = host
+
+    @property
+    def fix(self) -> str:
+        return FIXES.get(self.kind, "")
+
+    def to_dict(self) -> dict:
+        return {"kind": self.kind, "message": self.message, "fix": self.fix}
+
+    def __str__(self) -> str:
+        return f"{self.host}: {self.message}" if self.host else self.message
+
+
+@dataclass
+class ExecResult:
+    """The outcome of one command on one host."""
+
+    host: str
+    rc: Optional[int]
+    stdout: str = ""
+    stderr: str = ""
+    elapsed: float = 0.0
+    error: Optional[TransportError] = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and self.rc == 0

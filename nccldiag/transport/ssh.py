@@ -1,0 +1,446 @@
+"""SSH with paramiko, behaving like OpenSSH in batch mode.
+
+* settings from ``~/.ssh/config`` (see :mod:`nccldiag.transport.sshconfig`),
+  including ``ProxyJump`` (a ``direct-tcpip`` channel through the jump host)
+  and ``ProxyCommand``;
+* host keys verified against ``known_hosts``: an unknown key is refused
+  unless trust on first use was asked for, a changed key is always refused;
+* keys from ``IdentityFile`` and the agent; never a prompt;
+* a timeout on every step: TCP connect, banner, key exchange, auth, each command.
+
+Every failure becomes a :class:`TransportError` of one kind, so the report
+can say "connection refused" rather than print a traceback.
+"""
+from __future__ import annotations
+
+import errno
+import os
+import select
+import socket
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple
+
+import paramiko
+
+from nccldiag.transport import sshconfig
+from nccldiag.transport.base import (
+    AUTH,
+    BANNER,
+    COMMAND_TIMEOUT,
+    HOSTKEY_CHANGED,
+    HOSTKEY_UNKNOWN,
+    PROTOCOL,
+    PROXY,
+    REFUSED,
+    RESOLVE,
+    UNREACHABLE,
+    ExecResult,
+    TransportError,
+)
+
+
+@dataclass
+class SSHOptions:
+    config_path: Optional[str] = None
+    connect_timeout: float = 10.0
+    auth_timeout: float = 15.0
+    command_timeout: float = 60.0
+    accept_new_host_keys: bool = False
+    identity_files: List[str] = field(default_factory=list)
+    use_agent: bool = True
+    retries: int = 2  # for connections dropped before the banner (MaxStartups)
+
+
+_known_hosts_lock = threading.Lock()
+
+
+def _host_key_names(cfg: sshconfig.HostConfig) -> List[str]:
+    names = [cfg.host_key_alias] if cfg.host_key_alias else [cfg.hostname, cfg.alias]
+    out: List[str] = []
+    for n in names:
+        key = n if cfg.port == 22 else f"[{n}]:{cfg.port}"
+        if key not in out:
+            out.append(key)
+    return out
+
+
+def _load_known_hosts(paths: Sequence[str]) -> paramiko.HostKeys:
+    keys = paramiko.HostKeys()
+    for p in paths:
+        if os.path.isfile(p):
+            try:
+                keys.load(p)
+            except (IOError, paramiko.SSHException):
+                continue
+    return keys
+
+
+def _fingerprint(key: paramiko.PKey) -> str:
+    return key.fingerprint if hasattr(key, "fingerprint") else key.get_name()
+
+
+def verify_host_key(
+    cfg: sshconfig.HostConfig, key: paramiko.PKey, accept_new: bool, host: str
+) -> Optional[str]:
+    """Check ``key`` against known_hosts. Returns a note when a key was added.
+
+    Raises TransportError(HOSTKEY_CHANGED) when a known name has a different
+    key of the same type, TransportError(HOSTKEY_UNKNOWN) when no entry exists
+    and trust on first use is off.
+    """
+    known = _load_known_hosts(cfg.known_hosts_files)
+    names = _host_key_names(cfg)
+    key_type = key.get_name()
+    for name in names:
+        entry = known.lookup(name)
+        if entry is None:
+            continue
+        if key_type in entry:
+            if entry[key_type] == key:
+                return None
+            raise TransportError(
+                HOSTKEY_CHANGED,
+                f"host key for {name} CHANGED ({key_type} {_fingerprint(key)} does not match known_hosts): refused",
+                host,
+            )
+        # known under this name, only with other key types: OpenSSH refuses too
+        if any(t for t in entry.keys()):
+            raise TransportError(
+                HOSTKEY_CHANGED,
+                f"{name} is known with key types {', '.join(sorted(entry.keys()))} but offered {key_type}: refused",
+                host,
+            )
+    policy = cfg.strict_host_key_checking
+    if accept_new or policy in ("accept-new", "no", "off"):
+        target = next((p for p in cfg.known_hosts_files if "ssh_known_hosts" not in p), None)
+        if target is None:
+            return f"trusted {key_type} key of {names[0]} for this run (no known_hosts file to save it in)"
+        with _known_hosts_lock:
+            os.makedirs(os.path.dirname(target) or ".", mode=0o700, exist_ok=True)
+            with open(target, "a", encoding="ascii") as f:
+                f.write(f"{names[0]} {key_type} {key.get_base64()}\n")
+        return f"added {key_type} key of {names[0]} to {target} (trust on first use)"
+    raise TransportError(
+        HOSTKEY_UNKNOWN,
+        f"host key of {names[0]} is not in known_hosts ({key_type} {_fingerprint(key)}): refused",
+        host,
+    )
+
+
+def _prefer_known_key_types(t: paramiko.Transport, cfg: sshconfig.HostConfig) -> None:
+    """Negotiate a host key type known_hosts has for this host, as OpenSSH does.
+
+    Without this, a host known by its ECDSA key that also offers Ed25519 would
+    look like a changed key.
+    """
+    known = _load_known_hosts(cfg.known_hosts_files)
+    types: List[str] = []
+    for name in _host_key_names(cfg):
+        entry = known.lookup(name)
+        if entry:
+            types.extend(k for k in entry.keys() if k not in types)
+    if not types:
+        return
+    opts = t.get_security_options()
+    preferred = [k for k in opts.key_types if k in types or (k.startswith("rsa-sha2") and "ssh-rsa" in types)]
+    if preferred:
+        opts.key_types = preferred
+
+
+def open_socket(hostname: str, port: int, timeout: float, host: str) -> socket.socket:
+    """A connected TCP socket, or a classified TransportError."""
+    try:
+        infos = socket.getaddrinfo(hostname, port, socket.AF_UNSPEC, socket.SOCK_STREAM)
+    except socket.gaierror as exc:
+        raise TransportError(RESOLVE, f"name {hostname!r} does not resolve ({exc.strerror})", host) from None
+    deadline = time.monotonic() + timeout
+    last: Optional[TransportError] = None
+    for family, stype, proto, _, addr in infos:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            break
+        sock = socket.socket(family, stype, proto)
+        sock.settimeout(remaining)
+        try:
+            sock.connect(addr)
+            sock.settimeout(None)
+            return sock
+        except socket.timeout:
+            last = TransportError(UNREACHABLE, f"connect to {addr[0]} port {port} timed out after {timeout:g} s", host)
+        except ConnectionRefusedError:
+            last = TransportError(REFUSED, f"connection refused by {addr[0]} port {port} (no sshd listening)", host)
+        except OSError as exc:
+            if exc.errno in (errno.EHOSTUNREACH, errno.ENETUNREACH, errno.EHOSTDOWN):
+                last = TransportError(UNREACHABLE, f"{addr[0]} unreachable: {exc.strerror}", host)
+            else:
+                last = TransportError(UNREACHABLE, f"connect to {addr[0]} port {port}: {exc.strerror or exc}", host)
+        sock.close()
+    raise last or TransportError(UNREACHABLE, f"connect to {hostname} port {port} timed out", host)
+
+
+def _load_key(path: str) -> Tuple[Optional[paramiko.PKey], Optional[str]]:
+    try:
+        key = paramiko.PKey.from_path(path)
+    except paramiko.PasswordRequiredException:
+        return None, f"{path} is encrypted (load it into ssh-agent)"
+    except (OSError, paramiko.SSHException, ValueError) as exc:
+        return None, f"{path}: {exc}"
+    cert = path + "-cert.pub"
+    if os.path.exists(cert):
+        try:
+            key.load_certificate(cert)
+        except (OSError, ValueError, paramiko.SSHException):
+            pass
+    return key, None
+
+
+class SSHConnection:
+    """One authenticated SSH connection to one host."""
+
+    def __init__(self, name: str, options: SSHOptions, user: Optional[str] = None, port: Optional[int] = None):
+        self.name = name
+        self.options = options
+        self.user = user
+        self.port = port
+        self.transport: Optional[paramiko.Transport] = None
+        self.jump: Optional["SSHConnection"] = None
+        self.notes: List[str] = []
+        self.config: Optional[sshconfig.HostConfig] = None
+
+    # -- connecting ---------------------------------------------------------
+    def connect(self) -> "SSHConnection":
+        cfg = sshconfig.resolve(self.name, self.user, self.port, self.options.config_path)
+        self.config = cfg
+        attempts = 1 + max(0, self.options.retries)
+        for attempt in range(attempts):
+            try:
+                self._connect_once(cfg)
+                return self
+            except TransportError as exc:
+                self.close()
+                if exc.kind != BANNER or attempt == attempts - 1:
+                    raise
+                time.sleep(0.3 * (2**attempt))  # back off: sshd is shedding new connections
+        return self  # pragma: no cover
+
+    def _sock(self, cfg: sshconfig.HostConfig):
+        timeout = min(self.options.connect_timeout, cfg.connect_timeout or self.options.connect_timeout)
+        if cfg.proxy_jump:
+            hops = [h.strip() for h in cfg.proxy_jump.split(",") if h.strip()]
+            jump = _jump_connection(hops, self.options, self.name)
+            self.jump = jump
+            try:
+                return jump.transport.open_channel(
+                    "direct-tcpip", (cfg.hostname, cfg.port), ("127.0.0.1", 0), timeout=timeout
+                )
+            except (paramiko.SSHException, OSError, EOFError) as exc:
+                raise TransportError(
+                    PROXY, f"jump host {hops[-1]} could not reach {cfg.hostname}:{cfg.port}: {exc}", self.name
+                ) from None
+        if cfg.proxy_command:
+            try:
+                return paramiko.ProxyCommand(cfg.proxy_command)
+            except (paramiko.SSHException, OSError) as exc:
+                raise TransportError(PROXY, f"ProxyCommand failed: {exc}", self.name) from None
+        return open_socket(cfg.hostname, cfg.port, timeout, self.name)
+
+    def _connect_once(self, cfg: sshconfig.HostConfig) -> None:
+        sock = self._sock(cfg)
+        t = paramiko.Transport(sock)
+        self.transport = t
+        t.banner_timeout = self.options.connect_timeout
+        t.handshake_timeout = self.options.connect_timeout
+        t.auth_timeout = self.options.auth_timeout
+        _prefer_known_key_types(t, cfg)
+        try:
+            t.start_client(timeout=self.options.connect_timeout)
+        except paramiko.SSHException as exc:
+            text = str(exc)
+            if "banner" in text.lower():
+                raise TransportError(BANNER, f"sshd closed the connection before its banner ({text})", self.name) from None
+            raise TransportError(PROTOCOL, f"SSH negotiation failed: {text}", self.name) from None
+        except (EOFError, OSError) as exc:
+            raise TransportError(BANNER, f"connection closed during SSH negotiation ({exc or type(exc).__name__})", self.name) from None
+        note = verify_host_key(cfg, t.get_remote_server_key(), self.options.accept_new_host_keys, self.name)
+        if note:
+            self.notes.append(note)
+        self._auth(cfg, t)
+
+    def _auth(self, cfg: sshconfig.HostConfig, t: paramiko.Transport) -> None:
+        tried: List[str] = []
+        problems: List[str] = []
+        paths = list(self.options.identity_files) + list(cfg.identity_files)
+        explicit = bool(paths)
+        if not explicit:
+            paths = sshconfig.default_identities()
+        seen = set()
+        for path in paths:
+            if path in seen or not os.path.exists(path):
+                continue
+            seen.add(path)
+            key, problem = _load_key(path)
+            if key is None:
+                problems.append(problem or path)
+                continue
+            tried.append(os.path.basename(path))
+            if self._try_key(t, cfg.user, key):
+                return
+        if self.options.use_agent and not cfg.identities_only:
+            try:
+                agent_keys = paramiko.Agent().get_keys()
+            except paramiko.SSHException:
+                agent_keys = ()
+            for key in agent_keys:
+                tried.append(f"agent:{key.get_name()}")
+                if self._try_key(t, cfg.user, key):
+                    return
+        detail = f"tried {', '.join(tried)}" if tried else "no usable key (none in ~/.ssh, IdentityFile or the agent)"
+        if problems:
+            detail += "; " + "; ".join(problems)
+        raise TransportError(AUTH, f"authentication failed for {cfg.user}@{cfg.hostname}: {detail}", self.name)
+
+    def _try_key(self, t: paramiko.Transport, user: str, key: paramiko.PKey) -> bool:
+        try:
+            t.auth_publickey(user, key)
+        except paramiko.BadAuthenticationType as exc:
+            raise TransportError(
+                AUTH, f"server does not accept public keys (allowed: {', '.join(exc.allowed_types)})", self.name
+            ) from None
+        except paramiko.AuthenticationException:
+            return False
+        except (paramiko.SSHException, EOFError, OSError) as exc:
+            raise TransportError(AUTH, f"authentication aborted: {exc}", self.name) from None
+        return t.is_authenticated()
+
+    # -- running ------------------------------------------------------------
+    def run(
+        self,
+        command: str,
+        timeout: Optional[float] = None,
+        stdin: Optional[str] = None,
+        env: Optional[Mapping[str, str]] = None,
+    ) -> ExecResult:
+        """Run ``command`` (already quoted for the remote shell) with a deadline."""
+        import shlex
+
+        timeout = self.options.command_timeout if timeout is None else timeout
+        start = time.monotonic()
+        if env:
+            command = "env " + " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items()) + " " + command
+        if self.transport is None or not self.transport.is_active():
+            err = TransportError(PROTOCOL, "connection is closed", self.name)
+            return ExecResult(self.name, None, error=err)
+        try:
+            chan = self.transport.open_session(timeout=min(timeout, self.options.connect_timeout))
+            chan.exec_command(command)
+            if stdin is not None:
+                chan.sendall(stdin.encode())
+            chan.shutdown_write()
+        except (paramiko.SSHException, OSError, EOFError) as exc:
+            err = TransportError(PROTOCOL, f"could not start the command: {exc}", self.name)
+            return ExecResult(self.name, None, error=err, elapsed=time.monotonic() - start)
+        out, err_chunks = [], []
+        deadline = start + timeout
+        timed_out = False
+        try:
+            while True:
+                while chan.recv_ready():
+                    out.append(chan.recv(65536))
+                while chan.recv_stderr_ready():
+                    err_chunks.append(chan.recv_stderr(65536))
+                if chan.exit_status_ready() and not chan.recv_ready() and not chan.recv_stderr_ready():
+                    break
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    timed_out = True
+                    break
+                select.select([chan], [], [], min(remaining, 1.0))
+        except (OSError, EOFError, paramiko.SSHException) as exc:
+            chan.close()
+            err = TransportError(PROTOCOL, f"connection lost while running the command: {exc}", self.name)
+            return ExecResult(self.name, None, b"".join(out).decode("utf-8", "replace"), "", time.monotonic() - start, err)
+        stdout = b"".join(out).decode("utf-8", "replace")
+        stderr = b"".join(err_chunks).decode("utf-8", "replace")
+        if timed_out:
+            chan.close()
+            err = TransportError(COMMAND_TIMEOUT, f"command timed out after {timeout:g} s", self.name)
+            return ExecResult(self.name, None, stdout, stderr, time.monotonic() - start, err)
+        rc = chan.recv_exit_status()
+        chan.close()
+        return ExecResult(self.name, rc, stdout, stderr, time.monotonic() - start)
+
+    def sftp(self) -> paramiko.SFTPClient:
+        assert self.transport is not None
+        return paramiko.SFTPClient.from_transport(self.transport)
+
+    def close(self) -> None:
+        if self.transport is not None:
+            try:
+                self.transport.close()
+            except Exception:  # closing a half-open transport may raise anything
+                pass
+            self.transport = None
+
+    def __enter__(self) -> "SSHConnection":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+# Jump hosts are shared by every target behind them: one connection per hop,
+# so a bastion sees one login, not one per node.
+_jumps: Dict[Tuple[str, ...], SSHConnection] = {}
+_jumps_lock = threading.Lock()
+
+
+def _parse_jump(spec: str) -> Tuple[str, Optional[str], Optional[int]]:
+    spec = spec.strip()
+    if spec.startswith("ssh://"):
+        spec = spec[6:]
+    user = None
+    if "@" in spec:
+        user, _, spec = spec.rpartition("@")
+    port = None
+    if spec.count(":") == 1:
+        spec, _, p = spec.partition(":")
+        port = int(p) if p.isdigit() else None
+    return spec, user or None, port
+
+
+def _jump_connection(hops: List[str], options: SSHOptions, for_host: str) -> SSHConnection:
+    key = tuple(hops)
+    with _jumps_lock:
+        conn = _jumps.get(key)
+        if conn is not None and conn.transport is not None and conn.transport.is_active():
+            return conn
+        name, user, port = _parse_jump(hops[-1])
+        conn = SSHConnection(name, options, user=user, port=port)
+        try:
+            if len(hops) > 1:
+                parent = _jump_connection(hops[:-1], options, for_host)
+                cfg = sshconfig.resolve(name, user, port, options.config_path)
+                conn.config = cfg
+                chan = parent.transport.open_channel("direct-tcpip", (cfg.hostname, cfg.port), ("127.0.0.1", 0))
+                t = paramiko.Transport(chan)
+                conn.transport = t
+                t.start_client(timeout=options.connect_timeout)
+                verify_host_key(cfg, t.get_remote_server_key(), options.accept_new_host_keys, name)
+                conn._auth(cfg, t)
+            else:
+                conn.connect()
+        except TransportError as exc:
+            raise TransportError(PROXY, f"jump host {name}: {exc.message}", for_host) from None
+        except (paramiko.SSHException, OSError, EOFError) as exc:
+            raise TransportError(PROXY, f"jump host {name}: {exc}", for_host) from None
+        _jumps[key] = conn
+        return conn
+
+
+def close_jumps() -> None:
+    with _jumps_lock:
+        for conn in _jumps.values():
+            conn.close()
+        _jumps.clear()
