@@ -145,14 +145,16 @@ def run_collection(kw, areas_sel, save_dir: Optional[str], extra_sources=(), mes
     if inv is None:
         node = runner.collect_local(script, opts)
         if save_dir:
-            sections.write_bundle_index(save_dir, [node.host], {"transport": "local"})
+            sections.write_bundle_index(save_dir, [node.host], {"transport": "local", "areas": [a.NAME for a in areas_sel]})
             sections.write_node(save_dir, node)
         return [node], notes
     for name, where, first in inv.duplicates:
         notes.append(f"{where}: duplicate host {name} (first at {first}), checked once")
     hosts = inv.hosts
     if save_dir:
-        sections.write_bundle_index(save_dir, [h.name for h in hosts], {"transport": "ssh"})
+        sections.write_bundle_index(
+            save_dir, [h.name for h in hosts], {"transport": "ssh", "areas": [a.NAME for a in areas_sel]}
+        )
     show = sys.stderr.isatty()
     with _progress(len(hosts), show) as prog:
         task = prog.add_task("collect", total=len(hosts), last="")
@@ -206,6 +208,9 @@ def check(bundle, only, skip, mesh_all, json_path, save_dir, p2p_test, verbose, 
             raise UsageError(f"--bundle {bundle}: {exc}") from None
         if not raws:
             raise UsageError(f"--bundle {bundle}: no node directories in it")
+        collected = sections.read_bundle_index(bundle).get("areas")
+        if collected and not only:
+            areas_sel = [a for a in areas_sel if a.NAME in collected or a.NAME == "system"]
         notes = []
     else:
         raws, notes = run_collection(kw, areas_sel, save_dir, extra, "all" if mesh_all else "first")

@@ -141,3 +141,12 @@ def write_bundle_index(bundle_dir: str, hosts: List[str], meta: Optional[dict] =
     data.update(meta or {})
     with open(os.path.join(bundle_dir, "_bundle.json"), "w", encoding="utf-8") as f:
         json.dump(data, f, indent=1)
+
+
+def read_bundle_index(bundle_dir: str) -> dict:
+    """The bundle's ``_bundle.json`` (hosts, areas collected), or {}."""
+    index = os.path.join(bundle_dir, "_bundle.json")
+    if not os.path.exists(index):
+        return {}
+    with open(index, encoding="utf-8") as f:
+        return json.load(f)

@@ -263,6 +263,12 @@ class SSHConnection:
             raise TransportError(PROTOCOL, f"SSH negotiation failed: {text}", self.name) from None
         except (EOFError, OSError) as exc:
             raise TransportError(BANNER, f"connection closed during SSH negotiation ({exc or type(exc).__name__})", self.name) from None
+        if not (t.is_active() and getattr(t, "initial_kex_done", True)):
+            raise TransportError(
+                BANNER,
+                f"no SSH handshake within {self.options.connect_timeout:g} s (sshd accepted the connection but stalled)",
+                self.name,
+            )
         note = verify_host_key(cfg, t.get_remote_server_key(), self.options.accept_new_host_keys, self.name)
         if note:
             self.notes.append(note)

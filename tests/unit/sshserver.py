@@ -1,0 +1,116 @@
+"""A real SSH server (paramiko's server side) on loopback, for transport tests.
+
+It speaks the SSH protocol for real: key exchange, host key, public-key
+authentication, exec channels running commands with /bin/sh. Behaviours
+that make the client fail in each classified way are switches.
+"""
+from __future__ import annotations
+
+import socket
+import subprocess
+import threading
+from typing import Optional
+
+import paramiko
+
+
+class _Server(paramiko.ServerInterface):
+    def __init__(self, allowed_key: paramiko.PKey):
+        self.allowed_key = allowed_key
+        self.command: Optional[bytes] = None
+        self.event = threading.Event()
+
+    def check_auth_publickey(self, username, key):
+        return paramiko.AUTH_SUCCESSFUL if key == self.allowed_key else paramiko.AUTH_FAILED
+
+    def get_allowed_auths(self, username):
+        return "publickey"
+
+    def check_channel_request(self, kind, chanid):
+        return paramiko.OPEN_SUCCEEDED if kind == "session" else paramiko.OPEN_FAILED_ADMINISTRATIVELY_PROHIBITED
+
+    def check_channel_exec_request(self, channel, command):
+        self.command = command
+        self.event.set()
+        return True
+
+
+class SSHServer:
+    """``mode``: "ok" (serve), "drop" (close before the banner), "silent" (never speak)."""
+
+    def __init__(self, host_key: paramiko.PKey, allowed_key: paramiko.PKey, mode: str = "ok"):
+        self.host_key = host_key
+        self.allowed_key = allowed_key
+        self.mode = mode
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self.port = self.sock.getsockname()[1]
+        self._stop = threading.Event()
+        self._held = []
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self):
+        self.sock.settimeout(0.2)
+        while not self._stop.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except socket.timeout:
+                continue
+            except OSError:
+                return
+            if self.mode == "drop":
+                conn.close()
+                continue
+            if self.mode == "silent":
+                self._held.append(conn)
+                continue
+            threading.Thread(target=self._handle, args=(conn,), daemon=True).start()
+
+    def _handle(self, conn):
+        t = paramiko.Transport(conn)
+        t.add_server_key(self.host_key)
+        server = _Server(self.allowed_key)
+        try:
+            t.start_server(server=server)
+        except (paramiko.SSHException, EOFError, OSError):
+            return
+        while t.is_active():
+            chan = t.accept(timeout=1)
+            if chan is None:
+                continue
+            threading.Thread(target=self._exec, args=(server, chan), daemon=True).start()
+
+    def _exec(self, server, chan):
+        if not server.event.wait(5):
+            chan.close()
+            return
+        server.event.clear()
+        cmd = server.command.decode()
+        proc = subprocess.Popen(["sh", "-c", cmd], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        data = b""
+        while True:
+            chunk = chan.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+        try:
+            out, err = proc.communicate(data, timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            out, err = proc.communicate()
+        try:
+            chan.sendall(out)
+            chan.sendall_stderr(err)
+            chan.send_exit_status(proc.returncode)
+            chan.close()
+        except (OSError, EOFError, paramiko.SSHException):
+            pass
+
+    def close(self):
+        self._stop.set()
+        self.sock.close()
+        for c in self._held:
+            c.close()

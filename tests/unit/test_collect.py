@@ -1,0 +1,102 @@
+"""The collection script, its sections, and bundles."""
+import json
+import subprocess
+
+from click.testing import CliRunner
+
+from nccldiag import areas
+from nccldiag.areas.base import Source
+from nccldiag.cli import main
+from nccldiag.collect import runner, sections
+from nccldiag.collect.script import build_script
+
+
+def run_script(script, env=None, timeout=30):
+    return subprocess.run(["sh", "-s"], input=script, capture_output=True, text=True, timeout=timeout, env=env).stdout
+
+
+def test_sections_round_trip_with_rc_and_quotes(tmp_path):
+    (tmp_path / "proc").mkdir()
+    (tmp_path / "proc" / "cmdline").write_text("BOOT_IMAGE=/vmlinuz root=/dev/sda1 iommu=pt\n")
+    srcs = [
+        Source("cmdline", 'cat "$R/proc/cmdline"'),
+        Source("quotes", "echo 'it'\"'\"'s'; printf 'no newline'"),
+        Source("failing", "echo partial; exit 7"),
+        Source("missing", "no-such-command-nccldiag"),
+        Source("dump", '_dump "$R"/proc/cmdline "$R"/proc/absent'),
+    ]
+    out = run_script(build_script(srcs), env={"NCCLDIAG_ROOT": str(tmp_path), "PATH": "/usr/bin:/bin"})
+    secs, rcs, truncated = sections.split_sections(out)
+    assert not truncated
+    assert secs["cmdline"] == "BOOT_IMAGE=/vmlinuz root=/dev/sda1 iommu=pt\n"
+    assert secs["quotes"].startswith("it's\nno newline")
+    assert (secs["failing"], rcs["failing"]) == ("partial\n", 7)
+    assert secs["missing"] == "" and rcs["missing"] == 127
+    assert secs["dump"].startswith("==> /proc/cmdline <==\nBOOT_IMAGE")
+    assert "absent" not in secs["dump"]
+
+
+def test_source_timeout_bounds_the_script():
+    script = build_script([Source("slow", "sleep 30", timeout=1), Source("after", "echo still-ran")])
+    out = run_script(script, timeout=15)
+    secs, rcs, _ = sections.split_sections(out)
+    assert rcs["slow"] == 124
+    assert secs["after"] == "still-ran\n"
+
+
+def test_truncated_output_keeps_what_came():
+    text = "@@nccldiag:begin a@@\nx\n\n@@nccldiag:end a rc=0@@\n@@nccldiag:begin b@@\npartial li"
+    secs, rcs, truncated = sections.split_sections(text)
+    assert truncated and secs["a"] == "x\n" and secs["b"] == "partial li" and "b" not in rcs
+
+
+def test_bundle_round_trip_keeps_order(tmp_path):
+    nodes = [
+        sections.RawNode("zz", {"hostname": "zz\n"}, {"hostname": 0}, elapsed=1.5),
+        sections.RawNode("aa", {}, {}, error={"kind": "refused", "message": "connection refused"}),
+    ]
+    sections.write_bundle_index(str(tmp_path), ["zz", "aa"])
+    for n in nodes:
+        sections.write_node(str(tmp_path), n)
+    back = sections.read_bundle(str(tmp_path))
+    assert [n.host for n in back] == ["zz", "aa"]
+    assert back[0].sections == {"hostname": "zz\n"} and back[0].rcs == {"hostname": 0}
+    assert back[1].error["kind"] == "refused"
+
+
+def test_collect_script_prints_exactly_the_script():
+    res = CliRunner().invoke(main, ["collect", "--script", "--only", "system"])
+    assert res.exit_code == 0
+    assert res.output == runner.script_for(areas.select(["system"]))
+    assert res.output.startswith("#!/bin/sh\n")
+
+
+def test_local_check_and_bundle_agree(tmp_path):
+    cli = CliRunner()
+    res = cli.invoke(main, ["collect", "-o", str(tmp_path / "b"), "--only", "system", "-w", "a"], catch_exceptions=False)
+    # -w a: an SSH target that does not resolve here -> recorded as such, exit 3
+    assert res.exit_code == 3
+    meta = json.loads((tmp_path / "b" / "a" / "_node.json").read_text())
+    assert meta["error"]["kind"] in ("resolve", "config", "unreachable")
+    live = cli.invoke(main, ["check", "--only", "system", "--save", str(tmp_path / "l"), "--json", str(tmp_path / "live.json")])
+    assert live.exit_code in (0, 1)
+    offline = cli.invoke(main, ["check", "--bundle", str(tmp_path / "l"), "--json", "-"])
+    data = json.loads(offline.output)
+    live_data = json.loads((tmp_path / "live.json").read_text())
+    strip = lambda d: [(f["check"], f["status"], f["message"]) for n in d["nodes"] for f in n["findings"] if f["area"] != "ssh"]
+    assert strip(data) == strip(live_data)
+    assert data["schema"] == "nccldiag.check/1"
+
+
+def test_usage_errors_are_messages_not_tracebacks(tmp_path):
+    cli = CliRunner()
+    r = cli.invoke(main, ["check", str(tmp_path / "missing.txt")])
+    assert r.exit_code == 2 and "missing.txt: no such hostfile" in r.output and "Traceback" not in r.output
+    bad = tmp_path / "hosts"
+    bad.write_text("good\nbad;name\n")
+    r = cli.invoke(main, ["check", str(bad)])
+    assert r.exit_code == 2 and f"{bad}:2:" in r.output
+    r = cli.invoke(main, ["check", "--only", "nonsense"])
+    assert r.exit_code == 2 and "unknown area nonsense" in r.output
+    r = cli.invoke(main, ["check", "--bundle", str(tmp_path / "nobundle")])
+    assert r.exit_code == 2 and "nobundle" in r.output

@@ -1,0 +1,143 @@
+"""Hostfile formats, node sets, malformed lines and refused names."""
+import os
+
+import pytest
+
+from nccldiag import inventory
+from nccldiag.errors import InventoryError
+
+HOSTFILES = os.path.join(os.path.dirname(__file__), "..", "..", "hostfiles")
+
+
+def parse(text):
+    return inventory.parse_hostfile_text(text, "hosts.txt").hosts
+
+
+def test_plain_keeps_file_order_and_multiple_names_per_line():
+    hosts = parse("# c\nzeta\n\nalpha beta\n")
+    assert [h.name for h in hosts] == ["zeta", "alpha", "beta"]
+    assert hosts[0].where == "hosts.txt:2"
+
+
+def test_openmpi_keywords_and_comments():
+    hosts = parse("n1 slots=8 max_slots=8 # trailing\nn2 slots=4 port=2222 username=admin // c\n/* block\nn9\n*/ n3\n")
+    assert [(h.name, h.slots, h.port, h.user) for h in hosts] == [
+        ("n1", 8, None, None),
+        ("n2", 4, 2222, "admin"),
+        ("n3", None, None, None),
+    ]
+
+
+def test_mpich_colon_is_slots_not_port():
+    (h,) = parse("gpu01:8\n")
+    assert (h.name, h.slots, h.port) == ("gpu01", 8, None)
+
+
+def test_deepspeed_and_user_at_host():
+    hosts = parse("worker-0 slots=8\nroot@worker-1 slots=8\n")
+    assert [(h.name, h.user, h.slots) for h in hosts] == [("worker-0", None, 8), ("worker-1", "root", 8)]
+    assert hosts[1].target == "root@worker-1"
+
+
+def test_nodeset_expansion_keeps_written_order():
+    hosts = parse("gpu[003-004,001]\nlogin1\nadmin@n[1-2]\n")
+    assert [h.name for h in hosts] == ["gpu001", "gpu003", "gpu004", "login1", "n1", "n2"]
+    assert hosts[-1].user == "admin"
+
+
+def test_expression_order_across_parts():
+    hosts = inventory.from_expression("b[1-2],a1", "-w")
+    assert [h.name for h in hosts] == ["b1", "b2", "a1"]
+
+
+def test_exclusion_in_file_and_on_command_line(tmp_path):
+    p = tmp_path / "h"
+    p.write_text("n[1-4]\n^n2\n")
+    inv = inventory.build([str(p)], exclude_exprs=["n4"], environ={})
+    assert inv.names == ["n1", "n3"]
+
+
+def test_duplicates_reported_first_kept(tmp_path):
+    p = tmp_path / "h"
+    p.write_text("a\nb\na slots=2\n")
+    inv = inventory.build([str(p)], environ={})
+    assert inv.names == ["a", "b"]
+    assert inv.duplicates == [("a", f"{p}:3", f"{p}:1")]
+
+
+def test_slurm_nodelist_when_no_hosts_given():
+    inv = inventory.build(environ={"SLURM_JOB_NODELIST": "gpu[001-003]"})
+    assert inv.names == ["gpu001", "gpu002", "gpu003"]
+    assert inventory.build(environ={}) is None
+
+
+@pytest.mark.parametrize(
+    "line, expect",
+    [
+        ("node01;rm -rf /", "contains ';'"),
+        ("node$(id)", "refused"),
+        ("node`id`", "refused"),
+        ("node|x", "refused"),
+        ("n1 slots=x", "slots='x': expected a whole number"),
+        ("n1 port=70000", "port=70000: expected 1-65535"),
+        ("n1 foo=1", "unknown keyword 'foo'"),
+        ("slots=4", "expected a host name first"),
+        ("n1:abc", "expected a slot count"),
+        ("gpu[1-", "unbalanced brackets"),
+        ("gpu[a-b]", "bad node set"),
+        ("a b slots=2", "apply to one host"),
+        ("-n1", "not a valid host name"),
+    ],
+)
+def test_malformed_lines_name_file_and_line(line, expect):
+    text = "ok1\n" + line + "\n"
+    with pytest.raises(InventoryError) as exc:
+        parse(text)
+    assert str(exc.value).startswith("hosts.txt:2: ")
+    assert expect in str(exc.value)
+
+
+def test_hash_starts_a_comment_anywhere():
+    assert [h.name for h in parse("ok1\nnode2#comment\n")] == ["ok1", "node2"]
+
+
+def test_names_with_spaces_cannot_arrive_but_tabs_split():
+    # whitespace separates names, so a "name with a space" is two names
+    assert [h.name for h in parse("a\tb\n")] == ["a", "b"]
+
+
+def test_missing_and_binary_files(tmp_path):
+    with pytest.raises(InventoryError, match="no such hostfile"):
+        inventory.read_hostfile(str(tmp_path / "nope"))
+    b = tmp_path / "bin"
+    b.write_bytes(b"\xff\xfe\x00bad")
+    with pytest.raises(InventoryError, match="not a text file"):
+        inventory.read_hostfile(str(b))
+    with pytest.raises(InventoryError, match="is a directory"):
+        inventory.read_hostfile(str(tmp_path))
+
+
+def test_everything_excluded_is_an_error(tmp_path):
+    p = tmp_path / "h"
+    p.write_text("a\n")
+    with pytest.raises(InventoryError, match="no hosts left"):
+        inventory.build([str(p)], exclude_exprs=["a"], environ={})
+
+
+@pytest.mark.parametrize("name", sorted(os.listdir(HOSTFILES)))
+def test_shipped_examples_parse(name):
+    inv = inventory.read_hostfile(os.path.join(HOSTFILES, name))
+    assert inv.hosts, name
+    assert all(h.where.startswith(os.path.join(HOSTFILES, name)) for h in inv.hosts)
+
+
+def test_shipped_example_values():
+    inv = inventory.read_hostfile(os.path.join(HOSTFILES, "openmpi.txt"))
+    assert [(h.name, h.slots, h.port, h.user) for h in inv.hosts] == [
+        ("gpu001", 8, None, None),
+        ("gpu002", 8, None, None),
+        ("gpu003", 8, 2222, None),
+        ("gpu004", 8, None, "admin"),
+    ]
+    ns = inventory.read_hostfile(os.path.join(HOSTFILES, "nodeset.txt"))
+    assert len(ns.hosts) == 34 and ns.hosts[-1].name == "login1" and ns.hosts[32].name == "gpu040"
