@@ -20,7 +20,7 @@ import socket
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import paramiko
 
@@ -327,8 +327,14 @@ class SSHConnection:
         timeout: Optional[float] = None,
         stdin: Optional[str] = None,
         env: Optional[Mapping[str, str]] = None,
+        on_line: Optional[Callable[[str], None]] = None,
+        cancel: Optional[threading.Event] = None,
     ) -> ExecResult:
-        """Run ``command`` (already quoted for the remote shell) with a deadline."""
+        """Run ``command`` (already quoted for the remote shell) with a deadline.
+
+        ``on_line`` receives each complete stdout line as it arrives (results
+        are handled before the command ends); ``cancel`` stops waiting early.
+        """
         import shlex
 
         timeout = self.options.command_timeout if timeout is None else timeout
@@ -350,28 +356,38 @@ class SSHConnection:
         out, err_chunks = [], []
         deadline = start + timeout
         timed_out = False
+        pending = b""
         try:
             while True:
                 while chan.recv_ready():
-                    out.append(chan.recv(65536))
+                    chunk = chan.recv(65536)
+                    out.append(chunk)
+                    if on_line is not None:
+                        pending += chunk
+                        *lines, pending = pending.split(b"\n")
+                        for line in lines:
+                            on_line(line.decode("utf-8", "replace"))
                 while chan.recv_stderr_ready():
                     err_chunks.append(chan.recv_stderr(65536))
                 if chan.exit_status_ready() and not chan.recv_ready() and not chan.recv_stderr_ready():
                     break
                 remaining = deadline - time.monotonic()
-                if remaining <= 0:
+                if remaining <= 0 or (cancel is not None and cancel.is_set()):
                     timed_out = True
                     break
-                select.select([chan], [], [], min(remaining, 1.0))
+                select.select([chan], [], [], min(remaining, 0.5))
         except (OSError, EOFError, paramiko.SSHException) as exc:
             chan.close()
             err = TransportError(PROTOCOL, f"connection lost while running the command: {exc}", self.name)
             return ExecResult(self.name, None, b"".join(out).decode("utf-8", "replace"), "", time.monotonic() - start, err)
+        if on_line is not None and pending:
+            on_line(pending.decode("utf-8", "replace"))
         stdout = b"".join(out).decode("utf-8", "replace")
         stderr = b"".join(err_chunks).decode("utf-8", "replace")
         if timed_out:
             chan.close()
-            err = TransportError(COMMAND_TIMEOUT, f"command timed out after {timeout:g} s", self.name)
+            why = "cancelled" if cancel is not None and cancel.is_set() else f"timed out after {timeout:g} s"
+            err = TransportError(COMMAND_TIMEOUT, f"command {why}", self.name)
             return ExecResult(self.name, None, stdout, stderr, time.monotonic() - start, err)
         rc = chan.recv_exit_status()
         chan.close()

@@ -1,0 +1,102 @@
+"""``nccldiag probe``: collective probes across hosts, one setting at a time."""
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from typing import Dict, List, Optional
+
+import click
+
+from nccldiag.cli import CONTEXT, _inventory, _ssh_options, host_options
+from nccldiag.errors import UsageError
+
+
+def _parse_size(value: Optional[str]) -> Optional[int]:
+    if value is None:
+        return None
+    v = value.strip().upper().rstrip("B")
+    mult = 1
+    for suffix, m in (("K", 1 << 10), ("M", 1 << 20), ("G", 1 << 30)):
+        if v.endswith(suffix):
+            v, mult = v[:-1], m
+            break
+    try:
+        n = int(float(v) * mult)
+    except ValueError:
+        raise UsageError(f"size {value!r}: expected a number with an optional K, M or G suffix") from None
+    if n <= 0:
+        raise UsageError(f"size {value!r}: must be positive")
+    return n
+
+
+@click.command("probe", context_settings=CONTEXT)
+@host_options
+@click.option("--launcher", type=click.Choice(["auto", "torchrun", "mpirun", "local"]), default="auto", show_default=True,
+              help="auto: local without hosts, torchrun with hosts.")
+@click.option("--backend", type=click.Choice(["auto", "nccl", "gloo"]), default="auto", show_default=True,
+              help="auto: nccl when the nodes have NVIDIA GPUs, gloo otherwise.")
+@click.option("--nproc-per-node", type=click.IntRange(1, 1024), default=None,
+              help="Ranks per node (default: hostfile slots, else one per GPU, else 2 with gloo).")
+@click.option("--ib", is_flag=True, help="Require the InfiniBand/RoCE path (NET/IB) and add IB settings.")
+@click.option("--setting", "custom", multiple=True, metavar="KEY=VAL[,KEY=VAL]",
+              help="Add a row to the settings matrix (repeatable).")
+@click.option("--settings", "settings_mode", type=click.Choice(["all", "default"]), default="all", show_default=True,
+              help="'default' runs only the default row (plus --setting rows).")
+@click.option("--collectives", default=None, metavar="NAME,...", help="Collectives to run (default: all).")
+@click.option("--min-bytes", default=None, help="Smallest message size (e.g. 1K).")
+@click.option("--max-bytes", default=None, help="Largest message size (e.g. 1G).")
+@click.option("--factor", type=click.IntRange(2, 1024), default=None, help="Size step factor.")
+@click.option("--iters", type=click.IntRange(1, 100000), default=None, help="Timed iterations per size.")
+@click.option("--timeout", "timeout", type=click.FloatRange(5, 86400), default=None,
+              help="Seconds for one setting on all nodes (default 120 with gloo, 600 with nccl).")
+@click.option("--ifname", default=None, help="Socket interface for gloo/NCCL bootstrap (default: the one routing to rank 0's host).")
+@click.option("--shared-dir", default=None, type=click.Path(file_okay=False),
+              help="A directory every node shares (NFS): stage the worker once there.")
+@click.option("--dry-run", is_flag=True, help="Print every command per node, run nothing.")
+@click.option("-o", "--output", "out_dir", default=None, type=click.Path(file_okay=False),
+              help="Directory for records.jsonl and NCCL logs (default ./nccldiag-probe-<run id>).")
+@click.option("--json", "json_path", metavar="PATH|-", default=None, help="Write the report as JSON.")
+@click.option("--color", type=click.Choice(["auto", "always", "never"]), default="auto", show_default=True)
+def probe_command(launcher, backend, nproc_per_node, ib, custom, settings_mode, collectives, min_bytes, max_bytes,
+                  factor, iters, timeout, ifname, shared_dir, dry_run, out_dir, json_path, color, **kw):
+    """Run verified, timed collective probes under a matrix of NCCL settings.
+
+    Each setting runs in fresh processes on every node, bounded by --timeout;
+    afterwards every process of the run is killed on every node.
+    """
+    from nccldiag.probe import session
+
+    inv = _inventory(kw)
+    if launcher == "auto":
+        launcher = "local" if inv is None else "torchrun"
+    if launcher != "local" and inv is None:
+        raise UsageError(f"--launcher {launcher} needs hosts (a hostfile or -w)")
+    if launcher == "local" and inv is not None and len(inv.hosts) > 1:
+        raise UsageError("--launcher local runs every rank on this machine: give no hostfile, or use torchrun/mpirun")
+    opts = session.ProbeOptions(
+        launcher=launcher,
+        backend=backend,
+        nproc_per_node=nproc_per_node,
+        require_ib=ib,
+        custom=list(custom),
+        settings_mode=settings_mode,
+        collectives=collectives,
+        min_bytes=_parse_size(min_bytes),
+        max_bytes=_parse_size(max_bytes),
+        factor=factor,
+        iters=iters,
+        timeout=timeout,
+        ifname=ifname,
+        shared_dir=shared_dir,
+        python=kw["python"],
+        ssh=_ssh_options(kw),
+        out_dir=out_dir,
+        dry_run=dry_run,
+        color=color,
+        json_path=json_path,
+    )
+    hosts = inv.hosts if inv is not None else []
+    code = session.run(hosts, opts)
+    sys.exit(code)

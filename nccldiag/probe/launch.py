@@ -1,0 +1,154 @@
+"""Launch commands for probes (pure: they are printed by ``--dry-run``).
+
+Every remote command is built from validated host names and shell-quoted
+values only. Each launch runs under ``setsid -w`` so that the launcher and
+every rank it starts share one process group that can be killed as a unit,
+and carries ``NCCLDIAG_RUN=<id>`` in its environment so that any process of
+the run can be found (and killed) even if it left the group.
+"""
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass, field
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple
+
+RUN_MARK = "NCCLDIAG_RUN"
+
+
+@dataclass
+class LaunchSpec:
+    run_id: str
+    rundir: str  # where the worker package is on every node (PYTHONPATH)
+    python: str = "python3"
+    nproc_per_node: int = 1
+    rdzv_host: str = "127.0.0.1"
+    rdzv_port: int = 29400
+    env: Dict[str, str] = field(default_factory=dict)  # setting + debug variables, same on every node
+    worker_args: List[str] = field(default_factory=list)
+    join_timeout: int = 30
+    use_installed: bool = False  # the local launcher runs the installed nccldiag
+
+
+def _env_words(env: Mapping[str, str]) -> str:
+    return " ".join(f"{k}={shlex.quote(str(v))}" for k, v in env.items())
+
+
+def node_env(spec: LaunchSpec, ifname: Optional[str]) -> Dict[str, str]:
+    env = {RUN_MARK: spec.run_id, "PYTHONUNBUFFERED": "1"}
+    if not spec.use_installed:
+        env["PYTHONPATH"] = spec.rundir
+    if ifname:
+        env.setdefault("GLOO_SOCKET_IFNAME", ifname)
+        env.setdefault("NCCL_SOCKET_IFNAME", ifname)
+    env.update(spec.env)
+    if ifname and "NCCL_SOCKET_IFNAME" in spec.env:
+        env["NCCL_SOCKET_IFNAME"] = spec.env["NCCL_SOCKET_IFNAME"]
+    return env
+
+
+def _wrap(inner: str, rundir: str) -> str:
+    """Run ``inner`` as the leader of a new session, recording its PGID."""
+    body = f"echo $$ > {shlex.quote(rundir)}/launcher.pgid; exec {inner}"
+    return f"cd {shlex.quote(rundir)} && exec setsid -w sh -c {shlex.quote(body)}"
+
+
+def torchrun_command(spec: LaunchSpec, nnodes: int, ifname: Optional[str]) -> str:
+    """The torchrun command for one node (the same on every node, but the interface)."""
+    argv = [
+        spec.python, "-m", "torch.distributed.run",
+        f"--nnodes={nnodes}",
+        f"--nproc-per-node={spec.nproc_per_node}",
+        "--rdzv-backend=c10d",
+        f"--rdzv-endpoint={spec.rdzv_host}:{spec.rdzv_port}",
+        f"--rdzv-id={spec.run_id}",
+        f"--rdzv-conf=join_timeout={int(spec.join_timeout)},read_timeout={int(spec.join_timeout)}",
+        "--max-restarts=0",
+        "--monitor-interval=0.2",
+        "-m", "nccldiag.probe.worker",
+    ] + list(spec.worker_args)
+    inner = f"env {_env_words(node_env(spec, ifname))} " + " ".join(shlex.quote(a) for a in argv)
+    return _wrap(inner, spec.rundir)
+
+
+def local_command(spec: LaunchSpec, ifname: Optional[str] = None) -> List[str]:
+    """argv for all ranks on this machine (``--launcher local``)."""
+    return [
+        spec.python, "-m", "torch.distributed.run", "--standalone",
+        f"--nproc-per-node={spec.nproc_per_node}", "--max-restarts=0", "--monitor-interval=0.2",
+        "-m", "nccldiag.probe.worker",
+    ] + list(spec.worker_args)
+
+
+def mpi_hostfile(hosts: Sequence[str], slots: int) -> str:
+    return "".join(f"{h} slots={slots}\n" for h in hosts)
+
+
+def mpirun_command(
+    spec: LaunchSpec,
+    hosts: Sequence[str],
+    ifname: Optional[str],
+    ssh_args: str = "-o BatchMode=yes -o ConnectTimeout=10",
+    as_root: bool = False,
+    timeout: Optional[int] = None,
+) -> Tuple[str, str]:
+    """``(command, hostfile text)`` for mpirun started on the first host.
+
+    Every variable goes with ``-x NAME`` (set in mpirun's own environment;
+    its parser does not understand quotes). The SSH options are given to both
+    Open MPI 4 (``plm_rsh_args``) and 5 (``plm_ssh_args``) through the
+    environment, where each ignores the other's name.
+    """
+    env = node_env(spec, ifname)
+    env["OMPI_MCA_plm_rsh_args"] = ssh_args
+    env["PRTE_MCA_plm_ssh_args"] = ssh_args
+    env["OMPI_MCA_plm_rsh_no_tree_spawn"] = "1"
+    env["PRTE_MCA_plm_ssh_no_tree_spawn"] = "1"
+    if ifname:
+        env["OMPI_MCA_btl_tcp_if_include"] = ifname
+        env["OMPI_MCA_oob_tcp_if_include"] = ifname
+    if as_root:
+        env["OMPI_ALLOW_RUN_AS_ROOT"] = "1"
+        env["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1"
+    exported = [k for k in env if not k.startswith(("OMPI_", "PRTE_"))]
+    argv = ["mpirun", "--hostfile", "hostfile", "-np", str(len(hosts) * spec.nproc_per_node),
+            "--map-by", f"ppr:{spec.nproc_per_node}:node", "--bind-to", "none", "--tag-output"]
+    if timeout:
+        argv += ["--timeout", str(int(timeout))]
+    for k in exported:
+        argv += ["-x", k]
+    argv += [spec.python, "-m", "nccldiag.probe.worker", "--bootstrap", "mpi"] + list(spec.worker_args)
+    inner = f"env {_env_words(env)} " + " ".join(shlex.quote(a) for a in argv)
+    return _wrap(inner, spec.rundir), mpi_hostfile(hosts, spec.nproc_per_node)
+
+
+def kill_command(run_id: str) -> str:
+    """Kill every process of run ``run_id`` on a node: by group, then by marker."""
+    mark = f"{RUN_MARK}={run_id}"
+    return (
+        "for p in /proc/[0-9]*; do "
+        f"if grep -qsaz {shlex.quote('^' + mark + '$')} \"$p/environ\" 2>/dev/null; then kill -9 \"${{p#/proc/}}\" 2>/dev/null; fi; "
+        "done; true"
+    )
+
+
+def survivors_command(run_id: str) -> str:
+    """List ``pid cmdline`` of processes of run ``run_id`` still alive on a node."""
+    mark = f"{RUN_MARK}={run_id}"
+    return (
+        "for p in /proc/[0-9]*; do "
+        f"if grep -qsaz {shlex.quote('^' + mark + '$')} \"$p/environ\" 2>/dev/null; then "
+        "printf '%s %s\\n' \"${p#/proc/}\" \"$(tr '\\0' ' ' < \"$p/cmdline\" 2>/dev/null | cut -c1-200)\"; fi; "
+        "done; true"
+    )
+
+
+def iface_command(peer: str) -> str:
+    """Print the interface a node uses to reach ``peer`` (its own if it holds it)."""
+    q = shlex.quote(peer)
+    return (
+        f"d=$(ip -o addr show to {q} 2>/dev/null | awk '{{print $2; exit}}'); "
+        f"[ -n \"$d\" ] || d=$(ip -o route get {q} 2>/dev/null | sed -n 's/.* dev \\([^ ]*\\).*/\\1/p' | head -n1); "
+        "echo \"iface=$d\"; "
+        "echo \"self=$(getent ahosts \"$(hostname)\" 2>/dev/null | awk '{print $1}' | sort -u | tr '\\n' ' ')\"; "
+        "echo \"hostname=$(hostname)\""
+    )

@@ -1,0 +1,289 @@
+"""Running a probe: stage, launch one setting at a time, collect, clean up.
+
+This is the I/O edge of ``nccldiag probe``. For each setting it starts fresh
+processes on every node (NCCL reads its environment once per process),
+streams the ranks' JSON-lines records back as they come (each one written
+to disk at once), bounds the run by a deadline, and afterwards kills every
+process of the run on every node and checks that none survived.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Callable, Dict, List, Optional, Sequence
+
+from nccldiag.probe import launch
+from nccldiag.transport.base import TransportError
+
+_SAFE = re.compile(r"[^A-Za-z0-9._-]")
+
+
+@dataclass
+class Setting:
+    name: str
+    env: Dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class NodeRun:
+    host: str
+    rc: Optional[int] = None
+    error: Optional[dict] = None
+    stderr_tail: str = ""
+    elapsed: float = 0.0
+
+
+@dataclass
+class SettingRun:
+    setting: Setting
+    records: List[dict] = field(default_factory=list)
+    nodes: Dict[str, NodeRun] = field(default_factory=dict)
+    timed_out: bool = False
+    aborted_after_failure: bool = False
+    survivors: Dict[str, List[str]] = field(default_factory=dict)
+    kill_errors: Dict[str, str] = field(default_factory=dict)
+    logs: Dict[str, str] = field(default_factory=dict)  # file name -> text
+    elapsed: float = 0.0
+    commands: Dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class Prepared:
+    run_id: str
+    rundir: str
+    rdzv_host: str
+    rdzv_port: int
+    ifnames: Dict[str, Optional[str]]
+    loopback: Dict[str, List[str]]  # host -> loopback addresses its name resolves to
+    problems: Dict[str, str]  # host -> why it cannot take part
+    info: Dict[str, dict] = field(default_factory=dict)  # host -> python/torch facts
+
+
+_INFO_SNIPPET = """
+import glob, importlib.util as u, json, sys
+d = {"python": sys.version.split()[0], "executable": sys.executable}
+d["torch"] = bool(u.find_spec("torch"))
+d["mpi4py"] = bool(u.find_spec("mpi4py"))
+d["gpus"] = len(glob.glob("/proc/driver/nvidia/gpus/*"))
+print(json.dumps(d))
+"""
+
+
+def new_run_id() -> str:
+    return f"nccldiag-{time.strftime('%Y%m%d%H%M%S')}-{uuid.uuid4().hex[:6]}"
+
+
+def parse_record(line: str) -> Optional[dict]:
+    """A JSON record from a worker line, launcher prefixes (``[1,0]<stdout>:``) removed."""
+    idx = line.find("{")
+    if idx < 0:
+        return None
+    try:
+        rec = json.loads(line[idx:])
+    except ValueError:
+        return None
+    return rec if isinstance(rec, dict) and "type" in rec else None
+
+
+def _parse_kv(text: str) -> Dict[str, str]:
+    out = {}
+    for line in text.splitlines():
+        k, _, v = line.partition("=")
+        if k:
+            out[k.strip()] = v.strip()
+    return out
+
+
+def prepare(nodes: Sequence, python: str, ifname: Optional[str], shared_dir: Optional[str],
+            timeout: float = 30, stage: bool = True, run_id: Optional[str] = None) -> Prepared:
+    """Stage the worker, pick the rendezvous port and each node's interface."""
+    run_id = run_id or new_run_id()
+    base = shared_dir or "/tmp"
+    rundir = os.path.join(base, run_id)
+    first = nodes[0]
+    rdzv_host = first.address or first.name
+    problems: Dict[str, str] = {}
+    ifnames: Dict[str, Optional[str]] = {}
+    loopback: Dict[str, List[str]] = {}
+    info: Dict[str, dict] = {}
+    files = None
+    if stage:
+        from nccldiag.probe.nodes import worker_files
+
+        files = worker_files()
+
+    def prep(node) -> None:
+        try:
+            r = node.run(f"mkdir -p -m 700 {shlex.quote(rundir)} && " + launch.iface_command(rdzv_host), timeout)
+            if r.error or r.rc != 0:
+                problems[node.name] = (r.error.message if r.error else f"setup failed: {r.stderr.strip()[:200]}")
+                return
+            kv = _parse_kv(r.stdout)
+            ifnames[node.name] = ifname or kv.get("iface") or None
+            pr = node.run(f"{shlex.quote(python)} -c {shlex.quote(_INFO_SNIPPET)}", timeout)
+            try:
+                info[node.name] = json.loads(pr.stdout.strip().splitlines()[-1])
+            except (ValueError, IndexError):
+                why = pr.error.message if pr.error else (pr.stderr.strip().splitlines() or ["no output"])[-1]
+                problems[node.name] = f"{python} cannot run the probe on {node.name}: {why[:200]}"
+                return
+            if not info[node.name].get("torch"):
+                problems[node.name] = (
+                    f"torch is not installed for {python} on {node.name}: "
+                    "pip install 'nccldiag[probe]' there, or pass --python"
+                )
+                return
+            loop = [a for a in kv.get("self", "").split() if a.startswith("127.") or a == "::1"]
+            if loop:
+                loopback[node.name] = loop
+            if stage and files is not None and (shared_dir is None or node is first):
+                node.put_files(files, rundir)
+        except TransportError as exc:
+            problems[node.name] = exc.message
+        except OSError as exc:
+            problems[node.name] = f"staging failed: {exc}"
+
+    threads = [threading.Thread(target=prep, args=(n,), daemon=True) for n in nodes]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout + 30)
+    port = 29400
+    if first.name not in problems:
+        r = first.run(
+            f"{shlex.quote(python)} -c 'import socket; s=socket.socket(); s.bind((\"\", 0)); print(s.getsockname()[1])'",
+            timeout,
+        )
+        if r.rc == 0 and r.stdout.strip().isdigit():
+            port = int(r.stdout.strip())
+        else:
+            problems[first.name] = f"{python} does not run on {first.name}: {(r.stderr or '').strip()[-200:]}"
+    return Prepared(run_id, rundir, rdzv_host, port, ifnames, loopback, problems, info)
+
+
+def run_setting(
+    nodes: Sequence,
+    commands: Dict[str, str],
+    setting: Setting,
+    timeout: float,
+    grace: float,
+    run_id: str,
+    on_record: Optional[Callable[[dict], None]] = None,
+    log_glob: Optional[str] = None,
+) -> SettingRun:
+    """Run ``commands[host]`` on each node at once, bounded by ``timeout``.
+
+    When one node's launcher fails, the others get ``grace`` seconds to
+    report their own errors before everything is killed.
+    """
+    out = SettingRun(setting=setting, commands=dict(commands))
+    lock = threading.Lock()
+    cancel = threading.Event()
+    failed = threading.Event()
+    start = time.monotonic()
+    active = [n for n in nodes if n.name in commands]
+
+    def handle(host: str, line: str) -> None:
+        rec = parse_record(line)
+        if rec is None:
+            return
+        rec.setdefault("host", host)
+        rec["setting"] = setting.name
+        with lock:
+            out.records.append(rec)
+        if on_record is not None:
+            on_record(rec)
+
+    def go(node) -> None:
+        t0 = time.monotonic()
+        r = node.stream(commands[node.name], timeout, lambda line: handle(node.name, line), cancel)
+        nr = NodeRun(node.name, r.rc, r.error.to_dict() if r.error else None, (r.stderr or "")[-4000:],
+                     time.monotonic() - t0)
+        with lock:
+            out.nodes[node.name] = nr
+        if r.error is None and r.rc != 0:
+            failed.set()
+
+    threads = {n.name: threading.Thread(target=go, args=(n,), daemon=True) for n in active}
+    for t in threads.values():
+        t.start()
+    deadline = start + timeout
+    while any(t.is_alive() for t in threads.values()):
+        now = time.monotonic()
+        if now >= deadline:
+            out.timed_out = True
+            break
+        if failed.is_set():
+            failed.clear()
+            deadline = min(deadline, now + grace)
+            out.aborted_after_failure = True
+        for t in threads.values():
+            if t.is_alive():
+                t.join(min(0.2, max(0.0, deadline - time.monotonic())))
+                break
+    cancel.set()
+    # kill every process of the run on every node, then look for survivors
+    kill = launch.kill_command(run_id)
+    check = launch.survivors_command(run_id)
+
+    def reap(node) -> None:
+        r = node.run(kill + "; " + check, 15)
+        if r.error:
+            out.kill_errors[node.name] = r.error.message
+        elif r.stdout.strip():
+            out.survivors[node.name] = r.stdout.strip().splitlines()
+
+    reapers = [threading.Thread(target=reap, args=(n,), daemon=True) for n in active]
+    for t in reapers:
+        t.start()
+    for t in reapers:
+        t.join(20)
+    for name, t in threads.items():
+        t.join(5)
+        if name not in out.nodes:
+            out.nodes[name] = NodeRun(name, None, {"kind": "command-timeout", "message": "no answer"})
+    if log_glob:
+        out.logs.update(fetch_logs(active, log_glob))
+    out.elapsed = time.monotonic() - start
+    return out
+
+
+def fetch_logs(nodes: Sequence, pattern: str, timeout: float = 30) -> Dict[str, str]:
+    """Every file matching ``pattern`` (a shell glob) on the nodes, by name."""
+    logs: Dict[str, str] = {}
+    cmd = f'for f in {pattern}; do [ -f "$f" ] || continue; printf "@@file %s@@\\n" "$f"; cat "$f"; done; true'
+    for node in nodes:
+        r = node.run(cmd, timeout)
+        if r.error:
+            continue
+        current = None
+        for line in r.stdout.splitlines(keepends=True):
+            m = re.match(r"^@@file (.+)@@$", line.rstrip("\n"))
+            if m:
+                current = f"{node.name}/{os.path.basename(m.group(1))}"
+                logs[current] = ""
+            elif current is not None:
+                logs[current] += line
+    return logs
+
+
+def cleanup(nodes: Sequence, rundir: str, timeout: float = 15) -> Dict[str, str]:
+    """Remove the run directory on every node; returns hosts where it failed."""
+    failed: Dict[str, str] = {}
+    if not os.path.basename(rundir).startswith("nccldiag-"):
+        return {"*": f"refusing to remove {rundir}"}
+    for node in nodes:
+        r = node.run(f"rm -rf -- {shlex.quote(rundir)}", timeout)
+        if r.error or r.rc != 0:
+            failed[node.name] = r.error.message if r.error else r.stderr.strip()[:200]
+    return failed
+
+
+def safe_name(name: str) -> str:
+    return _SAFE.sub("_", name)

@@ -1,0 +1,218 @@
+"""One ``nccldiag probe`` run from start to end (I/O edge).
+
+connect -> prepare (stage, interfaces, rendezvous port) -> for each setting:
+launch, stream records to ``records.jsonl``, kill, fetch NCCL logs ->
+analyze (pure) -> report. Every setting runs even when an earlier one hung.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Sequence
+
+from nccldiag.inventory import Host
+from nccldiag.probe import launch, runner
+from nccldiag.transport.base import TransportError
+from nccldiag.transport.ssh import SSHOptions, close_jumps
+
+
+@dataclass
+class ProbeOptions:
+    launcher: str = "local"
+    backend: str = "auto"
+    nproc_per_node: Optional[int] = None
+    require_ib: bool = False
+    custom: List[str] = field(default_factory=list)
+    settings_mode: str = "all"
+    collectives: Optional[str] = None
+    min_bytes: Optional[int] = None
+    max_bytes: Optional[int] = None
+    factor: Optional[int] = None
+    iters: Optional[int] = None
+    timeout: Optional[float] = None
+    ifname: Optional[str] = None
+    shared_dir: Optional[str] = None
+    python: str = "python3"
+    ssh: SSHOptions = field(default_factory=SSHOptions)
+    out_dir: Optional[str] = None
+    dry_run: bool = False
+    color: str = "auto"
+    json_path: Optional[str] = None
+    extra_worker_args: List[str] = field(default_factory=list)
+
+
+def worker_args(opts: ProbeOptions, backend: str, pg_timeout: int) -> List[str]:
+    args = ["--backend", backend, "--pg-timeout", str(pg_timeout)]
+    if opts.collectives:
+        args += ["--collectives", opts.collectives]
+    for flag, value in (("--min-bytes", opts.min_bytes), ("--max-bytes", opts.max_bytes),
+                        ("--factor", opts.factor), ("--iters", opts.iters)):
+        if value is not None:
+            args += [flag, str(value)]
+    return args + list(opts.extra_worker_args)
+
+
+def _debug_env(backend: str, rundir: str, setting_name: str) -> Dict[str, str]:
+    if backend != "nccl":
+        return {}
+    return {
+        "NCCL_DEBUG": "INFO",
+        "NCCL_DEBUG_SUBSYS": "INIT,NET,GRAPH,ENV",
+        "NCCL_DEBUG_FILE": f"{rundir}/{setting_name}/nccl.%h.%p.log",
+    }
+
+
+def run(hosts: Sequence[Host], opts: ProbeOptions) -> int:
+    from nccldiag.probe import analysis, plan
+    from nccldiag.probe.nodes import LocalNode, SSHNode
+    from nccldiag.report import probe_report
+    from nccldiag.report.console import console
+
+    t0 = time.monotonic()
+    con = console(color=opts.color)
+    err = console(stderr=True, color=opts.color)
+    local = opts.launcher == "local"
+    nodes = [LocalNode()] if local else [SSHNode(h, opts.ssh) for h in hosts]
+    run_id = runner.new_run_id()
+    out_dir = opts.out_dir or os.path.abspath(f"nccldiag-probe-{run_id[len('nccldiag-'):]}")
+
+    # connect (bounded by the SSH timeouts), in parallel
+    unreachable: Dict[str, str] = {}
+    if not opts.dry_run or not local:
+        def connect(n):
+            try:
+                n.connect()
+            except TransportError as exc:
+                unreachable[n.name] = exc.message
+        ts = [threading.Thread(target=connect, args=(n,), daemon=True) for n in nodes]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join(opts.ssh.connect_timeout * 3 + 30)
+    live = [n for n in nodes if n.name not in unreachable]
+    if not live or (nodes and nodes[0].name in unreachable):
+        report = analysis.unreachable_report(unreachable, [n.name for n in nodes])
+        probe_report.emit(report, con, opts.json_path)
+        close_jumps()
+        return report.exit_code
+
+    if local:
+        import tempfile
+
+        rundir = tempfile.mkdtemp(prefix=f"{run_id}-")
+        prep = runner.Prepared(run_id, rundir, "127.0.0.1", 0, {live[0].name: None}, {}, {}, {})
+        prep.info[live[0].name] = {"torch": True, "gpus": _local_gpus()}
+        if opts.python == "python3":
+            opts.python = sys.executable
+    else:
+        prep = runner.prepare(live, opts.python, opts.ifname, opts.shared_dir, run_id=run_id, stage=not opts.dry_run)
+    participants = [n for n in live if n.name not in prep.problems]
+
+    gpus = min((prep.info.get(n.name, {}).get("gpus", 0) for n in participants), default=0)
+    backend = opts.backend if opts.backend != "auto" else ("nccl" if gpus > 0 else "gloo")
+    nproc = opts.nproc_per_node or (hosts[0].slots if hosts and hosts[0].slots else None) or (gpus if backend == "nccl" and gpus else 2)
+    timeout = opts.timeout or (600.0 if backend == "nccl" else 120.0)
+    pg_timeout = max(5, int(timeout * 0.5))
+    settings = plan.build_settings(backend, opts.require_ib, opts.custom, opts.settings_mode)
+
+    os.makedirs(out_dir, exist_ok=True)
+    records_path = os.path.join(out_dir, "records.jsonl")
+    runs: List[runner.SettingRun] = []
+    can_run = bool(participants) and len(participants) == len(live) and not unreachable
+    with open(records_path, "a", encoding="utf-8") as rec_file:
+        lock = threading.Lock()
+
+        def on_record(rec: dict) -> None:
+            with lock:
+                rec_file.write(json.dumps(rec) + "\n")
+                rec_file.flush()
+
+        for i, setting in enumerate(settings):
+            env = dict(setting.env)
+            env.update(_debug_env(backend, prep.rundir, setting.name))
+            spec = launch.LaunchSpec(
+                run_id=prep.run_id, rundir=prep.rundir, python=opts.python, nproc_per_node=nproc,
+                rdzv_host=prep.rdzv_host, rdzv_port=prep.rdzv_port, env=env,
+                worker_args=worker_args(opts, backend, pg_timeout),
+                join_timeout=max(10, min(60, int(timeout * 0.25))), use_installed=local,
+            )
+            commands = build_commands(opts.launcher, spec, participants, prep, timeout, local)
+            if opts.dry_run:
+                for host, cmd in commands.items():
+                    con.print(f"# {setting.name} on {host}", markup=False, highlight=False)
+                    con.print(cmd, markup=False, highlight=False, soft_wrap=True)
+                continue
+            if not can_run:
+                break
+            mkdir = f"mkdir -p {shlex.quote(prep.rundir + '/' + setting.name)}"
+            for n in participants:
+                n.run(mkdir, 15)
+            err.print(f"[muted]setting {i + 1}/{len(settings)}: {setting.name}[/]")
+            glob = f"{shlex.quote(prep.rundir)}/{shlex.quote(setting.name)}/nccl.*.log" if backend == "nccl" else None
+            sr = runner.run_setting(participants, commands, runner.Setting(setting.name, setting.env), timeout,
+                                    grace=min(30.0, pg_timeout + 10.0), run_id=prep.run_id,
+                                    on_record=on_record, log_glob=glob)
+            _save_logs(out_dir, setting.name, sr.logs)
+            runs.append(sr)
+    if opts.dry_run:
+        if not local:
+            runner.cleanup(live, prep.rundir)
+        for n in nodes:
+            n.close()
+        close_jumps()
+        return 0
+    cleanup_failed = {} if opts.shared_dir and not local else (runner.cleanup(live, prep.rundir) if not local else {})
+    if local:
+        import shutil
+
+        shutil.rmtree(prep.rundir, ignore_errors=True)
+    for n in nodes:
+        n.close()
+    close_jumps()
+    report = analysis.analyze(
+        runs=runs, settings=settings, backend=backend, require_ib=opts.require_ib, launcher=opts.launcher,
+        hosts=[n.name for n in nodes], unreachable=unreachable, problems=prep.problems, loopback=prep.loopback,
+        ifnames=prep.ifnames, nproc_per_node=nproc, out_dir=out_dir, cleanup_failed=cleanup_failed,
+        elapsed=time.monotonic() - t0,
+    )
+    probe_report.emit(report, con, opts.json_path)
+    return report.exit_code
+
+
+def _local_gpus() -> int:
+    import glob
+
+    return len(glob.glob("/proc/driver/nvidia/gpus/*"))
+
+
+def _save_logs(out_dir: str, setting: str, logs: Dict[str, str]) -> None:
+    if not logs:
+        return
+    d = os.path.join(out_dir, "nccl-logs", runner.safe_name(setting))
+    os.makedirs(d, exist_ok=True)
+    for name, text in logs.items():
+        with open(os.path.join(d, runner.safe_name(name.replace("/", "__"))), "w", encoding="utf-8") as f:
+            f.write(text)
+
+
+def build_commands(launcher: str, spec: launch.LaunchSpec, nodes: Sequence, prep: runner.Prepared,
+                   timeout: float, local: bool) -> Dict[str, str]:
+    """The command each node runs for one setting (printed by --dry-run)."""
+    if local:
+        env = launch.node_env(spec, prep.ifnames.get(nodes[0].name))
+        argv = launch.local_command(spec)
+        inner = "env " + " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items()) + " " + " ".join(shlex.quote(a) for a in argv)
+        return {nodes[0].name: f"cd {shlex.quote(spec.rundir)} && exec {inner}"}
+    if launcher == "mpirun":
+        head = nodes[0]
+        as_root = True  # the flags only take effect when mpirun runs as root
+        cmd, hostfile = launch.mpirun_command(spec, [n.name for n in nodes], prep.ifnames.get(head.name),
+                                              as_root=as_root, timeout=int(timeout))
+        write = f"printf %s {shlex.quote(hostfile)} > {shlex.quote(spec.rundir)}/hostfile && "
+        return {head.name: write + cmd}
+    return {n.name: launch.torchrun_command(spec, len(nodes), prep.ifnames.get(n.name)) for n in nodes}
