@@ -199,6 +199,8 @@ def check(bundle, only, skip, mesh_all, json_path, save_dir, p2p_test, verbose, 
         from nccldiag.areas import topology
 
         extra = tuple(getattr(topology, "P2P_TEST_SOURCES", ()))
+        # importing torch and starting CUDA on every GPU takes its time
+        kw["command_timeout"] = max(kw["command_timeout"], 180.0)
     if bundle:
         if kw["hostfiles"] or kw["hosts_exprs"]:
             raise UsageError("--bundle analyzes saved outputs: give no hostfile or -w with it")

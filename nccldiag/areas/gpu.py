@@ -1,14 +1,668 @@
-"""Area stub: gpu (to be implemented)."""
-from nccldiag.findings import skip
+"""GPUs: inventory, driver and CUDA version, PCIe link, NVLink link states.
+
+Four views of the same GPUs, because each fails differently:
+
+- ``nvidia-smi --query-gpu`` (or ``nvidia-smi -q`` when the query fails) is
+  the inventory as the driver sees it;
+- the PCI devices in sysfs (vendor 0x10de, display class) are the GPUs the
+  bus sees, so a node whose driver is not loaded, or which lost a GPU off the
+  bus, still shows how many GPUs it should have;
+- ``nvidia-smi nvlink --status`` gives each link's speed or ``<inactive>``;
+  one dead link on an otherwise connected GPU slows every ring through it;
+- NVML (nvidia-ml-py, when importable) repeats the inventory and adds the
+  P2P status NCCL itself asks for (read by the topology area).
+"""
+from __future__ import annotations
+
+import csv
+import json
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Mapping, Optional
+
+from nccldiag.areas.base import NodeFacts, Source, section
+from nccldiag.findings import Finding, fail, ok, skip, warn
 
 NAME = "gpu"
-TITLE = "gpu"
-SOURCES = ()
+TITLE = "GPUs"
+
+QUERY_FIELDS = (
+    "index",
+    "name",
+    "uuid",
+    "pci.bus_id",
+    "driver_version",
+    "memory.total",
+    "pcie.link.gen.current",
+    "pcie.link.gen.max",
+    "pcie.link.width.current",
+    "pcie.link.width.max",
+    "persistence_mode",
+)
+
+# Lines the snippets print about the command itself (not its output).
+_META = "nccldiag:"
+
+_QUERY_CMD = (
+    "if ! command -v nvidia-smi >/dev/null 2>&1; then echo 'nccldiag: nvidia-smi not found'; else "
+    f"nvidia-smi --query-gpu={','.join(QUERY_FIELDS)} --format=csv 2>&1; echo \"nccldiag: rc=$?\"; fi"
+)
+
+# The -q header carries the CUDA version; the whole -q output is kept only
+# when --query-gpu fails (old drivers), as the fallback inventory.
+_Q_CMD = (
+    "command -v nvidia-smi >/dev/null 2>&1 || exit 0; "
+    "if nvidia-smi --query-gpu=index --format=csv,noheader >/dev/null 2>&1; "
+    "then nvidia-smi -q 2>&1 | head -n 8; else nvidia-smi -q 2>&1 | head -n 4000; fi"
+)
+
+_PCI_CMD = (
+    'for d in "$R"/sys/bus/pci/devices/*; do [ -r "$d/vendor" ] || continue; '
+    '[ "$(cat "$d/vendor")" = 0x10de ] || continue; c=$(cat "$d/class" 2>/dev/null); '
+    "case $c in 0x0300*|0x0302*) ;; *) continue;; esac; drv=-; "
+    '[ -e "$d/driver" ] && drv=$(basename "$(readlink "$d/driver")"); '
+    'printf "%s %s %s %s %s\\n" "${d##*/}" "$c" "$(cat "$d/device" 2>/dev/null)" "$drv" '
+    '"$(cat "$d/numa_node" 2>/dev/null || echo -)"; done'
+)
+
+# Runs with the node's Python; prints one JSON object and never fails.
+_NVML_PY = """
+import json
+out = {}
+try:
+    import pynvml as N
+except Exception as e:
+    print(json.dumps({"error": "nvidia-ml-py not importable: %s" % e}))
+    raise SystemExit(0)
+def s(v):
+    return v.decode() if isinstance(v, bytes) else v
+def g(fn, *a):
+    try:
+        return s(getattr(N, fn)(*a))
+    except Exception:
+        return None
+try:
+    N.nvmlInit()
+except Exception as e:
+    print(json.dumps({"error": "nvmlInit failed: %s" % e}))
+    raise SystemExit(0)
+try:
+    out["driver"] = g("nvmlSystemGetDriverVersion")
+    out["cuda"] = g("nvmlSystemGetCudaDriverVersion")
+    hs = [N.nvmlDeviceGetHandleByIndex(i) for i in range(N.nvmlDeviceGetCount())]
+    gpus = []
+    for i, h in enumerate(hs):
+        pci = g("nvmlDeviceGetPciInfo", h)
+        mem = g("nvmlDeviceGetMemoryInfo", h)
+        links = []
+        for l in range(getattr(N, "NVML_NVLINK_MAX_LINKS", 18)):
+            st = g("nvmlDeviceGetNvLinkState", h, l)
+            if st is None:
+                break
+            links.append(int(st))
+        gpus.append({"index": i, "name": g("nvmlDeviceGetName", h), "uuid": g("nvmlDeviceGetUUID", h),
+            "bus_id": s(pci.busId) if pci is not None else None,
+            "memory_mib": mem.total // 1048576 if mem is not None else None,
+            "gen": g("nvmlDeviceGetCurrPcieLinkGeneration", h), "gen_max": g("nvmlDeviceGetMaxPcieLinkGeneration", h),
+            "width": g("nvmlDeviceGetCurrPcieLinkWidth", h), "width_max": g("nvmlDeviceGetMaxPcieLinkWidth", h),
+            "nvlink": links})
+    out["gpus"] = gpus
+    p2p = {}
+    for a in range(len(hs)):
+        for b in range(len(hs)):
+            if a != b:
+                for cap, idx in (("read", 0), ("write", 1)):
+                    v = g("nvmlDeviceGetP2PStatus", hs[a], hs[b], idx)
+                    if v is not None:
+                        p2p.setdefault(cap, {})["%d,%d" % (a, b)] = int(v)
+    out["p2p"] = p2p
+finally:
+    try:
+        N.nvmlShutdown()
+    except Exception:
+        pass
+print(json.dumps(out))
+"""
+
+assert "'" not in _NVML_PY  # it travels inside single quotes
+
+SOURCES = (
+    Source("gpu_query", _QUERY_CMD, timeout=30, description="nvidia-smi --query-gpu inventory (CSV)"),
+    Source("nvidia_smi_q", _Q_CMD, timeout=30, description="nvidia-smi -q header (CUDA version); all of it if --query-gpu fails"),
+    Source("nvlink_status", "nvidia-smi nvlink --status", timeout=30, description="NVLink link speeds"),
+    Source("pci_gpus", _PCI_CMD, description="NVIDIA display/3D PCI devices in sysfs, with bound driver"),
+    Source("nvml", '"${NCCLDIAG_PYTHON:-python3}" -c ' + "'" + _NVML_PY + "'",
+           timeout=30, description="NVML snapshot through nvidia-ml-py"),
+)
 
 
-def parse(raw):
+@dataclass
+class Gpu:
+    index: int
+    name: Optional[str] = None
+    uuid: Optional[str] = None
+    bus_id: Optional[str] = None  # normalised: dddd:bb:dd.f, lower case
+    memory_mib: Optional[int] = None
+    gen: Optional[int] = None
+    gen_max: Optional[int] = None
+    width: Optional[int] = None
+    width_max: Optional[int] = None
+    persistence: Optional[str] = None
+
+
+@dataclass
+class NvLinkGpu:
+    index: int
+    name: Optional[str] = None
+    uuid: Optional[str] = None
+    links: Dict[int, Optional[float]] = field(default_factory=dict)  # link -> GB/s, None when inactive
+
+    @property
+    def active(self) -> List[int]:
+        return [l for l, s in self.links.items() if s is not None]
+
+    @property
+    def inactive(self) -> List[int]:
+        return [l for l, s in self.links.items() if s is None]
+
+
+@dataclass
+class PciGpu:
+    bus_id: str
+    pci_class: str = ""
+    device_id: str = ""
+    driver: Optional[str] = None  # "nvidia", "vfio-pci", "nouveau", None when unbound
+    numa_node: Optional[int] = None
+
+
+@dataclass
+class GpuFacts:
+    gpus: List[Gpu] = field(default_factory=list)
+    inventory_from: Optional[str] = None  # "query-gpu" | "nvidia-smi -q" | "nvml"
+    driver_version: Optional[str] = None
+    cuda_version: Optional[str] = None
+    attached: Optional[int] = None  # "Attached GPUs" of nvidia-smi -q
+    smi_found: Optional[bool] = None  # None: the section did not come back
+    smi_error: Optional[str] = None  # what nvidia-smi printed instead of data
+    nvlink: List[NvLinkGpu] = field(default_factory=list)
+    pci_gpus: List[PciGpu] = field(default_factory=list)
+    nvml: Optional[Dict[str, Any]] = None
+    nvml_error: Optional[str] = None
+
+    @property
+    def model(self) -> Optional[str]:
+        names = Counter(g.name for g in self.gpus if g.name)
+        return names.most_common(1)[0][0] if names else None
+
+
+# ---------------------------------------------------------------- parsers
+
+
+def norm_bus_id(text: Optional[str]) -> Optional[str]:
+    """``00000000:53:00.0`` (nvidia-smi) and ``0000:53:00.0`` (sysfs) to one form."""
+    if not text:
+        return None
+    m = re.search(r"(?:([0-9A-Fa-f]+):)?([0-9A-Fa-f]{2}):([0-9A-Fa-f]{2})\.([0-7])", text.strip())
+    if not m:
+        return None
+    dom = int(m.group(1), 16) if m.group(1) else 0
+    return f"{dom:04x}:{m.group(2)}:{m.group(3)}.{m.group(4)}".lower()
+
+
+def _int(text: Optional[str]) -> Optional[int]:
+    m = re.match(r"\s*(\d+)", text or "")
+    return int(m.group(1)) if m else None
+
+
+def _value(text: Optional[str]) -> Optional[str]:
+    if text is None:
+        return None
+    v = text.strip()
+    return None if v in ("", "[N/A]", "N/A", "[Not Supported]", "Not Supported", "[Unknown Error]") else v
+
+
+def parse_query_csv(text: Optional[str]) -> tuple:
+    """``(gpus, driver_version, error_text)`` from ``--query-gpu`` CSV.
+
+    The header, when present, names the columns (any subset of fields, units
+    in brackets); without it the columns are :data:`QUERY_FIELDS`. Lines that
+    are not CSV rows (``NVIDIA-SMI has failed ...``) become the error text.
+    """
+    gpus: List[Gpu] = []
+    drivers: List[str] = []
+    errors: List[str] = []
+    columns: List[str] = list(QUERY_FIELDS)
+    for raw_line in (text or "").splitlines():
+        line = raw_line.strip()
+        if not line or line.startswith(_META):
+            continue
+        try:
+            cells = next(csv.reader([line], skipinitialspace=True))
+        except (csv.Error, StopIteration):
+            errors.append(line)
+            continue
+        cells = [c.strip() for c in cells]
+        if cells and cells[0] == "index":
+            columns = [re.sub(r"\s*\[.*?\]$", "", c) for c in cells]
+            continue
+        if len(cells) < 2 or not cells[0].isdigit():
+            errors.append(line)
+            continue
+        row = dict(zip(columns, cells))
+        g = Gpu(index=int(cells[0]))
+        g.name = _value(row.get("name"))
+        g.uuid = _value(row.get("uuid"))
+        g.bus_id = norm_bus_id(_value(row.get("pci.bus_id") or row.get("gpu_bus_id")))
+        g.memory_mib = _int(_value(row.get("memory.total")))
+        g.gen = _int(_value(row.get("pcie.link.gen.current")))
+        g.gen_max = _int(_value(row.get("pcie.link.gen.max")))
+        g.width = _int(_value(row.get("pcie.link.width.current")))
+        g.width_max = _int(_value(row.get("pcie.link.width.max")))
+        g.persistence = _value(row.get("persistence_mode"))
+        d = _value(row.get("driver_version"))
+        if d:
+            drivers.append(d)
+        gpus.append(g)
+    driver = Counter(drivers).most_common(1)[0][0] if drivers else None
+    return gpus, driver, ("\n".join(errors[:10]) or None)
+
+
+_Q_LINE = re.compile(r"^(\s*)([^:]+?)\s*(?::\s*(.*?))?\s*$")
+
+
+def parse_smi_q(text: Optional[str]) -> dict:
+    """``nvidia-smi -q``: header values and one :class:`Gpu` per ``GPU <busid>`` block.
+
+    Keys are located by their path of section titles (``PCI/GPU Link Info/
+    PCIe Generation/Max``), found from indentation, so a block cut short just
+    leaves the later fields empty.
+    """
+    out: dict = {"driver": None, "cuda": None, "attached": None, "gpus": []}
+    stack: List[tuple] = []  # (indent, title)
+    gpu: Optional[Gpu] = None
+    for line in (text or "").splitlines():
+        if not line.strip() or line.startswith("="):
+            continue
+        gm = re.match(r"^GPU\s+([0-9A-Fa-f]+:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7])\s*$", line)
+        if gm:
+            stack = []
+            gpu = Gpu(index=len(out["gpus"]), bus_id=norm_bus_id(gm.group(1)))
+            out["gpus"].append(gpu)
+            continue
+        m = _Q_LINE.match(line.replace("\t", "    "))
+        if not m:
+            continue
+        indent, key, value = len(m.group(1)), m.group(2).strip(), m.group(3)
+        if indent == 0:
+            stack = []
+            if key == "Driver Version":
+                out["driver"] = _value(value)
+            elif key == "CUDA Version":
+                out["cuda"] = _value(value)
+            elif key == "Attached GPUs":
+                out["attached"] = _int(value)
+            continue
+        while stack and stack[-1][0] >= indent:
+            stack.pop()
+        if value is None:
+            stack.append((indent, key))
+            continue
+        if gpu is None:
+            continue
+        path = "/".join([t for _, t in stack] + [key])
+        v = _value(value)
+        if path == "Product Name":
+            gpu.name = v
+        elif path == "GPU UUID":
+            gpu.uuid = v
+        elif path == "Persistence Mode":
+            gpu.persistence = v
+        elif path == "PCI/Bus Id":
+            gpu.bus_id = norm_bus_id(v) or gpu.bus_id
+        elif path == "PCI/GPU Link Info/PCIe Generation/Max":
+            gpu.gen_max = _int(v)
+        elif path == "PCI/GPU Link Info/PCIe Generation/Current":
+            gpu.gen = _int(v)
+        elif path == "PCI/GPU Link Info/Link Width/Max":
+            gpu.width_max = _int(v)
+        elif path == "PCI/GPU Link Info/Link Width/Current":
+            gpu.width = _int(v)
+        elif path == "FB Memory Usage/Total":
+            gpu.memory_mib = _int(v)
+    return out
+
+
+_NVL_GPU = re.compile(r"^\s*GPU\s+(\d+):\s*(.*?)(?:\s*\(UUID:\s*([^)]+)\))?\s*$")
+_NVL_LINK = re.compile(r"^\s*Link\s+(\d+):\s*(.*?)\s*$")
+
+
+def parse_nvlink_status(text: Optional[str]) -> List[NvLinkGpu]:
+    """``nvidia-smi nvlink --status``: per GPU, each link's GB/s or None (``<inactive>``).
+
+    Lines that are not link speeds (``[snip]``, error counters of ``nvlink -e``)
+    are ignored; an empty output is a node without NVLink.
+    """
+    out: List[NvLinkGpu] = []
+    cur: Optional[NvLinkGpu] = None
+    for line in (text or "").splitlines():
+        m = _NVL_GPU.match(line)
+        if m:
+            cur = NvLinkGpu(int(m.group(1)), m.group(2) or None, m.group(3))
+            out.append(cur)
+            continue
+        m = _NVL_LINK.match(line)
+        if not m or cur is None:
+            continue
+        link, rest = int(m.group(1)), m.group(2)
+        sm = re.match(r"([\d.]+)\s*GB/s$", rest)
+        if sm:
+            cur.links[link] = float(sm.group(1))
+        elif "inactive" in rest.lower():
+            cur.links[link] = None
+    return out
+
+
+def parse_pci_gpus(text: Optional[str]) -> List[PciGpu]:
+    """Lines ``<bdf> <class> <device> <driver|-> <numa|->`` from the sysfs walk."""
+    out: List[PciGpu] = []
+    for line in (text or "").splitlines():
+        parts = line.split()
+        if not parts:
+            continue
+        bdf = norm_bus_id(parts[0])
+        if bdf is None:
+            continue
+        drv = parts[3] if len(parts) > 3 and parts[3] != "-" else None
+        numa = None
+        if len(parts) > 4 and re.fullmatch(r"-?\d+", parts[4]) and int(parts[4]) >= 0:
+            numa = int(parts[4])
+        out.append(PciGpu(bdf, parts[1] if len(parts) > 1 else "", parts[2] if len(parts) > 2 else "", drv, numa))
+    return out
+
+
+def parse_nvml(text: Optional[str]) -> tuple:
+    """``(snapshot, error)`` from the NVML snippet's JSON line."""
+    if not text or not text.strip():
+        return None, None
+    for line in reversed(text.strip().splitlines()):
+        line = line.strip()
+        if line.startswith("{"):
+            try:
+                data = json.loads(line)
+            except ValueError:
+                return None, "NVML output is not JSON"
+            if not isinstance(data, dict):
+                return None, "NVML output is not an object"
+            if data.get("error"):
+                return None, str(data["error"])
+            return data, None
+    return None, text.strip().splitlines()[-1][:200]
+
+
+def _cuda_from_nvml(value: Any) -> Optional[str]:
+    if isinstance(value, int) and value > 0:
+        return f"{value // 1000}.{(value % 1000) // 10}"
     return None
 
 
-def judge(facts, node):
-    return [skip(NAME, NAME + ".present", "not implemented")]
+def _gpus_from_nvml(snap: Mapping[str, Any]) -> List[Gpu]:
+    out = []
+    for d in snap.get("gpus") or []:
+        if not isinstance(d, dict) or not isinstance(d.get("index"), int):
+            continue
+        out.append(
+            Gpu(d["index"], d.get("name"), d.get("uuid"), norm_bus_id(d.get("bus_id")), d.get("memory_mib"),
+                d.get("gen"), d.get("gen_max"), d.get("width"), d.get("width_max"))
+        )
+    return out
+
+
+def parse(raw: Mapping[str, Optional[str]]) -> GpuFacts:
+    f = GpuFacts()
+    query = raw.get("gpu_query")
+    if query is not None:
+        f.smi_found = "nvidia-smi not found" not in query
+        gpus, driver, err = parse_query_csv(query)
+        f.driver_version = driver
+        rc = re.search(r"^nccldiag: rc=(\d+)", query, re.M)
+        if gpus:
+            f.gpus, f.inventory_from = gpus, "query-gpu"
+        elif f.smi_found:
+            if err:
+                f.smi_error = err
+            elif rc is None:
+                f.smi_error = "nvidia-smi did not finish (it hung or was killed)"
+            elif rc.group(1) != "0":
+                f.smi_error = f"nvidia-smi exited with status {rc.group(1)}"
+    q = parse_smi_q(section(raw, "nvidia_smi_q"))
+    f.cuda_version = q["cuda"]
+    f.attached = q["attached"]
+    f.driver_version = f.driver_version or q["driver"]
+    if not f.gpus and q["gpus"]:
+        f.gpus, f.inventory_from = q["gpus"], "nvidia-smi -q"
+        f.smi_error = None
+    f.nvlink = parse_nvlink_status(section(raw, "nvlink_status"))
+    f.pci_gpus = parse_pci_gpus(section(raw, "pci_gpus"))
+    f.nvml, f.nvml_error = parse_nvml(section(raw, "nvml"))
+    if f.nvml:
+        f.driver_version = f.driver_version or f.nvml.get("driver")
+        f.cuda_version = f.cuda_version or _cuda_from_nvml(f.nvml.get("cuda"))
+        if not f.gpus:
+            f.gpus = _gpus_from_nvml(f.nvml)
+            f.inventory_from = "nvml" if f.gpus else None
+        if not f.nvlink:
+            for d in _gpus_from_nvml(f.nvml):
+                states = next((g.get("nvlink") for g in f.nvml["gpus"] if g.get("index") == d.index), None) or []
+                if any(states):  # all-disabled lists are GPUs without NVLink
+                    f.nvlink.append(NvLinkGpu(d.index, d.name, d.uuid, {i: (0.0 if s else None) for i, s in enumerate(states)}))
+    return f
+
+
+# ---------------------------------------------------------------- judgement
+
+_DRIVER_FIX = (
+    "Load the NVIDIA driver: check 'lsmod | grep nvidia', 'dmesg | grep -i nvrm' and that the installed driver "
+    "matches the running kernel (DKMS build); reinstall it or reboot into the kernel it was built for."
+)
+
+
+def _gpu_line(g: Gpu) -> str:
+    link = ""
+    if g.gen is not None or g.width is not None:
+        link = f" PCIe gen{g.gen or '?'}/{g.gen_max or '?'} x{g.width or '?'}/{g.width_max or '?'}"
+    mem = f" {g.memory_mib} MiB" if g.memory_mib else ""
+    return f"GPU{g.index} {g.name or '?'} {g.bus_id or '?'}{mem}{link}"
+
+
+def _missing_from_smi(facts: GpuFacts) -> List[PciGpu]:
+    seen = {g.bus_id for g in facts.gpus if g.bus_id}
+    if not seen:
+        return []
+    return [p for p in facts.pci_gpus if p.bus_id not in seen]
+
+
+def judge(facts: Optional[GpuFacts], node: NodeFacts) -> List[Finding]:
+    if facts is None:
+        return [skip(NAME, "gpu.present", "no GPU outputs came back")]
+    pci = facts.pci_gpus
+    if not facts.gpus and not pci:
+        if facts.smi_found and facts.smi_error:
+            return [
+                fail(
+                    NAME,
+                    "gpu.driver",
+                    "nvidia-smi is installed but fails, and no GPU is listed",
+                    evidence=facts.smi_error.splitlines()[:4],
+                    fix=_DRIVER_FIX,
+                )
+            ]
+        return [skip(NAME, "gpu.present", "no NVIDIA GPUs")]
+    findings: List[Finding] = []
+    if not facts.gpus:
+        drivers = sorted({p.driver or "none" for p in pci})
+        if facts.smi_found is False:
+            why = "nvidia-smi is not installed"
+        elif facts.smi_error:
+            why = "nvidia-smi fails"
+        else:
+            why = "nvidia-smi lists no GPU"
+        return [
+            fail(
+                NAME,
+                "gpu.driver",
+                f"{len(pci)} NVIDIA GPU(s) on the PCI bus but {why} (driver bound: {', '.join(drivers)})",
+                actual={"pci_gpus": len(pci), "drivers": drivers},
+                expected="the nvidia driver loaded and nvidia-smi listing every GPU",
+                evidence=[f"{p.bus_id} class {p.pci_class} device {p.device_id} driver {p.driver or '-'}" for p in pci[:8]]
+                + (facts.smi_error or "").splitlines()[:3],
+                fix=_DRIVER_FIX,
+            )
+        ]
+    n = len(facts.gpus)
+    cut = ""
+    if facts.inventory_from == "nvidia-smi -q" and facts.attached and facts.attached > n:
+        cut = f"; nvidia-smi -q reports {facts.attached} attached but its output held {n} GPU blocks"
+    findings.append(
+        ok(
+            NAME,
+            "gpu.inventory",
+            f"{n}x {facts.model or 'GPU'}, driver {facts.driver_version or '?'}, CUDA {facts.cuda_version or '?'}"
+            f" (from {facts.inventory_from}{cut})",
+            actual={"count": n, "model": facts.model, "driver": facts.driver_version, "cuda": facts.cuda_version},
+            evidence=[_gpu_line(g) for g in facts.gpus],
+        )
+    )
+    findings.extend(_judge_missing(facts))
+    findings.extend(_judge_pcie_width(facts))
+    findings.extend(_judge_persistence(facts))
+    findings.extend(_judge_nvlink(facts))
+    return findings
+
+
+def _judge_missing(facts: GpuFacts) -> List[Finding]:
+    missing = _missing_from_smi(facts)
+    if not missing:
+        if facts.pci_gpus and len(facts.pci_gpus) >= len(facts.gpus):
+            return [ok(NAME, "gpu.count", f"all {len(facts.pci_gpus)} NVIDIA GPUs on the PCI bus are visible to the driver")]
+        return []
+    passthrough = [p for p in missing if p.driver and p.driver.startswith("vfio")]
+    lost = [p for p in missing if p not in passthrough]
+    ev = [f"{p.bus_id} device {p.device_id} driver {p.driver or '-'}" for p in missing]
+    if lost:
+        return [
+            fail(
+                NAME,
+                "gpu.count",
+                f"nvidia-smi lists {len(facts.gpus)} GPUs but {len(facts.pci_gpus)} are on the PCI bus; "
+                f"missing: {', '.join(p.bus_id for p in lost)}",
+                actual=len(facts.gpus),
+                expected=len(facts.pci_gpus),
+                evidence=ev,
+                fix="A GPU on the bus that the driver does not list has usually fallen off the bus or failed to "
+                "initialise: look for Xid 79/'fallen off the bus' in 'dmesg', reset it ('nvidia-smi -r -i N') or "
+                "reboot; if it persists, the GPU or its riser/baseboard needs service.",
+            )
+        ]
+    return [
+        warn(
+            NAME,
+            "gpu.count",
+            f"{len(passthrough)} GPU(s) bound to vfio-pci are not usable on this host: {', '.join(p.bus_id for p in passthrough)}",
+            actual=len(facts.gpus),
+            expected=len(facts.pci_gpus),
+            evidence=ev,
+            fix="If these GPUs should serve jobs on this host, unbind them from vfio-pci and bind them to nvidia.",
+        )
+    ]
+
+
+def _judge_pcie_width(facts: GpuFacts) -> List[Finding]:
+    narrow = [g for g in facts.gpus if g.width and g.width_max and g.width < g.width_max]
+    known = [g for g in facts.gpus if g.width and g.width_max]
+    if narrow:
+        return [
+            warn(
+                NAME,
+                "gpu.pcie_width",
+                f"{len(narrow)} GPU(s) run a narrower PCIe link than they support: "
+                + ", ".join(f"GPU{g.index} x{g.width} of x{g.width_max}" for g in narrow),
+                actual={f"GPU{g.index}": g.width for g in narrow},
+                expected={f"GPU{g.index}": g.width_max for g in narrow},
+                evidence=[_gpu_line(g) for g in narrow],
+                fix="A degraded link width is a seating, riser or slot fault (not a power state, unlike the link "
+                "generation, which drops at idle): reseat the GPU or check the slot; host<->GPU and PCIe P2P "
+                "bandwidth drop in proportion.",
+            )
+        ]
+    if known:
+        return [ok(NAME, "gpu.pcie_width", f"PCIe link width at its maximum on all {len(known)} GPUs")]
+    return []
+
+
+def _judge_persistence(facts: GpuFacts) -> List[Finding]:
+    off = [g for g in facts.gpus if g.persistence and g.persistence.lower() == "disabled"]
+    if not off:
+        return []
+    return [
+        warn(
+            NAME,
+            "gpu.persistence",
+            f"persistence mode is disabled on {len(off)} of {len(facts.gpus)} GPUs",
+            actual="Disabled",
+            expected="Enabled",
+            fix="Run nvidia-persistenced (systemctl enable --now nvidia-persistenced) or 'nvidia-smi -pm 1': without "
+            "it the driver tears the GPUs down between processes, and every job start pays the re-initialisation.",
+        )
+    ]
+
+
+def _judge_nvlink(facts: GpuFacts) -> List[Finding]:
+    with_links = [g for g in facts.nvlink if g.links]
+    if not with_links:
+        return []
+    any_active = any(g.active for g in with_links)
+    broken = [g for g in with_links if g.inactive and (g.active or any_active)]
+    if broken:
+        return [
+            fail(
+                NAME,
+                "gpu.nvlink",
+                "inactive NVLink links: "
+                + "; ".join(f"GPU{g.index} link {','.join(map(str, g.inactive))} ({len(g.active)} of {len(g.links)} up)" for g in broken),
+                actual={f"GPU{g.index}": g.inactive for g in broken},
+                expected="every NVLink link of every GPU active",
+                evidence=[f"GPU {g.index}: {g.name or ''} Link {l}: <inactive>" for g in broken for l in g.inactive][:16],
+                fix="A link down on a GPU whose other links are up is a hardware or fabric fault: check "
+                "'nvidia-smi nvlink -e' error counters and dmesg Xids, on NVSwitch systems the nvidia-fabricmanager "
+                "service; reset the GPUs or reboot, then have the baseboard serviced if the link stays down.",
+            )
+        ]
+    if not any_active:
+        sxm = any("SXM" in (g.name or "") for g in with_links)
+        make = fail if sxm else warn
+        return [
+            make(
+                NAME,
+                "gpu.nvlink",
+                f"no NVLink link is active on any of {len(with_links)} GPUs",
+                expected="links active (SXM/NVSwitch systems); none on PCIe cards without a bridge",
+                fix="On SXM boards the links must be up: check nvidia-fabricmanager (NVSwitch systems), dmesg Xids, "
+                "and reset or reboot. On PCIe cards this only means no NVLink bridge is fitted.",
+            )
+        ]
+    speeds = sorted({s for g in with_links for s in g.links.values() if s})
+    rate = f" at {', '.join(f'{s:g}' for s in speeds)} GB/s" if speeds else ""
+    return [ok(NAME, "gpu.nvlink", f"all {sum(len(g.links) for g in with_links)} NVLink links active on {len(with_links)} GPUs{rate}")]
+
+
+def summarize(facts: Optional[GpuFacts]) -> Dict[str, Optional[str]]:
+    if facts is None:
+        return {}
+    count = max(len(facts.gpus), facts.attached or 0) or (len(facts.pci_gpus) or None)
+    return {
+        "driver": facts.driver_version,
+        "cuda": facts.cuda_version,
+        "model": facts.model,
+        "count": None if count is None else str(count),
+    }

@@ -1,14 +1,992 @@
-"""Area stub: infiniband (to be implemented)."""
-from nccldiag.findings import skip
+"""InfiniBand / RoCE: are the RDMA ports up, at full rate, and addressable?
 
-NAME = "infiniband"
-TITLE = "infiniband"
-SOURCES = ()
+NCCL's IB transport opens every RDMA port whose state is ACTIVE (InfiniBand
+or Ethernet link layer alike) and skips the others, so a port that is Down
+silently removes a rail from the node: inter-node bandwidth drops, and rings
+run at the pace of the node with the fewest rails. A port that trained at a
+lower rate or width than its identical siblings (a bad cable or transceiver)
+does the same. On RoCE ports NCCL (2.21 and later) picks the GID itself: the
+RoCE v2 GID that carries an IPv4 address. Without one it falls back to GID 0,
+a link-local address that does not route, and connections fail with
+``ibv_modify_qp failed``.
+
+Facts come from sysfs first (``/sys/class/infiniband``: port state, physical
+state, rate, link layer, LIDs, firmware, the netdev of each port and the
+non-zero GIDs with their type); ``ibstat``/``ibstatus``, ``ibv_devinfo -v``,
+``rdma link``, ``ibdev2netdev`` and ``show_gids`` fill what sysfs did not give
+(containers often hide parts of sysfs). Where a tool disagrees with sysfs,
+sysfs is kept and the disagreement noted.
+"""
+from __future__ import annotations
+
+import ipaddress
+import os
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Dict, Iterable, List, Mapping, Optional, Tuple
+
+from nccldiag.areas.base import NodeFacts, Source, section
+from nccldiag.findings import Finding, fail, ok, skip, warn
+
+NAME = "ib"
+TITLE = "InfiniBand/RoCE"
+
+_ZERO_GID = "0000:0000:0000:0000:0000:0000:0000:0000"
+
+# The sysfs tree, printed in the `==> path <==` form of `_dump`. GID tables
+# have up to 256 entries per port, almost all zero: only the non-zero ones are
+# printed (with their type and netdev), read with the `read` builtin so that
+# no process is started per entry.
+_SYSFS = (
+    '[ -d "$R/sys/class/infiniband" ] || exit 0; '
+    'for d in "$R"/sys/class/infiniband/*; do [ -d "$d" ] || continue; '
+    '_dump "$d/fw_ver" "$d/hca_type" "$d/board_id" "$d/node_guid" "$d"/device/net/*/dev_port "$d"/device/net/*/operstate; '
+    'for p in "$d"/ports/*; do [ -d "$p" ] || continue; '
+    '_dump "$p/state" "$p/phys_state" "$p/rate" "$p/link_layer" "$p/lid" "$p/sm_lid"; '
+    'for g in "$p"/gids/*; do [ -f "$g" ] || continue; v=; read v 2>/dev/null <"$g"; '
+    f'case "$v" in ""|{_ZERO_GID}) continue;; esac; '
+    'i=${g##*/}; printf "==> %s <==\\n%s\\n" "${g#"$R"}" "$v"; '
+    'for a in types ndevs; do t=; read t 2>/dev/null <"$p/gid_attrs/$a/$i"; '
+    '[ -n "$t" ] && printf "==> %s <==\\n%s\\n" "${p#"$R"}/gid_attrs/$a/$i" "$t"; done; '
+    "done; done; done | head -n 6000"
+)
 
 
-def parse(raw):
+def _tool(cmd: str, tool: str, lines: int) -> str:
+    """Run ``cmd`` when ``tool`` is installed; print nothing (and succeed) otherwise."""
+    return f"if command -v {tool} >/dev/null 2>&1; then {cmd} | head -n {lines}; fi"
+
+
+SOURCES = (
+    Source("ib_sysfs", _SYSFS, timeout=20,
+           description="/sys/class/infiniband: firmware, HCA type, per port state, physical state, rate, link layer, "
+                       "LIDs; netdevs (device/net/*/dev_port); non-zero GIDs with type and netdev"),
+    Source("ibstat",
+           "if command -v ibstat >/dev/null 2>&1; then ibstat | head -n 3000; "
+           "elif command -v ibstatus >/dev/null 2>&1; then ibstatus | head -n 3000; fi",
+           timeout=15, description="ibstat (infiniband-diags), else ibstatus"),
+    Source("ibv_devinfo", _tool("ibv_devinfo -v", "ibv_devinfo", 4000), timeout=15,
+           description="ibv_devinfo -v (rdma-core): port attributes, width and speed, GID table"),
+    Source("show_gids", _tool("show_gids", "show_gids", 3000), timeout=15,
+           description="show_gids (MLNX_OFED): GID index, IPv4 address, RoCE version and netdev per GID"),
+    Source("ibdev2netdev", _tool("ibdev2netdev", "ibdev2netdev", 500), timeout=15,
+           description="ibdev2netdev (MLNX_OFED): netdev of each RDMA port"),
+    Source("rdma_link", _tool("rdma link show", "rdma", 500), timeout=15,
+           description="rdma link show (iproute2): state, physical state and netdev of each port"),
+)
+
+STATES = ("Down", "Init", "Armed", "Active", "ActiveDefer")
+PHYS_STATES = ("NoStateChange", "Sleep", "Polling", "Disabled", "PortConfigurationTraining", "LinkUp",
+               "LinkErrorRecovery", "PhyTest")
+
+
+@dataclass
+class Gid:
+    """One entry of a port's GID table."""
+
+    index: int
+    gid: str
+    type: Optional[str] = None  # "RoCE v2", "RoCE v1" (sysfs "IB/RoCE v1"), None when not reported
+    ipv4: Optional[str] = None  # the IPv4 address of an IPv4-mapped GID
+    link_local: bool = False
+    netdev: Optional[str] = None
+
+
+@dataclass
+class IbPort:
+    """One RDMA port (device, port number) with what every source said of it."""
+
+    device: str
+    port: int
+    state: Optional[str] = None  # one of STATES
+    phys_state: Optional[str] = None  # one of PHYS_STATES, "Unknown", or the raw word
+    rate: Optional[float] = None  # Gb/s
+    rate_text: Optional[str] = None  # "400 Gb/sec (4X NDR)", "400", "4X 100.0 Gbps"
+    link_layer: Optional[str] = None  # "InfiniBand" or "Ethernet"
+    netdev: Optional[str] = None
+    netdev_state: Optional[str] = None  # ibdev2netdev (Up)/(Down), sysfs operstate
+    lid: Optional[str] = None
+    sm_lid: Optional[str] = None
+    mtu: Optional[int] = None  # active MTU (ibv_devinfo)
+    fw_ver: Optional[str] = None
+    hca_type: Optional[str] = None  # "MT4129"
+    board_id: Optional[str] = None
+    node_guid: Optional[str] = None
+    gids: List[Gid] = field(default_factory=list)
+    gids_source: Optional[str] = None  # the source the GID table came from
+    sources: List[str] = field(default_factory=list)
+    lines: List[str] = field(default_factory=list)  # raw lines, for evidence
+    notes: List[str] = field(default_factory=list)  # tools that disagree with sysfs
+
+    @property
+    def name(self) -> str:
+        return f"{self.device} port {self.port}"
+
+    @property
+    def active(self) -> bool:
+        return self.state in ("Active", "ActiveDefer")
+
+    @property
+    def roce(self) -> bool:
+        return self.link_layer == "Ethernet"
+
+    def summary(self) -> str:
+        """One line with everything known about the port."""
+        parts = [f"State {self.state or '?'}", f"Physical state {self.phys_state or '?'}"]
+        if self.rate is not None:
+            parts.append(f"Rate {_fmt_rate(self.rate)} Gb/s" + _rate_detail(self.rate_text))
+        parts.append(f"Link layer {self.link_layer or '?'}")
+        if self.netdev:
+            parts.append(f"netdev {self.netdev}" + (f" ({self.netdev_state})" if self.netdev_state else ""))
+        if self.hca_type or self.fw_ver:
+            parts.append(" ".join(x for x in (self.hca_type, f"fw {self.fw_ver}" if self.fw_ver else None) if x))
+        return f"{self.name}: " + ", ".join(parts)
+
+
+@dataclass
+class IbFacts:
+    ports: List[IbPort] = field(default_factory=list)
+    sources: List[str] = field(default_factory=list)  # sources that had output
+    notes: List[str] = field(default_factory=list)
+
+    @property
+    def devices(self) -> List[str]:
+        return sorted({p.device for p in self.ports}, key=_natural)
+
+    def port(self, device: str, port: int = 1) -> Optional[IbPort]:
+        return next((p for p in self.ports if p.device == device and p.port == port), None)
+
+
+# ---- small normalisers -----------------------------------------------------------------------------
+
+
+def _natural(text: str) -> Tuple:
+    """Sort key that puts mlx5_2 before mlx5_10."""
+    return tuple(int(t) if t.isdigit() else t for t in re.split(r"(\d+)", text))
+
+
+def _rate_detail(text: Optional[str]) -> str:
+    """`` (4X NDR)`` from ``400 Gb/sec (4X NDR)``, `` (1X 25.0 Gbps)`` from ibv_devinfo's width and speed."""
+    if not text:
+        return ""
+    m = re.search(r"\(([^)]*)\)", text)
+    if m:
+        return f" ({m.group(1)})"
+    return f" ({text})" if re.search(r"\dX\b", text) else ""
+
+
+def _fmt_rate(rate: float) -> str:
+    return str(int(rate)) if float(rate).is_integer() else f"{rate:g}"
+
+
+_STATE_WORDS = {
+    "down": "Down", "port_down": "Down", "init": "Init", "initializing": "Init", "initialize": "Init",
+    "port_init": "Init", "armed": "Armed", "port_armed": "Armed", "active": "Active", "port_active": "Active",
+    "active_defer": "ActiveDefer", "activedefer": "ActiveDefer", "port_active_defer": "ActiveDefer",
+}
+_STATE_NUMBERS = {1: "Down", 2: "Init", 3: "Armed", 4: "Active", 5: "ActiveDefer"}
+_PHYS_WORDS = {re.sub(r"[^a-z]", "", p.lower()): p for p in PHYS_STATES}
+_PHYS_WORDS.update({"portconfigurationtrainning": "PortConfigurationTraining", "unknown": "Unknown"})
+_PHYS_NUMBERS = dict(enumerate(PHYS_STATES))
+
+
+def _split_coded(text: str) -> Tuple[Optional[int], str]:
+    """``"4: ACTIVE"`` / ``"PORT_ACTIVE (4)"`` / ``"Active"`` -> (4 or None, word)."""
+    text = text.strip()
+    m = re.match(r"^(\d+)\s*:\s*(.*)$", text)
+    if m:
+        return int(m.group(1)), m.group(2).strip()
+    m = re.match(r"^(.*?)\s*\((\d+)\)$", text)
+    if m:
+        return int(m.group(2)), m.group(1).strip()
+    return None, text
+
+
+def norm_state(text: Optional[str]) -> Optional[str]:
+    """A port state in any tool's spelling as one of ``STATES``."""
+    if not text or not text.strip():
+        return None
+    num, word = _split_coded(text)
+    key = re.sub(r"[^a-z_]", "", word.lower())
+    if key in _STATE_WORDS:
+        return _STATE_WORDS[key]
+    if num in _STATE_NUMBERS:
+        return _STATE_NUMBERS[num]
+    return word or None
+
+
+def norm_phys(text: Optional[str]) -> Optional[str]:
+    """A physical state in any tool's spelling (``5: LinkUp``, ``LINK_UP (5)``, ``Polling``)."""
+    if not text or not text.strip():
+        return None
+    num, word = _split_coded(text)
+    key = re.sub(r"[^a-z]", "", word.lower())
+    if key in _PHYS_WORDS:
+        return _PHYS_WORDS[key]
+    if not key and num in _PHYS_NUMBERS:
+        return _PHYS_NUMBERS[num]
+    # words that are not physical states (a port state written into phys_state) are kept as they are
+    return word or None
+
+
+def norm_link_layer(text: Optional[str]) -> Optional[str]:
+    if not text or not text.strip():
+        return None
+    low = text.strip().lower()
+    if low.startswith("infiniband") or low == "ib":
+        return "InfiniBand"
+    if low.startswith("ethernet") or low == "eth":
+        return "Ethernet"
+    return text.strip()
+
+
+def parse_rate(text: Optional[str]) -> Optional[float]:
+    """Gb/s from ``"400 Gb/sec (4X NDR)"``, ``"200"``, ``"25.0 Gbps"``."""
+    if not text:
+        return None
+    m = re.match(r"^\s*(\d+(?:\.\d+)?)", text)
+    return float(m.group(1)) if m else None
+
+
+def gid_type(text: Optional[str]) -> Optional[str]:
+    if not text:
+        return None
+    low = text.lower()
+    if "v2" in low:
+        return "RoCE v2"
+    if "v1" in low:
+        return "RoCE v1"
     return None
 
 
-def judge(facts, node):
-    return [skip(NAME, NAME + ".present", "not implemented")]
+def make_gid(index: int, gid: str, type_text: Optional[str] = None, netdev: Optional[str] = None) -> Optional[Gid]:
+    """A :class:`Gid` from its text (full or compressed IPv6 form); None for zero or unreadable GIDs."""
+    gid = gid.strip().strip("*").strip()
+    try:
+        addr = ipaddress.IPv6Address(gid)
+    except ValueError:
+        return None
+    if int(addr) == 0:
+        return None
+    v4 = addr.ipv4_mapped
+    return Gid(index=index, gid=gid, type=gid_type(type_text), ipv4=str(v4) if v4 else None,
+               link_local=addr.is_link_local, netdev=netdev or None)
+
+
+def _lines(text: Optional[str]) -> List[str]:
+    return [l.replace("\t", " ").rstrip() for l in (text or "").splitlines()]
+
+
+# ---- the `==> path <==` dump -------------------------------------------------------------------------
+
+_HEADER = re.compile(r"^\s*==> (.+?) <==\s*(.*)$")
+_LINK = re.compile(r"^symlink\s*->\s*(\S+)")
+
+
+def parse_dump(text: Optional[str]) -> Tuple[Dict[str, str], Dict[str, str]]:
+    """``(files, links)`` from ``==> path <==`` blocks.
+
+    ``files`` maps each path to the text that followed its header (lines kept
+    as they are); ``links`` maps paths whose header reads ``==> path <==
+    symlink -> target`` to their target (the fixtures render symlinks so).
+    """
+    files: Dict[str, str] = {}
+    links: Dict[str, str] = {}
+    path: Optional[str] = None
+    buf: List[str] = []
+
+    def close() -> None:
+        if path is not None:
+            files[path] = "".join(l + "\n" for l in buf)
+
+    for line in (text or "").splitlines():
+        m = _HEADER.match(line)
+        if m:
+            close()
+            path, buf = None, []
+            link = _LINK.match(m.group(2))
+            if link:
+                links[m.group(1)] = link.group(1)
+            else:
+                path = m.group(1)
+            continue
+        if path is not None:
+            buf.append(line)
+    close()
+    return files, links
+
+
+def tree_from_dump(text: Optional[str]) -> Dict[str, str]:
+    """``{path: content}`` of the files in a ``==> path <==`` dump (symlinks left out)."""
+    return parse_dump(text)[0]
+
+
+def write_tree(text: str, root: str) -> List[str]:
+    """Recreate a dump as a directory tree under ``root`` (files, then symlinks); returns the paths written.
+
+    A file's content is written without the blank line that ``_dump`` adds
+    after each file, so that dumping the tree again gives the same text.
+    """
+    files, links = parse_dump(text)
+    written = []
+    for path, content in files.items():
+        dest = os.path.join(root, path.lstrip("/"))
+        os.makedirs(os.path.dirname(dest), exist_ok=True)
+        body = content.rstrip("\n")
+        with open(dest, "w", encoding="utf-8") as f:
+            f.write(body + "\n" if body else "")
+        written.append(dest)
+    for path, target in links.items():
+        dest = os.path.join(root, path.lstrip("/").rstrip("/"))
+        if os.path.lexists(dest):
+            continue
+        os.makedirs(os.path.dirname(dest), exist_ok=True)
+        os.symlink(target.rstrip("/"), dest)
+        written.append(dest)
+    return written
+
+
+# ---- per-source parsers: each returns {(device, port): IbPort} -------------------------------------
+
+Ports = Dict[Tuple[str, int], IbPort]
+
+
+def _get(ports: Ports, device: str, port: int, source: str) -> IbPort:
+    key = (device, port)
+    if key not in ports:
+        ports[key] = IbPort(device=device, port=port, sources=[source])
+    return ports[key]
+
+
+_SYSFS_PATH = re.compile(r"(?:^|/)sys/class/infiniband/([^/]+)/(.+)$")
+
+
+def parse_sysfs(text: Optional[str]) -> Ports:
+    """Ports from a dump of ``/sys/class/infiniband`` (the ``ib_sysfs`` source or a fixture tree)."""
+    files, _ = parse_dump(text)
+    ports: Ports = {}
+    devices: Dict[str, Dict[str, str]] = {}
+    dev_netdevs: Dict[str, List[Tuple[str, Optional[int], Optional[str]]]] = {}
+    gid_rows: Dict[Tuple[str, int], Dict[int, Dict[str, str]]] = {}
+    src = "ib_sysfs"
+    for path, content in files.items():
+        m = _SYSFS_PATH.search(path.strip())
+        if not m:
+            continue
+        dev, rest = m.group(1), m.group(2)
+        value = " ".join(content.split())
+        parts = rest.split("/")
+        if len(parts) == 1 and parts[0] in ("fw_ver", "hca_type", "board_id", "node_guid"):
+            devices.setdefault(dev, {})[parts[0]] = value
+            continue
+        if len(parts) == 4 and parts[0] == "device" and parts[1] == "net" and parts[3] in ("dev_port", "operstate"):
+            entry = dev_netdevs.setdefault(dev, [])
+            row = next((r for r in entry if r[0] == parts[2]), None)
+            dev_port = int(value) if parts[3] == "dev_port" and value.isdigit() else (row[1] if row else None)
+            oper = value if parts[3] == "operstate" else (row[2] if row else None)
+            if row:
+                entry.remove(row)
+            entry.append((parts[2], dev_port, oper))
+            continue
+        if len(parts) < 3 or parts[0] != "ports" or not parts[1].isdigit():
+            continue
+        pnum = int(parts[1])
+        attr = "/".join(parts[2:])
+        if attr.startswith("gids/") and parts[3].isdigit():
+            gid_rows.setdefault((dev, pnum), {}).setdefault(int(parts[3]), {})["gid"] = value
+            continue
+        m2 = re.match(r"gid_attrs/(types|ndevs)/(\d+)$", attr)
+        if m2:
+            gid_rows.setdefault((dev, pnum), {}).setdefault(int(m2.group(2)), {})[m2.group(1)] = value
+            continue
+        if attr not in ("state", "phys_state", "rate", "link_layer", "lid", "sm_lid"):
+            continue
+        p = _get(ports, dev, pnum, src)
+        if value:
+            p.lines.append(f"{path.strip()}: {value}")
+        if attr == "state":
+            p.state = norm_state(value)
+        elif attr == "phys_state":
+            p.phys_state = norm_phys(value)
+        elif attr == "rate":
+            p.rate, p.rate_text = parse_rate(value), value or None
+        elif attr == "link_layer":
+            p.link_layer = norm_link_layer(value)
+        elif attr == "lid":
+            p.lid = value or None
+        elif attr == "sm_lid":
+            p.sm_lid = value or None
+    for (dev, pnum), rows in gid_rows.items():
+        p = _get(ports, dev, pnum, src)
+        gids = [make_gid(i, r.get("gid", ""), r.get("types"), r.get("ndevs")) for i, r in sorted(rows.items())]
+        p.gids = [g for g in gids if g is not None]
+        p.gids_source = src
+        ndev0 = next((g.netdev for g in p.gids if g.netdev), None)
+        if ndev0:
+            p.netdev = ndev0
+    for (dev, pnum), p in ports.items():
+        attrs = devices.get(dev, {})
+        p.fw_ver = attrs.get("fw_ver") or None
+        p.hca_type = attrs.get("hca_type") or None
+        p.board_id = attrs.get("board_id") or None
+        p.node_guid = attrs.get("node_guid") or None
+        nets = dev_netdevs.get(dev, [])
+        match = [n for n in nets if n[1] is not None and n[1] + 1 == pnum]
+        if not match and len(nets) == 1 and sum(1 for k in ports if k[0] == dev) == 1:
+            match = nets
+        if match:
+            p.netdev = p.netdev or match[0][0]
+            if match[0][0] == p.netdev and match[0][2]:
+                p.netdev_state = match[0][2]
+    return ports
+
+
+_CA = re.compile(r"^\s*CA '([^']+)'")
+_IBSTATUS = re.compile(r"^\s*Infiniband device '([^']+)' port (\d+) status:")
+_KV = re.compile(r"^\s*([A-Za-z][A-Za-z _]*?)\s*:\s*(.*)$")
+
+
+def parse_ibstat(text: Optional[str]) -> Ports:
+    """Ports from ``ibstat`` (``CA 'mlx5_0'`` blocks) or ``ibstatus`` (``Infiniband device`` blocks)."""
+    ports: Ports = {}
+    src = "ibstat"
+    dev: Optional[str] = None
+    cur: Optional[IbPort] = None
+    dev_attrs: Dict[str, Dict[str, str]] = {}
+    for line in _lines(text):
+        m = _CA.match(line)
+        if m:
+            dev, cur = m.group(1), None
+            dev_attrs.setdefault(dev, {})
+            continue
+        m = _IBSTATUS.match(line)
+        if m:
+            dev = m.group(1)
+            cur = _get(ports, dev, int(m.group(2)), src)
+            continue
+        m = re.match(r"^\s*Port (\d+):\s*$", line)
+        if m and dev is not None:
+            cur = _get(ports, dev, int(m.group(1)), src)
+            continue
+        m = _KV.match(line)
+        if not m or dev is None:
+            continue
+        key, value = m.group(1).strip().lower(), m.group(2).strip()
+        if cur is None:
+            if key == "ca type":
+                dev_attrs[dev]["hca_type"] = value
+            elif key == "firmware version":
+                dev_attrs[dev]["fw_ver"] = value
+            elif key == "node guid":
+                dev_attrs[dev]["node_guid"] = value
+            continue
+        label = f"ibstat {cur.device} port {cur.port}: {line.strip()}"
+        if key == "state":
+            cur.state = norm_state(value)
+            cur.lines.append(label)
+        elif key in ("physical state", "phys state"):
+            cur.phys_state = norm_phys(value)
+            cur.lines.append(label)
+        elif key == "rate":
+            cur.rate, cur.rate_text = parse_rate(value), value or None
+            cur.lines.append(label)
+        elif key in ("link layer", "link_layer"):
+            cur.link_layer = norm_link_layer(value)
+            cur.lines.append(label)
+        elif key in ("base lid",):
+            cur.lid = value or None
+        elif key == "sm lid":
+            cur.sm_lid = value or None
+    for (dev, _), p in ports.items():
+        attrs = dev_attrs.get(dev, {})
+        p.hca_type, p.fw_ver, p.node_guid = attrs.get("hca_type"), attrs.get("fw_ver"), attrs.get("node_guid")
+    return ports
+
+
+_GID_LINE = re.compile(r"GID\[\s*(\d+)\]:\s*([0-9A-Fa-f:.]+)\s*(?:,\s*(.*))?$")
+
+
+def parse_ibv_devinfo(text: Optional[str]) -> Ports:
+    """Ports from ``ibv_devinfo [-v]``: ``hca_id:`` blocks with ``port:`` sections.
+
+    Rate is active width x per-lane speed (``4X (2)`` and ``100.0 Gbps (128)``).
+    A port section with no ``hca_id`` before it (a cut excerpt) belongs to device ``?``.
+    """
+    ports: Ports = {}
+    src = "ibv_devinfo"
+    dev: Optional[str] = None
+    cur: Optional[IbPort] = None
+    attrs: Dict[str, Dict[str, str]] = {}
+    width: Dict[Tuple[str, int], str] = {}
+    speed: Dict[Tuple[str, int], str] = {}
+    gids: Dict[Tuple[str, int], List[Gid]] = {}
+    for line in _lines(text):
+        m = re.match(r"^\s*hca_id:\s*(\S+)", line)
+        if m:
+            dev, cur = m.group(1), None
+            attrs.setdefault(dev, {})
+            continue
+        m = re.match(r"^\s*port:\s*(\d+)\s*$", line)
+        if m:
+            dev = dev or "?"
+            attrs.setdefault(dev, {})
+            cur = _get(ports, dev, int(m.group(1)), src)
+            continue
+        m = _GID_LINE.search(line)
+        if m and cur is not None:
+            g = make_gid(int(m.group(1)), m.group(2), m.group(3))
+            if g is not None:
+                gids.setdefault((cur.device, cur.port), []).append(g)
+            continue
+        m = _KV.match(line)
+        if not m or dev is None:
+            continue
+        key, value = m.group(1).strip().lower(), m.group(2).strip()
+        if cur is None:
+            attrs[dev][key] = value
+            continue
+        label = f"ibv_devinfo {cur.device} port {cur.port}: {line.strip()}"
+        k = (cur.device, cur.port)
+        if key == "state":
+            cur.state = norm_state(value)
+            cur.lines.append(label)
+        elif key == "phys_state":
+            cur.phys_state = norm_phys(value)
+            cur.lines.append(label)
+        elif key == "link_layer":
+            cur.link_layer = norm_link_layer(value)
+            cur.lines.append(label)
+        elif key == "active_width":
+            width[k] = value
+        elif key == "active_speed":
+            speed[k] = value
+            cur.lines.append(label)
+        elif key == "port_lid":
+            cur.lid = value or None
+        elif key == "sm_lid":
+            cur.sm_lid = value or None
+        elif key == "active_mtu":
+            mtu = re.match(r"^(\d+)", value)
+            cur.mtu = int(mtu.group(1)) if mtu else None
+    for k, p in ports.items():
+        a = attrs.get(p.device, {})
+        p.fw_ver = a.get("fw_ver") or None
+        p.board_id = a.get("board_id") or None
+        p.node_guid = a.get("node_guid") or None
+        part = a.get("vendor_part_id", "")
+        if part.isdigit() and a.get("vendor_id", "").lower() in ("0x02c9", "0x2c9"):
+            p.hca_type = f"MT{part}"
+        w = re.match(r"^(\d+)X", width.get(k, ""))
+        s = parse_rate(speed.get(k))
+        if s is not None:
+            lanes = int(w.group(1)) if w else 1
+            p.rate = round(lanes * s, 2)
+            p.rate_text = " ".join(x for x in (width.get(k, "").split(" (")[0], speed[k].split(" (")[0]) if x)
+        if k in gids:
+            p.gids, p.gids_source = gids[k], src
+    return ports
+
+
+def parse_show_gids(text: Optional[str]) -> Ports:
+    """GIDs (index, GID, IPv4, RoCE version, netdev) from ``show_gids``."""
+    ports: Ports = {}
+    src = "show_gids"
+    for line in _lines(text):
+        tok = line.split()
+        if len(tok) < 5 or not tok[1].isdigit() or not tok[2].isdigit():
+            continue
+        ver_at = next((i for i in range(4, len(tok)) if re.fullmatch(r"v\d", tok[i])), None)
+        if ver_at is None:
+            continue
+        netdev = tok[ver_at + 1] if len(tok) > ver_at + 1 else None
+        g = make_gid(int(tok[2]), tok[3], tok[ver_at], netdev)
+        p = _get(ports, tok[0], int(tok[1]), src)
+        p.gids_source = src
+        if netdev and not p.netdev:
+            p.netdev = netdev
+        if g is not None:
+            p.gids.append(g)
+    return ports
+
+
+_IBDEV2NETDEV = re.compile(r"^\s*(?:[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:\S+\s+)?(\S+)\b.*?\bport\s+(\d+)\b.*?==>\s*(\S+)(?:\s+\((\w+)\))?")
+
+
+def parse_ibdev2netdev(text: Optional[str]) -> Ports:
+    """``mlx5_0 port 1 ==> ibp26s0 (Down)``: the netdev of each port and the netdev's link state."""
+    ports: Ports = {}
+    for line in _lines(text):
+        m = _IBDEV2NETDEV.match(line)
+        if not m:
+            continue
+        p = _get(ports, m.group(1), int(m.group(2)), "ibdev2netdev")
+        p.netdev = m.group(3)
+        p.netdev_state = m.group(4)
+        p.lines.append(f"ibdev2netdev: {line.split('#')[0].strip()}")
+    return ports
+
+
+# "link mlx5_0/1 state ACTIVE ..." (current iproute2) or "1/1: mlx5_0/1: state ACTIVE ..." (iproute2 4.x)
+_RDMA_LINK = re.compile(r"^\s*(?:\d+/\d+:\s*)?(?:link\s+)?([^\s/]+)/(\d+):?\s+(.*\bstate\b.*)$")
+
+
+def parse_rdma_link(text: Optional[str]) -> Ports:
+    """``link mlx5_0/1 state ACTIVE physical_state LINK_UP netdev p1p1`` (iproute2 ``rdma link``)."""
+    ports: Ports = {}
+    for line in _lines(text):
+        m = _RDMA_LINK.match(line)
+        if not m:
+            continue
+        p = _get(ports, m.group(1), int(m.group(2)), "rdma_link")
+        tok = m.group(3).split()
+        kv = {tok[i]: tok[i + 1] for i in range(0, len(tok) - 1, 2)}
+        p.state = norm_state(kv.get("state"))
+        p.phys_state = norm_phys(kv.get("physical_state"))
+        p.netdev = kv.get("netdev")
+        p.lid = kv.get("lid")
+        p.sm_lid = kv.get("sm_lid")
+        p.lines.append(f"rdma link: {line.strip()}")
+    return ports
+
+
+# ---- merge -------------------------------------------------------------------------------------------
+
+_MERGED = ("state", "phys_state", "rate", "rate_text", "link_layer", "netdev", "netdev_state", "lid", "sm_lid",
+           "mtu", "fw_ver", "hca_type", "board_id", "node_guid")
+_COMPARED = ("state", "phys_state", "rate", "link_layer")
+
+# order of trust: sysfs first, then the tools that read the port attributes directly
+_ORDER = (("ib_sysfs", parse_sysfs), ("rdma_link", parse_rdma_link), ("ibstat", parse_ibstat),
+          ("ibv_devinfo", parse_ibv_devinfo), ("ibdev2netdev", parse_ibdev2netdev), ("show_gids", parse_show_gids))
+# GID tables: sysfs (types known), then show_gids (types known), then ibv_devinfo, then ibstat's default GID
+_GID_ORDER = ("ib_sysfs", "show_gids", "ibv_devinfo", "ibstat")
+
+
+def merge(per_source: Iterable[Tuple[str, Ports]]) -> List[IbPort]:
+    """One :class:`IbPort` per (device, port): earlier sources win, later ones fill gaps."""
+    merged: Dict[Tuple[str, int], IbPort] = {}
+    gid_tables: Dict[Tuple[str, int], Dict[str, IbPort]] = {}
+    for source, ports in per_source:
+        for key, p in ports.items():
+            if p.gids or p.gids_source:
+                gid_tables.setdefault(key, {})[source] = p
+            have = merged.get(key)
+            if have is None:
+                merged[key] = IbPort(device=p.device, port=p.port, sources=[source], lines=list(p.lines))
+                have = merged[key]
+            else:
+                if source not in have.sources:
+                    have.sources.append(source)
+                have.lines.extend(p.lines)
+            for attr in _MERGED:
+                new = getattr(p, attr)
+                if new is None:
+                    continue
+                old = getattr(have, attr)
+                if old is None:
+                    setattr(have, attr, new)
+                elif attr in _COMPARED and old != new and not (attr == "rate" and abs(float(old) - float(new)) < 0.5):
+                    have.notes.append(f"{have.name}: {source} reports {attr} {new}, kept {old} from {have.sources[0]}")
+    for key, tables in gid_tables.items():
+        for source in _GID_ORDER:
+            t = tables.get(source)
+            if t is not None and t.gids:
+                merged[key].gids, merged[key].gids_source = list(t.gids), source
+                break
+        else:
+            merged[key].gids_source = next(iter(tables))
+    return sorted(merged.values(), key=lambda p: (_natural(p.device), p.port))
+
+
+def parse(raw: Mapping[str, Optional[str]]) -> Optional[IbFacts]:
+    """Facts from every source; None when none of this area's sources was collected at all."""
+    if not any(name in raw for name, _ in _ORDER):
+        return None
+    per_source = []
+    facts = IbFacts()
+    for name, fn in _ORDER:
+        text = section(raw, name)
+        if text is None:
+            continue
+        facts.sources.append(name)
+        per_source.append((name, fn(text)))
+    facts.ports = [p for p in merge(per_source) if p.device != "?" or len(per_source) == 1]
+    for p in facts.ports:
+        facts.notes.extend(p.notes)
+    return facts
+
+
+# ---- perftest (ib_write_bw & co.), for probes that run them ---------------------------------------------
+
+
+@dataclass
+class PerftestResult:
+    test: Optional[str] = None  # "RDMA_Write BW Test"
+    device: Optional[str] = None
+    link_type: Optional[str] = None
+    gid_index: Optional[int] = None
+    mtu: Optional[int] = None
+    unit: Optional[str] = None  # "Gb/sec" (--report_gbits) or "MB/sec"
+    rows: List[Dict[str, float]] = field(default_factory=list)  # bytes, iterations, peak, average, msg_rate
+    warnings: List[str] = field(default_factory=list)
+
+    @property
+    def bw_average(self) -> Optional[float]:
+        return self.rows[-1]["average"] if self.rows else None
+
+
+def parse_perftest(text: Optional[str]) -> PerftestResult:
+    """The header fields and result rows of a perftest bandwidth test (``ib_write_bw``, ``ib_read_bw``, ...)."""
+    r = PerftestResult()
+    for line in _lines(text):
+        s = line.strip()
+        if not s or set(s) <= set("-"):
+            continue
+        if re.search(r"\bBW Test\b|\bLat(?:ency)? Test\b", s) and r.test is None:
+            r.test = s
+            continue
+        for key, val in re.findall(r"([A-Za-z][A-Za-z .]*?)\s*:\s*(\S+(?:\[[^\]]*\])?)", s):
+            key = key.strip().lower()
+            if key == "device":
+                r.device = val
+            elif key == "link type":
+                r.link_type = val
+            elif key == "gid index" and val.isdigit():
+                r.gid_index = int(val)
+            elif key == "mtu":
+                m = re.match(r"(\d+)", val)
+                r.mtu = int(m.group(1)) if m else None
+        m = re.search(r"BW average\[([^\]]+)\]", s)
+        if m:
+            r.unit = m.group(1)
+            continue
+        nums = s.split()
+        if len(nums) >= 4 and all(re.fullmatch(r"\d+(?:\.\d+)?", n) for n in nums[:4]):
+            row = {"bytes": float(nums[0]), "iterations": float(nums[1]), "peak": float(nums[2]),
+                   "average": float(nums[3])}
+            if len(nums) >= 5 and re.fullmatch(r"\d+(?:\.\d+)?", nums[4]):
+                row["msg_rate"] = float(nums[4])
+            r.rows.append(row)
+        elif re.search(r"warning|conflicting|not max|error", s, re.I) and ":" in s:
+            r.warnings.append(s)
+    return r
+
+
+# ---- judgement ---------------------------------------------------------------------------------------
+
+
+def _ll_short(link_layer: Optional[str]) -> str:
+    return {"InfiniBand": "IB", "Ethernet": "RoCE"}.get(link_layer or "", link_layer or "RDMA")
+
+
+def _evidence(p: IbPort, limit: int = 8) -> List[str]:
+    return [p.summary()] + p.lines[:limit] + p.notes[:2]
+
+
+_SM_FIX = ("The link is up but the subnet manager has not configured the port: check that a subnet manager runs on "
+           "this fabric (`sminfo`; opensm or UFM on a switch or host) and that `ibstat` shows an SM lid; "
+           "for SR-IOV virtual functions, that the VF's GUID and policy are set.")
+
+
+def _down_finding(p: IbPort, active_others: int, total: int) -> Finding:
+    """The finding for one port that is not Active (``total``: ports with a known state on the node)."""
+    ll = p.link_layer or "unknown link layer"
+    where = f"{p.name} ({ll}" + (f", netdev {p.netdev}" if p.netdev else "") + ")"
+    shown = f"State {p.state}" + (f", Physical state {p.phys_state}" if p.phys_state else "")
+    rest = (f"; {active_others} of the node's {total} ports Active" if total > 1 else "")
+    actual = f"{p.state}/{p.phys_state or '?'}"
+    ev = _evidence(p)
+    if p.phys_state == "Disabled":
+        how = (f"`ip link set {p.netdev or '<netdev>'} up`" if p.roce else
+               f"`ibportstate -C {p.device} -P {p.port} -D 0 {p.port} enable`")
+        return warn(NAME, "ib.port_state",
+                    f"{where}: {shown}: the port is administratively disabled (RoCE: its netdev is down; IB: disabled "
+                    f"by software), not a cabling fault; NCCL skips it, so this node has one RDMA port fewer{rest}",
+                    actual=actual, expected="Active/LinkUp", evidence=ev,
+                    fix=f"If the port should carry traffic, enable it ({how}) and re-check: it must then reach "
+                        "Active/LinkUp. If it is unused on purpose, exclude it with NCCL_IB_HCA on every node so that "
+                        "all nodes use the same ports.")
+    if p.phys_state == "Polling":
+        why = ("no link partner: the cable is unplugged or faulty, the transceiver is bad, or the switch port is "
+               "down. An Ethernet port that is deliberately left uncabled reads Polling too")
+        fix = ("Check the cable and transceiver (reseat, swap with a known-good one) and the switch port (admin up, "
+               f"speed); `mlxlink -d {p.device} -p {p.port} -m` shows the cable and the link-training state"
+               + ("" if p.roce else f", `ibportstate -C {p.device} -P {p.port} -D 0 {p.port} query` the port")
+               + ". If the port is unused on purpose, "
+               + (f"set its netdev down (`ip link set {p.netdev or '<netdev>'} down`: it then reads Disabled) and "
+                  if p.roce else "disable it and ")
+               + "exclude it with NCCL_IB_HCA.")
+    elif p.state in ("Init", "Armed") or (p.state == "Down" and p.phys_state == "LinkUp" and not p.roce):
+        why = "the physical link is up but the port was not brought to Active"
+        fix = _SM_FIX
+    elif p.state == "Down" and p.phys_state == "LinkUp":
+        why = "the physical link is up but the RDMA port is down"
+        fix = (f"Check the netdev ({p.netdev or 'see ibdev2netdev'}) with `ip link`, and `dmesg | grep -i mlx5` "
+               "for errors; for SR-IOV virtual functions, the VF's link state on the host.")
+    else:
+        why = "the link did not come up"
+        fix = (f"Check the cable, transceiver and switch port; `mlxlink -d {p.device} -p {p.port} -m` for link training "
+               "and errors; reset the port or reboot if the physical state is stuck.")
+    return fail(NAME, "ib.port_state", f"{where}: {shown} ({why}){rest}", actual=actual, expected="Active/LinkUp",
+                evidence=ev, fix=fix)
+
+
+def _rate_groups(ports: List[IbPort]) -> Dict[Tuple[str, str], List[IbPort]]:
+    """Active ports with a rate, grouped by link layer and HCA model (a 100G frontend NIC is not a slow 400G rail)."""
+    groups: Dict[Tuple[str, str], List[IbPort]] = {}
+    for p in ports:
+        if p.active and p.rate is not None:
+            groups.setdefault((p.link_layer or "?", p.hca_type or "?"), []).append(p)
+    return groups
+
+
+def _judge_rates(ports: List[IbPort]) -> List[Finding]:
+    groups = _rate_groups(ports)
+    if not groups:
+        return []
+    found: List[Finding] = []
+    same: List[str] = []
+    for (ll, hca), members in sorted(groups.items()):
+        top = max(p.rate for p in members)  # type: ignore[type-var]
+        model = f" {hca}" if hca != "?" else ""
+        slow = [p for p in members if p.rate < top]  # type: ignore[operator]
+        for p in slow:
+            others = len(members) - 1
+            found.append(warn(
+                NAME, "ib.port_rate",
+                f"{p.name}: {_fmt_rate(p.rate)} Gb/s" + _rate_detail(p.rate_text)
+                + f", slower than the other {others} active {_ll_short(ll)}{model} port{'s' if others != 1 else ''} "
+                f"(fastest {_fmt_rate(top)} Gb/s): NCCL rings run at the pace of the slowest rail",
+                actual=p.rate, expected=top, evidence=[p.summary()] + [q.summary() for q in members if q is not p][:3],
+                fix=f"A port that trained below its identical siblings has a cable, transceiver or switch-port problem: "
+                    f"reseat or replace the cable, check the switch port's configured speed, and read the negotiated "
+                    f"speed, width and errors with `mlxlink -d {p.device} -p {p.port}`.",
+            ))
+        same.append(f"{len(members) - len(slow)}x {_fmt_rate(top)} Gb/s {_ll_short(ll)}{model}")
+    if not found:
+        found.append(ok(NAME, "ib.port_rate", "active ports run at the same rate per model: " + ", ".join(same),
+                        actual=", ".join(same), evidence=[p.summary() for p in ports if p.active][:16]))
+    return found
+
+
+def _judge_gids(ports: List[IbPort]) -> List[Finding]:
+    roce = [p for p in ports if p.active and p.roce]
+    if not roce:
+        return []
+    known = [p for p in roce if p.gids_source is not None]
+    if not known:
+        return [skip(NAME, "ib.roce_gid", f"{len(roce)} active RoCE port{'s' if len(roce) != 1 else ''}, "
+                     "but no GID table was collected (sysfs gids, show_gids or ibv_devinfo -v)",
+                     evidence=[p.summary() for p in roce][:8])]
+    good: List[str] = []
+    bad: List[Tuple[IbPort, str]] = []
+    for p in known:
+        v4 = [g for g in p.gids if g.ipv4]
+        v2 = [g for g in v4 if g.type == "RoCE v2"]
+        untyped = [g for g in v4 if g.type is None]
+        if v2:
+            good.append(f"{p.name}: GID {v2[0].index} RoCE v2 {v2[0].ipv4}")
+        elif untyped:
+            good.append(f"{p.name}: GID {untyped[0].index} {untyped[0].ipv4} (RoCE version not reported)")
+        elif v4:
+            bad.append((p, "v1"))
+        else:
+            bad.append((p, "none"))
+    has_ib = any(p.active and p.link_layer == "InfiniBand" for p in ports)
+    found: List[Finding] = []
+    for p, kind in bad:
+        netdev = p.netdev or "<netdev>"
+        gid_ev = [f"GID[{g.index}] {g.gid} {g.type or '?'}" + (f" {g.ipv4}" if g.ipv4 else "")
+                  + (f" {g.netdev}" if g.netdev else "") for g in p.gids][:8]
+        ev = [p.summary(), f"GID table from {p.gids_source}: {len(p.gids)} non-zero entr{'ies' if len(p.gids) != 1 else 'y'}"] + gid_ev
+        if kind == "v1":
+            found.append(warn(
+                NAME, "ib.roce_gid",
+                f"{p.name} (netdev {netdev}): IPv4 GIDs are RoCE v1 only; NCCL prefers RoCE v2 (routable over UDP/IP) "
+                "and RoCE v1 works only inside one L2 segment",
+                actual="RoCE v1 only", expected="a RoCE v2 GID with an IPv4 address", evidence=ev,
+                fix="The kernel lists RoCE v2 GIDs for every address when the device offers RoCE v2: a table of "
+                    "v1 entries only means a NIC without RoCE v2 (ConnectX-3 and older) or RoCE v2 turned off in its "
+                    f"firmware or driver configuration. Check /sys/class/infiniband/{p.device}/ports/{p.port}/gid_attrs/types/ "
+                    f"and the firmware settings (`mlxconfig -d {p.device} query`); use a RoCE v2 NIC for NCCL.",
+            ))
+            continue
+        alone = not good and not has_ib
+        make = fail if alone else warn
+        scope = ("no RoCE port of this node has one, so RDMA between nodes cannot route" if alone else
+                 "NCCL still opens this port unless NCCL_IB_HCA excludes it")
+        found.append(make(
+            NAME, "ib.roce_gid",
+            f"{p.name} (netdev {netdev}): no RoCE v2 GID with an IPv4 address "
+            f"({'only link-local GIDs' if p.gids else 'no GID at all'}); NCCL then falls back to GID 0, a link-local "
+            f"address that does not route ({scope})",
+            actual="no IPv4 GID", expected="a RoCE v2 GID with an IPv4 address", evidence=ev,
+            fix=f"Assign an IPv4 address to {netdev} (`ip addr add <addr>/<len> dev {netdev}`, made permanent in the "
+                "network configuration): the kernel then adds RoCE v1 and v2 GIDs for it. NCCL >= 2.21 picks the "
+                "IPv4 RoCE v2 GID itself, so leave NCCL_IB_GID_INDEX unset (older NCCL: set it to that GID's index, "
+                "see `show_gids`). If the port is not meant for NCCL (a management bond), exclude it with NCCL_IB_HCA.",
+        ))
+    if not bad:
+        detail = f": {'; '.join(good)}" if len(good) <= 2 else ""
+        found.append(ok(NAME, "ib.roce_gid",
+                        f"{len(good)} active RoCE port{'s' if len(good) != 1 else ''} with an IPv4 RoCE GID{detail}",
+                        actual=len(good), evidence=good[:16]))
+    if len(known) < len(roce):
+        missing = [p.name for p in roce if p.gids_source is None]
+        found.append(skip(NAME, "ib.roce_gid", f"no GID table collected for {', '.join(missing[:8])}"))
+    return found
+
+
+def _compact(ports: List[IbPort]) -> str:
+    """``8x 400 Gb/s IB, 1x 200 Gb/s RoCE`` for the active ports."""
+    c = Counter((p.link_layer, p.rate) for p in ports if p.active)
+    parts = []
+    for (ll, rate), n in sorted(c.items(), key=lambda kv: (-(kv[0][1] or 0), str(kv[0][0]))):
+        parts.append(f"{n}x " + (f"{_fmt_rate(rate)} Gb/s " if rate is not None else "") + _ll_short(ll))
+    return ", ".join(parts)
+
+
+def judge(facts: Optional[IbFacts], node: Optional[NodeFacts] = None) -> List[Finding]:
+    if facts is None:
+        return [skip(NAME, "ib.present", "no InfiniBand/RoCE information collected")]
+    if not facts.ports:
+        return [skip(NAME, "ib.present", "no InfiniBand/RoCE devices",
+                     evidence=[f"sources with output: {', '.join(facts.sources) or 'none'}"])]
+    ports = facts.ports
+    known = [p for p in ports if p.state is not None]
+    active = [p for p in known if p.active]
+    findings: List[Finding] = []
+    if not known:
+        findings.append(skip(NAME, "ib.port_state",
+                             f"{len(ports)} RDMA port{'s' if len(ports) != 1 else ''} listed, but no source reported their state",
+                             evidence=[p.summary() for p in ports][:16]))
+    for p in known:
+        if not p.active:
+            findings.append(_down_finding(p, len(active), len(known)))
+    if known and len(active) == len(known):
+        unknown = len(ports) - len(known)
+        msg = f"{len(active)} port{'s' if len(active) != 1 else ''} Active, {_compact(active)}"
+        if unknown:
+            msg += f"; state of {unknown} port{'s' if unknown != 1 else ''} not reported"
+        fw = sorted({f"{p.hca_type or '?'} fw {p.fw_ver}" for p in ports if p.fw_ver})
+        findings.append(ok(NAME, "ib.port_state", msg + (f" ({', '.join(fw)})" if fw else ""),
+                           actual=_compact(active), evidence=[p.summary() for p in ports][:16] + facts.notes[:4]))
+    findings.extend(_judge_rates(ports))
+    findings.extend(_judge_gids(ports))
+    return findings
+
+
+def summarize(facts: Optional[IbFacts]) -> Dict[str, Optional[str]]:
+    """Values compared across nodes: firmware per HCA model, active ports and their rates, port count."""
+    if facts is None or not facts.ports:
+        return {}
+    fw: Dict[str, set] = {}
+    for p in facts.ports:
+        if p.fw_ver:
+            fw.setdefault(p.hca_type or "?", set()).add(p.fw_ver)
+    return {
+        "firmware": "; ".join(f"{t} {'/'.join(sorted(v))}" for t, v in sorted(fw.items())) or None,
+        "active_ports": _compact(facts.ports) or "none",
+        "ports": str(len(facts.ports)),
+    }

@@ -1,14 +1,460 @@
-"""Area stub: pcie (to be implemented)."""
-from nccldiag.findings import skip
+"""PCIe: Access Control Services on bridges, and the links of GPUs and NICs.
+
+ACS request/completion redirect on a PCIe switch or root port sends every
+peer-to-peer transaction up to the root complex for validation. GPU-to-GPU and
+GPU-to-NIC (GPUDirect RDMA) traffic then either crawls or, with some IOMMU
+setups, never arrives: NCCL hangs, or copies land as zeros (NCCL's
+troubleshooting guide, section "PCI Access Control Services"). Inside a
+virtual machine ACS is what keeps devices of different guests apart, so it is
+expected there and judged more leniently (GPUd does the same).
+
+A GPU or NIC whose link trained below its capability (``LnkSta`` under
+``LnkCap``) caps the bandwidth every collective can reach. Lost lanes (width)
+are a seating, riser or cable fault; a lower speed is often just an idle GPU
+saving power, so it is reported with that caveat. The kernel also logs a
+device whose *path* is narrower than the device ("PCIe bandwidth, limited
+by"), which ``LnkSta`` of the endpoint alone does not show.
+
+This module also answers "does this node have NVIDIA GPUs / RDMA NICs?" for
+the other areas, from whichever area saw the hardware.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Tuple
+
+from nccldiag.areas.base import NodeFacts, Source, section
+from nccldiag.findings import Finding, fail, ok, skip, warn
 
 NAME = "pcie"
-TITLE = "pcie"
-SOURCES = ()
+TITLE = "PCIe"
+
+_LSPCI_KEEP = "^[0-9a-f]|Bus: primary|LnkCap:|LnkSta:|ACSCap:|ACSCtl:|access denied|Kernel driver in use"
+
+SOURCES = (
+    Source(
+        "lspci",
+        "command -v lspci >/dev/null 2>&1 || exit 0; "
+        f"lspci -D -vvv -nn 2>/dev/null | grep -E '{_LSPCI_KEEP}' | head -n 20000",
+        timeout=30,
+        description="lspci -D -vvv -nn, reduced to device headers, bus ranges, link and ACS lines",
+    ),
+    Source(
+        "pcie_dmesg",
+        "{ dmesg 2>/dev/null || journalctl -k -b --no-pager 2>/dev/null; } "
+        "| grep -E 'PCIe bandwidth, limited by' | head -n 200",
+        timeout=15,
+        description="kernel lines about devices whose PCIe path limits their bandwidth",
+    ),
+    Source(
+        "virt",
+        "systemd-detect-virt 2>/dev/null; "
+        "grep -qE '^flags.* hypervisor' \"$R/proc/cpuinfo\" 2>/dev/null && echo cpu-flag:hypervisor; true",
+        description="whether the node is a virtual machine (systemd-detect-virt, CPU hypervisor flag)",
+    ),
+)
+
+NVIDIA = "10de"
+MELLANOX = "15b3"
+ACS_BITS = ("SrcValid", "TransBlk", "ReqRedir", "CmpltRedir", "UpstreamFwd", "EgressCtrl", "DirectTrans")
+# the bits NCCL's guide names: with any of them on, P2P goes through the root complex
+ACS_REDIRECT = ("SrcValid", "ReqRedir", "CmpltRedir")
 
 
-def parse(raw):
-    return None
+@dataclass
+class Link:
+    speed_gts: Optional[float] = None
+    width: Optional[int] = None
 
 
-def judge(facts, node):
-    return [skip(NAME, NAME + ".present", "not implemented")]
+@dataclass
+class PciDevice:
+    bdf: str  # 0000:19:00.0
+    class_name: str = ""
+    class_id: Optional[str] = None  # "0302" (lspci -nn)
+    description: str = ""
+    vendor_id: Optional[str] = None  # "10de" (lspci -nn), or inferred from the name
+    device_id: Optional[str] = None
+    driver: Optional[str] = None
+    cap: Link = field(default_factory=Link)
+    sta: Link = field(default_factory=Link)
+    acs_cap: Dict[str, bool] = field(default_factory=dict)
+    acs_ctl: Dict[str, bool] = field(default_factory=dict)
+    bus_range: Optional[Tuple[int, int]] = None  # (secondary, subordinate) for bridges
+    caps_denied: bool = False
+    lines: List[str] = field(default_factory=list)  # the lines judged, for evidence
+
+    @property
+    def domain(self) -> str:
+        return self.bdf.split(":", 1)[0]
+
+    @property
+    def bus(self) -> int:
+        return int(self.bdf.split(":")[1], 16)
+
+    @property
+    def is_bridge(self) -> bool:
+        return self.class_id == "0604" or "bridge" in self.class_name.lower()
+
+    @property
+    def is_nvidia_gpu(self) -> bool:
+        if self.vendor_id != NVIDIA:
+            return False
+        if self.class_id:
+            return self.class_id in ("0300", "0302")
+        return self.class_name.lower() in ("vga compatible controller", "3d controller")
+
+    @property
+    def is_rdma_nic(self) -> bool:
+        if self.vendor_id != MELLANOX:
+            return False
+        if self.class_id:
+            return self.class_id in ("0200", "0207")
+        return self.class_name.lower() in ("ethernet controller", "infiniband controller", "network controller")
+
+    @property
+    def acs_redirect(self) -> List[str]:
+        return [b for b in ACS_REDIRECT if self.acs_ctl.get(b)]
+
+
+@dataclass
+class LimitedLine:
+    """One kernel 'available PCIe bandwidth, limited by' line."""
+
+    bdf: str
+    available_gbps: float
+    limited_by: str  # "16.0 GT/s PCIe x16 link at 0000:01:00.0"
+    capable_gbps: Optional[float]
+    line: str
+
+
+@dataclass
+class PcieFacts:
+    devices: List[PciDevice] = field(default_factory=list)
+    limited: List[LimitedLine] = field(default_factory=list)
+    virtualization: Optional[str] = None  # "kvm", "microsoft", ... ; None on bare metal or unknown
+    virt_known: bool = False
+    lspci_present: bool = False
+
+    @property
+    def bridges(self) -> List[PciDevice]:
+        return [d for d in self.devices if d.is_bridge]
+
+    @property
+    def gpus(self) -> List[PciDevice]:
+        return [d for d in self.devices if d.is_nvidia_gpu]
+
+    @property
+    def nics(self) -> List[PciDevice]:
+        return [d for d in self.devices if d.is_rdma_nic]
+
+
+# 0000:19:00.0 3D controller [0302]: NVIDIA Corporation GH100 [H100 SXM5 80GB] [10de:2330] (rev a1)
+_HEADER = re.compile(
+    r"^(?:([0-9a-fA-F]{4,}):)?([0-9a-fA-F]{2}):([0-9a-fA-F]{2})\.([0-7])\s+"
+    r"([^:\[]+?)(?:\s+\[([0-9a-fA-F]{4})\])?:\s*(.*)$"
+)
+_IDS = re.compile(r"\[([0-9a-fA-F]{4}):([0-9a-fA-F]{4})\]")
+_SPEED = re.compile(r"Speed\s+([\d.]+)\s*GT/s")
+_WIDTH = re.compile(r"Width\s+x(\d+)")
+_BUS = re.compile(r"Bus:\s*primary=([0-9a-fA-F]+),\s*secondary=([0-9a-fA-F]+),\s*subordinate=([0-9a-fA-F]+)")
+_ACS = re.compile(r"\b(" + "|".join(ACS_BITS) + r")([+-])")
+_LIMITED = re.compile(
+    r"\b(?:pci\s+)?((?:[0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]):\s*([\d.]+)\s*Gb/s available PCIe bandwidth,"
+    r"\s*limited by\s+(.+?)(?:\s*\(capable of\s+([\d.]+)\s*Gb/s[^)]*\))?\s*$"
+)
+_VENDOR_NAMES = (("nvidia", NVIDIA), ("mellanox", MELLANOX))
+
+
+def _norm_bdf(bdf: str) -> str:
+    bdf = bdf.lower()
+    return bdf if bdf.count(":") == 2 else "0000:" + bdf
+
+
+def _link(text: str) -> Link:
+    s, w = _SPEED.search(text), _WIDTH.search(text)
+    return Link(float(s.group(1)) if s else None, int(w.group(1)) if w else None)
+
+
+def parse_lspci(text: Optional[str]) -> List[PciDevice]:
+    """Devices of ``lspci [-D] -vvv [-nn]`` output, full or reduced to the lines we keep.
+
+    A stanza starts at a header line (a BDF then the class); every other line
+    belongs to the last header, whatever its indentation (pasted or
+    re-indented output keeps working).
+    """
+    devices: List[PciDevice] = []
+    cur: Optional[PciDevice] = None
+    for raw_line in (text or "").splitlines():
+        line = raw_line.strip()
+        m = _HEADER.match(line)
+        if m:
+            dom, bus, dev, fn, cls, cls_id, rest = m.groups()
+            cur = PciDevice(bdf=_norm_bdf(f"{dom or '0000'}:{bus}:{dev}.{fn}"), class_name=cls.strip(),
+                            class_id=cls_id.lower() if cls_id else None, description=rest.strip())
+            ids = _IDS.search(rest)
+            if ids:
+                cur.vendor_id, cur.device_id = ids.group(1).lower(), ids.group(2).lower()
+            else:
+                low = rest.lower()
+                cur.vendor_id = next((vid for name, vid in _VENDOR_NAMES if low.startswith(name)), None)
+            cur.lines.append(line)
+            devices.append(cur)
+            continue
+        if cur is None:
+            continue
+        body = line.strip()
+        if body.startswith("LnkCap:"):
+            cur.cap = _link(body)
+            cur.lines.append(body)
+        elif body.startswith("LnkSta:"):
+            cur.sta = _link(body)
+            cur.lines.append(body)
+        elif body.startswith("ACSCtl:") or body.startswith("ACSCap:"):
+            bits = {k: v == "+" for k, v in _ACS.findall(body)}
+            if body.startswith("ACSCtl:"):
+                cur.acs_ctl = bits
+                cur.lines.append(body)
+            else:
+                cur.acs_cap = bits
+        elif "access denied" in body:
+            cur.caps_denied = True
+        elif body.startswith("Kernel driver in use:"):
+            cur.driver = body.split(":", 1)[1].strip() or None
+        else:
+            b = _BUS.search(body)
+            if b:
+                cur.bus_range = (int(b.group(2), 16), int(b.group(3), 16))
+    return devices
+
+
+def parse_limited(text: Optional[str]) -> List[LimitedLine]:
+    out: List[LimitedLine] = []
+    for line in (text or "").splitlines():
+        m = _LIMITED.search(line.strip())
+        if m:
+            bdf, avail, by, capable = m.groups()
+            out.append(LimitedLine(_norm_bdf(bdf), float(avail), by.strip(), float(capable) if capable else None, line.strip()))
+    return out
+
+
+def parse_virt(text: Optional[str]) -> Tuple[Optional[str], bool]:
+    """``(hypervisor or None, known)`` from systemd-detect-virt and the CPU flag."""
+    if text is None:
+        return None, False
+    words = [l.strip() for l in text.splitlines() if l.strip()]
+    kinds = [w for w in words if not w.startswith("cpu-flag:")]
+    if kinds and kinds[0] != "none":
+        return kinds[0], True
+    if "cpu-flag:hypervisor" in words:
+        return "vm", True
+    return None, bool(kinds)  # 'none' from systemd-detect-virt means bare metal
+
+
+def parse(raw) -> PcieFacts:
+    text = section(raw, "lspci")
+    f = PcieFacts(devices=parse_lspci(text), lspci_present=text is not None)
+    f.limited = parse_limited(section(raw, "pcie_dmesg"))
+    f.virtualization, f.virt_known = parse_virt(raw.get("virt"))
+    return f
+
+
+# ---- what the node has, from whichever area saw it -------------------------------------------
+
+
+def _list_attr(facts: Any, attr: str) -> Optional[list]:
+    value = getattr(facts, attr, None) if facts is not None else None
+    return list(value) if isinstance(value, (list, tuple)) else None
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'s' if n != 1 else ''}"
+
+
+def node_gpus(node: Optional[NodeFacts]) -> Tuple[Optional[bool], str]:
+    """Whether the node has NVIDIA GPUs, and how we know, in words for messages.
+
+    Any area that saw GPUs wins (the gpu area's lists, including GPUs on the
+    bus that the driver lost; NVIDIA functions in lspci; the ``nvidia``
+    module); "no" needs an area that looked and found none; ``None`` when no
+    area tells.
+    """
+    if node is None:
+        return None, "no GPU information"
+    looked = False
+    gpu = node.get("gpu")
+    listed, on_bus = _list_attr(gpu, "gpus"), _list_attr(gpu, "pci_gpus")
+    if listed is not None or on_bus is not None:
+        looked = True
+        n = max(len(listed or []), len(on_bus or []))
+        if n:
+            return True, _plural(n, "NVIDIA GPU")
+    pcie = node.get("pcie")
+    if isinstance(pcie, PcieFacts) and pcie.devices:
+        looked = True
+        if pcie.gpus:
+            return True, _plural(len(pcie.gpus), "NVIDIA GPU") + " (lspci)"
+    modules = getattr(node.get("gdr"), "modules", None)
+    if modules and "nvidia" in modules:
+        return True, "NVIDIA GPUs (nvidia module loaded)"
+    return (False, "no NVIDIA GPU") if looked else (None, "no GPU information")
+
+
+def node_rdma(node: Optional[NodeFacts]) -> Tuple[Optional[bool], str]:
+    """Whether the node has RDMA NICs: InfiniBand ports, else Mellanox NICs in lspci, else RDMA modules."""
+    if node is None:
+        return None, "no RDMA information"
+    looked = False
+    for name in ("ib", "infiniband"):
+        ports = _list_attr(node.get(name), "ports")
+        if ports is not None:
+            looked = True
+            if ports:
+                return True, _plural(len(ports), "RDMA port")
+    pcie = node.get("pcie")
+    if isinstance(pcie, PcieFacts) and pcie.devices:
+        looked = True
+        if pcie.nics:
+            return True, _plural(len(pcie.nics), "Mellanox NIC function") + " (lspci)"
+    modules = getattr(node.get("gdr"), "modules", None)
+    found = [m for m in ("mlx5_ib", "mlx4_ib", "ib_core") if m in (modules or [])]
+    if found:
+        return True, f"RDMA modules loaded ({', '.join(found)})"
+    return (False, "no RDMA NIC") if looked else (None, "no RDMA information")
+
+
+# ---- judgement ---------------------------------------------------------------------------------
+
+
+def _below(dev: PciDevice, endpoints: List[PciDevice]) -> Optional[bool]:
+    """Whether a GPU or NIC sits in the bridge's bus range (None when the range is unknown)."""
+    if dev.bus_range is None:
+        return None
+    lo, hi = dev.bus_range
+    return any(e.domain == dev.domain and lo <= e.bus <= hi for e in endpoints)
+
+
+def _fmt_speed(v: Optional[float]) -> str:
+    return "?" if v is None else f"{v:g} GT/s"
+
+
+def _judge_acs(facts: PcieFacts, gpus: Optional[bool]) -> List[Finding]:
+    endpoints = facts.gpus + facts.nics
+    with_acs = [d for d in facts.bridges if d.acs_ctl]
+    if not with_acs:
+        denied = [d for d in facts.devices if d.caps_denied]
+        if denied:
+            return [skip(NAME, "pcie.acs", f"lspci could not read capabilities of {len(denied)} devices (not root)",
+                         fix="Run the collection as root (or with sudo) so that lspci can read ACS and link registers.")]
+        if not any(d.cap.width or d.acs_cap or d.bus_range for d in facts.devices):
+            return [skip(NAME, "pcie.acs", "lspci output has no capability lines (not 'lspci -vvv' output)")]
+        return [ok(NAME, "pcie.acs", f"no bridge reports ACS control ({len(facts.bridges)} bridges)")]
+    on = [d for d in with_acs if d.acs_redirect]
+    if not on:
+        return [ok(NAME, "pcie.acs", f"ACS redirect off on all {len(with_acs)} bridges with ACS",
+                   actual={"bridges_with_acs": len(with_acs), "redirecting": 0})]
+    relevant = [d for d in on if _below(d, endpoints) is not False]
+    evidence = [f"{d.bdf} {d.description[:60]}: ACSCtl " + " ".join(f"{b}{'+' if d.acs_ctl.get(b) else '-'}" for b in ACS_BITS)
+                for d in (relevant or on)[:12]]
+    actual = {d.bdf: d.acs_redirect for d in on}
+    setpci = "; ".join(f"setpci -s {d.bdf} ECAP_ACS+0x6.w=0000" for d in (relevant or on)[:4])
+    fix = ("Disable ACS (PCIe ACS / 'ACS Control') in the BIOS, or clear it after each boot on every bridge: "
+           f"{setpci}{' ...' if len(relevant or on) > 4 else ''}. "
+           "Also disable the IOMMU or boot with iommu=pt (NCCL troubleshooting, 'PCI Access Control Services').")
+    if facts.virtualization:
+        return [ok(NAME, "pcie.acs",
+                   f"ACS redirect on {len(on)} bridges; expected inside a virtual machine ({facts.virtualization})",
+                   actual=actual, evidence=evidence,
+                   fix="In a VM ACS stays on; GPUDirect P2P/RDMA needs ATS enabled on the NICs, which the cloud or hypervisor configures.")]
+    where = f"{len(relevant)} on the path of GPUs or NICs" if relevant else "none known to lead to a GPU or NIC"
+    msg = f"ACS redirect ({'/'.join(ACS_REDIRECT)}) on {len(on)} bridges ({where}); expected off"
+    if gpus and relevant:
+        msg += ": P2P and GPUDirect RDMA traffic is redirected through the root complex (hangs or low bandwidth)"
+        return [fail(NAME, "pcie.acs", msg, actual=actual, expected="ACSCtl SrcValid- ReqRedir- CmpltRedir-",
+                     evidence=evidence, fix=fix)]
+    return [warn(NAME, "pcie.acs", msg, actual=actual, expected="ACSCtl SrcValid- ReqRedir- CmpltRedir-",
+                 evidence=evidence, fix=fix)]
+
+
+def _judge_links(facts: PcieFacts) -> List[Finding]:
+    endpoints = facts.gpus + facts.nics
+    with_link = [d for d in endpoints if d.cap.width and d.sta.width]
+    if not endpoints:
+        return [skip(NAME, "pcie.link", "no NVIDIA GPU or Mellanox NIC in lspci")]
+    if not with_link:
+        return [skip(NAME, "pcie.link", f"no link registers readable for {len(endpoints)} GPUs/NICs (lspci needs root)")]
+    findings: List[Finding] = []
+    narrow = [d for d in with_link if d.sta.width < d.cap.width]
+    slow = [d for d in with_link if d.sta.speed_gts and d.cap.speed_gts and d.sta.speed_gts < d.cap.speed_gts and d not in narrow]
+
+    def ev(ds: List[PciDevice]) -> List[str]:
+        return [f"{d.bdf} {d.description[:50]}: LnkCap {_fmt_speed(d.cap.speed_gts)} x{d.cap.width}, "
+                f"LnkSta {_fmt_speed(d.sta.speed_gts)} x{d.sta.width}" for d in ds[:16]]
+
+    if narrow:
+        findings.append(warn(
+            NAME, "pcie.link_width",
+            f"{len(narrow)} GPU/NIC links run on fewer lanes than they support "
+            + ", ".join(f"{d.bdf} x{d.sta.width}/x{d.cap.width}" for d in narrow[:4]),
+            actual={d.bdf: d.sta.width for d in narrow}, expected={d.bdf: d.cap.width for d in narrow},
+            evidence=ev(narrow),
+            fix="Lost lanes are a hardware fault: reseat the card, riser or cable, check the slot, "
+                "and compare with 'nvidia-smi -q -d PCIE' or 'mlxlink'; this caps host and GPUDirect bandwidth.",
+        ))
+    if slow:
+        gpu_only = all(d.is_nvidia_gpu for d in slow)
+        note = (" (idle GPUs lower their link speed to save power: re-check under load before acting)"
+                if any(d.is_nvidia_gpu for d in slow) else "")
+        findings.append(warn(
+            NAME, "pcie.link_speed",
+            f"{len(slow)} GPU/NIC links run below their maximum speed "
+            + ", ".join(f"{d.bdf} {_fmt_speed(d.sta.speed_gts)}/{_fmt_speed(d.cap.speed_gts)}" for d in slow[:4]) + note,
+            actual={d.bdf: d.sta.speed_gts for d in slow}, expected={d.bdf: d.cap.speed_gts for d in slow},
+            evidence=ev(slow),
+            fix=("Run a load (nccldiag probe, or nvidia-smi -q -d PCIE during a job) and check 'Link Gen Current'. "
+                 if gpu_only else "")
+            + "A link that stays slow under load points at the slot or switch generation, a BIOS PCIe speed setting, or signal integrity.",
+        ))
+    if not findings:
+        findings.append(ok(NAME, "pcie.link", f"{len(with_link)} GPU/NIC links at full speed and width",
+                           actual={d.bdf: f"{_fmt_speed(d.sta.speed_gts)} x{d.sta.width}" for d in with_link}))
+    return findings
+
+
+def _judge_limited(facts: PcieFacts) -> List[Finding]:
+    if not facts.limited:
+        return []
+    by_bdf = {d.bdf: d for d in facts.devices}
+    lines = [l for l in facts.limited if by_bdf.get(l.bdf) is None or by_bdf[l.bdf].is_nvidia_gpu or by_bdf[l.bdf].is_rdma_nic]
+    if not lines:
+        return []
+    return [warn(
+        NAME, "pcie.bandwidth_limited",
+        f"the kernel reports {len(lines)} devices whose PCIe path limits their bandwidth "
+        f"({lines[0].bdf}: {lines[0].available_gbps:g} Gb/s, limited by {lines[0].limited_by})",
+        actual={l.bdf: l.available_gbps for l in lines}, expected={l.bdf: l.capable_gbps for l in lines},
+        evidence=[l.line for l in lines[:12]],
+        fix="A link upstream of the device (switch or root port) trained slower or narrower than the device: "
+            "check that link in lspci -vvv (LnkSta), the BIOS PCIe generation setting, and the riser/switch board.",
+    )]
+
+
+def judge(facts: Optional[PcieFacts], node: NodeFacts) -> List[Finding]:
+    if facts is None or not facts.lspci_present:
+        found = [skip(NAME, "pcie.lspci", "lspci output is absent (pciutils not installed?)",
+                      fix="Install pciutils (apt install pciutils / dnf install pciutils) to check ACS and link widths.")]
+        return found + _judge_limited(facts) if facts is not None else found
+    if not facts.devices:
+        return [skip(NAME, "pcie.lspci", "lspci printed no device")] + _judge_limited(facts)
+    return _judge_acs(facts, node_gpus(node)[0]) + _judge_links(facts) + _judge_limited(facts)
+
+
+def summarize(facts: Optional[PcieFacts]) -> Dict[str, Optional[str]]:
+    if facts is None or not facts.devices:
+        return {}
+    return {
+        "nvidia_functions": str(len(facts.gpus)),
+        "mellanox_functions": str(len(facts.nics)),
+        "acs_redirect_bridges": str(sum(1 for d in facts.bridges if d.acs_redirect)),
+    }

@@ -1,0 +1,1 @@
+"""Collective probes: plan, the per-rank worker, its collectives, and reading their results."""

@@ -1,0 +1,1095 @@
+"""NCCL debug logs (``NCCL_DEBUG=INFO``) -> facts. Pure: text in, dataclasses out.
+
+What NCCL logged is the only trustworthy record of which transport a job really
+used: the environment says what was asked for, the ``Channel ... via ...`` lines
+say what happened. The parser reads logs as people actually have them: one
+file per process (``NCCL_DEBUG_FILE``) or everything interleaved on stdout,
+behind launcher prefixes (``[1,3]<stdout>:``, ``[rank0]:``, ``host: ``,
+``[0] ``), timestamps, colour codes, and lines wrapped or glued together by
+whoever copied them. Every pattern is therefore an unanchored search on the
+text after the ``<host>:<pid>:<tid> [<cudaDev>] NCCL INFO|WARN`` prefix, and
+a physical line holding two prefixes is split into two records.
+
+Formats covered: NCCL 2.4 (``Ring 00 : 0 -> 1 via NET/IB/0``, ``.cu`` sources)
+to 2.30 (``(func)`` in WARN lines, ``SHM/direct``, WARN timestamps). The
+parser never raises on text.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Dict, Iterable, List, Mapping, Optional, Set, Tuple, Union
+
+# ncclResult_t (src/nccl.h.in); ncclTimeout exists since 2.27.
+RESULT_NAMES = {
+    0: "ncclSuccess",
+    1: "ncclUnhandledCudaError",
+    2: "ncclSystemError",
+    3: "ncclInternalError",
+    4: "ncclInvalidArgument",
+    5: "ncclInvalidUsage",
+    6: "ncclRemoteError",
+    7: "ncclInProgress",
+    8: "ncclTimeout",
+}
+# What ncclGetErrorString says (and PyTorch repeats) for each result.
+RESULT_TEXT = {
+    1: "unhandled cuda error",
+    2: "unhandled system error",
+    3: "internal error",
+    4: "invalid argument",
+    5: "invalid usage",
+    6: "remote process exited or there was a network error",
+    7: "operation in progress",
+    8: "timeout",
+}
+# Results that mean something failed (ncclInProgress is the normal answer of a
+# non-blocking communicator).
+ERROR_RESULTS = frozenset({1, 2, 3, 4, 5, 6, 8})
+
+# Transport categories, the vocabulary of summaries and findings.
+P2P, SHM, NET_IB, NET_IB_GDR, NET_SOCKET, NVLS, COLLNET = (
+    "P2P", "SHM", "NET/IB", "NET/IB+GDRDMA", "NET/Socket", "NVLS", "CollNet")
+
+
+# --------------------------------------------------------------------------- facts
+
+
+@dataclass
+class Loc:
+    """Where a fact was read: the file, its 1-based line and the NCCL prefix."""
+
+    source: str
+    lineno: int
+    host: Optional[str] = None
+    pid: Optional[int] = None
+    tid: Optional[int] = None
+    dev: Optional[int] = None  # cudaDev of the prefix
+
+    @property
+    def proc(self) -> Optional[str]:
+        return f"{self.host}:{self.pid}" if self.host is not None else None
+
+    def cite(self, text: str) -> str:
+        """An evidence line: ``file:line: text``."""
+        return f"{self.source}:{self.lineno}: {text}"
+
+
+@dataclass
+class VersionLine:
+    """``NCCL version 2.18.3+cuda12.2`` (or the version PyTorch quotes in an error)."""
+
+    version: str  # "2.18.3" (with any suffix NCCL printed, e.g. "2.18.3a0")
+    cuda: Optional[str]
+    at: Loc
+    text: str
+    inferred: bool = False  # the line had no prefix; the process was inferred
+    origin: str = "nccl"  # "nccl" or "torch" (from 'NCCL error in: ..., NCCL version x')
+
+
+@dataclass
+class NetworkChoice:
+    """``Using network IB`` / ``Socket`` / ``IBext_v8``: the net NCCL picked."""
+
+    name: str
+    at: Loc
+    text: str
+
+
+@dataclass
+class NetDevice:
+    """One device of a ``NET/<net> : Using ...`` line: an HCA port or a socket interface."""
+
+    index: Optional[int]
+    name: str
+    port: Optional[int] = None  # HCA port (IB nets)
+    link: Optional[str] = None  # IB or RoCE (IB nets)
+    address: Optional[str] = None  # socket interfaces: '192.0.2.1<0>'
+    merged: bool = False  # part of a merged virtual NIC ([0]={[0] a, [1] b})
+
+
+@dataclass
+class NetDevices:
+    """A ``NET/IB : Using ...``, ``NET/Socket : Using ...`` or old ``IB Ports`` line."""
+
+    net: str
+    devices: List[NetDevice]
+    at: Loc
+    text: str
+    relaxed_ordering: bool = False
+    oob: Optional[NetDevice] = None
+
+
+@dataclass
+class Bootstrap:
+    """``Bootstrap : Using ens4:192.0.2.2<0>``: the interface(s) of NCCL's TCP bootstrap."""
+
+    interfaces: List[NetDevice]
+    at: Loc
+    text: str
+
+
+@dataclass
+class GdrLine:
+    """``NET/IB : GPU Direct RDMA Enabled|Disabled for [GPU g /] HCA h ['name'] (reason)``."""
+
+    enabled: bool
+    hca: str
+    at: Loc
+    text: str
+    net: Optional[str] = None
+    gpu: Optional[str] = None
+    hca_name: Optional[str] = None
+    reason: Optional[str] = None
+
+
+@dataclass
+class PluginLine:
+    """Net/collnet plugin lines (``Plugin Path``, ``P2P plugin IBext``, ``NET/Plugin : ...``)."""
+
+    kind: str  # path, p2p_plugin, loaded_net, loaded_collnet, load_failed, none_found, other
+    value: str
+    at: Loc
+    text: str
+
+
+@dataclass
+class CommInfo:
+    """``comm 0x.. rank 3 nRanks 4 nNodes 2 localRanks 2 localRank 1 MNNVL 0`` (or the old short form)."""
+
+    comm: Optional[str]
+    rank: int
+    nranks: int
+    at: Loc
+    text: str
+    nnodes: Optional[int] = None
+    local_ranks: Optional[int] = None
+    local_rank: Optional[int] = None
+    mnnvl: Optional[int] = None
+
+
+@dataclass
+class InitEvent:
+    """``comm .. rank r nranks n cudaDev d nvmlDev v busId b commId c - Init START|COMPLETE``."""
+
+    phase: str  # START or COMPLETE
+    rank: int
+    nranks: int
+    at: Loc
+    text: str
+    comm: Optional[str] = None
+    cuda_dev: Optional[int] = None
+    nvml_dev: Optional[int] = None
+    bus_id: Optional[str] = None
+    comm_id: Optional[str] = None
+
+
+@dataclass
+class Channel:
+    """One connection line: ``Channel 02/0 : 1[1] -> 3[1] [send] via NET/IB/2/GDRDMA``.
+
+    ``transport`` is P2P, SHM, NET or COLLNET; ``category`` is the summary label
+    (P2P, SHM, NET/IB, NET/IB+GDRDMA, NET/Socket, NET/<other>[+GDRDMA], CollNet).
+    """
+
+    channel: int
+    src: int
+    dst: Optional[int]  # None for CollNet lines, which name no peer
+    transport: str
+    via: str  # the text after 'via', e.g. 'P2P/CUMEM/read', 'NET/IB/2/GDRDMA'
+    category: str
+    at: Loc
+    text: str
+    label: str = "Channel"  # Channel, Ring (before 2.8), CollNet
+    conn_index: Optional[int] = None
+    src_dev: Optional[str] = None
+    dst_dev: Optional[str] = None
+    direction: Optional[str] = None  # send / receive for NET and CollNet
+    mode: Optional[str] = None  # P2P: IPC, CUMEM, MNNVL, direct pointer, indirect; SHM: direct/direct ...
+    read: bool = False
+    ce: bool = False
+    net: Optional[str] = None  # NET name: IB, Socket, IBext_v8 ...
+    net_dev: Optional[int] = None
+    proxy_rank: Optional[int] = None  # PXN: the rank whose NIC carries the traffic
+    gdrdma: bool = False
+    pci: bool = False
+    shared: bool = False
+    relay: Optional[int] = None  # P2P/indirect: the intermediate rank
+
+
+@dataclass
+class Connected:
+    """``Connected all rings[, use ring PXN p GDR g]``, ``Connected all trees``, ``Connected NVLS tree``."""
+
+    what: str
+    at: Loc
+    text: str
+    pxn: Optional[int] = None
+    gdr: Optional[int] = None
+
+
+@dataclass
+class ChannelCounts:
+    """``16 coll channels, 0 collnet channels, 16 nvls channels, 16 p2p channels, 2 p2p channels per peer``."""
+
+    coll: int
+    p2p: int
+    p2p_per_peer: int
+    at: Loc
+    text: str
+    collnet: Optional[int] = None
+    nvls: Optional[int] = None
+
+
+@dataclass
+class NvlsLine:
+    """``NVLS comm 0x.. headRank h nHeads n ...`` or ``NVLS multicast support is [not ]available on dev d``."""
+
+    kind: str  # comm or multicast
+    at: Loc
+    text: str
+    head_rank: Optional[int] = None
+    n_heads: Optional[int] = None
+    available: Optional[bool] = None
+
+
+@dataclass
+class EnvEcho:
+    """``NCCL_IB_DISABLE set by environment to 1.``: a setting NCCL read."""
+
+    name: str
+    value: str
+    at: Loc
+    text: str
+
+
+@dataclass
+class ChainStep:
+    """``NCCL INFO transport/net.cc:592 -> 2``: one frame of an error's return path."""
+
+    file: str
+    line: int
+    code: int
+    at: Loc
+    text: str
+    thread: Optional[str] = None  # '[Async thread]' and the like
+
+    @property
+    def code_name(self) -> str:
+        return RESULT_NAMES.get(self.code, f"ncclResult {self.code}")
+
+
+@dataclass
+class Warn:
+    """A ``NCCL WARN`` with the call chain its thread logged right after it.
+
+    ``kind`` names a known failure (see ``WARN_KINDS``) or ``other``;
+    ``failure`` is true when the kind is a failure or the chain returned an
+    error result.
+    """
+
+    message: str
+    at: Loc
+    text: str
+    file: Optional[str] = None
+    line: Optional[int] = None
+    func: Optional[str] = None
+    timestamp: Optional[str] = None
+    chain: List[ChainStep] = field(default_factory=list)
+    kind: str = "other"
+    failure: bool = False
+    detail: Dict[str, str] = field(default_factory=dict)
+
+    @property
+    def result(self) -> Optional[int]:
+        """The result the first frame returned (the error class)."""
+        return self.chain[0].code if self.chain else None
+
+    @property
+    def result_name(self) -> Optional[str]:
+        return RESULT_NAMES.get(self.result) if self.result is not None else None
+
+
+@dataclass
+class OrphanChain:
+    """Call-chain lines whose WARN is not in the log (cut from an excerpt, or another level)."""
+
+    steps: List[ChainStep]
+    at: Loc
+
+    @property
+    def result(self) -> Optional[int]:
+        return self.steps[0].code if self.steps else None
+
+
+@dataclass
+class Watchdog:
+    """PyTorch's ``Watchdog caught collective operation timeout: WorkNCCL(...) ran for N milliseconds``."""
+
+    at: Loc
+    text: str
+    rank: Optional[int] = None
+    seq: Optional[int] = None
+    op_type: Optional[str] = None
+    numel_in: Optional[int] = None
+    numel_out: Optional[int] = None
+    timeout_ms: Optional[int] = None
+    ran_for_ms: Optional[int] = None
+
+
+@dataclass
+class AppError:
+    """An error the application printed about NCCL: PyTorch ``NCCL error in: ...`` or nccl-tests ``Test NCCL failure``."""
+
+    kind: str  # torch, nccl-tests, nccl-tests-timeout
+    message: str
+    at: Loc
+    text: str
+    where: Optional[str] = None
+
+
+@dataclass
+class Note:
+    """INFO lines that explain a choice: no IB device, libibverbs missing, P2P disabled by NVML, ..."""
+
+    kind: str
+    at: Loc
+    text: str
+
+
+@dataclass
+class Proc:
+    """One process seen in the logs (``host:pid``) with what it said about itself."""
+
+    host: str
+    pid: int
+    devs: List[int] = field(default_factory=list)
+    ranks: List[int] = field(default_factory=list)
+    versions: List[str] = field(default_factory=list)
+    networks: List[str] = field(default_factory=list)
+    launcher_ranks: List[int] = field(default_factory=list)
+    sources: List[str] = field(default_factory=list)
+    init_started: List[int] = field(default_factory=list)  # ranks with 'Init START'
+    init_completed: List[int] = field(default_factory=list)  # ranks with 'Init COMPLETE'
+
+    @property
+    def name(self) -> str:
+        return f"{self.host}:{self.pid}"
+
+
+@dataclass
+class PairTransport:
+    """What carried traffic from rank ``src`` to rank ``dst``, over all channel lines."""
+
+    src: int
+    dst: int
+    categories: List[str]
+    vias: List[str]
+    channels: List[int]
+    src_hosts: List[str]
+    dst_hosts: List[str]
+    lines: int
+
+    @property
+    def key(self) -> str:
+        return f"{self.src}->{self.dst}"
+
+
+@dataclass
+class Summary:
+    """The answers people grep logs for."""
+
+    versions: List[str]  # distinct NCCL versions
+    versions_by_proc: Dict[str, List[str]]
+    networks: List[str]  # distinct 'Using network' names
+    transports: List[str]  # categories seen overall (plus NVLS, CollNet)
+    pairs: List[PairTransport]
+    net_ib_used: bool
+    gdrdma_used: bool
+    nvls_used: bool
+    collnet_used: bool
+    error_results: List[str]  # distinct ncclResult names of failed WARNs and chains
+    failures: int  # failed WARNs + orphan error chains + watchdog timeouts + app errors
+    warns: int
+    ranks: List[int]
+    hosts: List[str]
+
+
+@dataclass
+class NcclLogFacts:
+    """Everything read from one or more NCCL logs."""
+
+    sources: List[str] = field(default_factory=list)
+    lines: int = 0
+    nccl_lines: int = 0
+    procs: List[Proc] = field(default_factory=list)
+    versions: List[VersionLine] = field(default_factory=list)
+    networks: List[NetworkChoice] = field(default_factory=list)
+    nets: List[NetDevices] = field(default_factory=list)
+    bootstrap: List[Bootstrap] = field(default_factory=list)
+    gdr: List[GdrLine] = field(default_factory=list)
+    plugins: List[PluginLine] = field(default_factory=list)
+    comms: List[CommInfo] = field(default_factory=list)
+    inits: List[InitEvent] = field(default_factory=list)
+    channels: List[Channel] = field(default_factory=list)
+    connected: List[Connected] = field(default_factory=list)
+    channel_counts: List[ChannelCounts] = field(default_factory=list)
+    nvls: List[NvlsLine] = field(default_factory=list)
+    env: List[EnvEcho] = field(default_factory=list)
+    warns: List[Warn] = field(default_factory=list)
+    orphan_chains: List[OrphanChain] = field(default_factory=list)
+    watchdogs: List[Watchdog] = field(default_factory=list)
+    app_errors: List[AppError] = field(default_factory=list)
+    notes: List[Note] = field(default_factory=list)
+    summary: Optional[Summary] = None
+
+    def env_values(self) -> Dict[str, List[str]]:
+        """Each echoed variable with its distinct values, in order of appearance."""
+        out: Dict[str, List[str]] = {}
+        for e in self.env:
+            vals = out.setdefault(e.name, [])
+            if e.value not in vals:
+                vals.append(e.value)
+        return out
+
+
+# --------------------------------------------------------------------------- lines -> records
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[()][A-Z0-9]|\x1b")
+# Colour codes whose ESC was lost on the way ('[0m', '[1;31m').
+_ANSI_RESIDUE = re.compile(r"\[(?:\d{1,3}(?:;\d{1,3})*)?m")
+_PREFIX = re.compile(
+    r"(?P<host>[A-Za-z0-9_.<>\-]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>-?\d+)\] "
+    r"(?:(?P<file>[\w./+\-]+):(?P<fline>\d+) (?:\((?P<func>[^()\s]*)\) )?)?"
+    r"NCCL (?P<level>INFO|WARN|TRACE|ABORT)(?= |$)"
+)
+_WARN_TS = re.compile(r"\[(\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?)\]\s*$")
+_LAUNCHER = re.compile(r"^\s*(?:\[\d+,(?P<ompi>\d+)\]<(?:stdout|stderr)>:|\[rank(?P<torch>\d+)\]:|(?P<srun>\d+): )")
+
+
+@dataclass
+class _Rec:
+    kind: str  # info, warn, trace, bare
+    msg: str
+    at: Loc
+    text: str
+    file: Optional[str] = None
+    fline: Optional[int] = None
+    func: Optional[str] = None
+    timestamp: Optional[str] = None
+    launcher_rank: Optional[int] = None
+
+
+def clean(line: str) -> str:
+    """The line without colour codes (and their ESC-less residue) or trailing blanks."""
+    line = _ANSI.sub("", line)
+    if "m" in line and "[" in line:
+        line = _ANSI_RESIDUE.sub("", line)
+    return line.rstrip()
+
+
+def _records(text: str, source: str) -> Iterable[_Rec]:
+    prev: Optional[_Rec] = None
+    for n, raw in enumerate(text.splitlines(), 1):
+        line = clean(raw)
+        m_l = _LAUNCHER.match(line)
+        lrank = None
+        if m_l:
+            lrank = int(next(g for g in m_l.groups() if g is not None))
+        matches = list(_PREFIX.finditer(line))
+        if not matches:
+            body = line[m_l.end():] if m_l else line
+            if prev is not None and prev.at.lineno == n - 1 and _unbalanced(prev.msg) and body.strip() \
+                    and len(body) < 200:
+                # A wrapped line: the rest of the previous message.
+                prev.msg += body.strip()
+                prev.text += body.strip()
+                prev.at = Loc(prev.at.source, prev.at.lineno, prev.at.host, prev.at.pid, prev.at.tid, prev.at.dev)
+                continue
+            if body.strip():
+                rec = _Rec("bare", body.strip(), Loc(source, n), body.strip(), launcher_rank=lrank)
+                yield rec
+            prev = None
+            continue
+        for i, m in enumerate(matches):
+            end = matches[i + 1].start() if i + 1 < len(matches) else len(line)
+            msg = line[m.end():end].strip()
+            level = m.group("level")
+            kind = {"INFO": "info", "WARN": "warn", "ABORT": "warn"}.get(level, "trace")
+            ts = None
+            if kind == "warn":
+                tsm = _WARN_TS.search(line[:m.start()])
+                ts = tsm.group(1) if tsm else None
+            at = Loc(source, n, m.group("host"), int(m.group("pid")), int(m.group("tid")), int(m.group("dev")))
+            rec = _Rec(kind, msg, at, line[m.start():end].strip(), m.group("file"),
+                       int(m.group("fline")) if m.group("fline") else None, m.group("func"), ts, lrank)
+            prev = rec
+            yield rec
+
+
+def _unbalanced(msg: str) -> bool:
+    return msg.count("(") > msg.count(")") or msg.count("'") % 2 == 1
+
+
+# --------------------------------------------------------------------------- patterns on messages
+
+_VERSION = re.compile(r"NCCL version (?P<v>\d+\.\d+\.\d+[\w.\-]*?)(?:\+cuda(?P<cuda>\d+\.\d+))?(?=[\s,]|$)")
+_USING_NETWORK = re.compile(r"\bUsing network (?P<name>\S+)")
+_NET_USING = re.compile(r"\bNET/(?P<net>[\w\-]+(?:/[\w\-]+)?) ?: Using\b(?P<body>.*)")
+_NET_NODEV = re.compile(r"\bNET/(?P<net>[\w\-]+) ?: No device found")
+_IB_DEV = re.compile(
+    r"\[(?P<idx>\d+)\]\s*(?P<name>[^\s:\[\]={},]+):(?P<port>\d+)(?:/\d+)?(?::\d+)?/(?P<link>IB|RoCE|[A-Za-z]+)")
+_SOCK_IF = re.compile(r"(?:\[(?P<idx>\d+)\])?(?P<name>[^\s:\[\]]+):(?P<addr>\S+)")
+_OLD_IB_PORTS = re.compile(r"\bCUDA Dev (?P<dev>\d+), IB Ports? : (?P<body>.*)")
+_OLD_IB_PORT = re.compile(r"(?P<name>[\w\-]+)/(?P<port>\d+)(?:\((?P<dist>\w+)\))?")
+_BOOTSTRAP = re.compile(r"\bBootstrap ?: Using\b(?P<body>.*)")
+_GDR = re.compile(
+    r"(?:\bNET/(?P<net>[\w\-]+) ?: )?GPU Direct RDMA (?P<state>Enabled|Disabled) for "
+    r"(?:GPU (?P<gpu>[\w:.]+) / )?HCA (?P<hca>[\w\-]+)(?: '(?P<name>[^']*)')?(?: \((?P<reason>[^)]*)\)?)?")
+_PLUGIN_PATH = re.compile(r"\bPlugin Path : (?P<v>\S+)")
+_P2P_PLUGIN = re.compile(r"\bP2P plugin (?P<v>\S+)")
+_LOADED_PLUGIN = re.compile(r"\bLoaded (?P<kind>net|collnet|coll) plugin (?P<v>.+?)\s*$")
+_NET_PLUGIN = re.compile(r"\bNET/Plugin ?: (?P<v>.*)")
+_INIT = re.compile(
+    r"\bcomm (?P<comm>0x[0-9a-fA-F]+) rank (?P<rank>\d+) nranks (?P<nranks>\d+) cudaDev (?P<cdev>-?\d+)"
+    r"(?: nvmlDev (?P<nvml>-?\d+))?(?: busId (?P<bus>[0-9a-fA-F]+))?(?: commId (?P<cid>0x[0-9a-fA-F]+))?"
+    r"(?: localSize \d+)?.*?- Init (?P<phase>START|COMPLETE)")
+_COMM = re.compile(
+    r"\bcomm (?P<comm>0x[0-9a-fA-F]+) rank (?P<rank>\d+) nRanks (?P<nranks>\d+) nNodes (?P<nnodes>\d+) "
+    r"localRanks (?P<lranks>\d+) localRank (?P<lrank>\d+)(?: MNNVL (?P<mnnvl>\d+))?")
+_COMM_OLD = re.compile(r"(?:\bcomm (?P<comm>0x[0-9a-fA-F]+) )?\brank (?P<rank>\d+) nranks (?P<nranks>\d+)\s*$")
+_CHANNEL = re.compile(
+    r"\b(?P<label>Channel|Ring) (?P<ch>\d+)(?:/(?P<conn>\d+))? : (?P<src>\d+)(?:\[(?P<sdev>[0-9a-fA-F]+)\])? -> "
+    r"(?P<dst>\d+)(?:\[(?P<ddev>[0-9a-fA-F]+)\])?(?: \[(?P<dir>send|receive)\])? via (?P<via>.+)")
+_COLLNET_CH = re.compile(
+    r"\b(?P<label>CollNet|Coll) (?P<ch>\d+)(?:/(?P<conn>\d+))? : (?P<src>\d+) \[(?P<dir>send|receive)\] "
+    r"via (?P<via>COLLNET/.+)")
+_VIA_P2P = re.compile(
+    r"^P2P/(?P<mode>IPC|CUMEM|MNNVL|direct pointer|indirect/(?P<relay>\d+)(?:\[\w+\])?|\d+)(?P<flags>(?:/read|/CE)*)")
+_VIA_SHM = re.compile(r"^(?:SHM(?:/(?P<mode>\w+(?:/\w+)?))?|direct shared memory)")
+_VIA_NET = re.compile(
+    r"^(?P<t>NET|COLLNET)/(?P<name>[^/]+?)/(?P<dev>\d+)(?:\((?P<proxy>\d+)\))?(?P<flags>(?:/GDRDMA|\(PCI\)|/Shared)*)")
+_CONNECTED = re.compile(
+    r"\bConnected (?P<what>all rings|all trees|NVLS tree|binomial trees|collnet \w+(?: \+ \w+)?|\w+ \w+)"
+    r"(?:, use ring PXN (?P<pxn>\d+) GDR (?P<gdr>\d+))?")
+_COUNTS = re.compile(
+    r"(?P<coll>\d+) coll channels, (?:(?P<collnet>\d+) collnet channels, )?(?:(?P<nvls>\d+) nvls channels, )?"
+    r"(?P<p2p>\d+) p2p channels, (?P<ppp>\d+) p2p channels per peer")
+_NVLS_COMM = re.compile(r"\bNVLS comm 0x[0-9a-fA-F]+ headRank (?P<head>-?\d+) nHeads (?P<nheads>\d+)")
+_NVLS_MC = re.compile(r"\bNVLS multicast support is (?P<not>not )?available on dev (?P<dev>\d+)")
+_ENV = re.compile(r"\b(?P<name>[A-Z][A-Z0-9_]{2,}) set by environment to (?P<value>.*?)\s*$")
+_CHAIN = re.compile(r"(?:^|\s)(?P<file>[\w./+\-]+\.\w+):(?P<line>\d+) -> (?P<code>\d+)(?: \[(?P<thr>[^\]]+)\])?")
+_WATCHDOG = re.compile(
+    r"Watchdog caught collective operation timeout: WorkNCCL\((?P<body>.*?)\)\s*ran for (?P<ran>\d+) milliseconds")
+_WD_RANK = re.compile(r"\[(?:PG [^\]]*?)?Rank (?P<rank>\d+)\]\s*Watchdog|\[Rank (?P<rank2>\d+)\]")
+_WD_FIELD = re.compile(r"(?P<k>\w+(?:\(ms\))?)=(?P<v>[^,\s)]+)")
+_TORCH_ERR = re.compile(r"NCCL error in: (?P<where>\S+?),\s*(?P<msg>.*?)(?:, NCCL [vV]ersion (?P<ver>[\d.]+\w*))?\s*$")
+_TESTS_FAIL = re.compile(r"Test NCCL failure (?P<where>\S+) '(?P<msg>[^']*)")
+_TESTS_TIMEOUT = re.compile(r"Test timeout \((?P<s>\d+)s\) (?P<where>\S+)")
+
+# INFO lines worth keeping as notes: (kind, pattern).
+_NOTES: Tuple[Tuple[str, "re.Pattern[str]"], ...] = (
+    ("ibverbs_missing", re.compile(r"Failed to open libibverbs")),
+    ("p2p_disabled_by_nvml", re.compile(r"P2P is disabled between connected GPUs")),
+    ("collnet_disabled", re.compile(r"disabling CollNet")),
+    ("cuda_driver", re.compile(r"\bcudaDriverVersion \d+")),
+    ("ib_no_active_port", re.compile(r"NET/IB ?: .*(?:no active|No active) port")),
+)
+
+# WARN kinds: (kind, failure?, pattern). The first match wins.
+WARN_KINDS: Tuple[Tuple[str, bool, "re.Pattern[str]"], ...] = (
+    ("duplicate_gpu", True, re.compile(r"Duplicate GPU detected|Multiple Ranks are using the same GPU")),
+    ("version_mismatch", True, re.compile(r"Mismatched NCCL version")),
+    ("shm", True, re.compile(r"/dev/shm|shared memory segment|posix_fallocate failed|shm_open failed|"
+                             r"No space left on device")),
+    ("ibv", True, re.compile(r"Call to (?P<fn>ibv_\w+) failed(?: with error (?P<err>[^\n]*?))?(?: errno \d+)?\s*$")),
+    ("ib_completion", True, re.compile(r"Got completion from peer .*?status=(?P<status>\d+)")),
+    ("nvls", True, re.compile(r"NVLink SHARP|NVLS_ENABLE")),
+    ("cuda", True, re.compile(r"Cuda failure (?:(?P<code>\d+) )?'(?P<err>[^']*)'?")),
+    ("no_interface", True, re.compile(r"no interface found|No usable listening interface|no socket interface found")),
+    ("socket_connect", True, re.compile(r"socketStartConnect|Connect to .* failed|Connection refused|"
+                                        r"Network is unreachable|Connection timed out|neither AF_INET")),
+    ("remote_closed", True, re.compile(r"Connection closed by remote peer|Connection reset by peer")),
+    ("proxy", True, re.compile(r"\[Proxy Service \d+\] Failed|Error encountered progressing|Socket recv failed|"
+                               r"\[Service thread\]")),
+    ("p2p_nvlink_disabled", True, re.compile(r"P2P is disabled between NVLINK connected GPUs")),
+    ("timeout", True, re.compile(r"\btimeout\b|timed out", re.I)),
+    ("cuda_library", False, re.compile(r"Failed to find CUDA library|libcuda\.so")),
+    ("ibverbs_missing", False, re.compile(r"Failed to open libibverbs")),
+)
+
+
+def _classify(w: Warn) -> None:
+    for kind, failure, pat in WARN_KINDS:
+        m = pat.search(w.message)
+        if m:
+            w.kind = kind
+            w.failure = failure
+            w.detail = {k: v for k, v in m.groupdict().items() if v is not None}
+            break
+    if w.file and "nvls" in w.file and w.kind == "cuda":
+        w.kind = "nvls"
+    if any(s.code in ERROR_RESULTS for s in w.chain):
+        w.failure = True
+
+
+def _category(transport: str, net: Optional[str], gdr: bool) -> str:
+    if transport == "P2P":
+        return P2P
+    if transport == "SHM":
+        return SHM
+    if transport == "COLLNET":
+        return COLLNET
+    name = net or "?"
+    if name.lower().startswith("ib"):
+        return NET_IB_GDR if gdr else NET_IB
+    if name.lower() == "socket":
+        return NET_SOCKET
+    return f"NET/{name}" + ("+GDRDMA" if gdr else "")
+
+
+def parse_via(via: str) -> Dict[str, object]:
+    """The fields of the text after ``via`` (transport, mode, NET name/dev/proxy, flags)."""
+    via = via.strip()
+    m = _VIA_P2P.match(via)
+    if m:
+        flags = m.group("flags") or ""
+        mode = m.group("mode")
+        relay = int(m.group("relay")) if m.group("relay") else None
+        return {"transport": "P2P", "mode": "indirect" if relay is not None else mode, "relay": relay,
+                "read": "/read" in flags, "ce": "/CE" in flags, "via": m.group(0)}
+    m = _VIA_NET.match(via)
+    if m:
+        flags = m.group("flags") or ""
+        return {"transport": m.group("t"), "net": m.group("name"), "net_dev": int(m.group("dev")),
+                "proxy_rank": int(m.group("proxy")) if m.group("proxy") else None,
+                "gdrdma": "/GDRDMA" in flags, "pci": "(PCI)" in flags, "shared": "/Shared" in flags,
+                "via": m.group(0)}
+    m = _VIA_SHM.match(via)
+    if m:
+        return {"transport": "SHM", "mode": m.group("mode") or ("direct" if "direct" in m.group(0) else None),
+                "via": m.group(0)}
+    return {"transport": via.split("/")[0].split()[0] if via else "?", "via": via.split()[0] if via else ""}
+
+
+# --------------------------------------------------------------------------- the parser
+
+
+class _Parser:
+    def __init__(self) -> None:
+        self.f = NcclLogFacts()
+        self.procs: Dict[Tuple[str, int], Proc] = {}
+        self.open_warn: Dict[Tuple[str, str, int, int], Warn] = {}
+        self.open_orphan: Dict[Tuple[str, str, int, int], OrphanChain] = {}
+        self.watchdog_keys: Set[Tuple] = set()
+        self.pending_versions: List[Tuple[VersionLine, Optional[Tuple[str, int]]]] = []
+
+    def proc(self, at: Loc) -> Optional[Proc]:
+        if at.host is None or at.pid is None:
+            return None
+        key = (at.host, at.pid)
+        p = self.procs.get(key)
+        if p is None:
+            p = self.procs[key] = Proc(at.host, at.pid)
+        _add(p.sources, at.source)
+        if at.dev is not None:
+            _add(p.devs, at.dev)
+        return p
+
+    def feed(self, text: str, source: str) -> None:
+        self.f.sources.append(source)
+        last_proc: Optional[Tuple[str, int]] = None
+        for rec in _records(text, source):
+            self.f.lines = max(self.f.lines, 0)
+            if rec.kind == "bare":
+                self.bare(rec, last_proc)
+                continue
+            self.f.nccl_lines += 1
+            p = self.proc(rec.at)
+            if p is not None:
+                last_proc = (p.host, p.pid)
+                if rec.launcher_rank is not None:
+                    _add(p.launcher_ranks, rec.launcher_rank)
+            if rec.kind == "warn":
+                self.warn(rec)
+            elif rec.kind == "info":
+                self.info(rec, p)
+        self.f.lines += text.count("\n") + (0 if text.endswith("\n") or not text else 1)
+
+    # ---- records
+
+    def bare(self, rec: _Rec, last_proc: Optional[Tuple[str, int]]) -> None:
+        m = _VERSION.search(rec.msg)
+        if m and "NCCL error in" not in rec.msg:
+            v = VersionLine(m.group("v"), m.group("cuda"), rec.at, rec.text, inferred=True)
+            self.pending_versions.append((v, last_proc))
+        self.app_lines(rec)
+
+    def app_lines(self, rec: _Rec) -> None:
+        """PyTorch and nccl-tests lines (bare or interleaved after an NCCL prefix)."""
+        msg = rec.msg
+        m = _WATCHDOG.search(msg)
+        if m:
+            fields = {fm.group("k"): fm.group("v") for fm in _WD_FIELD.finditer(m.group("body"))}
+            rm = _WD_RANK.search(msg)
+            rank = _int(rm.group("rank") or rm.group("rank2")) if rm else None
+            if rank is None and rec.launcher_rank is not None:
+                rank = rec.launcher_rank
+            w = Watchdog(rec.at, rec.text, rank, _int(fields.get("SeqNum")), fields.get("OpType"),
+                         _int(fields.get("NumelIn")), _int(fields.get("NumelOut")), _int(fields.get("Timeout(ms)")),
+                         _int(m.group("ran")))
+            key = (w.at.source, w.rank, w.seq, w.op_type)
+            if key not in self.watchdog_keys:
+                self.watchdog_keys.add(key)
+                self.f.watchdogs.append(w)
+            return
+        m = _TORCH_ERR.search(msg)
+        if m:
+            self.f.app_errors.append(AppError("torch", m.group("msg").strip(), rec.at, rec.text, m.group("where")))
+            if m.group("ver"):
+                self.pending_versions.append(
+                    (VersionLine(m.group("ver"), None, rec.at, rec.text, inferred=True, origin="torch"), None))
+            return
+        m = _TESTS_FAIL.search(msg)
+        if m:
+            self.f.app_errors.append(AppError("nccl-tests", m.group("msg").strip(), rec.at, rec.text, m.group("where")))
+            return
+        m = _TESTS_TIMEOUT.search(msg)
+        if m:
+            self.f.app_errors.append(AppError("nccl-tests-timeout", f"test timeout ({m.group('s')}s)", rec.at,
+                                              rec.text, m.group("where")))
+
+    def warn(self, rec: _Rec) -> None:
+        w = Warn(rec.msg, rec.at, rec.text, rec.file, rec.fline, rec.func, rec.timestamp)
+        key = _thread(rec.at)
+        self.open_warn[key] = w
+        self.open_orphan.pop(key, None)
+        self.f.warns.append(w)
+        m = _VERSION.search(rec.msg)
+        if m and "Mismatched" not in rec.msg:
+            pass
+        self.app_lines(rec)
+
+    def info(self, rec: _Rec, p: Optional[Proc]) -> None:
+        msg, at, text = rec.msg, rec.at, rec.text
+        key = _thread(at)
+        m = _CHAIN.search(msg)
+        if m and not _CHANNEL.search(msg):
+            step = ChainStep(m.group("file"), int(m.group("line")), int(m.group("code")), at, text, m.group("thr"))
+            w = self.open_warn.get(key)
+            if w is not None:
+                w.chain.append(step)
+            else:
+                oc = self.open_orphan.get(key)
+                if oc is None:
+                    oc = self.open_orphan[key] = OrphanChain([], at)
+                    self.f.orphan_chains.append(oc)
+                oc.steps.append(step)
+            return
+        self.open_warn.pop(key, None)
+        self.open_orphan.pop(key, None)
+        self.info_fact(msg, at, text, p)
+        self.app_lines(rec)
+
+    def info_fact(self, msg: str, at: Loc, text: str, p: Optional[Proc]) -> None:
+        f = self.f
+        m = _CHANNEL.search(msg)
+        if m:
+            self.channel(m, at, text, p)
+            return
+        m = _COLLNET_CH.search(msg)
+        if m:
+            self.channel(m, at, text, p)
+            return
+        m = _VERSION.search(msg)
+        if m:
+            f.versions.append(VersionLine(m.group("v"), m.group("cuda"), at, text))
+            if p is not None:
+                _add(p.versions, m.group("v"))
+            return
+        m = _USING_NETWORK.search(msg)
+        if m:
+            f.networks.append(NetworkChoice(m.group("name"), at, text))
+            if p is not None:
+                _add(p.networks, m.group("name"))
+            return
+        m = _GDR.search(msg)
+        if m:
+            f.gdr.append(GdrLine(m.group("state") == "Enabled", m.group("hca"), at, text, m.group("net"),
+                                 m.group("gpu"), m.group("name"), m.group("reason")))
+            return
+        m = _NET_NODEV.search(msg)
+        if m:
+            f.notes.append(Note(f"{m.group('net').lower()}_no_device", at, text))
+            return
+        m = _NET_USING.search(msg)
+        if m and not msg[m.start():].startswith("NET/Plugin"):
+            f.nets.append(_net_devices(m.group("net"), m.group("body"), at, text))
+            return
+        m = _OLD_IB_PORTS.search(msg)
+        if m:
+            devs = [NetDevice(None, d.group("name"), int(d.group("port")), "IB")
+                    for d in _OLD_IB_PORT.finditer(m.group("body"))]
+            f.nets.append(NetDevices("IB", devs, at, text))
+            return
+        m = _BOOTSTRAP.search(msg)
+        if m:
+            ifs = [NetDevice(_int(s.group("idx")), s.group("name"), address=s.group("addr"))
+                   for s in _SOCK_IF.finditer(m.group("body"))]
+            f.bootstrap.append(Bootstrap(ifs, at, text))
+            return
+        for kind, pat in ((("path", _PLUGIN_PATH), ("p2p_plugin", _P2P_PLUGIN), ("loaded", _LOADED_PLUGIN))):
+            m = pat.search(msg)
+            if m:
+                k = kind if kind != "loaded" else ("loaded_collnet" if m.group("kind") != "net" else "loaded_net")
+                f.plugins.append(PluginLine(k, m.group("v"), at, text))
+                return
+        m = _NET_PLUGIN.search(msg)
+        if m:
+            v = m.group("v")
+            k = "load_failed" if "returned" in v or "Failed" in v else ("none_found" if "No plugin found" in v else "other")
+            f.plugins.append(PluginLine(k, v, at, text))
+            return
+        m = _INIT.search(msg)
+        if m:
+            ev = InitEvent(m.group("phase"), int(m.group("rank")), int(m.group("nranks")), at, text, m.group("comm"),
+                           _int(m.group("cdev")), _int(m.group("nvml")), m.group("bus"), m.group("cid"))
+            f.inits.append(ev)
+            if p is not None:
+                _add(p.ranks, ev.rank)
+                _add(p.init_started if ev.phase == "START" else p.init_completed, ev.rank)
+            return
+        m = _COMM.search(msg)
+        if m:
+            c = CommInfo(m.group("comm"), int(m.group("rank")), int(m.group("nranks")), at, text,
+                         int(m.group("nnodes")), int(m.group("lranks")), int(m.group("lrank")), _int(m.group("mnnvl")))
+            f.comms.append(c)
+            if p is not None:
+                _add(p.ranks, c.rank)
+            return
+        m = _COMM_OLD.search(msg)
+        if m:
+            c = CommInfo(m.group("comm"), int(m.group("rank")), int(m.group("nranks")), at, text)
+            f.comms.append(c)
+            if p is not None:
+                _add(p.ranks, c.rank)
+            return
+        m = _CONNECTED.search(msg)
+        if m:
+            f.connected.append(Connected(m.group("what"), at, text, _int(m.group("pxn")), _int(m.group("gdr"))))
+            return
+        m = _COUNTS.search(msg)
+        if m:
+            f.channel_counts.append(ChannelCounts(int(m.group("coll")), int(m.group("p2p")), int(m.group("ppp")), at,
+                                                  text, _int(m.group("collnet")), _int(m.group("nvls"))))
+            return
+        m = _NVLS_COMM.search(msg)
+        if m:
+            f.nvls.append(NvlsLine("comm", at, text, int(m.group("head")), int(m.group("nheads"))))
+            return
+        m = _NVLS_MC.search(msg)
+        if m:
+            f.nvls.append(NvlsLine("multicast", at, text, available=not m.group("not")))
+            return
+        m = _ENV.search(msg)
+        if m:
+            value = m.group("value")
+            if re.fullmatch(r"-?\d+\.", value):
+                value = value[:-1]
+            f.env.append(EnvEcho(m.group("name"), value, at, text))
+            return
+        for kind, pat in _NOTES:
+            if pat.search(msg):
+                f.notes.append(Note(kind, at, text))
+                return
+
+    def channel(self, m: "re.Match[str]", at: Loc, text: str, p: Optional[Proc]) -> None:
+        g = m.groupdict()
+        v = parse_via(g["via"])
+        transport = str(v["transport"])
+        gdr = bool(v.get("gdrdma"))
+        dst = _int(g.get("dst"))
+        ch = Channel(
+            channel=int(g["ch"]), src=int(g["src"]), dst=dst, transport=transport, via=str(v["via"]),
+            category=_category(transport, v.get("net"), gdr), at=at, text=text, label=g["label"],
+            conn_index=_int(g.get("conn")), src_dev=g.get("sdev"), dst_dev=g.get("ddev"), direction=g.get("dir"),
+            mode=v.get("mode"), read=bool(v.get("read")), ce=bool(v.get("ce")), net=v.get("net"),
+            net_dev=v.get("net_dev"), proxy_rank=v.get("proxy_rank"), gdrdma=gdr, pci=bool(v.get("pci")),
+            shared=bool(v.get("shared")), relay=v.get("relay"),
+        )
+        self.f.channels.append(ch)
+        if p is not None:
+            _add(p.ranks, ch.dst if ch.direction == "receive" and ch.dst is not None else ch.src)
+
+    # ---- end
+
+    def finish(self) -> NcclLogFacts:
+        f = self.f
+        for w in f.warns:
+            _classify(w)
+        procs_by_source: Dict[str, List[Proc]] = {}
+        for p in self.procs.values():
+            for s in p.sources:
+                procs_by_source.setdefault(s, []).append(p)
+        for v, last in self.pending_versions:
+            owners = procs_by_source.get(v.at.source, [])
+            target: Optional[Proc] = None
+            if v.origin == "nccl" and len(owners) == 1:
+                target = owners[0]
+            elif v.origin == "nccl" and last is not None:
+                target = self.procs.get(last)
+            if target is not None:
+                v.at = Loc(v.at.source, v.at.lineno, target.host, target.pid)
+                _add(target.versions, v.version)
+            f.versions.append(v)
+        f.versions.sort(key=lambda v: (v.at.source, v.at.lineno))
+        for p in self.procs.values():
+            p.ranks.sort()
+            p.devs.sort()
+        f.procs = sorted(self.procs.values(), key=lambda p: (p.host, p.pid))
+        f.summary = summarize(f)
+        return f
+
+
+def _thread(at: Loc) -> Tuple[str, str, int, int]:
+    return (at.source, at.host or "", at.pid or 0, at.tid or 0)
+
+
+def _add(lst: list, value) -> None:
+    if value not in lst:
+        lst.append(value)
+
+
+def _int(s: Optional[str]) -> Optional[int]:
+    if s is None:
+        return None
+    try:
+        return int(s)
+    except ValueError:
+        return None
+
+
+def _net_devices(net: str, body: str, at: Loc, text: str) -> NetDevices:
+    devs_part, _, oob_part = body.partition("; OOB ")
+    ro = "[RO]" in devs_part
+    devs: List[NetDevice]
+    if net.lower().startswith("socket"):
+        devs = [NetDevice(_int(s.group("idx")), s.group("name"), address=s.group("addr"))
+                for s in _SOCK_IF.finditer(devs_part)]
+    else:
+        merged_spans = [(mm.start(), mm.end()) for mm in re.finditer(r"=\{[^}]*\}", devs_part)]
+        devs = []
+        for d in _IB_DEV.finditer(devs_part):
+            merged = any(a <= d.start() < b for a, b in merged_spans)
+            devs.append(NetDevice(int(d.group("idx")), d.group("name"), int(d.group("port")), d.group("link"),
+                                  merged=merged))
+    oob = None
+    if oob_part:
+        s = _SOCK_IF.search(oob_part)
+        if s:
+            oob = NetDevice(None, s.group("name"), address=s.group("addr"))
+    return NetDevices(net, devs, at, text, ro, oob)
+
+
+# --------------------------------------------------------------------------- summary
+
+
+def _rank_hosts(f: NcclLogFacts) -> Dict[int, List[str]]:
+    out: Dict[int, List[str]] = {}
+    for ev in list(f.inits) + list(f.comms):
+        if ev.at.host:
+            _add(out.setdefault(ev.rank, []), ev.at.host)
+    for ch in f.channels:
+        if not ch.at.host:
+            continue
+        mine = ch.dst if ch.direction == "receive" else ch.src
+        if mine is not None:
+            _add(out.setdefault(mine, []), ch.at.host)
+    return out
+
+
+def pair_transports(f: NcclLogFacts) -> List[PairTransport]:
+    """Channel lines grouped by (src, dst) rank pair."""
+    hosts = _rank_hosts(f)
+    pairs: Dict[Tuple[int, int], PairTransport] = {}
+    for ch in f.channels:
+        if ch.dst is None:
+            continue
+        key = (ch.src, ch.dst)
+        pt = pairs.get(key)
+        if pt is None:
+            pt = pairs[key] = PairTransport(ch.src, ch.dst, [], [], [], list(hosts.get(ch.src, [])),
+                                            list(hosts.get(ch.dst, [])), 0)
+        _add(pt.categories, ch.category)
+        _add(pt.vias, ch.via)
+        _add(pt.channels, ch.channel)
+        pt.lines += 1
+    for pt in pairs.values():
+        pt.categories.sort()
+        pt.vias.sort()
+        pt.channels.sort()
+    return [pairs[k] for k in sorted(pairs)]
+
+
+def summarize(f: NcclLogFacts) -> Summary:
+    """Versions, networks, transports overall and per pair, errors."""
+    versions: List[str] = []
+    for v in f.versions:
+        _add(versions, v.version)
+    by_proc = {p.name: list(p.versions) for p in f.procs if p.versions}
+    networks: List[str] = []
+    for n in f.networks:
+        _add(networks, n.name)
+    cats: List[str] = []
+    for ch in f.channels:
+        _add(cats, ch.category)
+    nvls = any((c.nvls or 0) > 0 for c in f.channel_counts) or any(n.kind == "comm" for n in f.nvls) or \
+        any(c.what == "NVLS tree" for c in f.connected)
+    collnet = any(ch.transport == "COLLNET" for ch in f.channels) or any((c.collnet or 0) > 0 for c in f.channel_counts)
+    if nvls:
+        _add(cats, NVLS)
+    if collnet:
+        _add(cats, COLLNET)
+    results: List[str] = []
+    for w in f.warns:
+        for s in w.chain:
+            if s.code in ERROR_RESULTS:
+                _add(results, s.code_name)
+    for oc in f.orphan_chains:
+        for s in oc.steps:
+            if s.code in ERROR_RESULTS:
+                _add(results, s.code_name)
+    failures = sum(1 for w in f.warns if w.failure) + len(f.watchdogs) + len(f.app_errors) + sum(
+        1 for oc in f.orphan_chains if oc.result in ERROR_RESULTS)
+    ranks: Set[int] = set()
+    for p in f.procs:
+        ranks.update(p.ranks)
+    return Summary(
+        versions=versions, versions_by_proc=by_proc, networks=networks, transports=sorted(cats),
+        pairs=pair_transports(f),
+        net_ib_used=any(c in (NET_IB, NET_IB_GDR) for c in cats),
+        gdrdma_used=any(ch.gdrdma for ch in f.channels),
+        nvls_used=nvls, collnet_used=collnet, error_results=sorted(results), failures=failures,
+        warns=len(f.warns), ranks=sorted(ranks), hosts=sorted({p.host for p in f.procs}),
+    )
+
+
+LogInput = Union[Mapping[str, str], Iterable[Tuple[str, str]]]
+
+
+def parse_logs(logs: LogInput) -> NcclLogFacts:
+    """Parse several logs (``{name: text}`` or ``(name, text)`` pairs) into one set of facts.
+
+    Logs of one job belong together: versions are compared across them and
+    rank pairs are joined from both sides.
+    """
+    items = logs.items() if isinstance(logs, Mapping) else logs
+    p = _Parser()
+    for name, text in items:
+        p.feed(text or "", name)
+    return p.finish()
+
+
+def parse(text: str, source: str = "<log>") -> NcclLogFacts:
+    """Parse one log."""
+    return parse_logs([(source, text)])

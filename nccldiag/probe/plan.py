@@ -1,0 +1,252 @@
+"""What a probe runs (pure): the settings matrix and the message-size sweep.
+
+NCCL reads its environment once per process and caches it, so each row of
+the matrix is run in fresh processes with its variables in their
+environment. The rows are the A/B tests that localise a transport fault:
+if the default hangs or corrupts and ``p2p-off`` works, P2P (IOMMU/ACS,
+consumer GPUs) is at fault; if ``shm-off`` fails, the intra-node network
+path is; ``ib-off`` separates the IB/RoCE fabric from the socket path.
+
+This module is also staged onto nodes with the worker (for the sweep), so
+it needs the standard library only.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Dict, Iterable, List, Optional, Sequence
+
+try:  # on the admin host, a bad row is a usage error like any other
+    from nccldiag.errors import UsageError as _Base
+except ImportError:  # the staged worker copy carries nccldiag/probe only
+    _Base = ValueError  # type: ignore[misc,assignment]
+
+
+class PlanError(_Base):  # type: ignore[misc,valid-type]
+    """A --setting row or a size that cannot be used."""
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One row of the matrix: a stable ``name``, the variables, why it is there."""
+
+    name: str
+    env: Dict[str, str] = field(default_factory=dict)
+    why: str = ""
+    custom: bool = False
+    requires_ib: bool = False  # the row only makes sense if NET/IB is used
+
+    def label(self) -> str:
+        """``name (K=V K=V)`` for reports."""
+        if not self.env:
+            return self.name
+        return f"{self.name} ({' '.join(f'{k}={v}' for k, v in self.env.items())})"
+
+
+# An external net plugin (HPC-X IBext) ignores NCCL_IB_DISABLE, so rows that
+# mean "no IB" also force the internal socket transport by name.
+_SOCKET = {"NCCL_NET": "Socket"}
+
+NCCL_ROWS: List[Setting] = [
+    Setting("default", {}, "what jobs get: NCCL picks every transport itself"),
+    Setting("p2p-off", {"NCCL_P2P_DISABLE": "1"},
+            "no CUDA P2P between GPUs (NVLink/PCIe): intra-node traffic goes through SHM; "
+            "works here but default fails = P2P path broken (IOMMU/ACS, GPUs without P2P)"),
+    Setting("shm-off", {"NCCL_SHM_DISABLE": "1"},
+            "no shared-memory transport: where P2P is not possible, intra-node traffic uses the network"),
+    Setting("ib-off", {"NCCL_IB_DISABLE": "1", **_SOCKET},
+            "no IB/RoCE: inter-node traffic over IP sockets; works here but default fails = IB fabric or GDR at fault"),
+    Setting("p2p-ib-off", {"NCCL_P2P_DISABLE": "1", "NCCL_IB_DISABLE": "1", **_SOCKET},
+            "neither P2P nor IB: the most conservative path (SHM and sockets)"),
+]
+
+IB_ROWS: List[Setting] = [
+    Setting("ib-gdr", {"NCCL_NET": "IB", "NCCL_NET_GDR_LEVEL": "SYS"},
+            "IB forced (no silent socket fallback), GPUDirect RDMA at any GPU-NIC distance",
+            requires_ib=True),
+    Setting("ib-no-gdr", {"NCCL_NET": "IB", "NCCL_NET_GDR_LEVEL": "LOC"},
+            "IB forced, GPUDirect RDMA off (staged through host memory): works here but ib-gdr "
+            "fails = nvidia-peermem/DMA-BUF or PCIe path at fault", requires_ib=True),
+]
+
+GLOO_REASON = "NCCL settings do not apply to the gloo backend: one run with the default environment"
+
+_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_PAIR_START = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+# Values go into the environment (shell-quoted where a shell is involved);
+# this allowlist covers every NCCL value form (``^=eth0,eth1``,
+# ``allreduce:tree;ring``, ``/path/nccl.%h.%p.log``) and no shell syntax.
+_VALUE = re.compile(r"^[A-Za-z0-9_.,:;=^/+@%~-]*$")
+# Variables the launcher itself sets for every rank.
+RESERVED = frozenset({
+    "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK", "MASTER_ADDR", "MASTER_PORT",
+    "PYTHONPATH", "NCCLDIAG_RUN", "TORCHELASTIC_RUN_ID",
+})
+
+
+def parse_row(text: str) -> Dict[str, str]:
+    """``KEY=VAL[,KEY=VAL]`` -> env. A comma followed by no ``KEY=`` continues the value.
+
+    So ``NCCL_SOCKET_IFNAME==eth0,=eth1,NCCL_IB_DISABLE=1`` keeps the
+    interface list whole: NCCL values are comma lists themselves.
+    """
+    text = text.strip()
+    if not text:
+        raise PlanError("empty --setting row")
+    pairs: List[List[str]] = []
+    for part in text.split(","):
+        if _PAIR_START.match(part):
+            key, _, value = part.partition("=")
+            pairs.append([key, value])
+        elif pairs:
+            pairs[-1][1] += "," + part
+        else:
+            raise PlanError(f"--setting {text!r}: expected KEY=VALUE, got {part!r}")
+    env: Dict[str, str] = {}
+    for key, value in pairs:
+        if not _KEY.match(key):
+            raise PlanError(f"--setting {text!r}: {key!r} is not an environment variable name")
+        if key in RESERVED:
+            raise PlanError(f"--setting {text!r}: {key} is set by the probe launcher itself")
+        if not _VALUE.match(value):
+            bad = sorted({c for c in value if not _VALUE.match(c)})
+            raise PlanError(f"--setting {text!r}: value of {key} contains {''.join(bad)!r}; "
+                            "allowed: letters, digits and . , : ; = ^ / + @ % ~ - _")
+        if key in env:
+            raise PlanError(f"--setting {text!r}: {key} given twice")
+        env[key] = value
+    return env
+
+
+def row_name(env: Dict[str, str]) -> str:
+    """A stable, file-name-safe name for a custom row, derived from its content."""
+    words = []
+    for key, value in env.items():
+        short = key[5:] if key.startswith("NCCL_") else key
+        words.append(f"{short}={value}".lower())
+    name = "+".join(words)
+    name = re.sub(r"[^a-z0-9_.=+-]", "_", name)
+    return name[:80] or "custom"
+
+
+def build_settings(
+    backend: str,
+    require_ib: bool = False,
+    custom: Sequence[str] = (),
+    mode: str = "all",
+) -> List[Setting]:
+    """The rows to run, in order. ``mode='default'`` keeps only the default row (plus custom rows)."""
+    if mode not in ("all", "default"):
+        raise PlanError(f"settings mode {mode!r}: expected 'all' or 'default'")
+    if backend == "gloo":
+        # custom rows stay: they are what the user asked for (GLOO_* variables, say)
+        rows = [Setting("default", {}, GLOO_REASON)]
+    elif backend == "nccl":
+        rows = list(NCCL_ROWS) if mode == "all" else [NCCL_ROWS[0]]
+        if require_ib:
+            rows += IB_ROWS
+    else:
+        raise PlanError(f"backend {backend!r}: expected nccl or gloo")
+    seen = {r.name for r in rows}
+    by_env = {tuple(sorted(r.env.items())): r.name for r in rows}
+    for text in custom:
+        env = parse_row(text)
+        key = tuple(sorted(env.items()))
+        if key in by_env:
+            raise PlanError(f"--setting {text!r} repeats the row {by_env[key]!r}")
+        name = "custom-" + row_name(env)
+        base, i = name, 2
+        while name in seen:
+            name, i = f"{base}-{i}", i + 1
+        seen.add(name)
+        by_env[key] = name
+        rows.append(Setting(name, env, f"custom row {text}", custom=True))
+    return rows
+
+
+def parse_size(text: str) -> int:
+    """``"1K"`` -> 1024, ``"128M"``, ``"1G"``, ``"4096"``; powers of 1024 as nccl-tests."""
+    v = str(text).strip().upper()
+    if v.endswith("IB"):
+        v = v[:-2]
+    elif v.endswith("B"):
+        v = v[:-1]
+    mult = 1
+    if v and v[-1] in "KMGT":
+        mult = 1 << (10 * ("KMGT".index(v[-1]) + 1))
+        v = v[:-1]
+    try:
+        n = int(float(v) * mult)
+    except ValueError:
+        raise PlanError(f"size {text!r}: expected a number with an optional K, M, G or T suffix") from None
+    if n <= 0:
+        raise PlanError(f"size {text!r}: must be positive")
+    return n
+
+
+def sizes(min_bytes: int, max_bytes: int, factor: int = 2) -> List[int]:
+    """Message sizes from ``min_bytes`` to ``max_bytes`` multiplying by ``factor`` (nccl-tests ``-b -e -f``).
+
+    ``max_bytes`` is always included, so a sweep never stops short of the
+    size asked for.
+    """
+    if min_bytes <= 0 or max_bytes <= 0:
+        raise PlanError("sizes must be positive")
+    if min_bytes > max_bytes:
+        raise PlanError(f"min size {min_bytes} is larger than max size {max_bytes}")
+    if factor < 2:
+        raise PlanError(f"factor {factor}: must be at least 2")
+    out = []
+    s = min_bytes
+    while s < max_bytes:
+        out.append(s)
+        s *= factor
+    out.append(max_bytes)
+    return out
+
+
+def check_sizes(sweep: Sequence[int]) -> List[int]:
+    """Sizes the correctness check runs at: the smallest, the largest and one in between.
+
+    NCCL changes protocol with size (LL for small messages, LL128, Simple for
+    large ones), and corruption may show in one protocol only.
+    """
+    if not sweep:
+        return []
+    ordered = sorted(set(sweep))
+    picks = {ordered[0], ordered[len(ordered) // 2], ordered[-1]}
+    return sorted(picks)
+
+
+@dataclass(frozen=True)
+class Defaults:
+    min_bytes: int
+    max_bytes: int
+    factor: int
+    iters: int
+    warmup: int
+    pg_timeout: int
+
+
+# gloo is a CPU path for checking wiring, not bandwidth: small and quick.
+# NCCL goes to 1 GiB, where busbw reaches the bus limit.
+DEFAULTS = {
+    "gloo": Defaults(min_bytes=1 << 10, max_bytes=1 << 20, factor=4, iters=5, warmup=1, pg_timeout=60),
+    "nccl": Defaults(min_bytes=1 << 10, max_bytes=1 << 30, factor=2, iters=20, warmup=5, pg_timeout=300),
+}
+
+
+def defaults(backend: str) -> Defaults:
+    return DEFAULTS.get(backend, DEFAULTS["gloo"])
+
+
+def describe(settings: Iterable[Setting]) -> List[str]:
+    """One line per row for ``--dry-run`` and reports."""
+    return [f"{s.label()}: {s.why}" for s in settings]
+
+
+def find(settings: Iterable[Setting], name: str) -> Optional[Setting]:
+    for s in settings:
+        if s.name == name:
+            return s
+    return None

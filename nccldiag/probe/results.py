@@ -1,0 +1,487 @@
+"""Reading what the ranks wrote (pure): records -> outcomes -> findings.
+
+Every rank writes its own JSON lines (see ``worker``). Here they are put
+back together per setting and collective:
+
+- ``ok``: every rank verified its output;
+- ``wrong``: some ranks hold wrong data (named, with element counts);
+- ``error``: a rank raised (timeouts flagged);
+- ``hang``: a rank's last record is a ``progress`` record with nothing
+  after it, so it never came back from that collective (it hung, or died
+  there and was killed); ranks that timed out waiting in the same
+  collective are its victims, not the culprits;
+- ``unsupported``: the backend lacks the operation;
+- ``not-run`` / ``incomplete``: the run stopped before, or some ranks
+  never reported.
+
+Bandwidth per size comes from rank 0's sweep records (every rank reports
+the slowest rank's time, so any rank would do).
+"""
+from __future__ import annotations
+
+import json
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
+
+from nccldiag.findings import Finding, Status, error, fail, ok, skip
+
+AREA = "probe"
+STATUSES = ("ok", "wrong", "error", "hang", "unsupported", "not-run", "incomplete")
+_NOT_THE_NODE = ("usage", "import")
+_ORDER = ["hang", "error", "incomplete", "wrong", "unsupported", "ok", "not-run"]
+
+
+# --------------------------------------------------------------------------- reading
+
+
+def parse_line(line: str) -> Optional[dict]:
+    """One record, or None for anything else (launcher noise, a line cut short).
+
+    Launchers may prefix lines (mpirun ``--tag-output`` writes ``[1,0]<stdout>:``),
+    so the JSON starts at the first ``{``.
+    """
+    idx = line.find("{")
+    if idx < 0:
+        return None
+    try:
+        rec = json.loads(line[idx:])
+    except ValueError:
+        return None
+    return rec if isinstance(rec, dict) and isinstance(rec.get("type"), str) else None
+
+
+def read_records(lines: Iterable[str]) -> List[dict]:
+    """Records from lines; partial or foreign lines (a rank killed mid-write) are skipped."""
+    out = []
+    for line in lines:
+        rec = parse_line(line)
+        if rec is not None:
+            out.append(rec)
+    return out
+
+
+def read_text(text: str) -> List[dict]:
+    return read_records(text.splitlines())
+
+
+# --------------------------------------------------------------------------- outcomes
+
+
+@dataclass
+class SweepPoint:
+    size: int
+    count: int
+    time_us: float
+    algbw: float
+    busbw: float
+
+
+@dataclass
+class RankInfo:
+    """What one rank said about itself, and where it stopped."""
+
+    rank: int
+    host: Optional[str] = None
+    local_rank: Optional[int] = None
+    pid: Optional[int] = None
+    versions: Dict[str, Any] = field(default_factory=dict)
+    device: Dict[str, Any] = field(default_factory=dict)
+    address: Optional[str] = None
+    interface: Optional[str] = None
+    started: bool = False
+    ended: bool = False
+    end_status: Optional[str] = None
+    last: Optional[dict] = None
+
+    def where(self) -> str:
+        return f"rank {self.rank} ({self.host})" if self.host else f"rank {self.rank}"
+
+    def stuck_in(self) -> Optional[dict]:
+        """The progress record this rank never came back from, if any."""
+        if self.last is not None and self.last.get("type") == "progress":
+            return self.last
+        return None
+
+
+@dataclass
+class CollectiveOutcome:
+    setting: str
+    collective: str
+    status: str = "not-run"
+    ranks_ok: List[int] = field(default_factory=list)
+    ranks_wrong: List[int] = field(default_factory=list)
+    wrong_by_rank: Dict[int, int] = field(default_factory=dict)
+    ranks_error: Dict[int, str] = field(default_factory=dict)
+    ranks_timeout: List[int] = field(default_factory=list)
+    ranks_hung: List[int] = field(default_factory=list)
+    ranks_missing: List[int] = field(default_factory=list)
+    ranks_unsupported: Dict[int, str] = field(default_factory=dict)
+    hung_at: Dict[int, dict] = field(default_factory=dict)  # rank -> {phase, size}
+    wrong_at: Dict[int, dict] = field(default_factory=dict)  # rank -> first wrong check record
+    sweep: List[SweepPoint] = field(default_factory=list)
+
+    @property
+    def peak_busbw(self) -> Optional[float]:
+        return max((p.busbw for p in self.sweep), default=None)
+
+    @property
+    def largest(self) -> Optional[SweepPoint]:
+        return max(self.sweep, key=lambda p: p.size) if self.sweep else None
+
+
+@dataclass
+class SettingOutcome:
+    setting: str
+    world_size: Optional[int] = None
+    backend: Optional[str] = None
+    ranks: Dict[int, RankInfo] = field(default_factory=dict)
+    collectives: Dict[str, CollectiveOutcome] = field(default_factory=OrderedDict)
+    setup_errors: List[dict] = field(default_factory=list)
+    missing_ranks: List[int] = field(default_factory=list)
+    stuck_in_init: List[int] = field(default_factory=list)
+    died: List[int] = field(default_factory=list)  # no end record, not stuck in a collective
+    mpi: Optional[CollectiveOutcome] = None
+
+    @property
+    def status(self) -> str:
+        statuses = [c.status for c in self.collectives.values()]
+        if self.mpi is not None:
+            statuses.append(self.mpi.status)
+        if self.stuck_in_init:
+            statuses.append("hang")
+        if self.setup_errors or self.missing_ranks:
+            statuses.append("error")
+        if self.died:
+            statuses.append("incomplete")
+        ran = [s for s in statuses if s != "not-run"]
+        if not ran:
+            return "not-run"
+        return min(ran, key=_ORDER.index)
+
+    def host_of(self, rank: int) -> Optional[str]:
+        info = self.ranks.get(rank)
+        return info.host if info else None
+
+
+def _rank_of(rec: dict) -> Optional[int]:
+    r = rec.get("rank")
+    return r if isinstance(r, int) and r >= 0 else None
+
+
+def _collect_rank(info: RankInfo, rec: dict) -> None:
+    info.last = rec
+    info.host = rec.get("host") or info.host
+    kind = rec["type"]
+    if kind == "start":
+        info.started = True
+        info.local_rank = rec.get("local_rank", info.local_rank)
+        info.pid = rec.get("pid", info.pid)
+        info.versions = rec.get("versions") or info.versions
+        info.device = rec.get("device") or info.device
+        info.address = rec.get("address", info.address)
+        info.interface = rec.get("interface", info.interface)
+    elif kind == "end":
+        info.ended = True
+        info.end_status = rec.get("status")
+
+
+def _outcome(setting: str, name: str, world: List[int], by_rank: Dict[int, List[dict]],
+             ranks: Dict[int, RankInfo]) -> CollectiveOutcome:
+    out = CollectiveOutcome(setting, name)
+    reported = set()
+    check_ok: Dict[int, bool] = {}
+    for rank, recs in by_rank.items():
+        for rec in recs:
+            reported.add(rank)
+            status = rec.get("status")
+            if status == "error":
+                out.ranks_error[rank] = str(rec.get("error", ""))
+                if rec.get("timeout"):
+                    out.ranks_timeout.append(rank)
+            elif status == "unsupported":
+                out.ranks_unsupported[rank] = str(rec.get("error") or rec.get("reason") or "")
+            elif rec.get("phase") in ("check", "bootstrap"):
+                n = int(rec.get("wrong") or 0)
+                if status == "wrong" or n:
+                    out.wrong_by_rank[rank] = out.wrong_by_rank.get(rank, 0) + n
+                    out.wrong_at.setdefault(rank, rec)
+                    check_ok[rank] = False
+                else:
+                    check_ok.setdefault(rank, True)
+                for r in rec.get("ranks_wrong") or []:
+                    if isinstance(r, int):
+                        out.wrong_by_rank.setdefault(r, 0)
+    for rank, info in ranks.items():
+        stuck = info.stuck_in()
+        if stuck is not None and stuck.get("collective") == name:
+            out.ranks_hung.append(rank)
+            out.hung_at[rank] = {"phase": stuck.get("phase"), "size": stuck.get("size")}
+            reported.add(rank)
+    out.ranks_wrong = sorted(out.wrong_by_rank)
+    out.ranks_ok = sorted(r for r, good in check_ok.items() if good and r not in out.wrong_by_rank
+                          and r not in out.ranks_error and r not in out.ranks_hung)
+    out.ranks_timeout.sort()
+    out.ranks_hung.sort()
+    if reported:
+        out.ranks_missing = [r for r in world if r not in reported]
+    if out.ranks_hung:
+        out.status = "hang"
+    elif out.ranks_error:
+        out.status = "error"
+    elif out.ranks_wrong:
+        out.status = "wrong"
+    elif out.ranks_missing:
+        out.status = "incomplete"
+    elif out.ranks_unsupported and not out.ranks_ok:
+        out.status = "unsupported"
+    elif out.ranks_ok:
+        out.status = "ok"
+    return out
+
+
+def _sweep(recs_by_rank: Dict[int, List[dict]]) -> List[SweepPoint]:
+    if not recs_by_rank:
+        return []
+    rank = min(recs_by_rank)  # rank 0 when present
+    points = []
+    for rec in recs_by_rank[rank]:
+        if rec.get("phase") == "sweep" and rec.get("status") == "ok":
+            points.append(SweepPoint(int(rec.get("size") or 0), int(rec.get("count") or 0),
+                                     float(rec.get("time_us") or 0.0), float(rec.get("algbw") or 0.0),
+                                     float(rec.get("busbw") or 0.0)))
+    return sorted(points, key=lambda p: p.size)
+
+
+def aggregate(records: Sequence[dict], default_setting: str = "default") -> List[SettingOutcome]:
+    """Outcomes per setting, in the order the settings first appear."""
+    settings: Dict[str, List[dict]] = OrderedDict()
+    for rec in records:
+        settings.setdefault(str(rec.get("setting") or default_setting), []).append(rec)
+    return [aggregate_setting(name, recs) for name, recs in settings.items()]
+
+
+def aggregate_setting(name: str, records: Sequence[dict]) -> SettingOutcome:
+    """One setting's outcome from its records (in the order each rank wrote them)."""
+    out = SettingOutcome(name)
+    planned: List[str] = []
+    results: Dict[str, Dict[int, List[dict]]] = OrderedDict()
+    for rec in records:
+        kind = rec.get("type")
+        rank = _rank_of(rec)
+        if kind == "error":
+            out.setup_errors.append(rec)
+        if rank is None:
+            continue
+        info = out.ranks.setdefault(rank, RankInfo(rank))
+        _collect_rank(info, rec)
+        if kind == "start":
+            ws = rec.get("world_size")
+            if isinstance(ws, int):
+                out.world_size = max(out.world_size or 0, ws)
+            out.backend = rec.get("backend") or out.backend
+            for c in rec.get("collectives") or []:
+                if c not in planned:
+                    planned.append(c)
+        elif kind in ("result", "progress") and rec.get("collective"):
+            results.setdefault(rec["collective"], OrderedDict()).setdefault(rank, [])
+            if kind == "result":
+                results[rec["collective"]][rank].append(rec)
+    world = list(range(out.world_size)) if out.world_size else sorted(out.ranks)
+    out.missing_ranks = [r for r in world if r not in out.ranks]
+    names = [n for n in planned] + [n for n in results if n not in planned and n != "mpi_allreduce"]
+    for n in names:
+        by_rank = {r: v for r, v in results.get(n, {}).items()}
+        oc = _outcome(name, n, world, by_rank, out.ranks)
+        oc.sweep = _sweep(by_rank)
+        out.collectives[n] = oc
+    if "mpi_allreduce" in results:
+        out.mpi = _outcome(name, "mpi_allreduce", world, results["mpi_allreduce"], out.ranks)
+    for rank, info in sorted(out.ranks.items()):
+        stuck = info.stuck_in()
+        if stuck is not None and not stuck.get("collective"):
+            out.stuck_in_init.append(rank)
+        elif stuck is None and not info.ended and not (info.last or {}).get("type") == "error":
+            out.died.append(rank)
+    return out
+
+
+# --------------------------------------------------------------------------- findings
+
+
+def _size(n: Any) -> str:
+    if not isinstance(n, (int, float)) or n <= 0:
+        return "-"
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= scale and n % scale == 0:
+            return f"{n // scale} {unit}"
+    return f"{int(n)} B"
+
+
+def _who(so: SettingOutcome, ranks: Iterable[int]) -> str:
+    """``rank 1 (node2), rank 3 (node4)``; grouped by host when a host has several."""
+    ranks = sorted(ranks)
+    by_host: Dict[Optional[str], List[int]] = OrderedDict()
+    for r in ranks:
+        by_host.setdefault(so.host_of(r), []).append(r)
+    parts = []
+    for host, rs in by_host.items():
+        label = ("rank " if len(rs) == 1 else "ranks ") + ",".join(str(r) for r in rs)
+        parts.append(f"{label} ({host})" if host else label)
+    return ", ".join(parts)
+
+
+def _one_host(so: SettingOutcome, ranks: Iterable[int]) -> Optional[str]:
+    hosts = {so.host_of(r) for r in ranks}
+    return hosts.pop() if len(hosts) == 1 else None
+
+
+def _hosts(so: SettingOutcome, ranks: Iterable[int]) -> List[str]:
+    return sorted({h for h in (so.host_of(r) for r in ranks) if h})
+
+
+def _collective_finding(so: SettingOutcome, oc: CollectiveOutcome) -> Finding:
+    check = f"{AREA}.{oc.collective}"
+    tag = f"[{so.setting}] {oc.collective}"
+    if oc.status == "ok":
+        p = oc.largest
+        if p is not None and p.size <= 0:
+            bw = f": {p.time_us:.1f} us"
+        elif p is not None:
+            bw = f": busbw {p.busbw:.2f} GB/s at {_size(p.size)}, peak {oc.peak_busbw:.2f} GB/s"
+        else:
+            bw = ""
+        return ok(AREA, check, f"{tag}: verified on {len(oc.ranks_ok)} ranks{bw}",
+                  actual=oc.peak_busbw, evidence=[])
+    if oc.status == "wrong":
+        evidence = []
+        for r in oc.ranks_wrong:
+            rec = oc.wrong_at.get(r)
+            if rec is not None:
+                fw = rec.get("first_wrong") or {}
+                evidence.append(f"rank {r} {so.host_of(r) or ''}: {rec.get('wrong')} of {rec.get('count')} elements "
+                                f"wrong at {_size(rec.get('size'))}; element {fw.get('index')} = {fw.get('value')} "
+                                f"(expected {fw.get('expected')})")
+        total = sum(oc.wrong_by_rank.values())
+        return fail(AREA, check, f"{tag}: wrong result on {_who(so, oc.ranks_wrong)}: {total} element(s) differ "
+                                 "from the exact expected values",
+                    actual={"ranks_wrong": oc.ranks_wrong, "wrong": total}, expected={"wrong": 0},
+                    evidence=evidence, host=_one_host(so, oc.ranks_wrong),
+                    fix="silent corruption on the path these ranks use: compare with the p2p-off/ib-off rows; "
+                        "check IOMMU/ACS (iommu=pt, ACS off on PCIe switches) and the GPUs/NICs of the named hosts")
+    if oc.status == "hang":
+        at = oc.hung_at[oc.ranks_hung[0]]
+        where = f"{at.get('phase')}" + (f" at {_size(at.get('size'))}" if at.get("size") else "")
+        victims = [r for r in oc.ranks_error if r not in oc.ranks_hung]
+        msg = f"{tag}: {_who(so, oc.ranks_hung)} never completed it ({where})"
+        if victims:
+            msg += f"; {_who(so, victims)} " + ("timed out waiting" if set(victims) <= set(oc.ranks_timeout)
+                                                 else "failed") + " in it"
+        evidence = [f"{so.ranks[r].where()}: last record: progress {oc.collective} {oc.hung_at[r].get('phase')} "
+                    f"{_size(oc.hung_at[r].get('size'))}" for r in oc.ranks_hung]
+        evidence += [f"rank {r}: {oc.ranks_error[r][:300]}" for r in victims]
+        everyone = so.world_size is not None and len(oc.ranks_hung) >= so.world_size
+        return fail(AREA, check, msg, actual={"ranks_hung": oc.ranks_hung, "phase": at.get("phase"),
+                                              "size": at.get("size")},
+                    expected="every rank completes", evidence=evidence,
+                    host=None if everyone else _one_host(so, oc.ranks_hung),
+                    fix="every rank stuck: the transport of this setting hangs (compare the other rows)"
+                    if everyone else "look at the named ranks' hosts first: the collective waited on them")
+    if oc.status == "error":
+        ranks = sorted(oc.ranks_error)
+        first = oc.ranks_error[ranks[0]]
+        timeout = set(ranks) <= set(oc.ranks_timeout)
+        suspects = oc.ranks_missing
+        msg = f"{tag}: {'timed out' if timeout else 'failed'} on {_who(so, ranks)}: {first[:200]}"
+        if suspects:
+            msg += f"; no record from {_who(so, suspects)}"
+        return fail(AREA, check, msg, actual={"ranks_error": ranks, "timeout": timeout},
+                    evidence=[f"rank {r} {so.host_of(r) or ''}: {oc.ranks_error[r][:500]}" for r in ranks],
+                    host=_one_host(so, suspects or ranks))
+    if oc.status == "incomplete":
+        return fail(AREA, check, f"{tag}: no result from {_who(so, oc.ranks_missing)}",
+                    actual={"ranks_missing": oc.ranks_missing}, host=_one_host(so, oc.ranks_missing))
+    if oc.status == "unsupported":
+        reason = next(iter(oc.ranks_unsupported.values()), "")
+        return skip(AREA, check, f"{tag}: not supported by the {so.backend or ''} backend here"
+                                 + (f" ({reason[:160]})" if reason else ""))
+    return skip(AREA, check, f"{tag}: not run (the run stopped before it)")
+
+
+def findings(so: SettingOutcome) -> List[Finding]:
+    """Findings for one setting: setup, ranks, MPI sanity, versions, then one per collective."""
+    out: List[Finding] = []
+    tag = f"[{so.setting}]"
+    for rec in so.setup_errors:
+        r = _rank_of(rec)
+        who = f"rank {r} ({rec.get('host')})" if r is not None else str(rec.get("host") or "a rank")
+        phase = str(rec.get("phase") or "setup")
+        # a probe that could not start (no torch, bad options) says nothing about the node's fabric
+        make = error if phase in _NOT_THE_NODE else fail
+        out.append(make(AREA, f"{AREA}.{phase}", f"{tag} {who}: {phase} failed: {str(rec.get('message'))[:300]}",
+                        evidence=[str(rec.get("message"))[:1000]], host=rec.get("host")))
+    if so.missing_ranks:
+        out.append(fail(AREA, f"{AREA}.ranks", f"{tag} ranks {','.join(map(str, so.missing_ranks))} of "
+                                               f"{so.world_size} never reported",
+                        actual=len(so.ranks), expected=so.world_size))
+    if so.stuck_in_init:
+        out.append(fail(AREA, f"{AREA}.init", f"{tag} {_who(so, so.stuck_in_init)} never finished "
+                                              "process-group initialisation",
+                        host=_one_host(so, so.stuck_in_init),
+                        fix="rendezvous or bootstrap connectivity: interface (GLOO/NCCL_SOCKET_IFNAME), "
+                            "firewall, MASTER_ADDR reachable from every node"))
+    if so.died:
+        out.append(fail(AREA, f"{AREA}.ranks", f"{tag} {_who(so, so.died)} stopped without an end record",
+                        host=_one_host(so, so.died)))
+    if so.mpi is not None:
+        if so.mpi.status == "ok":
+            out.append(ok(AREA, f"{AREA}.mpi", f"{tag} MPI allreduce sanity check passed on "
+                                               f"{len(so.mpi.ranks_ok)} ranks"))
+        else:
+            out.append(_collective_finding(so, so.mpi))
+    out.extend(version_findings(so))
+    for oc in so.collectives.values():
+        out.append(_collective_finding(so, oc))
+    return out
+
+
+def version_findings(so: SettingOutcome) -> List[Finding]:
+    """Different torch or NCCL versions across ranks (NCCL ≥2.23.4 refuses, older ones may hang)."""
+    out: List[Finding] = []
+    for key in ("torch", "nccl"):
+        seen: Dict[str, List[int]] = OrderedDict()
+        for r, info in sorted(so.ranks.items()):
+            v = info.versions.get(key)
+            if v:
+                seen.setdefault(str(v), []).append(r)
+        if len(seen) > 1:
+            majority = max(seen, key=lambda v: len(seen[v]))
+            odd = [r for v, rs in seen.items() if v != majority for r in rs]
+            out.append(fail(AREA, f"{AREA}.version.{key}",
+                            f"[{so.setting}] {key} versions differ: "
+                            + "; ".join(f"{v} on {_who(so, rs)}" for v, rs in seen.items()),
+                            actual={v: _hosts(so, rs) for v, rs in seen.items()}, expected=majority,
+                            host=_one_host(so, odd), fix="use the same build (container/wheel) on every node"))
+    return out
+
+
+def all_findings(outcomes: Sequence[SettingOutcome]) -> List[Finding]:
+    out: List[Finding] = []
+    for so in outcomes:
+        out.extend(findings(so))
+    return out
+
+
+def status_of(finding_list: Sequence[Finding]) -> Status:
+    from nccldiag.findings import worst
+
+    return worst(f.status for f in finding_list)
+
+
+def busbw_table(so: SettingOutcome) -> List[Tuple[str, int, float, float, float]]:
+    """``(collective, size, time_us, algbw, busbw)`` rows, as nccl-tests prints them."""
+    rows = []
+    for oc in so.collectives.values():
+        for p in oc.sweep:
+            rows.append((oc.collective, p.size, p.time_us, p.algbw, p.busbw))
+    return rows

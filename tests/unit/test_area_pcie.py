@@ -1,0 +1,258 @@
+"""PCIe area: lspci -vvv parsing (ACS, links, bus ranges), kernel 'limited by' lines, judgement, the snippets."""
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from nccldiag.areas import pcie
+from nccldiag.areas.base import NodeFacts
+from nccldiag.collect.script import build_script
+from nccldiag.collect.sections import split_sections
+from nccldiag.findings import Status
+
+FIX = Path(__file__).resolve().parent.parent / "fixtures"
+LSPCI = FIX / "lspci"
+ACS_OFF = "gpud-h100-dell-pex890xx-gpu0-path-acs-off.txt"
+ACS_ON = "gpud-h100-dell-pmc-sierra-switch-acs-on.txt"
+RCCL = "rccl547-epyc-matisse-gpp-bridge-acs-enabled-elided.txt"
+PLX = "torch-ipc17-supermicro-plx-pex8747-lspci-grep.txt"
+LIMITED = FIX / "dmesg-pcie" / "mleng-h100-pcie-bandwidth-limited-by-gen4-switch.txt"
+
+
+def lspci(name: str) -> str:
+    return (LSPCI / name).read_text()
+
+
+class Gpu:
+    def __init__(self, n):
+        self.gpus = list(range(n))
+
+
+def node(gpus=None, **facts) -> NodeFacts:
+    n = NodeFacts("h", dict(facts))
+    if gpus is not None:
+        n.facts["gpu"] = Gpu(gpus)
+    return n
+
+
+def by_bdf(facts):
+    return {d.bdf: d for d in facts.devices}
+
+
+def test_every_lspci_fixture_parses():
+    counts = {n: len(pcie.parse({"lspci": lspci(n)}).devices) for n in os.listdir(LSPCI) if n.endswith(".txt")}
+    assert counts == {ACS_OFF: 10, ACS_ON: 6, RCCL: 1, PLX: 11}
+
+
+def test_dell_h100_gpu_path_acs_off_and_links():
+    f = pcie.parse({"lspci": lspci(ACS_OFF)})
+    d = by_bdf(f)
+    assert [g.bdf for g in f.gpus] == ["0000:19:00.0"]
+    assert [n.bdf for n in f.nics] == ["0000:1a:00.0", "0000:1b:00.0"]
+    assert len(f.bridges) == 7
+    gpu = d["0000:19:00.0"]
+    assert (gpu.class_name, gpu.vendor_id) == ("3D controller", "10de")
+    assert (gpu.cap.speed_gts, gpu.cap.width, gpu.sta.speed_gts, gpu.sta.width) == (32.0, 16, 32.0, 16)
+    assert (d["0000:1b:00.0"].cap.speed_gts, d["0000:1b:00.0"].sta.speed_gts) == (16.0, 16.0)
+    # the downstream port trained at Gen4 under a Gen5 capability
+    assert (d["0000:17:00.0"].cap.speed_gts, d["0000:17:00.0"].sta.speed_gts, d["0000:17:00.0"].sta.width) == (32.0, 16.0, 4)
+    assert d["0000:15:01.0"].bus_range == (0x16, 0x1C)
+    assert d["0000:17:01.0"].bus_range == (0x19, 0x19)
+    for b in f.bridges:
+        if b.bdf != "0000:16:00.0":  # the upstream switch port has no ACS capability
+            assert b.acs_ctl and not any(b.acs_ctl.values()), b.bdf
+    assert d["0000:17:00.0"].acs_cap["DirectTrans"] is True
+    assert d["0000:15:01.0"].driver == "pcieport"
+    found = pcie.judge(f, node(gpus=8))
+    assert [(x.check, x.status) for x in found] == [("pcie.acs", Status.OK), ("pcie.link", Status.OK)]
+
+
+def test_pmc_switch_acs_redirect_on_nvme_side():
+    f = pcie.parse({"lspci": lspci(ACS_ON)})
+    d = by_bdf(f)
+    on = [b.bdf for b in f.bridges if b.acs_redirect]
+    assert on == ["0000:82:00.0", "0000:82:01.0", "0000:82:02.0", "0000:82:03.0"]
+    assert d["0000:82:00.0"].acs_ctl == {"SrcValid": True, "TransBlk": False, "ReqRedir": True, "CmpltRedir": True,
+                                         "UpstreamFwd": True, "EgressCtrl": False, "DirectTrans": False}
+    assert d["0000:81:00.0"].acs_redirect == []
+    assert (d["0000:80:01.0"].cap.width, d["0000:80:01.0"].sta.width) == (16, 2)
+    # no GPU or NIC sits below these ports: a warning, not a failure, even on a GPU node
+    [acs, link] = pcie.judge(f, node(gpus=8))
+    assert acs.status == Status.WARN and "none known to lead to a GPU or NIC" in acs.message
+    assert "setpci -s 0000:82:00.0 ECAP_ACS+0x6.w=0000" in acs.fix and "BIOS" in acs.fix
+    assert link.status == Status.SKIP
+
+
+def test_acs_on_above_a_gpu_fails_on_gpu_node():
+    # constructed from the captured ACS-off path: the downstream port above the GPU (17:01.0) gets ACS redirect on
+    text = lspci(ACS_OFF).splitlines()
+    start = next(i for i, l in enumerate(text) if l.startswith("17:01.0"))
+    i = next(i for i in range(start, len(text)) if "ACSCtl:" in text[i])
+    text[i] = "\t\tACSCtl:\tSrcValid+ TransBlk- ReqRedir+ CmpltRedir+ UpstreamFwd+ EgressCtrl- DirectTrans-"
+    f = pcie.parse({"lspci": "\n".join(text)})
+    [acs, _] = pcie.judge(f, node(gpus=8))
+    assert acs.status == Status.FAIL and "1 on the path of GPUs or NICs" in acs.message
+    assert acs.actual == {"0000:17:01.0": ["SrcValid", "ReqRedir", "CmpltRedir"]}
+    assert "setpci -s 0000:17:01.0" in acs.fix
+    assert pcie.judge(f, node(gpus=0))[0].status == Status.WARN
+
+
+def test_rccl_elided_root_port_acs_on():
+    f = pcie.parse({"lspci": lspci(RCCL)})
+    [b] = f.devices
+    assert b.bdf == "0000:40:01.1" and b.is_bridge and b.bus_range is None
+    assert b.acs_redirect == ["SrcValid", "ReqRedir", "CmpltRedir"]
+    assert b.acs_cap["TransBlk"] is True and b.acs_ctl["TransBlk"] is False
+    # bus range unknown: counted as possibly on a GPU path
+    assert pcie.judge(f, node(gpus=4))[0].status == Status.FAIL
+    assert pcie.judge(f, node())[0].status == Status.WARN
+    vm = pcie.parse({"lspci": lspci(RCCL), "virt": "kvm\ncpu-flag:hypervisor\n"})
+    assert vm.virtualization == "kvm"
+    acs = pcie.judge(vm, node(gpus=4))[0]
+    assert acs.status == Status.OK and "virtual machine" in acs.message
+
+
+def test_plx_grep_list_has_no_capabilities():
+    f = pcie.parse({"lspci": lspci(PLX)})
+    assert len(f.bridges) == 11 and all("PEX 8747" in b.description for b in f.bridges)
+    [acs, link] = pcie.judge(f, node(gpus=4))
+    assert acs.status == Status.SKIP and link.status == Status.SKIP
+
+
+def _gpu_link(text: str, sta: str) -> str:
+    # constructed: the captured GPU stanza with another LnkSta
+    return text.replace("LnkSta:\tSpeed 32GT/s (ok), Width x16 (ok)\n\t\t\tTrErr- Train- SlotClk+ DLActive- BWMgmt- ABWMgmt-",
+                        f"LnkSta:\t{sta}\n\t\t\tTrErr- Train- SlotClk+ DLActive- BWMgmt- ABWMgmt-", 1)
+
+
+def test_gpu_link_width_and_speed_below_capability():
+    text = lspci(ACS_OFF)
+    gpu_stanza = text[text.index("19:00.0 3D controller"):text.index("1a:00.0 Ethernet")]
+    narrow = _gpu_link(gpu_stanza, "Speed 32GT/s (ok), Width x8 (downgraded)")
+    assert narrow != gpu_stanza
+    f = pcie.parse({"lspci": narrow})
+    [w] = pcie.judge(f, node(gpus=1))[1:]
+    assert (w.check, w.status) == ("pcie.link_width", Status.WARN)
+    assert w.actual == {"0000:19:00.0": 8} and w.expected == {"0000:19:00.0": 16}
+    slow = pcie.parse({"lspci": _gpu_link(gpu_stanza, "Speed 2.5GT/s (downgraded), Width x16 (ok)")})
+    [s] = pcie.judge(slow, node(gpus=1))[1:]
+    assert (s.check, s.status) == ("pcie.link_speed", Status.WARN)
+    assert "idle GPUs" in s.message and s.actual == {"0000:19:00.0": 2.5}
+
+
+def test_lspci_nn_and_domain_headers():
+    # constructed header lines in the 'lspci -D -nn' format
+    text = ("0000:19:00.0 3D controller [0302]: NVIDIA Corporation GH100 [H100 SXM5 80GB] [10de:2330] (rev a1)\n"
+            "\t\tLnkCap:\tPort #0, Speed 32GT/s, Width x16, ASPM L1, Exit Latency L1 <4us\n"
+            "\t\tLnkSta:\tSpeed 32GT/s (ok), Width x16 (ok)\n"
+            "0001:1a:00.0 Infiniband controller [0207]: Mellanox Technologies MT2910 Family [ConnectX-7] [15b3:1021]\n"
+            "0000:15:01.0 PCI bridge [0604]: Intel Corporation Device [8086:352a] (rev 04) (prog-if 00 [Normal decode])\n"
+            "\tCapabilities: <access denied>\n")
+    f = pcie.parse({"lspci": text})
+    d = by_bdf(f)
+    assert (d["0000:19:00.0"].class_id, d["0000:19:00.0"].vendor_id, d["0000:19:00.0"].device_id) == ("0302", "10de", "2330")
+    assert d["0001:1a:00.0"].is_rdma_nic and d["0001:1a:00.0"].domain == "0001"
+    assert d["0000:15:01.0"].is_bridge and d["0000:15:01.0"].caps_denied
+    acs = pcie.judge(f, node(gpus=1))[0]
+    assert acs.status == Status.SKIP and "root" in acs.fix
+
+
+def test_kernel_bandwidth_limited_lines():
+    f = pcie.parse({"pcie_dmesg": LIMITED.read_text()})
+    assert [(l.bdf, l.available_gbps, l.capable_gbps) for l in f.limited] == [
+        ("0000:04:00.0", 252.048, 504.112), ("0000:8b:00.0", 252.048, 504.112)]
+    assert f.limited[1].limited_by == "16.0 GT/s PCIe x16 link at 0000:87:00.0"
+    found = pcie.judge(f, node(gpus=8))
+    assert [x.check for x in found] == ["pcie.lspci", "pcie.bandwidth_limited"]
+    assert found[1].status == Status.WARN and len(found[1].evidence) == 2
+
+
+def test_limited_lines_of_other_devices_are_ignored():
+    f = pcie.parse({"lspci": lspci(ACS_OFF), "pcie_dmesg": LIMITED.read_text().replace("0000:04:00.0", "0000:17:00.0")})
+    checks = [x.check for x in pcie.judge(f, node(gpus=8))]
+    assert "pcie.bandwidth_limited" in checks  # 8b:00.0 is unknown to this lspci: kept
+    only_bridge = pcie.parse({"lspci": lspci(ACS_OFF), "pcie_dmesg": LIMITED.read_text().splitlines()[0].replace("0000:04:00.0", "0000:17:00.0")})
+    assert "pcie.bandwidth_limited" not in [x.check for x in pcie.judge(only_bridge, node(gpus=8))]
+
+
+def test_node_hardware_helpers():
+    f = pcie.parse({"lspci": lspci(ACS_OFF)})
+    assert pcie.node_gpus(node(gpus=8)) == (True, "8 NVIDIA GPUs")
+    assert pcie.node_gpus(node(gpus=0))[0] is False
+    assert pcie.node_gpus(node(pcie=f)) == (True, "1 NVIDIA GPU (lspci)")
+    assert pcie.node_rdma(node(pcie=f))[0] is True
+    assert pcie.node_gpus(node())[0] is None and pcie.node_rdma(None)[0] is None
+
+    class Ib:
+        ports = []
+
+    # an area that saw the hardware wins over one that found none
+    assert pcie.node_rdma(node(pcie=f, infiniband=Ib())) == (True, "2 Mellanox NIC functions (lspci)")
+    assert pcie.node_rdma(node(infiniband=Ib())) == (False, "no RDMA NIC")
+    assert pcie.node_gpus(node(gpus=0, pcie=f)) == (True, "1 NVIDIA GPU (lspci)")
+
+    class DriverLost:  # the gpu area's facts when nvidia-smi lists nothing but the bus shows GPUs
+        gpus = []
+        pci_gpus = [1, 2]
+
+    assert pcie.node_gpus(node(gpu=DriverLost())) == (True, "2 NVIDIA GPUs")
+
+
+@pytest.mark.parametrize("raw", [{}, {"lspci": None}, {"lspci": ""}, {"lspci": "garbage\n\tLnkSta: Speed\n"}])
+def test_tolerates_missing_and_odd_sections(raw):
+    f = pcie.parse(raw)
+    assert f.devices == []
+    assert pcie.judge(f, node(gpus=1))[0].status == Status.SKIP
+    assert pcie.judge(None, node())[0].status == Status.SKIP
+    assert pcie.summarize(f) == {}
+
+
+def test_truncated_and_spaces_for_tabs():
+    text = lspci(ACS_OFF)
+    spaced = pcie.parse({"lspci": text.replace("\t", "    ")})
+    assert [(d.bdf, d.sta.width, d.acs_redirect) for d in spaced.devices] == \
+        [(d.bdf, d.sta.width, d.acs_redirect) for d in pcie.parse({"lspci": text}).devices]
+    cut = pcie.parse({"lspci": text[: len(text) // 3]})
+    assert 1 <= len(cut.devices) < 10
+    pcie.judge(cut, node(gpus=1))
+
+
+def _fake(bin_dir: Path, name: str, body: str) -> None:
+    bin_dir.mkdir(exist_ok=True)
+    p = bin_dir / name
+    p.write_text("#!/bin/sh\n" + body + "\n")
+    p.chmod(0o755)
+
+
+def test_snippets_run_with_stand_in_tools(tmp_path):
+    root, bins = tmp_path / "root", tmp_path / "bin"
+    (root / "proc").mkdir(parents=True)
+    (root / "proc" / "cpuinfo").write_text("processor\t: 0\nflags\t\t: fpu vme de pse\n")
+    _fake(bins, "lspci", f"cat '{LSPCI / ACS_OFF}'")
+    _fake(bins, "dmesg", f"cat '{LIMITED}'")
+    _fake(bins, "systemd-detect-virt", "echo none; exit 1")
+    env = {"NCCLDIAG_ROOT": str(root), "PATH": f"{bins}:/usr/bin:/bin"}
+    out = subprocess.run(["sh", "-s"], input=build_script(pcie.SOURCES), capture_output=True, text=True,
+                         env=env, timeout=60).stdout
+    secs, rcs, truncated = split_sections(out)
+    assert not truncated and set(secs) == {"lspci", "pcie_dmesg", "virt"}
+    # the snippet keeps only the lines the parser uses
+    assert "ACSCtl:" in secs["lspci"] and "DevCap:" not in secs["lspci"]
+    assert len(secs["lspci"]) < len(lspci(ACS_OFF)) / 5
+    assert secs["virt"] == "none\n"
+    f = pcie.parse(secs)
+    full = pcie.parse({"lspci": lspci(ACS_OFF)})
+    assert [(d.bdf, d.cap, d.sta, d.acs_ctl, d.bus_range) for d in f.devices] == \
+        [(d.bdf, d.cap, d.sta, d.acs_ctl, d.bus_range) for d in full.devices]
+    assert len(f.limited) == 2 and f.virtualization is None and f.virt_known
+
+
+def test_snippet_without_lspci_prints_nothing(tmp_path):
+    # the script appends the system directories to PATH itself, so this needs a machine without pciutils
+    if any(os.path.exists(os.path.join(d, "lspci")) for d in ("/usr/sbin", "/sbin", "/usr/bin", "/bin")):
+        pytest.skip("lspci is installed here")
+    out = subprocess.run(["/bin/sh", "-s"], input=build_script(pcie.SOURCES[:1]), capture_output=True, text=True,
+                         env={"NCCLDIAG_ROOT": str(tmp_path), "PATH": str(tmp_path)}, timeout=30).stdout
+    secs, rcs, _ = split_sections(out)
+    assert secs["lspci"] == "" and rcs["lspci"] == 0

@@ -1,0 +1,149 @@
+"""Python area: the interpreter probe snippet (run for real here), parsing its JSON lines, judgement."""
+import json
+import platform
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from nccldiag.areas import python as py
+from nccldiag.areas.base import NodeFacts
+from nccldiag.collect.script import build_script
+from nccldiag.collect.sections import split_sections
+from nccldiag.findings import Status
+
+
+class Gpu:
+    def __init__(self, n):
+        self.gpus = list(range(n))
+
+
+def node(gpus=None):
+    n = NodeFacts("h")
+    if gpus is not None:
+        n.facts["gpu"] = Gpu(gpus)
+    return n
+
+
+def lines(*dicts):
+    return "".join(json.dumps(d) + "\n" for d in dicts)
+
+
+START = {"stage": "start", "python": "3.10.12", "executable": "/usr/bin/python3"}
+# constructed results in the format the snippet prints (a GPU node with a CUDA build of torch)
+CUDA_DONE = dict(START, stage="done", torch="2.3.1+cu121", cuda_build="12.1", cuda_available=True, device_count=8,
+                 nccl="2.20.5", distributed=True, backend_gloo=True, backend_nccl=True, backend_mpi=False, mpi4py="3.1.6")
+
+
+def run_snippet(env, timeout=90):
+    out = subprocess.run(["sh", "-s"], input=build_script(py.SOURCES), capture_output=True, text=True,
+                         env=env, timeout=timeout).stdout
+    secs, rcs, truncated = split_sections(out)
+    assert not truncated and set(secs) == {"python_env"}
+    return secs, rcs
+
+
+def test_snippet_runs_this_interpreter():
+    secs, rcs = run_snippet({"NCCLDIAG_PYTHON": sys.executable, "PATH": "/usr/bin:/bin"})
+    assert rcs["python_env"] == 0
+    f = py.parse(secs)
+    assert f.done and f.python == platform.python_version() and f.executable == sys.executable
+    assert f.torch  # torch is part of this environment
+    assert f.backends.get("gloo") is True
+    assert f.cuda_available in (True, False) and isinstance(f.device_count, int)
+    assert f.other == []
+    found = {x.check: x for x in py.judge(f, node(gpus=0))}
+    assert found["python.interpreter"].status == Status.OK
+    assert found["python.torch"].status == Status.OK and f.torch in found["python.torch"].message
+
+
+def test_snippet_reports_a_missing_interpreter():
+    secs, rcs = run_snippet({"NCCLDIAG_PYTHON": "no-such-python-nccldiag", "PATH": "/usr/bin:/bin"})
+    f = py.parse(secs)
+    assert f.missing == "no-such-python-nccldiag" and rcs["python_env"] == 0
+    [x] = py.judge(f, node())
+    assert x.status == Status.FAIL and x.check == "python.interpreter" and "NCCLDIAG_PYTHON" in x.fix
+
+
+def test_snippet_interpreter_that_dies_after_start(tmp_path):
+    # a stand-in interpreter that prints the start line and then crashes, like a broken CUDA import
+    fake = tmp_path / "python3"
+    fake.write_text("#!/bin/sh\necho '" + json.dumps(START) + "'\nkill -SEGV $$\n")
+    fake.chmod(0o755)
+    secs, rcs = run_snippet({"NCCLDIAG_PYTHON": str(fake), "PATH": "/usr/bin:/bin"})
+    assert rcs["python_env"] != 0
+    f = py.parse(secs)
+    assert f.started and not f.done and f.python == "3.10.12"
+    [x] = py.judge(f, node(gpus=8))
+    assert x.status == Status.FAIL and "did not finish" in x.message
+    assert py.summarize(f) == {}
+
+
+def test_gpu_node_with_cuda_torch():
+    f = py.parse({"python_env": lines(START, CUDA_DONE)})
+    assert (f.torch, f.cuda_build, f.nccl, f.device_count, f.mpi4py) == ("2.3.1+cu121", "12.1", "2.20.5", 8, "3.1.6")
+    assert f.backends == {"gloo": True, "nccl": True, "mpi": False}
+    found = {x.check: x for x in py.judge(f, node(gpus=8))}
+    assert found["python.torch"].status == Status.OK and "8 CUDA devices" in found["python.torch"].message
+    assert py.summarize(f) == {"python": "3.10.12", "torch": "2.3.1+cu121", "cuda": "12.1", "nccl": "2.20.5"}
+
+
+def test_cpu_torch_on_gpu_node_fails():
+    done = dict(START, stage="done", torch="2.3.1+cpu", cuda_build=None, cuda_available=False, device_count=0,
+                nccl_error="AttributeError: module has no attribute _nccl_version", backend_gloo=True, backend_nccl=False)
+    f = py.parse({"python_env": lines(START, done)})
+    found = {x.check: x for x in py.judge(f, node(gpus=8))}
+    x = found["python.torch_cuda"]
+    assert x.status == Status.FAIL and "CPU-only build" in x.message and "download.pytorch.org" in x.fix
+    # without GPUs a CPU build is fine
+    assert {x.check: x for x in py.judge(f, node(gpus=0))}["python.torch"].status == Status.OK
+
+
+def test_cuda_build_that_cannot_see_gpus():
+    done = dict(CUDA_DONE, cuda_available=False, device_count=0)
+    f = py.parse({"python_env": lines(START, done)})
+    x = {x.check: x for x in py.judge(f, node(gpus=8))}["python.torch_cuda"]
+    assert x.status == Status.FAIL and "CUDA 12.1" in x.message
+
+
+def test_fewer_cuda_devices_than_gpus_warns():
+    f = py.parse({"python_env": lines(START, dict(CUDA_DONE, device_count=4))})
+    x = {x.check: x for x in py.judge(f, node(gpus=8))}["python.cuda_devices"]
+    assert x.status == Status.WARN and x.actual == 4 and x.expected == 8
+
+
+def test_torch_missing_warns_with_install_hint():
+    done = dict(START, stage="done", torch_error="ModuleNotFoundError: No module named 'torch'", mpi4py_error="x")
+    f = py.parse({"python_env": lines(START, done)})
+    found = {x.check: x for x in py.judge(f, node(gpus=8))}
+    assert found["python.torch"].status == Status.WARN
+    assert "pip install 'nccldiag[probe]'" in found["python.torch"].fix
+    assert "probe cannot run here" in found["python.torch"].message
+
+
+def test_stray_stdout_lines_are_kept_apart():
+    text = "Warning: something printed by sitecustomize\n" + lines(START) + "{not json\n" + lines(CUDA_DONE)
+    f = py.parse({"python_env": text})
+    assert f.done and f.other == ["Warning: something printed by sitecustomize", "{not json"]
+
+
+@pytest.mark.parametrize("raw", [{}, {"python_env": None}, {"python_env": ""}, {"python_env": "[1, 2]\n"},
+                                 {"python_env": lines(START)[:30]}])
+def test_tolerates_missing_and_odd_sections(raw):
+    f = py.parse(raw)
+    assert not f.done
+    [x] = py.judge(f, node(gpus=1))
+    assert x.status == Status.SKIP
+    assert py.summarize(f) == {}
+    assert py.judge(None, node())[0].status == Status.SKIP
+
+
+def test_indented_output_still_parses():
+    f = py.parse({"python_env": "\t" + lines(START) + "    " + lines(CUDA_DONE)})
+    assert f.done and f.nccl == "2.20.5"
+
+
+def test_probe_text_fits_in_single_quotes():
+    assert "'" not in py._PROBE
+    assert py.SOURCES[0].timeout == 30
