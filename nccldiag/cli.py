@@ -174,15 +174,16 @@ def run_collection(kw, areas_sel, save_dir: Optional[str], extra_sources=(), mes
               help="Analyze a saved bundle (from 'nccldiag collect -o DIR') instead of collecting.")
 @click.option("--only", multiple=True, metavar="AREA,...", help="Check only these areas.")
 @click.option("--skip", multiple=True, metavar="AREA,...", help="Do not check these areas.")
-@click.option("--mesh/--no-mesh", "mesh_all", default=False,
-              help="Test SSH between every ordered pair of nodes (default: from the first node to the others).")
+@click.option("--mesh", "mesh_mode", type=click.Choice(["first", "all", "none"]), default="first", show_default=True,
+              help="Node-to-node SSH test: from the first node to every other (what mpirun needs), "
+                   "between every ordered pair, or none.")
 @click.option("--json", "json_path", metavar="PATH|-", default=None, help="Write the report as JSON ('-' for stdout).")
 @click.option("--save", "save_dir", type=click.Path(file_okay=False), default=None,
               help="Also save the raw outputs as a bundle in DIR, each node as it arrives.")
 @click.option("--p2p-test", is_flag=True, help="Copy buffers between every GPU pair with torch and time them.")
 @click.option("-v", "--verbose", is_flag=True, help="Show ok and skip findings too.")
 @click.option("--color", type=click.Choice(["auto", "always", "never"]), default="auto", show_default=True)
-def check(bundle, only, skip, mesh_all, json_path, save_dir, p2p_test, verbose, color, **kw):
+def check(bundle, only, skip, mesh_mode, json_path, save_dir, p2p_test, verbose, color, **kw):
     """Check nodes: SSH, IOMMU, PCIe ACS, InfiniBand/RoCE, GPUs and P2P, GPUDirect RDMA, limits.
 
     With no HOSTFILE and no -w, checks this machine without SSH.
@@ -215,7 +216,7 @@ def check(bundle, only, skip, mesh_all, json_path, save_dir, p2p_test, verbose, 
             areas_sel = [a for a in areas_sel if a.NAME in collected or a.NAME == "system"]
         notes = []
     else:
-        raws, notes = run_collection(kw, areas_sel, save_dir, extra, "all" if mesh_all else "first")
+        raws, notes = run_collection(kw, areas_sel, save_dir, extra, mesh_mode)
     report = diagnosis.analyze(raws, areas_sel, {"p2p_test": p2p_test})
     report.elapsed = time.monotonic() - t0
     report.inventory_notes = notes

@@ -103,6 +103,8 @@ def analyze_node(raw: RawNode, areas: Sequence[ModuleType], options: Optional[Ma
     report.findings.append(_transport_finding(raw, local))
     if raw.error:
         report.reachable = False
+        for f in report.findings:
+            f.host = raw.host
         return report
     node = NodeFacts(host=raw.host, options=options)
     for area in areas:

@@ -33,7 +33,31 @@ def err(e):
     return ("%s: %s" % (type(e).__name__, e))[:300]
 d = {"stage": "start", "python": platform.python_version(), "executable": sys.executable}
 out(d)
+import os
 try:
+    gpus = os.listdir("/proc/driver/nvidia/gpus")
+except Exception:
+    gpus = []
+d["imported"] = bool(gpus)
+try:
+    if not gpus:
+        # no GPU here: locate torch without importing it (an import costs seconds of CPU)
+        import importlib.util
+        spec = importlib.util.find_spec("torch")
+        if spec is None:
+            raise ImportError("No module named torch")
+        try:
+            from importlib import metadata
+            d["torch"] = metadata.version("torch")
+        except Exception:
+            d["torch"] = "?"
+        for line in open(os.path.join(os.path.dirname(spec.origin), "version.py")):
+            if line.startswith("cuda") and "=" in line:
+                v = line.split("=", 1)[1].strip().strip("\x27\x22")
+                d["cuda_build"] = None if v in ("None", "") else v
+        d["cuda_available"] = False
+        d["device_count"] = 0
+        raise StopIteration
     import torch
     d["torch"] = str(torch.__version__)
     d["cuda_build"] = getattr(torch.version, "cuda", None)
@@ -55,9 +79,14 @@ try:
             d["backend_" + b] = bool(fn()) if fn else None
     except Exception as e:
         d["distributed_error"] = err(e)
+except StopIteration:
+    pass
 except Exception as e:
     d["torch_error"] = err(e)
 try:
+    import importlib.util
+    if not importlib.util.find_spec("mpi4py"):
+        raise ImportError("No module named mpi4py")
     import mpi4py
     d["mpi4py"] = str(mpi4py.__version__)
 except Exception as e:

@@ -339,7 +339,7 @@ class Watchdog:
 
 @dataclass
 class AppError:
-    """An error the application printed about NCCL: PyTorch ``NCCL error in: ...`` or nccl-tests ``Test NCCL failure``."""
+    """An NCCL error the application printed: PyTorch ``NCCL error in: ...``, nccl-tests ``Test NCCL failure``."""
 
     kind: str  # torch, nccl-tests, nccl-tests-timeout
     message: str
@@ -496,18 +496,16 @@ def _records(text: str, source: str) -> Iterable[_Rec]:
         lrank = None
         if m_l:
             lrank = int(next(g for g in m_l.groups() if g is not None))
-        matches = list(_PREFIX.finditer(line))
+        matches = _prefixes(line)
         if not matches:
             body = line[m_l.end():] if m_l else line
-            if prev is not None and prev.at.lineno == n - 1 and _unbalanced(prev.msg) and body.strip() \
-                    and len(body) < 200:
-                # A wrapped line: the rest of the previous message.
+            if prev is not None and prev.at.lineno == n - 1 and _wrapped(prev.msg, body):
+                # A line wrapped by whoever copied the log: the rest of the previous message.
                 prev.msg += body.strip()
                 prev.text += body.strip()
-                prev.at = Loc(prev.at.source, prev.at.lineno, prev.at.host, prev.at.pid, prev.at.tid, prev.at.dev)
                 continue
             if body.strip():
-                rec = _Rec("bare", body.strip(), Loc(source, n), body.strip(), launcher_rank=lrank)
+                rec = _Rec("bare", body.strip(), Loc(source, n), line.strip(), launcher_rank=lrank)
                 yield rec
             prev = None
             continue
@@ -527,8 +525,27 @@ def _records(text: str, source: str) -> Iterable[_Rec]:
             yield rec
 
 
-def _unbalanced(msg: str) -> bool:
-    return msg.count("(") > msg.count(")") or msg.count("'") % 2 == 1
+def _prefixes(line: str) -> List["re.Match[str]"]:
+    """The NCCL prefixes of a line; usually one, two or more when output of processes was glued together."""
+    if "NCCL " not in line:
+        return []
+    m = _PREFIX.search(line)
+    if m is None:
+        return []
+    out = [m]
+    while "NCCL " in line[m.end():]:
+        m = _PREFIX.search(line, m.end())
+        if m is None:
+            break
+        out.append(m)
+    return out
+
+
+def _wrapped(prev_msg: str, body: str) -> bool:
+    """Whether ``body`` continues ``prev_msg``: it left a parenthesis open, and ``body`` closes it."""
+    b = body.strip()
+    return (prev_msg.count("(") > prev_msg.count(")") and 0 < len(b) < 120 and ")" in b
+            and b.count(")") > b.count("(") and not b.startswith(("[", "#")) and "NCCL" not in b)
 
 
 # --------------------------------------------------------------------------- patterns on messages
@@ -570,7 +587,7 @@ _VIA_SHM = re.compile(r"^(?:SHM(?:/(?P<mode>\w+(?:/\w+)?))?|direct shared memory
 _VIA_NET = re.compile(
     r"^(?P<t>NET|COLLNET)/(?P<name>[^/]+?)/(?P<dev>\d+)(?:\((?P<proxy>\d+)\))?(?P<flags>(?:/GDRDMA|\(PCI\)|/Shared)*)")
 _CONNECTED = re.compile(
-    r"\bConnected (?P<what>all rings|all trees|NVLS tree|binomial trees|collnet \w+(?: \+ \w+)?|\w+ \w+)"
+    r"\bConnected (?P<what>all rings|all trees|NVLS tree|binomial trees|[Cc]oll[Nn]et \w+(?: \+ \w+)?)"
     r"(?:, use ring PXN (?P<pxn>\d+) GDR (?P<gdr>\d+))?")
 _COUNTS = re.compile(
     r"(?P<coll>\d+) coll channels, (?:(?P<collnet>\d+) collnet channels, )?(?:(?P<nvls>\d+) nvls channels, )?"
@@ -699,8 +716,8 @@ class _Parser:
     def feed(self, text: str, source: str) -> None:
         self.f.sources.append(source)
         last_proc: Optional[Tuple[str, int]] = None
-        for rec in _records(text, source):
-            self.f.lines = max(self.f.lines, 0)
+        # Materialised first: a wrapped line completes the record before it.
+        for rec in list(_records(text, source)):
             if rec.kind == "bare":
                 self.bare(rec, last_proc)
                 continue
@@ -728,6 +745,8 @@ class _Parser:
     def app_lines(self, rec: _Rec) -> None:
         """PyTorch and nccl-tests lines (bare or interleaved after an NCCL prefix)."""
         msg = rec.msg
+        if "Watchdog" not in msg and "NCCL error in" not in msg and "Test " not in msg:
+            return
         m = _WATCHDOG.search(msg)
         if m:
             fields = {fm.group("k"): fm.group("v") for fm in _WD_FIELD.finditer(m.group("body"))}
@@ -752,7 +771,10 @@ class _Parser:
             return
         m = _TESTS_FAIL.search(msg)
         if m:
-            self.f.app_errors.append(AppError("nccl-tests", m.group("msg").strip(), rec.at, rec.text, m.group("where")))
+            # nccl-tests prints '<ncclGetErrorString> / <ncclGetLastError>'.
+            err, _, last = m.group("msg").partition(" / ")
+            message = err.strip() + (f" (last error: {last.strip()})" if last.strip() else "")
+            self.f.app_errors.append(AppError("nccl-tests", message, rec.at, rec.text, m.group("where")))
             return
         m = _TESTS_TIMEOUT.search(msg)
         if m:
@@ -765,16 +787,13 @@ class _Parser:
         self.open_warn[key] = w
         self.open_orphan.pop(key, None)
         self.f.warns.append(w)
-        m = _VERSION.search(rec.msg)
-        if m and "Mismatched" not in rec.msg:
-            pass
         self.app_lines(rec)
 
     def info(self, rec: _Rec, p: Optional[Proc]) -> None:
         msg, at, text = rec.msg, rec.at, rec.text
         key = _thread(at)
-        m = _CHAIN.search(msg)
-        if m and not _CHANNEL.search(msg):
+        m = _CHAIN.search(msg) if " -> " in msg else None
+        if m and " via " not in msg:
             step = ChainStep(m.group("file"), int(m.group("line")), int(m.group("code")), at, text, m.group("thr"))
             w = self.open_warn.get(key)
             if w is not None:
@@ -793,64 +812,65 @@ class _Parser:
 
     def info_fact(self, msg: str, at: Loc, text: str, p: Optional[Proc]) -> None:
         f = self.f
-        m = _CHANNEL.search(msg)
+        m = _CHANNEL.search(msg) if " via " in msg else None
         if m:
             self.channel(m, at, text, p)
             return
-        m = _COLLNET_CH.search(msg)
+        m = _COLLNET_CH.search(msg) if "COLLNET" in msg else None
         if m:
             self.channel(m, at, text, p)
             return
-        m = _VERSION.search(msg)
+        m = _VERSION.search(msg) if "NCCL version" in msg else None
         if m:
             f.versions.append(VersionLine(m.group("v"), m.group("cuda"), at, text))
             if p is not None:
                 _add(p.versions, m.group("v"))
             return
-        m = _USING_NETWORK.search(msg)
+        m = _USING_NETWORK.search(msg) if "Using network" in msg else None
         if m:
             f.networks.append(NetworkChoice(m.group("name"), at, text))
             if p is not None:
                 _add(p.networks, m.group("name"))
             return
-        m = _GDR.search(msg)
+        m = _GDR.search(msg) if "GPU Direct RDMA" in msg else None
         if m:
             f.gdr.append(GdrLine(m.group("state") == "Enabled", m.group("hca"), at, text, m.group("net"),
                                  m.group("gpu"), m.group("name"), m.group("reason")))
             return
-        m = _NET_NODEV.search(msg)
+        m = _NET_NODEV.search(msg) if "No device found" in msg else None
         if m:
             f.notes.append(Note(f"{m.group('net').lower()}_no_device", at, text))
             return
-        m = _NET_USING.search(msg)
+        m = _NET_USING.search(msg) if "NET/" in msg and "Using" in msg else None
         if m and not msg[m.start():].startswith("NET/Plugin"):
             f.nets.append(_net_devices(m.group("net"), m.group("body"), at, text))
             return
-        m = _OLD_IB_PORTS.search(msg)
+        m = _OLD_IB_PORTS.search(msg) if "IB Port" in msg else None
         if m:
             devs = [NetDevice(None, d.group("name"), int(d.group("port")), "IB")
                     for d in _OLD_IB_PORT.finditer(m.group("body"))]
             f.nets.append(NetDevices("IB", devs, at, text))
             return
-        m = _BOOTSTRAP.search(msg)
+        m = _BOOTSTRAP.search(msg) if "Bootstrap" in msg else None
         if m:
             ifs = [NetDevice(_int(s.group("idx")), s.group("name"), address=s.group("addr"))
                    for s in _SOCK_IF.finditer(m.group("body"))]
             f.bootstrap.append(Bootstrap(ifs, at, text))
             return
         for kind, pat in ((("path", _PLUGIN_PATH), ("p2p_plugin", _P2P_PLUGIN), ("loaded", _LOADED_PLUGIN))):
-            m = pat.search(msg)
+            m = pat.search(msg) if "lugin" in msg else None
             if m:
                 k = kind if kind != "loaded" else ("loaded_collnet" if m.group("kind") != "net" else "loaded_net")
                 f.plugins.append(PluginLine(k, m.group("v"), at, text))
                 return
-        m = _NET_PLUGIN.search(msg)
+        m = _NET_PLUGIN.search(msg) if "NET/Plugin" in msg else None
         if m:
             v = m.group("v")
-            k = "load_failed" if "returned" in v or "Failed" in v else ("none_found" if "No plugin found" in v else "other")
+            k = "load_failed" if "returned" in v or "Failed" in v else (
+                "none_found" if "No plugin found" in v else "other")
             f.plugins.append(PluginLine(k, v, at, text))
             return
-        m = _INIT.search(msg)
+        m = _INIT.search(msg) if "- Init " in msg else None
         if m:
             ev = InitEvent(m.group("phase"), int(m.group("rank")), int(m.group("nranks")), at, text, m.group("comm"),
                            _int(m.group("cdev")), _int(m.group("nvml")), m.group("bus"), m.group("cid"))
@@ -859,7 +879,7 @@ class _Parser:
                 _add(p.ranks, ev.rank)
                 _add(p.init_started if ev.phase == "START" else p.init_completed, ev.rank)
             return
-        m = _COMM.search(msg)
+        m = _COMM.search(msg) if "nRanks" in msg else None
         if m:
             c = CommInfo(m.group("comm"), int(m.group("rank")), int(m.group("nranks")), at, text,
                          int(m.group("nnodes")), int(m.group("lranks")), int(m.group("lrank")), _int(m.group("mnnvl")))
@@ -867,31 +887,31 @@ class _Parser:
             if p is not None:
                 _add(p.ranks, c.rank)
             return
-        m = _COMM_OLD.search(msg)
+        m = _COMM_OLD.search(msg) if "nranks" in msg else None
         if m:
             c = CommInfo(m.group("comm"), int(m.group("rank")), int(m.group("nranks")), at, text)
             f.comms.append(c)
             if p is not None:
                 _add(p.ranks, c.rank)
             return
-        m = _CONNECTED.search(msg)
+        m = _CONNECTED.search(msg) if "Connected " in msg else None
         if m:
             f.connected.append(Connected(m.group("what"), at, text, _int(m.group("pxn")), _int(m.group("gdr"))))
             return
-        m = _COUNTS.search(msg)
+        m = _COUNTS.search(msg) if "coll channels" in msg else None
         if m:
             f.channel_counts.append(ChannelCounts(int(m.group("coll")), int(m.group("p2p")), int(m.group("ppp")), at,
                                                   text, _int(m.group("collnet")), _int(m.group("nvls"))))
             return
-        m = _NVLS_COMM.search(msg)
+        m = _NVLS_COMM.search(msg) if "NVLS" in msg else None
         if m:
             f.nvls.append(NvlsLine("comm", at, text, int(m.group("head")), int(m.group("nheads"))))
             return
-        m = _NVLS_MC.search(msg)
+        m = _NVLS_MC.search(msg) if "NVLS" in msg else None
         if m:
             f.nvls.append(NvlsLine("multicast", at, text, available=not m.group("not")))
             return
-        m = _ENV.search(msg)
+        m = _ENV.search(msg) if "set by environment" in msg else None
         if m:
             value = m.group("value")
             if re.fullmatch(r"-?\d+\.", value):
@@ -918,7 +938,7 @@ class _Parser:
             shared=bool(v.get("shared")), relay=v.get("relay"),
         )
         self.f.channels.append(ch)
-        if p is not None:
+        if p is not None and (ch.direction is not None or ch.label == "Channel"):
             _add(p.ranks, ch.dst if ch.direction == "receive" and ch.dst is not None else ch.src)
 
     # ---- end
@@ -1002,6 +1022,8 @@ def _rank_hosts(f: NcclLogFacts) -> Dict[int, List[str]]:
     for ch in f.channels:
         if not ch.at.host:
             continue
+        if ch.direction is None and ch.label != "Channel":
+            continue  # before 2.8 either side printed 'Ring r : a -> b', so the line says nothing about its host
         mine = ch.dst if ch.direction == "receive" else ch.src
         if mine is not None:
             _add(out.setdefault(mine, []), ch.at.host)

@@ -43,6 +43,8 @@ EXIT_OK, EXIT_WRONG, EXIT_ERROR, EXIT_SETUP, EXIT_USAGE = 0, 1, 2, 3, 6
 
 _UNSUPPORTED = re.compile(r"not supported|unsupported|not implemented|does not support|no support", re.I)
 _TIMEOUT = re.compile(r"timed out|timeout|deadline exceeded", re.I)
+# a failure while communicating, even when its text says "not supported" (CUDA's "operation not supported")
+_FAILURE = re.compile(r"cuda error|nccl error|ncclInternal|ncclSystem|ncclRemote|ncclInvalid|unhandled", re.I)
 _ENV_PREFIXES = ("NCCL_", "GLOO_", "TORCH_NCCL_", "TORCH_DISTRIBUTED_", "CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS")
 
 
@@ -323,7 +325,7 @@ def classify(exc: BaseException) -> str:
     """``unsupported`` for a backend that lacks the operation, else ``error``."""
     text = str(exc)
     if isinstance(exc, (RuntimeError, NotImplementedError, ValueError, TypeError)) \
-            and _UNSUPPORTED.search(text) and not _TIMEOUT.search(text):
+            and _UNSUPPORTED.search(text) and not _TIMEOUT.search(text) and not _FAILURE.search(text):
         return "unsupported"
     return "error"
 
@@ -365,7 +367,7 @@ class Prober:
         self.sync = Syncer(torch, ctx.device, max(1.0, opts.pg_timeout))
         self.any_wrong = False
 
-    # -- helpers --
+    # -- building blocks --
     def _barrier(self) -> None:
         if self.ctx.backend == "nccl":
             self.dist.barrier(device_ids=[self.ctx.local_rank])
@@ -405,33 +407,23 @@ class Prober:
         self.sync.mark()
         self.sync.wait()
         dt = time.perf_counter() - t0
-        wrong, sample, first = 0, None, None
         out = bufs.output
         if out is not None and self.opts.corrupt_rank == ctx.rank and out.numel():
             flat = out.view(-1)
             flat[:: max(1, flat.numel() // 4)] += 1  # test hook: what a corrupting link would do
-        if out is not None and bufs.expected is not None:
-            exp = bufs.expected()
-            from nccldiag.probe.collectives.base import count_wrong
-
-            wrong = count_wrong(out, exp)
-            if out.numel():
-                sample = {"index": 0, "value": float(out.view(-1)[0].item()), "expected": float(exp.view(-1)[0].item())}
-            if wrong:
-                bad = (out.view(-1) != exp.view(-1)).nonzero()
-                i = int(bad[0].item())
-                first = {"index": i, "value": float(out.view(-1)[i].item()), "expected": float(exp.view(-1)[i].item())}
+        verdict = coll.verify(bufs)
+        wrong = verdict.wrong
         per_rank = self._gather_counts(wrong)
         ranks_wrong = [r for r, n in enumerate(per_rank) if n]
         self.any_wrong = self.any_wrong or bool(ranks_wrong)
         rec = dict(collective=coll.name, phase="check", status="wrong" if wrong else "ok", wrong=wrong,
-                   wrong_total=sum(per_rank), ranks_wrong=ranks_wrong, verified=out is not None,
+                   wrong_total=sum(per_rank), ranks_wrong=ranks_wrong, verified=verdict.verified,
                    size=size, count=count, dtype="float32", redop=coll.redop, root=coll.root,
                    time_us=round(dt * 1e6, 3))
-        if sample is not None:
-            rec["sample"] = sample
-        if first is not None:
-            rec["first_wrong"] = first
+        if verdict.sample is not None:
+            rec["sample"] = verdict.sample
+        if verdict.first_wrong is not None:
+            rec["first_wrong"] = verdict.first_wrong
         self.out.emit("result", **rec)
         return rec["status"]
 

@@ -75,7 +75,7 @@ def render(report: CheckReport, con: Console, verbose: bool = False) -> None:
                 con.print(Text(" SKIP  ", style="skip"), Text(f.check), Text(_fold(hosts)), Text(f.message, style="muted"))
     n = len(report.nodes)
     unhealthy = sum(1 for x in report.nodes if x.status == Status.FAIL)
-    unreachable = sum(1 for x in report.nodes if not x.reachable)
+    unreachable = sum(1 for x in report.nodes if not x.reachable or x.status == Status.ERROR)
     warned = sum(1 for x in report.nodes if x.status == Status.WARN)
     healthy = n - unhealthy - unreachable - warned
     con.print()

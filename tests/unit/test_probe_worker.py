@@ -3,7 +3,6 @@
 Each launch costs a few seconds (torch imports in every rank), so one run
 serves several assertions through module-scoped fixtures.
 """
-import json
 import os
 import shutil
 import subprocess
@@ -232,6 +231,7 @@ def test_classify_unsupported_versus_error():
     assert worker.classify(NotImplementedError("alltoall is not implemented")) == "unsupported"
     assert worker.classify(RuntimeError("Timed out waiting 3000ms: operation not supported yet?")) == "error"
     assert worker.classify(RuntimeError("NCCL error: unhandled system error")) == "error"
+    assert worker.classify(RuntimeError("CUDA error: operation not supported")) == "error"
 
 
 def test_local_rank_from_processor_names():
@@ -261,7 +261,7 @@ def test_backend_defaults_and_overrides():
 def test_pattern_sum_is_the_sum_over_ranks():
     cpu = torch.device("cpu")
     for world in (1, 2, 4, 7, base.MOD, base.MOD + 3, 2 * base.MOD + 5):
-        for start in (0, 13, 5000):
+        for start in (0, 13, 5000, 800_000_000):  # the last needs int64 indices
             brute = sum(base.pattern(r, start, 64, cpu).double() for r in range(world))
             assert torch.equal(base.pattern_sum(world, start, 64, cpu).double(), brute), (world, start)
     assert base.pattern(3, 0, 1, cpu).item() == 3.0  # element 0 is the rank id

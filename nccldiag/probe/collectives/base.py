@@ -48,10 +48,16 @@ class Buffers:
     expected: Optional[Callable[[], torch.Tensor]] = None
 
 
+def _index(start: int, n: int, device: torch.device) -> torch.Tensor:
+    """Element indices; int32 while ``3*index + MOD`` fits, to halve the temporaries at 1 GiB."""
+    small = (start + n) * STEP + MOD < 2**31
+    return torch.arange(start, start + n, dtype=torch.int32 if small else torch.int64, device=device)
+
+
 def pattern(rank: int, start: int, n: int, device: torch.device) -> torch.Tensor:
     """Rank ``rank``'s data elements ``start .. start+n-1`` as float32."""
-    g = torch.arange(start, start + n, dtype=torch.int64, device=device)
-    return ((g * STEP + rank) % MOD).to(DTYPE)
+    g = _index(start, n, device)
+    return g.mul_(STEP).add_(rank % MOD).remainder_(MOD).to(DTYPE)
 
 
 def pattern_sum(world: int, start: int, n: int, device: torch.device) -> torch.Tensor:
@@ -62,11 +68,10 @@ def pattern_sum(world: int, start: int, n: int, device: torch.device) -> torch.T
     contribute ``a, a+1, ...`` minus MOD once for the values that wrap.
     This costs O(n) whatever the world size.
     """
-    g = torch.arange(start, start + n, dtype=torch.int64, device=device)
-    a = (g * STEP) % MOD
+    a = _index(start, n, device).mul_(STEP).remainder_(MOD).to(torch.int64)
     q, s = divmod(world, MOD)
-    wrapped = torch.clamp(a + s - MOD, min=0)
-    total = q * (MOD * (MOD - 1) // 2) + s * a + s * (s - 1) // 2 - MOD * wrapped
+    wrapped = (a + (s - MOD)).clamp_(min=0).mul_(MOD)
+    total = a.mul_(s).add_(q * (MOD * (MOD - 1) // 2) + s * (s - 1) // 2).sub_(wrapped)
     return total.to(DTYPE)
 
 
@@ -130,11 +135,36 @@ class Collective:
         """Allocate buffers for one call; ``data=False`` skips the verifiable fill (timing only)."""
         raise NotImplementedError
 
-    def verify(self, bufs: Buffers) -> int:
-        """Mismatching elements on this rank (0 when it has nothing to verify)."""
+    def verify(self, bufs: Buffers) -> "Verdict":
+        """Compare this rank's output with the exact expected values (nothing to compare: 0 wrong)."""
         if bufs.output is None or bufs.expected is None:
-            return 0
-        return count_wrong(bufs.output, bufs.expected())
+            return Verdict(verified=False)
+        return compare(bufs.output, bufs.expected())
+
+
+@dataclass
+class Verdict:
+    """``wrong`` mismatching elements; ``sample`` element 0; ``first_wrong`` the first mismatch."""
+
+    wrong: int = 0
+    verified: bool = True
+    sample: Optional[dict] = None
+    first_wrong: Optional[dict] = None
+
+
+def _at(output: torch.Tensor, expected: torch.Tensor, i: int) -> dict:
+    return {"index": i, "value": float(output[i].item()), "expected": float(expected[i].item())}
+
+
+def compare(output: torch.Tensor, expected: torch.Tensor) -> Verdict:
+    out, exp = output.reshape(-1), expected.reshape(-1)
+    wrong = count_wrong(out, exp)
+    v = Verdict(wrong=wrong)
+    if out.numel() and out.numel() == exp.numel():
+        v.sample = _at(out, exp, 0)
+        if wrong:
+            v.first_wrong = _at(out, exp, int((out != exp).nonzero()[0].item()))
+    return v
 
 
 def ring_fraction(world: int) -> float:

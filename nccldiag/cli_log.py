@@ -1,0 +1,111 @@
+"""``nccldiag log FILE...``: read NCCL logs you already have and say what they show.
+
+Exit codes: 0 the logs parsed and show no failure, 1 they show a failure
+(a WARN with an error result, a watchdog timeout, a Socket fallback under
+``--require-ib`` ...), 2 usage error (a file that cannot be read, a bad
+option). Messages go to stderr; ``--json -`` keeps stdout for JSON alone.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Dict, List, Sequence, Tuple
+
+import click
+
+# Same as nccldiag.cli.CONTEXT; repeated so that this module imports without the group.
+CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+
+
+class _LogUsageError(Exception):
+    """A file or option the command cannot use; reported as one line with exit code 2."""
+
+
+def read_logs(paths: Sequence[str]) -> List[Tuple[str, str]]:
+    """``(name, text)`` for each path (``-`` is stdin). Raises with the path in the message."""
+    out: List[Tuple[str, str]] = []
+    for path in paths:
+        if path == "-":
+            out.append(("<stdin>", sys.stdin.read()))
+            continue
+        if os.path.isdir(path):
+            raise _LogUsageError(f"{path}: is a directory, expected an NCCL log file")
+        try:
+            with open(path, "rb") as f:
+                data = f.read()
+        except OSError as exc:
+            raise _LogUsageError(f"{path}: cannot read NCCL log: {exc.strerror or exc}") from None
+        out.append((path, data.decode("utf-8", errors="replace")))
+    return out
+
+
+def parse_expect(values: Sequence[str]) -> Dict[str, str]:
+    """``--expect KEY=VAL[,KEY=VAL]`` -> dict."""
+    env: Dict[str, str] = {}
+    for v in values:
+        for item in v.split(","):
+            item = item.strip()
+            if not item:
+                continue
+            key, sep, val = item.partition("=")
+            if not sep or not key.strip():
+                raise _LogUsageError(f"--expect {item!r}: expected KEY=VALUE, e.g. NCCL_IB_DISABLE=1")
+            env[key.strip()] = val.strip()
+    return env
+
+
+def _write_json(data: dict, path: str) -> None:
+    text = json.dumps(data, indent=2, default=str)
+    if path == "-":
+        sys.stdout.write(text + "\n")
+        return
+    try:
+        tmp = path + ".tmp"
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(text + "\n")
+        os.replace(tmp, path)
+    except OSError as exc:
+        raise _LogUsageError(f"--json {path}: cannot write: {exc.strerror or exc}") from None
+
+
+@click.command("log", context_settings=CONTEXT)
+@click.argument("files", nargs=-1, required=True, metavar="FILE...")
+@click.option("--json", "json_path", metavar="PATH|-", default=None, help="Write the report as JSON ('-' for stdout).")
+@click.option("--require-ib", is_flag=True,
+              help="Inter-node traffic must use InfiniBand/RoCE: a Socket fallback fails.")
+@click.option("--expect", "expect", multiple=True, metavar="KEY=VAL[,KEY=VAL]",
+              help="NCCL variables the job set (e.g. NCCL_IB_DISABLE=1); differing echoed values fail (repeatable).")
+@click.option("--channels", "include_channels", is_flag=True, help="Include every channel line in the JSON.")
+@click.option("-v", "--verbose", is_flag=True, help="Show all evidence lines and the skipped checks.")
+@click.option("--color", type=click.Choice(["auto", "always", "never"]), default="auto", show_default=True)
+def log_command(files, json_path, require_ib, expect, include_channels, verbose, color):
+    """Read NCCL logs (NCCL_DEBUG=INFO) and report versions, networks, transports and failures.
+
+    \b
+    nccldiag log nccl.*.log                 one file per process (NCCL_DEBUG_FILE=nccl.%h.%p.log)
+    nccldiag log job.out --require-ib       a job's stdout; Socket fallback is a failure
+    nccldiag log job.out --json -           JSON on stdout
+
+    Exit codes: 0 no failure in the logs, 1 the logs show a failure, 2 usage error.
+    """
+    from nccldiag.probe import nccllog
+    from nccldiag.probe.transport_findings import transport_findings
+    from nccldiag.report import nccllog as report
+    from nccldiag.report.console import console
+
+    try:
+        expected = parse_expect(expect)
+        logs = read_logs(files)
+        facts = nccllog.parse_logs(logs)
+        findings = transport_findings(facts, require_ib=require_ib, expected_env=expected)
+        if json_path:
+            _write_json(report.to_json(facts, findings, include_channels), json_path)
+    except _LogUsageError as exc:
+        click.echo(f"nccldiag: error: {exc}", err=True)
+        sys.exit(2)
+    if json_path != "-":
+        report.render(facts, findings, console(color=color), verbose=verbose)
+    elif not facts.nccl_lines:
+        click.echo("nccldiag: no NCCL lines found: was the job run with NCCL_DEBUG=INFO?", err=True)
+    sys.exit(report.exit_code(findings))

@@ -1,0 +1,462 @@
+"""NCCL log facts -> findings: which transport carried the traffic, and what went wrong.
+
+Pure: :class:`~nccldiag.probe.nccllog.NcclLogFacts` in, findings out. Used by
+``nccldiag log`` and by the probe on the logs of each setting. The judgement
+rests on the channel lines (what NCCL did) rather than on the environment
+(what was asked), and every finding carries the log lines it came from and the
+fix known for that failure.
+"""
+from __future__ import annotations
+
+import re
+from collections import OrderedDict
+from typing import Dict, Iterable, List, Mapping, Optional, Sequence
+
+from nccldiag.findings import Finding, fail, ok, skip, warn
+from nccldiag.probe.nccllog import (
+    ERROR_RESULTS, NET_IB, NET_IB_GDR, NET_SOCKET, RESULT_NAMES, RESULT_TEXT, Loc, NcclLogFacts, Warn,
+)
+
+AREA = "nccl"
+MAX_EVIDENCE = 8
+
+FIX_SOCKET = (
+    "Make IB/RoCE usable for NCCL on every node: 'ibstat' shows the ports Active/LinkUp; libibverbs1 and rdma-core "
+    "are installed (inside the container too); containers get /dev/infiniband (--device=/dev/infiniband, "
+    "--cap-add IPC_LOCK) and --ulimit memlock=-1; NCCL_IB_DISABLE is not set and NCCL_NET is not Socket. "
+    "Set NCCL_NET=IB (or the plugin's name) to fail instead of falling back silently.")
+FIX_GDR = (
+    "Load the GPUDirect RDMA module on every node: 'sudo modprobe nvidia-peermem' (make it persistent), or use "
+    "DMA-BUF (open kernel driver and a recent kernel). Check NCCL_NET_GDR_LEVEL is not LOC and that GPU and NIC "
+    "share a PCIe switch ('nvidia-smi topo -m': PIX/PXB).")
+FIX_VERSION = ("Use the same NCCL build on every node (same container image or wheel); "
+               "check which libnccl each rank loads.")
+FIX_WATCHDOG = (
+    "A collective hung until the watchdog fired: a rank stopped or the network between ranks failed. Look for NCCL "
+    "WARN lines of the other ranks, find the lagging rank with TORCH_NCCL_DUMP_ON_TIMEOUT=1 (flight recorder) or "
+    "py-spy dump, and run 'nccldiag probe' on these hosts. Lower init_process_group(timeout=...) to see hangs sooner.")
+FIX_SHM = (
+    "Give the container a larger /dev/shm: docker run --shm-size=1g (or --ipc=host) --ulimit memlock=-1; in "
+    "Kubernetes mount an emptyDir with medium: Memory on /dev/shm; with systemd-logind set RemoveIPC=no. "
+    "Workaround: NCCL_SHM_DISABLE=1.")
+FIX_MEMLOCK = (
+    "Raise the locked-memory limit where the job runs: '* soft memlock unlimited' and '* hard memlock unlimited' in "
+    "/etc/security/limits.conf (log in again), LimitMEMLOCK=infinity for slurmd/containerd, docker --ulimit "
+    "memlock=-1. Check with 'ulimit -l' inside the same launcher (mpirun ... bash -c 'ulimit -l').")
+FIX_MODIFY_QP = (
+    "The queue pair could not be connected: on RoCE check the GID table ('show_gids') and that the peer is routable "
+    "on that subnet; with NCCL >= 2.21 do not set NCCL_IB_GID_INDEX; check 'ibstat' and run ib_write_bw "
+    "between the nodes.")
+FIX_IB_COMPLETION = (
+    "The fabric dropped or refused packets (retry exceeded): check port counters and cables ('ibstat', 'rdma statistic', "
+    "'perfquery'), run ib_write_bw between the hosts, and only then tune NCCL_IB_TIMEOUT / NCCL_IB_RETRY_CNT.")
+FIX_DUP_GPU = (
+    "Give each rank its own GPU: call torch.cuda.set_device(LOCAL_RANK) before init_process_group, and check "
+    "CUDA_VISIBLE_DEVICES per rank. NCCL >= 2.30 allows sharing only with NCCL_MULTI_RANK_GPU_ENABLE=1 (experimental).")
+FIX_PLUGIN = (
+    "An external net plugin (HPC-X libnccl-net.so, IBext) ignores NCCL_IB_DISABLE. To force sockets set NCCL_NET=Socket "
+    "or NCCL_NET_PLUGIN=none.")
+FIX_SOCKET_CONNECT = (
+    "Check that every node can reach every other on the NCCL interface: firewalls must allow the rendezvous port and "
+    "the ephemeral range (net.ipv4.ip_local_port_range) both ways (nc -zv); set NCCL_SOCKET_IFNAME to the same "
+    "routable interface on all nodes (exclude docker/veth/virbr).")
+FIX_REMOTE_CLOSED = (
+    "The peer process closed the connection, usually because it failed first: read the log of the host named in the "
+    "message for its first WARN.")
+FIX_IFNAME = ("NCCL found no usable socket interface: set NCCL_SOCKET_IFNAME to an interface that exists and is up on "
+              "every node ('ip -br addr'), e.g. NCCL_SOCKET_IFNAME==ens5.")
+FIX_NVLS = (
+    "NVLink SHARP (NVLS) failed: check Fabric Manager ('systemctl status nvidia-fabricmanager', 'nvidia-smi -q' "
+    "Fabric state); after a Fabric Manager restart reset the GPUs or reboot. Workaround: NCCL_NVLS_ENABLE=0.")
+FIX_CUDA = "Read the CUDA error: check 'nvidia-smi', dmesg for Xid errors, and that the driver and CUDA runtime match."
+FIX_P2P_NVLINK = "NVLink-connected GPUs refused P2P: check 'nvidia-smi nvlink -s' and 'nvidia-smi topo -p2p n'; reboot or reset the GPUs."
+FIX_ERROR = "Read the first NCCL WARN of the failing rank and its call chain; rerun with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET,ENV."
+
+
+# --------------------------------------------------------------------------- evidence and wording
+
+
+def _cite(at: Loc, text: str) -> str:
+    return at.cite(text)
+
+
+def _warn_evidence(ws: Iterable[Warn], limit: int = MAX_EVIDENCE) -> List[str]:
+    out: List[str] = []
+    for w in ws:
+        out.append(_cite(w.at, w.text))
+        for s in w.chain[:2]:
+            out.append(_cite(s.at, s.text))
+        if len(out) >= limit:
+            break
+    return out[:limit]
+
+
+def _host(locs: Iterable[Loc]) -> Optional[str]:
+    hosts = {a.host for a in locs if a.host}
+    return hosts.pop() if len(hosts) == 1 else None
+
+
+def _where(locs: Iterable[Loc]) -> str:
+    hosts = sorted({a.host for a in locs if a.host})
+    if not hosts:
+        return ""
+    return " on " + (", ".join(hosts) if len(hosts) <= 4 else f"{len(hosts)} hosts")
+
+
+def _result(w: Warn) -> str:
+    r = w.result
+    if r is None or r not in ERROR_RESULTS:
+        return ""
+    return f" ({RESULT_NAMES[r]}: {RESULT_TEXT[r]})"
+
+
+def _by_kind(facts: NcclLogFacts, *kinds: str) -> List[Warn]:
+    return [w for w in facts.warns if w.kind in kinds]
+
+
+def _norm_env(value: str) -> str:
+    v = str(value).strip()
+    return v[:-1] if re.fullmatch(r"-?\d+\.", v) else v
+
+
+# --------------------------------------------------------------------------- checks
+
+
+def _version(facts: NcclLogFacts) -> List[Finding]:
+    mism = _by_kind(facts, "version_mismatch")
+    versions = facts.summary.versions if facts.summary else []
+    if mism or len(versions) > 1:
+        by_version: "OrderedDict[str, List[str]]" = OrderedDict()
+        for v in facts.versions:
+            by_version.setdefault(v.version, [])
+            if v.at.proc and v.at.proc not in by_version[v.version]:
+                by_version[v.version].append(v.at.proc)
+        detail = "; ".join(f"{v} on {', '.join(p) or '?'}" for v, p in by_version.items())
+        ev = [_cite(v.at, v.text) for v in facts.versions][:MAX_EVIDENCE - len(mism)] + _warn_evidence(mism, 4)
+        return [fail(AREA, "nccl.version", f"NCCL version mismatch across ranks: {detail or mism[0].message}",
+                     actual=versions, expected="one NCCL version", evidence=ev, fix=FIX_VERSION)]
+    if versions:
+        procs = {v.at.proc for v in facts.versions if v.at.proc}
+        return [ok(AREA, "nccl.version", f"NCCL {versions[0]} (printed by {len(procs) or 1} process(es))",
+                   actual=versions[0], evidence=[_cite(facts.versions[0].at, facts.versions[0].text)])]
+    return []
+
+
+def _reasons_for_socket(facts: NcclLogFacts) -> List[str]:
+    ev = [_cite(n.at, n.text) for n in facts.notes if n.kind in ("ib_no_device", "ibverbs_missing")][:2]
+    ev += [_cite(e.at, e.text) for e in facts.env if e.name in ("NCCL_IB_DISABLE", "NCCL_NET", "NCCL_NET_PLUGIN")][:2]
+    ev += [_cite(p.at, p.text) for p in facts.plugins][:2]
+    return ev
+
+
+def _transports(facts: NcclLogFacts) -> List[Finding]:
+    """An overview: which transports the channel lines show, overall and how many rank pairs."""
+    s = facts.summary
+    if s is None or not s.transports:
+        return []
+    per_cat: Dict[str, int] = {}
+    for p in s.pairs:
+        for c in p.categories:
+            per_cat[c] = per_cat.get(c, 0) + 1
+    parts = [f"{c} ({per_cat[c]} pair{'s' if per_cat[c] != 1 else ''})" if c in per_cat else c for c in s.transports]
+    ev = []
+    for cat in s.transports:
+        ch = next((c for c in facts.channels if c.category == cat), None)
+        if ch is not None:
+            ev.append(_cite(ch.at, ch.text))
+    return [ok(AREA, "nccl.transports", "Transports used: " + ", ".join(parts), actual=s.transports, evidence=ev)]
+
+
+def _network(facts: NcclLogFacts, require_ib: bool, expected_env: Mapping[str, str]) -> List[Finding]:
+    out: List[Finding] = []
+    chosen = facts.summary.networks if facts.summary else []
+    want = expected_env.get("NCCL_NET")
+    if want:
+        wrong = [n for n in facts.networks if n.name.lower() != str(want).lower()]
+        if wrong:
+            out.append(fail(AREA, "nccl.network", f"NCCL used network {wrong[0].name}, NCCL_NET asked for {want}",
+                            actual=chosen, expected=want, evidence=[_cite(n.at, n.text) for n in wrong][:MAX_EVIDENCE],
+                            fix="Check that the requested network's library/plugin loads on every node.",
+                            host=_host(n.at for n in wrong)))
+    net_ch = [c for c in facts.channels if c.transport == "NET"]
+    if net_ch:
+        sock = [c for c in net_ch if c.category == NET_SOCKET]
+        ib = [c for c in net_ch if c.category in (NET_IB, NET_IB_GDR)]
+        names = sorted({c.net or "?" for c in ib})
+        if sock and not ib:
+            msg = (f"NCCL fell back to NET/Socket: {len(sock)} inter-node connection(s) over TCP sockets"
+                   f"{_where(c.at for c in sock)}, none over InfiniBand/RoCE")
+            ev = [_cite(c.at, c.text) for c in sock[:3]] + _reasons_for_socket(facts)
+            mk = fail if require_ib else warn
+            out.append(mk(AREA, "nccl.network", msg, actual=NET_SOCKET, expected=NET_IB if require_ib else None,
+                          evidence=ev[:MAX_EVIDENCE], fix=FIX_SOCKET, host=_host(c.at for c in sock)))
+        elif sock and ib:
+            pairs = sorted({f"{c.src}->{c.dst}" for c in sock})
+            out.append((fail if require_ib else warn)(
+                AREA, "nccl.network",
+                f"Mixed networks: {len(sock)} connection(s) over NET/Socket (pairs {', '.join(pairs[:8])}) "
+                f"next to {len(ib)} over NET/{'/'.join(names)}",
+                actual=sorted({c.category for c in net_ch}), expected=NET_IB,
+                evidence=[_cite(c.at, c.text) for c in sock[:4] + ib[:2]], fix=FIX_SOCKET))
+        elif ib:
+            out.append(ok(AREA, "nccl.network",
+                          f"Inter-node traffic used NET/{'/'.join(names)} ({len(ib)} connection line(s))",
+                          actual=NET_IB, evidence=[_cite(ib[0].at, ib[0].text)]))
+        else:
+            others = sorted({c.category for c in net_ch})
+            out.append((fail if require_ib else ok)(
+                AREA, "nccl.network", f"Inter-node traffic used {', '.join(others)}", actual=others,
+                expected=NET_IB if require_ib else None, evidence=[_cite(net_ch[0].at, net_ch[0].text)],
+                fix=FIX_SOCKET if require_ib else ""))
+    elif chosen:
+        ib_like = [n for n in chosen if n.lower().startswith("ib")]
+        first = facts.networks[0]
+        if require_ib and not ib_like:
+            out.append(fail(AREA, "nccl.network", f"NCCL picked network {', '.join(chosen)}, not InfiniBand/RoCE",
+                            actual=chosen, expected="IB", fix=FIX_SOCKET,
+                            evidence=([_cite(first.at, first.text)] + _reasons_for_socket(facts))[:MAX_EVIDENCE]))
+        else:
+            out.append(ok(AREA, "nccl.network",
+                          f"NCCL picked network {', '.join(chosen)} (no inter-node connection lines in the logs)",
+                          actual=chosen, evidence=[_cite(first.at, first.text)]))
+    elif require_ib:
+        out.append(skip(AREA, "nccl.network", "No 'Using network' or NET connection lines in the logs "
+                                              "(single node, or NCCL_DEBUG was not INFO)"))
+    return out
+
+
+def _gdrdma(facts: NcclLogFacts) -> List[Finding]:
+    ib = [c for c in facts.channels if c.category in (NET_IB, NET_IB_GDR)]
+    if not ib:
+        return []
+    without = [c for c in ib if not c.gdrdma]
+    disabled = [g for g in facts.gdr if not g.enabled]
+    reasons = sorted({g.reason for g in disabled if g.reason})
+    why = f" (NCCL: {'; '.join(reasons)})" if reasons else ""
+    ev = [_cite(c.at, c.text) for c in without[:4]] + [_cite(g.at, g.text) for g in disabled[:3]]
+    if len(without) == len(ib):
+        return [warn(AREA, "nccl.gdrdma",
+                     f"GPUDirect RDMA not used on NET/IB: none of {len(ib)} IB connection line(s) has /GDRDMA"
+                     f"{_where(c.at for c in without)}{why}; data is staged through host memory",
+                     actual="no GDRDMA", expected="/GDRDMA", evidence=ev, fix=FIX_GDR, host=_host(c.at for c in without))]
+    if without:
+        hosts = sorted({c.at.host for c in without if c.at.host})
+        return [warn(AREA, "nccl.gdrdma",
+                     f"GPUDirect RDMA used on only {len(ib) - len(without)} of {len(ib)} IB connection line(s): "
+                     f"missing{' on ' + ', '.join(hosts) if hosts else ''}{why}",
+                     actual=f"{len(ib) - len(without)}/{len(ib)}", expected="all", evidence=ev, fix=FIX_GDR,
+                     host=_host(c.at for c in without))]
+    return [ok(AREA, "nccl.gdrdma", f"GPUDirect RDMA used on all {len(ib)} IB connection line(s)",
+               actual="GDRDMA", evidence=[_cite(ib[0].at, ib[0].text)])]
+
+
+def _watchdog(facts: NcclLogFacts) -> List[Finding]:
+    groups: "OrderedDict[str, list]" = OrderedDict()
+    for w in facts.watchdogs:
+        groups.setdefault(w.op_type or "?", []).append(w)
+    out = []
+    for op, ws in groups.items():
+        first = ws[0]
+        ranks = sorted({w.rank for w in ws if w.rank is not None})
+        rank_s = f" on rank{'s' if len(ranks) > 1 else ''} {', '.join(map(str, ranks))}" if ranks else ""
+        timing = ""
+        if first.ran_for_ms is not None:
+            timing = f": ran {first.ran_for_ms} ms"
+            if first.timeout_ms is not None:
+                timing += f" against a timeout of {first.timeout_ms} ms"
+        seq = f" (SeqNum {first.seq})" if first.seq is not None else ""
+        out.append(fail(AREA, "nccl.watchdog", f"Watchdog timeout in {op}{rank_s}{seq}{timing}",
+                        actual=first.ran_for_ms, expected=first.timeout_ms,
+                        evidence=[_cite(w.at, w.text) for w in ws][:MAX_EVIDENCE], fix=FIX_WATCHDOG,
+                        host=_host(w.at for w in ws)))
+    return out
+
+
+_SHM_SIZE = re.compile(r"to (\d+) bytes|\(size (\d+)\)")
+
+
+def _shm(facts: NcclLogFacts) -> List[Finding]:
+    ws = _by_kind(facts, "shm")
+    if not ws:
+        return []
+    sizes = sorted({int(a or b) for w in ws for a, b in _SHM_SIZE.findall(w.message)})
+    size = f" of {sizes[-1]} bytes" if sizes else ""
+    return [fail(AREA, "nccl.shm",
+                 f"/dev/shm too small: NCCL could not create its shared-memory segment{size}{_where(w.at for w in ws)}"
+                 f"{_result(ws[0])}", actual=ws[0].message, expected="room in /dev/shm",
+                 evidence=_warn_evidence(ws), fix=FIX_SHM, host=_host(w.at for w in ws))]
+
+
+_MEMLOCK_FNS = {"ibv_reg_mr", "ibv_reg_mr_iova2", "ibv_reg_dmabuf_mr", "ibv_create_qp", "ibv_create_cq", "ibv_alloc_pd"}
+
+
+def _ibv(facts: NcclLogFacts) -> List[Finding]:
+    out = []
+    ws = _by_kind(facts, "ibv")
+    memlock = [w for w in ws if w.detail.get("fn") in _MEMLOCK_FNS or "Cannot allocate memory" in w.message]
+    modify = [w for w in ws if w.detail.get("fn") == "ibv_modify_qp"]
+    other = [w for w in ws if w not in memlock and w not in modify]
+    for group, what, fix in ((memlock, "memlock limit", FIX_MEMLOCK), (modify, "RoCE GID or routing", FIX_MODIFY_QP),
+                             (other, "IB verbs", FIX_ERROR)):
+        if not group:
+            continue
+        fns = sorted({w.detail.get("fn", "ibv call") for w in group})
+        err = group[0].detail.get("err")
+        out.append(fail(AREA, "nccl.ib_verbs",
+                        f"{', '.join(fns)} failed{' (' + err + ')' if err else ''}: {what}"
+                        f"{_where(w.at for w in group)}{_result(group[0])}",
+                        actual=group[0].message, evidence=_warn_evidence(group), fix=fix, host=_host(w.at for w in group)))
+    cq = _by_kind(facts, "ib_completion")
+    if cq:
+        st = sorted({w.detail.get("status", "?") for w in cq})
+        out.append(fail(AREA, "nccl.ib_completion", f"IB completion error status={', '.join(st)}{_where(w.at for w in cq)}"
+                        + (" (12 = transport retry counter exceeded)" if "12" in st else ""),
+                        actual=st, evidence=_warn_evidence(cq), fix=FIX_IB_COMPLETION, host=_host(w.at for w in cq)))
+    return out
+
+
+def _simple(facts: NcclLogFacts, kinds: Sequence[str], check: str, title: str, fix: str) -> List[Finding]:
+    ws = _by_kind(facts, *kinds)
+    if not ws:
+        return []
+    msg = f"{title}{_where(w.at for w in ws)}: {ws[0].message}{_result(ws[0])}"
+    if len(ws) > 1:
+        msg += f" (and {len(ws) - 1} more)"
+    return [fail(AREA, check, msg, actual=ws[0].message, evidence=_warn_evidence(ws), fix=fix,
+                 host=_host(w.at for w in ws))]
+
+
+def _plugin(facts: NcclLogFacts, expected_env: Mapping[str, str]) -> List[Finding]:
+    ib_disable = expected_env.get("NCCL_IB_DISABLE")
+    echoed = [e for e in facts.env if e.name == "NCCL_IB_DISABLE"]
+    if ib_disable is None and echoed:
+        ib_disable = echoed[-1].value
+    if _norm_env(ib_disable or "0") != "1":
+        return []
+    ext_nets = [n for n in facts.networks if n.name.lower().startswith("ibext") or "sharp" in n.name.lower()]
+    ext_ch = [c for c in facts.channels if c.transport == "NET" and c.net and c.net.lower().startswith("ibext")]
+    if not ext_nets and not ext_ch:
+        return []
+    ev = [_cite(n.at, n.text) for n in ext_nets[:2]] + [_cite(c.at, c.text) for c in ext_ch[:2]]
+    ev += [_cite(e.at, e.text) for e in echoed[:1]] + [_cite(p.at, p.text) for p in facts.plugins[:2]]
+    return [warn(AREA, "nccl.net_plugin",
+                 "External net plugin ignores NCCL_IB_DISABLE=1: NCCL still used "
+                 f"{(ext_nets[0].name if ext_nets else ext_ch[0].net)} instead of sockets",
+                 actual=ext_nets[0].name if ext_nets else ext_ch[0].net, expected="Socket", evidence=ev[:MAX_EVIDENCE],
+                 fix=FIX_PLUGIN)]
+
+
+_SPECIFIC = {"duplicate_gpu", "version_mismatch", "shm", "ibv", "ib_completion", "nvls", "cuda", "no_interface",
+             "socket_connect", "remote_closed", "proxy", "p2p_nvlink_disabled"}
+
+
+def _other_errors(facts: NcclLogFacts, have_failure: bool) -> List[Finding]:
+    out = []
+    generic = [w for w in facts.warns if w.failure and w.kind not in _SPECIFIC]
+    if generic:
+        out.append(fail(AREA, "nccl.error", f"NCCL error{_where(w.at for w in generic)}: {generic[0].message}"
+                        f"{_result(generic[0])}" + (f" (and {len(generic) - 1} more)" if len(generic) > 1 else ""),
+                        actual=generic[0].result_name, evidence=_warn_evidence(generic), fix=FIX_ERROR,
+                        host=_host(w.at for w in generic)))
+    orphans = [o for o in facts.orphan_chains if o.result in ERROR_RESULTS]
+    if orphans and not have_failure and not generic:
+        names = sorted({RESULT_NAMES[o.result] for o in orphans if o.result is not None})
+        ev = [_cite(s.at, s.text) for o in orphans for s in o.steps[:2]][:MAX_EVIDENCE]
+        out.append(fail(AREA, "nccl.error",
+                        f"NCCL returned {', '.join(names)}{_where(o.at for o in orphans)} (the WARN that explains it "
+                        "is not in the log)", actual=names, evidence=ev, fix=FIX_ERROR, host=_host(o.at for o in orphans)))
+    if facts.app_errors:
+        a = facts.app_errors[0]
+        out.append(fail(AREA, "nccl.app_error", f"{a.kind} reported an NCCL failure: {a.message}"
+                        + (f" (and {len(facts.app_errors) - 1} more)" if len(facts.app_errors) > 1 else ""),
+                        actual=a.message, evidence=[_cite(x.at, x.text) for x in facts.app_errors][:MAX_EVIDENCE],
+                        fix=FIX_ERROR, host=_host(x.at for x in facts.app_errors)))
+    notices = [w for w in facts.warns if not w.failure]
+    if notices:
+        out.append(warn(AREA, "nccl.warn", f"NCCL printed {len(notices)} WARN line(s) without an error result: "
+                        f"{notices[0].message}", evidence=_warn_evidence(notices),
+                        fix="Read the WARN lines; they often explain a slower fallback.",
+                        host=_host(w.at for w in notices)))
+    return out
+
+
+def _init(facts: NcclLogFacts) -> List[Finding]:
+    pending = []
+    for p in facts.procs:
+        for r in p.init_started:
+            if r not in p.init_completed:
+                pending.append((p, r))
+    if not pending:
+        done = [e for e in facts.inits if e.phase == "COMPLETE"]
+        if done:
+            return [ok(AREA, "nccl.init", f"Init COMPLETE on {len({(e.at.proc, e.rank) for e in done})} rank(s)",
+                       evidence=[_cite(done[0].at, done[0].text)])]
+        return []
+    ev = [_cite(e.at, e.text) for e in facts.inits if e.phase == "START"
+          and any(e.at.proc == p.name and e.rank == r for p, r in pending)]
+    return [warn(AREA, "nccl.init", f"Init START without Init COMPLETE on {len(pending)} rank(s): "
+                 + ", ".join(f"rank {r} ({p.name})" for p, r in pending[:6]),
+                 evidence=ev[:MAX_EVIDENCE], fix="Initialisation hung or failed: see the WARN lines of these ranks.",
+                 host=_host(Loc("", 0, p.host) for p, _ in pending))]
+
+
+def _env(facts: NcclLogFacts, expected_env: Mapping[str, str]) -> List[Finding]:
+    if not expected_env:
+        return []
+    seen = facts.env_values()
+    bad, good, missing = [], [], []
+    for key, want in expected_env.items():
+        if key not in seen:
+            missing.append(key)
+            continue
+        got = seen[key]
+        (good if got == [_norm_env(want)] else bad).append((key, want, got))
+    out = []
+    if bad:
+        ev = [_cite(e.at, e.text) for e in facts.env if e.name in {k for k, _, _ in bad}][:MAX_EVIDENCE]
+        out.append(fail(AREA, "nccl.env", "NCCL read other values than intended: " + "; ".join(
+            f"{k}={'/'.join(g)} (expected {w})" for k, w, g in bad), actual={k: g for k, _, g in bad},
+            expected={k: w for k, w, _ in bad}, evidence=ev,
+            fix="NCCL reads its environment once per process: pass the variable to every rank "
+                "(mpirun -x, srun --export, torchrun env) and check /etc/nccl.conf and ~/.nccl.conf."))
+    if good and not bad:
+        msg = "NCCL echoed " + ", ".join(f"{k}={w}" for k, w, _ in good)
+        if missing:
+            msg += f"; not echoed: {', '.join(missing)}"
+        out.append(ok(AREA, "nccl.env", msg, actual={k: g for k, _, g in good}))
+    return out
+
+
+def transport_findings(facts: NcclLogFacts, require_ib: bool = False,
+                       expected_env: Optional[Mapping[str, str]] = None) -> List[Finding]:
+    """Judge what the logs say about transports and failures.
+
+    ``require_ib``: inter-node traffic must go over InfiniBand/RoCE (a Socket
+    fallback fails instead of warning). ``expected_env``: the NCCL variables the
+    run set (``{"NCCL_IB_DISABLE": "1"}``); echoed values that differ fail, and
+    ``NCCL_NET`` / ``NCCL_IB_DISABLE`` feed the network and plugin checks.
+    """
+    env: Dict[str, str] = {k: _norm_env(v) for k, v in (expected_env or {}).items()}
+    out: List[Finding] = []
+    out += _version(facts)
+    out += _transports(facts)
+    out += _network(facts, require_ib, env)
+    out += _gdrdma(facts)
+    out += _plugin(facts, env)
+    out += _watchdog(facts)
+    out += _shm(facts)
+    out += _ibv(facts)
+    out += _simple(facts, ["duplicate_gpu"], "nccl.duplicate_gpu", "Duplicate GPU: two ranks on one GPU", FIX_DUP_GPU)
+    out += _simple(facts, ["no_interface"], "nccl.socket_ifname", "No usable socket interface", FIX_IFNAME)
+    out += _simple(facts, ["socket_connect"], "nccl.socket_connect", "Socket connection failed", FIX_SOCKET_CONNECT)
+    out += _simple(facts, ["remote_closed"], "nccl.remote_closed", "Connection closed by the remote peer",
+                   FIX_REMOTE_CLOSED)
+    out += _simple(facts, ["proxy"], "nccl.proxy", "NCCL proxy thread failed", FIX_SOCKET_CONNECT)
+    out += _simple(facts, ["nvls"], "nccl.nvls", "NVLS (NVLink SHARP) setup failed", FIX_NVLS)
+    out += _simple(facts, ["cuda"], "nccl.cuda", "CUDA call failed inside NCCL", FIX_CUDA)
+    out += _simple(facts, ["p2p_nvlink_disabled"], "nccl.p2p_nvlink", "P2P disabled between NVLink GPUs", FIX_P2P_NVLINK)
+    have_failure = any(f.status.value == "fail" for f in out)
+    out += _other_errors(facts, have_failure)
+    out += _init(facts)
+    out += _env(facts, env)
+    return out

@@ -1,0 +1,128 @@
+"""Rendering what NCCL logs say: a process table, a rank-pair transport table, findings, and JSON."""
+from __future__ import annotations
+
+import time
+from typing import Any, Dict, List, Sequence
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from nccldiag import __version__
+from nccldiag.findings import SEVERITY, Finding, Status, to_jsonable
+from nccldiag.probe.nccllog import NcclLogFacts
+
+SCHEMA = "nccldiag.log/1"
+MAX_ROWS = 64
+
+
+def exit_code(findings: Sequence[Finding]) -> int:
+    """1 when any finding failed (the logs show a failure), else 0."""
+    return 1 if any(f.status == Status.FAIL for f in findings) else 0
+
+
+def _ranks(ranks: Sequence[int]) -> str:
+    """Compact rank list: 0-3,8,10-11."""
+    out: List[str] = []
+    rs = sorted(set(ranks))
+    i = 0
+    while i < len(rs):
+        j = i
+        while j + 1 < len(rs) and rs[j + 1] == rs[j] + 1:
+            j += 1
+        out.append(str(rs[i]) if i == j else f"{rs[i]}-{rs[j]}")
+        i = j + 1
+    return ",".join(out) or "-"
+
+
+def _procs_table(facts: NcclLogFacts) -> Table:
+    t = Table(title="processes", title_justify="left", header_style="bold", pad_edge=False)
+    for col in ("process", "ranks", "cudaDev", "NCCL", "network"):
+        t.add_column(col, no_wrap=True)
+    for p in facts.procs[:MAX_ROWS]:
+        t.add_row(p.name, _ranks(p.ranks), _ranks(p.devs), ", ".join(p.versions) or "-", ", ".join(p.networks) or "-")
+    if len(facts.procs) > MAX_ROWS:
+        t.add_row(Text(f"... {len(facts.procs) - MAX_ROWS} more", style="muted"), "", "", "", "")
+    return t
+
+
+def _pairs_table(facts: NcclLogFacts) -> Table:
+    t = Table(title="transports by rank pair", title_justify="left", header_style="bold", pad_edge=False)
+    for col in ("pair", "hosts", "transports", "via", "channels"):
+        t.add_column(col, no_wrap=True)
+    pairs = facts.summary.pairs if facts.summary else []
+    for p in pairs[:MAX_ROWS]:
+        hosts = f"{','.join(p.src_hosts) or '?'} -> {','.join(p.dst_hosts) or '?'}"
+        cats = Text(", ".join(p.categories), style="warn" if "NET/Socket" in p.categories else "")
+        t.add_row(p.key, hosts, cats, ", ".join(p.vias[:3]) + (" ..." if len(p.vias) > 3 else ""), str(len(p.channels)))
+    if len(pairs) > MAX_ROWS:
+        t.add_row(Text(f"... {len(pairs) - MAX_ROWS} more", style="muted"), "", "", "", "")
+    return t
+
+
+def render(facts: NcclLogFacts, findings: Sequence[Finding], con: Console, verbose: bool = False) -> None:
+    """Tables first, then findings (worst first), then a one-line summary."""
+    if facts.procs:
+        con.print(_procs_table(facts))
+    if facts.summary and facts.summary.pairs:
+        con.print(_pairs_table(facts))
+    floor = Status.SKIP if verbose else Status.OK
+    items = sorted((f for f in findings if SEVERITY[f.status] >= SEVERITY[floor]),
+                   key=lambda f: -SEVERITY[f.status])
+    if items:
+        con.print()
+    for f in items:
+        label = Text(f" {f.status.value.upper():5} ", style=f.status.value)
+        con.print(Text.assemble(label, " ", (f.check, "bold"), "  ", f.message))
+        if f.status in (Status.OK, Status.SKIP) and not verbose:
+            continue
+        for line in f.evidence[: (len(f.evidence) if verbose else 5)]:
+            con.print(Text(f"        | {line}", style="muted"))
+        if f.fix and f.status not in (Status.OK, Status.SKIP):
+            con.print(Text(f"        fix: {f.fix}"))
+    s = facts.summary
+    n_fail = sum(1 for f in findings if f.status == Status.FAIL)
+    con.print()
+    parts = [f"{len(facts.sources)} file(s)", f"{facts.nccl_lines} NCCL line(s)", f"{len(facts.procs)} process(es)"]
+    if s is not None:
+        parts.append("transports: " + (", ".join(s.transports) or "none seen"))
+        if s.versions:
+            parts.append("NCCL " + ", ".join(s.versions))
+    verdict = Text(f"{n_fail} failure(s)" if n_fail else "no failure", style="fail" if n_fail else "ok")
+    con.print(Text.assemble("; ".join(parts) + "; ", verdict))
+    if not facts.nccl_lines:
+        con.print(Text("no NCCL lines found: was the job run with NCCL_DEBUG=INFO?", style="warn"))
+
+
+def facts_json(facts: NcclLogFacts, include_channels: bool = False) -> Dict[str, Any]:
+    """The facts as JSON values; channel lines are summarised per pair unless asked for."""
+    d = to_jsonable(facts)
+    d["channel_lines"] = len(facts.channels)
+    if not include_channels:
+        d.pop("channels", None)
+    for wd, w in zip(d["warns"], facts.warns):
+        wd["result"] = w.result
+        wd["result_name"] = w.result_name
+    for od, o in zip(d["orphan_chains"], facts.orphan_chains):
+        od["result"] = o.result
+    if d.get("summary"):
+        for pd, p in zip(d["summary"]["pairs"], facts.summary.pairs):
+            pd["key"] = p.key
+    for pd, p in zip(d["procs"], facts.procs):
+        pd["name"] = p.name
+    return d
+
+
+def to_json(facts: NcclLogFacts, findings: Sequence[Finding], include_channels: bool = False) -> Dict[str, Any]:
+    """The whole report as one JSON object (schema ``nccldiag.log/1``)."""
+    d = facts_json(facts, include_channels)
+    return {
+        "schema": SCHEMA,
+        "nccldiag_version": __version__,
+        "generated_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "files": list(facts.sources),
+        "exit_code": exit_code(findings),
+        "summary": d.pop("summary"),
+        "findings": [f.to_dict() for f in findings],
+        "facts": d,
+    }
