@@ -86,26 +86,33 @@ def mpi_hostfile(hosts: Sequence[str], slots: int) -> str:
 def mpirun_command(
     spec: LaunchSpec,
     hosts: Sequence[str],
-    ifname: Optional[str],
+    ifnames: Mapping[str, Optional[str]],
     ssh_args: str = "-o BatchMode=yes -o ConnectTimeout=10",
     as_root: bool = False,
     timeout: Optional[int] = None,
 ) -> Tuple[str, str]:
     """``(command, hostfile text)`` for mpirun started on the first host.
 
-    Every variable goes with ``-x NAME`` (set in mpirun's own environment;
-    its parser does not understand quotes). The SSH options are given to both
-    Open MPI 4 (``plm_rsh_args``) and 5 (``plm_ssh_args``) through the
-    environment, where each ignores the other's name.
+    ``ifnames`` maps each node's own host name to the interface it reaches
+    rank 0 on. Every variable goes with ``-x NAME`` (set in mpirun's own
+    environment; its parser does not understand quotes); when the nodes name
+    their interfaces differently, ``NCCLDIAG_IFNAMES`` carries the map and
+    each rank picks its own. The SSH options are given to both Open MPI 4
+    (``plm_rsh_args``) and 5 (``plm_ssh_args``) through the environment, where
+    each ignores the other's name.
     """
-    env = node_env(spec, ifname)
+    names = {v for v in ifnames.values() if v}
+    same = names.pop() if len(names) == 1 and all(ifnames.values()) else None
+    env = node_env(spec, same)
+    if same is None and names | {v for v in ifnames.values() if v}:
+        env["NCCLDIAG_IFNAMES"] = ",".join(f"{h}={i}" for h, i in ifnames.items() if i)
     env["OMPI_MCA_plm_rsh_args"] = ssh_args
     env["PRTE_MCA_plm_ssh_args"] = ssh_args
     env["OMPI_MCA_plm_rsh_no_tree_spawn"] = "1"
     env["PRTE_MCA_plm_ssh_no_tree_spawn"] = "1"
-    if ifname:
-        env["OMPI_MCA_btl_tcp_if_include"] = ifname
-        env["OMPI_MCA_oob_tcp_if_include"] = ifname
+    if same:
+        env["OMPI_MCA_btl_tcp_if_include"] = same
+        env["OMPI_MCA_oob_tcp_if_include"] = same
     if as_root:
         env["OMPI_ALLOW_RUN_AS_ROOT"] = "1"
         env["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1"

@@ -63,6 +63,7 @@ class Prepared:
     loopback: Dict[str, List[str]]  # host -> loopback addresses its name resolves to
     problems: Dict[str, str]  # host -> why it cannot take part
     info: Dict[str, dict] = field(default_factory=dict)  # host -> python/torch facts
+    hostnames: Dict[str, str] = field(default_factory=dict)  # inventory name -> the node's own host name
 
 
 _INFO_SNIPPET = """
@@ -112,6 +113,7 @@ def prepare(nodes: Sequence, python: str, ifname: Optional[str], shared_dir: Opt
     ifnames: Dict[str, Optional[str]] = {}
     loopback: Dict[str, List[str]] = {}
     info: Dict[str, dict] = {}
+    hostnames: Dict[str, str] = {}
     files = None
     if stage:
         from nccldiag.probe.nodes import worker_files
@@ -126,6 +128,7 @@ def prepare(nodes: Sequence, python: str, ifname: Optional[str], shared_dir: Opt
                 return
             kv = _parse_kv(r.stdout)
             ifnames[node.name] = ifname or kv.get("iface") or None
+            hostnames[node.name] = kv.get("hostname") or node.name
             pr = node.run(f"{shlex.quote(python)} -c {shlex.quote(_INFO_SNIPPET)}", timeout)
             try:
                 info[node.name] = json.loads(pr.stdout.strip().splitlines()[-1])
@@ -164,7 +167,7 @@ def prepare(nodes: Sequence, python: str, ifname: Optional[str], shared_dir: Opt
             port = int(r.stdout.strip())
         else:
             problems[first.name] = f"{python} does not run on {first.name}: {(r.stderr or '').strip()[-200:]}"
-    return Prepared(run_id, rundir, rdzv_host, port, ifnames, loopback, problems, info)
+    return Prepared(run_id, rundir, rdzv_host, port, ifnames, loopback, problems, info, hostnames)
 
 
 def run_setting(

@@ -178,7 +178,7 @@ def run(hosts: Sequence[Host], opts: ProbeOptions) -> int:
         runs=runs, settings=settings, backend=backend, require_ib=opts.require_ib, launcher=opts.launcher,
         hosts=[n.name for n in nodes], unreachable=unreachable, problems=prep.problems, loopback=prep.loopback,
         ifnames=prep.ifnames, nproc_per_node=nproc, out_dir=out_dir, cleanup_failed=cleanup_failed,
-        elapsed=time.monotonic() - t0,
+        elapsed=time.monotonic() - t0, timeout=timeout,
     )
     probe_report.emit(report, con, opts.json_path)
     return report.exit_code
@@ -211,7 +211,8 @@ def build_commands(launcher: str, spec: launch.LaunchSpec, nodes: Sequence, prep
     if launcher == "mpirun":
         head = nodes[0]
         as_root = True  # the flags only take effect when mpirun runs as root
-        cmd, hostfile = launch.mpirun_command(spec, [n.name for n in nodes], prep.ifnames.get(head.name),
+        by_hostname = {prep.hostnames.get(n.name, n.name): prep.ifnames.get(n.name) for n in nodes}
+        cmd, hostfile = launch.mpirun_command(spec, [n.name for n in nodes], by_hostname,
                                               as_root=as_root, timeout=int(timeout))
         write = f"printf %s {shlex.quote(hostfile)} > {shlex.quote(spec.rundir)}/hostfile && "
         return {head.name: write + cmd}

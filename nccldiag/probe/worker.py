@@ -557,10 +557,26 @@ def _init_process_group(dist: Any, backend: str, timeout: float, device: Any) ->
     dist.init_process_group(**kwargs)
 
 
+def apply_ifname_map(environ: Dict[str, str], host: str) -> Optional[str]:
+    """Set GLOO/NCCL_SOCKET_IFNAME from ``NCCLDIAG_IFNAMES`` (``host=iface,...``).
+
+    mpirun gives every rank the same environment; where nodes name their
+    interfaces differently, each rank picks its own here, before any
+    process group exists.
+    """
+    mapping = dict(p.split("=", 1) for p in environ.get("NCCLDIAG_IFNAMES", "").split(",") if "=" in p)
+    iface = mapping.get(host) or mapping.get(host.split(".")[0])
+    if iface:
+        environ["GLOO_SOCKET_IFNAME"] = iface
+        environ.setdefault("NCCL_SOCKET_IFNAME", iface)
+    return iface
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     args = parser().parse_args(argv)
     out = Emitter(args.out)
     host = socket.gethostname()
+    apply_ifname_map(os.environ, host)
     out.base.update(rank=int(os.environ.get("RANK", "-1")), host=host)
     t_start = time.monotonic()
 
