@@ -1,0 +1,60 @@
+"""Running the real nccldiag command against a virtual cluster, and waiting on conditions."""
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Callable, List, Optional, Sequence
+
+from nccldiag.probe import launch
+
+
+def nccldiag(args: Sequence[str], timeout: float = 300, cwd: Optional[str] = None) -> subprocess.CompletedProcess:
+    """Run the CLI as a user would (a fresh process), bounded by ``timeout``."""
+    return subprocess.run(
+        [sys.executable, "-m", "nccldiag", *args], capture_output=True, text=True, timeout=timeout,
+        stdin=subprocess.DEVNULL, cwd=cwd, env={**__import__("os").environ, "NO_COLOR": "1", "COLUMNS": "200"},
+    )
+
+
+def timed(args: Sequence[str], timeout: float = 300, cwd: Optional[str] = None):
+    t0 = time.monotonic()
+    r = nccldiag(args, timeout, cwd)
+    return r, time.monotonic() - t0
+
+
+def load_json(path: Path) -> dict:
+    return json.loads(Path(path).read_text())
+
+
+def wait_for(condition: Callable[[], bool], timeout: float, what: str) -> None:
+    """Poll ``condition`` until it holds; fail the test if it does not within ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+
+
+def records(path: Path) -> List[dict]:
+    out = []
+    if not path.exists():
+        return out
+    for line in path.read_text().splitlines():
+        try:
+            out.append(json.loads(line))
+        except ValueError:
+            continue
+    return out
+
+
+def probe_processes(vc, node: str) -> List[str]:
+    """Processes of any nccldiag probe run still alive on ``node`` (checked over SSH)."""
+    cmd = (
+        "for p in /proc/[0-9]*; do if grep -qsaz '^NCCLDIAG_RUN=' \"$p/environ\" 2>/dev/null; then "
+        "printf '%s %s\\n' \"${p#/proc/}\" \"$(tr '\\0' ' ' < \"$p/cmdline\" 2>/dev/null | cut -c1-200)\"; fi; done; true"
+    )
+    r = vc.ssh(node, cmd, ["-o", "ConnectTimeout=10"], timeout=60)
+    assert r.returncode == 0, r.stderr
+    return [l for l in r.stdout.splitlines() if l.strip()]

@@ -1,0 +1,172 @@
+"""``nccldiag probe`` end to end on the virtual cluster (gloo): torchrun, mpirun, and faults.
+
+Every fault test asserts the time bound, that the culprit is named, and that
+no probe process is left on any node afterwards (checked over SSH).
+"""
+import threading
+
+import pytest
+
+from tests.integration.helpers import load_json, probe_processes, records, timed, wait_for
+from tests.integration.vcluster import vcluster_fixture
+
+ALL = {"broadcast", "reduce", "all_reduce", "all_gather", "all_gather_into_tensor", "gather", "scatter",
+       "reduce_scatter", "reduce_scatter_tensor", "all_to_all", "all_to_all_single", "sendrecv", "barrier"}
+
+
+def two_nodes(vc):
+    return ["-w", "node01,node02", "--ssh-config", str(vc.ssh_config), "--nproc-per-node", "2"]
+
+
+@pytest.mark.parametrize("launcher", ["torchrun", "mpirun"])
+def test_every_collective_verified_on_every_rank(vcluster, tmp_path, launcher):
+    out = tmp_path / "p.json"
+    r, elapsed = timed(["probe", *two_nodes(vcluster), "--launcher", launcher, "--timeout", "90",
+                        "-o", str(tmp_path / "run"), "--json", str(out)], timeout=200)
+    assert r.returncode == 0, r.stdout + r.stderr
+    data = load_json(out)
+    assert data["backend"] == "gloo" and data["launcher"] == launcher
+    assert "do not apply to the gloo backend" in data["note"]
+    (setting,) = data["settings"]
+    assert setting["status"] == "ok" and setting["world_size"] == 4
+    hosts = {v["host"] for v in setting["ranks"].values()}
+    assert hosts == {"node01", "node02"}
+    assert ALL <= set(setting["collectives"])
+    for name, c in setting["collectives"].items():
+        assert c["status"] == "ok", (name, c)
+        assert sorted(c["ranks_ok"]) == [0, 1, 2, 3], name
+    sweep = setting["collectives"]["all_reduce"]["sweep"]
+    assert len(sweep) >= 2 and all(p["algbw"] > 0 and p["busbw"] > 0 for p in sweep)
+    # nccl-tests' all_reduce factor: busbw = algbw * 2(n-1)/n
+    assert all(abs(p["busbw"] - p["algbw"] * 1.5) <= 0.02 * p["busbw"] + 1e-6 for p in sweep)
+    if launcher == "mpirun":
+        assert setting["collectives"]["mpi_allreduce"]["status"] == "ok"
+    # the ranks' records were written as they came
+    recs = records(tmp_path / "run" / "records.jsonl")
+    assert sum(1 for x in recs if x["type"] == "end") == 4
+    for node in vcluster.hosts:
+        assert probe_processes(vcluster, node) == []
+    assert "all_reduce" in r.stdout and "1 worked" in r.stdout
+
+
+def test_dry_run_prints_commands_and_runs_nothing(vcluster, tmp_path):
+    r, _ = timed(["probe", *two_nodes(vcluster), "--dry-run", "-o", str(tmp_path / "run")])
+    assert r.returncode == 0, r.stderr
+    assert "# default on node01" in r.stdout and "# default on node02" in r.stdout
+    assert "torch.distributed.run" in r.stdout and "--rdzv-endpoint=" in r.stdout
+    assert not (tmp_path / "run" / "records.jsonl").exists() or records(tmp_path / "run" / "records.jsonl") == []
+
+
+# --- faults, on a cluster of their own -----------------------------------------------------
+
+faulty = vcluster_fixture(n=2, prefix="ncdq", names="qnode", subnet="10.213.60", scope="module")
+TIMEOUT = 40
+
+
+def probe_faulty(vc, tmp_path, *extra, timeout=TIMEOUT):
+    out = tmp_path / "p.json"
+    args = ["probe", str(vc.hostfile), "--ssh-config", str(vc.ssh_config), "--nproc-per-node", "2",
+            "--timeout", str(timeout), "--connect-timeout", "5", "-o", str(tmp_path / "run"), "--json", str(out),
+            "--max-bytes", "256K", *extra]
+    return args, out
+
+
+def assert_clean(vc):
+    for node in vc.hosts:
+        assert probe_processes(vc, node) == [], node
+
+
+def started(tmp_path):
+    return lambda: any(x.get("type") == "result" for x in records(tmp_path / "run" / "records.jsonl"))
+
+
+def run_with_fault(args, timeout, trigger, fault):
+    """Start the probe, wait until ``trigger`` holds, apply ``fault``; return (result, elapsed)."""
+    box = {}
+    th = threading.Thread(target=lambda: box.update(zip(("r", "elapsed"), timed(args, timeout=timeout))))
+    th.start()
+    try:
+        wait_for(trigger, 120, "the probe to report its first result")
+        fault()
+    finally:
+        th.join(timeout + 30)
+    assert not th.is_alive()
+    return box["r"], box["elapsed"]
+
+
+def test_link_cut_mid_run(faulty, tmp_path):
+    args, out = probe_faulty(faulty, tmp_path, "--iters", "200")
+    try:
+        r, elapsed = run_with_fault(args, 200, started(tmp_path), lambda: faulty.fault("qnode02", "link-down"))
+    finally:
+        faulty.fault("qnode02", "link-up")
+    data = load_json(out)
+    assert r.returncode in (1, 3)
+    # bounded: the setting's timeout, the kill and the reconnect timeouts
+    assert elapsed < TIMEOUT + 60, elapsed
+    text = r.stdout
+    assert "qnode02" in text
+    checks = {(f["check"], f.get("host")) for s in data["settings"] for f in s["findings"]} | \
+             {(f["check"], f.get("host")) for f in data["findings"]}
+    assert ("probe.unreachable", "qnode02") in checks or ("probe.timeout", "qnode02") in checks, checks
+    assert_clean(faulty)
+
+
+def test_rendezvous_port_blocked(faulty, tmp_path):
+    rule = ["iptables", "-w", "10", "-I", "INPUT", "-p", "tcp", "!", "--dport", "22", "-m", "conntrack",
+            "--ctstate", "NEW", "-j", "DROP"]
+    faulty.exec("qnode01", rule, check=True)
+    try:
+        args, out = probe_faulty(faulty, tmp_path, timeout=30)
+        r, elapsed = timed(args, timeout=200)
+    finally:
+        faulty.exec("qnode01", [*rule[:3], "-D", *rule[4:]], check=True)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert elapsed < 30 + 40, elapsed
+    data = load_json(out)
+    (setting,) = data["settings"]
+    assert setting["status"] != "ok"
+    culprits = {f.get("host") for f in setting["findings"] if f["status"] == "fail"}
+    assert "qnode02" in culprits or "qnode01" in culprits, setting["findings"]
+    assert_clean(faulty)
+
+
+def test_one_rank_killed(faulty, tmp_path):
+    args, out = probe_faulty(faulty, tmp_path, "--iters", "100")
+
+    def kill_a_rank():
+        # the virtual nodes share one PID namespace: pick the rank in qnode02's network namespace
+        cmd = ("me=$(readlink /proc/self/ns/net); for p in /proc/[0-9]*; do "
+               "if [ \"$(readlink $p/ns/net 2>/dev/null)\" = \"$me\" ] && grep -qsaz '^NCCLDIAG_RUN=' $p/environ && "
+               "grep -qsa 'nccldiag.probe.worker' $p/cmdline && grep -qsaz '^LOCAL_RANK=1$' $p/environ; then "
+               "kill -9 ${p#/proc/}; echo killed ${p#/proc/}; fi; done")
+        r = faulty.ssh("qnode02", cmd, ["-o", "ConnectTimeout=10"], timeout=30)
+        assert "killed" in r.stdout, r.stdout + r.stderr
+
+    r, elapsed = run_with_fault(args, 200, started(tmp_path), kill_a_rank)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert elapsed < TIMEOUT + 40, elapsed
+    data = load_json(out)
+    (setting,) = data["settings"]
+    assert setting["status"] != "ok"
+    bad_hosts = {f.get("host") for f in setting["findings"] if f["status"] in ("fail", "error")}
+    assert "qnode02" in bad_hosts, setting["findings"]
+    assert_clean(faulty)
+
+
+def test_hostname_resolving_to_loopback_is_detected(faulty, tmp_path):
+    hosts_file = faulty.state / "hosts"
+    before = hosts_file.read_text()
+    hosts_file.write_text("127.0.1.1 qnode02\n" + before)  # Debian's default form, inside the nodes only
+    try:
+        args, out = probe_faulty(faulty, tmp_path, timeout=60)
+        r, elapsed = timed(args, timeout=200)
+    finally:
+        hosts_file.write_text(before)
+    data = load_json(out)
+    loop = [f for f in data["findings"] if f["check"] == "probe.hostname_loopback"]
+    assert loop and loop[0]["host"] == "qnode02" and "127.0.1.1" in loop[0]["message"]
+    # nccldiag chose the interface itself, so the run works despite it
+    assert r.returncode == 0, r.stdout
+    assert elapsed < 60 + 30
+    assert_clean(faulty)
