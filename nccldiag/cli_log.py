@@ -56,15 +56,10 @@ def parse_expect(values: Sequence[str]) -> Dict[str, str]:
 
 
 def _write_json(data: dict, path: str) -> None:
-    text = json.dumps(data, indent=2, default=str)
-    if path == "-":
-        sys.stdout.write(text + "\n")
-        return
+    from nccldiag.report.check_report import write_json
+
     try:
-        tmp = path + ".tmp"
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.write(text + "\n")
-        os.replace(tmp, path)
+        write_json(data, path)
     except OSError as exc:
         raise _LogUsageError(f"--json {path}: cannot write: {exc.strerror or exc}") from None
 

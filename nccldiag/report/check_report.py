@@ -127,12 +127,26 @@ def to_json(report: CheckReport, include_facts: bool = True) -> Dict:
 
 
 def write_json(data: Dict, path: str) -> None:
+    """Write ``data`` to ``path`` ('-' for stdout).
+
+    A regular file is replaced atomically (a reader never sees half a
+    report); anything else (a FIFO, /dev/stdout) is written in place.
+    """
     import os
+    import stat
     import sys
 
     text = json.dumps(data, indent=2, sort_keys=False, default=str)
     if path == "-":
         sys.stdout.write(text + "\n")
+        return
+    try:
+        regular = stat.S_ISREG(os.stat(path).st_mode)
+    except FileNotFoundError:
+        regular = True
+    if not regular:
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text + "\n")
         return
     tmp = path + ".tmp"
     with open(tmp, "w", encoding="utf-8") as f:

@@ -100,3 +100,26 @@ def test_usage_errors_are_messages_not_tracebacks(tmp_path):
     assert r.exit_code == 2 and "unknown area nonsense" in r.output
     r = cli.invoke(main, ["check", "--bundle", str(tmp_path / "nobundle")])
     assert r.exit_code == 2 and "nobundle" in r.output
+
+
+def test_json_to_a_device_writes_in_place(tmp_path):
+    """--json /dev/stdout (or a FIFO) must be written to, never replaced by a file."""
+    import os
+    import stat
+
+    from nccldiag.report.check_report import write_json
+
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    import threading
+
+    got = {}
+    reader = threading.Thread(target=lambda: got.update(text=open(fifo).read()))
+    reader.start()
+    write_json({"a": 1}, str(fifo))
+    reader.join(10)
+    assert json.loads(got["text"]) == {"a": 1}
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode)
+    write_json({"b": 2}, str(tmp_path / "plain.json"))
+    assert json.loads((tmp_path / "plain.json").read_text()) == {"b": 2}
+    assert not (tmp_path / "plain.json.tmp").exists()

@@ -1,0 +1,56 @@
+"""Shared pieces of the benchmarks: a virtual cluster of their own, and timing."""
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+VCLUSTER = ROOT / "scripts" / "vcluster"
+
+
+class Cluster:
+    def __init__(self, n: int, prefix: str, names: str, subnet: str):
+        self.n, self.prefix, self.names, self.subnet = n, prefix, names, subnet
+        self.state = Path("/var/lib/nccldiag-vcluster") / prefix
+
+    def _run(self, *args: str, timeout: float = 300) -> None:
+        subprocess.run([str(VCLUSTER), *args, "--prefix", self.prefix, "--names", self.names,
+                        "--subnet", self.subnet], check=True, timeout=timeout,
+                       stdout=subprocess.DEVNULL)
+
+    def __enter__(self) -> "Cluster":
+        self._run("up", str(self.n))
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._run("down")
+
+    @property
+    def hostfile(self) -> str:
+        return str(self.state / "hostfile")
+
+    @property
+    def ssh_config(self) -> str:
+        return str(self.state / "ssh" / "config")
+
+    @property
+    def hosts(self):
+        return Path(self.hostfile).read_text().split()
+
+
+def timed(argv, timeout: float = 600, stdin=None, env=None):
+    """``(seconds, CompletedProcess)`` for one run of ``argv``."""
+    t0 = time.monotonic()
+    r = subprocess.run(argv, input=stdin, capture_output=True, text=True, timeout=timeout,
+                       env={**os.environ, **(env or {})})
+    return time.monotonic() - t0, r
+
+
+def median(xs):
+    return statistics.median(xs)
+
+
+def nccldiag_argv(*args: str):
+    return [sys.executable, "-m", "nccldiag", *args]

@@ -1,0 +1,62 @@
+"""``nccldiag probe`` through its whole path on this machine (local launcher, real torchrun, gloo)."""
+import json
+import os
+import subprocess
+import time
+
+from click.testing import CliRunner
+
+from nccldiag.cli import main
+from nccldiag.probe import session
+
+
+def run_local(tmp_path, *extra, timeout=60):
+    opts = session.ProbeOptions(launcher="local", backend="gloo", nproc_per_node=2, timeout=timeout,
+                                collectives="all_reduce,broadcast,all_gather", max_bytes=4096, iters=2,
+                                out_dir=str(tmp_path / "run"), json_path=str(tmp_path / "p.json"), color="never",
+                                extra_worker_args=list(extra))
+    t0 = time.monotonic()
+    code = session.run([], opts)
+    return code, json.loads((tmp_path / "p.json").read_text()), time.monotonic() - t0
+
+
+def no_probe_processes():
+    """Any process of any probe run still alive here (they carry NCCLDIAG_RUN)."""
+    left = subprocess.run(
+        ["sh", "-c", "for p in /proc/[0-9]*; do grep -qsaz '^NCCLDIAG_RUN=' $p/environ && echo ${p#/proc/}; done; true"],
+        capture_output=True, text=True, timeout=30).stdout.split()
+    return [p for p in left if p != str(os.getpid())]
+
+
+def test_wrong_result_is_reported_on_the_corrupted_rank(tmp_path):
+    code, data, _ = run_local(tmp_path, "--corrupt-rank", "1")
+    assert code == 1
+    (setting,) = data["settings"]
+    ar = setting["collectives"]["all_reduce"]
+    assert ar["status"] == "wrong" and ar["ranks_wrong"] == [1]
+    msgs = [f["message"] for f in setting["findings"] if f["check"] == "probe.all_reduce"]
+    assert msgs and "wrong result on rank 1" in msgs[0]
+
+
+def test_a_stalled_rank_is_a_hang_named_and_bounded(tmp_path):
+    code, data, elapsed = run_local(tmp_path, "--stall-rank", "1", "--stall-in", "broadcast", timeout=20)
+    assert code == 1
+    assert elapsed < 20 + 30
+    (setting,) = data["settings"]
+    bc = setting["collectives"]["broadcast"]
+    assert bc["status"] == "hang" and bc["ranks_hung"] == [1]
+    assert setting["collectives"]["all_reduce"]["status"] == "ok"
+    assert no_probe_processes() == []
+
+
+def test_dry_run_and_usage_errors(tmp_path):
+    cli = CliRunner()
+    r = cli.invoke(main, ["probe", "--dry-run", "--backend", "gloo", "-o", str(tmp_path / "d")])
+    assert r.exit_code == 0, r.output
+    assert "torch.distributed.run" in r.output and "--standalone" in r.output
+    r = cli.invoke(main, ["probe", "--launcher", "mpirun"])
+    assert r.exit_code == 2 and "needs hosts" in r.output
+    r = cli.invoke(main, ["probe", "--setting", "NCCL_P2P_DISABLE=1;rm -rf /", "--dry-run"])
+    assert r.exit_code == 2 and "Traceback" not in r.output
+    r = cli.invoke(main, ["probe", "--max-bytes", "lots", "--dry-run"])
+    assert r.exit_code == 2 and "size 'lots'" in r.output
