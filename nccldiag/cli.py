@@ -55,6 +55,12 @@ def host_options(f):
     return f
 
 
+import_torch_option = click.option(
+    "--import-torch", is_flag=True,
+    help="Import torch on every node, GPUs or not, to prove the import works "
+         "(by default nodes without NVIDIA GPUs only locate it: an import costs seconds).")
+
+
 def _ssh_options(kw):
     from nccldiag.transport.ssh import SSHOptions
 
@@ -137,8 +143,8 @@ def run_collection(kw, areas_sel, save_dir: Optional[str], extra_sources=(), mes
 
     inv = _inventory(kw)
     opts = runner.CollectOptions(
-        ssh=_ssh_options(kw), fanout=kw["fanout"], python=kw["python"], mesh=mesh_mode,
-        extra_sources=extra_sources,
+        ssh=_ssh_options(kw), fanout=kw["fanout"], python=kw["python"], import_torch=kw.get("import_torch", False),
+        mesh=mesh_mode, extra_sources=extra_sources,
     )
     script = runner.script_for(areas_sel, extra_sources)
     notes = []
@@ -170,6 +176,7 @@ def run_collection(kw, areas_sel, save_dir: Optional[str], extra_sources=(), mes
 
 @main.command(context_settings=CONTEXT)
 @host_options
+@import_torch_option
 @click.option("--bundle", type=click.Path(exists=False, file_okay=False), default=None,
               help="Analyze a saved bundle (from 'nccldiag collect -o DIR') instead of collecting.")
 @click.option("--only", multiple=True, metavar="AREA,...", help="Check only these areas.")
@@ -229,6 +236,7 @@ def check(bundle, only, skip, mesh_mode, json_path, save_dir, p2p_test, verbose,
 
 @main.command(context_settings=CONTEXT)
 @host_options
+@import_torch_option
 @click.option("-o", "--output", "out_dir", type=click.Path(file_okay=False), default=None,
               help="Directory for the bundle: one sub-directory per node, one file per source.")
 @click.option("--script", "print_script", is_flag=True, help="Print the script that runs on each node, and exit.")

@@ -30,6 +30,7 @@ class CollectOptions:
     ssh: SSHOptions = field(default_factory=SSHOptions)
     fanout: int = 64
     python: str = "python3"
+    import_torch: bool = False  # import torch even on nodes without NVIDIA GPUs
     mesh: str = "first"  # "none" | "first" (first host to every other) | "all" (every ordered pair)
     mesh_timeout: int = 5
     extra_sources: Sequence[Source] = ()
@@ -48,7 +49,10 @@ def script_for(areas: Sequence[ModuleType], extra: Sequence[Source] = ()) -> str
 
 
 def _script_env(opts: CollectOptions) -> dict:
-    return {"NCCLDIAG_PYTHON": opts.python}
+    env = {"NCCLDIAG_PYTHON": opts.python}
+    if opts.import_torch:
+        env["NCCLDIAG_IMPORT_TORCH"] = "1"
+    return env
 
 
 def _to_raw(host: str, result: ExecResult) -> RawNode:

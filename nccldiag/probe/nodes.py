@@ -29,7 +29,11 @@ class LocalNode:
     def connect(self) -> "LocalNode":
         return self
 
-    def run(self, command: str, timeout: float) -> ExecResult:
+    def run(self, command: str, timeout: float, stdin: Optional[str] = None) -> ExecResult:
+        if stdin is not None:
+            from nccldiag.transport.local import LocalTransport
+
+            return LocalTransport(self.name).run(command, timeout, stdin=stdin)
         return run_streaming(["sh", "-c", command], timeout, host=self.name)
 
     def stream(self, command: str, timeout: float, on_line: Callable[[str], None], cancel: threading.Event) -> ExecResult:
@@ -76,8 +80,8 @@ class SSHNode:
             self.address = words[0] if words else self.name
         return self
 
-    def run(self, command: str, timeout: float) -> ExecResult:
-        return self.conn.run(command, timeout=timeout)
+    def run(self, command: str, timeout: float, stdin: Optional[str] = None) -> ExecResult:
+        return self.conn.run(command, timeout=timeout, stdin=stdin)
 
     def stream(self, command: str, timeout: float, on_line: Callable[[str], None], cancel: threading.Event) -> ExecResult:
         return self.conn.run(command, timeout=timeout, on_line=on_line, cancel=cancel)

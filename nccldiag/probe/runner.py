@@ -72,8 +72,23 @@ d = {"python": sys.version.split()[0], "executable": sys.executable}
 d["torch"] = bool(u.find_spec("torch"))
 d["mpi4py"] = bool(u.find_spec("mpi4py"))
 d["gpus"] = len(glob.glob("/proc/driver/nvidia/gpus/*"))
+import socket
+s = socket.socket(); s.bind(("", 0)); d["free_port"] = s.getsockname()[1]; s.close()
 print(json.dumps(d))
 """
+
+
+def _archive(files: Dict[str, str]) -> str:
+    """The worker's files as a base64 tar.gz, sent on one command's stdin."""
+    import base64
+    import io
+    import tarfile
+
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        for rel, path in sorted(files.items()):
+            tar.add(path, arcname=rel)
+    return base64.b64encode(buf.getvalue()).decode("ascii")
 
 
 def new_run_id() -> str:
@@ -120,21 +135,30 @@ def prepare(nodes: Sequence, python: str, ifname: Optional[str], shared_dir: Opt
 
         files = worker_files()
 
+    archive = _archive(files) if stage and files is not None else None
+
     def prep(node) -> None:
+        # one round trip per node: make the run directory, unpack the worker
+        # (from stdin), find the interface, look at the Python
+        unpack = archive is not None and (shared_dir is None or node is first)
+        cmd = (
+            f"mkdir -p -m 700 {shlex.quote(rundir)} && "
+            + (f"base64 -d | tar -xzf - -C {shlex.quote(rundir)} && " if unpack else "")
+            + launch.iface_command(rdzv_host)
+            + f"; echo \"info=$({shlex.quote(python)} -c {shlex.quote(_INFO_SNIPPET)} 2>&1 | tail -n 1)\""
+        )
         try:
-            r = node.run(f"mkdir -p -m 700 {shlex.quote(rundir)} && " + launch.iface_command(rdzv_host), timeout)
+            r = node.run(cmd, timeout, stdin=archive if unpack else None)
             if r.error or r.rc != 0:
                 problems[node.name] = (r.error.message if r.error else f"setup failed: {r.stderr.strip()[:200]}")
                 return
             kv = _parse_kv(r.stdout)
             ifnames[node.name] = ifname or kv.get("iface") or None
             hostnames[node.name] = kv.get("hostname") or node.name
-            pr = node.run(f"{shlex.quote(python)} -c {shlex.quote(_INFO_SNIPPET)}", timeout)
             try:
-                info[node.name] = json.loads(pr.stdout.strip().splitlines()[-1])
-            except (ValueError, IndexError):
-                why = pr.error.message if pr.error else (pr.stderr.strip().splitlines() or ["no output"])[-1]
-                problems[node.name] = f"{python} cannot run the probe on {node.name}: {why[:200]}"
+                info[node.name] = json.loads(kv.get("info", ""))
+            except ValueError:
+                problems[node.name] = f"{python} cannot run the probe on {node.name}: {kv.get('info', '')[:200]}"
                 return
             if not info[node.name].get("torch"):
                 problems[node.name] = (
@@ -145,28 +169,15 @@ def prepare(nodes: Sequence, python: str, ifname: Optional[str], shared_dir: Opt
             loop = [a for a in kv.get("self", "").split() if a.startswith("127.") or a == "::1"]
             if loop:
                 loopback[node.name] = loop
-            if stage and files is not None and (shared_dir is None or node is first):
-                node.put_files(files, rundir)
         except TransportError as exc:
             problems[node.name] = exc.message
-        except OSError as exc:
-            problems[node.name] = f"staging failed: {exc}"
 
     threads = [threading.Thread(target=prep, args=(n,), daemon=True) for n in nodes]
     for t in threads:
         t.start()
     for t in threads:
         t.join(timeout + 30)
-    port = 29400
-    if first.name not in problems:
-        r = first.run(
-            f"{shlex.quote(python)} -c 'import socket; s=socket.socket(); s.bind((\"\", 0)); print(s.getsockname()[1])'",
-            timeout,
-        )
-        if r.rc == 0 and r.stdout.strip().isdigit():
-            port = int(r.stdout.strip())
-        else:
-            problems[first.name] = f"{python} does not run on {first.name}: {(r.stderr or '').strip()[-200:]}"
+    port = int(info.get(first.name, {}).get("free_port") or 29400)
     return Prepared(run_id, rundir, rdzv_host, port, ifnames, loopback, problems, info, hostnames)
 
 

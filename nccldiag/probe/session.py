@@ -149,9 +149,8 @@ def run(hosts: Sequence[Host], opts: ProbeOptions) -> int:
                 continue
             if not can_run:
                 break
-            mkdir = f"mkdir -p {shlex.quote(prep.rundir + '/' + setting.name)}"
-            for n in participants:
-                n.run(mkdir, 15)
+            mkdir = f"mkdir -p {shlex.quote(prep.rundir + '/' + setting.name)} && "
+            commands = {h: mkdir + c for h, c in commands.items()}
             err.print(f"[muted]setting {i + 1}/{len(settings)}: {setting.name}[/]")
             glob = f"{shlex.quote(prep.rundir)}/{shlex.quote(setting.name)}/nccl.*.log" if backend == "nccl" else None
             sr = runner.run_setting(participants, commands, runner.Setting(setting.name, setting.env), timeout,

@@ -44,8 +44,26 @@ def run_snippet(env, timeout=90):
     return secs, rcs
 
 
-def test_snippet_runs_this_interpreter():
+HAS_NVIDIA = Path("/proc/driver/nvidia/gpus").is_dir() and any(Path("/proc/driver/nvidia/gpus").iterdir())
+
+
+@pytest.mark.skipif(HAS_NVIDIA, reason="this machine has NVIDIA GPUs: the snippet always imports torch")
+def test_snippet_locates_torch_without_importing_it_on_a_gpu_less_node():
     secs, rcs = run_snippet({"NCCLDIAG_PYTHON": sys.executable, "PATH": "/usr/bin:/bin"})
+    assert rcs["python_env"] == 0
+    f = py.parse(secs)
+    import torch
+
+    assert f.done and f.torch == torch.__version__
+    assert f.cuda_build == torch.version.cuda  # read from torch/version.py, not from an import
+    assert f.cuda_available is False and f.device_count == 0
+    assert f.backends == {}  # not imported, so torch.distributed was not asked
+    assert f.other == []
+
+
+def test_snippet_runs_this_interpreter():
+    secs, rcs = run_snippet({"NCCLDIAG_PYTHON": sys.executable, "NCCLDIAG_IMPORT_TORCH": "1",
+                             "PATH": "/usr/bin:/bin"})
     assert rcs["python_env"] == 0
     f = py.parse(secs)
     assert f.done and f.python == platform.python_version() and f.executable == sys.executable
