@@ -36,7 +36,7 @@ def host_options(f):
                      help="Leave these hosts out (repeatable)."),
         click.option("--fanout", type=click.IntRange(1, 4096), default=64, show_default=True,
                      help="Hosts contacted at once."),
-        click.option("--ssh-config", type=click.Path(dir_okay=False), default=None,
+        click.option("--ssh-config", type=click.Path(exists=True, dir_okay=False), default=None,
                      help="ssh_config file to use instead of ~/.ssh/config."),
         click.option("-i", "--identity", "identities", multiple=True, type=click.Path(dir_okay=False),
                      help="Private key to try first (repeatable)."),

@@ -31,6 +31,14 @@ def _size(n) -> str:
     return f"{n} B"
 
 
+def _sockets(so) -> List[str]:
+    """Per host, the interface and address its ranks used (gloo has no log of its own)."""
+    by: Dict[tuple, List[int]] = {}
+    for r, info in sorted(so.ranks.items()):
+        by.setdefault((info.host or "?", info.interface or "?", info.address or "?"), []).append(r)
+    return [f"{h}: {i} {a} (rank{'s' if len(rs) > 1 else ''} {','.join(map(str, rs))})" for (h, i, a), rs in by.items()]
+
+
 def render(report: ProbeReport, con: Console) -> None:
     con.print(Text.assemble(("nccldiag probe", "bold"),
                             f": {report.backend} via {report.launcher}, {len(report.hosts)} node(s) × "
@@ -53,6 +61,8 @@ def render(report: ProbeReport, con: Console) -> None:
             bad = sorted(set(oc.ranks_wrong) | set(oc.ranks_error) | set(oc.ranks_hung) | set(oc.ranks_missing))
             who = ",".join(f"{r}@{so.host_of(r) or '?'}" for r in bad[:6]) + ("..." if len(bad) > 6 else "")
             big = oc.largest
+            if big is not None and not big.size:
+                big = None  # barrier: nothing moved, nothing to show
             table.add_row(oc.collective, Text(oc.status, style=_STYLE.get(oc.status, "")), who or "-",
                           _size(big.size) if big else "-", _gbps(big.algbw if big else None),
                           _gbps(big.busbw if big else None))
@@ -60,6 +70,9 @@ def render(report: ProbeReport, con: Console) -> None:
             con.print(table)
         elif not sr.findings:
             con.print(Text("  no rank reported anything", style="muted"))
+        if report.backend == "gloo" and so.ranks:
+            for line in _sockets(so):
+                con.print(Text(f"  gloo socket {line}", style="muted"))
     if report.backend == "nccl" and report.settings:
         con.print()
         t = Table(title=None, header_style="bold", box=None, pad_edge=False)

@@ -47,6 +47,11 @@ def test_every_collective_verified_on_every_rank(vcluster, tmp_path, launcher):
     for node in vcluster.hosts:
         assert probe_processes(vcluster, node) == []
     assert "all_reduce" in r.stdout and "1 worked" in r.stdout
+    # gloo keeps no log: the interface and address each node's ranks used are shown instead
+    for rank, host in ((0, "node01"), (2, "node02")):
+        info = setting["ranks"][str(rank)]
+        assert info["interface"] and info["address"]
+        assert f"gloo socket {host}: {info['interface']} {info['address']}" in r.stdout
 
 
 def test_dry_run_prints_commands_and_runs_nothing(vcluster, tmp_path):
