@@ -132,8 +132,9 @@ SOURCES = (
     Source("nvidia_smi_q", _Q_CMD, timeout=30, description="nvidia-smi -q header (CUDA version); all of it if --query-gpu fails"),
     Source("nvlink_status", "nvidia-smi nvlink --status", timeout=30, description="NVLink link speeds"),
     Source("pci_gpus", _PCI_CMD, description="NVIDIA display/3D PCI devices in sysfs, with bound driver"),
-    Source("nvml", '"${NCCLDIAG_PYTHON:-python3}" -c ' + "'" + _NVML_PY + "'",
-           timeout=30, description="NVML snapshot through nvidia-ml-py"),
+    # no NVIDIA driver loaded: nothing for NVML to say, and no interpreter started for it
+    Source("nvml", '[ -d "$R/proc/driver/nvidia" ] || exit 0; "${NCCLDIAG_PYTHON:-python3}" -c ' + "'" + _NVML_PY + "'",
+           timeout=30, description="NVML snapshot through nvidia-ml-py (only where the NVIDIA driver is loaded)"),
 )
 
 

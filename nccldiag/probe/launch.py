@@ -128,23 +128,23 @@ def mpirun_command(
     return _wrap(inner, spec.rundir), mpi_hostfile(hosts, spec.nproc_per_node)
 
 
-def kill_command(run_id: str) -> str:
-    """Kill every process of run ``run_id`` on a node: by group, then by marker."""
+def _marked_pids(run_id: str) -> str:
+    """sh that sets ``$_p`` to the pids whose environment holds the run's marker (one grep for all)."""
     mark = f"{RUN_MARK}={run_id}"
-    return (
-        "for p in /proc/[0-9]*; do "
-        f"if grep -qsaz {shlex.quote('^' + mark + '$')} \"$p/environ\" 2>/dev/null; then kill -9 \"${{p#/proc/}}\" 2>/dev/null; fi; "
-        "done; true"
-    )
+    return (f"_p=$(grep -lsaz {shlex.quote('^' + mark + '$')} /proc/[0-9]*/environ 2>/dev/null "
+            "| sed -n 's|^/proc/\\([0-9]*\\)/environ$|\\1|p' | grep -vx \"$$\")")
+
+
+def kill_command(run_id: str) -> str:
+    """Kill every process of run ``run_id`` on a node (they carry the marker in their environment)."""
+    return _marked_pids(run_id) + '; [ -n "$_p" ] && kill -9 $_p 2>/dev/null; true'
 
 
 def survivors_command(run_id: str) -> str:
     """List ``pid cmdline`` of processes of run ``run_id`` still alive on a node."""
-    mark = f"{RUN_MARK}={run_id}"
     return (
-        "for p in /proc/[0-9]*; do "
-        f"if grep -qsaz {shlex.quote('^' + mark + '$')} \"$p/environ\" 2>/dev/null; then "
-        "printf '%s %s\\n' \"${p#/proc/}\" \"$(tr '\\0' ' ' < \"$p/cmdline\" 2>/dev/null | cut -c1-200)\"; fi; "
+        _marked_pids(run_id) + "; for _q in $_p; do [ -d /proc/$_q ] || continue; "
+        "printf '%s %s\\n' \"$_q\" \"$(tr '\\0' ' ' < /proc/$_q/cmdline 2>/dev/null | cut -c1-200)\"; "
         "done; true"
     )
 

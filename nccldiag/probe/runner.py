@@ -91,6 +91,20 @@ def _archive(files: Dict[str, str]) -> str:
     return base64.b64encode(buf.getvalue()).decode("ascii")
 
 
+def _each(nodes: Sequence, fn: Callable, wait: float) -> None:
+    """``fn(node)`` for every node at once, on daemon threads, waiting at most ``wait`` seconds in all.
+
+    Every call carries its own SSH timeouts; the bound here only keeps a
+    wedged transport from holding the run.
+    """
+    threads = [threading.Thread(target=fn, args=(n,), daemon=True) for n in nodes]
+    for t in threads:
+        t.start()
+    deadline = time.monotonic() + wait
+    for t in threads:
+        t.join(max(0.0, deadline - time.monotonic()))
+
+
 def new_run_id() -> str:
     return f"nccldiag-{time.strftime('%Y%m%d%H%M%S')}-{uuid.uuid4().hex[:6]}"
 
@@ -172,11 +186,7 @@ def prepare(nodes: Sequence, python: str, ifname: Optional[str], shared_dir: Opt
         except TransportError as exc:
             problems[node.name] = exc.message
 
-    threads = [threading.Thread(target=prep, args=(n,), daemon=True) for n in nodes]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout + 30)
+    _each(nodes, prep, timeout + 30)
     port = int(info.get(first.name, {}).get("free_port") or 29400)
     return Prepared(run_id, rundir, rdzv_host, port, ifnames, loopback, problems, info, hostnames)
 
@@ -253,11 +263,7 @@ def run_setting(
         elif r.stdout.strip():
             out.survivors[node.name] = r.stdout.strip().splitlines()
 
-    reapers = [threading.Thread(target=reap, args=(n,), daemon=True) for n in active]
-    for t in reapers:
-        t.start()
-    for t in reapers:
-        t.join(20)
+    _each(active, reap, 20)
     for name, t in threads.items():
         t.join(5)
         if name not in out.nodes:
@@ -272,19 +278,26 @@ def fetch_logs(nodes: Sequence, pattern: str, timeout: float = 30) -> Dict[str, 
     """Every file matching ``pattern`` (a shell glob) on the nodes, by name."""
     logs: Dict[str, str] = {}
     cmd = f'for f in {pattern}; do [ -f "$f" ] || continue; printf "@@file %s@@\\n" "$f"; cat "$f"; done; true'
-    for node in nodes:
+    lock = threading.Lock()
+
+    def fetch(node) -> None:
         r = node.run(cmd, timeout)
         if r.error:
-            continue
+            return
+        mine: Dict[str, List[str]] = {}
         current = None
         for line in r.stdout.splitlines(keepends=True):
             m = re.match(r"^@@file (.+)@@$", line.rstrip("\n"))
             if m:
                 current = f"{node.name}/{os.path.basename(m.group(1))}"
-                logs[current] = ""
+                mine[current] = []
             elif current is not None:
-                logs[current] += line
-    return logs
+                mine[current].append(line)
+        with lock:
+            logs.update((k, "".join(v)) for k, v in mine.items())
+
+    _each(nodes, fetch, timeout + 10)
+    return dict(sorted(logs.items()))
 
 
 def cleanup(nodes: Sequence, rundir: str, timeout: float = 15) -> Dict[str, str]:
@@ -292,10 +305,13 @@ def cleanup(nodes: Sequence, rundir: str, timeout: float = 15) -> Dict[str, str]
     failed: Dict[str, str] = {}
     if not os.path.basename(rundir).startswith("nccldiag-"):
         return {"*": f"refusing to remove {rundir}"}
-    for node in nodes:
+
+    def remove(node) -> None:
         r = node.run(f"rm -rf -- {shlex.quote(rundir)}", timeout)
         if r.error or r.rc != 0:
             failed[node.name] = r.error.message if r.error else r.stderr.strip()[:200]
+
+    _each(nodes, remove, timeout + 10)
     return failed
 
 

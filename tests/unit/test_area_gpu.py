@@ -293,7 +293,10 @@ def test_all_snippets_run_without_nvidia_tools(tmp_path):
     assert set(secs) == {s.name for s in gpu.SOURCES}
     facts = gpu.parse(secs)
     assert facts.pci_gpus == [] and facts.gpus == []
-    if facts.nvml_error is not None:  # the node's Python has no nvidia-ml-py, or no driver: a message, not a crash
+    if not Path("/proc/driver/nvidia").is_dir():
+        # no driver loaded: the NVML snippet does not even start an interpreter
+        assert secs["nvml"].strip() == "" and facts.nvml is None and facts.nvml_error is None
+    elif facts.nvml_error is not None:  # the node's Python has no nvidia-ml-py: a message, not a crash
         assert facts.nvml is None
     assert gpu.judge(facts, NODE)[0].status is Status.SKIP
 
@@ -332,9 +335,11 @@ def nvmlDeviceGetP2PStatus(a, b, idx): return 2
 
 def test_nvml_snippet_against_a_stand_in_module(tmp_path):
     (tmp_path / "pynvml.py").write_text(FAKE_PYNVML)
+    (tmp_path / "root" / "proc" / "driver" / "nvidia").mkdir(parents=True)  # the snippet runs where a driver is loaded
     src = [s for s in gpu.SOURCES if s.name == "nvml"]
     out = subprocess.run(["sh", "-s"], input=build_script(src), capture_output=True, text=True, timeout=60,
-                         env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(tmp_path), "NCCLDIAG_PYTHON": "python3"}).stdout
+                         env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(tmp_path), "NCCLDIAG_PYTHON": "python3",
+                              "NCCLDIAG_ROOT": str(tmp_path / "root")}).stdout
     facts = gpu.parse(split_sections(out)[0])
     assert facts.nvml_error is None, out
     assert facts.inventory_from == "nvml" and facts.cuda_version == "12.4" and facts.driver_version == "550.54.15"
