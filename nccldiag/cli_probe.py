@@ -14,21 +14,9 @@ from nccldiag.errors import UsageError
 
 
 def _parse_size(value: Optional[str]) -> Optional[int]:
-    if value is None:
-        return None
-    v = value.strip().upper().rstrip("B")
-    mult = 1
-    for suffix, m in (("K", 1 << 10), ("M", 1 << 20), ("G", 1 << 30)):
-        if v.endswith(suffix):
-            v, mult = v[:-1], m
-            break
-    try:
-        n = int(float(v) * mult)
-    except ValueError:
-        raise UsageError(f"size {value!r}: expected a number with an optional K, M or G suffix") from None
-    if n <= 0:
-        raise UsageError(f"size {value!r}: must be positive")
-    return n
+    from nccldiag.probe.plan import parse_size
+
+    return None if value is None else parse_size(value)
 
 
 @click.command("probe", context_settings=CONTEXT)

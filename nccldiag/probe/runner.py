@@ -18,7 +18,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Sequence
 
-from nccldiag.probe import launch
+from nccldiag.probe import launch, results
 from nccldiag.transport.base import TransportError
 
 _SAFE = re.compile(r"[^A-Za-z0-9._-]")
@@ -107,18 +107,6 @@ def _each(nodes: Sequence, fn: Callable, wait: float) -> None:
 
 def new_run_id() -> str:
     return f"nccldiag-{time.strftime('%Y%m%d%H%M%S')}-{uuid.uuid4().hex[:6]}"
-
-
-def parse_record(line: str) -> Optional[dict]:
-    """A JSON record from a worker line, launcher prefixes (``[1,0]<stdout>:``) removed."""
-    idx = line.find("{")
-    if idx < 0:
-        return None
-    try:
-        rec = json.loads(line[idx:])
-    except ValueError:
-        return None
-    return rec if isinstance(rec, dict) and "type" in rec else None
 
 
 def _parse_kv(text: str) -> Dict[str, str]:
@@ -214,7 +202,7 @@ def run_setting(
     active = [n for n in nodes if n.name in commands]
 
     def handle(host: str, line: str) -> None:
-        rec = parse_record(line)
+        rec = results.parse_line(line)
         if rec is None:
             return
         rec.setdefault("host", host)
