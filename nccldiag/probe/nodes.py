@@ -13,6 +13,7 @@ from typing import Callable, Dict, Optional
 
 from nccldiag.inventory import Host
 from nccldiag.transport.base import ExecResult
+from nccldiag.transport.local import LocalTransport
 from nccldiag.transport.ssh import SSHConnection, SSHOptions
 from nccldiag.transport.stream import run_streaming
 
@@ -30,11 +31,7 @@ class LocalNode:
         return self
 
     def run(self, command: str, timeout: float, stdin: Optional[str] = None) -> ExecResult:
-        if stdin is not None:
-            from nccldiag.transport.local import LocalTransport
-
-            return LocalTransport(self.name).run(command, timeout, stdin=stdin)
-        return run_streaming(["sh", "-c", command], timeout, host=self.name)
+        return LocalTransport(self.name).run(command, timeout, stdin=stdin)
 
     def stream(self, command: str, timeout: float, on_line: Callable[[str], None], cancel: threading.Event) -> ExecResult:
         return run_streaming(["sh", "-c", command], timeout, on_line, cancel, host=self.name)
