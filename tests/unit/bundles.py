@@ -1,7 +1,7 @@
 """Bundles assembled from the captured fixtures, for end-to-end tests of ``check --bundle``.
 
-A bundle node is ``{source name: text}``; most texts are fixture files under
-``tests/fixtures`` (real outputs), each placed as the ``<source>.txt`` of the
+A bundle node is ``{source name: text}``; most texts are real outputs read in
+place from ``../shared/fixtures/node`` (see ``tests/real.py``), each placed as the ``<source>.txt`` of the
 area that reads that command's output. A few sources have no captured output
 in the fixtures (the system area's small commands, the ulimit snippet's own
 lines, a ``--query-gpu`` CSV of an 8x H100 node): those are built here and
@@ -17,15 +17,14 @@ from click.testing import CliRunner
 
 from nccldiag.cli import main
 from nccldiag.collect import sections
-
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+from tests import real
 
 Node = Dict[str, str]
 
 
 def fixture(rel: str) -> str:
-    """The text of a fixture file, relative to ``tests/fixtures``."""
-    return (FIXTURES / rel).read_text(encoding="utf-8")
+    """The text of a real capture, relative to ``../shared/fixtures/node`` (skips the test where absent)."""
+    return real.node_text(rel)
 
 
 def fixtures(*rels: str) -> str:

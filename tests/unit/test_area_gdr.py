@@ -1,7 +1,6 @@
 """GPUDirect RDMA area: module lists (lsmod and /proc/modules), NCCL's sysfs test, kernel errors, judgement."""
 import os
 import subprocess
-from pathlib import Path
 
 import pytest
 
@@ -10,8 +9,8 @@ from nccldiag.areas.base import NodeFacts
 from nccldiag.collect.script import build_script
 from nccldiag.collect.sections import split_sections
 from nccldiag.findings import Status
+from tests import real
 
-FIX = Path(__file__).resolve().parent.parent / "fixtures" / "lsmod-modules"
 PEER = "azhpc-lsmod-centos-nv_peer_mem-mlx5.txt"
 NOPEER = "azhpc-lsmod-nvidia-mlx4-no-peermem.txt"
 WSL = "azhpc-lsmod-wsl-header-only.txt"
@@ -20,7 +19,7 @@ EMPTY = "nccl988-lsmod-grep-peermem-not-loaded-empty.txt"
 
 
 def text(name):
-    return (FIX / name).read_text()
+    return real.node_text("lsmod-modules", name)
 
 
 class Gpu:
@@ -50,7 +49,7 @@ def node(facts, gpus=None, ports=None, kernel=None):
 
 
 def test_every_fixture_parses():
-    for name in os.listdir(FIX):
+    for name in os.listdir(real.node("lsmod-modules")):
         if name.endswith(".txt"):
             for key in ("proc_modules", "gdr_dmesg", "peermem_sysfs"):
                 f = gdr.parse({key: text(name)})
@@ -162,7 +161,7 @@ def test_snippets_run_against_a_fixture_tree(tmp_path):
     (root / "sys/module/nvidia_peermem").mkdir(parents=True)
     (root / "sys/module/nvidia_peermem/version").write_text("535.54.03\n")
     bins.mkdir()
-    (bins / "dmesg").write_text(f"#!/bin/sh\ncat '{FIX / DMESG}'\n")
+    (bins / "dmesg").write_text(f"#!/bin/sh\ncat '{real.node('lsmod-modules', DMESG)}'\n")
     (bins / "dmesg").chmod(0o755)
     env = {"NCCLDIAG_ROOT": str(root), "PATH": f"{bins}:/usr/bin:/bin"}
     out = subprocess.run(["sh", "-s"], input=build_script(gdr.SOURCES), capture_output=True, text=True,

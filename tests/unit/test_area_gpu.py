@@ -10,13 +10,13 @@ from nccldiag.areas.base import NodeFacts
 from nccldiag.collect.script import build_script
 from nccldiag.collect.sections import split_sections
 from nccldiag.findings import Status
+from tests import real
 
-FIX = Path(__file__).resolve().parent.parent / "fixtures"
 NODE = NodeFacts("n1")
 
 
 def fixture(sub, name):
-    return (FIX / sub / name).read_text(encoding="utf-8")
+    return real.node_text(sub, name)
 
 
 def by_check(findings):
@@ -26,7 +26,7 @@ def by_check(findings):
 # ------------------------------------------------------------ every fixture parses
 
 
-@pytest.mark.parametrize("path", sorted(p.name for p in (FIX / "nvidia-smi-nvlink").glob("*.txt")))
+@pytest.mark.parametrize("path", real.names(real.NODE / "nvidia-smi-nvlink"))
 def test_every_nvlink_fixture_parses(path):
     text = fixture("nvidia-smi-nvlink", path)
     gpus = gpu.parse_nvlink_status(text)
@@ -35,7 +35,7 @@ def test_every_nvlink_fixture_parses(path):
     assert isinstance(gpus, list)
 
 
-@pytest.mark.parametrize("path", sorted(p.name for p in (FIX / "nvidia-smi-q").glob("*.txt")))
+@pytest.mark.parametrize("path", real.names(real.NODE / "nvidia-smi-q"))
 def test_every_smi_q_fixture_parses_as_q_and_as_csv(path):
     text = fixture("nvidia-smi-q", path)
     gpu.parse_smi_q(text)

@@ -11,8 +11,8 @@ from nccldiag.areas.pcie import node_rdma
 from nccldiag.collect.script import build_script
 from nccldiag.collect.sections import split_sections
 from nccldiag.findings import Status
+from tests import real
 
-FIX = Path(__file__).resolve().parent.parent / "fixtures"
 SUBDIR_SOURCE = {
     "sysfs-infiniband": "ib_sysfs",
     "ibstat": "ibstat",
@@ -25,7 +25,7 @@ ZERO = "0000:0000:0000:0000:0000:0000:0000:0000"
 
 
 def text(subdir: str, name: str) -> str:
-    return (FIX / subdir / name).read_text()
+    return real.node_text(subdir, name)
 
 
 def facts_of(subdir: str, name: str) -> ib.IbFacts:
@@ -44,9 +44,12 @@ def statuses(findings, check):
 
 
 def _all_fixtures():
+    if not real.AVAILABLE:
+        yield pytest.param("", "", real.ABSENT, marks=pytest.mark.skip(reason=real.REASON), id=real.ABSENT)
+        return
     for subdir, source in SUBDIR_SOURCE.items():
-        for path in sorted((FIX / subdir).glob("*.txt")):
-            yield pytest.param(subdir, source, path.name, id=f"{subdir}/{path.name}")
+        for name in real.names(real.NODE / subdir):
+            yield pytest.param(subdir, source, name, id=f"{subdir}/{name}")
 
 
 @pytest.mark.parametrize("subdir,source,name", list(_all_fixtures()))
@@ -60,7 +63,7 @@ def test_every_fixture_parses_judges_and_summarizes(subdir, source, name):
 
 
 def test_fixture_counts():
-    counts = {d: len(list((FIX / d).glob("*.txt"))) for d in list(SUBDIR_SOURCE) + ["perftest"]}
+    counts = {d: len(list(real.node(d).glob("*.txt"))) for d in list(SUBDIR_SOURCE) + ["perftest"]}
     assert counts == {"sysfs-infiniband": 4, "ibstat": 8, "ibv_devinfo": 3, "show-gids": 3,
                       "ibdev2netdev": 1, "rdma-link": 3, "perftest": 1}
 
@@ -471,7 +474,7 @@ def _key(f: ib.IbFacts):
             for p in f.ports]
 
 
-@pytest.mark.parametrize("name", sorted(p.name for p in (FIX / "sysfs-infiniband").glob("*.txt")))
+@pytest.mark.parametrize("name", real.names(real.NODE / "sysfs-infiniband"))
 def test_snippet_reads_fixture_trees_like_the_fixture(tmp_path, name):
     dump = text("sysfs-infiniband", name)
     ib.write_tree(dump, str(tmp_path))

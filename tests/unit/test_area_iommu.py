@@ -10,13 +10,12 @@ from nccldiag.areas.base import NodeFacts
 from nccldiag.collect.script import build_script
 from nccldiag.collect.sections import split_sections
 from nccldiag.findings import Status
+from tests import real
 
-FIX = Path(__file__).resolve().parent.parent / "fixtures"
-DMESG = FIX / "dmesg-iommu"
 
 
 def dmesg(name: str) -> str:
-    return (DMESG / name).read_text()
+    return real.node_text("dmesg-iommu", name)
 
 
 class Gpu:
@@ -39,7 +38,7 @@ def node(gpus=None, ports=None) -> NodeFacts:
 
 
 def test_every_dmesg_fixture_parses():
-    names = sorted(os.listdir(DMESG))
+    names = sorted(os.listdir(real.node("dmesg-iommu")))
     assert len([n for n in names if n.endswith(".txt")]) == 5
     for name in names:
         if name.endswith(".txt"):
@@ -86,7 +85,7 @@ def test_policy_line_without_hardware_means_off(name):
 
 
 def test_cmdline_fixture_has_no_iommu_flags():
-    text = (FIX / "proc-cmdline" / "hotsos-openstack-vm-no-iommu-flags.txt").read_text()
+    text = real.node_text("proc-cmdline", "hotsos-openstack-vm-no-iommu-flags.txt")
     f = iommu.parse({"proc_cmdline": text})
     assert f.cmdline.startswith("BOOT_IMAGE=/boot/vmlinuz-5.4.0-99-generic")
     assert f.flags == {}
@@ -208,7 +207,7 @@ def _fake_bin(tmp_path: Path, name: str, output_file: Path) -> None:
 def test_snippets_run_against_a_fixture_tree(tmp_path):
     root = tmp_path / "root"
     (root / "proc").mkdir(parents=True)
-    (root / "proc" / "cmdline").write_text((FIX / "proc-cmdline" / "hotsos-openstack-vm-no-iommu-flags.txt").read_text())
+    (root / "proc" / "cmdline").write_text(real.node_text("proc-cmdline", "hotsos-openstack-vm-no-iommu-flags.txt"))
     # a constructed sysfs tree: two IOMMU groups, one of them holding an NVIDIA function
     for g, t in (("0", "DMA-FQ"), ("1", "DMA-FQ")):
         (root / "sys/kernel/iommu_groups" / g).mkdir(parents=True)
@@ -221,7 +220,7 @@ def test_snippets_run_against_a_fixture_tree(tmp_path):
     other = root / "sys/bus/pci/devices/0000:00:1f.0"
     other.mkdir(parents=True)
     (other / "vendor").write_text("0x8086\n")
-    _fake_bin(tmp_path, "dmesg", DMESG / "lake10-dmesg-T-kern-info-dmar-7-units-partial.txt")
+    _fake_bin(tmp_path, "dmesg", real.node("dmesg-iommu", "lake10-dmesg-T-kern-info-dmar-7-units-partial.txt"))
     env = {"NCCLDIAG_ROOT": str(root), "PATH": f"{tmp_path / 'bin'}:/usr/bin:/bin"}
     out = subprocess.run(["sh", "-s"], input=build_script(iommu.SOURCES), capture_output=True, text=True,
                          env=env, timeout=60).stdout

@@ -1,6 +1,5 @@
 """Limits area: memlock (ulimit, /proc limits, limits.conf), CPU governor, /dev/shm; judgement and snippets."""
 import subprocess
-from pathlib import Path
 
 import pytest
 
@@ -9,11 +8,11 @@ from nccldiag.areas.base import NodeFacts
 from nccldiag.collect.script import build_script
 from nccldiag.collect.sections import split_sections
 from nccldiag.findings import Status
+from tests import real
 
-FIX = Path(__file__).resolve().parent.parent / "fixtures"
-CONF = FIX / "limits-ulimit" / "azhpc-limits-conf-memlock-unlimited.txt"
-PROC1 = FIX / "limits-ulimit" / "hotsos-proc-1-limits-memlock-64MiB.txt"
-GOV = FIX / "cpufreq-governor" / "hotsos245-policy-scaling-governor-performance-elided.txt"
+CONF = ("limits-ulimit", "azhpc-limits-conf-memlock-unlimited.txt")
+PROC1 = ("limits-ulimit", "hotsos-proc-1-limits-memlock-64MiB.txt")
+GOV = ("cpufreq-governor", "hotsos245-policy-scaling-governor-performance-elided.txt")
 MIB = 1024 ** 2
 
 
@@ -34,7 +33,7 @@ def by_check(findings):
 
 
 def test_limits_conf_fixture_memlock_lines():
-    conf = limits.parse_limits_conf(CONF.read_text())
+    conf = limits.parse_limits_conf(real.node_text(*CONF))
     mem = [(c.domain, c.type, c.value) for c in conf if c.item == "memlock"]
     assert mem == [("*", "soft", "unlimited"), ("*", "hard", "unlimited"), ("*", "hard", "unlimited"), ("*", "soft", "unlimited")]
     assert [(c.type, c.value) for c in conf if c.item == "nofile"] == [("hard", 65535), ("soft", 65535)]
@@ -43,18 +42,18 @@ def test_limits_conf_fixture_memlock_lines():
 
 
 def test_proc_1_limits_fixture_64MiB():
-    f = limits.parse({"proc_limits": "==> /proc/1/limits <==\n" + PROC1.read_text()})
+    f = limits.parse({"proc_limits": "==> /proc/1/limits <==\n" + real.node_text(*PROC1)})
     assert f.proc_limits == {"1": {"memlock": {"soft": 64 * MIB, "hard": 64 * MIB},
                                    "nofile": {"soft": 1048576, "hard": 1048576}}}
     assert f.memlock_soft is None  # PID 1's limit is not the shell's
     # without a header the table is read as the shell's own (/proc/self/limits)
-    g = limits.parse({"proc_limits": PROC1.read_text()})
+    g = limits.parse({"proc_limits": real.node_text(*PROC1)})
     assert g.memlock_soft == 64 * MIB and g.memlock_source == "/proc/self/limits" and g.nofile_soft == 1048576
 
 
 def test_governor_fixture_with_elision():
-    assert limits.parse_governors(GOV.read_text()) == {"performance": 1}
-    f = limits.parse({"cpufreq": GOV.read_text()})
+    assert limits.parse_governors(real.node_text(*GOV)) == {"performance": 1}
+    f = limits.parse({"cpufreq": real.node_text(*GOV)})
     [g] = [x for x in limits.judge(f, node()) if x.check == "limits.cpu_governor"]
     assert g.status == Status.OK
 
@@ -74,7 +73,7 @@ def test_governor_formats_and_warning():
 def test_memlock_low_fails_with_rdma_and_warns_without():
     # constructed ulimit section in the snippet's format
     raw = {"ulimit": "memlock soft 65536\nmemlock hard 65536\nnofile soft 1024\nnofile hard 1048576\n",
-           "limits_conf": CONF.read_text()}
+           "limits_conf": real.node_text(*CONF)}
     f = limits.parse(raw)
     assert (f.memlock_soft, f.memlock_hard, f.memlock_source) == (64 * MIB, 64 * MIB, "ulimit -l")
     assert (f.nofile_soft, f.nofile_hard) == (1024, 1048576)
@@ -100,7 +99,7 @@ def test_service_memlock_from_systemd_or_pid1():
     assert f.systemd_memlock == 8 * MIB
     s = by_check(limits.judge(f, node(ports=8)))["limits.memlock_services"]
     assert s.status == Status.WARN and "8 MiB" in s.message
-    g = limits.parse({"ulimit": "memlock soft unlimited\n", "proc_limits": "==> /proc/1/limits <==\n" + PROC1.read_text()})
+    g = limits.parse({"ulimit": "memlock soft unlimited\n", "proc_limits": "==> /proc/1/limits <==\n" + real.node_text(*PROC1)})
     s = by_check(limits.judge(g, node(ports=8)))["limits.memlock_services"]
     assert "PID 1" in s.message and "64 MiB" in s.message
     assert "limits.memlock_services" not in by_check(limits.judge(g, node(ports=0)))
@@ -132,10 +131,10 @@ def test_tolerates_missing_and_odd_sections(raw):
 
 
 def test_tabs_and_truncation():
-    text = CONF.read_text()
+    text = real.node_text(*CONF)
     assert len(limits.parse_limits_conf(text.replace(" ", "\t"))) == 6
     assert len(limits.parse_limits_conf(text[: text.index("*               hard    memlock")])) == 2
-    half = PROC1.read_text()[:700]
+    half = real.node_text(*PROC1)[:700]
     f = limits.parse({"proc_limits": half})
     assert f.memlock_soft is None and f.nofile_soft == 1048576
 
@@ -144,9 +143,9 @@ def test_snippets_run_against_a_fixture_tree(tmp_path):
     root = tmp_path / "root"
     (root / "proc/1").mkdir(parents=True)
     (root / "proc/self").mkdir(parents=True)
-    (root / "proc/1/limits").write_text(PROC1.read_text())
+    (root / "proc/1/limits").write_text(real.node_text(*PROC1))
     (root / "etc/security/limits.d").mkdir(parents=True)
-    (root / "etc/security/limits.conf").write_text(CONF.read_text())
+    (root / "etc/security/limits.conf").write_text(real.node_text(*CONF))
     (root / "etc/security/limits.d/90-nproc.conf").write_text("# constructed\n*          soft    nproc     4096\n")
     # constructed cpufreq tree: four policies
     for i, g in enumerate(["performance", "performance", "powersave", "performance"]):

@@ -10,18 +10,17 @@ from nccldiag.areas.base import NodeFacts
 from nccldiag.collect.script import build_script
 from nccldiag.collect.sections import split_sections
 from nccldiag.findings import Status
+from tests import real
 
-FIX = Path(__file__).resolve().parent.parent / "fixtures"
-LSPCI = FIX / "lspci"
 ACS_OFF = "gpud-h100-dell-pex890xx-gpu0-path-acs-off.txt"
 ACS_ON = "gpud-h100-dell-pmc-sierra-switch-acs-on.txt"
 RCCL = "rccl547-epyc-matisse-gpp-bridge-acs-enabled-elided.txt"
 PLX = "torch-ipc17-supermicro-plx-pex8747-lspci-grep.txt"
-LIMITED = FIX / "dmesg-pcie" / "mleng-h100-pcie-bandwidth-limited-by-gen4-switch.txt"
+LIMITED = ("dmesg-pcie", "mleng-h100-pcie-bandwidth-limited-by-gen4-switch.txt")
 
 
 def lspci(name: str) -> str:
-    return (LSPCI / name).read_text()
+    return real.node_text("lspci", name)
 
 
 class Gpu:
@@ -41,7 +40,7 @@ def by_bdf(facts):
 
 
 def test_every_lspci_fixture_parses():
-    counts = {n: len(pcie.parse({"lspci": lspci(n)}).devices) for n in os.listdir(LSPCI) if n.endswith(".txt")}
+    counts = {n: len(pcie.parse({"lspci": lspci(n)}).devices) for n in os.listdir(real.node("lspci")) if n.endswith(".txt")}
     assert counts == {ACS_OFF: 10, ACS_ON: 6, RCCL: 1, PLX: 11}
 
 
@@ -159,7 +158,7 @@ def test_lspci_nn_and_domain_headers():
 
 
 def test_kernel_bandwidth_limited_lines():
-    f = pcie.parse({"pcie_dmesg": LIMITED.read_text()})
+    f = pcie.parse({"pcie_dmesg": real.node_text(*LIMITED)})
     assert [(l.bdf, l.available_gbps, l.capable_gbps) for l in f.limited] == [
         ("0000:04:00.0", 252.048, 504.112), ("0000:8b:00.0", 252.048, 504.112)]
     assert f.limited[1].limited_by == "16.0 GT/s PCIe x16 link at 0000:87:00.0"
@@ -169,10 +168,10 @@ def test_kernel_bandwidth_limited_lines():
 
 
 def test_limited_lines_of_other_devices_are_ignored():
-    f = pcie.parse({"lspci": lspci(ACS_OFF), "pcie_dmesg": LIMITED.read_text().replace("0000:04:00.0", "0000:17:00.0")})
+    f = pcie.parse({"lspci": lspci(ACS_OFF), "pcie_dmesg": real.node_text(*LIMITED).replace("0000:04:00.0", "0000:17:00.0")})
     checks = [x.check for x in pcie.judge(f, node(gpus=8))]
     assert "pcie.bandwidth_limited" in checks  # 8b:00.0 is unknown to this lspci: kept
-    only_bridge = pcie.parse({"lspci": lspci(ACS_OFF), "pcie_dmesg": LIMITED.read_text().splitlines()[0].replace("0000:04:00.0", "0000:17:00.0")})
+    only_bridge = pcie.parse({"lspci": lspci(ACS_OFF), "pcie_dmesg": real.node_text(*LIMITED).splitlines()[0].replace("0000:04:00.0", "0000:17:00.0")})
     assert "pcie.bandwidth_limited" not in [x.check for x in pcie.judge(only_bridge, node(gpus=8))]
 
 
@@ -229,8 +228,8 @@ def test_snippets_run_with_stand_in_tools(tmp_path):
     root, bins = tmp_path / "root", tmp_path / "bin"
     (root / "proc").mkdir(parents=True)
     (root / "proc" / "cpuinfo").write_text("processor\t: 0\nflags\t\t: fpu vme de pse\n")
-    _fake(bins, "lspci", f"cat '{LSPCI / ACS_OFF}'")
-    _fake(bins, "dmesg", f"cat '{LIMITED}'")
+    _fake(bins, "lspci", f"cat '{real.node('lspci', ACS_OFF)}'")
+    _fake(bins, "dmesg", f"cat '{real.node(*LIMITED)}'")
     _fake(bins, "systemd-detect-virt", "echo none; exit 1")
     env = {"NCCLDIAG_ROOT": str(root), "PATH": f"{bins}:/usr/bin:/bin"}
     out = subprocess.run(["sh", "-s"], input=build_script(pcie.SOURCES), capture_output=True, text=True,

@@ -1,17 +1,16 @@
 """topology area: topo -m / topo -p2p / nccl-tests parsers, P2P and copy-test judgements."""
-from pathlib import Path
 
 import pytest
 
 from nccldiag.areas import gpu, topology
 from nccldiag.areas.base import NodeFacts
 from nccldiag.findings import Status
+from tests import real
 
-FIX = Path(__file__).resolve().parent.parent / "fixtures"
 
 
 def fixture(sub, name):
-    return (FIX / sub / name).read_text(encoding="utf-8")
+    return real.node_text(sub, name)
 
 
 def by_check(findings):
@@ -27,7 +26,7 @@ def node_with(names=(), options=None, nvlink=None):
 # ------------------------------------------------------------ every fixture parses
 
 
-@pytest.mark.parametrize("name", sorted(p.name for p in (FIX / "nvidia-smi-topo-m").glob("*.txt")))
+@pytest.mark.parametrize("name", real.names(real.NODE / "nvidia-smi-topo-m"))
 def test_every_topo_m_fixture_parses(name):
     m = topology.parse_topo_m(fixture("nvidia-smi-topo-m", name))
     assert m is not None and len(m.gpus) >= 2
@@ -36,13 +35,13 @@ def test_every_topo_m_fixture_parses(name):
     topology.judge(topology.parse({"topo_m": fixture("nvidia-smi-topo-m", name)}), node_with())
 
 
-@pytest.mark.parametrize("name", sorted(p.name for p in (FIX / "nvidia-smi-topo-p2p").glob("*.txt")))
+@pytest.mark.parametrize("name", real.names(real.NODE / "nvidia-smi-topo-p2p"))
 def test_every_topo_p2p_fixture_parses(name):
     m = topology.parse_topo_p2p(fixture("nvidia-smi-topo-p2p", name))
     assert m is not None and all(m.verdict(g, g) == "X" for g in m.gpus)
 
 
-@pytest.mark.parametrize("name", sorted(p.name for p in (FIX / "nccl-tests").glob("*.txt")))
+@pytest.mark.parametrize("name", real.names(real.NODE / "nccl-tests"))
 def test_every_nccl_tests_fixture_parses(name):
     run = topology.parse_nccl_tests(fixture("nccl-tests", name))
     assert run is not None and run.rows and run.out_of_bounds == 0 and not run.wrong_rows

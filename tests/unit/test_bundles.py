@@ -1,7 +1,7 @@
 """End to end: bundles assembled from captured outputs, judged by ``nccldiag check --bundle``.
 
-Each node directory holds fixture files (real outputs, see the SOURCES.md of
-each fixture directory) under the source name of the area that reads that
+Each node directory holds real outputs read in place (tests/real.py; see
+../shared/fixtures/node/SOURCES.md) under the source name of the area that reads that
 command's output; :mod:`tests.unit.bundles` says which few sources are
 constructed because no fixture captured them. The CLI is run as a user runs
 it, and the JSON report and the table are checked: check ids, statuses,
@@ -10,6 +10,7 @@ hosts, exit codes.
 from __future__ import annotations
 
 from collections import defaultdict
+from pathlib import Path
 from typing import Dict, List, Optional
 
 import pytest
@@ -204,21 +205,26 @@ def test_consumer_box_warns_on_p2p_and_iommu_but_passes(tmp_path):
 
 # ---- one source changed on the healthy node -----------------------------------------------------------
 
-_PROC1 = "==> /proc/1/limits <==\n" + fixture("limits-ulimit/hotsos-proc-1-limits-memlock-64MiB.txt")
+def _lazy(rel, prefix=""):
+    """A capture read when the test runs (where the root is absent, the test skips, not the module)."""
+    return lambda: prefix + fixture(rel)
+
+
+_PROC1 = _lazy("limits-ulimit/hotsos-proc-1-limits-memlock-64MiB.txt", "==> /proc/1/limits <==\n")
 
 VARIANTS = [
     # (id, sources replaced (None: removed), expected statuses of the checks that change, exit code)
-    ("iommu-translated-with-rdma", {"iommu_dmesg": fixture("dmesg-iommu/amd-vi-unknown-option-on-blockquoted.txt")},
+    ("iommu-translated-with-rdma", {"iommu_dmesg": _lazy("dmesg-iommu/amd-vi-unknown-option-on-blockquoted.txt")},
      {"iommu.mode": ["fail"]}, 1),
-    ("pcie-path-bandwidth-limited", {"pcie_dmesg": fixture("dmesg-pcie/mleng-h100-pcie-bandwidth-limited-by-gen4-switch.txt")},
+    ("pcie-path-bandwidth-limited", {"pcie_dmesg": _lazy("dmesg-pcie/mleng-h100-pcie-bandwidth-limited-by-gen4-switch.txt")},
      {"pcie.bandwidth_limited": ["warn"]}, 0),
-    ("peermem-unknown", {"proc_modules": fixture("lsmod-modules/nccl988-lsmod-grep-peermem-not-loaded-empty.txt")},
+    ("peermem-unknown", {"proc_modules": _lazy("lsmod-modules/nccl988-lsmod-grep-peermem-not-loaded-empty.txt")},
      {"gdr.peermem": ["warn"]}, 0),
-    ("peermem-errors", {"gdr_dmesg": fixture("lsmod-modules/gpud-dmesg-nvidia-peermem-invalid-context-errors.txt")},
+    ("peermem-errors", {"gdr_dmesg": _lazy("lsmod-modules/gpud-dmesg-nvidia-peermem-invalid-context-errors.txt")},
      {"gdr.peermem_errors": ["warn"]}, 0),
-    ("nvlink-inactive", {"nvlink_status": fixture("nvidia-smi-nvlink/azhpc-v100-8gpu-inactive-links.txt")},
+    ("nvlink-inactive", {"nvlink_status": _lazy("nvidia-smi-nvlink/azhpc-v100-8gpu-inactive-links.txt")},
      {"gpu.nvlink": ["fail"]}, 1),
-    ("ib-ethernet-ports-disabled", {"ib_sysfs": None, "ibstat": fixture("ibstat/gpud-h100-ib-ndr-3-down-disabled.txt")},
+    ("ib-ethernet-ports-disabled", {"ib_sysfs": None, "ibstat": _lazy("ibstat/gpud-h100-ib-ndr-3-down-disabled.txt")},
      {"ib.port_state": ["warn", "warn", "warn"], "ib.port_rate": ["ok"], "ib.roce_gid": ["skip"]}, 0),
     # CONSTRUCTED ulimit lines without systemd's DefaultLimitMEMLOCK; PID 1's limits are captured
     ("memlock-services", {"ulimit": "memlock soft unlimited\nmemlock hard unlimited\n", "proc_limits": _PROC1},
@@ -233,7 +239,7 @@ def test_one_source_changed_changes_only_its_check(tmp_path, changes, expected, 
         if text is None:
             node.pop(name)
         else:
-            node[name] = text
+            node[name] = text()
     code, rep = check_json(write_bundle(tmp_path / "b", {"gpu001": node}))
     assert code == exit_code == rep["exit_code"]
     want = dict(HEALTHY)
@@ -353,7 +359,7 @@ def test_bundle_areas_limit_what_is_judged(tmp_path):
 
 
 def test_every_check_seen_and_every_ssh_kind_is_documented(tmp_path):
-    docs = (B.FIXTURES.parent.parent / "docs" / "checks.md").read_text(encoding="utf-8")
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "checks.md").read_text(encoding="utf-8")
     seen = set()
     nodes = {
         "gpu001": B.healthy_h100(),

@@ -1,17 +1,16 @@
 """``nccldiag log FILE...`` through click's CliRunner: table, JSON, exit codes, usage errors."""
 import json
-from pathlib import Path
 
 import click
 from click.testing import CliRunner
 
 from nccldiag.cli_log import log_command
+from tests import real
 
-FIX = Path(__file__).resolve().parent.parent / "fixtures" / "nccl-logs"
-GOOD = FIX / "net-ib-gdrdma-p2p-cumem-2node-4rank-nccltests.log"
-SOCKET = FIX / "socket-fallback-ibext-p2p-ipc-16rank-connection-closed.log"
-P2P_SHM = FIX / "p2p-direct-pointer-and-shm-8gpu-single-process.log"
-WATCHDOG = FIX / "watchdog-timeout-interleaved-with-p2p-ipc-and-ibext-gdrdma.log"
+GOOD = "net-ib-gdrdma-p2p-cumem-2node-4rank-nccltests.log"
+SOCKET = "socket-fallback-ibext-p2p-ipc-16rank-connection-closed.log"
+P2P_SHM = "p2p-direct-pointer-and-shm-8gpu-single-process.log"
+WATCHDOG = "watchdog-timeout-interleaved-with-p2p-ipc-and-ibext-gdrdma.log"
 
 
 def run(*args, input=None):
@@ -23,7 +22,7 @@ def test_is_a_click_command_named_log():
 
 
 def test_table_for_a_healthy_log_exits_0():
-    r = run(GOOD, "--color", "never")
+    r = run(real.nccl_log(GOOD), "--color", "never")
     assert r.exit_code == 0, r.output
     out = r.output
     assert "transports by rank pair" in out
@@ -33,7 +32,7 @@ def test_table_for_a_healthy_log_exits_0():
 
 
 def test_failure_in_logs_exits_1_with_fix():
-    r = run(WATCHDOG, "--color", "never")
+    r = run(real.nccl_log(WATCHDOG), "--color", "never")
     assert r.exit_code == 1
     assert "FAIL" in r.output and "Watchdog timeout in ALLREDUCE" in r.output
     assert "fix:" in r.output and "1 failure(s)" in r.output
@@ -41,18 +40,18 @@ def test_failure_in_logs_exits_1_with_fix():
 
 def test_require_ib_turns_socket_fallback_into_failure():
     # The same fixture shows proxy/connection failures, so compare the network finding itself.
-    plain = json.loads(run(SOCKET, "--json", "-").stdout)
-    strict = json.loads(run(SOCKET, "--json", "-", "--require-ib").stdout)
+    plain = json.loads(run(real.nccl_log(SOCKET), "--json", "-").stdout)
+    strict = json.loads(run(real.nccl_log(SOCKET), "--json", "-", "--require-ib").stdout)
     net = lambda d: next(f for f in d["findings"] if f["check"] == "nccl.network")  # noqa: E731
     assert net(plain)["status"] == "warn" and net(strict)["status"] == "fail"
 
 
 def test_json_to_stdout_only():
-    r = run(P2P_SHM, "--json", "-")
+    r = run(real.nccl_log(P2P_SHM), "--json", "-")
     assert r.exit_code == 0
     data = json.loads(r.stdout)  # nothing but JSON on stdout
     assert data["schema"] == "nccldiag.log/1"
-    assert data["files"] == [str(P2P_SHM)]
+    assert data["files"] == [str(real.nccl_log(P2P_SHM))]
     assert data["exit_code"] == 0
     assert data["summary"]["transports"] == ["P2P", "SHM"]
     pairs = {p["key"]: p for p in data["summary"]["pairs"]}
@@ -63,7 +62,7 @@ def test_json_to_stdout_only():
 
 def test_json_with_channels_and_warn_results(tmp_path):
     out = tmp_path / "r.json"
-    r = run(FIX / "duplicate-gpu-detected-mpirun-tag-output.log", "--json", out, "--channels", "--color", "never")
+    r = run(real.nccl_log("duplicate-gpu-detected-mpirun-tag-output.log"), "--json", out, "--channels", "--color", "never")
     assert r.exit_code == 1
     assert "nccl.duplicate_gpu" in r.output  # the table is still printed
     data = json.loads(out.read_text())
@@ -75,20 +74,20 @@ def test_json_with_channels_and_warn_results(tmp_path):
 
 
 def test_several_files_are_one_job():
-    r = run(GOOD, P2P_SHM, "--json", "-")
+    r = run(real.nccl_log(GOOD), real.nccl_log(P2P_SHM), "--json", "-")
     data = json.loads(r.stdout)
-    assert data["files"] == [str(GOOD), str(P2P_SHM)]
+    assert data["files"] == [str(real.nccl_log(GOOD)), str(real.nccl_log(P2P_SHM))]
     assert data["summary"]["hosts"] == ["node-a", "node-b"]
 
 
 def test_stdin():
-    r = run("-", "--json", "-", input=WATCHDOG.read_text())
+    r = run("-", "--json", "-", input=real.nccl_log(WATCHDOG).read_text())
     assert r.exit_code == 1
     assert json.loads(r.stdout)["files"] == ["<stdin>"]
 
 
 def test_expect_env():
-    r = run(FIX / "socket-2node-shm-extend-failure-and-connect-abort-nccltests.log", "--json", "-",
+    r = run(real.nccl_log("socket-2node-shm-extend-failure-and-connect-abort-nccltests.log"), "--json", "-",
             "--expect", "NCCL_DMABUF_ENABLE=1")
     env = next(f for f in json.loads(r.stdout)["findings"] if f["check"] == "nccl.env")
     assert env["status"] == "fail" and env["expected"] == {"NCCL_DMABUF_ENABLE": "1"}
@@ -96,7 +95,7 @@ def test_expect_env():
 
 def test_missing_file_exits_2_naming_it(tmp_path):
     missing = tmp_path / "nccl.node1.123.log"
-    r = run(GOOD, missing)
+    r = run(real.nccl_log(GOOD), missing)
     assert r.exit_code == 2
     assert str(missing) in r.stderr and "No such file" in r.stderr
     assert "Traceback" not in r.output and r.exception is None or isinstance(r.exception, SystemExit)
@@ -108,12 +107,12 @@ def test_directory_exits_2(tmp_path):
 
 
 def test_unreadable_json_path_exits_2(tmp_path):
-    r = run(GOOD, "--json", tmp_path / "no" / "such" / "dir" / "r.json")
+    r = run(real.nccl_log(GOOD), "--json", tmp_path / "no" / "such" / "dir" / "r.json")
     assert r.exit_code == 2 and "cannot write" in r.stderr
 
 
 def test_bad_expect_and_no_files_exit_2():
-    assert run(GOOD, "--expect", "NCCL_IB_DISABLE").exit_code == 2
+    assert run(real.nccl_log(GOOD), "--expect", "NCCL_IB_DISABLE").exit_code == 2
     r = run()
     assert r.exit_code == 2 and "FILE" in r.output
 

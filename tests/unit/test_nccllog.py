@@ -1,6 +1,5 @@
-"""NCCL log parser and transport findings, on real log excerpts (tests/fixtures/nccl-logs) and constructed lines."""
+"""NCCL log parser and transport findings, on real log excerpts (../shared/fixtures/nccl-logs) and constructed lines."""
 import json
-from pathlib import Path
 
 import pytest
 
@@ -8,13 +7,13 @@ from nccldiag.findings import Status, to_jsonable
 from nccldiag.probe.nccllog import parse, parse_logs, parse_via
 from nccldiag.probe.transport_findings import transport_findings
 from nccldiag.report import nccllog as report
+from tests import real
 
-FIX = Path(__file__).resolve().parent.parent / "fixtures" / "nccl-logs"
-ALL = sorted(FIX.glob("*.log"))
+ALL = real.names(real.NCCL_LOGS, "*.log")
 
 
 def load(name):
-    return parse((FIX / name).read_text(), name)
+    return parse(real.nccl_log(name).read_text(), name)
 
 
 def by_check(findings):
@@ -32,15 +31,16 @@ def statuses(findings):
 
 
 def test_every_fixture_is_covered():
+    real.require()
     assert len(ALL) == 9
-    listed = (FIX / "SOURCES.md").read_text()
-    for p in ALL:
-        assert f"`{p.name}`" in listed
+    listed = real.nccl_log("SOURCES.md").read_text()
+    for name in ALL:
+        assert f"`{name}`" in listed
 
 
-@pytest.mark.parametrize("path", ALL, ids=[p.name for p in ALL])
-def test_fixture_parses_and_serialises(path):
-    facts = parse(path.read_text(), path.name)
+@pytest.mark.parametrize("name", ALL)
+def test_fixture_parses_and_serialises(name):
+    facts = load(name)
     assert facts.nccl_lines > 0 or facts.watchdogs
     findings = transport_findings(facts)
     data = report.to_json(facts, findings)

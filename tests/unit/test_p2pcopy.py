@@ -2,7 +2,6 @@
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -12,10 +11,10 @@ from nccldiag.areas.base import NodeFacts
 from nccldiag.collect.script import build_script
 from nccldiag.collect.sections import split_sections
 from nccldiag.findings import Status
+from tests import real
 
 pytest.importorskip("torch")
 
-FIX = Path(__file__).resolve().parent.parent / "fixtures"
 
 
 def by_check(findings):
@@ -113,12 +112,20 @@ def result(pairs, devices=()):
                       for a, b, g, peer in pairs]}
 
 
-NV18 = topology.parse_topo_m((FIX / "nvidia-smi-topo-m" / "mleng-8x-h100-nv18-spaces.txt").read_text())
-PCIE = topology.parse_topo_m((FIX / "nvidia-smi-topo-m" / "nccl667-4gpu-pcie-pxb-pix-sys-no-legend.txt").read_text())
+@pytest.fixture
+def NV18():
+    return topology.parse_topo_m(real.node_text("nvidia-smi-topo-m", "mleng-8x-h100-nv18-spaces.txt"))
+
+
+@pytest.fixture
+def PCIE():
+    return topology.parse_topo_m(real.node_text("nvidia-smi-topo-m", "nccl667-4gpu-pcie-pxb-pix-sys-no-legend.txt"))
+
+
 HOST = [(0, 25.0, 26.0), (1, 25.0, 26.0), (2, 25.0, 26.0), (3, 25.0, 26.0)]
 
 
-def test_nvlink_pairs_far_faster_than_pcie_pass():
+def test_nvlink_pairs_far_faster_than_pcie_pass(NV18):
     r = result([(0, 1, 370.0, True), (1, 0, 365.0, True)], [(0, 52.0, 53.0), (1, 52.0, 53.0)])
     f = by_check(topology.judge_p2p_copy(r, NV18, {}, 26.562))
     assert f["topology.p2p_copy"].status is Status.OK
@@ -126,7 +133,7 @@ def test_nvlink_pairs_far_faster_than_pcie_pass():
     assert f["topology.p2p_copy"].evidence[0] == "GPU0->GPU1 (NV18): 370.0 GB/s, peer access True, data ok"
 
 
-def test_nvlink_pair_at_pcie_speed_warns():
+def test_nvlink_pair_at_pcie_speed_warns(NV18):
     r = result([(0, 1, 40.0, True), (1, 0, 370.0, True)], [(0, 52.0, 53.0), (1, 52.0, 53.0)])
     f = by_check(topology.judge_p2p_copy(r, NV18, {}, 26.562))
     w = f["topology.p2p_bandwidth"]
@@ -134,13 +141,13 @@ def test_nvlink_pair_at_pcie_speed_warns():
     assert w.actual == ["GPU0->GPU1 (NV18): 40.0 GB/s, expected >= 191 GB/s over NVLink"]
 
 
-def test_nvlink_pair_without_peer_access_warns():
+def test_nvlink_pair_without_peer_access_warns(NV18):
     r = result([(0, 1, 20.0, False)], [(0, 52.0, 53.0), (1, 52.0, 53.0)])
     w = by_check(topology.judge_p2p_copy(r, NV18))["topology.p2p_bandwidth"]
     assert w.status is Status.WARN and "torch reports no peer access" in w.message
 
 
-def test_p2p_capable_pcie_pair_at_host_staged_speed_warns():
+def test_p2p_capable_pcie_pair_at_host_staged_speed_warns(PCIE):
     r = result([(0, 1, 24.0, True), (2, 3, 11.0, True), (0, 2, 9.0, False)], HOST)
     w = by_check(topology.judge_p2p_copy(r, PCIE, {(0, 1): True, (2, 3): True, (0, 2): False}))["topology.p2p_bandwidth"]
     assert w.status is Status.WARN
@@ -156,10 +163,10 @@ def test_copy_judge_errors_and_missing_output():
     assert topology.judge_p2p_copy(result([]))[0].status is Status.SKIP
 
 
-def test_area_judge_runs_copy_judgement_when_asked():
+def test_area_judge_runs_copy_judgement_when_asked(NV18):
     facts = topology.parse({
-        "topo_m": (FIX / "nvidia-smi-topo-m" / "mleng-8x-h100-nv18-spaces.txt").read_text(),
-        "topo_p2p_r": (FIX / "nvidia-smi-topo-p2p" / "mleng-8x-h100-p2p-r-all-ok.txt").read_text(),
+        "topo_m": real.node_text("nvidia-smi-topo-m", "mleng-8x-h100-nv18-spaces.txt"),
+        "topo_p2p_r": real.node_text("nvidia-smi-topo-p2p", "mleng-8x-h100-p2p-r-all-ok.txt"),
         "p2p_copy": json.dumps(result([(0, 1, 380.0, True), (1, 0, 20.0, True)], [(0, 52.0, 53.0), (1, 52.0, 53.0)])),
     })
     g = gpu.GpuFacts(gpus=[gpu.Gpu(i, "NVIDIA H100 80GB HBM3") for i in range(8)],

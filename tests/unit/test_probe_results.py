@@ -1,6 +1,6 @@
 """Putting ranks' records back together: statuses, bandwidth and findings.
 
-Captured runs are in tests/fixtures/probe-records (see its SOURCES.md).
+Runs of nccldiag's own worker are in tests/fixtures/probe-records (see its SOURCES.md).
 Cases no run on this machine can produce (several hosts, a missing rank,
 version skew, an unsupported operation) are built in the tests from those
 captures, and each says so.
