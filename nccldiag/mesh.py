@@ -15,6 +15,7 @@ from typing import List, Sequence
 from nccldiag.findings import Finding, fail, ok
 
 MARK = "@@mesh "
+BATCH = 16  # ssh clients one node runs at once
 KEX_FIRST = "-oKexAlgorithms=^curve25519-sha256,curve25519-sha256@libssh.org"
 
 
@@ -26,8 +27,18 @@ class MeshResult:
     message: str
 
 
-def build_command(targets: Sequence[str], timeout: int = 5) -> str:
-    """A POSIX sh command that tests SSH from this node to every target, in parallel.
+def command_timeout(n_targets: int, timeout: int = 5, batch: int = BATCH) -> float:
+    """The bound for the whole node-side test: every batch may take its connect timeout, and more."""
+    batches = max(1, -(-n_targets // batch))
+    return batches * (2 * timeout + 2) + 10
+
+
+def build_command(targets: Sequence[str], timeout: int = 5, batch: int = BATCH) -> str:
+    """A POSIX sh command that tests SSH from this node to every target, ``batch`` at a time.
+
+    The node runs at most ``batch`` ssh clients at once, so a source node
+    testing hundreds of peers never starves itself (or the nodes it shares a
+    machine with) of CPU, which would turn healthy peers into false timeouts.
 
     Each test authenticates as mpirun's launcher would (batch mode, host key
     verified) and stops right after authentication (``-f -N`` on a control
@@ -48,21 +59,23 @@ def build_command(targets: Sequence[str], timeout: int = 5) -> str:
         "-o NumberOfPasswordPrompts=0"
     )
     body = (
-        '_d=$(mktemp -d 2>/dev/null || echo /tmp/.nccldiag-mesh-$$); mkdir -p "$_d"; '
+        '_d=$(mktemp -d 2>/dev/null) || _d=; '
         f"_k=; ssh -G {KEX_FIRST} localhost >/dev/null 2>&1 </dev/null && _k={KEX_FIRST}; "
         "_m() { "
-        f'_s="$_d/$1"; _e=$({ssh} -o ControlMaster=yes -o ControlPath="$_s" -o ControlPersist=no -f -N "$1" 2>&1 </dev/null); _r=$?; '
+        f'if [ -n "$_d" ]; then _e=$({ssh} -o ControlMaster=yes -o ControlPath="$_d/$1" -o ControlPersist=no -f -N "$1" 2>&1 </dev/null); _r=$?; '
+        "else _e=nomux; _r=1; fi; "
         'if [ $_r -ne 0 ]; then case "$_e" in *ontrol*|*mux*) '
         f'_e=$({ssh} "$1" true 2>&1 </dev/null); _r=$?;; esac; fi; '
         f"printf '{MARK}%s %s %s\\n' \"$1\" \"$_r\" \"$(printf %s \"$_e\" | tr '\\n' ' ' | cut -c1-300)\"; }}; "
     )
-    calls = " ".join(f"_m {shlex.quote(t)} &" for t in targets)
+    groups = [targets[i:i + batch] for i in range(0, len(targets), batch)]
+    calls = " wait; ".join(" ".join(f"_m {shlex.quote(t)} &" for t in g) for g in groups)
     # the masters left in the background after authenticating: one pkill for all,
     # or one 'ssh -O exit' each where pkill is missing
     reap = (
-        ' wait; if command -v pkill >/dev/null 2>&1; then pkill -f "ControlPath=$_d/" 2>/dev/null; '
+        ' wait; if [ -n "$_d" ]; then if command -v pkill >/dev/null 2>&1; then pkill -f "ControlPath=$_d/" 2>/dev/null; '
         'else for _s in "$_d"/*; do [ -S "$_s" ] && ssh -o ControlPath="$_s" -O exit x >/dev/null 2>&1; done; fi; '
-        'rm -rf "$_d"'
+        'rm -rf "$_d"; fi; true'
     )
     return f"sh -c {shlex.quote(body + calls + reap)}"
 

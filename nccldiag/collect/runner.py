@@ -20,7 +20,7 @@ from nccldiag.collect.script import build_script
 from nccldiag.collect.sections import RawNode, split_sections
 from nccldiag.inventory import Host
 from nccldiag.transport.base import ExecResult, TransportError
-from nccldiag.transport.fanout import fan_out
+from nccldiag.transport.task import fan_out
 from nccldiag.transport.local import LocalTransport
 from nccldiag.transport.ssh import SSHConnection, SSHOptions, close_jumps
 
@@ -95,9 +95,10 @@ def collect_host(host: Host, script: str, opts: CollectOptions, mesh_targets: Se
     mesh_thread = None
     if mesh_targets:
         cmd = mesh.build_command(mesh_targets, opts.mesh_timeout)
+        mesh_bound = mesh.command_timeout(len(mesh_targets), opts.mesh_timeout)
 
         def run_mesh() -> None:
-            mesh_result.append(conn.run(cmd, timeout=opts.mesh_timeout * 2 + 10))
+            mesh_result.append(conn.run(cmd, timeout=mesh_bound))
 
         mesh_thread = threading.Thread(target=run_mesh, daemon=True)
         mesh_thread.start()
@@ -106,7 +107,7 @@ def collect_host(host: Host, script: str, opts: CollectOptions, mesh_targets: Se
         command = "env " + " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items()) + " sh -s"
         result = conn.run(command, timeout=opts.ssh.command_timeout, stdin=script)
         if mesh_thread is not None:
-            mesh_thread.join(opts.mesh_timeout * 2 + 15)
+            mesh_thread.join(mesh_bound + 5)
     finally:
         conn.close()
     node = _to_raw(host.name, result)

@@ -56,6 +56,7 @@ class ProbeReport:
     elapsed: float = 0.0
     started: float = field(default_factory=time.time)
     note: str = ""
+    run_id: Optional[str] = None  # the NCCLDIAG_RUN marker every process of the run carries
 
     @property
     def all_findings(self) -> List[Finding]:
@@ -136,9 +137,9 @@ def analyze(runs: Sequence, settings: Sequence[Setting], backend: str, require_i
             hosts: Sequence[str], unreachable: Dict[str, str], problems: Dict[str, str],
             loopback: Dict[str, List[str]], ifnames: Dict[str, Optional[str]], nproc_per_node: int,
             out_dir: Optional[str] = None, cleanup_failed: Optional[Dict[str, str]] = None,
-            elapsed: float = 0.0, timeout: Optional[float] = None) -> ProbeReport:
+            elapsed: float = 0.0, timeout: Optional[float] = None, run_id: Optional[str] = None) -> ProbeReport:
     report = ProbeReport(backend=backend, launcher=launcher, hosts=list(hosts), nproc_per_node=nproc_per_node,
-                         out_dir=out_dir, elapsed=elapsed)
+                         out_dir=out_dir, elapsed=elapsed, run_id=run_id)
     if backend == "gloo":
         report.note = GLOO_REASON
     for host, msg in unreachable.items():
@@ -177,8 +178,8 @@ def analyze(runs: Sequence, settings: Sequence[Setting], backend: str, require_i
     return report
 
 
-def unreachable_report(unreachable: Dict[str, str], hosts: Sequence[str]) -> ProbeReport:
-    report = ProbeReport(backend="?", launcher="?", hosts=list(hosts), nproc_per_node=0)
+def unreachable_report(unreachable: Dict[str, str], hosts: Sequence[str], run_id: Optional[str] = None) -> ProbeReport:
+    report = ProbeReport(backend="?", launcher="?", hosts=list(hosts), nproc_per_node=0, run_id=run_id)
     for host, msg in unreachable.items():
         report.findings.append(error(AREA, f"{AREA}.ssh", f"{host}: {msg}", host=host,
                                      fix="Run 'nccldiag check' on this host to see why it cannot be reached."))

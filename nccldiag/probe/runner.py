@@ -20,6 +20,7 @@ from typing import Callable, Dict, List, Optional, Sequence
 
 from nccldiag.probe import launch, results
 from nccldiag.transport.base import TransportError
+from nccldiag.transport.task import fan_out
 
 _SAFE = re.compile(r"[^A-Za-z0-9._-]")
 
@@ -91,20 +92,6 @@ def _archive(files: Dict[str, str]) -> str:
     return base64.b64encode(buf.getvalue()).decode("ascii")
 
 
-def _each(nodes: Sequence, fn: Callable, wait: float) -> None:
-    """``fn(node)`` for every node at once, on daemon threads, waiting at most ``wait`` seconds in all.
-
-    Every call carries its own SSH timeouts; the bound here only keeps a
-    wedged transport from holding the run.
-    """
-    threads = [threading.Thread(target=fn, args=(n,), daemon=True) for n in nodes]
-    for t in threads:
-        t.start()
-    deadline = time.monotonic() + wait
-    for t in threads:
-        t.join(max(0.0, deadline - time.monotonic()))
-
-
 def new_run_id() -> str:
     return f"nccldiag-{time.strftime('%Y%m%d%H%M%S')}-{uuid.uuid4().hex[:6]}"
 
@@ -119,7 +106,7 @@ def _parse_kv(text: str) -> Dict[str, str]:
 
 
 def prepare(nodes: Sequence, python: str, ifname: Optional[str], shared_dir: Optional[str],
-            timeout: float = 30, stage: bool = True, run_id: Optional[str] = None) -> Prepared:
+            timeout: float = 30, stage: bool = True, run_id: Optional[str] = None, fanout: int = 64) -> Prepared:
     """Stage the worker, pick the rendezvous port and each node's interface."""
     run_id = run_id or new_run_id()
     base = shared_dir or "/tmp"
@@ -174,7 +161,7 @@ def prepare(nodes: Sequence, python: str, ifname: Optional[str], shared_dir: Opt
         except TransportError as exc:
             problems[node.name] = exc.message
 
-    _each(nodes, prep, timeout + 30)
+    fan_out(list(nodes), prep, fanout)
     port = int(info.get(first.name, {}).get("free_port") or 29400)
     return Prepared(run_id, rundir, rdzv_host, port, ifnames, loopback, problems, info, hostnames)
 
@@ -188,11 +175,14 @@ def run_setting(
     run_id: str,
     on_record: Optional[Callable[[dict], None]] = None,
     log_glob: Optional[str] = None,
+    fanout: int = 64,
 ) -> SettingRun:
     """Run ``commands[host]`` on each node at once, bounded by ``timeout``.
 
     When one node's launcher fails, the others get ``grace`` seconds to
-    report their own errors before everything is killed.
+    report their own errors before everything is killed. Every node's
+    launcher starts at once (the ranks of a collective must all be up);
+    reaping and log fetching go ``fanout`` nodes at a time.
     """
     out = SettingRun(setting=setting, commands=dict(commands))
     lock = threading.Lock()
@@ -251,18 +241,18 @@ def run_setting(
         elif r.stdout.strip():
             out.survivors[node.name] = r.stdout.strip().splitlines()
 
-    _each(active, reap, 20)
+    fan_out(active, reap, fanout)
     for name, t in threads.items():
         t.join(5)
         if name not in out.nodes:
             out.nodes[name] = NodeRun(name, None, {"kind": "command-timeout", "message": "no answer"})
     if log_glob:
-        out.logs.update(fetch_logs(active, log_glob))
+        out.logs.update(fetch_logs(active, log_glob, fanout=fanout))
     out.elapsed = time.monotonic() - start
     return out
 
 
-def fetch_logs(nodes: Sequence, pattern: str, timeout: float = 30) -> Dict[str, str]:
+def fetch_logs(nodes: Sequence, pattern: str, timeout: float = 30, fanout: int = 64) -> Dict[str, str]:
     """Every file matching ``pattern`` (a shell glob) on the nodes, by name."""
     logs: Dict[str, str] = {}
     cmd = f'for f in {pattern}; do [ -f "$f" ] || continue; printf "@@file %s@@\\n" "$f"; cat "$f"; done; true'
@@ -284,11 +274,11 @@ def fetch_logs(nodes: Sequence, pattern: str, timeout: float = 30) -> Dict[str, 
         with lock:
             logs.update((k, "".join(v)) for k, v in mine.items())
 
-    _each(nodes, fetch, timeout + 10)
+    fan_out(list(nodes), fetch, fanout)
     return dict(sorted(logs.items()))
 
 
-def cleanup(nodes: Sequence, rundir: str, timeout: float = 15) -> Dict[str, str]:
+def cleanup(nodes: Sequence, rundir: str, timeout: float = 15, fanout: int = 64) -> Dict[str, str]:
     """Remove the run directory on every node; returns hosts where it failed."""
     failed: Dict[str, str] = {}
     if not os.path.basename(rundir).startswith("nccldiag-"):
@@ -299,7 +289,7 @@ def cleanup(nodes: Sequence, rundir: str, timeout: float = 15) -> Dict[str, str]
         if r.error or r.rc != 0:
             failed[node.name] = r.error.message if r.error else r.stderr.strip()[:200]
 
-    _each(nodes, remove, timeout + 10)
+    fan_out(list(nodes), remove, fanout)
     return failed
 
 

@@ -18,7 +18,9 @@ from typing import Dict, List, Optional, Sequence
 from nccldiag.inventory import Host
 from nccldiag.probe import launch, runner
 from nccldiag.transport.base import TransportError
+from nccldiag.errors import UsageError
 from nccldiag.transport.ssh import SSHOptions, close_jumps
+from nccldiag.transport.task import fan_out
 
 
 @dataclass
@@ -44,6 +46,23 @@ class ProbeOptions:
     color: str = "auto"
     json_path: Optional[str] = None
     extra_worker_args: List[str] = field(default_factory=list)
+    fanout: int = 64
+
+
+def state_dir() -> str:
+    """Where run directories go by default: ``$XDG_STATE_HOME/nccldiag/probe`` (``~/.local/state/...``)."""
+    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    return os.path.join(base, "nccldiag", "probe")
+
+
+def torch_missing(python: str) -> Optional[str]:
+    """Why the local launcher cannot run (torch absent for this interpreter), with the install command."""
+    import importlib.util
+
+    if importlib.util.find_spec("torch") is not None:
+        return None
+    return (f"torch is not installed for {python}, and the probe runs its ranks with it: "
+            f"install it with `{python} -m pip install torch` (or `pip install 'nccldiag[probe]'`), then run again")
 
 
 def worker_args(opts: ProbeOptions, backend: str, pg_timeout: int) -> List[str]:
@@ -77,11 +96,20 @@ def run(hosts: Sequence[Host], opts: ProbeOptions) -> int:
     con = console(color=opts.color)
     err = console(stderr=True, color=opts.color)
     local = opts.launcher == "local"
+    if local and not opts.dry_run:
+        missing = torch_missing(sys.executable)
+        if missing:
+            raise UsageError(missing)
+    if opts.out_dir and not opts.dry_run:
+        if os.path.exists(opts.out_dir) and not os.path.isdir(opts.out_dir):
+            raise UsageError(f"-o {opts.out_dir}: exists and is not a directory")
+        if os.path.exists(os.path.join(opts.out_dir, "records.jsonl")):
+            raise UsageError(f"-o {opts.out_dir}: holds the records of an earlier run; give a new directory")
     nodes = [LocalNode()] if local else [SSHNode(h, opts.ssh) for h in hosts]
     run_id = runner.new_run_id()
-    out_dir = opts.out_dir or os.path.abspath(f"nccldiag-probe-{run_id[len('nccldiag-'):]}")
+    out_dir = os.path.abspath(opts.out_dir) if opts.out_dir else os.path.join(state_dir(), run_id)
 
-    # connect (bounded by the SSH timeouts), in parallel
+    # connect, fanout at a time, each bounded by the SSH timeouts
     unreachable: Dict[str, str] = {}
     if not opts.dry_run or not local:
         def connect(n):
@@ -89,14 +117,11 @@ def run(hosts: Sequence[Host], opts: ProbeOptions) -> int:
                 n.connect()
             except TransportError as exc:
                 unreachable[n.name] = exc.message
-        ts = [threading.Thread(target=connect, args=(n,), daemon=True) for n in nodes]
-        for t in ts:
-            t.start()
-        for t in ts:
-            t.join(opts.ssh.connect_timeout * 3 + 30)
+
+        fan_out(nodes, connect, opts.fanout)
     live = [n for n in nodes if n.name not in unreachable]
     if not live or (nodes and nodes[0].name in unreachable):
-        report = analysis.unreachable_report(unreachable, [n.name for n in nodes])
+        report = analysis.unreachable_report(unreachable, [n.name for n in nodes], run_id)
         probe_report.emit(report, con, opts.json_path)
         close_jumps()
         return report.exit_code
@@ -110,7 +135,8 @@ def run(hosts: Sequence[Host], opts: ProbeOptions) -> int:
         if opts.python == "python3":
             opts.python = sys.executable
     else:
-        prep = runner.prepare(live, opts.python, opts.ifname, opts.shared_dir, run_id=run_id, stage=not opts.dry_run)
+        prep = runner.prepare(live, opts.python, opts.ifname, opts.shared_dir, timeout=opts.ssh.command_timeout,
+                              run_id=run_id, stage=not opts.dry_run, fanout=opts.fanout)
     participants = [n for n in live if n.name not in prep.problems]
 
     gpus = min((prep.info.get(n.name, {}).get("gpus", 0) for n in participants), default=0)
@@ -120,11 +146,12 @@ def run(hosts: Sequence[Host], opts: ProbeOptions) -> int:
     pg_timeout = max(5, int(timeout * 0.5))
     settings = plan.build_settings(backend, opts.require_ib, opts.custom, opts.settings_mode)
 
-    os.makedirs(out_dir, exist_ok=True)
-    records_path = os.path.join(out_dir, "records.jsonl")
     runs: List[runner.SettingRun] = []
     can_run = bool(participants) and len(participants) == len(live) and not unreachable
-    with open(records_path, "a", encoding="utf-8") as rec_file:
+    if can_run and not opts.dry_run:
+        os.makedirs(out_dir, mode=0o700, exist_ok=True)
+    with (open(os.path.join(out_dir, "records.jsonl"), "x", encoding="utf-8") if can_run and not opts.dry_run
+          else open(os.devnull, "w", encoding="utf-8")) as rec_file:
         lock = threading.Lock()
 
         def on_record(rec: dict) -> None:
@@ -155,17 +182,18 @@ def run(hosts: Sequence[Host], opts: ProbeOptions) -> int:
             glob = f"{shlex.quote(prep.rundir)}/{shlex.quote(setting.name)}/nccl.*.log" if backend == "nccl" else None
             sr = runner.run_setting(participants, commands, runner.Setting(setting.name, setting.env), timeout,
                                     grace=min(30.0, pg_timeout + 10.0), run_id=prep.run_id,
-                                    on_record=on_record, log_glob=glob)
+                                    on_record=on_record, log_glob=glob, fanout=opts.fanout)
             _save_logs(out_dir, setting.name, sr.logs)
             runs.append(sr)
     if opts.dry_run:
         if not local:
-            runner.cleanup(live, prep.rundir)
+            runner.cleanup(live, prep.rundir, fanout=opts.fanout)
         for n in nodes:
             n.close()
         close_jumps()
         return 0
-    cleanup_failed = {} if opts.shared_dir and not local else (runner.cleanup(live, prep.rundir) if not local else {})
+    cleanup_failed = ({} if local or opts.shared_dir
+                      else runner.cleanup(live, prep.rundir, timeout=min(15.0, opts.ssh.command_timeout), fanout=opts.fanout))
     if local:
         import shutil
 
@@ -176,8 +204,8 @@ def run(hosts: Sequence[Host], opts: ProbeOptions) -> int:
     report = analysis.analyze(
         runs=runs, settings=settings, backend=backend, require_ib=opts.require_ib, launcher=opts.launcher,
         hosts=[n.name for n in nodes], unreachable=unreachable, problems=prep.problems, loopback=prep.loopback,
-        ifnames=prep.ifnames, nproc_per_node=nproc, out_dir=out_dir, cleanup_failed=cleanup_failed,
-        elapsed=time.monotonic() - t0, timeout=timeout,
+        ifnames=prep.ifnames, nproc_per_node=nproc, out_dir=out_dir if runs else None, cleanup_failed=cleanup_failed,
+        elapsed=time.monotonic() - t0, timeout=timeout, run_id=prep.run_id,
     )
     probe_report.emit(report, con, opts.json_path)
     return report.exit_code
@@ -209,10 +237,9 @@ def build_commands(launcher: str, spec: launch.LaunchSpec, nodes: Sequence, prep
         return {nodes[0].name: f"cd {shlex.quote(spec.rundir)} && exec {inner}"}
     if launcher == "mpirun":
         head = nodes[0]
-        as_root = True  # the flags only take effect when mpirun runs as root
         by_hostname = {prep.hostnames.get(n.name, n.name): prep.ifnames.get(n.name) for n in nodes}
         cmd, hostfile = launch.mpirun_command(spec, [n.name for n in nodes], by_hostname,
-                                              as_root=as_root, timeout=int(timeout))
+                                              as_root=True, timeout=int(timeout))
         write = f"printf %s {shlex.quote(hostfile)} > {shlex.quote(spec.rundir)}/hostfile && "
         return {head.name: write + cmd}
     return {n.name: launch.torchrun_command(spec, len(nodes), prep.ifnames.get(n.name)) for n in nodes}

@@ -151,6 +151,7 @@ def to_json(report: ProbeReport) -> Dict:
         "note": report.note,
         "exit_code": report.exit_code,
         "out_dir": report.out_dir,
+        "run_id": report.run_id,
         "findings": [f.to_dict() for f in report.findings],
         "settings": settings,
     }

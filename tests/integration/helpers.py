@@ -6,7 +6,6 @@ import time
 from pathlib import Path
 from typing import Callable, List, Optional, Sequence
 
-from nccldiag.probe import launch
 
 
 def nccldiag(args: Sequence[str], timeout: float = 300, cwd: Optional[str] = None) -> subprocess.CompletedProcess:
@@ -49,10 +48,14 @@ def records(path: Path) -> List[dict]:
     return out
 
 
-def probe_processes(vc, node: str) -> List[str]:
-    """Processes of any nccldiag probe run still alive on ``node`` (checked over SSH)."""
+def probe_processes(vc, node: str, run_id: str) -> List[str]:
+    """Processes of probe run ``run_id`` still alive on ``node`` (checked over SSH).
+
+    Only this run's: other probes may run on the same machine at the same time.
+    """
+    assert run_id and "'" not in run_id
     cmd = (
-        "for p in /proc/[0-9]*; do if grep -qsaz '^NCCLDIAG_RUN=' \"$p/environ\" 2>/dev/null; then "
+        f"for p in /proc/[0-9]*; do if grep -qsaz '^NCCLDIAG_RUN={run_id}$' \"$p/environ\" 2>/dev/null; then "
         "printf '%s %s\\n' \"${p#/proc/}\" \"$(tr '\\0' ' ' < \"$p/cmdline\" 2>/dev/null | cut -c1-200)\"; fi; done; true"
     )
     r = vc.ssh(node, cmd, ["-o", "ConnectTimeout=10"], timeout=60)

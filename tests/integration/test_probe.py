@@ -45,7 +45,7 @@ def test_every_collective_verified_on_every_rank(vcluster, tmp_path, launcher):
     recs = records(tmp_path / "run" / "records.jsonl")
     assert sum(1 for x in recs if x["type"] == "end") == 4
     for node in vcluster.hosts:
-        assert probe_processes(vcluster, node) == []
+        assert probe_processes(vcluster, node, data["run_id"]) == []
     assert "all_reduce" in r.stdout and "1 worked" in r.stdout
     # gloo keeps no log: the interface and address each node's ranks used are shown instead
     for rank, host in ((0, "node01"), (2, "node02")):
@@ -76,9 +76,9 @@ def probe_faulty(vc, tmp_path, *extra, timeout=TIMEOUT):
     return args, out
 
 
-def assert_clean(vc):
+def assert_clean(vc, data):
     for node in vc.hosts:
-        assert probe_processes(vc, node) == [], node
+        assert probe_processes(vc, node, data["run_id"]) == [], node
 
 
 def started(tmp_path):
@@ -114,7 +114,7 @@ def test_link_cut_mid_run(faulty, tmp_path):
     checks = {(f["check"], f.get("host")) for s in data["settings"] for f in s["findings"]} | \
              {(f["check"], f.get("host")) for f in data["findings"]}
     assert ("probe.unreachable", "qnode02") in checks or ("probe.timeout", "qnode02") in checks, checks
-    assert_clean(faulty)
+    assert_clean(faulty, data)
 
 
 def test_rendezvous_port_blocked(faulty, tmp_path):
@@ -133,7 +133,7 @@ def test_rendezvous_port_blocked(faulty, tmp_path):
     assert setting["status"] != "ok"
     culprits = {f.get("host") for f in setting["findings"] if f["status"] == "fail"}
     assert "qnode02" in culprits or "qnode01" in culprits, setting["findings"]
-    assert_clean(faulty)
+    assert_clean(faulty, data)
 
 
 def test_one_rank_killed(faulty, tmp_path):
@@ -156,7 +156,7 @@ def test_one_rank_killed(faulty, tmp_path):
     assert setting["status"] != "ok"
     bad_hosts = {f.get("host") for f in setting["findings"] if f["status"] in ("fail", "error")}
     assert "qnode02" in bad_hosts, setting["findings"]
-    assert_clean(faulty)
+    assert_clean(faulty, data)
 
 
 def test_hostname_resolving_to_loopback_is_detected(faulty, tmp_path):
@@ -174,4 +174,4 @@ def test_hostname_resolving_to_loopback_is_detected(faulty, tmp_path):
     # nccldiag chose the interface itself, so the run works despite it
     assert r.returncode == 0, r.stdout
     assert elapsed < 60 + 30
-    assert_clean(faulty)
+    assert_clean(faulty, data)

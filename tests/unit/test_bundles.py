@@ -239,7 +239,7 @@ def test_one_source_changed_changes_only_its_check(tmp_path, changes, expected, 
         if text is None:
             node.pop(name)
         else:
-            node[name] = text()
+            node[name] = text() if callable(text) else text
     code, rep = check_json(write_bundle(tmp_path / "b", {"gpu001": node}))
     assert code == exit_code == rep["exit_code"]
     want = dict(HEALTHY)

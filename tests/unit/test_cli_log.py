@@ -4,7 +4,7 @@ import json
 import click
 from click.testing import CliRunner
 
-from nccldiag.cli_log import log_command
+from nccldiag.cli.log import log as log_command
 from tests import real
 
 GOOD = "net-ib-gdrdma-p2p-cumem-2node-4rank-nccltests.log"

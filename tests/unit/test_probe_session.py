@@ -20,10 +20,11 @@ def run_local(tmp_path, *extra, timeout=60):
     return code, json.loads((tmp_path / "p.json").read_text()), time.monotonic() - t0
 
 
-def no_probe_processes():
-    """Any process of any probe run still alive here (they carry NCCLDIAG_RUN)."""
+def no_probe_processes(run_id):
+    """Processes of probe run ``run_id`` still alive here (they carry NCCLDIAG_RUN=<id>); other runs are not ours."""
+    assert run_id
     left = subprocess.run(
-        ["sh", "-c", "for p in /proc/[0-9]*; do grep -qsaz '^NCCLDIAG_RUN=' $p/environ && echo ${p#/proc/}; done; true"],
+        ["sh", "-c", f"for p in /proc/[0-9]*; do grep -qsaz '^NCCLDIAG_RUN={run_id}$' $p/environ && echo ${{p#/proc/}}; done; true"],
         capture_output=True, text=True, timeout=30).stdout.split()
     return [p for p in left if p != str(os.getpid())]
 
@@ -46,7 +47,7 @@ def test_a_stalled_rank_is_a_hang_named_and_bounded(tmp_path):
     bc = setting["collectives"]["broadcast"]
     assert bc["status"] == "hang" and bc["ranks_hung"] == [1]
     assert setting["collectives"]["all_reduce"]["status"] == "ok"
-    assert no_probe_processes() == []
+    assert no_probe_processes(data["run_id"]) == []
 
 
 def test_dry_run_and_usage_errors(tmp_path):

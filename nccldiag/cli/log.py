@@ -7,15 +7,14 @@ option). Messages go to stderr; ``--json -`` keeps stdout for JSON alone.
 """
 from __future__ import annotations
 
-import json
 import os
 import sys
 from typing import Dict, List, Sequence, Tuple
 
 import click
 
-# Same as nccldiag.cli.CONTEXT; repeated so that this module imports without the group.
-CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+from nccldiag.cli.options import CONTEXT
+
 
 
 class _LogUsageError(Exception):
@@ -74,7 +73,7 @@ def _write_json(data: dict, path: str) -> None:
 @click.option("--channels", "include_channels", is_flag=True, help="Include every channel line in the JSON.")
 @click.option("-v", "--verbose", is_flag=True, help="Show all evidence lines and the skipped checks.")
 @click.option("--color", type=click.Choice(["auto", "always", "never"]), default="auto", show_default=True)
-def log_command(files, json_path, require_ib, expect, include_channels, verbose, color):
+def log(files, json_path, require_ib, expect, include_channels, verbose, color):
     """Read NCCL logs (NCCL_DEBUG=INFO) and report versions, networks, transports and failures.
 
     \b

@@ -1,15 +1,12 @@
 """``nccldiag probe``: collective probes across hosts, one setting at a time."""
 from __future__ import annotations
 
-import json
-import os
 import sys
-import time
-from typing import Dict, List, Optional
+from typing import Optional
 
 import click
 
-from nccldiag.cli import CONTEXT, _inventory, _ssh_options, host_options
+from nccldiag.cli.options import CONTEXT, color_option, host_options, inventory, ssh_options
 from nccldiag.errors import UsageError
 
 
@@ -44,10 +41,11 @@ def _parse_size(value: Optional[str]) -> Optional[int]:
               help="A directory every node shares (NFS): stage the worker once there.")
 @click.option("--dry-run", is_flag=True, help="Print every command per node, run nothing.")
 @click.option("-o", "--output", "out_dir", default=None, type=click.Path(file_okay=False),
-              help="Directory for records.jsonl and NCCL logs (default ./nccldiag-probe-<run id>).")
+              help="Directory for records.jsonl and NCCL logs "
+                   "(default $XDG_STATE_HOME/nccldiag/probe/<run id>, i.e. ~/.local/state/nccldiag/probe/...).")
 @click.option("--json", "json_path", metavar="PATH|-", default=None, help="Write the report as JSON.")
-@click.option("--color", type=click.Choice(["auto", "always", "never"]), default="auto", show_default=True)
-def probe_command(launcher, backend, nproc_per_node, ib, custom, settings_mode, collectives, min_bytes, max_bytes,
+@color_option
+def probe(launcher, backend, nproc_per_node, ib, custom, settings_mode, collectives, min_bytes, max_bytes,
                   factor, iters, timeout, ifname, shared_dir, dry_run, out_dir, json_path, color, **kw):
     """Run verified, timed collective probes under a matrix of NCCL settings.
 
@@ -56,7 +54,7 @@ def probe_command(launcher, backend, nproc_per_node, ib, custom, settings_mode, 
     """
     from nccldiag.probe import session
 
-    inv = _inventory(kw)
+    inv = inventory(kw)
     if launcher == "auto":
         launcher = "local" if inv is None else "torchrun"
     if launcher != "local" and inv is None:
@@ -79,11 +77,12 @@ def probe_command(launcher, backend, nproc_per_node, ib, custom, settings_mode, 
         ifname=ifname,
         shared_dir=shared_dir,
         python=kw["python"],
-        ssh=_ssh_options(kw),
+        ssh=ssh_options(kw),
         out_dir=out_dir,
         dry_run=dry_run,
         color=color,
         json_path=json_path,
+        fanout=kw["fanout"],
     )
     hosts = inv.hosts if inv is not None else []
     code = session.run(hosts, opts)

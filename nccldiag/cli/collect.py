@@ -1,0 +1,36 @@
+"""``nccldiag collect``: save the raw outputs of every node as a bundle."""
+from __future__ import annotations
+
+import sys
+
+import click
+
+from nccldiag.cli.check import run_collection
+from nccldiag.cli.options import CONTEXT, areas, host_options, import_torch_option
+from nccldiag.errors import UsageError
+
+
+@click.command("collect", context_settings=CONTEXT)
+@host_options
+@import_torch_option
+@click.option("-o", "--output", "out_dir", type=click.Path(file_okay=False), default=None,
+              help="Directory for the bundle: one sub-directory per node, one file per source.")
+@click.option("--script", "print_script", is_flag=True, help="Print the script that runs on each node, and exit.")
+@click.option("--only", multiple=True, metavar="AREA,...", help="Collect only these areas.")
+@click.option("--skip", multiple=True, metavar="AREA,...", help="Do not collect these areas.")
+def collect(out_dir, print_script, only, skip, **kw):
+    """Gather raw outputs into a bundle, for 'check --bundle' or a support ticket."""
+    from nccldiag.collect import runner
+
+    areas_sel = areas(only, skip)
+    if print_script:
+        sys.stdout.write(runner.script_for(areas_sel))
+        return
+    if not out_dir:
+        raise UsageError("collect needs -o DIR (or --script to print the collection script)")
+    raws, _notes = run_collection(kw, areas_sel, out_dir, mesh_mode="none")
+    failed = [r for r in raws if r.error]
+    for r in failed:
+        click.echo(f"nccldiag: {r.host}: {r.error['message']}", err=True)
+    click.echo(f"collected {len(raws) - len(failed)} of {len(raws)} nodes into {out_dir}", err=True)
+    sys.exit(3 if failed else 0)

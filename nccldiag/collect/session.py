@@ -1,0 +1,61 @@
+"""One collection from start to end: live (local or SSH) or from a saved bundle.
+
+Nodes are saved to the bundle as they arrive, so an interrupted run keeps
+every node already collected. Progress goes to the ``on_node`` callback; this
+module prints nothing.
+"""
+from __future__ import annotations
+
+from typing import Callable, List, Optional, Sequence, Tuple
+
+from nccldiag.collect import runner, sections
+from nccldiag.collect.sections import RawNode
+from nccldiag.errors import UsageError
+
+
+def collect(
+    inv,
+    areas_sel: Sequence,
+    opts: runner.CollectOptions,
+    save_dir: Optional[str] = None,
+    on_start: Optional[Callable[[int], None]] = None,
+    on_node: Optional[Callable[[RawNode], None]] = None,
+) -> Tuple[List[RawNode], List[str]]:
+    """Raw nodes in inventory order and notes about the inventory (``inv`` None: this machine)."""
+    script = runner.script_for(areas_sel, opts.extra_sources)
+    area_names = [a.NAME for a in areas_sel]
+    if inv is None:
+        node = runner.collect_local(script, opts)
+        if save_dir:
+            sections.write_bundle_index(save_dir, [node.host], {"transport": "local", "areas": area_names})
+            sections.write_node(save_dir, node)
+        return [node], []
+    notes = [f"{where}: duplicate host {name} (first at {first}), checked once"
+             for name, where, first in inv.duplicates]
+    hosts = inv.hosts
+    if save_dir:
+        sections.write_bundle_index(save_dir, [h.name for h in hosts], {"transport": "ssh", "areas": area_names})
+    if on_start is not None:
+        on_start(len(hosts))
+
+    def arrived(node: RawNode) -> None:
+        if save_dir:
+            sections.write_node(save_dir, node)
+        if on_node is not None:
+            on_node(node)
+
+    return runner.collect_hosts(hosts, script, opts, arrived), notes
+
+
+def from_bundle(bundle: str, areas_sel: Sequence, only_given: bool) -> Tuple[List[RawNode], List]:
+    """The nodes of a saved bundle, and the areas to judge (those it collected, unless --only named some)."""
+    try:
+        raws = sections.read_bundle(bundle)
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"--bundle {bundle}: {exc}") from None
+    if not raws:
+        raise UsageError(f"--bundle {bundle}: no node directories in it")
+    collected = sections.read_bundle_index(bundle).get("areas")
+    if collected and not only_given:
+        areas_sel = [a for a in areas_sel if a.NAME in collected or a.NAME == "system"]
+    return raws, list(areas_sel)

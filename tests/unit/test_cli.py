@@ -1,0 +1,47 @@
+"""The command line as a newcomer meets it: every command registered whatever the import order, and a
+probe without torch that says how to install it and leaves nothing behind."""
+import os
+import site
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def fresh(code: str, env=None, cwd=None, python_args=()):
+    return subprocess.run([sys.executable, *python_args, "-c", code], capture_output=True, text=True, timeout=120,
+                          env=env, cwd=cwd)
+
+
+def test_every_command_registered_whatever_is_imported_first():
+    for first in ("nccldiag.cli.probe", "nccldiag.cli.log", "nccldiag.cli.check", "nccldiag.cli.collect"):
+        r = fresh(f"import {first}\nfrom nccldiag.cli import main\nprint(sorted(main.commands))")
+        assert r.returncode == 0, r.stderr
+        assert r.stdout.split("\n")[0] == "['check', 'collect', 'log', 'probe']", first
+
+
+def torchless_path(tmp_path) -> str:
+    """A site-packages view with everything this interpreter has but torch (a real interpreter without torch)."""
+    view = tmp_path / "site"
+    view.mkdir()
+    for sp in site.getsitepackages():
+        for entry in Path(sp).iterdir():
+            if entry.name.startswith(("torch", "functorch")) or entry.suffix == ".pth" or entry.name.startswith("__editable__"):
+                continue
+            if not (view / entry.name).exists():
+                (view / entry.name).symlink_to(entry)
+    return f"{REPO}{os.pathsep}{view}"
+
+
+def test_probe_without_torch_says_how_to_install_it_and_creates_nothing(tmp_path):
+    work, state = tmp_path / "cwd", tmp_path / "state"
+    work.mkdir()
+    env = {"PATH": os.environ["PATH"], "PYTHONPATH": torchless_path(tmp_path), "XDG_STATE_HOME": str(state),
+           "HOME": str(tmp_path), "NO_COLOR": "1"}
+    r = fresh("import sys; from nccldiag.cli import main; sys.argv = ['nccldiag', 'probe']; main()",
+              env=env, cwd=work, python_args=("-S",))
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "torch is not installed" in r.stderr and f"{sys.executable} -m pip install torch" in r.stderr
+    assert "Traceback" not in r.stderr
+    assert list(work.iterdir()) == [] and not state.exists()
