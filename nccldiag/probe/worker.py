@@ -600,7 +600,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     try:
         ident = mpi_identity(out, dict(os.environ)) if args.bootstrap == "mpi" else env_identity(dict(os.environ))
     except ImportError as exc:
-        return fail("bootstrap", f"--bootstrap mpi needs mpi4py: {exc}", EXIT_SETUP)
+        return fail("bootstrap", f"--bootstrap mpi needs mpi4py (pip install 'nccldiag[mpi]'): {exc}", EXIT_SETUP)
     except Exception as exc:  # noqa: BLE001
         return fail("bootstrap", _short(exc), EXIT_SETUP)
     out.base.update(rank=ident.rank, host=host)
