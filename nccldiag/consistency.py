@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Dict, List, Mapping, Optional
 
-from nccldiag.findings import Finding, ok, warn
+from nccldiag.model.findings import Finding, ok, warn
 
 AREA = "consistency"
 

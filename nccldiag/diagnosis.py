@@ -12,15 +12,12 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from nccldiag import consistency, mesh
 from nccldiag.areas.base import NodeFacts
-from nccldiag.collect.sections import RawNode
-from nccldiag.findings import Finding, Status, error, ok, skip, warn, worst
+from nccldiag.model.raw import RawNode
+from nccldiag.model.findings import Finding, Status, error, ok, warn, worst
+from nccldiag.model.findings import exit_code as findings_exit_code
 from nccldiag.transport.base import FIXES
 
 # Exit codes (documented in the README).
-EXIT_OK = 0
-EXIT_UNHEALTHY = 1
-EXIT_USAGE = 2
-EXIT_UNCHECKED = 3
 
 SCHEMA = "nccldiag.check/1"
 
@@ -68,12 +65,8 @@ class CheckReport:
 
 def exit_code(nodes: Sequence[NodeReport]) -> int:
     """1 if any check failed; else 3 if some host could not be checked; else 0."""
-    statuses = [f.status for n in nodes for f in n.findings]
-    if Status.FAIL in statuses:
-        return EXIT_UNHEALTHY
-    if Status.ERROR in statuses or any(not n.reachable for n in nodes):
-        return EXIT_UNCHECKED
-    return EXIT_OK
+    return findings_exit_code((f.status for n in nodes for f in n.findings),
+                              incomplete=any(not n.reachable for n in nodes))
 
 
 def _transport_finding(raw: RawNode, local: bool) -> Finding:
@@ -163,6 +156,3 @@ def analyze(
         node.findings.extend(found)
     return CheckReport(nodes=nodes, areas=[a.NAME for a in areas], started=started)
 
-
-def skipped_area_findings(names: Sequence[str]) -> List[Finding]:
-    return [skip(n, f"{n}.selected", "not selected (--only/--skip)") for n in names]

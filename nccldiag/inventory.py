@@ -21,7 +21,7 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Dict, Iterable, List, Optional, Tuple
 
-from nccldiag.errors import InventoryError
+from nccldiag.model.errors import InventoryError
 
 # A host name or address as it may reach a command line: letters, digits and
 # ``. _ -`` only (IPv4 addresses included). Everything else is refused, so that

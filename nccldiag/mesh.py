@@ -12,7 +12,7 @@ import shlex
 from dataclasses import dataclass
 from typing import List, Sequence
 
-from nccldiag.findings import Finding, fail, ok
+from nccldiag.model.findings import Finding, fail, ok
 
 MARK = "@@mesh "
 BATCH = 16  # ssh clients one node runs at once

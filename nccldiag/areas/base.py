@@ -12,7 +12,7 @@ collector per file in node_exporter). It declares:
               tree stands in for a live root. Stderr is discarded; a snippet
               should print nothing when its data is absent.
 ``parse(raw)``  pure: ``{source name: text or None}`` -> facts (a dataclass)
-``judge(facts, node)``  pure: facts -> list of :class:`~nccldiag.findings.Finding`.
+``judge(facts, node)``  pure: facts -> list of :class:`~nccldiag.model.findings.Finding`.
               ``node`` is a :class:`NodeFacts` giving the facts of the other
               areas of the same node (``node.get("gpu")``), for judgements
               that depend on them (IOMMU matters only with GPUs).

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Mapping, Optional, Tuple
 
 from nccldiag.areas.base import NodeFacts, Source, section
-from nccldiag.findings import Finding, fail, ok, skip, warn
+from nccldiag.model.findings import Finding, fail, ok, skip, warn
 
 NAME = "ib"
 TITLE = "InfiniBand/RoCE"

@@ -22,7 +22,7 @@ from typing import Dict, List, Optional
 
 from nccldiag.areas.base import NodeFacts, Source, section
 from nccldiag.areas.pcie import node_gpus, node_rdma
-from nccldiag.findings import Finding, fail, ok, skip, warn
+from nccldiag.model.findings import Finding, fail, ok, skip, warn
 
 NAME = "iommu"
 TITLE = "IOMMU"

@@ -20,7 +20,7 @@ from typing import Dict, List, Optional, Union
 
 from nccldiag.areas.base import NodeFacts, Source, section
 from nccldiag.areas.pcie import node_rdma
-from nccldiag.findings import Finding, fail, ok, skip, warn
+from nccldiag.model.findings import Finding, fail, ok, skip, warn
 
 NAME = "limits"
 TITLE = "Limits"

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
 from nccldiag.areas.base import NodeFacts, Source, section
-from nccldiag.findings import Finding, fail, ok, skip, warn
+from nccldiag.model.findings import Finding, fail, ok, skip, warn
 
 NAME = "pcie"
 TITLE = "PCIe"

@@ -19,7 +19,7 @@ from typing import Any, Dict, List, Optional
 
 from nccldiag.areas.base import NodeFacts, Source, section
 from nccldiag.areas.pcie import node_gpus
-from nccldiag.findings import Finding, fail, ok, skip, warn
+from nccldiag.model.findings import Finding, fail, ok, skip, warn
 
 NAME = "python"
 TITLE = "Python"

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional
 
 from nccldiag.areas.base import NodeFacts, Source, section
-from nccldiag.findings import Finding, fail, ok, warn
+from nccldiag.model.findings import Finding, fail, ok, warn
 
 NAME = "system"
 TITLE = "System"

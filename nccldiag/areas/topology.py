@@ -22,7 +22,7 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from nccldiag import p2pcopy
 from nccldiag.areas.base import NodeFacts, Source, section
-from nccldiag.findings import Finding, error, fail, ok, skip, warn
+from nccldiag.model.findings import Finding, error, fail, ok, skip, warn
 
 NAME = "topology"
 TITLE = "GPU P2P/topology"

@@ -14,7 +14,7 @@ import click
 from nccldiag import __version__
 from nccldiag.cli import check, collect, log, probe
 from nccldiag.cli.options import CONTEXT
-from nccldiag.errors import NccldiagError
+from nccldiag.model.errors import NccldiagError
 
 
 def quiet_libraries() -> None:

@@ -10,7 +10,7 @@ import click
 from nccldiag.cli.options import (
     CONTEXT, areas, color_option, host_options, import_torch_option, inventory, ssh_options,
 )
-from nccldiag.errors import UsageError
+from nccldiag.model.errors import UsageError
 
 
 def collect_options(kw, mesh_mode: str = "none", extra_sources=()):

@@ -7,7 +7,7 @@ import click
 
 from nccldiag.cli.check import run_collection
 from nccldiag.cli.options import CONTEXT, areas, host_options, import_torch_option
-from nccldiag.errors import UsageError
+from nccldiag.model.errors import UsageError
 
 
 @click.command("collect", context_settings=CONTEXT)

@@ -83,16 +83,16 @@ def log(files, json_path, require_ib, expect, include_channels, verbose, color):
 
     Exit codes: 0 no failure in the logs, 1 the logs show a failure, 2 usage error.
     """
-    from nccldiag.probe import nccllog
-    from nccldiag.probe.transport_findings import transport_findings
-    from nccldiag.report import nccllog as report
+    from nccldiag.nccl import log as nccllog
+    from nccldiag.nccl import checks as nccl_checks
+    from nccldiag.report import log_report as report
     from nccldiag.report.console import console
 
     try:
         expected = parse_expect(expect)
         logs = read_logs(files)
         facts = nccllog.parse_logs(logs)
-        findings = transport_findings(facts, require_ib=require_ib, expected_env=expected)
+        findings = nccl_checks.judge(facts, require_ib=require_ib, expected_env=expected)
         if json_path:
             _write_json(report.to_json(facts, findings, include_channels), json_path)
     except _LogUsageError as exc:

@@ -5,7 +5,7 @@ from typing import List, Sequence
 
 import click
 
-from nccldiag.errors import UsageError
+from nccldiag.model.errors import UsageError
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 

@@ -7,7 +7,7 @@ from typing import Optional
 import click
 
 from nccldiag.cli.options import CONTEXT, color_option, host_options, inventory, ssh_options
-from nccldiag.errors import UsageError
+from nccldiag.model.errors import UsageError
 
 
 def _parse_size(value: Optional[str]) -> Optional[int]:

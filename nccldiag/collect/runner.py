@@ -17,7 +17,8 @@ from typing import Callable, List, Optional, Sequence
 from nccldiag import mesh
 from nccldiag.areas.base import Source
 from nccldiag.collect.script import build_script
-from nccldiag.collect.sections import RawNode, split_sections
+from nccldiag.collect.sections import split_sections
+from nccldiag.model.raw import RawNode
 from nccldiag.inventory import Host
 from nccldiag.transport.base import ExecResult, TransportError
 from nccldiag.transport.task import fan_out

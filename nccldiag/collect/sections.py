@@ -9,28 +9,14 @@ from __future__ import annotations
 import json
 import os
 import re
-from dataclasses import dataclass, field
 from typing import Dict, List, Optional
 
-from nccldiag.collect.script import BEGIN, END, TAIL
+from nccldiag.model.raw import RawNode
 
 _END_RE = re.compile(r"^@@nccldiag:end (\S+) rc=(-?\d+)@@$")
 _BEGIN_RE = re.compile(r"^@@nccldiag:begin (\S+)@@$")
 
 NODE_META = "_node.json"
-
-
-@dataclass
-class RawNode:
-    """Everything gathered from one node, before parsing."""
-
-    host: str
-    sections: Dict[str, str] = field(default_factory=dict)
-    rcs: Dict[str, int] = field(default_factory=dict)
-    error: Optional[dict] = None  # transport failure: {"kind": ..., "message": ...}
-    truncated: bool = False  # output ended inside a section
-    elapsed: float = 0.0
-    extra: Dict[str, object] = field(default_factory=dict)
 
 
 def split_sections(text: str) -> tuple:

@@ -9,8 +9,8 @@ from __future__ import annotations
 from typing import Callable, List, Optional, Sequence, Tuple
 
 from nccldiag.collect import runner, sections
-from nccldiag.collect.sections import RawNode
-from nccldiag.errors import UsageError
+from nccldiag.model.raw import RawNode
+from nccldiag.model.errors import UsageError
 
 
 def collect(

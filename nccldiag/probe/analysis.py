@@ -13,8 +13,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence
 
-from nccldiag.diagnosis import EXIT_OK, EXIT_UNCHECKED, EXIT_UNHEALTHY
-from nccldiag.findings import Finding, Status, error, fail, ok, warn, worst
+from nccldiag.model.findings import Finding, Status, error, exit_code, fail, ok, warn
 from nccldiag.probe import results
 from nccldiag.probe.plan import GLOO_REASON, Setting
 
@@ -64,12 +63,7 @@ class ProbeReport:
 
     @property
     def exit_code(self) -> int:
-        statuses = [f.status for f in self.all_findings]
-        if Status.FAIL in statuses:
-            return EXIT_UNHEALTHY
-        if Status.ERROR in statuses or not self.settings:
-            return EXIT_UNCHECKED
-        return EXIT_OK
+        return exit_code((f.status for f in self.all_findings), incomplete=not self.settings)
 
 
 def _tail(text: str, lines: int = 6) -> List[str]:
@@ -115,8 +109,8 @@ def _run_findings(setting: Setting, run, outcome: results.SettingOutcome, timeou
 def _transport(setting: Setting, run, backend: str, require_ib: bool, sr: SettingReport) -> List[Finding]:
     if backend != "nccl":
         return []
-    from nccldiag.probe import nccllog
-    from nccldiag.probe.transport_findings import transport_findings
+    from nccldiag.nccl import log as nccllog
+    from nccldiag.nccl import checks as nccl_checks
 
     if not run.logs:
         return [warn(AREA, f"{AREA}.nccl_logs", f"[{setting.name}] no NCCL log came back from the nodes",
@@ -127,7 +121,7 @@ def _transport(setting: Setting, run, backend: str, require_ib: bool, sr: Settin
     sr.transports = list(summary.transports)
     sr.networks = list(summary.networks)
     sr.nccl_versions = list(summary.versions)
-    found = transport_findings(facts, require_ib=require_ib or setting.requires_ib, expected_env=setting.env)
+    found = nccl_checks.judge(facts, require_ib=require_ib or setting.requires_ib, expected_env=setting.env)
     for f in found:
         f.message = f"[{setting.name}] {f.message}"
     return found
@@ -186,6 +180,3 @@ def unreachable_report(unreachable: Dict[str, str], hosts: Sequence[str], run_id
     report.findings.append(error(AREA, f"{AREA}.not_run", "no probe ran: the rendezvous host could not be reached"))
     return report
 
-
-def overall(report: ProbeReport) -> Status:
-    return worst(f.status for f in report.all_findings)

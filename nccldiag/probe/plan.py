@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Optional, Sequence
 
 try:  # on the admin host, a bad row is a usage error like any other
-    from nccldiag.errors import UsageError as _Base
+    from nccldiag.model.errors import UsageError as _Base
 except ImportError:  # the staged worker copy carries nccldiag/probe only
     _Base = ValueError  # type: ignore[misc,assignment]
 

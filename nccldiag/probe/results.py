@@ -24,7 +24,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
-from nccldiag.findings import Finding, Status, error, fail, ok, skip
+from nccldiag.model.findings import Finding, Status, error, fail, ok, skip
 
 AREA = "probe"
 STATUSES = ("ok", "wrong", "error", "hang", "unsupported", "not-run", "incomplete")
@@ -473,7 +473,7 @@ def all_findings(outcomes: Sequence[SettingOutcome]) -> List[Finding]:
 
 
 def status_of(finding_list: Sequence[Finding]) -> Status:
-    from nccldiag.findings import worst
+    from nccldiag.model.findings import worst
 
     return worst(f.status for f in finding_list)
 

@@ -18,7 +18,7 @@ from typing import Dict, List, Optional, Sequence
 from nccldiag.inventory import Host
 from nccldiag.probe import launch, runner
 from nccldiag.transport.base import TransportError
-from nccldiag.errors import UsageError
+from nccldiag.model.errors import UsageError
 from nccldiag.transport.ssh import SSHOptions, close_jumps
 from nccldiag.transport.task import fan_out
 

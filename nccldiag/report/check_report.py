@@ -12,7 +12,7 @@ from rich.text import Text
 
 from nccldiag import __version__
 from nccldiag.diagnosis import SCHEMA, CheckReport
-from nccldiag.findings import SEVERITY, Finding, Status, to_jsonable
+from nccldiag.model.findings import SEVERITY, Finding, Status, to_jsonable
 
 
 def _fold(hosts: List[str]) -> str:

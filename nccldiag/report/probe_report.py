@@ -9,9 +9,8 @@ from rich.table import Table
 from rich.text import Text
 
 from nccldiag import __version__
-from nccldiag.findings import SEVERITY, Status, to_jsonable
+from nccldiag.model.findings import SEVERITY, Status, to_jsonable
 from nccldiag.probe.analysis import SCHEMA, ProbeReport
-from nccldiag.report.check_report import _fold, write_json
 
 _STYLE = {"ok": "ok", "wrong": "wrong", "error": "fail", "hang": "hang", "unsupported": "unsupported",
           "not-run": "muted", "incomplete": "warn"}

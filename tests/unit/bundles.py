@@ -17,6 +17,7 @@ from click.testing import CliRunner
 
 from nccldiag.cli import main
 from nccldiag.collect import sections
+from nccldiag.model.raw import RawNode
 from tests import real
 
 Node = Dict[str, str]
@@ -144,7 +145,7 @@ def write_bundle(root: Path, nodes: Mapping[str, Node], areas: Optional[Iterable
         meta["areas"] = list(areas)
     sections.write_bundle_index(str(root), hosts, meta)
     for host, srcs in nodes.items():
-        node = sections.RawNode(
+        node = RawNode(
             host=host,
             sections=dict(srcs),
             rcs={name: 0 for name in srcs},

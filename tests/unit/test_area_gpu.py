@@ -9,7 +9,7 @@ from nccldiag.areas import gpu
 from nccldiag.areas.base import NodeFacts
 from nccldiag.collect.script import build_script
 from nccldiag.collect.sections import split_sections
-from nccldiag.findings import Status
+from nccldiag.model.findings import Status
 from tests import real
 
 NODE = NodeFacts("n1")

@@ -7,7 +7,7 @@ from nccldiag.areas import limits
 from nccldiag.areas.base import NodeFacts
 from nccldiag.collect.script import build_script
 from nccldiag.collect.sections import split_sections
-from nccldiag.findings import Status
+from nccldiag.model.findings import Status
 from tests import real
 
 CONF = ("limits-ulimit", "azhpc-limits-conf-memlock-unlimited.txt")

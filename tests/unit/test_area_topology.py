@@ -4,7 +4,7 @@ import pytest
 
 from nccldiag.areas import gpu, topology
 from nccldiag.areas.base import NodeFacts
-from nccldiag.findings import Status
+from nccldiag.model.findings import Status
 from tests import real
 
 

@@ -9,6 +9,7 @@ from nccldiag.areas.base import Source
 from nccldiag.cli import main
 from nccldiag.collect import runner, sections
 from nccldiag.collect.script import build_script
+from nccldiag.model.raw import RawNode
 
 
 def run_script(script, env=None, timeout=30):
@@ -52,8 +53,8 @@ def test_truncated_output_keeps_what_came():
 
 def test_bundle_round_trip_keeps_order(tmp_path):
     nodes = [
-        sections.RawNode("zz", {"hostname": "zz\n"}, {"hostname": 0}, elapsed=1.5),
-        sections.RawNode("aa", {}, {}, error={"kind": "refused", "message": "connection refused"}),
+        RawNode("zz", {"hostname": "zz\n"}, {"hostname": 0}, elapsed=1.5),
+        RawNode("aa", {}, {}, error={"kind": "refused", "message": "connection refused"}),
     ]
     sections.write_bundle_index(str(tmp_path), ["zz", "aa"])
     for n in nodes:

@@ -4,7 +4,7 @@ import os
 import pytest
 
 from nccldiag import inventory
-from nccldiag.errors import InventoryError
+from nccldiag.model.errors import InventoryError
 
 HOSTFILES = os.path.join(os.path.dirname(__file__), "..", "..", "hostfiles")
 

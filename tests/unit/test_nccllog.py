@@ -3,10 +3,10 @@ import json
 
 import pytest
 
-from nccldiag.findings import Status, to_jsonable
-from nccldiag.probe.nccllog import parse, parse_logs, parse_via
-from nccldiag.probe.transport_findings import transport_findings
-from nccldiag.report import nccllog as report
+from nccldiag.model.findings import Status, to_jsonable
+from nccldiag.nccl.log import parse, parse_logs, parse_via
+from nccldiag.nccl import checks as nccl_checks
+from nccldiag.report import log_report as report
 from tests import real
 
 ALL = real.names(real.NCCL_LOGS, "*.log")
@@ -42,7 +42,7 @@ def test_every_fixture_is_covered():
 def test_fixture_parses_and_serialises(name):
     facts = load(name)
     assert facts.nccl_lines > 0 or facts.watchdogs
-    findings = transport_findings(facts)
+    findings = nccl_checks.judge(facts)
     data = report.to_json(facts, findings)
     json.dumps(data)
     assert data["schema"] == "nccldiag.log/1"
@@ -82,14 +82,14 @@ def test_socket_fallback_ibext_16rank():
     proc = {p.name: p for p in f.procs}
     assert proc["<cluster_name>:919"].ranks == [8] and proc["<cluster_name>:919"].devs == [0]
 
-    fs = by_check(transport_findings(f))
+    fs = by_check(nccl_checks.judge(f))
     assert fs["nccl.network"].status == Status.WARN
     assert "fell back to NET/Socket" in fs["nccl.network"].message
     assert any("P2P plugin IBext" in e for e in fs["nccl.network"].evidence)
     assert fs["nccl.remote_closed"].status == Status.FAIL
     assert fs["nccl.proxy"].status == Status.FAIL
     assert "nccl.gdrdma" not in fs
-    required = by_check(transport_findings(f, require_ib=True))
+    required = by_check(nccl_checks.judge(f, require_ib=True))
     assert required["nccl.network"].status == Status.FAIL
     assert required["nccl.network"].expected == "NET/IB"
 
@@ -111,7 +111,7 @@ def test_p2p_direct_pointer_and_shm_single_process():
     assert p2p1.mode == "direct pointer" and p2p1.channel == 1 and (p2p1.src, p2p1.dst) == (0, 3)
     assert [c.what for c in f.connected] == ["all rings"] * 4
     assert not f.warns and s.failures == 0
-    fs = transport_findings(f)
+    fs = nccl_checks.judge(f)
     assert statuses(fs) == {"nccl.transports": Status.OK}
     assert report.exit_code(fs) == 0
 
@@ -138,7 +138,7 @@ def test_net_ib_gdrdma_p2p_cumem_nccltests():
     assert not s.nvls_used and not s.collnet_used
     # The nccl-tests table header interleaved with NCCL lines did not disturb them.
     assert not f.warns and not f.app_errors
-    fs = by_check(transport_findings(f, require_ib=True))
+    fs = by_check(nccl_checks.judge(f, require_ib=True))
     assert fs["nccl.network"].status == Status.OK and "NET/IB" in fs["nccl.network"].message
     assert fs["nccl.gdrdma"].status == Status.OK
     assert fs["nccl.init"].status == Status.OK and "4 rank" in fs["nccl.init"].message
@@ -161,7 +161,7 @@ def test_old_format_gdr_disabled_and_ibv_create_qp():
     assert [(c.src, c.dst, c.category, c.gdrdma) for c in f.channels] == [(0, 1, "NET/IB", False), (1, 0, "NET/IB", False)]
     assert [n.devices[0].name for n in f.nets] == ["mlx4_0", "mlx4_0"] and f.nets[0].devices[0].port == 2
     assert [(c.rank, c.nranks) for c in f.comms] == [(0, 2), (1, 2), (0, 2), (1, 2)]
-    fs = by_check(transport_findings(f))
+    fs = by_check(nccl_checks.judge(f))
     assert fs["nccl.gdrdma"].status == Status.WARN
     assert "not supported by GPU" in fs["nccl.gdrdma"].message
     assert fs["nccl.ib_verbs"].status == Status.FAIL
@@ -180,7 +180,7 @@ def test_nvls_channels_then_watchdog_timeout():
     assert (wd.rank, wd.seq, wd.op_type, wd.numel_in, wd.numel_out, wd.timeout_ms, wd.ran_for_ms) == (
         0, 34397, "_ALLGATHER_BASE", 376320, 1505280, 1800000, 1800006)
     assert wd.at.lineno == 13
-    fs = by_check(transport_findings(f))
+    fs = by_check(nccl_checks.judge(f))
     assert fs["nccl.watchdog"].status == Status.FAIL
     assert fs["nccl.watchdog"].message.startswith("Watchdog timeout in _ALLGATHER_BASE on rank 0")
     assert "NVLS" in fs["nccl.transports"].message
@@ -197,7 +197,7 @@ def test_nvls_cuda_failure_timestamped_warn():
     assert w.detail == {"code": "401", "err": "the operation cannot be performed in the present state"}
     assert [(s.file, s.line, s.code) for s in w.chain] == [("transport/nvls.cc", 409, 1)]
     assert w.result_name == "ncclUnhandledCudaError"
-    fs = by_check(transport_findings(f))
+    fs = by_check(nccl_checks.judge(f))
     assert fs["nccl.nvls"].status == Status.FAIL and "NCCL_NVLS_ENABLE=0" in fs["nccl.nvls"].fix
 
 
@@ -212,7 +212,7 @@ def test_duplicate_gpu_mpirun_tag_output():
     proc = {p.pid: p for p in f.procs}
     assert proc[29880].launcher_ranks == [2] and proc[29878].launcher_ranks == [0]
     assert len(f.orphan_chains) == 1 and f.orphan_chains[0].at.pid == 29881
-    fs = by_check(transport_findings(f))
+    fs = by_check(nccl_checks.judge(f))
     dup = fs["nccl.duplicate_gpu"]
     assert dup.status == Status.FAIL and dup.host == "node-a"
     assert "rank 2 and rank 0" in dup.message and "(and 3 more)" in dup.message
@@ -231,7 +231,7 @@ def test_watchdog_interleaved_with_ibext_gdrdma():
     (wd,) = f.watchdogs
     assert (wd.rank, wd.seq, wd.op_type, wd.timeout_ms, wd.ran_for_ms) == (7, 5653, "ALLREDUCE", 600000, 600077)
     assert wd.text.startswith("[rank7]:[E226")
-    fs = by_check(transport_findings(f, require_ib=True))
+    fs = by_check(nccl_checks.judge(f, require_ib=True))
     assert fs["nccl.network"].status == Status.OK and "IBext_v8" in fs["nccl.network"].message
     assert fs["nccl.gdrdma"].status == Status.OK
     assert fs["nccl.watchdog"].status == Status.FAIL and "ALLREDUCE on rank 7" in fs["nccl.watchdog"].message
@@ -258,7 +258,7 @@ def test_socket_2node_shm_extend_and_connect_abort():
     assert s.error_results == ["ncclInternalError", "ncclRemoteError", "ncclSystemError"]
     assert [c.via for c in f.channels] == ["SHM/direct/direct", "SHM/direct/direct"]
 
-    fs = by_check(transport_findings(f))
+    fs = by_check(nccl_checks.judge(f))
     assert fs["nccl.shm"].status == Status.FAIL
     assert "5967876 bytes" in fs["nccl.shm"].message and "--shm-size" in fs["nccl.shm"].fix
     assert fs["nccl.socket_connect"].status == Status.FAIL
@@ -267,10 +267,10 @@ def test_socket_2node_shm_extend_and_connect_abort():
     assert fs["nccl.version"].status == Status.OK
     # No inter-node channel line in the excerpt: picking Socket is only a failure when IB is required.
     assert fs["nccl.network"].status == Status.OK
-    assert by_check(transport_findings(f, require_ib=True))["nccl.network"].status == Status.FAIL
-    env = by_check(transport_findings(f, expected_env={"NCCL_DMABUF_ENABLE": "1"}))["nccl.env"]
+    assert by_check(nccl_checks.judge(f, require_ib=True))["nccl.network"].status == Status.FAIL
+    env = by_check(nccl_checks.judge(f, expected_env={"NCCL_DMABUF_ENABLE": "1"}))["nccl.env"]
     assert env.status == Status.FAIL and "NCCL_DMABUF_ENABLE=0 (expected 1)" in env.message
-    env_ok = by_check(transport_findings(f, expected_env={"NCCL_COMM_BLOCKING": "1", "NCCL_P2P_DISABLE": "1"}))
+    env_ok = by_check(nccl_checks.judge(f, expected_env={"NCCL_COMM_BLOCKING": "1", "NCCL_P2P_DISABLE": "1"}))
     assert env_ok["nccl.env"].status == Status.OK and "not echoed: NCCL_P2P_DISABLE" in env_ok["nccl.env"].message
 
 
@@ -284,7 +284,7 @@ def test_version_mismatch_across_files():
     f = parse_logs({"a.log": a, "b.log": b})
     assert f.summary.versions == ["2.21.5", "2.18.3"]
     assert f.summary.versions_by_proc == {"node-a:11": ["2.21.5"], "node-b:22": ["2.18.3"]}
-    v = by_check(transport_findings(f))["nccl.version"]
+    v = by_check(nccl_checks.judge(f))["nccl.version"]
     assert v.status == Status.FAIL and "2.21.5 on node-a:11" in v.message and "2.18.3 on node-b:22" in v.message
 
 
@@ -294,7 +294,7 @@ def test_mismatched_version_warn():
             "version 21805\nnode-a:1:1 [0] NCCL INFO init.cc:1400 -> 5\n")
     f = parse(text)
     assert f.warns[0].kind == "version_mismatch" and f.warns[0].result == 5
-    assert by_check(transport_findings(f))["nccl.version"].status == Status.FAIL
+    assert by_check(nccl_checks.judge(f))["nccl.version"].status == Status.FAIL
 
 
 def test_bare_version_in_single_process_file_is_attributed():
@@ -364,7 +364,7 @@ def test_warn_with_function_and_chain_interleaved_with_other_threads():
     assert [s.line for s in w.chain] == [900, 100]
     # A non-chain line of the same thread closes the chain; the next frame starts an orphan chain.
     assert [o.result for o in f.orphan_chains] == [3]
-    fs = by_check(transport_findings(f))
+    fs = by_check(nccl_checks.judge(f))
     assert fs["nccl.ib_verbs"].status == Status.FAIL and "memlock" in fs["nccl.ib_verbs"].message
 
 
@@ -421,7 +421,7 @@ def test_init_lines_nic_lines_gdr_and_env_formats():
     (cn,) = f.channels
     assert (cn.transport, cn.dst, cn.direction, cn.category) == ("COLLNET", None, "send", "CollNet")
     assert f.summary.collnet_used
-    init = by_check(transport_findings(f))["nccl.init"]
+    init = by_check(nccl_checks.judge(f))["nccl.init"]
     assert init.status == Status.WARN and "rank 2 (h:1)" in init.message
 
 
@@ -430,12 +430,12 @@ def test_external_plugin_ignores_ib_disable():
     text = ("h:1:1 [0] NCCL INFO NCCL_IB_DISABLE set by environment to 1.\n"
             "h:1:1 [0] NCCL INFO Using network IBext_v8\n"
             "h:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 8[0] [send] via NET/IBext_v8/0/GDRDMA\n")
-    fs = by_check(transport_findings(parse(text)))
+    fs = by_check(nccl_checks.judge(parse(text)))
     assert fs["nccl.net_plugin"].status == Status.WARN
     assert "NCCL_NET=Socket" in fs["nccl.net_plugin"].fix
-    same = by_check(transport_findings(parse(text.split("\n", 1)[1]), expected_env={"NCCL_IB_DISABLE": "1"}))
+    same = by_check(nccl_checks.judge(parse(text.split("\n", 1)[1]), expected_env={"NCCL_IB_DISABLE": "1"}))
     assert same["nccl.net_plugin"].status == Status.WARN
-    assert "nccl.net_plugin" not in by_check(transport_findings(parse(text.split("\n", 1)[1])))
+    assert "nccl.net_plugin" not in by_check(nccl_checks.judge(parse(text.split("\n", 1)[1])))
 
 
 def test_partial_gdrdma_and_nccl_net_mismatch():
@@ -444,10 +444,10 @@ def test_partial_gdrdma_and_nccl_net_mismatch():
             "a:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [send] via NET/IB/0/GDRDMA\n"
             "b:2:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [receive] via NET/IB/1\n")
     f = parse(text)
-    g = by_check(transport_findings(f))["nccl.gdrdma"]
+    g = by_check(nccl_checks.judge(f))["nccl.gdrdma"]
     assert g.status == Status.WARN and "only 1 of 2" in g.message and g.host == "b"
     assert "nvidia-peermem" in g.fix
-    n = by_check(transport_findings(f, expected_env={"NCCL_NET": "Socket"}))["nccl.network"]
+    n = by_check(nccl_checks.judge(f, expected_env={"NCCL_NET": "Socket"}))["nccl.network"]
     assert n.status == Status.FAIL and "NCCL_NET asked for Socket" in n.message
 
 
@@ -467,7 +467,7 @@ def test_failure_kinds_from_warn_text():
     for msg, (kind, check, words) in cases.items():
         f = parse(f"h:1:1 [0] x.cc:1 NCCL WARN {msg}\n")
         assert f.warns[0].kind == kind, msg
-        fs = by_check(transport_findings(f))
+        fs = by_check(nccl_checks.judge(f))
         assert fs[check].status == Status.FAIL and words in fs[check].message, (msg, fs[check].message)
 
 
@@ -481,13 +481,13 @@ def test_torch_and_nccl_tests_errors():
         ("torch", "unhandled system error (run with NCCL_DEBUG=INFO for details)"),
         ("nccl-tests", "unhandled system error")]
     assert [(v.version, v.origin) for v in f.versions] == [("2.21.5", "torch")]
-    fs = by_check(transport_findings(f))
+    fs = by_check(nccl_checks.judge(f))
     assert fs["nccl.app_error"].status == Status.FAIL
 
 
 def test_never_raises_on_garbage():
     junk = "\x00\x1b[31m:::: [x] NCCL INFO\nNCCL WARN\n-> 2\nChannel 00 : via\n" + "é" * 50 + "\r\n\r"
     f = parse(junk)
-    transport_findings(f, require_ib=True, expected_env={"NCCL_NET": "IB"})
+    nccl_checks.judge(f, require_ib=True, expected_env={"NCCL_NET": "IB"})
     json.dumps(to_jsonable(f))
     assert f.warns == [] and f.channels == []

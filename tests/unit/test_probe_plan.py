@@ -1,7 +1,7 @@
 """The settings matrix and the size sweep (pure)."""
 import pytest
 
-from nccldiag.errors import UsageError
+from nccldiag.model.errors import UsageError
 from nccldiag.probe import plan
 
 

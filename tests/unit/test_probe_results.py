@@ -10,7 +10,7 @@ import os
 
 import pytest
 
-from nccldiag.findings import Status
+from nccldiag.model.findings import Status
 from nccldiag.probe import results
 
 FIX = os.path.join(os.path.dirname(__file__), "..", "fixtures", "probe-records")

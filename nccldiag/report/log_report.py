@@ -9,8 +9,9 @@ from rich.table import Table
 from rich.text import Text
 
 from nccldiag import __version__
-from nccldiag.findings import SEVERITY, Finding, Status, to_jsonable
-from nccldiag.probe.nccllog import NcclLogFacts
+from nccldiag.model.findings import SEVERITY, Finding, Status, to_jsonable
+from nccldiag.model.findings import exit_code as findings_exit_code
+from nccldiag.nccl.log import NcclLogFacts
 
 SCHEMA = "nccldiag.log/1"
 MAX_ROWS = 64
@@ -18,7 +19,7 @@ MAX_ROWS = 64
 
 def exit_code(findings: Sequence[Finding]) -> int:
     """1 when any finding failed (the logs show a failure), else 0."""
-    return 1 if any(f.status == Status.FAIL for f in findings) else 0
+    return findings_exit_code(f.status for f in findings if f.status != Status.ERROR)
 
 
 def _ranks(ranks: Sequence[int]) -> str:

@@ -1,6 +1,6 @@
 """NCCL log facts -> findings: which transport carried the traffic, and what went wrong.
 
-Pure: :class:`~nccldiag.probe.nccllog.NcclLogFacts` in, findings out. Used by
+Pure: :class:`~nccldiag.nccl.log.NcclLogFacts` in, findings out. Used by
 ``nccldiag log`` and by the probe on the logs of each setting. The judgement
 rests on the channel lines (what NCCL did) rather than on the environment
 (what was asked), and every finding carries the log lines it came from and the
@@ -12,8 +12,8 @@ import re
 from collections import OrderedDict
 from typing import Dict, Iterable, List, Mapping, Optional, Sequence
 
-from nccldiag.findings import Finding, fail, ok, skip, warn
-from nccldiag.probe.nccllog import (
+from nccldiag.model.findings import Finding, fail, ok, skip, warn
+from nccldiag.nccl.log import (
     ERROR_RESULTS, NET_IB, NET_IB_GDR, NET_SOCKET, RESULT_NAMES, RESULT_TEXT, Loc, NcclLogFacts, Warn,
 )
 
@@ -427,7 +427,7 @@ def _env(facts: NcclLogFacts, expected_env: Mapping[str, str]) -> List[Finding]:
     return out
 
 
-def transport_findings(facts: NcclLogFacts, require_ib: bool = False,
+def judge(facts: NcclLogFacts, require_ib: bool = False,
                        expected_env: Optional[Mapping[str, str]] = None) -> List[Finding]:
     """Judge what the logs say about transports and failures.
 

@@ -94,3 +94,20 @@ def to_jsonable(obj: Any) -> Any:
         items = [to_jsonable(v) for v in obj]
         return sorted(items, key=str) if isinstance(obj, (set, frozenset)) else items
     return obj
+
+
+# Exit codes shared by check, probe and log (Nagios-like, shifted so click's usage error keeps 2).
+EXIT_OK = 0
+EXIT_UNHEALTHY = 1  # something failed: fix it
+EXIT_USAGE = 2  # bad option, hostfile, bundle, log file
+EXIT_UNCHECKED = 3  # nothing failed, but the verdict is incomplete
+
+
+def exit_code(statuses: Iterable[Status], incomplete: bool = False) -> int:
+    """1 if anything failed; else 3 if something could not be checked (an error, or ``incomplete``); else 0."""
+    seen = set(statuses)
+    if Status.FAIL in seen:
+        return EXIT_UNHEALTHY
+    if Status.ERROR in seen or incomplete:
+        return EXIT_UNCHECKED
+    return EXIT_OK
