@@ -72,6 +72,7 @@ def check(bundle, only, skip, mesh_mode, json_path, save_dir, p2p_test, verbose,
     from nccldiag import diagnosis
     from nccldiag.report import check_report
     from nccldiag.report.console import console
+    from nccldiag.report.jsonout import write_json
 
     t0 = time.monotonic()
     areas_sel = areas(only, skip)
@@ -95,7 +96,7 @@ def check(bundle, only, skip, mesh_mode, json_path, save_dir, p2p_test, verbose,
     report.elapsed = time.monotonic() - t0
     report.inventory_notes = notes
     if json_path:
-        check_report.write_json(check_report.to_json(report), json_path)
+        write_json(check_report.to_json(report), json_path)
     if json_path != "-":
         check_report.render(report, console(color=color), verbose=verbose)
     sys.exit(report.exit_code)

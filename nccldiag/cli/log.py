@@ -55,7 +55,7 @@ def parse_expect(values: Sequence[str]) -> Dict[str, str]:
 
 
 def _write_json(data: dict, path: str) -> None:
-    from nccldiag.report.check_report import write_json
+    from nccldiag.report.jsonout import write_json
 
     try:
         write_json(data, path)

@@ -1,8 +1,6 @@
 """Rendering a check: the node × area table, the findings, and JSON."""
 from __future__ import annotations
 
-import json
-import time
 from collections import OrderedDict
 from typing import Dict, List, Tuple
 
@@ -10,9 +8,9 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from nccldiag import __version__
 from nccldiag.diagnosis import SCHEMA, CheckReport
 from nccldiag.model.findings import SEVERITY, Finding, Status, to_jsonable
+from nccldiag.report.jsonout import envelope
 
 
 def _fold(hosts: List[str]) -> str:
@@ -114,41 +112,10 @@ def to_json(report: CheckReport, include_facts: bool = True) -> Dict:
     for n in report.nodes:
         counts[n.status.value] += 1
     return {
-        "schema": SCHEMA,
-        "nccldiag_version": __version__,
-        "generated_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(report.started)),
-        "elapsed_s": round(report.elapsed, 3),
+        **envelope(SCHEMA, report.started, report.elapsed),
         "areas": report.columns,
         "exit_code": report.exit_code,
         "summary": {"nodes": len(report.nodes), "by_status": counts},
         "notes": report.inventory_notes,
         "nodes": nodes,
     }
-
-
-def write_json(data: Dict, path: str) -> None:
-    """Write ``data`` to ``path`` ('-' for stdout).
-
-    A regular file is replaced atomically (a reader never sees half a
-    report); anything else (a FIFO, /dev/stdout) is written in place.
-    """
-    import os
-    import stat
-    import sys
-
-    text = json.dumps(data, indent=2, sort_keys=False, default=str)
-    if path == "-":
-        sys.stdout.write(text + "\n")
-        return
-    try:
-        regular = stat.S_ISREG(os.stat(path).st_mode)
-    except FileNotFoundError:
-        regular = True
-    if not regular:
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(text + "\n")
-        return
-    tmp = path + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text + "\n")
-    os.replace(tmp, path)

@@ -1,16 +1,15 @@
 """Rendering what NCCL logs say: a process table, a rank-pair transport table, findings, and JSON."""
 from __future__ import annotations
 
-import time
 from typing import Any, Dict, List, Sequence
 
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from nccldiag import __version__
 from nccldiag.model.findings import SEVERITY, Finding, Status, to_jsonable
 from nccldiag.model.findings import exit_code as findings_exit_code
+from nccldiag.report.jsonout import envelope
 from nccldiag.nccl.log import NcclLogFacts
 
 SCHEMA = "nccldiag.log/1"
@@ -118,9 +117,7 @@ def to_json(facts: NcclLogFacts, findings: Sequence[Finding], include_channels: 
     """The whole report as one JSON object (schema ``nccldiag.log/1``)."""
     d = facts_json(facts, include_channels)
     return {
-        "schema": SCHEMA,
-        "nccldiag_version": __version__,
-        "generated_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        **envelope(SCHEMA),
         "files": list(facts.sources),
         "exit_code": exit_code(findings),
         "summary": d.pop("summary"),

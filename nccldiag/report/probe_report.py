@@ -1,16 +1,15 @@
 """Rendering a probe: per setting, each collective's status and busbw; transports; findings; JSON."""
 from __future__ import annotations
 
-import time
 from typing import Dict, List
 
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from nccldiag import __version__
 from nccldiag.model.findings import SEVERITY, Status, to_jsonable
 from nccldiag.probe.analysis import SCHEMA, ProbeReport
+from nccldiag.report.jsonout import envelope, write_json
 
 _STYLE = {"ok": "ok", "wrong": "wrong", "error": "fail", "hang": "hang", "unsupported": "unsupported",
           "not-run": "muted", "incomplete": "warn"}
@@ -139,10 +138,7 @@ def to_json(report: ProbeReport) -> Dict:
             "findings": [f.to_dict() for f in sr.findings],
         })
     return {
-        "schema": SCHEMA,
-        "nccldiag_version": __version__,
-        "generated_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(report.started)),
-        "elapsed_s": round(report.elapsed, 3),
+        **envelope(SCHEMA, report.started, report.elapsed),
         "backend": report.backend,
         "launcher": report.launcher,
         "hosts": report.hosts,

@@ -108,7 +108,7 @@ def test_json_to_a_device_writes_in_place(tmp_path):
     import os
     import stat
 
-    from nccldiag.report.check_report import write_json
+    from nccldiag.report.jsonout import write_json
 
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
@@ -124,3 +124,18 @@ def test_json_to_a_device_writes_in_place(tmp_path):
     write_json({"b": 2}, str(tmp_path / "plain.json"))
     assert json.loads((tmp_path / "plain.json").read_text()) == {"b": 2}
     assert not (tmp_path / "plain.json.tmp").exists()
+
+
+def test_json_write_never_follows_a_planted_temporary_name(tmp_path):
+    """A symlink at the old fixed name ``out.json.tmp`` is left alone: its target is not written."""
+    import os
+
+    from nccldiag.report.jsonout import write_json
+
+    target = tmp_path / "victim"
+    target.write_text("untouched\n")
+    os.symlink(target, tmp_path / "out.json.tmp")
+    write_json({"a": 1}, str(tmp_path / "out.json"))
+    assert target.read_text() == "untouched\n"
+    assert json.loads((tmp_path / "out.json").read_text()) == {"a": 1}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.json", "out.json.tmp", "victim"]

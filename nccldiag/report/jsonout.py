@@ -1,0 +1,65 @@
+"""JSON reports: the envelope every report shares, and writing it safely."""
+from __future__ import annotations
+
+import json
+import os
+import stat
+import sys
+import tempfile
+import time
+from typing import Any, Dict, Optional
+
+from nccldiag import __version__
+
+
+def envelope(schema: str, started: Optional[float] = None, elapsed: Optional[float] = None) -> Dict[str, Any]:
+    """The fields that open every report: schema, version, when, how long."""
+    out: Dict[str, Any] = {
+        "schema": schema,
+        "nccldiag_version": __version__,
+        "generated_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started if started is not None else time.time())),
+    }
+    if elapsed is not None:
+        out["elapsed_s"] = round(elapsed, 3)
+    return out
+
+
+def write_json(data: Dict, path: str) -> None:
+    """Write ``data`` to ``path`` ('-' for stdout).
+
+    A regular file is replaced atomically through a new, unpredictable
+    temporary file in the same directory (a reader never sees half a report,
+    and nothing planted at a fixed name is followed); anything else that
+    already exists (a FIFO, /dev/stdout) is written in place.
+    """
+    text = json.dumps(data, indent=2, sort_keys=False, default=str) + "\n"
+    if path == "-":
+        sys.stdout.write(text)
+        return
+    try:
+        regular = stat.S_ISREG(os.stat(path).st_mode)
+    except FileNotFoundError:
+        regular = True
+    if not regular:
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+        return
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.chmod(tmp, 0o644 & ~_umask())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
