@@ -18,7 +18,7 @@ from typing import Dict, List, Optional, Sequence
 from nccldiag.inventory import Host
 from nccldiag.probe import launch, runner
 from nccldiag.transport.base import TransportError
-from nccldiag.transport.ssh import SSHOptions, close_jumps
+from nccldiag.transport.ssh import SSHOptions
 
 
 @dataclass
@@ -97,8 +97,9 @@ def run(hosts: Sequence[Host], opts: ProbeOptions) -> int:
     live = [n for n in nodes if n.name not in unreachable]
     if not live or (nodes and nodes[0].name in unreachable):
         report = analysis.unreachable_report(unreachable, [n.name for n in nodes])
+        for n in nodes:
+            n.close()
         probe_report.emit(report, con, opts.json_path)
-        close_jumps()
         return report.exit_code
 
     if local:
@@ -163,7 +164,6 @@ def run(hosts: Sequence[Host], opts: ProbeOptions) -> int:
             runner.cleanup(live, prep.rundir)
         for n in nodes:
             n.close()
-        close_jumps()
         return 0
     cleanup_failed = {} if opts.shared_dir and not local else (runner.cleanup(live, prep.rundir) if not local else {})
     if local:
@@ -172,7 +172,6 @@ def run(hosts: Sequence[Host], opts: ProbeOptions) -> int:
         shutil.rmtree(prep.rundir, ignore_errors=True)
     for n in nodes:
         n.close()
-    close_jumps()
     report = analysis.analyze(
         runs=runs, settings=settings, backend=backend, require_ib=opts.require_ib, launcher=opts.launcher,
         hosts=[n.name for n in nodes], unreachable=unreachable, problems=prep.problems, loopback=prep.loopback,
