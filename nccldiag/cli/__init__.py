@@ -7,8 +7,6 @@ stderr; ``--json -`` keeps stdout for JSON alone.
 """
 from __future__ import annotations
 
-import logging
-
 import click
 
 from nccldiag import __version__
@@ -17,21 +15,8 @@ from nccldiag.cli.options import CONTEXT
 from nccldiag.model.errors import NccldiagError
 
 
-def quiet_libraries() -> None:
-    """Libraries never write to the terminal: every failure reaches the report as a finding.
-
-    paramiko logs a traceback at ERROR whenever a node drops or stalls before
-    the SSH banner; without a handler Python prints it on stderr.
-    """
-    for name in ("paramiko",):
-        logger = logging.getLogger(name)
-        logger.addHandler(logging.NullHandler())
-        logger.propagate = False
-
-
 class _Group(click.Group):
     def invoke(self, ctx):
-        quiet_libraries()
         try:
             return super().invoke(ctx)
         except NccldiagError as exc:

@@ -23,7 +23,7 @@ from nccldiag.inventory import Host
 from nccldiag.transport.base import ExecResult, TransportError
 from nccldiag.transport.task import fan_out
 from nccldiag.transport.local import LocalTransport
-from nccldiag.transport.ssh import SSHConnection, SSHOptions, close_jumps
+from nccldiag.transport.ssh import SSHConnection, SSHOptions
 
 
 @dataclass
@@ -145,7 +145,4 @@ def collect_hosts(
         if on_node is not None:
             on_node(node)
 
-    try:
-        return fan_out(list(hosts), task, opts.fanout, done)
-    finally:
-        close_jumps()
+    return fan_out(list(hosts), task, opts.fanout, done)

@@ -70,8 +70,8 @@ class SSHNode:
             self.address = t.getpeername()[0] if t is not None else None
         except (OSError, AttributeError, TypeError):
             self.address = None
-        if not self.address or self.address.startswith("127.") or self.conn.jump is not None:
-            # through a jump host the peer address is not the node's: ask the node
+        if not self.address or self.address.startswith("127.") or self.conn.proxied:
+            # through a proxy the peer address is not the node's: ask the node
             r = self.conn.run("hostname -I 2>/dev/null || hostname -i", timeout=10)
             words = (r.stdout or "").split()
             self.address = words[0] if words else self.name

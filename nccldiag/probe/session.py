@@ -19,7 +19,7 @@ from nccldiag.inventory import Host
 from nccldiag.probe import launch, runner
 from nccldiag.transport.base import TransportError
 from nccldiag.model.errors import UsageError
-from nccldiag.transport.ssh import SSHOptions, close_jumps
+from nccldiag.transport.ssh import SSHOptions
 from nccldiag.transport.task import fan_out
 
 
@@ -122,8 +122,9 @@ def run(hosts: Sequence[Host], opts: ProbeOptions) -> int:
     live = [n for n in nodes if n.name not in unreachable]
     if not live or (nodes and nodes[0].name in unreachable):
         report = analysis.unreachable_report(unreachable, [n.name for n in nodes], run_id)
+        for n in nodes:
+            n.close()
         probe_report.emit(report, con, opts.json_path)
-        close_jumps()
         return report.exit_code
 
     if local:
@@ -190,7 +191,6 @@ def run(hosts: Sequence[Host], opts: ProbeOptions) -> int:
             runner.cleanup(live, prep.rundir, fanout=opts.fanout)
         for n in nodes:
             n.close()
-        close_jumps()
         return 0
     cleanup_failed = ({} if local or opts.shared_dir
                       else runner.cleanup(live, prep.rundir, timeout=min(15.0, opts.ssh.command_timeout), fanout=opts.fanout))
@@ -200,7 +200,6 @@ def run(hosts: Sequence[Host], opts: ProbeOptions) -> int:
         shutil.rmtree(prep.rundir, ignore_errors=True)
     for n in nodes:
         n.close()
-    close_jumps()
     report = analysis.analyze(
         runs=runs, settings=settings, backend=backend, require_ib=opts.require_ib, launcher=opts.launcher,
         hosts=[n.name for n in nodes], unreachable=unreachable, problems=prep.problems, loopback=prep.loopback,

@@ -13,7 +13,7 @@ HOSTKEY_UNKNOWN = "hostkey-unknown"
 HOSTKEY_CHANGED = "hostkey-changed"
 BANNER = "banner"  # sshd dropped the connection before the handshake (MaxStartups, PerSourcePenalties)
 PROTOCOL = "protocol"  # SSH negotiation failed otherwise
-PROXY = "proxy"  # the ProxyJump host could not be used
+PROXY = "proxy"  # the ProxyJump host or ProxyCommand could not be used
 COMMAND_TIMEOUT = "command-timeout"
 CONFIG = "config"  # ssh_config could not be resolved
 LOCAL = "local"  # could not start the local command
@@ -27,7 +27,7 @@ FIXES = {
     HOSTKEY_CHANGED: "The node's host key differs from known_hosts: if the node was reinstalled, remove the old entry (ssh-keygen -R HOST) after verifying the new key; otherwise treat it as a possible attack.",
     BANNER: "sshd closed the connection before its banner: raise MaxStartups on the node, or lower --fanout; OpenSSH >= 9.8 PerSourcePenalties may be refusing the head node after failed logins.",
     PROTOCOL: "Check sshd's logs on the node (journalctl -u ssh) for the negotiation failure.",
-    PROXY: "Check the ProxyJump host in ~/.ssh/config: it must be reachable and accept your key.",
+    PROXY: "Check the ProxyJump host or ProxyCommand for this host in ~/.ssh/config (ssh -G HOST shows them): the jump host must be reachable and accept your key in batch mode (ssh -o BatchMode=yes JUMPHOST true).",
     COMMAND_TIMEOUT: "The node did not answer in time: look for hung file systems or drivers (a hung nvidia-smi is common); raise --command-timeout if the node is merely slow.",
     CONFIG: "Check ~/.ssh/config for this host (ssh -G HOST shows what OpenSSH makes of it).",
     LOCAL: "Check that /bin/sh exists and the machine is not out of processes or memory.",

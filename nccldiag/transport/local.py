@@ -5,17 +5,74 @@ import os
 import signal
 import subprocess
 import time
-from typing import Mapping, Optional, Sequence, Union
+from typing import List, Mapping, Optional, Sequence, Tuple, Union
+
+import psutil
 
 from nccldiag.transport.base import COMMAND_TIMEOUT, LOCAL, ExecResult, TransportError
 
 
-def kill_group(proc: subprocess.Popen) -> None:
-    """Kill ``proc`` and everything it started (it leads its own session)."""
+# After a kill, how long output still in the pipes is read; anything that
+# escaped the kill and still holds a pipe open does not delay the result longer.
+DRAIN_TIMEOUT = 1.0
+
+
+def _tree(pid: int) -> List[psutil.Process]:
     try:
-        os.killpg(proc.pid, signal.SIGKILL)
+        root = psutil.Process(pid)
+        return [root] + root.children(recursive=True)
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return []
+
+
+def kill_tree(pid: int) -> None:
+    """Kill process ``pid``, every descendant and the process group it leads.
+
+    Descendants are collected before anything is killed, so that children
+    which moved to a group of their own (GNU ``timeout`` does) are not
+    orphaned out of reach; the group kill catches what detached from the tree.
+    """
+    procs = _tree(pid)
+    for p in procs:  # stop first: nothing forks between collecting and killing
+        try:
+            p.suspend()
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            pass
+    procs += [p for p in _tree(pid) if p not in procs]
+    try:
+        os.killpg(pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
+    for p in procs:
+        try:
+            p.kill()
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            pass
+
+
+def kill_group(proc: subprocess.Popen) -> None:
+    """Kill ``proc`` and everything it started (it leads its own session)."""
+    kill_tree(proc.pid)
+
+
+def _drain(proc: subprocess.Popen) -> Tuple[bytes, bytes]:
+    """What is left in the pipes of a killed ``proc``, read for at most DRAIN_TIMEOUT."""
+    try:
+        out, err = proc.communicate(timeout=DRAIN_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        # something that escaped the kill still holds the pipes: stop reading
+        for f in (proc.stdout, proc.stderr):
+            try:
+                if f is not None:
+                    f.close()
+            except OSError:
+                pass
+        try:
+            proc.wait(DRAIN_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            pass
+        out, err = b"", b""
+    return out or b"", err or b""
 
 
 class LocalTransport:
@@ -51,7 +108,7 @@ class LocalTransport:
             out, err_text = proc.communicate(stdin.encode() if stdin is not None else None, timeout=timeout)
         except subprocess.TimeoutExpired:
             kill_group(proc)
-            out, err_text = proc.communicate()
+            out, err_text = _drain(proc)
             elapsed = time.monotonic() - start
             return ExecResult(
                 self.host,

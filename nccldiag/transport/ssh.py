@@ -1,8 +1,11 @@
 """SSH with paramiko, behaving like OpenSSH in batch mode.
 
 * settings from ``~/.ssh/config`` (see :mod:`nccldiag.transport.sshconfig`),
-  including ``ProxyJump`` (a ``direct-tcpip`` channel through the jump host)
-  and ``ProxyCommand``;
+  including ``ProxyJump`` and ``ProxyCommand``: both are handed to OpenSSH.
+  ``ProxyJump h1,...,hn`` runs ``ssh -J h1,...,h(n-1) -W host:port hn`` in
+  batch mode, and ``ProxyCommand`` runs with its ``%`` tokens expanded; the
+  SSH session to the node goes through that process's stdin and stdout,
+  and the process (with all it started) is killed when the connection ends;
 * host keys verified against ``known_hosts``: an unknown key is refused
   unless trust on first use was asked for, a changed key is always refused;
 * keys from ``IdentityFile`` and the agent; never a prompt;
@@ -14,17 +17,25 @@ can say "connection refused" rather than print a traceback.
 from __future__ import annotations
 
 import errno
+import logging
+import math
 import os
 import select
+import shlex
+import shutil
+import signal
 import socket
+import subprocess
+import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Callable, List, Mapping, Optional, Sequence, Tuple
 
 import paramiko
 
 from nccldiag.transport import sshconfig
+from nccldiag.transport.local import kill_tree
 from nccldiag.transport.base import (
     AUTH,
     BANNER,
@@ -39,6 +50,14 @@ from nccldiag.transport.base import (
     ExecResult,
     TransportError,
 )
+
+
+# paramiko logs every failed handshake at ERROR level with a traceback; with no
+# logging configured those records reach stderr through logging.lastResort.
+# Every failure is reported as a classified TransportError instead.
+_paramiko_log = logging.getLogger("paramiko")
+_paramiko_log.addHandler(logging.NullHandler())
+_paramiko_log.propagate = False
 
 
 @dataclass
@@ -196,6 +215,159 @@ def _load_key(path: str) -> Tuple[Optional[paramiko.PKey], Optional[str]]:
     return key, None
 
 
+class ProxyProcess(paramiko.ProxyCommand):
+    """A proxy command in a session of its own, used by paramiko as its socket.
+
+    Unlike :class:`paramiko.ProxyCommand` it takes an argv, reports the end of
+    the proxy's output as end of file at once (instead of waiting for a
+    timeout), keeps the proxy's stderr for the error message, and
+    :meth:`close` kills the proxy with everything it started (the hops of
+    ``ssh -J`` included).
+    """
+
+    def __init__(self, argv: Sequence[str]):
+        self.cmd = list(argv)
+        self.timeout: Optional[float] = None
+        self._stderr = tempfile.TemporaryFile()
+        env = dict(os.environ)
+        env["SSH_ASKPASS_REQUIRE"] = "never"  # no passphrase or password dialog either
+        try:
+            self.process = subprocess.Popen(
+                self.cmd,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=self._stderr,
+                bufsize=0,
+                env=env,
+                start_new_session=True,  # no controlling terminal: nothing can prompt
+            )
+        except OSError:
+            self._stderr.close()
+            raise
+
+    def recv(self, size: int) -> bytes:
+        buffer = b""
+        start = time.monotonic()
+        try:
+            while len(buffer) < size:
+                wait = None
+                if self.timeout is not None:
+                    wait = self.timeout - (time.monotonic() - start)
+                    if wait <= 0:
+                        if buffer:
+                            return buffer
+                        raise socket.timeout()
+                r, _, _ = select.select([self.process.stdout], [], [], wait)
+                if r:
+                    chunk = os.read(self.process.stdout.fileno(), size - len(buffer))
+                    if not chunk:  # the proxy closed its output: end of file
+                        return buffer
+                    buffer += chunk
+            return buffer
+        except (OSError, ValueError) as exc:
+            if isinstance(exc, socket.timeout):
+                raise
+            raise paramiko.ProxyCommandFailure(shlex.join(self.cmd), str(exc)) from None
+
+    def stderr_text(self, wait: float = 0.0) -> str:
+        """What the proxy wrote to stderr, after waiting up to ``wait`` s for it to exit."""
+        if wait > 0:
+            try:
+                self.process.wait(wait)
+            except subprocess.TimeoutExpired:
+                pass
+        try:
+            self._stderr.seek(0)
+            return self._stderr.read(65536).decode("utf-8", "replace")
+        except (OSError, ValueError):
+            return ""
+
+    def close(self) -> None:
+        if self.process.stdin is None or self.process.stdin.closed:
+            return  # closed already
+        if self.process.poll() is None:
+            kill_tree(self.process.pid)
+        else:  # the proxy exited, but what it started may live on in its group
+            try:
+                os.killpg(self.process.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        for f in (self.process.stdin, self.process.stdout):
+            try:
+                if f is not None:
+                    f.close()
+            except OSError:
+                pass
+        try:
+            self.process.wait(1)
+        except subprocess.TimeoutExpired:
+            pass
+
+    def dispose(self) -> None:
+        """:meth:`close`, and drop the saved stderr (paramiko may close the proxy before it is read)."""
+        self.close()
+        try:
+            self._stderr.close()
+        except OSError:
+            pass
+
+    @property
+    def closed(self) -> bool:
+        return self.process.poll() is not None
+
+    @property
+    def _closed(self) -> bool:
+        return self.closed
+
+
+def _jump_destination(hop: str) -> str:
+    """``hop`` as a destination argument for ``ssh``.
+
+    ProxyJump hops may be ``[user@]host[:port]``, which ``ssh -J`` accepts but
+    a plain destination does not: a hop with a port becomes an ``ssh://`` URI.
+    """
+    if hop.startswith("ssh://"):
+        return hop
+    host = hop.rpartition("@")[2]
+    has_port = ("]:" in host) if host.startswith("[") else host.count(":") == 1
+    return "ssh://" + hop if has_port else hop
+
+
+def jump_argv(cfg: sshconfig.HostConfig, options: SSHOptions, timeout: float) -> List[str]:
+    """``ssh`` in batch mode forwarding stdin/stdout to the node through its ProxyJump hops."""
+    ssh = shutil.which("ssh")
+    if ssh is None:
+        raise TransportError(PROXY, "ProxyJump needs the OpenSSH client (ssh), which is not installed", cfg.alias)
+    hops = [h.strip() for h in (cfg.proxy_jump or "").split(",") if h.strip()]
+    if not hops:
+        raise TransportError(PROXY, f"ProxyJump {cfg.proxy_jump!r} names no host", cfg.alias)
+    argv = [ssh]
+    if options.config_path:
+        argv += ["-F", options.config_path]
+    argv += ["-o", "BatchMode=yes", "-o", f"ConnectTimeout={max(1, math.ceil(timeout) - 1)}"]
+    if options.accept_new_host_keys:
+        argv += ["-o", "StrictHostKeyChecking=accept-new"]
+    if len(hops) > 1:
+        argv += ["-J", ",".join(hops[:-1])]
+    target = f"[{cfg.hostname}]:{cfg.port}" if ":" in cfg.hostname else f"{cfg.hostname}:{cfg.port}"
+    argv += ["-W", target, "--", _jump_destination(hops[-1])]
+    return argv
+
+
+def _dropped_before_banner(exc: TransportError) -> bool:
+    """sshd shed the connection before its banner (MaxStartups): worth a retry.
+
+    Through a jump host, OpenSSH reports the jump host's sshd doing so as
+    ``kex_exchange_identification: ...``.
+    """
+    return exc.kind == BANNER or (exc.kind == PROXY and "kex_exchange_identification" in exc.message)
+
+
+def _last_line(text: str) -> str:
+    lines = [l.strip() for l in text.splitlines() if l.strip()]
+    return lines[-1] if lines else ""
+
+
 class SSHConnection:
     """One authenticated SSH connection to one host."""
 
@@ -205,7 +377,8 @@ class SSHConnection:
         self.user = user
         self.port = port
         self.transport: Optional[paramiko.Transport] = None
-        self.jump: Optional["SSHConnection"] = None
+        self.proxy: Optional[ProxyProcess] = None
+        self.proxied = False  # through ProxyJump or ProxyCommand: the peer address is not the node's
         self.notes: List[str] = []
         self.config: Optional[sshconfig.HostConfig] = None
 
@@ -220,55 +393,76 @@ class SSHConnection:
                 return self
             except TransportError as exc:
                 self.close()
-                if exc.kind != BANNER or attempt == attempts - 1:
+                if not _dropped_before_banner(exc) or attempt == attempts - 1:
                     raise
                 time.sleep(0.3 * (2**attempt))  # back off: sshd is shedding new connections
         return self  # pragma: no cover
 
     def _sock(self, cfg: sshconfig.HostConfig):
-        timeout = min(self.options.connect_timeout, cfg.connect_timeout or self.options.connect_timeout)
-        if cfg.proxy_jump:
-            hops = [h.strip() for h in cfg.proxy_jump.split(",") if h.strip()]
-            jump = _jump_connection(hops, self.options, self.name)
-            self.jump = jump
+        timeout = self._timeout(cfg)
+        if cfg.proxy_jump or cfg.proxy_command:
+            self.proxied = True
+            if cfg.proxy_jump:
+                argv = jump_argv(cfg, self.options, timeout)
+            else:
+                argv = ["/bin/sh", "-c", "exec " + cfg.proxy_command]  # as ssh runs it
             try:
-                return jump.transport.open_channel(
-                    "direct-tcpip", (cfg.hostname, cfg.port), ("127.0.0.1", 0), timeout=timeout
-                )
-            except (paramiko.SSHException, OSError, EOFError) as exc:
-                raise TransportError(
-                    PROXY, f"jump host {hops[-1]} could not reach {cfg.hostname}:{cfg.port}: {exc}", self.name
-                ) from None
-        if cfg.proxy_command:
-            try:
-                return paramiko.ProxyCommand(cfg.proxy_command)
-            except (paramiko.SSHException, OSError) as exc:
-                raise TransportError(PROXY, f"ProxyCommand failed: {exc}", self.name) from None
+                self.proxy = ProxyProcess(argv)
+            except OSError as exc:
+                raise TransportError(PROXY, f"cannot start {argv[0]}: {exc.strerror or exc}", self.name) from None
+            return self.proxy
         return open_socket(cfg.hostname, cfg.port, timeout, self.name)
+
+    def _timeout(self, cfg: sshconfig.HostConfig) -> float:
+        return min(self.options.connect_timeout, cfg.connect_timeout or self.options.connect_timeout)
+
+    def _proxy_error(self, cfg: sshconfig.HostConfig, what: str) -> TransportError:
+        """The failure of a proxied connection before its handshake, blamed on the proxy."""
+        assert self.proxy is not None
+        said = _last_line(self.proxy.stderr_text(wait=0.5))
+        rc = self.proxy.process.poll()
+        target = f"{cfg.hostname}:{cfg.port}"
+        if cfg.proxy_jump:
+            via = f"jump host {cfg.proxy_jump}"
+        else:
+            via = f"ProxyCommand {cfg.proxy_command!r}"
+        if said:
+            detail = said
+        elif rc is not None:
+            detail = f"{what} (the proxy exited with status {rc})"
+        else:
+            detail = what
+        return TransportError(PROXY, f"{via} did not get through to {target}: {detail}", self.name)
 
     def _connect_once(self, cfg: sshconfig.HostConfig) -> None:
         sock = self._sock(cfg)
+        timeout = self._timeout(cfg) if self.proxied else self.options.connect_timeout
         t = paramiko.Transport(sock)
         self.transport = t
-        t.banner_timeout = self.options.connect_timeout
-        t.handshake_timeout = self.options.connect_timeout
+        t.banner_timeout = timeout
+        t.handshake_timeout = timeout
         t.auth_timeout = self.options.auth_timeout
         _prefer_known_key_types(t, cfg)
         try:
-            t.start_client(timeout=self.options.connect_timeout)
-        except paramiko.SSHException as exc:
-            text = str(exc)
-            if "banner" in text.lower():
-                raise TransportError(BANNER, f"sshd closed the connection before its banner ({text})", self.name) from None
-            raise TransportError(PROTOCOL, f"SSH negotiation failed: {text}", self.name) from None
-        except (EOFError, OSError) as exc:
-            raise TransportError(BANNER, f"connection closed during SSH negotiation ({exc or type(exc).__name__})", self.name) from None
-        if not (t.is_active() and getattr(t, "initial_kex_done", True)):
-            raise TransportError(
-                BANNER,
-                f"no SSH handshake within {self.options.connect_timeout:g} s (sshd accepted the connection but stalled)",
-                self.name,
-            )
+            try:
+                t.start_client(timeout=timeout)
+            except paramiko.SSHException as exc:
+                text = str(exc)
+                if "banner" in text.lower():
+                    raise TransportError(BANNER, f"sshd closed the connection before its banner ({text})", self.name) from None
+                raise TransportError(PROTOCOL, f"SSH negotiation failed: {text}", self.name) from None
+            except (EOFError, OSError) as exc:
+                raise TransportError(BANNER, f"connection closed during SSH negotiation ({exc or type(exc).__name__})", self.name) from None
+            if not (t.is_active() and getattr(t, "initial_kex_done", True)):
+                raise TransportError(
+                    BANNER,
+                    f"no SSH handshake within {timeout:g} s (sshd accepted the connection but stalled)",
+                    self.name,
+                )
+        except TransportError as exc:
+            if self.proxy is not None:
+                raise self._proxy_error(cfg, exc.message) from None
+            raise
         note = verify_host_key(cfg, t.get_remote_server_key(), self.options.accept_new_host_keys, self.name)
         if note:
             self.notes.append(note)
@@ -335,8 +529,6 @@ class SSHConnection:
         ``on_line`` receives each complete stdout line as it arrives (results
         are handled before the command ends); ``cancel`` stops waiting early.
         """
-        import shlex
-
         timeout = self.options.command_timeout if timeout is None else timeout
         start = time.monotonic()
         if env:
@@ -404,65 +596,12 @@ class SSHConnection:
             except Exception:  # closing a half-open transport may raise anything
                 pass
             self.transport = None
+        if self.proxy is not None:
+            self.proxy.dispose()
+            self.proxy = None
 
     def __enter__(self) -> "SSHConnection":
         return self
 
     def __exit__(self, *exc) -> None:
         self.close()
-
-
-# Jump hosts are shared by every target behind them: one connection per hop,
-# so a bastion sees one login, not one per node.
-_jumps: Dict[Tuple[str, ...], SSHConnection] = {}
-_jumps_lock = threading.Lock()
-
-
-def _parse_jump(spec: str) -> Tuple[str, Optional[str], Optional[int]]:
-    spec = spec.strip()
-    if spec.startswith("ssh://"):
-        spec = spec[6:]
-    user = None
-    if "@" in spec:
-        user, _, spec = spec.rpartition("@")
-    port = None
-    if spec.count(":") == 1:
-        spec, _, p = spec.partition(":")
-        port = int(p) if p.isdigit() else None
-    return spec, user or None, port
-
-
-def _jump_connection(hops: List[str], options: SSHOptions, for_host: str) -> SSHConnection:
-    key = tuple(hops)
-    with _jumps_lock:
-        conn = _jumps.get(key)
-        if conn is not None and conn.transport is not None and conn.transport.is_active():
-            return conn
-        name, user, port = _parse_jump(hops[-1])
-        conn = SSHConnection(name, options, user=user, port=port)
-        try:
-            if len(hops) > 1:
-                parent = _jump_connection(hops[:-1], options, for_host)
-                cfg = sshconfig.resolve(name, user, port, options.config_path)
-                conn.config = cfg
-                chan = parent.transport.open_channel("direct-tcpip", (cfg.hostname, cfg.port), ("127.0.0.1", 0))
-                t = paramiko.Transport(chan)
-                conn.transport = t
-                t.start_client(timeout=options.connect_timeout)
-                verify_host_key(cfg, t.get_remote_server_key(), options.accept_new_host_keys, name)
-                conn._auth(cfg, t)
-            else:
-                conn.connect()
-        except TransportError as exc:
-            raise TransportError(PROXY, f"jump host {name}: {exc.message}", for_host) from None
-        except (paramiko.SSHException, OSError, EOFError) as exc:
-            raise TransportError(PROXY, f"jump host {name}: {exc}", for_host) from None
-        _jumps[key] = conn
-        return conn
-
-
-def close_jumps() -> None:
-    with _jumps_lock:
-        for conn in _jumps.values():
-            conn.close()
-        _jumps.clear()

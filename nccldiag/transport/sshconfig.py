@@ -4,6 +4,9 @@ paramiko parses ``ssh_config`` but ignores ``Include``, ``Match exec`` and
 ``ProxyJump``. When the OpenSSH client is installed, ``ssh -G HOST`` prints
 the effective configuration after every ``Host``/``Match``/``Include`` was
 evaluated, so that is asked first; paramiko's parser is the fallback.
+
+``ssh -G`` prints ``ProxyCommand`` as written, with its ``%`` tokens
+unexpanded; :func:`resolve` expands them the way ``ssh`` would.
 """
 from __future__ import annotations
 
@@ -73,6 +76,36 @@ def parse_ssh_G(text: str, alias: str) -> HostConfig:
     )
 
 
+# The tokens ssh_config(5) allows in ProxyCommand.
+PROXY_COMMAND_TOKENS = "%%, %h, %n, %p, %r"
+
+
+def expand_proxy_command(command: str, cfg: HostConfig) -> str:
+    """``command`` with ``%h`` (HostName), ``%p`` (port), ``%r`` (user), ``%n``
+    (the name as given) and ``%%`` replaced, as ``ssh`` does for ProxyCommand.
+
+    Any other token is refused with a CONFIG error, as ``ssh`` refuses it.
+    """
+    values = {"h": cfg.hostname, "p": str(cfg.port), "r": cfg.user or "", "n": cfg.alias, "%": "%"}
+    out: List[str] = []
+    i = 0
+    while i < len(command):
+        c = command[i]
+        if c != "%":
+            out.append(c)
+            i += 1
+            continue
+        token = command[i + 1 : i + 2]
+        if token not in values:
+            shown = f"%{token}" if token else "a trailing %"
+            raise TransportError(
+                CONFIG, f"ProxyCommand uses {shown}; only {PROXY_COMMAND_TOKENS} are allowed there", cfg.alias
+            )
+        out.append(values[token])
+        i += 2
+    return "".join(out)
+
+
 def _from_paramiko(alias: str, config_path: Optional[str]) -> HostConfig:
     import paramiko
 
@@ -113,6 +146,7 @@ def resolve(
     """The effective settings for ``alias`` (command-line user/port win)."""
     ssh = shutil.which("ssh")
     cfg: Optional[HostConfig] = None
+    from_ssh = False
     if ssh:
         argv = [ssh, "-G"]
         if config_path:
@@ -128,6 +162,7 @@ def resolve(
             raise TransportError(CONFIG, f"'ssh -G {alias}' did not finish in {timeout:g} s", alias) from None
         if proc.returncode == 0:
             cfg = parse_ssh_G(proc.stdout, alias)
+            from_ssh = True
         else:
             msg = (proc.stderr.strip().splitlines() or ["ssh -G failed"])[-1]
             raise TransportError(CONFIG, f"ssh configuration: {msg}", alias)
@@ -141,6 +176,8 @@ def resolve(
         import getpass
 
         cfg.user = getpass.getuser()
+    if from_ssh and cfg.proxy_command:  # paramiko's parser expands them itself
+        cfg.proxy_command = expand_proxy_command(cfg.proxy_command, cfg)
     return cfg
 
 

@@ -8,7 +8,7 @@ import time
 from typing import Callable, Mapping, Optional, Sequence
 
 from nccldiag.transport.base import COMMAND_TIMEOUT, LOCAL, ExecResult, TransportError
-from nccldiag.transport.local import kill_group
+from nccldiag.transport.local import DRAIN_TIMEOUT, kill_group
 
 
 def run_streaming(
@@ -20,7 +20,12 @@ def run_streaming(
     cwd: Optional[str] = None,
     host: str = "localhost",
 ) -> ExecResult:
-    """Run ``argv`` in its own session; kill the whole group on timeout or cancel."""
+    """Run ``argv`` in its own session; kill it and all it started on timeout or cancel.
+
+    After a kill, output still in the pipes is read for at most
+    :data:`~nccldiag.transport.local.DRAIN_TIMEOUT` seconds, so a process that
+    escaped the kill and holds the pipes open does not delay the result.
+    """
     full_env = dict(os.environ)
     full_env.update(env or {})
     start = time.monotonic()
@@ -65,9 +70,9 @@ def run_streaming(
             proc.wait()
             break
     for r in readers:
-        r.join(5)
+        r.join(DRAIN_TIMEOUT if stopped else 5)
     stderr = b"".join(err_chunks).decode("utf-8", "replace")
-    result = ExecResult(host, proc.returncode if not stopped else None, "\n".join(out_lines), stderr, time.monotonic() - start)
+    result = ExecResult(host, proc.returncode if not stopped else None, "\n".join(list(out_lines)), stderr, time.monotonic() - start)
     if stopped:
         result.error = TransportError(COMMAND_TIMEOUT, f"command {stopped}", host)
     return result

@@ -1,12 +1,19 @@
 """Every classified SSH failure, against a real SSH server on loopback."""
+import json
+import os
+import shutil
 import socket
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import paramiko
+import psutil
 import pytest
 
-from nccldiag.transport import base
-from nccldiag.transport.ssh import SSHConnection, SSHOptions
+from nccldiag.transport import base, sshconfig
+from nccldiag.transport.ssh import SSHConnection, SSHOptions, jump_argv
 from tests.unit.sshserver import SSHServer
 
 
@@ -153,3 +160,112 @@ def test_command_timeout_is_bounded(keys, server):
 def test_every_kind_has_a_fix():
     kinds = [v for k, v in vars(base).items() if k.isupper() and isinstance(v, str) and k != "FIXES"]
     assert kinds and all(base.FIXES.get(k) for k in kinds)
+
+
+# --- proxies ---------------------------------------------------------------------------------
+
+RELAY = Path(__file__).with_name("relay.py")
+
+
+def proxy_config(d, name, port, identity, known, extra):
+    kh = d / f"known_hosts_{name}"
+    kh.write_text(known)
+    cfg = d / f"ssh_config_{name}"
+    cfg.write_text(
+        f"Host node\n  HostName 127.0.0.1\n  Port {port}\n  User tester\n  IdentityFile {identity}\n"
+        f"  UserKnownHostsFile {kh}\n  GlobalKnownHostsFile /dev/null\n  IdentitiesOnly yes\n{extra}"
+    )
+    return str(cfg)
+
+
+def test_proxy_command_tokens_are_expanded_and_the_proxy_ends_with_the_connection(keys, server, tmp_path):
+    s = server()
+    seen = tmp_path / "seen"
+    proxy = f"/bin/sh -c 'echo %h:%p:%r:%n:%% > {seen}; exec {sys.executable} {RELAY} %h %p'"
+    cfg = proxy_config(keys["dir"], "pc", s.port, keys["dir"] / "id_client", known_line(s.port, keys["host"]),
+                       f"  ProxyCommand {proxy}\n")
+    conn = connect(cfg)
+    try:
+        assert conn.proxied
+        r = conn.run("echo through")
+        assert (r.rc, r.stdout) == (0, "through\n")
+        pid = conn.proxy.process.pid
+    finally:
+        conn.close()
+    assert seen.read_text() == f"127.0.0.1:{s.port}:tester:node:%\n"
+    assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+
+
+def test_proxy_command_with_an_unknown_token_is_refused(keys, tmp_path):
+    cfg = proxy_config(keys["dir"], "badtoken", 1, keys["dir"] / "id_client", "", "  ProxyCommand nc %h %C\n")
+    with pytest.raises(base.TransportError) as exc:
+        connect(cfg)
+    assert exc.value.kind == base.CONFIG and "%C" in exc.value.message
+
+
+def test_expand_proxy_command():
+    cfg = sshconfig.HostConfig(alias="n1", hostname="10.0.0.1", port=2222, user="root")
+    assert sshconfig.expand_proxy_command("x %h %p %r %n %%h 100%%", cfg) == "x 10.0.0.1 2222 root n1 %h 100%"
+    for bad in ("nc %h %d", "nc %h %"):
+        with pytest.raises(base.TransportError):
+            sshconfig.expand_proxy_command(bad, cfg)
+
+
+def test_jump_argv_hands_the_hops_to_openssh():
+    cfg = sshconfig.HostConfig(alias="n3", hostname="10.0.0.3", port=22, proxy_jump="j1,admin@j2:2222")
+    argv = jump_argv(cfg, SSHOptions(config_path="/tmp/cfg"), timeout=5)
+    assert argv[1:] == ["-F", "/tmp/cfg", "-o", "BatchMode=yes", "-o", "ConnectTimeout=4",
+                        "-J", "j1", "-W", "10.0.0.3:22", "--", "ssh://admin@j2:2222"]
+    cfg = sshconfig.HostConfig(alias="n", hostname="fe80::1", port=22, proxy_jump="ssh://j1:22")
+    argv = jump_argv(cfg, SSHOptions(), timeout=1)
+    assert "-J" not in argv and argv[-4:] == ["-W", "[fe80::1]:22", "--", "ssh://j1:22"]
+
+
+def proxy_processes(before):
+    return [p for p in psutil.Process().children(recursive=True) if p.pid not in before]
+
+
+@pytest.mark.skipif(shutil.which("ssh") is None, reason="needs the OpenSSH client")
+@pytest.mark.parametrize("jump_mode", ["refused", "silent"])
+def test_failing_jump_host_is_a_bounded_proxy_error(keys, server, jump_mode):
+    if jump_mode == "refused":
+        probe = socket.socket()
+        probe.bind(("127.0.0.1", 0))
+        jump_port = probe.getsockname()[1]
+        probe.close()
+    else:
+        jump_port = server("silent").port
+    target = server()
+    cfg = proxy_config(keys["dir"], f"jump_{jump_mode}", target.port, keys["dir"] / "id_client",
+                       known_line(target.port, keys["host"]),
+                       f"  ProxyJump bastion\nHost bastion\n  HostName 127.0.0.1\n  Port {jump_port}\n"
+                       f"  UserKnownHostsFile /dev/null\n  StrictHostKeyChecking no\n")
+    before = {p.pid for p in psutil.Process().children(recursive=True)}
+    t0 = time.monotonic()
+    with pytest.raises(base.TransportError) as exc:
+        connect(cfg, connect_timeout=2)
+    elapsed = time.monotonic() - t0
+    assert exc.value.kind == base.PROXY, exc.value
+    assert "jump host bastion" in exc.value.message
+    if jump_mode == "refused":  # what ssh said about the jump host is in the message
+        assert "Connection refused" in exc.value.message
+    assert elapsed < 2 + 2, elapsed
+    assert not [p for p in proxy_processes(before) if p.status() != psutil.STATUS_ZOMBIE]
+
+
+def test_cli_never_prints_paramiko_tracebacks(keys, server, tmp_path):
+    s = server("silent")
+    cfg = tmp_path / "ssh_config"
+    cfg.write_text(f"Host stalled\n  HostName 127.0.0.1\n  Port {s.port}\n  UserKnownHostsFile /dev/null\n")
+    env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "200", "PYTHONPATH": str(Path(__file__).parents[2])}
+    r = subprocess.run(
+        [sys.executable, "-m", "nccldiag", "check", "-w", "stalled", "--ssh-config", str(cfg), "--only", "system",
+         "--mesh", "none", "--connect-timeout", "1", "--json", str(tmp_path / "r.json")],
+        capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL, env=env,
+    )
+    assert "Traceback" not in r.stderr, r.stderr
+    assert "SSHException" not in r.stderr, r.stderr
+    node = json.loads((tmp_path / "r.json").read_text())["nodes"][0]
+    f = next(f for f in node["findings"] if f["area"] == "ssh")
+    assert (f["status"], f["check"]) == ("error", "ssh.banner"), f
+    assert "ssh.banner" in r.stdout

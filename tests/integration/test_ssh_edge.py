@@ -1,0 +1,132 @@
+"""ProxyJump and ProxyCommand end to end: nodes reached only through other nodes.
+
+The cluster is its own (prefix ``ncdj``). Each test refuses direct SSH from
+the head node (the host's bridge address) to the nodes it reaches through a
+proxy, so a passing check proves that the proxy path was taken.
+"""
+import contextlib
+
+import psutil
+
+from tests.integration.helpers import load_json, timed
+from tests.integration.vcluster import vcluster_fixture
+
+jumpy = vcluster_fixture(n=4, prefix="ncdj", names="jnode", subnet="10.213.61", scope="module")
+
+
+@contextlib.contextmanager
+def refuse_ssh(vc, node, *sources):
+    """``node`` resets SSH connections that come from ``sources`` (addresses)."""
+    rules = [["INPUT", "-s", s, "-p", "tcp", "--dport", "22", "-j", "REJECT", "--reject-with", "tcp-reset"]
+             for s in sources]
+    for r in rules:
+        vc.exec(node, ["iptables", "-w", "10", "-I", *r], check=True)
+    try:
+        yield
+    finally:
+        for r in rules:
+            vc.exec(node, ["iptables", "-w", "10", "-D", *r], check=True)
+
+
+def config_with(vc, tmp_path, stanzas):
+    """The cluster's ssh_config, with ``stanzas`` first (the first value of a keyword wins)."""
+    cfg = tmp_path / "ssh_config"
+    cfg.write_text(stanzas + "\n" + vc.ssh_config.read_text())
+    return cfg
+
+
+def proxies_left(cfg):
+    """``ssh -W`` processes started with ``-F cfg`` that are still alive."""
+    left = []
+    for p in psutil.process_iter(["pid", "cmdline"]):
+        argv = p.info["cmdline"] or []
+        if "-W" in argv and str(cfg) in argv:
+            left.append(f"{p.info['pid']} {' '.join(argv)}")
+    return left
+
+
+def check(cfg, tmp_path, host, connect_timeout=5, timeout=120):
+    out = tmp_path / "r.json"
+    r, elapsed = timed(["check", "-w", host, "--ssh-config", str(cfg), "--only", "system", "--mesh", "none",
+                        "--connect-timeout", str(connect_timeout), "--json", str(out)], timeout=timeout)
+    node = load_json(out)["nodes"][0]
+    assert proxies_left(cfg) == []  # the proxy ended with the connection
+    return r, elapsed, node
+
+
+def ssh_finding(node):
+    return next(f for f in node["findings"] if f["area"] == "ssh")
+
+
+def test_direct_ssh_is_refused_while_blocked(jumpy, tmp_path):
+    """The premise of the other tests: a blocked node cannot be reached directly."""
+    with refuse_ssh(jumpy, "jnode02", jumpy.bridge_address()):
+        r, elapsed, node = check(jumpy.ssh_config, tmp_path, "jnode02")
+    assert ssh_finding(node)["check"] == "ssh.refused", ssh_finding(node)
+    assert elapsed < 30
+
+
+def test_proxy_jump_through_a_bastion(jumpy, tmp_path):
+    cfg = config_with(jumpy, tmp_path, "Host jnode02\n  ProxyJump jnode01\n")
+    with refuse_ssh(jumpy, "jnode02", jumpy.bridge_address()):
+        r, elapsed, node = check(cfg, tmp_path, "jnode02")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert node["reachable"] and node["areas"]["ssh"] == "ok"
+    assert node["facts"]["system"]["hostname"] == "jnode02"
+    assert elapsed < 30, elapsed
+    assert "Traceback" not in r.stderr
+
+
+def test_proxy_jump_over_two_hops(jumpy, tmp_path):
+    cfg = config_with(jumpy, tmp_path, "Host jnode03\n  ProxyJump jnode01,jnode02\n")
+    head, first = jumpy.bridge_address(), jumpy.address("jnode01")
+    # jnode02 only through jnode01, jnode03 only through jnode02: both hops are needed
+    with refuse_ssh(jumpy, "jnode02", head), refuse_ssh(jumpy, "jnode03", head, first):
+        r, elapsed, node = check(cfg, tmp_path, "jnode03")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert node["reachable"] and node["facts"]["system"]["hostname"] == "jnode03"
+    assert elapsed < 30, elapsed
+
+
+def test_proxy_command_with_expanded_tokens(jumpy, tmp_path):
+    seen = tmp_path / "tokens"
+    proxy = (f"/bin/sh -c 'echo %h:%p:%r:%n > {seen}; "
+             f"exec ssh -F {jumpy.ssh_config} -W %h:%p jnode01'")
+    cfg = config_with(jumpy, tmp_path, f"Host jnode04\n  ProxyCommand {proxy}\n")
+    with refuse_ssh(jumpy, "jnode04", jumpy.bridge_address()):
+        r, elapsed, node = check(cfg, tmp_path, "jnode04")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert node["reachable"] and node["facts"]["system"]["hostname"] == "jnode04"
+    assert seen.read_text() == f"{jumpy.address('jnode04')}:22:root:jnode04\n"
+    assert proxies_left(jumpy.ssh_config) == []
+    assert elapsed < 30, elapsed
+
+
+def test_unreachable_jump_host_is_a_bounded_proxy_failure(jumpy, tmp_path):
+    cfg = config_with(jumpy, tmp_path, "Host jnode02\n  ProxyJump jnode01\n")
+    jumpy.fault("jnode01", "blackhole")
+    try:
+        r, elapsed, node = check(cfg, tmp_path, "jnode02", connect_timeout=3)
+    finally:
+        jumpy.fault("jnode01", "unblackhole")
+    f = ssh_finding(node)
+    assert (f["status"], f["check"]) == ("error", "ssh.proxy"), f
+    assert "jnode01" in f["message"] and f["fix"]
+    assert not node["reachable"]
+    assert r.returncode == 3
+    # the connect timeout, plus starting the CLI and resolving the config
+    assert elapsed < 3 + 12, elapsed
+    assert "Traceback" not in r.stderr
+
+
+def test_jump_host_that_refuses_is_a_proxy_failure_at_once(jumpy, tmp_path):
+    cfg = config_with(jumpy, tmp_path, "Host jnode03\n  ProxyJump jnode01\n")
+    jumpy.fault("jnode01", "sshd-stop")
+    try:
+        r, elapsed, node = check(cfg, tmp_path, "jnode03", connect_timeout=10)
+    finally:
+        jumpy.fault("jnode01", "sshd-start")
+    f = ssh_finding(node)
+    assert (f["status"], f["check"]) == ("error", "ssh.proxy"), f
+    assert "jnode01" in f["message"] and "refused" in f["message"].lower()
+    assert elapsed < 10, elapsed  # no waiting for the connect timeout
