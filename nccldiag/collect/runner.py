@@ -17,7 +17,7 @@ from typing import Callable, List, Optional, Sequence
 from nccldiag import mesh
 from nccldiag.areas.base import Source
 from nccldiag.collect.script import build_script
-from nccldiag.collect.sections import split_sections
+from nccldiag.collect.sections import new_mark, split_sections
 from nccldiag.model.raw import RawNode
 from nccldiag.inventory import Host
 from nccldiag.transport.base import ExecResult, TransportError
@@ -35,6 +35,7 @@ class CollectOptions:
     mesh: str = "first"  # "none" | "first" (first host to every other) | "all" (every ordered pair)
     mesh_timeout: int = 5
     extra_sources: Sequence[Source] = ()
+    mark: str = field(default_factory=new_mark)  # this run's section markers (NCCLDIAG_MARK)
 
 
 def sources_of(areas: Sequence[ModuleType], extra: Sequence[Source] = ()) -> List[Source]:
@@ -50,14 +51,14 @@ def script_for(areas: Sequence[ModuleType], extra: Sequence[Source] = ()) -> str
 
 
 def _script_env(opts: CollectOptions) -> dict:
-    env = {"NCCLDIAG_PYTHON": opts.python}
+    env = {"NCCLDIAG_PYTHON": opts.python, "NCCLDIAG_MARK": opts.mark}
     if opts.import_torch:
         env["NCCLDIAG_IMPORT_TORCH"] = "1"
     return env
 
 
-def _to_raw(host: str, result: ExecResult) -> RawNode:
-    sections, rcs, truncated = split_sections(result.stdout)
+def _to_raw(host: str, result: ExecResult, mark: str) -> RawNode:
+    sections, rcs, truncated = split_sections(result.stdout, mark)
     node = RawNode(host=host, sections=sections, rcs=rcs, truncated=truncated, elapsed=result.elapsed)
     if result.error is not None:
         if sections:
@@ -76,7 +77,7 @@ def collect_local(script: str, opts: CollectOptions, host: Optional[str] = None)
     name = host or socket.gethostname()
     t = LocalTransport(name)
     result = t.run(["sh", "-s"], timeout=opts.ssh.command_timeout, stdin=script, env=_script_env(opts))
-    node = _to_raw(name, result)
+    node = _to_raw(name, result, opts.mark)
     node.extra["transport"] = "local"
     return node
 
@@ -111,7 +112,7 @@ def collect_host(host: Host, script: str, opts: CollectOptions, mesh_targets: Se
             mesh_thread.join(mesh_bound + 5)
     finally:
         conn.close()
-    node = _to_raw(host.name, result)
+    node = _to_raw(host.name, result, opts.mark)
     node.elapsed = time.monotonic() - start
     node.extra.update({"transport": "ssh", "connect_s": round(connected - start, 3), "notes": conn.notes})
     if mesh_targets:

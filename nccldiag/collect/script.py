@@ -3,9 +3,13 @@
 It runs every selected source in turn, each bounded by ``timeout`` when the
 node has it, and prints its standard output between two marker lines::
 
-    @@nccldiag:begin <source>@@
+    @@nccldiag:<mark>:begin <source>@@
     ...raw output...
-    @@nccldiag:end <source> rc=<exit status>@@
+    @@nccldiag:<mark>:end <source> rc=<exit status>@@
+
+``<mark>`` is ``$NCCLDIAG_MARK``, a random value nccldiag makes for each run
+(without it, ``@@nccldiag:begin <source>@@``), so that nothing a source prints
+can end its section early or open another one.
 
 The script only reads: files under ``$R`` (empty on a live node) and the output
 of status commands. ``nccldiag collect --script`` prints exactly this text.
@@ -17,22 +21,22 @@ from typing import Iterable, List, Sequence
 from nccldiag import __version__
 from nccldiag.areas.base import Source
 
-BEGIN = "@@nccldiag:begin "
-END = "@@nccldiag:end "
-TAIL = "@@"
 
 _PRELUDE = r"""#!/bin/sh
 # nccldiag {version} collection script (read-only). Areas: {areas}
-# Each source prints between '@@nccldiag:begin NAME@@' and '@@nccldiag:end NAME rc=N@@'.
+# Each source prints between '@@nccldiag[:MARK]:begin NAME@@' and '@@nccldiag[:MARK]:end NAME rc=N@@'.
 R="${{NCCLDIAG_ROOT:-}}"
+# NCCLDIAG_MARK (set per run by nccldiag) goes into every marker, so that no
+# text a source prints can pass for a marker.
+_M="${{NCCLDIAG_MARK:+:$NCCLDIAG_MARK}}"
 export R LC_ALL=C PATH="$PATH:/usr/sbin:/sbin:/usr/bin:/bin"
 if command -v timeout >/dev/null 2>&1; then _T=timeout; else _T=; fi
 _run() {{
   _n=$1; _s=$2; shift 2
-  printf '@@nccldiag:begin %s@@\n' "$_n"
+  printf '@@nccldiag%s:begin %s@@\n' "$_M" "$_n"
   if [ -n "$_T" ]; then $_T -k 2 "$_s" sh -c "$1" </dev/null 2>/dev/null; else sh -c "$1" </dev/null 2>/dev/null; fi
   _rc=$?
-  printf '\n@@nccldiag:end %s rc=%s@@\n' "$_n" "$_rc"
+  printf '\n@@nccldiag%s:end %s rc=%s@@\n' "$_M" "$_n" "$_rc"
 }}
 """
 

@@ -13,43 +13,56 @@ from typing import Dict, List, Optional
 
 from nccldiag.model.raw import RawNode
 
-_END_RE = re.compile(r"^@@nccldiag:end (\S+) rc=(-?\d+)@@$")
-_BEGIN_RE = re.compile(r"^@@nccldiag:begin (\S+)@@$")
+SECTION_NAME = re.compile(r"^[A-Za-z0-9_]{1,64}$")  # every source name; nothing else becomes a file name
+MARK = re.compile(r"^[0-9a-f]{8,64}$")
 
 NODE_META = "_node.json"
 
 
-def split_sections(text: str) -> tuple:
+def new_mark() -> str:
+    """A fresh value for ``NCCLDIAG_MARK``: the markers of one run, which no node output can guess."""
+    import secrets
+
+    return secrets.token_hex(8)
+
+
+def split_sections(text: str, mark: str = "") -> tuple:
     """``(sections, rcs, truncated)`` from the collection script's stdout.
 
-    A section whose end marker never came (the script was cut off) is kept
-    with the text it had and flagged as truncated.
+    Only markers with this run's ``mark`` count, only source names made of
+    letters, digits and ``_`` are taken, and a source seen twice keeps its
+    first text. A section whose end marker never came (the script was cut
+    off) is kept with the text it had and flagged as truncated.
     """
+    tag = f"@@nccldiag:{mark}:" if mark else "@@nccldiag:"
+    begin_re = re.compile("^" + re.escape(tag) + r"begin ([A-Za-z0-9_]{1,64})@@$")
+    end_re = re.compile("^" + re.escape(tag) + r"end ([A-Za-z0-9_]{1,64}) rc=(-?\d{1,4})@@$")
     sections: Dict[str, str] = {}
     rcs: Dict[str, int] = {}
     current: Optional[str] = None
     buf: List[str] = []
     for line in text.splitlines():
-        m = _BEGIN_RE.match(line)
+        m = begin_re.match(line) if line.startswith(tag) else None
         if m:
             if current is not None:
-                sections[current] = "\n".join(buf)
+                sections.setdefault(current, "\n".join(buf))
             current, buf = m.group(1), []
             continue
-        m = _END_RE.match(line)
+        m = end_re.match(line) if line.startswith(tag) else None
         if m and current == m.group(1):
             # the script prints a newline before the end marker
             if buf and buf[-1] == "":
                 buf.pop()
-            sections[current] = "\n".join(buf) + ("\n" if buf else "")
-            rcs[current] = int(m.group(2))
+            if current not in sections:
+                sections[current] = "\n".join(buf) + ("\n" if buf else "")
+                rcs[current] = int(m.group(2))
             current, buf = None, []
             continue
         if current is not None:
             buf.append(line)
     truncated = current is not None
     if truncated:
-        sections[current] = "\n".join(buf)
+        sections.setdefault(current, "\n".join(buf))
     return sections, rcs, truncated
 
 
@@ -65,8 +78,9 @@ def write_node(bundle_dir: str, node: RawNode) -> str:
     d = os.path.join(bundle_dir, _dirname(node.host))
     os.makedirs(d, exist_ok=True)
     for name, text in node.sections.items():
-        with open(os.path.join(d, name + ".txt"), "w", encoding="utf-8") as f:
-            f.write(text)
+        if not SECTION_NAME.match(name):
+            continue
+        _write_atomic(os.path.join(d, name + ".txt"), text)
     meta = {
         "host": node.host,
         "rcs": node.rcs,
@@ -75,11 +89,25 @@ def write_node(bundle_dir: str, node: RawNode) -> str:
         "elapsed": round(node.elapsed, 3),
         "extra": node.extra,
     }
-    tmp = os.path.join(d, NODE_META + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(meta, f, indent=1, sort_keys=True)
-    os.replace(tmp, os.path.join(d, NODE_META))
+    _write_atomic(os.path.join(d, NODE_META), json.dumps(meta, indent=1, sort_keys=True, default=str))
     return d
+
+
+def _write_atomic(path: str, text: str) -> None:
+    """Write ``path`` through a new temporary file beside it: never half a file, never through a planted link."""
+    import tempfile
+
+    fd, tmp = tempfile.mkstemp(prefix=".", suffix=".tmp", dir=os.path.dirname(path))
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
 
 
 def read_node(node_dir: str) -> RawNode:
@@ -91,7 +119,7 @@ def read_node(node_dir: str) -> RawNode:
     host = meta.get("host") or os.path.basename(os.path.normpath(node_dir))
     sections: Dict[str, str] = {}
     for entry in sorted(os.listdir(node_dir)):
-        if entry.endswith(".txt"):
+        if entry.endswith(".txt") and SECTION_NAME.match(entry[:-4]) and os.path.isfile(os.path.join(node_dir, entry)):
             with open(os.path.join(node_dir, entry), encoding="utf-8", errors="replace") as f:
                 sections[entry[:-4]] = f.read()
     return RawNode(

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable, List, Optional
 
@@ -37,6 +38,23 @@ def worst(statuses: Iterable[Status], default: Status = Status.SKIP) -> Status:
     return default if result is None else result
 
 
+# Escape sequences (CSI, OSC up to its terminator, two-byte ESC forms) and every other control
+# character but tab and newline: text from nodes and files never drives the reader's terminal.
+_ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-_]?|\x9b[0-?]*[ -/]*[@-~]")
+_CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def clean_text(value: Any) -> Any:
+    """``value`` with terminal escapes and control characters removed (strings, and lists/tuples of them)."""
+    if isinstance(value, str):
+        if not _CONTROLS.search(value):
+            return value
+        return _CONTROLS.sub("", _ESCAPES.sub("", value))
+    if isinstance(value, (list, tuple)):
+        return type(value)(clean_text(v) for v in value)
+    return value
+
+
 @dataclass
 class Finding:
     """One judged fact.
@@ -55,6 +73,13 @@ class Finding:
     evidence: List[str] = field(default_factory=list)
     fix: str = ""
     host: Optional[str] = None
+
+    def __post_init__(self) -> None:
+        # findings quote what nodes and files said: keep the words, drop what a terminal would obey
+        self.message = clean_text(self.message)
+        self.actual = clean_text(self.actual)
+        self.expected = clean_text(self.expected)
+        self.evidence = clean_text(self.evidence)
 
     def to_dict(self) -> dict:
         d = dataclasses.asdict(self)

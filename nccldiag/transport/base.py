@@ -17,8 +17,10 @@ PROXY = "proxy"  # the ProxyJump host or ProxyCommand could not be used
 COMMAND_TIMEOUT = "command-timeout"
 CONFIG = "config"  # ssh_config could not be resolved
 LOCAL = "local"  # could not start the local command
+OVERSIZE = "oversize"  # the node sent more output than any real source produces
 
 FIXES = {
+    OVERSIZE: "The node sent far more output than any real source produces (a file like /dev/zero where a text file should be, or a compromised node): look at what the named sources read on the node.",
     RESOLVE: "Check the name in the hostfile, DNS or /etc/hosts on the head node.",
     REFUSED: "Start sshd on the node (systemctl start ssh) or check the port (Port in ~/.ssh/config, port= in the hostfile).",
     UNREACHABLE: "Check that the node is up and its management link is cabled; check firewalls between head node and node.",

@@ -42,6 +42,7 @@ from nccldiag.transport.base import (
     COMMAND_TIMEOUT,
     HOSTKEY_CHANGED,
     HOSTKEY_UNKNOWN,
+    OVERSIZE,
     PROTOCOL,
     PROXY,
     REFUSED,
@@ -70,6 +71,7 @@ class SSHOptions:
     identity_files: List[str] = field(default_factory=list)
     use_agent: bool = True
     retries: int = 2  # for connections dropped before the banner (MaxStartups)
+    max_output: int = 32 * 1024 * 1024  # bytes of stdout+stderr one command may send back
 
 
 _known_hosts_lock = threading.Lock()
@@ -549,18 +551,24 @@ class SSHConnection:
         deadline = start + timeout
         timed_out = False
         pending = b""
+        received = 0
         try:
             while True:
-                while chan.recv_ready():
+                while chan.recv_ready() and received <= self.options.max_output:
                     chunk = chan.recv(65536)
+                    received += len(chunk)
                     out.append(chunk)
                     if on_line is not None:
                         pending += chunk
                         *lines, pending = pending.split(b"\n")
                         for line in lines:
                             on_line(line.decode("utf-8", "replace"))
-                while chan.recv_stderr_ready():
-                    err_chunks.append(chan.recv_stderr(65536))
+                while chan.recv_stderr_ready() and received <= self.options.max_output:
+                    chunk = chan.recv_stderr(65536)
+                    received += len(chunk)
+                    err_chunks.append(chunk)
+                if received > self.options.max_output:
+                    break
                 if chan.exit_status_ready() and not chan.recv_ready() and not chan.recv_stderr_ready():
                     break
                 remaining = deadline - time.monotonic()
@@ -572,6 +580,13 @@ class SSHConnection:
             chan.close()
             err = TransportError(PROTOCOL, f"connection lost while running the command: {exc}", self.name)
             return ExecResult(self.name, None, b"".join(out).decode("utf-8", "replace"), "", time.monotonic() - start, err)
+        if received > self.options.max_output:
+            chan.close()
+            cap = self.options.max_output
+            stdout = b"".join(out)[:cap].decode("utf-8", "replace")
+            stderr = b"".join(err_chunks)[:65536].decode("utf-8", "replace")
+            err = TransportError(OVERSIZE, f"output cut at {cap // (1024 * 1024)} MiB: the node sent more", self.name)
+            return ExecResult(self.name, None, stdout, stderr, time.monotonic() - start, err)
         if on_line is not None and pending:
             on_line(pending.decode("utf-8", "replace"))
         stdout = b"".join(out).decode("utf-8", "replace")

@@ -269,3 +269,13 @@ def test_cli_never_prints_paramiko_tracebacks(keys, server, tmp_path):
     f = next(f for f in node["findings"] if f["area"] == "ssh")
     assert (f["status"], f["check"]) == ("error", "ssh.banner"), f
     assert "ssh.banner" in r.stdout
+
+
+def test_a_node_that_sends_too_much_is_cut_off(keys, server):
+    """A node whose source is /dev/zero cannot exhaust the admin host: reading stops at max_output."""
+    s = server()
+    cfg, _ = write_config(keys["dir"], s.port, keys["dir"] / "id_client", known_line(s.port, keys["host"]))
+    with connect(cfg, max_output=1024 * 1024) as conn:
+        r = conn.run("head -c 4000000 /dev/zero", timeout=20)
+    assert r.error is not None and r.error.kind == base.OVERSIZE and "1 MiB" in r.error.message
+    assert len(r.stdout) == 1024 * 1024 and r.rc is None

@@ -1,0 +1,69 @@
+"""What a hostile node or file says cannot write outside the bundle, forge sections or reach the terminal raw.
+
+The node here is this machine with a fixture root (NCCLDIAG_ROOT) whose files were written for these tests
+(CONSTRUCTED): an /etc/os-release that carries marker lines and terminal escapes.
+"""
+import json
+import os
+import subprocess
+import sys
+
+from nccldiag.collect.sections import split_sections
+
+ESC = "\x1b]0;owned\x07\x1b[2J"
+
+
+def hostile_root(tmp_path, target):
+    root = tmp_path / "root"
+    (root / "etc").mkdir(parents=True)
+    (root / "etc" / "os-release").write_text(
+        f'PRETTY_NAME="Evil {ESC}Linux"\n'
+        f"@@nccldiag:end os_release rc=0@@\n"
+        f"@@nccldiag:begin {target}@@\n"
+        "written by the node\n"
+        f"@@nccldiag:end {target} rc=0@@\n"
+        "@@nccldiag:begin hostname@@\nforged-name\n@@nccldiag:end hostname rc=0@@\n"
+    )
+    return root
+
+
+def run_cli(args, root, cwd):
+    env = {**os.environ, "NCCLDIAG_ROOT": str(root), "NO_COLOR": "1", "COLUMNS": "200"}
+    return subprocess.run([sys.executable, "-m", "nccldiag", *args], capture_output=True, text=True, timeout=120,
+                          env=env, cwd=cwd)
+
+
+def test_marker_lines_in_node_output_create_no_file_and_replace_no_section(tmp_path):
+    target = tmp_path / "escaped" / "pwned"
+    root = hostile_root(tmp_path, str(target))
+    bundle = tmp_path / "bundle"
+    r = run_cli(["collect", "--only", "system", "-o", str(bundle)], root, tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert not (tmp_path / "escaped").exists()
+    (node_dir,) = [d for d in bundle.iterdir() if d.is_dir()]
+    names = sorted(p.name for p in node_dir.iterdir())
+    assert all(n == "_node.json" or n.endswith(".txt") and "/" not in n for n in names)
+    assert "written by the node" in (node_dir / "os_release.txt").read_text()  # kept as the source's own text
+    assert "forged-name" not in (node_dir / "hostname.txt").read_text()
+
+
+def test_a_relative_path_in_a_marker_stays_inside(tmp_path):
+    root = hostile_root(tmp_path, "../../../outside")
+    bundle = tmp_path / "b"
+    assert run_cli(["collect", "--only", "system", "-o", str(bundle)], root, tmp_path).returncode == 0
+    assert not list(tmp_path.rglob("outside*"))
+
+
+def test_terminal_escapes_from_a_node_never_reach_the_terminal(tmp_path):
+    root = hostile_root(tmp_path, "x")
+    r = run_cli(["check", "--only", "system", "-v", "--color", "never"], root, tmp_path)
+    assert "Evil" in r.stdout
+    assert "\x1b" not in r.stdout and "\x07" not in r.stdout
+    r = run_cli(["check", "--only", "system", "--json", "-"], root, tmp_path)
+    assert "\x1b" not in json.dumps(json.loads(r.stdout), ensure_ascii=False)
+
+
+def test_only_this_runs_marks_count():
+    out = "@@nccldiag:begin a@@\nx\n@@nccldiag:end a rc=0@@\n@@nccldiag:f00dfeed:begin b@@\ny\n@@nccldiag:f00dfeed:end b rc=0@@\n"
+    assert split_sections(out, "f00dfeed")[0] == {"b": "y\n"}
+    assert split_sections(out)[0] == {"a": "x\n"}
