@@ -51,6 +51,7 @@ class SettingRun:
     logs: Dict[str, str] = field(default_factory=dict)  # file name -> text
     elapsed: float = 0.0
     commands: Dict[str, str] = field(default_factory=dict)
+    run_id: str = ""
 
 
 @dataclass
@@ -194,7 +195,7 @@ def run_setting(
     When one node's launcher fails, the others get ``grace`` seconds to
     report their own errors before everything is killed.
     """
-    out = SettingRun(setting=setting, commands=dict(commands))
+    out = SettingRun(setting=setting, commands=dict(commands), run_id=run_id)
     lock = threading.Lock()
     cancel = threading.Event()
     failed = threading.Event()
