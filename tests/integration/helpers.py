@@ -50,9 +50,15 @@ def records(path: Path) -> List[dict]:
 
 
 def probe_processes(vc, node: str) -> List[str]:
-    """Processes of any nccldiag probe run still alive on ``node`` (checked over SSH)."""
+    """Processes of any nccldiag probe run still alive on ``node`` (checked over SSH).
+
+    The virtual nodes share one PID namespace with the host and with each
+    other, so only processes in the node's own network namespace count.
+    """
     cmd = (
-        "for p in /proc/[0-9]*; do if grep -qsaz '^NCCLDIAG_RUN=' \"$p/environ\" 2>/dev/null; then "
+        "me=$(readlink /proc/self/ns/net); for p in /proc/[0-9]*; do "
+        "[ \"$(readlink $p/ns/net 2>/dev/null)\" = \"$me\" ] || continue; "
+        "if grep -qsaz '^NCCLDIAG_RUN=' \"$p/environ\" 2>/dev/null; then "
         "printf '%s %s\\n' \"${p#/proc/}\" \"$(tr '\\0' ' ' < \"$p/cmdline\" 2>/dev/null | cut -c1-200)\"; fi; done; true"
     )
     r = vc.ssh(node, cmd, ["-o", "ConnectTimeout=10"], timeout=60)
