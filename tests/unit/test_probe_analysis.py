@@ -94,12 +94,14 @@ def test_unknown_launch_failure_keeps_the_generic_advice():
 
 
 def test_rendezvous_address_comes_from_the_node_command_when_stderr_has_none():
+    # CONSTRUCTED line (Python's own ConnectionRefusedError text), not captured from torchrun
     f = launch_finding("ConnectionRefusedError: [Errno 111] Connection refused\n")
     assert f.actual == {"cause": "rendezvous_unreachable"}
     assert "10.213.66.2:29562" in f.message
 
 
 def test_a_rank_init_error_gets_the_interface_cause():
+    # CONSTRUCTED records around the captured gloo message (BAD_IFACE's first line)
     recs = [{"type": "start", "rank": r, "host": "n1", "world_size": 2, "local_rank": r} for r in (0, 1)]
     recs += [{"type": "error", "rank": 0, "host": "n1", "phase": "init",
               "message": "RuntimeError: [enforce fail at device.cc:84] ifa != nullptr. Unable to find address for: eth9"},
