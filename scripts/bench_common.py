@@ -39,6 +39,14 @@ class Cluster:
     def hosts(self):
         return Path(self.hostfile).read_text().split()
 
+    def address(self, host: str) -> str:
+        """The node's address, as scripts/vcluster wrote it (hosts.block: address, name)."""
+        for line in (self.state / "hosts.block").read_text().splitlines():
+            fields = line.split()
+            if len(fields) >= 2 and fields[1] == host:
+                return fields[0]
+        raise KeyError(host)
+
 
 def timed(argv, timeout: float = 600, stdin=None, env=None):
     """``(seconds, CompletedProcess)`` for one run of ``argv``."""

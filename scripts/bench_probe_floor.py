@@ -1,4 +1,5 @@
-"""What a probe costs at the least, and a plain all_reduce timing loop (run by scripts/bench_probe).
+"""What a probe costs at the least, and a plain all_reduce timing loop (run by scripts/bench_probe
+under one torchrun per node with static rendezvous on the first node's address).
 
 ``floor``: init_process_group + barrier + destroy, nothing else.
 ``allreduce BYTES ITERS``: a plain dist.all_reduce loop on float32 tensors,

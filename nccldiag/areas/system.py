@@ -1,9 +1,11 @@
 """Basic node facts: host name, kernel, OS, CPUs, memory, interfaces, name resolution.
 
-The one judgement that matters most here for collectives: a host name that
-resolves to a loopback address (Debian's ``127.0.1.1 host`` line) makes gloo
-and NCCL's bootstrap advertise 127.0.x.x to their peers, and the run hangs
-until its timeout.
+The judgements that matter most here for collectives are about the node's own
+host name: one that resolves to a loopback address (Debian's ``127.0.1.1
+host`` line) makes gloo and NCCL's bootstrap advertise 127.0.x.x to their
+peers, and the run hangs until its timeout; one that does not resolve at all
+makes torchrun's c10d rendezvous (and other tools that look the name up)
+fail at start.
 """
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ from nccldiag.areas.base import NodeFacts, Source, section
 from nccldiag.model.findings import Finding, fail, ok, warn
 
 NAME = "system"
+UNRESOLVED = "unresolved"  # what resolve_self prints when the host name resolves to nothing
 TITLE = "System"
 
 SOURCES = (
@@ -30,7 +33,12 @@ SOURCES = (
     Source("meminfo", 'grep -E "^(MemTotal|MemAvailable|HugePages_Total):" "$R/proc/meminfo"', description="memory"),
     Source("ip_addr", "ip -o addr show 2>/dev/null", description="interfaces and addresses (ip -o addr)"),
     Source("ip_link", "ip -o link show 2>/dev/null", description="interface states (ip -o link)"),
-    Source("resolve_self", 'getent ahosts "$(hostname)" 2>/dev/null | awk \'{print $1}\' | sort -u', description="what the host name resolves to"),
+    Source(
+        "resolve_self",
+        'a=$(getent ahosts "$(hostname)" 2>/dev/null | awk \'{print $1}\' | sort -u); '
+        'if [ -n "$a" ]; then echo "$a"; else echo "%s"; fi' % UNRESOLVED,
+        description="what the host name resolves to ('unresolved' when it does not)",
+    ),
 )
 
 
@@ -54,6 +62,7 @@ class SystemFacts:
     mem_total_kib: Optional[int] = None
     interfaces: List[Interface] = field(default_factory=list)
     self_addresses: List[str] = field(default_factory=list)
+    self_resolves: Optional[bool] = None  # None: not looked at
 
     @property
     def loopback_self(self) -> List[str]:
@@ -123,7 +132,13 @@ def parse(raw) -> SystemFacts:
     if m:
         f.mem_total_kib = int(m.group(1))
     f.interfaces = parse_interfaces(section(raw, "ip_addr"), section(raw, "ip_link"))
-    f.self_addresses = [l.strip() for l in (section(raw, "resolve_self") or "").splitlines() if l.strip()]
+    resolved = section(raw, "resolve_self")
+    lines = [l.strip() for l in (resolved or "").splitlines() if l.strip()]
+    if lines == [UNRESOLVED]:
+        f.self_resolves = False
+    else:
+        f.self_addresses = lines
+        f.self_resolves = True if lines else None
     return f
 
 
@@ -165,6 +180,24 @@ def judge(facts: Optional[SystemFacts], node: NodeFacts) -> List[Finding]:
     elif usable:
         findings.append(
             ok(NAME, "system.interfaces", ", ".join(f"{i.name} {' '.join(_routable(i))}" for i in usable[:6]))
+        )
+    if facts.self_resolves is False:
+        findings.append(
+            warn(
+                NAME,
+                "system.hostname_unresolved",
+                f"host name {facts.hostname} does not resolve on this node",
+                actual=None,
+                expected="the host name resolves to the address peers reach this node on",
+                evidence=[f"getent ahosts {facts.hostname} -> nothing"],
+                fix=(
+                    "Programs that look up the node's own name fail at start: torchrun's c10d rendezvous "
+                    "(socket.gaierror), gloo and NCCL's bootstrap without GLOO_SOCKET_IFNAME / NCCL_SOCKET_IFNAME, "
+                    "MPI launchers. Add the name to /etc/hosts (with the data-network address) or DNS on every "
+                    "node; or launch by address (torchrun --rdzv-backend=static --master-addr=ADDR --node-rank=N, "
+                    "as nccldiag probe does)."
+                ),
+            )
         )
     loop = facts.loopback_self
     if loop:

@@ -9,12 +9,14 @@ name the node, rank or link at fault.
 """
 from __future__ import annotations
 
+import re
+import shlex
 import time
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from nccldiag.model.findings import Finding, Status, error, exit_code, fail, ok, warn
-from nccldiag.probe import results
+from nccldiag.probe import launch, results
 from nccldiag.probe.plan import GLOO_REASON, Setting
 
 AREA = "probe"
@@ -71,6 +73,79 @@ def _tail(text: str, lines: int = 6) -> List[str]:
     return keep[-lines:]
 
 
+@dataclass(frozen=True)
+class LaunchCause:
+    """A cause recognised in a launcher's stderr or a rank's error: ``pattern`` -> ``cause``, ``fix``.
+
+    ``cause`` and ``fix`` are formatted with ``host``, the rendezvous ``addr``
+    and ``port`` the node was given, and the pattern's named groups.
+    """
+
+    key: str
+    pattern: "re.Pattern[str]"
+    cause: str
+    fix: str
+
+
+def _cause(key: str, pattern: str, cause: str, fix: str) -> LaunchCause:
+    return LaunchCause(key, re.compile(pattern), cause, fix)
+
+
+# First match wins: a missing torch explains everything after it, and a name
+# that does not resolve explains a rendezvous that never formed.
+LAUNCH_CAUSES: Tuple[LaunchCause, ...] = (
+    _cause("torch_missing", r"No module named '?torch\b",
+           "torch is not installed for the Python that ran the launcher on {host}",
+           "Install torch for that interpreter on {host} (pip install 'nccldiag[probe]'), or pass --python with "
+           "an interpreter that has it; 'nccldiag check' (python area) shows which one has torch."),
+    _cause("hostname_unresolved",
+           r"socket\.gaierror|Name or service not known|Temporary failure in name resolution"
+           r"|nodename nor servname provided",
+           "a host name does not resolve on {host} (torchrun's c10d rendezvous, gloo and NCCL's bootstrap and MPI "
+           "look up the node's own host name)",
+           "Add the node's host name to /etc/hosts (or DNS) on every node, with its data-network address, or "
+           "launch by address (static rendezvous: --master-addr, --node-rank); 'nccldiag check' reports it as "
+           "system.hostname_unresolved."),
+    _cause("interface",
+           r"Unable to find address for: ?(?P<iface>\S+)|no socket interface found|NET/Socket : no interface found"
+           r"|No usable listening interface found",
+           "the socket interface given to gloo/NCCL ({iface}) does not exist or has no address on {host}",
+           "Check GLOO_SOCKET_IFNAME / NCCL_SOCKET_IFNAME (or --ifname) against 'ip -br addr' on {host}; "
+           "interface names may differ per node."),
+    _cause("rendezvous_unreachable",
+           r"timed out after \d+ ?ms while trying to connect to \((?P<addr>[^,\s]+), (?P<port>\d+)\)"
+           r"|Connection refused|Connection timed out|connect\(\) timed out|No route to host|Network is unreachable",
+           "{host} could not connect to the rendezvous at {addr}:{port}: the port is blocked (firewall), refused "
+           "(the first node's launcher not listening) or the address unreachable from {host}",
+           "Open port {port} on {addr} to the other nodes and check it with 'nc -zv {addr} {port}' from {host}; "
+           "if the first node's launcher failed, its own finding says why."),
+    _cause("rendezvous_incomplete", r"waiting for clients\. (?P<joined>\d+)/(?P<total>\d+) clients joined",
+           "only {joined} of {total} nodes joined the rendezvous on {host} before its timeout",
+           "Another node's launcher did not start or cannot reach port {port} on {addr}: see that node's finding; "
+           "check the port with 'nc -zv {addr} {port}' from every node."),
+)
+
+
+def recognise(text: str, host: Optional[str] = None, addr: Optional[str] = None,
+              port: Optional[object] = None) -> Optional[Tuple[LaunchCause, str, str]]:
+    """``(entry, cause, fix)`` for the first entry of :data:`LAUNCH_CAUSES` found in ``text``, or None."""
+    for entry in LAUNCH_CAUSES:
+        m = entry.pattern.search(text or "")
+        if m:
+            values = {"host": host or "the node", "addr": addr or "the first node", "port": port or "PORT",
+                      "iface": "as named"}
+            values.update({k: v for k, v in m.groupdict().items() if v})
+            return entry, entry.cause.format(**values), entry.fix.format(**values)
+    return None
+
+
+def _rendezvous_of(command: str) -> Tuple[Optional[str], Optional[str]]:
+    """The rendezvous address and port a node's launch command names (torchrun's static rendezvous)."""
+    addr = re.search(r"--master-addr=(\S+?)['\s]", command or "")
+    port = re.search(r"--master-port=(\d+)", command or "")
+    return (addr.group(1) if addr else None), (port.group(1) if port else None)
+
+
 def _run_findings(setting: Setting, run, outcome: results.SettingOutcome, timeout: Optional[float]) -> List[Finding]:
     """What the launch itself says: nodes that failed, did not finish, or left processes."""
     out: List[Finding] = []
@@ -88,22 +163,46 @@ def _run_findings(setting: Setting, run, outcome: results.SettingOutcome, timeou
         elif nr.error:
             out.append(error(AREA, f"{AREA}.launch", f"{tag} {host}: {nr.error.get('message')}", host=host))
         elif nr.rc not in (0, None) and host not in hosts_with_records:
-            out.append(fail(AREA, f"{AREA}.launch",
-                            f"{tag} the launcher on {host} exited {nr.rc} before any rank reported",
+            known = recognise(nr.stderr_tail, host, *_rendezvous_of(run.commands.get(host, "")))
+            msg = f"{tag} the launcher on {host} exited {nr.rc} before any rank reported"
+            out.append(fail(AREA, f"{AREA}.launch", msg + (f": {known[1]}" if known else ""),
                             host=host, evidence=_tail(nr.stderr_tail, 10),
-                            fix="Read the launcher's messages above: rendezvous not reachable (firewall on the "
-                                "port, wrong interface), torch missing, or a rank crashing at start."))
+                            actual={"cause": known[0].key} if known else None,
+                            fix=known[2] if known else
+                            "Read the launcher's messages above: rendezvous not reachable (firewall on the "
+                            "port, wrong interface), torch missing, or a rank crashing at start."))
+    kill = _kill_hint(run)
     for host, procs in sorted(run.survivors.items()):
         out.append(fail(AREA, f"{AREA}.survivors", f"{tag} {len(procs)} probe processes survived the kill on {host}",
                         host=host, evidence=procs[:10],
-                        fix=f"kill them by hand: pkill -9 -f NCCLDIAG_RUN (they carry NCCLDIAG_RUN in their environment)"))
+                        fix=f"Kill them by hand on {host} (they carry {launch.RUN_MARK} in their environment, not "
+                            f"on their command line): {kill}"))
     for host, msg in sorted(run.kill_errors.items()):
         out.append(error(AREA, f"{AREA}.unreachable",
                          f"{tag} could not reach {host} to stop the run ({msg}): its link may be down",
                          host=host,
-                         fix=f"Check {host}'s network; once it is back, kill leftover processes with "
-                             "pkill -9 -f NCCLDIAG_RUN."))
+                         fix=f"Check {host}'s network; once it is back, kill leftover processes there with: {kill}"))
     return out
+
+
+def _kill_hint(run) -> str:
+    """The command that kills the run's processes on a node (as the probe itself does)."""
+    run_id = getattr(run, "run_id", "") or ""
+    if not run_id:
+        m = re.search(rf"{launch.RUN_MARK}=(nccldiag-[A-Za-z0-9-]+)", " ".join(getattr(run, "commands", {}).values()))
+        run_id = m.group(1) if m else "RUN_ID"
+    return f"sh -c {shlex.quote(launch.kill_command(run_id))}"
+
+
+def _explain_setup_errors(found: List[Finding]) -> None:
+    """Give a rank's setup error (init, bootstrap) the cause it shows, when it is one :data:`LAUNCH_CAUSES` knows."""
+    for f in found:
+        if f.fix or f.check not in (f"{AREA}.init", f"{AREA}.bootstrap", f"{AREA}.import", f"{AREA}.device"):
+            continue
+        known = recognise(" ".join([f.message] + [str(e) for e in (f.evidence or [])]), f.host)
+        if known:
+            f.message = f"{f.message} ({known[1]})"
+            f.fix = known[2]
 
 
 def _transport(setting: Setting, run, backend: str, require_ib: bool, sr: SettingReport) -> List[Finding]:
@@ -160,7 +259,9 @@ def analyze(runs: Sequence, settings: Sequence[Setting], backend: str, require_i
         outcome = results.aggregate_setting(setting.name, run.records)
         sr = SettingReport(setting=setting, outcome=outcome, elapsed=run.elapsed, timed_out=run.timed_out)
         sr.findings.extend(_run_findings(setting, run, outcome, timeout))
-        sr.findings.extend(results.findings(outcome))
+        found = results.findings(outcome)
+        _explain_setup_errors(found)
+        sr.findings.extend(found)
         sr.findings.extend(_transport(setting, run, backend, require_ib, sr))
         report.settings.append(sr)
     for host, msg in sorted((cleanup_failed or {}).items()):

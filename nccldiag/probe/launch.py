@@ -52,16 +52,27 @@ def _wrap(inner: str, rundir: str) -> str:
     return f"cd {shlex.quote(rundir)} && exec setsid -w sh -c {shlex.quote(body)}"
 
 
-def torchrun_command(spec: LaunchSpec, nnodes: int, ifname: Optional[str]) -> str:
-    """The torchrun command for one node (the same on every node, but the interface)."""
+def torchrun_command(spec: LaunchSpec, nnodes: int, node_rank: int, ifname: Optional[str]) -> str:
+    """The torchrun command for one node: static rendezvous, node rank = its index in the host list.
+
+    Static rendezvous needs no host-name matching: rank 0's agent serves the
+    store on ``rdzv_host:rdzv_port`` (an address, as the first node was
+    reached), every other agent connects to it, and each node's rank is
+    given. c10d rendezvous instead resolves the node's own host name to
+    decide which agent hosts the store, and fails on nodes whose name does
+    not resolve. The store's ``timeout`` bounds both the wait for every node
+    to join and each connect attempt.
+    """
     argv = [
         spec.python, "-m", "torch.distributed.run",
         f"--nnodes={nnodes}",
         f"--nproc-per-node={spec.nproc_per_node}",
-        "--rdzv-backend=c10d",
-        f"--rdzv-endpoint={spec.rdzv_host}:{spec.rdzv_port}",
+        "--rdzv-backend=static",
+        f"--node-rank={int(node_rank)}",
+        f"--master-addr={spec.rdzv_host}",
+        f"--master-port={int(spec.rdzv_port)}",
         f"--rdzv-id={spec.run_id}",
-        f"--rdzv-conf=join_timeout={int(spec.join_timeout)},read_timeout={int(spec.join_timeout)}",
+        f"--rdzv-conf=timeout={int(spec.join_timeout)}",
         "--max-restarts=0",
         "--monitor-interval=0.2",
         "-m", "nccldiag.probe.worker",

@@ -52,6 +52,7 @@ class SettingRun:
     logs: Dict[str, str] = field(default_factory=dict)  # file name -> text
     elapsed: float = 0.0
     commands: Dict[str, str] = field(default_factory=dict)
+    run_id: str = ""
 
 
 @dataclass
@@ -184,7 +185,7 @@ def run_setting(
     launcher starts at once (the ranks of a collective must all be up);
     reaping and log fetching go ``fanout`` nodes at a time.
     """
-    out = SettingRun(setting=setting, commands=dict(commands))
+    out = SettingRun(setting=setting, commands=dict(commands), run_id=run_id)
     lock = threading.Lock()
     cancel = threading.Event()
     failed = threading.Event()

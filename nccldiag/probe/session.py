@@ -241,4 +241,4 @@ def build_commands(launcher: str, spec: launch.LaunchSpec, nodes: Sequence, prep
                                               as_root=True, timeout=int(timeout))
         write = f"printf %s {shlex.quote(hostfile)} > {shlex.quote(spec.rundir)}/hostfile && "
         return {head.name: write + cmd}
-    return {n.name: launch.torchrun_command(spec, len(nodes), prep.ifnames.get(n.name)) for n in nodes}
+    return {n.name: launch.torchrun_command(spec, len(nodes), i, prep.ifnames.get(n.name)) for i, n in enumerate(nodes)}

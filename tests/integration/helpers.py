@@ -51,11 +51,15 @@ def records(path: Path) -> List[dict]:
 def probe_processes(vc, node: str, run_id: str) -> List[str]:
     """Processes of probe run ``run_id`` still alive on ``node`` (checked over SSH).
 
-    Only this run's: other probes may run on the same machine at the same time.
+    Only this run's, and only those in the node's own network namespace: the
+    virtual nodes share one PID namespace with the host and with each other,
+    and other probes may run on the same machine at the same time.
     """
     assert run_id and "'" not in run_id
     cmd = (
-        f"for p in /proc/[0-9]*; do if grep -qsaz '^NCCLDIAG_RUN={run_id}$' \"$p/environ\" 2>/dev/null; then "
+        "me=$(readlink /proc/self/ns/net); for p in /proc/[0-9]*; do "
+        "[ \"$(readlink $p/ns/net 2>/dev/null)\" = \"$me\" ] || continue; "
+        f"if grep -qsaz '^NCCLDIAG_RUN={run_id}$' \"$p/environ\" 2>/dev/null; then "
         "printf '%s %s\\n' \"${p#/proc/}\" \"$(tr '\\0' ' ' < \"$p/cmdline\" 2>/dev/null | cut -c1-200)\"; fi; done; true"
     )
     r = vc.ssh(node, cmd, ["-o", "ConnectTimeout=10"], timeout=60)

@@ -58,7 +58,7 @@ def test_dry_run_prints_commands_and_runs_nothing(vcluster, tmp_path):
     r, _ = timed(["probe", *two_nodes(vcluster), "--dry-run", "-o", str(tmp_path / "run")])
     assert r.returncode == 0, r.stderr
     assert "# default on node01" in r.stdout and "# default on node02" in r.stdout
-    assert "torch.distributed.run" in r.stdout and "--rdzv-endpoint=" in r.stdout
+    assert "torch.distributed.run" in r.stdout and "--rdzv-backend=static" in r.stdout and "--node-rank=1" in r.stdout
     assert not (tmp_path / "run" / "records.jsonl").exists() or records(tmp_path / "run" / "records.jsonl") == []
 
 
@@ -175,3 +175,41 @@ def test_hostname_resolving_to_loopback_is_detected(faulty, tmp_path):
     assert r.returncode == 0, r.stdout
     assert elapsed < 60 + 30
     assert_clean(faulty, data)
+
+
+# --- nodes whose own host names do not resolve, hostfile of addresses ------------------------
+
+unnamed = vcluster_fixture(n=2, prefix="ncdu", names="unode", subnet="10.213.66", scope="module", no_hosts=True)
+
+
+def test_default_launcher_works_where_host_names_do_not_resolve(unnamed, tmp_path):
+    for node in unnamed.hosts:
+        r = unnamed.exec(node, ["getent", "ahosts", node], timeout=20)
+        assert r.returncode != 0 and not r.stdout.strip(), (node, r.stdout)  # the condition under test
+    hostfile = tmp_path / "hosts.txt"
+    hostfile.write_text("".join(unnamed.address(h) + "\n" for h in unnamed.hosts))
+    out = tmp_path / "p.json"
+    r, elapsed = timed(["probe", str(hostfile), "--ssh-config", str(unnamed.ssh_config), "--nproc-per-node", "2",
+                        "--timeout", "90", "-o", str(tmp_path / "run"), "--json", str(out)], timeout=200)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert elapsed < 60, elapsed
+    data = load_json(out)
+    assert data["launcher"] == "torchrun"
+    (setting,) = data["settings"]
+    assert setting["status"] == "ok" and setting["world_size"] == 4
+    assert ALL <= set(setting["collectives"])
+    for name, c in setting["collectives"].items():
+        assert c["status"] == "ok", (name, c)
+        assert sorted(c["ranks_ok"]) == [0, 1, 2, 3], name
+    assert_clean(unnamed, data)
+
+    # and check says why other launchers would fail there
+    cj = tmp_path / "c.json"
+    r, _ = timed(["check", str(hostfile), "--ssh-config", str(unnamed.ssh_config), "--only", "system",
+                  "--json", str(cj)], timeout=120)
+    nodes = load_json(cj)["nodes"]
+    assert len(nodes) == 2
+    for node in nodes:
+        (f,) = [f for f in node["findings"] if f["check"] == "system.hostname_unresolved"]
+        assert f["status"] == "warn" and "c10d" in f["fix"] and "/etc/hosts" in f["fix"]
+    assert "system.hostname_unresolved" in r.stdout

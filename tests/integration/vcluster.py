@@ -64,6 +64,7 @@ class VCluster:
     prefix: str = "ncd"
     names: Optional[str] = None
     subnet: Optional[str] = None
+    no_hosts: bool = False  # the nodes' /etc/hosts names no node (their own names do not resolve)
 
     # --- the script -------------------------------------------------------
 
@@ -73,6 +74,8 @@ class VCluster:
             argv += ["--names", self.names]
         if self.subnet:
             argv += ["--subnet", self.subnet]
+        if self.no_hosts:
+            argv += ["--no-hosts"]
         argv += list(args)
         try:
             proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
@@ -226,6 +229,7 @@ def vcluster_fixture(
     names: Optional[str] = None,
     subnet: Optional[str] = None,
     scope: str = "session",
+    no_hosts: bool = False,
 ):
     """A pytest fixture that brings up ``n`` nodes and takes them down afterwards.
 
@@ -238,7 +242,7 @@ def vcluster_fixture(
         reason = unavailable_reason()
         if reason:
             pytest.skip(f"virtual cluster unavailable: {reason}")
-        vc = VCluster(prefix=prefix, names=names, subnet=subnet)
+        vc = VCluster(prefix=prefix, names=names, subnet=subnet, no_hosts=no_hosts)
         try:
             vc.up(n)
             yield vc
