@@ -9,7 +9,7 @@ with "P2P is disabled between NVLINK connected GPUs"; consumer cards (GeForce)
 have no P2P, and where the driver still claims it, collectives hang
 (``NCCL_P2P_DISABLE=1`` is then the workaround).
 
-With ``check --p2p-test``, :mod:`nccldiag.p2pcopy` runs on the node and
+With ``check --p2p-test``, :mod:`nccldiag.node.p2pcopy` runs on the node and
 :func:`judge_p2p_copy` sets its measured matrix against these predictions.
 """
 from __future__ import annotations
@@ -20,7 +20,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
-from nccldiag import p2pcopy
+from nccldiag.node import p2pcopy
 from nccldiag.areas.base import NodeFacts, Source, section
 from nccldiag.model.findings import Finding, error, fail, ok, skip, warn
 
@@ -52,10 +52,10 @@ def _p2p_test_command(size_mib: int = 32, iters: int = 5) -> str:
     )
 
 
-# Extra sources that ``check --p2p-test`` adds to the collection.
-P2P_TEST_SOURCES = (
-    Source("p2p_copy", _p2p_test_command(), timeout=120, description="verified, timed copies between every GPU pair (torch)"),
-)
+def p2p_test_sources() -> Tuple[Source, ...]:
+    """The extra source that ``check --p2p-test`` adds to the collection."""
+    return (Source("p2p_copy", _p2p_test_command(), timeout=120,
+                   description="verified, timed copies between every GPU pair (torch)"),)
 
 # Connection kinds of ``topo -m``, nearest first (NV# sorts before all).
 PCIE_KINDS = ("PIX", "PXB", "PHB", "NODE", "SYS")
@@ -222,7 +222,7 @@ def parse_topo_p2p(text: Optional[str]) -> Optional[P2PMatrix]:
 
 
 def parse_p2p_copy(text: Optional[str]) -> Tuple[Optional[Dict[str, Any]], Optional[str]]:
-    """``(result, error)`` from the last JSON line :mod:`nccldiag.p2pcopy` printed."""
+    """``(result, error)`` from the last JSON line :mod:`nccldiag.node.p2pcopy` printed."""
     if not text or not text.strip():
         return None, None
     for line in reversed(text.strip().splitlines()):
@@ -531,7 +531,7 @@ def judge_p2p_copy(
         if parse_error:
             return [error(NAME, "topology.p2p_copy", parse_error)]
         return [error(NAME, "topology.p2p_copy", "the P2P copy test was asked for but gave no output (timed out?)",
-                      fix="Run 'python3 -m nccldiag.p2pcopy' on the node to see why; raise --command-timeout.")]
+                      fix="Run 'python3 -m nccldiag.node.p2pcopy' on the node to see why; raise --command-timeout.")]
     if result.get("error"):
         msg = str(result["error"])
         if "no CUDA device" in msg:

@@ -80,7 +80,7 @@ def check(bundle, only, skip, mesh_mode, json_path, save_dir, p2p_test, verbose,
     if p2p_test:
         from nccldiag.areas import topology
 
-        extra = tuple(topology.P2P_TEST_SOURCES)
+        extra = topology.p2p_test_sources()
         # importing torch and starting CUDA on every GPU takes its time
         kw["command_timeout"] = max(kw["command_timeout"], 180.0)
     if bundle:

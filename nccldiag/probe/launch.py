@@ -75,7 +75,7 @@ def torchrun_command(spec: LaunchSpec, nnodes: int, node_rank: int, ifname: Opti
         f"--rdzv-conf=timeout={int(spec.join_timeout)}",
         "--max-restarts=0",
         "--monitor-interval=0.2",
-        "-m", "nccldiag.probe.worker",
+        "-m", "nccldiag.node.worker",
     ] + list(spec.worker_args)
     inner = f"env {_env_words(node_env(spec, ifname))} " + " ".join(shlex.quote(a) for a in argv)
     return _wrap(inner, spec.rundir)
@@ -86,7 +86,7 @@ def local_command(spec: LaunchSpec, ifname: Optional[str] = None) -> List[str]:
     return [
         spec.python, "-m", "torch.distributed.run", "--standalone",
         f"--nproc-per-node={spec.nproc_per_node}", "--max-restarts=0", "--monitor-interval=0.2",
-        "-m", "nccldiag.probe.worker",
+        "-m", "nccldiag.node.worker",
     ] + list(spec.worker_args)
 
 
@@ -134,7 +134,7 @@ def mpirun_command(
         argv += ["--timeout", str(int(timeout))]
     for k in exported:
         argv += ["-x", k]
-    argv += [spec.python, "-m", "nccldiag.probe.worker", "--bootstrap", "mpi"] + list(spec.worker_args)
+    argv += [spec.python, "-m", "nccldiag.node.worker", "--bootstrap", "mpi"] + list(spec.worker_args)
     inner = f"env {_env_words(env)} " + " ".join(shlex.quote(a) for a in argv)
     return _wrap(inner, spec.rundir), mpi_hostfile(hosts, spec.nproc_per_node)
 

@@ -1,12 +1,11 @@
 """Where probe ranks run: a node over SSH, or this machine.
 
-Both give the same three operations (run a command, stream a command's
-output line by line, copy files), so the probe runner does not care which.
+Both give the same operations (run a command, stream a command's output
+line by line), so the probe runner does not care which.
 """
 from __future__ import annotations
 
 import os
-import shlex
 import socket
 import threading
 from typing import Callable, Dict, Optional
@@ -36,16 +35,6 @@ class LocalNode:
     def stream(self, command: str, timeout: float, on_line: Callable[[str], None], cancel: threading.Event) -> ExecResult:
         return run_streaming(["sh", "-c", command], timeout, on_line, cancel, host=self.name)
 
-    def put_files(self, files: Dict[str, str], remote_dir: str) -> None:
-        for rel, local in files.items():
-            dest = os.path.join(remote_dir, rel)
-            os.makedirs(os.path.dirname(dest), exist_ok=True)
-            with open(local, "rb") as src, open(dest, "wb") as out:
-                out.write(src.read())
-
-    def put_text(self, path: str, text: str) -> None:
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(text)
 
     def close(self) -> None:
         pass
@@ -83,52 +72,22 @@ class SSHNode:
     def stream(self, command: str, timeout: float, on_line: Callable[[str], None], cancel: threading.Event) -> ExecResult:
         return self.conn.run(command, timeout=timeout, on_line=on_line, cancel=cancel)
 
-    def put_files(self, files: Dict[str, str], remote_dir: str) -> None:
-        sftp = self.conn.sftp()
-        try:
-            made = set()
-            for rel in sorted(files):
-                d = os.path.dirname(os.path.join(remote_dir, rel))
-                parts = []
-                while d not in made and d not in ("", "/") and d != remote_dir.rstrip("/"):
-                    parts.append(d)
-                    d = os.path.dirname(d)
-                for p in reversed(parts):
-                    try:
-                        sftp.mkdir(p, 0o700)
-                    except OSError:
-                        pass
-                    made.add(p)
-                sftp.put(files[rel], os.path.join(remote_dir, rel))
-        finally:
-            sftp.close()
-
-    def put_text(self, path: str, text: str) -> None:
-        sftp = self.conn.sftp()
-        try:
-            with sftp.open(path, "w") as f:
-                f.write(text)
-        finally:
-            sftp.close()
 
     def close(self) -> None:
         self.conn.close()
 
 
 def worker_files() -> Dict[str, str]:
-    """The files a node needs to run the worker: the probe package, no more."""
+    """The files a node needs to run the worker: the ``nccldiag.node`` package, no more."""
     import nccldiag
 
     root = os.path.dirname(os.path.abspath(nccldiag.__file__))
     files = {"nccldiag/__init__.py": os.path.join(root, "__init__.py")}
-    probe = os.path.join(root, "probe")
-    for dirpath, _dirs, names in os.walk(probe):
+    node = os.path.join(root, "node")
+    for dirpath, _dirs, names in os.walk(node):
         for n in names:
             if n.endswith(".py"):
                 full = os.path.join(dirpath, n)
                 files[os.path.relpath(full, os.path.dirname(root))] = full
     return files
 
-
-def quote(path: str) -> str:
-    return shlex.quote(path)

@@ -143,7 +143,7 @@ def test_one_rank_killed(faulty, tmp_path):
         # the virtual nodes share one PID namespace: pick the rank in qnode02's network namespace
         cmd = ("me=$(readlink /proc/self/ns/net); for p in /proc/[0-9]*; do "
                "if [ \"$(readlink $p/ns/net 2>/dev/null)\" = \"$me\" ] && grep -qsaz '^NCCLDIAG_RUN=' $p/environ && "
-               "grep -qsa 'nccldiag.probe.worker' $p/cmdline && grep -qsaz '^LOCAL_RANK=1$' $p/environ; then "
+               "grep -qsa 'nccldiag.node.worker' $p/cmdline && grep -qsaz '^LOCAL_RANK=1$' $p/environ; then "
                "kill -9 ${p#/proc/}; echo killed ${p#/proc/}; fi; done")
         r = faulty.ssh("qnode02", cmd, ["-o", "ConnectTimeout=10"], timeout=30)
         assert "killed" in r.stdout, r.stdout + r.stderr

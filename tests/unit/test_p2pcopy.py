@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from nccldiag import p2pcopy
+from nccldiag.node import p2pcopy
 from nccldiag.areas import gpu, topology
 from nccldiag.areas.base import NodeFacts
 from nccldiag.collect.script import build_script
@@ -75,7 +75,7 @@ def test_collection_source_ships_the_module_and_parses(tmp_path):
     # a root whose /proc/driver/nvidia lists two GPUs, so the guard lets the copy test run
     for i in (0, 1):
         (tmp_path / "proc" / "driver" / "nvidia" / "gpus" / f"0000:0{i}:00.0").mkdir(parents=True)
-    script = build_script(topology.P2P_TEST_SOURCES)
+    script = build_script(topology.p2p_test_sources())
     out = subprocess.run(["sh", "-s"], input=script, capture_output=True, text=True, timeout=120,
                          env={"PATH": "/usr/bin:/bin", "NCCLDIAG_PYTHON": sys.executable,
                               "NCCLDIAG_ROOT": str(tmp_path)}).stdout
@@ -90,7 +90,7 @@ def test_collection_source_ships_the_module_and_parses(tmp_path):
 
 def test_collection_source_skips_without_two_gpus(tmp_path):
     """With fewer than two GPUs listed by the driver, torch is not even started."""
-    script = build_script(topology.P2P_TEST_SOURCES)
+    script = build_script(topology.p2p_test_sources())
     out = subprocess.run(["sh", "-s"], input=script, capture_output=True, text=True, timeout=60,
                          env={"PATH": "/usr/bin:/bin", "NCCLDIAG_PYTHON": "/nonexistent/python",
                               "NCCLDIAG_ROOT": str(tmp_path)}).stdout

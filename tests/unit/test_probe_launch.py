@@ -32,7 +32,7 @@ def test_torchrun_uses_static_rendezvous_on_the_first_node_address():
     assert "--rdzv-conf=timeout=30" in argv
     assert not any(a.startswith("--rdzv-endpoint") for a in argv)
     assert "GLOO_SOCKET_IFNAME=eth0" in argv and "NCCLDIAG_RUN=nccldiag-1-abc" in argv
-    assert argv[-4:] == ["-m", "nccldiag.probe.worker", "--backend", "gloo"]
+    assert argv[-4:] == ["-m", "nccldiag.node.worker", "--backend", "gloo"]
 
 
 def test_build_commands_gives_each_node_its_index_and_the_same_master():

@@ -2,6 +2,7 @@
 import pytest
 
 from nccldiag.model.errors import UsageError
+from nccldiag.node import sizes
 from nccldiag.probe import plan
 
 
@@ -86,18 +87,18 @@ def test_plan_errors_are_usage_errors_and_duplicates_refused():
 
 
 def test_sizes_sweep_like_nccl_tests():
-    assert plan.sizes(1024, 1 << 20, 4) == [1024, 4096, 16384, 65536, 262144, 1048576]
-    assert plan.sizes(8, 8, 2) == [8]
-    assert plan.sizes(1000, 5000, 2) == [1000, 2000, 4000, 5000]  # the max is always reached
+    assert sizes.sizes(1024, 1 << 20, 4) == [1024, 4096, 16384, 65536, 262144, 1048576]
+    assert sizes.sizes(8, 8, 2) == [8]
+    assert sizes.sizes(1000, 5000, 2) == [1000, 2000, 4000, 5000]  # the max is always reached
     for args in ((0, 8, 2), (16, 8, 2), (8, 16, 1)):
-        with pytest.raises(plan.PlanError):
-            plan.sizes(*args)
+        with pytest.raises(ValueError):
+            sizes.sizes(*args)
 
 
 def test_check_sizes_cover_small_middle_large():
-    assert plan.check_sizes([1, 2, 4, 8, 16]) == [1, 4, 16]
-    assert plan.check_sizes([8]) == [8]
-    assert plan.check_sizes([]) == []
+    assert sizes.check_sizes([1, 2, 4, 8, 16]) == [1, 4, 16]
+    assert sizes.check_sizes([8]) == [8]
+    assert sizes.check_sizes([]) == []
 
 
 def test_parse_size_suffixes():
@@ -109,12 +110,12 @@ def test_parse_size_suffixes():
 
 
 def test_backend_defaults():
-    g, n = plan.defaults("gloo"), plan.defaults("nccl")
+    g, n = sizes.defaults("gloo"), sizes.defaults("nccl")
     assert g.max_bytes <= 1 << 20 and g.iters <= 5  # quick: gloo checks wiring, not bandwidth
     assert n.max_bytes >= 1 << 30 and n.iters >= 20
-    assert len(plan.sizes(g.min_bytes, g.max_bytes, g.factor)) <= 6
+    assert len(sizes.sizes(g.min_bytes, g.max_bytes, g.factor)) <= 6
 
 
-def test_describe_lists_each_row():
-    lines = plan.describe(plan.build_settings("nccl", mode="default", custom=["NCCL_ALGO=Ring"]))
-    assert lines[0].startswith("default: ") and lines[1].startswith("custom-algo=ring (NCCL_ALGO=Ring): ")
+def test_each_row_labelled_with_its_variables():
+    rows = plan.build_settings("nccl", mode="default", custom=["NCCL_ALGO=Ring"])
+    assert [r.label() for r in rows] == ["default", "custom-algo=ring (NCCL_ALGO=Ring)"]

@@ -13,9 +13,10 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from nccldiag.probe import collectives as registry  # noqa: E402
-from nccldiag.probe import plan, results, worker  # noqa: E402
-from nccldiag.probe.collectives import base  # noqa: E402
+from nccldiag.node import collectives as registry  # noqa: E402
+from nccldiag.node import sizes, worker  # noqa: E402
+from nccldiag.probe import plan, results  # noqa: E402
+from nccldiag.node.collectives import base  # noqa: E402
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 LAUNCH_VARS = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "GROUP_RANK")
@@ -30,7 +31,7 @@ def clean_env(**extra):
 
 def torchrun(nproc, args, out, timeout=90):
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}",
-           "--max-restarts=0", "--monitor-interval=0.2", "-m", "nccldiag.probe.worker",
+           "--max-restarts=0", "--monitor-interval=0.2", "-m", "nccldiag.node.worker",
            "--backend", "gloo", "--out", str(out)] + list(args)
     t0 = time.monotonic()
     proc = subprocess.run(cmd, cwd=REPO, env=clean_env(), capture_output=True, text=True, timeout=timeout)
@@ -77,8 +78,8 @@ def test_all_reduce_of_rank_ids_is_the_sum_of_ids(full):
 
 def test_sweep_reports_time_algbw_and_busbw_per_nccl_tests(full):
     _, _, recs = full
-    d = plan.defaults("gloo")
-    want_sizes = plan.sizes(d.min_bytes, d.max_bytes, d.factor)
+    d = sizes.defaults("gloo")
+    want_sizes = sizes.sizes(d.min_bytes, d.max_bytes, d.factor)
     sweep = of(recs, type="result", collective="all_reduce", phase="sweep", rank=0)
     assert [r["size"] for r in sweep] == want_sizes
     for r in sweep:
@@ -186,7 +187,7 @@ def test_mpi_bootstrap_runs_sanity_allreduce_first(tmp_path):
     pytest.importorskip("mpi4py")
     out = tmp_path / "m.jsonl"
     cmd = [mpirun, "--allow-run-as-root", "--oversubscribe", "-np", "2", sys.executable, "-m",
-           "nccldiag.probe.worker", "--bootstrap", "mpi", "--backend", "gloo", "--check-only",
+           "nccldiag.node.worker", "--bootstrap", "mpi", "--backend", "gloo", "--check-only",
            "--collectives", "all_reduce,all_gather,sendrecv", "--pg-timeout", "30", "--out", str(out)]
     env = clean_env(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", OMPI_MCA_rmaps_base_oversubscribe="1")
     proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=90)

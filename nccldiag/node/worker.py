@@ -1,10 +1,10 @@
 """The probe worker: runs in every rank, verifies and times each collective.
 
 Started by torchrun (``python -m torch.distributed.run ... -m
-nccldiag.probe.worker``), which sets RANK/WORLD_SIZE/LOCAL_RANK/MASTER_ADDR/
+nccldiag.node.worker``), which sets RANK/WORLD_SIZE/LOCAL_RANK/MASTER_ADDR/
 MASTER_PORT, or by mpirun with ``--bootstrap mpi``, where the worker derives
 them itself. It is staged onto nodes, so it needs the standard library,
-torch, mpi4py (MPI bootstrap only) and ``nccldiag.probe`` only.
+torch, mpi4py (MPI bootstrap only) and ``nccldiag.node`` only.
 
 Every rank writes JSON lines, flushed as they happen, one ``write`` each so
 ranks sharing a pipe or file do not interleave inside a line:
@@ -36,8 +36,8 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional
 
-from nccldiag.probe import collectives as registry
-from nccldiag.probe import plan
+from nccldiag.node import collectives as registry
+from nccldiag.node import sizes as plan
 
 EXIT_OK, EXIT_WRONG, EXIT_ERROR, EXIT_SETUP, EXIT_USAGE = 0, 1, 2, 3, 6
 
@@ -501,7 +501,7 @@ class Prober:
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m nccldiag.probe.worker", description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(prog="python -m nccldiag.node.worker", description=__doc__.split("\n")[0])
     p.add_argument("--bootstrap", choices=["env", "mpi"], default="env",
                    help="env: RANK/WORLD_SIZE/... as torchrun sets them; mpi: derive them with mpi4py")
     p.add_argument("--backend", choices=["gloo", "nccl"], default=None, help="default: nccl if CUDA is available")
@@ -641,7 +641,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         return fail("init", _short(exc), EXIT_SETUP, timeout=bool(_TIMEOUT.search(str(exc))))
     out.emit("progress", collective=None, phase="ready")
 
-    from nccldiag.probe.collectives.base import Ctx
+    from nccldiag.node.collectives.base import Ctx
 
     ctx = Ctx(rank=ident.rank, world=ident.world, device=device, backend=backend, local_rank=ident.local_rank)
     prober = Prober(torch, dist, ctx, opts, out)
