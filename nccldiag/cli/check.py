@@ -69,7 +69,7 @@ def check(bundle, only, skip, mesh_mode, json_path, save_dir, p2p_test, verbose,
 
     With no HOSTFILE and no -w, checks this machine without SSH.
     """
-    from nccldiag import diagnosis
+    from nccldiag.check import engine
     from nccldiag.report import check_report
     from nccldiag.report.console import console
     from nccldiag.report.jsonout import write_json
@@ -92,7 +92,7 @@ def check(bundle, only, skip, mesh_mode, json_path, save_dir, p2p_test, verbose,
         notes = []
     else:
         raws, notes = run_collection(kw, areas_sel, save_dir, extra, mesh_mode)
-    report = diagnosis.analyze(raws, areas_sel, {"p2p_test": p2p_test})
+    report = engine.analyze(raws, areas_sel, {"p2p_test": p2p_test})
     report.elapsed = time.monotonic() - t0
     report.inventory_notes = notes
     if json_path:

@@ -8,7 +8,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from nccldiag.diagnosis import SCHEMA, CheckReport
+from nccldiag.check.engine import SCHEMA, CheckReport
 from nccldiag.model.findings import SEVERITY, Finding, Status, to_jsonable
 from nccldiag.report.jsonout import envelope
 

@@ -1,2 +1,4 @@
-"""Transports: how commands reach a node (SSH with paramiko, or this machine)."""
-from nccldiag.transport.base import ExecResult, TransportError  # noqa: F401
+"""Transports: how commands reach a node (SSH with paramiko, or this machine), and the one orchestrator (task)."""
+from nccldiag.transport.base import ExecResult, TransportError
+
+__all__ = ["ExecResult", "TransportError"]

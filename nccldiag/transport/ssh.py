@@ -30,7 +30,7 @@ import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Callable, List, Mapping, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import paramiko
 
@@ -87,15 +87,83 @@ def _host_key_names(cfg: sshconfig.HostConfig) -> List[str]:
     return out
 
 
-def _load_known_hosts(paths: Sequence[str]) -> paramiko.HostKeys:
-    keys = paramiko.HostKeys()
-    for p in paths:
-        if os.path.isfile(p):
+class KnownHosts:
+    """The entries of known_hosts files, indexed by host name.
+
+    Read once per change of the files (a run of hundreds of nodes reads
+    them once, not twice per node: paramiko's own ``HostKeys.load`` is
+    quadratic in the number of lines, which at hundreds of nodes made the
+    handshakes wait on the head node's CPU). Hashed names
+    (``|1|salt|hash``) are matched by hashing the name asked for, as OpenSSH
+    does. Marker lines (``@cert-authority``, ``@revoked``) and lines that do
+    not parse are not trusted.
+    """
+
+    def __init__(self, paths: Sequence[str]):
+        self.plain: Dict[str, Dict[str, List[paramiko.PKey]]] = {}
+        self.hashed: List[Tuple[str, Dict[str, List[paramiko.PKey]]]] = []
+        for path in paths:
             try:
-                keys.load(p)
-            except (IOError, paramiko.SSHException):
+                with open(path, encoding="utf-8", errors="replace") as f:
+                    lines = f.readlines()
+            except OSError:
                 continue
-    return keys
+            for lineno, line in enumerate(lines, 1):
+                line = line.strip()
+                if not line or line.startswith(("#", "@")):
+                    continue
+                try:
+                    entry = paramiko.hostkeys.HostKeyEntry.from_line(line, lineno)
+                except (paramiko.SSHException, ValueError, TypeError):
+                    continue
+                if entry is None or entry.key is None:
+                    continue
+                for name in entry.hostnames:
+                    if name.startswith("|1|"):
+                        self.hashed.append((name, {entry.key.get_name(): [entry.key]}))
+                    else:
+                        self.plain.setdefault(name, {}).setdefault(entry.key.get_name(), []).append(entry.key)
+
+    def lookup(self, name: str) -> Dict[str, List[paramiko.PKey]]:
+        """Key type -> the keys known for ``name`` (empty when unknown)."""
+        out: Dict[str, List[paramiko.PKey]] = {t: list(k) for t, k in self.plain.get(name, {}).items()}
+        for hashed, keys in self.hashed:
+            salt = hashed.split("|")[2] if hashed.count("|") >= 3 else ""
+            try:
+                if paramiko.HostKeys.hash_host(name, salt) != hashed:
+                    continue
+            except (ValueError, TypeError):
+                continue
+            for t, k in keys.items():
+                out.setdefault(t, []).extend(k)
+        return out
+
+
+_known_cache: Dict[Tuple[str, ...], Tuple[tuple, KnownHosts]] = {}
+
+
+def _stamp(paths: Sequence[str]) -> tuple:
+    out = []
+    for p in paths:
+        try:
+            st = os.stat(p)
+            out.append((p, st.st_mtime_ns, st.st_size, st.st_ino))
+        except OSError:
+            out.append((p, None))
+    return tuple(out)
+
+
+def _load_known_hosts(paths: Sequence[str]) -> KnownHosts:
+    key = tuple(paths)
+    stamp = _stamp(paths)
+    with _known_hosts_lock:
+        cached = _known_cache.get(key)
+        if cached is not None and cached[0] == stamp:
+            return cached[1]
+    known = KnownHosts(paths)
+    with _known_hosts_lock:
+        _known_cache[key] = (stamp, known)
+    return known
 
 
 def _fingerprint(key: paramiko.PKey) -> str:
@@ -116,10 +184,10 @@ def verify_host_key(
     key_type = key.get_name()
     for name in names:
         entry = known.lookup(name)
-        if entry is None:
+        if not entry:
             continue
         if key_type in entry:
-            if entry[key_type] == key:
+            if key in entry[key_type]:
                 return None
             raise TransportError(
                 HOSTKEY_CHANGED,

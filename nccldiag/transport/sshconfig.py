@@ -141,7 +141,7 @@ def resolve(
     user: Optional[str] = None,
     port: Optional[int] = None,
     config_path: Optional[str] = None,
-    timeout: float = 5.0,
+    timeout: float = 30.0,  # local, but a loaded head node or a slow Match exec must not fail a healthy host
 ) -> HostConfig:
     """The effective settings for ``alias`` (command-line user/port win)."""
     ssh = shutil.which("ssh")

@@ -12,7 +12,7 @@ import paramiko
 import psutil
 import pytest
 
-from nccldiag.transport import base, sshconfig
+from nccldiag.transport import base, ssh, sshconfig
 from nccldiag.transport.ssh import SSHConnection, SSHOptions, jump_argv
 from tests.unit.sshserver import SSHServer
 
@@ -279,3 +279,22 @@ def test_a_node_that_sends_too_much_is_cut_off(keys, server):
         r = conn.run("head -c 4000000 /dev/zero", timeout=20)
     assert r.error is not None and r.error.kind == base.OVERSIZE and "1 MiB" in r.error.message
     assert len(r.stdout) == 1024 * 1024 and r.rc is None
+
+
+def test_known_hosts_read_once_per_change_plain_and_hashed(keys, tmp_path):
+    a, b = keys["host"], keys["other_host"]
+    kh = tmp_path / "known_hosts"
+    hashed = paramiko.HostKeys.hash_host("hashed.example")
+    kh.write_text(f"plain.example,10.0.0.1 {a.get_name()} {a.get_base64()}\n"
+                  f"{hashed} {b.get_name()} {b.get_base64()}\n"
+                  f"@revoked revoked.example {a.get_name()} {a.get_base64()}\n"
+                  "broken line\n")
+    known = ssh._load_known_hosts([str(kh)])
+    assert known.lookup("10.0.0.1") == {a.get_name(): [a]}
+    assert known.lookup("hashed.example") == {b.get_name(): [b]}
+    assert known.lookup("revoked.example") == {} and known.lookup("other") == {}
+    assert ssh._load_known_hosts([str(kh)]) is known  # unchanged file: not read again
+    with open(kh, "a") as f:
+        f.write(f"new.example {b.get_name()} {b.get_base64()}\n")
+    again = ssh._load_known_hosts([str(kh)])
+    assert again is not known and again.lookup("new.example") == {b.get_name(): [b]}

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
-from nccldiag import consistency, mesh
+from nccldiag.check import consistency, mesh
 from nccldiag.areas.base import NodeFacts
 from nccldiag.model.raw import RawNode
 from nccldiag.model.findings import Finding, Status, error, ok, warn, worst
