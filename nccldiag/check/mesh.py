@@ -58,18 +58,27 @@ def build_command(targets: Sequence[str], timeout: int = 5, batch: int = BATCH) 
         f"ssh $_k -o BatchMode=yes -o ConnectTimeout={int(timeout)} -o StrictHostKeyChecking=yes "
         "-o NumberOfPasswordPrompts=0"
     )
-    body = (
-        '_d=$(mktemp -d 2>/dev/null) || _d=; '
-        f"_k=; ssh -G {KEX_FIRST} localhost >/dev/null 2>&1 </dev/null && _k={KEX_FIRST}; "
-        "_m() { "
+    one = (  # one target, "$1"; run by sh -c with _d and _k in its environment
         f'if [ -n "$_d" ]; then _e=$({ssh} -o ControlMaster=yes -o ControlPath="$_d/$1" -o ControlPersist=no -f -N "$1" 2>&1 </dev/null); _r=$?; '
         "else _e=nomux; _r=1; fi; "
         'if [ $_r -ne 0 ]; then case "$_e" in *ontrol*|*mux*) '
         f'_e=$({ssh} "$1" true 2>&1 </dev/null); _r=$?;; esac; fi; '
-        f"printf '{MARK}%s %s %s\\n' \"$1\" \"$_r\" \"$(printf %s \"$_e\" | tr '\\n' ' ' | cut -c1-300)\"; }}; "
+        f"printf '{MARK}%s %s %s\\n' \"$1\" \"$_r\" \"$(printf %s \"$_e\" | tr '\\n' ' ' | cut -c1-300)\""
     )
+    body = (
+        '_d=$(mktemp -d 2>/dev/null) || _d=; '
+        f"_k=; ssh -G {KEX_FIRST} localhost >/dev/null 2>&1 </dev/null && _k={KEX_FIRST}; "
+        f"export _d _k; _one={shlex.quote(one)}; "
+    )
+    names = " ".join(shlex.quote(t) for t in targets)
+    # a sliding window of `batch` clients (xargs -P); without it, batches of `batch`
     groups = [targets[i:i + batch] for i in range(0, len(targets), batch)]
-    calls = " wait; ".join(" ".join(f"_m {shlex.quote(t)} &" for t in g) for g in groups)
+    batches = " wait; ".join(" ".join(f'sh -c "$_one" _ {shlex.quote(t)} &' for t in g) for g in groups)
+    calls = (
+        f"if echo x | xargs -P 2 -n 1 true >/dev/null 2>&1; then "
+        f'printf \'%s\\n\' {names} | xargs -P {int(batch)} -n 1 sh -c "$_one" _; '
+        f"else {batches} wait; fi;"
+    )
     # the masters left in the background after authenticating: one pkill for all,
     # or one 'ssh -O exit' each where pkill is missing
     reap = (

@@ -37,7 +37,8 @@ def host_options(f):
         click.option("--connect-timeout", type=click.FloatRange(0.5, 600), default=10.0, show_default=True,
                      help="Seconds for TCP connect, SSH banner and key exchange."),
         click.option("--command-timeout", type=click.FloatRange(1, 86400), default=60.0, show_default=True,
-                     help="Seconds for one command on one node, counted from when that node's command starts."),
+                     help="Seconds a node may stay silent while it runs a command, counted from when that "
+                          "node's command starts; the collection on one node stops at 4 times this in any case."),
         click.option("--python", "python", default="python3", show_default=True, metavar="PATH",
                      help="Python interpreter on the nodes."),
     ]

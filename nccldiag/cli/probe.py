@@ -80,10 +80,17 @@ def probe(launcher, backend, nproc_per_node, ib, custom, settings_mode, collecti
         ssh=ssh_options(kw),
         out_dir=out_dir,
         dry_run=dry_run,
-        color=color,
-        json_path=json_path,
         fanout=kw["fanout"],
     )
+    from nccldiag.report import probe_report
+    from nccldiag.report.console import console
+
+    err = console(stderr=True, color=color)
     hosts = inv.hosts if inv is not None else []
-    code = session.run(hosts, opts)
-    sys.exit(code)
+    report = session.run(hosts, opts, progress=lambda line: err.print(line, style="muted", markup=False))
+    out = console(color=color)
+    if report.commands is not None:
+        probe_report.render_commands(report, out)
+        sys.exit(0)
+    probe_report.emit(report, out, json_path)
+    sys.exit(report.exit_code)

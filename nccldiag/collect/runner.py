@@ -26,6 +26,9 @@ from nccldiag.transport.local import LocalTransport
 from nccldiag.transport.ssh import SSHConnection, SSHOptions
 
 
+WHOLE_RUN = 4  # the collection on one node is bounded at this many --command-timeout
+
+
 @dataclass
 class CollectOptions:
     ssh: SSHOptions = field(default_factory=SSHOptions)
@@ -107,7 +110,10 @@ def collect_host(host: Host, script: str, opts: CollectOptions, mesh_targets: Se
     try:
         env = _script_env(opts)
         command = "env " + " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items()) + " sh -s"
-        result = conn.run(command, timeout=opts.ssh.command_timeout, stdin=script)
+        # a node that keeps sending is working, however loaded it is: it is stopped once it has been
+        # silent for --command-timeout, and in any case at WHOLE_RUN times that
+        result = conn.run(command, timeout=opts.ssh.command_timeout * WHOLE_RUN, stdin=script,
+                          idle_timeout=opts.ssh.command_timeout)
         if mesh_thread is not None:
             mesh_thread.join(mesh_bound + 5)
     finally:

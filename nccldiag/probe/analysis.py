@@ -58,6 +58,7 @@ class ProbeReport:
     started: float = field(default_factory=time.time)
     note: str = ""
     run_id: Optional[str] = None  # the NCCLDIAG_RUN marker every process of the run carries
+    commands: Optional[List[Tuple[str, str, str]]] = None  # --dry-run: (setting, host, command), nothing ran
 
     @property
     def all_findings(self) -> List[Finding]:

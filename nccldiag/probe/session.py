@@ -13,7 +13,7 @@ import sys
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Sequence
+from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Tuple
 
 from nccldiag.inventory import Host
 from nccldiag.probe import launch, runner
@@ -21,6 +21,10 @@ from nccldiag.transport.base import TransportError
 from nccldiag.model.errors import UsageError
 from nccldiag.transport.ssh import SSHOptions
 from nccldiag.transport.task import fan_out
+
+
+if TYPE_CHECKING:
+    from nccldiag.probe.analysis import ProbeReport
 
 
 @dataclass
@@ -43,8 +47,6 @@ class ProbeOptions:
     ssh: SSHOptions = field(default_factory=SSHOptions)
     out_dir: Optional[str] = None
     dry_run: bool = False
-    color: str = "auto"
-    json_path: Optional[str] = None
     extra_worker_args: List[str] = field(default_factory=list)
     fanout: int = 64
 
@@ -86,15 +88,16 @@ def _debug_env(backend: str, rundir: str, setting_name: str) -> Dict[str, str]:
     }
 
 
-def run(hosts: Sequence[Host], opts: ProbeOptions) -> int:
+def run(hosts: Sequence[Host], opts: ProbeOptions,
+        progress: Optional[Callable[[str], None]] = None) -> "ProbeReport":
+    """One probe run, end to end; returns its report (``--dry-run``: the commands, in ``report.commands``).
+
+    ``progress`` receives a line as each setting starts; nothing is printed here.
+    """
     from nccldiag.probe import analysis, plan
     from nccldiag.probe.nodes import LocalNode, SSHNode
-    from nccldiag.report import probe_report
-    from nccldiag.report.console import console
 
     t0 = time.monotonic()
-    con = console(color=opts.color)
-    err = console(stderr=True, color=opts.color)
     local = opts.launcher == "local"
     if local and not opts.dry_run:
         missing = torch_missing(sys.executable)
@@ -124,8 +127,7 @@ def run(hosts: Sequence[Host], opts: ProbeOptions) -> int:
         report = analysis.unreachable_report(unreachable, [n.name for n in nodes], run_id)
         for n in nodes:
             n.close()
-        probe_report.emit(report, con, opts.json_path)
-        return report.exit_code
+        return report
 
     if local:
         import tempfile
@@ -148,6 +150,7 @@ def run(hosts: Sequence[Host], opts: ProbeOptions) -> int:
     settings = plan.build_settings(backend, opts.require_ib, opts.custom, opts.settings_mode)
 
     runs: List[runner.SettingRun] = []
+    dry: List[Tuple[str, str, str]] = []  # (setting, host, command) for --dry-run
     can_run = bool(participants) and len(participants) == len(live) and not unreachable
     if can_run and not opts.dry_run:
         os.makedirs(out_dir, mode=0o700, exist_ok=True)
@@ -171,15 +174,14 @@ def run(hosts: Sequence[Host], opts: ProbeOptions) -> int:
             )
             commands = build_commands(opts.launcher, spec, participants, prep, timeout, local)
             if opts.dry_run:
-                for host, cmd in commands.items():
-                    con.print(f"# {setting.name} on {host}", markup=False, highlight=False)
-                    con.print(cmd, markup=False, highlight=False, soft_wrap=True)
+                dry.extend((setting.name, host, cmd) for host, cmd in commands.items())
                 continue
             if not can_run:
                 break
             mkdir = f"mkdir -p {shlex.quote(prep.rundir + '/' + setting.name)} && "
             commands = {h: mkdir + c for h, c in commands.items()}
-            err.print(f"[muted]setting {i + 1}/{len(settings)}: {setting.name}[/]")
+            if progress is not None:
+                progress(f"setting {i + 1}/{len(settings)}: {setting.name}")
             glob = f"{shlex.quote(prep.rundir)}/{shlex.quote(setting.name)}/nccl.*.log" if backend == "nccl" else None
             sr = runner.run_setting(participants, commands, runner.Setting(setting.name, setting.env), timeout,
                                     grace=min(30.0, pg_timeout + 10.0), run_id=prep.run_id,
@@ -191,7 +193,10 @@ def run(hosts: Sequence[Host], opts: ProbeOptions) -> int:
             runner.cleanup(live, prep.rundir, fanout=opts.fanout)
         for n in nodes:
             n.close()
-        return 0
+        report = analysis.ProbeReport(backend=backend, launcher=opts.launcher, hosts=[n.name for n in nodes],
+                                      nproc_per_node=nproc, run_id=run_id)
+        report.commands = dry
+        return report
     cleanup_failed = ({} if local or opts.shared_dir
                       else runner.cleanup(live, prep.rundir, timeout=min(15.0, opts.ssh.command_timeout), fanout=opts.fanout))
     if local:
@@ -206,8 +211,7 @@ def run(hosts: Sequence[Host], opts: ProbeOptions) -> int:
         ifnames=prep.ifnames, nproc_per_node=nproc, out_dir=out_dir if runs else None, cleanup_failed=cleanup_failed,
         elapsed=time.monotonic() - t0, timeout=timeout, run_id=prep.run_id,
     )
-    probe_report.emit(report, con, opts.json_path)
-    return report.exit_code
+    return report
 
 
 def _local_gpus() -> int:

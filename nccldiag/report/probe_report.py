@@ -152,6 +152,13 @@ def to_json(report: ProbeReport) -> Dict:
     }
 
 
+def render_commands(report: ProbeReport, con: Console) -> None:
+    """``--dry-run``: every command, per setting and node, exactly as it would run."""
+    for setting, host, cmd in report.commands or []:
+        con.print(f"# {setting} on {host}", markup=False, highlight=False)
+        con.print(cmd, markup=False, highlight=False, soft_wrap=True)
+
+
 def emit(report: ProbeReport, con: Console, json_path) -> None:
     if json_path:
         write_json(to_json(report), json_path)

@@ -593,11 +593,14 @@ class SSHConnection:
         env: Optional[Mapping[str, str]] = None,
         on_line: Optional[Callable[[str], None]] = None,
         cancel: Optional[threading.Event] = None,
+        idle_timeout: Optional[float] = None,
     ) -> ExecResult:
         """Run ``command`` (already quoted for the remote shell) with a deadline.
 
         ``on_line`` receives each complete stdout line as it arrives (results
         are handled before the command ends); ``cancel`` stops waiting early.
+        With ``idle_timeout``, the command is also stopped once it has sent
+        nothing for that long; ``timeout`` stays the bound on the whole.
         """
         timeout = self.options.command_timeout if timeout is None else timeout
         start = time.monotonic()
@@ -617,7 +620,8 @@ class SSHConnection:
             return ExecResult(self.name, None, error=err, elapsed=time.monotonic() - start)
         out, err_chunks = [], []
         deadline = start + timeout
-        timed_out = False
+        last = start  # when the command last sent anything
+        timed_out = idle = False
         pending = b""
         received = 0
         try:
@@ -625,6 +629,7 @@ class SSHConnection:
                 while chan.recv_ready() and received <= self.options.max_output:
                     chunk = chan.recv(65536)
                     received += len(chunk)
+                    last = time.monotonic()
                     out.append(chunk)
                     if on_line is not None:
                         pending += chunk
@@ -634,16 +639,26 @@ class SSHConnection:
                 while chan.recv_stderr_ready() and received <= self.options.max_output:
                     chunk = chan.recv_stderr(65536)
                     received += len(chunk)
+                    last = time.monotonic()
                     err_chunks.append(chunk)
                 if received > self.options.max_output:
                     break
                 if chan.exit_status_ready() and not chan.recv_ready() and not chan.recv_stderr_ready():
                     break
-                remaining = deadline - time.monotonic()
+                now = time.monotonic()
+                remaining = deadline - now
+                if idle_timeout is not None and now - last >= idle_timeout:
+                    timed_out = idle = True
+                    break
                 if remaining <= 0 or (cancel is not None and cancel.is_set()):
                     timed_out = True
                     break
-                select.select([chan], [], [], min(remaining, 0.5))
+                if chan.eof_received:
+                    # output is over, the exit status is still to come: the channel's
+                    # pipe stays readable after EOF, so wait on the status instead
+                    chan.status_event.wait(min(remaining, 0.5))
+                else:
+                    select.select([chan], [], [], min(remaining, 0.5))
         except (OSError, EOFError, paramiko.SSHException) as exc:
             chan.close()
             err = TransportError(PROTOCOL, f"connection lost while running the command: {exc}", self.name)
@@ -661,7 +676,12 @@ class SSHConnection:
         stderr = b"".join(err_chunks).decode("utf-8", "replace")
         if timed_out:
             chan.close()
-            why = "cancelled" if cancel is not None and cancel.is_set() else f"timed out after {timeout:g} s"
+            if cancel is not None and cancel.is_set():
+                why = "cancelled"
+            elif idle:
+                why = f"timed out: nothing sent for {idle_timeout:g} s"
+            else:
+                why = f"timed out after {timeout:g} s"
             err = TransportError(COMMAND_TIMEOUT, f"command {why}", self.name)
             return ExecResult(self.name, None, stdout, stderr, time.monotonic() - start, err)
         rc = chan.recv_exit_status()

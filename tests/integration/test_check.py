@@ -1,6 +1,5 @@
 """``nccldiag check`` end to end on the virtual cluster: healthy nodes and every SSH failure."""
 import subprocess
-import time
 
 import pytest
 
@@ -105,7 +104,7 @@ def test_unauthorized_key_is_auth_failure(faulty, tmp_path):
     cfg = tmp_path / "ssh_config"
     text = faulty.ssh_config.read_text()
     lines = [l for l in text.splitlines() if "identityfile" not in l.lower()]
-    cfg.write_text("\n".join(lines).replace("Host ", f"Host ", 1) + f"\nHost *\n  IdentityFile {key}\n  IdentitiesOnly yes\n")
+    cfg.write_text("\n".join(lines) + f"\nHost *\n  IdentityFile {key}\n  IdentitiesOnly yes\n")
     out = tmp_path / "r.json"
     r, _ = timed(["check", "-w", "fnode01", "--ssh-config", str(cfg), "--only", "system", "--json", str(out)])
     node = load_json(out)["nodes"][0]

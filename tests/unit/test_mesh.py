@@ -17,11 +17,14 @@ exit 0
 """
 
 
-def run_mesh(tmp_path, targets, batch):
+def run_mesh(tmp_path, targets, batch, xargs=True):
     bins = tmp_path / "bin"
     bins.mkdir()
     (bins / "ssh").write_text(FAKE_SSH.replace("__DIR__", str(tmp_path)))
     (bins / "ssh").chmod(0o755)
+    if not xargs:  # a node whose xargs has no -P: the batches are used instead
+        (bins / "xargs").write_text("#!/bin/sh\nexit 1\n")
+        (bins / "xargs").chmod(0o755)
     cmd = mesh.build_command(targets, timeout=2, batch=batch)
     out = subprocess.run(["sh", "-c", cmd], capture_output=True, text=True, timeout=60,
                          env={"PATH": f"{bins}:/usr/bin:/bin"})
@@ -36,6 +39,13 @@ def test_every_target_answered_at_most_batch_at_once(tmp_path):
     assert all(r.rc == 0 for r in results)
     assert len(counts) == len(targets) and max(counts) <= 5
     assert not list(tmp_path.glob("live.*"))
+
+
+def test_without_xargs_batches_keep_the_bound(tmp_path):
+    targets = [f"node{i:03d}" for i in range(1, 12)]
+    results, counts = run_mesh(tmp_path, targets, batch=4, xargs=False)
+    assert sorted(r.target for r in results) == targets and all(r.rc == 0 for r in results)
+    assert len(counts) == len(targets) and max(counts) <= 4
 
 
 def test_bound_grows_with_batches():

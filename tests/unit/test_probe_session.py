@@ -1,5 +1,4 @@
 """``nccldiag probe`` through its whole path on this machine (local launcher, real torchrun, gloo)."""
-import json
 import os
 import subprocess
 import time
@@ -8,16 +7,16 @@ from click.testing import CliRunner
 
 from nccldiag.cli import main
 from nccldiag.probe import session
+from nccldiag.report import probe_report
 
 
 def run_local(tmp_path, *extra, timeout=60):
     opts = session.ProbeOptions(launcher="local", backend="gloo", nproc_per_node=2, timeout=timeout,
                                 collectives="all_reduce,broadcast,all_gather", max_bytes=4096, iters=2,
-                                out_dir=str(tmp_path / "run"), json_path=str(tmp_path / "p.json"), color="never",
-                                extra_worker_args=list(extra))
+                                out_dir=str(tmp_path / "run"), extra_worker_args=list(extra))
     t0 = time.monotonic()
-    code = session.run([], opts)
-    return code, json.loads((tmp_path / "p.json").read_text()), time.monotonic() - t0
+    report = session.run([], opts)
+    return report.exit_code, probe_report.to_json(report), time.monotonic() - t0
 
 
 def no_probe_processes(run_id):

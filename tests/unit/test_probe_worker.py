@@ -15,7 +15,7 @@ torch = pytest.importorskip("torch")
 
 from nccldiag.node import collectives as registry  # noqa: E402
 from nccldiag.node import sizes, worker  # noqa: E402
-from nccldiag.probe import plan, results  # noqa: E402
+from nccldiag.probe import results  # noqa: E402
 from nccldiag.node.collectives import base  # noqa: E402
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))

@@ -20,7 +20,6 @@ from tests.unit.sshserver import SSHServer
 @pytest.fixture(scope="module")
 def keys(tmp_path_factory):
     d = tmp_path_factory.mktemp("keys")
-    client = paramiko.Ed25519Key.from_private_key_file if False else None
     host_key = paramiko.ECDSAKey.generate()
     other_host_key = paramiko.ECDSAKey.generate()
     client_key = paramiko.ECDSAKey.generate()

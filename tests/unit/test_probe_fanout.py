@@ -1,0 +1,45 @@
+"""The probe's work on many nodes goes --fanout nodes at a time: staging, log fetching, clean-up.
+
+The nodes are this machine under several names (LocalNode runs each command for real with sh); each
+command records how many of them run at once.
+"""
+import threading
+
+from nccldiag.probe import runner
+from nccldiag.probe.nodes import LocalNode
+
+
+class CountingNode(LocalNode):
+    live = 0
+    peak = 0
+    lock = threading.Lock()
+
+    def run(self, command, timeout, stdin=None):
+        with CountingNode.lock:
+            CountingNode.live += 1
+            CountingNode.peak = max(CountingNode.peak, CountingNode.live)
+        try:
+            return super().run("sleep 0.2; " + command, timeout, stdin=stdin)
+        finally:
+            with CountingNode.lock:
+                CountingNode.live -= 1
+
+
+def nodes(n):
+    CountingNode.live = CountingNode.peak = 0
+    return [CountingNode(f"n{i}") for i in range(n)]
+
+
+def test_staging_fetching_and_cleanup_honour_fanout(tmp_path):
+    ns = nodes(6)
+    prep = runner.prepare(ns, "python3", None, str(tmp_path), timeout=60, stage=False, fanout=2)
+    assert prep.problems == {} and CountingNode.peak == 2
+    CountingNode.peak = 0
+    (tmp_path / "nccl.a.log").write_text("x\n")
+    logs = runner.fetch_logs(ns, f"{tmp_path}/nccl.*.log", fanout=3)
+    assert len(logs) == 6 and CountingNode.peak == 3
+    CountingNode.peak = 0
+    rundir = tmp_path / "nccldiag-test"
+    rundir.mkdir()
+    assert runner.cleanup(ns, str(rundir), fanout=1) == {} and CountingNode.peak == 1
+    assert not rundir.exists()
