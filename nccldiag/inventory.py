@@ -31,6 +31,23 @@ _USER_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,31}$")
 _SHELL_META = set(";&|<>()$`\\\"'*?!{}~#=%^ \t")
 
 _SLOT_KEYS = {"slots", "max_slots", "max-slots", "slots_max", "count", "cpu"}
+MAX_HOSTS = 100000  # hosts in one inventory, counted before any node set is expanded
+MAX_SLOTS = 1024  # ranks per node, as --nproc-per-node
+MAX_HOSTFILE_BYTES = 16 * 1024 * 1024
+
+
+def _q(text: str, limit: int = 40) -> str:
+    """A short, quoted excerpt of what a file said, for an error message."""
+    shown = text if len(text) <= limit else text[:limit] + "..."
+    return repr(shown) + ("" if len(text) <= limit else f" ({len(text)} characters)")
+
+
+_SECRET_RE = re.compile(r"PRIVATE KEY|^[^:\s]+:\$[0-9a-z]+\$|^[^:\s]+:[^:]*:\d+:\d+:|password|passwd|secret|token", re.I | re.M)
+
+
+def _looks_secret(text: str) -> bool:
+    """A file that looks like credentials (a key, a shadow or passwd file): its content is never quoted."""
+    return bool(_SECRET_RE.search(text[:4096]))
 _USER_KEYS = {"username", "user-name", "user"}
 
 
@@ -68,9 +85,9 @@ def check_name(name: str, where: str) -> str:
     bad = sorted({c for c in name if c in _SHELL_META})
     if bad:
         shown = "".join(bad).replace("\t", "\\t")
-        raise InventoryError(where, f"host name {name!r} contains {shown!r}: refused (letters, digits, '.', '_', '-' only)")
+        raise InventoryError(where, f"host name {_q(name)} contains {shown!r}: refused (letters, digits, '.', '_', '-' only)")
     if not _NAME_RE.match(name):
-        raise InventoryError(where, f"host name {name!r} is not a valid host name or IPv4 address")
+        raise InventoryError(where, f"host name {_q(name)} is not a valid host name or IPv4 address")
     return name
 
 
@@ -91,6 +108,26 @@ def _split_top_level(expr: str, seps: str = ",") -> List[str]:
     return [p for p in (p.strip() for p in parts) if p]
 
 
+_GROUP_RE = re.compile(r"\[([^\[\]]*)\]")
+
+
+def _nodeset_size(part: str) -> int:
+    """How many names a bracketed node set names, from its ranges alone (nothing is expanded)."""
+    total = 1
+    for group in _GROUP_RE.findall(part):
+        count = 0
+        for item in group.split(","):
+            rng, _, step = item.partition("/")
+            lo, dash, hi = rng.partition("-")
+            try:
+                n = (int(hi) - int(lo)) // max(1, int(step or 1)) + 1 if dash else 1
+            except ValueError:
+                n = 1  # not a range ClusterShell accepts either: its parser says why
+            count += max(0, n)
+        total *= max(1, count)
+    return total
+
+
 def expand(expr: str, where: str) -> List[str]:
     """Expand one node-set expression, keeping the order it was written in.
 
@@ -102,19 +139,20 @@ def expand(expr: str, where: str) -> List[str]:
     for part in _split_top_level(expr):
         if "[" in part or "]" in part:
             if part.count("[") != part.count("]"):
-                raise InventoryError(where, f"unbalanced brackets in node set {part!r}")
+                raise InventoryError(where, f"unbalanced brackets in node set {_q(part)}")
             for ch in part:
                 if ch in _SHELL_META - {"[", "]"} or ch in "@!&":
-                    raise InventoryError(where, f"node set {part!r} contains {ch!r}: refused")
+                    raise InventoryError(where, f"node set {_q(part)} contains {ch!r}: refused")
             from ClusterShell.NodeSet import NodeSet, NodeSetParseError
 
+            size = _nodeset_size(part)  # counted from the ranges, before anything is expanded
+            if len(names) + size > MAX_HOSTS:
+                raise InventoryError(where, f"node set {_q(part)} has {size} hosts (limit {MAX_HOSTS} in all)")
             try:
-                expanded = list(NodeSet(part))
+                nodeset = NodeSet(part)
             except (NodeSetParseError, ValueError) as exc:
-                raise InventoryError(where, f"bad node set {part!r}: {exc}") from None
-            if len(expanded) > 100000:
-                raise InventoryError(where, f"node set {part!r} expands to {len(expanded)} hosts (limit 100000)")
-            names.extend(check_name(n, where) for n in expanded)
+                raise InventoryError(where, f"bad node set {_q(part)}: {_q(str(exc), 80)}") from None
+            names.extend(check_name(n, where) for n in nodeset)
         else:
             names.append(check_name(part, where))
     return names
@@ -124,9 +162,9 @@ def _parse_int(value: str, key: str, where: str) -> int:
     try:
         n = int(value)
     except ValueError:
-        raise InventoryError(where, f"{key}={value!r}: expected a whole number") from None
+        raise InventoryError(where, f"{key}={_q(value)}: expected a whole number") from None
     if n < 0:
-        raise InventoryError(where, f"{key}={value!r}: expected a number >= 0")
+        raise InventoryError(where, f"{key}={_q(value)}: expected a number >= 0")
     return n
 
 
@@ -138,15 +176,17 @@ def parse_line(line: str, where: str) -> Tuple[List[Host], List[str]]:
     specs = [t for t in tokens if "=" not in t]
     options = [t for t in tokens if "=" in t]
     if options and tokens.index(options[0]) == 0:
-        raise InventoryError(where, f"expected a host name first, found {tokens[0]!r}")
+        raise InventoryError(where, f"expected a host name first, found {_q(tokens[0])}")
     if options and len(specs) > 1:
-        raise InventoryError(where, f"keywords ({options[0]}) apply to one host, but the line names {len(specs)}")
+        raise InventoryError(where, f"keywords ({_q(options[0])}) apply to one host, but the line names {len(specs)}")
     user = port = slots = None
     for opt in options:
         key, _, value = opt.partition("=")
         key = key.lower()
         if key in _SLOT_KEYS:
             n = _parse_int(value, key, where)
+            if n > MAX_SLOTS:
+                raise InventoryError(where, f"{key}={n}: more ranks than any node runs (limit {MAX_SLOTS})")
             if key in ("slots", "count", "cpu"):
                 slots = n
         elif key == "port":
@@ -155,12 +195,12 @@ def parse_line(line: str, where: str) -> Tuple[List[Host], List[str]]:
                 raise InventoryError(where, f"port={value}: expected 1-65535")
         elif key in _USER_KEYS:
             if not _USER_RE.match(value):
-                raise InventoryError(where, f"{key}={value!r}: not a valid user name")
+                raise InventoryError(where, f"{key}={_q(value)}: not a valid user name")
             user = value
         else:
             raise InventoryError(
                 where,
-                f"unknown keyword {key!r} (expected slots=, max_slots=, port=, username=; "
+                f"unknown keyword {_q(key)} (expected slots=, max_slots=, port=, username=; "
                 "formats: 'host', 'host slots=N', 'host:N', 'user@host', 'gpu[01-04]')",
             )
     hosts: List[Host] = []
@@ -173,15 +213,18 @@ def parse_line(line: str, where: str) -> Tuple[List[Host], List[str]]:
         if "@" in spec:
             h_user, _, spec = spec.rpartition("@")
             if not _USER_RE.match(h_user):
-                raise InventoryError(where, f"{h_user!r} is not a valid user name")
+                raise InventoryError(where, f"{_q(h_user)} is not a valid user name")
         h_slots = slots
         if ":" in spec:
             spec, _, count = spec.rpartition(":")
             if not count.isdigit():
                 raise InventoryError(
-                    where, f"'{spec}:{count}': after ':' expected a slot count (MPICH 'host:N'); use port= for a port"
+                    where, f"{_q(spec + ':' + count)}: after ':' expected a slot count (MPICH 'host:N'); use port= for a port"
                 )
             h_slots = int(count)
+            if h_slots > MAX_SLOTS:
+                raise InventoryError(where, f"{_q(spec + ':' + count)}: {h_slots} slots is more ranks than any node runs "
+                                            f"(limit {MAX_SLOTS}); for an SSH port write '{spec} port={count}'")
         if not spec:
             raise InventoryError(where, "empty host name")
         for name in expand(spec, where):
@@ -222,13 +265,33 @@ def parse_hostfile_text(text: str, path: str = "<hostfile>") -> Inventory:
         hosts, excluded = parse_line(line, where)
         inv.hosts.extend(hosts)
         inv.excluded.extend(excluded)
+        if len(inv.hosts) + len(inv.excluded) > MAX_HOSTS:
+            raise InventoryError(where, f"more than {MAX_HOSTS} hosts")
     return inv
 
 
 def read_hostfile(path: str) -> Inventory:
+    """Read and parse a hostfile: a regular text file (``-`` is not one) of at most 16 MiB.
+
+    Errors name the file and line and quote at most a short excerpt, and
+    nothing at all from a file that looks like credentials.
+    """
+    import os
+    import stat
+
     try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
+        st = os.stat(path)
+        if stat.S_ISDIR(st.st_mode):
+            raise IsADirectoryError(path)
+        if not stat.S_ISREG(st.st_mode):
+            raise InventoryError(path, "not a regular file (a device, FIFO or socket), expected a hostfile")
+        if st.st_size > MAX_HOSTFILE_BYTES:
+            raise InventoryError(path, f"{st.st_size} bytes: too large for a hostfile (limit {MAX_HOSTFILE_BYTES // 1024 // 1024} MiB)")
+        with open(path, "rb") as f:
+            data = f.read(MAX_HOSTFILE_BYTES + 1)
+        if len(data) > MAX_HOSTFILE_BYTES:
+            raise InventoryError(path, f"too large for a hostfile (limit {MAX_HOSTFILE_BYTES // 1024 // 1024} MiB)")
+        text = data.decode("utf-8")
     except FileNotFoundError:
         raise InventoryError(path, "no such hostfile") from None
     except IsADirectoryError:
@@ -237,16 +300,25 @@ def read_hostfile(path: str) -> Inventory:
         raise InventoryError(path, f"not a text file ({exc.reason} at byte {exc.start})") from None
     except OSError as exc:
         raise InventoryError(path, exc.strerror or str(exc)) from None
-    return parse_hostfile_text(text, path)
+    text = text[1:] if text.startswith("\ufeff") else text  # a BOM, as Windows editors write
+    try:
+        return parse_hostfile_text(text, path)
+    except InventoryError as exc:
+        if _looks_secret(text):
+            raise InventoryError(exc.where, "not a hostfile: it looks like a credentials file, so nothing of it "
+                                            "is shown") from None
+        raise
 
 
 def from_expression(expr: str, where: str) -> List[Host]:
     """Hosts of a ``-w`` style expression: node sets, commas, optional ``user@``."""
     hosts: List[Host] = []
     for part in _split_top_level(expr):
+        if len(hosts) + _nodeset_size(part) > MAX_HOSTS:
+            raise InventoryError(where, f"{_q(part)} takes the hosts past the limit {MAX_HOSTS} in all")
         found, excluded = parse_line(part, where)
         if excluded:
-            raise InventoryError(where, f"'^' exclusion is only for hostfiles; use -x {part[1:]}")
+            raise InventoryError(where, f"'^' exclusion is only for hostfiles; use -x {_q(part[1:])}")
         hosts.extend(found)
     return hosts
 

@@ -141,3 +141,55 @@ def test_shipped_example_values():
     ]
     ns = inventory.read_hostfile(os.path.join(HOSTFILES, "nodeset.txt"))
     assert len(ns.hosts) == 34 and ns.hosts[-1].name == "login1" and ns.hosts[32].name == "gpu040"
+
+
+# ---- hostile and careless files (CONSTRUCTED inputs) -------------------------------------------
+
+
+def test_a_device_is_not_read(tmp_path):
+    with pytest.raises(InventoryError, match="not a regular file"):
+        inventory.read_hostfile("/dev/zero")
+
+
+def test_a_huge_node_set_is_refused_before_it_is_expanded():
+    import time
+
+    t0 = time.monotonic()
+    with pytest.raises(InventoryError, match="limit 100000"):
+        inventory.from_expression("n[1-100000000]", "-w")
+    with pytest.raises(InventoryError, match="limit 100000"):
+        inventory.from_expression("a[1-60000],b[1-60000]", "-w")  # the total counts, not each part
+    assert time.monotonic() - t0 < 5
+
+
+def test_a_credentials_file_is_never_quoted(tmp_path):
+    secret = tmp_path / "shadow"
+    secret.write_text("root:$6$Zq1abc$VerySecretHashValue:19000:0:99999:7:::\n")
+    link = tmp_path / "hosts.txt"
+    link.symlink_to(secret)
+    with pytest.raises(InventoryError) as exc:
+        inventory.read_hostfile(str(link))
+    assert "VerySecret" not in str(exc.value) and "$6$" not in str(exc.value)
+    assert "credentials" in str(exc.value)
+
+
+def test_a_long_line_is_quoted_short(tmp_path):
+    f = tmp_path / "hosts.txt"
+    f.write_text("node01\n" + "x;" * 5_000_000 + "\n")
+    with pytest.raises(InventoryError) as exc:
+        inventory.read_hostfile(str(f))
+    assert len(str(exc.value)) < 300 and ":2:" in str(exc.value)
+
+
+def test_a_bom_is_stripped(tmp_path):
+    f = tmp_path / "hosts.txt"
+    f.write_bytes("\ufeffnode01 slots=2\nnode02\n".encode("utf-8"))
+    assert inventory.read_hostfile(str(f)).names == ["node01", "node02"]
+
+
+def test_slot_counts_are_capped_and_a_port_like_count_says_so():
+    with pytest.raises(InventoryError, match="port=2222"):
+        parse("node:2222\n")
+    with pytest.raises(InventoryError, match="limit 1024"):
+        parse("node slots=5000\n")
+    assert parse("node:8\n")[0].slots == 8
