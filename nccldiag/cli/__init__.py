@@ -2,10 +2,13 @@
 
 Each command lives in its own module and is registered here, explicitly.
 Exit codes: 0 healthy, 1 unhealthy (a check failed), 2 usage error (bad
-option, hostfile or bundle), 3 some host could not be checked. Messages go to
+option, hostfile or bundle), 3 some host could not be checked, 4 nccldiag itself
+failed (an internal error, never a verdict). Messages go to
 stderr; ``--json -`` keeps stdout for JSON alone.
 """
 from __future__ import annotations
+
+import os
 
 import click
 
@@ -13,6 +16,7 @@ from nccldiag import __version__
 from nccldiag.cli import check, collect, log, probe
 from nccldiag.cli.options import CONTEXT
 from nccldiag.model.errors import NccldiagError
+from nccldiag.model.findings import EXIT_INTERNAL
 
 
 class _Group(click.Group):
@@ -25,6 +29,14 @@ class _Group(click.Group):
         except KeyboardInterrupt:
             click.echo("nccldiag: interrupted", err=True)
             ctx.exit(130)
+        except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort):
+            raise
+        except Exception as exc:  # a bug in nccldiag: never reported as a verdict on a node
+            if os.environ.get("NCCLDIAG_DEBUG"):
+                raise
+            click.echo(f"nccldiag: internal error ({type(exc).__name__}: {str(exc)[:300]}); this is a bug in "
+                       "nccldiag, not a finding about any node. NCCLDIAG_DEBUG=1 shows the traceback.", err=True)
+            ctx.exit(EXIT_INTERNAL)
 
 
 @click.group(cls=_Group, context_settings=CONTEXT)
@@ -42,7 +54,8 @@ def main() -> None:
     user@host, node sets (gpu[001-032]). Inside a Slurm allocation the hosts
     default to SLURM_JOB_NODELIST.
 
-    Exit codes: 0 healthy, 1 unhealthy, 2 usage error, 3 a host could not be checked.
+    Exit codes: 0 healthy, 1 unhealthy, 2 usage error, 3 a host could not be checked,
+    4 nccldiag itself failed (a bug).
     """
 
 

@@ -8,7 +8,7 @@ from typing import Optional
 import click
 
 from nccldiag.cli.options import (
-    CONTEXT, areas, color_option, host_options, import_torch_option, inventory, ssh_options,
+    CONTEXT, areas, check_output_file, color_option, host_options, import_torch_option, inventory, ssh_options,
 )
 from nccldiag.model.errors import UsageError
 
@@ -75,6 +75,7 @@ def check(bundle, only, skip, mesh_mode, json_path, save_dir, p2p_test, verbose,
     from nccldiag.report.jsonout import write_json
 
     t0 = time.monotonic()
+    check_output_file(json_path, "--json")
     areas_sel = areas(only, skip)
     extra = ()
     if p2p_test:
@@ -95,8 +96,11 @@ def check(bundle, only, skip, mesh_mode, json_path, save_dir, p2p_test, verbose,
     report = engine.analyze(raws, areas_sel, {"p2p_test": p2p_test})
     report.elapsed = time.monotonic() - t0
     report.inventory_notes = notes
-    if json_path:
-        write_json(check_report.to_json(report), json_path)
     if json_path != "-":
         check_report.render(report, console(color=color), verbose=verbose)
+    if json_path:
+        try:
+            write_json(check_report.to_json(report), json_path)
+        except OSError as exc:
+            raise UsageError(f"--json {json_path}: cannot write: {exc.strerror or exc}") from None
     sys.exit(report.exit_code)

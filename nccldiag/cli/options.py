@@ -82,3 +82,20 @@ def areas(only, skip):
         return registry.select(split_csv(only), split_csv(skip))
     except ValueError as exc:
         raise UsageError(f"--only/--skip: {exc}") from None
+
+
+def check_output_file(path, option: str) -> None:
+    """Refuse, before any work, an output file that cannot be written (a usage error, exit 2)."""
+    import os
+
+    if not path or path == "-":
+        return
+    if os.path.isdir(path):
+        raise UsageError(f"{option} {path}: is a directory, expected a file name")
+    if os.path.exists(path) and not os.path.isfile(path):
+        return  # a FIFO or a device such as /dev/stdout is written in place
+    parent = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(parent):
+        raise UsageError(f"{option} {path}: directory {parent} does not exist")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise UsageError(f"{option} {path}: cannot write in {parent}")

@@ -6,7 +6,7 @@ from typing import Optional
 
 import click
 
-from nccldiag.cli.options import CONTEXT, color_option, host_options, inventory, ssh_options
+from nccldiag.cli.options import CONTEXT, check_output_file, color_option, host_options, inventory, ssh_options
 from nccldiag.model.errors import UsageError
 
 
@@ -54,6 +54,7 @@ def probe(launcher, backend, nproc_per_node, ib, custom, settings_mode, collecti
     """
     from nccldiag.probe import session
 
+    check_output_file(json_path, "--json")
     inv = inventory(kw)
     if launcher == "auto":
         launcher = "local" if inv is None else "torchrun"
@@ -92,5 +93,8 @@ def probe(launcher, backend, nproc_per_node, ib, custom, settings_mode, collecti
     if report.commands is not None:
         probe_report.render_commands(report, out)
         sys.exit(0)
-    probe_report.emit(report, out, json_path)
+    try:
+        probe_report.emit(report, out, json_path)
+    except OSError as exc:
+        raise UsageError(f"--json {json_path}: cannot write: {exc.strerror or exc}") from None
     sys.exit(report.exit_code)

@@ -110,26 +110,74 @@ def _write_atomic(path: str, text: str) -> None:
         raise
 
 
+MAX_SECTION_BYTES = 64 * 1024 * 1024
+
+
+def _read_regular(path: str, limit: int) -> Optional[str]:
+    """The text of ``path`` if it is a regular file (never through a link, a FIFO or a device), capped."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        import stat
+
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            data = f.read(limit + 1)
+    finally:
+        os.close(fd)
+    if len(data) > limit:
+        raise ValueError(f"{path}: larger than {limit // (1024 * 1024)} MiB")
+    return data.decode("utf-8", errors="replace")
+
+
+def _typed(meta: dict, key: str, kind, default, where: str):
+    value = meta.get(key, default)
+    if value is None:
+        return default
+    if not isinstance(value, kind) or (kind is not bool and isinstance(value, bool)):
+        raise ValueError(f"{where}: '{key}' should be {getattr(kind, '__name__', kind)}, not {type(value).__name__}")
+    return value
+
+
 def read_node(node_dir: str) -> RawNode:
+    """One node of a bundle. Only regular files are read; ``_node.json`` is checked field by field."""
     meta: dict = {}
     meta_path = os.path.join(node_dir, NODE_META)
-    if os.path.exists(meta_path):
-        with open(meta_path, encoding="utf-8") as f:
-            meta = json.load(f)
-    host = meta.get("host") or os.path.basename(os.path.normpath(node_dir))
+    text = _read_regular(meta_path, 1024 * 1024)
+    if text is not None:
+        try:
+            meta = json.loads(text)
+        except ValueError as exc:
+            raise ValueError(f"{meta_path}: not valid JSON ({exc})") from None
+        if not isinstance(meta, dict):
+            raise ValueError(f"{meta_path}: expected a JSON object")
+    host = _typed(meta, "host", str, "", meta_path) or os.path.basename(os.path.normpath(node_dir))
+    rcs = _typed(meta, "rcs", dict, {}, meta_path)
+    error = _typed(meta, "error", dict, None, meta_path)
+    if error is not None and not all(isinstance(error.get(k, ""), str) for k in ("kind", "message", "fix")):
+        raise ValueError(f"{meta_path}: 'error' should hold strings")
+    try:
+        rcs = {str(k): int(v) for k, v in rcs.items() if SECTION_NAME.match(str(k))}
+    except (TypeError, ValueError):
+        raise ValueError(f"{meta_path}: 'rcs' should map source names to exit statuses") from None
+    elapsed = _typed(meta, "elapsed", (int, float), 0.0, meta_path)
     sections: Dict[str, str] = {}
     for entry in sorted(os.listdir(node_dir)):
-        if entry.endswith(".txt") and SECTION_NAME.match(entry[:-4]) and os.path.isfile(os.path.join(node_dir, entry)):
-            with open(os.path.join(node_dir, entry), encoding="utf-8", errors="replace") as f:
-                sections[entry[:-4]] = f.read()
+        if entry.endswith(".txt") and SECTION_NAME.match(entry[:-4]):
+            content = _read_regular(os.path.join(node_dir, entry), MAX_SECTION_BYTES)
+            if content is not None:
+                sections[entry[:-4]] = content
     return RawNode(
         host=host,
         sections=sections,
-        rcs={k: int(v) for k, v in (meta.get("rcs") or {}).items()},
-        error=meta.get("error"),
-        truncated=bool(meta.get("truncated")),
-        elapsed=float(meta.get("elapsed") or 0.0),
-        extra=meta.get("extra") or {},
+        rcs=rcs,
+        error=error,
+        truncated=bool(_typed(meta, "truncated", bool, False, meta_path)),
+        elapsed=float(elapsed),
+        extra=_typed(meta, "extra", dict, {}, meta_path),
     )
 
 
@@ -140,9 +188,12 @@ def read_bundle(bundle_dir: str) -> List[RawNode]:
     order: List[str] = []
     index = os.path.join(bundle_dir, "_bundle.json")
     if os.path.exists(index):
-        with open(index, encoding="utf-8") as f:
-            order = [_dirname(h) for h in json.load(f).get("hosts", [])]
-    dirs = [e for e in os.listdir(bundle_dir) if os.path.isdir(os.path.join(bundle_dir, e))]
+        hosts = read_bundle_index(bundle_dir).get("hosts", [])
+        if not isinstance(hosts, list) or not all(isinstance(h, str) for h in hosts):
+            raise ValueError(f"{index}: 'hosts' should be a list of host names")
+        order = [_dirname(h) for h in hosts]
+    dirs = [e for e in os.listdir(bundle_dir)
+            if os.path.isdir(os.path.join(bundle_dir, e)) and not os.path.islink(os.path.join(bundle_dir, e))]
     dirs.sort(key=lambda e: (order.index(e) if e in order else len(order), e))
     if not dirs and any(e.endswith(".txt") for e in os.listdir(bundle_dir)):
         return [read_node(bundle_dir)]  # a single node directory
@@ -160,7 +211,13 @@ def write_bundle_index(bundle_dir: str, hosts: List[str], meta: Optional[dict] =
 def read_bundle_index(bundle_dir: str) -> dict:
     """The bundle's ``_bundle.json`` (hosts, areas collected), or {}."""
     index = os.path.join(bundle_dir, "_bundle.json")
-    if not os.path.exists(index):
+    text = _read_regular(index, 16 * 1024 * 1024)
+    if text is None:
         return {}
-    with open(index, encoding="utf-8") as f:
-        return json.load(f)
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise ValueError(f"{index}: not valid JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"{index}: expected a JSON object")
+    return data

@@ -51,11 +51,13 @@ def from_bundle(bundle: str, areas_sel: Sequence, only_given: bool) -> Tuple[Lis
     """The nodes of a saved bundle, and the areas to judge (those it collected, unless --only named some)."""
     try:
         raws = sections.read_bundle(bundle)
+        collected = sections.read_bundle_index(bundle).get("areas")
     except (OSError, ValueError) as exc:
         raise UsageError(f"--bundle {bundle}: {exc}") from None
     if not raws:
         raise UsageError(f"--bundle {bundle}: no node directories in it")
-    collected = sections.read_bundle_index(bundle).get("areas")
+    if collected is not None and (not isinstance(collected, list) or not all(isinstance(a, str) for a in collected)):
+        raise UsageError(f"--bundle {bundle}: _bundle.json: 'areas' should be a list of area names")
     if collected and not only_given:
         areas_sel = [a for a in areas_sel if a.NAME in collected or a.NAME == "system"]
     return raws, list(areas_sel)

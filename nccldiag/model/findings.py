@@ -126,6 +126,7 @@ EXIT_OK = 0
 EXIT_UNHEALTHY = 1  # something failed: fix it
 EXIT_USAGE = 2  # bad option, hostfile, bundle, log file
 EXIT_UNCHECKED = 3  # nothing failed, but the verdict is incomplete
+EXIT_INTERNAL = 4  # nccldiag itself failed: a bug, not a verdict on any node
 
 
 def exit_code(statuses: Iterable[Status], incomplete: bool = False) -> int:

@@ -256,7 +256,7 @@ def analyze(runs: Sequence, settings: Sequence[Setting], backend: str, require_i
                 f"GLOO_SOCKET_IFNAME={iface or 'IFACE'} NCCL_SOCKET_IFNAME={iface or 'IFACE'} in your jobs."))
     by_name = {s.name: s for s in settings}
     for run in runs:
-        setting = by_name.get(run.setting.name) or Setting(run.setting.name, dict(run.setting.env))
+        setting = by_name.get(run.setting.name) or run.setting
         outcome = results.aggregate_setting(setting.name, run.records)
         sr = SettingReport(setting=setting, outcome=outcome, elapsed=run.elapsed, timed_out=run.timed_out)
         sr.findings.extend(_run_findings(setting, run, outcome, timeout))

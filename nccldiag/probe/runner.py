@@ -19,16 +19,11 @@ from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Sequence
 
 from nccldiag.probe import launch, results
+from nccldiag.probe.plan import Setting
 from nccldiag.transport.base import TransportError
 from nccldiag.transport.task import fan_out
 
 _SAFE = re.compile(r"[^A-Za-z0-9._-]")
-
-
-@dataclass
-class Setting:
-    name: str
-    env: Dict[str, str] = field(default_factory=dict)
 
 
 @dataclass

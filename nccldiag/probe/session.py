@@ -183,7 +183,7 @@ def run(hosts: Sequence[Host], opts: ProbeOptions,
             if progress is not None:
                 progress(f"setting {i + 1}/{len(settings)}: {setting.name}")
             glob = f"{shlex.quote(prep.rundir)}/{shlex.quote(setting.name)}/nccl.*.log" if backend == "nccl" else None
-            sr = runner.run_setting(participants, commands, runner.Setting(setting.name, setting.env), timeout,
+            sr = runner.run_setting(participants, commands, setting, timeout,
                                     grace=min(30.0, pg_timeout + 10.0), run_id=prep.run_id,
                                     on_record=on_record, log_glob=glob, fanout=opts.fanout)
             _save_logs(out_dir, setting.name, sr.logs)

@@ -160,7 +160,8 @@ def render_commands(report: ProbeReport, con: Console) -> None:
 
 
 def emit(report: ProbeReport, con: Console, json_path) -> None:
-    if json_path:
-        write_json(to_json(report), json_path)
+    """The table (unless JSON goes to stdout), then the JSON file: a failing write never hides the table."""
     if json_path != "-":
         render(report, con)
+    if json_path:
+        write_json(to_json(report), json_path)

@@ -45,3 +45,22 @@ def test_probe_without_torch_says_how_to_install_it_and_creates_nothing(tmp_path
     assert "torch is not installed" in r.stderr and f"{sys.executable} -m pip install torch" in r.stderr
     assert "Traceback" not in r.stderr
     assert list(work.iterdir()) == [] and not state.exists()
+
+
+def test_an_unwritable_json_path_is_refused_before_any_work(tmp_path):
+    for path, why in ((tmp_path / "no" / "such" / "r.json", "does not exist"), (tmp_path, "is a directory")):
+        for cmd in (["check", "-w", "node-that-is-never-contacted"], ["probe", "--dry-run"]):
+            r = fresh(f"import sys; from nccldiag.cli import main; sys.argv = {['nccldiag', *cmd, '--json', str(path)]!r}; main()")
+            assert r.returncode == 2, (cmd, r.stderr)
+            assert "--json" in r.stderr and why in r.stderr and "Traceback" not in r.stderr
+
+
+def test_an_internal_error_has_its_own_exit_code(tmp_path):
+    """A bug is exit 4, one line, never 1 ("a check failed"): here the report renderer is broken on purpose."""
+    code = ("import sys; import nccldiag.report.check_report as cr\n"
+            "def broken(*a, **k):\n    raise KeyError('boom')\n"
+            "cr.render = broken\n"
+            "from nccldiag.cli import main; sys.argv = ['nccldiag', 'check', '--only', 'system']; main()")
+    r = fresh(code)
+    assert r.returncode == 4, r.stderr
+    assert "internal error (KeyError" in r.stderr and "Traceback" not in r.stderr

@@ -67,3 +67,36 @@ def test_only_this_runs_marks_count():
     out = "@@nccldiag:begin a@@\nx\n@@nccldiag:end a rc=0@@\n@@nccldiag:f00dfeed:begin b@@\ny\n@@nccldiag:f00dfeed:end b rc=0@@\n"
     assert split_sections(out, "f00dfeed")[0] == {"b": "y\n"}
     assert split_sections(out)[0] == {"a": "x\n"}
+
+
+def check_bundle(bundle, tmp_path):
+    env = {**os.environ, "NO_COLOR": "1"}
+    return subprocess.run([sys.executable, "-m", "nccldiag", "check", "--bundle", str(bundle), "--json", "-"],
+                          capture_output=True, text=True, timeout=60, env=env, cwd=tmp_path)
+
+
+def test_a_bundle_never_leads_outside_itself_or_hangs(tmp_path):
+    """CONSTRUCTED bundle: a symlinked source pointing at a secret, a FIFO as a source."""
+    secret = tmp_path / "secret"
+    secret.write_text('PRETTY_NAME="SECRET-CONTENT"\n')
+    node = tmp_path / "b" / "n1"
+    node.mkdir(parents=True)
+    (node / "hostname.txt").write_text("n1\n")
+    (node / "os_release.txt").symlink_to(secret)
+    os.mkfifo(node / "uname.txt")
+    r = check_bundle(tmp_path / "b", tmp_path)
+    assert r.returncode in (0, 1), r.stderr
+    assert "SECRET-CONTENT" not in r.stdout
+
+
+def test_wrongly_typed_bundle_metadata_is_a_usage_error(tmp_path):
+    for meta, bundle_meta in (({"rcs": "x"}, None), ({"elapsed": "slow"}, None), ({"error": ["x"]}, None),
+                              ({}, {"hosts": {"a": 1}}), ({}, {"areas": "ib"}), ({}, [1, 2])):
+        b = tmp_path / f"b{abs(hash(json.dumps([meta, bundle_meta])))}"
+        (b / "n1").mkdir(parents=True)
+        (b / "n1" / "hostname.txt").write_text("n1\n")
+        (b / "n1" / "_node.json").write_text(json.dumps(meta))
+        if bundle_meta is not None:
+            (b / "_bundle.json").write_text(json.dumps(bundle_meta))
+        r = check_bundle(b, tmp_path)
+        assert r.returncode == 2 and "Traceback" not in r.stderr and "--bundle" in r.stderr, (meta, bundle_meta, r.stderr)

@@ -15,7 +15,6 @@ from nccldiag.model.findings import Status
 from nccldiag.probe import analysis, launch
 from nccldiag.probe.plan import Setting
 from nccldiag.probe.runner import NodeRun, SettingRun
-from nccldiag.probe.runner import Setting as RunSetting
 
 # --rdzv-backend=c10d --rdzv-endpoint=10.213.66.2:29555 (node's own name not in /etc/hosts)
 C10D_UNRESOLVED = """\
@@ -63,7 +62,7 @@ def command(rank):
 
 
 def launch_finding(stderr, host="n2", rank=1):
-    run = SettingRun(setting=RunSetting("default"), commands={host: command(rank)}, run_id=RUN_ID)
+    run = SettingRun(setting=Setting("default"), commands={host: command(rank)}, run_id=RUN_ID)
     run.nodes[host] = NodeRun(host, rc=1, stderr_tail=stderr)
     report = analysis.analyze(runs=[run], settings=[Setting("default", {})], backend="gloo", require_ib=False,
                               launcher="torchrun", hosts=[host], unreachable={}, problems={}, loopback={},
@@ -106,7 +105,7 @@ def test_a_rank_init_error_gets_the_interface_cause():
     recs += [{"type": "error", "rank": 0, "host": "n1", "phase": "init",
               "message": "RuntimeError: [enforce fail at device.cc:84] ifa != nullptr. Unable to find address for: eth9"},
              {"type": "end", "rank": 0, "host": "n1", "status": "error", "exit_code": 3}]
-    run = SettingRun(setting=RunSetting("default"), records=recs, run_id=RUN_ID)
+    run = SettingRun(setting=Setting("default"), records=recs, run_id=RUN_ID)
     run.nodes["n1"] = NodeRun("n1", rc=1)
     report = analysis.analyze(runs=[run], settings=[Setting("default", {})], backend="gloo", require_ib=False,
                               launcher="torchrun", hosts=["n1"], unreachable={}, problems={}, loopback={},
@@ -116,7 +115,7 @@ def test_a_rank_init_error_gets_the_interface_cause():
 
 
 def test_survivor_fix_is_the_environ_based_kill_the_probe_uses():
-    run = SettingRun(setting=RunSetting("default"), run_id=RUN_ID, survivors={"n1": ["123 python3 -m x"]},
+    run = SettingRun(setting=Setting("default"), run_id=RUN_ID, survivors={"n1": ["123 python3 -m x"]},
                      kill_errors={"n2": "timed out"})
     run.nodes["n1"] = NodeRun("n1", rc=0)
     report = analysis.analyze(runs=[run], settings=[Setting("default", {})], backend="gloo", require_ib=False,
