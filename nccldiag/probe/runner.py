@@ -212,32 +212,27 @@ def run_setting(
     for t in threads.values():
         t.start()
     deadline = start + timeout
-    while any(t.is_alive() for t in threads.values()):
-        now = time.monotonic()
-        if now >= deadline:
-            out.timed_out = True
-            break
-        if failed.is_set():
-            failed.clear()
-            deadline = min(deadline, now + grace)
-            out.aborted_after_failure = True
-        for t in threads.values():
-            if t.is_alive():
-                t.join(min(0.2, max(0.0, deadline - time.monotonic())))
+    interrupted = False
+    try:
+        while any(t.is_alive() for t in threads.values()):
+            now = time.monotonic()
+            if now >= deadline:
+                out.timed_out = True
                 break
+            if failed.is_set():
+                failed.clear()
+                deadline = min(deadline, now + grace)
+                out.aborted_after_failure = True
+            for t in threads.values():
+                if t.is_alive():
+                    t.join(min(0.2, max(0.0, deadline - time.monotonic())))
+                    break
+    except KeyboardInterrupt:
+        interrupted = True  # the ranks are killed below all the same, then the interrupt goes on
     cancel.set()
-    # kill every process of the run on every node, then look for survivors
-    kill = launch.kill_command(run_id)
-    check = launch.survivors_command(run_id)
-
-    def reap(node) -> None:
-        r = node.run(kill + "; " + check, 15)
-        if r.error:
-            out.kill_errors[node.name] = r.error.message
-        elif r.stdout.strip():
-            out.survivors[node.name] = r.stdout.strip().splitlines()
-
-    fan_out(active, reap, fanout)
+    reap_all(active, run_id, fanout, out)
+    if interrupted:
+        raise KeyboardInterrupt
     for name, t in threads.items():
         t.join(5)
         if name not in out.nodes:
@@ -246,6 +241,23 @@ def run_setting(
         out.logs.update(fetch_logs(active, log_glob, fanout=fanout))
     out.elapsed = time.monotonic() - start
     return out
+
+
+def reap_all(nodes: Sequence, run_id: str, fanout: int, out: Optional[SettingRun] = None) -> None:
+    """Kill every process of run ``run_id`` on every node, then look for survivors (one round trip each)."""
+    kill = launch.kill_command(run_id)
+    check = launch.survivors_command(run_id)
+
+    def reap(node) -> None:
+        r = node.run(kill + "; " + check, 15)
+        if out is None:
+            return
+        if r.error:
+            out.kill_errors[node.name] = r.error.message
+        elif r.stdout.strip():
+            out.survivors[node.name] = r.stdout.strip().splitlines()
+
+    fan_out(list(nodes), reap, fanout)
 
 
 def fetch_logs(nodes: Sequence, pattern: str, timeout: float = 30, fanout: int = 64) -> Dict[str, str]:

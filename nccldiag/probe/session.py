@@ -129,89 +129,105 @@ def run(hosts: Sequence[Host], opts: ProbeOptions,
             n.close()
         return report
 
-    if local:
-        import tempfile
+    try:
+        if local:
+            import tempfile
 
-        rundir = tempfile.mkdtemp(prefix=f"{run_id}-")
-        prep = runner.Prepared(run_id, rundir, "127.0.0.1", 0, {live[0].name: None}, {}, {}, {})
-        prep.info[live[0].name] = {"torch": True, "gpus": _local_gpus()}
-        if opts.python == "python3":
-            opts.python = sys.executable
-    else:
-        prep = runner.prepare(live, opts.python, opts.ifname, opts.shared_dir, timeout=opts.ssh.command_timeout,
-                              run_id=run_id, stage=not opts.dry_run, fanout=opts.fanout)
-    participants = [n for n in live if n.name not in prep.problems]
+            rundir = tempfile.mkdtemp(prefix=f"{run_id}-")
+            prep = runner.Prepared(run_id, rundir, "127.0.0.1", 0, {live[0].name: None}, {}, {}, {})
+            prep.info[live[0].name] = {"torch": True, "gpus": _local_gpus()}
+            if opts.python == "python3":
+                opts.python = sys.executable
+        else:
+            prep = runner.prepare(live, opts.python, opts.ifname, opts.shared_dir, timeout=opts.ssh.command_timeout,
+                                  run_id=run_id, stage=not opts.dry_run, fanout=opts.fanout)
+        participants = [n for n in live if n.name not in prep.problems]
 
-    gpus = min((prep.info.get(n.name, {}).get("gpus", 0) for n in participants), default=0)
-    backend = opts.backend if opts.backend != "auto" else ("nccl" if gpus > 0 else "gloo")
-    nproc = opts.nproc_per_node or (hosts[0].slots if hosts and hosts[0].slots else None) or (gpus if backend == "nccl" and gpus else 2)
-    timeout = opts.timeout or (600.0 if backend == "nccl" else 120.0)
-    pg_timeout = max(5, int(timeout * 0.5))
-    settings = plan.build_settings(backend, opts.require_ib, opts.custom, opts.settings_mode)
+        gpus = min((prep.info.get(n.name, {}).get("gpus", 0) for n in participants), default=0)
+        backend = opts.backend if opts.backend != "auto" else ("nccl" if gpus > 0 else "gloo")
+        nproc = opts.nproc_per_node or (hosts[0].slots if hosts and hosts[0].slots else None) or (gpus if backend == "nccl" and gpus else 2)
+        timeout = opts.timeout or (600.0 if backend == "nccl" else 120.0)
+        pg_timeout = max(5, int(timeout * 0.5))
+        settings = plan.build_settings(backend, opts.require_ib, opts.custom, opts.settings_mode)
 
-    runs: List[runner.SettingRun] = []
-    dry: List[Tuple[str, str, str]] = []  # (setting, host, command) for --dry-run
-    can_run = bool(participants) and len(participants) == len(live) and not unreachable
-    if can_run and not opts.dry_run:
-        os.makedirs(out_dir, mode=0o700, exist_ok=True)
-    with (open(os.path.join(out_dir, "records.jsonl"), "x", encoding="utf-8") if can_run and not opts.dry_run
-          else open(os.devnull, "w", encoding="utf-8")) as rec_file:
-        lock = threading.Lock()
+        runs: List[runner.SettingRun] = []
+        dry: List[Tuple[str, str, str]] = []  # (setting, host, command) for --dry-run
+        can_run = bool(participants) and len(participants) == len(live) and not unreachable
+        if can_run and not opts.dry_run:
+            os.makedirs(out_dir, mode=0o700, exist_ok=True)
+        with (open(os.path.join(out_dir, "records.jsonl"), "x", encoding="utf-8") if can_run and not opts.dry_run
+              else open(os.devnull, "w", encoding="utf-8")) as rec_file:
+            lock = threading.Lock()
 
-        def on_record(rec: dict) -> None:
-            with lock:
-                rec_file.write(json.dumps(rec) + "\n")
-                rec_file.flush()
+            def on_record(rec: dict) -> None:
+                with lock:
+                    rec_file.write(json.dumps(rec) + "\n")
+                    rec_file.flush()
 
-        for i, setting in enumerate(settings):
-            env = dict(setting.env)
-            env.update(_debug_env(backend, prep.rundir, setting.name))
-            spec = launch.LaunchSpec(
-                run_id=prep.run_id, rundir=prep.rundir, python=opts.python, nproc_per_node=nproc,
-                rdzv_host=prep.rdzv_host, rdzv_port=prep.rdzv_port, env=env,
-                worker_args=worker_args(opts, backend, pg_timeout),
-                join_timeout=max(10, min(60, int(timeout * 0.25))), use_installed=local,
-            )
-            commands = build_commands(opts.launcher, spec, participants, prep, timeout, local)
-            if opts.dry_run:
-                dry.extend((setting.name, host, cmd) for host, cmd in commands.items())
-                continue
-            if not can_run:
-                break
-            mkdir = f"mkdir -p {shlex.quote(prep.rundir + '/' + setting.name)} && "
-            commands = {h: mkdir + c for h, c in commands.items()}
-            if progress is not None:
-                progress(f"setting {i + 1}/{len(settings)}: {setting.name}")
-            glob = f"{shlex.quote(prep.rundir)}/{shlex.quote(setting.name)}/nccl.*.log" if backend == "nccl" else None
-            sr = runner.run_setting(participants, commands, setting, timeout,
-                                    grace=min(30.0, pg_timeout + 10.0), run_id=prep.run_id,
-                                    on_record=on_record, log_glob=glob, fanout=opts.fanout)
-            _save_logs(out_dir, setting.name, sr.logs)
-            runs.append(sr)
-    if opts.dry_run:
-        if not local:
-            runner.cleanup(live, prep.rundir, fanout=opts.fanout)
+            for i, setting in enumerate(settings):
+                env = dict(setting.env)
+                env.update(_debug_env(backend, prep.rundir, setting.name))
+                spec = launch.LaunchSpec(
+                    run_id=prep.run_id, rundir=prep.rundir, python=opts.python, nproc_per_node=nproc,
+                    rdzv_host=prep.rdzv_host, rdzv_port=prep.rdzv_port, env=env,
+                    worker_args=worker_args(opts, backend, pg_timeout),
+                    join_timeout=max(10, min(60, int(timeout * 0.25))), use_installed=local,
+                )
+                commands = build_commands(opts.launcher, spec, participants, prep, timeout, local)
+                if opts.dry_run:
+                    dry.extend((setting.name, host, cmd) for host, cmd in commands.items())
+                    continue
+                if not can_run:
+                    break
+                mkdir = f"mkdir -p {shlex.quote(prep.rundir + '/' + setting.name)} && "
+                commands = {h: mkdir + c for h, c in commands.items()}
+                if progress is not None:
+                    progress(f"setting {i + 1}/{len(settings)}: {setting.name}")
+                glob = f"{shlex.quote(prep.rundir)}/{shlex.quote(setting.name)}/nccl.*.log" if backend == "nccl" else None
+                sr = runner.run_setting(participants, commands, setting, timeout,
+                                        grace=min(30.0, pg_timeout + 10.0), run_id=prep.run_id,
+                                        on_record=on_record, log_glob=glob, fanout=opts.fanout)
+                _save_logs(out_dir, setting.name, sr.logs)
+                runs.append(sr)
+        if opts.dry_run:
+            if not local:
+                runner.cleanup(live, prep.rundir, fanout=opts.fanout)
+            for n in nodes:
+                n.close()
+            report = analysis.ProbeReport(backend=backend, launcher=opts.launcher, hosts=[n.name for n in nodes],
+                                          nproc_per_node=nproc, run_id=run_id)
+            report.commands = dry
+            return report
+        cleanup_failed = ({} if local or opts.shared_dir
+                          else runner.cleanup(live, prep.rundir, timeout=min(15.0, opts.ssh.command_timeout), fanout=opts.fanout))
+        if local:
+            import shutil
+
+            shutil.rmtree(prep.rundir, ignore_errors=True)
         for n in nodes:
             n.close()
-        report = analysis.ProbeReport(backend=backend, launcher=opts.launcher, hosts=[n.name for n in nodes],
-                                      nproc_per_node=nproc, run_id=run_id)
-        report.commands = dry
+        report = analysis.analyze(
+            runs=runs, settings=settings, backend=backend, require_ib=opts.require_ib, launcher=opts.launcher,
+            hosts=[n.name for n in nodes], unreachable=unreachable, problems=prep.problems, loopback=prep.loopback,
+            ifnames=prep.ifnames, nproc_per_node=nproc, out_dir=out_dir if runs else None, cleanup_failed=cleanup_failed,
+            elapsed=time.monotonic() - t0, timeout=timeout, run_id=prep.run_id,
+        )
         return report
-    cleanup_failed = ({} if local or opts.shared_dir
-                      else runner.cleanup(live, prep.rundir, timeout=min(15.0, opts.ssh.command_timeout), fanout=opts.fanout))
-    if local:
-        import shutil
+    except KeyboardInterrupt:
+        # Ctrl-C: kill the run's processes on every node and remove its run directories, then stop
+        runner.reap_all(live, run_id, opts.fanout)
+        if local:
+            import glob
+            import shutil
+            import tempfile
 
-        shutil.rmtree(prep.rundir, ignore_errors=True)
-    for n in nodes:
-        n.close()
-    report = analysis.analyze(
-        runs=runs, settings=settings, backend=backend, require_ib=opts.require_ib, launcher=opts.launcher,
-        hosts=[n.name for n in nodes], unreachable=unreachable, problems=prep.problems, loopback=prep.loopback,
-        ifnames=prep.ifnames, nproc_per_node=nproc, out_dir=out_dir if runs else None, cleanup_failed=cleanup_failed,
-        elapsed=time.monotonic() - t0, timeout=timeout, run_id=prep.run_id,
-    )
-    return report
+            for d in glob.glob(os.path.join(tempfile.gettempdir(), f"{run_id}-*")):
+                shutil.rmtree(d, ignore_errors=True)
+        else:
+            runner.cleanup(live, os.path.join(opts.shared_dir or "/tmp", run_id), fanout=opts.fanout)
+        for n in nodes:
+            n.close()
+        raise
 
 
 def _local_gpus() -> int:

@@ -10,14 +10,15 @@ that waits for a free slot never loses time to the hosts before it.
 
 Results come back in input order; ``on_result`` sees each one as it
 arrives, so a caller can write it out before the slowest host answers.
-Ctrl-C (or ``cancel`` being set) starts no further host; the work in
-flight sees the same ``cancel`` event and is expected to stop early.
+Ctrl-C (or ``cancel`` being set) starts no further host and returns at once:
+the workers are daemon threads, so work still in flight (each piece bounded
+by its own timeouts) never holds the process at exit.
 """
 from __future__ import annotations
 
-import concurrent.futures as cf
+import queue
 import threading
-from typing import Callable, Dict, List, Optional, Sequence, TypeVar
+from typing import Callable, Dict, List, Optional, Sequence, Tuple, TypeVar
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -32,33 +33,49 @@ def fan_out(
 ) -> List[R]:
     """``[work(item) for item in items]``, ``fanout`` at a time, in item order.
 
-    ``work`` must not raise for per-host failures (it returns them as
-    values); an exception escaping ``work`` is a bug and is re-raised. When
-    ``cancel`` is set, items not yet started are left out and the call
-    returns what finished (a KeyboardInterrupt sets it and is re-raised).
+    ``work`` must not raise for per-host failures (it returns them as values);
+    an exception escaping ``work`` is a bug and is re-raised. When ``cancel``
+    is set, items not yet started are left out and the call returns what
+    finished; a KeyboardInterrupt sets it and is re-raised.
     """
     if not items:
         return []
     cancel = cancel if cancel is not None else threading.Event()
+    todo: "queue.SimpleQueue[int]" = queue.SimpleQueue()
+    for i in range(len(items)):
+        todo.put(i)
+    done: "queue.SimpleQueue[Tuple[int, bool, object]]" = queue.SimpleQueue()
+
+    def worker() -> None:
+        while not cancel.is_set():
+            try:
+                i = todo.get_nowait()
+            except queue.Empty:
+                return
+            try:
+                done.put((i, True, work(items[i])))
+            except BaseException as exc:  # handed to the caller's thread
+                done.put((i, False, exc))
+
+    threads = [threading.Thread(target=worker, name=f"nccldiag-{k}", daemon=True)
+               for k in range(max(1, min(fanout, len(items))))]
+    for t in threads:
+        t.start()
     results: Dict[int, R] = {}
-    pool = cf.ThreadPoolExecutor(max_workers=max(1, min(fanout, len(items))), thread_name_prefix="nccldiag")
-
-    def guarded(item: T):
-        return None if cancel.is_set() else (work(item),)
-
-    futures = {pool.submit(guarded, item): i for i, item in enumerate(items)}
     try:
-        for fut in cf.as_completed(futures):
-            i = futures[fut]
-            out = fut.result()
-            if out is None:
+        while len(results) < len(items):
+            try:
+                i, ok, value = done.get(timeout=0.2)
+            except queue.Empty:
+                if cancel.is_set() or not any(t.is_alive() for t in threads):
+                    break  # cancelled: what is in flight is not waited for
                 continue
-            results[i] = out[0]
+            if not ok:
+                raise value  # type: ignore[misc]
+            results[i] = value  # type: ignore[assignment]
             if on_result is not None:
                 on_result(items[i], results[i])
     except BaseException:
         cancel.set()
-        pool.shutdown(wait=False, cancel_futures=True)
         raise
-    pool.shutdown(wait=True)
     return [results[i] for i in range(len(items)) if i in results]

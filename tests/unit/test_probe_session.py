@@ -60,3 +60,32 @@ def test_dry_run_and_usage_errors(tmp_path):
     assert r.exit_code == 2 and "Traceback" not in r.output
     r = cli.invoke(main, ["probe", "--max-bytes", "lots", "--dry-run"])
     assert r.exit_code == 2 and "size 'lots'" in r.output
+
+
+def test_ctrl_c_kills_the_run_everywhere_and_leaves_nothing(tmp_path):
+    """SIGINT while the ranks run: exit 130, no process of the run left, no run directory left."""
+    import signal
+    import sys
+
+    state = tmp_path / "state"
+    env = {**os.environ, "XDG_STATE_HOME": str(state), "NO_COLOR": "1"}
+    proc = subprocess.Popen([sys.executable, "-m", "nccldiag", "probe", "--backend", "gloo", "--nproc-per-node", "2",
+                             "--iters", "2000", "--max-bytes", "1M", "--timeout", "120"],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    records = None
+    while time.monotonic() < deadline and records is None:
+        found = list(state.glob("nccldiag/probe/*/records.jsonl"))
+        if found and '"type": "result"' in found[0].read_text():
+            records = found[0]
+        time.sleep(0.1)
+    assert records is not None, "the probe never reported a result"
+    run_id = records.parent.name
+    assert no_probe_processes(run_id), "the ranks are running"
+    t0 = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and "interrupted" in err and "Traceback" not in err
+    assert time.monotonic() - t0 < 30
+    assert no_probe_processes(run_id) == []
+    assert not list(tmp_path.parent.glob(f"{run_id}-*")) and not list(__import__("glob").glob(f"/tmp/{run_id}-*"))
