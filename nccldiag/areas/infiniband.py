@@ -20,7 +20,6 @@ sysfs is kept and the disagreement noted.
 from __future__ import annotations
 
 import ipaddress
-import os
 import re
 from collections import Counter
 from dataclasses import dataclass, field
@@ -315,36 +314,6 @@ def parse_dump(text: Optional[str]) -> Tuple[Dict[str, str], Dict[str, str]]:
             buf.append(line)
     close()
     return files, links
-
-
-def tree_from_dump(text: Optional[str]) -> Dict[str, str]:
-    """``{path: content}`` of the files in a ``==> path <==`` dump (symlinks left out)."""
-    return parse_dump(text)[0]
-
-
-def write_tree(text: str, root: str) -> List[str]:
-    """Recreate a dump as a directory tree under ``root`` (files, then symlinks); returns the paths written.
-
-    A file's content is written without the blank line that ``_dump`` adds
-    after each file, so that dumping the tree again gives the same text.
-    """
-    files, links = parse_dump(text)
-    written = []
-    for path, content in files.items():
-        dest = os.path.join(root, path.lstrip("/"))
-        os.makedirs(os.path.dirname(dest), exist_ok=True)
-        body = content.rstrip("\n")
-        with open(dest, "w", encoding="utf-8") as f:
-            f.write(body + "\n" if body else "")
-        written.append(dest)
-    for path, target in links.items():
-        dest = os.path.join(root, path.lstrip("/").rstrip("/"))
-        if os.path.lexists(dest):
-            continue
-        os.makedirs(os.path.dirname(dest), exist_ok=True)
-        os.symlink(target.rstrip("/"), dest)
-        written.append(dest)
-    return written
 
 
 # ---- per-source parsers: each returns {(device, port): IbPort} -------------------------------------

@@ -12,6 +12,7 @@ from nccldiag.collect.script import build_script
 from nccldiag.collect.sections import split_sections
 from nccldiag.model.findings import Status
 from tests import real
+from tests.trees import write_tree
 
 SUBDIR_SOURCE = {
     "sysfs-infiniband": "ib_sysfs",
@@ -477,7 +478,7 @@ def _key(f: ib.IbFacts):
 @pytest.mark.parametrize("name", real.names(real.NODE / "sysfs-infiniband"))
 def test_snippet_reads_fixture_trees_like_the_fixture(tmp_path, name):
     dump = text("sysfs-infiniband", name)
-    ib.write_tree(dump, str(tmp_path))
+    write_tree(dump, str(tmp_path))
     collected = _collect(tmp_path)
     assert collected["ib_sysfs"].startswith("==> /sys/class/infiniband/")
     assert "counters" not in collected["ib_sysfs"]  # only what the checks read
@@ -485,7 +486,7 @@ def test_snippet_reads_fixture_trees_like_the_fixture(tmp_path, name):
 
 
 def test_snippet_prints_only_nonzero_gids_with_types_and_netdevs(tmp_path):
-    ib.write_tree(text("sysfs-infiniband", "gpud-h100-ndr400-8ib-plus-bond-ethernet.txt"), str(tmp_path))
+    write_tree(text("sysfs-infiniband", "gpud-h100-ndr400-8ib-plus-bond-ethernet.txt"), str(tmp_path))
     # constructed, not captured: a 256-entry GID table for the RoCE bond (4 non-zero entries, as the kernel
     # makes for one IPv4 address), and the IPoIB netdev of mlx5_0
     port = tmp_path / "sys/class/infiniband/mlx5_bond_0/ports/1"
@@ -523,9 +524,9 @@ def test_snippet_prints_nothing_without_infiniband_class(tmp_path):
 
 def test_tree_from_dump_and_symlinks(tmp_path):
     dump = text("sysfs-infiniband", "node_exporter-sys-ttar-infiniband-pci-net.txt")
-    tree = ib.tree_from_dump(dump)
+    tree = ib.parse_dump(dump)[0]
     assert tree["/sys/class/infiniband/mlx4_0/ports/2/rate"] == "40 Gb/sec (4X QDR)\n"
     assert "/sys/bus/pci/devices/0000:01:00.0" not in tree
-    ib.write_tree(dump, str(tmp_path))
+    write_tree(dump, str(tmp_path))
     link = tmp_path / "sys/bus/pci/devices/0000:01:00.0"
     assert link.is_symlink() and (link / "current_link_speed").read_text() == "8.0 GT/s PCIe\n"

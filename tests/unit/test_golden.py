@@ -59,8 +59,8 @@ from typing import Dict, List, Optional
 
 import pytest
 
-from nccldiag.areas import infiniband as ib
 from tests import real
+from tests.trees import write_tree
 
 from . import bundles as B
 
@@ -205,7 +205,7 @@ def healthy_h100(n: Node) -> None:
     n.file("proc/cmdline", B.fixture("proc-cmdline/hotsos-openstack-vm-no-iommu-flags.txt"))
     dmesg(n, "dmesg-iommu/hotsos-kvm-guest-only-default-domain-line.txt")
     n.prints("lspci", real.node("lspci/gpud-h100-dell-pex890xx-gpu0-path-acs-off.txt"))
-    ib.write_tree(B.fixture("sysfs-infiniband/gpud-h100-ndr400-8ib-plus-bond-ethernet.txt"), str(n.root))
+    write_tree(B.fixture("sysfs-infiniband/gpud-h100-ndr400-8ib-plus-bond-ethernet.txt"), str(n.root))
     n.prints("ibstat", real.node("ibstat/gpud-h100-ib-ndr-all-active-space-indented.txt"))
     # an lsmod capture stands for /proc/modules (the gdr parser reads both formats)
     n.file("proc/modules", B.fixture("lsmod-modules/azhpc-lsmod-centos-nv_peer_mem-mlx5.txt"))
