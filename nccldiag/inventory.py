@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Optional, Tuple
 
 from nccldiag.model.errors import InventoryError
@@ -356,26 +356,24 @@ def build(
             raise InventoryError("-x", "nothing to exclude from: give a hostfile or -w")
         return None
     excluded = set(merged.excluded)
-    seen: Dict[str, str] = {}
+    seen: Dict[str, Host] = {}
     result = Inventory(excluded=sorted(excluded))
     for h in merged.hosts:
         if h.name in excluded:
             continue
-        if h.name in seen:
-            result.duplicates.append((h.name, h.where, seen[h.name]))
+        first = seen.get(h.name)
+        if first is not None:
+            if (h.user, h.port) != (first.user, first.port):
+                raise InventoryError(h.where, f"{h.name} as {_how(h)} conflicts with {first.where}, where it is "
+                                              f"{_how(first)}: one host cannot be reached two ways")
+            result.duplicates.append((h.name, h.where, first.where))
             continue
-        seen[h.name] = h.where
+        seen[h.name] = h
         result.hosts.append(h)
     if not result.hosts:
         raise InventoryError("inventory", "no hosts left to check (all excluded or the hostfile is empty)")
     return result
 
 
-def local_host() -> Host:
-    import socket
-
-    return Host(name=socket.gethostname(), where="local")
-
-
-def with_user(host: Host, user: Optional[str]) -> Host:
-    return replace(host, user=user) if user and not host.user else host
+def _how(h: Host) -> str:
+    return f"user {h.user or '(default)'}, port {h.port or '(default)'}"

@@ -193,3 +193,15 @@ def test_slot_counts_are_capped_and_a_port_like_count_says_so():
     with pytest.raises(InventoryError, match="limit 1024"):
         parse("node slots=5000\n")
     assert parse("node:8\n")[0].slots == 8
+
+
+def test_the_same_host_two_ways_is_a_conflict_not_a_silent_drop(tmp_path):
+    f = tmp_path / "hosts.txt"
+    f.write_text("admin@gpu01\ngpu02\ngpu01 port=2222\n")
+    with pytest.raises(InventoryError) as exc:
+        inventory.build([str(f)])
+    msg = str(exc.value)
+    assert msg.startswith(f"{f}:3: gpu01") and f"conflicts with {f}:1" in msg and "admin" in msg and "2222" in msg
+    f.write_text("gpu01\ngpu02\ngpu01\n")  # the same host the same way: checked once, and said
+    inv = inventory.build([str(f)])
+    assert inv.names == ["gpu01", "gpu02"] and inv.duplicates == [("gpu01", f"{f}:3", f"{f}:1")]
