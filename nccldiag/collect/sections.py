@@ -11,6 +11,7 @@ import os
 import re
 from typing import Dict, List, Optional
 
+from nccldiag.atomic import write_text
 from nccldiag.model.raw import RawNode
 
 SECTION_NAME = re.compile(r"^[A-Za-z0-9_]{1,64}$")  # every source name; nothing else becomes a file name
@@ -80,7 +81,7 @@ def write_node(bundle_dir: str, node: RawNode) -> str:
     for name, text in node.sections.items():
         if not SECTION_NAME.match(name):
             continue
-        _write_atomic(os.path.join(d, name + ".txt"), text)
+        write_text(os.path.join(d, name + ".txt"), text)
     meta = {
         "host": node.host,
         "rcs": node.rcs,
@@ -89,25 +90,8 @@ def write_node(bundle_dir: str, node: RawNode) -> str:
         "elapsed": round(node.elapsed, 3),
         "extra": node.extra,
     }
-    _write_atomic(os.path.join(d, NODE_META), json.dumps(meta, indent=1, sort_keys=True, default=str))
+    write_text(os.path.join(d, NODE_META), json.dumps(meta, indent=1, sort_keys=True, default=str))
     return d
-
-
-def _write_atomic(path: str, text: str) -> None:
-    """Write ``path`` through a new temporary file beside it: never half a file, never through a planted link."""
-    import tempfile
-
-    fd, tmp = tempfile.mkstemp(prefix=".", suffix=".tmp", dir=os.path.dirname(path))
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
 
 
 MAX_SECTION_BYTES = 64 * 1024 * 1024
@@ -204,8 +188,7 @@ def write_bundle_index(bundle_dir: str, hosts: List[str], meta: Optional[dict] =
     os.makedirs(bundle_dir, exist_ok=True)
     data = {"format": 1, "hosts": hosts}
     data.update(meta or {})
-    with open(os.path.join(bundle_dir, "_bundle.json"), "w", encoding="utf-8") as f:
-        json.dump(data, f, indent=1)
+    write_text(os.path.join(bundle_dir, "_bundle.json"), json.dumps(data, indent=1))
 
 
 def read_bundle_index(bundle_dir: str) -> dict:

@@ -5,11 +5,11 @@ import json
 import os
 import stat
 import sys
-import tempfile
 import time
 from typing import Any, Dict, Optional
 
 from nccldiag import __version__
+from nccldiag.atomic import write_text
 
 
 def envelope(schema: str, started: Optional[float] = None, elapsed: Optional[float] = None) -> Dict[str, Any]:
@@ -44,19 +44,7 @@ def write_json(data: Dict, path: str) -> None:
         with open(path, "w", encoding="utf-8") as f:
             f.write(text)
         return
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.chmod(tmp, 0o644 & ~_umask())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    write_text(path, text, mode=0o644 & ~_umask())
 
 
 def _umask() -> int:
