@@ -212,7 +212,7 @@ def run_setting(
     for t in threads.values():
         t.start()
     deadline = start + timeout
-    interrupted = False
+    interrupted: Optional[BaseException] = None
     try:
         while any(t.is_alive() for t in threads.values()):
             now = time.monotonic()
@@ -227,12 +227,12 @@ def run_setting(
                 if t.is_alive():
                     t.join(min(0.2, max(0.0, deadline - time.monotonic())))
                     break
-    except KeyboardInterrupt:
-        interrupted = True  # the ranks are killed below all the same, then the interrupt goes on
+    except KeyboardInterrupt as exc:
+        interrupted = exc  # the ranks are killed below all the same, then the interrupt goes on
     cancel.set()
     reap_all(active, run_id, fanout, out)
-    if interrupted:
-        raise KeyboardInterrupt
+    if interrupted is not None:
+        raise interrupted
     for name, t in threads.items():
         t.join(5)
         if name not in out.nodes:
