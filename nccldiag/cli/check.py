@@ -22,7 +22,7 @@ def collect_options(kw, mesh_mode: str = "none", extra_sources=()):
     )
 
 
-def run_collection(kw, areas_sel, save_dir: Optional[str], extra_sources=(), mesh_mode="first"):
+def run_collection(kw, areas_sel, save_dir: Optional[str], extra_sources=(), mesh_mode="first", not_saved=None):
     """Collect live with a progress bar on a terminal; each node saved as it arrives."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -45,7 +45,7 @@ def run_collection(kw, areas_sel, save_dir: Optional[str], extra_sources=(), mes
             progress.update(task, advance=1, last=last)
 
         opts = collect_options(kw, mesh_mode, extra_sources)
-        return session.collect(inventory(kw), areas_sel, opts, save_dir, on_start, on_node)
+        return session.collect(inventory(kw), areas_sel, opts, save_dir, on_start, on_node, not_saved)
 
 
 @click.command("check", context_settings=CONTEXT)
