@@ -18,6 +18,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Sequence
 
+from nccldiag.node import node_program
 from nccldiag.probe import launch, results
 from nccldiag.probe.plan import Setting
 from nccldiag.transport.base import TransportError
@@ -63,16 +64,7 @@ class Prepared:
     hostnames: Dict[str, str] = field(default_factory=dict)  # inventory name -> the node's own host name
 
 
-_INFO_SNIPPET = """
-import glob, importlib.util as u, json, sys
-d = {"python": sys.version.split()[0], "executable": sys.executable}
-d["torch"] = bool(u.find_spec("torch"))
-d["mpi4py"] = bool(u.find_spec("mpi4py"))
-d["gpus"] = len(glob.glob("/proc/driver/nvidia/gpus/*"))
-import socket
-s = socket.socket(); s.bind(("", 0)); d["free_port"] = s.getsockname()[1]; s.close()
-print(json.dumps(d))
-"""
+_INFO_SNIPPET = node_program("info")
 
 
 def _archive(files: Dict[str, str]) -> str:
