@@ -1,6 +1,10 @@
 """Check areas, one module each, in report order.
 
-See :mod:`nccldiag.areas.base` for what a module provides.
+See :mod:`nccldiag.areas.base` for what a module provides. Most areas are
+node areas (``KIND = "node"``, the default): sources collected on each node,
+parsed and judged per node. ``ssh`` is the transport area (judged from how
+the node was reached) and ``consistency`` the cluster area (judged across all
+nodes after the others).
 """
 from __future__ import annotations
 
@@ -9,6 +13,7 @@ from types import ModuleType
 from typing import Iterable, List, Optional
 
 AREA_MODULES = (
+    "ssh",
     "system",
     "iommu",
     "pcie",
@@ -18,7 +23,10 @@ AREA_MODULES = (
     "topology",
     "limits",
     "python",
+    "consistency",
 )
+
+ALWAYS = ("ssh", "system")  # every report is keyed by them
 
 
 def all_areas() -> List[ModuleType]:
@@ -29,8 +37,16 @@ def area_names() -> List[str]:
     return [a.NAME for a in all_areas()]
 
 
+def kind(area: ModuleType) -> str:
+    return getattr(area, "KIND", "node")
+
+
 def select(only: Optional[Iterable[str]] = None, skip: Optional[Iterable[str]] = None) -> List[ModuleType]:
-    """Areas chosen by ``--only``/``--skip``; unknown names raise ValueError."""
+    """Areas chosen by ``--only``/``--skip``; unknown names raise ValueError.
+
+    ``ssh`` and ``system`` are always chosen (every report is keyed by them);
+    ``consistency`` compares whatever node areas are chosen, unless skipped.
+    """
     areas = all_areas()
     names = [a.NAME for a in areas]
     only = [n.strip() for n in (only or []) if n.strip()]
@@ -38,8 +54,7 @@ def select(only: Optional[Iterable[str]] = None, skip: Optional[Iterable[str]] =
     unknown = [n for n in list(only) + list(skip) if n not in names]
     if unknown:
         raise ValueError(f"unknown area {', '.join(unknown)} (known: {', '.join(names)})")
-    chosen = [a for a in areas if (not only or a.NAME in only) and a.NAME not in skip]
-    # system facts are what every report is keyed by: always collected
-    if areas[0] not in chosen:
-        chosen.insert(0, areas[0])
-    return chosen
+    return [a for a in areas
+            if a.NAME in ALWAYS
+            or (kind(a) == "cluster" and a.NAME not in skip)
+            or ((not only or a.NAME in only) and a.NAME not in skip)]

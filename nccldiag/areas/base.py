@@ -17,7 +17,7 @@ collector per file in node_exporter). It declares:
               areas of the same node (``node.get("gpu")``), for judgements
               that depend on them (IOMMU matters only with GPUs).
 ``summarize(facts)`` optional: ``{key: value}`` compared across nodes by
-              :mod:`nccldiag.check.consistency` (driver version, GPU count, ...).
+              :mod:`nccldiag.areas.consistency` (driver version, GPU count, ...).
 
 Parsers must tolerate tabs turned into spaces, trailing blanks, missing
 sections (``None``), empty and truncated output: they never raise on text.

@@ -10,12 +10,11 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
-from nccldiag.check import consistency, mesh
+from nccldiag.areas import kind
 from nccldiag.areas.base import NodeFacts
 from nccldiag.model.raw import RawNode
-from nccldiag.model.findings import Finding, Status, error, ok, warn, worst
+from nccldiag.model.findings import Finding, Status, error, worst
 from nccldiag.model.findings import exit_code as findings_exit_code
-from nccldiag.transport.base import FIXES
 
 # Exit codes (documented in the README).
 
@@ -46,6 +45,7 @@ class CheckReport:
     started: float = field(default_factory=time.time)
     elapsed: float = 0.0
     inventory_notes: List[str] = field(default_factory=list)
+    cluster_areas: List[str] = field(default_factory=list)
 
     @property
     def findings(self) -> List[Finding]:
@@ -57,10 +57,9 @@ class CheckReport:
 
     @property
     def columns(self) -> List[str]:
-        cols = ["ssh"] + list(self.areas)
-        if any(f.area == consistency.AREA for f in self.findings):
-            cols.append(consistency.AREA)
-        return cols
+        """Report columns: every area, a cluster area only where it said something."""
+        said = {f.area for f in self.findings}
+        return [a for a in self.areas if a in said or a not in self.cluster_areas]
 
 
 def exit_code(nodes: Sequence[NodeReport]) -> int:
@@ -69,38 +68,21 @@ def exit_code(nodes: Sequence[NodeReport]) -> int:
                               incomplete=any(not n.reachable for n in nodes))
 
 
-def _transport_finding(raw: RawNode, local: bool) -> Finding:
-    if raw.error:
-        kind = raw.error.get("kind", "unknown")
-        return error(
-            "ssh",
-            f"ssh.{kind}",
-            raw.error.get("message", kind),
-            actual=kind,
-            fix=raw.error.get("fix") or FIXES.get(kind, ""),
-        )
-    how = "local (no SSH)" if local else "SSH"
-    notes = list(raw.extra.get("notes") or [])
-    connect = raw.extra.get("connect_s")
-    msg = f"{how}: collected in {raw.elapsed:.2f} s" + (f" (connect {connect:.2f} s)" if connect is not None else "")
-    if raw.truncated:
-        return warn("ssh", "ssh.collect", msg + "; output ended early (truncated)", evidence=notes)
-    return ok("ssh", "ssh.collect", msg, evidence=notes)
-
-
 def analyze_node(raw: RawNode, areas: Sequence[ModuleType], options: Optional[Mapping[str, Any]] = None) -> NodeReport:
-    """Parse and judge one node's raw outputs (pure)."""
+    """Judge how one node was reached, then parse and judge its raw outputs (pure)."""
     options = dict(options or {})
-    local = raw.extra.get("transport") == "local"
     report = NodeReport(host=raw.host, elapsed=raw.elapsed)
-    report.findings.append(_transport_finding(raw, local))
+    for area in areas:
+        if kind(area) == "transport":
+            report.findings.extend(area.judge_transport(raw))
     if raw.error:
         report.reachable = False
         for f in report.findings:
             f.host = raw.host
         return report
     node = NodeFacts(host=raw.host, options=options)
-    for area in areas:
+    node_areas = [a for a in areas if kind(a) == "node"]
+    for area in node_areas:
         try:
             node.facts[area.NAME] = area.parse(raw.sections)
         except Exception as exc:  # a parser bug must not hide the other areas
@@ -108,32 +90,23 @@ def analyze_node(raw: RawNode, areas: Sequence[ModuleType], options: Optional[Ma
                 error(area.NAME, f"{area.NAME}.parse", f"could not parse {area.NAME} outputs: {type(exc).__name__}: {exc}")
             )
             node.facts[area.NAME] = None
-    for area in areas:
+    for area in node_areas:
         if any(f.area == area.NAME and f.check.endswith(".parse") for f in report.findings):
             continue
         try:
             found = area.judge(node.facts.get(area.NAME), node)
         except Exception as exc:
             found = [error(area.NAME, f"{area.NAME}.judge", f"could not judge {area.NAME}: {type(exc).__name__}: {exc}")]
-        for f in found:
-            f.host = raw.host
         report.findings.extend(found)
-    targets = raw.extra.get("mesh_targets")
-    if targets:
-        report.findings.extend(mesh.judge(raw.host, targets, mesh.parse(raw.host, raw.sections.get("ssh_mesh", ""))))
     for f in report.findings:
         f.host = raw.host
     report.facts = node.facts
     return report
 
 
-def analyze(
-    raws: Sequence[RawNode], areas: Sequence[ModuleType], options: Optional[Mapping[str, Any]] = None
-) -> CheckReport:
-    """Judge every node, then compare nodes with each other."""
-    started = time.time()
-    nodes = [analyze_node(r, areas, options) for r in raws]
-    summaries: Dict[str, Dict[str, Optional[str]]] = {}
+def summaries(nodes: Sequence[NodeReport], areas: Sequence[ModuleType]) -> Dict[str, Dict[str, Optional[str]]]:
+    """``{host: {"area.key": value}}`` from each node area's ``summarize``, for the cluster areas."""
+    out: Dict[str, Dict[str, Optional[str]]] = {}
     for n in nodes:
         if not n.reachable:
             continue
@@ -141,18 +114,31 @@ def analyze(
         for area in areas:
             fn = getattr(area, "summarize", None)
             facts = n.facts.get(area.NAME)
-            if fn is None or facts is None:
+            if fn is None or facts is None or kind(area) != "node":
                 continue
             try:
                 for k, v in (fn(facts) or {}).items():
                     s[f"{area.NAME}.{k}"] = None if v is None else str(v)
             except Exception:
                 continue
-        summaries[n.host] = s
-    for host, found in consistency.judge(summaries).items():
-        node = next(n for n in nodes if n.host == host)
-        for f in found:
-            f.host = host
-        node.findings.extend(found)
-    return CheckReport(nodes=nodes, areas=[a.NAME for a in areas], started=started)
+        out[n.host] = s
+    return out
 
+
+def analyze(
+    raws: Sequence[RawNode], areas: Sequence[ModuleType], options: Optional[Mapping[str, Any]] = None
+) -> CheckReport:
+    """Judge every node, then the cluster areas across nodes."""
+    started = time.time()
+    nodes = [analyze_node(r, areas, options) for r in raws]
+    by_host = {n.host: n for n in nodes}
+    cluster = [a for a in areas if kind(a) == "cluster"]
+    if cluster:
+        summ = summaries(nodes, areas)
+        for area in cluster:
+            for host, found in area.judge_cluster(summ).items():
+                for f in found:
+                    f.host = host
+                by_host[host].findings.extend(found)
+    return CheckReport(nodes=nodes, areas=[a.NAME for a in areas], started=started,
+                       cluster_areas=[a.NAME for a in cluster])

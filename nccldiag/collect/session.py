@@ -85,5 +85,7 @@ def from_bundle(bundle: str, areas_sel: Sequence, only_given: bool) -> Tuple[Lis
     if collected is not None and (not isinstance(collected, list) or not all(isinstance(a, str) for a in collected)):
         raise UsageError(f"--bundle {bundle}: _bundle.json: 'areas' should be a list of area names")
     if collected and not only_given:
-        areas_sel = [a for a in areas_sel if a.NAME in collected or a.NAME == "system"]
+        from nccldiag.areas import ALWAYS, kind
+
+        areas_sel = [a for a in areas_sel if a.NAME in collected or a.NAME in ALWAYS or kind(a) != "node"]
     return raws, list(areas_sel)

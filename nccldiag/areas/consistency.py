@@ -1,6 +1,7 @@
 """Consistency across nodes: the node that differs from the majority.
 
-Each area may offer ``summarize(facts) -> {key: value}`` (driver version,
+A cluster area (``KIND = "cluster"``): it collects nothing on the nodes and
+judges all of them together, after every node area. Each area may offer ``summarize(facts) -> {key: value}`` (driver version,
 GPU count, kernel, IB firmware...). For every key, the value most nodes have
 is the expected one; a node with another value gets a finding that names the
 majority value and how many nodes have it.
@@ -12,10 +13,13 @@ from typing import Dict, List, Mapping, Optional
 
 from nccldiag.model.findings import Finding, ok, warn
 
-AREA = "consistency"
+NAME = AREA = "consistency"
+TITLE = "Consistency across nodes"
+KIND = "cluster"
+SOURCES = ()
 
 
-def judge(summaries: Mapping[str, Mapping[str, Optional[str]]]) -> Dict[str, List[Finding]]:
+def judge_cluster(summaries: Mapping[str, Mapping[str, Optional[str]]]) -> Dict[str, List[Finding]]:
     """``{host: findings}`` from ``{host: {"area.key": value}}``.
 
     Keys a node did not report (None: the tool or the hardware is absent
