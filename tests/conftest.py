@@ -1,5 +1,21 @@
-"""Test-suite wide: one line naming the tests skipped for want of the real-output fixtures."""
+"""Test-suite wide: run directories kept out of the home directory, and one line naming the tests
+skipped for want of the real-output fixtures."""
+import os
+import shutil
+import tempfile
+
 from tests import real
+
+_STATE = tempfile.mkdtemp(prefix="nccldiag-test-state-")
+
+
+def pytest_configure(config):
+    # every check and probe run keeps a run directory under $XDG_STATE_HOME: the tests' go here
+    os.environ["XDG_STATE_HOME"] = _STATE
+
+
+def pytest_unconfigure(config):
+    shutil.rmtree(_STATE, ignore_errors=True)
 
 
 def pytest_terminal_summary(terminalreporter):

@@ -1,4 +1,4 @@
-"""Command line: ``nccldiag check | collect | probe | log``.
+"""Command line: ``nccldiag check | collect | probe | log | report``.
 
 Each command lives in its own module and is registered here, explicitly.
 Exit codes: 0 healthy, 1 unhealthy (a check failed), 2 usage error (bad
@@ -14,7 +14,7 @@ import signal
 import click
 
 from nccldiag import __version__
-from nccldiag.cli import check, collect, log, probe
+from nccldiag.cli import check, collect, log, probe, report
 from nccldiag.cli.options import CONTEXT
 from nccldiag.model.errors import NccldiagError
 from nccldiag.model.findings import EXIT_INTERNAL
@@ -65,6 +65,7 @@ def main() -> None:
     nccldiag check hosts.txt       check every host of a hostfile over SSH
     nccldiag probe hosts.txt       run collective probes across the hosts
     nccldiag log nccl.*.log        read NCCL logs you already have
+    nccldiag report RUN_DIR        render a kept run again (--html, --junit, --prom, --json)
 
     Hostfiles: plain, Open MPI (host slots=N), MPICH (host:N), DeepSpeed,
     user@host, node sets (gpu[001-032]). Inside a Slurm allocation the hosts
@@ -79,3 +80,4 @@ main.add_command(check.check)
 main.add_command(collect.collect)
 main.add_command(probe.probe)
 main.add_command(log.log)
+main.add_command(report.report)

@@ -1,6 +1,8 @@
 """``nccldiag check``: check nodes and report findings."""
 from __future__ import annotations
 
+import json
+import os
 import sys
 import time
 from typing import Optional
@@ -10,7 +12,10 @@ import click
 from nccldiag.cli.options import (
     CONTEXT, areas, check_output_file, color_option, host_options, import_torch_option, inventory, ssh_options,
 )
+from nccldiag import rundir
 from nccldiag.model.errors import UsageError
+from nccldiag.report.jsonout import dumps
+from nccldiag.report import outputs
 
 
 def collect_options(kw, mesh_mode: str = "none", extra_sources=()):
@@ -22,8 +27,9 @@ def collect_options(kw, mesh_mode: str = "none", extra_sources=()):
     )
 
 
-def run_collection(kw, areas_sel, save_dir: Optional[str], extra_sources=(), mesh_mode="first", not_saved=None):
-    """Collect live with a progress bar on a terminal; each node saved as it arrives."""
+def run_collection(kw, areas_sel, save_dir: Optional[str], extra_sources=(), mesh_mode="first", not_saved=None,
+                   arrived=None):
+    """Collect live with a progress bar on a terminal; each node saved as it arrives (and given to ``arrived``)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from nccldiag.collect import session
@@ -43,9 +49,16 @@ def run_collection(kw, areas_sel, save_dir: Optional[str], extra_sources=(), mes
         def on_node(node) -> None:
             last = node.host + (" (" + node.error["kind"] + ")" if node.error else "")
             progress.update(task, advance=1, last=last)
+            if arrived is not None:
+                arrived(node)
 
         opts = collect_options(kw, mesh_mode, extra_sources)
-        return session.collect(inventory(kw), areas_sel, opts, save_dir, on_start, on_node, not_saved)
+        inv = inventory(kw)
+        raws, notes = session.collect(inv, areas_sel, opts, save_dir, on_start, on_node, not_saved)
+        if inv is None and arrived is not None:
+            for node in raws:  # this machine: collected in one go
+                arrived(node)
+        return raws, notes
 
 
 @click.command("check", context_settings=CONTEXT)
@@ -58,13 +71,16 @@ def run_collection(kw, areas_sel, save_dir: Optional[str], extra_sources=(), mes
 @click.option("--mesh", "mesh_mode", type=click.Choice(["first", "all", "none"]), default="first", show_default=True,
               help="Node-to-node SSH test: from the first node to every other (what mpirun needs), "
                    "between every ordered pair, or none.")
-@click.option("--json", "json_path", metavar="PATH|-", default=None, help="Write the report as JSON ('-' for stdout).")
+@outputs.options()
+@click.option("--run-dir", "run_dir", type=click.Path(file_okay=False), default=None,
+              help="Keep this run's results, raw outputs and report here, written as they arrive "
+                   "(default $XDG_STATE_HOME/nccldiag/check/<run id>); 'nccldiag report DIR' renders it again.")
 @click.option("--save", "save_dir", type=click.Path(file_okay=False), default=None,
               help="Also save the raw outputs as a bundle in DIR, each node as it arrives.")
 @click.option("--p2p-test", is_flag=True, help="Copy buffers between every GPU pair with torch and time them.")
 @click.option("-v", "--verbose", is_flag=True, help="Show ok and skip findings too.")
 @color_option
-def check(bundle, only, skip, mesh_mode, json_path, save_dir, p2p_test, verbose, color, **kw):
+def check(bundle, only, skip, mesh_mode, save_dir, run_dir, p2p_test, verbose, color, **kw):
     """Check nodes: SSH, IOMMU, PCIe ACS, InfiniBand/RoCE, GPUs and P2P, GPUDirect RDMA, limits.
 
     With no HOSTFILE and no -w, checks this machine without SSH.
@@ -72,11 +88,12 @@ def check(bundle, only, skip, mesh_mode, json_path, save_dir, p2p_test, verbose,
     from nccldiag.check import engine
     from nccldiag.report import check_report
     from nccldiag.report.console import console
-    from nccldiag.report.jsonout import write_json
 
     t0 = time.monotonic()
-    check_output_file(json_path, "--json")
+    outs = outputs.Outputs.pop(kw)
+    outs.validate()
     areas_sel = areas(only, skip)
+    run_dir, run_id = _run_dir(run_dir)
     extra = ()
     if p2p_test:
         from nccldiag.areas import topology
@@ -84,6 +101,7 @@ def check(bundle, only, skip, mesh_mode, json_path, save_dir, p2p_test, verbose,
         extra = topology.p2p_test_sources()
         # importing torch and starting CUDA on every GPU takes its time
         kw["command_timeout"] = max(kw["command_timeout"], 180.0)
+    options = {"p2p_test": p2p_test}
     if bundle:
         if kw["hostfiles"] or kw["hosts_exprs"]:
             raise UsageError("--bundle analyzes saved outputs: give no hostfile or -w with it")
@@ -91,16 +109,64 @@ def check(bundle, only, skip, mesh_mode, json_path, save_dir, p2p_test, verbose,
 
         raws, areas_sel = session.from_bundle(bundle, areas_sel, bool(only))
         notes = []
+        keep = _Keeper(run_dir, run_id, areas_sel, options, os.path.abspath(bundle))
+        for raw in raws:
+            keep.node(raw)
     else:
-        raws, notes = run_collection(kw, areas_sel, save_dir, extra, mesh_mode)
-    report = engine.analyze(raws, areas_sel, {"p2p_test": p2p_test})
+        keep = _Keeper(run_dir, run_id, areas_sel, options, None)
+        raws, notes = run_collection(kw, areas_sel, save_dir, extra, mesh_mode, arrived=keep.node)
+    keep.close()
+    report = engine.analyze(raws, areas_sel, options)
     report.elapsed = time.monotonic() - t0
     report.inventory_notes = notes
-    if json_path != "-":
+    doc = json.loads(dumps(check_report.to_json(report)))
+    if not outs.stdout_json:
         check_report.render(report, console(color=color), verbose=verbose)
-    if json_path:
-        try:
-            write_json(check_report.to_json(report), json_path)
-        except OSError as exc:
-            raise UsageError(f"--json {json_path}: cannot write: {exc.strerror or exc}") from None
+    rundir.save_report(run_dir, doc)
+    if not outs.stdout_json:
+        console(stderr=True, color=color).print(f"run directory: {run_dir}", style="muted", markup=False,
+                                              highlight=False, soft_wrap=True)
+    outs.write(doc)
     sys.exit(report.exit_code)
+
+
+def _run_dir(given: Optional[str]):
+    """The run directory (checked before any work) and the run's id."""
+    from nccldiag.probe.runner import new_run_id
+
+    run_id = new_run_id()
+    path = given or os.path.join(rundir.state_dir("check"), run_id)
+    return rundir.prepare(path), run_id
+
+
+class _Keeper:
+    """Writes the run directory of a check as nodes arrive: raw outputs (a bundle) and one judged line each."""
+
+    def __init__(self, path: str, run_id: str, areas_sel, options, bundle: Optional[str]):
+        self.path = path
+        self.areas = areas_sel
+        self.options = options
+        self.bundle = bundle
+        rundir.create(path, {"command": "check", "run_id": run_id, "schema": "nccldiag.check/1",
+                             "areas": [a.NAME for a in areas_sel], "options": options, "bundle": bundle,
+                             "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
+        self.lines = rundir.Lines(os.path.join(path, "nodes.jsonl"))
+        self.raw = os.path.join(path, "raw")
+        self.indexed = False
+
+    def node(self, raw) -> None:
+        from nccldiag.check import engine
+        from nccldiag.collect import sections
+
+        if self.bundle is None:
+            if not self.indexed:
+                sections.write_bundle_index(self.raw, [], {"transport": raw.extra.get("transport", "ssh"),
+                                                           "areas": [a.NAME for a in self.areas]})
+                self.indexed = True
+            sections.write_node(self.raw, raw)
+        nr = engine.analyze_node(raw, self.areas, self.options)
+        self.lines.add({"host": nr.host, "status": nr.status.value, "reachable": nr.reachable,
+                        "elapsed_s": round(nr.elapsed, 3), "findings": [f.to_dict() for f in nr.findings]})
+
+    def close(self) -> None:
+        self.lines.close()

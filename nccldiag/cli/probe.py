@@ -6,8 +6,9 @@ from typing import Optional
 
 import click
 
-from nccldiag.cli.options import CONTEXT, check_output_file, color_option, host_options, inventory, ssh_options
+from nccldiag.cli.options import CONTEXT, color_option, host_options, inventory, ssh_options
 from nccldiag.model.errors import UsageError
+from nccldiag.report import outputs
 
 
 def _parse_size(value: Optional[str]) -> Optional[int]:
@@ -40,13 +41,14 @@ def _parse_size(value: Optional[str]) -> Optional[int]:
 @click.option("--shared-dir", default=None, type=click.Path(file_okay=False),
               help="A directory every node shares (NFS): stage the worker once there.")
 @click.option("--dry-run", is_flag=True, help="Print every command per node, run nothing.")
-@click.option("-o", "--output", "out_dir", default=None, type=click.Path(file_okay=False),
-              help="Directory for records.jsonl and NCCL logs "
-                   "(default $XDG_STATE_HOME/nccldiag/probe/<run id>, i.e. ~/.local/state/nccldiag/probe/...).")
-@click.option("--json", "json_path", metavar="PATH|-", default=None, help="Write the report as JSON.")
+@click.option("-o", "--output", "--run-dir", "out_dir", default=None, type=click.Path(file_okay=False),
+              help="Run directory: records.jsonl, settings.jsonl, NCCL logs and report.json, written as they arrive "
+                   "(default $XDG_STATE_HOME/nccldiag/probe/<run id>, i.e. ~/.local/state/nccldiag/probe/...); "
+                   "'nccldiag report DIR' renders it again.")
+@outputs.options()
 @color_option
 def probe(launcher, backend, nproc_per_node, ib, custom, settings_mode, collectives, min_bytes, max_bytes,
-                  factor, iters, timeout, ifname, shared_dir, dry_run, out_dir, json_path, color, **kw):
+                  factor, iters, timeout, ifname, shared_dir, dry_run, out_dir, color, **kw):
     """Run verified, timed collective probes under a matrix of NCCL settings.
 
     Each setting runs in fresh processes on every node, bounded by --timeout;
@@ -54,7 +56,12 @@ def probe(launcher, backend, nproc_per_node, ib, custom, settings_mode, collecti
     """
     from nccldiag.probe import session
 
-    check_output_file(json_path, "--json")
+    outs = outputs.Outputs.pop(kw)
+    outs.validate()
+    if out_dir and not dry_run:
+        from nccldiag import rundir
+
+        rundir.prepare(out_dir, "-o/--run-dir")
     inv = inventory(kw)
     if launcher == "auto":
         launcher = "local" if inv is None else "torchrun"
@@ -93,8 +100,5 @@ def probe(launcher, backend, nproc_per_node, ib, custom, settings_mode, collecti
     if report.commands is not None:
         probe_report.render_commands(report, out)
         sys.exit(0)
-    try:
-        probe_report.emit(report, out, json_path)
-    except OSError as exc:
-        raise UsageError(f"--json {json_path}: cannot write: {exc.strerror or exc}") from None
+    probe_report.emit(report, out, outs)
     sys.exit(report.exit_code)

@@ -159,8 +159,13 @@ def run(hosts: Sequence[Host], opts: ProbeOptions,
         runs: List[runner.SettingRun] = []
         dry: List[Tuple[str, str, str]] = []  # (setting, host, command) for --dry-run
         can_run = bool(participants) and len(participants) == len(live) and not unreachable
+        settings_log = None
         if can_run and not opts.dry_run:
-            os.makedirs(out_dir, mode=0o700, exist_ok=True)
+            from nccldiag import rundir
+
+            rundir.create(out_dir, run_meta(prep.run_id, opts, backend, nproc, timeout, settings,
+                                            [n.name for n in nodes], prep))
+            settings_log = rundir.Lines(os.path.join(out_dir, "settings.jsonl"))
         with (open(os.path.join(out_dir, "records.jsonl"), "x", encoding="utf-8") if can_run and not opts.dry_run
               else open(os.devnull, "w", encoding="utf-8")) as rec_file:
             lock = threading.Lock()
@@ -197,6 +202,10 @@ def run(hosts: Sequence[Host], opts: ProbeOptions,
                                         on_record=on_record, log_glob=glob, fanout=opts.fanout)
                 _save_logs(out_dir, setting.name, sr.logs)
                 runs.append(sr)
+                if settings_log is not None:
+                    settings_log.add(setting_line(sr))
+        if settings_log is not None:
+            settings_log.close()
         if opts.dry_run:
             for n in nodes:
                 n.close()
@@ -237,6 +246,32 @@ def run(hosts: Sequence[Host], opts: ProbeOptions,
         for n in nodes:
             n.close()
         raise
+
+
+def run_meta(run_id: str, opts: ProbeOptions, backend: str, nproc: int, timeout: float, settings, hosts,
+             prep: runner.Prepared) -> Dict[str, object]:
+    """``run.json`` of a probe's run directory: what a report rebuilt from it needs besides the records."""
+    return {
+        "command": "probe", "schema": "nccldiag.probe/1", "run_id": run_id, "backend": backend,
+        "launcher": opts.launcher, "hosts": list(hosts), "nproc_per_node": nproc, "timeout": timeout,
+        "require_ib": opts.require_ib,
+        "settings": [{"name": s.name, "env": s.env, "why": s.why, "custom": s.custom, "requires_ib": s.requires_ib}
+                     for s in settings],
+        "loopback": prep.loopback, "ifnames": prep.ifnames,
+        "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+
+
+def setting_line(sr: runner.SettingRun) -> Dict[str, object]:
+    """One line of ``settings.jsonl``: how a setting's run ended on each node (its records are in records.jsonl)."""
+    return {
+        "setting": sr.setting.name, "elapsed": sr.elapsed, "timed_out": sr.timed_out,
+        "aborted_after_failure": sr.aborted_after_failure,
+        "nodes": {h: {"rc": n.rc, "error": n.error, "stderr_tail": n.stderr_tail, "elapsed": n.elapsed}
+                  for h, n in sr.nodes.items()},
+        "survivors": sr.survivors, "kill_errors": sr.kill_errors, "commands": sr.commands, "run_id": sr.run_id,
+        "logs": sorted(sr.logs),
+    }
 
 
 def _local_gpus() -> int:

@@ -10,6 +10,7 @@ from rich.text import Text
 
 from nccldiag.check.engine import SCHEMA, CheckReport
 from nccldiag.model.findings import SEVERITY, Finding, Status, to_jsonable
+from nccldiag.report import diagnoses as diag
 from nccldiag.report.jsonout import envelope
 
 
@@ -94,7 +95,8 @@ def render(report: CheckReport, con: Console, verbose: bool = False) -> None:
         con.print(Text(f"note: {note}", style="muted"))
 
 
-def to_json(report: CheckReport, include_facts: bool = True) -> Dict:
+def to_json(report: CheckReport, include_facts: bool = True, diagnoses=None) -> Dict:
+    """The report as one JSON object (schema ``nccldiag.check/1``); ``diagnoses`` as :mod:`.diagnoses` takes them."""
     nodes = []
     for n in report.nodes:
         entry = {
@@ -118,4 +120,5 @@ def to_json(report: CheckReport, include_facts: bool = True) -> Dict:
         "summary": {"nodes": len(report.nodes), "by_status": counts},
         "notes": report.inventory_notes,
         "nodes": nodes,
+        "diagnoses": diag.normalize(diagnoses),
     }

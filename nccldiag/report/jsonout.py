@@ -24,18 +24,28 @@ def envelope(schema: str, started: Optional[float] = None, elapsed: Optional[flo
     return out
 
 
+def dumps(data: Dict) -> str:
+    """The JSON text of a report, exactly as every writer writes it."""
+    return json.dumps(data, indent=2, sort_keys=False, default=str) + "\n"
+
+
 def write_json(data: Dict, path: str) -> None:
-    """Write ``data`` to ``path`` ('-' for stdout).
+    """Write ``data`` to ``path`` ('-' for stdout); see :func:`write_file`."""
+    text = dumps(data)
+    if path == "-":
+        sys.stdout.write(text)
+        return
+    write_file(text, path)
+
+
+def write_file(text: str, path: str) -> None:
+    """Write a report's ``text`` to ``path``.
 
     A regular file is replaced atomically through a new, unpredictable
     temporary file in the same directory (a reader never sees half a report,
     and nothing planted at a fixed name is followed); anything else that
     already exists (a FIFO, /dev/stdout) is written in place.
     """
-    text = json.dumps(data, indent=2, sort_keys=False, default=str) + "\n"
-    if path == "-":
-        sys.stdout.write(text)
-        return
     try:
         regular = stat.S_ISREG(os.stat(path).st_mode)
     except FileNotFoundError:

@@ -9,6 +9,7 @@ from rich.text import Text
 
 from nccldiag.model.findings import SEVERITY, Finding, Status, to_jsonable
 from nccldiag.model.findings import exit_code as findings_exit_code
+from nccldiag.report import diagnoses as diag
 from nccldiag.report.jsonout import envelope
 from nccldiag.nccl.log import NcclLogFacts
 
@@ -113,7 +114,8 @@ def facts_json(facts: NcclLogFacts, include_channels: bool = False) -> Dict[str,
     return d
 
 
-def to_json(facts: NcclLogFacts, findings: Sequence[Finding], include_channels: bool = False) -> Dict[str, Any]:
+def to_json(facts: NcclLogFacts, findings: Sequence[Finding], include_channels: bool = False,
+            diagnoses=None) -> Dict[str, Any]:
     """The whole report as one JSON object (schema ``nccldiag.log/1``)."""
     d = facts_json(facts, include_channels)
     return {
@@ -123,4 +125,5 @@ def to_json(facts: NcclLogFacts, findings: Sequence[Finding], include_channels: 
         "summary": d.pop("summary"),
         "findings": [f.to_dict() for f in findings],
         "facts": d,
+        "diagnoses": diag.normalize(diagnoses),
     }

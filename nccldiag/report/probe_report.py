@@ -1,6 +1,8 @@
 """Rendering a probe: per setting, each collective's status and busbw; transports; findings; JSON."""
 from __future__ import annotations
 
+import json
+import os
 from typing import Dict, List
 
 from rich.console import Console
@@ -9,11 +11,11 @@ from rich.text import Text
 
 from nccldiag.model.findings import SEVERITY, Status, to_jsonable
 from nccldiag.probe.analysis import SCHEMA, ProbeReport
-from nccldiag.report.jsonout import envelope, write_json
+from nccldiag.report import diagnoses as diag
+from nccldiag.report.jsonout import dumps, envelope
 
 _STYLE = {"ok": "ok", "wrong": "wrong", "error": "fail", "hang": "hang", "unsupported": "unsupported",
           "not-run": "muted", "incomplete": "warn"}
-_PATHS = ("P2P", "SHM", "NET/IB", "NET/IB+GDRDMA", "NET/Socket", "NVLS", "CollNet")
 
 
 def _gbps(v) -> str:
@@ -71,20 +73,13 @@ def render(report: ProbeReport, con: Console) -> None:
         if report.backend == "gloo" and so.ranks:
             for line in _sockets(so):
                 con.print(Text(f"  gloo socket {line}", style="muted"))
-    if report.backend == "nccl" and report.settings:
+    if report.settings:
+        from nccldiag.report.summary import transport_table
+
         con.print()
-        t = Table(title=None, header_style="bold", box=None, pad_edge=False)
-        t.add_column("setting")
-        t.add_column("worked")
-        t.add_column("network")
-        for p in _PATHS:
-            t.add_column(p)
-        for sr in report.settings:
-            used = set(sr.transports)
-            t.add_row(sr.setting.name, Text("yes" if sr.status == "ok" else "no", style="ok" if sr.status == "ok" else "fail"),
-                      ",".join(sr.networks) or "-", *[("x" if p in used else "") for p in _PATHS])
-        con.print(Text("transports NCCL used, per setting", style="bold"))
-        con.print(t)
+        paths = "transport paths" if report.backend == "nccl" else "socket interfaces (gloo)"
+        con.print(Text(f"transport matrix: per setting, the {paths} it used", style="bold"))
+        con.print(transport_table(document(report)))
     problems = [f for f in report.all_findings if SEVERITY[f.status] >= SEVERITY[Status.WARN]]
     if problems:
         con.print()
@@ -113,7 +108,8 @@ def render(report: ProbeReport, con: Console) -> None:
         con.print(Text(f"records and logs: {report.out_dir}", style="muted"))
 
 
-def to_json(report: ProbeReport) -> Dict:
+def to_json(report: ProbeReport, diagnoses=None) -> Dict:
+    """The report as one JSON object (schema ``nccldiag.probe/1``)."""
     settings: List[Dict] = []
     for sr in report.settings:
         so = sr.outcome
@@ -149,6 +145,7 @@ def to_json(report: ProbeReport) -> Dict:
         "run_id": report.run_id,
         "findings": [f.to_dict() for f in report.findings],
         "settings": settings,
+        "diagnoses": diag.normalize(diagnoses),
     }
 
 
@@ -161,9 +158,26 @@ def render_commands(report: ProbeReport, con: Console) -> None:
         con.print(cmd, markup=False, highlight=False, soft_wrap=True)
 
 
-def emit(report: ProbeReport, con: Console, json_path) -> None:
-    """The table (unless JSON goes to stdout), then the JSON file: a failing write never hides the table."""
-    if json_path != "-":
+def document(report: ProbeReport, diagnoses=None) -> Dict:
+    """The report document exactly as ``report.json`` and every format hold it."""
+    return json.loads(dumps(to_json(report, diagnoses)))
+
+
+def emit(report: ProbeReport, con: Console, outs, diagnoses=None) -> None:
+    """The table (unless JSON goes to stdout), then report.json in the run directory, then the report files.
+
+    ``outs`` is a :class:`~nccldiag.report.outputs.Outputs` (or a JSON path, '-' for stdout). A failing
+    write never hides the table.
+    """
+    from nccldiag.report.outputs import Outputs
+
+    if not isinstance(outs, Outputs):
+        outs = Outputs(json=outs)
+    doc = document(report, diagnoses)
+    if not outs.stdout_json:
         render(report, con)
-    if json_path:
-        write_json(to_json(report), json_path)
+    if report.out_dir and os.path.isdir(report.out_dir):
+        from nccldiag import rundir
+
+        rundir.save_report(report.out_dir, doc)
+    outs.write(doc)

@@ -1,0 +1,116 @@
+"""The report files a run writes (--json, --junit, --prom, --html): checked before, written after.
+
+Every format is rendered from the one report document (the JSON object), so
+``nccldiag report RUN_DIR`` writes the same bytes as the live run. Paths are
+checked before any work (a usage error, exit 2); files are written through
+:mod:`nccldiag.atomic` after the table is printed.
+"""
+from __future__ import annotations
+
+import importlib.util
+from dataclasses import dataclass
+from typing import Callable, Dict, List, Optional, Tuple
+
+import click
+
+from nccldiag.model.errors import UsageError
+
+# option, what it needs importable, the install hint
+_NEEDS = {"--html": ("matplotlib", "pip install 'nccldiag[html]'")}
+
+
+def options(kinds: Tuple[str, ...] = ("json", "junit", "prom", "html")):
+    """The click options for the report files of a command."""
+    helps = {
+        "json": click.option("--json", "json_path", metavar="PATH|-", default=None,
+                             help="Write the report as JSON ('-' for stdout, with no table)."),
+        "junit": click.option("--junit", "junit_path", metavar="PATH", default=None,
+                              help="Write JUnit XML: a test case per node × check (probe: per setting × collective)."),
+        "prom": click.option("--prom", "prom_path", metavar="PATH", default=None,
+                             help="Write Prometheus text exposition (node_exporter textfile collector)."),
+        "html": click.option("--html", "html_path", metavar="PATH", default=None,
+                             help="Write one self-contained HTML report (no network needed to view it)."),
+    }
+
+    def deco(f):
+        for k in reversed(kinds):
+            f = helps[k](f)
+        return f
+
+    return deco
+
+
+@dataclass
+class Outputs:
+    json: Optional[str] = None
+    junit: Optional[str] = None
+    prom: Optional[str] = None
+    html: Optional[str] = None
+
+    @classmethod
+    def pop(cls, kw: Dict) -> "Outputs":
+        """The paths from a command's keyword arguments (removed from ``kw``)."""
+        return cls(kw.pop("json_path", None), kw.pop("junit_path", None), kw.pop("prom_path", None),
+                   kw.pop("html_path", None))
+
+    def items(self) -> List[Tuple[str, str]]:
+        return [(opt, path) for opt, path in (("--json", self.json), ("--junit", self.junit), ("--prom", self.prom),
+                                              ("--html", self.html)) if path]
+
+    @property
+    def stdout_json(self) -> bool:
+        return self.json == "-"
+
+    def validate(self) -> None:
+        """Refuse, before any work, a path that cannot be written or a format that cannot be made."""
+        from nccldiag.cli.options import check_output_file
+
+        seen: Dict[str, str] = {}
+        for opt, path in self.items():
+            if path == "-" and opt != "--json":
+                raise UsageError(f"{opt} -: only --json writes to stdout; give a file name")
+            check_output_file(path, opt)
+            if path != "-":
+                if path in seen:
+                    raise UsageError(f"{opt} {path}: the same file as {seen[path]}")
+                seen[path] = opt
+            need = _NEEDS.get(opt)
+            if need and importlib.util.find_spec(need[0]) is None:
+                raise UsageError(f"{opt} needs the {need[0]} library: {need[1]}")
+
+    def write(self, doc: Dict) -> None:
+        """Every requested file from the report document ``doc``."""
+        from nccldiag.report import jsonout
+
+        renderers: Dict[str, Callable[[Dict], str]] = {"--json": jsonout.dumps, "--junit": _junit,
+                                                       "--prom": _prom, "--html": _html}
+        for opt, path in self.items():
+            try:
+                text = renderers[opt](doc)
+            except ValueError as exc:
+                raise UsageError(f"{opt}: {exc}") from None
+            try:
+                if path == "-":
+                    click.echo(text, nl=False)
+                else:
+                    jsonout.write_file(text, path)
+            except OSError as exc:
+                raise UsageError(f"{opt} {path}: cannot write: {exc.strerror or exc}") from None
+
+
+def _junit(doc: Dict) -> str:
+    from nccldiag.report import junit
+
+    return junit.render(doc)
+
+
+def _prom(doc: Dict) -> str:
+    from nccldiag.report import prom
+
+    return prom.render(doc)
+
+
+def _html(doc: Dict) -> str:
+    from nccldiag.report import html
+
+    return html.render(doc)

@@ -1,0 +1,132 @@
+"""Run directories: what a ``check`` or ``probe`` run keeps, written as it arrives.
+
+Layout (every file is JSON or JSON lines)::
+
+    run.json        what ran: command, run id, hosts, options (written first)
+    nodes.jsonl     check: one line per node as it is collected and judged
+    raw/            check: the node outputs as a bundle (``check --bundle`` reads it)
+    records.jsonl   probe: every rank's records as they come
+    settings.jsonl  probe: one line per setting once it has ended (how each node's launcher ended)
+    nccl-logs/      probe: the NCCL logs fetched from the nodes, per setting
+    report.json     the report document, written at the end of the run
+
+Ctrl-C or a crash keeps every line already written; ``nccldiag report
+RUN_DIR`` renders the report again from ``report.json`` (or, where the run did
+not reach its end, from what it kept). Run directories live under
+``$XDG_STATE_HOME/nccldiag/<command>/`` by default (``~/.local/state/...``),
+never in the working tree.
+"""
+from __future__ import annotations
+
+import json
+import os
+import threading
+from typing import Any, Dict, List, Optional
+
+from nccldiag.atomic import write_text
+from nccldiag.model.errors import UsageError
+
+META = "run.json"
+REPORT = "report.json"
+
+
+def state_dir(command: str) -> str:
+    """``$XDG_STATE_HOME/nccldiag/<command>`` (``~/.local/state/nccldiag/<command>``)."""
+    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    return os.path.join(base, "nccldiag", command)
+
+
+def prepare(path: str, option: str = "--run-dir") -> str:
+    """Check, before any work, that ``path`` can become a new run directory; its absolute path."""
+    path = os.path.abspath(path)
+    if os.path.exists(path):
+        if not os.path.isdir(path):
+            raise UsageError(f"{option} {path}: exists and is not a directory")
+        if os.path.exists(os.path.join(path, META)) or os.path.exists(os.path.join(path, "records.jsonl")):
+            raise UsageError(f"{option} {path}: holds an earlier run; give a new directory")
+        if not os.access(path, os.W_OK | os.X_OK):
+            raise UsageError(f"{option} {path}: cannot write in it")
+        return path
+    parent = os.path.dirname(path)
+    while parent and not os.path.exists(parent):
+        parent = os.path.dirname(parent)
+    if not os.path.isdir(parent) or not os.access(parent, os.W_OK | os.X_OK):
+        raise UsageError(f"{option} {path}: cannot create it (no write access to {parent})")
+    return path
+
+
+def create(path: str, meta: Dict[str, Any]) -> str:
+    """Make the run directory (owner only) and write ``run.json``."""
+    os.makedirs(path, mode=0o700, exist_ok=True)
+    write_text(os.path.join(path, META), json.dumps(meta, indent=2, default=str) + "\n")
+    return path
+
+
+class Lines:
+    """A JSON-lines file appended to, one flushed line per value (safe across threads)."""
+
+    def __init__(self, path: str):
+        self.path = path
+        self._lock = threading.Lock()
+        self._f = open(path, "a", encoding="utf-8")
+
+    def add(self, value: Dict[str, Any]) -> None:
+        with self._lock:
+            self._f.write(json.dumps(value, default=str) + "\n")
+            self._f.flush()
+
+    def close(self) -> None:
+        with self._lock:
+            self._f.close()
+
+
+def read_lines(path: str) -> List[Dict[str, Any]]:
+    """The values of a JSON-lines file; a last line cut by a crash is left out."""
+    out: List[Dict[str, Any]] = []
+    try:
+        with open(path, encoding="utf-8") as f:
+            for line in f:
+                try:
+                    v = json.loads(line)
+                except ValueError:
+                    continue
+                if isinstance(v, dict):
+                    out.append(v)
+    except FileNotFoundError:
+        pass
+    return out
+
+
+def save_report(path: str, doc: Dict[str, Any]) -> None:
+    """``report.json``: the document every format is rendered from."""
+    from nccldiag.report.jsonout import dumps
+
+    write_text(os.path.join(path, REPORT), dumps(doc))
+
+
+def read_meta(path: str) -> Dict[str, Any]:
+    try:
+        with open(os.path.join(path, META), encoding="utf-8") as f:
+            meta = json.load(f)
+    except FileNotFoundError:
+        raise UsageError(f"{path}: not a run directory (no {META})") from None
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"{path}/{META}: cannot read it: {exc}") from None
+    if not isinstance(meta, dict) or meta.get("command") not in ("check", "probe"):
+        raise UsageError(f"{path}/{META}: not the run.json of a check or probe run")
+    return meta
+
+
+def read_report(path: str) -> Optional[Dict[str, Any]]:
+    """``report.json`` of a finished run; None when the run did not reach its end."""
+    p = os.path.join(path, REPORT)
+    if not os.path.exists(p):
+        return None
+    try:
+        with open(p, encoding="utf-8") as f:
+            doc = json.load(f)
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"{p}: cannot read it: {exc}") from None
+    if not isinstance(doc, dict) or not str(doc.get("schema", "")).startswith("nccldiag."):
+        raise UsageError(f"{p}: not an nccldiag report")
+    return doc

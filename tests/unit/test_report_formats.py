@@ -1,0 +1,370 @@
+"""Report formats (--json, --junit, --prom, --html) and run directories, end to end through the CLI.
+
+Inputs are real: check bundles assembled from captured node outputs (see
+:mod:`tests.unit.bundles`), NCCL logs captured on real machines (``tests/real.py``),
+and probe records written by nccldiag's own worker (``tests/fixtures/probe-records``,
+see its SOURCES.md). Each format is read back with the library its consumers use:
+jsonschema, junitparser, prometheus_client's parser, and a headless chromium.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Dict, List
+
+import jsonschema
+import pytest
+from click.testing import CliRunner
+from junitparser import Error, Failure, JUnitXml, Skipped
+from prometheus_client.parser import text_string_to_metric_families
+
+from nccldiag.cli import main
+from nccldiag.report import schema as schemas
+from tests import browser, real
+
+from . import bundles as B
+
+RECORDS = Path(__file__).resolve().parents[1] / "fixtures" / "probe-records"
+FORMATS = ("json", "junit", "prom", "html")
+
+
+def cli(*args) -> "CliRunner.Result":
+    res = CliRunner().invoke(main, [str(a) for a in args])
+    assert res.exception is None or isinstance(res.exception, SystemExit), res.output
+    return res
+
+
+def validate(doc: Dict) -> None:
+    jsonschema.validate(doc, schemas.load(doc["schema"]), cls=jsonschema.Draft202012Validator)
+
+
+def outputs(d: Path, stem: str) -> List[str]:
+    return [a for f in FORMATS for a in (f"--{f}", str(d / f"{stem}.{ {'junit': 'xml'}.get(f, f) }"))]
+
+
+def read(d: Path, stem: str) -> Dict[str, bytes]:
+    return {f: (d / f"{stem}.{ {'junit': 'xml'}.get(f, f) }").read_bytes() for f in FORMATS}
+
+
+def ib_down_node() -> Dict[str, str]:
+    node = B.healthy_h100("gpu002", "10.0.0.12")
+    del node["ib_sysfs"]
+    node["ibstat"] = B.fixture("ibstat/netop249-sriov-vf-cx6-state-down-physical-linkup-lid65535-spaces.txt")
+    return node
+
+
+def cluster_bundle(tmp_path: Path) -> Path:
+    """Two H100 nodes, the second with an IB port down, and a consumer box (all real captures)."""
+    return B.write_bundle(tmp_path / "bundle", {"gpu001": B.healthy_h100(), "gpu002": ib_down_node(),
+                                                 "ws01": B.consumer_5090()})
+
+
+def probe_run_dir(tmp_path: Path, records: str, name: str = "run") -> Path:
+    """A probe run directory holding records the worker wrote (run.json written for this test)."""
+    d = tmp_path / name
+    d.mkdir()
+    shutil.copy(RECORDS / records, d / "records.jsonl")
+    meta = {"command": "probe", "schema": "nccldiag.probe/1", "run_id": "nccldiag-test", "backend": "gloo",
+            "launcher": "torchrun", "hosts": ["vm"], "nproc_per_node": 4, "timeout": 120, "require_ib": False,
+            "settings": [{"name": "default", "env": {}, "why": "", "custom": False, "requires_ib": False}],
+            "loopback": {}, "ifnames": {}, "started": "2026-11-23T10:00:00Z"}
+    (d / "run.json").write_text(json.dumps(meta))
+    return d
+
+
+# ---- JSON: every document validates against its published schema ---------------------------------
+
+
+@pytest.mark.parametrize("nodes", ["healthy", "cluster"])
+def test_check_json_of_real_bundles_validates(tmp_path, nodes):
+    bundle = (B.write_bundle(tmp_path / "b", {"gpu001": B.healthy_h100()}) if nodes == "healthy"
+              else cluster_bundle(tmp_path))
+    code, doc = B.check_json(bundle)
+    assert code == (0 if nodes == "healthy" else 1)
+    validate(doc)
+    assert doc["diagnoses"] == []
+    broken = dict(doc, nodes=[dict(doc["nodes"][0], status="broken")])
+    with pytest.raises(jsonschema.ValidationError):
+        validate(broken)
+
+
+@pytest.mark.parametrize("name", real.names(real.NCCL_LOGS, "*.log"))
+def test_log_json_of_every_real_nccl_log_validates(name):
+    res = cli("log", real.nccl_log(name), "--json", "-")
+    doc = json.loads(res.stdout)
+    assert doc["schema"] == "nccldiag.log/1"
+    validate(doc)
+
+
+@pytest.mark.parametrize("records", ["gloo-4rank-default.jsonl", "gloo-2rank-corrupt-rank1.jsonl",
+                                     "gloo-3rank-stall-rank2-all_gather.jsonl"])
+def test_probe_json_from_kept_records_validates(tmp_path, records):
+    res = cli("report", probe_run_dir(tmp_path, records), "--json", "-")
+    doc = json.loads(res.stdout)
+    validate(doc)
+    assert doc["interrupted"] is True  # no report.json: rebuilt from what the run kept
+    assert res.exit_code == (3 if records == "gloo-4rank-default.jsonl" else 1)
+
+
+# ---- JUnit ----------------------------------------------------------------------------------------
+
+
+def _cases(xml: JUnitXml):
+    return [(suite.name, case) for suite in xml for case in suite]
+
+
+def test_junit_check_one_case_per_node_and_check(tmp_path):
+    bundle = cluster_bundle(tmp_path)
+    code, doc = B.check_json(bundle)
+    res = cli("check", "--bundle", bundle, "--junit", tmp_path / "c.xml", "--color", "never")
+    assert res.exit_code == 1
+    xml = JUnitXml.fromfile(str(tmp_path / "c.xml"))
+    cases = _cases(xml)
+    want = {(n["host"], f["check"]) for n in doc["nodes"] for f in n["findings"]}
+    assert len(cases) == len(want)
+    assert {(c.classname.split(".", 1)[1], c.name) for _, c in cases} == want
+    failed = {(c.classname, c.name): c for _, c in cases if any(isinstance(r, Failure) for r in c.result)}
+    assert set(failed) == {(f"check.{n['host']}", f["check"]) for n in doc["nodes"] for f in n["findings"]
+                           if f["status"] == "fail"}
+    port = failed[("check.gpu002", "ib.port_state")]
+    msg = port.result[0].message
+    assert "State Down" in msg and 'actual: Down/LinkUp' in msg and "expected: Active/LinkUp" in msg
+    assert "subnet manager" in port.result[0].text
+    # a healthy node passes every case; its skipped checks are skipped, never failed
+    healthy = [c for _, c in cases if c.classname == "check.gpu001"]
+    assert healthy and all(not c.result or isinstance(c.result[0], Skipped) for c in healthy)
+    xml.update_statistics()
+    assert xml.failures == len(failed) and xml.errors == 0
+
+
+def test_junit_probe_one_case_per_setting_and_collective(tmp_path):
+    run = probe_run_dir(tmp_path, "gloo-2rank-corrupt-rank1.jsonl")
+    res = cli("report", run, "--junit", tmp_path / "p.xml", "--color", "never")
+    assert res.exit_code == 1
+    xml = JUnitXml.fromfile(str(tmp_path / "p.xml"))
+    cases = {c.name: c for _, c in _cases(xml) if c.classname == "probe.default"}
+    assert {"all_reduce", "reduce", "all_gather", "sendrecv"} <= set(cases)
+    assert not cases["reduce"].result
+    for name in ("all_reduce", "all_gather", "sendrecv"):
+        (r,) = cases[name].result
+        assert isinstance(r, Failure) and "wrong result on rank 1" in r.message
+        assert '"wrong": 0' in r.message and "actual:" in r.message  # actual vs expected
+    stall = probe_run_dir(tmp_path, "gloo-3rank-stall-rank2-all_gather.jsonl", "stall")
+    cli("report", stall, "--junit", tmp_path / "s.xml")
+    cases = {c.name: c for _, c in _cases(JUnitXml.fromfile(str(tmp_path / "s.xml")))}
+    assert isinstance(cases["all_gather"].result[0], Failure)
+    assert "never completed" in cases["all_gather"].result[0].message
+    assert not any(isinstance(r, (Failure, Error)) for r in cases["all_reduce"].result)
+
+
+# ---- Prometheus -----------------------------------------------------------------------------------
+
+
+def _samples(text: str) -> Dict[tuple, float]:
+    out = {}
+    for fam in text_string_to_metric_families(text):
+        assert fam.type == "gauge"
+        for s in fam.samples:
+            out[(s.name,) + tuple(sorted(s.labels.items()))] = s.value
+    return out
+
+
+def test_prom_check_gauge_per_node_and_check(tmp_path):
+    bundle = cluster_bundle(tmp_path)
+    _, doc = B.check_json(bundle)
+    cli("check", "--bundle", bundle, "--prom", tmp_path / "c.prom")
+    s = _samples((tmp_path / "c.prom").read_text())
+    key = lambda node, check: ("nccldiag_check_status", ("check", check), ("node", node))  # noqa: E731
+    assert s[key("gpu002", "ib.port_state")] == 2
+    assert s[key("gpu001", "ib.port_state")] == 0
+    assert s[key("ws01", "topology.p2p")] == 1  # consumer cards: P2P refused, a warning
+    assert s[("nccldiag_node_status", ("node", "gpu002"))] == 2
+    assert s[("nccldiag_exit_code", ("command", "check"))] == 1
+    n = sum(1 for k in s if k[0] == "nccldiag_check_status")
+    assert n == len({(nd["host"], f["check"]) for nd in doc["nodes"] for f in nd["findings"]})
+    # the healthy node has no check at fail or worse
+    assert max(v for k, v in s.items() if k[0] == "nccldiag_check_status" and ("node", "gpu001") in k) < 2
+
+
+def test_prom_probe_busbw_and_status_per_setting(tmp_path):
+    cli("report", probe_run_dir(tmp_path, "gloo-4rank-default.jsonl"), "--prom", tmp_path / "p.prom",
+        "--json", tmp_path / "p.json")
+    s = _samples((tmp_path / "p.prom").read_text())
+    doc = json.loads((tmp_path / "p.json").read_text())
+    sweep = doc["settings"][0]["collectives"]["all_reduce"]["sweep"]
+    bw = s[("nccldiag_probe_busbw_gigabytes_per_second", ("collective", "all_reduce"), ("setting", "default"))]
+    assert bw == pytest.approx(max(p["busbw"] for p in sweep)) and bw > 0
+    assert s[("nccldiag_probe_collective_status", ("collective", "all_reduce"), ("setting", "default"))] == 0
+    assert s[("nccldiag_probe_setting_ok", ("setting", "default"))] == 1
+    cli("report", probe_run_dir(tmp_path, "gloo-2rank-corrupt-rank1.jsonl", "bad"), "--prom", tmp_path / "b.prom")
+    s = _samples((tmp_path / "b.prom").read_text())
+    assert s[("nccldiag_probe_setting_ok", ("setting", "default"))] == 0
+    assert s[("nccldiag_probe_collective_status", ("collective", "sendrecv"), ("setting", "default"))] == 2
+    assert s[("nccldiag_probe_collective_status", ("collective", "reduce"), ("setting", "default"))] == 0
+
+
+# ---- HTML in a real browser -----------------------------------------------------------------------
+
+
+def _self_contained(text: str) -> None:
+    low = text.lower()
+    for needle in ("<link", "<script src", "<img", "@import", "url(http", 'src="http', "src='http", 'href="http'):
+        assert needle not in low, needle
+
+
+def test_html_check_renders_grid_topology_and_findings(tmp_path):
+    bundle = cluster_bundle(tmp_path)
+    page = tmp_path / "check.html"
+    res = cli("check", "--bundle", bundle, "--html", page, "--color", "never")
+    assert res.exit_code == 1
+    _self_contained(page.read_text())
+    dom = browser.dump_dom(page)
+    for anchor in ('id="summary"', 'id="diagnoses"', 'id="grid"', 'id="topology"', 'id="findings"'):
+        assert anchor in dom, anchor
+    for text in ("gpu001", "gpu002", "ws01", "ib.port_state", "NV18", "PHB", "subnet manager"):
+        assert text in dom, text
+    png = browser.screenshot(page, tmp_path / "check.png")
+    colours, inked = browser.ink(png)
+    assert colours > 20 and inked > 0.05, (colours, inked)
+
+
+def test_html_probe_renders_matrix_plot_and_failures(tmp_path):
+    page = tmp_path / "probe.html"
+    cli("report", probe_run_dir(tmp_path, "gloo-4rank-default.jsonl"), "--html", page)
+    _self_contained(page.read_text())
+    dom = browser.dump_dom(page)
+    for anchor in ('id="transport-matrix"', 'id="busbw"', 'id="plot-default"', "<svg", 'id="findings"'):
+        assert anchor in dom, anchor
+    assert ">works<" in dom and "all_reduce" in dom
+    png = browser.screenshot(page, tmp_path / "probe.png")
+    colours, inked = browser.ink(png)
+    assert colours > 20 and inked > 0.05, (colours, inked)
+    bad = tmp_path / "bad.html"
+    cli("report", probe_run_dir(tmp_path, "gloo-2rank-corrupt-rank1.jsonl", "bad"), "--html", bad)
+    dom = browser.dump_dom(bad)
+    assert "wrong result on rank 1" in dom and '<td class="wrong">wrong</td>' in dom
+    assert "No collective moved data" in dom  # --check-only records: verified, nothing timed
+
+
+# ---- diagnoses: objects or dicts, in every format ------------------------------------------------
+
+
+class _Diag:  # written for this test: the attributes a diagnosis object carries
+    title = "P2P path broken"
+    nodes = [("gpu001", "gpu002"), "gpu003"]
+    evidence = ["pcie.acs fail on gpu001", "nccl.log:12 P2P/IPC"]
+    confidence = "high: the default hangs and p2p-off works"
+    fix = "disable ACS on the PCIe switches"
+    workaround = {"env": "NCCL_P2P_DISABLE=1", "cost": "-38% busbw"}
+
+
+def test_diagnoses_render_in_every_format(tmp_path):
+    from nccldiag import areas as registry
+    from nccldiag.check import engine
+    from nccldiag.collect import session
+    from nccldiag.report import check_report, html, junit, prom, summary
+    from nccldiag.report.console import console
+
+    raws, areas_sel = session.from_bundle(str(cluster_bundle(tmp_path)), registry.select([], []), False)
+    report = engine.analyze(raws, areas_sel)
+    written = {"title": "Versions differ", "nodes": ["ws01"], "evidence": ["gpu.driver 575.57.08"],
+               "confidence": "certain", "fix": "install one driver", "workaround": ""}
+    doc = json.loads(json.dumps(check_report.to_json(report, diagnoses=[_Diag(), written])))
+    validate(doc)
+    first = doc["diagnoses"][0]
+    assert first["nodes"] == ["gpu001-gpu002", "gpu003"]
+    assert first["workaround"] == "env: NCCL_P2P_DISABLE=1; cost: -38% busbw"
+    assert doc["diagnoses"][1] == written
+    page = html.render(doc)
+    assert 'id="diagnosis-0"' in page and "P2P path broken" in page and "nccl.log:12 P2P/IPC" in page
+    assert "nccldiag_diagnoses{command=\"check\"} 2.0" in prom.render(doc)
+    junit.render(doc)
+    con = console(color="never", width=200)
+    with con.capture() as cap:
+        summary.render(doc, con)
+    assert "P2P path broken" in cap.get() and "workaround: env: NCCL_P2P_DISABLE=1" in cap.get()
+
+
+# ---- run directories: re-rendered byte for byte, and kept when a run stops early ------------------
+
+
+def test_report_rerenders_a_check_run_byte_for_byte(tmp_path):
+    bundle = cluster_bundle(tmp_path)
+    run = tmp_path / "run"
+    live = cli("check", "--bundle", bundle, "--run-dir", run, *outputs(tmp_path, "live"), "--color", "never")
+    assert live.exit_code == 1
+    assert {p.name for p in run.iterdir()} >= {"run.json", "nodes.jsonl", "report.json"}
+    lines = [json.loads(l) for l in (run / "nodes.jsonl").read_text().splitlines()]
+    assert [l["host"] for l in lines] == ["gpu001", "gpu002", "ws01"]
+    again = cli("report", run, *outputs(tmp_path, "again"), "--color", "never")
+    assert again.exit_code == 1
+    assert read(tmp_path, "live") == read(tmp_path, "again")
+    assert (run / "report.json").read_bytes() == (tmp_path / "live.json").read_bytes()
+    assert "ib.port_state" in again.stdout and "gpu002" in again.stdout
+
+
+def test_check_run_dir_defaults_under_xdg_state(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    res = cli("check", "--bundle", B.write_bundle(tmp_path / "b", {"gpu001": B.healthy_h100()}), "--color", "never")
+    assert res.exit_code == 0
+    (run,) = (tmp_path / "state" / "nccldiag" / "check").iterdir()
+    assert json.loads((run / "report.json").read_text())["exit_code"] == 0
+    assert f"run directory: {run}" in res.stderr
+
+
+def test_interrupted_check_run_is_rebuilt_from_what_it_kept(tmp_path):
+    """A run that stopped after two of three nodes: report.json never written (a crash stands in for it)."""
+    run = tmp_path / "run"
+    cli("check", "--bundle", cluster_bundle(tmp_path), "--run-dir", run)
+    # what a live run keeps as nodes arrive: raw/ (written for this test from the same real captures)
+    B.write_bundle(run / "raw", {"gpu001": B.healthy_h100(), "gpu002": ib_down_node()})
+    meta = json.loads((run / "run.json").read_text())
+    meta["bundle"] = None
+    (run / "run.json").write_text(json.dumps(meta))
+    (run / "report.json").unlink()
+    res = cli("report", run, "--json", "-")
+    doc = json.loads(res.stdout)
+    validate(doc)
+    assert doc["interrupted"] is True and res.exit_code == 1
+    assert [n["host"] for n in doc["nodes"]] == ["gpu001", "gpu002"]
+    assert "2 node(s) had been collected" in doc["notes"][-1]
+    # only healthy nodes kept: never a clean exit, the run did not finish
+    shutil.rmtree(run / "raw")
+    B.write_bundle(run / "raw", {"gpu001": B.healthy_h100()})
+    res = cli("report", run, "--json", "-")
+    assert res.exit_code == 3 and json.loads(res.stdout)["nodes"][0]["status"] == "ok"
+
+
+# ---- paths checked before any work ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--html", "{t}/no/such/dir/r.html"], "--html"),
+    (["--junit", "-"], "only --json writes to stdout"),
+    (["--prom", "{t}/same", "--junit", "{t}/same"], "the same file"),
+    (["--junit", "{t}"], "is a directory"),
+])
+def test_bad_output_paths_are_usage_errors_before_any_work(tmp_path, monkeypatch, args, words):
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    bundle = B.write_bundle(tmp_path / "b", {"gpu001": B.healthy_h100()})
+    res = cli("check", "--bundle", bundle, *[a.format(t=tmp_path) for a in args])
+    assert res.exit_code == 2 and words in res.stderr, res.stderr
+    assert "Traceback" not in res.output
+    assert not (tmp_path / "state").exists()  # nothing ran, no run directory
+
+
+def test_report_of_a_non_run_directory_is_a_usage_error(tmp_path):
+    res = cli("report", tmp_path)
+    assert res.exit_code == 2 and "not a run directory" in res.stderr
+    (tmp_path / "run.json").write_text("{not json")
+    res = cli("report", tmp_path)
+    assert res.exit_code == 2 and "run.json" in res.stderr
+
+
+def test_run_dir_of_an_earlier_run_is_refused(tmp_path):
+    bundle = B.write_bundle(tmp_path / "b", {"gpu001": B.healthy_h100()})
+    assert cli("check", "--bundle", bundle, "--run-dir", tmp_path / "run").exit_code == 0
+    res = cli("check", "--bundle", bundle, "--run-dir", tmp_path / "run")
+    assert res.exit_code == 2 and "holds an earlier run" in res.stderr
