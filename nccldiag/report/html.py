@@ -201,7 +201,12 @@ def _plot(setting: Dict[str, Any]) -> Optional[str]:
     from matplotlib.figure import Figure
     from matplotlib.ticker import FuncFormatter
 
-    with matplotlib.rc_context({"svg.hashsalt": "nccldiag", "svg.fonttype": "none", "font.size": 8}):
+    from cycler import cycler
+
+    colours = matplotlib.colormaps["tab20"].colors
+    style = {"svg.hashsalt": "nccldiag", "svg.fonttype": "none", "font.size": 8,
+             "axes.prop_cycle": cycler(color=colours[0::2] + colours[1::2])}
+    with matplotlib.rc_context(style):
         fig = Figure(figsize=(6.4, 3.4))
         ax = fig.add_subplot(1, 1, 1)
         for name, pts in series:

@@ -73,7 +73,8 @@ def build(doc: Dict[str, Any]) -> Matrix:
     if gloo:
         columns: List[str] = []
         for s in settings:
-            for r in (s.get("ranks") or {}).values():
+            ranks = s.get("ranks") or {}
+            for _, r in sorted(ranks.items(), key=lambda kv: int(kv[0]) if str(kv[0]).isdigit() else 1 << 30):
                 iface = r.get("interface")
                 if iface and iface not in columns:
                     columns.append(iface)

@@ -368,3 +368,57 @@ def test_run_dir_of_an_earlier_run_is_refused(tmp_path):
     assert cli("check", "--bundle", bundle, "--run-dir", tmp_path / "run").exit_code == 0
     res = cli("check", "--bundle", bundle, "--run-dir", tmp_path / "run")
     assert res.exit_code == 2 and "holds an earlier run" in res.stderr
+
+
+# ---- the transport matrix -------------------------------------------------------------------------
+
+
+def test_transport_matrix_from_real_nccl_logs(tmp_path):
+    """Two settings of an NCCL run directory (written for this test from real parts): the worker's records of a
+    hung and of a clean run, each beside a real NCCL log that shows the transports of such a run."""
+    from nccldiag.report import matrix, summary
+    from nccldiag.report.console import console
+
+    run = tmp_path / "run"
+    run.mkdir()
+    recs = []
+    for setting, name in (("default", "gloo-3rank-stall-rank2-all_gather.jsonl"),
+                          ("p2p-off", "gloo-4rank-default.jsonl"), ("shm-off", "gloo-4rank-default.jsonl")):
+        for line in (RECORDS / name).read_text().splitlines():
+            rec = json.loads(line)
+            rec["setting"] = setting
+            recs.append(json.dumps(rec))
+    (run / "records.jsonl").write_text("\n".join(recs) + "\n")
+    for setting, log in (("default", "socket-fallback-ibext-p2p-ipc-16rank-connection-closed.log"),
+                         ("p2p-off", "socket-2node-shm-extend-failure-and-connect-abort-nccltests.log"),
+                         ("shm-off", "net-ib-gdrdma-p2p-cumem-2node-4rank-nccltests.log")):
+        (run / "nccl-logs" / setting).mkdir(parents=True)
+        shutil.copy(real.nccl_log(log), run / "nccl-logs" / setting / log)
+    meta = {"command": "probe", "schema": "nccldiag.probe/1", "run_id": "nccldiag-test", "backend": "nccl",
+            "launcher": "torchrun", "hosts": ["vm"], "nproc_per_node": 4, "timeout": 120, "require_ib": False,
+            "settings": [{"name": "default", "env": {}}, {"name": "p2p-off", "env": {"NCCL_P2P_DISABLE": "1"}},
+                         {"name": "shm-off", "env": {"NCCL_SHM_DISABLE": "1"}}],
+            "started": "2026-11-23T10:00:00Z"}
+    (run / "run.json").write_text(json.dumps(meta))
+    doc = json.loads(cli("report", run, "--json", "-").stdout)
+    validate(doc)
+    m = matrix.build(doc)
+    assert m.columns[:5] == ["P2P", "SHM", "NET/IB", "NET/Socket", "NVLS"]
+    default, p2p_off, shm_off = m.rows
+    assert default.status == "hang"
+    assert (default.cells["P2P"], default.cells["NET/Socket"]) == ("hang", "hang")
+    assert default.cells["SHM"] == default.cells["NET/IB"] == default.cells["NVLS"] == "not used"
+    # every collective verified, but its log shows NCCL failing to set up SHM: an error on that path
+    assert p2p_off.status == "error" and p2p_off.cells["SHM"] == "error" and p2p_off.cells["P2P"] == "not used"
+    assert shm_off.status == "ok" and (shm_off.cells["P2P"], shm_off.cells["NET/IB"]) == ("works", "works")
+    assert shm_off.cells["SHM"] == "not used"
+    assert shm_off.busbw and shm_off.collective == "all_reduce"
+    con = console(color="never", width=200)
+    with con.capture() as cap:
+        con.print(summary.transport_table(doc))
+    lines = cap.get().splitlines()
+    assert lines[0].split() == ["setting", "P2P", "SHM", "NET/IB", "NET/Socket", "NVLS", "busbw", "GB/s"]
+    assert lines[1].split()[:6] == ["default", "hang", "not", "used", "not", "used"]
+    # expected busbw, when a setting carries it, gives the percentage
+    doc["settings"][2]["expected_busbw_gbps"] = shm_off.busbw * 2
+    assert matrix.build(doc).rows[2].percent == pytest.approx(50.0)
