@@ -46,9 +46,10 @@ def _parse_size(value: Optional[str]) -> Optional[int]:
                    "(default $XDG_STATE_HOME/nccldiag/probe/<run id>, i.e. ~/.local/state/nccldiag/probe/...); "
                    "'nccldiag report DIR' renders it again.")
 @outputs.options()
+@click.option("-v", "--verbose", is_flag=True, help="Show every evidence line and the checks that passed.")
 @color_option
 def probe(launcher, backend, nproc_per_node, ib, custom, settings_mode, collectives, min_bytes, max_bytes,
-                  factor, iters, timeout, ifname, shared_dir, dry_run, out_dir, color, **kw):
+                  factor, iters, timeout, ifname, shared_dir, dry_run, out_dir, verbose, color, **kw):
     """Run verified, timed collective probes under a matrix of NCCL settings.
 
     Each setting runs in fresh processes on every node, bounded by --timeout;
@@ -100,5 +101,5 @@ def probe(launcher, backend, nproc_per_node, ib, custom, settings_mode, collecti
     if report.commands is not None:
         probe_report.render_commands(report, out)
         sys.exit(0)
-    probe_report.emit(report, out, outs)
+    probe_report.emit(report, out, outs, verbose=verbose)
     sys.exit(report.exit_code)

@@ -38,7 +38,13 @@ def grouped(report: CheckReport, min_status: Status = Status.WARN) -> List[Tuple
     return sorted(groups.values(), key=lambda g: (-SEVERITY[g[0].status], g[0].check))
 
 
-def render(report: CheckReport, con: Console, verbose: bool = False) -> None:
+def render(report: CheckReport, con: Console, verbose: bool = False, diagnoses=None) -> None:
+    """The node × area table, the findings (worst first), the count; ``diagnoses`` first when there are any."""
+    if diagnoses:
+        from nccldiag.report.summary import render_diagnoses
+
+        render_diagnoses(con, diag.normalize(diagnoses), verbose)
+        con.print()
     cols = report.columns
     table = Table(title=None, show_lines=False, header_style="bold", pad_edge=False)
     table.add_column("node", no_wrap=True)

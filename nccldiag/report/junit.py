@@ -10,6 +10,7 @@ not be checked) an <error>, ``skip`` and collectives not run are <skipped>,
 from __future__ import annotations
 
 import json
+import re
 import xml.etree.ElementTree as ET
 from collections import OrderedDict
 from typing import Any, Dict, List, Tuple
@@ -17,6 +18,16 @@ from typing import Any, Dict, List, Tuple
 from nccldiag.model.findings import SEVERITY, Status
 
 _RANK = {s.value: SEVERITY[s] for s in Status}
+# characters XML 1.0 cannot hold, even escaped: text from nodes never makes the file unreadable
+_NOT_XML = re.compile("[^\u0009\u000a\u000d\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def _xml_safe(root: ET.Element) -> None:
+    for el in root.iter():
+        for k, v in el.attrib.items():
+            el.set(k, _NOT_XML.sub("", v))
+        if el.text:
+            el.text = _NOT_XML.sub("", el.text)
 
 
 def _value(v: Any) -> str:
@@ -145,5 +156,6 @@ def render(doc: Dict[str, Any]) -> str:
         root.set("time", f"{float(doc['elapsed_s']):.3f}")
     for suite in root:
         suite.set("timestamp", str(doc.get("generated_at") or ""))
+    _xml_safe(root)
     ET.indent(root)
     return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"

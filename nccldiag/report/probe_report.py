@@ -39,12 +39,40 @@ def _sockets(so) -> List[str]:
     return [f"{h}: {i} {a} (rank{'s' if len(rs) > 1 else ''} {','.join(map(str, rs))})" for (h, i, a), rs in by.items()]
 
 
-def render(report: ProbeReport, con: Console) -> None:
+def _verdict(report: ProbeReport) -> Text:
+    worked = [sr.setting.name for sr in report.settings if sr.status == "ok"]
+    broken = [sr.setting.name for sr in report.settings if sr.status != "ok"]
+    return Text.assemble(
+        f"{len(report.settings)} setting(s): ",
+        (f"{len(worked)} worked", "ok"), (f" ({', '.join(worked)})" if worked else ""), ", ",
+        (f"{len(broken)} failed", "fail" if broken else ""), (f" ({', '.join(broken)})" if broken else ""),
+        (f"  ({report.elapsed:.1f} s, exit {report.exit_code})", "muted"),
+    )
+
+
+def render(report: ProbeReport, con: Console, verbose: bool = False, diagnoses=None) -> None:
+    """Summary first (the verdict, the transport matrix, the diagnoses), then each setting, then the findings.
+
+    ``verbose`` shows every evidence line and the findings that passed.
+    """
     con.print(Text.assemble(("nccldiag probe", "bold"),
                             f": {report.backend} via {report.launcher}, {len(report.hosts)} node(s) × "
                             f"{report.nproc_per_node} rank(s)"))
     if report.note:
         con.print(Text(report.note, style="muted"))
+    if report.settings:
+        from nccldiag.report.summary import transport_table
+
+        con.print(_verdict(report))
+        con.print()
+        paths = "transport paths" if report.backend == "nccl" else "socket interfaces (gloo)"
+        con.print(Text(f"transport matrix: per setting, the {paths} it used", style="bold"))
+        con.print(transport_table(document(report)))
+    if diagnoses:
+        from nccldiag.report.summary import render_diagnoses
+
+        con.print()
+        render_diagnoses(con, diag.normalize(diagnoses), verbose)
     for sr in report.settings:
         so = sr.outcome
         con.print()
@@ -73,14 +101,8 @@ def render(report: ProbeReport, con: Console) -> None:
         if report.backend == "gloo" and so.ranks:
             for line in _sockets(so):
                 con.print(Text(f"  gloo socket {line}", style="muted"))
-    if report.settings:
-        from nccldiag.report.summary import transport_table
-
-        con.print()
-        paths = "transport paths" if report.backend == "nccl" else "socket interfaces (gloo)"
-        con.print(Text(f"transport matrix: per setting, the {paths} it used", style="bold"))
-        con.print(transport_table(document(report)))
-    problems = [f for f in report.all_findings if SEVERITY[f.status] >= SEVERITY[Status.WARN]]
+    floor = Status.OK if verbose else Status.WARN
+    problems = [f for f in report.all_findings if SEVERITY[f.status] >= SEVERITY[floor]]
     if problems:
         con.print()
     seen = set()
@@ -91,19 +113,16 @@ def render(report: ProbeReport, con: Console) -> None:
         seen.add(key)
         con.print(Text.assemble((f" {f.status.value.upper():5} ", f.status.value), " ", (f.check, "bold"), " ",
                                 (f.host or "", "cyan"), "  ", f.message))
-        for line in f.evidence[:4]:
+        if f.status == Status.OK:
+            continue
+        for line in f.evidence[: None if verbose else 4]:
             con.print(Text(f"        | {line}", style="muted"))
+        if len(f.evidence) > 4 and not verbose:
+            con.print(Text(f"        | ... {len(f.evidence) - 4} more (-v)", style="muted"))
         if f.fix:
             con.print(Text(f"        fix: {f.fix}"))
     con.print()
-    worked = [sr.setting.name for sr in report.settings if sr.status == "ok"]
-    broken = [sr.setting.name for sr in report.settings if sr.status != "ok"]
-    con.print(Text.assemble(
-        f"{len(report.settings)} setting(s): ",
-        (f"{len(worked)} worked", "ok"), (f" ({', '.join(worked)})" if worked else ""), ", ",
-        (f"{len(broken)} failed", "fail" if broken else ""), (f" ({', '.join(broken)})" if broken else ""),
-        (f"  ({report.elapsed:.1f} s, exit {report.exit_code})", "muted"),
-    ))
+    con.print(_verdict(report))
     if report.out_dir:
         con.print(Text(f"records and logs: {report.out_dir}", style="muted"))
 
@@ -163,7 +182,7 @@ def document(report: ProbeReport, diagnoses=None) -> Dict:
     return json.loads(dumps(to_json(report, diagnoses)))
 
 
-def emit(report: ProbeReport, con: Console, outs, diagnoses=None) -> None:
+def emit(report: ProbeReport, con: Console, outs, diagnoses=None, verbose: bool = False) -> None:
     """The table (unless JSON goes to stdout), then report.json in the run directory, then the report files.
 
     ``outs`` is a :class:`~nccldiag.report.outputs.Outputs` (or a JSON path, '-' for stdout). A failing
@@ -175,7 +194,7 @@ def emit(report: ProbeReport, con: Console, outs, diagnoses=None) -> None:
         outs = Outputs(json=outs)
     doc = document(report, diagnoses)
     if not outs.stdout_json:
-        render(report, con)
+        render(report, con, verbose=verbose, diagnoses=diagnoses)
     if report.out_dir and os.path.isdir(report.out_dir):
         from nccldiag import rundir
 

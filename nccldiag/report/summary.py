@@ -51,7 +51,12 @@ def _findings(con: Console, found: List[Dict[str, Any]], verbose: bool) -> None:
 
 
 def _diagnoses(con: Console, doc: Dict[str, Any], verbose: bool) -> None:
-    for d in doc.get("diagnoses") or []:
+    render_diagnoses(con, doc.get("diagnoses") or [], verbose)
+
+
+def render_diagnoses(con: Console, items: List[Dict[str, Any]], verbose: bool = False) -> None:
+    """Diagnoses (as :func:`nccldiag.report.diagnoses.normalize` gives them): title, nodes, fix; -v the evidence."""
+    for d in items:
         con.print(Text.assemble((" DIAG  ", "fail"), " ", (d.get("title") or "", "bold"), " ",
                                 (", ".join(d.get("nodes") or []), "cyan"),
                                 (f"  ({d['confidence']})" if d.get("confidence") else "", "muted")))

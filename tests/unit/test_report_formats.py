@@ -422,3 +422,75 @@ def test_transport_matrix_from_real_nccl_logs(tmp_path):
     # expected busbw, when a setting carries it, gives the percentage
     doc["settings"][2]["expected_busbw_gbps"] = shm_off.busbw * 2
     assert matrix.build(doc).rows[2].percent == pytest.approx(50.0)
+
+
+def test_text_from_nodes_cannot_script_the_html_or_break_the_xml(tmp_path):
+    """A document whose node-supplied strings are hostile (written for this test)."""
+    from nccldiag.report import html, junit, prom
+
+    evil = '<script>alert(1)</script>"\x01\x1b[31m'
+    finding = {"area": "ib", "check": "ib.port_state", "status": "fail", "message": evil, "actual": evil,
+               "expected": "Active", "evidence": [evil], "fix": evil, "host": evil}
+    doc = {"schema": "nccldiag.check/1", "nccldiag_version": "0", "generated_at": "2026-11-23T10:00:00Z",
+           "exit_code": 1, "areas": ["ib"], "summary": {"nodes": 1, "by_status": {"fail": 1}}, "notes": [],
+           "nodes": [{"host": evil, "status": "fail", "reachable": True, "elapsed_s": 0.1, "areas": {"ib": "fail"},
+                      "findings": [finding]}],
+           "diagnoses": [{"title": evil, "nodes": [evil], "evidence": [evil], "confidence": evil, "fix": evil,
+                          "workaround": evil}]}
+    page = html.render(doc)
+    assert "<script" not in page.lower() and "&lt;script&gt;" in page
+    path = tmp_path / "r.xml"
+    path.write_text(junit.render(doc))
+    (case,) = [c for s in JUnitXml.fromfile(str(path)) for c in s]
+    assert "<script>alert(1)</script>" in case.result[0].message and "\x01" not in case.result[0].message
+    fams = list(text_string_to_metric_families(prom.render(doc)))
+    assert any(s.labels.get("node") == evil for f in fams for s in f.samples)
+
+
+def test_terminal_reports_put_diagnoses_first(tmp_path):
+    from nccldiag import areas as registry
+    from nccldiag.check import engine
+    from nccldiag.collect import session
+    from nccldiag.report import check_report
+    from nccldiag.report.console import console
+
+    raws, areas_sel = session.from_bundle(str(cluster_bundle(tmp_path)), registry.select([], []), False)
+    report = engine.analyze(raws, areas_sel)
+    con = console(color="never", width=200)
+    with con.capture() as cap:
+        check_report.render(report, con, diagnoses=[_Diag()])
+    text = cap.get()
+    assert text.index("P2P path broken") < text.index("ib.port_state")
+    assert "fix: disable ACS" in text and "nccl.log:12" not in text  # evidence with -v only
+    with con.capture() as cap:
+        check_report.render(report, con, verbose=True, diagnoses=[_Diag()])
+    assert "nccl.log:12 P2P/IPC" in cap.get()
+    with con.capture() as cap:
+        check_report.render(report, con)
+    assert "DIAG" not in cap.get()
+
+
+def test_probe_terminal_summary_first_and_verbose(tmp_path):
+    from nccldiag.probe import analysis, runner
+    from nccldiag.probe.plan import Setting
+    from nccldiag.probe.results import read_text
+    from nccldiag.report import probe_report
+    from nccldiag.report.console import console
+
+    setting = Setting("default")
+    run = runner.SettingRun(setting=setting, records=read_text((RECORDS / "gloo-2rank-corrupt-rank1.jsonl").read_text()))
+    report = analysis.analyze(runs=[run], settings=[setting], backend="gloo", require_ib=False, launcher="torchrun",
+                              hosts=["vm"], unreachable={}, problems={}, loopback={}, ifnames={}, nproc_per_node=2)
+    con = console(color="never", width=200)
+    with con.capture() as cap:
+        probe_report.render(report, con)
+    text = cap.get()
+    lines = text.splitlines()
+    assert lines[2].startswith("1 setting(s): 0 worked, 1 failed (default)")
+    assert text.index("transport matrix") < text.index("setting default") < text.index("FAIL")
+    matrix_row = next(l for l in lines if l.startswith("default ") and "wrong" in l)
+    assert matrix_row.split()[:2] == ["default", "wrong"]
+    assert "OK     probe.reduce" not in text
+    with con.capture() as cap:
+        probe_report.render(report, con, verbose=True)
+    assert "OK     probe.reduce" in cap.get()
