@@ -126,11 +126,13 @@ def summaries(nodes: Sequence[NodeReport], areas: Sequence[ModuleType]) -> Dict[
 
 
 def analyze(
-    raws: Sequence[RawNode], areas: Sequence[ModuleType], options: Optional[Mapping[str, Any]] = None
+    raws: Sequence[RawNode], areas: Sequence[ModuleType], options: Optional[Mapping[str, Any]] = None,
+    judged: Optional[Mapping[str, NodeReport]] = None,
 ) -> CheckReport:
-    """Judge every node, then the cluster areas across nodes."""
+    """Judge every node (``judged``: nodes already judged as they arrived, by host), then the cluster areas."""
     started = time.time()
-    nodes = [analyze_node(r, areas, options) for r in raws]
+    judged = judged or {}
+    nodes = [judged[r.host] if r.host in judged else analyze_node(r, areas, options) for r in raws]
     by_host = {n.host: n for n in nodes}
     cluster = [a for a in areas if kind(a) == "cluster"]
     if cluster:

@@ -116,16 +116,23 @@ def check(bundle, only, skip, mesh_mode, save_dir, run_dir, p2p_test, verbose, c
         keep = _Keeper(run_dir, run_id, areas_sel, options, None)
         raws, notes = run_collection(kw, areas_sel, save_dir, extra, mesh_mode, arrived=keep.node)
     keep.close()
-    report = engine.analyze(raws, areas_sel, options)
+    report = engine.analyze(raws, areas_sel, options, judged=keep.judged)
     report.elapsed = time.monotonic() - t0
     report.inventory_notes = notes
     doc = json.loads(dumps(check_report.to_json(report)))
     if not outs.stdout_json:
         check_report.render(report, console(color=color), verbose=verbose)
-    rundir.save_report(run_dir, doc)
-    if not outs.stdout_json:
-        console(stderr=True, color=color).print(f"run directory: {run_dir}", style="muted", markup=False,
-                                              highlight=False, soft_wrap=True)
+    if not keep.failed:
+        try:
+            rundir.save_report(run_dir, doc)
+        except OSError as exc:
+            keep.failed = f"{exc.strerror or exc}"
+    err = console(stderr=True, color=color)
+    if keep.failed:
+        err.print(f"nccldiag: warning: run directory {run_dir}: cannot write: {keep.failed}", markup=False,
+                  highlight=False, soft_wrap=True)
+    elif not outs.stdout_json:
+        err.print(f"run directory: {run_dir}", style="muted", markup=False, highlight=False, soft_wrap=True)
     outs.write(doc)
     sys.exit(report.exit_code)
 
@@ -135,8 +142,9 @@ def _run_dir(given: Optional[str]):
     from nccldiag.probe.runner import new_run_id
 
     run_id = new_run_id()
-    path = given or os.path.join(rundir.state_dir("check"), run_id)
-    return rundir.prepare(path), run_id
+    if given:
+        return rundir.prepare(given), run_id
+    return os.path.join(rundir.state_dir("check"), run_id), run_id
 
 
 class _Keeper:
@@ -147,26 +155,39 @@ class _Keeper:
         self.areas = areas_sel
         self.options = options
         self.bundle = bundle
-        rundir.create(path, {"command": "check", "run_id": run_id, "schema": "nccldiag.check/1",
-                             "areas": [a.NAME for a in areas_sel], "options": options, "bundle": bundle,
-                             "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
-        self.lines = rundir.Lines(os.path.join(path, "nodes.jsonl"))
         self.raw = os.path.join(path, "raw")
         self.indexed = False
+        self.judged = {}  # host -> NodeReport, judged once, as it arrived
+        self.failed = ""  # why the run directory could not be written, once it could not
+        self.lines = None
+        try:
+            rundir.create(path, {"command": "check", "run_id": run_id, "schema": "nccldiag.check/1",
+                                 "areas": [a.NAME for a in areas_sel], "options": options, "bundle": bundle,
+                                 "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
+            self.lines = rundir.Lines(os.path.join(path, "nodes.jsonl"))
+        except OSError as exc:  # the default state directory unwritable: the check runs, unkept
+            self.failed = f"{exc.strerror or exc}"
 
     def node(self, raw) -> None:
         from nccldiag.check import engine
         from nccldiag.collect import sections
 
-        if self.bundle is None:
-            if not self.indexed:
-                sections.write_bundle_index(self.raw, [], {"transport": raw.extra.get("transport", "ssh"),
-                                                           "areas": [a.NAME for a in self.areas]})
-                self.indexed = True
-            sections.write_node(self.raw, raw)
         nr = engine.analyze_node(raw, self.areas, self.options)
-        self.lines.add({"host": nr.host, "status": nr.status.value, "reachable": nr.reachable,
-                        "elapsed_s": round(nr.elapsed, 3), "findings": [f.to_dict() for f in nr.findings]})
+        self.judged[raw.host] = nr
+        if self.failed:
+            return
+        try:
+            if self.bundle is None:
+                if not self.indexed:
+                    sections.write_bundle_index(self.raw, [], {"transport": raw.extra.get("transport", "ssh"),
+                                                               "areas": [a.NAME for a in self.areas]})
+                    self.indexed = True
+                sections.write_node(self.raw, raw)
+            self.lines.add({"host": nr.host, "status": nr.status.value, "reachable": nr.reachable,
+                            "elapsed_s": round(nr.elapsed, 3), "findings": [f.to_dict() for f in nr.findings]})
+        except OSError as exc:  # a full disk loses the run directory, never the check
+            self.failed = f"{exc.strerror or exc}"
 
     def close(self) -> None:
-        self.lines.close()
+        if self.lines is not None:
+            self.lines.close()

@@ -494,3 +494,16 @@ def test_probe_terminal_summary_first_and_verbose(tmp_path):
     with con.capture() as cap:
         probe_report.render(report, con, verbose=True)
     assert "OK     probe.reduce" in cap.get()
+
+
+def test_unwritable_state_dir_keeps_no_run_but_checks(tmp_path, monkeypatch):
+    state = tmp_path / "state"
+    state.write_text("a file where the state directory would be")
+    monkeypatch.setenv("XDG_STATE_HOME", str(state))
+    bundle = B.write_bundle(tmp_path / "b", {"gpu001": B.healthy_h100()})
+    res = cli("check", "--bundle", bundle, "--junit", tmp_path / "c.xml", "--color", "never")
+    assert res.exit_code == 0 and "cannot write" in res.stderr and "Traceback" not in res.output
+    assert JUnitXml.fromfile(str(tmp_path / "c.xml"))
+    # a run directory asked for is checked before any work
+    res = cli("check", "--bundle", bundle, "--run-dir", state / "run")
+    assert res.exit_code == 2 and "--run-dir" in res.stderr
