@@ -422,6 +422,13 @@ def test_transport_matrix_from_real_nccl_logs(tmp_path):
     # expected busbw, when a setting carries it, gives the percentage
     doc["settings"][2]["expected_busbw_gbps"] = shm_off.busbw * 2
     assert matrix.build(doc).rows[2].percent == pytest.approx(50.0)
+    from nccldiag.report import html
+
+    page = html.render(doc)
+    plot = page[page.index('id="plot-shm-off"'):]
+    assert f"expected {shm_off.busbw * 2:.1f}" in plot[:plot.index("</figure>")]
+    assert "50% of" in page
+    assert "expected " not in page[page.index('id="plot-default"'):page.index('id="plot-p2p-off"')]
 
 
 def test_text_from_nodes_cannot_script_the_html_or_break_the_xml(tmp_path):
