@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import threading
 from typing import Any, Dict, List, Optional
 
@@ -28,6 +29,7 @@ from nccldiag.model.errors import UsageError
 
 META = "run.json"
 REPORT = "report.json"
+LIMIT = 1 << 30  # the most of one file a report reads back (records of a long run stay far below)
 
 
 def state_dir(command: str) -> str:
@@ -80,20 +82,39 @@ class Lines:
             self._f.close()
 
 
+def read_text(path: str, limit: int = LIMIT) -> Optional[str]:
+    """The text of a regular file of a run directory (never through a link, a FIFO or a device); None if absent.
+
+    Anything else at that name is a usage error naming it: a run directory is read, never trusted.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot read it: {exc.strerror or exc}") from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise UsageError(f"{path}: not a regular file")
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            data = f.read(limit + 1)
+    finally:
+        os.close(fd)
+    if len(data) > limit:
+        raise UsageError(f"{path}: larger than {limit >> 20} MiB")
+    return data.decode("utf-8", errors="replace")
+
+
 def read_lines(path: str) -> List[Dict[str, Any]]:
     """The values of a JSON-lines file; a last line cut by a crash is left out."""
     out: List[Dict[str, Any]] = []
-    try:
-        with open(path, encoding="utf-8") as f:
-            for line in f:
-                try:
-                    v = json.loads(line)
-                except ValueError:
-                    continue
-                if isinstance(v, dict):
-                    out.append(v)
-    except FileNotFoundError:
-        pass
+    for line in (read_text(path) or "").splitlines():
+        try:
+            v = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(v, dict):
+            out.append(v)
     return out
 
 
@@ -105,27 +126,28 @@ def save_report(path: str, doc: Dict[str, Any]) -> None:
 
 
 def read_meta(path: str) -> Dict[str, Any]:
+    p = os.path.join(path, META)
+    text = read_text(p, 16 << 20)
+    if text is None:
+        raise UsageError(f"{path}: not a run directory (no {META})")
     try:
-        with open(os.path.join(path, META), encoding="utf-8") as f:
-            meta = json.load(f)
-    except FileNotFoundError:
-        raise UsageError(f"{path}: not a run directory (no {META})") from None
-    except (OSError, ValueError) as exc:
-        raise UsageError(f"{path}/{META}: cannot read it: {exc}") from None
+        meta = json.loads(text)
+    except ValueError as exc:
+        raise UsageError(f"{p}: cannot read it: {exc}") from None
     if not isinstance(meta, dict) or meta.get("command") not in ("check", "probe"):
-        raise UsageError(f"{path}/{META}: not the run.json of a check or probe run")
+        raise UsageError(f"{p}: not the run.json of a check or probe run")
     return meta
 
 
 def read_report(path: str) -> Optional[Dict[str, Any]]:
     """``report.json`` of a finished run; None when the run did not reach its end."""
     p = os.path.join(path, REPORT)
-    if not os.path.exists(p):
+    text = read_text(p)
+    if text is None:
         return None
     try:
-        with open(p, encoding="utf-8") as f:
-            doc = json.load(f)
-    except (OSError, ValueError) as exc:
+        doc = json.loads(text)
+    except ValueError as exc:
         raise UsageError(f"{p}: cannot read it: {exc}") from None
     if not isinstance(doc, dict) or not str(doc.get("schema", "")).startswith("nccldiag."):
         raise UsageError(f"{p}: not an nccldiag report")

@@ -95,10 +95,11 @@ def _probe(path: str, meta: Dict[str, Any]) -> Dict[str, Any]:
             sr.commands = dict(line.get("commands") or {})
             sr.run_id = line.get("run_id") or ""
         logs_dir = os.path.join(path, "nccl-logs", runner.safe_name(s.name))
-        if os.path.isdir(logs_dir):
+        if os.path.isdir(logs_dir) and not os.path.islink(logs_dir):
             for name in sorted(os.listdir(logs_dir)):
-                with open(os.path.join(logs_dir, name), encoding="utf-8", errors="replace") as f:
-                    sr.logs[name] = f.read()
+                text = rundir.read_text(os.path.join(logs_dir, name))
+                if text is not None:
+                    sr.logs[name] = text
         runs.append(sr)
     report = analysis.analyze(
         runs=runs, settings=settings, backend=meta.get("backend") or "?", require_ib=bool(meta.get("require_ib")),

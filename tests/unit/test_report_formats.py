@@ -514,3 +514,20 @@ def test_unwritable_state_dir_keeps_no_run_but_checks(tmp_path, monkeypatch):
     # a run directory asked for is checked before any work
     res = cli("check", "--bundle", bundle, "--run-dir", state / "run")
     assert res.exit_code == 2 and "--run-dir" in res.stderr
+
+
+def test_report_reads_a_run_directory_without_trusting_it(tmp_path):
+    """A FIFO or a link where a kept file should be is named, never waited on or followed (written for this test)."""
+    run = probe_run_dir(tmp_path, "gloo-4rank-default.jsonl")
+    os.mkfifo(run / "report.json")
+    res = cli("report", run)
+    assert res.exit_code == 2 and "report.json: not a regular file" in res.stderr
+    (run / "report.json").unlink()
+    (run / "report.json").symlink_to(tmp_path / "elsewhere.json")
+    res = cli("report", run)
+    assert res.exit_code == 2 and "report.json" in res.stderr and "Traceback" not in res.output
+    (run / "report.json").unlink()
+    (run / "nccl-logs" / "default").mkdir(parents=True)
+    os.mkfifo(run / "nccl-logs" / "default" / "nccl.vm.1.log")
+    res = cli("report", run)
+    assert res.exit_code == 2 and "nccl.vm.1.log: not a regular file" in res.stderr
