@@ -130,6 +130,7 @@ def prepare(nodes: Sequence, python: str, ifname: Optional[str], shared_dir: Opt
             f"mkdir -p -m 700 {shlex.quote(rundir)} && "
             + (f"base64 -d | tar -xzf - -C {shlex.quote(rundir)} && " if unpack else "")
             + launch.iface_command(rdzv_host)
+            + f"; echo \"speed=$(cat /sys/class/net/{shlex.quote(ifname) if ifname else '$d'}/speed 2>/dev/null)\""
             + f"; echo \"info=$({shlex.quote(python)} -c {shlex.quote(_INFO_SNIPPET)} 2>&1 | tail -n 1)\""
         )
         try:
@@ -151,6 +152,8 @@ def prepare(nodes: Sequence, python: str, ifname: Optional[str], shared_dir: Opt
                     "pip install 'nccldiag[probe]' there, or pass --python"
                 )
                 return
+            speed = kv.get("speed", "").strip()
+            info[node.name]["iface_speed"] = int(speed) if speed.isdigit() and int(speed) > 0 else None
             loop = [a for a in kv.get("self", "").split() if a.startswith("127.") or a == "::1"]
             if loop:
                 loopback[node.name] = loop
