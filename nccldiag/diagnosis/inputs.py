@@ -32,6 +32,7 @@ class Inputs:
     node_facts: Dict[str, Dict[str, Any]] = field(default_factory=dict)  # host -> area -> facts
     iface_speeds: Dict[str, Optional[int]] = field(default_factory=dict)  # host -> Mb/s of the socket interface
     ifnames: Dict[str, Optional[str]] = field(default_factory=dict)  # host -> the probe's socket interface
+    route_ifnames: Dict[str, Optional[str]] = field(default_factory=dict)  # host -> the interface routing to rank 0
 
     def __post_init__(self) -> None:
         if self.check is not None:
@@ -41,6 +42,7 @@ class Inputs:
         if self.probe is not None:
             self.iface_speeds = dict(getattr(self.probe, "iface_speeds", None) or self.iface_speeds)
             self.ifnames = dict(getattr(self.probe, "ifnames", None) or self.ifnames)
+            self.route_ifnames = dict(getattr(self.probe, "route_ifnames", None) or self.route_ifnames)
 
     # ---- check
 

@@ -154,6 +154,7 @@ def prepare(nodes: Sequence, python: str, ifname: Optional[str], shared_dir: Opt
                 return
             speed = kv.get("speed", "").strip()
             info[node.name]["iface_speed"] = int(speed) if speed.isdigit() and int(speed) > 0 else None
+            info[node.name]["route_iface"] = kv.get("iface") or None  # what routes to the first node
             loop = [a for a in kv.get("self", "").split() if a.startswith("127.") or a == "::1"]
             if loop:
                 loopback[node.name] = loop

@@ -212,6 +212,7 @@ def run(hosts: Sequence[Host], opts: ProbeOptions,
             ifnames=prep.ifnames, nproc_per_node=nproc, out_dir=out_dir if runs else None, cleanup_failed=cleanup_failed,
             elapsed=time.monotonic() - t0, timeout=timeout, run_id=prep.run_id,
             iface_speeds={h: (prep.info.get(h) or {}).get("iface_speed") for h in prep.info},
+            route_ifnames={h: (prep.info.get(h) or {}).get("route_iface") for h in prep.info},
         )
         return report
     except KeyboardInterrupt:

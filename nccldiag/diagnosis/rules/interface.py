@@ -41,9 +41,9 @@ def bad_name(name: Optional[str]) -> Optional[str]:
 
 def suggest(inp: Inputs, host: str) -> Optional[str]:
     """The interface to use on ``host``: the probe's route to the first node, else the first up, routable one."""
-    name = inp.ifnames.get(host)
-    if name and not bad_name(name):
-        return name
+    for name in (inp.ifnames.get(host), inp.route_ifnames.get(host)):
+        if name and not bad_name(name):
+            return name
     sysf = inp.facts(host, "system")
     for i in getattr(sysf, "interfaces", None) or []:
         if bad_name(i.name) or i.state not in ("UP", "UNKNOWN"):
@@ -90,11 +90,16 @@ def diagnose(inp: Inputs) -> List[Diagnosis]:
         for sr in inp.settings:
             seen: Dict[str, str] = {}
             for r, info in sorted(sr.outcome.ranks.items()):
-                why = bad_name(info.interface) or bad_address(info.address)
+                given = info.socket_ifname
+                if given:  # gloo binds to the interface it was given, whatever routes to the peers
+                    why = bad_name(given)
+                    what = f"rank {r} was given GLOO_SOCKET_IFNAME={given} ({why})"
+                else:
+                    why = bad_name(info.interface) or bad_address(info.address)
+                    what = f"rank {r} used {info.interface} {info.address} ({why})"
                 if why and info.host and info.host not in seen:
                     seen[info.host] = why
-                    ev.append(Evidence("probe", f"rank {r} used {info.interface} {info.address} ({why})",
-                                       sr.setting.name, info.host))
+                    ev.append(Evidence("probe", what, sr.setting.name, info.host))
                     nodes.append(info.host)
     nodes = [n for n in dict.fromkeys(nodes) if n]
     if not ev:
