@@ -22,14 +22,17 @@ __all__ = ["Diagnosis", "Evidence", "Inputs", "Summary", "diagnose", "summary"]
 
 def diagnose(inputs: Inputs) -> List[Diagnosis]:
     out: List[Diagnosis] = []
-    for rule in all_rules():
+    order: Dict[str, int] = {}
+    for i, rule in enumerate(all_rules()):
+        order[rule.ID] = i
         try:
             out.extend(rule.diagnose(inputs))
         except Exception as exc:  # a rule's bug must not hide the other rules' verdicts
             out.append(Diagnosis(f"{rule.ID}.internal", f"{rule.TITLE}: rule failed", "info",
                                  f"the {rule.ID} rule could not run: {type(exc).__name__}: {exc}", "low",
                                  "nccldiag's own error, not a verdict on any node", "Report this as a bug."))
-    return sorted(out, key=sort_key)
+    # worst and surest first; at equal rank, in rule order: causes (interface, P2P) before symptoms (hang)
+    return sorted(out, key=lambda d: sort_key(d)[:2] + (order.get(d.id.split(".")[0], len(order)),) + sort_key(d)[2:])
 
 
 @dataclass

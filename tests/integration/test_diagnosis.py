@@ -49,9 +49,11 @@ def test_loopback_interface_across_nodes_is_diagnosed_with_the_interface_to_use(
     d = next(x for x in data["diagnoses"] if x["id"] == "wrong-interface")
     assert d["severity"] == "fail" and d["confidence"]["level"] == "high"
     assert sorted(d["nodes"]) == sorted(cluster.hosts)
-    assert any("was given GLOO_SOCKET_IFNAME=lo (loopback)" in e["text"] for e in d["evidence"])
+    assert any("SOCKET_IFNAME=lo (loopback)" in e["text"] for e in d["evidence"])
     # the interface that routes to the first node, as the probe found it on each node
-    assert "NCCL_SOCKET_IFNAME=ncdgp" in d["fix"] or "per node" in d["fix"]
-    assert "Bootstrap" not in d["fix"]
+    assert "ncdgp1 on dnode01, ncdgp2 on dnode02" in d["fix"] and "NCCL_SOCKET_IFNAME=ncdgp " in d["fix"]
+    assert "/etc/hosts" not in d["fix"]  # the host names resolve: only the interface is wrong
+    # the cause comes before its symptom, the hang in initialisation
+    assert [x["id"] for x in data["diagnoses"]][:2] == ["wrong-interface", "hang"]
     for node in cluster.hosts:
         assert probe_processes(cluster, node, data["run_id"]) == []

@@ -79,9 +79,12 @@ def _probe(inp: Inputs) -> List[Diagnosis]:
             nodes = list(inp.hosts)
         coll = ", ".join(st["colls"]) or ("initialisation" if so.stuck_in_init else "?")  # type: ignore[arg-type]
         ok_settings = [o.setting.name for o in inp.settings if o.status == "ok"]
-        out.append(Diagnosis(ID, TITLE, "fail",
-                             f"[{sr.setting.name}] {coll} hung: ranks {', '.join(map(str, hung)) or '?'} on "
-                             f"{', '.join(nodes) or '?'} never finished", conf, why, FIX, nodes=nodes,
+        if hung:
+            what = (f"[{sr.setting.name}] {coll} hung: rank{'s' if len(hung) != 1 else ''} "
+                    f"{', '.join(map(str, hung))} on {', '.join(nodes)} never finished")
+        else:
+            what = f"[{sr.setting.name}] the run did not finish on {', '.join(nodes)} and no rank said where it was"
+        out.append(Diagnosis(ID, TITLE, "fail", what, conf, why, FIX, nodes=nodes,
                              evidence=ev, workaround=(f"the settings that worked: {', '.join(ok_settings)}"
                                                       if ok_settings else ""),
                              missing=[RAS] if inp.probe.backend == "nccl" else [],

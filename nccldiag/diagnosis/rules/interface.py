@@ -3,6 +3,7 @@ resolves to loopback or not at all. Names the interface to use."""
 from __future__ import annotations
 
 import ipaddress
+import os
 import re
 from typing import Dict, List, Optional
 
@@ -53,25 +54,29 @@ def suggest(inp: Inputs, host: str) -> Optional[str]:
     return None
 
 
-def _fix(inp: Inputs, hosts: List[str]) -> str:
+def _fix(inp: Inputs, hosts: List[str], names_bad: bool) -> str:
     names = {h: suggest(inp, h) for h in hosts}
     known = {h: n for h, n in names.items() if n}
     if known and len(set(known.values())) == 1:
         n = next(iter(known.values()))
-        use = f"NCCL_SOCKET_IFNAME={n} GLOO_SOCKET_IFNAME={n}"
+        fix = f"Set NCCL_SOCKET_IFNAME={n} GLOO_SOCKET_IFNAME={n} in the jobs' environment."
     elif known:
-        use = "per node " + ", ".join(f"{h}: {n}" for h, n in known.items())
+        prefix = os.path.commonprefix(list(known.values()))
+        fix = ("Set GLOO_SOCKET_IFNAME per node to the exact name: " + ", ".join(f"{n} on {h}" for h, n in known.items())
+               + (f"; NCCL_SOCKET_IFNAME={prefix} matches them all as a prefix." if prefix else "."))
     else:
-        use = "NCCL_SOCKET_IFNAME / GLOO_SOCKET_IFNAME set to the data-network interface ('ip -br addr')"
-    return (f"Use {use} in the jobs' environment, and map each host name to its data-network address in "
-            "/etc/hosts or DNS (not 127.0.1.1).")
+        fix = "Set NCCL_SOCKET_IFNAME and GLOO_SOCKET_IFNAME to the data-network interface ('ip -br addr')."
+    if names_bad:
+        fix += " Map each host name to its data-network address in /etc/hosts or DNS (not 127.0.1.1)."
+    return fix
 
 
 def diagnose(inp: Inputs) -> List[Diagnosis]:
     ev: List[Evidence] = []
     nodes: List[str] = []
-    for f in inp.check_findings("system.hostname_") + [f for f in inp.all_findings()
-                                                         if f.check == "probe.hostname_loopback"]:
+    named = inp.check_findings("system.hostname_") + [f for f in inp.all_findings()
+                                                      if f.check == "probe.hostname_loopback"]
+    for f in named:
         ev.extend(finding_evidence(f, 1))
         nodes.append(f.host or "")
     multi = len(inp.hosts) > 1
@@ -86,6 +91,13 @@ def diagnose(inp: Inputs) -> List[Diagnosis]:
                 if why:
                     ev.append(log_evidence(b.at, f"{b.text}  ({d.name} is {why})"))
                     nodes.append(b.at.host or "")
+    if inp.probe is not None and multi:
+        for host, given in sorted(inp.ifnames.items()):
+            why = bad_name(given)
+            if why:
+                ev.append(Evidence("probe", f"the probe gave the ranks GLOO_SOCKET_IFNAME/NCCL_SOCKET_IFNAME={given} "
+                                            f"({why})", "--ifname", host))
+                nodes.append(host)
     if inp.probe is not None and inp.probe.backend == "gloo" and multi:
         for sr in inp.settings:
             seen: Dict[str, str] = {}
@@ -112,4 +124,4 @@ def diagnose(inp: Inputs) -> List[Diagnosis]:
     missing = [] if direct or inp.probe is not None else ["nccldiag probe HOSTFILE  (shows the interface each rank used)"]
     return [Diagnosis(ID, TITLE, "fail" if direct else "warn",
                       f"bootstrap/socket interface unusable between nodes on {', '.join(nodes) or 'the nodes'}",
-                      conf, why, _fix(inp, nodes), nodes=nodes, evidence=ev[:10], missing=missing)]
+                      conf, why, _fix(inp, nodes, bool(named)), nodes=nodes, evidence=ev[:10], missing=missing)]
