@@ -38,6 +38,7 @@ def diagnose(inputs: Inputs) -> List[Diagnosis]:
 @dataclass
 class Summary:
     healthy: List[str] = field(default_factory=list)
+    warned: List[str] = field(default_factory=list)
     failing: List[str] = field(default_factory=list)
     unchecked: List[str] = field(default_factory=list)
     paths_ok: List[str] = field(default_factory=list)  # "default: P2P, SHM, NET/IB"
@@ -46,7 +47,7 @@ class Summary:
     missing: List[str] = field(default_factory=list)
 
     def to_dict(self) -> Dict[str, Any]:
-        return {"healthy_nodes": self.healthy, "failing_nodes": self.failing, "unchecked_nodes": self.unchecked,
+        return {"healthy_nodes": self.healthy, "warned_nodes": self.warned, "failing_nodes": self.failing, "unchecked_nodes": self.unchecked,
                 "working_paths": self.paths_ok, "failing_paths": self.paths_bad, "bandwidth": self.bandwidth,
                 "missing_evidence": self.missing}
 
@@ -71,6 +72,8 @@ def summary(inputs: Inputs, diagnoses: List[Diagnosis]) -> Summary:
                 s.unchecked.append(n.host)
             elif n.status == Status.FAIL or n.host in named:
                 s.failing.append(n.host)
+            elif n.status == Status.WARN:
+                s.warned.append(n.host)
             else:
                 s.healthy.append(n.host)
     elif inputs.probe is not None and inputs.probe.settings:

@@ -71,9 +71,11 @@ def bandwidth_line(s: Summary, setting: str) -> Optional[Text]:
 def render(diags: List[Diagnosis], s: Summary, con: Console, verbose: bool = False, paths: bool = True) -> None:
     con.print(Text("Diagnoses", style="bold"))
     parts: List[Any] = []
-    if s.healthy or s.failing or s.unchecked:
-        parts = [(f"{len(s.healthy)} healthy", "ok"), (f" ({_nodes(s.healthy)})" if s.healthy else ""), ", ",
-                 (f"{len(s.failing)} failing", "fail" if s.failing else ""),
+    if s.healthy or s.failing or s.unchecked or s.warned:
+        parts = [(f"{len(s.healthy)} healthy", "ok"), (f" ({_nodes(s.healthy)})" if s.healthy else ""), ", "]
+        if s.warned:
+            parts += [(f"{len(s.warned)} with warnings", "warn"), f" ({_nodes(s.warned)}), "]
+        parts += [(f"{len(s.failing)} failing", "fail" if s.failing else ""),
                  (f" ({_nodes(s.failing)})" if s.failing else "")]
         if s.unchecked:
             parts += [", ", (f"{len(s.unchecked)} not checked ({_nodes(s.unchecked)})", "error")]

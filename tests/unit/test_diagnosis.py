@@ -285,6 +285,12 @@ def test_gloo_ranks_on_loopback_across_nodes_fail_and_one_node_is_fine():
     assert any("used lo 127.0.0.1 (loopback)" in e.text for e in d.evidence)
     single = probe([(Setting("default"), records(GOOD), None)], ["vm"])
     assert "wrong-interface" not in ids(diagnose(Inputs(probe=single)))
+    # no rank reported at all, but the probe itself gave the ranks loopback ('--ifname lo')
+    silent = probe([(Setting("default"), [], None)], ["n1", "n2"], timed_out={"default"},
+                   ifnames={"n1": "lo", "n2": "lo"})
+    d = one(diagnose(Inputs(probe=silent)), "wrong-interface")
+    assert d.nodes == ["n1", "n2"] and {e.ref for e in d.evidence} == {"--ifname"}
+    assert "hang" in ids(diagnose(Inputs(probe=silent)))
 
 
 # ---- /dev/shm, memlock -----------------------------------------------------------------------------------
@@ -466,7 +472,8 @@ def test_check_table_opens_with_the_diagnoses(tmp_path):
                                              "gpu002": healthy("gpu002", "10.0.0.12")})
     code, text = B.check_table(bundle)
     assert code == 1 and text.startswith("Diagnoses")
-    assert "nodes: 1 healthy (gpu002), 1 failing (gpu001)" in text and "P2P path broken" in text
+    # gpu002 differs from gpu001 (its PCIe summary): a consistency warning, as the check counts it
+    assert "nodes: 0 healthy, 1 with warnings (gpu002), 1 failing (gpu001)" in text and "P2P path broken" in text
     code, rep = B.check_json(bundle)
     assert [d["id"] for d in rep["diagnoses"]] == ["p2p-path-broken"]
     assert rep["diagnosis_summary"]["failing_nodes"] == ["gpu001"]
