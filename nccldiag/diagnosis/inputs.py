@@ -43,6 +43,8 @@ class Inputs:
             self.iface_speeds = dict(getattr(self.probe, "iface_speeds", None) or self.iface_speeds)
             self.ifnames = dict(getattr(self.probe, "ifnames", None) or self.ifnames)
             self.route_ifnames = dict(getattr(self.probe, "route_ifnames", None) or self.route_ifnames)
+            for host, facts in (getattr(self.probe, "node_facts", None) or {}).items():
+                self.node_facts.setdefault(host, dict(facts))
 
     # ---- check
 

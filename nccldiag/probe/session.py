@@ -198,6 +198,11 @@ def run(hosts: Sequence[Host], opts: ProbeOptions,
                                           nproc_per_node=nproc, run_id=run_id)
             report.commands = dry
             return report
+        node_facts = {}
+        if backend == "nccl" and runs:
+            from nccldiag.probe import facts
+
+            node_facts = facts.collect(participants, timeout=min(60.0, opts.ssh.command_timeout), fanout=opts.fanout)
         cleanup_failed = ({} if local or opts.shared_dir
                           else runner.cleanup(live, prep.rundir, timeout=min(15.0, opts.ssh.command_timeout), fanout=opts.fanout))
         if local:
@@ -213,6 +218,7 @@ def run(hosts: Sequence[Host], opts: ProbeOptions,
             elapsed=time.monotonic() - t0, timeout=timeout, run_id=prep.run_id,
             iface_speeds={h: (prep.info.get(h) or {}).get("iface_speed") for h in prep.info},
             route_ifnames={h: (prep.info.get(h) or {}).get("route_iface") for h in prep.info},
+            node_facts=node_facts,
         )
         return report
     except KeyboardInterrupt:
