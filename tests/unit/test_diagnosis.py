@@ -477,3 +477,16 @@ def test_check_table_opens_with_the_diagnoses(tmp_path):
     code, rep = B.check_json(bundle)
     assert [d["id"] for d in rep["diagnoses"]] == ["p2p-path-broken"]
     assert rep["diagnosis_summary"]["failing_nodes"] == ["gpu001"]
+
+
+def test_p2p_broken_cites_the_default_settings_p2p_lines_and_pairs():
+    # arranged for this test: an NCCL run's default setting with the stalled records and the real 2-node log of
+    # NVIDIA/nccl#1189 (P2P/CUMEM inside each node), p2p-off with the healthy records
+    name = HEALTHY_LOGS[0]
+    log = real.nccl_log(name).read_text(encoding="utf-8")
+    rep = probe([(ROW["default"], records(STALL), {name: log}), (ROW["p2p-off"], records(GOOD), None)], ["vm"],
+                backend="nccl", timed_out={"default"})
+    d = one(diagnose(Inputs(probe=rep)), "p2p-path-broken")
+    p2p = [e for e in d.evidence if e.kind == "log"]
+    assert p2p and all("via P2P" in e.text and re.match(rf"{re.escape(name)}:\d+$", e.ref) for e in p2p)
+    assert d.pairs and all(re.match(r"\d+->\d+ \(node-[ab]\)$", p) for p in d.pairs)

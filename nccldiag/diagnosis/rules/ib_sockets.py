@@ -112,5 +112,6 @@ def diagnose(inp: Inputs) -> List[Diagnosis]:
                              + (f" on {', '.join(nodes)}" if nodes else ""), conf, why,
                              FIX + (" Causes, most likely first: " + " ".join(ranked) if ranked else ""),
                              nodes=nodes, evidence=ev[:12], missing=missing,
+                             pairs=sorted({f"{c.src}->{c.dst}" for c in sock})[:16],
                              figures={"causes": [t for _, t, _ in causes]}))
     return out

@@ -6,6 +6,11 @@ from typing import List
 
 from nccldiag.diagnosis.inputs import BAD, Inputs, bad_ranks, findings_hosts, peak, setting_hosts
 from nccldiag.diagnosis.model import Diagnosis, Evidence, finding_evidence, log_evidence
+from nccldiag.diagnosis.rules import bandwidth
+
+
+def _size(n: int) -> str:
+    return f"{n >> 20} MiB" if n >= 1 << 20 else f"{n >> 10} KiB" if n >= 1 << 10 else f"{n} B"
 from nccldiag.model.findings import Status
 
 ID = "p2p-path-broken"
@@ -56,11 +61,16 @@ def diagnose(inp: Inputs) -> List[Diagnosis]:
         cost = None
         best = peak(p2p_off)
         if best is not None:
-            cost = f"p2p-off peak busbw {best[1]:.2f} GB/s ({best[0]}, {best[2] >> 20} MiB); the default had none"
+            cost = f"p2p-off peak busbw {best[1]:.2f} GB/s ({best[0]}, {_size(best[2])})"
+            c = bandwidth.setting_comparison(inp, p2p_off)
+            if c is not None and c.percent is not None:
+                cost += f", {c.percent:.0f}% of the {c.expectation.gbps:.1f} GB/s expected"  # type: ignore[union-attr]
+            cost += "; the default had none"
+        pairs = sorted({f"{c.src}->{c.dst}" + (f" ({c.at.host})" if c.at.host else "") for c in p2p_lines})
         return [Diagnosis(ID, TITLE, "fail",
                           f"P2P between GPUs is broken on {', '.join(nodes)}: default {default.status}, "
                           "NCCL_P2P_DISABLE=1 works", conf, why, FIX, nodes=nodes, evidence=ev,
-                          workaround=WORKAROUND, workaround_cost=cost, missing=missing)]
+                          workaround=WORKAROUND, workaround_cost=cost, missing=missing, pairs=pairs[:16])]
     # no probe to compare: ACS redirect above GPUs predicts the failure
     acs = [f for f in inp.check_findings("pcie.acs", Status.FAIL)]
     if not acs:
