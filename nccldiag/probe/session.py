@@ -148,7 +148,8 @@ def run(hosts: Sequence[Host], opts: ProbeOptions,
         nproc = opts.nproc_per_node or (hosts[0].slots if hosts and hosts[0].slots else None) or (gpus if backend == "nccl" and gpus else 2)
         timeout = opts.timeout or (600.0 if backend == "nccl" else 120.0)
         pg_timeout = max(5, int(timeout * 0.5))
-        settings = plan.build_settings(backend, opts.require_ib, opts.custom, opts.settings_mode)
+        settings = plan.build_settings(backend, opts.require_ib, opts.custom, opts.settings_mode,
+                                       nnodes=len(participants))
 
         runs: List[runner.SettingRun] = []
         dry: List[Tuple[str, str, str]] = []  # (setting, host, command) for --dry-run

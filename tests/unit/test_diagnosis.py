@@ -490,3 +490,20 @@ def test_p2p_broken_cites_the_default_settings_p2p_lines_and_pairs():
     p2p = [e for e in d.evidence if e.kind == "log"]
     assert p2p and all("via P2P" in e.text and re.match(rf"{re.escape(name)}:\d+$", e.ref) for e in p2p)
     assert d.pairs and all(re.match(r"\d+->\d+ \(node-[ab]\)$", p) for p in d.pairs)
+
+
+def test_settings_that_turn_a_path_off_are_never_judged_against_it():
+    # arranged for this test: the healthy records under each NCCL row, with NVLink facts of an H100 node
+    gpu = gpu_area.parse({"gpu_query": B.h100_query_csv(),
+                          "nvlink_status": B.fixture("nvidia-smi-nvlink/mleng-h100-nvlink-status-elided.txt")})
+    runs = [(ROW[n], records(GOOD), None) for n in ("default", "p2p-off", "shm-off", "ib-off")]
+    rep = probe(runs, ["vm"], backend="nccl")
+    from nccldiag.diagnosis.rules import bandwidth
+
+    inp = Inputs(probe=rep, node_facts={"vm": {"gpu": gpu}})
+    cmps = bandwidth.comparisons(inp)
+    assert cmps["default"].expectation is not None
+    for name in ("p2p-off", "shm-off"):
+        assert cmps[name].expectation is None and "moves intra-node traffic" in cmps[name].why_not
+    assert not cmps["ib-off"].comparable
+    assert "bandwidth-low" not in ids(diagnose(inp))

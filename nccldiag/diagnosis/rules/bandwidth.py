@@ -40,8 +40,20 @@ def setting_comparison(inp: Inputs, sr) -> Optional[expected.Comparison]:
                           used_ports=used_ports(lf) if lf is not None else None,
                           iface_speeds=inp.iface_speeds, ifnames=inp.ifnames)
     nvls = bool(lf is not None and lf.summary is not None and lf.summary.nvls_used)
-    return expected.compare(busbw, size, exp, len(hosts), algo=sr.setting.env.get("NCCL_ALGO"), nvls=nvls,
-                            collective=coll, backend=backend)
+    env = sr.setting.env
+    off = [f"{k}=1" for k in ("NCCL_P2P_DISABLE", "NCCL_SHM_DISABLE") if env.get(k) == "1"]
+    if off:
+        # intra-node traffic leaves NVLink/P2P for host memory or the network: no segment of the nodes' own
+        return expected.Comparison(busbw, size, None, comparable=False, collective=coll,
+                                   why_not=f"{' '.join(off)} moves intra-node traffic off its usual path")
+    c = expected.compare(busbw, size, exp, len(hosts), algo=env.get("NCCL_ALGO"), nvls=nvls,
+                         collective=coll, backend=backend)
+    fallback = [f"{k}={env[k]}" for k in ("NCCL_IB_DISABLE", "NCCL_NET", "NCCL_NET_GDR_LEVEL")
+                if k in env and (k != "NCCL_NET" or env[k].lower() == "socket")
+                and (k != "NCCL_NET_GDR_LEVEL" or env[k].upper() == "LOC")]
+    if c.comparable and fallback:
+        c.comparable, c.why_not = False, f"a fallback path ({' '.join(fallback)}): shown, not judged"
+    return c
 
 
 def comparisons(inp: Inputs) -> Dict[str, expected.Comparison]:
