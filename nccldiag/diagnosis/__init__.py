@@ -87,9 +87,13 @@ def summary(inputs: Inputs, diagnoses: List[Diagnosis]) -> Summary:
         ts = inputs.logs.summary.transports
         if ts:
             (s.paths_bad if inputs.logs.summary.failures else s.paths_ok).append(f"log: {', '.join(ts)}")
-    cmps = bandwidth.comparisons(inputs)
+    try:
+        cmps = bandwidth.comparisons(inputs)
+    except Exception as exc:  # nccldiag's own error: the figures are left out, the verdicts stay
+        cmps = {}
+        s.missing.append(f"(bandwidth figures left out: {type(exc).__name__}: {exc})")
     s.bandwidth = {k: v.to_dict() for k, v in cmps.items()}
-    s.missing = bandwidth._missing(inputs, list(cmps.values()))
+    s.missing += bandwidth.missing_commands(inputs, list(cmps.values()))
     for d in diagnoses:
         for m in d.missing:
             if m not in s.missing:

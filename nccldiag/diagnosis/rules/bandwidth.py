@@ -65,7 +65,7 @@ def comparisons(inp: Inputs) -> Dict[str, expected.Comparison]:
     return out
 
 
-def _missing(inp: Inputs, cmps: Sequence[expected.Comparison]) -> List[str]:
+def missing_commands(inp: Inputs, cmps: Sequence[expected.Comparison]) -> List[str]:
     out = []
     if any(c.expectation is None for c in cmps) and inp.check is None:
         out.append("nccldiag check HOSTFILE  (IB port rates, NVLink links, PCIe links: the expected bandwidth)")
