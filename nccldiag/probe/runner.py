@@ -126,11 +126,12 @@ def prepare(nodes: Sequence, python: str, ifname: Optional[str], shared_dir: Opt
         # one round trip per node: make the run directory, unpack the worker
         # (from stdin), find the interface, look at the Python
         unpack = archive is not None and (shared_dir is None or node is first)
+        speed_of = shlex.quote(ifname) if ifname else '"$d"'  # the interface gloo/NCCL get, quoted on the node
         cmd = (
             f"mkdir -p -m 700 {shlex.quote(rundir)} && "
             + (f"base64 -d | tar -xzf - -C {shlex.quote(rundir)} && " if unpack else "")
             + launch.iface_command(rdzv_host)
-            + f"; echo \"speed=$(cat /sys/class/net/{shlex.quote(ifname) if ifname else '$d'}/speed 2>/dev/null)\""
+            + f"; echo \"speed=$(cat /sys/class/net/{speed_of}/speed 2>/dev/null)\""
             + f"; echo \"info=$({shlex.quote(python)} -c {shlex.quote(_INFO_SNIPPET)} 2>&1 | tail -n 1)\""
         )
         try:
