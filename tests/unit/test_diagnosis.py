@@ -507,3 +507,26 @@ def test_settings_that_turn_a_path_off_are_never_judged_against_it():
         assert cmps[name].expectation is None and "moves intra-node traffic" in cmps[name].why_not
     assert not cmps["ib-off"].comparable
     assert "bandwidth-low" not in ids(diagnose(inp))
+
+
+def test_small_dev_shm_on_a_node_is_a_warning_until_nccl_fails_on_it():
+    # written for this test: 'df -Pk /dev/shm' of a container with Docker's default 64 MiB /dev/shm
+    small = dict(healthy("ubuntu"), shm="shm                  65536       0     65536   0% /dev/shm\n")
+    rep = check({"ubuntu": small})
+    d = one(diagnose(Inputs(check=rep)), "shm-too-small")
+    assert d.severity == "warn" and d.confidence == "medium" and d.nodes == ["ubuntu"]
+    # with NCCL's own failure to extend its segment on that host (nccl-tests#166, host 'ubuntu'): a failure
+    both = one(diagnose(log_inputs("socket-2node-shm-extend-failure-and-connect-abort-nccltests.log", check=rep)),
+               "shm-too-small")
+    assert both.severity == "fail" and both.confidence == "high" and {e.kind for e in both.evidence} == {"finding", "log"}
+    big = dict(healthy("ubuntu"), shm="tmpfs 263852452 0 263852452 0% /dev/shm\n")  # written for this test
+    assert "shm-too-small" not in ids(diagnose(Inputs(check=check({"ubuntu": big}))))
+
+
+def test_torch_version_differing_between_ranks_names_the_node():
+    recs = records(GOOD, {0: "n1", 1: "n1", 2: "n2", 3: "n2"})
+    for r in recs:  # arranged for this test: n2's ranks report another torch build
+        if r.get("type") == "start" and r.get("host") == "n2":
+            r["versions"] = dict(r["versions"], torch="2.12.0+cpu")
+    d = one(diagnose(Inputs(probe=probe([(Setting("default"), recs, None)], ["n1", "n2"]))), "versions-differ")
+    assert d.severity == "fail" and "version.torch" in d.summary and "probe.version.torch" in {e.ref for e in d.evidence}
