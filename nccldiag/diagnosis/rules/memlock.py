@@ -41,7 +41,9 @@ def diagnose(inp: Inputs) -> List[Diagnosis]:
         rdma = any(f.status == Status.FAIL for f in node)
         conf, why = ("medium" if rdma else "low"), ("the memlock limit is below what RDMA registration needs"
                                                     + ("" if rdma else "; no RDMA device made it fail here"))
+    fixes = sorted({f.fix for f in node if f.fix and f.check == "limits.memlock"})
+    fix = fixes[0] if len(fixes) == 1 else FIX  # the check's own fix knows what the node's files already say
     return [Diagnosis(ID, TITLE, "fail" if warns or any(f.status == Status.FAIL for f in node) else "warn",
                       f"memlock too low on {', '.join(dict.fromkeys(nodes)) or 'the nodes of the log'}"
-                      + (f": {', '.join(fns)} failed" if fns else ""), conf, why, FIX, nodes=nodes, evidence=ev,
+                      + (f": {', '.join(fns)} failed" if fns else ""), conf, why, fix, nodes=nodes, evidence=ev,
                       missing=missing)]
