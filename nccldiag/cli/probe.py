@@ -44,9 +44,10 @@ def _parse_size(value: Optional[str]) -> Optional[int]:
               help="Directory for records.jsonl and NCCL logs "
                    "(default $XDG_STATE_HOME/nccldiag/probe/<run id>, i.e. ~/.local/state/nccldiag/probe/...).")
 @click.option("--json", "json_path", metavar="PATH|-", default=None, help="Write the report as JSON.")
+@click.option("-v", "--verbose", is_flag=True, help="Show every diagnosis with its evidence.")
 @color_option
 def probe(launcher, backend, nproc_per_node, ib, custom, settings_mode, collectives, min_bytes, max_bytes,
-                  factor, iters, timeout, ifname, shared_dir, dry_run, out_dir, json_path, color, **kw):
+                  factor, iters, timeout, ifname, shared_dir, dry_run, out_dir, json_path, verbose, color, **kw):
     """Run verified, timed collective probes under a matrix of NCCL settings.
 
     Each setting runs in fresh processes on every node, bounded by --timeout;
@@ -94,7 +95,7 @@ def probe(launcher, backend, nproc_per_node, ib, custom, settings_mode, collecti
         probe_report.render_commands(report, out)
         sys.exit(0)
     try:
-        probe_report.emit(report, out, json_path)
+        probe_report.emit(report, out, json_path, verbose=verbose)
     except OSError as exc:
         raise UsageError(f"--json {json_path}: cannot write: {exc.strerror or exc}") from None
     sys.exit(report.exit_code)

@@ -10,6 +10,7 @@ from rich.text import Text
 
 from nccldiag.check.engine import SCHEMA, CheckReport
 from nccldiag.model.findings import SEVERITY, Finding, Status, to_jsonable
+from nccldiag.report import diagnoses_report
 from nccldiag.report.jsonout import envelope
 
 
@@ -38,6 +39,7 @@ def grouped(report: CheckReport, min_status: Status = Status.WARN) -> List[Tuple
 
 
 def render(report: CheckReport, con: Console, verbose: bool = False) -> None:
+    diagnoses_report.render(*diagnoses_report.for_check(report), con, verbose=verbose)
     cols = report.columns
     table = Table(title=None, show_lines=False, header_style="bold", pad_edge=False)
     table.add_column("node", no_wrap=True)
@@ -118,4 +120,5 @@ def to_json(report: CheckReport, include_facts: bool = True) -> Dict:
         "summary": {"nodes": len(report.nodes), "by_status": counts},
         "notes": report.inventory_notes,
         "nodes": nodes,
+        **diagnoses_report.to_json(*diagnoses_report.for_check(report)),
     }

@@ -9,6 +9,7 @@ from rich.text import Text
 
 from nccldiag.model.findings import SEVERITY, Status, to_jsonable
 from nccldiag.probe.analysis import SCHEMA, ProbeReport
+from nccldiag.report import diagnoses_report
 from nccldiag.report.jsonout import envelope, write_json
 
 _STYLE = {"ok": "ok", "wrong": "wrong", "error": "fail", "hang": "hang", "unsupported": "unsupported",
@@ -37,12 +38,15 @@ def _sockets(so) -> List[str]:
     return [f"{h}: {i} {a} (rank{'s' if len(rs) > 1 else ''} {','.join(map(str, rs))})" for (h, i, a), rs in by.items()]
 
 
-def render(report: ProbeReport, con: Console) -> None:
+def render(report: ProbeReport, con: Console, verbose: bool = False) -> None:
+    diags, dsum = diagnoses_report.for_probe(report)
     con.print(Text.assemble(("nccldiag probe", "bold"),
                             f": {report.backend} via {report.launcher}, {len(report.hosts)} node(s) × "
                             f"{report.nproc_per_node} rank(s)"))
     if report.note:
         con.print(Text(report.note, style="muted"))
+    if report.settings:
+        diagnoses_report.render(diags, dsum, con, verbose=verbose)
     for sr in report.settings:
         so = sr.outcome
         con.print()
@@ -68,6 +72,9 @@ def render(report: ProbeReport, con: Console) -> None:
             con.print(table)
         elif not sr.findings:
             con.print(Text("  no rank reported anything", style="muted"))
+        bw = diagnoses_report.bandwidth_line(dsum, sr.setting.name)
+        if bw is not None:
+            con.print(bw)
         if report.backend == "gloo" and so.ranks:
             for line in _sockets(so):
                 con.print(Text(f"  gloo socket {line}", style="muted"))
@@ -149,6 +156,7 @@ def to_json(report: ProbeReport) -> Dict:
         "run_id": report.run_id,
         "findings": [f.to_dict() for f in report.findings],
         "settings": settings,
+        **diagnoses_report.to_json(*diagnoses_report.for_probe(report)),
     }
 
 
@@ -161,9 +169,9 @@ def render_commands(report: ProbeReport, con: Console) -> None:
         con.print(cmd, markup=False, highlight=False, soft_wrap=True)
 
 
-def emit(report: ProbeReport, con: Console, json_path) -> None:
+def emit(report: ProbeReport, con: Console, json_path, verbose: bool = False) -> None:
     """The table (unless JSON goes to stdout), then the JSON file: a failing write never hides the table."""
     if json_path != "-":
-        render(report, con)
+        render(report, con, verbose=verbose)
     if json_path:
         write_json(to_json(report), json_path)
