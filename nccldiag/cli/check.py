@@ -10,7 +10,7 @@ from typing import Optional
 import click
 
 from nccldiag.cli.options import (
-    CONTEXT, areas, check_output_file, color_option, host_options, import_torch_option, inventory, ssh_options,
+    CONTEXT, areas, color_option, host_options, import_torch_option, inventory, ssh_options,
 )
 from nccldiag import rundir
 from nccldiag.model.errors import UsageError

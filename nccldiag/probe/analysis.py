@@ -59,6 +59,10 @@ class ProbeReport:
     note: str = ""
     run_id: Optional[str] = None  # the NCCLDIAG_RUN marker every process of the run carries
     commands: Optional[List[Tuple[str, str, str]]] = None  # --dry-run: (setting, host, command), nothing ran
+    ifnames: Dict[str, Optional[str]] = field(default_factory=dict)  # host -> the socket interface given to gloo/NCCL
+    iface_speeds: Dict[str, Optional[int]] = field(default_factory=dict)  # host -> its speed in Mb/s (sysfs)
+    route_ifnames: Dict[str, Optional[str]] = field(default_factory=dict)  # host -> the interface routing to rank 0
+    node_facts: Dict[str, Dict[str, object]] = field(default_factory=dict)  # host -> {"ib": .., "gpu": ..} (NCCL)
 
     @property
     def all_findings(self) -> List[Finding]:
@@ -231,9 +235,14 @@ def analyze(runs: Sequence, settings: Sequence[Setting], backend: str, require_i
             hosts: Sequence[str], unreachable: Dict[str, str], problems: Dict[str, str],
             loopback: Dict[str, List[str]], ifnames: Dict[str, Optional[str]], nproc_per_node: int,
             out_dir: Optional[str] = None, cleanup_failed: Optional[Dict[str, str]] = None,
-            elapsed: float = 0.0, timeout: Optional[float] = None, run_id: Optional[str] = None) -> ProbeReport:
+            elapsed: float = 0.0, timeout: Optional[float] = None, run_id: Optional[str] = None,
+            iface_speeds: Optional[Dict[str, Optional[int]]] = None,
+            route_ifnames: Optional[Dict[str, Optional[str]]] = None,
+            node_facts: Optional[Dict[str, Dict[str, object]]] = None) -> ProbeReport:
     report = ProbeReport(backend=backend, launcher=launcher, hosts=list(hosts), nproc_per_node=nproc_per_node,
-                         out_dir=out_dir, elapsed=elapsed, run_id=run_id)
+                         out_dir=out_dir, elapsed=elapsed, run_id=run_id, ifnames=dict(ifnames),
+                         iface_speeds=dict(iface_speeds or {}), route_ifnames=dict(route_ifnames or {}),
+                         node_facts=dict(node_facts or {}))
     if backend == "gloo":
         report.note = GLOO_REASON
     for host, msg in unreachable.items():

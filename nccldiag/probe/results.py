@@ -89,6 +89,7 @@ class RankInfo:
     device: Dict[str, Any] = field(default_factory=dict)
     address: Optional[str] = None
     interface: Optional[str] = None
+    socket_ifname: Optional[str] = None  # GLOO_SOCKET_IFNAME / NCCL_SOCKET_IFNAME the rank was given
     started: bool = False
     ended: bool = False
     end_status: Optional[str] = None
@@ -181,6 +182,7 @@ def _collect_rank(info: RankInfo, rec: dict) -> None:
         info.device = rec.get("device") or info.device
         info.address = rec.get("address", info.address)
         info.interface = rec.get("interface", info.interface)
+        info.socket_ifname = rec.get("socket_ifname", info.socket_ifname)
     elif kind == "end":
         info.ended = True
         info.end_status = rec.get("status")

@@ -118,10 +118,12 @@ def prepare(nodes: Sequence, python: str, ifname: Optional[str], shared_dir: Opt
         # one round trip per node: make the run directory, unpack the worker
         # (from stdin), find the interface, look at the Python
         unpack = archive is not None and (shared_dir is None or node is first)
+        speed_of = shlex.quote(ifname) if ifname else '"$d"'  # the interface gloo/NCCL get, quoted on the node
         cmd = (
             f"mkdir -p -m 700 {shlex.quote(rundir)} && "
             + (f"base64 -d | tar -xzf - -C {shlex.quote(rundir)} && " if unpack else "")
             + launch.iface_command(rdzv_host)
+            + f"; echo \"speed=$(cat /sys/class/net/{speed_of}/speed 2>/dev/null)\""
             + f"; echo \"info=$({shlex.quote(python)} -c {shlex.quote(_INFO_SNIPPET)} 2>&1 | tail -n 1)\""
         )
         try:
@@ -143,6 +145,9 @@ def prepare(nodes: Sequence, python: str, ifname: Optional[str], shared_dir: Opt
                     "pip install 'nccldiag[probe]' there, or pass --python"
                 )
                 return
+            speed = kv.get("speed", "").strip()
+            info[node.name]["iface_speed"] = int(speed) if speed.isdigit() and int(speed) > 0 else None
+            info[node.name]["route_iface"] = kv.get("iface") or None  # what routes to the first node
             loop = [a for a in kv.get("self", "").split() if a.startswith("127.") or a == "::1"]
             if loop:
                 loopback[node.name] = loop

@@ -154,7 +154,8 @@ def run(hosts: Sequence[Host], opts: ProbeOptions,
         nproc = opts.nproc_per_node or (hosts[0].slots if hosts and hosts[0].slots else None) or (gpus if backend == "nccl" and gpus else 2)
         timeout = opts.timeout or (600.0 if backend == "nccl" else 120.0)
         pg_timeout = max(5, int(timeout * 0.5))
-        settings = plan.build_settings(backend, opts.require_ib, opts.custom, opts.settings_mode)
+        settings = plan.build_settings(backend, opts.require_ib, opts.custom, opts.settings_mode,
+                                       nnodes=len(participants))
 
         runs: List[runner.SettingRun] = []
         dry: List[Tuple[str, str, str]] = []  # (setting, host, command) for --dry-run
@@ -213,6 +214,11 @@ def run(hosts: Sequence[Host], opts: ProbeOptions,
                                           nproc_per_node=nproc, run_id=run_id)
             report.commands = dry
             return report
+        node_facts = {}
+        if backend == "nccl" and runs:
+            from nccldiag.probe import facts
+
+            node_facts = facts.collect(participants, timeout=min(60.0, opts.ssh.command_timeout), fanout=opts.fanout)
         # a shared run directory is one directory: the first node removes it
         cleanup_failed = ({} if local else
                           runner.cleanup(live[:1] if opts.shared_dir else live, prep.rundir,
@@ -228,6 +234,9 @@ def run(hosts: Sequence[Host], opts: ProbeOptions,
             hosts=[n.name for n in nodes], unreachable=unreachable, problems=prep.problems, loopback=prep.loopback,
             ifnames=prep.ifnames, nproc_per_node=nproc, out_dir=out_dir if runs else None, cleanup_failed=cleanup_failed,
             elapsed=time.monotonic() - t0, timeout=timeout, run_id=prep.run_id,
+            iface_speeds={h: (prep.info.get(h) or {}).get("iface_speed") for h in prep.info},
+            route_ifnames={h: (prep.info.get(h) or {}).get("route_iface") for h in prep.info},
+            node_facts=node_facts,
         )
         return report
     except KeyboardInterrupt:

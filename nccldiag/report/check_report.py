@@ -10,7 +10,7 @@ from rich.text import Text
 
 from nccldiag.check.engine import SCHEMA, CheckReport
 from nccldiag.model.findings import SEVERITY, Finding, Status, to_jsonable
-from nccldiag.report import diagnoses as diag
+from nccldiag.report import diagnoses_report
 from nccldiag.report.jsonout import envelope
 
 
@@ -38,13 +38,8 @@ def grouped(report: CheckReport, min_status: Status = Status.WARN) -> List[Tuple
     return sorted(groups.values(), key=lambda g: (-SEVERITY[g[0].status], g[0].check))
 
 
-def render(report: CheckReport, con: Console, verbose: bool = False, diagnoses=None) -> None:
-    """The node × area table, the findings (worst first), the count; ``diagnoses`` first when there are any."""
-    if diagnoses:
-        from nccldiag.report.summary import render_diagnoses
-
-        render_diagnoses(con, diag.normalize(diagnoses), verbose)
-        con.print()
+def render(report: CheckReport, con: Console, verbose: bool = False) -> None:
+    diagnoses_report.render(*diagnoses_report.for_check(report), con, verbose=verbose)
     cols = report.columns
     table = Table(title=None, show_lines=False, header_style="bold", pad_edge=False)
     table.add_column("node", no_wrap=True)
@@ -101,8 +96,8 @@ def render(report: CheckReport, con: Console, verbose: bool = False, diagnoses=N
         con.print(Text(f"note: {note}", style="muted"))
 
 
-def to_json(report: CheckReport, include_facts: bool = True, diagnoses=None) -> Dict:
-    """The report as one JSON object (schema ``nccldiag.check/1``); ``diagnoses`` as :mod:`.diagnoses` takes them."""
+def to_json(report: CheckReport, include_facts: bool = True) -> Dict:
+    """The report as one JSON object (schema ``nccldiag.check/1``), its diagnoses included."""
     nodes = []
     for n in report.nodes:
         entry = {
@@ -126,5 +121,5 @@ def to_json(report: CheckReport, include_facts: bool = True, diagnoses=None) -> 
         "summary": {"nodes": len(report.nodes), "by_status": counts},
         "notes": report.inventory_notes,
         "nodes": nodes,
-        "diagnoses": diag.normalize(diagnoses),
+        **diagnoses_report.to_json(*diagnoses_report.for_check(report)),
     }

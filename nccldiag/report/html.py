@@ -31,6 +31,8 @@ th{background:#f3f5f9}td.num{text-align:right;font-variant-numeric:tabular-nums}
 .skip,.not-used,.not-run,.unknown,.unsupported{background:#f3f5f9;color:#8a93a3}.incomplete{background:#fff1c2}
 .summary span{display:inline-block;margin-right:14px}.badge{padding:1px 6px;border-radius:3px}
 .diagnosis{border:1px solid #d8dde6;border-left:4px solid #b91c1c;padding:6px 12px;margin:8px 0;background:#fffafa}
+.warn-diagnosis{border-left-color:#d4a000;background:#fffdf3}.info-diagnosis{border-left-color:#8a93a3;background:#fff}
+.info{background:#f3f5f9;color:#5b6575}
 .finding{margin:6px 0}.finding pre,.diagnosis pre{background:#f6f8fa;padding:6px;margin:4px 0;overflow-x:auto;font-size:12px}
 .heat td{width:46px;text-align:center;font-size:12px}figure{margin:8px 0;display:inline-block;vertical-align:top}
 figcaption{font-weight:600}
@@ -59,22 +61,30 @@ def _cls(status: Optional[str]) -> str:
 
 
 def _diagnoses(doc: Dict[str, Any]) -> str:
-    items = doc.get("diagnoses") or []
+    from nccldiag.report.diagnoses import normalize
+
+    items = normalize(doc.get("diagnoses"))
     out = ['<section id="diagnoses"><h2>Diagnoses</h2>']
     if not items:
-        out.append('<p class="muted">No diagnosis: nothing joined the evidence into a verdict.</p>')
+        out.append('<p class="muted">No diagnosis: the evidence shows nothing broken.</p>')
     for i, d in enumerate(items):
-        out.append(f'<article class="diagnosis" id="diagnosis-{i}"><h3>{_e(d.get("title"))}</h3>')
-        if d.get("nodes"):
+        out.append(f'<article class="diagnosis {_cls(d["severity"])}-diagnosis" id="diagnosis-{i}">'
+                   f'<h3><span class="badge {_cls(d["severity"])}">{_e(d["severity"].upper())}</span> '
+                   f'{_e(d["title"])}</h3>')
+        if d["summary"]:
+            out.append(f'<div>{_e(d["summary"])}</div>')
+        if d["nodes"]:
             out.append(f'<div><b>nodes:</b> {_e(", ".join(d["nodes"]))}</div>')
-        if d.get("confidence"):
+        if d["confidence"]:
             out.append(f'<div><b>confidence:</b> {_e(d["confidence"])}</div>')
-        if d.get("evidence"):
+        if d["evidence"]:
             out.append("<pre>" + _e("\n".join(d["evidence"])) + "</pre>")
-        if d.get("fix"):
+        if d["fix"]:
             out.append(f'<div><b>fix:</b> {_e(d["fix"])}</div>')
-        if d.get("workaround"):
+        if d["workaround"]:
             out.append(f'<div><b>workaround:</b> {_e(d["workaround"])}</div>')
+        for m in d["missing"]:
+            out.append(f'<div class="muted">to confirm, run: {_e(m)}</div>')
         out.append("</article>")
     out.append("</section>")
     return "".join(out)
@@ -188,7 +198,7 @@ def _matrix(doc: Dict[str, Any]) -> str:
     return "".join(out)
 
 
-def _plot(setting: Dict[str, Any]) -> Optional[str]:
+def _plot(setting: Dict[str, Any], expected_gbps: Optional[float] = None) -> Optional[str]:
     """busbw against message size for every collective that moved data, as inline SVG."""
     series = []
     for name, oc in (setting.get("collectives") or {}).items():
@@ -211,10 +221,9 @@ def _plot(setting: Dict[str, Any]) -> Optional[str]:
         ax = fig.add_subplot(1, 1, 1)
         for name, pts in series:
             ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", markersize=2.5, linewidth=1, label=name)
-        expected = setting.get("expected_busbw_gbps")
-        if isinstance(expected, (int, float)):
-            ax.axhline(float(expected), color="#b91c1c", linestyle="--", linewidth=1,
-                       label=f"expected {float(expected):.1f}")
+        if expected_gbps is not None:
+            ax.axhline(float(expected_gbps), color="#b91c1c", linestyle="--", linewidth=1,
+                       label=f"expected {float(expected_gbps):.1f}")
         ax.set_xscale("log", base=2)
         ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: _bytes(v)))
         ax.set_xlabel("message size (bytes)")
@@ -239,7 +248,7 @@ def _plots(doc: Dict[str, Any]) -> str:
     out = ['<section id="busbw"><h2>busbw by message size</h2>']
     any_plot = False
     for s in doc.get("settings") or []:
-        svg = _plot(s)
+        svg = _plot(s, tmatrix.expectation(doc, s)[1])
         if svg is None:
             continue
         any_plot = True

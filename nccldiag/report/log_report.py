@@ -9,7 +9,7 @@ from rich.text import Text
 
 from nccldiag.model.findings import SEVERITY, Finding, Status, to_jsonable
 from nccldiag.model.findings import exit_code as findings_exit_code
-from nccldiag.report import diagnoses as diag
+from nccldiag.report import diagnoses_report
 from nccldiag.report.jsonout import envelope
 from nccldiag.nccl.log import NcclLogFacts
 
@@ -62,7 +62,8 @@ def _pairs_table(facts: NcclLogFacts) -> Table:
 
 
 def render(facts: NcclLogFacts, findings: Sequence[Finding], con: Console, verbose: bool = False) -> None:
-    """Tables first, then findings (worst first), then a one-line summary."""
+    """Diagnoses, tables, then findings (worst first), then a one-line summary."""
+    diagnoses_report.render(*diagnoses_report.for_log(facts, findings), con, verbose=verbose)
     if facts.procs:
         con.print(_procs_table(facts))
     if facts.summary and facts.summary.pairs:
@@ -114,8 +115,7 @@ def facts_json(facts: NcclLogFacts, include_channels: bool = False) -> Dict[str,
     return d
 
 
-def to_json(facts: NcclLogFacts, findings: Sequence[Finding], include_channels: bool = False,
-            diagnoses=None) -> Dict[str, Any]:
+def to_json(facts: NcclLogFacts, findings: Sequence[Finding], include_channels: bool = False) -> Dict[str, Any]:
     """The whole report as one JSON object (schema ``nccldiag.log/1``)."""
     d = facts_json(facts, include_channels)
     return {
@@ -125,5 +125,5 @@ def to_json(facts: NcclLogFacts, findings: Sequence[Finding], include_channels: 
         "summary": d.pop("summary"),
         "findings": [f.to_dict() for f in findings],
         "facts": d,
-        "diagnoses": diag.normalize(diagnoses),
+        **diagnoses_report.to_json(*diagnoses_report.for_log(facts, findings)),
     }

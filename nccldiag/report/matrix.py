@@ -60,6 +60,23 @@ def _peak(setting: Dict[str, Any]):
     return best or (None, None)
 
 
+def expectation(doc: Dict[str, Any], setting: Dict[str, Any]):
+    """(collective, expected busbw GB/s, measured busbw GB/s) of a setting where the diagnosis derived one.
+
+    The diagnosis' bandwidth comparison (``diagnosis_summary.bandwidth``) comes first; a setting's own
+    ``expected_busbw_gbps`` next; else ``(None, None, None)``.
+    """
+    cmp = (((doc.get("diagnosis_summary") or {}).get("bandwidth") or {}).get(setting.get("name") or "")) or {}
+    exp = cmp.get("expected") or {}
+    if isinstance(exp.get("gbps"), (int, float)) and exp["gbps"] > 0:
+        measured = cmp.get("measured_gbps")
+        return cmp.get("collective"), float(exp["gbps"]), float(measured) if isinstance(measured, (int, float)) else None
+    own = setting.get("expected_busbw_gbps")
+    if isinstance(own, (int, float)) and own > 0:
+        return None, float(own), None
+    return None, None, None
+
+
 def _label(setting: Dict[str, Any]) -> str:
     env = setting.get("env") or {}
     name = setting.get("name") or "?"
@@ -98,7 +115,9 @@ def build(doc: Dict[str, Any]) -> Matrix:
             else:
                 cells[c] = "not used"
         coll, peak = _peak(s)
-        expected = s.get("expected_busbw_gbps")
+        exp_coll, expected, measured = expectation(doc, s)
+        if measured is not None:  # the figure the expectation is compared with (its collective, its algorithm)
+            coll, peak = exp_coll or coll, measured
         rows.append(Row(setting=s.get("name") or "?", label=_label(s), status=status, cells=cells, busbw=peak,
-                        collective=coll, expected=float(expected) if isinstance(expected, (int, float)) else None))
+                        collective=coll, expected=expected))
     return Matrix(columns=columns, rows=rows)

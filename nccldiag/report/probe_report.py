@@ -11,7 +11,7 @@ from rich.text import Text
 
 from nccldiag.model.findings import SEVERITY, Status, to_jsonable
 from nccldiag.probe.analysis import SCHEMA, ProbeReport
-from nccldiag.report import diagnoses as diag
+from nccldiag.report import diagnoses_report
 from nccldiag.report.jsonout import dumps, envelope
 
 _STYLE = {"ok": "ok", "wrong": "wrong", "error": "fail", "hang": "hang", "unsupported": "unsupported",
@@ -50,11 +50,12 @@ def _verdict(report: ProbeReport) -> Text:
     )
 
 
-def render(report: ProbeReport, con: Console, verbose: bool = False, diagnoses=None) -> None:
+def render(report: ProbeReport, con: Console, verbose: bool = False) -> None:
     """Summary first (the verdict, the transport matrix, the diagnoses), then each setting, then the findings.
 
     ``verbose`` shows every evidence line and the findings that passed.
     """
+    diags, dsum = diagnoses_report.for_probe(report)
     con.print(Text.assemble(("nccldiag probe", "bold"),
                             f": {report.backend} via {report.launcher}, {len(report.hosts)} node(s) × "
                             f"{report.nproc_per_node} rank(s)"))
@@ -68,11 +69,8 @@ def render(report: ProbeReport, con: Console, verbose: bool = False, diagnoses=N
         paths = "transport paths" if report.backend == "nccl" else "socket interfaces (gloo)"
         con.print(Text(f"transport matrix: per setting, the {paths} it used", style="bold"))
         con.print(transport_table(document(report)))
-    if diagnoses:
-        from nccldiag.report.summary import render_diagnoses
-
         con.print()
-        render_diagnoses(con, diag.normalize(diagnoses), verbose)
+        diagnoses_report.render(diags, dsum, con, verbose=verbose)
     for sr in report.settings:
         so = sr.outcome
         con.print()
@@ -98,6 +96,9 @@ def render(report: ProbeReport, con: Console, verbose: bool = False, diagnoses=N
             con.print(table)
         elif not sr.findings:
             con.print(Text("  no rank reported anything", style="muted"))
+        bw = diagnoses_report.bandwidth_line(dsum, sr.setting.name)
+        if bw is not None:
+            con.print(bw)
         if report.backend == "gloo" and so.ranks:
             for line in _sockets(so):
                 con.print(Text(f"  gloo socket {line}", style="muted"))
@@ -127,7 +128,7 @@ def render(report: ProbeReport, con: Console, verbose: bool = False, diagnoses=N
         con.print(Text(f"records and logs: {report.out_dir}", style="muted"))
 
 
-def to_json(report: ProbeReport, diagnoses=None) -> Dict:
+def to_json(report: ProbeReport) -> Dict:
     """The report as one JSON object (schema ``nccldiag.probe/1``)."""
     settings: List[Dict] = []
     for sr in report.settings:
@@ -164,7 +165,7 @@ def to_json(report: ProbeReport, diagnoses=None) -> Dict:
         "run_id": report.run_id,
         "findings": [f.to_dict() for f in report.findings],
         "settings": settings,
-        "diagnoses": diag.normalize(diagnoses),
+        **diagnoses_report.to_json(*diagnoses_report.for_probe(report)),
     }
 
 
@@ -177,12 +178,12 @@ def render_commands(report: ProbeReport, con: Console) -> None:
         con.print(cmd, markup=False, highlight=False, soft_wrap=True)
 
 
-def document(report: ProbeReport, diagnoses=None) -> Dict:
+def document(report: ProbeReport) -> Dict:
     """The report document exactly as ``report.json`` and every format hold it."""
-    return json.loads(dumps(to_json(report, diagnoses)))
+    return json.loads(dumps(to_json(report)))
 
 
-def emit(report: ProbeReport, con: Console, outs, diagnoses=None, verbose: bool = False) -> None:
+def emit(report: ProbeReport, con: Console, outs, verbose: bool = False) -> None:
     """The table (unless JSON goes to stdout), then report.json in the run directory, then the report files.
 
     ``outs`` is a :class:`~nccldiag.report.outputs.Outputs` (or a JSON path, '-' for stdout). A failing
@@ -192,9 +193,9 @@ def emit(report: ProbeReport, con: Console, outs, diagnoses=None, verbose: bool 
 
     if not isinstance(outs, Outputs):
         outs = Outputs(json=outs)
-    doc = document(report, diagnoses)
+    doc = document(report)
     if not outs.stdout_json:
-        render(report, con, verbose=verbose, diagnoses=diagnoses)
+        render(report, con, verbose=verbose)
     if report.out_dir and os.path.isdir(report.out_dir):
         from nccldiag import rundir
 

@@ -13,6 +13,7 @@ import time
 from typing import Any, Dict
 
 from nccldiag.model.findings import SEVERITY, Status
+from nccldiag.report.matrix import expectation
 
 STATUS_VALUE = {"ok": 0, "warn": 1, "fail": 2, "error": 3, "skip": -1}
 COLLECTIVE_VALUE = {"ok": 0, "unsupported": -1, "not-run": -1}
@@ -78,8 +79,8 @@ def render(doc: Dict[str, Any]) -> str:
                 sweep = [p for p in oc.get("sweep") or [] if p.get("size")]
                 if sweep:
                     bw_g.labels(name, coll).set(max(float(p.get("busbw") or 0.0) for p in sweep))
-            expected = s.get("expected_busbw_gbps")
-            if isinstance(expected, (int, float)):
+            expected = expectation(doc, s)[1]
+            if expected is not None:
                 if exp_g is None:
                     exp_g = Gauge("nccldiag_probe_expected_busbw_gigabytes_per_second",
                                   "Bus bandwidth expected under one setting from what the nodes report (GB/s).",

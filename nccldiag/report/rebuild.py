@@ -72,7 +72,6 @@ def _probe(path: str, meta: Dict[str, Any]) -> Dict[str, Any]:
 
     settings = [Setting(s["name"], dict(s.get("env") or {}), s.get("why") or "", bool(s.get("custom")),
                         bool(s.get("requires_ib"))) for s in meta.get("settings") or []]
-    by_name = {s.name: s for s in settings}
     records: Dict[str, List[dict]] = {}
     for rec in rundir.read_lines(os.path.join(path, "records.jsonl")):
         records.setdefault(str(rec.get("setting") or "default"), []).append(rec)

@@ -55,18 +55,28 @@ def _diagnoses(con: Console, doc: Dict[str, Any], verbose: bool) -> None:
 
 
 def render_diagnoses(con: Console, items: List[Dict[str, Any]], verbose: bool = False) -> None:
-    """Diagnoses (as :func:`nccldiag.report.diagnoses.normalize` gives them): title, nodes, fix; -v the evidence."""
-    for d in items:
-        con.print(Text.assemble((" DIAG  ", "fail"), " ", (d.get("title") or "", "bold"), " ",
-                                (", ".join(d.get("nodes") or []), "cyan"),
-                                (f"  ({d['confidence']})" if d.get("confidence") else "", "muted")))
+    """Diagnoses as a document holds them: title, nodes, the verdict, fix and workaround; -v the evidence."""
+    from nccldiag.report.diagnoses import normalize
+
+    con.print(Text("Diagnoses", style="bold"))
+    if not items:
+        con.print(Text("  no diagnosis: the evidence shows nothing broken", style="ok"))
+    for d in normalize(items):
+        sev = d["severity"]
+        con.print(Text.assemble("  ", (f"{sev.upper():4}", {"fail": "fail", "warn": "warn"}.get(sev, "muted")), " ",
+                                (d["title"], "bold"), (f"  [{d['confidence']}]" if d["confidence"] and verbose else ""),
+                                ("  " + ", ".join(d["nodes"]) if d["nodes"] else "", "cyan")))
+        if d["summary"]:
+            con.print(Text(f"       {d['summary']}"))
         if verbose:
-            for line in d.get("evidence") or []:
-                con.print(Text(f"        | {line}", style="muted"))
-        if d.get("fix"):
-            con.print(Text(f"        fix: {d['fix']}"))
-        if d.get("workaround"):
-            con.print(Text(f"        workaround: {d['workaround']}"))
+            for line in d["evidence"]:
+                con.print(Text(f"       | {line}", style="muted"))
+        if d["fix"]:
+            con.print(Text(f"       fix: {d['fix']}"))
+        if d["workaround"]:
+            con.print(Text(f"       workaround: {d['workaround']}"))
+        for m in d["missing"]:
+            con.print(Text(f"       to confirm, run: {m}", style="muted"))
 
 
 def render(doc: Dict[str, Any], con: Console, verbose: bool = False) -> None:

@@ -295,6 +295,12 @@ def normalise(report: dict, tmp: Path) -> dict:
         node["findings"] = findings
         nodes.append(node)
     report["nodes"] = nodes
+    for key in ("diagnoses", "diagnosis_summary"):
+        # diagnoses name the node in their words too: every whole-word mention becomes <local>
+        part = json.dumps(report.get(key), ensure_ascii=False)
+        for host in local:
+            part = re.sub(rf"(?<![\w.-]){re.escape(host)}(?![\w.-])", "<local>", part)
+        report[key] = json.loads(part)
     text = json.dumps(report, indent=2, ensure_ascii=False)
     return json.loads(text.replace(json.dumps(str(tmp))[1:-1], "<tmp>"))
 

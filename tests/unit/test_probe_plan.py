@@ -119,3 +119,14 @@ def test_backend_defaults():
 def test_each_row_labelled_with_its_variables():
     rows = plan.build_settings("nccl", mode="default", custom=["NCCL_ALGO=Ring"])
     assert [r.label() for r in rows] == ["default", "custom-algo=ring (NCCL_ALGO=Ring)"]
+
+
+def test_two_nodes_get_a_ring_row_for_the_bandwidth_comparison():
+    rows = plan.build_settings("nccl", nnodes=2)
+    assert names(rows)[-1] == "ring" and rows[-1].env == {"NCCL_ALGO": "Ring"}
+    assert "ring" not in names(plan.build_settings("nccl", nnodes=3))
+    assert "ring" not in names(plan.build_settings("nccl", nnodes=2, mode="default"))
+    assert "ring" not in names(plan.build_settings("gloo", nnodes=2))
+    # the user's own ring row stands in for it, under its custom name
+    rows = plan.build_settings("nccl", nnodes=2, custom=["NCCL_ALGO=Ring"])
+    assert "ring" not in names(rows) and rows[-1].env == {"NCCL_ALGO": "Ring"}

@@ -84,7 +84,10 @@ def test_check_json_of_real_bundles_validates(tmp_path, nodes):
     code, doc = B.check_json(bundle)
     assert code == (0 if nodes == "healthy" else 1)
     validate(doc)
-    assert doc["diagnoses"] == []
+    if nodes == "healthy":
+        assert doc["diagnoses"] == [] and doc["diagnosis_summary"]["healthy_nodes"] == ["gpu001"]
+    else:  # ws01's driver differs from the H100 nodes': the diagnosis says so, and validates
+        assert any("ws01" in d["nodes"] for d in doc["diagnoses"])
     broken = dict(doc, nodes=[dict(doc["nodes"][0], status="broken")])
     with pytest.raises(jsonschema.ValidationError):
         validate(broken)
@@ -251,40 +254,44 @@ def test_html_probe_renders_matrix_plot_and_failures(tmp_path):
 # ---- diagnoses: objects or dicts, in every format ------------------------------------------------
 
 
-class _Diag:  # written for this test: the attributes a diagnosis object carries
+class _Diag:  # written for this test: an object with a diagnosis' attributes, as the renderers take it
     title = "P2P path broken"
     nodes = [("gpu001", "gpu002"), "gpu003"]
     evidence = ["pcie.acs fail on gpu001", "nccl.log:12 P2P/IPC"]
-    confidence = "high: the default hangs and p2p-off works"
+    confidence = "high"
+    confidence_why = "the default hangs and p2p-off works"
     fix = "disable ACS on the PCIe switches"
-    workaround = {"env": "NCCL_P2P_DISABLE=1", "cost": "-38% busbw"}
+    workaround = "NCCL_P2P_DISABLE=1"
+    workaround_cost = "-38% busbw"
 
 
 def test_diagnoses_render_in_every_format(tmp_path):
-    from nccldiag import areas as registry
-    from nccldiag.check import engine
-    from nccldiag.collect import session
-    from nccldiag.report import check_report, html, junit, prom, summary
+    """The diagnoses of a real bundle (the engine's own), in the document and every format."""
+    from nccldiag.report import diagnoses, html, junit, prom, summary
     from nccldiag.report.console import console
 
-    raws, areas_sel = session.from_bundle(str(cluster_bundle(tmp_path)), registry.select([], []), False)
-    report = engine.analyze(raws, areas_sel)
-    written = {"title": "Versions differ", "nodes": ["ws01"], "evidence": ["gpu.driver 575.57.08"],
-               "confidence": "certain", "fix": "install one driver", "workaround": ""}
-    doc = json.loads(json.dumps(check_report.to_json(report, diagnoses=[_Diag(), written])))
+    code, doc = B.check_json(cluster_bundle(tmp_path))
     validate(doc)
-    first = doc["diagnoses"][0]
-    assert first["nodes"] == ["gpu001-gpu002", "gpu003"]
-    assert first["workaround"] == "env: NCCL_P2P_DISABLE=1; cost: -38% busbw"
-    assert doc["diagnoses"][1] == written
+    (versions,) = [d for d in doc["diagnoses"] if "ws01" in d["nodes"]]
+    shown = diagnoses.one(versions)
+    assert shown["title"] == versions["title"] and shown["confidence"].startswith(versions["confidence"]["level"])
+    assert shown["evidence"] and all(isinstance(line, str) for line in shown["evidence"])
     page = html.render(doc)
-    assert 'id="diagnosis-0"' in page and "P2P path broken" in page and "nccl.log:12 P2P/IPC" in page
-    assert "nccldiag_diagnoses{command=\"check\"} 2.0" in prom.render(doc)
+    i = next(i for i, d in enumerate(doc["diagnoses"]) if d is versions)
+    article = page[page.index(f'id="diagnosis-{i}"'):]
+    article = article[:article.index("</article>")]
+    assert versions["title"] in article.replace("&#x27;", "'") and "fix:" in article
+    assert f'nccldiag_diagnoses{{command="check"}} {float(len(doc["diagnoses"]))}' in prom.render(doc)
     junit.render(doc)
     con = console(color="never", width=200)
     with con.capture() as cap:
         summary.render(doc, con)
-    assert "P2P path broken" in cap.get() and "workaround: env: NCCL_P2P_DISABLE=1" in cap.get()
+    assert versions["title"] in cap.get()
+    # an object with the same attributes reads the same way
+    d = diagnoses.one(_Diag())
+    assert d["nodes"] == ["gpu001-gpu002", "gpu003"]
+    assert d["confidence"] == "high: the default hangs and p2p-off works"
+    assert d["workaround"] == "NCCL_P2P_DISABLE=1 (cost: -38% busbw)"
 
 
 # ---- run directories: re-rendered byte for byte, and kept when a run stops early ------------------
@@ -452,29 +459,6 @@ def test_text_from_nodes_cannot_script_the_html_or_break_the_xml(tmp_path):
     assert "<script>alert(1)</script>" in case.result[0].message and "\x01" not in case.result[0].message
     fams = list(text_string_to_metric_families(prom.render(doc)))
     assert any(s.labels.get("node") == evil for f in fams for s in f.samples)
-
-
-def test_terminal_reports_put_diagnoses_first(tmp_path):
-    from nccldiag import areas as registry
-    from nccldiag.check import engine
-    from nccldiag.collect import session
-    from nccldiag.report import check_report
-    from nccldiag.report.console import console
-
-    raws, areas_sel = session.from_bundle(str(cluster_bundle(tmp_path)), registry.select([], []), False)
-    report = engine.analyze(raws, areas_sel)
-    con = console(color="never", width=200)
-    with con.capture() as cap:
-        check_report.render(report, con, diagnoses=[_Diag()])
-    text = cap.get()
-    assert text.index("P2P path broken") < text.index("ib.port_state")
-    assert "fix: disable ACS" in text and "nccl.log:12" not in text  # evidence with -v only
-    with con.capture() as cap:
-        check_report.render(report, con, verbose=True, diagnoses=[_Diag()])
-    assert "nccl.log:12 P2P/IPC" in cap.get()
-    with con.capture() as cap:
-        check_report.render(report, con)
-    assert "DIAG" not in cap.get()
 
 
 def test_probe_terminal_summary_first_and_verbose(tmp_path):

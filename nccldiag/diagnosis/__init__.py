@@ -1,0 +1,101 @@
+"""Diagnosis: one verdict from all the evidence (pure).
+
+:func:`diagnose` runs every rule of :mod:`nccldiag.diagnosis.rules` on an
+:class:`~nccldiag.diagnosis.inputs.Inputs` (check report, probe report, NCCL
+log facts) and returns the diagnoses, worst and surest first. :func:`summary`
+gives what a reader wants first: healthy and failing nodes, the transport
+paths that worked, the top diagnoses, and the bandwidth figures against
+their expectation.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional
+
+from nccldiag.diagnosis.inputs import Inputs
+from nccldiag.diagnosis.model import Diagnosis, Evidence, sort_key
+from nccldiag.diagnosis.rules import all_rules
+from nccldiag.model.findings import Status
+
+__all__ = ["Diagnosis", "Evidence", "Inputs", "Summary", "diagnose", "summary"]
+
+
+def diagnose(inputs: Inputs) -> List[Diagnosis]:
+    out: List[Diagnosis] = []
+    order: Dict[str, int] = {}
+    for i, rule in enumerate(all_rules()):
+        order[rule.ID] = i
+        try:
+            out.extend(rule.diagnose(inputs))
+        except Exception as exc:  # a rule's bug must not hide the other rules' verdicts
+            out.append(Diagnosis(f"{rule.ID}.internal", f"{rule.TITLE}: rule failed", "info",
+                                 f"the {rule.ID} rule could not run: {type(exc).__name__}: {exc}", "low",
+                                 "nccldiag's own error, not a verdict on any node", "Report this as a bug."))
+    # worst and surest first; at equal rank, in rule order: causes (interface, P2P) before symptoms (hang)
+    return sorted(out, key=lambda d: sort_key(d)[:2] + (order.get(d.id.split(".")[0], len(order)),) + sort_key(d)[2:])
+
+
+@dataclass
+class Summary:
+    healthy: List[str] = field(default_factory=list)
+    warned: List[str] = field(default_factory=list)
+    failing: List[str] = field(default_factory=list)
+    unchecked: List[str] = field(default_factory=list)
+    paths_ok: List[str] = field(default_factory=list)  # "default: P2P, SHM, NET/IB"
+    paths_bad: List[str] = field(default_factory=list)
+    bandwidth: Dict[str, Any] = field(default_factory=dict)  # setting -> comparison dict
+    missing: List[str] = field(default_factory=list)
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"healthy_nodes": self.healthy, "warned_nodes": self.warned, "failing_nodes": self.failing, "unchecked_nodes": self.unchecked,
+                "working_paths": self.paths_ok, "failing_paths": self.paths_bad, "bandwidth": self.bandwidth,
+                "missing_evidence": self.missing}
+
+
+def _paths(sr: Any) -> str:
+    used = list(sr.transports)
+    if not used and sr.outcome.backend == "gloo" or (not used and sr.outcome.ranks):
+        ifs = sorted({f"{i.interface}" for i in sr.outcome.ranks.values() if i.interface})
+        used = [f"socket {', '.join(ifs)}"] if ifs else []
+    return f"{sr.setting.name}: {', '.join(used) or 'no transport seen'}"
+
+
+def summary(inputs: Inputs, diagnoses: List[Diagnosis]) -> Summary:
+    """Nodes by health, paths by outcome, bandwidth figures; a node named by a failing diagnosis is failing."""
+    from nccldiag.diagnosis.rules import bandwidth
+
+    s = Summary()
+    named = {n for d in diagnoses if d.severity == "fail" for n in d.nodes}
+    if inputs.check is not None:
+        for n in inputs.check.nodes:
+            if not n.reachable or n.status == Status.ERROR:
+                s.unchecked.append(n.host)
+            elif n.status == Status.FAIL or n.host in named:
+                s.failing.append(n.host)
+            elif n.status == Status.WARN:
+                s.warned.append(n.host)
+            else:
+                s.healthy.append(n.host)
+    elif inputs.probe is not None and inputs.probe.settings:
+        bad = {f.host for f in inputs.probe.all_findings if f.host and f.status in (Status.FAIL, Status.ERROR)}
+        for h in inputs.probe.hosts:
+            (s.failing if h in bad or h in named else s.healthy).append(h)
+    for sr in inputs.settings:
+        (s.paths_ok if sr.status == "ok" else s.paths_bad).append(_paths(sr) if sr.status == "ok"
+                                                                  else f"{sr.setting.name}: {sr.status}")
+    if inputs.logs is not None and inputs.logs.summary is not None:
+        ts = inputs.logs.summary.transports
+        if ts:
+            (s.paths_bad if inputs.logs.summary.failures else s.paths_ok).append(f"log: {', '.join(ts)}")
+    try:
+        cmps = bandwidth.comparisons(inputs)
+    except Exception as exc:  # nccldiag's own error: the figures are left out, the verdicts stay
+        cmps = {}
+        s.missing.append(f"(bandwidth figures left out: {type(exc).__name__}: {exc})")
+    s.bandwidth = {k: v.to_dict() for k, v in cmps.items()}
+    s.missing += bandwidth.missing_commands(inputs, list(cmps.values()))
+    for d in diagnoses:
+        for m in d.missing:
+            if m not in s.missing:
+                s.missing.append(m)
+    return s

@@ -1,0 +1,156 @@
+"""What the rules read: one joined view of the evidence at hand (pure).
+
+Any part may be absent: ``nccldiag check`` has no probe, ``nccldiag log`` has
+only logs. Rules ask this view, never the reports directly, so that each rule
+can be tested on evidence assembled for it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+
+from nccldiag.model.findings import SEVERITY, Finding, Status
+
+BAD = ("hang", "error", "wrong", "incomplete")
+
+
+@dataclass
+class LogSet:
+    """The NCCL logs of one run: a probe setting (with the environment it set) or the files given to ``log``."""
+
+    label: str
+    facts: Any  # nccldiag.nccl.log.NcclLogFacts
+    env: Dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class Inputs:
+    check: Any = None  # nccldiag.check.engine.CheckReport
+    probe: Any = None  # nccldiag.probe.analysis.ProbeReport
+    logs: Any = None  # NcclLogFacts given to 'nccldiag log'
+    log_findings: List[Finding] = field(default_factory=list)
+    node_facts: Dict[str, Dict[str, Any]] = field(default_factory=dict)  # host -> area -> facts
+    iface_speeds: Dict[str, Optional[int]] = field(default_factory=dict)  # host -> Mb/s of the socket interface
+    ifnames: Dict[str, Optional[str]] = field(default_factory=dict)  # host -> the probe's socket interface
+    route_ifnames: Dict[str, Optional[str]] = field(default_factory=dict)  # host -> the interface routing to rank 0
+
+    def __post_init__(self) -> None:
+        if self.check is not None:
+            for n in self.check.nodes:
+                if n.facts:
+                    self.node_facts.setdefault(n.host, dict(n.facts))
+        if self.probe is not None:
+            self.iface_speeds = dict(getattr(self.probe, "iface_speeds", None) or self.iface_speeds)
+            self.ifnames = dict(getattr(self.probe, "ifnames", None) or self.ifnames)
+            self.route_ifnames = dict(getattr(self.probe, "route_ifnames", None) or self.route_ifnames)
+            for host, facts in (getattr(self.probe, "node_facts", None) or {}).items():
+                self.node_facts.setdefault(host, dict(facts))
+
+    # ---- check
+
+    def check_findings(self, prefix: str, min_status: Status = Status.WARN) -> List[Finding]:
+        """Check findings whose id starts with ``prefix``, at ``min_status`` or worse."""
+        if self.check is None:
+            return []
+        return [f for f in self.check.findings
+                if f.check.startswith(prefix) and SEVERITY[f.status] >= SEVERITY[min_status]]
+
+    def checked(self, prefix: str) -> List[str]:
+        """Hosts where a check starting with ``prefix`` was judged (ok or not): the question was asked there."""
+        if self.check is None:
+            return []
+        return sorted({f.host for f in self.check.findings
+                       if f.check.startswith(prefix) and f.status != Status.SKIP and f.host})
+
+    def facts(self, host: str, area: str) -> Any:
+        return (self.node_facts.get(host) or {}).get(area)
+
+    @property
+    def hosts(self) -> List[str]:
+        if self.probe is not None and self.probe.hosts:
+            return list(self.probe.hosts)
+        if self.check is not None:
+            return [n.host for n in self.check.nodes]
+        return list(self.node_facts)
+
+    # ---- probe
+
+    @property
+    def settings(self) -> List[Any]:
+        return list(self.probe.settings) if self.probe is not None else []
+
+    def setting(self, name: str) -> Any:
+        return next((s for s in self.settings if s.setting.name == name), None)
+
+    def settings_with(self, **env: str) -> List[Any]:
+        """Settings whose environment has every ``KEY=VALUE`` given."""
+        return [s for s in self.settings if all(s.setting.env.get(k) == v for k, v in env.items())]
+
+    # ---- logs
+
+    def log_sets(self) -> List[LogSet]:
+        out: List[LogSet] = []
+        for s in self.settings:
+            if s.log_facts is not None:
+                out.append(LogSet(s.setting.name, s.log_facts, dict(s.setting.env)))
+        if self.logs is not None:
+            out.append(LogSet("log", self.logs, {}))
+        return out
+
+    # ---- everything
+
+    def all_findings(self) -> List[Finding]:
+        out: List[Finding] = []
+        if self.check is not None:
+            out.extend(self.check.findings)
+        if self.probe is not None:
+            out.extend(self.probe.all_findings)
+        out.extend(self.log_findings)
+        return out
+
+
+def setting_hosts(sr: Any, ranks: Iterable[int]) -> List[str]:
+    """The hosts of ``ranks`` in one probe setting."""
+    return sorted({h for h in (sr.outcome.host_of(r) for r in ranks) if h})
+
+
+def bad_ranks(sr: Any) -> Tuple[List[int], List[str]]:
+    """Ranks of a setting that hung, failed, got wrong results or went missing, and the collectives."""
+    ranks: set = set()
+    colls: List[str] = []
+    so = sr.outcome
+    for oc in list(so.collectives.values()) + ([so.mpi] if so.mpi is not None else []):
+        if oc.status in BAD:
+            ranks.update(oc.ranks_hung or [])
+            ranks.update(oc.ranks_wrong or [])
+            ranks.update(oc.ranks_missing or [])
+            ranks.update(oc.ranks_error or {})
+            colls.append(oc.collective)
+    ranks.update(so.stuck_in_init or [])
+    ranks.update(so.died or [])
+    return sorted(ranks), colls
+
+
+def peak(sr: Any, collective: Optional[str] = None) -> Optional[Tuple[str, float, int]]:
+    """``(collective, busbw GB/s, size)`` of the best sweep point of a setting (or of one collective)."""
+    best = None
+    for oc in sr.outcome.collectives.values():
+        if collective and oc.collective != collective:
+            continue
+        if oc.status != "ok":
+            continue
+        for p in oc.sweep:
+            if p.size > 0 and (best is None or p.busbw > best[1]):
+                best = (oc.collective, p.busbw, p.size)
+    return best
+
+
+def findings_hosts(found: Sequence[Finding]) -> List[str]:
+    return sorted({f.host for f in found if f.host})
+
+
+def first(mapping: Mapping[str, Any], keys: Sequence[str]) -> Any:
+    for k in keys:
+        if mapping.get(k) is not None:
+            return mapping[k]
+    return None

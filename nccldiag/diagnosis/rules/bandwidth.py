@@ -1,0 +1,99 @@
+"""Bandwidth below expectation: measured busbw against the line rate of the slowest segment of the path."""
+from __future__ import annotations
+
+from typing import Dict, List, Optional, Sequence
+
+from nccldiag.diagnosis import expected
+from nccldiag.diagnosis.inputs import Inputs, peak
+from nccldiag.diagnosis.model import Diagnosis, Evidence
+
+ID = "bandwidth-low"
+TITLE = "Bandwidth below expectation"
+
+
+def used_ports(facts) -> Dict[str, List[str]]:
+    """Per host, the HCA ports NCCL's ``NET/IB : Using`` lines name (``mlx5_0:1``)."""
+    out: Dict[str, List[str]] = {}
+    for n in getattr(facts, "nets", None) or []:
+        if not n.net.lower().startswith("ib") or not n.at.host:
+            continue
+        for d in n.devices:
+            name = f"{d.name}:{d.port or 1}"
+            if name not in out.setdefault(n.at.host, []):
+                out[n.at.host].append(name)
+    return out
+
+
+def setting_comparison(inp: Inputs, sr) -> Optional[expected.Comparison]:
+    """The best all_reduce (else any collective) point of one setting against what the nodes allow."""
+    best = peak(sr, "all_reduce") or peak(sr)
+    if best is None:
+        return None
+    coll, busbw, size = best
+    backend = inp.probe.backend if inp.probe is not None else "nccl"
+    lf = sr.log_facts
+    network = None
+    if lf is not None and lf.networks:
+        network = lf.networks[0].name
+    hosts = sorted({i.host for i in sr.outcome.ranks.values() if i.host}) or list(inp.hosts)
+    exp = expected.expect(inp.node_facts, hosts, backend=backend, network=network,
+                          used_ports=used_ports(lf) if lf is not None else None,
+                          iface_speeds=inp.iface_speeds, ifnames=inp.ifnames)
+    nvls = bool(lf is not None and lf.summary is not None and lf.summary.nvls_used)
+    env = sr.setting.env
+    off = [f"{k}=1" for k in ("NCCL_P2P_DISABLE", "NCCL_SHM_DISABLE") if env.get(k) == "1"]
+    if off:
+        # intra-node traffic leaves NVLink/P2P for host memory or the network: no segment of the nodes' own
+        return expected.Comparison(busbw, size, None, comparable=False, collective=coll,
+                                   why_not=f"{' '.join(off)} moves intra-node traffic off its usual path")
+    c = expected.compare(busbw, size, exp, len(hosts), algo=env.get("NCCL_ALGO"), nvls=nvls,
+                         collective=coll, backend=backend)
+    fallback = [f"{k}={env[k]}" for k in ("NCCL_IB_DISABLE", "NCCL_NET", "NCCL_NET_GDR_LEVEL")
+                if k in env and (k != "NCCL_NET" or env[k].lower() == "socket")
+                and (k != "NCCL_NET_GDR_LEVEL" or env[k].upper() == "LOC")]
+    if c.comparable and fallback:
+        c.comparable, c.why_not = False, f"a fallback path ({' '.join(fallback)}): shown, not judged"
+    return c
+
+
+def comparisons(inp: Inputs) -> Dict[str, expected.Comparison]:
+    out: Dict[str, expected.Comparison] = {}
+    for sr in inp.settings:
+        c = setting_comparison(inp, sr)
+        if c is not None:
+            out[sr.setting.name] = c
+    return out
+
+
+def missing_commands(inp: Inputs, cmps: Sequence[expected.Comparison]) -> List[str]:
+    out = []
+    if any(c.expectation is None for c in cmps) and inp.check is None:
+        out.append("nccldiag check HOSTFILE  (IB port rates, NVLink links, PCIe links: the expected bandwidth)")
+    if any("NCCL_ALGO=Ring" in c.why_not for c in cmps):
+        out.append("nccldiag probe HOSTFILE --setting NCCL_ALGO=Ring --max-bytes 1G")
+    if any("latency-bound" in c.why_not for c in cmps):
+        out.append("nccldiag probe HOSTFILE --max-bytes 1G")
+    return out
+
+
+def diagnose(inp: Inputs) -> List[Diagnosis]:
+    cmps = comparisons(inp)
+    out: List[Diagnosis] = []
+    for name, c in cmps.items():
+        if not c.below:
+            continue
+        b = c.expectation.bottleneck  # type: ignore[union-attr]
+        ev = [Evidence("figure", f"{c.collective} busbw {c.measured:.2f} GB/s at {c.size >> 20} MiB", name),
+              Evidence("figure", f"expected {c.expectation.gbps:.1f} GB/s: " +  # type: ignore[union-attr]
+                       "; ".join(s.text() for s in c.expectation.segments[:6]), "expected")]  # type: ignore[union-attr]
+        nodes = [b.host] if b.host else []
+        out.append(Diagnosis(ID, TITLE, "warn",
+                             f"[{name}] {c.collective} busbw {c.measured:.2f} GB/s is {c.percent:.0f}% of the "
+                             f"{c.expectation.gbps:.1f} GB/s the path allows; bottleneck: {b.name} ({b.basis})",  # type: ignore[union-attr]
+                             "medium", f"below {expected.FLOOR:.0%} of the line rate of the slowest segment, at a "
+                             "message size large enough to reach it",
+                             f"Check the bottleneck segment ({b.name}) on {b.host or 'the nodes'}: link rate and width "
+                             "('ibstat', 'nvidia-smi nvlink --status', 'nvidia-smi -q' PCIe), error counters, "
+                             "CPU/NUMA placement; then probe again.",
+                             nodes=nodes, evidence=ev, figures=c.to_dict()))
+    return out

@@ -1,0 +1,83 @@
+"""NET/IB without GPUDirect RDMA while GPU and NIC share a PCIe switch: peermem missing, or DMA-BUF not usable."""
+from __future__ import annotations
+
+from typing import List
+
+from nccldiag.diagnosis.inputs import Inputs
+from nccldiag.diagnosis.model import Diagnosis, Evidence, finding_evidence, log_evidence
+from nccldiag.nccl.log import NET_IB, NET_IB_GDR
+
+ID = "gdr-unused"
+TITLE = "NET/IB without GPUDirect RDMA"
+FIX_PEERMEM = ("Load nvidia-peermem on every node ('modprobe nvidia-peermem', and list it in /etc/modules-load.d), "
+               "or use DMA-BUF (NVIDIA open kernel module, Linux 5.12+, NCCL 2.13+).")
+FIX_DMABUF = ("DMA-BUF is not usable here: it needs the NVIDIA open kernel module, Linux 5.12 or newer and NCCL 2.13 "
+              "or newer; otherwise load nvidia-peermem.")
+
+
+def _close(topo, nics: List[str]) -> List[str]:
+    """GPU-NIC pairs behind one PCIe switch (PIX/PXB) in 'nvidia-smi topo -m'."""
+    out = []
+    if topo is None:
+        return out
+    for g in topo.gpus:
+        for n in topo.nics:
+            link = topo.link(g, n)
+            if link in ("PIX", "PXB"):
+                out.append(f"{g}-{topo.nic_name(n)} {link}")
+    return out
+
+
+def diagnose(inp: Inputs) -> List[Diagnosis]:
+    out: List[Diagnosis] = []
+    for ls in inp.log_sets():
+        if ls.env.get("NCCL_NET_GDR_LEVEL") == "LOC":
+            continue  # asked for no GDR
+        ib = [c for c in ls.facts.channels if c.category in (NET_IB, NET_IB_GDR)]
+        if not ib or any(c.gdrdma for c in ib):
+            continue
+        hosts = sorted({c.at.host for c in ib if c.at.host})
+        ev = [log_evidence(c.at, c.text) for c in ib[:2]]
+        ev += [log_evidence(g.at, g.text) for g in ls.facts.gdr if not g.enabled][:2]
+        close, peermem, missing = [], [], []
+        far = []
+        for h in hosts or inp.hosts:
+            topo = getattr(inp.facts(h, "topology"), "topo", None)
+            if topo is not None and topo.nics and not _close(topo, []):
+                far.append(h)
+            pairs = _close(topo, [])
+            if pairs:
+                close.append(h)
+                ev.append(Evidence("node", "GPU and NIC share a PCIe switch: " + ", ".join(pairs[:4]),
+                                   "topology.matrix", h))
+        if far and not close:
+            continue  # GPU and NIC are not behind one switch: NCCL leaves GDR off by design (NCCL_NET_GDR_LEVEL)
+        pm = [f for f in inp.check_findings("gdr.peermem") if not hosts or f.host in hosts]
+        for f in pm:
+            ev.extend(finding_evidence(f, 1))
+            peermem.append(f.host)
+        reasons = sorted({g.reason for g in ls.facts.gdr if not g.enabled and g.reason})
+        if close and pm:
+            conf, why = "high", "GPU and NIC share a switch, so GDR should be used, and the peer-memory module is missing"
+        elif close or pm:
+            conf = "medium"
+            why = ("GPU and NIC share a switch; why GDR is off was not checked" if close else
+                   "the peer-memory module is missing; the GPU-NIC distance was not checked")
+        else:
+            conf, why = "low", "the log shows IB without GDRDMA; the nodes were not checked"
+        if inp.check is None:
+            missing.append("nccldiag check HOSTFILE --only gdr,topology  (nvidia-peermem, GPU-NIC distance)")
+        fix = FIX_PEERMEM if pm or not any("dma" in r.lower() for r in reasons) else FIX_DMABUF
+        nodes = sorted(set(close) | {h for h in peermem if h}) or hosts
+        unsupported = bool(reasons) and all("not supported by GPU" in r for r in reasons)
+        if unsupported:
+            # NCCL says the GPU cannot do GPUDirect RDMA: expected for that GPU, nothing on the node to fix
+            conf, why = "high", "NCCL reported that the GPU does not support GPUDirect RDMA"
+            fix, missing = "Nothing to fix on the node: this GPU model has no GPUDirect RDMA; use GPUs that do.", []
+        out.append(Diagnosis(ID, TITLE, "info" if unsupported else "warn",
+                             f"[{ls.label}] NCCL used NET/IB without GPUDirect RDMA"
+                             + (f" on {', '.join(nodes)}" if nodes else "")
+                             + (f" (NCCL: {'; '.join(reasons)})" if reasons else "")
+                             + ": data is staged through host memory", conf, why, fix, nodes=nodes,
+                             evidence=ev[:12], missing=missing))
+    return out

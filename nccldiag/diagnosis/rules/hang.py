@@ -1,0 +1,117 @@
+"""A hang localised: the ranks and nodes that never finished, the collective, and whether the same
+nodes hang under the other settings."""
+from __future__ import annotations
+
+from typing import Dict, List
+
+from nccldiag.diagnosis.inputs import Inputs, setting_hosts
+from nccldiag.diagnosis.model import Diagnosis, Evidence, log_evidence
+
+ID = "hang"
+TITLE = "Hang localised"
+FIX = ("Start with the named nodes: their links to the others (interface, firewall, IB port), their GPUs "
+       "('nvidia-smi', dmesg Xid lines), and compare with the settings that worked. With NCCL 2.24 or newer, run "
+       "'ncclras' (or 'echo verbose status | nc localhost 28028') on a node while the job hangs: it names the "
+       "INCOMPLETE, DEAD or MISMATCHED rank, node and GPU.")
+RAS = "ncclras -v  (on a node of the hung job, NCCL 2.24+; JSON with -f json from 2.28.7)"
+
+
+def _stuck(sr) -> Dict[str, object]:
+    so = sr.outcome
+    hung: List[int] = []
+    where: Dict[int, str] = {}
+    colls: List[str] = []
+    for oc in so.collectives.values():
+        if oc.status == "hang":
+            colls.append(oc.collective)
+            for r in oc.ranks_hung:
+                hung.append(r)
+                at = oc.hung_at.get(r) or {}
+                size = at.get("size")
+                where[r] = f"{oc.collective} {at.get('phase') or ''}" + (f" at {size} B" if size else "")
+    for r in so.stuck_in_init:
+        hung.append(r)
+        where[r] = "process-group initialisation"
+    waiting = sorted({r for oc in so.collectives.values() if oc.status == "hang" for r in oc.ranks_error
+                      if r not in hung})
+    return {"hung": sorted(set(hung)), "where": where, "colls": colls, "waiting": waiting}
+
+
+def _probe(inp: Inputs) -> List[Diagnosis]:
+    out: List[Diagnosis] = []
+    for sr in inp.settings:
+        if sr.status != "hang":
+            continue
+        st = _stuck(sr)
+        hung: List[int] = st["hung"]  # type: ignore[assignment]
+        so = sr.outcome
+        world = so.world_size or len(so.ranks)
+        nodes = setting_hosts(sr, hung)
+        ev = [Evidence("probe", f"{so.ranks[r].where() if r in so.ranks else f'rank {r}'} last reported "
+                                f"{st['where'].get(r, '?')}", sr.setting.name, so.host_of(r))  # type: ignore[union-attr]
+              for r in hung[:8]]
+        if st["waiting"]:
+            ev.append(Evidence("probe", f"ranks {', '.join(map(str, st['waiting']))} timed out waiting for them",
+                               sr.setting.name))
+        if not hung and sr.timed_out:
+            ev.append(Evidence("probe", "the run's deadline passed before every node finished", sr.setting.name))
+        others = []
+        for o in inp.settings:
+            if o is sr:
+                continue
+            at_fault = set(setting_hosts(o, _stuck(o)["hung"])) if o.status == "hang" else set()  # type: ignore[arg-type]
+            same = sorted(at_fault & set(nodes))
+            others.append(f"{o.setting.name}: {o.status}" + (f" (same nodes: {', '.join(same)})" if same else ""))
+        if others:
+            ev.append(Evidence("probe", "other settings: " + "; ".join(others), "settings"))
+        lf = sr.log_facts
+        for w in (getattr(lf, "watchdogs", None) or [])[:2]:
+            ev.append(log_evidence(w.at, w.text))
+        everyone = bool(world) and len(hung) >= world
+        if hung and not everyone:
+            conf, why = "high", (f"{len(hung)} of {world} ranks never came back from the collective while the "
+                                 "others reached it and timed out waiting")
+        elif hung:
+            conf, why = "medium", "every rank is stuck: the setting's transport hangs, no single node stands out"
+            nodes = nodes or list(inp.hosts)
+        else:
+            conf, why = "low", "the run timed out but no rank said where it was"
+            nodes = list(inp.hosts)
+        coll = ", ".join(st["colls"]) or ("initialisation" if so.stuck_in_init else "?")  # type: ignore[arg-type]
+        ok_settings = [o.setting.name for o in inp.settings if o.status == "ok"]
+        if hung:
+            what = (f"[{sr.setting.name}] {coll} hung: rank{'s' if len(hung) != 1 else ''} "
+                    f"{', '.join(map(str, hung))} on {', '.join(nodes)} never finished")
+        else:
+            what = f"[{sr.setting.name}] the run did not finish on {', '.join(nodes)} and no rank said where it was"
+        out.append(Diagnosis(ID, TITLE, "fail", what, conf, why, FIX, nodes=nodes,
+                             evidence=ev, workaround=(f"the settings that worked: {', '.join(ok_settings)}"
+                                                      if ok_settings else ""),
+                             missing=[RAS] if inp.probe.backend == "nccl" else [],
+                             figures={"ranks_hung": hung, "collectives": st["colls"], "world_size": world}))
+    return out
+
+
+def _logs(inp: Inputs) -> List[Diagnosis]:
+    if inp.logs is None or not inp.logs.watchdogs:
+        return []
+    ws = inp.logs.watchdogs
+    ranks = sorted({w.rank for w in ws if w.rank is not None})
+    ops = sorted({w.op_type or "?" for w in ws})
+    seqs = sorted({w.seq for w in ws if w.seq is not None})
+    nodes = sorted({w.at.host for w in ws if w.at.host})
+    nranks = max([c.nranks for c in inp.logs.comms] + [0])
+    silent = [r for r in range(nranks) if r not in ranks] if nranks and ranks else []
+    ev = [log_evidence(w.at, w.text) for w in ws[:4]]
+    why = "the PyTorch watchdog fired on these ranks: the collective never completed"
+    if silent:
+        why += f"; ranks {', '.join(map(str, silent[:16]))} printed no timeout in these logs and may be the ones stuck"
+    return [Diagnosis(ID, TITLE, "fail",
+                      f"{', '.join(ops)} (SeqNum {', '.join(map(str, seqs)) or '?'}) timed out on ranks "
+                      f"{', '.join(map(str, ranks)) or '?'}", "low" if not silent else "medium", why, FIX,
+                      nodes=nodes, evidence=ev, missing=[RAS, "nccldiag probe HOSTFILE  (on the job's nodes)"],
+                      figures={"ranks_timed_out": ranks, "ranks_silent": silent})]
+
+
+def diagnose(inp: Inputs) -> List[Diagnosis]:
+    return _probe(inp) + _logs(inp)

@@ -1,0 +1,127 @@
+"""Wrong bootstrap or socket interface: loopback, docker/veth/bridge, link-local, or a host name that
+resolves to loopback or not at all. Names the interface to use."""
+from __future__ import annotations
+
+import ipaddress
+import os
+import re
+from typing import Dict, List, Optional
+
+from nccldiag.diagnosis.inputs import Inputs
+from nccldiag.diagnosis.model import Diagnosis, Evidence, finding_evidence, log_evidence
+
+ID = "wrong-interface"
+TITLE = "Wrong bootstrap or socket interface"
+VIRTUAL = re.compile(r"^(lo|docker\d*|veth\w*|virbr\d*|br-\w+|cni\d*|flannel\.\d+|cali\w+|tun\d*|tap\d*)$")
+
+
+def bad_address(addr: Optional[str]) -> Optional[str]:
+    """Why an address cannot carry traffic between nodes (loopback, link-local), or None."""
+    if not addr:
+        return None
+    a = addr.split("<")[0].split("%")[0].strip("[]")
+    try:
+        ip = ipaddress.ip_address(a)
+    except ValueError:
+        return None
+    if ip.is_loopback:
+        return "loopback"
+    if ip.is_link_local:
+        return "link-local"
+    return None
+
+
+def bad_name(name: Optional[str]) -> Optional[str]:
+    if not name:
+        return None
+    m = VIRTUAL.match(name)
+    if not m:
+        return None
+    return "loopback" if name == "lo" else "a container/virtual bridge interface"
+
+
+def suggest(inp: Inputs, host: str) -> Optional[str]:
+    """The interface to use on ``host``: the probe's route to the first node, else the first up, routable one."""
+    for name in (inp.ifnames.get(host), inp.route_ifnames.get(host)):
+        if name and not bad_name(name):
+            return name
+    sysf = inp.facts(host, "system")
+    for i in getattr(sysf, "interfaces", None) or []:
+        if bad_name(i.name) or i.state not in ("UP", "UNKNOWN"):
+            continue
+        if any(not bad_address(a.split("/")[0]) and ":" not in a for a in i.addresses):
+            return i.name
+    return None
+
+
+def _fix(inp: Inputs, hosts: List[str], names_bad: bool) -> str:
+    names = {h: suggest(inp, h) for h in hosts}
+    known = {h: n for h, n in names.items() if n}
+    if known and len(set(known.values())) == 1:
+        n = next(iter(known.values()))
+        fix = f"Set NCCL_SOCKET_IFNAME={n} GLOO_SOCKET_IFNAME={n} in the jobs' environment."
+    elif known:
+        prefix = os.path.commonprefix(list(known.values()))
+        fix = ("Set GLOO_SOCKET_IFNAME per node to the exact name: " + ", ".join(f"{n} on {h}" for h, n in known.items())
+               + (f"; NCCL_SOCKET_IFNAME={prefix} matches them all as a prefix." if prefix else "."))
+    else:
+        fix = "Set NCCL_SOCKET_IFNAME and GLOO_SOCKET_IFNAME to the data-network interface ('ip -br addr')."
+    if names_bad:
+        fix += " Map each host name to its data-network address in /etc/hosts or DNS (not 127.0.1.1)."
+    return fix
+
+
+def diagnose(inp: Inputs) -> List[Diagnosis]:
+    ev: List[Evidence] = []
+    nodes: List[str] = []
+    named = inp.check_findings("system.hostname_") + [f for f in inp.all_findings()
+                                                      if f.check == "probe.hostname_loopback"]
+    for f in named:
+        ev.extend(finding_evidence(f, 1))
+        nodes.append(f.host or "")
+    multi = len(inp.hosts) > 1
+    for ls in inp.log_sets():
+        nnodes = max([c.nnodes or 0 for c in ls.facts.comms] + [len({p.host for p in ls.facts.procs})])
+        if nnodes < 2 and not multi:
+            continue  # one node: loopback is fine
+        for b in list(ls.facts.bootstrap) + [n for n in ls.facts.nets if n.net.lower().startswith("socket")]:
+            devs = b.interfaces if hasattr(b, "interfaces") else b.devices
+            for d in devs:
+                why = bad_name(d.name) or bad_address(d.address)
+                if why:
+                    ev.append(log_evidence(b.at, f"{b.text}  ({d.name} is {why})"))
+                    nodes.append(b.at.host or "")
+    if inp.probe is not None and multi:
+        for host, given in sorted(inp.ifnames.items()):
+            why = bad_name(given)
+            if why:
+                ev.append(Evidence("probe", f"the probe gave the ranks GLOO_SOCKET_IFNAME/NCCL_SOCKET_IFNAME={given} "
+                                            f"({why})", "--ifname", host))
+                nodes.append(host)
+    if inp.probe is not None and inp.probe.backend == "gloo" and multi:
+        for sr in inp.settings:
+            seen: Dict[str, str] = {}
+            for r, info in sorted(sr.outcome.ranks.items()):
+                given = info.socket_ifname
+                if given:  # gloo binds to the interface it was given, whatever routes to the peers
+                    why = bad_name(given)
+                    what = f"rank {r} was given GLOO_SOCKET_IFNAME={given} ({why})"
+                else:
+                    why = bad_name(info.interface) or bad_address(info.address)
+                    what = f"rank {r} used {info.interface} {info.address} ({why})"
+                if why and info.host and info.host not in seen:
+                    seen[info.host] = why
+                    ev.append(Evidence("probe", what, sr.setting.name, info.host))
+                    nodes.append(info.host)
+    nodes = [n for n in dict.fromkeys(nodes) if n]
+    if not ev:
+        return []
+    direct = [e for e in ev if e.kind in ("log", "probe")]
+    conf = "high" if direct else "medium"
+    why = ("the interface NCCL/gloo actually used is one peers cannot reach" if direct else
+           "the host name resolves to loopback or not at all, so gloo/NCCL would advertise an unreachable address "
+           "unless an interface is named")
+    missing = [] if direct or inp.probe is not None else ["nccldiag probe HOSTFILE  (shows the interface each rank used)"]
+    return [Diagnosis(ID, TITLE, "fail" if direct else "warn",
+                      f"bootstrap/socket interface unusable between nodes on {', '.join(nodes) or 'the nodes'}",
+                      conf, why, _fix(inp, nodes, bool(named)), nodes=nodes, evidence=ev[:10], missing=missing)]

@@ -1,0 +1,39 @@
+"""Versions differing across nodes: driver, CUDA, NCCL, torch, firmware, kernel."""
+from __future__ import annotations
+
+import re
+from typing import List
+
+from nccldiag.diagnosis.inputs import Inputs, findings_hosts
+from nccldiag.diagnosis.model import Diagnosis, finding_evidence, log_evidence
+from nccldiag.model.findings import Status
+
+_VERSION_KEY = re.compile(r"\.(driver|cuda|firmware|kernel|os|python|torch|nccl|vbios)$")
+ID = "versions-differ"
+TITLE = "Versions differ across nodes"
+FIX = ("Install the same versions on every node (one image, one driver package, one container tag or wheel); "
+       "NCCL 2.23.4 and later refuse to join ranks of different NCCL versions, older ones may hang.")
+
+
+def diagnose(inp: Inputs) -> List[Diagnosis]:
+    found = [f for f in inp.check_findings("consistency.") if _VERSION_KEY.search(f.check)]
+    found += [f for f in inp.all_findings() if f.check.startswith("probe.version.") and f.status == Status.FAIL]
+    logs = [(ls, v) for ls in inp.log_sets() if len(ls.facts.summary.versions if ls.facts.summary else []) > 1
+            for v in ls.facts.versions]
+    logs += [(ls, w) for ls in inp.log_sets() for w in ls.facts.warns if w.kind == "version_mismatch"]
+    if not found and not logs:
+        return []
+    ev = [e for f in found for e in finding_evidence(f, 1)]
+    for _, x in logs[:4]:
+        ev.append(log_evidence(x.at, x.text))
+    keys = sorted({f.check.split(".", 1)[1] for f in found})
+    if logs:
+        keys.append("nccl (log)")
+    nodes = findings_hosts(found) + sorted({x.at.host for _, x in logs if x.at.host})
+    crit = any(k in ("gpu.driver", "gpu.cuda", "nccl", "torch", "python.torch", "python.nccl", "nccl (log)")
+               or k.startswith("version.") for k in keys) or bool(logs)
+    return [Diagnosis(ID, TITLE, "fail" if crit else "warn",
+                      f"{', '.join(keys)} differ{'s' if len(keys) == 1 else ''}: "
+                      f"{', '.join(dict.fromkeys(nodes)) or 'some ranks'} differ from the rest",
+                      "high", "the versions were read on every node and compared", FIX,
+                      nodes=list(dict.fromkeys(nodes)), evidence=ev)]

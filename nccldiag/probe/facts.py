@@ -1,0 +1,50 @@
+"""What an NCCL probe reads from its nodes to derive the expected bandwidth (I/O edge).
+
+The same sources and parsers as ``nccldiag check`` (the ``ib`` and ``gpu``
+areas), limited to what the expectation needs: IB/RoCE port rates
+(``/sys/class/infiniband``, ``ibstat``), the GPUs' PCIe links
+(``nvidia-smi --query-gpu``) and their NVLinks (``nvidia-smi nvlink
+--status``). One round trip per node, ``fanout`` nodes at a time, each bounded
+by ``timeout``; a node that does not answer simply has no facts, and its
+bandwidth lines say that no expectation could be derived.
+"""
+from __future__ import annotations
+
+import shlex
+from typing import Any, Dict, Sequence
+
+from nccldiag.areas import gpu, infiniband
+from nccldiag.collect import script, sections
+from nccldiag.transport.base import TransportError
+from nccldiag.transport.task import fan_out
+
+SOURCES = {"ib": (infiniband, ("ib_sysfs", "ibstat")), "gpu": (gpu, ("gpu_query", "nvlink_status"))}
+
+
+def node_script() -> str:
+    wanted = [s for area, names in SOURCES.values() for s in area.SOURCES if s.name in names]
+    return script.build_script(wanted, [a.NAME for a, _ in SOURCES.values()])
+
+
+def parse(text: str, mark: str) -> Dict[str, Any]:
+    """Area facts (``{"ib": IbFacts, "gpu": GpuFacts}``) from the script's output."""
+    secs, _rcs, _cut = sections.split_sections(text, mark)
+    return {key: area.parse({n: secs.get(n) for n in names}) for key, (area, names) in SOURCES.items()}
+
+
+def collect(nodes: Sequence, timeout: float, fanout: int = 64) -> Dict[str, Dict[str, Any]]:
+    """``{host: {"ib": ..., "gpu": ...}}`` for the nodes that answered."""
+    text = node_script()
+    out: Dict[str, Dict[str, Any]] = {}
+
+    def one(node) -> None:
+        mark = sections.new_mark()
+        try:
+            r = node.run(f"NCCLDIAG_MARK={shlex.quote(mark)} sh -s", timeout, stdin=text)
+        except TransportError:
+            return
+        if r.error is None and r.stdout:
+            out[node.name] = parse(r.stdout, mark)
+
+    fan_out(list(nodes), one, fanout)
+    return out

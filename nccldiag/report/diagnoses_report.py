@@ -1,0 +1,108 @@
+"""The "Diagnoses" section every report opens with, and its JSON.
+
+Summary first (healthy and failing nodes, the transport paths that worked,
+the top diagnoses), then each diagnosis in a few lines; ``-v`` adds its
+evidence. The same diagnoses go into every command's JSON as ``diagnoses``
+(and the summary as ``diagnosis_summary``).
+"""
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional, Tuple
+
+from rich.console import Console
+from rich.text import Text
+
+from nccldiag.diagnosis import Diagnosis, Inputs, Summary, diagnose, summary
+
+TOP = 5
+_STYLE = {"fail": "fail", "warn": "warn", "info": "muted"}
+
+
+def run(inputs: Inputs) -> Tuple[List[Diagnosis], Summary]:
+    diags = diagnose(inputs)
+    return diags, summary(inputs, diags)
+
+
+def for_check(report) -> Tuple[List[Diagnosis], Summary]:
+    return run(Inputs(check=report))
+
+
+def for_probe(report) -> Tuple[List[Diagnosis], Summary]:
+    return run(Inputs(probe=report))
+
+
+def for_log(facts, findings) -> Tuple[List[Diagnosis], Summary]:
+    return run(Inputs(logs=facts, log_findings=list(findings)))
+
+
+def to_json(diags: List[Diagnosis], s: Summary) -> Dict[str, Any]:
+    return {"diagnoses": [d.to_dict() for d in diags], "diagnosis_summary": s.to_dict()}
+
+
+def _nodes(names: List[str]) -> str:
+    try:
+        from ClusterShell.NodeSet import NodeSet
+
+        folded = str(NodeSet.fromlist(names))
+        return folded if len(folded) < len(",".join(names)) else ",".join(names)
+    except Exception:
+        return ",".join(names)
+
+
+def bandwidth_line(s: Summary, setting: str) -> Optional[Text]:
+    """``busbw vs expected: ...`` for one probe setting, or None without a figure."""
+    c = s.bandwidth.get(setting)
+    if not c:
+        return None
+    exp = c.get("expected")
+    if not exp:
+        return Text(f"  busbw {c['measured_gbps']:.2f} GB/s: no expectation ({c['why_not']})", style="muted")
+    b = exp["bottleneck"]
+    style = "warn" if c["below"] else ("ok" if c["comparable"] else "muted")
+    line = Text.assemble("  busbw ", (f"{c['measured_gbps']:.2f} / {exp['gbps']:.1f} GB/s = {c['percent']:.0f}% of expected",
+                                      style),
+                         f" ({c['collective']}, bottleneck {b['segment']}: {b['basis']}"
+                         + (f" on {b['host']}" if b.get("host") else "") + ")")
+    if not c["comparable"]:
+        line.append(f"; not judged: {c['why_not']}", style="muted")
+    return line
+
+
+def render(diags: List[Diagnosis], s: Summary, con: Console, verbose: bool = False, paths: bool = True) -> None:
+    con.print(Text("Diagnoses", style="bold"))
+    parts: List[Any] = []
+    if s.healthy or s.failing or s.unchecked or s.warned:
+        parts = [(f"{len(s.healthy)} healthy", "ok"), (f" ({_nodes(s.healthy)})" if s.healthy else ""), ", "]
+        if s.warned:
+            parts += [(f"{len(s.warned)} with warnings", "warn"), f" ({_nodes(s.warned)}), "]
+        parts += [(f"{len(s.failing)} failing", "fail" if s.failing else ""),
+                 (f" ({_nodes(s.failing)})" if s.failing else "")]
+        if s.unchecked:
+            parts += [", ", (f"{len(s.unchecked)} not checked ({_nodes(s.unchecked)})", "error")]
+        con.print(Text.assemble("  nodes: ", *parts))
+    if paths and (s.paths_ok or s.paths_bad):
+        if s.paths_ok:
+            con.print(Text.assemble("  worked: ", ("; ".join(s.paths_ok), "ok")))
+        if s.paths_bad:
+            con.print(Text.assemble("  failed: ", ("; ".join(s.paths_bad), "fail")))
+    if not diags:
+        con.print(Text("  no diagnosis: the evidence shows nothing broken", style="ok"))
+    shown = diags if verbose else diags[:TOP]
+    for d in shown:
+        con.print(Text.assemble("  ", (f"{d.severity.upper():4}", _STYLE[d.severity]), " ", (d.title, "bold"),
+                                f"  [{d.confidence} confidence]", ("  " + _nodes(d.nodes) if d.nodes else "", "cyan")))
+        con.print(Text(f"       {d.summary}"))
+        if verbose:
+            con.print(Text(f"       why {d.confidence}: {d.confidence_why}", style="muted"))
+            for e in d.evidence:
+                con.print(Text(f"       | {e.line()}", style="muted"))
+        con.print(Text(f"       fix: {d.fix}"))
+        if d.workaround:
+            con.print(Text(f"       workaround: {d.workaround}" + (f" (cost: {d.workaround_cost})" if d.workaround_cost else "")))
+        for m in d.missing:
+            con.print(Text(f"       to confirm, run: {m}", style="muted"))
+    if len(diags) > len(shown):
+        con.print(Text(f"  ... {len(diags) - len(shown)} more (-v shows all, with evidence)", style="muted"))
+    elif diags and not verbose:
+        con.print(Text("  (-v shows the evidence)", style="muted"))
+    con.print()
