@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Dict, List, Sequence, Tuple
+from typing import BinaryIO, Dict, List, Sequence, Tuple
 
 import click
 
@@ -21,22 +21,63 @@ class _LogUsageError(Exception):
     """A file or option the command cannot use; reported as one line with exit code 2."""
 
 
-def read_logs(paths: Sequence[str]) -> List[Tuple[str, str]]:
-    """``(name, text)`` for each path (``-`` is stdin). Raises with the path in the message."""
-    out: List[Tuple[str, str]] = []
-    for path in paths:
-        if path == "-":
-            out.append(("<stdin>", sys.stdin.read()))
-            continue
-        if os.path.isdir(path):
-            raise _LogUsageError(f"{path}: is a directory, expected an NCCL log file")
-        try:
-            with open(path, "rb") as f:
-                data = f.read()
-        except OSError as exc:
-            raise _LogUsageError(f"{path}: cannot read NCCL log: {exc.strerror or exc}") from None
-        out.append((path, data.decode("utf-8", errors="replace")))
+def open_logs(paths: Sequence[str]) -> List[Tuple[str, BinaryIO]]:
+    """``(name, binary stream)`` for each path (``-`` is stdin), all opened before any is read.
+
+    Raises with the path in the message; nothing is read into memory here: the
+    parser reads each stream line by line.
+    """
+    out: List[Tuple[str, BinaryIO]] = []
+    try:
+        for path in paths:
+            if path == "-":
+                out.append(("<stdin>", sys.stdin.buffer))
+                continue
+            if os.path.isdir(path):
+                raise _LogUsageError(f"{path}: is a directory, expected an NCCL log file")
+            try:
+                out.append((path, open(path, "rb")))
+            except OSError as exc:
+                raise _LogUsageError(f"{path}: cannot read NCCL log: {exc.strerror or exc}") from None
+    except _LogUsageError:
+        close_logs(out)
+        raise
     return out
+
+
+def close_logs(streams: Sequence[Tuple[str, BinaryIO]]) -> None:
+    for name, stream in streams:
+        if name != "<stdin>":
+            stream.close()
+
+
+def parse_files(paths: Sequence[str]):
+    """Parse the logs at ``paths`` line by line (memory bounded whatever their size)."""
+    from nccldiag.nccl import log as nccllog
+
+    streams = open_logs(paths)
+    try:
+        return nccllog.parse_streams(_reading(streams))
+    finally:
+        close_logs(streams)
+
+
+def _reading(streams: Sequence[Tuple[str, BinaryIO]]):
+    for name, stream in streams:
+        yield name, _Guarded(name, stream)
+
+
+class _Guarded:
+    """A stream whose read errors (EIO, a vanished NFS file) become a usage error naming the file."""
+
+    def __init__(self, name: str, stream: BinaryIO) -> None:
+        self.name, self.stream = name, stream
+
+    def readline(self, size: int = -1) -> bytes:
+        try:
+            return self.stream.readline(size)
+        except OSError as exc:
+            raise _LogUsageError(f"{self.name}: cannot read NCCL log: {exc.strerror or exc}") from None
 
 
 def parse_expect(values: Sequence[str]) -> Dict[str, str]:
@@ -83,15 +124,13 @@ def log(files, json_path, require_ib, expect, include_channels, verbose, color):
 
     Exit codes: 0 no failure in the logs, 1 the logs show a failure, 2 usage error.
     """
-    from nccldiag.nccl import log as nccllog
     from nccldiag.nccl import checks as nccl_checks
     from nccldiag.report import log_report as report
     from nccldiag.report.console import console
 
     try:
         expected = parse_expect(expect)
-        logs = read_logs(files)
-        facts = nccllog.parse_logs(logs)
+        facts = parse_files(files)
         findings = nccl_checks.judge(facts, require_ib=require_ib, expected_env=expected)
         if json_path:
             _write_json(report.to_json(facts, findings, include_channels), json_path)

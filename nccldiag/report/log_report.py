@@ -1,6 +1,7 @@
 """Rendering what NCCL logs say: a process table, a rank-pair transport table, findings, and JSON."""
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Dict, List, Sequence
 
 from rich.console import Console
@@ -96,10 +97,9 @@ def render(facts: NcclLogFacts, findings: Sequence[Finding], con: Console, verbo
 
 def facts_json(facts: NcclLogFacts, include_channels: bool = False) -> Dict[str, Any]:
     """The facts as JSON values; channel lines are summarised per pair unless asked for."""
-    d = to_jsonable(facts)
-    d["channel_lines"] = len(facts.channels)
-    if not include_channels:
-        d.pop("channels", None)
+    skip = set() if include_channels else {"channels"}
+    d = {f.name: to_jsonable(getattr(facts, f.name)) for f in dataclasses.fields(facts) if f.name not in skip}
+    d["channel_lines"] = facts.total("channels")
     for wd, w in zip(d["warns"], facts.warns):
         wd["result"] = w.result
         wd["result_name"] = w.result_name
