@@ -759,6 +759,9 @@ class PerftestResult:
     unit: Optional[str] = None  # "Gb/sec" (--report_gbits) or "MB/sec"
     rows: List[Dict[str, float]] = field(default_factory=list)  # bytes, iterations, peak, average, msg_rate
     warnings: List[str] = field(default_factory=list)
+    kind: Optional[str] = None  # "bw" or "lat": which table the output holds
+    lat_columns: List[str] = field(default_factory=list)
+    latency_rows: List[Dict[str, float]] = field(default_factory=list)  # bytes, iterations, t_min, t_max, ...
 
     @property
     def bw_average(self) -> Optional[float]:
@@ -766,7 +769,12 @@ class PerftestResult:
 
 
 def parse_perftest(text: Optional[str]) -> PerftestResult:
-    """The header fields and result rows of a perftest bandwidth test (``ib_write_bw``, ``ib_read_bw``, ...)."""
+    """The header fields and result rows of a perftest run.
+
+    Bandwidth tests (``ib_write_bw``, ``ib_read_bw``, ...) fill ``rows``;
+    latency tests (``ib_read_lat``: ``t_min t_max t_typical t_avg ...``) fill
+    ``latency_rows`` and leave ``rows`` empty: a latency is not a bandwidth.
+    """
     r = PerftestResult()
     for line in _lines(text):
         s = line.strip()
@@ -788,9 +796,21 @@ def parse_perftest(text: Optional[str]) -> PerftestResult:
                 r.mtu = int(m.group(1)) if m else None
         m = re.search(r"BW average\[([^\]]+)\]", s)
         if m:
-            r.unit = m.group(1)
+            r.unit, r.kind = m.group(1), "bw"
+            continue
+        if re.search(r"\bt_min\b|\bt_typical\b|\bt_avg\b", s):
+            # ib_*_lat: #bytes #iterations t_min[usec] t_max[usec] t_typical[usec] t_avg[usec] t_stdev[usec] ...
+            r.kind = "lat"
+            r.lat_columns = [c.split("[")[0] for c in re.findall(r"t_\w+(?:\[[^\]]*\])?", s)]
             continue
         nums = s.split()
+        if r.kind == "lat":
+            if len(nums) >= 3 and all(re.fullmatch(r"\d+(?:\.\d+)?", n) for n in nums):
+                row = {"bytes": float(nums[0]), "iterations": float(nums[1])}
+                for name, val in zip(r.lat_columns, nums[2:]):
+                    row[name] = float(val)
+                r.latency_rows.append(row)
+            continue
         if len(nums) >= 4 and all(re.fullmatch(r"\d+(?:\.\d+)?", n) for n in nums[:4]):
             row = {"bytes": float(nums[0]), "iterations": float(nums[1]), "peak": float(nums[2]),
                    "average": float(nums[3])}

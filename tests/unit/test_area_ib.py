@@ -607,3 +607,32 @@ def test_a_node_with_unknown_port_states_is_not_the_consistency_majority():
                  for h, s in (("a", healthy), ("b", healthy), ("u1", unknown), ("u2", unknown), ("u3", unknown))}
     out = consistency.judge(summaries)
     assert all(x.check != "consistency.ib.active_ports" for fs in out.values() for x in fs)
+
+
+# Written for this test, in perftest's ib_read_lat layout (title, header, one result row).
+READ_LAT = """\
+---------------------------------------------------------------------------------------
+                    RDMA_Read Latency Test
+ Dual-port       : OFF\t\tDevice         : mlx5_0
+ Number of qps   : 1\t\tTransport type : IB
+ Connection type : RC\t\tUsing SRQ      : OFF
+ Mtu             : 4096[B]
+ Link type       : IB
+---------------------------------------------------------------------------------------
+ #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    t_stdev[usec]   99% percentile[usec]   99.9% percentile[usec] 
+ 2       1000          1.89           4.15         1.93     \t       1.94        \t0.05   \t\t2.05    \t\t4.15   
+---------------------------------------------------------------------------------------
+"""
+
+
+def test_perftest_latency_table_is_not_a_bandwidth_table():
+    r = ib.parse_perftest(READ_LAT)
+    assert r.kind == "lat" and r.rows == [] and r.bw_average is None
+    (row,) = r.latency_rows
+    assert (row["bytes"], row["iterations"], row["t_min"], row["t_typical"], row["t_avg"]) == (2, 1000, 1.89, 1.93, 1.94)
+    assert r.device == "mlx5_0" and r.link_type == "IB" and "Latency Test" in r.test
+
+
+def test_perftest_bandwidth_fixture_is_a_bandwidth_table():
+    r = ib.parse_perftest(text("perftest", "deepops-cx5-roce-ib_write_bw-cpu-freq-warning.txt"))
+    assert r.kind == "bw" and r.rows and r.latency_rows == []
