@@ -545,9 +545,12 @@ def clean(line: str) -> str:
     """The line without colour codes (and their ESC-less residue) or trailing blanks."""
     if "\x1b" in line:
         line = _ANSI.sub("", line)
-    if "m" in line and "[" in line:
+    if "m" in line and "[" in line and _ANSI_RESIDUE.search(line):
         line = _ANSI_RESIDUE.sub("", line)
     return line.rstrip()
+
+
+_LEVELS = {"INFO": "info", "WARN": "warn", "ABORT": "warn"}
 
 
 def _records(lines: Iterable[str], source: str) -> Iterator[_Rec]:
@@ -580,15 +583,16 @@ def _records(lines: Iterable[str], source: str) -> Iterator[_Rec]:
         for i, m in enumerate(matches):
             end = matches[i + 1].start() if i + 1 < len(matches) else len(line)
             msg = line[m.end():end].strip()
-            level = m.group("level")
-            kind = {"INFO": "info", "WARN": "warn", "ABORT": "warn"}.get(level, "trace")
+            host, pid, tid, dev, file, fline, func, level = m.group(
+                "host", "pid", "tid", "dev", "file", "fline", "func", "level")
+            kind = _LEVELS.get(level, "trace")
             ts = None
             if kind == "warn":
                 tsm = _WARN_TS.search(line[:m.start()])
                 ts = tsm.group(1) if tsm else None
-            at = Loc(source, n, m.group("host"), int(m.group("pid")), int(m.group("tid")), int(m.group("dev")))
-            rec = _Rec(kind, msg, at, line[m.start():end].strip(), m.group("file"),
-                       int(m.group("fline")) if m.group("fline") else None, m.group("func"), ts, lrank)
+            at = Loc(source, n, host, int(pid), int(tid), int(dev))
+            rec = _Rec(kind, msg, at, line[m.start():end].strip(), file, int(fline) if fline else None, func, ts,
+                       lrank)
             prev = rec
             held.append(rec)
     yield from held
