@@ -111,7 +111,7 @@ def _write_json(data: dict, path: str) -> None:
               help="Inter-node traffic must use InfiniBand/RoCE: a Socket fallback fails.")
 @click.option("--expect", "expect", multiple=True, metavar="KEY=VAL[,KEY=VAL]",
               help="NCCL variables the job set (e.g. NCCL_IB_DISABLE=1); differing echoed values fail (repeatable).")
-@click.option("--channels", "include_channels", is_flag=True, help="Include every channel line in the JSON.")
+@click.option("--channels", "include_channels", is_flag=True, help="Include the channel lines in the JSON (the first 1000; every line is counted).")
 @click.option("-v", "--verbose", is_flag=True, help="Show all evidence lines and the skipped checks.")
 @click.option("--color", type=click.Choice(["auto", "always", "never"]), default="auto", show_default=True)
 def log(files, json_path, require_ib, expect, include_channels, verbose, color):

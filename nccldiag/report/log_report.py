@@ -84,7 +84,10 @@ def render(facts: NcclLogFacts, findings: Sequence[Finding], con: Console, verbo
     s = facts.summary
     n_fail = sum(1 for f in findings if f.status == Status.FAIL)
     con.print()
-    parts = [f"{len(facts.sources)} file(s)", f"{facts.nccl_lines} NCCL line(s)", f"{len(facts.procs)} process(es)"]
+    lines = f"{facts.nccl_lines} NCCL line(s)"
+    if facts.unprefixed:
+        lines += f" ({facts.unprefixed} without their NCCL prefix, process unknown)"
+    parts = [f"{len(facts.sources)} file(s)", lines, f"{len(facts.procs)} process(es)"]
     if s is not None:
         parts.append("transports: " + (", ".join(s.transports) or "none seen"))
         if s.versions:
