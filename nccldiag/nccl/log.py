@@ -553,8 +553,11 @@ def clean(line: str) -> str:
 _LEVELS = {"INFO": "info", "WARN": "warn", "ABORT": "warn"}
 
 
-def _records(lines: Iterable[str], source: str) -> Iterator[_Rec]:
-    """Records of one log, line by line. A record is held back one line: the next line may complete it."""
+def _records(lines: Iterable[str], source: str, count: Optional[List[int]] = None) -> Iterator[_Rec]:
+    """Records of one log, line by line. A record is held back one line: the next line may complete it.
+
+    ``count``, when given, receives the number of lines read once the log ends.
+    """
     prev: Optional[_Rec] = None  # the last record yielded-to-be, still open to a wrapped continuation
     held: List[_Rec] = []
     n = 0
@@ -595,6 +598,8 @@ def _records(lines: Iterable[str], source: str) -> Iterator[_Rec]:
                        lrank)
             prev = rec
             held.append(rec)
+    if count is not None:
+        count.append(n)
     yield from held
 
 
@@ -772,6 +777,8 @@ MAX_PROCS = 16384
 MAX_PAIRS = 20000
 MAX_SMALL = 64  # hosts, pairs, vias ... listed per tally
 MAX_STEPS = 64  # frames kept per call chain
+MAX_THREADS = 65536  # threads with an open WARN or call chain; past it the oldest state is closed
+MAX_CATEGORIES = 64  # transport categories tallied (NET/<plugin name> makes new ones)
 
 # Progress lines: a thread that logs one of these after an error chain got past the error.
 _PROGRESS = re.compile(r"\bvia \S|\bConnected (?:all|NVLS|binomial|[Cc]oll)|- Init COMPLETE\b|\bcoll channels,")
@@ -836,9 +843,9 @@ class _Parser:
     def feed_lines(self, lines: Iterable[str], source: str) -> None:
         """One log, line by line (an open file, a list, a generator)."""
         self.f.sources.append(source)
-        counter = _Counter(lines)
+        count: List[int] = []
         last_proc: Optional[Tuple[str, int]] = None
-        for rec in _records(counter, source):
+        for rec in _records(lines, source, count):
             if rec.kind == "bare":
                 self.bare(rec, last_proc)
                 continue
@@ -852,7 +859,7 @@ class _Parser:
                 self.warn(rec)
             elif rec.kind == "info":
                 self.info(rec, p)
-        self.f.lines += counter.n
+        self.f.lines += count[0] if count else 0
 
     # ---- records
 
@@ -948,10 +955,22 @@ class _Parser:
                 if s.code in ERROR_RESULTS:
                     _add_capped(self.f.dropped_results, s.code_name)
 
+    def _bound_threads(self) -> None:
+        """Per-thread state is kept for at most MAX_THREADS threads: a log with a new thread id on every line
+        closes what is open (the WARNs are classified and counted) instead of growing."""
+        if len(self.open_warn) >= MAX_THREADS:
+            for key in list(self.open_warn):
+                self.close_warn(key)
+        if len(self.open_orphan) >= MAX_THREADS:
+            self.open_orphan.clear()
+        if len(self.failed_orphans) >= MAX_THREADS:
+            self.failed_orphans.clear()
+
     def warn(self, rec: _Rec) -> None:
         w = Warn(rec.msg, rec.at, rec.text, rec.file, rec.fline, rec.func, rec.timestamp)
         key = _thread(rec.at)
         self.close_warn(key)
+        self._bound_threads()
         self.open_warn[key] = w
         if self._keep("warns", w):
             self.kept_warns.add(id(w))
@@ -972,6 +991,7 @@ class _Parser:
             else:
                 oc = self.open_orphan.get(key)
                 if oc is None:
+                    self._bound_threads()
                     oc = self.open_orphan[key] = OrphanChain([], at)
                     self._keep("orphan_chains", oc)
                     if step.code in ERROR_RESULTS:
@@ -1136,6 +1156,9 @@ class _Parser:
         dst = _int(g.get("dst"))
         category = _category(transport, v.get("net"), gdr)
         st = self.f.channel_stats.get(category)
+        if st is None and len(self.f.channel_stats) >= MAX_CATEGORIES:
+            category = "NET/other"
+            st = self.f.channel_stats.get(category)
         if st is None:
             st = self.f.channel_stats[category] = CategoryStats(category)
         st.lines += 1
@@ -1228,22 +1251,6 @@ class _Parser:
         f.pair_list = [self.pairs[k] for k in sorted(self.pairs)]
         f.summary = summarize(f)
         return f
-
-
-class _Counter:
-    """Counts the lines an iterable yields, without holding them."""
-
-    def __init__(self, lines: Iterable[str]) -> None:
-        self.it = iter(lines)
-        self.n = 0
-
-    def __iter__(self) -> "_Counter":
-        return self
-
-    def __next__(self) -> str:
-        line = next(self.it)
-        self.n += 1
-        return line
 
 
 def _thread(at: Loc) -> Tuple[str, str, int, int]:

@@ -238,3 +238,22 @@ def test_nccldiag_log_memory_stays_flat_on_a_large_log(tmp_path):
     assert m, r.stderr
     peak_mib = int(m.group(1)) / 1024
     assert peak_mib < 150, f"peak RSS {peak_mib:.0f} MiB for a 24 MiB log"
+
+
+def test_per_thread_state_and_categories_stay_bounded(monkeypatch):
+    from nccldiag.nccl import log as nccllog
+
+    monkeypatch.setattr(nccllog, "MAX_THREADS", 8)
+    monkeypatch.setattr(nccllog, "MAX_CATEGORIES", 4)
+    # Written for this test: a new thread id on every WARN, and a new NET plugin name on every channel line.
+    lines = []
+    for i in range(100):
+        lines.append(f"node-a:1:{i} [0] misc/x.cc:1 NCCL WARN Connection closed by remote peer")
+        lines.append(f"node-a:1:{i} [0] NCCL INFO misc/x.cc:2 -> 6")
+        lines.append(f"node-a:1:{1000 + i} [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [send] via NET/Plug{i}/0")
+    p = nccllog._Parser(keep=5)
+    p.feed_lines(lines, "hostile.log")
+    assert len(p.open_warn) <= 8 and len(p.f.channel_stats) <= 5
+    f = p.finish()
+    assert f.summary.failures == 100 and f.total("channels") == 100
+    assert sum(st.lines for st in f.channel_stats.values()) == 100
