@@ -787,7 +787,8 @@ _UNPREFIXED = re.compile(
     r"\b(?:Channel|Ring) \d+(?:/\d+)? : (?:\d+(?:\[[0-9a-fA-F]+\])? -> .* via |\s*\d+(?:\s+\d+)*\s*$)"
     r"|\bUsing network \S|\bNET/[\w\-]+(?:/[\w\-]+)? ?: Using\b|\bNCCL_[A-Z0-9_]+ set by environment to "
     r"|- Init (?:START|COMPLETE)|\bNVLS multicast support is|\bNVLS comm 0x|\bcomm 0x[0-9a-fA-F]+ rank \d+ nRanks \d+"
-    r"|\bBootstrap ?: Using\b|\d+ coll channels, |\bConnected all (?:rings|trees)|\bGPU Direct RDMA (?:Enabled|Disabled) for")
+    r"|\bBootstrap ?: Using\b|\d+ coll channels, |\bConnected all (?:rings|trees)"
+    r"|\bGPU Direct RDMA (?:Enabled|Disabled) for")
 _BARE_WARN = re.compile(r"(?:^|\s)NCCL WARN (?P<msg>.*)$")
 _RING_ORDER = re.compile(r"\b(?:Channel|Ring) (?P<ch>\d+)(?:/(?P<n>\d+))? :(?P<order>(?:\s+\d+)+)\s*$")
 
@@ -1011,7 +1012,6 @@ class _Parser:
         self.app_lines(rec)
 
     def info_fact(self, msg: str, at: Loc, text: str, p: Optional[Proc]) -> None:
-        f = self.f
         m = _CHANNEL.search(msg) if " via " in msg else None
         if m:
             self.channel(m, at, text, p)
