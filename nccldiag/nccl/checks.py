@@ -212,25 +212,30 @@ def unroutable(dev: NetDevice) -> Optional[str]:
 
 
 def _socket_lines(facts: NcclLogFacts):
-    """(interfaces, at, text) of every Bootstrap and NET/Socket line kept."""
+    """(interfaces, at, text, carries) of every Bootstrap and NET/Socket line kept.
+
+    ``carries(i)``: whether the i-th interface carries traffic. NET/Socket spreads its connections over every
+    interface it lists; the bootstrap listed several in older NCCL but connects over the first.
+    """
     for b in facts.bootstrap:
-        yield b.interfaces, b.at, b.text
+        yield b.interfaces, b.at, b.text, (lambda i: i == 0)
     for n in facts.nets:
         if n.net.lower().startswith("socket"):
-            yield n.devices, n.at, n.text
+            yield n.devices, n.at, n.text, (lambda i: True)
 
 
 def _unroutable_socket_devices(facts: NcclLogFacts):
+    """[(device, (at, text), carries traffic?)] for every unroutable Bootstrap / NET/Socket interface."""
     out = []
-    for devs, at, text in _socket_lines(facts):
-        for d in devs:
+    for devs, at, text, carries in _socket_lines(facts):
+        for i, d in enumerate(devs):
             if unroutable(d):
-                out.append((d, (at, text)))
+                out.append((d, (at, text), carries(i)))
     return out
 
 
 def _ifname_fix(facts: NcclLogFacts) -> str:
-    good = sorted({d.name for devs, _, _ in _socket_lines(facts) for d in devs if not unroutable(d)})
+    good = sorted({d.name for devs, _, _, _ in _socket_lines(facts) for d in devs if not unroutable(d)})
     name = good[0] if good else "<the routable data interface, e.g. ens5>"
     return (f"Set NCCL_SOCKET_IFNAME={name} (the interface that reaches the other nodes, the same on every node; "
             "'ip -br addr' lists them) so NCCL skips docker/veth/bridge/loopback and link-local-only interfaces.")
@@ -245,16 +250,18 @@ def _socket_ifs(facts: NcclLogFacts) -> List[Finding]:
     if not bad:
         return []
     names: "OrderedDict[str, str]" = OrderedDict()
-    for d, _ in bad:
+    for d, _, _ in bad:
         names.setdefault(d.name, unroutable(d) or "")
     what = "; ".join(f"{n} ({why})" for n, why in names.items())
-    hosts = sorted({at.host for _, (at, _) in bad if at.host})
+    hosts = sorted({at.host for _, (at, _), _ in bad if at.host})
     ev: List[str] = []
-    for _, (at, text) in bad:
+    for _, (at, text), _ in bad:
         line = _cite(at, text)
         if line not in ev:
             ev.append(line)
-    mk = fail if _multi_node(facts) else warn
+    # A failure where such an interface carries traffic between nodes; listed beside a good first bootstrap
+    # interface, or in a single-node run, it is a warning.
+    mk = fail if _multi_node(facts) and any(c for _, _, c in bad) else warn
     return [mk(AREA, "nccl.socket_if",
                f"NCCL's bootstrap/socket interfaces include {what}: it cannot carry traffic between nodes"
                f"{_on(hosts)}", actual=sorted(names), expected="a routable interface",
@@ -310,9 +317,9 @@ def _network(facts: NcclLogFacts, require_ib: bool, expected_env: Mapping[str, s
             ev = [_cite(c.at, c.text) for c in _first(sock, 3)] + _reasons_for_socket(facts)
             fix = FIX_SOCKET
             if bad_ifs:
-                names_bad = ", ".join(sorted({d.name for d, _ in bad_ifs}))
+                names_bad = ", ".join(sorted({d.name for d, _, _ in bad_ifs}))
                 msg += f"; the socket interface {names_bad} cannot carry inter-node traffic"
-                ev = [_cite(at, text) for _, (at, text) in bad_ifs[:2]] + ev
+                ev = [_cite(at, text) for _, (at, text), _ in bad_ifs[:2]] + ev
                 fix = _ifname_fix(facts) + " " + FIX_SOCKET
             mk = fail if require_ib else warn
             out.append(mk(AREA, "nccl.network", msg, actual=NET_SOCKET, expected=NET_IB if require_ib else None,

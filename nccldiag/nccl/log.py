@@ -865,6 +865,9 @@ class _Parser:
     # ---- records
 
     def bare(self, rec: _Rec, last_proc: Optional[Tuple[str, int]]) -> None:
+        if "Watchdog" in rec.msg or "NCCL error in" in rec.msg or "Test " in rec.msg:
+            self.app_lines(rec)  # PyTorch and nccl-tests lines may quote NCCL's words: theirs first
+            return
         m = _VERSION.search(rec.msg)
         if m and "NCCL error in" not in rec.msg:
             v = VersionLine(m.group("v"), m.group("cuda"), rec.at, rec.text, inferred=True)

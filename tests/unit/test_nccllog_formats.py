@@ -148,6 +148,24 @@ def test_unroutable_interface_fails_a_multi_node_run_and_explains_a_socket_fallb
     assert "cannot carry inter-node traffic" in net.message and "NCCL_SOCKET_IFNAME" in net.fix
 
 
+def test_a_veth_listed_after_a_good_bootstrap_interface_is_a_warning_even_across_nodes():
+    # Written for this test: NCCL's bootstrap connects over its first interface; the veth beside it is named.
+    text = "\n".join([
+        "node-a:1:1 [0] NCCL INFO Bootstrap : Using [0]ens5:10.1.0.5<0> [1]veth9a8b7c6:fe80::1%veth9a8b7c6<0>",
+        "node-b:2:2 [0] NCCL INFO Bootstrap : Using [0]ens5:10.1.0.6<0> [1]veth0c1d2e3:fe80::1%veth0c1d2e3<0>",
+        "node-a:1:1 [0] NCCL INFO comm 0x1 rank 0 nRanks 2 nNodes 2 localRanks 1 localRank 0 MNNVL 0",
+    ]) + "\n"
+    sock = by_check(nccl_checks.judge(parse(text)))["nccl.socket_if"]
+    assert sock.status == Status.WARN and "veth9a8b7c6" in sock.message and "veth0c1d2e3" in sock.message
+
+
+def test_app_lines_quoting_nccl_words_stay_app_lines():
+    # Written for this test: PyTorch's error line quotes NCCL's WARN text.
+    f = parse("RuntimeError: NCCL error in: ProcessGroupNCCL.cpp:1269, unhandled system error, NCCL version 2.18.1\n"
+              "ncclSystemError: Last error: NCCL WARN Call to ibv_create_qp failed\n")
+    assert [a.kind for a in f.app_errors] == ["torch"] and f.unprefixed == 1
+
+
 def test_no_real_log_names_an_unroutable_interface():
     for name in real.names(real.nccl_log(), "*.log"):
         f = parse(real.nccl_log(name).read_text(), name)
