@@ -92,6 +92,8 @@ def render(facts: NcclLogFacts, findings: Sequence[Finding], con: Console, verbo
         parts.append("transports: " + (", ".join(s.transports) or "none seen"))
         if s.versions:
             parts.append("NCCL " + ", ".join(s.versions))
+        if s.nranks:
+            parts.append("world " + ", ".join(str(n) for n in s.nranks[:6]) + " ranks")
     verdict = Text(f"{n_fail} failure(s)" if n_fail else "no failure", style="fail" if n_fail else "ok")
     con.print(Text.assemble("; ".join(parts) + "; ", verdict))
     if not facts.nccl_lines:

@@ -72,6 +72,7 @@ def test_cli_does_not_say_no_nccl_lines_for_a_prefixless_log(tmp_path):
                        capture_output=True, text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(REPO)})
     assert r.returncode == 0, r.stderr
     assert "no NCCL lines found" not in r.stdout + r.stderr and "P2P" in r.stdout
+    assert "2 NCCL line(s) (2 without their NCCL prefix, process unknown)" in " ".join(r.stdout.split())
 
 
 # --------------------------------------------------------------------------- NCCL 2.4 handled errors
