@@ -551,6 +551,7 @@ def clean(line: str) -> str:
 
 
 _LEVELS = {"INFO": "info", "WARN": "warn", "ABORT": "warn"}
+_LAUNCHER_FIRST = frozenset(" \t[0123456789")  # the characters a launcher prefix can start with
 
 
 def _records(lines: Iterable[str], source: str, count: Optional[List[int]] = None) -> Iterator[_Rec]:
@@ -563,7 +564,7 @@ def _records(lines: Iterable[str], source: str, count: Optional[List[int]] = Non
     n = 0
     for n, raw in enumerate(lines, 1):
         line = clean(raw)
-        m_l = _LAUNCHER.match(line)
+        m_l = _LAUNCHER.match(line) if line[:1] in _LAUNCHER_FIRST else None
         lrank = None
         if m_l:
             lrank = int(next(g for g in m_l.groups() if g is not None))
@@ -813,6 +814,8 @@ class _Parser:
         self.version_owner: Dict[int, Tuple[str, int]] = {}  # a bare version line's rank-0 process
         self.pairs: Dict[Tuple[int, int], PairTransport] = {}
         self.rank_hosts: Dict[int, List[str]] = {}
+        self.last_seen: Optional[Tuple[str, int, Optional[int], str]] = None
+        self.last_proc: Optional[Proc] = None
 
     def _keep(self, name: str, item) -> bool:
         """Append to the fact list ``name`` unless it holds ``keep`` records already; count it either way."""
@@ -827,6 +830,9 @@ class _Parser:
     def proc(self, at: Loc) -> Optional[Proc]:
         if at.host is None or at.pid is None:
             return None
+        seen = (at.host, at.pid, at.dev, at.source)
+        if seen == self.last_seen:  # the same process, device and file as the line before: nothing to add
+            return self.last_proc
         key = (at.host, at.pid)
         p = self.procs.get(key)
         if p is None:
@@ -836,6 +842,7 @@ class _Parser:
         _add_capped(p.sources, at.source)
         if at.dev is not None:
             _add_capped(p.devs, at.dev, 1024)
+        self.last_seen, self.last_proc = seen, p
         return p
 
     def feed(self, text: str, source: str) -> None:
