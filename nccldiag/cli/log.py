@@ -8,6 +8,7 @@ option). Messages go to stderr; ``--json -`` keeps stdout for JSON alone.
 from __future__ import annotations
 
 import os
+import stat
 import sys
 from typing import BinaryIO, Dict, List, Sequence, Tuple
 
@@ -36,9 +37,14 @@ def open_logs(paths: Sequence[str]) -> List[Tuple[str, BinaryIO]]:
             if os.path.isdir(path):
                 raise _LogUsageError(f"{path}: is a directory, expected an NCCL log file")
             try:
-                out.append((path, open(path, "rb")))
+                fh = open(path, "rb")
             except OSError as exc:
                 raise _LogUsageError(f"{path}: cannot read NCCL log: {exc.strerror or exc}") from None
+            out.append((path, fh))
+            mode = os.fstat(fh.fileno()).st_mode
+            if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) or stat.S_ISSOCK(mode):
+                # /dev/zero and the like never end; pipes (a process substitution, '-') are read as logs
+                raise _LogUsageError(f"{path}: is a device or socket, expected an NCCL log file")
     except _LogUsageError:
         close_logs(out)
         raise

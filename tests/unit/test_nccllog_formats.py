@@ -276,3 +276,9 @@ def test_per_thread_state_and_categories_stay_bounded(monkeypatch):
     f = p.finish()
     assert f.summary.failures == 100 and f.total("channels") == 100
     assert sum(st.lines for st in f.channel_stats.values()) == 100
+
+
+def test_a_device_is_refused_before_anything_is_read():
+    r = subprocess.run([sys.executable, "-m", "nccldiag", "log", "/dev/zero"], cwd=REPO, capture_output=True,
+                       text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert r.returncode == 2 and "/dev/zero: is a device or socket" in r.stderr and "Traceback" not in r.stderr
