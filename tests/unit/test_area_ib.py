@@ -599,13 +599,13 @@ def test_ibdev2netdev_only_ports_with_down_netdevs_get_a_word():
 
 
 def test_a_node_with_unknown_port_states_is_not_the_consistency_majority():
-    from nccldiag.check import consistency
+    from nccldiag.areas import consistency
 
     healthy = ib.summarize(facts_of("ibstat", "gpud-h100-ib-ndr-all-active-space-indented.txt"))
     unknown = ib.summarize(facts_of("ibdev2netdev", "imbue4-h100-cx7-ib-cx6-eth-column-t-annotated.txt"))
     summaries = {h: {f"ib.{k}": v for k, v in s.items()}
                  for h, s in (("a", healthy), ("b", healthy), ("u1", unknown), ("u2", unknown), ("u3", unknown))}
-    out = consistency.judge(summaries)
+    out = consistency.judge_cluster(summaries)
     assert all(x.check != "consistency.ib.active_ports" for fs in out.values() for x in fs)
 
 
