@@ -66,6 +66,9 @@ class GdrFacts:
     driver_line: Optional[str] = None  # first line of /proc/driver/nvidia/version
     kernel_log: List[str] = field(default_factory=list)
     error_lines: List[str] = field(default_factory=list)
+    # which of /proc/modules and the peer-memory sysfs paths came back with text (a source can be absent from a
+    # hand-built bundle, or present and unreadable)
+    collected: List[str] = field(default_factory=list)
 
     @property
     def peer_module(self) -> Optional[str]:
@@ -120,6 +123,7 @@ def parse_peer_paths(text: Optional[str]) -> Tuple[Dict[str, str], bool, Optiona
 
 def parse(raw) -> GdrFacts:
     f = GdrFacts()
+    f.collected = [n for n in ("proc_modules", "peermem_sysfs") if section(raw, n) is not None]
     f.modules, f.modules_known = parse_modules(section(raw, "proc_modules"))
     f.peer_paths, f.paths_checked, f.driver_line = parse_peer_paths(section(raw, "peermem_sysfs"))
     log = [l.strip() for l in (section(raw, "gdr_dmesg") or "").splitlines() if l.strip()]
@@ -156,8 +160,10 @@ def judge(facts: Optional[GdrFacts], node: NodeFacts) -> List[Finding]:
         findings.append(ok(NAME, "gdr.peermem", f"{facts.peer_module} loaded" + (f" (version {version})" if version else ""),
                            actual=facts.peer_module, evidence=evidence))
     elif loaded is None:
-        findings.append(warn(NAME, "gdr.peermem", "could not tell whether a GPU peer-memory module is loaded "
-                             "(/proc/modules and /sys/module unreadable)", evidence=evidence,
+        why = ("/proc/modules and /sys/module unreadable" if facts.collected else
+               "/proc/modules and the /sys/module paths were not collected")
+        findings.append(warn(NAME, "gdr.peermem", f"could not tell whether a GPU peer-memory module is loaded "
+                             f"({why})", evidence=evidence,
                              fix="Check by hand: lsmod | grep -e nvidia_peermem -e nv_peer_mem"))
     else:
         fix = ("Load it: 'modprobe nvidia-peermem' (ships with the NVIDIA driver since 470; needs MLNX_OFED or an "

@@ -19,7 +19,7 @@ import json
 import re
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Mapping, Optional
+from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from nccldiag.areas.base import NodeFacts, Source, section
 from nccldiag.model.findings import Finding, fail, ok, skip, warn
@@ -195,6 +195,19 @@ class GpuFacts:
     def model(self) -> Optional[str]:
         names = Counter(g.name for g in self.gpus if g.name)
         return names.most_common(1)[0][0] if names else None
+
+    @property
+    def models(self) -> List[Tuple[str, int]]:
+        """Every GPU model with its count, most common first (``[("NVIDIA RTX A6000", 1), ...]``)."""
+        names = Counter(g.name for g in self.gpus if g.name)
+        return sorted(names.items(), key=lambda kv: (-kv[1], kv[0]))
+
+    def models_text(self) -> str:
+        """``8x NVIDIA H100 80GB HBM3`` or, mixed, ``1x NVIDIA RTX A6000 + 1x NVIDIA GeForce RTX 3090``."""
+        ms = self.models
+        if len(ms) <= 1:
+            return f"{len(self.gpus)}x {self.model or 'GPU'}"
+        return " + ".join(f"{n}x {name}" for name, n in ms)
 
 
 # ---------------------------------------------------------------- parsers
@@ -528,9 +541,10 @@ def judge(facts: Optional[GpuFacts], node: NodeFacts) -> List[Finding]:
         ok(
             NAME,
             "gpu.inventory",
-            f"{n}x {facts.model or 'GPU'}, driver {facts.driver_version or '?'}, CUDA {facts.cuda_version or '?'}"
-            f" (from {facts.inventory_from}{cut})",
-            actual={"count": n, "model": facts.model, "driver": facts.driver_version, "cuda": facts.cuda_version},
+            f"{facts.models_text()}, driver {facts.driver_version or '?'}, CUDA {facts.cuda_version or '?'}"
+            f" (from {facts.inventory_from}{cut})" + (", mixed GPU models" if len(facts.models) > 1 else ""),
+            actual={"count": n, "model": facts.model if len(facts.models) <= 1 else [m for m, _ in facts.models],
+                    "driver": facts.driver_version, "cuda": facts.cuda_version},
             evidence=[_gpu_line(g) for g in facts.gpus],
         )
     )
@@ -664,6 +678,6 @@ def summarize(facts: Optional[GpuFacts]) -> Dict[str, Optional[str]]:
     return {
         "driver": facts.driver_version,
         "cuda": facts.cuda_version,
-        "model": facts.model,
+        "model": facts.model if len(facts.models) <= 1 else " + ".join(m for m, _ in facts.models),
         "count": None if count is None else str(count),
     }

@@ -75,6 +75,9 @@ SOURCES = (
            description="rdma link show (iproute2): state, physical state and netdev of each port"),
 )
 
+_SOFT_RXE = re.compile(r"^rxe")
+_SOFT_SIW = re.compile(r"^siw")
+
 STATES = ("Down", "Init", "Armed", "Active", "ActiveDefer")
 PHYS_STATES = ("NoStateChange", "Sleep", "Polling", "Disabled", "PortConfigurationTraining", "LinkUp",
                "LinkErrorRecovery", "PhyTest")
@@ -117,10 +120,20 @@ class IbPort:
     sources: List[str] = field(default_factory=list)
     lines: List[str] = field(default_factory=list)  # raw lines, for evidence
     notes: List[str] = field(default_factory=list)  # tools that disagree with sysfs
+    link_layer_from: Optional[str] = None  # how the link layer was inferred, where no source printed it
 
     @property
     def name(self) -> str:
         return f"{self.device} port {self.port}"
+
+    @property
+    def soft(self) -> Optional[str]:
+        """Software RDMA (Soft-RoCE ``rxe``, soft iWARP ``siw``): no RDMA hardware under it."""
+        if _SOFT_RXE.match(self.device):
+            return "Soft-RoCE (rdma_rxe)"
+        if _SOFT_SIW.match(self.device):
+            return "soft iWARP (siw)"
+        return None
 
     @property
     def active(self) -> bool:
@@ -538,6 +551,13 @@ def parse_ibv_devinfo(text: Optional[str]) -> Ports:
         elif key == "active_mtu":
             mtu = re.match(r"^(\d+)", value)
             cur.mtu = int(mtu.group(1)) if mtu else None
+    for d, a in attrs.items():
+        if d == "?" or any(k[0] == d for k in ports):
+            continue
+        # An hca_id block cut before its port sections: the device exists, its ports' states are unknown.
+        cnt = a.get("phys_port_cnt", "")
+        for n in range(1, (int(cnt) if cnt.isdigit() and 0 < int(cnt) <= 8 else 1) + 1):
+            _get(ports, d, n, src).lines.append(f"ibv_devinfo: hca_id {d} (no port section in the output)")
     for k, p in ports.items():
         a = attrs.get(p.device, {})
         p.fw_ver = a.get("fw_ver") or None
@@ -555,6 +575,20 @@ def parse_ibv_devinfo(text: Optional[str]) -> Ports:
         if k in gids:
             p.gids, p.gids_source = gids[k], src
     return ports
+
+
+_SHOW_GIDS_HEADER = re.compile(r"^\s*DEV\s+PORT\s+INDEX\s+GID\b")
+_SHOW_GIDS_FOUND = re.compile(r"\bn_gids_found\s*=\s*(\d+)")
+
+
+def show_gids_empty(text: Optional[str]) -> bool:
+    """``show_gids`` ran and listed no GID: its header (or ``n_gids_found=0``) and no row."""
+    if not text:
+        return False
+    lines = _lines(text)
+    m = next((_SHOW_GIDS_FOUND.search(l) for l in lines if _SHOW_GIDS_FOUND.search(l)), None)
+    header = any(_SHOW_GIDS_HEADER.match(l) for l in lines)
+    return (m is not None and m.group(1) == "0") or (header and not parse_show_gids(text))
 
 
 def parse_show_gids(text: Optional[str]) -> Ports:
@@ -681,9 +715,35 @@ def parse(raw: Mapping[str, Optional[str]]) -> Optional[IbFacts]:
         facts.sources.append(name)
         per_source.append((name, fn(text)))
     facts.ports = [p for p in merge(per_source) if p.device != "?" or len(per_source) == 1]
+    empty_gids = show_gids_empty(section(raw, "show_gids"))
     for p in facts.ports:
+        if empty_gids and p.gids_source is None:
+            p.gids_source = "show_gids"  # collected, and empty
+            p.lines.append("show_gids: no GID listed (n_gids_found=0)")
+        _infer_link_layer(p)
         facts.notes.extend(p.notes)
     return facts
+
+
+def _infer_link_layer(p: IbPort) -> None:
+    """Ethernet (RoCE) where no source printed the link layer but the port shows it.
+
+    An InfiniBand port has neither RoCE v2 GIDs nor IPv4-mapped GIDs (its GIDs
+    are the subnet prefix and port GUID), and rxe/siw devices are Ethernet by
+    construction. ``rdma link`` and ``ibdev2netdev`` print no link layer.
+    """
+    if p.link_layer is not None:
+        return
+    v2 = next((g for g in p.gids if g.type == "RoCE v2"), None)
+    v4 = next((g for g in p.gids if g.ipv4), None)
+    if p.soft:
+        p.link_layer, p.link_layer_from = "Ethernet", f"the device name ({p.soft})"
+    elif v2 is not None:
+        p.link_layer, p.link_layer_from = "Ethernet", f"a RoCE v2 GID (GID[{v2.index}])"
+    elif v4 is not None:
+        p.link_layer, p.link_layer_from = "Ethernet", f"an IPv4-mapped GID (GID[{v4.index}] {v4.ipv4})"
+    if p.link_layer_from:
+        p.lines.append(f"link layer Ethernet inferred from {p.link_layer_from}")
 
 
 # ---- perftest (ib_write_bw & co.), for probes that run them ---------------------------------------------
@@ -699,6 +759,9 @@ class PerftestResult:
     unit: Optional[str] = None  # "Gb/sec" (--report_gbits) or "MB/sec"
     rows: List[Dict[str, float]] = field(default_factory=list)  # bytes, iterations, peak, average, msg_rate
     warnings: List[str] = field(default_factory=list)
+    kind: Optional[str] = None  # "bw" or "lat": which table the output holds
+    lat_columns: List[str] = field(default_factory=list)
+    latency_rows: List[Dict[str, float]] = field(default_factory=list)  # bytes, iterations, t_min, t_max, ...
 
     @property
     def bw_average(self) -> Optional[float]:
@@ -706,7 +769,12 @@ class PerftestResult:
 
 
 def parse_perftest(text: Optional[str]) -> PerftestResult:
-    """The header fields and result rows of a perftest bandwidth test (``ib_write_bw``, ``ib_read_bw``, ...)."""
+    """The header fields and result rows of a perftest run.
+
+    Bandwidth tests (``ib_write_bw``, ``ib_read_bw``, ...) fill ``rows``;
+    latency tests (``ib_read_lat``: ``t_min t_max t_typical t_avg ...``) fill
+    ``latency_rows`` and leave ``rows`` empty: a latency is not a bandwidth.
+    """
     r = PerftestResult()
     for line in _lines(text):
         s = line.strip()
@@ -728,9 +796,21 @@ def parse_perftest(text: Optional[str]) -> PerftestResult:
                 r.mtu = int(m.group(1)) if m else None
         m = re.search(r"BW average\[([^\]]+)\]", s)
         if m:
-            r.unit = m.group(1)
+            r.unit, r.kind = m.group(1), "bw"
+            continue
+        if re.search(r"\bt_min\b|\bt_typical\b|\bt_avg\b", s):
+            # ib_*_lat: #bytes #iterations t_min[usec] t_max[usec] t_typical[usec] t_avg[usec] t_stdev[usec] ...
+            r.kind = "lat"
+            r.lat_columns = [c.split("[")[0] for c in re.findall(r"t_\w+(?:\[[^\]]*\])?", s)]
             continue
         nums = s.split()
+        if r.kind == "lat":
+            if len(nums) >= 3 and all(re.fullmatch(r"\d+(?:\.\d+)?", n) for n in nums):
+                row = {"bytes": float(nums[0]), "iterations": float(nums[1])}
+                for name, val in zip(r.lat_columns, nums[2:]):
+                    row[name] = float(val)
+                r.latency_rows.append(row)
+            continue
         if len(nums) >= 4 and all(re.fullmatch(r"\d+(?:\.\d+)?", n) for n in nums[:4]):
             row = {"bytes": float(nums[0]), "iterations": float(nums[1]), "peak": float(nums[2]),
                    "average": float(nums[3])}
@@ -926,9 +1006,17 @@ def judge(facts: Optional[IbFacts], node: Optional[NodeFacts] = None) -> List[Fi
     known = [p for p in ports if p.state is not None]
     active = [p for p in known if p.active]
     findings: List[Finding] = []
+    netdev_down = [p for p in ports if p.state is None and (p.netdev_state or "").lower() == "down"]
+    down_word = ""
+    if netdev_down:
+        names = ", ".join(f"{p.name} ({p.netdev})" for p in netdev_down[:6])
+        down_word = (f"; ibdev2netdev shows the netdev Down for {names}: normal for InfiniBand ports without IPoIB, "
+                     "but a RoCE port whose netdev is Down carries no traffic (read `ibstat` or "
+                     "/sys/class/infiniband/*/ports/*/state)")
     if not known:
         findings.append(skip(NAME, "ib.port_state",
-                             f"{len(ports)} RDMA port{'s' if len(ports) != 1 else ''} listed, but no source reported their state",
+                             f"{len(ports)} RDMA port{'s' if len(ports) != 1 else ''} listed, but no source reported "
+                             f"their state{down_word}",
                              evidence=[p.summary() for p in ports][:16]))
     for p in known:
         if not p.active:
@@ -937,13 +1025,29 @@ def judge(facts: Optional[IbFacts], node: Optional[NodeFacts] = None) -> List[Fi
         unknown = len(ports) - len(known)
         msg = f"{len(active)} port{'s' if len(active) != 1 else ''} Active, {_compact(active)}"
         if unknown:
-            msg += f"; state of {unknown} port{'s' if unknown != 1 else ''} not reported"
+            msg += f"; state of {unknown} port{'s' if unknown != 1 else ''} not reported{down_word}"
         fw = sorted({f"{p.hca_type or '?'} fw {p.fw_ver}" for p in ports if p.fw_ver})
         findings.append(ok(NAME, "ib.port_state", msg + (f" ({', '.join(fw)})" if fw else ""),
                            actual=_compact(active), evidence=[p.summary() for p in ports][:16] + facts.notes[:4]))
     findings.extend(_judge_rates(ports))
     findings.extend(_judge_gids(ports))
+    findings.extend(_judge_soft(ports))
     return findings
+
+
+def _judge_soft(ports: List[IbPort]) -> List[Finding]:
+    soft = [p for p in ports if p.soft]
+    if not soft:
+        return []
+    kinds = sorted({p.soft for p in soft if p.soft})
+    return [warn(NAME, "ib.soft_rdma",
+                 f"{', '.join(p.name for p in soft[:8])}: software RDMA ({', '.join(kinds)}) over an ordinary "
+                 "Ethernet NIC, no RDMA hardware: NCCL runs over it, but a probe over it tests the kernel's "
+                 "emulation, not the fabric",
+                 actual=kinds, expected="RDMA hardware (ConnectX, BlueField, EFA ...)",
+                 evidence=[p.summary() for p in soft][:8],
+                 fix="Exclude the soft devices from fabric tests (NCCL_IB_HCA=^rxe,siw or the hardware HCAs by "
+                     "name); remove them (`rdma link delete <dev>`) where they were added by mistake.")]
 
 
 def summarize(facts: Optional[IbFacts]) -> Dict[str, Optional[str]]:
@@ -954,8 +1058,10 @@ def summarize(facts: Optional[IbFacts]) -> Dict[str, Optional[str]]:
     for p in facts.ports:
         if p.fw_ver:
             fw.setdefault(p.hca_type or "?", set()).add(p.fw_ver)
+    # A node whose port states are unknown says nothing about its active ports: it must not count as "none".
+    states_known = all(p.state is not None for p in facts.ports)
     return {
         "firmware": "; ".join(f"{t} {'/'.join(sorted(v))}" for t, v in sorted(fw.items())) or None,
-        "active_ports": _compact(facts.ports) or "none",
+        "active_ports": (_compact(facts.ports) or "none") if states_known else None,
         "ports": str(len(facts.ports)),
     }

@@ -216,7 +216,9 @@ def decide_mode(f: IommuFacts) -> None:
     sysfs_absent = f.sysfs_collected and not sysfs_active
     log_active = bool(f.active_lines)
     # the IOMMU core's line is printed on every boot: with it and no hardware line, no IOMMU was found
-    log_none = f.default_domain is not None and f.hardware_lines == 0 and not log_active
+    # ... unless that line says Passthrough: the kernel chose identity mapping (iommu=pt or its build default), and
+    # with no other line that is what the log says, not "off".
+    log_none = f.default_domain not in (None, "passthrough") and f.hardware_lines == 0 and not log_active
     policy, policy_basis = _cmdline_policy(f.flags), "kernel command line"
     if f.default_domain in ("passthrough", "translated"):
         policy, policy_basis = f.default_domain, "default domain type"
@@ -240,7 +242,8 @@ def decide_mode(f: IommuFacts) -> None:
         return
     if policy == "passthrough":
         f.mode = "passthrough"
-        f.mode_basis = "iommu=pt on the kernel command line"
+        f.mode_basis = ("iommu=pt on the kernel command line" if policy_basis == "kernel command line"
+                        else "the kernel log's default domain type Passthrough")
         return
     f.mode = "unknown"
     f.mode_basis = ("DMAR/AMD-Vi tables are present but the log does not show whether remapping is enabled"

@@ -87,6 +87,8 @@ class LimitsFacts:
     shm_bytes: Optional[int] = None
     shm_line: Optional[str] = None
     ulimit_lines: List[str] = field(default_factory=list)
+    cpufreq_collected: str = "read"  # absent (not collected), empty (no cpufreq), unreadable, read
+    cpufreq_first_line: Optional[str] = None
 
 
 def _limit(text: str, unit: int = 1) -> Optional[Limit]:
@@ -153,12 +155,23 @@ def parse_limits_conf(text: Optional[str]) -> List[ConfLine]:
     return out
 
 
+# `grep . /sys/devices/system/cpu/cpu*/cpufreq/scaling_governor`: "<path>:<governor>" per CPU.
+_GREP_GOVERNOR = re.compile(r"^\S*scaling_governor:\s*(\S+)$")
+# bash's `ulimit -a`: "max locked memory           (kbytes, -l) 64", "open files                      (-n) 1024"
+_ULIMIT_A = re.compile(r"^\s*(?P<label>[a-z][a-z ]*?)\s+\((?:(?P<unit>[a-z]+),\s*)?-(?P<opt>[a-zA-Z])\)\s+(?P<v>\S+)\s*$")
+
+
 def parse_governors(text: Optional[str]) -> Dict[str, int]:
-    """Governor counts from ``sort | uniq -c`` output, ``_dump`` output or a plain list of names."""
+    """Governor counts from ``sort | uniq -c`` output, ``_dump`` output, ``grep . .../scaling_governor``
+    (``<path>:<governor>`` per CPU) or a plain list of names."""
     counts: Dict[str, int] = {}
     for line in (text or "").splitlines():
         line = line.strip()
         if not line or _HEADER.match(line) or line.startswith("driver:"):
+            continue
+        g = _GREP_GOVERNOR.match(line)
+        if g:
+            counts[g.group(1)] = counts.get(g.group(1), 0) + 1
             continue
         parts = line.split()
         if len(parts) == 2 and parts[0].isdigit():
@@ -182,6 +195,15 @@ def parse(raw) -> LimitsFacts:
         elif line.startswith("DefaultLimitMEMLOCK="):
             f.systemd_memlock = _limit(line.split("=", 1)[1])
             f.ulimit_lines.append(line.strip())
+        else:
+            m = _ULIMIT_A.match(line)
+            if m and m.group("opt") in ("l", "n"):
+                # `ulimit -a` prints the soft limits; -l in KiB ("kbytes")
+                item = "memlock" if m.group("opt") == "l" else "nofile"
+                unit = 1024 if m.group("unit") == "kbytes" or item == "memlock" else 1
+                if getattr(f, f"{item}_soft") is None:
+                    setattr(f, f"{item}_soft", _limit(m.group("v"), unit))
+                    f.ulimit_lines.append(line.strip())
     if f.memlock_soft is not None:
         f.memlock_source = "ulimit -l"
     for path, lines in _split_dump(section(raw, "proc_limits") or "", "/proc/self/limits").items():
@@ -197,10 +219,18 @@ def parse(raw) -> LimitsFacts:
     if f.nofile_soft is None and "nofile" in own:
         f.nofile_soft, f.nofile_hard = own["nofile"].get("soft"), own["nofile"].get("hard")
     f.conf = parse_limits_conf(section(raw, "limits_conf"))
-    cpu = section(raw, "cpufreq") or ""
+    cpu_raw = section(raw, "cpufreq")
+    cpu = cpu_raw or ""
     m = re.search(r"^\s*driver:\s*(\S+)", cpu, re.M)
     f.cpufreq_driver = m.group(1) if m else None
     f.governors = parse_governors(cpu)
+    if "cpufreq" not in raw:
+        f.cpufreq_collected = "absent"
+    elif not [l for l in cpu.splitlines() if l.strip() and not l.strip().startswith("driver:")]:
+        f.cpufreq_collected = "empty"
+    elif not f.governors:
+        f.cpufreq_collected = "unreadable"
+        f.cpufreq_first_line = next(l.strip() for l in cpu.splitlines() if l.strip())[:160]
     shm = section(raw, "shm")
     if shm:
         for line in shm.splitlines():
@@ -213,7 +243,8 @@ def parse(raw) -> LimitsFacts:
 def _judge_memlock(facts: LimitsFacts, rdma: Optional[bool], rdma_words: str) -> List[Finding]:
     findings: List[Finding] = []
     conf = [c for c in facts.conf if c.item == "memlock"]
-    evidence = [l for l in facts.ulimit_lines if "memlock" in l.lower()] + [f"{c.path}: {c.line}" for c in conf[:8]]
+    evidence = [l for l in facts.ulimit_lines if "memlock" in l.lower() or "locked memory" in l.lower()] + [
+        f"{c.path}: {c.line}" for c in conf[:8]]
     conf_unlimited = any(c.value == UNLIMITED for c in conf if c.domain == "*")
     if facts.memlock_soft is None:
         findings.append(skip(NAME, "limits.memlock", "memlock limit not collected", evidence=evidence))
@@ -252,6 +283,11 @@ def _judge_memlock(facts: LimitsFacts, rdma: Optional[bool], rdma_words: str) ->
 
 def _judge_governor(facts: LimitsFacts) -> List[Finding]:
     if not facts.governors:
+        if facts.cpufreq_collected == "absent":
+            return [skip(NAME, "limits.cpu_governor", "cpufreq governors not collected")]
+        if facts.cpufreq_collected == "unreadable":
+            return [skip(NAME, "limits.cpu_governor", "cpufreq output collected but unreadable",
+                         evidence=[facts.cpufreq_first_line or ""])]
         return [skip(NAME, "limits.cpu_governor", "no cpufreq governor (VM, or frequency managed by firmware)")]
     total = sum(facts.governors.values())
     counts = ", ".join(f"{n} {g}" for g, n in sorted(facts.governors.items(), key=lambda kv: -kv[1]))

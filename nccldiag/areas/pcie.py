@@ -136,6 +136,8 @@ class PcieFacts:
     virtualization: Optional[str] = None  # "kvm", "microsoft", ... ; None on bare metal or unknown
     virt_known: bool = False
     lspci_present: bool = False
+    tree: bool = False  # the lspci text is a `lspci -t` / `-tv` tree: no stanzas, no link or ACS lines
+    tree_names: List[str] = field(default_factory=list)  # "0000:01:00.0 Mellanox ... [ConnectX-6]" (-tv only)
 
     @property
     def bridges(self) -> List[PciDevice]:
@@ -148,6 +150,15 @@ class PcieFacts:
     @property
     def nics(self) -> List[PciDevice]:
         return [d for d in self.devices if d.is_rdma_nic]
+
+    @property
+    def tree_rdma(self) -> List[str]:
+        """Devices a ``lspci -tv`` tree names as Mellanox/NVIDIA networking (ConnectX, BlueField)."""
+        return [n for n in self.tree_names if _TREE_RDMA.search(n)]
+
+    @property
+    def tree_gpus(self) -> List[str]:
+        return [n for n in self.tree_names if _TREE_GPU.search(n)]
 
 
 # 0000:19:00.0 3D controller [0302]: NVIDIA Corporation GH100 [H100 SXM5 80GB] [10de:2330] (rev a1)
@@ -165,6 +176,13 @@ _LIMITED = re.compile(
     r"\s*limited by\s+(.+?)(?:\s*\(capable of\s+([\d.]+)\s*Gb/s[^)]*\))?\s*$"
 )
 _VENDOR_NAMES = (("nvidia", NVIDIA), ("mellanox", MELLANOX))
+# `lspci -t[v]`: "-[0000:00]-+-01.0-[01]----00.0  Mellanox Technologies MT28908 Family [ConnectX-6]"
+_TREE_ROOT = re.compile(r"^\s*[-+\\|]*\[(?:([0-9a-fA-F]{4}):)?([0-9a-fA-F]{2})\]-")
+_TREE_BRANCH = re.compile(r"[+\\`]-[0-9a-fA-F]{2}\.[0-7]")
+_TREE_NAMED = re.compile(r"([0-9a-fA-F]{2}\.[0-7])\s{2,}(\S.*?)\s*$")
+_TREE_RDMA = re.compile(r"Mellanox|ConnectX|BlueField|\[15b3:", re.I)
+_TREE_GPU = re.compile(r"NVIDIA Corporation.*(?:\[(?:GeForce|RTX|Tesla|Quadro|[AHBL]\d+|GH|GB)|3D|VGA)|\[10de:[0-9a-f]{4}\]"
+                       r"|NVIDIA Corporation G[AHBPKVMT]?\d{2,3}", re.I)
 
 
 def _norm_bdf(bdf: str) -> str:
@@ -229,6 +247,24 @@ def parse_lspci(text: Optional[str]) -> List[PciDevice]:
     return devices
 
 
+def parse_tree(text: Optional[str]) -> Tuple[bool, List[str]]:
+    """``(is a tree, named devices)`` of ``lspci -t`` / ``lspci -tv`` output.
+
+    The tree has no link or ACS lines; with ``-v`` each function carries its
+    vendor and device name, which is what the other areas can use (a named
+    ConnectX is evidence of RDMA hardware).
+    """
+    lines = [l.rstrip() for l in (text or "").splitlines() if l.strip()]
+    if not lines or not any(_TREE_ROOT.match(l) for l in lines) or not any(_TREE_BRANCH.search(l) for l in lines):
+        return False, []
+    names: List[str] = []
+    for line in lines:
+        m = _TREE_NAMED.search(line)
+        if m and not _HEADER.match(line.strip()):
+            names.append(f"{m.group(1)} {m.group(2)}")
+    return True, names
+
+
 def parse_limited(text: Optional[str]) -> List[LimitedLine]:
     out: List[LimitedLine] = []
     for line in (text or "").splitlines():
@@ -255,6 +291,8 @@ def parse_virt(text: Optional[str]) -> Tuple[Optional[str], bool]:
 def parse(raw) -> PcieFacts:
     text = section(raw, "lspci")
     f = PcieFacts(devices=parse_lspci(text), lspci_present=text is not None)
+    if not f.devices:
+        f.tree, f.tree_names = parse_tree(text)
     f.limited = parse_limited(section(raw, "pcie_dmesg"))
     f.virtualization, f.virt_known = parse_virt(raw.get("virt"))
     return f
@@ -295,6 +333,10 @@ def node_gpus(node: Optional[NodeFacts]) -> Tuple[Optional[bool], str]:
         looked = True
         if pcie.gpus:
             return True, _plural(len(pcie.gpus), "NVIDIA GPU") + " (lspci)"
+    if isinstance(pcie, PcieFacts) and pcie.tree_names:
+        looked = True
+        if pcie.tree_gpus:
+            return True, _plural(len(pcie.tree_gpus), "NVIDIA GPU") + " (lspci -tv)"
     modules = getattr(node.get("gdr"), "modules", None)
     if modules and "nvidia" in modules:
         return True, "NVIDIA GPUs (nvidia module loaded)"
@@ -317,6 +359,10 @@ def node_rdma(node: Optional[NodeFacts]) -> Tuple[Optional[bool], str]:
         looked = True
         if pcie.nics:
             return True, _plural(len(pcie.nics), "Mellanox NIC function") + " (lspci)"
+    if isinstance(pcie, PcieFacts) and pcie.tree_names:
+        looked = True
+        if pcie.tree_rdma:
+            return True, _plural(len(pcie.tree_rdma), "Mellanox NIC function") + " (lspci -tv)"
     modules = getattr(node.get("gdr"), "modules", None)
     found = [m for m in ("mlx5_ib", "mlx4_ib", "ib_core") if m in (modules or [])]
     if found:
@@ -445,6 +491,14 @@ def judge(facts: Optional[PcieFacts], node: NodeFacts) -> List[Finding]:
         found = [skip(NAME, "pcie.lspci", "lspci output is absent (pciutils not installed?)",
                       fix="Install pciutils (apt install pciutils / dnf install pciutils) to check ACS and link widths.")]
         return found + _judge_limited(facts) if facts is not None else found
+    if not facts.devices and facts.tree:
+        named = (f"; it names {len(facts.tree_names)} functions" + (
+            f", {len(facts.tree_rdma)} of them Mellanox/ConnectX and {len(facts.tree_gpus)} NVIDIA GPUs"
+            if facts.tree_names else "") if facts.tree_names else " without names (-t without -v)")
+        return [skip(NAME, "pcie.lspci", f"lspci output is a device tree (lspci -t/-tv): it has no link or ACS "
+                     f"lines to judge{named}", evidence=facts.tree_names[:8],
+                     fix="Collect 'lspci -D -vvv -nn' as root (what 'nccldiag collect' runs) to check ACS and links.")
+                ] + _judge_limited(facts)
     if not facts.devices:
         return [skip(NAME, "pcie.lspci", "lspci printed no device")] + _judge_limited(facts)
     return _judge_acs(facts, node_gpus(node)[0]) + _judge_links(facts) + _judge_limited(facts)

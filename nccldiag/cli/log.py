@@ -8,8 +8,9 @@ option). Messages go to stderr; ``--json -`` keeps stdout for JSON alone.
 from __future__ import annotations
 
 import os
+import stat
 import sys
-from typing import Dict, List, Sequence, Tuple
+from typing import BinaryIO, Dict, List, Sequence, Tuple
 
 import click
 
@@ -21,22 +22,68 @@ class _LogUsageError(Exception):
     """A file or option the command cannot use; reported as one line with exit code 2."""
 
 
-def read_logs(paths: Sequence[str]) -> List[Tuple[str, str]]:
-    """``(name, text)`` for each path (``-`` is stdin). Raises with the path in the message."""
-    out: List[Tuple[str, str]] = []
-    for path in paths:
-        if path == "-":
-            out.append(("<stdin>", sys.stdin.read()))
-            continue
-        if os.path.isdir(path):
-            raise _LogUsageError(f"{path}: is a directory, expected an NCCL log file")
-        try:
-            with open(path, "rb") as f:
-                data = f.read()
-        except OSError as exc:
-            raise _LogUsageError(f"{path}: cannot read NCCL log: {exc.strerror or exc}") from None
-        out.append((path, data.decode("utf-8", errors="replace")))
+def open_logs(paths: Sequence[str]) -> List[Tuple[str, BinaryIO]]:
+    """``(name, binary stream)`` for each path (``-`` is stdin), all opened before any is read.
+
+    Raises with the path in the message; nothing is read into memory here: the
+    parser reads each stream line by line.
+    """
+    out: List[Tuple[str, BinaryIO]] = []
+    try:
+        for path in paths:
+            if path == "-":
+                out.append(("<stdin>", sys.stdin.buffer))
+                continue
+            if os.path.isdir(path):
+                raise _LogUsageError(f"{path}: is a directory, expected an NCCL log file")
+            try:
+                fh = open(path, "rb")
+            except OSError as exc:
+                raise _LogUsageError(f"{path}: cannot read NCCL log: {exc.strerror or exc}") from None
+            out.append((path, fh))
+            mode = os.fstat(fh.fileno()).st_mode
+            if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) or stat.S_ISSOCK(mode):
+                # /dev/zero and the like never end; pipes (a process substitution, '-') are read as logs
+                raise _LogUsageError(f"{path}: is a device or socket, expected an NCCL log file")
+    except _LogUsageError:
+        close_logs(out)
+        raise
     return out
+
+
+def close_logs(streams: Sequence[Tuple[str, BinaryIO]]) -> None:
+    for name, stream in streams:
+        if name != "<stdin>":
+            stream.close()
+
+
+def parse_files(paths: Sequence[str]):
+    """Parse the logs at ``paths`` line by line (memory bounded whatever their size)."""
+    from nccldiag.nccl import log as nccllog
+
+    streams = open_logs(paths)
+    try:
+        return nccllog.parse_streams(_reading(streams))
+    finally:
+        close_logs(streams)
+
+
+def _reading(streams: Sequence[Tuple[str, BinaryIO]]):
+    for name, stream in streams:
+        yield name, _Guarded(name, stream)
+
+
+class _Guarded:
+    """A stream whose read errors (EIO, a vanished NFS file) become a usage error naming the file."""
+
+    def __init__(self, name: str, stream: BinaryIO) -> None:
+        self.name, self.stream = name, stream
+
+    def readline(self, size: int = -1) -> bytes:
+        try:
+            return self.stream.readline(size)
+        except OSError as exc:
+            raise _LogUsageError(f"{self.name}: cannot read NCCL log: {exc.strerror or exc}") from None
 
 
 def parse_expect(values: Sequence[str]) -> Dict[str, str]:
@@ -70,7 +117,7 @@ def _write_json(data: dict, path: str) -> None:
               help="Inter-node traffic must use InfiniBand/RoCE: a Socket fallback fails.")
 @click.option("--expect", "expect", multiple=True, metavar="KEY=VAL[,KEY=VAL]",
               help="NCCL variables the job set (e.g. NCCL_IB_DISABLE=1); differing echoed values fail (repeatable).")
-@click.option("--channels", "include_channels", is_flag=True, help="Include every channel line in the JSON.")
+@click.option("--channels", "include_channels", is_flag=True, help="Include the channel lines in the JSON (the first 1000; every line is counted).")
 @click.option("-v", "--verbose", is_flag=True, help="Show all evidence lines and the skipped checks.")
 @click.option("--color", type=click.Choice(["auto", "always", "never"]), default="auto", show_default=True)
 def log(files, json_path, require_ib, expect, include_channels, verbose, color):
@@ -83,15 +130,13 @@ def log(files, json_path, require_ib, expect, include_channels, verbose, color):
 
     Exit codes: 0 no failure in the logs, 1 the logs show a failure, 2 usage error.
     """
-    from nccldiag.nccl import log as nccllog
     from nccldiag.nccl import checks as nccl_checks
     from nccldiag.report import log_report as report
     from nccldiag.report.console import console
 
     try:
         expected = parse_expect(expect)
-        logs = read_logs(files)
-        facts = nccllog.parse_logs(logs)
+        facts = parse_files(files)
         findings = nccl_checks.judge(facts, require_ib=require_ib, expected_env=expected)
         if json_path:
             _write_json(report.to_json(facts, findings, include_channels), json_path)

@@ -14,7 +14,8 @@ from typing import Dict, Iterable, List, Mapping, Optional, Sequence
 
 from nccldiag.model.findings import Finding, fail, ok, skip, warn
 from nccldiag.nccl.log import (
-    ERROR_RESULTS, NET_IB, NET_IB_GDR, NET_SOCKET, RESULT_NAMES, RESULT_TEXT, Loc, NcclLogFacts, Warn,
+    ERROR_RESULTS, NET_IB, NET_IB_GDR, NET_SOCKET, RESULT_NAMES, RESULT_TEXT, CategoryStats, Channel, Loc,
+    NcclLogFacts, NetDevice, Warn,
 )
 
 AREA = "nccl"
@@ -64,7 +65,7 @@ FIX_REMOTE_CLOSED = (
     "The peer process closed the connection, usually because it failed first: read the log of the host named in the "
     "message for its first WARN.")
 FIX_IFNAME = ("NCCL found no usable socket interface: set NCCL_SOCKET_IFNAME to an interface that exists and is up on "
-              "every node ('ip -br addr'), e.g. NCCL_SOCKET_IFNAME==ens5.")
+              "every node ('ip -br addr'), e.g. NCCL_SOCKET_IFNAME=ens5.")
 FIX_NVLS = (
     "NVLink SHARP (NVLS) failed: check Fabric Manager ('systemctl status nvidia-fabricmanager', 'nvidia-smi -q' "
     "Fabric state); after a Fabric Manager restart reset the GPUs or reboot. Workaround: NCCL_NVLS_ENABLE=0.")
@@ -110,6 +111,49 @@ def _result(w: Warn) -> str:
     return f" ({RESULT_NAMES[r]}: {RESULT_TEXT[r]})"
 
 
+def _stats(facts: NcclLogFacts, pred) -> List[CategoryStats]:
+    """The channel tallies whose category satisfies ``pred``, as the parser counted them (every line)."""
+    if facts.channel_stats:
+        return [st for cat, st in facts.channel_stats.items() if pred(cat)]
+    out: "OrderedDict[str, CategoryStats]" = OrderedDict()  # facts assembled by hand
+    for c in facts.channels:
+        if not pred(c.category):
+            continue
+        st = out.setdefault(c.category, CategoryStats(c.category))
+        st.lines += 1
+        if len(st.first) < 4:
+            st.first.append(c)
+        if c.at.host and c.at.host not in st.hosts:
+            st.hosts.append(c.at.host)
+        if c.dst is not None and f"{c.src}->{c.dst}" not in st.pairs:
+            st.pairs.append(f"{c.src}->{c.dst}")
+        if c.net and c.net not in st.nets:
+            st.nets.append(c.net)
+    return list(out.values())
+
+
+def _lines(stats: Sequence[CategoryStats]) -> int:
+    return sum(st.lines for st in stats)
+
+
+def _first(stats: Sequence[CategoryStats], n: int) -> List[Channel]:
+    return [c for st in stats for c in st.first][:n]
+
+
+def _hosts_of(stats: Sequence[CategoryStats]) -> List[str]:
+    return sorted({h for st in stats for h in st.hosts})
+
+
+def _on(hosts: Sequence[str]) -> str:
+    if not hosts:
+        return ""
+    return " on " + (", ".join(hosts) if len(hosts) <= 4 else f"{len(hosts)} hosts")
+
+
+def _one(hosts: Sequence[str]) -> Optional[str]:
+    return hosts[0] if len(hosts) == 1 else None
+
+
 def _by_kind(facts: NcclLogFacts, *kinds: str) -> List[Warn]:
     return [w for w in facts.warns if w.kind in kinds]
 
@@ -125,6 +169,13 @@ def _norm_env(value: str) -> str:
 def _version(facts: NcclLogFacts) -> List[Finding]:
     mism = _by_kind(facts, "version_mismatch")
     versions = facts.summary.versions if facts.summary else []
+    if not mism and len(versions) > 1 and facts.versions and all(v.rank0 for v in facts.versions):
+        # NCCL prints its version on rank 0 only: one rank 0 per version line means separate runs.
+        runs = "; ".join(f"{v.version} ({v.world} ranks)" if v.world else v.version for v in facts.versions[:6])
+        return [ok(AREA, "nccl.version",
+                   f"NCCL {', '.join(versions)}: {len(facts.versions)} separate runs in these logs, each version "
+                   f"printed by its own rank 0 ({runs})", actual=versions,
+                   evidence=[_cite(v.at, v.text) for v in facts.versions][:MAX_EVIDENCE])]
     if mism or len(versions) > 1:
         by_version: "OrderedDict[str, List[str]]" = OrderedDict()
         for v in facts.versions:
@@ -140,6 +191,81 @@ def _version(facts: NcclLogFacts) -> List[Finding]:
         return [ok(AREA, "nccl.version", f"NCCL {versions[0]} (printed by {len(procs) or 1} process(es))",
                    actual=versions[0], evidence=[_cite(facts.versions[0].at, facts.versions[0].text)])]
     return []
+
+
+# Interfaces that exist on one host only: container/bridge/overlay plumbing and loopback.
+_VIRTUAL_IF = re.compile(r"^(?:veth|docker|br-|virbr|cni|flannel|lo$)")
+
+
+def _link_local(address: Optional[str]) -> bool:
+    a = (address or "").split("<", 1)[0].split("%", 1)[0].strip("[]").lower()
+    return a.startswith("fe80:") or a.startswith("169.254.")
+
+
+def unroutable(dev: NetDevice) -> Optional[str]:
+    """Why a socket interface cannot carry inter-node traffic, or None."""
+    if _VIRTUAL_IF.match(dev.name):
+        return "loopback" if dev.name == "lo" else "a host-local virtual interface"
+    if _link_local(dev.address):
+        return "its only address is link-local"
+    return None
+
+
+def _socket_lines(facts: NcclLogFacts):
+    """(interfaces, at, text, carries) of every Bootstrap and NET/Socket line kept.
+
+    ``carries(i)``: whether the i-th interface carries traffic. NET/Socket spreads its connections over every
+    interface it lists; the bootstrap listed several in older NCCL but connects over the first.
+    """
+    for b in facts.bootstrap:
+        yield b.interfaces, b.at, b.text, (lambda i: i == 0)
+    for n in facts.nets:
+        if n.net.lower().startswith("socket"):
+            yield n.devices, n.at, n.text, (lambda i: True)
+
+
+def _unroutable_socket_devices(facts: NcclLogFacts):
+    """[(device, (at, text), carries traffic?)] for every unroutable Bootstrap / NET/Socket interface."""
+    out = []
+    for devs, at, text, carries in _socket_lines(facts):
+        for i, d in enumerate(devs):
+            if unroutable(d):
+                out.append((d, (at, text), carries(i)))
+    return out
+
+
+def _ifname_fix(facts: NcclLogFacts) -> str:
+    good = sorted({d.name for devs, _, _, _ in _socket_lines(facts) for d in devs if not unroutable(d)})
+    name = good[0] if good else "<the routable data interface, e.g. ens5>"
+    return (f"Set NCCL_SOCKET_IFNAME={name} (the interface that reaches the other nodes, the same on every node; "
+            "'ip -br addr' lists them) so NCCL skips docker/veth/bridge/loopback and link-local-only interfaces.")
+
+
+def _multi_node(facts: NcclLogFacts) -> bool:
+    return any((c.nnodes or 0) > 1 for c in facts.comms) or len({p.host for p in facts.procs}) > 1
+
+
+def _socket_ifs(facts: NcclLogFacts) -> List[Finding]:
+    bad = _unroutable_socket_devices(facts)
+    if not bad:
+        return []
+    names: "OrderedDict[str, str]" = OrderedDict()
+    for d, _, _ in bad:
+        names.setdefault(d.name, unroutable(d) or "")
+    what = "; ".join(f"{n} ({why})" for n, why in names.items())
+    hosts = sorted({at.host for _, (at, _), _ in bad if at.host})
+    ev: List[str] = []
+    for _, (at, text), _ in bad:
+        line = _cite(at, text)
+        if line not in ev:
+            ev.append(line)
+    # A failure where such an interface carries traffic between nodes; listed beside a good first bootstrap
+    # interface, or in a single-node run, it is a warning.
+    mk = fail if _multi_node(facts) and any(c for _, _, c in bad) else warn
+    return [mk(AREA, "nccl.socket_if",
+               f"NCCL's bootstrap/socket interfaces include {what}: it cannot carry traffic between nodes"
+               f"{_on(hosts)}", actual=sorted(names), expected="a routable interface",
+               evidence=ev[:MAX_EVIDENCE], fix=_ifname_fix(facts), host=_one(hosts))]
 
 
 def _reasons_for_socket(facts: NcclLogFacts) -> List[str]:
@@ -161,9 +287,9 @@ def _transports(facts: NcclLogFacts) -> List[Finding]:
     parts = [f"{c} ({per_cat[c]} pair{'s' if per_cat[c] != 1 else ''})" if c in per_cat else c for c in s.transports]
     ev = []
     for cat in s.transports:
-        ch = next((c for c in facts.channels if c.category == cat), None)
-        if ch is not None:
-            ev.append(_cite(ch.at, ch.text))
+        first = _first(_stats(facts, lambda c, cat=cat: c == cat), 1)
+        if first:
+            ev.append(_cite(first[0].at, first[0].text))
     return [ok(AREA, "nccl.transports", "Transports used: " + ", ".join(parts), actual=s.transports, evidence=ev)]
 
 
@@ -178,35 +304,45 @@ def _network(facts: NcclLogFacts, require_ib: bool, expected_env: Mapping[str, s
                             actual=chosen, expected=want, evidence=[_cite(n.at, n.text) for n in wrong][:MAX_EVIDENCE],
                             fix="Check that the requested network's library/plugin loads on every node.",
                             host=_host(n.at for n in wrong)))
-    net_ch = [c for c in facts.channels if c.transport == "NET"]
-    if net_ch:
-        sock = [c for c in net_ch if c.category == NET_SOCKET]
-        ib = [c for c in net_ch if c.category in (NET_IB, NET_IB_GDR)]
-        names = sorted({c.net or "?" for c in ib})
+    net_st = _stats(facts, lambda c: c.startswith("NET/"))
+    if net_st:
+        sock = [st for st in net_st if st.category == NET_SOCKET]
+        ib = [st for st in net_st if st.category in (NET_IB, NET_IB_GDR)]
+        names = sorted({n for st in ib for n in st.nets} or {"?"})
+        n_sock, n_ib = _lines(sock), _lines(ib)
+        bad_ifs = _unroutable_socket_devices(facts)
         if sock and not ib:
-            msg = (f"NCCL fell back to NET/Socket: {len(sock)} inter-node connection(s) over TCP sockets"
-                   f"{_where(c.at for c in sock)}, none over InfiniBand/RoCE")
-            ev = [_cite(c.at, c.text) for c in sock[:3]] + _reasons_for_socket(facts)
+            msg = (f"NCCL fell back to NET/Socket: {n_sock} inter-node connection(s) over TCP sockets"
+                   f"{_on(_hosts_of(sock))}, none over InfiniBand/RoCE")
+            ev = [_cite(c.at, c.text) for c in _first(sock, 3)] + _reasons_for_socket(facts)
+            fix = FIX_SOCKET
+            if bad_ifs:
+                names_bad = ", ".join(sorted({d.name for d, _, _ in bad_ifs}))
+                msg += f"; the socket interface {names_bad} cannot carry inter-node traffic"
+                ev = [_cite(at, text) for _, (at, text), _ in bad_ifs[:2]] + ev
+                fix = _ifname_fix(facts) + " " + FIX_SOCKET
             mk = fail if require_ib else warn
             out.append(mk(AREA, "nccl.network", msg, actual=NET_SOCKET, expected=NET_IB if require_ib else None,
-                          evidence=ev[:MAX_EVIDENCE], fix=FIX_SOCKET, host=_host(c.at for c in sock)))
+                          evidence=ev[:MAX_EVIDENCE], fix=fix, host=_one(_hosts_of(sock))))
         elif sock and ib:
-            pairs = sorted({f"{c.src}->{c.dst}" for c in sock})
+            pairs = sorted({p for st in sock for p in st.pairs})
             out.append((fail if require_ib else warn)(
                 AREA, "nccl.network",
-                f"Mixed networks: {len(sock)} connection(s) over NET/Socket (pairs {', '.join(pairs[:8])}) "
-                f"next to {len(ib)} over NET/{'/'.join(names)}",
-                actual=sorted({c.category for c in net_ch}), expected=NET_IB,
-                evidence=[_cite(c.at, c.text) for c in sock[:4] + ib[:2]], fix=FIX_SOCKET))
+                f"Mixed networks: {n_sock} connection(s) over NET/Socket (pairs {', '.join(pairs[:8])}) "
+                f"next to {n_ib} over NET/{'/'.join(names)}",
+                actual=sorted(st.category for st in net_st), expected=NET_IB,
+                evidence=[_cite(c.at, c.text) for c in _first(sock, 4) + _first(ib, 2)], fix=FIX_SOCKET))
         elif ib:
+            first = _first(ib, 1)[0]
             out.append(ok(AREA, "nccl.network",
-                          f"Inter-node traffic used NET/{'/'.join(names)} ({len(ib)} connection line(s))",
-                          actual=NET_IB, evidence=[_cite(ib[0].at, ib[0].text)]))
+                          f"Inter-node traffic used NET/{'/'.join(names)} ({n_ib} connection line(s))",
+                          actual=NET_IB, evidence=[_cite(first.at, first.text)]))
         else:
-            others = sorted({c.category for c in net_ch})
+            others = sorted(st.category for st in net_st)
+            first = _first(net_st, 1)[0]
             out.append((fail if require_ib else ok)(
                 AREA, "nccl.network", f"Inter-node traffic used {', '.join(others)}", actual=others,
-                expected=NET_IB if require_ib else None, evidence=[_cite(net_ch[0].at, net_ch[0].text)],
+                expected=NET_IB if require_ib else None, evidence=[_cite(first.at, first.text)],
                 fix=FIX_SOCKET if require_ib else ""))
     elif chosen:
         ib_like = [n for n in chosen if n.lower().startswith("ib")]
@@ -226,28 +362,30 @@ def _network(facts: NcclLogFacts, require_ib: bool, expected_env: Mapping[str, s
 
 
 def _gdrdma(facts: NcclLogFacts) -> List[Finding]:
-    ib = [c for c in facts.channels if c.category in (NET_IB, NET_IB_GDR)]
+    ib = _stats(facts, lambda c: c in (NET_IB, NET_IB_GDR))
     if not ib:
         return []
-    without = [c for c in ib if not c.gdrdma]
+    without = [st for st in ib if st.category == NET_IB]
+    n_ib, n_without = _lines(ib), _lines(without)
     disabled = [g for g in facts.gdr if not g.enabled]
     reasons = sorted({g.reason for g in disabled if g.reason})
     why = f" (NCCL: {'; '.join(reasons)})" if reasons else ""
-    ev = [_cite(c.at, c.text) for c in without[:4]] + [_cite(g.at, g.text) for g in disabled[:3]]
-    if len(without) == len(ib):
+    ev = [_cite(c.at, c.text) for c in _first(without, 4)] + [_cite(g.at, g.text) for g in disabled[:3]]
+    hosts = _hosts_of(without)
+    if n_without == n_ib:
         return [warn(AREA, "nccl.gdrdma",
-                     f"GPUDirect RDMA not used on NET/IB: none of {len(ib)} IB connection line(s) has /GDRDMA"
-                     f"{_where(c.at for c in without)}{why}; data is staged through host memory",
-                     actual="no GDRDMA", expected="/GDRDMA", evidence=ev, fix=FIX_GDR, host=_host(c.at for c in without))]
-    if without:
-        hosts = sorted({c.at.host for c in without if c.at.host})
+                     f"GPUDirect RDMA not used on NET/IB: none of {n_ib} IB connection line(s) has /GDRDMA"
+                     f"{_on(hosts)}{why}; data is staged through host memory",
+                     actual="no GDRDMA", expected="/GDRDMA", evidence=ev, fix=FIX_GDR, host=_one(hosts))]
+    if n_without:
         return [warn(AREA, "nccl.gdrdma",
-                     f"GPUDirect RDMA used on only {len(ib) - len(without)} of {len(ib)} IB connection line(s): "
+                     f"GPUDirect RDMA used on only {n_ib - n_without} of {n_ib} IB connection line(s): "
                      f"missing{' on ' + ', '.join(hosts) if hosts else ''}{why}",
-                     actual=f"{len(ib) - len(without)}/{len(ib)}", expected="all", evidence=ev, fix=FIX_GDR,
-                     host=_host(c.at for c in without))]
-    return [ok(AREA, "nccl.gdrdma", f"GPUDirect RDMA used on all {len(ib)} IB connection line(s)",
-               actual="GDRDMA", evidence=[_cite(ib[0].at, ib[0].text)])]
+                     actual=f"{n_ib - n_without}/{n_ib}", expected="all", evidence=ev, fix=FIX_GDR,
+                     host=_one(hosts))]
+    first = _first(ib, 1)[0]
+    return [ok(AREA, "nccl.gdrdma", f"GPUDirect RDMA used on all {n_ib} IB connection line(s)",
+               actual="GDRDMA", evidence=[_cite(first.at, first.text)])]
 
 
 def _watchdog(facts: NcclLogFacts) -> List[Finding]:
@@ -334,15 +472,17 @@ def _plugin(facts: NcclLogFacts, expected_env: Mapping[str, str]) -> List[Findin
     if _norm_env(ib_disable or "0") != "1":
         return []
     ext_nets = [n for n in facts.networks if n.name.lower().startswith("ibext") or "sharp" in n.name.lower()]
-    ext_ch = [c for c in facts.channels if c.transport == "NET" and c.net and c.net.lower().startswith("ibext")]
-    if not ext_nets and not ext_ch:
+    net_st = _stats(facts, lambda c: c.startswith("NET/"))
+    ext_names = sorted({n for st in net_st for n in st.nets if n.lower().startswith("ibext")})
+    ext_ch = [c for st in net_st for c in st.first if c.net and c.net.lower().startswith("ibext")]
+    if not ext_nets and not ext_names:
         return []
     ev = [_cite(n.at, n.text) for n in ext_nets[:2]] + [_cite(c.at, c.text) for c in ext_ch[:2]]
     ev += [_cite(e.at, e.text) for e in echoed[:1]] + [_cite(p.at, p.text) for p in facts.plugins[:2]]
     return [warn(AREA, "nccl.net_plugin",
                  "External net plugin ignores NCCL_IB_DISABLE=1: NCCL still used "
-                 f"{(ext_nets[0].name if ext_nets else ext_ch[0].net)} instead of sockets",
-                 actual=ext_nets[0].name if ext_nets else ext_ch[0].net, expected="Socket", evidence=ev[:MAX_EVIDENCE],
+                 f"{(ext_nets[0].name if ext_nets else ext_names[0])} instead of sockets",
+                 actual=ext_nets[0].name if ext_nets else ext_names[0], expected="Socket", evidence=ev[:MAX_EVIDENCE],
                  fix=FIX_PLUGIN)]
 
 
@@ -358,7 +498,7 @@ def _other_errors(facts: NcclLogFacts, have_failure: bool) -> List[Finding]:
                         f"{_result(generic[0])}" + (f" (and {len(generic) - 1} more)" if len(generic) > 1 else ""),
                         actual=generic[0].result_name, evidence=_warn_evidence(generic), fix=FIX_ERROR,
                         host=_host(w.at for w in generic)))
-    orphans = [o for o in facts.orphan_chains if o.result in ERROR_RESULTS]
+    orphans = [o for o in facts.orphan_chains if o.failed]
     if orphans and not have_failure and not generic:
         names = sorted({RESULT_NAMES[o.result] for o in orphans if o.result is not None})
         ev = [_cite(s.at, s.text) for o in orphans for s in o.steps[:2]][:MAX_EVIDENCE]
@@ -441,6 +581,7 @@ def judge(facts: NcclLogFacts, require_ib: bool = False,
     out += _version(facts)
     out += _transports(facts)
     out += _network(facts, require_ib, env)
+    out += _socket_ifs(facts)
     out += _gdrdma(facts)
     out += _plugin(facts, env)
     out += _watchdog(facts)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Dict, Iterable, List, Mapping, Optional, Set, Tuple, Union
+from typing import IO, Dict, Iterable, Iterator, List, Mapping, Optional, Set, Tuple, Union
 
 # ncclResult_t (src/nccl.h.in); ncclTimeout exists since 2.27.
 RESULT_NAMES = {
@@ -85,6 +85,8 @@ class VersionLine:
     text: str
     inferred: bool = False  # the line had no prefix; the process was inferred
     origin: str = "nccl"  # "nccl" or "torch" (from 'NCCL error in: ..., NCCL version x')
+    rank0: bool = False  # printed by rank 0 (its process, or its excerpt, says so)
+    world: Optional[int] = None  # nRanks of that rank 0's world, where a line gave it
 
 
 @dataclass
@@ -229,6 +231,37 @@ class Connected:
 
 
 @dataclass
+class RingOrder:
+    """``Channel 00/02 :    0   1   2   3`` (``Ring 00 :    0   1`` before 2.8): a ring's order, printed by rank 0.
+
+    NCCL prints it only on rank 0 (``src/graph/rings.cc``: ``if (rank == 0) dumpLine(...)``), so the line
+    names rank 0 of a world of ``len(order)`` ranks.
+    """
+
+    channel: int
+    order: List[int]
+    at: Loc
+    text: str
+    nchannels: Optional[int] = None
+
+    @property
+    def nranks(self) -> int:
+        return len(self.order)
+
+
+@dataclass
+class CategoryStats:
+    """Every channel line of one transport category, counted; a few kept as evidence."""
+
+    category: str
+    lines: int = 0
+    first: List["Channel"] = field(default_factory=list)
+    hosts: List[str] = field(default_factory=list)
+    pairs: List[str] = field(default_factory=list)
+    nets: List[str] = field(default_factory=list)
+
+
+@dataclass
 class ChannelCounts:
     """``16 coll channels, 0 collnet channels, 16 nvls channels, 16 p2p channels, 2 p2p channels per peer``."""
 
@@ -316,10 +349,18 @@ class OrphanChain:
 
     steps: List[ChainStep]
     at: Loc
+    # The thread went on to connect or complete init afterwards: the error was handled (NCCL 2.4
+    # returned ncclSystemError from probing a virtual interface's PCI path, then carried on).
+    benign: bool = False
+    resumed: Optional[str] = None  # the progress line that showed it, cited
 
     @property
     def result(self) -> Optional[int]:
         return self.steps[0].code if self.steps else None
+
+    @property
+    def failed(self) -> bool:
+        return self.result in ERROR_RESULTS and not self.benign
 
 
 @dataclass
@@ -413,15 +454,31 @@ class Summary:
     warns: int
     ranks: List[int]
     hosts: List[str]
+    nranks: List[int] = field(default_factory=list)  # world sizes (comm, Init and ring-order lines)
 
 
 @dataclass
 class NcclLogFacts:
-    """Everything read from one or more NCCL logs."""
+    """Everything read from one or more NCCL logs.
+
+    Logs are read line by line and memory stays bounded whatever their size:
+    each list keeps its first ``keep`` records (``counts`` has how many were
+    seen), channel lines are tallied per category (``channel_stats``) and per
+    rank pair, and the summary is computed from those tallies.
+    """
 
     sources: List[str] = field(default_factory=list)
     lines: int = 0
     nccl_lines: int = 0
+    unprefixed: int = 0  # NCCL messages read from lines that lost their host:pid:tid prefix
+    keep: int = 0
+    counts: Dict[str, int] = field(default_factory=dict)
+    channel_stats: Dict[str, CategoryStats] = field(default_factory=dict)
+    version_names: List[str] = field(default_factory=list)
+    pair_list: List[PairTransport] = field(default_factory=list)
+    dropped_failures: int = 0  # failed WARNs past ``keep`` (counted, not kept)
+    dropped_results: List[str] = field(default_factory=list)
+    rings: List[RingOrder] = field(default_factory=list)
     procs: List[Proc] = field(default_factory=list)
     versions: List[VersionLine] = field(default_factory=list)
     networks: List[NetworkChoice] = field(default_factory=list)
@@ -442,6 +499,10 @@ class NcclLogFacts:
     app_errors: List[AppError] = field(default_factory=list)
     notes: List[Note] = field(default_factory=list)
     summary: Optional[Summary] = None
+
+    def total(self, name: str) -> int:
+        """How many records of list ``name`` the logs held (the list keeps at most ``keep``)."""
+        return max(self.counts.get(name, 0), len(getattr(self, name)))
 
     def env_values(self) -> Dict[str, List[str]]:
         """Each echoed variable with its distinct values, in order of appearance."""
@@ -482,17 +543,28 @@ class _Rec:
 
 def clean(line: str) -> str:
     """The line without colour codes (and their ESC-less residue) or trailing blanks."""
-    line = _ANSI.sub("", line)
-    if "m" in line and "[" in line:
+    if "\x1b" in line:
+        line = _ANSI.sub("", line)
+    if "m" in line and "[" in line and _ANSI_RESIDUE.search(line):
         line = _ANSI_RESIDUE.sub("", line)
     return line.rstrip()
 
 
-def _records(text: str, source: str) -> Iterable[_Rec]:
-    prev: Optional[_Rec] = None
-    for n, raw in enumerate(text.splitlines(), 1):
+_LEVELS = {"INFO": "info", "WARN": "warn", "ABORT": "warn"}
+_LAUNCHER_FIRST = frozenset(" \t[0123456789")  # the characters a launcher prefix can start with
+
+
+def _records(lines: Iterable[str], source: str, count: Optional[List[int]] = None) -> Iterator[_Rec]:
+    """Records of one log, line by line. A record is held back one line: the next line may complete it.
+
+    ``count``, when given, receives the number of lines read once the log ends.
+    """
+    prev: Optional[_Rec] = None  # the last record yielded-to-be, still open to a wrapped continuation
+    held: List[_Rec] = []
+    n = 0
+    for n, raw in enumerate(lines, 1):
         line = clean(raw)
-        m_l = _LAUNCHER.match(line)
+        m_l = _LAUNCHER.match(line) if line[:1] in _LAUNCHER_FIRST else None
         lrank = None
         if m_l:
             lrank = int(next(g for g in m_l.groups() if g is not None))
@@ -504,25 +576,32 @@ def _records(text: str, source: str) -> Iterable[_Rec]:
                 prev.msg += body.strip()
                 prev.text += body.strip()
                 continue
-            if body.strip():
-                rec = _Rec("bare", body.strip(), Loc(source, n), line.strip(), launcher_rank=lrank)
-                yield rec
+            yield from held
+            held = []
             prev = None
+            if body.strip():
+                yield _Rec("bare", body.strip(), Loc(source, n), line.strip(), launcher_rank=lrank)
             continue
+        yield from held
+        held = []
         for i, m in enumerate(matches):
             end = matches[i + 1].start() if i + 1 < len(matches) else len(line)
             msg = line[m.end():end].strip()
-            level = m.group("level")
-            kind = {"INFO": "info", "WARN": "warn", "ABORT": "warn"}.get(level, "trace")
+            host, pid, tid, dev, file, fline, func, level = m.group(
+                "host", "pid", "tid", "dev", "file", "fline", "func", "level")
+            kind = _LEVELS.get(level, "trace")
             ts = None
             if kind == "warn":
                 tsm = _WARN_TS.search(line[:m.start()])
                 ts = tsm.group(1) if tsm else None
-            at = Loc(source, n, m.group("host"), int(m.group("pid")), int(m.group("tid")), int(m.group("dev")))
-            rec = _Rec(kind, msg, at, line[m.start():end].strip(), m.group("file"),
-                       int(m.group("fline")) if m.group("fline") else None, m.group("func"), ts, lrank)
+            at = Loc(source, n, host, int(pid), int(tid), int(dev))
+            rec = _Rec(kind, msg, at, line[m.start():end].strip(), file, int(fline) if fline else None, func, ts,
+                       lrank)
             prev = rec
-            yield rec
+            held.append(rec)
+    if count is not None:
+        count.append(n)
+    yield from held
 
 
 def _prefixes(line: str) -> List["re.Match[str]"]:
@@ -692,32 +771,89 @@ def parse_via(via: str) -> Dict[str, object]:
 # --------------------------------------------------------------------------- the parser
 
 
+# Bounds that keep memory flat whatever the log's size (a log is not trusted to be small).
+KEEP = 1000  # records kept per fact list; the rest are counted
+MAX_LINE = 64 * 1024  # longer physical lines are cut (the rest of the line is skipped unread)
+MAX_PROCS = 16384
+MAX_PAIRS = 20000
+MAX_SMALL = 64  # hosts, pairs, vias ... listed per tally
+MAX_STEPS = 64  # frames kept per call chain
+MAX_THREADS = 65536  # threads with an open WARN or call chain; past it the oldest state is closed
+MAX_CATEGORIES = 64  # transport categories tallied (NET/<plugin name> makes new ones)
+
+# Progress lines: a thread that logs one of these after an error chain got past the error.
+_PROGRESS = re.compile(r"\bvia \S|\bConnected (?:all|NVLS|binomial|[Cc]oll)|- Init COMPLETE\b|\bcoll channels,")
+# Messages specific enough to read from a line that lost its NCCL prefix (pasted, re-emitted, cut).
+_UNPREFIXED = re.compile(
+    r"\b(?:Channel|Ring) \d+(?:/\d+)? : (?:\d+(?:\[[0-9a-fA-F]+\])? -> .* via |\s*\d+(?:\s+\d+)*\s*$)"
+    r"|\bUsing network \S|\bNET/[\w\-]+(?:/[\w\-]+)? ?: Using\b|\bNCCL_[A-Z0-9_]+ set by environment to "
+    r"|- Init (?:START|COMPLETE)|\bNVLS multicast support is|\bNVLS comm 0x|\bcomm 0x[0-9a-fA-F]+ rank \d+ nRanks \d+"
+    r"|\bBootstrap ?: Using\b|\d+ coll channels, |\bConnected all (?:rings|trees)"
+    r"|\bGPU Direct RDMA (?:Enabled|Disabled) for")
+_BARE_WARN = re.compile(r"(?:^|\s)NCCL WARN (?P<msg>.*)$")
+_RING_ORDER = re.compile(r"\b(?:Channel|Ring) (?P<ch>\d+)(?:/(?P<n>\d+))? :(?P<order>(?:\s+\d+)+)\s*$")
+
+
+def _add_capped(lst: list, value, cap: int = MAX_SMALL) -> None:
+    if value not in lst and len(lst) < cap:
+        lst.append(value)
+
+
 class _Parser:
-    def __init__(self) -> None:
-        self.f = NcclLogFacts()
+    def __init__(self, keep: int = KEEP) -> None:
+        self.keep = keep
+        self.f = NcclLogFacts(keep=keep)
         self.procs: Dict[Tuple[str, int], Proc] = {}
         self.open_warn: Dict[Tuple[str, str, int, int], Warn] = {}
+        self.kept_warns: Set[int] = set()  # id() of the warns held in f.warns
         self.open_orphan: Dict[Tuple[str, str, int, int], OrphanChain] = {}
+        self.failed_orphans: Dict[Tuple[str, str, int, int], List[OrphanChain]] = {}  # may still be resumed
         self.watchdog_keys: Set[Tuple] = set()
         self.pending_versions: List[Tuple[VersionLine, Optional[Tuple[str, int]]]] = []
+        self.segment: Dict[str, VersionLine] = {}  # the last version line of each source
+        self.version_owner: Dict[int, Tuple[str, int]] = {}  # a bare version line's rank-0 process
+        self.pairs: Dict[Tuple[int, int], PairTransport] = {}
+        self.rank_hosts: Dict[int, List[str]] = {}
+        self.last_seen: Optional[Tuple[str, int, Optional[int], str]] = None
+        self.last_proc: Optional[Proc] = None
+
+    def _keep(self, name: str, item) -> bool:
+        """Append to the fact list ``name`` unless it holds ``keep`` records already; count it either way."""
+        counts = self.f.counts
+        counts[name] = counts.get(name, 0) + 1
+        lst = getattr(self.f, name)
+        if len(lst) < self.keep:
+            lst.append(item)
+            return True
+        return False
 
     def proc(self, at: Loc) -> Optional[Proc]:
         if at.host is None or at.pid is None:
             return None
+        seen = (at.host, at.pid, at.dev, at.source)
+        if seen == self.last_seen:  # the same process, device and file as the line before: nothing to add
+            return self.last_proc
         key = (at.host, at.pid)
         p = self.procs.get(key)
         if p is None:
+            if len(self.procs) >= MAX_PROCS:
+                return None
             p = self.procs[key] = Proc(at.host, at.pid)
-        _add(p.sources, at.source)
+        _add_capped(p.sources, at.source)
         if at.dev is not None:
-            _add(p.devs, at.dev)
+            _add_capped(p.devs, at.dev, 1024)
+        self.last_seen, self.last_proc = seen, p
         return p
 
     def feed(self, text: str, source: str) -> None:
+        self.feed_lines(text.splitlines(), source)
+
+    def feed_lines(self, lines: Iterable[str], source: str) -> None:
+        """One log, line by line (an open file, a list, a generator)."""
         self.f.sources.append(source)
+        count: List[int] = []
         last_proc: Optional[Tuple[str, int]] = None
-        # Materialised first: a wrapped line completes the record before it.
-        for rec in list(_records(text, source)):
+        for rec in _records(lines, source, count):
             if rec.kind == "bare":
                 self.bare(rec, last_proc)
                 continue
@@ -726,21 +862,56 @@ class _Parser:
             if p is not None:
                 last_proc = (p.host, p.pid)
                 if rec.launcher_rank is not None:
-                    _add(p.launcher_ranks, rec.launcher_rank)
+                    _add_capped(p.launcher_ranks, rec.launcher_rank, 1024)
             if rec.kind == "warn":
                 self.warn(rec)
             elif rec.kind == "info":
                 self.info(rec, p)
-        self.f.lines += text.count("\n") + (0 if text.endswith("\n") or not text else 1)
+        self.f.lines += count[0] if count else 0
 
     # ---- records
 
     def bare(self, rec: _Rec, last_proc: Optional[Tuple[str, int]]) -> None:
+        if "Watchdog" in rec.msg or "NCCL error in" in rec.msg or "Test " in rec.msg:
+            self.app_lines(rec)  # PyTorch and nccl-tests lines may quote NCCL's words: theirs first
+            return
         m = _VERSION.search(rec.msg)
         if m and "NCCL error in" not in rec.msg:
             v = VersionLine(m.group("v"), m.group("cuda"), rec.at, rec.text, inferred=True)
-            self.pending_versions.append((v, last_proc))
+            self.version(v)
+            if len(self.pending_versions) < self.keep:
+                self.pending_versions.append((v, last_proc))
+            self.f.nccl_lines += 1
+            return
+        if "NCCL WARN " in rec.msg:
+            mw = _BARE_WARN.search(rec.msg)
+            if mw:
+                self.f.nccl_lines += 1
+                self.f.unprefixed += 1
+                self.warn(_Rec("warn", mw.group("msg").strip(), rec.at, rec.text, launcher_rank=rec.launcher_rank))
+                return
+        if _UNPREFIXED.search(rec.msg):
+            # A message NCCL alone prints, whose prefix was lost: read with an unknown process.
+            self.f.nccl_lines += 1
+            self.f.unprefixed += 1
+            self.info_fact(rec.msg, rec.at, rec.text, None)
+            return
         self.app_lines(rec)
+
+    def version(self, v: VersionLine) -> None:
+        _add_capped(self.f.version_names, v.version)
+        self.segment[v.at.source] = v
+
+    def rank_fact(self, rank: int, nranks: int, at: Loc, p: Optional[Proc]) -> None:
+        """A line that gives a rank and its world: marks the open version line as rank 0's."""
+        if rank != 0:
+            return
+        v = self.segment.get(at.source)
+        if v is not None and (v.at.host is None or p is None or v.at.proc == p.name):
+            v.rank0 = True
+            v.world = v.world or nranks
+            if v.at.host is None and p is not None:
+                self.version_owner.setdefault(id(v), (p.host, p.pid))
 
     def app_lines(self, rec: _Rec) -> None:
         """PyTorch and nccl-tests lines (bare or interleaved after an NCCL prefix)."""
@@ -759,34 +930,63 @@ class _Parser:
                          _int(m.group("ran")))
             key = (w.at.source, w.rank, w.seq, w.op_type)
             if key not in self.watchdog_keys:
-                self.watchdog_keys.add(key)
-                self.f.watchdogs.append(w)
+                if len(self.watchdog_keys) < self.keep:
+                    self.watchdog_keys.add(key)
+                self._keep("watchdogs", w)
             return
         m = _TORCH_ERR.search(msg)
         if m:
-            self.f.app_errors.append(AppError("torch", m.group("msg").strip(), rec.at, rec.text, m.group("where")))
-            if m.group("ver"):
-                self.pending_versions.append(
-                    (VersionLine(m.group("ver"), None, rec.at, rec.text, inferred=True, origin="torch"), None))
+            self._keep("app_errors", AppError("torch", m.group("msg").strip(), rec.at, rec.text, m.group("where")))
+            if m.group("ver") and len(self.pending_versions) < self.keep:
+                v = VersionLine(m.group("ver"), None, rec.at, rec.text, inferred=True, origin="torch")
+                _add_capped(self.f.version_names, v.version)
+                self.pending_versions.append((v, None))
             return
         m = _TESTS_FAIL.search(msg)
         if m:
             # nccl-tests prints '<ncclGetErrorString> / <ncclGetLastError>'.
             err, _, last = m.group("msg").partition(" / ")
             message = err.strip() + (f" (last error: {last.strip()})" if last.strip() else "")
-            self.f.app_errors.append(AppError("nccl-tests", message, rec.at, rec.text, m.group("where")))
+            self._keep("app_errors", AppError("nccl-tests", message, rec.at, rec.text, m.group("where")))
             return
         m = _TESTS_TIMEOUT.search(msg)
         if m:
-            self.f.app_errors.append(AppError("nccl-tests-timeout", f"test timeout ({m.group('s')}s)", rec.at,
+            self._keep("app_errors", AppError("nccl-tests-timeout", f"test timeout ({m.group('s')}s)", rec.at,
                                               rec.text, m.group("where")))
+
+    def close_warn(self, key: Tuple[str, str, int, int]) -> None:
+        """The thread moved on: a WARN past ``keep`` is classified now and only counted."""
+        w = self.open_warn.pop(key, None)
+        if w is None or id(w) in self.kept_warns:
+            return
+        _classify(w)
+        if w.failure:
+            self.f.dropped_failures += 1
+            for s in w.chain:
+                if s.code in ERROR_RESULTS:
+                    _add_capped(self.f.dropped_results, s.code_name)
+
+    def _bound_threads(self) -> None:
+        """Per-thread state is kept for at most MAX_THREADS threads: a log with a new thread id on every line
+        closes what is open (the WARNs are classified and counted) instead of growing."""
+        if len(self.open_warn) >= MAX_THREADS:
+            for key in list(self.open_warn):
+                self.close_warn(key)
+        if len(self.open_orphan) >= MAX_THREADS:
+            self.open_orphan.clear()
+        if len(self.failed_orphans) >= MAX_THREADS:
+            self.failed_orphans.clear()
 
     def warn(self, rec: _Rec) -> None:
         w = Warn(rec.msg, rec.at, rec.text, rec.file, rec.fline, rec.func, rec.timestamp)
         key = _thread(rec.at)
+        self.close_warn(key)
+        self._bound_threads()
         self.open_warn[key] = w
+        if self._keep("warns", w):
+            self.kept_warns.add(id(w))
         self.open_orphan.pop(key, None)
-        self.f.warns.append(w)
+        self.failed_orphans.pop(key, None)
         self.app_lines(rec)
 
     def info(self, rec: _Rec, p: Optional[Proc]) -> None:
@@ -797,21 +997,31 @@ class _Parser:
             step = ChainStep(m.group("file"), int(m.group("line")), int(m.group("code")), at, text, m.group("thr"))
             w = self.open_warn.get(key)
             if w is not None:
-                w.chain.append(step)
+                if len(w.chain) < MAX_STEPS:
+                    w.chain.append(step)
             else:
                 oc = self.open_orphan.get(key)
                 if oc is None:
+                    self._bound_threads()
                     oc = self.open_orphan[key] = OrphanChain([], at)
-                    self.f.orphan_chains.append(oc)
-                oc.steps.append(step)
+                    self._keep("orphan_chains", oc)
+                    if step.code in ERROR_RESULTS:
+                        lst = self.failed_orphans.setdefault(key, [])
+                        if len(lst) < MAX_STEPS:
+                            lst.append(oc)
+                if len(oc.steps) < MAX_STEPS:
+                    oc.steps.append(step)
             return
-        self.open_warn.pop(key, None)
+        self.close_warn(key)
         self.open_orphan.pop(key, None)
+        if key in self.failed_orphans and _PROGRESS.search(msg):
+            for oc in self.failed_orphans.pop(key):
+                oc.benign = True
+                oc.resumed = at.cite(text)
         self.info_fact(msg, at, text, p)
         self.app_lines(rec)
 
     def info_fact(self, msg: str, at: Loc, text: str, p: Optional[Proc]) -> None:
-        f = self.f
         m = _CHANNEL.search(msg) if " via " in msg else None
         if m:
             self.channel(m, at, text, p)
@@ -820,108 +1030,133 @@ class _Parser:
         if m:
             self.channel(m, at, text, p)
             return
+        m = _RING_ORDER.search(msg) if " : " in msg or " :\t" in msg else None
+        if m:
+            order = [int(x) for x in m.group("order").split()][:MAX_PAIRS]
+            ro = RingOrder(int(m.group("ch")), order, at, text, _int(m.group("n")))
+            self._keep("rings", ro)
+            if p is not None:
+                _add_capped(p.ranks, 0, 1024)  # only rank 0 prints the ring order
+            self.rank_fact(0, len(order), at, p)
+            return
         m = _VERSION.search(msg) if "NCCL version" in msg else None
         if m:
-            f.versions.append(VersionLine(m.group("v"), m.group("cuda"), at, text))
+            v = VersionLine(m.group("v"), m.group("cuda"), at, text)
+            self._keep("versions", v)
+            self.version(v)
             if p is not None:
-                _add(p.versions, m.group("v"))
+                _add_capped(p.versions, m.group("v"))
             return
         m = _USING_NETWORK.search(msg) if "Using network" in msg else None
         if m:
-            f.networks.append(NetworkChoice(m.group("name"), at, text))
+            self._keep("networks", NetworkChoice(m.group("name"), at, text))
             if p is not None:
-                _add(p.networks, m.group("name"))
+                _add_capped(p.networks, m.group("name"))
             return
         m = _GDR.search(msg) if "GPU Direct RDMA" in msg else None
         if m:
-            f.gdr.append(GdrLine(m.group("state") == "Enabled", m.group("hca"), at, text, m.group("net"),
-                                 m.group("gpu"), m.group("name"), m.group("reason")))
+            self._keep("gdr", GdrLine(m.group("state") == "Enabled", m.group("hca"), at, text, m.group("net"),
+                                      m.group("gpu"), m.group("name"), m.group("reason")))
             return
         m = _NET_NODEV.search(msg) if "No device found" in msg else None
         if m:
-            f.notes.append(Note(f"{m.group('net').lower()}_no_device", at, text))
+            self._keep("notes", Note(f"{m.group('net').lower()}_no_device", at, text))
             return
         m = _NET_USING.search(msg) if "NET/" in msg and "Using" in msg else None
         if m and not msg[m.start():].startswith("NET/Plugin"):
-            f.nets.append(_net_devices(m.group("net"), m.group("body"), at, text))
+            self._keep("nets", _net_devices(m.group("net"), m.group("body"), at, text))
             return
         m = _OLD_IB_PORTS.search(msg) if "IB Port" in msg else None
         if m:
             devs = [NetDevice(None, d.group("name"), int(d.group("port")), "IB")
                     for d in _OLD_IB_PORT.finditer(m.group("body"))]
-            f.nets.append(NetDevices("IB", devs, at, text))
+            self._keep("nets", NetDevices("IB", devs, at, text))
             return
         m = _BOOTSTRAP.search(msg) if "Bootstrap" in msg else None
         if m:
             ifs = [NetDevice(_int(s.group("idx")), s.group("name"), address=s.group("addr"))
                    for s in _SOCK_IF.finditer(m.group("body"))]
-            f.bootstrap.append(Bootstrap(ifs, at, text))
+            self._keep("bootstrap", Bootstrap(ifs, at, text))
             return
         for kind, pat in ((("path", _PLUGIN_PATH), ("p2p_plugin", _P2P_PLUGIN), ("loaded", _LOADED_PLUGIN))):
             m = pat.search(msg) if "lugin" in msg else None
             if m:
                 k = kind if kind != "loaded" else ("loaded_collnet" if m.group("kind") != "net" else "loaded_net")
-                f.plugins.append(PluginLine(k, m.group("v"), at, text))
+                self._keep("plugins", PluginLine(k, m.group("v"), at, text))
                 return
         m = _NET_PLUGIN.search(msg) if "NET/Plugin" in msg else None
         if m:
             v = m.group("v")
             k = "load_failed" if "returned" in v or "Failed" in v else (
                 "none_found" if "No plugin found" in v else "other")
-            f.plugins.append(PluginLine(k, v, at, text))
+            self._keep("plugins", PluginLine(k, v, at, text))
             return
         m = _INIT.search(msg) if "- Init " in msg else None
         if m:
             ev = InitEvent(m.group("phase"), int(m.group("rank")), int(m.group("nranks")), at, text, m.group("comm"),
                            _int(m.group("cdev")), _int(m.group("nvml")), m.group("bus"), m.group("cid"))
-            f.inits.append(ev)
+            self._keep("inits", ev)
+            self.rank_host(ev.rank, at)
+            self.rank_fact(ev.rank, ev.nranks, at, p)
             if p is not None:
-                _add(p.ranks, ev.rank)
-                _add(p.init_started if ev.phase == "START" else p.init_completed, ev.rank)
+                _add_capped(p.ranks, ev.rank, 1024)
+                _add_capped(p.init_started if ev.phase == "START" else p.init_completed, ev.rank, 1024)
             return
         m = _COMM.search(msg) if "nRanks" in msg else None
         if m:
             c = CommInfo(m.group("comm"), int(m.group("rank")), int(m.group("nranks")), at, text,
                          int(m.group("nnodes")), int(m.group("lranks")), int(m.group("lrank")), _int(m.group("mnnvl")))
-            f.comms.append(c)
-            if p is not None:
-                _add(p.ranks, c.rank)
+            self.comm(c, p)
             return
         m = _COMM_OLD.search(msg) if "nranks" in msg else None
         if m:
-            c = CommInfo(m.group("comm"), int(m.group("rank")), int(m.group("nranks")), at, text)
-            f.comms.append(c)
-            if p is not None:
-                _add(p.ranks, c.rank)
+            self.comm(CommInfo(m.group("comm"), int(m.group("rank")), int(m.group("nranks")), at, text), p)
             return
         m = _CONNECTED.search(msg) if "Connected " in msg else None
         if m:
-            f.connected.append(Connected(m.group("what"), at, text, _int(m.group("pxn")), _int(m.group("gdr"))))
+            self._keep("connected", Connected(m.group("what"), at, text, _int(m.group("pxn")), _int(m.group("gdr"))))
             return
         m = _COUNTS.search(msg) if "coll channels" in msg else None
         if m:
-            f.channel_counts.append(ChannelCounts(int(m.group("coll")), int(m.group("p2p")), int(m.group("ppp")), at,
-                                                  text, _int(m.group("collnet")), _int(m.group("nvls"))))
+            self._keep("channel_counts", ChannelCounts(int(m.group("coll")), int(m.group("p2p")), int(m.group("ppp")),
+                                                       at, text, _int(m.group("collnet")), _int(m.group("nvls"))))
             return
         m = _NVLS_COMM.search(msg) if "NVLS" in msg else None
         if m:
-            f.nvls.append(NvlsLine("comm", at, text, int(m.group("head")), int(m.group("nheads"))))
+            self._keep("nvls", NvlsLine("comm", at, text, int(m.group("head")), int(m.group("nheads"))))
             return
         m = _NVLS_MC.search(msg) if "NVLS" in msg else None
         if m:
-            f.nvls.append(NvlsLine("multicast", at, text, available=not m.group("not")))
+            self._keep("nvls", NvlsLine("multicast", at, text, available=not m.group("not")))
             return
         m = _ENV.search(msg) if "set by environment" in msg else None
         if m:
             value = m.group("value")
             if re.fullmatch(r"-?\d+\.", value):
                 value = value[:-1]
-            f.env.append(EnvEcho(m.group("name"), value, at, text))
+            self._keep("env", EnvEcho(m.group("name"), value, at, text))
             return
         for kind, pat in _NOTES:
             if pat.search(msg):
-                f.notes.append(Note(kind, at, text))
+                self._keep("notes", Note(kind, at, text))
                 return
+
+    def comm(self, c: CommInfo, p: Optional[Proc]) -> None:
+        self._keep("comms", c)
+        self.rank_host(c.rank, c.at)
+        self.rank_fact(c.rank, c.nranks, c.at, p)
+        if p is not None:
+            _add_capped(p.ranks, c.rank, 1024)
+
+    def rank_host(self, rank: int, at: Loc) -> None:
+        if not at.host:
+            return
+        hosts = self.rank_hosts.get(rank)
+        if hosts is None:
+            if len(self.rank_hosts) >= MAX_PAIRS:
+                return
+            hosts = self.rank_hosts[rank] = []
+        _add_capped(hosts, at.host, 8)
 
     def channel(self, m: "re.Match[str]", at: Loc, text: str, p: Optional[Proc]) -> None:
         g = m.groupdict()
@@ -929,22 +1164,65 @@ class _Parser:
         transport = str(v["transport"])
         gdr = bool(v.get("gdrdma"))
         dst = _int(g.get("dst"))
-        ch = Channel(
+        category = _category(transport, v.get("net"), gdr)
+        st = self.f.channel_stats.get(category)
+        if st is None and len(self.f.channel_stats) >= MAX_CATEGORIES:
+            category = "NET/other"
+            st = self.f.channel_stats.get(category)
+        if st is None:
+            st = self.f.channel_stats[category] = CategoryStats(category)
+        st.lines += 1
+        self.f.counts["channels"] = self.f.counts.get("channels", 0) + 1
+        if len(self.f.channels) < self.keep or len(st.first) < 4:
+            ch = self.channel_line(g, v, transport, gdr, dst, category, at, text)
+            if len(self.f.channels) < self.keep:
+                self.f.channels.append(ch)
+            if len(st.first) < 4:
+                st.first.append(ch)
+        src = int(g["src"])
+        if at.host:
+            _add_capped(st.hosts, at.host)
+        if dst is not None:
+            _add_capped(st.pairs, f"{src}->{dst}")
+        net = v.get("net")
+        if net:
+            _add_capped(st.nets, net, 16)
+        direction = g.get("dir")
+        if direction is not None or g["label"] == "Channel":
+            mine = dst if direction == "receive" and dst is not None else src
+            if p is not None:
+                _add_capped(p.ranks, mine, 1024)
+            self.rank_host(mine, at)
+        if dst is not None:
+            key = (src, dst)
+            pt = self.pairs.get(key)
+            if pt is None:
+                if len(self.pairs) >= MAX_PAIRS:
+                    return
+                pt = self.pairs[key] = PairTransport(src, dst, [], [], [], [], [], 0)
+            _add_capped(pt.categories, category, 16)
+            _add_capped(pt.vias, str(v["via"]), 16)
+            _add_capped(pt.channels, int(g["ch"]), 256)
+            pt.lines += 1
+
+    @staticmethod
+    def channel_line(g: Dict[str, Optional[str]], v: Dict[str, object], transport: str, gdr: bool,
+                     dst: Optional[int], category: str, at: Loc, text: str) -> Channel:
+        return Channel(
             channel=int(g["ch"]), src=int(g["src"]), dst=dst, transport=transport, via=str(v["via"]),
-            category=_category(transport, v.get("net"), gdr), at=at, text=text, label=g["label"],
+            category=category, at=at, text=text, label=g["label"],
             conn_index=_int(g.get("conn")), src_dev=g.get("sdev"), dst_dev=g.get("ddev"), direction=g.get("dir"),
             mode=v.get("mode"), read=bool(v.get("read")), ce=bool(v.get("ce")), net=v.get("net"),
             net_dev=v.get("net_dev"), proxy_rank=v.get("proxy_rank"), gdrdma=gdr, pci=bool(v.get("pci")),
             shared=bool(v.get("shared")), relay=v.get("relay"),
         )
-        self.f.channels.append(ch)
-        if p is not None and (ch.direction is not None or ch.label == "Channel"):
-            _add(p.ranks, ch.dst if ch.direction == "receive" and ch.dst is not None else ch.src)
 
     # ---- end
 
     def finish(self) -> NcclLogFacts:
         f = self.f
+        for key in list(self.open_warn):
+            self.close_warn(key)
         for w in f.warns:
             _classify(w)
         procs_by_source: Dict[str, List[Proc]] = {}
@@ -954,19 +1232,33 @@ class _Parser:
         for v, last in self.pending_versions:
             owners = procs_by_source.get(v.at.source, [])
             target: Optional[Proc] = None
-            if v.origin == "nccl" and len(owners) == 1:
+            if id(v) in self.version_owner:  # rank 0 of the lines that followed it
+                target = self.procs.get(self.version_owner[id(v)])
+            elif v.origin == "nccl" and len(owners) == 1:
                 target = owners[0]
             elif v.origin == "nccl" and last is not None:
                 target = self.procs.get(last)
             if target is not None:
                 v.at = Loc(v.at.source, v.at.lineno, target.host, target.pid)
-                _add(target.versions, v.version)
-            f.versions.append(v)
+                _add_capped(target.versions, v.version)
+            self._keep("versions", v)
+        procs = {p.name: p for p in self.procs.values()}
+        for v in f.versions:
+            p = procs.get(v.at.proc or "")
+            if p is not None and 0 in p.ranks:
+                v.rank0 = True
         f.versions.sort(key=lambda v: (v.at.source, v.at.lineno))
         for p in self.procs.values():
             p.ranks.sort()
             p.devs.sort()
         f.procs = sorted(self.procs.values(), key=lambda p: (p.host, p.pid))
+        for pt in self.pairs.values():
+            pt.categories.sort()
+            pt.vias.sort()
+            pt.channels.sort()
+            pt.src_hosts = list(self.rank_hosts.get(pt.src, []))
+            pt.dst_hosts = list(self.rank_hosts.get(pt.dst, []))
+        f.pair_list = [self.pairs[k] for k in sorted(self.pairs)]
         f.summary = summarize(f)
         return f
 
@@ -1014,99 +1306,82 @@ def _net_devices(net: str, body: str, at: Loc, text: str) -> NetDevices:
 # --------------------------------------------------------------------------- summary
 
 
-def _rank_hosts(f: NcclLogFacts) -> Dict[int, List[str]]:
-    out: Dict[int, List[str]] = {}
-    for ev in list(f.inits) + list(f.comms):
-        if ev.at.host:
-            _add(out.setdefault(ev.rank, []), ev.at.host)
-    for ch in f.channels:
-        if not ch.at.host:
-            continue
-        if ch.direction is None and ch.label != "Channel":
-            continue  # before 2.8 either side printed 'Ring r : a -> b', so the line says nothing about its host
-        mine = ch.dst if ch.direction == "receive" else ch.src
-        if mine is not None:
-            _add(out.setdefault(mine, []), ch.at.host)
-    return out
-
-
-def pair_transports(f: NcclLogFacts) -> List[PairTransport]:
-    """Channel lines grouped by (src, dst) rank pair."""
-    hosts = _rank_hosts(f)
-    pairs: Dict[Tuple[int, int], PairTransport] = {}
-    for ch in f.channels:
-        if ch.dst is None:
-            continue
-        key = (ch.src, ch.dst)
-        pt = pairs.get(key)
-        if pt is None:
-            pt = pairs[key] = PairTransport(ch.src, ch.dst, [], [], [], list(hosts.get(ch.src, [])),
-                                            list(hosts.get(ch.dst, [])), 0)
-        _add(pt.categories, ch.category)
-        _add(pt.vias, ch.via)
-        _add(pt.channels, ch.channel)
-        pt.lines += 1
-    for pt in pairs.values():
-        pt.categories.sort()
-        pt.vias.sort()
-        pt.channels.sort()
-    return [pairs[k] for k in sorted(pairs)]
-
-
 def summarize(f: NcclLogFacts) -> Summary:
-    """Versions, networks, transports overall and per pair, errors."""
-    versions: List[str] = []
+    """Versions, networks, transports overall and per pair, errors: from the tallies, not the kept lists."""
+    versions: List[str] = list(f.version_names)
     for v in f.versions:
         _add(versions, v.version)
     by_proc = {p.name: list(p.versions) for p in f.procs if p.versions}
     networks: List[str] = []
     for n in f.networks:
         _add(networks, n.name)
-    cats: List[str] = []
+    cats: List[str] = list(f.channel_stats) or []
     for ch in f.channels:
         _add(cats, ch.category)
     nvls = any((c.nvls or 0) > 0 for c in f.channel_counts) or any(n.kind == "comm" for n in f.nvls) or \
         any(c.what == "NVLS tree" for c in f.connected)
-    collnet = any(ch.transport == "COLLNET" for ch in f.channels) or any((c.collnet or 0) > 0 for c in f.channel_counts)
+    collnet = "CollNet" in cats or any(ch.transport == "COLLNET" for ch in f.channels) or \
+        any((c.collnet or 0) > 0 for c in f.channel_counts)
     if nvls:
         _add(cats, NVLS)
     if collnet:
         _add(cats, COLLNET)
-    results: List[str] = []
+    results: List[str] = list(f.dropped_results)
     for w in f.warns:
         for s in w.chain:
             if s.code in ERROR_RESULTS:
                 _add(results, s.code_name)
     for oc in f.orphan_chains:
+        if oc.benign:
+            continue
         for s in oc.steps:
             if s.code in ERROR_RESULTS:
                 _add(results, s.code_name)
-    failures = sum(1 for w in f.warns if w.failure) + len(f.watchdogs) + len(f.app_errors) + sum(
-        1 for oc in f.orphan_chains if oc.result in ERROR_RESULTS)
+    failures = sum(1 for w in f.warns if w.failure) + f.dropped_failures + f.total("watchdogs") + \
+        f.total("app_errors") + sum(1 for oc in f.orphan_chains if oc.failed)
     ranks: Set[int] = set()
     for p in f.procs:
         ranks.update(p.ranks)
+    nranks: List[int] = []
+    for x in list(f.comms) + list(f.inits) + list(f.rings):
+        _add(nranks, x.nranks)
+    pairs = f.pair_list
+    if not pairs and f.channels:  # facts assembled by hand, without the parser's tallies
+        pairs = _pairs_of(f.channels)
     return Summary(
         versions=versions, versions_by_proc=by_proc, networks=networks, transports=sorted(cats),
-        pairs=pair_transports(f),
+        pairs=pairs,
         net_ib_used=any(c in (NET_IB, NET_IB_GDR) for c in cats),
-        gdrdma_used=any(ch.gdrdma for ch in f.channels),
+        gdrdma_used=any(c.endswith("+GDRDMA") for c in cats),
         nvls_used=nvls, collnet_used=collnet, error_results=sorted(results), failures=failures,
-        warns=len(f.warns), ranks=sorted(ranks), hosts=sorted({p.host for p in f.procs}),
+        warns=f.total("warns"), ranks=sorted(ranks), hosts=sorted({p.host for p in f.procs}), nranks=sorted(nranks),
     )
+
+
+def _pairs_of(channels: Iterable[Channel]) -> List[PairTransport]:
+    pairs: Dict[Tuple[int, int], PairTransport] = {}
+    for ch in channels:
+        if ch.dst is None:
+            continue
+        pt = pairs.setdefault((ch.src, ch.dst), PairTransport(ch.src, ch.dst, [], [], [], [], [], 0))
+        _add(pt.categories, ch.category)
+        _add(pt.vias, ch.via)
+        _add(pt.channels, ch.channel)
+        pt.lines += 1
+    return [pairs[k] for k in sorted(pairs)]
 
 
 LogInput = Union[Mapping[str, str], Iterable[Tuple[str, str]]]
 
 
-def parse_logs(logs: LogInput) -> NcclLogFacts:
+def parse_logs(logs: LogInput, keep: int = KEEP) -> NcclLogFacts:
     """Parse several logs (``{name: text}`` or ``(name, text)`` pairs) into one set of facts.
 
     Logs of one job belong together: versions are compared across them and
     rank pairs are joined from both sides.
     """
     items = logs.items() if isinstance(logs, Mapping) else logs
-    p = _Parser()
+    p = _Parser(keep)
     for name, text in items:
         p.feed(text or "", name)
     return p.finish()
@@ -1115,3 +1390,25 @@ def parse_logs(logs: LogInput) -> NcclLogFacts:
 def parse(text: str, source: str = "<log>") -> NcclLogFacts:
     """Parse one log."""
     return parse_logs([(source, text)])
+
+
+def read_lines(stream: IO[bytes], max_line: int = MAX_LINE) -> Iterator[str]:
+    """Decoded lines of a binary stream, each at most ``max_line`` bytes (the rest of a longer line is skipped)."""
+    while True:
+        line = stream.readline(max_line)
+        if not line:
+            return
+        if len(line) >= max_line and not line.endswith(b"\n"):
+            while True:  # skip the rest of an overlong line without holding it
+                rest = stream.readline(max_line)
+                if not rest or rest.endswith(b"\n"):
+                    break
+        yield line.decode("utf-8", errors="replace").rstrip("\r\n")
+
+
+def parse_streams(streams: Iterable[Tuple[str, IO[bytes]]], keep: int = KEEP) -> NcclLogFacts:
+    """Parse logs from open binary streams, line by line: memory does not grow with the logs' size."""
+    p = _Parser(keep)
+    for name, stream in streams:
+        p.feed_lines(read_lines(stream), name)
+    return p.finish()

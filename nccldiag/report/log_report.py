@@ -1,6 +1,7 @@
 """Rendering what NCCL logs say: a process table, a rank-pair transport table, findings, and JSON."""
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Dict, List, Sequence
 
 from rich.console import Console
@@ -85,11 +86,16 @@ def render(facts: NcclLogFacts, findings: Sequence[Finding], con: Console, verbo
     s = facts.summary
     n_fail = sum(1 for f in findings if f.status == Status.FAIL)
     con.print()
-    parts = [f"{len(facts.sources)} file(s)", f"{facts.nccl_lines} NCCL line(s)", f"{len(facts.procs)} process(es)"]
+    lines = f"{facts.nccl_lines} NCCL line(s)"
+    if facts.unprefixed:
+        lines += f" ({facts.unprefixed} without their NCCL prefix, process unknown)"
+    parts = [f"{len(facts.sources)} file(s)", lines, f"{len(facts.procs)} process(es)"]
     if s is not None:
         parts.append("transports: " + (", ".join(s.transports) or "none seen"))
         if s.versions:
             parts.append("NCCL " + ", ".join(s.versions))
+        if s.nranks:
+            parts.append("world " + ", ".join(str(n) for n in s.nranks[:6]) + " ranks")
     verdict = Text(f"{n_fail} failure(s)" if n_fail else "no failure", style="fail" if n_fail else "ok")
     con.print(Text.assemble("; ".join(parts) + "; ", verdict))
     if not facts.nccl_lines:
@@ -98,10 +104,9 @@ def render(facts: NcclLogFacts, findings: Sequence[Finding], con: Console, verbo
 
 def facts_json(facts: NcclLogFacts, include_channels: bool = False) -> Dict[str, Any]:
     """The facts as JSON values; channel lines are summarised per pair unless asked for."""
-    d = to_jsonable(facts)
-    d["channel_lines"] = len(facts.channels)
-    if not include_channels:
-        d.pop("channels", None)
+    skip = set() if include_channels else {"channels"}
+    d = {f.name: to_jsonable(getattr(facts, f.name)) for f in dataclasses.fields(facts) if f.name not in skip}
+    d["channel_lines"] = facts.total("channels")
     for wd, w in zip(d["warns"], facts.warns):
         wd["result"] = w.result
         wd["result_name"] = w.result_name

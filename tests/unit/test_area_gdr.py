@@ -180,3 +180,24 @@ def test_snippets_run_against_a_fixture_tree(tmp_path):
     assert f.peer_paths["/sys/module/nvidia_peermem/version"] == "535.54.03"
     assert len(f.error_lines) == 7
     assert [x.status for x in gdr.judge(f, node(f))] == [Status.OK, Status.WARN]
+
+
+def test_unreadable_is_said_only_of_what_was_collected():
+    from nccldiag.areas import gdr as g
+    from nccldiag.areas.base import NodeFacts as NF
+
+    class _Gpu:
+        gpus = [1]
+
+    class _Ib:
+        ports = [1]
+
+    node = NF("h")
+    node.facts.update(gpu=_Gpu(), ib=_Ib())
+
+    def peermem(raw):
+        return next(x for x in g.judge(g.parse(raw), node) if x.check == "gdr.peermem").message
+
+    assert "were not collected" in peermem({})
+    # collected, and not a module list (written for this test: what a failed read leaves)
+    assert "unreadable" in peermem({"proc_modules": "cat: /proc/modules: Permission denied\n"})

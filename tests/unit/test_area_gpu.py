@@ -349,3 +349,17 @@ def test_nvml_snippet_against_a_stand_in_module(tmp_path):
     ]
     assert [n.inactive for n in facts.nvlink] == [[], [1]]
     assert facts.nvml["p2p"]["read"] == {"0,1": 2, "1,0": 2}
+
+
+def test_mixed_gpu_models_are_all_named():
+    f = gpu.parse({"gpu_query": fixture("nvidia-smi-q", "query-gpu-csv-a6000-3090-gen1-idle-downclock.txt")})
+    inv = by_check(gpu.judge(f, NodeFacts("h")))["gpu.inventory"]
+    assert "1x NVIDIA GeForce RTX 3090 + 1x NVIDIA RTX A6000" in inv.message and "mixed GPU models" in inv.message
+    assert inv.actual["model"] == ["NVIDIA GeForce RTX 3090", "NVIDIA RTX A6000"]
+    assert gpu.summarize(f)["model"] == "NVIDIA GeForce RTX 3090 + NVIDIA RTX A6000"
+
+
+def test_one_model_keeps_its_short_message():
+    f = gpu.parse({"nvidia_smi_q": fixture("nvidia-smi-q", "gpud-titan-v-560-full.txt")})
+    inv = by_check(gpu.judge(f, NodeFacts("h")))["gpu.inventory"]
+    assert inv.message.startswith("1x NVIDIA TITAN V,") and "mixed" not in inv.message

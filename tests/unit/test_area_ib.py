@@ -209,17 +209,23 @@ def test_ibstat_down_with_link_up_and_no_lid_fails_pointing_at_subnet_manager():
 
 def test_ibv_devinfo_port_down_and_cut_block():
     f = facts_of("ibv_devinfo", "deepep60-cx6dx-eth-port-down-mtu1024-fragment.txt")
-    # mlx5_13's block was cut before its port section: no port to report
+    # mlx5_13's block was cut before its port section: the device exists (phys_port_cnt 1), its state is unknown
     assert [(p.device, p.state, p.link_layer, p.mtu, p.hca_type, p.fw_ver) for p in f.ports] == [
-        ("mlx5_12", "Down", "Ethernet", 1024, "MT4125", "22.38.1900")]
+        ("mlx5_12", "Down", "Ethernet", 1024, "MT4125", "22.38.1900"),
+        ("mlx5_13", None, None, None, "MT4129", "28.39.2048")]
+    assert "no port section" in f.ports[1].lines[0]
     assert statuses(ib.judge(f), "ib.port_state") == ["fail"]
+    assert ib.summarize(f)["active_ports"] is None  # an unknown state is never compared across nodes
 
 
 def test_ibv_devinfo_renamed_hcas():
     f = facts_of("ibv_devinfo", "azhpcimages44-azure-hbv2-renamed-hcas-fragment.txt")
-    (p,) = f.ports
+    cut, p = f.ports  # natural order: ibP... before rdmaP...
     assert (p.device, p.state, p.link_layer, p.hca_type, p.fw_ver, p.board_id) == (
         "rdmaP23800p0s2", "Active", "Ethernet", "MT4118", "14.25.8102", "MSF0010110035")
+    # the second hca_id block was cut after hw_ver: the device is listed, its port state unknown
+    assert (cut.device, cut.port, cut.state) == ("ibP57247p0s2", 1, None)
+    assert "state of 1 port not reported" in next(x for x in ib.judge(f) if x.check == "ib.port_state").message
 
 
 def test_ibv_devinfo_verbose_port_rate_and_gids_through_markdown_bold():
@@ -530,3 +536,103 @@ def test_tree_from_dump_and_symlinks(tmp_path):
     write_tree(dump, str(tmp_path))
     link = tmp_path / "sys/bus/pci/devices/0000:01:00.0"
     assert link.is_symlink() and (link / "current_link_speed").read_text() == "8.0 GT/s PCIe\n"
+
+
+# ---- format variations: empty GID tables, inferred link layers, soft RDMA, netdev-only ports --------------
+
+# show_gids' header as MLNX_OFED prints it (IBM/SpectrumScale_NETWORK_READINESS#4 quotes a full table), with no
+# row: written for this test, the state of a RoCE port whose netdev has no address at all.
+SHOW_GIDS_EMPTY = ("DEV\tPORT\tINDEX\tGID\t\t\t\t\tIPv4  \t\tVER\tDEV\n"
+                   "---\t----\t-----\t---\t\t\t\t\t------------  \t---\t---\n"
+                   "n_gids_found=0\n")
+
+
+def test_empty_show_gids_on_active_ethernet_ports_is_a_failure_not_a_skip():
+    raw = {"ibstat": text("ibstat", "gpud-h100-roce400g-down-polling-disabled.txt"), "show_gids": SHOW_GIDS_EMPTY}
+    f = ib.parse(raw)
+    active = [p for p in f.ports if p.active]
+    assert active and all(p.gids_source == "show_gids" and p.gids == [] for p in active)
+    gid = by_check(ib.judge(f), "ib.roce_gid")
+    assert gid and all(x.status == Status.FAIL for x in gid)
+    assert "no GID at all" in gid[0].message and "no GID table was collected" not in gid[0].message
+    # without show_gids the same ports are a skip: nothing was collected
+    assert statuses(ib.judge(ib.parse({"ibstat": raw["ibstat"]})), "ib.roce_gid") == ["skip"]
+
+
+def test_show_gids_with_rows_is_not_empty():
+    assert not ib.show_gids_empty(text("show-gids", "husky-readme-mlx5_0-rdma0-v1-v2.txt"))
+    assert ib.show_gids_empty(SHOW_GIDS_EMPTY)
+
+
+def test_link_layer_inferred_from_roce_v2_ipv4_gids():
+    # Two real captures side by side: `rdma link` (no link layer field) and show_gids for mlx5_0 port 1.
+    f = ib.parse({"rdma_link": text("rdma-link", "3fs283-cx6dx-2port-trailing-space.txt"),
+                  "show_gids": text("show-gids", "husky-readme-mlx5_0-rdma0-v1-v2.txt")})
+    p0, p1 = f.ports
+    assert (p0.device, p0.link_layer) == ("mlx5_0", "Ethernet") and "RoCE v2" in p0.link_layer_from
+    assert p1.link_layer is None  # no GID seen: nothing to infer from
+    assert statuses(ib.judge(f), "ib.roce_gid") == ["ok"]
+    assert "ib.soft_rdma" not in {x.check for x in ib.judge(f)}
+
+
+def test_infiniband_gids_give_no_ethernet_inference():
+    f = facts_of("sysfs-infiniband", "gpud-h100-ndr400-8ib-plus-bond-ethernet.txt")
+    assert all(p.link_layer_from is None for p in f.ports)
+
+
+def test_soft_roce_and_siw_are_said_to_be_software():
+    # Written for this test: `rdma link` as iproute2 prints it for rdma_rxe and siw devices.
+    f = ib.parse({"rdma_link": "link rxe0/1 state ACTIVE physical_state LINK_UP netdev eth0 \n"
+                               "link siw0/1 state ACTIVE physical_state LINK_UP netdev eth1 \n"})
+    assert [(p.device, p.link_layer, p.soft) for p in f.ports] == [
+        ("rxe0", "Ethernet", "Soft-RoCE (rdma_rxe)"), ("siw0", "Ethernet", "soft iWARP (siw)")]
+    (soft,) = by_check(ib.judge(f), "ib.soft_rdma")
+    assert soft.status == Status.WARN and "not the fabric" in soft.message and "rxe0 port 1" in soft.message
+
+
+def test_ibdev2netdev_only_ports_with_down_netdevs_get_a_word():
+    f = facts_of("ibdev2netdev", "imbue4-h100-cx7-ib-cx6-eth-column-t-annotated.txt")
+    (st,) = by_check(ib.judge(f), "ib.port_state")
+    assert st.status == Status.SKIP
+    assert "netdev Down for mlx5_0 port 1 (ibp26s0)" in st.message and "normal for InfiniBand" in st.message
+    assert ib.summarize(f)["active_ports"] is None
+
+
+def test_a_node_with_unknown_port_states_is_not_the_consistency_majority():
+    from nccldiag.areas import consistency
+
+    healthy = ib.summarize(facts_of("ibstat", "gpud-h100-ib-ndr-all-active-space-indented.txt"))
+    unknown = ib.summarize(facts_of("ibdev2netdev", "imbue4-h100-cx7-ib-cx6-eth-column-t-annotated.txt"))
+    summaries = {h: {f"ib.{k}": v for k, v in s.items()}
+                 for h, s in (("a", healthy), ("b", healthy), ("u1", unknown), ("u2", unknown), ("u3", unknown))}
+    out = consistency.judge_cluster(summaries)
+    assert all(x.check != "consistency.ib.active_ports" for fs in out.values() for x in fs)
+
+
+# Written for this test, in perftest's ib_read_lat layout (title, header, one result row).
+READ_LAT = """\
+---------------------------------------------------------------------------------------
+                    RDMA_Read Latency Test
+ Dual-port       : OFF\t\tDevice         : mlx5_0
+ Number of qps   : 1\t\tTransport type : IB
+ Connection type : RC\t\tUsing SRQ      : OFF
+ Mtu             : 4096[B]
+ Link type       : IB
+---------------------------------------------------------------------------------------
+ #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    t_stdev[usec]   99% percentile[usec]   99.9% percentile[usec] 
+ 2       1000          1.89           4.15         1.93     \t       1.94        \t0.05   \t\t2.05    \t\t4.15   
+---------------------------------------------------------------------------------------
+"""
+
+
+def test_perftest_latency_table_is_not_a_bandwidth_table():
+    r = ib.parse_perftest(READ_LAT)
+    assert r.kind == "lat" and r.rows == [] and r.bw_average is None
+    (row,) = r.latency_rows
+    assert (row["bytes"], row["iterations"], row["t_min"], row["t_typical"], row["t_avg"]) == (2, 1000, 1.89, 1.93, 1.94)
+    assert r.device == "mlx5_0" and r.link_type == "IB" and "Latency Test" in r.test
+
+
+def test_perftest_bandwidth_fixture_is_a_bandwidth_table():
+    r = ib.parse_perftest(text("perftest", "deepops-cx5-roce-ib_write_bw-cpu-freq-warning.txt"))
+    assert r.kind == "bw" and r.rows and r.latency_rows == []

@@ -251,3 +251,14 @@ def test_default_domain_passthrough_and_disabled_lines():
     assert (pt.mode, pt.mode_basis, pt.default_domain) == ("passthrough", "default domain type", "passthrough")
     off = iommu.parse({"iommu_dmesg": "[    0.0] DMAR: IOMMU disabled\n[    0.1] DMAR: Host address width 46\n"})
     assert off.mode == "off" and off.disabled_lines == ["[    0.0] DMAR: IOMMU disabled"]
+
+
+def test_default_domain_passthrough_alone_means_passthrough_not_off():
+    # The real guest line with its word changed to Passthrough: written for this test (the kernel prints
+    # "iommu: Default domain type: Passthrough " the same way, trailing blank included, under iommu=pt).
+    line = dmesg("hotsos-kvm-guest-only-default-domain-line.txt").replace("Translated", "Passthrough")
+    assert "Passthrough" in line
+    f = iommu.parse({"iommu_dmesg": line})
+    assert (f.mode, f.mode_basis) == ("passthrough", "the kernel log's default domain type Passthrough")
+    (m,) = [x for x in iommu.judge(f, NodeFacts("h")) if x.check == "iommu.mode"]
+    assert m.status == Status.OK and "passthrough" in m.message

@@ -177,3 +177,50 @@ def test_cpufreq_snippet_silent_without_cpufreq(tmp_path):
                          timeout=30).stdout
     secs, rcs, _ = split_sections(out)
     assert secs == {"cpufreq": "", "shm": ""} and rcs == {"cpufreq": 0, "shm": 0}
+
+
+# ---- hand-captured formats ------------------------------------------------------------------------------
+
+# Written for this test, in bash's `ulimit -a` layout (the one hand-built bundles carry).
+ULIMIT_A = """\
+real-time non-blocking time  (microseconds, -R) unlimited
+core file size              (blocks, -c) 0
+data seg size               (kbytes, -d) unlimited
+max locked memory           (kbytes, -l) 64
+max memory size             (kbytes, -m) unlimited
+open files                          (-n) 1024
+pipe size                (512 bytes, -p) 8
+"""
+
+
+def test_ulimit_a_gives_memlock_and_nofile():
+    f = limits.parse({"ulimit": ULIMIT_A})
+    assert (f.memlock_soft, f.nofile_soft, f.memlock_source) == (64 * 1024, 1024, "ulimit -l")
+    mem = by_check(limits.judge(f, node(ports=2)))["limits.memlock"]
+    assert mem.status == Status.FAIL and "64 KiB" in mem.message
+    assert any("max locked memory" in e for e in mem.evidence)
+
+
+def test_ulimit_a_unlimited_memlock_is_ok():
+    f = limits.parse({"ulimit": ULIMIT_A.replace("(kbytes, -l) 64", "(kbytes, -l) unlimited")})
+    assert by_check(limits.judge(f, node(ports=2)))["limits.memlock"].status == Status.OK
+
+
+# Written for this test: `grep . /sys/devices/system/cpu/cpu*/cpufreq/scaling_governor`, one line per CPU.
+GREP_GOV = "".join(f"/sys/devices/system/cpu/cpu{i}/cpufreq/scaling_governor:powersave\n" for i in range(4))
+
+
+def test_grep_dot_scaling_governor_lines():
+    f = limits.parse({"cpufreq": GREP_GOV})
+    assert f.governors == {"powersave": 4}
+    g = by_check(limits.judge(f, node()))["limits.cpu_governor"]
+    assert g.status == Status.WARN and "4 powersave" in g.message
+
+
+def test_governor_skip_reasons_say_what_happened():
+    def reason(raw):
+        return by_check(limits.judge(limits.parse(raw), node()))["limits.cpu_governor"].message
+
+    assert reason({}) == "cpufreq governors not collected"
+    assert "VM, or frequency managed by firmware" in reason({"cpufreq": ""})
+    assert reason({"cpufreq": "Permission denied\n"}) == "cpufreq output collected but unreadable"

@@ -255,3 +255,52 @@ def test_snippet_without_lspci_prints_nothing(tmp_path):
                          env={"NCCLDIAG_ROOT": str(tmp_path), "PATH": str(tmp_path)}, timeout=30).stdout
     secs, rcs, _ = split_sections(out)
     assert secs["lspci"] == "" and rcs["lspci"] == 0
+
+
+# ---- lspci -t / -tv ---------------------------------------------------------------------------------------
+
+# Written for this test, in the layout `lspci -tv` prints (a root bus, a switch, a ConnectX and a GPU below it).
+TREE_V = """\
+-[0000:00]-+-00.0  Intel Corporation Sky Lake-E DMI3 Registers
+           +-03.0-[17-1b]----00.0-[18-1b]--+-00.0-[19]----00.0  NVIDIA Corporation GH100 [H100 SXM5 80GB]
+           |                               \\-01.0-[1a]----00.0  Mellanox Technologies MT2910 Family [ConnectX-7]
+           \\-1f.0  Intel Corporation C621 Series Chipset LPC/eSPI Controller
+"""
+TREE = """\
+-[0000:00]-+-00.0
+           +-03.0-[17-1b]----00.0-[18-1b]--+-00.0-[19]----00.0
+           |                               \\-01.0-[1a]----00.0
+           \\-1f.0
+"""
+
+
+def test_lspci_tree_is_not_read_as_no_device_and_a_named_connectx_is_rdma_evidence():
+    from nccldiag.areas.pcie import node_gpus, node_rdma
+
+    f = pcie.parse({"lspci": TREE_V})
+    assert f.tree and not f.devices
+    assert f.tree_rdma == ["00.0 Mellanox Technologies MT2910 Family [ConnectX-7]"]
+    assert f.tree_gpus == ["00.0 NVIDIA Corporation GH100 [H100 SXM5 80GB]"]
+    (only,) = pcie.judge(f, NodeFacts("h"))
+    assert only.status == Status.SKIP and "device tree" in only.message and "no device" not in only.message
+    n = NodeFacts("h")
+    n.facts["pcie"] = f
+    assert node_rdma(n) == (True, "1 Mellanox NIC function (lspci -tv)")
+    assert node_gpus(n)[0] is True
+
+
+def test_lspci_t_without_names():
+    from nccldiag.areas.pcie import node_rdma
+
+    f = pcie.parse({"lspci": TREE})
+    assert f.tree and f.tree_names == []
+    (only,) = pcie.judge(f, NodeFacts("h"))
+    assert "without names" in only.message
+    n = NodeFacts("h")
+    n.facts["pcie"] = f
+    assert node_rdma(n) == (None, "no RDMA information")
+
+
+def test_real_lspci_outputs_are_not_trees():
+    for name in real.names(real.node("lspci")):
+        assert pcie.parse_tree(real.node_text("lspci", name)) == (False, []), name
