@@ -121,7 +121,8 @@ def check(bundle, only, skip, mesh_mode, save_dir, run_dir, p2p_test, verbose, c
     report.inventory_notes = notes
     doc = json.loads(dumps(check_report.to_json(report)))
     if not outs.stdout_json:
-        check_report.render(report, console(color=color), verbose=verbose)
+        with outputs.reader_may_leave():
+            check_report.render(report, console(color=color), verbose=verbose)
     if not keep.failed:
         try:
             rundir.save_report(run_dir, doc)

@@ -32,7 +32,8 @@ def report(run_dir, verbose, color, **kw):
     outs.validate()
     doc = rebuild.load(run_dir)
     if not outs.stdout_json:
-        summary.render(doc, console(color=color), verbose=verbose)
+        with outputs.reader_may_leave():
+            summary.render(doc, console(color=color), verbose=verbose)
     outs.write(doc)
     code = doc.get("exit_code")
     sys.exit(code if isinstance(code, int) and 0 <= code <= 4 else 3)

@@ -7,7 +7,10 @@ checked before any work (a usage error, exit 2); files are written through
 """
 from __future__ import annotations
 
+import contextlib
 import importlib.util
+import os
+import sys
 from dataclasses import dataclass
 from typing import Callable, Dict, List, Optional, Tuple
 
@@ -38,6 +41,25 @@ def options(kinds: Tuple[str, ...] = ("json", "junit", "prom", "html")):
         return f
 
     return deco
+
+
+@contextlib.contextmanager
+def reader_may_leave():
+    """Around printing the table: a reader that closed stdout (``| head``) ends the table, not the run.
+
+    The run directory and the report files are still written and the exit code
+    is still the run's. rich answers a closed stdout by pointing it at
+    /dev/null and raising ``SystemExit(1)``; a plain write raises BrokenPipeError.
+    """
+    try:
+        yield
+    except BrokenPipeError:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, sys.stdout.fileno())
+        os.close(null)
+    except SystemExit as exc:
+        if exc.code != 1:
+            raise
 
 
 @dataclass

@@ -195,7 +195,10 @@ def emit(report: ProbeReport, con: Console, outs, verbose: bool = False) -> None
         outs = Outputs(json=outs)
     doc = document(report)
     if not outs.stdout_json:
-        render(report, con, verbose=verbose)
+        from nccldiag.report.outputs import reader_may_leave
+
+        with reader_may_leave():
+            render(report, con, verbose=verbose)
     if report.out_dir and os.path.isdir(report.out_dir):
         from nccldiag import rundir
 

@@ -515,3 +515,24 @@ def test_report_reads_a_run_directory_without_trusting_it(tmp_path):
     os.mkfifo(run / "nccl-logs" / "default" / "nccl.vm.1.log")
     res = cli("report", run)
     assert res.exit_code == 2 and "nccl.vm.1.log: not a regular file" in res.stderr
+
+
+def test_a_reader_that_closes_stdout_loses_no_file(tmp_path):
+    """``nccldiag check ... --html r.html | head -1``: the table ends early, the files and the exit code do not."""
+    import subprocess
+    import sys
+
+    bundle = cluster_bundle(tmp_path)
+    for cmd in (["check", "--bundle", str(bundle), "--run-dir", str(tmp_path / "run")],
+                ["report", str(tmp_path / "run")]):
+        r, w = os.pipe()
+        os.close(r)  # the reader is gone before the first line: every write to stdout fails
+        proc = subprocess.Popen([sys.executable, "-m", "nccldiag", *cmd, "--html", str(tmp_path / f"{cmd[0]}.html"),
+                                 "--color", "never"], stdout=w, stderr=subprocess.PIPE, text=True,
+                                stdin=subprocess.DEVNULL, env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])})
+        os.close(w)
+        _, err = proc.communicate(timeout=120)
+        assert proc.returncode == 1, err  # the run's own exit code: gpu002 has an IB port down
+        assert "Traceback" not in err
+        assert (tmp_path / f"{cmd[0]}.html").stat().st_size > 0
+    assert (tmp_path / "run" / "report.json").exists()
