@@ -33,7 +33,7 @@ th{background:#f3f5f9}td.num{text-align:right;font-variant-numeric:tabular-nums}
 .diagnosis{border:1px solid #d8dde6;border-left:4px solid #b91c1c;padding:6px 12px;margin:8px 0;background:#fffafa}
 .warn-diagnosis{border-left-color:#d4a000;background:#fffdf3}.info-diagnosis{border-left-color:#8a93a3;background:#fff}
 .info{background:#f3f5f9;color:#5b6575}
-.finding{margin:6px 0}.finding pre,.diagnosis pre{background:#f6f8fa;padding:6px;margin:4px 0;overflow-x:auto;font-size:12px}
+.finding{margin:6px 0}.finding pre,.diagnosis pre{background:#f6f8fa;padding:6px;margin:4px 0;white-space:pre-wrap;overflow-wrap:anywhere;font-size:12px}
 .heat td{width:46px;text-align:center;font-size:12px}figure{margin:8px 0;display:inline-block;vertical-align:top}
 figcaption{font-weight:600}
 """
