@@ -1,4 +1,4 @@
-"""Writing a file so that no reader sees half of it and nothing planted beside it is followed.
+"""Files written so that no reader sees half of one, and read so that nothing planted is followed.
 
 The text goes to a new temporary file with an unpredictable name in the same
 directory (``mkstemp``: created exclusively, never through a link), which is
@@ -29,3 +29,34 @@ def write_text(path: str, text: str, mode: Optional[int] = None) -> None:
         except OSError:
             pass
         raise
+
+
+class NotRegular(ValueError):
+    """What is at the path is not a regular file (a link, a FIFO, a device, a directory)."""
+
+
+class TooLarge(ValueError):
+    """The file holds more than the caller's limit."""
+
+
+def read_regular(path: str, limit: int) -> str:
+    """The text of ``path``, read only if it is a regular file, never through a link, at most ``limit`` bytes.
+
+    Raises ``FileNotFoundError`` (and other ``OSError``) as ``open`` does,
+    :class:`NotRegular` for anything but a regular file (a FIFO is not waited
+    on), and :class:`TooLarge` past ``limit``. Bytes that are not UTF-8 are
+    replaced.
+    """
+    import stat
+
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise NotRegular(f"{path}: not a regular file")
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            data = f.read(limit + 1)
+    finally:
+        os.close(fd)
+    if len(data) > limit:
+        raise TooLarge(f"{path}: larger than {limit >> 20} MiB")
+    return data.decode("utf-8", errors="replace")

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 import os
-import stat
 import threading
 from typing import Any, Dict, List, Optional
 
@@ -87,22 +86,16 @@ def read_text(path: str, limit: int = LIMIT) -> Optional[str]:
 
     Anything else at that name is a usage error naming it: a run directory is read, never trusted.
     """
+    from nccldiag.atomic import NotRegular, TooLarge, read_regular
+
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        return read_regular(path, limit)
     except FileNotFoundError:
         return None
+    except (NotRegular, TooLarge) as exc:
+        raise UsageError(str(exc)) from None
     except OSError as exc:
         raise UsageError(f"{path}: cannot read it: {exc.strerror or exc}") from None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise UsageError(f"{path}: not a regular file")
-        with os.fdopen(fd, "rb", closefd=False) as f:
-            data = f.read(limit + 1)
-    finally:
-        os.close(fd)
-    if len(data) > limit:
-        raise UsageError(f"{path}: larger than {limit >> 20} MiB")
-    return data.decode("utf-8", errors="replace")
 
 
 def read_lines(path: str) -> List[Dict[str, Any]]:

@@ -11,7 +11,7 @@ import os
 import re
 from typing import Dict, List, Optional
 
-from nccldiag.atomic import write_text
+from nccldiag.atomic import NotRegular, TooLarge, read_regular, write_text
 from nccldiag.model.raw import RawNode
 
 SECTION_NAME = re.compile(r"^[A-Za-z0-9_]{1,64}$")  # every source name; nothing else becomes a file name
@@ -126,21 +126,11 @@ MAX_SECTION_BYTES = 64 * 1024 * 1024
 def _read_regular(path: str, limit: int) -> Optional[str]:
     """The text of ``path`` if it is a regular file (never through a link, a FIFO or a device), capped."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError:
+        return read_regular(path, limit)
+    except TooLarge:
+        raise
+    except (OSError, NotRegular):
         return None
-    try:
-        import stat
-
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        with os.fdopen(fd, "rb", closefd=False) as f:
-            data = f.read(limit + 1)
-    finally:
-        os.close(fd)
-    if len(data) > limit:
-        raise ValueError(f"{path}: larger than {limit // (1024 * 1024)} MiB")
-    return data.decode("utf-8", errors="replace")
 
 
 def _typed(meta: dict, key: str, kind, default, where: str):
