@@ -123,6 +123,9 @@ def _write_json(data: dict, path: str) -> None:
 def log(files, json_path, require_ib, expect, include_channels, verbose, color):
     """Read NCCL logs (NCCL_DEBUG=INFO) and report versions, networks, transports and failures.
 
+    nccl-tests result tables and perftest outputs in the same files are read
+    too: wrong results fail, and their figures are reported.
+
     \b
     nccldiag log nccl.*.log                 one file per process (NCCL_DEBUG_FILE=nccl.%h.%p.log)
     nccldiag log job.out --require-ib       a job's stdout; Socket fallback is a failure
@@ -146,5 +149,5 @@ def log(files, json_path, require_ib, expect, include_channels, verbose, color):
     if json_path != "-":
         report.render(facts, findings, console(color=color), verbose=verbose)
     elif not facts.nccl_lines:
-        click.echo("nccldiag: no NCCL lines found: was the job run with NCCL_DEBUG=INFO?", err=True)
+        click.echo(f"nccldiag: {report.no_nccl_lines(facts)}", err=True)
     sys.exit(report.exit_code(findings))

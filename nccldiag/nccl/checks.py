@@ -600,4 +600,7 @@ def judge(facts: NcclLogFacts, require_ib: bool = False,
     out += _other_errors(facts, have_failure)
     out += _init(facts)
     out += _env(facts, env)
+    from nccldiag.benchmarks import checks as bench
+
+    out += bench.judge(facts.nccl_tests, facts.perftests)
     return out

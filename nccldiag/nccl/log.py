@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import IO, Dict, Iterable, Iterator, List, Mapping, Optional, Set, Tuple, Union
+from typing import IO, Any, Dict, Iterable, Iterator, List, Mapping, Optional, Set, Tuple, Union
 
 # ncclResult_t (src/nccl.h.in); ncclTimeout exists since 2.27.
 RESULT_NAMES = {
@@ -499,6 +499,8 @@ class NcclLogFacts:
     app_errors: List[AppError] = field(default_factory=list)
     notes: List[Note] = field(default_factory=list)
     summary: Optional[Summary] = None
+    nccl_tests: List[Any] = field(default_factory=list)  # benchmarks.nccltests.NcclTestsRun, one per file
+    perftests: List[Any] = field(default_factory=list)  # benchmarks.perftest.PerftestResult, one per file
 
     def total(self, name: str) -> int:
         """How many records of list ``name`` the logs held (the list keeps at most ``keep``)."""
@@ -773,6 +775,13 @@ def parse_via(via: str) -> Dict[str, object]:
 
 # Bounds that keep memory flat whatever the log's size (a log is not trusted to be small).
 KEEP = 1000  # records kept per fact list; the rest are counted
+# Benchmark outputs (nccl-tests, perftest) in the same files: their lines are
+# kept per file from the first line that announces one, up to a bound, and
+# read by nccldiag.benchmarks when the logs end.
+_BENCH_START = re.compile(r"^\s*#?\s*(?:nThread\b|Collective test starting|Using devices|size\s+count\b)"
+                          r"|\b(?:BW|Lat(?:ency)?) Test\b")
+MAX_BENCH_BYTES = 4 * 1024 * 1024
+MAX_BENCH_FILES = 256
 MAX_LINE = 64 * 1024  # longer physical lines are cut (the rest of the line is skipped unread)
 MAX_PROCS = 16384
 MAX_PAIRS = 20000
@@ -816,6 +825,8 @@ class _Parser:
         self.rank_hosts: Dict[int, List[str]] = {}
         self.last_seen: Optional[Tuple[str, int, Optional[int], str]] = None
         self.last_proc: Optional[Proc] = None
+        self.bench: Dict[str, List[str]] = {}  # file -> lines of a benchmark output in it
+        self.bench_bytes: Dict[str, int] = {}
 
     def _keep(self, name: str, item) -> bool:
         """Append to the fact list ``name`` unless it holds ``keep`` records already; count it either way."""
@@ -871,7 +882,20 @@ class _Parser:
 
     # ---- records
 
+    def bench_line(self, rec: _Rec) -> None:
+        src = rec.at.source
+        lines = self.bench.get(src)
+        if lines is None:
+            if len(self.bench) >= MAX_BENCH_FILES or not _BENCH_START.search(rec.msg):
+                return
+            lines = self.bench[src] = []
+            self.bench_bytes[src] = 0
+        if self.bench_bytes[src] < MAX_BENCH_BYTES:
+            lines.append(rec.msg[:4096])
+            self.bench_bytes[src] += len(lines[-1]) + 1
+
     def bare(self, rec: _Rec, last_proc: Optional[Tuple[str, int]]) -> None:
+        self.bench_line(rec)
         if "Watchdog" in rec.msg or "NCCL error in" in rec.msg or "Test " in rec.msg:
             self.app_lines(rec)  # PyTorch and nccl-tests lines may quote NCCL's words: theirs first
             return
@@ -1221,6 +1245,20 @@ class _Parser:
 
     def finish(self) -> NcclLogFacts:
         f = self.f
+        if self.bench:
+            from nccldiag.benchmarks import nccltests, perftest
+
+            for src, lines in self.bench.items():
+                text = "\n".join(lines)
+                run = nccltests.parse_nccl_tests(text)
+                if run is not None:
+                    run.source = src
+                    f.nccl_tests.append(run)
+                    continue
+                pt = perftest.parse_perftest(text)
+                if pt.rows or pt.latency_rows:
+                    pt.source = src
+                    f.perftests.append(pt)
         for key in list(self.open_warn):
             self.close_warn(key)
         for w in f.warns:

@@ -96,10 +96,21 @@ def render(facts: NcclLogFacts, findings: Sequence[Finding], con: Console, verbo
             parts.append("NCCL " + ", ".join(s.versions))
         if s.nranks:
             parts.append("world " + ", ".join(str(n) for n in s.nranks[:6]) + " ranks")
+    if facts.nccl_tests:
+        parts.append(f"{len(facts.nccl_tests)} nccl-tests result table(s)")
+    if facts.perftests:
+        parts.append(f"{len(facts.perftests)} perftest result(s)")
     verdict = Text(f"{n_fail} failure(s)" if n_fail else "no failure", style="fail" if n_fail else "ok")
     con.print(Text.assemble("; ".join(parts) + "; ", verdict))
     if not facts.nccl_lines:
-        con.print(Text("no NCCL lines found: was the job run with NCCL_DEBUG=INFO?", style="warn"))
+        con.print(Text(no_nccl_lines(facts), style="warn"))
+
+
+def no_nccl_lines(facts: NcclLogFacts) -> str:
+    if facts.nccl_tests or facts.perftests:
+        return ("no NCCL lines found beside the benchmark output: run it with NCCL_DEBUG=INFO to see the "
+                "transports and network NCCL chose")
+    return "no NCCL lines found: was the job run with NCCL_DEBUG=INFO?"
 
 
 def facts_json(facts: NcclLogFacts, include_channels: bool = False) -> Dict[str, Any]:

@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pytest
 
+from nccldiag.benchmarks import perftest
 from nccldiag.areas import infiniband as ib
 from nccldiag.areas.base import NodeFacts
 from nccldiag.areas.pcie import node_rdma
@@ -453,13 +454,13 @@ def test_state_and_rate_normalisers():
 
 
 def test_perftest_ib_write_bw_roce():
-    r = ib.parse_perftest(text("perftest", "deepops-cx5-roce-ib_write_bw-cpu-freq-warning.txt"))
+    r = perftest.parse_perftest(text("perftest", "deepops-cx5-roce-ib_write_bw-cpu-freq-warning.txt"))
     assert (r.test, r.device, r.link_type, r.gid_index, r.mtu, r.unit) == (
         "RDMA_Write BW Test", "mlx5_0", "Ethernet", 3, 4096, "Gb/sec")
     assert r.rows == [{"bytes": 65536.0, "iterations": 5000.0, "peak": 92.42, "average": 92.40, "msg_rate": 0.17623}]
     assert r.bw_average == 92.40
     assert len(r.warnings) == 1 and "CPU Frequency is not max" in r.warnings[0]
-    assert ib.parse_perftest(None).rows == [] and ib.parse_perftest("").bw_average is None
+    assert perftest.parse_perftest(None).rows == [] and perftest.parse_perftest("").bw_average is None
 
 
 # ---- the collection snippet on a fake root -----------------------------------------------------------------
@@ -626,7 +627,7 @@ READ_LAT = """\
 
 
 def test_perftest_latency_table_is_not_a_bandwidth_table():
-    r = ib.parse_perftest(READ_LAT)
+    r = perftest.parse_perftest(READ_LAT)
     assert r.kind == "lat" and r.rows == [] and r.bw_average is None
     (row,) = r.latency_rows
     assert (row["bytes"], row["iterations"], row["t_min"], row["t_typical"], row["t_avg"]) == (2, 1000, 1.89, 1.93, 1.94)
@@ -634,5 +635,5 @@ def test_perftest_latency_table_is_not_a_bandwidth_table():
 
 
 def test_perftest_bandwidth_fixture_is_a_bandwidth_table():
-    r = ib.parse_perftest(text("perftest", "deepops-cx5-roce-ib_write_bw-cpu-freq-warning.txt"))
+    r = perftest.parse_perftest(text("perftest", "deepops-cx5-roce-ib_write_bw-cpu-freq-warning.txt"))
     assert r.kind == "bw" and r.rows and r.latency_rows == []

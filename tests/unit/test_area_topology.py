@@ -2,6 +2,7 @@
 
 import pytest
 
+from nccldiag.benchmarks import nccltests
 from nccldiag.areas import gpu, topology
 from nccldiag.areas.base import NodeFacts
 from nccldiag.model.findings import Status
@@ -43,7 +44,7 @@ def test_every_topo_p2p_fixture_parses(name):
 
 @pytest.mark.parametrize("name", real.names(real.NODE / "nccl-tests"))
 def test_every_nccl_tests_fixture_parses(name):
-    run = topology.parse_nccl_tests(fixture("nccl-tests", name))
+    run = nccltests.parse_nccl_tests(fixture("nccl-tests", name))
     assert run is not None and run.rows and run.out_of_bounds == 0 and not run.wrong_rows
 
 
@@ -114,7 +115,7 @@ def test_topo_m_tabs_to_single_spaces_still_parse():
 def test_topo_parsers_tolerate_junk_and_truncation(text):
     m = topology.parse_topo_m(text)
     topology.parse_topo_p2p(text)
-    topology.parse_nccl_tests(text)
+    nccltests.parse_nccl_tests(text)
     topology.parse_p2p_copy(text)
     topology.judge(topology.parse({"topo_m": text, "topo_p2p_r": text, "topo_p2p_w": text, "p2p_copy": text}), node_with())
     if m is not None:
@@ -221,20 +222,20 @@ def test_no_p2p_source_skips():
 
 
 def test_nccl_tests_columns_old_and_new():
-    old = topology.parse_nccl_tests(fixture("nccl-tests", "deepops-2x-dgx-a100-k8s-hdr-allreduce-table-only.txt"))
+    old = nccltests.parse_nccl_tests(fixture("nccl-tests", "deepops-2x-dgx-a100-k8s-hdr-allreduce-table-only.txt"))
     assert old.avg_busbw == pytest.approx(53.7098) and old.peak_busbw == pytest.approx(188.70)
     assert old.rows[0].wrong == "2e-07/1e-07"  # the old "error" column: a relative error, not a count
-    new = topology.parse_nccl_tests(fixture("nccl-tests", "oci-2x8-a100-40gb-allreduce-10G-single-size.txt"))
+    new = nccltests.parse_nccl_tests(fixture("nccl-tests", "oci-2x8-a100-40gb-allreduce-10G-single-size.txt"))
     assert len(new.rows) == 1 and new.rows[0].size == 10737418240 and new.ranks == 16
     assert (new.rows[0].busbw_oop, new.rows[0].busbw_ip) == (222.88, 218.96)
-    gcp = topology.parse_nccl_tests(fixture("nccl-tests", "gcp-a3mega-2x8-h100-allreduce-header-mangled.txt"))
+    gcp = nccltests.parse_nccl_tests(fixture("nccl-tests", "gcp-a3mega-2x8-h100-allreduce-header-mangled.txt"))
     assert gcp.peak_busbw == pytest.approx(338.82) and gcp.ranks == 16 and gcp.avg_busbw == pytest.approx(70.742)
-    low = topology.parse_nccl_tests(fixture("nccl-tests", "deepops-2node-sriov-roce-allreduce-low-busbw-table-only.txt"))
+    low = nccltests.parse_nccl_tests(fixture("nccl-tests", "deepops-2node-sriov-roce-allreduce-low-busbw-table-only.txt"))
     assert low.peak_busbw == pytest.approx(22.92)
 
 
 def test_nccl_tests_wrong_count_detected():
     # constructed, not captured: a current-format row with #wrong 3 in place
     row = "   134217728      33554432     float     sum      -1   1234.5  108.72  190.26      0   1230.1  109.11  190.95      3\n"
-    run = topology.parse_nccl_tests(row + "# Out of bounds values : 1 FAILED\n")
+    run = nccltests.parse_nccl_tests(row + "# Out of bounds values : 1 FAILED\n")
     assert run.out_of_bounds == 1 and len(run.wrong_rows) == 1

@@ -18,6 +18,7 @@ from typing import Dict, List, Optional
 
 import pytest
 
+from nccldiag.benchmarks import nccltests
 from nccldiag import areas
 from nccldiag.check import engine
 from nccldiag.diagnosis import Inputs, diagnose, expected, summary
@@ -28,7 +29,7 @@ from nccldiag.nccl import log as nccllog
 from nccldiag.probe import analysis, results
 from nccldiag.probe.plan import NCCL_ROWS, Setting
 from nccldiag.probe.runner import SettingRun
-from nccldiag.areas import gpu as gpu_area, infiniband as ib_area, topology
+from nccldiag.areas import gpu as gpu_area, infiniband as ib_area
 from tests import real
 
 from . import bundles as B
@@ -350,7 +351,7 @@ def _ib(rel):
 
 
 def _nccl_tests(rel):
-    return topology.parse_nccl_tests(B.fixture(rel))
+    return nccltests.parse_nccl_tests(B.fixture(rel))
 
 
 def test_expected_for_2x_dgx_a100_hdr_against_their_measured_figure():

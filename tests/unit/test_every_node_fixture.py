@@ -2,8 +2,8 @@
 area's parse, judge and summarize: no exception and no ``error`` status. The net under the next variation."""
 import pytest
 
+from nccldiag.benchmarks import perftest
 from nccldiag.areas import all_areas
-from nccldiag.areas import infiniband as ib
 from nccldiag.check.engine import analyze_node
 from nccldiag.model.findings import Status
 from nccldiag.model.raw import RawNode
@@ -35,8 +35,8 @@ KIND_SOURCES = {
 }
 # Kinds no area of this checkout reads as a node source, and why.
 NOT_AN_AREA_SOURCE = {
-    "perftest": "read by infiniband.parse_perftest for probes (tested below), not collected by check",
-    "nccl-tests": "nccl-tests result tables: probe output, not a node source",
+    "perftest": "read by benchmarks.perftest for `nccldiag log` (tested below), not collected by check",
+    "nccl-tests": "read by benchmarks.nccltests for `nccldiag log`, not a node source",
     # The new check areas of issue 9 (Xid, ECC, NVLink/fabric manager, clocks, PCIe AER, IB error counters,
     # RoCE host set-up, firmware) own these kinds; they are mapped where those areas exist.
     "kernel-xid": "Xid area",
@@ -74,7 +74,7 @@ def test_fixture_through_every_area_has_no_error(kind, name):
     if kind not in KIND_SOURCES:
         assert kind in NOT_AN_AREA_SOURCE
         if kind == "perftest":
-            ib.parse_perftest(text)
+            perftest.parse_perftest(text)
         return
     areas = all_areas()
     for source in KIND_SOURCES[kind]:

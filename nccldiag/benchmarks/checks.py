@@ -1,0 +1,85 @@
+"""Benchmark outputs -> findings: nccl-tests' own verdict on its results, perftest's figure and warnings."""
+from __future__ import annotations
+
+from typing import List, Sequence
+
+from nccldiag.benchmarks.nccltests import NcclTestsRun
+from nccldiag.benchmarks.perftest import PerftestResult
+from nccldiag.model.findings import Finding, fail, ok, warn
+
+AREA = "benchmark"
+
+FIX_WRONG = (
+    "Wrong results are corrupted data on some path, not slowness: find the path by re-running with "
+    "NCCL_P2P_DISABLE=1, then NCCL_SHM_DISABLE=1, then NCCL_IB_DISABLE=1 (the run whose results turn right names "
+    "the transport), and check the GPUs' ECC, row remapping and Xid events and the links' error counters "
+    "(`nccldiag check` on the nodes involved)."
+)
+FIX_PERFTEST_WARNING = (
+    "perftest says its figure may be off: fix what it names and run it again (for 'CPU Frequency is not max', set "
+    "the governor to performance on both hosts: `cpupower frequency-set -g performance`, which `nccldiag check` "
+    "reports under limits)."
+)
+
+
+def _name(run: NcclTestsRun) -> str:
+    return run.name or "nccl-tests"
+
+
+def _row_text(r) -> str:
+    return (f"{r.size} B {r.dtype} {r.redop}: busbw {r.busbw_oop} / {r.busbw_ip} GB/s (out of place / in place), "
+            f"#wrong {r.wrong}")
+
+
+def judge_nccl_tests(run: NcclTestsRun) -> Finding:
+    where = f"{_name(run)} in {run.source}" if run.source else _name(run)
+    wrong = run.wrong_rows
+    oob = run.out_of_bounds or 0
+    peak = run.peak_busbw
+    figures = (f"peak busbw {peak:.2f} GB/s" if peak is not None else "no busbw")
+    if run.avg_busbw is not None:
+        figures += f", average {run.avg_busbw:.2f} GB/s"
+    sizes = f"{len(run.rows)} size{'s' if len(run.rows) != 1 else ''}"
+    if wrong or oob:
+        what = []
+        if wrong:
+            what.append(f"{len(wrong)} of {len(run.rows)} sizes returned wrong results (#wrong)")
+        if oob:
+            what.append(f"{oob} out-of-bounds values")
+        return fail(AREA, "nccltests.result", f"{where}: {'; '.join(what)}", actual=f"{len(wrong)} sizes wrong, {oob} out of bounds",
+                    expected="0 wrong, 0 out of bounds", evidence=[_row_text(r) for r in wrong[:8]], fix=FIX_WRONG)
+    if not run.verified:
+        return warn(AREA, "nccltests.result",
+                    f"{where}: {sizes}, {figures}; results not verified (the run used -c 0: #wrong is N/A)",
+                    actual="not verified", expected="verified results (-c 1, the default)",
+                    fix="Run nccl-tests with result checking on (-c 1, the default) to know the data arrived intact.")
+    return ok(AREA, "nccltests.result", f"{where}: {sizes}, {figures}, results verified (0 wrong, {oob} out of bounds)",
+              actual=peak)
+
+
+def judge_perftest(r: PerftestResult) -> List[Finding]:
+    where = " ".join(x for x in (r.test, f"on {r.device}" if r.device else None,
+                                  f"({r.link_type})" if r.link_type else None) if x) or "perftest"
+    src = f" in {r.source}" if r.source else ""
+    out: List[Finding] = []
+    if r.rows:
+        last = r.rows[-1]
+        out.append(ok(AREA, "perftest.result",
+                      f"{where}{src}: average {last['average']:g} {r.unit or ''} at {int(last['bytes'])} B "
+                      f"(peak {last['peak']:g})", actual=last["average"]))
+    elif r.latency_rows:
+        last = r.latency_rows[-1]
+        shown = ", ".join(f"{k} {v:g} us" for k, v in last.items() if k.startswith("t_"))
+        out.append(ok(AREA, "perftest.result", f"{where}{src}: latency at {int(last['bytes'])} B: {shown}",
+                      actual=last.get("t_typical") or last.get("t_avg")))
+    if r.warnings:
+        out.append(warn(AREA, "perftest.warning", f"{where}{src}: perftest warned that its figure may be off: "
+                        f"{r.warnings[0]}", evidence=list(r.warnings[:5]), fix=FIX_PERFTEST_WARNING))
+    return out
+
+
+def judge(nccl_tests: Sequence[NcclTestsRun], perftests: Sequence[PerftestResult]) -> List[Finding]:
+    out: List[Finding] = [judge_nccl_tests(run) for run in nccl_tests]
+    for r in perftests:
+        out.extend(judge_perftest(r))
+    return out

@@ -1,0 +1,122 @@
+"""nccl-tests and perftest outputs read by ``nccldiag log``, on real captures."""
+import json
+import subprocess
+import sys
+
+import pytest
+
+from nccldiag.benchmarks import checks, nccltests, perftest
+from nccldiag.model.findings import Status
+from nccldiag.nccl import log as nccllog
+from tests import real
+
+NCCL_TESTS = real.names(real.NODE / "nccl-tests")
+
+
+def run_log(*args, stdin=None):
+    return subprocess.run([sys.executable, "-m", "nccldiag", "log", *args], capture_output=True, text=True,
+                          timeout=120, input=stdin, env={**__import__("os").environ, "NO_COLOR": "1", "COLUMNS": "200"})
+
+
+@pytest.mark.parametrize("name", NCCL_TESTS)
+def test_every_real_nccl_tests_table_is_read_and_passes(name):
+    path = real.node("nccl-tests", name)
+    facts = nccllog.parse(path.read_text(), name)
+    (run,) = facts.nccl_tests
+    assert run.rows and run.peak_busbw and run.verified and run.wrong_rows == []
+    (f,) = checks.judge(facts.nccl_tests, [])
+    assert f.status == Status.OK and f.check == "nccltests.result" and "results verified" in f.message
+    r = run_log(str(path))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "nccl-tests result table" in r.stdout and "benchmark output" in r.stdout
+
+
+def test_the_4_node_dgx_table_figures():
+    run = nccltests.parse_nccl_tests(real.node_text("nccl-tests", "deepops-4x-dgx-a100-slurm-allreduce-table-only.txt"))
+    assert len(run.rows) == 13 and run.peak_busbw == 191.56 and run.out_of_bounds == 0
+
+
+def _with_wrong(text: str) -> str:
+    """A real table with one row's #wrong columns changed to 3 (changed for this test)."""
+    out, done = [], False
+    for line in text.splitlines():
+        toks = line.split()
+        if not done and len(toks) >= 12 and toks[0] == "1048576":
+            line = line.rsplit(None, 1)[0] + "  3"
+            done = True
+        out.append(line)
+    assert done
+    return "\n".join(out) + "\n"
+
+
+def test_wrong_results_fail_with_the_sizes_named(tmp_path):
+    text = _with_wrong(real.node_text("nccl-tests", "deepops-4x-dgx-a100-slurm-allreduce-table-only.txt"))
+    p = tmp_path / "all_reduce.out"
+    p.write_text(text)
+    r = run_log(str(p), "--json", "-")
+    assert r.returncode == 1, r.stderr
+    doc = json.loads(r.stdout)
+    (f,) = [f for f in doc["findings"] if f["check"] == "nccltests.result"]
+    assert f["status"] == "fail" and "1 of 13 sizes returned wrong results" in f["message"]
+    assert any(e.startswith("1048576 B") for e in f["evidence"])
+    assert doc["facts"]["nccl_tests"][0]["rows"][0]["size"] == 1048576
+
+
+def test_unverified_runs_are_not_called_verified():
+    """A real table with its #wrong columns replaced by N/A, as -c 0 prints them (changed for this test)."""
+    text = real.node_text("nccl-tests", "deepops-4x-dgx-a100-slurm-allreduce-table-only.txt")
+    na = "\n".join(" ".join(l.split()[:7] + ["N/A"] + l.split()[8:11] + ["N/A"]) if l.strip()[:1].isdigit() else l
+                   for l in text.splitlines())
+    (f,) = checks.judge([nccltests.parse_nccl_tests(na)], [])
+    assert f.status == Status.WARN and "not verified" in f.message
+
+
+def test_a_table_inside_an_nccl_log_is_read_beside_the_nccl_lines():
+    """A real NCCL log and a real nccl-tests table in one job output (joined for this test)."""
+    logtext = real.nccl_log("net-ib-gdrdma-p2p-cumem-2node-4rank-nccltests.log").read_text()
+    table = real.node_text("nccl-tests", "oci-2x8-a100-40gb-allreduce-10G-single-size.txt")
+    facts = nccllog.parse(logtext + table, "job.out")
+    alone = nccllog.parse(logtext, "job.out")
+    assert facts.nccl_lines == alone.nccl_lines and alone.nccl_tests == []
+    (run,) = facts.nccl_tests
+    assert run.rows[0].size == 10737418240 and run.avg_busbw == pytest.approx(220.921)
+
+
+def test_real_nccl_logs_hold_no_benchmark_table():
+    for name in real.names(real.nccl_log(), "*.log"):
+        facts = nccllog.parse(real.nccl_log(name).read_text(), name)
+        assert facts.nccl_tests == [] and facts.perftests == [], name
+
+
+def test_perftest_output_gives_its_figure_and_its_warning():
+    path = real.node("perftest", "deepops-cx5-roce-ib_write_bw-cpu-freq-warning.txt")
+    facts = nccllog.parse(path.read_text(), path.name)
+    (pt,) = facts.perftests
+    assert pt.device == "mlx5_0" and pt.bw_average == pytest.approx(92.4)
+    found = {f.check: f for f in checks.judge([], facts.perftests)}
+    assert found["perftest.result"].status == Status.OK and "92.4 Gb/sec" in found["perftest.result"].message
+    assert found["perftest.warning"].status == Status.WARN and "CPU Frequency is not max" in found["perftest.warning"].message
+    r = run_log(str(path))
+    assert r.returncode == 0 and "perftest.warning" in r.stdout
+
+
+def test_log_json_with_benchmarks_matches_its_schema():
+    import jsonschema
+
+    from nccldiag.report import schema
+
+    r = run_log(str(real.node("nccl-tests", "deepops-2x-dgx-a100-k8s-hdr-allreduce-table-only.txt")),
+                str(real.node("perftest", "deepops-cx5-roce-ib_write_bw-cpu-freq-warning.txt")), "--json", "-")
+    doc = json.loads(r.stdout)
+    jsonschema.validate(doc, schema.load(doc["schema"]), cls=jsonschema.Draft202012Validator)
+    assert len(doc["facts"]["nccl_tests"]) == 1 and len(doc["facts"]["perftests"]) == 1
+
+
+def test_benchmark_lines_are_bounded_per_file():
+    """A table of 200k rows (written for this test): only the first MAX_BENCH_BYTES are kept."""
+    header = "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n"
+    row = "        1024           256     float     sum      -1    40.97    0.02    0.05      0    49.81    0.02    0.04      0\n"
+    facts = nccllog.parse(header + row * 200000, "big.out")
+    (run,) = facts.nccl_tests
+    # each kept row is at least 60 bytes: the bound holds well below the 200k rows given
+    assert 0 < len(run.rows) <= nccllog.MAX_BENCH_BYTES // 60 < 200000
