@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from nccldiag.areas.base import NodeFacts, Source, section
+from nccldiag.node import node_program
 from nccldiag.model.findings import Finding, fail, ok, skip, warn
 
 NAME = "gpu"
@@ -66,66 +67,7 @@ _PCI_CMD = (
     '"$(cat "$d/numa_node" 2>/dev/null || echo -)"; done'
 )
 
-# Runs with the node's Python; prints one JSON object and never fails.
-_NVML_PY = """
-import json
-out = {}
-try:
-    import pynvml as N
-except Exception as e:
-    print(json.dumps({"error": "nvidia-ml-py not importable: %s" % e}))
-    raise SystemExit(0)
-def s(v):
-    return v.decode() if isinstance(v, bytes) else v
-def g(fn, *a):
-    try:
-        return s(getattr(N, fn)(*a))
-    except Exception:
-        return None
-try:
-    N.nvmlInit()
-except Exception as e:
-    print(json.dumps({"error": "nvmlInit failed: %s" % e}))
-    raise SystemExit(0)
-try:
-    out["driver"] = g("nvmlSystemGetDriverVersion")
-    out["cuda"] = g("nvmlSystemGetCudaDriverVersion")
-    hs = [N.nvmlDeviceGetHandleByIndex(i) for i in range(N.nvmlDeviceGetCount())]
-    gpus = []
-    for i, h in enumerate(hs):
-        pci = g("nvmlDeviceGetPciInfo", h)
-        mem = g("nvmlDeviceGetMemoryInfo", h)
-        links = []
-        for l in range(getattr(N, "NVML_NVLINK_MAX_LINKS", 18)):
-            st = g("nvmlDeviceGetNvLinkState", h, l)
-            if st is None:
-                break
-            links.append(int(st))
-        gpus.append({"index": i, "name": g("nvmlDeviceGetName", h), "uuid": g("nvmlDeviceGetUUID", h),
-            "bus_id": s(pci.busId) if pci is not None else None,
-            "memory_mib": mem.total // 1048576 if mem is not None else None,
-            "gen": g("nvmlDeviceGetCurrPcieLinkGeneration", h), "gen_max": g("nvmlDeviceGetMaxPcieLinkGeneration", h),
-            "width": g("nvmlDeviceGetCurrPcieLinkWidth", h), "width_max": g("nvmlDeviceGetMaxPcieLinkWidth", h),
-            "nvlink": links})
-    out["gpus"] = gpus
-    p2p = {}
-    for a in range(len(hs)):
-        for b in range(len(hs)):
-            if a != b:
-                for cap, idx in (("read", 0), ("write", 1)):
-                    v = g("nvmlDeviceGetP2PStatus", hs[a], hs[b], idx)
-                    if v is not None:
-                        p2p.setdefault(cap, {})["%d,%d" % (a, b)] = int(v)
-    out["p2p"] = p2p
-finally:
-    try:
-        N.nvmlShutdown()
-    except Exception:
-        pass
-print(json.dumps(out))
-"""
-
-assert "'" not in _NVML_PY  # it travels inside single quotes
+_NVML_PY = node_program("nvml")
 
 SOURCES = (
     Source("gpu_query", _QUERY_CMD, timeout=30, description="nvidia-smi --query-gpu inventory (CSV)"),
