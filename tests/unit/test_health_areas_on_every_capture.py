@@ -1,0 +1,31 @@
+"""Every real node capture through every node-health area, in every one of its sections: no error, no exception.
+
+The net under the next format variation: whatever text a source returns, the
+area parses it and judges it without raising, and says ``error`` only when it
+could not check (never here: every section is present).
+"""
+import pytest
+
+from nccldiag.areas import affinity, firmware, gpuhealth, ibcounters, nvlink, pcie_errors, roce, xid
+from nccldiag.areas.base import NodeFacts
+from nccldiag.model.findings import Status
+from tests import real
+
+AREAS = (xid, gpuhealth, nvlink, pcie_errors, ibcounters, roce, firmware, affinity)
+
+
+def captures():
+    if not real.AVAILABLE:
+        return real.names(real.NODE)
+    return sorted(str(p.relative_to(real.NODE)) for p in real.NODE.rglob("*.txt"))
+
+
+@pytest.mark.parametrize("capture", captures())
+def test_capture_in_every_section_of_every_health_area(capture):
+    text = real.node_text(capture)
+    for area in AREAS:
+        raw = {s.name: text for s in area.SOURCES}
+        found = area.judge(area.parse(raw), NodeFacts("n1"))
+        assert found, area.NAME
+        assert all(f.status != Status.ERROR for f in found), (area.NAME, [f.message for f in found])
+        assert all(f.check.startswith(area.NAME + ".") and f.message for f in found)
