@@ -299,7 +299,8 @@ def _judge_links(facts: NvlinkFacts) -> List[Finding]:
         if facts.driver is None:
             return [skip(NAME, "nvlink.links", "no NVLink output (no NVIDIA driver answered nvidia-smi)")]
         return [skip(NAME, "nvlink.links", "no NVLink on these GPUs (nvidia-smi nvlink -s printed nothing)")]
-    counts = Counter(g.active for g in facts.links if not g.elided and not g.all_inactive)
+    # links are counted as listed (inactive ones included: gpu.nvlink reports those); speed on the active ones
+    counts = Counter(len(g.links) for g in facts.links if not g.elided and not g.all_inactive)
     speeds = Counter(s for g in facts.links for s in g.links.values() if s is not None)
     peer_n = counts.most_common(1)[0][0] if counts else None
     peer_s = max(speeds) if speeds else None
@@ -309,28 +310,31 @@ def _judge_links(facts: NvlinkFacts) -> List[Finding]:
         want_n = exp[0] if exp else peer_n
         want_s = exp[1] if exp else peer_s
         slow = sorted(l for l, s in g.links.items() if s is not None and want_s and s < want_s * 0.99)
-        line = f"GPU {g.index} ({g.name or '?'}): {g.active} active links" + (
-            f" at {', '.join(sorted({f'{s:g}' for s in g.links.values() if s is not None}))} GB/s" if g.active else "")
+        judged += 1
         if g.all_inactive:
             bad.append(f"GPU {g.index}")
             ev.append(f"GPU {g.index} ({g.name or '?'}): all links inactive")
-            judged += 1
             continue
-        judged += 1
-        few = not g.elided and want_n is not None and g.active < want_n
+        few = not g.elided and want_n is not None and len(g.links) < want_n
         if few or slow:
             bad.append(f"GPU {g.index}")
-            ev.append(line + (f", expected {want_n}" if few else "") + (f"; links {slow} below {want_s:g} GB/s" if slow else ""))
+            speeds_here = sorted({f"{s:g}" for s in g.links.values() if s is not None})
+            ev.append(f"GPU {g.index} ({g.name or '?'}): {len(g.links)} links" + (f" at {', '.join(speeds_here)} GB/s" if speeds_here else "")
+                      + (f", expected {want_n}" if few else "") + (f"; links {slow} below {want_s:g} GB/s" if slow else ""))
     if bad:
         return [fail(NAME, "nvlink.links", f"NVLink count or speed short on {', '.join(bad)}: " + "; ".join(ev[:3]),
                      actual=bad, expected="every GPU with its model's links at full speed", evidence=ev,
                      fix="Reset the GPU or reboot; links that stay down or slow after that point at the GPU baseboard, "
                      "NVSwitch tray or a seating problem: run 'dcgmi diag -r 3' and 'nvidia-smi nvlink -e', then open a "
                      "hardware case.")]
-    parts = Counter(f"{g.active}x {max(s for s in g.links.values() if s is not None):g} GB/s" for g in facts.links if g.active)
-    return [ok(NAME, "nvlink.links", f"{judged} GPUs with all their NVLinks at full speed ("
-               + ", ".join(f"{k} on {n}" for k, n in parts.items()) + ")"
-               + ("; some output was elided, counted where complete" if any(g.elided for g in facts.links) else ""))]
+    parts = Counter(f"{len(g.links)}x {max(s for s in g.links.values() if s is not None):g} GB/s" for g in facts.links if g.active)
+    notes = []
+    if any(g.elided for g in facts.links):
+        notes.append("some output was elided, counted where complete")
+    if any(g.active < len(g.links) for g in facts.links):
+        notes.append("inactive links are gpu.nvlink's finding")
+    return [ok(NAME, "nvlink.links", f"{judged} GPUs with their model's NVLink count, the active links at full speed ("
+               + ", ".join(f"{k} on {n}" for k, n in parts.items()) + ")" + "".join(f"; {n}" for n in notes))]
 
 
 def _judge_errors(facts: NvlinkFacts) -> List[Finding]:

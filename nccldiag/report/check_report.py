@@ -37,12 +37,20 @@ def grouped(report: CheckReport, min_status: Status = Status.WARN) -> List[Tuple
     return sorted(groups.values(), key=lambda g: (-SEVERITY[g[0].status], g[0].check))
 
 
+def _judged(report: CheckReport, column: str) -> bool:
+    """Whether any node has a finding other than skip in ``column``."""
+    return any(f.area == column and f.status != Status.SKIP for f in report.findings)
+
+
 def render(report: CheckReport, con: Console, verbose: bool = False) -> None:
-    cols = report.columns
+    # columns where every node skipped (the hardware or tool is absent everywhere) are named below the table
+    # instead, so that the table of a GPU node with every area stays readable in a terminal
+    cols = [c for c in report.columns if c == "ssh" or _judged(report, c)]
+    skipped = [c for c in report.columns if c not in cols]
     table = Table(title=None, show_lines=False, header_style="bold", pad_edge=False)
-    table.add_column("node", no_wrap=True)
+    table.add_column("node", no_wrap=True, min_width=min(40, max([4] + [len(n.host) for n in report.nodes])))
     for c in cols:
-        table.add_column(c, no_wrap=True)
+        table.add_column(c, no_wrap=True, min_width=4)
     for node in report.nodes:
         cells = []
         for c in cols:
@@ -53,6 +61,8 @@ def render(report: CheckReport, con: Console, verbose: bool = False) -> None:
                 cells.append(Text(st.value, style=st.value))
         table.add_row(Text(node.host, style="bold" if node.status in (Status.FAIL, Status.ERROR) else ""), *cells)
     con.print(table)
+    if skipped:
+        con.print(Text(f"skipped on every node: {', '.join(skipped)}", style="muted"))
     floor = Status.OK if verbose else Status.WARN
     items = grouped(report, floor)
     if items:

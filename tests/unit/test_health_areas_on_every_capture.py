@@ -4,6 +4,10 @@ The net under the next format variation: whatever text a source returns, the
 area parses it and judges it without raising, and says ``error`` only when it
 could not check (never here: every section is present).
 """
+import inspect
+import re
+from pathlib import Path
+
 import pytest
 
 from nccldiag.areas import affinity, firmware, gpuhealth, ibcounters, nvlink, pcie_errors, roce, xid
@@ -29,3 +33,14 @@ def test_capture_in_every_section_of_every_health_area(capture):
         assert found, area.NAME
         assert all(f.status != Status.ERROR for f in found), (area.NAME, [f.message for f in found])
         assert all(f.check.startswith(area.NAME + ".") and f.message for f in found)
+
+
+def test_every_check_id_of_the_health_areas_is_documented():
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "checks.md").read_text(encoding="utf-8")
+    for area in AREAS:
+        ids = set(re.findall(r'"(%s\.[a-z_]+)"' % area.NAME, inspect.getsource(area)))
+        assert ids, area.NAME
+        missing = [i for i in sorted(ids) if f"`{i}`" not in docs]
+        assert missing == [], missing
+        for key in area.summarize(None) or {}:
+            assert f"`{area.NAME}.{key}`" in docs
