@@ -44,3 +44,16 @@ def test_every_check_id_of_the_health_areas_is_documented():
         assert missing == [], missing
         for key in area.summarize(None) or {}:
             assert f"`{area.NAME}.{key}`" in docs
+
+
+def test_health_areas_are_selectable_with_only_and_skip(tmp_path):
+    from . import bundles as B
+
+    node = dict(B.healthy_h100(), kernel_log=real.node_text("kernel-xid", "gpud-dell-xe9680-h100-dmesg-T-xid119-gsp-timeout.txt"))
+    bundle = B.write_bundle(tmp_path / "b", {"gpu001": node})
+    code, rep = B.check_json(bundle, "--only", "xid")
+    assert code == 1 and rep["areas"] == ["ssh", "system", "xid"]
+    assert [f["check"] for f in B.findings(rep) if f["area"] == "xid"] == ["xid.critical"]
+    code, rep = B.check_json(bundle, "--skip", "xid,gpuhealth,nvlink")
+    assert code == 0 and not {"xid", "gpuhealth", "nvlink"} & set(rep["areas"])
+    assert "firmware" in rep["areas"] and "affinity" in rep["areas"]
