@@ -16,11 +16,13 @@ What the NVIDIA driver knows about a GPU's own health, read from the full
 - **Reset status** (driver 535+): ``Reset Required`` or ``Drain and Reset
   Recommended: Yes`` is the driver asking for it.
 - **Clock event (throttle) reasons**: ``HW Slowdown``, ``HW Thermal
-  Slowdown``, ``HW Power Brake Slowdown`` and ``SW Thermal Slowdown`` slow
-  every collective the GPU is in. ``Idle``, ``SW Power Cap`` (the GPU at its
-  power limit under load) and the application clock setting are normal
-  (Azure NHC ``azure_gpu_clock_throttling`` accepts idle, none and SW power
-  cap). The current and maximum SM clocks are shown beside them.
+  Slowdown`` and ``HW Power Brake Slowdown`` (the board or its power
+  supply pulling the clocks down) fail; ``SW Thermal Slowdown`` (the driver
+  keeping a hot GPU under its target, which a heavy job can cause) warns.
+  ``Idle``, ``SW Power Cap`` (the GPU at its power limit under load) and the
+  application clock setting are normal (Azure NHC
+  ``azure_gpu_clock_throttling`` warns on any reason but idle, none and SW
+  power cap). The current and maximum SM clocks are shown beside them.
 
 Persistence mode is judged by the ``gpu`` area (``gpu.persistence``).
 """
@@ -41,7 +43,8 @@ SOURCES = (smiq.SOURCE,)
 AGGREGATE_DRAM_UE_LIMIT = 512  # Azure NHC azure_gpu_ecc: aggregate uncorrectable above this fails
 VOLATILE_CE_LIMIT = 50_000_000  # GCM check_nvidia_smi: volatile corrected above this
 
-HARD_REASONS = ("HW Slowdown", "HW Thermal Slowdown", "HW Power Brake Slowdown", "SW Thermal Slowdown")
+HARD_REASONS = ("HW Slowdown", "HW Thermal Slowdown", "HW Power Brake Slowdown")
+SOFT_REASONS = ("SW Thermal Slowdown",)  # the driver holding clocks down to stay under its temperature target
 _REASON_SECTIONS = ("Clocks Event Reasons", "Clocks Throttle Reasons")
 
 
@@ -233,6 +236,14 @@ def _judge_clocks(facts: GpuHealthFacts) -> List[Finding]:
                          "power cap from the BMC): check PSUs and the BMC event log. HW/SW Thermal Slowdown: check "
                          "cooling (nvidia-smi -q -d TEMPERATURE, fans, airflow). A slowed GPU drags every collective "
                          "it is in.")]
+    soft = [g for g in known if set(g.active_reasons) & set(SOFT_REASONS)]
+    if soft:
+        return [warn(NAME, "gpuhealth.clocks", f"{len(soft)} of {len(known)} GPUs held down by SW Thermal Slowdown",
+                     actual={g.label: g.active_reasons for g in soft}, expected="no thermal slowdown",
+                     evidence=[clock(g) for g in soft],
+                     fix="The driver is keeping these GPUs under their temperature target: check cooling "
+                     "(nvidia-smi -q -d TEMPERATURE, fans, airflow, inlet temperature), and compare with the "
+                     "node's other GPUs under the same load.")]
     return [ok(NAME, "gpuhealth.clocks", f"no hardware or thermal slowdown on {len(known)} GPUs",
                evidence=[clock(g) for g in known if g.active_reasons and g.active_reasons != ["Idle"]])]
 

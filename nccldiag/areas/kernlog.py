@@ -24,7 +24,7 @@ from nccldiag.areas.base import Source
 PATTERN = (
     r"NVRM: Xid|NVRM: GPU at PCI|AER|[Cc]orrected error|Uncorrect|PCIe Bus Error|"
     r"Link (DOWN|INIT|ACTIVE|down|up)|[Ll]ost carrier|[Gg]ained carrier|carrier (lost|on|off)|"
-    r"Port module event|link (becomes|is) (ready|down)|firmware version"
+    r"Port module event|firmware version"
 )
 _MARK = "nccldiag: kernel log"
 

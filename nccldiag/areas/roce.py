@@ -197,10 +197,8 @@ def _judge_mtu(facts: RoceFacts, node: Optional[NodeFacts]) -> List[Finding]:
     active = {p.netdev: p.mtu for p in _roce_ports(node) if p.netdev}
     sysf = node.get("system") if node is not None else None
     ifmtu = {i.name: i.mtu for i in getattr(sysf, "interfaces", None) or []}
-    rows = []
-    for d in facts.netdevs or [type("X", (), {"netdev": n, "device": "?", "mtu": None})() for n in active]:
-        mtu = d.mtu or ifmtu.get(d.netdev)
-        rows.append((d.netdev, mtu, active.get(d.netdev)))
+    names = [(d.netdev, d.mtu) for d in facts.netdevs] or [(n, None) for n in active]
+    rows = [(n, mtu or ifmtu.get(n), active.get(n)) for n, mtu in names]
     known = [r for r in rows if r[1]]
     if not known:
         return [skip(NAME, "roce.mtu", "netdev MTU of the RoCE ports unknown")]

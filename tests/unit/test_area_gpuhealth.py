@@ -119,3 +119,11 @@ def test_no_report_is_a_skip():
     assert judge(gpuhealth, {}) == {"gpuhealth.ecc": ["skip"]}
     assert judge(gpuhealth, {"nvidia_smi_full": "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.\n"}) \
         == {"gpuhealth.ecc": ["skip"]}
+
+
+def test_sw_thermal_slowdown_warns():
+    real.require()
+    # written for this test: the RTX 4090 report under load, with the driver's thermal slowdown on
+    t = _edit(POWERCAP, "SW Thermal Slowdown               : Not Active", "SW Thermal Slowdown               : Active")
+    f = findings(gpuhealth, {"nvidia_smi_full": t})["gpuhealth.clocks"]
+    assert f.status.value == "warn" and "SW Thermal Slowdown" in f.message and "cooling" in f.fix
