@@ -36,11 +36,12 @@ TITLE = "Firmware/versions"
 
 VERSIONS_SOURCE = Source(
     "sw_versions",
+    '[ -d "$R/sys/class/infiniband" ] || exit 0; '
     "if command -v ofed_info >/dev/null 2>&1; then echo \"ofed: $(ofed_info -s 2>/dev/null | head -n 1)\"; fi; "
     "if command -v dpkg-query >/dev/null 2>&1; then dpkg-query -W -f='rdma-core: ${Version}\\n' rdma-core 2>/dev/null; "
     "elif command -v rpm >/dev/null 2>&1; then rpm -q --qf 'rdma-core: %{VERSION}-%{RELEASE}\\n' rdma-core 2>/dev/null; fi; true",
     timeout=15,
-    description="MLNX_OFED/DOCA (ofed_info -s) and rdma-core package versions",
+    description="MLNX_OFED/DOCA (ofed_info -s) and rdma-core package versions, on nodes with RDMA devices",
 )
 
 SOURCES = (smiq.SOURCE, FM_SOURCE, VERSIONS_SOURCE, kernlog.SOURCE)

@@ -43,13 +43,15 @@ TITLE = "NVLink fabric"
 _FM = "nvidia-fabricmanager"
 FM_SOURCE = Source(
     "fabricmanager",
+    '[ -d "$R/proc/driver/nvidia" ] || [ -r "$R/var/log/fabricmanager.log" ] || command -v nv-fabricmanager >/dev/null 2>&1 || exit 0; '
     f"if command -v systemctl >/dev/null 2>&1; then systemctl show -p LoadState -p ActiveState -p SubState -p Result {_FM}.service 2>/dev/null; fi; "
     "if command -v nv-fabricmanager >/dev/null 2>&1; then echo \"fm-version: $(nv-fabricmanager --version 2>&1 | head -n 2 | tr '\\n' ' ')\"; fi; "
     'if [ -r "$R/var/log/fabricmanager.log" ]; then echo "--- /var/log/fabricmanager.log"; '
     'tail -n 5000 "$R/var/log/fabricmanager.log" | grep -E "ERROR|FATAL|[Ff]atal|version|Successfully configured|initializing|failed" | tail -n 80; '
     f"elif command -v journalctl >/dev/null 2>&1; then echo '--- journal'; journalctl -u {_FM} -b --no-pager -q -n 80 2>/dev/null; fi",
     timeout=15,
-    description="fabric manager: systemd state, version, log lines (errors, start, version)",
+    description="fabric manager (where the NVIDIA driver, the manager or its log is present): systemd state, version, "
+                "log lines (errors, start, version)",
 )
 NVLINK_ERRORS = Source(
     "nvlink_errors",
