@@ -57,3 +57,30 @@ def test_health_areas_are_selectable_with_only_and_skip(tmp_path):
     code, rep = B.check_json(bundle, "--skip", "xid,gpuhealth,nvlink")
     assert code == 0 and not {"xid", "gpuhealth", "nvlink"} & set(rep["areas"])
     assert "firmware" in rep["areas"] and "affinity" in rep["areas"]
+
+
+HOSTILE = (
+    "", "\n\n", "\x00\x01\x02", "\t" * 50, "[" * 1000, "=" * 80, ":" * 80, "GPU 0000:zz:00.0\n    Fabric\n",
+    "Link 99999999999999999999: 1e400 GB/s\n", "uptime: nan\ndevice: \n/x/aer_dev_fatal:TOTAL_ERR_FATAL -1\n",
+    "/sys/class/infiniband/a/ports/1/counters/x:99999999999999999999999\n", "=== \nmtu: x\nenabled 1 1 1\n",
+    "NVRM: Xid (PCI:0000:01:00): , \nPCIe Bus Error: severity=\nmlx5_core x y: Port: z Link DOWN\n",
+)
+
+
+@pytest.mark.parametrize("text", HOSTILE)
+def test_hostile_text_in_every_section(text):
+    for area in AREAS:
+        raw = {s.name: text for s in area.SOURCES}
+        found = area.judge(area.parse(raw), NodeFacts("n1"))
+        assert all(f.status != Status.ERROR for f in found), area.NAME
+
+
+@pytest.mark.parametrize("capture", captures())
+def test_captures_cut_short(capture):
+    """A capture cut mid-line at a few points (a timed-out command) parses and judges without error."""
+    text = real.node_text(capture)
+    for cut in sorted({len(text) // 3, len(text) // 2, (2 * len(text)) // 3 + 1}):
+        for area in AREAS:
+            raw = {s.name: text[:cut] for s in area.SOURCES}
+            found = area.judge(area.parse(raw), NodeFacts("n1"))
+            assert all(f.status != Status.ERROR for f in found), (area.NAME, cut)
