@@ -25,7 +25,7 @@ from nccldiag.areas.base import Source
 SOURCE = Source(
     "nvidia_smi_full",
     "command -v nvidia-smi >/dev/null 2>&1 || exit 0; nvidia-smi -q 2>&1 | head -n 30000",
-    timeout=40,
+    timeout=30,
     description="nvidia-smi -q, whole (ECC, row remapping, clock events, fabric state, PCIe replays, VBIOS, InfoROM)",
 )
 

@@ -40,7 +40,8 @@ command. ``python3`` is a stand-in too (the python_env snippet would report
 this machine's interpreter and torch, and reads ``/proc/driver/nvidia/gpus``
 outside the root). The commands the script runs and that no case provides
 (``rdma``, ``ibv_devinfo``, ``show_gids``, ``ibdev2netdev``, ``ibstatus``,
-``df``, ``journalctl``) are shadowed by stand-ins that print nothing, so this
+``df``, ``journalctl``, ``ofed_info``, ``dpkg-query``, ``rpm``,
+``nv-fabricmanager``) are shadowed by stand-ins that print nothing, so this
 machine's own tools never answer. ``/proc/driver/nvidia`` is not created, so
 the NVML snippet does not run, and ``/dev/shm`` is not created, so ``df`` is
 not asked (``limits.shm`` skips).
@@ -121,7 +122,8 @@ def _sh_pattern(args: str) -> str:
 
 # Commands the collection script may find on this machine and that no case provides: stand-ins that print
 # nothing and succeed, so that neither this machine's tools nor its kernel log answer (CONSTRUCTED: empty).
-SILENT = ("rdma", "ibv_devinfo", "show_gids", "ibdev2netdev", "ibstatus", "journalctl", "df")
+SILENT = ("rdma", "ibv_devinfo", "show_gids", "ibdev2netdev", "ibstatus", "journalctl", "df", "ofed_info", "dpkg-query",
+          "rpm", "nv-fabricmanager")
 
 
 def system_node(n: Node, host: str, addr: str) -> None:
