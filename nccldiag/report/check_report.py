@@ -38,23 +38,57 @@ def grouped(report: CheckReport, min_status: Status = Status.WARN) -> List[Tuple
     return sorted(groups.values(), key=lambda g: (-SEVERITY[g[0].status], g[0].check))
 
 
+def _judged(report: CheckReport, column: str) -> bool:
+    """Whether any node has a finding other than skip in ``column``."""
+    return any(f.area == column and f.status != Status.SKIP for f in report.findings)
+
+
+def _by_status(node, cols: List[str]) -> Text:
+    """``fail: gpu, xid  warn: nvlink  ok: 9`` for the compact table."""
+    groups: Dict[Status, List[str]] = {}
+    for c in cols:
+        st = node.area_status(c)
+        if st is not None:
+            groups.setdefault(st, []).append(c)
+    parts: List[Tuple[str, str]] = []
+    for st in sorted(groups, key=lambda s: -SEVERITY[s]):
+        names = groups[st]
+        shown = str(len(names)) if st in (Status.OK, Status.SKIP) else ", ".join(names)
+        parts += [(f"{st.value}: ", st.value), (shown + "  ", "")]
+    return Text.assemble(*parts)
+
+
 def render(report: CheckReport, con: Console, verbose: bool = False) -> None:
     diagnoses_report.render(*diagnoses_report.for_check(report), con, verbose=verbose)
-    cols = report.columns
+    # columns where every node skipped (the hardware or tool is absent everywhere) are named below the table
+    # instead, so that the table of a GPU node with every area stays readable in a terminal
+    cols = [c for c in report.columns if c == "ssh" or _judged(report, c)]
+    skipped = [c for c in report.columns if c not in cols]
+    node_width = min(40, max([4] + [len(n.host) for n in report.nodes]))
     table = Table(title=None, show_lines=False, header_style="bold", pad_edge=False)
-    table.add_column("node", no_wrap=True)
-    for c in cols:
-        table.add_column(c, no_wrap=True)
-    for node in report.nodes:
-        cells = []
+    table.add_column("node", no_wrap=True, min_width=node_width)
+    if node_width + 2 + sum(max(len(c), 5) + 3 for c in cols) <= con.width:
         for c in cols:
-            st = node.area_status(c)
-            if st is None:
-                cells.append(Text("-", style="muted"))
-            else:
-                cells.append(Text(st.value, style=st.value))
-        table.add_row(Text(node.host, style="bold" if node.status in (Status.FAIL, Status.ERROR) else ""), *cells)
+            table.add_column(c, no_wrap=True, min_width=4)
+        for node in report.nodes:
+            cells = []
+            for c in cols:
+                st = node.area_status(c)
+                if st is None:
+                    cells.append(Text("-", style="muted"))
+                else:
+                    cells.append(Text(st.value, style=st.value))
+            table.add_row(Text(node.host, style="bold" if node.status in (Status.FAIL, Status.ERROR) else ""), *cells)
+    else:
+        # one column per area would not fit the terminal: the areas of each node grouped by status
+        table.add_column("status", no_wrap=True)
+        table.add_column("areas")
+        for node in report.nodes:
+            table.add_row(Text(node.host, style="bold" if node.status in (Status.FAIL, Status.ERROR) else ""),
+                          Text(node.status.value, style=node.status.value), _by_status(node, cols))
     con.print(table)
+    if skipped:
+        con.print(Text(f"skipped on every node: {', '.join(skipped)}", style="muted"))
     floor = Status.OK if verbose else Status.WARN
     items = grouped(report, floor)
     if items:

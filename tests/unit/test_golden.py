@@ -40,7 +40,8 @@ command. ``python3`` is a stand-in too (the python_env snippet would report
 this machine's interpreter and torch, and reads ``/proc/driver/nvidia/gpus``
 outside the root). The commands the script runs and that no case provides
 (``rdma``, ``ibv_devinfo``, ``show_gids``, ``ibdev2netdev``, ``ibstatus``,
-``df``, ``journalctl``) are shadowed by stand-ins that print nothing, so this
+``df``, ``journalctl``, ``ofed_info``, ``dpkg-query``, ``rpm``,
+``nv-fabricmanager``) are shadowed by stand-ins that print nothing, so this
 machine's own tools never answer. ``/proc/driver/nvidia`` is not created, so
 the NVML snippet does not run, and ``/dev/shm`` is not created, so ``df`` is
 not asked (``limits.shm`` skips).
@@ -121,7 +122,8 @@ def _sh_pattern(args: str) -> str:
 
 # Commands the collection script may find on this machine and that no case provides: stand-ins that print
 # nothing and succeed, so that neither this machine's tools nor its kernel log answer (CONSTRUCTED: empty).
-SILENT = ("rdma", "ibv_devinfo", "show_gids", "ibdev2netdev", "ibstatus", "journalctl", "df")
+SILENT = ("rdma", "ibv_devinfo", "show_gids", "ibdev2netdev", "ibstatus", "journalctl", "df", "ofed_info", "dpkg-query",
+          "rpm", "nv-fabricmanager")
 
 
 def system_node(n: Node, host: str, addr: str) -> None:
@@ -172,6 +174,7 @@ def nvidia_smi(n: Node, query_csv: str, q: str, nvlink: str, topo_m: str, p2p_r:
         "topo -m": real.node(topo_m),
         "topo -p2p r": real.node(p2p_r),
         "topo -p2p w": None,
+        "nvlink -e": real.node("nvidia-smi-nvlink/mleng-h100-nvlink-e-error-counters-elided.txt"),
     })
 
 
@@ -203,7 +206,10 @@ def healthy_h100(n: Node) -> None:
     """The composite healthy 8x H100 node of :func:`bundles.healthy_h100`, as a live node's tree and tools."""
     system_node(n, "gpu001", "10.0.0.11")
     n.file("proc/cmdline", B.fixture("proc-cmdline/hotsos-openstack-vm-no-iommu-flags.txt"))
-    dmesg(n, "dmesg-iommu/hotsos-kvm-guest-only-default-domain-line.txt")
+    # the H100 host's mlx5 firmware and cable lines stand in for the rest of its kernel log (no Xid, no AER)
+    dmesg(n, "dmesg-iommu/hotsos-kvm-guest-only-default-domain-line.txt",
+          "firmware/gpud-h100-dmesg-mlx5-firmware-version-cx7-cx6dx-12-funcs-selected.txt",
+          "link-flaps/gpud-h100-dmesg-mlx5-port-module-cable-plugged-unplugged-selected.txt")
     n.prints("lspci", real.node("lspci/gpud-h100-dell-pex890xx-gpu0-path-acs-off.txt"))
     write_tree(B.fixture("sysfs-infiniband/gpud-h100-ndr400-8ib-plus-bond-ethernet.txt"), str(n.root))
     n.prints("ibstat", real.node("ibstat/gpud-h100-ib-ndr-all-active-space-indented.txt"))
@@ -228,17 +234,23 @@ def failing_h100(n: Node) -> None:
     to the GPUs; RoCE ports Down/Polling and Disabled (no sysfs tree: ibstat
     only); no peer-memory module and peermem errors in the kernel log; V100
     NVLink status with inactive links; PID 1's memlock 64 MiB with no systemd
-    line; a CPU-only torch (CONSTRUCTED, as for the healthy node).
+    line; a CPU-only torch (CONSTRUCTED, as for the healthy node); Xid 48/94
+    and corrected AER events in the kernel log; an H100 report whose GPUs
+    are all in HW Power Brake Slowdown; NVSwitch errors in the fabric
+    manager's log.
     """
     healthy_h100(n)
     dmesg(n, "dmesg-iommu/amd-vi-unknown-option-on-blockquoted.txt",
           "dmesg-pcie/mleng-h100-pcie-bandwidth-limited-by-gen4-switch.txt",
-          "lsmod-modules/gpud-dmesg-nvidia-peermem-invalid-context-errors.txt")
+          "lsmod-modules/gpud-dmesg-nvidia-peermem-invalid-context-errors.txt",
+          "kernel-xid/gpud-dmesg-iso-xid48-dbe-xid63-remap-xid94-peermem.txt",
+          "pcie-aer/popos3363-amd-1022-1453-rootport-correctable-timeout-badtlp-journal.txt")
+    n.file("var/log/fabricmanager.log", B.fixture("fabric-manager/gpud-hgx-h100-fm-535-nvswitch-nonfatal-12028-errors.txt"))
     n.prints("lspci", real.node("lspci/rccl547-epyc-matisse-gpp-bridge-acs-enabled-elided.txt"))
     subprocess.run(["rm", "-r", str(n.root / "sys" / "class" / "infiniband")], check=True)
     n.prints("ibstat", real.node("ibstat/gpud-h100-roce400g-down-polling-disabled.txt"))
     n.file("proc/modules", B.fixture("lsmod-modules/azhpc-lsmod-nvidia-mlx4-no-peermem.txt"))
-    nvidia_smi(n, B.h100_query_csv(), "nvidia-smi-q/gpud-8x-h100-535-truncated-invalid.txt",
+    nvidia_smi(n, B.h100_query_csv(), "gpu-throttle/gpud-8x-h100-535.161.08-hw-power-brake-slowdown-active-full-q.txt",
                "nvidia-smi-nvlink/azhpc-v100-8gpu-inactive-links.txt",
                "nvidia-smi-topo-m/mleng-8x-h100-nv18-spaces.txt",
                "nvidia-smi-topo-p2p/mleng-8x-h100-p2p-r-all-ok.txt")
@@ -361,4 +373,10 @@ def test_healthy_golden_agrees_with_the_bundle_test():
     golden = statuses(json.loads((GOLDEN / "check-h100.json").read_text(encoding="utf-8")))
     want = {k: v for k, v in HEALTHY.items() if not k.startswith("python.")}
     want.update({"limits.memlock": ["fail"], "python.interpreter": ["ok"], "python.torch": ["ok"]})
+    # the kernel log, the NVLink counters, the sysfs port counters and the whole nvidia-smi -q are read live only
+    want.update({"pcie_errors.kernel_log": ["ok"], "xid.events": ["ok"], "ibcounters.link_flaps": ["ok"],
+                 "ibcounters.link": ["warn"], "ibcounters.transport": ["ok"],
+                 "nvlink.errors": ["ok"], "firmware.inforom": ["ok"], "gpuhealth.ecc": ["skip"],
+                 "gpuhealth.row_remap": ["skip"], "gpuhealth.reset": ["ok"], "gpuhealth.clocks": ["ok"],
+                 "firmware.gpu": ["ok"], "pcie_errors.replays": ["ok"]})
     assert golden == want

@@ -1,0 +1,255 @@
+"""InfiniBand and RoCE error counters, and link flaps from the kernel log.
+
+The port counters in sysfs (``/sys/class/infiniband/<dev>/ports/<n>/counters/``
+and the driver's ``hw_counters/``) count since the driver loaded. The error
+counters and their meaning follow NVSentinel's link counter design (IBTA
+based) and the counters ``ibqueryerrors`` reads:
+
+- ``ibcounters.link``: ``excessive_buffer_overrun_errors``,
+  ``local_link_integrity_errors`` (fatal in NVSentinel as soon as they
+  grow), ``symbol_error``, ``link_error_recovery``, ``link_downed``,
+  ``port_rcv_errors``, ``port_rcv_remote_physical_errors``,
+  ``port_xmit_discards`` and the constraint errors warn at any value
+  (``ibqueryerrors`` reports every non-zero). They are totals since the
+  driver loaded, not rates, so one reading never fails a node: the rate
+  thresholds need two readings (:func:`delta`).
+- ``ibcounters.transport``: the RoCE/transport ``hw_counters`` that mean
+  lost or retried packets (``local_ack_timeout_err``, ``rnr_nak_retry_err``,
+  ``out_of_sequence``, ``packet_seq_err``, ``out_of_buffer``,
+  ``roce_slow_restart``, ...): warn at any value.
+- ``ibcounters.link_flaps``: ports that went down after having been up
+  (``Link DOWN``/``Link down``/``lost carrier`` lines of mlx5 and the
+  netdev layer in the kernel log; the first down of a port before it ever
+  came up is its bring-up, not a flap). Five or more per port fail (Azure
+  NHC ``azure_ib_link_flapping``: 5 per device in its window); fewer warn.
+
+Counters that say ``N/A (no PMA)`` (iWARP devices) are not numbers and are
+left out. :func:`snapshot` and :func:`delta` give the counters of one
+collection per port and the change between two, for callers that read them
+around a run (a lossy link shows on the one port whose errors move).
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Dict, List, Mapping, Optional
+
+from nccldiag.areas import kernlog
+from nccldiag.areas.base import NodeFacts, Source, section
+from nccldiag.model.findings import Finding, fail, ok, skip, warn
+
+NAME = "ibcounters"
+TITLE = "IB/RoCE counters"
+
+COUNTERS_SOURCE = Source(
+    "ib_counters",
+    '[ -d "$R/sys/class/infiniband" ] || exit 0; set --; '
+    'for p in "$R"/sys/class/infiniband/*/ports/*; do '
+    'for c in counters hw_counters; do [ -d "$p/$c" ] && set -- "$@" "$p/$c"/*; done; done; '
+    '[ $# -gt 0 ] && grep -sH . "$@" | head -n 30000; true',
+    timeout=15,
+    description="per-port counters and hw_counters of /sys/class/infiniband (one grep)",
+)
+
+SOURCES = (COUNTERS_SOURCE, kernlog.SOURCE)
+
+LINK_FATAL = ("excessive_buffer_overrun_errors", "local_link_integrity_errors")
+LINK_WARN = ("symbol_error", "link_error_recovery", "link_downed", "port_rcv_errors", "port_rcv_remote_physical_errors",
+             "port_xmit_discards", "port_rcv_constraint_errors", "port_xmit_constraint_errors", "VL15_dropped",
+             "port_rcv_switch_relay_errors")
+TRANSPORT_WARN = ("local_ack_timeout_err", "rnr_nak_retry_err", "out_of_sequence", "packet_seq_err", "out_of_buffer",
+                  "roce_slow_restart", "implied_nak_seq_err", "rx_icrc_encapsulated", "req_transport_retries_exceeded",
+                  "resp_local_length_error", "req_remote_access_errors")
+FLAP_FAIL = 5  # Azure NHC azure_ib_link_flapping: 5 lost-carrier events per device
+
+Snapshot = Dict[str, Dict[str, int]]  # "mlx5_0/1" -> {counter: value}
+
+
+def _port_key(path: str) -> Optional[tuple]:
+    m = re.search(r"/infiniband/([^/]+)/ports/(\d+)/(counters|counters_ext|hw_counters)/([^/:]+)$", path)
+    return (f"{m.group(1)}/{m.group(2)}", m.group(4)) if m else None
+
+
+def snapshot(text: Optional[str]) -> Snapshot:
+    """Counters per port from the source's ``path:value`` lines or a ``==> path <==`` tree; never raises."""
+    out: Snapshot = {}
+    cur = None
+    for raw in (text or "").splitlines():
+        line = raw.strip()
+        if not line:
+            continue
+        m = re.match(r"^==> (\S+) <==$", line)
+        if m:
+            cur = _port_key(m.group(1))
+            continue
+        m = re.match(r"^(/\S+?/(?:counters|counters_ext|hw_counters)/[^/:]+):(.*)$", line)
+        if m:
+            key, value = _port_key(m.group(1)), m.group(2).strip()
+            cur = None
+        elif cur is not None:
+            key, value = cur, line
+            cur = None
+        else:
+            continue
+        if key is None or not re.fullmatch(r"\d+", value):
+            continue
+        out.setdefault(key[0], {})[key[1]] = int(value)
+    return out
+
+
+def delta(before: Mapping[str, Mapping[str, int]], after: Mapping[str, Mapping[str, int]]) -> Dict[str, Dict[str, Optional[int]]]:
+    """``after - before`` per port and counter, for counters in both; None where a counter went back (reset)."""
+    out: Dict[str, Dict[str, Optional[int]]] = {}
+    for port, counters in after.items():
+        prev = before.get(port)
+        if prev is None:
+            continue
+        d: Dict[str, Optional[int]] = {}
+        for name, value in counters.items():
+            if name in prev:
+                d[name] = value - prev[name] if value >= prev[name] else None
+        out[port] = d
+    return out
+
+
+@dataclass
+class Flap:
+    port: str
+    downs: int = 0
+    ups: int = 0
+    lines: List[str] = field(default_factory=list)
+
+
+@dataclass
+class IbCounterFacts:
+    counters: Optional[Snapshot] = None  # None: not collected
+    flaps: Dict[str, Flap] = field(default_factory=dict)
+    module_events: List[str] = field(default_factory=list)
+    log_read: Optional[bool] = None
+
+
+_IB_LINK = re.compile(r"(\d{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-9a-fA-F])\s+(\S+?):\s+Port:\s*(\d+)\s+Link (\w+)")
+_NET_LINK = re.compile(r"(?:^|\s)(\S+?):\s+Link (up|down)\b", re.I)
+_CARRIER = re.compile(r"(?:^|\s)(\S+?):\s+(lost carrier|gained carrier|carrier lost|carrier on|carrier off)", re.I)
+
+
+def parse_flaps(log: kernlog.KernelLog) -> tuple:
+    flaps: Dict[str, Flap] = {}
+    modules: List[str] = []
+    for when, msg in log.lines:
+        line = kernlog.short(f"{when} {msg}".strip())
+        if "Port module event" in msg:
+            modules.append(line)
+            continue
+        m = _IB_LINK.search(msg)
+        if m:
+            port, state = f"{m.group(2)} port {m.group(3)}", m.group(4).upper()
+            down = state == "DOWN"
+            up = state == "ACTIVE"
+        else:
+            m = _NET_LINK.search(msg) or _CARRIER.search(msg)
+            if not m:
+                continue
+            port = m.group(1)
+            word = m.group(2).lower()
+            down = word in ("down", "lost carrier", "carrier lost", "carrier off")
+            up = word in ("up", "gained carrier", "carrier on")
+        f = flaps.setdefault(port, Flap(port))
+        if down:
+            if f.ups:  # a down before the first up is the port's bring-up
+                f.downs += 1
+                f.lines.append(line)
+        elif up:
+            f.ups += 1
+    return flaps, modules
+
+
+def parse(raw) -> IbCounterFacts:
+    f = IbCounterFacts()
+    text = section(raw, COUNTERS_SOURCE.name)
+    f.counters = snapshot(text) if text is not None else None
+    log = kernlog.parse(raw.get(kernlog.SOURCE.name))
+    f.log_read = log.read
+    f.flaps, f.module_events = parse_flaps(log)
+    return f
+
+
+def judge(facts: Optional[IbCounterFacts], node: NodeFacts) -> List[Finding]:
+    if facts is None:
+        return [skip(NAME, "ibcounters.link", "no counter outputs came back")]
+    return _judge_counters(facts) + _judge_flaps(facts)
+
+
+def _nonzero(counters: Snapshot, names) -> Dict[str, Dict[str, int]]:
+    out = {}
+    for port, c in counters.items():
+        nz = {n: c[n] for n in names if c.get(n)}
+        if nz:
+            out[port] = nz
+    return out
+
+
+def _fmt(d: Dict[str, Dict[str, int]]) -> List[str]:
+    return [f"{p}: " + ", ".join(f"{n} {v}" for n, v in c.items()) for p, c in d.items()]
+
+
+def _judge_counters(facts: IbCounterFacts) -> List[Finding]:
+    if not facts.counters:
+        why = "no RDMA port counters in sysfs" if facts.counters is not None else "no RDMA ports (or counters not collected)"
+        return [skip(NAME, "ibcounters.link", why)]
+    ports = [p for p, c in facts.counters.items() if any(n in c for n in LINK_FATAL + LINK_WARN)]
+    findings: List[Finding] = []
+    link_fix = ("Errors since the driver loaded: clear them (perfquery -x -R, or reboot) and run a collective; a port "
+                "whose symbol or receive errors grow has a bad cable, transceiver or switch port: reseat or replace the "
+                "cable and check the switch side (ibdiagnet). Buffer overruns and link integrity errors are fatal in "
+                "NVSentinel's counter design.")
+    fatal, warned = _nonzero(facts.counters, LINK_FATAL), _nonzero(facts.counters, LINK_WARN)
+    both = {p: dict(fatal.get(p, {}), **warned.get(p, {})) for p in list(fatal) + [p for p in warned if p not in fatal]}
+    if both:
+        # since-boot totals, not rates: a warning; the rates that NVSentinel fails on need two readings (delta)
+        msg = f"link errors counted since the driver loaded on {len(both)} of {len(ports)} ports: " + "; ".join(_fmt(both)[:3])
+        if fatal:
+            msg += f" ({', '.join(sorted({n for c in fatal.values() for n in c}))}: fatal in NVSentinel when it grows)"
+        findings.append(warn(NAME, "ibcounters.link", msg, actual=both, expected=0, evidence=_fmt(both), fix=link_fix))
+    elif ports:
+        findings.append(ok(NAME, "ibcounters.link", f"no link errors on {len(ports)} ports", actual=0, expected=0))
+    else:
+        findings.append(skip(NAME, "ibcounters.link", "no IB link error counters (iWARP or no PMA)"))
+    transport = _nonzero(facts.counters, TRANSPORT_WARN)
+    hw_ports = [p for p, c in facts.counters.items() if any(n in c for n in TRANSPORT_WARN)]
+    if transport:
+        findings.append(warn(NAME, "ibcounters.transport", f"retries or lost packets counted on {len(transport)} ports: "
+                             + "; ".join(_fmt(transport)[:3]), actual=transport, expected=0, evidence=_fmt(transport),
+                             fix="Timeouts and sequence errors on RoCE point at drops in the fabric: check PFC/ECN on the "
+                             "NIC (roce area) and the switch, and the link counters of the same port; clear by reloading "
+                             "the driver or rebooting, then rerun a collective."))
+    elif hw_ports:
+        findings.append(ok(NAME, "ibcounters.transport", f"no retries or lost packets on {len(hw_ports)} ports", actual=0, expected=0))
+    return findings
+
+
+def _judge_flaps(facts: IbCounterFacts) -> List[Finding]:
+    if facts.log_read is None:
+        return [skip(NAME, "ibcounters.link_flaps", "the kernel log was not collected")]
+    if facts.log_read is False:
+        return [skip(NAME, "ibcounters.link_flaps", "the kernel log is unreadable on this node")]
+    flapped = {p: f for p, f in facts.flaps.items() if f.downs}
+    if not flapped:
+        seen = len(facts.flaps)
+        return [ok(NAME, "ibcounters.link_flaps", "no link went down after coming up since boot"
+                   + (f" ({seen} links seen coming up)" if seen else ""), actual=0, expected=0,
+                   evidence=facts.module_events[-4:])]
+    ev = [l for f in flapped.values() for l in f.lines[-3:]]
+    actual = {p: f.downs for p, f in flapped.items()}
+    msg = ", ".join(f"{p} down {n} times" for p, n in actual.items())
+    fix = ("A link that goes down and back is a cable, transceiver or switch port fault: reseat or replace the cable, "
+           "check the switch port's counters and logs, and watch 'ibstat' / 'ip link' state.")
+    if any(n >= FLAP_FAIL for n in actual.values()):
+        return [fail(NAME, "ibcounters.link_flaps", f"links flapping since boot: {msg}", actual=actual,
+                     expected=f"fewer than {FLAP_FAIL}", evidence=ev, fix=fix)]
+    return [warn(NAME, "ibcounters.link_flaps", f"links went down since boot: {msg}", actual=actual, expected=0,
+                 evidence=ev, fix=fix)]
+
+
+def summarize(facts: Optional[IbCounterFacts]) -> Dict[str, Optional[str]]:
+    return {}

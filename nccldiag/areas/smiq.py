@@ -1,0 +1,135 @@
+"""``nvidia-smi -q``: the whole per-GPU report, read once and shared.
+
+Not a check area: the format module behind the areas that judge what the
+full report says (``gpuhealth``: ECC, row remapping, clock events;
+``nvlink``: fabric state; ``pcie_errors``: replay counters; ``firmware``:
+VBIOS and InfoROM). Each of them lists :data:`SOURCE` in its ``SOURCES``;
+the collection script runs a source once however many areas name it.
+
+The report is an indented tree (``Key : value`` lines, sections as bare
+keys), one ``GPU <bus id>`` block per GPU. :func:`parse_q` turns it into
+``{"Section/Sub/Key": value}`` per GPU. It reads every driver's layout seen
+so far (460 to 595: ``Clocks Throttle Reasons`` became ``Clocks Event
+Reasons`` in 535), pasted excerpts whose GPU line was cut (one GPU with no
+bus id), ``[...]`` elisions, and the warnings nvidia-smi prints before the
+report (``WARNING: infoROM is corrupted at gpu ...``).
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional
+
+from nccldiag.areas.base import Source
+
+SOURCE = Source(
+    "nvidia_smi_full",
+    "command -v nvidia-smi >/dev/null 2>&1 || exit 0; nvidia-smi -q 2>&1 | head -n 30000",
+    timeout=30,
+    description="nvidia-smi -q, whole (ECC, row remapping, clock events, fabric state, PCIe replays, VBIOS, InfoROM)",
+)
+
+_GPU = re.compile(r"^GPU\s+([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f])\s*$")
+_WARNING = re.compile(r"^\s*(WARNING|ERROR|Unable|Failed|NVIDIA-SMI has failed)\b.*", re.I)
+
+
+@dataclass
+class QGpu:
+    bus_id: Optional[str]  # normalised dddd:bb:dd.f, lower case; None when the excerpt lost its GPU line
+    fields: Dict[str, str] = field(default_factory=dict)  # "Section/Sub/Key" -> value as printed
+
+    def get(self, *keys: str) -> Optional[str]:
+        """The first of ``keys`` present (layouts differ between drivers); "N/A" reads as absent."""
+        for k in keys:
+            v = self.fields.get(k)
+            if v is not None and v not in ("N/A", "[N/A]", ""):
+                return v
+        return None
+
+    def section(self, prefix: str) -> Dict[str, str]:
+        """The keys under ``prefix/`` (without it)."""
+        p = prefix.rstrip("/") + "/"
+        return {k[len(p):]: v for k, v in self.fields.items() if k.startswith(p)}
+
+    @property
+    def label(self) -> str:
+        return f"GPU {self.bus_id}" if self.bus_id else "GPU (bus id not in the output)"
+
+
+@dataclass
+class SmiQ:
+    header: Dict[str, str] = field(default_factory=dict)  # Driver Version, CUDA Version, Attached GPUs
+    gpus: List[QGpu] = field(default_factory=list)
+    warnings: List[str] = field(default_factory=list)  # lines nvidia-smi printed about itself
+
+    @property
+    def driver(self) -> Optional[str]:
+        return self.header.get("Driver Version")
+
+
+def norm_bus(text: str) -> str:
+    """``00000000:19:00.0`` -> ``0000:19:00.0``; ``0000:9b:00`` (Xid form) -> ``0000:9b:00.0``."""
+    t = text.strip().lower()
+    m = re.match(r"^([0-9a-f]{1,8}):([0-9a-f]{2}):([0-9a-f]{2})(?:\.([0-9a-f]))?$", t)
+    if not m:
+        return t
+    return f"{int(m.group(1), 16):04x}:{m.group(2)}:{m.group(3)}.{m.group(4) or '0'}"
+
+
+def parse_q(text: Optional[str]) -> Optional[SmiQ]:
+    """The report as trees per GPU; None when the text holds no ``Key : value`` line."""
+    if not text or not text.strip():
+        return None
+    q = SmiQ()
+    cur: Optional[QGpu] = None
+    stack: List[tuple] = []  # (indent, name)
+    seen_kv = False
+    for raw in text.expandtabs(4).splitlines():
+        line = raw.rstrip()
+        if not line.strip():
+            continue
+        m = _GPU.match(line.strip()) if len(line) - len(line.lstrip()) == 0 else None
+        if m:
+            cur = QGpu(norm_bus(m.group(1)))
+            q.gpus.append(cur)
+            stack = []
+            continue
+        stripped = line.strip()
+        if stripped in ("[...]", "...", "[snip]") or stripped.startswith(("=====", "|", "+-")):
+            continue
+        if _WARNING.match(line) and " : " not in line:
+            q.warnings.append(stripped)
+            continue
+        indent = len(line) - len(line.lstrip())
+        key, sep, value = stripped.partition(":")
+        key = key.strip()
+        if not sep:
+            # a section title: "    Clocks Event Reasons"
+            while stack and stack[-1][0] >= indent:
+                stack.pop()
+            stack.append((indent, key))
+            continue
+        seen_kv = True
+        value = value.strip()
+        if cur is None and indent == 0:
+            q.header[key] = value
+            continue
+        if cur is None:
+            # an excerpt that starts inside a GPU block
+            cur = QGpu(None)
+            q.gpus.append(cur)
+        while stack and stack[-1][0] >= indent:
+            stack.pop()
+        path = "/".join([s[1] for s in stack] + [key])
+        cur.fields.setdefault(path, value)
+    return q if seen_kv or q.warnings else None
+
+
+def to_int(text: Optional[str]) -> Optional[int]:
+    m = re.match(r"^\s*(-?\d+)", text or "")
+    return int(m.group(1)) if m else None
+
+
+def to_float(text: Optional[str]) -> Optional[float]:
+    m = re.match(r"^\s*(-?\d+(?:\.\d+)?)", text or "")
+    return float(m.group(1)) if m else None

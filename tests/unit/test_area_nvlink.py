@@ -1,0 +1,116 @@
+"""NVLink area: fabric state, fabric manager service and log, link count and speed, link error counters."""
+import pytest
+
+from nccldiag.areas import nvlink
+from tests import real
+
+from .areahelp import findings, judge
+
+FABRIC_OK = ("fabric-manager", "gpud-8x-h100-535-q-fabric-sections-completed-success-selected.txt")
+FM_START = ("fabric-manager", "gpud-hgx-h100-fm-535-startup-4-nvswitch-8-gpu-registered.txt")
+FM_12028 = ("fabric-manager", "gpud-hgx-h100-fm-535-nvswitch-nonfatal-12028-errors.txt")
+FM_NOTHING = ("fabric-manager", "cubestudio29-2x-rtx4090-fm-pre-nvl5-nothing-to-do-exit1-journal.txt")
+FM_STOPPED = ("fabric-manager", "nvtrust128-8x-h20-ppcie-fm-journalctl-xeu-started-then-stopped.txt")
+TITAN = ("nvidia-smi-q", "gpud-titan-v-560-full.txt")
+
+STATUS = {
+    ("nvidia-smi-nvlink", "gpud-a100-sxm4-8gpu-12links-25GBs.txt"): "ok",
+    ("nvidia-smi-nvlink", "gpud-a10-empty-no-nvlink.txt"): "skip",
+    ("nvidia-smi-nvlink", "azhpc-v100-8gpu-inactive-links.txt"): "ok",  # inactive links: gpu.nvlink's finding
+    ("nvidia-smi-nvlink", "mleng-h100-nvlink-status-elided.txt"): "ok",
+    ("nvidia-smi-nvlink", "microway-dgx1-v100-nvlink-status-snipped.txt"): "ok",
+    ("nvidia-smi-nvlink-status", "azurehpc-a100-80gb-gpu7-12-links-25GBs.txt"): "ok",
+    ("nvidia-smi-nvlink-status", "azurehpc-a100-80gb-gpu6-nvml-all-links-inactive.txt"): "fail",
+    ("nvidia-smi-nvlink-status", "k8stestinfra371-gb200-nvlink-s-18x53.125-elided.txt"): "ok",
+}
+
+
+def text(capture):
+    return real.node_text(*capture)
+
+
+@pytest.mark.parametrize("capture", list(STATUS), ids=lambda c: c[1])
+def test_link_count_and_speed_on_every_capture(capture):
+    real.require()
+    # the gpu area's nvlink_status section, with a driver header so "empty" means GPUs without NVLink
+    raw = {"nvlink_status": text(capture), "nvidia_smi_full": "Driver Version : 535.104.05\n"}
+    assert judge(nvlink, raw)["nvlink.links"] == [STATUS[capture]]
+
+
+def test_inactive_links_are_left_to_the_gpu_area_and_missing_links_fail():
+    real.require()
+    t = text(("nvidia-smi-nvlink", "azhpc-v100-8gpu-inactive-links.txt"))
+    f = findings(nvlink, {"nvlink_status": t})["nvlink.links"]
+    assert f.message.endswith("; inactive links are gpu.nvlink's finding")
+    # written for this test: GPU 0 of the real output lists 4 of its model's 6 links
+    lines = t.splitlines(True)
+    cut = "".join(l for i, l in enumerate(lines) if not (i in (5, 6) and "Link" in l))
+    f = findings(nvlink, {"nvlink_status": cut})["nvlink.links"]
+    assert f.actual == ["GPU 0"] and f.evidence[0] == "GPU 0 (Tesla V100-SXM2-32GB): 4 links at 25.781 GB/s, expected 6"
+
+
+def test_elided_output_is_not_counted_as_missing_links():
+    real.require()
+    links = nvlink.parse_status(text(("nvidia-smi-nvlink-status", "k8stestinfra371-gb200-nvlink-s-18x53.125-elided.txt")))
+    assert [(g.index, g.active, g.elided) for g in links] == [(0, 18, False), (1, 2, True)]
+    assert nvlink.expected_links("NVIDIA GB200") == (18, 53.125)
+    assert nvlink.expected_links("NVIDIA H100 NVL") is None and nvlink.expected_links("NVIDIA H100 PCIe") is None
+
+
+def test_a_slow_link_fails():
+    real.require()
+    # written for this test: one of the A100's links at a lower speed than its model's 25 GB/s
+    t = text(("nvidia-smi-nvlink", "gpud-a100-sxm4-8gpu-12links-25GBs.txt")).replace("Link 3: 25 GB/s", "Link 3: 12.5 GB/s", 1)
+    f = findings(nvlink, {"nvlink_status": t})["nvlink.links"]
+    assert f.status.value == "fail" and "links [3] below 25 GB/s" in f.evidence[0]
+
+
+def test_fabric_state_completed_success_and_not_applicable():
+    real.require()
+    f = findings(nvlink, {"nvidia_smi_full": text(FABRIC_OK)})["nvlink.fabric"]
+    assert f.status.value == "ok" and "all 8 GPUs" in f.message
+    assert judge(nvlink, {"nvidia_smi_full": text(TITAN)})["nvlink.fabric"] == ["skip"]  # State N/A: no NVSwitch
+
+
+def test_fabric_in_progress_fails():
+    real.require()
+    # written for this test: one GPU of the real selection still registering
+    t = text(FABRIC_OK).replace("State                             : Completed", "State                             : In Progress", 1)
+    t = t.replace("Status                            : Success", "Status                            : N/A", 1)
+    f = findings(nvlink, {"nvidia_smi_full": t})["nvlink.fabric"]
+    assert f.status.value == "fail" and f.actual == {"0000:19:00.0": "In Progress/None"}
+
+
+FM_EXPECTED = {
+    FM_START: ("ok", "the fabric manager is running (version 535.161.08)"),
+    FM_12028: ("warn", "18 errors in the fabric manager log"),
+    FM_NOTHING: ("warn", "the fabric manager service failed: it found no NVSwitch to manage (NV_WARN_NOTHING_TO_DO)"),
+    FM_STOPPED: ("warn", "the fabric manager service is stopped"),
+}
+
+
+@pytest.mark.parametrize("capture", list(FM_EXPECTED), ids=lambda c: c[1])
+def test_fabric_manager_log_and_journal(capture):
+    real.require()
+    f = findings(nvlink, {"fabricmanager": text(capture)})["nvlink.fabricmanager"]
+    assert (f.status.value, f.message) == FM_EXPECTED[capture]
+
+
+def test_fabric_manager_stopped_on_an_nvswitch_system_fails():
+    real.require()
+    f = findings(nvlink, {"fabricmanager": text(FM_STOPPED), "nvidia_smi_full": text(FABRIC_OK)})["nvlink.fabricmanager"]
+    assert f.status.value == "fail"
+    # systemd's own state wins over the log (written for this test: systemctl show of a running unit)
+    props = "LoadState=loaded\nActiveState=active\nSubState=running\nResult=success\n"
+    f = findings(nvlink, {"fabricmanager": props + text(FM_START)})["nvlink.fabricmanager"]
+    assert f.status.value == "ok" and f.evidence[0].startswith("LoadState=loaded ActiveState=active")
+
+
+def test_error_counters():
+    real.require()
+    t = text(("nvidia-smi-nvlink", "mleng-h100-nvlink-e-error-counters-elided.txt"))
+    assert judge(nvlink, {"nvlink_errors": t})["nvlink.errors"] == ["ok"]
+    # written for this test: the real layout with one CRC error counted
+    bad = t.replace("Link 1: CRC Errors: 0", "Link 1: CRC Errors: 7")
+    f = findings(nvlink, {"nvlink_errors": bad})["nvlink.errors"]
+    assert f.status.value == "warn" and f.actual == {"GPU 0": {"CRC Errors": 7}}
