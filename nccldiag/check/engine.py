@@ -46,6 +46,7 @@ class CheckReport:
     started: float = field(default_factory=time.time)
     elapsed: float = 0.0
     inventory_notes: List[str] = field(default_factory=list)
+    slurm: Optional[Dict[str, Any]] = None  # nodes to drain, and what --drain / --resume-healthy did
 
     @property
     def findings(self) -> List[Finding]:
@@ -79,7 +80,7 @@ def _transport_finding(raw: RawNode, local: bool) -> Finding:
             actual=kind,
             fix=raw.error.get("fix") or FIXES.get(kind, ""),
         )
-    how = "local (no SSH)" if local else "SSH"
+    how = "local (no SSH)" if local else ("srun (no SSH)" if raw.extra.get("transport") == "srun" else "SSH")
     notes = list(raw.extra.get("notes") or [])
     connect = raw.extra.get("connect_s")
     msg = f"{how}: collected in {raw.elapsed:.2f} s" + (f" (connect {connect:.2f} s)" if connect is not None else "")

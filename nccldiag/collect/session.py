@@ -34,7 +34,7 @@ def collect(
              for name, where, first in inv.duplicates]
     hosts = inv.hosts
     if save_dir:
-        sections.write_bundle_index(save_dir, [h.name for h in hosts], {"transport": "ssh", "areas": area_names})
+        sections.write_bundle_index(save_dir, [h.name for h in hosts], {"transport": opts.transport, "areas": area_names})
     if on_start is not None:
         on_start(len(hosts))
 
@@ -44,6 +44,8 @@ def collect(
         if on_node is not None:
             on_node(node)
 
+    if opts.transport == "srun":
+        return runner.collect_srun(hosts, script, opts, arrived), notes
     return runner.collect_hosts(hosts, script, opts, arrived), notes
 
 
