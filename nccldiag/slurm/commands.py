@@ -58,8 +58,10 @@ def resume(node: str) -> List[str]:
 
 
 def salloc(req: AllocRequest, name: str = "nccldiag") -> List[str]:
-    """An allocation without a shell: salloc exits once granted (or once ``wait`` has passed)."""
-    return ["salloc", "--no-shell", f"--job-name={name}", f"--immediate={max(1, int(math.ceil(req.wait)))}"] + req.options()
+    """Whole nodes (a node is validated with all its GPUs), without a shell: salloc exits once granted
+    (or once ``wait`` has passed)."""
+    return ["salloc", "--no-shell", "--exclusive", f"--job-name={name}",
+            f"--immediate={max(1, int(math.ceil(req.wait)))}"] + req.options()
 
 
 def cancel(job: str) -> List[str]:
