@@ -15,7 +15,7 @@ from nccldiag.areas.base import NodeFacts
 from nccldiag.model.raw import RawNode
 from nccldiag.model.findings import Finding, Status, error, ok, warn, worst
 from nccldiag.model.findings import exit_code as findings_exit_code
-from nccldiag.transport.base import FIXES
+from nccldiag.transport.base import COMMAND_TIMEOUT, FIXES
 
 # Exit codes (documented in the README).
 
@@ -84,6 +84,10 @@ def _transport_finding(raw: RawNode, local: bool) -> Finding:
     notes = list(raw.extra.get("notes") or [])
     connect = raw.extra.get("connect_s")
     msg = f"{how}: collected in {raw.elapsed:.2f} s" + (f" (connect {connect:.2f} s)" if connect is not None else "")
+    if raw.extra.get("timeout"):
+        # cut off at its deadline: what came back is judged, but the node is not fully checked
+        return error("ssh", f"ssh.{COMMAND_TIMEOUT}", f"{msg}; cut off: {raw.extra['timeout']}", evidence=notes,
+                     actual=COMMAND_TIMEOUT, fix=FIXES.get(COMMAND_TIMEOUT, ""))
     if raw.truncated:
         return warn("ssh", "ssh.collect", msg + "; output ended early (truncated)", evidence=notes)
     return ok("ssh", "ssh.collect", msg, evidence=notes)

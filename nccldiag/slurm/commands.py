@@ -68,6 +68,16 @@ def cancel(job: str) -> List[str]:
     return ["scancel", job]
 
 
+def steps_named() -> List[str]:
+    """Every step Slurm runs, as ``ID NAME`` lines (the caller picks its own by name)."""
+    return ["squeue", "--steps", "--noheader", "--format=%i %j"]
+
+
+def cancel_ids(ids: Sequence[str]) -> List[str]:
+    """Kill these jobs or steps (``123`` or ``123.4``) now."""
+    return ["scancel", "--signal=KILL", "--full"] + list(ids)
+
+
 def srun_step(nodes: Sequence[str], tasks_per_node: int, time_s: float, job: Optional[str] = None,
               req: Optional[AllocRequest] = None, label: bool = False, input_all: bool = False,
               kill_on_bad_exit: bool = False, chdir: Optional[str] = None, name: str = "nccldiag") -> List[str]:

@@ -81,6 +81,17 @@ def _feed(tasks: Dict[int, _Task], line: str, mark: str, now: float) -> Optional
     return None
 
 
+def cancel_step(name: str, timeout: float = 30) -> None:
+    """Cancel every step (and job) of this user named ``name``: squeue finds them, scancel kills them."""
+    from nccldiag.slurm import client
+
+    r = client.run(commands.steps_named(), timeout)
+    ids = [line.split()[0] for line in (r.stdout or "").splitlines()
+           if len(line.split()) == 2 and line.split()[1] == name]
+    if ids:
+        client.run(commands.cancel_ids(ids), timeout)
+
+
 def _error_node(host: str, kind: str, message: str, slurm_node: str = "") -> RawNode:
     node = RawNode(host=host, error={"kind": kind, "message": message, "fix": FIXES.get(kind, "")})
     node.extra["transport"] = "srun"
@@ -126,8 +137,9 @@ def collect(
     if not todo:
         return [results[h] for h in hosts]
     by_node = {names[h]: h for h in todo}
+    step_name = f"nccldiag-{mark}"
     argv = commands.srun_step([names[h] for h in todo], 1, whole_run + 60, job=job, req=req, label=True,
-                              input_all=True) + ["sh", "-c", wrapper(mark)]
+                              input_all=True, name=step_name) + ["sh", "-c", wrapper(mark)]
     tasks: Dict[int, _Task] = {}
     lock = threading.Lock()
     stop = threading.Event()
@@ -138,7 +150,8 @@ def collect(
         if host is None or host in results:
             return
         sections, rcs, truncated = split_sections("\n".join(t.lines), mark)
-        node = RawNode(host=host, sections=sections, rcs=rcs, truncated=truncated, elapsed=(t.last or time.monotonic()) - start)
+        end = time.monotonic() if error is not None or not t.last else t.last
+        node = RawNode(host=host, sections=sections, rcs=rcs, truncated=truncated, elapsed=end - start)
         if error is not None:
             if sections:
                 node.truncated = True
@@ -177,6 +190,9 @@ def collect(
     r = run_streaming(argv, whole_run, on_line, cancel=idle, env=full_env, stdin_text=script, host="srun")
     stop.set()
     timed_out = r.error is not None
+    if timed_out:
+        # srun was killed here; its step goes on on the nodes until slurmctld is told
+        cancel_step(step_name)
     why = (f"no output for {command_timeout:g} s (srun step cut off)" if idle.is_set() and r.error is not None
            and time.monotonic() - start < whole_run else f"collection took longer than {whole_run:g} s")
     stderr = r.stderr or ""
