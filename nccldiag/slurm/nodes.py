@@ -53,8 +53,8 @@ class SlurmNode:
 def parse_show_node(text: str) -> List[SlurmNode]:
     """Nodes from ``scontrol show node --oneliner`` (one node a line, ``Key=Value`` words).
 
-    ``Reason=`` runs to the end of its value, which may hold spaces: it is
-    the last key whose value may, up to a ``[user@time]`` stamp.
+    ``Reason=`` is free text (spaces, commas, ``=``): it runs up to its
+    ``[user@time]`` stamp, or to the end of the line.
     """
     nodes: List[SlurmNode] = []
     for line in text.splitlines():
@@ -63,10 +63,13 @@ def parse_show_node(text: str) -> List[SlurmNode]:
             continue
         kv: Dict[str, str] = {}
         reason = ""
-        m = re.search(r"\bReason=(.*?)(?: \[[^\]]*\])?(?=\s+\w+=|$)", line)
-        if m:
-            reason = m.group(1).strip()
-            line = line[:m.start()] + line[m.end():]
+        at = line.find(" Reason=")
+        if at >= 0:
+            # free text, commas, spaces and '=' included, up to its "[user@time]" stamp
+            rest = line[at + len(" Reason="):]
+            m = re.search(r" \[[^\]\s]*@[^\]\s]*\]", rest)
+            reason = (rest[:m.start()] if m else rest).strip()
+            line = line[:at] + (rest[m.end():] if m else "")
         for k, v in _KV.findall(line):
             kv[k] = v.strip()
         nodes.append(SlurmNode(
