@@ -104,6 +104,16 @@ def test_transport_srun_with_sshd_stopped_on_all_nodes(slurm, tmp_path):
             system = next(f for f in n["findings"] if f["check"] == "system.basic")
             assert system["status"] == "ok"
         assert took < 120
+        # collect goes the same way: a bundle of every node, judged again from disk
+        bundle = tmp_path / "bundle"
+        r = nccldiag(["collect", "--transport", "srun", "-w", "ncdl[01-08]", "--only", "system", "-o", str(bundle)],
+                     timeout=180)
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert sorted(p.name for p in bundle.iterdir() if p.is_dir()) == nodes
+        assert json.loads((bundle / "_bundle.json").read_text())["transport"] == "srun"
+        again = tmp_path / "again.json"
+        r = nccldiag(["check", "--bundle", str(bundle), "--json", str(again)], timeout=120)
+        assert r.returncode == 0 and [n["host"] for n in _report(again)["nodes"]] == nodes
     finally:
         for n in nodes:
             slurm.vc.fault(n, "sshd-start")
