@@ -180,7 +180,8 @@ def collect_srun(
             unavailable[h] = f"Slurm node {n} is {sn.state}" + (f" (reason: {sn.reason})" if sn.reason else "")
     return srun.collect(
         names_given, names, unavailable, script, _script_env(opts), opts.mark,
-        command_timeout=opts.ssh.command_timeout, whole_run=opts.ssh.command_timeout * WHOLE_RUN,
+        command_timeout=opts.ssh.command_timeout,
+        whole_run=opts.ssh.command_timeout * WHOLE_RUN + (opts.alloc.wait if opts.alloc and not opts.slurm_job else 0.0),
         job=opts.slurm_job, req=opts.alloc, on_node=on_node,
     )
 

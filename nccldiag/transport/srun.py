@@ -176,13 +176,15 @@ def collect(
                 started = len(tasks)
                 if running and started == len(todo) and all(now - t.last > command_timeout for t in running):
                     break
-                if started < len(todo) and now - start > command_timeout * 2 and not any(
+                if started < len(todo) and now - start > first_output and not any(
                         now - t.last <= command_timeout for t in running):
                     break
             if cancel is not None and cancel.is_set():
                 break
         idle.set()
 
+    # a task that never spoke: srun may first wait for the allocation (req.wait), then start the step
+    first_output = command_timeout * 2 + (req.wait if req is not None and job is None else 0.0)
     idle = threading.Event()
     dog = threading.Thread(target=watchdog, daemon=True)
     dog.start()

@@ -125,3 +125,61 @@ def test_worker_maps_srun_variables_to_torch_distributed():
 
     with pytest.raises(ValueError, match="SLURM_PROCID"):
         slurm_env({"MASTER_ADDR": "x", "MASTER_PORT": "1"})
+
+
+def _cli(args, **env):
+    import os
+    import subprocess
+    import sys
+
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}
+    clean.update(env)
+    return subprocess.run([sys.executable, "-m", "nccldiag", *args], capture_output=True, text=True, timeout=120,
+                          env=clean, stdin=subprocess.DEVNULL)
+
+
+def test_cli_usage_errors_name_the_option():
+    r = _cli(["probe", "--launcher", "srun", "-w", "gpu01"])
+    assert r.returncode == 2 and "--launcher srun runs inside an allocation" in r.stderr
+    r = _cli(["check", "--drain-unchecked"])
+    assert r.returncode == 2 and "--drain-unchecked goes with --drain" in r.stderr
+    r = _cli(["check", "--local", "-w", "gpu01"])
+    assert r.returncode == 2 and "--local checks this machine" in r.stderr
+    r = _cli(["check", "--transport", "srun"])
+    assert r.returncode == 2 and "--transport srun needs nodes" in r.stderr
+    r = _cli(["probe", "--partition", "gpu", "-w", "gpu01"])
+    assert r.returncode == 2 and "use them with --launcher srun" in r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def test_health_line_nhc_semantics():
+    from nccldiag.check.engine import CheckReport, NodeReport
+    from nccldiag.model.findings import error, fail, ok, warn
+    from nccldiag.report.check_report import health_line
+
+    def report(*findings, reachable=True, slurm=None):
+        n = NodeReport(host="gpu017", findings=list(findings), reachable=reachable)
+        return CheckReport(nodes=[n], areas=["system"], slurm=slurm)
+
+    line, code = health_line(report(ok("system", "system.basic", "fine"), warn("limits", "limits.memlock", "8 MiB")))
+    assert code == 0 and line.startswith("nccldiag: gpu017 healthy")
+    line, code = health_line(report(fail("ib", "ib.port_state", "mlx5_0 port 1 Down"),
+                                    slurm={"applied": [{"action": "drain", "ok": True, "node": "gpu017"}]}))
+    assert code == 1
+    assert line == "ERROR: nccldiag: Health check failed: gpu017: ib.port_state: mlx5_0 port 1 Down (drained gpu017)"
+    line, code = health_line(report(error("gpu", "gpu.smi", "nvidia-smi timed out")))
+    assert code == 3 and line.startswith("ERROR: nccldiag: Health check could not complete: gpu017: gpu.smi")
+
+
+def test_verdicts_from_a_check_report():
+    from nccldiag.check.engine import CheckReport, NodeReport
+    from nccldiag.model.findings import error, fail, ok
+    from nccldiag.slurm.feedback import node_verdicts
+
+    rep = CheckReport(nodes=[
+        NodeReport("a", [ok("system", "system.basic", "x")]),
+        NodeReport("b", [fail("gpu", "gpu.ecc", "x"), fail("gpu", "gpu.ecc", "y"), error("ib", "ib.read", "z")]),
+        NodeReport("c", [error("ssh", "ssh.refused", "x")], reachable=False),
+    ], areas=["system"])
+    got = [(v.host, v.status, list(v.failed)) for v in node_verdicts(rep)]
+    assert got == [("a", "pass", []), ("b", "fail", ["gpu.ecc"]), ("c", "unchecked", ["ssh.refused"])]
