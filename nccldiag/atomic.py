@@ -2,7 +2,7 @@
 
 The text goes to a new temporary file with an unpredictable name in the same
 directory (``mkstemp``: created exclusively, never through a link), which is
-then renamed over the target.
+flushed to disk, then renamed over the target.
 """
 from __future__ import annotations
 
@@ -18,6 +18,8 @@ def write_text(path: str, text: str, mode: Optional[int] = None) -> None:
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
         if mode is not None:
             os.chmod(tmp, mode)
         os.replace(tmp, path)

@@ -9,6 +9,7 @@ stderr; ``--json -`` keeps stdout for JSON alone.
 from __future__ import annotations
 
 import os
+import signal
 
 import click
 
@@ -19,16 +20,31 @@ from nccldiag.model.errors import NccldiagError
 from nccldiag.model.findings import EXIT_INTERNAL
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM: handled as Ctrl-C is (queued work cancelled, the run's processes and directories removed)."""
+
+
+def _on_sigterm(signum, frame):
+    raise Terminated()
+
+
 class _Group(click.Group):
     def invoke(self, ctx):
+        try:
+            if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+                signal.signal(signal.SIGTERM, _on_sigterm)
+        except ValueError:  # not the main thread (embedded use): SIGTERM keeps its default
+            pass
         try:
             return super().invoke(ctx)
         except NccldiagError as exc:
             click.echo(f"nccldiag: error: {exc}", err=True)
             ctx.exit(exc.exit_code)
-        except KeyboardInterrupt:
-            click.echo("nccldiag: interrupted", err=True)
-            ctx.exit(130)
+        except KeyboardInterrupt as exc:
+            # a second Ctrl-C during clean-up lands here too: no traceback either way
+            term = isinstance(exc, Terminated)
+            click.echo("nccldiag: terminated" if term else "nccldiag: interrupted", err=True)
+            ctx.exit(143 if term else 130)
         except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort):
             raise
         except Exception as exc:  # a bug in nccldiag: never reported as a verdict on a node

@@ -45,7 +45,8 @@ def collection_target(kw, local: bool = False):
     return inv, alloc, transport, job
 
 
-def run_collection(kw, areas_sel, save_dir: Optional[str], extra_sources=(), mesh_mode="first", target=None):
+def run_collection(kw, areas_sel, save_dir: Optional[str], extra_sources=(), mesh_mode="first", not_saved=None,
+                   target=None):
     """Collect live with a progress bar on a terminal; each node saved as it arrives."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -76,7 +77,7 @@ def run_collection(kw, areas_sel, save_dir: Optional[str], extra_sources=(), mes
 
             opts.transport, opts.slurm_job = "srun", job
             opts.alloc = None if job else alloc_request(kw, kw.get("alloc_wait") or 60.0)
-        return session.collect(inv, areas_sel, opts, save_dir, on_start, on_node)
+        return session.collect(inv, areas_sel, opts, save_dir, on_start, on_node, not_saved)
 
 
 @click.command("check", context_settings=CONTEXT)
@@ -147,7 +148,7 @@ def check(bundle, only, skip, mesh_mode, json_path, save_dir, p2p_test, verbose,
     else:
         target = collection_target(kw, local)
         try:
-            raws, notes = run_collection(kw, areas_sel, save_dir, extra, mesh_mode, target)
+            raws, notes = run_collection(kw, areas_sel, save_dir, extra, mesh_mode, target=target)
         finally:
             if target[1] is not None:
                 target[1].release()

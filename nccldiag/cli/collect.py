@@ -30,14 +30,18 @@ def collect(out_dir, print_script, only, skip, **kw):
         return
     if not out_dir:
         raise UsageError("collect needs -o DIR (or --script to print the collection script)")
+    not_saved: dict = {}
     target = collection_target(kw)
     try:
-        raws, _notes = run_collection(kw, areas_sel, out_dir, mesh_mode="none", target=target)
+        raws, _notes = run_collection(kw, areas_sel, out_dir, mesh_mode="none", not_saved=not_saved, target=target)
     finally:
         if target[1] is not None:
             target[1].release()
     failed = [r for r in raws if r.error]
     for r in failed:
         click.echo(f"nccldiag: {r.host}: {r.error['message']}", err=True)
-    click.echo(f"collected {len(raws) - len(failed)} of {len(raws)} nodes into {out_dir}", err=True)
-    sys.exit(3 if failed else 0)
+    for host, why in not_saved.items():
+        click.echo(f"nccldiag: {host}: collected but not saved to {out_dir}: {why}", err=True)
+    saved = len(raws) - len(set(r.host for r in failed) | set(not_saved))
+    click.echo(f"collected {saved} of {len(raws)} nodes into {out_dir}", err=True)
+    sys.exit(3 if failed or not_saved else 0)

@@ -75,9 +75,36 @@ def _dirname(host: str) -> str:
 
 
 def write_node(bundle_dir: str, node: RawNode) -> str:
-    """Write one node's raw outputs under ``bundle_dir``; returns its directory."""
-    d = os.path.join(bundle_dir, _dirname(node.host))
-    os.makedirs(d, exist_ok=True)
+    """Write one node's raw outputs under ``bundle_dir``; returns its directory.
+
+    The node is written whole into a new hidden directory (``_node.json``
+    last), which then replaces the node's directory: a reader sees the old
+    node or the new one, never half of either, and a write that fails (a full
+    disk) leaves only a hidden directory that no reader looks at, removed here.
+    """
+    import shutil
+    import tempfile
+
+    final = os.path.join(bundle_dir, _dirname(node.host))
+    os.makedirs(bundle_dir, exist_ok=True)
+    d = tempfile.mkdtemp(prefix=f".{_dirname(node.host)}.", dir=bundle_dir)
+    try:
+        _write_node_files(d, node)
+        if os.path.isdir(final) and not os.path.islink(final):
+            old = tempfile.mkdtemp(prefix=f".{_dirname(node.host)}.old.", dir=bundle_dir)
+            os.replace(final, os.path.join(old, "n"))
+            os.replace(d, final)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.replace(d, final)
+    except BaseException:
+        shutil.rmtree(d, ignore_errors=True)
+        raise
+    return final
+
+
+def _write_node_files(d: str, node: RawNode) -> None:
+    os.chmod(d, 0o755)
     for name, text in node.sections.items():
         if not SECTION_NAME.match(name):
             continue
@@ -91,7 +118,6 @@ def write_node(bundle_dir: str, node: RawNode) -> str:
         "extra": node.extra,
     }
     write_text(os.path.join(d, NODE_META), json.dumps(meta, indent=1, sort_keys=True, default=str))
-    return d
 
 
 MAX_SECTION_BYTES = 64 * 1024 * 1024
@@ -169,19 +195,43 @@ def read_bundle(bundle_dir: str) -> List[RawNode]:
     """All nodes of a bundle, in the order recorded in ``_bundle.json`` if present."""
     if not os.path.isdir(bundle_dir):
         raise FileNotFoundError(f"{bundle_dir}: not a directory")
-    order: List[str] = []
+    order: Optional[List[str]] = None
     index = os.path.join(bundle_dir, "_bundle.json")
     if os.path.exists(index):
         hosts = read_bundle_index(bundle_dir).get("hosts", [])
         if not isinstance(hosts, list) or not all(isinstance(h, str) for h in hosts):
             raise ValueError(f"{index}: 'hosts' should be a list of host names")
         order = [_dirname(h) for h in hosts]
-    dirs = [e for e in os.listdir(bundle_dir)
-            if os.path.isdir(os.path.join(bundle_dir, e)) and not os.path.islink(os.path.join(bundle_dir, e))]
-    dirs.sort(key=lambda e: (order.index(e) if e in order else len(order), e))
+    # hidden directories are nodes being written (or a write that failed)
+    dirs = [e for e in os.listdir(bundle_dir) if not e.startswith(".")
+            and os.path.isdir(os.path.join(bundle_dir, e)) and not os.path.islink(os.path.join(bundle_dir, e))]
+    if order is not None and order:
+        # a bundle written by nccldiag holds the nodes of its last collection only
+        dirs = [e for e in order if e in dirs]
+    else:
+        dirs.sort()
     if not dirs and any(e.endswith(".txt") for e in os.listdir(bundle_dir)):
         return [read_node(bundle_dir)]  # a single node directory
     return [read_node(os.path.join(bundle_dir, e)) for e in dirs]
+
+
+def check_bundle_dir(bundle_dir: str, option: str) -> None:
+    """Refuse an output directory that holds something other than a bundle (before any work)."""
+    if not os.path.exists(bundle_dir):
+        parent = os.path.dirname(os.path.abspath(bundle_dir))
+        if not os.path.isdir(parent):
+            raise ValueError(f"{option} {bundle_dir}: its parent directory does not exist")
+        if not os.access(parent, os.W_OK | os.X_OK):
+            raise ValueError(f"{option} {bundle_dir}: cannot create it (no write permission in {parent})")
+        return
+    if os.path.islink(bundle_dir) or not os.path.isdir(bundle_dir):
+        raise ValueError(f"{option} {bundle_dir}: exists and is not a directory")
+    if not os.access(bundle_dir, os.W_OK | os.X_OK):
+        raise ValueError(f"{option} {bundle_dir}: not writable")
+    entries = [e for e in os.listdir(bundle_dir) if not e.startswith(".")]
+    if entries and not os.path.isfile(os.path.join(bundle_dir, "_bundle.json")):
+        raise ValueError(f"{option} {bundle_dir}: not empty and not a bundle (no _bundle.json); "
+                         "give a new or empty directory")
 
 
 def write_bundle_index(bundle_dir: str, hosts: List[str], meta: Optional[dict] = None) -> None:

@@ -6,7 +6,7 @@ module prints nothing.
 """
 from __future__ import annotations
 
-from typing import Callable, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from nccldiag.collect import runner, sections
 from nccldiag.model.raw import RawNode
@@ -20,27 +20,53 @@ def collect(
     save_dir: Optional[str] = None,
     on_start: Optional[Callable[[int], None]] = None,
     on_node: Optional[Callable[[RawNode], None]] = None,
+    not_saved: Optional[Dict[str, str]] = None,
 ) -> Tuple[List[RawNode], List[str]]:
-    """Raw nodes in inventory order and notes about the inventory (``inv`` None: this machine)."""
+    """Raw nodes in inventory order and notes about the inventory (``inv`` None: this machine).
+
+    A node that cannot be saved (a full disk) is named in ``not_saved`` and in
+    the notes; collection goes on and every node is still returned.
+    """
     script = runner.script_for(areas_sel, opts.extra_sources)
     area_names = [a.NAME for a in areas_sel]
+    not_saved = not_saved if not_saved is not None else {}
+    notes: List[str] = []
+    if save_dir:
+        try:
+            sections.check_bundle_dir(save_dir, "--save/-o")
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+
+    def save(node: RawNode) -> None:
+        try:
+            sections.write_node(save_dir, node)
+        except OSError as exc:
+            not_saved[node.host] = exc.strerror or str(exc)
+            notes.append(f"{node.host}: not saved to {save_dir}: {not_saved[node.host]}")
+
+    def index(hosts: List[str], transport: str) -> None:
+        try:
+            sections.write_bundle_index(save_dir, hosts, {"transport": transport, "areas": area_names})
+        except OSError as exc:
+            raise UsageError(f"--save/-o {save_dir}: cannot write the bundle: {exc.strerror or exc}") from None
+
     if inv is None:
         node = runner.collect_local(script, opts)
         if save_dir:
-            sections.write_bundle_index(save_dir, [node.host], {"transport": "local", "areas": area_names})
-            sections.write_node(save_dir, node)
-        return [node], []
-    notes = [f"{where}: duplicate host {name} (first at {first}), checked once"
-             for name, where, first in inv.duplicates]
+            index([node.host], "local")
+            save(node)
+        return [node], notes
+    notes.extend(f"{where}: duplicate host {name} (first at {first}), checked once"
+                 for name, where, first in inv.duplicates)
     hosts = inv.hosts
     if save_dir:
-        sections.write_bundle_index(save_dir, [h.name for h in hosts], {"transport": opts.transport, "areas": area_names})
+        index([h.name for h in hosts], opts.transport)
     if on_start is not None:
         on_start(len(hosts))
 
     def arrived(node: RawNode) -> None:
         if save_dir:
-            sections.write_node(save_dir, node)
+            save(node)
         if on_node is not None:
             on_node(node)
 

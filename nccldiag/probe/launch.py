@@ -5,6 +5,11 @@ values only. Each launch runs under ``setsid -w`` so that the launcher and
 every rank it starts share one process group that can be killed as a unit,
 and carries ``NCCLDIAG_RUN=<id>`` in its environment so that any process of
 the run can be found (and killed) even if it left the group.
+
+A watchdog beside each launch keeps the ranks from outliving nccldiag: when
+the process that started the launch is gone (nccldiag was killed, or its SSH
+connection dropped) it kills every process of the run and removes the run
+directory, and past the run's deadline it kills them in any case.
 """
 from __future__ import annotations
 
@@ -27,6 +32,7 @@ class LaunchSpec:
     worker_args: List[str] = field(default_factory=list)
     join_timeout: int = 30
     use_installed: bool = False  # the local launcher runs the installed nccldiag
+    watchdog: int = 0  # seconds after which the node kills the run itself (0: no watchdog)
 
 
 def _env_words(env: Mapping[str, str]) -> str:
@@ -46,10 +52,29 @@ def node_env(spec: LaunchSpec, ifname: Optional[str]) -> Dict[str, str]:
     return env
 
 
-def _wrap(inner: str, rundir: str) -> str:
-    """Run ``inner`` as the leader of a new session, recording its PGID."""
-    body = f"echo $$ > {shlex.quote(rundir)}/launcher.pgid; exec {inner}"
-    return f"cd {shlex.quote(rundir)} && exec setsid -w sh -c {shlex.quote(body)}"
+def wrap(inner: str, rundir: str, run_id: str = "", watchdog: int = 0) -> str:
+    """Run ``inner`` as the leader of a new session, recording its PGID, under a watchdog.
+
+    The watchdog polls once a second, as long as the launcher lives, whether
+    the shell's parent (sshd's session, or nccldiag itself on this machine)
+    still exists and whether ``watchdog`` seconds have passed. If the parent
+    is gone it kills every process marked with the run and removes the run
+    directory; at the deadline it kills them. Its output goes nowhere, so it
+    never holds the SSH channel open.
+    """
+    q = shlex.quote(rundir)
+    body = f"echo $$ > {q}/launcher.pgid; exec {inner}"
+    launcher = f"setsid -w sh -c {shlex.quote(body)}"
+    if not watchdog or not run_id:
+        return f"cd {q} && exec {launcher}"
+    guard = (
+        f"_n={int(watchdog)}; "
+        "while [ $_n -gt 0 ] && kill -0 $_w 2>/dev/null && kill -0 $_l 2>/dev/null; do sleep 1; _n=$((_n-1)); done; "
+        f"if kill -0 $_l 2>/dev/null; then {kill_command(run_id)}; "
+        f"kill -0 $_w 2>/dev/null || rm -rf -- {q}; fi"
+    )
+    return (f"cd {q} && _w=$PPID && {{ {launcher} & _l=$!; "
+            f"( {guard} ) </dev/null >/dev/null 2>&1 & wait $_l; }}")
 
 
 def torchrun_command(spec: LaunchSpec, nnodes: int, node_rank: int, ifname: Optional[str]) -> str:
@@ -78,7 +103,7 @@ def torchrun_command(spec: LaunchSpec, nnodes: int, node_rank: int, ifname: Opti
         "-m", "nccldiag.node.worker",
     ] + list(spec.worker_args)
     inner = f"env {_env_words(node_env(spec, ifname))} " + " ".join(shlex.quote(a) for a in argv)
-    return _wrap(inner, spec.rundir)
+    return wrap(inner, spec.rundir, spec.run_id, spec.watchdog)
 
 
 def local_command(spec: LaunchSpec, ifname: Optional[str] = None) -> List[str]:
@@ -136,7 +161,7 @@ def mpirun_command(
         argv += ["-x", k]
     argv += [spec.python, "-m", "nccldiag.node.worker", "--bootstrap", "mpi"] + list(spec.worker_args)
     inner = f"env {_env_words(env)} " + " ".join(shlex.quote(a) for a in argv)
-    return _wrap(inner, spec.rundir), mpi_hostfile(hosts, spec.nproc_per_node)
+    return wrap(inner, spec.rundir, spec.run_id, spec.watchdog), mpi_hostfile(hosts, spec.nproc_per_node)
 
 
 def srun_command(

@@ -18,6 +18,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Sequence
 
+from nccldiag.node import node_program
 from nccldiag.probe import launch, results
 from nccldiag.probe.plan import Setting
 from nccldiag.transport.base import TransportError
@@ -63,16 +64,7 @@ class Prepared:
     hostnames: Dict[str, str] = field(default_factory=dict)  # inventory name -> the node's own host name
 
 
-_INFO_SNIPPET = """
-import glob, importlib.util as u, json, sys
-d = {"python": sys.version.split()[0], "executable": sys.executable}
-d["torch"] = bool(u.find_spec("torch"))
-d["mpi4py"] = bool(u.find_spec("mpi4py"))
-d["gpus"] = len(glob.glob("/proc/driver/nvidia/gpus/*"))
-import socket
-s = socket.socket(); s.bind(("", 0)); d["free_port"] = s.getsockname()[1]; s.close()
-print(json.dumps(d))
-"""
+_INFO_SNIPPET = node_program("info")
 
 
 def _archive(files: Dict[str, str]) -> str:
@@ -216,7 +208,7 @@ def run_setting(
     for t in threads.values():
         t.start()
     deadline = start + timeout
-    interrupted = False
+    interrupted: Optional[BaseException] = None
     try:
         while any(t.is_alive() for t in threads.values()):
             now = time.monotonic()
@@ -231,12 +223,12 @@ def run_setting(
                 if t.is_alive():
                     t.join(min(0.2, max(0.0, deadline - time.monotonic())))
                     break
-    except KeyboardInterrupt:
-        interrupted = True  # the ranks are killed below all the same, then the interrupt goes on
+    except KeyboardInterrupt as exc:
+        interrupted = exc  # the ranks are killed below all the same, then the interrupt goes on
     cancel.set()
     reap_all(ranks_on, run_id, fanout, out)
-    if interrupted:
-        raise KeyboardInterrupt
+    if interrupted is not None:
+        raise interrupted
     for name, t in threads.items():
         t.join(5)
         if name not in out.nodes:

@@ -120,7 +120,7 @@ def run(hosts: Sequence[Host], opts: ProbeOptions,
 
     # connect, fanout at a time, each bounded by the SSH timeouts
     unreachable: Dict[str, str] = {}
-    if not opts.dry_run or not local:
+    if not opts.dry_run:
         def connect(n):
             try:
                 n.connect()
@@ -139,11 +139,17 @@ def run(hosts: Sequence[Host], opts: ProbeOptions,
         if local:
             import tempfile
 
-            rundir = tempfile.mkdtemp(prefix=f"{run_id}-")
+            rundir = (os.path.join(tempfile.gettempdir(), f"{run_id}-XXXXXXXX") if opts.dry_run
+                      else tempfile.mkdtemp(prefix=f"{run_id}-"))
             prep = runner.Prepared(run_id, rundir, "127.0.0.1", 0, {live[0].name: None}, {}, {}, {})
             prep.info[live[0].name] = {"torch": True, "gpus": _local_gpus()}
             if opts.python == "python3":
                 opts.python = sys.executable
+        elif opts.dry_run:
+            # nothing is contacted: the interface and the port are what the run would find out
+            prep = runner.Prepared(run_id, os.path.join(opts.shared_dir or "/tmp", run_id), live[0].name, 29400,
+                                   {n.name: opts.ifname for n in live}, {}, {}, {n.name: {"torch": True} for n in live},
+                                   {n.name: n.name for n in live})
         else:
             prep = runner.prepare(live, opts.python, opts.ifname, opts.shared_dir, timeout=opts.ssh.command_timeout,
                                   run_id=run_id, stage=not opts.dry_run, fanout=opts.fanout)
@@ -170,6 +176,7 @@ def run(hosts: Sequence[Host], opts: ProbeOptions,
                     rec_file.write(json.dumps(rec) + "\n")
                     rec_file.flush()
 
+            grace = min(30.0, pg_timeout + 10.0)
             for i, setting in enumerate(settings):
                 env = dict(setting.env)
                 env.update(_debug_env(backend, prep.rundir, setting.name))
@@ -178,6 +185,7 @@ def run(hosts: Sequence[Host], opts: ProbeOptions,
                     rdzv_host=prep.rdzv_host, rdzv_port=prep.rdzv_port, env=env,
                     worker_args=worker_args(opts, backend, pg_timeout),
                     join_timeout=max(10, min(60, int(timeout * 0.25))), use_installed=local,
+                    watchdog=int(timeout + grace + 60),
                 )
                 commands = build_commands(opts.launcher, spec, participants, prep, timeout, local)
                 if opts.dry_run:
@@ -200,22 +208,22 @@ def run(hosts: Sequence[Host], opts: ProbeOptions,
                     fan_out(participants, lambda n: n.run(f"mkdir -p {shlex.quote(prep.rundir + '/' + setting.name)}",
                                                           opts.ssh.command_timeout), opts.fanout)
                 sr = runner.run_setting(participants, commands, setting, timeout,
-                                        grace=min(30.0, pg_timeout + 10.0), run_id=prep.run_id,
+                                        grace=grace, run_id=prep.run_id,
                                         on_record=on_record, log_glob=glob, fanout=opts.fanout,
                                         launchers=launchers)
                 _save_logs(out_dir, setting.name, sr.logs)
                 runs.append(sr)
         if opts.dry_run:
-            if not local:
-                runner.cleanup(live, prep.rundir, fanout=opts.fanout)
             for n in nodes:
                 n.close()
             report = analysis.ProbeReport(backend=backend, launcher=opts.launcher, hosts=[n.name for n in nodes],
                                           nproc_per_node=nproc, run_id=run_id)
             report.commands = dry
             return report
-        cleanup_failed = ({} if local or opts.shared_dir
-                          else runner.cleanup(live, prep.rundir, timeout=min(15.0, opts.ssh.command_timeout), fanout=opts.fanout))
+        # a shared run directory is one directory: the first node removes it
+        cleanup_failed = ({} if local else
+                          runner.cleanup(live[:1] if opts.shared_dir else live, prep.rundir,
+                                         timeout=min(15.0, opts.ssh.command_timeout), fanout=opts.fanout))
         if local:
             import shutil
 
@@ -240,7 +248,8 @@ def run(hosts: Sequence[Host], opts: ProbeOptions,
             for d in glob.glob(os.path.join(tempfile.gettempdir(), f"{run_id}-*")):
                 shutil.rmtree(d, ignore_errors=True)
         else:
-            runner.cleanup(live, os.path.join(opts.shared_dir or "/tmp", run_id), fanout=opts.fanout)
+            runner.cleanup(live[:1] if opts.shared_dir else live, os.path.join(opts.shared_dir or "/tmp", run_id),
+                           fanout=opts.fanout)
         for n in nodes:
             n.close()
         raise
@@ -289,7 +298,7 @@ def build_commands(launcher: str, spec: launch.LaunchSpec, nodes: Sequence, prep
         env = launch.node_env(spec, prep.ifnames.get(nodes[0].name))
         argv = launch.local_command(spec)
         inner = "env " + " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items()) + " " + " ".join(shlex.quote(a) for a in argv)
-        return {nodes[0].name: f"cd {shlex.quote(spec.rundir)} && exec {inner}"}
+        return {nodes[0].name: launch.wrap(inner, spec.rundir, spec.run_id, spec.watchdog)}
     if launcher == "srun":
         by_hostname = {prep.hostnames.get(n.name, n.name): prep.ifnames.get(n.name) for n in nodes}
         return {"srun": launch.srun_command(spec, [n.slurm_name for n in nodes], by_hostname,

@@ -154,6 +154,8 @@ def to_json(report: ProbeReport) -> Dict:
 
 def render_commands(report: ProbeReport, con: Console) -> None:
     """``--dry-run``: every command, per setting and node, exactly as it would run."""
+    con.print("# dry run: no node was contacted and nothing was started. A real run first finds each node's "
+              "interface to the first node and a free rendezvous port there.", markup=False, highlight=False)
     for setting, host, cmd in report.commands or []:
         con.print(f"# {setting} on {host}", markup=False, highlight=False)
         con.print(cmd, markup=False, highlight=False, soft_wrap=True)

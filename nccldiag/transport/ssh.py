@@ -270,12 +270,17 @@ def open_socket(hostname: str, port: int, timeout: float, host: str) -> socket.s
 
 
 def _load_key(path: str) -> Tuple[Optional[paramiko.PKey], Optional[str]]:
+    """The key in ``path``, or why it cannot be used (encrypted keys are skipped: nccldiag asks no passphrase)."""
     try:
         key = paramiko.PKey.from_path(path)
     except paramiko.PasswordRequiredException:
-        return None, f"{path} is encrypted (load it into ssh-agent)"
-    except (OSError, paramiko.SSHException, ValueError) as exc:
-        return None, f"{path}: {exc}"
+        return None, f"{path} is encrypted (skipped; load it into ssh-agent)"
+    except (OSError, paramiko.SSHException, ValueError, TypeError, AssertionError, IndexError) as exc:
+        # paramiko raises several types for keys it cannot read (TypeError for some encrypted formats)
+        text = str(exc)
+        if isinstance(exc, TypeError) or "encrypt" in text.lower() or "password" in text.lower():
+            return None, f"{path} is encrypted (skipped; load it into ssh-agent)"
+        return None, f"{path}: {text[:200]}"
     cert = path + "-cert.pub"
     if os.path.exists(cert):
         try:
@@ -283,6 +288,56 @@ def _load_key(path: str) -> Tuple[Optional[paramiko.PKey], Optional[str]]:
         except (OSError, ValueError, paramiko.SSHException):
             pass
     return key, None
+
+
+def _public_blob(path: str) -> Optional[bytes]:
+    """The key blob of an OpenSSH ``.pub`` file, or None."""
+    import base64
+    import binascii
+
+    try:
+        with open(path, "rb") as f:
+            words = f.read(16384).split()
+        return base64.b64decode(words[1], validate=True) if len(words) >= 2 else None
+    except (OSError, binascii.Error, ValueError):
+        return None
+
+
+class _TimedAgent(paramiko.agent.AgentSSH):
+    """ssh-agent over ``SSH_AUTH_SOCK`` with every read and write bounded by ``timeout``.
+
+    paramiko's own Agent waits for ever on an agent that accepts and never
+    answers; this one raises ``OSError`` (socket.timeout) instead, both when
+    listing keys and when the agent signs during authentication.
+    """
+
+    def __init__(self, path: str, timeout: float):
+        super().__init__()
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.settimeout(timeout)
+        try:
+            sock.connect(path)
+            self._connect(sock)
+        except BaseException:
+            sock.close()
+            raise
+
+    def close(self) -> None:
+        self._close()
+
+
+def agent_keys(timeout: float) -> Tuple[Optional[_TimedAgent], Tuple[paramiko.PKey, ...], Optional[str]]:
+    """``(agent, keys, problem)`` from the agent at ``SSH_AUTH_SOCK``, bounded by ``timeout``."""
+    path = os.environ.get("SSH_AUTH_SOCK")
+    if not path:
+        return None, (), None
+    try:
+        agent = _TimedAgent(path, timeout)
+    except socket.timeout:
+        return None, (), f"ssh-agent at SSH_AUTH_SOCK did not answer within {timeout:g} s"
+    except (OSError, paramiko.SSHException, EOFError, ValueError) as exc:
+        return None, (), f"ssh-agent at SSH_AUTH_SOCK unusable: {str(exc)[:200]}"
+    return agent, agent.get_keys(), None
 
 
 class ProxyProcess(paramiko.ProxyCommand):
@@ -557,15 +612,26 @@ class SSHConnection:
             tried.append(os.path.basename(path))
             if self._try_key(t, cfg.user, key):
                 return
-        if self.options.use_agent and not cfg.identities_only:
+        # IdentitiesOnly (as OpenSSH): the agent may only offer the configured
+        # identities, matched by their public halves (how an encrypted
+        # IdentityFile whose key the agent holds still logs in)
+        allowed = None
+        if cfg.identities_only:
+            allowed = {b for b in (_public_blob(p + ".pub") for p in seen) if b}
+        if self.options.use_agent and (allowed is None or allowed):
+            agent, keys, problem = agent_keys(min(10.0, max(1.0, self.options.connect_timeout)))
+            if problem:
+                problems.append(problem)
             try:
-                agent_keys = paramiko.Agent().get_keys()
-            except paramiko.SSHException:
-                agent_keys = ()
-            for key in agent_keys:
-                tried.append(f"agent:{key.get_name()}")
-                if self._try_key(t, cfg.user, key):
-                    return
+                for key in keys:
+                    if allowed is not None and key.asbytes() not in allowed:
+                        continue
+                    tried.append(f"agent:{key.get_name()}")
+                    if self._try_key(t, cfg.user, key):
+                        return
+            finally:
+                if agent is not None:
+                    agent.close()
         detail = f"tried {', '.join(tried)}" if tried else "no usable key (none in ~/.ssh, IdentityFile or the agent)"
         if problems:
             detail += "; " + "; ".join(problems)

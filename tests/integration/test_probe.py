@@ -117,6 +117,36 @@ def test_link_cut_mid_run(faulty, tmp_path):
     assert_clean(faulty, data)
 
 
+def test_kill_9_of_nccldiag_leaves_nothing_on_the_nodes(faulty, tmp_path):
+    """nccldiag itself killed with SIGKILL mid-run: each node's watchdog sees its SSH session gone,
+    kills the run's processes and removes the run directory, within a few seconds."""
+    import signal
+    import subprocess
+    import sys
+
+    args, _ = probe_faulty(faulty, tmp_path, "--iters", "2000", timeout=120)
+    proc = subprocess.Popen([sys.executable, "-m", "nccldiag", *args], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+    try:
+        wait_for(started(tmp_path), 120, "the probe to report its first result")
+        # the run directory on the first node is named after the run (each node has its own /tmp)
+        dirs = faulty.ssh(faulty.hosts[0], "ls -d /tmp/nccldiag-*", timeout=30).stdout.split()
+        assert len(dirs) == 1, dirs
+        run_id = dirs[0].rsplit("/", 1)[1]
+        assert all(probe_processes(faulty, n, run_id) for n in faulty.hosts), "ranks run on every node"
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(10)
+
+    def gone():
+        return all(probe_processes(faulty, n, run_id) == [] and
+                   faulty.ssh(n, f"test -e /tmp/{run_id} && echo left; true", timeout=30).stdout.strip() == ""
+                   for n in faulty.hosts)
+
+    # the watchdog polls once a second; the bound allows for SSH round trips on a loaded machine
+    wait_for(gone, 30, "the nodes' watchdogs to remove the killed run")
+
+
 def test_rendezvous_port_blocked(faulty, tmp_path):
     rule = ["iptables", "-w", "10", "-I", "INPUT", "-p", "tcp", "!", "--dport", "22", "-m", "conntrack",
             "--ctstate", "NEW", "-j", "DROP"]

@@ -130,3 +130,93 @@ def test_jump_host_that_refuses_is_a_proxy_failure_at_once(jumpy, tmp_path):
     assert (f["status"], f["check"]) == ("error", "ssh.proxy"), f
     assert "jnode01" in f["message"] and "refused" in f["message"].lower()
     assert elapsed < 10, elapsed  # no waiting for the connect timeout
+
+
+# --- keys and agents ------------------------------------------------------------------------
+
+def encrypted_copy(vc, tmp_path):
+    """The cluster's key, encrypted with a passphrase (nccldiag asks none), and its public half."""
+    import shutil
+    import subprocess
+
+    key = tmp_path / "id_enc"
+    shutil.copy(vc.ssh_config.parent / "id_ed25519", key)
+    key.chmod(0o600)
+    subprocess.run(["ssh-keygen", "-q", "-p", "-N", "correct horse", "-f", str(key)], check=True,
+                   capture_output=True, timeout=30)
+    shutil.copy(vc.ssh_config.parent / "id_ed25519.pub", tmp_path / "id_enc.pub")
+    return key
+
+
+def config_without_identity(vc, tmp_path, key):
+    """The cluster's ssh_config with ``key`` as the only IdentityFile (IdentitiesOnly kept)."""
+    lines = [l for l in vc.ssh_config.read_text().splitlines() if "IdentityFile" not in l]
+    text = "\n".join(lines).replace("IdentitiesOnly yes", f"IdentityFile {key}\n  IdentitiesOnly yes")
+    cfg = tmp_path / "ssh_config_enc"
+    cfg.write_text(text + "\n")
+    return cfg
+
+
+def test_encrypted_identity_file_logs_in_through_the_agent_holding_it(jumpy, tmp_path, monkeypatch):
+    import subprocess
+
+    key = encrypted_copy(jumpy, tmp_path)
+    cfg = config_without_identity(jumpy, tmp_path, key)
+    sock = tmp_path / "agent.sock"
+    agent = subprocess.Popen(["ssh-agent", "-D", "-a", str(sock)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait = __import__("tests.integration.helpers", fromlist=["wait_for"]).wait_for
+        wait(sock.exists, 30, "ssh-agent's socket")
+        monkeypatch.setenv("SSH_AUTH_SOCK", str(sock))
+        # without the key in the agent: a clear authentication failure naming the skipped file, no traceback
+        r, _, node = check(cfg, tmp_path, "jnode01")
+        assert r.returncode == 3 and "Traceback" not in r.stderr, r.stderr
+        msg = ssh_finding(node)["message"]
+        assert "encrypted (skipped" in msg and str(key) in msg, msg
+        subprocess.run(["ssh-add", "-q", str(jumpy.ssh_config.parent / "id_ed25519")], check=True,
+                       env={"SSH_AUTH_SOCK": str(sock), "PATH": "/usr/bin:/bin"}, timeout=30, capture_output=True)
+        r, _, node = check(cfg, tmp_path, "jnode01")
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert ssh_finding(node)["status"] == "ok"
+    finally:
+        agent.kill()
+        agent.wait(10)
+
+
+def test_an_agent_that_never_answers_is_bounded(jumpy, tmp_path, monkeypatch):
+    """An ssh-agent socket that accepts and never answers (a stand-in written for this test)."""
+    import socket
+    import threading
+
+    key = encrypted_copy(jumpy, tmp_path)
+    cfg = config_without_identity(jumpy, tmp_path, key)
+    path = str(tmp_path / "silent.sock")
+    srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    srv.bind(path)
+    srv.listen(8)
+    held = []
+    stop = threading.Event()
+
+    def accept():
+        srv.settimeout(0.5)
+        while not stop.is_set():
+            try:
+                held.append(srv.accept()[0])  # kept open, never answered
+            except OSError:
+                continue
+
+    th = threading.Thread(target=accept, daemon=True)
+    th.start()
+    monkeypatch.setenv("SSH_AUTH_SOCK", path)
+    try:
+        r, elapsed, node = check(cfg, tmp_path, "jnode01", connect_timeout=3, timeout=90)
+    finally:
+        stop.set()
+        th.join(5)
+        for c in held:
+            c.close()
+        srv.close()
+    assert held, "nccldiag asked the agent"
+    assert r.returncode == 3 and "Traceback" not in r.stderr, r.stderr
+    assert "did not answer" in ssh_finding(node)["message"]
+    assert elapsed < 40, elapsed

@@ -139,3 +139,50 @@ def test_json_write_never_follows_a_planted_temporary_name(tmp_path):
     assert target.read_text() == "untouched\n"
     assert json.loads((tmp_path / "out.json").read_text()) == {"a": 1}
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.json", "out.json.tmp", "victim"]
+
+
+def test_collect_refuses_a_directory_that_is_not_a_bundle(tmp_path):
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / "notes.txt").write_text("someone's notes\n")
+    r = CliRunner().invoke(main, ["collect", "-o", str(out), "--only", "system"])
+    assert r.exit_code == 2 and "not empty and not a bundle" in r.output, r.output
+    assert sorted(p.name for p in out.iterdir()) == ["notes.txt"]
+    r = CliRunner().invoke(main, ["check", "--save", str(out), "--only", "system"])
+    assert r.exit_code == 2 and "not empty and not a bundle" in r.output
+
+
+def test_a_bundle_rewritten_holds_only_its_last_collection(tmp_path):
+    """A node directory left from an earlier collection is not read back as current."""
+    b = str(tmp_path / "b")
+    for host in ("old-node", "n1"):
+        sections.write_node(b, RawNode(host=host, sections={"os_release": f"NAME={host}\n"}))
+    sections.write_bundle_index(b, ["n1"])
+    sections.write_node(b, RawNode(host="n1", sections={"os_release": "NAME=new\n"}))
+    back = sections.read_bundle(b)
+    assert [n.host for n in back] == ["n1"] and back[0].sections["os_release"] == "NAME=new\n"
+    # the replaced node leaves nothing hidden behind
+    assert not [p for p in (tmp_path / "b").iterdir() if p.name.startswith(".")]
+
+
+def test_a_full_disk_saves_no_half_node_and_loses_no_result(tmp_path):
+    """A real full file system (a 16 KiB tmpfs): the node is reported collected but not saved, exit 3,
+    and nothing that reads back as a node is left."""
+    import os
+
+    small = tmp_path / "small"
+    small.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16k", "tmpfs", str(small)],
+                      capture_output=True, timeout=30).returncode != 0:
+        import pytest
+
+        pytest.skip("cannot mount a tmpfs here (needs root)")
+    try:
+        r = CliRunner().invoke(main, ["collect", "-o", str(small / "b")])
+        assert r.exit_code == 3, r.output
+        assert "collected but not saved" in r.output and "No space left on device" in r.output
+        assert "Traceback" not in r.output
+        assert sections.read_bundle(str(small / "b")) == []
+        assert not [p for p in os.listdir(small / "b") if p.startswith(".")]
+    finally:
+        subprocess.run(["umount", str(small)], timeout=30)

@@ -47,3 +47,18 @@ def test_the_staged_files_run_alone(tmp_path):
     loaded = eval(r.stdout.strip().splitlines()[-1])
     assert all(m == "nccldiag" or m.startswith("nccldiag.node") for m in loaded), loaded
     assert not (tmp_path / "nccldiag" / "probe").exists()
+
+
+def test_node_programs_run_as_python_c_here():
+    """The programs sent as ``python -c`` run with this interpreter and print JSON."""
+    import json
+
+    from nccldiag.node import node_program
+
+    for name in ("envprobe", "info"):
+        src = node_program(name)
+        assert "'" not in src
+        r = subprocess.run([sys.executable, "-c", src], capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stderr
+        last = json.loads(r.stdout.strip().splitlines()[-1])
+        assert last["python" if name == "info" else "stage"] == (sys.version.split()[0] if name == "info" else "done")

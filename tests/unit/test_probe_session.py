@@ -3,6 +3,8 @@ import os
 import subprocess
 import time
 
+import pytest
+
 from click.testing import CliRunner
 
 from nccldiag.cli import main
@@ -50,10 +52,24 @@ def test_a_stalled_rank_is_a_hang_named_and_bounded(tmp_path):
 
 
 def test_dry_run_and_usage_errors(tmp_path):
+    import glob
+    import tempfile
+
+    before = set(glob.glob(os.path.join(tempfile.gettempdir(), "nccldiag-*")))
     cli = CliRunner()
     r = cli.invoke(main, ["probe", "--dry-run", "--backend", "gloo", "-o", str(tmp_path / "d")])
     assert r.exit_code == 0, r.output
     assert "torch.distributed.run" in r.output and "--standalone" in r.output
+    # no side effect anywhere: no run directory, no output directory
+    assert set(glob.glob(os.path.join(tempfile.gettempdir(), "nccldiag-*"))) == before
+    assert not (tmp_path / "d").exists()
+    # remote hosts are not contacted: names that resolve nowhere still give their commands at once
+    t0 = time.monotonic()
+    r = cli.invoke(main, ["probe", "--dry-run", "-w", "nosuch-ncd1.invalid,nosuch-ncd2.invalid", "--connect-timeout", "20"])
+    assert r.exit_code == 0, r.output
+    assert "# default on nosuch-ncd2.invalid" in r.output and "--node-rank=1" in r.output
+    assert "no node was contacted" in r.output
+    assert time.monotonic() - t0 < 10
     r = cli.invoke(main, ["probe", "--launcher", "mpirun"])
     assert r.exit_code == 2 and "needs hosts" in r.output
     r = cli.invoke(main, ["probe", "--setting", "NCCL_P2P_DISABLE=1;rm -rf /", "--dry-run"])
@@ -62,8 +78,9 @@ def test_dry_run_and_usage_errors(tmp_path):
     assert r.exit_code == 2 and "size 'lots'" in r.output
 
 
-def test_ctrl_c_kills_the_run_everywhere_and_leaves_nothing(tmp_path):
-    """SIGINT while the ranks run: exit 130, no process of the run left, no run directory left."""
+@pytest.mark.parametrize("signame,code,word", [("SIGINT", 130, "interrupted"), ("SIGTERM", 143, "terminated")])
+def test_ctrl_c_kills_the_run_everywhere_and_leaves_nothing(tmp_path, signame, code, word):
+    """SIGINT or SIGTERM while the ranks run: exit 130/143, no process of the run left, no run directory left."""
     import signal
     import sys
 
@@ -83,9 +100,45 @@ def test_ctrl_c_kills_the_run_everywhere_and_leaves_nothing(tmp_path):
     run_id = records.parent.name
     assert no_probe_processes(run_id), "the ranks are running"
     t0 = time.monotonic()
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(getattr(signal, signame))
     _, err = proc.communicate(timeout=60)
-    assert proc.returncode == 130 and "interrupted" in err and "Traceback" not in err
+    assert proc.returncode == code and word in err and "Traceback" not in err, err
     assert time.monotonic() - t0 < 30
     assert no_probe_processes(run_id) == []
     assert not list(tmp_path.parent.glob(f"{run_id}-*")) and not list(__import__("glob").glob(f"/tmp/{run_id}-*"))
+
+
+def test_kill_9_of_nccldiag_leaves_no_rank_and_no_run_directory(tmp_path):
+    """nccldiag killed with SIGKILL mid-run: its watchdog kills the ranks and removes the run directory."""
+    import glob
+    import signal
+    import sys
+    import tempfile
+
+    state = tmp_path / "state"
+    env = {**os.environ, "XDG_STATE_HOME": str(state), "NO_COLOR": "1"}
+    proc = subprocess.Popen([sys.executable, "-m", "nccldiag", "probe", "--backend", "gloo", "--nproc-per-node", "2",
+                             "--iters", "2000", "--max-bytes", "1M", "--timeout", "120"],
+                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    records = None
+    while time.monotonic() < deadline and records is None:
+        found = list(state.glob("nccldiag/probe/*/records.jsonl"))
+        if found and '"type": "result"' in found[0].read_text():
+            records = found[0]
+        time.sleep(0.1)
+    assert records is not None, "the probe never reported a result"
+    run_id = records.parent.name
+    assert no_probe_processes(run_id), "the ranks are running"
+    assert glob.glob(os.path.join(tempfile.gettempdir(), f"{run_id}-*")), "the run directory exists"
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(10)
+    t0 = time.monotonic()
+    # the watchdog polls once a second; allow for a loaded machine
+    while time.monotonic() - t0 < 20 and (no_probe_processes(run_id)
+                                           or glob.glob(os.path.join(tempfile.gettempdir(), f"{run_id}-*"))):
+        time.sleep(0.2)
+    assert no_probe_processes(run_id) == []
+    assert not glob.glob(os.path.join(tempfile.gettempdir(), f"{run_id}-*"))
+    # the records that completed before the kill are still there
+    assert '"type": "result"' in records.read_text()
