@@ -53,11 +53,14 @@ def test_vslurm_nodes_registered_under_their_own_names(slurm):
 def test_check_and_probe_inside_salloc(slurm, tmp_path):
     """Hosts come from the allocation (SLURM_JOB_NODELIST); the probe runs 2 nodes x 2 ranks through srun."""
     out = tmp_path / "check.json"
+    out_srun = tmp_path / "check-srun.json"
     rec_dir = tmp_path / "probe"
     inner = (
         f"echo NODES=$SLURM_JOB_NODELIST; "
         f"{shlex.quote(sys.executable)} -m nccldiag check --mesh none --only system --json {shlex.quote(str(out))} "
         f"--ssh-config {shlex.quote(str(slurm.vc.ssh_config))} >/dev/null; echo CHECK_RC=$?; "
+        f"{shlex.quote(sys.executable)} -m nccldiag check --transport srun --only system "
+        f"--json {shlex.quote(str(out_srun))} >/dev/null; echo SRUN_RC=$?; "
         f"{shlex.quote(sys.executable)} -m nccldiag probe --launcher srun --nproc-per-node 2 --settings default "
         f"--collectives all_reduce --max-bytes 64K --timeout 90 -o {shlex.quote(str(rec_dir))} >/dev/null; "
         f"echo PROBE_RC=$?"
@@ -70,6 +73,8 @@ def test_check_and_probe_inside_salloc(slurm, tmp_path):
     hosts = slurm.run(["scontrol", "show", "hostnames", nodelist]).stdout.split()
     assert len(hosts) == 2
     assert [n["host"] for n in _report(out)["nodes"]] == hosts
+    assert "SRUN_RC=0" in r.stdout, r.stdout + r.stderr  # a step inside the allocation (--jobid, --overlap)
+    assert [n["host"] for n in _report(out_srun)["nodes"]] == hosts
     assert "PROBE_RC=0" in r.stdout, r.stdout + r.stderr
     recs = records(rec_dir / "records.jsonl")
     starts = [x for x in recs if x.get("type") == "start"]
@@ -168,6 +173,41 @@ def test_silent_node_is_cut_off_and_named(slurm, tmp_path):
                  "the cut-off step to leave squeue")
     finally:
         _py_unlink(slurm, ["ncdl05", "ncdl06"])
+
+
+def test_probe_step_past_its_timeout_is_killed_and_the_hung_rank_named(slurm, tmp_path):
+    """A rank stalls inside broadcast: the setting ends at --timeout, the hang is named, nothing of the step is left."""
+    from nccldiag.inventory import Host
+    from nccldiag.probe import session
+    from nccldiag.report import probe_report
+    from nccldiag.slurm import client, commands
+
+    alloc = client.allocate(commands.AllocRequest(nodes=2, wait=30))
+    try:
+        opts = session.ProbeOptions(launcher="srun", backend="gloo", nproc_per_node=2, timeout=25,
+                                    collectives="all_reduce,broadcast", max_bytes=4096, iters=2,
+                                    out_dir=str(tmp_path / "run"), slurm_job=alloc.job,
+                                    extra_worker_args=["--stall-rank", "3", "--stall-in", "broadcast"])
+        t0 = time.monotonic()
+        report = session.run([Host(n) for n in alloc.nodes], opts)
+        took = time.monotonic() - t0
+        data = probe_report.to_json(report)
+        (setting,) = data["settings"]
+        assert setting["collectives"]["all_reduce"]["status"] == "ok"
+        bc = setting["collectives"]["broadcast"]
+        assert bc["status"] == "hang" and bc["ranks_hung"] == [3], bc
+        assert report.exit_code == 1
+        assert took < 25 + 60, took
+        run_id = data["run_id"]
+        for node in alloc.nodes:  # every rank of the run is gone from every node
+            left = slurm.vc.exec(node, ["sh", "-c", "for p in /proc/[0-9]*; do grep -qsaz "
+                                        f"'^NCCLDIAG_RUN={run_id}$' $p/environ && echo ${{p#/proc/}}; done; true"],
+                                 timeout=30).stdout.split()
+            assert left == [], (node, left)
+        wait_for(lambda: "nccldiag-probe" not in slurm.run(["squeue", "--steps", "-h", "-o", "%j"]).stdout, 30,
+                 "the probe's steps to leave squeue")
+    finally:
+        alloc.release()
 
 
 def test_allocation_not_granted_in_time(slurm, tmp_path):
