@@ -178,6 +178,9 @@ def collect_srun(
         sn = by_name[n]
         if not sn.available and not (opts.slurm_job and sn.flags and set(sn.flags) <= {"ALLOCATED", "MIXED", "DRAIN", "COMPLETING"}):
             unavailable[h] = f"Slurm node {n} is {sn.state}" + (f" (reason: {sn.reason})" if sn.reason else "")
+        elif not opts.slurm_job and "ALLOCATED" in sn.flags:
+            # every CPU of it is another job's: a step there would wait for that job to end
+            unavailable[h] = f"Slurm node {n} is {sn.state}: all its CPUs are allocated to other jobs"
     return srun.collect(
         names_given, names, unavailable, script, _script_env(opts), opts.mark,
         command_timeout=opts.ssh.command_timeout,

@@ -221,6 +221,16 @@ def test_allocation_not_granted_in_time(slurm, tmp_path):
         assert "did not grant the allocation" in r.stderr and "--timeout 3 s" in r.stderr
         assert "Traceback" not in r.stderr
         assert took < 3 + 30
+        # without an allocation of its own, a node another job holds whole is not waited for: it is not checked
+        out = tmp_path / "busy.json"
+        t0 = time.monotonic()
+        r = nccldiag(["check", "--transport", "srun", "-w", "ncdl[03-04]", "--only", "system", "--json", str(out)],
+                     timeout=120)
+        assert r.returncode == 3, r.stdout + r.stderr
+        nodes = _by_host(_report(out))
+        assert nodes["ncdl03"]["status"] in ("ok", "warn")
+        assert "allocated to other jobs" in json.dumps(nodes["ncdl04"]["findings"])
+        assert time.monotonic() - t0 < 60
     finally:
         slurm.run(["scancel", job])
 
