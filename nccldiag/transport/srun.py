@@ -153,7 +153,7 @@ def collect(
         end = time.monotonic() if error is not None or not t.last else t.last
         node = RawNode(host=host, sections=sections, rcs=rcs, truncated=truncated, elapsed=end - start)
         if error is not None:
-            if sections:
+            if sections and error.kind == COMMAND_TIMEOUT:
                 node.truncated = True
                 node.extra["timeout"] = error.message
             else:
@@ -189,7 +189,13 @@ def collect(
     dog = threading.Thread(target=watchdog, daemon=True)
     dog.start()
     full_env = dict(env)
-    r = run_streaming(argv, whole_run, on_line, cancel=idle, env=full_env, stdin_text=script, host="srun")
+    try:
+        r = run_streaming(argv, whole_run, on_line, cancel=idle, env=full_env, stdin_text=script, host="srun")
+    except KeyboardInterrupt:
+        stop.set()
+        idle.set()
+        cancel_step(step_name)  # srun runs in a session of its own: Slurm ends the step on every node
+        raise
     stop.set()
     timed_out = r.error is not None
     if timed_out:
@@ -200,9 +206,16 @@ def collect(
     stderr = r.stderr or ""
     with lock:
         for t in tasks.values():
-            if t.node in by_node and by_node[t.node] not in results:
-                finish(t, TransportError(COMMAND_TIMEOUT, why, by_node[t.node]) if timed_out or not t.done
-                       else None)
+            if t.node not in by_node or by_node[t.node] in results:
+                continue
+            if timed_out:
+                finish(t, TransportError(COMMAND_TIMEOUT, why, by_node[t.node]))
+            elif not t.done:
+                said = [ln.strip()[:300] for ln in stderr.splitlines() if t.node in ln][-3:]
+                finish(t, TransportError(SRUN, f"the task on {t.node} ended before the collection script finished"
+                                               + (": " + "; ".join(said) if said else ""), by_node[t.node]))
+            else:
+                finish(t)
     for h in todo:
         if h in results:
             continue
