@@ -183,3 +183,20 @@ def test_verdicts_from_a_check_report():
     ], areas=["system"])
     got = [(v.host, v.status, list(v.failed)) for v in node_verdicts(rep)]
     assert got == [("a", "pass", []), ("b", "fail", ["gpu.ecc"]), ("c", "unchecked", ["ssh.refused"])]
+
+
+def test_node_cut_off_at_its_deadline_is_not_checked_but_what_came_is_judged():
+    from nccldiag import areas
+    from nccldiag.check.engine import analyze
+    from nccldiag.model.raw import RawNode
+
+    # written for this test: a node that sent its host name, then went silent
+    raw = RawNode(host="n1", sections={"hostname": "n1\n"}, truncated=True,
+                  extra={"transport": "srun", "timeout": "no output for 4 s (srun step cut off)"})
+    rep = analyze([raw], areas.select(["system"]))
+    node = rep.nodes[0]
+    f = next(f for f in node.findings if f.area == "ssh")
+    assert f.check == "ssh.command-timeout" and f.status.value == "error" and "cut off" in f.message
+    assert f.message.startswith("srun (no SSH)")
+    assert node.status.value == "error" and rep.exit_code == 3
+    assert any(f.area == "system" for f in node.findings)  # what came back is still judged
