@@ -200,3 +200,25 @@ def test_node_cut_off_at_its_deadline_is_not_checked_but_what_came_is_judged():
     assert f.message.startswith("srun (no SSH)")
     assert node.status.value == "error" and rep.exit_code == 3
     assert any(f.area == "system" for f in node.findings)  # what came back is still judged
+
+
+def test_srun_launch_command_one_task_per_rank():
+    import shlex
+
+    from nccldiag.probe import launch
+
+    spec = launch.LaunchSpec(run_id="nccldiag-x", rundir="/tmp/nccldiag-x", python="python3", nproc_per_node=8,
+                             rdzv_host="10.0.0.2", rdzv_port=29511, worker_args=["--backend", "nccl"])
+    cmd = launch.srun_command(spec, ["gpu01", "gpu02"], {"gpu01": "ib0", "gpu02": "ib0"}, "77", 130)
+    words = shlex.split(cmd)
+    assert words[:2] == ["exec", "env"]
+    env = dict(w.split("=", 1) for w in words[2:words.index("srun")])
+    assert env["MASTER_ADDR"] == "10.0.0.2" and env["MASTER_PORT"] == "29511" and env["NCCLDIAG_RUN"] == "nccldiag-x"
+    assert env["GLOO_SOCKET_IFNAME"] == "ib0" and env["PYTHONPATH"] == "/tmp/nccldiag-x"
+    srun_argv = words[words.index("srun"):]
+    assert {"--nodes=2", "--ntasks=16", "--ntasks-per-node=8", "--nodelist=gpu01,gpu02", "--kill-on-bad-exit=1",
+            "--time=3", "--jobid=77", "--overlap", "--chdir=/tmp/nccldiag-x"} <= set(srun_argv)
+    assert srun_argv[-6:] == ["-m", "nccldiag.node.worker", "--bootstrap", "slurm", "--backend", "nccl"]
+    # nodes naming their interfaces differently: each rank picks its own from the map
+    cmd = launch.srun_command(spec, ["gpu01", "gpu02"], {"gpu01": "ib0", "gpu02": "ib1"}, "77", 130)
+    assert "NCCLDIAG_IFNAMES=gpu01=ib0,gpu02=ib1" in cmd and "GLOO_SOCKET_IFNAME" not in cmd
