@@ -35,6 +35,10 @@ def _why(r: ExecResult) -> str:
 
 
 def require(command: str = "scontrol") -> None:
+    conf = os.environ.get("SLURM_CONF")
+    if conf and not os.path.isfile(conf):
+        # Slurm's commands would look for a controller for their whole timeout first
+        raise SlurmError(f"SLURM_CONF={conf}: no such file")
     if shutil.which(command) is None:
         raise SlurmError(f"{command} is not on PATH: Slurm's client commands are needed here "
                          "(Debian/Ubuntu: apt-get install slurm-client)")

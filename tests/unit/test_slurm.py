@@ -222,3 +222,12 @@ def test_srun_launch_command_one_task_per_rank():
     # nodes naming their interfaces differently: each rank picks its own from the map
     cmd = launch.srun_command(spec, ["gpu01", "gpu02"], {"gpu01": "ib0", "gpu02": "ib1"}, "77", 130)
     assert "NCCLDIAG_IFNAMES=gpu01=ib0,gpu02=ib1" in cmd and "GLOO_SOCKET_IFNAME" not in cmd
+
+
+def test_missing_slurm_conf_is_named_at_once(tmp_path):
+    import time
+
+    t0 = time.monotonic()
+    r = _cli(["check", "--transport", "srun", "-w", "gpu01"], SLURM_CONF=str(tmp_path / "nope.conf"))
+    assert r.returncode == 3 and f"SLURM_CONF={tmp_path / 'nope.conf'}: no such file" in r.stderr
+    assert time.monotonic() - t0 < 60
