@@ -14,7 +14,6 @@ import subprocess
 import sys
 import time
 
-import pytest
 
 from tests.integration.helpers import nccldiag, records, wait_for
 from tests.integration.vcluster import REPO
