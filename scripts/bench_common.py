@@ -62,3 +62,27 @@ def median(xs):
 
 def nccldiag_argv(*args: str):
     return [sys.executable, "-m", "nccldiag", *args]
+
+
+def run_measured(argv, timeout: float = 1800):
+    """``(seconds, returncode, stdout, stderr, peak RSS in MiB)`` of one process (its own wait4 rusage)."""
+    import tempfile
+
+    t0 = time.monotonic()
+    out_f, err_f = tempfile.TemporaryFile(), tempfile.TemporaryFile()
+    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out_f, stderr=err_f)
+    deadline = t0 + timeout
+    while True:
+        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+        if pid:
+            break
+        if time.monotonic() > deadline:
+            proc.kill()
+            pid, status, usage = os.wait4(proc.pid, 0)
+            break
+        time.sleep(0.05)
+    elapsed = time.monotonic() - t0
+    out_f.seek(0)
+    err_f.seek(0)
+    return (elapsed, os.waitstatus_to_exitcode(status), out_f.read().decode(), err_f.read().decode(),
+            usage.ru_maxrss / 1024)

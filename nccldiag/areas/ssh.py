@@ -12,7 +12,7 @@ from typing import List
 from nccldiag.check import mesh
 from nccldiag.model.findings import Finding, error, ok, warn
 from nccldiag.model.raw import RawNode
-from nccldiag.transport.base import FIXES
+from nccldiag.transport.base import COMMAND_TIMEOUT, FIXES
 
 NAME = "ssh"
 TITLE = "SSH"
@@ -34,10 +34,15 @@ def _collection(raw: RawNode) -> Finding:
         kind = raw.error.get("kind", "unknown")
         return error(NAME, f"ssh.{kind}", raw.error.get("message", kind), actual=kind,
                      fix=raw.error.get("fix") or FIXES.get(kind, ""))
-    how = "local (no SSH)" if raw.extra.get("transport") == "local" else "SSH"
+    transport = raw.extra.get("transport")
+    how = {"local": "local (no SSH)", "srun": "srun (no SSH)"}.get(transport, "SSH")
     notes = list(raw.extra.get("notes") or [])
     connect = raw.extra.get("connect_s")
     msg = f"{how}: collected in {raw.elapsed:.2f} s" + (f" (connect {connect:.2f} s)" if connect is not None else "")
+    if raw.extra.get("timeout"):
+        # cut off at its deadline: what came back is judged, but the node is not fully checked
+        return error(NAME, f"ssh.{COMMAND_TIMEOUT}", f"{msg}; cut off: {raw.extra['timeout']}", evidence=notes,
+                     actual=COMMAND_TIMEOUT, fix=FIXES.get(COMMAND_TIMEOUT, ""))
     if raw.truncated:
         return warn(NAME, "ssh.collect", msg + "; output ended early (truncated)", evidence=notes)
     return ok(NAME, "ssh.collect", msg, evidence=notes)

@@ -46,6 +46,7 @@ class CheckReport:
     elapsed: float = 0.0
     inventory_notes: List[str] = field(default_factory=list)
     cluster_areas: List[str] = field(default_factory=list)
+    slurm: Optional[Dict[str, Any]] = None  # nodes to drain, and what --drain / --resume-healthy did
 
     @property
     def findings(self) -> List[Finding]:

@@ -10,7 +10,8 @@ from typing import Optional
 import click
 
 from nccldiag.cli.options import (
-    CONTEXT, areas, color_option, host_options, import_torch_option, inventory, ssh_options,
+    CONTEXT, areas, color_option, host_options, import_torch_option, inventory, slurm_inventory,
+    slurm_options, ssh_options, transport_option,
 )
 from nccldiag import rundir
 from nccldiag.model.errors import UsageError
@@ -27,8 +28,30 @@ def collect_options(kw, mesh_mode: str = "none", extra_sources=()):
     )
 
 
+# Areas a health check runs by default: those that read files and run status
+# commands only (no Python or torch import, no topology matrix).
+HEALTH_AREAS = ("system", "iommu", "pcie", "ib", "gdr", "gpu", "gpuhealth", "xid", "limits")
+
+
+def collection_target(kw, local: bool = False):
+    """``(inventory, allocation, transport, job)`` from the options; the caller releases the allocation."""
+    from nccldiag.slurm import client
+
+    transport = kw.get("transport") or "ssh"
+    if local:
+        if kw["hostfiles"] or kw["hosts_exprs"] or transport != "ssh":
+            raise UsageError("--local checks this machine: give no hostfile, -w or --transport with it")
+        return None, None, "local", None
+    inv, alloc = slurm_inventory(kw, kw.get("alloc_wait") or 60.0)
+    job = alloc.job if alloc is not None else client.current_job()
+    if transport == "srun" and inv is None:
+        raise UsageError("--transport srun needs nodes: run inside an allocation, give hosts, or ask for an "
+                         "allocation (--partition, --nodes, ...)")
+    return inv, alloc, transport, job
+
+
 def run_collection(kw, areas_sel, save_dir: Optional[str], extra_sources=(), mesh_mode="first", not_saved=None,
-                   arrived=None):
+                   target=None, arrived=None):
     """Collect live with a progress bar on a terminal; each node saved as it arrives (and given to ``arrived``)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -52,8 +75,15 @@ def run_collection(kw, areas_sel, save_dir: Optional[str], extra_sources=(), mes
             if arrived is not None:
                 arrived(node)
 
+        inv, alloc, transport, job = target if target is not None else (inventory(kw), None, "ssh", None)
+        if transport == "srun":
+            mesh_mode = "none"  # no SSH at all
         opts = collect_options(kw, mesh_mode, extra_sources)
-        inv = inventory(kw)
+        if transport == "srun":
+            from nccldiag.cli.options import alloc_request
+
+            opts.transport, opts.slurm_job = "srun", job
+            opts.alloc = None if job else alloc_request(kw, kw.get("alloc_wait") or 60.0)
         raws, notes = session.collect(inv, areas_sel, opts, save_dir, on_start, on_node, not_saved)
         if inv is None and arrived is not None:
             for node in raws:  # this machine: collected in one go
@@ -79,11 +109,24 @@ def run_collection(kw, areas_sel, save_dir: Optional[str], extra_sources=(), mes
               help="Also save the raw outputs as a bundle in DIR, each node as it arrives.")
 @click.option("--p2p-test", is_flag=True, help="Copy buffers between every GPU pair with torch and time them.")
 @click.option("-v", "--verbose", is_flag=True, help="Show ok and skip findings too.")
+@transport_option
+@slurm_options(with_timeout=True)
+@click.option("--local", is_flag=True, help="Check this machine only, without SSH, even inside a Slurm allocation.")
+@click.option("--health-check", is_flag=True,
+              help="Node health check (Slurm HealthCheckProgram, Prolog, Epilog): this machine, the cheap areas "
+                   "unless --only names others, one line of output; exit 0 healthy, 1 failing, 3 not checkable.")
+@click.option("--drain", is_flag=True,
+              help="Slurm: drain every failing node (scontrol update state=drain reason='nccldiag: ...').")
+@click.option("--drain-unchecked", is_flag=True, help="Slurm: with --drain, drain nodes that could not be checked too.")
+@click.option("--resume-healthy", is_flag=True,
+              help="Slurm: resume nodes that nccldiag drained earlier (reason 'nccldiag: ...') and that pass now.")
 @color_option
-def check(bundle, only, skip, mesh_mode, save_dir, run_dir, p2p_test, verbose, color, **kw):
+def check(bundle, only, skip, mesh_mode, save_dir, run_dir, p2p_test, verbose, color, local, health_check,
+          drain, drain_unchecked, resume_healthy, **kw):
     """Check nodes: SSH, IOMMU, PCIe ACS, InfiniBand/RoCE, GPUs and P2P, GPUDirect RDMA, limits.
 
-    With no HOSTFILE and no -w, checks this machine without SSH.
+    With no HOSTFILE and no -w, checks this machine without SSH (inside a
+    Slurm allocation: the allocation's nodes; --local: this machine).
     """
     from nccldiag.check import engine
     from nccldiag.report import check_report
@@ -92,6 +135,12 @@ def check(bundle, only, skip, mesh_mode, save_dir, run_dir, p2p_test, verbose, c
     t0 = time.monotonic()
     outs = outputs.Outputs.pop(kw)
     outs.validate()
+    if drain_unchecked and not drain:
+        raise UsageError("--drain-unchecked goes with --drain")
+    if health_check:
+        local = True
+        if not only:
+            only = (",".join(HEALTH_AREAS),)
     areas_sel = areas(only, skip)
     run_dir, run_id = _run_dir(run_dir)
     extra = ()
@@ -107,19 +156,40 @@ def check(bundle, only, skip, mesh_mode, save_dir, run_dir, p2p_test, verbose, c
             raise UsageError("--bundle analyzes saved outputs: give no hostfile or -w with it")
         from nccldiag.collect import session
 
+        if drain or resume_healthy:
+            raise UsageError("--drain and --resume-healthy act on live checks, not on a bundle")
         raws, areas_sel = session.from_bundle(bundle, areas_sel, bool(only))
         notes = []
+        target = None
         keep = _Keeper(run_dir, run_id, areas_sel, options, os.path.abspath(bundle))
         for raw in raws:
             keep.node(raw)
     else:
+        target = collection_target(kw, local)
         keep = _Keeper(run_dir, run_id, areas_sel, options, None)
-        raws, notes = run_collection(kw, areas_sel, save_dir, extra, mesh_mode, arrived=keep.node)
+        try:
+            raws, notes = run_collection(kw, areas_sel, save_dir, extra, mesh_mode, target=target, arrived=keep.node)
+        finally:
+            if target[1] is not None:
+                target[1].release()
     keep.close()
     report = engine.analyze(raws, areas_sel, options, judged=keep.judged)
-    report.elapsed = time.monotonic() - t0
     report.inventory_notes = notes
+    if target is not None and (drain or resume_healthy or target[2] == "srun" or target[1] is not None
+                               or target[3] is not None):
+        from nccldiag.slurm import feedback
+
+        report.slurm = feedback.run(report, raws, drain, drain_unchecked, resume_healthy,
+                                    local_name=_own_slurm_name() if local else None)
+    report.elapsed = time.monotonic() - t0
     doc = json.loads(dumps(check_report.to_json(report)))
+    if health_check:
+        from nccldiag.report.check_report import health_line
+
+        line, code = health_line(report)
+        click.echo(line)
+        outs.write(doc)
+        sys.exit(code)
     if not outs.stdout_json:
         with outputs.reader_may_leave():
             check_report.render(report, console(color=color), verbose=verbose)
@@ -192,3 +262,9 @@ class _Keeper:
     def close(self) -> None:
         if self.lines is not None:
             self.lines.close()
+
+
+def _own_slurm_name() -> Optional[str]:
+    import os
+
+    return os.environ.get("SLURMD_NODENAME") or None

@@ -5,8 +5,8 @@ import sys
 
 import click
 
-from nccldiag.cli.check import run_collection
-from nccldiag.cli.options import CONTEXT, areas, host_options, import_torch_option
+from nccldiag.cli.check import collection_target, run_collection
+from nccldiag.cli.options import CONTEXT, areas, host_options, import_torch_option, slurm_options, transport_option
 from nccldiag.model.errors import UsageError
 
 
@@ -18,6 +18,8 @@ from nccldiag.model.errors import UsageError
 @click.option("--script", "print_script", is_flag=True, help="Print the script that runs on each node, and exit.")
 @click.option("--only", multiple=True, metavar="AREA,...", help="Collect only these areas.")
 @click.option("--skip", multiple=True, metavar="AREA,...", help="Do not collect these areas.")
+@transport_option
+@slurm_options(with_timeout=True)
 def collect(out_dir, print_script, only, skip, **kw):
     """Gather raw outputs into a bundle, for 'check --bundle' or a support ticket."""
     from nccldiag.collect import runner
@@ -29,7 +31,12 @@ def collect(out_dir, print_script, only, skip, **kw):
     if not out_dir:
         raise UsageError("collect needs -o DIR (or --script to print the collection script)")
     not_saved: dict = {}
-    raws, _notes = run_collection(kw, areas_sel, out_dir, mesh_mode="none", not_saved=not_saved)
+    target = collection_target(kw)
+    try:
+        raws, _notes = run_collection(kw, areas_sel, out_dir, mesh_mode="none", not_saved=not_saved, target=target)
+    finally:
+        if target[1] is not None:
+            target[1].release()
     failed = [r for r in raws if r.error]
     for r in failed:
         click.echo(f"nccldiag: {r.host}: {r.error['message']}", err=True)

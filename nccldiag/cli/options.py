@@ -99,3 +99,67 @@ def check_output_file(path, option: str) -> None:
         raise UsageError(f"{option} {path}: directory {parent} does not exist")
     if not os.access(parent, os.W_OK | os.X_OK):
         raise UsageError(f"{option} {path}: cannot write in {parent}")
+
+
+def slurm_options(with_timeout: bool = True):
+    """How to run through Slurm: the transport, and an allocation asked for from a login node."""
+
+    def deco(f):
+        opts = [
+            click.option("--partition", default=None, metavar="NAME", help="Slurm: allocate nodes in this partition."),
+            click.option("--nodelist", default=None, metavar="NODESET", help="Slurm: allocate these nodes."),
+            click.option("--reservation", default=None, metavar="NAME", help="Slurm: allocate in this reservation."),
+            click.option("--nodes", "alloc_nodes", type=click.IntRange(1, 100000), default=None,
+                         help="Slurm: number of nodes to allocate."),
+            click.option("--account", default=None, help="Slurm: charge the allocation to this account."),
+            click.option("--qos", default=None, help="Slurm: quality of service of the allocation."),
+            click.option("--time", "alloc_time", default=None, metavar="TIME",
+                         help="Slurm: time limit of the allocation (salloc's format, e.g. 10 or 0:30:00)."),
+        ]
+        if with_timeout:
+            opts.append(click.option("--timeout", "alloc_wait", type=click.FloatRange(1, 86400), default=60.0,
+                                     show_default=True,
+                                     help="Slurm: seconds to wait for the allocation to be granted."))
+        for o in reversed(opts):
+            f = o(f)
+        return f
+
+    return deco
+
+
+transport_option = click.option(
+    "--transport", type=click.Choice(["ssh", "srun"]), default="ssh", show_default=True,
+    help="ssh: one connection per node from here. srun: one Slurm step on every node (no SSH; "
+         "inside an allocation, or with --partition/--nodes/... to ask for one).")
+
+
+def alloc_request(kw, wait: float):
+    from nccldiag.slurm.commands import AllocRequest
+
+    return AllocRequest(partition=kw.get("partition"), nodelist=kw.get("nodelist"), reservation=kw.get("reservation"),
+                        nodes=kw.get("alloc_nodes"), account=kw.get("account"), qos=kw.get("qos"),
+                        time=kw.get("alloc_time"), wait=wait)
+
+
+def slurm_inventory(kw, wait: float):
+    """``(inventory, allocation)``: hosts from the command line, or from an allocation nccldiag asks Slurm for.
+
+    With any of --partition/--nodelist/--reservation/--nodes/--account/--qos/--time,
+    salloc is asked for an allocation (hosts given with -w or a hostfile
+    become its node list); the allocation's nodes are the hosts, and the
+    caller releases it (``allocation.release()``).
+    """
+    from nccldiag import inventory as inv_mod
+    from nccldiag.slurm import client
+
+    req = alloc_request(kw, wait)
+    if not req.asked:
+        return inventory(kw), None
+    given = inv_mod.build(kw["hostfiles"], kw["hosts_exprs"], kw["exclude_exprs"], environ={})
+    if given is not None:
+        if req.nodelist:
+            raise UsageError("--nodelist and hosts (a hostfile or -w) both name the nodes: give one")
+        req.nodelist = ",".join(given.names)
+    alloc = client.allocate(req)
+    hosts = given if given is not None else inv_mod.build((), [alloc.nodelist], kw["exclude_exprs"], environ={})
+    return hosts, alloc

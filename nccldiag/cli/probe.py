@@ -6,7 +6,7 @@ from typing import Optional
 
 import click
 
-from nccldiag.cli.options import CONTEXT, color_option, host_options, inventory, ssh_options
+from nccldiag.cli.options import CONTEXT, color_option, host_options, slurm_inventory, slurm_options, ssh_options
 from nccldiag.model.errors import UsageError
 from nccldiag.report import outputs
 
@@ -19,8 +19,10 @@ def _parse_size(value: Optional[str]) -> Optional[int]:
 
 @click.command("probe", context_settings=CONTEXT)
 @host_options
-@click.option("--launcher", type=click.Choice(["auto", "torchrun", "mpirun", "local"]), default="auto", show_default=True,
-              help="auto: local without hosts, torchrun with hosts.")
+@click.option("--launcher", type=click.Choice(["auto", "torchrun", "mpirun", "srun", "local"]), default="auto",
+              show_default=True,
+              help="auto: local without hosts, torchrun with hosts. srun: one Slurm task per rank, "
+                   "every command an srun step (no SSH).")
 @click.option("--backend", type=click.Choice(["auto", "nccl", "gloo"]), default="auto", show_default=True,
               help="auto: nccl when the nodes have NVIDIA GPUs, gloo otherwise.")
 @click.option("--nproc-per-node", type=click.IntRange(1, 1024), default=None,
@@ -47,6 +49,7 @@ def _parse_size(value: Optional[str]) -> Optional[int]:
                    "'nccldiag report DIR' renders it again.")
 @outputs.options()
 @click.option("-v", "--verbose", is_flag=True, help="Show every evidence line and the checks that passed.")
+@slurm_options(with_timeout=False)
 @color_option
 def probe(launcher, backend, nproc_per_node, ib, custom, settings_mode, collectives, min_bytes, max_bytes,
                   factor, iters, timeout, ifname, shared_dir, dry_run, out_dir, verbose, color, **kw):
@@ -55,7 +58,7 @@ def probe(launcher, backend, nproc_per_node, ib, custom, settings_mode, collecti
     Each setting runs in fresh processes on every node, bounded by --timeout;
     afterwards every process of the run is killed on every node.
     """
-    from nccldiag.probe import session
+    from nccldiag.slurm import client
 
     outs = outputs.Outputs.pop(kw)
     outs.validate()
@@ -63,7 +66,23 @@ def probe(launcher, backend, nproc_per_node, ib, custom, settings_mode, collecti
         from nccldiag import rundir
 
         rundir.prepare(out_dir, "-o/--run-dir")
-    inv = inventory(kw)
+    if launcher != "srun" and any(kw.get(k) is not None for k in ("partition", "nodelist", "reservation", "alloc_nodes",
+                                                                     "account", "qos", "alloc_time")):
+        raise UsageError("--partition/--nodes/... ask Slurm for an allocation: use them with --launcher srun")
+    inv, alloc = slurm_inventory(kw, min(timeout or 60.0, 600.0))
+    try:
+        _probe(inv, alloc.job if alloc is not None else client.current_job(), launcher, backend, nproc_per_node, ib,
+               custom, settings_mode, collectives, min_bytes, max_bytes, factor, iters, timeout, ifname, shared_dir,
+               dry_run, out_dir, verbose, color, outs, kw)
+    finally:
+        if alloc is not None:
+            alloc.release()
+
+
+def _probe(inv, job, launcher, backend, nproc_per_node, ib, custom, settings_mode, collectives, min_bytes, max_bytes,
+           factor, iters, timeout, ifname, shared_dir, dry_run, out_dir, verbose, color, outs, kw):
+    from nccldiag.probe import session
+
     if launcher == "auto":
         launcher = "local" if inv is None else "torchrun"
     if launcher != "local" and inv is None:
@@ -90,6 +109,7 @@ def probe(launcher, backend, nproc_per_node, ib, custom, settings_mode, collecti
         out_dir=out_dir,
         dry_run=dry_run,
         fanout=kw["fanout"],
+        slurm_job=job,
     )
     from nccldiag.report import probe_report
     from nccldiag.report.console import console

@@ -39,6 +39,9 @@ class CollectOptions:
     mesh_timeout: int = 5
     extra_sources: Sequence[Source] = ()
     mark: str = field(default_factory=new_mark)  # this run's section markers (NCCLDIAG_MARK)
+    transport: str = "ssh"  # "ssh" | "srun" (one Slurm step on every node, no SSH)
+    slurm_job: Optional[str] = None  # srun: the allocation the step runs in (None: srun asks for one)
+    alloc: Optional[object] = None  # srun outside an allocation: slurm.commands.AllocRequest
 
 
 def sources_of(areas: Sequence[ModuleType], extra: Sequence[Source] = ()) -> List[Source]:
@@ -153,3 +156,50 @@ def collect_hosts(
             on_node(node)
 
     return fan_out(list(hosts), task, opts.fanout, done)
+
+
+def collect_srun(
+    hosts: Sequence[Host],
+    script: str,
+    opts: CollectOptions,
+    on_node: Optional[Callable[[RawNode], None]] = None,
+) -> List[RawNode]:
+    """Collect from every host as one ``srun`` step (no SSH); hosts matched to Slurm's node names first."""
+    from nccldiag.slurm import client
+    from nccldiag.slurm.nodes import match_hosts
+    from nccldiag.transport import srun
+
+    names_given = [h.name for h in hosts]
+    slurm_nodes = client.show_nodes()
+    names = match_hosts(names_given, slurm_nodes, addresses=resolve_all(names_given, slurm_nodes))
+    by_name = {n.name: n for n in slurm_nodes}
+    unavailable = {}
+    for h, n in names.items():
+        sn = by_name[n]
+        if not sn.available and not (opts.slurm_job and sn.flags and set(sn.flags) <= {"ALLOCATED", "MIXED", "DRAIN", "COMPLETING"}):
+            unavailable[h] = f"Slurm node {n} is {sn.state}" + (f" (reason: {sn.reason})" if sn.reason else "")
+        elif not opts.slurm_job and "ALLOCATED" in sn.flags:
+            # every CPU of it is another job's: a step there would wait for that job to end
+            unavailable[h] = f"Slurm node {n} is {sn.state}: all its CPUs are allocated to other jobs"
+    return srun.collect(
+        names_given, names, unavailable, script, _script_env(opts), opts.mark,
+        command_timeout=opts.ssh.command_timeout,
+        whole_run=opts.ssh.command_timeout * WHOLE_RUN + (opts.alloc.wait if opts.alloc and not opts.slurm_job else 0.0),
+        job=opts.slurm_job, req=opts.alloc, on_node=on_node,
+    )
+
+
+def resolve_all(hosts: Sequence[str], slurm_nodes: Sequence) -> dict:
+    """Addresses of the hosts that are neither a Slurm node name nor one of its addresses (for matching by NodeAddr)."""
+    import socket
+
+    known = {n.name for n in slurm_nodes} | {n.addr for n in slurm_nodes} | {n.hostname for n in slurm_nodes}
+    out = {}
+    for h in hosts:
+        if h in known:
+            continue
+        try:
+            out[h] = sorted({ai[4][0] for ai in socket.getaddrinfo(h, None)})
+        except OSError:
+            out[h] = []
+    return out

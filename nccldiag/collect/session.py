@@ -60,7 +60,7 @@ def collect(
                  for name, where, first in inv.duplicates)
     hosts = inv.hosts
     if save_dir:
-        index([h.name for h in hosts], "ssh")
+        index([h.name for h in hosts], opts.transport)
     if on_start is not None:
         on_start(len(hosts))
 
@@ -70,6 +70,8 @@ def collect(
         if on_node is not None:
             on_node(node)
 
+    if opts.transport == "srun":
+        return runner.collect_srun(hosts, script, opts, arrived), notes
     return runner.collect_hosts(hosts, script, opts, arrived), notes
 
 

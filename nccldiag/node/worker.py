@@ -104,6 +104,34 @@ def env_identity(environ: Dict[str, str]) -> Identity:
     )
 
 
+def slurm_env(environ: Dict[str, str]) -> Dict[str, str]:
+    """torch.distributed's variables from the ones srun sets for each task (``--bootstrap slurm``).
+
+    SLURM_PROCID is the global rank, SLURM_NTASKS the world size,
+    SLURM_LOCALID the rank on this node; the ranks on this node are
+    SLURM_NTASKS_PER_NODE, or this node's entry of SLURM_TASKS_PER_NODE
+    (``2(x3),1``) picked by SLURM_NODEID. MASTER_ADDR and MASTER_PORT come
+    from the launch (rank 0's node address and a port free there).
+    """
+    missing = [k for k in ("SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "MASTER_ADDR", "MASTER_PORT")
+               if not environ.get(k)]
+    if missing:
+        raise ValueError(f"{', '.join(missing)} not set: --bootstrap slurm runs under srun with MASTER_ADDR/MASTER_PORT")
+    local_world = environ.get("SLURM_NTASKS_PER_NODE", "")
+    if not local_world.isdigit():
+        counts: List[int] = []
+        for part in (environ.get("SLURM_STEP_TASKS_PER_NODE") or environ.get("SLURM_TASKS_PER_NODE") or "1").split(","):
+            num, _, rep = part.partition("(x")
+            counts.extend([int(num)] * (int(rep.rstrip(")")) if rep else 1))
+        node = int(environ.get("SLURM_NODEID", "0") or 0)
+        local_world = str(counts[node] if node < len(counts) else counts[-1])
+    return {
+        "RANK": environ["SLURM_PROCID"], "WORLD_SIZE": environ["SLURM_NTASKS"], "LOCAL_RANK": environ["SLURM_LOCALID"],
+        "LOCAL_WORLD_SIZE": local_world, "GROUP_RANK": environ.get("SLURM_NODEID", "0"),
+        "MASTER_ADDR": environ["MASTER_ADDR"], "MASTER_PORT": environ["MASTER_PORT"],
+    }
+
+
 def local_rank_from_names(names: List[str], rank: int) -> tuple:
     """``(local_rank, local_world)``: ranks on the same host, counted in rank order (DeepSpeed mpi_discovery)."""
     mine = names[rank]
@@ -502,8 +530,9 @@ class Prober:
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m nccldiag.node.worker", description=__doc__.split("\n")[0])
-    p.add_argument("--bootstrap", choices=["env", "mpi"], default="env",
-                   help="env: RANK/WORLD_SIZE/... as torchrun sets them; mpi: derive them with mpi4py")
+    p.add_argument("--bootstrap", choices=["env", "mpi", "slurm"], default="env",
+                   help="env: RANK/WORLD_SIZE/... as torchrun sets them; mpi: derive them with mpi4py; "
+                        "slurm: from srun's SLURM_PROCID/SLURM_NTASKS/SLURM_LOCALID")
     p.add_argument("--backend", choices=["gloo", "nccl"], default=None, help="default: nccl if CUDA is available")
     p.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
     p.add_argument("--collectives", default="all", help="comma list; known: " + ",".join(registry.NAMES))
@@ -577,6 +606,12 @@ def main(argv: Optional[List[str]] = None) -> int:
     out = Emitter(args.out)
     host = socket.gethostname()
     apply_ifname_map(os.environ, host)
+    slurm_problem = None
+    if args.bootstrap == "slurm":
+        try:
+            os.environ.update(slurm_env(dict(os.environ)))
+        except ValueError as exc:
+            slurm_problem = str(exc)
     out.base.update(rank=int(os.environ.get("RANK", "-1")), host=host)
     t_start = time.monotonic()
 
@@ -597,8 +632,12 @@ def main(argv: Optional[List[str]] = None) -> int:
     except ValueError as exc:
         return fail("usage", str(exc), EXIT_USAGE)
 
+    if slurm_problem:
+        return fail("bootstrap", slurm_problem, EXIT_SETUP)
     try:
         ident = mpi_identity(out, dict(os.environ)) if args.bootstrap == "mpi" else env_identity(dict(os.environ))
+        if args.bootstrap == "slurm":
+            ident.bootstrap = "slurm"
     except ImportError as exc:
         return fail("bootstrap", f"--bootstrap mpi needs mpi4py (pip install 'nccldiag[mpi]'): {exc}", EXIT_SETUP)
     except Exception as exc:  # noqa: BLE001

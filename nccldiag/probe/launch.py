@@ -164,6 +164,38 @@ def mpirun_command(
     return wrap(inner, spec.rundir, spec.run_id, spec.watchdog), mpi_hostfile(hosts, spec.nproc_per_node)
 
 
+def srun_command(
+    spec: LaunchSpec,
+    nodes: Sequence[str],
+    ifnames: Mapping[str, Optional[str]],
+    job: str,
+    timeout: float,
+) -> str:
+    """The srun command, run on this machine, that starts every rank of one setting: one task per rank.
+
+    ``nodes`` are Slurm node names; ``ifnames`` maps each node's own host name
+    to its interface towards rank 0. Each task is one rank (srun sets
+    SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID; the worker's ``--bootstrap
+    slurm`` maps them to RANK, WORLD_SIZE, LOCAL_RANK), with rank 0's node
+    address and port as MASTER_ADDR/MASTER_PORT. ``--kill-on-bad-exit`` ends
+    every rank when one fails; the step's time limit is ``timeout`` rounded
+    up to minutes, and nccldiag's own deadline stops it sooner.
+    """
+    from nccldiag.slurm import commands
+
+    names = {v for v in ifnames.values() if v}
+    same = names.pop() if len(names) == 1 and all(ifnames.values()) else None
+    env = node_env(spec, same)
+    if same is None and any(ifnames.values()):
+        env["NCCLDIAG_IFNAMES"] = ",".join(f"{h}={i}" for h, i in ifnames.items() if i)
+    env["MASTER_ADDR"] = spec.rdzv_host
+    env["MASTER_PORT"] = str(int(spec.rdzv_port))
+    argv = commands.srun_step(list(nodes), spec.nproc_per_node, timeout, job=job, kill_on_bad_exit=True,
+                              chdir=spec.rundir, name="nccldiag-probe")
+    argv += [spec.python, "-m", "nccldiag.node.worker", "--bootstrap", "slurm"] + list(spec.worker_args)
+    return f"exec env {_env_words(env)} " + " ".join(shlex.quote(a) for a in argv)
+
+
 def _marked_pids(run_id: str) -> str:
     """sh that sets ``$_p`` to the pids whose environment holds the run's marker (one grep for all)."""
     mark = f"{RUN_MARK}={run_id}"

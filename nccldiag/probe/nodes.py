@@ -77,6 +77,47 @@ class SSHNode:
         self.conn.close()
 
 
+class SlurmNode:
+    """A node reached through Slurm: each command is a one-task ``srun`` step on it, inside allocation ``job``.
+
+    Staging, interface discovery, reaping, log fetching and clean-up go the
+    same way as over SSH, so the probe needs no SSH to the nodes.
+    """
+
+    remote = True
+
+    def __init__(self, host: Host, slurm_name: str, address: str, job: str):
+        self.host = host
+        self.name = host.name
+        self.slurm_name = slurm_name
+        self.address: Optional[str] = address or None
+        self.job = job
+
+    def _argv(self, command: str, timeout: float, stdin: bool) -> list:
+        from nccldiag.slurm import commands
+
+        return commands.srun_step([self.slurm_name], 1, timeout, job=self.job, input_all=stdin,
+                                  name="nccldiag-probe") + ["sh", "-c", command]
+
+    def connect(self) -> "SlurmNode":
+        return self
+
+    def run(self, command: str, timeout: float, stdin: Optional[str] = None) -> ExecResult:
+        return LocalTransport(self.name).run(self._argv(command, timeout, stdin is not None), timeout, stdin=stdin)
+
+    def stream(self, command: str, timeout: float, on_line: Callable[[str], None], cancel: threading.Event) -> ExecResult:
+        return run_streaming(self._argv(command, timeout, False), timeout, on_line, cancel, host=self.name)
+
+    def close(self) -> None:
+        pass
+
+
+class LaunchHere(LocalNode):
+    """Where ``--launcher srun`` runs: srun itself runs on this machine and starts every rank."""
+
+    remote = False
+
+
 def worker_files() -> Dict[str, str]:
     """The files a node needs to run the worker: the ``nccldiag.node`` package, no more."""
     import nccldiag

@@ -169,20 +169,24 @@ def run_setting(
     on_record: Optional[Callable[[dict], None]] = None,
     log_glob: Optional[str] = None,
     fanout: int = 64,
+    launchers: Optional[Sequence] = None,
 ) -> SettingRun:
     """Run ``commands[host]`` on each node at once, bounded by ``timeout``.
 
     When one node's launcher fails, the others get ``grace`` seconds to
     report their own errors before everything is killed. Every node's
     launcher starts at once (the ranks of a collective must all be up);
-    reaping and log fetching go ``fanout`` nodes at a time.
+    reaping and log fetching go ``fanout`` nodes at a time. ``launchers``,
+    when given, run the commands instead (srun on this machine starts every
+    rank); reaping and logs still cover ``nodes``.
     """
     out = SettingRun(setting=setting, commands=dict(commands), run_id=run_id)
     lock = threading.Lock()
     cancel = threading.Event()
     failed = threading.Event()
     start = time.monotonic()
-    active = [n for n in nodes if n.name in commands]
+    active = list(launchers) if launchers else [n for n in nodes if n.name in commands]
+    ranks_on = list(nodes) if launchers else active
 
     def handle(host: str, line: str) -> None:
         rec = results.parse_line(line)
@@ -227,7 +231,7 @@ def run_setting(
     except KeyboardInterrupt as exc:
         interrupted = exc  # the ranks are killed below all the same, then the interrupt goes on
     cancel.set()
-    reap_all(active, run_id, fanout, out)
+    reap_all(ranks_on, run_id, fanout, out)
     if interrupted is not None:
         raise interrupted
     for name, t in threads.items():
@@ -235,7 +239,7 @@ def run_setting(
         if name not in out.nodes:
             out.nodes[name] = NodeRun(name, None, {"kind": "command-timeout", "message": "no answer"})
     if log_glob:
-        out.logs.update(fetch_logs(active, log_glob, fanout=fanout))
+        out.logs.update(fetch_logs(ranks_on, log_glob, fanout=fanout))
     out.elapsed = time.monotonic() - start
     return out
 

@@ -49,6 +49,7 @@ class ProbeOptions:
     dry_run: bool = False
     extra_worker_args: List[str] = field(default_factory=list)
     fanout: int = 64
+    slurm_job: Optional[str] = None  # --launcher srun: the allocation every step runs in
 
 
 def state_dir() -> str:
@@ -108,7 +109,12 @@ def run(hosts: Sequence[Host], opts: ProbeOptions,
             raise UsageError(f"-o {opts.out_dir}: exists and is not a directory")
         if os.path.exists(os.path.join(opts.out_dir, "records.jsonl")):
             raise UsageError(f"-o {opts.out_dir}: holds the records of an earlier run; give a new directory")
-    nodes = [LocalNode()] if local else [SSHNode(h, opts.ssh) for h in hosts]
+    if local:
+        nodes = [LocalNode()]
+    elif opts.launcher == "srun":
+        nodes = slurm_nodes(hosts, opts)
+    else:
+        nodes = [SSHNode(h, opts.ssh) for h in hosts]
     run_id = runner.new_run_id()
     out_dir = os.path.abspath(opts.out_dir) if opts.out_dir else os.path.join(state_dir(), run_id)
 
@@ -198,9 +204,19 @@ def run(hosts: Sequence[Host], opts: ProbeOptions,
                 if progress is not None:
                     progress(f"setting {i + 1}/{len(settings)}: {setting.name}")
                 glob = f"{shlex.quote(prep.rundir)}/{shlex.quote(setting.name)}/nccl.*.log" if backend == "nccl" else None
+                launchers = None
+                if opts.launcher == "srun":
+                    from nccldiag.probe.nodes import LaunchHere
+
+                    launchers = [LaunchHere("srun")]
+                    commands = {"srun": commands["srun"].replace(mkdir, "")}
+                    # the setting's directory on every node first (one step each, fanout at a time)
+                    fan_out(participants, lambda n: n.run(f"mkdir -p {shlex.quote(prep.rundir + '/' + setting.name)}",
+                                                          opts.ssh.command_timeout), opts.fanout)
                 sr = runner.run_setting(participants, commands, setting, timeout,
                                         grace=grace, run_id=prep.run_id,
-                                        on_record=on_record, log_glob=glob, fanout=opts.fanout)
+                                        on_record=on_record, log_glob=glob, fanout=opts.fanout,
+                                        launchers=launchers)
                 _save_logs(out_dir, setting.name, sr.logs)
                 runs.append(sr)
                 if settings_log is not None:
@@ -299,6 +315,26 @@ def _save_logs(out_dir: str, setting: str, logs: Dict[str, str]) -> None:
             f.write(text)
 
 
+def slurm_nodes(hosts: Sequence[Host], opts: ProbeOptions) -> list:
+    """The hosts as Slurm nodes (name and NodeAddr), each command an srun step in ``opts.slurm_job``."""
+    from nccldiag.collect.runner import resolve_all
+    from nccldiag.probe.nodes import SlurmNode
+    from nccldiag.slurm import client
+    from nccldiag.slurm.nodes import match_hosts
+
+    if not opts.slurm_job:
+        raise UsageError("--launcher srun runs inside an allocation: run nccldiag under salloc/sbatch, "
+                         "or ask for one with --partition/--nodes/...")
+    known = client.show_nodes()
+    names = match_hosts([h.name for h in hosts], known, addresses=resolve_all([h.name for h in hosts], known))
+    missing = [h.name for h in hosts if h.name not in names]
+    if missing:
+        raise UsageError(f"--launcher srun: {', '.join(missing[:5])} {'is' if len(missing) == 1 else 'are'} not "
+                         "Slurm node(s) (no NodeName, NodeHostName or NodeAddr matches)")
+    addr = {n.name: n.addr for n in known}
+    return [SlurmNode(h, names[h.name], addr.get(names[h.name], ""), opts.slurm_job) for h in hosts]
+
+
 def build_commands(launcher: str, spec: launch.LaunchSpec, nodes: Sequence, prep: runner.Prepared,
                    timeout: float, local: bool) -> Dict[str, str]:
     """The command each node runs for one setting (printed by --dry-run)."""
@@ -307,6 +343,10 @@ def build_commands(launcher: str, spec: launch.LaunchSpec, nodes: Sequence, prep
         argv = launch.local_command(spec)
         inner = "env " + " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items()) + " " + " ".join(shlex.quote(a) for a in argv)
         return {nodes[0].name: launch.wrap(inner, spec.rundir, spec.run_id, spec.watchdog)}
+    if launcher == "srun":
+        by_hostname = {prep.hostnames.get(n.name, n.name): prep.ifnames.get(n.name) for n in nodes}
+        return {"srun": launch.srun_command(spec, [n.slurm_name for n in nodes], by_hostname,
+                                            nodes[0].job, timeout)}
     if launcher == "mpirun":
         head = nodes[0]
         by_hostname = {prep.hostnames.get(n.name, n.name): prep.ifnames.get(n.name) for n in nodes}

@@ -128,6 +128,49 @@ def render(report: CheckReport, con: Console, verbose: bool = False) -> None:
     )
     for note in report.inventory_notes:
         con.print(Text(f"note: {note}", style="muted"))
+    if report.slurm is not None:
+        render_slurm(report.slurm, con)
+
+
+def render_slurm(section: Dict, con: Console) -> None:
+    """The nodes to drain with their reasons, and what --drain / --resume-healthy did."""
+    if section.get("error"):
+        con.print(Text(f"slurm: {section['error']}", style="muted"))
+        return
+    applied = section.get("applied") or []
+    drained = {a["node"] for a in applied if a["action"] == "drain" and a["ok"]}
+    if section.get("to_drain"):
+        con.print()
+        con.print(Text("Slurm nodes to drain:", style="bold"))
+        for a in section["to_drain"]:
+            done = " (drained)" if a["node"] in drained else ""
+            con.print(Text.assemble("  ", (a["node"], "cyan"), f"  reason={a['reason']!r}{done}"))
+    for a in applied:
+        if a["action"] == "drain" and a["ok"]:
+            continue
+        if a["action"] == "resume":
+            msg = "resumed" if a["ok"] else f"resume failed: {a['message']}"
+        elif a["action"] == "keep":
+            msg = f"left drained: {a['why']}"
+        else:
+            msg = f"drain failed: {a['message']}"
+        con.print(Text.assemble("  slurm: ", (a["node"], "cyan"), f" {msg}"))
+
+
+def health_line(report: CheckReport) -> Tuple[str, int]:
+    """One line and an exit status in LBNL NHC's manner: nothing to say and 0 when healthy."""
+    host = report.nodes[0].host if report.nodes else "?"
+    failed = [f for f in report.findings if f.status == Status.FAIL]
+    errors = [f for f in report.findings if f.status == Status.ERROR]
+    drained = [a for a in (report.slurm or {}).get("applied", []) if a["action"] == "drain" and a["ok"]]
+    suffix = f" (drained {drained[0]['node']})" if drained else ""
+    if failed:
+        checks = ", ".join(dict.fromkeys(f.check for f in failed))
+        return f"ERROR: nccldiag: Health check failed: {host}: {checks}: {failed[0].message}{suffix}", 1
+    if errors or report.exit_code == 3:
+        checks = ", ".join(dict.fromkeys(f.check for f in errors)) or "incomplete"
+        return f"ERROR: nccldiag: Health check could not complete: {host}: {checks}{suffix}", 3
+    return f"nccldiag: {host} healthy ({report.elapsed:.2f} s)", 0
 
 
 def to_json(report: CheckReport, include_facts: bool = True) -> Dict:
@@ -156,4 +199,5 @@ def to_json(report: CheckReport, include_facts: bool = True) -> Dict:
         "notes": report.inventory_notes,
         "nodes": nodes,
         **diagnoses_report.to_json(*diagnoses_report.for_check(report)),
+        **({"slurm": report.slurm} if report.slurm is not None else {}),
     }

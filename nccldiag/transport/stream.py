@@ -19,19 +19,22 @@ def run_streaming(
     env: Optional[Mapping[str, str]] = None,
     cwd: Optional[str] = None,
     host: str = "localhost",
+    stdin_text: Optional[str] = None,
 ) -> ExecResult:
     """Run ``argv`` in its own session; kill it and all it started on timeout or cancel.
 
     After a kill, output still in the pipes is read for at most
     :data:`~nccldiag.transport.local.DRAIN_TIMEOUT` seconds, so a process that
     escaped the kill and holds the pipes open does not delay the result.
+    ``stdin_text``, when given, is written to the process's standard input
+    (then closed) from a thread of its own.
     """
     full_env = dict(os.environ)
     full_env.update(env or {})
     start = time.monotonic()
     try:
         proc = subprocess.Popen(
-            list(argv), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            list(argv), stdin=subprocess.DEVNULL if stdin_text is None else subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             env=full_env, cwd=cwd, start_new_session=True,
         )
     except OSError as exc:
@@ -50,7 +53,17 @@ def run_streaming(
         assert proc.stderr is not None
         err_chunks.append(proc.stderr.read())
 
+    def write_in() -> None:
+        assert proc.stdin is not None
+        try:
+            proc.stdin.write((stdin_text or "").encode())
+            proc.stdin.close()
+        except OSError:
+            pass
+
     readers = [threading.Thread(target=read_out, daemon=True), threading.Thread(target=read_err, daemon=True)]
+    if stdin_text is not None:
+        threading.Thread(target=write_in, daemon=True).start()
     for r in readers:
         r.start()
     deadline = start + timeout

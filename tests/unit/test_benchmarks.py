@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from nccldiag.benchmarks import checks, nccltests, perftest
+from nccldiag.benchmarks import checks, nccltests
 from nccldiag.model.findings import Status
 from nccldiag.nccl import log as nccllog
 from tests import real
