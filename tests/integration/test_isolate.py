@@ -1,0 +1,105 @@
+"""``nccldiag isolate`` end to end on the virtual cluster (gloo, 1 rank per node).
+
+16 nodes on two networks, with one node rate-limited on both (slow node),
+one dropping packets on the first (lossy link), one whose rendezvous ports
+are firewalled (blocked) and one whose second network is down (broken
+network): each is named with its class, the 12 others are cleared, within 5
+rounds after round 0, in bounded time, with no probe process left on any
+node. Then N = 2, 3 and 5 on healthy nodes of the same cluster.
+"""
+import pytest
+
+from tests.integration.helpers import load_json, probe_processes, timed
+from tests.integration.vcluster import vcluster_fixture
+
+NET1, NET2 = "10.213.72", "10.213.73"
+cluster = vcluster_fixture(n=16, prefix="ncdi", subnet=NET1, second_net=NET2, scope="module")
+TIMEOUT = 40
+# The rate limit and the loss make gaps of 20x and more against healthy pairs on this machine,
+# where the healthy pairs' own busbw varies by up to 10x (jobs of a round start while others
+# still import torch); the fraction keeps the healthy ones clear of the threshold.
+SIZE, FRACTION = "256K", "0.05"
+
+
+def isolate(vc, tmp_path, *extra, timeout=900):
+    out = tmp_path / "iso.json"
+    args = ["isolate", "--ssh-config", str(vc.ssh_config), "--timeout", str(TIMEOUT), "--connect-timeout", "10",
+            "--size", SIZE, "--fraction", FRACTION, "-o", str(tmp_path / "run"), "--json", str(out), *extra]
+    r, elapsed = timed(args, timeout=timeout)
+    assert out.exists(), r.stdout + r.stderr
+    return r, elapsed, load_json(out)
+
+
+def assert_no_process_left(vc, data, nodes):
+    job_ids = {j["run_id"] for rnd in data["rounds"] for j in rnd["jobs"]}
+    assert job_ids and all(i.startswith(data["run_id"] + "-") for i in job_ids)
+    for node in nodes:
+        for run_id in job_ids:
+            assert probe_processes(vc, node, run_id) == [], (node, run_id)
+
+
+def test_four_faults_named_with_their_class_in_five_rounds(cluster, tmp_path):
+    vc = cluster
+    slow, lossy, blocked, broken = "ncdi03", "ncdi07", "ncdi11", "ncdi14"
+    vc.fault(slow, "rate", "4mbit", "all")
+    vc.fault(lossy, "loss", "5", "net1")
+    vc.fault(blocked, "block-ports", "29400-29499")
+    vc.fault(broken, "link-down", "net2")
+    try:
+        r, elapsed, data = isolate(vc, tmp_path, str(vc.hostfile), "--net", f"{NET1}.0/24", "--net", f"{NET2}.0/24")
+    finally:
+        for node in (slow, lossy, blocked, broken):
+            vc.fault(node, "clear")
+    assert r.returncode == 1, r.stdout + r.stderr
+    verdicts = {v["node"]: v for v in data["nodes"]}
+    assert verdicts[slow]["verdict"] == "bad" and verdicts[slow]["cls"] == "slow node", verdicts[slow]
+    assert verdicts[lossy]["verdict"] == "bad" and verdicts[lossy]["cls"] == "lossy link", verdicts[lossy]
+    assert verdicts[lossy]["rows"] == [f"net {NET1}.0/24"]
+    assert verdicts[blocked]["verdict"] == "bad" and verdicts[blocked]["cls"] == "blocked", verdicts[blocked]
+    assert verdicts[broken]["verdict"] == "bad" and verdicts[broken]["cls"] == "broken network", verdicts[broken]
+    assert verdicts[broken]["rows"] == [f"net {NET2}.0/24"]
+    healthy = [n for n in vc.hosts if n not in (slow, lossy, blocked, broken)]
+    assert len(healthy) == 12
+    for n in healthy:
+        assert verdicts[n]["verdict"] == "ok", verdicts[n]
+    # round 0 alone, rounds 1-3 in pairs, then at most one more: within 5 rounds after round 0
+    assert data["rounds"][0]["stage"] == "alone" and len(data["rounds"][0]["jobs"]) == 16
+    assert [r["stage"] for r in data["rounds"][1:4]] == ["pairs"] * 3
+    assert all(len(r["jobs"]) == 16 for r in data["rounds"][1:4])  # 8 pairs x 2 networks, every round
+    assert data["rounds_after_round0"] <= 5
+    confirm = [j for rnd in data["rounds"] if rnd["stage"] == "confirm" for j in rnd["jobs"]]
+    assert {j["nodes"][0] for j in confirm} >= {slow, lossy, blocked, broken}
+    # the evidence: the slow node's pairs ran below the threshold, the lossy one's retransmitted
+    assert any("busbw" in e and "<" in e for e in verdicts[slow]["evidence"])
+    assert any("retransmitted" in e for e in verdicts[lossy]["evidence"])
+    # every job bounded by --timeout; the whole run by the rounds it ran
+    jobs = [j for rnd in data["rounds"] for j in rnd["jobs"]]
+    assert max(j["elapsed"] for j in jobs) < TIMEOUT + 20
+    assert elapsed < len(data["rounds"]) * (TIMEOUT + 60)
+    assert "round 1 pairs" in r.stdout and "slow node" in r.stdout
+    assert_no_process_left(vc, data, vc.hosts)
+
+
+@pytest.mark.parametrize("n", [2, 3, 5])
+def test_small_clusters(cluster, tmp_path, n):
+    nodes = [f"ncdi{i:02d}" for i in range(1, n + 1)]
+    extra = ["--no-full"] if n == 5 else []
+    r, elapsed, data = isolate(cluster, tmp_path, "-w", ",".join(nodes), *extra, timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert [v["verdict"] for v in data["nodes"]] == ["ok"] * n
+    stages = [rnd["stage"] for rnd in data["rounds"]]
+    pairs = [rnd for rnd in data["rounds"] if rnd["stage"] == "pairs"]
+    # the circle method: 1 round for 2 nodes; 3 for 3 and 5 (one node sits out each round when odd)
+    assert len(pairs) == {2: 1, 3: 3, 5: 3}[n]
+    assert all(len(rnd["jobs"]) == n // 2 for rnd in pairs)
+    met = {}
+    for rnd in pairs:
+        for j in rnd["jobs"]:
+            a, b = j["nodes"]
+            met.setdefault(a, set()).add(b)
+            met.setdefault(b, set()).add(a)
+    assert all(len(met[x]) >= min(2, n - 1) for x in nodes)
+    if n == 3:
+        assert stages[-1] == "all" and len(data["rounds"][-1]["jobs"][0]["nodes"]) == 3
+    assert data["rounds_after_round0"] <= 5
+    assert_no_process_left(cluster, data, nodes)
