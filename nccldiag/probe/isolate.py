@@ -27,7 +27,7 @@ NETWORK = "network"  # ranks started but could not connect over the row's networ
 WRONG = "wrong"  # wrong data
 HANG = "hang"
 ERROR = "error"
-LOSSY = "lossy"  # completed, too slow, and TCP retransmitted a large share of what it sent
+LOSSY = "lossy"  # too slow, or a collective failed, while TCP retransmitted a large share of what it sent
 SLOW = "slow"  # completed, too slow
 OK = "ok"
 KINDS = (BLOCKED, NETWORK, WRONG, HANG, ERROR, LOSSY, SLOW)
@@ -197,6 +197,8 @@ def classify(job: Job, threshold: Optional[float], ratio: Optional[float] = None
             return WRONG
         if "interface" in job.causes or job.init_failed:
             return NETWORK
+        if ratio is not None and ratio >= LOSSY_RATIO:
+            return LOSSY  # a collective that timed out or failed while TCP retransmitted heavily
         if job.status == "hang":
             return HANG
         return ERROR

@@ -139,8 +139,12 @@ class _Cluster:
         self.pg_timeout = max(5, int(self.timeout * 0.5))
         self.counter = 0
 
-    def worker_args(self) -> List[str]:
-        args = ["--backend", self.backend, "--pg-timeout", str(self.pg_timeout), "--collectives", self.opts.collective]
+    def go_file(self, index: int) -> str:
+        return f"{self.prep.rundir}/go-{index}"
+
+    def worker_args(self, index: int) -> List[str]:
+        args = ["--backend", self.backend, "--pg-timeout", str(self.pg_timeout), "--collectives", self.opts.collective,
+                "--go-file", self.go_file(index), "--go-wait", str(int(self.timeout * 0.5))]
         size = self.opts.size or (DEFAULT_SIZE_NCCL if self.backend == "nccl" else DEFAULT_SIZE_GLOO)
         args += ["--min-bytes", str(size), "--max-bytes", str(size)]
         if self.opts.iters:
@@ -152,7 +156,7 @@ class _Cluster:
             self.out.write(json.dumps(rec) + "\n")
             self.out.flush()
 
-    def run_job(self, job: Job) -> Job:
+    def run_job(self, job: Job, on_record: Optional[Callable[[dict], None]] = None) -> Job:
         """Launch, stream, bound, reap one job; fill in its outcome (not its verdict)."""
         row = next(r for r in self.rows if r.name == job.row)
         missing = [n for n in job.nodes if row.net is not None and not self.ifaces.get(row.name, {}).get(n)]
@@ -165,7 +169,7 @@ class _Cluster:
         spec = launch.LaunchSpec(
             run_id=job.run_id, rundir=self.prep.rundir, python=self.opts.python,
             nproc_per_node=self.opts.nproc_per_node, rdzv_host=first.address or first.name, rdzv_port=job.port or 0,
-            env=row.environ, worker_args=self.worker_args(),
+            env=row.environ, worker_args=self.worker_args(job.round),
             join_timeout=max(10, min(60, int(self.timeout * 0.25))),
         )
         commands = {}
@@ -174,8 +178,9 @@ class _Cluster:
             commands[name] = launch.torchrun_command(spec, len(job.nodes), i, ifname)
         setting = Setting(f"r{job.round}-{job.stage}-{job.row.replace(' ', '_')}-{job.label()}", row.environ, row.why)
         nodes = [self.by_name[n] for n in job.nodes]
-        sr = runner.run_setting(nodes, commands, setting, self.timeout, grace=min(30.0, self.pg_timeout + 10.0),
-                                run_id=job.run_id, on_record=self.on_record, fanout=self.opts.fanout)
+        # a pair is over when one of its launchers fails: the other only waits for it
+        sr = runner.run_setting(nodes, commands, setting, self.timeout, grace=5.0,
+                                run_id=job.run_id, on_record=on_record or self.on_record, fanout=self.opts.fanout)
         rep = analysis.job_report(setting, sr, self.timeout)
         job.elapsed = sr.elapsed
         job.status = rep.status
@@ -206,12 +211,62 @@ class _Cluster:
             jobs.append(Job(index, stage, row, tuple(nodes), run_id=f"{self.prep.run_id}-{self.counter}", port=port))
         if progress is not None:
             progress(f"round {index} ({stage}): {len(jobs)} job(s)")
-        threads = [threading.Thread(target=self.run_job, args=(j,), daemon=True) for j in jobs]
+        # Every job's ranks wait after init for the round's go file, created on the round's nodes once every
+        # job is ready or over (or a quarter of --timeout after the first was ready): the jobs then measure
+        # side by side, none of them while another is still starting.
+        ready: Dict[str, set] = {j.run_id: set() for j in jobs}
+        over: set = set()
+        changed = threading.Event()
+
+        def watch(job: Job):
+            def on_record(rec: dict) -> None:
+                self.on_record(rec)
+                if rec.get("type") == "progress" and rec.get("phase") == "ready" and isinstance(rec.get("rank"), int):
+                    ready[job.run_id].add(rec["rank"])
+                    changed.set()
+            return on_record
+
+        def go(job: Job) -> None:
+            try:
+                self.run_job(job, watch(job))
+            finally:
+                over.add(job.run_id)
+                changed.set()
+
+        threads = [threading.Thread(target=go, args=(j,), daemon=True) for j in jobs]
         for t in threads:
             t.start()
+        world = {j.run_id: len(j.nodes) * self.opts.nproc_per_node for j in jobs}
+        first_ready: Optional[float] = None
+        released = False
+        while any(t.is_alive() for t in threads):
+            changed.wait(0.2)
+            changed.clear()
+            if released:
+                continue
+            if first_ready is None and any(ready.values()):
+                first_ready = time.monotonic()
+            all_in = all(i in over or len(ready[i]) >= world[i] for i in ready)
+            late = first_ready is not None and time.monotonic() - first_ready > self.timeout * 0.25
+            if all_in or late:
+                self.release(index, sorted({n for j in jobs for n in j.nodes}))
+                released = True
         for t in threads:
             t.join()
         return Round(index, stage, jobs, time.monotonic() - t0)
+
+    def release(self, index: int, names: Sequence[str]) -> None:
+        """Create the round's go file on its nodes (one bounded command each)."""
+        cmd = f"touch {shlex.quote(self.go_file(index))}"
+        timeout = min(15.0, self.opts.ssh.command_timeout)
+
+        def touch(node) -> None:
+            try:
+                node.run(cmd, timeout)
+            except TransportError:
+                pass
+
+        fan_out([self.by_name[n] for n in names], touch, self.opts.fanout)
 
     def snapshot(self, names: Sequence[str]) -> Dict[str, Dict[str, int]]:
         """Each node's TCP and interface error counters (one bounded command per node)."""

@@ -14,11 +14,12 @@ from tests.integration.vcluster import vcluster_fixture
 
 NET1, NET2 = "10.213.72", "10.213.73"
 cluster = vcluster_fixture(n=16, prefix="ncdi", subnet=NET1, second_net=NET2, scope="module")
-TIMEOUT = 40
-# The rate limit and the loss make gaps of 20x and more against healthy pairs on this machine,
-# where the healthy pairs' own busbw varies by up to 10x (jobs of a round start while others
-# still import torch); the fraction keeps the healthy ones clear of the threshold.
-SIZE, FRACTION = "256K", "0.05"
+# Generous: on this shared 2-core machine 32 jobs of a round start 64 Python processes at once.
+TIMEOUT = 90
+# The rate limit makes a gap of 30x and more against healthy pairs, whose own busbw varies by up to
+# 10x here; 25% loss makes the lossy node's collectives crawl or time out while TCP retransmits
+# several percent of what it sends. The fraction keeps the healthy pairs clear of the threshold.
+SIZE, FRACTION = "256K", "0.1"
 
 
 def isolate(vc, tmp_path, *extra, timeout=900):
@@ -41,8 +42,8 @@ def assert_no_process_left(vc, data, nodes):
 def test_four_faults_named_with_their_class_in_five_rounds(cluster, tmp_path):
     vc = cluster
     slow, lossy, blocked, broken = "ncdi03", "ncdi07", "ncdi11", "ncdi14"
-    vc.fault(slow, "rate", "4mbit", "all")
-    vc.fault(lossy, "loss", "5", "net1")
+    vc.fault(slow, "rate", "2mbit", "all")
+    vc.fault(lossy, "loss", "25", "net1")
     vc.fault(blocked, "block-ports", "29400-29499")
     vc.fault(broken, "link-down", "net2")
     try:
