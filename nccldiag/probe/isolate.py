@@ -34,6 +34,7 @@ KINDS = (BLOCKED, NETWORK, WRONG, HANG, ERROR, LOSSY, SLOW)
 
 # A slow job whose nodes retransmitted at least this share of the TCP segments they sent is lossy.
 LOSSY_RATIO = 0.01
+MIN_SEGMENTS = 500
 RENDEZVOUS_CAUSES = frozenset({"rendezvous_unreachable", "rendezvous_incomplete"})
 INIT_CHECKS = frozenset({"probe.init", "probe.bootstrap"})
 
@@ -139,7 +140,11 @@ def counter_delta(before: Mapping[str, int], after: Mapping[str, int]) -> Dict[s
 
 
 def retrans_ratio(deltas: Iterable[Mapping[str, int]]) -> Optional[float]:
-    """Retransmitted share of the TCP segments the given nodes sent, or None without data."""
+    """Retransmitted share of the TCP segments the given nodes sent, or None without data.
+
+    None too below :data:`MIN_SEGMENTS`: a job that failed before moving data
+    sends a handful of segments, and one retransmitted SYN is no lossy link.
+    """
     out = retr = 0
     seen = False
     for d in deltas:
@@ -147,7 +152,7 @@ def retrans_ratio(deltas: Iterable[Mapping[str, int]]) -> Optional[float]:
             seen = True
         out += d.get("tcp.OutSegs", 0)
         retr += d.get("tcp.RetransSegs", 0)
-    if not seen or out <= 0:
+    if not seen or out < MIN_SEGMENTS:
         return None
     return retr / out
 

@@ -37,8 +37,9 @@ def render(report: IsolateReport, con: Console) -> None:
             t.add_column(col, no_wrap=True)
         for j in rnd.jobs:
             nodes = j.label() if len(j.nodes) <= 4 else f"{len(j.nodes)} nodes ({j.nodes[0]}..{j.nodes[-1]})"
-            t.add_row(j.row, nodes, Text(j.kind or j.status, style=_STYLE.get(j.kind, "")), _bw(j.busbw),
-                      "-" if j.ratio is None else f"{100 * j.ratio:.1f}%", f"{j.elapsed:.1f}")
+            t.add_row(Text(j.row), Text(nodes), Text(j.kind or j.status, style=_STYLE.get(j.kind, "")),
+                      Text(_bw(j.busbw)), Text("-" if j.ratio is None else f"{100 * j.ratio:.1f}%"),
+                      Text(f"{j.elapsed:.1f}"))
         con.print(t)
     if report.thresholds:
         con.print()
@@ -48,8 +49,9 @@ def render(report: IsolateReport, con: Console) -> None:
             t.add_column(col, no_wrap=True)
         for row, th in report.thresholds.items():
             d = th.get("distribution") or {}
-            t.add_row(row, str(d.get("n", 0)), _bw(d.get("min")), _bw(d.get("p25")), _bw(d.get("median")),
-                      _bw(d.get("p75")), _bw(d.get("max")), _bw(th.get("threshold")))
+            t.add_row(*(Text(x) for x in (row, str(d.get("n", 0)), _bw(d.get("min")), _bw(d.get("p25")),
+                                          _bw(d.get("median")), _bw(d.get("p75")), _bw(d.get("max")),
+                                          _bw(th.get("threshold")))))
         con.print(Text(f"busbw of the completed pairs (GB/s); a pair fails below max(expected, "
                        f"{next(iter(report.thresholds.values())).get('fraction')} x median)", style="bold"))
         con.print(t)
@@ -59,8 +61,9 @@ def render(report: IsolateReport, con: Console) -> None:
         for col in ("node", "verdict", "class", "evidence"):
             t.add_column(col)
         for v in report.nodes:
-            t.add_row(v.node, Text(v.verdict, style=_STYLE.get(v.verdict, "")), v.describe() if v.cls else "-",
-                      v.evidence[0] if v.evidence else "-")
+            # node output (error messages) goes in as plain Text: never read as rich markup
+            t.add_row(Text(v.node), Text(v.verdict, style=_STYLE.get(v.verdict, "")),
+                      Text(v.describe() if v.cls else "-"), Text(v.evidence[0] if v.evidence else "-"))
         con.print(t)
     problems = [f for f in report.findings if SEVERITY[f.status] >= SEVERITY[Status.WARN]]
     if problems:

@@ -7,7 +7,7 @@ network): each is named with its class, the 12 others are cleared, within 5
 rounds after round 0, in bounded time, with no probe process left on any
 node. Then N = 2, 3 and 5 on healthy nodes of the same cluster.
 """
-import pytest
+import threading
 
 from tests.integration.helpers import load_json, probe_processes, timed
 from tests.integration.vcluster import vcluster_fixture
@@ -81,26 +81,42 @@ def test_four_faults_named_with_their_class_in_five_rounds(cluster, tmp_path):
     assert_no_process_left(vc, data, vc.hosts)
 
 
-@pytest.mark.parametrize("n", [2, 3, 5])
-def test_small_clusters(cluster, tmp_path, n):
-    nodes = [f"ncdi{i:02d}" for i in range(1, n + 1)]
-    extra = ["--no-full"] if n == 5 else []
-    r, elapsed, data = isolate(cluster, tmp_path, "-w", ",".join(nodes), *extra, timeout=600)
-    assert r.returncode == 0, r.stdout + r.stderr
-    assert [v["verdict"] for v in data["nodes"]] == ["ok"] * n
-    stages = [rnd["stage"] for rnd in data["rounds"]]
-    pairs = [rnd for rnd in data["rounds"] if rnd["stage"] == "pairs"]
-    # the circle method: 1 round for 2 nodes; 3 for 3 and 5 (one node sits out each round when odd)
-    assert len(pairs) == {2: 1, 3: 3, 5: 3}[n]
-    assert all(len(rnd["jobs"]) == n // 2 for rnd in pairs)
-    met = {}
-    for rnd in pairs:
-        for j in rnd["jobs"]:
-            a, b = j["nodes"]
-            met.setdefault(a, set()).add(b)
-            met.setdefault(b, set()).add(a)
-    assert all(len(met[x]) >= min(2, n - 1) for x in nodes)
-    if n == 3:
-        assert stages[-1] == "all" and len(data["rounds"][-1]["jobs"][0]["nodes"]) == 3
-    assert data["rounds_after_round0"] <= 5
-    assert_no_process_left(cluster, data, nodes)
+def test_small_clusters_2_3_and_5_nodes_side_by_side(cluster, tmp_path):
+    """N = 2, 3 and 5 on disjoint healthy nodes, the three runs at once (each its own rendezvous ports)."""
+    sets = {2: ["ncdi01", "ncdi02"], 3: ["ncdi04", "ncdi05", "ncdi06"],
+            5: ["ncdi08", "ncdi09", "ncdi10", "ncdi12", "ncdi13"]}
+    got = {}
+
+    def run(n):
+        d = tmp_path / str(n)
+        d.mkdir()
+        extra = ["--no-full"] if n == 5 else []
+        got[n] = isolate(cluster, d, "-w", ",".join(sets[n]), *extra, timeout=600)
+
+    threads = [threading.Thread(target=run, args=(n,)) for n in sets]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(700)
+    for n, nodes in sets.items():
+        r, elapsed, data = got[n]
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert [v["verdict"] for v in data["nodes"]] == ["ok"] * n
+        stages = [rnd["stage"] for rnd in data["rounds"]]
+        pairs = [rnd for rnd in data["rounds"] if rnd["stage"] == "pairs"]
+        # the circle method: 1 round for 2 nodes; 3 for 3 and 5 (one node sits out each round when odd)
+        assert len(pairs) == {2: 1, 3: 3, 5: 3}[n]
+        assert all(len(rnd["jobs"]) == n // 2 for rnd in pairs)
+        met = {}
+        for rnd in pairs:
+            for j in rnd["jobs"]:
+                a, b = j["nodes"]
+                met.setdefault(a, set()).add(b)
+                met.setdefault(b, set()).add(a)
+        assert all(len(met[x]) >= min(2, n - 1) for x in nodes)
+        # 3 nodes: every pair passed, so all three run together once more
+        assert stages == {2: ["alone", "pairs"], 3: ["alone"] + ["pairs"] * 3 + ["all"],
+                          5: ["alone"] + ["pairs"] * 3}[n]
+        assert data["rounds_after_round0"] <= 5
+        assert elapsed < len(stages) * (TIMEOUT + 60)
+        assert_no_process_left(cluster, data, nodes)

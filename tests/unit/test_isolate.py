@@ -105,6 +105,7 @@ def test_counter_snapshots_and_deltas():
     assert isolate.error_counters(d) == {"eth0.rx_errors": 4}
     assert isolate.retrans_ratio([d]) == pytest.approx(0.1)
     assert isolate.retrans_ratio([{}]) is None
+    assert isolate.retrans_ratio([{"tcp.OutSegs": 40, "tcp.RetransSegs": 4}]) is None  # too few to judge
     # a counter that went back (reset) is not a delta
     assert isolate.counter_delta({"a": 5}, {"a": 1}) == {}
 
@@ -290,3 +291,24 @@ def test_usage_errors_are_one_line_and_exit_2(args, says):
     r = cli(*args)
     assert r.returncode == 2, r.stderr
     assert says in r.stderr and "Traceback" not in r.stderr
+
+
+def test_report_renders_node_output_as_text_not_markup():
+    """A gloo error quotes a source path in brackets; rich must not read it as a closing tag."""
+    import io
+
+    from rich.console import Console
+
+    from nccldiag.probe.isolate_run import IsolateReport, Round
+    from nccldiag.report import isolate_report
+
+    msg = "init failed: [/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:152] timed out"
+    j = Job(1, isolate.PAIRS, "default", ("a", "b"), "hang", init_failed=True, kind=isolate.NETWORK, evidence=[msg])
+    rep = IsolateReport(hosts=["a", "b"], backend="gloo", rows=[isolate.Row("default")], rounds=[Round(1, "pairs", [j])])
+    rep.nodes, rep.pairs = isolate.verdicts(["a", "b"], ["default"], [j])
+    rep.nodes[0].evidence = [msg]
+    buf = io.StringIO()
+    isolate_report.render(rep, Console(file=buf, width=200))
+    assert "pair.cc:152" in buf.getvalue()
+    data = isolate_report.to_json(rep)
+    assert data["schema"] == "nccldiag.isolate/1" and data["rounds"][0]["jobs"][0]["kind"] == "network"
