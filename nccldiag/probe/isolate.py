@@ -200,10 +200,10 @@ def classify(job: Job, threshold: Optional[float], ratio: Optional[float] = None
             return BLOCKED
         if job.status == "wrong":
             return WRONG
+        if ratio is not None and ratio >= LOSSY_RATIO:
+            return LOSSY  # ranks that could not connect, or a collective that failed, while TCP retransmitted heavily
         if "interface" in job.causes or job.init_failed:
             return NETWORK
-        if ratio is not None and ratio >= LOSSY_RATIO:
-            return LOSSY  # a collective that timed out or failed while TCP retransmitted heavily
         if job.status == "hang":
             return HANG
         return ERROR

@@ -7,6 +7,7 @@ network): each is named with its class, the 12 others are cleared, within 5
 rounds after round 0, in bounded time, with no probe process left on any
 node. Then N = 2, 3 and 5 on healthy nodes of the same cluster.
 """
+import subprocess
 import threading
 
 from tests.integration.helpers import load_json, probe_processes, timed
@@ -32,11 +33,27 @@ def isolate(vc, tmp_path, *extra, timeout=900):
 
 
 def assert_no_process_left(vc, data, nodes):
+    """No process of any job of the run on any node: one SSH command per node for every job's marker.
+
+    The jobs' markers are the run id, a dash and a number; only processes in the node's own network
+    namespace count (the virtual nodes share one PID namespace with the host and each other).
+    """
     job_ids = {j["run_id"] for rnd in data["rounds"] for j in rnd["jobs"]}
     assert job_ids and all(i.startswith(data["run_id"] + "-") for i in job_ids)
+    run_id = data["run_id"]
+    assert "'" not in run_id
+    cmd = ("me=$(readlink /proc/self/ns/net); for p in /proc/[0-9]*; do "
+           "[ \"$(readlink $p/ns/net 2>/dev/null)\" = \"$me\" ] || continue; "
+           f"if grep -qsaz '^NCCLDIAG_RUN={run_id}-[0-9]*$' \"$p/environ\" 2>/dev/null; then "
+           "printf '%s %s\\n' \"${p#/proc/}\" \"$(tr '\\0' ' ' < \"$p/cmdline\" 2>/dev/null | cut -c1-200)\"; fi; "
+           "done; true")
     for node in nodes:
-        for run_id in job_ids:
-            assert probe_processes(vc, node, run_id) == [], (node, run_id)
+        r = vc.ssh(node, cmd, ["-o", "ConnectTimeout=10"], timeout=60)
+        assert r.returncode == 0, r.stderr
+        assert r.stdout.strip() == "", (node, r.stdout)
+    # the shared per-run check agrees for one job
+    one = sorted(job_ids)[0]
+    assert probe_processes(vc, nodes[0], one) == []
 
 
 def test_four_faults_named_with_their_class_in_five_rounds(cluster, tmp_path):
@@ -120,3 +137,43 @@ def test_small_clusters_2_3_and_5_nodes_side_by_side(cluster, tmp_path):
         assert data["rounds_after_round0"] <= 5
         assert elapsed < len(stages) * (TIMEOUT + 60)
         assert_no_process_left(cluster, data, nodes)
+
+
+def test_vcluster_second_network_and_faults_are_idempotent_and_cleared(cluster):
+    vc, node, ns = cluster, "ncdi16", "ncdi-ncdi16"
+    addr = vc.exec(node, ["ip", "-o", "-4", "addr", "show", "dev", "ncdis16"], check=True).stdout
+    assert f"{NET2}.17/24" in addr
+
+    def reachable() -> bool:
+        # nothing listens on port 9 there: "refused" means the node answered over the second network
+        r = vc.exec("ncdi15", ["timeout", "10", "bash", "-c", f"exec 3<>/dev/tcp/{NET2}.17/9"], timeout=30)
+        return "refused" in r.stderr
+
+    assert reachable()
+
+    def state():
+        host = subprocess.run(["tc", "qdisc", "show", "dev", "ncdiw16"], capture_output=True,
+                                            text=True, timeout=30).stdout
+        inside = vc.exec(node, ["tc", "qdisc", "show", "dev", "ncdis16"], check=True).stdout
+        rules = subprocess.run(["ip", "netns", "exec", ns, "iptables", "-w", "10", "-S"],
+                                             capture_output=True, text=True, timeout=30).stdout
+        link = subprocess.run(["ip", "-o", "link", "show", "ncdiw16"], capture_output=True, text=True,
+                                            timeout=30).stdout
+        return host, inside, [r for r in rules.splitlines() if "nccldiag-vcluster:ncdi:ncdi16" in r], link
+
+    for _ in range(2):  # a fault given again replaces the earlier one
+        vc.fault(node, "rate", "8mbit", "net2")
+        vc.fault(node, "loss", "10", "net2")
+        vc.fault(node, "block-ports", "29400-29499")
+    vc.fault(node, "link-down", "net2")
+    host, inside, rules, link = state()
+    assert "tbf" in host and "rate 8Mbit" in inside
+    assert sum("statistic" in r for r in rules) == 2 and sum("29400:29499" in r for r in rules) == 2
+    assert "state DOWN" in link or ",UP" not in link
+    assert not reachable()
+    # the first network is untouched: SSH still works
+    assert vc.ssh(node, "true", ["-o", "ConnectTimeout=10"]).returncode == 0
+    vc.fault(node, "clear")
+    host, inside, rules, link = state()
+    assert "tbf" not in host and "tbf" not in inside and rules == []
+    assert reachable()
