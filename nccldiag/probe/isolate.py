@@ -412,6 +412,46 @@ def verdicts(nodes: Sequence[str], rows: Sequence[str], jobs: Sequence[Job],
     return [out[n] for n in nodes if n in out], pairs_out
 
 
+def bisect_plan(failing: Mapping[str, Sequence[Sequence[str]]]) -> Tuple[List[Tuple[str, List[str]]], List[dict]]:
+    """The next bisection round: both halves of every failing group, and the groups too small to split.
+
+    ``failing`` maps a row to the groups that failed on it. Returns the jobs
+    to run, ``(row, nodes)``, and the groups of 2 or fewer, reported as they
+    are (their pairs passed before, so only the group as a whole fails).
+    """
+    from nccldiag.probe.pairing import halves
+
+    jobs: List[Tuple[str, List[str]]] = []
+    located: List[dict] = []
+    for row, groups in failing.items():
+        for g in groups:
+            if len(g) > 2:
+                a, b = halves(g)
+                jobs += [(row, a), (row, b)]
+            else:
+                located.append({"row": row, "nodes": list(g), "why": f"fails as a group of {len(g)}"})
+    return jobs, located
+
+
+def bisect_next(failing: Mapping[str, Sequence[Sequence[str]]],
+                jobs: Sequence[Job]) -> Tuple[Dict[str, List[List[str]]], List[dict]]:
+    """After a bisection round: the halves that still fail, and the groups located (each half passed)."""
+    nxt: Dict[str, List[List[str]]] = {}
+    located: List[dict] = []
+    for row, groups in failing.items():
+        for g in groups:
+            if len(g) <= 2:
+                continue
+            parts = [j for j in jobs if j.row == row and set(j.nodes) <= set(g)]
+            bad = [list(j.nodes) for j in parts if j.failed]
+            if bad:
+                nxt.setdefault(row, []).extend(bad)
+            else:
+                located.append({"row": row, "nodes": list(g),
+                                "why": "fails as a whole while each half passes: the fault is between the halves"})
+    return nxt, located
+
+
 def to_confirm(rows: Sequence[str], jobs: Sequence[Job], pool: Sequence[str]) -> Dict[str, List[str]]:
     """Row -> the nodes the confirmation round re-tests: bad candidates and both ends of each suspect pair."""
     out: Dict[str, List[str]] = {}

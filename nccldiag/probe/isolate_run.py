@@ -453,32 +453,16 @@ def _schedule(report: IsolateReport, cl: _Cluster, pool: List[str], rows: Sequen
         failing = {j.row: [list(j.nodes)] for j in rnd.jobs if j.failed}
         steps = 0
         while failing and steps < opts.max_bisect:
-            groups = []
-            for row, gs in failing.items():
-                for g in gs:
-                    if len(g) > 2:
-                        a, b = pairing.halves(g)
-                        groups += [(row, a), (row, b)]
-                    else:
-                        report.groups.append({"row": row, "nodes": g, "why": "fails as a group of 2"})
+            groups, located = isolate.bisect_plan(failing)
+            report.groups.extend(located)
             if not groups:
+                failing = {}
                 break
             rnd = play(isolate.BISECT, groups)
             _classify(report, jobs, row_names, opts)
             steps += 1
-            nxt: Dict[str, List[List[str]]] = {}
-            for row, gs in failing.items():
-                for g in gs:
-                    if len(g) <= 2:
-                        continue
-                    halves = [j for j in rnd.jobs if j.row == row and set(j.nodes) <= set(g)]
-                    bad = [list(j.nodes) for j in halves if j.failed]
-                    if bad:
-                        nxt.setdefault(row, []).extend(bad)
-                    else:
-                        report.groups.append({"row": row, "nodes": g, "why": "fails as a whole; each half passes: "
-                                                                             "the fault is between the halves"})
-            failing = nxt
+            failing, located = isolate.bisect_next(failing, rnd.jobs)
+            report.groups.extend(located)
         for row, gs in failing.items():
             for g in gs:
                 report.groups.append({"row": row, "nodes": g, "why": "still failing when bisection stopped"})

@@ -313,3 +313,30 @@ def test_report_renders_node_output_as_text_not_markup():
     assert "pair.cc:152" in buf.getvalue()
     data = isolate_report.to_json(rep)
     assert data["schema"] == "nccldiag.isolate/1" and data["rounds"][0]["jobs"][0]["kind"] == "network"
+
+
+def test_bisection_narrows_to_the_group_whose_halves_pass():
+    names = nodes(8)
+    plan, located = isolate.bisect_plan({"r": [names]})
+    assert plan == [("r", names[:4]), ("r", names[4:])] and located == []
+
+    def ran(groups, failing_sets):
+        out = []
+        for row, g in groups:
+            j = Job(5, isolate.BISECT, row, tuple(g), "ok")
+            j.kind = isolate.ERROR if any(set(f) <= set(g) for f in failing_sets) else isolate.OK
+            out.append(j)
+        return out
+
+    # a fault between n02 and n03 (only a group holding both fails): the first half fails, then both
+    # of its halves pass: located there, in log2 steps
+    fault = [("n02", "n03")]
+    nxt, located = isolate.bisect_next({"r": [names]}, ran(plan, fault))
+    assert nxt == {"r": [names[:4]]} and located == []
+    plan2, _ = isolate.bisect_plan(nxt)
+    assert plan2 == [("r", names[:2]), ("r", names[2:4])]
+    nxt2, located2 = isolate.bisect_next(nxt, ran(plan2, fault))
+    assert nxt2 == {} and located2[0]["nodes"] == names[:4] and "between the halves" in located2[0]["why"]
+    # a group of 2 is reported as it is
+    plan3, located3 = isolate.bisect_plan({"r": [["n01", "n02"]]})
+    assert plan3 == [] and located3[0]["nodes"] == ["n01", "n02"]
