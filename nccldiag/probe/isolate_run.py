@@ -504,6 +504,13 @@ def _findings(report: IsolateReport) -> None:
                                         actual={"nodes": list(p.nodes), "row": p.row}, evidence=p.evidence[:12],
                                         fix="Check the cables, switch ports and routes between these two nodes "
                                             "(a spine or ToR link they share, a route or firewall between them)."))
+        elif p.verdict == "suspect pair (not confirmed)":
+            report.findings.append(fail(AREA, f"{AREA}.pair",
+                                        f"[{p.row}] the pair {p.nodes[0]} + {p.nodes[1]} fails, and no node proven "
+                                        "good was left to tell which end is at fault",
+                                        actual={"nodes": list(p.nodes), "row": p.row}, evidence=p.evidence[:12],
+                                        fix="Run again with a node known to be good added to the hosts: the "
+                                            "confirmation round then tests each end against it."))
     for g in report.groups:
         report.findings.append(fail(AREA, f"{AREA}.group",
                                     f"[{g['row']}] {len(g['nodes'])} nodes fail together: {g['why']}",

@@ -340,3 +340,17 @@ def test_bisection_narrows_to_the_group_whose_halves_pass():
     # a group of 2 is reported as it is
     plan3, located3 = isolate.bisect_plan({"r": [["n01", "n02"]]})
     assert plan3 == [] and located3[0]["nodes"] == ["n01", "n02"]
+
+
+def test_an_unresolved_failing_pair_fails_the_run():
+    """N = 2 and the pair fails: no node is named, but the exit code says something failed."""
+    from nccldiag.probe.isolate_run import IsolateReport, _findings
+
+    names = nodes(2)
+    jobs = schedule_jobs(names, {}, fail_pairs=[tuple(names)])
+    rep = IsolateReport(hosts=names, backend="gloo", rows=[isolate.Row("r")])
+    rep.nodes, rep.pairs = isolate.verdicts(names, ["r"], jobs)
+    _findings(rep)
+    assert "isolate.pair" in {f.check for f in rep.findings}
+    rep.rounds = [object()]
+    assert rep.exit_code == 1
