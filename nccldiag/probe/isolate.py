@@ -221,6 +221,24 @@ def threshold(busbws: Iterable[Optional[float]], fraction: float,
     return (max(cands) if cands else None), med
 
 
+def job_thresholds(row: str, jobs: Sequence[Job], fraction: float,
+                   expected: Optional[float] = None) -> Tuple[Dict[int, Optional[float]], Optional[float], Optional[float]]:
+    """``({round: threshold}, row threshold, row median)`` for the 2-node jobs of ``row``.
+
+    A pair round is judged against the median of its own completed pairs: a
+    round that ran slower as a whole (the fabric or the machine busier while
+    it ran) moves every pair of it alike and is no fault of any node. Other
+    2-node jobs (confirmation) are judged against the median over all pair
+    rounds of the row.
+    """
+    pairs = [j for j in jobs if j.row == row and j.stage == PAIRS and len(j.nodes) == 2 and j.status == "ok"]
+    row_thr, row_med = threshold((j.busbw for j in pairs), fraction, expected)
+    per_round: Dict[int, Optional[float]] = {}
+    for r in sorted({j.round for j in pairs}):
+        per_round[r] = threshold((j.busbw for j in pairs if j.round == r), fraction, expected)[0]
+    return per_round, row_thr, row_med
+
+
 def distribution(values: Iterable[Optional[float]]) -> Dict[str, float]:
     """min, quartiles, median and max of the busbw values (what the report shows)."""
     vals = sorted(v for v in values if v is not None)

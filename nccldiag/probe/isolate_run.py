@@ -474,15 +474,15 @@ def _classify(report: IsolateReport, jobs: Sequence[Job], rows: Sequence[str], o
     """Thresholds per row from the healthy pairs, then every job's kind."""
     for row in rows:
         pairs = [j for j in jobs if j.row == row and j.stage in (isolate.PAIRS, isolate.CONFIRM) and j.status == "ok"]
-        thr, med = isolate.threshold((j.busbw for j in pairs if j.stage == isolate.PAIRS), opts.fraction,
-                                     opts.expected_busbw)
+        per_round, thr, med = isolate.job_thresholds(row, jobs, opts.fraction, opts.expected_busbw)
         report.thresholds[row] = {"threshold": thr, "median": med, "fraction": opts.fraction,
                                   "expected": opts.expected_busbw,
+                                  "per_round": {str(k): v for k, v in per_round.items()},
                                   "distribution": isolate.distribution(j.busbw for j in pairs)}
         for j in jobs:
             if j.row != row or j.stage == isolate.ALONE:
                 continue
-            j.threshold = thr if len(j.nodes) == 2 else None
+            j.threshold = (per_round.get(j.round, thr) if j.stage == isolate.PAIRS else thr) if len(j.nodes) == 2 else None
             j.kind = isolate.classify(j, j.threshold, j.ratio)
 
 

@@ -354,3 +354,18 @@ def test_an_unresolved_failing_pair_fails_the_run():
     assert "isolate.pair" in {f.check for f in rep.findings}
     rep.rounds = [object()]
     assert rep.exit_code == 1
+
+
+def test_a_round_slower_as_a_whole_is_judged_against_its_own_median():
+    jobs = []
+    for rnd, scale in ((1, 1.0), (2, 0.2), (3, 1.0)):  # round 2 ran 5x slower for everyone
+        for k in range(8):
+            bw = scale * (1.0 + 0.1 * k)
+            if rnd == 3 and k == 0:
+                bw = 0.05  # one genuinely slow pair
+            jobs.append(Job(rnd, isolate.PAIRS, "r", (f"a{rnd}{k}", f"b{rnd}{k}"), "ok", busbw=bw))
+    per_round, row_thr, med = isolate.job_thresholds("r", jobs, 0.5)
+    assert per_round[2] < 0.2 < per_round[1]
+    slow = [j for j in jobs if isolate.classify(j, per_round[j.round]) == isolate.SLOW]
+    assert [(j.round, j.busbw) for j in slow] == [(3, 0.05)]
+    assert row_thr == pytest.approx(0.5 * med)
