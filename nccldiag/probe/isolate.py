@@ -373,6 +373,7 @@ def verdicts(nodes: Sequence[str], rows: Sequence[str], jobs: Sequence[Job],
     kinds: Dict[str, List[str]] = {}
     evidence: Dict[str, List[str]] = {}
     suspect_nodes: Dict[str, List[str]] = {}
+    suspect_with: Dict[str, Set[str]] = {}
     pool = [n for n in nodes if n not in excluded]
     for row in rows:
         rj = judge_pairs(row, jobs, pool)
@@ -410,8 +411,9 @@ def verdicts(nodes: Sequence[str], rows: Sequence[str], jobs: Sequence[Job],
             else:
                 verdict = "suspect path" if (ca is False and cb is False) else "suspect pair (not confirmed)"
                 pairs_out.append(PairVerdict(row, (a, b), verdict, lines))
-                for n in (a, b):
+                for n, other in ((a, b), (b, a)):
                     suspect_nodes.setdefault(n, []).extend(lines)
+                    suspect_with.setdefault(n, set()).add(other)
     for n, rs in bad_rows.items():
         v = out[n]
         v.verdict = "bad"
@@ -424,6 +426,8 @@ def verdicts(nodes: Sequence[str], rows: Sequence[str], jobs: Sequence[Job],
         v.evidence = list(dict.fromkeys(evidence.get(n, [])))
     for n, lines in suspect_nodes.items():
         v = out[n]
+        if suspect_with.get(n) and suspect_with[n] <= set(bad_rows):
+            continue  # its one failing pair was with a node found bad (on another row): explained
         if v.verdict == "ok":
             v.verdict = "suspect"
             v.evidence = list(dict.fromkeys(lines))

@@ -369,3 +369,14 @@ def test_a_round_slower_as_a_whole_is_judged_against_its_own_median():
     slow = [j for j in jobs if isolate.classify(j, per_round[j.round]) == isolate.SLOW]
     assert [(j.round, j.busbw) for j in slow] == [(3, 0.05)]
     assert row_thr == pytest.approx(0.5 * med)
+
+
+def test_a_single_failing_pair_with_a_node_bad_on_another_row_is_explained():
+    names = nodes(8)
+    bad = "n03"
+    partner = sorted(pairing.partners(pairing.circle_rounds(names, 3))[bad])[0]
+    jobs = schedule_jobs(names, {bad: isolate.LOSSY}, row="net1")
+    jobs += schedule_jobs(names, {}, row="net2", fail_pairs=[(bad, partner)])
+    nv, _ = isolate.verdicts(names, ["net1", "net2"], jobs)
+    by = {v.node: v for v in nv}
+    assert by[bad].verdict == "bad" and by[partner].verdict == "ok"
