@@ -1,4 +1,4 @@
-"""Command line: ``nccldiag check | collect | probe | log | report``.
+"""Command line: ``nccldiag check | collect | probe | isolate | log | report``.
 
 Each command lives in its own module and is registered here, explicitly.
 Exit codes: 0 healthy, 1 unhealthy (a check failed), 2 usage error (bad
@@ -14,7 +14,7 @@ import signal
 import click
 
 from nccldiag import __version__
-from nccldiag.cli import check, collect, log, probe, report
+from nccldiag.cli import check, collect, isolate, log, probe, report
 from nccldiag.cli.options import CONTEXT
 from nccldiag.model.errors import NccldiagError
 from nccldiag.model.findings import EXIT_INTERNAL
@@ -64,6 +64,7 @@ def main() -> None:
     nccldiag check                 check this machine
     nccldiag check hosts.txt       check every host of a hostfile over SSH
     nccldiag probe hosts.txt       run collective probes across the hosts
+    nccldiag isolate hosts.txt     name the bad node, link or network path
     nccldiag log nccl.*.log        read NCCL logs you already have
     nccldiag report RUN_DIR        render a kept run again (--html, --junit, --prom, --json)
 
@@ -79,5 +80,6 @@ def main() -> None:
 main.add_command(check.check)
 main.add_command(collect.collect)
 main.add_command(probe.probe)
+main.add_command(isolate.isolate)
 main.add_command(log.log)
 main.add_command(report.report)

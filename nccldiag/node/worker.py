@@ -545,6 +545,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--check-all-sizes", action="store_true", help="verify at every sweep size, not three")
     p.add_argument("--pg-timeout", type=float, default=None, help="seconds for init and each collective")
     p.add_argument("--out", default=None, help="append JSON lines here (default stdout)")
+    p.add_argument("--go-file", default=None,
+                   help="after init, wait until this file exists before the first collective (jobs that run "
+                        "side by side then measure at the same time)")
+    p.add_argument("--go-wait", type=float, default=30.0, help="seconds to wait for --go-file at most")
     p.add_argument("--corrupt-rank", type=int, default=None, help=argparse.SUPPRESS)
     p.add_argument("--stall-rank", type=int, default=None, help=argparse.SUPPRESS)
     p.add_argument("--stall-in", default=None, help=argparse.SUPPRESS)
@@ -679,6 +683,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     except Exception as exc:  # noqa: BLE001
         return fail("init", _short(exc), EXIT_SETUP, timeout=bool(_TIMEOUT.search(str(exc))))
     out.emit("progress", collective=None, phase="ready")
+    if args.go_file:
+        go_until = time.monotonic() + max(0.0, args.go_wait)
+        while not os.path.exists(args.go_file) and time.monotonic() < go_until:
+            time.sleep(0.05)
 
     from nccldiag.node.collectives.base import Ctx
 

@@ -283,6 +283,17 @@ def analyze(runs: Sequence, settings: Sequence[Setting], backend: str, require_i
     return report
 
 
+def job_report(setting: Setting, run, timeout: Optional[float] = None) -> SettingReport:
+    """One run's outcome and findings without the NCCL log reading (the small jobs of ``nccldiag isolate``)."""
+    outcome = results.aggregate_setting(setting.name, run.records)
+    sr = SettingReport(setting=setting, outcome=outcome, elapsed=run.elapsed, timed_out=run.timed_out)
+    sr.findings.extend(_run_findings(setting, run, outcome, timeout))
+    found = results.findings(outcome)
+    _explain_setup_errors(found)
+    sr.findings.extend(found)
+    return sr
+
+
 def unreachable_report(unreachable: Dict[str, str], hosts: Sequence[str], run_id: Optional[str] = None) -> ProbeReport:
     report = ProbeReport(backend="?", launcher="?", hosts=list(hosts), nproc_per_node=0, run_id=run_id)
     for host, msg in unreachable.items():

@@ -22,7 +22,8 @@ REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "scripts" / "vcluster"
 STATE_ROOT = Path(os.environ.get("VCLUSTER_STATE_ROOT", "/var/lib/nccldiag-vcluster"))
 TAG_BASE = "nccldiag-vcluster"
-FAULTS = ("sshd-stop", "sshd-start", "link-down", "link-up", "blackhole", "unblackhole")
+FAULTS = ("sshd-stop", "sshd-start", "link-down", "link-up", "blackhole", "unblackhole", "rate", "loss",
+          "block-ports", "clear")
 
 
 class VClusterError(RuntimeError):
@@ -65,6 +66,7 @@ class VCluster:
     names: Optional[str] = None
     subnet: Optional[str] = None
     no_hosts: bool = False  # the nodes' /etc/hosts names no node (their own names do not resolve)
+    second_net: Optional[str] = None  # first three octets of a second network (a second bridge and interface)
 
     # --- the script -------------------------------------------------------
 
@@ -76,6 +78,8 @@ class VCluster:
             argv += ["--subnet", self.subnet]
         if self.no_hosts:
             argv += ["--no-hosts"]
+        if self.second_net:
+            argv += ["--second-net", self.second_net]
         argv += list(args)
         try:
             proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
@@ -94,11 +98,11 @@ class VCluster:
         """Remove everything of this prefix; succeeds when nothing is up."""
         self._script(["down"], timeout)
 
-    def fault(self, node: str, action: str, timeout: float = 60) -> None:
-        """Inject or clear a fault: one of :data:`FAULTS`."""
+    def fault(self, node: str, action: str, *args: str, timeout: float = 60) -> None:
+        """Inject or clear a fault: one of :data:`FAULTS`, with its arguments (``rate``, ``"10mbit"``, ``"all"``)."""
         if action not in FAULTS:
             raise ValueError(f"unknown fault {action!r}; one of {', '.join(FAULTS)}")
-        self._script(["fault", node, action], timeout)
+        self._script(["fault", node, action, *args], timeout)
 
     def hostkey_rotate(self, node: str, timeout: float = 60) -> None:
         """Give ``node`` a new host key; known_hosts keeps the old one."""
@@ -200,7 +204,7 @@ class VCluster:
         out["namespaces"] = [l.split()[0] for l in ns.splitlines() if l.startswith(self.prefix + "-")]
         links = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True, timeout=10).stdout
         names = [re.sub(r"@.*", "", l.split(": ")[1]) for l in links.splitlines() if ": " in l]
-        out["links"] = [n for n in names if re.fullmatch(rf"{self.prefix}(br0|[vp]\d+)", n)]
+        out["links"] = [n for n in names if re.fullmatch(rf"{self.prefix}(br[01]|[vw]\d+)", n)]
         rules = subprocess.run(["iptables", "-w", "10", "-S"], capture_output=True, text=True, timeout=20).stdout
         out["iptables"] = [r for r in rules.splitlines() if f"{TAG_BASE}:{self.prefix}:" in r]
         hosts = Path("/etc/hosts").read_text().splitlines()
@@ -230,6 +234,7 @@ def vcluster_fixture(
     subnet: Optional[str] = None,
     scope: str = "session",
     no_hosts: bool = False,
+    second_net: Optional[str] = None,
 ):
     """A pytest fixture that brings up ``n`` nodes and takes them down afterwards.
 
@@ -242,7 +247,7 @@ def vcluster_fixture(
         reason = unavailable_reason()
         if reason:
             pytest.skip(f"virtual cluster unavailable: {reason}")
-        vc = VCluster(prefix=prefix, names=names, subnet=subnet, no_hosts=no_hosts)
+        vc = VCluster(prefix=prefix, names=names, subnet=subnet, no_hosts=no_hosts, second_net=second_net)
         try:
             vc.up(n)
             yield vc

@@ -1,0 +1,73 @@
+"""``nccldiag isolate``: name the bad node, link or network path in a constant number of rounds."""
+from __future__ import annotations
+
+import sys
+
+import click
+
+from nccldiag.cli.options import CONTEXT, check_output_file, color_option, host_options, inventory, ssh_options
+from nccldiag.model.errors import UsageError
+
+
+@click.command("isolate", context_settings=CONTEXT)
+@host_options
+@click.option("--backend", type=click.Choice(["auto", "nccl", "gloo"]), default="auto", show_default=True,
+              help="auto: nccl when the nodes have NVIDIA GPUs, gloo otherwise.")
+@click.option("--nproc-per-node", type=click.IntRange(1, 1024), default=1, show_default=True,
+              help="Ranks per node in every job.")
+@click.option("--net", "nets", multiple=True, metavar="IFACE|CIDR",
+              help="Test this network path as its own row: an interface name or an IPv4 network each node "
+                   "resolves to its own interface (repeatable; default: the interface that routes to the first host).")
+@click.option("--hca", "hcas", multiple=True, metavar="HCA[:PORT]",
+              help="With NCCL, test this HCA as its own row (NCCL_IB_HCA; repeatable).")
+@click.option("--fraction", type=click.FloatRange(0.01, 1.0), default=0.5, show_default=True,
+              help="A pair fails below this fraction of the median busbw of the healthy pairs on the same row.")
+@click.option("--expected-busbw", type=click.FloatRange(0, None), default=None, metavar="GB/s",
+              help="A pair also fails below this busbw (the threshold is the larger of the two).")
+@click.option("--seed", type=int, default=1, show_default=True, help="Seed of the node order the pairing uses.")
+@click.option("--pair-rounds", type=click.IntRange(1, 100000), default=3, show_default=True,
+              help="Rounds of disjoint pairs: 3 gives every node three partners; N-1 runs every pair once "
+                   "(exhaustive, as an all-pairs matrix).")
+@click.option("--size", default=None, help="Message size of each job (default: 1M with gloo, 256M with nccl).")
+@click.option("--iters", type=click.IntRange(1, 100000), default=None, help="Timed iterations per job.")
+@click.option("--timeout", type=click.FloatRange(5, 86400), default=None,
+              help="Seconds one job may run (default 120 with gloo, 600 with nccl).")
+@click.option("--rdzv-port", type=click.IntRange(1024, 65535 - 100), default=29400, show_default=True,
+              help="First rendezvous port; jobs use this port and the next 99 on their first node.")
+@click.option("--no-full", is_flag=True, help="Skip the all-nodes run (and bisection) after every pair passed.")
+@click.option("-o", "--output", "out_dir", default=None, type=click.Path(file_okay=False),
+              help="Directory for records.jsonl (default $XDG_STATE_HOME/nccldiag/isolate/<run id>).")
+@click.option("--json", "json_path", metavar="PATH|-", default=None, help="Write the report as JSON.")
+@color_option
+def isolate(backend, nproc_per_node, nets, hcas, fraction, expected_busbw, seed, pair_rounds, size, iters, timeout, rdzv_port,
+            no_full, out_dir, json_path, color, **kw):
+    """Name the bad node, link or network path among the hosts.
+
+    Round 0 runs every node alone; rounds 1-3 run every node in disjoint
+    pairs (three different partners each); a final round re-tests each
+    suspect against nodes already proven good. See docs/isolate.md.
+    """
+    from nccldiag.probe import isolate_run
+    from nccldiag.probe.plan import parse_size
+    from nccldiag.report import isolate_report
+    from nccldiag.report.console import console
+
+    check_output_file(json_path, "--json")
+    inv = inventory(kw)
+    if inv is None or len(inv.hosts) < 2:
+        raise UsageError("isolate needs at least 2 hosts (a hostfile or -w)")
+    if hcas and backend == "gloo":
+        raise UsageError("--hca needs the nccl backend (NCCL_IB_HCA); gloo has no HCA rows")
+    opts = isolate_run.IsolateOptions(
+        backend=backend, nproc_per_node=nproc_per_node, nets=list(nets), hcas=list(hcas), fraction=fraction,
+        expected_busbw=expected_busbw, seed=seed, pair_rounds=pair_rounds, size=parse_size(size) if size else None, iters=iters,
+        timeout=timeout, rdzv_port=rdzv_port, full=not no_full, python=kw["python"], ssh=ssh_options(kw),
+        out_dir=out_dir, fanout=kw["fanout"],
+    )
+    err = console(stderr=True, color=color)
+    report = isolate_run.run(inv.hosts, opts, progress=lambda line: err.print(line, style="muted", markup=False))
+    try:
+        isolate_report.emit(report, console(color=color), json_path)
+    except OSError as exc:
+        raise UsageError(f"--json {json_path}: cannot write: {exc.strerror or exc}") from None
+    sys.exit(report.exit_code)

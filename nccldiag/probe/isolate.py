@@ -1,0 +1,492 @@
+"""Naming the bad node, link or network path from small jobs (pure).
+
+``nccldiag isolate`` runs small jobs in rounds (see ``docs/isolate.md``):
+round 0 every node alone, rounds 1-3 disjoint pairs (circle method), then a
+confirmation round against proven-good nodes, and bisection when only a
+larger group fails. Everything here is pure: a job's probe outcome in, its
+verdict out (:func:`classify`); the verdicts of all jobs in, a verdict per
+node and per pair with its evidence out (:func:`judge_row`, :func:`verdicts`).
+
+A pair fails when it errors, hangs, returns wrong data, or its busbw falls
+below ``max(expected, fraction x median)`` of the healthy pairs of the same
+network path (row) in the same run. A node that fails with two or more
+partners is a bad node; a single failing pair is a suspect path, which the
+confirmation round resolves.
+"""
+from __future__ import annotations
+
+import re
+import statistics
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
+
+# What a job's failure says (its "kind"), most telling first.
+BLOCKED = "blocked"  # the launcher never reached the rendezvous (port blocked or refused)
+NETWORK = "network"  # ranks started but could not connect over the row's network
+WRONG = "wrong"  # wrong data
+HANG = "hang"
+ERROR = "error"
+LOSSY = "lossy"  # too slow, or a collective failed, while TCP retransmitted a large share of what it sent
+SLOW = "slow"  # completed, too slow
+OK = "ok"
+KINDS = (BLOCKED, NETWORK, WRONG, HANG, ERROR, LOSSY, SLOW)
+
+# A slow job whose nodes retransmitted at least this share of the TCP segments they sent is lossy.
+LOSSY_RATIO = 0.01
+MIN_SEGMENTS = 500
+RENDEZVOUS_CAUSES = frozenset({"rendezvous_unreachable", "rendezvous_incomplete"})
+INIT_CHECKS = frozenset({"probe.init", "probe.bootstrap"})
+
+# Stages of the schedule, in order.
+ALONE, PAIRS, CONFIRM, ALL, BISECT = "alone", "pairs", "confirm", "all", "bisect"
+
+
+@dataclass(frozen=True)
+class Row:
+    """One network path tested: a name, the variables its ranks get, the network it names.
+
+    ``net`` is what ``--net`` gave (an interface name or an IPv4 CIDR), which
+    each node resolves to its own interface; None for the default path (the
+    interface that routes to the first host).
+    """
+
+    name: str
+    env: Tuple[Tuple[str, str], ...] = ()
+    net: Optional[str] = None
+    why: str = ""
+
+    @property
+    def environ(self) -> Dict[str, str]:
+        return dict(self.env)
+
+
+_IFNAME = re.compile(r"^[A-Za-z0-9_.:@-]{1,15}$")
+_CIDR = re.compile(r"^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})/(\d{1,2})$")
+_HCA = re.compile(r"^[A-Za-z0-9_.-]{1,64}(:\d{1,2})?$")
+
+
+def build_rows(backend: str, nets: Sequence[str] = (), hcas: Sequence[str] = ()) -> List[Row]:
+    """The network paths to test: ``default`` (or one per ``--net``), plus one per ``--hca`` with NCCL.
+
+    gloo: one row per interface (``GLOO_SOCKET_IFNAME``). NCCL: one per socket
+    interface (``NCCL_SOCKET_IFNAME``, IB off so the data takes that
+    interface) and one per HCA (``NCCL_IB_HCA``, IB forced). Raises
+    ValueError for a spec that is neither an interface name nor a CIDR.
+    """
+    rows: List[Row] = []
+    seen: Set[str] = set()
+    for spec in nets:
+        spec = spec.strip()
+        m = _CIDR.match(spec)
+        if m:
+            if any(int(x) > 255 for x in m.groups()[:4]) or int(m.group(5)) > 32:
+                raise ValueError(f"--net {spec}: not an IPv4 network")
+        elif not _IFNAME.match(spec):
+            raise ValueError(f"--net {spec!r}: expected an interface name (eth1) or an IPv4 network (10.1.0.0/16)")
+        if spec in seen:
+            raise ValueError(f"--net {spec} given twice")
+        seen.add(spec)
+        env: Tuple[Tuple[str, str], ...] = ()
+        if backend == "nccl":
+            env = (("NCCL_IB_DISABLE", "1"), ("NCCL_NET", "Socket"))
+        rows.append(Row(f"net {spec}", env, spec, f"{'gloo' if backend == 'gloo' else 'NCCL sockets'} over {spec}"))
+    if not rows:
+        rows.append(Row("default", (), None, "the interface that routes to the first host"))
+    for hca in hcas:
+        if backend != "nccl":
+            raise ValueError("--hca needs the nccl backend (NCCL_IB_HCA); gloo has no HCA rows")
+        if not _HCA.match(hca):
+            raise ValueError(f"--hca {hca!r}: expected an HCA name such as mlx5_0 or mlx5_0:1")
+        if hca in seen:
+            raise ValueError(f"--hca {hca} given twice")
+        seen.add(hca)
+        rows.append(Row(f"hca {hca}", (("NCCL_IB_HCA", "=" + hca), ("NCCL_NET", "IB")), None,
+                        f"NCCL over InfiniBand/RoCE on {hca} only"))
+    return rows
+
+
+# --------------------------------------------------------------------------- counters
+
+
+def counters_command() -> str:
+    """sh printing the TCP segment counters and every interface's error and drop counters (read-only)."""
+    return ("awk '/^Tcp:/ {n++; if (n == 1) for (i = 1; i <= NF; i++) h[i] = $i; "
+            "else for (i = 1; i <= NF; i++) if (h[i] == \"OutSegs\" || h[i] == \"RetransSegs\") print \"tcp\", h[i], $i}' "
+            "/proc/net/snmp 2>/dev/null; "
+            "for d in /sys/class/net/*/statistics; do i=${d%/statistics}; i=${i##*/}; "
+            "for c in rx_errors tx_errors rx_dropped tx_dropped; do "
+            "[ -r \"$d/$c\" ] && printf 'if %s %s %s\\n' \"$i\" \"$c\" \"$(cat \"$d/$c\")\"; done; done; true")
+
+
+def parse_counters(text: str) -> Dict[str, int]:
+    """``tcp OutSegs 5`` / ``if eth0 rx_errors 0`` lines -> ``{"tcp.OutSegs": 5, "eth0.rx_errors": 0}``."""
+    out: Dict[str, int] = {}
+    for line in (text or "").splitlines():
+        parts = line.split()
+        try:
+            if len(parts) == 3 and parts[0] == "tcp":
+                out[f"tcp.{parts[1]}"] = int(parts[2])
+            elif len(parts) == 4 and parts[0] == "if":
+                out[f"{parts[1]}.{parts[2]}"] = int(parts[3])
+        except ValueError:
+            continue
+    return out
+
+
+def counter_delta(before: Mapping[str, int], after: Mapping[str, int]) -> Dict[str, int]:
+    """What grew between two snapshots (keys in both; a counter that went back, a reset, is left out)."""
+    return {k: after[k] - before[k] for k in sorted(before) if k in after and after[k] > before[k]}
+
+
+def retrans_ratio(deltas: Iterable[Mapping[str, int]]) -> Optional[float]:
+    """Retransmitted share of the TCP segments the given nodes sent, or None without data.
+
+    None too below :data:`MIN_SEGMENTS`: a job that failed before moving data
+    sends a handful of segments, and one retransmitted SYN is no lossy link.
+    """
+    out = retr = 0
+    seen = False
+    for d in deltas:
+        if "tcp.OutSegs" in d or "tcp.RetransSegs" in d:
+            seen = True
+        out += d.get("tcp.OutSegs", 0)
+        retr += d.get("tcp.RetransSegs", 0)
+    if not seen or out < MIN_SEGMENTS:
+        return None
+    return retr / out
+
+
+def error_counters(delta: Mapping[str, int]) -> Dict[str, int]:
+    """The interface error and drop counters that moved (``eth0.rx_errors``: 3), loopback left out."""
+    return {k: v for k, v in delta.items() if not k.startswith(("tcp.", "lo.")) and v > 0}
+
+
+# --------------------------------------------------------------------------- one job
+
+
+@dataclass
+class Job:
+    """One small probe job: its place in the schedule and what it showed."""
+
+    round: int
+    stage: str
+    row: str
+    nodes: Tuple[str, ...]
+    status: str = "not-run"  # the probe's status: ok, wrong, error, hang, incomplete, not-run
+    causes: Tuple[str, ...] = ()  # launch causes recognised (rendezvous_unreachable, ...)
+    init_failed: bool = False  # ranks started and failed or hung before the first collective
+    busbw: Optional[float] = None  # GB/s at the largest size
+    elapsed: float = 0.0
+    evidence: List[str] = field(default_factory=list)
+    run_id: str = ""
+    port: Optional[int] = None
+    kind: str = ""  # set by classify
+    ratio: Optional[float] = None  # TCP retransmitted share on the job's nodes in its round
+    threshold: Optional[float] = None
+
+    @property
+    def failed(self) -> bool:
+        return self.kind not in ("", OK)
+
+    def label(self) -> str:
+        return "+".join(self.nodes)
+
+
+def classify(job: Job, threshold: Optional[float], ratio: Optional[float] = None) -> str:
+    """The job's kind: ``ok`` or what its failure says (one of :data:`KINDS`)."""
+    if job.status != "ok":
+        if RENDEZVOUS_CAUSES & set(job.causes):
+            return BLOCKED
+        if job.status == "wrong":
+            return WRONG
+        if ratio is not None and ratio >= LOSSY_RATIO:
+            return LOSSY  # ranks that could not connect, or a collective that failed, while TCP retransmitted heavily
+        if "interface" in job.causes or job.init_failed:
+            return NETWORK
+        if job.status == "hang":
+            return HANG
+        return ERROR
+    if threshold is not None and job.busbw is not None and len(job.nodes) > 1 and job.busbw < threshold:
+        return LOSSY if ratio is not None and ratio >= LOSSY_RATIO else SLOW
+    return OK
+
+
+def threshold(busbws: Iterable[Optional[float]], fraction: float,
+              expected: Optional[float] = None) -> Tuple[Optional[float], Optional[float]]:
+    """``(threshold, median)``: ``max(expected, fraction x median)`` over the busbw of healthy jobs."""
+    vals = [b for b in busbws if b is not None and b > 0]
+    med = statistics.median(vals) if vals else None
+    cands = [v for v in ((fraction * med) if med is not None else None, expected) if v is not None]
+    return (max(cands) if cands else None), med
+
+
+def job_thresholds(row: str, jobs: Sequence[Job], fraction: float,
+                   expected: Optional[float] = None) -> Tuple[Dict[int, Optional[float]], Optional[float], Optional[float]]:
+    """``({round: threshold}, row threshold, row median)`` for the 2-node jobs of ``row``.
+
+    A pair round is judged against the median of its own completed pairs: a
+    round that ran slower as a whole (the fabric or the machine busier while
+    it ran) moves every pair of it alike and is no fault of any node. Other
+    2-node jobs (confirmation) are judged against the median over all pair
+    rounds of the row.
+    """
+    pairs = [j for j in jobs if j.row == row and j.stage == PAIRS and len(j.nodes) == 2 and j.status == "ok"]
+    row_thr, row_med = threshold((j.busbw for j in pairs), fraction, expected)
+    per_round: Dict[int, Optional[float]] = {}
+    for r in sorted({j.round for j in pairs}):
+        per_round[r] = threshold((j.busbw for j in pairs if j.round == r), fraction, expected)[0]
+    return per_round, row_thr, row_med
+
+
+def distribution(values: Iterable[Optional[float]]) -> Dict[str, float]:
+    """min, quartiles, median and max of the busbw values (what the report shows)."""
+    vals = sorted(v for v in values if v is not None)
+    if not vals:
+        return {}
+    if len(vals) == 1:
+        q1 = q3 = vals[0]
+    else:
+        q1, _, q3 = statistics.quantiles(vals, n=4, method="inclusive")
+    return {"n": len(vals), "min": vals[0], "p25": q1, "median": statistics.median(vals), "p75": q3, "max": vals[-1]}
+
+
+# --------------------------------------------------------------------------- verdicts per row
+
+
+@dataclass
+class RowJudgement:
+    """What the pair rounds of one row say, before and after confirmation."""
+
+    row: str
+    bad: List[str] = field(default_factory=list)  # failed with >= 2 partners (not explained by another bad node)
+    suspects: List[Tuple[str, str]] = field(default_factory=list)  # single failing pairs, neither end bad
+    cleared: List[str] = field(default_factory=list)  # failed only with bad partners
+    good: List[str] = field(default_factory=list)  # never failed in this row
+
+
+def judge_pairs(row: str, jobs: Sequence[Job], nodes: Sequence[str]) -> RowJudgement:
+    """Bad nodes and suspect pairs of one row from its pair jobs (already classified).
+
+    A node that fails with two or more partners is bad. A healthy node that
+    met two bad nodes also fails twice, so failures are explained away
+    greedily: nodes with the most failing partners are judged first, and a
+    pair whose other end is already bad does not count against a node.
+    """
+    failing: Dict[str, Set[str]] = {n: set() for n in nodes}
+    for j in jobs:
+        if j.row != row or j.stage != PAIRS or len(j.nodes) != 2 or not j.failed:
+            continue
+        a, b = j.nodes
+        failing.setdefault(a, set()).add(b)
+        failing.setdefault(b, set()).add(a)
+    out = RowJudgement(row)
+    bad: List[str] = []
+    for n in sorted(failing, key=lambda x: (-len(failing[x]), list(nodes).index(x) if x in nodes else 0)):
+        if len({p for p in failing[n] if p not in bad}) >= 2:
+            bad.append(n)
+    out.bad = bad
+    pairs = set()
+    for n, ps in failing.items():
+        if n in bad:
+            continue
+        rest = {p for p in ps if p not in bad}
+        for p in rest:
+            pairs.add(tuple(sorted((n, p))))
+        if ps and not rest:
+            out.cleared.append(n)
+    out.suspects = sorted(pairs)
+    out.good = [n for n in nodes if not failing.get(n)]
+    return out
+
+
+@dataclass
+class NodeVerdict:
+    node: str
+    verdict: str = "ok"  # ok, bad, suspect, excluded (round 0 failed), untested
+    cls: str = ""  # slow node, lossy link, blocked, broken network, wrong data, hang, error, fails alone
+    rows: List[str] = field(default_factory=list)  # rows in which it is bad
+    evidence: List[str] = field(default_factory=list)
+
+    def describe(self) -> str:
+        where = f" ({', '.join(self.rows)})" if self.rows else ""
+        return f"{self.cls}{where}" if self.cls else self.verdict
+
+
+@dataclass
+class PairVerdict:
+    row: str
+    nodes: Tuple[str, str]
+    verdict: str  # "suspect path", "bad node", "ok"
+    evidence: List[str] = field(default_factory=list)
+
+
+_NODE_CLASS_ALL = {SLOW: "slow node", LOSSY: "lossy link", BLOCKED: "blocked", NETWORK: "broken network",
+                   WRONG: "wrong data", HANG: "hang", ERROR: "error"}
+_NODE_CLASS_SOME = {SLOW: "slow link", LOSSY: "lossy link", BLOCKED: "blocked", NETWORK: "broken network",
+                    WRONG: "wrong data", HANG: "broken network", ERROR: "broken network"}
+
+
+def main_kind(kinds: Iterable[str]) -> str:
+    """The kind most jobs showed; ties go to the more telling kind (order of :data:`KINDS`)."""
+    c = Counter(k for k in kinds if k in KINDS)
+    if not c:
+        return ""
+    return min(c, key=lambda k: (-c[k], KINDS.index(k)))
+
+
+def job_line(j: Job) -> str:
+    """One evidence line: round, row, nodes, what happened, the numbers."""
+    bits = [f"round {j.round} {j.stage} [{j.row}] {j.label()}: {j.kind or j.status}"]
+    if j.busbw is not None and len(j.nodes) > 1:
+        bits.append(f"busbw {j.busbw:.4g} GB/s" + (f" < {j.threshold:.4g}" if j.kind in (SLOW, LOSSY) and
+                                                     j.threshold is not None else ""))
+    if j.ratio is not None:
+        bits.append(f"TCP retransmitted {100 * j.ratio:.1f}%")
+    if j.kind not in (OK, "", SLOW, LOSSY) and j.evidence:
+        bits.append(j.evidence[0][:200])
+    return "; ".join(bits)
+
+
+def verdicts(nodes: Sequence[str], rows: Sequence[str], jobs: Sequence[Job],
+             excluded: Mapping[str, str] = {}) -> Tuple[List[NodeVerdict], List[PairVerdict]]:
+    """A verdict per node and per failing pair, from every job (classified) of every round.
+
+    ``excluded`` maps nodes left out of the pairing (they failed alone in
+    round 0, or could not take part) to why. Confirmation jobs (stage
+    ``confirm``, a suspect against a proven-good node) decide: a suspect that
+    fails there is bad; a bad node that passes there is only a suspect; a
+    suspect pair whose both ends pass with good partners is a suspect path.
+    """
+    out: Dict[str, NodeVerdict] = {n: NodeVerdict(n) for n in nodes}
+    pairs_out: List[PairVerdict] = []
+    for n, why in excluded.items():
+        v = out.setdefault(n, NodeVerdict(n))
+        alone = [j for j in jobs if j.stage == ALONE and j.nodes == (n,) and j.failed]
+        v.verdict = "bad" if alone else "untested"
+        v.cls = "fails alone" if alone else ""
+        if alone:
+            k = main_kind(j.kind for j in alone)
+            v.cls = f"fails alone ({_NODE_CLASS_ALL.get(k, k)})" if k else "fails alone"
+        v.evidence = [job_line(j) for j in alone] or [why]
+    bad_rows: Dict[str, List[str]] = {}
+    kinds: Dict[str, List[str]] = {}
+    evidence: Dict[str, List[str]] = {}
+    suspect_nodes: Dict[str, List[str]] = {}
+    suspect_with: Dict[str, Set[str]] = {}
+    pool = [n for n in nodes if n not in excluded]
+    for row in rows:
+        rj = judge_pairs(row, jobs, pool)
+        confirm = [j for j in jobs if j.row == row and j.stage == CONFIRM and len(j.nodes) == 2]
+
+        def confirmed(node: str) -> Optional[bool]:
+            mine = [j for j in confirm if j.nodes[0] == node]
+            if not mine:
+                return None
+            return any(j.failed for j in mine)
+
+        failing_jobs = [j for j in jobs if j.row == row and j.stage in (PAIRS, CONFIRM) and j.failed]
+        for n in rj.bad:
+            c = confirmed(n)
+            mine = [j for j in failing_jobs if n in j.nodes and (j.stage == PAIRS or j.nodes[0] == n)]
+            if c is False:
+                suspect_nodes.setdefault(n, []).extend(job_line(j) for j in mine)
+                suspect_nodes[n].extend(job_line(j) for j in confirm if j.nodes[0] == n)
+                continue
+            bad_rows.setdefault(n, []).append(row)
+            kinds.setdefault(n, []).extend(j.kind for j in mine)
+            evidence.setdefault(n, []).extend(job_line(j) for j in mine)
+        for a, b in rj.suspects:
+            ca, cb = confirmed(a), confirmed(b)
+            pair_jobs = [j for j in failing_jobs if set(j.nodes) == {a, b}]
+            lines = [job_line(j) for j in pair_jobs] + [job_line(j) for j in confirm if j.nodes[0] in (a, b)]
+            if ca or cb:
+                for n, c in ((a, ca), (b, cb)):
+                    if c:
+                        mine = [j for j in failing_jobs if n in j.nodes and (j.stage == PAIRS or j.nodes[0] == n)]
+                        bad_rows.setdefault(n, []).append(row)
+                        kinds.setdefault(n, []).extend(j.kind for j in mine)
+                        evidence.setdefault(n, []).extend(job_line(j) for j in mine)
+                pairs_out.append(PairVerdict(row, (a, b), "bad node", lines))
+            else:
+                verdict = "suspect path" if (ca is False and cb is False) else "suspect pair (not confirmed)"
+                pairs_out.append(PairVerdict(row, (a, b), verdict, lines))
+                for n, other in ((a, b), (b, a)):
+                    suspect_nodes.setdefault(n, []).extend(lines)
+                    suspect_with.setdefault(n, set()).add(other)
+    for n, rs in bad_rows.items():
+        v = out[n]
+        v.verdict = "bad"
+        v.rows = list(dict.fromkeys(rs))
+        k = main_kind(kinds.get(n, []))
+        some = len(rows) > 1 and len(v.rows) < len(rows)
+        v.cls = (_NODE_CLASS_SOME if some else _NODE_CLASS_ALL).get(k, k or "bad node")
+        if not some:
+            v.rows = [] if len(rows) > 1 else v.rows
+        v.evidence = list(dict.fromkeys(evidence.get(n, [])))
+    for n, lines in suspect_nodes.items():
+        v = out[n]
+        if suspect_with.get(n) and suspect_with[n] <= set(bad_rows):
+            continue  # its one failing pair was with a node found bad (on another row): explained
+        if v.verdict == "ok":
+            v.verdict = "suspect"
+            v.evidence = list(dict.fromkeys(lines))
+    return [out[n] for n in nodes if n in out], pairs_out
+
+
+def bisect_plan(failing: Mapping[str, Sequence[Sequence[str]]]) -> Tuple[List[Tuple[str, List[str]]], List[dict]]:
+    """The next bisection round: both halves of every failing group, and the groups too small to split.
+
+    ``failing`` maps a row to the groups that failed on it. Returns the jobs
+    to run, ``(row, nodes)``, and the groups of 2 or fewer, reported as they
+    are (their pairs passed before, so only the group as a whole fails).
+    """
+    from nccldiag.probe.pairing import halves
+
+    jobs: List[Tuple[str, List[str]]] = []
+    located: List[dict] = []
+    for row, groups in failing.items():
+        for g in groups:
+            if len(g) > 2:
+                a, b = halves(g)
+                jobs += [(row, a), (row, b)]
+            else:
+                located.append({"row": row, "nodes": list(g), "why": f"fails as a group of {len(g)}"})
+    return jobs, located
+
+
+def bisect_next(failing: Mapping[str, Sequence[Sequence[str]]],
+                jobs: Sequence[Job]) -> Tuple[Dict[str, List[List[str]]], List[dict]]:
+    """After a bisection round: the halves that still fail, and the groups located (each half passed)."""
+    nxt: Dict[str, List[List[str]]] = {}
+    located: List[dict] = []
+    for row, groups in failing.items():
+        for g in groups:
+            if len(g) <= 2:
+                continue
+            parts = [j for j in jobs if j.row == row and set(j.nodes) <= set(g)]
+            bad = [list(j.nodes) for j in parts if j.failed]
+            if bad:
+                nxt.setdefault(row, []).extend(bad)
+            else:
+                located.append({"row": row, "nodes": list(g),
+                                "why": "fails as a whole while each half passes: the fault is between the halves"})
+    return nxt, located
+
+
+def to_confirm(rows: Sequence[str], jobs: Sequence[Job], pool: Sequence[str]) -> Dict[str, List[str]]:
+    """Row -> the nodes the confirmation round re-tests: bad candidates and both ends of each suspect pair."""
+    out: Dict[str, List[str]] = {}
+    for row in rows:
+        rj = judge_pairs(row, jobs, pool)
+        names = list(rj.bad) + [n for p in rj.suspects for n in p]
+        if names:
+            out[row] = list(dict.fromkeys(names))
+    return out
+
+
+def proven_good(row: str, jobs: Sequence[Job], pool: Sequence[str]) -> List[str]:
+    """Nodes that passed every job they ran on ``row`` (the partners its confirmation uses)."""
+    ran = {n for j in jobs if j.row == row for n in j.nodes}
+    failed = {n for j in jobs if j.row == row and j.failed for n in j.nodes}
+    return [n for n in pool if n in ran and n not in failed]

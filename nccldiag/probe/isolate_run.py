@@ -1,0 +1,541 @@
+"""One ``nccldiag isolate`` run from start to end (I/O edge).
+
+connect -> prepare (stage the worker once, interfaces, each row's interface
+per node) -> round 0 (every node alone) -> rounds 1-3 (disjoint pairs, every
+row at once) -> confirmation (suspects against proven-good nodes) ->
+all nodes, and bisection where only the whole fails -> judge (pure,
+:mod:`nccldiag.probe.isolate`) -> report.
+
+Every job of a round starts at once, each with its own rendezvous (its
+first node's address, a port of its own) and its own ``NCCLDIAG_RUN``
+marker; each is bounded by ``--timeout`` and reaped like any probe (every
+process carrying its marker killed on its nodes, survivors looked for).
+Per-node work (staging, counters, reaping, clean-up) goes ``--fanout``
+nodes at a time.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
+
+from nccldiag.inventory import Host
+from nccldiag.model.errors import UsageError
+from nccldiag.model.findings import Finding, Status, error, exit_code, fail, ok, warn
+from nccldiag.probe import analysis, isolate, launch, pairing, runner
+from nccldiag.probe.isolate import Job, Row
+from nccldiag.probe.plan import Setting
+from nccldiag.transport.base import TransportError
+from nccldiag.transport.ssh import SSHOptions
+from nccldiag.transport.task import fan_out
+
+AREA = "isolate"
+SCHEMA = "nccldiag.isolate/1"
+PORT_SPAN = 100  # rendezvous ports used: --rdzv-port .. --rdzv-port + 99
+DEFAULT_SIZE_GLOO = 1 << 20
+DEFAULT_SIZE_NCCL = 256 << 20
+
+
+@dataclass
+class IsolateOptions:
+    backend: str = "auto"
+    nproc_per_node: int = 1
+    nets: List[str] = field(default_factory=list)
+    hcas: List[str] = field(default_factory=list)
+    fraction: float = 0.5
+    expected_busbw: Optional[float] = None
+    seed: Optional[int] = 1
+    pair_rounds: int = 3
+    collective: str = "all_reduce"
+    size: Optional[int] = None
+    iters: Optional[int] = None
+    timeout: Optional[float] = None
+    rdzv_port: int = 29400
+    full: bool = True  # run all nodes together when every pair passed, bisect if that fails
+    max_bisect: int = 8
+    python: str = "python3"
+    ssh: SSHOptions = field(default_factory=SSHOptions)
+    out_dir: Optional[str] = None
+    fanout: int = 64
+
+
+@dataclass
+class Round:
+    index: int
+    stage: str
+    jobs: List[Job] = field(default_factory=list)
+    elapsed: float = 0.0
+
+
+@dataclass
+class IsolateReport:
+    hosts: List[str]
+    backend: str = "?"
+    rows: List[Row] = field(default_factory=list)
+    seed: Optional[int] = None
+    order: List[str] = field(default_factory=list)
+    rounds: List[Round] = field(default_factory=list)
+    thresholds: Dict[str, dict] = field(default_factory=dict)  # row -> threshold, median, distribution
+    nodes: List[isolate.NodeVerdict] = field(default_factory=list)
+    pairs: List[isolate.PairVerdict] = field(default_factory=list)
+    groups: List[dict] = field(default_factory=list)  # bisection: groups that fail only together
+    findings: List[Finding] = field(default_factory=list)
+    interfaces: Dict[str, Dict[str, Optional[str]]] = field(default_factory=dict)  # row -> node -> interface
+    counters: Dict[str, Dict[str, Dict[str, int]]] = field(default_factory=dict)  # round -> node -> delta
+    run_id: Optional[str] = None
+    out_dir: Optional[str] = None
+    elapsed: float = 0.0
+    started: float = field(default_factory=time.time)
+    nproc_per_node: int = 1
+    collective: str = "all_reduce"
+    size: Optional[int] = None
+
+    @property
+    def exit_code(self) -> int:
+        return exit_code((f.status for f in self.findings), incomplete=not self.rounds)
+
+    @property
+    def pair_rounds(self) -> int:
+        return sum(1 for r in self.rounds if r.stage != isolate.ALONE)
+
+
+def _state_dir() -> str:
+    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    return os.path.join(base, "nccldiag", "isolate")
+
+
+def _resolve_command(rows: Sequence[Row]) -> str:
+    """sh printing ``row<i>=<interface>`` for each row given by ``--net`` (empty when the node has none)."""
+    parts = []
+    for i, row in enumerate(rows):
+        if row.net is None:
+            continue
+        q = shlex.quote(row.net)
+        if "/" in row.net:
+            parts.append(f"echo \"row{i}=$(ip -o -4 addr show to {q} 2>/dev/null | awk '{{print $2; exit}}')\"")
+        else:
+            parts.append(f"if ip -o link show dev {q} >/dev/null 2>&1; then echo row{i}={q}; else echo row{i}=; fi")
+    return "; ".join(parts) + "; true" if parts else "true"
+
+
+class _Cluster:
+    """The nodes of one run and what every job needs to launch on them."""
+
+    def __init__(self, nodes, prep: runner.Prepared, rows: Sequence[Row], ifaces: Dict[str, Dict[str, Optional[str]]],
+                 opts: IsolateOptions, backend: str, out, lock: threading.Lock):
+        self.by_name = {n.name: n for n in nodes}
+        self.prep = prep
+        self.rows = list(rows)
+        self.ifaces = ifaces
+        self.opts = opts
+        self.backend = backend
+        self.out = out
+        self.lock = lock
+        self.timeout = opts.timeout or (600.0 if backend == "nccl" else 120.0)
+        self.pg_timeout = max(5, int(self.timeout * 0.5))
+        self.counter = 0
+
+    def go_file(self, index: int) -> str:
+        return f"{self.prep.rundir}/go-{index}"
+
+    def worker_args(self, index: int) -> List[str]:
+        args = ["--backend", self.backend, "--pg-timeout", str(self.pg_timeout), "--collectives", self.opts.collective,
+                "--go-file", self.go_file(index), "--go-wait", str(int(self.timeout * 0.5))]
+        size = self.opts.size or (DEFAULT_SIZE_NCCL if self.backend == "nccl" else DEFAULT_SIZE_GLOO)
+        args += ["--min-bytes", str(size), "--max-bytes", str(size)]
+        if self.opts.iters:
+            args += ["--iters", str(self.opts.iters)]
+        return args
+
+    def on_record(self, rec: dict) -> None:
+        with self.lock:
+            self.out.write(json.dumps(rec) + "\n")
+            self.out.flush()
+
+    def run_job(self, job: Job, on_record: Optional[Callable[[dict], None]] = None) -> Job:
+        """Launch, stream, bound, reap one job; fill in its outcome (not its verdict)."""
+        row = next(r for r in self.rows if r.name == job.row)
+        missing = [n for n in job.nodes if row.net is not None and not self.ifaces.get(row.name, {}).get(n)]
+        if missing:
+            job.status = "error"
+            job.causes = ("interface",)
+            job.evidence = [f"{n} has no interface on {row.net}" for n in missing]
+            return job
+        first = self.by_name[job.nodes[0]]
+        spec = launch.LaunchSpec(
+            run_id=job.run_id, rundir=self.prep.rundir, python=self.opts.python,
+            nproc_per_node=self.opts.nproc_per_node, rdzv_host=first.address or first.name, rdzv_port=job.port or 0,
+            env=row.environ, worker_args=self.worker_args(job.round),
+            join_timeout=max(10, min(60, int(self.timeout * 0.25))),
+        )
+        commands = {}
+        for i, name in enumerate(job.nodes):
+            ifname = self.ifaces.get(row.name, {}).get(name) if row.net is not None else self.prep.ifnames.get(name)
+            commands[name] = launch.torchrun_command(spec, len(job.nodes), i, ifname)
+        setting = Setting(f"r{job.round}-{job.stage}-{job.row.replace(' ', '_')}-{job.label()}", row.environ, row.why)
+        nodes = [self.by_name[n] for n in job.nodes]
+        # a pair is over when one of its launchers fails: the other only waits for it
+        sr = runner.run_setting(nodes, commands, setting, self.timeout, grace=5.0,
+                                run_id=job.run_id, on_record=on_record or self.on_record, fanout=self.opts.fanout)
+        rep = analysis.job_report(setting, sr, self.timeout)
+        job.elapsed = sr.elapsed
+        job.status = rep.status
+        causes = []
+        for f in rep.findings:
+            if isinstance(f.actual, dict) and f.actual.get("cause"):
+                causes.append(str(f.actual["cause"]))
+        job.causes = tuple(dict.fromkeys(causes))
+        job.init_failed = bool(rep.outcome.stuck_in_init) or any(
+            f.check in isolate.INIT_CHECKS and f.status == Status.FAIL for f in rep.findings)
+        oc = rep.outcome.collectives.get(self.opts.collective)
+        big = oc.largest if oc is not None else None
+        job.busbw = big.busbw if big is not None and oc.status == "ok" else None
+        job.evidence = [f.message for f in rep.findings if f.status in (Status.FAIL, Status.ERROR)][:6]
+        if sr.survivors:
+            job.evidence.append("survivors after the kill: " + ", ".join(sorted(sr.survivors)))
+        return job
+
+    def run_round(self, index: int, stage: str, groups: Sequence[Tuple[str, Sequence[str]]],
+                  progress: Optional[Callable[[str], None]]) -> Round:
+        """Every job of the round at once; returns when each has ended and been reaped."""
+        t0 = time.monotonic()
+        jobs = []
+        row_index = {r.name: i for i, r in enumerate(self.rows)}
+        for row, nodes in groups:
+            self.counter += 1
+            port = self.opts.rdzv_port + (index * len(self.rows) + row_index[row]) % PORT_SPAN
+            jobs.append(Job(index, stage, row, tuple(nodes), run_id=f"{self.prep.run_id}-{self.counter}", port=port))
+        if progress is not None:
+            progress(f"round {index} ({stage}): {len(jobs)} job(s)")
+        # Every job's ranks wait after init for the round's go file, created on the round's nodes once every
+        # job is ready or over (or a quarter of --timeout after the first was ready): the jobs then measure
+        # side by side, none of them while another is still starting.
+        ready: Dict[str, set] = {j.run_id: set() for j in jobs}
+        over: set = set()
+        changed = threading.Event()
+
+        def watch(job: Job):
+            def on_record(rec: dict) -> None:
+                self.on_record(rec)
+                if rec.get("type") == "progress" and rec.get("phase") == "ready" and isinstance(rec.get("rank"), int):
+                    ready[job.run_id].add(rec["rank"])
+                    changed.set()
+            return on_record
+
+        def go(job: Job) -> None:
+            try:
+                self.run_job(job, watch(job))
+            finally:
+                over.add(job.run_id)
+                changed.set()
+
+        threads = [threading.Thread(target=go, args=(j,), daemon=True) for j in jobs]
+        for t in threads:
+            t.start()
+        world = {j.run_id: len(j.nodes) * self.opts.nproc_per_node for j in jobs}
+        first_ready: Optional[float] = None
+        released = False
+        while any(t.is_alive() for t in threads):
+            changed.wait(0.2)
+            changed.clear()
+            if released:
+                continue
+            if first_ready is None and any(ready.values()):
+                first_ready = time.monotonic()
+            all_in = all(i in over or len(ready[i]) >= world[i] for i in ready)
+            late = first_ready is not None and time.monotonic() - first_ready > self.timeout * 0.25
+            if all_in or late:
+                self.release(index, sorted({n for j in jobs for n in j.nodes}))
+                released = True
+        for t in threads:
+            t.join()
+        return Round(index, stage, jobs, time.monotonic() - t0)
+
+    def release(self, index: int, names: Sequence[str]) -> None:
+        """Create the round's go file on its nodes (one bounded command each)."""
+        cmd = f"touch {shlex.quote(self.go_file(index))}"
+        timeout = min(15.0, self.opts.ssh.command_timeout)
+
+        def touch(node) -> None:
+            try:
+                node.run(cmd, timeout)
+            except TransportError:
+                pass
+
+        fan_out([self.by_name[n] for n in names], touch, self.opts.fanout)
+
+    def snapshot(self, names: Sequence[str]) -> Dict[str, Dict[str, int]]:
+        """Each node's TCP and interface error counters (one bounded command per node)."""
+        out: Dict[str, Dict[str, int]] = {}
+        cmd = isolate.counters_command()
+        timeout = min(30.0, self.opts.ssh.command_timeout)
+
+        def read(node) -> None:
+            try:
+                r = node.run(cmd, timeout)
+            except TransportError:
+                return
+            if r.error is None:
+                out[node.name] = isolate.parse_counters(r.stdout)
+
+        fan_out([self.by_name[n] for n in names], read, self.opts.fanout)
+        return out
+
+
+def run(hosts: Sequence[Host], opts: IsolateOptions, progress: Optional[Callable[[str], None]] = None) -> IsolateReport:
+    """One isolation run end to end; returns its report (nothing is printed here)."""
+    from nccldiag.probe.nodes import SSHNode
+
+    t0 = time.monotonic()
+    if len(hosts) < 2:
+        raise UsageError("isolate needs at least 2 hosts (a hostfile or -w)")
+    if opts.out_dir:
+        if os.path.exists(opts.out_dir) and not os.path.isdir(opts.out_dir):
+            raise UsageError(f"-o {opts.out_dir}: exists and is not a directory")
+        if os.path.exists(os.path.join(opts.out_dir, "records.jsonl")):
+            raise UsageError(f"-o {opts.out_dir}: holds the records of an earlier run; give a new directory")
+    try:  # the syntax of every row before any connection (auto: checked as NCCL's, which has every kind)
+        isolate.build_rows(opts.backend if opts.backend in ("gloo", "nccl") else "nccl", opts.nets, opts.hcas)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    nodes = [SSHNode(h, opts.ssh) for h in hosts]
+    report = IsolateReport(hosts=[n.name for n in nodes], seed=opts.seed, nproc_per_node=opts.nproc_per_node,
+                           collective=opts.collective, size=opts.size)
+    unreachable: Dict[str, str] = {}
+
+    def connect(n) -> None:
+        try:
+            n.connect()
+        except TransportError as exc:
+            unreachable[n.name] = exc.message
+
+    fan_out(nodes, connect, opts.fanout)
+    live = [n for n in nodes if n.name not in unreachable]
+    for name, msg in unreachable.items():
+        report.findings.append(error(AREA, f"{AREA}.ssh", f"{name}: {msg}", host=name,
+                                     fix="Run 'nccldiag check' on this host to see why it cannot be reached."))
+    if len(live) < 2:
+        report.findings.append(error(AREA, f"{AREA}.not_run", "fewer than 2 nodes could be reached: nothing to pair"))
+        for n in nodes:
+            n.close()
+        report.elapsed = time.monotonic() - t0
+        return report
+    # the first reachable node is the one prepare() checks for a free port; every job picks its own
+    prep = runner.prepare(live, opts.python, None, None, timeout=opts.ssh.command_timeout, fanout=opts.fanout)
+    report.run_id = prep.run_id
+    try:
+        return _run(report, nodes, live, prep, opts, unreachable, progress, t0)
+    except KeyboardInterrupt:
+        # Ctrl-C: kill every job's processes on every node (they share the run's marker prefix), then stop
+        _reap_prefix(live, prep.run_id, opts.fanout)
+        runner.cleanup(live, prep.rundir, fanout=opts.fanout)
+        for n in nodes:
+            n.close()
+        raise
+
+
+def _reap_prefix(nodes, run_id: str, fanout: int) -> None:
+    pat = shlex.quote(f"^{launch.RUN_MARK}={run_id}-[0-9]*$")
+    cmd = (f"_p=$(grep -lsaz {pat} /proc/[0-9]*/environ 2>/dev/null | sed -n 's|^/proc/\\([0-9]*\\)/environ$|\\1|p' "
+           "| grep -vx \"$$\"); [ -n \"$_p\" ] && kill -9 $_p 2>/dev/null; true")
+    fan_out(list(nodes), lambda n: n.run(cmd, 15), fanout)
+
+
+def _run(report: IsolateReport, nodes, live, prep: runner.Prepared, opts: IsolateOptions,
+         unreachable: Dict[str, str], progress, t0: float) -> IsolateReport:
+    excluded: Dict[str, str] = {}
+    for name, msg in unreachable.items():
+        excluded[name] = f"could not be reached: {msg}"
+    for name, msg in prep.problems.items():
+        excluded[name] = msg
+        report.findings.append(error(AREA, f"{AREA}.prepare", msg, host=name))
+    participants = [n for n in live if n.name not in prep.problems]
+    gpus = min((prep.info.get(n.name, {}).get("gpus", 0) for n in participants), default=0)
+    backend = opts.backend if opts.backend != "auto" else ("nccl" if gpus > 0 else "gloo")
+    report.backend = backend
+    report.size = opts.size or (DEFAULT_SIZE_NCCL if backend == "nccl" else DEFAULT_SIZE_GLOO)
+    try:
+        rows = isolate.build_rows(backend, opts.nets, opts.hcas)
+    except ValueError as exc:
+        runner.cleanup(live, prep.rundir, fanout=opts.fanout)
+        for n in nodes:
+            n.close()
+        raise UsageError(str(exc)) from None
+    report.rows = rows
+    # each --net row: the interface each node holds on that network
+    ifaces: Dict[str, Dict[str, Optional[str]]] = {r.name: {} for r in rows if r.net is not None}
+    if ifaces:
+        cmd = _resolve_command(rows)
+
+        def resolve(node) -> None:
+            r = node.run(cmd, opts.ssh.command_timeout)
+            kv = runner._parse_kv(r.stdout if r.error is None else "")
+            for i, row in enumerate(rows):
+                if row.net is not None:
+                    ifaces[row.name][node.name] = kv.get(f"row{i}") or None
+
+        fan_out(participants, resolve, opts.fanout)
+    report.interfaces = {r.name: dict(ifaces.get(r.name) or {n.name: prep.ifnames.get(n.name) for n in participants})
+                         for r in rows}
+    out_dir = os.path.abspath(opts.out_dir) if opts.out_dir else os.path.join(_state_dir(), prep.run_id)
+    os.makedirs(out_dir, mode=0o700, exist_ok=True)
+    report.out_dir = out_dir
+    lock = threading.Lock()
+    with open(os.path.join(out_dir, "records.jsonl"), "x", encoding="utf-8") as rec_file:
+        cl = _Cluster(participants, prep, rows, ifaces, opts, backend, rec_file, lock)
+        _schedule(report, cl, [n.name for n in participants], rows, opts, excluded, progress)
+    cleanup_failed = runner.cleanup(live, prep.rundir, timeout=min(15.0, opts.ssh.command_timeout), fanout=opts.fanout)
+    for host, msg in sorted(cleanup_failed.items()):
+        report.findings.append(warn(AREA, f"{AREA}.cleanup", f"could not remove the run directory on {host}: {msg}",
+                                    host=host))
+    for n in nodes:
+        n.close()
+    report.elapsed = time.monotonic() - t0
+    return report
+
+
+def _schedule(report: IsolateReport, cl: _Cluster, pool: List[str], rows: Sequence[Row], opts: IsolateOptions,
+              excluded: Dict[str, str], progress) -> None:
+    row_names = [r.name for r in rows]
+    jobs: List[Job] = []
+    index = 0
+
+    def play(stage: str, groups: Sequence[Tuple[str, Sequence[str]]]) -> Round:
+        nonlocal index
+        names = sorted({n for _, g in groups for n in g})
+        before = cl.snapshot(names)
+        rnd = cl.run_round(index, stage, groups, progress)
+        after = cl.snapshot(names)
+        deltas = {n: isolate.counter_delta(before[n], after[n]) for n in names if n in before and n in after}
+        report.counters[str(index)] = deltas
+        for j in rnd.jobs:
+            j.ratio = isolate.retrans_ratio(deltas[n] for n in j.nodes if n in deltas)
+            moved = {n: isolate.error_counters(deltas.get(n, {})) for n in j.nodes}
+            for n, c in moved.items():
+                if c:
+                    j.evidence.append(f"{n} counters: " + ", ".join(f"{k} +{v}" for k, v in sorted(c.items())))
+        report.rounds.append(rnd)
+        jobs.extend(rnd.jobs)
+        index += 1
+        return rnd
+
+    # round 0: every node alone (all its local ranks), the first row
+    r0 = play(isolate.ALONE, [(row_names[0], [n]) for n in pool])
+    for j in r0.jobs:
+        j.kind = isolate.classify(j, None)
+        if j.failed:
+            excluded[j.nodes[0]] = "failed alone in round 0"
+    live = [n for n in pool if n not in excluded]
+    order = pairing.shuffled(live, opts.seed)
+    report.order = order
+    schedule = pairing.circle_rounds(order, opts.pair_rounds)
+    for pairs in schedule:
+        play(isolate.PAIRS, [(row, p) for p in pairs for row in row_names])
+    _classify(report, jobs, row_names, opts)
+    # confirmation: each suspect against a proven-good node it did not meet
+    met = pairing.partners(schedule)
+    need = isolate.to_confirm(row_names, jobs, live)
+    per_row = {row: pairing.confirmation_pairs(names, isolate.proven_good(row, jobs, live), met)[0]
+               for row, names in need.items()}
+    for k in range(max((len(v) for v in per_row.values()), default=0)):
+        groups = [(row, p) for row, rounds in per_row.items() if k < len(rounds) for p in rounds[k]]
+        if groups:
+            play(isolate.CONFIRM, groups)
+    _classify(report, jobs, row_names, opts)
+    # all nodes at once when every pair passed; bisect where only the whole fails
+    if opts.full and len(live) > 2 and not any(j.failed for j in jobs):
+        rnd = play(isolate.ALL, [(row, order) for row in row_names])
+        _classify(report, jobs, row_names, opts)
+        failing = {j.row: [list(j.nodes)] for j in rnd.jobs if j.failed}
+        steps = 0
+        while failing and steps < opts.max_bisect:
+            groups, located = isolate.bisect_plan(failing)
+            report.groups.extend(located)
+            if not groups:
+                failing = {}
+                break
+            rnd = play(isolate.BISECT, groups)
+            _classify(report, jobs, row_names, opts)
+            steps += 1
+            failing, located = isolate.bisect_next(failing, rnd.jobs)
+            report.groups.extend(located)
+        for row, gs in failing.items():
+            for g in gs:
+                report.groups.append({"row": row, "nodes": g, "why": "still failing when bisection stopped"})
+    report.nodes, report.pairs = isolate.verdicts(report.hosts, row_names, jobs, excluded)
+    _findings(report)
+
+
+def _classify(report: IsolateReport, jobs: Sequence[Job], rows: Sequence[str], opts: IsolateOptions) -> None:
+    """Thresholds per row from the healthy pairs, then every job's kind."""
+    for row in rows:
+        pairs = [j for j in jobs if j.row == row and j.stage in (isolate.PAIRS, isolate.CONFIRM) and j.status == "ok"]
+        per_round, thr, med = isolate.job_thresholds(row, jobs, opts.fraction, opts.expected_busbw)
+        report.thresholds[row] = {"threshold": thr, "median": med, "fraction": opts.fraction,
+                                  "expected": opts.expected_busbw,
+                                  "per_round": {str(k): v for k, v in per_round.items()},
+                                  "distribution": isolate.distribution(j.busbw for j in pairs)}
+        for j in jobs:
+            if j.row != row or j.stage == isolate.ALONE:
+                continue
+            j.threshold = (per_round.get(j.round, thr) if j.stage == isolate.PAIRS else thr) if len(j.nodes) == 2 else None
+            j.kind = isolate.classify(j, j.threshold, j.ratio)
+
+
+def _findings(report: IsolateReport) -> None:
+    for v in report.nodes:
+        if v.verdict == "bad":
+            report.findings.append(fail(AREA, f"{AREA}.node", f"{v.node}: {v.describe()}", host=v.node,
+                                        actual={"class": v.cls, "rows": v.rows}, evidence=v.evidence[:12],
+                                        fix=_FIX.get(v.cls.split(" (")[0], "")))
+        elif v.verdict == "suspect":
+            report.findings.append(warn(AREA, f"{AREA}.suspect",
+                                        f"{v.node}: failed once, not confirmed against a proven-good node",
+                                        host=v.node, evidence=v.evidence[:12]))
+    for p in report.pairs:
+        if p.verdict == "suspect path":
+            report.findings.append(fail(AREA, f"{AREA}.path",
+                                        f"[{p.row}] the path between {p.nodes[0]} and {p.nodes[1]} fails, "
+                                        "while both nodes pass with proven-good partners",
+                                        actual={"nodes": list(p.nodes), "row": p.row}, evidence=p.evidence[:12],
+                                        fix="Check the cables, switch ports and routes between these two nodes "
+                                            "(a spine or ToR link they share, a route or firewall between them)."))
+        elif p.verdict == "suspect pair (not confirmed)":
+            report.findings.append(fail(AREA, f"{AREA}.pair",
+                                        f"[{p.row}] the pair {p.nodes[0]} + {p.nodes[1]} fails, and no node proven "
+                                        "good was left to tell which end is at fault",
+                                        actual={"nodes": list(p.nodes), "row": p.row}, evidence=p.evidence[:12],
+                                        fix="Run again with a node known to be good added to the hosts: the "
+                                            "confirmation round then tests each end against it."))
+    for g in report.groups:
+        report.findings.append(fail(AREA, f"{AREA}.group",
+                                    f"[{g['row']}] {len(g['nodes'])} nodes fail together: {g['why']}",
+                                    actual={"nodes": g["nodes"]}, evidence=[", ".join(g["nodes"])],
+                                    fix="A fault that shows only at this group size: oversubscription, a spine "
+                                        "link, or a setting that differs between the halves."))
+    if not any(f.status in (Status.FAIL, Status.ERROR) for f in report.findings):
+        tested = [v.node for v in report.nodes if v.verdict == "ok"]
+        report.findings.append(ok(AREA, f"{AREA}.summary",
+                                  f"{len(tested)} node(s) cleared in {report.pair_rounds} round(s) after round 0, "
+                                  f"on {len(report.rows)} network path(s)"))
+
+
+_FIX = {
+    "slow node": "Its links run below the healthy pairs' bandwidth on every path: check the NIC's speed and "
+                 "width (ethtool, ibstat), PCIe link, CPU/NUMA placement and any rate limit (tc qdisc) on it.",
+    "slow link": "That path runs slow on this node only: check the NIC of that network (speed, errors, qdisc).",
+    "lossy link": "TCP retransmitted much of what this node's pairs sent: check the cable and switch port of "
+                  "that interface (ip -s link, ethtool -S errors, ibstat counters), and any firewall dropping packets.",
+    "blocked": "Its pairs never formed their rendezvous: open the rendezvous ports (--rdzv-port and the next 99) "
+               "between the nodes and check with 'nc -zv ADDR PORT'.",
+    "broken network": "Its ranks could not connect over that network: check the interface is up and has its "
+                      "address (ip -br addr), the cable, and the routes to the other nodes' addresses there.",
+    "wrong data": "Corrupted results with several partners: check its NIC, GPU and memory; drain it.",
+    "hang": "Collectives with it hang: look at its NIC and the switch port.",
+    "error": "Collectives with it fail: read the evidence lines for the error.",
+    "fails alone": "It fails without any network: fix the node itself first (nccldiag check).",
+}

@@ -1,0 +1,382 @@
+"""Pairing and judging of ``nccldiag isolate`` (pure functions).
+
+Jobs here are written for these tests: a job is what one small probe run
+showed (status, causes, busbw), not a captured output.
+"""
+import itertools
+
+import pytest
+
+from nccldiag.probe import isolate, pairing
+from nccldiag.probe.isolate import Job
+
+
+def nodes(n):
+    return [f"n{i:02d}" for i in range(1, n + 1)]
+
+
+# --------------------------------------------------------------------------- pairing
+
+
+@pytest.mark.parametrize("n", [2, 3, 4, 5, 6, 7, 16, 17, 64, 1000])
+def test_circle_rounds_are_disjoint_and_never_repeat_a_pair(n):
+    names = nodes(n)
+    rounds = pairing.circle_rounds(names, 3)
+    assert len(rounds) == min(3, n - 1 if n % 2 == 0 else n)
+    seen = set()
+    for pairs in rounds:
+        flat = [x for p in pairs for x in p]
+        assert len(flat) == len(set(flat))  # disjoint: every node in at most one pair per round
+        assert len(pairs) == n // 2  # all N/2 pairs at once; one node sits out when N is odd
+        for a, b in pairs:
+            key = frozenset((a, b))
+            assert key not in seen
+            seen.add(key)
+    met = pairing.partners(rounds)
+    if n >= 4:
+        # three distinct partners each (two for the node that sits out a round)
+        assert all(len(met[x]) >= (2 if n % 2 else 3) for x in names)
+        assert sum(1 for x in names if len(met[x]) == 3) >= n - (3 if n % 2 else 0)
+
+
+def test_circle_rounds_small_cases():
+    assert pairing.circle_rounds(["a"], 3) == []
+    assert pairing.circle_rounds(["a", "b"], 3) == [[("a", "b")]]
+    three = pairing.circle_rounds(["a", "b", "c"], 3)
+    assert sorted(tuple(sorted(p)) for r in three for p in r) == list(itertools.combinations("abc", 2))
+    with pytest.raises(ValueError):
+        pairing.circle_rounds(["a", "a"], 3)
+
+
+def test_shuffle_is_recorded_by_its_seed():
+    names = nodes(16)
+    assert pairing.shuffled(names, 7) == pairing.shuffled(names, 7)
+    assert pairing.shuffled(names, 7) != names
+    assert pairing.shuffled(names, None) == names
+
+
+def test_confirmation_pairs_use_distinct_good_partners_not_met_before():
+    met = {"s1": {"g1"}, "s2": {"g2"}}
+    rounds, left = pairing.confirmation_pairs(["s1", "s2"], ["g1", "g2", "g3"], met)
+    assert left == [] and len(rounds) == 1
+    (pairs,) = rounds
+    partners = dict(pairs)
+    assert partners["s1"] != "g1" and partners["s2"] != "g2"
+    assert len(set(partners.values())) == 2
+    # more suspects than good nodes: a second round, still disjoint within each
+    rounds, _ = pairing.confirmation_pairs(["s1", "s2", "s3"], ["g1"], {})
+    assert [len(r) for r in rounds] == [1, 1, 1]
+    rounds, left = pairing.confirmation_pairs(["s1"], [], {})
+    assert rounds == [] and left == ["s1"]
+
+
+def test_halves():
+    assert pairing.halves(list("abcde")) == (list("abc"), list("de"))
+    assert pairing.halves(list("ab")) == (["a"], ["b"])
+
+
+# --------------------------------------------------------------------------- rows, counters
+
+
+def test_rows_per_interface_and_hca():
+    assert [r.name for r in isolate.build_rows("gloo")] == ["default"]
+    rows = isolate.build_rows("gloo", ["eth1", "10.1.0.0/16"])
+    assert [(r.name, r.net, r.environ) for r in rows] == [("net eth1", "eth1", {}), ("net 10.1.0.0/16", "10.1.0.0/16", {})]
+    rows = isolate.build_rows("nccl", ["eth1"], ["mlx5_0", "mlx5_1:1"])
+    assert rows[0].environ == {"NCCL_IB_DISABLE": "1", "NCCL_NET": "Socket"}
+    assert rows[1].environ == {"NCCL_IB_HCA": "=mlx5_0", "NCCL_NET": "IB"}
+    assert rows[2].name == "hca mlx5_1:1"
+    for bad in (["eth0; rm -rf /"], ["10.1.0.0/40"], ["300.1.0.0/16"]):
+        with pytest.raises(ValueError):
+            isolate.build_rows("gloo", bad)
+    with pytest.raises(ValueError, match="nccl"):
+        isolate.build_rows("gloo", [], ["mlx5_0"])
+    with pytest.raises(ValueError, match="twice"):
+        isolate.build_rows("gloo", ["eth1", "eth1"])
+
+
+def test_counter_snapshots_and_deltas():
+    # written for this test in the format counters_command prints
+    before = isolate.parse_counters("tcp OutSegs 1000\ntcp RetransSegs 10\nif eth0 rx_errors 5\nif lo rx_dropped 0\n"
+                                    "garbage line\nif eth0 tx_dropped x\n")
+    after = isolate.parse_counters("tcp OutSegs 3000\ntcp RetransSegs 210\nif eth0 rx_errors 9\nif lo rx_dropped 3\n")
+    d = isolate.counter_delta(before, after)
+    assert d == {"eth0.rx_errors": 4, "lo.rx_dropped": 3, "tcp.OutSegs": 2000, "tcp.RetransSegs": 200}
+    assert isolate.error_counters(d) == {"eth0.rx_errors": 4}
+    assert isolate.retrans_ratio([d]) == pytest.approx(0.1)
+    assert isolate.retrans_ratio([{}]) is None
+    assert isolate.retrans_ratio([{"tcp.OutSegs": 40, "tcp.RetransSegs": 4}]) is None  # too few to judge
+    # a counter that went back (reset) is not a delta
+    assert isolate.counter_delta({"a": 5}, {"a": 1}) == {}
+
+
+# --------------------------------------------------------------------------- judging
+
+
+def test_classify_each_failure_kind():
+    thr = 1.0
+    assert isolate.classify(Job(1, "pairs", "r", ("a", "b"), "ok", busbw=5.0), thr) == "ok"
+    assert isolate.classify(Job(1, "pairs", "r", ("a", "b"), "ok", busbw=0.1), thr, 0.0) == "slow"
+    assert isolate.classify(Job(1, "pairs", "r", ("a", "b"), "ok", busbw=0.1), thr, 0.05) == "lossy"
+    assert isolate.classify(Job(1, "pairs", "r", ("a", "b"), "error",
+                                causes=("rendezvous_unreachable",)), thr) == "blocked"
+    assert isolate.classify(Job(1, "pairs", "r", ("a", "b"), "hang", init_failed=True), thr) == "network"
+    assert isolate.classify(Job(1, "pairs", "r", ("a", "b"), "error", causes=("interface",)), thr) == "network"
+    assert isolate.classify(Job(1, "pairs", "r", ("a", "b"), "wrong"), thr) == "wrong"
+    assert isolate.classify(Job(1, "pairs", "r", ("a", "b"), "hang"), thr) == "hang"
+    assert isolate.classify(Job(1, "pairs", "r", ("a", "b"), "error"), thr) == "error"
+    # a collective that timed out while TCP retransmitted heavily: the link loses packets
+    assert isolate.classify(Job(1, "pairs", "r", ("a", "b"), "error"), thr, 0.08) == "lossy"
+    assert isolate.classify(Job(1, "pairs", "r", ("a", "b"), "hang", init_failed=True), thr, 0.08) == "lossy"
+    assert isolate.classify(Job(1, "pairs", "r", ("a", "b"), "hang", init_failed=True), thr, 0.001) == "network"
+    # alone (one node) and larger groups are not judged on busbw
+    assert isolate.classify(Job(0, "alone", "r", ("a",), "ok", busbw=0.0), thr) == "ok"
+
+
+def test_threshold_is_the_larger_of_expected_and_fraction_of_median():
+    thr, med = isolate.threshold([1.0, 2.0, 3.0, None, 0.0], 0.5)
+    assert med == 2.0 and thr == 1.0
+    thr, _ = isolate.threshold([1.0, 2.0, 3.0], 0.5, expected=1.5)
+    assert thr == 1.5
+    assert isolate.threshold([], 0.5) == (None, None)
+    assert isolate.threshold([], 0.5, expected=2.0) == (2.0, None)
+    d = isolate.distribution([1.0, 2.0, 3.0, 4.0, 5.0])
+    assert d["n"] == 5 and d["min"] == 1.0 and d["median"] == 3.0 and d["max"] == 5.0
+
+
+def schedule_jobs(names, bad_kind, row="r", fail_pairs=()):
+    """Pair jobs of the circle schedule; pairs with a node in ``bad_kind`` fail with that kind."""
+    jobs = []
+    for k, pairs in enumerate(pairing.circle_rounds(names, 3), start=1):
+        for a, b in pairs:
+            j = Job(k, isolate.PAIRS, row, (a, b), "ok", busbw=1.0)
+            kinds = [bad_kind[x] for x in (a, b) if x in bad_kind]
+            if kinds:
+                j.kind = kinds[0]
+            elif frozenset((a, b)) in {frozenset(p) for p in fail_pairs}:
+                j.kind = isolate.SLOW
+            else:
+                j.kind = isolate.OK
+            jobs.append(j)
+    return jobs
+
+
+def confirm_jobs(row, names, good, bad_kind, round_=4):
+    rounds, _ = pairing.confirmation_pairs(names, good)
+    out = []
+    for pairs in rounds:
+        for s, g in pairs:
+            j = Job(round_, isolate.CONFIRM, row, (s, g), "ok", busbw=1.0)
+            j.kind = bad_kind.get(s, isolate.OK)
+            out.append(j)
+    return out
+
+
+def test_bad_nodes_named_and_healthy_cleared_even_when_a_healthy_node_meets_two_bad_ones():
+    names = nodes(16)
+    rounds = pairing.circle_rounds(names, 3)
+    # pick two bad nodes that share a partner, so that partner fails twice
+    met = pairing.partners(rounds)
+    victim = names[5]
+    b1, b2 = sorted(met[victim])[:2]
+    bad = {b1: isolate.SLOW, b2: isolate.LOSSY}
+    jobs = schedule_jobs(names, bad)
+    rj = isolate.judge_pairs("r", jobs, names)
+    assert sorted(rj.bad) == sorted(bad) and victim not in rj.bad and rj.suspects == []
+    assert victim in rj.cleared
+    need = isolate.to_confirm(["r"], jobs, names)
+    assert sorted(need["r"]) == sorted(bad)
+    jobs += confirm_jobs("r", need["r"], isolate.proven_good("r", jobs, names), bad)
+    nv, pv = isolate.verdicts(names, ["r"], jobs)
+    by = {v.node: v for v in nv}
+    assert by[b1].verdict == "bad" and by[b1].cls == "slow node"
+    assert by[b2].verdict == "bad" and by[b2].cls == "lossy link"
+    assert all(by[n].verdict == "ok" for n in names if n not in bad)
+    assert pv == []
+
+
+def test_single_failing_pair_is_a_suspect_path_when_both_ends_pass_with_good_nodes():
+    names = nodes(8)
+    a, b = pairing.circle_rounds(names, 3)[1][2]
+    jobs = schedule_jobs(names, {}, fail_pairs=[(a, b)])
+    rj = isolate.judge_pairs("r", jobs, names)
+    assert rj.bad == [] and rj.suspects == [tuple(sorted((a, b)))]
+    need = isolate.to_confirm(["r"], jobs, names)
+    assert sorted(need["r"]) == sorted((a, b))
+    jobs += confirm_jobs("r", need["r"], isolate.proven_good("r", jobs, names), {})
+    nv, pv = isolate.verdicts(names, ["r"], jobs)
+    assert [(p.nodes, p.verdict) for p in pv] == [(tuple(sorted((a, b))), "suspect path")]
+    # neither end is a bad node; both stay flagged until the path is fixed
+    assert {v.node: v.verdict for v in nv if v.verdict != "ok"} == {a: "suspect", b: "suspect"}
+
+
+def test_single_failing_pair_resolved_to_the_end_that_fails_again():
+    names = nodes(8)
+    a, b = pairing.circle_rounds(names, 3)[0][1]
+    jobs = schedule_jobs(names, {}, fail_pairs=[(a, b)])
+    jobs += confirm_jobs("r", isolate.to_confirm(["r"], jobs, names)["r"],
+                         isolate.proven_good("r", jobs, names), {b: isolate.SLOW})
+    nv, pv = isolate.verdicts(names, ["r"], jobs)
+    by = {v.node: v.verdict for v in nv}
+    assert by[b] == "bad" and by[a] == "ok"
+    assert pv[0].verdict == "bad node"
+
+
+def test_bad_node_that_passes_with_a_good_partner_is_only_a_suspect():
+    names = nodes(8)
+    bad = {"n03": isolate.SLOW}
+    jobs = schedule_jobs(names, bad)
+    jobs += confirm_jobs("r", ["n03"], isolate.proven_good("r", jobs, names), {})
+    nv, _ = isolate.verdicts(names, ["r"], jobs)
+    assert {v.node: v.verdict for v in nv}["n03"] == "suspect"
+
+
+def test_a_network_broken_on_one_row_is_named_with_that_row():
+    names = nodes(8)
+    jobs = schedule_jobs(names, {}, row="net1") + schedule_jobs(names, {"n05": isolate.NETWORK}, row="net2")
+    jobs += confirm_jobs("net2", ["n05"], isolate.proven_good("net2", jobs, names), {"n05": isolate.NETWORK})
+    nv, _ = isolate.verdicts(names, ["net1", "net2"], jobs)
+    v = {x.node: x for x in nv}["n05"]
+    assert v.verdict == "bad" and v.cls == "broken network" and v.rows == ["net2"]
+    assert v.describe() == "broken network (net2)"
+    # the same fault on every row is the node's
+    jobs = schedule_jobs(names, {"n05": isolate.BLOCKED}, row="net1") + \
+        schedule_jobs(names, {"n05": isolate.BLOCKED}, row="net2")
+    nv, _ = isolate.verdicts(names, ["net1", "net2"], jobs)
+    v = {x.node: x for x in nv}["n05"]
+    assert v.cls == "blocked" and v.rows == []
+
+
+def test_node_that_failed_alone_is_excluded_and_named():
+    names = nodes(4)
+    alone = Job(0, isolate.ALONE, "r", ("n02",), "error", kind=isolate.ERROR, evidence=["torch missing"])
+    nv, _ = isolate.verdicts(names, ["r"], [alone], excluded={"n02": "failed alone in round 0"})
+    v = {x.node: x for x in nv}["n02"]
+    assert v.verdict == "bad" and v.cls.startswith("fails alone")
+
+
+def test_n2_one_failing_pair_cannot_tell_which_node():
+    names = nodes(2)
+    jobs = schedule_jobs(names, {}, fail_pairs=[tuple(names)])
+    need = isolate.to_confirm(["r"], jobs, names)
+    assert isolate.proven_good("r", jobs, names) == []
+    nv, pv = isolate.verdicts(names, ["r"], jobs)
+    assert pv[0].verdict == "suspect pair (not confirmed)"
+    assert sorted(need["r"]) == names
+    assert all(v.verdict == "suspect" for v in nv)
+
+
+def test_main_kind_prefers_the_more_telling_kind_on_ties():
+    assert isolate.main_kind(["slow", "blocked"]) == "blocked"
+    assert isolate.main_kind(["slow", "slow", "blocked"]) == "slow"
+    assert isolate.main_kind([]) == ""
+
+
+# --------------------------------------------------------------------------- command line
+
+
+def cli(*args):
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, "-m", "nccldiag", "isolate", *args], capture_output=True, text=True,
+                          timeout=120, stdin=subprocess.DEVNULL)
+
+
+@pytest.mark.parametrize("args, says", [
+    (["-w", "node01"], "at least 2 hosts"),
+    (["-w", "node[01-02]", "--backend", "gloo", "--hca", "mlx5_0"], "--hca needs the nccl backend"),
+    (["-w", "node[01-02]", "--backend", "gloo", "--net", "eth0;reboot"], "expected an interface name"),
+])
+def test_usage_errors_are_one_line_and_exit_2(args, says):
+    r = cli(*args)
+    assert r.returncode == 2, r.stderr
+    assert says in r.stderr and "Traceback" not in r.stderr
+
+
+def test_report_renders_node_output_as_text_not_markup():
+    """A gloo error quotes a source path in brackets; rich must not read it as a closing tag."""
+    import io
+
+    from rich.console import Console
+
+    from nccldiag.probe.isolate_run import IsolateReport, Round
+    from nccldiag.report import isolate_report
+
+    msg = "init failed: [/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:152] timed out"
+    j = Job(1, isolate.PAIRS, "default", ("a", "b"), "hang", init_failed=True, kind=isolate.NETWORK, evidence=[msg])
+    rep = IsolateReport(hosts=["a", "b"], backend="gloo", rows=[isolate.Row("default")], rounds=[Round(1, "pairs", [j])])
+    rep.nodes, rep.pairs = isolate.verdicts(["a", "b"], ["default"], [j])
+    rep.nodes[0].evidence = [msg]
+    buf = io.StringIO()
+    isolate_report.render(rep, Console(file=buf, width=200))
+    assert "pair.cc:152" in buf.getvalue()
+    data = isolate_report.to_json(rep)
+    assert data["schema"] == "nccldiag.isolate/1" and data["rounds"][0]["jobs"][0]["kind"] == "network"
+
+
+def test_bisection_narrows_to_the_group_whose_halves_pass():
+    names = nodes(8)
+    plan, located = isolate.bisect_plan({"r": [names]})
+    assert plan == [("r", names[:4]), ("r", names[4:])] and located == []
+
+    def ran(groups, failing_sets):
+        out = []
+        for row, g in groups:
+            j = Job(5, isolate.BISECT, row, tuple(g), "ok")
+            j.kind = isolate.ERROR if any(set(f) <= set(g) for f in failing_sets) else isolate.OK
+            out.append(j)
+        return out
+
+    # a fault between n02 and n03 (only a group holding both fails): the first half fails, then both
+    # of its halves pass: located there, in log2 steps
+    fault = [("n02", "n03")]
+    nxt, located = isolate.bisect_next({"r": [names]}, ran(plan, fault))
+    assert nxt == {"r": [names[:4]]} and located == []
+    plan2, _ = isolate.bisect_plan(nxt)
+    assert plan2 == [("r", names[:2]), ("r", names[2:4])]
+    nxt2, located2 = isolate.bisect_next(nxt, ran(plan2, fault))
+    assert nxt2 == {} and located2[0]["nodes"] == names[:4] and "between the halves" in located2[0]["why"]
+    # a group of 2 is reported as it is
+    plan3, located3 = isolate.bisect_plan({"r": [["n01", "n02"]]})
+    assert plan3 == [] and located3[0]["nodes"] == ["n01", "n02"]
+
+
+def test_an_unresolved_failing_pair_fails_the_run():
+    """N = 2 and the pair fails: no node is named, but the exit code says something failed."""
+    from nccldiag.probe.isolate_run import IsolateReport, _findings
+
+    names = nodes(2)
+    jobs = schedule_jobs(names, {}, fail_pairs=[tuple(names)])
+    rep = IsolateReport(hosts=names, backend="gloo", rows=[isolate.Row("r")])
+    rep.nodes, rep.pairs = isolate.verdicts(names, ["r"], jobs)
+    _findings(rep)
+    assert "isolate.pair" in {f.check for f in rep.findings}
+    rep.rounds = [object()]
+    assert rep.exit_code == 1
+
+
+def test_a_round_slower_as_a_whole_is_judged_against_its_own_median():
+    jobs = []
+    for rnd, scale in ((1, 1.0), (2, 0.2), (3, 1.0)):  # round 2 ran 5x slower for everyone
+        for k in range(8):
+            bw = scale * (1.0 + 0.1 * k)
+            if rnd == 3 and k == 0:
+                bw = 0.05  # one genuinely slow pair
+            jobs.append(Job(rnd, isolate.PAIRS, "r", (f"a{rnd}{k}", f"b{rnd}{k}"), "ok", busbw=bw))
+    per_round, row_thr, med = isolate.job_thresholds("r", jobs, 0.5)
+    assert per_round[2] < 0.2 < per_round[1]
+    slow = [j for j in jobs if isolate.classify(j, per_round[j.round]) == isolate.SLOW]
+    assert [(j.round, j.busbw) for j in slow] == [(3, 0.05)]
+    assert row_thr == pytest.approx(0.5 * med)
+
+
+def test_a_single_failing_pair_with_a_node_bad_on_another_row_is_explained():
+    names = nodes(8)
+    bad = "n03"
+    partner = sorted(pairing.partners(pairing.circle_rounds(names, 3))[bad])[0]
+    jobs = schedule_jobs(names, {bad: isolate.LOSSY}, row="net1")
+    jobs += schedule_jobs(names, {}, row="net2", fail_pairs=[(bad, partner)])
+    nv, _ = isolate.verdicts(names, ["net1", "net2"], jobs)
+    by = {v.node: v for v in nv}
+    assert by[bad].verdict == "bad" and by[partner].verdict == "ok"
