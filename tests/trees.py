@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 from typing import List
 
-from nccldiag.areas.infiniband import parse_dump
+from nccldiag.areas.base import parse_dump
 
 
 def write_tree(text: str, root: str) -> List[str]:

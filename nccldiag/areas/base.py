@@ -25,7 +25,8 @@ sections (``None``), empty and truncated output: they never raise on text.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, Mapping, Optional
+import re
+from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 
 @dataclass(frozen=True)
@@ -54,3 +55,44 @@ def section(raw: Mapping[str, Optional[str]], name: str) -> Optional[str]:
     if text is None or not text.strip():
         return None
     return text
+
+
+# ---- the `==> path <==` dump -------------------------------------------------------------------------
+
+DUMP_HEADER = re.compile(r"^\s*==> (.+?) <==\s*(.*)$")
+_LINK = re.compile(r"^symlink\s*->\s*(\S+)")
+
+
+def parse_dump(text: Optional[str], default: Optional[str] = None) -> Tuple[Dict[str, str], Dict[str, str]]:
+    """``(files, links)`` from ``==> path <==`` blocks (the collection script's ``_dump``, or ``head`` of many files).
+
+    ``files`` maps each path to the text that followed its header (lines kept
+    as they are); ``links`` maps paths whose header reads ``==> path <==
+    symlink -> target`` to their target (the fixtures render symlinks so).
+    Text before the first header belongs to ``default`` when one is given (a
+    single file captured by hand has no header), and is dropped otherwise.
+    """
+    files: Dict[str, str] = {}
+    links: Dict[str, str] = {}
+    path: Optional[str] = default
+    buf: List[str] = []
+
+    def close() -> None:
+        if path is not None:
+            files[path] = "".join(l + "\n" for l in buf)
+
+    for line in (text or "").splitlines():
+        m = DUMP_HEADER.match(line)
+        if m:
+            close()
+            path, buf = None, []
+            link = _LINK.match(m.group(2))
+            if link:
+                links[m.group(1)] = link.group(1)
+            else:
+                path = m.group(1)
+            continue
+        if path is not None:
+            buf.append(line)
+    close()
+    return files, links

@@ -25,7 +25,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Mapping, Optional, Tuple
 
-from nccldiag.areas.base import NodeFacts, Source, section
+from nccldiag.areas.base import NodeFacts, Source, parse_dump, section
 from nccldiag.model.findings import Finding, fail, ok, skip, warn
 
 NAME = "ib"
@@ -288,45 +288,6 @@ def make_gid(index: int, gid: str, type_text: Optional[str] = None, netdev: Opti
 
 def _lines(text: Optional[str]) -> List[str]:
     return [l.replace("\t", " ").rstrip() for l in (text or "").splitlines()]
-
-
-# ---- the `==> path <==` dump -------------------------------------------------------------------------
-
-_HEADER = re.compile(r"^\s*==> (.+?) <==\s*(.*)$")
-_LINK = re.compile(r"^symlink\s*->\s*(\S+)")
-
-
-def parse_dump(text: Optional[str]) -> Tuple[Dict[str, str], Dict[str, str]]:
-    """``(files, links)`` from ``==> path <==`` blocks.
-
-    ``files`` maps each path to the text that followed its header (lines kept
-    as they are); ``links`` maps paths whose header reads ``==> path <==
-    symlink -> target`` to their target (the fixtures render symlinks so).
-    """
-    files: Dict[str, str] = {}
-    links: Dict[str, str] = {}
-    path: Optional[str] = None
-    buf: List[str] = []
-
-    def close() -> None:
-        if path is not None:
-            files[path] = "".join(l + "\n" for l in buf)
-
-    for line in (text or "").splitlines():
-        m = _HEADER.match(line)
-        if m:
-            close()
-            path, buf = None, []
-            link = _LINK.match(m.group(2))
-            if link:
-                links[m.group(1)] = link.group(1)
-            else:
-                path = m.group(1)
-            continue
-        if path is not None:
-            buf.append(line)
-    close()
-    return files, links
 
 
 # ---- per-source parsers: each returns {(device, port): IbPort} -------------------------------------

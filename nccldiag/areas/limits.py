@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Union
 
-from nccldiag.areas.base import NodeFacts, Source, section
+from nccldiag.areas.base import DUMP_HEADER, NodeFacts, Source, parse_dump, section
 from nccldiag.areas.pcie import node_rdma
 from nccldiag.model.findings import Finding, fail, ok, skip, warn
 
@@ -112,21 +112,13 @@ def human(v: Optional[Limit]) -> str:
     return f"{v} bytes"
 
 
-_HEADER = re.compile(r"^==> (.+) <==$")
 _PROC = {"Max locked memory": "memlock", "Max open files": "nofile"}
 
 
 def _split_dump(text: str, default: str) -> Dict[str, List[str]]:
     """``{path: lines}`` of ``_dump`` output; text without headers belongs to ``default``."""
-    files: Dict[str, List[str]] = {}
-    cur = default
-    for line in text.splitlines():
-        m = _HEADER.match(line.strip())
-        if m:
-            cur = m.group(1)
-            continue
-        files.setdefault(cur, []).append(line)
-    return files
+    files, _links = parse_dump(text, default)
+    return {path: body.splitlines() for path, body in files.items()}
 
 
 def parse_proc_limits(lines: List[str]) -> Dict[str, Dict[str, Limit]]:
@@ -167,7 +159,7 @@ def parse_governors(text: Optional[str]) -> Dict[str, int]:
     counts: Dict[str, int] = {}
     for line in (text or "").splitlines():
         line = line.strip()
-        if not line or _HEADER.match(line) or line.startswith("driver:"):
+        if not line or DUMP_HEADER.match(line) or line.startswith("driver:"):
             continue
         g = _GREP_GOVERNOR.match(line)
         if g:

@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pytest
 
+from nccldiag.areas.base import parse_dump
 from nccldiag.benchmarks import perftest
 from nccldiag.areas import infiniband as ib
 from nccldiag.areas.base import NodeFacts
@@ -531,7 +532,7 @@ def test_snippet_prints_nothing_without_infiniband_class(tmp_path):
 
 def test_tree_from_dump_and_symlinks(tmp_path):
     dump = text("sysfs-infiniband", "node_exporter-sys-ttar-infiniband-pci-net.txt")
-    tree = ib.parse_dump(dump)[0]
+    tree = parse_dump(dump)[0]
     assert tree["/sys/class/infiniband/mlx4_0/ports/2/rate"] == "40 Gb/sec (4X QDR)\n"
     assert "/sys/bus/pci/devices/0000:01:00.0" not in tree
     write_tree(dump, str(tmp_path))
