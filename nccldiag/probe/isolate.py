@@ -110,18 +110,35 @@ def build_rows(backend: str, nets: Sequence[str] = (), hcas: Sequence[str] = ())
 
 
 def counters_command() -> str:
-    """sh printing the TCP segment counters and every interface's error and drop counters (read-only)."""
+    """sh printing the TCP segment counters, every interface's error and drop counters, and the
+    InfiniBand/RoCE ports' counters (the ibcounters area's own source; read-only)."""
+    from nccldiag.areas.ibcounters import COUNTERS_SOURCE
+
     return ("awk '/^Tcp:/ {n++; if (n == 1) for (i = 1; i <= NF; i++) h[i] = $i; "
             "else for (i = 1; i <= NF; i++) if (h[i] == \"OutSegs\" || h[i] == \"RetransSegs\") print \"tcp\", h[i], $i}' "
             "/proc/net/snmp 2>/dev/null; "
             "for d in /sys/class/net/*/statistics; do i=${d%/statistics}; i=${i##*/}; "
             "for c in rx_errors tx_errors rx_dropped tx_dropped; do "
-            "[ -r \"$d/$c\" ] && printf 'if %s %s %s\\n' \"$i\" \"$c\" \"$(cat \"$d/$c\")\"; done; done; true")
+            "[ -r \"$d/$c\" ] && printf 'if %s %s %s\\n' \"$i\" \"$c\" \"$(cat \"$d/$c\")\"; done; done; "
+            f"( R=; {COUNTERS_SOURCE.command} ); true")
 
 
 def parse_counters(text: str) -> Dict[str, int]:
-    """``tcp OutSegs 5`` / ``if eth0 rx_errors 0`` lines -> ``{"tcp.OutSegs": 5, "eth0.rx_errors": 0}``."""
+    """``tcp OutSegs 5`` / ``if eth0 rx_errors 0`` lines -> ``{"tcp.OutSegs": 5, "eth0.rx_errors": 0}``;
+    an IB/RoCE port's error counters (``.../ports/1/counters/symbol_error:0``) -> ``{"ib.mlx5_0/1.symbol_error": 0}``.
+
+    Only the ports' error counters are kept (those the ibcounters area judges):
+    traffic counters grow in every healthy run.
+    """
+    from nccldiag.areas import ibcounters
+
     out: Dict[str, int] = {}
+    errors = set(ibcounters.LINK_FATAL + ibcounters.LINK_WARN + ibcounters.TRANSPORT_WARN)
+    ib_lines = [l for l in (text or "").splitlines() if l.startswith("/")]
+    for port, counters in ibcounters.snapshot("\n".join(ib_lines)).items():
+        for name, value in counters.items():
+            if name in errors:
+                out[f"ib.{port}.{name}"] = value
     for line in (text or "").splitlines():
         parts = line.split()
         try:

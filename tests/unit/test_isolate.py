@@ -110,6 +110,34 @@ def test_counter_snapshots_and_deltas():
     assert isolate.counter_delta({"a": 5}, {"a": 1}) == {}
 
 
+def test_ib_port_error_counters_join_the_round_snapshots():
+    """A real capture's port counters, printed as the source's grep prints them (``path:value``, written for
+    this test from the capture's values): only the error counters are kept, and one that grows is attributed."""
+    from nccldiag.areas import ibcounters
+    from tests import real
+
+    text = real.node_text("ib-counters", "procfs-ttar-hfi1-mlx4-mlx5-counters-hw-counters-roce-errors.txt")
+    snap = ibcounters.parse({"ib_counters": text}).counters
+    assert snap
+
+    def printed(counters):
+        return "\n".join(f"/sys/class/infiniband/{port.split('/')[0]}/ports/{port.split('/')[1]}/counters/{name}:{v}"
+                         for port, cs in counters.items() for name, v in cs.items())
+
+    before = isolate.parse_counters("tcp OutSegs 1000\n" + printed(snap))
+    errors = set(ibcounters.LINK_FATAL + ibcounters.LINK_WARN + ibcounters.TRANSPORT_WARN)
+    assert before and all(k.split(".")[-1] in errors for k in before if k.startswith("ib."))
+    assert any(k.startswith("ib.mlx5_0/1.") for k in before)
+    grown = {port: dict(cs) for port, cs in snap.items()}
+    grown["mlx4_0/1"]["symbol_error"] = grown["mlx4_0/1"].get("symbol_error", 0) + 12
+    for port in grown:  # traffic grows in every healthy run: never an error
+        for name in ("port_xmit_data", "port_rcv_data"):
+            if name in grown[port]:
+                grown[port][name] += 10 ** 9
+    d = isolate.counter_delta(before, isolate.parse_counters("tcp OutSegs 1000\n" + printed(grown)))
+    assert isolate.error_counters(d) == {"ib.mlx4_0/1.symbol_error": 12}
+
+
 # --------------------------------------------------------------------------- judging
 
 
