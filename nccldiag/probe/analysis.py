@@ -176,6 +176,19 @@ def _run_findings(setting: Setting, run, outcome: results.SettingOutcome, timeou
                             fix=known[2] if known else
                             "Read the launcher's messages above: rendezvous not reachable (firewall on the "
                             "port, wrong interface), torch missing, or a rank crashing at start."))
+    from nccldiag.probe.isolate import error_counters
+
+    for host, delta in sorted((getattr(run, "counters", None) or {}).items()):
+        # drops count benign traffic too (unknown protocols, multicast): only errors are a finding
+        moved = {k: v for k, v in error_counters(delta).items() if not k.endswith("_dropped")}
+        if moved:
+            shown = ", ".join(f"{k} +{v}" for k, v in sorted(moved.items()))
+            out.append(warn(AREA, f"{AREA}.counters", f"{tag} error counters rose on {host} while the probe ran: {shown}",
+                            host=host, actual=moved, expected="no error counted",
+                            evidence=[f"{k}: +{v}" for k, v in sorted(moved.items())],
+                            fix="Errors counted during the run point at this end of the link: check its cable, "
+                                "transceiver and switch port (`mlxlink -d DEV -m`, `ethtool -S IF`, `ibstat`), then "
+                                "run the probe again and see whether they keep rising."))
     kill = _kill_hint(run)
     for host, procs in sorted(run.survivors.items()):
         out.append(fail(AREA, f"{AREA}.survivors", f"{tag} {len(procs)} probe processes survived the kill on {host}",

@@ -46,6 +46,7 @@ class SettingRun:
     survivors: Dict[str, List[str]] = field(default_factory=dict)
     kill_errors: Dict[str, str] = field(default_factory=dict)
     logs: Dict[str, str] = field(default_factory=dict)  # file name -> text
+    counters: Dict[str, Dict[str, int]] = field(default_factory=dict)  # host -> counters that grew during the run
     elapsed: float = 0.0
     commands: Dict[str, str] = field(default_factory=dict)
     run_id: str = ""
@@ -304,3 +305,41 @@ def cleanup(nodes: Sequence, rundir: str, timeout: float = 15, fanout: int = 64)
 
 def safe_name(name: str) -> str:
     return _SAFE.sub("_", name)
+
+
+COUNTERS_BEFORE = "counters.before"
+
+
+def counters_before(setting_dir: str) -> str:
+    """sh that keeps a node's error counters in the setting's directory, before its launch (no output)."""
+    from nccldiag.probe import isolate
+
+    return f"( {isolate.counters_command()} ) > {shlex.quote(setting_dir + '/' + COUNTERS_BEFORE)} 2>/dev/null; "
+
+
+def counter_deltas(nodes: Sequence, setting_dir: str, timeout: float = 15,
+                   fanout: int = 64) -> Dict[str, Dict[str, int]]:
+    """What each node's counters did during a setting: the snapshot kept before its launch against one now.
+
+    One bounded command per node; a node that kept no snapshot (it launched
+    nothing, as the other nodes under mpirun) or cannot be reached is left out.
+    """
+    from nccldiag.probe import isolate
+
+    mark = "@@nccldiag-counters-now@@"
+    cmd = (f"cat {shlex.quote(setting_dir + '/' + COUNTERS_BEFORE)} 2>/dev/null || exit 0; "
+           f"echo {mark}; {isolate.counters_command()}")
+    out: Dict[str, Dict[str, int]] = {}
+    lock = threading.Lock()
+
+    def read(node) -> None:
+        r = node.run(cmd, timeout)
+        if r.error or mark not in (r.stdout or ""):
+            return
+        before, _, now = r.stdout.partition(mark)
+        d = isolate.counter_delta(isolate.parse_counters(before), isolate.parse_counters(now))
+        with lock:
+            out[node.name] = d
+
+    fan_out(list(nodes), read, fanout)
+    return out

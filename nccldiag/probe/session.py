@@ -199,7 +199,8 @@ def run(hosts: Sequence[Host], opts: ProbeOptions,
                     continue
                 if not can_run:
                     break
-                mkdir = f"mkdir -p {shlex.quote(prep.rundir + '/' + setting.name)} && "
+                setting_dir = prep.rundir + '/' + setting.name
+                mkdir = f"mkdir -p {shlex.quote(setting_dir)} && " + runner.counters_before(setting_dir)
                 commands = {h: mkdir + c for h, c in commands.items()}
                 if progress is not None:
                     progress(f"setting {i + 1}/{len(settings)}: {setting.name}")
@@ -217,6 +218,9 @@ def run(hosts: Sequence[Host], opts: ProbeOptions,
                                         grace=grace, run_id=prep.run_id,
                                         on_record=on_record, log_glob=glob, fanout=opts.fanout,
                                         launchers=launchers)
+                if not local:
+                    sr.counters = runner.counter_deltas(participants, setting_dir,
+                                                        timeout=min(15.0, opts.ssh.command_timeout), fanout=opts.fanout)
                 _save_logs(out_dir, setting.name, sr.logs)
                 runs.append(sr)
                 if settings_log is not None:
@@ -295,7 +299,7 @@ def setting_line(sr: runner.SettingRun) -> Dict[str, object]:
         "nodes": {h: {"rc": n.rc, "error": n.error, "stderr_tail": n.stderr_tail, "elapsed": n.elapsed}
                   for h, n in sr.nodes.items()},
         "survivors": sr.survivors, "kill_errors": sr.kill_errors, "commands": sr.commands, "run_id": sr.run_id,
-        "logs": sorted(sr.logs),
+        "logs": sorted(sr.logs), "counters": sr.counters,
     }
 
 

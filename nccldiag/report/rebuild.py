@@ -93,6 +93,10 @@ def _probe(path: str, meta: Dict[str, Any]) -> Dict[str, Any]:
             sr.kill_errors = dict(line.get("kill_errors") or {})
             sr.commands = dict(line.get("commands") or {})
             sr.run_id = line.get("run_id") or ""
+            counters = line.get("counters") or {}
+            if isinstance(counters, dict):
+                sr.counters = {str(h): {str(k): v for k, v in d.items() if isinstance(v, int) and not isinstance(v, bool)}
+                               for h, d in counters.items() if isinstance(d, dict)}
         logs_dir = os.path.join(path, "nccl-logs", runner.safe_name(s.name))
         if os.path.isdir(logs_dir) and not os.path.islink(logs_dir):
             for name in sorted(os.listdir(logs_dir)):

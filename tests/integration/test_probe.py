@@ -47,6 +47,10 @@ def test_every_collective_verified_on_every_rank(vcluster, tmp_path, launcher):
     for node in vcluster.hosts:
         assert probe_processes(vcluster, node, data["run_id"]) == []
     assert "all_reduce" in r.stdout and "1 worked" in r.stdout
+    # the nodes' counters were read around the run, and a healthy run counts no error
+    assert not [f for f in setting["findings"] if f["check"] == "probe.counters"]
+    ended = [l for l in records(tmp_path / "run" / "settings.jsonl")]
+    assert set(ended[0]["counters"]) >= {"node01"}
     # gloo keeps no log: the interface and address each node's ranks used are shown instead
     for rank, host in ((0, "node01"), (2, "node02")):
         info = setting["ranks"][str(rank)]

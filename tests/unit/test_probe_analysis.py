@@ -125,3 +125,36 @@ def test_survivor_fix_is_the_environ_based_kill_the_probe_uses():
     expected = "sh -c " + shlex.quote(launch.kill_command(RUN_ID))
     assert expected in fixes["probe.survivors"] and expected in fixes["probe.unreachable"]
     assert "pkill" not in fixes["probe.survivors"] + fixes["probe.unreachable"]
+
+
+def test_error_counters_that_rose_during_a_setting_are_named_per_node_and_port():
+    """Counter deltas as runner.counter_deltas returns them (written for this test): only error counters count."""
+    run = SettingRun(setting=Setting("default"), run_id=RUN_ID)
+    run.nodes = {"n1": NodeRun("n1", rc=0), "n2": NodeRun("n2", rc=0)}
+    run.counters = {"n1": {"tcp.OutSegs": 90000, "tcp.RetransSegs": 3, "eth0.rx_dropped": 0},
+                    "n2": {"tcp.OutSegs": 90000, "ib.mlx5_0/1.symbol_error": 12, "eth0.rx_errors": 2}}
+    report = analysis.analyze(runs=[run], settings=[Setting("default", {})], backend="gloo", require_ib=False,
+                              launcher="torchrun", hosts=["n1", "n2"], unreachable={}, problems={}, loopback={},
+                              ifnames={}, nproc_per_node=1)
+    found = [f for f in report.settings[0].findings if f.check == "probe.counters"]
+    assert [f.host for f in found] == ["n2"] and found[0].status == Status.WARN
+    assert "ib.mlx5_0/1.symbol_error +12" in found[0].message and "eth0.rx_errors +2" in found[0].message
+
+
+def test_counters_are_kept_before_the_launch_and_read_after_it(tmp_path):
+    """The two commands the probe runs on a node, run here: a healthy run moves no error counter."""
+    import subprocess
+
+    from nccldiag.probe import runner
+    from nccldiag.probe.nodes import LocalNode
+
+    d = str(tmp_path / "setting")
+    subprocess.run(["sh", "-c", f"mkdir -p {shlex.quote(d)} && " + runner.counters_before(d) + "true"],
+                   check=True, timeout=30)
+    assert (tmp_path / "setting" / runner.COUNTERS_BEFORE).read_text().startswith("tcp ")
+    node = LocalNode("here")
+    deltas = runner.counter_deltas([node], d)
+    assert set(deltas) == {"here"}
+    assert all(k.startswith(("tcp.", "lo.")) or v >= 0 for k, v in deltas["here"].items())
+    # a node that kept no snapshot (it launched nothing) is left out
+    assert runner.counter_deltas([node], str(tmp_path / "none")) == {}
