@@ -47,6 +47,7 @@ class SettingRun:
     kill_errors: Dict[str, str] = field(default_factory=dict)
     logs: Dict[str, str] = field(default_factory=dict)  # file name -> text
     counters: Dict[str, Dict[str, int]] = field(default_factory=dict)  # host -> counters that grew during the run
+    after: Dict[str, str] = field(default_factory=dict)  # host -> output of the command run after the reap
     elapsed: float = 0.0
     commands: Dict[str, str] = field(default_factory=dict)
     run_id: str = ""
@@ -171,6 +172,7 @@ def run_setting(
     log_glob: Optional[str] = None,
     fanout: int = 64,
     launchers: Optional[Sequence] = None,
+    after: Optional[str] = None,
 ) -> SettingRun:
     """Run ``commands[host]`` on each node at once, bounded by ``timeout``.
 
@@ -232,7 +234,7 @@ def run_setting(
     except KeyboardInterrupt as exc:
         interrupted = exc  # the ranks are killed below all the same, then the interrupt goes on
     cancel.set()
-    reap_all(ranks_on, run_id, fanout, out)
+    reap_all(ranks_on, run_id, fanout, out, after=after)
     if interrupted is not None:
         raise interrupted
     for name, t in threads.items():
@@ -245,19 +247,33 @@ def run_setting(
     return out
 
 
-def reap_all(nodes: Sequence, run_id: str, fanout: int, out: Optional[SettingRun] = None) -> None:
-    """Kill every process of run ``run_id`` on every node, then look for survivors (one round trip each)."""
+_AFTER_MARK = "@@nccldiag-after@@"
+
+
+def reap_all(nodes: Sequence, run_id: str, fanout: int, out: Optional[SettingRun] = None,
+             after: Optional[str] = None) -> None:
+    """Kill every process of run ``run_id`` on every node, then look for survivors (one round trip each).
+
+    ``after``: sh run in the same round trip once the survivors are listed;
+    its output is kept per node in ``out.after``.
+    """
     kill = launch.kill_command(run_id)
     check = launch.survivors_command(run_id)
+    tail = f"; echo {_AFTER_MARK}; {after}" if after else ""
 
     def reap(node) -> None:
-        r = node.run(kill + "; " + check, 15)
+        r = node.run(kill + "; " + check + tail, 15)
         if out is None:
             return
         if r.error:
             out.kill_errors[node.name] = r.error.message
-        elif r.stdout.strip():
-            out.survivors[node.name] = r.stdout.strip().splitlines()
+            return
+        text, rest = r.stdout or "", ""
+        if after:
+            text, _, rest = text.partition(_AFTER_MARK + "\n")
+            out.after[node.name] = rest
+        if text.strip():
+            out.survivors[node.name] = text.strip().splitlines()
 
     fan_out(list(nodes), reap, fanout)
 
@@ -317,29 +333,29 @@ def counters_before(setting_dir: str) -> str:
     return f"( {isolate.counters_command()} ) > {shlex.quote(setting_dir + '/' + COUNTERS_BEFORE)} 2>/dev/null; "
 
 
-def counter_deltas(nodes: Sequence, setting_dir: str, timeout: float = 15,
-                   fanout: int = 64) -> Dict[str, Dict[str, int]]:
-    """What each node's counters did during a setting: the snapshot kept before its launch against one now.
+def counters_after(setting_dir: str) -> str:
+    """sh printing the snapshot kept before the launch, a mark, and the counters now (run after the reap)."""
+    from nccldiag.probe import isolate
 
-    One bounded command per node; a node that kept no snapshot (it launched
-    nothing, as the other nodes under mpirun) or cannot be reached is left out.
+    return (f"cat {shlex.quote(setting_dir + '/' + COUNTERS_BEFORE)} 2>/dev/null && "
+            f"{{ echo {_COUNTERS_MARK}; {isolate.counters_command()}; }}; true")
+
+
+_COUNTERS_MARK = "@@nccldiag-counters-now@@"
+
+
+def counter_deltas(after: Dict[str, str]) -> Dict[str, Dict[str, int]]:
+    """What each node's counters did during a setting, from :func:`counters_after`'s output per node.
+
+    A node that kept no snapshot (it launched nothing, as the other nodes
+    under mpirun) or could not be reached is left out.
     """
     from nccldiag.probe import isolate
 
-    mark = "@@nccldiag-counters-now@@"
-    cmd = (f"cat {shlex.quote(setting_dir + '/' + COUNTERS_BEFORE)} 2>/dev/null || exit 0; "
-           f"echo {mark}; {isolate.counters_command()}")
     out: Dict[str, Dict[str, int]] = {}
-    lock = threading.Lock()
-
-    def read(node) -> None:
-        r = node.run(cmd, timeout)
-        if r.error or mark not in (r.stdout or ""):
-            return
-        before, _, now = r.stdout.partition(mark)
-        d = isolate.counter_delta(isolate.parse_counters(before), isolate.parse_counters(now))
-        with lock:
-            out[node.name] = d
-
-    fan_out(list(nodes), read, fanout)
+    for host, text in after.items():
+        if _COUNTERS_MARK not in (text or ""):
+            continue
+        before, _, now = text.partition(_COUNTERS_MARK)
+        out[host] = isolate.counter_delta(isolate.parse_counters(before), isolate.parse_counters(now))
     return out

@@ -217,10 +217,9 @@ def run(hosts: Sequence[Host], opts: ProbeOptions,
                 sr = runner.run_setting(participants, commands, setting, timeout,
                                         grace=grace, run_id=prep.run_id,
                                         on_record=on_record, log_glob=glob, fanout=opts.fanout,
-                                        launchers=launchers)
-                if not local:
-                    sr.counters = runner.counter_deltas(participants, setting_dir,
-                                                        timeout=min(15.0, opts.ssh.command_timeout), fanout=opts.fanout)
+                                        launchers=launchers,
+                                        after=None if local else runner.counters_after(setting_dir))
+                sr.counters = runner.counter_deltas(sr.after)
                 _save_logs(out_dir, setting.name, sr.logs)
                 runs.append(sr)
                 if settings_log is not None:
