@@ -30,6 +30,28 @@ def no_probe_processes(run_id):
     return [p for p in left if p != str(os.getpid())]
 
 
+def start_probe(tmp_path):
+    """A long local gloo probe in a process of its own, once its ranks report: ``(process, records file, run id)``."""
+    import sys
+
+    state = tmp_path / "state"
+    env = {**os.environ, "XDG_STATE_HOME": str(state), "NO_COLOR": "1"}
+    proc = subprocess.Popen([sys.executable, "-m", "nccldiag", "probe", "--backend", "gloo", "--nproc-per-node", "2",
+                             "--iters", "2000", "--max-bytes", "1M", "--timeout", "120"],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    records = None
+    while time.monotonic() < deadline and records is None:
+        found = list(state.glob("nccldiag/probe/*/records.jsonl"))
+        if found and '"type": "result"' in found[0].read_text():
+            records = found[0]
+        time.sleep(0.1)
+    assert records is not None, "the probe never reported a result"
+    run_id = records.parent.name
+    assert no_probe_processes(run_id), "the ranks are running"
+    return proc, records, run_id
+
+
 def test_wrong_result_is_reported_on_the_corrupted_rank(tmp_path):
     code, data, _ = run_local(tmp_path, "--corrupt-rank", "1")
     assert code == 1
@@ -82,23 +104,8 @@ def test_dry_run_and_usage_errors(tmp_path):
 def test_ctrl_c_kills_the_run_everywhere_and_leaves_nothing(tmp_path, signame, code, word):
     """SIGINT or SIGTERM while the ranks run: exit 130/143, no process of the run left, no run directory left."""
     import signal
-    import sys
 
-    state = tmp_path / "state"
-    env = {**os.environ, "XDG_STATE_HOME": str(state), "NO_COLOR": "1"}
-    proc = subprocess.Popen([sys.executable, "-m", "nccldiag", "probe", "--backend", "gloo", "--nproc-per-node", "2",
-                             "--iters", "2000", "--max-bytes", "1M", "--timeout", "120"],
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 60
-    records = None
-    while time.monotonic() < deadline and records is None:
-        found = list(state.glob("nccldiag/probe/*/records.jsonl"))
-        if found and '"type": "result"' in found[0].read_text():
-            records = found[0]
-        time.sleep(0.1)
-    assert records is not None, "the probe never reported a result"
-    run_id = records.parent.name
-    assert no_probe_processes(run_id), "the ranks are running"
+    proc, _records, run_id = start_probe(tmp_path)
     t0 = time.monotonic()
     proc.send_signal(getattr(signal, signame))
     _, err = proc.communicate(timeout=60)
@@ -112,24 +119,9 @@ def test_kill_9_of_nccldiag_leaves_no_rank_and_no_run_directory(tmp_path):
     """nccldiag killed with SIGKILL mid-run: its watchdog kills the ranks and removes the run directory."""
     import glob
     import signal
-    import sys
     import tempfile
 
-    state = tmp_path / "state"
-    env = {**os.environ, "XDG_STATE_HOME": str(state), "NO_COLOR": "1"}
-    proc = subprocess.Popen([sys.executable, "-m", "nccldiag", "probe", "--backend", "gloo", "--nproc-per-node", "2",
-                             "--iters", "2000", "--max-bytes", "1M", "--timeout", "120"],
-                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 60
-    records = None
-    while time.monotonic() < deadline and records is None:
-        found = list(state.glob("nccldiag/probe/*/records.jsonl"))
-        if found and '"type": "result"' in found[0].read_text():
-            records = found[0]
-        time.sleep(0.1)
-    assert records is not None, "the probe never reported a result"
-    run_id = records.parent.name
-    assert no_probe_processes(run_id), "the ranks are running"
+    proc, records, run_id = start_probe(tmp_path)
     assert glob.glob(os.path.join(tempfile.gettempdir(), f"{run_id}-*")), "the run directory exists"
     proc.send_signal(signal.SIGKILL)
     proc.wait(10)
