@@ -67,9 +67,16 @@ def fan_out(
             try:
                 i, ok, value = done.get(timeout=0.2)
             except queue.Empty:
-                if cancel.is_set() or not any(t.is_alive() for t in threads):
+                if cancel.is_set():
                     break  # cancelled: what is in flight is not waited for
-                continue
+                if not any(t.is_alive() for t in threads):
+                    # every worker ended: what one handed over just before it ended is still queued
+                    try:
+                        i, ok, value = done.get_nowait()
+                    except queue.Empty:
+                        break
+                else:
+                    continue
             if not ok:
                 raise value  # type: ignore[misc]
             results[i] = value  # type: ignore[assignment]

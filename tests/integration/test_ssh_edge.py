@@ -49,7 +49,9 @@ def check(cfg, tmp_path, host, connect_timeout=5, timeout=120):
     out = tmp_path / "r.json"
     r, elapsed = timed(["check", "-w", host, "--ssh-config", str(cfg), "--only", "system", "--mesh", "none",
                         "--connect-timeout", str(connect_timeout), "--json", str(out)], timeout=timeout)
-    node = load_json(out)["nodes"][0]
+    nodes = load_json(out)["nodes"]
+    assert nodes, (r.returncode, r.stdout[-2000:], r.stderr[-2000:])
+    node = nodes[0]
     assert proxies_left(cfg) == []  # the proxy ended with the connection
     return r, elapsed, node
 
