@@ -279,12 +279,7 @@ def analyze(runs: Sequence, settings: Sequence[Setting], backend: str, require_i
     by_name = {s.name: s for s in settings}
     for run in runs:
         setting = by_name.get(run.setting.name) or run.setting
-        outcome = results.aggregate_setting(setting.name, run.records)
-        sr = SettingReport(setting=setting, outcome=outcome, elapsed=run.elapsed, timed_out=run.timed_out)
-        sr.findings.extend(_run_findings(setting, run, outcome, timeout))
-        found = results.findings(outcome)
-        _explain_setup_errors(found)
-        sr.findings.extend(found)
+        sr = job_report(setting, run, timeout)
         sr.findings.extend(_transport(setting, run, backend, require_ib, sr))
         report.settings.append(sr)
     for host, msg in sorted((cleanup_failed or {}).items()):
