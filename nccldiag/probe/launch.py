@@ -59,8 +59,9 @@ def wrap(inner: str, rundir: str, run_id: str = "", watchdog: int = 0) -> str:
     the shell's parent (sshd's session, or nccldiag itself on this machine)
     still exists and whether ``watchdog`` seconds have passed. If the parent
     is gone it kills every process marked with the run and removes the run
-    directory; at the deadline it kills them. Its output goes nowhere, so it
-    never holds the SSH channel open.
+    directory, even when the launcher ended in the same second (ranks whose
+    output went to a closed SSH channel die of it); at the deadline it kills
+    them. Its output goes nowhere, so it never holds the SSH channel open.
     """
     q = shlex.quote(rundir)
     body = f"echo $$ > {q}/launcher.pgid; exec {inner}"
@@ -70,8 +71,8 @@ def wrap(inner: str, rundir: str, run_id: str = "", watchdog: int = 0) -> str:
     guard = (
         f"_n={int(watchdog)}; "
         "while [ $_n -gt 0 ] && kill -0 $_w 2>/dev/null && kill -0 $_l 2>/dev/null; do sleep 1; _n=$((_n-1)); done; "
-        f"if kill -0 $_l 2>/dev/null; then {kill_command(run_id)}; "
-        f"kill -0 $_w 2>/dev/null || rm -rf -- {q}; fi"
+        f"if ! kill -0 $_w 2>/dev/null; then {kill_command(run_id)}; rm -rf -- {q}; "
+        f"elif kill -0 $_l 2>/dev/null; then {kill_command(run_id)}; fi"
     )
     return (f"cd {q} && _w=$PPID && {{ {launcher} & _l=$!; "
             f"( {guard} ) </dev/null >/dev/null 2>&1 & wait $_l; }}")

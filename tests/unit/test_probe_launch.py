@@ -1,7 +1,13 @@
 """Launch commands: torchrun with static rendezvous, one node rank per host in host-list order."""
+import os
 import shlex
+import subprocess
+import sys
+import threading
+import uuid
 
 from nccldiag.probe import launch, runner, session
+from tests.integration.helpers import wait_for
 
 
 class N:
@@ -46,3 +52,108 @@ def test_build_commands_gives_each_node_its_index_and_the_same_master():
         assert "--master-addr=10.0.0.2" in argv and "--nnodes=3" in argv
     assert "GLOO_SOCKET_IFNAME=ens1" in argv_of(cmds["b"])
     assert not any(a.startswith("GLOO_SOCKET_IFNAME") for a in argv_of(cmds["c"]))
+
+
+# The watchdog beside a launch, run by a real sh: its parent stands for the SSH session that started it.
+
+# Like an SSH session, the parent outlives the launch: it reports the launch's exit status, then waits
+# until its stdin closes.
+PARENT = ("import os, subprocess, sys\n"
+          "open(os.path.join(sys.argv[2], 'parent.pid'), 'w').write(str(os.getpid()))\n"
+          "rc = subprocess.Popen(['sh', '-c', sys.argv[1]], stdin=subprocess.DEVNULL).wait()\n"
+          "print(rc, flush=True)\n"
+          "sys.stdin.read()\n")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def _start(tmp_path, inner, watchdog=600):
+    run_id = f"nccldiag-wdtest-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    inner = f"env {launch.RUN_MARK}={run_id} {inner}"
+    rundir = tmp_path / run_id
+    rundir.mkdir()
+    cmd = launch.wrap(inner, str(rundir), run_id, watchdog)
+    parent = subprocess.Popen([sys.executable, "-c", PARENT, cmd, str(rundir)], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    wait_for(lambda: (rundir / "launcher.pgid").exists() and (rundir / "parent.pid").exists(), 10, "the launch")
+    wait_for(lambda: (rundir / "launcher.pgid").read_text().strip() != "", 10, "the launcher's pgid")
+    return run_id, rundir, parent
+
+
+def _kill_parent(parent):
+    parent.kill()
+    parent.wait(10)
+
+
+def test_watchdog_kills_the_run_and_removes_its_directory_when_the_parent_is_killed(tmp_path):
+    run_id, rundir, parent = _start(tmp_path, "sleep 600")
+    pgid = int((rundir / "launcher.pgid").read_text())
+    assert _alive(pgid)
+    _kill_parent(parent)
+    wait_for(lambda: not rundir.exists(), 10, "the watchdog to remove the run directory")
+    wait_for(lambda: not _alive(pgid), 10, "the watchdog to kill the run's processes")
+
+
+def test_watchdog_removes_the_directory_when_the_launcher_dies_with_its_parent(tmp_path):
+    """Ranks writing to a closed SSH channel die of it, often before the watchdog's next poll: the
+    launcher is gone when the watchdog looks, and the run directory must still go."""
+    inner = 'sh -c \'p=$(cat parent.pid); while kill -0 "$p" 2>/dev/null; do sleep 0.01; done\''
+    run_id, rundir, parent = _start(tmp_path, inner)
+    pgid = int((rundir / "launcher.pgid").read_text())
+    _kill_parent(parent)
+    wait_for(lambda: not _alive(pgid), 5, "the launcher to end after its parent")
+    wait_for(lambda: not rundir.exists(), 10, "the watchdog to remove the run directory")
+
+
+def test_watchdog_keeps_the_directory_when_the_launch_ends_normally(tmp_path):
+    run_id, rundir, parent = _start(tmp_path, "sh -c 'echo done > out.txt'")
+    try:
+        assert parent.stdout.readline().strip() == "0"
+        assert (rundir / "out.txt").read_text() == "done\n"
+        # the watchdog ends within its poll interval once the launcher has; it removes nothing
+        wait_for(lambda: not _guards(rundir, parent.pid), 10, "the watchdog to end")
+        assert rundir.is_dir()
+    finally:
+        _kill_parent(parent)
+
+
+def test_watchdog_kills_the_run_at_its_deadline_and_keeps_the_directory(tmp_path):
+    run_id = f"nccldiag-wdtest-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    inner = f"env {launch.RUN_MARK}={run_id} sleep 600"
+    rundir = tmp_path / run_id
+    rundir.mkdir()
+    parent = subprocess.Popen([sys.executable, "-c", PARENT, launch.wrap(inner, str(rundir), run_id, 2), str(rundir)],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    box = {}
+    reader = threading.Thread(target=lambda: box.update(line=parent.stdout.readline()), daemon=True)
+    reader.start()
+    try:
+        # the launcher killed at the deadline ends the launch: the parent's wait returns, with SIGKILL's status
+        reader.join(30)
+        assert box.get("line", "").strip() == "137"
+        wait_for(lambda: not _guards(rundir, parent.pid), 10, "the watchdog to end")
+        assert rundir.is_dir()
+    finally:
+        _kill_parent(parent)
+
+
+def _guards(rundir, parent: int) -> list:
+    """Processes other than ``parent`` whose command line names the run directory (the wrapper shell
+    and its watchdog)."""
+    out = []
+    for p in os.listdir("/proc"):
+        if not p.isdigit() or int(p) == parent:
+            continue
+        try:
+            with open(f"/proc/{p}/cmdline", "rb") as f:
+                if str(rundir).encode() in f.read():
+                    out.append(int(p))
+        except OSError:
+            pass
+    return out
