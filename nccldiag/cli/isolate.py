@@ -5,12 +5,16 @@ import sys
 
 import click
 
-from nccldiag.cli.options import CONTEXT, check_output_file, color_option, host_options, inventory, ssh_options
+from nccldiag.cli.options import (CONTEXT, check_output_file, color_option, host_options, slurm_inventory,
+                                  slurm_options, ssh_options)
 from nccldiag.model.errors import UsageError
 
 
 @click.command("isolate", context_settings=CONTEXT)
 @host_options
+@click.option("--launcher", type=click.Choice(["ssh", "srun"]), default="ssh", show_default=True,
+              help="ssh: torchrun on each node of a job over SSH. srun: each job one Slurm step inside the "
+                   "allocation (one task per rank, no SSH), the jobs of a round side by side.")
 @click.option("--backend", type=click.Choice(["auto", "nccl", "gloo"]), default="auto", show_default=True,
               help="auto: nccl when the nodes have NVIDIA GPUs, gloo otherwise.")
 @click.option("--nproc-per-node", type=click.IntRange(1, 1024), default=1, show_default=True,
@@ -38,8 +42,9 @@ from nccldiag.model.errors import UsageError
 @click.option("-o", "--output", "out_dir", default=None, type=click.Path(file_okay=False),
               help="Directory for records.jsonl (default $XDG_STATE_HOME/nccldiag/isolate/<run id>).")
 @click.option("--json", "json_path", metavar="PATH|-", default=None, help="Write the report as JSON.")
+@slurm_options(with_timeout=False)
 @color_option
-def isolate(backend, nproc_per_node, nets, hcas, fraction, expected_busbw, seed, pair_rounds, size, iters, timeout, rdzv_port,
+def isolate(launcher, backend, nproc_per_node, nets, hcas, fraction, expected_busbw, seed, pair_rounds, size, iters, timeout, rdzv_port,
             no_full, out_dir, json_path, color, **kw):
     """Name the bad node, link or network path among the hosts.
 
@@ -51,21 +56,30 @@ def isolate(backend, nproc_per_node, nets, hcas, fraction, expected_busbw, seed,
     from nccldiag.probe.plan import parse_size
     from nccldiag.report import isolate_report
     from nccldiag.report.console import console
+    from nccldiag.slurm import client
 
     check_output_file(json_path, "--json")
-    inv = inventory(kw)
-    if inv is None or len(inv.hosts) < 2:
-        raise UsageError("isolate needs at least 2 hosts (a hostfile or -w)")
+    if launcher != "srun" and any(kw.get(k) is not None for k in ("partition", "nodelist", "reservation", "alloc_nodes",
+                                                                     "account", "qos", "alloc_time")):
+        raise UsageError("--partition/--nodes/... ask Slurm for an allocation: use them with --launcher srun")
     if hcas and backend == "gloo":
         raise UsageError("--hca needs the nccl backend (NCCL_IB_HCA); gloo has no HCA rows")
-    opts = isolate_run.IsolateOptions(
-        backend=backend, nproc_per_node=nproc_per_node, nets=list(nets), hcas=list(hcas), fraction=fraction,
-        expected_busbw=expected_busbw, seed=seed, pair_rounds=pair_rounds, size=parse_size(size) if size else None, iters=iters,
-        timeout=timeout, rdzv_port=rdzv_port, full=not no_full, python=kw["python"], ssh=ssh_options(kw),
-        out_dir=out_dir, fanout=kw["fanout"],
-    )
-    err = console(stderr=True, color=color)
-    report = isolate_run.run(inv.hosts, opts, progress=lambda line: err.print(line, style="muted", markup=False))
+    inv, alloc = slurm_inventory(kw, min(timeout or 60.0, 600.0))
+    try:
+        if inv is None or len(inv.hosts) < 2:
+            raise UsageError("isolate needs at least 2 hosts (a hostfile, -w, or an allocation of 2 nodes or more)")
+        opts = isolate_run.IsolateOptions(
+            backend=backend, nproc_per_node=nproc_per_node, nets=list(nets), hcas=list(hcas), fraction=fraction,
+            expected_busbw=expected_busbw, seed=seed, pair_rounds=pair_rounds, size=parse_size(size) if size else None,
+            iters=iters, timeout=timeout, rdzv_port=rdzv_port, full=not no_full, python=kw["python"],
+            ssh=ssh_options(kw), out_dir=out_dir, fanout=kw["fanout"], launcher=launcher,
+            slurm_job=alloc.job if alloc is not None else client.current_job(),
+        )
+        err = console(stderr=True, color=color)
+        report = isolate_run.run(inv.hosts, opts, progress=lambda line: err.print(line, style="muted", markup=False))
+    finally:
+        if alloc is not None:
+            alloc.release()
     try:
         isolate_report.emit(report, console(color=color), json_path)
     except OSError as exc:

@@ -61,6 +61,8 @@ class IsolateOptions:
     ssh: SSHOptions = field(default_factory=SSHOptions)
     out_dir: Optional[str] = None
     fanout: int = 64
+    launcher: str = "ssh"  # ssh: torchrun per node over SSH; srun: one Slurm step per job, no SSH
+    slurm_job: Optional[str] = None  # --launcher srun: the allocation every step runs in
 
 
 @dataclass
@@ -93,6 +95,7 @@ class IsolateReport:
     nproc_per_node: int = 1
     collective: str = "all_reduce"
     size: Optional[int] = None
+    launcher: str = "ssh"
 
     @property
     def exit_code(self) -> int:
@@ -172,15 +175,8 @@ class _Cluster:
             env=row.environ, worker_args=self.worker_args(job.round),
             join_timeout=max(10, min(60, int(self.timeout * 0.25))),
         )
-        commands = {}
-        for i, name in enumerate(job.nodes):
-            ifname = self.ifaces.get(row.name, {}).get(name) if row.net is not None else self.prep.ifnames.get(name)
-            commands[name] = launch.torchrun_command(spec, len(job.nodes), i, ifname)
         setting = Setting(f"r{job.round}-{job.stage}-{job.row.replace(' ', '_')}-{job.label()}", row.environ, row.why)
-        nodes = [self.by_name[n] for n in job.nodes]
-        # a pair is over when one of its launchers fails: the other only waits for it
-        sr = runner.run_setting(nodes, commands, setting, self.timeout, grace=5.0,
-                                run_id=job.run_id, on_record=on_record or self.on_record, fanout=self.opts.fanout)
+        sr = self.launch(job, row, spec, setting, on_record or self.on_record)
         rep = analysis.job_report(setting, sr, self.timeout)
         job.elapsed = sr.elapsed
         job.status = rep.status
@@ -198,6 +194,20 @@ class _Cluster:
         if sr.survivors:
             job.evidence.append("survivors after the kill: " + ", ".join(sorted(sr.survivors)))
         return job
+
+    def ifname(self, row: Row, name: str) -> Optional[str]:
+        """The interface ``name``'s ranks use on ``row``."""
+        return self.ifaces.get(row.name, {}).get(name) if row.net is not None else self.prep.ifnames.get(name)
+
+    def launch(self, job: Job, row: Row, spec: launch.LaunchSpec, setting: Setting,
+               on_record: Callable[[dict], None]) -> runner.SettingRun:
+        """Start one job's ranks, stream their records, bound and reap them: torchrun on each node over SSH."""
+        commands = {name: launch.torchrun_command(spec, len(job.nodes), i, self.ifname(row, name))
+                    for i, name in enumerate(job.nodes)}
+        nodes = [self.by_name[n] for n in job.nodes]
+        # a pair is over when one of its launchers fails: the other only waits for it
+        return runner.run_setting(nodes, commands, setting, self.timeout, grace=5.0,
+                                  run_id=job.run_id, on_record=on_record, fanout=self.opts.fanout)
 
     def run_round(self, index: int, stage: str, groups: Sequence[Tuple[str, Sequence[str]]],
                   progress: Optional[Callable[[str], None]]) -> Round:
@@ -286,6 +296,66 @@ class _Cluster:
         return out
 
 
+class _SrunCluster(_Cluster):
+    """The same jobs through Slurm: each job is one ``srun`` step inside the allocation (no SSH).
+
+    The step has one task per rank on exactly the job's nodes (``--nodelist``,
+    ``--overlap`` so that every job of a round runs side by side), the
+    worker's ``--bootstrap slurm``, ``--kill-on-bad-exit=1`` and ``--time``
+    (the round's timeout in whole minutes). nccldiag's own deadline stops it
+    sooner: srun is killed, the ranks are reaped on their nodes (one-task
+    steps), and a step that did not end by itself is cancelled by name
+    (``scancel``) until ``squeue`` no longer lists it.
+    """
+
+    def __init__(self, *args, **kw):
+        from nccldiag.slurm import client
+
+        super().__init__(*args, **kw)
+        self.order = {n.name: i for i, n in enumerate(client.show_nodes())}  # Slurm's own node order
+
+    def rank0(self, names: Sequence[str]) -> str:
+        """The node of ``names`` srun puts task 0 on."""
+        return task0_node(names, {n: self.by_name[n].slurm_name for n in names}, self.order)
+
+    def launch(self, job: Job, row: Row, spec: launch.LaunchSpec, setting: Setting,
+               on_record: Callable[[dict], None]) -> runner.SettingRun:
+        from dataclasses import replace
+
+        from nccldiag.probe.nodes import LaunchHere
+        from nccldiag.slurm import client
+
+        nodes = [self.by_name[n] for n in job.nodes]
+        first = self.by_name[self.rank0(job.nodes)]
+        spec = replace(spec, rdzv_host=first.address or first.slurm_name)
+        ifnames = {self.prep.hostnames.get(n, n): self.ifname(row, n) for n in job.nodes}
+        name = job.run_id  # the step's name in squeue: this job's marker
+        cmd = launch.srun_command(spec, [n.slurm_name for n in nodes], ifnames, self.opts.slurm_job or "",
+                                  self.timeout, name=name)
+        sr = runner.run_setting(nodes, {SRUN: cmd}, setting, self.timeout, grace=5.0, run_id=job.run_id,
+                                on_record=on_record, fanout=self.opts.fanout, launchers=[LaunchHere(SRUN)])
+        nr = sr.nodes.get(SRUN)
+        if sr.timed_out or nr is None or nr.error is not None or nr.rc != 0:
+            left = client.end_steps(lambda n: n == name, wait=min(30.0, self.opts.ssh.command_timeout))
+            if left:
+                sr.survivors[SRUN] = [f"step {i} ({name}) still listed by squeue after scancel" for i in left]
+        return sr
+
+
+SRUN = "srun"  # the launcher's name in a job's run under --launcher srun
+
+
+def task0_node(names: Sequence[str], slurm_names: Dict[str, str], order: Dict[str, int]) -> str:
+    """Which of ``names`` gets task 0 of an srun step on them (pure).
+
+    srun lays tasks out in Slurm's node order (the order of ``scontrol show
+    node``, that of slurm.conf), whatever order ``--nodelist`` gives: rank 0,
+    whose node serves the rendezvous, is on the node that comes first there.
+    A node Slurm does not list sorts after the others, by name.
+    """
+    return min(names, key=lambda n: (order.get(slurm_names[n], len(order)), slurm_names[n]))
+
+
 def run(hosts: Sequence[Host], opts: IsolateOptions, progress: Optional[Callable[[str], None]] = None) -> IsolateReport:
     """One isolation run end to end; returns its report (nothing is printed here)."""
     from nccldiag.probe.nodes import SSHNode
@@ -302,9 +372,14 @@ def run(hosts: Sequence[Host], opts: IsolateOptions, progress: Optional[Callable
         isolate.build_rows(opts.backend if opts.backend in ("gloo", "nccl") else "nccl", opts.nets, opts.hcas)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    nodes = [SSHNode(h, opts.ssh) for h in hosts]
+    if opts.launcher == "srun":
+        from nccldiag.probe.session import slurm_nodes
+
+        nodes = slurm_nodes(hosts, opts)  # each command a one-task srun step in opts.slurm_job
+    else:
+        nodes = [SSHNode(h, opts.ssh) for h in hosts]
     report = IsolateReport(hosts=[n.name for n in nodes], seed=opts.seed, nproc_per_node=opts.nproc_per_node,
-                           collective=opts.collective, size=opts.size)
+                           collective=opts.collective, size=opts.size, launcher=opts.launcher)
     unreachable: Dict[str, str] = {}
 
     def connect(n) -> None:
@@ -332,6 +407,10 @@ def run(hosts: Sequence[Host], opts: IsolateOptions, progress: Optional[Callable
     except KeyboardInterrupt:
         # Ctrl-C: kill every job's processes on every node (they share the run's marker prefix), then stop
         _reap_prefix(live, prep.run_id, opts.fanout)
+        if opts.launcher == "srun":
+            from nccldiag.slurm import client
+
+            client.end_steps(lambda n: n.startswith(prep.run_id + "-"), wait=15.0)
         runner.cleanup(live, prep.rundir, fanout=opts.fanout)
         for n in nodes:
             n.close()
@@ -386,7 +465,8 @@ def _run(report: IsolateReport, nodes, live, prep: runner.Prepared, opts: Isolat
     report.out_dir = out_dir
     lock = threading.Lock()
     with open(os.path.join(out_dir, "records.jsonl"), "x", encoding="utf-8") as rec_file:
-        cl = _Cluster(participants, prep, rows, ifaces, opts, backend, rec_file, lock)
+        cluster = _SrunCluster if opts.launcher == "srun" else _Cluster
+        cl = cluster(participants, prep, rows, ifaces, opts, backend, rec_file, lock)
         _schedule(report, cl, [n.name for n in participants], rows, opts, excluded, progress)
     cleanup_failed = runner.cleanup(live, prep.rundir, timeout=min(15.0, opts.ssh.command_timeout), fanout=opts.fanout)
     for host, msg in sorted(cleanup_failed.items()):

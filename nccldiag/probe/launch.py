@@ -171,6 +171,7 @@ def srun_command(
     ifnames: Mapping[str, Optional[str]],
     job: str,
     timeout: float,
+    name: str = "nccldiag-probe",
 ) -> str:
     """The srun command, run on this machine, that starts every rank of one setting: one task per rank.
 
@@ -180,7 +181,8 @@ def srun_command(
     slurm`` maps them to RANK, WORLD_SIZE, LOCAL_RANK), with rank 0's node
     address and port as MASTER_ADDR/MASTER_PORT. ``--kill-on-bad-exit`` ends
     every rank when one fails; the step's time limit is ``timeout`` rounded
-    up to minutes, and nccldiag's own deadline stops it sooner.
+    up to minutes, and nccldiag's own deadline stops it sooner. ``name`` is
+    the step's name (``squeue --steps``), by which it can be cancelled.
     """
     from nccldiag.slurm import commands
 
@@ -192,7 +194,7 @@ def srun_command(
     env["MASTER_ADDR"] = spec.rdzv_host
     env["MASTER_PORT"] = str(int(spec.rdzv_port))
     argv = commands.srun_step(list(nodes), spec.nproc_per_node, timeout, job=job, kill_on_bad_exit=True,
-                              chdir=spec.rundir, name="nccldiag-probe")
+                              chdir=spec.rundir, name=name)
     argv += [spec.python, "-m", "nccldiag.node.worker", "--bootstrap", "slurm"] + list(spec.worker_args)
     return f"exec env {_env_words(env)} " + " ".join(shlex.quote(a) for a in argv)
 

@@ -21,7 +21,7 @@ def _bw(v) -> str:
 
 def render(report: IsolateReport, con: Console) -> None:
     con.print(Text.assemble(("nccldiag isolate", "bold"),
-                            f": {report.backend}, {len(report.hosts)} node(s) × {report.nproc_per_node} rank(s), "
+                            f": {report.backend}{' through srun' if report.launcher == 'srun' else ''}, {len(report.hosts)} node(s) × {report.nproc_per_node} rank(s), "
                             f"{len(report.rows)} network path(s): {', '.join(r.name for r in report.rows)}"))
     if report.order:
         con.print(Text(f"pairing order (seed {report.seed}): {' '.join(report.order)}", style="muted"))
@@ -91,6 +91,7 @@ def to_json(report: IsolateReport) -> Dict:
     return {
         **envelope(SCHEMA, report.started, report.elapsed),
         "backend": report.backend,
+        "launcher": report.launcher,
         "hosts": report.hosts,
         "nproc_per_node": report.nproc_per_node,
         "collective": report.collective,

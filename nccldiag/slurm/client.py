@@ -4,8 +4,9 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import time
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Sequence
+from typing import Callable, Dict, List, Optional, Sequence
 
 from nccldiag.model.errors import NccldiagError
 from nccldiag.slurm import commands
@@ -56,6 +57,37 @@ def current_job(environ: Optional[Dict[str, str]] = None) -> Optional[str]:
     env = os.environ if environ is None else environ
     job = env.get("SLURM_JOB_ID") or env.get("SLURM_JOBID")
     return job if job and job.isdigit() else None
+
+
+def steps(match: Callable[[str], bool], timeout: float = TIMEOUT) -> Optional[List[str]]:
+    """Ids (``123.4``) of the steps Slurm lists whose name ``match`` accepts; None when squeue fails."""
+    r = run(commands.steps_named(), timeout)
+    if not r.ok:
+        return None
+    out = []
+    for line in (r.stdout or "").splitlines():
+        words = line.split()
+        if len(words) == 2 and match(words[1]):
+            out.append(words[0])
+    return out
+
+
+def end_steps(match: Callable[[str], bool], wait: float = 30.0, poll: float = 0.5) -> List[str]:
+    """Cancel the steps whose name ``match`` accepts until ``squeue`` lists none, for ``wait`` seconds at most.
+
+    Returns what is still listed when the time is up (empty: none is left).
+    """
+    deadline = time.monotonic() + wait
+    while True:
+        bound = max(1.0, min(TIMEOUT, deadline - time.monotonic()))
+        left = steps(match, timeout=bound)
+        if left == []:
+            return []
+        if time.monotonic() >= deadline:
+            return left if left is not None else ["(squeue did not answer: the steps could not be listed)"]
+        if left:
+            run(commands.cancel_ids(left), bound)
+        time.sleep(min(poll, max(0.0, deadline - time.monotonic())))
 
 
 @dataclass

@@ -30,13 +30,17 @@ def missing_reason() -> Optional[str]:
 
 
 class VSlurm:
-    def __init__(self, vc: VCluster):
+    def __init__(self, vc: VCluster, ctld_port: Optional[int] = None):
         self.vc = vc
         self.conf = vc.state / "slurm" / "slurm.conf"
+        self.ctld_port = ctld_port  # slurmctld listens on the host: clusters up at once need ports of their own
 
     def _script(self, command: str, timeout: float) -> subprocess.CompletedProcess:
+        env = dict(os.environ)
+        if self.ctld_port:
+            env["VSLURM_CTLD_PORT"] = str(self.ctld_port)
         r = subprocess.run(["bash", str(SCRIPT), "--prefix", self.vc.prefix, command], capture_output=True,
-                           text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+                           text=True, timeout=timeout, stdin=subprocess.DEVNULL, env=env)
         if r.returncode != 0:
             raise RuntimeError(f"vslurm {command}: {r.stderr.strip() or r.stdout.strip()}")
         return r
@@ -94,8 +98,10 @@ class VSlurm:
         return found
 
 
-def vslurm_fixture(n: int, prefix: str, subnet: str, scope: str = "module"):
+def vslurm_fixture(n: int, prefix: str, subnet: str, scope: str = "module", ctld_port: Optional[int] = None):
     """A virtual cluster of ``n`` nodes with a real Slurm on it, torn down completely afterwards.
+
+    ``ctld_port``: slurmctld's port on the host (default 6817).
 
     Skips with one reason where Slurm or the cluster cannot run, except under
     CI (``CI=true``), where that is a failure.
@@ -112,7 +118,7 @@ def vslurm_fixture(n: int, prefix: str, subnet: str, scope: str = "module"):
         saved = os.environ.get("SLURM_CONF")
         try:
             vc.up(n)
-            s = VSlurm(vc).up()
+            s = VSlurm(vc, ctld_port).up()
             os.environ["SLURM_CONF"] = str(s.conf)
             yield s
         finally:

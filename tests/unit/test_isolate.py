@@ -315,6 +315,8 @@ def cli(*args):
     (["-w", "node01"], "at least 2 hosts"),
     (["-w", "node[01-02]", "--backend", "gloo", "--hca", "mlx5_0"], "--hca needs the nccl backend"),
     (["-w", "node[01-02]", "--backend", "gloo", "--net", "eth0;reboot"], "expected an interface name"),
+    (["-w", "node[01-02]", "--partition", "gpu"], "use them with --launcher srun"),
+    (["--launcher", "srun", "-w", "node[01-02]"], "--launcher srun runs inside an allocation"),
 ])
 def test_usage_errors_are_one_line_and_exit_2(args, says):
     r = cli(*args)
@@ -408,3 +410,36 @@ def test_a_single_failing_pair_with_a_node_bad_on_another_row_is_explained():
     nv, _ = isolate.verdicts(names, ["net1", "net2"], jobs)
     by = {v.node: v for v in nv}
     assert by[bad].verdict == "bad" and by[partner].verdict == "ok"
+
+
+def test_srun_task0_is_on_the_first_node_in_slurms_order_not_the_jobs():
+    from nccldiag.probe.isolate_run import task0_node
+
+    order = {"gpu01": 0, "gpu02": 1, "gpu10": 2, "gpu03": 3}  # slurm.conf's order, not sorted by name
+    same = {n: n for n in order}
+    assert task0_node(["gpu02", "gpu01"], same, order) == "gpu01"  # a confirmation job: suspect first
+    assert task0_node(["gpu03", "gpu10"], same, order) == "gpu10"
+    # hosts given by address: the Slurm name decides; a node Slurm does not list comes last
+    names = {"10.0.0.3": "gpu03", "10.0.0.9": "gpu09", "10.0.0.2": "gpu02"}
+    assert task0_node(["10.0.0.3", "10.0.0.2"], names, order) == "10.0.0.2"
+    assert task0_node(["10.0.0.9", "10.0.0.3"], names, order) == "10.0.0.3"
+
+
+def test_srun_step_of_a_pair_job_names_itself_and_runs_beside_the_others():
+    import shlex
+
+    from nccldiag.probe import launch
+
+    spec = launch.LaunchSpec(run_id="nccldiag-x-7", rundir="/tmp/nccldiag-x", nproc_per_node=2,
+                             rdzv_host="10.0.0.1", rdzv_port=29403, env={"GLOO_SOCKET_IFNAME": "eth1"},
+                             worker_args=["--backend", "gloo", "--go-file", "/tmp/nccldiag-x/go-3"])
+    words = shlex.split(launch.srun_command(spec, ["gpu02", "gpu01"], {"gpu02": "eth1", "gpu01": "eth1"}, "55", 90,
+                                            name="nccldiag-x-7"))
+    argv = words[words.index("srun"):]
+    # one task per rank on exactly the pair's nodes, inside the allocation, sharing it with the round's other steps
+    assert {"--job-name=nccldiag-x-7", "--nodes=2", "--ntasks=4", "--ntasks-per-node=2", "--nodelist=gpu02,gpu01",
+            "--jobid=55", "--overlap", "--kill-on-bad-exit=1", "--time=2"} <= set(argv)
+    env = dict(w.split("=", 1) for w in words[2:words.index("srun")])
+    assert env["NCCLDIAG_RUN"] == "nccldiag-x-7" and env["MASTER_PORT"] == "29403"
+    assert env["GLOO_SOCKET_IFNAME"] == "eth1"
+    assert argv[-4:] == ["--backend", "gloo", "--go-file", "/tmp/nccldiag-x/go-3"]
