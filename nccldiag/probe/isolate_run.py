@@ -318,6 +318,49 @@ class _SrunCluster(_Cluster):
         """The node of ``names`` srun puts task 0 on."""
         return task0_node(names, {n: self.by_name[n].slurm_name for n in names}, self.order)
 
+    def each(self, names: Sequence[str], cmd: str, timeout: float) -> Dict[str, str]:
+        """``cmd`` on every node of ``names`` as ONE srun step (a task per node): each node's output.
+
+        Slurm's tree does the fan-out, the head runs one srun. A node whose
+        task did not finish (or a step that could not run) is left out; the
+        callers go to those nodes one step each.
+        """
+        import uuid
+
+        from nccldiag.slurm import commands
+        from nccldiag.transport import srun as srun_transport
+        from nccldiag.transport.local import LocalTransport
+
+        mark = uuid.uuid4().hex[:12]
+        nodes = [self.by_name[n] for n in names]
+        ours = {n.slurm_name: n.name for n in nodes}
+        wrapped = (f"printf '@@nccldiag:%s:node %s@@\\n' {mark} \"${{SLURMD_NODENAME:-$(hostname)}}\"; {cmd}; "
+                   f"printf '\\n@@nccldiag:%s:done@@\\n' {mark}")
+        argv = commands.srun_step([n.slurm_name for n in nodes], 1, timeout, job=self.opts.slurm_job, label=True,
+                                  name=f"{self.prep.run_id}-each") + ["sh", "-c", wrapped]
+        r = LocalTransport(SRUN).run(argv, timeout)
+        out: Dict[str, str] = {}
+        for task in srun_transport.demux((r.stdout or "").splitlines(), mark).values():
+            if task.done and task.node in ours:
+                out[ours[task.node]] = "\n".join(task.lines)
+        return out
+
+    def snapshot(self, names: Sequence[str]) -> Dict[str, Dict[str, int]]:
+        """The counters of every node of the round in one step; a node it missed, in a step of its own."""
+        got = self.each(names, isolate.counters_command(), min(30.0, self.opts.ssh.command_timeout))
+        out = {n: isolate.parse_counters(text) for n, text in got.items()}
+        missed = [n for n in names if n not in got]
+        if missed:
+            out.update(super().snapshot(missed))
+        return out
+
+    def release(self, index: int, names: Sequence[str]) -> None:
+        """The round's go file on every node of the round in one step; a node it missed, in a step of its own."""
+        got = self.each(names, f"touch {shlex.quote(self.go_file(index))}", min(15.0, self.opts.ssh.command_timeout))
+        missed = [n for n in names if n not in got]
+        if missed:
+            super().release(index, missed)
+
     def launch(self, job: Job, row: Row, spec: launch.LaunchSpec, setting: Setting,
                on_record: Callable[[dict], None]) -> runner.SettingRun:
         from dataclasses import replace
