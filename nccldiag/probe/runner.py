@@ -205,8 +205,12 @@ def run_setting(
     def go(node) -> None:
         t0 = time.monotonic()
         r = node.stream(commands[node.name], timeout, lambda line: handle(node.name, line), cancel)
-        nr = NodeRun(node.name, r.rc, r.error.to_dict() if r.error else None, (r.stderr or "")[-4000:],
-                     time.monotonic() - t0)
+        err = r.error.to_dict() if r.error else None
+        if err is None and cancel.is_set() and r.rc is not None and r.rc < 0:
+            # stopped with the run: the reap killed it (a launcher on this machine carries the run's marker
+            # too, as srun does) before its own stream noticed the cancel
+            err = {"kind": "command-timeout", "message": f"stopped with the run (signal {-r.rc})"}
+        nr = NodeRun(node.name, r.rc, err, (r.stderr or "")[-4000:], time.monotonic() - t0)
         with lock:
             out.nodes[node.name] = nr
         if r.error is None and r.rc != 0:

@@ -43,3 +43,30 @@ def test_staging_fetching_and_cleanup_honour_fanout(tmp_path):
     rundir.mkdir()
     assert runner.cleanup(ns, str(rundir), fanout=1) == {} and CountingNode.peak == 1
     assert not rundir.exists()
+
+
+class Deaf(LocalNode):
+    """A launcher on this machine that does not stop on the run's cancel (written for this test): only the reap,
+    which kills every process carrying the run's marker, ends it, as it can end srun."""
+
+    def stream(self, command, timeout, on_line, cancel):
+        from nccldiag.transport.stream import run_streaming
+
+        return run_streaming(["sh", "-c", command], timeout + 60, on_line, None, host=self.name)
+
+
+def test_a_launcher_killed_by_the_reap_at_the_deadline_is_reported_as_stopped_by_it():
+    from nccldiag.probe import analysis
+    from nccldiag.probe.plan import Setting
+
+    run_id = "nccldiag-test-deaf-1"
+    setting = Setting("deaf", {}, "")
+    sr = runner.run_setting([LocalNode("here")], {"srun": f"exec env NCCLDIAG_RUN={run_id} sleep 6141"}, setting,
+                            1.5, grace=1.0, run_id=run_id, launchers=[Deaf("srun")])
+    assert sr.timed_out and sr.nodes["srun"].rc is not None and sr.nodes["srun"].rc < 0
+    assert sr.nodes["srun"].error["kind"] == "command-timeout"
+    assert sr.elapsed < 1.5 + 20
+    rep = analysis.job_report(setting, sr, 1.5)
+    checks = {f.check for f in rep.findings}
+    assert "probe.timeout" in checks and "probe.launch" not in checks
+    assert rep.status == "hang"
