@@ -12,6 +12,11 @@ marker; each is bounded by ``--timeout`` and reaped like any probe (every
 process carrying its marker killed on its nodes, survivors looked for).
 Per-node work (staging, counters, reaping, clean-up) goes ``--fanout``
 nodes at a time.
+
+How a job starts is the one thing the launchers do differently
+(``_Cluster.launch``): over SSH, torchrun on each of its nodes; with
+``--launcher srun`` (:class:`_SrunCluster`), one srun step inside the
+allocation, every per-node command an srun step too, and no SSH at all.
 """
 from __future__ import annotations
 
@@ -308,11 +313,9 @@ class _SrunCluster(_Cluster):
     (``scancel``) until ``squeue`` no longer lists it.
     """
 
-    def __init__(self, *args, **kw):
-        from nccldiag.slurm import client
-
+    def __init__(self, *args, order: Dict[str, int], **kw):
         super().__init__(*args, **kw)
-        self.order = {n.name: i for i, n in enumerate(client.show_nodes())}  # Slurm's own node order
+        self.order = order  # Slurm node name -> its place in Slurm's own node order
 
     def rank0(self, names: Sequence[str]) -> str:
         """The node of ``names`` srun puts task 0 on."""
@@ -415,10 +418,14 @@ def run(hosts: Sequence[Host], opts: IsolateOptions, progress: Optional[Callable
         isolate.build_rows(opts.backend if opts.backend in ("gloo", "nccl") else "nccl", opts.nets, opts.hcas)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
+    order: Dict[str, int] = {}
     if opts.launcher == "srun":
         from nccldiag.probe.session import slurm_nodes
 
+        from nccldiag.slurm import client
+
         nodes = slurm_nodes(hosts, opts)  # each command a one-task srun step in opts.slurm_job
+        order = {n.name: i for i, n in enumerate(client.show_nodes())}
     else:
         nodes = [SSHNode(h, opts.ssh) for h in hosts]
     report = IsolateReport(hosts=[n.name for n in nodes], seed=opts.seed, nproc_per_node=opts.nproc_per_node,
@@ -446,7 +453,7 @@ def run(hosts: Sequence[Host], opts: IsolateOptions, progress: Optional[Callable
     prep = runner.prepare(live, opts.python, None, None, timeout=opts.ssh.command_timeout, fanout=opts.fanout)
     report.run_id = prep.run_id
     try:
-        return _run(report, nodes, live, prep, opts, unreachable, progress, t0)
+        return _run(report, nodes, live, prep, opts, unreachable, progress, t0, order)
     except KeyboardInterrupt:
         # Ctrl-C: kill every job's processes on every node (they share the run's marker prefix), then stop
         _reap_prefix(live, prep.run_id, opts.fanout)
@@ -468,7 +475,7 @@ def _reap_prefix(nodes, run_id: str, fanout: int) -> None:
 
 
 def _run(report: IsolateReport, nodes, live, prep: runner.Prepared, opts: IsolateOptions,
-         unreachable: Dict[str, str], progress, t0: float) -> IsolateReport:
+         unreachable: Dict[str, str], progress, t0: float, order: Dict[str, int]) -> IsolateReport:
     excluded: Dict[str, str] = {}
     for name, msg in unreachable.items():
         excluded[name] = f"could not be reached: {msg}"
@@ -508,8 +515,10 @@ def _run(report: IsolateReport, nodes, live, prep: runner.Prepared, opts: Isolat
     report.out_dir = out_dir
     lock = threading.Lock()
     with open(os.path.join(out_dir, "records.jsonl"), "x", encoding="utf-8") as rec_file:
-        cluster = _SrunCluster if opts.launcher == "srun" else _Cluster
-        cl = cluster(participants, prep, rows, ifaces, opts, backend, rec_file, lock)
+        if opts.launcher == "srun":
+            cl = _SrunCluster(participants, prep, rows, ifaces, opts, backend, rec_file, lock, order=order)
+        else:
+            cl = _Cluster(participants, prep, rows, ifaces, opts, backend, rec_file, lock)
         _schedule(report, cl, [n.name for n in participants], rows, opts, excluded, progress)
     cleanup_failed = runner.cleanup(live, prep.rundir, timeout=min(15.0, opts.ssh.command_timeout), fanout=opts.fanout)
     for host, msg in sorted(cleanup_failed.items()):

@@ -3,9 +3,9 @@
 Each job of a round is one srun step inside the one allocation, the steps of
 a round side by side. A healthy run inside ``salloc`` with sshd stopped on
 every node (no SSH at all) clears every node; a rate-limited node is named
-from a login node that asks Slurm for the allocation; a job that hangs is
-stopped at the round's timeout, named, its step cancelled and nothing of it
-left.
+from a login node that asks Slurm for the allocation; inside an
+allocation, with hosts given by address, a job that hangs is stopped at the
+round's timeout, named, its step cancelled and nothing of it left.
 """
 from __future__ import annotations
 
@@ -121,29 +121,41 @@ def test_rate_limited_node_named_from_a_login_node(slurm, tmp_path):
 
 
 def test_hanging_job_cancelled_at_the_round_timeout_and_named(slurm, tmp_path):
-    """ncdr02's interpreter hangs when asked to run the worker: its round-0 step is stopped at --timeout."""
+    """Inside an allocation, hosts given by address: ncdr02's interpreter hangs when asked to run the worker, so
+    its round-0 step is stopped at --timeout, cancelled, and the node named."""
+    from nccldiag.slurm import client, commands
+
     wrapper = "/tmp/ncdr-python"  # each node's /tmp is its own
     # written for this test: an interpreter that runs everything but the probe's worker, which it never starts
     hang = (f"#!/bin/sh\ncase \"$*\" in *nccldiag.node.worker*) exec sleep 6137 ;; esac\n"
             f"exec {shlex.quote(sys.executable)} \"$@\"\n")
     slurm.vc.exec("ncdr01", ["ln", "-sfn", sys.executable, wrapper])
     slurm.vc.exec("ncdr02", ["sh", "-c", f"printf '%s' {shlex.quote(hang)} > {wrapper}; chmod +x {wrapper}"])
+    good, bad = slurm.vc.address("ncdr01"), slurm.vc.address("ncdr02")
+    hostfile = tmp_path / "hosts"
+    hostfile.write_text(f"{good}\n{bad}\n")
     timeout = 20
+    alloc = client.allocate(commands.AllocRequest(nodelist="ncdr[01-02]", wait=30))
     try:
         out = tmp_path / "iso.json"
-        r, took = timed(["isolate", *ARGS, "-w", "ncdr01,ncdr02", "--nodes", "2", "--python", wrapper,
-                         "--timeout", str(timeout), "-o", str(tmp_path / "run"), "--json", str(out)], timeout=300)
+        t0 = time.monotonic()
+        r = subprocess.run([sys.executable, "-m", "nccldiag", "isolate", str(hostfile), *ARGS, "--python", wrapper,
+                            "--timeout", str(timeout), "-o", str(tmp_path / "run"), "--json", str(out)],
+                           capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL,
+                           env={**slurm.env, "SLURM_JOB_ID": alloc.job, "NO_COLOR": "1", "COLUMNS": "200"})
+        took = time.monotonic() - t0
         assert out.exists(), r.stdout + r.stderr
         data = load_json(out)
         assert r.returncode == 1, r.stdout + r.stderr
+        assert data["hosts"] == [good, bad]
         (r0,) = [rnd for rnd in data["rounds"] if rnd["stage"] == "alone"]
         jobs = {j["nodes"][0]: j for j in r0["jobs"]}
-        assert jobs["ncdr01"]["status"] == "ok"
-        hung = jobs["ncdr02"]
-        assert hung["status"] in ("hang", "timeout") and hung["kind"] != "ok", hung
+        assert jobs[good]["status"] == "ok"
+        hung = jobs[bad]
+        assert hung["status"] == "hang" and hung["kind"] != "ok", hung
         assert timeout - 1 <= hung["elapsed"] < timeout + 15, hung
-        assert any("were up" in e or "never" in e for e in hung["evidence"]), hung
-        verdict = {v["node"]: v for v in data["nodes"]}["ncdr02"]
+        assert any("were up" in e for e in hung["evidence"]), hung
+        verdict = {v["node"]: v for v in data["nodes"]}[bad]
         assert verdict["verdict"] == "bad" and verdict["cls"] == "fails alone (hang)", verdict
         assert took < timeout + 90, took
         # its step was cancelled: Slurm lists none of the run's steps, and no process of it is left
@@ -151,6 +163,7 @@ def test_hanging_job_cancelled_at_the_round_timeout_and_named(slurm, tmp_path):
         assert _left(data["run_id"]) == []
         assert not subprocess.run(["pgrep", "-f", "^sleep 6137$"], capture_output=True, timeout=10).stdout
     finally:
+        alloc.release()
         for n in ("ncdr01", "ncdr02"):
             slurm.vc.exec(n, ["rm", "-f", wrapper])
 
