@@ -84,6 +84,11 @@ def test_healthy_inside_salloc_with_sshd_stopped_clears_every_node(slurm, tmp_pa
         assert sorted(x["host"] for x in starts) == sorted(j["nodes"]), j
         assert all(x["bootstrap"] == "slurm" for x in starts)
         assert j["status"] == "ok" and j["busbw"] is not None or j["stage"] == "alone", j
+    # the counters were read around every round on every node of it (one srun step each time, no SSH)
+    for rnd in data["rounds"]:
+        names = {n for j in rnd["jobs"] for n in j["nodes"]}
+        got = data["counters"][str(rnd["index"])]
+        assert set(got) == names and all("tcp.OutSegs" in got[n] for n in names), (rnd["index"], got)
     # side by side: a round of several jobs took less than its jobs one after another
     for rnd in data["rounds"]:
         if len(rnd["jobs"]) > 1:
