@@ -124,7 +124,8 @@ def log(files, json_path, require_ib, expect, include_channels, verbose, color):
     """Read NCCL logs (NCCL_DEBUG=INFO) and report versions, networks, transports and failures.
 
     nccl-tests result tables and perftest outputs in the same files are read
-    too: wrong results fail, and their figures are reported.
+    too: wrong results fail, and their figures are reported. So are NCCL RAS
+    reports (ncclras, text or JSON): dead, missing and failed ranks fail.
 
     \b
     nccldiag log nccl.*.log                 one file per process (NCCL_DEBUG_FILE=nccl.%h.%p.log)

@@ -603,4 +603,7 @@ def judge(facts: NcclLogFacts, require_ib: bool = False,
     from nccldiag.benchmarks import checks as bench
 
     out += bench.judge(facts.nccl_tests, facts.perftests)
+    from nccldiag.nccl import ras_checks
+
+    out += ras_checks.judge(facts.ras)
     return out

@@ -501,6 +501,7 @@ class NcclLogFacts:
     summary: Optional[Summary] = None
     nccl_tests: List[Any] = field(default_factory=list)  # benchmarks.nccltests.NcclTestsRun, one per file
     perftests: List[Any] = field(default_factory=list)  # benchmarks.perftest.PerftestResult, one per file
+    ras: List[Any] = field(default_factory=list)  # nccl.ras.RasReport, every NCCL RAS report in the files
 
     def total(self, name: str) -> int:
         """How many records of list ``name`` the logs held (the list keeps at most ``keep``)."""
@@ -781,6 +782,11 @@ KEEP = 1000  # records kept per fact list; the rest are counted
 _BENCH_START = re.compile(r"^\s*#?\s*(?:nThread\b|Collective test starting|Using devices|size\s+count\b)"
                           r"|\b(?:BW|Lat(?:ency)?) Test\b")
 MAX_BENCH_BYTES = 4 * 1024 * 1024
+# NCCL RAS reports (ncclras, text or JSON) in the same files: kept per file from
+# their first line, up to a bound, and read by nccldiag.nccl.ras when the logs end.
+_RAS_START = re.compile(r"^\s*(?:NCCL version \S+ compiled with CUDA|Job summary\s*$|Communicators\.\.\."
+                        r"|\{\s*$|\"communicators_count\"\s*:)")
+MAX_RAS_BYTES = 1024 * 1024
 MAX_BENCH_FILES = 256
 MAX_LINE = 64 * 1024  # longer physical lines are cut (the rest of the line is skipped unread)
 MAX_PROCS = 16384
@@ -827,6 +833,8 @@ class _Parser:
         self.last_proc: Optional[Proc] = None
         self.bench: Dict[str, List[str]] = {}  # file -> lines of a benchmark output in it
         self.bench_bytes: Dict[str, int] = {}
+        self.ras: Dict[str, List[Tuple[int, str]]] = {}  # file -> (line number, line) from a RAS report's start
+        self.ras_bytes: Dict[str, int] = {}
 
     def _keep(self, name: str, item) -> bool:
         """Append to the fact list ``name`` unless it holds ``keep`` records already; count it either way."""
@@ -894,8 +902,21 @@ class _Parser:
             lines.append(rec.msg[:4096])
             self.bench_bytes[src] += len(lines[-1]) + 1
 
+    def ras_line(self, rec: _Rec) -> None:
+        src = rec.at.source
+        lines = self.ras.get(src)
+        if lines is None:
+            if len(self.ras) >= MAX_BENCH_FILES or not _RAS_START.search(rec.msg):
+                return
+            lines = self.ras[src] = []
+            self.ras_bytes[src] = 0
+        if self.ras_bytes[src] < MAX_RAS_BYTES:
+            lines.append((rec.at.lineno, rec.msg[:4096]))
+            self.ras_bytes[src] += len(lines[-1][1]) + 1
+
     def bare(self, rec: _Rec, last_proc: Optional[Tuple[str, int]]) -> None:
         self.bench_line(rec)
+        self.ras_line(rec)
         if "Watchdog" in rec.msg or "NCCL error in" in rec.msg or "Test " in rec.msg:
             self.app_lines(rec)  # PyTorch and nccl-tests lines may quote NCCL's words: theirs first
             return
@@ -1259,6 +1280,11 @@ class _Parser:
                 if pt.rows or pt.latency_rows:
                     pt.source = src
                     f.perftests.append(pt)
+        if self.ras:
+            from nccldiag.nccl import ras
+
+            for src, pairs in self.ras.items():
+                f.ras.extend(ras.parse_lines(pairs, src))
         for key in list(self.open_warn):
             self.close_warn(key)
         for w in f.warns:

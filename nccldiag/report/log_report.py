@@ -100,6 +100,8 @@ def render(facts: NcclLogFacts, findings: Sequence[Finding], con: Console, verbo
         parts.append(f"{len(facts.nccl_tests)} nccl-tests result table(s)")
     if facts.perftests:
         parts.append(f"{len(facts.perftests)} perftest result(s)")
+    if facts.ras:
+        parts.append(f"{len(facts.ras)} NCCL RAS report(s)")
     verdict = Text(f"{n_fail} failure(s)" if n_fail else "no failure", style="fail" if n_fail else "ok")
     con.print(Text.assemble("; ".join(parts) + "; ", verdict))
     if not facts.nccl_lines:
@@ -107,8 +109,9 @@ def render(facts: NcclLogFacts, findings: Sequence[Finding], con: Console, verbo
 
 
 def no_nccl_lines(facts: NcclLogFacts) -> str:
-    if facts.nccl_tests or facts.perftests:
-        return ("no NCCL lines found beside the benchmark output: run it with NCCL_DEBUG=INFO to see the "
+    if facts.nccl_tests or facts.perftests or facts.ras:
+        what = "the benchmark output" if facts.nccl_tests or facts.perftests else "the RAS report"
+        return (f"no NCCL lines found beside {what}: run the job with NCCL_DEBUG=INFO to see the "
                 "transports and network NCCL chose")
     return "no NCCL lines found: was the job run with NCCL_DEBUG=INFO?"
 
