@@ -211,12 +211,19 @@ def kill_command(run_id: str) -> str:
     return _marked_pids(run_id) + '; [ -n "$_p" ] && kill -9 $_p 2>/dev/null; true'
 
 
-def survivors_command(run_id: str) -> str:
-    """List ``pid cmdline`` of processes of run ``run_id`` still alive on a node."""
+def survivors_command(run_id: str, wait: float = 2.0) -> str:
+    """List ``pid cmdline`` of processes of run ``run_id`` still alive on a node.
+
+    Run right after :func:`kill_command`: processes still exiting from the
+    kill are waited for, up to ``wait`` seconds, and one whose command line
+    is already gone (it is exiting) is not listed.
+    """
+    polls = max(1, int(wait / 0.1))
     return (
-        _marked_pids(run_id) + "; for _q in $_p; do [ -d /proc/$_q ] || continue; "
-        "printf '%s %s\\n' \"$_q\" \"$(tr '\\0' ' ' < /proc/$_q/cmdline 2>/dev/null | cut -c1-200)\"; "
-        "done; true"
+        f"_i=0; while :; do {_marked_pids(run_id)}; [ -z \"$_p\" ] || [ $_i -ge {polls} ] && break; "
+        "_i=$((_i+1)); sleep 0.1; done; for _q in $_p; do [ -d /proc/$_q ] || continue; "
+        "_c=$(tr '\\0' ' ' < /proc/$_q/cmdline 2>/dev/null | cut -c1-200); [ -n \"$_c\" ] || continue; "
+        "printf '%s %s\\n' \"$_q\" \"$_c\"; done; true"
     )
 
 

@@ -48,6 +48,7 @@ class SettingRun:
     logs: Dict[str, str] = field(default_factory=dict)  # file name -> text
     counters: Dict[str, Dict[str, int]] = field(default_factory=dict)  # host -> counters that grew during the run
     after: Dict[str, str] = field(default_factory=dict)  # host -> output of the command run after the reap
+    ras: Dict[str, str] = field(default_factory=dict)  # host -> its NCCL RAS answer when the setting hung
     elapsed: float = 0.0
     commands: Dict[str, str] = field(default_factory=dict)
     run_id: str = ""
@@ -173,8 +174,13 @@ def run_setting(
     fanout: int = 64,
     launchers: Optional[Sequence] = None,
     after: Optional[str] = None,
+    on_timeout: Optional[str] = None,
 ) -> SettingRun:
     """Run ``commands[host]`` on each node at once, bounded by ``timeout``.
+
+    ``on_timeout``: sh run on every node when the deadline passes, before
+    the ranks are killed (the NCCL RAS query, :func:`ras_command`); the
+    first node that answers gives the report kept with the setting's logs.
 
     When one node's launcher fails, the others get ``grace`` seconds to
     report their own errors before everything is killed. Every node's
@@ -202,9 +208,12 @@ def run_setting(
         if on_record is not None:
             on_record(rec)
 
+    # with a query to make at the deadline, the streams outlive it: closing a rank's output kills it
+    stream_timeout = timeout + (RAS_WAIT + 20 if on_timeout else 0)
+
     def go(node) -> None:
         t0 = time.monotonic()
-        r = node.stream(commands[node.name], timeout, lambda line: handle(node.name, line), cancel)
+        r = node.stream(commands[node.name], stream_timeout, lambda line: handle(node.name, line), cancel)
         err = r.error.to_dict() if r.error else None
         if err is None and cancel.is_set() and r.rc is not None and r.rc < 0:
             # stopped with the run: the reap killed it (a launcher on this machine carries the run's marker
@@ -237,6 +246,8 @@ def run_setting(
                     break
     except KeyboardInterrupt as exc:
         interrupted = exc  # the ranks are killed below all the same, then the interrupt goes on
+    if out.timed_out and on_timeout and interrupted is None:
+        ask_hung(ranks_on, on_timeout, out, fanout)
     cancel.set()
     reap_all(ranks_on, run_id, fanout, out, after=after)
     if interrupted is not None:
@@ -249,6 +260,52 @@ def run_setting(
         out.logs.update(fetch_logs(ranks_on, log_glob, fanout=fanout))
     out.elapsed = time.monotonic() - start
     return out
+
+
+RAS_WAIT = 5  # seconds NCCL's RAS may spend gathering the job's state (ncclras's default)
+RAS_NO_ANSWER = "nccldiag-ras:"
+_RAS_SNIPPET = node_program("rasquery")
+
+
+def ras_command(python: str, addr: Optional[str] = None, wait: int = RAS_WAIT) -> str:
+    """sh that asks the NCCL RAS service on a node for its job's status (``VERBOSE STATUS``)."""
+    return (f"{shlex.quote(python)} -c {shlex.quote(_RAS_SNIPPET)} {shlex.quote(addr or 'localhost:28028')} "
+            f"{int(wait)}")
+
+
+RAS_BATCH = 4  # nodes asked at once: each query gathers the whole job's state over RAS's own network
+RAS_BATCHES = 3  # when none of the first RAS_BATCH * RAS_BATCHES nodes answers, RAS is not running
+
+
+def ask_hung(nodes: Sequence, command: str, out: SettingRun, fanout: int, wait: int = RAS_WAIT) -> None:
+    """Run ``command`` on the nodes of a hung setting, its ranks still alive, until one answers.
+
+    Every node's RAS answers for the whole job, so the nodes are asked a few
+    at a time, in host order, and the asking stops at the first batch with
+    an answer (or after :data:`RAS_BATCHES` batches without one). Each
+    answer is kept in ``out.ras``; the first report, in host order, is added
+    to ``out.logs`` as ``<host>/ncclras.txt``, where the setting's log
+    reading finds it.
+    """
+    lock = threading.Lock()
+
+    def ask(node) -> None:
+        r = node.run(command, wait + 15)
+        text = (r.stdout or "") if r.error is None else f"{RAS_NO_ANSWER} {r.error.message}\n"
+        with lock:
+            out.ras[node.name] = text
+
+    def answered(text: str) -> bool:
+        return bool(text.strip()) and not text.lstrip().startswith(RAS_NO_ANSWER)
+
+    order = list(nodes)
+    for i in range(0, min(len(order), RAS_BATCH * RAS_BATCHES), RAS_BATCH):
+        batch = order[i:i + RAS_BATCH]
+        fan_out(batch, ask, min(fanout, RAS_BATCH))
+        first = next((n for n in batch if answered(out.ras.get(n.name, ""))), None)
+        if first is not None:
+            out.logs[f"{first.name}/ncclras.txt"] = out.ras[first.name]
+            return
 
 
 _AFTER_MARK = "@@nccldiag-after@@"

@@ -218,7 +218,8 @@ def run(hosts: Sequence[Host], opts: ProbeOptions,
                                         grace=grace, run_id=prep.run_id,
                                         on_record=on_record, log_glob=glob, fanout=opts.fanout,
                                         launchers=launchers,
-                                        after=None if local else runner.counters_after(setting_dir))
+                                        after=None if local else runner.counters_after(setting_dir),
+                                        on_timeout=ras_query(backend, opts.python, env))
                 sr.counters = runner.counter_deltas(sr.after)
                 _save_logs(out_dir, setting.name, sr.logs)
                 runs.append(sr)
@@ -274,6 +275,14 @@ def run(hosts: Sequence[Host], opts: ProbeOptions,
         for n in nodes:
             n.close()
         raise
+
+
+def ras_query(backend: str, python: str, env: Dict[str, str]) -> Optional[str]:
+    """The NCCL RAS query a hung NCCL setting gets on its nodes before its ranks are killed (none for gloo,
+    or when the setting turned RAS off)."""
+    if backend != "nccl" or env.get("NCCL_RAS_ENABLE", "1").strip() == "0":
+        return None
+    return runner.ras_command(python, env.get("NCCL_RAS_ADDR"))
 
 
 def run_meta(run_id: str, opts: ProbeOptions, backend: str, nproc: int, timeout: float, settings, hosts,

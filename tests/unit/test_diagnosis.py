@@ -343,6 +343,33 @@ def test_watchdog_in_a_log_is_a_hang_that_asks_for_ncclras():
     assert any(m.startswith("ncclras") for m in d.missing)
 
 
+def test_a_ras_report_beside_the_watchdog_log_names_the_missing_rank_and_is_no_longer_asked_for():
+    from tests.unit.test_nccl_ras import INCOMPLETE
+
+    name = "watchdog-timeout-interleaved-with-p2p-ipc-and-ibext-gdrdma.log"
+    facts = nccllog.parse_logs([(name, real.nccl_log(name).read_text(encoding="utf-8")),
+                                ("ncclras.txt", INCOMPLETE)])
+    d = one(diagnose(Inputs(logs=facts, log_findings=nccl_checks.judge(facts))), "hang")
+    texts = [e.text for e in d.evidence]
+    assert "RAS: INCOMPLETE: process 20417 on node 10.20.0.12 (GPU 3)" in texts
+    assert "RAS: #0-0 INCOMPLETE: rank 11" in texts
+    assert not any(m.startswith("ncclras") for m in d.missing)
+
+
+def test_a_hung_nccl_probe_carries_what_ras_answered():
+    from tests.unit.test_nccl_ras import IN_A_JOB_LOG
+
+    hosts = {0: "n1", 1: "n2", 2: "n3"}
+    rep = probe([(ROW["default"], records(STALL, hosts), {"n1/ncclras.txt": IN_A_JOB_LOG})], ["n1", "n2", "n3"],
+                backend="nccl", timed_out={"default"})
+    sr = rep.settings[0]
+    assert any(f.check == "nccl.ras_incomplete" and f.status.value == "fail" and f.message.startswith("[default] RAS")
+               for f in sr.findings)
+    d = one(diagnose(Inputs(probe=rep)), "hang")
+    assert "RAS: #0-0 INCOMPLETE: rank 9 (GPU 1 process 61011 on node 10.20.0.42)" in [e.text for e in d.evidence]
+    assert d.missing == []
+
+
 # ---- expected bandwidth ---------------------------------------------------------------------------------
 
 

@@ -12,8 +12,31 @@ TITLE = "Hang localised"
 FIX = ("Start with the named nodes: their links to the others (interface, firewall, IB port), their GPUs "
        "('nvidia-smi', dmesg Xid lines), and compare with the settings that worked. With NCCL 2.24 or newer, run "
        "'ncclras' (or 'echo verbose status | nc localhost 28028') on a node while the job hangs: it names the "
-       "INCOMPLETE, DEAD or MISMATCHED rank, node and GPU.")
+       "INCOMPLETE, DEAD or MISMATCHED rank, node and GPU ('nccldiag log' reads its answer; a hung NCCL probe "
+       "asks it before killing the ranks).")
 RAS = "ncclras -v  (on a node of the hung job, NCCL 2.24+; JSON with -f json from 2.28.7)"
+
+
+def ras_evidence(facts) -> List[Evidence]:
+    """What NCCL's RAS said about the job: its dead, missing and failed ranks (the last report of each source)."""
+    reports = list(getattr(facts, "ras", None) or [])
+    last: Dict[str, object] = {}
+    for r in reports:
+        last[r.source] = r
+    out: List[Evidence] = []
+    for r in last.values():
+        ref = f"{r.source}:{r.lineno}"
+        problems = [p for p in r.problems if p.kind != "TIMEOUT"]
+        if not problems:
+            out.append(Evidence("log", f"RAS: every rank answered, no error ({', '.join(r.statuses()) or 'no'} "
+                                       "communicators)", ref))
+        for p in problems[:4]:
+            named = [x.where() for x in p.ranks[:4]] or [f"rank {x}" for x in p.missing_ranks[:4]] or \
+                [x.where() for x in p.processes[:4]]
+            what = f"{p.comm} {p.kind}" if p.comm else p.kind
+            out.append(Evidence("log", f"RAS: {what}" + (f": {', '.join(named)}" if named else ""), ref,
+                                p.nodes()[0] if len(p.nodes()) == 1 else None))
+    return out
 
 
 def _stuck(sr) -> Dict[str, object]:
@@ -67,6 +90,8 @@ def _probe(inp: Inputs) -> List[Diagnosis]:
         lf = sr.log_facts
         for w in (getattr(lf, "watchdogs", None) or [])[:2]:
             ev.append(log_evidence(w.at, w.text))
+        ras = ras_evidence(lf)
+        ev.extend(ras)
         everyone = bool(world) and len(hung) >= world
         if hung and not everyone:
             conf, why = "high", (f"{len(hung)} of {world} ranks never came back from the collective while the "
@@ -87,7 +112,7 @@ def _probe(inp: Inputs) -> List[Diagnosis]:
         out.append(Diagnosis(ID, TITLE, "fail", what, conf, why, FIX, nodes=nodes,
                              evidence=ev, workaround=(f"the settings that worked: {', '.join(ok_settings)}"
                                                       if ok_settings else ""),
-                             missing=[RAS] if inp.probe.backend == "nccl" else [],
+                             missing=[RAS] if inp.probe.backend == "nccl" and not ras else [],
                              figures={"ranks_hung": hung, "collectives": st["colls"], "world_size": world}))
     return out
 
@@ -103,13 +128,16 @@ def _logs(inp: Inputs) -> List[Diagnosis]:
     nranks = max([c.nranks for c in inp.logs.comms] + [0])
     silent = [r for r in range(nranks) if r not in ranks] if nranks and ranks else []
     ev = [log_evidence(w.at, w.text) for w in ws[:4]]
+    ras = ras_evidence(inp.logs)
+    ev.extend(ras)
     why = "the PyTorch watchdog fired on these ranks: the collective never completed"
     if silent:
         why += f"; ranks {', '.join(map(str, silent[:16]))} printed no timeout in these logs and may be the ones stuck"
     return [Diagnosis(ID, TITLE, "fail",
                       f"{', '.join(ops)} (SeqNum {', '.join(map(str, seqs)) or '?'}) timed out on ranks "
                       f"{', '.join(map(str, ranks)) or '?'}", "low" if not silent else "medium", why, FIX,
-                      nodes=nodes, evidence=ev, missing=[RAS, "nccldiag probe HOSTFILE  (on the job's nodes)"],
+                      nodes=nodes, evidence=ev,
+                      missing=([] if ras else [RAS]) + ["nccldiag probe HOSTFILE  (on the job's nodes)"],
                       figures={"ranks_timed_out": ranks, "ranks_silent": silent})]
 
 
