@@ -439,11 +439,6 @@ def _json_reports(text: str, source: str) -> List[RasReport]:
     return out
 
 
-def looks_like_ras(text: str) -> bool:
-    """Whether ``text`` holds a RAS report (text or JSON), without parsing it."""
-    return bool(re.search(r"^Communicators\.\.\.|^Job summary\s*$|\"communicators_count\"\s*:", text, re.M))
-
-
 def parse_lines(pairs: List[Tuple[int, str]], source: str) -> List[RasReport]:
     """The RAS reports in numbered lines (a log's lines from the first that may start one)."""
     reports = parse("\n".join(line for _, line in pairs), source)

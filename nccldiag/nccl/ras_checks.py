@@ -63,9 +63,10 @@ def _one(r: RasReport, p: RasProblem, stuck: bool) -> Finding:
                     host=_host(p))
     if p.kind == "INCOMPLETE":
         n = p.count or len(p.ranks) or len(p.missing_ranks) or len(p.processes)
-        unit = "process" if not p.comm else "rank"
-        what = f"{comm} is missing {n} {unit}{'es' if unit == 'process' and n != 1 else ('s' if n != 1 else '')}" \
-            if comm else f"no answer from {n} job {unit}{'es' if n != 1 else ''}"
+        if comm:
+            what = f"{comm} is missing {n} rank{'s' if n != 1 else ''}"
+        else:
+            what = f"no answer from {n} job process{'es' if n != 1 else ''}"
         return fail(AREA, "nccl.ras_incomplete", f"RAS: {what}" + (f": {where}" if where else ""),
                     actual="INCOMPLETE", expected="every rank answering", evidence=ev, fix=FIX_INCOMPLETE,
                     host=_host(p))

@@ -178,9 +178,10 @@ def run_setting(
 ) -> SettingRun:
     """Run ``commands[host]`` on each node at once, bounded by ``timeout``.
 
-    ``on_timeout``: sh run on every node when the deadline passes, before
-    the ranks are killed (the NCCL RAS query, :func:`ras_command`); the
-    first node that answers gives the report kept with the setting's logs.
+    ``on_timeout``: sh run on the nodes when the deadline passes, before
+    the ranks are killed (the NCCL RAS query, :func:`ras_command`; see
+    :func:`ask_hung`); the first node that answers gives the report kept
+    with the setting's logs.
 
     When one node's launcher fails, the others get ``grace`` seconds to
     report their own errors before everything is killed. Every node's
