@@ -30,14 +30,15 @@ FIX_TIMEOUT = ("Some RAS peers did not answer in time while the data was gathere
                "processes. Query again with a longer timeout (ncclras -t 30).")
 
 
-def _where(p: RasProblem) -> str:
-    named = [r.where() for r in p.ranks[:MAX_NAMED]]
-    if not named and p.missing_ranks:
-        named = [f"rank {r}" for r in p.missing_ranks[:MAX_NAMED]]
-    if not named:
-        named = [pr.where() for pr in p.processes[:MAX_NAMED]]
-    more = max(len(p.ranks), len(p.missing_ranks), len(p.processes)) - len(named)
-    return ", ".join(named) + (f" and {more} more" if more > 0 else "")
+def named(p: RasProblem, limit: int = MAX_NAMED) -> str:
+    """The ranks (or, where RAS gave none, the processes) a problem names, at most ``limit`` of them."""
+    names = [r.where() for r in p.ranks[:limit]]
+    if not names and p.missing_ranks:
+        names = [f"rank {r}" for r in p.missing_ranks[:limit]]
+    if not names:
+        names = [pr.where() for pr in p.processes[:limit]]
+    more = max(len(p.ranks), len(p.missing_ranks), len(p.processes)) - len(names)
+    return ", ".join(names) + (f" and {more} more" if more > 0 else "")
 
 
 def _host(p: RasProblem) -> Optional[str]:
@@ -53,7 +54,7 @@ def _evidence(r: RasReport, p: RasProblem) -> List[str]:
 
 
 def _one(r: RasReport, p: RasProblem, stuck: bool) -> Finding:
-    where = _where(p)
+    where = named(p)
     comm = f"communicator {p.comm} ({p.comm_hash})" if p.comm else ""
     ev = _evidence(r, p)
     if p.kind == "DEAD":

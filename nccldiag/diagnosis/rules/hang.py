@@ -6,6 +6,7 @@ from typing import Dict, List
 
 from nccldiag.diagnosis.inputs import Inputs, setting_hosts
 from nccldiag.diagnosis.model import Diagnosis, Evidence, log_evidence
+from nccldiag.nccl import ras_checks
 
 ID = "hang"
 TITLE = "Hang localised"
@@ -31,10 +32,9 @@ def ras_evidence(facts) -> List[Evidence]:
             out.append(Evidence("log", f"RAS: every rank answered, no error ({', '.join(r.statuses()) or 'no'} "
                                        "communicators)", ref))
         for p in problems[:4]:
-            named = [x.where() for x in p.ranks[:4]] or [f"rank {x}" for x in p.missing_ranks[:4]] or \
-                [x.where() for x in p.processes[:4]]
+            names = ras_checks.named(p, 4)
             what = f"{p.comm} {p.kind}" if p.comm else p.kind
-            out.append(Evidence("log", f"RAS: {what}" + (f": {', '.join(named)}" if named else ""), ref,
+            out.append(Evidence("log", f"RAS: {what}" + (f": {names}" if names else ""), ref,
                                 p.nodes()[0] if len(p.nodes()) == 1 else None))
     return out
 
