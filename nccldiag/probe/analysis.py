@@ -151,6 +151,39 @@ def _rendezvous_of(command: str) -> Tuple[Optional[str], Optional[str]]:
     return (addr.group(1) if addr else None), (port.group(1) if port else None)
 
 
+# The launchers' own words for a rank that died: torchrun's "Root Cause (first observed failure)" block and
+# Open MPI's "mpirun noticed that process rank N ... exited on signal S".
+_ROOT_CAUSE = re.compile(r"Root Cause \(first observed failure\):(?P<block>(?:\n.*){0,8})")
+_RC_RANK = re.compile(r"^\s*rank\s*:\s*(?P<rank>\d+)(?: \(local_rank: (?P<local>\d+)\))?", re.M)
+_RC_EXIT = re.compile(r"^\s*exitcode\s*:\s*(?P<code>-?\d+)(?: \(pid: (?P<pid>\d+)\))?(?:\s+\((?P<sig>SIG\w+)\))?", re.M)
+_MPI_SIGNAL = re.compile(r"mpirun noticed that process rank (?P<rank>\d+) with PID (?P<pid>\d+) on node (?P<node>\S+) "
+                         r"exited on signal (?P<signum>\d+)(?: \((?P<name>[^)]*)\))?")
+_STOP_SIGNALS = {1, 2, 15}  # SIGHUP, SIGINT, SIGTERM: a stop asked for, not a death
+
+
+def rank_deaths(text: str) -> List[Dict[str, object]]:
+    """Ranks a launcher says were killed by a signal (pure): ``rank``, ``signal``, ``name``, ``local_rank``.
+
+    A signal that asks a process to stop (SIGHUP, SIGINT, SIGTERM) is left out: launchers send it to the
+    ranks they stop after another rank failed.
+    """
+    out: List[Dict[str, object]] = []
+    for m in _ROOT_CAUSE.finditer(text or ""):
+        block = m.group("block")
+        r, e = _RC_RANK.search(block), _RC_EXIT.search(block)
+        if not r or not e or int(e.group("code")) >= 0 or -int(e.group("code")) in _STOP_SIGNALS:
+            continue
+        out.append({"rank": int(r.group("rank")), "local_rank": int(r.group("local")) if r.group("local") else None,
+                    "signal": -int(e.group("code")), "name": e.group("sig") or f"signal {-int(e.group('code'))}"})
+    for m in _MPI_SIGNAL.finditer(text or ""):
+        sig = int(m.group("signum"))
+        if sig not in _STOP_SIGNALS:
+            out.append({"rank": int(m.group("rank")), "local_rank": None, "signal": sig,
+                        "name": f"signal {sig}" + (f" ({m.group('name')})" if m.group("name") else ""),
+                        "node": m.group("node")})
+    return out
+
+
 def _run_findings(setting: Setting, run, outcome: results.SettingOutcome, timeout: Optional[float]) -> List[Finding]:
     """What the launch itself says: nodes that failed, did not finish, or left processes."""
     out: List[Finding] = []
@@ -167,6 +200,19 @@ def _run_findings(setting: Setting, run, outcome: results.SettingOutcome, timeou
                                     "or in init usually means the node cannot reach its peers (interface, firewall)."))
         elif nr.error:
             out.append(error(AREA, f"{AREA}.launch", f"{tag} {host}: {nr.error.get('message')}", host=host))
+        elif nr.rc not in (0, None) and rank_deaths(nr.stderr_tail):
+            for d in rank_deaths(nr.stderr_tail):
+                local = f", local rank {d['local_rank']}" if d["local_rank"] is not None else ""
+                # mpirun reports every node's ranks: the node is the one it names, as its own host name
+                where = str(d.get("node") or host)
+                at = where if where in run.nodes or "node" not in d else None
+                out.append(fail(AREA, f"{AREA}.rank_died",
+                                f"{tag} rank {d['rank']}{local} on {where} was killed by {d['name']}",
+                                host=at, actual={"rank": d["rank"], "signal": d["signal"], "node": where},
+                                evidence=_tail(nr.stderr_tail, 10),
+                                fix=f"Find what killed it on {where}: the kernel log (OOM killer, segfault or bus "
+                                    "error lines, GPU Xid errors: 'dmesg -T | tail'), and memory and GPU health "
+                                    "('nvidia-smi -q'). The ranks that timed out waiting for it are not at fault."))
         elif nr.rc not in (0, None) and host not in hosts_with_records:
             known = recognise(nr.stderr_tail, host, *_rendezvous_of(run.commands.get(host, "")))
             msg = f"{tag} the launcher on {host} exited {nr.rc} before any rank reported"
