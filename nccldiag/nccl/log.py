@@ -890,29 +890,26 @@ class _Parser:
 
     # ---- records
 
-    def bench_line(self, rec: _Rec) -> None:
+    @staticmethod
+    def _keep_from(store: Dict[str, list], sizes: Dict[str, int], start: "re.Pattern[str]", cap: int,
+                   rec: _Rec, item) -> None:
+        """Keep ``item`` for ``rec``'s file once a line matching ``start`` was seen there, up to ``cap`` bytes."""
         src = rec.at.source
-        lines = self.bench.get(src)
+        lines = store.get(src)
         if lines is None:
-            if len(self.bench) >= MAX_BENCH_FILES or not _BENCH_START.search(rec.msg):
+            if len(store) >= MAX_BENCH_FILES or not start.search(rec.msg):
                 return
-            lines = self.bench[src] = []
-            self.bench_bytes[src] = 0
-        if self.bench_bytes[src] < MAX_BENCH_BYTES:
-            lines.append(rec.msg[:4096])
-            self.bench_bytes[src] += len(lines[-1]) + 1
+            lines = store[src] = []
+            sizes[src] = 0
+        if sizes[src] < cap:
+            lines.append(item)
+            sizes[src] += len(rec.msg[:4096]) + 1
+
+    def bench_line(self, rec: _Rec) -> None:
+        self._keep_from(self.bench, self.bench_bytes, _BENCH_START, MAX_BENCH_BYTES, rec, rec.msg[:4096])
 
     def ras_line(self, rec: _Rec) -> None:
-        src = rec.at.source
-        lines = self.ras.get(src)
-        if lines is None:
-            if len(self.ras) >= MAX_BENCH_FILES or not _RAS_START.search(rec.msg):
-                return
-            lines = self.ras[src] = []
-            self.ras_bytes[src] = 0
-        if self.ras_bytes[src] < MAX_RAS_BYTES:
-            lines.append((rec.at.lineno, rec.msg[:4096]))
-            self.ras_bytes[src] += len(lines[-1][1]) + 1
+        self._keep_from(self.ras, self.ras_bytes, _RAS_START, MAX_RAS_BYTES, rec, (rec.at.lineno, rec.msg[:4096]))
 
     def bare(self, rec: _Rec, last_proc: Optional[Tuple[str, int]]) -> None:
         self.bench_line(rec)

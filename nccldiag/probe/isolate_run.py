@@ -404,7 +404,7 @@ def task0_node(names: Sequence[str], slurm_names: Dict[str, str], order: Dict[st
 
 def run(hosts: Sequence[Host], opts: IsolateOptions, progress: Optional[Callable[[str], None]] = None) -> IsolateReport:
     """One isolation run end to end; returns its report (nothing is printed here)."""
-    from nccldiag.probe.nodes import SSHNode
+    from nccldiag.probe.nodes import SSHNode, connect_all
 
     t0 = time.monotonic()
     if len(hosts) < 2:
@@ -430,15 +430,7 @@ def run(hosts: Sequence[Host], opts: IsolateOptions, progress: Optional[Callable
         nodes = [SSHNode(h, opts.ssh) for h in hosts]
     report = IsolateReport(hosts=[n.name for n in nodes], seed=opts.seed, nproc_per_node=opts.nproc_per_node,
                            collective=opts.collective, size=opts.size, launcher=opts.launcher)
-    unreachable: Dict[str, str] = {}
-
-    def connect(n) -> None:
-        try:
-            n.connect()
-        except TransportError as exc:
-            unreachable[n.name] = exc.message
-
-    fan_out(nodes, connect, opts.fanout)
+    unreachable: Dict[str, str] = connect_all(nodes, opts.fanout)
     live = [n for n in nodes if n.name not in unreachable]
     for name, msg in unreachable.items():
         report.findings.append(error(AREA, f"{AREA}.ssh", f"{name}: {msg}", host=name,

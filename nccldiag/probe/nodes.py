@@ -8,13 +8,14 @@ from __future__ import annotations
 import os
 import socket
 import threading
-from typing import Callable, Dict, Optional
+from typing import Callable, Dict, Optional, Sequence
 
 from nccldiag.inventory import Host
-from nccldiag.transport.base import ExecResult
+from nccldiag.transport.base import ExecResult, TransportError
 from nccldiag.transport.local import LocalTransport
 from nccldiag.transport.ssh import SSHConnection, SSHOptions
 from nccldiag.transport.stream import run_streaming
+from nccldiag.transport.task import fan_out
 
 
 class LocalNode:
@@ -116,6 +117,20 @@ class LaunchHere(LocalNode):
     """Where ``--launcher srun`` runs: srun itself runs on this machine and starts every rank."""
 
     remote = False
+
+
+def connect_all(nodes: Sequence, fanout: int) -> Dict[str, str]:
+    """Connect ``nodes``, ``fanout`` at a time, each bounded by its SSH timeouts; returns host -> why not."""
+    unreachable: Dict[str, str] = {}
+
+    def connect(n) -> None:
+        try:
+            n.connect()
+        except TransportError as exc:
+            unreachable[n.name] = exc.message
+
+    fan_out(list(nodes), connect, fanout)
+    return unreachable
 
 
 def worker_files() -> Dict[str, str]:

@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Tupl
 
 from nccldiag.inventory import Host
 from nccldiag.probe import launch, runner
-from nccldiag.transport.base import TransportError
 from nccldiag.model.errors import UsageError
 from nccldiag.transport.ssh import SSHOptions
 from nccldiag.transport.task import fan_out
@@ -96,7 +95,7 @@ def run(hosts: Sequence[Host], opts: ProbeOptions,
     ``progress`` receives a line as each setting starts; nothing is printed here.
     """
     from nccldiag.probe import analysis, plan
-    from nccldiag.probe.nodes import LocalNode, SSHNode
+    from nccldiag.probe.nodes import LocalNode, SSHNode, connect_all
 
     t0 = time.monotonic()
     local = opts.launcher == "local"
@@ -119,15 +118,7 @@ def run(hosts: Sequence[Host], opts: ProbeOptions,
     out_dir = os.path.abspath(opts.out_dir) if opts.out_dir else os.path.join(state_dir(), run_id)
 
     # connect, fanout at a time, each bounded by the SSH timeouts
-    unreachable: Dict[str, str] = {}
-    if not opts.dry_run:
-        def connect(n):
-            try:
-                n.connect()
-            except TransportError as exc:
-                unreachable[n.name] = exc.message
-
-        fan_out(nodes, connect, opts.fanout)
+    unreachable: Dict[str, str] = {} if opts.dry_run else connect_all(nodes, opts.fanout)
     live = [n for n in nodes if n.name not in unreachable]
     if not live or (nodes and nodes[0].name in unreachable):
         report = analysis.unreachable_report(unreachable, [n.name for n in nodes], run_id)
