@@ -13,6 +13,8 @@ directory, and past the run's deadline it kills them in any case.
 """
 from __future__ import annotations
 
+import os
+import re
 import shlex
 from dataclasses import dataclass, field
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
@@ -52,6 +54,57 @@ def node_env(spec: LaunchSpec, ifname: Optional[str]) -> Dict[str, str]:
     return env
 
 
+REFUSED = 3  # exit status of a staging command that refused the run directory (its reason on stderr)
+
+
+def make_rundir(rundir: str) -> str:
+    """sh that creates the run directory so that it cannot have existed before, or refuses.
+
+    ``mkdir`` without ``-p`` fails on anything already at the path (a
+    directory, a file, a link), so a directory a local user made there first,
+    with files planted for the ranks to import or links for nccldiag to write
+    through, is never used: the node is refused with the reason on stderr.
+    The parent must be owned by root or this user and not writable by others
+    unless sticky (as ``/tmp`` is): in any other parent a user could move the
+    new directory away and put theirs in its place. Created mode 700 under
+    ``umask 077``; nothing else may enter it.
+    """
+    q = shlex.quote(rundir)
+    parent = os.path.dirname(rundir.rstrip("/")) or "/"
+    base = shlex.quote(parent)
+    return (
+        f"umask 077; [ -d {base} ] || {{ echo \"nccldiag: {_sq(parent)} is not a directory on $(hostname)\" >&2; "
+        f"exit {REFUSED}; }}; "
+        f"[ -z \"$(find -H {base} -maxdepth 0 \\( \\( ! -user 0 ! -user \"$(id -u)\" \\) -o "
+        f"\\( -perm /022 ! -perm -1000 \\) \\) -print 2>/dev/null)\" ] || "
+        f"{{ echo \"nccldiag: {_sq(parent)} on $(hostname) belongs to another user, or others may write in it "
+        f"without the sticky bit: the run directory is not staged there\" >&2; exit {REFUSED}; }}; "
+        f"if [ -e {q} ] || [ -h {q} ]; then echo \"nccldiag: {_sq(rundir)} already exists on $(hostname) and this "
+        f"run did not make it: refusing to use it (someone else created it first; remove it after a look)\" >&2; "
+        f"exit {REFUSED}; fi; "
+        f"mkdir -m 700 -- {q} || exit {REFUSED}; "
+    )
+
+
+def owned_rundir(rundir: str) -> str:
+    """sh that goes on only if ``rundir`` is this user's own directory, not a link, closed to everyone else.
+
+    Every command that works in a run directory starts with it, so one that
+    another user made or opened is never entered, written or removed.
+    """
+    q = shlex.quote(rundir)
+    return (
+        f"{{ [ -d {q} ] && [ ! -h {q} ] && [ -O {q} ] && [ -z \"$(find {q} -maxdepth 0 -perm /077 2>/dev/null)\" ]; }} || "
+        f"{{ echo \"nccldiag: {_sq(rundir)} on $(hostname) is not this run's own directory (missing, a link, "
+        f"another user's, or open to others): refusing to use it\" >&2; exit {REFUSED}; }}; "
+    )
+
+
+def _sq(text: str) -> str:
+    """``text`` for inside a double-quoted sh string: no expansion, no end of the string."""
+    return re.sub(r'([\\$`"])', r"\\\1", text)
+
+
 def wrap(inner: str, rundir: str, run_id: str = "", watchdog: int = 0) -> str:
     """Run ``inner`` as the leader of a new session, recording its PGID, under a watchdog.
 
@@ -67,14 +120,14 @@ def wrap(inner: str, rundir: str, run_id: str = "", watchdog: int = 0) -> str:
     body = f"echo $$ > {q}/launcher.pgid; exec {inner}"
     launcher = f"setsid -w sh -c {shlex.quote(body)}"
     if not watchdog or not run_id:
-        return f"cd {q} && exec {launcher}"
+        return f"{owned_rundir(rundir)}cd {q} && exec {launcher}"
     guard = (
         f"_n={int(watchdog)}; "
         "while [ $_n -gt 0 ] && kill -0 $_w 2>/dev/null && kill -0 $_l 2>/dev/null; do sleep 1; _n=$((_n-1)); done; "
         f"if ! kill -0 $_w 2>/dev/null; then {kill_command(run_id)}; rm -rf -- {q}; "
         f"elif kill -0 $_l 2>/dev/null; then {kill_command(run_id)}; fi"
     )
-    return (f"cd {q} && _w=$PPID && {{ {launcher} & _l=$!; "
+    return (f"{owned_rundir(rundir)}cd {q} && _w=$PPID && {{ {launcher} & _l=$!; "
             f"( {guard} ) </dev/null >/dev/null 2>&1 & wait $_l; }}")
 
 

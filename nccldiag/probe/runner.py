@@ -76,10 +76,17 @@ def _archive(files: Dict[str, str]) -> str:
     import io
     import tarfile
 
+    def own(info: tarfile.TarInfo) -> tarfile.TarInfo:
+        # root's files, closed to others, whoever owns them here: tar run as root keeps the archive's owner
+        info.uid = info.gid = 0
+        info.uname = info.gname = "root"
+        info.mode = 0o700 if info.isdir() else 0o600
+        return info
+
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w:gz") as tar:
         for rel, path in sorted(files.items()):
-            tar.add(path, arcname=rel)
+            tar.add(path, arcname=rel, filter=own)
     return base64.b64encode(buf.getvalue()).decode("ascii")
 
 
@@ -118,12 +125,14 @@ def prepare(nodes: Sequence, python: str, ifname: Optional[str], shared_dir: Opt
     archive = _archive(files) if stage and files is not None else None
 
     def prep(node) -> None:
-        # one round trip per node: make the run directory, unpack the worker
-        # (from stdin), find the interface, look at the Python
+        # one round trip per node: make the run directory (a shared one: the first node makes it, the
+        # others check that it is the one it made), unpack the worker (from stdin), find the interface,
+        # look at the Python
         unpack = archive is not None and (shared_dir is None or node is first)
+        makes = stage and (shared_dir is None or node is first)
         speed_of = shlex.quote(ifname) if ifname else '"$d"'  # the interface gloo/NCCL get, quoted on the node
         cmd = (
-            f"mkdir -p -m 700 {shlex.quote(rundir)} && "
+            (launch.make_rundir(rundir) if makes else launch.owned_rundir(rundir) if stage else "")
             + (f"base64 -d | tar -xzf - -C {shlex.quote(rundir)} && " if unpack else "")
             + launch.iface_command(rdzv_host)
             + f"; echo \"speed=$(cat /sys/class/net/{speed_of}/speed 2>/dev/null)\""
@@ -157,7 +166,15 @@ def prepare(nodes: Sequence, python: str, ifname: Optional[str], shared_dir: Opt
         except TransportError as exc:
             problems[node.name] = exc.message
 
-    fan_out(list(nodes), prep, fanout)
+    if shared_dir and stage:
+        fan_out([first], prep, 1)  # the others find the directory it made, or are refused
+        rest = [n for n in nodes if n is not first] if first.name not in problems else []
+        for n in nodes:
+            if n is not first and first.name in problems:
+                problems[n.name] = f"the shared run directory was not made on {first.name}"
+        fan_out(rest, prep, fanout)
+    else:
+        fan_out(list(nodes), prep, fanout)
     port = int(info.get(first.name, {}).get("free_port") or 29400)
     return Prepared(run_id, rundir, rdzv_host, port, ifnames, loopback, problems, info, hostnames)
 
@@ -373,12 +390,18 @@ def cleanup(nodes: Sequence, rundir: str, timeout: float = 15, fanout: int = 64)
         return {"*": f"refusing to remove {rundir}"}
 
     def remove(node) -> None:
-        r = node.run(f"rm -rf -- {shlex.quote(rundir)}", timeout)
+        # only the directory this run made: one another user put there first is left to the admin
+        r = node.run(f"if {_owned_test(rundir)}; then rm -rf -- {shlex.quote(rundir)}; fi", timeout)
         if r.error or r.rc != 0:
             failed[node.name] = r.error.message if r.error else r.stderr.strip()[:200]
 
     fan_out(list(nodes), remove, fanout)
     return failed
+
+
+def _owned_test(rundir: str) -> str:
+    q = shlex.quote(rundir)
+    return f"[ -d {q} ] && [ ! -h {q} ] && [ -O {q} ]"
 
 
 def safe_name(name: str) -> str:

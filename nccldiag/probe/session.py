@@ -191,7 +191,8 @@ def run(hosts: Sequence[Host], opts: ProbeOptions,
                 if not can_run:
                     break
                 setting_dir = prep.rundir + '/' + setting.name
-                mkdir = f"mkdir -p {shlex.quote(setting_dir)} && " + runner.counters_before(setting_dir)
+                mkdir = (launch.owned_rundir(prep.rundir) + f"mkdir -p {shlex.quote(setting_dir)} && "
+                         + runner.counters_before(setting_dir))
                 commands = {h: mkdir + c for h, c in commands.items()}
                 if progress is not None:
                     progress(f"setting {i + 1}/{len(settings)}: {setting.name}")
@@ -203,7 +204,8 @@ def run(hosts: Sequence[Host], opts: ProbeOptions,
                     launchers = [LaunchHere("srun")]
                     commands = {"srun": commands["srun"].replace(mkdir, "")}
                     # the setting's directory on every node first (one step each, fanout at a time)
-                    fan_out(participants, lambda n: n.run(f"mkdir -p {shlex.quote(prep.rundir + '/' + setting.name)}",
+                    fan_out(participants, lambda n: n.run(launch.owned_rundir(prep.rundir) + f"mkdir -p "
+                                                          f"{shlex.quote(prep.rundir + '/' + setting.name)}",
                                                           opts.ssh.command_timeout), opts.fanout)
                 sr = runner.run_setting(participants, commands, setting, timeout,
                                         grace=grace, run_id=prep.run_id,

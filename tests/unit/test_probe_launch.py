@@ -65,6 +65,12 @@ PARENT = ("import os, subprocess, sys\n"
           "sys.stdin.read()\n")
 
 
+def _make(rundir) -> None:
+    """The run directory made as staging makes it on a node."""
+    r = subprocess.run(["sh", "-c", launch.make_rundir(str(rundir))], capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0, r.stderr
+
+
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -77,7 +83,7 @@ def _start(tmp_path, inner, watchdog=600):
     run_id = f"nccldiag-wdtest-{os.getpid()}-{uuid.uuid4().hex[:8]}"
     inner = f"env {launch.RUN_MARK}={run_id} {inner}"
     rundir = tmp_path / run_id
-    rundir.mkdir()
+    _make(rundir)
     cmd = launch.wrap(inner, str(rundir), run_id, watchdog)
     parent = subprocess.Popen([sys.executable, "-c", PARENT, cmd, str(rundir)], stdin=subprocess.PIPE,
                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
@@ -127,7 +133,7 @@ def test_watchdog_kills_the_run_at_its_deadline_and_keeps_the_directory(tmp_path
     run_id = f"nccldiag-wdtest-{os.getpid()}-{uuid.uuid4().hex[:8]}"
     inner = f"env {launch.RUN_MARK}={run_id} sleep 600"
     rundir = tmp_path / run_id
-    rundir.mkdir()
+    _make(rundir)
     parent = subprocess.Popen([sys.executable, "-c", PARENT, launch.wrap(inner, str(rundir), run_id, 2), str(rundir)],
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     box = {}
