@@ -48,6 +48,9 @@ SOURCES = (smiq.SOURCE, FM_SOURCE, VERSIONS_SOURCE, kernlog.SOURCE)
 
 _INFOROM = re.compile(r"infoROM is corrupted at gpu (\S+)", re.I)
 _FW_LINE = re.compile(r"mlx\d_core (\S+?): firmware version: (\S+)")
+# mlx4/mlx5 and other HCA drivers asking for newer firmware ("LSO not supported, please upgrade to later FW version")
+_FW_OLD = re.compile(r"(?:mlx\d|bnxt|irdma|qed)\w*.*(?:upgrade to (?:a )?(?:later|newer) (?:FW|firmware)|"
+                     r"(?:FW|firmware) (?:version )?\S* ?(?:is )?(?:too old|not supported|older than))", re.I)
 
 
 @dataclass
@@ -62,6 +65,7 @@ class FirmwareFacts:
     ofed: Optional[str] = None
     rdma_core: Optional[str] = None
     hca_fw_log: Dict[str, str] = field(default_factory=dict)  # PCI function -> firmware (kernel log)
+    hca_fw_complaints: List[str] = field(default_factory=list)  # the HCA driver asking for newer firmware
 
 
 def parse_versions(text: Optional[str], f: FirmwareFacts) -> None:
@@ -99,10 +103,12 @@ def parse(raw) -> FirmwareFacts:
     fm = parse_fm(section(raw, FM_SOURCE.name))
     f.fm_version = fm.version if fm else None
     parse_versions(section(raw, VERSIONS_SOURCE.name), f)
-    for _, msg in kernlog.parse(raw.get(kernlog.SOURCE.name)).lines:
+    for when, msg in kernlog.parse(raw.get(kernlog.SOURCE.name)).lines:
         m = _FW_LINE.search(msg)
         if m:
             f.hca_fw_log[m.group(1).lower()] = m.group(2)
+        elif _FW_OLD.search(msg) and len(f.hca_fw_complaints) < 16:
+            f.hca_fw_complaints.append(kernlog.short(f"{when} {msg}".strip()))
     return f
 
 
@@ -167,6 +173,12 @@ def _judge_hca(facts: FirmwareFacts, node: Optional[NodeFacts]) -> List[Finding]
         for fn, fw in facts.hca_fw_log.items():
             # one model per firmware major number (28 = ConnectX-7, 22 = ConnectX-6 Dx, ...)
             per.setdefault(f"ConnectX firmware {fw.split('.')[0]}.x", Counter())[fw] += 1
+    if facts.hca_fw_complaints:
+        return [warn(NAME, "firmware.hca", f"the HCA driver asks for newer firmware: {facts.hca_fw_complaints[0]}",
+                     actual=facts.hca_fw_complaints[0], expected="firmware the driver supports",
+                     evidence=facts.hca_fw_complaints[:8],
+                     fix="Update the HCA firmware to what the driver supports (mlxfwmanager --online -u, or the OEM's "
+                         "image for OEM cards, matched by PSID), the same on every node, and reset the HCA or reboot.")]
     if not per:
         return [skip(NAME, "firmware.hca", "no HCA firmware versions (no RDMA device)")]
     mixed = {m: c for m, c in per.items() if len(c) > 1}

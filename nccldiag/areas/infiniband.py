@@ -916,8 +916,34 @@ def judge(facts: Optional[IbFacts], node: Optional[NodeFacts] = None) -> List[Fi
                            actual=_compact(active), evidence=[p.summary() for p in ports][:16] + facts.notes[:4]))
     findings.extend(_judge_rates(ports))
     findings.extend(_judge_gids(ports))
+    findings.extend(_judge_sparse_gids(ports))
     findings.extend(_judge_soft(ports))
     return findings
+
+
+def _judge_sparse_gids(ports: List[IbPort]) -> List[Finding]:
+    """A RoCE GID table with nothing at its first indices (a pod's macvlan addresses fill others' slots): NCCL
+    before 2.26 stops at the first empty index when it looks for a GID by itself (NVIDIA/nccl#1587)."""
+    out: List[Finding] = []
+    for p in ports:
+        if p.state is not None and not p.active or p.link_layer == "InfiniBand" or not p.gids:
+            continue
+        if not any(g.type and g.type.startswith("RoCE") for g in p.gids):
+            continue
+        first = min(g.index for g in p.gids)
+        if first == 0:
+            continue
+        v2 = next((g for g in p.gids if g.ipv4 and g.type == "RoCE v2"), None)
+        out.append(warn(
+            NAME, "ib.roce_gid", f"{p.name}: the GID table starts at index {first} (indices 0-{first - 1} empty); "
+            "NCCL before 2.26 does not find a GID by itself in such a table",
+            actual=f"first GID at {first}", expected="a GID at index 0",
+            evidence=[f"GID[{g.index}] {g.gid} {g.type or '?'}" + (f" {g.ipv4}" if g.ipv4 else "") for g in p.gids][:8],
+            fix=("Use NCCL 2.26 or newer, which searches sparse GID tables, or set NCCL_IB_GID_INDEX to the RoCE v2 "
+                 f"IPv4 entry{f' ({v2.index})' if v2 else ''} on every node of this kind (Kubernetes macvlan/SR-IOV "
+                 "pods get such tables)."),
+        ))
+    return out
 
 
 def _judge_soft(ports: List[IbPort]) -> List[Finding]:

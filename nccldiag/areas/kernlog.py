@@ -24,7 +24,8 @@ from nccldiag.areas.base import Source
 PATTERN = (
     r"NVRM: Xid|NVRM: GPU at PCI|AER|[Cc]orrected error|Uncorrect|PCIe Bus Error|"
     r"Link (DOWN|INIT|ACTIVE|down|up)|[Ll]ost carrier|[Gg]ained carrier|carrier (lost|on|off)|"
-    r"Port module event|firmware version"
+    r"Port module event|firmware version|FW version|fallen off the bus|The NVIDIA GPU|installed in this system has|"
+    r"probe routine failed"
 )
 _MARK = "nccldiag: kernel log"
 

@@ -238,7 +238,17 @@ def _judge_memlock(facts: LimitsFacts, rdma: Optional[bool], rdma_words: str) ->
     evidence = [l for l in facts.ulimit_lines if "memlock" in l.lower() or "locked memory" in l.lower()] + [
         f"{c.path}: {c.line}" for c in conf[:8]]
     conf_unlimited = any(c.value == UNLIMITED for c in conf if c.domain == "*")
-    if facts.memlock_soft is None:
+    if facts.memlock_soft is None and conf_unlimited and facts.systemd_memlock is None and not facts.proc_limits:
+        # limits.conf alone: it applies to PAM logins, not to what services start (slurmd's jobs, containers)
+        findings.append(warn(NAME, "limits.memlock", "limits.conf sets memlock unlimited, but that applies to PAM "
+                             "logins only: jobs a service starts (slurmd, containerd, docker) get the service's "
+                             "LimitMEMLOCK, and the limit the jobs got was not collected", evidence=evidence,
+                             actual=None, expected=UNLIMITED,
+                             fix=("Check the limit where the job runs ('ulimit -l' in a job, cat /proc/$(pidof "
+                                  "slurmd)/limits) and set LimitMEMLOCK=infinity in the service's unit (systemctl edit "
+                                  "slurmd; then restart it); slurm.conf PropagateResourceLimits passes the submitting "
+                                  "shell's limit on.")))
+    elif facts.memlock_soft is None:
         findings.append(skip(NAME, "limits.memlock", "memlock limit not collected", evidence=evidence))
     elif facts.memlock_soft == UNLIMITED:
         findings.append(ok(NAME, "limits.memlock", f"memlock unlimited ({facts.memlock_source})",

@@ -205,6 +205,10 @@ def parse_fm(text: Optional[str]) -> Optional[FabricManager]:
             fm.state_from_log = "running"
         elif "failed!" in low or "status=1/failure" in low or "failed with result" in low:
             fm.state_from_log = "failed"
+        elif "cannot be started" in low or "don't match" in low or "do not match" in low:
+            # the start wrapper's pre-check refused (NVL5: ib_umad not loaded), or the driver version differs
+            fm.errors.append(line)
+            fm.state_from_log = "failed"
         elif "stopped" in low and "fabric manager" in low:
             fm.state_from_log = "stopped"
     if not (fm.props or fm.version or fm.log):

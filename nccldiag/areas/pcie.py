@@ -138,6 +138,7 @@ class PcieFacts:
     lspci_present: bool = False
     tree: bool = False  # the lspci text is a `lspci -t` / `-tv` tree: no stanzas, no link or ACS lines
     tree_names: List[str] = field(default_factory=list)  # "0000:01:00.0 Mellanox ... [ConnectX-6]" (-tv only)
+    acs_lines: List[str] = field(default_factory=list)  # ACSCtl lines with no device header ('lspci -vvv | grep ACSCtl')
 
     @property
     def bridges(self) -> List[PciDevice]:
@@ -293,6 +294,7 @@ def parse(raw) -> PcieFacts:
     f = PcieFacts(devices=parse_lspci(text), lspci_present=text is not None)
     if not f.devices:
         f.tree, f.tree_names = parse_tree(text)
+        f.acs_lines = [l.strip() for l in (text or "").splitlines() if l.strip().startswith("ACSCtl:")]
     f.limited = parse_limited(section(raw, "pcie_dmesg"))
     f.virtualization, f.virt_known = parse_virt(raw.get("virt"))
     return f
@@ -423,6 +425,20 @@ def _judge_acs(facts: PcieFacts, gpus: Optional[bool]) -> List[Finding]:
                  evidence=evidence, fix=fix)]
 
 
+def _judge_acs_lines(lines: List[str]) -> List[Finding]:
+    """ACSCtl lines without their devices (a grep of lspci -vvv): redirect on some bridge, which one unknown."""
+    on = [l for l in lines if any(f"{b}+" in l for b in ACS_REDIRECT)]
+    if not on:
+        return [ok(NAME, "pcie.acs", f"ACS redirect off on all {len(lines)} ACSCtl lines (devices not shown)")]
+    return [warn(NAME, "pcie.acs", f"ACS redirect ({'/'.join(ACS_REDIRECT)}) on {len(on)} of {len(lines)} ACSCtl lines; "
+                 "which bridges they are is not in the output (a grep of lspci -vvv)",
+                 actual={"acs_lines": len(lines), "redirecting": len(on)}, expected="ACSCtl SrcValid- ReqRedir- CmpltRedir-",
+                 evidence=on[:8],
+                 fix=("Disable ACS in the BIOS (or clear it on every bridge after boot: setpci -s <bdf> "
+                      "ECAP_ACS+0x6.w=0000) and run 'lspci -D -vvv' as root to see which bridges redirect; redirect "
+                      "on a bridge above GPUs or NICs breaks P2P and GPUDirect RDMA."))]
+
+
 def _judge_links(facts: PcieFacts) -> List[Finding]:
     endpoints = facts.gpus + facts.nics
     with_link = [d for d in endpoints if d.cap.width and d.sta.width]
@@ -499,6 +515,8 @@ def judge(facts: Optional[PcieFacts], node: NodeFacts) -> List[Finding]:
                      f"lines to judge{named}", evidence=facts.tree_names[:8],
                      fix="Collect 'lspci -D -vvv -nn' as root (what 'nccldiag collect' runs) to check ACS and links.")
                 ] + _judge_limited(facts)
+    if not facts.devices and facts.acs_lines:
+        return _judge_acs_lines(facts.acs_lines) + _judge_limited(facts)
     if not facts.devices:
         return [skip(NAME, "pcie.lspci", "lspci printed no device")] + _judge_limited(facts)
     return _judge_acs(facts, node_gpus(node)[0]) + _judge_links(facts) + _judge_limited(facts)

@@ -65,6 +65,8 @@ CODES: Dict[int, tuple] = {
 
 _XID = re.compile(r"NVRM: Xid \(PCI:([0-9A-Fa-f:.]+)\):\s*(\d+),\s*(.*)")
 _GPU_AT = re.compile(r"NVRM: GPU at PCI:([0-9A-Fa-f:.]+):\s*(GPU-[0-9a-fA-F-]+)")
+_THE_GPU = re.compile(r"NVRM: The NVIDIA GPU ([0-9A-Fa-f]{4}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d)")
+_OFF_BUS = re.compile(r"NVRM: GPU ([0-9A-Fa-f:.]+): GPU has fallen off the bus")
 # 154 says what the driver now asks for; "to 0x0 (None)" clears it
 _RECOVERY_NONE = re.compile(r"to 0x0+ \(None\)", re.I)
 
@@ -99,11 +101,23 @@ class XidFacts:
 
 def parse_events(log: kernlog.KernelLog) -> XidFacts:
     f = XidFacts(log_read=log.read, log_lines=log.total)
+    notice_bus: Optional[str] = None  # the GPU of the driver's multi-line "fallen off the bus" notice
     for when, msg in log.lines:
         m = _XID.search(msg)
         if m:
             f.events.append(XidEvent(norm_bus(m.group(1)), int(m.group(2)), m.group(3).strip(), when,
                                      kernlog.short(f"{when} {msg}".strip())))
+            continue
+        m = _THE_GPU.search(msg)
+        if m:
+            notice_bus = norm_bus(m.group(1))
+        if "fallen off the bus" in msg:
+            m = _OFF_BUS.search(msg)
+            bus = norm_bus(m.group(1)) if m else notice_bus
+            # the driver's notice without an Xid line: as Xid 79 on that GPU, once
+            if bus and not any(e.bus == bus and e.code == 79 for e in f.events):
+                f.events.append(XidEvent(bus, 79, "GPU has fallen off the bus (driver notice, no Xid line)", when,
+                                         kernlog.short(f"{when} {msg}".strip())))
             continue
         m = _GPU_AT.search(msg)
         if m:

@@ -5,7 +5,7 @@ from typing import List, Sequence
 
 from nccldiag.benchmarks.nccltests import NcclTestsRun
 from nccldiag.benchmarks.perftest import PerftestResult
-from nccldiag.model.findings import Finding, fail, ok, warn
+from nccldiag.model.findings import Finding, fail, ok, skip, warn
 
 AREA = "benchmark"
 
@@ -49,7 +49,7 @@ def judge_nccl_tests(run: NcclTestsRun) -> Finding:
         return fail(AREA, "nccltests.result", f"{where}: {'; '.join(what)}", actual=f"{len(wrong)} sizes wrong, {oob} out of bounds",
                     expected="0 wrong, 0 out of bounds", evidence=[_row_text(r) for r in wrong[:8]], fix=FIX_WRONG)
     if not run.verified:
-        return warn(AREA, "nccltests.result",
+        return skip(AREA, "nccltests.result",
                     f"{where}: {sizes}, {figures}; results not verified (the run used -c 0: #wrong is N/A)",
                     actual="not verified", expected="verified results (-c 1, the default)",
                     fix="Run nccl-tests with result checking on (-c 1, the default) to know the data arrived intact.")
@@ -78,8 +78,26 @@ def judge_perftest(r: PerftestResult) -> List[Finding]:
     return out
 
 
-def judge(nccl_tests: Sequence[NcclTestsRun], perftests: Sequence[PerftestResult]) -> List[Finding]:
+FIX_NO_RESULT = ("A run that stops after its header hangs in its first collective: run it again with NCCL_DEBUG=INFO "
+                 "and give the output to 'nccldiag log'; NCCL_P2P_DISABLE=1 (P2P broken by PCIe ACS or the IOMMU) "
+                 "and NCCL_IB_DISABLE=1 (the network) tell which path hangs.")
+
+
+def judge_no_result(run: NcclTestsRun) -> Finding:
+    """A run that printed its header and no result row: it stopped or hung before its first collective ended."""
+    where = f"{_name(run)} in {run.source}" if run.source else _name(run)
+    ranks = f" on {run.ranks} rank(s)" if run.ranks else ""
+    return warn(AREA, "nccltests.result", f"{where}: started{ranks} but printed no result row: it stopped or hung "
+                "before its first collective finished", actual="no result", expected="a result row per size",
+                fix=FIX_NO_RESULT)
+
+
+def judge(nccl_tests: Sequence[NcclTestsRun], perftests: Sequence[PerftestResult],
+          no_result: Sequence[NcclTestsRun] = ()) -> List[Finding]:
+    """``no_result``: runs that printed a header and no row, and whose ranks did not all complete NCCL's init
+    in the same logs (an excerpt cut after init is not a hang)."""
     out: List[Finding] = [judge_nccl_tests(run) for run in nccl_tests]
+    out += [judge_no_result(run) for run in no_result if not nccl_tests and run.table]
     for r in perftests:
         out.extend(judge_perftest(r))
     return out

@@ -27,6 +27,10 @@ class NcclTestsRun:
     ranks: int = 0
     name: Optional[str] = None  # "all_reduce_perf", from "# Collective test starting: ..." where printed
     source: str = ""  # the file it was read from (``nccldiag log``)
+    started: bool = False  # its header was seen (nThread, the device list or the column titles)
+    table: bool = False  # its column titles were printed: init is over and the first collective has started
+    devices: List[str] = field(default_factory=list)  # the GPU names of its 'Using devices' lines
+    hosts: List[str] = field(default_factory=list)  # the hosts of its ranks, where the device lines name them
 
     @property
     def verified(self) -> bool:
@@ -65,7 +69,11 @@ def parse_nccl_tests(text: Optional[str]) -> Optional[NcclTestsRun]:
     """
     run = NcclTestsRun()
     for line in (text or "").splitlines():
-        s = line.strip()
+        s = line.strip().lstrip(">#").strip()
+        if _HEADER.search(s):
+            run.started = True
+            run.table = run.table or bool(_TITLES.search(s))
+            continue
         m = re.search(r"Avg bus bandwidth\s*:\s*([\d.]+)", s)
         if m:
             run.avg_busbw = float(m.group(1))
@@ -78,17 +86,34 @@ def parse_nccl_tests(text: Optional[str]) -> Optional[NcclTestsRun]:
         if m:
             run.out_of_bounds = int(m.group(1))
             continue
-        if re.search(r"\bRank\s+\d+\s+Group\s+\d+\s+Pid\b", s):
+        m = _RANK.search(s)
+        if m:
             run.ranks += 1
+            run.started = True
+            if len(run.devices) < 1024:
+                run.devices.append(m.group("gpu").strip())
+            if m.group("host") and m.group("host") not in run.hosts and len(run.hosts) < 1024:
+                run.hosts.append(m.group("host"))
             continue
         toks = s.split()
-        if len(toks) < 12 or not toks[0].isdigit() or not toks[1].isdigit():
+        if len(toks) < 11 or not toks[0].isdigit() or not toks[1].isdigit():
             continue
-        rest = toks[4:]
-        if len(rest) == 9:  # with the root column
-            rest = rest[1:]
-        if len(rest) != 8:
+        # size, count, type, [redop], [root], then time, algbw, busbw, #wrong out of place and in place
+        rest = toks[3:]
+        if len(rest) < 8 or len(rest) > 10 or not all(_cell(t) for t in rest[-8:]):
             continue
-        run.rows.append(NcclTestsRow(int(toks[0]), int(toks[1]), toks[2], toks[3], _float(rest[2]), _float(rest[6]),
+        redop = rest[0] if len(rest) > 8 else ""
+        rest = rest[-8:]
+        run.rows.append(NcclTestsRow(int(toks[0]), int(toks[1]), toks[2], redop, _float(rest[2]), _float(rest[6]),
                                      f"{rest[3]}/{rest[7]}"))
-    return run if run.rows or run.avg_busbw is not None else None
+    return run if run.rows or run.avg_busbw is not None or run.out_of_bounds is not None or run.started else None
+
+
+_TITLES = re.compile(r"^(?:size|bytes)\s+(?:count|N)\s+type\b")
+_HEADER = re.compile(r"^nThread \d+|^Using devices\s*$|^(?:size|bytes)\s+(?:count|N)\s+type\b")
+_RANK = re.compile(r"\bRank\s+\d+\s+(?:Group\s+\d+\s+)?(?:Pid\s+\d+\s+on\s+(?P<host>\S+)\s+)?(?:device\s+\d+|uses device"
+                   r"\s+\d+)\s+\[[^\]]*\]\s*(?P<gpu>.*)$")
+
+
+def _cell(tok: str) -> bool:
+    return tok == "N/A" or _float(tok) is not None

@@ -13,7 +13,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence
 from nccldiag.areas import kind
 from nccldiag.areas.base import NodeFacts
 from nccldiag.model.raw import RawNode
-from nccldiag.model.findings import Finding, Status, error, worst
+from nccldiag.model.findings import Finding, Status, error, skip, worst
 from nccldiag.model.findings import exit_code as findings_exit_code
 
 # Exit codes (documented in the README).
@@ -69,6 +69,16 @@ def exit_code(nodes: Sequence[NodeReport]) -> int:
                               incomplete=any(not n.reachable for n in nodes))
 
 
+def collected(raw: RawNode, area: ModuleType) -> bool:
+    """Whether any output of ``area`` was collected on the node. A bundle assembled from pasted outputs holds a
+    few sources only: what it lacks was not collected (its return codes list what was), which is not a fault
+    of the node. A live node has a return code for every source it ran."""
+    if not raw.rcs:
+        return True
+    names = [s.name for s in getattr(area, "SOURCES", ())]
+    return not names or any(n in raw.rcs or n in raw.sections for n in names)
+
+
 def analyze_node(raw: RawNode, areas: Sequence[ModuleType], options: Optional[Mapping[str, Any]] = None) -> NodeReport:
     """Judge how one node was reached, then parse and judge its raw outputs (pure)."""
     options = dict(options or {})
@@ -98,6 +108,10 @@ def analyze_node(raw: RawNode, areas: Sequence[ModuleType], options: Optional[Ma
             found = area.judge(node.facts.get(area.NAME), node)
         except Exception as exc:
             found = [error(area.NAME, f"{area.NAME}.judge", f"could not judge {area.NAME}: {type(exc).__name__}: {exc}")]
+        if not collected(raw, area) and any(f.status in (Status.FAIL, Status.WARN, Status.ERROR) for f in found):
+            # what the area says of outputs that were never collected is no verdict on the node
+            found = [skip(area.NAME, f"{area.NAME}.collected", f"{area.TITLE}: not checked, none of its outputs is "
+                          f"in this bundle ({', '.join(s.name for s in area.SOURCES)})")]
         report.findings.extend(found)
     for f in report.findings:
         f.host = raw.host

@@ -205,7 +205,7 @@ def check(bundle, only, skip, mesh_mode, save_dir, run_dir, p2p_test, verbose, c
     elif not outs.stdout_json:
         err.print(f"run directory: {run_dir}", style="muted", markup=False, highlight=False, soft_wrap=True)
     outs.write(doc)
-    sys.exit(report.exit_code)
+    sys.exit(check_report.exit_code(report))
 
 
 def _run_dir(given: Optional[str]):

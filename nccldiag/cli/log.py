@@ -132,7 +132,10 @@ def log(files, json_path, require_ib, expect, include_channels, verbose, color):
     nccldiag log job.out --require-ib       a job's stdout; Socket fallback is a failure
     nccldiag log job.out --json -           JSON on stdout
 
-    Exit codes: 0 no failure in the logs, 1 the logs show a failure, 2 usage error.
+    FILE '-' reads standard input (paste, then Ctrl-D).
+
+    Exit codes: 0 no failure in the logs, 1 the logs show a failure (a
+    failing finding or verdict), 2 usage error.
     """
     from nccldiag.nccl import checks as nccl_checks
     from nccldiag.report import log_report as report
@@ -142,13 +145,14 @@ def log(files, json_path, require_ib, expect, include_channels, verbose, color):
         expected = parse_expect(expect)
         facts = parse_files(files)
         findings = nccl_checks.judge(facts, require_ib=require_ib, expected_env=expected)
+        diagnosed = report.diagnose(facts, findings)
         if json_path:
-            _write_json(report.to_json(facts, findings, include_channels), json_path)
+            _write_json(report.to_json(facts, findings, include_channels, diagnosed), json_path)
     except _LogUsageError as exc:
         click.echo(f"nccldiag: error: {exc}", err=True)
         sys.exit(2)
     if json_path != "-":
-        report.render(facts, findings, console(color=color), verbose=verbose)
+        report.render(facts, findings, console(color=color), verbose=verbose, diagnosed=diagnosed)
     elif not facts.nccl_lines:
         click.echo(f"nccldiag: {report.no_nccl_lines(facts)}", err=True)
-    sys.exit(report.exit_code(findings))
+    sys.exit(report.exit_code(findings, diagnosed))

@@ -21,18 +21,37 @@ __all__ = ["Diagnosis", "Evidence", "Inputs", "Summary", "diagnose", "summary"]
 
 
 def diagnose(inputs: Inputs) -> List[Diagnosis]:
+    """Every cause of the catalog that the evidence fits, worst and surest first; a failed run that no cause
+    explains gets the ``unexplained`` verdict (see :mod:`nccldiag.diagnosis.rules.unexplained`)."""
+    from nccldiag.diagnosis.rules import unexplained
+
     out: List[Diagnosis] = []
     order: Dict[str, int] = {}
     for i, rule in enumerate(all_rules()):
         order[rule.ID] = i
         try:
-            out.extend(rule.diagnose(inputs))
+            found = rule.diagnose(inputs)
         except Exception as exc:  # a rule's bug must not hide the other rules' verdicts
-            out.append(Diagnosis(f"{rule.ID}.internal", f"{rule.TITLE}: rule failed", "info",
-                                 f"the {rule.ID} rule could not run: {type(exc).__name__}: {exc}", "low",
-                                 "nccldiag's own error, not a verdict on any node", "Report this as a bug."))
-    # worst and surest first; at equal rank, in rule order: causes (interface, P2P) before symptoms (hang)
-    return sorted(out, key=lambda d: sort_key(d)[:2] + (order.get(d.id.split(".")[0], len(order)),) + sort_key(d)[2:])
+            found = [Diagnosis(f"{rule.ID}.internal", f"{rule.TITLE}: rule failed", "info",
+                               f"the {rule.ID} rule could not run: {type(exc).__name__}: {exc}", "low",
+                               "nccldiag's own error, not a verdict on any node", "Report this as a bug.",
+                               category="unexplained")]
+        for d in found:
+            _defaults(d, rule)
+        out.extend(found)
+    out.extend(unexplained.fallback(inputs, out))
+    # worst first, causes before symptoms, surest first; at equal rank, in rule order
+    return sorted(out, key=lambda d: sort_key(d)[:3] + (order.get(d.id.split(".")[0], len(order)),) + sort_key(d)[3:])
+
+
+def _defaults(d: Diagnosis, rule) -> None:
+    """What a rule module declares once for all its diagnoses: category, tier, the confirming command."""
+    if not d.category:
+        d.category = getattr(rule, "CATEGORY", "unexplained")
+    if not d.tier:
+        d.tier = getattr(rule, "TIER", 0)
+    if not d.confirm:
+        d.confirm = getattr(rule, "CONFIRM", "")
 
 
 @dataclass

@@ -12,6 +12,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
+from nccldiag.diagnosis import categories
 from nccldiag.model.findings import clean_text
 
 SEVERITIES = ("fail", "warn", "info")
@@ -56,10 +57,16 @@ class Diagnosis:
     workaround_cost: Optional[str] = None  # measured: "p2p-off busbw 11.2 GB/s, 48% of expected"
     missing: List[str] = field(default_factory=list)  # commands that would supply missing evidence
     figures: Dict[str, Any] = field(default_factory=dict)
+    category: str = ""  # one of nccldiag.diagnosis.categories.CATEGORIES (the rule's CATEGORY when not given)
+    confirm: str = ""  # the one command that confirms this cause
+    alternatives: List[str] = field(default_factory=list)  # other causes that fit, and what tells them apart
+    tier: int = 0  # 0 a cause, 1 a symptom or a victim (a hang, a peer that went away), 2 unexplained
 
     def __post_init__(self) -> None:
         assert self.severity in SEVERITIES, self.severity
         assert self.confidence in CONFIDENCES, self.confidence
+        if self.category:
+            categories.check(self.category)
         self.summary = clean_text(self.summary)
         self.nodes = sorted(dict.fromkeys(n for n in self.nodes if n))
 
@@ -75,7 +82,8 @@ CONFIDENCE_ORDER = {"high": 0, "medium": 1, "low": 2}
 
 
 def sort_key(d: Diagnosis):
-    return (SEVERITY_ORDER[d.severity], CONFIDENCE_ORDER[d.confidence], d.id, d.nodes)
+    """Worst first; at equal severity causes before symptoms, then the surest."""
+    return (SEVERITY_ORDER[d.severity], d.tier, CONFIDENCE_ORDER[d.confidence], d.id, d.nodes)
 
 
 def finding_evidence(f, limit: int = 2) -> List[Evidence]:

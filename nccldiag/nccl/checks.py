@@ -241,6 +241,16 @@ def _ifname_fix(facts: NcclLogFacts) -> str:
             "'ip -br addr' lists them) so NCCL skips docker/veth/bridge/loopback and link-local-only interfaces.")
 
 
+def _single_node(facts: NcclLogFacts) -> bool:
+    """Known to be one node: communicators of one node, or an nccl-tests run whose ranks all name one host."""
+    if any((c.nnodes or 0) > 1 for c in facts.comms):
+        return False
+    if facts.comms and all(c.nnodes == 1 for c in facts.comms):
+        return True
+    hosts = {h for r in list(facts.nccl_tests) + list(facts.nccl_tests_no_result) for h in r.hosts}
+    return len(hosts) == 1 and len({p.host for p in facts.procs} - hosts) == 0
+
+
 def _multi_node(facts: NcclLogFacts) -> bool:
     return any((c.nnodes or 0) > 1 for c in facts.comms) or len({p.host for p in facts.procs}) > 1
 
@@ -261,6 +271,10 @@ def _socket_ifs(facts: NcclLogFacts) -> List[Finding]:
             ev.append(line)
     # A failure where such an interface carries traffic between nodes; listed beside a good first bootstrap
     # interface, or in a single-node run, it is a warning.
+    if _single_node(facts) and not any(c.transport == "NET" for c in facts.channels[:1000]):
+        # one node and nothing over the network: loopback or a bridge carries what it needs to
+        return [ok(AREA, "nccl.socket_if", f"single-node run: NCCL's socket interfaces are {what}, which is fine "
+                   f"within one node{_on(hosts)}", actual=sorted(names), evidence=ev[:2], host=_one(hosts))]
     mk = fail if _multi_node(facts) and any(c for _, _, c in bad) else warn
     return [mk(AREA, "nccl.socket_if",
                f"NCCL's bootstrap/socket interfaces include {what}: it cannot carry traffic between nodes"
@@ -511,13 +525,17 @@ def _other_errors(facts: NcclLogFacts, have_failure: bool) -> List[Finding]:
                         + (f" (and {len(facts.app_errors) - 1} more)" if len(facts.app_errors) > 1 else ""),
                         actual=a.message, evidence=[_cite(x.at, x.text) for x in facts.app_errors][:MAX_EVIDENCE],
                         fix=FIX_ERROR, host=_host(x.at for x in facts.app_errors)))
-    notices = [w for w in facts.warns if not w.failure]
+    notices = [w for w in facts.warns if not w.failure and w.kind not in HARMLESS_WARNS]
     if notices:
         out.append(warn(AREA, "nccl.warn", f"NCCL printed {len(notices)} WARN line(s) without an error result: "
                         f"{notices[0].message}", evidence=_warn_evidence(notices),
                         fix="Read the WARN lines; they often explain a slower fallback.",
                         host=_host(w.at for w in notices)))
     return out
+
+
+# WARN lines NCCL prints on healthy runs: no libibverbs where IB is not used (a Socket or plugin network).
+HARMLESS_WARNS = frozenset({"ibverbs_missing"})
 
 
 def _init(facts: NcclLogFacts) -> List[Finding]:
@@ -534,6 +552,15 @@ def _init(facts: NcclLogFacts) -> List[Finding]:
         return []
     ev = [_cite(e.at, e.text) for e in facts.inits if e.phase == "START"
           and any(e.at.proc == p.name and e.rank == r for p, r in pending)]
+    pending_procs = {p.name for p, _ in pending}
+    setup = [c for c in facts.channels if c.at.proc in pending_procs][:1] or \
+        [c for c in facts.connected if c.at.proc in pending_procs][:1]
+    failed = any(w.failure for w in facts.warns) or facts.app_errors or facts.watchdogs
+    if not setup and not failed:
+        # the lines stop before these ranks set up a channel: an excerpt as often as a hang
+        return [skip(AREA, "nccl.init", f"Init START without Init COMPLETE in these lines on {len(pending)} rank(s), "
+                     "and they stop before any channel set-up: not judged (an excerpt?)", evidence=ev[:2],
+                     host=_host(Loc("", 0, p.host) for p, _ in pending))]
     return [warn(AREA, "nccl.init", f"Init START without Init COMPLETE on {len(pending)} rank(s): "
                  + ", ".join(f"rank {r} ({p.name})" for p, r in pending[:6]),
                  evidence=ev[:MAX_EVIDENCE], fix="Initialisation hung or failed: see the WARN lines of these ranks.",
@@ -565,6 +592,18 @@ def _env(facts: NcclLogFacts, expected_env: Mapping[str, str]) -> List[Finding]:
             msg += f"; not echoed: {', '.join(missing)}"
         out.append(ok(AREA, "nccl.env", msg, actual={k: g for k, _, g in good}))
     return out
+
+
+def init_completed_everywhere(facts: NcclLogFacts) -> bool:
+    """Whether every rank of the logs' communicators logged Init COMPLETE (an excerpt cut after init)."""
+    def comm(e) -> object:  # each rank logs its own comm pointer; the commId is the communicator's
+        return e.comm_id or e.nranks
+
+    done = {(comm(e), e.rank) for e in facts.inits if e.phase == "COMPLETE"}
+    if not done:
+        return False
+    sizes = {comm(e): e.nranks for e in facts.inits}
+    return all(len({r for c, r in done if c == key}) >= n for key, n in sizes.items())
 
 
 def judge(facts: NcclLogFacts, require_ib: bool = False,
@@ -602,7 +641,8 @@ def judge(facts: NcclLogFacts, require_ib: bool = False,
     out += _env(facts, env)
     from nccldiag.benchmarks import checks as bench
 
-    out += bench.judge(facts.nccl_tests, facts.perftests)
+    out += bench.judge(facts.nccl_tests, facts.perftests,
+                       [] if init_completed_everywhere(facts) else facts.nccl_tests_no_result)
     from nccldiag.nccl import ras_checks
 
     out += ras_checks.judge(facts.ras)

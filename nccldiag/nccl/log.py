@@ -332,6 +332,7 @@ class Warn:
     kind: str = "other"
     failure: bool = False
     detail: Dict[str, str] = field(default_factory=dict)
+    origin: str = "warn"  # warn: an NCCL WARN line; last-error: the 'Last error:' text PyTorch or nccl-tests quoted
 
     @property
     def result(self) -> Optional[int]:
@@ -387,6 +388,20 @@ class AppError:
     at: Loc
     text: str
     where: Optional[str] = None
+
+
+@dataclass
+class ErrorLine:
+    """A line that is not NCCL's own but reports an error (a launcher, PyTorch, CUDA, UCX, systemd, a pasted
+    ``nvidia-smi``), or a kernel line about GPUs, IOMMU, PCIe or RDMA (``kind`` ``kernel``), kept as written.
+
+    Cause rules search these texts; a line ending in ``:`` is joined with the line after it (``Test CUDA
+    failure common.cu:N`` / ``'<message>'``).
+    """
+
+    text: str
+    at: Loc
+    kind: str = "error"  # error | kernel
 
 
 @dataclass
@@ -498,8 +513,11 @@ class NcclLogFacts:
     watchdogs: List[Watchdog] = field(default_factory=list)
     app_errors: List[AppError] = field(default_factory=list)
     notes: List[Note] = field(default_factory=list)
+    errors: List[ErrorLine] = field(default_factory=list)  # error lines besides NCCL's own (see ErrorLine)
+    kernel: List[ErrorLine] = field(default_factory=list)  # kernel lines (dmesg) found in the files
     summary: Optional[Summary] = None
     nccl_tests: List[Any] = field(default_factory=list)  # benchmarks.nccltests.NcclTestsRun, one per file
+    nccl_tests_no_result: List[Any] = field(default_factory=list)  # runs whose header came, and no result row
     perftests: List[Any] = field(default_factory=list)  # benchmarks.perftest.PerftestResult, one per file
     ras: List[Any] = field(default_factory=list)  # nccl.ras.RasReport, every NCCL RAS report in the files
 
@@ -522,10 +540,12 @@ class NcclLogFacts:
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[()][A-Z0-9]|\x1b")
 # Colour codes whose ESC was lost on the way ('[0m', '[1;31m').
 _ANSI_RESIDUE = re.compile(r"\[(?:\d{1,3}(?:;\d{1,3})*)?m")
+# The pid and tid may be anonymised ('<pid>', 'XXXX'); NCCL before 2.4 wrote the level without 'NCCL '.
 _PREFIX = re.compile(
-    r"(?P<host>[A-Za-z0-9_.<>\-]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>-?\d+)\] "
+    r"(?P<host>[A-Za-z0-9_.<>\-]+):(?P<pid>\d+|[^\s:\[\]\d][^\s:\[\]]{0,23}):"
+    r"(?P<tid>\d+|[^\s:\[\]\d][^\s:\[\]]{0,23}) \[(?P<dev>-?\d+)\] "
     r"(?:(?P<file>[\w./+\-]+):(?P<fline>\d+) (?:\((?P<func>[^()\s]*)\) )?)?"
-    r"NCCL (?P<level>INFO|WARN|TRACE|ABORT)(?= |$)"
+    r"(?:NCCL )?(?P<level>INFO|WARN|TRACE|ABORT)(?= |$)"
 )
 _WARN_TS = re.compile(r"\[(\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?)\]\s*$")
 _LAUNCHER = re.compile(r"^\s*(?:\[\d+,(?P<ompi>\d+)\]<(?:stdout|stderr)>:|\[rank(?P<torch>\d+)\]:|(?P<srun>\d+): )")
@@ -544,13 +564,39 @@ class _Rec:
     launcher_rank: Optional[int] = None
 
 
+# What chat and markdown put around pasted lines: quote markers, list bullets, bold, inline code, fences.
+_QUOTE = re.compile(r"^\s*(?:>\s?)+")
+_BULLET = re.compile(r"^\s*(?:[*+•]|-(?=\s+(?:\S+:\S+:\S+ \[|\[|NCCL\b)))\s+")
+_FENCE = re.compile(r"^\s*(?:```|~~~)")
+
+
 def clean(line: str) -> str:
-    """The line without colour codes (and their ESC-less residue) or trailing blanks."""
+    """The line without colour codes (and their ESC-less residue), markdown wrapping, or trailing blanks."""
     if "\x1b" in line:
         line = _ANSI.sub("", line)
     if "m" in line and "[" in line and _ANSI_RESIDUE.search(line):
         line = _ANSI_RESIDUE.sub("", line)
+    first = line[:1]
+    if first in " \t>*+-•`~":
+        if _FENCE.match(line):
+            return ""
+        if ">" in line[:8]:
+            line = _QUOTE.sub("", line, count=1)
+        line = _BULLET.sub("", line, count=1)
+    if "**" in line:
+        line = line.replace("**", "")
+    if "`" in line:
+        line = line.replace("`", "")
     return line.rstrip()
+
+
+def _num(s: str) -> int:
+    """A pid or tid as a number; an anonymised one ('<pid>', 'XXXX') gets a stable number of its own."""
+    if s.isdigit():
+        return int(s)
+    import zlib
+
+    return -1 - zlib.crc32(s.encode("utf-8", "replace")) % 1000000
 
 
 _LEVELS = {"INFO": "info", "WARN": "warn", "ABORT": "warn"}
@@ -597,7 +643,7 @@ def _records(lines: Iterable[str], source: str, count: Optional[List[int]] = Non
             if kind == "warn":
                 tsm = _WARN_TS.search(line[:m.start()])
                 ts = tsm.group(1) if tsm else None
-            at = Loc(source, n, host, int(pid), int(tid), int(dev))
+            at = Loc(source, n, host, _num(pid), _num(tid), int(dev))
             rec = _Rec(kind, msg, at, line[m.start():end].strip(), file, int(fline) if fline else None, func, ts,
                        lrank)
             prev = rec
@@ -609,13 +655,13 @@ def _records(lines: Iterable[str], source: str, count: Optional[List[int]] = Non
 
 def _prefixes(line: str) -> List["re.Match[str]"]:
     """The NCCL prefixes of a line; usually one, two or more when output of processes was glued together."""
-    if "NCCL " not in line:
+    if "NCCL " not in line and "] INFO " not in line and " WARN " not in line:
         return []
     m = _PREFIX.search(line)
     if m is None:
         return []
     out = [m]
-    while "NCCL " in line[m.end():]:
+    while "NCCL " in line[m.end():] or " INFO " in line[m.end():] or " WARN " in line[m.end():]:
         m = _PREFIX.search(line, m.end())
         if m is None:
             break
@@ -683,7 +729,21 @@ _WATCHDOG = re.compile(
 _WD_RANK = re.compile(r"\[(?:PG [^\]]*?)?Rank (?P<rank>\d+)\]\s*Watchdog|\[Rank (?P<rank2>\d+)\]")
 _WD_FIELD = re.compile(r"(?P<k>\w+(?:\(ms\))?)=(?P<v>[^,\s)]+)")
 _TORCH_ERR = re.compile(r"NCCL error in: (?P<where>\S+?),\s*(?P<msg>.*?)(?:, NCCL [vV]ersion (?P<ver>[\d.]+\w*))?\s*$")
-_TESTS_FAIL = re.compile(r"Test NCCL failure (?P<where>\S+) '(?P<msg>[^']*)")
+_TESTS_FAIL = re.compile(r"(?:(?P<host>[\w.\-]+): )?Test NCCL failure (?P<where>\S+) '(?P<msg>[^']*)")
+_TESTS_CUDA = re.compile(r"(?:(?P<host>[\w.\-]+): )?Test CUDA failure (?P<where>\S+)(?:\s+'(?P<msg>[^']*)'?)?\s*$")
+_TORCH_OLD = re.compile(r"\bNCCL Error (?P<code>\d+): (?P<msg>.+?)\s*$")
+_LAST_ERROR = re.compile(r"(?:^|[\s:\]|])Last error:\s*(?P<text>.*)$")
+_TAG = re.compile(r"^\[[^\]\s]{1,40}\]:\s*")
+# Words of an error in any program's output; table headers and comment lines of benchmarks are not errors.
+_ERROR_TEXT = re.compile(
+    r"\b(?:[Ee]rror|ERROR|[Ff]ail(?:ed|ure|s)?|FAIL(?:ED|URE)?|[Ff]atal|FATAL|[Ee]xception|Traceback|[Tt]imed? ?out|"
+    r"[Rr]efused|[Uu]nreachable|[Aa]bort(?:ed|ing)?|[Kk]illed|[Ss]egmentation fault|core dumped|not supported|"
+    r"[Uu]nable to|[Cc]annot|[Cc]an't|[Cc]ould not|[Cc]ouldn't|[Dd]enied|[Nn]o such|[Ii]nvalid|[Mm]ismatch|"
+    r"out of memory|busy or unavailable|[Ii]nsufficient|not found|Unknown Error)\b")
+_KERNEL_TEXT = re.compile(
+    r"NVRM:|\bXid\b|AMD-Vi|\bDMAR\b|IO_PAGE_FAULT|nv_peer_mem|nvidia[-_]peermem|PCIe Bus Error|\bAER\b|"
+    r"\bmlx\d_(?:core|ib|en)\b|fallen off the bus|\bib_umad\b|nv-fabricmanager|[Ff]abric ?[Mm]anager")
+MAX_ERROR_TEXT = 1000  # characters kept of one error line
 _TESTS_TIMEOUT = re.compile(r"Test timeout \((?P<s>\d+)s\) (?P<where>\S+)")
 
 # INFO lines worth keeping as notes: (kind, pattern).
@@ -779,7 +839,8 @@ KEEP = 1000  # records kept per fact list; the rest are counted
 # Benchmark outputs (nccl-tests, perftest) in the same files: their lines are
 # kept per file from the first line that announces one, up to a bound, and
 # read by nccldiag.benchmarks when the logs end.
-_BENCH_START = re.compile(r"^\s*#?\s*(?:nThread\b|Collective test starting|Using devices|size\s+count\b)"
+_BENCH_START = re.compile(r"^\s*#?\s*(?:nThread\b|Collective test starting|Using devices|(?:size|bytes)\s+(?:count|N)\b)"
+                          r"|^\s*\d+\s+\d+\s+(?:float|half|double|u?int\d*|bfloat16|fp8\w*|char|f\d+|bf16)\s+\S"
                           r"|\b(?:BW|Lat(?:ency)?) Test\b")
 MAX_BENCH_BYTES = 4 * 1024 * 1024
 # NCCL RAS reports (ncclras, text or JSON) in the same files: kept per file from
@@ -835,6 +896,7 @@ class _Parser:
         self.bench_bytes: Dict[str, int] = {}
         self.ras: Dict[str, List[Tuple[int, str]]] = {}  # file -> (line number, line) from a RAS report's start
         self.ras_bytes: Dict[str, int] = {}
+        self.want: Dict[str, Any] = {}  # file -> what reads its next plain line (a message on the line after)
 
     def _keep(self, name: str, item) -> bool:
         """Append to the fact list ``name`` unless it holds ``keep`` records already; count it either way."""
@@ -876,6 +938,7 @@ class _Parser:
             if rec.kind == "bare":
                 self.bare(rec, last_proc)
                 continue
+            self.want.pop(source, None)
             self.f.nccl_lines += 1
             p = self.proc(rec.at)
             if p is not None:
@@ -914,7 +977,19 @@ class _Parser:
     def bare(self, rec: _Rec, last_proc: Optional[Tuple[str, int]]) -> None:
         self.bench_line(rec)
         self.ras_line(rec)
-        if "Watchdog" in rec.msg or "NCCL error in" in rec.msg or "Test " in rec.msg:
+        then = self.want.pop(rec.at.source, None)
+        if then is not None:
+            then(rec)
+        self.error_line(rec)
+        if "Last error:" in rec.msg:
+            m = _LAST_ERROR.search(rec.msg)
+            if m:
+                if m.group("text").strip():
+                    self.last_error(rec, m.group("text"))
+                else:
+                    self.want[rec.at.source] = lambda nxt: self.last_error(nxt, nxt.msg)
+                return
+        if "Watchdog" in rec.msg or "NCCL error in" in rec.msg or "Test " in rec.msg or "NCCL Error " in rec.msg:
             self.app_lines(rec)  # PyTorch and nccl-tests lines may quote NCCL's words: theirs first
             return
         m = _VERSION.search(rec.msg)
@@ -940,6 +1015,31 @@ class _Parser:
             return
         self.app_lines(rec)
 
+    def last_error(self, rec: _Rec, text: str) -> None:
+        """NCCL's last error as PyTorch or nccl-tests quote it: read as the WARN it was."""
+        text = _TAG.sub("", text.strip()).strip().strip("'\"").strip()
+        mw = _BARE_WARN.search(text) if "NCCL WARN " in text else None
+        if mw:
+            text = mw.group("msg").strip()
+            self.f.unprefixed += 1
+        if not text:
+            return
+        self.f.nccl_lines += 1
+        self.warn(_Rec("warn", text, rec.at, rec.text, launcher_rank=rec.launcher_rank), origin="last-error")
+
+    def error_line(self, rec: _Rec) -> None:
+        """Keep a plain line that reports an error, or a kernel line; one ending in ':' takes the next line."""
+        msg = rec.msg
+        kernel = _KERNEL_TEXT.search(msg) is not None
+        if not kernel and (_ERROR_TEXT.search(msg) is None or msg.startswith("#") or "algbw" in msg):
+            return
+        el = ErrorLine(msg[:MAX_ERROR_TEXT], rec.at, "kernel" if kernel else "error")
+        self._keep("kernel" if kernel else "errors", el)
+        if msg.endswith(":") or _TESTS_CUDA.search(msg) and "'" not in msg:
+            def join(nxt: _Rec) -> None:
+                el.text = (el.text + " " + nxt.msg.strip())[:MAX_ERROR_TEXT]
+            self.want[rec.at.source] = join
+
     def version(self, v: VersionLine) -> None:
         _add_capped(self.f.version_names, v.version)
         self.segment[v.at.source] = v
@@ -958,9 +1058,17 @@ class _Parser:
     def app_lines(self, rec: _Rec) -> None:
         """PyTorch and nccl-tests lines (bare or interleaved after an NCCL prefix)."""
         msg = rec.msg
+        if "NCCL Error " in msg:
+            m = _TORCH_OLD.search(msg)
+            if m:
+                self._keep("app_errors", AppError("torch", m.group("msg"), rec.at, rec.text))
+                return
         if "Watchdog" not in msg and "NCCL error in" not in msg and "Test " not in msg:
             return
         m = _WATCHDOG.search(msg)
+        if m is None and "Watchdog caught collective operation timeout" in msg and rec.kind == "bare":
+            self.continue_watchdog(rec, 3)
+            return
         if m:
             fields = {fm.group("k"): fm.group("v") for fm in _WD_FIELD.finditer(m.group("body"))}
             rm = _WD_RANK.search(msg)
@@ -989,12 +1097,35 @@ class _Parser:
             # nccl-tests prints '<ncclGetErrorString> / <ncclGetLastError>'.
             err, _, last = m.group("msg").partition(" / ")
             message = err.strip() + (f" (last error: {last.strip()})" if last.strip() else "")
-            self._keep("app_errors", AppError("nccl-tests", message, rec.at, rec.text, m.group("where")))
+            self._keep("app_errors", AppError("nccl-tests", message, _on(rec.at, m.group("host")), rec.text,
+                                              m.group("where")))
+            return
+        m = _TESTS_CUDA.search(msg)
+        if m:
+            def cuda(message: str, at: Loc = _on(rec.at, m.group("host")), text: str = rec.text,
+                     where: str = m.group("where")) -> None:
+                self._keep("app_errors", AppError("nccl-tests-cuda", message.strip().strip("'").strip() or
+                                                  "CUDA failure", at, text, where))
+            if m.group("msg") is not None:
+                cuda(m.group("msg"))
+            else:
+                self.want[rec.at.source] = lambda nxt: cuda(nxt.msg)
             return
         m = _TESTS_TIMEOUT.search(msg)
         if m:
             self._keep("app_errors", AppError("nccl-tests-timeout", f"test timeout ({m.group('s')}s)", rec.at,
                                               rec.text, m.group("where")))
+
+    def continue_watchdog(self, rec: _Rec, more: int) -> None:
+        """A watchdog message wrapped over lines (as pasted): read it once the next lines complete it."""
+        def then(nxt: _Rec) -> None:
+            joined = _Rec(rec.kind, f"{rec.msg} {nxt.msg.strip()}", rec.at, f"{rec.text} {nxt.text.strip()}",
+                          launcher_rank=rec.launcher_rank)
+            if _WATCHDOG.search(joined.msg) or more <= 1:
+                self.app_lines(joined)
+            else:
+                self.continue_watchdog(joined, more - 1)
+        self.want[rec.at.source] = then
 
     def close_warn(self, key: Tuple[str, str, int, int]) -> None:
         """The thread moved on: a WARN past ``keep`` is classified now and only counted."""
@@ -1019,8 +1150,8 @@ class _Parser:
         if len(self.failed_orphans) >= MAX_THREADS:
             self.failed_orphans.clear()
 
-    def warn(self, rec: _Rec) -> None:
-        w = Warn(rec.msg, rec.at, rec.text, rec.file, rec.fline, rec.func, rec.timestamp)
+    def warn(self, rec: _Rec, origin: str = "warn") -> None:
+        w = Warn(rec.msg, rec.at, rec.text, rec.file, rec.fline, rec.func, rec.timestamp, origin=origin)
         key = _thread(rec.at)
         self.close_warn(key)
         self._bound_threads()
@@ -1271,7 +1402,10 @@ class _Parser:
                 run = nccltests.parse_nccl_tests(text)
                 if run is not None:
                     run.source = src
-                    f.nccl_tests.append(run)
+                    if run.rows or run.avg_busbw is not None or run.out_of_bounds is not None:
+                        f.nccl_tests.append(run)
+                    else:
+                        f.nccl_tests_no_result.append(run)
                     continue
                 pt = perftest.parse_perftest(text)
                 if pt.rows or pt.latency_rows:
@@ -1322,6 +1456,13 @@ class _Parser:
         f.pair_list = [self.pairs[k] for k in sorted(self.pairs)]
         f.summary = summarize(f)
         return f
+
+
+def _on(at: Loc, host: Optional[str]) -> Loc:
+    """``at`` with the host a line named itself ('host: Test NCCL failure ...'), when it had none."""
+    if not host or at.host:
+        return at
+    return Loc(at.source, at.lineno, host, at.pid, at.tid, at.dev)
 
 
 def _thread(at: Loc) -> Tuple[str, str, int, int]:

@@ -14,6 +14,12 @@ from nccldiag.report import diagnoses_report
 from nccldiag.report.jsonout import envelope
 
 
+def exit_code(report: CheckReport) -> int:
+    """The check's exit code, following the verdict: 1 when a finding or a diagnosis fails, else 3 when a node
+    could not be checked, else 0."""
+    return diagnoses_report.verdict_exit_code(report.exit_code, diagnoses_report.for_check(report)[0])
+
+
 def _fold(hosts: List[str]) -> str:
     try:
         from ClusterShell.NodeSet import NodeSet
@@ -123,7 +129,7 @@ def render(report: CheckReport, con: Console, verbose: bool = False) -> None:
             (f"{unhealthy} unhealthy", "fail" if unhealthy else ""),
             ", ",
             (f"{unreachable} not checked", "error" if unreachable else ""),
-            (f"  ({report.elapsed:.1f} s, exit {report.exit_code})", "muted"),
+            (f"  ({report.elapsed:.1f} s, exit {exit_code(report)})", "muted"),
         )
     )
     for note in report.inventory_notes:
@@ -167,7 +173,7 @@ def health_line(report: CheckReport) -> Tuple[str, int]:
     if failed:
         checks = ", ".join(dict.fromkeys(f.check for f in failed))
         return f"ERROR: nccldiag: Health check failed: {host}: {checks}: {failed[0].message}{suffix}", 1
-    if errors or report.exit_code == 3:
+    if errors or exit_code(report) == 3:
         checks = ", ".join(dict.fromkeys(f.check for f in errors)) or "incomplete"
         return f"ERROR: nccldiag: Health check could not complete: {host}: {checks}{suffix}", 3
     return f"nccldiag: {host} healthy ({report.elapsed:.2f} s)", 0
@@ -194,7 +200,7 @@ def to_json(report: CheckReport, include_facts: bool = True) -> Dict:
     return {
         **envelope(SCHEMA, report.started, report.elapsed),
         "areas": report.columns,
-        "exit_code": report.exit_code,
+        "exit_code": exit_code(report),
         "summary": {"nodes": len(report.nodes), "by_status": counts},
         "notes": report.inventory_notes,
         "nodes": nodes,

@@ -10,7 +10,7 @@ its measured cost), and where present ``severity``, ``summary`` and
 """
 from __future__ import annotations
 
-from typing import Any, Dict, Iterable, List, Optional
+from typing import Any, Dict, Iterable, List, Optional, Sequence
 
 from nccldiag.model.findings import clean_text, to_jsonable
 
@@ -78,7 +78,42 @@ def one(item: Any) -> Dict[str, Any]:
         "fix": _text(_get(item, "fix")),
         "workaround": workaround + (f" (cost: {cost})" if workaround and cost else ""),
         "missing": [_text(m) for m in (_get(item, "missing") or [])],
+        "category": _text(_get(item, "category")),
+        "confirm": _text(_get(item, "confirm")),
+        "alternatives": [_text(a) for a in (_get(item, "alternatives") or [])],
+        "level": _text(_level(_get(item, "confidence"))),
     }
+
+
+def _level(value: Any) -> Any:
+    return value.get("level") if isinstance(value, dict) else value
+
+
+def headline(items: Optional[Iterable[Any]], empty: bool = False,
+             unchecked: Sequence[str] = ()) -> "tuple[str, str]":
+    """``(text, style)`` of the report's first line: the verdict in plain words, where, and how sure.
+
+    The first fail or warn diagnosis names it; with none, the run shows nothing broken (and says so only then:
+    the diagnoses already hold an ``unexplained`` verdict wherever a finding fails or warns unexplained).
+    ``empty``: the input held nothing to judge, which is no all-clear; ``unchecked``: nodes that could not be
+    checked, which no verdict covers.
+    """
+    ds = normalize(items)
+    top = next((d for d in ds if d["severity"] in ("fail", "warn")), None)
+    if top is None and unchecked:
+        names = ", ".join(list(unchecked)[:6]) + (f" and {len(unchecked) - 6} more" if len(unchecked) > 6 else "")
+        return f"Verdict: not checked: {names}; nothing broken on the others", "error"
+    if top is None and empty:
+        return "Verdict: nothing to judge: the input holds no NCCL line, error or result", "warn"
+    if top is None and ds:
+        more = f" (and {len(ds) - 1} more)" if len(ds) > 1 else ""
+        return f"Verdict: no fault found; noted: {ds[0]['title']}{more}", "ok"
+    if top is None:
+        return "Verdict: nothing broken", "ok"
+    where = f" on {', '.join(top['nodes'][:6])}" + (f" and {len(top['nodes']) - 6} more" if len(top["nodes"]) > 6
+                                                    else "") if top["nodes"] else ""
+    sure = f" ({top['level']} confidence)" if top["level"] else ""
+    return f"Verdict: {top['severity'].upper()} {top['title']}{where}{sure}", top["severity"]
 
 
 def normalize(items: Optional[Iterable[Any]]) -> List[Dict[str, Any]]:

@@ -23,12 +23,29 @@ def run(inputs: Inputs) -> Tuple[List[Diagnosis], Summary]:
     return diags, summary(inputs, diags)
 
 
+def _once(report, make) -> Tuple[List[Diagnosis], Summary]:
+    """The diagnoses of ``report``, computed once however many views (terminal, JSON, exit code) ask."""
+    done = getattr(report, "_diagnosed", None)
+    if done is None:
+        done = make()
+        try:
+            report._diagnosed = done
+        except AttributeError:
+            pass
+    return done
+
+
 def for_check(report) -> Tuple[List[Diagnosis], Summary]:
-    return run(Inputs(check=report))
+    return _once(report, lambda: run(Inputs(check=report)))
 
 
 def for_probe(report) -> Tuple[List[Diagnosis], Summary]:
-    return run(Inputs(probe=report))
+    return _once(report, lambda: run(Inputs(probe=report)))
+
+
+def verdict_exit_code(code: int, diags: List[Diagnosis]) -> int:
+    """An exit code that follows the verdict: a failing diagnosis makes it 1 (unhealthy), as a failing finding does."""
+    return 1 if any(d.severity == "fail" for d in diags) and code in (0, 3) else code
 
 
 def for_log(facts, findings) -> Tuple[List[Diagnosis], Summary]:
@@ -68,7 +85,20 @@ def bandwidth_line(s: Summary, setting: str) -> Optional[Text]:
     return line
 
 
-def render(diags: List[Diagnosis], s: Summary, con: Console, verbose: bool = False, paths: bool = True) -> None:
+def print_headline(diags: List[Diagnosis], con: Console, empty: bool = False, unchecked: List[str] = ()) -> None:
+    """The report's first line: the verdict (see :func:`nccldiag.report.diagnoses.headline`)."""
+    from nccldiag.report.diagnoses import headline
+
+    text, style = headline(diags, empty, unchecked)
+    con.print(Text(text, style=f"bold {style}"))
+
+
+def render(diags: List[Diagnosis], s: Summary, con: Console, verbose: bool = False, paths: bool = True,
+           empty: bool = False, head: bool = True) -> None:
+    """``empty``: the input held nothing to judge (the headline says so instead of "nothing broken");
+    ``head``: print the verdict line first (a report that opens with it already says no)."""
+    if head:
+        print_headline(diags, con, empty, s.unchecked)
     con.print(Text("Diagnoses", style="bold"))
     parts: List[Any] = []
     if s.healthy or s.failing or s.unchecked or s.warned:
@@ -85,7 +115,7 @@ def render(diags: List[Diagnosis], s: Summary, con: Console, verbose: bool = Fal
             con.print(Text.assemble("  worked: ", ("; ".join(s.paths_ok), "ok")))
         if s.paths_bad:
             con.print(Text.assemble("  failed: ", ("; ".join(s.paths_bad), "fail")))
-    if not diags:
+    if not diags and not empty:
         con.print(Text("  no diagnosis: the evidence shows nothing broken", style="ok"))
     shown = diags if verbose else diags[:TOP]
     for d in shown:
@@ -99,6 +129,10 @@ def render(diags: List[Diagnosis], s: Summary, con: Console, verbose: bool = Fal
         con.print(Text(f"       fix: {d.fix}"))
         if d.workaround:
             con.print(Text(f"       workaround: {d.workaround}" + (f" (cost: {d.workaround_cost})" if d.workaround_cost else "")))
+        if d.confirm:
+            con.print(Text(f"       confirm: {d.confirm}", style="muted"))
+        for a in d.alternatives if verbose else []:
+            con.print(Text(f"       or: {a}", style="muted"))
         for m in d.missing:
             con.print(Text(f"       to confirm, run: {m}", style="muted"))
     if len(diags) > len(shown):

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Dict, List, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from rich.console import Console
 from rich.table import Table
@@ -15,12 +15,21 @@ from nccldiag.report.jsonout import envelope
 from nccldiag.nccl.log import NcclLogFacts
 
 SCHEMA = "nccldiag.log/1"
+Diagnosed = Tuple[List[Any], Any]  # (diagnoses, their summary), as diagnoses_report.run returns them
 MAX_ROWS = 64
 
 
-def exit_code(findings: Sequence[Finding]) -> int:
-    """1 when any finding failed (the logs show a failure), else 0."""
-    return findings_exit_code(f.status for f in findings if f.status != Status.ERROR)
+def exit_code(findings: Sequence[Finding], diagnosed: Optional[Diagnosed] = None) -> int:
+    """1 when any finding failed or the verdict is a failure (the logs show one), else 0."""
+    code = findings_exit_code(f.status for f in findings if f.status != Status.ERROR)
+    if diagnosed is not None and any(d.severity == "fail" for d in diagnosed[0]):
+        code = max(code, 1)
+    return code
+
+
+def diagnose(facts: NcclLogFacts, findings: Sequence[Finding]) -> Diagnosed:
+    """The diagnoses of the logs, computed once for every view of them."""
+    return diagnoses_report.for_log(facts, findings)
 
 
 def _ranks(ranks: Sequence[int]) -> str:
@@ -62,9 +71,12 @@ def _pairs_table(facts: NcclLogFacts) -> Table:
     return t
 
 
-def render(facts: NcclLogFacts, findings: Sequence[Finding], con: Console, verbose: bool = False) -> None:
+def render(facts: NcclLogFacts, findings: Sequence[Finding], con: Console, verbose: bool = False,
+           diagnosed: Optional[Diagnosed] = None) -> None:
     """Diagnoses, tables, then findings (worst first), then a one-line summary."""
-    diagnoses_report.render(*diagnoses_report.for_log(facts, findings), con, verbose=verbose)
+    empty = not (facts.nccl_lines or facts.errors or facts.kernel or facts.nccl_tests or facts.perftests or facts.ras
+                 or facts.nccl_tests_no_result)
+    diagnoses_report.render(*(diagnosed or diagnose(facts, findings)), con, verbose=verbose, empty=empty)
     if facts.procs:
         con.print(_procs_table(facts))
     if facts.summary and facts.summary.pairs:
@@ -134,15 +146,17 @@ def facts_json(facts: NcclLogFacts, include_channels: bool = False) -> Dict[str,
     return d
 
 
-def to_json(facts: NcclLogFacts, findings: Sequence[Finding], include_channels: bool = False) -> Dict[str, Any]:
+def to_json(facts: NcclLogFacts, findings: Sequence[Finding], include_channels: bool = False,
+            diagnosed: Optional[Diagnosed] = None) -> Dict[str, Any]:
     """The whole report as one JSON object (schema ``nccldiag.log/1``)."""
     d = facts_json(facts, include_channels)
+    diagnosed = diagnosed or diagnose(facts, findings)
     return {
         **envelope(SCHEMA),
         "files": list(facts.sources),
-        "exit_code": exit_code(findings),
+        "exit_code": exit_code(findings, diagnosed),
         "summary": d.pop("summary"),
         "findings": [f.to_dict() for f in findings],
         "facts": d,
-        **diagnoses_report.to_json(*diagnoses_report.for_log(facts, findings)),
+        **diagnoses_report.to_json(*diagnosed),
     }

@@ -56,6 +56,8 @@ def render(report: ProbeReport, con: Console, verbose: bool = False) -> None:
     ``verbose`` shows every evidence line and the findings that passed.
     """
     diags, dsum = diagnoses_report.for_probe(report)
+    if report.settings:
+        diagnoses_report.print_headline(diags, con)
     con.print(Text.assemble(("nccldiag probe", "bold"),
                             f": {report.backend} via {report.launcher}, {len(report.hosts)} node(s) × "
                             f"{report.nproc_per_node} rank(s)"))
@@ -70,7 +72,7 @@ def render(report: ProbeReport, con: Console, verbose: bool = False) -> None:
         con.print(Text(f"transport matrix: per setting, the {paths} it used", style="bold"))
         con.print(transport_table(document(report)))
         con.print()
-        diagnoses_report.render(diags, dsum, con, verbose=verbose)
+        diagnoses_report.render(diags, dsum, con, verbose=verbose, head=False)
     for sr in report.settings:
         so = sr.outcome
         con.print()

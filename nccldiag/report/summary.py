@@ -51,13 +51,17 @@ def _findings(con: Console, found: List[Dict[str, Any]], verbose: bool) -> None:
 
 
 def _diagnoses(con: Console, doc: Dict[str, Any], verbose: bool) -> None:
-    render_diagnoses(con, doc.get("diagnoses") or [], verbose)
+    unchecked = (doc.get("diagnosis_summary") or {}).get("unchecked_nodes") or []
+    render_diagnoses(con, doc.get("diagnoses") or [], verbose, unchecked)
 
 
-def render_diagnoses(con: Console, items: List[Dict[str, Any]], verbose: bool = False) -> None:
+def render_diagnoses(con: Console, items: List[Dict[str, Any]], verbose: bool = False,
+                     unchecked: List[str] = ()) -> None:
     """Diagnoses as a document holds them: title, nodes, the verdict, fix and workaround; -v the evidence."""
-    from nccldiag.report.diagnoses import normalize
+    from nccldiag.report.diagnoses import headline, normalize
 
+    text, style = headline(items, unchecked=unchecked)
+    con.print(Text(text, style=f"bold {style}"))
     con.print(Text("Diagnoses", style="bold"))
     if not items:
         con.print(Text("  no diagnosis: the evidence shows nothing broken", style="ok"))
@@ -75,6 +79,10 @@ def render_diagnoses(con: Console, items: List[Dict[str, Any]], verbose: bool = 
             con.print(Text(f"       fix: {d['fix']}"))
         if d["workaround"]:
             con.print(Text(f"       workaround: {d['workaround']}"))
+        if d["confirm"]:
+            con.print(Text(f"       confirm: {d['confirm']}", style="muted"))
+        for a in d["alternatives"] if verbose else []:
+            con.print(Text(f"       or: {a}", style="muted"))
         for m in d["missing"]:
             con.print(Text(f"       to confirm, run: {m}", style="muted"))
 

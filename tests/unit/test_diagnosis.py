@@ -321,7 +321,8 @@ def test_driver_version_differing_names_the_odd_node():
     nodes = {f"gpu00{i}": healthy(f"gpu00{i}", f"10.0.0.1{i}") for i in (1, 2, 3)}
     nodes["gpu003"]["gpu_query"] = B.h100_query_csv(driver="550.54.15")
     d = one(diagnose(Inputs(check=check(nodes))), "versions-differ")
-    assert d.nodes == ["gpu003"] and d.severity == "fail" and "gpu.driver" in d.summary
+    # a driver that differs is the consistency check's warning: jobs run across driver versions (NCCL's do not)
+    assert d.nodes == ["gpu003"] and d.severity == "warn" and "gpu.driver" in d.summary
 
 
 # ---- hang -----------------------------------------------------------------------------------------------
@@ -482,7 +483,8 @@ def test_log_command_prints_diagnoses_first_and_puts_them_in_json(tmp_path):
     path = str(real.nccl_log("socket-2node-shm-extend-failure-and-connect-abort-nccltests.log"))
     res = CliRunner().invoke(main, ["log", path, "--color", "never"])
     out = res.stdout
-    assert out.startswith("Diagnoses") and "/dev/shm too small" in out and "fix: Give the job a larger /dev/shm" in out
+    assert out.startswith("Verdict: FAIL /dev/shm too small") and out.splitlines()[1] == "Diagnoses"
+    assert "/dev/shm too small" in out and "fix: Give the job a larger /dev/shm" in out
     assert out.index("Diagnoses") < out.index("processes")
     res = CliRunner().invoke(main, ["log", path, "-v", "--color", "never"])
     assert "why high:" in res.stdout and "| log: " in res.stdout
@@ -498,7 +500,8 @@ def test_check_table_opens_with_the_diagnoses(tmp_path):
     bundle = B.write_bundle(tmp_path / "b", {"gpu001": dict(healthy(), lspci=B.fixture(ACS_ON[0])),
                                              "gpu002": healthy("gpu002", "10.0.0.12")})
     code, text = B.check_table(bundle)
-    assert code == 1 and text.startswith("Diagnoses")
+    assert code == 1 and text.startswith("Verdict: FAIL P2P path broken on gpu001") and \
+        text.splitlines()[1] == "Diagnoses"
     # gpu002 differs from gpu001 (its PCIe summary): a consistency warning, as the check counts it
     assert "nodes: 0 healthy, 1 with warnings (gpu002), 1 failing (gpu001)" in text and "P2P path broken" in text
     code, rep = B.check_json(bundle)

@@ -272,7 +272,7 @@ def test_diagnoses_render_in_every_format(tmp_path):
 
     code, doc = B.check_json(cluster_bundle(tmp_path))
     validate(doc)
-    (versions,) = [d for d in doc["diagnoses"] if "ws01" in d["nodes"]]
+    (versions,) = [d for d in doc["diagnoses"] if d["id"] == "versions-differ" and "ws01" in d["nodes"]]
     shown = diagnoses.one(versions)
     assert shown["title"] == versions["title"] and shown["confidence"].startswith(versions["confidence"]["level"])
     assert shown["evidence"] and all(isinstance(line, str) for line in shown["evidence"])
@@ -477,8 +477,10 @@ def test_probe_terminal_summary_first_and_verbose(tmp_path):
         probe_report.render(report, con)
     text = cap.get()
     lines = text.splitlines()
-    assert lines[2].startswith("1 setting(s): 0 worked, 1 failed (default)")
-    assert text.index("transport matrix") < text.index("setting default") < text.index("FAIL")
+    assert lines[0].startswith("Verdict: FAIL") and lines[1].startswith("nccldiag probe: gloo via torchrun")
+    assert lines[3].startswith("1 setting(s): 0 worked, 1 failed (default)")
+    assert text.index("transport matrix") < text.index("Diagnoses") < text.index("setting default") < \
+        text.index(" FAIL ", text.index("setting default"))
     matrix_row = next(l for l in lines if l.startswith("default ") and "wrong" in l)
     assert matrix_row.split()[:2] == ["default", "wrong"]
     assert "OK     probe.reduce" not in text

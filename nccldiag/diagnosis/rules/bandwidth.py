@@ -9,6 +9,8 @@ from nccldiag.diagnosis.model import Diagnosis, Evidence
 
 ID = "bandwidth-low"
 TITLE = "Bandwidth below expectation"
+CATEGORY = "unexplained"
+TIER = 1  # a symptom: the causes that explain it come first
 
 
 def used_ports(facts) -> Dict[str, List[str]]:

@@ -12,6 +12,7 @@ from nccldiag.diagnosis.model import Diagnosis, Evidence, finding_evidence, log_
 
 ID = "wrong-interface"
 TITLE = "Wrong bootstrap or socket interface"
+CATEGORY = "socket_ifname_wrong"
 VIRTUAL = re.compile(r"^(lo|docker\d*|veth\w*|virbr\d*|br-\w+|cni\d*|flannel\.\d+|cali\w+|tun\d*|tap\d*)$")
 
 
@@ -82,8 +83,8 @@ def diagnose(inp: Inputs) -> List[Diagnosis]:
     multi = len(inp.hosts) > 1
     for ls in inp.log_sets():
         nnodes = max([c.nnodes or 0 for c in ls.facts.comms] + [len({p.host for p in ls.facts.procs})])
-        if nnodes < 2 and not multi:
-            continue  # one node: loopback is fine
+        if nnodes < 2 and not multi and not any(c.transport == "NET" for c in ls.facts.channels[:200]):
+            continue  # one node (no channel over the network): loopback is fine
         for b in list(ls.facts.bootstrap) + [n for n in ls.facts.nets if n.net.lower().startswith("socket")]:
             devs = b.interfaces if hasattr(b, "interfaces") else b.devices
             for d in devs:

@@ -1,14 +1,17 @@
 """memlock too low, or ibv_reg_mr / ibv_create_qp / ibv_create_cq failures in NCCL's log."""
 from __future__ import annotations
 
+import re
 from typing import List
 
+from nccldiag.diagnosis import clues as C
 from nccldiag.diagnosis.inputs import Inputs, findings_hosts
 from nccldiag.diagnosis.model import Diagnosis, finding_evidence, log_evidence
 from nccldiag.model.findings import Status
 
 ID = "memlock-too-low"
 TITLE = "Locked-memory limit too low for RDMA"
+CATEGORY = "memlock_limit"
 FIX = ("Make memlock unlimited for the sessions the launcher starts: '* soft memlock unlimited' and "
        "'* hard memlock unlimited' in /etc/security/limits.conf (UsePAM yes in sshd_config), "
        "LimitMEMLOCK=infinity for slurmd/containerd/docker services, docker run --ulimit memlock=-1; "
@@ -16,25 +19,40 @@ FIX = ("Make memlock unlimited for the sessions the launcher starts: '* soft mem
 _FNS = {"ibv_reg_mr", "ibv_reg_mr_iova2", "ibv_reg_dmabuf_mr", "ibv_create_qp", "ibv_create_cq", "ibv_alloc_pd"}
 
 
+# RDMA and UCX registration failures for want of locked memory, in any program's words
+_ENOMEM = re.compile(r"(?:ibv_\w+|mlx5dv_\w+|create_cq|reg_mr|register memory)\S*.*(?:Cannot allocate memory|ENOMEM|errno 12)|"
+                     r"RLIMIT_MEMLOCK|max locked memory.*\b(?:64|65536|8192)\b|memlock.*(?:too (?:low|small)|limit)")
+
+
 def diagnose(inp: Inputs) -> List[Diagnosis]:
     node = inp.check_findings("limits.memlock", Status.WARN)
     node = [f for f in node if f.check in ("limits.memlock", "limits.memlock_services")]
     warns = [w for ls in inp.log_sets() for w in ls.facts.warns
              if w.kind == "ibv" and (w.detail.get("fn") in _FNS or "Cannot allocate memory" in w.message)]
-    if not warns and not any(f.status == Status.FAIL for f in node):
-        return []  # a low limit without RDMA devices (a WARN) holds NCCL back nowhere
-    ev = [e for f in node for e in finding_evidence(f)]
+    text = [c for c in C.find(inp, _ENOMEM, ("error", "app", "last-error")) if c.warn is None]
+    if not warns and not text and not node:
+        return []
+    if not warns and not text and not any(f.status == Status.FAIL for f in node):
+        # a low limit where no RDMA device is known: it fails the first RDMA job, not this node's other work
+        return [Diagnosis(ID, TITLE, "warn", f"memlock too low on {', '.join(findings_hosts(node)) or 'the node'}: "
+                          f"{node[0].message}", "low",
+                          "the limit is below what RDMA registration needs; no RDMA failure is in the evidence",
+                          node[0].fix or FIX, nodes=findings_hosts(node),
+                          evidence=[e for f in node for e in finding_evidence(f)])]
+    warns_ev = [log_evidence(c.at, c.cite or c.text) for c in text[:3]]
+    ev = [e for f in node for e in finding_evidence(f)] + warns_ev
     for w in warns[:3]:
         ev.append(log_evidence(w.at, w.text))
         for s in w.chain[:1]:
             ev.append(log_evidence(s.at, s.text))
-    nodes = findings_hosts(node) + sorted({w.at.host for w in warns if w.at.host})
-    fns = sorted({w.detail.get("fn", "ibv call") for w in warns})
+    nodes = findings_hosts(node) + sorted({w.at.host for w in warns if w.at.host}) + C.hosts(text)
+    fns = sorted({w.detail.get("fn", "ibv call") for w in warns} | ({"memory registration"} if text else set()))
     missing: List[str] = []
-    if warns and node:
-        conf, why = "high", f"{', '.join(fns)} failed in NCCL and the node's memlock limit is low"
-    elif warns:
-        conf, why = "medium", (f"{', '.join(fns)} failed in NCCL: a low memlock limit is the usual cause; "
+    failed = bool(warns or text)  # NCCL's own ibv WARNs, or another program's registration failure
+    if failed and node:
+        conf, why = "high", f"{', '.join(fns)} failed and the node's memlock limit is low"
+    elif failed:
+        conf, why = "medium", (f"{', '.join(fns)} failed: a low memlock limit is the usual cause; "
                                "the node's limit was not checked")
         missing.append("nccldiag check HOSTFILE --only limits  (ulimit -l as the launcher's sessions see it)")
     else:
@@ -43,7 +61,7 @@ def diagnose(inp: Inputs) -> List[Diagnosis]:
                                                     + ("" if rdma else "; no RDMA device made it fail here"))
     fixes = sorted({f.fix for f in node if f.fix and f.check == "limits.memlock"})
     fix = fixes[0] if len(fixes) == 1 else FIX  # the check's own fix knows what the node's files already say
-    return [Diagnosis(ID, TITLE, "fail" if warns or any(f.status == Status.FAIL for f in node) else "warn",
+    return [Diagnosis(ID, TITLE, "fail" if failed or any(f.status == Status.FAIL for f in node) else "warn",
                       f"memlock too low on {', '.join(dict.fromkeys(nodes)) or 'the nodes of the log'}"
                       + (f": {', '.join(fns)} failed" if fns else ""), conf, why, fix, nodes=nodes, evidence=ev,
                       missing=missing)]

@@ -4,26 +4,45 @@ from __future__ import annotations
 
 from typing import List
 
-from nccldiag.diagnosis.inputs import Inputs, bad_ranks, setting_hosts
+from nccldiag.diagnosis.inputs import Inputs, bad_ranks, findings_hosts, setting_hosts
 from nccldiag.diagnosis.model import Diagnosis, Evidence, finding_evidence
 
 ID = "no-p2p-hang"
 TITLE = "GPUs without P2P, and the default setting hangs"
+CATEGORY = "p2p_unsupported_gpu"
 FIX = ("These GPUs cannot do P2P (the driver says so), so NCCL should use SHM by itself. Set NCCL_P2P_DISABLE=1 for "
        "jobs on these nodes, and update NCCL and the driver: the hang is NCCL attempting P2P the driver refuses.")
+
+
+_BY_DESIGN = ("GNS", "CNS")  # the GPU or chipset does not offer P2P: how the hardware ships, not a fault
+
+
+def by_design(inp: Inputs) -> List[Diagnosis]:
+    """P2P not offered by these GPUs (consumer cards, GNS/CNS) and nothing failed on it: expected, said as info."""
+    found = [f for f in inp.check_findings("topology.p2p") if f.check == "topology.p2p"
+             and any(c in str(f.actual) for c in _BY_DESIGN)]
+    if not found:
+        return []
+    ev = [e for f in found for e in finding_evidence(f, 1)]
+    return [Diagnosis("no-p2p-hang.by-design", "GPUs without P2P (as designed)", "info",
+                      f"P2P is not offered between the GPUs of {', '.join(findings_hosts(found))}: NCCL uses its SHM "
+                      "transport between them, as expected for these GPUs", "high",
+                      "the driver reports the GPU or chipset does not support P2P (GNS/CNS)",
+                      "Nothing to fix. If a job hangs on these GPUs, run it with NCCL_P2P_DISABLE=1 and update NCCL.",
+                      nodes=findings_hosts(found), evidence=ev)]
 
 
 def diagnose(inp: Inputs) -> List[Diagnosis]:
     default = inp.setting("default")
     if default is None or default.status != "hang":
-        return []
+        return by_design(inp)
     no_p2p = inp.check_findings("topology.p2p")
     no_p2p = [f for f in no_p2p if f.check == "topology.p2p"]
     ranks, colls = bad_ranks(default)
     hung = setting_hosts(default, ranks) or list(inp.hosts)
     nodes = sorted({f.host for f in no_p2p if f.host in hung})
     if not nodes:
-        return []
+        return by_design(inp)
     ev = [Evidence("probe", f"default: hang in {', '.join(colls) or 'init'}", "default")]
     for f in no_p2p:
         if f.host in nodes:

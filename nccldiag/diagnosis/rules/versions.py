@@ -11,6 +11,7 @@ from nccldiag.model.findings import Status
 _VERSION_KEY = re.compile(r"\.(driver|cuda|firmware|kernel|os|python|torch|nccl|vbios)$")
 ID = "versions-differ"
 TITLE = "Versions differ across nodes"
+CATEGORY = "version_mismatch"
 FIX = ("Install the same versions on every node (one image, one driver package, one container tag or wheel); "
        "NCCL 2.23.4 and later refuse to join ranks of different NCCL versions, older ones may hang.")
 
@@ -30,8 +31,9 @@ def diagnose(inp: Inputs) -> List[Diagnosis]:
     if logs:
         keys.append("nccl (log)")
     nodes = findings_hosts(found) + sorted({x.at.host for _, x in logs if x.at.host})
-    crit = any(k in ("gpu.driver", "gpu.cuda", "nccl", "torch", "python.torch", "python.nccl", "nccl (log)")
-               or k.startswith("version.") for k in keys) or bool(logs)
+    # a failure when a check failed on it or NCCL itself saw ranks of different versions; otherwise (a driver or
+    # firmware that differs, which jobs survive) a warning, as the consistency finding says
+    crit = any(f.status == Status.FAIL for f in found) or bool(logs)
     return [Diagnosis(ID, TITLE, "fail" if crit else "warn",
                       f"{', '.join(keys)} differ{'s' if len(keys) == 1 else ''}: "
                       f"{', '.join(dict.fromkeys(nodes)) or 'some ranks'} differ from the rest",

@@ -1,0 +1,77 @@
+"""What RDMA errors say, read from any text: ibv_* call failures with their errno, work-completion statuses
+(ibv_wc_status), asynchronous events. Shared by the IB cause rules (pure)."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import List, Optional
+
+from nccldiag.diagnosis import clues as C
+from nccldiag.diagnosis.inputs import Inputs
+
+ERRNO = {"Operation not permitted": 1, "No such file or directory": 2, "Resource temporarily unavailable": 11,
+         "Cannot allocate memory": 12, "Bad address": 14, "No such device": 19, "Invalid argument": 22,
+         "No data available": 61, "Operation not supported": 95, "Network is unreachable": 101,
+         "Connection timed out": 110, "No route to host": 113}
+# ibv_wc_status
+WC = {1: "local length error", 2: "local QP operation error", 4: "local protection error", 5: "work request flushed",
+      8: "local access error", 9: "remote invalid request", 10: "remote access error", 11: "remote operation error",
+      12: "transport retry counter exceeded", 13: "RNR retry counter exceeded", 19: "fatal error",
+      20: "response timeout", 21: "general error"}
+_CALL = re.compile(r"Call to (?P<fn>ibv_\w+|mlx5dv_\w+) failed(?: with (?:error )?(?P<rest>.*))?")
+_WC = re.compile(r"Got completion(?: from peer \S+)? with (?:error|status)\s*=?\s*(?P<a>\d+)|\bstatus=(?P<b>\d+)|"
+                 r"completion (?:with )?error (?P<c>\d+)|IBV_WC_(?P<name>[A-Z_]+)_ERR")
+_WC_NAMES = {"LOC_PROT": 4, "WR_FLUSH": 5, "REM_ACCESS": 10, "REM_OP": 11, "RETRY_EXC": 12, "RNR_RETRY_EXC": 13,
+             "LOC_LEN": 1, "LOC_QP_OP": 2, "LOC_ACCESS": 8, "REM_INV_REQ": 9, "FATAL": 19, "RESP_TIMEOUT": 20}
+_VENDOR = re.compile(r"vendor err (?P<v>\w+)")
+
+
+@dataclass
+class IbvCall:
+    fn: str
+    errno: Optional[int]
+    clue: C.Clue
+
+
+@dataclass
+class Completion:
+    status: int
+    vendor: Optional[str]
+    clue: C.Clue
+
+
+def errno_of(rest: str) -> Optional[int]:
+    m = re.search(r"errno (\d+)", rest) or re.match(r"\s*(\d+)\b", rest)
+    if m:
+        return int(m.group(1))
+    for name, num in ERRNO.items():
+        if name.lower() in rest.lower():
+            return num
+    return None
+
+
+def calls(inp: Inputs) -> List[IbvCall]:
+    out = []
+    for c in C.find(inp, _CALL, ("warn", "last-error", "error")):
+        m = _CALL.search(c.text)
+        out.append(IbvCall(m.group("fn"), errno_of(m.group("rest") or ""), c))
+    return out
+
+
+def completions(inp: Inputs) -> List[Completion]:
+    out = []
+    for c in C.find(inp, _WC, ("warn", "last-error", "error")):
+        m = _WC.search(c.text)
+        st = m.group("a") or m.group("b") or m.group("c")
+        status = int(st) if st else _WC_NAMES.get(m.group("name") or "", 21)
+        v = _VENDOR.search(c.text)
+        out.append(Completion(status, v.group("v") if v else None, c))
+    return out
+
+
+PORT_EVENT = re.compile(r"async event\s*:\s*(?:port error|local catastrophic error|port .*down)|IBV_EVENT_PORT_ERR|"
+                        r"IBV_EVENT_DEVICE_FATAL|Port (?:\d+ )?(?:state )?changed? to (?:DOWN|INIT)")
+
+
+def port_events(inp: Inputs) -> List[C.Clue]:
+    return C.find(inp, PORT_EVENT, ("warn", "last-error", "error", "kernel"))

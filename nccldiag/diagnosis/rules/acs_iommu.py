@@ -1,0 +1,96 @@
+"""PCIe ACS redirection or an IOMMU in translated mode breaking GPU peer traffic: P2P writes between GPUs (or from
+the NIC to a GPU, GPUDirect RDMA) go up to the root complex, get lost or fault (AMD-Vi IO_PAGE_FAULT, DMAR
+faults), and collectives hang right after init or crawl.
+
+Evidence: IOMMU fault lines in the kernel log; ACS redirect on the GPUs' bridges (the ``pcie`` check, also from
+an 'lspci -vvv | grep ACSCtl' paste); an IOMMU in translated mode beside a failed run; a single-node run that
+stops before its first result with no error (medium: a consumer GPU without P2P does the same).
+References: NCCL troubleshooting guide (PCI ACS, IOMMU); NVIDIA/nccl#104, #257; NVIDIA/cuda-samples#48.
+"""
+from __future__ import annotations
+
+import re
+import sys
+from typing import List
+
+from nccldiag.diagnosis import clues as C
+from nccldiag.diagnosis.inputs import Inputs
+from nccldiag.diagnosis.model import Diagnosis, Evidence
+from nccldiag.model.findings import Status
+
+ID = "acs-iommu"
+TITLE = "PCIe ACS or IOMMU breaking GPU peer traffic"
+CATEGORY = "acs_iommu_p2p"
+FIX = ("Disable ACS redirect on the PCIe switches and root ports above the GPUs and NICs (BIOS: ACS off, or "
+       "'setpci -s <bdf> ECAP_ACS+6.w=0000' at every boot) and put the IOMMU in passthrough "
+       "(intel_iommu=on iommu=pt or amd_iommu=on iommu=pt) or off; reboot.")
+WORKAROUND = "NCCL_P2P_DISABLE=1 (GPU-to-GPU traffic through host memory; for GPUDirect RDMA: NCCL_NET_GDR_LEVEL=LOC)"
+CONFIRM = "NCCL_P2P_DISABLE=1 all_reduce_perf -g <n>: it completes if P2P is the broken path; nccldiag check --only iommu,pcie"
+
+FAULTS = re.compile(r"IO_PAGE_FAULT|AMD-Vi: Event logged|DMAR: \[DMA (?:Read|Write)|DMAR: DRHD: handling fault|"
+                    r"iommu.*(?:fault|page fault)|PTE (?:Read|Write) access is not set")
+CONSUMER = re.compile(r"RTX ?[45]0\d0", re.I)  # consumer generations without PCIe P2P
+_NVLINK = re.compile(r"SXM|HGX|DGX|NVL\b|GH200|GB200", re.I)  # GPUs that talk over NVLink, not PCIe P2P
+
+
+def stalled_single_node(inp: Inputs) -> List[Evidence]:
+    """A run of GPUs of one host that stopped before its first result, with no error printed."""
+    from nccldiag.diagnosis.rules import unexplained
+
+    out: List[Evidence] = []
+    for ls in inp.log_sets():
+        f = ls.facts
+        if f.warns and any(w.failure for w in f.warns) or f.app_errors or f.watchdogs:
+            continue
+        hosts = {p.host for p in f.procs}
+        if len(hosts) > 1:
+            continue
+        runs = [] if f.nccl_tests else [r for r in getattr(f, "nccl_tests_no_result", []) if r.ranks != 1]
+        table = [r for r in runs if r.table]
+        pcie = [r for r in runs if r.devices and not any(_NVLINK.search(d) for d in r.devices)]
+        stuck = unexplained.stopped_in_init(f)
+        if table:
+            out.append(Evidence("log", f"nccl-tests on {table[0].ranks or 'several'} GPUs of one host printed its "
+                                       "table header and no result: its first collective never finished",
+                                table[0].source))
+        elif stuck is not None:
+            out.append(stuck)
+        elif pcie and f.nccl_lines and not f.inits:
+            out.append(Evidence("log", f"nccl-tests on {pcie[0].ranks} PCIe GPUs of one host ({pcie[0].devices[0]}) "
+                                       "stops during NCCL's init, with no error", pcie[0].source))
+    return out
+
+
+def consumer_gpus(inp: Inputs) -> bool:
+    for ls in inp.log_sets():
+        for r in list(getattr(ls.facts, "nccl_tests", [])) + list(getattr(ls.facts, "nccl_tests_no_result", [])):
+            if any(CONSUMER.search(d) for d in r.devices):
+                return True
+    return False
+
+
+def diagnose(inp: Inputs) -> List[Diagnosis]:
+    faults = C.find(inp, FAULTS, ("kernel", "error", "finding"))
+    # ACS redirect on a GPU's or NIC's path (a FAIL) is p2p-path-broken's, with the probe's evidence beside it
+    acs = [f for f in C.findings(inp, "pcie.acs") if f.status == Status.WARN]
+    translated = [f for f in C.findings(inp, "iommu.mode", Status.OK)
+                  if "translated" in f"{f.actual} {f.message}".lower() and f.status != Status.OK]
+    stall = stalled_single_node(inp)
+    found = faults + [C.Clue("finding", f.message, host=f.host, finding=f) for f in acs + translated]
+    if not found and not stall:
+        return []
+    if faults:
+        conf, why = "high", "the IOMMU logged faults for device DMA"
+    elif found:
+        conf, why = "medium", "ACS redirect or a translated IOMMU on the node: they break or slow P2P and GPUDirect RDMA"
+    else:
+        conf, why = ("low" if consumer_gpus(inp) else "medium"), (
+            "a run of several GPUs of one host stopped before its first result with no error: the classic sign of "
+            "P2P traffic lost to ACS redirection or the IOMMU")
+    alternatives = ["p2p_unsupported_gpu: consumer GPUs without working P2P stall the same way; NCCL_P2P_DISABLE=1 "
+                    "works in both cases, 'nvidia-smi topo -p2p r' and 'dmesg | grep -i -e DMAR -e AMD-Vi' tell them "
+                    "apart"] if not faults else []
+    failed = bool(faults or stall)
+    return [C.make(sys.modules[__name__], f"GPU peer traffic broken by PCIe ACS or the IOMMU{C.on(C.hosts(found))}",
+                   found, confidence=conf, why=why, severity="fail" if failed else "warn", extra=stall,
+                   alternatives=alternatives)]

@@ -1,0 +1,66 @@
+"""CUDA runtime, driver or libraries that do not fit together: NCCL or the framework built for a newer CUDA than
+the driver supports ('API call is not supported in the installed CUDA driver', 'CUDA driver version is
+insufficient for CUDA runtime version', 'forward compatibility was attempted on non supported HW'), a kernel
+module and userspace driver of different versions ('Driver/library version mismatch').
+
+Evidence: those errors in any output; NCCL's build CUDA ('NCCL version X+cudaY.Z') newer than the driver's
+('cudaDriverVersion'), beside a failure.
+References: NVIDIA/nccl#496; CUDA compatibility guide.
+"""
+from __future__ import annotations
+
+import re
+import sys
+from typing import List, Optional
+
+from nccldiag.diagnosis import clues as C
+from nccldiag.diagnosis.inputs import Inputs
+from nccldiag.diagnosis.model import Diagnosis, Evidence, log_evidence
+
+ID = "cuda-driver-mismatch"
+TITLE = "CUDA, driver or libraries do not fit together"
+CATEGORY = "cuda_driver_mismatch"
+FIX = ("Install a driver that supports the CUDA the job's NCCL/framework was built for (CUDA 12.x needs driver "
+       "525+, 12.4+ needs 550+ for all features, 12.8 needs 570+), or use a build for the installed driver's CUDA; "
+       "after a driver update reboot (or reload the kernel module) so that module and libraries match.")
+CONFIRM = "nvidia-smi (driver and its CUDA version) against the 'NCCL version X+cudaY' line and torch.version.cuda"
+
+MISMATCH = re.compile(r"API call is not supported in the installed CUDA driver|"
+                      r"CUDA driver version is insufficient for CUDA runtime version|"
+                      r"forward compatibility was attempted on non supported HW|"
+                      r"unsupported display driver / cuda driver combination|Driver/library version mismatch|"
+                      r"provided PTX was compiled with an unsupported toolchain|cudaErrorInsufficientDriver|"
+                      r"CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE|cudaErrorCallRequiresNewerDriver|"
+                      r"NVML library version mismatch|driver/library version mismatch", re.I)
+
+
+def _newer_build(inp: Inputs) -> Optional[Evidence]:
+    """NCCL built for a CUDA newer than the driver's: 'NCCL version 2.x+cuda12.4' with cudaDriverVersion 12020."""
+    for ls in inp.log_sets():
+        f = ls.facts
+        drivers = [n for n in f.notes if n.kind == "cuda_driver"]
+        if not drivers or not f.versions:
+            continue
+        m = re.search(r"cudaDriverVersion (\d+)", drivers[0].text)
+        built = next((v for v in f.versions if v.cuda), None)
+        if not m or built is None:
+            continue
+        drv = int(m.group(1))
+        major, minor = (int(x) for x in built.cuda.split(".")[:2])
+        if major * 1000 + minor * 10 > drv:
+            return log_evidence(built.at, f"{built.text}  (built for CUDA {built.cuda}; the driver supports "
+                                          f"{drv // 1000}.{drv % 1000 // 10})")
+    return None
+
+
+def diagnose(inp: Inputs) -> List[Diagnosis]:
+    found = C.find(inp, MISMATCH, ("warn", "last-error", "app", "error", "kernel"))
+    newer = _newer_build(inp)
+    failed = bool(C.find(inp, r".", ("app",))) or any(w.failure for ls in inp.log_sets() for w in ls.facts.warns)
+    if not found and not (newer and failed):
+        return []
+    return [C.make(sys.modules[__name__], "the CUDA the job was built for does not fit the installed driver"
+                   + C.on(C.hosts(found)), found, extra=[newer] if newer else [],
+                   confidence="high" if found else "medium",
+                   why=("CUDA said the driver does not provide what the build needs" if found else
+                        "NCCL was built for a newer CUDA than the driver supports, and the run failed"))]

@@ -1,0 +1,72 @@
+"""Fabric Manager down: on an NVSwitch system (HGX, DGX) the GPUs join the NVLink fabric only once NVIDIA Fabric
+Manager has set it up. When it is not running, failed to start (its version differs from the driver's, its
+pre-check refused), or was restarted without a GPU reset, CUDA answers 'system not yet initialized' and NCCL's NVLS
+(NVLink SHARP) set-up fails with 'invalid argument'; jobs fail at init or hang.
+
+Evidence: the fabric manager finding of ``check`` (service failed or inactive, version mismatch, pre-check
+refusal, fabric state not completed); cudaErrorSystemNotReady ('system not yet initialized') in any output; an
+NVLS WARN in NCCL's log (medium: the same WARN also comes from an NCCL defect, see ``nvls-multicast``).
+References: NVIDIA Fabric Manager user guide (start order, driver version match); NVIDIA/nccl#1338.
+"""
+from __future__ import annotations
+
+import re
+import sys
+from typing import List
+
+from nccldiag.diagnosis import clues as C
+from nccldiag.diagnosis.inputs import Inputs
+from nccldiag.diagnosis.model import Diagnosis
+
+ID = "fabric-manager"
+TITLE = "Fabric Manager not running or not in step with the GPUs"
+CATEGORY = "fabric_manager"
+FIX = ("Bring Fabric Manager up in step with the driver: its version must equal the driver's "
+       "('nv-fabricmanager --version' vs 'nvidia-smi'); 'systemctl status nvidia-fabricmanager' and its journal say "
+       "why it stopped (on NVL5 systems such as HGX B200 it also needs the ib_umad module and NVLSM). After a "
+       "Fabric Manager restart reset the GPUs (or reboot) so that they join the fabric; 'nvidia-smi -q' shows "
+       "Fabric State Completed when they have.")
+WORKAROUND = "NCCL_NVLS_ENABLE=0 avoids NVLink SHARP only; collectives over NVLink still need the fabric"
+CONFIRM = "systemctl status nvidia-fabricmanager; nvidia-smi -q | grep -A3 -i fabric"
+
+NOT_READY = re.compile(r"system not yet initiali[sz]ed|cudaErrorSystemNotReady|CUDA_ERROR_SYSTEM_NOT_READY")
+FM_TEXT = re.compile(r"(?i)(?:fabric ?manager|nv-fabricmanager|nvidia-fabricmanager)[^\n]*"
+                     r"(?:cannot be started|failed|not running|inactive|don'?t match|mismatch|error)")
+
+
+def nvls_failures(inp: Inputs) -> List[C.Clue]:
+    """NCCL's NVLS set-up failures: the WARN kind, and CUDA failures in its nvls source file."""
+    out = []
+    for c in C.find(inp, r".", ("warn", "last-error")):
+        w = c.warn
+        if w is not None and (w.kind == "nvls" or "nvls" in (w.file or "").lower()):
+            out.append(c)
+    return out
+
+
+def nvls_defect(inp: Inputs) -> bool:
+    """NCCL 2.26.0 to 2.26.4: NVLS buffer set-up fails 'invalid argument' with drivers before CUDA 12.4's
+    (fixed in 2.26.5, pytorch/pytorch#150852)."""
+    return any((2, 26, 0) <= C.version_tuple(v) < (2, 26, 5) for v in C.nccl_versions(inp))
+
+
+def diagnose(inp: Inputs) -> List[Diagnosis]:
+    node = C.findings(inp, "nvlink.fabric")
+    ready = C.find(inp, NOT_READY)
+    text = C.find(inp, FM_TEXT, ("error", "kernel", "app", "warn", "last-error"))
+    nvls = [] if nvls_defect(inp) or C.find(inp, r"IMEX|imex") else nvls_failures(inp)
+    if not (node or ready or text or nvls):
+        return []
+    found = [C.Clue("finding", f.message, host=f.host, finding=f) for f in node] + ready + text + nvls
+    if node or ready or text:
+        conf, why = "high", ("the fabric manager is not running or the GPUs are not in the fabric"
+                             if node or text else "CUDA says the system is not yet initialised: on an NVSwitch "
+                             "system that is the fabric not set up by Fabric Manager")
+    else:
+        conf, why = "medium", ("NCCL's NVLink SHARP buffer set-up failed; on an NVSwitch system that is most often "
+                               "Fabric Manager not (re)started in step with the GPUs")
+    failed = any(f.status.value == "fail" for f in node) or bool(ready or text or nvls)
+    return [C.make(sys.modules[__name__], f"Fabric Manager / NVLink fabric not ready{C.on(C.hosts(found))}",
+                   found, confidence=conf, why=why, severity="fail" if failed else "warn",
+                   alternatives=[] if node else ["nvls_multicast: an NCCL defect or IMEX channel set-up gives the same "
+                                                 "NVLS WARN; 'systemctl status nvidia-fabricmanager' tells them apart"])]

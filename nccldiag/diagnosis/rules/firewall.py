@@ -1,0 +1,45 @@
+"""Ports blocked between nodes: NCCL's bootstrap or socket connections to a routable peer address are refused
+('Connection refused'), unreachable ('No route to host', what an iptables REJECT answers) or time out (a DROP, a
+security group without the port range), while the address itself is right.
+
+Evidence: socket connect failures in NCCL's log to a routable address (to link-local or container addresses they
+are ``socket-interface``).
+References: NCCL troubleshooting guide (firewalls: NCCL uses random ports, NCCL_SOCKET_PORT ranges); AWS EFA docs
+(the security group must allow all traffic between members).
+"""
+from __future__ import annotations
+
+import re
+import sys
+from typing import List
+
+from nccldiag.diagnosis import clues as C
+from nccldiag.diagnosis.inputs import Inputs
+from nccldiag.diagnosis.model import Diagnosis
+from nccldiag.diagnosis.rules.socket_interface import CONNECT, LINK_LOCAL
+
+ID = "firewall"
+TITLE = "Connections between nodes blocked"
+CATEGORY = "firewall_ports"
+FIX = ("Open TCP between the job's nodes on their data interface: NCCL's bootstrap and socket transport use random "
+       "ephemeral ports (allow the node subnet, or pin a range where supported), plus the rendezvous port "
+       "(MASTER_PORT); on AWS the security group must allow all traffic from itself. Check 'iptables -S', "
+       "'nft list ruleset', firewalld zones on every node.")
+CONFIRM = "from one node: nc -zv <peer address> <port> (the port in the failing connect line)"
+
+ROUTABLE = re.compile(r"\b(?!127\.)\d{1,3}(?:\.\d{1,3}){3}\b|\b[23][0-9a-fA-F]{3}:[0-9a-fA-F:]+")
+
+
+def diagnose(inp: Inputs) -> List[Diagnosis]:
+    found = [c for c in C.find(inp, CONNECT, ("warn", "last-error", "error"))
+             if not LINK_LOCAL.search(c.text) and ROUTABLE.search(c.text)]
+    if not found:
+        return []
+    refused = [c for c in found if re.search(r"refused|No route|unreachable", c.text, re.I)]
+    return [C.make(sys.modules[__name__], f"connections to peer nodes are refused or dropped{C.on(C.hosts(found))}",
+                   found, confidence="medium" if refused else "low",
+                   why=("the peer's address is routable but the connection was refused or rejected" if refused else
+                        "connections to a routable peer address time out: a firewall dropping them, or no route"),
+                   alternatives=["socket_ifname_wrong: the address belongs to an interface the peers cannot reach "
+                                 "(a second network); 'ip route get <peer>' on the node tells",
+                                 "remote_peer_failure: the peer process was not listening (it died)"])]

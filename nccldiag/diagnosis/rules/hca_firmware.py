@@ -1,0 +1,47 @@
+"""HCA firmware too old, mismatched across nodes, or failing: the driver asks for newer firmware ('please upgrade
+to later FW version', 'firmware version ... is not supported'), the IB device never comes up (no ports under
+/sys/class/infiniband), or the firmware check finds versions differing from the rest.
+
+Evidence: the ``firmware`` check's HCA finding; the driver's firmware complaints in the kernel log; the IB stack
+finding no device files beside such lines.
+References: clustervision/trinity#219; NVIDIA MLNX_OFED/DOCA release notes (firmware compatibility).
+"""
+from __future__ import annotations
+
+import re
+import sys
+from typing import List
+
+from nccldiag.diagnosis import clues as C
+from nccldiag.diagnosis.inputs import Inputs
+from nccldiag.diagnosis.model import Diagnosis
+
+ID = "hca-firmware"
+TITLE = "HCA firmware too old or failing"
+CATEGORY = "hca_firmware"
+FIX = ("Update the HCA firmware to the version the driver (MLNX_OFED/DOCA, inbox mlx5) supports, the same on every "
+       "node: 'mlxfwmanager --online -u' or the vendor's package (OEM cards need the OEM's image, matched by PSID); "
+       "reboot or 'mlxfwreset' to load it.")
+CONFIRM = "ibv_devinfo | grep fw_ver; mlxfwmanager --query"
+
+FW = re.compile(r"(?:upgrade|update) (?:to )?(?:a )?(?:later|newer|the latest|recent) (?:FW|firmware)|"
+                r"(?:FW|firmware) (?:version )?\S* ?(?:is )?(?:too old|not supported|unsupported|older than)|"
+                r"(?:FW|firmware) (?:command|cmd) (?:failed|timeout)|mlx\d_core.*(?:firmware|FW).*(?:fail|error)", re.I)
+NO_DEVICE = re.compile(r"sys files not found|/sys/class/infiniband\S*: No such file|No IB devices found|"
+                       r"Failed to get IB devices list")
+
+
+def diagnose(inp: Inputs) -> List[Diagnosis]:
+    node = C.findings(inp, "firmware.hca")
+    fw = C.find(inp, FW, ("kernel", "error", "finding"))
+    fw = [c for c in fw if c.finding is None or c.finding.check.startswith("firmware.hca")] + \
+        [C.Clue("finding", f.message, host=f.host, finding=f) for f in node
+         if not any(c.finding is f for c in fw)]
+    if not fw:
+        return []
+    gone = C.find(inp, NO_DEVICE, ("error", "kernel", "finding"))
+    return [C.make(sys.modules[__name__], "the HCA firmware is too old or failing" +
+                   (" and the IB device did not come up" if gone else "") + C.on(C.hosts(fw + gone)), fw + gone,
+                   confidence="high" if gone or node else "medium",
+                   why="the driver or the firmware check says the HCA firmware does not fit",
+                   severity="fail" if gone or any(f.status.value == "fail" for f in node) else "warn")]

@@ -1,0 +1,44 @@
+"""Host names that do not resolve, or resolve to loopback: getaddrinfo fails ('Name or service not known',
+'Temporary failure in name resolution'), torchrun's c10d rendezvous cannot find its host, and NCCL or gloo
+advertise 127.0.x.x to their peers (Debian's '127.0.1.1 <host>' line) so that the others never reach them.
+
+Evidence: resolution errors in any output; the ``system`` check's host-name findings; NCCL's bootstrap on a
+loopback address in a run of several nodes.
+References: PyTorch distributed docs (MASTER_ADDR, GLOO_SOCKET_IFNAME); Debian reference (127.0.1.1).
+"""
+from __future__ import annotations
+
+import re
+import sys
+from typing import List
+
+from nccldiag.diagnosis import clues as C
+from nccldiag.diagnosis.inputs import Inputs
+from nccldiag.diagnosis.model import Diagnosis
+
+ID = "hostname-resolution"
+TITLE = "Host names do not resolve (or resolve to loopback)"
+CATEGORY = "hostname_resolution"
+FIX = ("Make every node's host name resolve to its data-network address on every node (DNS, or /etc/hosts without "
+       "a '127.0.1.1 <host>' line), or launch by address (MASTER_ADDR=<ip>, torchrun --rdzv-endpoint=<ip>:<port>, "
+       "hostfiles of addresses) and name the interface (NCCL_SOCKET_IFNAME, GLOO_SOCKET_IFNAME).")
+CONFIRM = "getent ahosts $(hostname) on each node; getent ahosts <MASTER_ADDR>"
+
+UNRESOLVED = re.compile(r"Name or service not known|Temporary failure in name resolution|nodename nor servname|"
+                        r"getaddrinfo(?:\(\))? (?:failed|error)|socket\.gaierror|gaierror|[Cc]ould not resolve|"
+                        r"[Ff]ailed to resolve|Unknown host|No address associated with hostname|"
+                        r"[Cc]annot assign requested address")
+
+
+def diagnose(inp: Inputs) -> List[Diagnosis]:
+    text = C.find(inp, UNRESOLVED, ("warn", "last-error", "app", "error"))
+    node = C.findings(inp, "system.hostname_")
+    found = text + [C.Clue("finding", f.message, host=f.host, finding=f) for f in node]
+    if not found:
+        return []
+    return [C.make(sys.modules[__name__], f"host names do not resolve to a reachable address{C.on(C.hosts(found))}",
+                   found, confidence="high" if text else "medium",
+                   why=("name resolution failed where the job started" if text else
+                        "the node's own name resolves to loopback or not at all"),
+                   severity="fail" if text else "warn",
+                   alternatives=["rendezvous_unreachable: a MASTER_ADDR that resolves but is not reachable"])]

@@ -1,0 +1,44 @@
+"""GPUs whose driver refuses peer-to-peer (GeForce and other consumer cards, some PCIe topologies): code that
+enables P2P fails 'peer access is not supported between these two devices'; NCCL versions that try P2P on them
+hang or corrupt data. NCCL must be told not to use it (NCCL_P2P_DISABLE=1) and custom all-reduce kernels turned
+off.
+
+Evidence: CUDA's peer-access-unsupported error in any output; a stall of a consumer-GPU run (medium).
+A healthy node that merely reports P2P unsupported (nvidia-smi topo -p2p: GNS/CNS) is no fault.
+References: sgl-project/sglang#531; NVIDIA/nccl#1062 (RTX 4090 P2P).
+"""
+from __future__ import annotations
+
+import re
+import sys
+from typing import List
+
+from nccldiag.diagnosis import clues as C
+from nccldiag.diagnosis.inputs import Inputs
+from nccldiag.diagnosis.model import Diagnosis
+from nccldiag.diagnosis.rules import acs_iommu
+
+ID = "p2p-unsupported"
+TITLE = "GPU peer-to-peer not supported by these GPUs"
+CATEGORY = "p2p_unsupported_gpu"
+FIX = ("Do not use P2P on these GPUs: NCCL_P2P_DISABLE=1 for NCCL (it then uses host shared memory), and turn off "
+       "custom all-reduce kernels that need CUDA IPC/P2P (vLLM/SGLang: --disable-custom-all-reduce); update NCCL, "
+       "which detects more of these cards by itself.")
+WORKAROUND = "NCCL_P2P_DISABLE=1"
+CONFIRM = "nvidia-smi topo -p2p r  (GNS/CNS/NS: no P2P between those GPUs)"
+
+REFUSED = re.compile(r"peer access is not supported between these two devices|cudaErrorPeerAccessUnsupported|"
+                     r"CUDA_ERROR_PEER_ACCESS_UNSUPPORTED|P2P access (?:is )?not supported")
+
+
+def diagnose(inp: Inputs) -> List[Diagnosis]:
+    refused = C.find(inp, REFUSED, ("warn", "last-error", "app", "error"))
+    stall = acs_iommu.stalled_single_node(inp) if acs_iommu.consumer_gpus(inp) else []
+    if not refused and not stall:
+        return []
+    return [C.make(sys.modules[__name__], f"GPU peer-to-peer is not supported by these GPUs"
+                   f"{C.on(C.hosts(refused))}, and something tried to use it", refused, extra=stall,
+                   confidence="high" if refused else "medium",
+                   why=("CUDA refused peer access between the GPUs" if refused else
+                        "consumer GPUs stalled right after init: they lack working P2P"),
+                   alternatives=[] if refused else ["acs_iommu_p2p: ACS or the IOMMU stall P2P the same way"])]

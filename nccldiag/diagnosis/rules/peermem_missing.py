@@ -1,0 +1,48 @@
+"""GPUDirect RDMA unavailable because the peer-memory module is not loaded: NCCL logs 'GPU Direct RDMA Disabled
+for HCA ... (no module)' (or without a reason, NCCL 2.12+ when DMA-BUF is not usable either), uses NET/IB without
+/GDRDMA, and inter-node bandwidth drops; registering GPU memory fails 'Bad address' where GDR was forced.
+
+Evidence: the ``gdr`` check's module finding; NCCL's 'GPU Direct RDMA Disabled for HCA' lines on IB/RoCE HCAs;
+ibv_reg_mr failing with EFAULT ('Bad address', errno 14).
+References: NVIDIA GPUDirect RDMA docs (nvidia-peermem); Mellanox/nv_peer_memory.
+"""
+from __future__ import annotations
+
+import re
+import sys
+from typing import List
+
+from nccldiag.diagnosis import clues as C
+from nccldiag.diagnosis.inputs import Inputs
+from nccldiag.diagnosis.model import Diagnosis
+
+ID = "peermem-missing"
+TITLE = "Peer-memory module not loaded: no GPUDirect RDMA"
+CATEGORY = "peermem_missing"
+FIX = ("Load the peer-memory module on every node: 'modprobe nvidia-peermem' (driver 470+; nv_peer_mem with older "
+       "MLNX_OFED) and list it in /etc/modules-load.d so it loads at boot; or use DMA-BUF instead (NVIDIA open "
+       "kernel module, Linux 5.12+, NCCL 2.13+).")
+WORKAROUND = "none needed for correctness: NCCL stages through host memory, at a cost in inter-node bandwidth"
+CONFIRM = "lsmod | grep -E 'nvidia_peermem|nv_peer_mem'"
+
+NO_MODULE = re.compile(r"GPU Direct RDMA Disabled for HCA \S+ '(?:mlx|ib|roce|bnxt|irdma|rdma)[^']*'(?: \(no module\))?\s*$|"
+                       r"GPU Direct RDMA Disabled for HCA .*\(no module\)|no peermem|nv_peer_mem(?:ory)? (?:is )?not loaded|"
+                       r"nvidia[-_]peermem (?:is )?not loaded")
+BAD_ADDRESS = re.compile(r"ibv_reg_(?:mr|dmabuf_mr)\w* failed.*(?:Bad address|errno 14)")
+
+
+def diagnose(inp: Inputs) -> List[Diagnosis]:
+    node = [f for f in C.findings(inp, "gdr.peermem") if f.check == "gdr.peermem"]
+    lines = C.find(inp, NO_MODULE, ("error", "warn", "last-error")) + \
+        [C.Clue("error", g.text, g.at, g.text, g.at.host) for ls in inp.log_sets() for g in ls.facts.gdr
+         if not g.enabled and NO_MODULE.search(g.text)]
+    fault = C.find(inp, BAD_ADDRESS, ("warn", "last-error", "error"))
+    found = [C.Clue("finding", f.message, host=f.host, finding=f) for f in node] + fault + lines
+    if not found:
+        return []
+    return [C.make(sys.modules[__name__], f"GPUDirect RDMA off: the peer-memory module is not loaded"
+                   f"{C.on(C.hosts(found))}", found, confidence="high" if node or fault else "medium",
+                   why=("the module is not loaded" if node else "NCCL found no peer-memory support for the HCA"
+                        if lines else "the HCA could not register GPU memory (EFAULT): no peer-memory module"),
+                   severity="fail" if fault or any(f.status.value == "fail" for f in node) else "warn",
+                   alternatives=[] if node else ["gdr_unused: DMA-BUF not usable or NCCL settings; 'lsmod' tells"])]

@@ -1,0 +1,43 @@
+"""A RoCE GID table NCCL cannot use as it is: no RoCE v2 GID with an IPv4 address, or a sparse table (entries
+starting above index 0, as Kubernetes macvlan pods get) that NCCL before 2.26 fails to search, or a link-local
+GID picked for traffic between subnets.
+
+Evidence: the ``ib`` check's GID findings (show_gids, ibv_devinfo, sysfs), NCCL picking a fe80 GID
+('GID 0 (80FE/...)') beside an RDMA failure.
+References: NVIDIA/nccl#1587 (sparse GID tables), #769.
+"""
+from __future__ import annotations
+
+import re
+import sys
+from typing import List
+
+from nccldiag.diagnosis import clues as C
+from nccldiag.diagnosis import ibverbs
+from nccldiag.diagnosis.inputs import Inputs
+from nccldiag.diagnosis.model import Diagnosis
+
+ID = "roce-gid"
+TITLE = "RoCE GID table or selection unusable"
+CATEGORY = "roce_gid_config"
+FIX = ("Give each RoCE port a RoCE v2 GID for its IPv4 address (the interface needs the address), and let NCCL pick "
+       "it: NCCL 2.26+ handles sparse tables; with an older NCCL set NCCL_IB_GID_INDEX per node to the index "
+       "'show_gids' lists for that v2 IPv4 entry (NCCL_IB_ROCE_VERSION_NUM=2).")
+CONFIRM = "show_gids"
+LINK_LOCAL = re.compile(r"\bGID \d+ \((?:80FE|fe80)/", re.I)
+
+
+def diagnose(inp: Inputs) -> List[Diagnosis]:
+    node = C.findings(inp, "ib.roce_gid")
+    failing = [c.clue for c in ibverbs.calls(inp) if c.fn == "ibv_modify_qp"]
+    link = C.find(inp, LINK_LOCAL, ("error", "warn")) if failing and not C.env_values(inp, "NCCL_IB_GID_INDEX") else []
+    if link:
+        link += failing
+    found = [C.Clue("finding", f.message, host=f.host, finding=f) for f in node] + link
+    if not found:
+        return []
+    return [C.make(sys.modules[__name__], f"the RoCE GID table or the GID chosen cannot carry NCCL's traffic"
+                   f"{C.on(C.hosts(found))}", found, confidence="high" if link else "medium",
+                   why=("NCCL chose a link-local GID and connecting failed" if link else
+                        "the GID table read on the node lacks what NCCL needs"),
+                   severity="fail" if link or any(f.status.value == "fail" for f in node) else "warn")]

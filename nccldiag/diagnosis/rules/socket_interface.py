@@ -1,0 +1,48 @@
+"""No usable socket interface, or one peers cannot reach: NCCL finds no IP interface for its bootstrap ('Socket
+creation failed : Address family not supported by protocol' in a container without networking, 'no socket
+interface found', 'No usable listening interface'), or connects to a peer's link-local (fe80::) or container
+bridge address and times out. NCCL_SOCKET_IFNAME names the interface to use.
+
+Evidence: those WARNs and connect failures in NCCL's log (interfaces named by the environment are
+``socket-ifname-env``; bootstrap lines listing such interfaces are ``wrong-interface``).
+References: NVIDIA/nccl-tests#14, NVIDIA/nccl#529; NCCL env docs (NCCL_SOCKET_IFNAME).
+"""
+from __future__ import annotations
+
+import re
+import sys
+from typing import List
+
+from nccldiag.diagnosis import clues as C
+from nccldiag.diagnosis.inputs import Inputs
+from nccldiag.diagnosis.model import Diagnosis
+from nccldiag.diagnosis.rules.interface import VIRTUAL
+
+ID = "socket-interface"
+TITLE = "No reachable socket interface for NCCL"
+CATEGORY = "socket_ifname_wrong"
+FIX = ("Name the data-network interface for NCCL's bootstrap and sockets: NCCL_SOCKET_IFNAME=<iface> (e.g. eth0, "
+       "ens5, bond0; '^docker,lo,veth' excludes bridges) and GLOO_SOCKET_IFNAME the same; a container needs a "
+       "routable interface (docker run --network host, or a pod network the peers reach).")
+CONFIRM = "ip -br addr on each node; NCCL_DEBUG=INFO shows 'Bootstrap : Using <iface>:<address>'"
+
+NO_IFACE = re.compile(r"Socket creation failed\s*:\s*Address family not supported|no socket interface found|"
+                      r"No usable listening interface|[Nn]o interface found|Bootstrap\s*:\s*no socket interface")
+CONNECT = re.compile(r"(?:Connect to|connect(?:ing)? to|Call to connect)\s*\[?(?P<addr>[0-9a-fA-F:.%\w]*)\]?"
+                     r"(?:<\d+>)?.*(?:timed out|refused|unreachable|No route)", re.I)
+LINK_LOCAL = re.compile(r"\b[fF][eE]80:[0-9a-fA-F:]*(?:%\w+)?|%(?:" + VIRTUAL.pattern.strip("^$") + r")\b")
+
+
+def diagnose(inp: Inputs) -> List[Diagnosis]:
+    if C.env_values(inp, "NCCL_SOCKET_IFNAME"):
+        return []  # an interface was named: socket-ifname-env judges it
+    none = C.find(inp, NO_IFACE, ("warn", "last-error", "error"))
+    link = [c for c in C.find(inp, CONNECT, ("warn", "last-error", "error")) if LINK_LOCAL.search(c.text)]
+    found = none + link
+    if not found:
+        return []
+    what = ("NCCL found no usable IP interface for its bootstrap" if none else
+            "NCCL connected to a peer's link-local or virtual interface address and timed out")
+    return [C.make(sys.modules[__name__], what + C.on(C.hosts(found)), found, confidence="high",
+                   why=("NCCL itself said it found no interface it can use" if none else
+                        "a link-local (fe80::) or container bridge address is not reachable from other hosts"))]

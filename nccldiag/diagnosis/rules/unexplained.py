@@ -1,0 +1,105 @@
+"""Unexplained failure: the evidence shows something broken or a run that did not finish, and no cause of the
+catalog fits. Never "nothing broken" then: the verdict cites the first failing evidence and the command that
+would tell more.
+
+Not a rule of the registry: :func:`nccldiag.diagnosis.diagnose` calls :func:`fallback` after every rule.
+"""
+from __future__ import annotations
+
+import re
+from typing import List, Optional, Tuple
+
+from nccldiag.diagnosis.inputs import Inputs
+from nccldiag.diagnosis.model import Diagnosis, Evidence, finding_evidence, log_evidence
+from nccldiag.model.findings import SEVERITY, Finding, Status
+
+ID = "unexplained"
+TITLE = "Unexplained failure"
+CATEGORY = "unexplained"
+TIER = 2
+MORE_LOG = ("rerun the job with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET,ENV and give every rank's log to "
+            "'nccldiag log'; on the job's nodes run 'nccldiag check HOSTFILE'")
+MORE_CHECK = "nccldiag probe HOSTFILE  (runs the collectives on these nodes and names the failing path)"
+
+# Lines that say a run ended badly, whatever printed them.
+_ENDED_BADLY = re.compile(
+    r"Traceback \(most recent call last\)|core dumped|Segmentation fault|\bAborted\b|ChildFailedError|"
+    r"Root Cause \(first observed failure\)|mpirun noticed that process|srun: error:|exited with (?:exit )?code [1-9]|"
+    r"exitcode\s*:\s*-?[1-9]|\bKilled\b|terminate called after throwing|Primary job\s+terminated normally, but|"
+    r"Some NCCL operations have failed or timed out|RuntimeError|DistBackendError|\bFAILED\b")
+
+
+def unfinished(inp: Inputs) -> List[Evidence]:
+    """Evidence in the logs that a run did not finish: stopped before its first result, or ended in an error."""
+    out: List[Evidence] = []
+    for ls in inp.log_sets():
+        f = ls.facts
+        for e in (getattr(f, "errors", None) or []):
+            if _ENDED_BADLY.search(e.text):
+                out.append(log_evidence(e.at, e.text))
+                break
+        stuck = stopped_in_init(f)
+        if stuck is not None:
+            out.append(stuck)
+    return out
+
+
+_SETUP = re.compile(r"\b(?:Channel|Ring) \d+|\bTrees?\b|threadThresholds|Setting affinity|NVLS|Connected all")
+
+
+def stopped_in_init(f) -> Optional[Evidence]:
+    """A log whose ranks started init, got as far as setting up channels, and never completed it nor ran a
+    collective: the run hung in init. A short excerpt that stops earlier (at the network choice) is not taken
+    for one."""
+    if not f.inits or any(e.phase == "COMPLETE" for e in f.inits):
+        return None
+    if getattr(f, "nccl_tests", None):
+        return None
+    if f.watchdogs or f.app_errors:
+        return None
+    setup = [c for c in f.channels[:1]] or [n for n in f.connected[:1]]
+    if not setup:
+        return None
+    last = setup[0]
+    return log_evidence(last.at, "init reached channel set-up here but no rank logged Init COMPLETE: " + last.text)
+
+
+def _first_finding(inp: Inputs, diagnoses: List[Diagnosis]) -> Tuple[Optional[Finding], int]:
+    """The worst fail/warn finding that no diagnosis cites (an info diagnosis may account for a warning: P2P that
+    consumer GPUs do not offer is expected), and how many there are."""
+    cited = {(e.ref, e.host) for d in diagnoses for e in d.evidence if e.kind == "finding"}
+    # an ERROR is a part not checked (a node not reached, a command that timed out): the summary counts it as
+    # not checked, and it says nothing of a cause
+    found = [f for f in inp.all_findings() if f.status in (Status.FAIL, Status.WARN) and (f.check, f.host) not in cited]
+    found.sort(key=lambda f: -SEVERITY[f.status])
+    return (found[0] if found else None), len(found)
+
+
+def fallback(inp: Inputs, diagnoses: List[Diagnosis]) -> List[Diagnosis]:
+    """The unexplained verdict when nothing in ``diagnoses`` is fail or warn but the evidence shows a failure."""
+    if any(d.severity in ("fail", "warn") for d in diagnoses):
+        return []
+    first, n = _first_finding(inp, diagnoses)
+    ended = unfinished(inp)
+    if first is None and not ended:
+        return []
+    ev: List[Evidence] = []
+    if first is not None:
+        ev.extend(finding_evidence(first, 3))
+    ev.extend(ended[:3])
+    failed = (first is not None and first.status == Status.FAIL) or bool(ended)
+    if first is not None:
+        what = first.message
+        where = [first.host] if first.host else []
+        more = first.fix or (MORE_LOG if inp.logs is not None else MORE_CHECK)
+        why = (f"{n} finding(s) fail or warn and no known cause fits them" if n > 1 else
+               "a finding fails or warns and no known cause fits it")
+    else:
+        what = ended[0].text
+        where = [ended[0].host] if ended[0].host else []
+        more = MORE_LOG
+        why = "the evidence shows the run did not finish, and no known cause fits what it printed"
+    confirm = MORE_LOG if inp.logs is not None else MORE_CHECK
+    return [Diagnosis(ID, TITLE, "fail" if failed else "warn", what, "low", why,
+                      f"Not recognised: read the evidence below. {more}", nodes=where, evidence=ev,
+                      category=CATEGORY, tier=TIER, confirm=confirm)]
