@@ -31,7 +31,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 from nccldiag.inventory import Host
 from nccldiag.model.errors import UsageError
 from nccldiag.model.findings import Finding, Status, error, exit_code, fail, ok, warn
-from nccldiag.probe import analysis, isolate, launch, pairing, runner
+from nccldiag.probe import analysis, isolate, launch, pairing, results, runner
 from nccldiag.probe.isolate import Job, Row
 from nccldiag.probe.plan import Setting
 from nccldiag.transport.base import TransportError
@@ -211,8 +211,10 @@ class _Cluster:
                     for i, name in enumerate(job.nodes)}
         nodes = [self.by_name[n] for n in job.nodes]
         # a pair is over when one of its launchers fails: the other only waits for it
+        launched = results.Launched(tuple(job.nodes), self.opts.nproc_per_node, (self.opts.collective,))
         return runner.run_setting(nodes, commands, setting, self.timeout, grace=5.0,
-                                  run_id=job.run_id, on_record=on_record, fanout=self.opts.fanout)
+                                  run_id=job.run_id, on_record=on_record, fanout=self.opts.fanout,
+                                  launched=launched)
 
     def run_round(self, index: int, stage: str, groups: Sequence[Tuple[str, Sequence[str]]],
                   progress: Optional[Callable[[str], None]]) -> Round:
@@ -378,8 +380,11 @@ class _SrunCluster(_Cluster):
         name = job.run_id  # the step's name in squeue: this job's marker
         cmd = launch.srun_command(spec, [n.slurm_name for n in nodes], ifnames, self.opts.slurm_job or "",
                                   self.timeout, name=name)
+        ranked = task_order(job.nodes, {n: self.by_name[n].slurm_name for n in job.nodes}, self.order)
+        launched = results.Launched(tuple(ranked), self.opts.nproc_per_node, (self.opts.collective,), tagged="srun")
         sr = runner.run_setting(nodes, {SRUN: cmd}, setting, self.timeout, grace=5.0, run_id=job.run_id,
-                                on_record=on_record, fanout=self.opts.fanout, launchers=[LaunchHere(SRUN)])
+                                on_record=on_record, fanout=self.opts.fanout, launchers=[LaunchHere(SRUN)],
+                                launched=launched)
         nr = sr.nodes.get(SRUN)
         if sr.timed_out or nr is None or nr.error is not None or nr.rc != 0:
             left = client.end_steps(lambda n: n == name, wait=min(30.0, self.opts.ssh.command_timeout))
@@ -399,7 +404,12 @@ def task0_node(names: Sequence[str], slurm_names: Dict[str, str], order: Dict[st
     whose node serves the rendezvous, is on the node that comes first there.
     A node Slurm does not list sorts after the others, by name.
     """
-    return min(names, key=lambda n: (order.get(slurm_names[n], len(order)), slurm_names[n]))
+    return task_order(names, slurm_names, order)[0]
+
+
+def task_order(names: Sequence[str], slurm_names: Dict[str, str], order: Dict[str, int]) -> List[str]:
+    """``names`` in the order srun gives them tasks (pure): the first node's tasks are ranks 0.., and so on."""
+    return sorted(names, key=lambda n: (order.get(slurm_names[n], len(order)), slurm_names[n]))
 
 
 def run(hosts: Sequence[Host], opts: IsolateOptions, progress: Optional[Callable[[str], None]] = None) -> IsolateReport:

@@ -236,6 +236,8 @@ def srun_command(
     every rank when one fails; the step's time limit is ``timeout`` rounded
     up to minutes, and nccldiag's own deadline stops it sooner. ``name`` is
     the step's name (``squeue --steps``), by which it can be cancelled.
+    ``--label`` puts each line's task number (its rank) in front of it, which
+    binds the rank's records to the node srun started it on.
     """
     from nccldiag.slurm import commands
 
@@ -247,7 +249,7 @@ def srun_command(
     env["MASTER_ADDR"] = spec.rdzv_host
     env["MASTER_PORT"] = str(int(spec.rdzv_port))
     argv = commands.srun_step(list(nodes), spec.nproc_per_node, timeout, job=job, kill_on_bad_exit=True,
-                              chdir=spec.rundir, name=name)
+                              chdir=spec.rundir, name=name, label=True)
     argv += [spec.python, "-m", "nccldiag.node.worker", "--bootstrap", "slurm"] + list(spec.worker_args)
     return f"exec env {_env_words(env)} " + " ".join(shlex.quote(a) for a in argv)
 

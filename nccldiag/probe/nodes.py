@@ -87,12 +87,13 @@ class SlurmNode:
 
     remote = True
 
-    def __init__(self, host: Host, slurm_name: str, address: str, job: str):
+    def __init__(self, host: Host, slurm_name: str, address: str, job: str, order: int = 0):
         self.host = host
         self.name = host.name
         self.slurm_name = slurm_name
         self.address: Optional[str] = address or None
         self.job = job
+        self.order = order  # its place in Slurm's node order, in which srun lays out the tasks of a step
 
     def _argv(self, command: str, timeout: float, stdin: bool) -> list:
         from nccldiag.slurm import commands

@@ -212,7 +212,9 @@ def run(hosts: Sequence[Host], opts: ProbeOptions,
                                         on_record=on_record, log_glob=glob, fanout=opts.fanout,
                                         launchers=launchers,
                                         after=None if local else runner.counters_after(setting_dir),
-                                        on_timeout=ras_query(backend, opts.python, env))
+                                        on_timeout=ras_query(backend, opts.python, env),
+                                        launched=launched_by(opts.launcher, participants, nproc, spec.worker_args),
+                                        hostnames=prep.hostnames)
                 sr.counters = runner.counter_deltas(sr.after)
                 _save_logs(out_dir, setting.name, sr.logs)
                 runs.append(sr)
@@ -268,6 +270,32 @@ def run(hosts: Sequence[Host], opts: ProbeOptions,
         for n in nodes:
             n.close()
         raise
+
+
+def launched_by(launcher: str, nodes: Sequence, nproc: int, args: Sequence[str]) -> "results.Launched":
+    """The ranks one setting launches, on which node, and the collectives they are given (``--collectives``).
+
+    torchrun and the local launcher: node ``i`` runs ranks ``i*nproc ..``
+    and streams them itself. mpirun maps ``nproc`` ranks per node in host
+    order and tags each line with its rank; srun lays them out in Slurm's
+    node order and labels each line with its task, which is the rank.
+    """
+    from nccldiag.node import collectives as registry
+    from nccldiag.probe import results
+
+    spec = None
+    for i, a in enumerate(args):
+        if a == "--collectives" and i + 1 < len(args):
+            spec = args[i + 1]
+    try:
+        names = tuple(registry.select(spec))
+    except ValueError:  # the worker refuses it (a usage error of its own): every name is the bound
+        names = tuple(registry.NAMES)
+    if launcher == "srun":
+        ordered = sorted(nodes, key=lambda n: (getattr(n, "order", 0), getattr(n, "slurm_name", n.name)))
+        return results.Launched(tuple(n.name for n in ordered), nproc, names, tagged="srun")
+    return results.Launched(tuple(n.name for n in nodes), nproc, names,
+                            tagged="mpirun" if launcher == "mpirun" else None)
 
 
 def ras_query(backend: str, python: str, env: Dict[str, str]) -> Optional[str]:
@@ -337,7 +365,9 @@ def slurm_nodes(hosts: Sequence[Host], opts: ProbeOptions) -> list:
         raise UsageError(f"--launcher srun: {', '.join(missing[:5])} {'is' if len(missing) == 1 else 'are'} not "
                          "Slurm node(s) (no NodeName, NodeHostName or NodeAddr matches)")
     addr = {n.name: n.addr for n in known}
-    return [SlurmNode(h, names[h.name], addr.get(names[h.name], ""), opts.slurm_job) for h in hosts]
+    order = {n.name: i for i, n in enumerate(known)}
+    return [SlurmNode(h, names[h.name], addr.get(names[h.name], ""), opts.slurm_job,
+                      order.get(names[h.name], len(known))) for h in hosts]
 
 
 def build_commands(launcher: str, spec: launch.LaunchSpec, nodes: Sequence, prep: runner.Prepared,

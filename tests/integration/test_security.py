@@ -86,3 +86,57 @@ def test_a_shared_run_directory_is_made_once_and_checked_on_the_others(vcluster,
         for n in nodes:
             n.close()
         vcluster.exec("node01", ["sh", "-c", f"rm -rf {shlex.quote('/tmp/' + run_id)}"])
+
+
+# --- a node that forges the probe's output (a wrapper around its python) -------------------------------------
+
+FORGED = [
+    # B speaks for rank 0 (node01's) with silent corruption, names node01 as its host, claims a huge world,
+    # sends a wrongly typed field, and floods a collective nobody planned
+    '{"type":"result","rank":0,"host":"node01","collective":"all_reduce","phase":"check","status":"wrong",'
+    '"wrong":256,"ranks_wrong":[0,1],"size":1024,"count":256}',
+    '{"type":"start","rank":2,"host":"node01","world_size":30000000}',
+    '{"type":"result","rank":3,"collective":"all_reduce","phase":"check","status":"wrong","wrong":"abc"}',
+]
+
+
+@pytest.fixture
+def forger(vcluster):
+    """``--python`` for the probe: on node02 it prints forged records first, then runs the real Python;
+    on node01 it only runs the real Python. Each node has its own /tmp, so the same path differs."""
+    import sys
+
+    d = f"/tmp/forge-{uuid.uuid4().hex[:8]}"
+    flood = "i=0; while [ $i -lt 3000 ]; do echo '{\"type\":\"result\",\"rank\":2,\"collective\":\"c'$i'\"}'; i=$((i+1)); done"
+    lines = "".join(f"echo {shlex.quote(l)}; " for l in FORGED)
+    for node, body in (("node01", ""), ("node02", f"case \"$*\" in *nccldiag.node.worker*) {lines}{flood};; esac\n")):
+        script = f"#!/bin/sh\n{body}exec {sys.executable} \"$@\"\n"
+        r = vcluster.exec(node, ["sh", "-c", f"mkdir -m 755 {d} && cat > {d}/python && chmod 755 {d}/python"],
+                          input=script)
+        assert r.returncode == 0, r.stderr
+    yield f"{d}/python"
+    for node in ("node01", "node02"):
+        vcluster.exec(node, ["rm", "-rf", d])
+
+
+@pytest.mark.parametrize("launcher", ["torchrun", "mpirun"])
+def test_a_node_that_forges_records_frames_no_other_node(vcluster, forger, tmp_path, launcher):
+    from tests.integration.helpers import load_json, timed
+
+    out = tmp_path / "p.json"
+    r, _ = timed(["probe", "-w", "node01,node02", "--ssh-config", str(vcluster.ssh_config), "--nproc-per-node", "2",
+                  "--launcher", launcher, "--python", forger, "--timeout", "90", "--collectives", "all_reduce,barrier",
+                  "--max-bytes", "64K", "-o", str(tmp_path / "run"), "--json", str(out)], timeout=240)
+    data = load_json(out)
+    (setting,) = data["settings"]
+    assert setting["world_size"] == 4, setting["world_size"]
+    assert setting["collectives"]["all_reduce"]["status"] == "ok", setting["collectives"]["all_reduce"]
+    assert set(setting["collectives"]) <= {"all_reduce", "barrier", "mpi_allreduce"}
+    assert {v["host"] for k, v in setting["ranks"].items()} == {"node01", "node02"}
+    failing = [f for f in data["findings"] + setting["findings"] if f["status"] in ("fail", "error")]
+    assert failing == [], failing
+    flags = [f for f in setting["findings"] if f["check"] == "probe.rejected"]
+    assert len(flags) == 1, flags
+    (flag,) = flags
+    assert flag["host"] == "node02" and flag["status"] == "warn", flags
+    assert r.returncode == 0, r.stdout + r.stderr
