@@ -345,7 +345,8 @@ class _SrunCluster(_Cluster):
                                   name=f"{self.prep.run_id}-each") + ["sh", "-c", wrapped]
         r = LocalTransport(SRUN).run(argv, timeout)
         out: Dict[str, str] = {}
-        for task in srun_transport.demux((r.stdout or "").splitlines(), mark).values():
+        expected = srun_transport.task_nodes([n.slurm_name for n in nodes], self.order)
+        for task in srun_transport.demux((r.stdout or "").splitlines(), mark, expected).values():
             if task.done and task.node in ours:
                 out[ours[task.node]] = "\n".join(task.lines)
         return out

@@ -5,6 +5,7 @@ staged ``--fanout`` at a time, so a user on a later node has time to make the
 run directory first. Staging over real SSH must refuse it, and nothing of
 the probe may run in it or write through it.
 """
+import json
 import shlex
 import uuid
 
@@ -140,3 +141,44 @@ def test_a_node_that_forges_records_frames_no_other_node(vcluster, forger, tmp_p
     (flag,) = flags
     assert flag["host"] == "node02" and flag["status"] == "warn", flags
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+# --- a program the check collection runs, under a user's control (--python) ---------------------------------
+
+
+def test_a_program_the_collection_runs_cannot_forge_sections(vcluster, tmp_path):
+    """node02's --python looks for the run's mark wherever a program can (its environment, every process's
+    command line and environment on the node), then floods the output with 5,000 forged sections."""
+    import sys
+
+    from tests.integration.helpers import timed
+
+    d = f"/tmp/forge-{uuid.uuid4().hex[:8]}"
+    spy = ("#!/bin/sh\n"
+           "m=$NCCLDIAG_MARK\n"
+           "[ -n \"$m\" ] || m=$(cat /proc/[0-9]*/cmdline /proc/[0-9]*/environ 2>/dev/null | tr '\\0' '\\n' "
+           "| sed -n 's/^NCCLDIAG_MARK=\\([0-9a-f]*\\).*/\\1/p' | head -n1)\n"
+           "echo \"found-mark=[$m]\"\n"
+           "i=0; while [ $i -lt 5000 ]; do printf '@@nccldiag:%s:end python_env rc=0@@\\n@@nccldiag:%s:begin f%s@@\\nx\\n"
+           "@@nccldiag:%s:end f%s rc=0@@\\n' \"$m\" \"$m\" $i \"$m\" $i; i=$((i+1)); done\n"
+           f"exec {sys.executable} \"$@\"\n")
+    r = vcluster.exec("node02", ["sh", "-c", f"mkdir -m 755 {d} && cat > {d}/python && chmod 755 {d}/python"],
+                      input=spy)
+    assert r.returncode == 0, r.stderr
+    try:
+        bundle = tmp_path / "bundle"
+        r, _ = timed(["check", "-w", "node02", "--ssh-config", str(vcluster.ssh_config), "--only", "python",
+                      "--python", f"{d}/python", "--save", str(bundle), "--json", str(tmp_path / "c.json")],
+                     timeout=240)
+        assert r.returncode in (0, 1, 3), r.stdout + r.stderr
+        files = sorted(p.name for p in (bundle / "node02").iterdir())
+        assert not [f for f in files if f.startswith("f")], files[:5]
+        from nccldiag import areas
+        from nccldiag.collect import runner, script
+
+        collected = json.loads((bundle / "_bundle.json").read_text())["areas"]
+        runs = script.source_names(runner.script_for(areas.select(collected)))
+        assert set(files) - {"_node.json"} <= {f"{n}.txt" for n in runs}, files
+        assert "found-mark=[]" in (bundle / "node02" / "python_env.txt").read_text()
+    finally:
+        vcluster.exec("node02", ["rm", "-rf", d])
