@@ -179,6 +179,7 @@ class _Cluster:
             nproc_per_node=self.opts.nproc_per_node, rdzv_host=first.address or first.name, rdzv_port=job.port or 0,
             env=row.environ, worker_args=self.worker_args(job.round),
             join_timeout=max(10, min(60, int(self.timeout * 0.25))),
+            watchdog=int(self.timeout + 5.0 + 60),  # the job's ranks go with nccldiag, or at the job's deadline
         )
         setting = Setting(f"r{job.round}-{job.stage}-{job.row.replace(' ', '_')}-{job.label()}", row.environ, row.why)
         sr = self.launch(job, row, spec, setting, on_record or self.on_record)
@@ -453,21 +454,37 @@ def run(hosts: Sequence[Host], opts: IsolateOptions, progress: Optional[Callable
         report.elapsed = time.monotonic() - t0
         return report
     # the first reachable node is the one prepare() checks for a free port; every job picks its own
-    prep = runner.prepare(live, opts.python, None, None, timeout=opts.ssh.command_timeout, fanout=opts.fanout)
-    report.run_id = prep.run_id
+    run_id = runner.new_run_id()
+    report.run_id = run_id
+    done = False
     try:
-        return _run(report, nodes, live, prep, opts, unreachable, progress, t0, order)
-    except KeyboardInterrupt:
-        # Ctrl-C: kill every job's processes on every node (they share the run's marker prefix), then stop
-        _reap_prefix(live, prep.run_id, opts.fanout)
-        if opts.launcher == "srun":
-            from nccldiag.slurm import client
+        prep = runner.prepare(live, opts.python, None, None, timeout=opts.ssh.command_timeout, fanout=opts.fanout,
+                              run_id=run_id, watchdog=_run_bound(opts, len(live)))
+        report = _run(report, nodes, live, prep, opts, unreachable, progress, t0, order)
+        done = True
+        return report
+    finally:
+        if not done:
+            # Ctrl-C, SIGTERM, a bug: kill every job's processes on every node (they share the run's marker
+            # prefix) and remove the run directories, whatever stopped the run
+            _reap_prefix(live, run_id, opts.fanout)
+            if opts.launcher == "srun":
+                from nccldiag.slurm import client
 
-            client.end_steps(lambda n: n.startswith(prep.run_id + "-"), wait=15.0)
-        runner.cleanup(live, prep.rundir, fanout=opts.fanout)
-        for n in nodes:
-            n.close()
-        raise
+                client.end_steps(lambda n: n.startswith(run_id + "-"), wait=15.0)
+            runner.cleanup(live, os.path.join("/tmp", run_id), fanout=opts.fanout)
+            for n in nodes:
+                n.close()
+
+
+def _run_bound(opts: IsolateOptions, nodes: int) -> int:
+    """Seconds an isolation may last at most, for the nodes' watchdogs: every round its timeout and the reap.
+
+    Rounds: one alone, the pair rounds, confirmations (at most one per node), one with all nodes and the
+    bisection steps.
+    """
+    per = (opts.timeout or 600.0) + 5.0 + 120.0
+    return int(per * (2 + opts.pair_rounds + nodes + opts.max_bisect) + 600)
 
 
 def _reap_prefix(nodes, run_id: str, fanout: int) -> None:
@@ -493,10 +510,7 @@ def _run(report: IsolateReport, nodes, live, prep: runner.Prepared, opts: Isolat
     try:
         rows = isolate.build_rows(backend, opts.nets, opts.hcas)
     except ValueError as exc:
-        runner.cleanup(live, prep.rundir, fanout=opts.fanout)
-        for n in nodes:
-            n.close()
-        raise UsageError(str(exc)) from None
+        raise UsageError(str(exc)) from None  # the run's directories go in run()
     report.rows = rows
     # each --net row: the interface each node holds on that network
     ifaces: Dict[str, Dict[str, Optional[str]]] = {r.name: {} for r in rows if r.net is not None}

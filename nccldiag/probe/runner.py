@@ -106,8 +106,17 @@ def _parse_kv(text: str) -> Dict[str, str]:
 
 
 def prepare(nodes: Sequence, python: str, ifname: Optional[str], shared_dir: Optional[str],
-            timeout: float = 30, stage: bool = True, run_id: Optional[str] = None, fanout: int = 64) -> Prepared:
-    """Stage the worker, pick the rendezvous port and each node's interface."""
+            timeout: float = 30, stage: bool = True, run_id: Optional[str] = None, fanout: int = 64,
+            watchdog: int = 0) -> Prepared:
+    """Stage the worker, pick the rendezvous port and each node's interface.
+
+    ``watchdog``: seconds the run may last at most; every node that makes a
+    run directory over a connection that lasts the run (SSH) leaves a
+    watchdog beside it (:func:`~nccldiag.probe.launch.rundir_watchdog`), in
+    the same command, so that the directory goes however nccldiag ends. An
+    answer that is not what the node program prints makes the node a
+    problem, named.
+    """
     run_id = run_id or new_run_id()
     base = shared_dir or "/tmp"
     rundir = os.path.join(base, run_id)
@@ -133,8 +142,10 @@ def prepare(nodes: Sequence, python: str, ifname: Optional[str], shared_dir: Opt
         unpack = archive is not None and (shared_dir is None or node is first)
         makes = stage and (shared_dir is None or node is first)
         speed_of = shlex.quote(ifname) if ifname else '"$d"'  # the interface gloo/NCCL get, quoted on the node
+        guard = (launch.rundir_watchdog(rundir, run_id, watchdog)
+                 if makes and watchdog and getattr(node, "holds_session", False) else "")
         cmd = (
-            (launch.make_rundir(rundir) if makes else launch.owned_rundir(rundir) if stage else "")
+            (launch.make_rundir(rundir) + guard if makes else launch.owned_rundir(rundir) if stage else "")
             + (f"base64 -d | tar -xzf - -C {shlex.quote(rundir)} && " if unpack else "")
             + launch.iface_command(rdzv_host)
             + f"; echo \"speed=$(cat /sys/class/net/{speed_of}/speed 2>/dev/null)\""
@@ -149,10 +160,15 @@ def prepare(nodes: Sequence, python: str, ifname: Optional[str], shared_dir: Opt
             ifnames[node.name] = ifname or kv.get("iface") or None
             hostnames[node.name] = kv.get("hostname") or node.name
             try:
-                info[node.name] = json.loads(kv.get("info", ""))
+                facts = json.loads(kv.get("info", ""))
             except ValueError:
-                problems[node.name] = f"{python} cannot run the probe on {node.name}: {kv.get('info', '')[:200]}"
+                facts = None
+            port = facts.get("free_port", 29400) if isinstance(facts, dict) else None
+            if not isinstance(facts, dict) or not isinstance(port, int) or isinstance(port, bool) \
+                    or not 0 < port < 65536 or not isinstance(facts.get("gpus", 0), int):
+                problems[node.name] = f"{python} cannot run the probe on {node.name}: {kv.get('info', '')[:200]!r}"
                 return
+            info[node.name] = facts
             if not info[node.name].get("torch"):
                 problems[node.name] = (
                     f"torch is not installed for {python} on {node.name}: "

@@ -182,3 +182,102 @@ def test_a_program_the_collection_runs_cannot_forge_sections(vcluster, tmp_path)
         assert "found-mark=[]" in (bundle / "node02" / "python_env.txt").read_text()
     finally:
         vcluster.exec("node02", ["rm", "-rf", d])
+
+
+# --- what stays on the nodes when nccldiag is stopped the hard way -------------------------------------------
+
+
+def _litter(vc, node):
+    """The run directories and the launchers' temporary files in a node's own /tmp."""
+    r = vc.exec(node, ["sh", "-c", "ls -d /tmp/nccldiag-* /tmp/torchelastic_* /tmp/ompi.* /tmp/prte.* 2>/dev/null; true"])
+    return set(r.stdout.split())
+
+
+def _kill_9_when_ranks_run(vc, args, tmp_path, before):
+    """Start nccldiag with ``args``, SIGKILL it once ranks of its run run on every node; returns the run id."""
+    import signal
+    import subprocess
+    import sys
+
+    from tests.integration.helpers import probe_processes, wait_for
+
+    proc = subprocess.Popen([sys.executable, "-m", "nccldiag", *args], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+    box = {}
+
+    def running():
+        new = sorted(d for d in _litter(vc, "node01") - before["node01"] if d.startswith("/tmp/nccldiag-"))
+        if not new:
+            return False
+        box["run_id"] = new[0].rsplit("/", 1)[1]
+        marks = [box["run_id"]] + [f"{box['run_id']}-{i}" for i in range(1, 4)]
+        return all(any(probe_processes(vc, n, m) for m in marks) for n in ("node01", "node02"))
+
+    try:
+        wait_for(running, 120, "ranks of the run on both nodes")
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(10)
+    return box["run_id"]
+
+
+def _gone(vc, run_id, before):
+    from tests.integration.helpers import probe_processes
+
+    def check():
+        for n in ("node01", "node02"):
+            if _litter(vc, n) - before[n]:
+                return False
+            if any(probe_processes(vc, n, m) for m in [run_id] + [f"{run_id}-{i}" for i in range(1, 12)]):
+                return False
+        return True
+    return check
+
+
+def test_kill_9_of_an_mpirun_probe_leaves_nothing_on_any_node(vcluster, tmp_path):
+    """Only the first node runs a launcher under mpirun: node02's run directory went with nothing before.
+    Open MPI's and torchrun's temporary files are in the run directory (TMPDIR), and go with it."""
+    from tests.integration.helpers import wait_for
+
+    before = {n: _litter(vcluster, n) for n in ("node01", "node02")}
+    args = ["probe", "-w", "node01,node02", "--ssh-config", str(vcluster.ssh_config), "--nproc-per-node", "2",
+            "--launcher", "mpirun", "--timeout", "200", "--iters", "5000", "--max-bytes", "1M",
+            "-o", str(tmp_path / "run")]
+    run_id = _kill_9_when_ranks_run(vcluster, args, tmp_path, before)
+    # the watchdogs poll once a second; the bound allows for SSH round trips on a loaded machine
+    wait_for(_gone(vcluster, run_id, before), 40, "every node's watchdog to remove the killed run")
+
+
+def test_kill_9_of_isolate_leaves_nothing_on_any_node(vcluster, tmp_path):
+    from tests.integration.helpers import wait_for
+
+    before = {n: _litter(vcluster, n) for n in ("node01", "node02")}
+    args = ["isolate", "-w", "node01,node02", "--ssh-config", str(vcluster.ssh_config), "--timeout", "200",
+            "--iters", "20000", "-o", str(tmp_path / "run")]
+    run_id = _kill_9_when_ranks_run(vcluster, args, tmp_path, before)
+    wait_for(_gone(vcluster, run_id, before), 40, "every node's watchdog to remove the killed isolation")
+
+
+def test_a_malformed_answer_from_the_first_node_is_named_and_nothing_stays(vcluster, tmp_path):
+    """node01's --python answers the preparation's question with a port that is no number."""
+    import sys
+
+    from tests.integration.helpers import timed
+
+    d = f"/tmp/forge-{uuid.uuid4().hex[:8]}"
+    for node, body in (("node01", 'case "$1" in -c) echo \'{"torch": true, "gpus": 0, "free_port": "abc"}\'; '
+                                  'exit 0;; esac\n'), ("node02", "")):
+        script = f"#!/bin/sh\n{body}exec {sys.executable} \"$@\"\n"
+        assert vcluster.exec(node, ["sh", "-c", f"mkdir -m 755 {d} && cat > {d}/python && chmod 755 {d}/python"],
+                             input=script).returncode == 0
+    before = {n: _litter(vcluster, n) for n in ("node01", "node02")}
+    try:
+        r, _ = timed(["probe", "-w", "node01,node02", "--ssh-config", str(vcluster.ssh_config), "--python",
+                      f"{d}/python", "--timeout", "60", "-o", str(tmp_path / "run")], timeout=200)
+        assert r.returncode == 3, r.stdout + r.stderr
+        assert "cannot run the probe on node01" in r.stdout and "Traceback" not in r.stderr, r.stdout + r.stderr
+        for n in ("node01", "node02"):
+            assert _litter(vcluster, n) - before[n] == set(), n
+    finally:
+        for n in ("node01", "node02"):
+            vcluster.exec(n, ["rm", "-rf", d])
