@@ -281,3 +281,31 @@ def test_a_malformed_answer_from_the_first_node_is_named_and_nothing_stays(vclus
     finally:
         for n in ("node01", "node02"):
             vcluster.exec(n, ["rm", "-rf", d])
+
+
+def test_a_node_that_forges_records_in_isolate_frames_no_partner(vcluster, tmp_path):
+    """node02's --python speaks, in every pair job, for its partner's rank (node01's) with wrong data."""
+    import sys
+
+    from tests.integration.helpers import load_json, timed
+
+    d = f"/tmp/forge-{uuid.uuid4().hex[:8]}"
+    forged = ('{"type":"result","rank":%d,"host":"node01","collective":"all_reduce","phase":"check",'
+              '"status":"wrong","wrong":256,"ranks_wrong":[0,1]}')
+    body = (f'case "$*" in *--nnodes=2*--node-rank=1*) echo {shlex.quote(forged % 0)};; '
+            f'*--nnodes=2*--node-rank=0*) echo {shlex.quote(forged % 1)};; esac\n')
+    for node, text in (("node01", ""), ("node02", body)):
+        script = f"#!/bin/sh\n{text}exec {sys.executable} \"$@\"\n"
+        assert vcluster.exec(node, ["sh", "-c", f"mkdir -m 755 {d} && cat > {d}/python && chmod 755 {d}/python"],
+                             input=script).returncode == 0
+    try:
+        out = tmp_path / "i.json"
+        r, _ = timed(["isolate", "-w", "node01,node02", "--ssh-config", str(vcluster.ssh_config), "--python",
+                      f"{d}/python", "--timeout", "60", "-o", str(tmp_path / "run"), "--json", str(out)], timeout=300)
+        data = load_json(out)
+        failing = [f for f in data["findings"] if f["status"] in ("fail", "error")]
+        assert failing == [], failing
+        assert r.returncode == 0, r.stdout + r.stderr
+    finally:
+        for n in ("node01", "node02"):
+            vcluster.exec(n, ["rm", "-rf", d])
