@@ -16,7 +16,7 @@ from typing import Callable, List, Optional, Sequence
 
 from nccldiag.check import mesh
 from nccldiag.areas.base import Source
-from nccldiag.collect.script import build_script
+from nccldiag.collect.script import build_script, source_names
 from nccldiag.collect.sections import new_mark, split_sections
 from nccldiag.model.raw import RawNode
 from nccldiag.inventory import Host
@@ -52,19 +52,20 @@ def sources_of(areas: Sequence[ModuleType], extra: Sequence[Source] = ()) -> Lis
     return out
 
 
-def script_for(areas: Sequence[ModuleType], extra: Sequence[Source] = ()) -> str:
-    return build_script(sources_of(areas, extra), [a.NAME for a in areas])
+def script_for(areas: Sequence[ModuleType], extra: Sequence[Source] = (), mark: str = "") -> str:
+    """The collection script; with ``mark`` (a run's ``opts.mark``) written into it, never sent otherwise."""
+    return build_script(sources_of(areas, extra), [a.NAME for a in areas], mark)
 
 
 def _script_env(opts: CollectOptions) -> dict:
-    env = {"NCCLDIAG_PYTHON": opts.python, "NCCLDIAG_MARK": opts.mark}
+    env = {"NCCLDIAG_PYTHON": opts.python}
     if opts.import_torch:
         env["NCCLDIAG_IMPORT_TORCH"] = "1"
     return env
 
 
-def _to_raw(host: str, result: ExecResult, mark: str) -> RawNode:
-    sections, rcs, truncated = split_sections(result.stdout, mark)
+def _to_raw(host: str, result: ExecResult, mark: str, script: str) -> RawNode:
+    sections, rcs, truncated = split_sections(result.stdout, mark, source_names(script))
     node = RawNode(host=host, sections=sections, rcs=rcs, truncated=truncated, elapsed=result.elapsed)
     if result.error is not None:
         if sections:
@@ -83,7 +84,7 @@ def collect_local(script: str, opts: CollectOptions, host: Optional[str] = None)
     name = host or socket.gethostname()
     t = LocalTransport(name)
     result = t.run(["sh", "-s"], timeout=opts.ssh.command_timeout, stdin=script, env=_script_env(opts))
-    node = _to_raw(name, result, opts.mark)
+    node = _to_raw(name, result, opts.mark, script)
     node.extra["transport"] = "local"
     return node
 
@@ -121,7 +122,7 @@ def collect_host(host: Host, script: str, opts: CollectOptions, mesh_targets: Se
             mesh_thread.join(mesh_bound + 5)
     finally:
         conn.close()
-    node = _to_raw(host.name, result, opts.mark)
+    node = _to_raw(host.name, result, opts.mark, script)
     node.elapsed = time.monotonic() - start
     node.extra.update({"transport": "ssh", "connect_s": round(connected - start, 3), "notes": conn.notes})
     if mesh_targets:
@@ -186,6 +187,7 @@ def collect_srun(
         command_timeout=opts.ssh.command_timeout,
         whole_run=opts.ssh.command_timeout * WHOLE_RUN + (opts.alloc.wait if opts.alloc and not opts.slurm_job else 0.0),
         job=opts.slurm_job, req=opts.alloc, on_node=on_node,
+        order={n.name: i for i, n in enumerate(slurm_nodes)},
     )
 
 

@@ -7,15 +7,22 @@ node has it, and prints its standard output between two marker lines::
     ...raw output...
     @@nccldiag:<mark>:end <source> rc=<exit status>@@
 
-``<mark>`` is ``$NCCLDIAG_MARK``, a random value nccldiag makes for each run
-(without it, ``@@nccldiag:begin <source>@@``), so that nothing a source prints
-can end its section early or open another one.
+``<mark>`` is a random value nccldiag makes for each run, written into the
+script itself (which goes to the node on standard input): it is in no command
+line and in no environment, so no program a source runs can learn it and end
+its section early or open another one. A script printed for use by hand
+(``nccldiag collect --script``) takes it from ``$NCCLDIAG_MARK``, if set, and
+unsets it before any source runs; without one the markers are
+``@@nccldiag:begin <source>@@``. Only the script's own source names, in the
+script's order, are read back (:func:`source_names`,
+:func:`nccldiag.collect.sections.split_sections`).
 
 The script only reads: files under ``$R`` (empty on a live node) and the output
 of status commands. ``nccldiag collect --script`` prints exactly this text.
 """
 from __future__ import annotations
 
+import re
 from typing import Iterable, List, Sequence
 
 from nccldiag import __version__
@@ -26,9 +33,10 @@ _PRELUDE = r"""#!/bin/sh
 # nccldiag {version} collection script (read-only). Areas: {areas}
 # Each source prints between '@@nccldiag[:MARK]:begin NAME@@' and '@@nccldiag[:MARK]:end NAME rc=N@@'.
 R="${{NCCLDIAG_ROOT:-}}"
-# NCCLDIAG_MARK (set per run by nccldiag) goes into every marker, so that no
-# text a source prints can pass for a marker.
-_M="${{NCCLDIAG_MARK:+:$NCCLDIAG_MARK}}"
+# The run's mark goes into every marker, so that no text a source prints can
+# pass for a marker; it stays a variable of this shell, never exported.
+{mark_line}
+unset NCCLDIAG_MARK
 export R LC_ALL=C PATH="$PATH:/usr/sbin:/sbin:/usr/bin:/bin"
 if command -v timeout >/dev/null 2>&1; then _T=timeout; else _T=; fi
 _run() {{
@@ -53,9 +61,16 @@ _DUMP_DEF = (
 )
 
 
-def build_script(sources: Sequence[Source], areas: Iterable[str] = ()) -> str:
-    """The whole script for ``sources`` (deduplicated by name, in order)."""
-    lines: List[str] = [_PRELUDE.format(version=__version__, areas=",".join(areas) or "-")]
+_MARK = re.compile(r"^[0-9a-f]{8,64}$")
+_RUN_LINE = re.compile(r"^_run ([A-Za-z0-9_]{1,64}) \d+ ", re.M)
+
+
+def build_script(sources: Sequence[Source], areas: Iterable[str] = (), mark: str = "") -> str:
+    """The whole script for ``sources`` (deduplicated by name, in order), its markers carrying ``mark``."""
+    if mark and not _MARK.match(mark):
+        raise ValueError(f"not a section mark: {mark!r}")
+    mark_line = f"_M=':{mark}'" if mark else '_M="${NCCLDIAG_MARK:+:$NCCLDIAG_MARK}"'
+    lines: List[str] = [_PRELUDE.format(version=__version__, areas=",".join(areas) or "-", mark_line=mark_line)]
     seen = set()
     for src in sources:
         if src.name in seen:
@@ -66,3 +81,8 @@ def build_script(sources: Sequence[Source], areas: Iterable[str] = ()) -> str:
             cmd = _DUMP_DEF + cmd
         lines.append(f"_run {src.name} {int(src.timeout)} {_sh_single_quote(cmd)}")
     return "\n".join(lines) + "\n"
+
+
+def source_names(script: str) -> List[str]:
+    """The names of the sources ``script`` runs, in its order (pure): the only sections read back from it."""
+    return _RUN_LINE.findall(script)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Sequence
 
 from nccldiag.atomic import NotRegular, TooLarge, read_regular, write_text
 from nccldiag.model.raw import RawNode
@@ -27,23 +27,41 @@ def new_mark() -> str:
     return secrets.token_hex(8)
 
 
-def split_sections(text: str, mark: str = "") -> tuple:
+MAX_SECTIONS = 256  # sections read from one node's output when the script's own names are not given
+
+
+def split_sections(text: str, mark: str = "", names: Optional[Sequence[str]] = None) -> tuple:
     """``(sections, rcs, truncated)`` from the collection script's stdout.
 
-    Only markers with this run's ``mark`` count, only source names made of
-    letters, digits and ``_`` are taken, and a source seen twice keeps its
-    first text. A section whose end marker never came (the script was cut
-    off) is kept with the text it had and flagged as truncated.
+    Only markers with this run's ``mark`` count, and only the script's own
+    source ``names`` (:func:`nccldiag.collect.script.source_names`), in the
+    script's order: a begin marker for a name the script does not run, or
+    for one at or before the last section opened, is text of the section it
+    is in. So a node yields at most one section per source of the script,
+    whatever it prints; without ``names``, names made of letters, digits and
+    ``_`` are taken, at most :data:`MAX_SECTIONS`. A section whose end marker
+    never came (the script was cut off) is kept with the text it had and
+    flagged as truncated.
     """
     tag = f"@@nccldiag:{mark}:" if mark else "@@nccldiag:"
     begin_re = re.compile("^" + re.escape(tag) + r"begin ([A-Za-z0-9_]{1,64})@@$")
     end_re = re.compile("^" + re.escape(tag) + r"end ([A-Za-z0-9_]{1,64}) rc=(-?\d{1,4})@@$")
+    place = {n: i for i, n in reversed(list(enumerate(names)))} if names is not None else None
+    last = -1  # the place of the last section opened
     sections: Dict[str, str] = {}
     rcs: Dict[str, int] = {}
     current: Optional[str] = None
     buf: List[str] = []
     for line in text.splitlines():
         m = begin_re.match(line) if line.startswith(tag) else None
+        if m and place is not None:
+            at = place.get(m.group(1), -1)
+            if at <= last:
+                m = None
+            else:
+                last = at
+        elif m and (m.group(1) in sections or m.group(1) == current or len(sections) >= MAX_SECTIONS):
+            m = None
         if m:
             if current is not None:
                 sections.setdefault(current, "\n".join(buf))

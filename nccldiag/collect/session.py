@@ -27,7 +27,7 @@ def collect(
     A node that cannot be saved (a full disk) is named in ``not_saved`` and in
     the notes; collection goes on and every node is still returned.
     """
-    script = runner.script_for(areas_sel, opts.extra_sources)
+    script = runner.script_for(areas_sel, opts.extra_sources, opts.mark)
     area_names = [a.NAME for a in areas_sel]
     not_saved = not_saved if not_saved is not None else {}
     notes: List[str] = []

@@ -156,8 +156,9 @@ def _rendezvous_of(command: str) -> Tuple[Optional[str], Optional[str]]:
 _ROOT_CAUSE = re.compile(r"Root Cause \(first observed failure\):(?P<block>(?:\n.*){0,8})")
 _RC_RANK = re.compile(r"^\s*rank\s*:\s*(?P<rank>\d+)(?: \(local_rank: (?P<local>\d+)\))?", re.M)
 _RC_EXIT = re.compile(r"^\s*exitcode\s*:\s*(?P<code>-?\d+)(?: \(pid: (?P<pid>\d+)\))?(?:\s+\((?P<sig>SIG\w+)\))?", re.M)
-_MPI_SIGNAL = re.compile(r"mpirun noticed that process rank (?P<rank>\d+) with PID (?P<pid>\d+) on node (?P<node>\S+) "
-                         r"exited on signal (?P<signum>\d+)(?: \((?P<name>[^)]*)\))?")
+# at the start of a line: a rank's own stderr comes through mpirun tagged ([1,r]<stderr>:), never bare
+_MPI_SIGNAL = re.compile(r"^mpirun noticed that process rank (?P<rank>\d+) with PID (?P<pid>\d+) on node (?P<node>\S+) "
+                         r"exited on signal (?P<signum>\d+)(?: \((?P<name>[^)]*)\))?", re.M)
 _STOP_SIGNALS = {1, 2, 15}  # SIGHUP, SIGINT, SIGTERM: a stop asked for, not a death
 
 
@@ -200,8 +201,8 @@ def _run_findings(setting: Setting, run, outcome: results.SettingOutcome, timeou
                                     "or in init usually means the node cannot reach its peers (interface, firewall)."))
         elif nr.error:
             out.append(error(AREA, f"{AREA}.launch", f"{tag} {host}: {nr.error.get('message')}", host=host))
-        elif nr.rc not in (0, None) and rank_deaths(nr.stderr_tail):
-            for d in rank_deaths(nr.stderr_tail):
+        elif nr.rc not in (0, None) and _deaths_on(run, host, nr.stderr_tail):
+            for d in _deaths_on(run, host, nr.stderr_tail):
                 local = f", local rank {d['local_rank']}" if d["local_rank"] is not None else ""
                 # mpirun reports every node's ranks: the node is the one it names, as its own host name
                 where = str(d.get("node") or host)
@@ -235,6 +236,15 @@ def _run_findings(setting: Setting, run, outcome: results.SettingOutcome, timeou
                             fix="Errors counted during the run point at this end of the link: check its cable, "
                                 "transceiver and switch port (`mlxlink -d DEV -m`, `ethtool -S IF`, `ibstat`), then "
                                 "run the probe again and see whether they keep rising."))
+    for host, why in sorted((getattr(run, "rejected", None) or {}).items()):
+        shown = ", ".join(f"{k} ({v})" for k, v in sorted(why.items()))
+        out.append(warn(AREA, f"{AREA}.rejected",
+                        f"{tag} {host} sent output that was not kept: {shown}",
+                        host=host, actual=dict(why),
+                        fix=f"A rank's records speak for the ranks {host} launched, and its NCCL logs for {host} "
+                            "alone: output claiming other ranks or hosts means something on this node writes "
+                            "as the probe does. Look at what runs there (a wrapper around python or torchrun, a "
+                            "modified package)."))
     kill = _kill_hint(run)
     for host, procs in sorted(run.survivors.items()):
         out.append(fail(AREA, f"{AREA}.survivors", f"{tag} {len(procs)} probe processes survived the kill on {host}",
@@ -246,6 +256,19 @@ def _run_findings(setting: Setting, run, outcome: results.SettingOutcome, timeou
                          f"{tag} could not reach {host} to stop the run ({msg}): its link may be down",
                          host=host,
                          fix=f"Check {host}'s network; once it is back, kill leftover processes there with: {kill}"))
+    return out
+
+
+def _deaths_on(run, host: str, text: str) -> List[Dict[str, object]]:
+    """The deaths ``host``'s launcher reports, of ranks it launched (mpirun's, on the first node, name their node)."""
+    launched = getattr(run, "launched", None)
+    out = []
+    for d in rank_deaths(text):
+        rank = d["rank"]
+        if launched is not None and (not isinstance(rank, int) or launched.node_of(rank) is None or
+                                     ("node" not in d and launched.node_of(rank) != host)):
+            continue
+        out.append(d)
     return out
 
 
@@ -338,8 +361,14 @@ def analyze(runs: Sequence, settings: Sequence[Setting], backend: str, require_i
 
 
 def job_report(setting: Setting, run, timeout: Optional[float] = None) -> SettingReport:
-    """One run's outcome and findings without the NCCL log reading (the small jobs of ``nccldiag isolate``)."""
-    outcome = results.aggregate_setting(setting.name, run.records)
+    """One run's outcome and findings without the NCCL log reading (the small jobs of ``nccldiag isolate``).
+
+    The world and the collectives are those launched (``run.launched``), never what a rank claims.
+    """
+    launched = getattr(run, "launched", None)
+    outcome = results.aggregate_setting(setting.name, run.records,
+                                        world=launched.world if launched is not None else None,
+                                        planned=launched.planned if launched is not None else None)
     sr = SettingReport(setting=setting, outcome=outcome, elapsed=run.elapsed, timed_out=run.timed_out)
     sr.findings.extend(_run_findings(setting, run, outcome, timeout))
     found = results.findings(outcome)

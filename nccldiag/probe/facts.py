@@ -10,7 +10,6 @@ bandwidth lines say that no expectation could be derived.
 """
 from __future__ import annotations
 
-import shlex
 from typing import Any, Dict, Sequence
 
 from nccldiag.areas import gpu, infiniband
@@ -21,26 +20,25 @@ from nccldiag.transport.task import fan_out
 SOURCES = {"ib": (infiniband, ("ib_sysfs", "ibstat")), "gpu": (gpu, ("gpu_query", "nvlink_status"))}
 
 
-def node_script() -> str:
+def node_script(mark: str = "") -> str:
     wanted = [s for area, names in SOURCES.values() for s in area.SOURCES if s.name in names]
-    return script.build_script(wanted, [a.NAME for a, _ in SOURCES.values()])
+    return script.build_script(wanted, [a.NAME for a, _ in SOURCES.values()], mark)
 
 
 def parse(text: str, mark: str) -> Dict[str, Any]:
     """Area facts (``{"ib": IbFacts, "gpu": GpuFacts}``) from the script's output."""
-    secs, _rcs, _cut = sections.split_sections(text, mark)
+    secs, _rcs, _cut = sections.split_sections(text, mark, script.source_names(node_script()))
     return {key: area.parse({n: secs.get(n) for n in names}) for key, (area, names) in SOURCES.items()}
 
 
 def collect(nodes: Sequence, timeout: float, fanout: int = 64) -> Dict[str, Dict[str, Any]]:
     """``{host: {"ib": ..., "gpu": ...}}`` for the nodes that answered."""
-    text = node_script()
     out: Dict[str, Dict[str, Any]] = {}
 
     def one(node) -> None:
         mark = sections.new_mark()
         try:
-            r = node.run(f"NCCLDIAG_MARK={shlex.quote(mark)} sh -s", timeout, stdin=text)
+            r = node.run("sh -s", timeout, stdin=node_script(mark))
         except TransportError:
             return
         if r.error is None and r.stdout:

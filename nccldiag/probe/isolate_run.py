@@ -31,7 +31,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 from nccldiag.inventory import Host
 from nccldiag.model.errors import UsageError
 from nccldiag.model.findings import Finding, Status, error, exit_code, fail, ok, warn
-from nccldiag.probe import analysis, isolate, launch, pairing, runner
+from nccldiag.probe import analysis, isolate, launch, pairing, results, runner
 from nccldiag.probe.isolate import Job, Row
 from nccldiag.probe.plan import Setting
 from nccldiag.transport.base import TransportError
@@ -179,6 +179,7 @@ class _Cluster:
             nproc_per_node=self.opts.nproc_per_node, rdzv_host=first.address or first.name, rdzv_port=job.port or 0,
             env=row.environ, worker_args=self.worker_args(job.round),
             join_timeout=max(10, min(60, int(self.timeout * 0.25))),
+            watchdog=int(self.timeout + 5.0 + 60),  # the job's ranks go with nccldiag, or at the job's deadline
         )
         setting = Setting(f"r{job.round}-{job.stage}-{job.row.replace(' ', '_')}-{job.label()}", row.environ, row.why)
         sr = self.launch(job, row, spec, setting, on_record or self.on_record)
@@ -211,8 +212,10 @@ class _Cluster:
                     for i, name in enumerate(job.nodes)}
         nodes = [self.by_name[n] for n in job.nodes]
         # a pair is over when one of its launchers fails: the other only waits for it
+        launched = results.Launched(tuple(job.nodes), self.opts.nproc_per_node, (self.opts.collective,))
         return runner.run_setting(nodes, commands, setting, self.timeout, grace=5.0,
-                                  run_id=job.run_id, on_record=on_record, fanout=self.opts.fanout)
+                                  run_id=job.run_id, on_record=on_record, fanout=self.opts.fanout,
+                                  launched=launched)
 
     def run_round(self, index: int, stage: str, groups: Sequence[Tuple[str, Sequence[str]]],
                   progress: Optional[Callable[[str], None]]) -> Round:
@@ -343,7 +346,8 @@ class _SrunCluster(_Cluster):
                                   name=f"{self.prep.run_id}-each") + ["sh", "-c", wrapped]
         r = LocalTransport(SRUN).run(argv, timeout)
         out: Dict[str, str] = {}
-        for task in srun_transport.demux((r.stdout or "").splitlines(), mark).values():
+        expected = srun_transport.task_nodes([n.slurm_name for n in nodes], self.order)
+        for task in srun_transport.demux((r.stdout or "").splitlines(), mark, expected).values():
             if task.done and task.node in ours:
                 out[ours[task.node]] = "\n".join(task.lines)
         return out
@@ -378,8 +382,11 @@ class _SrunCluster(_Cluster):
         name = job.run_id  # the step's name in squeue: this job's marker
         cmd = launch.srun_command(spec, [n.slurm_name for n in nodes], ifnames, self.opts.slurm_job or "",
                                   self.timeout, name=name)
+        ranked = task_order(job.nodes, {n: self.by_name[n].slurm_name for n in job.nodes}, self.order)
+        launched = results.Launched(tuple(ranked), self.opts.nproc_per_node, (self.opts.collective,), tagged="srun")
         sr = runner.run_setting(nodes, {SRUN: cmd}, setting, self.timeout, grace=5.0, run_id=job.run_id,
-                                on_record=on_record, fanout=self.opts.fanout, launchers=[LaunchHere(SRUN)])
+                                on_record=on_record, fanout=self.opts.fanout, launchers=[LaunchHere(SRUN)],
+                                launched=launched)
         nr = sr.nodes.get(SRUN)
         if sr.timed_out or nr is None or nr.error is not None or nr.rc != 0:
             left = client.end_steps(lambda n: n == name, wait=min(30.0, self.opts.ssh.command_timeout))
@@ -399,7 +406,12 @@ def task0_node(names: Sequence[str], slurm_names: Dict[str, str], order: Dict[st
     whose node serves the rendezvous, is on the node that comes first there.
     A node Slurm does not list sorts after the others, by name.
     """
-    return min(names, key=lambda n: (order.get(slurm_names[n], len(order)), slurm_names[n]))
+    return task_order(names, slurm_names, order)[0]
+
+
+def task_order(names: Sequence[str], slurm_names: Dict[str, str], order: Dict[str, int]) -> List[str]:
+    """``names`` in the order srun gives them tasks (pure): the first node's tasks are ranks 0.., and so on."""
+    return sorted(names, key=lambda n: (order.get(slurm_names[n], len(order)), slurm_names[n]))
 
 
 def run(hosts: Sequence[Host], opts: IsolateOptions, progress: Optional[Callable[[str], None]] = None) -> IsolateReport:
@@ -442,21 +454,37 @@ def run(hosts: Sequence[Host], opts: IsolateOptions, progress: Optional[Callable
         report.elapsed = time.monotonic() - t0
         return report
     # the first reachable node is the one prepare() checks for a free port; every job picks its own
-    prep = runner.prepare(live, opts.python, None, None, timeout=opts.ssh.command_timeout, fanout=opts.fanout)
-    report.run_id = prep.run_id
+    run_id = runner.new_run_id()
+    report.run_id = run_id
+    done = False
     try:
-        return _run(report, nodes, live, prep, opts, unreachable, progress, t0, order)
-    except KeyboardInterrupt:
-        # Ctrl-C: kill every job's processes on every node (they share the run's marker prefix), then stop
-        _reap_prefix(live, prep.run_id, opts.fanout)
-        if opts.launcher == "srun":
-            from nccldiag.slurm import client
+        prep = runner.prepare(live, opts.python, None, None, timeout=opts.ssh.command_timeout, fanout=opts.fanout,
+                              run_id=run_id, watchdog=_run_bound(opts, len(live)))
+        report = _run(report, nodes, live, prep, opts, unreachable, progress, t0, order)
+        done = True
+        return report
+    finally:
+        if not done:
+            # Ctrl-C, SIGTERM, a bug: kill every job's processes on every node (they share the run's marker
+            # prefix) and remove the run directories, whatever stopped the run
+            _reap_prefix(live, run_id, opts.fanout)
+            if opts.launcher == "srun":
+                from nccldiag.slurm import client
 
-            client.end_steps(lambda n: n.startswith(prep.run_id + "-"), wait=15.0)
-        runner.cleanup(live, prep.rundir, fanout=opts.fanout)
-        for n in nodes:
-            n.close()
-        raise
+                client.end_steps(lambda n: n.startswith(run_id + "-"), wait=15.0)
+            runner.cleanup(live, os.path.join("/tmp", run_id), fanout=opts.fanout)
+            for n in nodes:
+                n.close()
+
+
+def _run_bound(opts: IsolateOptions, nodes: int) -> int:
+    """Seconds an isolation may last at most, for the nodes' watchdogs: every round its timeout and the reap.
+
+    Rounds: one alone, the pair rounds, confirmations (at most one per node), one with all nodes and the
+    bisection steps.
+    """
+    per = (opts.timeout or 600.0) + 5.0 + 120.0
+    return int(per * (2 + opts.pair_rounds + nodes + opts.max_bisect) + 600)
 
 
 def _reap_prefix(nodes, run_id: str, fanout: int) -> None:
@@ -482,10 +510,7 @@ def _run(report: IsolateReport, nodes, live, prep: runner.Prepared, opts: Isolat
     try:
         rows = isolate.build_rows(backend, opts.nets, opts.hcas)
     except ValueError as exc:
-        runner.cleanup(live, prep.rundir, fanout=opts.fanout)
-        for n in nodes:
-            n.close()
-        raise UsageError(str(exc)) from None
+        raise UsageError(str(exc)) from None  # the run's directories go in run()
     report.rows = rows
     # each --net row: the interface each node holds on that network
     ifaces: Dict[str, Dict[str, Optional[str]]] = {r.name: {} for r in rows if r.net is not None}

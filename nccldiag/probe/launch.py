@@ -41,8 +41,12 @@ def _env_words(env: Mapping[str, str]) -> str:
     return " ".join(f"{k}={shlex.quote(str(v))}" for k, v in env.items())
 
 
+TMP = "tmp"  # the run directory's own temporary directory: TMPDIR of the launcher and every rank
+
+
 def node_env(spec: LaunchSpec, ifname: Optional[str]) -> Dict[str, str]:
-    env = {RUN_MARK: spec.run_id, "PYTHONUNBUFFERED": "1"}
+    # TMPDIR inside the run directory: what torchrun and the ranks leave there (torchelastic_*) goes with it
+    env = {RUN_MARK: spec.run_id, "PYTHONUNBUFFERED": "1", "TMPDIR": f"{spec.rundir}/{TMP}"}
     if not spec.use_installed:
         env["PYTHONPATH"] = spec.rundir
     if ifname:
@@ -82,7 +86,7 @@ def make_rundir(rundir: str) -> str:
         f"if [ -e {q} ] || [ -h {q} ]; then echo \"nccldiag: {_sq(rundir)} already exists on $(hostname) and this "
         f"run did not make it: refusing to use it (someone else created it first; remove it after a look)\" >&2; "
         f"exit {REFUSED}; fi; "
-        f"mkdir -m 700 -- {q} || exit {REFUSED}; "
+        f"mkdir -m 700 -- {q} {shlex.quote(rundir + '/' + TMP)} || exit {REFUSED}; "
     )
 
 
@@ -129,6 +133,28 @@ def wrap(inner: str, rundir: str, run_id: str = "", watchdog: int = 0) -> str:
     )
     return (f"{owned_rundir(rundir)}cd {q} && _w=$PPID && {{ {launcher} & _l=$!; "
             f"( {guard} ) </dev/null >/dev/null 2>&1 & wait $_l; }}")
+
+
+def rundir_watchdog(rundir: str, run_id: str, seconds: int) -> str:
+    """sh that leaves a watchdog beside a run directory just staged, and returns at once (no output).
+
+    As long as the directory is there, it polls once a second whether the
+    staging shell's parent (sshd's session, which lives as long as
+    nccldiag's connection to the node) still exists. When that parent is
+    gone (nccldiag was killed, even during staging, or its connection
+    dropped), or ``seconds`` have passed, it kills every process of the run
+    and of its jobs and removes the directory, if it is still this user's
+    own. The nodes that run no launcher of their own (mpirun's other nodes)
+    are covered too: every node that holds a run directory has one.
+    """
+    q = shlex.quote(rundir)
+    guard = (
+        f"_n={int(seconds)}; "
+        f"while [ $_n -gt 0 ] && [ -d {q} ] && kill -0 $_w 2>/dev/null; do sleep 1; _n=$((_n-1)); done; "
+        f"[ -d {q} ] || exit 0; {kill_command(run_id, jobs=True)}; "
+        f"if [ -d {q} ] && [ ! -h {q} ] && [ -O {q} ]; then rm -rf -- {q}; fi"
+    )
+    return f"_w=$PPID; ( {guard} ) </dev/null >/dev/null 2>&1 & "
 
 
 def torchrun_command(spec: LaunchSpec, nnodes: int, node_rank: int, ifname: Optional[str]) -> str:
@@ -200,6 +226,9 @@ def mpirun_command(
     env["PRTE_MCA_plm_ssh_args"] = ssh_args
     env["OMPI_MCA_plm_rsh_no_tree_spawn"] = "1"
     env["PRTE_MCA_plm_ssh_no_tree_spawn"] = "1"
+    # Open MPI's session directories (ompi.*, prterun.*) inside the run directory, on every node
+    env["OMPI_MCA_orte_tmpdir_base"] = env["TMPDIR"]
+    env["PRTE_MCA_prte_tmpdir_base"] = env["TMPDIR"]
     if same:
         env["OMPI_MCA_btl_tcp_if_include"] = same
         env["OMPI_MCA_oob_tcp_if_include"] = same
@@ -236,6 +265,8 @@ def srun_command(
     every rank when one fails; the step's time limit is ``timeout`` rounded
     up to minutes, and nccldiag's own deadline stops it sooner. ``name`` is
     the step's name (``squeue --steps``), by which it can be cancelled.
+    ``--label`` puts each line's task number (its rank) in front of it, which
+    binds the rank's records to the node srun started it on.
     """
     from nccldiag.slurm import commands
 
@@ -247,21 +278,24 @@ def srun_command(
     env["MASTER_ADDR"] = spec.rdzv_host
     env["MASTER_PORT"] = str(int(spec.rdzv_port))
     argv = commands.srun_step(list(nodes), spec.nproc_per_node, timeout, job=job, kill_on_bad_exit=True,
-                              chdir=spec.rundir, name=name)
+                              chdir=spec.rundir, name=name, label=True)
     argv += [spec.python, "-m", "nccldiag.node.worker", "--bootstrap", "slurm"] + list(spec.worker_args)
     return f"exec env {_env_words(env)} " + " ".join(shlex.quote(a) for a in argv)
 
 
-def _marked_pids(run_id: str) -> str:
-    """sh that sets ``$_p`` to the pids whose environment holds the run's marker (one grep for all)."""
-    mark = f"{RUN_MARK}={run_id}"
-    return (f"_p=$(grep -lsaz {shlex.quote('^' + mark + '$')} /proc/[0-9]*/environ 2>/dev/null "
+def _marked_pids(run_id: str, jobs: bool = False) -> str:
+    """sh that sets ``$_p`` to the pids whose environment holds the run's marker (one grep for all).
+
+    ``jobs``: the markers of the run's jobs too (``<run_id>-<n>``, as ``isolate`` gives each job).
+    """
+    mark = f"^{RUN_MARK}={run_id}" + ("\\(-[0-9][0-9]*\\)\\{0,1\\}$" if jobs else "$")
+    return (f"_p=$(grep -lsaz {shlex.quote(mark)} /proc/[0-9]*/environ 2>/dev/null "
             "| sed -n 's|^/proc/\\([0-9]*\\)/environ$|\\1|p' | grep -vx \"$$\")")
 
 
-def kill_command(run_id: str) -> str:
+def kill_command(run_id: str, jobs: bool = False) -> str:
     """Kill every process of run ``run_id`` on a node (they carry the marker in their environment)."""
-    return _marked_pids(run_id) + '; [ -n "$_p" ] && kill -9 $_p 2>/dev/null; true'
+    return _marked_pids(run_id, jobs) + '; [ -n "$_p" ] && kill -9 $_p 2>/dev/null; true'
 
 
 def survivors_command(run_id: str, wait: float = 2.0) -> str:

@@ -22,6 +22,7 @@ class LocalNode:
     """This machine."""
 
     remote = False
+    holds_session = True  # a command's parent lives as long as nccldiag: a watchdog can watch it
 
     def __init__(self, name: Optional[str] = None):
         self.name = name or socket.gethostname()
@@ -45,6 +46,7 @@ class SSHNode:
     """A node reached over SSH: one connection for the whole probe."""
 
     remote = True
+    holds_session = True  # a command's parent is sshd's session, which lives as long as the connection
 
     def __init__(self, host: Host, options: SSHOptions):
         self.host = host
@@ -86,13 +88,15 @@ class SlurmNode:
     """
 
     remote = True
+    holds_session = False  # each command is a step of its own, whose slurmstepd ends with it
 
-    def __init__(self, host: Host, slurm_name: str, address: str, job: str):
+    def __init__(self, host: Host, slurm_name: str, address: str, job: str, order: int = 0):
         self.host = host
         self.name = host.name
         self.slurm_name = slurm_name
         self.address: Optional[str] = address or None
         self.job = job
+        self.order = order  # its place in Slurm's node order, in which srun lays out the tasks of a step
 
     def _argv(self, command: str, timeout: float, stdin: bool) -> list:
         from nccldiag.slurm import commands

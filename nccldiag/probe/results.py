@@ -20,11 +20,14 @@ the slowest rank's time, so any rank would do).
 from __future__ import annotations
 
 import json
+import math
+import re
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, FrozenSet, Iterable, List, Optional, Sequence, Tuple
 
 from nccldiag.model.findings import Finding, Status, error, fail, ok, skip
+from nccldiag.node.collectives import NAMES as COLLECTIVES
 
 AREA = "probe"
 STATUSES = ("ok", "wrong", "error", "hang", "unsupported", "not-run", "incomplete")
@@ -63,6 +66,228 @@ def read_records(lines: Iterable[str]) -> List[dict]:
 
 def read_text(text: str) -> List[dict]:
     return read_records(text.splitlines())
+
+
+# --------------------------------------------------------------------------- admitting what a node sent
+#
+# A rank's records come from a node that may be broken or hostile. Each record
+# is checked field by field against what the worker writes (anything else is
+# noise, dropped), bound to the node that launched its rank (a node cannot
+# speak for a rank it did not launch, nor name another host), and counted: a
+# rank gets a bounded number of records, for the collectives planned only. So
+# memory and analysis time are bounded by the launched world, whatever a node
+# prints.
+
+MAX_LINE = 256 * 1024  # characters of one record line; the worker's largest (a start record) is a few KiB
+MAX_TEXT = 2000  # characters kept of a string a rank sends (an error message)
+MAX_PER_COLLECTIVE = 256  # records per rank and collective (progress and results of every size checked and swept)
+MAX_OTHER = 16  # records per rank outside any collective: start, init, ready, error, end
+MAX_WORLD = 1 << 16  # ranks read back without their launch (records.jsonl alone)
+MPI_CHECK = "mpi_allreduce"
+KINDS = frozenset({"start", "progress", "result", "error", "end"})
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _v_int(v: Any) -> bool:
+    return v is None or (_is_int(v) and -(1 << 62) < v < (1 << 62))
+
+
+def _v_count(v: Any) -> bool:
+    return v is None or (_is_int(v) and 0 <= v < (1 << 62))
+
+
+def _v_num(v: Any) -> bool:
+    return v is None or ((_is_int(v) or isinstance(v, float)) and math.isfinite(v) and abs(v) < 1e300)
+
+
+def _v_bool(v: Any) -> bool:
+    return v is None or isinstance(v, bool)
+
+
+def _v_text(v: Any) -> bool:
+    return v is None or isinstance(v, str)
+
+
+def _v_word(v: Any) -> bool:
+    return v is None or (isinstance(v, str) and len(v) <= 64)
+
+
+def _scalar(v: Any) -> bool:
+    return _v_num(v) or _v_bool(v) or (isinstance(v, str) and len(v) <= 256)
+
+
+def _v_small_map(limit: int) -> Callable[[Any], bool]:
+    def check(v: Any) -> bool:
+        return v is None or (isinstance(v, dict) and len(v) <= limit
+                             and all(isinstance(k, str) and len(k) <= 64 and _scalar(x) for k, x in v.items()))
+    return check
+
+
+def _v_element(v: Any) -> bool:
+    return v is None or (isinstance(v, dict) and len(v) <= 8 and all(
+        isinstance(k, str) and len(k) <= 32 and _v_num(x) for k, x in v.items()))
+
+
+def _v_ints(v: Any) -> bool:
+    return v is None or (isinstance(v, list) and len(v) <= MAX_WORLD and all(_v_count(x) and x is not None for x in v))
+
+
+def _v_names(v: Any) -> bool:
+    """The collectives of a start record (a list) or an end record (name -> status)."""
+    if v is None:
+        return True
+    if isinstance(v, list):
+        return len(v) <= 64 and all(isinstance(x, str) and len(x) <= 64 for x in v)
+    return isinstance(v, dict) and len(v) <= 64 and all(
+        isinstance(k, str) and len(k) <= 64 and _v_word(x) for k, x in v.items())
+
+
+# every field the worker writes, and what it must be; any other field is dropped
+_FIELDS: Dict[str, Callable[[Any], bool]] = {
+    "rank": _v_int, "setting": _v_text, "ts": _v_num, "collective": _v_word, "phase": _v_word,
+    "status": _v_word, "wrong": _v_count, "wrong_total": _v_count, "ranks_wrong": _v_ints, "verified": _v_bool,
+    "size": _v_count, "count": _v_count, "requested_size": _v_count, "dtype": _v_word, "redop": _v_word,
+    "root": _v_int, "time_us": _v_num, "rank_time_us": _v_num, "algbw": _v_num, "busbw": _v_num,
+    "iters": _v_count, "warmup": _v_count, "sample": _v_element, "first_wrong": _v_element,
+    "error": _v_text, "reason": _v_text, "message": _v_text, "timeout": _v_bool, "exit_code": _v_int,
+    "elapsed_s": _v_num, "collectives": _v_names, "local_rank": _v_count, "local_world_size": _v_count,
+    "world_size": _v_count, "backend": _v_word, "bootstrap": _v_word, "pid": _v_count,
+    "versions": _v_small_map(16), "device": _v_small_map(32), "env": _v_small_map(64),
+    "master_addr": _v_text, "master_port": _v_count, "address": _v_text, "interface": _v_word,
+    "socket_ifname": _v_text, "sizes": _v_ints, "check_sizes": _v_ints, "pg_timeout": _v_num,
+    "python": _v_text, "mpi": _v_text, "processor": _v_text, "host": _v_text,
+}
+
+
+def clean_record(rec: Any, world: Optional[int] = None) -> Optional[dict]:
+    """The record with only the fields the worker writes, each of its type; None when it is noise.
+
+    A record with a field of the wrong type (``"wrong": "abc"``) is noise as
+    a whole; strings are cut to :data:`MAX_TEXT` characters; ``ranks_wrong``
+    keeps the ranks of the world only. A node's records get their ``host``
+    from :class:`Gate`, which binds each to the node that launched its rank.
+    """
+    if not isinstance(rec, dict) or rec.get("type") not in KINDS:
+        return None
+    out: Dict[str, Any] = {"type": rec["type"]}
+    for key, value in rec.items():
+        check = _FIELDS.get(key)
+        if check is None:
+            continue
+        if not check(value):
+            return None
+        if isinstance(value, str) and len(value) > MAX_TEXT:
+            value = value[:MAX_TEXT]
+        out[key] = value
+    limit = world if world is not None else MAX_WORLD
+    if isinstance(out.get("ranks_wrong"), list):
+        out["ranks_wrong"] = sorted({r for r in out["ranks_wrong"] if r < limit})
+    if _is_int(out.get("rank")) and out["rank"] >= limit:
+        return None
+    return out
+
+
+_TAGS = {
+    "mpirun": re.compile(r"^\[\d+,(\d+)\]<stdout>: ?"),  # Open MPI's --tag-output
+    "srun": re.compile(r"^ *(\d+): "),  # srun's --label
+}
+
+
+@dataclass(frozen=True)
+class Launched:
+    """What one setting launched: the nodes in node-rank order, each with ``nproc`` ranks, and the collectives.
+
+    ``tagged``: how the launcher marks which rank wrote a line, when one
+    stream carries every rank (``mpirun``: ``[1,r]<stdout>:``, ``srun``:
+    ``r: ``); None when each node streams its own ranks (torchrun, local).
+    """
+
+    hosts: Tuple[str, ...]
+    nproc: int
+    collectives: Tuple[str, ...] = tuple(COLLECTIVES)
+    tagged: Optional[str] = None
+
+    @property
+    def world(self) -> int:
+        return len(self.hosts) * self.nproc
+
+    @property
+    def planned(self) -> FrozenSet[str]:
+        return frozenset(self.collectives) | ({MPI_CHECK} if self.tagged == "mpirun" else frozenset())
+
+    def node_of(self, rank: int) -> Optional[str]:
+        return self.hosts[rank // self.nproc] if 0 <= rank < self.world else None
+
+
+class Gate:
+    """Admits a setting's records line by line (pure: no I/O): each one checked, bound to its node, counted.
+
+    ``admit(host, line)`` returns the record to keep, with ``host`` set to the
+    node that launched its rank, or None. What a node sent that was not kept
+    is counted in ``rejected`` (node -> reason -> lines), for a finding that
+    names the node.
+    """
+
+    def __init__(self, launched: Launched):
+        self.launched = launched
+        self.planned = launched.planned
+        self.counts: Dict[Tuple[Any, str], int] = {}
+        self.rejected: Dict[str, Dict[str, int]] = {}
+
+    def reject(self, host: str, why: str) -> None:
+        per = self.rejected.setdefault(host, {})
+        per[why] = per.get(why, 0) + 1
+
+    def admit(self, host: str, line: str) -> Optional[dict]:
+        la = self.launched
+        if len(line) > MAX_LINE:
+            self.reject(host, "line too long")
+            return None
+        tag: Optional[int] = None
+        where: Optional[str] = host
+        if la.tagged:
+            m = _TAGS[la.tagged].match(line)
+            if m is None:
+                return None  # the launcher's own output
+            tag, line = int(m.group(1)), line[m.end():]
+            where = la.node_of(tag)
+            if where is None:
+                self.reject(host, "records of ranks outside those launched")
+                return None
+        raw = parse_line(line)
+        if raw is None:
+            return None
+        rec = clean_record(raw)
+        if rec is None:
+            self.reject(where, "malformed record")
+            return None
+        rank = rec.get("rank")
+        if tag is not None:
+            if _is_int(rank) and rank >= 0 and rank != tag:
+                self.reject(where, "records about another rank")
+                return None
+            rec["rank"] = rank = tag
+        elif _is_int(rank) and rank >= 0:
+            where = la.node_of(rank)
+            if where != host:
+                self.reject(host, "records about ranks it did not launch")
+                return None
+        # else: a rank that failed before it knew its number (a setup error), on the stream's node
+        coll = rec.get("collective")
+        if coll is not None and coll not in self.planned:
+            self.reject(where, "records about collectives not planned")
+            return None
+        key = (rank if _is_int(rank) and rank >= 0 else where, coll or "")
+        n = self.counts.get(key, 0)
+        if n >= (MAX_PER_COLLECTIVE if coll else MAX_OTHER):
+            self.reject(where, "too many records")
+            return None
+        self.counts[key] = n + 1
+        rec["host"] = where
+        return rec
 
 
 # --------------------------------------------------------------------------- outcomes
@@ -211,8 +436,11 @@ def _outcome(setting: str, name: str, world: List[int], by_rank: Dict[int, List[
                     check_ok[rank] = False
                 else:
                     check_ok.setdefault(rank, True)
+                # the ranks every rank was told were wrong: believed of a rank on the same node only, so
+                # that no node can put a rank of another on the list
+                mine = ranks[rank].host if rank in ranks else None
                 for r in rec.get("ranks_wrong") or []:
-                    if isinstance(r, int):
+                    if r == rank or (mine is not None and r in ranks and ranks[r].host == mine):
                         out.wrong_by_rank.setdefault(r, 0)
     for rank, info in ranks.items():
         stuck = info.stuck_in()
@@ -221,8 +449,9 @@ def _outcome(setting: str, name: str, world: List[int], by_rank: Dict[int, List[
             out.hung_at[rank] = {"phase": stuck.get("phase"), "size": stuck.get("size")}
             reported.add(rank)
     out.ranks_wrong = sorted(out.wrong_by_rank)
+    hung = set(out.ranks_hung)
     out.ranks_ok = sorted(r for r, good in check_ok.items() if good and r not in out.wrong_by_rank
-                          and r not in out.ranks_error and r not in out.ranks_hung)
+                          and r not in out.ranks_error and r not in hung)
     out.ranks_timeout.sort()
     out.ranks_hung.sort()
     if reported:
@@ -263,42 +492,71 @@ def aggregate(records: Sequence[dict], default_setting: str = "default") -> List
     return [aggregate_setting(name, recs) for name, recs in settings.items()]
 
 
-def aggregate_setting(name: str, records: Sequence[dict]) -> SettingOutcome:
-    """One setting's outcome from its records (in the order each rank wrote them)."""
+def aggregate_setting(name: str, records: Sequence[dict], world: Optional[int] = None,
+                      planned: Optional[Sequence[str]] = None) -> SettingOutcome:
+    """One setting's outcome from its records (in the order each rank wrote them).
+
+    ``world`` and ``planned``: the ranks launched and the collectives they
+    were given (:class:`Launched`). Records are checked again here (a run
+    directory read back is no more trusted than a node): ranks outside the
+    world, collectives not planned and records past a rank's caps are left
+    out. Without ``world`` the ranks' own ``world_size`` counts, up to
+    :data:`MAX_WORLD`.
+    """
     out = SettingOutcome(name)
-    planned: List[str] = []
+    limit = world if world is not None else MAX_WORLD
+    known = set(planned) if planned is not None else set(COLLECTIVES)
+    known.add(MPI_CHECK)
+    planned_order: List[str] = []
     results: Dict[str, Dict[int, List[dict]]] = OrderedDict()
-    for rec in records:
-        kind = rec.get("type")
+    counts: Dict[Tuple[int, str], int] = {}
+    claimed = 0
+    for raw in records:
+        rec = clean_record(raw, limit)
+        if rec is None:
+            continue
+        kind = rec["type"]
         rank = _rank_of(rec)
+        coll = rec.get("collective")
+        if coll is not None and coll not in known:
+            continue
+        if rank is not None:
+            key = (rank, coll or "")
+            n = counts.get(key, 0)
+            if n >= (MAX_PER_COLLECTIVE if coll else MAX_OTHER):
+                continue
+            counts[key] = n + 1
         if kind == "error":
-            out.setup_errors.append(rec)
+            if len(out.setup_errors) < limit + MAX_OTHER:
+                out.setup_errors.append(rec)
         if rank is None:
             continue
         info = out.ranks.setdefault(rank, RankInfo(rank))
         _collect_rank(info, rec)
         if kind == "start":
             ws = rec.get("world_size")
-            if isinstance(ws, int):
-                out.world_size = max(out.world_size or 0, ws)
+            if isinstance(ws, int) and ws <= limit:
+                claimed = max(claimed, ws)
             out.backend = rec.get("backend") or out.backend
-            for c in rec.get("collectives") or []:
-                if c not in planned:
-                    planned.append(c)
-        elif kind in ("result", "progress") and rec.get("collective"):
-            results.setdefault(rec["collective"], OrderedDict()).setdefault(rank, [])
+            started = rec.get("collectives")
+            for c in started if isinstance(started, list) else []:
+                if c in known and c not in planned_order:
+                    planned_order.append(c)
+        elif kind in ("result", "progress") and coll:
+            results.setdefault(coll, OrderedDict()).setdefault(rank, [])
             if kind == "result":
-                results[rec["collective"]][rank].append(rec)
-    world = list(range(out.world_size)) if out.world_size else sorted(out.ranks)
-    out.missing_ranks = [r for r in world if r not in out.ranks]
-    names = [n for n in planned] + [n for n in results if n not in planned and n != "mpi_allreduce"]
+                results[coll][rank].append(rec)
+    out.world_size = world if world is not None else (claimed or None)
+    everyone = list(range(out.world_size)) if out.world_size else sorted(out.ranks)
+    out.missing_ranks = [r for r in everyone if r not in out.ranks]
+    names = planned_order + [n for n in results if n not in planned_order and n != MPI_CHECK]
     for n in names:
         by_rank = {r: v for r, v in results.get(n, {}).items()}
-        oc = _outcome(name, n, world, by_rank, out.ranks)
+        oc = _outcome(name, n, everyone, by_rank, out.ranks)
         oc.sweep = _sweep(by_rank)
         out.collectives[n] = oc
-    if "mpi_allreduce" in results:
-        out.mpi = _outcome(name, "mpi_allreduce", world, results["mpi_allreduce"], out.ranks)
+    if MPI_CHECK in results:
+        out.mpi = _outcome(name, MPI_CHECK, everyone, results[MPI_CHECK], out.ranks)
     for rank, info in sorted(out.ranks.items()):
         stuck = info.stuck_in()
         if stuck is not None and not stuck.get("collective"):

@@ -52,6 +52,8 @@ class SettingRun:
     elapsed: float = 0.0
     commands: Dict[str, str] = field(default_factory=dict)
     run_id: str = ""
+    launched: Optional[results.Launched] = None  # the ranks launched, on which node, for which collectives
+    rejected: Dict[str, Dict[str, int]] = field(default_factory=dict)  # host -> what of its output was not kept
 
 
 @dataclass
@@ -104,8 +106,17 @@ def _parse_kv(text: str) -> Dict[str, str]:
 
 
 def prepare(nodes: Sequence, python: str, ifname: Optional[str], shared_dir: Optional[str],
-            timeout: float = 30, stage: bool = True, run_id: Optional[str] = None, fanout: int = 64) -> Prepared:
-    """Stage the worker, pick the rendezvous port and each node's interface."""
+            timeout: float = 30, stage: bool = True, run_id: Optional[str] = None, fanout: int = 64,
+            watchdog: int = 0) -> Prepared:
+    """Stage the worker, pick the rendezvous port and each node's interface.
+
+    ``watchdog``: seconds the run may last at most; every node that makes a
+    run directory over a connection that lasts the run (SSH) leaves a
+    watchdog beside it (:func:`~nccldiag.probe.launch.rundir_watchdog`), in
+    the same command, so that the directory goes however nccldiag ends. An
+    answer that is not what the node program prints makes the node a
+    problem, named.
+    """
     run_id = run_id or new_run_id()
     base = shared_dir or "/tmp"
     rundir = os.path.join(base, run_id)
@@ -131,8 +142,10 @@ def prepare(nodes: Sequence, python: str, ifname: Optional[str], shared_dir: Opt
         unpack = archive is not None and (shared_dir is None or node is first)
         makes = stage and (shared_dir is None or node is first)
         speed_of = shlex.quote(ifname) if ifname else '"$d"'  # the interface gloo/NCCL get, quoted on the node
+        guard = (launch.rundir_watchdog(rundir, run_id, watchdog)
+                 if makes and watchdog and getattr(node, "holds_session", False) else "")
         cmd = (
-            (launch.make_rundir(rundir) if makes else launch.owned_rundir(rundir) if stage else "")
+            (launch.make_rundir(rundir) + guard if makes else launch.owned_rundir(rundir) if stage else "")
             + (f"base64 -d | tar -xzf - -C {shlex.quote(rundir)} && " if unpack else "")
             + launch.iface_command(rdzv_host)
             + f"; echo \"speed=$(cat /sys/class/net/{speed_of}/speed 2>/dev/null)\""
@@ -147,10 +160,15 @@ def prepare(nodes: Sequence, python: str, ifname: Optional[str], shared_dir: Opt
             ifnames[node.name] = ifname or kv.get("iface") or None
             hostnames[node.name] = kv.get("hostname") or node.name
             try:
-                info[node.name] = json.loads(kv.get("info", ""))
+                facts = json.loads(kv.get("info", ""))
             except ValueError:
-                problems[node.name] = f"{python} cannot run the probe on {node.name}: {kv.get('info', '')[:200]}"
+                facts = None
+            port = facts.get("free_port", 29400) if isinstance(facts, dict) else None
+            if not isinstance(facts, dict) or not isinstance(port, int) or isinstance(port, bool) \
+                    or not 0 < port < 65536 or not isinstance(facts.get("gpus", 0), int):
+                problems[node.name] = f"{python} cannot run the probe on {node.name}: {kv.get('info', '')[:200]!r}"
                 return
+            info[node.name] = facts
             if not info[node.name].get("torch"):
                 problems[node.name] = (
                     f"torch is not installed for {python} on {node.name}: "
@@ -192,8 +210,17 @@ def run_setting(
     launchers: Optional[Sequence] = None,
     after: Optional[str] = None,
     on_timeout: Optional[str] = None,
+    launched: Optional[results.Launched] = None,
+    hostnames: Optional[Dict[str, str]] = None,
 ) -> SettingRun:
     """Run ``commands[host]`` on each node at once, bounded by ``timeout``.
+
+    ``launched``: the ranks each node launched (without it, the first
+    launcher's stream is the only one read, and the world is unknown). Every line is admitted through a
+    :class:`~nccldiag.probe.results.Gate`: a record is kept only for a rank
+    its stream's node launched, bound to that node; what was dropped is
+    counted per node in ``rejected``. ``hostnames``: each node's own host
+    name, as its NCCL log lines carry it (:func:`fetch_logs`).
 
     ``on_timeout``: sh run on the nodes when the deadline passes, before
     the ranks are killed (the NCCL RAS query, :func:`ras_command`; see
@@ -207,21 +234,22 @@ def run_setting(
     when given, run the commands instead (srun on this machine starts every
     rank); reaping and logs still cover ``nodes``.
     """
-    out = SettingRun(setting=setting, commands=dict(commands), run_id=run_id)
     lock = threading.Lock()
     cancel = threading.Event()
     failed = threading.Event()
     start = time.monotonic()
     active = list(launchers) if launchers else [n for n in nodes if n.name in commands]
     ranks_on = list(nodes) if launchers else active
+    out = SettingRun(setting=setting, commands=dict(commands), run_id=run_id, launched=launched)
+    gate = results.Gate(launched or results.Launched((active[0].name,) if active else (), results.MAX_WORLD))
+    out.rejected = gate.rejected
 
     def handle(host: str, line: str) -> None:
-        rec = results.parse_line(line)
-        if rec is None:
-            return
-        rec.setdefault("host", host)
-        rec["setting"] = setting.name
         with lock:
+            rec = gate.admit(host, line)
+            if rec is None:
+                return
+            rec["setting"] = setting.name
             out.records.append(rec)
         if on_record is not None:
             on_record(rec)
@@ -275,7 +303,7 @@ def run_setting(
         if name not in out.nodes:
             out.nodes[name] = NodeRun(name, None, {"kind": "command-timeout", "message": "no answer"})
     if log_glob:
-        out.logs.update(fetch_logs(ranks_on, log_glob, fanout=fanout))
+        out.logs.update(fetch_logs(ranks_on, log_glob, fanout=fanout, hostnames=hostnames, rejected=out.rejected))
     out.elapsed = time.monotonic() - start
     return out
 
@@ -357,10 +385,28 @@ def reap_all(nodes: Sequence, run_id: str, fanout: int, out: Optional[SettingRun
     fan_out(list(nodes), reap, fanout)
 
 
-def fetch_logs(nodes: Sequence, pattern: str, timeout: float = 30, fanout: int = 64) -> Dict[str, str]:
-    """Every file matching ``pattern`` (a shell glob) on the nodes, by name."""
+MAX_LOG_FILES = 256  # NCCL log files kept per node and setting (one per process that ran NCCL)
+FOREIGN_LINES = "NCCL log lines naming another host"
+
+
+def fetch_logs(nodes: Sequence, pattern: str, timeout: float = 30, fanout: int = 64,
+               hostnames: Optional[Dict[str, str]] = None,
+               rejected: Optional[Dict[str, Dict[str, int]]] = None) -> Dict[str, str]:
+    """Every file matching ``pattern`` (a shell glob) on the nodes, by name (``<node>/<file name>``).
+
+    Each file is read with its node known: with ``hostnames`` (node -> its
+    own host name), an NCCL line that names another host is dropped and
+    counted in ``rejected[node]``, so a node's logs speak for that node
+    alone. The files' delimiters carry a mark chosen for this fetch, and a
+    node gives at most :data:`MAX_LOG_FILES` files.
+    """
+    import secrets
+
     logs: Dict[str, str] = {}
-    cmd = f'for f in {pattern}; do [ -f "$f" ] || continue; printf "@@file %s@@\\n" "$f"; cat "$f"; done; true'
+    mark = secrets.token_hex(8)
+    cmd = (f'for f in {pattern}; do [ -f "$f" ] || continue; printf "@@file:{mark} %s@@\\n" "$f"; cat "$f"; done; '
+           "true")
+    head = re.compile(r"^@@file:" + mark + r" (.+)@@$")
     lock = threading.Lock()
 
     def fetch(node) -> None:
@@ -370,17 +416,50 @@ def fetch_logs(nodes: Sequence, pattern: str, timeout: float = 30, fanout: int =
         mine: Dict[str, List[str]] = {}
         current = None
         for line in r.stdout.splitlines(keepends=True):
-            m = re.match(r"^@@file (.+)@@$", line.rstrip("\n"))
+            m = head.match(line.rstrip("\n"))
             if m:
                 current = f"{node.name}/{os.path.basename(m.group(1))}"
-                mine[current] = []
+                if current not in mine and len(mine) >= MAX_LOG_FILES:
+                    current = None
+                    continue
+                mine.setdefault(current, [])
             elif current is not None:
                 mine[current].append(line)
+        dropped = 0
+        own = (hostnames or {}).get(node.name)
         with lock:
-            logs.update((k, "".join(v)) for k, v in mine.items())
+            for k, v in mine.items():
+                text = "".join(v)
+                if own:
+                    text, n = own_log_lines(text, own)
+                    dropped += n
+                logs[k] = text
+            if dropped and rejected is not None:
+                per = rejected.setdefault(node.name, {})
+                per[FOREIGN_LINES] = per.get(FOREIGN_LINES, 0) + dropped
 
     fan_out(list(nodes), fetch, fanout)
     return dict(sorted(logs.items()))
+
+
+def own_log_lines(text: str, hostname: str) -> "tuple[str, int]":
+    """``text`` without the NCCL lines that name a host other than ``hostname``, and how many there were (pure).
+
+    NCCL writes its host name cut at the first dot (``node01:1234:1240 [0] NCCL
+    INFO ...``); a line holding any prefix with another name goes, whatever
+    else it holds.
+    """
+    from nccldiag.nccl.log import _PREFIX
+
+    short = hostname.split(".")[0]
+    kept: List[str] = []
+    dropped = 0
+    for line in text.splitlines(keepends=True):
+        if "NCCL " in line and any(m.group("host").split(".")[0] != short for m in _PREFIX.finditer(line)):
+            dropped += 1
+            continue
+        kept.append(line)
+    return "".join(kept), dropped
 
 
 def cleanup(nodes: Sequence, rundir: str, timeout: float = 15, fanout: int = 64) -> Dict[str, str]:

@@ -108,6 +108,7 @@ def run(hosts: Sequence[Host], opts: ProbeOptions,
             raise UsageError(f"-o {opts.out_dir}: exists and is not a directory")
         if os.path.exists(os.path.join(opts.out_dir, "records.jsonl")):
             raise UsageError(f"-o {opts.out_dir}: holds the records of an earlier run; give a new directory")
+    most = validate(opts, len(hosts))
     if local:
         nodes = [LocalNode()]
     elif opts.launcher == "srun":
@@ -126,12 +127,17 @@ def run(hosts: Sequence[Host], opts: ProbeOptions,
             n.close()
         return report
 
+    cleaned = opts.dry_run  # set once the run's processes and directories are gone; until then, `finally` does it
+    rundir_here: Optional[str] = None
     try:
         if local:
             import tempfile
 
             rundir = (os.path.join(tempfile.gettempdir(), f"{run_id}-XXXXXXXX") if opts.dry_run
                       else tempfile.mkdtemp(prefix=f"{run_id}-"))
+            if not opts.dry_run:
+                rundir_here = rundir
+                os.mkdir(os.path.join(rundir, launch.TMP), 0o700)
             prep = runner.Prepared(run_id, rundir, "127.0.0.1", 0, {live[0].name: None}, {}, {}, {})
             prep.info[live[0].name] = {"torch": True, "gpus": _local_gpus()}
             if opts.python == "python3":
@@ -143,7 +149,8 @@ def run(hosts: Sequence[Host], opts: ProbeOptions,
                                    {n.name: n.name for n in live})
         else:
             prep = runner.prepare(live, opts.python, opts.ifname, opts.shared_dir, timeout=opts.ssh.command_timeout,
-                                  run_id=run_id, stage=not opts.dry_run, fanout=opts.fanout)
+                                  run_id=run_id, stage=not opts.dry_run, fanout=opts.fanout,
+                                  watchdog=_run_bound(opts, most))
         participants = [n for n in live if n.name not in prep.problems]
 
         gpus = min((prep.info.get(n.name, {}).get("gpus", 0) for n in participants), default=0)
@@ -161,9 +168,13 @@ def run(hosts: Sequence[Host], opts: ProbeOptions,
         if can_run and not opts.dry_run:
             from nccldiag import rundir
 
-            rundir.create(out_dir, run_meta(prep.run_id, opts, backend, nproc, timeout, settings,
-                                            [n.name for n in nodes], prep))
-            settings_log = rundir.Lines(os.path.join(out_dir, "settings.jsonl"))
+            try:
+                rundir.create(out_dir, run_meta(prep.run_id, opts, backend, nproc, timeout, settings,
+                                                [n.name for n in nodes], prep))
+                settings_log = rundir.Lines(os.path.join(out_dir, "settings.jsonl"))
+            except OSError as exc:
+                raise UsageError(f"cannot write the run directory {out_dir}: {exc.strerror or exc}; nothing ran, "
+                                 "and the nodes were cleaned up") from None
         with (open(os.path.join(out_dir, "records.jsonl"), "x", encoding="utf-8") if can_run and not opts.dry_run
               else open(os.devnull, "w", encoding="utf-8")) as rec_file:
             lock = threading.Lock()
@@ -212,7 +223,9 @@ def run(hosts: Sequence[Host], opts: ProbeOptions,
                                         on_record=on_record, log_glob=glob, fanout=opts.fanout,
                                         launchers=launchers,
                                         after=None if local else runner.counters_after(setting_dir),
-                                        on_timeout=ras_query(backend, opts.python, env))
+                                        on_timeout=ras_query(backend, opts.python, env),
+                                        launched=launched_by(opts.launcher, participants, nproc, spec.worker_args),
+                                        hostnames=prep.hostnames)
                 sr.counters = runner.counter_deltas(sr.after)
                 _save_logs(out_dir, setting.name, sr.logs)
                 runs.append(sr)
@@ -240,6 +253,7 @@ def run(hosts: Sequence[Host], opts: ProbeOptions,
             import shutil
 
             shutil.rmtree(prep.rundir, ignore_errors=True)
+        cleaned = True
         for n in nodes:
             n.close()
         report = analysis.analyze(
@@ -252,22 +266,82 @@ def run(hosts: Sequence[Host], opts: ProbeOptions,
             node_facts=node_facts,
         )
         return report
-    except KeyboardInterrupt:
-        # Ctrl-C: kill the run's processes on every node and remove its run directories, then stop
-        runner.reap_all(live, run_id, opts.fanout)
-        if local:
-            import glob
-            import shutil
-            import tempfile
+    finally:
+        if not cleaned:
+            # Ctrl-C, SIGTERM, a full disk, a bug: kill the run's processes on every node and remove its run
+            # directories, whatever stopped the run
+            runner.reap_all(live, run_id, opts.fanout)
+            if rundir_here is not None:
+                import shutil
 
-            for d in glob.glob(os.path.join(tempfile.gettempdir(), f"{run_id}-*")):
-                shutil.rmtree(d, ignore_errors=True)
-        else:
-            runner.cleanup(live[:1] if opts.shared_dir else live, os.path.join(opts.shared_dir or "/tmp", run_id),
-                           fanout=opts.fanout)
-        for n in nodes:
-            n.close()
-        raise
+                shutil.rmtree(rundir_here, ignore_errors=True)
+            elif not local:
+                runner.cleanup(live[:1] if opts.shared_dir else live, os.path.join(opts.shared_dir or "/tmp", run_id),
+                               fanout=opts.fanout)
+            for n in nodes:
+                n.close()
+
+
+def validate(opts: ProbeOptions, nnodes: int) -> int:
+    """Refuse what the run would refuse later, before any node is contacted; returns the most settings it can run.
+
+    The ``--setting`` rows (their syntax, and a repeat of a built-in row of the
+    backend when one is given), the settings mode and ``--collectives``.
+    """
+    from nccldiag.node import collectives as registry
+    from nccldiag.probe import plan
+
+    try:
+        registry.select(opts.collectives)
+    except ValueError as exc:
+        raise UsageError(f"--collectives: {exc}") from None
+    backends = [opts.backend] if opts.backend in ("nccl", "gloo") else ["gloo", "nccl"]
+    most = 0
+    for backend in backends:
+        for text in opts.custom:
+            plan.parse_row(text)
+        if opts.backend in ("nccl", "gloo") or backend == "gloo":
+            most = max(most, len(plan.build_settings(backend, opts.require_ib, opts.custom, opts.settings_mode,
+                                                     nnodes=nnodes)))
+        else:  # auto: the rows NCCL would add, without refusing a row that only NCCL has built in
+            most = max(most, len(plan.build_settings(backend, opts.require_ib, (), opts.settings_mode,
+                                                     nnodes=nnodes)) + len(opts.custom))
+    return most
+
+
+def _run_bound(opts: ProbeOptions, settings: int) -> int:
+    """Seconds the whole run may last at most (each setting its timeout, grace and reap), for the nodes' watchdogs."""
+    per = (opts.timeout or 600.0) + 30.0 + RAS_GUARD + 60.0
+    return int(per * (settings + 1) + 600)
+
+
+RAS_GUARD = runner.RAS_WAIT + 20
+
+
+def launched_by(launcher: str, nodes: Sequence, nproc: int, args: Sequence[str]) -> "results.Launched":
+    """The ranks one setting launches, on which node, and the collectives they are given (``--collectives``).
+
+    torchrun and the local launcher: node ``i`` runs ranks ``i*nproc ..``
+    and streams them itself. mpirun maps ``nproc`` ranks per node in host
+    order and tags each line with its rank; srun lays them out in Slurm's
+    node order and labels each line with its task, which is the rank.
+    """
+    from nccldiag.node import collectives as registry
+    from nccldiag.probe import results
+
+    spec = None
+    for i, a in enumerate(args):
+        if a == "--collectives" and i + 1 < len(args):
+            spec = args[i + 1]
+    try:
+        names = tuple(registry.select(spec))
+    except ValueError:  # the worker refuses it (a usage error of its own): every name is the bound
+        names = tuple(registry.NAMES)
+    if launcher == "srun":
+        ordered = sorted(nodes, key=lambda n: (getattr(n, "order", 0), getattr(n, "slurm_name", n.name)))
+        return results.Launched(tuple(n.name for n in ordered), nproc, names, tagged="srun")
+    return results.Launched(tuple(n.name for n in nodes), nproc, names,
+                            tagged="mpirun" if launcher == "mpirun" else None)
 
 
 def ras_query(backend: str, python: str, env: Dict[str, str]) -> Optional[str]:
@@ -337,7 +411,9 @@ def slurm_nodes(hosts: Sequence[Host], opts: ProbeOptions) -> list:
         raise UsageError(f"--launcher srun: {', '.join(missing[:5])} {'is' if len(missing) == 1 else 'are'} not "
                          "Slurm node(s) (no NodeName, NodeHostName or NodeAddr matches)")
     addr = {n.name: n.addr for n in known}
-    return [SlurmNode(h, names[h.name], addr.get(names[h.name], ""), opts.slurm_job) for h in hosts]
+    order = {n.name: i for i, n in enumerate(known)}
+    return [SlurmNode(h, names[h.name], addr.get(names[h.name], ""), opts.slurm_job,
+                      order.get(names[h.name], len(known))) for h in hosts]
 
 
 def build_commands(launcher: str, spec: launch.LaunchSpec, nodes: Sequence, prep: runner.Prepared,

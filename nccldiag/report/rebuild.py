@@ -66,7 +66,7 @@ def _check(path: str, meta: Dict[str, Any]) -> Dict[str, Any]:
 
 
 def _probe(path: str, meta: Dict[str, Any]) -> Dict[str, Any]:
-    from nccldiag.probe import analysis, runner
+    from nccldiag.probe import analysis, results, runner
     from nccldiag.probe.plan import Setting
     from nccldiag.report import probe_report
 
@@ -76,12 +76,19 @@ def _probe(path: str, meta: Dict[str, Any]) -> Dict[str, Any]:
     for rec in rundir.read_lines(os.path.join(path, "records.jsonl")):
         records.setdefault(str(rec.get("setting") or "default"), []).append(rec)
     ended = {str(line.get("setting")): line for line in rundir.read_lines(os.path.join(path, "settings.jsonl"))}
+    hosts = meta.get("hosts") or []
+    nproc = meta.get("nproc_per_node")
+    launched = None
+    if isinstance(hosts, list) and all(isinstance(h, str) for h in hosts) and hosts \
+            and isinstance(nproc, int) and 0 < nproc <= results.MAX_WORLD // len(hosts):
+        # the world the run launched bounds what its records may say
+        launched = results.Launched(tuple(hosts), nproc, tagged="mpirun" if meta.get("launcher") == "mpirun" else None)
     runs = []
     for s in settings:
         line = ended.get(s.name)
         if line is None and s.name not in records:
             continue
-        sr = runner.SettingRun(setting=s, records=records.get(s.name, []))
+        sr = runner.SettingRun(setting=s, records=records.get(s.name, []), launched=launched)
         if line is not None:
             sr.elapsed = float(line.get("elapsed") or 0.0)
             sr.timed_out = bool(line.get("timed_out"))

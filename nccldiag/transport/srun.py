@@ -2,7 +2,9 @@
 
 ``srun --label`` prefixes each line with its task number (one task per
 node); each task first prints the node it runs on and last a done mark, both
-carrying this run's mark. The lines are split by task as they stream in, so
+carrying a mark of the step's own (the step's command line and name are
+public on the nodes; the sections' mark is only in the script, on standard
+input). The lines are split by task as they stream in, so
 a node is complete (and handed to ``on_node``) as soon as its done mark
 arrives, whatever the others do. Slurm's own tree (slurmctld, slurmd,
 slurmstepd) does the fan-out; the admin host keeps one process and one
@@ -23,6 +25,7 @@ from typing import Callable, Dict, List, Optional, Sequence
 
 from nccldiag.model.raw import RawNode
 from nccldiag.slurm import commands
+from nccldiag.collect.script import source_names
 from nccldiag.collect.sections import split_sections
 from nccldiag.transport.base import COMMAND_TIMEOUT, TransportError
 from nccldiag.transport.stream import run_streaming
@@ -47,6 +50,7 @@ class _Task:
     lines: List[str] = field(default_factory=list)
     last: float = 0.0
     done: bool = False
+    claimed: str = ""  # the node the task said it ran on, when that is not the node srun gave it
 
 
 def wrapper(mark: str) -> str:
@@ -56,23 +60,43 @@ def wrapper(mark: str) -> str:
             f"printf '\\n@@nccldiag:%s:done@@\\n' {mark}")
 
 
-def demux(lines: Sequence[str], mark: str) -> Dict[int, _Task]:
+def task_nodes(nodes: Sequence[str], order: Dict[str, int]) -> Dict[int, str]:
+    """Which Slurm node runs each task of a one-task-per-node step on ``nodes`` (pure).
+
+    srun lays the tasks out in Slurm's node order (``scontrol show node``),
+    whatever order ``--nodelist`` gives; a node Slurm does not list sorts
+    after the others, by name.
+    """
+    return dict(enumerate(sorted(nodes, key=lambda n: (order.get(n, len(order)), n))))
+
+
+def demux(lines: Sequence[str], mark: str, expected: Optional[Dict[int, str]] = None) -> Dict[int, _Task]:
     """Labelled srun output split by task (pure; the live path does the same line by line)."""
     tasks: Dict[int, _Task] = {}
     for line in lines:
-        _feed(tasks, line, mark, 0.0)
+        _feed(tasks, line, mark, 0.0, expected)
     return tasks
 
 
-def _feed(tasks: Dict[int, _Task], line: str, mark: str, now: float) -> Optional[int]:
+def _feed(tasks: Dict[int, _Task], line: str, mark: str, now: float,
+          expected: Optional[Dict[int, str]] = None) -> Optional[int]:
+    """One labelled line. With ``expected`` (:func:`task_nodes`) a task's node is the one srun gave it:
+    the node line the task prints is its claim, kept in ``claimed`` when it names another node."""
     m = _LABEL.match(line)
     if m is None:
         return None
-    t = tasks.setdefault(int(m.group(1)), _Task())
+    k = int(m.group(1))
+    if expected is not None and k not in expected:
+        return None
+    t = tasks.setdefault(k, _Task(node=expected[k] if expected is not None else ""))
     text = m.group(2)
     t.last = now
-    if text.startswith(f"@@nccldiag:{mark}:node ") and text.endswith("@@") and not t.node:
-        t.node = text[len(f"@@nccldiag:{mark}:node "):-2]
+    if text.startswith(f"@@nccldiag:{mark}:node ") and text.endswith("@@") and (not t.node or expected is not None):
+        said = text[len(f"@@nccldiag:{mark}:node "):-2]
+        if expected is None:
+            t.node = said
+        elif said != t.node and not t.claimed:
+            t.claimed = said[:64]
         return None
     if text == f"@@nccldiag:{mark}:done@@":
         t.done = True
@@ -113,12 +137,15 @@ def collect(
     req: Optional[commands.AllocRequest] = None,
     on_node: Optional[Callable[[RawNode], None]] = None,
     cancel: Optional[threading.Event] = None,
+    order: Optional[Dict[str, int]] = None,
 ) -> List[RawNode]:
     """One RawNode per host, in ``hosts`` order.
 
     ``names`` maps hosts to Slurm node names; ``unavailable`` maps hosts to
     why Slurm runs nothing there (those, and hosts without a Slurm node, are
-    reported unchecked without being tried).
+    reported unchecked without being tried). ``order``: Slurm's node order
+    (name -> place); with it each task's output is its node's by srun's own
+    layout (:func:`task_nodes`), whatever node name the task prints.
     """
     results: Dict[str, RawNode] = {}
 
@@ -137,9 +164,13 @@ def collect(
     if not todo:
         return [results[h] for h in hosts]
     by_node = {names[h]: h for h in todo}
-    step_name = f"nccldiag-{mark}"
+    expected = task_nodes([names[h] for h in todo], order) if order is not None else None
+    import secrets
+
+    step_mark = secrets.token_hex(8)
+    step_name = f"nccldiag-{step_mark}"
     argv = commands.srun_step([names[h] for h in todo], 1, whole_run + 60, job=job, req=req, label=True,
-                              input_all=True, name=step_name) + ["sh", "-c", wrapper(mark)]
+                              input_all=True, name=step_name) + ["sh", "-c", wrapper(step_mark)]
     tasks: Dict[int, _Task] = {}
     lock = threading.Lock()
     stop = threading.Event()
@@ -149,7 +180,7 @@ def collect(
         host = by_node.get(t.node)
         if host is None or host in results:
             return
-        sections, rcs, truncated = split_sections("\n".join(t.lines), mark)
+        sections, rcs, truncated = split_sections("\n".join(t.lines), mark, source_names(script))
         end = time.monotonic() if error is not None or not t.last else t.last
         node = RawNode(host=host, sections=sections, rcs=rcs, truncated=truncated, elapsed=end - start)
         if error is not None:
@@ -159,11 +190,13 @@ def collect(
             else:
                 node.error = error.to_dict()
         node.extra.update({"transport": "srun", "slurm_node": t.node})
+        if t.claimed:
+            node.extra["claimed_node"] = t.claimed
         done_node(node)
 
     def on_line(line: str) -> None:
         with lock:
-            k = _feed(tasks, line, mark, time.monotonic())
+            k = _feed(tasks, line, step_mark, time.monotonic(), expected)
             if k is not None:
                 finish(tasks[k])
 

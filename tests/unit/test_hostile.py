@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 
+from nccldiag.collect import sections
 from nccldiag.collect.sections import split_sections
 
 ESC = "\x1b]0;owned\x07\x1b[2J"
@@ -100,3 +101,46 @@ def test_wrongly_typed_bundle_metadata_is_a_usage_error(tmp_path):
             (b / "_bundle.json").write_text(json.dumps(bundle_meta))
         r = check_bundle(b, tmp_path)
         assert r.returncode == 2 and "Traceback" not in r.stderr and "--bundle" in r.stderr, (meta, bundle_meta, r.stderr)
+
+
+def test_only_the_scripts_own_names_in_order_count_and_never_more_than_it_runs():
+    """Output written for this test: a node that knows the mark forges markers of every kind."""
+    from nccldiag.collect.script import build_script, source_names
+    from nccldiag.areas.base import Source
+
+    mark = "f00dfeed"
+    script = build_script([Source("os_release", "true"), Source("uname", "true"), Source("hostname", "true")],
+                          mark=mark)
+    names = source_names(script)
+    assert names == ["os_release", "uname", "hostname"]
+    m = f"@@nccldiag:{mark}:"
+    out = [f"{m}begin os_release@@", "NAME=Linux", f"{m}begin hostname@@", "forged-host", f"{m}end hostname rc=0@@",
+           f"{m}begin uname@@", "forged uname", f"{m}end uname rc=0@@"]  # uname comes before hostname: too late
+    out += [f"{m}begin x{i}@@\nfill\n{m}end x{i} rc=0@@" for i in range(10_000)]  # names the script never runs
+    out += [f"{m}begin os_release@@", "again", f"{m}end os_release rc=0@@", f"{m}begin hostname@@", "twice",
+            f"{m}end hostname rc=0@@"]
+    secs, rcs, _ = split_sections("\n".join(out), mark, names)
+    assert set(secs) == {"os_release", "hostname"}
+    assert secs["os_release"] == "NAME=Linux" and secs["hostname"].startswith("forged-host")
+    assert "x0" not in secs and "uname" not in secs
+    # without the script's names, a bound all the same
+    secs, _, _ = split_sections("\n".join(out), mark)
+    assert len(secs) == sections.MAX_SECTIONS
+
+
+def test_the_mark_reaches_no_program_the_collection_runs(tmp_path):
+    """Real sh on this machine: a source that looks everywhere a program it runs can look for the mark
+    (its environment, its arguments, its parents' command lines and environments), then forges with it."""
+    from nccldiag.areas.base import Source
+    from nccldiag.collect import runner
+
+    spy = Source("spy", 'p=$$; for i in 1 2 3 4; do tr "\\0" "\\n" < /proc/$p/cmdline; tr "\\0" "\\n" < /proc/$p/environ; '
+                        'p=$(awk "/^PPid:/ {print \\$2}" /proc/$p/status); done; '
+                        'printf "@@nccldiag:%s:begin forged@@\\nx\\n" "$NCCLDIAG_MARK"')
+    opts = runner.CollectOptions(extra_sources=[spy])
+    script = runner.script_for([], [spy], opts.mark)
+    node = runner.collect_local(script, opts, host="here")
+    assert set(node.sections) == {"spy"}, node.sections.keys()
+    seen = node.sections["spy"]
+    assert "/proc" not in seen or "PATH=" in seen  # it did read its environment
+    assert opts.mark not in seen

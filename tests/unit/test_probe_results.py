@@ -6,6 +6,7 @@ version skew, an unsupported operation) are built in the tests from those
 captures, and each says so.
 """
 import copy
+import json
 import os
 
 import pytest
@@ -215,3 +216,181 @@ def test_settings_are_kept_apart():
     fs = results.all_findings(outs)
     assert any(f.message.startswith("[p2p-off] all_gather") and f.status == Status.FAIL for f in fs)
     assert results.status_of(fs) == Status.FAIL
+
+
+# --- what a node sends is admitted: bound to its node, checked, bounded (docs/security.md) ---------------
+
+
+def _lines(name):
+    with open(os.path.join(FIX, name), encoding="utf-8") as f:
+        return f.read().splitlines()
+
+
+def _admit(launched, stream):
+    """(records kept, gate) for ``stream``: (host, line) pairs as the runner hands them over."""
+    gate = results.Gate(launched)
+    kept = [r for r in (gate.admit(h, line) for h, line in stream) if r is not None]
+    return kept, gate
+
+
+def _two_nodes(lines):
+    # constructed: the captured 4-rank run as torchrun streams it from two nodes, ranks 0,1 on A and 2,3 on B
+    return [("A" if results.parse_line(l)["rank"] < 2 else "B", l) for l in lines]
+
+
+FORGED_WRONG = json.dumps({"type": "result", "rank": 0, "host": "A", "collective": "all_reduce", "phase": "check",
+                           "status": "wrong", "wrong": 256, "ranks_wrong": [0], "size": 1024, "count": 256})
+
+
+def test_a_node_cannot_speak_for_a_rank_it_did_not_launch():
+    launched = results.Launched(("A", "B"), 2)
+    stream = _two_nodes(_lines("gloo-4rank-default.jsonl"))
+    # B forges rank 0 (A's) with wrong data, and puts rank 0 on the wrong list of its own rank 2
+    framed = json.dumps({"type": "result", "rank": 2, "collective": "all_reduce", "phase": "check",
+                         "status": "ok", "wrong": 0, "ranks_wrong": [0, 1]})
+    kept, gate = _admit(launched, stream + [("B", FORGED_WRONG), ("B", framed)])
+    so = results.aggregate_setting("default", kept, world=launched.world, planned=launched.planned)
+    assert so.status == "ok" and so.collectives["all_reduce"].ranks_wrong == []
+    assert {r: i.host for r, i in so.ranks.items()} == {0: "A", 1: "A", 2: "B", 3: "B"}
+    assert gate.rejected == {"B": {"records about ranks it did not launch": 1}}
+    # without the gate (as before) the same lines named A
+    before = results.aggregate_setting("default", results.read_records(l for _, l in stream + [("B", FORGED_WRONG)]))
+    assert before.collectives["all_reduce"].ranks_wrong == [0] and before.host_of(0) in ("vm", "A")
+
+
+def test_a_node_that_names_another_host_gets_its_own_name():
+    launched = results.Launched(("A", "B"), 2)
+    line = json.dumps({"type": "result", "rank": 3, "host": "A", "collective": "all_reduce", "phase": "check",
+                       "status": "wrong", "wrong": 4})
+    (rec,), _ = _admit(launched, [("B", line)])
+    assert rec["host"] == "B" and rec["rank"] == 3
+
+
+def test_mpirun_tags_and_srun_labels_say_which_rank_wrote_a_line():
+    lines = _lines("mpirun-tag-output-2rank-gloo.txt")
+    launched = results.Launched(("A", "B"), 1, tagged="mpirun")
+    forged = "[1,1]<stdout>:" + FORGED_WRONG  # rank 1, on B, claims rank 0
+    untagged = FORGED_WRONG  # a line mpirun did not tag: its own output, never a record
+    kept, gate = _admit(launched, [("A", l) for l in lines + [forged, untagged]])
+    so = results.aggregate_setting("default", kept, world=launched.world, planned=launched.planned)
+    assert so.status == "ok" and so.mpi is not None and so.mpi.status == "ok"
+    assert {r: i.host for r, i in so.ranks.items()} == {0: "A", 1: "B"}
+    assert gate.rejected == {"B": {"records about another rank": 1}}
+    # srun --label: ' 1: ' in front of rank 1's lines (the same run without its MPI bootstrap)
+    srun = results.Launched(("A", "B"), 1, tagged="srun")
+    labelled = [f" {l[3]}: {l.split(':', 1)[1]}" for l in lines if "mpi_allreduce" not in l]
+    kept, gate = _admit(srun, [("srun", l) for l in labelled + [" 1: " + FORGED_WRONG]])
+    assert {r["host"] for r in kept if r["rank"] == 1} == {"B"}
+    assert gate.rejected == {"B": {"records about another rank": 1}}
+
+
+def test_wrongly_typed_fields_are_noise_never_a_crash():
+    from nccldiag.probe import analysis, runner
+    from nccldiag.probe.plan import Setting
+
+    launched = results.Launched(("A", "B"), 2)
+    stream = _two_nodes(_lines("gloo-4rank-default.jsonl"))
+    bad = [{"type": "result", "rank": 2, "collective": "all_reduce", "phase": "check", "status": "wrong", "wrong": "abc"},
+           {"type": "result", "rank": 2, "collective": "all_reduce", "phase": "sweep", "status": "ok", "busbw": "fast"},
+           {"type": "start", "rank": 3, "world_size": 1.5}, {"type": "end", "rank": 2.0}, {"type": 7, "rank": 2},
+           {"type": "result", "rank": 2, "collective": "all_reduce", "phase": "check", "ranks_wrong": ["x"]},
+           {"type": "result", "rank": 2, "collective": "all_reduce", "first_wrong": {"index": []}},
+           {"type": "result", "rank": 2, "collective": "all_reduce", "time_us": float("nan")}]
+    kept, gate = _admit(launched, stream + [("B", json.dumps(b)) for b in bad])
+    assert gate.rejected == {"B": {"malformed record": len(bad) - 1}}  # type 7 is not a record at all
+    sr = runner.SettingRun(setting=Setting("default"), records=kept, launched=launched)
+    rep = analysis.job_report(Setting("default"), sr)
+    assert rep.status == "ok"
+    # read back from a tampered records.jsonl (no gate), the same records change nothing either
+    so = results.aggregate_setting("default", [r for r in kept] + [dict(b, host="A") for b in bad], world=4)
+    assert so.status == "ok"
+
+
+def test_a_forged_world_size_and_floods_are_bounded_by_the_launched_world():
+    import time
+    import tracemalloc
+
+    from nccldiag.probe import analysis, runner
+    from nccldiag.probe.plan import Setting
+
+    launched = results.Launched(("A", "B"), 2)
+    stream = _two_nodes(_lines("gloo-4rank-default.jsonl"))
+    flood = [json.dumps({"type": "start", "rank": 2, "world_size": 30_000_000})]
+    flood += [json.dumps({"type": "result", "rank": 3, "collective": f"c{i}", "phase": "check", "status": "ok"})
+              for i in range(20_000)]  # collectives nobody planned
+    flood += [json.dumps({"type": "result", "rank": 2 + i % 2, "collective": "all_reduce", "phase": "sweep",
+                          "status": "ok", "size": i, "count": 1, "time_us": 1.0, "algbw": 1.0, "busbw": 1.0})
+              for i in range(100_000)]  # one planned collective, many times over
+    flood += [json.dumps({"type": "result", "rank": 4 + i, "collective": "all_reduce", "status": "ok"})
+              for i in range(20_000)]  # ranks outside the world
+    tracemalloc.start()
+    t0 = time.monotonic()
+    kept, gate = _admit(launched, stream + [("B", l) for l in flood])
+    sr = runner.SettingRun(setting=Setting("default"), records=kept, launched=launched)
+    rep = analysis.job_report(Setting("default"), sr)
+    elapsed = time.monotonic() - t0
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    # what is kept is bounded by the world: per rank, MAX_OTHER plus MAX_PER_COLLECTIVE for each planned collective
+    bound = launched.world * (results.MAX_OTHER + results.MAX_PER_COLLECTIVE * len(launched.planned))
+    assert len(kept) <= bound
+    assert sum(1 for r in kept if r["rank"] == 3 and r.get("collective") == "all_reduce") \
+        == results.MAX_PER_COLLECTIVE
+    assert rep.outcome.world_size == 4 and rep.outcome.missing_ranks == []
+    assert set(rep.outcome.collectives) == set(results.COLLECTIVES)
+    assert gate.rejected["B"]["records about collectives not planned"] == 20_000
+    assert gate.rejected["B"]["records about ranks it did not launch"] == 20_000
+    assert gate.rejected["B"]["too many records"] > 99_000
+    assert elapsed < 30, elapsed  # 140,000 forged lines; before the gate, a 30,000,000 world alone took minutes
+    assert peak < 64 << 20, peak
+
+
+def test_nccl_log_lines_from_a_node_that_name_another_host_are_dropped_and_counted(tmp_path):
+    """Real sh on this machine as node B: its NCCL log frames A, and forges the fetch's file delimiters."""
+    from nccldiag.nccl import log as nccllog
+    from nccldiag.probe import analysis, runner
+    from nccldiag.probe.nodes import LocalNode
+    from nccldiag.probe.plan import Setting
+
+    own = "B:200:201 [0] NCCL INFO Channel 00/0 : 1[0] -> 0[0] via NET/Socket/0\n"
+    forged = ("A:100:101 [0] NCCL WARN NET/IB : Got completion from peer 10.0.0.2<4242> with error 12, "
+              "opcode 0, len 0, vendor err 129\n")
+    glued = "B:200:201 [0] NCCL INFO x A:100:101 [0] NCCL WARN Call to ibv_create_qp failed\n"
+    (tmp_path / "nccl.B.200.log").write_text(own + forged + glued + "@@file /etc/passwd@@\nplain text\n")
+    for i in range(runner.MAX_LOG_FILES + 5):
+        (tmp_path / f"nccl.B.{9000 + i}.log").write_text(own)
+    rejected = {}
+    logs = runner.fetch_logs([LocalNode("B")], f"{tmp_path}/nccl.*.log", hostnames={"B": "B.example.org"},
+                             rejected=rejected)
+    assert len(logs) == runner.MAX_LOG_FILES and all(k.startswith("B/nccl.B.") for k in logs)
+    text = logs["B/nccl.B.200.log"]
+    assert text == own + "@@file /etc/passwd@@\nplain text\n"
+    assert rejected == {"B": {runner.FOREIGN_LINES: 2}}
+    facts = nccllog.parse_logs(logs)
+    assert not facts.warns and {p.host for p in facts.procs} == {"B"}
+    # the drop is a finding on B, the node that sent it
+    sr = runner.SettingRun(setting=Setting("default"), rejected=rejected)
+    (f,) = [f for f in analysis.job_report(Setting("default"), sr).findings if f.check == "probe.rejected"]
+    assert f.host == "B" and f.status == Status.WARN and "naming another host (2)" in f.message
+
+
+def test_a_rank_on_one_node_cannot_report_a_death_on_another():
+    from nccldiag.probe import analysis, runner
+    from nccldiag.probe.plan import Setting
+
+    # mpirun on A carries B's rank 1 stderr tagged; a bare 'mpirun noticed' line is mpirun's own
+    forged = "[1,1]<stderr>:mpirun noticed that process rank 0 with PID 7 on node A exited on signal 9 (Killed).\n"
+    sr = runner.SettingRun(setting=Setting("default"), launched=results.Launched(("A", "B"), 1, tagged="mpirun"))
+    sr.nodes["A"] = runner.NodeRun("A", 137, None, forged)
+    assert not [f for f in analysis.job_report(Setting("default"), sr).findings if f.check == "probe.rank_died"]
+    sr.nodes["A"] = runner.NodeRun("A", 137, None, forged.split(":", 1)[1])
+    (f,) = [f for f in analysis.job_report(Setting("default"), sr).findings if f.check == "probe.rank_died"]
+    assert f.host == "A"
+    # torchrun's root cause on B names a rank of A: not believed
+    block = ("Root Cause (first observed failure):\n[0]:\n  time      : 2025\n  host      : B\n"
+             "  rank      : 0 (local_rank: 0)\n  exitcode  : -9 (pid: 9)\n")
+    sr = runner.SettingRun(setting=Setting("default"), launched=results.Launched(("A", "B"), 1))
+    sr.nodes["B"] = runner.NodeRun("B", 1, None, block)
+    assert not [f for f in analysis.job_report(Setting("default"), sr).findings if f.check == "probe.rank_died"]
+    sr.nodes["B"] = runner.NodeRun("B", 1, None, block.replace("rank      : 0", "rank      : 1"))
+    assert [f.host for f in analysis.job_report(Setting("default"), sr).findings if f.check == "probe.rank_died"] == ["B"]

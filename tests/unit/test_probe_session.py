@@ -134,3 +134,39 @@ def test_kill_9_of_nccldiag_leaves_no_rank_and_no_run_directory(tmp_path):
     assert not glob.glob(os.path.join(tempfile.gettempdir(), f"{run_id}-*"))
     # the records that completed before the kill are still there
     assert '"type": "result"' in records.read_text()
+
+
+def test_a_setting_or_collective_typo_is_refused_before_any_node_is_contacted():
+    """Before, a --setting typo was found after the run directories were staged on every node."""
+    from nccldiag.inventory import Host
+    from nccldiag.model.errors import UsageError
+
+    hosts = [Host("nosuch-ncd1.invalid"), Host("nosuch-ncd2.invalid")]
+    for bad in (dict(custom=["NCCL_P2P_LEVEL"]), dict(custom=["NCCL-IB-HCA=mlx5_0"]),
+                dict(collectives="all_reduse"), dict(backend="nccl", custom=["NCCL_P2P_DISABLE=1"])):
+        opts = session.ProbeOptions(launcher="torchrun", **bad)
+        t0 = time.monotonic()
+        with pytest.raises(UsageError):
+            session.run(hosts, opts)
+        assert time.monotonic() - t0 < 5  # no name was looked up, no connection tried
+
+
+def test_a_failure_after_staging_still_removes_the_run_directory(tmp_path, monkeypatch):
+    """A full disk where the run directory goes (here: writing run.json fails) after the local launcher made its
+    run directory: a clear error, and no run directory or process left."""
+    import glob
+    import tempfile
+
+    from nccldiag import rundir
+    from nccldiag.model.errors import UsageError
+
+    def full(path, meta):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(rundir, "create", full)
+    before = set(glob.glob(os.path.join(tempfile.gettempdir(), "nccldiag-*")))
+    opts = session.ProbeOptions(launcher="local", backend="gloo", nproc_per_node=2, timeout=60,
+                                collectives="all_reduce", out_dir=str(tmp_path / "run"))
+    with pytest.raises(UsageError, match="No space left on device"):
+        session.run([], opts)
+    assert set(glob.glob(os.path.join(tempfile.gettempdir(), "nccldiag-*"))) == before

@@ -169,3 +169,42 @@ def test_the_staged_files_belong_to_root_and_are_closed(tmp_path):
     with tarfile.open(fileobj=io.BytesIO(data)) as tar:
         (m,) = tar.getmembers()
     assert (m.uid, m.gid, m.uname, m.mode) == (0, 0, "root", 0o600)
+
+
+def test_a_run_directory_goes_when_the_process_that_staged_it_is_killed(base):
+    """The staging command leaves a watchdog: nccldiag killed with SIGKILL right after staging (no launch yet,
+    as mpirun's other nodes never get one) leaves no run directory and no process of the run."""
+    import signal
+    import sys
+    import time
+
+    rid = run_id()
+    d = base / rid
+    cmd = launch.make_rundir(str(d)) + launch.rundir_watchdog(str(d), rid, 120) + \
+        f"env {launch.RUN_MARK}={rid}-3 sleep 300 </dev/null >/dev/null 2>&1 & true"
+    # the stand-in for nccldiag: it runs the staging command as its child, then lives on until killed
+    stager = subprocess.Popen([sys.executable, "-c", "import subprocess, sys, time; "
+                               "subprocess.run(['sh', '-c', sys.argv[1]], check=True); time.sleep(300)", cmd])
+    try:
+        deadline = time.monotonic() + 30
+        while not (d / launch.TMP).is_dir() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert (d / launch.TMP).is_dir() and oct(d.stat().st_mode & 0o777) == "0o700"
+        time.sleep(1.5)  # the watchdog keeps it while its parent lives: two of its polls pass
+        assert d.is_dir()
+    finally:
+        stager.send_signal(signal.SIGKILL)
+        stager.wait(10)
+    deadline = time.monotonic() + 20  # it polls once a second; the bound allows for a loaded machine
+    while d.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not d.exists()
+    left = sh(f"grep -lsaz '^{launch.RUN_MARK}={rid}-3$' /proc/[0-9]*/environ; true").stdout
+    assert left == ""  # the job's process (isolate marks each job <run_id>-<n>) was killed with it
+
+
+def test_the_ranks_temporary_files_go_in_the_run_directory():
+    spec = launch.LaunchSpec(run_id="nccldiag-x", rundir="/tmp/nccldiag-x")
+    assert launch.node_env(spec, None)["TMPDIR"] == "/tmp/nccldiag-x/tmp"
+    cmd, _ = launch.mpirun_command(spec, ["a", "b"], {"a": None, "b": None})
+    assert "OMPI_MCA_orte_tmpdir_base=/tmp/nccldiag-x/tmp" in cmd and "-x TMPDIR" in cmd

@@ -66,8 +66,11 @@ def probe_run_dir(tmp_path: Path, records: str, name: str = "run") -> Path:
     d = tmp_path / name
     d.mkdir()
     shutil.copy(RECORDS / records, d / "records.jsonl")
+    # the world the run launched, on its one host: every rank's start record says it
+    world = max(json.loads(l).get("world_size") or 0 for l in (RECORDS / records).read_text().splitlines()
+                if l.startswith("{") and '"start"' in l)
     meta = {"command": "probe", "schema": "nccldiag.probe/1", "run_id": "nccldiag-test", "backend": "gloo",
-            "launcher": "torchrun", "hosts": ["vm"], "nproc_per_node": 4, "timeout": 120, "require_ib": False,
+            "launcher": "torchrun", "hosts": ["vm"], "nproc_per_node": world, "timeout": 120, "require_ib": False,
             "settings": [{"name": "default", "env": {}, "why": "", "custom": False, "requires_ib": False}],
             "loopback": {}, "ifnames": {}, "started": "2026-11-23T10:00:00Z"}
     (d / "run.json").write_text(json.dumps(meta))

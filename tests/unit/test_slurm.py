@@ -231,3 +231,15 @@ def test_missing_slurm_conf_is_named_at_once(tmp_path):
     r = _cli(["check", "--transport", "srun", "-w", "gpu01"], SLURM_CONF=str(tmp_path / "nope.conf"))
     assert r.returncode == 3 and f"SLURM_CONF={tmp_path / 'nope.conf'}: no such file" in r.stderr
     assert time.monotonic() - t0 < 60
+
+
+def test_a_task_speaks_for_the_node_srun_gave_it_whatever_node_it_names():
+    # srun --label output, written for this test: task 1 (n2 in Slurm's order) says it runs on n1
+    expected = srun.task_nodes(["n2", "n1"], {"n1": 0, "n2": 1})
+    assert expected == {0: "n1", 1: "n2"}
+    lines = [" 1: @@nccldiag:abc:node n1@@", " 0: @@nccldiag:abc:node n1@@", " 1: @@nccldiag:abc:done@@",
+             " 7: @@nccldiag:abc:node n3@@"]
+    tasks = srun.demux(lines, "abc", expected)
+    assert tasks[1].node == "n2" and tasks[1].claimed == "n1" and tasks[1].done
+    assert tasks[0].node == "n1" and not tasks[0].claimed
+    assert 7 not in tasks  # no task srun started
