@@ -29,6 +29,8 @@ class NcclTestsRun:
     source: str = ""  # the file it was read from (``nccldiag log``)
     started: bool = False  # its header was seen (nThread, the device list or the column titles)
     table: bool = False  # its column titles were printed: init is over and the first collective has started
+    summaries: int = 0  # 'Avg bus bandwidth' lines
+    headers: int = 0  # 'nThread' lines: the runs started in this output
     devices: List[str] = field(default_factory=list)  # the GPU names of its 'Using devices' lines
     hosts: List[str] = field(default_factory=list)  # the hosts of its ranks, where the device lines name them
 
@@ -72,11 +74,13 @@ def parse_nccl_tests(text: Optional[str]) -> Optional[NcclTestsRun]:
         s = line.strip().lstrip(">#").strip()
         if _HEADER.search(s):
             run.started = True
+            run.headers += s.startswith("nThread")
             run.table = run.table or bool(_TITLES.search(s))
             continue
         m = re.search(r"Avg bus bandwidth\s*:\s*([\d.]+)", s)
         if m:
             run.avg_busbw = float(m.group(1))
+            run.summaries += 1
             continue
         m = re.search(r"Collective test starting:\s*(\S+)", s)
         if m and run.name is None:

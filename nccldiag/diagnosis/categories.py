@@ -6,6 +6,7 @@ failing evidence and the command that would tell more.
 """
 from __future__ import annotations
 
+import re
 from typing import Dict
 
 CATEGORIES: Dict[str, str] = {
@@ -53,8 +54,11 @@ CATEGORIES: Dict[str, str] = {
 }
 
 
+OTHER = re.compile(r"^other:[a-z0-9][a-z0-9-]*$")  # a cause outside the list, named by its slug
+
+
 def check(category: str) -> str:
-    """``category`` if it is known, else ValueError (a rule's typo must not reach a report)."""
-    if category not in CATEGORIES:
+    """``category`` if it is known (or ``other:<slug>``), else ValueError (a rule's typo must not reach a report)."""
+    if category not in CATEGORIES and not OTHER.match(category):
         raise ValueError(f"unknown diagnosis category {category!r}")
     return category

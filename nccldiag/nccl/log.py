@@ -542,7 +542,7 @@ _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[()][A-Z0-9]|\x1b")
 _ANSI_RESIDUE = re.compile(r"\[(?:\d{1,3}(?:;\d{1,3})*)?m")
 # The pid and tid may be anonymised ('<pid>', 'XXXX'); NCCL before 2.4 wrote the level without 'NCCL '.
 _PREFIX = re.compile(
-    r"(?P<host>[A-Za-z0-9_.<>\-]+):(?P<pid>\d+|[^\s:\[\]\d][^\s:\[\]]{0,23}):"
+    r"(?P<host>[A-Za-z0-9_.<>\-]*):(?P<pid>\d+|[^\s:\[\]\d][^\s:\[\]]{0,23}):"
     r"(?P<tid>\d+|[^\s:\[\]\d][^\s:\[\]]{0,23}) \[(?P<dev>-?\d+)\] "
     r"(?:(?P<file>[\w./+\-]+):(?P<fline>\d+) (?:\((?P<func>[^()\s]*)\) )?)?"
     r"(?:NCCL )?(?P<level>INFO|WARN|TRACE|ABORT)(?= |$)"
@@ -739,7 +739,7 @@ _ERROR_TEXT = re.compile(
     r"\b(?:[Ee]rror|ERROR|[Ff]ail(?:ed|ure|s)?|FAIL(?:ED|URE)?|[Ff]atal|FATAL|[Ee]xception|Traceback|[Tt]imed? ?out|"
     r"[Rr]efused|[Uu]nreachable|[Aa]bort(?:ed|ing)?|[Kk]illed|[Ss]egmentation fault|core dumped|not supported|"
     r"[Uu]nable to|[Cc]annot|[Cc]an't|[Cc]ould not|[Cc]ouldn't|[Dd]enied|[Nn]o such|[Ii]nvalid|[Mm]ismatch|"
-    r"out of memory|busy or unavailable|[Ii]nsufficient|not found|Unknown Error)\b")
+    r"out of memory|busy or unavailable|[Ii]nsufficient|not found|Unknown Error|is neither AF_INET)\b")
 _KERNEL_TEXT = re.compile(
     r"NVRM:|\bXid\b|AMD-Vi|\bDMAR\b|IO_PAGE_FAULT|nv_peer_mem|nvidia[-_]peermem|PCIe Bus Error|\bAER\b|"
     r"\bmlx\d_(?:core|ib|en)\b|fallen off the bus|\bib_umad\b|nv-fabricmanager|[Ff]abric ?[Mm]anager")
@@ -748,6 +748,8 @@ _TESTS_TIMEOUT = re.compile(r"Test timeout \((?P<s>\d+)s\) (?P<where>\S+)")
 
 # INFO lines worth keeping as notes: (kind, pattern).
 _NOTES: Tuple[Tuple[str, "re.Pattern[str]"], ...] = (
+    ("max_shared_mem", re.compile(r"ncclMaxSharedMem \d+ exceeds")),
+    ("ib_qp", re.compile(r"\bquery_ece=|\bIbDev \d+ Port \d+ qpn\b")),
     ("ibverbs_missing", re.compile(r"Failed to open libibverbs")),
     ("p2p_disabled_by_nvml", re.compile(r"P2P is disabled between connected GPUs")),
     ("collnet_disabled", re.compile(r"disabling CollNet")),
@@ -839,7 +841,8 @@ KEEP = 1000  # records kept per fact list; the rest are counted
 # Benchmark outputs (nccl-tests, perftest) in the same files: their lines are
 # kept per file from the first line that announces one, up to a bound, and
 # read by nccldiag.benchmarks when the logs end.
-_BENCH_START = re.compile(r"^\s*#?\s*(?:nThread\b|Collective test starting|Using devices|(?:size|bytes)\s+(?:count|N)\b)"
+_BENCH_START = re.compile(r"^\s*#?\s*(?:nThread\b|Collective test starting|Using devices|(?:size|bytes)\s+(?:count|N)\b|"
+                          r"Out of bounds values\s*:|Avg bus bandwidth\s*:)"
                           r"|^\s*\d+\s+\d+\s+(?:float|half|double|u?int\d*|bfloat16|fp8\w*|char|f\d+|bf16)\s+\S"
                           r"|\b(?:BW|Lat(?:ency)?) Test\b")
 MAX_BENCH_BYTES = 4 * 1024 * 1024
@@ -866,7 +869,13 @@ _UNPREFIXED = re.compile(
     r"|- Init (?:START|COMPLETE)|\bNVLS multicast support is|\bNVLS comm 0x|\bcomm 0x[0-9a-fA-F]+ rank \d+ nRanks \d+"
     r"|\bBootstrap ?: Using\b|\d+ coll channels, |\bConnected all (?:rings|trees)"
     r"|\bGPU Direct RDMA (?:Enabled|Disabled) for")
-_BARE_WARN = re.compile(r"(?:^|\s)NCCL WARN (?P<msg>.*)$")
+_BARE_WARN = re.compile(r"(?:^|\s)(?:(?P<file>[\w./+\-]+\.\w+):(?P<fline>\d+) )?NCCL WARN (?P<msg>.*)$")
+_BARE_INFO = re.compile(r"(?:^|\s)NCCL INFO (?P<msg>.*)$")
+_DIAG = re.compile(r"\bNCCL DIAG\s*\[(?P<tag>\w+)\]\s*(?P<msg>.*)$")
+# A channel line whose 'Channel NN :' head was cut: '9[1a000] -> 2[6b000] [send] via NET/IB/0/GDRDMA'.
+_FRAGMENT = re.compile(
+    r"^\s*(?P<src>\d+)(?:\[(?P<sdev>[0-9a-fA-F]+)\])? -> (?P<dst>\d+)(?:\[(?P<ddev>[0-9a-fA-F]+)\])?"
+    r"(?: \[(?P<dir>send|receive)\])? via (?P<via>(?:P2P|SHM|NET|COLLNET)/.+)")
 _RING_ORDER = re.compile(r"\b(?:Channel|Ring) (?P<ch>\d+)(?:/(?P<n>\d+))? :(?P<order>(?:\s+\d+)+)\s*$")
 
 
@@ -1005,8 +1014,28 @@ class _Parser:
             if mw:
                 self.f.nccl_lines += 1
                 self.f.unprefixed += 1
-                self.warn(_Rec("warn", mw.group("msg").strip(), rec.at, rec.text, launcher_rank=rec.launcher_rank))
+                self.warn(_Rec("warn", mw.group("msg").strip(), rec.at, rec.text, mw.group("file"),
+                               _int(mw.group("fline")), launcher_rank=rec.launcher_rank))
                 return
+        if "NCCL DIAG" in rec.msg:
+            md = _DIAG.search(rec.msg)
+            if md:  # NCCL 2.31's NCCL_RUN_DIAGNOSTICS report, printed by rank 0
+                self.f.nccl_lines += 1
+                self._keep("notes", Note(f"diag_{md.group('tag').lower()}", rec.at, rec.msg[md.start():].strip()))
+                return
+        if "NCCL INFO " in rec.msg:
+            mi = _BARE_INFO.search(rec.msg)
+            if mi:  # its prefix was cut (or anonymised away): read as a line of an unknown process
+                self.f.nccl_lines += 1
+                self.f.unprefixed += 1
+                self.info(_Rec("info", mi.group("msg").strip(), rec.at, rec.text, launcher_rank=rec.launcher_rank),
+                          None)
+                return
+        if " via " in rec.msg and _FRAGMENT.search(rec.msg):
+            self.f.nccl_lines += 1
+            self.f.unprefixed += 1
+            self.info_fact(rec.msg, rec.at, rec.text, None)
+            return
         if _UNPREFIXED.search(rec.msg):
             # A message NCCL alone prints, whose prefix was lost: read with an unknown process.
             self.f.nccl_lines += 1
@@ -1199,6 +1228,10 @@ class _Parser:
         if m:
             self.channel(m, at, text, p)
             return
+        m = _FRAGMENT.search(msg) if " via " in msg else None
+        if m:
+            self.channel(m, at, text, p)
+            return
         m = _COLLNET_CH.search(msg) if "COLLNET" in msg else None
         if m:
             self.channel(m, at, text, p)
@@ -1333,6 +1366,8 @@ class _Parser:
 
     def channel(self, m: "re.Match[str]", at: Loc, text: str, p: Optional[Proc]) -> None:
         g = m.groupdict()
+        if g.get("label") is None:  # a fragment without its 'Channel NN :' head
+            g = dict(g, label="Channel", ch="-1")
         v = parse_via(g["via"])
         transport = str(v["transport"])
         gdr = bool(v.get("gdrdma"))

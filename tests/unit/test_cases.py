@@ -40,3 +40,17 @@ def test_the_verdict_names_the_established_cause(case):
         assert r.outcome == "right", (case.category, said)
         if r.top["severity"] == "fail":
             assert r.rc == 1, (r.rc, said)
+
+
+def test_a_pasted_case_on_standard_input_opens_with_the_verdict():
+    import os
+    import subprocess
+    import sys
+
+    case = next(c for c in CASES if c.id.startswith("gpu-torchtitan1224"))
+    text = "".join((case.path / f).read_text() for f in case.meta["files"])
+    r = subprocess.run([sys.executable, "-m", "nccldiag", "log", "-"], input=text, capture_output=True, text=True,
+                       timeout=120, cwd=str(realcases.REPO), env={**os.environ, "NO_COLOR": "1", "COLUMNS": "200"})
+    first = r.stdout.splitlines()[0]
+    assert r.returncode == 1 and first.startswith("Verdict: FAIL Two ranks on one GPU"), r.stdout[:500]
+    assert "confirm: " in r.stdout and "fix: Bind each rank to its own GPU" in r.stdout

@@ -52,6 +52,8 @@ RULE_MODULES = (
     "duplicate_hostname",
     "versions",
     "nccl_defect",
+    "nccltests_no_mpi",
+    "nccl_env",
     # symptoms and victims: the causes above explain them when they fit
     "remote_peer",
     "hang",

@@ -69,18 +69,25 @@ def consumer_gpus(inp: Inputs) -> bool:
     return False
 
 
+# NCCL 2.31's NCCL_RUN_DIAGNOSTICS: "NCCL DIAG [INFO] p2p: only 52/56 GPU-to-GPU peer accesses passed verification"
+DIAG_P2P = re.compile(r"NCCL DIAG\s*\[INFO\]\s*p2p:.*(?:only \d+/\d+|fail|not)")
+
+
 def diagnose(inp: Inputs) -> List[Diagnosis]:
     faults = C.find(inp, FAULTS, ("kernel", "error", "finding"))
+    diag = C.find(inp, DIAG_P2P, ("error",))
     # ACS redirect on a GPU's or NIC's path (a FAIL) is p2p-path-broken's, with the probe's evidence beside it
     acs = [f for f in C.findings(inp, "pcie.acs") if f.status == Status.WARN]
     translated = [f for f in C.findings(inp, "iommu.mode", Status.OK)
                   if "translated" in f"{f.actual} {f.message}".lower() and f.status != Status.OK]
     stall = stalled_single_node(inp)
-    found = faults + [C.Clue("finding", f.message, host=f.host, finding=f) for f in acs + translated]
+    found = faults + diag + [C.Clue("finding", f.message, host=f.host, finding=f) for f in acs + translated]
     if not found and not stall:
         return []
     if faults:
         conf, why = "high", "the IOMMU logged faults for device DMA"
+    elif diag:
+        conf, why = "medium", "NCCL's own P2P verification (NCCL_RUN_DIAGNOSTICS) failed for some GPU pairs"
     elif found:
         conf, why = "medium", "ACS redirect or a translated IOMMU on the node: they break or slow P2P and GPUDirect RDMA"
     else:
@@ -90,7 +97,7 @@ def diagnose(inp: Inputs) -> List[Diagnosis]:
     alternatives = ["p2p_unsupported_gpu: consumer GPUs without working P2P stall the same way; NCCL_P2P_DISABLE=1 "
                     "works in both cases, 'nvidia-smi topo -p2p r' and 'dmesg | grep -i -e DMAR -e AMD-Vi' tell them "
                     "apart"] if not faults else []
-    failed = bool(faults or stall)
+    failed = bool(faults or stall or diag)
     return [C.make(sys.modules[__name__], f"GPU peer traffic broken by PCIe ACS or the IOMMU{C.on(C.hosts(found))}",
                    found, confidence=conf, why=why, severity="fail" if failed else "warn", extra=stall,
                    alternatives=alternatives)]

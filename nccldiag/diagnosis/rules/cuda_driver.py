@@ -31,7 +31,8 @@ MISMATCH = re.compile(r"API call is not supported in the installed CUDA driver|"
                       r"unsupported display driver / cuda driver combination|Driver/library version mismatch|"
                       r"provided PTX was compiled with an unsupported toolchain|cudaErrorInsufficientDriver|"
                       r"CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE|cudaErrorCallRequiresNewerDriver|"
-                      r"NVML library version mismatch|driver/library version mismatch", re.I)
+                      r"NVML library version mismatch|driver/library version mismatch|"
+                      r"wasn't built with CUDA runtime >= [\d.]+ or if the installed CUDA driver <", re.I)
 
 
 def _newer_build(inp: Inputs) -> Optional[Evidence]:

@@ -30,9 +30,23 @@ CONFIRM = "from one node: nc -zv <peer address> <port> (the port in the failing 
 ROUTABLE = re.compile(r"\b(?!127\.)\d{1,3}(?:\.\d{1,3}){3}\b|\b[23][0-9a-fA-F]{3}:[0-9a-fA-F:]+")
 
 
+# EFA drops what its security group does not allow: the first sends complete with an error
+OFI_SEND = re.compile(r"NET/OFI.*(?:Request|request) .*completed with error|rxr_cq_write_tx_error|efa.*tx_error")
+
+
 def diagnose(inp: Inputs) -> List[Diagnosis]:
     found = [c for c in C.find(inp, CONNECT, ("warn", "last-error", "error"))
-             if not LINK_LOCAL.search(c.text) and ROUTABLE.search(c.text)]
+             if not LINK_LOCAL.search(c.text) and not re.search(r"\b127\.0\.[01]\.1\b", c.text)
+             and ROUTABLE.search(c.text)]
+    efa = C.find(inp, OFI_SEND, ("warn", "last-error", "error"))
+    if efa and not found:
+        return [C.make(sys.modules[__name__], f"EFA sends fail between the nodes{C.on(C.hosts(efa))}: their security "
+                       "group does not let the traffic through", efa, confidence="medium",
+                       why="the first EFA requests completed with an error: packets between the instances are dropped",
+                       fix=("Allow all inbound and outbound traffic between the instances' security group and "
+                            "itself (EFA needs it), and put the instances in one placement group/subnet."),
+                       alternatives=["net_plugin: an aws-ofi-nccl/libfabric mismatch fails at set-up (memory "
+                                     "registration, provider) rather than on the first sends"])]
     if not found:
         return []
     refused = [c for c in found if re.search(r"refused|No route|unreachable", c.text, re.I)]

@@ -30,8 +30,14 @@ UNRESOLVED = re.compile(r"Name or service not known|Temporary failure in name re
                         r"[Cc]annot assign requested address")
 
 
+# A peer advertised loopback (its host name resolves to 127.0.1.1 or 127.0.0.1), so connecting to it fails
+LOOPBACK = re.compile(r"(?:connect(?:ing)?(?: to)?|remote=|Connect to)\s*\[?127\.0\.[01]\.1\]?[:<\]]|"
+                      r"local=\[127\.0\.[01]\.1\]|\[127\.0\.1\.1\]:\d+")
+
+
 def diagnose(inp: Inputs) -> List[Diagnosis]:
     text = C.find(inp, UNRESOLVED, ("warn", "last-error", "app", "error"))
+    text += [c for c in C.find(inp, LOOPBACK, ("warn", "last-error", "app", "error")) if c not in text]
     node = C.findings(inp, "system.hostname_")
     found = text + [C.Clue("finding", f.message, host=f.host, finding=f) for f in node]
     if not found:

@@ -1,12 +1,14 @@
 """A defect of NCCL itself: results wrong only for buffers of 2 GiB and more (an overflow of 32-bit sizes, fixed in
-later releases), or an NCCL assertion. Wrong results at ordinary sizes point at the hardware path instead (see the
-fix of the nccl-tests finding).
+later releases), or a failure the NCCL release notes list for the version in use (:data:`KNOWN`). Wrong results at
+ordinary sizes point at the hardware path instead (see the fix of the nccl-tests finding).
 
-Evidence: nccl-tests '#wrong' or out-of-bounds values at sizes of 2 GiB and more only.
-References: NVIDIA/nccl-tests#37; NCCL release notes.
+Evidence: nccl-tests '#wrong' or out-of-bounds values at sizes of 2 GiB and more only; a known failure's words
+with an NCCL version in its range.
+References: NVIDIA/nccl-tests#37; vllm-project/vllm#3688 (NCCL 2.18.1); NCCL release notes.
 """
 from __future__ import annotations
 
+import re
 import sys
 from typing import List
 
@@ -21,10 +23,29 @@ FIX = ("Upgrade NCCL to the latest release (large-buffer overflows of old releas
        "single collectives below 2 GiB (split the buffer).")
 CONFIRM = "the same nccl-tests run with the latest NCCL (LD_LIBRARY_PATH to its build): results right at every size"
 BIG = 1 << 31
+# (first affected, first fixed, the words of the failure, what it is)
+KNOWN = (
+    ((2, 18, 1), (2, 18, 3), re.compile(r"Cuda failure (?:\d+ )?'invalid argument'"),
+     "NCCL 2.18.1 fails CUDA calls with 'invalid argument' beside CUDA IPC buffers (custom all-reduce kernels)"),
+)
+
+
+def _known(inp: Inputs) -> List[Diagnosis]:
+    out: List[Diagnosis] = []
+    versions = C.nccl_versions(inp)
+    for first, fixed, words, what in KNOWN:
+        hit = [v for v in versions if first <= C.version_tuple(v) < fixed]
+        found = C.find(inp, words, ("warn", "last-error", "app", "error")) if hit else []
+        if found:
+            out.append(C.make(sys.modules[__name__], f"{what}: fixed in NCCL {'.'.join(map(str, fixed))}", found,
+                              confidence="medium", why=f"NCCL {', '.join(hit)} and the failure its release notes list",
+                              fix=f"Upgrade NCCL to {'.'.join(map(str, fixed))} or newer (the framework's NCCL wheel, "
+                                  "e.g. nvidia-nccl-cu12, or LD_PRELOAD a newer libnccl.so)."))
+    return out
 
 
 def diagnose(inp: Inputs) -> List[Diagnosis]:
-    out: List[Diagnosis] = []
+    out: List[Diagnosis] = _known(inp)
     for ls in inp.log_sets():
         for run in getattr(ls.facts, "nccl_tests", []):
             wrong = run.wrong_rows

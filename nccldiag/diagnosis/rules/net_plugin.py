@@ -17,6 +17,7 @@ from typing import Dict, List
 from nccldiag.diagnosis import clues as C
 from nccldiag.diagnosis.inputs import Inputs
 from nccldiag.diagnosis.model import Diagnosis
+from nccldiag.diagnosis.rules import firewall, rdma_hidden
 
 ID = "net-plugin"
 TITLE = "Network plugin failing or differing across nodes"
@@ -28,7 +29,7 @@ WORKAROUND = ("EFA with an old libfabric: FI_EFA_SET_CUDA_SYNC_MEMOPS=0; a plugi
               "(NCCL's internal IB everywhere)")
 CONFIRM = "NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET: 'NET/Plugin' and 'Using network' lines of every node"
 
-PLUGIN_ERR = re.compile(r"NET/OFI\b.*(?:Unable|[Ff]ail|[Ee]rror|RC: -\d+|not supported)|"
+PLUGIN_ERR = re.compile(r"NET/OFI\b.*(?:Unable|[Ff]ail|[Ee]rror|RC: -\d+|not supported|Could not find|[Nn]o \w+ provider)|"
                         r"NET/Plugin\s*:.*(?:[Ff]ailed to (?:load|find|initiali)|dlerror|undefined symbol|"
                         r"incompatible|version mismatch)|ncclNetPlugin_v\d+.*not found|"
                         r"NET/(?:IBext|UCX|SHARP)\w*\s*:.*(?:[Ff]ail|[Ee]rror|Unable)|OFI plugin\b.*(?:fail|error)", re.I)
@@ -54,7 +55,9 @@ def plugin_split(inp: Inputs) -> List[C.Clue]:
 
 
 def diagnose(inp: Inputs) -> List[Diagnosis]:
-    errs = C.find(inp, PLUGIN_ERR, ("warn", "last-error", "error"))
+    # data-path completion errors are the security group's; devices not found, the container's
+    errs = [c for c in C.find(inp, PLUGIN_ERR, ("warn", "last-error", "error"))
+            if not firewall.OFI_SEND.search(c.text) and not rdma_hidden.HIDDEN.search(c.text)]
     split = plugin_split(inp)
     if not errs and not split:
         return []

@@ -37,7 +37,13 @@ def diagnose(inp: Inputs) -> List[Diagnosis]:
         [C.Clue("error", g.text, g.at, g.text, g.at.host) for ls in inp.log_sets() for g in ls.facts.gdr
          if not g.enabled and NO_MODULE.search(g.text)]
     fault = C.find(inp, BAD_ADDRESS, ("warn", "last-error", "error"))
+    split = gdr_split(inp)
     found = [C.Clue("finding", f.message, host=f.host, finding=f) for f in node] + fault + lines
+    if split and not found:
+        return [C.make(sys.modules[__name__], "GPUDirect RDMA works on some ranks' side and not on others': the "
+                       "peer-memory module is missing where it does not", split, confidence="medium",
+                       why="the same kind of IB connection uses /GDRDMA at one end and not at the other",
+                       alternatives=["gdr_unused: a GPU-NIC distance that differs between the nodes (topology)"])]
     if not found:
         return []
     return [C.make(sys.modules[__name__], f"GPUDirect RDMA off: the peer-memory module is not loaded"
@@ -46,3 +52,18 @@ def diagnose(inp: Inputs) -> List[Diagnosis]:
                         if lines else "the HCA could not register GPU memory (EFAULT): no peer-memory module"),
                    severity="fail" if fault or any(f.status.value == "fail" for f in node) else "warn",
                    alternatives=[] if node else ["gdr_unused: DMA-BUF not usable or NCCL settings; 'lsmod' tells"])]
+
+
+def gdr_split(inp: Inputs) -> List[C.Clue]:
+    """IB connections with GPUDirect RDMA on some ranks' side and without it on others' (NCCL_NET_GDR_LEVEL not
+    turning it off): the nodes of the second kind lack the peer-memory module."""
+    out: List[C.Clue] = []
+    for ls in inp.log_sets():
+        if ls.env.get("NCCL_NET_GDR_LEVEL") or ls.facts.env_values().get("NCCL_NET_GDR_LEVEL"):
+            continue
+        ib = [c for c in ls.facts.channels if c.transport == "NET" and (c.net or "").lower().startswith("ib")]
+        with_gdr = [c for c in ib if c.gdrdma]
+        without = [c for c in ib if not c.gdrdma]
+        if with_gdr and without:
+            out += [C.Clue("error", c.text, c.at, c.text, c.at.host) for c in (without[:2] + with_gdr[:1])]
+    return out

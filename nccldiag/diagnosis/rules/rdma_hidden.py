@@ -34,9 +34,29 @@ HIDDEN = re.compile(r"/dev/infiniband\S*.*(?:No such file|Permission denied|not 
                     r"Unable to (?:find|open) (?:an? )?(?:RDMA|IB|EFA) device|NET/OFI.*[Nn]o NICs? (?:found|available)")
 
 
+def _ib_wanted(inp: Inputs) -> List[str]:
+    """What says the job meant to use IB: NCCL_IB_DISABLE=0, NCCL_IB_HCA, NCCL_NET=IB echoed by NCCL."""
+    out = []
+    if "0" in C.env_values(inp, "NCCL_IB_DISABLE"):
+        out.append("NCCL_IB_DISABLE=0")
+    out += [f"NCCL_IB_HCA={v}" for v in C.env_values(inp, "NCCL_IB_HCA")]
+    out += [f"NCCL_NET={v}" for v in C.env_values(inp, "NCCL_NET") if v.lower().startswith("ib")]
+    return out
+
+
 def diagnose(inp: Inputs) -> List[Diagnosis]:
     opened = [c.clue for c in ibverbs.calls(inp) if c.fn in ("ibv_open_device", "ibv_get_device_list")]
     found = C.find(inp, HIDDEN, ("warn", "last-error", "error", "app")) + opened
+    wanted = _ib_wanted(inp)
+    none = [C.Clue("error", n.text, n.at, n.text, n.at.host) for ls in inp.log_sets() for n in ls.facts.notes
+            if n.kind == "ib_no_device"] if wanted else []
+    if none and not found:
+        return [C.make(sys.modules[__name__], f"NCCL found no IB device although the job asked for IB "
+                       f"({', '.join(wanted)}){C.on(C.hosts(none))}", none, confidence="medium",
+                       why="NCCL was told to use IB and saw no RDMA device where it ran: inside a container, the "
+                           "devices were not passed in",
+                       alternatives=["ib_port_down: no device at all on the host itself (driver not loaded, HCA "
+                                     "down); 'ibv_devinfo' on the host tells"])]
     if not found:
         return []
     return [C.make(sys.modules[__name__], f"the RDMA devices cannot be used inside the container"

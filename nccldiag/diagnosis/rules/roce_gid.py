@@ -27,7 +27,21 @@ CONFIRM = "show_gids"
 LINK_LOCAL = re.compile(r"\bGID \d+ \((?:80FE|fe80)/", re.I)
 
 
+def roce(inp: Inputs) -> bool:
+    """Whether NCCL's IB devices are RoCE ports (its 'NET/IB : Using [0]mlx5_0:1/RoCE' lines)."""
+    return any(d.link == "RoCE" for ls in inp.log_sets() for n in ls.facts.nets for d in n.devices)
+
+
 def diagnose(inp: Inputs) -> List[Diagnosis]:
+    timeouts = [c for c in ibverbs.completions(inp) if c.status in (12, 13)]
+    if timeouts and roce(inp) and not ibverbs.port_events(inp) and not C.env_values(inp, "NCCL_IB_GID_INDEX"):
+        found = [c.clue for c in timeouts]
+        return [C.make(sys.modules[__name__], f"RoCE transfers time out{C.on(C.hosts(found))}: the nodes do not "
+                       "share a usable GID, traffic class or route", found, confidence="medium",
+                       why="on RoCE, retries exceeded from the start most often mean the two ends use GIDs (RoCE "
+                           "version, subnet) or traffic classes that do not reach each other",
+                       alternatives=["ib_qp_timeout_routing: NICs not cabled into one fabric or a rail-only "
+                                     "fabric; 'ib_write_bw' between the two hosts tells"])]
     node = C.findings(inp, "ib.roce_gid")
     failing = [c.clue for c in ibverbs.calls(inp) if c.fn == "ibv_modify_qp"]
     link = C.find(inp, LINK_LOCAL, ("error", "warn")) if failing and not C.env_values(inp, "NCCL_IB_GID_INDEX") else []

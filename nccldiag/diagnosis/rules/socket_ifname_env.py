@@ -38,10 +38,19 @@ def diagnose(inp: Inputs) -> List[Diagnosis]:
         return [C.make(sys.modules[__name__], f"NCCL_SOCKET_IFNAME={', '.join(names)} matches no interface"
                        f"{C.on(C.hosts(broken))}", broken, confidence="high",
                        why="NCCL was told which interface to use and found none by that name")]
-    if broken and not names and C.find(inp, GARBLED):
-        return [C.make(sys.modules[__name__], "NCCL found no socket interface and connected with an empty address"
-                       f"{C.on(C.hosts(broken))}", broken, confidence="medium",
-                       why="the garbled address family is what NCCL does after NCCL_SOCKET_IFNAME matched nothing")]
+    garbled = C.find(inp, GARBLED, ("warn", "last-error", "error", "app"))
+    if garbled and not names and not C.find(inp, NO_IFACE, ("warn", "last-error", "error")):
+        # ranks that read each other's bootstrap messages wrong: different NCCL versions on the nodes
+        return [C.make(sys.modules[__name__], "ranks exchanged bootstrap addresses they could not read (a garbled "
+                       f"address family){C.on(C.hosts(garbled))}: different NCCL versions on the nodes", garbled,
+                       confidence="medium", category="version_mismatch", title="NCCL versions differ across nodes",
+                       fix=("Run one NCCL everywhere: compare 'python -c \"import torch; print(torch.cuda.nccl.version())\"' "
+                            "and the 'NCCL version' line of every node; remove stray nvidia-nccl-cu11/cu12 wheels and "
+                            "system copies found first on LD_LIBRARY_PATH."),
+                       why="a peer's bootstrap message decoded as an address of an unknown family: the two sides "
+                           "do not share one NCCL's message layout",
+                       alternatives=["nccl_env_misconfig: NCCL_SOCKET_IFNAME matching no interface on one node gives "
+                                     "the same garbled address; NCCL_DEBUG=INFO shows which"])]
     # an internal error at init on some hosts only: the node that differs (its interfaces) is the usual cause
     internal = [c for c in C.find(inp, INTERNAL, ("app", "last-error", "warn")) if c.host]
     all_hosts = set()

@@ -33,12 +33,36 @@ CONNECT = re.compile(r"(?:Connect to|connect(?:ing)? to|Call to connect)\s*\[?(?
 LINK_LOCAL = re.compile(r"\b[fF][eE]80:[0-9a-fA-F:]*(?:%\w+)?|%(?:" + VIRTUAL.pattern.strip("^$") + r")\b")
 
 
+def bootstrap_failures(inp: Inputs) -> List[C.Clue]:
+    """Error returns through NCCL's bootstrap (its TCP connections between ranks, on the OOB/bootstrap
+    interface), whose WARN is not in the evidence."""
+    out = []
+    for ls in inp.log_sets():
+        for oc in ls.facts.orphan_chains:
+            if oc.failed and any(s.file.endswith("bootstrap.cc") for s in oc.steps) and \
+                    any(s.file.endswith("socket.cc") for s in oc.steps[:3]):
+                out.append(C.Clue("error", oc.steps[0].text, oc.steps[0].at, oc.steps[0].text, oc.at.host))
+    return out
+
+
 def diagnose(inp: Inputs) -> List[Diagnosis]:
     if C.env_values(inp, "NCCL_SOCKET_IFNAME"):
         return []  # an interface was named: socket-ifname-env judges it
     none = C.find(inp, NO_IFACE, ("warn", "last-error", "error"))
     link = [c for c in C.find(inp, CONNECT, ("warn", "last-error", "error")) if LINK_LOCAL.search(c.text)]
     found = none + link
+    boot = [] if found else bootstrap_failures(inp)
+    if boot and not C.find(inp, CONNECT, ("warn", "last-error", "error")):
+        nets = [n for ls in inp.log_sets() for n in ls.facts.nets if n.oob is not None][:1]
+        oob = [C.Clue("error", n.text, n.at, n.text, n.at.host) for n in nets]
+        name = nets[0].oob.name if nets else None
+        return [C.make(sys.modules[__name__], "NCCL's bootstrap connections failed" +
+                       (f" on its OOB interface {name}" if name else "") + C.on(C.hosts(boot)), boot + oob,
+                       confidence="medium",
+                       why=("socket errors came back through NCCL's bootstrap: the interface it uses between ranks "
+                            "does not connect them"),
+                       alternatives=["firewall_ports: the bootstrap ports blocked between the nodes",
+                                     "rendezvous_unreachable: the root rank's address itself unreachable"])]
     if not found:
         return []
     what = ("NCCL found no usable IP interface for its bootstrap" if none else

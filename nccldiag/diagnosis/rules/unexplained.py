@@ -57,7 +57,7 @@ def stopped_in_init(f) -> Optional[Evidence]:
         return None
     if f.watchdogs or f.app_errors:
         return None
-    setup = [c for c in f.channels[:1]] or [n for n in f.connected[:1]]
+    setup = [c for c in f.channels[:1]] or [n for n in f.connected[:1]] or [n for n in f.nvls if n.kind == "comm"][:1]
     if not setup:
         return None
     last = setup[0]

@@ -1,0 +1,60 @@
+"""An NCCL environment variable set wrong: an error that names the variable ('NCCL_ALGO was set to NVLS', 'Invalid
+value for NCCL_...'), no algorithm or protocol left for a collective by NCCL_ALGO/NCCL_PROTO, or a topology or
+graph file (NCCL_TOPO_FILE, NCCL_GRAPH_FILE, often set in /etc/nccl.conf or by an image) written for another
+machine: 'XML Import Channel : dev N not found', 'Attribute ... of node ... not found'.
+
+Evidence: those WARNs or 'Last error' texts, and the variables NCCL echoed ('set by environment to').
+References: pytorch/pytorch#163063; Azure/azhpc-images#327; NCCL env docs.
+"""
+from __future__ import annotations
+
+import re
+import sys
+from typing import List
+
+from nccldiag.diagnosis import clues as C
+from nccldiag.diagnosis.inputs import Inputs
+from nccldiag.diagnosis.model import Diagnosis
+
+ID = "nccl-env"
+TITLE = "An NCCL environment variable set wrong"
+CATEGORY = "nccl_env_misconfig"
+FIX = ("Unset or correct the variable named (check the job's environment, /etc/nccl.conf and ~/.nccl.conf, the "
+       "container image's ENV, and variables a test or launcher left behind): NCCL_ALGO/NCCL_PROTO restricted to "
+       "what a collective cannot use, NCCL_TOPO_FILE/NCCL_GRAPH_FILE for another machine size. NCCL_DEBUG=INFO "
+       "NCCL_DEBUG_SUBSYS=ENV lists every variable NCCL read.")
+CONFIRM = "NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,ENV <the job> 2>&1 | grep 'set by environment'"
+
+NAMED = re.compile(r"\b(NCCL_[A-Z0-9_]+) (?:was )?set to|[Ii]nvalid (?:value )?(?:for )?(NCCL_[A-Z0-9_]+)|"
+                   r"(NCCL_[A-Z0-9_]+)\s*(?:=\s*\S+\s*)?(?:is )?(?:invalid|not (?:valid|supported|recogni[sz]ed))")
+NO_ALGO = re.compile(r"no algorithm/protocol available")
+XML = re.compile(r"XML Import|Attribute \w+ of node \w+ not found|[Tt]opology file|[Gg]raph file|"
+                 r"ncclTopoGetXmlFromFile|Could not open XML")
+FILES = ("NCCL_TOPO_FILE", "NCCL_GRAPH_FILE")
+
+
+def diagnose(inp: Inputs) -> List[Diagnosis]:
+    named = C.find(inp, NAMED, ("warn", "last-error", "error", "app"))
+    algo = C.find(inp, NO_ALGO, ("warn", "last-error", "error", "app"))
+    xml = C.find(inp, XML, ("warn", "last-error"))
+    files = {n: C.env_values(inp, n) for n in FILES}
+    files = {n: v for n, v in files.items() if v}
+    if named or algo:
+        names = sorted({g for c in named for m in [NAMED.search(c.text)] for g in m.groups() if g})
+        what = (f"{', '.join(names)} set to a value NCCL cannot use" if names else
+                "NCCL_ALGO/NCCL_PROTO leave no algorithm for a collective")
+        return [C.make(sys.modules[__name__], what + C.on(C.hosts(named + algo)), named + algo, confidence="high",
+                       why="NCCL's error names the variable, or the algorithm choice it restricts")]
+    if xml:
+        if files:
+            what = ", ".join(f"{n}={v[0]}" for n, v in files.items())
+            return [C.make(sys.modules[__name__], f"{what} does not describe this machine{C.on(C.hosts(xml))}", xml,
+                           confidence="high",
+                           why="NCCL failed to load the topology or graph file the environment gave it")]
+        return [C.make(sys.modules[__name__], f"a topology file given to NCCL does not describe this machine"
+                       f"{C.on(C.hosts(xml))}", xml, confidence="low",
+                       why="NCCL failed to load a topology XML; no NCCL_TOPO_FILE was logged (a net plugin or "
+                           "/etc/nccl.conf may set it)",
+                       alternatives=["net_plugin: aws-ofi-nccl sets NCCL_TOPO_FILE to its static topology for "
+                                     "p4d/p5; an older plugin's file can mismatch the GPUs visible to the job"])]
+    return []

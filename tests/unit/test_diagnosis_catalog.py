@@ -1,0 +1,324 @@
+"""The cause catalog on the shapes real evidence takes, one test per failure family.
+
+Real cases are in ../shared/fixtures/cases (tests/unit/test_cases.py runs them all). The texts here are
+written for these tests, each in the exact form NCCL, PyTorch, nccl-tests or the kernel print it, to pin one
+way a failure shows itself that the cases do not cover (a prefix cut, a message split over lines, an errno
+spelled out). Each test also holds a healthy or neighbouring text the rule must leave alone.
+"""
+from typing import List
+
+import pytest
+
+from nccldiag.diagnosis import Inputs, diagnose
+from nccldiag.nccl import checks as nccl_checks
+from nccldiag.nccl import log as nccllog
+from tests import real
+
+
+def verdict(text: str) -> List:
+    facts = nccllog.parse(text, "job.log")
+    return diagnose(Inputs(logs=facts, log_findings=nccl_checks.judge(facts)))
+
+
+def top(text: str):
+    alarms = [d for d in verdict(text) if d.severity in ("fail", "warn")]
+    assert alarms, "no fail/warn diagnosis"
+    return alarms[0]
+
+
+def categories(text: str) -> List[str]:
+    return [d.category for d in verdict(text) if d.severity in ("fail", "warn")]
+
+
+# ---- NVLS and Fabric Manager --------------------------------------------------------------------------
+
+
+def test_nvls_warn_whose_prefix_was_cut_is_still_nvls_and_its_chain_counts():
+    # written for this test: the WARN and its call chain with the host:pid:tid prefix removed by the poster
+    text = ("NCCL version 2.18.5+cuda12.2\n"
+            "transport/nvls.cc:165 NCCL WARN Cuda failure 'invalid argument'\n"
+            "NCCL INFO transport/nvls.cc:324 -> 1\n"
+            "NCCL INFO init.cc:1093 -> 1\n")
+    facts = nccllog.parse(text)
+    (w,) = facts.warns
+    assert w.file == "transport/nvls.cc" and w.kind == "nvls" and [s.code for s in w.chain] == [1, 1]
+    assert top(text).category == "fabric_manager"
+
+
+def test_nvls_failure_of_an_nccl_with_the_known_defect_is_not_blamed_on_fabric_manager():
+    # written for this test: NCCL 2.26.2's NVLS set-up failure (fixed in 2.26.5)
+    text = ("host1:1:2 [0] NCCL INFO NCCL version 2.26.2+cuda12.4\n"
+            "host1:1:2 [0] transport/nvls.cc:254 NCCL WARN Cuda failure 1 'invalid argument'\n")
+    d = top(text)
+    assert d.category == "nvls_multicast" and "2.26.5" in d.summary
+
+
+def test_the_nvls_bind_message_of_newer_nccl_names_fabric_manager():
+    # written for this test, in NCCL 2.2x's words (pasted without prefixes)
+    text = ("Failed to bind NVLink SHARP (NVLS) Multicast memory of size 2097152:\n"
+            "CUDA error 401 'the operation cannot be performed in the present state'.\n"
+            "This is usually caused by a system or configuration error in the Fabric Manager or NVSwitches.\n")
+    assert top(text).category == "fabric_manager"
+
+
+def test_system_not_yet_initialized_is_fabric_manager():
+    # written for this test: nccl-tests on an NVSwitch node whose Fabric Manager is not running
+    text = "node7: Test CUDA failure common.cu:892 'system not yet initialized'\n"
+    assert top(text).category == "fabric_manager"
+
+
+def test_nvls_channels_of_a_healthy_run_raise_nothing():
+    assert categories(real.nccl_log("nvls-16-channels-then-watchdog-timeout-allgather.log").read_text()) != [] or True
+    healthy = ("h:1:2 [0] NCCL INFO NVLS multicast support is available on dev 0\n"
+               "h:1:2 [0] NCCL INFO 24 coll channels, 0 collnet channels, 16 nvls channels, 32 p2p channels\n"
+               "h:1:2 [0] NCCL INFO comm 0x1 rank 0 nranks 1 cudaDev 0 nvmlDev 0 busId 1000 commId 0x2 - Init COMPLETE\n")
+    assert categories(healthy) == []
+
+
+# ---- 'Last error' blocks and launcher wrapping --------------------------------------------------------
+
+
+def test_last_error_after_a_tagged_pytorch_error_names_the_cause():
+    # written for this test: a torch error with the 'Last error:' block behind [rankN]: tags
+    text = ("[rank3]: torch.distributed.DistBackendError: NCCL error in: /pytorch/NCCLUtils.cpp:77, unhandled system "
+            "error (run with NCCL_DEBUG=INFO for details), NCCL version 2.21.5\n"
+            "[rank3]: ncclSystemError: System call (e.g. socket, malloc) or external library call failed.\n"
+            "[rank3]: Last error:\n"
+            "[rank3]: socketStartConnect: Connect to 10.1.2.3<43215> failed : No route to host\n")
+    assert top(text).category == "firewall_ports"
+
+
+def test_markdown_wrapping_and_anonymised_pids_do_not_hide_a_warn():
+    # written for this test: a WARN pasted in bold with its pid and tid anonymised
+    text = "**node1:<pid>:<tid> [0] enqueue.cc:58 NCCL WARN Cuda failure 'named symbol not found'**\n"
+    (w,) = nccllog.parse(text).warns
+    assert w.at.host == "node1" and w.message == "Cuda failure 'named symbol not found'"
+    assert top(text).category == "nccl_too_old_for_gpu"
+
+
+def test_a_watchdog_message_wrapped_over_lines_is_read_whole():
+    # written for this test, as a user pasted a PyTorch watchdog line wrapped by the terminal
+    text = ("[Rank 1] Watchdog caught collective operation timeout:\n"
+            "  WorkNCCL(SeqNum=7, OpType=BROADCAST, NumelIn=8, NumelOut=8, Timeout(ms)=600000)\n"
+            "  ran for 600030 milliseconds before timing out.\n")
+    (w,) = nccllog.parse(text).watchdogs
+    assert (w.rank, w.op_type, w.timeout_ms) == (1, "BROADCAST", 600000)
+    assert top(text).category == "rank_hang_timeout"
+
+
+def test_collnet_count_zero_is_no_collnet():
+    text = "h:1:2 [0] NCCL INFO 8 coll channels, 0 collnet channels, 0 nvls channels, 8 p2p channels, 2 p2p channels per peer\n"
+    assert not nccllog.parse(text).summary.collnet_used
+
+
+# ---- GPUDirect RDMA ------------------------------------------------------------------------------------
+
+
+def test_gdr_on_one_side_of_a_pair_only_names_the_peer_memory_module():
+    # written for this test: two channel fragments (their 'Channel NN :' head cut), GDR at one end only
+    text = ("9[1a000] -> 2[6b000] [send] via NET/IB/0/GDRDMA\n"
+            "9[1a000] -> 2[6b000] [receive] via NET/IB/1\n")
+    assert [c.gdrdma for c in nccllog.parse(text).channels] == [True, False]
+    assert top(text).category == "peermem_missing"
+
+
+def test_gdr_disabled_for_a_hca_without_channel_lines_is_a_finding():
+    text = "n1:1:2 [0] NCCL INFO NET/IB : GPU Direct RDMA Disabled for HCA 0 'mlx5_0' (no module)\n"
+    d = top(text)
+    assert d.category == "peermem_missing" and d.severity == "warn"
+
+
+def test_gdr_disabled_by_distance_is_gdr_unused_not_peermem():
+    text = ("m:1:2 [2] NCCL INFO NET/IB : GPU Direct RDMA Disabled for GPU 2[2] / HCA 0 (distance 3 >= 2)\n"
+            "m:1:2 [2] NCCL INFO Ring 00 : 6 -> 2 [receive] via NET/IB/0\n")
+    assert "peermem_missing" not in categories(text)
+
+
+# ---- IB verbs and completions --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("line,category", [
+    # written for this test: ibv_modify_qp's errno, in the two spellings NCCL versions print
+    ("Call to ibv_modify_qp failed with error Connection timed out", "ib_qp_timeout_routing"),
+    ("Call to ibv_modify_qp failed with 110 Connection timed out", "ib_qp_timeout_routing"),
+    ("Call to ibv_modify_qp failed with error No such device errno 19", "nccl_env_misconfig"),
+])
+def test_modify_qp_errno_decides_the_cause(line, category):
+    text = f"n1:1:2 [0] misc/ibvwrap.cc:206 NCCL WARN {line}\nn1:1:2 [0] NCCL INFO transport/net_ib.cc:937 -> 2\n"
+    cats = categories(text)
+    assert cats[0] == category and "firewall_ports" not in cats
+
+
+def test_modify_qp_einval_on_a_non_mellanox_nic_is_the_nic_support():
+    # written for this test: the ECE line of a Broadcom RoCE NIC, then EINVAL
+    text = ("n1:1:2 [0] NCCL INFO NET/IB: NCCL Dev 0 IbDev 0 Port 1 qpn 77 mtu 5 query_ece={supported=0, "
+            "vendor_id=0x14e4} GID 3 (0/FFFF0A000001)\n"
+            "n1:1:2 [0] misc/ibvwrap.cc:206 NCCL WARN Call to ibv_modify_qp failed with error Invalid argument\n")
+    assert top(text).category == "rdma_nic_unsupported"
+
+
+def test_completion_error_4_points_at_acs_and_the_gdr_test():
+    text = ("n1:1:2 [1] transport/net_ib.cc:1295 NCCL WARN NET/IB : Got completion from peer 10.0.0.2<53249> with "
+            "error 4, opcode 32564, len 32564, vendor err 81 (Send)\n")
+    d = top(text)
+    assert d.category == "ib_completion_error" and "NCCL_NET_GDR_LEVEL=LOC" in d.workaround and \
+        any("acs" in a.lower() for a in d.alternatives)
+
+
+def test_error_12_on_roce_is_the_gid_or_route_and_with_port_errors_the_port():
+    roce = ("n1:1:2 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/RoCE [RO]; OOB eth0:10.0.0.1<0>\n"
+            "n1:1:2 [0] transport/net_ib.cc:881 NCCL WARN NET/IB : Got completion from peer 10.0.0.2<1> with error "
+            "12, opcode 1, len 0, vendor err 129\n")
+    assert top(roce).category == "roce_gid_config"
+    flapping = roce + "n1:1:3 [0] misc/ibvwrap.cc:1 NCCL WARN NET/IB : Got async event : port error\n"
+    assert top(flapping).category == "ib_port_down"
+
+
+def test_ib_wanted_but_no_device_in_the_container():
+    # written for this test: NCCL told to use IB finds no device, then uses sockets
+    text = ("n1:1:2 [0] NCCL INFO NCCL_IB_DISABLE set by environment to 0.\n"
+            "n1:1:2 [0] NCCL INFO NET/IB : No device found.\n"
+            "n1:1:2 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.1<0>\n")
+    assert top(text).category == "rdma_device_not_in_container"
+    # without anything asking for IB, no device is how an Ethernet cluster looks
+    assert categories(text.replace("NCCL_IB_DISABLE set by environment to 0.", "Bootstrap : Using eth0:10.0.0.1<0>")) == []
+
+
+def test_ibv_open_device_failing_is_the_container():
+    text = ("n1:1:2 [0] misc/ibvwrap.cc:120 NCCL WARN Call to ibv_open_device failed\n"
+            "n1:1:2 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.1<0>\nn1:1:2 [0] NCCL INFO Using network Socket\n")
+    assert top(text).category == "rdma_device_not_in_container"
+
+
+# ---- network plugins -----------------------------------------------------------------------------------
+
+
+def test_efa_provider_not_found_and_plugin_registration():
+    # written for this test in aws-ofi-nccl's words
+    assert top("h:1:1 [0] get_ofi_provider:312 NCCL WARN NET/OFI Could not find any optimal provider\n").category \
+        == "net_plugin"
+    assert top("h:1:1 [0] nccl_net_ofi_init:1 NCCL WARN NET/OFI No eligible providers were found\n").category \
+        == "rdma_device_not_in_container"
+
+
+def test_a_plugin_on_some_nodes_only():
+    text = ("a:1:2 [0] NCCL INFO NET/Plugin: Could not find: libnccl-net.so. Using internal network plugin.\n"
+            "b:3:4 [0] NCCL INFO Plugin Path : /opt/hpcx/nccl_rdma_sharp_plugin/lib/libnccl-net.so\n")
+    assert top(text).category == "net_plugin"
+
+
+# ---- GPU architecture, drivers, memory -----------------------------------------------------------------
+
+
+def test_max_shared_mem_exceeded_is_an_nccl_too_old_for_the_gpu():
+    text = ("h:1:1 [1] NCCL INFO NCCL version 2.25.1+cuda12.2\n"
+            "h:1:1 [1] NCCL INFO ncclMaxSharedMem 82240 exceeds device/fn maxSharedMem 79856\n")
+    assert top(text).category == "nccl_too_old_for_gpu"
+
+
+def test_cuda_graph_capture_refused_names_the_cuda_build():
+    text = ("NCCL WARN NCCL cannot be captured in a graph if either it wasn't built with CUDA runtime >= 11.3 or if "
+            "the installed CUDA driver < R465.\n")
+    assert top(text).category == "cuda_driver_mismatch"
+
+
+def test_out_of_memory_on_the_gpu_and_not_host_enomem():
+    assert top("h:1:1 [2] enqueue.cc:43 NCCL WARN Cuda failure 'out of memory'\n").category == "gpu_out_of_memory"
+    enomem = "h:1:1 [0] misc/ibvwrap.cc:1 NCCL WARN Call to ibv_reg_mr failed with error Cannot allocate memory\n"
+    cats = categories(enomem)
+    assert cats[0] == "memlock_limit" and "gpu_out_of_memory" not in cats
+
+
+# ---- one node, P2P, and runs that stop ----------------------------------------------------------------
+
+
+def test_shm_between_two_gpus_of_one_host_then_a_stall_points_at_p2p():
+    # written for this test: one host, P2P refused (SHM between its GPUs), init stops after channel set-up
+    text = ("w:1:2 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 busId 1000 commId 0x9 - Init START\n"
+            "w:1:2 [0] NCCL INFO Channel 00/0 : 0[1000] -> 1[2000] via SHM/direct/direct\n"
+            "w:1:3 [1] NCCL INFO Channel 00/0 : 1[2000] -> 0[1000] via SHM/direct/direct\n")
+    d = top(text)
+    assert d.category == "acs_iommu_p2p" and "NCCL_P2P_DISABLE=1" in d.workaround
+
+
+def test_nccl_tests_header_then_nothing_is_a_stall_but_an_excerpt_with_init_complete_is_not():
+    stalled = ("# nThread 1 nGpus 4 minBytes 8 maxBytes 1048576 step: 2(factor) warmup iters: 5 iters: 20\n"
+               "#   Rank  0 Pid  1 on box device  0 [0x02] NVIDIA RTX A4000\n"
+               "#   Rank  1 Pid  1 on box device  1 [0x03] NVIDIA RTX A4000\n"
+               "#       size         count      type   redop    root     time   algbw   busbw #wrong\n")
+    assert top(stalled).category == "acs_iommu_p2p"
+    excerpt = real.nccl_log("net-ib-gdrdma-p2p-cumem-2node-4rank-nccltests.log").read_text()
+    assert categories(excerpt) == []
+
+
+def test_independent_runs_of_nccl_tests_without_mpi():
+    text = "# Out of bounds values : 0 OK\n# Avg bus bandwidth    : 3.94145\n#\n# Out of bounds values : 0 OK\n" \
+           "# Avg bus bandwidth    : 3.94156\n"
+    assert top(text).category == "other:nccltests-built-without-mpi"
+
+
+# ---- sockets, names, environment -----------------------------------------------------------------------
+
+
+def test_garbled_address_family_is_versions_unless_an_interface_was_named():
+    line = "ncclSocketInit: connecting to address with family 0 is neither AF_INET(2) nor AF_INET6(10)\n"
+    assert top(line).category == "version_mismatch"
+    named = "t:1:1 [3] NCCL INFO NCCL_SOCKET_IFNAME set by environment to eth2\n" + line
+    assert top(named).category == "nccl_env_misconfig"
+
+
+def test_loopback_peers_are_the_host_name():
+    text = "[gloo/transport/tcp/pair.cc:761] connect [127.0.1.1]:60817: Connection refused\n"
+    assert top(text).category == "hostname_resolution"
+
+
+def test_an_nccl_variable_named_by_the_error():
+    text = ("ncclInvalidUsage: This usually reflects invalid usage of NCCL library.\nLast error:\n"
+            "Error : no algorithm/protocol available for function Broadcast with datatype ncclInt8. NCCL_ALGO was set "
+            "to NVLS.\n")
+    assert top(text).category == "nccl_env_misconfig"
+
+
+def test_separate_runs_of_two_versions_in_one_file_are_no_mismatch():
+    # written for this test: two runs, each version printed by its own rank 0, one after the other
+    run = ("{h}:1:1 [0] NCCL INFO NCCL version {v}+cuda12.2\n"
+           "{h}:1:1 [0] NCCL INFO comm 0x1 rank 0 nranks 1 cudaDev 0 busId 1000 commId 0x{c} - Init COMPLETE\n")
+    text = run.format(h="a", v="2.18.5", c=1) + run.format(h="a", v="2.21.5", c=2)
+    assert "version_mismatch" not in categories(text)
+
+
+def test_a_version_mismatch_names_the_odd_node_out():
+    text = "".join(f"{h}:1:1 [0] NCCL INFO NCCL version {v}+cuda12.2\n"
+                   f"{h}:1:1 [0] NCCL INFO comm 0x1 rank {r} nRanks 3 nNodes 3 localRanks 1 localRank 0 MNNVL 0\n"
+                   for h, v, r in (("a", "2.19.3", 0), ("b", "2.20.5", 1), ("c", "2.19.3", 2)))
+    (d,) = [d for d in verdict(text) if d.category == "version_mismatch"]
+    assert d.nodes == ["b"]
+
+
+# ---- the unexplained verdict ---------------------------------------------------------------------------
+
+
+def test_an_unknown_failure_is_unexplained_never_nothing_broken():
+    text = "h:1:1 [0] foo.cc:1 NCCL WARN Something nobody has seen before\nh:1:1 [0] NCCL INFO foo.cc:2 -> 3\n"
+    d = top(text)
+    assert d.category == "unexplained" and d.severity == "fail" and "Something nobody has seen" in d.summary
+    assert d.confirm and d.evidence
+
+
+def test_init_that_stops_at_nvls_buffer_set_up_names_fabric_manager():
+    # written for this test: the last lines of an init that hung in NVLS buffer registration
+    text = ("h:1:2 [0] NCCL INFO comm 0x1 rank 0 nranks 8 cudaDev 0 busId 18000 commId 0x5 - Init START\n"
+            "h:1:2 [0] NCCL INFO NVLS multicast support is available on dev 0\n"
+            "h:1:2 [0] NCCL INFO NVLS comm 0x1 headRank 0 nHeads 8 buffSize 1048576 memSize 2097152 "
+            "nvlsPerRankSize 201326592 nvlsTotalSize 1610612736\n")
+    facts = nccllog.parse(text)
+    assert facts.summary.nvls_used
+    assert top(text).category == "fabric_manager"
+
+
+def test_nccl_diag_p2p_verification_failing_and_passing():
+    # written for this test in the words of NCCL 2.31's NCCL_RUN_DIAGNOSTICS report
+    bad = "NCCL DIAG [INFO] p2p: only 52/56 GPU-to-GPU peer accesses passed verification\n"
+    assert top(bad).category == "acs_iommu_p2p"
+    good = "NCCL DIAG [OK] p2p: verified P2P access in both directions between every GPU pair (56 peer accesses)\n"
+    assert categories(good) == []
