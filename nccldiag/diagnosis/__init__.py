@@ -39,7 +39,13 @@ def diagnose(inputs: Inputs) -> List[Diagnosis]:
         for d in found:
             _defaults(d, rule)
         out.extend(found)
-    out.extend(unexplained.fallback(inputs, out))
+    try:
+        out.extend(unexplained.fallback(inputs, out))
+    except Exception as exc:  # nccldiag's own error: say so, never an all-clear in its place
+        out.append(Diagnosis("unexplained.internal", "Unexplained: the verdict could not be made", "warn",
+                             f"nccldiag could not judge the evidence: {type(exc).__name__}: {exc}", "low",
+                             "nccldiag's own error, not a verdict on any node", "Report this as a bug.",
+                             category="unexplained", tier=2))
     # worst first, causes before symptoms, surest first; at equal rank, in rule order
     return sorted(out, key=lambda d: sort_key(d)[:3] + (order.get(d.id.split(".")[0], len(order)),) + sort_key(d)[3:])
 

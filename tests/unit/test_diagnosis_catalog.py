@@ -322,3 +322,11 @@ def test_nccl_diag_p2p_verification_failing_and_passing():
     assert top(bad).category == "acs_iommu_p2p"
     good = "NCCL DIAG [OK] p2p: verified P2P access in both directions between every GPU pair (56 peer accesses)\n"
     assert categories(good) == []
+
+
+def test_the_verdict_failing_inside_nccldiag_is_no_all_clear(monkeypatch):
+    from nccldiag.diagnosis.rules import unexplained
+
+    monkeypatch.setattr(unexplained, "fallback", lambda inp, diags: 1 / 0)
+    d = top("h:1:1 [0] foo.cc:1 NCCL WARN Something nobody has seen before\n")
+    assert d.id == "unexplained.internal" and "ZeroDivisionError" in d.summary
