@@ -321,6 +321,21 @@ def test_check_run_dir_defaults_under_xdg_state(tmp_path, monkeypatch):
     assert f"run directory: {run}" in res.stderr
 
 
+def test_a_check_run_names_its_hosts_before_the_first_node_arrives(tmp_path):
+    """run.json and raw/_bundle.json name every host the run was to check, in inventory order (names that do not
+    resolve stand in for nodes: each one arrives at once, unreachable)."""
+    run = tmp_path / "run"
+    res = cli("check", "-w", "nosuch-b.invalid,nosuch-a.invalid", "--only", "system", "--mesh", "none",
+              "--run-dir", run, "--color", "never")
+    assert res.exit_code == 3, res.output
+    hosts = ["nosuch-b.invalid", "nosuch-a.invalid"]
+    assert json.loads((run / "run.json").read_text())["hosts"] == hosts
+    assert json.loads((run / "raw" / "_bundle.json").read_text())["hosts"] == hosts
+    bundle = B.write_bundle(tmp_path / "b", {"gpu002": B.healthy_h100(), "gpu001": B.healthy_h100()})
+    cli("check", "--bundle", bundle, "--run-dir", tmp_path / "from-bundle")
+    assert json.loads((tmp_path / "from-bundle" / "run.json").read_text())["hosts"] == ["gpu002", "gpu001"]
+
+
 def test_interrupted_check_run_is_rebuilt_from_what_it_kept(tmp_path):
     """A run that stopped after two of three nodes: report.json never written (a crash stands in for it)."""
     run = tmp_path / "run"
