@@ -127,24 +127,43 @@ class TooLarge(ValueError):
     """The file holds more than the caller's limit."""
 
 
-def read_regular(path: str, limit: int) -> str:
-    """The text of ``path``, read only if it is a regular file, never through a link, at most ``limit`` bytes.
+def read_regular_bytes(path: str, limit: int, follow: bool = False) -> bytes:
+    """The bytes of ``path``, read only if it is a regular file, at most ``limit`` bytes.
 
-    Raises ``FileNotFoundError`` (and other ``OSError``) as ``open`` does,
-    :class:`NotRegular` for anything but a regular file (a FIFO is not waited
-    on), and :class:`TooLarge` past ``limit``. Bytes that are not UTF-8 are
-    replaced.
+    Never through a link unless ``follow`` (a user's own ``~/.ssh`` files may
+    be links to a dotfiles checkout). Raises ``FileNotFoundError`` (and other
+    ``OSError``) as ``open`` does, :class:`NotRegular` for anything but a
+    regular file (a FIFO is not waited on, a device not read), and
+    :class:`TooLarge` past ``limit``.
     """
-    import stat
-
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | (0 if follow else os.O_NOFOLLOW)
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise NotRegular(f"{path}: not a regular file")
+        fd = os.open(path, flags)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP and not follow:
+            raise NotRegular(f"{path}: not a regular file (a symbolic link)") from None
+        raise
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            kind = "a FIFO" if stat.S_ISFIFO(st.st_mode) else "a device" if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(
+                st.st_mode) else "a directory" if stat.S_ISDIR(st.st_mode) else "a socket"
+            raise NotRegular(f"{path}: not a regular file ({kind})")
+        if st.st_size > limit:
+            raise TooLarge(f"{path}: larger than {_size(limit)} ({st.st_size} bytes)")
         with os.fdopen(fd, "rb", closefd=False) as f:
             data = f.read(limit + 1)
     finally:
         os.close(fd)
     if len(data) > limit:
-        raise TooLarge(f"{path}: larger than {limit >> 20} MiB")
-    return data.decode("utf-8", errors="replace")
+        raise TooLarge(f"{path}: larger than {_size(limit)}")
+    return data
+
+
+def _size(n: int) -> str:
+    return f"{n >> 20} MiB" if n >= 1 << 20 else f"{n >> 10} KiB"
+
+
+def read_regular(path: str, limit: int, follow: bool = False) -> str:
+    """The text of :func:`read_regular_bytes`; bytes that are not UTF-8 are replaced."""
+    return read_regular_bytes(path, limit, follow).decode("utf-8", errors="replace")

@@ -25,6 +25,7 @@ import shlex
 import shutil
 import signal
 import socket
+import stat
 import subprocess
 import tempfile
 import threading
@@ -40,6 +41,7 @@ from nccldiag.transport.base import (
     AUTH,
     BANNER,
     COMMAND_TIMEOUT,
+    CONFIG,
     HOSTKEY_CHANGED,
     HOSTKEY_UNKNOWN,
     OVERSIZE,
@@ -76,6 +78,25 @@ class SSHOptions:
 
 _known_hosts_lock = threading.Lock()
 
+# The most of a file named in ssh_config that is read: a private key, certificate or public key (the largest,
+# RSA 16384, is under 13 KiB), and a known_hosts file (hundreds of thousands of entries).
+MAX_KEY_FILE = 1 << 20
+MAX_KNOWN_HOSTS = 64 << 20
+
+
+def _read_ssh_file(path: str, limit: int) -> Optional[bytes]:
+    """A file ssh_config names, read as OpenSSH's own files are (links followed): a regular file of at most
+    ``limit`` bytes, never a FIFO waited on or a device read; None when it is absent or unreadable.
+    Raises :class:`~nccldiag.atomic.NotRegular` or :class:`~nccldiag.atomic.TooLarge`, naming the file."""
+    from nccldiag.atomic import read_regular_bytes
+
+    if path == os.devnull:  # "UserKnownHostsFile /dev/null": OpenSSH's own way to say none
+        return b""
+    try:
+        return read_regular_bytes(path, limit, follow=True)
+    except OSError:
+        return None
+
 
 def _host_key_names(cfg: sshconfig.HostConfig) -> List[str]:
     names = [cfg.host_key_alias] if cfg.host_key_alias else [cfg.hostname, cfg.alias]
@@ -100,14 +121,18 @@ class KnownHosts:
     """
 
     def __init__(self, paths: Sequence[str]):
+        from nccldiag.atomic import NotRegular, TooLarge
+
         self.plain: Dict[str, Dict[str, List[paramiko.PKey]]] = {}
         self.hashed: List[Tuple[str, Dict[str, List[paramiko.PKey]]]] = []
         for path in paths:
             try:
-                with open(path, encoding="utf-8", errors="replace") as f:
-                    lines = f.readlines()
-            except OSError:
+                data = _read_ssh_file(path, MAX_KNOWN_HOSTS)
+            except (NotRegular, TooLarge) as exc:
+                raise TransportError(CONFIG, f"known_hosts file {exc}: refused") from None
+            if data is None:
                 continue
+            lines = data.decode("utf-8", "replace").splitlines()
             for lineno, line in enumerate(lines, 1):
                 line = line.strip()
                 if not line or line.startswith(("#", "@")):
@@ -153,14 +178,18 @@ def _stamp(paths: Sequence[str]) -> tuple:
     return tuple(out)
 
 
-def _load_known_hosts(paths: Sequence[str]) -> KnownHosts:
+def _load_known_hosts(paths: Sequence[str], host: str = "") -> KnownHosts:
     key = tuple(paths)
     stamp = _stamp(paths)
     with _known_hosts_lock:
         cached = _known_cache.get(key)
         if cached is not None and cached[0] == stamp:
             return cached[1]
-    known = KnownHosts(paths)
+    try:
+        known = KnownHosts(paths)
+    except TransportError as exc:
+        exc.host = host
+        raise
     with _known_hosts_lock:
         _known_cache[key] = (stamp, known)
     return known
@@ -179,7 +208,7 @@ def verify_host_key(
     key of the same type, TransportError(HOSTKEY_UNKNOWN) when no entry exists
     and trust on first use is off.
     """
-    known = _load_known_hosts(cfg.known_hosts_files)
+    known = _load_known_hosts(cfg.known_hosts_files, host)
     names = _host_key_names(cfg)
     key_type = key.get_name()
     for name in names:
@@ -208,7 +237,11 @@ def verify_host_key(
             return f"trusted {key_type} key of {names[0]} for this run (no known_hosts file to save it in)"
         with _known_hosts_lock:
             os.makedirs(os.path.dirname(target) or ".", mode=0o700, exist_ok=True)
-            with open(target, "a", encoding="ascii") as f:
+            # never waits on a FIFO (O_NONBLOCK) or writes into a device
+            fd = os.open(target, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | os.O_CLOEXEC, 0o600)
+            with os.fdopen(fd, "w", encoding="ascii") as f:
+                if not stat.S_ISREG(os.fstat(fd).st_mode):
+                    raise TransportError(CONFIG, f"known_hosts file {target}: not a regular file: refused", host)
                 f.write(f"{names[0]} {key_type} {key.get_base64()}\n")
         return f"added {key_type} key of {names[0]} to {target} (trust on first use)"
     raise TransportError(
@@ -224,7 +257,7 @@ def _prefer_known_key_types(t: paramiko.Transport, cfg: sshconfig.HostConfig) ->
     Without this, a host known by its ECDSA key that also offers Ed25519 would
     look like a changed key.
     """
-    known = _load_known_hosts(cfg.known_hosts_files)
+    known = _load_known_hosts(cfg.known_hosts_files, cfg.alias)
     types: List[str] = []
     for name in _host_key_names(cfg):
         entry = known.lookup(name)
@@ -269,10 +302,42 @@ def open_socket(hostname: str, port: int, timeout: float, host: str) -> socket.s
     raise last or TransportError(UNREACHABLE, f"connect to {hostname} port {port} timed out", host)
 
 
-def _load_key(path: str) -> Tuple[Optional[paramiko.PKey], Optional[str]]:
-    """The key in ``path``, or why it cannot be used (encrypted keys are skipped: nccldiag asks no passphrase)."""
+def _key_from_bytes(data: bytes) -> paramiko.PKey:
+    """The private key ``data`` holds, as :meth:`paramiko.PKey.from_path` reads it, from bytes already read."""
+    import io
+
+    from cryptography.hazmat.primitives import asymmetric, serialization
+
     try:
-        key = paramiko.PKey.from_path(path)
+        loaded = serialization.load_ssh_private_key(data=data, password=None)
+    except ValueError:
+        loaded = serialization.load_pem_private_key(data=data, password=None)
+    if isinstance(loaded, asymmetric.rsa.RSAPrivateKey):
+        cls = paramiko.RSAKey
+    elif isinstance(loaded, asymmetric.ed25519.Ed25519PrivateKey):
+        cls = paramiko.Ed25519Key
+    elif isinstance(loaded, asymmetric.ec.EllipticCurvePrivateKey):
+        cls = paramiko.ECDSAKey
+    else:
+        raise paramiko.SSHException(f"unsupported key type {type(loaded).__name__}")
+    return cls.from_private_key(io.StringIO(data.decode("utf-8", "replace")))
+
+
+def _load_key(path: str) -> Tuple[Optional[paramiko.PKey], Optional[str]]:
+    """The key in ``path``, or why it cannot be used (encrypted keys are skipped: nccldiag asks no passphrase).
+
+    The file is read once, as a regular file of at most :data:`MAX_KEY_FILE` bytes (``IdentityFile
+    /dev/zero`` or a FIFO is named, never read or waited on)."""
+    from nccldiag.atomic import NotRegular, TooLarge
+
+    try:
+        data = _read_ssh_file(path, MAX_KEY_FILE)
+    except (NotRegular, TooLarge) as exc:
+        return None, f"{exc} (skipped)"
+    if data is None:
+        return None, f"{path}: cannot be read (skipped)"
+    try:
+        key = _key_from_bytes(data)
     except paramiko.PasswordRequiredException:
         return None, f"{path} is encrypted (skipped; load it into ssh-agent)"
     except (OSError, paramiko.SSHException, ValueError, TypeError, AssertionError, IndexError) as exc:
@@ -284,8 +349,10 @@ def _load_key(path: str) -> Tuple[Optional[paramiko.PKey], Optional[str]]:
     cert = path + "-cert.pub"
     if os.path.exists(cert):
         try:
-            key.load_certificate(cert)
-        except (OSError, ValueError, paramiko.SSHException):
+            text = _read_ssh_file(cert, MAX_KEY_FILE)
+            if text:
+                key.load_certificate(text.decode("ascii", "replace"))
+        except (ValueError, paramiko.SSHException):
             pass
     return key, None
 
@@ -296,10 +363,9 @@ def _public_blob(path: str) -> Optional[bytes]:
     import binascii
 
     try:
-        with open(path, "rb") as f:
-            words = f.read(16384).split()
+        words = (_read_ssh_file(path, MAX_KEY_FILE) or b"").split()
         return base64.b64decode(words[1], validate=True) if len(words) >= 2 else None
-    except (OSError, binascii.Error, ValueError):
+    except (binascii.Error, ValueError):
         return None
 
 

@@ -280,6 +280,43 @@ def test_a_node_that_sends_too_much_is_cut_off(keys, server):
     assert len(r.stdout) == 1024 * 1024 and r.rc is None
 
 
+def hostile_config(d, port, identity, known_hosts) -> str:
+    cfg = d / f"ssh_config_hostile_{abs(hash((str(identity), str(known_hosts))))}"
+    cfg.write_text(f"Host node\n  HostName 127.0.0.1\n  Port {port}\n  User tester\n  IdentityFile {identity}\n"
+                   f"  UserKnownHostsFile {known_hosts}\n  GlobalKnownHostsFile /dev/null\n  IdentitiesOnly yes\n")
+    return str(cfg)
+
+
+def test_files_ssh_config_names_are_regular_files_read_with_a_cap(keys, server, tmp_path):
+    """CONSTRUCTED: IdentityFile /dev/zero, an identity file of 2 GiB, a UserKnownHostsFile that is a FIFO and an
+    ssh_config that is a FIFO. Each is named in a classified error, at once: never read without end (MemoryError)
+    or waited on past every timeout."""
+    s = server()
+    kh = tmp_path / "known_hosts"
+    kh.write_text(known_line(s.port, keys["host"]))
+    big = tmp_path / "id_big"
+    with open(big, "wb") as f:
+        f.truncate(2 << 30)  # sparse: 2 GiB to read, no disk used
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    t0 = time.monotonic()
+    for identity, words in (("/dev/zero", "/dev/zero: not a regular file (a device) (skipped)"),
+                            (big, f"{big}: larger than 1 MiB"), (fifo, f"{fifo}: not a regular file (a FIFO)")):
+        with pytest.raises(base.TransportError) as exc:
+            connect(hostile_config(tmp_path, s.port, identity, kh))
+        assert exc.value.kind == base.AUTH and words in exc.value.message, exc.value
+    with pytest.raises(base.TransportError) as exc:
+        connect(hostile_config(tmp_path, s.port, keys["dir"] / "id_client", fifo))
+    assert exc.value.kind == base.CONFIG and f"known_hosts file {fifo}: not a regular file (a FIFO)" in str(exc.value)
+    assert exc.value.host == "node"
+    with pytest.raises(base.TransportError) as exc:
+        connect(str(fifo))
+    assert exc.value.kind == base.CONFIG and f"ssh_config file {fifo}: not a regular file (a FIFO)" in str(exc.value)
+    assert time.monotonic() - t0 < 30  # the bound: every step above fails at once, none waits on the FIFO
+    with connect(hostile_config(tmp_path, s.port, keys["dir"] / "id_client", kh)) as conn:  # the same, sound
+        assert conn.run("true", timeout=10).rc == 0
+
+
 def test_known_hosts_read_once_per_change_plain_and_hashed(keys, tmp_path):
     a, b = keys["host"], keys["other_host"]
     kh = tmp_path / "known_hosts"
