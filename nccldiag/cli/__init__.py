@@ -17,7 +17,7 @@ from nccldiag import __version__
 from nccldiag.cli import check, collect, isolate, log, probe, report
 from nccldiag.cli.options import CONTEXT
 from nccldiag.model.errors import NccldiagError
-from nccldiag.model.findings import EXIT_INTERNAL
+from nccldiag.model.findings import EXIT_INTERNAL, clean_text
 
 
 class Terminated(KeyboardInterrupt):
@@ -38,7 +38,8 @@ class _Group(click.Group):
         try:
             return super().invoke(ctx)
         except NccldiagError as exc:
-            click.echo(f"nccldiag: error: {exc}", err=True)
+            # a message may quote a file's name or words: cleaned as every printed string is
+            click.echo(f"nccldiag: error: {clean_text(str(exc))}", err=True)
             ctx.exit(exc.exit_code)
         except KeyboardInterrupt as exc:
             # a second Ctrl-C during clean-up lands here too: no traceback either way
@@ -50,7 +51,7 @@ class _Group(click.Group):
         except Exception as exc:  # a bug in nccldiag: never reported as a verdict on a node
             if os.environ.get("NCCLDIAG_DEBUG"):
                 raise
-            click.echo(f"nccldiag: internal error ({type(exc).__name__}: {str(exc)[:300]}); this is a bug in "
+            click.echo(f"nccldiag: internal error ({type(exc).__name__}: {clean_text(str(exc)[:300])}); this is a bug in "
                        "nccldiag, not a finding about any node. NCCLDIAG_DEBUG=1 shows the traceback.", err=True)
             ctx.exit(EXIT_INTERNAL)
 

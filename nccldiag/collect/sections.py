@@ -142,6 +142,18 @@ def _typed(meta: dict, key: str, kind, default, where: str):
     return value
 
 
+def _check_host(host: str, where: str) -> None:
+    """A host name a bundle gives (``_node.json``, or its directory's name) passes the inventory's rule, as one
+    given on the command line does: nothing else is ever printed or used as a host."""
+    from nccldiag.inventory import check_name
+    from nccldiag.model.errors import InventoryError
+
+    try:
+        check_name(host, where)
+    except InventoryError as exc:
+        raise ValueError(str(exc)) from None
+
+
 def read_node(node_dir: str) -> RawNode:
     """One node of a bundle. Only regular files are read; ``_node.json`` is checked field by field."""
     meta: dict = {}
@@ -155,6 +167,7 @@ def read_node(node_dir: str) -> RawNode:
         if not isinstance(meta, dict):
             raise ValueError(f"{meta_path}: expected a JSON object")
     host = _typed(meta, "host", str, "", meta_path) or os.path.basename(os.path.normpath(node_dir))
+    _check_host(host, meta_path)
     rcs = _typed(meta, "rcs", dict, {}, meta_path)
     error = _typed(meta, "error", dict, None, meta_path)
     if error is not None and not all(isinstance(error.get(k, ""), str) for k in ("kind", "message", "fix")):
