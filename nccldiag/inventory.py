@@ -48,6 +48,34 @@ _SECRET_RE = re.compile(r"PRIVATE KEY|^[^:\s]+:\$[0-9a-z]+\$|^[^:\s]+:[^:]*:\d+:
 def _looks_secret(text: str) -> bool:
     """A file that looks like credentials (a key, a shadow or passwd file): its content is never quoted."""
     return bool(_SECRET_RE.search(text[:4096]))
+
+
+# Credential files whose every line would otherwise parse as host names (a .netrc is words separated by
+# blanks, as a plain hostfile is), recognised before anything of them is used. Each form is one no hostfile
+# takes: netrc's keywords (a host named "machine" followed by one named "login"), PEM and OpenSSH key
+# armour, and the colon-separated fields of shadow, passwd and .pgpass lines (more, or other, than any
+# host, host:N or IPv6 address has).
+_CREDENTIALS = (
+    (".netrc", re.compile(r"(?:^|\s)(?:machine\s+\S+|default)(?:\s+\S+\s+\S+){0,3}?\s+(?:login|password|account)\s+\S")),
+    ("a private key", re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----|PuTTY-User-Key-File")),
+    ("a shadow file", re.compile(r"^[^:\s]+:[^:\s]*:\d*:\d*:\d*:\d*:\d*:\d*:[^:\s]*$", re.M)),
+    ("a passwd file", re.compile(r"^[^:\s]+:[^:\s]*:\d+:\d+:[^:]*:/[^:]*:(?:/[^:]*)?$", re.M)),
+    ("a .pgpass file", re.compile(r"^[^:\s#]+:(?:\d+|\*):[^:\s]+:[^:\s]+:\S+$", re.M)),
+)
+
+
+def credentials_kind(text: str) -> Optional[str]:
+    """What kind of credentials file ``text`` looks like (``".netrc"``, ``"a private key"``, ...), or None."""
+    words = _COMMENT_RE.sub("", text)  # "# machine room, login nodes" is a hostfile's comment
+    for kind, pattern in _CREDENTIALS:
+        if pattern.search(words if kind == ".netrc" else text):
+            return kind
+    return None
+
+
+_COMMENT_RE = re.compile(r"(?:#|//).*$", re.M)
+
+
 _USER_KEYS = {"username", "user-name", "user"}
 
 
@@ -301,6 +329,11 @@ def read_hostfile(path: str) -> Inventory:
     except OSError as exc:
         raise InventoryError(path, exc.strerror or str(exc)) from None
     text = text[1:] if text.startswith("\ufeff") else text  # a BOM, as Windows editors write
+    kind = credentials_kind(text)
+    if kind is not None:  # before any of it becomes a host: a password must never be looked up, tried or printed
+        shown = kind if kind.startswith("a") else f"a {kind} file"
+        raise InventoryError(path, f"not a hostfile: it looks like {shown} (credentials), so nothing of it "
+                                   "is used or shown")
     try:
         return parse_hostfile_text(text, path)
     except InventoryError as exc:

@@ -205,3 +205,43 @@ def test_the_same_host_two_ways_is_a_conflict_not_a_silent_drop(tmp_path):
     f.write_text("gpu01\ngpu02\ngpu01\n")  # the same host the same way: checked once, and said
     inv = inventory.build([str(f)])
     assert inv.names == ["gpu01", "gpu02"] and inv.duplicates == [("gpu01", f"{f}:3", f"{f}:1")]
+
+
+@pytest.mark.parametrize("name, text, secret, kind", [
+    (".netrc", "machine gpu01.example.com login admin password hunter2\n", "hunter2", ".netrc"),
+    (".netrc", "default\n    login anonymous\n    password hunter2@example.com\n", "hunter2", ".netrc"),
+    (".netrc", "# mirrors\nmachine a.example login bob\n  password hunter2\nmacdef init\n", "hunter2", ".netrc"),
+    (".pgpass", "db.example.com:5432:sales:alice:hunter2\n", "hunter2", ".pgpass"),
+    ("passwd", "root:x:0:0:root:/root:/bin/bash\nhunter2:x:1000:1000::/home/hunter2:/bin/sh\n", "hunter2", "passwd"),
+    ("id_ed25519", "-----BEGIN OPENSSH PRIVATE KEY-----\nhunter2AAAAB3NzaC1lZDI1NTE5\n", "hunter2", "private key"),
+])
+def test_a_credentials_file_is_refused_before_any_of_it_becomes_a_host(tmp_path, name, text, secret, kind):
+    """CONSTRUCTED credential files given as hostfiles: every line of a .netrc parses as host names, so the file is
+    recognised before parsing; its words are never hosts (looked up, tried over SSH) and never shown."""
+    f = tmp_path / name
+    f.write_text(text)
+    with pytest.raises(InventoryError) as exc:
+        inventory.build([str(f)], environ={})
+    msg = str(exc.value)
+    assert msg.startswith(f"{f}: not a hostfile: it looks like") and kind in msg and "credentials" in msg, msg
+    assert secret not in msg
+
+
+def test_a_hostfile_that_mentions_machines_and_logins_is_still_a_hostfile(tmp_path):
+    f = tmp_path / "hosts.txt"
+    f.write_text("# machine room B, login nodes first\nlogin01 slots=2 // the login node\ngpu[01-02]:8\n")
+    assert inventory.read_hostfile(str(f)).names == ["login01", "gpu01", "gpu02"]
+
+
+def test_a_netrc_given_to_the_cli_contacts_nothing(tmp_path):
+    """Before: the password became a host, was looked up in DNS, tried over SSH and printed."""
+    import subprocess
+    import sys
+
+    f = tmp_path / "netrc"
+    f.write_text("machine gpu01.example.com login admin password hunter2\n")
+    env = {**os.environ, "PYTHONPATH": os.path.dirname(HOSTFILES), "NO_COLOR": "1"}
+    r = subprocess.run([sys.executable, "-m", "nccldiag", "check", str(f), "--only", "system"], capture_output=True,
+                       text=True, timeout=120, env=env, cwd=tmp_path)
+    assert r.returncode == 2 and "looks like a .netrc file" in r.stderr, r.stdout + r.stderr
+    assert "hunter2" not in r.stdout + r.stderr
