@@ -548,10 +548,24 @@ def jump_argv(cfg: sshconfig.HostConfig, options: SSHOptions, timeout: float) ->
 def _dropped_before_banner(exc: TransportError) -> bool:
     """sshd shed the connection before its banner (MaxStartups): worth a retry.
 
-    Through a jump host, OpenSSH reports the jump host's sshd doing so as
+    Only a connection closed or reset before the banner is; an sshd that
+    accepted the connection and then said nothing until the deadline is not
+    shedding load, and a retry would only wait as long again. Through a jump
+    host, OpenSSH reports the jump host's sshd dropping it as
     ``kex_exchange_identification: ...``.
     """
-    return exc.kind == BANNER or (exc.kind == PROXY and "kex_exchange_identification" in exc.message)
+    if exc.kind == BANNER:
+        return bool(getattr(exc, "dropped", False))
+    return exc.kind == PROXY and "kex_exchange_identification" in exc.message
+
+
+def _dropped(kind: str, message: str, host: str) -> TransportError:
+    exc = TransportError(kind, message, host)
+    exc.dropped = True  # type: ignore[attr-defined]
+    return exc
+
+
+_CLOSED = (EOFError, ConnectionResetError, ConnectionAbortedError, BrokenPipeError)
 
 
 def _last_line(text: str) -> str:
@@ -640,10 +654,15 @@ class SSHConnection:
             except paramiko.SSHException as exc:
                 text = str(exc)
                 if "banner" in text.lower():
-                    raise TransportError(BANNER, f"sshd closed the connection before its banner ({text})", self.name) from None
+                    if isinstance(exc.__context__, _CLOSED):
+                        raise _dropped(BANNER, f"sshd closed the connection before its banner ({text})",
+                                       self.name) from None
+                    raise TransportError(BANNER, f"no SSH banner within {timeout:g} s ({text}): sshd accepted "
+                                                 "the connection but stalled", self.name) from None
                 raise TransportError(PROTOCOL, f"SSH negotiation failed: {text}", self.name) from None
             except (EOFError, OSError) as exc:
-                raise TransportError(BANNER, f"connection closed during SSH negotiation ({exc or type(exc).__name__})", self.name) from None
+                raise _dropped(BANNER, f"connection closed during SSH negotiation ({exc or type(exc).__name__})",
+                               self.name) from None
             if not (t.is_active() and getattr(t, "initial_kex_done", True)):
                 raise TransportError(
                     BANNER,

@@ -49,6 +49,7 @@ class SSHServer:
         self.port = self.sock.getsockname()[1]
         self._stop = threading.Event()
         self._held = []
+        self.accepted = 0  # connections accepted: how many attempts a client made
         self.thread = threading.Thread(target=self._serve, daemon=True)
         self.thread.start()
 
@@ -61,6 +62,7 @@ class SSHServer:
                 continue
             except OSError:
                 return
+            self.accepted += 1
             if self.mode == "drop":
                 conn.close()
                 continue

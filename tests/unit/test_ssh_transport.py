@@ -146,6 +146,20 @@ def test_silent_server_bounded_by_connect_timeout(keys, server):
     assert time.monotonic() - t0 < 5
 
 
+def test_only_a_connection_dropped_before_the_banner_is_tried_again(keys, server):
+    """MaxStartups drops a connection: worth another try. A silent sshd is not shedding load: trying it again
+    only waited as long again (by default 3 attempts x 10 s)."""
+    for mode, attempts in (("drop", 3), ("silent", 1)):
+        s = server(mode)
+        cfg, _ = write_config(keys["dir"], s.port, keys["dir"] / "id_client")
+        opts = SSHOptions(config_path=cfg, connect_timeout=1, use_agent=False, retries=2)
+        with pytest.raises(base.TransportError) as exc:
+            SSHConnection("node", opts).connect()
+        assert exc.value.kind == base.BANNER
+        assert s.accepted == attempts, (mode, s.accepted)
+    assert "stalled" in exc.value.message and "closed" not in exc.value.message
+
+
 def test_command_timeout_is_bounded(keys, server):
     s = server()
     cfg, _ = write_config(keys["dir"], s.port, keys["dir"] / "id_client", known_line(s.port, keys["host"]))
