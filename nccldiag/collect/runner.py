@@ -147,6 +147,13 @@ def collect_hosts(
 ) -> List[RawNode]:
     """Collect from every host, ``opts.fanout`` at a time, in hostfile order."""
     plan = mesh_plan(hosts, opts.mesh)
+    # every name looked up at once, each within the connect timeout: a DNS server slow to say no costs
+    # the run one connect timeout, not one per --fanout hosts
+    todo = [h.name for h in hosts if h.name not in opts.ssh.resolved]
+    if todo:
+        from nccldiag.transport.ssh import resolve_names
+
+        opts.ssh.resolved.update(resolve_names(todo, opts.ssh.connect_timeout))
 
     def task(h: Host) -> RawNode:
         return collect_host(h, script, opts, plan.get(h.name, ()))

@@ -160,6 +160,41 @@ def test_only_a_connection_dropped_before_the_banner_is_tried_again(keys, server
     assert "stalled" in exc.value.message and "closed" not in exc.value.message
 
 
+SILENT_DNS = """
+import json, os, socket, subprocess, sys, threading, time
+dns = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+dns.bind(("127.0.0.1", 53))  # a DNS server that reads every query and answers none
+threading.Thread(target=lambda: [dns.recvfrom(4096) for _ in iter(int, 1)], daemon=True).start()
+t0 = time.monotonic()
+r = subprocess.run([sys.executable, "-m", "nccldiag", *sys.argv[1:]], capture_output=True, text=True, timeout=300)
+print(json.dumps({"rc": r.returncode, "elapsed": time.monotonic() - t0, "stderr": r.stderr[-2000:]}))
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("unshare") or not shutil.which("ip"),
+                    reason="needs root, unshare and ip for a private network and resolv.conf")
+def test_names_are_looked_up_at_once_each_within_the_connect_timeout(tmp_path):
+    """A DNS server that never answers (a real resolver, in a network namespace of its own whose resolv.conf
+    names a server that reads and says nothing): 200 names cost one connect timeout, not one resolver timeout
+    (10 s) per --fanout hosts, and each says why."""
+    (tmp_path / "resolv.conf").write_text("nameserver 127.0.0.1\n")
+    (tmp_path / "dns.py").write_text(SILENT_DNS)
+    out = tmp_path / "r.json"
+    inner = (f"ip link set lo up && mount --bind {tmp_path / 'resolv.conf'} /etc/resolv.conf && "
+             f"exec {sys.executable} {tmp_path / 'dns.py'} check -w 'nosuch[1-200]' --only system --mesh none "
+             f"--connect-timeout 1 --json {out}")
+    r = subprocess.run(["unshare", "-mn", "sh", "-c", inner], capture_output=True, text=True, timeout=600,
+                       env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])})
+    res = json.loads(r.stdout.splitlines()[-1])
+    assert res["rc"] == 3, (r.stderr, res)
+    nodes = json.loads(out.read_text())["nodes"]
+    assert len(nodes) == 200
+    for n in nodes:
+        f = next(f for f in n["findings"] if f["area"] == "ssh")
+        assert f["check"] == "ssh.resolve" and f"'{n['host']}' did not resolve within 1 s" in f["message"], f
+    assert res["elapsed"] < 30, res  # before: 4 rounds of 64 lookups, each waiting the resolver's 10 s
+
+
 def test_command_timeout_is_bounded(keys, server):
     s = server()
     cfg, _ = write_config(keys["dir"], s.port, keys["dir"] / "id_client", known_line(s.port, keys["host"]))
