@@ -175,7 +175,7 @@ def check(bundle, only, skip, mesh_mode, save_dir, run_dir, p2p_test, verbose, c
                 target[1].release()
     keep.close()
     report = engine.analyze(raws, areas_sel, options, judged=keep.judged)
-    report.inventory_notes = notes
+    report.inventory_notes = list(notes) + trust_notes(raws)
     if target is not None and (drain or resume_healthy or target[2] == "srun" or target[1] is not None
                                or target[3] is not None):
         from nccldiag.slurm import feedback
@@ -207,6 +207,17 @@ def check(bundle, only, skip, mesh_mode, save_dir, run_dir, p2p_test, verbose, c
         err.print(f"run directory: {run_dir}", style="muted", markup=False, highlight=False, soft_wrap=True)
     outs.write(doc)
     sys.exit(report.exit_code)
+
+
+def trust_notes(raws, most: int = 8) -> list:
+    """The host keys trusted on first use (--accept-new-host-keys, StrictHostKeyChecking accept-new), one note
+    each, shown whatever the verbosity: a key nobody verified is the admin's to check."""
+    found = [f"{r.host}: {n}" for r in raws for n in (r.extra.get("notes") or [])
+             if isinstance(n, str) and ("trust on first use" in n or n.startswith("trusted "))]
+    if len(found) > most:
+        found = found[:most] + [f"... and {len(found) - most} more host keys trusted on first use (-v or the "
+                                "JSON report names each)"]
+    return found
 
 
 def _run_dir(given: Optional[str]):

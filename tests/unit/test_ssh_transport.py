@@ -319,6 +319,24 @@ def test_cli_never_prints_paramiko_tracebacks(keys, server, tmp_path):
     assert "ssh.banner" in r.stdout
 
 
+def test_a_key_trusted_on_first_use_is_said_without_verbose(keys, server, tmp_path):
+    """--accept-new-host-keys saves a key nobody verified: check and collect say so on every run, not only
+    with -v (it was one evidence line of an ok finding)."""
+    s = server()
+    cfg, kh = write_config(tmp_path, s.port, keys["dir"] / "id_client")
+    env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "300", "PYTHONPATH": str(Path(__file__).parents[2])}
+    base_args = ["-w", "node", "--ssh-config", cfg, "--only", "system", "--accept-new-host-keys"]
+    r = subprocess.run([sys.executable, "-m", "nccldiag", "check", *base_args, "--mesh", "none"],
+                       capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL, env=env)
+    assert r.returncode in (0, 1), r.stdout + r.stderr
+    assert f"note: node: added {keys['host'].get_name()} key of [127.0.0.1]:{s.port} to {kh} (trust on first use)" \
+        in " ".join(r.stdout.split()), r.stdout
+    kh.write_text("")
+    r = subprocess.run([sys.executable, "-m", "nccldiag", "collect", *base_args, "-o", str(tmp_path / "b")],
+                       capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL, env=env)
+    assert r.returncode == 0 and "nccldiag: note: node: added" in r.stderr and "trust on first use" in r.stderr, r.stderr
+
+
 def test_a_node_that_sends_too_much_is_cut_off(keys, server):
     """A node whose source is /dev/zero cannot exhaust the admin host: reading stops at max_output."""
     s = server()
