@@ -20,7 +20,7 @@ from nccldiag.collect.script import build_script
 from nccldiag.collect.sections import new_mark, split_sections
 from nccldiag.model.raw import RawNode
 from nccldiag.inventory import Host
-from nccldiag.transport.base import ExecResult, TransportError
+from nccldiag.transport.base import COMMAND_TIMEOUT, PROTOCOL, ExecResult, TransportError
 from nccldiag.transport.task import fan_out
 from nccldiag.transport.local import LocalTransport
 from nccldiag.transport.ssh import SSHConnection, SSHOptions
@@ -64,15 +64,25 @@ def _script_env(opts: CollectOptions) -> dict:
 
 
 def _to_raw(host: str, result: ExecResult, mark: str) -> RawNode:
+    """The node from the script's output. A collection cut short keeps the sections that came (the engine
+    judges the areas whose sources all ended and marks the others not checked), with its cause: a timeout
+    (``extra["timeout"]``), or the transport's error (output over the cap, a connection lost, a channel
+    closed with no exit status)."""
     sections, rcs, truncated = split_sections(result.stdout, mark)
     node = RawNode(host=host, sections=sections, rcs=rcs, truncated=truncated, elapsed=result.elapsed)
-    if result.error is not None:
+    error = result.error
+    if error is None and truncated and result.rc == -1:
+        # sshd's session ended without the script's exit status: the channel died under it
+        error = TransportError(PROTOCOL, "the channel closed before the collection ended (no exit status: "
+                                         "the node's sshd session was killed or the connection dropped)", host)
+    if error is not None:
         if sections:
-            # the script started but did not finish in time: keep what came
             node.truncated = True
-            node.extra["timeout"] = result.error.message
+        if sections and error.kind == COMMAND_TIMEOUT:
+            # the script started but did not finish in time: keep what came
+            node.extra["timeout"] = error.message
         else:
-            node.error = result.error.to_dict()
+            node.error = error.to_dict()
     return node
 
 

@@ -384,6 +384,40 @@ def test_files_ssh_config_names_are_regular_files_read_with_a_cap(keys, server, 
         assert conn.run("true", timeout=10).rc == 0
 
 
+@pytest.mark.parametrize("cause", ["oversize", "dead channel"])
+def test_a_collection_cut_short_judges_what_ended_and_leaves_the_rest_not_checked(keys, server, tmp_path,
+                                                                                 monkeypatch, cause):
+    """CONSTRUCTED node root whose /proc/cmdline (iommu's first source) is 2 MiB: the output passes the 1 MiB cap,
+    or sshd dies 1 MiB into it. Before: oversize was reported as a command timeout with its fix, a dead channel
+    as one too, and the cut area was judged on the part that came (ok). Now the cause is named with its own fix,
+    the system area (whose sources all ended) is judged, and iommu is not checked."""
+    from nccldiag import areas as registry
+    from nccldiag.check import engine
+    from nccldiag.collect import runner
+    from nccldiag.inventory import Host
+
+    (tmp_path / "proc").mkdir()
+    (tmp_path / "proc" / "cmdline").write_text("quiet " * ((2 << 20) // 6))
+    monkeypatch.setenv("NCCLDIAG_ROOT", str(tmp_path))  # the test sshd's shell reads this root
+    s = server("cut" if cause == "dead channel" else "ok")
+    s.cut_at = 1 << 20
+    cfg, _ = write_config(keys["dir"], s.port, keys["dir"] / "id_client", known_line(s.port, keys["host"]))
+    ssh_opts = SSHOptions(config_path=cfg, connect_timeout=3, use_agent=False, retries=0,
+                          max_output=(1 << 20) if cause == "oversize" else 32 << 20)
+    areas = registry.select(["iommu"], [])
+    opts = runner.CollectOptions(ssh=ssh_opts, mesh="none")
+    raw = runner.collect_host(Host("node"), runner.script_for(areas), opts)
+    nr = engine.analyze_node(raw, areas)
+    by_area = {a: [f for f in nr.findings if f.area == a] for a in ("ssh", "system", "iommu")}
+    (how,) = by_area["ssh"]
+    want = base.OVERSIZE if cause == "oversize" else base.PROTOCOL
+    assert (how.check, how.status.value, how.fix) == (f"ssh.{want}", "error", base.FIXES[want]), how
+    assert by_area["system"] and not [f for f in by_area["system"] if f.check.endswith("not_checked")]
+    (cut,) = by_area["iommu"]
+    assert (cut.check, cut.status.value) == ("iommu.not_checked", "error") and "proc_cmdline" in cut.message, cut
+    assert cut.fix == base.FIXES[want] and nr.status.value == "error" and engine.exit_code([nr]) == 3
+
+
 def test_known_hosts_read_once_per_change_plain_and_hashed(keys, tmp_path):
     a, b = keys["host"], keys["other_host"]
     kh = tmp_path / "known_hosts"
