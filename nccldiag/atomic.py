@@ -3,12 +3,100 @@
 The text goes to a new temporary file with an unpredictable name in the same
 directory (``mkstemp``: created exclusively, never through a link), which is
 flushed to disk, then renamed over the target.
+
+Directories nccldiag writes in (run directories, bundles) are its own: made by
+:func:`own_dir` so that they cannot have existed before, or, when they did,
+accepted only if they are real directories of this user that nobody else may
+write in, reached through directories nobody else can change.
 """
 from __future__ import annotations
 
+import errno
 import os
+import stat
 import tempfile
 from typing import Optional
+
+
+class Unsafe(PermissionError):
+    """A place another user controls: a link, someone else's directory, or one others may write in."""
+
+    def __init__(self, path: str, why: str):
+        super().__init__(errno.EPERM, why, path)
+
+    def __str__(self) -> str:
+        return f"{self.filename}: {self.strerror}"
+
+
+def _mode(st: os.stat_result) -> str:
+    return oct(stat.S_IMODE(st.st_mode))[2:].zfill(4)
+
+
+def check_own_dir(path: str) -> None:
+    """Raise :class:`Unsafe` unless ``path`` is a directory (not a link to one) of this user that only it may write in."""
+    st = os.lstat(path)
+    if stat.S_ISLNK(st.st_mode):
+        raise Unsafe(path, "is a symbolic link: refused (give the directory itself)")
+    if not stat.S_ISDIR(st.st_mode):
+        raise Unsafe(path, "exists and is not a directory")
+    if st.st_uid != os.geteuid():
+        raise Unsafe(path, f"belongs to uid {st.st_uid}, not to this user (uid {os.geteuid()}): refused")
+    if st.st_mode & 0o022:
+        raise Unsafe(path, f"other users may write in it (mode {_mode(st)}): refused")
+
+
+def check_parents(path: str) -> None:
+    """Raise :class:`Unsafe` if another user could replace ``path`` through one of the directories above it.
+
+    Every existing directory above it must belong to root or this user and
+    be closed to others' writes (a sticky directory such as ``/tmp`` is
+    fine: nobody can rename what is not theirs in it); no link on the way
+    may belong to anyone else.
+    """
+    me = os.geteuid()
+    here = os.path.dirname(os.path.abspath(path))
+    cur = "/"
+    for part in [p for p in here.split("/") if p]:
+        cur = os.path.join(cur, part)
+        try:
+            st = os.lstat(cur)
+        except FileNotFoundError:
+            break
+        if stat.S_ISLNK(st.st_mode) and st.st_uid not in (0, me):
+            raise Unsafe(path, f"{cur} is a link of uid {st.st_uid}, who could point it elsewhere: refused")
+    cur = os.path.realpath(here)
+    while True:
+        try:
+            st = os.stat(cur)
+        except FileNotFoundError:
+            st = None
+        if st is not None:
+            if st.st_uid not in (0, me):
+                raise Unsafe(path, f"{cur} belongs to uid {st.st_uid}, who could replace what is in it: refused")
+            if st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX:
+                raise Unsafe(path, f"{cur} is open to other users' writes (mode {_mode(st)}), so they could "
+                                   "replace what is in it: refused")
+        if cur == "/":
+            return
+        cur = os.path.dirname(cur)
+
+
+def own_dir(path: str, mode: int = 0o700) -> str:
+    """Make ``path`` (and what is missing above it) so that it cannot have existed before; or accept it as it is
+    when it is this user's own closed directory (:func:`check_own_dir`). Raises :class:`Unsafe` otherwise."""
+    check_parents(path)
+    parent = os.path.dirname(os.path.abspath(path))
+    os.makedirs(parent, mode=0o755, exist_ok=True)
+    try:
+        os.mkdir(path, mode)
+    except FileExistsError:
+        check_own_dir(path)
+    return path
+
+
+def create_new(path: str, flags: int = os.O_WRONLY, mode: int = 0o600) -> int:
+    """A file descriptor on a new file at ``path``: never an existing file, never through a link."""
+    return os.open(path, flags | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
 
 
 def write_text(path: str, text: str, mode: Optional[int] = None) -> None:
@@ -39,24 +127,43 @@ class TooLarge(ValueError):
     """The file holds more than the caller's limit."""
 
 
-def read_regular(path: str, limit: int) -> str:
-    """The text of ``path``, read only if it is a regular file, never through a link, at most ``limit`` bytes.
+def read_regular_bytes(path: str, limit: int, follow: bool = False) -> bytes:
+    """The bytes of ``path``, read only if it is a regular file, at most ``limit`` bytes.
 
-    Raises ``FileNotFoundError`` (and other ``OSError``) as ``open`` does,
-    :class:`NotRegular` for anything but a regular file (a FIFO is not waited
-    on), and :class:`TooLarge` past ``limit``. Bytes that are not UTF-8 are
-    replaced.
+    Never through a link unless ``follow`` (a user's own ``~/.ssh`` files may
+    be links to a dotfiles checkout). Raises ``FileNotFoundError`` (and other
+    ``OSError``) as ``open`` does, :class:`NotRegular` for anything but a
+    regular file (a FIFO is not waited on, a device not read), and
+    :class:`TooLarge` past ``limit``.
     """
-    import stat
-
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | (0 if follow else os.O_NOFOLLOW)
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise NotRegular(f"{path}: not a regular file")
+        fd = os.open(path, flags)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP and not follow:
+            raise NotRegular(f"{path}: not a regular file (a symbolic link)") from None
+        raise
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            kind = "a FIFO" if stat.S_ISFIFO(st.st_mode) else "a device" if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(
+                st.st_mode) else "a directory" if stat.S_ISDIR(st.st_mode) else "a socket"
+            raise NotRegular(f"{path}: not a regular file ({kind})")
+        if st.st_size > limit:
+            raise TooLarge(f"{path}: larger than {_size(limit)} ({st.st_size} bytes)")
         with os.fdopen(fd, "rb", closefd=False) as f:
             data = f.read(limit + 1)
     finally:
         os.close(fd)
     if len(data) > limit:
-        raise TooLarge(f"{path}: larger than {limit >> 20} MiB")
-    return data.decode("utf-8", errors="replace")
+        raise TooLarge(f"{path}: larger than {_size(limit)}")
+    return data
+
+
+def _size(n: int) -> str:
+    return f"{n >> 20} MiB" if n >= 1 << 20 else f"{n >> 10} KiB"
+
+
+def read_regular(path: str, limit: int, follow: bool = False) -> str:
+    """The text of :func:`read_regular_bytes`; bytes that are not UTF-8 are replaced."""
+    return read_regular_bytes(path, limit, follow).decode("utf-8", errors="replace")

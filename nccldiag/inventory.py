@@ -48,6 +48,34 @@ _SECRET_RE = re.compile(r"PRIVATE KEY|^[^:\s]+:\$[0-9a-z]+\$|^[^:\s]+:[^:]*:\d+:
 def _looks_secret(text: str) -> bool:
     """A file that looks like credentials (a key, a shadow or passwd file): its content is never quoted."""
     return bool(_SECRET_RE.search(text[:4096]))
+
+
+# Credential files whose every line would otherwise parse as host names (a .netrc is words separated by
+# blanks, as a plain hostfile is), recognised before anything of them is used. Each form is one no hostfile
+# takes: netrc's keywords (a host named "machine" followed by one named "login"), PEM and OpenSSH key
+# armour, and the colon-separated fields of shadow, passwd and .pgpass lines (more, or other, than any
+# host, host:N or IPv6 address has).
+_CREDENTIALS = (
+    (".netrc", re.compile(r"(?:^|\s)(?:machine\s+\S+|default)(?:\s+\S+\s+\S+){0,3}?\s+(?:login|password|account)\s+\S")),
+    ("a private key", re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----|PuTTY-User-Key-File")),
+    ("a shadow file", re.compile(r"^[^:\s]+:[^:\s]*:\d*:\d*:\d*:\d*:\d*:\d*:[^:\s]*$", re.M)),
+    ("a passwd file", re.compile(r"^[^:\s]+:[^:\s]*:\d+:\d+:[^:]*:/[^:]*:(?:/[^:]*)?$", re.M)),
+    ("a .pgpass file", re.compile(r"^[^:\s#]+:(?:\d+|\*):[^:\s]+:[^:\s]+:\S+$", re.M)),
+)
+
+
+def credentials_kind(text: str) -> Optional[str]:
+    """What kind of credentials file ``text`` looks like (``".netrc"``, ``"a private key"``, ...), or None."""
+    words = _COMMENT_RE.sub("", text)  # "# machine room, login nodes" is a hostfile's comment
+    for kind, pattern in _CREDENTIALS:
+        if pattern.search(words if kind == ".netrc" else text):
+            return kind
+    return None
+
+
+_COMMENT_RE = re.compile(r"(?:#|//).*$", re.M)
+
+
 _USER_KEYS = {"username", "user-name", "user"}
 
 
@@ -168,8 +196,50 @@ def _parse_int(value: str, key: str, where: str) -> int:
     return n
 
 
+# Characters that Python's str.split() and splitlines() take for line or word breaks besides space, tab and
+# newline: a carriage return alone (``node02\rtouch``) made "touch" a host. Refused wherever they are.
+_BREAKS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]")
+_BREAK_NAMES = {"\r": "a carriage return (\\r)", "\x0b": "a vertical tab", "\x0c": "a form feed",
+                "\x85": "a next-line character (U+0085)", "\u2028": "a line separator (U+2028)",
+                "\u2029": "a paragraph separator (U+2029)"}
+
+
+def _check_breaks(line: str, where: str) -> None:
+    m = _BREAKS.search(line)
+    if m:
+        c = m.group()
+        what = _BREAK_NAMES.get(c, f"a control character ({c!r})")
+        raise InventoryError(where, f"{what} inside the line, after {_q(line[:m.start()])}: refused (read as a "
+                                    "break, it would make the rest of the line more hosts)")
+
+
+_BRACKETED_V6 = re.compile(r"^\[([^\[\]]*:[^\[\]]*)\](?::(\d+))?$")
+_BARE_V6 = re.compile(r"^[0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*(?:%\S+)?$")
+
+
+def _check_ipv6(spec: str, given: str, where: str) -> None:
+    """An IPv6 address, bare or in brackets, is named as one (a port or zone included), never read as a
+    host name with a slot count or as a node set."""
+    m = _BRACKETED_V6.match(spec)
+    addr = m.group(1) if m else spec if _BARE_V6.match(spec) else None
+    if addr is None:
+        return
+    import ipaddress
+
+    try:
+        ipaddress.ip_address(addr.split("%", 1)[0])
+    except ValueError:
+        raise InventoryError(where, f"{_q(given)} is not a valid host name, IPv4 or IPv6 address") from None
+    port = m.group(2) if m else None
+    tail = f" (and ':{port}' after it would be read as {port} slots, not a port)" if port else ""
+    raise InventoryError(where, f"{_q(given)} is an IPv6 address: hosts are given by name or IPv4 address; "
+                                f"name it in ~/.ssh/config ('Host n1' with 'HostName {addr}') and give that "
+                                f"name{tail}")
+
+
 def parse_line(line: str, where: str) -> Tuple[List[Host], List[str]]:
     """Hosts and exclusions on one hostfile line (comments already removed)."""
+    _check_breaks(line, where)
     tokens = line.split()
     if not tokens:
         return [], []
@@ -210,11 +280,20 @@ def parse_line(line: str, where: str) -> Tuple[List[Host], List[str]]:
             excluded.extend(expand(spec[1:], where))
             continue
         h_user = user
-        if "@" in spec:
+        given = spec
+        at = "@" in spec
+        if at:
             h_user, _, spec = spec.rpartition("@")
             if not _USER_RE.match(h_user):
                 raise InventoryError(where, f"{_q(h_user)} is not a valid user name")
+        _check_ipv6(spec, given, where)
         h_slots = slots
+        if at and ":" in spec:
+            name, _, count = spec.rpartition(":")
+            raise InventoryError(
+                where, f"{_q(given)}: ssh reads 'user@host:N' as a port, MPI launchers as N slots: write "
+                       f"'{h_user}@{name} port={count}' for an SSH port or '{h_user}@{name} slots={count}' for "
+                       f"{count} ranks")
         if ":" in spec:
             spec, _, count = spec.rpartition(":")
             if not count.isdigit():
@@ -244,9 +323,11 @@ def parse_hostfile_text(text: str, path: str = "<hostfile>") -> Inventory:
     """Parse a hostfile's text. Errors name ``path:line``."""
     inv = Inventory()
     in_block_comment = False
-    for lineno, raw in enumerate(text.splitlines(), 1):
+    # lines end at "\n" only (a CRLF's "\r" is part of its end): splitlines() also broke a line at a lone
+    # "\r", a form feed or U+2028, which parse_line now refuses inside a line
+    for lineno, raw in enumerate(text.split("\n"), 1):
         where = f"{path}:{lineno}"
-        line = raw
+        line = raw[:-1] if raw.endswith("\r") else raw
         if in_block_comment:
             end = line.find("*/")
             if end < 0:
@@ -301,6 +382,11 @@ def read_hostfile(path: str) -> Inventory:
     except OSError as exc:
         raise InventoryError(path, exc.strerror or str(exc)) from None
     text = text[1:] if text.startswith("\ufeff") else text  # a BOM, as Windows editors write
+    kind = credentials_kind(text)
+    if kind is not None:  # before any of it becomes a host: a password must never be looked up, tried or printed
+        shown = kind if kind.startswith("a") else f"a {kind} file"
+        raise InventoryError(path, f"not a hostfile: it looks like {shown} (credentials), so nothing of it "
+                                   "is used or shown")
     try:
         return parse_hostfile_text(text, path)
     except InventoryError as exc:

@@ -38,13 +38,27 @@ def state_dir(command: str) -> str:
 
 
 def prepare(path: str, option: str = "--run-dir") -> str:
-    """Check, before any work, that ``path`` can become a new run directory; its absolute path."""
+    """Check, before any work, that ``path`` can become a new run directory; its absolute path.
+
+    An existing directory is taken only if it is empty, this user's, closed
+    to other users' writes and not a link (:func:`nccldiag.atomic.check_own_dir`);
+    in any case nobody else may be able to replace it through a directory
+    above it (:func:`nccldiag.atomic.check_parents`).
+    """
+    from nccldiag.atomic import Unsafe, check_own_dir, check_parents
+
     path = os.path.abspath(path)
-    if os.path.exists(path):
-        if not os.path.isdir(path):
-            raise UsageError(f"{option} {path}: exists and is not a directory")
+    try:
+        check_parents(path)
+        if os.path.lexists(path):
+            check_own_dir(path)
+    except Unsafe as exc:
+        raise UsageError(f"{option} {path}: {exc.strerror}") from None
+    if os.path.lexists(path):
         if os.path.exists(os.path.join(path, META)) or os.path.exists(os.path.join(path, "records.jsonl")):
             raise UsageError(f"{option} {path}: holds an earlier run; give a new directory")
+        if os.listdir(path):
+            raise UsageError(f"{option} {path}: is not empty; give a new or empty directory")
         if not os.access(path, os.W_OK | os.X_OK):
             raise UsageError(f"{option} {path}: cannot write in it")
         return path
@@ -57,8 +71,15 @@ def prepare(path: str, option: str = "--run-dir") -> str:
 
 
 def create(path: str, meta: Dict[str, Any]) -> str:
-    """Make the run directory (owner only) and write ``run.json``."""
-    os.makedirs(path, mode=0o700, exist_ok=True)
+    """Make the run directory (owner only, so that it cannot have existed before, or the empty one
+    :func:`prepare` accepted, checked again) and write ``run.json``.
+
+    Raises :class:`nccldiag.atomic.Unsafe` (an ``OSError``) when something
+    else stands at the path by now.
+    """
+    from nccldiag.atomic import own_dir
+
+    own_dir(path)
     write_text(os.path.join(path, META), json.dumps(meta, indent=2, default=str) + "\n")
     return path
 
@@ -67,9 +88,12 @@ class Lines:
     """A JSON-lines file appended to, one flushed line per value (safe across threads)."""
 
     def __init__(self, path: str):
+        from nccldiag.atomic import create_new
+
         self.path = path
         self._lock = threading.Lock()
-        self._f = open(path, "a", encoding="utf-8")
+        # a new file: never one planted at the name, never through a link
+        self._f = os.fdopen(create_new(path, os.O_WRONLY | os.O_APPEND), "w", encoding="utf-8")
 
     def add(self, value: Dict[str, Any]) -> None:
         with self._lock:

@@ -86,13 +86,17 @@ def analyze_node(raw: RawNode, areas: Sequence[ModuleType], options: Optional[Ma
     for area in areas:
         if kind(area) == "transport":
             report.findings.extend(area.judge_transport(raw))
-    if raw.error:
+    if raw.error and not raw.sections:
         report.reachable = False
         for f in report.findings:
             f.host = raw.host
         return report
     node = NodeFacts(host=raw.host, options=options)
     node_areas = [a for a in areas if kind(a) == "node"]
+    for area in node_areas:
+        cut = _cut_sources(raw, area)
+        if cut:  # judged on part of its output, an area could pass (or fail) for what never came
+            report.findings.append(_not_checked(raw, area, cut))
     for area in node_areas:
         try:
             node.facts[area.NAME] = area.parse(raw.sections)
@@ -102,7 +106,10 @@ def analyze_node(raw: RawNode, areas: Sequence[ModuleType], options: Optional[Ma
             )
             node.facts[area.NAME] = None
     for area in node_areas:
-        if any(f.area == area.NAME and f.check.endswith(".parse") for f in report.findings):
+        if any(f.area == area.NAME and f.check.endswith(".not_checked") for f in report.findings):
+            node.facts[area.NAME] = None  # part of an output: no other area or node compares it either
+    for area in node_areas:
+        if any(f.area == area.NAME and f.check.endswith((".parse", ".not_checked")) for f in report.findings):
             continue
         try:
             found = area.judge(node.facts.get(area.NAME), node)
@@ -117,6 +124,29 @@ def analyze_node(raw: RawNode, areas: Sequence[ModuleType], options: Optional[Ma
         f.host = raw.host
     report.facts = node.facts
     return report
+
+
+def _cut_sources(raw: RawNode, area: ModuleType) -> List[str]:
+    """The sources of ``area`` that did not end on a node whose collection was cut short (none otherwise)."""
+    if not (raw.truncated or raw.error):
+        return []
+    return [s.name for s in getattr(area, "SOURCES", ()) if s.name not in raw.rcs]
+
+
+def _not_checked(raw: RawNode, area: ModuleType, cut: List[str]) -> Finding:
+    from nccldiag.transport.base import COMMAND_TIMEOUT, FIXES
+
+    if raw.error:
+        kind = str(raw.error.get("kind") or "")
+        cause, fix = str(raw.error.get("message") or kind), str(raw.error.get("fix") or FIXES.get(kind, ""))
+    elif raw.extra.get("timeout"):
+        cause, fix = str(raw.extra["timeout"]), FIXES[COMMAND_TIMEOUT]
+    else:
+        cause, fix = "the output ended early", ""
+    shown = ", ".join(cut[:4]) + (f" and {len(cut) - 4} more" if len(cut) > 4 else "")
+    return error(area.NAME, f"{area.NAME}.not_checked",
+                 f"not checked: the collection was cut short before {shown} ended ({cause})",
+                 actual="not checked", fix=fix)
 
 
 def summaries(nodes: Sequence[NodeReport], areas: Sequence[ModuleType]) -> Dict[str, Dict[str, Optional[str]]]:

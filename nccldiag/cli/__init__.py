@@ -8,8 +8,12 @@ stderr; ``--json -`` keeps stdout for JSON alone.
 """
 from __future__ import annotations
 
+import errno
+import io
 import os
 import signal
+import sys
+from typing import Optional
 
 import click
 
@@ -17,7 +21,7 @@ from nccldiag import __version__
 from nccldiag.cli import check, collect, isolate, log, probe, report
 from nccldiag.cli.options import CONTEXT
 from nccldiag.model.errors import NccldiagError
-from nccldiag.model.findings import EXIT_INTERNAL
+from nccldiag.model.findings import EXIT_INTERNAL, clean_text
 
 
 class Terminated(KeyboardInterrupt):
@@ -28,6 +32,69 @@ def _on_sigterm(signum, frame):
     raise Terminated()
 
 
+# What a stdout that takes no more says: a full disk, a quota, a file too large, an I/O error.
+_STDOUT_FULL = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO}
+
+
+class _Stdout(io.TextIOBase):
+    """``sys.stdout`` while a command runs: once it cannot take more (``nccldiag check > file`` on a full
+    disk), what it could not take is lost with one warning on stderr, and the run goes on: the run
+    directory and the report files are written and the exit code is the run's (it was an internal error,
+    exit 4). A reader that closed the pipe is still :func:`nccldiag.report.outputs.reader_may_leave`'s."""
+
+    def __init__(self, inner):
+        super().__init__()
+        self.inner = inner
+        self.lost: Optional[str] = None
+
+    def _guard(self, call, *args):
+        if self.lost is not None:
+            return len(args[0]) if args else None
+        try:
+            return call(*args)
+        except OSError as exc:
+            if exc.errno not in _STDOUT_FULL:
+                raise
+            self.lost = exc.strerror or str(exc)
+            try:  # what the buffer still holds goes nowhere, at exit too
+                null = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(null, self.inner.fileno())
+                os.close(null)
+                self.inner.flush()
+            except (OSError, ValueError):
+                pass
+            click.echo(f"nccldiag: warning: stdout: {self.lost}: the rest of the output to stdout is lost; the run "
+                       "directory and any report files are still written", err=True)
+            return len(args[0]) if args else None
+
+    def write(self, text):
+        return self._guard(self.inner.write, text)
+
+    def flush(self):
+        return self._guard(self.inner.flush)
+
+    def writable(self):
+        return True
+
+    def isatty(self):
+        return self.inner.isatty()
+
+    def fileno(self):
+        return self.inner.fileno()
+
+    @property
+    def encoding(self):
+        return self.inner.encoding
+
+    @property
+    def errors(self):
+        return self.inner.errors
+
+    @property
+    def buffer(self):
+        return self.inner.buffer
+
+
 class _Group(click.Group):
     def invoke(self, ctx):
         try:
@@ -35,10 +102,23 @@ class _Group(click.Group):
                 signal.signal(signal.SIGTERM, _on_sigterm)
         except ValueError:  # not the main thread (embedded use): SIGTERM keeps its default
             pass
+        real = sys.stdout
+        sys.stdout = _Stdout(real)
         try:
-            return super().invoke(ctx)
+            try:
+                return super().invoke(ctx)
+            finally:
+                try:
+                    sys.stdout.flush()
+                except BrokenPipeError:  # the reader left after the table: nothing more is for it
+                    null = os.open(os.devnull, os.O_WRONLY)
+                    os.dup2(null, real.fileno())
+                    os.close(null)
+                finally:
+                    sys.stdout = real
         except NccldiagError as exc:
-            click.echo(f"nccldiag: error: {exc}", err=True)
+            # a message may quote a file's name or words: cleaned as every printed string is
+            click.echo(f"nccldiag: error: {clean_text(str(exc))}", err=True)
             ctx.exit(exc.exit_code)
         except KeyboardInterrupt as exc:
             # a second Ctrl-C during clean-up lands here too: no traceback either way
@@ -50,7 +130,7 @@ class _Group(click.Group):
         except Exception as exc:  # a bug in nccldiag: never reported as a verdict on a node
             if os.environ.get("NCCLDIAG_DEBUG"):
                 raise
-            click.echo(f"nccldiag: internal error ({type(exc).__name__}: {str(exc)[:300]}); this is a bug in "
+            click.echo(f"nccldiag: internal error ({type(exc).__name__}: {clean_text(str(exc)[:300])}); this is a bug in "
                        "nccldiag, not a finding about any node. NCCLDIAG_DEBUG=1 shows the traceback.", err=True)
             ctx.exit(EXIT_INTERNAL)
 

@@ -161,12 +161,13 @@ def check(bundle, only, skip, mesh_mode, save_dir, run_dir, p2p_test, verbose, c
         raws, areas_sel = session.from_bundle(bundle, areas_sel, bool(only))
         notes = []
         target = None
-        keep = _Keeper(run_dir, run_id, areas_sel, options, os.path.abspath(bundle))
+        keep = _Keeper(run_dir, run_id, areas_sel, options, os.path.abspath(bundle), [r.host for r in raws])
         for raw in raws:
             keep.node(raw)
     else:
         target = collection_target(kw, local)
-        keep = _Keeper(run_dir, run_id, areas_sel, options, None)
+        keep = _Keeper(run_dir, run_id, areas_sel, options, None, _planned_hosts(target),
+                       target[2] if target[0] is not None else "local")
         try:
             raws, notes = run_collection(kw, areas_sel, save_dir, extra, mesh_mode, target=target, arrived=keep.node)
         finally:
@@ -174,7 +175,7 @@ def check(bundle, only, skip, mesh_mode, save_dir, run_dir, p2p_test, verbose, c
                 target[1].release()
     keep.close()
     report = engine.analyze(raws, areas_sel, options, judged=keep.judged)
-    report.inventory_notes = notes
+    report.inventory_notes = list(notes) + trust_notes(raws)
     if target is not None and (drain or resume_healthy or target[2] == "srun" or target[1] is not None
                                or target[3] is not None):
         from nccldiag.slurm import feedback
@@ -208,6 +209,17 @@ def check(bundle, only, skip, mesh_mode, save_dir, run_dir, p2p_test, verbose, c
     sys.exit(check_report.exit_code(report))
 
 
+def trust_notes(raws, most: int = 8) -> list:
+    """The host keys trusted on first use (--accept-new-host-keys, StrictHostKeyChecking accept-new), one note
+    each, shown whatever the verbosity: a key nobody verified is the admin's to check."""
+    found = [f"{r.host}: {n}" for r in raws for n in (r.extra.get("notes") or [])
+             if isinstance(n, str) and ("trust on first use" in n or n.startswith("trusted "))]
+    if len(found) > most:
+        found = found[:most] + [f"... and {len(found) - most} more host keys trusted on first use (-v or the "
+                                "JSON report names each)"]
+    return found
+
+
 def _run_dir(given: Optional[str]):
     """The run directory (checked before any work) and the run's id."""
     from nccldiag.probe.runner import new_run_id
@@ -218,24 +230,41 @@ def _run_dir(given: Optional[str]):
     return os.path.join(rundir.state_dir("check"), run_id), run_id
 
 
-class _Keeper:
-    """Writes the run directory of a check as nodes arrive: raw outputs (a bundle) and one judged line each."""
+def _planned_hosts(target) -> list:
+    """The hosts a live check is to collect, in inventory order (this machine's name without an inventory)."""
+    import socket
 
-    def __init__(self, path: str, run_id: str, areas_sel, options, bundle: Optional[str]):
+    inv = target[0]
+    return list(inv.names) if inv is not None else [socket.gethostname()]
+
+
+class _Keeper:
+    """Writes the run directory of a check as nodes arrive: raw outputs (a bundle) and one judged line each.
+
+    ``run.json`` and the raw bundle's ``_bundle.json`` name the hosts the run
+    was to check, written before the first node arrives.
+    """
+
+    def __init__(self, path: str, run_id: str, areas_sel, options, bundle: Optional[str], hosts: list,
+                 transport: str = "ssh"):
         self.path = path
         self.areas = areas_sel
         self.options = options
         self.bundle = bundle
         self.raw = os.path.join(path, "raw")
-        self.indexed = False
         self.judged = {}  # host -> NodeReport, judged once, as it arrived
         self.failed = ""  # why the run directory could not be written, once it could not
         self.lines = None
         try:
             rundir.create(path, {"command": "check", "run_id": run_id, "schema": "nccldiag.check/1",
-                                 "areas": [a.NAME for a in areas_sel], "options": options, "bundle": bundle,
-                                 "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
+                                 "hosts": list(hosts), "areas": [a.NAME for a in areas_sel], "options": options,
+                                 "bundle": bundle, "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
             self.lines = rundir.Lines(os.path.join(path, "nodes.jsonl"))
+            if bundle is None:
+                from nccldiag.collect import sections
+
+                sections.write_bundle_index(self.raw, list(hosts), {"transport": transport,
+                                                                    "areas": [a.NAME for a in areas_sel]})
         except OSError as exc:  # the default state directory unwritable: the check runs, unkept
             self.failed = f"{exc.strerror or exc}"
 
@@ -249,10 +278,6 @@ class _Keeper:
             return
         try:
             if self.bundle is None:
-                if not self.indexed:
-                    sections.write_bundle_index(self.raw, [], {"transport": raw.extra.get("transport", "ssh"),
-                                                               "areas": [a.NAME for a in self.areas]})
-                    self.indexed = True
                 sections.write_node(self.raw, raw)
             self.lines.add({"host": nr.host, "status": nr.status.value, "reachable": nr.reachable,
                             "elapsed_s": round(nr.elapsed, 3), "findings": [f.to_dict() for f in nr.findings]})

@@ -5,7 +5,7 @@ import sys
 
 import click
 
-from nccldiag.cli.check import collection_target, run_collection
+from nccldiag.cli.check import collection_target, run_collection, trust_notes
 from nccldiag.cli.options import CONTEXT, areas, host_options, import_torch_option, slurm_options, transport_option
 from nccldiag.model.errors import UsageError
 
@@ -37,6 +37,8 @@ def collect(out_dir, print_script, only, skip, **kw):
     finally:
         if target[1] is not None:
             target[1].release()
+    for note in trust_notes(raws):
+        click.echo(f"nccldiag: note: {note}", err=True)
     failed = [r for r in raws if r.error]
     for r in failed:
         click.echo(f"nccldiag: {r.host}: {r.error['message']}", err=True)

@@ -1,6 +1,7 @@
 """``nccldiag isolate``: name the bad node, link or network path in a constant number of rounds."""
 from __future__ import annotations
 
+import os
 import sys
 
 import click
@@ -64,10 +65,17 @@ def isolate(launcher, backend, nproc_per_node, nets, hcas, fraction, expected_bu
         raise UsageError("--partition/--nodes/... ask Slurm for an allocation: use them with --launcher srun")
     if hcas and backend == "gloo":
         raise UsageError("--hca needs the nccl backend (NCCL_IB_HCA); gloo has no HCA rows")
+    if out_dir:
+        from nccldiag import rundir
+
+        out_dir = rundir.prepare(out_dir, "-o")
     inv, alloc = slurm_inventory(kw, min(timeout or 60.0, 600.0))
+    made = None
     try:
         if inv is None or len(inv.hosts) < 2:
             raise UsageError("isolate needs at least 2 hosts (a hostfile, -w, or an allocation of 2 nodes or more)")
+        if out_dir:
+            made = _own_out_dir(out_dir)
         opts = isolate_run.IsolateOptions(
             backend=backend, nproc_per_node=nproc_per_node, nets=list(nets), hcas=list(hcas), fraction=fraction,
             expected_busbw=expected_busbw, seed=seed, pair_rounds=pair_rounds, size=parse_size(size) if size else None,
@@ -77,7 +85,13 @@ def isolate(launcher, backend, nproc_per_node, nets, hcas, fraction, expected_bu
         )
         err = console(stderr=True, color=color)
         report = isolate_run.run(inv.hosts, opts, progress=lambda line: err.print(line, style="muted", markup=False))
+        made = None
     finally:
+        if made is not None:  # nothing was kept in it: leave no empty directory behind
+            try:
+                os.rmdir(made)
+            except OSError:
+                pass
         if alloc is not None:
             alloc.release()
     try:
@@ -85,3 +99,18 @@ def isolate(launcher, backend, nproc_per_node, nets, hcas, fraction, expected_bu
     except OSError as exc:
         raise UsageError(f"--json {json_path}: cannot write: {exc.strerror or exc}") from None
     sys.exit(report.exit_code)
+
+
+def _own_out_dir(path: str) -> str:
+    """Make the ``-o`` directory now, before any node is contacted, so that nobody can make it first
+    (or accept the empty one of this user's that :func:`nccldiag.rundir.prepare` checked)."""
+    from nccldiag.atomic import Unsafe, own_dir
+
+    existed = os.path.lexists(path)
+    try:
+        own_dir(path)
+    except Unsafe as exc:
+        raise UsageError(f"-o {path}: {exc.strerror}") from None
+    except OSError as exc:
+        raise UsageError(f"-o {path}: cannot create it: {exc.strerror or exc}") from None
+    return None if existed else path

@@ -30,10 +30,13 @@ def report(run_dir, verbose, color, **kw):
 
     outs = outputs.Outputs.pop(kw)
     outs.validate()
+    from nccldiag.model.findings import clean_text
+
     doc = rebuild.load(run_dir)
     if not outs.stdout_json:
         with outputs.reader_may_leave():
-            summary.render(doc, console(color=color), verbose=verbose)
+            # a stored document is a file like any other: every string of it is cleaned before the terminal
+            summary.render(clean_text(doc), console(color=color), verbose=verbose)
     outs.write(doc)
     code = doc.get("exit_code")
     sys.exit(code if isinstance(code, int) and 0 <= code <= 4 else 3)

@@ -20,7 +20,7 @@ from nccldiag.collect.script import build_script, source_names
 from nccldiag.collect.sections import new_mark, split_sections
 from nccldiag.model.raw import RawNode
 from nccldiag.inventory import Host
-from nccldiag.transport.base import ExecResult, TransportError
+from nccldiag.transport.base import COMMAND_TIMEOUT, PROTOCOL, ExecResult, TransportError
 from nccldiag.transport.task import fan_out
 from nccldiag.transport.local import LocalTransport
 from nccldiag.transport.ssh import SSHConnection, SSHOptions
@@ -65,15 +65,25 @@ def _script_env(opts: CollectOptions) -> dict:
 
 
 def _to_raw(host: str, result: ExecResult, mark: str, script: str) -> RawNode:
+    """The node from the script's output. A collection cut short keeps the sections that came (the engine
+    judges the areas whose sources all ended and marks the others not checked), with its cause: a timeout
+    (``extra["timeout"]``), or the transport's error (output over the cap, a connection lost, a channel
+    closed with no exit status)."""
     sections, rcs, truncated = split_sections(result.stdout, mark, source_names(script))
     node = RawNode(host=host, sections=sections, rcs=rcs, truncated=truncated, elapsed=result.elapsed)
-    if result.error is not None:
+    error = result.error
+    if error is None and truncated and result.rc == -1:
+        # sshd's session ended without the script's exit status: the channel died under it
+        error = TransportError(PROTOCOL, "the channel closed before the collection ended (no exit status: "
+                                         "the node's sshd session was killed or the connection dropped)", host)
+    if error is not None:
         if sections:
-            # the script started but did not finish in time: keep what came
             node.truncated = True
-            node.extra["timeout"] = result.error.message
+        if sections and error.kind == COMMAND_TIMEOUT:
+            # the script started but did not finish in time: keep what came
+            node.extra["timeout"] = error.message
         else:
-            node.error = result.error.to_dict()
+            node.error = error.to_dict()
     return node
 
 
@@ -148,6 +158,13 @@ def collect_hosts(
 ) -> List[RawNode]:
     """Collect from every host, ``opts.fanout`` at a time, in hostfile order."""
     plan = mesh_plan(hosts, opts.mesh)
+    # every name looked up at once, each within the connect timeout: a DNS server slow to say no costs
+    # the run one connect timeout, not one per --fanout hosts
+    todo = [h.name for h in hosts if h.name not in opts.ssh.resolved]
+    if todo:
+        from nccldiag.transport.ssh import resolve_names
+
+        opts.ssh.resolved.update(resolve_names(todo, opts.ssh.connect_timeout))
 
     def task(h: Host) -> RawNode:
         return collect_host(h, script, opts, plan.get(h.name, ()))

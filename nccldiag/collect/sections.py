@@ -11,7 +11,7 @@ import os
 import re
 from typing import Dict, List, Optional, Sequence
 
-from nccldiag.atomic import NotRegular, TooLarge, read_regular, write_text
+from nccldiag.atomic import NotRegular, TooLarge, Unsafe, check_own_dir, check_parents, own_dir, read_regular, write_text
 from nccldiag.model.raw import RawNode
 
 SECTION_NAME = re.compile(r"^[A-Za-z0-9_]{1,64}$")  # every source name; nothing else becomes a file name
@@ -104,7 +104,7 @@ def write_node(bundle_dir: str, node: RawNode) -> str:
     import tempfile
 
     final = os.path.join(bundle_dir, _dirname(node.host))
-    os.makedirs(bundle_dir, exist_ok=True)
+    own_dir(bundle_dir, 0o755)
     d = tempfile.mkdtemp(prefix=f".{_dirname(node.host)}.", dir=bundle_dir)
     try:
         _write_node_files(d, node)
@@ -160,6 +160,18 @@ def _typed(meta: dict, key: str, kind, default, where: str):
     return value
 
 
+def _check_host(host: str, where: str) -> None:
+    """A host name a bundle gives (``_node.json``, or its directory's name) passes the inventory's rule, as one
+    given on the command line does: nothing else is ever printed or used as a host."""
+    from nccldiag.inventory import check_name
+    from nccldiag.model.errors import InventoryError
+
+    try:
+        check_name(host, where)
+    except InventoryError as exc:
+        raise ValueError(str(exc)) from None
+
+
 def read_node(node_dir: str) -> RawNode:
     """One node of a bundle. Only regular files are read; ``_node.json`` is checked field by field."""
     meta: dict = {}
@@ -173,6 +185,7 @@ def read_node(node_dir: str) -> RawNode:
         if not isinstance(meta, dict):
             raise ValueError(f"{meta_path}: expected a JSON object")
     host = _typed(meta, "host", str, "", meta_path) or os.path.basename(os.path.normpath(node_dir))
+    _check_host(host, meta_path)
     rcs = _typed(meta, "rcs", dict, {}, meta_path)
     error = _typed(meta, "error", dict, None, meta_path)
     if error is not None and not all(isinstance(error.get(k, ""), str) for k in ("kind", "message", "fix")):
@@ -224,7 +237,14 @@ def read_bundle(bundle_dir: str) -> List[RawNode]:
 
 
 def check_bundle_dir(bundle_dir: str, option: str) -> None:
-    """Refuse an output directory that holds something other than a bundle (before any work)."""
+    """Refuse an output directory that holds something other than a bundle, or that another user could
+    change or replace (before any work)."""
+    try:
+        check_parents(bundle_dir)
+        if os.path.lexists(bundle_dir):
+            check_own_dir(bundle_dir)
+    except Unsafe as exc:
+        raise ValueError(f"{option} {bundle_dir}: {exc.strerror}") from None
     if not os.path.exists(bundle_dir):
         parent = os.path.dirname(os.path.abspath(bundle_dir))
         if not os.path.isdir(parent):
@@ -243,7 +263,7 @@ def check_bundle_dir(bundle_dir: str, option: str) -> None:
 
 
 def write_bundle_index(bundle_dir: str, hosts: List[str], meta: Optional[dict] = None) -> None:
-    os.makedirs(bundle_dir, exist_ok=True)
+    own_dir(bundle_dir, 0o755)
     data = {"format": 1, "hosts": hosts}
     data.update(meta or {})
     write_text(os.path.join(bundle_dir, "_bundle.json"), json.dumps(data, indent=1))

@@ -42,16 +42,27 @@ def worst(statuses: Iterable[Status], default: Status = Status.SKIP) -> Status:
 # character but tab and newline: text from nodes and files never drives the reader's terminal.
 _ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-_]?|\x9b[0-?]*[ -/]*[@-~]")
 _CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# Characters a terminal shows as nothing that change what the reader sees: bidirectional overrides,
+# embeddings and isolates (text shown in another order than it is), zero-width characters and line
+# separators (two strings that look the same). They are shown as their code (``\u202e``), never obeyed.
+_INVISIBLE = re.compile("[\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb]")
+_SUSPECT = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u206f"
+                      "\ufeff\ufff9-\ufffb]")
 
 
 def clean_text(value: Any) -> Any:
-    """``value`` with terminal escapes and control characters removed (strings, and lists/tuples of them)."""
+    """``value`` with terminal escapes and control characters removed, and invisible formatting characters
+    (bidi, zero-width) shown as their code: strings, and lists, tuples and dicts of them (keys too), at any
+    depth. Text that needs no cleaning is returned as it is."""
     if isinstance(value, str):
-        if not _CONTROLS.search(value):
+        if not _SUSPECT.search(value):
             return value
-        return _CONTROLS.sub("", _ESCAPES.sub("", value))
+        value = _CONTROLS.sub("", _ESCAPES.sub("", value))
+        return _INVISIBLE.sub(lambda m: f"\\u{ord(m.group()):04x}", value)
     if isinstance(value, (list, tuple)):
         return type(value)(clean_text(v) for v in value)
+    if isinstance(value, dict):
+        return {clean_text(k): clean_text(v) for k, v in value.items()}
     return value
 
 
@@ -80,6 +91,8 @@ class Finding:
         self.actual = clean_text(self.actual)
         self.expected = clean_text(self.expected)
         self.evidence = clean_text(self.evidence)
+        self.fix = clean_text(self.fix)
+        self.host = clean_text(self.host)
 
     def to_dict(self) -> dict:
         d = dataclasses.asdict(self)

@@ -25,6 +25,7 @@ import shlex
 import shutil
 import signal
 import socket
+import stat
 import subprocess
 import tempfile
 import threading
@@ -40,6 +41,7 @@ from nccldiag.transport.base import (
     AUTH,
     BANNER,
     COMMAND_TIMEOUT,
+    CONFIG,
     HOSTKEY_CHANGED,
     HOSTKEY_UNKNOWN,
     OVERSIZE,
@@ -72,9 +74,30 @@ class SSHOptions:
     use_agent: bool = True
     retries: int = 2  # for connections dropped before the banner (MaxStartups)
     max_output: int = 32 * 1024 * 1024  # bytes of stdout+stderr one command may send back
+    # names looked up ahead of the connections, all at once (:func:`resolve_names`): name -> addresses or why not
+    resolved: Dict[str, object] = field(default_factory=dict, repr=False)
 
 
 _known_hosts_lock = threading.Lock()
+
+# The most of a file named in ssh_config that is read: a private key, certificate or public key (the largest,
+# RSA 16384, is under 13 KiB), and a known_hosts file (hundreds of thousands of entries).
+MAX_KEY_FILE = 1 << 20
+MAX_KNOWN_HOSTS = 64 << 20
+
+
+def _read_ssh_file(path: str, limit: int) -> Optional[bytes]:
+    """A file ssh_config names, read as OpenSSH's own files are (links followed): a regular file of at most
+    ``limit`` bytes, never a FIFO waited on or a device read; None when it is absent or unreadable.
+    Raises :class:`~nccldiag.atomic.NotRegular` or :class:`~nccldiag.atomic.TooLarge`, naming the file."""
+    from nccldiag.atomic import read_regular_bytes
+
+    if path == os.devnull:  # "UserKnownHostsFile /dev/null": OpenSSH's own way to say none
+        return b""
+    try:
+        return read_regular_bytes(path, limit, follow=True)
+    except OSError:
+        return None
 
 
 def _host_key_names(cfg: sshconfig.HostConfig) -> List[str]:
@@ -100,14 +123,18 @@ class KnownHosts:
     """
 
     def __init__(self, paths: Sequence[str]):
+        from nccldiag.atomic import NotRegular, TooLarge
+
         self.plain: Dict[str, Dict[str, List[paramiko.PKey]]] = {}
         self.hashed: List[Tuple[str, Dict[str, List[paramiko.PKey]]]] = []
         for path in paths:
             try:
-                with open(path, encoding="utf-8", errors="replace") as f:
-                    lines = f.readlines()
-            except OSError:
+                data = _read_ssh_file(path, MAX_KNOWN_HOSTS)
+            except (NotRegular, TooLarge) as exc:
+                raise TransportError(CONFIG, f"known_hosts file {exc}: refused") from None
+            if data is None:
                 continue
+            lines = data.decode("utf-8", "replace").splitlines()
             for lineno, line in enumerate(lines, 1):
                 line = line.strip()
                 if not line or line.startswith(("#", "@")):
@@ -153,14 +180,18 @@ def _stamp(paths: Sequence[str]) -> tuple:
     return tuple(out)
 
 
-def _load_known_hosts(paths: Sequence[str]) -> KnownHosts:
+def _load_known_hosts(paths: Sequence[str], host: str = "") -> KnownHosts:
     key = tuple(paths)
     stamp = _stamp(paths)
     with _known_hosts_lock:
         cached = _known_cache.get(key)
         if cached is not None and cached[0] == stamp:
             return cached[1]
-    known = KnownHosts(paths)
+    try:
+        known = KnownHosts(paths)
+    except TransportError as exc:
+        exc.host = host
+        raise
     with _known_hosts_lock:
         _known_cache[key] = (stamp, known)
     return known
@@ -179,7 +210,7 @@ def verify_host_key(
     key of the same type, TransportError(HOSTKEY_UNKNOWN) when no entry exists
     and trust on first use is off.
     """
-    known = _load_known_hosts(cfg.known_hosts_files)
+    known = _load_known_hosts(cfg.known_hosts_files, host)
     names = _host_key_names(cfg)
     key_type = key.get_name()
     for name in names:
@@ -208,7 +239,11 @@ def verify_host_key(
             return f"trusted {key_type} key of {names[0]} for this run (no known_hosts file to save it in)"
         with _known_hosts_lock:
             os.makedirs(os.path.dirname(target) or ".", mode=0o700, exist_ok=True)
-            with open(target, "a", encoding="ascii") as f:
+            # never waits on a FIFO (O_NONBLOCK) or writes into a device
+            fd = os.open(target, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | os.O_CLOEXEC, 0o600)
+            with os.fdopen(fd, "w", encoding="ascii") as f:
+                if not stat.S_ISREG(os.fstat(fd).st_mode):
+                    raise TransportError(CONFIG, f"known_hosts file {target}: not a regular file: refused", host)
                 f.write(f"{names[0]} {key_type} {key.get_base64()}\n")
         return f"added {key_type} key of {names[0]} to {target} (trust on first use)"
     raise TransportError(
@@ -224,7 +259,7 @@ def _prefer_known_key_types(t: paramiko.Transport, cfg: sshconfig.HostConfig) ->
     Without this, a host known by its ECDSA key that also offers Ed25519 would
     look like a changed key.
     """
-    known = _load_known_hosts(cfg.known_hosts_files)
+    known = _load_known_hosts(cfg.known_hosts_files, cfg.alias)
     types: List[str] = []
     for name in _host_key_names(cfg):
         entry = known.lookup(name)
@@ -238,12 +273,66 @@ def _prefer_known_key_types(t: paramiko.Transport, cfg: sshconfig.HostConfig) ->
         opts.key_types = preferred
 
 
-def open_socket(hostname: str, port: int, timeout: float, host: str) -> socket.socket:
-    """A connected TCP socket, or a classified TransportError."""
-    try:
-        infos = socket.getaddrinfo(hostname, port, socket.AF_UNSPEC, socket.SOCK_STREAM)
-    except socket.gaierror as exc:
-        raise TransportError(RESOLVE, f"name {hostname!r} does not resolve ({exc.strerror})", host) from None
+# Names looked up at once. A lookup costs the admin host nothing but a thread, while a DNS server that
+# drops some of many queries makes each of them wait out the resolver's own retries (5 s and more): with the
+# lookups inside the connections, --fanout at a time, 2,000 names that do not resolve took 213 s.
+RESOLVE_CONCURRENCY = 1024
+
+
+def resolve_names(names: Sequence[str], timeout: float,
+                  concurrency: int = RESOLVE_CONCURRENCY) -> Dict[str, object]:
+    """``{name: [(family, type, proto, address)] or the reason it did not resolve}`` for every name, looked up
+    ``concurrency`` at a time; each lookup is given ``timeout`` seconds from its own start and then left
+    behind (``getaddrinfo`` cannot be interrupted; its thread ends on its own)."""
+    out: Dict[str, object] = {}
+    cond = threading.Condition()
+    inflight: Dict[str, float] = {}
+
+    def look(name: str) -> None:
+        try:
+            infos = socket.getaddrinfo(name, None, socket.AF_UNSPEC, socket.SOCK_STREAM)
+            value: object = [(f, t, p, a[0] if f == socket.AF_INET else a[:1] + a[2:]) for f, t, p, _, a in infos]
+        except socket.gaierror as exc:
+            value = f"name {name!r} does not resolve ({exc.strerror})"
+        except (OSError, UnicodeError) as exc:
+            value = f"name {name!r} cannot be looked up ({exc})"
+        with cond:
+            if name in inflight:
+                del inflight[name]
+                out[name] = value
+                cond.notify_all()
+
+    pending = list(dict.fromkeys(names))
+    pending.reverse()
+    with cond:
+        while pending or inflight:
+            now = time.monotonic()
+            for name, started in list(inflight.items()):
+                if now - started >= timeout:
+                    del inflight[name]
+                    out[name] = f"name {name!r} did not resolve within {timeout:g} s (no answer from DNS)"
+            while pending and len(inflight) < concurrency:
+                name = pending.pop()
+                inflight[name] = now
+                threading.Thread(target=look, args=(name,), name="nccldiag-resolve", daemon=True).start()
+            if inflight:
+                cond.wait(max(0.01, min(inflight.values()) + timeout - time.monotonic()))
+    return out
+
+
+def open_socket(hostname: str, port: int, timeout: float, host: str,
+                resolved: Optional[Dict[str, object]] = None) -> socket.socket:
+    """A connected TCP socket, or a classified TransportError. The name is looked up within ``timeout``,
+    unless ``resolved`` (from :func:`resolve_names`) holds it already."""
+    found = resolved.get(hostname) if resolved is not None else None
+    if found is None:
+        found = resolve_names([hostname], timeout)[hostname]
+    if isinstance(found, str):
+        raise TransportError(RESOLVE, found, host)
+    infos = []
+    for family, stype, proto, addr in found:  # type: ignore[union-attr]
+        infos.append((family, stype, proto, "", (addr, port) if family == socket.AF_INET else
+                      (addr[0], port) + tuple(addr[1:])))
     deadline = time.monotonic() + timeout
     last: Optional[TransportError] = None
     for family, stype, proto, _, addr in infos:
@@ -269,10 +358,42 @@ def open_socket(hostname: str, port: int, timeout: float, host: str) -> socket.s
     raise last or TransportError(UNREACHABLE, f"connect to {hostname} port {port} timed out", host)
 
 
-def _load_key(path: str) -> Tuple[Optional[paramiko.PKey], Optional[str]]:
-    """The key in ``path``, or why it cannot be used (encrypted keys are skipped: nccldiag asks no passphrase)."""
+def _key_from_bytes(data: bytes) -> paramiko.PKey:
+    """The private key ``data`` holds, as :meth:`paramiko.PKey.from_path` reads it, from bytes already read."""
+    import io
+
+    from cryptography.hazmat.primitives import asymmetric, serialization
+
     try:
-        key = paramiko.PKey.from_path(path)
+        loaded = serialization.load_ssh_private_key(data=data, password=None)
+    except ValueError:
+        loaded = serialization.load_pem_private_key(data=data, password=None)
+    if isinstance(loaded, asymmetric.rsa.RSAPrivateKey):
+        cls = paramiko.RSAKey
+    elif isinstance(loaded, asymmetric.ed25519.Ed25519PrivateKey):
+        cls = paramiko.Ed25519Key
+    elif isinstance(loaded, asymmetric.ec.EllipticCurvePrivateKey):
+        cls = paramiko.ECDSAKey
+    else:
+        raise paramiko.SSHException(f"unsupported key type {type(loaded).__name__}")
+    return cls.from_private_key(io.StringIO(data.decode("utf-8", "replace")))
+
+
+def _load_key(path: str) -> Tuple[Optional[paramiko.PKey], Optional[str]]:
+    """The key in ``path``, or why it cannot be used (encrypted keys are skipped: nccldiag asks no passphrase).
+
+    The file is read once, as a regular file of at most :data:`MAX_KEY_FILE` bytes (``IdentityFile
+    /dev/zero`` or a FIFO is named, never read or waited on)."""
+    from nccldiag.atomic import NotRegular, TooLarge
+
+    try:
+        data = _read_ssh_file(path, MAX_KEY_FILE)
+    except (NotRegular, TooLarge) as exc:
+        return None, f"{exc} (skipped)"
+    if data is None:
+        return None, f"{path}: cannot be read (skipped)"
+    try:
+        key = _key_from_bytes(data)
     except paramiko.PasswordRequiredException:
         return None, f"{path} is encrypted (skipped; load it into ssh-agent)"
     except (OSError, paramiko.SSHException, ValueError, TypeError, AssertionError, IndexError) as exc:
@@ -284,8 +405,10 @@ def _load_key(path: str) -> Tuple[Optional[paramiko.PKey], Optional[str]]:
     cert = path + "-cert.pub"
     if os.path.exists(cert):
         try:
-            key.load_certificate(cert)
-        except (OSError, ValueError, paramiko.SSHException):
+            text = _read_ssh_file(cert, MAX_KEY_FILE)
+            if text:
+                key.load_certificate(text.decode("ascii", "replace"))
+        except (ValueError, paramiko.SSHException):
             pass
     return key, None
 
@@ -296,10 +419,9 @@ def _public_blob(path: str) -> Optional[bytes]:
     import binascii
 
     try:
-        with open(path, "rb") as f:
-            words = f.read(16384).split()
+        words = (_read_ssh_file(path, MAX_KEY_FILE) or b"").split()
         return base64.b64decode(words[1], validate=True) if len(words) >= 2 else None
-    except (OSError, binascii.Error, ValueError):
+    except (binascii.Error, ValueError):
         return None
 
 
@@ -482,10 +604,24 @@ def jump_argv(cfg: sshconfig.HostConfig, options: SSHOptions, timeout: float) ->
 def _dropped_before_banner(exc: TransportError) -> bool:
     """sshd shed the connection before its banner (MaxStartups): worth a retry.
 
-    Through a jump host, OpenSSH reports the jump host's sshd doing so as
+    Only a connection closed or reset before the banner is; an sshd that
+    accepted the connection and then said nothing until the deadline is not
+    shedding load, and a retry would only wait as long again. Through a jump
+    host, OpenSSH reports the jump host's sshd dropping it as
     ``kex_exchange_identification: ...``.
     """
-    return exc.kind == BANNER or (exc.kind == PROXY and "kex_exchange_identification" in exc.message)
+    if exc.kind == BANNER:
+        return bool(getattr(exc, "dropped", False))
+    return exc.kind == PROXY and "kex_exchange_identification" in exc.message
+
+
+def _dropped(kind: str, message: str, host: str) -> TransportError:
+    exc = TransportError(kind, message, host)
+    exc.dropped = True  # type: ignore[attr-defined]
+    return exc
+
+
+_CLOSED = (EOFError, ConnectionResetError, ConnectionAbortedError, BrokenPipeError)
 
 
 def _last_line(text: str) -> str:
@@ -536,7 +672,7 @@ class SSHConnection:
             except OSError as exc:
                 raise TransportError(PROXY, f"cannot start {argv[0]}: {exc.strerror or exc}", self.name) from None
             return self.proxy
-        return open_socket(cfg.hostname, cfg.port, timeout, self.name)
+        return open_socket(cfg.hostname, cfg.port, timeout, self.name, self.options.resolved)
 
     def _timeout(self, cfg: sshconfig.HostConfig) -> float:
         return min(self.options.connect_timeout, cfg.connect_timeout or self.options.connect_timeout)
@@ -574,10 +710,15 @@ class SSHConnection:
             except paramiko.SSHException as exc:
                 text = str(exc)
                 if "banner" in text.lower():
-                    raise TransportError(BANNER, f"sshd closed the connection before its banner ({text})", self.name) from None
+                    if isinstance(exc.__context__, _CLOSED):
+                        raise _dropped(BANNER, f"sshd closed the connection before its banner ({text})",
+                                       self.name) from None
+                    raise TransportError(BANNER, f"no SSH banner within {timeout:g} s ({text}): sshd accepted "
+                                                 "the connection but stalled", self.name) from None
                 raise TransportError(PROTOCOL, f"SSH negotiation failed: {text}", self.name) from None
             except (EOFError, OSError) as exc:
-                raise TransportError(BANNER, f"connection closed during SSH negotiation ({exc or type(exc).__name__})", self.name) from None
+                raise _dropped(BANNER, f"connection closed during SSH negotiation ({exc or type(exc).__name__})",
+                               self.name) from None
             if not (t.is_active() and getattr(t, "initial_kex_done", True)):
                 raise TransportError(
                     BANNER,

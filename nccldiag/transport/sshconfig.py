@@ -106,14 +106,33 @@ def expand_proxy_command(command: str, cfg: HostConfig) -> str:
     return "".join(out)
 
 
+MAX_CONFIG_FILE = 16 << 20  # bytes of an ssh_config file
+
+
+def _config_text(path: str, alias: str) -> Optional[str]:
+    """The text of the ssh_config file ``path`` (None when there is none): a regular file (links followed, as
+    OpenSSH does) of at most 16 MiB; a FIFO, a device or a huge file is a CONFIG error naming it."""
+    from nccldiag.atomic import NotRegular, TooLarge, read_regular
+
+    try:
+        return read_regular(path, MAX_CONFIG_FILE, follow=True)
+    except FileNotFoundError:
+        return None
+    except (NotRegular, TooLarge) as exc:
+        raise TransportError(CONFIG, f"ssh_config file {exc}: refused", alias) from None
+    except OSError as exc:
+        raise TransportError(CONFIG, f"ssh_config file {path}: cannot read it: {exc.strerror or exc}", alias) from None
+
+
 def _from_paramiko(alias: str, config_path: Optional[str]) -> HostConfig:
     import paramiko
 
     path = config_path or os.path.expanduser("~/.ssh/config")
     cfg = paramiko.SSHConfig()
-    if os.path.exists(path):
+    text = _config_text(path, alias)
+    if text is not None:
         try:
-            cfg = paramiko.SSHConfig.from_path(path)
+            cfg = paramiko.SSHConfig.from_text(text)
         except Exception as exc:  # paramiko raises a variety of parse errors
             raise TransportError(CONFIG, f"cannot parse {path}: {exc}", alias) from None
     d = cfg.lookup(alias)
@@ -148,6 +167,8 @@ def resolve(
     cfg: Optional[HostConfig] = None
     from_ssh = False
     if ssh:
+        # what ssh -G reads first: a FIFO there would hold it to the timeout, for every host
+        _config_text(config_path or os.path.expanduser("~/.ssh/config"), alias)
         argv = [ssh, "-G"]
         if config_path:
             argv += ["-F", config_path]

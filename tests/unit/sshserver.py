@@ -36,7 +36,8 @@ class _Server(paramiko.ServerInterface):
 
 
 class SSHServer:
-    """``mode``: "ok" (serve), "drop" (close before the banner), "silent" (never speak)."""
+    """``mode``: "ok" (serve), "drop" (close before the banner), "silent" (never speak), "cut" (serve, but send
+    the first ``cut_at`` bytes of a command's output and then drop the connection, as a killed sshd does)."""
 
     def __init__(self, host_key: paramiko.PKey, allowed_key: paramiko.PKey, mode: str = "ok"):
         self.host_key = host_key
@@ -49,6 +50,8 @@ class SSHServer:
         self.port = self.sock.getsockname()[1]
         self._stop = threading.Event()
         self._held = []
+        self.cut_at = 4096
+        self.accepted = 0  # connections accepted: how many attempts a client made
         self.thread = threading.Thread(target=self._serve, daemon=True)
         self.thread.start()
 
@@ -61,6 +64,7 @@ class SSHServer:
                 continue
             except OSError:
                 return
+            self.accepted += 1
             if self.mode == "drop":
                 conn.close()
                 continue
@@ -102,6 +106,10 @@ class SSHServer:
             proc.kill()
             out, err = proc.communicate()
         try:
+            if self.mode == "cut":
+                chan.sendall(out[: self.cut_at])
+                chan.get_transport().close()  # no exit status, no EOF: the session dies mid-output
+                return
             chan.sendall(out)
             chan.sendall_stderr(err)
             chan.send_exit_status(proc.returncode)

@@ -65,3 +65,21 @@ def test_an_internal_error_has_its_own_exit_code(tmp_path):
     r = fresh(code)
     assert r.returncode == 4, r.stderr
     assert "internal error (KeyError" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_a_full_stdout_loses_the_table_not_the_run(tmp_path):
+    """``nccldiag check ... > file`` on a full disk (/dev/full answers every write with ENOSPC): a warning on
+    stderr, the run directory and the report files written, the run's own exit code (it was exit 4)."""
+    bundle = tmp_path / "b" / "n1"
+    bundle.mkdir(parents=True)
+    (bundle / "hostname.txt").write_text("n1\n")
+    env = {**os.environ, "PYTHONPATH": str(REPO), "NO_COLOR": "1"}
+    for args in (["check", "--bundle", str(bundle.parent), "--run-dir", str(tmp_path / "run"),
+                  "--json", str(tmp_path / "r.json")], ["report", str(tmp_path / "run"), "-v"],
+                 ["report", str(tmp_path / "run"), "--json", "-"]):
+        with open("/dev/full", "w") as full:
+            r = subprocess.run([sys.executable, "-m", "nccldiag", *args], stdout=full, stderr=subprocess.PIPE,
+                               text=True, timeout=120, env=env, cwd=tmp_path)
+        assert r.returncode == 0, (args, r.stderr)
+        assert "nccldiag: warning: stdout: No space left on device" in r.stderr and "Traceback" not in r.stderr
+    assert (tmp_path / "run" / "report.json").exists() and (tmp_path / "r.json").exists()

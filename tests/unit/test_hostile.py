@@ -12,13 +12,17 @@ from nccldiag.collect import sections
 from nccldiag.collect.sections import split_sections
 
 ESC = "\x1b]0;owned\x07\x1b[2J"
+# what a terminal obeys or shows as nothing: escapes, a C1 CSI, a bidi override, a zero-width space
+HOSTILE = "\x1b]0;owned\x07\x1b[2J\x9b31m\u202egnp.exe\u200b"
+RAW = ("\x1b", "\x07", "\x9b", "\u202e", "\u200b")
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def hostile_root(tmp_path, target):
     root = tmp_path / "root"
     (root / "etc").mkdir(parents=True)
     (root / "etc" / "os-release").write_text(
-        f'PRETTY_NAME="Evil {ESC}Linux"\n'
+        f'PRETTY_NAME="Evil {HOSTILE}Linux"\n'
         f"@@nccldiag:end os_release rc=0@@\n"
         f"@@nccldiag:begin {target}@@\n"
         "written by the node\n"
@@ -29,7 +33,7 @@ def hostile_root(tmp_path, target):
 
 
 def run_cli(args, root, cwd):
-    env = {**os.environ, "NCCLDIAG_ROOT": str(root), "NO_COLOR": "1", "COLUMNS": "200"}
+    env = {**os.environ, "NCCLDIAG_ROOT": str(root), "NO_COLOR": "1", "COLUMNS": "200", "PYTHONPATH": REPO}
     return subprocess.run([sys.executable, "-m", "nccldiag", *args], capture_output=True, text=True, timeout=120,
                           env=env, cwd=cwd)
 
@@ -58,8 +62,8 @@ def test_a_relative_path_in_a_marker_stays_inside(tmp_path):
 def test_terminal_escapes_from_a_node_never_reach_the_terminal(tmp_path):
     root = hostile_root(tmp_path, "x")
     r = run_cli(["check", "--only", "system", "-v", "--color", "never"], root, tmp_path)
-    assert "Evil" in r.stdout
-    assert "\x1b" not in r.stdout and "\x07" not in r.stdout
+    assert "Evil" in r.stdout and "\\u202egnp.exe\\u200b" in r.stdout  # shown as codes, never obeyed
+    assert not [c for c in RAW if c in r.stdout]
     r = run_cli(["check", "--only", "system", "--json", "-"], root, tmp_path)
     assert "\x1b" not in json.dumps(json.loads(r.stdout), ensure_ascii=False)
 
@@ -71,7 +75,7 @@ def test_only_this_runs_marks_count():
 
 
 def check_bundle(bundle, tmp_path):
-    env = {**os.environ, "NO_COLOR": "1"}
+    env = {**os.environ, "NO_COLOR": "1", "PYTHONPATH": REPO}
     return subprocess.run([sys.executable, "-m", "nccldiag", "check", "--bundle", str(bundle), "--json", "-"],
                           capture_output=True, text=True, timeout=60, env=env, cwd=tmp_path)
 
@@ -144,3 +148,54 @@ def test_the_mark_reaches_no_program_the_collection_runs(tmp_path):
     seen = node.sections["spy"]
     assert "/proc" not in seen or "PATH=" in seen  # it did read its environment
     assert opts.mark not in seen
+
+
+def small_bundle(d):
+    """A one-node bundle written for these tests (CONSTRUCTED)."""
+    (d / "n1").mkdir(parents=True)
+    (d / "n1" / "hostname.txt").write_text("n1\n")
+    (d / "n1" / "os_release.txt").write_text('PRETTY_NAME="Ubuntu 22.04.4 LTS"\nID=ubuntu\nVERSION_ID="22.04"\n')
+    return d
+
+
+def test_a_bundle_names_no_host_the_inventory_would_refuse(tmp_path):
+    """A _node.json whose host carries terminal escapes, or a node directory so named: a usage error that names
+    the file, with the name quoted, never printed raw."""
+    b = small_bundle(tmp_path / "b")
+    (b / "n1" / "_node.json").write_text(json.dumps({"host": "gpu001" + HOSTILE}))
+    r = check_bundle(b, tmp_path)
+    assert r.returncode == 2 and f"{b / 'n1' / '_node.json'}: host name 'gpu001\\x1b]0;owned" in r.stderr, r.stderr
+    assert not [c for c in RAW if c in r.stdout + r.stderr] and "Traceback" not in r.stderr
+    c = small_bundle(tmp_path / "c")
+    os.rename(c / "n1", c / ("n1" + HOSTILE))
+    r = check_bundle(c, tmp_path)
+    assert r.returncode == 2 and "_node.json: host name 'n1\\x1b]0;owned" in r.stderr and "refused" in r.stderr, r.stderr
+    assert not [ch for ch in RAW if ch in r.stdout + r.stderr]
+
+
+def hostile_strings(value):
+    """Every string of a document with the hostile text added (CONSTRUCTED tampering)."""
+    if isinstance(value, str):
+        return value + HOSTILE
+    if isinstance(value, list):
+        return [hostile_strings(v) for v in value]
+    if isinstance(value, dict):
+        return {k: hostile_strings(v) for k, v in value.items()}
+    return value
+
+
+def test_a_tampered_report_json_never_reaches_the_terminal_raw(tmp_path):
+    """Every string of a kept report.json tampered with; ``nccldiag report`` prints the words, never the escapes,
+    and shows bidi and zero-width characters as their codes."""
+    run = tmp_path / "run"
+    r = run_cli(["check", "--bundle", str(small_bundle(tmp_path / "b")), "--run-dir", str(run), "--color", "never"],
+                tmp_path, tmp_path)
+    assert r.returncode in (0, 1, 3), r.stderr
+    doc = json.loads((run / "report.json").read_text())
+    (run / "report.json").write_text(json.dumps(hostile_strings(doc)))
+    for args in ([], ["-v"], ["--color", "always", "-v"]):
+        r = run_cli(["report", str(run), *args], tmp_path, tmp_path)
+        assert r.returncode in (0, 1, 3) and "Traceback" not in r.stderr, r.stderr
+        assert "1 node(s)" in r.stdout and "\\u202egnp.exe\\u200b" in r.stdout, r.stdout
+        shown = r.stdout.replace("\x1b[", "") if "always" in args else r.stdout  # rich's own colours
+        assert not [c for c in RAW if c in shown], repr(r.stdout)

@@ -205,3 +205,88 @@ def test_the_same_host_two_ways_is_a_conflict_not_a_silent_drop(tmp_path):
     f.write_text("gpu01\ngpu02\ngpu01\n")  # the same host the same way: checked once, and said
     inv = inventory.build([str(f)])
     assert inv.names == ["gpu01", "gpu02"] and inv.duplicates == [("gpu01", f"{f}:3", f"{f}:1")]
+
+
+@pytest.mark.parametrize("name, text, secret, kind", [
+    (".netrc", "machine gpu01.example.com login admin password hunter2\n", "hunter2", ".netrc"),
+    (".netrc", "default\n    login anonymous\n    password hunter2@example.com\n", "hunter2", ".netrc"),
+    (".netrc", "# mirrors\nmachine a.example login bob\n  password hunter2\nmacdef init\n", "hunter2", ".netrc"),
+    (".pgpass", "db.example.com:5432:sales:alice:hunter2\n", "hunter2", ".pgpass"),
+    ("passwd", "root:x:0:0:root:/root:/bin/bash\nhunter2:x:1000:1000::/home/hunter2:/bin/sh\n", "hunter2", "passwd"),
+    ("id_ed25519", "-----BEGIN OPENSSH PRIVATE KEY-----\nhunter2AAAAB3NzaC1lZDI1NTE5\n", "hunter2", "private key"),
+])
+def test_a_credentials_file_is_refused_before_any_of_it_becomes_a_host(tmp_path, name, text, secret, kind):
+    """CONSTRUCTED credential files given as hostfiles: every line of a .netrc parses as host names, so the file is
+    recognised before parsing; its words are never hosts (looked up, tried over SSH) and never shown."""
+    f = tmp_path / name
+    f.write_text(text)
+    with pytest.raises(InventoryError) as exc:
+        inventory.build([str(f)], environ={})
+    msg = str(exc.value)
+    assert msg.startswith(f"{f}: not a hostfile: it looks like") and kind in msg and "credentials" in msg, msg
+    assert secret not in msg
+
+
+def test_a_hostfile_that_mentions_machines_and_logins_is_still_a_hostfile(tmp_path):
+    f = tmp_path / "hosts.txt"
+    f.write_text("# machine room B, login nodes first\nlogin01 slots=2 // the login node\ngpu[01-02]:8\n")
+    assert inventory.read_hostfile(str(f)).names == ["login01", "gpu01", "gpu02"]
+
+
+def test_a_netrc_given_to_the_cli_contacts_nothing(tmp_path):
+    """Before: the password became a host, was looked up in DNS, tried over SSH and printed."""
+    import subprocess
+    import sys
+
+    f = tmp_path / "netrc"
+    f.write_text("machine gpu01.example.com login admin password hunter2\n")
+    env = {**os.environ, "PYTHONPATH": os.path.dirname(HOSTFILES), "NO_COLOR": "1"}
+    r = subprocess.run([sys.executable, "-m", "nccldiag", "check", str(f), "--only", "system"], capture_output=True,
+                       text=True, timeout=120, env=env, cwd=tmp_path)
+    assert r.returncode == 2 and "looks like a .netrc file" in r.stderr, r.stdout + r.stderr
+    assert "hunter2" not in r.stdout + r.stderr
+
+
+def test_user_at_host_colon_n_is_never_read_silently_as_slots():
+    """``root@gpu01:22`` gave 22 ranks without a word: ssh reads the form as a port."""
+    with pytest.raises(InventoryError) as exc:
+        parse("root@gpu01:22\n")
+    assert "'root@gpu01 port=22' for an SSH port or 'root@gpu01 slots=22' for 22 ranks" in str(exc.value)
+    with pytest.raises(InventoryError, match="port=22"):
+        inventory.from_expression("gpu02,root@gpu01:22", "-w")
+    assert [(h.name, h.user, h.slots) for h in parse("gpu01:8 username=root\nroot@gpu02 slots=8\n")] == [
+        ("gpu01", "root", 8), ("gpu02", "root", 8)]
+
+
+@pytest.mark.parametrize("text, what", [
+    ("node01\nnode02\rtouch\n", "a carriage return (\\r) inside the line, after 'node02'"),
+    ("node02\x0btouch\n", "a vertical tab"),
+    ("node02\u2028touch\n", "a line separator (U+2028)"),
+    ("node02\x85touch\n", "U+0085"),
+])
+def test_a_lone_line_break_inside_a_line_makes_no_host(text, what):
+    """``node02\\rtouch`` made "touch" a host (splitlines() broke the line there, split() too)."""
+    with pytest.raises(InventoryError) as exc:
+        parse(text)
+    assert what in str(exc.value) and str(exc.value).startswith(f"hosts.txt:{text.count(chr(10))}: ")
+    with pytest.raises(InventoryError, match="inside the line"):
+        inventory.from_expression(text.rstrip("\n").split("\n")[-1], "-w")
+    assert [h.name for h in parse("node01\r\nnode02\r\n")] == ["node01", "node02"]  # CRLF is a line end
+
+
+@pytest.mark.parametrize("spec, shown", [
+    ("::1", "'::1' is an IPv6 address"),
+    ("[::1]", "'[::1]' is an IPv6 address"),
+    ("fe80::1%eth0", "'fe80::1%eth0' is an IPv6 address"),
+    ("root@[::1]:22", "'root@[::1]:22' is an IPv6 address"),
+    ("2001:db8::5", "'2001:db8::5' is an IPv6 address"),
+])
+def test_an_ipv6_address_is_named_as_one(spec, shown):
+    """Before: "host name ':' is not valid", "expected a slot count", "bad node set '[::1]'"."""
+    for call in (lambda: parse(spec + "\n"), lambda: inventory.from_expression(spec, "-w")):
+        with pytest.raises(InventoryError) as exc:
+            call()
+        msg = str(exc.value)
+        assert shown in msg and "HostName" in msg and "slot count" not in msg and "node set" not in msg, msg
+    with pytest.raises(InventoryError, match="':22' after it would be read as 22 slots"):
+        parse("root@[::1]:22\n")

@@ -324,6 +324,21 @@ def test_check_run_dir_defaults_under_xdg_state(tmp_path, monkeypatch):
     assert f"run directory: {run}" in res.stderr
 
 
+def test_a_check_run_names_its_hosts_before_the_first_node_arrives(tmp_path):
+    """run.json and raw/_bundle.json name every host the run was to check, in inventory order (names that do not
+    resolve stand in for nodes: each one arrives at once, unreachable)."""
+    run = tmp_path / "run"
+    res = cli("check", "-w", "nosuch-b.invalid,nosuch-a.invalid", "--only", "system", "--mesh", "none",
+              "--run-dir", run, "--color", "never")
+    assert res.exit_code == 3, res.output
+    hosts = ["nosuch-b.invalid", "nosuch-a.invalid"]
+    assert json.loads((run / "run.json").read_text())["hosts"] == hosts
+    assert json.loads((run / "raw" / "_bundle.json").read_text())["hosts"] == hosts
+    bundle = B.write_bundle(tmp_path / "b", {"gpu002": B.healthy_h100(), "gpu001": B.healthy_h100()})
+    cli("check", "--bundle", bundle, "--run-dir", tmp_path / "from-bundle")
+    assert json.loads((tmp_path / "from-bundle" / "run.json").read_text())["hosts"] == ["gpu002", "gpu001"]
+
+
 def test_interrupted_check_run_is_rebuilt_from_what_it_kept(tmp_path):
     """A run that stopped after two of three nodes: report.json never written (a crash stands in for it)."""
     run = tmp_path / "run"
@@ -378,6 +393,111 @@ def test_run_dir_of_an_earlier_run_is_refused(tmp_path):
     assert cli("check", "--bundle", bundle, "--run-dir", tmp_path / "run").exit_code == 0
     res = cli("check", "--bundle", bundle, "--run-dir", tmp_path / "run")
     assert res.exit_code == 2 and "holds an earlier run" in res.stderr
+
+
+NOBODY = 65534
+
+
+def planted_run_dir(tmp_path: Path) -> Dict[str, Path]:
+    """What another user leaves where root will be told to keep a run (CONSTRUCTED): a directory of theirs,
+    mode 777, whose nodes.jsonl links to a victim file and whose raw/ links to a directory of theirs."""
+    victim, elsewhere, trap = tmp_path / "victim", tmp_path / "elsewhere", tmp_path / "trap"
+    victim.write_text("root's file\n")
+    elsewhere.mkdir()
+    trap.mkdir()
+    (trap / "nodes.jsonl").symlink_to(victim)
+    (trap / "raw").symlink_to(elsewhere)
+    os.chmod(trap, 0o777)
+    os.lchown(trap, NOBODY, NOBODY)
+    link = tmp_path / "link"
+    link.symlink_to(elsewhere)  # a run directory given as a link: followed, it writes wherever it points
+    return {"victim": victim, "elsewhere": elsewhere, "trap": trap, "link": link}
+
+
+@pytest.mark.parametrize("command", [
+    ["check", "--bundle", "{bundle}", "--run-dir"],
+    ["probe", "-w", "node-never-contacted", "-o"],
+    ["isolate", "-w", "node-never-contacted-[1-2]", "-o"],
+])
+def test_a_run_dir_another_user_controls_is_refused_before_any_work(tmp_path, command):
+    bundle = B.write_bundle(tmp_path / "b", {"gpu001": B.healthy_h100()})
+    p = planted_run_dir(tmp_path)
+    args = [a.format(bundle=bundle) for a in command]
+    for target, words in ((p["trap"], "belongs to uid 65534"), (p["link"], "is a symbolic link")):
+        res = cli(*args, target)
+        assert res.exit_code == 2 and words in res.stderr and str(target) in res.stderr, res.output
+        assert "Traceback" not in res.output
+    mine = tmp_path / "mine"
+    mine.mkdir(mode=0o700)
+    os.chmod(mine, 0o777)  # this user's, but open to everyone's writes
+    res = cli(*args, mine)
+    assert res.exit_code == 2 and "other users may write in it (mode 0777)" in res.stderr, res.output
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    os.chmod(shared, 0o777)  # not sticky: anyone may rename a run directory made in it and put a link there
+    res = cli(*args, shared / "run")
+    assert res.exit_code == 2 and f"{shared} is open to other users' writes" in res.stderr, res.output
+    assert not (shared / "run").exists()
+    assert p["victim"].read_text() == "root's file\n" and list(p["elsewhere"].iterdir()) == []
+    assert sorted(x.name for x in p["trap"].iterdir()) == ["nodes.jsonl", "raw"] and list(mine.iterdir()) == []
+
+
+def test_a_run_dir_made_by_someone_else_after_the_check_of_it_is_not_written(tmp_path):
+    """The path was free when it was checked, and another user made it before the run began (CONSTRUCTED):
+    nothing is written in it or through it, and the check still reports, with a warning naming the directory."""
+    from nccldiag import rundir
+    from nccldiag.atomic import Unsafe
+
+    p = planted_run_dir(tmp_path)
+    with pytest.raises(Unsafe, match="belongs to uid 65534"):
+        rundir.create(str(p["trap"]), {"command": "check"})
+    res = cli("check", "--bundle", B.write_bundle(tmp_path / "b", {"gpu001": B.healthy_h100()}), "--color", "never",
+              "--run-dir", tmp_path / "free")
+    assert res.exit_code == 0 and (tmp_path / "free" / "nodes.jsonl").exists()
+    os.rename(tmp_path / "free", tmp_path / "used")
+    import nccldiag.cli.check as check_cli
+
+    real = rundir.prepare
+    try:  # stands in for the moment between the check of the path and the run
+        check_cli.rundir.prepare = lambda path, option="--run-dir": (real(path, option), os.rename(p["trap"], path))[0]
+        res = cli("check", "--bundle", tmp_path / "b", "--color", "never", "--run-dir", tmp_path / "free")
+    finally:
+        check_cli.rundir.prepare = real
+    assert res.exit_code == 0 and "gpu001" in res.stdout, res.output
+    assert f"run directory {tmp_path / 'free'}: cannot write: belongs to uid 65534" in res.stderr
+    assert p["victim"].read_text() == "root's file\n" and list(p["elsewhere"].iterdir()) == []
+    assert sorted(x.name for x in (tmp_path / "free").iterdir()) == ["nodes.jsonl", "raw"]
+
+
+def test_every_file_of_a_run_dir_is_new_and_never_followed(tmp_path):
+    """Each name a run keeps, planted as a link in the run's own directory: the writer refuses it, never follows it."""
+    from nccldiag import rundir
+    from nccldiag.collect import sections
+    from nccldiag.model.raw import RawNode
+
+    victim = tmp_path / "victim"
+    victim.write_text("root's file\n")
+    run = tmp_path / "run"
+    rundir.create(str(run), {"command": "check", "hosts": ["n1"]})
+    assert stat_mode(run) == 0o700
+    (run / "nodes.jsonl").symlink_to(victim)
+    with pytest.raises(OSError):
+        rundir.Lines(str(run / "nodes.jsonl"))
+    (run / "raw").symlink_to(tmp_path)
+    with pytest.raises(OSError, match="symbolic link"):
+        sections.write_node(str(run / "raw"), RawNode(host="n1", sections={"hostname": "n1\n"}))
+    with pytest.raises(OSError, match="symbolic link"):
+        sections.write_bundle_index(str(run / "raw"), ["n1"])
+    (run / "report.json").symlink_to(victim)
+    rundir.save_report(str(run), {"schema": "nccldiag.check/1"})  # replaces the link, never writes through it
+    assert victim.read_text() == "root's file\n" and not (run / "report.json").is_symlink()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run", "victim"]
+
+
+def stat_mode(path: Path) -> int:
+    import stat
+
+    return stat.S_IMODE(os.lstat(path).st_mode)
 
 
 # ---- the transport matrix -------------------------------------------------------------------------

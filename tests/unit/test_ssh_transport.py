@@ -146,6 +146,55 @@ def test_silent_server_bounded_by_connect_timeout(keys, server):
     assert time.monotonic() - t0 < 5
 
 
+def test_only_a_connection_dropped_before_the_banner_is_tried_again(keys, server):
+    """MaxStartups drops a connection: worth another try. A silent sshd is not shedding load: trying it again
+    only waited as long again (by default 3 attempts x 10 s)."""
+    for mode, attempts in (("drop", 3), ("silent", 1)):
+        s = server(mode)
+        cfg, _ = write_config(keys["dir"], s.port, keys["dir"] / "id_client")
+        opts = SSHOptions(config_path=cfg, connect_timeout=1, use_agent=False, retries=2)
+        with pytest.raises(base.TransportError) as exc:
+            SSHConnection("node", opts).connect()
+        assert exc.value.kind == base.BANNER
+        assert s.accepted == attempts, (mode, s.accepted)
+    assert "stalled" in exc.value.message and "closed" not in exc.value.message
+
+
+SILENT_DNS = """
+import json, os, socket, subprocess, sys, threading, time
+dns = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+dns.bind(("127.0.0.1", 53))  # a DNS server that reads every query and answers none
+threading.Thread(target=lambda: [dns.recvfrom(4096) for _ in iter(int, 1)], daemon=True).start()
+t0 = time.monotonic()
+r = subprocess.run([sys.executable, "-m", "nccldiag", *sys.argv[1:]], capture_output=True, text=True, timeout=300)
+print(json.dumps({"rc": r.returncode, "elapsed": time.monotonic() - t0, "stderr": r.stderr[-2000:]}))
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("unshare") or not shutil.which("ip"),
+                    reason="needs root, unshare and ip for a private network and resolv.conf")
+def test_names_are_looked_up_at_once_each_within_the_connect_timeout(tmp_path):
+    """A DNS server that never answers (a real resolver, in a network namespace of its own whose resolv.conf
+    names a server that reads and says nothing): 200 names cost one connect timeout, not one resolver timeout
+    (10 s) per --fanout hosts, and each says why."""
+    (tmp_path / "resolv.conf").write_text("nameserver 127.0.0.1\n")
+    (tmp_path / "dns.py").write_text(SILENT_DNS)
+    out = tmp_path / "r.json"
+    inner = (f"ip link set lo up && mount --bind {tmp_path / 'resolv.conf'} /etc/resolv.conf && "
+             f"exec {sys.executable} {tmp_path / 'dns.py'} check -w 'nosuch[1-200]' --only system --mesh none "
+             f"--connect-timeout 1 --json {out}")
+    r = subprocess.run(["unshare", "-mn", "sh", "-c", inner], capture_output=True, text=True, timeout=600,
+                       env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])})
+    res = json.loads(r.stdout.splitlines()[-1])
+    assert res["rc"] == 3, (r.stderr, res)
+    nodes = json.loads(out.read_text())["nodes"]
+    assert len(nodes) == 200
+    for n in nodes:
+        f = next(f for f in n["findings"] if f["area"] == "ssh")
+        assert f["check"] == "ssh.resolve" and f"'{n['host']}' did not resolve within 1 s" in f["message"], f
+    assert res["elapsed"] < 30, res  # before: 4 rounds of 64 lookups, each waiting the resolver's 10 s
+
+
 def test_command_timeout_is_bounded(keys, server):
     s = server()
     cfg, _ = write_config(keys["dir"], s.port, keys["dir"] / "id_client", known_line(s.port, keys["host"]))
@@ -270,6 +319,24 @@ def test_cli_never_prints_paramiko_tracebacks(keys, server, tmp_path):
     assert "ssh.banner" in r.stdout
 
 
+def test_a_key_trusted_on_first_use_is_said_without_verbose(keys, server, tmp_path):
+    """--accept-new-host-keys saves a key nobody verified: check and collect say so on every run, not only
+    with -v (it was one evidence line of an ok finding)."""
+    s = server()
+    cfg, kh = write_config(tmp_path, s.port, keys["dir"] / "id_client")
+    env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "300", "PYTHONPATH": str(Path(__file__).parents[2])}
+    base_args = ["-w", "node", "--ssh-config", cfg, "--only", "system", "--accept-new-host-keys"]
+    r = subprocess.run([sys.executable, "-m", "nccldiag", "check", *base_args, "--mesh", "none"],
+                       capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL, env=env)
+    assert r.returncode in (0, 1), r.stdout + r.stderr
+    assert f"note: node: added {keys['host'].get_name()} key of [127.0.0.1]:{s.port} to {kh} (trust on first use)" \
+        in " ".join(r.stdout.split()), r.stdout
+    kh.write_text("")
+    r = subprocess.run([sys.executable, "-m", "nccldiag", "collect", *base_args, "-o", str(tmp_path / "b")],
+                       capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL, env=env)
+    assert r.returncode == 0 and "nccldiag: note: node: added" in r.stderr and "trust on first use" in r.stderr, r.stderr
+
+
 def test_a_node_that_sends_too_much_is_cut_off(keys, server):
     """A node whose source is /dev/zero cannot exhaust the admin host: reading stops at max_output."""
     s = server()
@@ -278,6 +345,77 @@ def test_a_node_that_sends_too_much_is_cut_off(keys, server):
         r = conn.run("head -c 4000000 /dev/zero", timeout=20)
     assert r.error is not None and r.error.kind == base.OVERSIZE and "1 MiB" in r.error.message
     assert len(r.stdout) == 1024 * 1024 and r.rc is None
+
+
+def hostile_config(d, port, identity, known_hosts) -> str:
+    cfg = d / f"ssh_config_hostile_{abs(hash((str(identity), str(known_hosts))))}"
+    cfg.write_text(f"Host node\n  HostName 127.0.0.1\n  Port {port}\n  User tester\n  IdentityFile {identity}\n"
+                   f"  UserKnownHostsFile {known_hosts}\n  GlobalKnownHostsFile /dev/null\n  IdentitiesOnly yes\n")
+    return str(cfg)
+
+
+def test_files_ssh_config_names_are_regular_files_read_with_a_cap(keys, server, tmp_path):
+    """CONSTRUCTED: IdentityFile /dev/zero, an identity file of 2 GiB, a UserKnownHostsFile that is a FIFO and an
+    ssh_config that is a FIFO. Each is named in a classified error, at once: never read without end (MemoryError)
+    or waited on past every timeout."""
+    s = server()
+    kh = tmp_path / "known_hosts"
+    kh.write_text(known_line(s.port, keys["host"]))
+    big = tmp_path / "id_big"
+    with open(big, "wb") as f:
+        f.truncate(2 << 30)  # sparse: 2 GiB to read, no disk used
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    t0 = time.monotonic()
+    for identity, words in (("/dev/zero", "/dev/zero: not a regular file (a device) (skipped)"),
+                            (big, f"{big}: larger than 1 MiB"), (fifo, f"{fifo}: not a regular file (a FIFO)")):
+        with pytest.raises(base.TransportError) as exc:
+            connect(hostile_config(tmp_path, s.port, identity, kh))
+        assert exc.value.kind == base.AUTH and words in exc.value.message, exc.value
+    with pytest.raises(base.TransportError) as exc:
+        connect(hostile_config(tmp_path, s.port, keys["dir"] / "id_client", fifo))
+    assert exc.value.kind == base.CONFIG and f"known_hosts file {fifo}: not a regular file (a FIFO)" in str(exc.value)
+    assert exc.value.host == "node"
+    with pytest.raises(base.TransportError) as exc:
+        connect(str(fifo))
+    assert exc.value.kind == base.CONFIG and f"ssh_config file {fifo}: not a regular file (a FIFO)" in str(exc.value)
+    assert time.monotonic() - t0 < 30  # the bound: every step above fails at once, none waits on the FIFO
+    with connect(hostile_config(tmp_path, s.port, keys["dir"] / "id_client", kh)) as conn:  # the same, sound
+        assert conn.run("true", timeout=10).rc == 0
+
+
+@pytest.mark.parametrize("cause", ["oversize", "dead channel"])
+def test_a_collection_cut_short_judges_what_ended_and_leaves_the_rest_not_checked(keys, server, tmp_path,
+                                                                                 monkeypatch, cause):
+    """CONSTRUCTED node root whose /proc/cmdline (iommu's first source) is 2 MiB: the output passes the 1 MiB cap,
+    or sshd dies 1 MiB into it. Before: oversize was reported as a command timeout with its fix, a dead channel
+    as one too, and the cut area was judged on the part that came (ok). Now the cause is named with its own fix,
+    the system area (whose sources all ended) is judged, and iommu is not checked."""
+    from nccldiag import areas as registry
+    from nccldiag.check import engine
+    from nccldiag.collect import runner
+    from nccldiag.inventory import Host
+
+    (tmp_path / "proc").mkdir()
+    (tmp_path / "proc" / "cmdline").write_text("quiet " * ((2 << 20) // 6))
+    monkeypatch.setenv("NCCLDIAG_ROOT", str(tmp_path))  # the test sshd's shell reads this root
+    s = server("cut" if cause == "dead channel" else "ok")
+    s.cut_at = 1 << 20
+    cfg, _ = write_config(keys["dir"], s.port, keys["dir"] / "id_client", known_line(s.port, keys["host"]))
+    ssh_opts = SSHOptions(config_path=cfg, connect_timeout=3, use_agent=False, retries=0,
+                          max_output=(1 << 20) if cause == "oversize" else 32 << 20)
+    areas = registry.select(["iommu"], [])
+    opts = runner.CollectOptions(ssh=ssh_opts, mesh="none")
+    raw = runner.collect_host(Host("node"), runner.script_for(areas, mark=opts.mark), opts)
+    nr = engine.analyze_node(raw, areas)
+    by_area = {a: [f for f in nr.findings if f.area == a] for a in ("ssh", "system", "iommu")}
+    (how,) = by_area["ssh"]
+    want = base.OVERSIZE if cause == "oversize" else base.PROTOCOL
+    assert (how.check, how.status.value, how.fix) == (f"ssh.{want}", "error", base.FIXES[want]), how
+    assert by_area["system"] and not [f for f in by_area["system"] if f.check.endswith("not_checked")]
+    (cut,) = by_area["iommu"]
+    assert (cut.check, cut.status.value) == ("iommu.not_checked", "error") and "proc_cmdline" in cut.message, cut
+    assert cut.fix == base.FIXES[want] and nr.status.value == "error" and engine.exit_code([nr]) == 3
 
 
 def test_known_hosts_read_once_per_change_plain_and_hashed(keys, tmp_path):
