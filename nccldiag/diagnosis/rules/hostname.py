@@ -2,8 +2,8 @@
 'Temporary failure in name resolution'), torchrun's c10d rendezvous cannot find its host, and NCCL or gloo
 advertise 127.0.x.x to their peers (Debian's '127.0.1.1 <host>' line) so that the others never reach them.
 
-Evidence: resolution errors in any output; the ``system`` check's host-name findings; NCCL's bootstrap on a
-loopback address in a run of several nodes.
+Evidence: resolution errors in any output; connections to peers on a loopback address (a name resolving to
+127.0.1.1). A node whose own name resolves badly, seen by ``check``, is ``wrong-interface`` with this category.
 References: PyTorch distributed docs (MASTER_ADDR, GLOO_SOCKET_IFNAME); Debian reference (127.0.1.1).
 """
 from __future__ import annotations
@@ -38,13 +38,11 @@ LOOPBACK = re.compile(r"(?:connect(?:ing)?(?: to)?|remote=|Connect to)\s*\[?127\
 def diagnose(inp: Inputs) -> List[Diagnosis]:
     text = C.find(inp, UNRESOLVED, ("warn", "last-error", "app", "error"))
     text += [c for c in C.find(inp, LOOPBACK, ("warn", "last-error", "app", "error")) if c not in text]
-    node = C.findings(inp, "system.hostname_")
-    found = text + [C.Clue("finding", f.message, host=f.host, finding=f) for f in node]
+    # the node's own name resolving badly (system.hostname_* findings) is wrong-interface's, with the interface
+    # to name; here: a run that failed on a name
+    found = text
     if not found:
         return []
     return [C.make(sys.modules[__name__], f"host names do not resolve to a reachable address{C.on(C.hosts(found))}",
-                   found, confidence="high" if text else "medium",
-                   why=("name resolution failed where the job started" if text else
-                        "the node's own name resolves to loopback or not at all"),
-                   severity="fail" if text else "warn",
+                   found, confidence="high", why="name resolution failed, or a peer was reached on loopback",
                    alternatives=["rendezvous_unreachable: a MASTER_ADDR that resolves but is not reachable"])]

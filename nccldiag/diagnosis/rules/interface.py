@@ -123,6 +123,9 @@ def diagnose(inp: Inputs) -> List[Diagnosis]:
            "the host name resolves to loopback or not at all, so gloo/NCCL would advertise an unreachable address "
            "unless an interface is named")
     missing = [] if direct or inp.probe is not None else ["nccldiag probe HOSTFILE  (shows the interface each rank used)"]
+    # evidence of the host name alone: its category is the name's, the interface is how to live with it
     return [Diagnosis(ID, TITLE, "fail" if direct else "warn",
-                      f"bootstrap/socket interface unusable between nodes on {', '.join(nodes) or 'the nodes'}",
-                      conf, why, _fix(inp, nodes, bool(named)), nodes=nodes, evidence=ev[:10], missing=missing)]
+                      f"bootstrap/socket interface unusable between nodes on {', '.join(nodes) or 'the nodes'}"
+                      + ("" if direct else ": the host name resolves to loopback or not at all"),
+                      conf, why, _fix(inp, nodes, bool(named)), nodes=nodes, evidence=ev[:10], missing=missing,
+                      category=CATEGORY if direct else "hostname_resolution")]
