@@ -38,7 +38,11 @@ class SettingReport:
     @property
     def status(self) -> str:
         s = self.outcome.status
-        if self.timed_out and s in ("ok", "not-run"):
+        o = self.outcome
+        # ranks the launch started that never reported before the deadline: stuck before their first record
+        silent = bool(o.missing_ranks) and not o.setup_errors and \
+            all(c.status in ("ok", "not-run") for c in o.collectives.values())
+        if self.timed_out and (s in ("ok", "not-run") or silent):
             return "hang"
         if any(f.status == Status.FAIL for f in self.findings) and s == "ok":
             return "error"
