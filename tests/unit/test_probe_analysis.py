@@ -159,3 +159,19 @@ def test_counters_are_kept_before_the_launch_and_read_after_it(tmp_path):
     # a node that kept no snapshot (it launched nothing) is left out
     assert set(deltas) == {"here"}
     assert all(v > 0 for v in deltas["here"].values())
+
+
+def test_ranks_launched_that_never_reported_before_the_deadline_are_a_hang():
+    """A job whose launcher started its ranks but none wrote a record before the deadline (an interpreter that
+    hangs before the worker runs): a hang, whatever the launched world says of the ranks that never reported;
+    a rank that failed at setup stays an error."""
+    from nccldiag.probe import analysis, results, runner
+    from nccldiag.probe.plan import Setting
+
+    setting = Setting("r0-alone")
+    run = runner.SettingRun(setting=setting, timed_out=True)
+    run.launched = results.Launched(("10.0.0.2",), 1, ("all_reduce",), tagged="srun")
+    rep = analysis.job_report(setting, run, timeout=20)
+    assert rep.outcome.missing_ranks == [0] and rep.status == "hang"
+    run.records = [{"type": "error", "rank": 0, "phase": "init", "message": "no torch", "host": "10.0.0.2"}]
+    assert analysis.job_report(setting, run, timeout=20).status != "hang"
