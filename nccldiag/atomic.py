@@ -45,6 +45,14 @@ def check_own_dir(path: str) -> None:
         raise Unsafe(path, f"other users may write in it (mode {_mode(st)}): refused")
 
 
+def check_output_dir(path: str) -> None:
+    """Raise :class:`Unsafe` unless ``path`` can be an output directory of this user: nobody else can replace it
+    through a directory above it, and if it exists it is this user's, closed to others and not a link."""
+    check_parents(path)
+    if os.path.lexists(path):
+        check_own_dir(path)
+
+
 def check_parents(path: str) -> None:
     """Raise :class:`Unsafe` if another user could replace ``path`` through one of the directories above it.
 

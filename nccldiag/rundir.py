@@ -45,13 +45,11 @@ def prepare(path: str, option: str = "--run-dir") -> str:
     in any case nobody else may be able to replace it through a directory
     above it (:func:`nccldiag.atomic.check_parents`).
     """
-    from nccldiag.atomic import Unsafe, check_own_dir, check_parents
+    from nccldiag.atomic import Unsafe, check_output_dir
 
     path = os.path.abspath(path)
     try:
-        check_parents(path)
-        if os.path.lexists(path):
-            check_own_dir(path)
+        check_output_dir(path)
     except Unsafe as exc:
         raise UsageError(f"{option} {path}: {exc.strerror}") from None
     if os.path.lexists(path):

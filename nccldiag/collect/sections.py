@@ -11,7 +11,7 @@ import os
 import re
 from typing import Dict, List, Optional, Sequence
 
-from nccldiag.atomic import NotRegular, TooLarge, Unsafe, check_own_dir, check_parents, own_dir, read_regular, write_text
+from nccldiag.atomic import NotRegular, TooLarge, Unsafe, check_output_dir, own_dir, read_regular, write_text
 from nccldiag.model.raw import RawNode
 
 SECTION_NAME = re.compile(r"^[A-Za-z0-9_]{1,64}$")  # every source name; nothing else becomes a file name
@@ -240,9 +240,7 @@ def check_bundle_dir(bundle_dir: str, option: str) -> None:
     """Refuse an output directory that holds something other than a bundle, or that another user could
     change or replace (before any work)."""
     try:
-        check_parents(bundle_dir)
-        if os.path.lexists(bundle_dir):
-            check_own_dir(bundle_dir)
+        check_output_dir(bundle_dir)
     except Unsafe as exc:
         raise ValueError(f"{option} {bundle_dir}: {exc.strerror}") from None
     if not os.path.exists(bundle_dir):
