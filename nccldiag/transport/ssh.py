@@ -601,6 +601,14 @@ def jump_argv(cfg: sshconfig.HostConfig, options: SSHOptions, timeout: float) ->
     return argv
 
 
+def _close(chan) -> None:
+    """Close a channel whose connection may be gone already (closing then raises EOFError or OSError)."""
+    try:
+        chan.close()
+    except (OSError, EOFError, paramiko.SSHException):
+        pass
+
+
 def _dropped_before_banner(exc: TransportError) -> bool:
     """sshd shed the connection before its banner (MaxStartups): worth a retry.
 
@@ -867,11 +875,11 @@ class SSHConnection:
                 else:
                     select.select([chan], [], [], min(remaining, 0.5))
         except (OSError, EOFError, paramiko.SSHException) as exc:
-            chan.close()
+            _close(chan)
             err = TransportError(PROTOCOL, f"connection lost while running the command: {exc}", self.name)
             return ExecResult(self.name, None, b"".join(out).decode("utf-8", "replace"), "", time.monotonic() - start, err)
         if received > self.options.max_output:
-            chan.close()
+            _close(chan)
             cap = self.options.max_output
             stdout = b"".join(out)[:cap].decode("utf-8", "replace")
             stderr = b"".join(err_chunks)[:65536].decode("utf-8", "replace")
@@ -882,7 +890,7 @@ class SSHConnection:
         stdout = b"".join(out).decode("utf-8", "replace")
         stderr = b"".join(err_chunks).decode("utf-8", "replace")
         if timed_out:
-            chan.close()
+            _close(chan)
             if cancel is not None and cancel.is_set():
                 why = "cancelled"
             elif idle:
@@ -892,7 +900,7 @@ class SSHConnection:
             err = TransportError(COMMAND_TIMEOUT, f"command {why}", self.name)
             return ExecResult(self.name, None, stdout, stderr, time.monotonic() - start, err)
         rc = chan.recv_exit_status()
-        chan.close()
+        _close(chan)
         return ExecResult(self.name, rc, stdout, stderr, time.monotonic() - start)
 
     def sftp(self) -> paramiko.SFTPClient:
