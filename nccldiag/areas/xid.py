@@ -1,17 +1,41 @@
 """NVIDIA Xid events in the kernel log, classified by what they ask of the admin.
 
 The NVIDIA driver logs every GPU error it sees as ``NVRM: Xid (PCI:<bus>):
-<code>, ...``. NVIDIA's Xid catalogue (docs.nvidia.com/deploy/xid-errors)
-gives each code a cause and an action. Three kinds matter at bring-up:
+<code>, ...`` (``(PCI:<bus> GPU-I:<n> GPU-CI:<n>)`` on a MIG instance, no
+``PCI:`` in old drivers). :data:`CODES` follows NVIDIA's Xid catalog
+(docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html): each code
+has a class and the catalog's immediate action. The classes make the
+findings:
 
-- hardware or driver faults that take the GPU out of service until it is
-  reset, or for good (48 double-bit ECC, 79 fallen off the bus, 94/95
-  contained/uncontained ECC, 119/120 GSP errors, 154 recovery action
-  changed, ...): drain the node;
-- application errors (13, 31, 43, 45, 68, 109): a job's own fault, the GPU
-  is fine unless they repeat across jobs;
-- memory bookkeeping (63: a row was marked for remapping; 92: a high rate of
-  single-bit errors): the ``gpuhealth`` area judges the state it leaves.
+- ``reset``, ``reboot``, ``hardware``: the GPU is out of service until it is
+  reset, the node rebooted, or the hardware serviced (48 double-bit ECC, 74
+  and 144-150 NVLink, 79 fallen off the bus, 95 uncontained ECC, 119/120 GSP,
+  ...): ``xid.critical``, drain the node;
+- ``job``: the job's own fault (13, 31, 43, ...): ``xid.application``;
+- ``driver``: driver or firmware errors the catalog ignores at once and
+  investigates in software (37, 38, 44, 66, 67, 160, 161): ``xid.driver``;
+- ``memory``: memory bookkeeping (63 a row remap recorded, 92 a high
+  single-bit rate): ``xid.memory``, judged by ``gpuhealth``;
+- ``other``: codes whose catalog action is to watch or investigate, and
+  codes outside the table: ``xid.other``;
+- ``info``: test messages and a recovery action cleared (154 to ``None``):
+  named in the ok finding only.
+
+The driver's text refines the class: Xid 45 "caused by previous Xid N"
+takes N's class (an NVLink error's channel cleanup is the NVLink error);
+NVLink 5 codes 144-150 marked ``Nonfatal`` are ``other``; 154 takes the
+recovery action it names (``GPU Reset Required``, ``Node Reboot Required``,
+``Drain and Reset``, ``Drain P2P``, ``None``); ``RST: Yes`` or ``D-RST:
+Yes`` in a memory error (the driver's reset-required and drain-and-reset
+flags) makes it a reset.
+
+A GPU can also be lost with no Xid line at all: the driver's multi-line
+notice ``NVRM: The NVIDIA GPU <bdf>`` / ``NVRM: (PCI ID: ...) installed in
+this system has`` / ``NVRM: fallen off the bus and is not responding to
+commands.`` (continuation lines indented, without a time stamp) is read as
+Xid 79 on that GPU, and ``NVRM: The NVIDIA probe routine failed for N
+device(s)`` as a GPU the driver could not take (on the GPU of the notice
+before it, when there is one).
 
 The events are those since boot that the kernel ring buffer still holds
 (the shared ``kernel_log`` source, see :mod:`nccldiag.areas.kernlog`).
@@ -23,7 +47,7 @@ from __future__ import annotations
 import re
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 from nccldiag.areas import kernlog
 from nccldiag.areas.base import NodeFacts
@@ -35,60 +59,170 @@ TITLE = "Xid events"
 
 SOURCES = (kernlog.SOURCE,)
 
-CATALOGUE = "NVIDIA Xid catalogue, docs.nvidia.com/deploy/xid-errors"
+CATALOGUE = "NVIDIA Xid catalog, docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html"
 
-# code -> (kind, meaning). Kinds: "drain" (fail), "app" (warn, the job's fault), "memory" (warn: judged by
-# gpuhealth), anything not listed: "other" (warn, look it up).
-CODES: Dict[int, tuple] = {
-    13: ("app", "graphics engine exception"),
-    31: ("app", "GPU memory page fault"),
-    32: ("app", "invalid or corrupted push buffer stream"),
-    43: ("app", "GPU stopped processing"),
-    45: ("app", "preemptive cleanup, due to previous errors"),
-    48: ("drain", "double-bit ECC error (DBE)"),
-    61: ("drain", "internal micro-controller breakpoint/warning"),
-    62: ("drain", "internal micro-controller halt"),
-    63: ("memory", "ECC page retirement or row remapping recording event"),
-    64: ("drain", "ECC page retirement or row remapper recording failure"),
-    68: ("app", "video processor exception"),
-    74: ("drain", "NVLink error"),
-    79: ("drain", "GPU has fallen off the bus"),
-    92: ("memory", "high single-bit ECC error rate"),
-    94: ("drain", "contained ECC error"),
-    95: ("drain", "uncontained ECC error"),
-    109: ("app", "context switch timeout"),
-    119: ("drain", "GSP RPC timeout"),
-    120: ("drain", "GSP error"),
-    140: ("drain", "unrecovered ECC error"),
-    154: ("drain", "GPU recovery action changed"),
+# The catalog's immediate actions, in words
+RESTART_APP = "restart the job"
+RESET_GPU = "reset the GPU"
+REBOOT = "reboot the node"
+IGNORE = "none at once; investigate if it repeats"
+NVLINK = "reset the GPU; check the link and its peer (NVLink workflow)"
+
+# code -> (class, meaning, the catalog's immediate action). Classes: see the module text.
+CODES: Dict[int, Tuple[str, str, str]] = {
+    8: ("job", "GPU stopped processing", RESTART_APP),
+    11: ("job", "invalid or corrupted push buffer stream", RESTART_APP),
+    13: ("job", "graphics engine exception", RESTART_APP),
+    25: ("job", "invalid or illegal push buffer stream", RESTART_APP),
+    31: ("job", "GPU memory page fault", RESTART_APP),
+    32: ("job", "invalid or corrupted push buffer stream", RESTART_APP),
+    37: ("driver", "driver firmware error", IGNORE),
+    38: ("driver", "driver firmware error", IGNORE),
+    39: ("job", "copy engine exception", RESTART_APP),
+    40: ("job", "copy engine exception", RESTART_APP),
+    41: ("job", "copy engine exception", RESTART_APP),
+    43: ("job", "GPU stopped processing", RESTART_APP),
+    44: ("driver", "graphics engine fault during context switch", IGNORE),
+    45: ("job", "preemptive cleanup, due to previous errors", "follow the Xid that caused it; alone: restart the job"),
+    46: ("reset", "GPU stopped processing", RESET_GPU),
+    48: ("reset", "double-bit ECC error (DBE)", RESET_GPU + "; replace it if the error returns"),
+    54: ("hardware", "auxiliary power is not connected to the GPU board", "check the power cables"),
+    60: ("job", "video processor exception", RESTART_APP),
+    61: ("reset", "internal micro-controller breakpoint/warning", RESET_GPU),
+    62: ("reset", "internal micro-controller halt", RESET_GPU),
+    63: ("memory", "GPU memory row remapping or page retirement recorded", "none; a pending remap needs a reset (gpuhealth)"),
+    64: ("reset", "GPU memory row remapping or page retirement failure", RESET_GPU + "; contact support"),
+    66: ("driver", "illegal access by driver", IGNORE),
+    67: ("driver", "illegal access by driver", IGNORE),
+    68: ("job", "video decoder (NVDEC0) exception", RESTART_APP),
+    69: ("job", "graphics engine class error", RESTART_APP),
+    74: ("reset", "NVLink error", NVLINK),
+    78: ("driver", "vGPU start error", "update the driver and firmware"),
+    79: ("reboot", "GPU has fallen off the bus", REBOOT + "; check the GPU's seating, power and cooling"),
+    80: ("job", "corrupted data sent to the GPU", RESTART_APP),
+    92: ("memory", "high single-bit ECC error rate", IGNORE),
+    93: ("other", "InfoROM wear limit exceeded (non-fatal)", IGNORE),
+    94: ("reset", "contained memory error", RESTART_APP + "; the GPU needs a reset for its pending row remap"),
+    95: ("reset", "uncontained memory error", RESET_GPU),
+    106: ("info", "SMBPBI test message", "none"),
+    107: ("info", "SMBPBI test message (silent)", "none"),
+    109: ("reset", "context switch timeout", RESET_GPU),
+    110: ("reset", "security fault error", RESET_GPU),
+    119: ("reset", "GSP RPC timeout", RESET_GPU),
+    120: ("reset", "GSP error", RESET_GPU),
+    121: ("other", "C2C error", IGNORE),
+    136: ("reset", "NVLink link training failed", RESET_GPU),
+    137: ("other", "NVLink privilege error", IGNORE),
+    140: ("reset", "unrecovered ECC error", RESET_GPU),
+    141: ("other", "CUDA fast path error", IGNORE),
+    143: ("reset", "GPU initialization error", RESET_GPU),
+    144: ("reset", "NVLink SAW error", NVLINK),
+    145: ("reset", "NVLink RLW error", NVLINK),
+    146: ("reset", "NVLink TLW error", NVLINK),
+    147: ("reset", "NVLink TREX error", NVLINK),
+    148: ("reset", "NVLink NVLPW_CTRL error", NVLINK),
+    149: ("reset", "NVLink NETIR error", NVLINK),
+    150: ("reset", "NVLink MSE error", NVLINK),
+    151: ("reboot", "key rotation error", "restart the VM"),
+    154: ("reset", "GPU recovery action changed", "the action the line names"),
+    155: ("reset", "NVLink SW defined error", RESET_GPU),
+    156: ("reset", "resource retirement event", RESET_GPU),
+    157: ("other", "resource retirement failure", IGNORE),
+    158: ("reset", "GPU fatal timeout", RESET_GPU),
+    159: ("other", "CHI non-data error", "check UVM"),
+    160: ("driver", "channel retirement event", IGNORE),
+    161: ("driver", "channel retirement failure", IGNORE),
+    164: ("other", "power smoothing circuitry low lifetime", "plan a service"),
+    165: ("other", "power smoothing circuitry lifetime exhausted", "plan a service"),
+    167: ("other", "PCIe fatal timeout", "look at the PCIe errors of the GPU"),
+    168: ("other", "reduced GPU memory capacity", "contact support"),
+    171: ("memory", "uncorrectable DRAM error (detail of Xid 48)", "see Xid 48"),
+    172: ("memory", "uncorrectable SRAM error (detail of Xid 48)", "see Xid 48"),
 }
+for _c in (70, 71, 72, 75, 76, 77, 85) + tuple(range(126, 136)):
+    CODES[_c] = ("job", "copy engine error", RESTART_APP)
+for _c in (82, 83, 84, 86, 88, 89) + tuple(range(96, 106)) + (139,):
+    CODES[_c] = ("job", "video, JPEG or optical flow engine error", RESTART_APP)
 
-_XID = re.compile(r"NVRM: Xid \(PCI:([0-9A-Fa-f:.]+)\):\s*(\d+),\s*(.*)")
+# What the class asks of the admin, for the docs and the findings
+CLASSES = {
+    "reset": "GPU reset", "reboot": "node reboot", "hardware": "hardware", "job": "job", "driver": "driver",
+    "memory": "memory bookkeeping", "other": "watch", "info": "information",
+}
+DRAIN = ("reset", "reboot", "hardware")
+NVLINK5 = range(144, 151)
+
+PROBE = 0  # the driver's "probe routine failed" notice: no Xid code of its own
+
+_XID = re.compile(r"NVRM: Xid \((?:PCI:)?([0-9A-Fa-f]{1,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.[0-7])?)"
+                  r"(?:\s+GPU-C?I:\s*\d+)*\):\s*(\d+),?\s*(.*)")
 _GPU_AT = re.compile(r"NVRM: GPU at PCI:([0-9A-Fa-f:.]+):\s*(GPU-[0-9a-fA-F-]+)")
 _THE_GPU = re.compile(r"NVRM: The NVIDIA GPU ([0-9A-Fa-f]{4}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d)")
 _OFF_BUS = re.compile(r"NVRM: GPU ([0-9A-Fa-f:.]+): GPU has fallen off the bus")
-# 154 says what the driver now asks for; "to 0x0 (None)" clears it
-_RECOVERY_NONE = re.compile(r"to 0x0+ \(None\)", re.I)
+_PROBE = re.compile(r"NVIDIA probe routine failed for (\d+) device")
+_CAUSED = re.compile(r"caused by previous Xid (\d+)", re.I)
+_NONFATAL = re.compile(r"\bNon-?fatal\b", re.I)
+_RESET_FLAG = re.compile(r"\b(?:D-)?RST: Yes\b", re.I)
+# 154: "GPU recovery action changed from 0x0 (None) to 0x1 (GPU Reset Required)"
+_RECOVERY_TO = re.compile(r"\bto (?:0x[0-9a-f]+\s*)?\(?([A-Za-z][A-Za-z0-9 ]*?)\)?\s*\.?\s*$", re.I)
+_RECOVERY_CLASS = (("none", "info"), ("reboot", "reboot"), ("reset", "reset"), ("drain", "reset"))
+
+
+def recovery_action(text: str) -> Optional[str]:
+    """The action an Xid 154 line changes to (``GPU Reset Required``, ``None``, ...), None when unreadable."""
+    m = _RECOVERY_TO.search(text)
+    return m.group(1).strip() if m else None
 
 
 @dataclass
 class XidEvent:
-    bus: str  # normalised dddd:bb:dd.f
-    code: int
+    bus: str  # normalised dddd:bb:dd.f ("" when the driver named none)
+    code: int  # PROBE for the probe-failure notice
     text: str  # the rest of the message
     when: str  # time prefix as printed ("" when none)
     line: str
 
     @property
+    def cause(self) -> Optional[int]:
+        """N of "caused by previous Xid N" (Xid 45 lines of recent drivers)."""
+        m = _CAUSED.search(self.text)
+        return int(m.group(1)) if m else None
+
+    @property
     def kind(self) -> str:
-        kind = CODES.get(self.code, ("other", ""))[0]
-        if self.code == 154 and _RECOVERY_NONE.search(self.text):
-            return "memory"
+        if self.code == PROBE:
+            return "reset"
+        kind = CODES.get(self.code, ("other",))[0]
+        cause = self.cause
+        if cause is not None and cause != self.code and cause in CODES:
+            kind = XidEvent(self.bus, cause, "", self.when, self.line).kind
+        if self.code in NVLINK5 and _NONFATAL.search(self.text):
+            return "other"
+        if self.code == 154:
+            action = (recovery_action(self.text) or "").lower()
+            return next((k for word, k in _RECOVERY_CLASS if word in action), "reset")
+        if kind not in DRAIN and _RESET_FLAG.search(self.text):
+            return "reset"
         return kind
 
     @property
     def meaning(self) -> str:
-        return CODES.get(self.code, ("other", "not in nccldiag's table"))[1]
+        return label(self.code, self.text)
+
+
+def label(code: int, text: str = "") -> str:
+    """``Xid 79 (GPU has fallen off the bus)``; chains and recovery actions named."""
+    if code == PROBE:
+        return "driver probe failed (the driver could not take the GPU)"
+    meaning = CODES.get(code, ("", "not in the catalog table"))[1]
+    m = _CAUSED.search(text)
+    if m:
+        meaning += f", caused by Xid {m.group(1)} ({CODES.get(int(m.group(1)), ('', 'not in the table'))[1]})"
+    if code == 154 and recovery_action(text):
+        meaning += f" to {recovery_action(text)}"
+    if code in NVLINK5 and _NONFATAL.search(text):
+        meaning += ", non-fatal"
+    return f"Xid {code} ({meaning})"
 
 
 @dataclass
@@ -101,7 +235,7 @@ class XidFacts:
 
 def parse_events(log: kernlog.KernelLog) -> XidFacts:
     f = XidFacts(log_read=log.read, log_lines=log.total)
-    notice_bus: Optional[str] = None  # the GPU of the driver's multi-line "fallen off the bus" notice
+    notice_bus: Optional[str] = None  # the GPU of the driver's last multi-line "The NVIDIA GPU <bdf>" notice
     for when, msg in log.lines:
         m = _XID.search(msg)
         if m:
@@ -119,6 +253,12 @@ def parse_events(log: kernlog.KernelLog) -> XidFacts:
                 f.events.append(XidEvent(bus, 79, "GPU has fallen off the bus (driver notice, no Xid line)", when,
                                          kernlog.short(f"{when} {msg}".strip())))
             continue
+        m = _PROBE.search(msg)
+        if m:
+            f.events.append(XidEvent(notice_bus or "", PROBE, f"probe routine failed for {m.group(1)} device(s)", when,
+                                     kernlog.short(f"{when} {msg}".strip())))
+            notice_bus = None
+            continue
         m = _GPU_AT.search(msg)
         if m:
             f.uuids[norm_bus(m.group(1))] = m.group(2)
@@ -131,7 +271,7 @@ def parse(raw) -> XidFacts:
 
 def _gpu_names(facts: XidFacts, node: Optional[NodeFacts]) -> Dict[str, str]:
     """bus -> "GPU3 (0000:9b:00.0)" where the gpu area knows the index, else the bus id."""
-    names: Dict[str, str] = {}
+    names: Dict[str, str] = {"": "a GPU the driver did not name"}
     gpu = node.get("gpu") if node is not None else None
     for g in getattr(gpu, "gpus", None) or []:
         bus = getattr(g, "bus_id", None)
@@ -144,58 +284,92 @@ def _gpu_names(facts: XidFacts, node: Optional[NodeFacts]) -> Dict[str, str]:
     return names
 
 
+def _rows(per_gpu: "OrderedDict[str, List[XidEvent]]", names: Dict[str, str], kinds) -> tuple:
+    rows: List[str] = []
+    evidence: List[str] = []
+    codes: Dict[str, Dict[int, int]] = {}
+    for bus, events in per_gpu.items():
+        mine = [e for e in events if e.kind in kinds]
+        if not mine:
+            continue
+        counts: "OrderedDict[str, int]" = OrderedDict()
+        for e in mine:
+            counts[e.meaning] = counts.get(e.meaning, 0) + 1
+        name = names.get(bus, bus)
+        codes[name] = {}
+        for e in mine:
+            codes[name][e.code] = codes[name].get(e.code, 0) + 1
+        last = mine[-1]
+        rows.append(f"{name}: " + ", ".join(f"{m} x{n}" for m, n in counts.items())
+                    + f"; last {last.when or 'at an unknown time'}")
+        evidence.extend(e.line for e in mine[:2])
+        if len(mine) > 2:
+            evidence.append(last.line)
+    return rows, evidence, codes
+
+
+def _actions(events: List[XidEvent]) -> str:
+    seen: "OrderedDict[int, str]" = OrderedDict()
+    for e in events:
+        code = e.cause if e.cause in CODES and e.code == 45 else e.code
+        if code in CODES and code not in seen:
+            seen[code] = CODES[code][2]
+    return "; ".join(f"Xid {c}: {a}" for c, a in seen.items())
+
+
 def judge(facts: Optional[XidFacts], node: NodeFacts) -> List[Finding]:
     if facts is None or facts.log_read is None:
-        return [skip(NAME, "xid.events", "the kernel log was not collected")]
+        return [skip(NAME, "xid.events", "the kernel log was not collected (dmesg, or journalctl -k)")]
     if facts.log_read is False:
-        return [skip(NAME, "xid.events", "the kernel log is unreadable on this node (dmesg and journalctl -k refused)",
+        return [skip(NAME, "xid.events", "could not read the kernel log on this node (dmesg and journalctl -k refused)",
                      fix="Run the check as root, or allow it: sysctl kernel.dmesg_restrict=0, or add the user to the "
                          "systemd-journal (or adm) group.")]
-    if not facts.events:
-        n = f" ({facts.log_lines} lines read)" if facts.log_lines is not None else ""
-        return [ok(NAME, "xid.events", f"no Xid events in the kernel log since boot{n}", actual=0, expected=0)]
     names = _gpu_names(facts, node)
     per_gpu: "OrderedDict[str, List[XidEvent]]" = OrderedDict()
     for e in facts.events:
         per_gpu.setdefault(e.bus, []).append(e)
+    acted = [e for e in facts.events if e.kind != "info"]
+    if not acted:
+        n = f" ({facts.log_lines} lines read)" if facts.log_lines is not None else ""
+        rows, evidence, _ = _rows(per_gpu, names, ("info",))
+        info = f"; informational only: {'; '.join(rows)}" if rows else ""
+        what = "no Xid events that need action" if rows else "no Xid events"
+        return [ok(NAME, "xid.events", f"{what} in the kernel log since boot{n}{info}",
+                   actual=0, expected=0, evidence=evidence[:6])]
     findings: List[Finding] = []
-    for kind, check in (("drain", "xid.critical"), ("memory", "xid.memory"), ("other", "xid.other"), ("app", "xid.application")):
-        rows = []
-        evidence: List[str] = []
-        codes: Dict[str, Dict[int, int]] = {}
-        for bus, events in per_gpu.items():
-            mine = [e for e in events if e.kind == kind]
-            if not mine:
-                continue
-            counts: Dict[int, int] = {}
-            for e in mine:
-                counts[e.code] = counts.get(e.code, 0) + 1
-            name = names.get(bus, bus)
-            codes[name] = counts
-            last = mine[-1]
-            parts = ", ".join(f"Xid {c} ({CODES.get(c, ('', 'unlisted'))[1]}) x{n}" for c, n in counts.items())
-            rows.append(f"{name}: {parts}; last {last.when or 'at an unknown time'}")
-            evidence.extend(e.line for e in mine[:2])
-            if len(mine) > 2:
-                evidence.append(last.line)
+    for kinds, check in ((DRAIN, "xid.critical"), (("memory",), "xid.memory"), (("other",), "xid.other"),
+                         (("driver",), "xid.driver"), (("job",), "xid.application")):
+        rows, evidence, codes = _rows(per_gpu, names, kinds)
         if not rows:
             continue
         msg = "; ".join(rows)
-        if kind == "drain":
+        mine = [e for e in facts.events if e.kind in kinds]
+        actions = _actions(mine)
+        if check == "xid.critical":
+            reboot = any(e.kind == "reboot" for e in mine)
             findings.append(fail(NAME, check, f"Xid events that take a GPU out of service since boot: {msg}",
-                                 actual=codes, expected="no Xid 48/64/74/79/94/95/119/120/140/154", evidence=evidence[:12],
-                                 fix="Drain the node. Reset the GPU (nvidia-smi -r -i <index>, or reboot) and run "
-                                     "'dcgmi diag -r 3'; if the Xid returns (79 or 48/95 repeating, 64), replace the GPU. "
-                                     f"Per-code actions: {CATALOGUE}."))
-        elif kind == "memory":
+                                 actual=codes, expected="no Xid of the GPU reset, node reboot or hardware class",
+                                 evidence=evidence[:12],
+                                 fix="Drain the node. " + ("Reboot it" if reboot else "Reset the GPU (nvidia-smi -r -i "
+                                     "<index>, or reboot)") + " and run 'dcgmi diag -r 3'; if the Xid returns (79, or "
+                                     f"48/95 repeating, 64), replace the GPU. The catalog's actions: {actions}. "
+                                     f"{CATALOGUE}."))
+        elif check == "xid.memory":
             findings.append(warn(NAME, check, f"GPU memory error bookkeeping events since boot: {msg}",
                                  actual=codes, expected=0, evidence=evidence[:12],
                                  fix="See gpuhealth.row_remap and gpuhealth.ecc for the state they left: a pending row "
                                      f"remap needs a GPU reset. {CATALOGUE}."))
-        elif kind == "other":
-            findings.append(warn(NAME, check, f"Xid events nccldiag does not classify: {msg}",
+        elif check == "xid.other":
+            findings.append(warn(NAME, check, f"Xid events to watch (the catalog asks to investigate if they repeat, "
+                                 f"or nccldiag's table does not list them): {msg}",
                                  actual=codes, expected=0, evidence=evidence[:12],
-                                 fix=f"Look the code up in the {CATALOGUE}, and act on its recommended action."))
+                                 fix=(f"The catalog's actions: {actions}. " if actions else "")
+                                 + f"Look unlisted codes up in the {CATALOGUE}, and act on its recommended action."))
+        elif check == "xid.driver":
+            findings.append(warn(NAME, check, f"driver or GPU firmware errors since boot: {msg}",
+                                 actual=codes, expected=0, evidence=evidence[:12],
+                                 fix="The catalog asks for no action at once: if they repeat, update the driver and "
+                                     "collect nvidia-bug-report.sh for NVIDIA support."))
         else:
             findings.append(warn(NAME, check, f"application Xid events since boot (a job's fault, not the GPU's "
                                  f"unless they repeat across jobs): {msg}",

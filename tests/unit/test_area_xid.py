@@ -56,9 +56,89 @@ def test_dbe_capture_separates_drain_codes_from_the_remap_event():
 def test_recovery_action_cleared_is_not_a_drain():
     # written for this test, in the layout of Xid 154 lines: the recovery action going back to None
     line = "[ 99.1] NVRM: Xid (PCI:0000:19:00): 154, GPU recovery action changed from 0x1 (GPU Reset Required) to 0x0 (None)"
-    assert judge(xid, {"kernel_log": line}) == {"xid.memory": ["warn"]}
+    assert judge(xid, {"kernel_log": line}) == {"xid.events": ["ok"]}
+    f = findings(xid, {"kernel_log": line})["xid.events"]
+    assert "informational only" in f.message and "Xid 154 (GPU recovery action changed to None)" in f.message
     line = line.replace("from 0x1 (GPU Reset Required) to 0x0 (None)", "from 0x0 (None) to 0x2 (Node Reboot Required)")
+    f = findings(xid, {"kernel_log": line})["xid.critical"]
+    assert f.status.value == "fail" and "to Node Reboot Required" in f.message and f.fix.startswith("Drain the node. Reboot it")
+    line = line.replace("0x2 (Node Reboot Required)", "0x4 (Drain and Reset)")
     assert judge(xid, {"kernel_log": line}) == {"xid.critical": ["fail"]}
+
+
+# written for this test, in the layout of the driver's multi-line notice (continuation lines indented, no time
+# stamp, as dmesg prints one record of several lines) and of its probe-failure line
+NOTICE = """[ 1843.308145] NVRM: The NVIDIA GPU 0000:b3:00.0
+               NVRM: (PCI ID: 10de:26b5) installed in this system has
+               NVRM: fallen off the bus and is not responding to commands.
+[ 1843.309001] NVRM: The NVIDIA probe routine failed for 1 device(s).
+[ 1843.309002] NVRM: None of the NVIDIA devices were initialized.
+"""
+
+
+def test_a_gpu_lost_without_an_xid_line_is_critical_on_its_bus():
+    gpu = GpuFacts(gpus=[Gpu(2, "NVIDIA L40S", bus_id="0000:b3:00.0")])
+    f = findings(xid, {"kernel_log": NOTICE}, gpu=gpu)
+    assert set(f) == {"xid.critical"}
+    assert f["xid.critical"].actual == {"GPU2 (0000:b3:00.0)": {79: 1, xid.PROBE: 1}}
+    assert "Xid 79 (GPU has fallen off the bus) x1" in f["xid.critical"].message
+    assert "driver probe failed" in f["xid.critical"].message
+    # a probe failure with no notice before it still fails, on a GPU the driver did not name
+    f = findings(xid, {"kernel_log": NOTICE.splitlines()[3]})["xid.critical"]
+    assert f.actual == {"a GPU the driver did not name": {xid.PROBE: 1}}
+
+
+def test_kernel_log_source_keeps_the_lost_gpu_notice_lines(tmp_path):
+    bin_dir = tmp_path / "bin"
+    text = tmp_path / "dmesg.txt"
+    text.write_text("[ 1.0] unrelated line\n" + NOTICE)
+    stand_in(bin_dir, "dmesg", f"cat '{text}'")
+    secs = run_sources(xid.SOURCES, tmp_path / "root", bin_dir)
+    lines = secs["kernel_log"].splitlines()
+    assert sum("NVRM:" in l for l in lines) == 4 and not any("unrelated" in l for l in lines)
+    assert judge(xid, secs) == {"xid.critical": ["fail"]}
+
+
+def test_a_cleanup_caused_by_a_previous_nvlink_xid_takes_its_class():
+    # in the format of the lines posted in NVIDIA/open-gpu-kernel-modules#1150 (driver 590, GB200-class NVLink 5)
+    lines = ("kernel: NVRM: Xid (PCI:0000:dc:00): 45, pid=1818990, name=python3, Ch 00000001 caused by previous Xid 149\n"
+             "kernel: NVRM: Xid (PCI:0000:ed:00): 45, pid=1818992, name=python3, Ch 0000000c caused by previous Xid 145\n")
+    f = findings(xid, {"kernel_log": lines})
+    assert set(f) == {"xid.critical"}
+    assert "Xid 45 (preemptive cleanup, due to previous errors, caused by Xid 149 (NVLink NETIR error)) x1" in f["xid.critical"].message
+    assert "Xid 149: reset the GPU" in f["xid.critical"].fix
+    # alone, or after an application error, it stays the job's
+    alone = "NVRM: Xid (PCI:0000:dc:00): 45, pid=1, name=python3, Ch 00000001 caused by previous Xid 13"
+    assert judge(xid, {"kernel_log": alone}) == {"xid.application": ["warn"]}
+
+
+def test_nvlink5_codes_fatal_drain_nonfatal_watch():
+    # in the format of the NVLink 5 lines quoted in leptonai/gpud#1160 and #1174
+    fatal = ("NVRM: Xid (PCI:0000:00:00): 149, NETIR_LINK_EVT Fatal XC0 i0 Link 00 "
+             "(0x025001c6 0x00000000 0x00000000 0x00000000 0x00000000 0x00000000)")
+    nonfatal = ("NVRM: Xid (PCI:0018:01:00): 145, RLW_RXPIPE Nonfatal XC0 i0 Link 13 "
+                "(0x0409a0c2 0x00000008 0x00000001 0x00000000 0x00100000 0x00000004)")
+    assert judge(xid, {"kernel_log": fatal}) == {"xid.critical": ["fail"]}
+    f = findings(xid, {"kernel_log": nonfatal})
+    assert set(f) == {"xid.other"} and "Xid 145 (NVLink RLW error, non-fatal)" in f["xid.other"].message
+
+
+def test_mig_attributed_lines_and_the_reset_flags_of_memory_errors():
+    # written for this test, in the layout the driver prints for an Xid on a MIG instance
+    mig = "NVRM: Xid (PCI:0000:3b:00 GPU-I:01 GPU-CI:00): 31, pid=7, name=python, Ch 00000008, intr 00000000"
+    assert findings(xid, {"kernel_log": mig})["xid.application"].actual == {"0000:3b:00.0": {31: 1}}
+    # the real case's Xid 94 reads "RST: No, D-RST: No"; written for this test: the same with the reset flag set
+    flagged = "NVRM: Xid (PCI:0000:00:08): 63, pid='<unknown>', name=<unknown>, Row remapper: RST: Yes, D-RST: No"
+    assert judge(xid, {"kernel_log": flagged}) == {"xid.critical": ["fail"]}
+
+
+def test_every_class_has_a_documented_action_and_the_docs_list_the_table():
+    from pathlib import Path
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "xid.md").read_text()
+    assert xid.CATALOGUE.split(", ")[1] in docs
+    for code, (kind, meaning, action) in xid.CODES.items():
+        assert kind in xid.CLASSES and meaning and action, code
+        assert f"| {code} |" in docs, code
 
 
 def test_not_collected_and_unreadable_are_skips_not_ok():
