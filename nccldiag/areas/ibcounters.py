@@ -19,7 +19,8 @@ based) and the counters ``ibqueryerrors`` reads:
   ``roce_slow_restart``, ...): warn at any value.
 - ``ibcounters.link_flaps``: ports that went down after having been up
   (``Link DOWN``/``Link down``/``lost carrier`` lines of mlx5 and the
-  netdev layer in the kernel log; the first down of a port before it ever
+  netdev layer, ``NIC Link is Down`` of the Intel Ethernet drivers, in the
+  kernel log; the first down of a port before it ever
   came up is its bring-up, not a flap). Five or more per port fail (Azure
   NHC ``azure_ib_link_flapping``: 5 per device in its window); fewer warn.
 
@@ -131,6 +132,9 @@ class IbCounterFacts:
 _IB_LINK = re.compile(r"(\d{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-9a-fA-F])\s+(\S+?):\s+Port:\s*(\d+)\s+Link (\w+)")
 _NET_LINK = re.compile(r"(?:^|\s)(\S+?):\s+Link (up|down)\b", re.I)
 _CARRIER = re.compile(r"(?:^|\s)(\S+?):\s+(lost carrier|gained carrier|carrier lost|carrier on|carrier off)", re.I)
+# Intel Ethernet drivers and others: "ixgbe 0000:03:00.0 eth0: NIC Link is Up 10 Gbps, Flow Control: RX/TX",
+# "igb 0000:01:00.0 eno1: igb: eno1 NIC Link is Down"
+_NIC_LINK = re.compile(r"(?:^|\s)([\w.@-]+?):?\s+NIC Link is (up|down)\b", re.I)
 
 
 def parse_flaps(log: kernlog.KernelLog) -> tuple:
@@ -147,7 +151,7 @@ def parse_flaps(log: kernlog.KernelLog) -> tuple:
             down = state == "DOWN"
             up = state == "ACTIVE"
         else:
-            m = _NET_LINK.search(msg) or _CARRIER.search(msg)
+            m = _NET_LINK.search(msg) or _CARRIER.search(msg) or _NIC_LINK.search(msg)
             if not m:
                 continue
             port = m.group(1)

@@ -23,7 +23,7 @@ from nccldiag.areas.base import Source
 # What the areas read; kept in one place so the node filters once.
 PATTERN = (
     r"NVRM: Xid|NVRM: GPU at PCI|AER|[Cc]orrected error|Uncorrect|PCIe Bus Error|"
-    r"Link (DOWN|INIT|ACTIVE|down|up)|[Ll]ost carrier|[Gg]ained carrier|carrier (lost|on|off)|"
+    r"Link (DOWN|INIT|ACTIVE|down|up)|Link is ([Uu]p|[Dd]own)|[Ll]ost carrier|[Gg]ained carrier|carrier (lost|on|off)|"
     r"Port module event|firmware version|FW version|fallen off the bus|The NVIDIA GPU|installed in this system has|"
     r"probe routine failed"
 )

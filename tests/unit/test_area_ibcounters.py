@@ -97,6 +97,25 @@ def test_link_flaps_fail_at_five_downs_after_the_port_came_up():
     assert f.status.value == "fail" and f.actual == {"mlx5_5 port 1": 5} and len(f.evidence) == 3
 
 
+def test_an_ethernet_nic_link_down_right_after_up_is_a_flap(tmp_path):
+    # written for this test, in the wording of the Intel Ethernet drivers (ixgbe, igb): up at boot, then down
+    text = ("[    5.100000] ixgbe 0000:03:00.0 eth0: NIC Link is Up 10 Gbps, Flow Control: RX/TX\n"
+            "[    9.200000] igb 0000:01:00.0 eno1: igb: eno1 NIC Link is Up 1000 Mbps Full Duplex, Flow Control: RX\n"
+            "[    9.700000] ixgbe 0000:03:00.0 eth0: NIC Link is Down\n")
+    f = findings(ibcounters, {"kernel_log": text})["ibcounters.link_flaps"]
+    assert f.status.value == "warn" and f.actual == {"eth0": 1}
+    # a link that only came up is no flap
+    assert judge(ibcounters, {"kernel_log": text.rsplit("\n", 2)[0]})["ibcounters.link_flaps"] == ["ok"]
+    # the node-side filter keeps the lines
+    from tests.unit.areahelp import stand_in
+    bin_dir = tmp_path / "bin"
+    (tmp_path / "k.txt").write_text("[    1.0] unrelated\n" + text)
+    stand_in(bin_dir, "dmesg", f"cat '{tmp_path / 'k.txt'}'")
+    secs = run_sources((ibcounters.SOURCES[1],), tmp_path / "root", bin_dir)
+    assert sum("NIC Link is" in l for l in secs["kernel_log"].splitlines()) == 3
+    assert judge(ibcounters, secs)["ibcounters.link_flaps"] == ["warn"]
+
+
 def test_counters_source_reads_the_sysfs_tree(tmp_path):
     real.require()
     root = tmp_path / "root"
