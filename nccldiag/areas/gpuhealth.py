@@ -28,6 +28,7 @@ Persistence mode is judged by the ``gpu`` area (``gpu.persistence``).
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional
 
@@ -52,6 +53,9 @@ _REASON_SECTIONS = ("Clocks Event Reasons", "Clocks Throttle Reasons")
 class GpuHealth:
     label: str
     ecc_mode: Optional[str] = None
+    ecc_current: Optional[str] = None  # ECC Mode Current / Pending as printed ("N/A" and "Unknown Error" kept)
+    ecc_pending: Optional[str] = None
+    ecc_section: bool = False  # the report has an ECC Mode or ECC Errors section for this GPU
     volatile_ue: Dict[str, int] = field(default_factory=dict)  # "DRAM Uncorrectable" -> n
     aggregate_ue: Dict[str, int] = field(default_factory=dict)
     volatile_ce: Dict[str, int] = field(default_factory=dict)
@@ -73,6 +77,7 @@ class GpuHealth:
 class GpuHealthFacts:
     gpus: List[GpuHealth] = field(default_factory=list)
     driver: Optional[str] = None
+    absent: Optional[str] = None  # why there is no GPU (smiq.why_absent)
 
 
 def _ecc_counts(section: Dict[str, str], kind: str) -> Dict[str, int]:
@@ -94,7 +99,9 @@ def _ecc_counts(section: Dict[str, str], kind: str) -> Dict[str, int]:
 
 def health_of(g: smiq.QGpu) -> GpuHealth:
     h = GpuHealth(g.label)
-    h.ecc_mode = g.get("ECC Mode/Current")
+    h.ecc_mode = g.get("ECC Mode/Current")  # "Ecc Mode" in old drivers: smiq's keys are read whatever their case
+    h.ecc_current, h.ecc_pending = g.raw("ECC Mode/Current"), g.raw("ECC Mode/Pending")
+    h.ecc_section = bool(g.section("ECC Mode") or g.section("ECC Errors") or g.raw("ECC Mode") is not None)
     h.volatile_ue = _ecc_counts(g.section("ECC Errors/Volatile"), "ue")
     h.aggregate_ue = _ecc_counts(g.section("ECC Errors/Aggregate"), "ue")
     h.volatile_ce = _ecc_counts(g.section("ECC Errors/Volatile"), "ce")
@@ -114,14 +121,14 @@ def health_of(g: smiq.QGpu) -> GpuHealth:
     return h
 
 
-def parse_text(text: Optional[str]) -> Optional[GpuHealthFacts]:
+def parse_text(text: Optional[str]) -> GpuHealthFacts:
     q = smiq.parse_q(text)
-    if q is None:
-        return None
+    if q is None or not q.gpus:
+        return GpuHealthFacts(absent=smiq.why_absent(text, "GPU health report"))
     return GpuHealthFacts([health_of(g) for g in q.gpus], q.driver)
 
 
-def parse(raw) -> Optional[GpuHealthFacts]:
+def parse(raw) -> GpuHealthFacts:
     return parse_text(raw.get(smiq.SOURCE.name))
 
 
@@ -135,13 +142,44 @@ def _nonzero(d: Dict[str, int]) -> Dict[str, int]:
 
 def judge(facts: Optional[GpuHealthFacts], node: NodeFacts) -> List[Finding]:
     if facts is None or not facts.gpus:
-        return [skip(NAME, "gpuhealth.ecc", "no nvidia-smi -q report (no NVIDIA GPU, or nvidia-smi absent)")]
+        return [skip(NAME, "gpuhealth.ecc", (facts.absent if facts else None) or smiq.why_absent(None, "GPU health report"))]
     return _judge_ecc(facts) + _judge_remap(facts) + _judge_reset(facts) + _judge_clocks(facts)
 
 
+_MODE_ERROR = re.compile(r"error|unknown|unable|lost|reset", re.I)
+
+
+def _ecc_unreadable(g: GpuHealth) -> bool:
+    """ECC Mode Current or Pending reads an error (``Unknown Error``): the driver cannot query the memory state."""
+    return any(v and _MODE_ERROR.search(v) for v in (g.ecc_current, g.ecc_pending))
+
+
 def _judge_ecc(facts: GpuHealthFacts) -> List[Finding]:
+    counted = _judge_ecc_counters(facts)
+    bad = [g for g in facts.gpus if _ecc_unreadable(g)]
+    if not bad:
+        return counted
+    ev = [f"{g.label}: ECC Mode Current {g.ecc_current or '-'}, Pending {g.ecc_pending or '-'}" for g in bad]
+    if counted[0].status.value == "fail":
+        counted[0].evidence = list(counted[0].evidence) + ev
+        return counted
+    before = counted[0].evidence if counted[0].status.value == "warn" else []
+    return [warn(NAME, "gpuhealth.ecc", f"the driver cannot read the ECC state of {', '.join(g.label for g in bad)} "
+                 f"(ECC Mode {bad[0].ecc_current or bad[0].ecc_pending})"
+                 + (f"; {counted[0].message}" if counted[0].status.value == "warn" else ""),
+                 actual={g.label: g.ecc_current or g.ecc_pending for g in bad}, expected="Enabled, Disabled or N/A",
+                 evidence=ev + list(before),
+                 fix="The driver cannot query the GPU's memory state, a sign of a GPU in trouble (often beside a pending "
+                     "row remap): read gpuhealth.row_remap and the Xid events, reset the GPU (nvidia-smi -r -i <index>) "
+                     "or reboot, and run 'dcgmi diag -r 3'; if the state stays unreadable, service the GPU.")]
+
+
+def _judge_ecc_counters(facts: GpuHealthFacts) -> List[Finding]:
     known = [g for g in facts.gpus if g.volatile_ue or g.aggregate_ue or g.sram_threshold is not None]
     if not known:
+        if not any(g.ecc_section for g in facts.gpus):
+            return [skip(NAME, "gpuhealth.ecc", "ECC state not in the report (the nvidia-smi -q output holds no ECC "
+                         "section: an excerpt?)")]
         return [skip(NAME, "gpuhealth.ecc", "no ECC counters in the report (ECC not supported or disabled on these GPUs)")]
     failing, warning, evidence = [], [], []
     for g in known:
@@ -181,8 +219,10 @@ def _judge_remap(facts: GpuHealthFacts) -> List[Finding]:
     if not remap and not retired:
         return [skip(NAME, "gpuhealth.row_remap", "no row remapping or page retirement in the report (not supported)")]
     failed = [g for g in remap if _yes(g.remap.get("Remapping Failure Occurred"))]
-    pending = [g for g in remap if _yes(g.remap.get("Pending"))] + [g for g in retired if _yes(g.retired.get("Pending Page Blacklist"))
-                                                                     or _yes(g.retired.get("Pending Page Retirement"))]
+    # "Pending Page Blacklist" (460 to 535), "Pending Page Retirement", "Pending" (before 460)
+    pending = [g for g in remap if _yes(g.remap.get("Pending"))]
+    pending += [g for g in retired if g not in pending and any(_yes(g.retired.get(k)) for k in (
+        "Pending Page Blacklist", "Pending Page Retirement", "Pending"))]
     def ev(g: GpuHealth) -> str:
         d = g.remap or g.retired
         return f"{g.label}: " + ", ".join(f"{k} {v}" for k, v in d.items())

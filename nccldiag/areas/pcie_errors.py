@@ -81,6 +81,7 @@ class PcieErrorFacts:
     aer_collected: bool = False
     uptime_s: Optional[float] = None
     replays: Dict[str, tuple] = field(default_factory=dict)  # GPU -> (replays, rollovers)
+    replays_absent: Optional[str] = None  # why there are none (smiq.why_absent)
     events: List[AerEvent] = field(default_factory=list)
     log_read: Optional[bool] = None
 
@@ -178,9 +179,11 @@ def parse(raw) -> PcieErrorFacts:
     f = parse_aer(section(raw, AER_SOURCE.name))
     q = smiq.parse_q(raw.get(smiq.SOURCE.name))
     for i, g in enumerate(q.gpus if q else []):
-        r = smiq.to_int(g.get("PCI/Replays Since Reset"))
+        r = smiq.to_int(g.get("PCI/Replays Since Reset"))  # "Replays since reset" before 460: the case is free
         if r is not None:
             f.replays[g.bus_id or f"GPU {i}"] = (r, smiq.to_int(g.get("PCI/Replay Number Rollovers")) or 0)
+    if not f.replays:
+        f.replays_absent = smiq.why_absent(raw.get(smiq.SOURCE.name), "GPU replay counters")
     log = kernlog.parse(raw.get(kernlog.SOURCE.name))
     f.log_read = log.read
     f.events = parse_events(log)
@@ -227,7 +230,7 @@ def _judge_aer(facts: PcieErrorFacts) -> List[Finding]:
 
 def _judge_replays(facts: PcieErrorFacts) -> List[Finding]:
     if not facts.replays:
-        return [skip(NAME, "pcie_errors.replays", "no GPU replay counters (no nvidia-smi -q report)")]
+        return [skip(NAME, "pcie_errors.replays", facts.replays_absent or "GPU replay counters not in the report")]
     minutes = facts.uptime_s / 60 if facts.uptime_s else None
     ev = [f"GPU {g}: Replays Since Reset {r}, Rollovers {o}" for g, (r, o) in facts.replays.items() if r or o]
     rolled = [g for g, (r, o) in facts.replays.items() if o]

@@ -9,8 +9,9 @@ the collection script runs a source once however many areas name it.
 The report is an indented tree (``Key : value`` lines, sections as bare
 keys), one ``GPU <bus id>`` block per GPU. :func:`parse_q` turns it into
 ``{"Section/Sub/Key": value}`` per GPU. It reads every driver's layout seen
-so far (460 to 595: ``Clocks Throttle Reasons`` became ``Clocks Event
-Reasons`` in 535), pasted excerpts whose GPU line was cut (one GPU with no
+so far (before 460 to 595: ``Clocks Throttle Reasons`` became ``Clocks
+Event Reasons`` in 535; keys are looked up whatever their case, for the
+``Ecc Mode`` and ``Replays since reset`` of old drivers), pasted excerpts whose GPU line was cut (one GPU with no
 bus id), ``[...]`` elisions, and the warnings nvidia-smi prints before the
 report (``WARNING: infoROM is corrupted at gpu ...``).
 """
@@ -38,18 +39,27 @@ class QGpu:
     bus_id: Optional[str]  # normalised dddd:bb:dd.f, lower case; None when the excerpt lost its GPU line
     fields: Dict[str, str] = field(default_factory=dict)  # "Section/Sub/Key" -> value as printed
 
+    def raw(self, key: str) -> Optional[str]:
+        """The value of ``key`` as printed ("N/A" included); the key's case is free (``Ecc Mode`` of old drivers
+        is ``ECC Mode``, ``Replays since reset`` is ``Replays Since Reset``)."""
+        v = self.fields.get(key)
+        if v is None:
+            low = key.lower()
+            v = next((val for k, val in self.fields.items() if k.lower() == low), None)
+        return v
+
     def get(self, *keys: str) -> Optional[str]:
         """The first of ``keys`` present (layouts differ between drivers); "N/A" reads as absent."""
         for k in keys:
-            v = self.fields.get(k)
+            v = self.raw(k)
             if v is not None and v not in ("N/A", "[N/A]", ""):
                 return v
         return None
 
     def section(self, prefix: str) -> Dict[str, str]:
-        """The keys under ``prefix/`` (without it)."""
-        p = prefix.rstrip("/") + "/"
-        return {k[len(p):]: v for k, v in self.fields.items() if k.startswith(p)}
+        """The keys under ``prefix/`` (without it), the prefix's case free."""
+        p = prefix.rstrip("/").lower() + "/"
+        return {k[len(p):]: v for k, v in self.fields.items() if k.lower().startswith(p)}
 
     @property
     def label(self) -> str:
@@ -123,6 +133,23 @@ def parse_q(text: Optional[str]) -> Optional[SmiQ]:
         path = "/".join([s[1] for s in stack] + [key])
         cur.fields.setdefault(path, value)
     return q if seen_kv or q.warnings else None
+
+
+COMMAND = "nvidia-smi -q"
+
+
+def why_absent(text: Optional[str], what: str) -> str:
+    """Why a report holds no ``what`` (e.g. "ECC state"): "not collected", "not present", "could not read" or
+    "not in the report", with the command or nvidia-smi's own words."""
+    if text is None:
+        return f"{what} not collected ({COMMAND}, source {SOURCE.name})"
+    if not text.strip():
+        return f"{what} not present: nvidia-smi is not installed (the {COMMAND} output is empty)"
+    q = parse_q(text)
+    if q is None or not q.gpus:
+        said = (q.warnings[0] if q and q.warnings else text.strip().splitlines()[0])[:160]
+        return f"{what}: could not read {COMMAND}, it printed no GPU report ({said})"
+    return f"{what} not in the report (the {COMMAND} output holds no such section)"
 
 
 def to_int(text: Optional[str]) -> Optional[int]:

@@ -50,6 +50,16 @@ def test_replays_are_judged_as_a_rate_over_the_uptime():
     assert judge(pcie_errors, dict(raw, aer_sysfs="uptime: 86400\n"))["pcie_errors.replays"] == ["ok"]
 
 
+def test_replays_in_the_old_spelling_and_skips_that_say_why():
+    # written for this test: the real report with the key as drivers before 460 spell it, "Replays since reset"
+    old = text(REPLAYS).replace("Replays Since Reset", "Replays since reset")
+    f = findings(pcie_errors, {"nvidia_smi_full": old})["pcie_errors.replays"]
+    assert f.status.value == "ok" and f.actual == 652
+    assert "not collected" in findings(pcie_errors, {})["pcie_errors.replays"].message
+    f = findings(pcie_errors, {"nvidia_smi_full": "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.\n"})
+    assert "could not read nvidia-smi -q" in f["pcie_errors.replays"].message
+
+
 def test_kernel_log_aer_events_in_three_formats():
     f = findings(pcie_errors, {"kernel_log": text(POPOS)})["pcie_errors.kernel_log"]
     assert f.status.value == "warn" and f.actual == {"0000:00:03.1": {"corrected": 3}}
