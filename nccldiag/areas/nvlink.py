@@ -7,7 +7,11 @@ switches and each GPU has registered with the fabric:
 - ``nvlink.fabric``: each GPU's ``Fabric`` ``State`` and ``Status`` in
   ``nvidia-smi -q`` (driver 535+) must read ``Completed`` / ``Success``
   (NVSentinel's fabric state check; Azure/azhpc-images). ``N/A`` means the
-  GPU has no NVSwitch fabric.
+  GPU has no NVSwitch fabric. Recent drivers (MNNVL, GB200) add a ``Health``
+  subsection: ``Summary`` other than ``Healthy`` (``Unhealthy`` fails,
+  ``Limited Capacity`` warns), ``Bandwidth`` other than ``Full``, and route
+  recovery, route unhealthy, access-timeout recovery or an incorrect
+  configuration warn.
 - ``nvlink.fabricmanager``: the ``nvidia-fabricmanager`` service
   (``systemctl show``) must be active where the GPUs have a fabric, and its
   log (``/var/log/fabricmanager.log``, else the unit's journal) must show no
@@ -106,6 +110,7 @@ class FabricManager:
 @dataclass
 class NvlinkFacts:
     fabric: Dict[str, Tuple[Optional[str], Optional[str]]] = field(default_factory=dict)  # GPU -> (state, status)
+    health: Dict[str, Dict[str, str]] = field(default_factory=dict)  # GPU -> Fabric/Health keys as printed (N/A left out)
     links: Optional[List[LinkGpu]] = None  # None: nvlink -s not collected
     errors: Optional[Dict[str, Dict[str, int]]] = None  # "GPU 0" -> {"Replay Errors": n, ...}
     error_lines: List[str] = field(default_factory=list)
@@ -225,6 +230,10 @@ def parse(raw) -> NvlinkFacts:
             state, status = g.get("Fabric/State"), g.get("Fabric/Status")
             if state or status:
                 f.fabric[g.bus_id or f"GPU {i}"] = (state, status)
+            health = {k: v for k, v in g.section("Fabric/Health").items()
+                      if "/" not in k and v.strip().strip("[]") not in _NO_VALUE}
+            if health:
+                f.health[g.bus_id or f"GPU {i}"] = health
     status = raw.get(_STATUS.name)
     f.links = parse_status(status) if status is not None else None
     f.errors, f.error_lines = parse_errors(section(raw, NVLINK_ERRORS.name))
@@ -242,10 +251,38 @@ def _fabric_applies(facts: NvlinkFacts) -> bool:
     return bool(facts.fabric)
 
 
+_NO_VALUE = ("N/A", "Not Supported", "")
+# Fabric / Health of nvidia-smi -q (drivers 550+, MNNVL/GB200): the value each key has on a healthy fabric
+HEALTHY = {"Summary": "Healthy", "Bandwidth": "Full", "Route Recovery in progress": "False", "Route Unhealthy": "False",
+           "Access Timeout Recovery": "False", "Incorrect Configuration": "None"}
+
+
+def _health_faults(health: Dict[str, str]) -> Dict[str, str]:
+    """The Health keys that are not at their healthy value (keys nccldiag does not know are left out)."""
+    want = {k.lower(): v.lower() for k, v in HEALTHY.items()}
+    return {k: v for k, v in health.items() if k.lower() in want and v.strip().lower() != want[k.lower()]}
+
+
 def _judge_fabric(facts: NvlinkFacts) -> List[Finding]:
     if not facts.fabric:
         return [skip(NAME, "nvlink.fabric", "no NVSwitch fabric state (GPUs without NVSwitch, or a driver before 535)")]
     bad = {g: s for g, s in facts.fabric.items() if s != ("Completed", "Success")}
+    faults = {g: _health_faults(h) for g, h in facts.health.items()}
+    faults = {g: d for g, d in faults.items() if d}
+    if not bad and faults:
+        ev = [f"GPU {g}: Fabric Health " + ", ".join(f"{k} {v}" for k, v in d.items()) for g, d in faults.items()]
+        unhealthy = [g for g, d in faults.items() if any(k.lower() == "summary" and v.strip().lower() == "unhealthy"
+                                                         for k, v in d.items())]
+        status = fail if unhealthy else warn
+        what = (f"{len(unhealthy)} of {len(facts.fabric)} GPUs report an unhealthy NVLink fabric" if unhealthy
+                else f"{len(faults)} of {len(facts.fabric)} GPUs report a degraded NVLink fabric")
+        return [status(NAME, "nvlink.fabric", f"{what} although registered (Completed/Success): " + "; ".join(ev[:4]),
+                       actual={g: d for g, d in faults.items()}, expected=HEALTHY, evidence=ev,
+                       fix="The GPU joined the fabric but the fabric reports it degraded: bandwidth below full means "
+                       "links or NVSwitch ports are down, route and access-timeout recovery mean the fabric is "
+                       "rerouting around a fault. Check 'nvidia-smi nvlink -s' and '-e', the fabric manager or NVLink "
+                       "switch logs (NMX, nvlsm), and drain the node if the summary stays Unhealthy; an incorrect "
+                       "configuration names what to fix (partition, firmware, location).")]
     ev = [f"GPU {g}: Fabric State {s[0] or '?'}, Status {s[1] or '?'}" for g, s in (bad or facts.fabric).items()]
     if bad:
         return [fail(NAME, "nvlink.fabric", f"{len(bad)} of {len(facts.fabric)} GPUs have not joined the NVLink fabric: "
@@ -253,8 +290,9 @@ def _judge_fabric(facts: NvlinkFacts) -> List[Finding]:
                      evidence=ev, fix="Start the fabric manager (systemctl enable --now nvidia-fabricmanager) with the "
                      "same version as the driver, then check its log (/var/log/fabricmanager.log). 'In Progress' that "
                      "does not end, or a Status other than Success, needs a GPU reset or a reboot.")]
-    return [ok(NAME, "nvlink.fabric", f"all {len(facts.fabric)} GPUs registered with the NVLink fabric (Completed/Success)",
-               actual="Completed/Success", expected="Completed/Success")]
+    healthy = f", fabric health Healthy on {len(facts.health)}" if facts.health else ""
+    return [ok(NAME, "nvlink.fabric", f"all {len(facts.fabric)} GPUs registered with the NVLink fabric (Completed/Success)"
+               + healthy, actual="Completed/Success", expected="Completed/Success")]
 
 
 def _judge_fm(facts: NvlinkFacts) -> List[Finding]:

@@ -81,6 +81,42 @@ def test_fabric_in_progress_fails():
     assert f.status.value == "fail" and f.actual == {"0000:19:00.0": "In Progress/None"}
 
 
+def _health(summary, bandwidth, unhealthy):
+    return ("        Status                            : Success\n"
+            "        CliqueId                          : 4026\n"
+            "        ClusterUUID                       : 9c6f5af3-53bf-49b5-a436-b66766c413c3\n"
+            "        Health\n"
+            f"            Summary                       : {summary}\n"
+            f"            Bandwidth                     : {bandwidth}\n"
+            "            Route Recovery in progress    : False\n"
+            f"            Route Unhealthy               : {unhealthy}\n"
+            "            Access Timeout Recovery       : False\n"
+            "            Incorrect Configuration       : None\n")
+
+
+def _with_health(summary="Healthy", bandwidth="Full", unhealthy="False"):
+    # written for this test: the real selection with the Health subsection recent drivers print under Fabric, in
+    # the layout of a full nvidia-smi -q (Summary, Bandwidth, Route Recovery in progress, Route Unhealthy, Access
+    # Timeout Recovery, Incorrect Configuration), every GPU healthy but the first
+    status = "        Status                            : Success\n"
+    t = text(FABRIC_OK).replace(status, _health("Healthy", "Full", "False"))
+    return t.replace(_health("Healthy", "Full", "False"), _health(summary, bandwidth, unhealthy), 1)
+
+
+def test_fabric_health_summary_and_bandwidth():
+    real.require()
+    f = findings(nvlink, {"nvidia_smi_full": _with_health()})["nvlink.fabric"]
+    assert f.status.value == "ok" and "fabric health Healthy on 8" in f.message
+    f = findings(nvlink, {"nvidia_smi_full": _with_health("Unhealthy", unhealthy="True")})["nvlink.fabric"]
+    assert f.status.value == "fail" and "unhealthy NVLink fabric" in f.message
+    assert f.actual == {"0000:19:00.0": {"Summary": "Unhealthy", "Route Unhealthy": "True"}}
+    f = findings(nvlink, {"nvidia_smi_full": _with_health("Limited Capacity", "Degraded")})["nvlink.fabric"]
+    assert f.status.value == "warn" and f.actual == {"0000:19:00.0": {"Summary": "Limited Capacity", "Bandwidth": "Degraded"}}
+    # N/A and Not Supported (drivers that do not report health) are no fault
+    na = _with_health().replace(": Healthy", ": N/A").replace(": Full", ": Not Supported")
+    assert findings(nvlink, {"nvidia_smi_full": na})["nvlink.fabric"].status.value == "ok"
+
+
 FM_EXPECTED = {
     FM_START: ("ok", "the fabric manager is running (version 535.161.08)"),
     FM_12028: ("warn", "18 errors in the fabric manager log"),
