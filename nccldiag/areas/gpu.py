@@ -132,6 +132,8 @@ class GpuFacts:
     pci_gpus: List[PciGpu] = field(default_factory=list)
     nvml: Optional[Dict[str, Any]] = None
     nvml_error: Optional[str] = None
+    query_collected: bool = True  # the gpu_query source came back (a hand-built bundle may lack it)
+    pci_collected: bool = True  # the pci_gpus source came back
 
     @property
     def model(self) -> Optional[str]:
@@ -398,7 +400,20 @@ def parse(raw: Mapping[str, Optional[str]]) -> GpuFacts:
     if not f.gpus and q["gpus"]:
         f.gpus, f.inventory_from = q["gpus"], "nvidia-smi -q"
         f.smi_error = None
+    if not f.gpus and query is None:
+        # no inventory collected (a hand-built bundle): the full nvidia-smi -q of the health areas lists the GPUs too
+        full = parse_smi_q(section(raw, "nvidia_smi_full"))
+        if full["gpus"]:
+            f.gpus, f.inventory_from = full["gpus"], "nvidia-smi -q"
+            f.driver_version = f.driver_version or full["driver"]
+            f.cuda_version = f.cuda_version or full["cuda"]
+    f.query_collected = query is not None
+    f.pci_collected = raw.get("pci_gpus") is not None
     f.nvlink = parse_nvlink_status(section(raw, "nvlink_status"))
+    if not f.gpus and query is None and any(g.name or g.uuid for g in f.nvlink):
+        # ... and so does nvidia-smi nvlink --status ("GPU 0: <name> (UUID: GPU-...)"), so that its links are judged
+        f.gpus = [Gpu(g.index, g.name, g.uuid) for g in f.nvlink]
+        f.inventory_from = "nvidia-smi nvlink --status"
     f.pci_gpus = parse_pci_gpus(section(raw, "pci_gpus"))
     f.nvml, f.nvml_error = parse_nvml(section(raw, "nvml"))
     if f.nvml:
@@ -453,7 +468,7 @@ def judge(facts: Optional[GpuFacts], node: NodeFacts) -> List[Finding]:
                     fix=_DRIVER_FIX,
                 )
             ]
-        return [skip(NAME, "gpu.present", "no NVIDIA GPUs")]
+        return [skip(NAME, "gpu.present", _why_no_gpu(facts, node))]
     findings: List[Finding] = []
     if not facts.gpus:
         drivers = sorted({p.driver or "none" for p in pci})
@@ -495,6 +510,40 @@ def judge(facts: Optional[GpuFacts], node: NodeFacts) -> List[Finding]:
     findings.extend(_judge_persistence(facts))
     findings.extend(_judge_nvlink(facts))
     return findings
+
+
+def others_naming_gpus(node: Optional[NodeFacts]) -> List[str]:
+    """What other collected outputs of the node say of its GPUs (an Xid line, a full -q, NVLink status), so that no
+    skip claims there is none."""
+    out: List[str] = []
+    if node is None:
+        return out
+    xid = node.get("xid")
+    buses = sorted({e.bus for e in getattr(xid, "events", None) or [] if getattr(e, "bus", "")})
+    if buses:
+        out.append(f"the kernel log's Xid lines name {', '.join(buses[:4])}")
+    health = node.get("gpuhealth")
+    if getattr(health, "gpus", None):
+        out.append(f"nvidia-smi -q lists {len(health.gpus)} GPU(s)")
+    links = getattr(node.get("nvlink"), "links", None)
+    if links:
+        out.append(f"nvidia-smi nvlink --status lists {len(links)} GPU(s)")
+    return out
+
+
+def _why_no_gpu(facts: GpuFacts, node: Optional[NodeFacts]) -> str:
+    """Why there is no GPU to judge: not collected, not present, or what another output says instead."""
+    others = others_naming_gpus(node)
+    if not facts.query_collected and not facts.pci_collected:
+        return ("GPU inventory not collected (nvidia-smi --query-gpu, and the sysfs PCI scan)"
+                + (f"; other outputs name GPUs: {'; '.join(others)}" if others else ""))
+    if others:
+        return f"nvidia-smi and the PCI scan list no GPU, but {'; '.join(others)}: see those areas"
+    if facts.smi_found is False:
+        return "not present: no NVIDIA GPU on the PCI bus, and nvidia-smi is not installed"
+    if not facts.pci_collected:
+        return "not present: nvidia-smi lists no GPU (the sysfs PCI scan was not collected)"
+    return "not present: no NVIDIA GPU on the PCI bus, and nvidia-smi lists none"
 
 
 def _judge_missing(facts: GpuFacts) -> List[Finding]:

@@ -21,7 +21,9 @@ switches and each GPU has registered with the fabric:
   ``nvlink_bandwidth_count_speed``: 18 links at 26.562 GB/s on H100/H200,
   18 at 53.125 GB/s on B200/GB200), else as many and as fast as the other
   GPUs of the node. Inactive links of an otherwise linked GPU are
-  ``gpu.nvlink``'s finding.
+  ``gpu.nvlink``'s finding where the ``gpu`` area has an inventory, this
+  check's otherwise; an output with GPU lines but no link state (``nvlink
+  --capabilities``) is a skip.
 - ``nvlink.errors``: the replay, recovery and CRC counters of
   ``nvidia-smi nvlink -e`` (slurm-gcp's prolog drains a node on any
   non-zero NVLink error count).
@@ -243,8 +245,8 @@ def parse(raw) -> NvlinkFacts:
 
 def judge(facts: Optional[NvlinkFacts], node: NodeFacts) -> List[Finding]:
     if facts is None:
-        return [skip(NAME, "nvlink.fabric", "no NVLink outputs came back")]
-    return _judge_fabric(facts) + _judge_fm(facts) + _judge_links(facts) + _judge_errors(facts)
+        return [skip(NAME, "nvlink.fabric", "NVLink outputs not collected (nvidia-smi -q, nvidia-smi nvlink)")]
+    return _judge_fabric(facts) + _judge_fm(facts) + _judge_links(facts, node) + _judge_errors(facts)
 
 
 def _fabric_applies(facts: NvlinkFacts) -> bool:
@@ -336,13 +338,34 @@ def _judge_fm(facts: NvlinkFacts) -> List[Finding]:
     return [skip(NAME, "nvlink.fabricmanager", "the fabric manager's state is unknown (no systemd, no log)")]
 
 
-def _judge_links(facts: NvlinkFacts) -> List[Finding]:
+def _gpu_judges_inactive(node: Optional[NodeFacts]) -> bool:
+    """Whether the gpu area runs on this node with an inventory, so that gpu.nvlink reports inactive links."""
+    g = node.get("gpu") if node is not None else None
+    return bool(getattr(g, "gpus", None))
+
+
+def _judge_links(facts: NvlinkFacts, node: Optional[NodeFacts] = None) -> List[Finding]:
     if facts.links is None:
-        return [skip(NAME, "nvlink.links", "nvidia-smi nvlink -s was not collected")]
+        return [skip(NAME, "nvlink.links", "NVLink link state not collected (nvidia-smi nvlink --status)")]
     if not facts.links:
         if facts.driver is None:
             return [skip(NAME, "nvlink.links", "no NVLink output (no NVIDIA driver answered nvidia-smi)")]
-        return [skip(NAME, "nvlink.links", "no NVLink on these GPUs (nvidia-smi nvlink -s printed nothing)")]
+        return [skip(NAME, "nvlink.links", "not present: no NVLink on these GPUs (nvidia-smi nvlink -s printed nothing)")]
+    if not any(g.links or g.all_inactive for g in facts.links):
+        # GPU lines and no "Link N: <speed>" line: the output of another nvlink option (-c: "Link 0, P2P is supported")
+        return [skip(NAME, "nvlink.links", f"no link state in the output: {len(facts.links)} GPU(s) named but no "
+                     "'Link N: <speed>' or '<inactive>' line (another nvidia-smi nvlink option's output?)",
+                     fix="Collect 'nvidia-smi nvlink --status' (nvlink_status).")]
+    # inactive links of a linked GPU are gpu.nvlink's finding where the gpu area has an inventory, ours otherwise
+    own_inactive = not _gpu_judges_inactive(node)
+    any_active = any(g.active for g in facts.links)
+    if own_inactive and not any_active and not any(g.all_inactive for g in facts.links):
+        sxm = any("SXM" in (g.name or "") for g in facts.links)
+        return [(fail if sxm else warn)(NAME, "nvlink.links", f"no NVLink link is active on any of {len(facts.links)} GPUs",
+                                        expected="links active (SXM/NVSwitch systems); none on PCIe cards without a bridge",
+                                        fix="On SXM boards the links must be up: check nvidia-fabricmanager (NVSwitch "
+                                        "systems), the Xid events, and reset or reboot. On PCIe cards this only means no "
+                                        "NVLink bridge is fitted.")]
     # links are counted as listed (inactive ones included: gpu.nvlink reports those); speed on the active ones
     counts = Counter(len(g.links) for g in facts.links if not g.elided and not g.all_inactive)
     speeds = Counter(s for g in facts.links for s in g.links.values() if s is not None)
@@ -360,13 +383,19 @@ def _judge_links(facts: NvlinkFacts) -> List[Finding]:
             ev.append(f"GPU {g.index} ({g.name or '?'}): all links inactive")
             continue
         few = not g.elided and want_n is not None and len(g.links) < want_n
+        down = sorted(l for l, sp in g.links.items() if sp is None) if own_inactive else []
+        if down:
+            ev.append(f"GPU {g.index} ({g.name or '?'}): links {down} inactive ({g.active} of {len(g.links)} up)")
+            if not (few or slow):
+                bad.append(f"GPU {g.index}")
         if few or slow:
             bad.append(f"GPU {g.index}")
             speeds_here = sorted({f"{s:g}" for s in g.links.values() if s is not None})
             ev.append(f"GPU {g.index} ({g.name or '?'}): {len(g.links)} links" + (f" at {', '.join(speeds_here)} GB/s" if speeds_here else "")
                       + (f", expected {want_n}" if few else "") + (f"; links {slow} below {want_s:g} GB/s" if slow else ""))
     if bad:
-        return [fail(NAME, "nvlink.links", f"NVLink count or speed short on {', '.join(bad)}: " + "; ".join(ev[:3]),
+        what = "NVLink links inactive, missing or slow" if any("inactive (" in e for e in ev) else "NVLink count or speed short"
+        return [fail(NAME, "nvlink.links", f"{what} on {', '.join(bad)}: " + "; ".join(ev[:3]),
                      actual=bad, expected="every GPU with its model's links at full speed", evidence=ev,
                      fix="Reset the GPU or reboot; links that stay down or slow after that point at the GPU baseboard, "
                      "NVSwitch tray or a seating problem: run 'dcgmi diag -r 3' and 'nvidia-smi nvlink -e', then open a "
@@ -382,6 +411,8 @@ def _judge_links(facts: NvlinkFacts) -> List[Finding]:
 
 
 def _judge_errors(facts: NvlinkFacts) -> List[Finding]:
+    if facts.errors is None:
+        return [skip(NAME, "nvlink.errors", "NVLink error counters not collected (nvidia-smi nvlink -e)")]
     if not facts.errors:
         return [skip(NAME, "nvlink.errors", "no NVLink error counters (nvidia-smi nvlink -e printed none)")]
     nonzero = {g: {k: v for k, v in d.items() if v} for g, d in facts.errors.items()}

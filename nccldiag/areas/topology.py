@@ -287,6 +287,17 @@ def _gpu_list(facts: TopologyFacts, node: Optional[NodeFacts]) -> List[str]:
     return sorted(names, key=lambda g: int(g[3:]))
 
 
+def _why_no_gpu(facts: TopologyFacts, node: Optional[NodeFacts]) -> str:
+    from nccldiag.areas.gpu import others_naming_gpus
+
+    others = others_naming_gpus(node)
+    if facts.topo is None and facts.p2p_read is None:
+        base = "GPU topology not collected (nvidia-smi topo -m)"
+    else:
+        base = "not present: nvidia-smi topo lists no GPU"
+    return base + (f"; other outputs name GPUs: {'; '.join(others)}" if others else "")
+
+
 def _summary(topo: TopoMatrix) -> Finding:
     gpus = topo.gpus
     kinds = Counter(topo.link(a, b) or "?" for i, a in enumerate(gpus) for b in gpus[i + 1 :])
@@ -314,7 +325,7 @@ def judge(facts: Optional[TopologyFacts], node: NodeFacts) -> List[Finding]:
     if facts.topo is not None:
         findings.append(_summary(facts.topo))
     if len(gpus) < 2:
-        findings.append(skip(NAME, "topology.p2p", "single GPU: no GPU pairs" if gpus else "no NVIDIA GPUs"))
+        findings.append(skip(NAME, "topology.p2p", "single GPU: no GPU pairs" if gpus else _why_no_gpu(facts, node)))
         return findings
     findings.extend(judge_p2p(facts, node, gpus))
     asked = bool(node.options.get("p2p_test")) if node is not None else False

@@ -177,7 +177,9 @@ def test_query_csv_noheader_default_columns_and_judgement():
 def test_no_gpus_anywhere_is_skip():
     facts = gpu.parse({"gpu_query": "nccldiag: nvidia-smi not found\n", "pci_gpus": ""})
     (f,) = gpu.judge(facts, NODE)
-    assert f.status is Status.SKIP and f.message == "no NVIDIA GPUs"
+    assert f.status is Status.SKIP and f.message == "not present: no NVIDIA GPU on the PCI bus, and nvidia-smi is not installed"
+    (f,) = gpu.judge(gpu.parse({}), NODE)
+    assert f.message == "GPU inventory not collected (nvidia-smi --query-gpu, and the sysfs PCI scan)"
 
 
 def test_gpus_on_bus_without_nvidia_smi_fails():

@@ -1,6 +1,7 @@
 """NVLink area: fabric state, fabric manager service and log, link count and speed, link error counters."""
 import pytest
 
+from nccldiag.areas import gpu as gpu_area
 from nccldiag.areas import nvlink
 from tests import real
 
@@ -34,19 +35,39 @@ def test_link_count_and_speed_on_every_capture(capture):
     real.require()
     # the gpu area's nvlink_status section, with a driver header so "empty" means GPUs without NVLink
     raw = {"nvlink_status": text(capture), "nvidia_smi_full": "Driver Version : 535.104.05\n"}
-    assert judge(nvlink, raw)["nvlink.links"] == [STATUS[capture]]
+    # as in a run: the gpu area parses the same output (its inventory comes from it when nothing else lists the GPUs)
+    assert judge(nvlink, raw, gpu=gpu_area.parse(raw))["nvlink.links"] == [STATUS[capture]]
 
 
 def test_inactive_links_are_left_to_the_gpu_area_and_missing_links_fail():
     real.require()
     t = text(("nvidia-smi-nvlink", "azhpc-v100-8gpu-inactive-links.txt"))
-    f = findings(nvlink, {"nvlink_status": t})["nvlink.links"]
+    f = findings(nvlink, {"nvlink_status": t}, gpu=gpu_area.parse({"nvlink_status": t}))["nvlink.links"]
     assert f.message.endswith("; inactive links are gpu.nvlink's finding")
+    # and gpu.nvlink reports them, with its inventory taken from the NVLink status alone (a hand-built bundle)
+    g = findings(gpu_area, {"nvlink_status": t})
+    assert g["gpu.inventory"].message.startswith("7x Tesla V100-SXM2-32GB") and "from nvidia-smi nvlink --status" in g["gpu.inventory"].message
+    assert g["gpu.nvlink"].status.value == "fail"
+    # without the gpu area (--only nvlink), nvlink.links reports them itself
+    f = findings(nvlink, {"nvlink_status": t})["nvlink.links"]
+    assert f.status.value == "fail" and f.message.startswith("NVLink links inactive, missing or slow on GPU 3, GPU 4")
     # written for this test: GPU 0 of the real output lists 4 of its model's 6 links
     lines = t.splitlines(True)
     cut = "".join(l for i, l in enumerate(lines) if not (i in (5, 6) and "Link" in l))
-    f = findings(nvlink, {"nvlink_status": cut})["nvlink.links"]
+    f = findings(nvlink, {"nvlink_status": cut}, gpu=gpu_area.parse({"nvlink_status": cut}))["nvlink.links"]
     assert f.actual == ["GPU 0"] and f.evidence[0] == "GPU 0 (Tesla V100-SXM2-32GB): 4 links at 25.781 GB/s, expected 6"
+
+
+def test_capabilities_output_has_no_link_state_and_is_never_ok():
+    # written for this test, in the layout of 'nvidia-smi nvlink --capabilities' (-c): GPU lines, then per link
+    # "Link N, <capability>: true" lines, no speed and no <inactive>
+    caps = ("GPU 0: NVIDIA A100-SXM4-80GB (UUID: GPU-4e391288-897c-ba5d-6944-dfbea55ebcfa)\n"
+            "         Link 0, P2P is supported: true\n"
+            "         Link 0, Access to system memory supported: true\n"
+            "         Link 1, P2P is supported: true\n")
+    f = findings(nvlink, {"nvlink_status": caps, "nvidia_smi_full": "Driver Version : 535.104.05\n"})["nvlink.links"]
+    assert f.status.value == "skip" and f.message.startswith("no link state in the output")
+    assert "gpu.nvlink" not in findings(gpu_area, {"nvlink_status": caps})
 
 
 def test_elided_output_is_not_counted_as_missing_links():

@@ -199,7 +199,7 @@ def test_single_gpu_and_no_gpu_skip():
     single = "\tGPU0\tCPU Affinity\tNUMA Affinity\nGPU0\t X \t0-23\t0\n"  # constructed, not captured
     f = by_check(topology.judge(topology.parse({"topo_m": single}), node_with(["NVIDIA A10"])))
     assert f["topology.p2p"].status is Status.SKIP and f["topology.p2p"].message == "single GPU: no GPU pairs"
-    assert topology.judge(topology.parse({}), node_with())[0].message == "no NVIDIA GPUs"
+    assert topology.judge(topology.parse({}), node_with())[0].message == "GPU topology not collected (nvidia-smi topo -m)"
     assert topology.judge(None, node_with())[0].status is Status.SKIP
 
 
