@@ -59,6 +59,7 @@ class FirmwareFacts:
     inforom: Dict[str, str] = field(default_factory=dict)  # GPU -> InfoROM image version
     models: Dict[str, str] = field(default_factory=dict)  # GPU -> product name
     corrupted: List[str] = field(default_factory=list)  # warning lines
+    smi_absent: Optional[str] = None  # why there is no nvidia-smi -q report (smiq.why_absent)
     smi_read: bool = False
     driver: Optional[str] = None
     fm_version: Optional[str] = None
@@ -82,11 +83,15 @@ def parse_versions(text: Optional[str], f: FirmwareFacts) -> None:
 
 def parse_smi(text: Optional[str], f: FirmwareFacts) -> None:
     q = smiq.parse_q(text)
+    if q is None or not q.gpus:
+        f.smi_absent = smiq.why_absent(text, "GPU VBIOS and InfoROM versions")
     if q is None:
         return
+    f.corrupted = [w for w in q.warnings if _INFOROM.search(w)]
+    if not q.gpus and not f.corrupted:
+        return  # nvidia-smi printed only its own failure: no infoROM verdict either
     f.smi_read = True
     f.driver = q.driver
-    f.corrupted = [w for w in q.warnings if _INFOROM.search(w)]
     for i, g in enumerate(q.gpus):
         name = g.bus_id or f"GPU {i}"
         if g.get("VBIOS Version"):
@@ -143,7 +148,7 @@ def _judge_gpu(facts: FirmwareFacts) -> List[Finding]:
         out.append(ok(NAME, "firmware.inforom", "no infoROM warning from nvidia-smi"))
     if not facts.vbios:
         if not facts.smi_read:
-            out.append(skip(NAME, "firmware.gpu", "no nvidia-smi -q report (no NVIDIA GPU, or nvidia-smi absent)"))
+            out.append(skip(NAME, "firmware.gpu", facts.smi_absent or smiq.why_absent(None, "GPU VBIOS and InfoROM versions")))
         return out
     mixed = {m: c for m, c in _by_model(facts.vbios, facts.models).items() if len(c) > 1}
     if mixed:

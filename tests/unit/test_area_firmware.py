@@ -74,3 +74,9 @@ def test_versions_source_lines_and_consistency_names_the_odd_node():
 def test_nothing_collected():
     assert judge(firmware, {}) == {"firmware.gpu": ["skip"], "firmware.hca": ["skip"]}
     assert firmware.judge(firmware.parse({}), NodeFacts("n"))[0].status.value == "skip"
+
+
+def test_gpu_firmware_skip_says_why():
+    assert "not collected (nvidia-smi -q" in findings(firmware, {})["firmware.gpu"].message
+    f = findings(firmware, {"nvidia_smi_full": "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.\n"})
+    assert "could not read nvidia-smi -q" in f["firmware.gpu"].message

@@ -182,6 +182,17 @@ def test_no_gpus_anywhere_is_skip():
     assert f.message == "GPU inventory not collected (nvidia-smi --query-gpu, and the sysfs PCI scan)"
 
 
+def test_a_gpu_skip_never_claims_no_gpu_that_another_output_names():
+    from nccldiag.areas import xid
+    from nccldiag.areas.base import NodeFacts
+
+    # written for this test, in the layout of the driver's Xid line: the kernel log names a GPU, no inventory came
+    log = xid.parse({"kernel_log": "[ 5.0] NVRM: Xid (PCI:0000:02:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.\n"})
+    (f,) = gpu.judge(gpu.parse({}), NodeFacts("n1", {"xid": log}))
+    assert f.status is Status.SKIP and "not collected" in f.message and "Xid lines name 0000:02:00.0" in f.message
+    assert "no NVIDIA GPU" not in f.message
+
+
 def test_gpus_on_bus_without_nvidia_smi_fails():
     facts = gpu.parse({"gpu_query": "nccldiag: nvidia-smi not found\n",
                        "pci_gpus": "0000:17:00.0 0x030200 0x2330 - 1\n0000:18:00.0 0x030000 0x2330 nouveau 1\n"})
