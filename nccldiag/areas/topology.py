@@ -419,10 +419,14 @@ def judge_p2p(facts: TopologyFacts, node: Optional[NodeFacts], gpus: List[str]) 
             why = "P2P is disabled by a driver registry key (NVreg_RegistryDwords in /etc/modprobe.d). "
         else:
             why = "the PCIe path does not allow P2P, often an IOMMU in translated mode or PCIe ACS redirect on a switch (see the iommu and pcie checks). "
+        # GNS (the GPU model offers no P2P) or consumer cards: how those GPUs ship, said as information
+        by_design = codes <= {"GNS", "OK"} or (consumer and len(consumer) == len({names.get(g) for p in pcie for g in p}))
         out.append(
-            warn(
+            (ok if by_design else warn)(
                 NAME,
                 "topology.p2p",
+                (f"P2P not offered between {len(pcie)} of {len(verdicts)} GPU pairs, as these GPUs ship "
+                 f"(NCCL uses its SHM transport for them): {fmt(pcie)}") if by_design else
                 f"P2P not available between {len(pcie)} of {len(verdicts)} GPU pairs: {fmt(pcie)}",
                 actual={f"{a}-{b}": v for (a, b), v in pcie.items()},
                 expected="OK",

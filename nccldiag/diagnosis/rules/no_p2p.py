@@ -6,6 +6,7 @@ from typing import List
 
 from nccldiag.diagnosis.inputs import Inputs, bad_ranks, findings_hosts, setting_hosts
 from nccldiag.diagnosis.model import Diagnosis, Evidence, finding_evidence
+from nccldiag.model.findings import Status
 
 ID = "no-p2p-hang"
 TITLE = "GPUs without P2P, and the default setting hangs"
@@ -19,7 +20,8 @@ _BY_DESIGN = ("GNS", "CNS")  # the GPU or chipset does not offer P2P: how the ha
 
 def by_design(inp: Inputs) -> List[Diagnosis]:
     """P2P not offered by these GPUs (consumer cards, GNS/CNS) and nothing failed on it: expected, said as info."""
-    found = [f for f in inp.check_findings("topology.p2p") if f.check == "topology.p2p"
+    # the finding is ok (information) where every pair is GNS or consumer cards, a warn otherwise
+    found = [f for f in inp.check_findings("topology.p2p", Status.OK) if f.check == "topology.p2p"
              and any(c in str(f.actual) for c in _BY_DESIGN)]
     if not found:
         return []
@@ -36,8 +38,8 @@ def diagnose(inp: Inputs) -> List[Diagnosis]:
     default = inp.setting("default")
     if default is None or default.status != "hang":
         return by_design(inp)
-    no_p2p = inp.check_findings("topology.p2p")
-    no_p2p = [f for f in no_p2p if f.check == "topology.p2p"]
+    no_p2p = inp.check_findings("topology.p2p", Status.OK)
+    no_p2p = [f for f in no_p2p if f.check == "topology.p2p" and f.actual and f.actual != "OK"]
     ranks, colls = bad_ranks(default)
     hung = setting_hosts(default, ranks) or list(inp.hosts)
     nodes = sorted({f.host for f in no_p2p if f.host in hung})
