@@ -185,7 +185,7 @@ def test_prom_check_gauge_per_node_and_check(tmp_path):
     key = lambda node, check: ("nccldiag_check_status", ("check", check), ("node", node))  # noqa: E731
     assert s[key("gpu002", "ib.port_state")] == 2
     assert s[key("gpu001", "ib.port_state")] == 0
-    assert s[key("ws01", "topology.p2p")] == 1  # consumer cards: P2P refused, a warning
+    assert s[key("ws01", "topology.p2p")] == 0  # consumer cards: P2P not offered, as they ship (information)
     assert s[("nccldiag_node_status", ("node", "gpu002"))] == 2
     assert s[("nccldiag_exit_code", ("command", "check"))] == 1
     n = sum(1 for k in s if k[0] == "nccldiag_check_status")
