@@ -133,6 +133,7 @@ class GpuFacts:
     nvml: Optional[Dict[str, Any]] = None
     nvml_error: Optional[str] = None
     query_collected: bool = True  # the gpu_query source came back (a hand-built bundle may lack it)
+    lost: List[str] = field(default_factory=list)  # nvidia-smi's "Unable to determine the device handle for GPU <bus>" lines
     pci_collected: bool = True  # the pci_gpus source came back
 
     @property
@@ -376,6 +377,11 @@ def _gpus_from_nvml(snap: Mapping[str, Any]) -> List[Gpu]:
     return out
 
 
+# nvidia-smi cannot reach a GPU it knows: "Unable to determine the device handle for GPU 0000:0B:00.0: Unknown Error"
+# (or "GPU is lost"): the GPU fell off the bus or stopped answering, not a driver fault
+_LOST = re.compile(r"Unable to determine the device handle for GPU\s*([0-9A-Fa-f:.]+)|GPU is lost", re.I)
+
+
 def parse(raw: Mapping[str, Optional[str]]) -> GpuFacts:
     f = GpuFacts()
     query = raw.get("gpu_query")
@@ -383,6 +389,7 @@ def parse(raw: Mapping[str, Optional[str]]) -> GpuFacts:
         f.smi_found = "nvidia-smi not found" not in query
         gpus, driver, err = parse_query_csv(query)
         f.driver_version = driver
+        f.lost = [l.strip() for l in (err or "").splitlines() if _LOST.search(l)]
         rc = re.search(r"^nccldiag: rc=(\d+)", query, re.M)
         if gpus:
             f.gpus, f.inventory_from = gpus, "query-gpu"
@@ -457,6 +464,8 @@ def judge(facts: Optional[GpuFacts], node: NodeFacts) -> List[Finding]:
     if facts is None:
         return [skip(NAME, "gpu.present", "no GPU outputs came back")]
     pci = facts.pci_gpus
+    if not facts.gpus and not pci and facts.lost:
+        return [_lost_finding(facts)]
     if not facts.gpus and not pci:
         if facts.smi_found and facts.smi_error:
             return [
@@ -505,6 +514,8 @@ def judge(facts: Optional[GpuFacts], node: NodeFacts) -> List[Finding]:
             evidence=[_gpu_line(g) for g in facts.gpus],
         )
     )
+    if facts.lost:
+        findings.append(_lost_finding(facts))
     findings.extend(_judge_missing(facts))
     findings.extend(_judge_pcie_width(facts))
     findings.extend(_judge_persistence(facts))
@@ -544,6 +555,16 @@ def _why_no_gpu(facts: GpuFacts, node: Optional[NodeFacts]) -> str:
     if not facts.pci_collected:
         return "not present: nvidia-smi lists no GPU (the sysfs PCI scan was not collected)"
     return "not present: no NVIDIA GPU on the PCI bus, and nvidia-smi lists none"
+
+
+def _lost_finding(facts: GpuFacts) -> Finding:
+    buses = [norm_bus_id(m.group(1)) or m.group(1) for m in (_LOST.search(l) for l in facts.lost) if m and m.group(1)]
+    return fail(NAME, "gpu.lost", f"nvidia-smi cannot reach {', '.join(buses) or 'a GPU'}: the GPU is lost from the bus "
+                "or stopped answering (not a driver fault)", actual=buses or facts.lost[:4], expected="every GPU answers",
+                evidence=facts.lost[:8],
+                fix="The driver knows the GPU but cannot talk to it: look for Xid 79 / 'fallen off the bus' in dmesg; "
+                "check its seating, power cables and cooling under load; reset it (nvidia-smi -r) or reboot. If it drops "
+                "off again, reseat it in another slot or replace it.")
 
 
 def _judge_missing(facts: GpuFacts) -> List[Finding]:

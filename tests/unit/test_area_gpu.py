@@ -193,6 +193,20 @@ def test_a_gpu_skip_never_claims_no_gpu_that_another_output_names():
     assert "no NVIDIA GPU" not in f.message
 
 
+def test_a_gpu_nvidia_smi_cannot_reach_is_lost_not_a_driver_fault():
+    real.require()
+    # the real case's nvidia-smi output (a badly seated RTX 2080 Ti dropping off the bus under load)
+    text = (real.ROOT / "cases" / "node-ogkm387-4x2080ti-nvidia-smi-device-handle-unknown-error-reseat" / "node-a"
+            / "gpu_query.txt").read_text()
+    (f,) = gpu.judge(gpu.parse({"gpu_query": text}), NODE)
+    assert f.check == "gpu.lost" and f.status is Status.FAIL and f.actual == ["0000:0b:00.0"]
+    assert "lost from the bus" in f.message and "seating" in f.fix
+    # written for this test: the same line beside the rows of the GPUs nvidia-smi still reaches
+    rows = ("index, name, pci.bus_id\n0, NVIDIA GeForce RTX 2080 Ti, 00000000:0A:00.0\n" + text)
+    found = {x.check: x for x in gpu.judge(gpu.parse({"gpu_query": rows}), NODE)}
+    assert found["gpu.lost"].status is Status.FAIL and found["gpu.inventory"].status is Status.OK
+
+
 def test_gpus_on_bus_without_nvidia_smi_fails():
     facts = gpu.parse({"gpu_query": "nccldiag: nvidia-smi not found\n",
                        "pci_gpus": "0000:17:00.0 0x030200 0x2330 - 1\n0000:18:00.0 0x030000 0x2330 nouveau 1\n"})
