@@ -1,7 +1,9 @@
 """The kernel log, read once and shared by the areas that look for events in it.
 
 Not a check area: the source and the line splitter behind ``xid`` (NVIDIA
-Xid events), ``pcie_errors`` (AER lines) and ``ibcounters`` (link flaps).
+Xid events and the driver's lost-GPU notices, whose continuation lines come
+indented and without a time stamp), ``pcie_errors`` (AER lines) and
+``ibcounters`` (link flaps: mlx5, netdev carrier, ``NIC Link is Up/Down``).
 Each lists :data:`SOURCE`; the collection script runs it once. The node
 keeps only the lines those areas read (one ``awk`` pass over ``dmesg``, or
 ``journalctl -k -b`` where ``dmesg`` is restricted), the last 4000 of them,
