@@ -117,6 +117,7 @@ class NvlinkFacts:
     errors: Optional[Dict[str, Dict[str, int]]] = None  # "GPU 0" -> {"Replay Errors": n, ...}
     error_lines: List[str] = field(default_factory=list)
     fm: Optional[FabricManager] = None
+    fm_collected: bool = True  # the fabricmanager source came back (empty where the node has no driver nor manager)
     driver: Optional[str] = None
 
 
@@ -240,6 +241,7 @@ def parse(raw) -> NvlinkFacts:
     f.links = parse_status(status) if status is not None else None
     f.errors, f.error_lines = parse_errors(section(raw, NVLINK_ERRORS.name))
     f.fm = parse_fm(section(raw, FM_SOURCE.name))
+    f.fm_collected = raw.get(FM_SOURCE.name) is not None
     return f
 
 
@@ -300,6 +302,9 @@ def _judge_fabric(facts: NvlinkFacts) -> List[Finding]:
 def _judge_fm(facts: NvlinkFacts) -> List[Finding]:
     fm = facts.fm
     applies = _fabric_applies(facts)
+    if fm is None and not facts.fm_collected:
+        return [skip(NAME, "nvlink.fabricmanager", "fabric manager state not collected (systemctl show "
+                     f"{_FM}, its log)")]
     if fm is None or (not fm.log and fm.props.get("LoadState") in (None, "not-found") and not fm.version):
         if applies and any(s != ("Completed", "Success") for s in facts.fabric.values()):
             return [fail(NAME, "nvlink.fabricmanager", "the GPUs have an NVSwitch fabric but no fabric manager service was found",

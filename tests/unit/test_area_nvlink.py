@@ -98,8 +98,14 @@ def test_fabric_in_progress_fails():
     # written for this test: one GPU of the real selection still registering
     t = text(FABRIC_OK).replace("State                             : Completed", "State                             : In Progress", 1)
     t = t.replace("Status                            : Success", "Status                            : N/A", 1)
-    f = findings(nvlink, {"nvidia_smi_full": t})["nvlink.fabric"]
+    found = findings(nvlink, {"nvidia_smi_full": t})
+    f = found["nvlink.fabric"]
     assert f.status.value == "fail" and f.actual == {"0000:19:00.0": "In Progress/None"}
+    # no fabric manager output in this bundle: not collected, never "no fabric manager service was found"
+    fm = found["nvlink.fabricmanager"]
+    assert fm.status.value == "skip" and fm.message.startswith("fabric manager state not collected")
+    # collected and empty (no manager, no systemd unit): the manager is missing where the fabric needs it
+    assert judge(nvlink, {"nvidia_smi_full": t, "fabricmanager": ""})["nvlink.fabricmanager"] == ["fail"]
 
 
 def _health(summary, bandwidth, unhealthy):
