@@ -354,7 +354,8 @@ def _judge_links(facts: NvlinkFacts, node: Optional[NodeFacts] = None) -> List[F
         return [skip(NAME, "nvlink.links", "NVLink link state not collected (nvidia-smi nvlink --status)")]
     if not facts.links:
         if facts.driver is None:
-            return [skip(NAME, "nvlink.links", "no NVLink output (no NVIDIA driver answered nvidia-smi)")]
+            return [skip(NAME, "nvlink.links", "not present: nvidia-smi nvlink -s printed nothing (GPUs without NVLink, "
+                         "or no NVIDIA driver)")]
         return [skip(NAME, "nvlink.links", "not present: no NVLink on these GPUs (nvidia-smi nvlink -s printed nothing)")]
     if not any(g.links or g.all_inactive for g in facts.links):
         # GPU lines and no "Link N: <speed>" line: the output of another nvlink option (-c: "Link 0, P2P is supported")
