@@ -153,6 +153,7 @@ DRAIN = ("reset", "reboot", "hardware")
 NVLINK5 = range(144, 151)
 
 PROBE = 0  # the driver's "probe routine failed" notice: no Xid code of its own
+_NOTICE = "(driver notice, no Xid line)"
 
 _XID = re.compile(r"NVRM: Xid \((?:PCI:)?([0-9A-Fa-f]{1,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.[0-7])?)"
                   r"(?:\s+GPU-C?I:\s*\d+)*\):\s*(\d+),?\s*(.*)")
@@ -239,6 +240,8 @@ def parse_events(log: kernlog.KernelLog) -> XidFacts:
     for when, msg in log.lines:
         m = _XID.search(msg)
         if m:
+            if int(m.group(2)) == 79:  # the notice printed before its Xid line is the same event
+                f.events = [e for e in f.events if not (e.code == 79 and e.bus == norm_bus(m.group(1)) and _NOTICE in e.text)]
             f.events.append(XidEvent(norm_bus(m.group(1)), int(m.group(2)), m.group(3).strip(), when,
                                      kernlog.short(f"{when} {msg}".strip())))
             continue
@@ -250,7 +253,7 @@ def parse_events(log: kernlog.KernelLog) -> XidFacts:
             bus = norm_bus(m.group(1)) if m else notice_bus
             # the driver's notice without an Xid line: as Xid 79 on that GPU, once
             if bus and not any(e.bus == bus and e.code == 79 for e in f.events):
-                f.events.append(XidEvent(bus, 79, "GPU has fallen off the bus (driver notice, no Xid line)", when,
+                f.events.append(XidEvent(bus, 79, f"GPU has fallen off the bus {_NOTICE}", when,
                                          kernlog.short(f"{when} {msg}".strip())))
             continue
         m = _PROBE.search(msg)

@@ -83,6 +83,9 @@ def test_a_gpu_lost_without_an_xid_line_is_critical_on_its_bus():
     assert f["xid.critical"].actual == {"GPU2 (0000:b3:00.0)": {79: 1, xid.PROBE: 1}}
     assert "Xid 79 (GPU has fallen off the bus) x1" in f["xid.critical"].message
     assert "driver probe failed" in f["xid.critical"].message
+    # the notice followed by its Xid 79 line is one event
+    both = NOTICE.splitlines()[0:3] + ["[ 1843.308200] NVRM: Xid (PCI:0000:b3:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus."]
+    assert findings(xid, {"kernel_log": "\n".join(both)})["xid.critical"].actual == {"0000:b3:00.0": {79: 1}}
     # a probe failure with no notice before it still fails, on a GPU the driver did not name
     f = findings(xid, {"kernel_log": NOTICE.splitlines()[3]})["xid.critical"]
     assert f.actual == {"a GPU the driver did not name": {xid.PROBE: 1}}
