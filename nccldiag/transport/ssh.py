@@ -567,17 +567,57 @@ class ProxyProcess(paramiko.ProxyCommand):
         return self.closed
 
 
-def _jump_destination(hop: str) -> str:
-    """``hop`` as a destination argument for ``ssh``.
+def split_jump_hop(hop: str, host: str = "") -> Tuple[Optional[str], str, Optional[int]]:
+    """``(user, host, port)`` of one ProxyJump hop, as OpenSSH reads it.
 
-    ProxyJump hops may be ``[user@]host[:port]``, which ``ssh -J`` accepts but
-    a plain destination does not: a hop with a port becomes an ``ssh://`` URI.
+    A hop is ``[user@]host[:port]`` or ``ssh://[user@]host[:port]``; the host may be bracketed
+    (``[10.0.0.5]``, ``[fe80::1%eth0]:2222``), as an IPv6 address with a port must be and as
+    ``ssh -G`` of current OpenSSH prints every address (``proxyjump [10.0.0.5]``). Older releases
+    print it as written. ``user`` and ``port`` are None when the hop does not give them. A hop that
+    does not parse is a CONFIG error naming it (``host`` is the node it was for).
     """
-    if hop.startswith("ssh://"):
-        return hop
-    host = hop.rpartition("@")[2]
-    has_port = ("]:" in host) if host.startswith("[") else host.count(":") == 1
-    return "ssh://" + hop if has_port else hop
+    text = hop.strip()
+    uri = text[:6].lower() == "ssh://"
+    if uri:
+        text = text[6:].rstrip("/")
+    user: Optional[str] = None
+    if "@" in text:
+        user, _, text = text.rpartition("@")
+        if uri:
+            from urllib.parse import unquote
+
+            user = unquote(user)
+    port: Optional[str] = None
+    if text.startswith("["):
+        name, bracket, rest = text[1:].partition("]")
+        if not bracket or (rest and not rest.startswith(":")):
+            raise TransportError(CONFIG, f"ProxyJump hop {hop!r}: unbalanced brackets", host)
+        port = rest[1:] if rest else None
+    elif text.count(":") == 1:  # an unbracketed address with several colons is IPv6 without a port
+        name, _, port = text.partition(":")
+    else:
+        name = text
+    if not name or (user is not None and not user):
+        raise TransportError(CONFIG, f"ProxyJump hop {hop!r} names no host", host)
+    if port is not None and not (port.isdigit() and 0 < int(port) < 65536):
+        raise TransportError(CONFIG, f"ProxyJump hop {hop!r}: port {port!r} is not a port number", host)
+    return user, name, int(port) if port is not None else None
+
+
+def _jump_destination(hop: str, host: str = "") -> List[str]:
+    """The last ProxyJump hop as ``ssh`` arguments: ``[-l user] [-p port] -- host``.
+
+    ``ssh -J`` reads every spelling of a hop, but a plain destination reads
+    neither a port nor brackets: ``ssh [10.0.0.5]`` looks up the name
+    ``[10.0.0.5]``. The hop is taken apart here and its host passed bare.
+    """
+    user, name, port = split_jump_hop(hop, host)
+    argv: List[str] = []
+    if user is not None:
+        argv += ["-l", user]
+    if port is not None:
+        argv += ["-p", str(port)]
+    return argv + ["--", name]
 
 
 def jump_argv(cfg: sshconfig.HostConfig, options: SSHOptions, timeout: float) -> List[str]:
@@ -597,7 +637,7 @@ def jump_argv(cfg: sshconfig.HostConfig, options: SSHOptions, timeout: float) ->
     if len(hops) > 1:
         argv += ["-J", ",".join(hops[:-1])]
     target = f"[{cfg.hostname}]:{cfg.port}" if ":" in cfg.hostname else f"{cfg.hostname}:{cfg.port}"
-    argv += ["-W", target, "--", _jump_destination(hops[-1])]
+    argv += ["-W", target, *_jump_destination(hops[-1], cfg.alias)]
     return argv
 
 

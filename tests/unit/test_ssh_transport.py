@@ -263,10 +263,89 @@ def test_jump_argv_hands_the_hops_to_openssh():
     cfg = sshconfig.HostConfig(alias="n3", hostname="10.0.0.3", port=22, proxy_jump="j1,admin@j2:2222")
     argv = jump_argv(cfg, SSHOptions(config_path="/tmp/cfg"), timeout=5)
     assert argv[1:] == ["-F", "/tmp/cfg", "-o", "BatchMode=yes", "-o", "ConnectTimeout=4",
-                        "-J", "j1", "-W", "10.0.0.3:22", "--", "ssh://admin@j2:2222"]
+                        "-J", "j1", "-W", "10.0.0.3:22", "-l", "admin", "-p", "2222", "--", "j2"]
     cfg = sshconfig.HostConfig(alias="n", hostname="fe80::1", port=22, proxy_jump="ssh://j1:22")
     argv = jump_argv(cfg, SSHOptions(), timeout=1)
-    assert "-J" not in argv and argv[-4:] == ["-W", "[fe80::1]:22", "--", "ssh://j1:22"]
+    assert "-J" not in argv and argv[-6:] == ["-W", "[fe80::1]:22", "-p", "22", "--", "j1"]
+
+
+# One ProxyJump hop as ssh -G prints it: current OpenSSH (9.2p1-2+deb12u10, 10.x) brackets an address,
+# older releases print the hop as written. Both spellings of each hop, and what ssh is given for it.
+HOPS = [
+    # (as written / old ssh -G,   as current ssh -G prints it,   (user, host, port))
+    ("10.0.0.5", "[10.0.0.5]", (None, "10.0.0.5", None)),
+    ("10.0.0.5:2222", "[10.0.0.5]:2222", (None, "10.0.0.5", 2222)),
+    ("admin@10.0.0.5", "admin@[10.0.0.5]", ("admin", "10.0.0.5", None)),
+    ("admin@10.0.0.5:22", "admin@[10.0.0.5]:22", ("admin", "10.0.0.5", 22)),
+    ("fe80::1", "[fe80::1]", (None, "fe80::1", None)),
+    ("[fe80::1]:2222", "[fe80::1]:2222", (None, "fe80::1", 2222)),
+    ("u@[fe80::1%eth0]:22", "u@[fe80::1%eth0]:22", ("u", "fe80::1%eth0", 22)),
+    ("bastion", "bastion", (None, "bastion", None)),
+    ("user@bastion:2222", "user@bastion:2222", ("user", "bastion", 2222)),
+    ("ssh://u@10.0.0.5:2200", "u@[10.0.0.5]:2200", ("u", "10.0.0.5", 2200)),
+    ("ssh://[fe80::1]", "[fe80::1]", (None, "fe80::1", None)),
+]
+
+
+@pytest.mark.parametrize("written,printed,want", HOPS)
+def test_a_jump_hop_is_read_in_both_spellings(written, printed, want):
+    assert ssh.split_jump_hop(written) == want
+    assert ssh.split_jump_hop(printed) == want
+    user, host, port = want
+    dest = (["-l", user] if user else []) + (["-p", str(port)] if port else []) + ["--", host]
+    for hop in (written, printed):
+        for chain in (hop, f"user@bastion:2222,{hop}", f"[10.0.0.7],{hop}"):
+            cfg = sshconfig.HostConfig(alias="n", hostname="10.0.0.3", proxy_jump=chain)
+            argv = jump_argv(cfg, SSHOptions(), timeout=5)
+            assert argv[argv.index("-W") + 2:] == dest, (chain, argv)
+            if "," in chain:
+                assert argv[argv.index("-J") + 1] == chain.rpartition(",")[0]
+
+
+@pytest.mark.parametrize("bad", ["[10.0.0.5", "[10.0.0.5]x", "host:port", "h:0", "u@", "@h", "[]:22"])
+def test_a_jump_hop_that_does_not_parse_is_a_config_error_naming_it(bad):
+    cfg = sshconfig.HostConfig(alias="n9", hostname="10.0.0.9", proxy_jump=f"bastion,{bad}")
+    with pytest.raises(base.TransportError) as exc:
+        jump_argv(cfg, SSHOptions(), timeout=5)
+    assert exc.value.kind == base.CONFIG and bad in exc.value.message and exc.value.host == "n9"
+
+
+def _ssh_G(argv):
+    """``ssh -G`` of the installed OpenSSH for ``argv``: keyword -> value."""
+    out = subprocess.run([shutil.which("ssh"), "-G", *argv], capture_output=True, text=True, timeout=30,
+                         stdin=subprocess.DEVNULL)
+    assert out.returncode == 0, out.stderr
+    return dict(l.split(" ", 1) for l in out.stdout.splitlines() if " " in l)
+
+
+@pytest.mark.skipif(shutil.which("ssh") is None, reason="needs the OpenSSH client")
+@pytest.mark.parametrize("jump,last", [
+    ("10.0.0.5", ("root", "10.0.0.5", "22")),
+    ("admin@10.0.0.5:2222", ("admin", "10.0.0.5", "2222")),
+    ("[fe80::1]:2200", ("root", "fe80::1", "2200")),
+    ("u@[fe80::1%eth0]", ("u", "fe80::1%eth0", "22")),
+    ("bastion", ("jumper", "192.0.2.1", "2022")),
+    ("user@bastion:2222,10.0.0.5", ("root", "10.0.0.5", "22")),
+    ("10.0.0.5,[fe80::1]:2200", ("root", "fe80::1", "2200")),
+    ("10.0.0.5,admin@bastion", ("admin", "192.0.2.1", "2022")),
+])
+def test_proxy_jump_through_the_installed_openssh_reaches_the_last_hop(tmp_path, jump, last):
+    """ssh_config read by the installed ``ssh -G`` (which brackets addresses since OpenSSH 10.3 and its
+    backports), the hop nccldiag hands to ssh read back by ``ssh -G``: the host is the hop's, not a
+    name with brackets in it."""
+    config = tmp_path / "ssh_config"  # written for this test
+    config.write_text(f"Host node\n  HostName 10.0.0.3\n  ProxyJump {jump}\n"
+                      "Host bastion\n  HostName 192.0.2.1\n  Port 2022\n  User jumper\n"
+                      "Host *\n  User root\n")
+    cfg = sshconfig.resolve("node", config_path=str(config))
+    argv = jump_argv(cfg, SSHOptions(config_path=str(config)), timeout=5)
+    tail = argv[argv.index("-W") + 2:]
+    hop = _ssh_G(["-F", str(config), *tail])
+    assert (hop["user"], hop["hostname"], hop["port"]) == last, (cfg.proxy_jump, tail)
+    if "," in jump:  # the hops before the last are ssh's to read, and it reads them
+        first = argv[argv.index("-J") + 1]
+        printed = _ssh_G(["-F", str(config), "-J", first, "x"])["proxyjump"]
+        assert [ssh.split_jump_hop(h) for h in printed.split(",")] == [ssh.split_jump_hop(h) for h in first.split(",")]
 
 
 def proxy_processes(before):
