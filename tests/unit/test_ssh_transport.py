@@ -514,3 +514,127 @@ def test_known_hosts_read_once_per_change_plain_and_hashed(keys, tmp_path):
         f.write(f"new.example {b.get_name()} {b.get_base64()}\n")
     again = ssh._load_known_hosts([str(kh)])
     assert again is not known and again.lookup("new.example") == {b.get_name(): [b]}
+
+
+# A login that takes its time before the command starts: the test server runs this shell text first, as
+# sshd's shell runs ~/.bashrc (written for these tests, in the role of a shared home's pyenv/conda init).
+# A stall is a read of a FIFO nobody writes: it lasts until the server is closed, never a sleep.
+
+def _started(keys, server, login):
+    s = server()
+    s.login = login
+    cfg, _ = write_config(keys["dir"], s.port, keys["dir"] / "id_client", known_line(s.port, keys["host"]))
+    return cfg
+
+
+def test_the_login_before_a_command_starts_is_not_its_silence(keys, server):
+    cfg = _started(keys, server, "sleep 2")  # a login longer than the silence bound
+    with connect(cfg) as conn:
+        before = conn.run("printf 'MARK\\n'; echo done", timeout=30, idle_timeout=1)
+        r = conn.run("printf 'MARK\\n'; echo done", timeout=30, idle_timeout=1, start_marker=b"MARK",
+                     start_timeout=30)
+    # without a marker the login counts as silence, as it did for every collection
+    assert before.error is not None and "nothing sent for 1 s" in before.error.message
+    assert (r.rc, r.stdout, r.error) == (0, "MARK\ndone\n", None)
+    assert r.started is not None and r.started >= 2
+
+
+def test_a_command_stalled_after_its_start_is_named_at_the_silence_bound(keys, server, tmp_path):
+    fifo = tmp_path / "never"
+    os.mkfifo(fifo)
+    cfg = _started(keys, server, "sleep 2")
+    with connect(cfg) as conn:
+        t0 = time.monotonic()
+        r = conn.run(f"printf 'MA'; printf 'RK\\n'; cat {fifo}", timeout=60, idle_timeout=1, start_marker=b"MARK",
+                     start_timeout=30, what="script")
+        elapsed = time.monotonic() - t0
+    assert r.error is not None and r.error.kind == base.COMMAND_TIMEOUT
+    assert r.error.message == "script stalled: nothing sent for 1 s after it started", r.error.message
+    assert r.started is not None and r.started >= 2 and r.stdout == "MARK\n"
+    assert elapsed < r.started + 1 + 3, elapsed
+
+
+@pytest.mark.parametrize("says", ["", "pyenv: rehashing"])
+def test_a_login_that_never_starts_the_command_is_slow_or_silent(keys, server, tmp_path, says):
+    fifo = tmp_path / "never"
+    os.mkfifo(fifo)
+    cfg = _started(keys, server, (f"echo '{says}' >&2; " if says else "") + f"cat {fifo} >/dev/null")
+    with connect(cfg) as conn:
+        t0 = time.monotonic()
+        r = conn.run("printf 'MARK\\n'", timeout=60, idle_timeout=30, start_marker=b"MARK", start_timeout=1,
+                     what="script")
+        elapsed = time.monotonic() - t0
+    assert r.error is not None and r.error.kind == base.COMMAND_TIMEOUT and r.started is None
+    if says:
+        assert r.error.message.startswith("login slow: the login did not start the script within 1 s"), r.error
+        assert says in r.error.message
+    else:
+        assert r.error.message == "no answer: the login sent nothing and did not start the script within 1 s"
+    assert elapsed < 1 + 3, elapsed
+
+
+def _collect(cfg, extra, **ssh_kw):
+    from nccldiag.areas import ssh as ssh_area
+    from nccldiag.areas.base import Source
+    from nccldiag.collect import runner
+    from nccldiag.inventory import Host
+
+    opts = runner.CollectOptions(ssh=SSHOptions(config_path=cfg, connect_timeout=3, use_agent=False, retries=0,
+                                                **ssh_kw), mesh="none",
+                                 extra_sources=[Source(n, c, t) for n, c, t in extra])
+    script = runner.script_for([], opts.extra_sources, opts.mark)
+    seen = []
+    t0 = time.monotonic()
+    nodes = runner.collect_hosts([Host("node")], script, opts, on_node=seen.append)
+    elapsed = time.monotonic() - t0
+    assert [n.host for n in seen] == ["node"]  # reported once, after its retry
+    assert seen[0] is nodes[0]
+    return nodes[0], ssh_area.judge_transport(nodes[0])[0], elapsed
+
+
+def test_a_slow_login_is_collected_whole_on_the_first_try(keys, server):
+    cfg = _started(keys, server, "sleep 2")
+    node, f, _ = _collect(cfg, [("said", "echo fine", 5)], command_timeout=1, login_timeout=30)
+    assert node.error is None and node.sections["said"] == "fine\n" and "tries" not in node.extra, node
+    assert node.extra["login_s"] >= 2
+    assert f.status.value == "ok" and "login " in f.message, f
+
+
+def test_a_node_that_timed_out_is_tried_again_on_a_new_connection(keys, server, tmp_path):
+    """The first login never starts the script (a login queued on a lock), the second does: the node is
+    checked, and its finding says what the first try met."""
+    fifo = tmp_path / "never"
+    os.mkfifo(fifo)
+    cfg = _started(keys, server, f"if mkdir {tmp_path}/first 2>/dev/null; then cat {fifo} >/dev/null; fi")
+    node, f, elapsed = _collect(cfg, [("said", "echo fine", 5)], command_timeout=5, login_timeout=1)
+    assert node.error is None and node.sections["said"] == "fine\n", node
+    assert node.extra["tries"] == ["no answer: the login sent nothing and did not start the script within 1 s"]
+    assert f.status.value == "ok" and "on the second try (first try: no answer" in f.message, f
+    assert elapsed < 1 + 10, elapsed
+
+
+def test_a_stalled_script_is_named_stalled_after_its_retry_within_the_bounds(keys, server, tmp_path):
+    fifo = tmp_path / "never"
+    os.mkfifo(fifo)
+    cfg = _started(keys, server, "true")
+    node, f, elapsed = _collect(cfg, [("said", "echo fine", 5), ("hung", f"cat {fifo}", 1000)], command_timeout=1)
+    stalled = "script stalled: nothing sent for 1 s after it started"
+    assert node.sections["said"] == "fine\n" and node.extra["tries"] == [stalled, stalled], node
+    assert (f.status.value, f.check) == ("error", "ssh.command-timeout"), f
+    assert stalled in f.message and "tried twice" in f.message, f
+    assert f.evidence[:2] == [f"first try: {stalled}", f"second try: {stalled}"]
+    assert elapsed < 2 * (1 + 3), elapsed  # two tries, each stopped at the 1 s silence bound
+
+
+def test_a_login_is_bounded_at_twice_the_command_timeout_unless_told():
+    from nccldiag.collect import runner
+
+    assert runner.login_timeout(SSHOptions(command_timeout=7)) == 14
+    assert runner.login_timeout(SSHOptions(command_timeout=7, login_timeout=3)) == 3
+
+    from nccldiag.areas import system
+
+    # what the collection script prints first, before any source's output: the end of the login
+    script = runner.script_for([system], [], "ab12cd34")
+    out = subprocess.run(["sh", "-s"], input=script.encode(), capture_output=True, timeout=120).stdout
+    assert out.startswith(runner.start_marker("ab12cd34")) and runner.start_marker("ab12cd34") == b"@@nccldiag:ab12cd34:begin "
