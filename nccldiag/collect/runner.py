@@ -203,13 +203,6 @@ def collect_hosts(
         elif on_node is not None:
             on_node(node)
 
-    nodes = fan_out(list(hosts), task, opts.fanout, done)
-    if not held:
-        return nodes
-    # a node stopped at a bound is tried once more, on a fresh connection, once the others are done: a
-    # login that queued behind the others' (a shared home's ~/.bashrc under a lock) finds the queue gone
-    again = [h for h in hosts if h.name in held]
-
     second: dict = {}
 
     def retried(h: Host, node: RawNode) -> None:
@@ -220,9 +213,14 @@ def collect_hosts(
             on_node(node)
 
     try:
-        fan_out(again, task, opts.fanout, retried)
+        nodes = fan_out(list(hosts), task, opts.fanout, done)
+        # a node stopped at a bound is tried once more, on a fresh connection, once the others are done: a
+        # login that queued behind the others' (a shared home's ~/.bashrc under a lock) finds the queue gone
+        again = [h for h in hosts if h.name in held]
+        if again:
+            fan_out(again, task, opts.fanout, retried)
     finally:
-        for name, first in list(held.items()):  # not retried (interrupted): the first try stands
+        for first in list(held.values()):  # not tried again (interrupted): the first try stands
             first.extra["tries"] = [_timeout_message(first)]
             if on_node is not None:
                 on_node(first)
