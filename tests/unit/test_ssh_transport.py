@@ -638,3 +638,26 @@ def test_a_login_is_bounded_at_twice_the_command_timeout_unless_told():
     script = runner.script_for([system], [], "ab12cd34")
     out = subprocess.run(["sh", "-s"], input=script.encode(), capture_output=True, timeout=120).stdout
     assert out.startswith(runner.start_marker("ab12cd34")) and runner.start_marker("ab12cd34") == b"@@nccldiag:ab12cd34:begin "
+
+
+def test_a_first_try_held_for_its_retry_is_still_reported_when_the_run_is_interrupted(monkeypatch):
+    from nccldiag.collect import runner
+    from nccldiag.inventory import Host
+    from nccldiag.model.raw import RawNode
+
+    first = "no answer: the login sent nothing and did not start the script within 2 s"
+    calls = []
+
+    def collect_host(h, script, opts, targets=()):
+        calls.append(h.name)
+        if len(calls) == 1:
+            return RawNode(host=h.name, error=base.TransportError(base.COMMAND_TIMEOUT, first, h.name).to_dict())
+        raise KeyboardInterrupt  # Ctrl-C during the retry
+
+    monkeypatch.setattr(runner, "collect_host", collect_host)
+    seen = []
+    opts = runner.CollectOptions(ssh=SSHOptions(resolved={"n1": []}), mesh="none")
+    with pytest.raises(KeyboardInterrupt):
+        runner.collect_hosts([Host("n1")], "", opts, on_node=seen.append)
+    assert calls == ["n1", "n1"]
+    assert [n.host for n in seen] == ["n1"] and seen[0].extra["tries"] == [first]
