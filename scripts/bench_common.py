@@ -27,6 +27,12 @@ class Cluster:
     def __exit__(self, *exc) -> None:
         self._run("down")
 
+    def login(self, mode: str, seconds: float = 0.0) -> None:
+        """The nodes' logins: "plain", or "shared-home" (each works ``seconds`` under one lock of the shared
+        home, as pyenv's init does: logins started together queue on it)."""
+        args = ["login", mode] + ([f"{seconds:g}"] if mode == "shared-home" else [])
+        self._run(*args)
+
     @property
     def hostfile(self) -> str:
         return str(self.state / "hostfile")

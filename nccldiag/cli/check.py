@@ -10,8 +10,8 @@ from typing import Optional
 import click
 
 from nccldiag.cli.options import (
-    CONTEXT, areas, color_option, host_options, import_torch_option, inventory, slurm_inventory,
-    slurm_options, ssh_options, transport_option,
+    CONTEXT, areas, color_option, host_options, import_torch_option, inventory, login_timeout_option,
+    slurm_inventory, slurm_options, ssh_options, transport_option,
 )
 from nccldiag import rundir
 from nccldiag.model.errors import UsageError
@@ -93,6 +93,7 @@ def run_collection(kw, areas_sel, save_dir: Optional[str], extra_sources=(), mes
 
 @click.command("check", context_settings=CONTEXT)
 @host_options
+@login_timeout_option
 @import_torch_option
 @click.option("--bundle", type=click.Path(exists=False, file_okay=False), default=None,
               help="Analyze a saved bundle (from 'nccldiag collect -o DIR') instead of collecting.")

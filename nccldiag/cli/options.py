@@ -47,6 +47,12 @@ def host_options(f):
     return f
 
 
+login_timeout_option = click.option(
+    "--login-timeout", type=click.FloatRange(1, 86400), default=None,
+    help="Seconds a node's login (its shell and startup files, e.g. a ~/.bashrc on a shared home) may take "
+         "before the collection script starts; not counted as the script's silence. A node stopped at any "
+         "bound is tried once more, on a new connection.  [default: 2 times --command-timeout]")
+
 import_torch_option = click.option(
     "--import-torch", is_flag=True,
     help="Import torch on every node, GPUs or not, to prove the import works "
@@ -64,6 +70,7 @@ def ssh_options(kw):
         connect_timeout=kw["connect_timeout"],
         auth_timeout=max(kw["connect_timeout"], 5.0),
         command_timeout=kw["command_timeout"],
+        login_timeout=kw.get("login_timeout"),
         accept_new_host_keys=kw["accept_new_host_keys"],
         identity_files=list(kw["identities"]),
     )

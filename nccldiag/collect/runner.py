@@ -125,9 +125,12 @@ def collect_host(host: Host, script: str, opts: CollectOptions, mesh_targets: Se
         env = _script_env(opts)
         command = "env " + " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items()) + " sh -s"
         # a node that keeps sending is working, however loaded it is: it is stopped once it has been
-        # silent for --command-timeout, and in any case at WHOLE_RUN times that
+        # silent for --command-timeout, and in any case at WHOLE_RUN times that. Both count from the
+        # script's first marker: before it the node's login runs (its shell's startup files, which on a
+        # shared home may queue on a lock), bounded by --login-timeout
         result = conn.run(command, timeout=opts.ssh.command_timeout * WHOLE_RUN, stdin=script,
-                          idle_timeout=opts.ssh.command_timeout)
+                          idle_timeout=opts.ssh.command_timeout, start_marker=start_marker(opts.mark),
+                          start_timeout=login_timeout(opts.ssh), what="script")
         if mesh_thread is not None:
             mesh_thread.join(mesh_bound + 5)
     finally:
@@ -135,10 +138,33 @@ def collect_host(host: Host, script: str, opts: CollectOptions, mesh_targets: Se
     node = _to_raw(host.name, result, opts.mark, script)
     node.elapsed = time.monotonic() - start
     node.extra.update({"transport": "ssh", "connect_s": round(connected - start, 3), "notes": conn.notes})
+    if result.started is not None:
+        node.extra["login_s"] = round(result.started, 3)
     if mesh_targets:
         node.extra["mesh_targets"] = list(mesh_targets)
         node.sections["ssh_mesh"] = mesh_result[0].stdout if mesh_result else ""
     return node
+
+
+def start_marker(mark: str) -> bytes:
+    """What the collection script prints first (its first source's begin marker): the login is over."""
+    return f"@@nccldiag{':' + mark if mark else ''}:begin ".encode()
+
+
+LOGIN = 2  # a login may take this many --command-timeout before the script starts, unless --login-timeout says
+
+
+def login_timeout(ssh: SSHOptions) -> float:
+    return ssh.login_timeout if ssh.login_timeout is not None else ssh.command_timeout * LOGIN
+
+
+def timed_out(node: RawNode) -> bool:
+    """The node's collection was stopped at a bound (login, silence or the whole), not refused or lost."""
+    return bool(node.extra.get("timeout")) or bool(node.error and node.error.get("kind") == COMMAND_TIMEOUT)
+
+
+def _timeout_message(node: RawNode) -> str:
+    return str(node.extra.get("timeout") or (node.error or {}).get("message", ""))
 
 
 def mesh_plan(hosts: Sequence[Host], mode: str) -> dict:
@@ -169,11 +195,36 @@ def collect_hosts(
     def task(h: Host) -> RawNode:
         return collect_host(h, script, opts, plan.get(h.name, ()))
 
-    def done(_h: Host, node: RawNode) -> None:
+    held: dict = {}  # host -> its first try, which timed out: reported after its retry
+
+    def done(h: Host, node: RawNode) -> None:
+        if timed_out(node):
+            held[h.name] = node
+        elif on_node is not None:
+            on_node(node)
+
+    second: dict = {}
+
+    def retried(h: Host, node: RawNode) -> None:
+        first = held.pop(h.name)
+        second[h.name] = node
+        node.extra["tries"] = [_timeout_message(first)] + ([_timeout_message(node)] if timed_out(node) else [])
         if on_node is not None:
             on_node(node)
 
-    return fan_out(list(hosts), task, opts.fanout, done)
+    try:
+        nodes = fan_out(list(hosts), task, opts.fanout, done)
+        # a node stopped at a bound is tried once more, on a fresh connection, once the others are done: a
+        # login that queued behind the others' (a shared home's ~/.bashrc under a lock) finds the queue gone
+        again = [h for h in hosts if h.name in held]
+        if again:
+            fan_out(again, task, opts.fanout, retried)
+    finally:
+        for first in list(held.values()):  # not tried again (interrupted): the first try stands
+            first.extra["tries"] = [_timeout_message(first)]
+            if on_node is not None:
+                on_node(first)
+    return [second.get(n.host, n) for n in nodes]
 
 
 def collect_srun(

@@ -30,7 +30,7 @@ FIXES = {
     BANNER: "sshd closed the connection before its banner: raise MaxStartups on the node, or lower --fanout; OpenSSH >= 9.8 PerSourcePenalties may be refusing the head node after failed logins.",
     PROTOCOL: "Check sshd's logs on the node (journalctl -u ssh) for the negotiation failure.",
     PROXY: "Check the ProxyJump host or ProxyCommand for this host in ~/.ssh/config (ssh -G HOST shows them): the jump host must be reachable and accept your key in batch mode (ssh -o BatchMode=yes JUMPHOST true).",
-    COMMAND_TIMEOUT: "The node did not answer in time: look for hung file systems or drivers (a hung nvidia-smi is common); raise --command-timeout if the node is merely slow.",
+    COMMAND_TIMEOUT: "The node did not answer in time. Script stalled: look for hung file systems or drivers (a hung nvidia-smi is common); raise --command-timeout if the node is merely slow. Login slow or no answer: the login's shell startup files (a ~/.bashrc on a shared home running pyenv or conda init, a hung home directory) held the script back: time 'ssh NODE true', raise --login-timeout or lower --fanout.",
     CONFIG: "Check ~/.ssh/config for this host (ssh -G HOST shows what OpenSSH makes of it).",
     LOCAL: "Check that /bin/sh exists and the machine is not out of processes or memory.",
 }
@@ -66,6 +66,10 @@ class ExecResult:
     stderr: str = ""
     elapsed: float = 0.0
     error: Optional[TransportError] = None
+    # with a start marker: seconds from the request until the command's own first output (its marker) came,
+    # None when it never came; the time before it is the login's (the shell and its startup files)
+    started: Optional[float] = None
+    said: bool = False  # anything at all (stdout or stderr) came back
 
     @property
     def ok(self) -> bool:

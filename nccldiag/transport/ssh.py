@@ -72,6 +72,9 @@ class SSHOptions:
     accept_new_host_keys: bool = False
     identity_files: List[str] = field(default_factory=list)
     use_agent: bool = True
+    # how long a login (the remote shell and its startup files) may take before a command that says when it
+    # starts does (:meth:`SSHConnection.run` with ``start_marker``); None: the caller's default
+    login_timeout: Optional[float] = None
     retries: int = 2  # for connections dropped before the banner (MaxStartups)
     max_output: int = 32 * 1024 * 1024  # bytes of stdout+stderr one command may send back
     # names looked up ahead of the connections, all at once (:func:`resolve_names`): name -> addresses or why not
@@ -567,17 +570,57 @@ class ProxyProcess(paramiko.ProxyCommand):
         return self.closed
 
 
-def _jump_destination(hop: str) -> str:
-    """``hop`` as a destination argument for ``ssh``.
+def split_jump_hop(hop: str, host: str = "") -> Tuple[Optional[str], str, Optional[int]]:
+    """``(user, host, port)`` of one ProxyJump hop, as OpenSSH reads it.
 
-    ProxyJump hops may be ``[user@]host[:port]``, which ``ssh -J`` accepts but
-    a plain destination does not: a hop with a port becomes an ``ssh://`` URI.
+    A hop is ``[user@]host[:port]`` or ``ssh://[user@]host[:port]``; the host may be bracketed
+    (``[10.0.0.5]``, ``[fe80::1%eth0]:2222``), as an IPv6 address with a port must be and as
+    ``ssh -G`` of current OpenSSH prints every address (``proxyjump [10.0.0.5]``). Older releases
+    print it as written. ``user`` and ``port`` are None when the hop does not give them. A hop that
+    does not parse is a CONFIG error naming it (``host`` is the node it was for).
     """
-    if hop.startswith("ssh://"):
-        return hop
-    host = hop.rpartition("@")[2]
-    has_port = ("]:" in host) if host.startswith("[") else host.count(":") == 1
-    return "ssh://" + hop if has_port else hop
+    text = hop.strip()
+    uri = text[:6].lower() == "ssh://"
+    if uri:
+        text = text[6:].rstrip("/")
+    user: Optional[str] = None
+    if "@" in text:
+        user, _, text = text.rpartition("@")
+        if uri:
+            from urllib.parse import unquote
+
+            user = unquote(user)
+    port: Optional[str] = None
+    if text.startswith("["):
+        name, bracket, rest = text[1:].partition("]")
+        if not bracket or (rest and not rest.startswith(":")):
+            raise TransportError(CONFIG, f"ProxyJump hop {hop!r}: unbalanced brackets", host)
+        port = rest[1:] if rest else None
+    elif text.count(":") == 1:  # an unbracketed address with several colons is IPv6 without a port
+        name, _, port = text.partition(":")
+    else:
+        name = text
+    if not name or (user is not None and not user):
+        raise TransportError(CONFIG, f"ProxyJump hop {hop!r} names no host", host)
+    if port is not None and not (port.isdigit() and 0 < int(port) < 65536):
+        raise TransportError(CONFIG, f"ProxyJump hop {hop!r}: port {port!r} is not a port number", host)
+    return user, name, int(port) if port is not None else None
+
+
+def _jump_destination(hop: str, host: str = "") -> List[str]:
+    """The last ProxyJump hop as ``ssh`` arguments: ``[-l user] [-p port] -- host``.
+
+    ``ssh -J`` reads every spelling of a hop, but a plain destination reads
+    neither a port nor brackets: ``ssh [10.0.0.5]`` looks up the name
+    ``[10.0.0.5]``. The hop is taken apart here and its host passed bare.
+    """
+    user, name, port = split_jump_hop(hop, host)
+    argv: List[str] = []
+    if user is not None:
+        argv += ["-l", user]
+    if port is not None:
+        argv += ["-p", str(port)]
+    return argv + ["--", name]
 
 
 def jump_argv(cfg: sshconfig.HostConfig, options: SSHOptions, timeout: float) -> List[str]:
@@ -597,7 +640,7 @@ def jump_argv(cfg: sshconfig.HostConfig, options: SSHOptions, timeout: float) ->
     if len(hops) > 1:
         argv += ["-J", ",".join(hops[:-1])]
     target = f"[{cfg.hostname}]:{cfg.port}" if ":" in cfg.hostname else f"{cfg.hostname}:{cfg.port}"
-    argv += ["-W", target, "--", _jump_destination(hops[-1])]
+    argv += ["-W", target, *_jump_destination(hops[-1], cfg.alias)]
     return argv
 
 
@@ -809,6 +852,9 @@ class SSHConnection:
         on_line: Optional[Callable[[str], None]] = None,
         cancel: Optional[threading.Event] = None,
         idle_timeout: Optional[float] = None,
+        start_marker: Optional[bytes] = None,
+        start_timeout: Optional[float] = None,
+        what: str = "command",
     ) -> ExecResult:
         """Run ``command`` (already quoted for the remote shell) with a deadline.
 
@@ -816,6 +862,16 @@ class SSHConnection:
         are handled before the command ends); ``cancel`` stops waiting early.
         With ``idle_timeout``, the command is also stopped once it has sent
         nothing for that long; ``timeout`` stays the bound on the whole.
+
+        With ``start_marker`` (bytes the command prints first), the time until
+        the marker arrives is the login's: the remote user's shell and its
+        startup files (a ``~/.bashrc`` queued on a shared home's lock) run
+        before the command does. That time is not the command's silence:
+        ``timeout`` and ``idle_timeout`` count from the marker, and the login
+        is bounded by ``start_timeout`` (``timeout`` when None). A command
+        stopped before its marker came is reported as a slow login, or as no
+        answer when nothing at all came back; one stopped after it, as stalled.
+        ``what`` names the command in those messages.
         """
         timeout = self.options.command_timeout if timeout is None else timeout
         start = time.monotonic()
@@ -834,11 +890,13 @@ class SSHConnection:
             err = TransportError(PROTOCOL, f"could not start the command: {exc}", self.name)
             return ExecResult(self.name, None, error=err, elapsed=time.monotonic() - start)
         out, err_chunks = [], []
-        deadline = start + timeout
+        deadline = start + (timeout if start_marker is None or start_timeout is None else start_timeout)
         last = start  # when the command last sent anything
         timed_out = idle = False
         pending = b""
         received = 0
+        started: Optional[float] = None if start_marker is not None else 0.0
+        tail = b""  # the end of what came before the marker, for a marker split between chunks
         try:
             while True:
                 while chan.recv_ready() and received <= self.options.max_output:
@@ -846,6 +904,12 @@ class SSHConnection:
                     received += len(chunk)
                     last = time.monotonic()
                     out.append(chunk)
+                    if started is None:
+                        window = tail + chunk
+                        if start_marker in window:
+                            started = last - start
+                            deadline = last + timeout  # the command's own bound starts with it
+                        tail = window[-len(start_marker):]
                     if on_line is not None:
                         pending += chunk
                         *lines, pending = pending.split(b"\n")
@@ -862,7 +926,7 @@ class SSHConnection:
                     break
                 now = time.monotonic()
                 remaining = deadline - now
-                if idle_timeout is not None and now - last >= idle_timeout:
+                if idle_timeout is not None and started is not None and now - last >= idle_timeout:
                     timed_out = idle = True
                     break
                 if remaining <= 0 or (cancel is not None and cancel.is_set()):
@@ -889,19 +953,32 @@ class SSHConnection:
             on_line(pending.decode("utf-8", "replace"))
         stdout = b"".join(out).decode("utf-8", "replace")
         stderr = b"".join(err_chunks).decode("utf-8", "replace")
+        said = bool(received)
+        if start_marker is None:
+            started = None
         if timed_out:
             _close(chan)
             if cancel is not None and cancel.is_set():
-                why = "cancelled"
+                why = f"{what} cancelled"
+            elif start_marker is not None and started is None:
+                bound = timeout if start_timeout is None else start_timeout
+                if said:
+                    last_said = _last_line(stderr) or _last_line(stdout)
+                    why = (f"login slow: the login did not start the {what} within {bound:g} s "
+                           f"(its last words: {last_said[:200]!r})")
+                else:
+                    why = f"no answer: the login sent nothing and did not start the {what} within {bound:g} s"
+            elif start_marker is not None and idle:
+                why = f"{what} stalled: nothing sent for {idle_timeout:g} s after it started"
             elif idle:
-                why = f"timed out: nothing sent for {idle_timeout:g} s"
+                why = f"{what} timed out: nothing sent for {idle_timeout:g} s"
             else:
-                why = f"timed out after {timeout:g} s"
-            err = TransportError(COMMAND_TIMEOUT, f"command {why}", self.name)
-            return ExecResult(self.name, None, stdout, stderr, time.monotonic() - start, err)
+                why = f"{what} timed out after {timeout:g} s"
+            err = TransportError(COMMAND_TIMEOUT, why, self.name)
+            return ExecResult(self.name, None, stdout, stderr, time.monotonic() - start, err, started, said)
         rc = chan.recv_exit_status()
         _close(chan)
-        return ExecResult(self.name, rc, stdout, stderr, time.monotonic() - start)
+        return ExecResult(self.name, rc, stdout, stderr, time.monotonic() - start, None, started, said)
 
     def sftp(self) -> paramiko.SFTPClient:
         assert self.transport is not None

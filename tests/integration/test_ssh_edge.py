@@ -7,6 +7,7 @@ proxy, so a passing check proves that the proxy path was taken.
 import contextlib
 
 import psutil
+import pytest
 
 from tests.integration.helpers import load_json, timed
 from tests.integration.vcluster import vcluster_fixture
@@ -68,8 +69,14 @@ def test_direct_ssh_is_refused_while_blocked(jumpy, tmp_path):
     assert elapsed < 30
 
 
-def test_proxy_jump_through_a_bastion(jumpy, tmp_path):
-    cfg = config_with(jumpy, tmp_path, "Host jnode02\n  ProxyJump jnode01\n")
+def hop(vc, node, by):
+    """``node`` as a ProxyJump hop, by name or by address (which current ``ssh -G`` prints in brackets)."""
+    return node if by == "name" else vc.address(node)
+
+
+@pytest.mark.parametrize("by", ["name", "address"])
+def test_proxy_jump_through_a_bastion(jumpy, tmp_path, by):
+    cfg = config_with(jumpy, tmp_path, f"Host jnode02\n  ProxyJump {hop(jumpy, 'jnode01', by)}\n")
     with refuse_ssh(jumpy, "jnode02", jumpy.bridge_address()):
         r, elapsed, node = check(cfg, tmp_path, "jnode02")
     assert r.returncode == 0, r.stdout + r.stderr
@@ -79,8 +86,10 @@ def test_proxy_jump_through_a_bastion(jumpy, tmp_path):
     assert "Traceback" not in r.stderr
 
 
-def test_proxy_jump_over_two_hops(jumpy, tmp_path):
-    cfg = config_with(jumpy, tmp_path, "Host jnode03\n  ProxyJump jnode01,jnode02\n")
+@pytest.mark.parametrize("by", ["name", "address"])
+def test_proxy_jump_over_two_hops(jumpy, tmp_path, by):
+    chain = f"root@{hop(jumpy, 'jnode01', by)}:22,{hop(jumpy, 'jnode02', by)}"
+    cfg = config_with(jumpy, tmp_path, f"Host jnode03\n  ProxyJump {chain}\n")
     head, first = jumpy.bridge_address(), jumpy.address("jnode01")
     # jnode02 only through jnode01, jnode03 only through jnode02: both hops are needed
     with refuse_ssh(jumpy, "jnode02", head), refuse_ssh(jumpy, "jnode03", head, first):

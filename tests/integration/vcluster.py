@@ -108,6 +108,11 @@ class VCluster:
         """Give ``node`` a new host key; known_hosts keeps the old one."""
         self._script(["hostkey-rotate", node], timeout)
 
+    def login(self, mode: str, seconds: Optional[float] = None, timeout: float = 30) -> None:
+        """The nodes' logins: ``"plain"``, or ``"shared-home"``, each login working ``seconds`` under one lock
+        of the shared home (as pyenv's init does), so that logins started together queue."""
+        self._script(["login", mode] + ([f"{seconds:g}"] if seconds is not None else []), timeout)
+
     # --- state ------------------------------------------------------------
 
     @property

@@ -6,6 +6,8 @@ that make the client fail in each classified way are switches.
 """
 from __future__ import annotations
 
+import os
+import signal
 import socket
 import subprocess
 import threading
@@ -50,7 +52,11 @@ class SSHServer:
         self.port = self.sock.getsockname()[1]
         self._stop = threading.Event()
         self._held = []
+        self._procs = []  # commands run with a login, killed at close
         self.cut_at = 4096
+        # shell text every command's session runs first, as a login shell runs ~/.bashrc; with it the
+        # command's output is streamed as it comes, not sent when the command ends
+        self.login: Optional[str] = None
         self.accepted = 0  # connections accepted: how many attempts a client made
         self.thread = threading.Thread(target=self._serve, daemon=True)
         self.thread.start()
@@ -93,6 +99,9 @@ class SSHServer:
             return
         server.event.clear()
         cmd = server.command.decode()
+        if self.login is not None:
+            self._stream(chan, self.login + "\n" + cmd)
+            return
         proc = subprocess.Popen(["sh", "-c", cmd], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         data = b""
         while True:
@@ -117,8 +126,52 @@ class SSHServer:
         except (OSError, EOFError, paramiko.SSHException):
             pass
 
+    def _stream(self, chan, script):
+        """Run ``script`` with the channel's input, sending its output and errors as they come."""
+        proc = subprocess.Popen(["sh", "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, start_new_session=True)
+        self._procs.append(proc)
+
+        def feed():
+            try:
+                while True:
+                    chunk = chan.recv(65536)
+                    if not chunk:
+                        break
+                    proc.stdin.write(chunk)
+                proc.stdin.close()
+            except (OSError, EOFError, paramiko.SSHException):
+                pass
+
+        def pump(f, send):
+            try:
+                while True:
+                    chunk = os.read(f.fileno(), 65536)
+                    if not chunk:
+                        break
+                    send(chunk)
+            except (OSError, EOFError, paramiko.SSHException):
+                pass
+
+        threading.Thread(target=feed, daemon=True).start()
+        err = threading.Thread(target=pump, args=(proc.stderr, chan.sendall_stderr), daemon=True)
+        err.start()
+        pump(proc.stdout, chan.sendall)
+        err.join()
+        try:
+            chan.send_exit_status(max(0, proc.wait()))
+            chan.close()
+        except (OSError, EOFError, paramiko.SSHException):
+            pass
+
     def close(self):
         self._stop.set()
+        for p in self._procs:  # with all they started (a test's stalled command)
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            p.wait()
         self.sock.close()
         for c in self._held:
             c.close()

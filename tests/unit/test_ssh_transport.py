@@ -263,10 +263,89 @@ def test_jump_argv_hands_the_hops_to_openssh():
     cfg = sshconfig.HostConfig(alias="n3", hostname="10.0.0.3", port=22, proxy_jump="j1,admin@j2:2222")
     argv = jump_argv(cfg, SSHOptions(config_path="/tmp/cfg"), timeout=5)
     assert argv[1:] == ["-F", "/tmp/cfg", "-o", "BatchMode=yes", "-o", "ConnectTimeout=4",
-                        "-J", "j1", "-W", "10.0.0.3:22", "--", "ssh://admin@j2:2222"]
+                        "-J", "j1", "-W", "10.0.0.3:22", "-l", "admin", "-p", "2222", "--", "j2"]
     cfg = sshconfig.HostConfig(alias="n", hostname="fe80::1", port=22, proxy_jump="ssh://j1:22")
     argv = jump_argv(cfg, SSHOptions(), timeout=1)
-    assert "-J" not in argv and argv[-4:] == ["-W", "[fe80::1]:22", "--", "ssh://j1:22"]
+    assert "-J" not in argv and argv[-6:] == ["-W", "[fe80::1]:22", "-p", "22", "--", "j1"]
+
+
+# One ProxyJump hop as ssh -G prints it: current OpenSSH (9.2p1-2+deb12u10, 10.x) brackets an address,
+# older releases print the hop as written. Both spellings of each hop, and what ssh is given for it.
+HOPS = [
+    # (as written / old ssh -G,   as current ssh -G prints it,   (user, host, port))
+    ("10.0.0.5", "[10.0.0.5]", (None, "10.0.0.5", None)),
+    ("10.0.0.5:2222", "[10.0.0.5]:2222", (None, "10.0.0.5", 2222)),
+    ("admin@10.0.0.5", "admin@[10.0.0.5]", ("admin", "10.0.0.5", None)),
+    ("admin@10.0.0.5:22", "admin@[10.0.0.5]:22", ("admin", "10.0.0.5", 22)),
+    ("fe80::1", "[fe80::1]", (None, "fe80::1", None)),
+    ("[fe80::1]:2222", "[fe80::1]:2222", (None, "fe80::1", 2222)),
+    ("u@[fe80::1%eth0]:22", "u@[fe80::1%eth0]:22", ("u", "fe80::1%eth0", 22)),
+    ("bastion", "bastion", (None, "bastion", None)),
+    ("user@bastion:2222", "user@bastion:2222", ("user", "bastion", 2222)),
+    ("ssh://u@10.0.0.5:2200", "u@[10.0.0.5]:2200", ("u", "10.0.0.5", 2200)),
+    ("ssh://[fe80::1]", "[fe80::1]", (None, "fe80::1", None)),
+]
+
+
+@pytest.mark.parametrize("written,printed,want", HOPS)
+def test_a_jump_hop_is_read_in_both_spellings(written, printed, want):
+    assert ssh.split_jump_hop(written) == want
+    assert ssh.split_jump_hop(printed) == want
+    user, host, port = want
+    dest = (["-l", user] if user else []) + (["-p", str(port)] if port else []) + ["--", host]
+    for hop in (written, printed):
+        for chain in (hop, f"user@bastion:2222,{hop}", f"[10.0.0.7],{hop}"):
+            cfg = sshconfig.HostConfig(alias="n", hostname="10.0.0.3", proxy_jump=chain)
+            argv = jump_argv(cfg, SSHOptions(), timeout=5)
+            assert argv[argv.index("-W") + 2:] == dest, (chain, argv)
+            if "," in chain:
+                assert argv[argv.index("-J") + 1] == chain.rpartition(",")[0]
+
+
+@pytest.mark.parametrize("bad", ["[10.0.0.5", "[10.0.0.5]x", "host:port", "h:0", "u@", "@h", "[]:22"])
+def test_a_jump_hop_that_does_not_parse_is_a_config_error_naming_it(bad):
+    cfg = sshconfig.HostConfig(alias="n9", hostname="10.0.0.9", proxy_jump=f"bastion,{bad}")
+    with pytest.raises(base.TransportError) as exc:
+        jump_argv(cfg, SSHOptions(), timeout=5)
+    assert exc.value.kind == base.CONFIG and bad in exc.value.message and exc.value.host == "n9"
+
+
+def _ssh_G(argv):
+    """``ssh -G`` of the installed OpenSSH for ``argv``: keyword -> value."""
+    out = subprocess.run([shutil.which("ssh"), "-G", *argv], capture_output=True, text=True, timeout=30,
+                         stdin=subprocess.DEVNULL)
+    assert out.returncode == 0, out.stderr
+    return dict(l.split(" ", 1) for l in out.stdout.splitlines() if " " in l)
+
+
+@pytest.mark.skipif(shutil.which("ssh") is None, reason="needs the OpenSSH client")
+@pytest.mark.parametrize("jump,last", [
+    ("10.0.0.5", ("root", "10.0.0.5", "22")),
+    ("admin@10.0.0.5:2222", ("admin", "10.0.0.5", "2222")),
+    ("[fe80::1]:2200", ("root", "fe80::1", "2200")),
+    ("u@[fe80::1%eth0]", ("u", "fe80::1%eth0", "22")),
+    ("bastion", ("jumper", "192.0.2.1", "2022")),
+    ("user@bastion:2222,10.0.0.5", ("root", "10.0.0.5", "22")),
+    ("10.0.0.5,[fe80::1]:2200", ("root", "fe80::1", "2200")),
+    ("10.0.0.5,admin@bastion", ("admin", "192.0.2.1", "2022")),
+])
+def test_proxy_jump_through_the_installed_openssh_reaches_the_last_hop(tmp_path, jump, last):
+    """ssh_config read by the installed ``ssh -G`` (which brackets addresses since OpenSSH 10.3 and its
+    backports), the hop nccldiag hands to ssh read back by ``ssh -G``: the host is the hop's, not a
+    name with brackets in it."""
+    config = tmp_path / "ssh_config"  # written for this test
+    config.write_text(f"Host node\n  HostName 10.0.0.3\n  ProxyJump {jump}\n"
+                      "Host bastion\n  HostName 192.0.2.1\n  Port 2022\n  User jumper\n"
+                      "Host *\n  User root\n")
+    cfg = sshconfig.resolve("node", config_path=str(config))
+    argv = jump_argv(cfg, SSHOptions(config_path=str(config)), timeout=5)
+    tail = argv[argv.index("-W") + 2:]
+    hop = _ssh_G(["-F", str(config), *tail])
+    assert (hop["user"], hop["hostname"], hop["port"]) == last, (cfg.proxy_jump, tail)
+    if "," in jump:  # the hops before the last are ssh's to read, and it reads them
+        first = argv[argv.index("-J") + 1]
+        printed = _ssh_G(["-F", str(config), "-J", first, "x"])["proxyjump"]
+        assert [ssh.split_jump_hop(h) for h in printed.split(",")] == [ssh.split_jump_hop(h) for h in first.split(",")]
 
 
 def proxy_processes(before):
@@ -435,3 +514,150 @@ def test_known_hosts_read_once_per_change_plain_and_hashed(keys, tmp_path):
         f.write(f"new.example {b.get_name()} {b.get_base64()}\n")
     again = ssh._load_known_hosts([str(kh)])
     assert again is not known and again.lookup("new.example") == {b.get_name(): [b]}
+
+
+# A login that takes its time before the command starts: the test server runs this shell text first, as
+# sshd's shell runs ~/.bashrc (written for these tests, in the role of a shared home's pyenv/conda init).
+# A stall is a read of a FIFO nobody writes: it lasts until the server is closed, never a sleep.
+
+def _started(keys, server, login):
+    s = server()
+    s.login = login
+    cfg, _ = write_config(keys["dir"], s.port, keys["dir"] / "id_client", known_line(s.port, keys["host"]))
+    return cfg
+
+
+def test_the_login_before_a_command_starts_is_not_its_silence(keys, server):
+    cfg = _started(keys, server, "sleep 2")  # a login longer than the silence bound
+    with connect(cfg) as conn:
+        before = conn.run("printf 'MARK\\n'; echo done", timeout=30, idle_timeout=1)
+        r = conn.run("printf 'MARK\\n'; echo done", timeout=30, idle_timeout=1, start_marker=b"MARK",
+                     start_timeout=30)
+    # without a marker the login counts as silence, as it did for every collection
+    assert before.error is not None and "nothing sent for 1 s" in before.error.message
+    assert (r.rc, r.stdout, r.error) == (0, "MARK\ndone\n", None)
+    assert r.started is not None and r.started >= 2
+
+
+def test_a_command_stalled_after_its_start_is_named_at_the_silence_bound(keys, server, tmp_path):
+    fifo = tmp_path / "never"
+    os.mkfifo(fifo)
+    cfg = _started(keys, server, "sleep 2")
+    with connect(cfg) as conn:
+        t0 = time.monotonic()
+        r = conn.run(f"printf 'MA'; printf 'RK\\n'; cat {fifo}", timeout=60, idle_timeout=1, start_marker=b"MARK",
+                     start_timeout=30, what="script")
+        elapsed = time.monotonic() - t0
+    assert r.error is not None and r.error.kind == base.COMMAND_TIMEOUT
+    assert r.error.message == "script stalled: nothing sent for 1 s after it started", r.error.message
+    assert r.started is not None and r.started >= 2 and r.stdout == "MARK\n"
+    assert elapsed < r.started + 1 + 3, elapsed
+
+
+@pytest.mark.parametrize("says", ["", "pyenv: rehashing"])
+def test_a_login_that_never_starts_the_command_is_slow_or_silent(keys, server, tmp_path, says):
+    fifo = tmp_path / "never"
+    os.mkfifo(fifo)
+    cfg = _started(keys, server, (f"echo '{says}' >&2; " if says else "") + f"cat {fifo} >/dev/null")
+    with connect(cfg) as conn:
+        t0 = time.monotonic()
+        r = conn.run("printf 'MARK\\n'", timeout=60, idle_timeout=30, start_marker=b"MARK", start_timeout=1,
+                     what="script")
+        elapsed = time.monotonic() - t0
+    assert r.error is not None and r.error.kind == base.COMMAND_TIMEOUT and r.started is None
+    if says:
+        assert r.error.message.startswith("login slow: the login did not start the script within 1 s"), r.error
+        assert says in r.error.message
+    else:
+        assert r.error.message == "no answer: the login sent nothing and did not start the script within 1 s"
+    assert elapsed < 1 + 3, elapsed
+
+
+def _collect(cfg, extra, **ssh_kw):
+    from nccldiag.areas import ssh as ssh_area
+    from nccldiag.areas.base import Source
+    from nccldiag.collect import runner
+    from nccldiag.inventory import Host
+
+    opts = runner.CollectOptions(ssh=SSHOptions(config_path=cfg, connect_timeout=3, use_agent=False, retries=0,
+                                                **ssh_kw), mesh="none",
+                                 extra_sources=[Source(n, c, t) for n, c, t in extra])
+    script = runner.script_for([], opts.extra_sources, opts.mark)
+    seen = []
+    t0 = time.monotonic()
+    nodes = runner.collect_hosts([Host("node")], script, opts, on_node=seen.append)
+    elapsed = time.monotonic() - t0
+    assert [n.host for n in seen] == ["node"]  # reported once, after its retry
+    assert seen[0] is nodes[0]
+    return nodes[0], ssh_area.judge_transport(nodes[0])[0], elapsed
+
+
+def test_a_slow_login_is_collected_whole_on_the_first_try(keys, server):
+    cfg = _started(keys, server, "sleep 2")
+    node, f, _ = _collect(cfg, [("said", "echo fine", 5)], command_timeout=1, login_timeout=30)
+    assert node.error is None and node.sections["said"] == "fine\n" and "tries" not in node.extra, node
+    assert node.extra["login_s"] >= 2
+    assert f.status.value == "ok" and "login " in f.message, f
+
+
+def test_a_node_that_timed_out_is_tried_again_on_a_new_connection(keys, server, tmp_path):
+    """The first login never starts the script (a login queued on a lock), the second does: the node is
+    checked, and its finding says what the first try met."""
+    fifo = tmp_path / "never"
+    os.mkfifo(fifo)
+    cfg = _started(keys, server, f"if mkdir {tmp_path}/first 2>/dev/null; then cat {fifo} >/dev/null; fi")
+    node, f, elapsed = _collect(cfg, [("said", "echo fine", 5)], command_timeout=5, login_timeout=1)
+    assert node.error is None and node.sections["said"] == "fine\n", node
+    assert node.extra["tries"] == ["no answer: the login sent nothing and did not start the script within 1 s"]
+    assert f.status.value == "ok" and "on the second try (first try: no answer" in f.message, f
+    assert elapsed < 1 + 10, elapsed
+
+
+def test_a_stalled_script_is_named_stalled_after_its_retry_within_the_bounds(keys, server, tmp_path):
+    fifo = tmp_path / "never"
+    os.mkfifo(fifo)
+    cfg = _started(keys, server, "true")
+    node, f, elapsed = _collect(cfg, [("said", "echo fine", 5), ("hung", f"cat {fifo}", 1000)], command_timeout=1)
+    stalled = "script stalled: nothing sent for 1 s after it started"
+    assert node.sections["said"] == "fine\n" and node.extra["tries"] == [stalled, stalled], node
+    assert (f.status.value, f.check) == ("error", "ssh.command-timeout"), f
+    assert stalled in f.message and "tried twice" in f.message, f
+    assert f.evidence[:2] == [f"first try: {stalled}", f"second try: {stalled}"]
+    assert elapsed < 2 * (1 + 3), elapsed  # two tries, each stopped at the 1 s silence bound
+
+
+def test_a_login_is_bounded_at_twice_the_command_timeout_unless_told():
+    from nccldiag.collect import runner
+
+    assert runner.login_timeout(SSHOptions(command_timeout=7)) == 14
+    assert runner.login_timeout(SSHOptions(command_timeout=7, login_timeout=3)) == 3
+
+    from nccldiag.areas import system
+
+    # what the collection script prints first, before any source's output: the end of the login
+    script = runner.script_for([system], [], "ab12cd34")
+    out = subprocess.run(["sh", "-s"], input=script.encode(), capture_output=True, timeout=120).stdout
+    assert out.startswith(runner.start_marker("ab12cd34")) and runner.start_marker("ab12cd34") == b"@@nccldiag:ab12cd34:begin "
+
+
+def test_a_first_try_held_for_its_retry_is_still_reported_when_the_run_is_interrupted(monkeypatch):
+    from nccldiag.collect import runner
+    from nccldiag.inventory import Host
+    from nccldiag.model.raw import RawNode
+
+    first = "no answer: the login sent nothing and did not start the script within 2 s"
+    calls = []
+
+    def collect_host(h, script, opts, targets=()):
+        calls.append(h.name)
+        if len(calls) == 1:
+            return RawNode(host=h.name, error=base.TransportError(base.COMMAND_TIMEOUT, first, h.name).to_dict())
+        raise KeyboardInterrupt  # Ctrl-C during the retry
+
+    monkeypatch.setattr(runner, "collect_host", collect_host)
+    seen = []
+    opts = runner.CollectOptions(ssh=SSHOptions(resolved={"n1": []}), mesh="none")
+    with pytest.raises(KeyboardInterrupt):
+        runner.collect_hosts([Host("n1")], "", opts, on_node=seen.append)
+    assert calls == ["n1", "n1"]
+    assert [n.host for n in seen] == ["n1"] and seen[0].extra["tries"] == [first]
