@@ -185,7 +185,7 @@ def check(bundle, only, skip, mesh_mode, save_dir, run_dir, p2p_test, verbose, c
         from nccldiag.slurm import feedback
 
         report.slurm = feedback.run(report, raws, drain, drain_unchecked, resume_healthy,
-                                    local_name=_own_slurm_name() if local else None)
+                                    local_name=_own_slurm_name() if local else None, spec=spec)
     report.elapsed = time.monotonic() - t0
     doc = json.loads(dumps(check_report.to_json(report)))
     if health_check:

@@ -21,7 +21,8 @@ from nccldiag.spec import tomlfile
 SCHEMA = "nccldiag.spec/1"
 ENV = "NCCLDIAG_SPEC"
 LEVELS = ("fail", "warn", "info", "ignore")
-TOP = ("schema",) + F.SECTIONS + ("severity",)
+TOP = ("schema",) + F.SECTIONS + ("severity", "drain")
+DRAIN_KEYS = ("only", "never")
 
 
 @dataclass
@@ -52,6 +53,15 @@ class Spec:
     expects: List[Expect] = field(default_factory=list)
     severity: List[Severity] = field(default_factory=list)
     nic_models: Dict[str, int] = field(default_factory=dict)  # model -> the line of its table
+    drain_only: List[Severity] = field(default_factory=list)  # [drain] only: failures of these alone drain
+    drain_never: List[Severity] = field(default_factory=list)  # [drain] never: failures of these never drain
+
+    def drains(self, check: str) -> bool:
+        """Whether a failure of ``check`` drains its node in Slurm (``--drain``): every failure does, but those
+        ``[drain] never`` names and, where ``[drain] only`` is given, those it does not name."""
+        if any(r.matches(check) for r in self.drain_never):
+            return False
+        return not self.drain_only or any(r.matches(check) for r in self.drain_only)
 
     def ref(self, line: int) -> str:
         return f"{self.path}:{line}"
@@ -102,6 +112,16 @@ def loads(text: str, path: str = "spec.toml") -> Spec:
             raise err((top,), f"'{top}' should be a table ([{top}]), not a {_type(body)}")
         if top == "severity":
             spec.severity = _severity(body, lines, err)
+        elif top == "drain":
+            for k, v in body.items():
+                if k not in DRAIN_KEYS:
+                    raise err((top, k), f"unknown key 'drain.{k}'{_near(k, DRAIN_KEYS)} (known: {', '.join(DRAIN_KEYS)})")
+                if not isinstance(v, list) or not all(isinstance(c, str) for c in v):
+                    raise err((top, k), f"drain.{k} should be an array of check ids, e.g. [\"gpu.*\", \"xid.critical\"]")
+                rules = [Severity(c, "drain", tomlfile.line_of(lines, (top, k))) for c in v]
+                for r in rules:
+                    _check_id(r.check, (top, k), err)
+                setattr(spec, f"drain_{k}", rules)
         elif top == "nic":
             for model, keys in body.items():
                 if not isinstance(keys, dict):
@@ -160,8 +180,6 @@ def _flatten(body: Dict[str, Any], prefix: Tuple[str, ...] = ()) -> List[Tuple[T
 
 
 def _severity(body, lines, err) -> List[Severity]:
-    known = known_checks()
-    areas = sorted({c.split(".", 1)[0] for c in known})
     out = []
     # a bare dotted key (gpu.spec_driver = "warn") is a nested table to TOML: its parts are the check id
     for sub, level in _flatten(body):
@@ -169,18 +187,25 @@ def _severity(body, lines, err) -> List[Severity]:
         check = ".".join(sub)
         if not isinstance(level, str) or level not in LEVELS:
             raise err(at, f"severity of {check} = {level!r}: one of {', '.join(LEVELS)}")
-        area = check.split(".", 1)[0]
-        if area not in areas or "." not in check:
-            raise err(at, f"unknown check id '{check}': it should start with an area "
-                          f"({', '.join(areas)}), e.g. firmware.spec_hca_fw")
-        if "*" in check:
-            if not any(fnmatch.fnmatchcase(c, check) for c in known) and area not in _DYNAMIC:
-                raise err(at, f"'{check}' matches no check id of nccldiag")
-        elif check not in known and area not in _DYNAMIC:
-            raise err(at, f"unknown check id '{check}'{_near(check, sorted(known))} (docs/checks.md and "
-                          "docs/spec.md list them)")
+        _check_id(check, at, err)
         out.append(Severity(check, level, tomlfile.line_of(lines, at)))
     return out
+
+
+def _check_id(check: str, at, err) -> None:
+    """A check id (or a pattern of them) that nccldiag can report, else an error naming the line."""
+    known = known_checks()
+    areas = sorted({c.split(".", 1)[0] for c in known})
+    area = check.split(".", 1)[0]
+    if area not in areas or "." not in check:
+        raise err(at, f"unknown check id '{check}': it should start with an area "
+                      f"({', '.join(areas)}), e.g. firmware.spec_hca_fw")
+    if "*" in check:
+        if not any(fnmatch.fnmatchcase(c, check) for c in known) and area not in _DYNAMIC:
+            raise err(at, f"'{check}' matches no check id of nccldiag")
+    elif check not in known and area not in _DYNAMIC:
+        raise err(at, f"unknown check id '{check}'{_near(check, sorted(known))} (docs/checks.md and "
+                      "docs/spec.md list them)")
 
 
 # Areas whose check ids are made at run time: consistency.<area>.<key>, ssh.<failure kind>.

@@ -389,3 +389,45 @@ def test_docs_list_every_key_and_check_id():
     docs = (ROOT / "docs" / "spec.md").read_text(encoding="utf-8")
     for f in F.FIELDS:
         assert f"`{f.path[-1]}`" in docs and f"`{f.check}`" in docs, f.name
+
+
+# ---- [drain] ---------------------------------------------------------------------------------------------------
+
+
+def test_drain_only_and_never_decide_which_failures_drain_a_node():
+    from nccldiag.check.engine import CheckReport, NodeReport
+    from nccldiag.model.findings import fail, ok
+    from nccldiag.slurm import verdicts
+    from nccldiag.slurm.feedback import node_verdicts
+    from nccldiag.slurm.nodes import SlurmNode
+
+    rep = CheckReport(nodes=[
+        NodeReport("a", [fail("system", "system.spec_os", "x"), fail("gpu", "gpu.spec_count", "y")]),
+        NodeReport("b", [fail("system", "system.spec_os", "x")]),
+        NodeReport("c", [ok("system", "system.basic", "x")]),
+    ], areas=["system"])
+    # without a spec every failure drains
+    assert [(v.host, v.status) for v in node_verdicts(rep)] == [("a", "fail"), ("b", "fail"), ("c", "pass")]
+    never = model.loads('[drain]\nnever = ["system.spec_*"]\n', "d.toml")  # written for the test
+    got = [(v.host, v.status, list(v.failed)) for v in node_verdicts(rep, never)]
+    assert got == [("a", "fail", ["gpu.spec_count"]), ("b", "held", ["system.spec_os"]), ("c", "pass", [])]
+    only = model.loads('[drain]\nonly = ["gpu.*"]\n', "d.toml")
+    assert [v.status for v in node_verdicts(rep, only)] == ["fail", "held", "pass"]
+    # a held node is neither drained nor resumed, and the reason says why
+    vs = node_verdicts(rep, never)
+    names = {"a": "a", "b": "b", "c": "c"}
+    assert [a.node for a in verdicts.to_drain(vs, names)] == ["a"]
+    drained = {"b": SlurmNode(name="b", state="IDLE+DRAIN", reason="nccldiag: system.spec_os")}
+    (keep,) = verdicts.to_resume(vs, names, drained)
+    assert keep.action == "keep" and "[drain] does not drain for" in keep.why
+
+
+@pytest.mark.parametrize("text,words", [
+    ('[drain]\nalways = ["gpu.*"]\n', "unknown key 'drain.always'"),
+    ('[drain]\nnever = "gpu.*"\n', "drain.never should be an array of check ids"),
+    ('[drain]\nnever = ["gpu.spec_cont"]\n', "did you mean 'gpu.spec_count'"),
+])
+def test_drain_mistakes_name_the_line(text, words):
+    with pytest.raises(model.UsageError) as exc:
+        model.loads(text, "d.toml")
+    assert str(exc.value).startswith("d.toml:2: ") and words in str(exc.value)
