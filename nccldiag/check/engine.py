@@ -93,6 +93,8 @@ def analyze_node(raw: RawNode, areas: Sequence[ModuleType], options: Optional[Ma
         for f in report.findings:
             f.host = raw.host
         return report
+    if spec is not None and spec.thresholds:
+        options["thresholds"] = dict(spec.thresholds)  # read by the areas whose limits they replace
     node = NodeFacts(host=raw.host, options=options)
     node_areas = [a for a in areas if kind(a) == "node"]
     for area in node_areas:

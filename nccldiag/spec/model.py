@@ -21,7 +21,7 @@ from nccldiag.spec import tomlfile
 SCHEMA = "nccldiag.spec/1"
 ENV = "NCCLDIAG_SPEC"
 LEVELS = ("fail", "warn", "info", "ignore")
-TOP = ("schema",) + F.SECTIONS + ("severity", "drain")
+TOP = ("schema",) + F.SECTIONS + ("severity", "thresholds", "drain")
 DRAIN_KEYS = ("only", "never")
 
 
@@ -55,6 +55,7 @@ class Spec:
     nic_models: Dict[str, int] = field(default_factory=dict)  # model -> the line of its table
     drain_only: List[Severity] = field(default_factory=list)  # [drain] only: failures of these alone drain
     drain_never: List[Severity] = field(default_factory=list)  # [drain] never: failures of these never drain
+    thresholds: Dict[str, Tuple[Any, str]] = field(default_factory=dict)  # key -> (limit, "site.toml:40")
 
     def drains(self, check: str) -> bool:
         """Whether a failure of ``check`` drains its node in Slurm (``--drain``): every failure does, but those
@@ -112,6 +113,9 @@ def loads(text: str, path: str = "spec.toml") -> Spec:
             raise err((top,), f"'{top}' should be a table ([{top}]), not a {_type(body)}")
         if top == "severity":
             spec.severity = _severity(body, lines, err)
+        elif top == "thresholds":
+            for k, v in body.items():
+                spec.thresholds[k] = (_threshold(k, v, err), spec.ref(tomlfile.line_of(lines, (top, k))))
         elif top == "drain":
             for k, v in body.items():
                 if k not in DRAIN_KEYS:
@@ -167,6 +171,21 @@ def _expect(at, v, lines, err, model=None) -> Expect:
     if f.choices and v not in f.choices:
         raise err(at, f"{where} = {v!r}: one of {', '.join(f.choices)}")
     return Expect(f, v, tomlfile.line_of(lines, at), model)
+
+
+def _threshold(k: str, v: Any, err) -> Any:
+    from nccldiag.spec import thresholds
+
+    t = thresholds.KEYS.get(k)
+    at = ("thresholds", k)
+    if t is None:
+        raise err(at, f"unknown key 'thresholds.{k}'{_near(k, thresholds.KEYS)} (known: {', '.join(thresholds.KEYS)})")
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or (t.kind == "int" and not isinstance(v, int)):
+        raise err(at, f"thresholds.{k} should be a {'whole number' if t.kind == 'int' else 'number'}, not "
+                      f"{_type(v)} {v!r}")
+    if v < t.lo:
+        raise err(at, f"thresholds.{k} = {v!r} is impossible (a value from {t.lo:g} up)")
+    return v
 
 
 def _flatten(body: Dict[str, Any], prefix: Tuple[str, ...] = ()) -> List[Tuple[Tuple[str, ...], Any]]:

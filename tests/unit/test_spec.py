@@ -431,3 +431,94 @@ def test_drain_mistakes_name_the_line(text, words):
     with pytest.raises(model.UsageError) as exc:
         model.loads(text, "d.toml")
     assert str(exc.value).startswith("d.toml:2: ") and words in str(exc.value)
+
+
+# ---- [thresholds] ----------------------------------------------------------------------------------------------
+
+
+def _with_thresholds(text: str):
+    """NodeFacts carrying a spec's thresholds as the check engine passes them to the areas."""
+    from nccldiag.areas.base import NodeFacts
+
+    s = model.loads(text, "t.toml")
+    return NodeFacts("n1", options={"thresholds": dict(s.thresholds)})
+
+
+def _judge(area, raw, node=None):
+    from nccldiag.areas.base import NodeFacts
+
+    return {f.check: f for f in area.judge(area.parse(raw), node or NodeFacts("n1"))}
+
+
+def test_threshold_link_flaps_end_to_end(tmp_path):
+    from nccldiag.spec import thresholds
+
+    base = fixture("link-flaps/gpud1209-journal-mlx5_5-port1-link-init-then-active.txt")
+    # written for this test, in the real mlx5 line format of that capture: the port going down and back twice
+    down = "Feb 14 06:00:00 000-000-00000-1-gpu-1 kernel: mlx5_core 0000:ab:00.0 mlx5_5: Port: 1 Link DOWN\n"
+    up = "Feb 14 06:00:01 000-000-00000-1-gpu-1 kernel: mlx5_core 0000:ab:00.0 mlx5_5: Port: 1 Link ACTIVE\n"
+    node = dict(B.healthy_h100(), kernel_log=base + (down + up) * 2)
+    bundle = write_bundle(tmp_path / "b", {"gpu001": node})
+    _, rep = check_json(bundle)
+    assert [f["status"] for f in by_check(rep, "ibcounters.link_flaps")] == ["warn"]
+    path = tmp_path / "t.toml"
+    path.write_text("[thresholds]\nlink_flaps = 2\n")
+    code, rep = check_json(bundle, "--spec", str(path))
+    (f,) = by_check(rep, "ibcounters.link_flaps")
+    assert code == 1 and f["status"] == "fail" and f["expected"] == f"fewer than 2 (threshold of {path}:2)"
+    assert thresholds.KEYS["link_flaps"].default == 5
+
+
+def test_threshold_aer_correctable_and_replays():
+    from nccldiag.areas import pcie_errors
+
+    aer = fixture("pcie-aer/node_exporter-ttar-aer-dev-counters-nvme-all-zero.txt")
+    many = aer.replace("TOTAL_ERR_COR 0", "TOTAL_ERR_COR 101", 1)  # written for this test
+    assert _judge(pcie_errors, {"aer_sysfs": many})["pcie_errors.aer"].status.value == "warn"
+    f = _judge(pcie_errors, {"aer_sysfs": many}, _with_thresholds("[thresholds]\naer_correctable = 1000\n"))
+    assert f["pcie_errors.aer"].status.value == "ok"
+    f = _judge(pcie_errors, {"aer_sysfs": aer.replace("TOTAL_ERR_COR 0", "TOTAL_ERR_COR 11", 1)},
+               _with_thresholds("[thresholds]\naer_correctable = 10\n"))["pcie_errors.aer"]
+    assert f.status.value == "warn" and f.expected == "0 uncorrectable, at most 10 correctable (threshold of t.toml:2)"
+    # real: 652 replays on 8 H100s; an uptime of a day (written for this test) is well under 8 a minute
+    raw = {"nvidia_smi_full": fixture("pcie-aer/gpud-8x-h100-535.183.01-replays-since-reset-58-120-full-q.txt"),
+           "aer_sysfs": "uptime: 86400\n"}
+    assert _judge(pcie_errors, raw)["pcie_errors.replays"].status.value == "ok"
+    f = _judge(pcie_errors, raw, _with_thresholds("[thresholds]\npcie_replays_per_minute = 0.05\n"))
+    assert f["pcie_errors.replays"].status.value == "warn" and "(threshold of t.toml:2)" in f["pcie_errors.replays"].expected
+
+
+def test_threshold_ecc_dram_uncorrectable():
+    from nccldiag.areas import gpuhealth
+
+    t = fixture("gpu-throttle/gpud-8x-h100-535.161.08-hw-power-brake-slowdown-active-full-q.txt")
+    i = t.index("        Aggregate\n")
+    # written for this test: 600 lifetime DRAM uncorrectable errors on the first GPU of the real report
+    agg600 = t[:i] + t[i:].replace("DRAM Uncorrectable            : 0", "DRAM Uncorrectable            : 600", 1)
+    assert _judge(gpuhealth, {"nvidia_smi_full": agg600})["gpuhealth.ecc"].status.value == "fail"
+    f = _judge(gpuhealth, {"nvidia_smi_full": agg600}, _with_thresholds("[thresholds]\necc_dram_uncorrectable = 1000\n"))
+    assert f["gpuhealth.ecc"].status.value == "warn"
+    f = _judge(gpuhealth, {"nvidia_smi_full": agg600}, _with_thresholds("[thresholds]\necc_dram_uncorrectable = 100\n"))
+    assert f["gpuhealth.ecc"].status.value == "fail" and "(threshold of t.toml:2)" in f["gpuhealth.ecc"].expected
+
+
+def test_threshold_defaults_are_the_areas_own():
+    from nccldiag.areas import gpuhealth, ibcounters, pcie_errors
+    from nccldiag.spec import thresholds
+
+    own = {"ecc_dram_uncorrectable": gpuhealth.AGGREGATE_DRAM_UE_LIMIT, "ecc_volatile_correctable":
+           gpuhealth.VOLATILE_CE_LIMIT, "link_flaps": ibcounters.FLAP_FAIL, "aer_correctable":
+           pcie_errors.CORRECTABLE_LIMIT, "pcie_replays_per_minute": pcie_errors.REPLAYS_PER_MIN}
+    assert {k: t.default for k, t in thresholds.KEYS.items()} == own
+
+
+@pytest.mark.parametrize("text,words", [
+    ("[thresholds]\nlink_flap = 3\n", "unknown key 'thresholds.link_flap' (did you mean 'link_flaps'?)"),
+    ("[thresholds]\nlink_flaps = 0\n", "impossible"),
+    ("[thresholds]\nlink_flaps = 2.5\n", "should be a whole number"),
+    ('[thresholds]\npcie_replays_per_minute = "8"\n', "should be a number"),
+])
+def test_threshold_mistakes_name_the_line(text, words):
+    with pytest.raises(model.UsageError) as exc:
+        model.loads(text, "t.toml")
+    assert str(exc.value).startswith("t.toml:2: ") and words in str(exc.value)
