@@ -51,6 +51,11 @@ def line(path: Path, pattern: str) -> int:
     raise AssertionError(f"{pattern!r} not in {path}")
 
 
+def toml_data(text: str) -> dict:
+    """What TOML reads from ``text`` (tomllib, or tomli below Python 3.11)."""
+    return tomlfile.loads(text, "t.toml")[0]
+
+
 def spec_findings(report: dict, host: str) -> List[dict]:
     return [f for f in B.findings(report, host) if ".spec_" in f["check"]]
 
@@ -131,6 +136,9 @@ def test_init_warns_when_a_reference_node_fails_its_checks(tmp_path):
     code, text, err = init("--bundle", str(bundle))
     assert code == 0 and "gpu001 fails or could not run" in err and "before taking it as the reference" in err
     assert "count = 7" in text
+    # the node's own ports disagree (one at 200 Gb/s): written commented out, each with its ports
+    assert "nic.MT4129.rate_gbps: the reference nodes disagree" in err
+    assert re.search(r"^# rate_gbps = 200.0  # gpu001 mlx5_4 port 1$", text, re.M)
 
 
 # ---- check --spec ------------------------------------------------------------------------------------------
@@ -341,11 +349,9 @@ def test_key_lines_follow_tables_dotted_and_quoted_keys():
 
 
 def test_written_values_read_back_as_they_were():
-    import tomllib
-
     for v in ("a \"quoted\" \\ value\n", "NVIDIA H100 80GB HBM3", 8, 400.0, 26.562, True):
-        assert tomllib.loads(f"k = {tomlfile.value(v)}")["k"] == v
-    assert tomllib.loads(f"{tomlfile.key('a.b c')} = 1") == {"a.b c": 1}
+        assert toml_data(f"k = {tomlfile.value(v)}")["k"] == v
+    assert toml_data(f"{tomlfile.key('a.b c')} = 1") == {"a.b c": 1}
 
 
 # ---- schema and docs ------------------------------------------------------------------------------------
@@ -371,16 +377,14 @@ def test_schema_names_every_key_the_code_reads():
 
 
 def test_docs_example_and_a_derived_spec_validate_against_the_schema(tmp_path):
-    import tomllib
-
     jsonschema = pytest.importorskip("jsonschema")
     docs = (ROOT / "docs" / "spec.md").read_text(encoding="utf-8")
     example = re.search(r"```toml\n(.*?)```", docs, re.S).group(1)
     sch = _schema()
-    jsonschema.validate(tomllib.loads(example), sch)
+    jsonschema.validate(toml_data(example), sch)
     model.loads(example, "docs/spec.md")  # and nccldiag reads it
     derived = spec_from(tmp_path, {"gpu001": B.healthy_h100()})
-    jsonschema.validate(tomllib.loads(derived.read_text()), sch)
+    jsonschema.validate(toml_data(derived.read_text()), sch)
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate({"gpu": {"count": "8"}}, sch)
 
