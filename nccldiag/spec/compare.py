@@ -52,18 +52,16 @@ def judge(spec: Spec, facts: Mapping[str, Any], selected: Iterable[str],
           collected: Optional[Callable[[str], bool]] = None) -> List[Finding]:
     """Findings of one node (``facts``: ``{area: facts}``) against ``spec``.
 
-    ``selected``: the areas of this run; a key whose area is not among them
-    is not judged. ``collected(area)``: whether any output of that area came
+    ``selected``: the areas of this run; a key is judged where its area and the
+    area whose facts it reads are both among them. ``collected(area)``: whether any output of that area came
     back (a bundle of pasted outputs lacks most).
     """
     chosen = set(selected)
     out: List[Finding] = []
     for e in spec.expects:
         f = e.field
-        area = f.area if f.area in chosen else (f.needs if f.needs in chosen else None)
-        if area is None or f.needs not in chosen:
-            continue
-        out.append(_one(spec, e, area, facts, collected))
+        if f.area in chosen and f.needs in chosen:  # the key's area, and the one whose facts it reads
+            out.append(_one(spec, e, f.area, facts, collected))
     if "ib" in chosen and spec.nic_models and facts.get("ib") is not None:
         out.extend(_unlisted_models(spec, facts))
     return out

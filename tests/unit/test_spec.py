@@ -526,3 +526,20 @@ def test_threshold_mistakes_name_the_line(text, words):
     with pytest.raises(model.UsageError) as exc:
         model.loads(text, "t.toml")
     assert str(exc.value).startswith("t.toml:2: ") and words in str(exc.value)
+
+
+def test_spec_show_lists_each_key_with_its_line_and_check(tmp_path):
+    path = spec_from(tmp_path, {"gpu001": B.healthy_h100()})
+    res = CliRunner().invoke(main, ["spec", "show", str(path)])
+    assert res.exit_code == 0
+    assert f"{path}:{line(path, r'count = ')}: gpu.count -> gpu.spec_count" in res.stdout
+    assert "keys, 0 severity rules" in res.stderr
+
+
+def test_only_judges_the_keys_of_the_chosen_areas(tmp_path):
+    path = spec_from(tmp_path, {"gpu001": B.healthy_h100()})
+    bundle = write_bundle(tmp_path / "b", {"gpu009": older_firmware(B.healthy_h100("gpu009"))})
+    code, rep = check_json(bundle, "--spec", str(path), "--only", "gpu")
+    assert code == 0 and {f["check"].split(".")[0] for f in spec_findings(rep, "gpu009")} == {"gpu", "system"}  # system: always
+    code, rep = check_json(bundle, "--spec", str(path), "--only", "ib,firmware")
+    assert code == 1 and "fail" in [f["status"] for f in by_check(rep, "firmware.spec_hca_fw")]
