@@ -101,7 +101,7 @@ def derive(nodes: Sequence[Tuple[str, Mapping[str, Any]]], sources: str = "") ->
                 got, n = _key_lines(f, nodes, None, notes)
                 lines += got
                 written += n
-        if section == "nvlink":
+        if section == "topology":
             written += _nics(nodes, lines, notes)
     lines += [
         "",

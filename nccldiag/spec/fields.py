@@ -218,6 +218,18 @@ def _governor(facts: Facts) -> Reading:
     return {"": ",".join(sorted(l.governors))}
 
 
+def _summary(area: str, key: str) -> Callable[[Facts], Reading]:
+    """A value an area already gives the consistency check (its ``summarize``)."""
+    def read(facts: Facts) -> Reading:
+        f = _get(facts, area)
+        if f is None:
+            return None
+        import importlib
+
+        return _node((importlib.import_module(f"nccldiag.areas.{area}").summarize(f) or {}).get(key))
+    return read
+
+
 def _peermem(facts: Facts) -> Reading:
     g = _get(facts, "gdr")
     if g is None or g.peermem_loaded is None:
@@ -243,6 +255,12 @@ FIELDS: Tuple[Field, ...] = (
           "active NVLinks of every GPU (nvidia-smi nvlink -s)", _nvlink_links, lo=0, hi=64),
     Field(("nvlink", "speed_gbs"), "float", "nvlink", "nvlink", "nvlink.spec_speed",
           "speed of every active NVLink, GB/s", _nvlink_speed, lo=0),
+    Field(("topology", "gpu_links"), "str", "topology", "topology", "topology.spec_gpu_links",
+          "GPU-GPU link kinds and how many pairs have each (nvidia-smi topo -m), e.g. NV18x28",
+          _summary("topology", "gpu_links")),
+    Field(("topology", "nearest_nic"), "str", "affinity", "affinity", "affinity.spec_nearest_nic",
+          "how close each GPU's nearest RDMA NIC is (nvidia-smi topo -m: PIX, PXB, PHB, NODE, SYS)",
+          _summary("affinity", "nearest_nic")),
     Field(("nic", "*", "ports"), "int", "ib", "ib", "ib.spec_ports", "RDMA ports of this HCA model", _nic_count,
           lo=0, hi=1024),
     Field(("nic", "*", "link_layer"), "str", "ib", "ib", "ib.spec_link_layer", "InfiniBand or Ethernet, every port",
@@ -294,10 +312,11 @@ FIELDS: Tuple[Field, ...] = (
 )
 
 BY_NAME = {f.name: f for f in FIELDS}
-SECTIONS = ("gpu", "nvlink", "nic", "software", "settings")
+SECTIONS = ("gpu", "nvlink", "topology", "nic", "software", "settings")
 SECTION_TITLES = {
     "gpu": "GPUs",
     "nvlink": "NVLink",
+    "topology": "Topology: GPU-GPU links and GPU-NIC affinity",
     "nic": "RDMA NICs, one table per HCA model (ibstat's CA type, e.g. MT4129 for ConnectX-7)",
     "software": "Software",
     "settings": "Settings",

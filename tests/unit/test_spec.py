@@ -94,6 +94,8 @@ def test_init_writes_a_commented_spec_of_the_reference_node(tmp_path):
     got = {e.key: e.value for e in s.expects}
     assert got["gpu.count"] == 8 and got["gpu.model"] == "NVIDIA H100 80GB HBM3" and got["gpu.memory_mib"] == 81559
     assert got["gpu.pcie_gen"] == 5 and got["gpu.pcie_width"] == 16
+    assert got["topology.gpu_links"] == "NV18x28"
+    assert "topology.nearest_nic" not in got  # the topology capture lists no NIC
     assert got["nic.MT4129.ports"] == 8 and got["nic.MT4129.rate_gbps"] == 400.0
     assert got["nic.MT4129.firmware"] == "28.41.1000" and got["nic.MT4129.psid"] == "MT_0000000838"
     assert got["nic.MT4129.link_layer"] == "InfiniBand" and got["nic.MT41692.link_layer"] == "Ethernet"
