@@ -110,8 +110,8 @@ def run_collection(kw, areas_sel, save_dir: Optional[str], extra_sources=(), mes
 @click.option("--p2p-test", is_flag=True, help="Copy buffers between every GPU pair with torch and time them.")
 @click.option("-v", "--verbose", is_flag=True, help="Show ok and skip findings too.")
 @click.option("--spec", "spec_path", type=click.Path(dir_okay=False), default=None, metavar="FILE",
-              help="Compare every node with this site spec, and apply its [severity] policy (default "
-                   "$NCCLDIAG_SPEC; 'nccldiag spec init' writes one; docs/spec.md).")
+              help="Compare every node with this site spec and apply its policy ([severity], [thresholds], "
+                   "[drain]); default $NCCLDIAG_SPEC. 'nccldiag spec init' writes one (docs/spec.md).")
 @transport_option
 @slurm_options(with_timeout=True)
 @click.option("--local", is_flag=True, help="Check this machine only, without SSH, even inside a Slurm allocation.")
