@@ -545,3 +545,15 @@ def test_only_judges_the_keys_of_the_chosen_areas(tmp_path):
     assert code == 0 and {f["check"].split(".")[0] for f in spec_findings(rep, "gpu009")} == {"gpu", "system"}  # system: always
     code, rep = check_json(bundle, "--spec", str(path), "--only", "ib,firmware")
     assert code == 1 and "fail" in [f["status"] for f in by_check(rep, "firmware.spec_hca_fw")]
+
+
+def test_an_interrupted_run_rebuilt_is_judged_against_its_spec_again(tmp_path):
+    path = spec_from(tmp_path, {"gpu001": B.healthy_h100()})
+    bundle = write_bundle(tmp_path / "b", {"gpu009": older_firmware(B.healthy_h100("gpu009"))})
+    run = tmp_path / "run"
+    code, _ = check_json(bundle, "--spec", str(path), "--run-dir", str(run))
+    assert code == 1 and json.loads((run / "run.json").read_text())["spec"] == str(path.resolve())
+    (run / "report.json").unlink()  # as a run stopped before its report
+    res = CliRunner().invoke(main, ["report", str(run), "--json", "-"])
+    rep = json.loads(res.stdout)
+    assert "fail" in [f["status"] for f in by_check(rep, "firmware.spec_hca_fw", "gpu009")]
