@@ -35,6 +35,7 @@ from typing import Dict, List, Optional
 from nccldiag.areas import smiq
 from nccldiag.areas.base import NodeFacts
 from nccldiag.model.findings import Finding, fail, ok, skip, warn
+from nccldiag.spec import thresholds
 
 NAME = "gpuhealth"
 TITLE = "GPU health"
@@ -143,7 +144,7 @@ def _nonzero(d: Dict[str, int]) -> Dict[str, int]:
 def judge(facts: Optional[GpuHealthFacts], node: NodeFacts) -> List[Finding]:
     if facts is None or not facts.gpus:
         return [skip(NAME, "gpuhealth.ecc", (facts.absent if facts else None) or smiq.why_absent(None, "GPU health report"))]
-    return _judge_ecc(facts) + _judge_remap(facts) + _judge_reset(facts) + _judge_clocks(facts)
+    return _judge_ecc(facts, node) + _judge_remap(facts) + _judge_reset(facts) + _judge_clocks(facts)
 
 
 _MODE_ERROR = re.compile(r"error|unknown|unable|lost|reset", re.I)
@@ -154,8 +155,8 @@ def _ecc_unreadable(g: GpuHealth) -> bool:
     return any(v and _MODE_ERROR.search(v) for v in (g.ecc_current, g.ecc_pending))
 
 
-def _judge_ecc(facts: GpuHealthFacts) -> List[Finding]:
-    counted = _judge_ecc_counters(facts)
+def _judge_ecc(facts: GpuHealthFacts, node: Optional[NodeFacts] = None) -> List[Finding]:
+    counted = _judge_ecc_counters(facts, node)
     bad = [g for g in facts.gpus if _ecc_unreadable(g)]
     if not bad:
         return counted
@@ -174,7 +175,9 @@ def _judge_ecc(facts: GpuHealthFacts) -> List[Finding]:
                      "or reboot, and run 'dcgmi diag -r 3'; if the state stays unreadable, service the GPU.")]
 
 
-def _judge_ecc_counters(facts: GpuHealthFacts) -> List[Finding]:
+def _judge_ecc_counters(facts: GpuHealthFacts, node: Optional[NodeFacts] = None) -> List[Finding]:
+    dram_limit, dram_src = thresholds.value(node, "ecc_dram_uncorrectable", AGGREGATE_DRAM_UE_LIMIT)
+    ce_limit, ce_src = thresholds.value(node, "ecc_volatile_correctable", VOLATILE_CE_LIMIT)
     known = [g for g in facts.gpus if g.volatile_ue or g.aggregate_ue or g.sram_threshold is not None]
     if not known:
         if not any(g.ecc_section for g in facts.gpus):
@@ -187,7 +190,7 @@ def _judge_ecc_counters(facts: GpuHealthFacts) -> List[Finding]:
         agg = _nonzero(g.aggregate_ue)
         sram = {k: v for k, v in agg.items() if "SRAM" in k and "Threshold" not in k}
         dram = sum(v for k, v in agg.items() if "SRAM" not in k)
-        if vol or sram or g.sram_threshold or dram > AGGREGATE_DRAM_UE_LIMIT:
+        if vol or sram or g.sram_threshold or dram > dram_limit:
             failing.append(g.label)
         elif agg:
             warning.append(g.label)
@@ -196,15 +199,16 @@ def _judge_ecc_counters(facts: GpuHealthFacts) -> List[Finding]:
                 evidence.append(f"{g.label}: {label} " + ", ".join(f"{k} {v}" for k, v in d.items()))
         if g.sram_threshold:
             evidence.append(f"{g.label}: SRAM Threshold Exceeded: Yes")
-    high_ce = [f"{g.label}: volatile correctable {sum(g.volatile_ce.values())}" for g in known
-               if sum(g.volatile_ce.values()) > VOLATILE_CE_LIMIT]
+    high_ce = [f"{g.label}: volatile correctable {sum(g.volatile_ce.values())}"
+               + (f", more than {ce_limit}{ce_src}" if ce_src else "") for g in known
+               if sum(g.volatile_ce.values()) > ce_limit]
     fix = ("Drain the node and reset the GPU (nvidia-smi -r, or reboot); run 'dcgmi diag -r 3'. Uncorrectable "
            "errors that come back after a reset, SRAM uncorrectable errors or an exceeded SRAM threshold mean the "
            "GPU should be replaced (NVIDIA's GPU memory error management guide).")
     if failing:
         return [fail(NAME, "gpuhealth.ecc", f"uncorrectable ECC errors on {len(failing)} of {len(known)} GPUs: "
                      + "; ".join(evidence[:4]), actual=failing, expected="0 volatile uncorrectable, 0 SRAM uncorrectable, "
-                     f"at most {AGGREGATE_DRAM_UE_LIMIT} aggregate DRAM uncorrectable", evidence=evidence + high_ce, fix=fix)]
+                     f"at most {dram_limit} aggregate DRAM uncorrectable{dram_src}", evidence=evidence + high_ce, fix=fix)]
     if warning or high_ce:
         return [warn(NAME, "gpuhealth.ecc", "uncorrectable ECC errors in the GPUs' lifetime counters (none since the driver "
                      f"loaded): {'; '.join(evidence[:4] or high_ce[:4])}", actual=warning or high_ce, expected=0,

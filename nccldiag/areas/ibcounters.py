@@ -38,6 +38,7 @@ from typing import Dict, List, Mapping, Optional
 from nccldiag.areas import kernlog
 from nccldiag.areas.base import NodeFacts, Source, section
 from nccldiag.model.findings import Finding, fail, ok, skip, warn
+from nccldiag.spec import thresholds
 
 NAME = "ibcounters"
 TITLE = "IB/RoCE counters"
@@ -181,7 +182,7 @@ def parse(raw) -> IbCounterFacts:
 def judge(facts: Optional[IbCounterFacts], node: NodeFacts) -> List[Finding]:
     if facts is None:
         return [skip(NAME, "ibcounters.link", "no counter outputs came back")]
-    return _judge_counters(facts) + _judge_flaps(facts)
+    return _judge_counters(facts) + _judge_flaps(facts, node)
 
 
 def _nonzero(counters: Snapshot, names) -> Dict[str, Dict[str, int]]:
@@ -232,7 +233,8 @@ def _judge_counters(facts: IbCounterFacts) -> List[Finding]:
     return findings
 
 
-def _judge_flaps(facts: IbCounterFacts) -> List[Finding]:
+def _judge_flaps(facts: IbCounterFacts, node: Optional[NodeFacts] = None) -> List[Finding]:
+    flap_fail, src = thresholds.value(node, "link_flaps", FLAP_FAIL)
     if facts.log_read is None:
         return [skip(NAME, "ibcounters.link_flaps", "the kernel log was not collected")]
     if facts.log_read is False:
@@ -248,9 +250,9 @@ def _judge_flaps(facts: IbCounterFacts) -> List[Finding]:
     msg = ", ".join(f"{p} down {n} times" for p, n in actual.items())
     fix = ("A link that goes down and back is a cable, transceiver or switch port fault: reseat or replace the cable, "
            "check the switch port's counters and logs, and watch 'ibstat' / 'ip link' state.")
-    if any(n >= FLAP_FAIL for n in actual.values()):
+    if any(n >= flap_fail for n in actual.values()):
         return [fail(NAME, "ibcounters.link_flaps", f"links flapping since boot: {msg}", actual=actual,
-                     expected=f"fewer than {FLAP_FAIL}", evidence=ev, fix=fix)]
+                     expected=f"fewer than {flap_fail}{src}", evidence=ev, fix=fix)]
     return [warn(NAME, "ibcounters.link_flaps", f"links went down since boot: {msg}", actual=actual, expected=0,
                  evidence=ev, fix=fix)]
 

@@ -27,6 +27,7 @@ from typing import Dict, List, Optional
 from nccldiag.areas import kernlog, smiq
 from nccldiag.areas.base import NodeFacts, Source, section
 from nccldiag.model.findings import Finding, fail, ok, skip, warn
+from nccldiag.spec import thresholds
 
 NAME = "pcie_errors"
 TITLE = "PCIe errors"
@@ -193,10 +194,11 @@ def parse(raw) -> PcieErrorFacts:
 def judge(facts: Optional[PcieErrorFacts], node: NodeFacts) -> List[Finding]:
     if facts is None:
         return [skip(NAME, "pcie_errors.aer", "no PCIe error outputs came back")]
-    return _judge_aer(facts) + _judge_replays(facts) + _judge_log(facts)
+    return _judge_aer(facts, node) + _judge_replays(facts, node) + _judge_log(facts)
 
 
-def _judge_aer(facts: PcieErrorFacts) -> List[Finding]:
+def _judge_aer(facts: PcieErrorFacts, node: Optional[NodeFacts] = None) -> List[Finding]:
+    corr_limit, src = thresholds.value(node, "aer_correctable", CORRECTABLE_LIMIT)
     devs = [d for d in facts.devices if d.counts]
     if not devs:
         why = "no NVIDIA or Mellanox function reports AER counters" if facts.aer_collected else "AER counters were not collected"
@@ -204,7 +206,7 @@ def _judge_aer(facts: PcieErrorFacts) -> List[Finding]:
     ev = []
     fatal = [d for d in devs if d.total("fatal")]
     nonfatal = [d for d in devs if d.total("nonfatal")]
-    corr = [d for d in devs if d.total("correctable") > CORRECTABLE_LIMIT]
+    corr = [d for d in devs if d.total("correctable") > corr_limit]
     for d in fatal + nonfatal + corr:
         nz = {k: {n: v for n, v in c.items() if v and not n.startswith("TOTAL")} for k, c in d.counts.items()}
         ev.append(f"{d.label}: " + "; ".join(f"{k} " + ", ".join(f"{n} {v}" for n, v in c.items()) for k, c in nz.items() if c))
@@ -220,25 +222,26 @@ def _judge_aer(facts: PcieErrorFacts) -> List[Finding]:
         if nonfatal:
             what.append(f"uncorrectable (non-fatal) errors on {', '.join(d.label for d in nonfatal)}")
         if corr:
-            what.append(f"more than {CORRECTABLE_LIMIT} correctable errors on {', '.join(d.label for d in corr)}")
+            what.append(f"more than {corr_limit} correctable errors on {', '.join(d.label for d in corr)}")
         return [warn(NAME, "pcie_errors.aer", "PCIe " + "; ".join(what), actual=actual,
-                     expected=f"0 uncorrectable, at most {CORRECTABLE_LIMIT} correctable", evidence=ev, fix=fix)]
+                     expected=f"0 uncorrectable, at most {corr_limit} correctable{src}", evidence=ev, fix=fix)]
     total = sum(d.total("correctable") for d in devs)
     return [ok(NAME, "pcie_errors.aer", f"no uncorrectable PCIe errors on {len(devs)} GPU/NIC functions"
                + (f" ({total} correctable)" if total else ""), actual=0, expected=0)]
 
 
-def _judge_replays(facts: PcieErrorFacts) -> List[Finding]:
+def _judge_replays(facts: PcieErrorFacts, node: Optional[NodeFacts] = None) -> List[Finding]:
+    per_min, src = thresholds.value(node, "pcie_replays_per_minute", REPLAYS_PER_MIN)
     if not facts.replays:
         return [skip(NAME, "pcie_errors.replays", facts.replays_absent or "GPU replay counters not in the report")]
     minutes = facts.uptime_s / 60 if facts.uptime_s else None
     ev = [f"GPU {g}: Replays Since Reset {r}, Rollovers {o}" for g, (r, o) in facts.replays.items() if r or o]
     rolled = [g for g, (r, o) in facts.replays.items() if o]
-    fast = [g for g, (r, o) in facts.replays.items() if minutes and r / minutes > REPLAYS_PER_MIN]
+    fast = [g for g, (r, o) in facts.replays.items() if minutes and r / minutes > per_min]
     if rolled or fast:
         return [warn(NAME, "pcie_errors.replays", "PCIe replays on " + ", ".join(f"GPU {g}" for g in rolled + fast)
-                     + (f" (more than {REPLAYS_PER_MIN:g} a minute since boot)" if fast else " (the replay counter rolled over)"),
-                     actual={g: facts.replays[g][0] for g in rolled + fast}, expected=f"at most {REPLAYS_PER_MIN:g} a minute",
+                     + (f" (more than {per_min:g} a minute since boot)" if fast else " (the replay counter rolled over)"),
+                     actual={g: facts.replays[g][0] for g in rolled + fast}, expected=f"at most {per_min:g} a minute{src}",
                      evidence=ev, fix="Replays are packets the link resent: a marginal link (riser, retimer, slot). Reseat "
                      "the GPU, check the slot in the BIOS, and watch 'nvidia-smi -q -d PCIE' under load.")]
     total = sum(r for r, _ in facts.replays.values())

@@ -79,8 +79,10 @@ def collected(raw: RawNode, area: ModuleType) -> bool:
     return not names or any(n in raw.rcs or n in raw.sections for n in names)
 
 
-def analyze_node(raw: RawNode, areas: Sequence[ModuleType], options: Optional[Mapping[str, Any]] = None) -> NodeReport:
-    """Judge how one node was reached, then parse and judge its raw outputs (pure)."""
+def analyze_node(raw: RawNode, areas: Sequence[ModuleType], options: Optional[Mapping[str, Any]] = None,
+                 spec: Optional[Any] = None) -> NodeReport:
+    """Judge how one node was reached, then parse and judge its raw outputs (pure); with a site ``spec``
+    (:class:`nccldiag.spec.model.Spec`), compare the node with it and apply its policy."""
     options = dict(options or {})
     report = NodeReport(host=raw.host, elapsed=raw.elapsed)
     for area in areas:
@@ -91,6 +93,8 @@ def analyze_node(raw: RawNode, areas: Sequence[ModuleType], options: Optional[Ma
         for f in report.findings:
             f.host = raw.host
         return report
+    if spec is not None and spec.thresholds:
+        options["thresholds"] = dict(spec.thresholds)  # read by the areas whose limits they replace
     node = NodeFacts(host=raw.host, options=options)
     node_areas = [a for a in areas if kind(a) == "node"]
     for area in node_areas:
@@ -120,6 +124,13 @@ def analyze_node(raw: RawNode, areas: Sequence[ModuleType], options: Optional[Ma
             found = [skip(area.NAME, f"{area.NAME}.collected", f"{area.TITLE}: not checked, none of its outputs is "
                           f"in this bundle ({', '.join(s.name for s in area.SOURCES)})")]
         report.findings.extend(found)
+    if spec is not None:
+        from nccldiag.spec import compare, policy
+
+        by_name = {a.NAME: a for a in areas}
+        report.findings.extend(compare.judge(spec, node.facts, by_name,
+                                             lambda name: collected(raw, by_name[name])))
+        policy.apply(spec, report.findings)
     for f in report.findings:
         f.host = raw.host
     report.facts = node.facts
@@ -172,12 +183,13 @@ def summaries(nodes: Sequence[NodeReport], areas: Sequence[ModuleType]) -> Dict[
 
 def analyze(
     raws: Sequence[RawNode], areas: Sequence[ModuleType], options: Optional[Mapping[str, Any]] = None,
-    judged: Optional[Mapping[str, NodeReport]] = None,
+    judged: Optional[Mapping[str, NodeReport]] = None, spec: Optional[Any] = None,
 ) -> CheckReport:
-    """Judge every node (``judged``: nodes already judged as they arrived, by host), then the cluster areas."""
+    """Judge every node (``judged``: nodes already judged as they arrived, by host), then the cluster areas.
+    ``spec``: a site spec every node is compared with, and whose policy applies to every finding."""
     started = time.time()
     judged = judged or {}
-    nodes = [judged[r.host] if r.host in judged else analyze_node(r, areas, options) for r in raws]
+    nodes = [judged[r.host] if r.host in judged else analyze_node(r, areas, options, spec) for r in raws]
     by_host = {n.host: n for n in nodes}
     cluster = [a for a in areas if kind(a) == "cluster"]
     if cluster:
@@ -186,6 +198,10 @@ def analyze(
             for host, found in area.judge_cluster(summ).items():
                 for f in found:
                     f.host = host
+                if spec is not None:
+                    from nccldiag.spec import policy
+
+                    policy.apply(spec, found)
                 by_host[host].findings.extend(found)
     return CheckReport(nodes=nodes, areas=[a.NAME for a in areas], started=started,
                        cluster_areas=[a.NAME for a in cluster])

@@ -19,6 +19,7 @@ import click
 
 from nccldiag import __version__
 from nccldiag.cli import check, collect, isolate, log, probe, report
+from nccldiag.cli import spec as spec_cmd
 from nccldiag.cli.options import CONTEXT
 from nccldiag.model.errors import NccldiagError
 from nccldiag.model.findings import EXIT_INTERNAL, clean_text
@@ -147,6 +148,7 @@ def main() -> None:
     nccldiag isolate hosts.txt     name the bad node, link or network path
     nccldiag log nccl.*.log        read NCCL logs you already have
     nccldiag report RUN_DIR        render a kept run again (--html, --junit, --prom, --json)
+    nccldiag spec init --bundle D  write a site spec from known-good nodes (check --spec FILE)
 
     Hostfiles: plain, Open MPI (host slots=N), MPICH (host:N), DeepSpeed,
     user@host, node sets (gpu[001-032]). Inside a Slurm allocation the hosts
@@ -163,3 +165,4 @@ main.add_command(probe.probe)
 main.add_command(isolate.isolate)
 main.add_command(log.log)
 main.add_command(report.report)
+main.add_command(spec_cmd.spec)

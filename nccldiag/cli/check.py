@@ -110,6 +110,9 @@ def run_collection(kw, areas_sel, save_dir: Optional[str], extra_sources=(), mes
               help="Also save the raw outputs as a bundle in DIR, each node as it arrives.")
 @click.option("--p2p-test", is_flag=True, help="Copy buffers between every GPU pair with torch and time them.")
 @click.option("-v", "--verbose", is_flag=True, help="Show ok and skip findings too.")
+@click.option("--spec", "spec_path", type=click.Path(dir_okay=False), default=None, metavar="FILE",
+              help="Compare every node with this site spec and apply its policy ([severity], [thresholds], "
+                   "[drain]); default $NCCLDIAG_SPEC. 'nccldiag spec init' writes one (docs/spec.md).")
 @transport_option
 @slurm_options(with_timeout=True)
 @click.option("--local", is_flag=True, help="Check this machine only, without SSH, even inside a Slurm allocation.")
@@ -123,7 +126,7 @@ def run_collection(kw, areas_sel, save_dir: Optional[str], extra_sources=(), mes
               help="Slurm: resume nodes that nccldiag drained earlier (reason 'nccldiag: ...') and that pass now.")
 @color_option
 def check(bundle, only, skip, mesh_mode, save_dir, run_dir, p2p_test, verbose, color, local, health_check,
-          drain, drain_unchecked, resume_healthy, **kw):
+          drain, drain_unchecked, resume_healthy, spec_path, **kw):
     """Check nodes: SSH, IOMMU, PCIe ACS, InfiniBand/RoCE, GPUs and P2P, GPUDirect RDMA, limits.
 
     With no HOSTFILE and no -w, checks this machine without SSH (inside a
@@ -143,6 +146,7 @@ def check(bundle, only, skip, mesh_mode, save_dir, run_dir, p2p_test, verbose, c
         if not only:
             only = (",".join(HEALTH_AREAS),)
     areas_sel = areas(only, skip)
+    spec = _spec(spec_path)
     run_dir, run_id = _run_dir(run_dir)
     extra = ()
     if p2p_test:
@@ -162,27 +166,27 @@ def check(bundle, only, skip, mesh_mode, save_dir, run_dir, p2p_test, verbose, c
         raws, areas_sel = session.from_bundle(bundle, areas_sel, bool(only))
         notes = []
         target = None
-        keep = _Keeper(run_dir, run_id, areas_sel, options, os.path.abspath(bundle), [r.host for r in raws])
+        keep = _Keeper(run_dir, run_id, areas_sel, options, os.path.abspath(bundle), [r.host for r in raws], spec=spec)
         for raw in raws:
             keep.node(raw)
     else:
         target = collection_target(kw, local)
         keep = _Keeper(run_dir, run_id, areas_sel, options, None, _planned_hosts(target),
-                       target[2] if target[0] is not None else "local")
+                       target[2] if target[0] is not None else "local", spec=spec)
         try:
             raws, notes = run_collection(kw, areas_sel, save_dir, extra, mesh_mode, target=target, arrived=keep.node)
         finally:
             if target[1] is not None:
                 target[1].release()
     keep.close()
-    report = engine.analyze(raws, areas_sel, options, judged=keep.judged)
+    report = engine.analyze(raws, areas_sel, options, judged=keep.judged, spec=spec)
     report.inventory_notes = list(notes) + trust_notes(raws)
     if target is not None and (drain or resume_healthy or target[2] == "srun" or target[1] is not None
                                or target[3] is not None):
         from nccldiag.slurm import feedback
 
         report.slurm = feedback.run(report, raws, drain, drain_unchecked, resume_healthy,
-                                    local_name=_own_slurm_name() if local else None)
+                                    local_name=_own_slurm_name() if local else None, spec=spec)
     report.elapsed = time.monotonic() - t0
     doc = json.loads(dumps(check_report.to_json(report)))
     if health_check:
@@ -208,6 +212,14 @@ def check(bundle, only, skip, mesh_mode, save_dir, run_dir, p2p_test, verbose, c
         err.print(f"run directory: {run_dir}", style="muted", markup=False, highlight=False, soft_wrap=True)
     outs.write(doc)
     sys.exit(check_report.exit_code(report))
+
+
+def _spec(given: Optional[str]):
+    """The site spec of --spec or $NCCLDIAG_SPEC, read and validated before any work (None without one)."""
+    from nccldiag.spec import model
+
+    path = model.path_from(given)
+    return model.load(path) if path else None
 
 
 def trust_notes(raws, most: int = 8) -> list:
@@ -247,8 +259,9 @@ class _Keeper:
     """
 
     def __init__(self, path: str, run_id: str, areas_sel, options, bundle: Optional[str], hosts: list,
-                 transport: str = "ssh"):
+                 transport: str = "ssh", spec=None):
         self.path = path
+        self.spec = spec
         self.areas = areas_sel
         self.options = options
         self.bundle = bundle
@@ -259,7 +272,8 @@ class _Keeper:
         try:
             rundir.create(path, {"command": "check", "run_id": run_id, "schema": "nccldiag.check/1",
                                  "hosts": list(hosts), "areas": [a.NAME for a in areas_sel], "options": options,
-                                 "bundle": bundle, "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
+                                 "bundle": bundle, "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                                 "spec": os.path.abspath(spec.path) if spec is not None else None})
             self.lines = rundir.Lines(os.path.join(path, "nodes.jsonl"))
             if bundle is None:
                 from nccldiag.collect import sections
@@ -273,7 +287,7 @@ class _Keeper:
         from nccldiag.check import engine
         from nccldiag.collect import sections
 
-        nr = engine.analyze_node(raw, self.areas, self.options)
+        nr = engine.analyze_node(raw, self.areas, self.options, self.spec)
         self.judged[raw.host] = nr
         if self.failed:
             return

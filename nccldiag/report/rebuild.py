@@ -58,7 +58,12 @@ def _check(path: str, meta: Dict[str, Any]) -> Dict[str, Any]:
         areas_sel = registry.select(list(names), [])
     except ValueError as exc:
         raise UsageError(f"{path}/{rundir.META}: {exc}") from None
-    report = engine.analyze(raws, areas_sel, meta.get("options") or {})
+    spec = None
+    if meta.get("spec"):  # the site spec the run was checked against, read again
+        from nccldiag.spec import model
+
+        spec = model.load(str(meta["spec"]))
+    report = engine.analyze(raws, areas_sel, meta.get("options") or {}, spec=spec)
     doc = check_report.to_json(report)
     doc["generated_at"] = meta.get("started") or doc["generated_at"]
     doc.pop("elapsed_s", None)

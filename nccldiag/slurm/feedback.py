@@ -9,14 +9,18 @@ from nccldiag.slurm import verdicts
 from nccldiag.slurm.nodes import SlurmNode, match_hosts
 
 
-def node_verdicts(report) -> List[verdicts.NodeVerdict]:
-    """pass / fail / unchecked per host of a CheckReport (pure)."""
+def node_verdicts(report, spec=None) -> List[verdicts.NodeVerdict]:
+    """pass / fail / held / unchecked per host of a CheckReport (pure). With a site ``spec`` whose ``[drain]``
+    keeps every failure of a node from draining it, that node is ``held``: failing, neither drained nor resumed."""
     out: List[verdicts.NodeVerdict] = []
     for n in report.nodes:
         failed = list(dict.fromkeys(f.check for f in n.findings if f.status == Status.FAIL))
         errors = list(dict.fromkeys(f.check for f in n.findings if f.status == Status.ERROR))
-        if failed:
-            out.append(verdicts.NodeVerdict(n.host, "fail", failed))
+        draining = [c for c in failed if spec is None or spec.drains(c)]
+        if draining:
+            out.append(verdicts.NodeVerdict(n.host, "fail", draining))
+        elif failed:
+            out.append(verdicts.NodeVerdict(n.host, "held", failed))
         elif not n.reachable or errors:
             out.append(verdicts.NodeVerdict(n.host, "unchecked", errors or ["unreachable"]))
         else:
@@ -45,7 +49,7 @@ def names_for(report, raws: Sequence[RawNode], slurm_nodes: Sequence[SlurmNode],
 
 
 def run(report, raws: Sequence[RawNode], drain: bool, drain_unchecked: bool, resume_healthy: bool,
-        slurm_nodes: Optional[Sequence[SlurmNode]] = None, local_name: Optional[str] = None) -> dict:
+        slurm_nodes: Optional[Sequence[SlurmNode]] = None, local_name: Optional[str] = None, spec=None) -> dict:
     """Plan (and with --drain / --resume-healthy, apply) the verdicts; the report's ``slurm`` section.
 
     ``local_name``: this machine's Slurm node name (``$SLURMD_NODENAME`` in a
@@ -67,7 +71,7 @@ def run(report, raws: Sequence[RawNode], drain: bool, drain_unchecked: bool, res
     else:
         addresses = resolve_all([n.host for n in report.nodes], slurm_nodes)
         names = names_for(report, raws, slurm_nodes, addresses)
-    vs = node_verdicts(report)
+    vs = node_verdicts(report, spec)
     planned = verdicts.to_drain(vs, names, drain_unchecked=True)
     section = {
         "nodes": names,

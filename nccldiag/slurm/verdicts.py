@@ -1,6 +1,8 @@
 """Verdicts sent back to Slurm (pure): which nodes to drain, with what reason, and which to resume.
 
 * A node whose check failed is drained with the reason ``nccldiag: <what failed>``.
+* A node whose failures are all of checks a site spec's ``[drain]`` does not
+  drain for is held: neither drained nor resumed.
 * A node that could not be checked is drained only when asked
   (``--drain-unchecked``), with the reason ``nccldiag: unchecked: <why>``.
 * A drained node is resumed only when its reason starts with ``nccldiag:``
@@ -24,7 +26,7 @@ class NodeVerdict:
     """One checked host as the verdicts see it."""
 
     host: str
-    status: str  # "pass" | "fail" | "unchecked"
+    status: str  # "pass" | "fail" | "unchecked" | "held" (fails only checks a site spec's [drain] does not drain for)
     failed: Sequence[str] = ()  # the check ids that failed (or why it is unchecked)
 
 
@@ -75,6 +77,9 @@ def to_resume(verdicts: Sequence[NodeVerdict], names: Mapping[str, str],
             continue
         if not sn.ours:
             out.append(Action(sn.name, v.host, "keep", why=f"drained by someone else ({sn.reason or 'no reason'})"))
+        elif v.status == "held":
+            out.append(Action(sn.name, v.host, "keep", why="does not pass (fails " + ", ".join(v.failed)
+                              + ", which the site spec's [drain] does not drain for)"))
         elif v.status != "pass":
             out.append(Action(sn.name, v.host, "keep", why=f"does not pass ({v.status})"))
         else:

@@ -16,10 +16,10 @@ def fresh(code: str, env=None, cwd=None, python_args=()):
 
 def test_every_command_registered_whatever_is_imported_first():
     for first in ("nccldiag.cli.probe", "nccldiag.cli.log", "nccldiag.cli.check", "nccldiag.cli.collect",
-                  "nccldiag.cli.report", "nccldiag.cli.isolate"):
+                  "nccldiag.cli.report", "nccldiag.cli.isolate", "nccldiag.cli.spec"):
         r = fresh(f"import {first}\nfrom nccldiag.cli import main\nprint(sorted(main.commands))")
         assert r.returncode == 0, r.stderr
-        assert r.stdout.split("\n")[0] == "['check', 'collect', 'isolate', 'log', 'probe', 'report']", first
+        assert r.stdout.split("\n")[0] == "['check', 'collect', 'isolate', 'log', 'probe', 'report', 'spec']", first
 
 
 def torchless_path(tmp_path) -> str:

@@ -1,0 +1,154 @@
+"""TOML for specs: reading with the line of every key, and writing values.
+
+Reading is ``tomllib`` (Python 3.11+) or ``tomli`` (the same parser, for
+3.9 and 3.10). Neither says where a key was, so :func:`key_lines` finds the
+line of every table header and key itself: findings and errors name
+``site.toml:14``.
+"""
+from __future__ import annotations
+
+import json
+import re
+import sys
+from typing import Any, Dict, List, Tuple
+
+from nccldiag.model.errors import UsageError
+
+if sys.version_info >= (3, 11):
+    import tomllib as _toml
+else:  # pragma: no cover - exercised on Python 3.9/3.10 only
+    try:
+        import tomli as _toml
+    except ImportError:
+        _toml = None
+
+Path_ = Tuple[str, ...]
+
+_BARE = re.compile(r"[A-Za-z0-9_-]+")
+_LINE_COL = re.compile(r"\(at line (\d+), column (\d+)\)")
+
+
+def loads(text: str, where: str) -> Tuple[Dict[str, Any], Dict[Path_, int]]:
+    """``(data, lines)`` of a TOML text; a syntax error is a :class:`UsageError` naming ``where:line``."""
+    if _toml is None:
+        raise UsageError(f"{where}: reading a spec on Python {sys.version_info[0]}.{sys.version_info[1]} needs the "
+                         "tomli package (pip install tomli); Python 3.11 and later have it built in")
+    try:
+        data = _toml.loads(text)
+    except _toml.TOMLDecodeError as exc:
+        msg = str(exc)
+        m = _LINE_COL.search(msg)
+        line = m.group(1) if m else "?"
+        msg = _LINE_COL.sub("", msg).strip().rstrip(".")
+        raise UsageError(f"{where}:{line}: not valid TOML: {msg}") from None
+    return data, key_lines(text)
+
+
+def _split_key(text: str) -> Tuple[Path_, str]:
+    """The dotted key at the start of ``text`` (bare and quoted parts) and the rest of the text."""
+    parts: List[str] = []
+    s = text.lstrip()
+    while True:
+        s = s.lstrip()
+        if s.startswith('"'):
+            m = re.match(r'"((?:[^"\\]|\\.)*)"', s)
+            if not m:
+                return tuple(parts), s
+            try:
+                parts.append(json.loads('"' + m.group(1) + '"'))
+            except ValueError:
+                parts.append(m.group(1))
+            s = s[m.end():]
+        elif s.startswith("'"):
+            end = s.find("'", 1)
+            if end < 0:
+                return tuple(parts), s
+            parts.append(s[1:end])
+            s = s[end + 1:]
+        else:
+            m = _BARE.match(s)
+            if not m:
+                return tuple(parts), s
+            parts.append(m.group())
+            s = s[m.end():]
+        s = s.lstrip()
+        if s.startswith("."):
+            s = s[1:]
+            continue
+        return tuple(parts), s
+
+
+def key_lines(text: str) -> Dict[Path_, int]:
+    """``{key path: line}`` for every table header and ``key = value`` line (1-based).
+
+    Lines inside multi-line strings and arrays are not read as keys. Enough
+    for locating keys in a file ``tomllib`` has already accepted.
+    """
+    lines: Dict[Path_, int] = {}
+    table: Path_ = ()
+    in_string = None  # the delimiter of an open multi-line string
+    depth = 0  # open brackets of a multi-line array
+    for n, line in enumerate(text.splitlines(), 1):
+        s = line.strip()
+        if in_string:
+            if in_string in s:
+                in_string = None
+            continue
+        if depth:
+            depth += s.count("[") - s.count("]")
+            depth = max(depth, 0)
+            continue
+        if not s or s.startswith("#"):
+            continue
+        if s.startswith("["):
+            inner = s[2:] if s.startswith("[[") else s[1:]
+            path, rest = _split_key(inner)
+            if path and rest.lstrip().startswith("]"):
+                table = path
+                lines.setdefault(table, n)
+            continue
+        path, rest = _split_key(s)
+        if not path or not rest.startswith("="):
+            continue
+        full = table + path
+        lines.setdefault(full, n)
+        value = rest[1:].strip()
+        for delim in ('"""', "'''"):
+            if value.startswith(delim) and value.count(delim) == 1:
+                in_string = delim
+        if value.startswith("[") and not in_string:
+            depth = max(value.count("[") - value.count("]"), 0)
+    return lines
+
+
+def line_of(lines: Dict[Path_, int], path: Path_) -> int:
+    """The line of ``path``, else of the nearest table above it that has one, else 1."""
+    while path:
+        if path in lines:
+            return lines[path]
+        path = path[:-1]
+    return 1
+
+
+# ---- writing -------------------------------------------------------------------------------------------------
+
+
+def key(text: str) -> str:
+    """A TOML key: bare where it can be, else a basic string."""
+    return text if _BARE.fullmatch(text) else json.dumps(text, ensure_ascii=False)
+
+
+def value(v: Any) -> str:
+    """A TOML value from str, bool, int or float (the only types a spec holds)."""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, float):
+        if v != v or v in (float("inf"), float("-inf")):
+            raise ValueError(f"no TOML value for {v}")
+        return str(int(v)) + ".0" if v.is_integer() else repr(v)
+    if isinstance(v, str):
+        # JSON's escapes (\" \\ \n \t \uXXXX) are TOML basic-string escapes too
+        return json.dumps(v, ensure_ascii=False)
+    raise TypeError(f"no TOML value for {type(v).__name__}")

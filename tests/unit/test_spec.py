@@ -1,0 +1,559 @@
+"""Site specs end to end: ``nccldiag spec init`` from a bundle, ``nccldiag check --spec`` on bundles.
+
+The reference node is ``bundles.healthy_h100``: real outputs read in place
+from ../shared/fixtures/node (see tests/unit/bundles.py for the few
+constructed sources). The deviating nodes are copies of it in which a few
+texts are changed; every change is written for these tests, in the format of
+the capture it edits, and labelled where it is made. The IOMMU deviation is a
+real capture (an AMD-Vi kernel log with translation on).
+"""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Dict, List
+
+import pytest
+from click.testing import CliRunner
+
+from nccldiag.cli import main
+from nccldiag.spec import fields as F
+from nccldiag.spec import model, tomlfile
+
+from . import bundles as B
+from .bundles import by_check, check_json, check_table, fixture, write_bundle
+
+OLD_FW = "28.39.1002"  # written for these tests: an older ConnectX-7 firmware than the capture's 28.41.1000
+
+
+def init(*args: str):
+    """``nccldiag spec init ARGS``: (exit code, stdout, stderr)."""
+    res = CliRunner().invoke(main, ["spec", "init", *args])
+    assert res.exception is None or isinstance(res.exception, SystemExit), res.output
+    return res.exit_code, res.stdout, res.stderr
+
+
+def spec_from(tmp_path: Path, nodes: Dict[str, dict], name: str = "site.toml") -> Path:
+    ref = write_bundle(tmp_path / "ref", nodes)
+    code, text, err = init("--bundle", str(ref))
+    assert code == 0, err
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def line(path: Path, pattern: str) -> int:
+    """The 1-based line of the first line of ``path`` that matches ``pattern`` (a regex)."""
+    for n, text in enumerate(path.read_text().splitlines(), 1):
+        if re.match(pattern, text):
+            return n
+    raise AssertionError(f"{pattern!r} not in {path}")
+
+
+def toml_data(text: str) -> dict:
+    """What TOML reads from ``text`` (tomllib, or tomli below Python 3.11)."""
+    return tomlfile.loads(text, "t.toml")[0]
+
+
+def spec_findings(report: dict, host: str) -> List[dict]:
+    return [f for f in B.findings(report, host) if ".spec_" in f["check"]]
+
+
+def older_firmware(node: dict) -> dict:
+    """The node with every ConnectX-7 at OLD_FW (text edit written for the test, in sysfs' and ibstat's format)."""
+    node = dict(node)
+    node["ib_sysfs"] = node["ib_sysfs"].replace("28.41.1000", OLD_FW)
+    node["ibstat"] = node["ibstat"].replace("Firmware version: 28.41.1000", f"Firmware version: {OLD_FW}")
+    return node
+
+
+def deviating(node: dict) -> dict:
+    """The reference node with one GPU fewer, older HCA firmware, one slower link and IOMMU translated."""
+    node = older_firmware(node)
+    # written for the test: the CSV of 7 GPUs, and nvidia-smi -q's count line changed to match
+    node["gpu_query"] = B.h100_query_csv(gpus=7)
+    node["nvidia_smi_q"] = re.sub(r"(Attached GPUs\s+:) 8", r"\1 7", node["nvidia_smi_q"])
+    # written for the test: mlx5_4 trained at HDR 200 instead of NDR 400 (sysfs' rate file, ibstat's Rate line)
+    node["ib_sysfs"] = node["ib_sysfs"].replace(
+        "==> /sys/class/infiniband/mlx5_4/ports/1/rate <==\n400 Gb/sec (4X NDR)",
+        "==> /sys/class/infiniband/mlx5_4/ports/1/rate <==\n200 Gb/sec (4X HDR)")
+    node["ibstat"] = re.sub(r"(CA 'mlx5_4'.*?Rate:) 400", r"\1 200", node["ibstat"], flags=re.S)
+    # real: a kernel log with AMD-Vi translation on
+    node["iommu_dmesg"] = fixture("dmesg-iommu/amd-vi-unknown-option-on-blockquoted.txt")
+    return node
+
+
+# ---- spec init ---------------------------------------------------------------------------------------------
+
+
+def test_init_writes_a_commented_spec_of_the_reference_node(tmp_path):
+    path = spec_from(tmp_path, {"gpu001": B.healthy_h100()})
+    text = path.read_text()
+    s = model.load(str(path))
+    got = {e.key: e.value for e in s.expects}
+    assert got["gpu.count"] == 8 and got["gpu.model"] == "NVIDIA H100 80GB HBM3" and got["gpu.memory_mib"] == 81559
+    assert got["gpu.pcie_gen"] == 5 and got["gpu.pcie_width"] == 16
+    assert got["topology.gpu_links"] == "NV18x28"
+    assert "topology.nearest_nic" not in got  # the topology capture lists no NIC
+    assert got["nic.MT4129.ports"] == 8 and got["nic.MT4129.rate_gbps"] == 400.0
+    assert got["nic.MT4129.firmware"] == "28.41.1000" and got["nic.MT4129.psid"] == "MT_0000000838"
+    assert got["nic.MT4129.link_layer"] == "InfiniBand" and got["nic.MT41692.link_layer"] == "Ethernet"
+    assert got["software.driver"] == "535.183.01" and got["software.kernel"] == "5.15.0-105-generic"
+    assert got["settings.iommu_mode"] == "off" and got["settings.memlock"] == F.UNLIMITED
+    assert got["settings.cpu_governor"] == "performance" and got["settings.peermem"] == "nv_peer_mem"
+    # the capture's NVLink output is elided: no count is made up from it, and the file says why
+    assert "nvlink.links_per_gpu" not in got
+    assert re.search(r"^# links_per_gpu = \?.*not read on gpu001", text, re.M)
+    assert text.count("[nic.") == 2 and "# " in text.splitlines()[0]
+
+
+def test_init_from_a_kept_run_directory_is_the_same_spec(tmp_path):
+    bundle = write_bundle(tmp_path / "b", {"gpu001": B.healthy_h100()})
+    code, _ = check_json(bundle, "--run-dir", str(tmp_path / "run"))
+    assert code == 0
+    _, from_bundle, _ = init("--bundle", str(bundle))
+    code, from_run, err = init("--bundle", str(tmp_path / "run"), "-o", str(tmp_path / "s.toml"))
+    assert code == 0 and from_run == "" and "written to" in err
+    strip = lambda t: [l for l in t.splitlines() if not l.startswith("# from ")]  # noqa: E731
+    assert strip((tmp_path / "s.toml").read_text()) == strip(from_bundle)
+
+
+def test_init_writes_disagreements_commented_out_and_says_so(tmp_path):
+    other = B.healthy_h100("gpu002", "10.0.0.12")
+    other["gpu_query"] = B.h100_query_csv(driver="550.54.15")  # written for the test: another driver
+    path = spec_from(tmp_path, {"gpu001": B.healthy_h100(), "gpu002": other})
+    _, _, err = init("--bundle", str(tmp_path / "ref"))
+    assert "software.driver: the reference nodes disagree" in err and "535.183.01" in err and "550.54.15" in err
+    text = path.read_text()
+    assert re.search(r'^# driver = "535.183.01"  # gpu001$', text, re.M)
+    assert re.search(r'^# driver = "550.54.15"  # gpu002$', text, re.M)
+    assert "software.driver" not in {e.key for e in model.load(str(path)).expects}
+    # the keys they agree on are written
+    assert "gpu.count" in {e.key for e in model.load(str(path)).expects}
+
+
+def test_init_warns_when_a_reference_node_fails_its_checks(tmp_path):
+    bundle = write_bundle(tmp_path / "b", {"gpu001": deviating(B.healthy_h100())})
+    code, text, err = init("--bundle", str(bundle))
+    assert code == 0 and "gpu001 fails or could not run" in err and "before taking it as the reference" in err
+    assert "count = 7" in text
+    # the node's own ports disagree (one at 200 Gb/s): written commented out, each with its ports
+    assert "nic.MT4129.rate_gbps: the reference nodes disagree" in err
+    assert re.search(r"^# rate_gbps = 200.0  # gpu001 mlx5_4 port 1$", text, re.M)
+
+
+# ---- check --spec ------------------------------------------------------------------------------------------
+
+
+def test_healthy_node_checked_against_its_own_spec_has_no_spec_finding(tmp_path):
+    path = spec_from(tmp_path, {"gpu001": B.healthy_h100()})
+    bundle = write_bundle(tmp_path / "b", {"gpu001": B.healthy_h100(), "gpu002": B.healthy_h100("gpu002", "10.0.0.12")})
+    code, rep = check_json(bundle, "--spec", str(path))
+    assert code == 0
+    for host in ("gpu001", "gpu002"):
+        found = spec_findings(rep, host)
+        assert len(found) == len(model.load(str(path)).expects)
+        assert {f["status"] for f in found} == {"ok"}, [f["message"] for f in found if f["status"] != "ok"]
+        assert {f["status"] for f in B.findings(rep, host)} <= {"ok", "skip"}
+
+
+def test_deviating_node_names_each_deviation_with_expected_actual_and_spec_line(tmp_path):
+    path = spec_from(tmp_path, {"gpu001": B.healthy_h100()})
+    bundle = write_bundle(tmp_path / "b", {"gpu001": B.healthy_h100(), "gpu009": deviating(B.healthy_h100())})
+    code, rep = check_json(bundle, "--spec", str(path))
+    assert code == 1
+    assert {f["status"] for f in spec_findings(rep, "gpu001")} == {"ok"}
+    bad = {f["check"]: f for f in spec_findings(rep, "gpu009") if f["status"] != "ok"}
+    ref = lambda pattern: f"{path}:{line(path, pattern)}"  # noqa: E731
+
+    count = bad["gpu.spec_count"]
+    assert (count["area"], count["status"], count["expected"], count["actual"]) == ("gpu", "fail", "8", "7")
+    assert count["evidence"][0] == f"{ref(r'count = ')}: gpu.count = 8"
+
+    fw = by_check(rep, "firmware.spec_hca_fw", "gpu009")
+    fw = [f for f in fw if f["status"] == "fail"]
+    assert len(fw) == 1 and fw[0]["area"] == "firmware" and fw[0]["expected"] == "28.41.1000"
+    assert set(fw[0]["actual"].values()) == {OLD_FW} and len(fw[0]["actual"]) == 8
+    assert fw[0]["evidence"][0].startswith(ref(r'firmware = "28.41.1000"') + ":")
+    assert f"{OLD_FW} on mlx5_0 port 1" in fw[0]["message"]
+
+    rate = [f for f in by_check(rep, "ib.spec_rate", "gpu009") if f["status"] == "fail"]
+    assert len(rate) == 1 and rate[0]["area"] == "ib"
+    assert rate[0]["actual"] == {"mlx5_4 port 1": "200"} and rate[0]["expected"] == "400"
+    assert "(7 of 8 as expected)" in rate[0]["message"]
+    assert rate[0]["evidence"][0].startswith(ref(r"rate_gbps = 400") + ":")
+
+    io = bad["iommu.spec_mode"]
+    assert (io["area"], io["actual"], io["expected"]) == ("iommu", "translated", "off")
+    assert io["evidence"][0] == f"{ref(r'iommu_mode = ')}: settings.iommu_mode = off"
+    # nothing else deviates: the PSID, the driver, the other model's ports are as the spec says
+    assert set(bad) == {"gpu.spec_count", "firmware.spec_hca_fw", "ib.spec_rate", "iommu.spec_mode"}
+
+
+def test_a_batch_that_deviates_alike_fails_on_every_node(tmp_path):
+    path = spec_from(tmp_path, {"gpu001": B.healthy_h100()})
+    hosts = [f"gpu{i:03d}" for i in range(11, 15)]
+    bundle = write_bundle(tmp_path / "b", {h: older_firmware(B.healthy_h100(h, f"10.0.1.{i}"))
+                                           for i, h in enumerate(hosts, 1)})
+    code, rep = check_json(bundle)  # without the spec: consistent, so nothing sees it
+    assert code == 0 and not [f for f in B.findings(rep) if f["status"] in ("warn", "fail")]
+    code, rep = check_json(bundle, "--spec", str(path))
+    assert code == 1
+    for h in hosts:
+        assert "fail" in [f["status"] for f in by_check(rep, "firmware.spec_hca_fw", h)], h
+        assert next(n for n in rep["nodes"] if n["host"] == h)["status"] == "fail"
+    assert by_check(rep, "consistency.all")  # consistency ran beside it
+
+
+def test_spec_from_the_environment_and_the_table_shows_the_spec_line(tmp_path, monkeypatch):
+    path = spec_from(tmp_path, {"gpu001": B.healthy_h100()})
+    bundle = write_bundle(tmp_path / "b", {"gpu009": older_firmware(B.healthy_h100("gpu009"))})
+    monkeypatch.setenv("NCCLDIAG_SPEC", str(path))
+    code, text = check_table(bundle)
+    assert code == 1
+    assert f"spec {path}:{line(path, r'firmware = ')}" in text.replace("\n", " ").replace("  ", " ") or \
+        f"{path.name}:{line(path, r'firmware = ')}" in text
+
+
+def test_key_absent_from_a_node_is_a_warning_never_a_pass(tmp_path):
+    path = tmp_path / "site.toml"
+    path.write_text('[nvlink]\nlinks_per_gpu = 18\n')  # written for the test
+    bundle = write_bundle(tmp_path / "b", {"gpu001": B.healthy_h100()})
+    code, rep = check_json(bundle, "--spec", str(path))
+    f = by_check(rep, "nvlink.spec_links")[0]
+    assert f["status"] == "warn" and f["actual"] == "unknown" and f"{path}:2" in f["message"]
+
+
+def test_a_model_the_spec_does_not_list_fails(tmp_path):
+    path = tmp_path / "site.toml"
+    path.write_text('[nic.MT4129]\nports = 8\n')  # written for the test: the bond's MT41692 left out
+    bundle = write_bundle(tmp_path / "b", {"gpu001": B.healthy_h100()})
+    _, rep = check_json(bundle, "--spec", str(path))
+    st = {f["status"]: f for f in by_check(rep, "ib.spec_ports")}
+    assert set(st) == {"ok", "fail"} and "MT41692" in st["fail"]["message"] and f"{path}:1" in st["fail"]["message"]
+
+
+# ---- policy --------------------------------------------------------------------------------------------------
+
+
+def _policy(tmp_path: Path, severity: str) -> Path:
+    base = spec_from(tmp_path, {"gpu001": B.healthy_h100()})
+    path = tmp_path / "policy.toml"
+    path.write_text(base.read_text().replace("[severity]\n", "[severity]\n" + severity + "\n"))
+    return path
+
+
+@pytest.mark.parametrize("level,status,code,note", [
+    ("warn", "warn", 0, "warn, downgraded from fail by"),
+    ("info", "ok", 0, "info, downgraded from fail by"),
+    ("ignore", "skip", 0, "ignored (fail) by"),
+])
+def test_severity_changes_a_failure_and_says_which_line_did(tmp_path, level, status, code, note):
+    path = _policy(tmp_path, f'"firmware.spec_hca_fw" = "{level}"')
+    bundle = write_bundle(tmp_path / "b", {"gpu009": older_firmware(B.healthy_h100("gpu009"))})
+    got, rep = check_json(bundle, "--spec", str(path))
+    assert got == code
+    f = [f for f in by_check(rep, "firmware.spec_hca_fw") if "28.39" in f["message"]][0]
+    rule = f"{path}:{line(path, r'.firmware.spec_hca_fw. = ')}"
+    assert f["status"] == status and f["message"].startswith(f"{note} {rule}: ")
+    assert f["evidence"][-1] == f'{rule}: [severity] firmware.spec_hca_fw = {level}'
+
+
+def test_severity_fail_upgrades_a_warning_and_patterns_match(tmp_path):
+    # software.os deviates as a warning by default; the policy makes it fail. A pattern covers firmware.
+    path = _policy(tmp_path, 'system.spec_os = "fail"\n"firmware.spec_*" = "warn"')
+    node = older_firmware(B.healthy_h100("gpu009"))
+    node["os_release"] = node["os_release"].replace("22.04.4", "22.04.5")  # written for the test
+    bundle = write_bundle(tmp_path / "b", {"gpu009": node})
+    code, rep = check_json(bundle, "--spec", str(path))
+    assert code == 1
+    os_ = [f for f in by_check(rep, "system.spec_os") if f["status"] != "ok"][0]
+    assert os_["status"] == "fail" and os_["message"].startswith(
+        f"fail, upgraded from warn by {path}:{line(path, r'system.spec_os = ')}")
+    fw = [f for f in by_check(rep, "firmware.spec_hca_fw") if "28.39" in f["message"]][0]
+    assert fw["status"] == "warn" and f"{path}:{line(path, r'.firmware.spec_.. = ')}" in fw["message"]
+
+
+def test_severity_applies_to_the_areas_own_checks_and_to_consistency(tmp_path):
+    # the translated IOMMU (a real capture) makes the iommu area's own check warn or fail; ignore it
+    path = _policy(tmp_path, 'iommu.mode = "ignore"\nconsistency.iommu.mode = "ignore"')
+    node = B.healthy_h100("gpu009")
+    node["iommu_dmesg"] = fixture("dmesg-iommu/amd-vi-unknown-option-on-blockquoted.txt")
+    bundle = write_bundle(tmp_path / "b", {"gpu001": B.healthy_h100(), "gpu002": B.healthy_h100("gpu002"),
+                                           "gpu009": node})
+    _, before = check_json(bundle)
+    assert {f["status"] for f in by_check(before, "iommu.mode", "gpu009")} & {"warn", "fail"}
+    assert {f["status"] for f in by_check(before, "consistency.iommu.mode", "gpu009")} == {"warn"}
+    _, rep = check_json(bundle, "--spec", str(path))
+    assert {f["status"] for f in by_check(rep, "iommu.mode", "gpu009")} == {"skip"}
+    assert {f["status"] for f in by_check(rep, "consistency.iommu.mode", "gpu009")} == {"skip"}
+    # the spec's own key still says it: the policy named iommu.mode, not iommu.spec_mode
+    assert "fail" in {f["status"] for f in by_check(rep, "iommu.spec_mode", "gpu009")}
+
+
+def test_severity_never_turns_an_error_into_a_verdict(tmp_path):
+    from nccldiag.model.findings import Finding, Status
+    from nccldiag.spec import policy
+
+    s = model.loads('[severity]\n"gpu.parse" = "ignore"\n', "p.toml")
+    f = Finding("gpu", "gpu.parse", Status.ERROR, "could not parse")
+    policy.apply(s, [f])
+    assert f.status == Status.ERROR and f.message == "could not parse"
+
+
+# ---- errors in the file -----------------------------------------------------------------------------------
+
+BAD = [  # each written for the test
+    ('[gpu]\ncount = "eight"\n', 2, "gpu.count should be a whole number"),
+    ('[gpu]\ncount = 8\ncolour = "green"\n', 3, "unknown key 'gpu.colour'"),
+    ('[gpus]\ncount = 8\n', 1, "unknown table or key 'gpus' (did you mean 'gpu'?)"),
+    ('[gpu]\ncount = -1\n', 2, "impossible"),
+    ('[gpu]\npcie_width = 64\n', 2, "impossible"),
+    ('[settings]\niommu_mode = "strict"\n', 2, "one of off, passthrough, translated"),
+    ('[settings]\nmemlock = "lots"\n', 2, "should be a size"),
+    ('[severity]\n"firmware.spec_hca_fv" = "warn"\n', 2, "did you mean 'firmware.spec_hca_fw'"),
+    ('[severity]\n"nosuch.thing" = "warn"\n', 2, "unknown check id 'nosuch.thing'"),
+    ('\n[severity]\n"gpu.spec_count" = "drain"\n', 3, "one of fail, warn, info, ignore"),
+    ('[gpu]\ncount = 8\ncount = 9\n', 3, "not valid TOML"),
+    ('schema = "nccldiag.spec/9"\n', 1, "this nccldiag reads 'nccldiag.spec/1'"),
+    ('[nic]\nports = 8\n', 2, "should be a table ([nic.ports])"),
+    ('[nic.MT4129]\nrate = 400\n', 2, "unknown key 'nic.MT4129.rate'"),
+]
+
+
+@pytest.mark.parametrize("text,at,words", BAD)
+def test_a_mistake_in_the_spec_names_its_line_and_exits_2(tmp_path, text, at, words):
+    path = tmp_path / "site.toml"
+    path.write_text(text)
+    bundle = write_bundle(tmp_path / "b", {"gpu001": B.healthy_h100()})
+    res = CliRunner().invoke(main, ["check", "--bundle", str(bundle), "--spec", str(path)])
+    assert res.exit_code == 2, res.output
+    assert res.stderr.startswith(f"nccldiag: error: {path}:{at}: "), res.stderr
+    assert words in res.stderr and "Traceback" not in res.stderr + res.stdout
+
+
+def test_a_spec_that_cannot_be_read_is_a_usage_error(tmp_path):
+    bundle = write_bundle(tmp_path / "b", {"gpu001": B.healthy_h100()})
+    res = CliRunner().invoke(main, ["check", "--bundle", str(bundle), "--spec",
+                                                    str(tmp_path / "none.toml")])
+    assert res.exit_code == 2 and "cannot read" in res.stderr
+
+
+def test_key_lines_follow_tables_dotted_and_quoted_keys():
+    text = ('# written for the test\n[gpu]\ncount = 8\n\n[nic."MT4129"]\nports = 8\n[severity]\n'
+            'gpu.spec_count = "warn"\n"firmware.spec_hca_fw" = "info"\nx = """\ny = 1\n"""\n'
+            'z = [\n  1,\n]\nw = 2\n')
+    lines = tomlfile.key_lines(text)
+    assert lines[("gpu", "count")] == 3 and lines[("nic", "MT4129", "ports")] == 6
+    assert lines[("severity", "gpu", "spec_count")] == 8 and lines[("severity", "firmware.spec_hca_fw")] == 9
+    assert ("severity", "y") not in lines and lines[("severity", "w")] == 16
+
+
+def test_written_values_read_back_as_they_were():
+    for v in ("a \"quoted\" \\ value\n", "NVIDIA H100 80GB HBM3", 8, 400.0, 26.562, True):
+        assert toml_data(f"k = {tomlfile.value(v)}")["k"] == v
+    assert toml_data(f"{tomlfile.key('a.b c')} = 1") == {"a.b c": 1}
+
+
+# ---- schema and docs ------------------------------------------------------------------------------------
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _schema():
+    from importlib import resources
+
+    return json.loads(resources.files("nccldiag.spec").joinpath("schema.json").read_text(encoding="utf-8"))
+
+
+def test_schema_names_every_key_the_code_reads():
+    sch = _schema()
+    props = sch["properties"]
+    for f in F.FIELDS:
+        if f.path[0] == "nic":
+            assert f.path[2] in props["nic"]["additionalProperties"]["properties"], f.name
+        else:
+            assert f.path[1] in props[f.path[0]]["properties"], f.name
+    assert set(props) == set(model.TOP)
+
+
+def test_docs_example_and_a_derived_spec_validate_against_the_schema(tmp_path):
+    jsonschema = pytest.importorskip("jsonschema")
+    docs = (ROOT / "docs" / "spec.md").read_text(encoding="utf-8")
+    example = re.search(r"```toml\n(.*?)```", docs, re.S).group(1)
+    sch = _schema()
+    jsonschema.validate(toml_data(example), sch)
+    model.loads(example, "docs/spec.md")  # and nccldiag reads it
+    derived = spec_from(tmp_path, {"gpu001": B.healthy_h100()})
+    jsonschema.validate(toml_data(derived.read_text()), sch)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({"gpu": {"count": "8"}}, sch)
+
+
+def test_docs_list_every_key_and_check_id():
+    docs = (ROOT / "docs" / "spec.md").read_text(encoding="utf-8")
+    for f in F.FIELDS:
+        assert f"`{f.path[-1]}`" in docs and f"`{f.check}`" in docs, f.name
+
+
+# ---- [drain] ---------------------------------------------------------------------------------------------------
+
+
+def test_drain_only_and_never_decide_which_failures_drain_a_node():
+    from nccldiag.check.engine import CheckReport, NodeReport
+    from nccldiag.model.findings import fail, ok
+    from nccldiag.slurm import verdicts
+    from nccldiag.slurm.feedback import node_verdicts
+    from nccldiag.slurm.nodes import SlurmNode
+
+    rep = CheckReport(nodes=[
+        NodeReport("a", [fail("system", "system.spec_os", "x"), fail("gpu", "gpu.spec_count", "y")]),
+        NodeReport("b", [fail("system", "system.spec_os", "x")]),
+        NodeReport("c", [ok("system", "system.basic", "x")]),
+    ], areas=["system"])
+    # without a spec every failure drains
+    assert [(v.host, v.status) for v in node_verdicts(rep)] == [("a", "fail"), ("b", "fail"), ("c", "pass")]
+    never = model.loads('[drain]\nnever = ["system.spec_*"]\n', "d.toml")  # written for the test
+    got = [(v.host, v.status, list(v.failed)) for v in node_verdicts(rep, never)]
+    assert got == [("a", "fail", ["gpu.spec_count"]), ("b", "held", ["system.spec_os"]), ("c", "pass", [])]
+    only = model.loads('[drain]\nonly = ["gpu.*"]\n', "d.toml")
+    assert [v.status for v in node_verdicts(rep, only)] == ["fail", "held", "pass"]
+    # a held node is neither drained nor resumed, and the reason says why
+    vs = node_verdicts(rep, never)
+    names = {"a": "a", "b": "b", "c": "c"}
+    assert [a.node for a in verdicts.to_drain(vs, names)] == ["a"]
+    drained = {"b": SlurmNode(name="b", state="IDLE+DRAIN", reason="nccldiag: system.spec_os")}
+    (keep,) = verdicts.to_resume(vs, names, drained)
+    assert keep.action == "keep" and "[drain] does not drain for" in keep.why
+
+
+@pytest.mark.parametrize("text,words", [
+    ('[drain]\nalways = ["gpu.*"]\n', "unknown key 'drain.always'"),
+    ('[drain]\nnever = "gpu.*"\n', "drain.never should be an array of check ids"),
+    ('[drain]\nnever = ["gpu.spec_cont"]\n', "did you mean 'gpu.spec_count'"),
+])
+def test_drain_mistakes_name_the_line(text, words):
+    with pytest.raises(model.UsageError) as exc:
+        model.loads(text, "d.toml")
+    assert str(exc.value).startswith("d.toml:2: ") and words in str(exc.value)
+
+
+# ---- [thresholds] ----------------------------------------------------------------------------------------------
+
+
+def _with_thresholds(text: str):
+    """NodeFacts carrying a spec's thresholds as the check engine passes them to the areas."""
+    from nccldiag.areas.base import NodeFacts
+
+    s = model.loads(text, "t.toml")
+    return NodeFacts("n1", options={"thresholds": dict(s.thresholds)})
+
+
+def _judge(area, raw, node=None):
+    from nccldiag.areas.base import NodeFacts
+
+    return {f.check: f for f in area.judge(area.parse(raw), node or NodeFacts("n1"))}
+
+
+def test_threshold_link_flaps_end_to_end(tmp_path):
+    from nccldiag.spec import thresholds
+
+    base = fixture("link-flaps/gpud1209-journal-mlx5_5-port1-link-init-then-active.txt")
+    # written for this test, in the real mlx5 line format of that capture: the port going down and back twice
+    down = "Feb 14 06:00:00 000-000-00000-1-gpu-1 kernel: mlx5_core 0000:ab:00.0 mlx5_5: Port: 1 Link DOWN\n"
+    up = "Feb 14 06:00:01 000-000-00000-1-gpu-1 kernel: mlx5_core 0000:ab:00.0 mlx5_5: Port: 1 Link ACTIVE\n"
+    node = dict(B.healthy_h100(), kernel_log=base + (down + up) * 2)
+    bundle = write_bundle(tmp_path / "b", {"gpu001": node})
+    _, rep = check_json(bundle)
+    assert [f["status"] for f in by_check(rep, "ibcounters.link_flaps")] == ["warn"]
+    path = tmp_path / "t.toml"
+    path.write_text("[thresholds]\nlink_flaps = 2\n")
+    code, rep = check_json(bundle, "--spec", str(path))
+    (f,) = by_check(rep, "ibcounters.link_flaps")
+    assert code == 1 and f["status"] == "fail" and f["expected"] == f"fewer than 2 (threshold of {path}:2)"
+    assert thresholds.KEYS["link_flaps"].default == 5
+
+
+def test_threshold_aer_correctable_and_replays():
+    from nccldiag.areas import pcie_errors
+
+    aer = fixture("pcie-aer/node_exporter-ttar-aer-dev-counters-nvme-all-zero.txt")
+    many = aer.replace("TOTAL_ERR_COR 0", "TOTAL_ERR_COR 101", 1)  # written for this test
+    assert _judge(pcie_errors, {"aer_sysfs": many})["pcie_errors.aer"].status.value == "warn"
+    f = _judge(pcie_errors, {"aer_sysfs": many}, _with_thresholds("[thresholds]\naer_correctable = 1000\n"))
+    assert f["pcie_errors.aer"].status.value == "ok"
+    f = _judge(pcie_errors, {"aer_sysfs": aer.replace("TOTAL_ERR_COR 0", "TOTAL_ERR_COR 11", 1)},
+               _with_thresholds("[thresholds]\naer_correctable = 10\n"))["pcie_errors.aer"]
+    assert f.status.value == "warn" and f.expected == "0 uncorrectable, at most 10 correctable (threshold of t.toml:2)"
+    # real: 652 replays on 8 H100s; an uptime of a day (written for this test) is well under 8 a minute
+    raw = {"nvidia_smi_full": fixture("pcie-aer/gpud-8x-h100-535.183.01-replays-since-reset-58-120-full-q.txt"),
+           "aer_sysfs": "uptime: 86400\n"}
+    assert _judge(pcie_errors, raw)["pcie_errors.replays"].status.value == "ok"
+    f = _judge(pcie_errors, raw, _with_thresholds("[thresholds]\npcie_replays_per_minute = 0.05\n"))
+    assert f["pcie_errors.replays"].status.value == "warn" and "(threshold of t.toml:2)" in f["pcie_errors.replays"].expected
+
+
+def test_threshold_ecc_dram_uncorrectable():
+    from nccldiag.areas import gpuhealth
+
+    t = fixture("gpu-throttle/gpud-8x-h100-535.161.08-hw-power-brake-slowdown-active-full-q.txt")
+    i = t.index("        Aggregate\n")
+    # written for this test: 600 lifetime DRAM uncorrectable errors on the first GPU of the real report
+    agg600 = t[:i] + t[i:].replace("DRAM Uncorrectable            : 0", "DRAM Uncorrectable            : 600", 1)
+    assert _judge(gpuhealth, {"nvidia_smi_full": agg600})["gpuhealth.ecc"].status.value == "fail"
+    f = _judge(gpuhealth, {"nvidia_smi_full": agg600}, _with_thresholds("[thresholds]\necc_dram_uncorrectable = 1000\n"))
+    assert f["gpuhealth.ecc"].status.value == "warn"
+    f = _judge(gpuhealth, {"nvidia_smi_full": agg600}, _with_thresholds("[thresholds]\necc_dram_uncorrectable = 100\n"))
+    assert f["gpuhealth.ecc"].status.value == "fail" and "(threshold of t.toml:2)" in f["gpuhealth.ecc"].expected
+
+
+def test_threshold_defaults_are_the_areas_own():
+    from nccldiag.areas import gpuhealth, ibcounters, pcie_errors
+    from nccldiag.spec import thresholds
+
+    own = {"ecc_dram_uncorrectable": gpuhealth.AGGREGATE_DRAM_UE_LIMIT, "ecc_volatile_correctable":
+           gpuhealth.VOLATILE_CE_LIMIT, "link_flaps": ibcounters.FLAP_FAIL, "aer_correctable":
+           pcie_errors.CORRECTABLE_LIMIT, "pcie_replays_per_minute": pcie_errors.REPLAYS_PER_MIN}
+    assert {k: t.default for k, t in thresholds.KEYS.items()} == own
+
+
+@pytest.mark.parametrize("text,words", [
+    ("[thresholds]\nlink_flap = 3\n", "unknown key 'thresholds.link_flap' (did you mean 'link_flaps'?)"),
+    ("[thresholds]\nlink_flaps = 0\n", "impossible"),
+    ("[thresholds]\nlink_flaps = 2.5\n", "should be a whole number"),
+    ('[thresholds]\npcie_replays_per_minute = "8"\n', "should be a number"),
+])
+def test_threshold_mistakes_name_the_line(text, words):
+    with pytest.raises(model.UsageError) as exc:
+        model.loads(text, "t.toml")
+    assert str(exc.value).startswith("t.toml:2: ") and words in str(exc.value)
+
+
+def test_spec_show_lists_each_key_with_its_line_and_check(tmp_path):
+    path = spec_from(tmp_path, {"gpu001": B.healthy_h100()})
+    res = CliRunner().invoke(main, ["spec", "show", str(path)])
+    assert res.exit_code == 0
+    assert f"{path}:{line(path, r'count = ')}: gpu.count -> gpu.spec_count" in res.stdout
+    assert "keys, 0 severity rules" in res.stderr
+
+
+def test_only_judges_the_keys_of_the_chosen_areas(tmp_path):
+    path = spec_from(tmp_path, {"gpu001": B.healthy_h100()})
+    bundle = write_bundle(tmp_path / "b", {"gpu009": older_firmware(B.healthy_h100("gpu009"))})
+    code, rep = check_json(bundle, "--spec", str(path), "--only", "gpu")
+    assert code == 0 and {f["check"].split(".")[0] for f in spec_findings(rep, "gpu009")} == {"gpu", "system"}  # system: always
+    code, rep = check_json(bundle, "--spec", str(path), "--only", "ib,firmware")
+    assert code == 1 and "fail" in [f["status"] for f in by_check(rep, "firmware.spec_hca_fw")]
+
+
+def test_an_interrupted_run_rebuilt_is_judged_against_its_spec_again(tmp_path):
+    path = spec_from(tmp_path, {"gpu001": B.healthy_h100()})
+    bundle = write_bundle(tmp_path / "b", {"gpu009": older_firmware(B.healthy_h100("gpu009"))})
+    run = tmp_path / "run"
+    code, _ = check_json(bundle, "--spec", str(path), "--run-dir", str(run))
+    assert code == 1 and json.loads((run / "run.json").read_text())["spec"] == str(path.resolve())
+    (run / "report.json").unlink()  # as a run stopped before its report
+    res = CliRunner().invoke(main, ["report", str(run), "--json", "-"])
+    rep = json.loads(res.stdout)
+    assert "fail" in [f["status"] for f in by_check(rep, "firmware.spec_hca_fw", "gpu009")]
