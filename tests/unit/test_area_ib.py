@@ -7,6 +7,7 @@ import pytest
 
 from nccldiag.areas.base import parse_dump
 from nccldiag.benchmarks import perftest
+from nccldiag.benchmarks.checks import judge_perftest
 from nccldiag.areas import infiniband as ib
 from nccldiag.areas.base import NodeFacts
 from nccldiag.areas.pcie import node_rdma
@@ -633,6 +634,19 @@ def test_perftest_latency_table_is_not_a_bandwidth_table():
     (row,) = r.latency_rows
     assert (row["bytes"], row["iterations"], row["t_min"], row["t_typical"], row["t_avg"]) == (2, 1000, 1.89, 1.93, 1.94)
     assert r.device == "mlx5_0" and r.link_type == "IB" and "Latency Test" in r.test
+
+
+def test_perftest_warning_inside_a_latency_table_is_kept():
+    # READ_LAT (written for this test) with perftest's CPU-frequency warning between the column header and the result
+    # row, where the real bandwidth capture deepops-cx5-roce-ib_write_bw-cpu-freq-warning.txt prints it
+    header, _, rest = READ_LAT.partition(" 2       1000")
+    warned = header + " Conflicting CPU frequency values detected: 1200.535000 != 1251.336000. CPU Frequency is not max.\n 2       1000" + rest
+    r = perftest.parse_perftest(warned)
+    assert r.kind == "lat" and len(r.latency_rows) == 1 and r.latency_rows[0]["t_min"] == 1.89
+    assert len(r.warnings) == 1 and "CPU Frequency is not max" in r.warnings[0]
+    found = {f.check: f for f in judge_perftest(r)}
+    assert found["perftest.warning"].status == Status.WARN and found["perftest.result"].status == Status.OK
+    assert perftest.parse_perftest(READ_LAT).warnings == []
 
 
 def test_perftest_bandwidth_fixture_is_a_bandwidth_table():
