@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Mapping, Optional, Tuple
 
 from nccldiag.areas.base import NodeFacts, Source, parse_dump, section
+from nccldiag.areas.pcie import node_rdma
 from nccldiag.model.findings import Finding, fail, ok, skip, warn
 
 NAME = "ib"
@@ -161,6 +162,8 @@ class IbFacts:
     ports: List[IbPort] = field(default_factory=list)
     sources: List[str] = field(default_factory=list)  # sources that had output
     notes: List[str] = field(default_factory=list)
+    collected: List[str] = field(default_factory=list)  # sources in the raw output, empty or not
+    tool_errors: List[str] = field(default_factory=list)  # "source: line" of the tools' own errors
 
     @property
     def devices(self) -> List[str]:
@@ -663,6 +666,12 @@ def merge(per_source: Iterable[Tuple[str, Ports]]) -> List[IbPort]:
     return sorted(merged.values(), key=lambda p: (_natural(p.device), p.port))
 
 
+# the tools' own words for "no device" or a failure: ibstat "Fatal error:  device '*': sys files not found",
+# ibv_devinfo "No IB devices found" / "Failed to get IB devices list", infiniband-diags' ibwarn/ibpanic
+_TOOL_ERROR = re.compile(r"Fatal error|No IB devices found|Failed to get IB devices|^\s*ib(?:warn|panic|error):|"
+                         r"Permission denied", re.I)
+
+
 def parse(raw: Mapping[str, Optional[str]]) -> Optional[IbFacts]:
     """Facts from every source; None when none of this area's sources was collected at all."""
     if not any(name in raw for name, _ in _ORDER):
@@ -670,10 +679,13 @@ def parse(raw: Mapping[str, Optional[str]]) -> Optional[IbFacts]:
     per_source = []
     facts = IbFacts()
     for name, fn in _ORDER:
+        if name in raw:
+            facts.collected.append(name)
         text = section(raw, name)
         if text is None:
             continue
         facts.sources.append(name)
+        facts.tool_errors.extend(f"{name}: {l.strip()}" for l in text.splitlines() if _TOOL_ERROR.search(l))
         per_source.append((name, fn(text)))
     facts.ports = [p for p in merge(per_source) if p.device != "?" or len(per_source) == 1]
     empty_gids = show_gids_empty(section(raw, "show_gids"))
@@ -686,12 +698,19 @@ def parse(raw: Mapping[str, Optional[str]]) -> Optional[IbFacts]:
     return facts
 
 
+# IPoIB netdevs are named ib0, ibp26s0, ibs1f0 (the kernel's "ib" prefix); Ethernet ones eth0 or en* (systemd's
+# predictable names: enp27s0f0np0, ens6f0np0, eno1). Other names (bond0, p1p1, net1 in a pod) say nothing.
+_IPOIB_NETDEV = re.compile(r"^ib[a-z]?\d")
+_ETH_NETDEV = re.compile(r"^(?:eth\d|en[a-z]+\d|en[a-z]\d)")
+
+
 def _infer_link_layer(p: IbPort) -> None:
     """Ethernet (RoCE) where no source printed the link layer but the port shows it.
 
     An InfiniBand port has neither RoCE v2 GIDs nor IPv4-mapped GIDs (its GIDs
     are the subnet prefix and port GUID), and rxe/siw devices are Ethernet by
-    construction. ``rdma link`` and ``ibdev2netdev`` print no link layer.
+    construction. ``rdma link`` and ``ibdev2netdev`` print no link layer, but the netdev they name does: ``ib*``
+    is IPoIB (InfiniBand), ``eth*``/``en*`` Ethernet.
     """
     if p.link_layer is not None:
         return
@@ -703,8 +722,12 @@ def _infer_link_layer(p: IbPort) -> None:
         p.link_layer, p.link_layer_from = "Ethernet", f"a RoCE v2 GID (GID[{v2.index}])"
     elif v4 is not None:
         p.link_layer, p.link_layer_from = "Ethernet", f"an IPv4-mapped GID (GID[{v4.index}] {v4.ipv4})"
+    elif p.netdev and _IPOIB_NETDEV.match(p.netdev):
+        p.link_layer, p.link_layer_from = "InfiniBand", f"the netdev name ({p.netdev}: IPoIB)"
+    elif p.netdev and _ETH_NETDEV.match(p.netdev):
+        p.link_layer, p.link_layer_from = "Ethernet", f"the netdev name ({p.netdev})"
     if p.link_layer_from:
-        p.lines.append(f"link layer Ethernet inferred from {p.link_layer_from}")
+        p.lines.append(f"link layer {p.link_layer} inferred from {p.link_layer_from}")
 
 
 # ---- judgement ---------------------------------------------------------------------------------------
@@ -732,7 +755,7 @@ def _down_finding(p: IbPort, active_others: int, total: int) -> Finding:
     actual = f"{p.state}/{p.phys_state or '?'}"
     ev = _evidence(p)
     if p.phys_state == "Disabled":
-        how = (f"`ip link set {p.netdev or '<netdev>'} up`" if p.roce else
+        how = (f"`ip link set {p.netdev or 'NETDEV'} up`, NETDEV being the port's netdev" if p.roce else
                f"`ibportstate -C {p.device} -P {p.port} -D 0 {p.port} enable`")
         return warn(NAME, "ib.port_state",
                     f"{where}: {shown}: the port is administratively disabled (RoCE: its netdev is down; IB: disabled "
@@ -748,7 +771,7 @@ def _down_finding(p: IbPort, active_others: int, total: int) -> Finding:
                f"speed); `mlxlink -d {p.device} -p {p.port} -m` shows the cable and the link-training state"
                + ("" if p.roce else f", `ibportstate -C {p.device} -P {p.port} -D 0 {p.port} query` the port")
                + ". If the port is unused on purpose, "
-               + (f"set its netdev down (`ip link set {p.netdev or '<netdev>'} down`: it then reads Disabled) and "
+               + (f"set its netdev down (`ip link set {p.netdev or 'NETDEV'} down`: it then reads Disabled) and "
                   if p.roce else "disable it and ")
                + "exclude it with NCCL_IB_HCA.")
     elif p.state in ("Init", "Armed") or (p.state == "Down" and p.phys_state == "LinkUp" and not p.roce):
@@ -830,7 +853,8 @@ def _judge_gids(ports: List[IbPort]) -> List[Finding]:
     has_ib = any(p.active and p.link_layer == "InfiniBand" for p in ports)
     found: List[Finding] = []
     for p, kind in bad:
-        netdev = p.netdev or "<netdev>"
+        netdev = p.netdev or "not reported"
+        dev_words = p.netdev or "the port's netdev (`ibdev2netdev` or `rdma link` names it)"
         gid_ev = [f"GID[{g.index}] {g.gid} {g.type or '?'}" + (f" {g.ipv4}" if g.ipv4 else "")
                   + (f" {g.netdev}" if g.netdev else "") for g in p.gids][:8]
         ev = [p.summary(), f"GID table from {p.gids_source}: {len(p.gids)} non-zero entr{'ies' if len(p.gids) != 1 else 'y'}"] + gid_ev
@@ -856,7 +880,8 @@ def _judge_gids(ports: List[IbPort]) -> List[Finding]:
             f"({'only link-local GIDs' if p.gids else 'no GID at all'}); NCCL then falls back to GID 0, a link-local "
             f"address that does not route ({scope})",
             actual="no IPv4 GID", expected="a RoCE v2 GID with an IPv4 address", evidence=ev,
-            fix=f"Assign an IPv4 address to {netdev} (`ip addr add <addr>/<len> dev {netdev}`, made permanent in the "
+            fix=f"Assign an IPv4 address to {dev_words} (`ip addr add ADDR/LEN dev {p.netdev or 'NETDEV'}`, made "
+                "permanent in the "
                 "network configuration): the kernel then adds RoCE v1 and v2 GIDs for it. NCCL >= 2.21 picks the "
                 "IPv4 RoCE v2 GID itself, so leave NCCL_IB_GID_INDEX unset (older NCCL: set it to that GID's index, "
                 "see `show_gids`). If the port is not meant for NCCL (a management bond), exclude it with NCCL_IB_HCA.",
@@ -872,6 +897,22 @@ def _judge_gids(ports: List[IbPort]) -> List[Finding]:
     return found
 
 
+def _judge_absent(facts: IbFacts, node: Optional[NodeFacts]) -> Finding:
+    """ib.present when no source lists a port: absent, not collected, or hardware that other areas see."""
+    evidence = [f"sources collected: {', '.join(facts.collected) or 'none'}; with output: "
+                f"{', '.join(facts.sources) or 'none'}"] + facts.tool_errors[:4]
+    said = f" ({facts.tool_errors[0]})" if facts.tool_errors else ""
+    rdma, why = node_rdma(node)
+    if rdma:
+        return skip(NAME, "ib.present", f"no RDMA port listed by {', '.join(facts.collected)}{said}, though the node has "
+                    f"{why}: its RDMA driver (mlx5_ib, mlx4_ib) is not loaded or did not start, or /sys/class/infiniband "
+                    "is hidden here (`lsmod | grep _ib`, `dmesg | grep -i mlx`)", evidence=evidence)
+    if "ib_sysfs" not in facts.collected and not facts.sources:
+        return skip(NAME, "ib.present", f"no RDMA port listed by {', '.join(facts.collected)}; the sysfs listing "
+                    "(ib_sysfs) was not collected", evidence=evidence)
+    return skip(NAME, "ib.present", f"no InfiniBand/RoCE devices{said}", evidence=evidence)
+
+
 def _compact(ports: List[IbPort]) -> str:
     """``8x 400 Gb/s IB, 1x 200 Gb/s RoCE`` for the active ports."""
     c = Counter((p.link_layer, p.rate) for p in ports if p.active)
@@ -885,19 +926,12 @@ def judge(facts: Optional[IbFacts], node: Optional[NodeFacts] = None) -> List[Fi
     if facts is None:
         return [skip(NAME, "ib.present", "no InfiniBand/RoCE information collected")]
     if not facts.ports:
-        return [skip(NAME, "ib.present", "no InfiniBand/RoCE devices",
-                     evidence=[f"sources with output: {', '.join(facts.sources) or 'none'}"])]
+        return [_judge_absent(facts, node)]
     ports = facts.ports
     known = [p for p in ports if p.state is not None]
     active = [p for p in known if p.active]
     findings: List[Finding] = []
-    netdev_down = [p for p in ports if p.state is None and (p.netdev_state or "").lower() == "down"]
-    down_word = ""
-    if netdev_down:
-        names = ", ".join(f"{p.name} ({p.netdev})" for p in netdev_down[:6])
-        down_word = (f"; ibdev2netdev shows the netdev Down for {names}: normal for InfiniBand ports without IPoIB, "
-                     "but a RoCE port whose netdev is Down carries no traffic (read `ibstat` or "
-                     "/sys/class/infiniband/*/ports/*/state)")
+    down_word = _netdev_down_words([p for p in ports if p.state is None and (p.netdev_state or "").lower() == "down"])
     if not known:
         findings.append(skip(NAME, "ib.port_state",
                              f"{len(ports)} RDMA port{'s' if len(ports) != 1 else ''} listed, but no source reported "
@@ -919,6 +953,31 @@ def judge(facts: Optional[IbFacts], node: Optional[NodeFacts] = None) -> List[Fi
     findings.extend(_judge_sparse_gids(ports))
     findings.extend(_judge_soft(ports))
     return findings
+
+
+def _names(ports: List[IbPort], limit: int = 4) -> str:
+    shown = ", ".join(f"{p.name} ({p.netdev})" for p in ports[:limit])
+    return shown + (f" and {len(ports) - limit} more" if len(ports) > limit else "")
+
+
+def _netdev_down_words(down: List[IbPort]) -> str:
+    """What ibdev2netdev's (Down) netdevs of ports whose state no source gave say, by link layer."""
+    if not down:
+        return ""
+    ib_ports = [p for p in down if p.link_layer == "InfiniBand"]
+    roce = [p for p in down if p.link_layer == "Ethernet"]
+    other = [p for p in down if p.link_layer not in ("InfiniBand", "Ethernet")]
+    parts = []
+    if ib_ports:
+        parts.append(f"the IPoIB netdev is Down for {len(ib_ports)} InfiniBand port{'s' if len(ib_ports) != 1 else ''} "
+                     f"({_names(ib_ports)}): normal without IPoIB, and not the RDMA port's state")
+    if roce:
+        parts.append(f"the netdev is Down for {len(roce)} RoCE port{'s' if len(roce) != 1 else ''} ({_names(roce)}): "
+                     "a RoCE port whose netdev is Down carries no traffic")
+    if other:
+        parts.append(f"the netdev is Down for {_names(other)}: normal for InfiniBand ports without IPoIB, but a RoCE "
+                     "port whose netdev is Down carries no traffic")
+    return "; ibdev2netdev: " + "; ".join(parts) + " (read `ibstat` or /sys/class/infiniband/*/ports/*/state)"
 
 
 def _judge_sparse_gids(ports: List[IbPort]) -> List[Finding]:

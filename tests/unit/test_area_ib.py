@@ -392,6 +392,27 @@ def test_roce_port_with_only_v1_ipv4_gid_warns():
     assert gid.status is Status.WARN and "RoCE v1 only" in gid.message
 
 
+def test_roce_gid_finding_without_a_known_netdev_names_no_placeholder():
+    # constructed, not captured: an active RoCE port with only a link-local GID, its netdev not reported
+    p = _port("mlx5_0", ll="Ethernet")
+    p.gids = [ib.make_gid(0, "fe80::1", "RoCE v2")]
+    p.gids_source = "ibv_devinfo"
+    (gid,) = by_check(ib.judge(ib.IbFacts(ports=[p])), "ib.roce_gid")
+    assert gid.status is Status.FAIL and "(netdev not reported)" in gid.message
+    assert "<" not in gid.message + gid.fix and "the port's netdev (`ibdev2netdev` or `rdma link` names it)" in gid.fix
+
+
+def test_netdev_names_give_the_link_layer_only_when_they_are_telling():
+    real.require()
+    links = {n: [(p.device, p.link_layer) for p in facts_of("rdma-link", n).ports] for n in (
+        "3fs283-cx6dx-2port-trailing-space.txt", "spiderpool-roce-cx-rdma-link-indented.txt",
+        "spiderpool-sriov-ib-vf-rdma-link-indented.txt")}
+    assert links["spiderpool-roce-cx-rdma-link-indented.txt"] == [("mlx5_0", "Ethernet"), ("mlx5_1", "Ethernet")]
+    # p1p1 and a pod's net1 say nothing of the link layer
+    assert {ll for ll in [x[1] for x in links["3fs283-cx6dx-2port-trailing-space.txt"]]} == {None}
+    assert {x[1] for x in links["spiderpool-sriov-ib-vf-rdma-link-indented.txt"]} == {None}
+
+
 def test_inactive_roce_ports_are_not_gid_checked_and_ib_ports_never_are():
     # constructed, not captured: a Down RoCE port without GIDs, an IB port without GIDs
     down = _port("mlx5_0", state="Down", phys="Polling", ll="Ethernet")
@@ -597,7 +618,15 @@ def test_ibdev2netdev_only_ports_with_down_netdevs_get_a_word():
     f = facts_of("ibdev2netdev", "imbue4-h100-cx7-ib-cx6-eth-column-t-annotated.txt")
     (st,) = by_check(ib.judge(f), "ib.port_state")
     assert st.status == Status.SKIP
-    assert "netdev Down for mlx5_0 port 1 (ibp26s0)" in st.message and "normal for InfiniBand" in st.message
+    # the link layer comes from the netdev names, as the poster's annotations say (8 CX-7 infiniband, 4 CX-6 ethernet)
+    assert [p.device for p in f.ports if p.link_layer == "InfiniBand"] == [
+        "mlx5_0", "mlx5_3", "mlx5_4", "mlx5_5", "mlx5_6", "mlx5_9", "mlx5_10", "mlx5_11"]
+    assert [p.device for p in f.ports if p.link_layer == "Ethernet"] == ["mlx5_1", "mlx5_2", "mlx5_7", "mlx5_8"]
+    assert f.port("mlx5_0").link_layer_from == "the netdev name (ibp26s0: IPoIB)"
+    assert ("the IPoIB netdev is Down for 8 InfiniBand ports (mlx5_0 port 1 (ibp26s0), mlx5_3 port 1 (ibp60s0), "
+            "mlx5_4 port 1 (ibp77s0), mlx5_5 port 1 (ibp94s0) and 4 more): normal without IPoIB") in st.message
+    assert ("the netdev is Down for 2 RoCE ports (mlx5_2 port 1 (enp27s0f1np1), mlx5_8 port 1 (enp157s0f1np1)): "
+            "a RoCE port whose netdev is Down carries no traffic") in st.message
     assert ib.summarize(f)["active_ports"] is None
 
 
@@ -652,3 +681,27 @@ def test_perftest_warning_inside_a_latency_table_is_kept():
 def test_perftest_bandwidth_fixture_is_a_bandwidth_table():
     r = perftest.parse_perftest(text("perftest", "deepops-cx5-roce-ib_write_bw-cpu-freq-warning.txt"))
     assert r.kind == "bw" and r.rows and r.latency_rows == []
+
+
+# ---- ib.present: why no port is listed ------------------------------------------------------------------------
+
+
+def test_no_port_skip_says_why():
+    from nccldiag.areas import pcie
+    real.require()
+    # the real ibstatus of a node whose HCA never came up (clustervision/trinity#219): the tool's own words
+    case = real.ROOT / "cases" / "node-trinity219-mlx4-hca-old-firmware-ib-device-missing" / "node-a" / "ibstat.txt"
+    (f,) = ib.judge(ib.parse({"ibstat": case.read_text()}))
+    assert f.status is Status.SKIP and f.message == (
+        "no InfiniBand/RoCE devices (ibstat: Fatal error:  device '*': sys files not found (/sys/class/infiniband/*/ports))")
+    # only an empty ibdev2netdev collected: the sysfs listing was not
+    (f,) = ib.judge(ib.parse({"ibdev2netdev": ""}))
+    assert f.message == "no RDMA port listed by ibdev2netdev; the sysfs listing (ib_sysfs) was not collected"
+    # collected and empty, while lspci shows two Mellanox functions: never "no devices"
+    lspci = pcie.parse({"lspci": text("lspci", "gpud-h100-dell-pex890xx-gpu0-path-acs-off.txt")})
+    facts = ib.parse({"ib_sysfs": "", "ibstat": ""})
+    (f,) = ib.judge(facts, NodeFacts("n", {"ib": facts, "pcie": lspci}))
+    assert f.status is Status.SKIP and "no InfiniBand/RoCE devices" not in f.message
+    assert f.message.startswith("no RDMA port listed by ib_sysfs, ibstat, though the node has 2 Mellanox NIC functions")
+    (f,) = ib.judge(facts, NodeFacts("n", {"ib": facts}))
+    assert f.message == "no InfiniBand/RoCE devices"
