@@ -746,6 +746,19 @@ _SM_FIX = ("The link is up but the subnet manager has not configured the port: c
            "for SR-IOV virtual functions, that the VF's GUID and policy are set.")
 
 
+# RDMA devices of other vendors (Broadcom, Intel, Marvell, Amazon, HiSilicon, Alibaba, AMD, Microsoft, Cornelis,
+# Chelsio, VMware): mlxlink does not apply to them
+_NOT_MLX = re.compile(r"^(?:bnxt_re|irdma|i40iw|qedr|efa|hns|erdma|ionic|mana|hfi1|qib|cxgb|iw_cxgb|ocrdma|vmw_pvrdma|"
+                      r"rxe|siw)")
+
+
+def _link_tool(p: IbPort, what: str) -> str:
+    """The command that shows a port's physical link: mlxlink on NVIDIA/Mellanox devices, ethtool elsewhere."""
+    if _NOT_MLX.match(p.device):
+        return f"`ethtool {p.netdev or 'NETDEV'}` (and `ethtool -m` for the module) shows {what}"
+    return f"`mlxlink -d {p.device} -p {p.port} -m` shows {what}"
+
+
 def _down_finding(p: IbPort, active_others: int, total: int) -> Finding:
     """The finding for one port that is not Active (``total``: ports with a known state on the node)."""
     ll = p.link_layer or "unknown link layer"
@@ -768,7 +781,7 @@ def _down_finding(p: IbPort, active_others: int, total: int) -> Finding:
         why = ("no link partner: the cable is unplugged or faulty, the transceiver is bad, or the switch port is "
                "down. An Ethernet port that is deliberately left uncabled reads Polling too")
         fix = ("Check the cable and transceiver (reseat, swap with a known-good one) and the switch port (admin up, "
-               f"speed); `mlxlink -d {p.device} -p {p.port} -m` shows the cable and the link-training state"
+               f"speed); {_link_tool(p, 'the cable and the link-training state')}"
                + ("" if p.roce else f", `ibportstate -C {p.device} -P {p.port} -D 0 {p.port} query` the port")
                + ". If the port is unused on purpose, "
                + (f"set its netdev down (`ip link set {p.netdev or 'NETDEV'} down`: it then reads Disabled) and "
@@ -779,12 +792,13 @@ def _down_finding(p: IbPort, active_others: int, total: int) -> Finding:
         fix = _SM_FIX
     elif p.state == "Down" and p.phys_state == "LinkUp":
         why = "the physical link is up but the RDMA port is down"
-        fix = (f"Check the netdev ({p.netdev or 'see ibdev2netdev'}) with `ip link`, and `dmesg | grep -i mlx5` "
+        driver = "mlx5" if not _NOT_MLX.match(p.device) else re.match(r"[a-z]+", p.device).group(0)
+        fix = (f"Check the netdev ({p.netdev or 'see ibdev2netdev'}) with `ip link`, and `dmesg | grep -i {driver}` "
                "for errors; for SR-IOV virtual functions, the VF's link state on the host.")
     else:
         why = "the link did not come up"
-        fix = (f"Check the cable, transceiver and switch port; `mlxlink -d {p.device} -p {p.port} -m` for link training "
-               "and errors; reset the port or reboot if the physical state is stuck.")
+        fix = (f"Check the cable, transceiver and switch port; {_link_tool(p, 'link training and errors')}; reset the "
+               "port or reboot if the physical state is stuck.")
     return fail(NAME, "ib.port_state", f"{where}: {shown} ({why}){rest}", actual=actual, expected="Active/LinkUp",
                 evidence=ev, fix=fix)
 
@@ -818,7 +832,7 @@ def _judge_rates(ports: List[IbPort]) -> List[Finding]:
                 actual=p.rate, expected=top, evidence=[p.summary()] + [q.summary() for q in members if q is not p][:3],
                 fix=f"A port that trained below its identical siblings has a cable, transceiver or switch-port problem: "
                     f"reseat or replace the cable, check the switch port's configured speed, and read the negotiated "
-                    f"speed, width and errors with `mlxlink -d {p.device} -p {p.port}`.",
+                    f"speed, width and errors: {_link_tool(p, 'them')}.",
             ))
         same.append(f"{len(members) - len(slow)}x {_fmt_rate(top)} Gb/s {_ll_short(ll)}{model}")
     if not found:

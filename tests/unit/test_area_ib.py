@@ -705,3 +705,15 @@ def test_no_port_skip_says_why():
     assert f.message.startswith("no RDMA port listed by ib_sysfs, ibstat, though the node has 2 Mellanox NIC functions")
     (f,) = ib.judge(facts, NodeFacts("n", {"ib": facts}))
     assert f.message == "no InfiniBand/RoCE devices"
+
+
+def test_down_port_of_another_vendor_gets_its_own_tools_not_mlxlink():
+    # constructed, not captured: a Broadcom RoCE port that lost its link next to an Active one, and a ConnectX port
+    bnxt = _port("bnxt_re1", state="Down", phys="Polling", ll="Ethernet", hca="BCM57508", netdev="ens2f1np1")
+    found = by_check(ib.judge(ib.IbFacts(ports=[_port("bnxt_re0", ll="Ethernet", hca="BCM57508"), bnxt])),
+                     "ib.port_state")
+    (down,) = [f for f in found if f.status is not Status.OK]
+    assert down.status is Status.FAIL and "mlxlink" not in down.fix and "`ethtool ens2f1np1`" in down.fix
+    mlx = by_check(ib.judge(ib.IbFacts(ports=[_port("mlx5_1", state="Down", phys="Polling", ll="Ethernet")])),
+                   "ib.port_state")
+    assert "`mlxlink -d mlx5_1 -p 1 -m`" in mlx[0].fix
