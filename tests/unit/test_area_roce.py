@@ -97,3 +97,18 @@ def test_qos_source_walks_roce_devices(tmp_path):
     secs = run_sources(roce.SOURCES, root)
     (d,) = roce.parse_qos(secs["roce_qos"])[0]
     assert (d.device, d.netdev, d.mtu, d.ecn) == ("mlx5_0", "ens3", 9000, {"roce_np": {3: True}, "roce_rp": {3: False}})
+
+
+def test_roce_skips_say_why():
+    from nccldiag.areas import infiniband as ib
+    assert findings(roce, {})["roce.pfc"].message.startswith("not collected: roce_qos")
+    assert findings(roce, {"roce_qos": ""})["roce.pfc"].message == (
+        "no RoCE port on this node (no RDMA device with an Ethernet link layer)")
+    # constructed, not captured: two InfiniBand ports; then a RoCE port whose roce_qos was not collected
+    ib_only = ib.IbFacts(ports=[ib.IbPort("mlx5_0", 1, link_layer="InfiniBand"),
+                                ib.IbPort("mlx5_1", 1, link_layer="InfiniBand")])
+    assert findings(roce, {}, ib=ib_only)["roce.pfc"].message == (
+        "no RoCE port on this node: its 2 RDMA ports are InfiniBand")
+    with_roce = ib.IbFacts(ports=[ib.IbPort("mlx5_0", 1, link_layer="Ethernet", netdev="ens3")])
+    f = findings(roce, {}, ib=with_roce)["roce.pfc"]
+    assert f.status.value == "skip" and f.message == "PFC and trust not read: roce_qos (which runs mlnx_qos) was not collected"
