@@ -308,14 +308,31 @@ def _get(ports: Ports, device: str, port: int, source: str) -> IbPort:
 _SYSFS_PATH = re.compile(r"(?:^|/)sys/class/infiniband/([^/]+)/(.+)$")
 
 
+# `grep "" /sys/class/infiniband/*/ports/*/state` prints path:value; `ls -1d .../ports/*` the port directories
+_SYSFS_GREP = re.compile(r"^\s*(/\S*?/infiniband/[^/\s:]+/[^:\s]+):(.*)$")
+_SYSFS_PORT_DIR = re.compile(r"^\s*/\S*?/infiniband/([^/\s]+)/ports/(\d+)/?\s*$")
+
+
 def parse_sysfs(text: Optional[str]) -> Ports:
-    """Ports from a dump of ``/sys/class/infiniband`` (the ``ib_sysfs`` source or a fixture tree)."""
+    """Ports from a dump of ``/sys/class/infiniband`` (the ``ib_sysfs`` source or a fixture tree), or from
+    ``grep "" /sys/class/infiniband/...`` lines (``path:value``) and ``ls -d .../ports/*`` port directories."""
     files, _ = parse_dump(text)
+    listed: List[Tuple[str, int]] = []
+    for line in (text or "").splitlines():
+        m = _SYSFS_GREP.match(line)
+        if m:
+            files.setdefault(m.group(1), m.group(2) + "\n")
+            continue
+        m = _SYSFS_PORT_DIR.match(line)
+        if m:
+            listed.append((m.group(1), int(m.group(2))))
     ports: Ports = {}
     devices: Dict[str, Dict[str, str]] = {}
     dev_netdevs: Dict[str, List[Tuple[str, Optional[int], Optional[str]]]] = {}
     gid_rows: Dict[Tuple[str, int], Dict[int, Dict[str, str]]] = {}
     src = "ib_sysfs"
+    for dev, pnum in listed:
+        _get(ports, dev, pnum, src).lines.append(f"ib_sysfs: /sys/class/infiniband/{dev}/ports/{pnum} listed")
     for path, content in files.items():
         m = _SYSFS_PATH.search(path.strip())
         if not m:
@@ -479,6 +496,13 @@ def parse_ibv_devinfo(text: Optional[str]) -> Ports:
             attrs.setdefault(dev, {})
             cur = _get(ports, dev, int(m.group(1)), src)
             continue
+        if dev is None and cur is None and (_GID_LINE.search(line) or re.match(
+                r"^\s*(?:state|phys_state|link_layer|active_width|active_speed|active_mtu|port_lid|sm_lid)\s*:", line)):
+            # a port section excerpt with neither hca_id nor port line: one port of an unnamed device
+            dev = "?"
+            attrs.setdefault(dev, {})
+            cur = _get(ports, dev, 1, src)
+            cur.lines.append("ibv_devinfo: a port section without its hca_id and port lines")
         m = _GID_LINE.search(line)
         if m and cur is not None:
             g = make_gid(int(m.group(1)), m.group(2), m.group(3))
@@ -734,7 +758,9 @@ def _infer_link_layer(p: IbPort) -> None:
 
 
 def _ll_short(link_layer: Optional[str]) -> str:
-    return {"InfiniBand": "IB", "Ethernet": "RoCE"}.get(link_layer or "", link_layer or "RDMA")
+    if not link_layer or link_layer == "?":
+        return "RDMA"
+    return {"InfiniBand": "IB", "Ethernet": "RoCE"}.get(link_layer, link_layer)
 
 
 def _evidence(p: IbPort, limit: int = 8) -> List[str]:

@@ -717,3 +717,33 @@ def test_down_port_of_another_vendor_gets_its_own_tools_not_mlxlink():
     mlx = by_check(ib.judge(ib.IbFacts(ports=[_port("mlx5_1", state="Down", phys="Polling", ll="Ethernet")])),
                    "ib.port_state")
     assert "`mlxlink -d mlx5_1 -p 1 -m`" in mlx[0].fix
+
+
+def _case_text(case, name):
+    return (real.ROOT / "cases" / case / "node-a" / name).read_text()
+
+
+def test_sysfs_posted_as_grep_lines_and_port_directories_is_read():
+    real.require()
+    # stackhpc/ansible-slurm-appliance#988: `ls -1d .../ports/*` and `grep "" .../{state,rate,phys_state}`
+    f = ib.parse({"ib_sysfs": _case_text("node-slurmappliance988-sysfs-ib-ports-active-linkup-healthy", "ib_sysfs.txt")})
+    assert [(p.device, p.port, p.state, p.phys_state, p.rate) for p in f.ports] == [
+        ("mlx5_0", 1, "Active", "LinkUp", 100.0), ("mlx5_1", 1, "Active", "LinkUp", 100.0)]
+    found = ib.judge(f)
+    assert statuses(found, "ib.port_state") == ["ok"] and statuses(found, "ib.port_rate") == ["ok"]
+    assert by_check(found, "ib.port_state")[0].message == "2 ports Active, 2x 100 Gb/s RDMA"
+    # the ls lines alone list the ports, state unknown
+    only_ls = "/sys/class/infiniband/mlx5_0/ports/1\n/sys/class/infiniband/mlx5_1/ports/1/\n"
+    assert [(p.device, p.state) for p in ib.parse({"ib_sysfs": only_ls}).ports] == [("mlx5_0", None), ("mlx5_1", None)]
+
+
+def test_ibv_devinfo_port_excerpt_without_hca_id_is_one_port():
+    real.require()
+    # NVIDIA/nccl#769: phys_state and GID[0..3] of `ibv_devinfo -d mlx5_bond_0 -v`, nothing else
+    f = ib.parse({"ibv_devinfo": _case_text("node-nccl769-a100-roce-bond-gid-table-healthy-linklocal-index-chosen",
+                                            "ibv_devinfo.txt")})
+    (p,) = f.ports
+    assert (p.device, p.phys_state, p.link_layer) == ("?", "LinkUp", "Ethernet")
+    assert [(g.index, g.type, g.ipv4) for g in p.gids if g.ipv4] == [(2, "RoCE v1", "200.0.209.6"),
+                                                                    (3, "RoCE v2", "200.0.209.6")]
+    assert not [x for x in ib.judge(f) if x.status in (Status.FAIL, Status.WARN)]
