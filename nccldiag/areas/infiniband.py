@@ -964,7 +964,8 @@ def _compact(ports: List[IbPort]) -> str:
 
 def judge(facts: Optional[IbFacts], node: Optional[NodeFacts] = None) -> List[Finding]:
     if facts is None:
-        return [skip(NAME, "ib.present", "no InfiniBand/RoCE information collected")]
+        return [skip(NAME, "ib.present", "InfiniBand/RoCE sources not collected (" + ", ".join(n for n, _ in _ORDER)
+                     + ")")]
     if not facts.ports:
         return [_judge_absent(facts, node)]
     ports = facts.ports

@@ -427,7 +427,8 @@ def test_no_devices_skip_and_not_collected():
     assert (f.status, f.check, f.message) == (Status.SKIP, "ib.present", "no InfiniBand/RoCE devices")
     assert ib.parse({"proc_cmdline": "ro quiet"}) is None
     (g,) = ib.judge(None, NodeFacts("h"))
-    assert g.status is Status.SKIP and g.message == "no InfiniBand/RoCE information collected"
+    assert g.status is Status.SKIP and g.message == (
+        "InfiniBand/RoCE sources not collected (ib_sysfs, rdma_link, ibstat, ibv_devinfo, ibdev2netdev, show_gids)")
     assert ib.summarize(None) == {} and ib.summarize(ib.IbFacts()) == {}
 
 
