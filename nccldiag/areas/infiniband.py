@@ -76,6 +76,7 @@ SOURCES = (
            description="rdma link show (iproute2): state, physical state and netdev of each port"),
 )
 
+_IWARP_DEV = re.compile(r"^(?:i40iw|iw_cxgb|cxgb4_|siw)")
 _SOFT_RXE = re.compile(r"^rxe")
 _SOFT_SIW = re.compile(r"^siw")
 
@@ -122,6 +123,7 @@ class IbPort:
     lines: List[str] = field(default_factory=list)  # raw lines, for evidence
     notes: List[str] = field(default_factory=list)  # tools that disagree with sysfs
     link_layer_from: Optional[str] = None  # how the link layer was inferred, where no source printed it
+    transport: Optional[str] = None  # ibv_devinfo's transport: "InfiniBand" (IB and RoCE) or "iWARP"
 
     @property
     def name(self) -> str:
@@ -143,6 +145,11 @@ class IbPort:
     @property
     def roce(self) -> bool:
         return self.link_layer == "Ethernet"
+
+    @property
+    def iwarp(self) -> bool:
+        """An iWARP device (Ethernet link layer, TCP transport): no RoCE GIDs, not a RoCE port."""
+        return (self.transport or "").lower() == "iwarp" or bool(_IWARP_DEV.match(self.device))
 
     def summary(self) -> str:
         """One line with everything known about the port."""
@@ -549,6 +556,7 @@ def parse_ibv_devinfo(text: Optional[str]) -> Ports:
     for k, p in ports.items():
         a = attrs.get(p.device, {})
         p.fw_ver = a.get("fw_ver") or None
+        p.transport = re.sub(r"\s*\(\d+\)$", "", a.get("transport", "")) or None
         p.board_id = a.get("board_id") or None
         p.node_guid = a.get("node_guid") or None
         part = a.get("vendor_part_id", "")
@@ -644,7 +652,7 @@ def parse_rdma_link(text: Optional[str]) -> Ports:
 # ---- merge -------------------------------------------------------------------------------------------
 
 _MERGED = ("state", "phys_state", "rate", "rate_text", "link_layer", "netdev", "netdev_state", "lid", "sm_lid",
-           "mtu", "fw_ver", "hca_type", "board_id", "node_guid")
+           "mtu", "fw_ver", "hca_type", "board_id", "node_guid", "transport")
 _COMPARED = ("state", "phys_state", "rate", "link_layer")
 
 # order of trust: sysfs first, then the tools that read the port attributes directly
@@ -868,8 +876,13 @@ def _judge_rates(ports: List[IbPort]) -> List[Finding]:
 
 
 def _judge_gids(ports: List[IbPort]) -> List[Finding]:
-    roce = [p for p in ports if p.active and p.roce]
+    roce = [p for p in ports if p.active and p.roce and not p.iwarp]
     if not roce:
+        iwarp = [p for p in ports if p.active and p.iwarp]
+        if iwarp:
+            return [skip(NAME, "ib.roce_gid", f"{len(iwarp)} active iWARP port{'s' if len(iwarp) != 1 else ''} "
+                         f"({', '.join(p.name for p in iwarp[:4])}): iWARP has no RoCE GIDs, nothing to check",
+                         evidence=[p.summary() for p in iwarp][:8])]
         return []
     known = [p for p in roce if p.gids_source is not None]
     if not known:
@@ -1026,7 +1039,7 @@ def _judge_sparse_gids(ports: List[IbPort]) -> List[Finding]:
     before 2.26 stops at the first empty index when it looks for a GID by itself (NVIDIA/nccl#1587)."""
     out: List[Finding] = []
     for p in ports:
-        if p.state is not None and not p.active or p.link_layer == "InfiniBand" or not p.gids:
+        if p.state is not None and not p.active or p.link_layer == "InfiniBand" or not p.gids or p.iwarp:
             continue
         if not any(g.type and g.type.startswith("RoCE") for g in p.gids):
             continue

@@ -27,13 +27,14 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Dict, List, Optional, Tuple
 
 from nccldiag.areas.base import NodeFacts, Source, section
 from nccldiag.model.findings import Finding, fail, ok, skip, warn
 
 NAME = "roce"
+_IWARP_DEV = re.compile(r"^(?:i40iw|iw_cxgb|cxgb4_|siw)")  # as the ib area: iWARP devices by name
 TITLE = "RoCE set-up"
 
 QOS_SOURCE = Source(
@@ -149,13 +150,23 @@ def parse(raw) -> RoceFacts:
 
 
 def _roce_ports(node: Optional[NodeFacts]) -> List:
+    """The node's RoCE ports (Ethernet link layer, not iWARP) from the ib area."""
     ib = node.get("ib") if node is not None else None
-    return [p for p in (getattr(ib, "ports", None) or []) if getattr(p, "roce", False)]
+    return [p for p in (getattr(ib, "ports", None) or []) if getattr(p, "roce", False) and not getattr(p, "iwarp", False)]
+
+
+def _iwarp_devices(node: Optional[NodeFacts]) -> List[str]:
+    ib = node.get("ib") if node is not None else None
+    return sorted({p.device for p in (getattr(ib, "ports", None) or []) if getattr(p, "iwarp", False)})
 
 
 def judge(facts: Optional[RoceFacts], node: NodeFacts) -> List[Finding]:
     if facts is None:
         return [skip(NAME, "roce.pfc", "no RoCE outputs came back")]
+    iwarp = _iwarp_devices(node)
+    if any(d.device in iwarp or _IWARP_DEV.match(d.device) for d in facts.netdevs):
+        # iWARP runs over TCP: the RoCE set-up (PFC, ECN, the 4096-byte RoCE MTU) does not apply to it
+        facts = replace(facts, netdevs=[d for d in facts.netdevs if d.device not in iwarp and not _IWARP_DEV.match(d.device)])
     if not facts.netdevs and not _roce_ports(node):
         return [skip(NAME, "roce.pfc", _why_no_roce(facts, node))]
     return _judge_pfc(facts) + _judge_ecn(facts) + _judge_mtu(facts, node) + judge_arp(facts, node)
@@ -165,6 +176,10 @@ def _why_no_roce(facts: RoceFacts, node: Optional[NodeFacts]) -> str:
     """Why there is no RoCE port to judge: InfiniBand only, nothing with an Ethernet link layer, or not collected."""
     ib = node.get("ib") if node is not None else None
     ports = getattr(ib, "ports", None) or []
+    iwarp = [p for p in ports if getattr(p, "iwarp", False)]
+    if iwarp and all(getattr(p, "iwarp", False) or getattr(p, "link_layer", None) == "InfiniBand" for p in ports):
+        return (f"no RoCE port on this node: its Ethernet RDMA ports are iWARP ({', '.join(p.name for p in iwarp[:4])}), "
+                "which runs over TCP and needs no PFC or ECN set-up")
     if ports:
         unknown = [p for p in ports if getattr(p, "link_layer", None) is None]
         if unknown:

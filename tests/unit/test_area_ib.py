@@ -748,3 +748,17 @@ def test_ibv_devinfo_port_excerpt_without_hca_id_is_one_port():
     assert [(g.index, g.type, g.ipv4) for g in p.gids if g.ipv4] == [(2, "RoCE v1", "200.0.209.6"),
                                                                     (3, "RoCE v2", "200.0.209.6")]
     assert not [x for x in ib.judge(f) if x.status in (Status.FAIL, Status.WARN)]
+
+
+def test_iwarp_ports_are_not_judged_as_roce():
+    # constructed, not captured: an Intel iWARP port, Active, its GID the MAC-based one iWARP devices list
+    p = _port("i40iw0", ll="Ethernet", hca=None, netdev="eno1")
+    p.gids, p.gids_source = [ib.make_gid(0, "a4bf:0101:6f3c:0000:0000:0000:0000:0000")], "ib_sysfs"
+    (gid,) = by_check(ib.judge(ib.IbFacts(ports=[p])), "ib.roce_gid")
+    assert gid.status is Status.SKIP and "iWARP" in gid.message
+    # ibv_devinfo's transport line says iWARP whatever the device is named (written for this test, in its layout)
+    text = ("hca_id:\tirdma0\n\ttransport:\t\t\tiWARP (1)\n\tfw_ver:\t\t\t\t1.57\n\tphys_port_cnt:\t\t\t1\n"
+            "\t\tport:\t1\n\t\t\tstate:\t\t\tPORT_ACTIVE (4)\n\t\t\tlink_layer:\t\tEthernet\n")
+    (q,) = ib.parse({"ibv_devinfo": text}).ports
+    assert q.transport == "iWARP" and q.iwarp
+    assert statuses(ib.judge(ib.parse({"ibv_devinfo": text})), "ib.roce_gid") == ["skip"]
