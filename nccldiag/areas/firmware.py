@@ -17,7 +17,8 @@ Across nodes, :func:`summarize` offers the VBIOS and InfoROM image per GPU
 model, OFED, rdma-core and the fabric manager version to
 :mod:`nccldiag.areas.consistency`, which names the node that differs and the
 majority value (ibdiagnet and ClusterMAX check uniform firmware the same
-way). HCA firmware is compared there as ``ib.firmware``.
+way). HCA firmware is compared there as ``ib.firmware`` (sysfs ``fw_ver``) and ``firmware.hca_firmware``
+(``ethtool -i``, ``flint``, ``mlxfwmanager`` output in ``sw_versions``).
 """
 from __future__ import annotations
 
@@ -340,4 +341,18 @@ def summarize(facts: Optional[FirmwareFacts]) -> Dict[str, Optional[str]]:
         "ofed": facts.ofed,
         "rdma_core": facts.rdma_core,
         "fabricmanager": facts.fm_version,
+        # HCA firmware as ethtool -i, flint or mlxfwmanager printed it (sysfs fw_ver is compared as ib.firmware)
+        "hca_firmware": "; ".join(f"{g} {'/'.join(sorted(v))}" for g, v in sorted(_tool_groups(facts).items())) or None,
     }
+
+
+def _tool_groups(facts: FirmwareFacts) -> Dict[str, set]:
+    out: Dict[str, set] = {}
+    seen = set()
+    for r in facts.hca_fw_tools:
+        key = r.device or id(r)
+        if key in seen:
+            continue
+        seen.add(key)
+        out.setdefault(r.group, set()).add(r.fw)
+    return out

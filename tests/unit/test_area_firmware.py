@@ -185,3 +185,13 @@ def test_versions_source_runs_ethtool_i_on_each_rdma_netdev(tmp_path):
                                  'bus-info: 0000:0c:00.$f\\n"')
     secs = run_sources((firmware.VERSIONS_SOURCE,), root, bin_dir)
     assert [r.device for r in firmware.parse_hca_tools(secs["sw_versions"])] == ["0000:0c:00.0", "0000:0c:00.1"]
+
+
+def test_hca_firmware_from_tools_is_compared_across_nodes():
+    same = firmware.summarize(firmware.parse({"sw_versions": ETHTOOL_I}))
+    assert same["hca_firmware"] == "PSID MT_0000000838 28.39.1002"
+    odd = firmware.summarize(firmware.parse({"sw_versions": ETHTOOL_I.replace("28.39.1002", "28.37.1014")}))
+    summaries = {h: {f"firmware.{k}": v for k, v in s.items()} for h, s in (("a", same), ("b", same), ("c", odd))}
+    (finding,) = consistency.judge_cluster(summaries)["c"]
+    assert finding.check == "consistency.firmware.hca_firmware" and finding.expected == "PSID MT_0000000838 28.39.1002"
+    assert firmware.summarize(firmware.parse({}))["hca_firmware"] is None
