@@ -23,8 +23,11 @@ based) and the counters ``ibqueryerrors`` reads:
   came up is its bring-up, not a flap). Five or more per port fail (Azure
   NHC ``azure_ib_link_flapping``: 5 per device in its window); fewer warn.
 
-Counters that say ``N/A (no PMA)`` (iWARP devices) are not numbers and are
-left out. :func:`snapshot` and :func:`delta` give the counters of one
+The same counters are read from ``perfquery [-x]`` blocks and ``ibqueryerrors``
+lines saved in the same source (their IBTA names mapped to the sysfs names,
+:data:`IBTA_NAMES`); where sysfs shows ports but no counter files, the
+collection runs ``perfquery -x`` per port. Counters that say ``N/A (no PMA)``
+(iWARP devices) are not numbers and are left out. :func:`snapshot` and :func:`delta` give the counters of one
 collection per port and the change between two, for callers that read them
 around a run (a lossy link shows on the one port whose errors move).
 """
