@@ -17,7 +17,8 @@ Across nodes, :func:`summarize` offers the VBIOS and InfoROM image per GPU
 model, OFED, rdma-core and the fabric manager version to
 :mod:`nccldiag.areas.consistency`, which names the node that differs and the
 majority value (ibdiagnet and ClusterMAX check uniform firmware the same
-way). HCA firmware is compared there as ``ib.firmware``.
+way). HCA firmware is compared there as ``ib.firmware`` (sysfs ``fw_ver``) and ``firmware.hca_firmware``
+(``ethtool -i``, ``flint``, ``mlxfwmanager`` output in ``sw_versions``).
 """
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ from typing import Dict, List, Optional
 from nccldiag.areas import kernlog, smiq
 from nccldiag.areas.base import NodeFacts, Source, section
 from nccldiag.areas.nvlink import FM_SOURCE, parse_fm
+from nccldiag.areas.pcie import node_rdma
 from nccldiag.model.findings import Finding, fail, ok, skip, warn
 
 NAME = "firmware"
@@ -39,9 +41,13 @@ VERSIONS_SOURCE = Source(
     '[ -d "$R/sys/class/infiniband" ] || exit 0; '
     "if command -v ofed_info >/dev/null 2>&1; then echo \"ofed: $(ofed_info -s 2>/dev/null | head -n 1)\"; fi; "
     "if command -v dpkg-query >/dev/null 2>&1; then dpkg-query -W -f='rdma-core: ${Version}\\n' rdma-core 2>/dev/null; "
-    "elif command -v rpm >/dev/null 2>&1; then rpm -q --qf 'rdma-core: %{VERSION}-%{RELEASE}\\n' rdma-core 2>/dev/null; fi; true",
+    "elif command -v rpm >/dev/null 2>&1; then rpm -q --qf 'rdma-core: %{VERSION}-%{RELEASE}\\n' rdma-core 2>/dev/null; fi; "
+    # firmware and PSID of each RDMA netdev's PCI function (one ioctl each)
+    'if command -v ethtool >/dev/null 2>&1; then for n in "$R"/sys/class/infiniband/*/device/net/*; do '
+    '[ -e "$n" ] && ethtool -i "${n##*/}" 2>/dev/null; done | head -n 600; fi; true',
     timeout=15,
-    description="MLNX_OFED/DOCA (ofed_info -s) and rdma-core package versions, on nodes with RDMA devices",
+    description="MLNX_OFED/DOCA (ofed_info -s) and rdma-core package versions, and ethtool -i of each RDMA netdev "
+                "(firmware and PSID), on nodes with RDMA devices",
 )
 
 SOURCES = (smiq.SOURCE, FM_SOURCE, VERSIONS_SOURCE, kernlog.SOURCE)
@@ -51,6 +57,93 @@ _FW_LINE = re.compile(r"mlx\d_core (\S+?): firmware version: (\S+)")
 # mlx4/mlx5 and other HCA drivers asking for newer firmware ("LSO not supported, please upgrade to later FW version")
 _FW_OLD = re.compile(r"(?:mlx\d|bnxt|irdma|qed)\w*.*(?:upgrade to (?:a )?(?:later|newer) (?:FW|firmware)|"
                      r"(?:FW|firmware) (?:version )?\S* ?(?:is )?(?:too old|not supported|older than))", re.I)
+
+
+# NIC drivers whose ethtool -i names an RDMA-capable function's firmware (NVIDIA/Mellanox, Broadcom, Intel E810,
+# Marvell, Amazon EFA, HiSilicon, AMD Pensando)
+_HCA_DRIVER = re.compile(r"^(?:mlx\d_core|bnxt_en|ice|irdma|qede|efa|hns3|ionic)\b")
+_FLINT_CMD = re.compile(r"\b(?:mst)?flint\b.*?\s-d\s+(\S+)")
+
+
+@dataclass
+class HcaFirmware:
+    """One HCA's firmware as a tool printed it (``ethtool -i``, ``flint``/``mstflint q``, ``mlxfwmanager``/``mlxup``)."""
+
+    tool: str
+    device: Optional[str] = None  # PCI function or the tool's device name
+    fw: Optional[str] = None  # the running firmware
+    fw_image: Optional[str] = None  # flint: the image burned in flash when it differs from the running one
+    psid: Optional[str] = None
+    model: Optional[str] = None  # mlxfwmanager's Device Type, ethtool's driver
+
+    @property
+    def group(self) -> str:
+        """What HCAs of one kind share: the device type, else the PSID (one board type), else the driver."""
+        return self.model if self.tool == "mlxfwmanager" and self.model else (
+            f"PSID {self.psid}" if self.psid else (self.model or "HCA"))
+
+
+def parse_hca_tools(text: Optional[str]) -> List[HcaFirmware]:
+    """HCA firmware records from ``ethtool -i`` blocks, ``flint``/``mstflint -d DEV q`` and ``mlxfwmanager``/``mlxup``
+    device blocks, in any mix; never raises."""
+    out: List[HcaFirmware] = []
+    cur: Optional[HcaFirmware] = None
+    device: Optional[str] = None  # from a flint command line
+    for raw in (text or "").splitlines():
+        line = raw.strip()
+        m = _FLINT_CMD.search(line)
+        if m:
+            device, cur = m.group(1), None
+            continue
+        m = re.match(r"^Device #\d+:", line)
+        if m:
+            cur = HcaFirmware("mlxfwmanager")
+            out.append(cur)
+            continue
+        key, sep, value = line.partition(":")
+        key, value = key.strip().lower(), value.strip()
+        if not sep:
+            m = re.match(r"^FW\s+(\S+)", line)  # mlxfwmanager: "FW   16.24.4020   N/A" (current, available)
+            if m and cur is not None and cur.tool == "mlxfwmanager" and m.group(1) != "N/A":
+                cur.fw = m.group(1)
+            continue
+        if key == "driver":
+            cur = HcaFirmware("ethtool -i", model=value) if _HCA_DRIVER.match(value) else None
+            if cur is not None:
+                out.append(cur)
+            continue
+        if cur is not None and cur.tool == "ethtool -i":
+            if key == "firmware-version":
+                m = re.match(r"^(\S+)(?:\s+\((\S+)\))?", value)
+                if m and m.group(1) != "N/A":
+                    cur.fw, cur.psid = m.group(1), m.group(2)
+            elif key == "bus-info" and value:
+                cur.device = value
+            continue
+        if key in ("image type", "fw version", "fw version(running)"):
+            if cur is None or cur.tool != "flint" or (key == "fw version" and cur.fw_image) or (
+                    key == "image type" and (cur.fw or cur.fw_image)):
+                cur = HcaFirmware("flint", device=device)
+                out.append(cur)
+            if key == "fw version" and value and value != "N/A":
+                cur.fw_image = value
+            elif key == "fw version(running)" and value and value != "N/A":
+                cur.fw = value
+            continue
+        if cur is None:
+            continue
+        if key == "psid" and value and value != "N/A":
+            cur.psid = value
+        elif cur.tool == "mlxfwmanager" and key == "device type" and value:
+            cur.model = value
+        elif cur.tool == "mlxfwmanager" and key == "pci device name" and value:
+            cur.device = value
+    for r in out:
+        if r.tool == "flint":
+            r.fw = r.fw or r.fw_image
+            if r.fw == r.fw_image:
+                r.fw_image = None
+    return [r for r in out if r.fw]
 
 
 @dataclass
@@ -67,6 +160,8 @@ class FirmwareFacts:
     rdma_core: Optional[str] = None
     hca_fw_log: Dict[str, str] = field(default_factory=dict)  # PCI function -> firmware (kernel log)
     hca_fw_complaints: List[str] = field(default_factory=list)  # the HCA driver asking for newer firmware
+    hca_fw_tools: List[HcaFirmware] = field(default_factory=list)  # ethtool -i, flint, mlxfwmanager (sw_versions)
+    collected: List[str] = field(default_factory=list)  # this area's sources present in the raw output
 
 
 def parse_versions(text: Optional[str], f: FirmwareFacts) -> None:
@@ -108,6 +203,8 @@ def parse(raw) -> FirmwareFacts:
     fm = parse_fm(section(raw, FM_SOURCE.name))
     f.fm_version = fm.version if fm else None
     parse_versions(section(raw, VERSIONS_SOURCE.name), f)
+    f.hca_fw_tools = parse_hca_tools(section(raw, VERSIONS_SOURCE.name))
+    f.collected = [s.name for s in SOURCES if raw.get(s.name) is not None]
     for when, msg in kernlog.parse(raw.get(kernlog.SOURCE.name)).lines:
         m = _FW_LINE.search(msg)
         if m:
@@ -173,6 +270,15 @@ def _judge_hca(facts: FirmwareFacts, node: Optional[NodeFacts]) -> List[Finding]
             seen.add(p.device)
             per.setdefault(p.hca_type or "HCA", Counter())[p.fw_ver] += 1
     source = "sysfs fw_ver"
+    tools = {}
+    for r in facts.hca_fw_tools:
+        tools.setdefault(r.device or f"{r.tool} #{len(tools)}", r)  # one record per device, the first read
+    evidence = [f"{d}: {r.fw}" + (f" (PSID {r.psid})" if r.psid else "") + (f", {r.fw_image} in flash" if r.fw_image
+                else "") + f" [{r.tool}]" for d, r in tools.items()]
+    if not per and tools:
+        source = ", ".join(sorted({r.tool for r in tools.values()}))
+        for r in tools.values():
+            per.setdefault(r.group, Counter())[r.fw] += 1
     if not per and facts.hca_fw_log:
         source = "kernel log"
         for fn, fw in facts.hca_fw_log.items():
@@ -185,15 +291,32 @@ def _judge_hca(facts: FirmwareFacts, node: Optional[NodeFacts]) -> List[Finding]
                      fix="Update the HCA firmware to what the driver supports (mlxfwmanager --online -u, or the OEM's "
                          "image for OEM cards, matched by PSID), the same on every node, and reset the HCA or reboot.")]
     if not per:
-        return [skip(NAME, "firmware.hca", "no HCA firmware versions (no RDMA device)")]
+        return [skip(NAME, "firmware.hca", _why_no_hca_fw(facts, node))]
     mixed = {m: c for m, c in per.items() if len(c) > 1}
     text = "; ".join(f"{m}: " + ", ".join(f"{v} on {n}" for v, n in c.most_common()) for m, c in per.items())
     if mixed:
         return [warn(NAME, "firmware.hca", f"HCAs of one model run different firmware ({source}): {text}",
                      actual={m: dict(c) for m, c in mixed.items()}, expected="one firmware per HCA model",
+                     evidence=evidence,
                      fix="Flash every HCA of the model to the same firmware (mlxfwmanager -u, or the vendor bundle) "
                      "and reset them (mlxfwreset or reboot).")]
-    return [ok(NAME, "firmware.hca", f"one firmware per HCA model ({source}): {text}")]
+    return [ok(NAME, "firmware.hca", f"one firmware per HCA model ({source}): {text}", evidence=evidence)]
+
+
+def _why_no_hca_fw(facts: FirmwareFacts, node: Optional[NodeFacts]) -> str:
+    """Why no HCA firmware was found: not collected, no RDMA hardware, or hardware whose firmware no source gave."""
+    ib = node.get("ib") if node is not None else None
+    rdma, why = node_rdma(node)
+    if rdma:
+        return (f"no HCA firmware information: the node has {why}, but no collected source gave their firmware "
+                "(sysfs fw_ver of the ib area; ethtool -i, flint/mstflint q or mlxfwmanager output in sw_versions; "
+                "mlx5_core 'firmware version' kernel log lines)")
+    if ib is None and VERSIONS_SOURCE.name not in facts.collected and kernlog.SOURCE.name not in facts.collected:
+        return ("no HCA firmware information: not collected (the ib area's ib_sysfs, sw_versions and kernel_log; "
+                "'ethtool -i NETDEV' or 'flint -d DEV q' output can be saved as sw_versions)")
+    if rdma is False:
+        return "no HCA firmware information: no RDMA device"
+    return "no HCA firmware information (no RDMA source collected)"
 
 
 def _judge_fm(facts: FirmwareFacts, node: Optional[NodeFacts]) -> List[Finding]:
@@ -223,4 +346,18 @@ def summarize(facts: Optional[FirmwareFacts]) -> Dict[str, Optional[str]]:
         "ofed": facts.ofed,
         "rdma_core": facts.rdma_core,
         "fabricmanager": facts.fm_version,
+        # HCA firmware as ethtool -i, flint or mlxfwmanager printed it (sysfs fw_ver is compared as ib.firmware)
+        "hca_firmware": "; ".join(f"{g} {'/'.join(sorted(v))}" for g, v in sorted(_tool_groups(facts).items())) or None,
     }
+
+
+def _tool_groups(facts: FirmwareFacts) -> Dict[str, set]:
+    out: Dict[str, set] = {}
+    seen = set()
+    for r in facts.hca_fw_tools:
+        key = r.device or id(r)
+        if key in seen:
+            continue
+        seen.add(key)
+        out.setdefault(r.group, set()).add(r.fw)
+    return out

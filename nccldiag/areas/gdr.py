@@ -69,6 +69,9 @@ class GdrFacts:
     # which of /proc/modules and the peer-memory sysfs paths came back with text (a source can be absent from a
     # hand-built bundle, or present and unreadable)
     collected: List[str] = field(default_factory=list)
+    present: List[str] = field(default_factory=list)  # of the two, those in the raw output at all (maybe empty)
+    modinfo: List[str] = field(default_factory=list)  # modules that `modinfo` output shows installed (not loaded)
+    module_errors: List[str] = field(default_factory=list)  # error lines in proc_modules (Permission denied, ...)
 
     @property
     def peer_module(self) -> Optional[str]:
@@ -124,6 +127,11 @@ def parse_peer_paths(text: Optional[str]) -> Tuple[Dict[str, str], bool, Optiona
 def parse(raw) -> GdrFacts:
     f = GdrFacts()
     f.collected = [n for n in ("proc_modules", "peermem_sysfs") if section(raw, n) is not None]
+    f.module_errors = [l.strip() for l in (section(raw, "proc_modules") or "").splitlines()
+                       if re.search(r"Permission denied|No such file|not found|[Cc]annot|can't|ERROR", l)][:2]
+    f.present = [n for n in ("proc_modules", "peermem_sysfs") if raw.get(n) is not None]
+    f.modinfo = [m.group(1) for m in re.finditer(r"(?m)^\s*name:\s*(\S+)", section(raw, "proc_modules") or "")
+                 if re.search(r"(?m)^\s*filename:", section(raw, "proc_modules") or "")]
     f.modules, f.modules_known = parse_modules(section(raw, "proc_modules"))
     f.peer_paths, f.paths_checked, f.driver_line = parse_peer_paths(section(raw, "peermem_sysfs"))
     log = [l.strip() for l in (section(raw, "gdr_dmesg") or "").splitlines() if l.strip()]
@@ -138,6 +146,26 @@ def _kernel_at_least(node: NodeFacts, major: int, minor: int) -> Optional[bool]:
     if not m:
         return None
     return (int(m.group(1)), int(m.group(2))) >= (major, minor)
+
+
+def _unknown_why(facts: GdrFacts) -> str:
+    """Why neither source told whether a peer-memory module is loaded, each source in its own words."""
+    if "proc_modules" in facts.collected and facts.module_errors:
+        mods = f"could not read the module list ({facts.module_errors[0]})"
+    elif "proc_modules" in facts.collected:
+        mods = ("the module list is `modinfo` output (" + ", ".join(facts.modinfo) + " installed; it does not say "
+                "loaded)" if facts.modinfo else "the module list (proc_modules) is neither /proc/modules nor lsmod output")
+    elif "proc_modules" in facts.present:
+        mods = "/proc/modules came back empty (unreadable)"
+    else:
+        mods = "the module list (proc_modules: cat /proc/modules, or lsmod) was not collected"
+    if "peermem_sysfs" in facts.collected:
+        paths = "the peer-memory sysfs paths could not be checked"
+    elif "peermem_sysfs" in facts.present:
+        paths = "the peer-memory sysfs check came back empty"
+    else:
+        paths = "the peer-memory sysfs paths (peermem_sysfs) were not collected"
+    return f"{mods}; {paths}"
 
 
 def judge(facts: Optional[GdrFacts], node: NodeFacts) -> List[Finding]:
@@ -160,10 +188,8 @@ def judge(facts: Optional[GdrFacts], node: NodeFacts) -> List[Finding]:
         findings.append(ok(NAME, "gdr.peermem", f"{facts.peer_module} loaded" + (f" (version {version})" if version else ""),
                            actual=facts.peer_module, evidence=evidence))
     elif loaded is None:
-        why = ("/proc/modules and /sys/module unreadable" if facts.collected else
-               "/proc/modules and the /sys/module paths were not collected")
         findings.append(warn(NAME, "gdr.peermem", f"could not tell whether a GPU peer-memory module is loaded "
-                             f"({why})", evidence=evidence,
+                             f"({_unknown_why(facts)})", evidence=evidence,
                              fix="Check by hand: lsmod | grep -e nvidia_peermem -e nv_peer_mem"))
     else:
         fix = ("Load it: 'modprobe nvidia-peermem' (ships with the NVIDIA driver since 470; needs MLNX_OFED or an "

@@ -24,8 +24,11 @@ based) and the counters ``ibqueryerrors`` reads:
   came up is its bring-up, not a flap). Five or more per port fail (Azure
   NHC ``azure_ib_link_flapping``: 5 per device in its window); fewer warn.
 
-Counters that say ``N/A (no PMA)`` (iWARP devices) are not numbers and are
-left out. :func:`snapshot` and :func:`delta` give the counters of one
+The same counters are read from ``perfquery [-x]`` blocks and ``ibqueryerrors``
+lines saved in the same source (their IBTA names mapped to the sysfs names,
+:data:`IBTA_NAMES`); where sysfs shows ports but no counter files, the
+collection runs ``perfquery -x`` per port. Counters that say ``N/A (no PMA)``
+(iWARP devices) are not numbers and are left out. :func:`snapshot` and :func:`delta` give the counters of one
 collection per port and the change between two, for callers that read them
 around a run (a lossy link shows on the one port whose errors move).
 """
@@ -37,6 +40,7 @@ from typing import Dict, List, Mapping, Optional
 
 from nccldiag.areas import kernlog
 from nccldiag.areas.base import NodeFacts, Source, section
+from nccldiag.areas.pcie import node_rdma
 from nccldiag.model.findings import Finding, fail, ok, skip, warn
 from nccldiag.spec import thresholds
 
@@ -48,9 +52,14 @@ COUNTERS_SOURCE = Source(
     '[ -d "$R/sys/class/infiniband" ] || exit 0; set --; '
     'for p in "$R"/sys/class/infiniband/*/ports/*; do '
     'for c in counters hw_counters; do [ -d "$p/$c" ] && set -- "$@" "$p/$c"/*; done; done; '
-    '[ $# -gt 0 ] && grep -sH . "$@" | head -n 30000; true',
+    '[ $# -gt 0 ] && grep -sH . "$@" | head -n 30000; '
+    # sysfs without counter files (hidden in some containers): perfquery -x per port, where installed
+    'if [ $# -eq 0 ] && command -v perfquery >/dev/null 2>&1; then '
+    'for p in "$R"/sys/class/infiniband/*/ports/*; do [ -d "$p" ] || continue; d=${p%/ports/*}; d=${d##*/}; '
+    'echo "perfquery -x -C $d -P ${p##*/}"; perfquery -x -C "$d" -P "${p##*/}" 2>&1; done | head -n 4000; fi; true',
     timeout=15,
-    description="per-port counters and hw_counters of /sys/class/infiniband (one grep)",
+    description="per-port counters and hw_counters of /sys/class/infiniband (one grep); perfquery -x per port "
+                "where sysfs has no counter files",
 )
 
 SOURCES = (COUNTERS_SOURCE, kernlog.SOURCE)
@@ -72,19 +81,94 @@ def _port_key(path: str) -> Optional[tuple]:
     return (f"{m.group(1)}/{m.group(2)}", m.group(4)) if m else None
 
 
-def snapshot(text: Optional[str]) -> Snapshot:
-    """Counters per port from the source's ``path:value`` lines or a ``==> path <==`` tree; never raises."""
-    out: Snapshot = {}
+# IBTA PortCounters / PortCountersExtended field names as infiniband-diags prints them (perfquery, ibqueryerrors),
+# with the older perfquery spellings (``SymbolErrors``, ``XmtDiscards``, ...) -> the sysfs counter file names
+IBTA_NAMES = {
+    "SymbolErrorCounter": "symbol_error", "SymbolErrors": "symbol_error",
+    "LinkErrorRecoveryCounter": "link_error_recovery", "LinkRecovers": "link_error_recovery",
+    "LinkDownedCounter": "link_downed", "LinkDowned": "link_downed",
+    "PortRcvErrors": "port_rcv_errors", "RcvErrors": "port_rcv_errors",
+    "PortRcvRemotePhysicalErrors": "port_rcv_remote_physical_errors",
+    "RcvRemotePhysErrors": "port_rcv_remote_physical_errors",
+    "PortRcvSwitchRelayErrors": "port_rcv_switch_relay_errors", "RcvSwRelayErrors": "port_rcv_switch_relay_errors",
+    "PortXmitDiscards": "port_xmit_discards", "PortXmtDiscards": "port_xmit_discards",
+    "XmtDiscards": "port_xmit_discards",
+    "PortXmitConstraintErrors": "port_xmit_constraint_errors", "XmtConstraintErrors": "port_xmit_constraint_errors",
+    "PortRcvConstraintErrors": "port_rcv_constraint_errors", "RcvConstraintErrors": "port_rcv_constraint_errors",
+    "LocalLinkIntegrityErrors": "local_link_integrity_errors", "LinkIntegrityErrors": "local_link_integrity_errors",
+    "ExcessiveBufferOverrunErrors": "excessive_buffer_overrun_errors",
+    "ExcBufOverrunErrors": "excessive_buffer_overrun_errors",
+    "VL15Dropped": "VL15_dropped",
+    "PortXmitWait": "port_xmit_wait", "XmtWait": "port_xmit_wait",
+    "PortXmitData": "port_xmit_data", "XmtData": "port_xmit_data",
+    "PortRcvData": "port_rcv_data", "RcvData": "port_rcv_data",
+    "PortXmitPkts": "port_xmit_packets", "XmtPkts": "port_xmit_packets",
+    "PortRcvPkts": "port_rcv_packets", "RcvPkts": "port_rcv_packets",
+    "PortUnicastXmitPkts": "unicast_xmit_packets", "PortUnicastRcvPkts": "unicast_rcv_packets",
+    "PortMulticastXmitPkts": "multicast_xmit_packets", "PortMulticastRcvPkts": "multicast_rcv_packets",
+}
+
+_SYSFS_LINE = re.compile(r"^(/\S+?/(?:counters|counters_ext|hw_counters)/[^/:]+):(.*)$")
+# perfquery: "# Port extended counters: Lid 1719 port 1 (CapMask: 0x5300 ...)" or "# Port counters: Lid 5 port 1"
+_PQ_HEADER = re.compile(r"^#\s*Port (?:extended )?counters:\s*Lid (\d+) port (\w+)", re.I)
+_PQ_LINE = re.compile(r"^([A-Za-z][A-Za-z0-9]*):\.*\s*(\S+)\s*$")
+# a command line naming the CA and port (the collection script's, or an admin's prompt): perfquery -x -C mlx5_0 -P 1
+_PQ_COMMAND = re.compile(r"\bperfquery\b.*?-C\s*(\S+)(?:.*?-P\s*(\d+))?")
+# ibqueryerrors: 'Errors for 0x2c903006e29b0 "MF0;sw:SX6036/U1"', then
+# "   GUID 0x2c903006e29b0 port 5: [SymbolErrorCounter == 65535] [LinkDownedCounter == 2 (2.000)] ..."
+_IBQ_NODE = re.compile(r'^Errors for\s+(?:(0x[0-9a-fA-F]+)\s*)?(?:"([^"]*)")?')
+_IBQ_PORT = re.compile(r"^GUID\s+(0x[0-9a-fA-F]+)\s+port\s+(\w+):\s*(.*)$")
+_IBQ_VALUE = re.compile(r"\[(\w+)\s*==\s*(\d+)(?:\s*\([^)]*\))?\]")
+_TOOL_ERROR = re.compile(r"^(?:ibwarn|ibpanic|iberror|\S*perfquery):|\biberror:|can't open UMAD|Permission denied")
+_IBQ_SUMMARY = re.compile(r"^##\s*(\d+) ports checked, (\d+) ports have errors")
+
+
+@dataclass
+class CounterDump:
+    """Counters per port read from one text, and which layouts it held."""
+
+    counters: Snapshot = field(default_factory=dict)
+    formats: List[str] = field(default_factory=list)  # "sysfs", "perfquery", "ibqueryerrors"
+    fabric_ports_checked: Optional[int] = None  # ibqueryerrors' "## N ports checked"
+    no_pma: bool = False  # counters that read "N/A (no PMA)"
+    errors: List[str] = field(default_factory=list)  # the tools' own error lines (ibwarn, iberror, ...)
+
+
+def read_counters(text: Optional[str]) -> CounterDump:
+    """Counters per port from sysfs ``path:value`` lines or a ``==> path <==`` tree, ``perfquery [-x]`` blocks and
+    ``ibqueryerrors`` lines (IBTA names mapped to the sysfs names); never raises.
+
+    Ports are ``dev/port`` for sysfs and for perfquery run with ``-C dev -P port``, ``lid N/port`` for other
+    perfquery blocks, and ``GUID/port "node description"`` for ibqueryerrors (which sweeps the fabric: switch
+    ports too). A switch's ``port ALL`` line of ibqueryerrors is kept only when no numbered port of it is listed.
+    """
+    d = CounterDump()
+    out = d.counters
     cur = None
+    pq_port: Optional[str] = None
+    pq_ca: Optional[tuple] = None
+    ibq_node: Optional[str] = None
+    ibq_all: Dict[str, tuple] = {}  # GUID -> (port key, counters) of its "port ALL" line
+    ibq_numbered = set()
+
+    def seen(fmt: str) -> None:
+        if fmt not in d.formats:
+            d.formats.append(fmt)
+
     for raw in (text or "").splitlines():
         line = raw.strip()
         if not line:
             continue
+        if "no PMA" in line:
+            d.no_pma = True
+        if _TOOL_ERROR.search(line) and len(d.errors) < 4:
+            d.errors.append(line)
         m = re.match(r"^==> (\S+) <==$", line)
         if m:
             cur = _port_key(m.group(1))
+            pq_port = None
             continue
-        m = re.match(r"^(/\S+?/(?:counters|counters_ext|hw_counters)/[^/:]+):(.*)$", line)
+        m = _SYSFS_LINE.match(line)
         if m:
             key, value = _port_key(m.group(1)), m.group(2).strip()
             cur = None
@@ -92,11 +176,63 @@ def snapshot(text: Optional[str]) -> Snapshot:
             key, value = cur, line
             cur = None
         else:
+            key = None
+        if key is not None:
+            if re.fullmatch(r"\d+", value):
+                out.setdefault(key[0], {})[key[1]] = int(value)
+                seen("sysfs")
             continue
-        if key is None or not re.fullmatch(r"\d+", value):
+        m = _PQ_COMMAND.search(line)
+        if m:
+            pq_ca = (m.group(1), m.group(2))
             continue
-        out.setdefault(key[0], {})[key[1]] = int(value)
-    return out
+        m = _PQ_HEADER.match(line)
+        if m:
+            if pq_ca:
+                pq_port = f"{pq_ca[0]}/{pq_ca[1] or m.group(2)}"
+                pq_ca = None
+            else:
+                pq_port = f"lid {m.group(1)}/{m.group(2)}"
+            seen("perfquery")
+            continue
+        if pq_port is not None:
+            m = _PQ_LINE.match(line)
+            if m:
+                name = IBTA_NAMES.get(m.group(1))
+                if name and re.fullmatch(r"\d+", m.group(2)):
+                    out.setdefault(pq_port, {})[name] = int(m.group(2))
+                continue
+            pq_port = None
+        m = _IBQ_NODE.match(line)
+        if m:
+            ibq_node = m.group(2) if m.group(2) is not None else m.group(1)
+            seen("ibqueryerrors")
+            continue
+        m = _IBQ_PORT.match(line)
+        if m:
+            guid, port = m.group(1).lower(), m.group(2)
+            key = f"{guid}/{port}" + (f' "{ibq_node}"' if ibq_node and ibq_node != guid else "")
+            values = {IBTA_NAMES[n]: int(v) for n, v in _IBQ_VALUE.findall(m.group(3)) if n in IBTA_NAMES}
+            if port.upper() == "ALL":
+                ibq_all[guid] = (key, values)
+            else:
+                ibq_numbered.add(guid)
+                out.setdefault(key, {}).update(values)
+            seen("ibqueryerrors")
+            continue
+        m = _IBQ_SUMMARY.match(line)
+        if m:
+            d.fabric_ports_checked = int(m.group(1))
+            seen("ibqueryerrors")
+    for guid, (key, values) in ibq_all.items():
+        if guid not in ibq_numbered:
+            out.setdefault(key, {}).update(values)
+    return d
+
+
+def snapshot(text: Optional[str]) -> Snapshot:
+    """Counters per port (see :func:`read_counters`); never raises."""
+    return read_counters(text).counters
 
 
 def delta(before: Mapping[str, Mapping[str, int]], after: Mapping[str, Mapping[str, int]]) -> Dict[str, Dict[str, Optional[int]]]:
@@ -124,7 +260,12 @@ class Flap:
 
 @dataclass
 class IbCounterFacts:
-    counters: Optional[Snapshot] = None  # None: not collected
+    counters: Optional[Snapshot] = None  # None: not collected, or collected and empty
+    collected: bool = False  # the ib_counters source is in the raw output (possibly empty)
+    formats: List[str] = field(default_factory=list)  # layouts read_counters found ("sysfs", "perfquery", ...)
+    fabric_ports_checked: Optional[int] = None  # ibqueryerrors' "## N ports checked"
+    no_pma: bool = False
+    tool_errors: List[str] = field(default_factory=list)
     flaps: Dict[str, Flap] = field(default_factory=dict)
     module_events: List[str] = field(default_factory=list)
     log_read: Optional[bool] = None
@@ -171,8 +312,12 @@ def parse_flaps(log: kernlog.KernelLog) -> tuple:
 
 def parse(raw) -> IbCounterFacts:
     f = IbCounterFacts()
+    f.collected = raw.get(COUNTERS_SOURCE.name) is not None
     text = section(raw, COUNTERS_SOURCE.name)
-    f.counters = snapshot(text) if text is not None else None
+    if text is not None:
+        dump = read_counters(text)
+        f.counters, f.formats, f.fabric_ports_checked = dump.counters, dump.formats, dump.fabric_ports_checked
+        f.no_pma, f.tool_errors = dump.no_pma, dump.errors
     log = kernlog.parse(raw.get(kernlog.SOURCE.name))
     f.log_read = log.read
     f.flaps, f.module_events = parse_flaps(log)
@@ -182,7 +327,7 @@ def parse(raw) -> IbCounterFacts:
 def judge(facts: Optional[IbCounterFacts], node: NodeFacts) -> List[Finding]:
     if facts is None:
         return [skip(NAME, "ibcounters.link", "no counter outputs came back")]
-    return _judge_counters(facts) + _judge_flaps(facts, node)
+    return _judge_counters(facts, node) + _judge_flaps(facts, node)
 
 
 def _nonzero(counters: Snapshot, names) -> Dict[str, Dict[str, int]]:
@@ -198,30 +343,55 @@ def _fmt(d: Dict[str, Dict[str, int]]) -> List[str]:
     return [f"{p}: " + ", ".join(f"{n} {v}" for n, v in c.items()) for p, c in d.items()]
 
 
-def _judge_counters(facts: IbCounterFacts) -> List[Finding]:
-    if not facts.counters:
-        why = "no RDMA port counters in sysfs" if facts.counters is not None else "no RDMA ports (or counters not collected)"
-        return [skip(NAME, "ibcounters.link", why)]
-    ports = [p for p, c in facts.counters.items() if any(n in c for n in LINK_FATAL + LINK_WARN)]
+def _why_no_counters(facts: IbCounterFacts, node: Optional[NodeFacts]) -> str:
+    if not facts.collected:
+        return ("IB port counters not collected (source ib_counters: the counters under /sys/class/infiniband/*/ports/*/; "
+                "perfquery -x or ibqueryerrors output is read from the same file)")
+    if facts.counters is None:
+        rdma, why = node_rdma(node)
+        if rdma:
+            return (f"no port counters under /sys/class/infiniband, though the node has {why}: sysfs is hidden here "
+                    "(a container?); save 'perfquery -x' output as ib_counters")
+        return "no RDMA ports (nothing under /sys/class/infiniband)"
+    if facts.tool_errors:
+        return f"could not read the port counters: {facts.tool_errors[-1]}"
+    if facts.no_pma:
+        return "the port counters read N/A (no PMA): iWARP devices keep no IB port counters"
+    return ("could not read the ib_counters output: no port counter in a known layout (sysfs path:value, "
+            "'==> path <==' blocks, perfquery, ibqueryerrors)")
+
+
+def _judge_counters(facts: IbCounterFacts, node: Optional[NodeFacts] = None) -> List[Finding]:
+    fabric = facts.fabric_ports_checked
+    if not facts.counters and not fabric:
+        return [skip(NAME, "ibcounters.link", _why_no_counters(facts, node))]
+    counters = facts.counters or {}
+    formats = facts.formats or ["sysfs"]
+    ports = [p for p, c in counters.items() if any(n in c for n in LINK_FATAL + LINK_WARN)]
+    since = "since the driver loaded" if formats == ["sysfs"] else "since they were last cleared"
+    note = "" if formats == ["sysfs"] else f" ({', '.join(formats)})"
+    if "ibqueryerrors" in formats:
+        note = note[:-1] + ", fabric-wide: switch ports too)"
     findings: List[Finding] = []
     link_fix = ("Errors since the driver loaded: clear them (perfquery -x -R, or reboot) and run a collective; a port "
                 "whose symbol or receive errors grow has a bad cable, transceiver or switch port: reseat or replace the "
                 "cable and check the switch side (ibdiagnet). Buffer overruns and link integrity errors are fatal in "
                 "NVSentinel's counter design.")
-    fatal, warned = _nonzero(facts.counters, LINK_FATAL), _nonzero(facts.counters, LINK_WARN)
+    fatal, warned = _nonzero(counters, LINK_FATAL), _nonzero(counters, LINK_WARN)
     both = {p: dict(fatal.get(p, {}), **warned.get(p, {})) for p in list(fatal) + [p for p in warned if p not in fatal]}
+    of = max(len(ports), fabric or 0)
     if both:
         # since-boot totals, not rates: a warning; the rates that NVSentinel fails on need two readings (delta)
-        msg = f"link errors counted since the driver loaded on {len(both)} of {len(ports)} ports: " + "; ".join(_fmt(both)[:3])
+        msg = f"link errors counted {since} on {len(both)} of {of} ports{note}: " + "; ".join(_fmt(both)[:3])
         if fatal:
             msg += f" ({', '.join(sorted({n for c in fatal.values() for n in c}))}: fatal in NVSentinel when it grows)"
         findings.append(warn(NAME, "ibcounters.link", msg, actual=both, expected=0, evidence=_fmt(both), fix=link_fix))
-    elif ports:
-        findings.append(ok(NAME, "ibcounters.link", f"no link errors on {len(ports)} ports", actual=0, expected=0))
+    elif ports or fabric:
+        findings.append(ok(NAME, "ibcounters.link", f"no link errors on {of} ports{note}", actual=0, expected=0))
     else:
         findings.append(skip(NAME, "ibcounters.link", "no IB link error counters (iWARP or no PMA)"))
-    transport = _nonzero(facts.counters, TRANSPORT_WARN)
-    hw_ports = [p for p, c in facts.counters.items() if any(n in c for n in TRANSPORT_WARN)]
+    transport = _nonzero(counters, TRANSPORT_WARN)
+    hw_ports = [p for p, c in counters.items() if any(n in c for n in TRANSPORT_WARN)]
     if transport:
         findings.append(warn(NAME, "ibcounters.transport", f"retries or lost packets counted on {len(transport)} ports: "
                              + "; ".join(_fmt(transport)[:3]), actual=transport, expected=0, evidence=_fmt(transport),

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Mapping, Optional, Tuple
 
 from nccldiag.areas.base import NodeFacts, Source, parse_dump, section
+from nccldiag.areas.pcie import node_rdma
 from nccldiag.model.findings import Finding, fail, ok, skip, warn
 
 NAME = "ib"
@@ -75,6 +76,7 @@ SOURCES = (
            description="rdma link show (iproute2): state, physical state and netdev of each port"),
 )
 
+_IWARP_DEV = re.compile(r"^(?:i40iw|iw_cxgb|cxgb4_|siw)")
 _SOFT_RXE = re.compile(r"^rxe")
 _SOFT_SIW = re.compile(r"^siw")
 
@@ -121,6 +123,7 @@ class IbPort:
     lines: List[str] = field(default_factory=list)  # raw lines, for evidence
     notes: List[str] = field(default_factory=list)  # tools that disagree with sysfs
     link_layer_from: Optional[str] = None  # how the link layer was inferred, where no source printed it
+    transport: Optional[str] = None  # ibv_devinfo's transport: "InfiniBand" (IB and RoCE) or "iWARP"
 
     @property
     def name(self) -> str:
@@ -143,6 +146,11 @@ class IbPort:
     def roce(self) -> bool:
         return self.link_layer == "Ethernet"
 
+    @property
+    def iwarp(self) -> bool:
+        """An iWARP device (Ethernet link layer, TCP transport): no RoCE GIDs, not a RoCE port."""
+        return (self.transport or "").lower() == "iwarp" or bool(_IWARP_DEV.match(self.device))
+
     def summary(self) -> str:
         """One line with everything known about the port."""
         parts = [f"State {self.state or '?'}", f"Physical state {self.phys_state or '?'}"]
@@ -161,6 +169,8 @@ class IbFacts:
     ports: List[IbPort] = field(default_factory=list)
     sources: List[str] = field(default_factory=list)  # sources that had output
     notes: List[str] = field(default_factory=list)
+    collected: List[str] = field(default_factory=list)  # sources in the raw output, empty or not
+    tool_errors: List[str] = field(default_factory=list)  # "source: line" of the tools' own errors
 
     @property
     def devices(self) -> List[str]:
@@ -305,14 +315,31 @@ def _get(ports: Ports, device: str, port: int, source: str) -> IbPort:
 _SYSFS_PATH = re.compile(r"(?:^|/)sys/class/infiniband/([^/]+)/(.+)$")
 
 
+# `grep "" /sys/class/infiniband/*/ports/*/state` prints path:value; `ls -1d .../ports/*` the port directories
+_SYSFS_GREP = re.compile(r"^\s*(/\S*?/infiniband/[^/\s:]+/[^:\s]+):(.*)$")
+_SYSFS_PORT_DIR = re.compile(r"^\s*/\S*?/infiniband/([^/\s]+)/ports/(\d+)/?\s*$")
+
+
 def parse_sysfs(text: Optional[str]) -> Ports:
-    """Ports from a dump of ``/sys/class/infiniband`` (the ``ib_sysfs`` source or a fixture tree)."""
+    """Ports from a dump of ``/sys/class/infiniband`` (the ``ib_sysfs`` source or a fixture tree), or from
+    ``grep "" /sys/class/infiniband/...`` lines (``path:value``) and ``ls -d .../ports/*`` port directories."""
     files, _ = parse_dump(text)
+    listed: List[Tuple[str, int]] = []
+    for line in (text or "").splitlines():
+        m = _SYSFS_GREP.match(line)
+        if m:
+            files.setdefault(m.group(1), m.group(2) + "\n")
+            continue
+        m = _SYSFS_PORT_DIR.match(line)
+        if m:
+            listed.append((m.group(1), int(m.group(2))))
     ports: Ports = {}
     devices: Dict[str, Dict[str, str]] = {}
     dev_netdevs: Dict[str, List[Tuple[str, Optional[int], Optional[str]]]] = {}
     gid_rows: Dict[Tuple[str, int], Dict[int, Dict[str, str]]] = {}
     src = "ib_sysfs"
+    for dev, pnum in listed:
+        _get(ports, dev, pnum, src).lines.append(f"ib_sysfs: /sys/class/infiniband/{dev}/ports/{pnum} listed")
     for path, content in files.items():
         m = _SYSFS_PATH.search(path.strip())
         if not m:
@@ -476,6 +503,13 @@ def parse_ibv_devinfo(text: Optional[str]) -> Ports:
             attrs.setdefault(dev, {})
             cur = _get(ports, dev, int(m.group(1)), src)
             continue
+        if dev is None and cur is None and (_GID_LINE.search(line) or re.match(
+                r"^\s*(?:state|phys_state|link_layer|active_width|active_speed|active_mtu|port_lid|sm_lid)\s*:", line)):
+            # a port section excerpt with neither hca_id nor port line: one port of an unnamed device
+            dev = "?"
+            attrs.setdefault(dev, {})
+            cur = _get(ports, dev, 1, src)
+            cur.lines.append("ibv_devinfo: a port section without its hca_id and port lines")
         m = _GID_LINE.search(line)
         if m and cur is not None:
             g = make_gid(int(m.group(1)), m.group(2), m.group(3))
@@ -522,6 +556,7 @@ def parse_ibv_devinfo(text: Optional[str]) -> Ports:
     for k, p in ports.items():
         a = attrs.get(p.device, {})
         p.fw_ver = a.get("fw_ver") or None
+        p.transport = re.sub(r"\s*\(\d+\)$", "", a.get("transport", "")) or None
         p.board_id = a.get("board_id") or None
         p.node_guid = a.get("node_guid") or None
         part = a.get("vendor_part_id", "")
@@ -617,7 +652,7 @@ def parse_rdma_link(text: Optional[str]) -> Ports:
 # ---- merge -------------------------------------------------------------------------------------------
 
 _MERGED = ("state", "phys_state", "rate", "rate_text", "link_layer", "netdev", "netdev_state", "lid", "sm_lid",
-           "mtu", "fw_ver", "hca_type", "board_id", "node_guid")
+           "mtu", "fw_ver", "hca_type", "board_id", "node_guid", "transport")
 _COMPARED = ("state", "phys_state", "rate", "link_layer")
 
 # order of trust: sysfs first, then the tools that read the port attributes directly
@@ -663,6 +698,12 @@ def merge(per_source: Iterable[Tuple[str, Ports]]) -> List[IbPort]:
     return sorted(merged.values(), key=lambda p: (_natural(p.device), p.port))
 
 
+# the tools' own words for "no device" or a failure: ibstat "Fatal error:  device '*': sys files not found",
+# ibv_devinfo "No IB devices found" / "Failed to get IB devices list", infiniband-diags' ibwarn/ibpanic
+_TOOL_ERROR = re.compile(r"Fatal error|No IB devices found|Failed to get IB devices|^\s*ib(?:warn|panic|error):|"
+                         r"Permission denied", re.I)
+
+
 def parse(raw: Mapping[str, Optional[str]]) -> Optional[IbFacts]:
     """Facts from every source; None when none of this area's sources was collected at all."""
     if not any(name in raw for name, _ in _ORDER):
@@ -670,10 +711,13 @@ def parse(raw: Mapping[str, Optional[str]]) -> Optional[IbFacts]:
     per_source = []
     facts = IbFacts()
     for name, fn in _ORDER:
+        if name in raw:
+            facts.collected.append(name)
         text = section(raw, name)
         if text is None:
             continue
         facts.sources.append(name)
+        facts.tool_errors.extend(f"{name}: {l.strip()}" for l in text.splitlines() if _TOOL_ERROR.search(l))
         per_source.append((name, fn(text)))
     facts.ports = [p for p in merge(per_source) if p.device != "?" or len(per_source) == 1]
     empty_gids = show_gids_empty(section(raw, "show_gids"))
@@ -686,12 +730,19 @@ def parse(raw: Mapping[str, Optional[str]]) -> Optional[IbFacts]:
     return facts
 
 
+# IPoIB netdevs are named ib0, ibp26s0, ibs1f0 (the kernel's "ib" prefix); Ethernet ones eth0 or en* (systemd's
+# predictable names: enp27s0f0np0, ens6f0np0, eno1). Other names (bond0, p1p1, net1 in a pod) say nothing.
+_IPOIB_NETDEV = re.compile(r"^ib[a-z]?\d")
+_ETH_NETDEV = re.compile(r"^(?:eth\d|en[a-z]+\d|en[a-z]\d)")
+
+
 def _infer_link_layer(p: IbPort) -> None:
     """Ethernet (RoCE) where no source printed the link layer but the port shows it.
 
     An InfiniBand port has neither RoCE v2 GIDs nor IPv4-mapped GIDs (its GIDs
     are the subnet prefix and port GUID), and rxe/siw devices are Ethernet by
-    construction. ``rdma link`` and ``ibdev2netdev`` print no link layer.
+    construction. ``rdma link`` and ``ibdev2netdev`` print no link layer, but the netdev they name does: ``ib*``
+    is IPoIB (InfiniBand), ``eth*``/``en*`` Ethernet.
     """
     if p.link_layer is not None:
         return
@@ -703,15 +754,21 @@ def _infer_link_layer(p: IbPort) -> None:
         p.link_layer, p.link_layer_from = "Ethernet", f"a RoCE v2 GID (GID[{v2.index}])"
     elif v4 is not None:
         p.link_layer, p.link_layer_from = "Ethernet", f"an IPv4-mapped GID (GID[{v4.index}] {v4.ipv4})"
+    elif p.netdev and _IPOIB_NETDEV.match(p.netdev):
+        p.link_layer, p.link_layer_from = "InfiniBand", f"the netdev name ({p.netdev}: IPoIB)"
+    elif p.netdev and _ETH_NETDEV.match(p.netdev):
+        p.link_layer, p.link_layer_from = "Ethernet", f"the netdev name ({p.netdev})"
     if p.link_layer_from:
-        p.lines.append(f"link layer Ethernet inferred from {p.link_layer_from}")
+        p.lines.append(f"link layer {p.link_layer} inferred from {p.link_layer_from}")
 
 
 # ---- judgement ---------------------------------------------------------------------------------------
 
 
 def _ll_short(link_layer: Optional[str]) -> str:
-    return {"InfiniBand": "IB", "Ethernet": "RoCE"}.get(link_layer or "", link_layer or "RDMA")
+    if not link_layer or link_layer == "?":
+        return "RDMA"
+    return {"InfiniBand": "IB", "Ethernet": "RoCE"}.get(link_layer, link_layer)
 
 
 def _evidence(p: IbPort, limit: int = 8) -> List[str]:
@@ -723,6 +780,19 @@ _SM_FIX = ("The link is up but the subnet manager has not configured the port: c
            "for SR-IOV virtual functions, that the VF's GUID and policy are set.")
 
 
+# RDMA devices of other vendors (Broadcom, Intel, Marvell, Amazon, HiSilicon, Alibaba, AMD, Microsoft, Cornelis,
+# Chelsio, VMware): mlxlink does not apply to them
+_NOT_MLX = re.compile(r"^(?:bnxt_re|irdma|i40iw|qedr|efa|hns|erdma|ionic|mana|hfi1|qib|cxgb|iw_cxgb|ocrdma|vmw_pvrdma|"
+                      r"rxe|siw)")
+
+
+def _link_tool(p: IbPort, what: str) -> str:
+    """The command that shows a port's physical link: mlxlink on NVIDIA/Mellanox devices, ethtool elsewhere."""
+    if _NOT_MLX.match(p.device):
+        return f"`ethtool {p.netdev or 'NETDEV'}` (and `ethtool -m` for the module) shows {what}"
+    return f"`mlxlink -d {p.device} -p {p.port} -m` shows {what}"
+
+
 def _down_finding(p: IbPort, active_others: int, total: int) -> Finding:
     """The finding for one port that is not Active (``total``: ports with a known state on the node)."""
     ll = p.link_layer or "unknown link layer"
@@ -732,7 +802,7 @@ def _down_finding(p: IbPort, active_others: int, total: int) -> Finding:
     actual = f"{p.state}/{p.phys_state or '?'}"
     ev = _evidence(p)
     if p.phys_state == "Disabled":
-        how = (f"`ip link set {p.netdev or '<netdev>'} up`" if p.roce else
+        how = (f"`ip link set {p.netdev or 'NETDEV'} up`, NETDEV being the port's netdev" if p.roce else
                f"`ibportstate -C {p.device} -P {p.port} -D 0 {p.port} enable`")
         return warn(NAME, "ib.port_state",
                     f"{where}: {shown}: the port is administratively disabled (RoCE: its netdev is down; IB: disabled "
@@ -745,10 +815,10 @@ def _down_finding(p: IbPort, active_others: int, total: int) -> Finding:
         why = ("no link partner: the cable is unplugged or faulty, the transceiver is bad, or the switch port is "
                "down. An Ethernet port that is deliberately left uncabled reads Polling too")
         fix = ("Check the cable and transceiver (reseat, swap with a known-good one) and the switch port (admin up, "
-               f"speed); `mlxlink -d {p.device} -p {p.port} -m` shows the cable and the link-training state"
+               f"speed); {_link_tool(p, 'the cable and the link-training state')}"
                + ("" if p.roce else f", `ibportstate -C {p.device} -P {p.port} -D 0 {p.port} query` the port")
                + ". If the port is unused on purpose, "
-               + (f"set its netdev down (`ip link set {p.netdev or '<netdev>'} down`: it then reads Disabled) and "
+               + (f"set its netdev down (`ip link set {p.netdev or 'NETDEV'} down`: it then reads Disabled) and "
                   if p.roce else "disable it and ")
                + "exclude it with NCCL_IB_HCA.")
     elif p.state in ("Init", "Armed") or (p.state == "Down" and p.phys_state == "LinkUp" and not p.roce):
@@ -756,12 +826,13 @@ def _down_finding(p: IbPort, active_others: int, total: int) -> Finding:
         fix = _SM_FIX
     elif p.state == "Down" and p.phys_state == "LinkUp":
         why = "the physical link is up but the RDMA port is down"
-        fix = (f"Check the netdev ({p.netdev or 'see ibdev2netdev'}) with `ip link`, and `dmesg | grep -i mlx5` "
+        driver = "mlx5" if not _NOT_MLX.match(p.device) else re.match(r"[a-z]+", p.device).group(0)
+        fix = (f"Check the netdev ({p.netdev or 'see ibdev2netdev'}) with `ip link`, and `dmesg | grep -i {driver}` "
                "for errors; for SR-IOV virtual functions, the VF's link state on the host.")
     else:
         why = "the link did not come up"
-        fix = (f"Check the cable, transceiver and switch port; `mlxlink -d {p.device} -p {p.port} -m` for link training "
-               "and errors; reset the port or reboot if the physical state is stuck.")
+        fix = (f"Check the cable, transceiver and switch port; {_link_tool(p, 'link training and errors')}; reset the "
+               "port or reboot if the physical state is stuck.")
     return fail(NAME, "ib.port_state", f"{where}: {shown} ({why}){rest}", actual=actual, expected="Active/LinkUp",
                 evidence=ev, fix=fix)
 
@@ -795,7 +866,7 @@ def _judge_rates(ports: List[IbPort]) -> List[Finding]:
                 actual=p.rate, expected=top, evidence=[p.summary()] + [q.summary() for q in members if q is not p][:3],
                 fix=f"A port that trained below its identical siblings has a cable, transceiver or switch-port problem: "
                     f"reseat or replace the cable, check the switch port's configured speed, and read the negotiated "
-                    f"speed, width and errors with `mlxlink -d {p.device} -p {p.port}`.",
+                    f"speed, width and errors: {_link_tool(p, 'them')}.",
             ))
         same.append(f"{len(members) - len(slow)}x {_fmt_rate(top)} Gb/s {_ll_short(ll)}{model}")
     if not found:
@@ -805,8 +876,13 @@ def _judge_rates(ports: List[IbPort]) -> List[Finding]:
 
 
 def _judge_gids(ports: List[IbPort]) -> List[Finding]:
-    roce = [p for p in ports if p.active and p.roce]
+    roce = [p for p in ports if p.active and p.roce and not p.iwarp]
     if not roce:
+        iwarp = [p for p in ports if p.active and p.iwarp]
+        if iwarp:
+            return [skip(NAME, "ib.roce_gid", f"{len(iwarp)} active iWARP port{'s' if len(iwarp) != 1 else ''} "
+                         f"({', '.join(p.name for p in iwarp[:4])}): iWARP has no RoCE GIDs, nothing to check",
+                         evidence=[p.summary() for p in iwarp][:8])]
         return []
     known = [p for p in roce if p.gids_source is not None]
     if not known:
@@ -830,7 +906,8 @@ def _judge_gids(ports: List[IbPort]) -> List[Finding]:
     has_ib = any(p.active and p.link_layer == "InfiniBand" for p in ports)
     found: List[Finding] = []
     for p, kind in bad:
-        netdev = p.netdev or "<netdev>"
+        netdev = p.netdev or "not reported"
+        dev_words = p.netdev or "the port's netdev (`ibdev2netdev` or `rdma link` names it)"
         gid_ev = [f"GID[{g.index}] {g.gid} {g.type or '?'}" + (f" {g.ipv4}" if g.ipv4 else "")
                   + (f" {g.netdev}" if g.netdev else "") for g in p.gids][:8]
         ev = [p.summary(), f"GID table from {p.gids_source}: {len(p.gids)} non-zero entr{'ies' if len(p.gids) != 1 else 'y'}"] + gid_ev
@@ -856,7 +933,8 @@ def _judge_gids(ports: List[IbPort]) -> List[Finding]:
             f"({'only link-local GIDs' if p.gids else 'no GID at all'}); NCCL then falls back to GID 0, a link-local "
             f"address that does not route ({scope})",
             actual="no IPv4 GID", expected="a RoCE v2 GID with an IPv4 address", evidence=ev,
-            fix=f"Assign an IPv4 address to {netdev} (`ip addr add <addr>/<len> dev {netdev}`, made permanent in the "
+            fix=f"Assign an IPv4 address to {dev_words} (`ip addr add ADDR/LEN dev {p.netdev or 'NETDEV'}`, made "
+                "permanent in the "
                 "network configuration): the kernel then adds RoCE v1 and v2 GIDs for it. NCCL >= 2.21 picks the "
                 "IPv4 RoCE v2 GID itself, so leave NCCL_IB_GID_INDEX unset (older NCCL: set it to that GID's index, "
                 "see `show_gids`). If the port is not meant for NCCL (a management bond), exclude it with NCCL_IB_HCA.",
@@ -872,6 +950,22 @@ def _judge_gids(ports: List[IbPort]) -> List[Finding]:
     return found
 
 
+def _judge_absent(facts: IbFacts, node: Optional[NodeFacts]) -> Finding:
+    """ib.present when no source lists a port: absent, not collected, or hardware that other areas see."""
+    evidence = [f"sources collected: {', '.join(facts.collected) or 'none'}; with output: "
+                f"{', '.join(facts.sources) or 'none'}"] + facts.tool_errors[:4]
+    said = f" ({facts.tool_errors[0]})" if facts.tool_errors else ""
+    rdma, why = node_rdma(node)
+    if rdma:
+        return skip(NAME, "ib.present", f"no RDMA port listed by {', '.join(facts.collected)}{said}, though the node has "
+                    f"{why}: its RDMA driver (mlx5_ib, mlx4_ib) is not loaded or did not start, or /sys/class/infiniband "
+                    "is hidden here (`lsmod | grep _ib`, `dmesg | grep -i mlx`)", evidence=evidence)
+    if "ib_sysfs" not in facts.collected and not facts.sources:
+        return skip(NAME, "ib.present", f"no RDMA port listed by {', '.join(facts.collected)}; the sysfs listing "
+                    "(ib_sysfs) was not collected", evidence=evidence)
+    return skip(NAME, "ib.present", f"no InfiniBand/RoCE devices{said}", evidence=evidence)
+
+
 def _compact(ports: List[IbPort]) -> str:
     """``8x 400 Gb/s IB, 1x 200 Gb/s RoCE`` for the active ports."""
     c = Counter((p.link_layer, p.rate) for p in ports if p.active)
@@ -883,21 +977,15 @@ def _compact(ports: List[IbPort]) -> str:
 
 def judge(facts: Optional[IbFacts], node: Optional[NodeFacts] = None) -> List[Finding]:
     if facts is None:
-        return [skip(NAME, "ib.present", "no InfiniBand/RoCE information collected")]
+        return [skip(NAME, "ib.present", "InfiniBand/RoCE sources not collected (" + ", ".join(n for n, _ in _ORDER)
+                     + ")")]
     if not facts.ports:
-        return [skip(NAME, "ib.present", "no InfiniBand/RoCE devices",
-                     evidence=[f"sources with output: {', '.join(facts.sources) or 'none'}"])]
+        return [_judge_absent(facts, node)]
     ports = facts.ports
     known = [p for p in ports if p.state is not None]
     active = [p for p in known if p.active]
     findings: List[Finding] = []
-    netdev_down = [p for p in ports if p.state is None and (p.netdev_state or "").lower() == "down"]
-    down_word = ""
-    if netdev_down:
-        names = ", ".join(f"{p.name} ({p.netdev})" for p in netdev_down[:6])
-        down_word = (f"; ibdev2netdev shows the netdev Down for {names}: normal for InfiniBand ports without IPoIB, "
-                     "but a RoCE port whose netdev is Down carries no traffic (read `ibstat` or "
-                     "/sys/class/infiniband/*/ports/*/state)")
+    down_word = _netdev_down_words([p for p in ports if p.state is None and (p.netdev_state or "").lower() == "down"])
     if not known:
         findings.append(skip(NAME, "ib.port_state",
                              f"{len(ports)} RDMA port{'s' if len(ports) != 1 else ''} listed, but no source reported "
@@ -921,12 +1009,37 @@ def judge(facts: Optional[IbFacts], node: Optional[NodeFacts] = None) -> List[Fi
     return findings
 
 
+def _names(ports: List[IbPort], limit: int = 4) -> str:
+    shown = ", ".join(f"{p.name} ({p.netdev})" for p in ports[:limit])
+    return shown + (f" and {len(ports) - limit} more" if len(ports) > limit else "")
+
+
+def _netdev_down_words(down: List[IbPort]) -> str:
+    """What ibdev2netdev's (Down) netdevs of ports whose state no source gave say, by link layer."""
+    if not down:
+        return ""
+    ib_ports = [p for p in down if p.link_layer == "InfiniBand"]
+    roce = [p for p in down if p.link_layer == "Ethernet"]
+    other = [p for p in down if p.link_layer not in ("InfiniBand", "Ethernet")]
+    parts = []
+    if ib_ports:
+        parts.append(f"the IPoIB netdev is Down for {len(ib_ports)} InfiniBand port{'s' if len(ib_ports) != 1 else ''} "
+                     f"({_names(ib_ports)}): normal without IPoIB, and not the RDMA port's state")
+    if roce:
+        parts.append(f"the netdev is Down for {len(roce)} RoCE port{'s' if len(roce) != 1 else ''} ({_names(roce)}): "
+                     "a RoCE port whose netdev is Down carries no traffic")
+    if other:
+        parts.append(f"the netdev is Down for {_names(other)}: normal for InfiniBand ports without IPoIB, but a RoCE "
+                     "port whose netdev is Down carries no traffic")
+    return "; ibdev2netdev: " + "; ".join(parts) + " (read `ibstat` or /sys/class/infiniband/*/ports/*/state)"
+
+
 def _judge_sparse_gids(ports: List[IbPort]) -> List[Finding]:
     """A RoCE GID table with nothing at its first indices (a pod's macvlan addresses fill others' slots): NCCL
     before 2.26 stops at the first empty index when it looks for a GID by itself (NVIDIA/nccl#1587)."""
     out: List[Finding] = []
     for p in ports:
-        if p.state is not None and not p.active or p.link_layer == "InfiniBand" or not p.gids:
+        if p.state is not None and not p.active or p.link_layer == "InfiniBand" or not p.gids or p.iwarp:
             continue
         if not any(g.type and g.type.startswith("RoCE") for g in p.gids):
             continue

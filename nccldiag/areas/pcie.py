@@ -130,6 +130,16 @@ class LimitedLine:
 
 
 @dataclass
+class TreeDevice:
+    """One function of a ``lspci -t``/``-tv`` tree, placed by the tree's layout."""
+
+    bdf: str  # 0000:04:00.0
+    name: Optional[str] = None  # -tv only
+    bus_range: Optional[Tuple[int, int]] = None  # a bridge's secondary..subordinate buses ("-[03-05]")
+    parent: Optional[str] = None  # the bridge above it; None on a root bus
+
+
+@dataclass
 class PcieFacts:
     devices: List[PciDevice] = field(default_factory=list)
     limited: List[LimitedLine] = field(default_factory=list)
@@ -138,6 +148,7 @@ class PcieFacts:
     lspci_present: bool = False
     tree: bool = False  # the lspci text is a `lspci -t` / `-tv` tree: no stanzas, no link or ACS lines
     tree_names: List[str] = field(default_factory=list)  # "0000:01:00.0 Mellanox ... [ConnectX-6]" (-tv only)
+    tree_devices: List[TreeDevice] = field(default_factory=list)  # every function of the tree, named or not
     acs_lines: List[str] = field(default_factory=list)  # ACSCtl lines with no device header ('lspci -vvv | grep ACSCtl')
 
     @property
@@ -159,7 +170,29 @@ class PcieFacts:
 
     @property
     def tree_gpus(self) -> List[str]:
-        return [n for n in self.tree_names if _TREE_GPU.search(n)]
+        return [n for n in self.tree_names if _TREE_GPU.search(n) and not _TREE_NOT_GPU.search(n)]
+
+    @property
+    def tree_other_gpus(self) -> List[str]:
+        """GPUs of other vendors a ``-tv`` tree names (AMD Instinct/Radeon, Intel data-center GPUs, Habana)."""
+        return [n for n in self.tree_names if _TREE_OTHER_GPU.search(n) and not _TREE_NOT_GPU.search(n)]
+
+    def tree_chain(self, bdf: str) -> List[TreeDevice]:
+        """The bridges above a tree function, from the root port down."""
+        by = {d.bdf: d for d in self.tree_devices}
+        chain: List[TreeDevice] = []
+        cur = by.get(bdf)
+        while cur is not None and cur.parent and len(chain) < 32:
+            cur = by.get(cur.parent)
+            if cur is not None:
+                chain.insert(0, cur)
+        return chain
+
+    @property
+    def tree_switches(self) -> List[TreeDevice]:
+        """Upstream ports of PCIe switches: bridges below a root port with bridges below them."""
+        parents = {d.parent for d in self.tree_devices if d.bus_range is not None}
+        return [d for d in self.tree_devices if d.bus_range is not None and d.parent and d.bdf in parents]
 
 
 # 0000:19:00.0 3D controller [0302]: NVIDIA Corporation GH100 [H100 SXM5 80GB] [10de:2330] (rev a1)
@@ -181,6 +214,11 @@ _VENDOR_NAMES = (("nvidia", NVIDIA), ("mellanox", MELLANOX))
 _TREE_ROOT = re.compile(r"^\s*[-+\\|]*\[(?:([0-9a-fA-F]{4}):)?([0-9a-fA-F]{2})\]-")
 _TREE_BRANCH = re.compile(r"[+\\`]-[0-9a-fA-F]{2}\.[0-7]")
 _TREE_NAMED = re.compile(r"([0-9a-fA-F]{2}\.[0-7])\s{2,}(\S.*?)\s*$")
+_TREE_TOKEN = re.compile(r"\[(?:(?P<dom>[0-9a-fA-F]{4}):)?(?P<sec>[0-9a-fA-F]{2})(?:-(?P<sub>[0-9a-fA-F]{2}))?\]"
+                         r"|(?P<dev>[0-9a-fA-F]{2}\.[0-7])|(?P<br>[+\\`])-")
+_TREE_NOT_GPU = re.compile(r"Audio|USB|UCSI|Serial Bus|PCI Express|Root Port|Switch|Bridge", re.I)
+_TREE_OTHER_GPU = re.compile(r"\[AMD/ATI\]|Radeon|Instinct|Intel Corporation .*(?:Data Center GPU|Arc|Graphics)|"
+                             r"Habana|Gaudi", re.I)
 _TREE_RDMA = re.compile(r"Mellanox|ConnectX|BlueField|\[15b3:", re.I)
 _TREE_GPU = re.compile(r"NVIDIA Corporation.*(?:\[(?:GeForce|RTX|Tesla|Quadro|[AHBL]\d+|GH|GB)|3D|VGA)|\[10de:[0-9a-f]{4}\]"
                        r"|NVIDIA Corporation G[AHBPKVMT]?\d{2,3}", re.I)
@@ -248,6 +286,54 @@ def parse_lspci(text: Optional[str]) -> List[PciDevice]:
     return devices
 
 
+def parse_tree_devices(text: Optional[str]) -> List[TreeDevice]:
+    """Every function of a ``lspci -t``/``-tv`` tree with its bus address, bus range and parent bridge.
+
+    A bracket gives the bus of what follows it on the line (``-[0000:00]-``
+    a root bus, ``02.0-[02-05]`` the buses below bridge ``02.0``); a ``+-``
+    or ``\\-`` fork continues, on the lines below, at the same column with the
+    bus of the bracket it first followed. A function's name (``-tv``) is the
+    text after two spaces, read to the end of the line.
+    """
+    out: List[TreeDevice] = []
+    forks: Dict[int, Tuple[str, int, Optional[str]]] = {}  # column -> (domain, bus, parent bridge)
+    domain = "0000"
+    for line in (text or "").splitlines():
+        cur: Optional[Tuple[str, int, Optional[str]]] = None
+        last: Optional[TreeDevice] = None
+        pos = 0
+        while True:
+            m = _TREE_TOKEN.search(line, pos)
+            if not m:
+                break
+            pos = m.end()
+            if m.group("sec"):
+                if m.group("dom"):
+                    domain = m.group("dom").lower()
+                sec = int(m.group("sec"), 16)
+                parent = None
+                if last is not None and not m.group("dom"):
+                    last.bus_range = (sec, int(m.group("sub") or m.group("sec"), 16))
+                    parent = last.bdf
+                cur, last = (domain, sec, parent), None
+            elif m.group("br"):
+                col = m.start("br")
+                if cur is not None and last is None:
+                    forks[col] = cur  # a fork right after a bracket: its bus for the lines below
+                elif col in forks:
+                    cur = forks[col]
+                last = None
+            elif cur is not None:
+                dev = TreeDevice(f"{cur[0]}:{cur[1]:02x}:{m.group('dev').lower()}", parent=cur[2])
+                out.append(dev)
+                last = dev
+                named = re.match(r"\s{2,}(\S.*?)\s*$", line[m.end():])
+                if named:
+                    dev.name = named.group(1)
+                    break
+    return out
+
+
 def parse_tree(text: Optional[str]) -> Tuple[bool, List[str]]:
     """``(is a tree, named devices)`` of ``lspci -t`` / ``lspci -tv`` output.
 
@@ -294,6 +380,11 @@ def parse(raw) -> PcieFacts:
     f = PcieFacts(devices=parse_lspci(text), lspci_present=text is not None)
     if not f.devices:
         f.tree, f.tree_names = parse_tree(text)
+        if f.tree:
+            f.tree_devices = parse_tree_devices(text)
+            named = [f"{d.bdf} {d.name}" for d in f.tree_devices if d.name]
+            if len(named) == len(f.tree_names):
+                f.tree_names = named  # the same functions, with their full bus address
         f.acs_lines = [l.strip() for l in (text or "").splitlines() if l.strip().startswith("ACSCtl:")]
     f.limited = parse_limited(section(raw, "pcie_dmesg"))
     f.virtualization, f.virt_known = parse_virt(raw.get("virt"))
@@ -502,19 +593,46 @@ def _judge_limited(facts: PcieFacts) -> List[Finding]:
     )]
 
 
+def _judge_tree(facts: PcieFacts) -> Finding:
+    """pcie.lspci on a ``lspci -t``/``-tv`` tree: a skip that keeps what the tree shows."""
+    devs = facts.tree_devices
+    bridges = [d for d in devs if d.bus_range is not None]
+    counted = (f"; it lists {len(devs)} functions, {len(bridges)} of them bridges with bus ranges" if devs else "")
+    if facts.tree_names:
+        kinds = [f"{len(facts.tree_rdma)} Mellanox/ConnectX", f"{len(facts.tree_gpus)} NVIDIA GPUs"]
+        if facts.tree_other_gpus:
+            kinds.append(f"{len(facts.tree_other_gpus)} other GPUs ("
+                         + "; ".join(n.split(" ", 1)[-1] for n in facts.tree_other_gpus[:2]) + ")")
+        named = f"; it names {len(facts.tree_names)} functions: " + ", ".join(kinds)
+    else:
+        named = " (-t without -v: no names)"
+    switches = {d.bdf: d for d in facts.tree_switches}
+    placed = []
+    for n in facts.tree_rdma + facts.tree_gpus + facts.tree_other_gpus:
+        bdf = n.split(" ", 1)[0]
+        chain = facts.tree_chain(bdf)
+        if chain:
+            placed.append(f"{n} <- " + " <- ".join(
+                b.bdf + (f" (switch{': ' + b.name if b.name else ''})" if b.bdf in switches else "")
+                for b in reversed(chain)))
+    behind = sorted({n.split(" ", 1)[0] for n in facts.tree_rdma + facts.tree_gpus + facts.tree_other_gpus
+                     if any(b.bdf in switches for b in facts.tree_chain(n.split(" ", 1)[0]))})
+    sw = (f"; {len(switches)} PCIe switch{'es' if len(switches) != 1 else ''}"
+          + (f", with {len(behind)} of the GPUs/NICs below" if behind else "") if switches else "")
+    evidence = placed[:12] or facts.tree_names[:8] or [
+        f"{d.bdf}" + (f" -[{d.bus_range[0]:02x}-{d.bus_range[1]:02x}]" if d.bus_range else "") for d in devs[:8]]
+    return skip(NAME, "pcie.lspci", f"lspci output is a device tree (lspci -t/-tv): it has no link or ACS lines to "
+                f"judge{counted}{named}{sw}", evidence=evidence,
+                fix="Collect 'lspci -D -vvv -nn' as root (what 'nccldiag collect' runs) to check ACS and links.")
+
+
 def judge(facts: Optional[PcieFacts], node: NodeFacts) -> List[Finding]:
     if facts is None or not facts.lspci_present:
         found = [skip(NAME, "pcie.lspci", "lspci output is absent (pciutils not installed?)",
                       fix="Install pciutils (apt install pciutils / dnf install pciutils) to check ACS and link widths.")]
         return found + _judge_limited(facts) if facts is not None else found
     if not facts.devices and facts.tree:
-        named = (f"; it names {len(facts.tree_names)} functions" + (
-            f", {len(facts.tree_rdma)} of them Mellanox/ConnectX and {len(facts.tree_gpus)} NVIDIA GPUs"
-            if facts.tree_names else "") if facts.tree_names else " without names (-t without -v)")
-        return [skip(NAME, "pcie.lspci", f"lspci output is a device tree (lspci -t/-tv): it has no link or ACS "
-                     f"lines to judge{named}", evidence=facts.tree_names[:8],
-                     fix="Collect 'lspci -D -vvv -nn' as root (what 'nccldiag collect' runs) to check ACS and links.")
-                ] + _judge_limited(facts)
+        return [_judge_tree(facts)] + _judge_limited(facts)
     if not facts.devices and facts.acs_lines:
         return _judge_acs_lines(facts.acs_lines) + _judge_limited(facts)
     if not facts.devices:

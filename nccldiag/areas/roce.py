@@ -27,13 +27,14 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Dict, List, Optional, Tuple
 
 from nccldiag.areas.base import NodeFacts, Source, section
 from nccldiag.model.findings import Finding, fail, ok, skip, warn
 
 NAME = "roce"
+_IWARP_DEV = re.compile(r"^(?:i40iw|iw_cxgb|cxgb4_|siw)")  # as the ib area: iWARP devices by name
 TITLE = "RoCE set-up"
 
 QOS_SOURCE = Source(
@@ -74,6 +75,7 @@ class RoceNetdev:
 class RoceFacts:
     netdevs: List[RoceNetdev] = field(default_factory=list)
     qos_collected: bool = False
+    present: List[str] = field(default_factory=list)  # this area's sources in the raw output, empty or not
     sysctl: Dict[str, Dict[str, int]] = field(default_factory=dict)  # iface -> {rp_filter: n, ...}
 
 
@@ -143,24 +145,60 @@ def parse(raw) -> RoceFacts:
     f = RoceFacts()
     f.netdevs, f.qos_collected = parse_qos(section(raw, QOS_SOURCE.name))
     f.sysctl = parse_sysctl(section(raw, ARP_SOURCE.name))
+    f.present = [n for n in (QOS_SOURCE.name, ARP_SOURCE.name) if raw.get(n) is not None]
     return f
 
 
 def _roce_ports(node: Optional[NodeFacts]) -> List:
+    """The node's RoCE ports (Ethernet link layer, not iWARP) from the ib area."""
     ib = node.get("ib") if node is not None else None
-    return [p for p in (getattr(ib, "ports", None) or []) if getattr(p, "roce", False)]
+    return [p for p in (getattr(ib, "ports", None) or []) if getattr(p, "roce", False) and not getattr(p, "iwarp", False)]
+
+
+def _iwarp_devices(node: Optional[NodeFacts]) -> List[str]:
+    ib = node.get("ib") if node is not None else None
+    return sorted({p.device for p in (getattr(ib, "ports", None) or []) if getattr(p, "iwarp", False)})
 
 
 def judge(facts: Optional[RoceFacts], node: NodeFacts) -> List[Finding]:
     if facts is None:
         return [skip(NAME, "roce.pfc", "no RoCE outputs came back")]
+    iwarp = _iwarp_devices(node)
+    if any(d.device in iwarp or _IWARP_DEV.match(d.device) for d in facts.netdevs):
+        # iWARP runs over TCP: the RoCE set-up (PFC, ECN, the 4096-byte RoCE MTU) does not apply to it
+        facts = replace(facts, netdevs=[d for d in facts.netdevs if d.device not in iwarp and not _IWARP_DEV.match(d.device)])
     if not facts.netdevs and not _roce_ports(node):
-        return [skip(NAME, "roce.pfc", "no RoCE port on this node")]
+        return [skip(NAME, "roce.pfc", _why_no_roce(facts, node))]
     return _judge_pfc(facts) + _judge_ecn(facts) + _judge_mtu(facts, node) + judge_arp(facts, node)
+
+
+def _why_no_roce(facts: RoceFacts, node: Optional[NodeFacts]) -> str:
+    """Why there is no RoCE port to judge: InfiniBand only, nothing with an Ethernet link layer, or not collected."""
+    ib = node.get("ib") if node is not None else None
+    ports = getattr(ib, "ports", None) or []
+    iwarp = [p for p in ports if getattr(p, "iwarp", False)]
+    if iwarp and all(getattr(p, "iwarp", False) or getattr(p, "link_layer", None) == "InfiniBand" for p in ports):
+        return (f"no RoCE port on this node: its Ethernet RDMA ports are iWARP ({', '.join(p.name for p in iwarp[:4])}), "
+                "which runs over TCP and needs no PFC or ECN set-up")
+    if ports:
+        unknown = [p for p in ports if getattr(p, "link_layer", None) is None]
+        if unknown:
+            return (f"no RoCE port known: {len(unknown)} of the node's {len(ports)} RDMA ports have no link layer in "
+                    "the collected sources")
+        return f"no RoCE port on this node: its {len(ports)} RDMA port{'s are' if len(ports) != 1 else ' is'} InfiniBand"
+    if QOS_SOURCE.name in facts.present:
+        return "no RoCE port on this node (no RDMA device with an Ethernet link layer)"
+    if ib is None:
+        return (f"not collected: {QOS_SOURCE.name} (the RoCE netdevs' MTU, ECN and mlnx_qos) and the ib area's "
+                "port list")
+    return f"no RoCE port on this node (the ib area lists no RDMA port; {QOS_SOURCE.name} was not collected)"
 
 
 def _judge_pfc(facts: RoceFacts) -> List[Finding]:
     known = [d for d in facts.netdevs if d.pfc is not None]
+    if not known and not facts.qos_collected:
+        return [skip(NAME, "roce.pfc", f"PFC and trust not read: {QOS_SOURCE.name} (which runs mlnx_qos) was "
+                     + ("empty" if QOS_SOURCE.name in facts.present else "not collected"))]
     if not known:
         return [skip(NAME, "roce.pfc", "mlnx_qos not available: PFC and trust not read (install MLNX_OFED/DOCA tools to check them)")]
     none = [d for d in known if not d.pfc]

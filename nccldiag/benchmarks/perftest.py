@@ -72,13 +72,14 @@ def parse_perftest(text: Optional[str]) -> PerftestResult:
                 for name, val in zip(r.lat_columns, nums[2:]):
                     row[name] = float(val)
                 r.latency_rows.append(row)
-            continue
-        if len(nums) >= 4 and all(re.fullmatch(r"\d+(?:\.\d+)?", n) for n in nums[:4]):
+                continue
+        elif len(nums) >= 4 and all(re.fullmatch(r"\d+(?:\.\d+)?", n) for n in nums[:4]):
             row = {"bytes": float(nums[0]), "iterations": float(nums[1]), "peak": float(nums[2]),
                    "average": float(nums[3])}
             if len(nums) >= 5 and re.fullmatch(r"\d+(?:\.\d+)?", nums[4]):
                 row["msg_rate"] = float(nums[4])
             r.rows.append(row)
-        elif re.search(r"warning|conflicting|not max|error", s, re.I) and ":" in s:
+            continue
+        if re.search(r"warning|conflicting|not max|error", s, re.I) and ":" in s:
             r.warnings.append(s)
     return r

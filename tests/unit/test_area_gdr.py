@@ -200,4 +200,17 @@ def test_unreadable_is_said_only_of_what_was_collected():
 
     assert "were not collected" in peermem({})
     # collected, and not a module list (written for this test: what a failed read leaves)
-    assert "unreadable" in peermem({"proc_modules": "cat: /proc/modules: Permission denied\n"})
+    assert peermem({"proc_modules": "cat: /proc/modules: Permission denied\n"}) == (
+        "could not tell whether a GPU peer-memory module is loaded (could not read the module list (cat: /proc/modules: "
+        "Permission denied); the peer-memory sysfs paths (peermem_sysfs) were not collected)")
+    # written for this test, in the layout of `modinfo nvidia_peermem` (filename, version, ..., name): it shows the
+    # module installed, not loaded; sysfs was not collected and is not called unreadable
+    modinfo = ("filename:       /lib/modules/5.15.0-91-generic/updates/dkms/nvidia-peermem.ko\n"
+               "version:        535.129.03\nlicense:        Dual BSD/GPL\ndescription:    NVIDIA GPU memory plug-in\n"
+               "depends:        nvidia,ib_core\nname:           nvidia_peermem\nvermagic:       5.15.0-91-generic SMP\n")
+    msg = peermem({"proc_modules": modinfo})
+    assert msg == ("could not tell whether a GPU peer-memory module is loaded (the module list is `modinfo` output "
+                   "(nvidia_peermem installed; it does not say loaded); the peer-memory sysfs paths (peermem_sysfs) were "
+                   "not collected)")
+    assert "unreadable" not in msg
+    assert "came back empty" in peermem({"proc_modules": "", "peermem_sysfs": ""})

@@ -7,6 +7,7 @@ import pytest
 
 from nccldiag.areas.base import parse_dump
 from nccldiag.benchmarks import perftest
+from nccldiag.benchmarks.checks import judge_perftest
 from nccldiag.areas import infiniband as ib
 from nccldiag.areas.base import NodeFacts
 from nccldiag.areas.pcie import node_rdma
@@ -391,6 +392,27 @@ def test_roce_port_with_only_v1_ipv4_gid_warns():
     assert gid.status is Status.WARN and "RoCE v1 only" in gid.message
 
 
+def test_roce_gid_finding_without_a_known_netdev_names_no_placeholder():
+    # constructed, not captured: an active RoCE port with only a link-local GID, its netdev not reported
+    p = _port("mlx5_0", ll="Ethernet")
+    p.gids = [ib.make_gid(0, "fe80::1", "RoCE v2")]
+    p.gids_source = "ibv_devinfo"
+    (gid,) = by_check(ib.judge(ib.IbFacts(ports=[p])), "ib.roce_gid")
+    assert gid.status is Status.FAIL and "(netdev not reported)" in gid.message
+    assert "<" not in gid.message + gid.fix and "the port's netdev (`ibdev2netdev` or `rdma link` names it)" in gid.fix
+
+
+def test_netdev_names_give_the_link_layer_only_when_they_are_telling():
+    real.require()
+    links = {n: [(p.device, p.link_layer) for p in facts_of("rdma-link", n).ports] for n in (
+        "3fs283-cx6dx-2port-trailing-space.txt", "spiderpool-roce-cx-rdma-link-indented.txt",
+        "spiderpool-sriov-ib-vf-rdma-link-indented.txt")}
+    assert links["spiderpool-roce-cx-rdma-link-indented.txt"] == [("mlx5_0", "Ethernet"), ("mlx5_1", "Ethernet")]
+    # p1p1 and a pod's net1 say nothing of the link layer
+    assert {ll for ll in [x[1] for x in links["3fs283-cx6dx-2port-trailing-space.txt"]]} == {None}
+    assert {x[1] for x in links["spiderpool-sriov-ib-vf-rdma-link-indented.txt"]} == {None}
+
+
 def test_inactive_roce_ports_are_not_gid_checked_and_ib_ports_never_are():
     # constructed, not captured: a Down RoCE port without GIDs, an IB port without GIDs
     down = _port("mlx5_0", state="Down", phys="Polling", ll="Ethernet")
@@ -405,7 +427,8 @@ def test_no_devices_skip_and_not_collected():
     assert (f.status, f.check, f.message) == (Status.SKIP, "ib.present", "no InfiniBand/RoCE devices")
     assert ib.parse({"proc_cmdline": "ro quiet"}) is None
     (g,) = ib.judge(None, NodeFacts("h"))
-    assert g.status is Status.SKIP and g.message == "no InfiniBand/RoCE information collected"
+    assert g.status is Status.SKIP and g.message == (
+        "InfiniBand/RoCE sources not collected (ib_sysfs, rdma_link, ibstat, ibv_devinfo, ibdev2netdev, show_gids)")
     assert ib.summarize(None) == {} and ib.summarize(ib.IbFacts()) == {}
 
 
@@ -596,7 +619,15 @@ def test_ibdev2netdev_only_ports_with_down_netdevs_get_a_word():
     f = facts_of("ibdev2netdev", "imbue4-h100-cx7-ib-cx6-eth-column-t-annotated.txt")
     (st,) = by_check(ib.judge(f), "ib.port_state")
     assert st.status == Status.SKIP
-    assert "netdev Down for mlx5_0 port 1 (ibp26s0)" in st.message and "normal for InfiniBand" in st.message
+    # the link layer comes from the netdev names, as the poster's annotations say (8 CX-7 infiniband, 4 CX-6 ethernet)
+    assert [p.device for p in f.ports if p.link_layer == "InfiniBand"] == [
+        "mlx5_0", "mlx5_3", "mlx5_4", "mlx5_5", "mlx5_6", "mlx5_9", "mlx5_10", "mlx5_11"]
+    assert [p.device for p in f.ports if p.link_layer == "Ethernet"] == ["mlx5_1", "mlx5_2", "mlx5_7", "mlx5_8"]
+    assert f.port("mlx5_0").link_layer_from == "the netdev name (ibp26s0: IPoIB)"
+    assert ("the IPoIB netdev is Down for 8 InfiniBand ports (mlx5_0 port 1 (ibp26s0), mlx5_3 port 1 (ibp60s0), "
+            "mlx5_4 port 1 (ibp77s0), mlx5_5 port 1 (ibp94s0) and 4 more): normal without IPoIB") in st.message
+    assert ("the netdev is Down for 2 RoCE ports (mlx5_2 port 1 (enp27s0f1np1), mlx5_8 port 1 (enp157s0f1np1)): "
+            "a RoCE port whose netdev is Down carries no traffic") in st.message
     assert ib.summarize(f)["active_ports"] is None
 
 
@@ -635,6 +666,99 @@ def test_perftest_latency_table_is_not_a_bandwidth_table():
     assert r.device == "mlx5_0" and r.link_type == "IB" and "Latency Test" in r.test
 
 
+def test_perftest_warning_inside_a_latency_table_is_kept():
+    # READ_LAT (written for this test) with perftest's CPU-frequency warning between the column header and the result
+    # row, where the real bandwidth capture deepops-cx5-roce-ib_write_bw-cpu-freq-warning.txt prints it
+    header, _, rest = READ_LAT.partition(" 2       1000")
+    warned = header + " Conflicting CPU frequency values detected: 1200.535000 != 1251.336000. CPU Frequency is not max.\n 2       1000" + rest
+    r = perftest.parse_perftest(warned)
+    assert r.kind == "lat" and len(r.latency_rows) == 1 and r.latency_rows[0]["t_min"] == 1.89
+    assert len(r.warnings) == 1 and "CPU Frequency is not max" in r.warnings[0]
+    found = {f.check: f for f in judge_perftest(r)}
+    assert found["perftest.warning"].status == Status.WARN and found["perftest.result"].status == Status.OK
+    assert perftest.parse_perftest(READ_LAT).warnings == []
+
+
 def test_perftest_bandwidth_fixture_is_a_bandwidth_table():
     r = perftest.parse_perftest(text("perftest", "deepops-cx5-roce-ib_write_bw-cpu-freq-warning.txt"))
     assert r.kind == "bw" and r.rows and r.latency_rows == []
+
+
+# ---- ib.present: why no port is listed ------------------------------------------------------------------------
+
+
+def test_no_port_skip_says_why():
+    from nccldiag.areas import pcie
+    real.require()
+    # the real ibstatus of a node whose HCA never came up (clustervision/trinity#219): the tool's own words
+    case = real.ROOT / "cases" / "node-trinity219-mlx4-hca-old-firmware-ib-device-missing" / "node-a" / "ibstat.txt"
+    (f,) = ib.judge(ib.parse({"ibstat": case.read_text()}))
+    assert f.status is Status.SKIP and f.message == (
+        "no InfiniBand/RoCE devices (ibstat: Fatal error:  device '*': sys files not found (/sys/class/infiniband/*/ports))")
+    # only an empty ibdev2netdev collected: the sysfs listing was not
+    (f,) = ib.judge(ib.parse({"ibdev2netdev": ""}))
+    assert f.message == "no RDMA port listed by ibdev2netdev; the sysfs listing (ib_sysfs) was not collected"
+    # collected and empty, while lspci shows two Mellanox functions: never "no devices"
+    lspci = pcie.parse({"lspci": text("lspci", "gpud-h100-dell-pex890xx-gpu0-path-acs-off.txt")})
+    facts = ib.parse({"ib_sysfs": "", "ibstat": ""})
+    (f,) = ib.judge(facts, NodeFacts("n", {"ib": facts, "pcie": lspci}))
+    assert f.status is Status.SKIP and "no InfiniBand/RoCE devices" not in f.message
+    assert f.message.startswith("no RDMA port listed by ib_sysfs, ibstat, though the node has 2 Mellanox NIC functions")
+    (f,) = ib.judge(facts, NodeFacts("n", {"ib": facts}))
+    assert f.message == "no InfiniBand/RoCE devices"
+
+
+def test_down_port_of_another_vendor_gets_its_own_tools_not_mlxlink():
+    # constructed, not captured: a Broadcom RoCE port that lost its link next to an Active one, and a ConnectX port
+    bnxt = _port("bnxt_re1", state="Down", phys="Polling", ll="Ethernet", hca="BCM57508", netdev="ens2f1np1")
+    found = by_check(ib.judge(ib.IbFacts(ports=[_port("bnxt_re0", ll="Ethernet", hca="BCM57508"), bnxt])),
+                     "ib.port_state")
+    (down,) = [f for f in found if f.status is not Status.OK]
+    assert down.status is Status.FAIL and "mlxlink" not in down.fix and "`ethtool ens2f1np1`" in down.fix
+    mlx = by_check(ib.judge(ib.IbFacts(ports=[_port("mlx5_1", state="Down", phys="Polling", ll="Ethernet")])),
+                   "ib.port_state")
+    assert "`mlxlink -d mlx5_1 -p 1 -m`" in mlx[0].fix
+
+
+def _case_text(case, name):
+    return (real.ROOT / "cases" / case / "node-a" / name).read_text()
+
+
+def test_sysfs_posted_as_grep_lines_and_port_directories_is_read():
+    real.require()
+    # stackhpc/ansible-slurm-appliance#988: `ls -1d .../ports/*` and `grep "" .../{state,rate,phys_state}`
+    f = ib.parse({"ib_sysfs": _case_text("node-slurmappliance988-sysfs-ib-ports-active-linkup-healthy", "ib_sysfs.txt")})
+    assert [(p.device, p.port, p.state, p.phys_state, p.rate) for p in f.ports] == [
+        ("mlx5_0", 1, "Active", "LinkUp", 100.0), ("mlx5_1", 1, "Active", "LinkUp", 100.0)]
+    found = ib.judge(f)
+    assert statuses(found, "ib.port_state") == ["ok"] and statuses(found, "ib.port_rate") == ["ok"]
+    assert by_check(found, "ib.port_state")[0].message == "2 ports Active, 2x 100 Gb/s RDMA"
+    # the ls lines alone list the ports, state unknown
+    only_ls = "/sys/class/infiniband/mlx5_0/ports/1\n/sys/class/infiniband/mlx5_1/ports/1/\n"
+    assert [(p.device, p.state) for p in ib.parse({"ib_sysfs": only_ls}).ports] == [("mlx5_0", None), ("mlx5_1", None)]
+
+
+def test_ibv_devinfo_port_excerpt_without_hca_id_is_one_port():
+    real.require()
+    # NVIDIA/nccl#769: phys_state and GID[0..3] of `ibv_devinfo -d mlx5_bond_0 -v`, nothing else
+    f = ib.parse({"ibv_devinfo": _case_text("node-nccl769-a100-roce-bond-gid-table-healthy-linklocal-index-chosen",
+                                            "ibv_devinfo.txt")})
+    (p,) = f.ports
+    assert (p.device, p.phys_state, p.link_layer) == ("?", "LinkUp", "Ethernet")
+    assert [(g.index, g.type, g.ipv4) for g in p.gids if g.ipv4] == [(2, "RoCE v1", "200.0.209.6"),
+                                                                    (3, "RoCE v2", "200.0.209.6")]
+    assert not [x for x in ib.judge(f) if x.status in (Status.FAIL, Status.WARN)]
+
+
+def test_iwarp_ports_are_not_judged_as_roce():
+    # constructed, not captured: an Intel iWARP port, Active, its GID the MAC-based one iWARP devices list
+    p = _port("i40iw0", ll="Ethernet", hca=None, netdev="eno1")
+    p.gids, p.gids_source = [ib.make_gid(0, "a4bf:0101:6f3c:0000:0000:0000:0000:0000")], "ib_sysfs"
+    (gid,) = by_check(ib.judge(ib.IbFacts(ports=[p])), "ib.roce_gid")
+    assert gid.status is Status.SKIP and "iWARP" in gid.message
+    # ibv_devinfo's transport line says iWARP whatever the device is named (written for this test, in its layout)
+    text = ("hca_id:\tirdma0\n\ttransport:\t\t\tiWARP (1)\n\tfw_ver:\t\t\t\t1.57\n\tphys_port_cnt:\t\t\t1\n"
+            "\t\tport:\t1\n\t\t\tstate:\t\t\tPORT_ACTIVE (4)\n\t\t\tlink_layer:\t\tEthernet\n")
+    (q,) = ib.parse({"ibv_devinfo": text}).ports
+    assert q.transport == "iWARP" and q.iwarp
+    assert statuses(ib.judge(ib.parse({"ibv_devinfo": text})), "ib.roce_gid") == ["skip"]

@@ -279,8 +279,8 @@ def test_lspci_tree_is_not_read_as_no_device_and_a_named_connectx_is_rdma_eviden
 
     f = pcie.parse({"lspci": TREE_V})
     assert f.tree and not f.devices
-    assert f.tree_rdma == ["00.0 Mellanox Technologies MT2910 Family [ConnectX-7]"]
-    assert f.tree_gpus == ["00.0 NVIDIA Corporation GH100 [H100 SXM5 80GB]"]
+    assert f.tree_rdma == ["0000:1a:00.0 Mellanox Technologies MT2910 Family [ConnectX-7]"]
+    assert f.tree_gpus == ["0000:19:00.0 NVIDIA Corporation GH100 [H100 SXM5 80GB]"]
     (only,) = pcie.judge(f, NodeFacts("h"))
     assert only.status == Status.SKIP and "device tree" in only.message and "no device" not in only.message
     n = NodeFacts("h")
@@ -295,7 +295,7 @@ def test_lspci_t_without_names():
     f = pcie.parse({"lspci": TREE})
     assert f.tree and f.tree_names == []
     (only,) = pcie.judge(f, NodeFacts("h"))
-    assert "without names" in only.message
+    assert "(-t without -v: no names)" in only.message
     n = NodeFacts("h")
     n.facts["pcie"] = f
     assert node_rdma(n) == (None, "no RDMA information")
@@ -304,3 +304,52 @@ def test_lspci_t_without_names():
 def test_real_lspci_outputs_are_not_trees():
     for name in real.names(real.node("lspci")):
         assert pcie.parse_tree(real.node_text("lspci", name)) == (False, []), name
+
+
+# Written for this test, in the layout of a real `lspci -tv` posted in a public PCIe how-to (two root buses, a PLX
+# PEX 8747 switch with GPUs below): here a GPU with its audio function and a ConnectX-6 share the switch, and an AMD
+# Instinct GPU sits on its own root port.
+TREE_SWITCH = """\
+-+-[0000:ff]-+-08.0  Intel Corporation Xeon E7 v4/Xeon E5 v4/Xeon E3 v4/Xeon D QPI Link 0
+ |           \\-1e.0  Intel Corporation Xeon E7 v4/Xeon E5 v4/Xeon E3 v4/Xeon D Power Control Unit
+ \\-[0000:00]-+-00.0  Intel Corporation Xeon E7 v4/Xeon E5 v4/Xeon E3 v4/Xeon D DMI2
+             +-01.0-[01]--
+             +-02.0-[02-05]----00.0-[03-05]--+-08.0-[04]--+-00.0  NVIDIA Corporation GP102 [TITAN X]
+             |                               |            \\-00.1  NVIDIA Corporation GP102 HDMI Audio Controller
+             |                               \\-10.0-[05]----00.0  Mellanox Technologies MT28908 Family [ConnectX-6]
+             +-03.0-[06]----00.0  Advanced Micro Devices, Inc. [AMD/ATI] Aldebaran/MI200 [Instinct MI210]
+             \\-1f.0  Intel Corporation C610/X99 series chipset LPC Controller
+"""
+
+
+def test_lspci_tree_keeps_bus_addresses_ranges_switches_and_other_gpus():
+    f = pcie.parse({"lspci": TREE_SWITCH})
+    by = {d.bdf: d for d in f.tree_devices}
+    assert list(by) == ["0000:ff:08.0", "0000:ff:1e.0", "0000:00:00.0", "0000:00:01.0", "0000:00:02.0", "0000:02:00.0",
+                        "0000:03:08.0", "0000:04:00.0", "0000:04:00.1", "0000:03:10.0", "0000:05:00.0", "0000:00:03.0",
+                        "0000:06:00.0", "0000:00:1f.0"]
+    assert by["0000:00:02.0"].bus_range == (2, 5) and by["0000:02:00.0"].bus_range == (3, 5)
+    assert by["0000:00:01.0"].bus_range == (1, 1) and by["0000:04:00.0"].bus_range is None
+    assert by["0000:05:00.0"].parent == "0000:03:10.0" and by["0000:03:10.0"].parent == "0000:02:00.0"
+    # the audio function is not a GPU; the AMD GPU is one, of another vendor
+    assert f.tree_gpus == ["0000:04:00.0 NVIDIA Corporation GP102 [TITAN X]"]
+    assert f.tree_other_gpus == ["0000:06:00.0 Advanced Micro Devices, Inc. [AMD/ATI] Aldebaran/MI200 [Instinct MI210]"]
+    assert [d.bdf for d in f.tree_switches] == ["0000:02:00.0"]
+    assert [b.bdf for b in f.tree_chain("0000:04:00.0")] == ["0000:00:02.0", "0000:02:00.0", "0000:03:08.0"]
+    (only,) = pcie.judge(f, NodeFacts("h"))
+    assert only.status == Status.SKIP
+    assert ("it lists 14 functions, 6 of them bridges with bus ranges; it names 8 functions: 1 Mellanox/ConnectX, "
+            "1 NVIDIA GPUs, 1 other GPUs (Advanced Micro Devices, Inc. [AMD/ATI] Aldebaran/MI200 [Instinct MI210]); "
+            "1 PCIe switch, with 2 of the GPUs/NICs below") in only.message
+    assert ("0000:05:00.0 Mellanox Technologies MT28908 Family [ConnectX-6] <- 0000:03:10.0 <- 0000:02:00.0 (switch) "
+            "<- 0000:00:02.0") in only.evidence
+
+
+def test_lspci_t_without_names_keeps_count_and_ranges():
+    import re
+    # the same tree as -t prints it: no names after the functions
+    plain = "\n".join(re.sub(r"([0-9a-f]{2}\.[0-7])\s{2,}.*$", r"\1", l) for l in TREE_SWITCH.splitlines())
+    f = pcie.parse({"lspci": plain})
+    assert len(f.tree_devices) == 14 and f.tree_names == [] and [d.bdf for d in f.tree_switches] == ["0000:02:00.0"]
+    (only,) = pcie.judge(f, NodeFacts("h"))
+    assert "it lists 14 functions, 6 of them bridges with bus ranges (-t without -v: no names)" in only.message

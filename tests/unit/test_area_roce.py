@@ -97,3 +97,30 @@ def test_qos_source_walks_roce_devices(tmp_path):
     secs = run_sources(roce.SOURCES, root)
     (d,) = roce.parse_qos(secs["roce_qos"])[0]
     assert (d.device, d.netdev, d.mtu, d.ecn) == ("mlx5_0", "ens3", 9000, {"roce_np": {3: True}, "roce_rp": {3: False}})
+
+
+def test_roce_skips_say_why():
+    from nccldiag.areas import infiniband as ib
+    assert findings(roce, {})["roce.pfc"].message.startswith("not collected: roce_qos")
+    assert findings(roce, {"roce_qos": ""})["roce.pfc"].message == (
+        "no RoCE port on this node (no RDMA device with an Ethernet link layer)")
+    # constructed, not captured: two InfiniBand ports; then a RoCE port whose roce_qos was not collected
+    ib_only = ib.IbFacts(ports=[ib.IbPort("mlx5_0", 1, link_layer="InfiniBand"),
+                                ib.IbPort("mlx5_1", 1, link_layer="InfiniBand")])
+    assert findings(roce, {}, ib=ib_only)["roce.pfc"].message == (
+        "no RoCE port on this node: its 2 RDMA ports are InfiniBand")
+    with_roce = ib.IbFacts(ports=[ib.IbPort("mlx5_0", 1, link_layer="Ethernet", netdev="ens3")])
+    f = findings(roce, {}, ib=with_roce)["roce.pfc"]
+    assert f.status.value == "skip" and f.message == "PFC and trust not read: roce_qos (which runs mlnx_qos) was not collected"
+
+
+def test_iwarp_netdevs_get_no_roce_setup_checks():
+    from nccldiag.areas import infiniband as ib
+    # constructed, not captured: an Intel iWARP device's netdev at MTU 1500, no ECN files
+    qos = "=== i40iw0 eno1\nmtu: 1500\n"
+    iw = ib.IbFacts(ports=[ib.IbPort("i40iw0", 1, state="Active", link_layer="Ethernet", netdev="eno1")])
+    out = findings(roce, {"roce_qos": qos}, ib=iw)
+    assert list(out) == ["roce.pfc"] and out["roce.pfc"].status.value == "skip"
+    assert "iWARP (i40iw0 port 1)" in out["roce.pfc"].message
+    # the same netdev on a RoCE device is judged
+    assert judge(roce, {"roce_qos": qos.replace("i40iw0", "mlx5_0")})["roce.mtu"] == ["warn"]
