@@ -432,11 +432,14 @@ def run(hosts: Sequence[Host], opts: IsolateOptions, progress: Optional[Callable
         raise UsageError(str(exc)) from None
     order: Dict[str, int] = {}
     if opts.launcher == "srun":
-        from nccldiag.probe.session import slurm_nodes
+        from nccldiag.probe.session import allocation_grant, fit_allocation, slurm_nodes
 
         from nccldiag.slurm import client
 
         nodes = slurm_nodes(hosts, opts)  # each command a one-task srun step in opts.slurm_job
+        granted = allocation_grant(opts)
+        if granted is not None:  # every job's step asks for R tasks per node: refused here when Slurm would
+            fit_allocation(granted, nodes, opts.nproc_per_node, True)
         order = {n.name: i for i, n in enumerate(client.show_nodes())}
     else:
         nodes = [SSHNode(h, opts.ssh) for h in hosts]
