@@ -87,8 +87,9 @@ def test_four_faults_named_with_their_class_in_five_rounds(cluster, tmp_path):
     assert data["rounds_after_round0"] <= 5
     confirm = [j for rnd in data["rounds"] if rnd["stage"] == "confirm" for j in rnd["jobs"]]
     assert {j["nodes"][0] for j in confirm} >= {slow, lossy, blocked, broken}
-    # the evidence: the slow node's pairs ran below the threshold, the lossy one's retransmitted
-    assert any("busbw" in e and "<" in e for e in verdicts[slow]["evidence"])
+    # the evidence: the slow node's pairs ran below the threshold, or the deadline cut them while their data still
+    # moved (a loaded machine stretches their start); the lossy one's retransmitted
+    assert any(("busbw" in e and "<" in e) or "still moving" in e for e in verdicts[slow]["evidence"]), verdicts[slow]
     assert any("retransmitted" in e for e in verdicts[lossy]["evidence"])
     # every job bounded by --timeout; the whole run by the rounds it ran
     jobs = [j for rnd in data["rounds"] for j in rnd["jobs"]]
