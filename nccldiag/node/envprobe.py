@@ -25,15 +25,24 @@ try:
         spec = importlib.util.find_spec("torch")
         if spec is None:
             raise ImportError("No module named torch")
-        try:
-            from importlib import metadata
-            d["torch"] = metadata.version("torch")
-        except Exception:
-            d["torch"] = "?"
+        # torch.__version__ is the __version__ of torch/version.py, local part included (2.5.1+cu124);
+        # the package metadata of the wheels on PyPI lacks it (2.5.1), so it is only the fallback
         for line in open(os.path.join(os.path.dirname(spec.origin), "version.py")):
-            if line.startswith("cuda") and "=" in line:
-                v = line.split("=", 1)[1].strip().strip("\x27\x22")
+            if "=" not in line:
+                continue
+            name, v = line.split("=", 1)
+            name = name.split(":")[0].strip()
+            v = v.strip().strip("\x27\x22")
+            if name == "cuda":
                 d["cuda_build"] = None if v in ("None", "") else v
+            elif name == "__version__" and v:
+                d["torch"] = v
+        if not d.get("torch"):
+            try:
+                from importlib import metadata
+                d["torch"] = metadata.version("torch")
+            except Exception:
+                d["torch"] = "?"
         d["cuda_available"] = False
         d["device_count"] = 0
         raise StopIteration

@@ -43,6 +43,10 @@ EXIT_OK, EXIT_WRONG, EXIT_ERROR, EXIT_SETUP, EXIT_USAGE = 0, 1, 2, 3, 6
 
 _UNSUPPORTED = re.compile(r"not supported|unsupported|not implemented|does not support|no support", re.I)
 _TIMEOUT = re.compile(r"timed out|timeout|deadline exceeded", re.I)
+# Progress records inside a sweep size: one a second at most, then one per eighth of the time the collective
+# has run, 64 at most per collective (results.MAX_PER_COLLECTIVE leaves room for them beside every size's own).
+PROGRESS_EVERY = 1.0
+PROGRESS_MAX = 64
 # a failure while communicating, even when its text says "not supported" (CUDA's "operation not supported")
 _FAILURE = re.compile(r"cuda error|nccl error|ncclInternal|ncclSystem|ncclRemote|ncclInvalid|unhandled", re.I)
 _ENV_PREFIXES = ("NCCL_", "GLOO_", "TORCH_NCCL_", "TORCH_DISTRIBUTED_", "CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS")
@@ -394,6 +398,8 @@ class Prober:
         self.torch, self.dist, self.ctx, self.opts, self.out = torch, dist, ctx, opts, emitter
         self.sync = Syncer(torch, ctx.device, max(1.0, opts.pg_timeout))
         self.any_wrong = False
+        self._coll_t0 = self._last_out = time.monotonic()
+        self._moving_sent = 0
 
     # -- building blocks --
     def _barrier(self) -> None:
@@ -415,6 +421,35 @@ class Prober:
         self.dist.all_reduce(t, op=self.dist.ReduceOp.MAX)
         self.sync.wait()
         return float(t.item())
+
+    def _moving(self, coll: Any, size: int, count: int, before: int, issued: int, t0: float) -> None:
+        """A progress record for the calls of one sweep size completed so far (``before`` in the warm-up,
+        those of the ``issued`` in the loop that started at ``t0``), at most one a second and fewer as the
+        collective goes on, 64 at most: a slow link is told from a hung one by them."""
+        now = time.monotonic()
+        since = now - self._coll_t0
+        if self._moving_sent >= PROGRESS_MAX or now - self._last_out < max(PROGRESS_EVERY, since / 8):
+            return
+        calls = self._calls_done(issued)
+        if calls < 1:
+            return
+        self._last_out = now
+        self._moving_sent += 1
+        per_call = (time.perf_counter() - t0) / calls
+        self.out.emit("progress", collective=coll.name, phase="sweep", size=size, count=count, done=before + calls,
+                      iters=self.opts.iters, warmup=self.opts.warmup, rank_time_us=round(per_call * 1e6, 3),
+                      busbw=_sig(coll.busbw(count, self.ctx.world, per_call)))
+
+    def _calls_done(self, issued: int) -> int:
+        """Calls of the loop that have completed: all issued on the CPU (blocking), the finished GPU events."""
+        if not self.sync.cuda:
+            return issued
+        done = 0
+        for ev in self.sync.pending:
+            if not ev.query():
+                break
+            done += 1
+        return done
 
     def _stall(self, name: str) -> None:
         o = self.opts
@@ -461,15 +496,19 @@ class Prober:
         size = coll.size_for(count, ctx.world)
         self.out.emit("progress", collective=coll.name, phase="sweep", size=size, count=count)
         bufs = coll.prepare(ctx, count, data=False)
-        for _ in range(o.warmup):
+        self._last_out = time.monotonic()
+        w0 = time.perf_counter()
+        for i in range(o.warmup):
             bufs.call()
             self.sync.mark()
+            self._moving(coll, size, count, 0, i + 1, w0)
         self.sync.wait()
         self._barrier()
         t0 = time.perf_counter()
-        for _ in range(o.iters):
+        for i in range(o.iters):
             bufs.call()
             self.sync.mark()
+            self._moving(coll, size, count, o.warmup, i + 1, t0)
         self.sync.wait()
         mine = (time.perf_counter() - t0) / o.iters
         slowest = self._max_time(mine)
@@ -489,6 +528,7 @@ class Prober:
             return "unsupported"
         phase, size = "check", None
         status = "ok"
+        self._coll_t0, self._moving_sent = time.monotonic(), 0
         try:
             checks = self.opts.checks if coll.sized else [0]
             for nbytes in checks:

@@ -82,6 +82,22 @@ def _tail(text: str, lines: int = 6) -> List[str]:
     return keep[-lines:]
 
 
+_ERROR_WORDS = re.compile(r"error|fatal|abort|fail|denied|refused|not permitted|not found|no such|invalid|unable|"
+                          r"cannot|can't|killed|exception|timed out", re.I)
+_RULE = re.compile(r"^[\s\-=*_#]*$")  # banner rules (Open MPI's dashes)
+
+
+def last_words(text: str, most: int = 2, width: int = 240) -> List[str]:
+    """The last lines of a launcher's stderr that say what went wrong (pure), cleaned of terminal escapes:
+    the last ``most`` lines with an error word, else its last line; each cut to ``width`` characters."""
+    from nccldiag.model.findings import clean_text
+
+    lines = [clean_text(l).strip() for l in (text or "").splitlines()]
+    lines = [l for l in lines if l and not _RULE.match(l)]
+    chosen = [l for l in lines if _ERROR_WORDS.search(l)][-most:] or lines[-1:]
+    return [l if len(l) <= width else l[:width - 3] + "..." for l in chosen]
+
+
 @dataclass(frozen=True)
 class LaunchCause:
     """A cause recognised in a launcher's stderr or a rank's error: ``pattern`` -> ``cause``, ``fix``.
@@ -128,6 +144,10 @@ LAUNCH_CAUSES: Tuple[LaunchCause, ...] = (
            "(the first node's launcher not listening) or the address unreachable from {host}",
            "Open port {port} on {addr} to the other nodes and check it with 'nc -zv {addr} {port}' from {host}; "
            "if the first node's launcher failed, its own finding says why."),
+    _cause("slurm_step_refused", r"Unable to create step for job \d+: (?P<why>[^\n]+)",
+           "Slurm refused the probe's step ({why}): the allocation does not hold the ranks it asked for",
+           "Ask salloc for the ranks per node (salloc -N NODES --ntasks-per-node=RANKS, or --exclusive for whole "
+           "nodes), or give --nproc-per-node within the CPUs per node of 'scontrol show job $SLURM_JOB_ID'."),
     _cause("rendezvous_incomplete", r"waiting for clients\. (?P<joined>\d+)/(?P<total>\d+) clients joined",
            "only {joined} of {total} nodes joined the rendezvous on {host} before its timeout",
            "Another node's launcher did not start or cannot reach port {port} on {addr}: see that node's finding; "
@@ -221,7 +241,10 @@ def _run_findings(setting: Setting, run, outcome: results.SettingOutcome, timeou
         elif nr.rc not in (0, None) and host not in hosts_with_records:
             known = recognise(nr.stderr_tail, host, *_rendezvous_of(run.commands.get(host, "")))
             msg = f"{tag} the launcher on {host} exited {nr.rc} before any rank reported"
-            out.append(fail(AREA, f"{AREA}.launch", msg + (f": {known[1]}" if known else ""),
+            said = last_words(nr.stderr_tail)
+            msg += (f": {known[1]}" if known else "") + (f"; it said: {' | '.join(said)}" if said else
+                                                         "; it wrote nothing on stderr")
+            out.append(fail(AREA, f"{AREA}.launch", msg,
                             host=host, evidence=_tail(nr.stderr_tail, 10),
                             actual={"cause": known[0].key} if known else None,
                             fix=known[2] if known else

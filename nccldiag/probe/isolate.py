@@ -28,9 +28,17 @@ WRONG = "wrong"  # wrong data
 HANG = "hang"
 ERROR = "error"
 LOSSY = "lossy"  # too slow, or a collective failed, while TCP retransmitted a large share of what it sent
-SLOW = "slow"  # completed, too slow
+STALLED = "stalled"  # not done at the deadline: data moved, then nothing for a long while before it
+SLOW = "slow"  # completed, too slow; or not done at the deadline while its data still moved
 OK = "ok"
-KINDS = (BLOCKED, NETWORK, WRONG, HANG, ERROR, LOSSY, SLOW)
+KINDS = (BLOCKED, NETWORK, WRONG, HANG, ERROR, LOSSY, STALLED, SLOW)
+
+# A job not done at its deadline whose last sign of progress came this long before its end (and well after
+# the gaps between the earlier ones) had stopped moving: at least STALL_MIN seconds, STALL_SHARE of the
+# job's timeout, and STALL_GAPS times the longest gap it showed while moving.
+STALL_MIN = 20.0
+STALL_SHARE = 0.2
+STALL_GAPS = 3.0
 
 # A slow job whose nodes retransmitted at least this share of the TCP segments they sent is lossy.
 LOSSY_RATIO = 0.01
@@ -198,6 +206,10 @@ class Job:
     evidence: List[str] = field(default_factory=list)
     run_id: str = ""
     port: Optional[int] = None
+    # arrivals (seconds after the launch) of the records that show data moved: a collective call completed
+    # (a result, or a progress record counting calls done)
+    progress: List[float] = field(default_factory=list)
+    partial_busbw: Optional[float] = None  # GB/s of the calls done so far, on its slowest rank (not finished)
     kind: str = ""  # set by classify
     ratio: Optional[float] = None  # TCP retransmitted share on the job's nodes in its round
     threshold: Optional[float] = None
@@ -210,7 +222,37 @@ class Job:
         return "+".join(self.nodes)
 
 
-def classify(job: Job, threshold: Optional[float], ratio: Optional[float] = None) -> str:
+def shows_progress(rec: Mapping[str, object]) -> bool:
+    """Whether a rank's record shows data moved: a collective call that completed (a check or sweep result,
+    or a progress record with calls done)."""
+    if not rec.get("collective"):
+        return False
+    if rec.get("type") == "result":
+        return rec.get("status") in ("ok", "wrong")
+    done = rec.get("done")
+    return rec.get("type") == "progress" and isinstance(done, int) and not isinstance(done, bool) and done > 0
+
+
+def unfinished_kind(progress: Sequence[float], end: float, timeout: float) -> str:
+    """A job not done at its deadline (pure): ``hang`` when no data moved, ``slow`` when it still moved near
+    the end, ``stalled`` when it moved and then stopped well before the end.
+
+    ``progress``: when each sign of progress arrived, in seconds after the launch; ``end``: when the job was
+    stopped. The machine's load stretches the start (before any progress) and the gaps alike, so the class
+    rests on whether data moved, and on the last gap against the others, never on the deadline alone.
+    """
+    if not progress:
+        return HANG
+    seen = sorted(progress)
+    gaps = [b - a for a, b in zip(seen, seen[1:])]
+    quiet = end - seen[-1]
+    if quiet > max(STALL_MIN, STALL_SHARE * timeout, STALL_GAPS * max(gaps, default=0.0)):
+        return STALLED
+    return SLOW
+
+
+def classify(job: Job, threshold: Optional[float], ratio: Optional[float] = None,
+             timeout: Optional[float] = None) -> str:
     """The job's kind: ``ok`` or what its failure says (one of :data:`KINDS`)."""
     if job.status != "ok":
         if RENDEZVOUS_CAUSES & set(job.causes):
@@ -222,7 +264,7 @@ def classify(job: Job, threshold: Optional[float], ratio: Optional[float] = None
         if "interface" in job.causes or job.init_failed:
             return NETWORK
         if job.status == "hang":
-            return HANG
+            return unfinished_kind(job.progress, job.elapsed, timeout if timeout is not None else job.elapsed)
         return ERROR
     if threshold is not None and job.busbw is not None and len(job.nodes) > 1 and job.busbw < threshold:
         return LOSSY if ratio is not None and ratio >= LOSSY_RATIO else SLOW
@@ -339,9 +381,10 @@ class PairVerdict:
 
 
 _NODE_CLASS_ALL = {SLOW: "slow node", LOSSY: "lossy link", BLOCKED: "blocked", NETWORK: "broken network",
-                   WRONG: "wrong data", HANG: "hang", ERROR: "error"}
+                   WRONG: "wrong data", HANG: "hang", ERROR: "error", STALLED: "slow or stalled"}
 _NODE_CLASS_SOME = {SLOW: "slow link", LOSSY: "lossy link", BLOCKED: "blocked", NETWORK: "broken network",
-                    WRONG: "wrong data", HANG: "broken network", ERROR: "broken network"}
+                    WRONG: "wrong data", HANG: "broken network", ERROR: "broken network",
+                    STALLED: "slow or stalled link"}
 
 
 def main_kind(kinds: Iterable[str]) -> str:
@@ -358,6 +401,14 @@ def job_line(j: Job) -> str:
     if j.busbw is not None and len(j.nodes) > 1:
         bits.append(f"busbw {j.busbw:.4g} GB/s" + (f" < {j.threshold:.4g}" if j.kind in (SLOW, LOSSY) and
                                                      j.threshold is not None else ""))
+    if j.kind in (SLOW, STALLED) and j.status == "hang":
+        moved = f"not done at the deadline; {len(j.progress)} sign(s) of progress"
+        if j.progress:
+            moved += f", the last {max(0.0, j.elapsed - max(j.progress)):.0f} s before its end"
+        bits.append(moved + (": progress seen, then stopped" if j.kind == STALLED else ": still moving"))
+        if j.partial_busbw is not None:
+            bits.append(f"busbw so far {j.partial_busbw:.4g} GB/s" + (f" < {j.threshold:.4g}" if j.threshold is not None
+                                                                        and j.partial_busbw < j.threshold else ""))
     if j.ratio is not None:
         bits.append(f"TCP retransmitted {100 * j.ratio:.1f}%")
     if j.kind not in (OK, "", SLOW, LOSSY) and j.evidence:

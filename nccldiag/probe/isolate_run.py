@@ -130,6 +130,11 @@ def _resolve_command(rows: Sequence[Row]) -> str:
     return "; ".join(parts) + "; true" if parts else "true"
 
 
+def job_timeout(opts: IsolateOptions, backend: str) -> float:
+    """Seconds each job may run: ``--timeout``, else the backend's default."""
+    return opts.timeout or (600.0 if backend == "nccl" else 120.0)
+
+
 class _Cluster:
     """The nodes of one run and what every job needs to launch on them."""
 
@@ -143,7 +148,7 @@ class _Cluster:
         self.backend = backend
         self.out = out
         self.lock = lock
-        self.timeout = opts.timeout or (600.0 if backend == "nccl" else 120.0)
+        self.timeout = job_timeout(opts, backend)
         self.pg_timeout = max(5, int(self.timeout * 0.5))
         self.counter = 0
 
@@ -182,9 +187,22 @@ class _Cluster:
             watchdog=int(self.timeout + 5.0 + 60),  # the job's ranks go with nccldiag, or at the job's deadline
         )
         setting = Setting(f"r{job.round}-{job.stage}-{job.row.replace(' ', '_')}-{job.label()}", row.environ, row.why)
-        sr = self.launch(job, row, spec, setting, on_record or self.on_record)
+        forward = on_record or self.on_record
+        t0 = time.monotonic()
+        moving: Dict[int, float] = {}  # rank -> busbw of its calls done so far (its last progress record)
+
+        def tracked(rec: dict) -> None:
+            if isolate.shows_progress(rec):
+                job.progress.append(time.monotonic() - t0)
+                if rec.get("type") == "progress" and isinstance(rec.get("busbw"), (int, float)) \
+                        and isinstance(rec.get("rank"), int):
+                    moving[rec["rank"]] = float(rec["busbw"])
+            forward(rec)
+
+        sr = self.launch(job, row, spec, setting, tracked)
         rep = analysis.job_report(setting, sr, self.timeout)
         job.elapsed = sr.elapsed
+        job.partial_busbw = min(moving.values()) if moving and rep.status != "ok" else None
         job.status = rep.status
         causes = []
         for f in rep.findings:
@@ -432,11 +450,14 @@ def run(hosts: Sequence[Host], opts: IsolateOptions, progress: Optional[Callable
         raise UsageError(str(exc)) from None
     order: Dict[str, int] = {}
     if opts.launcher == "srun":
-        from nccldiag.probe.session import slurm_nodes
+        from nccldiag.probe.session import allocation_grant, fit_allocation, slurm_nodes
 
         from nccldiag.slurm import client
 
         nodes = slurm_nodes(hosts, opts)  # each command a one-task srun step in opts.slurm_job
+        granted = allocation_grant(opts)
+        if granted is not None:  # every job's step asks for R tasks per node: refused here when Slurm would
+            fit_allocation(granted, nodes, opts.nproc_per_node, True)
         order = {n.name: i for i, n in enumerate(client.show_nodes())}
     else:
         nodes = [SSHNode(h, opts.ssh) for h in hosts]
@@ -575,7 +596,7 @@ def _schedule(report: IsolateReport, cl: _Cluster, pool: List[str], rows: Sequen
     # round 0: every node alone (all its local ranks), the first row
     r0 = play(isolate.ALONE, [(row_names[0], [n]) for n in pool])
     for j in r0.jobs:
-        j.kind = isolate.classify(j, None)
+        j.kind = isolate.classify(j, None, timeout=cl.timeout)
         if j.failed:
             excluded[j.nodes[0]] = "failed alone in round 0"
     live = [n for n in pool if n not in excluded]
@@ -632,7 +653,7 @@ def _classify(report: IsolateReport, jobs: Sequence[Job], rows: Sequence[str], o
             if j.row != row or j.stage == isolate.ALONE:
                 continue
             j.threshold = (per_round.get(j.round, thr) if j.stage == isolate.PAIRS else thr) if len(j.nodes) == 2 else None
-            j.kind = isolate.classify(j, j.threshold, j.ratio)
+            j.kind = isolate.classify(j, j.threshold, j.ratio, job_timeout(opts, report.backend))
 
 
 def _findings(report: IsolateReport) -> None:

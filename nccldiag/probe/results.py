@@ -151,7 +151,7 @@ _FIELDS: Dict[str, Callable[[Any], bool]] = {
     "status": _v_word, "wrong": _v_count, "wrong_total": _v_count, "ranks_wrong": _v_ints, "verified": _v_bool,
     "size": _v_count, "count": _v_count, "requested_size": _v_count, "dtype": _v_word, "redop": _v_word,
     "root": _v_int, "time_us": _v_num, "rank_time_us": _v_num, "algbw": _v_num, "busbw": _v_num,
-    "iters": _v_count, "warmup": _v_count, "sample": _v_element, "first_wrong": _v_element,
+    "iters": _v_count, "warmup": _v_count, "done": _v_count, "sample": _v_element, "first_wrong": _v_element,
     "error": _v_text, "reason": _v_text, "message": _v_text, "timeout": _v_bool, "exit_code": _v_int,
     "elapsed_s": _v_num, "collectives": _v_names, "local_rank": _v_count, "local_world_size": _v_count,
     "world_size": _v_count, "backend": _v_word, "bootstrap": _v_word, "pid": _v_count,

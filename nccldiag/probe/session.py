@@ -109,10 +109,15 @@ def run(hosts: Sequence[Host], opts: ProbeOptions,
         if os.path.exists(os.path.join(opts.out_dir, "records.jsonl")):
             raise UsageError(f"-o {opts.out_dir}: holds the records of an earlier run; give a new directory")
     most = validate(opts, len(hosts))
+    granted = None
     if local:
         nodes = [LocalNode()]
     elif opts.launcher == "srun":
         nodes = slurm_nodes(hosts, opts)
+        granted = allocation_grant(opts)
+        explicit = opts.nproc_per_node or (hosts[0].slots if hosts and hosts[0].slots else None)
+        if granted is not None and explicit:
+            fit_allocation(granted, nodes, explicit, True)  # refused here, before any node is contacted
     else:
         nodes = [SSHNode(h, opts.ssh) for h in hosts]
     run_id = runner.new_run_id()
@@ -155,7 +160,13 @@ def run(hosts: Sequence[Host], opts: ProbeOptions,
 
         gpus = min((prep.info.get(n.name, {}).get("gpus", 0) for n in participants), default=0)
         backend = opts.backend if opts.backend != "auto" else ("nccl" if gpus > 0 else "gloo")
-        nproc = opts.nproc_per_node or (hosts[0].slots if hosts and hosts[0].slots else None) or (gpus if backend == "nccl" and gpus else 2)
+        given = opts.nproc_per_node or (hosts[0].slots if hosts and hosts[0].slots else None)
+        nproc = given or (gpus if backend == "nccl" and gpus else 2)
+        grant_note = ""
+        if granted is not None and not given:
+            nproc, grant_note = fit_allocation(granted, participants, nproc, False)
+            if grant_note and progress is not None:
+                progress(grant_note)
         timeout = opts.timeout or (600.0 if backend == "nccl" else 120.0)
         pg_timeout = max(5, int(timeout * 0.5))
         settings = plan.build_settings(backend, opts.require_ib, opts.custom, opts.settings_mode,
@@ -239,6 +250,7 @@ def run(hosts: Sequence[Host], opts: ProbeOptions,
             report = analysis.ProbeReport(backend=backend, launcher=opts.launcher, hosts=[n.name for n in nodes],
                                           nproc_per_node=nproc, run_id=run_id)
             report.commands = dry
+            report.note = grant_note
             return report
         node_facts = {}
         if backend == "nccl" and runs:
@@ -265,6 +277,8 @@ def run(hosts: Sequence[Host], opts: ProbeOptions,
             route_ifnames={h: (prep.info.get(h) or {}).get("route_iface") for h in prep.info},
             node_facts=node_facts,
         )
+        if grant_note:
+            report.note = f"{report.note} {grant_note}".strip()
         return report
     finally:
         if not cleaned:
@@ -392,6 +406,26 @@ def _save_logs(out_dir: str, setting: str, logs: Dict[str, str]) -> None:
     for name, text in logs.items():
         with open(os.path.join(d, runner.safe_name(name.replace("/", "__"))), "w", encoding="utf-8") as f:
             f.write(text)
+
+
+def allocation_grant(opts: ProbeOptions):
+    """What the allocation the probe runs in grants per node, when nccldiag runs inside it (salloc, sbatch);
+    None for an allocation nccldiag asked for itself (whole nodes) or when Slurm's variables do not say."""
+    from nccldiag.slurm import grant
+
+    return grant.read(os.environ, opts.slurm_job) if opts.slurm_job else None
+
+
+def fit_allocation(granted, nodes: Sequence, wanted: int, explicit: bool) -> Tuple[int, str]:
+    """``(ranks per node, note)`` that the allocation holds on ``nodes``; a count given explicitly that it
+    cannot hold is a usage error saying what to ask salloc for."""
+    from nccldiag.slurm import grant
+
+    try:
+        r = grant.ranks_per_node(granted, [getattr(n, "slurm_name", n.name) for n in nodes], wanted, explicit)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    return r.count, r.note
 
 
 def slurm_nodes(hosts: Sequence[Host], opts: ProbeOptions) -> list:

@@ -85,6 +85,33 @@ def test_check_and_probe_inside_salloc(slurm, tmp_path):
     assert took < 200
 
 
+def test_probe_inside_a_default_allocation_of_one_task_per_node(slurm, tmp_path):
+    """``salloc -N 2`` without --exclusive grants 1 CPU, so 1 task, per node (CR_CPU). The probe runs the ranks the
+    allocation grants; asked for more ranks than that, it says before launching what to ask salloc for."""
+    rec_dir = tmp_path / "probe"
+    out = tmp_path / "probe.json"
+    py = shlex.quote(sys.executable)
+    inner = (
+        "echo CPUS=$SLURM_JOB_CPUS_PER_NODE TASKS=$SLURM_TASKS_PER_NODE; "
+        f"{py} -m nccldiag probe --launcher srun --backend gloo --settings default --collectives all_reduce "
+        f"--max-bytes 64K --timeout 90 -o {shlex.quote(str(rec_dir))} --json {shlex.quote(str(out))} >/dev/null; "
+        "echo PROBE_RC=$?; "
+        f"{py} -m nccldiag probe --launcher srun --backend gloo --nproc-per-node 2 --settings default "
+        "--collectives all_reduce --max-bytes 64K --timeout 90; echo ASKED_RC=$?"
+    )
+    r = slurm.run(["salloc", "-N", "2", "--immediate=30", "sh", "-c", inner], timeout=240)
+    said = r.stdout + r.stderr
+    assert "CPUS=1(x2)" in r.stdout, said  # the default allocation this test is about
+    assert "PROBE_RC=0" in r.stdout, said
+    starts = [x for x in records(rec_dir / "records.jsonl") if x.get("type") == "start"]
+    assert sorted(x["rank"] for x in starts) == [0, 1] and len({x["host"] for x in starts}) == 2, starts
+    assert _report(out)["nproc_per_node"] == 1
+    # an explicit rank count the allocation cannot hold: refused before any step, with the salloc that holds it
+    assert "ASKED_RC=2" in r.stdout, said
+    assert "salloc" in r.stderr and "--ntasks-per-node=2" in r.stderr, said
+    assert "Traceback" not in said
+
+
 def test_transport_srun_with_sshd_stopped_on_all_nodes(slurm, tmp_path):
     nodes = slurm.vc.hosts
     for n in nodes:

@@ -61,6 +61,40 @@ def test_snippet_locates_torch_without_importing_it_on_a_gpu_less_node():
     assert f.other == []
 
 
+def fake_torch(root, version_py, dist_version):
+    """A torch that cannot be imported, laid out as the wheel installs it (written for this test, in the format
+    of the torch wheels on PyPI: their ``torch/version.py`` has the local part, their METADATA ``Version`` not)."""
+    (root / "torch").mkdir()
+    (root / "torch" / "__init__.py").write_text("raise RuntimeError('imported')\n")
+    (root / "torch" / "version.py").write_text(version_py)
+    info = root / f"torch-{dist_version}.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: torch\nVersion: {dist_version}\n")
+    return {"NCCLDIAG_PYTHON": sys.executable, "PATH": "/usr/bin:/bin", "PYTHONPATH": str(root)}
+
+
+PYPI_VERSION_PY = ("from typing import Optional\n\n__all__ = ['__version__', 'debug', 'cuda', 'git_version', 'hip']\n"
+                   "__version__ = '2.14.1+cu130'\ndebug = False\ncuda: Optional[str] = '13.0'\n"
+                   "git_version = '0000000000000000000000000000000000000000'\nhip: Optional[str] = None\n")
+
+
+@pytest.mark.skipif(HAS_NVIDIA, reason="this machine has NVIDIA GPUs: the snippet always imports torch")
+def test_located_torch_version_is_torch_own_with_its_local_part(tmp_path):
+    # the version torch.__version__ gives, CUDA build included: a GPU node (torch imported) and a GPU-less one
+    # (torch located) must report like strings, or the consistency check sees a difference that is not there
+    secs, rcs = run_snippet(fake_torch(tmp_path, PYPI_VERSION_PY, "2.14.1"))
+    f = py.parse(secs)
+    assert rcs["python_env"] == 0 and f.done and f.torch_error is None
+    assert f.torch == "2.14.1+cu130" and f.cuda_build == "13.0"
+
+
+@pytest.mark.skipif(HAS_NVIDIA, reason="this machine has NVIDIA GPUs: the snippet always imports torch")
+def test_located_torch_without_a_version_in_version_py_reads_the_package_metadata(tmp_path):
+    secs, _ = run_snippet(fake_torch(tmp_path, "cuda = None\n", "2.1.0"))
+    f = py.parse(secs)
+    assert f.done and f.torch == "2.1.0" and f.cuda_build is None
+
+
 def test_snippet_runs_this_interpreter():
     secs, rcs = run_snippet({"NCCLDIAG_PYTHON": sys.executable, "NCCLDIAG_IMPORT_TORCH": "1",
                              "PATH": "/usr/bin:/bin"})

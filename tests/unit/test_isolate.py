@@ -443,3 +443,73 @@ def test_srun_step_of_a_pair_job_names_itself_and_runs_beside_the_others():
     assert env["NCCLDIAG_RUN"] == "nccldiag-x-7" and env["MASTER_PORT"] == "29403"
     assert env["GLOO_SOCKET_IFNAME"] == "eth1"
     assert argv[-4:] == ["--backend", "gloo", "--go-file", "/tmp/nccldiag-x/go-3"]
+
+
+def test_unfinished_job_is_hang_only_without_progress():
+    # no collective call completed before the deadline: nothing moved
+    assert isolate.unfinished_kind([], end=90.0, timeout=90.0) == isolate.HANG
+    # calls completing until the end, however late they started (a loaded machine stretches the start)
+    assert isolate.unfinished_kind([80.0, 81.2, 82.5, 84.0, 85.1, 86.3, 88.9], end=90.0, timeout=90.0) == isolate.SLOW
+    # one call done just before the deadline: still moving
+    assert isolate.unfinished_kind([88.0], end=90.0, timeout=90.0) == isolate.SLOW
+    # calls every second, then nothing for the last 40 s: progress seen, then stopped
+    assert isolate.unfinished_kind([10.0, 11.0, 12.0, 13.0], end=53.0, timeout=90.0) == isolate.STALLED
+
+
+def test_a_stop_is_measured_against_the_gaps_the_job_showed_and_its_timeout():
+    # a link so slow that each call takes 15 s: a 25 s wait at the end is its pace, not a stop
+    assert isolate.unfinished_kind([15.0, 30.0, 45.0, 60.0], end=85.0, timeout=90.0) == isolate.SLOW
+    # past 3 gaps of 15 s it is a stop
+    assert isolate.unfinished_kind([15.0, 30.0], end=30.0 + 46.0, timeout=90.0) == isolate.STALLED
+    # with a 600 s timeout, a fifth of it (120 s) is the least quiet that counts as a stop
+    assert isolate.unfinished_kind([10.0, 11.0], end=11.0 + 100.0, timeout=600.0) == isolate.SLOW
+    assert isolate.unfinished_kind([10.0, 11.0], end=11.0 + 130.0, timeout=600.0) == isolate.STALLED
+
+
+def test_classify_a_job_cut_by_its_deadline_by_its_progress():
+    hang = Job(1, "pairs", "r", ("a", "b"), "hang", elapsed=91.0)
+    assert isolate.classify(hang, 1.0, None, 90.0) == isolate.HANG
+    moving = Job(1, "pairs", "r", ("a", "b"), "hang", elapsed=91.0, progress=[70.0, 75.0, 80.0, 86.0, 90.5])
+    assert isolate.classify(moving, 1.0, None, 90.0) == isolate.SLOW
+    stopped = Job(1, "pairs", "r", ("a", "b"), "hang", elapsed=91.0, progress=[5.0, 6.0, 7.0])
+    assert isolate.classify(stopped, 1.0, None, 90.0) == isolate.STALLED
+    # what the other evidence says first still wins: heavy retransmission, ranks stuck in init, a blocked port
+    assert isolate.classify(moving, 1.0, 0.05, 90.0) == isolate.LOSSY
+    assert isolate.classify(Job(1, "pairs", "r", ("a", "b"), "hang", init_failed=True, elapsed=91.0),
+                            1.0, None, 90.0) == isolate.NETWORK
+    # an error is an error, whatever moved before it
+    assert isolate.classify(Job(1, "pairs", "r", ("a", "b"), "error", progress=[1.0]), 1.0, None, 90.0) == "error"
+
+
+def test_records_that_show_data_moved():
+    assert isolate.shows_progress({"type": "result", "collective": "all_reduce", "phase": "check", "status": "ok"})
+    assert isolate.shows_progress({"type": "result", "collective": "all_reduce", "phase": "sweep", "status": "ok"})
+    assert isolate.shows_progress({"type": "progress", "collective": "all_reduce", "phase": "sweep", "done": 2})
+    assert not isolate.shows_progress({"type": "progress", "collective": "all_reduce", "phase": "sweep"})
+    assert not isolate.shows_progress({"type": "progress", "collective": "all_reduce", "phase": "sweep", "done": 0})
+    assert not isolate.shows_progress({"type": "progress", "collective": "all_reduce", "phase": "sweep", "done": True})
+    assert not isolate.shows_progress({"type": "progress", "collective": None, "phase": "ready"})
+    assert not isolate.shows_progress({"type": "result", "collective": "all_reduce", "status": "error"})
+
+
+def test_unfinished_slow_and_stalled_nodes_get_their_class_and_say_why():
+    names = nodes(8)
+    slow = {"n03": isolate.SLOW}
+    jobs = schedule_jobs(names, slow, row="net1") + schedule_jobs(names, slow, row="net2")
+    for j in jobs:
+        if "n03" in j.nodes:  # cut by the deadline while still moving, as on a loaded machine
+            j.status, j.busbw, j.elapsed, j.progress, j.partial_busbw = "hang", None, 91.0, [60.0, 75.0, 89.0], 0.02
+            j.threshold = 0.1
+    nv, _ = isolate.verdicts(names, ["net1", "net2"], jobs)
+    v = {x.node: x for x in nv}["n03"]
+    assert v.verdict == "bad" and v.cls == "slow node"
+    assert any("still moving" in e and "busbw so far 0.02 GB/s < 0.1" in e for e in v.evidence), v.evidence
+    stalled = {"n03": isolate.STALLED}
+    jobs = schedule_jobs(names, stalled, row="net1") + schedule_jobs(names, {}, row="net2")
+    for j in jobs:
+        if "n03" in j.nodes and j.row == "net1":
+            j.status, j.busbw, j.elapsed, j.progress = "hang", None, 91.0, [5.0, 6.0]
+    nv, _ = isolate.verdicts(names, ["net1", "net2"], jobs)
+    v = {x.node: x for x in nv}["n03"]
+    assert v.cls == "slow or stalled link" and v.rows == ["net1"]
+    assert any("progress seen, then stopped" in e for e in v.evidence), v.evidence

@@ -92,6 +92,39 @@ def test_unknown_launch_failure_keeps_the_generic_advice():
     assert f.actual is None and "torch missing" in f.fix
 
 
+# srun's stderr in `salloc -N 2` (1 CPU per node granted) on scripts/vslurm's cluster (Slurm 22.05.8), the probe's
+# step asking --ntasks-per-node=2 --overlap; the line as the probe's report quoted it
+SRUN_REFUSED = "srun: error: Unable to create step for job 1: More processors requested than permitted\n"
+
+
+def test_a_step_slurm_refused_says_so_with_srun_own_line():
+    f = launch_finding(SRUN_REFUSED, host="srun", rank=0)
+    assert f.actual == {"cause": "slurm_step_refused"}
+    assert "More processors requested than permitted" in f.message
+    assert "it said: srun: error: Unable to create step for job 1" in f.message
+    assert "--ntasks-per-node" in f.fix
+
+
+def test_an_unrecognised_launcher_failure_quotes_its_last_error_lines():
+    # written for this test: a traceback's tail, then a line of no interest after the error
+    text = "Traceback (most recent call last):\n  File \"x.py\", line 1\nOSError: [Errno 28] No space left\n" \
+           "\x1b[31mfatal: giving up\x1b[0m\n-----------\n"
+    f = launch_finding(text)
+    assert "it said: OSError: [Errno 28] No space left | fatal: giving up" in f.message
+    assert "\x1b" not in f.message
+
+
+def test_a_launcher_that_wrote_nothing_says_that_too():
+    f = launch_finding("")
+    assert f.message.endswith("before any rank reported; it wrote nothing on stderr")
+
+
+def test_last_words_fall_back_to_the_last_line_and_are_bounded():
+    assert analysis.last_words("starting\nstill starting\n") == ["still starting"]
+    (line,) = analysis.last_words("error: " + "x" * 1000)
+    assert len(line) == 240 and line.endswith("...")
+
+
 def test_rendezvous_address_comes_from_the_node_command_when_stderr_has_none():
     # CONSTRUCTED line (Python's own ConnectionRefusedError text), not captured from torchrun
     f = launch_finding("ConnectionRefusedError: [Errno 111] Connection refused\n")

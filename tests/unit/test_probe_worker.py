@@ -289,3 +289,87 @@ def test_registry_selection():
     assert registry.select("sendrecv,all_reduce,all_reduce") == ["all_reduce", "sendrecv"]
     with pytest.raises(ValueError, match="bogus"):
         registry.select("all_reduce,bogus")
+
+
+# --------------------------------------------------------------------------- progress inside a sweep size
+
+
+class _Clock:
+    """A clock the collective below moves: each call takes ``per_call`` seconds of it."""
+
+    def __init__(self):
+        self.t = 1000.0
+
+    def monotonic(self):
+        return self.t
+
+    perf_counter = monotonic
+
+    def time(self):
+        return self.t
+
+    def sleep(self, s):
+        self.t += s
+
+
+class _Sink:
+    def __init__(self, clock):
+        self.base, self.recs, self.clock = {}, [], clock
+
+    def emit(self, kind, **fields):
+        rec = {"type": kind, **fields, "ts": self.clock.t}
+        self.recs.append(rec)
+        return rec
+
+
+class _Dist:
+    class ReduceOp:
+        MAX = "max"
+
+    def barrier(self):
+        pass
+
+    def all_reduce(self, t, op=None):
+        pass
+
+
+def _sweep_records(monkeypatch, per_call, iters, warmup=1):
+    clock = _Clock()
+    monkeypatch.setattr(worker, "time", clock)
+    coll = registry.load("all_reduce")
+
+    class Bufs:
+        output = None
+
+        def call(self):
+            clock.t += per_call
+
+    monkeypatch.setattr(coll, "prepare", lambda ctx, count, data: Bufs(), raising=False)
+    ctx = base.Ctx(rank=0, world=2, device=torch.device("cpu"), backend="gloo", local_rank=0)
+    opts = worker.Options(backend="gloo", names=["all_reduce"], sweep=[1 << 18], checks=[], iters=iters,
+                          warmup=warmup, check_only=False, pg_timeout=60)
+    sink = _Sink(clock)
+    prober = worker.Prober(torch, _Dist(), ctx, opts, sink)
+    prober.sweep_one(coll, 1 << 18)
+    return [r for r in sink.recs if r["type"] == "progress" and "done" in r], sink.recs[-1]
+
+
+def test_a_slow_sweep_reports_the_calls_it_completed(monkeypatch):
+    # 1.5 s a call (a 256 KiB all_reduce over 2 Mbit/s): every call done is reported, with its pace
+    moving, last = _sweep_records(monkeypatch, per_call=1.5, iters=5)
+    assert [r["done"] for r in moving] == [1, 2, 3, 4, 5, 6]
+    assert all(r["collective"] == "all_reduce" and r["phase"] == "sweep" and r["iters"] == 5 for r in moving)
+    assert moving[-1]["rank_time_us"] == 1.5e6 and moving[-1]["busbw"] > 0
+    assert last["type"] == "result" and last["status"] == "ok"
+    # what results.py keeps of them: every field is one it knows
+    kept = results.read_records([__import__("json").dumps(dict(r, rank=0)) for r in moving])
+    assert [r["done"] for r in kept] == [1, 2, 3, 4, 5, 6]
+
+
+def test_a_fast_sweep_sends_no_progress_records_and_a_long_one_thins_them(monkeypatch):
+    moving, _ = _sweep_records(monkeypatch, per_call=0.001, iters=200)
+    assert moving == []
+    moving, _ = _sweep_records(monkeypatch, per_call=1.0, iters=2000)
+    # 2000 s of calls: fewer than 64 records, spread ever wider (an eighth of the time run so far)
+    assert 8 < len(moving) <= worker.PROGRESS_MAX
+    assert moving[1]["ts"] - moving[0]["ts"] == 1.0 and moving[-1]["ts"] - moving[-2]["ts"] > 100
