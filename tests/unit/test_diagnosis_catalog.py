@@ -207,6 +207,28 @@ def test_a_plugin_on_some_nodes_only():
     assert top(text).category == "net_plugin"
 
 
+def test_the_plugins_static_topology_without_cpu_attributes_is_the_plugins_and_a_users_file_is_not():
+    # written for this test, in the format of https://github.com/aws/aws-ofi-nccl/issues/785 (NCCL 2.21's topology
+    # loader failing on the p5.48xl-topo.xml that aws-ofi-nccl < 1.11 sets as NCCL_TOPO_FILE)
+    chain = ("p5-a:2196:2275 [1] graph/xml.h:101 NCCL WARN Attribute vendor of node cpu not found\n"
+             "p5-a:2196:2275 [1] NCCL INFO graph/topo.cc:493 -> 3\n"
+             "p5-a:2196:2275 [1] NCCL INFO graph/topo.cc:623 -> 3\n")
+    d = top("p5-a:2196:2196 [1] NCCL INFO NCCL version 2.21.5+cuda12.4\n" + chain)
+    assert d.category == "net_plugin" and "static topology" in d.summary and d.id == "net-plugin"
+    assert "nccl_env_misconfig" not in categories(chain)
+    plugin_file = "p5-a:2196:2196 [1] NCCL INFO NCCL_TOPO_FILE set by environment to " \
+                  "/opt/amazon/ofi-nccl/share/aws-ofi-nccl/xml/p5.48xl-topo.xml\n"
+    assert top(plugin_file + chain).category == "net_plugin"
+    # the user's own file, or an NCCL older than 2.8 (which failed on any injected topology): not the plugin's
+    own = "p5-a:2196:2196 [1] NCCL INFO NCCL_TOPO_FILE set by environment to /home/me/topo.xml\n"
+    assert top(own + chain).category == "nccl_env_misconfig"
+    assert top("h:1:1 [0] NCCL INFO NCCL version 2.7.8+cuda11.0\n" + chain).category == "nccl_env_misconfig"
+    # a healthy init prints missing attributes of other nodes at INFO level (NVIDIA/nccl#584's shape)
+    healthy = ("h:1:2 [1] NCCL INFO Attribute coll of node net not found\n"
+               "h:1:2 [1] NCCL INFO comm 0x1 rank 1 nranks 2 cudaDev 1 busId b1000 commId 0x2 - Init COMPLETE\n")
+    assert categories(healthy) == []
+
+
 # ---- GPU architecture, drivers, memory -----------------------------------------------------------------
 
 
