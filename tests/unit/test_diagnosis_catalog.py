@@ -190,6 +190,33 @@ def test_ibv_open_device_failing_is_the_container():
     assert top(text).category == "rdma_device_not_in_container"
 
 
+def test_qp_access_violation_and_flushed_receives_are_an_mtu_mismatch_and_a_port_error_is_not():
+    # written for this test, in the format of https://github.com/NVIDIA/nccl/issues/1524 (NCCL 2.20's async
+    # event and completion lines between two servers whose MTUs differ)
+    text = ("srv-a:94639:94647 [0] transport/net_ib.cc:100 NCCL WARN NET/IB : mlx5_0:1 Got async event : local "
+            "access violation work queue error\n"
+            "srv-a:94639:94652 [0] transport/net_ib.cc:1696 NCCL WARN NET/IB : Got completion from peer "
+            "192.168.1.2<57888> with status=5 opcode=1 len=0 vendor err 249 (Recv) localGid fe80::1 remoteGids fe80::2\n"
+            "srv-a:94639:94652 [0] NCCL INFO transport/net.cc:1298 -> 6\n")
+    d = top(text)
+    assert d.category == "mtu_mismatch" and d.id == "mtu-mismatch" and d.confidence == "medium"
+    assert d.missing and "active_mtu" in d.missing[0]
+    # NCCL 2.2x's later wording of the same event; and a local length error (status 1) on its own
+    assert top("h:1:2 [0] transport/net_ib.cc:180 NCCL WARN NET/IB : mlx5_1:1 async fatal event on QP "
+               "(0x7309dc3bb338): local access violation work queue error\n").category == "mtu_mismatch"
+    assert top("h:1:2 [0] transport/net_ib.cc:1696 NCCL WARN NET/IB : Got completion from peer 10.0.0.2<1> with "
+               "status=1 opcode=0 len=0 vendor err 105 (Recv)\n").category == "mtu_mismatch"
+    # neighbours: a port error is a flapping link; a flushed request alone names no cause
+    port = "h:1:2 [0] transport/net_ib.cc:73 NCCL WARN NET/IB : Got async event : port error\n"
+    assert "mtu_mismatch" not in categories(port)
+    assert "mtu_mismatch" not in categories("h:1:2 [0] transport/net_ib.cc:1696 NCCL WARN NET/IB : Got completion "
+                                            "from peer 10.0.0.2<1> with status=5 opcode=1 len=0 vendor err 249\n")
+    # a healthy init that names the HCA's MTU raises nothing
+    healthy = ("h:1:2 [0] NCCL INFO NET/IB: NCCL Dev 0 IbDev 0 Port 1 qpn 1047 mtu 5 GID 3 (0/A0B0C0D)\n"
+               "h:1:2 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 busId 1000 commId 0x2 - Init COMPLETE\n")
+    assert categories(healthy) == []
+
+
 # ---- network plugins -----------------------------------------------------------------------------------
 
 
