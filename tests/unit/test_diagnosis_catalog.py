@@ -306,6 +306,30 @@ def test_independent_runs_of_nccl_tests_without_mpi():
     assert top(text).category == "other:nccltests-built-without-mpi"
 
 
+def test_cudas_peer_access_refusal_paraphrased_by_a_framework_is_still_p2p_unsupported():
+    # written for this test, in the format of https://github.com/efeslab/Nanoflow/issues/22 (the CUDA error
+    # quoted by a serving framework, singular 'device') and of TensorRT-LLM's IpcMemory message
+    assert top("peer access is not supported between these two device\n").category == "p2p_unsupported_gpu"
+    assert top("[TensorRT-LLM][ERROR] Encountered an error: peer access is not supported between these two "
+               "devices in tensorrt_llm::runtime::IpcMemory::allocateIpcMemory()\n").category == "p2p_unsupported_gpu"
+    # NCCL noting at INFO level that it will not use P2P between two GPUs, then falling back to SHM, is no fault
+    healthy = ("ault43:1696335:1696335 [1] NCCL INFO Could not enable P2P between dev 1(=81000) and dev 0(=41000)\n"
+               "ault43:1696335:1696335 [1] NCCL INFO Channel 00 : 1[81000] -> 0[41000] via SHM/direct/direct\n"
+               "ault43:1696335:1696335 [1] NCCL INFO comm 0x666c240 rank 1 nranks 4 cudaDev 1 busId 81000 "
+               "commId 0xecdec238786580e6 - Init COMPLETE\n")
+    assert categories(healthy) == []
+
+
+def test_an_elided_paste_of_a_passing_multi_node_run_raises_nothing_and_an_unelided_stop_does():
+    # written for this test, in the format of https://github.com/aws/aws-parallelcluster/pull/6956
+    titles = ("#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw"
+              "   busbw #wrong\n")
+    mnnvl = ("q1-st-cr1-2:24285:24367 [2] NCCL INFO Channel 00/0 : 6[2] -> 7[3] via P2P/MNNVL\n"
+             "q1-st-cr1-1:27416:27502 [0] NCCL INFO Channel 31/0 : 0[0] -> 1[1] via P2P/MNNVL\n")
+    assert categories(titles + "...\n" + mnnvl + "...\n") == []
+    assert categories(titles + mnnvl) == ["unexplained"]
+
+
 # ---- sockets, names, environment -----------------------------------------------------------------------
 
 
