@@ -92,12 +92,22 @@ def judge_no_result(run: NcclTestsRun) -> Finding:
                 fix=FIX_NO_RESULT)
 
 
+def judge_elided(run: NcclTestsRun) -> Finding:
+    """A run whose rows the poster cut ('...' after the column titles): no row says nothing about a hang."""
+    where = f"{_name(run)} in {run.source}" if run.source else _name(run)
+    return skip(AREA, "nccltests.result", f"{where}: its result rows were cut from this text ('...' after the "
+                "column titles): whether the run finished cannot be told", actual="rows elided",
+                expected="a result row per size",
+                fix="Give nccldiag the whole output of the run (nccl-tests prints one row per size and a summary).")
+
+
 def judge(nccl_tests: Sequence[NcclTestsRun], perftests: Sequence[PerftestResult],
           no_result: Sequence[NcclTestsRun] = ()) -> List[Finding]:
     """``no_result``: runs that printed a header and no row, and whose ranks did not all complete NCCL's init
     in the same logs (an excerpt cut after init is not a hang)."""
     out: List[Finding] = [judge_nccl_tests(run) for run in nccl_tests]
-    out += [judge_no_result(run) for run in no_result if not nccl_tests and run.table]
+    out += [judge_no_result(run) if not run.elided else judge_elided(run)
+            for run in no_result if not nccl_tests and run.table]
     for r in perftests:
         out.extend(judge_perftest(r))
     return out

@@ -33,6 +33,7 @@ class NcclTestsRun:
     headers: int = 0  # 'nThread' lines: the runs started in this output
     devices: List[str] = field(default_factory=list)  # the GPU names of its 'Using devices' lines
     hosts: List[str] = field(default_factory=list)  # the hosts of its ranks, where the device lines name them
+    elided: bool = False  # a poster's elision mark ('...', '[...]', '<snip>') after the column titles: rows may be cut
 
     @property
     def verified(self) -> bool:
@@ -99,6 +100,9 @@ def parse_nccl_tests(text: Optional[str]) -> Optional[NcclTestsRun]:
             if m.group("host") and m.group("host") not in run.hosts and len(run.hosts) < 1024:
                 run.hosts.append(m.group("host"))
             continue
+        if run.table and _ELISION.match(line.strip()):
+            run.elided = True
+            continue
         toks = s.split()
         if len(toks) < 11 or not toks[0].isdigit() or not toks[1].isdigit():
             continue
@@ -113,6 +117,9 @@ def parse_nccl_tests(text: Optional[str]) -> Optional[NcclTestsRun]:
     return run if run.rows or run.avg_busbw is not None or run.out_of_bounds is not None or run.started else None
 
 
+# a line that is only an elision mark, as posters cut long outputs
+_ELISION = re.compile(r"^(?:\.{3,}|\u2026|\[\s*(?:\.{3,}|\u2026|snip(?:ped)?)\s*\]|\(\s*(?:\.{3,}|\u2026)\s*\)|"
+                      r"<\s*snip(?:ped)?\s*>|-+\s*snip\s*-+)$", re.I)
 _TITLES = re.compile(r"^(?:size|bytes)\s+(?:count|N)\s+type\b")
 _HEADER = re.compile(r"^nThread \d+|^Using devices\s*$|^(?:size|bytes)\s+(?:count|N)\s+type\b")
 _RANK = re.compile(r"\bRank\s+\d+\s+(?:Group\s+\d+\s+)?(?:Pid\s+\d+\s+on\s+(?P<host>\S+)\s+)?(?:device\s+\d+|uses device"

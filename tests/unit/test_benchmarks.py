@@ -121,3 +121,29 @@ def test_benchmark_lines_are_bounded_per_file():
     (run,) = facts.nccl_tests
     # each kept row is at least 60 bytes: the bound holds well below the 200k rows given
     assert 0 < len(run.rows) <= nccllog.MAX_BENCH_BYTES // 60 < 200000
+
+
+def test_a_paste_whose_rows_were_elided_is_not_a_hang_and_one_that_stops_after_the_titles_is():
+    # written for this test, in the format of https://github.com/aws/aws-parallelcluster/pull/6956 (a passing
+    # p6e-GB200 run pasted with '...' where the poster cut lines, channels over P2P/MNNVL)
+    titles = ("#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw"
+              "   busbw #wrong\n"
+              "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)"
+              "  (GB/s)\n")
+    mnnvl = ("q1-st-cr1-2:24285:24367 [2] NCCL INFO Channel 00/0 : 6[2] -> 7[3] via P2P/MNNVL\n"
+             "q1-st-cr1-1:27416:27502 [0] NCCL INFO Channel 31/0 : 0[0] -> 1[1] via P2P/MNNVL\n")
+    for mark in ("...", "[...]", "<snip>", "\u2026"):
+        facts = nccllog.parse(titles + mark + "\n" + mnnvl + mark + "\n", "pasted.txt")
+        (run,) = facts.nccl_tests_no_result
+        assert run.elided, mark
+        (f,) = checks.judge(facts.nccl_tests, [], facts.nccl_tests_no_result)
+        assert f.status == Status.SKIP and "cut" in f.message
+    # the same output with nothing cut: it stopped after its titles, a warning
+    facts = nccllog.parse(titles + mnnvl, "job.out")
+    (run,) = facts.nccl_tests_no_result
+    assert not run.elided
+    (f,) = checks.judge(facts.nccl_tests, [], facts.nccl_tests_no_result)
+    assert f.status == Status.WARN and "no result row" in f.message
+    # an elision before the titles (a cut command line) leaves the rows' absence meaningful
+    facts = nccllog.parse("...\n" + titles, "job.out")
+    assert not facts.nccl_tests_no_result[0].elided

@@ -560,3 +560,18 @@ def test_torch_version_differing_between_ranks_names_the_node():
             r["versions"] = dict(r["versions"], torch="2.12.0+cpu")
     d = one(diagnose(Inputs(probe=probe([(Setting("default"), recs, None)], ["n1", "n2"]))), "versions-differ")
     assert d.severity == "fail" and "version.torch" in d.summary and "probe.version.torch" in {e.ref for e in d.evidence}
+
+
+def test_active_ports_whose_mtu_differs_across_nodes_warn_and_equal_mtus_do_not():
+    # arranged for this test: two real ibv_devinfo captures, an Azure HBv2 RoCE port at active MTU 1024 and a
+    # Kubernetes RoCE port at 4096, each given to one node
+    low = B.fixture("ibv_devinfo/azhpcimages44-azure-hbv2-renamed-hcas-fragment.txt")
+    high = B.fixture("ibv_devinfo/k8srdma164-ibv_devinfo-v-port-25g-roce-gid-markdown-bold.txt")
+    a = dict(B.system_sources("gpu001", "10.0.0.11"), ibv_devinfo=low)
+    b = dict(B.system_sources("gpu002", "10.0.0.12"), ibv_devinfo=high)
+    d = one(diagnose(Inputs(check=check({"gpu001": a, "gpu002": b}))), "mtu-mismatch")
+    assert d.severity == "warn" and d.category == "mtu_mismatch" and d.nodes == ["gpu001", "gpu002"]
+    text = " ".join(e.text for e in d.evidence)
+    assert "active MTU 1024" in text and "active MTU 4096" in text
+    same = dict(B.system_sources("gpu002", "10.0.0.12"), ibv_devinfo=low)
+    assert "mtu-mismatch" not in ids(diagnose(Inputs(check=check({"gpu001": a, "gpu002": same}))))

@@ -190,6 +190,33 @@ def test_ibv_open_device_failing_is_the_container():
     assert top(text).category == "rdma_device_not_in_container"
 
 
+def test_qp_access_violation_and_flushed_receives_are_an_mtu_mismatch_and_a_port_error_is_not():
+    # written for this test, in the format of https://github.com/NVIDIA/nccl/issues/1524 (NCCL 2.20's async
+    # event and completion lines between two servers whose MTUs differ)
+    text = ("srv-a:94639:94647 [0] transport/net_ib.cc:100 NCCL WARN NET/IB : mlx5_0:1 Got async event : local "
+            "access violation work queue error\n"
+            "srv-a:94639:94652 [0] transport/net_ib.cc:1696 NCCL WARN NET/IB : Got completion from peer "
+            "192.168.1.2<57888> with status=5 opcode=1 len=0 vendor err 249 (Recv) localGid fe80::1 remoteGids fe80::2\n"
+            "srv-a:94639:94652 [0] NCCL INFO transport/net.cc:1298 -> 6\n")
+    d = top(text)
+    assert d.category == "mtu_mismatch" and d.id == "mtu-mismatch" and d.confidence == "medium"
+    assert d.missing and "active_mtu" in d.missing[0]
+    # NCCL 2.2x's later wording of the same event; and a local length error (status 1) on its own
+    assert top("h:1:2 [0] transport/net_ib.cc:180 NCCL WARN NET/IB : mlx5_1:1 async fatal event on QP "
+               "(0x7309dc3bb338): local access violation work queue error\n").category == "mtu_mismatch"
+    assert top("h:1:2 [0] transport/net_ib.cc:1696 NCCL WARN NET/IB : Got completion from peer 10.0.0.2<1> with "
+               "status=1 opcode=0 len=0 vendor err 105 (Recv)\n").category == "mtu_mismatch"
+    # neighbours: a port error is a flapping link; a flushed request alone names no cause
+    port = "h:1:2 [0] transport/net_ib.cc:73 NCCL WARN NET/IB : Got async event : port error\n"
+    assert "mtu_mismatch" not in categories(port)
+    assert "mtu_mismatch" not in categories("h:1:2 [0] transport/net_ib.cc:1696 NCCL WARN NET/IB : Got completion "
+                                            "from peer 10.0.0.2<1> with status=5 opcode=1 len=0 vendor err 249\n")
+    # a healthy init that names the HCA's MTU raises nothing
+    healthy = ("h:1:2 [0] NCCL INFO NET/IB: NCCL Dev 0 IbDev 0 Port 1 qpn 1047 mtu 5 GID 3 (0/A0B0C0D)\n"
+               "h:1:2 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 busId 1000 commId 0x2 - Init COMPLETE\n")
+    assert categories(healthy) == []
+
+
 # ---- network plugins -----------------------------------------------------------------------------------
 
 
@@ -205,6 +232,28 @@ def test_a_plugin_on_some_nodes_only():
     text = ("a:1:2 [0] NCCL INFO NET/Plugin: Could not find: libnccl-net.so. Using internal network plugin.\n"
             "b:3:4 [0] NCCL INFO Plugin Path : /opt/hpcx/nccl_rdma_sharp_plugin/lib/libnccl-net.so\n")
     assert top(text).category == "net_plugin"
+
+
+def test_the_plugins_static_topology_without_cpu_attributes_is_the_plugins_and_a_users_file_is_not():
+    # written for this test, in the format of https://github.com/aws/aws-ofi-nccl/issues/785 (NCCL 2.21's topology
+    # loader failing on the p5.48xl-topo.xml that aws-ofi-nccl < 1.11 sets as NCCL_TOPO_FILE)
+    chain = ("p5-a:2196:2275 [1] graph/xml.h:101 NCCL WARN Attribute vendor of node cpu not found\n"
+             "p5-a:2196:2275 [1] NCCL INFO graph/topo.cc:493 -> 3\n"
+             "p5-a:2196:2275 [1] NCCL INFO graph/topo.cc:623 -> 3\n")
+    d = top("p5-a:2196:2196 [1] NCCL INFO NCCL version 2.21.5+cuda12.4\n" + chain)
+    assert d.category == "net_plugin" and "static topology" in d.summary and d.id == "net-plugin"
+    assert "nccl_env_misconfig" not in categories(chain)
+    plugin_file = "p5-a:2196:2196 [1] NCCL INFO NCCL_TOPO_FILE set by environment to " \
+                  "/opt/amazon/ofi-nccl/share/aws-ofi-nccl/xml/p5.48xl-topo.xml\n"
+    assert top(plugin_file + chain).category == "net_plugin"
+    # the user's own file, or an NCCL older than 2.8 (which failed on any injected topology): not the plugin's
+    own = "p5-a:2196:2196 [1] NCCL INFO NCCL_TOPO_FILE set by environment to /home/me/topo.xml\n"
+    assert top(own + chain).category == "nccl_env_misconfig"
+    assert top("h:1:1 [0] NCCL INFO NCCL version 2.7.8+cuda11.0\n" + chain).category == "nccl_env_misconfig"
+    # a healthy init prints missing attributes of other nodes at INFO level (NVIDIA/nccl#584's shape)
+    healthy = ("h:1:2 [1] NCCL INFO Attribute coll of node net not found\n"
+               "h:1:2 [1] NCCL INFO comm 0x1 rank 1 nranks 2 cudaDev 1 busId b1000 commId 0x2 - Init COMPLETE\n")
+    assert categories(healthy) == []
 
 
 # ---- GPU architecture, drivers, memory -----------------------------------------------------------------
@@ -255,6 +304,30 @@ def test_independent_runs_of_nccl_tests_without_mpi():
     text = "# Out of bounds values : 0 OK\n# Avg bus bandwidth    : 3.94145\n#\n# Out of bounds values : 0 OK\n" \
            "# Avg bus bandwidth    : 3.94156\n"
     assert top(text).category == "other:nccltests-built-without-mpi"
+
+
+def test_cudas_peer_access_refusal_paraphrased_by_a_framework_is_still_p2p_unsupported():
+    # written for this test, in the format of https://github.com/efeslab/Nanoflow/issues/22 (the CUDA error
+    # quoted by a serving framework, singular 'device') and of TensorRT-LLM's IpcMemory message
+    assert top("peer access is not supported between these two device\n").category == "p2p_unsupported_gpu"
+    assert top("[TensorRT-LLM][ERROR] Encountered an error: peer access is not supported between these two "
+               "devices in tensorrt_llm::runtime::IpcMemory::allocateIpcMemory()\n").category == "p2p_unsupported_gpu"
+    # NCCL noting at INFO level that it will not use P2P between two GPUs, then falling back to SHM, is no fault
+    healthy = ("ault43:1696335:1696335 [1] NCCL INFO Could not enable P2P between dev 1(=81000) and dev 0(=41000)\n"
+               "ault43:1696335:1696335 [1] NCCL INFO Channel 00 : 1[81000] -> 0[41000] via SHM/direct/direct\n"
+               "ault43:1696335:1696335 [1] NCCL INFO comm 0x666c240 rank 1 nranks 4 cudaDev 1 busId 81000 "
+               "commId 0xecdec238786580e6 - Init COMPLETE\n")
+    assert categories(healthy) == []
+
+
+def test_an_elided_paste_of_a_passing_multi_node_run_raises_nothing_and_an_unelided_stop_does():
+    # written for this test, in the format of https://github.com/aws/aws-parallelcluster/pull/6956
+    titles = ("#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw"
+              "   busbw #wrong\n")
+    mnnvl = ("q1-st-cr1-2:24285:24367 [2] NCCL INFO Channel 00/0 : 6[2] -> 7[3] via P2P/MNNVL\n"
+             "q1-st-cr1-1:27416:27502 [0] NCCL INFO Channel 31/0 : 0[0] -> 1[1] via P2P/MNNVL\n")
+    assert categories(titles + "...\n" + mnnvl + "...\n") == []
+    assert categories(titles + mnnvl) == ["unexplained"]
 
 
 # ---- sockets, names, environment -----------------------------------------------------------------------

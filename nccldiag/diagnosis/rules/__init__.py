@@ -35,6 +35,7 @@ RULE_MODULES = (
     "gid_index_forced",
     "roce_gid",
     "rdma_nic_unsupported",
+    "mtu_mismatch",
     "ib_completion",
     "ib_timeout",
     "hca_firmware",

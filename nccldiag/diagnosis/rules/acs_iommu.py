@@ -45,7 +45,8 @@ def stalled_single_node(inp: Inputs) -> List[Evidence]:
         hosts = {p.host for p in f.procs}
         if len(hosts) > 1:
             continue
-        runs = [] if f.nccl_tests else [r for r in getattr(f, "nccl_tests_no_result", []) if r.ranks != 1]
+        runs = [] if f.nccl_tests else [r for r in getattr(f, "nccl_tests_no_result", [])
+                                        if r.ranks != 1 and not getattr(r, "elided", False)]
         table = [r for r in runs if r.table]
         pcie = [r for r in runs if r.devices and not any(_NVLINK.search(d) for d in r.devices)]
         stuck = unexplained.stopped_in_init(f)

@@ -1,12 +1,18 @@
 """A network plugin failing, or differing across nodes: aws-ofi-nccl (EFA/libfabric) warnings at memory
 registration or provider set-up (an old libfabric with a newer NCCL: 'Unable to register memory ... RC: -22'),
 a plugin that fails to load, or some nodes loading an external libnccl-net.so (HPC-X SHARP, IBext) while others
-use NCCL's internal IB: their ranks cannot talk and the job hangs across nodes.
+use NCCL's internal IB: their ranks cannot talk and the job hangs across nodes. Also the static topology XML
+that aws-ofi-nccl older than 1.11 hands NCCL on p4d/p5 (NCCL_TOPO_FILE set by the plugin, not the user): its CPU
+nodes lack the attributes NCCL reads ('Attribute arch of node cpu not found'), and init fails, most often when
+the job sees a subset of the GPUs.
 
 Evidence: NET/OFI and NET/Plugin WARNs and load failures in NCCL's log; 'Plugin Path' / 'Loaded net plugin' on
-some hosts beside 'Could not find: libnccl-net.so ... internal' on others.
+some hosts beside 'Could not find: libnccl-net.so ... internal' on others; 'Attribute X of node cpu not found'
+with no NCCL_TOPO_FILE echoed from the environment, or one under the plugin's install (NCCL 2.8 and newer: older
+NCCL failed the same way on any injected topology, NVIDIA/nccl#379).
 References: awslabs/awsome-distributed-ai#203 (FI_EFA_SET_CUDA_SYNC_MEMOPS, EFA installer 1.29.1+);
-NVIDIA/nccl#1634; aws-ofi-nccl release notes.
+NVIDIA/nccl#1634; aws/aws-ofi-nccl#785, NVIDIA/nccl#1726 (p5.48xl-topo.xml missing arch and vendor);
+aws-ofi-nccl release notes.
 """
 from __future__ import annotations
 
@@ -35,6 +41,25 @@ PLUGIN_ERR = re.compile(r"NET/OFI\b.*(?:Unable|[Ff]ail|[Ee]rror|RC: -\d+|not sup
                         r"NET/(?:IBext|UCX|SHARP)\w*\s*:.*(?:[Ff]ail|[Ee]rror|Unable)|OFI plugin\b.*(?:fail|error)", re.I)
 
 
+# a CPU node of a topology XML without the attributes NCCL's own topology dump always writes
+CPU_ATTR = re.compile(r"Attribute \w+ of node cpu not found")
+PLUGIN_PATH = re.compile(r"aws-ofi-nccl|/opt/amazon/|/efa/", re.I)
+
+
+def plugin_topology(inp: Inputs) -> List[C.Clue]:
+    """The plugin's static topology XML failing to load: CPU attributes missing, NCCL_TOPO_FILE not the user's."""
+    found = C.find(inp, CPU_ATTR, ("warn", "last-error"))
+    if not found:
+        return []
+    files = C.env_values(inp, "NCCL_TOPO_FILE")
+    if files and not all(PLUGIN_PATH.search(f) for f in files):
+        return []
+    versions = [C.version_tuple(v) for v in C.nccl_versions(inp)]
+    if versions and all(v < (2, 8) for v in versions):
+        return []
+    return found
+
+
 def plugin_split(inp: Inputs) -> List[C.Clue]:
     """Hosts that load an external net plugin beside hosts that use NCCL's internal one."""
     external: Dict[str, C.Clue] = {}
@@ -59,6 +84,20 @@ def diagnose(inp: Inputs) -> List[Diagnosis]:
     errs = [c for c in C.find(inp, PLUGIN_ERR, ("warn", "last-error", "error"))
             if not firewall.OFI_SEND.search(c.text) and not rdma_hidden.HIDDEN.search(c.text)]
     split = plugin_split(inp)
+    topo = plugin_topology(inp)
+    if not errs and not split and topo:
+        files = C.env_values(inp, "NCCL_TOPO_FILE")
+        where = f" ({files[0]})" if files else ""
+        return [C.make(sys.modules[__name__], f"the static topology file of the NCCL network plugin{where} lacks the "
+                       f"CPU attributes NCCL needs{C.on(C.hosts(topo))}", topo, confidence="medium",
+                       why=("NCCL failed to load a topology XML whose CPU nodes miss attributes NCCL's own dump "
+                            "always writes, and the user set no NCCL_TOPO_FILE of their own: aws-ofi-nccl older "
+                            "than 1.11 injects such a file on p4d/p5"),
+                       fix=("Upgrade aws-ofi-nccl to 1.11 or later (it builds the topology from the devices NCCL "
+                            "sees); until then unset NCCL_TOPO_FILE after the plugin sets it, or add the arch, "
+                            "vendor, familyid and modelid attributes to the file's cpu nodes."),
+                       alternatives=["nccl_env_misconfig: a topology file of your own (NCCL_TOPO_FILE in the job, "
+                                     "/etc/nccl.conf or the image) written by hand for another machine"])]
     if not errs and not split:
         return []
     if split:

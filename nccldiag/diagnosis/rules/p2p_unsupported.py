@@ -3,7 +3,8 @@ enables P2P fails 'peer access is not supported between these two devices'; NCCL
 hang or corrupt data. NCCL must be told not to use it (NCCL_P2P_DISABLE=1) and custom all-reduce kernels turned
 off.
 
-Evidence: CUDA's peer-access-unsupported error in any output; a stall of a consumer-GPU run (medium).
+Evidence: CUDA's peer-access-unsupported error in any output (also as a framework quotes it, "between these two
+device"); a stall of a consumer-GPU run (medium).
 A healthy node that merely reports P2P unsupported (nvidia-smi topo -p2p: GNS/CNS) is no fault.
 References: sgl-project/sglang#531; NVIDIA/nccl#1062 (RTX 4090 P2P).
 """
@@ -27,7 +28,7 @@ FIX = ("Do not use P2P on these GPUs: NCCL_P2P_DISABLE=1 for NCCL (it then uses 
 WORKAROUND = "NCCL_P2P_DISABLE=1"
 CONFIRM = "nvidia-smi topo -p2p r  (GNS/CNS/NS: no P2P between those GPUs)"
 
-REFUSED = re.compile(r"peer access is not supported between these two devices|cudaErrorPeerAccessUnsupported|"
+REFUSED = re.compile(r"peer access is not supported between (?:these )?two devices?\b|cudaErrorPeerAccessUnsupported|"
                      r"CUDA_ERROR_PEER_ACCESS_UNSUPPORTED|P2P access (?:is )?not supported")
 
 
