@@ -7,7 +7,7 @@ import sys
 import click
 
 from nccldiag.cli.options import (CONTEXT, check_output_file, color_option, host_options, slurm_inventory,
-                                  slurm_options, ssh_options)
+                                  slurm_options, spec_option, ssh_options)
 from nccldiag.model.errors import UsageError
 
 
@@ -44,9 +44,10 @@ from nccldiag.model.errors import UsageError
               help="Directory for records.jsonl (default $XDG_STATE_HOME/nccldiag/isolate/<run id>).")
 @click.option("--json", "json_path", metavar="PATH|-", default=None, help="Write the report as JSON.")
 @slurm_options(with_timeout=False)
+@spec_option
 @color_option
 def isolate(launcher, backend, nproc_per_node, nets, hcas, fraction, expected_busbw, seed, pair_rounds, size, iters, timeout, rdzv_port,
-            no_full, out_dir, json_path, color, **kw):
+            no_full, out_dir, json_path, color, spec_path, **kw):
     """Name the bad node, link or network path among the hosts.
 
     Round 0 runs every node alone; rounds 1-3 run every node in disjoint
@@ -58,8 +59,10 @@ def isolate(launcher, backend, nproc_per_node, nets, hcas, fraction, expected_bu
     from nccldiag.report import isolate_report
     from nccldiag.report.console import console
     from nccldiag.slurm import client
+    from nccldiag.spec import runs
 
     check_output_file(json_path, "--json")
+    spec = runs.from_option(spec_path)  # read and validated before any node is contacted
     if launcher != "srun" and any(kw.get(k) is not None for k in ("partition", "nodelist", "reservation", "alloc_nodes",
                                                                      "account", "qos", "alloc_time")):
         raise UsageError("--partition/--nodes/... ask Slurm for an allocation: use them with --launcher srun")
@@ -86,6 +89,9 @@ def isolate(launcher, backend, nproc_per_node, nets, hcas, fraction, expected_bu
         err = console(stderr=True, color=color)
         report = isolate_run.run(inv.hosts, opts, progress=lambda line: err.print(line, style="muted", markup=False))
         made = None
+        if spec is not None:
+            report.findings.extend(runs.isolate_findings(spec))
+            runs.apply_policy(spec, report.findings)
     finally:
         if made is not None:  # nothing was kept in it: leave no empty directory behind
             try:

@@ -249,8 +249,35 @@ def known_checks() -> set:
                 src = ""
             ids.update(re.findall(r'"(%s\.[a-z_]+)"' % re.escape(a.NAME), src))
             ids.update(f"{a.NAME}.{k}" for k in ("parse", "judge", "not_checked", "collected"))
+        ids.update(_run_checks())
         _ID = ids
     return _ID
+
+
+# The modules whose findings the probe, isolate and log commands report (their AREA, and the ids they write).
+_RUN_MODULES = ("nccldiag.probe.analysis", "nccldiag.probe.results", "nccldiag.probe.isolate_run",
+                "nccldiag.nccl.checks", "nccldiag.nccl.ras_checks")
+
+
+def _run_checks() -> set:
+    import importlib
+    import inspect
+
+    from nccldiag.node import collectives
+
+    ids = {"probe.spec_not_checked", "isolate.spec_not_checked", "probe.setup"}
+    ids.update(f"probe.{c}" for c in collectives.NAMES)  # one finding per collective of a setting
+    for name in _RUN_MODULES:
+        mod = importlib.import_module(name)
+        area = getattr(mod, "AREA", None)
+        try:
+            src = inspect.getsource(mod)
+        except (OSError, TypeError):
+            continue
+        if area:
+            ids.update(re.findall(r'"(%s\.[a-z_]+)"' % re.escape(area), src))
+            ids.update(f"{area}.{k}" for k in re.findall(r'f"\{AREA\}\.([a-z_]+)"', src))
+    return ids
 
 
 def _near(word: str, known) -> str:

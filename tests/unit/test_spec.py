@@ -557,3 +557,124 @@ def test_an_interrupted_run_rebuilt_is_judged_against_its_spec_again(tmp_path):
     res = CliRunner().invoke(main, ["report", str(run), "--json", "-"])
     rep = json.loads(res.stdout)
     assert "fail" in [f["status"] for f in by_check(rep, "firmware.spec_hca_fw", "gpu009")]
+
+
+# ---- probe and isolate -----------------------------------------------------------------------------------------
+
+
+def probe_facts(node: dict) -> dict:
+    """The facts ``nccldiag probe`` reads from a node: its own sources only (nccldiag.probe.facts.SOURCES)."""
+    from nccldiag.probe import facts as PF
+
+    return {key: area.parse({s.name: (node.get(s.name) if s.name in names else None) for s in area.SOURCES})
+            for key, (area, names) in PF.SOURCES.items()}
+
+
+def all_facts(node: dict) -> dict:
+    """The gpu and ib facts ``nccldiag check`` reads from every source of those areas."""
+    from nccldiag.areas import gpu, infiniband
+
+    return {a.NAME: a.parse({s.name: node.get(s.name) for s in a.SOURCES}) for a in (gpu, infiniband)}
+
+
+def test_the_probe_reads_its_spec_keys_as_the_check_does():
+    from nccldiag.spec import runs
+
+    node = B.healthy_h100()
+    full, part = all_facts(node), probe_facts(node)
+    for f in F.FIELDS:
+        if f.name not in runs.PROBE_KEYS:
+            continue
+        for m in (F.nic_models(full) if f.path[0] == "nic" else [None]):
+            got = F.read(f, part, m)
+            assert got and got == F.read(f, full, m), f.where(m)
+
+
+def test_probe_judges_its_keys_on_every_node_and_names_the_others(tmp_path):
+    from nccldiag.spec import runs
+
+    spec = model.load(str(spec_from(tmp_path, {"gpu001": B.healthy_h100()})))
+    facts = {"gpu001": probe_facts(B.healthy_h100()), "gpu009": probe_facts(older_firmware(B.healthy_h100("gpu009")))}
+    found = runs.probe_findings(spec, facts, ["gpu001", "gpu009", "gpu010"], "nccl")
+    on = lambda h: {f.check: f for f in found if f.host == h}  # noqa: E731
+    # the reference node itself: no false finding on any key the probe judges
+    assert on("gpu001") and all(f.status.value == "ok" for f in on("gpu001").values())
+    assert {f.check for f in on("gpu001").values()} >= {"gpu.spec_count", "ib.spec_rate", "firmware.spec_hca_fw"}
+    (bad,) = [f for f in found if f.host == "gpu009" and f.status.value != "ok"]  # the ConnectX-7 table's key
+    assert bad.check == "firmware.spec_hca_fw" and bad.status.value == "fail" and OLD_FW in bad.message and "28.41.1000" in bad.message
+    assert bad.evidence[0].startswith(f"{spec.path}:")
+    # a node whose facts never came back: not checked, never ok
+    assert {f.status.value for f in on("gpu010").values()} == {"skip"}
+    (rest,) = [f for f in found if f.check == "probe.spec_not_checked"]
+    assert rest.status.value == "skip" and "topology.gpu_links" in rest.message and "gpu.count" not in rest.message
+    (gloo,) = runs.probe_findings(spec, {}, ["gpu001"], "gloo")
+    assert gloo.check == "probe.spec_not_checked" and "gpu.count" in gloo.message
+
+
+def _fake_probe_report(hosts, facts):
+    from nccldiag.model.findings import fail
+    from nccldiag.probe.analysis import ProbeReport
+
+    rep = ProbeReport(backend="nccl", launcher="torchrun", hosts=list(hosts), nproc_per_node=8, node_facts=facts)
+    rep.findings.append(fail("probe", "probe.rank_died", "rank 3 (gpu001) died", host="gpu001"))
+    return rep
+
+
+def test_probe_spec_findings_and_severity_reach_the_report(tmp_path, monkeypatch):
+    from nccldiag.probe import session
+
+    path = spec_from(tmp_path, {"gpu001": B.healthy_h100()})
+    with path.open("a") as fh:  # written for the test: the site's policy
+        fh.write('"probe.rank_died" = "warn"\n')  # init ends with the [severity] table
+    facts = {"gpu001": probe_facts(B.healthy_h100()), "gpu009": probe_facts(older_firmware(B.healthy_h100("gpu009")))}
+    monkeypatch.setattr(session, "run", lambda hosts, opts, progress=None: _fake_probe_report(["gpu001", "gpu009"],
+                                                                                              facts))
+    res = CliRunner().invoke(main, ["probe", "-w", "gpu001,gpu009", "--spec", str(path), "--json", "-"])
+    assert res.exit_code == 1, res.output  # the older firmware fails; the dead rank is a warning now
+    rep = json.loads(res.stdout[res.stdout.index("{"):])
+    found = rep["findings"]
+    died = [f for f in found if f["check"] == "probe.rank_died"][0]
+    assert died["status"] == "warn" and died["message"].startswith(f"warn, downgraded from fail by {path}:")
+    assert [f["host"] for f in found if f["check"] == "firmware.spec_hca_fw" and f["status"] == "fail"] == ["gpu009"]
+    monkeypatch.setenv("NCCLDIAG_SPEC", str(path))  # the same spec from the environment
+    res = CliRunner().invoke(main, ["probe", "-w", "gpu001,gpu009", "--json", "-"])
+    assert res.exit_code == 1 and '"firmware.spec_hca_fw"' in res.stdout
+
+
+def test_a_bad_spec_stops_probe_and_isolate_before_any_node(tmp_path, monkeypatch):
+    from nccldiag.probe import isolate_run, session
+
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[gpu]\ncount = \"eight\"\n")  # written for the test
+    monkeypatch.setattr(session, "run", lambda *a, **k: pytest.fail("a node was contacted"))
+    monkeypatch.setattr(isolate_run, "run", lambda *a, **k: pytest.fail("a node was contacted"))
+    for cmd in (["probe", "-w", "n1,n2"], ["isolate", "-w", "n1,n2"]):
+        res = CliRunner().invoke(main, cmd + ["--spec", str(bad)])
+        assert res.exit_code == 2 and f"{bad}:2: gpu.count should be a whole number" in res.output, res.output
+
+
+def test_isolate_applies_the_spec_severity_and_says_it_judges_no_node_keys(tmp_path, monkeypatch):
+    from nccldiag.model.findings import fail
+    from nccldiag.probe import isolate_run
+
+    path = tmp_path / "site.toml"
+    path.write_text('[gpu]\ncount = 8\n\n[severity]\n"isolate.node" = "info"\n')  # written for the test
+    seen = {}
+
+    def fake(hosts, opts, progress=None):
+        seen["opts"] = opts
+        rep = isolate_run.IsolateReport(hosts=[h.name for h in hosts], backend="nccl")
+        rep.rounds.append(isolate_run.Round(0, "alone"))
+        rep.findings.append(fail("isolate", "isolate.node", "n2: slow node", host="n2"))
+        return rep
+
+    monkeypatch.setattr(isolate_run, "run", fake)
+    res = CliRunner().invoke(main, ["isolate", "-w", "n1,n2", "--spec", str(path), "--json", "-"])
+    assert res.exit_code == 0, res.output  # the slow node is information by the site's policy
+    rep = json.loads(res.stdout[res.stdout.index("{"):])
+    node = [f for f in rep["findings"] if f["check"] == "isolate.node"][0]
+    assert node["status"] == "ok" and node["message"].startswith(f"info, downgraded from fail by {path}:5")
+    (rest,) = [f for f in rep["findings"] if f["check"] == "isolate.spec_not_checked"]
+    assert rest["status"] == "skip" and "gpu.count" in rest["message"]
+    res = CliRunner().invoke(main, ["isolate", "-w", "n1,n2", "--json", "-"])
+    assert res.exit_code == 1  # without the spec the same finding fails
