@@ -130,6 +130,7 @@ def _probe(inv, job, launcher, backend, nproc_per_node, ib, custom, settings_mod
     if spec is not None:
         from nccldiag.spec import runs
 
+        report.spec = spec  # the expected busbw and its share, for the bandwidth comparison
         report.findings.extend(runs.probe_findings(spec, report.node_facts, report.hosts, report.backend))
         runs.apply_policy(spec, report.all_findings)
     probe_report.emit(report, out, outs, verbose=verbose)

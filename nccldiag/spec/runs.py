@@ -11,11 +11,13 @@ says so. Both apply the spec's ``[severity]`` to all their findings.
 """
 from __future__ import annotations
 
-from typing import Any, Iterable, List, Mapping, Optional, Sequence
+from typing import Any, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from nccldiag.model.findings import Finding, Status
 from nccldiag.spec import compare, policy
-from nccldiag.spec.model import Spec, load, path_from
+from nccldiag.spec.model import Spec, load, path_from, threshold
+
+DEFAULT_FRACTION = 0.5  # isolate's --fraction without a spec (nccldiag.probe.isolate_run.IsolateOptions.fraction)
 
 # The keys the probe's node facts tell exactly as the full check's do (tests/unit/test_spec.py compares
 # the two readings on a real capture).
@@ -66,9 +68,22 @@ def probe_findings(spec: Spec, node_facts: Mapping[str, Mapping[str, Any]], host
     return out + _not_checked(spec, "probe", others, "its node facts are the GPU inventory and the RDMA ports only")
 
 
-def isolate_findings(spec: Spec) -> List[Finding]:
-    return _not_checked(spec, "isolate", list(dict.fromkeys(e.key for e in spec.expects)),
-                        "it reads no node facts, only how its jobs ran")
+def isolate_fraction(spec: Optional[Spec], given: Optional[float]) -> Tuple[float, Optional[str]]:
+    """isolate's slowness margin: ``--fraction`` where given, else the spec's ``isolate_fraction``, else
+    :data:`DEFAULT_FRACTION`; with the note that says where it came from when the spec gave it."""
+    if given is not None:
+        return given, None
+    got = threshold(spec, "isolate_fraction")
+    if got is None:
+        return DEFAULT_FRACTION, None
+    return got[0], f"a pair is slow below {got[0]:g} x the median busbw of its row's healthy pairs " \
+                   f"(thresholds.isolate_fraction, {got[1]})"
+
+
+def isolate_findings(spec: Spec, fraction_note: Optional[str] = None) -> List[Finding]:
+    out = [Finding("isolate", "isolate.spec_threshold", Status.OK, fraction_note)] if fraction_note else []
+    return out + _not_checked(spec, "isolate", list(dict.fromkeys(e.key for e in spec.expects)),
+                              "it reads no node facts, only how its jobs ran")
 
 
 def apply_policy(spec: Optional[Spec], findings: Iterable[Finding]) -> None:

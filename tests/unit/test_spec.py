@@ -392,9 +392,16 @@ def test_docs_example_and_a_derived_spec_validate_against_the_schema(tmp_path):
 
 
 def test_docs_list_every_key_and_check_id():
+    from nccldiag.spec import thresholds
+
     docs = (ROOT / "docs" / "spec.md").read_text(encoding="utf-8")
     for f in F.FIELDS:
         assert f"`{f.path[-1]}`" in docs and f"`{f.check}`" in docs, f.name
+    for k in list(thresholds.KEYS) + list(model.BANDWIDTH_KEYS) + ["[bandwidth.setting]"]:
+        assert f"`{k}`" in docs, k
+    sch = _schema()["properties"]
+    assert set(sch["thresholds"]["properties"]) == set(thresholds.KEYS)
+    assert set(sch["bandwidth"]["properties"]) == set(model.BANDWIDTH_KEYS) | {"setting"}
 
 
 # ---- [drain] ---------------------------------------------------------------------------------------------------
@@ -512,10 +519,16 @@ def test_threshold_defaults_are_the_areas_own():
     from nccldiag.areas import gpuhealth, ibcounters, pcie_errors
     from nccldiag.spec import thresholds
 
+    from nccldiag.diagnosis import expected
+    from nccldiag.probe.isolate_run import IsolateOptions
+    from nccldiag.spec import runs
+
     own = {"ecc_dram_uncorrectable": gpuhealth.AGGREGATE_DRAM_UE_LIMIT, "ecc_volatile_correctable":
            gpuhealth.VOLATILE_CE_LIMIT, "link_flaps": ibcounters.FLAP_FAIL, "aer_correctable":
-           pcie_errors.CORRECTABLE_LIMIT, "pcie_replays_per_minute": pcie_errors.REPLAYS_PER_MIN}
+           pcie_errors.CORRECTABLE_LIMIT, "pcie_replays_per_minute": pcie_errors.REPLAYS_PER_MIN,
+           "busbw_share": expected.FLOOR, "isolate_fraction": IsolateOptions().fraction}
     assert {k: t.default for k, t in thresholds.KEYS.items()} == own
+    assert runs.DEFAULT_FRACTION == IsolateOptions().fraction
 
 
 @pytest.mark.parametrize("text,words", [
@@ -523,6 +536,8 @@ def test_threshold_defaults_are_the_areas_own():
     ("[thresholds]\nlink_flaps = 0\n", "impossible"),
     ("[thresholds]\nlink_flaps = 2.5\n", "should be a whole number"),
     ('[thresholds]\npcie_replays_per_minute = "8"\n', "should be a number"),
+    ("[thresholds]\nbusbw_share = 1.5\n", "busbw_share = 1.5 is impossible (a value from 0.01 to 1)"),
+    ("[thresholds]\nisolate_fraction = 0\n", "impossible"),
 ])
 def test_threshold_mistakes_name_the_line(text, words):
     with pytest.raises(model.UsageError) as exc:
@@ -678,3 +693,131 @@ def test_isolate_applies_the_spec_severity_and_says_it_judges_no_node_keys(tmp_p
     assert rest["status"] == "skip" and "gpu.count" in rest["message"]
     res = CliRunner().invoke(main, ["isolate", "-w", "n1,n2", "--json", "-"])
     assert res.exit_code == 1  # without the spec the same finding fails
+
+
+# ---- [bandwidth] and the busbw thresholds ----------------------------------------------------------------------
+
+
+def _probe_setting(name: str, env: dict, busbw: float, hosts=("a", "b")):
+    """One probe setting's result as the bandwidth rule reads it: its best all_reduce point at 8 GiB.
+
+    The figure is the published one of nccl-tests#290 (2 x 8 H100, 8 NDR rails, NCCL_ALGO=RING: 368 GB/s);
+    the objects around it are written for this test.
+    """
+    from types import SimpleNamespace as NS
+
+    from nccldiag.probe.plan import Setting
+
+    point = NS(size=8 << 30, busbw=busbw)
+    ranks = {i: NS(host=hosts[i % len(hosts)]) for i in range(2 * len(hosts))}
+    outcome = NS(collectives={"all_reduce": NS(collective="all_reduce", status="ok", sweep=[point])}, ranks=ranks)
+    return NS(setting=Setting(name, env), outcome=outcome, log_facts=None)
+
+
+def _h100_facts():
+    from nccldiag.areas import gpu as gpu_area
+    from nccldiag.areas import infiniband as ib_area
+
+    return {"ib": ib_area.parse({"ib_sysfs": fixture("sysfs-infiniband/gpud-h100-ndr400-8ib-plus-bond-ethernet.txt")}),
+            "gpu": gpu_area.parse({"gpu_query": B.h100_query_csv(),
+                                   "nvlink_status": fixture("nvidia-smi-nvlink/mleng-h100-nvlink-status-elided.txt")})}
+
+
+def _bandwidth(spec_text, settings, hosts=("a", "b")):
+    from types import SimpleNamespace as NS
+
+    from nccldiag.diagnosis import diagnose
+    from nccldiag.diagnosis.inputs import Inputs
+    from nccldiag.diagnosis.rules import bandwidth
+
+    spec = model.loads(spec_text, "t.toml") if spec_text is not None else None
+    probe = NS(backend="nccl", settings=settings, hosts=list(hosts), spec=spec, node_facts={}, iface_speeds={},
+               ifnames={}, route_ifnames={})
+    inp = Inputs(probe=probe, node_facts={h: _h100_facts() for h in hosts})
+    return bandwidth.comparisons(inp), [d for d in bandwidth.diagnose(inp)]
+
+
+def test_bandwidth_from_the_spec_and_busbw_share_change_the_judgement():
+    ring = _probe_setting("ring", {"NCCL_ALGO": "Ring"}, 368.0)
+    default = _probe_setting("default", {}, 368.0)
+    # no spec: derived from the nodes, 8 x 400 Gb/s = 400 GB/s, 92%: healthy
+    cmps, diags = _bandwidth(None, [default, ring])
+    assert cmps["ring"].expectation.gbps == pytest.approx(400.0) and not cmps["ring"].below and not diags
+    # written for the test: a site that expects 480 GB/s across nodes
+    text = "[bandwidth]\ninter_node_gbps = 480\n"
+    cmps, diags = _bandwidth(text, [default, ring])
+    c = cmps["ring"]
+    assert c.expectation.gbps == 480.0 and c.expectation.bottleneck.basis == "bandwidth.inter_node_gbps of t.toml:2"
+    assert "derived from the nodes: 400.0 GB/s" in c.expectation.notes[0]
+    assert c.comparable and round(c.percent) == 77 and not c.below and not diags  # 77% is above nccldiag's 70%
+    # two nodes: the default row (tree may exceed the line rate) is shown, never judged, with the reason
+    assert not cmps["default"].comparable and "NCCL_ALGO=Ring" in cmps["default"].why_not
+    # the site's own share: 80%
+    cmps, diags = _bandwidth(text + "\n[thresholds]\nbusbw_share = 0.8\n", [default, ring])
+    assert cmps["ring"].below and cmps["ring"].to_dict()["floor"] == 0.8
+    (d,) = diags
+    assert "480.0 GB/s the site spec expects (bandwidth.inter_node_gbps of t.toml:2)" in d.summary
+    assert "below 80% of the site spec's figure" in d.confidence_why
+    assert any("thresholds.busbw_share, t.toml:5" in e.text for e in d.evidence)
+    # a setting's own figure wins over the scope's
+    cmps, _ = _bandwidth(text + "\n[bandwidth.setting]\nring = 380\n", [default, ring])
+    assert cmps["ring"].expectation.gbps == 380.0 and "bandwidth.setting.ring of t.toml:5" in cmps["ring"].expectation.bottleneck.basis
+    assert cmps["default"].expectation.gbps == 480.0
+    # one node: intra_node_gbps (and not the inter-node figure)
+    one = _probe_setting("default", {}, 368.0, hosts=("a",))
+    cmps, diags = _bandwidth("[bandwidth]\ninter_node_gbps = 100\nintra_node_gbps = 478\n", [one], hosts=("a",))
+    assert cmps["default"].expectation.gbps == 478.0 and cmps["default"].expectation.scope == "intra-node"
+    assert not cmps["default"].below  # 77%
+
+
+def test_the_bandwidth_line_names_the_spec_line_and_the_share():
+    from nccldiag.diagnosis import Summary
+    from nccldiag.report.diagnoses_report import bandwidth_line
+
+    cmps, _ = _bandwidth("[bandwidth]\ninter_node_gbps = 480\n\n[thresholds]\nbusbw_share = 0.8\n",
+                         [_probe_setting("ring", {"NCCL_ALGO": "Ring"}, 368.0)])
+    s = Summary()
+    s.bandwidth = {k: v.to_dict() for k, v in cmps.items()}
+    line = bandwidth_line(s, "ring").plain
+    assert "368.00 / 480.0 GB/s = 77% of expected" in line
+    assert "expected by bandwidth.inter_node_gbps of t.toml:2, low below 80%" in line
+
+
+@pytest.mark.parametrize("text,at,words", [
+    ("[bandwidth]\ninter_node = 400\n", 2, "unknown key 'bandwidth.inter_node' (did you mean 'inter_node_gbps'?)"),
+    ("[bandwidth]\nintra_node_gbps = -1\n", 2, "is impossible (a busbw above 0 GB/s)"),
+    ('[bandwidth]\ninter_node_gbps = "400"\n', 2, "should be a number of GB/s"),
+    ("[bandwidth]\nsetting = 3\n", 2, "should be a table ([bandwidth.setting])"),
+    ("[bandwidth.setting]\nring = 0\n", 2, "bandwidth.setting.ring = 0 is impossible"),
+])
+def test_bandwidth_mistakes_name_the_line(text, at, words):
+    with pytest.raises(model.UsageError) as exc:
+        model.loads(text, "b.toml")
+    assert str(exc.value).startswith(f"b.toml:{at}: ") and words in str(exc.value)
+
+
+def test_isolate_fraction_from_the_spec_unless_given_and_what_it_changes(tmp_path, monkeypatch):
+    from nccldiag.probe import isolate, isolate_run
+
+    # what the margin changes: a pair at 0.6 x the median of its round passes at 0.5 and is slow at 0.8
+    busbw = [10.0, 10.0, 10.0, 6.0]  # written for the test
+    assert isolate.threshold(busbw, 0.5)[0] == 5.0 and isolate.threshold(busbw, 0.8)[0] == 8.0
+    path = tmp_path / "site.toml"
+    path.write_text("[thresholds]\nisolate_fraction = 0.8\n")  # written for the test
+    seen = []
+
+    def fake(hosts, opts, progress=None):
+        seen.append(opts.fraction)
+        rep = isolate_run.IsolateReport(hosts=[h.name for h in hosts], backend="nccl")
+        rep.rounds.append(isolate_run.Round(0, "alone"))
+        return rep
+
+    monkeypatch.setattr(isolate_run, "run", fake)
+    res = CliRunner().invoke(main, ["isolate", "-w", "n1,n2", "--spec", str(path), "--json", "-"])
+    assert res.exit_code == 0, res.output
+    rep = json.loads(res.stdout[res.stdout.index("{"):])
+    (note,) = [f for f in rep["findings"] if f["check"] == "isolate.spec_threshold"]
+    assert f"0.8 x the median" in note["message"] and f"{path}:2" in note["message"]
+    CliRunner().invoke(main, ["isolate", "-w", "n1,n2", "--spec", str(path), "--fraction", "0.3", "--json", "-"])
+    CliRunner().invoke(main, ["isolate", "-w", "n1,n2", "--json", "-"])
+    assert seen == [0.8, 0.3, 0.5]
