@@ -20,6 +20,7 @@ from click.testing import CliRunner
 from nccldiag.cli import main
 from nccldiag.spec import fields as F
 from nccldiag.spec import model, tomlfile
+from tests import real
 
 from . import bundles as B
 from .bundles import by_check, check_json, check_table, fixture, write_bundle
@@ -821,3 +822,70 @@ def test_isolate_fraction_from_the_spec_unless_given_and_what_it_changes(tmp_pat
     CliRunner().invoke(main, ["isolate", "-w", "n1,n2", "--spec", str(path), "--fraction", "0.3", "--json", "-"])
     CliRunner().invoke(main, ["isolate", "-w", "n1,n2", "--json", "-"])
     assert seen == [0.8, 0.3, 0.5]
+
+
+# ---- layouts: GPU-NIC pairs, NUMA, the NICs' PCIe links ----------------------------------------------------------
+
+DGX_A100_TOPO = "nvidia-smi-topo-m/gengwg-dgx-a100-8gpu-12nic-nv12-pxb-numa.txt"
+
+
+def _edit_row(text: str, row: str, edit) -> str:
+    """``text`` with the line of ``row`` changed by ``edit`` (tab-separated cells)."""
+    out = []
+    for ln in text.splitlines(keepends=True):
+        cells = ln.rstrip("\n").split("\t")
+        out.append("\t".join(edit(cells)) + "\n" if cells and cells[0] == row else ln)
+    return "".join(out)
+
+
+@pytest.mark.parametrize("capture", sorted(p.name for p in (real.NODE / "nvidia-smi-topo-m").glob("*.txt"))
+                         if real.AVAILABLE else [])
+def test_every_topo_capture_checked_against_its_own_spec_has_no_deviation(tmp_path, capture):
+    node = {"topo_m": fixture(f"nvidia-smi-topo-m/{capture}")}
+    path = spec_from(tmp_path, {"n1": node})
+    code, rep = check_json(write_bundle(tmp_path / "b", {"n1": node}), "--spec", str(path))
+    bad = [f["message"] for f in spec_findings(rep, "n1") if f["status"] in ("warn", "fail")]
+    assert bad == []
+
+
+def test_gpu_nic_pairs_and_numa_layout_of_a_real_dgx_a100():
+    node = {"topo_m": fixture(DGX_A100_TOPO)}
+    from nccldiag.areas import affinity
+
+    facts = {"affinity": affinity.parse(node)}
+    pairs = F.pairs(F.read(F.BY_NAME["topology.gpu_nic"], facts)[""])
+    # the capture: every GPU is PXB to two NICs, SYS to the ten others (mlx5_4/5/10/11 are SYS to every GPU)
+    assert len(pairs) == 16 and set(pairs.values()) == {"PXB"} and pairs["GPU3/mlx5_2"] == "PXB"
+    assert F.read(F.BY_NAME["topology.numa"], facts)[""] == "GPU0=3 GPU1=3 GPU2=1 GPU3=1 GPU4=7 GPU5=7 GPU6=5 GPU7=5"
+
+
+def test_a_gpu_nic_pair_moved_and_a_gpu_on_another_numa_node_are_named(tmp_path):
+    good = {"topo_m": fixture(DGX_A100_TOPO)}
+    path = spec_from(tmp_path, {"n1": good})
+    # text edit written for this test, in topo -m's format: GPU3 sees mlx5_2 across the SMP interconnect (as a
+    # NIC in another slot would), and GPU4's NUMA Affinity is 5 instead of 7
+    moved = _edit_row(good["topo_m"], "GPU3", lambda c: c[:11] + ["SYS"] + c[12:])
+    moved = _edit_row(moved, "GPU4", lambda c: c[:-1] + ["5"])
+    code, rep = check_json(write_bundle(tmp_path / "b", {"n1": good, "n2": {"topo_m": moved}}), "--spec", str(path))
+    assert code == 1 and [f for f in spec_findings(rep, "n1") if f["status"] != "ok"] == []
+    bad = {f["check"]: f for f in spec_findings(rep, "n2") if f["status"] != "ok"}
+    assert set(bad) == {"affinity.spec_gpu_nic", "affinity.spec_numa"}
+    pair = bad["affinity.spec_gpu_nic"]
+    assert pair["status"] == "fail" and pair["area"] == "affinity"
+    assert "GPU3/mlx5_2 SYS, expected PXB (1 of 16 differ)" in pair["message"]
+    assert pair["evidence"][0].startswith(f"{path}:{line(path, r'gpu_nic = ')}: topology.gpu_nic = ")
+    assert "GPU4 5, expected 7 (1 of 8 differ)" in bad["affinity.spec_numa"]["message"]
+
+
+def test_a_nic_pcie_link_below_the_spec_is_named(tmp_path):
+    path = spec_from(tmp_path, {"gpu001": B.healthy_h100()})
+    assert 'nic_pcie = "0000:1a:00.0=Gen5x16 0000:1b:00.0=Gen4x16"' in path.read_text()
+    node = B.healthy_h100("gpu009")
+    # text edit written for this test, in lspci -vvv's format: the ConnectX-7 trained at Gen4 x8
+    head, nic, rest = node["lspci"].partition("1a:00.0 Ethernet controller")
+    node["lspci"] = head + nic + rest.replace("LnkSta:\tSpeed 32GT/s (ok), Width x16 (ok)",
+                                              "LnkSta:\tSpeed 16GT/s (downgraded), Width x8 (downgraded)", 1)
+    assert node["lspci"] != B.healthy_h100()["lspci"]
+    code, rep = check_json(write_bundle(tmp_path / "b", {"gpu009": node}), "--spec", str(path))
+    (f,) = [f for f in by_check(rep, "pcie.spec_nic_pcie", "gpu009")]
+    assert f["status"] == "fail" and "0000:1a:00.0 Gen4x8, expected Gen5x16 (1 of 2 differ)" in f["message"]
