@@ -23,7 +23,7 @@ DEFAULT_FRACTION = 0.5  # isolate's --fraction without a spec (nccldiag.probe.is
 # the two readings on a real capture).
 PROBE_KEYS = (
     "gpu.model", "gpu.count", "gpu.memory_mib", "gpu.pcie_gen", "gpu.pcie_width", "software.driver",
-    "settings.persistence_mode", "nic.*.ports", "nic.*.link_layer", "nic.*.rate_gbps", "nic.*.firmware",
+    "settings.persistence_mode", "nvlink.links_per_gpu", "nvlink.speed_gbs", "nic.*.ports", "nic.*.link_layer", "nic.*.rate_gbps", "nic.*.firmware",
     "nic.*.psid",
 )
 
@@ -65,7 +65,8 @@ def probe_findings(spec: Spec, node_facts: Mapping[str, Mapping[str, Any]], host
         for f in found:
             f.host = host
         out.extend(found)
-    return out + _not_checked(spec, "probe", others, "its node facts are the GPU inventory and the RDMA ports only")
+    return out + _not_checked(spec, "probe", others,
+                              "its node facts are the GPU inventory, the NVLinks and the RDMA ports only")
 
 
 def isolate_fraction(spec: Optional[Spec], given: Optional[float]) -> Tuple[float, Optional[str]]:
