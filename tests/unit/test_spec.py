@@ -552,6 +552,13 @@ def test_spec_show_lists_each_key_with_its_line_and_check(tmp_path):
     assert res.exit_code == 0
     assert f"{path}:{line(path, r'count = ')}: gpu.count -> gpu.spec_count" in res.stdout
     assert "keys, 0 severity rules" in res.stderr
+    with path.open("a") as fh:  # written for the test (init ends with the [severity] table)
+        fh.write('\n[bandwidth]\ninter_node_gbps = 370\n\n[thresholds]\nbusbw_share = 0.8\n')
+    res = CliRunner().invoke(main, ["spec", "show", str(path)])
+    assert res.exit_code == 0, res.output
+    assert f"{path}:{line(path, r'inter_node_gbps')}: [bandwidth] inter_node_gbps = 370 GB/s" in res.stdout
+    assert f"{path}:{line(path, r'busbw_share')}: [thresholds] busbw_share = 0.8" in res.stdout
+    assert "1 bandwidth figures, 1 thresholds" in res.stderr
 
 
 def test_only_judges_the_keys_of_the_chosen_areas(tmp_path):
