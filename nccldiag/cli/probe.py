@@ -1,6 +1,7 @@
 """``nccldiag probe``: collective probes across hosts, one setting at a time."""
 from __future__ import annotations
 
+import os
 import sys
 from typing import Optional
 
@@ -115,6 +116,7 @@ def _probe(inv, job, launcher, backend, nproc_per_node, ib, custom, settings_mod
         dry_run=dry_run,
         fanout=kw["fanout"],
         slurm_job=job,
+        spec_path=os.path.abspath(kw["spec"].path) if kw.get("spec") is not None else None,
     )
     from nccldiag.report import probe_report
     from nccldiag.report.console import console

@@ -919,3 +919,30 @@ def test_probe_names_a_gpu_with_an_nvlink_down(tmp_path):
     assert [f.message for f in found if f.host == "n1" and f.status.value != "ok"] == []
     (links,) = [f for f in found if f.host == "n2" and f.check == "nvlink.spec_links"]
     assert links.status.value == "fail" and links.actual == {"GPU3": "11"} and "(7 of 8 as expected)" in links.message
+
+
+def test_a_probe_run_rebuilt_reads_its_spec_again(tmp_path):
+    """A probe run directory whose run.json names a spec (both written for this test) holding the worker's
+    real records of a 2-rank gloo run where rank 1 returned corrupt data."""
+    records = Path(__file__).resolve().parents[1] / "fixtures" / "probe-records" / "gloo-2rank-corrupt-rank1.jsonl"
+    spec = tmp_path / "site.toml"
+    spec.write_text('[gpu]\ncount = 8\n\n[severity]\n"probe.*" = "warn"\n')
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "records.jsonl").write_text(records.read_text())
+    meta = {"command": "probe", "schema": "nccldiag.probe/1", "run_id": "nccldiag-test", "backend": "gloo",
+            "launcher": "torchrun", "hosts": ["vm"], "nproc_per_node": 2, "timeout": 120, "require_ib": False,
+            "settings": [{"name": "default", "env": {}, "why": "", "custom": False, "requires_ib": False}],
+            "loopback": {}, "ifnames": {}, "started": "2026-11-23T10:00:00Z"}
+    (run / "run.json").write_text(json.dumps(meta))
+    res = CliRunner().invoke(main, ["report", str(run), "--json", "-"])
+    failed = [f for s in json.loads(res.stdout)["settings"] for f in s["findings"] if f["status"] == "fail"]
+    assert failed  # without the spec the corrupt rank fails
+    (run / "run.json").write_text(json.dumps(dict(meta, spec=str(spec))))
+    res = CliRunner().invoke(main, ["report", str(run), "--json", "-"])
+    doc = json.loads(res.stdout)
+    found = doc["findings"] + [f for s in doc["settings"] for f in s["findings"]]
+    moved = [f for f in found if f["message"].startswith(f"warn, downgraded from fail by {spec}:5")]
+    assert {f["check"] for f in moved} == {f["check"] for f in failed}
+    assert not [f for f in found if f["status"] == "fail"]
+    assert [f["status"] for f in found if f["check"] == "probe.spec_not_checked"] == ["skip"]
