@@ -752,6 +752,14 @@ def _bandwidth(spec_text, settings, hosts=("a", "b")):
     return bandwidth.comparisons(inp), [d for d in bandwidth.diagnose(inp)]
 
 
+def test_init_leaves_the_bandwidth_to_the_site_and_names_the_derived_line_rates(tmp_path):
+    text = spec_from(tmp_path, {"gpu001": B.healthy_h100()}).read_text()
+    # 8 NDR ports x 400 Gb/s across nodes; 18 NVLinks x 26.562 GB/s on one node (the real captures)
+    assert "(on gpu001: across nodes 400.0 GB/s (IB/RoCE); on one node 478.1 GB/s (NVLink))" in text
+    assert "# [bandwidth]\n# inter_node_gbps = ?\n# intra_node_gbps = ?\n" in text
+    assert not model.loads(text, "s.toml").bandwidth  # written commented out: the admin measures it
+
+
 def test_bandwidth_from_the_spec_and_busbw_share_change_the_judgement():
     ring = _probe_setting("ring", {"NCCL_ALGO": "Ring"}, 368.0)
     default = _probe_setting("default", {}, 368.0)
