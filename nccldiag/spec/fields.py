@@ -34,7 +34,8 @@ class Field:
     check: str  # the finding's check id
     doc: str
     read: Callable[..., Reading]
-    compare: str = "eq"  # "eq", "at_least" (sizes and counts where more is fine), or "pairs" (a layout: item=value words)
+    # "eq", "at_least" (sizes and counts where more is fine), or "pairs" (a layout: item=value words)
+    compare: str = "eq"
     status: str = "fail"  # what a deviation is, before the site's [severity]
     lo: Optional[float] = None  # the smallest value that makes sense (an impossible one is an error in the file)
     hi: Optional[float] = None

@@ -23,8 +23,8 @@ DEFAULT_FRACTION = 0.5  # isolate's --fraction without a spec (nccldiag.probe.is
 # the two readings on a real capture).
 PROBE_KEYS = (
     "gpu.model", "gpu.count", "gpu.memory_mib", "gpu.pcie_gen", "gpu.pcie_width", "software.driver",
-    "settings.persistence_mode", "nvlink.links_per_gpu", "nvlink.speed_gbs", "nic.*.ports", "nic.*.link_layer", "nic.*.rate_gbps", "nic.*.firmware",
-    "nic.*.psid",
+    "settings.persistence_mode", "nvlink.links_per_gpu", "nvlink.speed_gbs", "nic.*.ports", "nic.*.link_layer",
+    "nic.*.rate_gbps", "nic.*.firmware", "nic.*.psid",
 )
 
 

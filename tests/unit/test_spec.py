@@ -631,7 +631,8 @@ def test_probe_judges_its_keys_on_every_node_and_names_the_others(tmp_path):
     assert on("gpu001") and all(f.status.value == "ok" for f in on("gpu001").values())
     assert {f.check for f in on("gpu001").values()} >= {"gpu.spec_count", "ib.spec_rate", "firmware.spec_hca_fw"}
     (bad,) = [f for f in found if f.host == "gpu009" and f.status.value != "ok"]  # the ConnectX-7 table's key
-    assert bad.check == "firmware.spec_hca_fw" and bad.status.value == "fail" and OLD_FW in bad.message and "28.41.1000" in bad.message
+    assert bad.check == "firmware.spec_hca_fw" and bad.status.value == "fail"
+    assert OLD_FW in bad.message and "28.41.1000" in bad.message
     assert bad.evidence[0].startswith(f"{spec.path}:")
     # a node whose facts never came back: not checked, never ok
     assert {f.status.value for f in on("gpu010").values()} == {"skip"}
@@ -784,7 +785,8 @@ def test_bandwidth_from_the_spec_and_busbw_share_change_the_judgement():
     assert any("thresholds.busbw_share, t.toml:5" in e.text for e in d.evidence)
     # a setting's own figure wins over the scope's
     cmps, _ = _bandwidth(text + "\n[bandwidth.setting]\nring = 380\n", [default, ring])
-    assert cmps["ring"].expectation.gbps == 380.0 and "bandwidth.setting.ring of t.toml:5" in cmps["ring"].expectation.bottleneck.basis
+    assert cmps["ring"].expectation.gbps == 380.0
+    assert "bandwidth.setting.ring of t.toml:5" in cmps["ring"].expectation.bottleneck.basis
     assert cmps["default"].expectation.gbps == 480.0
     # one node: intra_node_gbps (and not the inter-node figure)
     one = _probe_setting("default", {}, 368.0, hosts=("a",))

@@ -75,7 +75,8 @@ def from_spec(spec, setting: str, multi: bool,
     if got is None:
         return derived, floor
     gbps, key, ref = got
-    notes = [f"derived from the nodes: {derived.gbps:.1f} GB/s, bottleneck {derived.bottleneck.text()}"] if derived else []
+    notes = ([f"derived from the nodes: {derived.gbps:.1f} GB/s, bottleneck {derived.bottleneck.text()}"]
+             if derived else [])
     if share is not None:
         notes.append(f"low below {floor:.0%} of it (thresholds.busbw_share, {share[1]})")
     return expected.Expectation("inter-node" if multi else "intra-node",
