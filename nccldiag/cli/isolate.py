@@ -7,7 +7,7 @@ import sys
 import click
 
 from nccldiag.cli.options import (CONTEXT, check_output_file, color_option, host_options, slurm_inventory,
-                                  slurm_options, ssh_options)
+                                  slurm_options, spec_option, ssh_options)
 from nccldiag.model.errors import UsageError
 
 
@@ -25,8 +25,9 @@ from nccldiag.model.errors import UsageError
                    "resolves to its own interface (repeatable; default: the interface that routes to the first host).")
 @click.option("--hca", "hcas", multiple=True, metavar="HCA[:PORT]",
               help="With NCCL, test this HCA as its own row (NCCL_IB_HCA; repeatable).")
-@click.option("--fraction", type=click.FloatRange(0.01, 1.0), default=0.5, show_default=True,
-              help="A pair fails below this fraction of the median busbw of the healthy pairs on the same row.")
+@click.option("--fraction", type=click.FloatRange(0.01, 1.0), default=None,
+              help="A pair fails below this fraction of the median busbw of the healthy pairs on the same row "
+                   "[default: the spec's thresholds.isolate_fraction, else 0.5].")
 @click.option("--expected-busbw", type=click.FloatRange(0, None), default=None, metavar="GB/s",
               help="A pair also fails below this busbw (the threshold is the larger of the two).")
 @click.option("--seed", type=int, default=1, show_default=True, help="Seed of the node order the pairing uses.")
@@ -44,9 +45,10 @@ from nccldiag.model.errors import UsageError
               help="Directory for records.jsonl (default $XDG_STATE_HOME/nccldiag/isolate/<run id>).")
 @click.option("--json", "json_path", metavar="PATH|-", default=None, help="Write the report as JSON.")
 @slurm_options(with_timeout=False)
+@spec_option
 @color_option
 def isolate(launcher, backend, nproc_per_node, nets, hcas, fraction, expected_busbw, seed, pair_rounds, size, iters, timeout, rdzv_port,
-            no_full, out_dir, json_path, color, **kw):
+            no_full, out_dir, json_path, color, spec_path, **kw):
     """Name the bad node, link or network path among the hosts.
 
     Round 0 runs every node alone; rounds 1-3 run every node in disjoint
@@ -58,8 +60,11 @@ def isolate(launcher, backend, nproc_per_node, nets, hcas, fraction, expected_bu
     from nccldiag.report import isolate_report
     from nccldiag.report.console import console
     from nccldiag.slurm import client
+    from nccldiag.spec import runs
 
     check_output_file(json_path, "--json")
+    spec = runs.from_option(spec_path)  # read and validated before any node is contacted
+    fraction, fraction_note = runs.isolate_fraction(spec, fraction)
     if launcher != "srun" and any(kw.get(k) is not None for k in ("partition", "nodelist", "reservation", "alloc_nodes",
                                                                      "account", "qos", "alloc_time")):
         raise UsageError("--partition/--nodes/... ask Slurm for an allocation: use them with --launcher srun")
@@ -86,6 +91,9 @@ def isolate(launcher, backend, nproc_per_node, nets, hcas, fraction, expected_bu
         err = console(stderr=True, color=color)
         report = isolate_run.run(inv.hosts, opts, progress=lambda line: err.print(line, style="muted", markup=False))
         made = None
+        if spec is not None:
+            report.findings.extend(runs.isolate_findings(spec, fraction_note))
+            runs.apply_policy(spec, report.findings)
     finally:
         if made is not None:  # nothing was kept in it: leave no empty directory behind
             try:

@@ -58,6 +58,12 @@ import_torch_option = click.option(
     help="Import torch on every node, GPUs or not, to prove the import works "
          "(by default nodes without NVIDIA GPUs only locate it: an import costs seconds).")
 
+spec_option = click.option(
+    "--spec", "spec_path", type=click.Path(dir_okay=False), default=None, metavar="FILE",
+    help="A site spec (default $NCCLDIAG_SPEC): its [severity] applies to every finding, the node keys the "
+         "command's own facts tell are judged, and its [bandwidth] and [thresholds] (busbw_share, "
+         "isolate_fraction) set the busbw judgement (docs/spec.md).")
+
 color_option = click.option("--color", type=click.Choice(["auto", "always", "never"]), default="auto",
                             show_default=True)
 

@@ -1,12 +1,14 @@
 """``nccldiag probe``: collective probes across hosts, one setting at a time."""
 from __future__ import annotations
 
+import os
 import sys
 from typing import Optional
 
 import click
 
-from nccldiag.cli.options import CONTEXT, color_option, host_options, slurm_inventory, slurm_options, ssh_options
+from nccldiag.cli.options import (CONTEXT, color_option, host_options, slurm_inventory, slurm_options, spec_option,
+                                  ssh_options)
 from nccldiag.model.errors import UsageError
 from nccldiag.report import outputs
 
@@ -50,9 +52,10 @@ def _parse_size(value: Optional[str]) -> Optional[int]:
 @outputs.options()
 @click.option("-v", "--verbose", is_flag=True, help="Show every evidence line and the checks that passed.")
 @slurm_options(with_timeout=False)
+@spec_option
 @color_option
 def probe(launcher, backend, nproc_per_node, ib, custom, settings_mode, collectives, min_bytes, max_bytes,
-                  factor, iters, timeout, ifname, shared_dir, dry_run, out_dir, verbose, color, **kw):
+                  factor, iters, timeout, ifname, shared_dir, dry_run, out_dir, verbose, color, spec_path, **kw):
     """Run verified, timed collective probes under a matrix of NCCL settings.
 
     Each setting runs in fresh processes on every node, bounded by --timeout;
@@ -60,8 +63,11 @@ def probe(launcher, backend, nproc_per_node, ib, custom, settings_mode, collecti
     """
     from nccldiag.slurm import client
 
+    from nccldiag.spec import runs
+
     outs = outputs.Outputs.pop(kw)
     outs.validate()
+    kw["spec"] = runs.from_option(spec_path)  # read and validated before any node is contacted
     if out_dir and not dry_run:
         from nccldiag import rundir
 
@@ -110,6 +116,7 @@ def _probe(inv, job, launcher, backend, nproc_per_node, ib, custom, settings_mod
         dry_run=dry_run,
         fanout=kw["fanout"],
         slurm_job=job,
+        spec_path=os.path.abspath(kw["spec"].path) if kw.get("spec") is not None else None,
     )
     from nccldiag.report import probe_report
     from nccldiag.report.console import console
@@ -121,5 +128,12 @@ def _probe(inv, job, launcher, backend, nproc_per_node, ib, custom, settings_mod
     if report.commands is not None:
         probe_report.render_commands(report, out)
         sys.exit(0)
+    spec = kw.get("spec")
+    if spec is not None:
+        from nccldiag.spec import runs
+
+        report.spec = spec  # the expected busbw and its share, for the bandwidth comparison
+        report.findings.extend(runs.probe_findings(spec, report.node_facts, report.hosts, report.backend))
+        runs.apply_policy(spec, report.all_findings)
     probe_report.emit(report, out, outs, verbose=verbose)
     sys.exit(report.exit_code)

@@ -101,7 +101,12 @@ def show(path):
         click.echo(f"{s.ref(e.line)}: {e.key} -> {e.field.check}")
     for r in s.severity:
         click.echo(f"{s.ref(r.line)}: [severity] {r.check} = {r.level}")
-    click.echo(f"{path}: {len(s.expects)} keys, {len(s.severity)} severity rules", err=True)
+    for key, (gbps, ref) in s.bandwidth.items():
+        click.echo(f"{ref}: [bandwidth] {key} = {gbps:g} GB/s -> the probe's expected busbw")
+    for key, (limit, ref) in s.thresholds.items():
+        click.echo(f"{ref}: [thresholds] {key} = {limit:g}")
+    click.echo(f"{path}: {len(s.expects)} keys, {len(s.severity)} severity rules, {len(s.bandwidth)} bandwidth "
+               f"figures, {len(s.thresholds)} thresholds", err=True)
 
 
 def _why(node) -> str:

@@ -210,6 +210,7 @@ class Comparison:
     comparable: bool
     why_not: str = ""
     collective: str = "all_reduce"
+    floor: float = FLOOR  # the share of the expectation below which the figure is low (a spec's busbw_share)
 
     @property
     def percent(self) -> Optional[float]:
@@ -220,7 +221,7 @@ class Comparison:
     @property
     def below(self) -> bool:
         p = self.percent
-        return self.comparable and p is not None and p < FLOOR * 100
+        return self.comparable and p is not None and p < self.floor * 100
 
     def text(self) -> str:
         if self.expectation is None:
@@ -233,12 +234,12 @@ class Comparison:
         return {"collective": self.collective, "measured_gbps": round(self.measured, 3), "size": self.size,
                 "expected": self.expectation.to_dict() if self.expectation else None,
                 "percent": None if self.percent is None else round(self.percent, 1),
-                "comparable": self.comparable, "why_not": self.why_not, "below": self.below}
+                "comparable": self.comparable, "why_not": self.why_not, "below": self.below, "floor": self.floor}
 
 
 def compare(measured: float, size: int, expectation: Optional[Expectation], nnodes: int,
             algo: Optional[str] = None, nvls: bool = False, collective: str = "all_reduce",
-            min_size: int = MIN_SIZE, backend: str = "nccl") -> Comparison:
+            min_size: int = MIN_SIZE, backend: str = "nccl", floor: float = FLOOR) -> Comparison:
     """``measured`` busbw at ``size`` against ``expectation``, and whether the comparison is fair.
 
     Not judged (shown, never a diagnosis): messages below ``min_size``; two
@@ -254,4 +255,5 @@ def compare(measured: float, size: int, expectation: Optional[Expectation], nnod
         why = "two nodes without NCCL_ALGO=Ring: tree busbw can exceed the line rate"
     elif nvls:
         why = "NVLS in use: in-switch reduction lifts busbw above the per-GPU link rate"
-    return Comparison(measured, size, expectation, comparable=not why, why_not=why, collective=collective)
+    return Comparison(measured, size, expectation, comparable=not why, why_not=why, collective=collective,
+                      floor=floor)

@@ -33,6 +33,7 @@ class Inputs:
     iface_speeds: Dict[str, Optional[int]] = field(default_factory=dict)  # host -> Mb/s of the socket interface
     ifnames: Dict[str, Optional[str]] = field(default_factory=dict)  # host -> the probe's socket interface
     route_ifnames: Dict[str, Optional[str]] = field(default_factory=dict)  # host -> the interface routing to rank 0
+    spec: Any = None  # the site spec (nccldiag.spec.model.Spec): its [bandwidth] and busbw_share, where given
 
     def __post_init__(self) -> None:
         if self.check is not None:
@@ -40,6 +41,8 @@ class Inputs:
                 if n.facts:
                     self.node_facts.setdefault(n.host, dict(n.facts))
         if self.probe is not None:
+            if self.spec is None:
+                self.spec = getattr(self.probe, "spec", None)
             self.iface_speeds = dict(getattr(self.probe, "iface_speeds", None) or self.iface_speeds)
             self.ifnames = dict(getattr(self.probe, "ifnames", None) or self.ifnames)
             self.route_ifnames = dict(getattr(self.probe, "route_ifnames", None) or self.route_ifnames)

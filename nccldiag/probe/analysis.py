@@ -67,6 +67,7 @@ class ProbeReport:
     iface_speeds: Dict[str, Optional[int]] = field(default_factory=dict)  # host -> its speed in Mb/s (sysfs)
     route_ifnames: Dict[str, Optional[str]] = field(default_factory=dict)  # host -> the interface routing to rank 0
     node_facts: Dict[str, Dict[str, object]] = field(default_factory=dict)  # host -> {"ib": .., "gpu": ..} (NCCL)
+    spec: object = None  # the site spec of --spec (nccldiag.spec.model.Spec): its [bandwidth] and busbw_share
 
     @property
     def all_findings(self) -> List[Finding]:

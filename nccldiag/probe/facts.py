@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, Sequence
 
-from nccldiag.areas import gpu, infiniband
+from nccldiag.areas import gpu, infiniband, nvlink
 from nccldiag.collect import script, sections
 from nccldiag.transport.base import TransportError
 from nccldiag.transport.task import fan_out
@@ -26,9 +26,17 @@ def node_script(mark: str = "") -> str:
 
 
 def parse(text: str, mark: str) -> Dict[str, Any]:
-    """Area facts (``{"ib": IbFacts, "gpu": GpuFacts}``) from the script's output."""
+    """Area facts (``{"ib": IbFacts, "gpu": GpuFacts, "nvlink": NvlinkFacts}``) from the script's output."""
     secs, _rcs, _cut = sections.split_sections(text, mark, script.source_names(node_script()))
-    return {key: area.parse({n: secs.get(n) for n in names}) for key, (area, names) in SOURCES.items()}
+    return from_sections(secs)
+
+
+def from_sections(secs: Dict[str, Any]) -> Dict[str, Any]:
+    """Area facts from the sources' texts; the nvlink area reads the same ``nvidia-smi nvlink --status``
+    text as the gpu area (for a site spec's NVLink keys)."""
+    out = {key: area.parse({n: secs.get(n) for n in names}) for key, (area, names) in SOURCES.items()}
+    out["nvlink"] = nvlink.parse({"nvlink_status": secs.get("nvlink_status")})
+    return out
 
 
 def collect(nodes: Sequence, timeout: float, fanout: int = 64) -> Dict[str, Dict[str, Any]]:

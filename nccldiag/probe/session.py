@@ -49,6 +49,7 @@ class ProbeOptions:
     extra_worker_args: List[str] = field(default_factory=list)
     fanout: int = 64
     slurm_job: Optional[str] = None  # --launcher srun: the allocation every step runs in
+    spec_path: Optional[str] = None  # the site spec of --spec (absolute): run.json names it for a rebuilt report
 
 
 def state_dir() -> str:
@@ -375,7 +376,7 @@ def run_meta(run_id: str, opts: ProbeOptions, backend: str, nproc: int, timeout:
         "require_ib": opts.require_ib,
         "settings": [{"name": s.name, "env": s.env, "why": s.why, "custom": s.custom, "requires_ib": s.requires_ib}
                      for s in settings],
-        "loopback": prep.loopback, "ifnames": prep.ifnames,
+        "loopback": prep.loopback, "ifnames": prep.ifnames, "spec": opts.spec_path,
         "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
 

@@ -68,6 +68,8 @@ def _nodes(names: List[str]) -> str:
 
 def bandwidth_line(s: Summary, setting: str) -> Optional[Text]:
     """``busbw vs expected: ...`` for one probe setting, or None without a figure."""
+    from nccldiag.diagnosis.expected import FLOOR
+
     c = s.bandwidth.get(setting)
     if not c:
         return None
@@ -76,10 +78,13 @@ def bandwidth_line(s: Summary, setting: str) -> Optional[Text]:
         return Text(f"  busbw {c['measured_gbps']:.2f} GB/s: no expectation ({c['why_not']})", style="muted")
     b = exp["bottleneck"]
     style = "warn" if c["below"] else ("ok" if c["comparable"] else "muted")
+    whence = (f"expected by {b['basis']}" if b["segment"] == "site spec" else
+              f"bottleneck {b['segment']}: {b['basis']}" + (f" on {b['host']}" if b.get("host") else ""))
+    floor = c.get("floor")
+    low = f", low below {floor:.0%}" if floor is not None and abs(floor - FLOOR) > 1e-9 else ""
     line = Text.assemble("  busbw ", (f"{c['measured_gbps']:.2f} / {exp['gbps']:.1f} GB/s = {c['percent']:.0f}% of expected",
                                       style),
-                         f" ({c['collective']}, bottleneck {b['segment']}: {b['basis']}"
-                         + (f" on {b['host']}" if b.get("host") else "") + ")")
+                         f" ({c['collective']}, {whence}{low})")
     if not c["comparable"]:
         line.append(f"; not judged: {c['why_not']}", style="muted")
     return line

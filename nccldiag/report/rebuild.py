@@ -122,6 +122,13 @@ def _probe(path: str, meta: Dict[str, Any]) -> Dict[str, Any]:
         loopback=meta.get("loopback") or {}, ifnames=meta.get("ifnames") or {},
         nproc_per_node=int(meta.get("nproc_per_node") or 0), out_dir=path, timeout=meta.get("timeout"),
         run_id=meta.get("run_id"))
+    if meta.get("spec"):  # the site spec the run was given, read again: its policy and bandwidth figures
+        from nccldiag.spec import model, runs as spec_runs
+
+        report.spec = model.load(str(meta["spec"]))
+        # the node facts are read after the last setting: a run stopped before has none (each key: skip)
+        report.findings.extend(spec_runs.probe_findings(report.spec, {}, report.hosts, report.backend))
+        spec_runs.apply_policy(report.spec, report.all_findings)
     doc = probe_report.to_json(report)
     doc["generated_at"] = meta.get("started") or doc["generated_at"]
     doc.pop("elapsed_s", None)

@@ -32,6 +32,8 @@ def show(f: F.Field, v: Any) -> str:
 def matches(f: F.Field, expected: Any, actual: Any) -> bool:
     if actual is None:
         return False
+    if f.compare == "pairs":
+        return F.pairs(actual) == F.pairs(expected)
     if f.compare == "at_least":
         try:
             return float(actual) >= float(expected)
@@ -84,7 +86,7 @@ def _one(spec: Spec, e: Expect, area: str, facts: Mapping[str, Any], collected) 
                        evidence=evidence, fix="Collect the node's outputs again (nccldiag collect) and see why this "
                                               "one is missing.")
     if not reading:
-        what = "no port of this model" if f.path[0] == "nic" else "no GPU"
+        what = {"nic": "no port of this model", "topology": "nothing to read it from"}.get(f.path[0], "no GPU")
         if f.path[-1] == "rate_gbps":
             what = "no active port of this model"
         return Finding(area, f.check, _status(f), f"{head}: {what} on this node, expected {expected}",
@@ -94,8 +96,12 @@ def _one(spec: Spec, e: Expect, area: str, facts: Mapping[str, Any], collected) 
         values = sorted({show(f, v) for v in reading.values()})
         return Finding(area, f.check, Status.OK, f"{e.key} = {', '.join(values)}, as {ref} expects",
                        actual=values[0] if len(values) == 1 else values, expected=expected, evidence=evidence)
-    if list(bad) == [""]:
+    if list(bad) == [""] and f.compare == "pairs":
         actual: Any = show(f, bad[""])
+        told = _pairs_told(f, e.value, bad[""])
+        evidence.append(f"node: {actual}")
+    elif list(bad) == [""]:
+        actual = show(f, bad[""])
         told = actual
     else:
         groups: Dict[str, List[str]] = {}
@@ -108,9 +114,23 @@ def _one(spec: Spec, e: Expect, area: str, facts: Mapping[str, Any], collected) 
             evidence.append(f"... and {len(bad) - 8} more")
         if len(bad) < len(reading):
             told += f" ({len(reading) - len(bad)} of {len(reading)} as expected)"
+    if f.compare == "pairs":
+        return Finding(area, f.check, _status(f), f"{head}: {told}", actual=actual, expected=expected,
+                       evidence=evidence, fix=FIX)
     verb = "at least " if f.compare == "at_least" else ""
     return Finding(area, f.check, _status(f), f"{head}: {told}, expected {verb}{expected}", actual=actual,
                    expected=expected, evidence=evidence, fix=FIX)
+
+
+def _pairs_told(f: F.Field, expected: Any, actual: Any, most: int = 8) -> str:
+    """The items of a layout that differ: ``GPU3/mlx5_2 SYS, expected PXB`` (an item one side leaves out is
+    shown as that key's default: SYS for the GPU-NIC pairs, else 'none')."""
+    want, got = F.pairs(expected), F.pairs(actual)
+    absent = F.FAR if f.path[-1] == "gpu_nic" else "none"
+    diff = [f"{k} {got.get(k, absent)}, expected {want.get(k, absent)}"
+            for k in list(want) + [k for k in got if k not in want] if got.get(k) != want.get(k)]
+    more = f"; and {len(diff) - most} more" if len(diff) > most else ""
+    return "; ".join(diff[:most]) + more + f" ({len(diff)} of {len(set(want) | set(got))} differ)"
 
 
 def _items(items: List[str], most: int = 6) -> str:

@@ -103,6 +103,7 @@ def derive(nodes: Sequence[Tuple[str, Mapping[str, Any]]], sources: str = "") ->
                 written += n
         if section == "topology":
             written += _nics(nodes, lines, notes)
+    lines += _bandwidth_hint(nodes)
     lines += [
         "",
         "# Policy: the status of a check id, whatever nccldiag would say: fail, warn, info (shown, never",
@@ -112,6 +113,34 @@ def derive(nodes: Sequence[Tuple[str, Mapping[str, Any]]], sources: str = "") ->
         "",
     ]
     return Derived("\n".join(lines), notes, written)
+
+
+def _bandwidth_hint(nodes) -> List[str]:
+    """A commented ``[bandwidth]`` table: the figure is the site's to measure, never derived here; the line
+    rates the probe would derive from the first reference node are named for comparison."""
+    from nccldiag.diagnosis import expected
+
+    derived = []
+    if nodes:
+        host, facts = nodes[0]
+        both = {host: facts, host + " (again)": facts}
+        for scope, hosts in (("across nodes", both), ("on one node", {host: facts})):
+            try:
+                got = expected.expect(hosts, list(hosts))
+            except (AttributeError, TypeError, ValueError):
+                got = None  # odd facts: no figure to name
+            if got is not None:
+                derived.append(f"{scope} {got.gbps:.1f} GB/s ({got.bottleneck.name})")
+    told = "; ".join(derived) if derived else "none: the outputs do not give the link rates"
+    return [
+        "",
+        "# Expected busbw of `nccldiag probe` (GB/s, nccl-tests' unit), as measured on known-good nodes",
+        "# with one rank per GPU; without it the probe holds busbw to the line rate of the slowest segment,",
+        f"# derived from the nodes (on {nodes[0][0] if nodes else 'the reference node'}: {told}).",
+        "# [bandwidth]",
+        "# inter_node_gbps = ?",
+        "# intra_node_gbps = ?",
+    ]
 
 
 def _nics(nodes, lines: List[str], notes: List[str]) -> int:

@@ -34,7 +34,8 @@ class Field:
     check: str  # the finding's check id
     doc: str
     read: Callable[..., Reading]
-    compare: str = "eq"  # "eq", or "at_least" (sizes and counts where more is fine)
+    # "eq", "at_least" (sizes and counts where more is fine), or "pairs" (a layout: item=value words)
+    compare: str = "eq"
     status: str = "fail"  # what a deviation is, before the site's [severity]
     lo: Optional[float] = None  # the smallest value that makes sense (an impossible one is an error in the file)
     hi: Optional[float] = None
@@ -230,6 +231,69 @@ def _summary(area: str, key: str) -> Callable[[Facts], Reading]:
     return read
 
 
+# ---- node-wide layouts: "item=value" words, compared item by item (compare="pairs") ---------------------------
+
+FAR = "SYS"  # nvidia-smi topo -m's farthest class: the GPU-NIC pairs a layout does not list
+_GEN = {2.5: 1, 5.0: 2, 8.0: 3, 16.0: 4, 32.0: 5, 64.0: 6}  # PCIe GT/s -> generation
+
+
+def pairs(text: Any) -> Dict[str, str]:
+    """``{item: value}`` of a layout string (``"GPU0=0 GPU1=0"``); words without ``=`` say nothing."""
+    out: Dict[str, str] = {}
+    for word in str(text or "").split():
+        item, eq, value = word.partition("=")
+        if eq and item:
+            out[item] = value
+    return out
+
+
+def _topo(facts: Facts):
+    a = _get(facts, "affinity")
+    return None if a is None else a.topo
+
+
+def _gpu_nic(facts: Facts) -> Reading:
+    topo = _topo(facts)
+    if topo is None or not topo.gpus:
+        return None
+    if not topo.nics:
+        return {}  # topo -m lists no NIC: nothing to read the pairs from
+    words = []
+    for g in topo.gpus:
+        for n in topo.nics:
+            kind = topo.link(g, n)
+            if not kind:
+                return None  # a cell cut from the output
+            if kind != FAR:
+                words.append(f"{g}/{topo.nic_names.get(n, n)}={kind}")
+    return {"": " ".join(words) or f"all {FAR}"}
+
+
+def _numa(facts: Facts) -> Reading:
+    topo = _topo(facts)
+    a = _get(facts, "affinity")
+    if topo is None or not topo.gpus:
+        return None
+    if any(not topo.numa_affinity.get(g) for g in topo.gpus):
+        return None  # topo -m without its NUMA Affinity column (older drivers)
+    words = [f"{g}={topo.numa_affinity[g]}" for g in topo.gpus]
+    words += [f"{dev}={'-' if n is None else n}" for dev, n in sorted((a.nic_numa or {}).items())]
+    return {"": " ".join(words)}
+
+
+def _nic_pcie(facts: Facts) -> Reading:
+    p = _get(facts, "pcie")
+    if p is None or not p.devices or p.tree:
+        return None  # no stanzas with link lines
+    words = []
+    for d in p.nics:
+        gen = _GEN.get(d.sta.speed_gts or 0.0)
+        if gen is None or not d.sta.width:
+            return None
+        words.append(f"{d.bdf}=Gen{gen}x{d.sta.width}")
+    return {"": " ".join(words)} if words else {}
+
+
 def _peermem(facts: Facts) -> Reading:
     g = _get(facts, "gdr")
     if g is None or g.peermem_loaded is None:
@@ -261,6 +325,14 @@ FIELDS: Tuple[Field, ...] = (
     Field(("topology", "nearest_nic"), "str", "affinity", "affinity", "affinity.spec_nearest_nic",
           "how close each GPU's nearest RDMA NIC is (nvidia-smi topo -m: PIX, PXB, PHB, NODE, SYS)",
           _summary("affinity", "nearest_nic")),
+    Field(("topology", "gpu_nic"), "str", "affinity", "affinity", "affinity.spec_gpu_nic",
+          "GPU-NIC topology class of every pair closer than SYS (nvidia-smi topo -m), as GPU/NIC=CLASS words; "
+          "a pair not listed is SYS", _gpu_nic, compare="pairs"),
+    Field(("topology", "numa"), "str", "affinity", "affinity", "affinity.spec_numa",
+          "NUMA node of every GPU (nvidia-smi topo -m's NUMA Affinity) and RDMA device (sysfs), as DEVICE=NODE words",
+          _numa, compare="pairs"),
+    Field(("topology", "nic_pcie"), "str", "pcie", "pcie", "pcie.spec_nic_pcie",
+          "PCIe link of every NIC function (lspci -vvv LnkSta), as BDF=GenNxW words", _nic_pcie, compare="pairs"),
     Field(("nic", "*", "ports"), "int", "ib", "ib", "ib.spec_ports", "RDMA ports of this HCA model", _nic_count,
           lo=0, hi=1024),
     Field(("nic", "*", "link_layer"), "str", "ib", "ib", "ib.spec_link_layer", "InfiniBand or Ethernet, every port",
@@ -316,7 +388,7 @@ SECTIONS = ("gpu", "nvlink", "topology", "nic", "software", "settings")
 SECTION_TITLES = {
     "gpu": "GPUs",
     "nvlink": "NVLink",
-    "topology": "Topology: GPU-GPU links and GPU-NIC affinity",
+    "topology": "Topology: GPU-GPU links, GPU-NIC affinity, NUMA layout, the NICs' PCIe links",
     "nic": "RDMA NICs, one table per HCA model (ibstat's CA type, e.g. MT4129 for ConnectX-7)",
     "software": "Software",
     "settings": "Settings",

@@ -21,7 +21,8 @@ from nccldiag.spec import tomlfile
 SCHEMA = "nccldiag.spec/1"
 ENV = "NCCLDIAG_SPEC"
 LEVELS = ("fail", "warn", "info", "ignore")
-TOP = ("schema",) + F.SECTIONS + ("severity", "thresholds", "drain")
+TOP = ("schema",) + F.SECTIONS + ("bandwidth", "severity", "thresholds", "drain")
+BANDWIDTH_KEYS = ("inter_node_gbps", "intra_node_gbps")
 DRAIN_KEYS = ("only", "never")
 
 
@@ -56,6 +57,8 @@ class Spec:
     drain_only: List[Severity] = field(default_factory=list)  # [drain] only: failures of these alone drain
     drain_never: List[Severity] = field(default_factory=list)  # [drain] never: failures of these never drain
     thresholds: Dict[str, Tuple[Any, str]] = field(default_factory=dict)  # key -> (limit, "site.toml:40")
+    # [bandwidth]: "inter_node_gbps", "intra_node_gbps" and "setting.<name>" -> (busbw GB/s, "site.toml:30")
+    bandwidth: Dict[str, Tuple[float, str]] = field(default_factory=dict)
 
     def drains(self, check: str) -> bool:
         """Whether a failure of ``check`` drains its node in Slurm (``--drain``): every failure does, but those
@@ -116,6 +119,8 @@ def loads(text: str, path: str = "spec.toml") -> Spec:
         elif top == "thresholds":
             for k, v in body.items():
                 spec.thresholds[k] = (_threshold(k, v, err), spec.ref(tomlfile.line_of(lines, (top, k))))
+        elif top == "bandwidth":
+            _bandwidth(spec, body, lines, err)
         elif top == "drain":
             for k, v in body.items():
                 if k not in DRAIN_KEYS:
@@ -183,9 +188,53 @@ def _threshold(k: str, v: Any, err) -> Any:
     if isinstance(v, bool) or not isinstance(v, (int, float)) or (t.kind == "int" and not isinstance(v, int)):
         raise err(at, f"thresholds.{k} should be a {'whole number' if t.kind == 'int' else 'number'}, not "
                       f"{_type(v)} {v!r}")
-    if v < t.lo:
-        raise err(at, f"thresholds.{k} = {v!r} is impossible (a value from {t.lo:g} up)")
+    if v < t.lo or (t.hi is not None and v > t.hi):
+        rng = f"from {t.lo:g}" + (f" to {t.hi:g}" if t.hi is not None else " up")
+        raise err(at, f"thresholds.{k} = {v!r} is impossible (a value {rng})")
     return v
+
+
+def _gbps(where: str, v: Any, at, err) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise err(at, f"{where} should be a number of GB/s, not {_type(v)} {v!r}")
+    if v <= 0:
+        raise err(at, f"{where} = {v!r} is impossible (a busbw above 0 GB/s)")
+    return float(v)
+
+
+def _bandwidth(spec: Spec, body: Dict[str, Any], lines, err) -> None:
+    """``[bandwidth]``: the busbw the probe should reach, across nodes and on one, and per setting."""
+    known = BANDWIDTH_KEYS + ("setting",)
+    for k, v in body.items():
+        at = ("bandwidth", k)
+        if k not in known:
+            raise err(at, f"unknown key 'bandwidth.{k}'{_near(k, known)} (known: {', '.join(known)})")
+        if k == "setting":
+            if not isinstance(v, dict):
+                raise err(at, "bandwidth.setting should be a table ([bandwidth.setting]) of probe setting names "
+                              "and GB/s, e.g. ring = 370")
+            for name, gbps in v.items():
+                where = f"bandwidth.setting.{tomlfile.key(name)}"
+                spec.bandwidth[f"setting.{name}"] = (_gbps(where, gbps, at + (name,), err),
+                                                     spec.ref(tomlfile.line_of(lines, at + (name,))))
+        else:
+            spec.bandwidth[k] = (_gbps(f"bandwidth.{k}", v, at, err), spec.ref(tomlfile.line_of(lines, at)))
+
+
+def expected_busbw(spec: Optional[Spec], setting: str, multi: bool) -> Optional[Tuple[float, str, str]]:
+    """``(GB/s, key, "site.toml:30")`` the spec expects of a probe setting (its own figure, else the scope's)."""
+    if spec is None:
+        return None
+    for key in (f"setting.{setting}", "inter_node_gbps" if multi else "intra_node_gbps"):
+        if key in spec.bandwidth:
+            gbps, ref = spec.bandwidth[key]
+            return gbps, key, ref
+    return None
+
+
+def threshold(spec: Optional[Spec], key: str) -> Optional[Tuple[Any, str]]:
+    """``(value, "site.toml:40")`` of a ``[thresholds]`` key the spec gives, else None."""
+    return None if spec is None else spec.thresholds.get(key)
 
 
 def _flatten(body: Dict[str, Any], prefix: Tuple[str, ...] = ()) -> List[Tuple[Tuple[str, ...], Any]]:
@@ -249,8 +298,35 @@ def known_checks() -> set:
                 src = ""
             ids.update(re.findall(r'"(%s\.[a-z_]+)"' % re.escape(a.NAME), src))
             ids.update(f"{a.NAME}.{k}" for k in ("parse", "judge", "not_checked", "collected"))
+        ids.update(_run_checks())
         _ID = ids
     return _ID
+
+
+# The modules whose findings the probe, isolate and log commands report (their AREA, and the ids they write).
+_RUN_MODULES = ("nccldiag.probe.analysis", "nccldiag.probe.results", "nccldiag.probe.isolate_run",
+                "nccldiag.nccl.checks", "nccldiag.nccl.ras_checks")
+
+
+def _run_checks() -> set:
+    import importlib
+    import inspect
+
+    from nccldiag.node import collectives
+
+    ids = {"probe.spec_not_checked", "isolate.spec_not_checked", "isolate.spec_threshold", "probe.setup"}
+    ids.update(f"probe.{c}" for c in collectives.NAMES)  # one finding per collective of a setting
+    for name in _RUN_MODULES:
+        mod = importlib.import_module(name)
+        area = getattr(mod, "AREA", None)
+        try:
+            src = inspect.getsource(mod)
+        except (OSError, TypeError):
+            continue
+        if area:
+            ids.update(re.findall(r'"(%s\.[a-z_]+)"' % re.escape(area), src))
+            ids.update(f"{area}.{k}" for k in re.findall(r'f"\{AREA\}\.([a-z_]+)"', src))
+    return ids
 
 
 def _near(word: str, known) -> str:

@@ -7,7 +7,7 @@ spec's thresholds, and the finding's expected value names the spec line.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Tuple
+from typing import Any, Optional, Tuple
 
 
 @dataclass(frozen=True)
@@ -18,6 +18,7 @@ class Threshold:
     check: str  # the check whose limit it is
     default: Any
     doc: str
+    hi: Optional[float] = None  # the largest value that makes sense
 
 
 KEYS = {t.key: t for t in (
@@ -31,7 +32,14 @@ KEYS = {t.key: t for t in (
               "correctable AER errors of a GPU or NIC function above which it warns"),
     Threshold("pcie_replays_per_minute", "float", 0, "pcie_errors.replays", 8.0,
               "PCIe replays a minute since boot above which a GPU warns (DCGM's figure)"),
+    Threshold("busbw_share", "float", 0.01, "bandwidth-low", 0.70,
+              "share of the expected busbw below which a probe setting is slow (the bandwidth-low diagnosis)",
+              hi=1.0),
+    Threshold("isolate_fraction", "float", 0.01, "isolate.node", 0.5,
+              "share of the median busbw of the healthy pairs below which an isolate pair is slow "
+              "(isolate's --fraction, which wins where given)", hi=1.0),
 )}
+
 
 
 def value(node: Any, key: str, default: Any) -> Tuple[Any, str]:

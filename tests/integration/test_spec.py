@@ -43,3 +43,26 @@ def test_spec_from_one_node_passes_all_and_a_batch_deviation_fails_all(vcluster,
         assert f["evidence"][0].startswith(f"{other}:{line}: ")
         # the nodes agree with each other: consistency has nothing to say about the kernel
         assert not [c for c in n["findings"] if c["check"] == "consistency.system.kernel"]
+
+
+def test_probe_and_isolate_take_the_spec_policy_and_thresholds(vcluster, tmp_path, monkeypatch):
+    spec = tmp_path / "site.toml"
+    # written for the test: a key the probe's facts do not tell, and isolate's slowness margin
+    spec.write_text('[software]\nkernel = "*"\n\n[thresholds]\nisolate_fraction = 0.1\n')
+    hosts = ["-w", ",".join(vcluster.hosts[:2]), "--ssh-config", str(vcluster.ssh_config)]
+    out = tmp_path / "p.json"
+    r, _ = timed(["probe", *hosts, "--nproc-per-node", "2", "--timeout", "90", "--spec", str(spec),
+                  "-o", str(tmp_path / "run"), "--json", str(out)], timeout=200)
+    assert r.returncode == 0, r.stdout + r.stderr
+    (rest,) = [f for f in load_json(out)["findings"] if f["check"] == "probe.spec_not_checked"]
+    assert rest["status"] == "skip" and "software.kernel" in rest["message"] and "gloo" in rest["message"]
+
+    monkeypatch.setenv("NCCLDIAG_SPEC", str(spec))  # isolate reads the same spec from the environment
+    out = tmp_path / "iso.json"
+    r, _ = timed(["isolate", *hosts, "--size", "64K", "--timeout", "90", "-o", str(tmp_path / "iso"),
+                  "--json", str(out)], timeout=400)
+    assert r.returncode == 0, r.stdout + r.stderr
+    data = load_json(out)
+    assert {t["fraction"] for t in data["thresholds"].values()} == {0.1}
+    (note,) = [f for f in data["findings"] if f["check"] == "isolate.spec_threshold"]
+    assert f"{spec}:5" in note["message"]

@@ -20,6 +20,7 @@ from click.testing import CliRunner
 from nccldiag.cli import main
 from nccldiag.spec import fields as F
 from nccldiag.spec import model, tomlfile
+from tests import real
 
 from . import bundles as B
 from .bundles import by_check, check_json, check_table, fixture, write_bundle
@@ -392,9 +393,16 @@ def test_docs_example_and_a_derived_spec_validate_against_the_schema(tmp_path):
 
 
 def test_docs_list_every_key_and_check_id():
+    from nccldiag.spec import thresholds
+
     docs = (ROOT / "docs" / "spec.md").read_text(encoding="utf-8")
     for f in F.FIELDS:
         assert f"`{f.path[-1]}`" in docs and f"`{f.check}`" in docs, f.name
+    for k in list(thresholds.KEYS) + list(model.BANDWIDTH_KEYS) + ["[bandwidth.setting]"]:
+        assert f"`{k}`" in docs, k
+    sch = _schema()["properties"]
+    assert set(sch["thresholds"]["properties"]) == set(thresholds.KEYS)
+    assert set(sch["bandwidth"]["properties"]) == set(model.BANDWIDTH_KEYS) | {"setting"}
 
 
 # ---- [drain] ---------------------------------------------------------------------------------------------------
@@ -512,10 +520,16 @@ def test_threshold_defaults_are_the_areas_own():
     from nccldiag.areas import gpuhealth, ibcounters, pcie_errors
     from nccldiag.spec import thresholds
 
+    from nccldiag.diagnosis import expected
+    from nccldiag.probe.isolate_run import IsolateOptions
+    from nccldiag.spec import runs
+
     own = {"ecc_dram_uncorrectable": gpuhealth.AGGREGATE_DRAM_UE_LIMIT, "ecc_volatile_correctable":
            gpuhealth.VOLATILE_CE_LIMIT, "link_flaps": ibcounters.FLAP_FAIL, "aer_correctable":
-           pcie_errors.CORRECTABLE_LIMIT, "pcie_replays_per_minute": pcie_errors.REPLAYS_PER_MIN}
+           pcie_errors.CORRECTABLE_LIMIT, "pcie_replays_per_minute": pcie_errors.REPLAYS_PER_MIN,
+           "busbw_share": expected.FLOOR, "isolate_fraction": IsolateOptions().fraction}
     assert {k: t.default for k, t in thresholds.KEYS.items()} == own
+    assert runs.DEFAULT_FRACTION == IsolateOptions().fraction
 
 
 @pytest.mark.parametrize("text,words", [
@@ -523,6 +537,8 @@ def test_threshold_defaults_are_the_areas_own():
     ("[thresholds]\nlink_flaps = 0\n", "impossible"),
     ("[thresholds]\nlink_flaps = 2.5\n", "should be a whole number"),
     ('[thresholds]\npcie_replays_per_minute = "8"\n', "should be a number"),
+    ("[thresholds]\nbusbw_share = 1.5\n", "busbw_share = 1.5 is impossible (a value from 0.01 to 1)"),
+    ("[thresholds]\nisolate_fraction = 0\n", "impossible"),
 ])
 def test_threshold_mistakes_name_the_line(text, words):
     with pytest.raises(model.UsageError) as exc:
@@ -536,6 +552,13 @@ def test_spec_show_lists_each_key_with_its_line_and_check(tmp_path):
     assert res.exit_code == 0
     assert f"{path}:{line(path, r'count = ')}: gpu.count -> gpu.spec_count" in res.stdout
     assert "keys, 0 severity rules" in res.stderr
+    with path.open("a") as fh:  # written for the test (init ends with the [severity] table)
+        fh.write('\n[bandwidth]\ninter_node_gbps = 370\n\n[thresholds]\nbusbw_share = 0.8\n')
+    res = CliRunner().invoke(main, ["spec", "show", str(path)])
+    assert res.exit_code == 0, res.output
+    assert f"{path}:{line(path, r'inter_node_gbps')}: [bandwidth] inter_node_gbps = 370 GB/s" in res.stdout
+    assert f"{path}:{line(path, r'busbw_share')}: [thresholds] busbw_share = 0.8" in res.stdout
+    assert "1 bandwidth figures, 1 thresholds" in res.stderr
 
 
 def test_only_judges_the_keys_of_the_chosen_areas(tmp_path):
@@ -557,3 +580,379 @@ def test_an_interrupted_run_rebuilt_is_judged_against_its_spec_again(tmp_path):
     res = CliRunner().invoke(main, ["report", str(run), "--json", "-"])
     rep = json.loads(res.stdout)
     assert "fail" in [f["status"] for f in by_check(rep, "firmware.spec_hca_fw", "gpu009")]
+
+
+# ---- probe and isolate -----------------------------------------------------------------------------------------
+
+
+def probe_facts(node: dict) -> dict:
+    """The facts ``nccldiag probe`` reads from a node: its own sources only (nccldiag.probe.facts.SOURCES)."""
+    from nccldiag.probe import facts as PF
+
+    own = {name for _area, names in PF.SOURCES.values() for name in names}
+    return PF.from_sections({name: node.get(name) for name in own})
+
+
+def all_facts(node: dict) -> dict:
+    """The gpu, ib and nvlink facts ``nccldiag check`` reads from every source of those areas."""
+    from nccldiag.areas import gpu, infiniband, nvlink
+
+    return {a.NAME: a.parse({s.name: node.get(s.name) for s in a.SOURCES}) for a in (gpu, infiniband, nvlink)}
+
+
+def test_the_probe_reads_its_spec_keys_as_the_check_does():
+    from nccldiag.spec import runs
+
+    node = B.healthy_h100()
+    full, part = all_facts(node), probe_facts(node)
+    for f in F.FIELDS:
+        if f.name not in runs.PROBE_KEYS:
+            continue
+        for m in (F.nic_models(full) if f.path[0] == "nic" else [None]):
+            got = F.read(f, part, m)
+            assert got == F.read(f, full, m), f.where(m)
+            # the H100 capture's NVLink listing is cut ('[...]'): neither reads it; the A100's below is whole
+            assert got or f.path[0] == "nvlink", f.where(m)
+    a100 = {"nvlink_status": fixture("nvidia-smi-nvlink/gpud-a100-sxm4-8gpu-12links-25GBs.txt")}
+    for name in ("nvlink.links_per_gpu", "nvlink.speed_gbs"):
+        got = F.read(F.BY_NAME[name], probe_facts(a100))
+        assert got and got == F.read(F.BY_NAME[name], all_facts(a100)), name
+    assert set(F.read(F.BY_NAME["nvlink.links_per_gpu"], probe_facts(a100)).values()) == {12}
+
+
+def test_probe_judges_its_keys_on_every_node_and_names_the_others(tmp_path):
+    from nccldiag.spec import runs
+
+    spec = model.load(str(spec_from(tmp_path, {"gpu001": B.healthy_h100()})))
+    facts = {"gpu001": probe_facts(B.healthy_h100()), "gpu009": probe_facts(older_firmware(B.healthy_h100("gpu009")))}
+    found = runs.probe_findings(spec, facts, ["gpu001", "gpu009", "gpu010"], "nccl")
+    on = lambda h: {f.check: f for f in found if f.host == h}  # noqa: E731
+    # the reference node itself: no false finding on any key the probe judges
+    assert on("gpu001") and all(f.status.value == "ok" for f in on("gpu001").values())
+    assert {f.check for f in on("gpu001").values()} >= {"gpu.spec_count", "ib.spec_rate", "firmware.spec_hca_fw"}
+    (bad,) = [f for f in found if f.host == "gpu009" and f.status.value != "ok"]  # the ConnectX-7 table's key
+    assert bad.check == "firmware.spec_hca_fw" and bad.status.value == "fail"
+    assert OLD_FW in bad.message and "28.41.1000" in bad.message
+    assert bad.evidence[0].startswith(f"{spec.path}:")
+    # a node whose facts never came back: not checked, never ok
+    assert {f.status.value for f in on("gpu010").values()} == {"skip"}
+    (rest,) = [f for f in found if f.check == "probe.spec_not_checked"]
+    assert rest.status.value == "skip" and "topology.gpu_links" in rest.message and "gpu.count" not in rest.message
+    (gloo,) = runs.probe_findings(spec, {}, ["gpu001"], "gloo")
+    assert gloo.check == "probe.spec_not_checked" and "gpu.count" in gloo.message
+
+
+def _fake_probe_report(hosts, facts):
+    from nccldiag.model.findings import fail
+    from nccldiag.probe.analysis import ProbeReport
+
+    rep = ProbeReport(backend="nccl", launcher="torchrun", hosts=list(hosts), nproc_per_node=8, node_facts=facts)
+    rep.findings.append(fail("probe", "probe.rank_died", "rank 3 (gpu001) died", host="gpu001"))
+    return rep
+
+
+def test_probe_spec_findings_and_severity_reach_the_report(tmp_path, monkeypatch):
+    from nccldiag.probe import session
+
+    path = spec_from(tmp_path, {"gpu001": B.healthy_h100()})
+    with path.open("a") as fh:  # written for the test: the site's policy
+        fh.write('"probe.rank_died" = "warn"\n')  # init ends with the [severity] table
+    facts = {"gpu001": probe_facts(B.healthy_h100()), "gpu009": probe_facts(older_firmware(B.healthy_h100("gpu009")))}
+    monkeypatch.setattr(session, "run", lambda hosts, opts, progress=None: _fake_probe_report(["gpu001", "gpu009"],
+                                                                                              facts))
+    res = CliRunner().invoke(main, ["probe", "-w", "gpu001,gpu009", "--spec", str(path), "--json", "-"])
+    assert res.exit_code == 1, res.output  # the older firmware fails; the dead rank is a warning now
+    rep = json.loads(res.stdout[res.stdout.index("{"):])
+    found = rep["findings"]
+    died = [f for f in found if f["check"] == "probe.rank_died"][0]
+    assert died["status"] == "warn" and died["message"].startswith(f"warn, downgraded from fail by {path}:")
+    assert [f["host"] for f in found if f["check"] == "firmware.spec_hca_fw" and f["status"] == "fail"] == ["gpu009"]
+    monkeypatch.setenv("NCCLDIAG_SPEC", str(path))  # the same spec from the environment
+    res = CliRunner().invoke(main, ["probe", "-w", "gpu001,gpu009", "--json", "-"])
+    assert res.exit_code == 1 and '"firmware.spec_hca_fw"' in res.stdout
+
+
+def test_a_bad_spec_stops_probe_and_isolate_before_any_node(tmp_path, monkeypatch):
+    from nccldiag.probe import isolate_run, session
+
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[gpu]\ncount = \"eight\"\n")  # written for the test
+    monkeypatch.setattr(session, "run", lambda *a, **k: pytest.fail("a node was contacted"))
+    monkeypatch.setattr(isolate_run, "run", lambda *a, **k: pytest.fail("a node was contacted"))
+    for cmd in (["probe", "-w", "n1,n2"], ["isolate", "-w", "n1,n2"]):
+        res = CliRunner().invoke(main, cmd + ["--spec", str(bad)])
+        assert res.exit_code == 2 and f"{bad}:2: gpu.count should be a whole number" in res.output, res.output
+
+
+def test_isolate_applies_the_spec_severity_and_says_it_judges_no_node_keys(tmp_path, monkeypatch):
+    from nccldiag.model.findings import fail
+    from nccldiag.probe import isolate_run
+
+    path = tmp_path / "site.toml"
+    path.write_text('[gpu]\ncount = 8\n\n[severity]\n"isolate.node" = "info"\n')  # written for the test
+    seen = {}
+
+    def fake(hosts, opts, progress=None):
+        seen["opts"] = opts
+        rep = isolate_run.IsolateReport(hosts=[h.name for h in hosts], backend="nccl")
+        rep.rounds.append(isolate_run.Round(0, "alone"))
+        rep.findings.append(fail("isolate", "isolate.node", "n2: slow node", host="n2"))
+        return rep
+
+    monkeypatch.setattr(isolate_run, "run", fake)
+    res = CliRunner().invoke(main, ["isolate", "-w", "n1,n2", "--spec", str(path), "--json", "-"])
+    assert res.exit_code == 0, res.output  # the slow node is information by the site's policy
+    rep = json.loads(res.stdout[res.stdout.index("{"):])
+    node = [f for f in rep["findings"] if f["check"] == "isolate.node"][0]
+    assert node["status"] == "ok" and node["message"].startswith(f"info, downgraded from fail by {path}:5")
+    (rest,) = [f for f in rep["findings"] if f["check"] == "isolate.spec_not_checked"]
+    assert rest["status"] == "skip" and "gpu.count" in rest["message"]
+    res = CliRunner().invoke(main, ["isolate", "-w", "n1,n2", "--json", "-"])
+    assert res.exit_code == 1  # without the spec the same finding fails
+
+
+# ---- [bandwidth] and the busbw thresholds ----------------------------------------------------------------------
+
+
+def _probe_setting(name: str, env: dict, busbw: float, hosts=("a", "b")):
+    """One probe setting's result as the bandwidth rule reads it: its best all_reduce point at 8 GiB.
+
+    The figure is the published one of nccl-tests#290 (2 x 8 H100, 8 NDR rails, NCCL_ALGO=RING: 368 GB/s);
+    the objects around it are written for this test.
+    """
+    from types import SimpleNamespace as NS
+
+    from nccldiag.probe.plan import Setting
+
+    point = NS(size=8 << 30, busbw=busbw)
+    ranks = {i: NS(host=hosts[i % len(hosts)]) for i in range(2 * len(hosts))}
+    outcome = NS(collectives={"all_reduce": NS(collective="all_reduce", status="ok", sweep=[point])}, ranks=ranks)
+    return NS(setting=Setting(name, env), outcome=outcome, log_facts=None)
+
+
+def _h100_facts():
+    from nccldiag.areas import gpu as gpu_area
+    from nccldiag.areas import infiniband as ib_area
+
+    return {"ib": ib_area.parse({"ib_sysfs": fixture("sysfs-infiniband/gpud-h100-ndr400-8ib-plus-bond-ethernet.txt")}),
+            "gpu": gpu_area.parse({"gpu_query": B.h100_query_csv(),
+                                   "nvlink_status": fixture("nvidia-smi-nvlink/mleng-h100-nvlink-status-elided.txt")})}
+
+
+def _bandwidth(spec_text, settings, hosts=("a", "b")):
+    from types import SimpleNamespace as NS
+
+    from nccldiag.diagnosis import diagnose
+    from nccldiag.diagnosis.inputs import Inputs
+    from nccldiag.diagnosis.rules import bandwidth
+
+    spec = model.loads(spec_text, "t.toml") if spec_text is not None else None
+    probe = NS(backend="nccl", settings=settings, hosts=list(hosts), spec=spec, node_facts={}, iface_speeds={},
+               ifnames={}, route_ifnames={})
+    inp = Inputs(probe=probe, node_facts={h: _h100_facts() for h in hosts})
+    return bandwidth.comparisons(inp), [d for d in bandwidth.diagnose(inp)]
+
+
+def test_init_leaves_the_bandwidth_to_the_site_and_names_the_derived_line_rates(tmp_path):
+    text = spec_from(tmp_path, {"gpu001": B.healthy_h100()}).read_text()
+    # 8 NDR ports x 400 Gb/s across nodes; 18 NVLinks x 26.562 GB/s on one node (the real captures)
+    assert "(on gpu001: across nodes 400.0 GB/s (IB/RoCE); on one node 478.1 GB/s (NVLink))" in text
+    assert "# [bandwidth]\n# inter_node_gbps = ?\n# intra_node_gbps = ?\n" in text
+    assert not model.loads(text, "s.toml").bandwidth  # written commented out: the admin measures it
+
+
+def test_bandwidth_from_the_spec_and_busbw_share_change_the_judgement():
+    ring = _probe_setting("ring", {"NCCL_ALGO": "Ring"}, 368.0)
+    default = _probe_setting("default", {}, 368.0)
+    # no spec: derived from the nodes, 8 x 400 Gb/s = 400 GB/s, 92%: healthy
+    cmps, diags = _bandwidth(None, [default, ring])
+    assert cmps["ring"].expectation.gbps == pytest.approx(400.0) and not cmps["ring"].below and not diags
+    # written for the test: a site that expects 480 GB/s across nodes
+    text = "[bandwidth]\ninter_node_gbps = 480\n"
+    cmps, diags = _bandwidth(text, [default, ring])
+    c = cmps["ring"]
+    assert c.expectation.gbps == 480.0 and c.expectation.bottleneck.basis == "bandwidth.inter_node_gbps of t.toml:2"
+    assert "derived from the nodes: 400.0 GB/s" in c.expectation.notes[0]
+    assert c.comparable and round(c.percent) == 77 and not c.below and not diags  # 77% is above nccldiag's 70%
+    # two nodes: the default row (tree may exceed the line rate) is shown, never judged, with the reason
+    assert not cmps["default"].comparable and "NCCL_ALGO=Ring" in cmps["default"].why_not
+    # the site's own share: 80%
+    cmps, diags = _bandwidth(text + "\n[thresholds]\nbusbw_share = 0.8\n", [default, ring])
+    assert cmps["ring"].below and cmps["ring"].to_dict()["floor"] == 0.8
+    (d,) = diags
+    assert "480.0 GB/s the site spec expects (bandwidth.inter_node_gbps of t.toml:2)" in d.summary
+    assert "below 80% of the site spec's figure" in d.confidence_why
+    assert any("thresholds.busbw_share, t.toml:5" in e.text for e in d.evidence)
+    # a setting's own figure wins over the scope's
+    cmps, _ = _bandwidth(text + "\n[bandwidth.setting]\nring = 380\n", [default, ring])
+    assert cmps["ring"].expectation.gbps == 380.0
+    assert "bandwidth.setting.ring of t.toml:5" in cmps["ring"].expectation.bottleneck.basis
+    assert cmps["default"].expectation.gbps == 480.0
+    # one node: intra_node_gbps (and not the inter-node figure)
+    one = _probe_setting("default", {}, 368.0, hosts=("a",))
+    cmps, diags = _bandwidth("[bandwidth]\ninter_node_gbps = 100\nintra_node_gbps = 478\n", [one], hosts=("a",))
+    assert cmps["default"].expectation.gbps == 478.0 and cmps["default"].expectation.scope == "intra-node"
+    assert not cmps["default"].below  # 77%
+
+
+def test_the_bandwidth_line_names_the_spec_line_and_the_share():
+    from nccldiag.diagnosis import Summary
+    from nccldiag.report.diagnoses_report import bandwidth_line
+
+    cmps, _ = _bandwidth("[bandwidth]\ninter_node_gbps = 480\n\n[thresholds]\nbusbw_share = 0.8\n",
+                         [_probe_setting("ring", {"NCCL_ALGO": "Ring"}, 368.0)])
+    s = Summary()
+    s.bandwidth = {k: v.to_dict() for k, v in cmps.items()}
+    line = bandwidth_line(s, "ring").plain
+    assert "368.00 / 480.0 GB/s = 77% of expected" in line
+    assert "expected by bandwidth.inter_node_gbps of t.toml:2, low below 80%" in line
+
+
+@pytest.mark.parametrize("text,at,words", [
+    ("[bandwidth]\ninter_node = 400\n", 2, "unknown key 'bandwidth.inter_node' (did you mean 'inter_node_gbps'?)"),
+    ("[bandwidth]\nintra_node_gbps = -1\n", 2, "is impossible (a busbw above 0 GB/s)"),
+    ('[bandwidth]\ninter_node_gbps = "400"\n', 2, "should be a number of GB/s"),
+    ("[bandwidth]\nsetting = 3\n", 2, "should be a table ([bandwidth.setting])"),
+    ("[bandwidth.setting]\nring = 0\n", 2, "bandwidth.setting.ring = 0 is impossible"),
+])
+def test_bandwidth_mistakes_name_the_line(text, at, words):
+    with pytest.raises(model.UsageError) as exc:
+        model.loads(text, "b.toml")
+    assert str(exc.value).startswith(f"b.toml:{at}: ") and words in str(exc.value)
+
+
+def test_isolate_fraction_from_the_spec_unless_given_and_what_it_changes(tmp_path, monkeypatch):
+    from nccldiag.probe import isolate, isolate_run
+
+    # what the margin changes: a pair at 0.6 x the median of its round passes at 0.5 and is slow at 0.8
+    busbw = [10.0, 10.0, 10.0, 6.0]  # written for the test
+    assert isolate.threshold(busbw, 0.5)[0] == 5.0 and isolate.threshold(busbw, 0.8)[0] == 8.0
+    path = tmp_path / "site.toml"
+    path.write_text("[thresholds]\nisolate_fraction = 0.8\n")  # written for the test
+    seen = []
+
+    def fake(hosts, opts, progress=None):
+        seen.append(opts.fraction)
+        rep = isolate_run.IsolateReport(hosts=[h.name for h in hosts], backend="nccl")
+        rep.rounds.append(isolate_run.Round(0, "alone"))
+        return rep
+
+    monkeypatch.setattr(isolate_run, "run", fake)
+    res = CliRunner().invoke(main, ["isolate", "-w", "n1,n2", "--spec", str(path), "--json", "-"])
+    assert res.exit_code == 0, res.output
+    rep = json.loads(res.stdout[res.stdout.index("{"):])
+    (note,) = [f for f in rep["findings"] if f["check"] == "isolate.spec_threshold"]
+    assert f"0.8 x the median" in note["message"] and f"{path}:2" in note["message"]
+    CliRunner().invoke(main, ["isolate", "-w", "n1,n2", "--spec", str(path), "--fraction", "0.3", "--json", "-"])
+    CliRunner().invoke(main, ["isolate", "-w", "n1,n2", "--json", "-"])
+    assert seen == [0.8, 0.3, 0.5]
+
+
+# ---- layouts: GPU-NIC pairs, NUMA, the NICs' PCIe links ----------------------------------------------------------
+
+DGX_A100_TOPO = "nvidia-smi-topo-m/gengwg-dgx-a100-8gpu-12nic-nv12-pxb-numa.txt"
+
+
+def _edit_row(text: str, row: str, edit) -> str:
+    """``text`` with the line of ``row`` changed by ``edit`` (tab-separated cells)."""
+    out = []
+    for ln in text.splitlines(keepends=True):
+        cells = ln.rstrip("\n").split("\t")
+        out.append("\t".join(edit(cells)) + "\n" if cells and cells[0] == row else ln)
+    return "".join(out)
+
+
+@pytest.mark.parametrize("capture", sorted(p.name for p in (real.NODE / "nvidia-smi-topo-m").glob("*.txt"))
+                         if real.AVAILABLE else [])
+def test_every_topo_capture_checked_against_its_own_spec_has_no_deviation(tmp_path, capture):
+    node = {"topo_m": fixture(f"nvidia-smi-topo-m/{capture}")}
+    path = spec_from(tmp_path, {"n1": node})
+    code, rep = check_json(write_bundle(tmp_path / "b", {"n1": node}), "--spec", str(path))
+    bad = [f["message"] for f in spec_findings(rep, "n1") if f["status"] in ("warn", "fail")]
+    assert bad == []
+
+
+def test_gpu_nic_pairs_and_numa_layout_of_a_real_dgx_a100():
+    node = {"topo_m": fixture(DGX_A100_TOPO)}
+    from nccldiag.areas import affinity
+
+    facts = {"affinity": affinity.parse(node)}
+    pairs = F.pairs(F.read(F.BY_NAME["topology.gpu_nic"], facts)[""])
+    # the capture: every GPU is PXB to two NICs, SYS to the ten others (mlx5_4/5/10/11 are SYS to every GPU)
+    assert len(pairs) == 16 and set(pairs.values()) == {"PXB"} and pairs["GPU3/mlx5_2"] == "PXB"
+    assert F.read(F.BY_NAME["topology.numa"], facts)[""] == "GPU0=3 GPU1=3 GPU2=1 GPU3=1 GPU4=7 GPU5=7 GPU6=5 GPU7=5"
+
+
+def test_a_gpu_nic_pair_moved_and_a_gpu_on_another_numa_node_are_named(tmp_path):
+    good = {"topo_m": fixture(DGX_A100_TOPO)}
+    path = spec_from(tmp_path, {"n1": good})
+    # text edit written for this test, in topo -m's format: GPU3 sees mlx5_2 across the SMP interconnect (as a
+    # NIC in another slot would), and GPU4's NUMA Affinity is 5 instead of 7
+    moved = _edit_row(good["topo_m"], "GPU3", lambda c: c[:11] + ["SYS"] + c[12:])
+    moved = _edit_row(moved, "GPU4", lambda c: c[:-1] + ["5"])
+    code, rep = check_json(write_bundle(tmp_path / "b", {"n1": good, "n2": {"topo_m": moved}}), "--spec", str(path))
+    assert code == 1 and [f for f in spec_findings(rep, "n1") if f["status"] != "ok"] == []
+    bad = {f["check"]: f for f in spec_findings(rep, "n2") if f["status"] != "ok"}
+    assert set(bad) == {"affinity.spec_gpu_nic", "affinity.spec_numa"}
+    pair = bad["affinity.spec_gpu_nic"]
+    assert pair["status"] == "fail" and pair["area"] == "affinity"
+    assert "GPU3/mlx5_2 SYS, expected PXB (1 of 16 differ)" in pair["message"]
+    assert pair["evidence"][0].startswith(f"{path}:{line(path, r'gpu_nic = ')}: topology.gpu_nic = ")
+    assert "GPU4 5, expected 7 (1 of 8 differ)" in bad["affinity.spec_numa"]["message"]
+
+
+def test_a_nic_pcie_link_below_the_spec_is_named(tmp_path):
+    path = spec_from(tmp_path, {"gpu001": B.healthy_h100()})
+    assert 'nic_pcie = "0000:1a:00.0=Gen5x16 0000:1b:00.0=Gen4x16"' in path.read_text()
+    node = B.healthy_h100("gpu009")
+    # text edit written for this test, in lspci -vvv's format: the ConnectX-7 trained at Gen4 x8
+    head, nic, rest = node["lspci"].partition("1a:00.0 Ethernet controller")
+    node["lspci"] = head + nic + rest.replace("LnkSta:\tSpeed 32GT/s (ok), Width x16 (ok)",
+                                              "LnkSta:\tSpeed 16GT/s (downgraded), Width x8 (downgraded)", 1)
+    assert node["lspci"] != B.healthy_h100()["lspci"]
+    code, rep = check_json(write_bundle(tmp_path / "b", {"gpu009": node}), "--spec", str(path))
+    (f,) = [f for f in by_check(rep, "pcie.spec_nic_pcie", "gpu009")]
+    assert f["status"] == "fail" and "0000:1a:00.0 Gen4x8, expected Gen5x16 (1 of 2 differ)" in f["message"]
+
+
+def test_probe_names_a_gpu_with_an_nvlink_down(tmp_path):
+    from nccldiag.spec import runs
+
+    good = {"nvlink_status": fixture("nvidia-smi-nvlink/gpud-a100-sxm4-8gpu-12links-25GBs.txt")}
+    spec = model.load(str(spec_from(tmp_path, {"n1": good})))
+    assert {e.key for e in spec.expects} >= {"nvlink.links_per_gpu", "nvlink.speed_gbs"}
+    # text edit written for this test, in nvlink --status' format (as azhpc's V100 capture prints a link that
+    # is down): GPU 3's link 11 inactive
+    head, gpu3, rest = good["nvlink_status"].partition("GPU 3:")
+    down = {"nvlink_status": head + gpu3 + rest.replace("Link 11: 25 GB/s", "Link 11: <inactive>", 1)}
+    found = runs.probe_findings(spec, {"n1": probe_facts(good), "n2": probe_facts(down)}, ["n1", "n2"], "nccl")
+    assert [f.message for f in found if f.host == "n1" and f.status.value != "ok"] == []
+    (links,) = [f for f in found if f.host == "n2" and f.check == "nvlink.spec_links"]
+    assert links.status.value == "fail" and links.actual == {"GPU3": "11"} and "(7 of 8 as expected)" in links.message
+
+
+def test_a_probe_run_rebuilt_reads_its_spec_again(tmp_path):
+    """A probe run directory whose run.json names a spec (both written for this test) holding the worker's
+    real records of a 2-rank gloo run where rank 1 returned corrupt data."""
+    records = Path(__file__).resolve().parents[1] / "fixtures" / "probe-records" / "gloo-2rank-corrupt-rank1.jsonl"
+    spec = tmp_path / "site.toml"
+    spec.write_text('[gpu]\ncount = 8\n\n[severity]\n"probe.*" = "warn"\n')
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "records.jsonl").write_text(records.read_text())
+    meta = {"command": "probe", "schema": "nccldiag.probe/1", "run_id": "nccldiag-test", "backend": "gloo",
+            "launcher": "torchrun", "hosts": ["vm"], "nproc_per_node": 2, "timeout": 120, "require_ib": False,
+            "settings": [{"name": "default", "env": {}, "why": "", "custom": False, "requires_ib": False}],
+            "loopback": {}, "ifnames": {}, "started": "2026-11-23T10:00:00Z"}
+    (run / "run.json").write_text(json.dumps(meta))
+    res = CliRunner().invoke(main, ["report", str(run), "--json", "-"])
+    failed = [f for s in json.loads(res.stdout)["settings"] for f in s["findings"] if f["status"] == "fail"]
+    assert failed  # without the spec the corrupt rank fails
+    (run / "run.json").write_text(json.dumps(dict(meta, spec=str(spec))))
+    res = CliRunner().invoke(main, ["report", str(run), "--json", "-"])
+    doc = json.loads(res.stdout)
+    found = doc["findings"] + [f for s in doc["settings"] for f in s["findings"]]
+    moved = [f for f in found if f["message"].startswith(f"warn, downgraded from fail by {spec}:5")]
+    assert {f["check"] for f in moved} == {f["check"] for f in failed}
+    assert not [f for f in found if f["status"] == "fail"]
+    assert [f["status"] for f in found if f["check"] == "probe.spec_not_checked"] == ["skip"]

@@ -1,7 +1,7 @@
 """Bandwidth below expectation: measured busbw against the line rate of the slowest segment of the path."""
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from nccldiag.diagnosis import expected
 from nccldiag.diagnosis.inputs import Inputs, peak
@@ -48,14 +48,39 @@ def setting_comparison(inp: Inputs, sr) -> Optional[expected.Comparison]:
         # intra-node traffic leaves NVLink/P2P for host memory or the network: no segment of the nodes' own
         return expected.Comparison(busbw, size, None, comparable=False, collective=coll,
                                    why_not=f"{' '.join(off)} moves intra-node traffic off its usual path")
+    exp, floor = from_spec(inp.spec, sr.setting.name, len(hosts) > 1, exp)
     c = expected.compare(busbw, size, exp, len(hosts), algo=env.get("NCCL_ALGO"), nvls=nvls,
-                         collective=coll, backend=backend)
+                         collective=coll, backend=backend, floor=floor)
     fallback = [f"{k}={env[k]}" for k in ("NCCL_IB_DISABLE", "NCCL_NET", "NCCL_NET_GDR_LEVEL")
                 if k in env and (k != "NCCL_NET" or env[k].lower() == "socket")
                 and (k != "NCCL_NET_GDR_LEVEL" or env[k].upper() == "LOC")]
     if c.comparable and fallback:
         c.comparable, c.why_not = False, f"a fallback path ({' '.join(fallback)}): shown, not judged"
     return c
+
+
+def from_spec(spec, setting: str, multi: bool,
+              derived: Optional[expected.Expectation]) -> Tuple[Optional[expected.Expectation], float]:
+    """The expectation and the share below which busbw is low: the site spec's ``[bandwidth]`` figure and
+    ``busbw_share`` where it gives them, else the figure derived from the nodes and :data:`expected.FLOOR`.
+
+    The spec's figure replaces the derived one (shown beside it in the notes); the comparison's rules (size,
+    two nodes without Ring, NVLS, fallback paths) stay the same.
+    """
+    from nccldiag.spec import model
+
+    share = model.threshold(spec, "busbw_share")
+    floor = share[0] if share is not None else expected.FLOOR
+    got = model.expected_busbw(spec, setting, multi)
+    if got is None:
+        return derived, floor
+    gbps, key, ref = got
+    notes = ([f"derived from the nodes: {derived.gbps:.1f} GB/s, bottleneck {derived.bottleneck.text()}"]
+             if derived else [])
+    if share is not None:
+        notes.append(f"low below {floor:.0%} of it (thresholds.busbw_share, {share[1]})")
+    return expected.Expectation("inter-node" if multi else "intra-node",
+                                [expected.Segment("site spec", gbps, f"bandwidth.{key} of {ref}")], notes), floor
 
 
 def comparisons(inp: Inputs) -> Dict[str, expected.Comparison]:
@@ -88,12 +113,16 @@ def diagnose(inp: Inputs) -> List[Diagnosis]:
         ev = [Evidence("figure", f"{c.collective} busbw {c.measured:.2f} GB/s at {c.size >> 20} MiB", name),
               Evidence("figure", f"expected {c.expectation.gbps:.1f} GB/s: " +  # type: ignore[union-attr]
                        "; ".join(s.text() for s in c.expectation.segments[:6]), "expected")]  # type: ignore[union-attr]
+        ev += [Evidence("figure", n, "expected") for n in c.expectation.notes]  # type: ignore[union-attr]
         nodes = [b.host] if b.host else []
+        against = (f"the site spec expects ({b.basis})" if b.name == "site spec"
+                   else f"the path allows; bottleneck: {b.name} ({b.basis})")
         out.append(Diagnosis(ID, TITLE, "warn",
                              f"[{name}] {c.collective} busbw {c.measured:.2f} GB/s is {c.percent:.0f}% of the "
-                             f"{c.expectation.gbps:.1f} GB/s the path allows; bottleneck: {b.name} ({b.basis})",  # type: ignore[union-attr]
-                             "medium", f"below {expected.FLOOR:.0%} of the line rate of the slowest segment, at a "
-                             "message size large enough to reach it",
+                             f"{c.expectation.gbps:.1f} GB/s {against}",  # type: ignore[union-attr]
+                             "medium", f"below {c.floor:.0%} of the "
+                             + ("site spec's figure" if b.name == "site spec" else "line rate of the slowest segment")
+                             + ", at a message size large enough to reach it",
                              f"Check the bottleneck segment ({b.name}) on {b.host or 'the nodes'}: link rate and width "
                              "('ibstat', 'nvidia-smi nvlink --status', 'nvidia-smi -q' PCIe), error counters, "
                              "CPU/NUMA placement; then probe again.",
