@@ -1,0 +1,161 @@
+"""The packages of nccldiag stand on floors: each imports only from the floors below it (docs/architecture.md).
+
+An AST scan of every ``nccldiag/**/*.py``, top-level and function-level
+imports alike (``if TYPE_CHECKING`` ones too), as the node-package test scans
+``nccldiag/node``. Each import is mapped to the package it reaches, and the
+packages are checked against :data:`FLOORS`.
+"""
+import ast
+from collections import defaultdict
+from pathlib import Path
+from typing import Dict, List, Set, Tuple
+
+PKG = Path(__file__).resolve().parents[2] / "nccldiag"
+
+# Bottom to top. A package imports only from packages on lower floors: never one above it, nor one beside it.
+# A name is a package (``nccldiag/<name>/``) or a module (``nccldiag/<name>.py``); ``nccldiag`` is the top
+# ``__init__.py`` (``__version__``), loaded by every import of nccldiag: any floor may read it. ``spec.thresholds`` (the limits the areas judge with, the keys of a spec's
+# [thresholds]) imports nothing and stands on the ground floor, below the areas that read it; the rest of
+# ``spec/`` reads the areas' facts and stands above them.
+FLOORS: Tuple[Tuple[str, ...], ...] = (
+    ("nccldiag", "atomic", "model", "node", "spec.thresholds"),  # shared values, file writing, node programs
+    ("inventory", "transport", "benchmarks"),  # hosts; how bytes reach a node; hand-run benchmarks' outputs
+    ("slurm", "nccl"),  # Slurm's commands, run through a transport; NCCL logs and RAS reports
+    ("areas", "rundir"),  # check areas (parse, judge); the run directory
+    ("spec",),  # site specs, against the areas' facts
+    ("check", "collect", "diagnosis"),  # the check engine, the collection, the diagnosis rules
+    ("probe",),  # probe and isolate
+    ("report",),  # renderers and report files
+    ("cli",),  # the commands
+    ("__main__",),
+)
+
+# Arrows that still run up or sideways, (from, to): each goes when the piece that makes it moves to its owner
+# (issue 21). The list only shrinks.
+KNOWN_UP: Set[Tuple[str, str]] = {
+    ("transport", "collect"),  # transport/srun.py splits sections, builds RawNodes
+    ("transport", "slurm"),  # transport/srun.py runs Slurm's commands
+    ("areas", "check"),  # areas/ssh.py -> check/mesh.py
+    ("collect", "check"),  # collect/runner.py -> check/mesh.py
+    ("report", "cli"),  # report/outputs.py -> cli.options.check_output_file
+    ("rundir", "report"),  # rundir.py -> report.jsonout.dumps
+    ("slurm", "collect"),  # slurm/feedback.py -> collect.runner.resolve_all
+}
+
+FLOOR: Dict[str, int] = {name: i for i, names in enumerate(FLOORS) for name in names}
+
+
+def unit(dotted: str) -> str:
+    """The floor entry a module belongs to: ``nccldiag.spec.model`` -> ``spec``, ``nccldiag.atomic`` -> ``atomic``."""
+    parts = dotted.split(".")[1:]
+    for n in range(len(parts), 0, -1):
+        if ".".join(parts[:n]) in FLOOR:
+            return ".".join(parts[:n])
+    return parts[0] if parts else "nccldiag"
+
+
+def _is_module(dotted: str) -> bool:
+    p = PKG.parent.joinpath(*dotted.split("."))
+    return p.is_dir() or p.with_suffix(".py").is_file()
+
+
+def imports(path: Path) -> List[Tuple[int, str]]:
+    """``(line, module)`` of every nccldiag module ``path`` imports; ``from a import b`` is ``a.b`` when b is a module."""
+    rel = path.relative_to(PKG.parent).with_suffix("")
+    here = list(rel.parts[:-1])  # the package the file is in
+    out = []
+    for n in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(n, ast.Import):
+            out += [(n.lineno, a.name) for a in n.names]
+        elif isinstance(n, ast.ImportFrom):
+            base = n.module or ""
+            if n.level:
+                base = ".".join(here[:len(here) - n.level + 1] + ([n.module] if n.module else []))
+            for a in n.names:
+                out.append((n.lineno, f"{base}.{a.name}" if _is_module(f"{base}.{a.name}") else base))
+    return [(line, m) for line, m in out if m == "nccldiag" or m.startswith("nccldiag.")]
+
+
+def arrows() -> Dict[Tuple[str, str], List[str]]:
+    """``(from, to)`` -> the ``file:line`` that make it, between different floor entries."""
+    out: Dict[Tuple[str, str], List[str]] = defaultdict(list)
+    for path in sorted(PKG.rglob("*.py")):
+        rel = path.relative_to(PKG.parent).with_suffix("")
+        src = unit(".".join(rel.parts[:-1] if rel.name == "__init__" else rel.parts))
+        for line, mod in imports(path):
+            dst = unit(mod)
+            if dst != src:
+                out[(src, dst)].append(f"{path.relative_to(PKG)}:{line}")
+    return out
+
+
+def up_arrows() -> Dict[Tuple[str, str], List[str]]:
+    return {(a, b): where for (a, b), where in arrows().items()
+            if b != "nccldiag" and FLOOR.get(a, -1) <= FLOOR.get(b, -1)}
+
+
+def cycles(edges) -> List[List[str]]:
+    """The strongly connected groups of more than one package (Tarjan)."""
+    graph: Dict[str, Set[str]] = defaultdict(set)
+    for a, b in edges:
+        graph[a].add(b)
+    index: Dict[str, int] = {}
+    low: Dict[str, int] = {}
+    stack: List[str] = []
+    on: Set[str] = set()
+    out: List[List[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                group.append(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                out.append(sorted(group))
+
+    for v in sorted(set(graph) | {b for bs in graph.values() for b in bs}):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_every_package_stands_on_a_floor():
+    found = {unit("nccldiag." + ".".join(p.relative_to(PKG).with_suffix("").parts)) for p in PKG.glob("*.py")}
+    found |= {unit(f"nccldiag.{p.name}") for p in PKG.iterdir() if p.is_dir() and (p / "__init__.py").is_file()}
+    found = {"nccldiag" if f == "__init__" else f for f in found}
+    assert sorted(found - set(FLOOR)) == []
+    assert sorted(set(FLOOR) - found - {"spec.thresholds"}) == []
+    assert (PKG / "spec" / "thresholds.py").is_file()
+
+
+def test_no_import_runs_up_a_floor():
+    up = up_arrows()
+    new = {f"{a} -> {b}": where for (a, b), where in up.items() if (a, b) not in KNOWN_UP}
+    assert new == {}, "an import runs up (or sideways) a floor: move the piece to its owner, see docs/architecture.md"
+    assert sorted(KNOWN_UP - set(up)) == [], "gone: take it off KNOWN_UP"
+
+
+def test_no_package_cycle():
+    assert cycles(e for e in arrows() if e not in KNOWN_UP) == []
+
+
+def test_the_scan_sees_function_level_and_aliased_imports():
+    """The scan finds what the floors are judged on: a function-level import and ``from nccldiag import x``."""
+    found = arrows()
+    assert any(w.startswith("cli/__init__.py:") for w in found[("cli", "nccldiag")])  # from nccldiag import __version__
+    assert any(w.startswith("cli/options.py:") for w in found[("cli", "areas")])  # from nccldiag import areas, in a function
+    assert found[("areas", "spec.thresholds")] and ("areas", "spec") not in found
+    assert cycles([("a", "b"), ("b", "c"), ("c", "a"), ("c", "d")]) == [["a", "b", "c"]]
