@@ -236,7 +236,7 @@ def collect_srun(
     """Collect from every host as one ``srun`` step (no SSH); hosts matched to Slurm's node names first."""
     from nccldiag.slurm import client
     from nccldiag.slurm.nodes import match_hosts
-    from nccldiag.transport import srun
+    from nccldiag.collect import srun
 
     names_given = [h.name for h in hosts]
     slurm_nodes = client.show_nodes()

@@ -352,7 +352,7 @@ class _SrunCluster(_Cluster):
         import uuid
 
         from nccldiag.slurm import commands
-        from nccldiag.transport import srun as srun_transport
+        from nccldiag.collect import srun as srun_transport
         from nccldiag.transport.local import LocalTransport
 
         mark = uuid.uuid4().hex[:12]
