@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Callable, List, Optional, Sequence
 
-from nccldiag.check import mesh
+from nccldiag.areas import mesh
 from nccldiag.areas.base import Source
 from nccldiag.collect.script import build_script, source_names
 from nccldiag.collect.sections import new_mark, split_sections
