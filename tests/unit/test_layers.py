@@ -33,8 +33,6 @@ FLOORS: Tuple[Tuple[str, ...], ...] = (
 # Arrows that still run up or sideways, (from, to): each goes when the piece that makes it moves to its owner
 # (issue 21). The list only shrinks.
 KNOWN_UP: Set[Tuple[str, str]] = {
-    ("report", "cli"),  # report/outputs.py -> cli.options.check_output_file
-    ("rundir", "report"),  # rundir.py -> report.jsonout.dumps
     ("slurm", "collect"),  # slurm/feedback.py -> collect.runner.resolve_all
 }
 
