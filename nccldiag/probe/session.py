@@ -430,7 +430,7 @@ def fit_allocation(granted, nodes: Sequence, wanted: int, explicit: bool) -> Tup
 
 def slurm_nodes(hosts: Sequence[Host], opts: ProbeOptions) -> list:
     """The hosts as Slurm nodes (name and NodeAddr), each command an srun step in ``opts.slurm_job``."""
-    from nccldiag.collect.runner import resolve_all
+    from nccldiag.slurm.client import resolve_all
     from nccldiag.probe.nodes import SlurmNode
     from nccldiag.slurm import client
     from nccldiag.slurm.nodes import match_hosts

@@ -32,9 +32,7 @@ FLOORS: Tuple[Tuple[str, ...], ...] = (
 
 # Arrows that still run up or sideways, (from, to): each goes when the piece that makes it moves to its owner
 # (issue 21). The list only shrinks.
-KNOWN_UP: Set[Tuple[str, str]] = {
-    ("slurm", "collect"),  # slurm/feedback.py -> collect.runner.resolve_all
-}
+KNOWN_UP: Set[Tuple[str, str]] = set()
 
 FLOOR: Dict[str, int] = {name: i for i, names in enumerate(FLOORS) for name in names}
 
