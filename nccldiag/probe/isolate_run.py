@@ -31,7 +31,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 from nccldiag.inventory import Host
 from nccldiag.model.errors import UsageError
 from nccldiag.model.findings import Finding, Status, error, exit_code, fail, ok, warn
-from nccldiag.probe import analysis, isolate, launch, pairing, results, runner
+from nccldiag.probe import analysis, counters, isolate, launch, pairing, results, runner
 from nccldiag.probe.isolate import Job, Row
 from nccldiag.probe.plan import Setting
 from nccldiag.transport.base import TransportError
@@ -307,7 +307,7 @@ class _Cluster:
     def snapshot(self, names: Sequence[str]) -> Dict[str, Dict[str, int]]:
         """Each node's TCP and interface error counters (one bounded command per node)."""
         out: Dict[str, Dict[str, int]] = {}
-        cmd = isolate.counters_command()
+        cmd = counters.counters_command()
         timeout = min(30.0, self.opts.ssh.command_timeout)
 
         def read(node) -> None:
@@ -316,7 +316,7 @@ class _Cluster:
             except TransportError:
                 return
             if r.error is None:
-                out[node.name] = isolate.parse_counters(r.stdout)
+                out[node.name] = counters.parse_counters(r.stdout)
 
         fan_out([self.by_name[n] for n in names], read, self.opts.fanout)
         return out
@@ -372,8 +372,8 @@ class _SrunCluster(_Cluster):
 
     def snapshot(self, names: Sequence[str]) -> Dict[str, Dict[str, int]]:
         """The counters of every node of the round in one step; a node it missed, in a step of its own."""
-        got = self.each(names, isolate.counters_command(), min(30.0, self.opts.ssh.command_timeout))
-        out = {n: isolate.parse_counters(text) for n, text in got.items()}
+        got = self.each(names, counters.counters_command(), min(30.0, self.opts.ssh.command_timeout))
+        out = {n: counters.parse_counters(text) for n, text in got.items()}
         missed = [n for n in names if n not in got]
         if missed:
             out.update(super().snapshot(missed))
@@ -580,11 +580,11 @@ def _schedule(report: IsolateReport, cl: _Cluster, pool: List[str], rows: Sequen
         before = cl.snapshot(names)
         rnd = cl.run_round(index, stage, groups, progress)
         after = cl.snapshot(names)
-        deltas = {n: isolate.counter_delta(before[n], after[n]) for n in names if n in before and n in after}
+        deltas = {n: counters.counter_delta(before[n], after[n]) for n in names if n in before and n in after}
         report.counters[str(index)] = deltas
         for j in rnd.jobs:
-            j.ratio = isolate.retrans_ratio(deltas[n] for n in j.nodes if n in deltas)
-            moved = {n: isolate.error_counters(deltas.get(n, {})) for n in j.nodes}
+            j.ratio = counters.retrans_ratio(deltas[n] for n in j.nodes if n in deltas)
+            moved = {n: counters.error_counters(deltas.get(n, {})) for n in j.nodes}
             for n, c in moved.items():
                 if c:
                     j.evidence.append(f"{n} counters: " + ", ".join(f"{k} +{v}" for k, v in sorted(c.items())))
