@@ -17,9 +17,12 @@ from __future__ import annotations
 
 import re
 import statistics
+import time
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
+
+from nccldiag.model.findings import Finding, exit_code
 
 # What a job's failure says (its "kind"), most telling first.
 BLOCKED = "blocked"  # the launcher never reached the rendezvous (port blocked or refused)
@@ -484,3 +487,49 @@ def proven_good(row: str, jobs: Sequence[Job], pool: Sequence[str]) -> List[str]
     ran = {n for j in jobs if j.row == row for n in j.nodes}
     failed = {n for j in jobs if j.row == row and j.failed for n in j.nodes}
     return [n for n in pool if n in ran and n not in failed]
+
+
+# --------------------------------------------------------------------------- the run's report
+
+SCHEMA = "nccldiag.isolate/1"
+
+
+@dataclass
+class Round:
+    index: int
+    stage: str
+    jobs: List[Job] = field(default_factory=list)
+    elapsed: float = 0.0
+
+
+@dataclass
+class IsolateReport:
+    hosts: List[str]
+    backend: str = "?"
+    rows: List[Row] = field(default_factory=list)
+    seed: Optional[int] = None
+    order: List[str] = field(default_factory=list)
+    rounds: List[Round] = field(default_factory=list)
+    thresholds: Dict[str, dict] = field(default_factory=dict)  # row -> threshold, median, distribution
+    nodes: List[NodeVerdict] = field(default_factory=list)
+    pairs: List[PairVerdict] = field(default_factory=list)
+    groups: List[dict] = field(default_factory=list)  # bisection: groups that fail only together
+    findings: List[Finding] = field(default_factory=list)
+    interfaces: Dict[str, Dict[str, Optional[str]]] = field(default_factory=dict)  # row -> node -> interface
+    counters: Dict[str, Dict[str, Dict[str, int]]] = field(default_factory=dict)  # round -> node -> delta
+    run_id: Optional[str] = None
+    out_dir: Optional[str] = None
+    elapsed: float = 0.0
+    started: float = field(default_factory=time.time)
+    nproc_per_node: int = 1
+    collective: str = "all_reduce"
+    size: Optional[int] = None
+    launcher: str = "ssh"
+
+    @property
+    def exit_code(self) -> int:
+        return exit_code((f.status for f in self.findings), incomplete=not self.rounds)
+
+    @property
+    def pair_rounds(self) -> int:
+        return sum(1 for r in self.rounds if r.stage != ALONE)

@@ -30,16 +30,15 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from nccldiag.inventory import Host
 from nccldiag.model.errors import UsageError
-from nccldiag.model.findings import Finding, Status, error, exit_code, fail, ok, warn
+from nccldiag.model.findings import Status, error, fail, ok, warn
 from nccldiag.probe import analysis, counters, isolate, launch, pairing, results, runner
-from nccldiag.probe.isolate import Job, Row
+from nccldiag.probe.isolate import IsolateReport, Job, Round, Row
 from nccldiag.probe.plan import Setting
 from nccldiag.transport.base import TransportError
 from nccldiag.transport.ssh import SSHOptions
 from nccldiag.transport.task import fan_out
 
 AREA = "isolate"
-SCHEMA = "nccldiag.isolate/1"
 PORT_SPAN = 100  # rendezvous ports used: --rdzv-port .. --rdzv-port + 99
 DEFAULT_SIZE_GLOO = 1 << 20
 DEFAULT_SIZE_NCCL = 256 << 20
@@ -68,47 +67,6 @@ class IsolateOptions:
     fanout: int = 64
     launcher: str = "ssh"  # ssh: torchrun per node over SSH; srun: one Slurm step per job, no SSH
     slurm_job: Optional[str] = None  # --launcher srun: the allocation every step runs in
-
-
-@dataclass
-class Round:
-    index: int
-    stage: str
-    jobs: List[Job] = field(default_factory=list)
-    elapsed: float = 0.0
-
-
-@dataclass
-class IsolateReport:
-    hosts: List[str]
-    backend: str = "?"
-    rows: List[Row] = field(default_factory=list)
-    seed: Optional[int] = None
-    order: List[str] = field(default_factory=list)
-    rounds: List[Round] = field(default_factory=list)
-    thresholds: Dict[str, dict] = field(default_factory=dict)  # row -> threshold, median, distribution
-    nodes: List[isolate.NodeVerdict] = field(default_factory=list)
-    pairs: List[isolate.PairVerdict] = field(default_factory=list)
-    groups: List[dict] = field(default_factory=list)  # bisection: groups that fail only together
-    findings: List[Finding] = field(default_factory=list)
-    interfaces: Dict[str, Dict[str, Optional[str]]] = field(default_factory=dict)  # row -> node -> interface
-    counters: Dict[str, Dict[str, Dict[str, int]]] = field(default_factory=dict)  # round -> node -> delta
-    run_id: Optional[str] = None
-    out_dir: Optional[str] = None
-    elapsed: float = 0.0
-    started: float = field(default_factory=time.time)
-    nproc_per_node: int = 1
-    collective: str = "all_reduce"
-    size: Optional[int] = None
-    launcher: str = "ssh"
-
-    @property
-    def exit_code(self) -> int:
-        return exit_code((f.status for f in self.findings), incomplete=not self.rounds)
-
-    @property
-    def pair_rounds(self) -> int:
-        return sum(1 for r in self.rounds if r.stage != isolate.ALONE)
 
 
 def _state_dir() -> str:

@@ -144,6 +144,28 @@ def test_no_package_cycle():
     assert cycles(e for e in arrows() if e not in KNOWN_UP) == []
 
 
+def module_imports():
+    """``(module, file:line, module imported)`` for every nccldiag import in nccldiag/."""
+    for path in sorted(PKG.rglob("*.py")):
+        rel = path.relative_to(PKG.parent).with_suffix("")
+        src = ".".join(rel.parts[1:-1] if rel.name == "__init__" else rel.parts[1:])
+        for line, mod in imports(path):
+            yield src, f"{path.relative_to(PKG)}:{line}", mod.split(".", 1)[1] if "." in mod else ""
+
+
+# ``nccldiag isolate``'s own modules in probe/: isolate runs its jobs with the probe's modules, never the reverse,
+# and a report reads an isolate run from the pure judge, not from the module that runs it.
+ISOLATE = ("probe.isolate", "probe.pairing", "probe.isolate_run")
+
+
+def test_the_probe_borrows_nothing_from_isolate():
+    bad = [f"{where} {dst}" for src, where, dst in module_imports()
+           if src.startswith("probe.") and src not in ISOLATE and dst in ISOLATE]
+    bad += [f"{where} {dst}" for src, where, dst in module_imports()
+            if src.startswith("report.") and dst == "probe.isolate_run"]
+    assert bad == []
+
+
 def test_the_scan_sees_function_level_and_aliased_imports():
     """The scan finds what the floors are judged on: a function-level import and ``from nccldiag import x``."""
     found = arrows()
