@@ -12,11 +12,11 @@ from typing import Dict, List, Set, Tuple
 
 PKG = Path(__file__).resolve().parents[2] / "nccldiag"
 
-# Bottom to top. A package imports only from packages on lower floors: never one above it, nor one beside it.
-# A name is a package (``nccldiag/<name>/``) or a module (``nccldiag/<name>.py``); ``nccldiag`` is the top
-# ``__init__.py`` (``__version__``), loaded by every import of nccldiag: any floor may read it. ``spec.thresholds`` (the limits the areas judge with, the keys of a spec's
-# [thresholds]) imports nothing and stands on the ground floor, below the areas that read it; the rest of
-# ``spec/`` reads the areas' facts and stands above them.
+# Bottom to top: a package imports only from packages on lower floors, never one above it nor one beside it.
+# A name is a package (nccldiag/<name>/) or a module (nccldiag/<name>.py). ``nccldiag`` is the top __init__.py
+# (``__version__``), which every import of nccldiag loads: any floor may read it. ``spec.thresholds`` (the limits
+# the areas judge with, the keys of a spec's [thresholds]) imports nothing and stands on the ground floor, below
+# the areas that read it; the rest of spec/ reads the areas' facts and stands above them.
 FLOORS: Tuple[Tuple[str, ...], ...] = (
     ("nccldiag", "atomic", "model", "node", "spec.thresholds"),  # shared values, file writing, node programs
     ("inventory", "transport", "benchmarks"),  # hosts; how bytes reach a node; hand-run benchmarks' outputs
@@ -29,11 +29,6 @@ FLOORS: Tuple[Tuple[str, ...], ...] = (
     ("cli",),  # the commands
     ("__main__",),
 )
-
-# Arrows that still run up or sideways, (from, to): each goes when the piece that makes it moves to its owner
-# (issue 21). The list only shrinks.
-KNOWN_UP: Set[Tuple[str, str]] = set()
-
 FLOOR: Dict[str, int] = {name: i for i, names in enumerate(FLOORS) for name in names}
 
 
@@ -46,13 +41,19 @@ def unit(dotted: str) -> str:
     return parts[0] if parts else "nccldiag"
 
 
-def _is_module(dotted: str) -> bool:
-    p = PKG.parent.joinpath(*dotted.split("."))
+def dotted(path: Path) -> str:
+    """``nccldiag/spec/model.py`` -> ``nccldiag.spec.model``; a package's ``__init__.py`` -> the package."""
+    rel = path.relative_to(PKG.parent).with_suffix("")
+    return ".".join(rel.parts[:-1] if rel.name == "__init__" else rel.parts)
+
+
+def _is_module(name: str) -> bool:
+    p = PKG.parent.joinpath(*name.split("."))
     return p.is_dir() or p.with_suffix(".py").is_file()
 
 
 def imports(path: Path) -> List[Tuple[int, str]]:
-    """``(line, module)`` of every nccldiag module ``path`` imports; ``from a import b`` is ``a.b`` when b is a module."""
+    """``(line, module)`` of every nccldiag import in ``path``; ``from a import b`` is ``a.b`` when b is a module."""
     rel = path.relative_to(PKG.parent).with_suffix("")
     here = list(rel.parts[:-1])  # the package the file is in
     out = []
@@ -72,8 +73,7 @@ def arrows() -> Dict[Tuple[str, str], List[str]]:
     """``(from, to)`` -> the ``file:line`` that make it, between different floor entries."""
     out: Dict[Tuple[str, str], List[str]] = defaultdict(list)
     for path in sorted(PKG.rglob("*.py")):
-        rel = path.relative_to(PKG.parent).with_suffix("")
-        src = unit(".".join(rel.parts[:-1] if rel.name == "__init__" else rel.parts))
+        src = unit(dotted(path))
         for line, mod in imports(path):
             dst = unit(mod)
             if dst != src:
@@ -81,8 +81,9 @@ def arrows() -> Dict[Tuple[str, str], List[str]]:
     return out
 
 
-def up_arrows() -> Dict[Tuple[str, str], List[str]]:
-    return {(a, b): where for (a, b), where in arrows().items()
+def up_arrows(found: Dict[Tuple[str, str], List[str]]) -> Dict[Tuple[str, str], List[str]]:
+    """The arrows that run up a floor or sideways on one."""
+    return {(a, b): where for (a, b), where in found.items()
             if b != "nccldiag" and FLOOR.get(a, -1) <= FLOOR.get(b, -1)}
 
 
@@ -125,30 +126,24 @@ def cycles(edges) -> List[List[str]]:
 
 
 def test_every_package_stands_on_a_floor():
-    found = {unit("nccldiag." + ".".join(p.relative_to(PKG).with_suffix("").parts)) for p in PKG.glob("*.py")}
-    found |= {unit(f"nccldiag.{p.name}") for p in PKG.iterdir() if p.is_dir() and (p / "__init__.py").is_file()}
-    found = {"nccldiag" if f == "__init__" else f for f in found}
-    assert sorted(found - set(FLOOR)) == []
-    assert sorted(set(FLOOR) - found - {"spec.thresholds"}) == []
-    assert (PKG / "spec" / "thresholds.py").is_file()
+    units = {unit(dotted(p)) for p in PKG.rglob("*.py")}
+    assert sorted(u for u in units if u not in FLOOR) == [], "a new package: give it its floor in FLOORS"
+    assert sorted(u for u in FLOOR if u not in units | {"nccldiag"}) == []
 
 
 def test_no_import_runs_up_a_floor():
-    up = up_arrows()
-    new = {f"{a} -> {b}": where for (a, b), where in up.items() if (a, b) not in KNOWN_UP}
-    assert new == {}, "an import runs up (or sideways) a floor: move the piece to its owner, see docs/architecture.md"
-    assert sorted(KNOWN_UP - set(up)) == [], "gone: take it off KNOWN_UP"
+    up = {f"{a} -> {b}": where for (a, b), where in up_arrows(arrows()).items()}
+    assert up == {}, "an import runs up a floor, or sideways: move the piece to its owner (docs/architecture.md)"
 
 
 def test_no_package_cycle():
-    assert cycles(e for e in arrows() if e not in KNOWN_UP) == []
+    assert cycles(arrows()) == []
 
 
 def module_imports():
     """``(module, file:line, module imported)`` for every nccldiag import in nccldiag/."""
     for path in sorted(PKG.rglob("*.py")):
-        rel = path.relative_to(PKG.parent).with_suffix("")
-        src = ".".join(rel.parts[1:-1] if rel.name == "__init__" else rel.parts[1:])
+        src = dotted(path).partition(".")[2]
         for line, mod in imports(path):
             yield src, f"{path.relative_to(PKG)}:{line}", mod.split(".", 1)[1] if "." in mod else ""
 
@@ -169,7 +164,10 @@ def test_the_probe_borrows_nothing_from_isolate():
 def test_the_scan_sees_function_level_and_aliased_imports():
     """The scan finds what the floors are judged on: a function-level import and ``from nccldiag import x``."""
     found = arrows()
-    assert any(w.startswith("cli/__init__.py:") for w in found[("cli", "nccldiag")])  # from nccldiag import __version__
-    assert any(w.startswith("cli/options.py:") for w in found[("cli", "areas")])  # from nccldiag import areas, in a function
+    assert any(w.startswith("cli/__init__.py:") for w in found[("cli", "nccldiag")])  # import __version__
+    assert any(w.startswith("cli/options.py:") for w in found[("cli", "areas")])  # in a function: import areas
     assert found[("areas", "spec.thresholds")] and ("areas", "spec") not in found
+    assert found[("spec", "areas")]  # spec/fields.py reads the areas' facts
+    assert set(up_arrows({("model", "cli"): ["x"], ("check", "collect"): ["y"], ("cli", "model"): ["z"],
+                          ("node", "nccldiag"): ["w"]})) == {("model", "cli"), ("check", "collect")}
     assert cycles([("a", "b"), ("b", "c"), ("c", "a"), ("c", "d")]) == [["a", "b", "c"]]
