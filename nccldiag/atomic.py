@@ -12,10 +12,11 @@ write in, reached through directories nobody else can change.
 from __future__ import annotations
 
 import errno
+import json
 import os
 import stat
 import tempfile
-from typing import Optional
+from typing import Dict, Optional
 
 
 class Unsafe(PermissionError):
@@ -125,6 +126,11 @@ def write_text(path: str, text: str, mode: Optional[int] = None) -> None:
         except OSError:
             pass
         raise
+
+
+def dumps(data: Dict) -> str:
+    """The JSON text of a report, exactly as every writer writes it (report files, a run's ``report.json``)."""
+    return json.dumps(data, indent=2, sort_keys=False, default=str) + "\n"
 
 
 class NotRegular(ValueError):

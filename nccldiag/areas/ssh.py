@@ -3,13 +3,13 @@
 A transport area (``KIND = "transport"``): it collects no source of its own.
 Its findings come from how the collection went (the transport's error kind
 and its fix, the time taken, a truncated output) and from the node-to-node
-test that ``check/mesh.py`` runs inside the same round trip.
+test that ``areas/mesh.py`` runs inside the same round trip.
 """
 from __future__ import annotations
 
 from typing import List
 
-from nccldiag.check import mesh
+from nccldiag.areas import mesh
 from nccldiag.model.findings import Finding, error, ok, warn
 from nccldiag.model.raw import RawNode
 from nccldiag.transport.base import COMMAND_TIMEOUT, FIXES

@@ -6,6 +6,7 @@ from typing import List, Sequence
 import click
 
 from nccldiag.model.errors import UsageError
+from nccldiag.report.outputs import check_output_file  # noqa: F401  (the commands' check of an output file)
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
@@ -95,23 +96,6 @@ def areas(only, skip):
         return registry.select(split_csv(only), split_csv(skip))
     except ValueError as exc:
         raise UsageError(f"--only/--skip: {exc}") from None
-
-
-def check_output_file(path, option: str) -> None:
-    """Refuse, before any work, an output file that cannot be written (a usage error, exit 2)."""
-    import os
-
-    if not path or path == "-":
-        return
-    if os.path.isdir(path):
-        raise UsageError(f"{option} {path}: is a directory, expected a file name")
-    if os.path.exists(path) and not os.path.isfile(path):
-        return  # a FIFO or a device such as /dev/stdout is written in place
-    parent = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(parent):
-        raise UsageError(f"{option} {path}: directory {parent} does not exist")
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise UsageError(f"{option} {path}: cannot write in {parent}")
 
 
 def slurm_options(with_timeout: bool = True):

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Callable, List, Optional, Sequence
 
-from nccldiag.check import mesh
+from nccldiag.areas import mesh
 from nccldiag.areas.base import Source
 from nccldiag.collect.script import build_script, source_names
 from nccldiag.collect.sections import new_mark, split_sections
@@ -236,11 +236,11 @@ def collect_srun(
     """Collect from every host as one ``srun`` step (no SSH); hosts matched to Slurm's node names first."""
     from nccldiag.slurm import client
     from nccldiag.slurm.nodes import match_hosts
-    from nccldiag.transport import srun
+    from nccldiag.collect import srun
 
     names_given = [h.name for h in hosts]
     slurm_nodes = client.show_nodes()
-    names = match_hosts(names_given, slurm_nodes, addresses=resolve_all(names_given, slurm_nodes))
+    names = match_hosts(names_given, slurm_nodes, addresses=client.resolve_all(names_given, slurm_nodes))
     by_name = {n.name: n for n in slurm_nodes}
     unavailable = {}
     for h, n in names.items():
@@ -257,19 +257,3 @@ def collect_srun(
         job=opts.slurm_job, req=opts.alloc, on_node=on_node,
         order={n.name: i for i, n in enumerate(slurm_nodes)},
     )
-
-
-def resolve_all(hosts: Sequence[str], slurm_nodes: Sequence) -> dict:
-    """Addresses of the hosts that are neither a Slurm node name nor one of its addresses (for matching by NodeAddr)."""
-    import socket
-
-    known = {n.name for n in slurm_nodes} | {n.addr for n in slurm_nodes} | {n.hostname for n in slurm_nodes}
-    out = {}
-    for h in hosts:
-        if h in known:
-            continue
-        try:
-            out[h] = sorted({ai[4][0] for ai in socket.getaddrinfo(h, None)})
-        except OSError:
-            out[h] = []
-    return out

@@ -251,7 +251,7 @@ def _run_findings(setting: Setting, run, outcome: results.SettingOutcome, timeou
                             fix=known[2] if known else
                             "Read the launcher's messages above: rendezvous not reachable (firewall on the "
                             "port, wrong interface), torch missing, or a rank crashing at start."))
-    from nccldiag.probe.isolate import error_counters
+    from nccldiag.probe.counters import error_counters
 
     for host, delta in sorted((getattr(run, "counters", None) or {}).items()):
         # drops count benign traffic too (unknown protocols, multicast): only errors are a finding

@@ -17,9 +17,12 @@ from __future__ import annotations
 
 import re
 import statistics
+import time
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
+
+from nccldiag.model.findings import Finding, exit_code
 
 # What a job's failure says (its "kind"), most telling first.
 BLOCKED = "blocked"  # the launcher never reached the rendezvous (port blocked or refused)
@@ -42,7 +45,6 @@ STALL_GAPS = 3.0
 
 # A slow job whose nodes retransmitted at least this share of the TCP segments they sent is lossy.
 LOSSY_RATIO = 0.01
-MIN_SEGMENTS = 500
 RENDEZVOUS_CAUSES = frozenset({"rendezvous_unreachable", "rendezvous_incomplete"})
 INIT_CHECKS = frozenset({"probe.init", "probe.bootstrap"})
 
@@ -112,79 +114,6 @@ def build_rows(backend: str, nets: Sequence[str] = (), hcas: Sequence[str] = ())
         rows.append(Row(f"hca {hca}", (("NCCL_IB_HCA", "=" + hca), ("NCCL_NET", "IB")), None,
                         f"NCCL over InfiniBand/RoCE on {hca} only"))
     return rows
-
-
-# --------------------------------------------------------------------------- counters
-
-
-def counters_command() -> str:
-    """sh printing the TCP segment counters, every interface's error and drop counters, and the
-    InfiniBand/RoCE ports' counters (the ibcounters area's own source; read-only)."""
-    from nccldiag.areas.ibcounters import COUNTERS_SOURCE
-
-    return ("awk '/^Tcp:/ {n++; if (n == 1) for (i = 1; i <= NF; i++) h[i] = $i; "
-            "else for (i = 1; i <= NF; i++) if (h[i] == \"OutSegs\" || h[i] == \"RetransSegs\") print \"tcp\", h[i], $i}' "
-            "/proc/net/snmp 2>/dev/null; "
-            "for d in /sys/class/net/*/statistics; do i=${d%/statistics}; i=${i##*/}; "
-            "for c in rx_errors tx_errors rx_dropped tx_dropped; do "
-            "[ -r \"$d/$c\" ] && printf 'if %s %s %s\\n' \"$i\" \"$c\" \"$(cat \"$d/$c\")\"; done; done; "
-            f"( R=; {COUNTERS_SOURCE.command} ); true")
-
-
-def parse_counters(text: str) -> Dict[str, int]:
-    """``tcp OutSegs 5`` / ``if eth0 rx_errors 0`` lines -> ``{"tcp.OutSegs": 5, "eth0.rx_errors": 0}``;
-    an IB/RoCE port's error counters (``.../ports/1/counters/symbol_error:0``) -> ``{"ib.mlx5_0/1.symbol_error": 0}``.
-
-    Only the ports' error counters are kept (those the ibcounters area judges):
-    traffic counters grow in every healthy run.
-    """
-    from nccldiag.areas import ibcounters
-
-    out: Dict[str, int] = {}
-    errors = set(ibcounters.LINK_FATAL + ibcounters.LINK_WARN + ibcounters.TRANSPORT_WARN)
-    ib_lines = [l for l in (text or "").splitlines() if l.startswith("/")]
-    for port, counters in ibcounters.snapshot("\n".join(ib_lines)).items():
-        for name, value in counters.items():
-            if name in errors:
-                out[f"ib.{port}.{name}"] = value
-    for line in (text or "").splitlines():
-        parts = line.split()
-        try:
-            if len(parts) == 3 and parts[0] == "tcp":
-                out[f"tcp.{parts[1]}"] = int(parts[2])
-            elif len(parts) == 4 and parts[0] == "if":
-                out[f"{parts[1]}.{parts[2]}"] = int(parts[3])
-        except ValueError:
-            continue
-    return out
-
-
-def counter_delta(before: Mapping[str, int], after: Mapping[str, int]) -> Dict[str, int]:
-    """What grew between two snapshots (keys in both; a counter that went back, a reset, is left out)."""
-    return {k: after[k] - before[k] for k in sorted(before) if k in after and after[k] > before[k]}
-
-
-def retrans_ratio(deltas: Iterable[Mapping[str, int]]) -> Optional[float]:
-    """Retransmitted share of the TCP segments the given nodes sent, or None without data.
-
-    None too below :data:`MIN_SEGMENTS`: a job that failed before moving data
-    sends a handful of segments, and one retransmitted SYN is no lossy link.
-    """
-    out = retr = 0
-    seen = False
-    for d in deltas:
-        if "tcp.OutSegs" in d or "tcp.RetransSegs" in d:
-            seen = True
-        out += d.get("tcp.OutSegs", 0)
-        retr += d.get("tcp.RetransSegs", 0)
-    if not seen or out < MIN_SEGMENTS:
-        return None
-    return retr / out
-
-
-def error_counters(delta: Mapping[str, int]) -> Dict[str, int]:
-    """The interface error and drop counters that moved (``eth0.rx_errors``: 3), loopback left out."""
-    return {k: v for k, v in delta.items() if not k.startswith(("tcp.", "lo.")) and v > 0}
 
 
 # --------------------------------------------------------------------------- one job
@@ -558,3 +487,49 @@ def proven_good(row: str, jobs: Sequence[Job], pool: Sequence[str]) -> List[str]
     ran = {n for j in jobs if j.row == row for n in j.nodes}
     failed = {n for j in jobs if j.row == row and j.failed for n in j.nodes}
     return [n for n in pool if n in ran and n not in failed]
+
+
+# --------------------------------------------------------------------------- the run's report
+
+SCHEMA = "nccldiag.isolate/1"
+
+
+@dataclass
+class Round:
+    index: int
+    stage: str
+    jobs: List[Job] = field(default_factory=list)
+    elapsed: float = 0.0
+
+
+@dataclass
+class IsolateReport:
+    hosts: List[str]
+    backend: str = "?"
+    rows: List[Row] = field(default_factory=list)
+    seed: Optional[int] = None
+    order: List[str] = field(default_factory=list)
+    rounds: List[Round] = field(default_factory=list)
+    thresholds: Dict[str, dict] = field(default_factory=dict)  # row -> threshold, median, distribution
+    nodes: List[NodeVerdict] = field(default_factory=list)
+    pairs: List[PairVerdict] = field(default_factory=list)
+    groups: List[dict] = field(default_factory=list)  # bisection: groups that fail only together
+    findings: List[Finding] = field(default_factory=list)
+    interfaces: Dict[str, Dict[str, Optional[str]]] = field(default_factory=dict)  # row -> node -> interface
+    counters: Dict[str, Dict[str, Dict[str, int]]] = field(default_factory=dict)  # round -> node -> delta
+    run_id: Optional[str] = None
+    out_dir: Optional[str] = None
+    elapsed: float = 0.0
+    started: float = field(default_factory=time.time)
+    nproc_per_node: int = 1
+    collective: str = "all_reduce"
+    size: Optional[int] = None
+    launcher: str = "ssh"
+
+    @property
+    def exit_code(self) -> int:
+        return exit_code((f.status for f in self.findings), incomplete=not self.rounds)
+
+    @property
+    def pair_rounds(self) -> int:
+        return sum(1 for r in self.rounds if r.stage != ALONE)

@@ -30,16 +30,15 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from nccldiag.inventory import Host
 from nccldiag.model.errors import UsageError
-from nccldiag.model.findings import Finding, Status, error, exit_code, fail, ok, warn
-from nccldiag.probe import analysis, isolate, launch, pairing, results, runner
-from nccldiag.probe.isolate import Job, Row
+from nccldiag.model.findings import Status, error, fail, ok, warn
+from nccldiag.probe import analysis, counters, isolate, launch, pairing, results, runner
+from nccldiag.probe.isolate import IsolateReport, Job, Round, Row
 from nccldiag.probe.plan import Setting
 from nccldiag.transport.base import TransportError
 from nccldiag.transport.ssh import SSHOptions
 from nccldiag.transport.task import fan_out
 
 AREA = "isolate"
-SCHEMA = "nccldiag.isolate/1"
 PORT_SPAN = 100  # rendezvous ports used: --rdzv-port .. --rdzv-port + 99
 DEFAULT_SIZE_GLOO = 1 << 20
 DEFAULT_SIZE_NCCL = 256 << 20
@@ -68,47 +67,6 @@ class IsolateOptions:
     fanout: int = 64
     launcher: str = "ssh"  # ssh: torchrun per node over SSH; srun: one Slurm step per job, no SSH
     slurm_job: Optional[str] = None  # --launcher srun: the allocation every step runs in
-
-
-@dataclass
-class Round:
-    index: int
-    stage: str
-    jobs: List[Job] = field(default_factory=list)
-    elapsed: float = 0.0
-
-
-@dataclass
-class IsolateReport:
-    hosts: List[str]
-    backend: str = "?"
-    rows: List[Row] = field(default_factory=list)
-    seed: Optional[int] = None
-    order: List[str] = field(default_factory=list)
-    rounds: List[Round] = field(default_factory=list)
-    thresholds: Dict[str, dict] = field(default_factory=dict)  # row -> threshold, median, distribution
-    nodes: List[isolate.NodeVerdict] = field(default_factory=list)
-    pairs: List[isolate.PairVerdict] = field(default_factory=list)
-    groups: List[dict] = field(default_factory=list)  # bisection: groups that fail only together
-    findings: List[Finding] = field(default_factory=list)
-    interfaces: Dict[str, Dict[str, Optional[str]]] = field(default_factory=dict)  # row -> node -> interface
-    counters: Dict[str, Dict[str, Dict[str, int]]] = field(default_factory=dict)  # round -> node -> delta
-    run_id: Optional[str] = None
-    out_dir: Optional[str] = None
-    elapsed: float = 0.0
-    started: float = field(default_factory=time.time)
-    nproc_per_node: int = 1
-    collective: str = "all_reduce"
-    size: Optional[int] = None
-    launcher: str = "ssh"
-
-    @property
-    def exit_code(self) -> int:
-        return exit_code((f.status for f in self.findings), incomplete=not self.rounds)
-
-    @property
-    def pair_rounds(self) -> int:
-        return sum(1 for r in self.rounds if r.stage != isolate.ALONE)
 
 
 def _state_dir() -> str:
@@ -307,7 +265,7 @@ class _Cluster:
     def snapshot(self, names: Sequence[str]) -> Dict[str, Dict[str, int]]:
         """Each node's TCP and interface error counters (one bounded command per node)."""
         out: Dict[str, Dict[str, int]] = {}
-        cmd = isolate.counters_command()
+        cmd = counters.counters_command()
         timeout = min(30.0, self.opts.ssh.command_timeout)
 
         def read(node) -> None:
@@ -316,7 +274,7 @@ class _Cluster:
             except TransportError:
                 return
             if r.error is None:
-                out[node.name] = isolate.parse_counters(r.stdout)
+                out[node.name] = counters.parse_counters(r.stdout)
 
         fan_out([self.by_name[n] for n in names], read, self.opts.fanout)
         return out
@@ -352,7 +310,7 @@ class _SrunCluster(_Cluster):
         import uuid
 
         from nccldiag.slurm import commands
-        from nccldiag.transport import srun as srun_transport
+        from nccldiag.collect import srun as srun_transport
         from nccldiag.transport.local import LocalTransport
 
         mark = uuid.uuid4().hex[:12]
@@ -372,8 +330,8 @@ class _SrunCluster(_Cluster):
 
     def snapshot(self, names: Sequence[str]) -> Dict[str, Dict[str, int]]:
         """The counters of every node of the round in one step; a node it missed, in a step of its own."""
-        got = self.each(names, isolate.counters_command(), min(30.0, self.opts.ssh.command_timeout))
-        out = {n: isolate.parse_counters(text) for n, text in got.items()}
+        got = self.each(names, counters.counters_command(), min(30.0, self.opts.ssh.command_timeout))
+        out = {n: counters.parse_counters(text) for n, text in got.items()}
         missed = [n for n in names if n not in got]
         if missed:
             out.update(super().snapshot(missed))
@@ -580,11 +538,11 @@ def _schedule(report: IsolateReport, cl: _Cluster, pool: List[str], rows: Sequen
         before = cl.snapshot(names)
         rnd = cl.run_round(index, stage, groups, progress)
         after = cl.snapshot(names)
-        deltas = {n: isolate.counter_delta(before[n], after[n]) for n in names if n in before and n in after}
+        deltas = {n: counters.counter_delta(before[n], after[n]) for n in names if n in before and n in after}
         report.counters[str(index)] = deltas
         for j in rnd.jobs:
-            j.ratio = isolate.retrans_ratio(deltas[n] for n in j.nodes if n in deltas)
-            moved = {n: isolate.error_counters(deltas.get(n, {})) for n in j.nodes}
+            j.ratio = counters.retrans_ratio(deltas[n] for n in j.nodes if n in deltas)
+            moved = {n: counters.error_counters(deltas.get(n, {})) for n in j.nodes}
             for n, c in moved.items():
                 if c:
                     j.evidence.append(f"{n} counters: " + ", ".join(f"{k} +{v}" for k, v in sorted(c.items())))

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Tuple
 
 from nccldiag.inventory import Host
-from nccldiag.probe import launch, runner
+from nccldiag.probe import counters, launch, runner
 from nccldiag.model.errors import UsageError
 from nccldiag.transport.ssh import SSHOptions
 from nccldiag.transport.task import fan_out
@@ -215,7 +215,7 @@ def run(hosts: Sequence[Host], opts: ProbeOptions,
                     break
                 setting_dir = prep.rundir + '/' + setting.name
                 mkdir = (launch.owned_rundir(prep.rundir) + f"mkdir -p {shlex.quote(setting_dir)} && "
-                         + runner.counters_before(setting_dir))
+                         + counters.counters_before(setting_dir))
                 commands = {h: mkdir + c for h, c in commands.items()}
                 if progress is not None:
                     progress(f"setting {i + 1}/{len(settings)}: {setting.name}")
@@ -234,11 +234,11 @@ def run(hosts: Sequence[Host], opts: ProbeOptions,
                                         grace=grace, run_id=prep.run_id,
                                         on_record=on_record, log_glob=glob, fanout=opts.fanout,
                                         launchers=launchers,
-                                        after=None if local else runner.counters_after(setting_dir),
+                                        after=None if local else counters.counters_after(setting_dir),
                                         on_timeout=ras_query(backend, opts.python, env),
                                         launched=launched_by(opts.launcher, participants, nproc, spec.worker_args),
                                         hostnames=prep.hostnames)
-                sr.counters = runner.counter_deltas(sr.after)
+                sr.counters = counters.counter_deltas(sr.after)
                 _save_logs(out_dir, setting.name, sr.logs)
                 runs.append(sr)
                 if settings_log is not None:
@@ -431,7 +431,7 @@ def fit_allocation(granted, nodes: Sequence, wanted: int, explicit: bool) -> Tup
 
 def slurm_nodes(hosts: Sequence[Host], opts: ProbeOptions) -> list:
     """The hosts as Slurm nodes (name and NodeAddr), each command an srun step in ``opts.slurm_job``."""
-    from nccldiag.collect.runner import resolve_all
+    from nccldiag.slurm.client import resolve_all
     from nccldiag.probe.nodes import SlurmNode
     from nccldiag.slurm import client
     from nccldiag.slurm.nodes import match_hosts

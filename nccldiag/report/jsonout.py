@@ -1,7 +1,6 @@
 """JSON reports: the envelope every report shares, and writing it safely."""
 from __future__ import annotations
 
-import json
 import os
 import stat
 import sys
@@ -9,7 +8,7 @@ import time
 from typing import Any, Dict, Optional
 
 from nccldiag import __version__
-from nccldiag.atomic import write_text
+from nccldiag.atomic import dumps, write_text
 
 
 def envelope(schema: str, started: Optional[float] = None, elapsed: Optional[float] = None) -> Dict[str, Any]:
@@ -22,11 +21,6 @@ def envelope(schema: str, started: Optional[float] = None, elapsed: Optional[flo
     if elapsed is not None:
         out["elapsed_s"] = round(elapsed, 3)
     return out
-
-
-def dumps(data: Dict) -> str:
-    """The JSON text of a report, exactly as every writer writes it."""
-    return json.dumps(data, indent=2, sort_keys=False, default=str) + "\n"
 
 
 def write_json(data: Dict, path: str) -> None:

@@ -22,6 +22,21 @@ from nccldiag.model.errors import UsageError
 _NEEDS = {"--html": ("matplotlib", "pip install 'nccldiag[html]'")}
 
 
+def check_output_file(path, option: str) -> None:
+    """Refuse, before any work, an output file that cannot be written (a usage error, exit 2)."""
+    if not path or path == "-":
+        return
+    if os.path.isdir(path):
+        raise UsageError(f"{option} {path}: is a directory, expected a file name")
+    if os.path.exists(path) and not os.path.isfile(path):
+        return  # a FIFO or a device such as /dev/stdout is written in place
+    parent = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(parent):
+        raise UsageError(f"{option} {path}: directory {parent} does not exist")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise UsageError(f"{option} {path}: cannot write in {parent}")
+
+
 def options(kinds: Tuple[str, ...] = ("json", "junit", "prom", "html")):
     """The click options for the report files of a command."""
     helps = {
@@ -85,8 +100,6 @@ class Outputs:
 
     def validate(self) -> None:
         """Refuse, before any work, a path that cannot be written or a format that cannot be made."""
-        from nccldiag.cli.options import check_output_file
-
         seen: Dict[str, str] = {}
         for opt, path in self.items():
             if path == "-" and opt != "--json":

@@ -53,6 +53,22 @@ def show_nodes(names: Optional[str] = None, timeout: float = TIMEOUT) -> List[Sl
     return parse_show_node(r.stdout)
 
 
+def resolve_all(hosts: Sequence[str], slurm_nodes: Sequence) -> dict:
+    """Addresses of the hosts that are neither a Slurm node name nor one of its addresses (for matching by NodeAddr)."""
+    import socket
+
+    known = {n.name for n in slurm_nodes} | {n.addr for n in slurm_nodes} | {n.hostname for n in slurm_nodes}
+    out = {}
+    for h in hosts:
+        if h in known:
+            continue
+        try:
+            out[h] = sorted({ai[4][0] for ai in socket.getaddrinfo(h, None)})
+        except OSError:
+            out[h] = []
+    return out
+
+
 def current_job(environ: Optional[Dict[str, str]] = None) -> Optional[str]:
     env = os.environ if environ is None else environ
     job = env.get("SLURM_JOB_ID") or env.get("SLURM_JOBID")

@@ -56,7 +56,7 @@ def run(report, raws: Sequence[RawNode], drain: bool, drain_unchecked: bool, res
     health check), taken as is. Without --drain or --resume-healthy a Slurm
     that cannot be asked only leaves a note; with them it is an error.
     """
-    from nccldiag.collect.runner import resolve_all
+    from nccldiag.slurm.client import resolve_all
     from nccldiag.slurm import client
 
     if slurm_nodes is None:

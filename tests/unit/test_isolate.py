@@ -7,7 +7,7 @@ import itertools
 
 import pytest
 
-from nccldiag.probe import isolate, pairing
+from nccldiag.probe import counters, isolate, pairing
 from nccldiag.probe.isolate import Job
 
 
@@ -97,17 +97,17 @@ def test_rows_per_interface_and_hca():
 
 def test_counter_snapshots_and_deltas():
     # written for this test in the format counters_command prints
-    before = isolate.parse_counters("tcp OutSegs 1000\ntcp RetransSegs 10\nif eth0 rx_errors 5\nif lo rx_dropped 0\n"
+    before = counters.parse_counters("tcp OutSegs 1000\ntcp RetransSegs 10\nif eth0 rx_errors 5\nif lo rx_dropped 0\n"
                                     "garbage line\nif eth0 tx_dropped x\n")
-    after = isolate.parse_counters("tcp OutSegs 3000\ntcp RetransSegs 210\nif eth0 rx_errors 9\nif lo rx_dropped 3\n")
-    d = isolate.counter_delta(before, after)
+    after = counters.parse_counters("tcp OutSegs 3000\ntcp RetransSegs 210\nif eth0 rx_errors 9\nif lo rx_dropped 3\n")
+    d = counters.counter_delta(before, after)
     assert d == {"eth0.rx_errors": 4, "lo.rx_dropped": 3, "tcp.OutSegs": 2000, "tcp.RetransSegs": 200}
-    assert isolate.error_counters(d) == {"eth0.rx_errors": 4}
-    assert isolate.retrans_ratio([d]) == pytest.approx(0.1)
-    assert isolate.retrans_ratio([{}]) is None
-    assert isolate.retrans_ratio([{"tcp.OutSegs": 40, "tcp.RetransSegs": 4}]) is None  # too few to judge
+    assert counters.error_counters(d) == {"eth0.rx_errors": 4}
+    assert counters.retrans_ratio([d]) == pytest.approx(0.1)
+    assert counters.retrans_ratio([{}]) is None
+    assert counters.retrans_ratio([{"tcp.OutSegs": 40, "tcp.RetransSegs": 4}]) is None  # too few to judge
     # a counter that went back (reset) is not a delta
-    assert isolate.counter_delta({"a": 5}, {"a": 1}) == {}
+    assert counters.counter_delta({"a": 5}, {"a": 1}) == {}
 
 
 def test_ib_port_error_counters_join_the_round_snapshots():
@@ -124,7 +124,7 @@ def test_ib_port_error_counters_join_the_round_snapshots():
         return "\n".join(f"/sys/class/infiniband/{port.split('/')[0]}/ports/{port.split('/')[1]}/counters/{name}:{v}"
                          for port, cs in counters.items() for name, v in cs.items())
 
-    before = isolate.parse_counters("tcp OutSegs 1000\n" + printed(snap))
+    before = counters.parse_counters("tcp OutSegs 1000\n" + printed(snap))
     errors = set(ibcounters.LINK_FATAL + ibcounters.LINK_WARN + ibcounters.TRANSPORT_WARN)
     assert before and all(k.split(".")[-1] in errors for k in before if k.startswith("ib."))
     assert any(k.startswith("ib.mlx5_0/1.") for k in before)
@@ -134,8 +134,8 @@ def test_ib_port_error_counters_join_the_round_snapshots():
         for name in ("port_xmit_data", "port_rcv_data"):
             if name in grown[port]:
                 grown[port][name] += 10 ** 9
-    d = isolate.counter_delta(before, isolate.parse_counters("tcp OutSegs 1000\n" + printed(grown)))
-    assert isolate.error_counters(d) == {"ib.mlx4_0/1.symbol_error": 12}
+    d = counters.counter_delta(before, counters.parse_counters("tcp OutSegs 1000\n" + printed(grown)))
+    assert counters.error_counters(d) == {"ib.mlx4_0/1.symbol_error": 12}
 
 
 # --------------------------------------------------------------------------- judging
@@ -330,7 +330,7 @@ def test_report_renders_node_output_as_text_not_markup():
 
     from rich.console import Console
 
-    from nccldiag.probe.isolate_run import IsolateReport, Round
+    from nccldiag.probe.isolate import IsolateReport, Round
     from nccldiag.report import isolate_report
 
     msg = "init failed: [/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:152] timed out"
@@ -374,7 +374,8 @@ def test_bisection_narrows_to_the_group_whose_halves_pass():
 
 def test_an_unresolved_failing_pair_fails_the_run():
     """N = 2 and the pair fails: no node is named, but the exit code says something failed."""
-    from nccldiag.probe.isolate_run import IsolateReport, _findings
+    from nccldiag.probe.isolate import IsolateReport
+    from nccldiag.probe.isolate_run import _findings
 
     names = nodes(2)
     jobs = schedule_jobs(names, {}, fail_pairs=[tuple(names)])

@@ -1,7 +1,7 @@
 """The node-to-node SSH test's shell command, run for real with an ``ssh`` stand-in on PATH."""
 import subprocess
 
-from nccldiag.check import mesh
+from nccldiag.areas import mesh
 
 # CONSTRUCTED: an ssh stand-in that authenticates every target after 0.3 s and
 # records how many of it run at once (one directory per live client).

@@ -161,7 +161,7 @@ def test_survivor_fix_is_the_environ_based_kill_the_probe_uses():
 
 
 def test_error_counters_that_rose_during_a_setting_are_named_per_node_and_port():
-    """Counter deltas as runner.counter_deltas returns them (written for this test): only error counters count."""
+    """Counter deltas as counters.counter_deltas returns them (written for this test): only error counters count."""
     run = SettingRun(setting=Setting("default"), run_id=RUN_ID)
     run.nodes = {"n1": NodeRun("n1", rc=0), "n2": NodeRun("n2", rc=0)}
     run.counters = {"n1": {"tcp.OutSegs": 90000, "tcp.RetransSegs": 3, "eth0.rx_dropped": 0},
@@ -178,17 +178,17 @@ def test_counters_are_kept_before_the_launch_and_read_after_it(tmp_path):
     """The two commands the probe runs on a node, run here: a healthy run moves no error counter."""
     import subprocess
 
-    from nccldiag.probe import runner
+    from nccldiag.probe import counters
     from nccldiag.probe.nodes import LocalNode
 
     d = str(tmp_path / "setting")
-    subprocess.run(["sh", "-c", f"mkdir -p {shlex.quote(d)} && " + runner.counters_before(d) + "true"],
+    subprocess.run(["sh", "-c", f"mkdir -p {shlex.quote(d)} && " + counters.counters_before(d) + "true"],
                    check=True, timeout=30)
-    assert (tmp_path / "setting" / runner.COUNTERS_BEFORE).read_text().startswith("tcp ")
+    assert (tmp_path / "setting" / counters.COUNTERS_BEFORE).read_text().startswith("tcp ")
     node = LocalNode("here")
-    after = {"here": node.run(runner.counters_after(d), 30).stdout,
-             "idle": node.run(runner.counters_after(str(tmp_path / "none")), 30).stdout}
-    deltas = runner.counter_deltas(after)
+    after = {"here": node.run(counters.counters_after(d), 30).stdout,
+             "idle": node.run(counters.counters_after(str(tmp_path / "none")), 30).stdout}
+    deltas = counters.counter_deltas(after)
     # a node that kept no snapshot (it launched nothing) is left out
     assert set(deltas) == {"here"}
     assert all(v > 0 for v in deltas["here"].values())

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from nccldiag.slurm import commands, verdicts
 from nccldiag.slurm.nodes import SlurmNode, match_hosts, parse_show_node
-from nccldiag.transport import srun
+from nccldiag.collect import srun
 
 # Two lines of `scontrol show node --oneliner` as printed by Slurm 22.05.8
 # (Debian bookworm) on the virtual cluster of scripts/vslurm; captured, not written.
