@@ -72,7 +72,9 @@ def init(bundle, output, **kw):
         nodes.append((n.host, n.facts))
     if not nodes:
         raise UsageError("spec init: no reference node could be read")
-    derived = derive.derive(nodes, source)
+    from nccldiag.diagnosis import expected
+
+    derived = derive.derive(nodes, source, derive.line_rates(nodes, expected.expect))
     for note in derived.disagreements:
         click.echo(f"nccldiag: spec init: {note}", err=True)
     if output:

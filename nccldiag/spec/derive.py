@@ -75,8 +75,11 @@ def _key_lines(f: F.Field, nodes, model: Optional[str], notes: List[str]) -> Tup
     return out, 0
 
 
-def derive(nodes: Sequence[Tuple[str, Mapping[str, Any]]], sources: str = "") -> Derived:
-    """The spec of ``nodes`` (``[(host, {area: facts})]``, every one a known-good node)."""
+def derive(nodes: Sequence[Tuple[str, Mapping[str, Any]]], sources: str = "",
+           line_rates: Sequence[str] = ()) -> Derived:
+    """The spec of ``nodes`` (``[(host, {area: facts})]``, every one a known-good node); ``line_rates`` are the
+    expected busbw figures the probe would derive from the first node (see :func:`line_rates`), named beside the
+    commented ``[bandwidth]`` table."""
     notes: List[str] = []
     written = 0
     hosts = [h for h, _ in nodes]
@@ -103,7 +106,7 @@ def derive(nodes: Sequence[Tuple[str, Mapping[str, Any]]], sources: str = "") ->
                 written += n
         if section == "topology":
             written += _nics(nodes, lines, notes)
-    lines += _bandwidth_hint(nodes)
+    lines += _bandwidth_hint(nodes, line_rates)
     lines += [
         "",
         "# Policy: the status of a check id, whatever nccldiag would say: fail, warn, info (shown, never",
@@ -115,22 +118,26 @@ def derive(nodes: Sequence[Tuple[str, Mapping[str, Any]]], sources: str = "") ->
     return Derived("\n".join(lines), notes, written)
 
 
-def _bandwidth_hint(nodes) -> List[str]:
-    """A commented ``[bandwidth]`` table: the figure is the site's to measure, never derived here; the line
-    rates the probe would derive from the first reference node are named for comparison."""
-    from nccldiag.diagnosis import expected
-
-    derived = []
+def line_rates(nodes, expect) -> List[str]:
+    """The busbw the probe would derive from the first reference node, across nodes and on one node, as text:
+    ``expect`` is the probe's expectation (``diagnosis.expected.expect``), passed in by the command."""
+    derived: List[str] = []
     if nodes:
         host, facts = nodes[0]
         both = {host: facts, host + " (again)": facts}
         for scope, hosts in (("across nodes", both), ("on one node", {host: facts})):
             try:
-                got = expected.expect(hosts, list(hosts))
+                got = expect(hosts, list(hosts))
             except (AttributeError, TypeError, ValueError):
                 got = None  # odd facts: no figure to name
             if got is not None:
                 derived.append(f"{scope} {got.gbps:.1f} GB/s ({got.bottleneck.name})")
+    return derived
+
+
+def _bandwidth_hint(nodes, derived: Sequence[str]) -> List[str]:
+    """A commented ``[bandwidth]`` table: the figure is the site's to measure, never derived here; the line
+    rates the probe would derive from the first reference node are named for comparison."""
     told = "; ".join(derived) if derived else "none: the outputs do not give the link rates"
     return [
         "",
