@@ -868,7 +868,9 @@ _UNPREFIXED = re.compile(
     r"|\bUsing network \S|\bNET/[\w\-]+(?:/[\w\-]+)? ?: Using\b|\bNCCL_[A-Z0-9_]+ set by environment to "
     r"|- Init (?:START|COMPLETE)|\bNVLS multicast support is|\bNVLS comm 0x|\bcomm 0x[0-9a-fA-F]+ rank \d+ nRanks \d+"
     r"|\bBootstrap ?: Using\b|\d+ coll channels, |\bConnected all (?:rings|trees)"
-    r"|\bGPU Direct RDMA (?:Enabled|Disabled) for")
+    r"|\bGPU Direct RDMA (?:Enabled|Disabled) for"
+    r"|\bNET/Plugin ?: \S|\bLoaded (?:net|collnet|coll) plugin \S|\bP2P plugin \S|\bPlugin Path : \S"
+    r"|\bcudaDriverVersion \d+")
 _BARE_WARN = re.compile(r"(?:^|\s)(?:(?P<file>[\w./+\-]+\.\w+):(?P<fline>\d+) )?NCCL WARN (?P<msg>.*)$")
 _BARE_INFO = re.compile(r"(?:^|\s)NCCL INFO (?P<msg>.*)$")
 _DIAG = re.compile(r"\bNCCL DIAG\s*\[(?P<tag>\w+)\]\s*(?P<msg>.*)$")
@@ -1401,6 +1403,9 @@ class _Parser:
             if p is not None:
                 _add_capped(p.ranks, mine, 1024)
             self.rank_host(mine, at)
+        if dst is not None and transport in ("P2P", "SHM") and v.get("mode") != "MNNVL":
+            # P2P (but for multi-node NVLink) and shared memory connect two GPUs of one host: the peer's host too
+            self.rank_host(src if direction == "receive" else dst, at)
         if dst is not None:
             key = (src, dst)
             pt = self.pairs.get(key)

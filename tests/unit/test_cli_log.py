@@ -122,3 +122,18 @@ def test_log_without_nccl_lines_says_so(tmp_path):
     p.write_text("hello\nworld\n")
     r = run(p, "--color", "never")
     assert r.exit_code == 0 and "NCCL_DEBUG=INFO" in r.output
+
+
+def test_nccl_tests_device_list_gives_ranks_and_hosts():
+    # Real: an nccl-tests output posted in two parts, its '# Using devices' list in the first, no NCCL lines.
+    from tests import realcases
+
+    case = realcases.CASES / "gpu-nccltests119-3x8-a100-hdr-allreduce-healthy-maintainer-ok"
+    if not case.is_dir():
+        import pytest
+
+        pytest.skip(real.REASON)
+    r = run(*sorted(case.glob("*.log")), "--color", "never")
+    assert r.exit_code == 0, r.output
+    assert "4 rank(s) on 1 host(s) (nccl-tests' device list)" in " ".join(r.output.split())
+    assert "0 process(es)" not in r.output
