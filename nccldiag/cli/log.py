@@ -58,12 +58,12 @@ def close_logs(streams: Sequence[Tuple[str, BinaryIO]]) -> None:
 
 
 def parse_files(paths: Sequence[str]):
-    """Parse the logs at ``paths`` line by line (memory bounded whatever their size)."""
-    from nccldiag.nccl import log as nccllog
+    """Parse the logs at ``paths`` in blocks through the prefilter (memory bounded whatever their size)."""
+    from nccldiag.nccl import scan
 
     streams = open_logs(paths)
     try:
-        return nccllog.parse_streams(_reading(streams))
+        return scan.parse_streams(_reading(streams))
     finally:
         close_logs(streams)
 
@@ -82,6 +82,12 @@ class _Guarded:
     def readline(self, size: int = -1) -> bytes:
         try:
             return self.stream.readline(size)
+        except OSError as exc:
+            raise _LogUsageError(f"{self.name}: cannot read NCCL log: {exc.strerror or exc}") from None
+
+    def read(self, size: int = -1) -> bytes:
+        try:
+            return self.stream.read(size)
         except OSError as exc:
             raise _LogUsageError(f"{self.name}: cannot read NCCL log: {exc.strerror or exc}") from None
 

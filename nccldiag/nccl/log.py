@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import IO, Any, Dict, Iterable, Iterator, List, Mapping, Optional, Set, Tuple, Union
+from typing import IO, Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Set, Tuple, Union
 
 # ncclResult_t (src/nccl.h.in); ncclTimeout exists since 2.27.
 RESULT_NAMES = {
@@ -608,10 +608,17 @@ def _records(lines: Iterable[str], source: str, count: Optional[List[int]] = Non
 
     ``count``, when given, receives the number of lines read once the log ends.
     """
+    return _numbered_records(enumerate(lines, 1), source, count)
+
+
+def _numbered_records(lines: Iterable[Tuple[int, str]], source: str,
+                      count: Optional[List[int]] = None) -> Iterator[_Rec]:
+    """:func:`_records` of ``(line number, line)`` pairs: the numbers may skip lines a prefilter left out (a
+    skipped line never continues a record: only the line right after one does)."""
     prev: Optional[_Rec] = None  # the last record yielded-to-be, still open to a wrapped continuation
     held: List[_Rec] = []
     n = 0
-    for n, raw in enumerate(lines, 1):
+    for n, raw in lines:
         line = clean(raw)
         m_l = _LAUNCHER.match(line) if line[:1] in _LAUNCHER_FIRST else None
         lrank = None
@@ -942,10 +949,16 @@ class _Parser:
 
     def feed_lines(self, lines: Iterable[str], source: str) -> None:
         """One log, line by line (an open file, a list, a generator)."""
-        self.f.sources.append(source)
         count: List[int] = []
+        self.feed_numbered(enumerate(lines, 1), source, lambda: count[0] if count else 0, count)
+
+    def feed_numbered(self, lines: Iterable[Tuple[int, str]], source: str, total: Callable[[], int],
+                      count: Optional[List[int]] = None) -> None:
+        """One log as ``(line number, line)`` pairs; ``total()`` says how many lines it had once they are read
+        (a prefilter passes only the lines the parser reads, see :mod:`nccldiag.nccl.scan`)."""
+        self.f.sources.append(source)
         last_proc: Optional[Tuple[str, int]] = None
-        for rec in _records(lines, source, count):
+        for rec in _numbered_records(lines, source, count):
             if rec.kind == "bare":
                 self.bare(rec, last_proc)
                 continue
@@ -960,7 +973,30 @@ class _Parser:
                 self.warn(rec)
             elif rec.kind == "info":
                 self.info(rec, p)
-        self.f.lines += count[0] if count else 0
+        self.f.lines += total()
+        self.end_file(source)
+
+    def end_file(self, source: str) -> None:
+        """The log ended: what its threads left open is closed now (nothing later can continue it), so each
+        file is parsed on its own and files parsed apart merge into the same facts (:meth:`merge`)."""
+        for key in [k for k in self.open_warn if k[0] == source]:
+            self.close_warn(key)
+        for d in (self.open_orphan, self.failed_orphans):
+            for key in [k for k in d if k[0] == source]:
+                del d[key]
+        self.want.pop(source, None)
+        self.watchdog_keys = {k for k in self.watchdog_keys if k[0] != source}
+
+    def needs_every_line(self, source: str) -> bool:
+        """Whether the next lines of ``source`` must all be read, whatever they say: a line waits for the one
+        after it, or a benchmark output or RAS report started and is kept line by line up to its bound."""
+        if source in self.want:
+            return True
+        b = self.bench_bytes.get(source)
+        if b is not None and b < MAX_BENCH_BYTES:
+            return True
+        r = self.ras_bytes.get(source)
+        return r is not None and r < MAX_RAS_BYTES
 
     # ---- records
 
@@ -1458,6 +1494,7 @@ class _Parser:
                 f.ras.extend(ras.parse_lines(pairs, src))
         for key in list(self.open_warn):
             self.close_warn(key)
+        f.dropped_results.sort()  # in the order of names: the same whichever file closed its WARNs first
         for w in f.warns:
             _classify(w)
         procs_by_source: Dict[str, List[Proc]] = {}
