@@ -987,6 +987,119 @@ class _Parser:
         self.want.pop(source, None)
         self.watchdog_keys = {k for k in self.watchdog_keys if k[0] != source}
 
+    # ---- files parsed apart
+
+    _KEPT = ("rings", "versions", "networks", "nets", "bootstrap", "gdr", "plugins", "comms", "inits", "channels",
+             "connected", "channel_counts", "nvls", "env", "warns", "orphan_chains", "watchdogs", "app_errors",
+             "notes", "errors", "kernel")
+    _PROC_CAPS = (("devs", 1024), ("ranks", 1024), ("versions", MAX_SMALL), ("networks", MAX_SMALL),
+                  ("launcher_ranks", 1024), ("sources", MAX_SMALL), ("init_started", 1024), ("init_completed", 1024))
+
+    def mergeable(self, o: "_Parser") -> bool:
+        """Whether :meth:`merge` gives exactly what reading ``o``'s files after this parser's would: not where a
+        bound on processes or transport categories would have changed how the later lines were read."""
+        if set(o.f.sources) & set(self.f.sources) or o.open_warn or o.open_orphan or o.want:
+            return False
+        procs = len(self.procs) + sum(1 for k in o.procs if k not in self.procs)
+        cats = len(self.f.channel_stats) + sum(1 for c in o.f.channel_stats if c not in self.f.channel_stats)
+        return procs < MAX_PROCS and cats <= MAX_CATEGORIES and "NET/other" not in o.f.channel_stats
+
+    def merge(self, o: "_Parser") -> None:
+        """Take in what parser ``o`` read from files of its own (each ended), as if this parser had read them
+        after its own. Every fact is a count, a list of first records, or a list of first distinct values under
+        a bound, so the merge gives the facts of one parser reading the files in turn (:meth:`mergeable` says
+        where not). WARNs ``o`` kept past this parser's bound are counted as dropped, as they would have been."""
+        f, of = self.f, o.f
+        f.sources += of.sources
+        f.lines += of.lines
+        f.nccl_lines += of.nccl_lines
+        f.unprefixed += of.unprefixed
+        for k, v in of.counts.items():
+            f.counts[k] = f.counts.get(k, 0) + v
+        for name in self._KEPT:
+            mine, theirs = getattr(f, name), getattr(of, name)
+            room = max(self.keep - len(mine), 0)
+            mine.extend(theirs[:room])
+            if name == "warns":
+                self.kept_warns.update(id(w) for w in theirs[:room])
+                for w in theirs[room:]:  # past the bound: classified and counted, as close_warn does
+                    _classify(w)
+                    if w.failure:
+                        f.dropped_failures += 1
+                        for st in w.chain:
+                            if st.code in ERROR_RESULTS:
+                                _add_capped(f.dropped_results, st.code_name)
+        f.dropped_failures += of.dropped_failures
+        for r in of.dropped_results:
+            _add_capped(f.dropped_results, r)
+        for v in of.version_names:
+            _add_capped(f.version_names, v)
+        for cat, ost in of.channel_stats.items():
+            st = f.channel_stats.get(cat)
+            if st is None:
+                f.channel_stats[cat] = ost
+                continue
+            st.lines += ost.lines
+            st.first = (st.first + ost.first)[:4]
+            for attr, cap in (("hosts", MAX_SMALL), ("pairs", MAX_SMALL), ("nets", 16)):
+                lst = getattr(st, attr)
+                for x in getattr(ost, attr):
+                    _add_capped(lst, x, cap)
+        for key, op in o.procs.items():
+            p = self.procs.get(key)
+            if p is None:
+                self.procs[key] = op
+                continue
+            for attr, cap in self._PROC_CAPS:
+                lst = getattr(p, attr)
+                for x in getattr(op, attr):
+                    _add_capped(lst, x, cap)
+        for key, opt in o.pairs.items():
+            pt = self.pairs.get(key)
+            if pt is None:
+                if len(self.pairs) < MAX_PAIRS:
+                    self.pairs[key] = opt
+                continue
+            for attr, cap in (("categories", 16), ("vias", 16), ("channels", 256)):
+                lst = getattr(pt, attr)
+                for x in getattr(opt, attr):
+                    _add_capped(lst, x, cap)
+            pt.lines += opt.lines
+        for rank, hosts in o.rank_hosts.items():
+            mine_h = self.rank_hosts.get(rank)
+            if mine_h is None:
+                if len(self.rank_hosts) >= MAX_PAIRS:
+                    continue
+                mine_h = self.rank_hosts[rank] = []
+            for h in hosts:
+                _add_capped(mine_h, h, 8)
+        for store, sizes, ostore, osizes in ((self.bench, self.bench_bytes, o.bench, o.bench_bytes),
+                                             (self.ras, self.ras_bytes, o.ras, o.ras_bytes)):
+            for src, lines in ostore.items():
+                if len(store) < MAX_BENCH_FILES:
+                    store[src], sizes[src] = lines, osizes[src]
+        for v, last in o.pending_versions:
+            if len(self.pending_versions) >= self.keep:
+                break
+            self.pending_versions.append((v, last))
+            if id(v) in o.version_owner:
+                self.version_owner[id(v)] = o.version_owner[id(v)]
+        self.last_seen = self.last_proc = None
+
+    def __getstate__(self) -> Dict[str, Any]:
+        """For a parser sent between processes: the owners of bare version lines by position, not by ``id()``."""
+        d = dict(self.__dict__)
+        d["version_owner"] = {i: self.version_owner[id(v)] for i, (v, _) in enumerate(self.pending_versions)
+                              if id(v) in self.version_owner}
+        d["kept_warns"] = None
+        d["want"] = {}
+        return d
+
+    def __setstate__(self, d: Dict[str, Any]) -> None:
+        self.__dict__.update(d)
+        self.version_owner = {id(self.pending_versions[i][0]): o for i, o in d["version_owner"].items()}
+        self.kept_warns = {id(w) for w in self.f.warns}
+
     def needs_every_line(self, source: str) -> bool:
         """Whether the next lines of ``source`` must all be read, whatever they say: a line waits for the one
         after it, or a benchmark output or RAS report started and is kept line by line up to its bound."""
@@ -1154,10 +1267,11 @@ class _Parser:
         m = _TORCH_ERR.search(msg)
         if m:
             self._keep("app_errors", AppError("torch", m.group("msg").strip(), rec.at, rec.text, m.group("where")))
-            if m.group("ver") and len(self.pending_versions) < self.keep:
-                v = VersionLine(m.group("ver"), None, rec.at, rec.text, inferred=True, origin="torch")
-                _add_capped(self.f.version_names, v.version)
-                self.pending_versions.append((v, None))
+            if m.group("ver"):  # its name counts whatever the bound on the lines kept
+                _add_capped(self.f.version_names, m.group("ver"))
+                if len(self.pending_versions) < self.keep:
+                    v = VersionLine(m.group("ver"), None, rec.at, rec.text, inferred=True, origin="torch")
+                    self.pending_versions.append((v, None))
             return
         m = _TESTS_FAIL.search(msg)
         if m:

@@ -213,3 +213,90 @@ def parse_streams(streams, keep: int = L.KEEP, block: int = BLOCK, max_line: int
     for name, stream in streams:
         feed(p, name, stream, block, max_line)
     return p.finish()
+
+
+class ReadError(Exception):
+    """A file that could not be read, with its path (``nccldiag log`` reports it as a usage error)."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"{path}: cannot read NCCL log: {reason}")
+        self.path, self.reason = path, reason
+
+    def __reduce__(self):  # raised in a worker process, re-raised in the parent
+        return (ReadError, (self.path, self.reason))
+
+
+def _parse_one(task: Tuple[str, int]) -> "L._Parser":
+    """A worker's job: one file, by a parser of its own, through the prefilter (run in a worker process)."""
+    path, keep = task
+    p = L._Parser(keep)
+    try:
+        with open(path, "rb") as fh:
+            feed(p, path, fh)
+    except OSError as exc:
+        raise ReadError(path, exc.strerror or str(exc)) from None
+    return p
+
+
+def default_workers() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+def parse_paths(paths: Sequence[str], keep: int = L.KEEP, workers: Optional[int] = None) -> "L.NcclLogFacts":
+    """The facts of the files at ``paths`` (one job), read in parallel: one worker process per core (``workers``),
+    each file by a parser of its own, merged in the order of ``paths``. The same facts as reading the files one
+    after the other; where a merge could not give them (:meth:`nccldiag.nccl.log._Parser.mergeable`: more
+    processes or transport categories than the parser keeps, a path given twice), the files are read again in
+    turn. Raises :class:`ReadError` for a file that cannot be read."""
+    n = min(workers or default_workers(), len(paths))
+    if n <= 1 or len(set(paths)) != len(paths):
+        return _in_turn(paths, keep)
+    import multiprocessing
+    from collections import deque
+    from concurrent.futures import ProcessPoolExecutor
+    from itertools import islice
+    from concurrent.futures.process import BrokenProcessPool
+
+    try:
+        ctx = multiprocessing.get_context("fork")
+    except ValueError:  # no fork on this platform: one process
+        return _in_turn(paths, keep)
+    main = L._Parser(keep)
+    todo = iter(paths)
+    with ProcessPoolExecutor(n, mp_context=ctx) as pool:
+        # at most two files per worker in flight: the parts wait in memory only until merged, in order
+        running = deque(pool.submit(_parse_one, (p, keep)) for p in islice(todo, 2 * n))
+        try:
+            while running:
+                part = running.popleft().result()
+                nxt = next(todo, None)
+                if nxt is not None:
+                    running.append(pool.submit(_parse_one, (nxt, keep)))
+                if not main.mergeable(part):
+                    raise _InTurn()
+                main.merge(part)
+        except (_InTurn, BrokenProcessPool):  # a bound the merge cannot follow, or a worker that died
+            pool.shutdown(wait=True, cancel_futures=True)
+            return _in_turn(paths, keep)
+        except BaseException:
+            pool.shutdown(wait=True, cancel_futures=True)
+            raise
+    return main.finish()
+
+
+class _InTurn(Exception):
+    """The files must be read one after the other by one parser."""
+
+
+def _in_turn(paths: Sequence[str], keep: int) -> "L.NcclLogFacts":
+    p = L._Parser(keep)
+    for path in paths:
+        try:
+            with open(path, "rb") as fh:
+                feed(p, path, fh)
+        except OSError as exc:
+            raise ReadError(path, exc.strerror or str(exc)) from None
+    return p.finish()

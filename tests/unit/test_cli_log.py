@@ -101,9 +101,38 @@ def test_missing_file_exits_2_naming_it(tmp_path):
     assert "Traceback" not in r.output and r.exception is None or isinstance(r.exception, SystemExit)
 
 
-def test_directory_exits_2(tmp_path):
+def test_empty_directory_exits_2(tmp_path):
     r = run(tmp_path)
     assert r.exit_code == 2 and str(tmp_path) in r.stderr and "directory" in r.stderr
+
+
+def _per_rank(tmp_path):
+    # The real logs as a job's per-rank files (copied into pytest's temporary directory, not the repository).
+    d = tmp_path / "ranks"
+    d.mkdir()
+    originals = sorted(real.nccl_log().glob("*.log"))
+    for p in originals:
+        (d / p.name).write_bytes(p.read_bytes())
+    (d / ".hidden").write_text("not a log\n")
+    return d, originals
+
+
+def test_a_directory_of_per_rank_files_is_read_in_parallel_as_one_job(tmp_path):
+    d, originals = _per_rank(tmp_path)
+    one = run(*originals, "--json", "-", "--workers", "1")
+    expected = json.loads(one.stdout.replace(str(real.nccl_log()) + "/", ""))
+    expected.pop("generated_at", None)
+    for args in ([d], [str(d / "*.log")], [d, "--workers", "2"]):
+        r = run(*args, "--json", "-")
+        assert r.exit_code == one.exit_code
+        data = json.loads(r.stdout.replace(str(d) + "/", ""))
+        data.pop("generated_at", None)
+        assert data == expected
+
+
+def test_a_pattern_matching_nothing_exits_2(tmp_path):
+    r = run(str(tmp_path / "nccl.*.log"))
+    assert r.exit_code == 2 and "no file matches" in r.stderr
 
 
 def test_unreadable_json_path_exits_2(tmp_path):

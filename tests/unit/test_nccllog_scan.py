@@ -115,3 +115,39 @@ def test_every_real_line_that_says_something_on_its_own_is_a_candidate():
         said = f.nccl_lines or f.errors or f.kernel or f.nccl_tests or f.nccl_tests_no_result or f.perftests or f.ras
         if said:
             assert scan.candidate(line), line
+
+
+# --------------------------------------------------------------------------- files read in parallel
+
+
+def _all_real_paths():
+    real.require()
+    paths = [str(p) for p in sorted(real.nccl_log().glob("*.log"))]
+    for c in realcases.cases():
+        if not c.bundle:
+            paths += [str(c.path / f) for f in c.meta["files"]]
+    return paths
+
+
+@pytest.mark.parametrize("keep", [1, 5, nccllog.KEEP])
+def test_files_read_in_parallel_merge_into_the_facts_of_reading_them_in_turn(keep):
+    # Every real log and case as the files of one job; a small bound makes each list overflow across files.
+    paths = _all_real_paths()
+    merged = scan.parse_paths(paths, keep=keep, workers=2)
+    in_turn = nccllog.parse_streams([(p, open(p, "rb")) for p in paths], keep=keep)
+    assert report(merged) == report(in_turn)
+    assert merged.sources == paths
+
+
+def test_a_path_given_twice_is_read_in_turn():
+    paths = _all_real_paths()[:3]
+    twice = paths + paths[:1]
+    assert report(scan.parse_paths(twice, workers=2)) == \
+        report(nccllog.parse_streams([(p, open(p, "rb")) for p in twice]))
+
+
+def test_a_file_that_cannot_be_read_is_named(tmp_path):
+    paths = _all_real_paths()[:2] + [str(tmp_path / "gone.log")]
+    with pytest.raises(scan.ReadError) as e:
+        scan.parse_paths(paths, workers=2)
+    assert "gone.log" in str(e.value)
