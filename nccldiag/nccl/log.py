@@ -896,6 +896,8 @@ def _add_capped(lst: list, value, cap: int = MAX_SMALL) -> None:
 class _Parser:
     def __init__(self, keep: int = KEEP) -> None:
         self.keep = keep
+        # bounds below keep for some lists: a worker's parser takes only what the merging parser has room for
+        self.limits: Dict[str, int] = {}
         self.f = NcclLogFacts(keep=keep)
         self.procs: Dict[Tuple[str, int], Proc] = {}
         self.open_warn: Dict[Tuple[str, str, int, int], Warn] = {}
@@ -921,7 +923,7 @@ class _Parser:
         counts = self.f.counts
         counts[name] = counts.get(name, 0) + 1
         lst = getattr(self.f, name)
-        if len(lst) < self.keep:
+        if len(lst) < self.limits.get(name, self.keep):
             lst.append(item)
             return True
         return False
@@ -986,6 +988,7 @@ class _Parser:
                 del d[key]
         self.want.pop(source, None)
         self.watchdog_keys = {k for k in self.watchdog_keys if k[0] != source}
+        self.read_kept(source)
 
     # ---- files parsed apart
 
@@ -1073,11 +1076,18 @@ class _Parser:
                 mine_h = self.rank_hosts[rank] = []
             for h in hosts:
                 _add_capped(mine_h, h, 8)
-        for store, sizes, ostore, osizes in ((self.bench, self.bench_bytes, o.bench, o.bench_bytes),
-                                             (self.ras, self.ras_bytes, o.ras, o.ras_bytes)):
+        for store, sizes, ostore, osizes, names in (
+                (self.bench, self.bench_bytes, o.bench, o.bench_bytes, ("nccl_tests", "nccl_tests_no_result",
+                                                                        "perftests")),
+                (self.ras, self.ras_bytes, o.ras, o.ras_bytes, ("ras",))):
+            refused: Set[str] = set()  # files past the bound on files with a benchmark output (RAS report)
             for src, lines in ostore.items():
                 if len(store) < MAX_BENCH_FILES:
                     store[src], sizes[src] = lines, osizes[src]
+                else:
+                    refused.add(src)
+            for name in names:
+                getattr(f, name).extend(r for r in getattr(of, name) if r.source not in refused)
         for v, last in o.pending_versions:
             if len(self.pending_versions) >= self.keep:
                 break
@@ -1085,6 +1095,12 @@ class _Parser:
             if id(v) in o.version_owner:
                 self.version_owner[id(v)] = o.version_owner[id(v)]
         self.last_seen = self.last_proc = None
+
+    def rooms(self) -> Dict[str, int]:
+        """How many more records each list takes (and, as ``pending_versions``, bare version lines)."""
+        out = {name: max(self.keep - len(getattr(self.f, name)), 0) for name in self._KEPT}
+        out["pending_versions"] = max(self.keep - len(self.pending_versions), 0)
+        return out
 
     def __getstate__(self) -> Dict[str, Any]:
         """For a parser sent between processes: the owners of bare version lines by position, not by ``id()``."""
@@ -1156,7 +1172,7 @@ class _Parser:
         if m and "NCCL error in" not in rec.msg:
             v = VersionLine(m.group("v"), m.group("cuda"), rec.at, rec.text, inferred=True)
             self.version(v)
-            if len(self.pending_versions) < self.keep:
+            if len(self.pending_versions) < self.limits.get("pending_versions", self.keep):
                 self.pending_versions.append((v, last_proc))
             self.f.nccl_lines += 1
             return
@@ -1269,7 +1285,7 @@ class _Parser:
             self._keep("app_errors", AppError("torch", m.group("msg").strip(), rec.at, rec.text, m.group("where")))
             if m.group("ver"):  # its name counts whatever the bound on the lines kept
                 _add_capped(self.f.version_names, m.group("ver"))
-                if len(self.pending_versions) < self.keep:
+                if len(self.pending_versions) < self.limits.get("pending_versions", self.keep):
                     v = VersionLine(m.group("ver"), None, rec.at, rec.text, inferred=True, origin="torch")
                     self.pending_versions.append((v, None))
             return
@@ -1533,9 +1549,10 @@ class _Parser:
             st = self.f.channel_stats[category] = CategoryStats(category)
         st.lines += 1
         self.f.counts["channels"] = self.f.counts.get("channels", 0) + 1
-        if len(self.f.channels) < self.keep or len(st.first) < 4:
+        room = self.limits.get("channels", self.keep)
+        if len(self.f.channels) < room or len(st.first) < 4:
             ch = self.channel_line(g, v, transport, gdr, dst, category, at, text)
-            if len(self.f.channels) < self.keep:
+            if len(self.f.channels) < room:
                 self.f.channels.append(ch)
             if len(st.first) < 4:
                 st.first.append(ch)
@@ -1582,30 +1599,39 @@ class _Parser:
 
     # ---- end
 
-    def finish(self) -> NcclLogFacts:
+    def read_kept(self, src: str) -> None:
+        """Read the benchmark output and RAS reports kept from file ``src`` (once it ended), and let their lines
+        go: the store keeps its place (the bound counts files), not the lines."""
         f = self.f
-        if self.bench:
+        lines = self.bench.get(src)
+        if lines:
             from nccldiag.benchmarks import nccltests, perftest
 
-            for src, lines in self.bench.items():
-                text = "\n".join(lines)
-                run = nccltests.parse_nccl_tests(text)
-                if run is not None:
-                    run.source = src
-                    if run.rows or run.avg_busbw is not None or run.out_of_bounds is not None:
-                        f.nccl_tests.append(run)
-                    else:
-                        f.nccl_tests_no_result.append(run)
-                    continue
+            text = "\n".join(lines)
+            self.bench[src] = []
+            run = nccltests.parse_nccl_tests(text)
+            if run is not None:
+                run.source = src
+                if run.rows or run.avg_busbw is not None or run.out_of_bounds is not None:
+                    f.nccl_tests.append(run)
+                else:
+                    f.nccl_tests_no_result.append(run)
+            else:
                 pt = perftest.parse_perftest(text)
                 if pt.rows or pt.latency_rows:
                     pt.source = src
                     f.perftests.append(pt)
-        if self.ras:
+        pairs = self.ras.get(src)
+        if pairs:
             from nccldiag.nccl import ras
 
-            for src, pairs in self.ras.items():
-                f.ras.extend(ras.parse_lines(pairs, src))
+            self.ras[src] = []
+            f.ras.extend(ras.parse_lines(pairs, src))
+
+    def finish(self) -> NcclLogFacts:
+        f = self.f
+        for src in list(self.bench) + list(self.ras):
+            self.read_kept(src)
         for key in list(self.open_warn):
             self.close_warn(key)
         f.dropped_results.sort()  # in the order of names: the same whichever file closed its WARNs first

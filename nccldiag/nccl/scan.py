@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import os
 import re
-from typing import IO, Callable, Iterator, List, Optional, Sequence, Tuple
+from typing import IO, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from nccldiag.nccl import log as L
 
@@ -226,10 +226,12 @@ class ReadError(Exception):
         return (ReadError, (self.path, self.reason))
 
 
-def _parse_one(task: Tuple[str, int]) -> "L._Parser":
-    """A worker's job: one file, by a parser of its own, through the prefilter (run in a worker process)."""
-    path, keep = task
+def _parse_one(task: Tuple[str, int, Dict[str, int]]) -> "L._Parser":
+    """A worker's job: one file, by a parser of its own, through the prefilter (run in a worker process). It
+    keeps only the records the merging parser still had room for when the file was handed out."""
+    path, keep, rooms = task
     p = L._Parser(keep)
+    p.limits = dict(rooms)
     try:
         with open(path, "rb") as fh:
             feed(p, path, fh)
@@ -268,13 +270,13 @@ def parse_paths(paths: Sequence[str], keep: int = L.KEEP, workers: Optional[int]
     todo = iter(paths)
     with ProcessPoolExecutor(n, mp_context=ctx) as pool:
         # at most two files per worker in flight: the parts wait in memory only until merged, in order
-        running = deque(pool.submit(_parse_one, (p, keep)) for p in islice(todo, 2 * n))
+        running = deque(pool.submit(_parse_one, (p, keep, main.rooms())) for p in islice(todo, 2 * n))
         try:
             while running:
                 part = running.popleft().result()
                 nxt = next(todo, None)
                 if nxt is not None:
-                    running.append(pool.submit(_parse_one, (nxt, keep)))
+                    running.append(pool.submit(_parse_one, (nxt, keep, main.rooms())))
                 if not main.mergeable(part):
                     raise _InTurn()
                 main.merge(part)
