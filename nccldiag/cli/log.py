@@ -7,10 +7,11 @@ option). Messages go to stderr; ``--json -`` keeps stdout for JSON alone.
 """
 from __future__ import annotations
 
+import glob
 import os
 import stat
 import sys
-from typing import BinaryIO, Dict, List, Sequence, Tuple
+from typing import BinaryIO, Dict, List, Optional, Sequence
 
 import click
 
@@ -22,55 +23,72 @@ class _LogUsageError(Exception):
     """A file or option the command cannot use; reported as one line with exit code 2."""
 
 
-def open_logs(paths: Sequence[str]) -> List[Tuple[str, BinaryIO]]:
-    """``(name, binary stream)`` for each path (``-`` is stdin), all opened before any is read.
-
-    Raises with the path in the message; nothing is read into memory here: the
-    parser reads each stream line by line.
-    """
-    out: List[Tuple[str, BinaryIO]] = []
-    try:
-        for path in paths:
-            if path == "-":
-                out.append(("<stdin>", sys.stdin.buffer))
-                continue
-            if os.path.isdir(path):
-                raise _LogUsageError(f"{path}: is a directory, expected an NCCL log file")
-            try:
-                fh = open(path, "rb")
-            except OSError as exc:
-                raise _LogUsageError(f"{path}: cannot read NCCL log: {exc.strerror or exc}") from None
-            out.append((path, fh))
-            mode = os.fstat(fh.fileno()).st_mode
-            if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) or stat.S_ISSOCK(mode):
-                # /dev/zero and the like never end; pipes (a process substitution, '-') are read as logs
-                raise _LogUsageError(f"{path}: is a device or socket, expected an NCCL log file")
-    except _LogUsageError:
-        close_logs(out)
-        raise
+def expand(paths: Sequence[str]) -> List[str]:
+    """The files ``paths`` name: a directory gives its files (sorted; not those of its subdirectories, nor hidden
+    ones), a pattern that is no file's name (``'logs/nccl.*.log'``, quoted) the files it matches."""
+    out: List[str] = []
+    for path in paths:
+        if path == "-" or os.path.exists(path) and not os.path.isdir(path):
+            out.append(path)
+        elif os.path.isdir(path):
+            files = sorted(os.path.join(path, n) for n in os.listdir(path)
+                           if not n.startswith(".") and os.path.isfile(os.path.join(path, n)))
+            if not files:
+                raise _LogUsageError(f"{path}: is a directory with no files in it, expected NCCL logs")
+            out += files
+        elif any(c in path for c in "*?["):
+            files = sorted(p for p in glob.glob(path) if os.path.isfile(p))
+            if not files:
+                raise _LogUsageError(f"{path}: no file matches")
+            out += files
+        else:
+            out.append(path)  # missing: check_log names it
     return out
 
 
-def close_logs(streams: Sequence[Tuple[str, BinaryIO]]) -> None:
-    for name, stream in streams:
-        if name != "<stdin>":
-            stream.close()
-
-
-def parse_files(paths: Sequence[str]):
-    """Parse the logs at ``paths`` line by line (memory bounded whatever their size)."""
-    from nccldiag.nccl import log as nccllog
-
-    streams = open_logs(paths)
+def check_log(path: str) -> None:
+    """Raise a usage error naming ``path`` unless it is a file (or pipe) that can be read; nothing is read."""
+    if path == "-":
+        return
     try:
-        return nccllog.parse_streams(_reading(streams))
-    finally:
-        close_logs(streams)
+        fh = open(path, "rb")
+    except OSError as exc:
+        raise _LogUsageError(f"{path}: cannot read NCCL log: {exc.strerror or exc}") from None
+    with fh:
+        mode = os.fstat(fh.fileno()).st_mode
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) or stat.S_ISSOCK(mode):
+        # /dev/zero and the like never end; pipes (a process substitution, '-') are read as logs
+        raise _LogUsageError(f"{path}: is a device or socket, expected an NCCL log file")
 
 
-def _reading(streams: Sequence[Tuple[str, BinaryIO]]):
-    for name, stream in streams:
-        yield name, _Guarded(name, stream)
+def parse_files(paths: Sequence[str], workers: Optional[int] = None):
+    """Parse the logs at ``paths`` in blocks through the prefilter (memory bounded whatever their size); several
+    files in parallel, ``workers`` processes (default: one per core), as one job."""
+    from nccldiag.nccl import scan
+
+    paths = expand(paths)
+    for path in paths:  # every file checked before any is read
+        check_log(path)
+    if "-" not in paths and len(paths) > 1 and workers != 1:
+        try:
+            return scan.parse_paths(paths, workers=workers)
+        except scan.ReadError as exc:
+            raise _LogUsageError(str(exc)) from None
+    return scan.parse_streams(_reading(paths))
+
+
+def _reading(paths: Sequence[str]):
+    """``(name, stream)`` of each path in turn, each file open only while it is read."""
+    for path in paths:
+        if path == "-":
+            yield "<stdin>", _Guarded("<stdin>", sys.stdin.buffer)
+            continue
+        try:
+            fh = open(path, "rb")
+        except OSError as exc:
+            raise _LogUsageError(f"{path}: cannot read NCCL log: {exc.strerror or exc}") from None
+        with fh:
+            yield path, _Guarded(path, fh)
 
 
 class _Guarded:
@@ -82,6 +100,12 @@ class _Guarded:
     def readline(self, size: int = -1) -> bytes:
         try:
             return self.stream.readline(size)
+        except OSError as exc:
+            raise _LogUsageError(f"{self.name}: cannot read NCCL log: {exc.strerror or exc}") from None
+
+    def read(self, size: int = -1) -> bytes:
+        try:
+            return self.stream.read(size)
         except OSError as exc:
             raise _LogUsageError(f"{self.name}: cannot read NCCL log: {exc.strerror or exc}") from None
 
@@ -119,8 +143,10 @@ def _write_json(data: dict, path: str) -> None:
               help="NCCL variables the job set (e.g. NCCL_IB_DISABLE=1); differing echoed values fail (repeatable).")
 @click.option("--channels", "include_channels", is_flag=True, help="Include the channel lines in the JSON (the first 1000; every line is counted).")
 @click.option("-v", "--verbose", is_flag=True, help="Show all evidence lines and the skipped checks.")
+@click.option("--workers", type=click.IntRange(min=1), default=None, metavar="N",
+              help="Processes reading several files at once (default: one per core; 1: one process).")
 @click.option("--color", type=click.Choice(["auto", "always", "never"]), default="auto", show_default=True)
-def log(files, json_path, require_ib, expect, include_channels, verbose, color):
+def log(files, json_path, require_ib, expect, include_channels, verbose, color, workers):
     """Read NCCL logs (NCCL_DEBUG=INFO) and report versions, networks, transports and failures.
 
     nccl-tests result tables and perftest outputs in the same files are read
@@ -129,6 +155,7 @@ def log(files, json_path, require_ib, expect, include_channels, verbose, color):
 
     \b
     nccldiag log nccl.*.log                 one file per process (NCCL_DEBUG_FILE=nccl.%h.%p.log)
+    nccldiag log logs/                      every file of a directory, read in parallel
     nccldiag log job.out --require-ib       a job's stdout; Socket fallback is a failure
     nccldiag log job.out --json -           JSON on stdout
 
@@ -143,7 +170,7 @@ def log(files, json_path, require_ib, expect, include_channels, verbose, color):
 
     try:
         expected = parse_expect(expect)
-        facts = parse_files(files)
+        facts = parse_files(files, workers)
         findings = nccl_checks.judge(facts, require_ib=require_ib, expected_env=expected)
         diagnosed = report.diagnose(facts, findings)
         if json_path:

@@ -166,10 +166,26 @@ def _norm_env(value: str) -> str:
 # --------------------------------------------------------------------------- checks
 
 
+def separate_runs(facts: NcclLogFacts) -> bool:
+    """Whether the logs hold several runs: more than one version line, each printed by a rank 0 of its own.
+
+    NCCL prints its version on rank 0 only, so a second rank-0 version line starts another run (its world size,
+    where a comm, Init or ring-order line gave it, is on the line: ``VersionLine.world``).
+    """
+    return len(facts.versions) > 1 and all(v.rank0 for v in facts.versions)
+
+
+def versions_differ(facts: NcclLogFacts) -> bool:
+    """Whether ranks of one run had different NCCL versions: a ``Mismatched NCCL version`` WARN, or more than one
+    version that separate runs do not explain. ``nccl.version`` fails on it, and so does the versions diagnosis."""
+    versions = facts.summary.versions if facts.summary else []
+    return bool(_by_kind(facts, "version_mismatch")) or (len(versions) > 1 and not separate_runs(facts))
+
+
 def _version(facts: NcclLogFacts) -> List[Finding]:
     mism = _by_kind(facts, "version_mismatch")
     versions = facts.summary.versions if facts.summary else []
-    if not mism and len(versions) > 1 and facts.versions and all(v.rank0 for v in facts.versions):
+    if not versions_differ(facts) and len(versions) > 1:
         # NCCL prints its version on rank 0 only: one rank 0 per version line means separate runs.
         runs = "; ".join(f"{v.version} ({v.world} ranks)" if v.world else v.version for v in facts.versions[:6])
         return [ok(AREA, "nccl.version",
@@ -252,7 +268,15 @@ def _single_node(facts: NcclLogFacts) -> bool:
 
 
 def _multi_node(facts: NcclLogFacts) -> bool:
-    return any((c.nnodes or 0) > 1 for c in facts.comms) or len({p.host for p in facts.procs}) > 1
+    """Known to span nodes: a communicator of several nodes, a connection over the network (a ``[send]`` or
+    ``[receive] via NET/...`` line is itself the evidence), or processes on several hosts of one run. Hosts of
+    separate runs pasted into one file are not pooled: two single-host runs are not a multi-node one."""
+    if any((c.nnodes or 0) > 1 for c in facts.comms):
+        return True
+    if any(st.lines and (cat.startswith("NET/") or cat == "CollNet") for cat, st in facts.channel_stats.items()) or \
+            any(c.transport in ("NET", "COLLNET") for c in facts.channels[:1000]):
+        return True
+    return len({p.host for p in facts.procs}) > 1 and not separate_runs(facts)
 
 
 def _socket_ifs(facts: NcclLogFacts) -> List[Finding]:

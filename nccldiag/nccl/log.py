@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import IO, Any, Dict, Iterable, Iterator, List, Mapping, Optional, Set, Tuple, Union
+from typing import IO, Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Set, Tuple, Union
 
 # ncclResult_t (src/nccl.h.in); ncclTimeout exists since 2.27.
 RESULT_NAMES = {
@@ -608,10 +608,17 @@ def _records(lines: Iterable[str], source: str, count: Optional[List[int]] = Non
 
     ``count``, when given, receives the number of lines read once the log ends.
     """
+    return _numbered_records(enumerate(lines, 1), source, count)
+
+
+def _numbered_records(lines: Iterable[Tuple[int, str]], source: str,
+                      count: Optional[List[int]] = None) -> Iterator[_Rec]:
+    """:func:`_records` of ``(line number, line)`` pairs: the numbers may skip lines a prefilter left out (a
+    skipped line never continues a record: only the line right after one does)."""
     prev: Optional[_Rec] = None  # the last record yielded-to-be, still open to a wrapped continuation
     held: List[_Rec] = []
     n = 0
-    for n, raw in enumerate(lines, 1):
+    for n, raw in lines:
         line = clean(raw)
         m_l = _LAUNCHER.match(line) if line[:1] in _LAUNCHER_FIRST else None
         lrank = None
@@ -868,7 +875,9 @@ _UNPREFIXED = re.compile(
     r"|\bUsing network \S|\bNET/[\w\-]+(?:/[\w\-]+)? ?: Using\b|\bNCCL_[A-Z0-9_]+ set by environment to "
     r"|- Init (?:START|COMPLETE)|\bNVLS multicast support is|\bNVLS comm 0x|\bcomm 0x[0-9a-fA-F]+ rank \d+ nRanks \d+"
     r"|\bBootstrap ?: Using\b|\d+ coll channels, |\bConnected all (?:rings|trees)"
-    r"|\bGPU Direct RDMA (?:Enabled|Disabled) for")
+    r"|\bGPU Direct RDMA (?:Enabled|Disabled) for"
+    r"|\bNET/Plugin ?: \S|\bLoaded (?:net|collnet|coll) plugin \S|\bP2P plugin \S|\bPlugin Path : \S"
+    r"|\bcudaDriverVersion \d+")
 _BARE_WARN = re.compile(r"(?:^|\s)(?:(?P<file>[\w./+\-]+\.\w+):(?P<fline>\d+) )?NCCL WARN (?P<msg>.*)$")
 _BARE_INFO = re.compile(r"(?:^|\s)NCCL INFO (?P<msg>.*)$")
 _DIAG = re.compile(r"\bNCCL DIAG\s*\[(?P<tag>\w+)\]\s*(?P<msg>.*)$")
@@ -887,6 +896,8 @@ def _add_capped(lst: list, value, cap: int = MAX_SMALL) -> None:
 class _Parser:
     def __init__(self, keep: int = KEEP) -> None:
         self.keep = keep
+        # bounds below keep for some lists: a worker's parser takes only what the merging parser has room for
+        self.limits: Dict[str, int] = {}
         self.f = NcclLogFacts(keep=keep)
         self.procs: Dict[Tuple[str, int], Proc] = {}
         self.open_warn: Dict[Tuple[str, str, int, int], Warn] = {}
@@ -912,7 +923,7 @@ class _Parser:
         counts = self.f.counts
         counts[name] = counts.get(name, 0) + 1
         lst = getattr(self.f, name)
-        if len(lst) < self.keep:
+        if len(lst) < self.limits.get(name, self.keep):
             lst.append(item)
             return True
         return False
@@ -940,10 +951,16 @@ class _Parser:
 
     def feed_lines(self, lines: Iterable[str], source: str) -> None:
         """One log, line by line (an open file, a list, a generator)."""
-        self.f.sources.append(source)
         count: List[int] = []
+        self.feed_numbered(enumerate(lines, 1), source, lambda: count[0] if count else 0, count)
+
+    def feed_numbered(self, lines: Iterable[Tuple[int, str]], source: str, total: Callable[[], int],
+                      count: Optional[List[int]] = None) -> None:
+        """One log as ``(line number, line)`` pairs; ``total()`` says how many lines it had once they are read
+        (a prefilter passes only the lines the parser reads, see :mod:`nccldiag.nccl.scan`)."""
+        self.f.sources.append(source)
         last_proc: Optional[Tuple[str, int]] = None
-        for rec in _records(lines, source, count):
+        for rec in _numbered_records(lines, source, count):
             if rec.kind == "bare":
                 self.bare(rec, last_proc)
                 continue
@@ -958,7 +975,157 @@ class _Parser:
                 self.warn(rec)
             elif rec.kind == "info":
                 self.info(rec, p)
-        self.f.lines += count[0] if count else 0
+        self.f.lines += total()
+        self.end_file(source)
+
+    def end_file(self, source: str) -> None:
+        """The log ended: what its threads left open is closed now (nothing later can continue it), so each
+        file is parsed on its own and files parsed apart merge into the same facts (:meth:`merge`)."""
+        for key in [k for k in self.open_warn if k[0] == source]:
+            self.close_warn(key)
+        for d in (self.open_orphan, self.failed_orphans):
+            for key in [k for k in d if k[0] == source]:
+                del d[key]
+        self.want.pop(source, None)
+        self.watchdog_keys = {k for k in self.watchdog_keys if k[0] != source}
+        self.read_kept(source)
+
+    # ---- files parsed apart
+
+    _KEPT = ("rings", "versions", "networks", "nets", "bootstrap", "gdr", "plugins", "comms", "inits", "channels",
+             "connected", "channel_counts", "nvls", "env", "warns", "orphan_chains", "watchdogs", "app_errors",
+             "notes", "errors", "kernel")
+    _PROC_CAPS = (("devs", 1024), ("ranks", 1024), ("versions", MAX_SMALL), ("networks", MAX_SMALL),
+                  ("launcher_ranks", 1024), ("sources", MAX_SMALL), ("init_started", 1024), ("init_completed", 1024))
+
+    def mergeable(self, o: "_Parser") -> bool:
+        """Whether :meth:`merge` gives exactly what reading ``o``'s files after this parser's would: not where a
+        bound on processes or transport categories would have changed how the later lines were read."""
+        if set(o.f.sources) & set(self.f.sources) or o.open_warn or o.open_orphan or o.want:
+            return False
+        procs = len(self.procs) + sum(1 for k in o.procs if k not in self.procs)
+        cats = len(self.f.channel_stats) + sum(1 for c in o.f.channel_stats if c not in self.f.channel_stats)
+        return procs < MAX_PROCS and cats <= MAX_CATEGORIES and "NET/other" not in o.f.channel_stats
+
+    def merge(self, o: "_Parser") -> None:
+        """Take in what parser ``o`` read from files of its own (each ended), as if this parser had read them
+        after its own. Every fact is a count, a list of first records, or a list of first distinct values under
+        a bound, so the merge gives the facts of one parser reading the files in turn (:meth:`mergeable` says
+        where not). WARNs ``o`` kept past this parser's bound are counted as dropped, as they would have been."""
+        f, of = self.f, o.f
+        f.sources += of.sources
+        f.lines += of.lines
+        f.nccl_lines += of.nccl_lines
+        f.unprefixed += of.unprefixed
+        for k, v in of.counts.items():
+            f.counts[k] = f.counts.get(k, 0) + v
+        for name in self._KEPT:
+            mine, theirs = getattr(f, name), getattr(of, name)
+            room = max(self.keep - len(mine), 0)
+            mine.extend(theirs[:room])
+            if name == "warns":
+                self.kept_warns.update(id(w) for w in theirs[:room])
+                for w in theirs[room:]:  # past the bound: classified and counted, as close_warn does
+                    _classify(w)
+                    if w.failure:
+                        f.dropped_failures += 1
+                        for st in w.chain:
+                            if st.code in ERROR_RESULTS:
+                                _add_capped(f.dropped_results, st.code_name)
+        f.dropped_failures += of.dropped_failures
+        for r in of.dropped_results:
+            _add_capped(f.dropped_results, r)
+        for v in of.version_names:
+            _add_capped(f.version_names, v)
+        for cat, ost in of.channel_stats.items():
+            st = f.channel_stats.get(cat)
+            if st is None:
+                f.channel_stats[cat] = ost
+                continue
+            st.lines += ost.lines
+            st.first = (st.first + ost.first)[:4]
+            for attr, cap in (("hosts", MAX_SMALL), ("pairs", MAX_SMALL), ("nets", 16)):
+                lst = getattr(st, attr)
+                for x in getattr(ost, attr):
+                    _add_capped(lst, x, cap)
+        for key, op in o.procs.items():
+            p = self.procs.get(key)
+            if p is None:
+                self.procs[key] = op
+                continue
+            for attr, cap in self._PROC_CAPS:
+                lst = getattr(p, attr)
+                for x in getattr(op, attr):
+                    _add_capped(lst, x, cap)
+        for key, opt in o.pairs.items():
+            pt = self.pairs.get(key)
+            if pt is None:
+                if len(self.pairs) < MAX_PAIRS:
+                    self.pairs[key] = opt
+                continue
+            for attr, cap in (("categories", 16), ("vias", 16), ("channels", 256)):
+                lst = getattr(pt, attr)
+                for x in getattr(opt, attr):
+                    _add_capped(lst, x, cap)
+            pt.lines += opt.lines
+        for rank, hosts in o.rank_hosts.items():
+            mine_h = self.rank_hosts.get(rank)
+            if mine_h is None:
+                if len(self.rank_hosts) >= MAX_PAIRS:
+                    continue
+                mine_h = self.rank_hosts[rank] = []
+            for h in hosts:
+                _add_capped(mine_h, h, 8)
+        for store, sizes, ostore, osizes, names in (
+                (self.bench, self.bench_bytes, o.bench, o.bench_bytes, ("nccl_tests", "nccl_tests_no_result",
+                                                                        "perftests")),
+                (self.ras, self.ras_bytes, o.ras, o.ras_bytes, ("ras",))):
+            refused: Set[str] = set()  # files past the bound on files with a benchmark output (RAS report)
+            for src, lines in ostore.items():
+                if len(store) < MAX_BENCH_FILES:
+                    store[src], sizes[src] = lines, osizes[src]
+                else:
+                    refused.add(src)
+            for name in names:
+                getattr(f, name).extend(r for r in getattr(of, name) if r.source not in refused)
+        for v, last in o.pending_versions:
+            if len(self.pending_versions) >= self.keep:
+                break
+            self.pending_versions.append((v, last))
+            if id(v) in o.version_owner:
+                self.version_owner[id(v)] = o.version_owner[id(v)]
+        self.last_seen = self.last_proc = None
+
+    def rooms(self) -> Dict[str, int]:
+        """How many more records each list takes (and, as ``pending_versions``, bare version lines)."""
+        out = {name: max(self.keep - len(getattr(self.f, name)), 0) for name in self._KEPT}
+        out["pending_versions"] = max(self.keep - len(self.pending_versions), 0)
+        return out
+
+    def __getstate__(self) -> Dict[str, Any]:
+        """For a parser sent between processes: the owners of bare version lines by position, not by ``id()``."""
+        d = dict(self.__dict__)
+        d["version_owner"] = {i: self.version_owner[id(v)] for i, (v, _) in enumerate(self.pending_versions)
+                              if id(v) in self.version_owner}
+        d["kept_warns"] = None
+        d["want"] = {}
+        return d
+
+    def __setstate__(self, d: Dict[str, Any]) -> None:
+        self.__dict__.update(d)
+        self.version_owner = {id(self.pending_versions[i][0]): o for i, o in d["version_owner"].items()}
+        self.kept_warns = {id(w) for w in self.f.warns}
+
+    def needs_every_line(self, source: str) -> bool:
+        """Whether the next lines of ``source`` must all be read, whatever they say: a line waits for the one
+        after it, or a benchmark output or RAS report started and is kept line by line up to its bound."""
+        if source in self.want:
+            return True
+        b = self.bench_bytes.get(source)
+        if b is not None and b < MAX_BENCH_BYTES:
+            return True
+        r = self.ras_bytes.get(source)
+        return r is not None and r < MAX_RAS_BYTES
 
     # ---- records
 
@@ -1005,7 +1172,7 @@ class _Parser:
         if m and "NCCL error in" not in rec.msg:
             v = VersionLine(m.group("v"), m.group("cuda"), rec.at, rec.text, inferred=True)
             self.version(v)
-            if len(self.pending_versions) < self.keep:
+            if len(self.pending_versions) < self.limits.get("pending_versions", self.keep):
                 self.pending_versions.append((v, last_proc))
             self.f.nccl_lines += 1
             return
@@ -1116,10 +1283,11 @@ class _Parser:
         m = _TORCH_ERR.search(msg)
         if m:
             self._keep("app_errors", AppError("torch", m.group("msg").strip(), rec.at, rec.text, m.group("where")))
-            if m.group("ver") and len(self.pending_versions) < self.keep:
-                v = VersionLine(m.group("ver"), None, rec.at, rec.text, inferred=True, origin="torch")
-                _add_capped(self.f.version_names, v.version)
-                self.pending_versions.append((v, None))
+            if m.group("ver"):  # its name counts whatever the bound on the lines kept
+                _add_capped(self.f.version_names, m.group("ver"))
+                if len(self.pending_versions) < self.limits.get("pending_versions", self.keep):
+                    v = VersionLine(m.group("ver"), None, rec.at, rec.text, inferred=True, origin="torch")
+                    self.pending_versions.append((v, None))
             return
         m = _TESTS_FAIL.search(msg)
         if m:
@@ -1381,9 +1549,10 @@ class _Parser:
             st = self.f.channel_stats[category] = CategoryStats(category)
         st.lines += 1
         self.f.counts["channels"] = self.f.counts.get("channels", 0) + 1
-        if len(self.f.channels) < self.keep or len(st.first) < 4:
+        room = self.limits.get("channels", self.keep)
+        if len(self.f.channels) < room or len(st.first) < 4:
             ch = self.channel_line(g, v, transport, gdr, dst, category, at, text)
-            if len(self.f.channels) < self.keep:
+            if len(self.f.channels) < room:
                 self.f.channels.append(ch)
             if len(st.first) < 4:
                 st.first.append(ch)
@@ -1401,6 +1570,9 @@ class _Parser:
             if p is not None:
                 _add_capped(p.ranks, mine, 1024)
             self.rank_host(mine, at)
+        if dst is not None and transport in ("P2P", "SHM") and v.get("mode") != "MNNVL":
+            # P2P (but for multi-node NVLink) and shared memory connect two GPUs of one host: the peer's host too
+            self.rank_host(src if direction == "receive" else dst, at)
         if dst is not None:
             key = (src, dst)
             pt = self.pairs.get(key)
@@ -1427,32 +1599,42 @@ class _Parser:
 
     # ---- end
 
-    def finish(self) -> NcclLogFacts:
+    def read_kept(self, src: str) -> None:
+        """Read the benchmark output and RAS reports kept from file ``src`` (once it ended), and let their lines
+        go: the store keeps its place (the bound counts files), not the lines."""
         f = self.f
-        if self.bench:
+        lines = self.bench.get(src)
+        if lines:
             from nccldiag.benchmarks import nccltests, perftest
 
-            for src, lines in self.bench.items():
-                text = "\n".join(lines)
-                run = nccltests.parse_nccl_tests(text)
-                if run is not None:
-                    run.source = src
-                    if run.rows or run.avg_busbw is not None or run.out_of_bounds is not None:
-                        f.nccl_tests.append(run)
-                    else:
-                        f.nccl_tests_no_result.append(run)
-                    continue
+            text = "\n".join(lines)
+            self.bench[src] = []
+            run = nccltests.parse_nccl_tests(text)
+            if run is not None:
+                run.source = src
+                if run.rows or run.avg_busbw is not None or run.out_of_bounds is not None:
+                    f.nccl_tests.append(run)
+                else:
+                    f.nccl_tests_no_result.append(run)
+            else:
                 pt = perftest.parse_perftest(text)
                 if pt.rows or pt.latency_rows:
                     pt.source = src
                     f.perftests.append(pt)
-        if self.ras:
+        pairs = self.ras.get(src)
+        if pairs:
             from nccldiag.nccl import ras
 
-            for src, pairs in self.ras.items():
-                f.ras.extend(ras.parse_lines(pairs, src))
+            self.ras[src] = []
+            f.ras.extend(ras.parse_lines(pairs, src))
+
+    def finish(self) -> NcclLogFacts:
+        f = self.f
+        for src in list(self.bench) + list(self.ras):
+            self.read_kept(src)
         for key in list(self.open_warn):
             self.close_warn(key)
+        f.dropped_results.sort()  # in the order of names: the same whichever file closed its WARNs first
         for w in f.warns:
             _classify(w)
         procs_by_source: Dict[str, List[Proc]] = {}

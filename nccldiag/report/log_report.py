@@ -101,7 +101,7 @@ def render(facts: NcclLogFacts, findings: Sequence[Finding], con: Console, verbo
     lines = f"{facts.nccl_lines} NCCL line(s)"
     if facts.unprefixed:
         lines += f" ({facts.unprefixed} without their NCCL prefix, process unknown)"
-    parts = [f"{len(facts.sources)} file(s)", lines, f"{len(facts.procs)} process(es)"]
+    parts = [f"{len(facts.sources)} file(s)", lines, _processes(facts)]
     if s is not None:
         parts.append("transports: " + (", ".join(s.transports) or "none seen"))
         if s.versions:
@@ -118,6 +118,29 @@ def render(facts: NcclLogFacts, findings: Sequence[Finding], con: Console, verbo
     con.print(Text.assemble("; ".join(parts) + "; ", verdict))
     if not facts.nccl_lines:
         con.print(Text(no_nccl_lines(facts), style="warn"))
+
+
+def _processes(facts: NcclLogFacts) -> str:
+    """How many processes the NCCL lines came from; without any, the ranks and hosts of nccl-tests' device list."""
+    if facts.procs:
+        return f"{len(facts.procs)} process(es)"
+    ranks, hosts = tests_ranks(facts)
+    if ranks:
+        on = f" on {len(hosts)} host(s)" if hosts else ""
+        return f"{ranks} rank(s){on} (nccl-tests' device list)"
+    return "0 process(es)"
+
+
+def tests_ranks(facts: NcclLogFacts) -> Tuple[int, List[str]]:
+    """Ranks and hosts named by the ``# Using devices`` lines of the nccl-tests outputs in the logs (the most ranks
+    one output listed: a run split over files lists them once)."""
+    runs = list(facts.nccl_tests) + list(facts.nccl_tests_no_result)
+    hosts: List[str] = []
+    for r in runs:
+        for h in r.hosts:
+            if h not in hosts:
+                hosts.append(h)
+    return max((r.ranks for r in runs), default=0), hosts
 
 
 def no_nccl_lines(facts: NcclLogFacts) -> str:

@@ -101,9 +101,38 @@ def test_missing_file_exits_2_naming_it(tmp_path):
     assert "Traceback" not in r.output and r.exception is None or isinstance(r.exception, SystemExit)
 
 
-def test_directory_exits_2(tmp_path):
+def test_empty_directory_exits_2(tmp_path):
     r = run(tmp_path)
     assert r.exit_code == 2 and str(tmp_path) in r.stderr and "directory" in r.stderr
+
+
+def _per_rank(tmp_path):
+    # The real logs as a job's per-rank files (copied into pytest's temporary directory, not the repository).
+    d = tmp_path / "ranks"
+    d.mkdir()
+    originals = sorted(real.nccl_log().glob("*.log"))
+    for p in originals:
+        (d / p.name).write_bytes(p.read_bytes())
+    (d / ".hidden").write_text("not a log\n")
+    return d, originals
+
+
+def test_a_directory_of_per_rank_files_is_read_in_parallel_as_one_job(tmp_path):
+    d, originals = _per_rank(tmp_path)
+    one = run(*originals, "--json", "-", "--workers", "1")
+    expected = json.loads(one.stdout.replace(str(real.nccl_log()) + "/", ""))
+    expected.pop("generated_at", None)
+    for args in ([d], [str(d / "*.log")], [d, "--workers", "2"]):
+        r = run(*args, "--json", "-")
+        assert r.exit_code == one.exit_code
+        data = json.loads(r.stdout.replace(str(d) + "/", ""))
+        data.pop("generated_at", None)
+        assert data == expected
+
+
+def test_a_pattern_matching_nothing_exits_2(tmp_path):
+    r = run(str(tmp_path / "nccl.*.log"))
+    assert r.exit_code == 2 and "no file matches" in r.stderr
 
 
 def test_unreadable_json_path_exits_2(tmp_path):
@@ -122,3 +151,18 @@ def test_log_without_nccl_lines_says_so(tmp_path):
     p.write_text("hello\nworld\n")
     r = run(p, "--color", "never")
     assert r.exit_code == 0 and "NCCL_DEBUG=INFO" in r.output
+
+
+def test_nccl_tests_device_list_gives_ranks_and_hosts():
+    # Real: an nccl-tests output posted in two parts, its '# Using devices' list in the first, no NCCL lines.
+    from tests import realcases
+
+    case = realcases.CASES / "gpu-nccltests119-3x8-a100-hdr-allreduce-healthy-maintainer-ok"
+    if not case.is_dir():
+        import pytest
+
+        pytest.skip(real.REASON)
+    r = run(*sorted(case.glob("*.log")), "--color", "never")
+    assert r.exit_code == 0, r.output
+    assert "4 rank(s) on 1 host(s) (nccl-tests' device list)" in " ".join(r.output.split())
+    assert "0 process(es)" not in r.output

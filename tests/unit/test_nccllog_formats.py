@@ -201,6 +201,110 @@ def test_two_rank0_excerpts_of_separate_runs_are_not_a_version_mismatch():
     assert v.status == Status.OK and "separate runs" in v.message
 
 
+def test_separate_runs_and_the_versions_diagnosis_agree():
+    # Written for this test: two runs pasted one after the other, each version printed by its own rank 0 (bare in
+    # the first, behind its prefix in the second), each with its world; then one run whose ranks differ.
+    from nccldiag.report import log_report
+
+    two = ("NCCL version 2.18.3+cuda12.2\n"
+           "node-a:10:10 [0] NCCL INFO comm 0x1 rank 0 nRanks 2 nNodes 1 localRanks 2 localRank 0 MNNVL 0\n"
+           "node-b:20:20 [0] NCCL INFO NCCL version 2.21.5+cuda12.4\n"
+           "node-b:20:20 [0] NCCL INFO comm 0x2 rank 0 nRanks 4 nNodes 2 localRanks 2 localRank 0 MNNVL 0\n")
+    f = parse(two)
+    assert [(v.rank0, v.world) for v in f.versions] == [(True, 2), (True, 4)]
+    assert nccl_checks.separate_runs(f) and not nccl_checks.versions_differ(f)
+    findings = nccl_checks.judge(f)
+    assert by_check(findings)["nccl.version"].status == Status.OK
+    diags, _ = log_report.diagnose(f, findings)
+    assert "versions-differ" not in {d.id for d in diags}
+    one = ("node-a:10:10 [0] NCCL INFO NCCL version 2.18.3+cuda12.2\n"
+           "node-a:10:10 [0] NCCL INFO comm 0x1 rank 0 nRanks 2 nNodes 2 localRanks 1 localRank 0 MNNVL 0\n"
+           "node-b:20:20 [0] NCCL INFO NCCL version 2.21.5+cuda12.4\n"
+           "node-b:20:20 [0] NCCL INFO comm 0x1 rank 1 nRanks 2 nNodes 2 localRanks 1 localRank 0 MNNVL 0\n")
+    f = parse(one)
+    assert not nccl_checks.separate_runs(f) and nccl_checks.versions_differ(f)
+    findings = nccl_checks.judge(f)
+    assert by_check(findings)["nccl.version"].status == Status.FAIL
+    diags, _ = log_report.diagnose(f, findings)
+    (d,) = [d for d in diags if d.id == "versions-differ"]
+    assert d.severity == "fail" and d.nodes == ["node-a", "node-b"]
+
+
+# --------------------------------------------------------------------------- plugin and driver lines, no prefix
+
+
+def test_plugin_and_cuda_driver_lines_read_without_their_prefix():
+    # The real excerpt's plugin and driver lines with the host:pid:tid [dev] prefix cut, and again with it cut
+    # down to 'NCCL INFO ' (as log shippers and launchers re-emit them).
+    name = "socket-fallback-ibext-p2p-ipc-16rank-connection-closed.log"
+    text = real.nccl_log(name).read_text()
+    full = parse(text)
+    wanted = [(p.kind, p.value) for p in full.plugins]
+    assert ("path", "/opt/hpcx/nccl_rdma_sharp_plugin/lib/libnccl-net.so") in wanted and ("p2p_plugin", "IBext") in wanted
+    drivers = sum(1 for n in full.notes if n.kind == "cuda_driver")
+    assert drivers > 0
+    keep = [line for line in text.splitlines() if "lugin" in line or "cudaDriverVersion" in line]
+    bare = "\n".join(PREFIX.sub("", line) for line in keep) + "\n"
+    info = "\n".join("NCCL INFO " + PREFIX.sub("", line) for line in keep) + "\n"
+    for cut in (parse(bare), parse(info)):
+        assert [(p.kind, p.value) for p in cut.plugins] == wanted
+        assert sum(1 for n in cut.notes if n.kind == "cuda_driver") == drivers
+        assert cut.unprefixed == len(keep)
+
+
+@pytest.mark.parametrize("line, kind, value", [
+    # Written for this test, in the words of NCCL's net plugin loader (src/plugin/net.cc), prefix lost.
+    ("NET/Plugin: Loaded net plugin NCCL RDMA Plugin v8 (v8)", "loaded_net", "NCCL RDMA Plugin v8 (v8)"),
+    ("NET/Plugin: Loaded collnet plugin SHARP (v8)", "loaded_collnet", "SHARP (v8)"),
+    ("NCCL INFO NET/Plugin: Loaded net plugin NCCL RDMA Plugin v8 (v8)", "loaded_net", "NCCL RDMA Plugin v8 (v8)"),
+    ("[1,0]<stdout>:P2P plugin IBext_v8", "p2p_plugin", "IBext_v8"),
+    ("Plugin Path : /opt/hpcx/nccl_rdma_sharp_plugin/lib/libnccl-net.so", "path",
+     "/opt/hpcx/nccl_rdma_sharp_plugin/lib/libnccl-net.so"),
+])
+def test_unprefixed_plugin_line(line, kind, value):
+    f = parse(line + "\n")
+    assert [(p.kind, p.value) for p in f.plugins] == [(kind, value)] and f.unprefixed == 1
+
+
+# --------------------------------------------------------------------------- socket interfaces and nodes
+
+
+def test_net_connection_lines_prove_an_inter_node_run():
+    # Real: the veth carries NET/Socket connections between the hosts (both named 'worker'); read alone.
+    from tests import realcases
+
+    case = realcases.CASES / "net-oneflow3586-veth-linklocal-net-socket-connect-timeout"
+    if not case.is_dir():
+        pytest.skip(real.REASON)
+    f = parse_streams([(str(p), open(p, "rb")) for p in sorted(case.glob("*.log"))])
+    assert len({p.host for p in f.procs}) == 1
+    assert by_check(nccl_checks.judge(f))["nccl.socket_if"].status == Status.FAIL
+
+
+def test_two_single_host_runs_in_one_file_are_not_pooled_into_a_multi_node_one():
+    # Written for this test: two separate single-host runs (each version printed by its own rank 0, each ring
+    # order on its own host), each bootstrapping over a docker bridge; no line shows traffic between nodes.
+    run = ("NCCL version 2.18.3+cuda12.2\n"
+           "{h}:1:1 [0] NCCL INFO Bootstrap : Using docker0:172.17.0.1<0>\n"
+           "{h}:1:1 [0] NCCL INFO Channel 00/02 :    0   1\n"
+           "{h}:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC\n")
+    f = parse(run.format(h="node-a") + run.format(h="node-b"))
+    assert nccl_checks.separate_runs(f)
+    assert by_check(nccl_checks.judge(f))["nccl.socket_if"].status == Status.WARN
+    one = parse(run.format(h="node-a"))
+    assert by_check(nccl_checks.judge(one))["nccl.socket_if"].status == Status.WARN
+
+
+# --------------------------------------------------------------------------- hosts of rank pairs
+
+
+def test_the_peer_of_a_p2p_or_shm_connection_is_on_the_same_host():
+    f = parse(real.nccl_log("socket-fallback-ibext-p2p-ipc-16rank-connection-closed.log").read_text())
+    local = [p for p in f.summary.pairs if set(p.categories) <= {"P2P", "SHM"}]
+    assert local and all(p.dst_hosts and p.dst_hosts == p.src_hosts for p in local)
+    assert "12->11" in {p.key for p in local}  # rank 11 printed no line of its own
+
+
 # --------------------------------------------------------------------------- bounded facts
 
 

@@ -37,8 +37,9 @@ def diagnose(inp: Inputs) -> List[Diagnosis]:
     found = [f for f in inp.check_findings("consistency.") if _VERSION_KEY.search(f.check)]
     found += [f for f in inp.all_findings() if f.check.startswith("probe.version.") and f.status == Status.FAIL]
     # versions that differ within one run (NCCL's own version finding fails; separate runs in one file do not)
+    # (the rank-0/world reading of nccl.version: each version printed by its own rank 0 is a run of its own)
     mixed = [ls for ls in inp.log_sets() if len(ls.facts.summary.versions if ls.facts.summary else []) > 1
-             and any(f.status == Status.FAIL for f in nccl_checks._version(ls.facts))]
+             and nccl_checks.versions_differ(ls.facts)]
     logs = [(ls, v) for ls in mixed for v in ls.facts.versions]
     logs += [(ls, w) for ls in inp.log_sets() for w in ls.facts.warns if w.kind == "version_mismatch"]
     if not found and not logs:

@@ -1,0 +1,304 @@
+"""Reading NCCL logs at the pace of the disk: a prefilter in front of the line parser, and files read in parallel.
+
+The parser (:mod:`nccldiag.nccl.log`) reads every line it is given in Python. Most lines of a job's output say
+nothing it uses (a training loop's progress, a framework's own INFO lines), so :class:`Scan` reads each file in
+large binary blocks and hands the parser only
+
+* the candidate lines: those holding a word or mark of some line the parser reads (:data:`CANDIDATES`, built from
+  the parser's own patterns: NCCL's prefixes and messages, the errors, kernel lines, PyTorch and nccl-tests lines,
+  benchmark tables, RAS reports, and what :func:`nccldiag.nccl.log.clean` removes, which could hide a word);
+* the two lines after each candidate (a wrapped line continues the line before it; a record the parser holds back
+  is settled by then);
+* every line while the parser needs every line of the file (a line waits for the next one, a benchmark output or
+  RAS report is being kept: :meth:`nccldiag.nccl.log._Parser.needs_every_line`).
+
+Other lines are counted, never decoded. A block where most lines name NCCL is handed over whole: there is nothing
+to skip. Lines are cut and decoded exactly as :func:`nccldiag.nccl.log.read_lines` does, and keep their numbers,
+so the facts are those of reading every line (``tests/unit/test_nccllog_scan.py`` compares the two on every real
+log and case).
+
+:func:`parse_paths` reads several files at once, one worker process per core, each file by a parser of its own;
+the parsers' states are merged in the order of the files (:meth:`nccldiag.nccl.log._Parser.merge`) into the
+facts one parser reading the files one after the other gives.
+"""
+from __future__ import annotations
+
+import os
+import re
+from typing import IO, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
+
+from nccldiag.nccl import log as L
+
+BLOCK = 4 * 1024 * 1024  # bytes read at a time
+CONTEXT = 2  # lines handed over after each candidate line
+
+
+def _trie(words: Sequence[str]) -> str:
+    """One regular expression matching any of ``words`` (literal prefixes; a word may end in a regex tail after
+    a NUL: ``'size\\0\\s+(?:count|N)'``), as a trie so that each position is tried once per first character."""
+    root: dict = {}
+    for w in words:
+        lit, _, tail = w.partition("\0")
+        node = root
+        for ch in lit:
+            node = node.setdefault(ch, {})
+        node.setdefault("", []).append(tail)
+
+    def emit(node: dict) -> str:
+        alts = []
+        for ch in sorted(k for k in node if k):
+            alts.append(re.escape(ch) + emit(node[ch]))
+        ends = node.get("", [])
+        if any(t == "" for t in ends):  # a whole word ends here: nothing more is needed
+            return ""
+        alts += [t for t in ends]
+        if not alts:
+            return ""
+        return alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")"
+
+    return emit(root)
+
+
+# Every word or mark of a line the parser reads (literal; case as the parser's patterns have it).
+_WORDS = (
+    # NCCL's prefix ('NCCL INFO', '] INFO ', ' WARN ', NCCL 2.0-2.3's bare level) and every NCCL message
+    "NCCL", "INFO", "WARN",
+    # what clean() removes and could hide a word behind: colour codes and their residue, markdown
+    "\x1b", "`", "**", "[\0[0-9;]*m",
+    # _ERROR_TEXT, spelled out
+    "Error", "error", "ERROR", "Fail", "fail", "FAIL", "Fatal", "fatal", "FATAL", "Exception", "exception",
+    "Traceback", "Timeout", "Timed out", "Timedout", "Time out", "timeout", "timed out", "timedout", "time out",
+    "Refused", "refused", "Unreachable", "unreachable", "Abort", "abort", "Killed", "killed",
+    "Segmentation fault", "segmentation fault", "core dumped", "not supported", "Unable to", "unable to",
+    "Cannot", "cannot", "Can't", "can't", "Could not", "could not", "Couldn't", "couldn't", "Denied", "denied",
+    "No such", "no such", "Invalid", "invalid", "Mismatch", "mismatch", "out of memory", "busy or unavailable",
+    "Insufficient", "insufficient", "not found", "Unknown Error", "is neither AF_INET",
+    # _KERNEL_TEXT
+    "NVRM:", "Xid", "AMD-Vi", "DMAR", "IO_PAGE_FAULT", "nv_peer_mem", "nvidia-peermem", "nvidia_peermem",
+    "PCIe Bus Error", "AER", "mlx", "fallen off the bus", "ib_umad", "nv-fabricmanager", "abric",
+    # PyTorch, nccl-tests, 'Last error:' blocks, channel fragments
+    "Last error:", "Watchdog", "Test", " via ",
+    # benchmark outputs (_BENCH_START) and RAS reports (_RAS_START)
+    "nThread", "Collective", "Using ", "size\0\\s+(?:count|N)", "bytes\0\\s+(?:count|N)", "Out of bounds values",
+    "Avg bus bandwidth", "Job summary", "Communicators...", "{", "communicators_count",
+    # messages read without their prefix (_UNPREFIXED)
+    "Channel", "Ring ", "NET/", "set by environment", "Init ", "NVLS", "comm 0x", "Bootstrap", "coll channels",
+    "Connected all", "GPU Direct RDMA", "Loaded", "lugin", "cudaDriverVersion",
+)
+# The data type of a row of an nccl-tests table ('8  2  float  sum ...', the start of a benchmark output without
+# its header: _BENCH_START's '\d+\s+\d+\s+<type>\s+\S'), by its type word followed by a blank.
+_ROW_TYPES = ("float\0\\s", "half\0\\s", "double\0\\s", "int\0\\d*\\s", "uint\0\\d*\\s", "bfloat16", "fp8",
+              "char\0\\s", "f\0\\d+\\s", "bf16")
+# Two expressions, not one: Python's engine skips quickly to the first characters an expression can start with
+# only when it is a plain alternation, and words starting in upper case or a mark are rarer than lower-case ones.
+_ALL = _WORDS + _ROW_TYPES
+_FIRST_RARE = [w for w in _ALL if not w[:1].islower()]
+CANDIDATES = tuple(re.compile(_trie(ws).encode("utf-8"))
+                   for ws in (_FIRST_RARE, [w for w in _ALL if w not in _FIRST_RARE]))
+
+
+def candidate(line: bytes) -> bool:
+    """Whether the parser may read something from ``line`` (the prefilter's test; a superset)."""
+    return any(rx.search(line) for rx in CANDIDATES)
+
+
+class Scan:
+    """``(line number, line)`` of the lines of ``stream`` the parser needs (see the module's docstring).
+
+    ``needs_all()`` says whether the parser needs every next line now; ``total`` is the number of lines once the
+    iteration ends. ``block`` and ``max_line`` are for tests.
+    """
+
+    def __init__(self, stream: IO[bytes], needs_all: Callable[[], bool], block: int = BLOCK,
+                 max_line: int = L.MAX_LINE) -> None:
+        self.stream, self.needs_all, self.block, self.max_line = stream, needs_all, block, max_line
+        self.total = 0
+        self.skipped = 0  # lines counted without being handed over
+        self.ctx = 0  # context lines still to hand over after the last candidate (across blocks)
+
+    def __iter__(self) -> Iterator[Tuple[int, str]]:
+        carry = b""
+        skipping = False  # inside the rest of an overlong line
+        cut = self.max_line
+        while True:
+            data = self.stream.read(self.block)
+            if not data:
+                break
+            if skipping:
+                i = data.find(b"\n")
+                if i < 0:
+                    continue
+                data, skipping = data[i + 1:], False
+            buf = carry + data if carry else data
+            last = buf.rfind(b"\n")
+            if last < 0:
+                carry = buf
+            else:
+                carry = buf[last + 1:]
+                yield from self._lines(buf, last + 1)
+            if len(carry) >= cut:  # an overlong line: its first max_line bytes, the rest unread (read_lines)
+                yield from self._lines(carry[:cut] + b"\n", cut + 1)
+                carry, skipping = b"", True
+        if carry:
+            yield from self._lines(carry + b"\n", len(carry) + 1)
+
+    def _lines(self, body: bytes, end: int) -> Iterator[Tuple[int, str]]:
+        """The lines of ``body[:end]`` (whole lines, each ending in a newline)."""
+        n = self.total
+        cut = self.max_line
+        pos = 0
+        if body.count(b"NCCL", 0, end) * 2 >= body.count(b"\n", 0, end):
+            # most lines name NCCL: nothing worth skipping, every line goes to the parser
+            for line in body[:end].split(b"\n")[:-1]:
+                n += 1
+                self.total = n
+                yield n, line[:cut].decode("utf-8", errors="replace").rstrip("\r\n")
+            self.ctx = CONTEXT  # the last of them may have been a candidate
+            return
+        searches = [rx.search for rx in CANDIDATES]
+        nxt: List[Optional["re.Match[bytes]"]] = [None] * len(searches)
+        at = [-1] * len(searches)  # where each expression's next match was searched from
+
+        def hit(a: int, b: int) -> bool:
+            return any(se(body, a, b) for se in searches)
+
+        while pos < end:
+            if self.ctx or self.needs_all():
+                e = body.index(b"\n", pos)
+                self.ctx = CONTEXT if hit(pos, e) else max(self.ctx - 1, 0)
+                n += 1
+                self.total = n
+                yield n, body[pos:e][:cut].decode("utf-8", errors="replace").rstrip("\r\n")
+                pos = e + 1
+                continue
+            m = None
+            for i, se in enumerate(searches):  # the first match of any expression at or after pos
+                mi = nxt[i]
+                if at[i] < 0 or (mi is not None and mi.start() < pos):
+                    mi = nxt[i] = se(body, pos, end)
+                    at[i] = pos
+                if mi is not None and (m is None or mi.start() < m.start()):
+                    m = mi
+            if m is None:
+                k = body.count(b"\n", pos, end)
+                n += k
+                self.skipped += k
+                self.total = n
+                return
+            s = body.rfind(b"\n", pos, m.start()) + 1 or pos
+            if s > pos:
+                k = body.count(b"\n", pos, s)
+                n += k
+                self.skipped += k
+            e = body.index(b"\n", m.start())
+            n += 1
+            self.total = n
+            yield n, body[s:e][:cut].decode("utf-8", errors="replace").rstrip("\r\n")
+            pos = e + 1
+            self.ctx = CONTEXT
+        self.total = n
+
+
+def feed(parser: "L._Parser", name: str, stream: IO[bytes], block: int = BLOCK,
+         max_line: int = L.MAX_LINE) -> Scan:
+    """Feed one log to ``parser`` through the prefilter."""
+    scan = Scan(stream, lambda: parser.needs_every_line(name), block, max_line)
+    parser.feed_numbered(iter(scan), name, lambda: scan.total)
+    return scan
+
+
+def parse_streams(streams, keep: int = L.KEEP, block: int = BLOCK, max_line: int = L.MAX_LINE) -> "L.NcclLogFacts":
+    """:func:`nccldiag.nccl.log.parse_streams` through the prefilter: the same facts."""
+    p = L._Parser(keep)
+    for name, stream in streams:
+        feed(p, name, stream, block, max_line)
+    return p.finish()
+
+
+class ReadError(Exception):
+    """A file that could not be read, with its path (``nccldiag log`` reports it as a usage error)."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"{path}: cannot read NCCL log: {reason}")
+        self.path, self.reason = path, reason
+
+    def __reduce__(self):  # raised in a worker process, re-raised in the parent
+        return (ReadError, (self.path, self.reason))
+
+
+def _parse_one(task: Tuple[str, int, Dict[str, int]]) -> "L._Parser":
+    """A worker's job: one file, by a parser of its own, through the prefilter (run in a worker process). It
+    keeps only the records the merging parser still had room for when the file was handed out."""
+    path, keep, rooms = task
+    p = L._Parser(keep)
+    p.limits = dict(rooms)
+    try:
+        with open(path, "rb") as fh:
+            feed(p, path, fh)
+    except OSError as exc:
+        raise ReadError(path, exc.strerror or str(exc)) from None
+    return p
+
+
+def default_workers() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+def parse_paths(paths: Sequence[str], keep: int = L.KEEP, workers: Optional[int] = None) -> "L.NcclLogFacts":
+    """The facts of the files at ``paths`` (one job), read in parallel: one worker process per core (``workers``),
+    each file by a parser of its own, merged in the order of ``paths``. The same facts as reading the files one
+    after the other; where a merge could not give them (:meth:`nccldiag.nccl.log._Parser.mergeable`: more
+    processes or transport categories than the parser keeps, a path given twice), the files are read again in
+    turn. Raises :class:`ReadError` for a file that cannot be read."""
+    n = min(workers or default_workers(), len(paths))
+    if n <= 1 or len(set(paths)) != len(paths):
+        return _in_turn(paths, keep)
+    import multiprocessing
+    from collections import deque
+    from concurrent.futures import ProcessPoolExecutor
+    from itertools import islice
+    from concurrent.futures.process import BrokenProcessPool
+
+    try:
+        ctx = multiprocessing.get_context("fork")
+    except ValueError:  # no fork on this platform: one process
+        return _in_turn(paths, keep)
+    main = L._Parser(keep)
+    todo = iter(paths)
+    with ProcessPoolExecutor(n, mp_context=ctx) as pool:
+        # at most two files per worker in flight: the parts wait in memory only until merged, in order
+        running = deque(pool.submit(_parse_one, (p, keep, main.rooms())) for p in islice(todo, 2 * n))
+        try:
+            while running:
+                part = running.popleft().result()
+                nxt = next(todo, None)
+                if nxt is not None:
+                    running.append(pool.submit(_parse_one, (nxt, keep, main.rooms())))
+                if not main.mergeable(part):
+                    raise _InTurn()
+                main.merge(part)
+        except (_InTurn, BrokenProcessPool):  # a bound the merge cannot follow, or a worker that died
+            pool.shutdown(wait=True, cancel_futures=True)
+            return _in_turn(paths, keep)
+        except BaseException:
+            pool.shutdown(wait=True, cancel_futures=True)
+            raise
+    return main.finish()
+
+
+class _InTurn(Exception):
+    """The files must be read one after the other by one parser."""
+
+
+def _in_turn(paths: Sequence[str], keep: int) -> "L.NcclLogFacts":
+    p = L._Parser(keep)
+    for path in paths:
+        try:
+            with open(path, "rb") as fh:
+                feed(p, path, fh)
+        except OSError as exc:
+            raise ReadError(path, exc.strerror or str(exc)) from None
+    return p.finish()
