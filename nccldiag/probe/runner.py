@@ -21,6 +21,7 @@ from typing import Callable, Dict, List, Optional, Sequence
 from nccldiag.node import node_program
 from nccldiag.probe import launch, results
 from nccldiag.probe.plan import Setting
+from nccldiag.probe.progress import shows_progress
 from nccldiag.transport.base import TransportError
 from nccldiag.transport.task import fan_out
 
@@ -54,6 +55,10 @@ class SettingRun:
     run_id: str = ""
     launched: Optional[results.Launched] = None  # the ranks launched, on which node, for which collectives
     rejected: Dict[str, Dict[str, int]] = field(default_factory=dict)  # host -> what of its output was not kept
+    # arrivals (seconds after the launch, this machine's clock) of the records that show data moved
+    # (progress.shows_progress), and when the deadline stopped the run: what tells slow from stalled from hung
+    progress: List[float] = field(default_factory=list)
+    stopped_s: Optional[float] = None
 
 
 @dataclass
@@ -251,6 +256,8 @@ def run_setting(
                 return
             rec["setting"] = setting.name
             out.records.append(rec)
+            if shows_progress(rec):
+                out.progress.append(round(time.monotonic() - start, 3))
         if on_record is not None:
             on_record(rec)
 
@@ -281,6 +288,7 @@ def run_setting(
             now = time.monotonic()
             if now >= deadline:
                 out.timed_out = True
+                out.stopped_s = round(now - start, 3)
                 break
             if failed.is_set():
                 failed.clear()

@@ -105,6 +105,12 @@ def _probe(path: str, meta: Dict[str, Any]) -> Dict[str, Any]:
             sr.kill_errors = dict(line.get("kill_errors") or {})
             sr.commands = dict(line.get("commands") or {})
             sr.run_id = line.get("run_id") or ""
+            moved = line.get("progress_s")
+            if isinstance(moved, list):
+                sr.progress = [float(t) for t in moved if isinstance(t, (int, float)) and not isinstance(t, bool)]
+            stopped = line.get("stopped_s")
+            if isinstance(stopped, (int, float)) and not isinstance(stopped, bool):
+                sr.stopped_s = float(stopped)
             counters = line.get("counters") or {}
             if isinstance(counters, dict):
                 sr.counters = {str(h): {str(k): v for k, v in d.items() if isinstance(v, int) and not isinstance(v, bool)}
