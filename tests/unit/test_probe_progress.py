@@ -117,3 +117,27 @@ def test_a_setting_that_finished_gets_no_unfinished_class():
 def test_the_setting_line_keeps_the_arrivals_for_a_rebuilt_report():
     line = session.setting_line(_run(_records([3]), [4.0, 5.0], stopped=90.0))
     assert line["progress_s"] == [4.0, 5.0] and line["stopped_s"] == 90.0
+
+
+def test_a_report_rebuilt_from_the_run_directory_says_slow_too(tmp_path):
+    import json
+
+    from nccldiag.report import rebuild
+
+    run = _run(_records([3, 7, 12, 16, 20]), [4.0, 4.1, 56.0, 64.0, 72.0, 80.0, 88.0])
+    path = tmp_path / "run"
+    path.mkdir()
+    (path / "run.json").write_text(json.dumps({"command": "probe", "backend": "gloo", "launcher": "torchrun",
+                                               "hosts": ["vm"], "nproc_per_node": 2, "timeout": 90.0,
+                                               "settings": [{"name": "default", "env": {}}]}))
+    (path / "records.jsonl").write_text("".join(json.dumps({**r, "setting": "default"}) + "\n" for r in run.records))
+    (path / "settings.jsonl").write_text(json.dumps(session.setting_line(run)) + "\n")
+    doc = rebuild.load(str(path))
+    (s,) = doc["settings"]
+    assert s["status"] == "hang" and s["unfinished"] == "slow" and s["calls_done"] == 21
+    assert s["verdict"] == "slow (still moving at the deadline)"
+    import jsonschema
+
+    from nccldiag.report import schema
+
+    jsonschema.validate(doc, schema.load(doc["schema"]), cls=jsonschema.Draft202012Validator)
