@@ -425,24 +425,30 @@ def job_report(setting: Setting, run, timeout: Optional[float] = None) -> Settin
 def _unfinished(sr: SettingReport, run, timeout: Optional[float]) -> None:
     """A setting the deadline cut: whether its data still moved, moved and stopped, or never moved
     (:func:`~nccldiag.probe.progress.unfinished_kind` on when the records showing progress arrived), said in
-    its timeout findings."""
+    its timeout findings. Where ranks were inside a collective at the deadline, only that collective's progress
+    counts: the collectives completed before it say nothing of whether it moved."""
     if not run.timed_out or sr.status != "hang":
         return
-    moved = list(getattr(run, "progress", None) or [])
+    stuck = {oc.collective for oc in sr.outcome.collectives.values() if oc.status == "hang"}
+    arrivals = [(t, c) for t, c in (getattr(run, "progress", None) or []) if not stuck or c in stuck]
+    if sr.outcome.stuck_in_init and not stuck:
+        arrivals = []  # ranks that never finished init moved no data
+    moved = [t for t, _ in arrivals]
     stopped = getattr(run, "stopped_s", None)
     end = stopped if stopped is not None else run.elapsed
     sr.unfinished = progress.unfinished_kind(moved, end, timeout or end)
-    sr.calls = progress.calls_done(run.records)
+    sr.calls = progress.calls_done([r for r in run.records if not stuck or r.get("collective") in stuck])
     sr.quiet_s = max(0.0, end - max(moved)) if moved else None
     if sr.unfinished == progress.HANG:
         return
+    of = f" of {', '.join(sorted(stuck))}" if stuck else ""
     if sr.unfinished == progress.SLOW:
-        said = (f"; its ranks were still moving data ({sr.calls} calls done, the last {sr.quiet_s:.0f} s before "
+        said = (f"; its ranks were still moving data ({sr.calls} calls{of} done, the last {sr.quiet_s:.0f} s before "
                 "the stop): slow, not hung")
         fix = ("Rerun the setting with a longer --timeout to measure its busbw; if it stays slow against the other "
                "settings, look at its links (interface speed, errors, retransmissions) and the nodes' load.")
     else:
-        said = (f"; data moved ({sr.calls} calls done), then nothing for the last {sr.quiet_s:.0f} s before the "
+        said = (f"; data moved ({sr.calls} calls{of} done), then nothing for the last {sr.quiet_s:.0f} s before the "
                 "stop: stalled")
         fix = None
     for f in sr.findings:

@@ -16,7 +16,7 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass, field
-from typing import Callable, Dict, List, Optional, Sequence
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from nccldiag.node import node_program
 from nccldiag.probe import launch, results
@@ -55,9 +55,9 @@ class SettingRun:
     run_id: str = ""
     launched: Optional[results.Launched] = None  # the ranks launched, on which node, for which collectives
     rejected: Dict[str, Dict[str, int]] = field(default_factory=dict)  # host -> what of its output was not kept
-    # arrivals (seconds after the launch, this machine's clock) of the records that show data moved
-    # (progress.shows_progress), and when the deadline stopped the run: what tells slow from stalled from hung
-    progress: List[float] = field(default_factory=list)
+    # (arrival in seconds after the launch on this machine's clock, collective) of each record that shows data
+    # moved (progress.shows_progress), and when the deadline stopped the run: what tells slow, stalled and hung
+    progress: List[Tuple[float, str]] = field(default_factory=list)
     stopped_s: Optional[float] = None
 
 
@@ -257,7 +257,7 @@ def run_setting(
             rec["setting"] = setting.name
             out.records.append(rec)
             if shows_progress(rec):
-                out.progress.append(round(time.monotonic() - start, 3))
+                out.progress.append((round(time.monotonic() - start, 3), str(rec.get("collective"))))
         if on_record is not None:
             on_record(rec)
 

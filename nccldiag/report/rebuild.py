@@ -107,7 +107,8 @@ def _probe(path: str, meta: Dict[str, Any]) -> Dict[str, Any]:
             sr.run_id = line.get("run_id") or ""
             moved = line.get("progress_s")
             if isinstance(moved, list):
-                sr.progress = [float(t) for t in moved if isinstance(t, (int, float)) and not isinstance(t, bool)]
+                sr.progress = [(float(p[0]), str(p[1])) for p in moved if isinstance(p, list) and len(p) == 2
+                               and isinstance(p[0], (int, float)) and not isinstance(p[0], bool)]
             stopped = line.get("stopped_s")
             if isinstance(stopped, (int, float)) and not isinstance(stopped, bool):
                 sr.stopped_s = float(stopped)

@@ -44,9 +44,9 @@ def _records(done: List[int]) -> List[dict]:
     return recs
 
 
-def _run(recs, arrivals, stopped=90.0) -> SettingRun:
+def _run(recs, arrivals, stopped=90.0, collective="all_reduce") -> SettingRun:
     run = SettingRun(setting=Setting("default"), records=recs, timed_out=True, elapsed=stopped + 6.0,
-                     progress=list(arrivals), stopped_s=stopped)
+                     progress=[(t, collective) for t in arrivals], stopped_s=stopped)
     run.nodes["vm"] = NodeRun("vm", rc=None, error={"kind": "command-timeout", "message": "timed out"})
     return run
 
@@ -92,7 +92,7 @@ def test_a_setting_that_moved_then_stopped_is_stalled_after_its_calls():
     sr = rep.settings[0]
     assert sr.unfinished == progress.STALLED and sr.verdict == "stalled after 8 calls"
     (t,) = [f for f in sr.findings if f.check == "probe.timeout"]
-    assert "then nothing for the last 60 s" in t.message
+    assert "data moved (8 calls of all_reduce done), then nothing for the last 60 s" in t.message
     (d,) = [d for d in diagnose(Inputs(probe=rep)) if d.id == "hang"]
     assert d.severity == "fail" and "stalled after 8 calls" in d.summary
 
@@ -107,6 +107,26 @@ def test_a_setting_that_never_moved_data_is_a_hang():
     assert d.severity == "fail" and "hung" in d.summary
 
 
+def test_collectives_done_before_the_one_that_hung_do_not_make_it_move():
+    # all_reduce completed (its check and a sweep, progress until 18 s); then every rank entered broadcast's
+    # check and no broadcast call completed before the deadline at 25 s
+    recs = _records([3, 22])
+    for r in (0, 1):
+        recs += [{"type": "result", "rank": r, "host": "vm", "collective": "all_reduce", "phase": "sweep",
+                  "status": "ok", "size": SIZE, "count": SIZE // 4, "iters": 20, "warmup": 2, "time_us": 1000.0},
+                 {"type": "progress", "rank": r, "host": "vm", "collective": "broadcast", "phase": "check",
+                  "size": 1024, "count": 256}]
+    run = _run(recs, [4.0, 4.1, 9.0, 16.0, 18.0, 18.1], stopped=25.0)
+    rep = analysis.analyze(runs=[run], settings=[run.setting], backend="gloo", require_ib=False,
+                           launcher="torchrun", hosts=["vm"], unreachable={}, problems={}, loopback={},
+                           ifnames={}, nproc_per_node=2, timeout=25.0)
+    sr = rep.settings[0]
+    assert sr.outcome.collectives["broadcast"].status == "hang"
+    assert sr.unfinished == progress.HANG and sr.verdict == "hang"
+    (d,) = [d for d in diagnose(Inputs(probe=rep)) if d.id == "hang"]
+    assert d.severity == "fail" and "broadcast hung" in d.summary
+
+
 def test_a_setting_that_finished_gets_no_unfinished_class():
     run = _run(_records([3]), [4.0, 5.0])
     run.timed_out = False
@@ -116,7 +136,7 @@ def test_a_setting_that_finished_gets_no_unfinished_class():
 
 def test_the_setting_line_keeps_the_arrivals_for_a_rebuilt_report():
     line = session.setting_line(_run(_records([3]), [4.0, 5.0], stopped=90.0))
-    assert line["progress_s"] == [4.0, 5.0] and line["stopped_s"] == 90.0
+    assert line["progress_s"] == [[4.0, "all_reduce"], [5.0, "all_reduce"]] and line["stopped_s"] == 90.0
 
 
 def test_a_report_rebuilt_from_the_run_directory_says_slow_too(tmp_path):
