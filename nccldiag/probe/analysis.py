@@ -45,7 +45,7 @@ class SettingReport:
         """The status in words: a hang the deadline cut says whether data still moved (``slow``), moved and
         stopped (``stalled after N calls``) or never moved (``hang``)."""
         s = self.status
-        if s != "hang" or not self.timed_out or self.unfinished in (None, progress.HANG):
+        if s != "hang" or self.unfinished in (None, progress.HANG):
             return s
         if self.unfinished == progress.SLOW:
             return "slow (still moving at the deadline)"
@@ -423,20 +423,26 @@ def job_report(setting: Setting, run, timeout: Optional[float] = None) -> Settin
 
 
 def _unfinished(sr: SettingReport, run, timeout: Optional[float]) -> None:
-    """A setting the deadline cut: whether its data still moved, moved and stopped, or never moved
-    (:func:`~nccldiag.probe.progress.unfinished_kind` on when the records showing progress arrived), said in
-    its timeout findings. Where ranks were inside a collective at the deadline, only that collective's progress
-    counts: the collectives completed before it say nothing of whether it moved."""
-    if not run.timed_out or sr.status != "hang":
+    """A setting that hung: whether its data still moved, moved and stopped, or never moved, said in its
+    timeout findings. Cut by the probe's deadline: :func:`~nccldiag.probe.progress.unfinished_kind` on when
+    the records showing progress arrived. Ended by the ranks' own timeout (their process-group timeout, which
+    fires only when a call made no progress for that long): stalled if data had moved, else hung. Where ranks
+    were inside a collective at the end, only that collective's progress counts: the collectives completed
+    before it say nothing of whether it moved."""
+    if sr.status != "hang":
         return
     stuck = {oc.collective for oc in sr.outcome.collectives.values() if oc.status == "hang"}
     arrivals = [(t, c) for t, c in (getattr(run, "progress", None) or []) if not stuck or c in stuck]
     if sr.outcome.stuck_in_init and not stuck:
         arrivals = []  # ranks that never finished init moved no data
     moved = [t for t, _ in arrivals]
-    stopped = getattr(run, "stopped_s", None)
-    end = stopped if stopped is not None else run.elapsed
-    sr.unfinished = progress.unfinished_kind(moved, end, timeout or end)
+    stopped = getattr(run, "stopped_s", None) if run.timed_out else None
+    ended = [nr.elapsed for nr in run.nodes.values() if nr.elapsed]
+    end = stopped if stopped is not None else (max(ended) if ended else run.elapsed)
+    if run.timed_out:
+        sr.unfinished = progress.unfinished_kind(moved, end, timeout or end)
+    else:
+        sr.unfinished = progress.STALLED if moved else progress.HANG
     sr.calls = progress.calls_done([r for r in run.records if not stuck or r.get("collective") in stuck])
     sr.quiet_s = max(0.0, end - max(moved)) if moved else None
     if sr.unfinished == progress.HANG:

@@ -128,10 +128,28 @@ def test_collectives_done_before_the_one_that_hung_do_not_make_it_move():
 
 
 def test_a_setting_that_finished_gets_no_unfinished_class():
-    run = _run(_records([3]), [4.0, 5.0])
+    recs = _records([3])
+    for r in (0, 1):
+        recs += [{"type": "result", "rank": r, "host": "vm", "collective": "all_reduce", "phase": "sweep",
+                  "status": "ok", "size": SIZE, "count": SIZE // 4, "iters": 20, "warmup": 2, "time_us": 1000.0},
+                 {"type": "end", "rank": r, "host": "vm", "status": "ok", "exit_code": 0,
+                  "collectives": {"all_reduce": "ok"}, "elapsed_s": 6.0}]
+    run = _run(recs, [4.0, 5.0, 6.0])
     run.timed_out = False
     sr = _report(run).settings[0]
-    assert sr.unfinished is None and sr.verdict == sr.status
+    assert sr.status == "ok" and sr.unfinished is None and sr.verdict == "ok"
+
+
+def test_a_hang_the_ranks_own_timeout_ended_is_never_called_slow():
+    # the launcher ended 5 s after the last call completed (the ranks' process-group timeout fired): the
+    # deadline did not cut it, so a short quiet spell is no sign of a slow setting
+    run = _run(_records([3, 7]), [4.0, 4.1, 8.0, 9.0])
+    run.timed_out, run.stopped_s = False, None
+    run.nodes["vm"] = NodeRun("vm", rc=1, elapsed=14.0)
+    sr = _report(run).settings[0]
+    assert sr.status == "hang" and sr.unfinished == progress.STALLED and sr.verdict == "stalled after 8 calls"
+    run.progress = []
+    assert _report(run).settings[0].verdict == "hang"
 
 
 def test_the_setting_line_keeps_the_arrivals_for_a_rebuilt_report():

@@ -118,8 +118,8 @@ def _probe(inp: Inputs) -> List[Diagnosis]:
         stalled = getattr(sr, "unfinished", None) == "stalled"
         if stalled:
             ev.insert(0, Evidence("probe", f"data moved ({sr.calls} calls done), then nothing for the last "
-                                           f"{sr.quiet_s or 0:.0f} s before the deadline", sr.setting.name))
-            why += f"; data moved for {sr.calls} calls, then stopped well before the deadline (a stall, not slowness)"
+                                           f"{sr.quiet_s or 0:.0f} s before the run ended", sr.setting.name))
+            why += f"; data moved for {sr.calls} calls, then stopped (a stall, not slowness)"
         if hung:
             what = (f"[{sr.setting.name}] {coll} {'stalled after ' + str(sr.calls) + ' calls' if stalled else 'hung'}: "
                     f"rank{'s' if len(hung) != 1 else ''} {', '.join(map(str, hung))} on {', '.join(nodes)} "
