@@ -107,7 +107,7 @@ def summary(inputs: Inputs, diagnoses: List[Diagnosis]) -> Summary:
             (s.failing if h in bad or h in named else s.healthy).append(h)
     for sr in inputs.settings:
         (s.paths_ok if sr.status == "ok" else s.paths_bad).append(_paths(sr) if sr.status == "ok"
-                                                                  else f"{sr.setting.name}: {sr.status}")
+                                                                  else f"{sr.setting.name}: {getattr(sr, 'verdict', sr.status)}")
     if inputs.logs is not None and inputs.logs.summary is not None:
         ts = inputs.logs.summary.transports
         if ts:

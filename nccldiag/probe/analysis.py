@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from nccldiag.model.findings import Finding, Status, error, exit_code, fail, ok, warn
-from nccldiag.probe import launch, results
+from nccldiag.probe import launch, progress, results
 from nccldiag.probe.plan import GLOO_REASON, Setting
 
 AREA = "probe"
@@ -34,6 +34,22 @@ class SettingReport:
     log_facts: object = None
     elapsed: float = 0.0
     timed_out: bool = False
+    # a setting the deadline cut: progress.HANG (no data moved), STALLED (moved, then stopped) or SLOW (still
+    # moving); the calls its ranks completed, and the seconds from its last sign of progress to the stop
+    unfinished: Optional[str] = None
+    calls: int = 0
+    quiet_s: Optional[float] = None
+
+    @property
+    def verdict(self) -> str:
+        """The status in words: a hang the deadline cut says whether data still moved (``slow``), moved and
+        stopped (``stalled after N calls``) or never moved (``hang``)."""
+        s = self.status
+        if s != "hang" or self.unfinished in (None, progress.HANG):
+            return s
+        if self.unfinished == progress.SLOW:
+            return "slow (still moving at the deadline)"
+        return f"stalled after {self.calls} call{'s' if self.calls != 1 else ''}"
 
     @property
     def status(self) -> str:
@@ -402,7 +418,50 @@ def job_report(setting: Setting, run, timeout: Optional[float] = None) -> Settin
     found = results.findings(outcome)
     _explain_setup_errors(found)
     sr.findings.extend(found)
+    _unfinished(sr, run, timeout)
     return sr
+
+
+def _unfinished(sr: SettingReport, run, timeout: Optional[float]) -> None:
+    """A setting that hung: whether its data still moved, moved and stopped, or never moved, said in its
+    timeout findings. Cut by the probe's deadline: :func:`~nccldiag.probe.progress.unfinished_kind` on when
+    the records showing progress arrived. Ended by the ranks' own timeout (their process-group timeout, which
+    fires only when a call made no progress for that long): stalled if data had moved, else hung. Where ranks
+    were inside a collective at the end, only that collective's progress counts: the collectives completed
+    before it say nothing of whether it moved."""
+    if sr.status != "hang":
+        return
+    stuck = {oc.collective for oc in sr.outcome.collectives.values() if oc.status == "hang"}
+    arrivals = [(t, c) for t, c in (getattr(run, "progress", None) or []) if not stuck or c in stuck]
+    if sr.outcome.stuck_in_init and not stuck:
+        arrivals = []  # ranks that never finished init moved no data
+    moved = [t for t, _ in arrivals]
+    stopped = getattr(run, "stopped_s", None) if run.timed_out else None
+    ended = [nr.elapsed for nr in run.nodes.values() if nr.elapsed]
+    end = stopped if stopped is not None else (max(ended) if ended else run.elapsed)
+    if run.timed_out:
+        sr.unfinished = progress.unfinished_kind(moved, end, timeout or end)
+    else:
+        sr.unfinished = progress.STALLED if moved else progress.HANG
+    sr.calls = progress.calls_done([r for r in run.records if not stuck or r.get("collective") in stuck])
+    sr.quiet_s = max(0.0, end - max(moved)) if moved else None
+    if sr.unfinished == progress.HANG:
+        return
+    of = f" of {', '.join(sorted(stuck))}" if stuck else ""
+    if sr.unfinished == progress.SLOW:
+        said = (f"; its ranks were still moving data ({sr.calls} calls{of} done, the last {sr.quiet_s:.0f} s before "
+                "the stop): slow, not hung")
+        fix = ("Rerun the setting with a longer --timeout to measure its busbw; if it stays slow against the other "
+               "settings, look at its links (interface speed, errors, retransmissions) and the nodes' load.")
+    else:
+        said = (f"; data moved ({sr.calls} calls{of} done), then nothing for the last {sr.quiet_s:.0f} s before the "
+                "stop: stalled")
+        fix = None
+    for f in sr.findings:
+        if f.check == f"{AREA}.timeout":
+            f.message += said
+            if fix:
+                f.fix = fix
 
 
 def unreachable_report(unreachable: Dict[str, str], hosts: Sequence[str], run_id: Optional[str] = None) -> ProbeReport:

@@ -23,25 +23,19 @@ from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
 from nccldiag.model.findings import Finding, exit_code
+from nccldiag.probe.progress import (HANG, SLOW, STALL_GAPS, STALL_MIN, STALL_SHARE, STALLED,  # noqa: F401
+                                     shows_progress, unfinished_kind)
 
 # What a job's failure says (its "kind"), most telling first.
 BLOCKED = "blocked"  # the launcher never reached the rendezvous (port blocked or refused)
 NETWORK = "network"  # ranks started but could not connect over the row's network
 WRONG = "wrong"  # wrong data
-HANG = "hang"
 ERROR = "error"
 LOSSY = "lossy"  # too slow, or a collective failed, while TCP retransmitted a large share of what it sent
-STALLED = "stalled"  # not done at the deadline: data moved, then nothing for a long while before it
-SLOW = "slow"  # completed, too slow; or not done at the deadline while its data still moved
+# STALLED: not done at the deadline: data moved, then nothing for a long while before it (probe.progress)
+# SLOW: completed, too slow; or not done at the deadline while its data still moved
 OK = "ok"
 KINDS = (BLOCKED, NETWORK, WRONG, HANG, ERROR, LOSSY, STALLED, SLOW)
-
-# A job not done at its deadline whose last sign of progress came this long before its end (and well after
-# the gaps between the earlier ones) had stopped moving: at least STALL_MIN seconds, STALL_SHARE of the
-# job's timeout, and STALL_GAPS times the longest gap it showed while moving.
-STALL_MIN = 20.0
-STALL_SHARE = 0.2
-STALL_GAPS = 3.0
 
 # A slow job whose nodes retransmitted at least this share of the TCP segments they sent is lossy.
 LOSSY_RATIO = 0.01
@@ -149,35 +143,6 @@ class Job:
 
     def label(self) -> str:
         return "+".join(self.nodes)
-
-
-def shows_progress(rec: Mapping[str, object]) -> bool:
-    """Whether a rank's record shows data moved: a collective call that completed (a check or sweep result,
-    or a progress record with calls done)."""
-    if not rec.get("collective"):
-        return False
-    if rec.get("type") == "result":
-        return rec.get("status") in ("ok", "wrong")
-    done = rec.get("done")
-    return rec.get("type") == "progress" and isinstance(done, int) and not isinstance(done, bool) and done > 0
-
-
-def unfinished_kind(progress: Sequence[float], end: float, timeout: float) -> str:
-    """A job not done at its deadline (pure): ``hang`` when no data moved, ``slow`` when it still moved near
-    the end, ``stalled`` when it moved and then stopped well before the end.
-
-    ``progress``: when each sign of progress arrived, in seconds after the launch; ``end``: when the job was
-    stopped. The machine's load stretches the start (before any progress) and the gaps alike, so the class
-    rests on whether data moved, and on the last gap against the others, never on the deadline alone.
-    """
-    if not progress:
-        return HANG
-    seen = sorted(progress)
-    gaps = [b - a for a, b in zip(seen, seen[1:])]
-    quiet = end - seen[-1]
-    if quiet > max(STALL_MIN, STALL_SHARE * timeout, STALL_GAPS * max(gaps, default=0.0)):
-        return STALLED
-    return SLOW
 
 
 def classify(job: Job, threshold: Optional[float], ratio: Optional[float] = None,

@@ -16,11 +16,12 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass, field
-from typing import Callable, Dict, List, Optional, Sequence
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from nccldiag.node import node_program
 from nccldiag.probe import launch, results
 from nccldiag.probe.plan import Setting
+from nccldiag.probe.progress import shows_progress
 from nccldiag.transport.base import TransportError
 from nccldiag.transport.task import fan_out
 
@@ -54,6 +55,10 @@ class SettingRun:
     run_id: str = ""
     launched: Optional[results.Launched] = None  # the ranks launched, on which node, for which collectives
     rejected: Dict[str, Dict[str, int]] = field(default_factory=dict)  # host -> what of its output was not kept
+    # (arrival in seconds after the launch on this machine's clock, collective) of each record that shows data
+    # moved (progress.shows_progress), and when the deadline stopped the run: what tells slow, stalled and hung
+    progress: List[Tuple[float, str]] = field(default_factory=list)
+    stopped_s: Optional[float] = None
 
 
 @dataclass
@@ -251,6 +256,8 @@ def run_setting(
                 return
             rec["setting"] = setting.name
             out.records.append(rec)
+            if shows_progress(rec):
+                out.progress.append((round(time.monotonic() - start, 3), str(rec.get("collective"))))
         if on_record is not None:
             on_record(rec)
 
@@ -281,6 +288,7 @@ def run_setting(
             now = time.monotonic()
             if now >= deadline:
                 out.timed_out = True
+                out.stopped_s = round(now - start, 3)
                 break
             if failed.is_set():
                 failed.clear()

@@ -389,7 +389,7 @@ def setting_line(sr: runner.SettingRun) -> Dict[str, object]:
         "nodes": {h: {"rc": n.rc, "error": n.error, "stderr_tail": n.stderr_tail, "elapsed": n.elapsed}
                   for h, n in sr.nodes.items()},
         "survivors": sr.survivors, "kill_errors": sr.kill_errors, "commands": sr.commands, "run_id": sr.run_id,
-        "logs": sorted(sr.logs), "counters": sr.counters,
+        "logs": sorted(sr.logs), "counters": sr.counters, "progress_s": [list(p) for p in sr.progress], "stopped_s": sr.stopped_s,
     }
 
 

@@ -77,7 +77,7 @@ def render(report: ProbeReport, con: Console, verbose: bool = False) -> None:
         so = sr.outcome
         con.print()
         head = Text.assemble(("setting ", "bold"), (sr.setting.label(), "bold"), "  ",
-                             (sr.status, _STYLE.get(sr.status, "")), (f"  {sr.elapsed:.1f} s", "muted"))
+                             (sr.verdict, _STYLE.get(sr.status, "")), (f"  {sr.elapsed:.1f} s", "muted"))
         con.print(head)
         table = Table(show_header=True, header_style="bold", pad_edge=False, box=None)
         for col in ("collective", "status", "ranks at fault", "largest size", "algbw GB/s", "busbw GB/s"):
@@ -144,6 +144,9 @@ def to_json(report: ProbeReport) -> Dict:
             "env": sr.setting.env,
             "why": sr.setting.why,
             "status": sr.status,
+            "verdict": sr.verdict,
+            "unfinished": sr.unfinished,
+            "calls_done": sr.calls if sr.unfinished else None,
             "elapsed_s": round(sr.elapsed, 3),
             "timed_out": sr.timed_out,
             "world_size": so.world_size,

@@ -105,6 +105,13 @@ def _probe(path: str, meta: Dict[str, Any]) -> Dict[str, Any]:
             sr.kill_errors = dict(line.get("kill_errors") or {})
             sr.commands = dict(line.get("commands") or {})
             sr.run_id = line.get("run_id") or ""
+            moved = line.get("progress_s")
+            if isinstance(moved, list):
+                sr.progress = [(float(p[0]), str(p[1])) for p in moved if isinstance(p, list) and len(p) == 2
+                               and isinstance(p[0], (int, float)) and not isinstance(p[0], bool)]
+            stopped = line.get("stopped_s")
+            if isinstance(stopped, (int, float)) and not isinstance(stopped, bool):
+                sr.stopped_s = float(stopped)
             counters = line.get("counters") or {}
             if isinstance(counters, dict):
                 sr.counters = {str(h): {str(k): v for k, v in d.items() if isinstance(v, int) and not isinstance(v, bool)}

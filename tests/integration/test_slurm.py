@@ -223,6 +223,8 @@ def test_probe_step_past_its_timeout_is_killed_and_the_hung_rank_named(slurm, tm
         bc = setting["collectives"]["broadcast"]
         # the stalled rank is among those named (on a loaded machine its peers may still be waiting on it too)
         assert bc["status"] == "hang" and 3 in bc["ranks_hung"], bc
+        # no broadcast call completed: a hang, however many all_reduce calls came before it
+        assert setting["unfinished"] == "hang" and setting["verdict"] == "hang", setting["verdict"]
         assert report.exit_code == 1
         assert took < 25 + 60, took
         run_id = data["run_id"]

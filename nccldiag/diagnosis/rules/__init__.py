@@ -43,6 +43,7 @@ RULE_MODULES = (
     "ib_sockets",
     "gdr",
     # sockets, names, the rendezvous, settings
+    "slurm_step",
     "socket_ifname_env",
     "socket_interface",
     "interface",

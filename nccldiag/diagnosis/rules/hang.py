@@ -1,5 +1,10 @@
 """A hang localised: the ranks and nodes that never finished, the collective, and whether the same
-nodes hang under the other settings."""
+nodes hang under the other settings.
+
+A probe setting the deadline cut is told by its ranks' progress records (``SettingReport.unfinished``): still
+moving at the deadline is a slow setting (a warning: the collective worked, slower than the deadline allows),
+moving and then stopped is a stall (after N calls), no call done at all is a hang.
+"""
 from __future__ import annotations
 
 from typing import Dict, List
@@ -67,6 +72,9 @@ def _probe(inp: Inputs) -> List[Diagnosis]:
     for sr in inp.settings:
         if sr.status != "hang":
             continue
+        if getattr(sr, "unfinished", None) == "slow":
+            out.append(_slow(inp, sr))
+            continue
         st = _stuck(sr)
         hung: List[int] = st["hung"]  # type: ignore[assignment]
         so = sr.outcome
@@ -86,7 +94,8 @@ def _probe(inp: Inputs) -> List[Diagnosis]:
                 continue
             at_fault = set(setting_hosts(o, _stuck(o)["hung"])) if o.status == "hang" else set()  # type: ignore[arg-type]
             same = sorted(at_fault & set(nodes))
-            others.append(f"{o.setting.name}: {o.status}" + (f" (same nodes: {', '.join(same)})" if same else ""))
+            others.append(f"{o.setting.name}: {getattr(o, 'verdict', o.status)}"
+                          + (f" (same nodes: {', '.join(same)})" if same else ""))
         if others:
             ev.append(Evidence("probe", "other settings: " + "; ".join(others), "settings"))
         lf = sr.log_facts
@@ -106,9 +115,15 @@ def _probe(inp: Inputs) -> List[Diagnosis]:
             nodes = list(inp.hosts)
         coll = ", ".join(st["colls"]) or ("initialisation" if so.stuck_in_init else "?")  # type: ignore[arg-type]
         ok_settings = [o.setting.name for o in inp.settings if o.status == "ok"]
+        stalled = getattr(sr, "unfinished", None) == "stalled"
+        if stalled:
+            ev.insert(0, Evidence("probe", f"data moved ({sr.calls} calls done), then nothing for the last "
+                                           f"{sr.quiet_s or 0:.0f} s before the run ended", sr.setting.name))
+            why += f"; data moved for {sr.calls} calls, then stopped (a stall, not slowness)"
         if hung:
-            what = (f"[{sr.setting.name}] {coll} hung: rank{'s' if len(hung) != 1 else ''} "
-                    f"{', '.join(map(str, hung))} on {', '.join(nodes)} never finished")
+            what = (f"[{sr.setting.name}] {coll} {'stalled after ' + str(sr.calls) + ' calls' if stalled else 'hung'}: "
+                    f"rank{'s' if len(hung) != 1 else ''} {', '.join(map(str, hung))} on {', '.join(nodes)} "
+                    "never finished")
         else:
             what = f"[{sr.setting.name}] the run did not finish on {', '.join(nodes)} and no rank said where it was"
         out.append(Diagnosis(ID, TITLE, "fail", what, conf, why, FIX, nodes=nodes,
@@ -117,6 +132,33 @@ def _probe(inp: Inputs) -> List[Diagnosis]:
                              missing=[RAS] if inp.probe.backend == "nccl" and not ras else [],
                              figures={"ranks_hung": hung, "collectives": st["colls"], "world_size": world}))
     return out
+
+
+SLOW_FIX = ("Rerun the setting with a longer --timeout to measure its busbw and compare it with the other "
+            "settings; if it stays slow, look at its links (interface speed, errors, TCP retransmissions) and at "
+            "what else loads the nodes.")
+
+
+def _slow(inp: Inputs, sr) -> Diagnosis:
+    """A setting the deadline cut while its ranks still reported calls done: slow, not hung."""
+    so = sr.outcome
+    moving = {}  # rank -> busbw of its calls so far (its last progress record)
+    for r, info in so.ranks.items():
+        last = info.last or {}
+        if last.get("type") == "progress" and isinstance(last.get("busbw"), (int, float)):
+            moving[r] = float(last["busbw"])
+    ev = [Evidence("probe", f"{sr.calls} calls done, the last sign of progress {sr.quiet_s or 0:.0f} s before the "
+                            "deadline", sr.setting.name)]
+    if moving:
+        slowest = min(moving, key=lambda r: moving[r])
+        ev.append(Evidence("probe", f"busbw so far: {moving[slowest]:g} GB/s on {so.ranks[slowest].where()} (the "
+                                    "slowest rank)", sr.setting.name, so.host_of(slowest)))
+    nodes = sorted({h for h in (so.host_of(r) for r in so.ranks) if h}) or list(inp.hosts)
+    return Diagnosis(ID, "Slow: still moving at the deadline", "warn",
+                     f"[{sr.setting.name}] slow (still moving at the deadline): {sr.calls} calls done, not hung",
+                     "medium", "its ranks reported calls done until near the deadline: the collective moved data, "
+                     "slower than the deadline allows", SLOW_FIX, nodes=nodes, evidence=ev,
+                     figures={"calls_done": sr.calls, "busbw_so_far": min(moving.values()) if moving else None})
 
 
 def _logs(inp: Inputs) -> List[Diagnosis]:

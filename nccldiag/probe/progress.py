@@ -1,0 +1,72 @@
+"""Whether a run not done at its deadline was hung, stalled or still moving (pure).
+
+The worker writes a ``progress`` record with the calls done so far (and their busbw) while a collective runs;
+a result record shows a call completed too. From when such signs arrived and when the run was stopped,
+:func:`unfinished_kind` tells a run that never moved data (``hang``) from one that moved and then stopped well
+before its end (``stalled``) and one still moving when the deadline cut it (``slow``). ``nccldiag isolate``
+classes its small jobs with it, ``nccldiag probe`` its settings.
+"""
+from __future__ import annotations
+
+from typing import Mapping, Sequence
+
+HANG = "hang"
+STALLED = "stalled"
+SLOW = "slow"
+
+# A job not done at its deadline whose last sign of progress came this long before its end (and well after
+# the gaps between the earlier ones) had stopped moving: at least STALL_MIN seconds, STALL_SHARE of the
+# job's timeout, and STALL_GAPS times the longest gap it showed while moving.
+STALL_MIN = 20.0
+STALL_SHARE = 0.2
+STALL_GAPS = 3.0
+
+
+def shows_progress(rec: Mapping[str, object]) -> bool:
+    """Whether a rank's record shows data moved: a collective call that completed (a check or sweep result,
+    or a progress record with calls done)."""
+    if not rec.get("collective"):
+        return False
+    if rec.get("type") == "result":
+        return rec.get("status") in ("ok", "wrong")
+    done = rec.get("done")
+    return rec.get("type") == "progress" and isinstance(done, int) and not isinstance(done, bool) and done > 0
+
+
+def unfinished_kind(progress: Sequence[float], end: float, timeout: float) -> str:
+    """A job not done at its deadline (pure): ``hang`` when no data moved, ``slow`` when it still moved near
+    the end, ``stalled`` when it moved and then stopped well before the end.
+
+    ``progress``: when each sign of progress arrived, in seconds after the launch; ``end``: when the job was
+    stopped. The machine's load stretches the start (before any progress) and the gaps alike, so the class
+    rests on whether data moved, and on the last gap against the others, never on the deadline alone.
+    """
+    if not progress:
+        return HANG
+    seen = sorted(progress)
+    gaps = [b - a for a, b in zip(seen, seen[1:])]
+    quiet = end - seen[-1]
+    if quiet > max(STALL_MIN, STALL_SHARE * timeout, STALL_GAPS * max(gaps, default=0.0)):
+        return STALLED
+    return SLOW
+
+
+def calls_done(records: Sequence[Mapping[str, object]]) -> int:
+    """The collective calls the ranks completed, as their records count them (pure): per rank, for each
+    collective, phase and size, the largest ``done`` of its progress records, or one call for a completed
+    check result (a sweep result counts its ``warmup`` + ``iters`` when it gives them); the most of any rank."""
+    per: dict = {}
+    for rec in records:
+        if not shows_progress(rec) or not isinstance(rec.get("rank"), int):
+            continue
+        key = (rec.get("collective"), rec.get("phase"), rec.get("size"))
+        if rec.get("type") == "progress":
+            n = int(rec["done"])  # type: ignore[call-overload]
+        else:
+            n = 1
+            if rec.get("phase") == "sweep":
+                n = sum(int(v) for v in (rec.get("warmup"), rec.get("iters"))
+                        if isinstance(v, int) and not isinstance(v, bool)) or 1
+        mine = per.setdefault(rec["rank"], {})
+        mine[key] = max(mine.get(key, 0), n)
+    return max((sum(d.values()) for d in per.values()), default=0)

@@ -1,0 +1,181 @@
+"""A probe setting the deadline cut: slow (still moving), stalled after N calls, or hung, told by the ranks'
+progress records with the classifier isolate uses (nccldiag.probe.progress).
+
+The records below are written for these tests, in the format nccldiag's worker writes (nccldiag/node/worker.py:
+``start``, ``progress`` with ``done`` and ``busbw`` while a sweep runs, ``result``); their arrival times are
+what the runner stamps (seconds after the launch).
+"""
+from typing import List
+
+from nccldiag.diagnosis import Inputs, diagnose
+from nccldiag.probe import analysis, isolate, progress, session
+from nccldiag.probe.plan import Setting
+from nccldiag.probe.runner import NodeRun, SettingRun
+
+SIZE = 16 << 20
+
+
+def _start(rank: int) -> dict:
+    return {"type": "start", "rank": rank, "host": "vm", "local_rank": rank, "local_world_size": 2, "world_size": 2,
+            "backend": "gloo", "collectives": ["all_reduce"], "sizes": [SIZE], "check_sizes": [1024], "iters": 20,
+            "warmup": 2}
+
+
+def _records(done: List[int]) -> List[dict]:
+    """Two ranks: init, the check, then sweep progress records counting ``done`` calls (none: stuck in the check)."""
+    recs: List[dict] = []
+    for r in (0, 1):
+        recs += [_start(r), {"type": "progress", "rank": r, "host": "vm", "collective": None, "phase": "init"},
+                 {"type": "progress", "rank": r, "host": "vm", "collective": None, "phase": "ready"},
+                 {"type": "progress", "rank": r, "host": "vm", "collective": "all_reduce", "phase": "check",
+                  "size": 1024, "count": 256}]
+    if not done:
+        return recs
+    for r in (0, 1):
+        recs += [{"type": "result", "rank": r, "host": "vm", "collective": "all_reduce", "phase": "check",
+                  "status": "ok", "size": 1024, "count": 256, "time_us": 900.0},
+                 {"type": "progress", "rank": r, "host": "vm", "collective": "all_reduce", "phase": "sweep",
+                  "size": SIZE, "count": SIZE // 4}]
+    for n in done:
+        for r in (0, 1):
+            recs.append({"type": "progress", "rank": r, "host": "vm", "collective": "all_reduce", "phase": "sweep",
+                         "size": SIZE, "count": SIZE // 4, "done": n, "iters": 20, "warmup": 2,
+                         "rank_time_us": 900000.0, "busbw": 0.0186 + 0.001 * r})
+    return recs
+
+
+def _run(recs, arrivals, stopped=90.0, collective="all_reduce") -> SettingRun:
+    run = SettingRun(setting=Setting("default"), records=recs, timed_out=True, elapsed=stopped + 6.0,
+                     progress=[(t, collective) for t in arrivals], stopped_s=stopped)
+    run.nodes["vm"] = NodeRun("vm", rc=None, error={"kind": "command-timeout", "message": "timed out"})
+    return run
+
+
+def _report(run: SettingRun) -> analysis.ProbeReport:
+    return analysis.analyze(runs=[run], settings=[run.setting], backend="gloo", require_ib=False,
+                            launcher="torchrun", hosts=["vm"], unreachable={}, problems={}, loopback={},
+                            ifnames={}, nproc_per_node=2, timeout=90.0)
+
+
+def test_isolate_and_the_probe_share_one_classifier():
+    assert isolate.unfinished_kind is progress.unfinished_kind and isolate.shows_progress is progress.shows_progress
+    assert (isolate.HANG, isolate.STALLED, isolate.SLOW) == (progress.HANG, progress.STALLED, progress.SLOW)
+
+
+def test_calls_done_counts_each_size_once_per_rank():
+    recs = _records([3, 7, 12])
+    # the check (1 call) and the sweep's last count (12); a record without 'done' counts nothing
+    assert progress.calls_done(recs) == 13
+    assert progress.calls_done(_records([])) == 0
+    sweep = {"type": "result", "rank": 0, "collective": "all_reduce", "phase": "sweep", "status": "ok",
+             "size": 4096, "iters": 5, "warmup": 1}
+    assert progress.calls_done([sweep]) == 6
+
+
+def test_a_setting_still_moving_at_the_deadline_is_slow_not_a_hang():
+    # the check, then a progress record every ~8 s until 2 s before the stop at 90 s
+    rep = _report(_run(_records([3, 7, 12, 16, 20]), [4.0, 4.1, 56.0, 64.0, 72.0, 80.0, 88.0]))
+    sr = rep.settings[0]
+    assert sr.status == "hang" and sr.unfinished == progress.SLOW
+    assert sr.verdict == "slow (still moving at the deadline)"
+    (t,) = [f for f in sr.findings if f.check == "probe.timeout"]
+    assert "slow, not hung" in t.message and "--timeout" in t.fix
+    diags = [d for d in diagnose(Inputs(probe=rep)) if d.id == "hang"]
+    (d,) = diags
+    assert d.severity == "warn" and "slow (still moving at the deadline)" in d.summary and "21 calls" in d.summary
+    assert d.figures["busbw_so_far"] == 0.0186
+
+
+def test_a_setting_that_moved_then_stopped_is_stalled_after_its_calls():
+    # progress until 30 s, then nothing for the last 60 s before the stop
+    rep = _report(_run(_records([3, 7]), [4.0, 4.1, 22.0, 30.0]))
+    sr = rep.settings[0]
+    assert sr.unfinished == progress.STALLED and sr.verdict == "stalled after 8 calls"
+    (t,) = [f for f in sr.findings if f.check == "probe.timeout"]
+    assert "data moved (8 calls of all_reduce done), then nothing for the last 60 s" in t.message
+    (d,) = [d for d in diagnose(Inputs(probe=rep)) if d.id == "hang"]
+    assert d.severity == "fail" and "stalled after 8 calls" in d.summary
+
+
+def test_a_setting_that_never_moved_data_is_a_hang():
+    rep = _report(_run(_records([]), []))
+    sr = rep.settings[0]
+    assert sr.status == "hang" and sr.unfinished == progress.HANG and sr.verdict == "hang"
+    (t,) = [f for f in sr.findings if f.check == "probe.timeout"]
+    assert "slow" not in t.message and "stalled" not in t.message
+    (d,) = [d for d in diagnose(Inputs(probe=rep)) if d.id == "hang"]
+    assert d.severity == "fail" and "hung" in d.summary
+
+
+def test_collectives_done_before_the_one_that_hung_do_not_make_it_move():
+    # all_reduce completed (its check and a sweep, progress until 18 s); then every rank entered broadcast's
+    # check and no broadcast call completed before the deadline at 25 s
+    recs = _records([3, 22])
+    for r in (0, 1):
+        recs += [{"type": "result", "rank": r, "host": "vm", "collective": "all_reduce", "phase": "sweep",
+                  "status": "ok", "size": SIZE, "count": SIZE // 4, "iters": 20, "warmup": 2, "time_us": 1000.0},
+                 {"type": "progress", "rank": r, "host": "vm", "collective": "broadcast", "phase": "check",
+                  "size": 1024, "count": 256}]
+    run = _run(recs, [4.0, 4.1, 9.0, 16.0, 18.0, 18.1], stopped=25.0)
+    rep = analysis.analyze(runs=[run], settings=[run.setting], backend="gloo", require_ib=False,
+                           launcher="torchrun", hosts=["vm"], unreachable={}, problems={}, loopback={},
+                           ifnames={}, nproc_per_node=2, timeout=25.0)
+    sr = rep.settings[0]
+    assert sr.outcome.collectives["broadcast"].status == "hang"
+    assert sr.unfinished == progress.HANG and sr.verdict == "hang"
+    (d,) = [d for d in diagnose(Inputs(probe=rep)) if d.id == "hang"]
+    assert d.severity == "fail" and "broadcast hung" in d.summary
+
+
+def test_a_setting_that_finished_gets_no_unfinished_class():
+    recs = _records([3])
+    for r in (0, 1):
+        recs += [{"type": "result", "rank": r, "host": "vm", "collective": "all_reduce", "phase": "sweep",
+                  "status": "ok", "size": SIZE, "count": SIZE // 4, "iters": 20, "warmup": 2, "time_us": 1000.0},
+                 {"type": "end", "rank": r, "host": "vm", "status": "ok", "exit_code": 0,
+                  "collectives": {"all_reduce": "ok"}, "elapsed_s": 6.0}]
+    run = _run(recs, [4.0, 5.0, 6.0])
+    run.timed_out = False
+    sr = _report(run).settings[0]
+    assert sr.status == "ok" and sr.unfinished is None and sr.verdict == "ok"
+
+
+def test_a_hang_the_ranks_own_timeout_ended_is_never_called_slow():
+    # the launcher ended 5 s after the last call completed (the ranks' process-group timeout fired): the
+    # deadline did not cut it, so a short quiet spell is no sign of a slow setting
+    run = _run(_records([3, 7]), [4.0, 4.1, 8.0, 9.0])
+    run.timed_out, run.stopped_s = False, None
+    run.nodes["vm"] = NodeRun("vm", rc=1, elapsed=14.0)
+    sr = _report(run).settings[0]
+    assert sr.status == "hang" and sr.unfinished == progress.STALLED and sr.verdict == "stalled after 8 calls"
+    run.progress = []
+    assert _report(run).settings[0].verdict == "hang"
+
+
+def test_the_setting_line_keeps_the_arrivals_for_a_rebuilt_report():
+    line = session.setting_line(_run(_records([3]), [4.0, 5.0], stopped=90.0))
+    assert line["progress_s"] == [[4.0, "all_reduce"], [5.0, "all_reduce"]] and line["stopped_s"] == 90.0
+
+
+def test_a_report_rebuilt_from_the_run_directory_says_slow_too(tmp_path):
+    import json
+
+    from nccldiag.report import rebuild
+
+    run = _run(_records([3, 7, 12, 16, 20]), [4.0, 4.1, 56.0, 64.0, 72.0, 80.0, 88.0])
+    path = tmp_path / "run"
+    path.mkdir()
+    (path / "run.json").write_text(json.dumps({"command": "probe", "backend": "gloo", "launcher": "torchrun",
+                                               "hosts": ["vm"], "nproc_per_node": 2, "timeout": 90.0,
+                                               "settings": [{"name": "default", "env": {}}]}))
+    (path / "records.jsonl").write_text("".join(json.dumps({**r, "setting": "default"}) + "\n" for r in run.records))
+    (path / "settings.jsonl").write_text(json.dumps(session.setting_line(run)) + "\n")
+    doc = rebuild.load(str(path))
+    (s,) = doc["settings"]
+    assert s["status"] == "hang" and s["unfinished"] == "slow" and s["calls_done"] == 21
+    assert s["verdict"] == "slow (still moving at the deadline)"
+    import jsonschema
+
+    from nccldiag.report import schema
+
+    jsonschema.validate(doc, schema.load(doc["schema"]), cls=jsonschema.Draft202012Validator)
