@@ -12,7 +12,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from nccldiag.areas import kind
 from nccldiag.areas.base import NodeFacts
-from nccldiag.model.raw import RawNode
+from nccldiag.model.raw import RawNode, ReleasedNode
 from nccldiag.model.findings import Finding, Status, error, skip, worst
 from nccldiag.model.findings import exit_code as findings_exit_code
 
@@ -81,6 +81,8 @@ def collected(raw: RawNode, area: ModuleType) -> bool:
 
 def analyze_node(raw: RawNode, areas: Sequence[ModuleType], options: Optional[Mapping[str, Any]] = None) -> NodeReport:
     """Judge how one node was reached, then parse and judge its raw outputs (pure)."""
+    if isinstance(raw, ReleasedNode):  # its outputs are gone: judging it would report what never was
+        raise ValueError(f"{raw.host}: judged after its outputs were released")
     options = dict(options or {})
     report = NodeReport(host=raw.host, elapsed=raw.elapsed)
     for area in areas:
