@@ -15,7 +15,7 @@ import errno
 import os
 import stat
 import tempfile
-from typing import Optional
+from typing import Iterable, Optional, Union
 
 
 class Unsafe(PermissionError):
@@ -107,13 +107,18 @@ def create_new(path: str, flags: int = os.O_WRONLY, mode: int = 0o600) -> int:
     return os.open(path, flags | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
 
 
-def write_text(path: str, text: str, mode: Optional[int] = None) -> None:
-    """Replace ``path`` with ``text`` atomically; ``mode`` None keeps mkstemp's owner-only 0600."""
+def write_text(path: str, text: Union[str, Iterable[str]], mode: Optional[int] = None) -> None:
+    """Replace ``path`` with ``text`` (a string, or its pieces in order) atomically; ``mode`` None keeps
+    mkstemp's owner-only 0600."""
     directory = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=directory)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
+            if isinstance(text, str):
+                f.write(text)
+            else:
+                for piece in text:
+                    f.write(piece)
             f.flush()
             os.fsync(f.fileno())
         if mode is not None:

@@ -135,9 +135,9 @@ def read_lines(path: str) -> List[Dict[str, Any]]:
 
 def save_report(path: str, doc: Dict[str, Any]) -> None:
     """``report.json``: the document every format is rendered from."""
-    from nccldiag.report.jsonout import dumps
+    from nccldiag.report.jsonout import pieces
 
-    write_text(os.path.join(path, REPORT), dumps(doc))
+    write_text(os.path.join(path, REPORT), pieces(doc))
 
 
 def read_meta(path: str) -> Dict[str, Any]:

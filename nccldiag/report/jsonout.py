@@ -7,7 +7,7 @@ import os
 import stat
 import sys
 import time
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Iterable, Iterator, Optional, Union
 
 from nccldiag import __version__
 from nccldiag.atomic import write_text
@@ -25,17 +25,21 @@ def envelope(schema: str, started: Optional[float] = None, elapsed: Optional[flo
     return out
 
 
-def dumps(data: Dict) -> str:
-    """The JSON text of a report, exactly as every writer writes it.
+def pieces(data: Dict) -> Iterator[str]:
+    """The JSON text of a report, exactly as every writer writes it, piece by piece:
+    ``json.dumps(data, indent=2, default=str)`` and a newline. A writer that writes the pieces as they
+    come holds none of the text; an indented dump (``json.dumps``) lists every piece before joining them,
+    about ten times the text's size in memory for a report of a thousand nodes' facts."""
+    yield from json.JSONEncoder(indent=2, sort_keys=False, default=str).iterencode(data)
+    yield "\n"
 
-    The text is ``json.dumps(data, indent=2, default=str)`` and a newline, gathered piece by piece: an
-    indented dump builds a list of every piece before joining them, about ten times the text's size in
-    memory for a report of a thousand nodes' facts; gathered as they come, the pieces cost about the
-    text's size."""
+
+def dumps(data: Dict) -> str:
+    """The JSON text of a report, exactly as every writer writes it (:func:`pieces`, gathered as they
+    come: about the text's size in memory)."""
     out = io.StringIO()
-    for piece in json.JSONEncoder(indent=2, sort_keys=False, default=str).iterencode(data):
+    for piece in pieces(data):
         out.write(piece)
-    out.write("\n")
     return out.getvalue()
 
 
@@ -47,15 +51,14 @@ def plain(data: Dict) -> Dict:
 
 def write_json(data: Dict, path: str) -> None:
     """Write ``data`` to ``path`` ('-' for stdout); see :func:`write_file`."""
-    text = dumps(data)
     if path == "-":
-        sys.stdout.write(text)
+        sys.stdout.write(dumps(data))
         return
-    write_file(text, path)
+    write_file(pieces(data), path)
 
 
-def write_file(text: str, path: str) -> None:
-    """Write a report's ``text`` to ``path``.
+def write_file(text: Union[str, Iterable[str]], path: str) -> None:
+    """Write a report's ``text`` (a string, or its pieces in order) to ``path``.
 
     A regular file is replaced atomically through a new, unpredictable
     temporary file in the same directory (a reader never sees half a report,
@@ -68,7 +71,8 @@ def write_file(text: str, path: str) -> None:
         regular = True
     if not regular:
         with open(path, "w", encoding="utf-8") as f:
-            f.write(text)
+            for piece in [text] if isinstance(text, str) else text:
+                f.write(piece)
         return
     write_text(path, text, mode=0o644 & ~_umask())
 

@@ -192,6 +192,8 @@ def test_check_judges_each_node_as_it_arrives_and_reports_as_if_all_were_held(mo
     held = json.loads(dumps(check_report.to_json(report)))
     assert live["nodes"] == held["nodes"]
     assert any("trust on first use" in n for n in live["notes"])
+    # the run directory's report.json, written piece by piece, is the text --json - printed
+    assert (tmp_path / "run" / "report.json").read_text() == res.stdout
     # what was written as the nodes arrived is every node's whole output
     from nccldiag.collect import sections
 
