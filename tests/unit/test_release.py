@@ -212,3 +212,45 @@ def test_the_report_text_is_json_dumps_indented_piece_by_piece():
            "nan": float("nan"), "set": {3}, "tuple": (1, 2), "none": None}
     assert dumps(doc) == json.dumps(doc, indent=2, sort_keys=False, default=str) + "\n"
     assert json.dumps(plain(doc)) == json.dumps(json.loads(dumps(doc)))
+
+
+def test_srun_collect_with_release_holds_no_node_once_it_was_seen(monkeypatch):
+    """The srun engine lets go of each node's outputs as the SSH one does. The step's output is the real
+    collection script's, run here with sh, as srun labels it per task (the step itself is faked)."""
+    import re
+    import subprocess
+
+    from nccldiag.areas.base import Source
+    from nccldiag.collect import runner
+    from nccldiag.transport import srun
+
+    script = runner.script_for([], [Source("said", "echo fine", 5)], "ab12cd34")
+    out = subprocess.run(["sh", "-s"], input=script, capture_output=True, text=True, timeout=60).stdout
+
+    def run_streaming(argv, timeout, on_line, cancel=None, env=None, stdin_text=None, host=""):
+        step = re.search(r"' ([0-9a-f]{16}) \"", argv[-1]).group(1)
+        for k, node in enumerate(["n1", "n2", "n3"]):
+            on_line(f"{k}: @@nccldiag:{step}:node {node}@@")
+            for line in out.splitlines():
+                on_line(f"{k}: {line}")
+            on_line(f"{k}: @@nccldiag:{step}:done@@")
+        return base.ExecResult(host="srun", rc=0)
+
+    monkeypatch.setattr(srun, "run_streaming", run_streaming)
+    monkeypatch.setattr(srun.commands, "srun_step", lambda *a, **kw: ["srun"])
+    seen = []
+
+    def on_node(node):
+        gc.collect()
+        assert all(ref() is None for ref in seen), [ref() for ref in seen]
+        assert node.sections["said"] == "fine\n", node
+        seen.append(weakref.ref(node))
+
+    hosts = ["n1", "n2", "n3"]
+    nodes = srun.collect(hosts, {h: h for h in hosts}, {}, script, {}, "ab12cd34", command_timeout=30,
+                         whole_run=60, on_node=on_node, order={h: i for i, h in enumerate(hosts)}, release=True)
+    gc.collect()
+    assert len(seen) == 3 and all(ref() is None for ref in seen)
+    assert [n.host for n in nodes] == hosts
+    assert all(isinstance(n, ReleasedNode) and n.sections == {} and n.rcs == {"said": 0} for n in nodes), nodes
+    assert nodes[0].extra["slurm_node"] == "n1"
