@@ -12,11 +12,12 @@ write in, reached through directories nobody else can change.
 from __future__ import annotations
 
 import errno
+import io
 import json
 import os
 import stat
 import tempfile
-from typing import Dict, Optional
+from typing import Dict, Iterable, Iterator, Optional, Union
 
 
 class Unsafe(PermissionError):
@@ -108,13 +109,18 @@ def create_new(path: str, flags: int = os.O_WRONLY, mode: int = 0o600) -> int:
     return os.open(path, flags | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
 
 
-def write_text(path: str, text: str, mode: Optional[int] = None) -> None:
-    """Replace ``path`` with ``text`` atomically; ``mode`` None keeps mkstemp's owner-only 0600."""
+def write_text(path: str, text: Union[str, Iterable[str]], mode: Optional[int] = None) -> None:
+    """Replace ``path`` with ``text`` (a string, or its pieces in order) atomically; ``mode`` None keeps
+    mkstemp's owner-only 0600."""
     directory = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=directory)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
+            if isinstance(text, str):
+                f.write(text)
+            else:
+                for piece in text:
+                    f.write(piece)
             f.flush()
             os.fsync(f.fileno())
         if mode is not None:
@@ -128,9 +134,28 @@ def write_text(path: str, text: str, mode: Optional[int] = None) -> None:
         raise
 
 
+def pieces(data: Dict) -> Iterator[str]:
+    """The JSON text of a report, exactly as every writer writes it, piece by piece:
+    ``json.dumps(data, indent=2, default=str)`` and a newline. A writer that writes the pieces as they
+    come holds none of the text; an indented dump (``json.dumps``) lists every piece before joining them,
+    about ten times the text's size in memory for a report of a thousand nodes' facts."""
+    yield from json.JSONEncoder(indent=2, sort_keys=False, default=str).iterencode(data)
+    yield "\n"
+
+
 def dumps(data: Dict) -> str:
-    """The JSON text of a report, exactly as every writer writes it (report files, a run's ``report.json``)."""
-    return json.dumps(data, indent=2, sort_keys=False, default=str) + "\n"
+    """The JSON text of a report, exactly as every writer writes it (report files, a run's ``report.json``):
+    :func:`pieces`, gathered as they come (about the text's size in memory)."""
+    out = io.StringIO()
+    for piece in pieces(data):
+        out.write(piece)
+    return out.getvalue()
+
+
+def plain(data: Dict) -> Dict:
+    """``data`` as a JSON reader gets it back (what is not JSON made a string, as :func:`dumps` writes it),
+    through the compact encoder: the same document as reading :func:`dumps`'s text, built without it."""
+    return json.loads(json.dumps(data, default=str))
 
 
 class NotRegular(ValueError):

@@ -23,7 +23,7 @@ import os
 import threading
 from typing import Any, Dict, List, Optional
 
-from nccldiag.atomic import dumps, write_text
+from nccldiag.atomic import pieces, write_text
 from nccldiag.model.errors import UsageError
 
 META = "run.json"
@@ -135,7 +135,7 @@ def read_lines(path: str) -> List[Dict[str, Any]]:
 
 def save_report(path: str, doc: Dict[str, Any]) -> None:
     """``report.json``: the document every format is rendered from."""
-    write_text(os.path.join(path, REPORT), dumps(doc))
+    write_text(os.path.join(path, REPORT), pieces(doc))
 
 
 def read_meta(path: str) -> Dict[str, Any]:

@@ -12,7 +12,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from nccldiag.areas import kind
 from nccldiag.areas.base import NodeFacts
-from nccldiag.model.raw import RawNode
+from nccldiag.model.raw import RawNode, ReleasedNode
 from nccldiag.model.findings import Finding, Status, error, skip, worst
 from nccldiag.model.findings import exit_code as findings_exit_code
 
@@ -83,6 +83,8 @@ def analyze_node(raw: RawNode, areas: Sequence[ModuleType], options: Optional[Ma
                  spec: Optional[Any] = None) -> NodeReport:
     """Judge how one node was reached, then parse and judge its raw outputs (pure); with a site ``spec``
     (:class:`nccldiag.spec.model.Spec`), compare the node with it and apply its policy."""
+    if isinstance(raw, ReleasedNode):  # its outputs are gone: judging it would report what never was
+        raise ValueError(f"{raw.host}: judged after its outputs were released")
     options = dict(options or {})
     report = NodeReport(host=raw.host, elapsed=raw.elapsed)
     for area in areas:

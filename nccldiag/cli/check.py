@@ -1,7 +1,6 @@
 """``nccldiag check``: check nodes and report findings."""
 from __future__ import annotations
 
-import json
 import os
 import sys
 import time
@@ -15,7 +14,7 @@ from nccldiag.cli.options import (
 )
 from nccldiag import rundir
 from nccldiag.model.errors import UsageError
-from nccldiag.report.jsonout import dumps
+from nccldiag.report.jsonout import plain
 from nccldiag.report import outputs
 
 
@@ -52,7 +51,11 @@ def collection_target(kw, local: bool = False):
 
 def run_collection(kw, areas_sel, save_dir: Optional[str], extra_sources=(), mesh_mode="first", not_saved=None,
                    target=None, arrived=None):
-    """Collect live with a progress bar on a terminal; each node saved as it arrives (and given to ``arrived``)."""
+    """Collect live with a progress bar on a terminal; each node saved as it arrives (and given to ``arrived``).
+
+    Each node collected from a host is let go of its outputs once saved and given to ``arrived``: the
+    nodes returned are :func:`~nccldiag.model.raw.released` ones, what a report needs of how each was
+    reached (its error, its transport's notes), so memory does not grow with what each node sends."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from nccldiag.collect import session
@@ -84,7 +87,7 @@ def run_collection(kw, areas_sel, save_dir: Optional[str], extra_sources=(), mes
 
             opts.transport, opts.slurm_job = "srun", job
             opts.alloc = None if job else alloc_request(kw, kw.get("alloc_wait") or 60.0)
-        raws, notes = session.collect(inv, areas_sel, opts, save_dir, on_start, on_node, not_saved)
+        raws, notes = session.collect(inv, areas_sel, opts, save_dir, on_start, on_node, not_saved, release=True)
         if inv is None and arrived is not None:
             for node in raws:  # this machine: collected in one go
                 arrived(node)
@@ -188,7 +191,7 @@ def check(bundle, only, skip, mesh_mode, save_dir, run_dir, p2p_test, verbose, c
         report.slurm = feedback.run(report, raws, drain, drain_unchecked, resume_healthy,
                                     local_name=_own_slurm_name() if local else None, spec=spec)
     report.elapsed = time.monotonic() - t0
-    doc = json.loads(dumps(check_report.to_json(report)))
+    doc = plain(check_report.to_json(report))
     if health_check:
         from nccldiag.report.check_report import health_line
 

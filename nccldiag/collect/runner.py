@@ -18,7 +18,7 @@ from nccldiag.areas import mesh
 from nccldiag.areas.base import Source
 from nccldiag.collect.script import build_script, source_names
 from nccldiag.collect.sections import new_mark, split_sections
-from nccldiag.model.raw import RawNode
+from nccldiag.model.raw import RawNode, released
 from nccldiag.inventory import Host
 from nccldiag.transport.base import COMMAND_TIMEOUT, PROTOCOL, ExecResult, TransportError
 from nccldiag.transport.task import fan_out
@@ -181,8 +181,13 @@ def collect_hosts(
     script: str,
     opts: CollectOptions,
     on_node: Optional[Callable[[RawNode], None]] = None,
+    release: bool = False,
 ) -> List[RawNode]:
-    """Collect from every host, ``opts.fanout`` at a time, in hostfile order."""
+    """Collect from every host, ``opts.fanout`` at a time, in hostfile order.
+
+    With ``release`` each node's outputs are let go once ``on_node`` has seen it (judged it, written it
+    out): the nodes returned are :func:`~nccldiag.model.raw.released` ones, and at most about twice
+    ``opts.fanout`` nodes' outputs are held at any time, however many hosts there are."""
     plan = mesh_plan(hosts, opts.mesh)
     # every name looked up at once, each within the connect timeout: a DNS server slow to say no costs
     # the run one connect timeout, not one per --fanout hosts
@@ -196,6 +201,7 @@ def collect_hosts(
         return collect_host(h, script, opts, plan.get(h.name, ()))
 
     held: dict = {}  # host -> its first try, which timed out: reported after its retry
+    keep = released if release else None
 
     def done(h: Host, node: RawNode) -> None:
         if timed_out(node):
@@ -207,18 +213,18 @@ def collect_hosts(
 
     def retried(h: Host, node: RawNode) -> None:
         first = held.pop(h.name)
-        second[h.name] = node
         node.extra["tries"] = [_timeout_message(first)] + ([_timeout_message(node)] if timed_out(node) else [])
         if on_node is not None:
             on_node(node)
+        second[h.name] = released(node) if release else node
 
     try:
-        nodes = fan_out(list(hosts), task, opts.fanout, done)
+        nodes = fan_out(list(hosts), task, opts.fanout, done, keep=keep)
         # a node stopped at a bound is tried once more, on a fresh connection, once the others are done: a
         # login that queued behind the others' (a shared home's ~/.bashrc under a lock) finds the queue gone
         again = [h for h in hosts if h.name in held]
         if again:
-            fan_out(again, task, opts.fanout, retried)
+            fan_out(again, task, opts.fanout, retried, keep=keep)
     finally:
         for first in list(held.values()):  # not tried again (interrupted): the first try stands
             first.extra["tries"] = [_timeout_message(first)]
@@ -232,8 +238,10 @@ def collect_srun(
     script: str,
     opts: CollectOptions,
     on_node: Optional[Callable[[RawNode], None]] = None,
+    release: bool = False,
 ) -> List[RawNode]:
-    """Collect from every host as one ``srun`` step (no SSH); hosts matched to Slurm's node names first."""
+    """Collect from every host as one ``srun`` step (no SSH); hosts matched to Slurm's node names first.
+    ``release``: as for :func:`collect_hosts`."""
     from nccldiag.slurm import client
     from nccldiag.slurm.nodes import match_hosts
     from nccldiag.collect import srun
@@ -255,5 +263,5 @@ def collect_srun(
         command_timeout=opts.ssh.command_timeout,
         whole_run=opts.ssh.command_timeout * WHOLE_RUN + (opts.alloc.wait if opts.alloc and not opts.slurm_job else 0.0),
         job=opts.slurm_job, req=opts.alloc, on_node=on_node,
-        order={n.name: i for i, n in enumerate(slurm_nodes)},
+        order={n.name: i for i, n in enumerate(slurm_nodes)}, release=release,
     )

@@ -21,11 +21,15 @@ def collect(
     on_start: Optional[Callable[[int], None]] = None,
     on_node: Optional[Callable[[RawNode], None]] = None,
     not_saved: Optional[Dict[str, str]] = None,
+    release: bool = False,
 ) -> Tuple[List[RawNode], List[str]]:
     """Raw nodes in inventory order and notes about the inventory (``inv`` None: this machine).
 
     A node that cannot be saved (a full disk) is named in ``not_saved`` and in
-    the notes; collection goes on and every node is still returned.
+    the notes; collection goes on and every node is still returned. With
+    ``release`` the nodes collected from hosts are let go of their outputs once
+    saved and handed to ``on_node`` (:func:`~nccldiag.model.raw.released`
+    ones are returned); this machine's node is returned whole.
     """
     script = runner.script_for(areas_sel, opts.extra_sources, opts.mark)
     area_names = [a.NAME for a in areas_sel]
@@ -71,8 +75,8 @@ def collect(
             on_node(node)
 
     if opts.transport == "srun":
-        return runner.collect_srun(hosts, script, opts, arrived), notes
-    return runner.collect_hosts(hosts, script, opts, arrived), notes
+        return runner.collect_srun(hosts, script, opts, arrived, release=release), notes
+    return runner.collect_hosts(hosts, script, opts, arrived, release=release), notes
 
 
 def from_bundle(bundle: str, areas_sel: Sequence, only_given: bool) -> Tuple[List[RawNode], List]:

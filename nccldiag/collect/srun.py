@@ -23,7 +23,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Sequence
 
-from nccldiag.model.raw import RawNode
+from nccldiag.model.raw import RawNode, released
 from nccldiag.slurm import commands
 from nccldiag.collect.script import source_names
 from nccldiag.collect.sections import split_sections
@@ -138,6 +138,7 @@ def collect(
     on_node: Optional[Callable[[RawNode], None]] = None,
     cancel: Optional[threading.Event] = None,
     order: Optional[Dict[str, int]] = None,
+    release: bool = False,
 ) -> List[RawNode]:
     """One RawNode per host, in ``hosts`` order.
 
@@ -145,7 +146,8 @@ def collect(
     why Slurm runs nothing there (those, and hosts without a Slurm node, are
     reported unchecked without being tried). ``order``: Slurm's node order
     (name -> place); with it each task's output is its node's by srun's own
-    layout (:func:`task_nodes`), whatever node name the task prints.
+    layout (:func:`task_nodes`), whatever node name the task prints. ``release``: each node's outputs are
+    let go once ``on_node`` has seen it (the nodes returned are :func:`~nccldiag.model.raw.released` ones).
     """
     results: Dict[str, RawNode] = {}
 
@@ -153,6 +155,8 @@ def collect(
         results[node.host] = node
         if on_node is not None:
             on_node(node)
+        if release:
+            results[node.host] = released(node)
 
     for h in hosts:
         if h not in names:
@@ -181,6 +185,7 @@ def collect(
         if host is None or host in results:
             return
         sections, rcs, truncated = split_sections("\n".join(t.lines), mark, source_names(script))
+        t.lines = []  # split: the node's outputs are in its sections now
         end = time.monotonic() if error is not None or not t.last else t.last
         node = RawNode(host=host, sections=sections, rcs=rcs, truncated=truncated, elapsed=end - start)
         if error is not None:

@@ -16,3 +16,16 @@ class RawNode:
     truncated: bool = False  # output ended inside a section
     elapsed: float = 0.0
     extra: Dict[str, object] = field(default_factory=dict)
+
+
+@dataclass
+class ReleasedNode(RawNode):
+    """What a run keeps of a node once it was judged and written out: how it was reached (its error, return
+    codes, timings, transport notes), never its outputs. A live check holds one of these per node instead
+    of the node's raw outputs, so its memory does not grow with what each node sends. Nothing judges one."""
+
+
+def released(node: RawNode) -> ReleasedNode:
+    """``node`` without its outputs (:class:`ReleasedNode`)."""
+    return ReleasedNode(host=node.host, rcs=dict(node.rcs), error=node.error, truncated=node.truncated,
+                        elapsed=node.elapsed, extra=node.extra)

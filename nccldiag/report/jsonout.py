@@ -5,10 +5,10 @@ import os
 import stat
 import sys
 import time
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Iterable, Iterator, Optional, Union
 
 from nccldiag import __version__
-from nccldiag.atomic import dumps, write_text
+from nccldiag.atomic import dumps, pieces, plain, write_text
 
 
 def envelope(schema: str, started: Optional[float] = None, elapsed: Optional[float] = None) -> Dict[str, Any]:
@@ -25,15 +25,14 @@ def envelope(schema: str, started: Optional[float] = None, elapsed: Optional[flo
 
 def write_json(data: Dict, path: str) -> None:
     """Write ``data`` to ``path`` ('-' for stdout); see :func:`write_file`."""
-    text = dumps(data)
     if path == "-":
-        sys.stdout.write(text)
+        sys.stdout.write(dumps(data))
         return
-    write_file(text, path)
+    write_file(pieces(data), path)
 
 
-def write_file(text: str, path: str) -> None:
-    """Write a report's ``text`` to ``path``.
+def write_file(text: Union[str, Iterable[str]], path: str) -> None:
+    """Write a report's ``text`` (a string, or its pieces in order) to ``path``.
 
     A regular file is replaced atomically through a new, unpredictable
     temporary file in the same directory (a reader never sees half a report,
@@ -46,7 +45,8 @@ def write_file(text: str, path: str) -> None:
         regular = True
     if not regular:
         with open(path, "w", encoding="utf-8") as f:
-            f.write(text)
+            for piece in [text] if isinstance(text, str) else text:
+                f.write(piece)
         return
     write_text(path, text, mode=0o644 & ~_umask())
 

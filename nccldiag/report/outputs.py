@@ -121,7 +121,8 @@ class Outputs:
                                                        "--prom": _prom, "--html": _html}
         for opt, path in self.items():
             try:
-                text = renderers[opt](doc)
+                # a JSON file is written piece by piece, never held whole
+                text = jsonout.pieces(doc) if opt == "--json" and path != "-" else renderers[opt](doc)
             except ValueError as exc:
                 raise UsageError(f"{opt}: {exc}") from None
             try:
@@ -129,6 +130,8 @@ class Outputs:
                     click.echo(text, nl=False)
                 else:
                     jsonout.write_file(text, path)
+            except ValueError as exc:
+                raise UsageError(f"{opt}: {exc}") from None
             except OSError as exc:
                 raise UsageError(f"{opt} {path}: cannot write: {exc.strerror or exc}") from None
 
