@@ -41,11 +41,22 @@ def shared_home(vc, stalled=None):
         yield
     finally:
         vc.login("plain")
+        _release(stall / "never")
         for p in (stall / "hostname", stall / "never"):
             if p.exists():
                 p.unlink()
         if stall.exists():
             stall.rmdir()
+
+
+def _release(fifo):
+    """End the stalled source's read: a writer that opens and closes the FIFO gives its reader end of file
+    (without it, the reader waits out the source's own timeout on the node after the test)."""
+    try:
+        fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+    except OSError:  # no FIFO, or no reader left
+        return
+    os.close(fd)
 
 
 def check(vc, tmp_path, *args, silence=SILENCE):
