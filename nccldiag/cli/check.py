@@ -50,12 +50,13 @@ def collection_target(kw, local: bool = False):
 
 
 def run_collection(kw, areas_sel, save_dir: Optional[str], extra_sources=(), mesh_mode="first", not_saved=None,
-                   target=None, arrived=None):
+                   target=None, arrived=None, release=True):
     """Collect live with a progress bar on a terminal; each node saved as it arrives (and given to ``arrived``).
 
-    Each node collected from a host is let go of its outputs once saved and given to ``arrived``: the
-    nodes returned are :func:`~nccldiag.model.raw.released` ones, what a report needs of how each was
-    reached (its error, its transport's notes), so memory does not grow with what each node sends."""
+    With ``release`` each node collected from a host is let go of its outputs once saved and given to
+    ``arrived``: the nodes returned are :func:`~nccldiag.model.raw.released` ones, what a report needs of how
+    each was reached (its error, its transport's notes), so memory does not grow with what each node sends.
+    Without it (a few reference nodes, judged after the collection) the nodes keep their outputs."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from nccldiag.collect import session
@@ -87,7 +88,7 @@ def run_collection(kw, areas_sel, save_dir: Optional[str], extra_sources=(), mes
 
             opts.transport, opts.slurm_job = "srun", job
             opts.alloc = None if job else alloc_request(kw, kw.get("alloc_wait") or 60.0)
-        raws, notes = session.collect(inv, areas_sel, opts, save_dir, on_start, on_node, not_saved, release=True)
+        raws, notes = session.collect(inv, areas_sel, opts, save_dir, on_start, on_node, not_saved, release=release)
         if inv is None and arrived is not None:
             for node in raws:  # this machine: collected in one go
                 arrived(node)

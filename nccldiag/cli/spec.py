@@ -52,7 +52,7 @@ def init(bundle, output, **kw):
 
         target = collection_target(kw)
         try:
-            raws, _notes = run_collection(kw, areas_sel, None, mesh_mode="none", target=target)
+            raws, _notes = run_collection(kw, areas_sel, None, mesh_mode="none", target=target, release=False)
         finally:
             if target[1] is not None:
                 target[1].release()

@@ -254,3 +254,14 @@ def test_srun_collect_with_release_holds_no_node_once_it_was_seen(monkeypatch):
     assert [n.host for n in nodes] == hosts
     assert all(isinstance(n, ReleasedNode) and n.sections == {} and n.rcs == {"said": 0} for n in nodes), nodes
     assert nodes[0].extra["slurm_node"] == "n1"
+
+
+def test_spec_init_from_live_nodes_judges_them_whole(monkeypatch):
+    """``spec init -w`` judges its few reference nodes after the collection: their outputs are kept for it
+    (a released node would be an internal error, exit 4)."""
+    from nccldiag.cli import main
+
+    _fake_transport(monkeypatch, [])
+    res = CliRunner().invoke(main, ["spec", "init", "-w", "gpu001"])
+    assert res.exit_code == 0, res.output
+    assert "[gpu]" in res.stdout and "released" not in res.output
