@@ -520,6 +520,15 @@ def test_known_hosts_read_once_per_change_plain_and_hashed(keys, tmp_path):
 # sshd's shell runs ~/.bashrc (written for these tests, in the role of a shared home's pyenv/conda init).
 # A stall is a read of a FIFO nobody writes: it lasts until the server is closed, never a sleep.
 
+def _release(fifo):
+    """End every read of ``fifo`` still waiting: a writer that opens and closes it gives them end of file."""
+    try:
+        fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+    except OSError:  # no reader left
+        return
+    os.close(fd)
+
+
 def _started(keys, server, login):
     s = server()
     s.login = login
@@ -617,7 +626,10 @@ def test_a_stalled_script_is_named_stalled_after_its_retry_within_the_bounds(key
     fifo = tmp_path / "never"
     os.mkfifo(fifo)
     cfg = _started(keys, server, "true")
-    node, f, elapsed = _collect(cfg, [("said", "echo fine", 5), ("hung", f"cat {fifo}", 1000)], command_timeout=1)
+    try:
+        node, f, elapsed = _collect(cfg, [("said", "echo fine", 5), ("hung", f"cat {fifo}", 1000)], command_timeout=1)
+    finally:
+        _release(fifo)  # the source runs under its own timeout's process group, out of the server's reach
     stalled = "script stalled: nothing sent for 1 s after it started"
     assert node.sections["said"] == "fine\n" and node.extra["tries"] == [stalled, stalled], node
     assert (f.status.value, f.check) == ("error", "ssh.command-timeout"), f
