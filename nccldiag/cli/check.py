@@ -8,9 +8,10 @@ from typing import Optional
 
 import click
 
+from nccldiag.cli.host import HostCommand
 from nccldiag.cli.options import (
     CONTEXT, areas, color_option, host_options, import_torch_option, inventory, login_timeout_option,
-    slurm_inventory, slurm_options, ssh_options, transport_option,
+    slurm_options, ssh_options, transport_option,
 )
 from nccldiag import rundir
 from nccldiag.model.errors import UsageError
@@ -32,26 +33,12 @@ def collect_options(kw, mesh_mode: str = "none", extra_sources=()):
 HEALTH_AREAS = ("system", "iommu", "pcie", "ib", "gdr", "gpu", "gpuhealth", "xid", "limits")
 
 
-def collection_target(kw, local: bool = False):
-    """``(inventory, allocation, transport, job)`` from the options; the caller releases the allocation."""
-    from nccldiag.slurm import client
-
-    transport = kw.get("transport") or "ssh"
-    if local:
-        if kw["hostfiles"] or kw["hosts_exprs"] or transport != "ssh":
-            raise UsageError("--local checks this machine: give no hostfile, -w or --transport with it")
-        return None, None, "local", None
-    inv, alloc = slurm_inventory(kw, kw.get("alloc_wait") or 60.0)
-    job = alloc.job if alloc is not None else client.current_job()
-    if transport == "srun" and inv is None:
-        raise UsageError("--transport srun needs nodes: run inside an allocation, give hosts, or ask for an "
-                         "allocation (--partition, --nodes, ...)")
-    return inv, alloc, transport, job
-
-
 def run_collection(kw, areas_sel, save_dir: Optional[str], extra_sources=(), mesh_mode="first", not_saved=None,
                    target=None, arrived=None, release=True):
     """Collect live with a progress bar on a terminal; each node saved as it arrives (and given to ``arrived``).
+
+    ``target`` is a :class:`~nccldiag.cli.host.HostCommand` whose :meth:`collection_target` chose the hosts
+    (without one: the hosts of the options, over SSH).
 
     With ``release`` each node collected from a host is let go of its outputs once saved and given to
     ``arrived``: the nodes returned are :func:`~nccldiag.model.raw.released` ones, what a report needs of how
@@ -79,15 +66,16 @@ def run_collection(kw, areas_sel, save_dir: Optional[str], extra_sources=(), mes
             if arrived is not None:
                 arrived(node)
 
-        inv, alloc, transport, job = target if target is not None else (inventory(kw), None, "ssh", None)
+        if target is not None:
+            inv, transport, job = target.inv, target.transport, target.job
+        else:
+            inv, transport, job = inventory(kw), "ssh", None
         if transport == "srun":
             mesh_mode = "none"  # no SSH at all
         opts = collect_options(kw, mesh_mode, extra_sources)
         if transport == "srun":
-            from nccldiag.cli.options import alloc_request
-
             opts.transport, opts.slurm_job = "srun", job
-            opts.alloc = None if job else alloc_request(kw, kw.get("alloc_wait") or 60.0)
+            opts.alloc = None if job else target.request()
         raws, notes = session.collect(inv, areas_sel, opts, save_dir, on_start, on_node, not_saved, release=release)
         if inv is None and arrived is not None:
             for node in raws:  # this machine: collected in one go
@@ -118,7 +106,7 @@ def run_collection(kw, areas_sel, save_dir: Optional[str], extra_sources=(), mes
               help="Compare every node with this site spec and apply its policy ([severity], [thresholds], "
                    "[drain]); default $NCCLDIAG_SPEC. 'nccldiag spec init' writes one (docs/spec.md).")
 @transport_option
-@slurm_options(with_timeout=True)
+@slurm_options(old_timeout=True)
 @click.option("--local", is_flag=True, help="Check this machine only, without SSH, even inside a Slurm allocation.")
 @click.option("--health-check", is_flag=True,
               help="Node health check (Slurm HealthCheckProgram, Prolog, Epilog): this machine, the cheap areas "
@@ -174,19 +162,16 @@ def check(bundle, only, skip, mesh_mode, save_dir, run_dir, p2p_test, verbose, c
         for raw in raws:
             keep.node(raw)
     else:
-        target = collection_target(kw, local)
-        keep = _Keeper(run_dir, run_id, areas_sel, options, None, _planned_hosts(target),
-                       target[2] if target[0] is not None else "local", spec=spec)
-        try:
+        with HostCommand(kw) as target:  # an allocation asked for is released once the nodes are collected
+            target.collection_target(local)
+            keep = _Keeper(run_dir, run_id, areas_sel, options, None, _planned_hosts(target),
+                           target.transport if target.inv is not None else "local", spec=spec)
             raws, notes = run_collection(kw, areas_sel, save_dir, extra, mesh_mode, target=target, arrived=keep.node)
-        finally:
-            if target[1] is not None:
-                target[1].release()
     keep.close()
     report = engine.analyze(raws, areas_sel, options, judged=keep.judged, spec=spec)
     report.inventory_notes = list(notes) + trust_notes(raws)
-    if target is not None and (drain or resume_healthy or target[2] == "srun" or target[1] is not None
-                               or target[3] is not None):
+    if target is not None and (drain or resume_healthy or target.transport == "srun" or target.alloc is not None
+                               or target.job is not None):
         from nccldiag.slurm import feedback
 
         report.slurm = feedback.run(report, raws, drain, drain_unchecked, resume_healthy,
@@ -251,7 +236,7 @@ def _planned_hosts(target) -> list:
     """The hosts a live check is to collect, in inventory order (this machine's name without an inventory)."""
     import socket
 
-    inv = target[0]
+    inv = target.inv
     return list(inv.names) if inv is not None else [socket.gethostname()]
 
 

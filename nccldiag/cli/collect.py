@@ -5,7 +5,8 @@ import sys
 
 import click
 
-from nccldiag.cli.check import collection_target, run_collection, trust_notes
+from nccldiag.cli.check import run_collection, trust_notes
+from nccldiag.cli.host import HostCommand
 from nccldiag.cli.options import (
     CONTEXT, areas, host_options, import_torch_option, login_timeout_option, slurm_options, transport_option,
 )
@@ -22,7 +23,7 @@ from nccldiag.model.errors import UsageError
 @click.option("--only", multiple=True, metavar="AREA,...", help="Collect only these areas.")
 @click.option("--skip", multiple=True, metavar="AREA,...", help="Do not collect these areas.")
 @transport_option
-@slurm_options(with_timeout=True)
+@slurm_options(old_timeout=True)
 def collect(out_dir, print_script, only, skip, **kw):
     """Gather raw outputs into a bundle, for 'check --bundle' or a support ticket."""
     from nccldiag.collect import runner
@@ -34,12 +35,9 @@ def collect(out_dir, print_script, only, skip, **kw):
     if not out_dir:
         raise UsageError("collect needs -o DIR (or --script to print the collection script)")
     not_saved: dict = {}
-    target = collection_target(kw)
-    try:
-        raws, _notes = run_collection(kw, areas_sel, out_dir, mesh_mode="none", not_saved=not_saved, target=target)
-    finally:
-        if target[1] is not None:
-            target[1].release()
+    with HostCommand(kw) as target:
+        raws, _notes = run_collection(kw, areas_sel, out_dir, mesh_mode="none", not_saved=not_saved,
+                                      target=target.collection_target())
     for note in trust_notes(raws):
         click.echo(f"nccldiag: note: {note}", err=True)
     failed = [r for r in raws if r.error]

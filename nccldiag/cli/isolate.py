@@ -6,8 +6,8 @@ import sys
 
 import click
 
-from nccldiag.cli.options import (CONTEXT, check_output_file, color_option, host_options, slurm_inventory,
-                                  slurm_options, spec_option, ssh_options)
+from nccldiag.cli.host import HostCommand
+from nccldiag.cli.options import CONTEXT, check_output_file, color_option, host_options, slurm_options, spec_option
 from nccldiag.model.errors import UsageError
 
 
@@ -37,14 +37,15 @@ from nccldiag.model.errors import UsageError
 @click.option("--size", default=None, help="Message size of each job (default: 1M with gloo, 256M with nccl).")
 @click.option("--iters", type=click.IntRange(1, 100000), default=None, help="Timed iterations per job.")
 @click.option("--timeout", type=click.FloatRange(5, 86400), default=None,
-              help="Seconds one job may run (default 120 with gloo, 600 with nccl).")
+              help="Seconds one job may run (default 120 with gloo, 600 with nccl); the wait for a Slurm "
+                   "allocation is --alloc-timeout.")
 @click.option("--rdzv-port", type=click.IntRange(1024, 65535 - 100), default=29400, show_default=True,
               help="First rendezvous port; jobs use this port and the next 99 on their first node.")
 @click.option("--no-full", is_flag=True, help="Skip the all-nodes run (and bisection) after every pair passed.")
-@click.option("-o", "--output", "out_dir", default=None, type=click.Path(file_okay=False),
-              help="Directory for records.jsonl (default $XDG_STATE_HOME/nccldiag/isolate/<run id>).")
+@click.option("--run-dir", "-o", "--output", "out_dir", default=None, type=click.Path(file_okay=False),
+              help="Run directory, for records.jsonl (default $XDG_STATE_HOME/nccldiag/isolate/<run id>).")
 @click.option("--json", "json_path", metavar="PATH|-", default=None, help="Write the report as JSON.")
-@slurm_options(with_timeout=False)
+@slurm_options()
 @spec_option
 @color_option
 def isolate(launcher, backend, nproc_per_node, nets, hcas, fraction, expected_busbw, seed, pair_rounds, size, iters, timeout, rdzv_port,
@@ -59,7 +60,6 @@ def isolate(launcher, backend, nproc_per_node, nets, hcas, fraction, expected_bu
     from nccldiag.probe.plan import parse_size
     from nccldiag.report import isolate_report
     from nccldiag.report.console import console
-    from nccldiag.slurm import client
     from nccldiag.spec import runs
 
     check_output_file(json_path, "--json")
@@ -73,8 +73,9 @@ def isolate(launcher, backend, nproc_per_node, nets, hcas, fraction, expected_bu
     if out_dir:
         from nccldiag import rundir
 
-        out_dir = rundir.prepare(out_dir, "-o")
-    inv, alloc = slurm_inventory(kw, min(timeout or 60.0, 600.0))
+        out_dir = rundir.prepare(out_dir, "--run-dir")
+    host = HostCommand(kw)  # an allocation asked for is released however the run ends (host.close())
+    inv = host.hosts()
     made = None
     try:
         if inv is None or len(inv.hosts) < 2:
@@ -84,9 +85,8 @@ def isolate(launcher, backend, nproc_per_node, nets, hcas, fraction, expected_bu
         opts = isolate_run.IsolateOptions(
             backend=backend, nproc_per_node=nproc_per_node, nets=list(nets), hcas=list(hcas), fraction=fraction,
             expected_busbw=expected_busbw, seed=seed, pair_rounds=pair_rounds, size=parse_size(size) if size else None,
-            iters=iters, timeout=timeout, rdzv_port=rdzv_port, full=not no_full, python=kw["python"],
-            ssh=ssh_options(kw), out_dir=out_dir, fanout=kw["fanout"], launcher=launcher,
-            slurm_job=alloc.job if alloc is not None else client.current_job(),
+            iters=iters, timeout=timeout, rdzv_port=rdzv_port, full=not no_full, python=host.python,
+            ssh=host.ssh(), out_dir=out_dir, fanout=host.fanout, launcher=launcher, slurm_job=host.job,
         )
         err = console(stderr=True, color=color)
         report = isolate_run.run(inv.hosts, opts, progress=lambda line: err.print(line, style="muted", markup=False))
@@ -100,8 +100,7 @@ def isolate(launcher, backend, nproc_per_node, nets, hcas, fraction, expected_bu
                 os.rmdir(made)
             except OSError:
                 pass
-        if alloc is not None:
-            alloc.release()
+        host.close()
     try:
         isolate_report.emit(report, console(color=color), json_path)
     except OSError as exc:
@@ -110,7 +109,7 @@ def isolate(launcher, backend, nproc_per_node, nets, hcas, fraction, expected_bu
 
 
 def _own_out_dir(path: str) -> str:
-    """Make the ``-o`` directory now, before any node is contacted, so that nobody can make it first
+    """Make the ``--run-dir`` directory now, before any node is contacted, so that nobody can make it first
     (or accept the empty one of this user's that :func:`nccldiag.rundir.prepare` checked)."""
     from nccldiag.atomic import Unsafe, own_dir
 
@@ -118,7 +117,7 @@ def _own_out_dir(path: str) -> str:
     try:
         own_dir(path)
     except Unsafe as exc:
-        raise UsageError(f"-o {path}: {exc.strerror}") from None
+        raise UsageError(f"--run-dir {path}: {exc.strerror}") from None
     except OSError as exc:
-        raise UsageError(f"-o {path}: cannot create it: {exc.strerror or exc}") from None
+        raise UsageError(f"--run-dir {path}: cannot create it: {exc.strerror or exc}") from None
     return None if existed else path

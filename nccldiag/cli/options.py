@@ -1,7 +1,7 @@
 """Options and small helpers shared by the commands; no command lives here."""
 from __future__ import annotations
 
-from typing import List, Sequence
+from typing import List, Optional, Sequence
 
 import click
 
@@ -98,8 +98,25 @@ def areas(only, skip):
         raise UsageError(f"--only/--skip: {exc}") from None
 
 
-def slurm_options(with_timeout: bool = True):
-    """How to run through Slurm: the transport, and an allocation asked for from a login node."""
+ALLOC_WAIT = 60.0  # seconds to wait for a Slurm allocation when --alloc-timeout is not given
+
+
+def deprecated(old: str, new: str):
+    """A click callback for an old spelling that still works: one line on stderr when it is given."""
+
+    def warn(ctx, param, value):
+        if value is not None:
+            click.echo(f"nccldiag: warning: {old} is deprecated here: use {new}", err=True)
+        return value
+
+    return warn
+
+
+def slurm_options(old_timeout: bool = False):
+    """How to run through Slurm: the transport, and an allocation asked for from a login node.
+
+    ``--alloc-timeout`` bounds the wait for that allocation on every command; with ``old_timeout``
+    (check, collect, spec init) ``--timeout`` is still read as its deprecated spelling."""
 
     def deco(f):
         opts = [
@@ -112,16 +129,28 @@ def slurm_options(with_timeout: bool = True):
             click.option("--qos", default=None, help="Slurm: quality of service of the allocation."),
             click.option("--time", "alloc_time", default=None, metavar="TIME",
                          help="Slurm: time limit of the allocation (salloc's format, e.g. 10 or 0:30:00)."),
+            click.option("--alloc-timeout", "alloc_wait", type=click.FloatRange(1, 86400), default=None,
+                         metavar="SECONDS",
+                         help=f"Slurm: seconds to wait for the allocation to be granted (salloc --immediate).  "
+                              f"[default: {ALLOC_WAIT:g}]"),
         ]
-        if with_timeout:
-            opts.append(click.option("--timeout", "alloc_wait", type=click.FloatRange(1, 86400), default=60.0,
-                                     show_default=True,
-                                     help="Slurm: seconds to wait for the allocation to be granted."))
+        if old_timeout:
+            opts.append(click.option("--timeout", "alloc_wait_old", type=click.FloatRange(1, 86400), default=None,
+                                     hidden=True, callback=deprecated("--timeout", "--alloc-timeout")))
         for o in reversed(opts):
             f = o(f)
         return f
 
     return deco
+
+
+def alloc_wait(kw) -> float:
+    """The seconds to wait for a Slurm allocation: ``--alloc-timeout``, or the deprecated ``--timeout`` of
+    check, collect and spec init (both given is a usage error), else :data:`ALLOC_WAIT`."""
+    new, old = kw.get("alloc_wait"), kw.get("alloc_wait_old")
+    if new is not None and old is not None:
+        raise UsageError("--timeout is the old name of --alloc-timeout: give one")
+    return new if new is not None else old if old is not None else ALLOC_WAIT
 
 
 transport_option = click.option(
@@ -130,15 +159,16 @@ transport_option = click.option(
          "inside an allocation, or with --partition/--nodes/... to ask for one).")
 
 
-def alloc_request(kw, wait: float):
+def alloc_request(kw, wait: Optional[float] = None):
     from nccldiag.slurm.commands import AllocRequest
 
+    wait = alloc_wait(kw) if wait is None else wait
     return AllocRequest(partition=kw.get("partition"), nodelist=kw.get("nodelist"), reservation=kw.get("reservation"),
                         nodes=kw.get("alloc_nodes"), account=kw.get("account"), qos=kw.get("qos"),
                         time=kw.get("alloc_time"), wait=wait)
 
 
-def slurm_inventory(kw, wait: float):
+def slurm_inventory(kw, wait: Optional[float] = None):
     """``(inventory, allocation)``: hosts from the command line, or from an allocation nccldiag asks Slurm for.
 
     With any of --partition/--nodelist/--reservation/--nodes/--account/--qos/--time,

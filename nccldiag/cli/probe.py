@@ -7,8 +7,8 @@ from typing import Optional
 
 import click
 
-from nccldiag.cli.options import (CONTEXT, color_option, host_options, slurm_inventory, slurm_options, spec_option,
-                                  ssh_options)
+from nccldiag.cli.host import HostCommand
+from nccldiag.cli.options import CONTEXT, color_option, host_options, slurm_options, spec_option, ssh_options
 from nccldiag.model.errors import UsageError
 from nccldiag.report import outputs
 
@@ -40,18 +40,19 @@ def _parse_size(value: Optional[str]) -> Optional[int]:
 @click.option("--factor", type=click.IntRange(2, 1024), default=None, help="Size step factor.")
 @click.option("--iters", type=click.IntRange(1, 100000), default=None, help="Timed iterations per size.")
 @click.option("--timeout", "timeout", type=click.FloatRange(5, 86400), default=None,
-              help="Seconds for one setting on all nodes (default 120 with gloo, 600 with nccl).")
+              help="Seconds for one setting on all nodes (default 120 with gloo, 600 with nccl); the wait for a "
+                   "Slurm allocation is --alloc-timeout.")
 @click.option("--ifname", default=None, help="Socket interface for gloo/NCCL bootstrap (default: the one routing to rank 0's host).")
 @click.option("--shared-dir", default=None, type=click.Path(file_okay=False),
               help="A directory every node shares (NFS): stage the worker once there.")
 @click.option("--dry-run", is_flag=True, help="Print every command per node, run nothing.")
-@click.option("-o", "--output", "--run-dir", "out_dir", default=None, type=click.Path(file_okay=False),
+@click.option("--run-dir", "-o", "--output", "out_dir", default=None, type=click.Path(file_okay=False),
               help="Run directory: records.jsonl, settings.jsonl, NCCL logs and report.json, written as they arrive "
                    "(default $XDG_STATE_HOME/nccldiag/probe/<run id>, i.e. ~/.local/state/nccldiag/probe/...); "
                    "'nccldiag report DIR' renders it again.")
 @outputs.options()
 @click.option("-v", "--verbose", is_flag=True, help="Show every evidence line and the checks that passed.")
-@slurm_options(with_timeout=False)
+@slurm_options()
 @spec_option
 @color_option
 def probe(launcher, backend, nproc_per_node, ib, custom, settings_mode, collectives, min_bytes, max_bytes,
@@ -61,8 +62,6 @@ def probe(launcher, backend, nproc_per_node, ib, custom, settings_mode, collecti
     Each setting runs in fresh processes on every node, bounded by --timeout;
     afterwards every process of the run is killed on every node.
     """
-    from nccldiag.slurm import client
-
     from nccldiag.spec import runs
 
     outs = outputs.Outputs.pop(kw)
@@ -71,18 +70,14 @@ def probe(launcher, backend, nproc_per_node, ib, custom, settings_mode, collecti
     if out_dir and not dry_run:
         from nccldiag import rundir
 
-        rundir.prepare(out_dir, "-o/--run-dir")
+        rundir.prepare(out_dir, "--run-dir")
     if launcher != "srun" and any(kw.get(k) is not None for k in ("partition", "nodelist", "reservation", "alloc_nodes",
                                                                      "account", "qos", "alloc_time")):
         raise UsageError("--partition/--nodes/... ask Slurm for an allocation: use them with --launcher srun")
-    inv, alloc = slurm_inventory(kw, min(timeout or 60.0, 600.0))
-    try:
-        _probe(inv, alloc.job if alloc is not None else client.current_job(), launcher, backend, nproc_per_node, ib,
-               custom, settings_mode, collectives, min_bytes, max_bytes, factor, iters, timeout, ifname, shared_dir,
-               dry_run, out_dir, verbose, color, outs, kw)
-    finally:
-        if alloc is not None:
-            alloc.release()
+    with HostCommand(kw) as host:  # an allocation asked for is released however the probe ends
+        _probe(host.hosts(), host.job, launcher, backend, nproc_per_node, ib, custom, settings_mode, collectives,
+               min_bytes, max_bytes, factor, iters, timeout, ifname, shared_dir, dry_run, out_dir, verbose, color,
+               outs, kw)
 
 
 def _probe(inv, job, launcher, backend, nproc_per_node, ib, custom, settings_mode, collectives, min_bytes, max_bytes,

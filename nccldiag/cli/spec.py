@@ -28,7 +28,7 @@ def spec() -> None:
 @click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
               help="Write the spec to this file (default: standard output).")
 @transport_option
-@slurm_options(with_timeout=True)
+@slurm_options(old_timeout=True)
 def init(bundle, output, **kw):
     """Write a commented TOML spec derived from known-good nodes.
 
@@ -48,15 +48,13 @@ def init(bundle, output, **kw):
             raise UsageError("--bundle reads saved outputs: give no hostfile or -w with it")
         raws, areas_sel, source = _from_saved(bundle, areas_sel)
     else:
-        from nccldiag.cli.check import collection_target, run_collection
+        from nccldiag.cli.check import run_collection
+        from nccldiag.cli.host import HostCommand
 
-        target = collection_target(kw)
-        try:
-            raws, _notes = run_collection(kw, areas_sel, None, mesh_mode="none", target=target, release=False)
-        finally:
-            if target[1] is not None:
-                target[1].release()
-        source = "collected live" if target[0] is not None else "collected on this machine"
+        with HostCommand(kw) as target:
+            raws, _notes = run_collection(kw, areas_sel, None, mesh_mode="none", target=target.collection_target(),
+                                          release=False)
+        source = "collected live" if target.inv is not None else "collected on this machine"
     report = engine.analyze(raws, areas_sel or all_areas())
     nodes = []
     for n in report.nodes:

@@ -165,7 +165,7 @@ def allocate(req: commands.AllocRequest) -> Allocation:
         else:
             why = _why(r).replace("salloc: error: ", "")
         raise SlurmError(f"Slurm did not grant the allocation ({' '.join(req.options()) or 'defaults'}) "
-                         f"within --timeout {req.wait:g} s: {why}")
+                         f"within --alloc-timeout {req.wait:g} s: {why}")
     job = m.group(1)
     r = run(commands.show_job(job), TIMEOUT)
     found = re.search(r"(?:^|\s)NodeList=(\S+)", r.stdout or "")

@@ -244,12 +244,22 @@ def test_allocation_not_granted_in_time(slurm, tmp_path):
     job = hold.stderr.split("Granted job allocation ")[1].split()[0]
     try:
         t0 = time.monotonic()
-        r = nccldiag(["check", "--transport", "srun", "--nodelist", "ncdl04", "--timeout", "3"], timeout=90)
+        r = nccldiag(["check", "--transport", "srun", "--nodelist", "ncdl04", "--alloc-timeout", "3"], timeout=90)
         took = time.monotonic() - t0
         assert r.returncode == 3, r.stdout + r.stderr
-        assert "did not grant the allocation" in r.stderr and "--timeout 3 s" in r.stderr
-        assert "Traceback" not in r.stderr
+        assert "did not grant the allocation" in r.stderr and "--alloc-timeout 3 s" in r.stderr
+        assert "Traceback" not in r.stderr and "deprecated" not in r.stderr
         assert took < 3 + 30
+        # the old spelling still works, with one deprecation line
+        r = nccldiag(["check", "--transport", "srun", "--nodelist", "ncdl04", "--timeout", "3"], timeout=90)
+        assert r.returncode == 3 and "--alloc-timeout 3 s" in r.stderr, r.stdout + r.stderr
+        assert r.stderr.count("--timeout is deprecated here: use --alloc-timeout") == 1
+        # the probe's --timeout is its setting's deadline, not the allocation's wait
+        t0 = time.monotonic()
+        r = nccldiag(["probe", "--launcher", "srun", "--nodelist", "ncdl04", "--timeout", "300",
+                      "--alloc-timeout", "3"], timeout=90)
+        assert r.returncode == 3 and "--alloc-timeout 3 s" in r.stderr, r.stdout + r.stderr
+        assert time.monotonic() - t0 < 3 + 30
         # without an allocation of its own, a node another job holds whole is not waited for: it is not checked
         out = tmp_path / "busy.json"
         t0 = time.monotonic()
