@@ -575,3 +575,39 @@ def test_active_ports_whose_mtu_differs_across_nodes_warn_and_equal_mtus_do_not(
     assert "active MTU 1024" in text and "active MTU 4096" in text
     same = dict(B.system_sources("gpu002", "10.0.0.12"), ibv_devinfo=low)
     assert "mtu-mismatch" not in ids(diagnose(Inputs(check=check({"gpu001": a, "gpu002": same}))))
+
+
+# ---- the socket transport spread over several interfaces ---------------------------------------------
+
+# written for this test: the shape of NCCL 2.1x INFO lines of a 2-node socket run whose transport uses four
+# interfaces (NET/Socket/0..3) and fails with ncclSystemError through transport/net.cc, its WARN not captured
+_SPREAD = """\
+nodea:1050:1315 [0] NCCL INFO Channel 00/0 : 0[90000] -> 1[1000] [send] via NET/Socket/0
+nodea:1050:1315 [0] NCCL INFO Channel 01/0 : 0[90000] -> 1[1000] [send] via NET/Socket/1
+nodea:1050:1315 [0] NCCL INFO Channel 02/0 : 0[90000] -> 1[1000] [send] via NET/Socket/2
+nodea:1050:1315 [0] NCCL INFO Channel 03/0 : 0[90000] -> 1[1000] [send] via NET/Socket/3
+"""
+_NET_FAILURE = """\
+nodea:1050:1316 [0] NCCL INFO include/net.h:25 -> 2
+nodea:1050:1316 [0] NCCL INFO transport/net.cc:515 -> 2
+"""
+
+
+def _text_inputs(text: str) -> Inputs:
+    facts = nccllog.parse_logs([("written-for-test.log", text)])
+    return Inputs(logs=facts, log_findings=nccl_checks.judge(facts))
+
+
+def test_socket_transport_over_several_interfaces_failing_names_the_interface():
+    d = one(diagnose(_text_inputs(_SPREAD + _NET_FAILURE)), "socket-interface")
+    assert d.category == "socket_ifname_wrong" and d.confidence == "medium" and d.nodes == ["nodea"]
+    assert "several interfaces" in d.summary
+    assert any("NET/Socket devices 0..3: 4 interfaces" in e.text for e in d.evidence)
+
+
+def test_socket_transport_spread_is_no_diagnosis_when_it_works_one_interface_or_one_is_named():
+    assert "socket-interface" not in ids(diagnose(_text_inputs(_SPREAD)))
+    one_dev = re.sub(r"NET/Socket/\d", "NET/Socket/0", _SPREAD)
+    assert "socket-interface" not in ids(diagnose(_text_inputs(one_dev + _NET_FAILURE)))
+    named = "nodea:1050:1050 [0] NCCL INFO NCCL_SOCKET_IFNAME set by environment to bond0\n"
+    assert "socket-interface" not in ids(diagnose(_text_inputs(named + _SPREAD + _NET_FAILURE)))
