@@ -611,3 +611,24 @@ def test_socket_transport_spread_is_no_diagnosis_when_it_works_one_interface_or_
     assert "socket-interface" not in ids(diagnose(_text_inputs(one_dev + _NET_FAILURE)))
     named = "nodea:1050:1050 [0] NCCL INFO NCCL_SOCKET_IFNAME set by environment to bond0\n"
     assert "socket-interface" not in ids(diagnose(_text_inputs(named + _SPREAD + _NET_FAILURE)))
+
+
+# ---- Gloo's loopback fallback ---------------------------------------------------------------------------
+
+# written for this test: PyTorch Gloo's warning when the host name does not resolve (the wording of
+# ProcessGroupGloo.cpp), and a failed connect of the same run
+_GLOO_FALLBACK = ("[W ProcessGroupGloo.cpp:721] Warning: Unable to resolve hostname to a (local) address. Using the "
+                  "loopback address as fallback. Manually set the network interface to bind to with "
+                  "GLOO_SOCKET_IFNAME. (function operator())\n")
+_GLOO_FAILED = "RuntimeError: Gloo connectFullMesh failed with [pair.cc:144] no error\n"
+
+
+def test_gloo_loopback_fallback_with_a_failed_connect_is_hostname_resolution():
+    d = one(diagnose(_text_inputs(_GLOO_FALLBACK + _GLOO_FAILED)), "hostname-resolution")
+    assert d.category == "hostname_resolution"
+    assert any("Unable to resolve hostname" in e.text for e in d.evidence)
+
+
+def test_gloo_loopback_fallback_alone_is_no_diagnosis():
+    # one node: Gloo on loopback works, the warning is noise
+    assert "hostname-resolution" not in ids(diagnose(_text_inputs(_GLOO_FALLBACK)))
