@@ -50,8 +50,8 @@ def bootstrap_failures(inp: Inputs) -> List[C.Clue]:
 
 def socket_spread(inp: Inputs) -> Tuple[List[C.Clue], List[C.Clue]]:
     """NCCL's socket transport spread over several interfaces (``via NET/Socket/<dev>`` with two devices or more,
-    or a ``NET/Socket : Using`` line of two interfaces or more) and a failed return through its network transport
-    whose WARN is not in the evidence: the clues of the spread, and those of the failure."""
+    or a ``NET/Socket : Using`` line of two interfaces or more) and a failed return through its network transport,
+    in a log with no failure WARN: the clues of the spread, and those of the failure."""
     spread: List[C.Clue] = []
     failed: List[C.Clue] = []
     for ls in inp.log_sets():
@@ -60,6 +60,8 @@ def socket_spread(inp: Inputs) -> Tuple[List[C.Clue], List[C.Clue]]:
         using = [n for n in ls.facts.nets if n.net.lower().startswith("socket") and len(n.devices) > 1]
         if len(devs) < 2 and not using:
             continue
+        if any(w.failure for w in ls.facts.warns):
+            continue  # a WARN says what failed: the rules of that WARN judge it
         for oc in ls.facts.orphan_chains:
             if oc.failed and any(NET_STEP.search(s.file) for s in oc.steps):
                 failed.append(C.Clue("error", oc.steps[0].text, oc.steps[0].at, oc.steps[0].text, oc.at.host))
@@ -67,7 +69,7 @@ def socket_spread(inp: Inputs) -> Tuple[List[C.Clue], List[C.Clue]]:
             spread += [C.Clue("error", n.text, n.at, n.text, n.at.host) for n in using[:1]]
             last = max(sock, key=lambda c: c.net_dev, default=None)
             if last is not None and not using:
-                said = f"{last.text}  (NET/Socket devices {devs[0]}..{devs[-1]}: {len(devs)} interfaces)"
+                said = f"{last.text}  (NET/Socket devices {', '.join(map(str, devs))}: {len(devs)} interfaces)"
                 spread.append(C.Clue("error", said, last.at, said, last.at.host))
     return spread, failed
 
