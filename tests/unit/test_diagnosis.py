@@ -634,3 +634,33 @@ def test_gloo_loopback_fallback_with_a_failed_connect_is_hostname_resolution():
 def test_gloo_loopback_fallback_alone_is_no_diagnosis():
     # one node: Gloo on loopback works, the warning is noise
     assert "hostname-resolution" not in ids(diagnose(_text_inputs(_GLOO_FALLBACK)))
+
+
+# ---- an HCA in a fatal state against a port error ------------------------------------------------------
+
+# written for this test: NCCL's async-event WARNs (transport/net_ib.cc) in the form NCCL prints them, one for
+# IBV_EVENT_DEVICE_FATAL and one for IBV_EVENT_PORT_ERR
+_FATAL = "nodea:815:864 [0] transport/net_ib.cc:80 NCCL WARN NET/IB : Got async event : local catastrophic error\n"
+_PORT_ERR = "nodea:815:864 [0] transport/net_ib.cc:93 NCCL WARN NET/IB : Got async event : port error\n"
+
+
+def test_device_fatal_event_is_the_hca_not_its_link():
+    diags = diagnose(_text_inputs(_FATAL))
+    d = one(diags, "hca-firmware")
+    assert d.category == "hca_firmware" and "fatal state" in d.summary and d.nodes == ["nodea"]
+    assert "ib-port-down" not in ids(diags)
+
+
+def test_port_error_event_is_the_link_not_the_hca():
+    diags = diagnose(_text_inputs(_PORT_ERR + _PORT_ERR))
+    assert one(diags, "ib-port-down").category == "ib_port_down"
+    assert "hca-firmware" not in ids(diags)
+
+
+# ---- NCCL's result printed by a program, with no NCCL_DEBUG output --------------------------------------
+
+def test_nccl_error_result_printed_by_a_program_is_never_nothing_broken():
+    # written for this test: the line a program prints from ncclGetErrorString when a call fails
+    diags = diagnose(_text_inputs("Failed, NCCL error test_nccl.c:99 'unhandled system error'\n"))
+    d = one(diags, "unexplained")
+    assert d.severity == "fail" and "unhandled system error" in d.summary
