@@ -664,3 +664,25 @@ def test_nccl_error_result_printed_by_a_program_is_never_nothing_broken():
     diags = diagnose(_text_inputs("Failed, NCCL error test_nccl.c:99 'unhandled system error'\n"))
     d = one(diags, "unexplained")
     assert d.severity == "fail" and "unhandled system error" in d.summary
+
+
+# ---- the RoCE GID table changing under a running job ----------------------------------------------------
+
+# written for this test: NCCL 2.7-era WARNs (transport/net_ib.cc) of a GID table change, then a retry-exceeded
+# completion and its '-> 2' chain
+_GID_CHANGED = """\
+nodea:106:196 [0] transport/net_ib.cc:73 NCCL WARN NET/IB : Got async event : GID table change
+nodea:108:593 [0] transport/net_ib.cc:816 NCCL WARN NET/IB : Got completion with error 12, opcode 0, len 32633, vendor err 129
+nodea:108:593 [0] NCCL INFO include/net.h:28 -> 2
+"""
+
+
+def test_gid_table_change_then_rdma_timeouts_is_the_gid_not_the_fabric():
+    diags = diagnose(_text_inputs(_GID_CHANGED))
+    d = one(diags, "roce-gid")
+    assert d.category == "roce_gid_config" and "changed during the run" in d.summary
+    assert "ib-timeout" not in ids(diags)
+
+
+def test_gid_table_change_alone_is_no_diagnosis():
+    assert "roce-gid" not in ids(diagnose(_text_inputs(_GID_CHANGED.splitlines(True)[0])))
