@@ -686,3 +686,15 @@ def test_gid_table_change_then_rdma_timeouts_is_the_gid_not_the_fabric():
 
 def test_gid_table_change_alone_is_no_diagnosis():
     assert "roce-gid" not in ids(diagnose(_text_inputs(_GID_CHANGED.splitlines(True)[0])))
+
+
+# ---- subnet-manager housekeeping events are not faults --------------------------------------------------
+
+def test_subnet_manager_async_events_on_a_working_run_are_no_diagnosis():
+    # written for this test: a completed init, then NCCL's WARN of IBV_EVENT_CLIENT_REREGISTER and _LID_CHANGE
+    text = ("nodea:5021:5376 [0] NCCL INFO comm 0x453b9880 rank 0 nranks 2 cudaDev 0 busId 4f000 - Init COMPLETE\n"
+            "nodea:5021:5386 [0] transport/net_ib.cc:93 NCCL WARN NET/IB : Got async event : client reregistration\n"
+            "nodea:5021:5386 [0] transport/net_ib.cc:93 NCCL WARN NET/IB : mlx5_0:1 Got async event : LID change\n")
+    assert diagnose(_text_inputs(text)) == []
+    # a port error beside them still counts
+    assert "ib-port-down" in ids(diagnose(_text_inputs(text + _PORT_ERR + _PORT_ERR)))
