@@ -69,9 +69,17 @@ def completions(inp: Inputs) -> List[Completion]:
     return out
 
 
-PORT_EVENT = re.compile(r"async event\s*:\s*(?:port error|local catastrophic error|port .*down)|IBV_EVENT_PORT_ERR|"
-                        r"IBV_EVENT_DEVICE_FATAL|Port (?:\d+ )?(?:state )?changed? to (?:DOWN|INIT)")
+PORT_EVENT = re.compile(r"async event\s*:\s*(?:port error|port .*down)|IBV_EVENT_PORT_ERR|"
+                        r"Port (?:\d+ )?(?:state )?changed? to (?:DOWN|INIT)")
+# The HCA itself in a fatal state (IBV_EVENT_DEVICE_FATAL, which NCCL prints as 'local catastrophic error'): every
+# port and queue pair of the device is gone until the device is reset
+DEVICE_FATAL = re.compile(r"async event\s*:\s*local catastrophic error|IBV_EVENT_DEVICE_FATAL")
 
 
 def port_events(inp: Inputs) -> List[C.Clue]:
-    return C.find(inp, PORT_EVENT, ("warn", "last-error", "error", "kernel"))
+    """Port errors and port-down events; a device in a fatal state counts too (its ports are gone)."""
+    return C.find(inp, PORT_EVENT, ("warn", "last-error", "error", "kernel")) + device_fatal(inp)
+
+
+def device_fatal(inp: Inputs) -> List[C.Clue]:
+    return C.find(inp, DEVICE_FATAL, ("warn", "last-error", "error", "kernel"))

@@ -549,7 +549,8 @@ def _other_errors(facts: NcclLogFacts, have_failure: bool) -> List[Finding]:
                         + (f" (and {len(facts.app_errors) - 1} more)" if len(facts.app_errors) > 1 else ""),
                         actual=a.message, evidence=[_cite(x.at, x.text) for x in facts.app_errors][:MAX_EVIDENCE],
                         fix=FIX_ERROR, host=_host(x.at for x in facts.app_errors)))
-    notices = [w for w in facts.warns if not w.failure and w.kind not in HARMLESS_WARNS]
+    notices = [w for w in facts.warns if not w.failure and w.kind not in HARMLESS_WARNS
+               and not BENIGN_ASYNC.search(w.message)]
     if notices:
         out.append(warn(AREA, "nccl.warn", f"NCCL printed {len(notices)} WARN line(s) without an error result: "
                         f"{notices[0].message}", evidence=_warn_evidence(notices),
@@ -560,6 +561,10 @@ def _other_errors(facts: NcclLogFacts, have_failure: bool) -> List[Finding]:
 
 # WARN lines NCCL prints on healthy runs: no libibverbs where IB is not used (a Socket or plugin network).
 HARMLESS_WARNS = frozenset({"ibverbs_missing"})
+# IB asynchronous events NCCL prints as WARNs that are the subnet manager's housekeeping or a port coming up
+# (IBV_EVENT_CLIENT_REREGISTER, _LID_CHANGE, _SM_CHANGE, _PKEY_CHANGE, _PORT_ACTIVE): no fault on their own
+BENIGN_ASYNC = re.compile(r"Got async event\s*:\s*(?:client reregistration|LID change|SM change|P_?Key change|"
+                          r"port active)\s*$", re.I)
 
 
 def _init(facts: NcclLogFacts) -> List[Finding]:

@@ -575,3 +575,126 @@ def test_active_ports_whose_mtu_differs_across_nodes_warn_and_equal_mtus_do_not(
     assert "active MTU 1024" in text and "active MTU 4096" in text
     same = dict(B.system_sources("gpu002", "10.0.0.12"), ibv_devinfo=low)
     assert "mtu-mismatch" not in ids(diagnose(Inputs(check=check({"gpu001": a, "gpu002": same}))))
+
+
+# ---- the socket transport spread over several interfaces ---------------------------------------------
+
+# written for this test: the shape of NCCL 2.1x INFO lines of a 2-node socket run whose transport uses four
+# interfaces (NET/Socket/0..3) and fails with ncclSystemError through transport/net.cc, its WARN not captured
+_SPREAD = """\
+nodea:1050:1315 [0] NCCL INFO Channel 00/0 : 0[90000] -> 1[1000] [send] via NET/Socket/0
+nodea:1050:1315 [0] NCCL INFO Channel 01/0 : 0[90000] -> 1[1000] [send] via NET/Socket/1
+nodea:1050:1315 [0] NCCL INFO Channel 02/0 : 0[90000] -> 1[1000] [send] via NET/Socket/2
+nodea:1050:1315 [0] NCCL INFO Channel 03/0 : 0[90000] -> 1[1000] [send] via NET/Socket/3
+"""
+_NET_FAILURE = """\
+nodea:1050:1316 [0] NCCL INFO include/net.h:25 -> 2
+nodea:1050:1316 [0] NCCL INFO transport/net.cc:515 -> 2
+"""
+
+
+def _text_inputs(text: str) -> Inputs:
+    facts = nccllog.parse_logs([("written-for-test.log", text)])
+    return Inputs(logs=facts, log_findings=nccl_checks.judge(facts))
+
+
+def test_socket_transport_over_several_interfaces_failing_names_the_interface():
+    d = one(diagnose(_text_inputs(_SPREAD + _NET_FAILURE)), "socket-interface")
+    assert d.category == "socket_ifname_wrong" and d.confidence == "medium" and d.nodes == ["nodea"]
+    assert "several interfaces" in d.summary
+    assert any("NET/Socket devices 0, 1, 2, 3: 4 interfaces" in e.text for e in d.evidence)
+
+
+def test_socket_transport_spread_is_no_diagnosis_when_it_works_one_interface_or_one_is_named():
+    # a real 2-node socket run over two devices that failed with WARNs: those WARNs' rules judge it
+    assert "socket-interface" not in ids(diagnose(log_inputs("socket-fallback-ibext-p2p-ipc-16rank-connection-closed.log")))
+    assert "socket-interface" not in ids(diagnose(_text_inputs(_SPREAD)))
+    one_dev = re.sub(r"NET/Socket/\d", "NET/Socket/0", _SPREAD)
+    assert "socket-interface" not in ids(diagnose(_text_inputs(one_dev + _NET_FAILURE)))
+    named = "nodea:1050:1050 [0] NCCL INFO NCCL_SOCKET_IFNAME set by environment to bond0\n"
+    assert "socket-interface" not in ids(diagnose(_text_inputs(named + _SPREAD + _NET_FAILURE)))
+
+
+# ---- Gloo's loopback fallback ---------------------------------------------------------------------------
+
+# written for this test: PyTorch Gloo's warning when the host name does not resolve (the wording of
+# ProcessGroupGloo.cpp), and a failed connect of the same run
+_GLOO_FALLBACK = ("[W ProcessGroupGloo.cpp:721] Warning: Unable to resolve hostname to a (local) address. Using the "
+                  "loopback address as fallback. Manually set the network interface to bind to with "
+                  "GLOO_SOCKET_IFNAME. (function operator())\n")
+_GLOO_FAILED = "RuntimeError: Gloo connectFullMesh failed with [pair.cc:144] no error\n"
+
+
+def test_gloo_loopback_fallback_with_a_failed_connect_is_hostname_resolution():
+    d = one(diagnose(_text_inputs(_GLOO_FALLBACK + _GLOO_FAILED)), "hostname-resolution")
+    assert d.category == "hostname_resolution"
+    assert any("Unable to resolve hostname" in e.text for e in d.evidence)
+
+
+def test_gloo_loopback_fallback_alone_is_no_diagnosis():
+    # one node: Gloo on loopback works, the warning is noise
+    assert "hostname-resolution" not in ids(diagnose(_text_inputs(_GLOO_FALLBACK)))
+
+
+# ---- an HCA in a fatal state against a port error ------------------------------------------------------
+
+# written for this test: NCCL's async-event WARNs (transport/net_ib.cc) in the form NCCL prints them, one for
+# IBV_EVENT_DEVICE_FATAL and one for IBV_EVENT_PORT_ERR
+_FATAL = "nodea:815:864 [0] transport/net_ib.cc:80 NCCL WARN NET/IB : Got async event : local catastrophic error\n"
+_PORT_ERR = "nodea:815:864 [0] transport/net_ib.cc:93 NCCL WARN NET/IB : Got async event : port error\n"
+
+
+def test_device_fatal_event_is_the_hca_not_its_link():
+    diags = diagnose(_text_inputs(_FATAL))
+    d = one(diags, "hca-firmware")
+    assert d.category == "hca_firmware" and "fatal state" in d.summary and d.nodes == ["nodea"]
+    assert "ib-port-down" not in ids(diags)
+
+
+def test_port_error_event_is_the_link_not_the_hca():
+    diags = diagnose(_text_inputs(_PORT_ERR + _PORT_ERR))
+    assert one(diags, "ib-port-down").category == "ib_port_down"
+    assert "hca-firmware" not in ids(diags)
+
+
+# ---- NCCL's result printed by a program, with no NCCL_DEBUG output --------------------------------------
+
+def test_nccl_error_result_printed_by_a_program_is_never_nothing_broken():
+    # written for this test: the line a program prints from ncclGetErrorString when a call fails
+    diags = diagnose(_text_inputs("Failed, NCCL error test_nccl.c:99 'unhandled system error'\n"))
+    d = one(diags, "unexplained")
+    assert d.severity == "fail" and "unhandled system error" in d.summary
+
+
+# ---- the RoCE GID table changing under a running job ----------------------------------------------------
+
+# written for this test: NCCL 2.7-era WARNs (transport/net_ib.cc) of a GID table change, then a retry-exceeded
+# completion and its '-> 2' chain
+_GID_CHANGED = """\
+nodea:106:196 [0] transport/net_ib.cc:73 NCCL WARN NET/IB : Got async event : GID table change
+nodea:108:593 [0] transport/net_ib.cc:816 NCCL WARN NET/IB : Got completion with error 12, opcode 0, len 32633, vendor err 129
+nodea:108:593 [0] NCCL INFO include/net.h:28 -> 2
+"""
+
+
+def test_gid_table_change_then_rdma_timeouts_is_the_gid_not_the_fabric():
+    diags = diagnose(_text_inputs(_GID_CHANGED))
+    d = one(diags, "roce-gid")
+    assert d.category == "roce_gid_config" and "changed during the run" in d.summary
+    assert "ib-timeout" not in ids(diags)
+
+
+def test_gid_table_change_alone_is_no_diagnosis():
+    assert "roce-gid" not in ids(diagnose(_text_inputs(_GID_CHANGED.splitlines(True)[0])))
+
+
+# ---- subnet-manager housekeeping events are not faults --------------------------------------------------
+
+def test_subnet_manager_async_events_on_a_working_run_are_no_diagnosis():
+    # written for this test: a completed init, then NCCL's WARN of IBV_EVENT_CLIENT_REREGISTER and _LID_CHANGE
+    text = ("nodea:5021:5376 [0] NCCL INFO comm 0x453b9880 rank 0 nranks 2 cudaDev 0 busId 4f000 - Init COMPLETE\n"
+            "nodea:5021:5386 [0] transport/net_ib.cc:93 NCCL WARN NET/IB : Got async event : client reregistration\n"
+            "nodea:5021:5386 [0] transport/net_ib.cc:93 NCCL WARN NET/IB : mlx5_0:1 Got async event : LID change\n")
+    assert diagnose(_text_inputs(text)) == []
+    # a port error beside them still counts
+    assert "ib-port-down" in ids(diagnose(_text_inputs(text + _PORT_ERR + _PORT_ERR)))

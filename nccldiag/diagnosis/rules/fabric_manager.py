@@ -96,5 +96,7 @@ def diagnose(inp: Inputs) -> List[Diagnosis]:
     failed = any(f.status.value == "fail" for f in node) or bool(ready or text or nvls)
     return [C.make(sys.modules[__name__], f"Fabric Manager / NVLink fabric not ready{C.on(C.hosts(found))}",
                    found, confidence=conf, why=why, severity="fail" if failed else "warn",
-                   alternatives=[] if node else ["nvls_multicast: an NCCL defect or IMEX channel set-up gives the same "
-                                                 "NVLS WARN; 'systemctl status nvidia-fabricmanager' tells them apart"])]
+                   alternatives=[] if node else ["nvls_multicast: an NCCL defect, IMEX channel set-up or a container "
+                                                 "that does not expose /dev/nvidia-caps gives the same NVLS WARN; "
+                                                 "'systemctl status nvidia-fabricmanager' and NCCL_NVLS_ENABLE=0 "
+                                                 "tell them apart"])]

@@ -3,8 +3,9 @@ to later FW version', 'firmware version ... is not supported'), the IB device ne
 /sys/class/infiniband), or the firmware check finds versions differing from the rest.
 
 Evidence: the ``firmware`` check's HCA finding; the driver's firmware complaints in the kernel log; the IB stack
-finding no device files beside such lines.
-References: clustervision/trinity#219; NVIDIA MLNX_OFED/DOCA release notes (firmware compatibility).
+finding no device files beside such lines; the HCA's device-fatal event in NCCL's log ('Got async event : local
+catastrophic error', IBV_EVENT_DEVICE_FATAL).
+References: clustervision/trinity#219; ibv_get_async_event(3) (IBV_EVENT_DEVICE_FATAL); NVIDIA/nccl#230; NVIDIA MLNX_OFED/DOCA release notes (firmware compatibility).
 """
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import sys
 from typing import List
 
 from nccldiag.diagnosis import clues as C
+from nccldiag.diagnosis import ibverbs
 from nccldiag.diagnosis.inputs import Inputs
 from nccldiag.diagnosis.model import Diagnosis
 
@@ -32,6 +34,17 @@ NO_DEVICE = re.compile(r"sys files not found|/sys/class/infiniband\S*: No such f
 
 
 def diagnose(inp: Inputs) -> List[Diagnosis]:
+    fatal = ibverbs.device_fatal(inp)
+    if fatal:
+        return [C.make(sys.modules[__name__], "the HCA went into a fatal state" + C.on(C.hosts(fatal)), fatal,
+                       confidence="medium",
+                       why=("the HCA reported a device-fatal event (NCCL's 'local catastrophic error'): a firmware "
+                            "or hardware fault of the adapter, not of its link"),
+                       fix=("Reset the adapter (reboot, or 'mlxfwreset -d <dev> reset'), read the driver's health "
+                            "messages in the kernel log (mlx5_core ... health), update its firmware to the version "
+                            "the driver supports, and replace the card if it recurs; until then keep NCCL off it: "
+                            "NCCL_IB_HCA=^<hca>."),
+                       alternatives=["ib_port_down: a link fault takes the port down, not the whole device"])]
     node = C.findings(inp, "firmware.hca")
     fw = C.find(inp, FW, ("kernel", "error", "finding"))
     fw = [c for c in fw if c.finding is None or c.finding.check.startswith("firmware.hca")] + \

@@ -3,8 +3,9 @@
 advertise 127.0.x.x to their peers (Debian's '127.0.1.1 <host>' line) so that the others never reach them.
 
 Evidence: resolution errors in any output; connections to peers on a loopback address (a name resolving to
-127.0.1.1). A node whose own name resolves badly, seen by ``check``, is ``wrong-interface`` with this category.
-References: PyTorch distributed docs (MASTER_ADDR, GLOO_SOCKET_IFNAME); Debian reference (127.0.1.1).
+127.0.1.1); Gloo's 'Unable to resolve hostname ... Using the loopback address as fallback' beside a failed connection. A node whose own name resolves badly, seen by ``check``, is ``wrong-interface`` with this category.
+References: PyTorch distributed docs (MASTER_ADDR, GLOO_SOCKET_IFNAME); Debian reference (127.0.1.1);
+aws-samples/aws-do-eks#50.
 """
 from __future__ import annotations
 
@@ -35,9 +36,20 @@ LOOPBACK = re.compile(r"(?:connect(?:ing)?(?: to)?|remote=|Connect to)\s*\[?127\
                       r"local=\[127\.0\.[01]\.1\]|\[127\.0\.1\.1\]:\d+")
 
 
+# PyTorch's Gloo could not resolve the host name and bound to loopback: harmless on one node, so it counts only
+# beside a failure to connect
+GLOO_FALLBACK = re.compile(r"Unable to resolve hostname to a \(local\) address|[Uu]sing the loopback address as fallback")
+CONNECT_FAILED = re.compile(r"connectFullMesh failed|Connection refused|[Tt]imed out|DistNetworkError|"
+                            r"[Ff]ailed to connect|Connection reset")
+
+
 def diagnose(inp: Inputs) -> List[Diagnosis]:
-    text = C.find(inp, UNRESOLVED, ("warn", "last-error", "app", "error"))
-    text += [c for c in C.find(inp, LOOPBACK, ("warn", "last-error", "app", "error")) if c not in text]
+    kinds = ("warn", "last-error", "app", "error")
+    text = C.find(inp, UNRESOLVED, kinds)
+    text += [c for c in C.find(inp, LOOPBACK, kinds) if c not in text]
+    fallback = C.find(inp, GLOO_FALLBACK, kinds)
+    if fallback and C.find(inp, CONNECT_FAILED, kinds):
+        text += [c for c in fallback if c not in text]
     # the node's own name resolving badly (system.hostname_* findings) is wrong-interface's, with the interface
     # to name; here: a run that failed on a name
     found = text

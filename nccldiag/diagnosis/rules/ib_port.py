@@ -28,7 +28,8 @@ CONFIRM = "ibstat; ibstatus; cat /sys/class/infiniband/*/ports/*/{state,phys_sta
 
 def diagnose(inp: Inputs) -> List[Diagnosis]:
     node = [f for f in C.findings(inp, "ib.port_")] + C.findings(inp, "ibcounters.link_flaps")
-    events = ibverbs.port_events(inp)
+    fatal = ibverbs.device_fatal(inp)
+    events = [c for c in ibverbs.port_events(inp) if c not in fatal]  # a fatal device is hca-firmware's
     found = [C.Clue("finding", f.message, host=f.host, finding=f) for f in node] + events
     if not found:
         return []

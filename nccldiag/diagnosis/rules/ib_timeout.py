@@ -35,6 +35,8 @@ def diagnose(inp: Inputs) -> List[Diagnosis]:
 
     if roce_gid.roce(inp) and not C.env_values(inp, "NCCL_IB_GID_INDEX"):
         return []  # RoCE: roce-gid names the usual cause
+    if C.find(inp, roce_gid.GID_CHANGE, ("warn", "last-error", "error", "kernel")):
+        return []  # the GID changed under the job: roce-gid
     wc = [c for c in ibverbs.completions(inp) if c.status in (12, 13, 20)]
     qp = [c for c in ibverbs.calls(inp) if c.fn == "ibv_modify_qp" and c.errno == 110]
     if qp and C.env_values(inp, "NCCL_IB_GID_INDEX"):

@@ -3,8 +3,9 @@ starting above index 0, as Kubernetes macvlan pods get) that NCCL before 2.26 fa
 GID picked for traffic between subnets.
 
 Evidence: the ``ib`` check's GID findings (show_gids, ibv_devinfo, sysfs), NCCL picking a fe80 GID
-('GID 0 (80FE/...)') beside an RDMA failure.
-References: NVIDIA/nccl#1587 (sparse GID tables), #769.
+('GID 0 (80FE/...)') beside an RDMA failure, a GID table change during the run ('Got async event : GID table
+change') followed by failed RDMA operations.
+References: NVIDIA/nccl#1587 (sparse GID tables), #769, #394 and #1819 (GID table change).
 """
 from __future__ import annotations
 
@@ -25,6 +26,8 @@ FIX = ("Give each RoCE port a RoCE v2 GID for its IPv4 address (the interface ne
        "'show_gids' lists for that v2 IPv4 entry (NCCL_IB_ROCE_VERSION_NUM=2).")
 CONFIRM = "show_gids"
 LINK_LOCAL = re.compile(r"\bGID \d+ \((?:80FE|fe80)/", re.I)
+# IBV_EVENT_GID_CHANGE, which NCCL prints as 'Got async event : GID table change'
+GID_CHANGE = re.compile(r"async event\s*:\s*GID table change|IBV_EVENT_GID_CHANGE")
 
 
 def roce(inp: Inputs) -> bool:
@@ -34,6 +37,19 @@ def roce(inp: Inputs) -> bool:
 
 def diagnose(inp: Inputs) -> List[Diagnosis]:
     timeouts = [c for c in ibverbs.completions(inp) if c.status in (12, 13)]
+    changed = C.find(inp, GID_CHANGE, ("warn", "last-error", "error", "kernel"))
+    broken = [c.clue for c in ibverbs.completions(inp)] + [c.clue for c in ibverbs.calls(inp)]
+    if changed and broken:
+        found = changed[:2] + broken[:2]
+        return [C.make(sys.modules[__name__], f"the RoCE GID table changed during the run{C.on(C.hosts(changed))}, "
+                       "and RDMA operations failed after it", found, confidence="medium",
+                       why=("the HCA reported a GID table change (an address of the RDMA netdev removed, re-added or "
+                            "reassigned while the job ran): the queue pairs NCCL set up on the old GID stop working"),
+                       fix=("Keep the addresses of the RDMA netdevs fixed while jobs run (no DHCP renewal, "
+                            "NetworkManager or cloud-init reconfiguring them), check 'show_gids' is the same before and "
+                            "after, and restart the job."),
+                       alternatives=["ib_qp_timeout_routing: the NICs cannot reach each other at all (the failures "
+                                     "start before any GID change)"])]
     if timeouts and roce(inp) and not ibverbs.port_events(inp) and not C.env_values(inp, "NCCL_IB_GID_INDEX"):
         found = [c.clue for c in timeouts]
         return [C.make(sys.modules[__name__], f"RoCE transfers time out{C.on(C.hosts(found))}: the nodes do not "

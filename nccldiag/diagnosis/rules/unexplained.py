@@ -26,7 +26,11 @@ _ENDED_BADLY = re.compile(
     r"Traceback \(most recent call last\)|core dumped|Segmentation fault|\bAborted\b|ChildFailedError|"
     r"Root Cause \(first observed failure\)|mpirun noticed that process|srun: error:|exited with (?:exit )?code [1-9]|"
     r"exitcode\s*:\s*-?[1-9]|\bKilled\b|terminate called after throwing|Primary job\s+terminated normally, but|"
-    r"Some NCCL operations have failed or timed out|RuntimeError|DistBackendError|\bFAILED\b")
+    r"Some NCCL operations have failed or timed out|RuntimeError|DistBackendError|\bFAILED\b|"
+    # NCCL's own result, as any program prints it ('NCCL error ...: unhandled system error', ncclSystemError)
+    r"\bNCCL (?:[Ee]rror|[Ff]ailure)\b.*\b(?:unhandled (?:cuda|system) error|internal error|invalid usage|"
+    r"invalid argument|remote process exited)|"
+    r"\bnccl(?:SystemError|InternalError|UnhandledCudaError|InvalidUsage|InvalidArgument|RemoteError)\b")
 
 
 def unfinished(inp: Inputs) -> List[Evidence]:
