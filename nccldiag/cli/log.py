@@ -110,6 +110,26 @@ class _Guarded:
             raise _LogUsageError(f"{self.name}: cannot read NCCL log: {exc.strerror or exc}") from None
 
 
+def read_pasted(paths: Sequence[str]):
+    """The node outputs pasted in the files (ibstat, ulimit -a, a launcher's failure block ...), each file read
+    whole apart from the log parser; standard input and files over the size of a paste are not."""
+    from nccldiag.diagnosis import pasted
+
+    out = pasted.Pasted()
+    for path in expand(paths):
+        if path == "-":
+            continue
+        try:
+            if os.path.getsize(path) > pasted.MAX_TEXT:
+                continue
+            with open(path, "rb") as fh:
+                text = fh.read(pasted.MAX_TEXT + 1).decode("utf-8", "replace")
+        except OSError:
+            continue  # parse_files has read it or said why not
+        out.merge(pasted.scan(text, path))
+    return out
+
+
 def parse_expect(values: Sequence[str]) -> Dict[str, str]:
     """``--expect KEY=VAL[,KEY=VAL]`` -> dict."""
     env: Dict[str, str] = {}
@@ -172,7 +192,7 @@ def log(files, json_path, require_ib, expect, include_channels, verbose, color, 
         expected = parse_expect(expect)
         facts = parse_files(files, workers)
         findings = nccl_checks.judge(facts, require_ib=require_ib, expected_env=expected)
-        diagnosed = report.diagnose(facts, findings)
+        diagnosed = report.diagnose(facts, findings, read_pasted(files))
         if json_path:
             _write_json(report.to_json(facts, findings, include_channels, diagnosed), json_path)
     except _LogUsageError as exc:

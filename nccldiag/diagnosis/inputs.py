@@ -34,6 +34,7 @@ class Inputs:
     ifnames: Dict[str, Optional[str]] = field(default_factory=dict)  # host -> the probe's socket interface
     route_ifnames: Dict[str, Optional[str]] = field(default_factory=dict)  # host -> the interface routing to rank 0
     spec: Any = None  # the site spec (nccldiag.spec.model.Spec): its [bandwidth] and busbw_share, where given
+    pasted: Any = None  # nccldiag.diagnosis.pasted.Pasted: node outputs and process ends pasted beside a log
 
     def __post_init__(self) -> None:
         if self.check is not None:
@@ -52,11 +53,12 @@ class Inputs:
     # ---- check
 
     def check_findings(self, prefix: str, min_status: Status = Status.WARN) -> List[Finding]:
-        """Check findings whose id starts with ``prefix``, at ``min_status`` or worse."""
-        if self.check is None:
-            return []
-        return [f for f in self.check.findings
-                if f.check.startswith(prefix) and SEVERITY[f.status] >= SEVERITY[min_status]]
+        """Check findings whose id starts with ``prefix``, at ``min_status`` or worse: those of the check report,
+        and those of node outputs pasted beside a log (judged by the same checks)."""
+        found = list(self.check.findings) if self.check is not None else []
+        if self.pasted is not None:
+            found += self.pasted.findings
+        return [f for f in found if f.check.startswith(prefix) and SEVERITY[f.status] >= SEVERITY[min_status]]
 
     def checked(self, prefix: str) -> List[str]:
         """Hosts where a check starting with ``prefix`` was judged (ok or not): the question was asked there."""
@@ -109,6 +111,8 @@ class Inputs:
         if self.probe is not None:
             out.extend(self.probe.all_findings)
         out.extend(self.log_findings)
+        if self.pasted is not None:
+            out.extend(self.pasted.findings)
         return out
 
 

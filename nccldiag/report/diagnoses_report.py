@@ -48,8 +48,9 @@ def verdict_exit_code(code: int, diags: List[Diagnosis]) -> int:
     return 1 if any(d.severity == "fail" for d in diags) and code in (0, 3) else code
 
 
-def for_log(facts, findings) -> Tuple[List[Diagnosis], Summary]:
-    return run(Inputs(logs=facts, log_findings=list(findings)))
+def for_log(facts, findings, pasted=None) -> Tuple[List[Diagnosis], Summary]:
+    """``pasted``: node outputs and process ends found in the same text (:mod:`nccldiag.diagnosis.pasted`)."""
+    return run(Inputs(logs=facts, log_findings=list(findings), pasted=pasted))
 
 
 def to_json(diags: List[Diagnosis], s: Summary) -> Dict[str, Any]:

@@ -27,9 +27,10 @@ def exit_code(findings: Sequence[Finding], diagnosed: Optional[Diagnosed] = None
     return code
 
 
-def diagnose(facts: NcclLogFacts, findings: Sequence[Finding]) -> Diagnosed:
-    """The diagnoses of the logs, computed once for every view of them."""
-    return diagnoses_report.for_log(facts, findings)
+def diagnose(facts: NcclLogFacts, findings: Sequence[Finding], pasted: Any = None) -> Diagnosed:
+    """The diagnoses of the logs, computed once for every view of them; ``pasted``: the node outputs pasted in
+    them (:func:`nccldiag.diagnosis.pasted.scan`)."""
+    return diagnoses_report.for_log(facts, findings, pasted)
 
 
 def _ranks(ranks: Sequence[int]) -> str:

@@ -27,6 +27,7 @@ RULE_MODULES = (
     "no_p2p",
     "shm",
     "memlock",
+    "killed_signal",
     # RDMA
     "peermem_build",
     "peermem_missing",

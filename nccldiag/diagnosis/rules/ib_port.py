@@ -28,6 +28,10 @@ CONFIRM = "ibstat; ibstatus; cat /sys/class/infiniband/*/ports/*/{state,phys_sta
 
 def diagnose(inp: Inputs) -> List[Diagnosis]:
     node = [f for f in C.findings(inp, "ib.port_")] + C.findings(inp, "ibcounters.link_flaps")
+    pasted = [f for f in node if inp.pasted is not None and any(f is g for g in inp.pasted.findings)]
+    if pasted and not _run_failed(inp):
+        node = [f for f in node if f not in pasted]  # a port shown in a paste beside a run that worked says nothing
+        pasted = []
     fatal = ibverbs.device_fatal(inp)
     events = [c for c in ibverbs.port_events(inp) if c not in fatal]  # a fatal device is hca-firmware's
     found = [C.Clue("finding", f.message, host=f.host, finding=f) for f in node] + events
@@ -37,7 +41,16 @@ def diagnose(inp: Inputs) -> List[Diagnosis]:
     what = ("an IB link is flapping: the HCA keeps reporting port errors" if events else
             "an IB/RoCE port is not Active at full rate")
     return [C.make(sys.modules[__name__], what + C.on(C.hosts(found)), found,
-                   confidence="high" if node or flapping else "medium",
+                   confidence="high" if (node and len(pasted) < len(node)) or flapping else "medium",
                    why=("NCCL received asynchronous port-error events from the HCA" if events else
                         "the port state or rate read on the node is not Active at full rate"),
                    severity="fail" if events or any(f.status.value == "fail" for f in node) else "warn")]
+
+
+def _run_failed(inp: Inputs) -> bool:
+    """Whether the logs show the run failing or not finishing (a port in a pasted ibstat is then a suspect)."""
+    from nccldiag.diagnosis.rules import unexplained
+
+    if any(ls.facts.summary is not None and ls.facts.summary.failures for ls in inp.log_sets()):
+        return True
+    return bool(unexplained.unfinished(inp))

@@ -1,0 +1,177 @@
+"""Node outputs and process ends pasted beside an NCCL log (nccldiag.diagnosis.pasted) and the verdicts they feed.
+
+The node outputs are real captures read in place from ../shared/fixtures (ibstat, ibv_devinfo, ulimit -a),
+pasted after real NCCL logs of the same fixtures, as admins paste them. The launcher blocks (torchelastic's
+failure block, UCX's and Open MPI's signal lines) and the `df -h` line are written for these tests, each in the
+form the tool prints; so is the E810-shaped ibstat of the non-zero-LID test (a RoCE port with 'Base lid: 1').
+"""
+from typing import List
+
+import pytest
+
+from nccldiag.diagnosis import Inputs, diagnose, pasted
+from nccldiag.model.findings import Status
+from nccldiag.nccl import checks as nccl_checks
+from nccldiag.nccl import log as nccllog
+from tests import real
+
+HEALTHY_LOG = "net-ib-gdrdma-p2p-cumem-2node-4rank-nccltests.log"
+FAILED_LOG = "nvls-16-channels-then-watchdog-timeout-allgather.log"
+
+
+def verdict(text: str, path: str = "job.log") -> List:
+    facts = nccllog.parse(text, path)
+    return diagnose(Inputs(logs=facts, log_findings=nccl_checks.judge(facts), pasted=pasted.scan(text, path)))
+
+
+def alarms(text: str) -> List:
+    return [d for d in verdict(text) if d.severity in ("fail", "warn")]
+
+
+def log_text(name: str) -> str:
+    return real.nccl_log(name).read_text(encoding="utf-8")
+
+
+# ---- finding the blocks -------------------------------------------------------------------------------------
+
+
+def test_an_ibstat_pasted_after_a_log_is_found_where_it_starts_and_judged_by_the_ib_checks():
+    log = log_text(HEALTHY_LOG)
+    ibstat = real.node_text("ibstat", "gpud-h100-roce400g-down-polling-disabled.txt")
+    text = log + "root@node7:~# ibstat\n" + ibstat
+    p = pasted.scan(text, "job.log")
+    assert [(b.source, b.host) for b in p.blocks] == [("ibstat", "node7")]
+    assert p.blocks[0].lineno == len(log.splitlines()) + 2
+    failing = [f for f in p.findings if f.status == Status.FAIL]
+    assert [f.check for f in failing] == ["ib.port_state"] and "mlx5_11" in failing[0].message
+    assert all(f.host == "node7" for f in p.findings)
+
+
+@pytest.mark.parametrize("name", ["gpud-a100-azure-ibstatus-all-active.txt",
+                                  "gpud-h100-ib-ndr-all-active-space-indented.txt",
+                                  "azhpc-ibstatus-ethernet-and-ib-hdr.txt"])
+def test_a_healthy_ibstat_or_ibstatus_gives_no_failing_finding(name):
+    p = pasted.scan(real.node_text("ibstat", name))
+    assert [b.source for b in p.blocks] == ["ibstat"]
+    assert not [f for f in p.findings if f.status == Status.FAIL]
+
+
+def test_an_ibv_devinfo_block_is_found_and_a_port_down_in_it_fails():
+    p = pasted.scan(real.node_text("ibv_devinfo", "deepep60-cx6dx-eth-port-down-mtu1024-fragment.txt"))
+    assert [b.source for b in p.blocks] == ["ibv_devinfo"]
+    assert [f.check for f in p.findings if f.status == Status.FAIL] == ["ib.port_state"]
+    healthy = pasted.scan(real.node_text("ibv_devinfo", "azhpcimages44-azure-hbv2-renamed-hcas-fragment.txt"))
+    assert [b.source for b in healthy.blocks] == ["ibv_devinfo"] and not healthy.findings
+
+
+def test_ulimit_a_with_a_64k_memlock_is_found_and_judged():
+    ulimit = (real.ROOT / "cases" / "node-ucx8229-ulimit-a-memlock-64k-create-cq-enomem" / "node-a" / "ulimit.txt")
+    real.require()
+    p = pasted.scan(log_text(HEALTHY_LOG) + ulimit.read_text(encoding="utf-8"))
+    assert [b.source for b in p.blocks] == ["ulimit"]
+    assert [f.check for f in p.findings] == ["limits.memlock"]
+
+
+def test_df_h_of_dev_shm_is_read_in_its_human_units():
+    # written for this test: `df -h /dev/shm` in a container with Docker's default
+    small = pasted.scan("Filesystem      Size  Used Avail Use% Mounted on\nshm              64M     0   64M   0% /dev/shm\n")
+    assert [f.check for f in small.findings] == ["limits.shm"] and small.findings[0].status in (Status.WARN, Status.FAIL)
+    big = pasted.scan("Filesystem      Size  Used Avail Use% Mounted on\ntmpfs           252G     0  252G   0% /dev/shm\n")
+    assert [b.source for b in big.blocks] == ["shm"] and not big.findings
+
+
+def test_a_healthy_log_alone_has_no_pasted_block_and_no_signal():
+    for name in (HEALTHY_LOG, FAILED_LOG, "p2p-direct-pointer-and-shm-8gpu-single-process.log"):
+        assert not pasted.scan(log_text(name))
+
+
+# ---- verdicts ---------------------------------------------------------------------------------------------------
+
+
+def test_a_port_down_pasted_beside_a_run_that_worked_raises_nothing():
+    text = log_text(HEALTHY_LOG) + real.node_text("ibstat", "gpud-h100-roce400g-down-polling-disabled.txt")
+    assert alarms(log_text(HEALTHY_LOG)) == []
+    assert alarms(text) == []
+
+
+def test_a_polling_port_pasted_beside_a_failed_run_is_named():
+    base = [d.category for d in alarms(log_text(FAILED_LOG))]
+    assert "ib_port_down" not in base
+    d = alarms(log_text(FAILED_LOG) + real.node_text("ibstat", "gpud-h100-roce400g-down-polling-disabled.txt"))
+    assert d[0].category == "ib_port_down" and d[0].confidence == "medium"
+    assert any("mlx5_11" in e.text for e in d[0].evidence)
+
+
+def test_healthy_pastes_beside_a_failed_run_change_nothing():
+    base = [(d.category, d.severity) for d in alarms(log_text(FAILED_LOG))]
+    text = log_text(FAILED_LOG) + real.node_text("ibstat", "gpud-h100-ib-ndr-all-active-space-indented.txt")
+    assert [(d.category, d.severity) for d in alarms(text)] == base
+
+
+def test_a_roce_port_with_a_non_zero_lid_beside_modify_qp_einval_is_the_nic_support():
+    # written for this test, in the shape of NVIDIA/nccl#622: an irdma RoCE HCA whose port reports 'Base lid: 1'
+    warn = ("machine1:196207:196244 [0] misc/ibvwrap.cc:284 NCCL WARN Call to ibv_modify_qp failed with error "
+            "Invalid argument\nmachine1:196207:196244 [0] NCCL INFO transport/net_ib.cc:415 -> 2\n")
+    ibstat = ("CA 'rocep216s0f0'\n\tCA type:\n\tNumber of ports: 1\n\tFirmware version: 1.50\n\tPort 1:\n"
+              "\t\tState: Active\n\t\tPhysical state: LinkUp\n\t\tRate: 100\n\t\tBase lid: {lid}\n\t\tLMC: 0\n")
+    d = alarms(warn + ibstat.format(lid=1))
+    assert d[0].category == "rdma_nic_unsupported" and d[0].confidence == "high"
+    assert "non-zero LID" in d[0].summary
+    assert alarms(warn + ibstat.format(lid=0))[0].category != "rdma_nic_unsupported"
+
+
+# ---- processes ended by a signal ---------------------------------------------------------------------------------
+
+# written for these tests: torchelastic's failure block as it prints it for a rank killed by SIGKILL
+ELASTIC = """============================================================
+train.py FAILED
+------------------------------------------------------------
+Failures:
+  <NO_OTHER_FAILURES>
+------------------------------------------------------------
+Root Cause (first observed failure):
+[0]:
+  time      : 2024-05-01_10:00:00
+  host      : node3
+  rank      : 5 (local_rank: 1)
+  exitcode  : -{no} (pid: 4242)
+  error_file: <N/A>
+  traceback : Signal {no} ({name}) received by PID 4242
+============================================================
+"""
+BLOCK_ONLY = "\n".join(l for l in ELASTIC.splitlines() if "FAILED" not in l and "Root Cause" not in l) + "\n"
+
+
+def test_a_failure_block_with_only_signal_9_is_a_failure_never_nothing_broken():
+    d = alarms(BLOCK_ONLY.format(no=9, name="SIGKILL"))
+    assert d and d[0].severity == "fail" and d[0].id == "killed-by-signal"
+    assert "cause unconfirmed" in d[0].summary and d[0].confidence == "medium"
+    assert any("Signal 9 (SIGKILL)" in e.text for e in d[0].evidence)
+
+
+def test_sigkill_with_the_kernels_oom_line_is_the_oom_killer():
+    dmesg = "[Wed May  1 10:00:00 2024] Out of memory: Killed process 4242 (python) total-vm:812345678kB\n"
+    d = alarms(ELASTIC.format(no=9, name="SIGKILL") + dmesg)
+    assert d[0].id == "killed-by-signal" and d[0].confidence == "high" and "OOM killer" in d[0].summary
+
+
+def test_sigbus_points_at_dev_shm():
+    d = alarms(BLOCK_ONLY.format(no=7, name="SIGBUS"))
+    assert d[0].category == "shm_too_small" and d[0].severity == "fail"
+    ucx = "[host1:3039 :0:3095] Caught signal 7 (Bus error: nonexistent physical address)\n"
+    assert alarms(ucx)[0].category == "shm_too_small"
+
+
+def test_a_crash_by_segv_or_abort_is_reported_unexplained_and_other_causes_come_first():
+    d = alarms(BLOCK_ONLY.format(no=11, name="SIGSEGV"))
+    assert d[0].category == "unexplained" and "SIGSEGV" in d[0].summary
+    shm = ("host1:1:2 [0] include/shm.h:28 NCCL WARN Call to posix_fallocate failed : No space left on device\n")
+    assert alarms(shm + BLOCK_ONLY.format(no=6, name="SIGABRT"))[0].category == "shm_too_small"
+
+
+def test_signals_that_do_not_mean_a_failure_are_left_alone():
+    assert pasted.signal_of("  exitcode  : 1 (pid: 12)") is None
+    assert alarms(BLOCK_ONLY.format(no=15, name="SIGTERM")) == [] or \
+        all(d.id != "killed-by-signal" for d in alarms(BLOCK_ONLY.format(no=15, name="SIGTERM")))
+    assert pasted.signal_of("mpirun noticed that process rank 1 with PID 7 on node n2 exited on signal 9 (Killed).") == 9
+    assert pasted.signal_of("[2024-01-01] [ERROR] [launch.py:321:sigkill_handler] ['python'] exits with return code = -9") == 9
