@@ -1,12 +1,12 @@
 """Node outputs pasted beside an NCCL log, and how the job's processes ended (pure).
 
 Admins paste into one text the NCCL log and what they ran on the node: ``ibstat``/``ibstatus``,
-``ibv_devinfo``, ``ulimit -a``, ``df -h /dev/shm``, and the launcher's report of how each process
+``ibv_devinfo``, ``nvidia-smi -q``, ``ulimit -a``, ``df -h /dev/shm``, and the launcher's report of how each process
 ended (torchelastic's failure block: ``exitcode : -9``, ``Signal 9 (SIGKILL) received by PID``).
 :func:`scan` finds those blocks by their shapes, gives each to the parser and the checks of its area
 (the same functions ``nccldiag check`` runs on a node's outputs), and keeps the failing findings that
-say something about the run: a port not Active or at a degraded rate, a small locked-memory limit, a
-small /dev/shm. It reads the whole text apart from the NCCL log parser, which keeps none of these lines.
+say something about the run: a port not Active or at a degraded rate, GPU memory errors (row remapping
+pending or failed, uncorrectable ECC, retired pages), a small locked-memory limit, a small /dev/shm. It reads the whole text apart from the NCCL log parser, which keeps none of these lines.
 
 A block is attributed to the host of the shell prompt just above it (``root@node1:~# ibstat``), else
 to no host. Healthy outputs give no failing finding: the checks judge them exactly as on a live node.
@@ -17,12 +17,13 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
-from nccldiag.areas import infiniband, limits
+from nccldiag.areas import gpuhealth, infiniband, limits
 from nccldiag.areas.base import NodeFacts
 from nccldiag.model.findings import SEVERITY, Finding, Status
 
 # the findings of pasted outputs that speak of the run; the others (CPU governor, GID tables) are left to 'check'
-KEPT = ("ib.port_state", "ib.port_rate", "limits.memlock", "limits.shm")
+KEPT = ("ib.port_state", "ib.port_rate", "limits.memlock", "limits.shm", "gpuhealth.row_remap", "gpuhealth.ecc",
+        "gpuhealth.retired")
 MAX_TEXT = 8 * 1024 * 1024  # a larger text is not scanned for pasted outputs (logs of that size are not pastes)
 
 _QUOTE = re.compile(r"^(?:>\s?)+")  # a quoted paste ("> CA 'mlx5_0'")
@@ -33,6 +34,9 @@ _HCA_ID = re.compile(r"^\s*hca_id:\s*\S+")
 _KV = re.compile(r"^\s*[A-Za-z][A-Za-z0-9_ ./()-]{0,40}:\s*\S?.*$")
 _PORT = re.compile(r"^\s*[Pp]ort:?\s*\d+:?\s*$")
 _ULIMIT = re.compile(r"^\s*[A-Za-z][A-Za-z -]*?\s+\((?:[^()]*?,\s*)?-[a-zA-Z]\)\s+\S+\s*$")  # ulimit -a
+_NVSMI = re.compile(r"^\s*={5,}\s*NVSMI LOG\s*={5,}\s*$")  # nvidia-smi -q
+_SMI_GPU = re.compile(r"^GPU [0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f]\s*$")
+_SMI_TOP = re.compile(r"^[A-Z][A-Za-z0-9 ()/.-]{1,40}?\s+:\s")  # 'Driver Version                  : 535.1'
 _DF_HEADER = re.compile(r"^\s*Filesystem\s+(?:Size|1K-blocks|1024-blocks)\s+Used\s+Avail")
 _DF_SHM = re.compile(r"^\s*(?P<fs>\S+)\s+(?P<size>[\d.]+[KMGTP]?i?)\s+(?P<used>[\d.]+[KMGTP]?i?)\s+"
                      r"(?P<avail>[\d.]+[KMGTP]?i?)\s+(?P<pct>\d+%|-)\s+(?P<mnt>/dev/shm)\s*$")
@@ -155,6 +159,12 @@ def blocks(text: str, path: str = "<text>") -> List[Block]:
                 out.append(Block("ibv_devinfo", "\n".join(lines[i:j]) + "\n", path, i + 1, host))
             i = j
             continue
+        if _NVSMI.match(line) or (_SMI_GPU.match(line) and i + 1 < len(lines) and lines[i + 1][:1] in (" ", "\t")):
+            j = _take(lines, i, _SMI_GPU, lambda l: bool(l[:1] in (" ", "\t") or _SMI_TOP.match(l)))
+            if j - i > 2:
+                out.append(Block("nvidia_smi_full", "\n".join(lines[i:j]) + "\n", path, i + 1, host))
+            i = j
+            continue
         if _ULIMIT.match(line):
             j = i
             while j < len(lines) and _ULIMIT.match(lines[j]):
@@ -182,7 +192,7 @@ def _judge(block_list: List[Block]) -> Tuple[List[Finding], Dict[str, Dict[str, 
     facts: Dict[str, Dict[str, Any]] = {}
     for host, sections in by_host.items():
         node = NodeFacts(host=host or "pasted")
-        for area in (infiniband, limits):
+        for area in (infiniband, limits, gpuhealth):
             if not any(s.name in sections for s in area.SOURCES):
                 continue
             try:

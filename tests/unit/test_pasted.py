@@ -175,3 +175,23 @@ def test_signals_that_do_not_mean_a_failure_are_left_alone():
         all(d.id != "killed-by-signal" for d in alarms(BLOCK_ONLY.format(no=15, name="SIGTERM")))
     assert pasted.signal_of("mpirun noticed that process rank 1 with PID 7 on node n2 exited on signal 9 (Killed).") == 9
     assert pasted.signal_of("[2024-01-01] [ERROR] [launch.py:321:sigkill_handler] ['python'] exits with return code = -9") == 9
+
+
+# ---- nvidia-smi -q ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["gpud-titan-v-560-full.txt", "gpud-8x-rtx4090-535-gpu0-excerpt.txt",
+                                  "azhpc-a100-sxm4-40gb-460-passthrough-gpu0-excerpt.txt"])
+def test_a_healthy_nvidia_smi_q_is_found_and_gives_nothing(name):
+    text = log_text(HEALTHY_LOG) + real.node_text("nvidia-smi-q", name)
+    p = pasted.scan(text)
+    assert [b.source for b in p.blocks] == ["nvidia_smi_full"] and not p.findings
+    assert alarms(text) == []
+
+
+def test_row_remapping_pending_in_a_pasted_nvidia_smi_q_is_named_beside_a_failed_run():
+    q = real.node_text("nvidia-smi-ecc-rowremap", "gpud-a10-535-remap-pending-ue4-full-q.txt")
+    p = pasted.scan(q)
+    assert [f.check for f in p.findings] == ["gpuhealth.row_remap"]
+    d = alarms(log_text(FAILED_LOG) + q)
+    assert d[0].category == "gpu_ecc_rowremap"
