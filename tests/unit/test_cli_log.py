@@ -166,3 +166,13 @@ def test_nccl_tests_device_list_gives_ranks_and_hosts():
     assert r.exit_code == 0, r.output
     assert "4 rank(s) on 1 host(s) (nccl-tests' device list)" in " ".join(r.output.split())
     assert "0 process(es)" not in r.output
+
+
+def test_an_ibstat_given_beside_the_log_is_read_and_a_polling_port_named_only_when_the_run_failed():
+    ibstat = real.node("ibstat", "gpud-h100-roce400g-down-polling-disabled.txt")
+    failed = json.loads(run(real.nccl_log(WATCHDOG), ibstat, "--json", "-").stdout)
+    alarms = [d for d in failed["diagnoses"] if d["severity"] in ("fail", "warn")]
+    assert alarms[0]["category"] == "ib_port_down" and "mlx5_11" in json.dumps(alarms[0]["evidence"])
+    r = run(real.nccl_log(GOOD), ibstat, "--json", "-")
+    assert r.exit_code == 0
+    assert not [d for d in json.loads(r.stdout)["diagnoses"] if d["severity"] in ("fail", "warn")]
