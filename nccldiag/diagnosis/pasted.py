@@ -1,7 +1,7 @@
 """Node outputs pasted beside an NCCL log, and how the job's processes ended (pure).
 
 Admins paste into one text the NCCL log and what they ran on the node: ``ibstat``/``ibstatus``,
-``ibv_devinfo``, ``nvidia-smi -q``, ``ulimit -a``, ``df -h /dev/shm``, and the launcher's report of how each process
+``ibv_devinfo``, ``rdma link``, ``nvidia-smi -q``, ``ulimit -a``, ``df -h /dev/shm``, and the launcher's report of how each process
 ended (torchelastic's failure block: ``exitcode : -9``, ``Signal 9 (SIGKILL) received by PID``).
 :func:`scan` finds those blocks by their shapes, gives each to the parser and the checks of its area
 (the same functions ``nccldiag check`` runs on a node's outputs), and keeps the failing findings that
@@ -37,6 +37,7 @@ _ULIMIT = re.compile(r"^\s*[A-Za-z][A-Za-z -]*?\s+\((?:[^()]*?,\s*)?-[a-zA-Z]\)\
 _NVSMI = re.compile(r"^\s*={5,}\s*NVSMI LOG\s*={5,}\s*$")  # nvidia-smi -q
 _SMI_GPU = re.compile(r"^GPU [0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f]\s*$")
 _SMI_TOP = re.compile(r"^[A-Z][A-Za-z0-9 ()/.-]{1,40}?\s+:\s")  # 'Driver Version                  : 535.1'
+_RDMA_LINK = re.compile(r"^\s*(?:\d+/\d+:\s*)?link \S+/\d+\s.*\bstate\s+\S+")  # rdma link (show)
 _DF_HEADER = re.compile(r"^\s*Filesystem\s+(?:Size|1K-blocks|1024-blocks)\s+Used\s+Avail")
 _DF_SHM = re.compile(r"^\s*(?P<fs>\S+)\s+(?P<size>[\d.]+[KMGTP]?i?)\s+(?P<used>[\d.]+[KMGTP]?i?)\s+"
                      r"(?P<avail>[\d.]+[KMGTP]?i?)\s+(?P<pct>\d+%|-)\s+(?P<mnt>/dev/shm)\s*$")
@@ -163,6 +164,13 @@ def blocks(text: str, path: str = "<text>") -> List[Block]:
             j = _take(lines, i, _SMI_GPU, lambda l: bool(l[:1] in (" ", "\t") or _SMI_TOP.match(l)))
             if j - i > 2:
                 out.append(Block("nvidia_smi_full", "\n".join(lines[i:j]) + "\n", path, i + 1, host))
+            i = j
+            continue
+        if _RDMA_LINK.match(line):
+            j = i
+            while j < len(lines) and _RDMA_LINK.match(lines[j]):
+                j += 1
+            out.append(Block("rdma_link", "\n".join(lines[i:j]) + "\n", path, i + 1, host))
             i = j
             continue
         if _ULIMIT.match(line):

@@ -195,3 +195,20 @@ def test_row_remapping_pending_in_a_pasted_nvidia_smi_q_is_named_beside_a_failed
     assert [f.check for f in p.findings] == ["gpuhealth.row_remap"]
     d = alarms(log_text(FAILED_LOG) + q)
     assert d[0].category == "gpu_ecc_rowremap"
+
+
+# ---- rdma link ----------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["3fs283-cx6dx-2port-trailing-space.txt", "spiderpool-roce-cx-rdma-link-indented.txt",
+                                  "spiderpool-sriov-ib-vf-rdma-link-indented.txt"])
+def test_a_healthy_rdma_link_is_found_and_gives_nothing(name):
+    p = pasted.scan(log_text(FAILED_LOG) + real.node_text("rdma-link", name))
+    assert [b.source for b in p.blocks] == ["rdma_link"] and not p.findings
+
+
+def test_a_polling_port_in_rdma_link_fails():
+    # written for this test: `rdma link` of a port without a link partner
+    p = pasted.scan("link mlx5_7/1 subnet_prefix fe80:0000:0000:0000 lid 3403 sm_lid 1 lmc 0 state DOWN "
+                    "physical_state POLLING\n")
+    assert [(f.check, f.status) for f in p.findings] == [("ib.port_state", Status.FAIL)]
