@@ -134,8 +134,14 @@ def _df_kb(text: str) -> Optional[int]:
     return int(float(m.group(1)) * _UNITS[m.group(2)])
 
 
+# words every output read here prints; a text without any of them holds none (a plain log is not walked)
+MARKERS = ("CA '", "Infiniband device '", "hca_id:", "NVSMI LOG", "GPU 0", "-l)", "/dev/shm", "physical_state")
+
+
 def blocks(text: str, path: str = "<text>") -> List[Block]:
     """The node outputs pasted in ``text``, in order."""
+    if not any(m in text for m in MARKERS):
+        return []
     lines = [_clean(l) for l in text.splitlines()]
     out: List[Block] = []
     host: Optional[str] = None
@@ -244,6 +250,8 @@ def scan(text: str, path: str = "<text>") -> Pasted:
         return out
     out.blocks = blocks(text, path)
     out.findings, out.facts = _judge(out.blocks)
+    if not any(m in text for m in ("ignal", "exitcode", "Killed", "return code", "emory", "oom", "OOM")):
+        return out
     for n, raw in enumerate(text.splitlines(), 1):
         if "ignal" in raw or "exitcode" in raw or "Killed" in raw or "return code" in raw:
             no = signal_of(raw)
