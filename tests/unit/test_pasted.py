@@ -145,7 +145,7 @@ BLOCK_ONLY = "\n".join(l for l in ELASTIC.splitlines() if "FAILED" not in l and 
 def test_a_failure_block_with_only_signal_9_is_a_failure_never_nothing_broken():
     d = alarms(BLOCK_ONLY.format(no=9, name="SIGKILL"))
     assert d and d[0].severity == "fail" and d[0].id == "killed-by-signal"
-    assert "cause unconfirmed" in d[0].summary and d[0].confidence == "medium"
+    assert "cause unconfirmed" in d[0].summary and d[0].confidence == "low"
     assert any("Signal 9 (SIGKILL)" in e.text for e in d[0].evidence)
 
 
@@ -212,3 +212,11 @@ def test_a_polling_port_in_rdma_link_fails():
     p = pasted.scan("link mlx5_7/1 subnet_prefix fe80:0000:0000:0000 lid 3403 sm_lid 1 lmc 0 state DOWN "
                     "physical_state POLLING\n")
     assert [(f.check, f.status) for f in p.findings] == [("ib.port_state", Status.FAIL)]
+
+
+def test_an_unconfirmed_sigkill_comes_after_the_cause_the_log_names():
+    log = log_text("socket-2node-shm-extend-failure-and-connect-abort-nccltests.log")
+    base = alarms(log)[0].category
+    d = alarms(log + BLOCK_ONLY.format(no=9, name="SIGKILL"))
+    assert d[0].category == base == "shm_too_small"
+    assert any(x.id == "killed-by-signal" for x in d)

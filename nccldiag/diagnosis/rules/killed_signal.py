@@ -4,7 +4,8 @@ A rank killed is a failure, whatever else the log says.
 
 - SIGKILL (9): nothing in the job sends it; the kernel's OOM killer (host memory exhausted, or the container's
   memory limit) is the usual sender, and the kernel's 'Out of memory: Killed process' line confirms it. Without
-  that line the cause is unconfirmed, and said so.
+  that line the cause is unconfirmed, and said so (low confidence: any cause the log names comes first; a
+  launcher also kills the other ranks once one has failed).
 - SIGBUS (7): a page of a memory-mapped file could not be backed; NCCL's and PyTorch's shared memory lives in
   /dev/shm, and a container's 64 MB /dev/shm is the classic cause.
 - SIGSEGV (11) / SIGABRT (6): a crash or an abort; PyTorch's NCCL watchdog aborts the process after a failed or
@@ -66,7 +67,7 @@ def diagnose(inp: Inputs) -> List[Diagnosis]:
                               extra=_ev(lines, 2) + _ev(p.oom, 2), nodes=[]))
         else:
             out.append(C.make(me, "a process of the job was killed by signal 9 (SIGKILL); cause unconfirmed: the "
-                              "kernel's OOM killer (host memory) is the usual sender: " + lines[0].text.strip()[:120], (), confidence="medium",
+                              "kernel's OOM killer (host memory) is the usual sender: " + lines[0].text.strip()[:120], (), confidence="low",
                               why="nothing in the job sends SIGKILL: the OOM killer, a memory limit or an admin did",
                               extra=_ev(lines), nodes=[],
                               missing=["dmesg -T | grep -iE 'out of memory|killed process' on the rank's node"]))
