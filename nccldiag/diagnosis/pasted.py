@@ -76,6 +76,7 @@ class Line:
     path: str
     lineno: int
     text: str
+    host: Optional[str] = None  # the host the launcher names for the process, where it does
 
     def cite(self) -> str:
         return f"{self.path}:{self.lineno}: {self.text.strip()[:300]}"
@@ -243,6 +244,22 @@ def signal_of(text: str) -> Optional[int]:
     return None
 
 
+_ELASTIC_HOST = re.compile(r"^\s*host\s*:\s*(\S+)\s*$")  # torchelastic's failure block
+_HANDLER_HOST = re.compile(r"^\s*\[([A-Za-z0-9][\w.-]*):\s*\d+\s*:")  # UCX / Open MPI: '[host:pid:0:tid] Caught'
+
+
+def _signal_host(lines: List[str], i: int) -> Optional[str]:
+    """The host of the process whose end line ``i`` reports: its own prefix, or torchelastic's 'host :' above."""
+    m = _HANDLER_HOST.match(lines[i])
+    if m:
+        return m.group(1)
+    for k in range(i - 1, max(-1, i - 6), -1):
+        m = _ELASTIC_HOST.match(lines[k])
+        if m:
+            return m.group(1)
+    return None
+
+
 def scan(text: str, path: str = "<text>") -> Pasted:
     """The node outputs and process ends pasted in ``text`` (one file of the log)."""
     out = Pasted()
@@ -252,11 +269,12 @@ def scan(text: str, path: str = "<text>") -> Pasted:
     out.findings, out.facts = _judge(out.blocks)
     if not any(m in text for m in ("ignal", "exitcode", "Killed", "return code", "emory", "oom", "OOM")):
         return out
-    for n, raw in enumerate(text.splitlines(), 1):
+    lines = text.splitlines()
+    for n, raw in enumerate(lines, 1):
         if "ignal" in raw or "exitcode" in raw or "Killed" in raw or "return code" in raw:
             no = signal_of(raw)
             if no is not None and no > 0:
-                out.signals.append((no, Line(path, n, raw)))
+                out.signals.append((no, Line(path, n, raw, _signal_host(lines, n - 1))))
         if ("emory" in raw or "oom" in raw or "OOM" in raw) and _OOM.search(raw):
             out.oom.append(Line(path, n, raw))
     return out

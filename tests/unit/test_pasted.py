@@ -147,6 +147,7 @@ def test_a_failure_block_with_only_signal_9_is_a_failure_never_nothing_broken():
     assert d and d[0].severity == "fail" and d[0].id == "killed-by-signal"
     assert "cause unconfirmed" in d[0].summary and d[0].confidence == "low"
     assert any("Signal 9 (SIGKILL)" in e.text for e in d[0].evidence)
+    assert d[0].nodes == ["node3"]  # torchelastic's 'host :' line of the block
 
 
 def test_sigkill_with_the_kernels_oom_line_is_the_oom_killer():
@@ -159,7 +160,7 @@ def test_sigbus_points_at_dev_shm():
     d = alarms(BLOCK_ONLY.format(no=7, name="SIGBUS"))
     assert d[0].category == "shm_too_small" and d[0].severity == "fail"
     ucx = "[host1:3039 :0:3095] Caught signal 7 (Bus error: nonexistent physical address)\n"
-    assert alarms(ucx)[0].category == "shm_too_small"
+    assert alarms(ucx)[0].category == "shm_too_small" and alarms(ucx)[0].nodes == ["host1"]
 
 
 def test_a_crash_by_segv_or_abort_is_reported_unexplained_and_other_causes_come_first():

@@ -43,10 +43,14 @@ def _ev(lines, limit: int = 3) -> List[Evidence]:
         if ln.text.strip() in seen:
             continue
         seen.add(ln.text.strip())
-        out.append(Evidence("log", ln.cite(), f"{ln.path}:{ln.lineno}", None))
+        out.append(Evidence("log", ln.cite(), f"{ln.path}:{ln.lineno}", ln.host))
         if len(out) >= limit:
             break
     return out
+
+
+def _hosts(lines) -> List[str]:
+    return sorted({ln.host for ln in lines if ln.host})
 
 
 def diagnose(inp: Inputs) -> List[Diagnosis]:
@@ -64,19 +68,19 @@ def diagnose(inp: Inputs) -> List[Diagnosis]:
             out.append(C.make(me, "a process of the job was killed by the kernel's OOM killer (SIGKILL): the host "
                               "ran out of memory: " + p.oom[0].text.strip()[:120], (), confidence="high",
                               why="the launcher reports signal 9 and the kernel's OOM killer reports killing a process",
-                              extra=_ev(lines, 2) + _ev(p.oom, 2), nodes=[]))
+                              extra=_ev(lines, 2) + _ev(p.oom, 2), nodes=_hosts(lines)))
         else:
             out.append(C.make(me, "a process of the job was killed by signal 9 (SIGKILL); cause unconfirmed: the "
                               "kernel's OOM killer (host memory) is the usual sender: " + lines[0].text.strip()[:120], (), confidence="low",
                               why="nothing in the job sends SIGKILL: the OOM killer, a memory limit or an admin did",
-                              extra=_ev(lines), nodes=[],
+                              extra=_ev(lines), nodes=_hosts(lines),
                               missing=["dmesg -T | grep -iE 'out of memory|killed process' on the rank's node"]))
     if 7 in by_sig:
         out.append(C.make(me, "a process of the job died of SIGBUS: memory it mapped could not be backed; /dev/shm too "
                           "small (a container's default is 64 MB) is the usual cause: " + by_sig[7][0].text.strip()[:120], (), confidence="medium",
                           why="SIGBUS is what a process gets when a page of a mapped /dev/shm file cannot be "
                               "allocated; a container's default /dev/shm is 64 MB",
-                          extra=_ev(by_sig[7]), nodes=[], fix=FIX_BUS, category="shm_too_small",
+                          extra=_ev(by_sig[7]), nodes=_hosts(by_sig[7]), fix=FIX_BUS, category="shm_too_small",
                           title="A process died of SIGBUS (/dev/shm)",
                           missing=["df -h /dev/shm inside the job's container"]))
     crashed = [(no, ln) for no in (11, 6) for ln in by_sig.get(no, [])]
@@ -85,7 +89,7 @@ def diagnose(inp: Inputs) -> List[Diagnosis]:
         d = C.make(me, f"a process of the job crashed: {names}; no cause recognised", (), confidence="low",
                    why="the launcher reports the process ended by a signal; an abort follows an error the process "
                        "met, a segmentation fault a defect or bad memory",
-                   extra=_ev([ln for _, ln in crashed]), nodes=[], fix=FIX_CRASH, category="unexplained",
+                   extra=_ev([ln for _, ln in crashed]), nodes=_hosts([ln for _, ln in crashed]), fix=FIX_CRASH, category="unexplained",
                    title="A process of the job crashed")
         d.tier = 2
         out.append(d)
