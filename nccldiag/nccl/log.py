@@ -888,6 +888,79 @@ _FRAGMENT = re.compile(
 _RING_ORDER = re.compile(r"\b(?:Channel|Ring) (?P<ch>\d+)(?:/(?P<n>\d+))? :(?P<order>(?:\s+\d+)+)\s*$")
 
 
+@dataclass(frozen=True)
+class FactRow:
+    """One kind of NCCL INFO message: a message holding any of ``guard`` (the cheap test, empty: none) that
+    ``pattern`` finds (and ``accept`` accepts) is read by the parser's method ``handler`` (with ``arg`` first,
+    when given). ``keeps`` names the fact list it appends to (``None``: channel lines, tallied apart), ``rank``
+    the rank it reports for its world (the lines that mark a version line as rank 0's)."""
+
+    name: str
+    guard: Tuple[str, ...]
+    pattern: "re.Pattern[str]"
+    handler: str
+    keeps: Optional[str]
+    accept: Optional[Callable[[str, "re.Match[str]"], bool]] = None
+    rank: Optional[Callable[["re.Match[str]"], int]] = None
+    arg: Optional[str] = None
+
+    def read(self, parser: "_Parser", m: "re.Match[str]", at: Loc, text: str, p: Optional[Proc]) -> None:
+        if self.arg is None:
+            getattr(parser, self.handler)(m, at, text, p)
+        else:
+            getattr(parser, self.handler)(self.arg, m, at, text, p)
+
+
+def _rank(m: "re.Match[str]") -> int:
+    return int(m.group("rank"))
+
+
+# The NCCL INFO messages the parser reads, in order: the first row that reads a message wins. A new kind of
+# message is one row here and its handler (a ``fact_*`` method of the parser).
+FACTS: Tuple[FactRow, ...] = (
+    FactRow("channel", (" via ",), _CHANNEL, "fact_channel", None),
+    FactRow("channel_fragment", (" via ",), _FRAGMENT, "fact_channel", None),
+    FactRow("collnet_channel", ("COLLNET",), _COLLNET_CH, "fact_channel", None),
+    FactRow("ring_order", (" : ", " :\t"), _RING_ORDER, "fact_ring", "rings", rank=lambda m: 0),
+    FactRow("version", ("NCCL version",), _VERSION, "fact_version", "versions"),
+    FactRow("network", ("Using network",), _USING_NETWORK, "fact_network", "networks"),
+    FactRow("gdr", ("GPU Direct RDMA",), _GDR, "fact_gdr", "gdr"),
+    FactRow("net_no_device", ("No device found",), _NET_NODEV, "fact_net_nodev", "notes"),
+    FactRow("net_using", ("NET/",), _NET_USING, "fact_net_using", "nets",
+            accept=lambda msg, m: not msg[m.start():].startswith("NET/Plugin")),
+    FactRow("old_ib_ports", ("IB Port",), _OLD_IB_PORTS, "fact_old_ib_ports", "nets"),
+    FactRow("bootstrap", ("Bootstrap",), _BOOTSTRAP, "fact_bootstrap", "bootstrap"),
+    FactRow("plugin_path", ("lugin",), _PLUGIN_PATH, "fact_plugin_path", "plugins"),
+    FactRow("p2p_plugin", ("lugin",), _P2P_PLUGIN, "fact_p2p_plugin", "plugins"),
+    FactRow("loaded_plugin", ("lugin",), _LOADED_PLUGIN, "fact_loaded_plugin", "plugins"),
+    FactRow("net_plugin", ("NET/Plugin",), _NET_PLUGIN, "fact_net_plugin", "plugins"),
+    FactRow("init", ("- Init ",), _INIT, "fact_init", "inits", rank=_rank),
+    FactRow("comm", ("nRanks",), _COMM, "fact_comm", "comms", rank=_rank),
+    FactRow("comm_old", ("nranks",), _COMM_OLD, "fact_comm_old", "comms", rank=_rank),
+    FactRow("connected", ("Connected ",), _CONNECTED, "fact_connected", "connected"),
+    FactRow("channel_counts", ("coll channels",), _COUNTS, "fact_counts", "channel_counts"),
+    FactRow("nvls_comm", ("NVLS",), _NVLS_COMM, "fact_nvls_comm", "nvls"),
+    FactRow("nvls_multicast", ("NVLS",), _NVLS_MC, "fact_nvls_mc", "nvls"),
+    FactRow("env", ("set by environment",), _ENV, "fact_env", "env"),
+) + tuple(FactRow(f"note_{kind}", (), pat, "fact_note", "notes", arg=kind) for kind, pat in _NOTES)
+
+
+def fact_row(msg: str) -> Tuple[Optional[FactRow], Optional["re.Match[str]"]]:
+    """The row of :data:`FACTS` that reads NCCL INFO message ``msg``, with its match (``(None, None)``: none)."""
+    for row in FACTS:
+        guard = row.guard
+        if guard:
+            for g in guard:
+                if g in msg:
+                    break
+            else:
+                continue
+        m = row.pattern.search(msg)
+        if m is not None and (row.accept is None or row.accept(msg, m)):
+            return row, m
+    return None, None
+
+
 def _add_capped(lst: list, value, cap: int = MAX_SMALL) -> None:
     if value not in lst and len(lst) < cap:
         lst.append(value)
@@ -1392,128 +1465,110 @@ class _Parser:
         self.app_lines(rec)
 
     def info_fact(self, msg: str, at: Loc, text: str, p: Optional[Proc]) -> None:
-        m = _CHANNEL.search(msg) if " via " in msg else None
-        if m:
-            self.channel(m, at, text, p)
-            return
-        m = _FRAGMENT.search(msg) if " via " in msg else None
-        if m:
-            self.channel(m, at, text, p)
-            return
-        m = _COLLNET_CH.search(msg) if "COLLNET" in msg else None
-        if m:
-            self.channel(m, at, text, p)
-            return
-        m = _RING_ORDER.search(msg) if " : " in msg or " :\t" in msg else None
-        if m:
-            order = [int(x) for x in m.group("order").split()][:MAX_PAIRS]
-            ro = RingOrder(int(m.group("ch")), order, at, text, _int(m.group("n")))
-            self._keep("rings", ro)
-            if p is not None:
-                _add_capped(p.ranks, 0, 1024)  # only rank 0 prints the ring order
-            self.rank_fact(0, len(order), at, p)
-            return
-        m = _VERSION.search(msg) if "NCCL version" in msg else None
-        if m:
-            v = VersionLine(m.group("v"), m.group("cuda"), at, text)
-            self._keep("versions", v)
-            self.version(v)
-            if p is not None:
-                _add_capped(p.versions, m.group("v"))
-            return
-        m = _USING_NETWORK.search(msg) if "Using network" in msg else None
-        if m:
-            self._keep("networks", NetworkChoice(m.group("name"), at, text))
-            if p is not None:
-                _add_capped(p.networks, m.group("name"))
-            return
-        m = _GDR.search(msg) if "GPU Direct RDMA" in msg else None
-        if m:
-            self._keep("gdr", GdrLine(m.group("state") == "Enabled", m.group("hca"), at, text, m.group("net"),
-                                      m.group("gpu"), m.group("name"), m.group("reason")))
-            return
-        m = _NET_NODEV.search(msg) if "No device found" in msg else None
-        if m:
-            self._keep("notes", Note(f"{m.group('net').lower()}_no_device", at, text))
-            return
-        m = _NET_USING.search(msg) if "NET/" in msg and "Using" in msg else None
-        if m and not msg[m.start():].startswith("NET/Plugin"):
-            self._keep("nets", _net_devices(m.group("net"), m.group("body"), at, text))
-            return
-        m = _OLD_IB_PORTS.search(msg) if "IB Port" in msg else None
-        if m:
-            devs = [NetDevice(None, d.group("name"), int(d.group("port")), "IB")
-                    for d in _OLD_IB_PORT.finditer(m.group("body"))]
-            self._keep("nets", NetDevices("IB", devs, at, text))
-            return
-        m = _BOOTSTRAP.search(msg) if "Bootstrap" in msg else None
-        if m:
-            ifs = [NetDevice(_int(s.group("idx")), s.group("name"), address=s.group("addr"))
-                   for s in _SOCK_IF.finditer(m.group("body"))]
-            self._keep("bootstrap", Bootstrap(ifs, at, text))
-            return
-        for kind, pat in ((("path", _PLUGIN_PATH), ("p2p_plugin", _P2P_PLUGIN), ("loaded", _LOADED_PLUGIN))):
-            m = pat.search(msg) if "lugin" in msg else None
-            if m:
-                k = kind if kind != "loaded" else ("loaded_collnet" if m.group("kind") != "net" else "loaded_net")
-                self._keep("plugins", PluginLine(k, m.group("v"), at, text))
-                return
-        m = _NET_PLUGIN.search(msg) if "NET/Plugin" in msg else None
-        if m:
-            v = m.group("v")
-            k = "load_failed" if "returned" in v or "Failed" in v else (
-                "none_found" if "No plugin found" in v else "other")
-            self._keep("plugins", PluginLine(k, v, at, text))
-            return
-        m = _INIT.search(msg) if "- Init " in msg else None
-        if m:
-            ev = InitEvent(m.group("phase"), int(m.group("rank")), int(m.group("nranks")), at, text, m.group("comm"),
-                           _int(m.group("cdev")), _int(m.group("nvml")), m.group("bus"), m.group("cid"))
-            self._keep("inits", ev)
-            self.rank_host(ev.rank, at)
-            self.rank_fact(ev.rank, ev.nranks, at, p)
-            if p is not None:
-                _add_capped(p.ranks, ev.rank, 1024)
-                _add_capped(p.init_started if ev.phase == "START" else p.init_completed, ev.rank, 1024)
-            return
-        m = _COMM.search(msg) if "nRanks" in msg else None
-        if m:
-            c = CommInfo(m.group("comm"), int(m.group("rank")), int(m.group("nranks")), at, text,
-                         int(m.group("nnodes")), int(m.group("lranks")), int(m.group("lrank")), _int(m.group("mnnvl")))
-            self.comm(c, p)
-            return
-        m = _COMM_OLD.search(msg) if "nranks" in msg else None
-        if m:
-            self.comm(CommInfo(m.group("comm"), int(m.group("rank")), int(m.group("nranks")), at, text), p)
-            return
-        m = _CONNECTED.search(msg) if "Connected " in msg else None
-        if m:
-            self._keep("connected", Connected(m.group("what"), at, text, _int(m.group("pxn")), _int(m.group("gdr"))))
-            return
-        m = _COUNTS.search(msg) if "coll channels" in msg else None
-        if m:
-            self._keep("channel_counts", ChannelCounts(int(m.group("coll")), int(m.group("p2p")), int(m.group("ppp")),
-                                                       at, text, _int(m.group("collnet")), _int(m.group("nvls"))))
-            return
-        m = _NVLS_COMM.search(msg) if "NVLS" in msg else None
-        if m:
-            self._keep("nvls", NvlsLine("comm", at, text, int(m.group("head")), int(m.group("nheads"))))
-            return
-        m = _NVLS_MC.search(msg) if "NVLS" in msg else None
-        if m:
-            self._keep("nvls", NvlsLine("multicast", at, text, available=not m.group("not")))
-            return
-        m = _ENV.search(msg) if "set by environment" in msg else None
-        if m:
-            value = m.group("value")
-            if re.fullmatch(r"-?\d+\.", value):
-                value = value[:-1]
-            self._keep("env", EnvEcho(m.group("name"), value, at, text))
-            return
-        for kind, pat in _NOTES:
-            if pat.search(msg):
-                self._keep("notes", Note(kind, at, text))
-                return
+        """The fact of an NCCL INFO message: the first row of :data:`FACTS` that reads it."""
+        row, m = fact_row(msg)
+        if row is not None:
+            row.read(self, m, at, text, p)
+
+    # ---- the handlers of FACTS' rows: (parser, match, where, text, process)
+
+    def fact_channel(self, m: "re.Match[str]", at: Loc, text: str, p: Optional[Proc]) -> None:
+        self.channel(m, at, text, p)
+
+    def fact_ring(self, m: "re.Match[str]", at: Loc, text: str, p: Optional[Proc]) -> None:
+        order = [int(x) for x in m.group("order").split()][:MAX_PAIRS]
+        ro = RingOrder(int(m.group("ch")), order, at, text, _int(m.group("n")))
+        self._keep("rings", ro)
+        if p is not None:
+            _add_capped(p.ranks, 0, 1024)  # only rank 0 prints the ring order
+        self.rank_fact(0, len(order), at, p)
+
+    def fact_version(self, m: "re.Match[str]", at: Loc, text: str, p: Optional[Proc]) -> None:
+        v = VersionLine(m.group("v"), m.group("cuda"), at, text)
+        self._keep("versions", v)
+        self.version(v)
+        if p is not None:
+            _add_capped(p.versions, m.group("v"))
+
+    def fact_network(self, m: "re.Match[str]", at: Loc, text: str, p: Optional[Proc]) -> None:
+        self._keep("networks", NetworkChoice(m.group("name"), at, text))
+        if p is not None:
+            _add_capped(p.networks, m.group("name"))
+
+    def fact_gdr(self, m: "re.Match[str]", at: Loc, text: str, p: Optional[Proc]) -> None:
+        self._keep("gdr", GdrLine(m.group("state") == "Enabled", m.group("hca"), at, text, m.group("net"),
+                                  m.group("gpu"), m.group("name"), m.group("reason")))
+
+    def fact_net_nodev(self, m: "re.Match[str]", at: Loc, text: str, p: Optional[Proc]) -> None:
+        self._keep("notes", Note(f"{m.group('net').lower()}_no_device", at, text))
+
+    def fact_net_using(self, m: "re.Match[str]", at: Loc, text: str, p: Optional[Proc]) -> None:
+        self._keep("nets", _net_devices(m.group("net"), m.group("body"), at, text))
+
+    def fact_old_ib_ports(self, m: "re.Match[str]", at: Loc, text: str, p: Optional[Proc]) -> None:
+        devs = [NetDevice(None, d.group("name"), int(d.group("port")), "IB")
+                for d in _OLD_IB_PORT.finditer(m.group("body"))]
+        self._keep("nets", NetDevices("IB", devs, at, text))
+
+    def fact_bootstrap(self, m: "re.Match[str]", at: Loc, text: str, p: Optional[Proc]) -> None:
+        ifs = [NetDevice(_int(s.group("idx")), s.group("name"), address=s.group("addr"))
+               for s in _SOCK_IF.finditer(m.group("body"))]
+        self._keep("bootstrap", Bootstrap(ifs, at, text))
+
+    def fact_plugin_path(self, m: "re.Match[str]", at: Loc, text: str, p: Optional[Proc]) -> None:
+        self._keep("plugins", PluginLine("path", m.group("v"), at, text))
+
+    def fact_p2p_plugin(self, m: "re.Match[str]", at: Loc, text: str, p: Optional[Proc]) -> None:
+        self._keep("plugins", PluginLine("p2p_plugin", m.group("v"), at, text))
+
+    def fact_loaded_plugin(self, m: "re.Match[str]", at: Loc, text: str, p: Optional[Proc]) -> None:
+        k = "loaded_collnet" if m.group("kind") != "net" else "loaded_net"
+        self._keep("plugins", PluginLine(k, m.group("v"), at, text))
+
+    def fact_net_plugin(self, m: "re.Match[str]", at: Loc, text: str, p: Optional[Proc]) -> None:
+        v = m.group("v")
+        k = "load_failed" if "returned" in v or "Failed" in v else ("none_found" if "No plugin found" in v else "other")
+        self._keep("plugins", PluginLine(k, v, at, text))
+
+    def fact_init(self, m: "re.Match[str]", at: Loc, text: str, p: Optional[Proc]) -> None:
+        ev = InitEvent(m.group("phase"), int(m.group("rank")), int(m.group("nranks")), at, text, m.group("comm"),
+                       _int(m.group("cdev")), _int(m.group("nvml")), m.group("bus"), m.group("cid"))
+        self._keep("inits", ev)
+        self.rank_host(ev.rank, at)
+        self.rank_fact(ev.rank, ev.nranks, at, p)
+        if p is not None:
+            _add_capped(p.ranks, ev.rank, 1024)
+            _add_capped(p.init_started if ev.phase == "START" else p.init_completed, ev.rank, 1024)
+
+    def fact_comm(self, m: "re.Match[str]", at: Loc, text: str, p: Optional[Proc]) -> None:
+        self.comm(CommInfo(m.group("comm"), int(m.group("rank")), int(m.group("nranks")), at, text,
+                           int(m.group("nnodes")), int(m.group("lranks")), int(m.group("lrank")),
+                           _int(m.group("mnnvl"))), p)
+
+    def fact_comm_old(self, m: "re.Match[str]", at: Loc, text: str, p: Optional[Proc]) -> None:
+        self.comm(CommInfo(m.group("comm"), int(m.group("rank")), int(m.group("nranks")), at, text), p)
+
+    def fact_connected(self, m: "re.Match[str]", at: Loc, text: str, p: Optional[Proc]) -> None:
+        self._keep("connected", Connected(m.group("what"), at, text, _int(m.group("pxn")), _int(m.group("gdr"))))
+
+    def fact_counts(self, m: "re.Match[str]", at: Loc, text: str, p: Optional[Proc]) -> None:
+        self._keep("channel_counts", ChannelCounts(int(m.group("coll")), int(m.group("p2p")), int(m.group("ppp")),
+                                                   at, text, _int(m.group("collnet")), _int(m.group("nvls"))))
+
+    def fact_nvls_comm(self, m: "re.Match[str]", at: Loc, text: str, p: Optional[Proc]) -> None:
+        self._keep("nvls", NvlsLine("comm", at, text, int(m.group("head")), int(m.group("nheads"))))
+
+    def fact_nvls_mc(self, m: "re.Match[str]", at: Loc, text: str, p: Optional[Proc]) -> None:
+        self._keep("nvls", NvlsLine("multicast", at, text, available=not m.group("not")))
+
+    def fact_env(self, m: "re.Match[str]", at: Loc, text: str, p: Optional[Proc]) -> None:
+        value = m.group("value")
+        if re.fullmatch(r"-?\d+\.", value):
+            value = value[:-1]
+        self._keep("env", EnvEcho(m.group("name"), value, at, text))
+
+    def fact_note(self, kind: str, m: "re.Match[str]", at: Loc, text: str, p: Optional[Proc]) -> None:
+        self._keep("notes", Note(kind, at, text))
 
     def comm(self, c: CommInfo, p: Optional[Proc]) -> None:
         self._keep("comms", c)
