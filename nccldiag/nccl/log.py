@@ -615,10 +615,28 @@ def _numbered_records(lines: Iterable[Tuple[int, str]], source: str,
                       count: Optional[List[int]] = None) -> Iterator[_Rec]:
     """:func:`_records` of ``(line number, line)`` pairs: the numbers may skip lines a prefilter left out (a
     skipped line never continues a record: only the line right after one does)."""
-    prev: Optional[_Rec] = None  # the last record yielded-to-be, still open to a wrapped continuation
-    held: List[_Rec] = []
+    reader = _Reader(source)
     n = 0
     for n, raw in lines:
+        yield from reader.line(n, raw)
+    if count is not None:
+        count.append(n)
+    yield from reader.end()
+
+
+class _Reader:
+    """Records of one log, one line at a time (:func:`_numbered_records`). A record is held back one line: the
+    next line may complete it (``held``); ``prev`` is the last of them, still open to a wrapped continuation."""
+
+    __slots__ = ("source", "prev", "held")
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.prev: Optional[_Rec] = None
+        self.held: List[_Rec] = []
+
+    def line(self, n: int, raw: str) -> List[_Rec]:
+        """Read line ``n``: the records it completes, in order (those held before it, a bare line's own)."""
         line = clean(raw)
         m_l = _LAUNCHER.match(line) if line[:1] in _LAUNCHER_FIRST else None
         lrank = None
@@ -627,19 +645,20 @@ def _numbered_records(lines: Iterable[Tuple[int, str]], source: str,
         matches = _prefixes(line)
         if not matches:
             body = line[m_l.end():] if m_l else line
+            prev = self.prev
             if prev is not None and prev.at.lineno == n - 1 and _wrapped(prev.msg, body):
                 # A line wrapped by whoever copied the log: the rest of the previous message.
                 prev.msg += body.strip()
                 prev.text += body.strip()
-                continue
-            yield from held
-            held = []
-            prev = None
+                return []
+            out = self.held
+            self.held = []
+            self.prev = None
             if body.strip():
-                yield _Rec("bare", body.strip(), Loc(source, n), line.strip(), launcher_rank=lrank)
-            continue
-        yield from held
-        held = []
+                out.append(_Rec("bare", body.strip(), Loc(self.source, n), line.strip(), launcher_rank=lrank))
+            return out
+        out = self.held
+        held: List[_Rec] = []
         for i, m in enumerate(matches):
             end = matches[i + 1].start() if i + 1 < len(matches) else len(line)
             msg = line[m.end():end].strip()
@@ -650,14 +669,17 @@ def _numbered_records(lines: Iterable[Tuple[int, str]], source: str,
             if kind == "warn":
                 tsm = _WARN_TS.search(line[:m.start()])
                 ts = tsm.group(1) if tsm else None
-            at = Loc(source, n, host, _num(pid), _num(tid), int(dev))
+            at = Loc(self.source, n, host, _num(pid), _num(tid), int(dev))
             rec = _Rec(kind, msg, at, line[m.start():end].strip(), file, int(fline) if fline else None, func, ts,
                        lrank)
-            prev = rec
+            self.prev = rec
             held.append(rec)
-    if count is not None:
-        count.append(n)
-    yield from held
+        self.held = held
+        return out
+
+    def end(self) -> List[_Rec]:
+        out, self.held, self.prev = self.held, [], None
+        return out
 
 
 def _prefixes(line: str) -> List["re.Match[str]"]:
@@ -990,6 +1012,7 @@ class _Parser:
         self.ras: Dict[str, List[Tuple[int, str]]] = {}  # file -> (line number, line) from a RAS report's start
         self.ras_bytes: Dict[str, int] = {}
         self.want: Dict[str, Any] = {}  # file -> what reads its next plain line (a message on the line after)
+        self.line_proc: Optional[Tuple[str, int]] = None  # the process of the last NCCL line of the file being fed
 
     def _keep(self, name: str, item) -> bool:
         """Append to the fact list ``name`` unless it holds ``keep`` records already; count it either way."""
@@ -1032,24 +1055,28 @@ class _Parser:
         """One log as ``(line number, line)`` pairs; ``total()`` says how many lines it had once they are read
         (a prefilter passes only the lines the parser reads, see :mod:`nccldiag.nccl.scan`)."""
         self.f.sources.append(source)
-        last_proc: Optional[Tuple[str, int]] = None
+        self.line_proc = None
         for rec in _numbered_records(lines, source, count):
-            if rec.kind == "bare":
-                self.bare(rec, last_proc)
-                continue
-            self.want.pop(source, None)
-            self.f.nccl_lines += 1
-            p = self.proc(rec.at)
-            if p is not None:
-                last_proc = (p.host, p.pid)
-                if rec.launcher_rank is not None:
-                    _add_capped(p.launcher_ranks, rec.launcher_rank, 1024)
-            if rec.kind == "warn":
-                self.warn(rec)
-            elif rec.kind == "info":
-                self.info(rec, p)
+            self.record(rec)
         self.f.lines += total()
         self.end_file(source)
+
+    def record(self, rec: _Rec) -> None:
+        """Read one record of the file being fed."""
+        if rec.kind == "bare":
+            self.bare(rec, self.line_proc)
+            return
+        self.want.pop(rec.at.source, None)
+        self.f.nccl_lines += 1
+        p = self.proc(rec.at)
+        if p is not None:
+            self.line_proc = (p.host, p.pid)
+            if rec.launcher_rank is not None:
+                _add_capped(p.launcher_ranks, rec.launcher_rank, 1024)
+        if rec.kind == "warn":
+            self.warn(rec)
+        elif rec.kind == "info":
+            self.info(rec, p)
 
     def end_file(self, source: str) -> None:
         """The log ended: what its threads left open is closed now (nothing later can continue it), so each
