@@ -823,6 +823,29 @@ def _classify(w: Warn) -> None:
         w.failure = True
 
 
+_MESSAGE_FAILS: Dict[Tuple[str, Optional[str]], bool] = {}  # (message, file) -> its kind is a failure
+
+
+def _fails(w: Warn) -> bool:
+    """Whether :func:`_classify` would call ``w`` a failure (for a WARN past the bound, only counted): its
+    message's kind, remembered per message, or an error result in its chain."""
+    k = (w.message, w.file)
+    base = _MESSAGE_FAILS.get(k)
+    if base is None:
+        probe = Warn(w.message, w.at, w.text, w.file)
+        _classify(probe)
+        base = probe.failure
+        if len(_MESSAGE_FAILS) >= 4096:
+            _MESSAGE_FAILS.clear()
+        _MESSAGE_FAILS[k] = base
+    if base:
+        return True
+    for st in w.chain:
+        if st.code in ERROR_RESULTS:
+            return True
+    return False
+
+
 def _category(transport: str, net: Optional[str], gdr: bool) -> str:
     if transport == "P2P":
         return P2P
@@ -988,6 +1011,50 @@ def _add_capped(lst: list, value, cap: int = MAX_SMALL) -> None:
         lst.append(value)
 
 
+_SEEN_PLAIN, _SEEN_INFO, _SEEN_CHAIN, _SEEN_WARN, _SEEN_BARE, _SEEN_BLANK = 1, 2, 3, 4, 5, 6
+_SEEN_BYTES = 8 * 1024 * 1024  # bytes of distinct lines remembered per file
+_new_warn = object.__new__
+
+
+class _Seen:
+    """A line read before, in the file being fed (:meth:`_Parser.feed_bulk`), and what reading it again does
+    while its record lists are full: ``hits`` more lines counted in ``count`` (a fact list), ``stats`` and
+    ``pair`` (a channel line's tallies); for a WARN or a call-chain line, the thread state it opens or extends.
+
+    ``kind`` 0 (:data:`_NEVER`): a line read in full every time."""
+
+    __slots__ = ("kind", "key", "proc", "count", "stats", "pair", "hits", "rank0", "version", "step", "warn",
+                 "nccl", "bench", "ras", "wrap")
+
+    def __init__(self, kind: int, key: Tuple[str, str, int, int] = ("", "", 0, 0),
+                 proc: Optional[Tuple[str, int]] = None, count: Optional[str] = None,
+                 stats: Optional[CategoryStats] = None, pair: Optional[PairTransport] = None) -> None:
+        self.kind, self.key, self.proc, self.count, self.stats, self.pair = kind, key, proc, count, stats, pair
+        self.hits = 0
+        self.rank0 = False  # the line gives rank 0 of a world: a version line may still learn it
+        self.version: Optional[VersionLine] = None  # a version line: what the file's last version line becomes
+        self.step: Optional[ChainStep] = None  # a call-chain line: its step, for WARNs past the bound
+        self.warn: Optional[Dict[str, Any]] = None  # a WARN line: the fields of its WARN, past the bound
+        self.nccl = 1  # NCCL lines it counts (0: a line without an NCCL prefix)
+        self.bench = self.ras = False  # a line without a prefix: it may start a benchmark output, a RAS report
+        self.wrap = False  # a line without a prefix: it may continue the line before
+
+
+_NEVER = _Seen(0)
+_BLANK = _Seen(_SEEN_BLANK)
+_BLANK.nccl = 0
+
+
+class _DroppedChain:
+    """A call chain past the bound on the chains kept (:meth:`_Parser._orphan_step`): its steps and whether a
+    later line resumed it are seen by nobody."""
+
+    __slots__ = ("steps", "at", "benign", "resumed")
+
+    def __init__(self, steps: List[ChainStep], at: Loc) -> None:
+        self.steps, self.at, self.benign, self.resumed = steps, at, False, None
+
+
 class _Parser:
     def __init__(self, keep: int = KEEP) -> None:
         self.keep = keep
@@ -1003,6 +1070,7 @@ class _Parser:
         self.pending_versions: List[Tuple[VersionLine, Optional[Tuple[str, int]]]] = []
         self.segment: Dict[str, VersionLine] = {}  # the last version line of each source
         self.version_owner: Dict[int, Tuple[str, int]] = {}  # a bare version line's rank-0 process
+        self.kept_versions: Set[int] = set()  # id() of the version lines held in f.versions or pending_versions
         self.pairs: Dict[Tuple[int, int], PairTransport] = {}
         self.rank_hosts: Dict[int, List[str]] = {}
         self.last_seen: Optional[Tuple[str, int, Optional[int], str]] = None
@@ -1077,6 +1145,265 @@ class _Parser:
             self.warn(rec)
         elif rec.kind == "info":
             self.info(rec, p)
+
+    # ---- lines in bulk: a line read before is not read again when it can only add to counts
+
+    def feed_bulk(self, items: Iterable[Tuple[int, Union[bytes, List[bytes]]]], source: str,
+                  total: Callable[[], int]) -> None:
+        """One log as raw lines (:class:`nccldiag.nccl.scan.Scan` in bulk mode): ``(n, line)`` for line ``n``, or
+        ``(n, [lines])`` for the lines after line ``n``; each cut to its bound, undecoded. The facts are those of
+        :meth:`feed_numbered` on the decoded lines: a line the parser read before (the same bytes, in this file)
+        whose reading could now only add to counts, as once its lists are full, is counted, not read again
+        (:class:`_Seen`); every other line is read as usual."""
+        self.f.sources.append(source)
+        self.line_proc = None
+        reader = _Reader(source)
+        seen: Dict[bytes, _Seen] = {}
+        room = [_SEEN_BYTES]
+        for n, item in items:
+            self._bulk(n - 1, (item,), reader, seen, room) if type(item) is bytes else \
+                self._bulk(n, item, reader, seen, room)
+        for rec in reader.end():
+            self.record(rec)
+        f, counts = self.f, self.f.counts
+        for e in seen.values():
+            h = e.hits
+            if h:
+                f.nccl_lines += h * e.nccl
+                if e.count is not None:
+                    counts[e.count] = counts.get(e.count, 0) + h
+                if e.stats is not None:
+                    e.stats.lines += h
+                if e.pair is not None:
+                    e.pair.lines += h
+        self.f.lines += total()
+        self.end_file(source)
+
+    def _bulk(self, n: int, lines: Iterable[bytes], reader: "_Reader", seen: Dict[bytes, "_Seen"],
+              room: List[int]) -> None:
+        """Lines ``n+1, n+2, ...`` of the file being fed (see :meth:`feed_bulk`)."""
+        get = seen.get
+        f = self.f
+        ow, oo, fo, want = self.open_warn, self.open_orphan, self.failed_orphans, self.want
+        bench, bench_bytes, ras, ras_bytes = self.bench, self.bench_bytes, self.ras, self.ras_bytes
+        source = reader.source
+        for raw in lines:
+            n += 1
+            e = get(raw)
+            if e is not None and e.kind:
+                k = e.kind
+                if k == _SEEN_BARE and e.wrap and reader.prev is not None:
+                    e = None  # it may continue the line before
+                else:
+                    if reader.held:  # this line ends what the reader held: read it first
+                        for rec in reader.end():
+                            self.record(rec)
+                    key = e.key
+                    if k == _SEEN_INFO:
+                        if (fo and key in fo) or (e.rank0 and not self._rank0_read(source, e.proc)):
+                            e = None
+                        else:
+                            if want:
+                                want.pop(source, None)
+                            if ow and key in ow:
+                                self.close_warn(key)
+                            if oo:
+                                oo.pop(key, None)
+                            if e.version is not None:
+                                self.segment[source] = e.version
+                            if e.proc is not None:
+                                self.line_proc = e.proc
+                            e.hits += 1
+                            continue
+                    elif k == _SEEN_BARE or k == _SEEN_BLANK:
+                        if k == _SEEN_BARE:
+                            if want and source in want:
+                                e = None
+                            else:
+                                b = bench_bytes.get(source)
+                                if (b < MAX_BENCH_BYTES) if b is not None else \
+                                        (e.bench and len(bench) < MAX_BENCH_FILES):
+                                    e = None
+                                else:
+                                    b = ras_bytes.get(source)
+                                    if (b < MAX_RAS_BYTES) if b is not None else \
+                                            (e.ras and len(ras) < MAX_BENCH_FILES):
+                                        e = None
+                        if e is not None:
+                            e.hits += 1
+                            continue
+                    elif k == _SEEN_CHAIN:
+                        w = ow.get(key) if ow else None
+                        if w is not None and id(w) not in self.kept_warns:
+                            if len(w.chain) < MAX_STEPS:
+                                w.chain.append(e.step)
+                        elif w is None and self._orphan_step(key, e):
+                            pass
+                        else:
+                            e = None
+                        if e is not None:
+                            if want:
+                                want.pop(source, None)
+                            if e.proc is not None:
+                                self.line_proc = e.proc
+                            e.hits += 1
+                            continue
+                    elif k == _SEEN_WARN:
+                        if want:
+                            want.pop(source, None)
+                        if ow and key in ow:
+                            self.close_warn(key)
+                        self._bound_threads()
+                        w = _new_warn(Warn)
+                        w.__dict__.update(e.warn)
+                        w.chain = []
+                        ow[key] = w
+                        if oo:
+                            oo.pop(key, None)
+                        if fo:
+                            fo.pop(key, None)
+                        if e.proc is not None:
+                            self.line_proc = e.proc
+                        e.hits += 1
+                        continue
+                    else:  # _SEEN_PLAIN
+                        if want:
+                            want.pop(source, None)
+                        if e.proc is not None:
+                            self.line_proc = e.proc
+                        e.hits += 1
+                        continue
+            recs = reader.line(n, raw.decode("utf-8", errors="replace").rstrip("\r\n"))
+            for rec in recs:
+                self.record(rec)
+            if e is None and room[0] > 0 and raw not in seen:
+                held = reader.held
+                if not held:  # a line without an NCCL prefix (none continues it: nothing was held)
+                    if recs and recs[-1].kind == "bare" and recs[-1].at.lineno == n:
+                        e = self._seen_bare(recs[-1])
+                    else:
+                        e = _BLANK  # nothing to read: blank, or a launcher's tag alone
+                elif len(held) == 1 and held[0].at.lineno == n and \
+                        held[0].msg.count("(") <= held[0].msg.count(")"):
+                    # one NCCL record no later line can continue: read it now, and remember what it did
+                    rec = held[0]
+                    reader.end()
+                    self.record(rec)
+                    e = self._seen(rec)
+                else:
+                    e = _NEVER
+                if e is not None:
+                    seen[raw] = e
+                    room[0] -= len(raw) + 64
+
+    def _orphan_step(self, key: Tuple[str, str, int, int], e: "_Seen") -> bool:
+        """A call-chain step of a thread with no WARN open, as :meth:`info` reads it, when the chain it belongs to
+        is past the bound on the chains kept (its steps are seen by nobody); ``False`` when it must be read."""
+        oc = self.open_orphan.get(key)
+        if oc is None:
+            if len(self.f.orphan_chains) < self.limits.get("orphan_chains", self.keep):
+                return False
+            self._bound_threads()
+            oc = self.open_orphan[key] = _DroppedChain([], e.step.at)
+            self.f.counts["orphan_chains"] = self.f.counts.get("orphan_chains", 0) + 1
+            if e.step.code in ERROR_RESULTS:
+                lst = self.failed_orphans.setdefault(key, [])
+                if len(lst) < MAX_STEPS:
+                    lst.append(oc)
+        elif type(oc) is not _DroppedChain:
+            return False
+        if len(oc.steps) < MAX_STEPS:
+            oc.steps.append(e.step)
+        return True
+
+    def _seen_bare(self, rec: _Rec) -> Optional["_Seen"]:
+        """:meth:`_seen` for a line without an NCCL prefix: only a plain line, or an error line past its bound,
+        that asks nothing of the next line, is only counted."""
+        msg = rec.msg
+        if "Last error:" in msg or "Watchdog" in msg or "NCCL error in" in msg or "Test " in msg or \
+                "NCCL Error " in msg or "NCCL WARN " in msg or "NCCL DIAG" in msg or "NCCL INFO " in msg:
+            return _NEVER
+        if _VERSION.search(msg) or (" via " in msg and _FRAGMENT.search(msg)) or _UNPREFIXED.search(msg):
+            return _NEVER
+        kernel = _KERNEL_TEXT.search(msg) is not None
+        count = None
+        if kernel or not (_ERROR_TEXT.search(msg) is None or msg.startswith("#") or "algbw" in msg):
+            if msg.endswith(":") or _TESTS_CUDA.search(msg) and "'" not in msg:
+                return _NEVER
+            count = "kernel" if kernel else "errors"
+            lst = getattr(self.f, count)
+            if len(lst) < self.limits.get(count, self.keep) or (lst and lst[-1].at is rec.at):
+                return None
+        e = _Seen(_SEEN_BARE, count=count)
+        e.nccl = 0
+        e.bench = _BENCH_START.search(msg) is not None
+        e.ras = _RAS_START.search(msg) is not None
+        e.wrap = _wrapped("(", msg)
+        return e
+
+    def _rank0_read(self, source: str, proc: Optional[Tuple[str, int]]) -> bool:
+        """Whether :meth:`rank_fact` for rank 0 of process ``proc`` would change nothing now."""
+        v = self.segment.get(source)
+        if v is None or id(v) not in self.kept_versions:  # none, or one past the bound: kept nowhere
+            return True
+        if not (v.at.host is None or proc is None or (v.at.host, v.at.pid) == proc):
+            return True
+        if not v.rank0 or not v.world:
+            return False
+        return not (v.at.host is None and proc is not None and id(v) not in self.version_owner)
+
+    def _seen(self, rec: _Rec) -> Optional["_Seen"]:
+        """What reading ``rec`` again would do, if only counting (its record lists are full); ``None`` when it
+        would keep a record now (ask again later), :data:`_NEVER` when it reads more than counts."""
+        msg = rec.msg
+        if "NCCL Error " in msg or "Watchdog" in msg or "NCCL error in" in msg or "Test " in msg:
+            return _NEVER  # application lines: read every time
+        at = rec.at
+        p = self.procs.get((at.host, at.pid)) if at.host is not None and at.pid is not None else None
+        proc = (p.host, p.pid) if p is not None else None
+        key = _thread(at)
+        f = self.f
+        if rec.kind == "trace":
+            return _Seen(_SEEN_PLAIN, key, proc)
+        if rec.kind == "warn":
+            if len(f.warns) < self.limits.get("warns", self.keep) or (f.warns and f.warns[-1].at is at):
+                return None
+            w = Warn(msg, at, rec.text, rec.file, rec.fline, rec.func, rec.timestamp)
+            e = _Seen(_SEEN_WARN, key, proc, count="warns")
+            e.warn = dict(w.__dict__)
+            return e
+        if rec.kind != "info":
+            return _NEVER
+        m = _CHAIN.search(msg) if " -> " in msg else None
+        if m and " via " not in msg:
+            e = _Seen(_SEEN_CHAIN, key, proc)
+            e.step = ChainStep(m.group("file"), int(m.group("line")), int(m.group("code")), at, rec.text,
+                               m.group("thr"))
+            return e
+        row, m = fact_row(msg)
+        if row is None:
+            return _Seen(_SEEN_INFO, key, proc)
+        if row.keeps is None:  # a channel line: its kept lines, then its tallies
+            if len(f.channels) < self.limits.get("channels", self.keep) or (f.channels and f.channels[-1].at is at):
+                return None
+            g = m.groupdict()
+            v = parse_via(g["via"])
+            category = _category(str(v["transport"]), v.get("net"), bool(v.get("gdrdma")))
+            st = f.channel_stats.get(category) or f.channel_stats.get("NET/other")
+            if st is None or len(st.first) < 4 or st.first[-1].at is at:
+                return None
+            dst = _int(g.get("dst"))
+            pair = self.pairs.get((int(g["src"]), dst)) if dst is not None else None
+            return _Seen(_SEEN_INFO, key, proc, count="channels", stats=st, pair=pair)
+        lst = getattr(f, row.keeps)
+        if len(lst) < self.limits.get(row.keeps, self.keep) or (lst and lst[-1].at is at):
+            return None
+        e = _Seen(_SEEN_INFO, key, proc, count=row.keeps)
+        if row.rank is not None:
+            e.rank0 = row.rank(m) == 0
+        if row.name == "version":
+            e.version = self.segment.get(at.source)  # a version line past the bound: kept nowhere
+        return e
 
     def end_file(self, source: str) -> None:
         """The log ended: what its threads left open is closed now (nothing later can continue it), so each
@@ -1208,12 +1535,14 @@ class _Parser:
         d["version_owner"] = {i: self.version_owner[id(v)] for i, (v, _) in enumerate(self.pending_versions)
                               if id(v) in self.version_owner}
         d["kept_warns"] = None
+        d["kept_versions"] = None
         d["want"] = {}
         return d
 
     def __setstate__(self, d: Dict[str, Any]) -> None:
         self.__dict__.update(d)
         self.version_owner = {id(self.pending_versions[i][0]): o for i, o in d["version_owner"].items()}
+        self.kept_versions = {id(v) for v in self.f.versions} | {id(v) for v, _ in self.pending_versions}
         self.kept_warns = {id(w) for w in self.f.warns}
 
     def needs_every_line(self, source: str) -> bool:
@@ -1274,6 +1603,7 @@ class _Parser:
             self.version(v)
             if len(self.pending_versions) < self.limits.get("pending_versions", self.keep):
                 self.pending_versions.append((v, last_proc))
+                self.kept_versions.add(id(v))
             self.f.nccl_lines += 1
             return
         if "NCCL WARN " in rec.msg:
@@ -1429,7 +1759,7 @@ class _Parser:
         w = self.open_warn.pop(key, None)
         if w is None or id(w) in self.kept_warns:
             return
-        _classify(w)
+        w.failure = _fails(w)
         if w.failure:
             self.f.dropped_failures += 1
             for s in w.chain:
@@ -1512,7 +1842,8 @@ class _Parser:
 
     def fact_version(self, m: "re.Match[str]", at: Loc, text: str, p: Optional[Proc]) -> None:
         v = VersionLine(m.group("v"), m.group("cuda"), at, text)
-        self._keep("versions", v)
+        if self._keep("versions", v):
+            self.kept_versions.add(id(v))
         self.version(v)
         if p is not None:
             _add_capped(p.versions, m.group("v"))

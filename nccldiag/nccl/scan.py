@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import os
 import re
-from typing import IO, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import IO, Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from nccldiag.nccl import log as L
 
@@ -106,12 +106,15 @@ class Scan:
     """``(line number, line)`` of the lines of ``stream`` the parser needs (see the module's docstring).
 
     ``needs_all()`` says whether the parser needs every next line now; ``total`` is the number of lines once the
-    iteration ends. ``block`` and ``max_line`` are for tests.
+    iteration ends. ``block`` and ``max_line`` are for tests. With ``bulk``, the lines are left undecoded, and a
+    block handed over whole comes as one ``(n, [lines])``: the lines after line ``n``
+    (:meth:`nccldiag.nccl.log._Parser.feed_bulk`).
     """
 
     def __init__(self, stream: IO[bytes], needs_all: Callable[[], bool], block: int = BLOCK,
-                 max_line: int = L.MAX_LINE) -> None:
+                 max_line: int = L.MAX_LINE, bulk: bool = False) -> None:
         self.stream, self.needs_all, self.block, self.max_line = stream, needs_all, block, max_line
+        self.bulk = bulk
         self.total = 0
         self.skipped = 0  # lines counted without being handed over
         self.ctx = 0  # context lines still to hand over after the last candidate (across blocks)
@@ -142,13 +145,23 @@ class Scan:
         if carry:
             yield from self._lines(carry + b"\n", len(carry) + 1)
 
-    def _lines(self, body: bytes, end: int) -> Iterator[Tuple[int, str]]:
+    def _lines(self, body: bytes, end: int) -> Iterator[Tuple[int, Any]]:
         """The lines of ``body[:end]`` (whole lines, each ending in a newline)."""
         n = self.total
         cut = self.max_line
         pos = 0
+        bulk = self.bulk
         if body.count(b"NCCL", 0, end) * 2 >= body.count(b"\n", 0, end):
             # most lines name NCCL: nothing worth skipping, every line goes to the parser
+            if bulk:
+                lines = (body if end == len(body) else body[:end]).split(b"\n")
+                lines.pop()
+                if end > cut and max(map(len, lines)) > cut:
+                    lines = [line[:cut] for line in lines]
+                self.total = n + len(lines)
+                yield n, lines
+                self.ctx = CONTEXT
+                return
             for line in body[:end].split(b"\n")[:-1]:
                 n += 1
                 self.total = n
@@ -168,7 +181,7 @@ class Scan:
                 self.ctx = CONTEXT if hit(pos, e) else max(self.ctx - 1, 0)
                 n += 1
                 self.total = n
-                yield n, body[pos:e][:cut].decode("utf-8", errors="replace").rstrip("\r\n")
+                yield n, body[pos:e][:cut] if bulk else body[pos:e][:cut].decode("utf-8", errors="replace").rstrip("\r\n")
                 pos = e + 1
                 continue
             m = None
@@ -193,7 +206,7 @@ class Scan:
             e = body.index(b"\n", m.start())
             n += 1
             self.total = n
-            yield n, body[s:e][:cut].decode("utf-8", errors="replace").rstrip("\r\n")
+            yield n, body[s:e][:cut] if bulk else body[s:e][:cut].decode("utf-8", errors="replace").rstrip("\r\n")
             pos = e + 1
             self.ctx = CONTEXT
         self.total = n
@@ -201,9 +214,9 @@ class Scan:
 
 def feed(parser: "L._Parser", name: str, stream: IO[bytes], block: int = BLOCK,
          max_line: int = L.MAX_LINE) -> Scan:
-    """Feed one log to ``parser`` through the prefilter."""
-    scan = Scan(stream, lambda: parser.needs_every_line(name), block, max_line)
-    parser.feed_numbered(iter(scan), name, lambda: scan.total)
+    """Feed one log to ``parser`` through the prefilter, in bulk."""
+    scan = Scan(stream, lambda: parser.needs_every_line(name), block, max_line, bulk=True)
+    parser.feed_bulk(iter(scan), name, lambda: scan.total)
     return scan
 
 
