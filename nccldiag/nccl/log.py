@@ -809,6 +809,27 @@ WARN_KINDS: Tuple[Tuple[str, bool, "re.Pattern[str]"], ...] = (
 )
 
 
+_ERROR_KINDS: Dict[str, Optional[str]] = {}  # line -> its _error_kind, for lines seen again
+
+
+def _error_kind(msg: str) -> Optional[str]:
+    """``kernel`` for a kernel line, ``error`` for a line that reports an error, else ``None``."""
+    kind = _ERROR_KINDS.get(msg, "")
+    if kind != "":
+        return kind
+    if _KERNEL_TEXT.search(msg) is not None:
+        kind = "kernel"
+    elif _ERROR_TEXT.search(msg) is None or msg.startswith("#") or "algbw" in msg:
+        kind = None
+    else:
+        kind = "error"
+    if len(msg) <= 8192:
+        if len(_ERROR_KINDS) >= 4096:
+            _ERROR_KINDS.clear()
+        _ERROR_KINDS[msg] = kind
+    return kind
+
+
 def _classify(w: Warn) -> None:
     for kind, failure, pat in WARN_KINDS:
         m = pat.search(w.message)
@@ -1024,7 +1045,7 @@ class _Seen:
     ``kind`` 0 (:data:`_NEVER`): a line read in full every time."""
 
     __slots__ = ("kind", "key", "proc", "count", "stats", "pair", "hits", "rank0", "version", "step", "warn",
-                 "nccl", "bench", "ras", "wrap")
+                 "nccl", "bench", "ras", "wrap", "msg", "size")
 
     def __init__(self, kind: int, key: Tuple[str, str, int, int] = ("", "", 0, 0),
                  proc: Optional[Tuple[str, int]] = None, count: Optional[str] = None,
@@ -1038,6 +1059,8 @@ class _Seen:
         self.nccl = 1  # NCCL lines it counts (0: a line without an NCCL prefix)
         self.bench = self.ras = False  # a line without a prefix: it may start a benchmark output, a RAS report
         self.wrap = False  # a line without a prefix: it may continue the line before
+        self.msg: Optional[str] = None  # a line without a prefix: its text, as a benchmark output keeps it
+        self.size = 0
 
 
 _NEVER = _Seen(0)
@@ -1219,23 +1242,25 @@ class _Parser:
                         if k == _SEEN_BARE:
                             if want and source in want:
                                 e = None
-                            else:
+                            elif (source not in bench_bytes and e.bench and len(bench) < MAX_BENCH_FILES) or \
+                                    (source not in ras_bytes and e.ras and len(ras) < MAX_BENCH_FILES):
+                                e = None  # it starts a benchmark output or RAS report
+                            else:  # kept as the benchmark output or RAS report it is part of (bench_line, ras_line)
                                 b = bench_bytes.get(source)
-                                if (b < MAX_BENCH_BYTES) if b is not None else \
-                                        (e.bench and len(bench) < MAX_BENCH_FILES):
-                                    e = None
-                                else:
-                                    b = ras_bytes.get(source)
-                                    if (b < MAX_RAS_BYTES) if b is not None else \
-                                            (e.ras and len(ras) < MAX_BENCH_FILES):
-                                        e = None
+                                if b is not None and b < MAX_BENCH_BYTES:
+                                    bench[source].append(e.msg)
+                                    bench_bytes[source] = b + e.size
+                                b = ras_bytes.get(source)
+                                if b is not None and b < MAX_RAS_BYTES:
+                                    ras[source].append((n, e.msg))
+                                    ras_bytes[source] = b + e.size
                         if e is not None:
                             e.hits += 1
                             continue
                     elif k == _SEEN_CHAIN:
                         w = ow.get(key) if ow else None
-                        if w is not None and id(w) not in self.kept_warns:
-                            if len(w.chain) < MAX_STEPS:
+                        if w is not None and (len(w.chain) >= MAX_STEPS or id(w) not in self.kept_warns):
+                            if len(w.chain) < MAX_STEPS:  # a WARN past the bound: its steps are seen by nobody
                                 w.chain.append(e.step)
                         elif w is None and self._orphan_step(key, e):
                             pass
@@ -1310,8 +1335,8 @@ class _Parser:
                 lst = self.failed_orphans.setdefault(key, [])
                 if len(lst) < MAX_STEPS:
                     lst.append(oc)
-        elif type(oc) is not _DroppedChain:
-            return False
+        elif type(oc) is not _DroppedChain and len(oc.steps) < MAX_STEPS:
+            return False  # a chain kept: its steps are read
         if len(oc.steps) < MAX_STEPS:
             oc.steps.append(e.step)
         return True
@@ -1325,12 +1350,12 @@ class _Parser:
             return _NEVER
         if _VERSION.search(msg) or (" via " in msg and _FRAGMENT.search(msg)) or _UNPREFIXED.search(msg):
             return _NEVER
-        kernel = _KERNEL_TEXT.search(msg) is not None
+        kind = _error_kind(msg)
         count = None
-        if kernel or not (_ERROR_TEXT.search(msg) is None or msg.startswith("#") or "algbw" in msg):
+        if kind is not None:
             if msg.endswith(":") or _TESTS_CUDA.search(msg) and "'" not in msg:
                 return _NEVER
-            count = "kernel" if kernel else "errors"
+            count = "kernel" if kind == "kernel" else "errors"
             lst = getattr(self.f, count)
             if len(lst) < self.limits.get(count, self.keep) or (lst and lst[-1].at is rec.at):
                 return None
@@ -1339,6 +1364,8 @@ class _Parser:
         e.bench = _BENCH_START.search(msg) is not None
         e.ras = _RAS_START.search(msg) is not None
         e.wrap = _wrapped("(", msg)
+        e.msg = msg[:4096]
+        e.size = len(e.msg) + 1
         return e
 
     def _rank0_read(self, source: str, proc: Optional[Tuple[str, int]]) -> bool:
@@ -1656,10 +1683,11 @@ class _Parser:
     def error_line(self, rec: _Rec) -> None:
         """Keep a plain line that reports an error, or a kernel line; one ending in ':' takes the next line."""
         msg = rec.msg
-        kernel = _KERNEL_TEXT.search(msg) is not None
-        if not kernel and (_ERROR_TEXT.search(msg) is None or msg.startswith("#") or "algbw" in msg):
+        kind = _error_kind(msg)
+        if kind is None:
             return
-        el = ErrorLine(msg[:MAX_ERROR_TEXT], rec.at, "kernel" if kernel else "error")
+        kernel = kind == "kernel"
+        el = ErrorLine(msg[:MAX_ERROR_TEXT], rec.at, kind)
         self._keep("kernel" if kernel else "errors", el)
         if msg.endswith(":") or _TESTS_CUDA.search(msg) and "'" not in msg:
             def join(nxt: _Rec) -> None:

@@ -243,3 +243,13 @@ def test_a_line_read_again_closes_the_warn_its_thread_left_open():
     # counted as a failure when it is closed; a chain step after the channel line starts a chain of its own.
     f = _both(_CH * 6 + (_WARN + _CHAIN_STEP + _CH) * 5 + (_WARN + _CH + _CHAIN_STEP) * 3, keep=1)
     assert f.dropped_failures == 7 and f.counts["warns"] == 8 and f.counts["orphan_chains"] == 3
+
+
+def test_a_call_chain_kept_takes_its_first_steps_and_counts_the_rest():
+    # A thread that logs the same step again and again, with and without its WARN: the chain kept holds the first
+    # MAX_STEPS steps, with their own line numbers, and every line is counted.
+    f = _both(_CHAIN_STEP * (nccllog.MAX_STEPS + 30), keep=1)
+    steps = f.orphan_chains[0].steps
+    assert len(steps) == nccllog.MAX_STEPS and [s.at.lineno for s in steps] == list(range(1, nccllog.MAX_STEPS + 1))
+    f = _both(_WARN + _CHAIN_STEP * (nccllog.MAX_STEPS + 30) + _CH * 6, keep=1)
+    assert len(f.warns[0].chain) == nccllog.MAX_STEPS and f.nccl_lines == nccllog.MAX_STEPS + 37
