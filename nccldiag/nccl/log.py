@@ -1032,7 +1032,7 @@ def _add_capped(lst: list, value, cap: int = MAX_SMALL) -> None:
         lst.append(value)
 
 
-_SEEN_PLAIN, _SEEN_INFO, _SEEN_CHAIN, _SEEN_WARN, _SEEN_BARE, _SEEN_BLANK = 1, 2, 3, 4, 5, 6
+_SEEN_PLAIN, _SEEN_INFO, _SEEN_CHAIN, _SEEN_WARN, _SEEN_BARE, _SEEN_BLANK, _SEEN_COUNT = 1, 2, 3, 4, 5, 6, 7
 _SEEN_BYTES = 8 * 1024 * 1024  # bytes of distinct lines remembered per file
 _new_warn = object.__new__
 
@@ -1213,6 +1213,15 @@ class _Parser:
         for raw in lines:
             n += 1
             e = get(raw)
+            if e is None:
+                pass
+            elif e.kind == _SEEN_COUNT and not reader.held and not want:  # the most common: only counted
+                key = e.key
+                if not ((ow and key in ow) or (oo and key in oo) or (fo and key in fo)):
+                    if e.proc is not None:
+                        self.line_proc = e.proc
+                    e.hits += 1
+                    continue
             if e is not None and e.kind:
                 k = e.kind
                 if k == _SEEN_BARE and e.wrap and reader.prev is not None:
@@ -1222,7 +1231,7 @@ class _Parser:
                         for rec in reader.end():
                             self.record(rec)
                     key = e.key
-                    if k == _SEEN_INFO:
+                    if k == _SEEN_INFO or k == _SEEN_COUNT:
                         if (fo and key in fo) or (e.rank0 and not self._rank0_read(source, e.proc)):
                             e = None
                         else:
@@ -1409,7 +1418,7 @@ class _Parser:
             return e
         row, m = fact_row(msg)
         if row is None:
-            return _Seen(_SEEN_INFO, key, proc)
+            return _Seen(_SEEN_COUNT, key, proc)
         if row.keeps is None:  # a channel line: its kept lines, then its tallies
             if len(f.channels) < self.limits.get("channels", self.keep) or (f.channels and f.channels[-1].at is at):
                 return None
@@ -1421,15 +1430,15 @@ class _Parser:
                 return None
             dst = _int(g.get("dst"))
             pair = self.pairs.get((int(g["src"]), dst)) if dst is not None else None
-            return _Seen(_SEEN_INFO, key, proc, count="channels", stats=st, pair=pair)
+            return _Seen(_SEEN_COUNT, key, proc, count="channels", stats=st, pair=pair)
         lst = getattr(f, row.keeps)
         if len(lst) < self.limits.get(row.keeps, self.keep) or (lst and lst[-1].at is at):
             return None
-        e = _Seen(_SEEN_INFO, key, proc, count=row.keeps)
-        if row.rank is not None:
-            e.rank0 = row.rank(m) == 0
+        e = _Seen(_SEEN_COUNT, key, proc, count=row.keeps)
+        if row.rank is not None and row.rank(m) == 0:
+            e.kind, e.rank0 = _SEEN_INFO, True
         if row.name == "version":
-            e.version = self.segment.get(at.source)  # a version line past the bound: kept nowhere
+            e.kind, e.version = _SEEN_INFO, self.segment.get(at.source)  # past the bound: kept nowhere
         return e
 
     def end_file(self, source: str) -> None:
