@@ -959,7 +959,11 @@ class FactRow:
     """One kind of NCCL INFO message: a message holding any of ``guard`` (the cheap test, empty: none) that
     ``pattern`` finds (and ``accept`` accepts) is read by the parser's method ``handler`` (with ``arg`` first,
     when given). ``keeps`` names the fact list it appends to (``None``: channel lines, tallied apart), ``rank``
-    the rank it reports for its world (the lines that mark a version line as rank 0's)."""
+    the rank it reports for its world (the lines that mark a version line as rank 0's).
+
+    A line read again once ``keeps`` is full is only counted (:meth:`_Parser.feed_bulk`): its handler may keep
+    a record, add to its process's lists, tallies and rank hosts, and call ``rank_fact`` (declared by ``rank``),
+    nothing else; a handler that changes other state sets ``again=False``, and its lines are read every time."""
 
     name: str
     guard: Tuple[str, ...]
@@ -969,6 +973,7 @@ class FactRow:
     accept: Optional[Callable[[str, "re.Match[str]"], bool]] = None
     rank: Optional[Callable[["re.Match[str]"], int]] = None
     arg: Optional[str] = None
+    again: bool = True
 
     def read(self, parser: "_Parser", m: "re.Match[str]", at: Loc, text: str, p: Optional[Proc]) -> None:
         if self.arg is None:
@@ -1419,6 +1424,8 @@ class _Parser:
         row, m = fact_row(msg)
         if row is None:
             return _Seen(_SEEN_COUNT, key, proc)
+        if not row.again:
+            return _NEVER
         if row.keeps is None:  # a channel line: its kept lines, then its tallies
             if len(f.channels) < self.limits.get("channels", self.keep) or (f.channels and f.channels[-1].at is at):
                 return None

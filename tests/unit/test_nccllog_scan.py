@@ -253,3 +253,20 @@ def test_a_call_chain_kept_takes_its_first_steps_and_counts_the_rest():
     assert len(steps) == nccllog.MAX_STEPS and [s.at.lineno for s in steps] == list(range(1, nccllog.MAX_STEPS + 1))
     f = _both(_WARN + _CHAIN_STEP * (nccllog.MAX_STEPS + 30) + _CH * 6, keep=1)
     assert len(f.warns[0].chain) == nccllog.MAX_STEPS and f.nccl_lines == nccllog.MAX_STEPS + 37
+
+
+def test_a_fact_row_that_is_not_only_counted_again_is_read_every_time(monkeypatch):
+    import dataclasses
+
+    reads = []
+    monkeypatch.setattr(nccllog, "FACTS", tuple(dataclasses.replace(r, again=False) if r.name == "channel" else r
+                                                for r in nccllog.FACTS))
+    real_handler = nccllog._Parser.fact_channel
+    monkeypatch.setattr(nccllog._Parser, "fact_channel", lambda self, *a: (reads.append(1), real_handler(self, *a)))
+    f = _both(_CH * 20, keep=1)
+    assert len(reads) == 40 and f.channel_stats["P2P"].lines == 20  # both paths read all 20 lines
+    reads.clear()
+    monkeypatch.undo()
+    monkeypatch.setattr(nccllog._Parser, "fact_channel", lambda self, *a: (reads.append(1), real_handler(self, *a)))
+    f = _both(_CH * 20, keep=1)
+    assert len(reads) < 40 and f.channel_stats["P2P"].lines == 20  # the bulk path counted lines read before
