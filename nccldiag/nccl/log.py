@@ -1069,6 +1069,7 @@ class _Seen:
 
 
 _NEVER = _Seen(0)
+_ONCE = _Seen(0)  # a line read once so far
 _BLANK = _Seen(_SEEN_BLANK)
 _BLANK.nccl = 0
 
@@ -1217,7 +1218,7 @@ class _Parser:
         source = reader.source
         for raw in lines:
             n += 1
-            e = get(raw)
+            e = first = get(raw)
             if e is None:
                 pass
             elif e.kind == _SEEN_COUNT and not reader.held and not want:  # the most common: only counted
@@ -1315,7 +1316,11 @@ class _Parser:
             recs = reader.line(n, raw.decode("utf-8", errors="replace").rstrip("\r\n"))
             for rec in recs:
                 self.record(rec)
-            if e is None and room[0] > 0 and raw not in seen:
+            if first is None:  # seen once: what it does is worked out if it comes again
+                if room[0] > 0:
+                    seen[raw] = _ONCE
+                    room[0] -= len(raw) + 64
+            elif first is _ONCE:
                 held = reader.held
                 if not held:  # a line without an NCCL prefix (none continues it: nothing was held)
                     if recs and recs[-1].kind == "bare" and recs[-1].at.lineno == n:
@@ -1333,7 +1338,6 @@ class _Parser:
                     e = _NEVER
                 if e is not None:
                     seen[raw] = e
-                    room[0] -= len(raw) + 64
 
     def _orphan_step(self, key: Tuple[str, str, int, int], e: "_Seen") -> bool:
         """A call-chain step of a thread with no WARN open, as :meth:`info` reads it, when the chain it belongs to
