@@ -1050,7 +1050,7 @@ class _Seen:
     ``kind`` 0 (:data:`_NEVER`): a line read in full every time."""
 
     __slots__ = ("kind", "key", "proc", "count", "stats", "pair", "hits", "rank0", "version", "step", "warn",
-                 "nccl", "bench", "ras", "wrap", "msg", "size")
+                 "nccl", "bench", "ras", "wrap", "msg", "size", "join")
 
     def __init__(self, kind: int, key: Tuple[str, str, int, int] = ("", "", 0, 0),
                  proc: Optional[Tuple[str, int]] = None, count: Optional[str] = None,
@@ -1065,10 +1065,27 @@ class _Seen:
         self.bench = self.ras = False  # a line without a prefix: it may start a benchmark output, a RAS report
         self.wrap = False  # a line without a prefix: it may continue the line before
         self.msg: Optional[str] = None  # a line without a prefix: its text, as a benchmark output keeps it
+        self.join = False  # an error line past the bound that takes the next line (to a line kept nowhere)
         self.size = 0
 
 
 _NEVER = _Seen(0)
+
+
+def _no_join(nxt: "_Rec") -> None:
+    """What takes the line after an error line past the bound: nothing is kept of it."""
+
+
+def _app_noop(msg: str) -> bool:
+    """Whether :meth:`_Parser.app_lines` reads nothing from a line holding its words (``msg``, no NCCL prefix)."""
+    if "NCCL Error " in msg and _TORCH_OLD.search(msg):
+        return False
+    if "Watchdog" not in msg and "NCCL error in" not in msg and "Test " not in msg:
+        return True
+    return not ("Watchdog caught collective operation timeout" in msg or _WATCHDOG.search(msg) or
+                _TORCH_ERR.search(msg) or _TESTS_FAIL.search(msg) or _TESTS_CUDA.search(msg) or
+                _TESTS_TIMEOUT.search(msg))
+
 _ONCE = _Seen(0)  # a line read once so far
 _BLANK = _Seen(_SEEN_BLANK)
 _BLANK.nccl = 0
@@ -1255,7 +1272,7 @@ class _Parser:
                             continue
                     elif k == _SEEN_BARE or k == _SEEN_BLANK:
                         if k == _SEEN_BARE:
-                            if want and source in want:
+                            if want and source in want and want[source] is not _no_join:
                                 e = None
                             elif (source not in bench_bytes and e.bench and len(bench) < MAX_BENCH_FILES) or \
                                     (source not in ras_bytes and e.ras and len(ras) < MAX_BENCH_FILES):
@@ -1269,6 +1286,12 @@ class _Parser:
                                 if b is not None and b < MAX_RAS_BYTES:
                                     ras[source].append((n, e.msg))
                                     ras_bytes[source] = b + e.size
+                                if want:
+                                    want.pop(source, None)  # the line after an error line past the bound
+                                if e.join:
+                                    want[source] = _no_join
+                                if e.version is not None:
+                                    self.segment[source] = e.version
                         if e is not None:
                             e.hits += 1
                             continue
@@ -1363,22 +1386,36 @@ class _Parser:
         """:meth:`_seen` for a line without an NCCL prefix: only a plain line, or an error line past its bound,
         that asks nothing of the next line, is only counted."""
         msg = rec.msg
-        if "Last error:" in msg or "Watchdog" in msg or "NCCL error in" in msg or "Test " in msg or \
-                "NCCL Error " in msg or "NCCL WARN " in msg or "NCCL DIAG" in msg or "NCCL INFO " in msg:
+        if "Last error:" in msg:
             return _NEVER
-        if _VERSION.search(msg) or (" via " in msg and _FRAGMENT.search(msg)) or _UNPREFIXED.search(msg):
-            return _NEVER
+        app = "Watchdog" in msg or "NCCL error in" in msg or "Test " in msg or "NCCL Error " in msg
+        if app and not _app_noop(msg):
+            return _NEVER  # PyTorch and nccl-tests lines: read every time
+        version = None
+        if not app:  # bare() reads these only from lines that are not the application's
+            if "NCCL WARN " in msg or "NCCL DIAG" in msg or "NCCL INFO " in msg:
+                return _NEVER
+            if (" via " in msg and _FRAGMENT.search(msg)) or _UNPREFIXED.search(msg):
+                return _NEVER
+            if _VERSION.search(msg):
+                v = self.segment.get(rec.at.source)
+                if v is None or v.at is not rec.at or id(v) in self.kept_versions:
+                    return None if v is not None and v.at is rec.at else _NEVER
+                version = v  # a version line past the bound on those kept: seen by nobody
         kind = _error_kind(msg)
         count = None
+        join = False
         if kind is not None:
-            if msg.endswith(":") or _TESTS_CUDA.search(msg) and "'" not in msg:
-                return _NEVER
             count = "kernel" if kind == "kernel" else "errors"
             lst = getattr(self.f, count)
             if len(lst) < self.limits.get(count, self.keep) or (lst and lst[-1].at is rec.at):
                 return None
+            # past the bound, the line after one that ends in ':' is joined to a line kept nowhere
+            join = bool(msg.endswith(":") or _TESTS_CUDA.search(msg) and "'" not in msg)
         e = _Seen(_SEEN_BARE, count=count)
-        e.nccl = 0
+        e.nccl = 0 if version is None else 1
+        e.version = version
+        e.join = join
         e.bench = _BENCH_START.search(msg) is not None
         e.ras = _RAS_START.search(msg) is not None
         e.wrap = _wrapped("(", msg)
