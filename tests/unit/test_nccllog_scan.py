@@ -270,3 +270,12 @@ def test_a_fact_row_that_is_not_only_counted_again_is_read_every_time(monkeypatc
     monkeypatch.setattr(nccllog._Parser, "fact_channel", lambda self, *a: (reads.append(1), real_handler(self, *a)))
     f = _both(_CH * 20, keep=1)
     assert len(reads) < 40 and f.channel_stats["P2P"].lines == 20  # the bulk path counted lines read before
+
+
+def test_a_version_line_read_again_past_the_bound_still_ends_the_one_before():
+    # A bare version line past the bound on those kept is the file's last version line all the same: the rank-0
+    # line after it does not make the kept version line before it rank 0's world.
+    bare = _VERSION.split(b"INFO ")[1]
+    f = _both(bare * 3 + _VERSION + bare + _COMM0, keep=1)
+    kept = [v for v in f.versions if v.at.host == "node-a"]
+    assert kept and kept[0].world is None
