@@ -1229,7 +1229,6 @@ class _Parser:
               room: List[int]) -> None:
         """Lines ``n+1, n+2, ...`` of the file being fed (see :meth:`feed_bulk`)."""
         get = seen.get
-        f = self.f
         ow, oo, fo, want = self.open_warn, self.open_orphan, self.failed_orphans, self.want
         bench, bench_bytes, ras, ras_bytes = self.bench, self.bench_bytes, self.ras, self.ras_bytes
         source = reader.source

@@ -181,7 +181,8 @@ class Scan:
                 self.ctx = CONTEXT if hit(pos, e) else max(self.ctx - 1, 0)
                 n += 1
                 self.total = n
-                yield n, body[pos:e][:cut] if bulk else body[pos:e][:cut].decode("utf-8", errors="replace").rstrip("\r\n")
+                line = body[pos:e][:cut]
+                yield n, line if bulk else line.decode("utf-8", errors="replace").rstrip("\r\n")
                 pos = e + 1
                 continue
             m = None
@@ -206,7 +207,8 @@ class Scan:
             e = body.index(b"\n", m.start())
             n += 1
             self.total = n
-            yield n, body[s:e][:cut] if bulk else body[s:e][:cut].decode("utf-8", errors="replace").rstrip("\r\n")
+            line = body[s:e][:cut]
+            yield n, line if bulk else line.decode("utf-8", errors="replace").rstrip("\r\n")
             pos = e + 1
             self.ctx = CONTEXT
         self.total = n
