@@ -823,7 +823,7 @@ def _error_kind(msg: str) -> Optional[str]:
         kind = None
     else:
         kind = "error"
-    if len(msg) <= 8192:
+    if len(msg) <= 1024:  # at most 4 MiB of remembered lines
         if len(_ERROR_KINDS) >= 4096:
             _ERROR_KINDS.clear()
         _ERROR_KINDS[msg] = kind
@@ -856,9 +856,10 @@ def _fails(w: Warn) -> bool:
         probe = Warn(w.message, w.at, w.text, w.file)
         _classify(probe)
         base = probe.failure
-        if len(_MESSAGE_FAILS) >= 4096:
-            _MESSAGE_FAILS.clear()
-        _MESSAGE_FAILS[k] = base
+        if len(w.message) <= 1024:  # at most 4 MiB of remembered messages
+            if len(_MESSAGE_FAILS) >= 4096:
+                _MESSAGE_FAILS.clear()
+            _MESSAGE_FAILS[k] = base
     if base:
         return True
     for st in w.chain:
