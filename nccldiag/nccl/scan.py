@@ -15,7 +15,9 @@ large binary blocks and hands the parser only
 Other lines are counted, never decoded. A block where most lines name NCCL is handed over whole: there is nothing
 to skip. Lines are cut and decoded exactly as :func:`nccldiag.nccl.log.read_lines` does, and keep their numbers,
 so the facts are those of reading every line (``tests/unit/test_nccllog_scan.py`` compares the two on every real
-log and case).
+log and case). :func:`feed` hands them over undecoded (``bulk``): the parser decodes only the lines it reads, and
+counts a line it read before in the file when reading it again could only add to counts
+(:meth:`nccldiag.nccl.log._Parser.feed_bulk`).
 
 :func:`parse_paths` reads several files at once, one worker process per core, each file by a parser of its own;
 the parsers' states are merged in the order of the files (:meth:`nccldiag.nccl.log._Parser.merge`) into the
