@@ -1051,7 +1051,7 @@ class _Seen:
     ``kind`` 0 (:data:`_NEVER`): a line read in full every time."""
 
     __slots__ = ("kind", "key", "proc", "count", "stats", "pair", "hits", "rank0", "version", "step", "warn",
-                 "nccl", "bench", "ras", "wrap", "msg", "size", "join")
+                 "nccl", "bench", "ras", "wrap", "msg", "size", "join", "watchdog")
 
     def __init__(self, kind: int, key: Tuple[str, str, int, int] = ("", "", 0, 0),
                  proc: Optional[Tuple[str, int]] = None, count: Optional[str] = None,
@@ -1067,6 +1067,7 @@ class _Seen:
         self.wrap = False  # a line without a prefix: it may continue the line before
         self.msg: Optional[str] = None  # a line without a prefix: its text, as a benchmark output keeps it
         self.join = False  # an error line past the bound that takes the next line (to a line kept nowhere)
+        self.watchdog: Optional[Tuple] = None  # a watchdog message: what it is told apart by (seen before)
         self.size = 0
 
 
@@ -1075,6 +1076,22 @@ _NEVER = _Seen(0)
 
 def _no_join(nxt: "_Rec") -> None:
     """What takes the line after an error line past the bound: nothing is kept of it."""
+
+
+def _watchdog_key(rec: "_Rec") -> Optional[Tuple]:
+    """What :meth:`_Parser.app_lines` tells a watchdog message apart by (``None``: not only a watchdog message)."""
+    msg = rec.msg
+    if "NCCL Error " in msg and _TORCH_OLD.search(msg):
+        return None
+    m = _WATCHDOG.search(msg)
+    if m is None:
+        return None
+    fields = {fm.group("k"): fm.group("v") for fm in _WD_FIELD.finditer(m.group("body"))}
+    rm = _WD_RANK.search(msg)
+    rank = _int(rm.group("rank") or rm.group("rank2")) if rm else None
+    if rank is None and rec.launcher_rank is not None:
+        rank = rec.launcher_rank
+    return (rec.at.source, rank, _int(fields.get("SeqNum")), fields.get("OpType"))
 
 
 def _app_noop(msg: str) -> bool:
@@ -1272,7 +1289,8 @@ class _Parser:
                             continue
                     elif k == _SEEN_BARE or k == _SEEN_BLANK:
                         if k == _SEEN_BARE:
-                            if want and source in want and want[source] is not _no_join:
+                            if (want and source in want and want[source] is not _no_join) or \
+                                    (e.watchdog is not None and e.watchdog not in self.watchdog_keys):
                                 e = None
                             elif (source not in bench_bytes and e.bench and len(bench) < MAX_BENCH_FILES) or \
                                     (source not in ras_bytes and e.ras and len(ras) < MAX_BENCH_FILES):
@@ -1389,8 +1407,11 @@ class _Parser:
         if "Last error:" in msg:
             return _NEVER
         app = "Watchdog" in msg or "NCCL error in" in msg or "Test " in msg or "NCCL Error " in msg
+        watchdog = None
         if app and not _app_noop(msg):
-            return _NEVER  # PyTorch and nccl-tests lines: read every time
+            watchdog = _watchdog_key(rec)
+            if watchdog is None or watchdog not in self.watchdog_keys:
+                return _NEVER  # PyTorch and nccl-tests lines: read every time, but a watchdog message seen before
         version = None
         if not app:  # bare() reads these only from lines that are not the application's
             if "NCCL WARN " in msg or "NCCL DIAG" in msg or "NCCL INFO " in msg:
@@ -1416,6 +1437,7 @@ class _Parser:
         e.nccl = 0 if version is None else 1
         e.version = version
         e.join = join
+        e.watchdog = watchdog
         e.bench = _BENCH_START.search(msg) is not None
         e.ras = _RAS_START.search(msg) is not None
         e.wrap = _wrapped("(", msg)
