@@ -615,10 +615,28 @@ def _numbered_records(lines: Iterable[Tuple[int, str]], source: str,
                       count: Optional[List[int]] = None) -> Iterator[_Rec]:
     """:func:`_records` of ``(line number, line)`` pairs: the numbers may skip lines a prefilter left out (a
     skipped line never continues a record: only the line right after one does)."""
-    prev: Optional[_Rec] = None  # the last record yielded-to-be, still open to a wrapped continuation
-    held: List[_Rec] = []
+    reader = _Reader(source)
     n = 0
     for n, raw in lines:
+        yield from reader.line(n, raw)
+    if count is not None:
+        count.append(n)
+    yield from reader.end()
+
+
+class _Reader:
+    """Records of one log, one line at a time (:func:`_numbered_records`). A record is held back one line: the
+    next line may complete it (``held``); ``prev`` is the last of them, still open to a wrapped continuation."""
+
+    __slots__ = ("source", "prev", "held")
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.prev: Optional[_Rec] = None
+        self.held: List[_Rec] = []
+
+    def line(self, n: int, raw: str) -> List[_Rec]:
+        """Read line ``n``: the records it completes, in order (those held before it, a bare line's own)."""
         line = clean(raw)
         m_l = _LAUNCHER.match(line) if line[:1] in _LAUNCHER_FIRST else None
         lrank = None
@@ -627,19 +645,20 @@ def _numbered_records(lines: Iterable[Tuple[int, str]], source: str,
         matches = _prefixes(line)
         if not matches:
             body = line[m_l.end():] if m_l else line
+            prev = self.prev
             if prev is not None and prev.at.lineno == n - 1 and _wrapped(prev.msg, body):
                 # A line wrapped by whoever copied the log: the rest of the previous message.
                 prev.msg += body.strip()
                 prev.text += body.strip()
-                continue
-            yield from held
-            held = []
-            prev = None
+                return []
+            out = self.held
+            self.held = []
+            self.prev = None
             if body.strip():
-                yield _Rec("bare", body.strip(), Loc(source, n), line.strip(), launcher_rank=lrank)
-            continue
-        yield from held
-        held = []
+                out.append(_Rec("bare", body.strip(), Loc(self.source, n), line.strip(), launcher_rank=lrank))
+            return out
+        out = self.held
+        held: List[_Rec] = []
         for i, m in enumerate(matches):
             end = matches[i + 1].start() if i + 1 < len(matches) else len(line)
             msg = line[m.end():end].strip()
@@ -650,14 +669,17 @@ def _numbered_records(lines: Iterable[Tuple[int, str]], source: str,
             if kind == "warn":
                 tsm = _WARN_TS.search(line[:m.start()])
                 ts = tsm.group(1) if tsm else None
-            at = Loc(source, n, host, _num(pid), _num(tid), int(dev))
+            at = Loc(self.source, n, host, _num(pid), _num(tid), int(dev))
             rec = _Rec(kind, msg, at, line[m.start():end].strip(), file, int(fline) if fline else None, func, ts,
                        lrank)
-            prev = rec
+            self.prev = rec
             held.append(rec)
-    if count is not None:
-        count.append(n)
-    yield from held
+        self.held = held
+        return out
+
+    def end(self) -> List[_Rec]:
+        out, self.held, self.prev = self.held, [], None
+        return out
 
 
 def _prefixes(line: str) -> List["re.Match[str]"]:
@@ -787,6 +809,27 @@ WARN_KINDS: Tuple[Tuple[str, bool, "re.Pattern[str]"], ...] = (
 )
 
 
+_ERROR_KINDS: Dict[str, Optional[str]] = {}  # line -> its _error_kind, for lines seen again
+
+
+def _error_kind(msg: str) -> Optional[str]:
+    """``kernel`` for a kernel line, ``error`` for a line that reports an error, else ``None``."""
+    kind = _ERROR_KINDS.get(msg, "")
+    if kind != "":
+        return kind
+    if _KERNEL_TEXT.search(msg) is not None:
+        kind = "kernel"
+    elif _ERROR_TEXT.search(msg) is None or msg.startswith("#") or "algbw" in msg:
+        kind = None
+    else:
+        kind = "error"
+    if len(msg) <= 1024:  # at most 4 MiB of remembered lines
+        if len(_ERROR_KINDS) >= 4096:
+            _ERROR_KINDS.clear()
+        _ERROR_KINDS[msg] = kind
+    return kind
+
+
 def _classify(w: Warn) -> None:
     for kind, failure, pat in WARN_KINDS:
         m = pat.search(w.message)
@@ -799,6 +842,30 @@ def _classify(w: Warn) -> None:
         w.kind = "nvls"
     if any(s.code in ERROR_RESULTS for s in w.chain):
         w.failure = True
+
+
+_MESSAGE_FAILS: Dict[Tuple[str, Optional[str]], bool] = {}  # (message, file) -> its kind is a failure
+
+
+def _fails(w: Warn) -> bool:
+    """Whether :func:`_classify` would call ``w`` a failure (for a WARN past the bound, only counted): its
+    message's kind, remembered per message, or an error result in its chain."""
+    k = (w.message, w.file)
+    base = _MESSAGE_FAILS.get(k)
+    if base is None:
+        probe = Warn(w.message, w.at, w.text, w.file)
+        _classify(probe)
+        base = probe.failure
+        if len(w.message) <= 1024:  # at most 4 MiB of remembered messages
+            if len(_MESSAGE_FAILS) >= 4096:
+                _MESSAGE_FAILS.clear()
+            _MESSAGE_FAILS[k] = base
+    if base:
+        return True
+    for st in w.chain:
+        if st.code in ERROR_RESULTS:
+            return True
+    return False
 
 
 def _category(transport: str, net: Optional[str], gdr: bool) -> str:
@@ -888,9 +955,168 @@ _FRAGMENT = re.compile(
 _RING_ORDER = re.compile(r"\b(?:Channel|Ring) (?P<ch>\d+)(?:/(?P<n>\d+))? :(?P<order>(?:\s+\d+)+)\s*$")
 
 
+@dataclass(frozen=True)
+class FactRow:
+    """One kind of NCCL INFO message: a message holding any of ``guard`` (the cheap test, empty: none) that
+    ``pattern`` finds (and ``accept`` accepts) is read by the parser's method ``handler`` (with ``arg`` first,
+    when given). ``keeps`` names the fact list it appends to (``None``: channel lines, tallied apart), ``rank``
+    the rank it reports for its world (the lines that mark a version line as rank 0's).
+
+    A line read again once ``keeps`` is full is only counted (:meth:`_Parser.feed_bulk`): its handler may keep
+    a record, add to its process's lists, tallies and rank hosts, and call ``rank_fact`` (declared by ``rank``),
+    nothing else; a handler that changes other state sets ``again=False``, and its lines are read every time."""
+
+    name: str
+    guard: Tuple[str, ...]
+    pattern: "re.Pattern[str]"
+    handler: str
+    keeps: Optional[str]
+    accept: Optional[Callable[[str, "re.Match[str]"], bool]] = None
+    rank: Optional[Callable[["re.Match[str]"], int]] = None
+    arg: Optional[str] = None
+    again: bool = True
+
+    def read(self, parser: "_Parser", m: "re.Match[str]", at: Loc, text: str, p: Optional[Proc]) -> None:
+        if self.arg is None:
+            getattr(parser, self.handler)(m, at, text, p)
+        else:
+            getattr(parser, self.handler)(self.arg, m, at, text, p)
+
+
+def _rank(m: "re.Match[str]") -> int:
+    return int(m.group("rank"))
+
+
+# The NCCL INFO messages the parser reads, in order: the first row that reads a message wins. A new kind of
+# message is one row here and its handler (a ``fact_*`` method of the parser).
+FACTS: Tuple[FactRow, ...] = (
+    FactRow("channel", (" via ",), _CHANNEL, "fact_channel", None),
+    FactRow("channel_fragment", (" via ",), _FRAGMENT, "fact_channel", None),
+    FactRow("collnet_channel", ("COLLNET",), _COLLNET_CH, "fact_channel", None),
+    FactRow("ring_order", (" : ", " :\t"), _RING_ORDER, "fact_ring", "rings", rank=lambda m: 0),
+    FactRow("version", ("NCCL version",), _VERSION, "fact_version", "versions"),
+    FactRow("network", ("Using network",), _USING_NETWORK, "fact_network", "networks"),
+    FactRow("gdr", ("GPU Direct RDMA",), _GDR, "fact_gdr", "gdr"),
+    FactRow("net_no_device", ("No device found",), _NET_NODEV, "fact_net_nodev", "notes"),
+    FactRow("net_using", ("NET/",), _NET_USING, "fact_net_using", "nets",
+            accept=lambda msg, m: not msg[m.start():].startswith("NET/Plugin")),
+    FactRow("old_ib_ports", ("IB Port",), _OLD_IB_PORTS, "fact_old_ib_ports", "nets"),
+    FactRow("bootstrap", ("Bootstrap",), _BOOTSTRAP, "fact_bootstrap", "bootstrap"),
+    FactRow("plugin_path", ("lugin",), _PLUGIN_PATH, "fact_plugin_path", "plugins"),
+    FactRow("p2p_plugin", ("lugin",), _P2P_PLUGIN, "fact_p2p_plugin", "plugins"),
+    FactRow("loaded_plugin", ("lugin",), _LOADED_PLUGIN, "fact_loaded_plugin", "plugins"),
+    FactRow("net_plugin", ("NET/Plugin",), _NET_PLUGIN, "fact_net_plugin", "plugins"),
+    FactRow("init", ("- Init ",), _INIT, "fact_init", "inits", rank=_rank),
+    FactRow("comm", ("nRanks",), _COMM, "fact_comm", "comms", rank=_rank),
+    FactRow("comm_old", ("nranks",), _COMM_OLD, "fact_comm_old", "comms", rank=_rank),
+    FactRow("connected", ("Connected ",), _CONNECTED, "fact_connected", "connected"),
+    FactRow("channel_counts", ("coll channels",), _COUNTS, "fact_counts", "channel_counts"),
+    FactRow("nvls_comm", ("NVLS",), _NVLS_COMM, "fact_nvls_comm", "nvls"),
+    FactRow("nvls_multicast", ("NVLS",), _NVLS_MC, "fact_nvls_mc", "nvls"),
+    FactRow("env", ("set by environment",), _ENV, "fact_env", "env"),
+) + tuple(FactRow(f"note_{kind}", (), pat, "fact_note", "notes", arg=kind) for kind, pat in _NOTES)
+
+
+def fact_row(msg: str) -> Tuple[Optional[FactRow], Optional["re.Match[str]"]]:
+    """The row of :data:`FACTS` that reads NCCL INFO message ``msg``, with its match (``(None, None)``: none)."""
+    for row in FACTS:
+        guard = row.guard
+        if guard:
+            for g in guard:
+                if g in msg:
+                    break
+            else:
+                continue
+        m = row.pattern.search(msg)
+        if m is not None and (row.accept is None or row.accept(msg, m)):
+            return row, m
+    return None, None
+
+
 def _add_capped(lst: list, value, cap: int = MAX_SMALL) -> None:
     if value not in lst and len(lst) < cap:
         lst.append(value)
+
+
+_SEEN_PLAIN, _SEEN_INFO, _SEEN_CHAIN, _SEEN_WARN, _SEEN_BARE, _SEEN_BLANK, _SEEN_COUNT = 1, 2, 3, 4, 5, 6, 7
+_SEEN_BYTES = 8 * 1024 * 1024  # bytes of distinct lines remembered per file
+_new_warn = object.__new__
+
+
+class _Seen:
+    """A line read before, in the file being fed (:meth:`_Parser.feed_bulk`), and what reading it again does
+    while its record lists are full: ``hits`` more lines counted in ``count`` (a fact list), ``stats`` and
+    ``pair`` (a channel line's tallies); for a WARN or a call-chain line, the thread state it opens or extends.
+
+    ``kind`` 0 (:data:`_NEVER`): a line read in full every time."""
+
+    __slots__ = ("kind", "key", "proc", "count", "stats", "pair", "hits", "rank0", "version", "step", "warn",
+                 "nccl", "bench", "ras", "wrap", "msg", "size", "join", "watchdog")
+
+    def __init__(self, kind: int, key: Tuple[str, str, int, int] = ("", "", 0, 0),
+                 proc: Optional[Tuple[str, int]] = None, count: Optional[str] = None,
+                 stats: Optional[CategoryStats] = None, pair: Optional[PairTransport] = None) -> None:
+        self.kind, self.key, self.proc, self.count, self.stats, self.pair = kind, key, proc, count, stats, pair
+        self.hits = 0
+        self.rank0 = False  # the line gives rank 0 of a world: a version line may still learn it
+        self.version: Optional[VersionLine] = None  # a version line: what the file's last version line becomes
+        self.step: Optional[ChainStep] = None  # a call-chain line: its step, for WARNs past the bound
+        self.warn: Optional[Dict[str, Any]] = None  # a WARN line: the fields of its WARN, past the bound
+        self.nccl = 1  # NCCL lines it counts (0: a line without an NCCL prefix)
+        self.bench = self.ras = False  # a line without a prefix: it may start a benchmark output, a RAS report
+        self.wrap = False  # a line without a prefix: it may continue the line before
+        self.msg: Optional[str] = None  # a line without a prefix: its text, as a benchmark output keeps it
+        self.join = False  # an error line past the bound that takes the next line (to a line kept nowhere)
+        self.watchdog: Optional[Tuple] = None  # a watchdog message: what it is told apart by (seen before)
+        self.size = 0
+
+
+_NEVER = _Seen(0)
+
+
+def _no_join(nxt: "_Rec") -> None:
+    """What takes the line after an error line past the bound: nothing is kept of it."""
+
+
+def _watchdog_key(rec: "_Rec") -> Optional[Tuple]:
+    """What :meth:`_Parser.app_lines` tells a watchdog message apart by (``None``: not only a watchdog message)."""
+    msg = rec.msg
+    if "NCCL Error " in msg and _TORCH_OLD.search(msg):
+        return None
+    m = _WATCHDOG.search(msg)
+    if m is None:
+        return None
+    fields = {fm.group("k"): fm.group("v") for fm in _WD_FIELD.finditer(m.group("body"))}
+    rm = _WD_RANK.search(msg)
+    rank = _int(rm.group("rank") or rm.group("rank2")) if rm else None
+    if rank is None and rec.launcher_rank is not None:
+        rank = rec.launcher_rank
+    return (rec.at.source, rank, _int(fields.get("SeqNum")), fields.get("OpType"))
+
+
+def _app_noop(msg: str) -> bool:
+    """Whether :meth:`_Parser.app_lines` reads nothing from a line holding its words (``msg``, no NCCL prefix)."""
+    if "NCCL Error " in msg and _TORCH_OLD.search(msg):
+        return False
+    if "Watchdog" not in msg and "NCCL error in" not in msg and "Test " not in msg:
+        return True
+    return not ("Watchdog caught collective operation timeout" in msg or _WATCHDOG.search(msg) or
+                _TORCH_ERR.search(msg) or _TESTS_FAIL.search(msg) or _TESTS_CUDA.search(msg) or
+                _TESTS_TIMEOUT.search(msg))
+
+_ONCE = _Seen(0)  # a line read once so far
+_BLANK = _Seen(_SEEN_BLANK)
+_BLANK.nccl = 0
+
+
+class _DroppedChain:
+    """A call chain past the bound on the chains kept (:meth:`_Parser._orphan_step`): its steps and whether a
+    later line resumed it are seen by nobody."""
+
+    __slots__ = ("steps", "at", "benign", "resumed")
+
+    def __init__(self, steps: List[ChainStep], at: Loc) -> None:
+        self.steps, self.at, self.benign, self.resumed = steps, at, False, None
 
 
 class _Parser:
@@ -908,6 +1134,7 @@ class _Parser:
         self.pending_versions: List[Tuple[VersionLine, Optional[Tuple[str, int]]]] = []
         self.segment: Dict[str, VersionLine] = {}  # the last version line of each source
         self.version_owner: Dict[int, Tuple[str, int]] = {}  # a bare version line's rank-0 process
+        self.kept_versions: Set[int] = set()  # id() of the version lines held in f.versions or pending_versions
         self.pairs: Dict[Tuple[int, int], PairTransport] = {}
         self.rank_hosts: Dict[int, List[str]] = {}
         self.last_seen: Optional[Tuple[str, int, Optional[int], str]] = None
@@ -917,6 +1144,7 @@ class _Parser:
         self.ras: Dict[str, List[Tuple[int, str]]] = {}  # file -> (line number, line) from a RAS report's start
         self.ras_bytes: Dict[str, int] = {}
         self.want: Dict[str, Any] = {}  # file -> what reads its next plain line (a message on the line after)
+        self.line_proc: Optional[Tuple[str, int]] = None  # the process of the last NCCL line of the file being fed
 
     def _keep(self, name: str, item) -> bool:
         """Append to the fact list ``name`` unless it holds ``keep`` records already; count it either way."""
@@ -959,24 +1187,329 @@ class _Parser:
         """One log as ``(line number, line)`` pairs; ``total()`` says how many lines it had once they are read
         (a prefilter passes only the lines the parser reads, see :mod:`nccldiag.nccl.scan`)."""
         self.f.sources.append(source)
-        last_proc: Optional[Tuple[str, int]] = None
+        self.line_proc = None
         for rec in _numbered_records(lines, source, count):
-            if rec.kind == "bare":
-                self.bare(rec, last_proc)
-                continue
-            self.want.pop(source, None)
-            self.f.nccl_lines += 1
-            p = self.proc(rec.at)
-            if p is not None:
-                last_proc = (p.host, p.pid)
-                if rec.launcher_rank is not None:
-                    _add_capped(p.launcher_ranks, rec.launcher_rank, 1024)
-            if rec.kind == "warn":
-                self.warn(rec)
-            elif rec.kind == "info":
-                self.info(rec, p)
+            self.record(rec)
         self.f.lines += total()
         self.end_file(source)
+
+    def record(self, rec: _Rec) -> None:
+        """Read one record of the file being fed."""
+        if rec.kind == "bare":
+            self.bare(rec, self.line_proc)
+            return
+        self.want.pop(rec.at.source, None)
+        self.f.nccl_lines += 1
+        p = self.proc(rec.at)
+        if p is not None:
+            self.line_proc = (p.host, p.pid)
+            if rec.launcher_rank is not None:
+                _add_capped(p.launcher_ranks, rec.launcher_rank, 1024)
+        if rec.kind == "warn":
+            self.warn(rec)
+        elif rec.kind == "info":
+            self.info(rec, p)
+
+    # ---- lines in bulk: a line read before is not read again when it can only add to counts
+
+    def feed_bulk(self, items: Iterable[Tuple[int, Union[bytes, List[bytes]]]], source: str,
+                  total: Callable[[], int]) -> None:
+        """One log as raw lines (:class:`nccldiag.nccl.scan.Scan` in bulk mode): ``(n, line)`` for line ``n``, or
+        ``(n, [lines])`` for the lines after line ``n``; each cut to its bound, undecoded. The facts are those of
+        :meth:`feed_numbered` on the decoded lines: a line the parser read before (the same bytes, in this file)
+        whose reading could now only add to counts, as once its lists are full, is counted, not read again
+        (:class:`_Seen`); every other line is read as usual."""
+        self.f.sources.append(source)
+        self.line_proc = None
+        reader = _Reader(source)
+        seen: Dict[bytes, _Seen] = {}
+        room = [_SEEN_BYTES]
+        for n, item in items:
+            self._bulk(n - 1, (item,), reader, seen, room) if type(item) is bytes else \
+                self._bulk(n, item, reader, seen, room)
+        for rec in reader.end():
+            self.record(rec)
+        f, counts = self.f, self.f.counts
+        for e in seen.values():
+            h = e.hits
+            if h:
+                f.nccl_lines += h * e.nccl
+                if e.count is not None:
+                    counts[e.count] = counts.get(e.count, 0) + h
+                if e.stats is not None:
+                    e.stats.lines += h
+                if e.pair is not None:
+                    e.pair.lines += h
+        self.f.lines += total()
+        self.end_file(source)
+
+    def _bulk(self, n: int, lines: Iterable[bytes], reader: "_Reader", seen: Dict[bytes, "_Seen"],
+              room: List[int]) -> None:
+        """Lines ``n+1, n+2, ...`` of the file being fed (see :meth:`feed_bulk`)."""
+        get = seen.get
+        ow, oo, fo, want = self.open_warn, self.open_orphan, self.failed_orphans, self.want
+        bench, bench_bytes, ras, ras_bytes = self.bench, self.bench_bytes, self.ras, self.ras_bytes
+        source = reader.source
+        for raw in lines:
+            n += 1
+            e = first = get(raw)
+            if e is None:
+                pass
+            elif e.kind == _SEEN_COUNT and not reader.held and not want:  # the most common: only counted
+                key = e.key
+                if not ((ow and key in ow) or (oo and key in oo) or (fo and key in fo)):
+                    if e.proc is not None:
+                        self.line_proc = e.proc
+                    e.hits += 1
+                    continue
+            if e is not None and e.kind:
+                k = e.kind
+                if k == _SEEN_BARE and e.wrap and reader.prev is not None:
+                    e = None  # it may continue the line before
+                else:
+                    if reader.held:  # this line ends what the reader held: read it first
+                        for rec in reader.end():
+                            self.record(rec)
+                    key = e.key
+                    if k == _SEEN_INFO or k == _SEEN_COUNT:
+                        if (fo and key in fo) or (e.rank0 and not self._rank0_read(source, e.proc)):
+                            e = None
+                        else:
+                            if want:
+                                want.pop(source, None)
+                            if ow and key in ow:
+                                self.close_warn(key)
+                            if oo:
+                                oo.pop(key, None)
+                            if e.version is not None:
+                                self.segment[source] = e.version
+                            if e.proc is not None:
+                                self.line_proc = e.proc
+                            e.hits += 1
+                            continue
+                    elif k == _SEEN_BARE or k == _SEEN_BLANK:
+                        if k == _SEEN_BARE:
+                            if (want and source in want and want[source] is not _no_join) or \
+                                    (e.watchdog is not None and e.watchdog not in self.watchdog_keys):
+                                e = None
+                            elif (source not in bench_bytes and e.bench and len(bench) < MAX_BENCH_FILES) or \
+                                    (source not in ras_bytes and e.ras and len(ras) < MAX_BENCH_FILES):
+                                e = None  # it starts a benchmark output or RAS report
+                            else:  # kept as the benchmark output or RAS report it is part of (bench_line, ras_line)
+                                b = bench_bytes.get(source)
+                                if b is not None and b < MAX_BENCH_BYTES:
+                                    bench[source].append(e.msg)
+                                    bench_bytes[source] = b + e.size
+                                b = ras_bytes.get(source)
+                                if b is not None and b < MAX_RAS_BYTES:
+                                    ras[source].append((n, e.msg))
+                                    ras_bytes[source] = b + e.size
+                                if want:
+                                    want.pop(source, None)  # the line after an error line past the bound
+                                if e.join:
+                                    want[source] = _no_join
+                                if e.version is not None:
+                                    self.segment[source] = e.version
+                        if e is not None:
+                            e.hits += 1
+                            continue
+                    elif k == _SEEN_CHAIN:
+                        w = ow.get(key) if ow else None
+                        if w is not None and (len(w.chain) >= MAX_STEPS or id(w) not in self.kept_warns):
+                            if len(w.chain) < MAX_STEPS:  # a WARN past the bound: its steps are seen by nobody
+                                w.chain.append(e.step)
+                        elif w is None and self._orphan_step(key, e):
+                            pass
+                        else:
+                            e = None
+                        if e is not None:
+                            if want:
+                                want.pop(source, None)
+                            if e.proc is not None:
+                                self.line_proc = e.proc
+                            e.hits += 1
+                            continue
+                    elif k == _SEEN_WARN:
+                        if want:
+                            want.pop(source, None)
+                        if ow and key in ow:
+                            self.close_warn(key)
+                        self._bound_threads()
+                        w = _new_warn(Warn)
+                        w.__dict__.update(e.warn)
+                        w.chain = []
+                        ow[key] = w
+                        if oo:
+                            oo.pop(key, None)
+                        if fo:
+                            fo.pop(key, None)
+                        if e.proc is not None:
+                            self.line_proc = e.proc
+                        e.hits += 1
+                        continue
+                    else:  # _SEEN_PLAIN
+                        if want:
+                            want.pop(source, None)
+                        if e.proc is not None:
+                            self.line_proc = e.proc
+                        e.hits += 1
+                        continue
+            recs = reader.line(n, raw.decode("utf-8", errors="replace").rstrip("\r\n"))
+            for rec in recs:
+                self.record(rec)
+            if first is None:  # seen once: what it does is worked out if it comes again
+                if room[0] > 0:
+                    seen[raw] = _ONCE
+                    room[0] -= len(raw) + 64
+            elif first is _ONCE:
+                held = reader.held
+                if not held:  # a line without an NCCL prefix (none continues it: nothing was held)
+                    if recs and recs[-1].kind == "bare" and recs[-1].at.lineno == n:
+                        e = self._seen_bare(recs[-1])
+                    else:
+                        e = _BLANK  # nothing to read: blank, or a launcher's tag alone
+                elif len(held) == 1 and held[0].at.lineno == n and \
+                        held[0].msg.count("(") <= held[0].msg.count(")"):
+                    # one NCCL record no later line can continue: read it now, and remember what it did
+                    rec = held[0]
+                    reader.end()
+                    self.record(rec)
+                    e = self._seen(rec)
+                else:
+                    e = _NEVER
+                if e is not None:
+                    seen[raw] = e
+
+    def _orphan_step(self, key: Tuple[str, str, int, int], e: "_Seen") -> bool:
+        """A call-chain step of a thread with no WARN open, as :meth:`info` reads it, when the chain it belongs to
+        is past the bound on the chains kept (its steps are seen by nobody); ``False`` when it must be read."""
+        oc = self.open_orphan.get(key)
+        if oc is None:
+            if len(self.f.orphan_chains) < self.limits.get("orphan_chains", self.keep):
+                return False
+            self._bound_threads()
+            oc = self.open_orphan[key] = _DroppedChain([], e.step.at)
+            self.f.counts["orphan_chains"] = self.f.counts.get("orphan_chains", 0) + 1
+            if e.step.code in ERROR_RESULTS:
+                lst = self.failed_orphans.setdefault(key, [])
+                if len(lst) < MAX_STEPS:
+                    lst.append(oc)
+        elif type(oc) is not _DroppedChain and len(oc.steps) < MAX_STEPS:
+            return False  # a chain kept: its steps are read
+        if len(oc.steps) < MAX_STEPS:
+            oc.steps.append(e.step)
+        return True
+
+    def _seen_bare(self, rec: _Rec) -> Optional["_Seen"]:
+        """:meth:`_seen` for a line without an NCCL prefix: only a plain line, or an error line past its bound,
+        that asks nothing of the next line, is only counted."""
+        msg = rec.msg
+        if "Last error:" in msg:
+            return _NEVER
+        app = "Watchdog" in msg or "NCCL error in" in msg or "Test " in msg or "NCCL Error " in msg
+        watchdog = None
+        if app and not _app_noop(msg):
+            watchdog = _watchdog_key(rec)
+            if watchdog is None or watchdog not in self.watchdog_keys:
+                return _NEVER  # PyTorch and nccl-tests lines: read every time, but a watchdog message seen before
+        version = None
+        if not app:  # bare() reads these only from lines that are not the application's
+            if "NCCL WARN " in msg or "NCCL DIAG" in msg or "NCCL INFO " in msg:
+                return _NEVER
+            if (" via " in msg and _FRAGMENT.search(msg)) or _UNPREFIXED.search(msg):
+                return _NEVER
+            if _VERSION.search(msg):
+                v = self.segment.get(rec.at.source)
+                if v is None or v.at is not rec.at or id(v) in self.kept_versions:
+                    return None if v is not None and v.at is rec.at else _NEVER
+                version = v  # a version line past the bound on those kept: seen by nobody
+        kind = _error_kind(msg)
+        count = None
+        join = False
+        if kind is not None:
+            count = "kernel" if kind == "kernel" else "errors"
+            lst = getattr(self.f, count)
+            if len(lst) < self.limits.get(count, self.keep) or (lst and lst[-1].at is rec.at):
+                return None
+            # past the bound, the line after one that ends in ':' is joined to a line kept nowhere
+            join = bool(msg.endswith(":") or _TESTS_CUDA.search(msg) and "'" not in msg)
+        e = _Seen(_SEEN_BARE, count=count)
+        e.nccl = 0 if version is None else 1
+        e.version = version
+        e.join = join
+        e.watchdog = watchdog
+        e.bench = _BENCH_START.search(msg) is not None
+        e.ras = _RAS_START.search(msg) is not None
+        e.wrap = _wrapped("(", msg)
+        e.msg = msg[:4096]
+        e.size = len(e.msg) + 1
+        return e
+
+    def _rank0_read(self, source: str, proc: Optional[Tuple[str, int]]) -> bool:
+        """Whether :meth:`rank_fact` for rank 0 of process ``proc`` would change nothing now."""
+        v = self.segment.get(source)
+        if v is None or id(v) not in self.kept_versions:  # none, or one past the bound: kept nowhere
+            return True
+        if not (v.at.host is None or proc is None or (v.at.host, v.at.pid) == proc):
+            return True
+        if not v.rank0 or not v.world:
+            return False
+        return not (v.at.host is None and proc is not None and id(v) not in self.version_owner)
+
+    def _seen(self, rec: _Rec) -> Optional["_Seen"]:
+        """What reading ``rec`` again would do, if only counting (its record lists are full); ``None`` when it
+        would keep a record now (ask again later), :data:`_NEVER` when it reads more than counts."""
+        msg = rec.msg
+        if "NCCL Error " in msg or "Watchdog" in msg or "NCCL error in" in msg or "Test " in msg:
+            return _NEVER  # application lines: read every time
+        at = rec.at
+        p = self.procs.get((at.host, at.pid)) if at.host is not None and at.pid is not None else None
+        proc = (p.host, p.pid) if p is not None else None
+        key = _thread(at)
+        f = self.f
+        if rec.kind == "trace":
+            return _Seen(_SEEN_PLAIN, key, proc)
+        if rec.kind == "warn":
+            if len(f.warns) < self.limits.get("warns", self.keep) or (f.warns and f.warns[-1].at is at):
+                return None
+            w = Warn(msg, at, rec.text, rec.file, rec.fline, rec.func, rec.timestamp)
+            e = _Seen(_SEEN_WARN, key, proc, count="warns")
+            e.warn = dict(w.__dict__)
+            return e
+        if rec.kind != "info":
+            return _NEVER
+        m = _CHAIN.search(msg) if " -> " in msg else None
+        if m and " via " not in msg:
+            e = _Seen(_SEEN_CHAIN, key, proc)
+            e.step = ChainStep(m.group("file"), int(m.group("line")), int(m.group("code")), at, rec.text,
+                               m.group("thr"))
+            return e
+        row, m = fact_row(msg)
+        if row is None:
+            return _Seen(_SEEN_COUNT, key, proc)
+        if not row.again:
+            return _NEVER
+        if row.keeps is None:  # a channel line: its kept lines, then its tallies
+            if len(f.channels) < self.limits.get("channels", self.keep) or (f.channels and f.channels[-1].at is at):
+                return None
+            g = m.groupdict()
+            v = parse_via(g["via"])
+            category = _category(str(v["transport"]), v.get("net"), bool(v.get("gdrdma")))
+            st = f.channel_stats.get(category) or f.channel_stats.get("NET/other")
+            if st is None or len(st.first) < 4 or st.first[-1].at is at:
+                return None
+            dst = _int(g.get("dst"))
+            pair = self.pairs.get((int(g["src"]), dst)) if dst is not None else None
+            return _Seen(_SEEN_COUNT, key, proc, count="channels", stats=st, pair=pair)
+        lst = getattr(f, row.keeps)
+        if len(lst) < self.limits.get(row.keeps, self.keep) or (lst and lst[-1].at is at):
+            return None
+        e = _Seen(_SEEN_COUNT, key, proc, count=row.keeps)
+        if row.rank is not None and row.rank(m) == 0:
+            e.kind, e.rank0 = _SEEN_INFO, True
+        if row.name == "version":
+            e.kind, e.version = _SEEN_INFO, self.segment.get(at.source)  # past the bound: kept nowhere
+        return e
 
     def end_file(self, source: str) -> None:
         """The log ended: what its threads left open is closed now (nothing later can continue it), so each
@@ -1108,12 +1641,14 @@ class _Parser:
         d["version_owner"] = {i: self.version_owner[id(v)] for i, (v, _) in enumerate(self.pending_versions)
                               if id(v) in self.version_owner}
         d["kept_warns"] = None
+        d["kept_versions"] = None
         d["want"] = {}
         return d
 
     def __setstate__(self, d: Dict[str, Any]) -> None:
         self.__dict__.update(d)
         self.version_owner = {id(self.pending_versions[i][0]): o for i, o in d["version_owner"].items()}
+        self.kept_versions = {id(v) for v in self.f.versions} | {id(v) for v, _ in self.pending_versions}
         self.kept_warns = {id(w) for w in self.f.warns}
 
     def needs_every_line(self, source: str) -> bool:
@@ -1174,6 +1709,7 @@ class _Parser:
             self.version(v)
             if len(self.pending_versions) < self.limits.get("pending_versions", self.keep):
                 self.pending_versions.append((v, last_proc))
+                self.kept_versions.add(id(v))
             self.f.nccl_lines += 1
             return
         if "NCCL WARN " in rec.msg:
@@ -1226,10 +1762,11 @@ class _Parser:
     def error_line(self, rec: _Rec) -> None:
         """Keep a plain line that reports an error, or a kernel line; one ending in ':' takes the next line."""
         msg = rec.msg
-        kernel = _KERNEL_TEXT.search(msg) is not None
-        if not kernel and (_ERROR_TEXT.search(msg) is None or msg.startswith("#") or "algbw" in msg):
+        kind = _error_kind(msg)
+        if kind is None:
             return
-        el = ErrorLine(msg[:MAX_ERROR_TEXT], rec.at, "kernel" if kernel else "error")
+        kernel = kind == "kernel"
+        el = ErrorLine(msg[:MAX_ERROR_TEXT], rec.at, kind)
         self._keep("kernel" if kernel else "errors", el)
         if msg.endswith(":") or _TESTS_CUDA.search(msg) and "'" not in msg:
             def join(nxt: _Rec) -> None:
@@ -1329,7 +1866,7 @@ class _Parser:
         w = self.open_warn.pop(key, None)
         if w is None or id(w) in self.kept_warns:
             return
-        _classify(w)
+        w.failure = _fails(w)
         if w.failure:
             self.f.dropped_failures += 1
             for s in w.chain:
@@ -1392,128 +1929,111 @@ class _Parser:
         self.app_lines(rec)
 
     def info_fact(self, msg: str, at: Loc, text: str, p: Optional[Proc]) -> None:
-        m = _CHANNEL.search(msg) if " via " in msg else None
-        if m:
-            self.channel(m, at, text, p)
-            return
-        m = _FRAGMENT.search(msg) if " via " in msg else None
-        if m:
-            self.channel(m, at, text, p)
-            return
-        m = _COLLNET_CH.search(msg) if "COLLNET" in msg else None
-        if m:
-            self.channel(m, at, text, p)
-            return
-        m = _RING_ORDER.search(msg) if " : " in msg or " :\t" in msg else None
-        if m:
-            order = [int(x) for x in m.group("order").split()][:MAX_PAIRS]
-            ro = RingOrder(int(m.group("ch")), order, at, text, _int(m.group("n")))
-            self._keep("rings", ro)
-            if p is not None:
-                _add_capped(p.ranks, 0, 1024)  # only rank 0 prints the ring order
-            self.rank_fact(0, len(order), at, p)
-            return
-        m = _VERSION.search(msg) if "NCCL version" in msg else None
-        if m:
-            v = VersionLine(m.group("v"), m.group("cuda"), at, text)
-            self._keep("versions", v)
-            self.version(v)
-            if p is not None:
-                _add_capped(p.versions, m.group("v"))
-            return
-        m = _USING_NETWORK.search(msg) if "Using network" in msg else None
-        if m:
-            self._keep("networks", NetworkChoice(m.group("name"), at, text))
-            if p is not None:
-                _add_capped(p.networks, m.group("name"))
-            return
-        m = _GDR.search(msg) if "GPU Direct RDMA" in msg else None
-        if m:
-            self._keep("gdr", GdrLine(m.group("state") == "Enabled", m.group("hca"), at, text, m.group("net"),
-                                      m.group("gpu"), m.group("name"), m.group("reason")))
-            return
-        m = _NET_NODEV.search(msg) if "No device found" in msg else None
-        if m:
-            self._keep("notes", Note(f"{m.group('net').lower()}_no_device", at, text))
-            return
-        m = _NET_USING.search(msg) if "NET/" in msg and "Using" in msg else None
-        if m and not msg[m.start():].startswith("NET/Plugin"):
-            self._keep("nets", _net_devices(m.group("net"), m.group("body"), at, text))
-            return
-        m = _OLD_IB_PORTS.search(msg) if "IB Port" in msg else None
-        if m:
-            devs = [NetDevice(None, d.group("name"), int(d.group("port")), "IB")
-                    for d in _OLD_IB_PORT.finditer(m.group("body"))]
-            self._keep("nets", NetDevices("IB", devs, at, text))
-            return
-        m = _BOOTSTRAP.search(msg) if "Bootstrap" in msg else None
-        if m:
-            ifs = [NetDevice(_int(s.group("idx")), s.group("name"), address=s.group("addr"))
-                   for s in _SOCK_IF.finditer(m.group("body"))]
-            self._keep("bootstrap", Bootstrap(ifs, at, text))
-            return
-        for kind, pat in ((("path", _PLUGIN_PATH), ("p2p_plugin", _P2P_PLUGIN), ("loaded", _LOADED_PLUGIN))):
-            m = pat.search(msg) if "lugin" in msg else None
-            if m:
-                k = kind if kind != "loaded" else ("loaded_collnet" if m.group("kind") != "net" else "loaded_net")
-                self._keep("plugins", PluginLine(k, m.group("v"), at, text))
-                return
-        m = _NET_PLUGIN.search(msg) if "NET/Plugin" in msg else None
-        if m:
-            v = m.group("v")
-            k = "load_failed" if "returned" in v or "Failed" in v else (
-                "none_found" if "No plugin found" in v else "other")
-            self._keep("plugins", PluginLine(k, v, at, text))
-            return
-        m = _INIT.search(msg) if "- Init " in msg else None
-        if m:
-            ev = InitEvent(m.group("phase"), int(m.group("rank")), int(m.group("nranks")), at, text, m.group("comm"),
-                           _int(m.group("cdev")), _int(m.group("nvml")), m.group("bus"), m.group("cid"))
-            self._keep("inits", ev)
-            self.rank_host(ev.rank, at)
-            self.rank_fact(ev.rank, ev.nranks, at, p)
-            if p is not None:
-                _add_capped(p.ranks, ev.rank, 1024)
-                _add_capped(p.init_started if ev.phase == "START" else p.init_completed, ev.rank, 1024)
-            return
-        m = _COMM.search(msg) if "nRanks" in msg else None
-        if m:
-            c = CommInfo(m.group("comm"), int(m.group("rank")), int(m.group("nranks")), at, text,
-                         int(m.group("nnodes")), int(m.group("lranks")), int(m.group("lrank")), _int(m.group("mnnvl")))
-            self.comm(c, p)
-            return
-        m = _COMM_OLD.search(msg) if "nranks" in msg else None
-        if m:
-            self.comm(CommInfo(m.group("comm"), int(m.group("rank")), int(m.group("nranks")), at, text), p)
-            return
-        m = _CONNECTED.search(msg) if "Connected " in msg else None
-        if m:
-            self._keep("connected", Connected(m.group("what"), at, text, _int(m.group("pxn")), _int(m.group("gdr"))))
-            return
-        m = _COUNTS.search(msg) if "coll channels" in msg else None
-        if m:
-            self._keep("channel_counts", ChannelCounts(int(m.group("coll")), int(m.group("p2p")), int(m.group("ppp")),
-                                                       at, text, _int(m.group("collnet")), _int(m.group("nvls"))))
-            return
-        m = _NVLS_COMM.search(msg) if "NVLS" in msg else None
-        if m:
-            self._keep("nvls", NvlsLine("comm", at, text, int(m.group("head")), int(m.group("nheads"))))
-            return
-        m = _NVLS_MC.search(msg) if "NVLS" in msg else None
-        if m:
-            self._keep("nvls", NvlsLine("multicast", at, text, available=not m.group("not")))
-            return
-        m = _ENV.search(msg) if "set by environment" in msg else None
-        if m:
-            value = m.group("value")
-            if re.fullmatch(r"-?\d+\.", value):
-                value = value[:-1]
-            self._keep("env", EnvEcho(m.group("name"), value, at, text))
-            return
-        for kind, pat in _NOTES:
-            if pat.search(msg):
-                self._keep("notes", Note(kind, at, text))
-                return
+        """The fact of an NCCL INFO message: the first row of :data:`FACTS` that reads it."""
+        row, m = fact_row(msg)
+        if row is not None:
+            row.read(self, m, at, text, p)
+
+    # ---- the handlers of FACTS' rows: (parser, match, where, text, process)
+
+    def fact_channel(self, m: "re.Match[str]", at: Loc, text: str, p: Optional[Proc]) -> None:
+        self.channel(m, at, text, p)
+
+    def fact_ring(self, m: "re.Match[str]", at: Loc, text: str, p: Optional[Proc]) -> None:
+        order = [int(x) for x in m.group("order").split()][:MAX_PAIRS]
+        ro = RingOrder(int(m.group("ch")), order, at, text, _int(m.group("n")))
+        self._keep("rings", ro)
+        if p is not None:
+            _add_capped(p.ranks, 0, 1024)  # only rank 0 prints the ring order
+        self.rank_fact(0, len(order), at, p)
+
+    def fact_version(self, m: "re.Match[str]", at: Loc, text: str, p: Optional[Proc]) -> None:
+        v = VersionLine(m.group("v"), m.group("cuda"), at, text)
+        if self._keep("versions", v):
+            self.kept_versions.add(id(v))
+        self.version(v)
+        if p is not None:
+            _add_capped(p.versions, m.group("v"))
+
+    def fact_network(self, m: "re.Match[str]", at: Loc, text: str, p: Optional[Proc]) -> None:
+        self._keep("networks", NetworkChoice(m.group("name"), at, text))
+        if p is not None:
+            _add_capped(p.networks, m.group("name"))
+
+    def fact_gdr(self, m: "re.Match[str]", at: Loc, text: str, p: Optional[Proc]) -> None:
+        self._keep("gdr", GdrLine(m.group("state") == "Enabled", m.group("hca"), at, text, m.group("net"),
+                                  m.group("gpu"), m.group("name"), m.group("reason")))
+
+    def fact_net_nodev(self, m: "re.Match[str]", at: Loc, text: str, p: Optional[Proc]) -> None:
+        self._keep("notes", Note(f"{m.group('net').lower()}_no_device", at, text))
+
+    def fact_net_using(self, m: "re.Match[str]", at: Loc, text: str, p: Optional[Proc]) -> None:
+        self._keep("nets", _net_devices(m.group("net"), m.group("body"), at, text))
+
+    def fact_old_ib_ports(self, m: "re.Match[str]", at: Loc, text: str, p: Optional[Proc]) -> None:
+        devs = [NetDevice(None, d.group("name"), int(d.group("port")), "IB")
+                for d in _OLD_IB_PORT.finditer(m.group("body"))]
+        self._keep("nets", NetDevices("IB", devs, at, text))
+
+    def fact_bootstrap(self, m: "re.Match[str]", at: Loc, text: str, p: Optional[Proc]) -> None:
+        ifs = [NetDevice(_int(s.group("idx")), s.group("name"), address=s.group("addr"))
+               for s in _SOCK_IF.finditer(m.group("body"))]
+        self._keep("bootstrap", Bootstrap(ifs, at, text))
+
+    def fact_plugin_path(self, m: "re.Match[str]", at: Loc, text: str, p: Optional[Proc]) -> None:
+        self._keep("plugins", PluginLine("path", m.group("v"), at, text))
+
+    def fact_p2p_plugin(self, m: "re.Match[str]", at: Loc, text: str, p: Optional[Proc]) -> None:
+        self._keep("plugins", PluginLine("p2p_plugin", m.group("v"), at, text))
+
+    def fact_loaded_plugin(self, m: "re.Match[str]", at: Loc, text: str, p: Optional[Proc]) -> None:
+        k = "loaded_collnet" if m.group("kind") != "net" else "loaded_net"
+        self._keep("plugins", PluginLine(k, m.group("v"), at, text))
+
+    def fact_net_plugin(self, m: "re.Match[str]", at: Loc, text: str, p: Optional[Proc]) -> None:
+        v = m.group("v")
+        k = "load_failed" if "returned" in v or "Failed" in v else ("none_found" if "No plugin found" in v else "other")
+        self._keep("plugins", PluginLine(k, v, at, text))
+
+    def fact_init(self, m: "re.Match[str]", at: Loc, text: str, p: Optional[Proc]) -> None:
+        ev = InitEvent(m.group("phase"), int(m.group("rank")), int(m.group("nranks")), at, text, m.group("comm"),
+                       _int(m.group("cdev")), _int(m.group("nvml")), m.group("bus"), m.group("cid"))
+        self._keep("inits", ev)
+        self.rank_host(ev.rank, at)
+        self.rank_fact(ev.rank, ev.nranks, at, p)
+        if p is not None:
+            _add_capped(p.ranks, ev.rank, 1024)
+            _add_capped(p.init_started if ev.phase == "START" else p.init_completed, ev.rank, 1024)
+
+    def fact_comm(self, m: "re.Match[str]", at: Loc, text: str, p: Optional[Proc]) -> None:
+        self.comm(CommInfo(m.group("comm"), int(m.group("rank")), int(m.group("nranks")), at, text,
+                           int(m.group("nnodes")), int(m.group("lranks")), int(m.group("lrank")),
+                           _int(m.group("mnnvl"))), p)
+
+    def fact_comm_old(self, m: "re.Match[str]", at: Loc, text: str, p: Optional[Proc]) -> None:
+        self.comm(CommInfo(m.group("comm"), int(m.group("rank")), int(m.group("nranks")), at, text), p)
+
+    def fact_connected(self, m: "re.Match[str]", at: Loc, text: str, p: Optional[Proc]) -> None:
+        self._keep("connected", Connected(m.group("what"), at, text, _int(m.group("pxn")), _int(m.group("gdr"))))
+
+    def fact_counts(self, m: "re.Match[str]", at: Loc, text: str, p: Optional[Proc]) -> None:
+        self._keep("channel_counts", ChannelCounts(int(m.group("coll")), int(m.group("p2p")), int(m.group("ppp")),
+                                                   at, text, _int(m.group("collnet")), _int(m.group("nvls"))))
+
+    def fact_nvls_comm(self, m: "re.Match[str]", at: Loc, text: str, p: Optional[Proc]) -> None:
+        self._keep("nvls", NvlsLine("comm", at, text, int(m.group("head")), int(m.group("nheads"))))
+
+    def fact_nvls_mc(self, m: "re.Match[str]", at: Loc, text: str, p: Optional[Proc]) -> None:
+        self._keep("nvls", NvlsLine("multicast", at, text, available=not m.group("not")))
+
+    def fact_env(self, m: "re.Match[str]", at: Loc, text: str, p: Optional[Proc]) -> None:
+        value = m.group("value")
+        if re.fullmatch(r"-?\d+\.", value):
+            value = value[:-1]
+        self._keep("env", EnvEcho(m.group("name"), value, at, text))
+
+    def fact_note(self, kind: str, m: "re.Match[str]", at: Loc, text: str, p: Optional[Proc]) -> None:
+        self._keep("notes", Note(kind, at, text))
 
     def comm(self, c: CommInfo, p: Optional[Proc]) -> None:
         self._keep("comms", c)

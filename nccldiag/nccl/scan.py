@@ -15,7 +15,9 @@ large binary blocks and hands the parser only
 Other lines are counted, never decoded. A block where most lines name NCCL is handed over whole: there is nothing
 to skip. Lines are cut and decoded exactly as :func:`nccldiag.nccl.log.read_lines` does, and keep their numbers,
 so the facts are those of reading every line (``tests/unit/test_nccllog_scan.py`` compares the two on every real
-log and case).
+log and case). :func:`feed` hands them over undecoded (``bulk``): the parser decodes only the lines it reads, and
+counts a line it read before in the file when reading it again could only add to counts
+(:meth:`nccldiag.nccl.log._Parser.feed_bulk`).
 
 :func:`parse_paths` reads several files at once, one worker process per core, each file by a parser of its own;
 the parsers' states are merged in the order of the files (:meth:`nccldiag.nccl.log._Parser.merge`) into the
@@ -25,7 +27,7 @@ from __future__ import annotations
 
 import os
 import re
-from typing import IO, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import IO, Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from nccldiag.nccl import log as L
 
@@ -106,12 +108,15 @@ class Scan:
     """``(line number, line)`` of the lines of ``stream`` the parser needs (see the module's docstring).
 
     ``needs_all()`` says whether the parser needs every next line now; ``total`` is the number of lines once the
-    iteration ends. ``block`` and ``max_line`` are for tests.
+    iteration ends. ``block`` and ``max_line`` are for tests. With ``bulk``, the lines are left undecoded, and a
+    block handed over whole comes as one ``(n, [lines])``: the lines after line ``n``
+    (:meth:`nccldiag.nccl.log._Parser.feed_bulk`).
     """
 
     def __init__(self, stream: IO[bytes], needs_all: Callable[[], bool], block: int = BLOCK,
-                 max_line: int = L.MAX_LINE) -> None:
+                 max_line: int = L.MAX_LINE, bulk: bool = False) -> None:
         self.stream, self.needs_all, self.block, self.max_line = stream, needs_all, block, max_line
+        self.bulk = bulk
         self.total = 0
         self.skipped = 0  # lines counted without being handed over
         self.ctx = 0  # context lines still to hand over after the last candidate (across blocks)
@@ -142,13 +147,23 @@ class Scan:
         if carry:
             yield from self._lines(carry + b"\n", len(carry) + 1)
 
-    def _lines(self, body: bytes, end: int) -> Iterator[Tuple[int, str]]:
+    def _lines(self, body: bytes, end: int) -> Iterator[Tuple[int, Any]]:
         """The lines of ``body[:end]`` (whole lines, each ending in a newline)."""
         n = self.total
         cut = self.max_line
         pos = 0
+        bulk = self.bulk
         if body.count(b"NCCL", 0, end) * 2 >= body.count(b"\n", 0, end):
             # most lines name NCCL: nothing worth skipping, every line goes to the parser
+            if bulk:
+                lines = (body if end == len(body) else body[:end]).split(b"\n")
+                lines.pop()
+                if end > cut and max(map(len, lines)) > cut:
+                    lines = [line[:cut] for line in lines]
+                self.total = n + len(lines)
+                yield n, lines
+                self.ctx = CONTEXT
+                return
             for line in body[:end].split(b"\n")[:-1]:
                 n += 1
                 self.total = n
@@ -168,7 +183,8 @@ class Scan:
                 self.ctx = CONTEXT if hit(pos, e) else max(self.ctx - 1, 0)
                 n += 1
                 self.total = n
-                yield n, body[pos:e][:cut].decode("utf-8", errors="replace").rstrip("\r\n")
+                line = body[pos:e][:cut]
+                yield n, line if bulk else line.decode("utf-8", errors="replace").rstrip("\r\n")
                 pos = e + 1
                 continue
             m = None
@@ -193,7 +209,8 @@ class Scan:
             e = body.index(b"\n", m.start())
             n += 1
             self.total = n
-            yield n, body[s:e][:cut].decode("utf-8", errors="replace").rstrip("\r\n")
+            line = body[s:e][:cut]
+            yield n, line if bulk else line.decode("utf-8", errors="replace").rstrip("\r\n")
             pos = e + 1
             self.ctx = CONTEXT
         self.total = n
@@ -201,9 +218,9 @@ class Scan:
 
 def feed(parser: "L._Parser", name: str, stream: IO[bytes], block: int = BLOCK,
          max_line: int = L.MAX_LINE) -> Scan:
-    """Feed one log to ``parser`` through the prefilter."""
-    scan = Scan(stream, lambda: parser.needs_every_line(name), block, max_line)
-    parser.feed_numbered(iter(scan), name, lambda: scan.total)
+    """Feed one log to ``parser`` through the prefilter, in bulk."""
+    scan = Scan(stream, lambda: parser.needs_every_line(name), block, max_line, bulk=True)
+    parser.feed_bulk(iter(scan), name, lambda: scan.total)
     return scan
 
 

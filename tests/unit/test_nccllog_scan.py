@@ -151,3 +151,131 @@ def test_a_file_that_cannot_be_read_is_named(tmp_path):
     with pytest.raises(scan.ReadError) as e:
         scan.parse_paths(paths, workers=2)
     assert "gone.log" in str(e.value)
+
+
+# --------------------------------------------------------------------------- lines read before, only counted
+
+
+def _repeated_sets():
+    if not real.AVAILABLE:
+        return [pytest.param([], marks=pytest.mark.skip(reason=real.REASON))]
+    out = [pytest.param([p], id=p.name) for p in sorted(real.nccl_log().glob("*.log"))]
+    for c in realcases.cases():
+        if not c.bundle:
+            out.append(pytest.param([c.path / f for f in c.meta["files"]], id=c.id))
+    return out
+
+
+@pytest.mark.parametrize("files", _repeated_sets())
+@pytest.mark.parametrize("keep", [1, 3, 40])
+def test_lines_read_again_past_the_bounds_give_the_same_report(files, keep):
+    # Each real log and case repeated in its files (as a job that initialises many communicators logs the same
+    # lines again), with bounds small enough that its lists fill up: the lines read before are then counted, not
+    # read again, and the report is that of reading every line.
+    named = [(str(p), p.read_bytes().rstrip(b"\n") + b"\n") for p in files]
+    for times, block in ((4, 4096), (3, 64), (5, scan.BLOCK)):
+        rep = [(n, b * times) for n, b in named]
+        assert fast(rep, keep=keep, block=block) == report(
+            nccllog.parse_streams([(n, io.BytesIO(b)) for n, b in rep], keep=keep)), (times, block)
+
+
+@pytest.mark.parametrize("keep", [1, 7, nccllog.KEEP])
+def test_all_real_lines_repeated_as_lf_crlf_and_among_skipped_lines(keep):
+    # Every real log and case, one after the other, repeated: as written (block after block handed over whole),
+    # with CRLF ends, cut into blocks that split lines, without its last newline, and with skipped lines between
+    # (handed over one by one).
+    data = _all_real()
+    gaps = FILLER.split(b"\n")
+    spread = b"".join(line + b"\n" + b"\n".join(gaps[:3 + i % 3]) + b"\n" for i, line in enumerate(data.split(b"\n")))
+    for variant, block in ((data * 6, scan.BLOCK), (data.replace(b"\n", b"\r\n") * 4, 1000),
+                           ((data * 3).rstrip(b"\n"), 777), (spread * 3, 4096)):
+        named = [("job.log", variant)]
+        assert fast(named, keep=keep, block=block) == report(
+            nccllog.parse_streams([("job.log", io.BytesIO(variant))], keep=keep))
+
+
+def test_lines_read_again_are_counted_in_every_tally():
+    # The counts of a log repeated are those of reading it every time (not those of its first reading).
+    real.require()
+    one = real.nccl_log("net-ib-gdrdma-p2p-cumem-2node-4rank-nccltests.log").read_bytes()
+    f1 = scan.parse_streams([("a.log", io.BytesIO(one))], keep=1)
+    f9 = scan.parse_streams([("a.log", io.BytesIO(one * 9))], keep=1)
+    assert f1.channel_stats and f9.lines == 9 * f1.lines and f9.nccl_lines == 9 * f1.nccl_lines
+    for cat, st in f1.channel_stats.items():
+        assert f9.channel_stats[cat].lines == 9 * st.lines
+    assert sum(p.lines for p in f9.pair_list) == 9 * sum(p.lines for p in f1.pair_list)
+    assert f9.counts["channels"] == 9 * f1.counts["channels"] and f9.warns == f1.warns[:1]
+
+
+def _both(text: bytes, keep: int):
+    fast_f = scan.parse_streams([("t.log", io.BytesIO(text))], keep=keep)
+    plain_f = nccllog.parse_streams([("t.log", io.BytesIO(text))], keep=keep)
+    assert report(fast_f) == report(plain_f)
+    return fast_f
+
+
+# Written for these tests, in NCCL's words: one thread's channel, call-chain, communicator and version lines.
+_CH = b"node-a:100:101 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC/read\n"
+_CHAIN_STEP = b"node-a:100:101 [0] NCCL INFO transport/net.cc:592 -> 2\n"
+_COMM0 = b"node-a:100:101 [0] NCCL INFO comm 0x5555 rank 0 nRanks 2 nNodes 1 localRanks 2 localRank 0 MNNVL 0\n"
+_VERSION = b"node-a:100:101 [0] NCCL INFO NCCL version 2.18.3+cuda12.2\n"
+_WARN = b"node-a:100:101 [0] NCCL WARN Connect to 10.0.0.2<43000> failed : Connection refused\n"
+
+
+def test_a_line_read_again_still_resumes_a_failed_call_chain_of_its_thread():
+    # The channel line is only counted once its lists are full, but after an error chain of its thread it shows
+    # that the thread went on: the chain kept is benign.
+    f = _both(_CH * 6 + _CHAIN_STEP + _CH + _CH, keep=1)
+    assert f.orphan_chains[0].benign and f.orphan_chains[0].resumed
+    assert f.channel_stats["P2P"].lines == 8
+
+
+def test_a_line_read_again_still_marks_a_version_line_kept_after_it_as_rank_0s():
+    f = _both(_COMM0 * 3 + _VERSION + _COMM0, keep=1)
+    assert f.versions[0].rank0 and f.versions[0].world == 2 and f.counts["comms"] == 4
+    bare = _VERSION.split(b"INFO ")[1]  # the version line without its prefix (pasted)
+    f = _both(_COMM0 * 3 + bare + _COMM0, keep=1)
+    assert f.versions[0].rank0 and f.versions[0].world == 2
+
+
+def test_a_line_read_again_closes_the_warn_its_thread_left_open():
+    # WARN, its chain, then the thread moves on (a channel line): each WARN past the bound is classified and
+    # counted as a failure when it is closed; a chain step after the channel line starts a chain of its own.
+    f = _both(_CH * 6 + (_WARN + _CHAIN_STEP + _CH) * 5 + (_WARN + _CH + _CHAIN_STEP) * 3, keep=1)
+    assert f.dropped_failures == 7 and f.counts["warns"] == 8 and f.counts["orphan_chains"] == 3
+
+
+def test_a_call_chain_kept_takes_its_first_steps_and_counts_the_rest():
+    # A thread that logs the same step again and again, with and without its WARN: the chain kept holds the first
+    # MAX_STEPS steps, with their own line numbers, and every line is counted.
+    f = _both(_CHAIN_STEP * (nccllog.MAX_STEPS + 30), keep=1)
+    steps = f.orphan_chains[0].steps
+    assert len(steps) == nccllog.MAX_STEPS and [s.at.lineno for s in steps] == list(range(1, nccllog.MAX_STEPS + 1))
+    f = _both(_WARN + _CHAIN_STEP * (nccllog.MAX_STEPS + 30) + _CH * 6, keep=1)
+    assert len(f.warns[0].chain) == nccllog.MAX_STEPS and f.nccl_lines == nccllog.MAX_STEPS + 37
+
+
+def test_a_fact_row_that_is_not_only_counted_again_is_read_every_time(monkeypatch):
+    import dataclasses
+
+    reads = []
+    monkeypatch.setattr(nccllog, "FACTS", tuple(dataclasses.replace(r, again=False) if r.name == "channel" else r
+                                                for r in nccllog.FACTS))
+    real_handler = nccllog._Parser.fact_channel
+    monkeypatch.setattr(nccllog._Parser, "fact_channel", lambda self, *a: (reads.append(1), real_handler(self, *a)))
+    f = _both(_CH * 20, keep=1)
+    assert len(reads) == 40 and f.channel_stats["P2P"].lines == 20  # both paths read all 20 lines
+    reads.clear()
+    monkeypatch.undo()
+    monkeypatch.setattr(nccllog._Parser, "fact_channel", lambda self, *a: (reads.append(1), real_handler(self, *a)))
+    f = _both(_CH * 20, keep=1)
+    assert len(reads) < 40 and f.channel_stats["P2P"].lines == 20  # the bulk path counted lines read before
+
+
+def test_a_version_line_read_again_past_the_bound_still_ends_the_one_before():
+    # A bare version line past the bound on those kept is the file's last version line all the same: the rank-0
+    # line after it does not make the kept version line before it rank 0's world.
+    bare = _VERSION.split(b"INFO ")[1]
+    f = _both(bare * 3 + _VERSION + bare + _COMM0, keep=1)
+    kept = [v for v in f.versions if v.at.host == "node-a"]
+    assert kept and kept[0].world is None
