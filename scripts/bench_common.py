@@ -133,19 +133,36 @@ def tree_usage(argv, stdin_path=None, timeout: float = 1800, interval: float = 0
 
 
 def _tree_pss(root: int) -> float:
-    """KiB: the summed Pss of ``root`` and its descendants (/proc/PID/task/TID/children, smaps_rollup)."""
+    """KiB: the summed Pss of ``root`` and its descendants (/proc/PID/task/TID/children, smaps_rollup).
+
+    A child that runs the root's own program and is younger than 2 s is left out (its children are not): a
+    process between fork and exec (subprocess's, several at once from a threaded head) shares the root's
+    pages, and a sample that reads the root before the fork and the child after it counts them twice. Worker
+    processes, which live on, are counted."""
     total, todo, seen = 0.0, [root], set()
+    try:
+        exe = os.readlink(f"/proc/{root}/exe")
+    except OSError:
+        exe = None
+    hz = os.sysconf("SC_CLK_TCK")
     while todo:
         pid = todo.pop()
         if pid in seen:
             continue
         seen.add(pid)
         try:
-            with open(f"/proc/{pid}/smaps_rollup") as f:
-                for line in f:
-                    if line.startswith("Pss:"):
-                        total += int(line.split()[1])
-                        break
+            young = False
+            if pid != root and exe is not None and os.readlink(f"/proc/{pid}/exe") == exe:
+                with open(f"/proc/{pid}/stat") as f:
+                    started = int(f.read().rsplit(")", 1)[1].split()[19]) / hz
+                with open("/proc/uptime") as f:
+                    young = float(f.read().split()[0]) - started < 2.0
+            if not young:
+                with open(f"/proc/{pid}/smaps_rollup") as f:
+                    for line in f:
+                        if line.startswith("Pss:"):
+                            total += int(line.split()[1])
+                            break
             for tid in os.listdir(f"/proc/{pid}/task"):
                 with open(f"/proc/{pid}/task/{tid}/children") as f:
                     todo.extend(int(c) for c in f.read().split())
