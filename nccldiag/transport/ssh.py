@@ -922,7 +922,10 @@ class SSHConnection:
                     err_chunks.append(chunk)
                 if received > self.options.max_output:
                     break
-                if chan.exit_status_ready() and not chan.recv_ready() and not chan.recv_stderr_ready():
+                # sshd sends the exit status as soon as the command has exited, ahead of output still queued
+                # behind the channel's window: the output is whole only at EOF (or once the channel is closed)
+                if (chan.exit_status_ready() and (chan.eof_received or chan.closed)
+                        and not chan.recv_ready() and not chan.recv_stderr_ready()):
                     break
                 now = time.monotonic()
                 remaining = deadline - now

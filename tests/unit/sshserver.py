@@ -39,7 +39,10 @@ class _Server(paramiko.ServerInterface):
 
 class SSHServer:
     """``mode``: "ok" (serve), "drop" (close before the banner), "silent" (never speak), "cut" (serve, but send
-    the first ``cut_at`` bytes of a command's output and then drop the connection, as a killed sshd does)."""
+    the first ``cut_at`` bytes of a command's output and then drop the connection, as a killed sshd does),
+    "status-first" (send the first ``cut_at`` bytes, then the exit status, and the rest of the output once
+    ``release`` is set, then EOF: as OpenSSH's sshd does when the command has exited while its output is still
+    queued behind the channel's window)."""
 
     def __init__(self, host_key: paramiko.PKey, allowed_key: paramiko.PKey, mode: str = "ok"):
         self.host_key = host_key
@@ -54,6 +57,7 @@ class SSHServer:
         self._held = []
         self._procs = []  # commands run with a login, killed at close
         self.cut_at = 4096
+        self.release = threading.Event()  # "status-first": when to send the rest of the output
         # shell text every command's session runs first, as a login shell runs ~/.bashrc; with it the
         # command's output is streamed as it comes, not sent when the command ends
         self.login: Optional[str] = None
@@ -118,6 +122,14 @@ class SSHServer:
             if self.mode == "cut":
                 chan.sendall(out[: self.cut_at])
                 chan.get_transport().close()  # no exit status, no EOF: the session dies mid-output
+                return
+            if self.mode == "status-first":
+                chan.sendall(out[: self.cut_at])
+                chan.send_exit_status(proc.returncode)
+                if self.release.wait(30):
+                    chan.sendall(out[self.cut_at:])
+                chan.shutdown_write()  # EOF
+                chan.close()
                 return
             chan.sendall(out)
             chan.sendall_stderr(err)

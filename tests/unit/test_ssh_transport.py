@@ -433,6 +433,27 @@ def hostile_config(d, port, identity, known_hosts) -> str:
     return str(cfg)
 
 
+def test_output_queued_behind_the_exit_status_is_read_to_its_end(keys, server, monkeypatch):
+    # sshd sends the exit status when the command exits, ahead of output still queued behind the channel's
+    # window: the server here holds the rest of the output back until the client has seen the status
+    s = server("status-first")
+    s.cut_at = 65536
+    seen = paramiko.Channel.exit_status_ready
+
+    def exit_status_ready(chan):
+        ready = seen(chan)
+        if ready:
+            s.release.set()
+        return ready
+
+    monkeypatch.setattr(paramiko.Channel, "exit_status_ready", exit_status_ready)
+    cfg, _ = write_config(keys["dir"], s.port, keys["dir"] / "id_client", known_line(s.port, keys["host"]))
+    with connect(cfg) as conn:
+        r = conn.run("head -c 200000 /dev/zero | tr '\\0' x; exit 3", timeout=30)
+    assert r.error is None and r.rc == 3
+    assert r.stdout == "x" * 200000
+
+
 def test_files_ssh_config_names_are_regular_files_read_with_a_cap(keys, server, tmp_path):
     """CONSTRUCTED: IdentityFile /dev/zero, an identity file of 2 GiB, a UserKnownHostsFile that is a FIFO and an
     ssh_config that is a FIFO. Each is named in a classified error, at once: never read without end (MemoryError)
