@@ -151,7 +151,8 @@ def check(bundle, only, skip, mesh_mode, save_dir, run_dir, p2p_test, verbose, c
             only = (",".join(HEALTH_AREAS),)
     areas_sel = areas(only, skip)
     spec = _spec(spec_path)
-    run_dir, run_id = _run_dir(run_dir)
+    run = rundir.Run.given("check", run_dir)
+    run_dir = run.path
     extra = ()
     if p2p_test:
         from nccldiag.areas import topology
@@ -170,12 +171,12 @@ def check(bundle, only, skip, mesh_mode, save_dir, run_dir, p2p_test, verbose, c
         raws, areas_sel = session.from_bundle(bundle, areas_sel, bool(only))
         notes = []
         target = None
-        keep = _Keeper(run_dir, run_id, areas_sel, options, os.path.abspath(bundle), [r.host for r in raws], spec=spec)
+        keep = _Keeper(run, areas_sel, options, os.path.abspath(bundle), [r.host for r in raws], spec=spec)
         for raw in raws:
             keep.node(raw)
     else:
         target = collection_target(kw, local)
-        keep = _Keeper(run_dir, run_id, areas_sel, options, None, _planned_hosts(target),
+        keep = _Keeper(run, areas_sel, options, None, _planned_hosts(target),
                        target[2] if target[0] is not None else "local", spec=spec)
         try:
             raws, notes = run_collection(kw, areas_sel, save_dir, extra, mesh_mode, target=target, arrived=keep.node)
@@ -237,16 +238,6 @@ def trust_notes(raws, most: int = 8) -> list:
     return found
 
 
-def _run_dir(given: Optional[str]):
-    """The run directory (checked before any work) and the run's id."""
-    from nccldiag.probe.runner import new_run_id
-
-    run_id = new_run_id()
-    if given:
-        return rundir.prepare(given), run_id
-    return os.path.join(rundir.state_dir("check"), run_id), run_id
-
-
 def _planned_hosts(target) -> list:
     """The hosts a live check is to collect, in inventory order (this machine's name without an inventory)."""
     import socket
@@ -262,9 +253,10 @@ class _Keeper:
     was to check, written before the first node arrives.
     """
 
-    def __init__(self, path: str, run_id: str, areas_sel, options, bundle: Optional[str], hosts: list,
+    def __init__(self, run: "rundir.Run", areas_sel, options, bundle: Optional[str], hosts: list,
                  transport: str = "ssh", spec=None):
-        self.path = path
+        self.run = run
+        path = run.path
         self.spec = spec
         self.areas = areas_sel
         self.options = options
@@ -274,11 +266,10 @@ class _Keeper:
         self.failed = ""  # why the run directory could not be written, once it could not
         self.lines = None
         try:
-            rundir.create(path, {"command": "check", "run_id": run_id, "schema": "nccldiag.check/1",
-                                 "hosts": list(hosts), "areas": [a.NAME for a in areas_sel], "options": options,
-                                 "bundle": bundle, "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                                 "spec": os.path.abspath(spec.path) if spec is not None else None})
-            self.lines = rundir.Lines(os.path.join(path, "nodes.jsonl"))
+            run.create({"schema": "nccldiag.check/1", "hosts": list(hosts), "areas": [a.NAME for a in areas_sel],
+                        "options": options, "bundle": bundle,
+                        "spec": os.path.abspath(spec.path) if spec is not None else None})
+            self.lines = run.lines("nodes.jsonl")
             if bundle is None:
                 from nccldiag.collect import sections
 
@@ -304,8 +295,7 @@ class _Keeper:
             self.failed = f"{exc.strerror or exc}"
 
     def close(self) -> None:
-        if self.lines is not None:
-            self.lines.close()
+        self.run.close()
 
 
 def _own_slurm_name() -> Optional[str]:

@@ -6,9 +6,10 @@ import sys
 
 import click
 
-from nccldiag.cli.options import (CONTEXT, check_output_file, color_option, host_options, slurm_inventory,
-                                  slurm_options, spec_option, ssh_options)
+from nccldiag.cli.options import (CONTEXT, color_option, host_options, slurm_inventory, slurm_options, spec_option,
+                                  ssh_options)
 from nccldiag.model.errors import UsageError
+from nccldiag.report import outputs
 
 
 @click.command("isolate", context_settings=CONTEXT)
@@ -43,12 +44,12 @@ from nccldiag.model.errors import UsageError
 @click.option("--no-full", is_flag=True, help="Skip the all-nodes run (and bisection) after every pair passed.")
 @click.option("-o", "--output", "out_dir", default=None, type=click.Path(file_okay=False),
               help="Directory for records.jsonl (default $XDG_STATE_HOME/nccldiag/isolate/<run id>).")
-@click.option("--json", "json_path", metavar="PATH|-", default=None, help="Write the report as JSON.")
+@outputs.options()
 @slurm_options(with_timeout=False)
 @spec_option
 @color_option
 def isolate(launcher, backend, nproc_per_node, nets, hcas, fraction, expected_busbw, seed, pair_rounds, size, iters, timeout, rdzv_port,
-            no_full, out_dir, json_path, color, spec_path, **kw):
+            no_full, out_dir, color, spec_path, **kw):
     """Name the bad node, link or network path among the hosts.
 
     Round 0 runs every node alone; rounds 1-3 run every node in disjoint
@@ -62,7 +63,8 @@ def isolate(launcher, backend, nproc_per_node, nets, hcas, fraction, expected_bu
     from nccldiag.slurm import client
     from nccldiag.spec import runs
 
-    check_output_file(json_path, "--json")
+    outs = outputs.Outputs.pop(kw)
+    outs.validate()
     spec = runs.from_option(spec_path)  # read and validated before any node is contacted
     fraction, fraction_note = runs.isolate_fraction(spec, fraction)
     if launcher != "srun" and any(kw.get(k) is not None for k in ("partition", "nodelist", "reservation", "alloc_nodes",
@@ -102,10 +104,7 @@ def isolate(launcher, backend, nproc_per_node, nets, hcas, fraction, expected_bu
                 pass
         if alloc is not None:
             alloc.release()
-    try:
-        isolate_report.emit(report, console(color=color), json_path)
-    except OSError as exc:
-        raise UsageError(f"--json {json_path}: cannot write: {exc.strerror or exc}") from None
+    isolate_report.emit(report, console(color=color), outs)
     sys.exit(report.exit_code)
 
 

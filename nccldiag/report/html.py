@@ -309,6 +309,55 @@ def render(doc: Dict[str, Any]) -> str:
                 _diagnoses(doc), _matrix(doc), _plots(doc), _collectives(doc), _findings(groups)]
         if doc.get("note"):
             body.insert(1, f'<p class="muted">{_e(doc["note"])}</p>')
+    elif schema.startswith("nccldiag.isolate/"):
+        nodes = doc.get("nodes") or []
+        bad = [v.get("node") for v in nodes if v.get("verdict") == "bad"]
+        summary = (f'<span>{_e(doc.get("backend"))} via {_e(doc.get("launcher"))}, {len(doc.get("hosts") or [])} '
+                   f'node(s) × {_e(doc.get("nproc_per_node"))} rank(s)</span>'
+                   f'<span class="badge {"fail" if bad else "ok"}">{len(bad)} bad</span>')
+        body = [_head(f"nccldiag isolate: {', '.join(doc.get('hosts') or [])}", doc, summary),
+                _isolate_nodes(doc), _isolate_rounds(doc), _findings([("isolate", doc.get("findings") or [])])]
+        if doc.get("note"):
+            body.insert(1, f'<p class="muted">{_e(doc["note"])}</p>')
     else:
         raise ValueError(f"no HTML form for a {schema or 'schema-less'} document")
     return "".join(body) + "</body></html>\n"
+
+
+def _isolate_nodes(doc: Dict[str, Any]) -> str:
+    out = ['<section id="nodes"><h2>Nodes</h2>']
+    if not doc.get("nodes"):
+        out.append('<p class="muted">No node was judged.</p>')
+    else:
+        out.append("<table><tr><th>node</th><th>verdict</th><th>class</th><th>evidence</th></tr>")
+        for v in doc["nodes"]:
+            verdict = v.get("verdict")
+            out.append(f'<tr><td>{_e(v.get("node"))}</td><td class="{_cls(_ISOLATE_STATUS.get(verdict, "skip"))}">'
+                       f'{_e(verdict)}</td><td>{_e(v.get("cls") or "-")}</td>'
+                       f'<td>{_e((v.get("evidence") or ["-"])[0])}</td></tr>')
+        out.append("</table>")
+    out.append("</section>")
+    return "".join(out)
+
+
+def _isolate_rounds(doc: Dict[str, Any]) -> str:
+    out = ['<section id="rounds"><h2>Rounds</h2>']
+    for r in doc.get("rounds") or []:
+        out.append(f'<h3>round {_e(r.get("index"))} {_e(r.get("stage"))} '
+                   f'<span class="meta">{_e(r.get("elapsed_s"))} s</span></h3>')
+        out.append("<table><tr><th>row</th><th>nodes</th><th>result</th><th>busbw GB/s</th></tr>")
+        for j in r.get("jobs") or []:
+            result = j.get("kind") or j.get("status")
+            bw = j.get("busbw")
+            out.append(f'<tr><td>{_e(j.get("row"))}</td><td>{_e(", ".join(j.get("nodes") or []))}</td>'
+                       f'<td class="{_cls("ok" if result == "ok" else "fail")}">{_e(result)}</td>'
+                       f'<td class="num">{"-" if bw is None else f"{float(bw):.4g}"}</td></tr>')
+        out.append("</table>")
+    if not doc.get("rounds"):
+        out.append('<p class="muted">No round ran to its end.</p>')
+    out.append("</section>")
+    return "".join(out)
+
+
+# an isolate verdict as a finding status
+_ISOLATE_STATUS = {"ok": "ok", "bad": "fail", "suspect": "warn", "excluded": "fail", "untested": "skip"}

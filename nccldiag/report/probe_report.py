@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import json
-import os
 from typing import Dict, List
 
 from rich.console import Console
@@ -189,23 +188,9 @@ def document(report: ProbeReport) -> Dict:
 
 
 def emit(report: ProbeReport, con: Console, outs, verbose: bool = False) -> None:
-    """The table (unless JSON goes to stdout), then report.json in the run directory, then the report files.
+    """The table (unless JSON goes to stdout), then report.json in the run directory, then the report files
+    (:func:`nccldiag.report.finish.finish`). ``outs`` is a :class:`~nccldiag.report.outputs.Outputs`."""
+    from nccldiag.report.finish import finish, warn_unkept
 
-    ``outs`` is a :class:`~nccldiag.report.outputs.Outputs` (or a JSON path, '-' for stdout). A failing
-    write never hides the table.
-    """
-    from nccldiag.report.outputs import Outputs
-
-    if not isinstance(outs, Outputs):
-        outs = Outputs(json=outs)
-    doc = document(report)
-    if not outs.stdout_json:
-        from nccldiag.report.outputs import reader_may_leave
-
-        with reader_may_leave():
-            render(report, con, verbose=verbose)
-    if report.out_dir and os.path.isdir(report.out_dir):
-        from nccldiag import rundir
-
-        rundir.save_report(report.out_dir, doc)
-    outs.write(doc)
+    failed = finish(document(report), outs, lambda: render(report, con, verbose=verbose), report.out_dir)
+    warn_unkept(report.out_dir, failed)

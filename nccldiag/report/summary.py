@@ -89,6 +89,11 @@ def render_diagnoses(con: Console, items: List[Dict[str, Any]], verbose: bool = 
 
 def render(doc: Dict[str, Any], con: Console, verbose: bool = False) -> None:
     schema = str(doc.get("schema") or "")
+    if schema.startswith("nccldiag.isolate/"):
+        from nccldiag.report import isolate_report
+
+        isolate_report.render(doc, con, verbose)
+        return
     head = f"{schema}, nccldiag {doc.get('nccldiag_version')}, {doc.get('generated_at')}"
     if schema.startswith("nccldiag.check/"):
         nodes = doc.get("nodes") or []
