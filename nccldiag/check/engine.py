@@ -47,6 +47,9 @@ class CheckReport:
     inventory_notes: List[str] = field(default_factory=list)
     cluster_areas: List[str] = field(default_factory=list)
     slurm: Optional[Dict[str, Any]] = None  # nodes to drain, and what --drain / --resume-healthy did
+    # attached by diagnosis.attach once the run is judged: the verdicts every view of the report renders
+    diagnoses: List[Any] = field(default_factory=list)
+    diagnosis_summary: Any = None
 
     @property
     def findings(self) -> List[Finding]:

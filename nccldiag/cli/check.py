@@ -16,6 +16,7 @@ from nccldiag import rundir
 from nccldiag.model.errors import UsageError
 from nccldiag.report.jsonout import plain
 from nccldiag.report import outputs
+from nccldiag.report.finish import finish
 
 
 def collect_options(kw, mesh_mode: str = "none", extra_sources=()):
@@ -136,6 +137,7 @@ def check(bundle, only, skip, mesh_mode, save_dir, run_dir, p2p_test, verbose, c
     With no HOSTFILE and no -w, checks this machine without SSH (inside a
     Slurm allocation: the allocation's nodes; --local: this machine).
     """
+    from nccldiag import diagnosis
     from nccldiag.check import engine
     from nccldiag.report import check_report
     from nccldiag.report.console import console
@@ -186,6 +188,7 @@ def check(bundle, only, skip, mesh_mode, save_dir, run_dir, p2p_test, verbose, c
     keep.close()
     report = engine.analyze(raws, areas_sel, options, judged=keep.judged, spec=spec)
     report.inventory_notes = list(notes) + trust_notes(raws)
+    diagnosis.attach(report, check=report)
     if target is not None and (drain or resume_healthy or target[2] == "srun" or target[1] is not None
                                or target[3] is not None):
         from nccldiag.slurm import feedback
@@ -201,22 +204,19 @@ def check(bundle, only, skip, mesh_mode, save_dir, run_dir, p2p_test, verbose, c
         click.echo(line)
         outs.write(doc)
         sys.exit(code)
-    if not outs.stdout_json:
-        with outputs.reader_may_leave():
-            check_report.render(report, console(color=color), verbose=verbose)
-    if not keep.failed:
-        try:
-            rundir.save_report(run_dir, doc)
-        except OSError as exc:
-            keep.failed = f"{exc.strerror or exc}"
     err = console(stderr=True, color=color)
-    if keep.failed:
-        err.print(f"nccldiag: warning: run directory {run_dir}: cannot write: {keep.failed}", markup=False,
-                  highlight=False, soft_wrap=True)
-    elif not outs.stdout_json:
-        err.print(f"run directory: {run_dir}", style="muted", markup=False, highlight=False, soft_wrap=True)
-    outs.write(doc)
-    sys.exit(check_report.exit_code(report))
+
+    def kept(failed: str) -> None:
+        failed = keep.failed or failed
+        if failed:
+            err.print(f"nccldiag: warning: run directory {run_dir}: cannot write: {failed}", markup=False,
+                      highlight=False, soft_wrap=True)
+        elif not outs.stdout_json:
+            err.print(f"run directory: {run_dir}", style="muted", markup=False, highlight=False, soft_wrap=True)
+
+    finish(doc, outs, lambda d: check_report.render(d, console(color=color), verbose=verbose),
+           None if keep.failed else run_dir, kept)
+    sys.exit(doc["exit_code"])
 
 
 def _spec(given: Optional[str]):

@@ -50,6 +50,7 @@ class ProbeOptions:
     fanout: int = 64
     slurm_job: Optional[str] = None  # --launcher srun: the allocation every step runs in
     spec_path: Optional[str] = None  # the site spec of --spec (absolute): run.json names it for a rebuilt report
+    spec: object = None  # that spec, read (nccldiag.spec.model.Spec): its findings and policy end the run
 
 
 def torch_missing(python: str) -> Optional[str]:
@@ -125,7 +126,7 @@ def run(hosts: Sequence[Host], opts: ProbeOptions,
         report = analysis.unreachable_report(unreachable, [n.name for n in nodes], run_id)
         for n in nodes:
             n.close()
-        return report
+        return analysis.conclude(report, opts.spec)
 
     cleaned = opts.dry_run  # set once the run's processes and directories are gone; until then, `finally` does it
     rundir_here: Optional[str] = None
@@ -265,7 +266,7 @@ def run(hosts: Sequence[Host], opts: ProbeOptions,
         )
         if grant_note:
             report.note = f"{report.note} {grant_note}".strip()
-        return report
+        return analysis.conclude(report, opts.spec)
     finally:
         run.close()
         if not cleaned:

@@ -57,8 +57,9 @@ def render(con: Console, found: Iterable[Dict[str, Any]], verbose: bool = False,
         con.print()
     for f, hosts in items:
         st = str(f.get("status"))
-        con.print(Text.assemble((f" {st.upper():5} ", st), " ", (str(f.get("check")), "bold"), " ",
-                                (fold(hosts), "cyan"), "  ", str(f.get("message") or "")))
+        where = [" ", (fold(hosts), "cyan")] if hosts else []
+        con.print(Text.assemble((f" {st.upper():5} ", st), " ", (str(f.get("check")), "bold"), *where, "  ",
+                                str(f.get("message") or "")))
         if st in ("ok", "skip"):
             continue
         evidence = [str(e) for e in f.get("evidence") or []]

@@ -12,33 +12,33 @@ from __future__ import annotations
 import os
 from typing import Any, Callable, Dict, Optional
 
+import click
+
 from nccldiag import rundir
+from nccldiag.model.findings import clean_text
 from nccldiag.report.outputs import Outputs, reader_may_leave
 
 
-def finish(doc: Dict[str, Any], outs: Outputs, table: Optional[Callable[[], None]] = None,
-           run_dir: Optional[str] = None) -> str:
-    """Show ``table`` (a function printing the terminal view), keep ``doc`` in ``run_dir``, write ``outs``.
+def finish(doc: Dict[str, Any], outs: Outputs, view: Optional[Callable[[Dict[str, Any]], None]] = None,
+           run_dir: Optional[str] = None, kept: Optional[Callable[[str], None]] = None) -> None:
+    """Print ``view(doc)`` (the terminal view), keep ``doc`` in ``run_dir``, write ``outs``.
 
-    Returns why the run directory could not be written ('' when it was, or when there is none); a report
-    file that cannot be written is a usage error (exit 2), raised after the table and the run directory.
+    The view is given the document with every string cleaned for the terminal, as ``nccldiag report`` gives it
+    the stored one, so that both print the same bytes. ``kept(why)`` is told, before the files are written,
+    why the run directory could not be written ('' when it was, or when there is none). A report file that
+    cannot be written is a usage error (exit 2), raised after the table and the run directory.
     """
-    if table is not None and not outs.stdout_json:
+    if view is not None and not outs.stdout_json:
         with reader_may_leave():
-            table()
+            view(clean_text(doc))
     failed = ""
     if run_dir and os.path.isdir(run_dir):
         try:
             rundir.save_report(run_dir, doc)
         except OSError as exc:
             failed = f"{exc.strerror or exc}"
-    outs.write(doc)
-    return failed
-
-
-def warn_unkept(run_dir: Optional[str], failed: str) -> None:
-    """The warning of a run whose report.json could not be written (on stderr)."""
-    if failed:
-        import click
-
+    if kept is not None:
+        kept(failed)
+    elif failed:
         click.echo(f"nccldiag: warning: run directory {run_dir}: cannot write: {failed}", err=True)
+    outs.write(doc)

@@ -61,9 +61,9 @@ def _cls(status: Optional[str]) -> str:
 
 
 def _diagnoses(doc: Dict[str, Any]) -> str:
-    from nccldiag.report.diagnoses import normalize
+    from nccldiag.report.diagnoses_report import view
 
-    items = normalize(doc.get("diagnoses"))
+    items = [view(d) for d in doc.get("diagnoses") or []]
     out = ['<section id="diagnoses"><h2>Diagnoses</h2>']
     if not items:
         out.append('<p class="muted">No diagnosis: the evidence shows nothing broken.</p>')
@@ -289,7 +289,7 @@ def _head(title: str, doc: Dict[str, Any], summary: str) -> str:
 
 
 def render(doc: Dict[str, Any]) -> str:
-    """The HTML text of a check or probe document."""
+    """The HTML text of a check, probe, log or isolate document."""
     schema = str(doc.get("schema") or "")
     if schema.startswith("nccldiag.check/"):
         counts = (doc.get("summary") or {}).get("by_status") or {}
@@ -309,6 +309,13 @@ def render(doc: Dict[str, Any]) -> str:
                 _diagnoses(doc), _matrix(doc), _plots(doc), _collectives(doc), _findings(groups)]
         if doc.get("note"):
             body.insert(1, f'<p class="muted">{_e(doc["note"])}</p>')
+    elif schema.startswith("nccldiag.log/"):
+        found = doc.get("findings") or []
+        failed = sum(1 for f in found if f.get("status") == "fail")
+        summary = (f'<span>{len(doc.get("files") or [])} file(s)</span>'
+                   f'<span class="badge {"fail" if failed else "ok"}">{failed} failure(s)</span>')
+        body = [_head(f"nccldiag log: {', '.join(doc.get('files') or [])}", doc, summary),
+                _diagnoses(doc), _findings([("log", found)])]
     elif schema.startswith("nccldiag.isolate/"):
         nodes = doc.get("nodes") or []
         bad = [v.get("node") for v in nodes if v.get("verdict") == "bad"]

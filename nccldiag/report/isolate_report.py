@@ -137,8 +137,6 @@ def document(report: IsolateReport) -> Dict:
 def emit(report: IsolateReport, con: Console, outs) -> None:
     """The tables (unless JSON goes to stdout), then report.json in the run directory, then the report files
     (:func:`nccldiag.report.finish.finish`). ``outs`` is a :class:`~nccldiag.report.outputs.Outputs`."""
-    from nccldiag.report.finish import finish, warn_unkept
+    from nccldiag.report.finish import finish
 
-    doc = document(report)
-    failed = finish(doc, outs, lambda: render(doc, con), report.out_dir)
-    warn_unkept(report.out_dir, failed)
+    finish(document(report), outs, lambda doc: render(doc, con), report.out_dir)

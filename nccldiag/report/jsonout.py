@@ -23,6 +23,11 @@ def envelope(schema: str, started: Optional[float] = None, elapsed: Optional[flo
     return out
 
 
+def render(doc: Dict) -> str:
+    """The JSON text of a report document (``--json -``)."""
+    return dumps(doc)
+
+
 def write_json(data: Dict, path: str) -> None:
     """Write ``data`` to ``path`` ('-' for stdout); see :func:`write_file`."""
     if path == "-":

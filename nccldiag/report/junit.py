@@ -162,11 +162,23 @@ def _isolate(doc: Dict[str, Any], root: ET.Element, total: Dict[str, int]) -> No
     _close(suite, counts, total)
 
 
-_KINDS = {"check": _check, "probe": _probe, "isolate": _isolate}
+def _log(doc: Dict[str, Any], root: ET.Element, total: Dict[str, int]) -> None:
+    suite, counts = _suite(root, "nccldiag log")
+    by_check: "OrderedDict[str, List[Dict[str, Any]]]" = OrderedDict()
+    for f in doc.get("findings") or []:
+        by_check.setdefault(f.get("check") or "?", []).append(f)
+    for check, found in by_check.items():
+        _case(suite, "log", check, found, counts)
+    if not by_check:
+        _case(suite, "log", "read", [], counts)  # the files were read: nothing to fail
+    _close(suite, counts, total)
+
+
+_KINDS = {"check": _check, "probe": _probe, "log": _log, "isolate": _isolate}
 
 
 def render(doc: Dict[str, Any]) -> str:
-    """The JUnit XML text of a check, probe or isolate document."""
+    """The JUnit XML text of a check, probe, log or isolate document."""
     root = ET.Element("testsuites", name=f"nccldiag {doc.get('schema', '?')}")
     total = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
     schema = str(doc.get("schema") or "")

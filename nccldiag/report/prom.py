@@ -34,13 +34,13 @@ def _timestamp(doc: Dict[str, Any]) -> float:
 
 
 def render(doc: Dict[str, Any]) -> str:
-    """The exposition text of a check, probe or isolate document."""
+    """The exposition text of a check, probe, log or isolate document."""
     from prometheus_client import CollectorRegistry, Gauge, generate_latest
 
     reg = CollectorRegistry(auto_describe=True)
     schema = str(doc.get("schema") or "")
     kind = schema.split("/")[0].split(".")[-1]
-    if kind not in ("check", "probe", "isolate"):
+    if kind not in ("check", "probe", "log", "isolate"):
         raise ValueError(f"no Prometheus form for a {schema or 'schema-less'} document")
     Gauge("nccldiag_last_run_timestamp_seconds", "When the nccldiag run started (Unix time).",
           ["command"], registry=reg).labels(kind).set(_timestamp(doc))
@@ -62,6 +62,15 @@ def render(doc: Dict[str, Any]) -> str:
                 by_check.setdefault(f.get("check") or "?", []).append(f.get("status"))
             for check, statuses in by_check.items():
                 check_g.labels(host, check).set(STATUS_VALUE[_worst(statuses)])
+    elif kind == "log":
+        check_g = Gauge("nccldiag_log_check_status",
+                        "Worst status of one check over the logs: ok 0, warn 1, fail 2, error 3, skip -1.",
+                        ["check"], registry=reg)
+        by_check: Dict[str, list] = {}
+        for f in doc.get("findings") or []:
+            by_check.setdefault(f.get("check") or "?", []).append(f.get("status"))
+        for check, statuses in by_check.items():
+            check_g.labels(check).set(STATUS_VALUE[_worst(statuses)])
     elif kind == "isolate":
         node_g = Gauge("nccldiag_isolate_node_status",
                        "Verdict of an isolation on a node: ok 0, suspect 1, bad or excluded 2, untested -1.",

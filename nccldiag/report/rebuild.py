@@ -46,7 +46,7 @@ def _incomplete(doc: Dict[str, Any], note: str) -> Dict[str, Any]:
 
 
 def _check(path: str, meta: Dict[str, Any]) -> Dict[str, Any]:
-    from nccldiag import areas as registry
+    from nccldiag import areas as registry, diagnosis
     from nccldiag.check import engine
     from nccldiag.collect import sections
     from nccldiag.report import check_report
@@ -67,6 +67,7 @@ def _check(path: str, meta: Dict[str, Any]) -> Dict[str, Any]:
 
         spec = model.load(str(meta["spec"]))
     report = engine.analyze(raws, areas_sel, meta.get("options") or {}, spec=spec)
+    diagnosis.attach(report, check=report)
     doc = check_report.to_json(report)
     doc["generated_at"] = meta.get("started") or doc["generated_at"]
     doc.pop("elapsed_s", None)
@@ -84,13 +85,12 @@ def _probe(path: str, meta: Dict[str, Any]) -> Dict[str, Any]:
         hosts=pm.hosts, unreachable={}, problems={}, loopback=pm.loopback, ifnames=pm.ifnames,
         nproc_per_node=pm.nproc_per_node, out_dir=path, timeout=pm.timeout, run_id=pm.run_id or None,
         iface_speeds=pm.iface_speeds, route_ifnames=pm.route_ifnames, node_facts=kept.node_facts)
+    spec = None
     if pm.spec:  # the site spec the run was given, read again: its policy and bandwidth figures
-        from nccldiag.spec import model, runs as spec_runs
+        from nccldiag.spec import model
 
-        report.spec = model.load(pm.spec)
-        # the node facts are read after the last setting: a run stopped before has none (each key: skip)
-        report.findings.extend(spec_runs.probe_findings(report.spec, kept.node_facts, report.hosts, report.backend))
-        spec_runs.apply_policy(report.spec, report.all_findings)
+        spec = model.load(pm.spec)
+    analysis.conclude(report, spec)
     doc = probe_report.to_json(report)
     doc["generated_at"] = pm.started or doc["generated_at"]
     doc.pop("elapsed_s", None)

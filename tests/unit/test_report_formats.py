@@ -254,29 +254,18 @@ def test_html_probe_renders_matrix_plot_and_failures(tmp_path):
     assert "No collective moved data" in dom  # --check-only records: verified, nothing timed
 
 
-# ---- diagnoses: objects or dicts, in every format ------------------------------------------------
-
-
-class _Diag:  # written for this test: an object with a diagnosis' attributes, as the renderers take it
-    title = "P2P path broken"
-    nodes = [("gpu001", "gpu002"), "gpu003"]
-    evidence = ["pcie.acs fail on gpu001", "nccl.log:12 P2P/IPC"]
-    confidence = "high"
-    confidence_why = "the default hangs and p2p-off works"
-    fix = "disable ACS on the PCIe switches"
-    workaround = "NCCL_P2P_DISABLE=1"
-    workaround_cost = "-38% busbw"
+# ---- diagnoses: in the document and every format ------------------------------------------------
 
 
 def test_diagnoses_render_in_every_format(tmp_path):
     """The diagnoses of a real bundle (the engine's own), in the document and every format."""
-    from nccldiag.report import diagnoses, html, junit, prom, summary
+    from nccldiag.report import diagnoses_report, html, junit, prom, summary
     from nccldiag.report.console import console
 
     code, doc = B.check_json(cluster_bundle(tmp_path))
     validate(doc)
     (versions,) = [d for d in doc["diagnoses"] if d["id"] == "versions-differ" and "ws01" in d["nodes"]]
-    shown = diagnoses.one(versions)
+    shown = diagnoses_report.view(versions)
     assert shown["title"] == versions["title"] and shown["confidence"].startswith(versions["confidence"]["level"])
     assert shown["evidence"] and all(isinstance(line, str) for line in shown["evidence"])
     page = html.render(doc)
@@ -290,11 +279,6 @@ def test_diagnoses_render_in_every_format(tmp_path):
     with con.capture() as cap:
         summary.render(doc, con)
     assert versions["title"] in cap.get()
-    # an object with the same attributes reads the same way
-    d = diagnoses.one(_Diag())
-    assert d["nodes"] == ["gpu001-gpu002", "gpu003"]
-    assert d["confidence"] == "high: the default hangs and p2p-off works"
-    assert d["workaround"] == "NCCL_P2P_DISABLE=1 (cost: -38% busbw)"
 
 
 # ---- run directories: re-rendered byte for byte, and kept when a run stops early ------------------
@@ -593,11 +577,13 @@ def test_probe_terminal_summary_first_and_verbose(tmp_path):
 
     setting = Setting("default")
     run = runner.SettingRun(setting=setting, records=read_text((RECORDS / "gloo-2rank-corrupt-rank1.jsonl").read_text()))
-    report = analysis.analyze(runs=[run], settings=[setting], backend="gloo", require_ib=False, launcher="torchrun",
-                              hosts=["vm"], unreachable={}, problems={}, loopback={}, ifnames={}, nproc_per_node=2)
+    report = analysis.conclude(analysis.analyze(
+        runs=[run], settings=[setting], backend="gloo", require_ib=False, launcher="torchrun", hosts=["vm"],
+        unreachable={}, problems={}, loopback={}, ifnames={}, nproc_per_node=2))
+    doc = probe_report.document(report)
     con = console(color="never", width=200)
     with con.capture() as cap:
-        probe_report.render(report, con)
+        probe_report.render(doc, con)
     text = cap.get()
     lines = text.splitlines()
     assert lines[0].startswith("Verdict: FAIL") and lines[1].startswith("nccldiag probe: gloo via torchrun")
@@ -608,7 +594,7 @@ def test_probe_terminal_summary_first_and_verbose(tmp_path):
     assert matrix_row.split()[:2] == ["default", "wrong"]
     assert "OK     probe.reduce" not in text
     with con.capture() as cap:
-        probe_report.render(report, con, verbose=True)
+        probe_report.render(doc, con, verbose=True)
     assert "OK     probe.reduce" in cap.get()
 
 

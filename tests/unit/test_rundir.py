@@ -88,11 +88,11 @@ def _probe_inputs():
 
 
 def _analyze(meta: records.ProbeMeta, runs, node_facts, out_dir: str):
-    return analysis.analyze(
+    return analysis.conclude(analysis.analyze(
         runs=runs, settings=meta.settings, backend=meta.backend, require_ib=meta.require_ib, launcher=meta.launcher,
         hosts=meta.hosts, unreachable={}, problems={}, loopback=meta.loopback, ifnames=meta.ifnames,
         nproc_per_node=meta.nproc_per_node, out_dir=out_dir, timeout=meta.timeout, run_id="nccldiag-test",
-        iface_speeds=meta.iface_speeds, route_ifnames=meta.route_ifnames, node_facts=node_facts)
+        iface_speeds=meta.iface_speeds, route_ifnames=meta.route_ifnames, node_facts=node_facts))
 
 
 def test_probe_run_directory_keeps_what_the_analysis_read(tmp_path):
@@ -180,3 +180,50 @@ def test_a_run_is_named_and_placed_before_anything_is_written(tmp_path, monkeypa
     meta = rundir.read_meta(run.path)
     assert meta["command"] == "isolate" and meta["run_id"] == run.run_id and meta["started"]
     shutil.rmtree(run.path)
+
+
+# ---- the terminal: nccldiag report RUN_DIR prints the live run's table, byte for byte ----------------------------
+
+
+def test_report_prints_the_live_check_table_byte_for_byte(tmp_path):
+    bundle = B.write_bundle(tmp_path / "bundle", {"gpu001": B.healthy_h100(), "ws01": B.consumer_5090()})
+    run = tmp_path / "run"
+    for verbose in ([], ["-v"]):
+        shutil.rmtree(run, ignore_errors=True)
+        live = cli("check", "--bundle", bundle, "--run-dir", run, "--color", "never", *verbose)
+        again = cli("report", run, "--color", "never", *verbose)
+        assert live.exit_code == again.exit_code
+        assert "Verdict:" in live.stdout and "ws01" in live.stdout and "run directory" not in live.stdout
+        assert again.stdout == live.stdout
+
+
+def test_report_prints_the_live_probe_table_byte_for_byte(tmp_path, monkeypatch):
+    """A probe whose run is stood in for by the analysis of records nccldiag's worker wrote (a 2-rank gloo run with
+    a corrupted rank): the CLI renders and keeps it as after a real run."""
+    from nccldiag.probe import session
+    from nccldiag.probe.results import read_text
+
+    run = tmp_path / "run"
+    setting = Setting("default")
+    recs = read_text((RECORDS / "gloo-2rank-corrupt-rank1.jsonl").read_text())
+
+    def fake_run(hosts, opts, progress=None):
+        shutil.rmtree(run, ignore_errors=True)
+        keep = records.Writer(rundir.Run("probe", str(run), run_id="nccldiag-test"))
+        keep.start(records.ProbeMeta(backend="gloo", launcher="torchrun", hosts=["vm"], nproc_per_node=2,
+                                     timeout=120.0, settings=[setting]))
+        keep.close()
+        sr = SettingRun(setting=setting, records=recs, elapsed=3.25, nodes={"vm": NodeRun("vm", 1, None, "", 3.0)})
+        return analysis.conclude(analysis.analyze(
+            runs=[sr], settings=[setting], backend="gloo", require_ib=False, launcher="torchrun", hosts=["vm"],
+            unreachable={}, problems={}, loopback={}, ifnames={}, nproc_per_node=2, out_dir=str(run), elapsed=7.5,
+            run_id="nccldiag-test"), opts.spec)
+
+    monkeypatch.setattr(session, "run", fake_run)
+    for verbose in ([], ["-v"]):
+        live = cli("probe", "-w", "vm", "--backend", "gloo", "--color", "never", *verbose)
+        assert live.exit_code == 1, live.output
+        again = cli("report", run, "--color", "never", *verbose)
+        assert again.exit_code == 1
+        assert "wrong" in live.stdout and f"records and logs: {run}" in live.stdout
+        assert again.stdout == live.stdout
