@@ -114,6 +114,23 @@ def test_probe_json_from_kept_records_validates(tmp_path, records):
     assert res.exit_code == (3 if records == "gloo-4rank-default.jsonl" else 1)
 
 
+def test_log_writes_every_format_from_its_document(tmp_path):
+    """nccldiag log offers the same report files as check and probe, all from the document --json writes."""
+    log = real.nccl_log("socket-fallback-ibext-p2p-ipc-16rank-connection-closed.log")
+    res = cli("log", log, "--require-ib", *outputs(tmp_path, "log"), "--color", "never")
+    assert res.exit_code == 1 and "Verdict:" in res.stdout
+    doc = json.loads((tmp_path / "log.json").read_text())
+    validate(doc)
+    failed = sorted({f["check"] for f in doc["findings"] if f["status"] == "fail"})
+    assert failed
+    cases = {case.name: case for _, case in _cases(JUnitXml.fromfile(str(tmp_path / "log.xml")))}
+    assert all(any(isinstance(r, Failure) for r in cases[c].result) for c in failed)
+    fams = {f.name: f for f in text_string_to_metric_families((tmp_path / "log.prom").read_text())}
+    statuses = {s.labels["check"]: s.value for s in fams["nccldiag_log_check_status"].samples}
+    assert all(statuses[c] == 2 for c in failed)
+    assert "nccldiag log" in (tmp_path / "log.html").read_text()
+
+
 # ---- JUnit ----------------------------------------------------------------------------------------
 
 
