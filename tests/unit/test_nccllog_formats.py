@@ -205,8 +205,6 @@ def test_two_rank0_excerpts_of_separate_runs_are_not_a_version_mismatch():
 def test_separate_runs_and_the_versions_diagnosis_agree():
     # Written for this test: two runs pasted one after the other, each version printed by its own rank 0 (bare in
     # the first, behind its prefix in the second), each with its world; then one run whose ranks differ.
-    from nccldiag.report import log_report
-
     two = ("NCCL version 2.18.3+cuda12.2\n"
            "node-a:10:10 [0] NCCL INFO comm 0x1 rank 0 nRanks 2 nNodes 1 localRanks 2 localRank 0 MNNVL 0\n"
            "node-b:20:20 [0] NCCL INFO NCCL version 2.21.5+cuda12.4\n"

@@ -8,7 +8,7 @@ what the runner stamps (seconds after the launch).
 from typing import List
 
 from nccldiag.diagnosis import Inputs, diagnose
-from nccldiag.probe import analysis, isolate, progress, session
+from nccldiag.probe import analysis, isolate, progress
 from nccldiag.probe.plan import Setting
 from nccldiag.probe.runner import NodeRun, SettingRun
 
