@@ -62,18 +62,22 @@ def cluster_bundle(tmp_path: Path) -> Path:
 
 
 def probe_run_dir(tmp_path: Path, records: str, name: str = "run") -> Path:
-    """A probe run directory holding records the worker wrote (run.json written for this test)."""
+    """A probe run directory holding records the worker wrote, kept through the probe's own writer as a run that
+    stopped before its first setting ended (its run.json's world written for this test)."""
+    from nccldiag import rundir
+    from nccldiag.probe import records as kept
+    from nccldiag.probe.plan import Setting
+
     d = tmp_path / name
-    d.mkdir()
-    shutil.copy(RECORDS / records, d / "records.jsonl")
+    recs = [json.loads(l) for l in (RECORDS / records).read_text().splitlines() if l.startswith("{")]
     # the world the run launched, on its one host: every rank's start record says it
-    world = max(json.loads(l).get("world_size") or 0 for l in (RECORDS / records).read_text().splitlines()
-                if l.startswith("{") and '"start"' in l)
-    meta = {"command": "probe", "schema": "nccldiag.probe/1", "run_id": "nccldiag-test", "backend": "gloo",
-            "launcher": "torchrun", "hosts": ["vm"], "nproc_per_node": world, "timeout": 120, "require_ib": False,
-            "settings": [{"name": "default", "env": {}, "why": "", "custom": False, "requires_ib": False}],
-            "loopback": {}, "ifnames": {}, "started": "2026-11-23T10:00:00Z"}
-    (d / "run.json").write_text(json.dumps(meta))
+    world = max(r.get("world_size") or 0 for r in recs if r.get("type") == "start")
+    keep = kept.Writer(rundir.Run("probe", str(d), run_id="nccldiag-test"))
+    keep.start(kept.ProbeMeta(backend="gloo", launcher="torchrun", hosts=["vm"], nproc_per_node=world, timeout=120,
+                              settings=[Setting("default")]))
+    for rec in recs:
+        keep.record(rec)
+    keep.close()
     return d
 
 
