@@ -37,6 +37,11 @@ class NodeReport:
         found = [f.status for f in self.findings if f.area == area]
         return worst(found) if found else None
 
+    def to_line(self) -> Dict[str, Any]:
+        """Its line of a check run directory's ``nodes.jsonl``, written as the node is judged."""
+        return {"host": self.host, "status": self.status.value, "reachable": self.reachable,
+                "elapsed_s": round(self.elapsed, 3), "findings": [f.to_dict() for f in self.findings]}
+
 
 @dataclass
 class CheckReport:

@@ -289,8 +289,7 @@ class _Keeper:
         try:
             if self.bundle is None:
                 sections.write_node(self.raw, raw)
-            self.lines.add({"host": nr.host, "status": nr.status.value, "reachable": nr.reachable,
-                            "elapsed_s": round(nr.elapsed, 3), "findings": [f.to_dict() for f in nr.findings]})
+            self.lines.add(nr.to_line())
         except OSError as exc:  # a full disk loses the run directory, never the check
             self.failed = f"{exc.strerror or exc}"
 

@@ -227,3 +227,17 @@ def test_report_prints_the_live_probe_table_byte_for_byte(tmp_path, monkeypatch)
         assert again.exit_code == 1
         assert "wrong" in live.stdout and f"records and logs: {run}" in live.stdout
         assert again.stdout == live.stdout
+
+
+def test_report_prints_the_live_isolate_table_byte_for_byte(tmp_path):
+    from nccldiag.report.console import console
+
+    run = rundir.Run("isolate", str(tmp_path / "run"), run_id="nccldiag-test")
+    rep = _isolate_report(run.path)
+    run.create(rep.meta())
+    run.close()
+    con = console(color="never")
+    with con.capture() as cap:
+        isolate_report.emit(rep, con, Outputs())
+    again = cli("report", run.path, "--color", "never")
+    assert "round 1 pairs" in cap.get() and again.stdout == cap.get()
