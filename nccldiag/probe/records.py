@@ -20,6 +20,7 @@ from typing import Any, Dict, List, Optional
 from nccldiag import rundir
 from nccldiag.probe import results
 from nccldiag.probe.plan import Setting
+from nccldiag.probe.runner import NodeRun, SettingRun, safe_name
 
 SCHEMA = "nccldiag.probe/1"
 RECORDS = "records.jsonl"
@@ -122,7 +123,7 @@ def _launched_from(d: Any) -> Optional[results.Launched]:
     return results.Launched(tuple(hosts), nproc, colls, tagged)
 
 
-def setting_line(sr) -> Dict[str, Any]:
+def setting_line(sr: SettingRun) -> Dict[str, Any]:
     """One line of ``settings.jsonl``: how a setting's run ended on each node (its records are in records.jsonl,
     its logs in nccl-logs/)."""
     return {
@@ -138,11 +139,9 @@ def setting_line(sr) -> Dict[str, Any]:
 
 
 def setting_run(setting: Setting, line: Optional[Dict[str, Any]], records: List[dict],
-                logs: Dict[str, str], launched: Optional[results.Launched] = None):
+                logs: Dict[str, str], launched: Optional[results.Launched] = None) -> SettingRun:
     """A :class:`~nccldiag.probe.runner.SettingRun` from its line (None: the setting had not ended), its records
     and its logs; ``launched``: the world for a line that does not name it."""
-    from nccldiag.probe.runner import NodeRun, SettingRun
-
     sr = SettingRun(setting=setting, records=list(records), logs=dict(logs), launched=launched)
     if line is None:
         return sr
@@ -174,12 +173,6 @@ def setting_run(setting: Setting, line: Optional[Dict[str, Any]], records: List[
             setattr(sr, key, {str(h): {str(k): v for k, v in c.items() if isinstance(v, int) and not isinstance(v, bool)}
                               for h, c in d.items() if isinstance(c, dict)})
     return sr
-
-
-def safe_name(name: str) -> str:
-    from nccldiag.probe.runner import safe_name as safe
-
-    return safe(name)
 
 
 def log_path(setting: str, name: str) -> str:
