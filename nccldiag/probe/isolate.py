@@ -22,7 +22,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
-from nccldiag.model.findings import Finding, exit_code
+from nccldiag.model.findings import Finding, exit_code, to_jsonable
 from nccldiag.probe.progress import (HANG, SLOW, STALL_GAPS, STALL_MIN, STALL_SHARE, STALLED,  # noqa: F401
                                      shows_progress, unfinished_kind)
 
@@ -457,6 +457,7 @@ def proven_good(row: str, jobs: Sequence[Job], pool: Sequence[str]) -> List[str]
 # --------------------------------------------------------------------------- the run's report
 
 SCHEMA = "nccldiag.isolate/1"
+ROUNDS = "rounds.jsonl"  # the run directory's file of the rounds that ended (Round.to_line)
 
 
 @dataclass
@@ -465,6 +466,12 @@ class Round:
     stage: str
     jobs: List[Job] = field(default_factory=list)
     elapsed: float = 0.0
+
+    def to_line(self) -> Dict[str, Any]:
+        """The round as a report document holds it, and as its run directory's ``rounds.jsonl`` keeps it when it
+        ends (its jobs judged or not yet)."""
+        return {"index": self.index, "stage": self.stage, "elapsed_s": round(self.elapsed, 3),
+                "jobs": [to_jsonable(j) for j in self.jobs]}
 
 
 @dataclass

@@ -503,7 +503,7 @@ def _run(report: IsolateReport, nodes, live, prep: runner.Prepared, opts: Isolat
     run = RunDir("isolate", opts.out_dir, run_id=prep.run_id)
     try:
         run.create(report.meta())
-        rec_file = run.lines(records.RECORDS)
+        rec_file = _Kept(run)
     except OSError as exc:  # the run's directories go in run()
         raise UsageError(f"cannot write the run directory {run.path}: {exc.strerror or exc}; nothing ran") from None
     report.out_dir = run.path
@@ -522,6 +522,19 @@ def _run(report: IsolateReport, nodes, live, prep: runner.Prepared, opts: Isolat
         n.close()
     report.elapsed = time.monotonic() - t0
     return report
+
+
+class _Kept:
+    """The run directory of an isolation as it goes: every rank's record as it comes, each round once it ended."""
+
+    def __init__(self, run: RunDir):
+        self.run = run
+
+    def add(self, rec: dict) -> None:
+        self.run.lines(records.RECORDS).add(rec)
+
+    def round(self, rnd: Round) -> None:
+        self.run.lines(isolate.ROUNDS).add(rnd.to_line())
 
 
 def _schedule(report: IsolateReport, cl: _Cluster, pool: List[str], rows: Sequence[Row], opts: IsolateOptions,
@@ -545,6 +558,7 @@ def _schedule(report: IsolateReport, cl: _Cluster, pool: List[str], rows: Sequen
                 if c:
                     j.evidence.append(f"{n} counters: " + ", ".join(f"{k} +{v}" for k, v in sorted(c.items())))
         report.rounds.append(rnd)
+        cl.out.round(rnd)
         jobs.extend(rnd.jobs)
         index += 1
         return rnd

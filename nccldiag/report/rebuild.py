@@ -103,7 +103,12 @@ def _isolate(path: str, meta: Dict[str, Any]) -> Dict[str, Any]:
 
     kept = len(rundir.read_lines(os.path.join(path, records.RECORDS)))
     doc = isolate_report.to_json(isolate.IsolateReport.from_meta(meta, out_dir=path))
+    # the rounds that ended, as they were kept: each job's outcome, not yet judged
+    doc["rounds"] = [r for r in rundir.read_lines(os.path.join(path, isolate.ROUNDS))
+                     if isinstance(r.get("jobs"), list) and all(isinstance(j, dict) for j in r["jobs"])]
+    doc["rounds_after_round0"] = sum(1 for r in doc["rounds"] if r.get("stage") != isolate.ALONE)
     doc["generated_at"] = meta.get("started") or doc["generated_at"]
     doc.pop("elapsed_s", None)
-    return _incomplete(doc, f"the run stopped before its end ({kept} record(s) kept): an isolation names nodes only "
-                            "once its rounds are done, so no verdict was reached; run it again")
+    return _incomplete(doc, f"the run stopped before its end ({len(doc['rounds'])} round(s) and {kept} record(s) "
+                            "kept): an isolation names nodes only once its rounds are done, so no verdict was "
+                            "reached; run it again")

@@ -19,7 +19,7 @@ from click.testing import CliRunner
 
 from nccldiag import rundir
 from nccldiag.cli import main
-from nccldiag.probe import analysis, isolate, records, results
+from nccldiag.probe import analysis, isolate, isolate_run, records, results
 from nccldiag.probe.isolate import IsolateReport, Job, Round
 from nccldiag.probe.plan import Setting
 from nccldiag.probe.runner import NodeRun, SettingRun
@@ -141,7 +141,9 @@ def test_isolate_run_directory_renders_in_every_format(tmp_path, stopped):
     run = rundir.Run("isolate", str(tmp_path / "run"), run_id="nccldiag-test")
     rep = _isolate_report(run.path)
     run.create(rep.meta())
-    run.lines(records.RECORDS).add({"type": "start", "setting": "default"})
+    keep = isolate_run._Kept(run)  # as the isolation writes it: records as they come, rounds as they end
+    keep.add({"type": "start", "setting": "default"})
+    keep.round(rep.rounds[0])
     run.close()
     live = isolate_report.document(rep)
     finish(live, Outputs(), None, run.path)
@@ -152,6 +154,8 @@ def test_isolate_run_directory_renders_in_every_format(tmp_path, stopped):
     if stopped:
         assert again["interrupted"] is True and again["exit_code"] == 3 and again["nodes"] == []
         assert again["hosts"] == ["a", "b"] and again["rows"] == live["rows"]
+        # the round that ended is shown as it ran
+        assert again["rounds"] == live["rounds"][:1] and again["rounds_after_round0"] == 0
     else:
         assert again == live
     out = {f: tmp_path / f"r.{f}" for f in ("json", "junit", "prom", "html")}
