@@ -503,16 +503,16 @@ def _run(report: IsolateReport, nodes, live, prep: runner.Prepared, opts: Isolat
     run = RunDir("isolate", opts.out_dir, run_id=prep.run_id)
     try:
         run.create(report.meta())
-        rec_file = _Kept(run)
+        kept = _Kept(run)
     except OSError as exc:  # the run's directories go in run()
         raise UsageError(f"cannot write the run directory {run.path}: {exc.strerror or exc}; nothing ran") from None
     report.out_dir = run.path
     lock = threading.Lock()
     with contextlib.closing(run):
         if opts.launcher == "srun":
-            cl = _SrunCluster(participants, prep, rows, ifaces, opts, backend, rec_file, lock, order=order)
+            cl = _SrunCluster(participants, prep, rows, ifaces, opts, backend, kept, lock, order=order)
         else:
-            cl = _Cluster(participants, prep, rows, ifaces, opts, backend, rec_file, lock)
+            cl = _Cluster(participants, prep, rows, ifaces, opts, backend, kept, lock)
         _schedule(report, cl, [n.name for n in participants], rows, opts, excluded, progress)
     cleanup_failed = runner.cleanup(live, prep.rundir, timeout=min(15.0, opts.ssh.command_timeout), fanout=opts.fanout)
     for host, msg in sorted(cleanup_failed.items()):
@@ -529,6 +529,7 @@ class _Kept:
 
     def __init__(self, run: RunDir):
         self.run = run
+        run.lines(records.RECORDS)  # there from the start, as the run's mark
 
     def add(self, rec: dict) -> None:
         self.run.lines(records.RECORDS).add(rec)
