@@ -1,13 +1,18 @@
-"""Run directories: what a ``check`` or ``probe`` run keeps, written as it arrives.
+"""Run directories: what a ``check``, ``probe`` or ``isolate`` run keeps, written as it arrives.
 
-Layout (every file is JSON or JSON lines)::
+:class:`Run` is the one writer of a run directory; what each line holds is
+encoded beside the type it encodes (``probe/records.py`` for probe and
+isolate, the check engine's node report for check). Layout (every file is
+JSON or JSON lines)::
 
     run.json        what ran: command, run id, hosts, options (written first)
     nodes.jsonl     check: one line per node as it is collected and judged
     raw/            check: the node outputs as a bundle (``check --bundle`` reads it)
-    records.jsonl   probe: every rank's records as they come
+    records.jsonl   probe, isolate: every rank's records as they come
     settings.jsonl  probe: one line per setting once it has ended (how each node's launcher ended)
-    nccl-logs/      probe: the NCCL logs fetched from the nodes, per setting
+    nccl-logs/      probe: the NCCL logs fetched from the nodes, per setting and host
+    facts.jsonl     probe (NCCL): per node, the outputs its expected bandwidth is derived from
+    rounds.jsonl    isolate: one line per round once it has ended
     report.json     the report document, written at the end of the run
 
 Ctrl-C or a crash keeps every line already written; ``nccldiag report
@@ -21,6 +26,8 @@ from __future__ import annotations
 import json
 import os
 import threading
+import time
+import uuid
 from typing import Any, Dict, List, Optional
 
 from nccldiag.atomic import pieces, write_text
@@ -29,6 +36,12 @@ from nccldiag.model.errors import UsageError
 META = "run.json"
 REPORT = "report.json"
 LIMIT = 1 << 30  # the most of one file a report reads back (records of a long run stay far below)
+COMMANDS = ("check", "probe", "isolate")
+
+
+def new_run_id() -> str:
+    """``nccldiag-<UTC-less local time>-<6 hex>``: the name of a run, of its directory and of its processes."""
+    return f"nccldiag-{time.strftime('%Y%m%d%H%M%S')}-{uuid.uuid4().hex[:6]}"
 
 
 def state_dir(command: str) -> str:
@@ -103,6 +116,64 @@ class Lines:
             self._f.close()
 
 
+class Run:
+    """One run directory, and its only writer: ``run.json``, its JSON-lines files, its other files, ``report.json``.
+
+    ``path`` is the directory the user gave (checked by :func:`prepare` before
+    any work) or None for ``$XDG_STATE_HOME/nccldiag/<command>/<run id>``.
+    Nothing is written before :meth:`create`.
+    """
+
+    def __init__(self, command: str, path: Optional[str] = None, run_id: Optional[str] = None):
+        if command not in COMMANDS:
+            raise ValueError(f"no run directory for a {command!r} run")
+        self.command = command
+        self.run_id = run_id or new_run_id()
+        self.path = os.path.abspath(path) if path else os.path.join(state_dir(command), self.run_id)
+        self.created = False
+        self._lines: Dict[str, Lines] = {}
+        self._lock = threading.Lock()
+
+    @classmethod
+    def given(cls, command: str, path: Optional[str], option: str = "--run-dir") -> "Run":
+        """The run of ``command`` in ``path`` (refused before any work, see :func:`prepare`), or in the state
+        directory without one."""
+        return cls(command, prepare(path, option) if path else None)
+
+    def create(self, meta: Dict[str, Any]) -> "Run":
+        """Make the directory and write ``run.json`` (``command``, ``run_id`` and ``started`` added).
+
+        Raises ``OSError`` when the directory cannot be made or written.
+        """
+        create(self.path, {"command": self.command, "run_id": self.run_id,
+                           "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **meta})
+        self.created = True
+        return self
+
+    def file(self, *parts: str) -> str:
+        return os.path.join(self.path, *parts)
+
+    def lines(self, name: str) -> "Lines":
+        """The JSON-lines file ``name`` of the run, made new at its first use."""
+        with self._lock:
+            if name not in self._lines:
+                self._lines[name] = Lines(self.file(name))
+            return self._lines[name]
+
+    def write(self, relpath: str, text: str) -> None:
+        """The file of the run at ``relpath``, written whole (its directories made, owner only)."""
+        path = self.file(relpath)
+        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+        write_text(path, text)
+
+    def save_report(self, doc: Dict[str, Any]) -> None:
+        save_report(self.path, doc)
+
+    def close(self) -> None:
+        for lines in self._lines.values():
+            lines.close()
+
+
 def read_text(path: str, limit: int = LIMIT) -> Optional[str]:
     """The text of a regular file of a run directory (never through a link, a FIFO or a device); None if absent.
 
@@ -147,8 +218,8 @@ def read_meta(path: str) -> Dict[str, Any]:
         meta = json.loads(text)
     except ValueError as exc:
         raise UsageError(f"{p}: cannot read it: {exc}") from None
-    if not isinstance(meta, dict) or meta.get("command") not in ("check", "probe"):
-        raise UsageError(f"{p}: not the run.json of a check or probe run")
+    if not isinstance(meta, dict) or meta.get("command") not in COMMANDS:
+        raise UsageError(f"{p}: not the run.json of a check, probe or isolate run")
     return meta
 
 

@@ -37,6 +37,11 @@ class NodeReport:
         found = [f.status for f in self.findings if f.area == area]
         return worst(found) if found else None
 
+    def to_line(self) -> Dict[str, Any]:
+        """Its line of a check run directory's ``nodes.jsonl``, written as the node is judged."""
+        return {"host": self.host, "status": self.status.value, "reachable": self.reachable,
+                "elapsed_s": round(self.elapsed, 3), "findings": [f.to_dict() for f in self.findings]}
+
 
 @dataclass
 class CheckReport:
@@ -47,6 +52,9 @@ class CheckReport:
     inventory_notes: List[str] = field(default_factory=list)
     cluster_areas: List[str] = field(default_factory=list)
     slurm: Optional[Dict[str, Any]] = None  # nodes to drain, and what --drain / --resume-healthy did
+    # attached by diagnosis.attach once the run is judged: the verdicts every view of the report renders
+    diagnoses: List[Any] = field(default_factory=list)
+    diagnosis_summary: Any = None
 
     @property
     def findings(self) -> List[Finding]:

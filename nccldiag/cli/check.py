@@ -17,6 +17,7 @@ from nccldiag import rundir
 from nccldiag.model.errors import UsageError
 from nccldiag.report.jsonout import plain
 from nccldiag.report import outputs
+from nccldiag.report.finish import finish
 
 
 def collect_options(kw, mesh_mode: str = "none", extra_sources=()):
@@ -124,6 +125,7 @@ def check(bundle, only, skip, mesh_mode, save_dir, run_dir, p2p_test, verbose, c
     With no HOSTFILE and no -w, checks this machine without SSH (inside a
     Slurm allocation: the allocation's nodes; --local: this machine).
     """
+    from nccldiag import diagnosis
     from nccldiag.check import engine
     from nccldiag.report import check_report
     from nccldiag.report.console import console
@@ -139,7 +141,8 @@ def check(bundle, only, skip, mesh_mode, save_dir, run_dir, p2p_test, verbose, c
             only = (",".join(HEALTH_AREAS),)
     areas_sel = areas(only, skip)
     spec = _spec(spec_path)
-    run_dir, run_id = _run_dir(run_dir)
+    run = rundir.Run.given("check", run_dir)
+    run_dir = run.path
     extra = ()
     if p2p_test:
         from nccldiag.areas import topology
@@ -158,18 +161,19 @@ def check(bundle, only, skip, mesh_mode, save_dir, run_dir, p2p_test, verbose, c
         raws, areas_sel = session.from_bundle(bundle, areas_sel, bool(only))
         notes = []
         target = None
-        keep = _Keeper(run_dir, run_id, areas_sel, options, os.path.abspath(bundle), [r.host for r in raws], spec=spec)
+        keep = _Keeper(run, areas_sel, options, os.path.abspath(bundle), [r.host for r in raws], spec=spec)
         for raw in raws:
             keep.node(raw)
     else:
         with HostCommand(kw) as target:  # an allocation asked for is released once the nodes are collected
             target.collection_target(local)
-            keep = _Keeper(run_dir, run_id, areas_sel, options, None, _planned_hosts(target),
+            keep = _Keeper(run, areas_sel, options, None, _planned_hosts(target),
                            target.transport if target.inv is not None else "local", spec=spec)
             raws, notes = run_collection(kw, areas_sel, save_dir, extra, mesh_mode, target=target, arrived=keep.node)
     keep.close()
     report = engine.analyze(raws, areas_sel, options, judged=keep.judged, spec=spec)
     report.inventory_notes = list(notes) + trust_notes(raws)
+    diagnosis.attach(report, check=report)
     if target is not None and (drain or resume_healthy or target.transport == "srun" or target.alloc is not None
                                or target.job is not None):
         from nccldiag.slurm import feedback
@@ -183,24 +187,21 @@ def check(bundle, only, skip, mesh_mode, save_dir, run_dir, p2p_test, verbose, c
 
         line, code = health_line(report)
         click.echo(line)
-        outs.write(doc)
+        finish(doc, outs)  # NHC's one line instead of the table; the run directory keeps no report
         sys.exit(code)
-    if not outs.stdout_json:
-        with outputs.reader_may_leave():
-            check_report.render(report, console(color=color), verbose=verbose)
-    if not keep.failed:
-        try:
-            rundir.save_report(run_dir, doc)
-        except OSError as exc:
-            keep.failed = f"{exc.strerror or exc}"
     err = console(stderr=True, color=color)
-    if keep.failed:
-        err.print(f"nccldiag: warning: run directory {run_dir}: cannot write: {keep.failed}", markup=False,
-                  highlight=False, soft_wrap=True)
-    elif not outs.stdout_json:
-        err.print(f"run directory: {run_dir}", style="muted", markup=False, highlight=False, soft_wrap=True)
-    outs.write(doc)
-    sys.exit(check_report.exit_code(report))
+
+    def kept(failed: str) -> None:
+        failed = keep.failed or failed
+        if failed:
+            err.print(f"nccldiag: warning: run directory {run_dir}: cannot write: {failed}", markup=False,
+                      highlight=False, soft_wrap=True)
+        elif not outs.stdout_json:
+            err.print(f"run directory: {run_dir}", style="muted", markup=False, highlight=False, soft_wrap=True)
+
+    finish(doc, outs, lambda d: check_report.render(d, console(color=color), verbose=verbose),
+           None if keep.failed else run_dir, kept)
+    sys.exit(doc["exit_code"])
 
 
 def _spec(given: Optional[str]):
@@ -222,16 +223,6 @@ def trust_notes(raws, most: int = 8) -> list:
     return found
 
 
-def _run_dir(given: Optional[str]):
-    """The run directory (checked before any work) and the run's id."""
-    from nccldiag.probe.runner import new_run_id
-
-    run_id = new_run_id()
-    if given:
-        return rundir.prepare(given), run_id
-    return os.path.join(rundir.state_dir("check"), run_id), run_id
-
-
 def _planned_hosts(target) -> list:
     """The hosts a live check is to collect, in inventory order (this machine's name without an inventory)."""
     import socket
@@ -247,9 +238,10 @@ class _Keeper:
     was to check, written before the first node arrives.
     """
 
-    def __init__(self, path: str, run_id: str, areas_sel, options, bundle: Optional[str], hosts: list,
+    def __init__(self, run: "rundir.Run", areas_sel, options, bundle: Optional[str], hosts: list,
                  transport: str = "ssh", spec=None):
-        self.path = path
+        self.run = run
+        path = run.path
         self.spec = spec
         self.areas = areas_sel
         self.options = options
@@ -259,11 +251,10 @@ class _Keeper:
         self.failed = ""  # why the run directory could not be written, once it could not
         self.lines = None
         try:
-            rundir.create(path, {"command": "check", "run_id": run_id, "schema": "nccldiag.check/1",
-                                 "hosts": list(hosts), "areas": [a.NAME for a in areas_sel], "options": options,
-                                 "bundle": bundle, "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                                 "spec": os.path.abspath(spec.path) if spec is not None else None})
-            self.lines = rundir.Lines(os.path.join(path, "nodes.jsonl"))
+            run.create({"schema": "nccldiag.check/1", "hosts": list(hosts), "areas": [a.NAME for a in areas_sel],
+                        "options": options, "bundle": bundle,
+                        "spec": os.path.abspath(spec.path) if spec is not None else None})
+            self.lines = run.lines("nodes.jsonl")
             if bundle is None:
                 from nccldiag.collect import sections
 
@@ -283,14 +274,12 @@ class _Keeper:
         try:
             if self.bundle is None:
                 sections.write_node(self.raw, raw)
-            self.lines.add({"host": nr.host, "status": nr.status.value, "reachable": nr.reachable,
-                            "elapsed_s": round(nr.elapsed, 3), "findings": [f.to_dict() for f in nr.findings]})
+            self.lines.add(nr.to_line())
         except OSError as exc:  # a full disk loses the run directory, never the check
             self.failed = f"{exc.strerror or exc}"
 
     def close(self) -> None:
-        if self.lines is not None:
-            self.lines.close()
+        self.run.close()
 
 
 def _own_slurm_name() -> Optional[str]:

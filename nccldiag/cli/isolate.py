@@ -7,8 +7,9 @@ import sys
 import click
 
 from nccldiag.cli.host import HostCommand
-from nccldiag.cli.options import CONTEXT, check_output_file, color_option, host_options, slurm_options, spec_option
+from nccldiag.cli.options import CONTEXT, color_option, host_options, slurm_options, spec_option
 from nccldiag.model.errors import UsageError
+from nccldiag.report import outputs
 
 
 @click.command("isolate", context_settings=CONTEXT)
@@ -43,13 +44,14 @@ from nccldiag.model.errors import UsageError
               help="First rendezvous port; jobs use this port and the next 99 on their first node.")
 @click.option("--no-full", is_flag=True, help="Skip the all-nodes run (and bisection) after every pair passed.")
 @click.option("--run-dir", "-o", "--output", "out_dir", default=None, type=click.Path(file_okay=False),
-              help="Run directory, for records.jsonl (default $XDG_STATE_HOME/nccldiag/isolate/<run id>).")
-@click.option("--json", "json_path", metavar="PATH|-", default=None, help="Write the report as JSON.")
+              help="Run directory: run.json, records.jsonl, rounds.jsonl, report.json "
+                   "(default $XDG_STATE_HOME/nccldiag/isolate/<run id>).")
+@outputs.options()
 @slurm_options()
 @spec_option
 @color_option
 def isolate(launcher, backend, nproc_per_node, nets, hcas, fraction, expected_busbw, seed, pair_rounds, size, iters, timeout, rdzv_port,
-            no_full, out_dir, json_path, color, spec_path, **kw):
+            no_full, out_dir, color, spec_path, **kw):
     """Name the bad node, link or network path among the hosts.
 
     Round 0 runs every node alone; rounds 1-3 run every node in disjoint
@@ -62,7 +64,8 @@ def isolate(launcher, backend, nproc_per_node, nets, hcas, fraction, expected_bu
     from nccldiag.report.console import console
     from nccldiag.spec import runs
 
-    check_output_file(json_path, "--json")
+    outs = outputs.Outputs.pop(kw)
+    outs.validate()
     spec = runs.from_option(spec_path)  # read and validated before any node is contacted
     fraction, fraction_note = runs.isolate_fraction(spec, fraction)
     if launcher != "srun" and any(kw.get(k) is not None for k in ("partition", "nodelist", "reservation", "alloc_nodes",
@@ -101,10 +104,7 @@ def isolate(launcher, backend, nproc_per_node, nets, hcas, fraction, expected_bu
             except OSError:
                 pass
         host.close()
-    try:
-        isolate_report.emit(report, console(color=color), json_path)
-    except OSError as exc:
-        raise UsageError(f"--json {json_path}: cannot write: {exc.strerror or exc}") from None
+    isolate_report.emit(report, console(color=color), outs)
     sys.exit(report.exit_code)
 
 

@@ -16,6 +16,7 @@ from typing import BinaryIO, Dict, List, Optional, Sequence
 import click
 
 from nccldiag.cli.options import CONTEXT
+from nccldiag.report import outputs
 
 
 
@@ -145,18 +146,9 @@ def parse_expect(values: Sequence[str]) -> Dict[str, str]:
     return env
 
 
-def _write_json(data: dict, path: str) -> None:
-    from nccldiag.report.jsonout import write_json
-
-    try:
-        write_json(data, path)
-    except OSError as exc:
-        raise _LogUsageError(f"--json {path}: cannot write: {exc.strerror or exc}") from None
-
-
 @click.command("log", context_settings=CONTEXT)
 @click.argument("files", nargs=-1, required=True, metavar="FILE...")
-@click.option("--json", "json_path", metavar="PATH|-", default=None, help="Write the report as JSON ('-' for stdout).")
+@outputs.options()
 @click.option("--require-ib", is_flag=True,
               help="Inter-node traffic must use InfiniBand/RoCE: a Socket fallback fails.")
 @click.option("--expect", "expect", multiple=True, metavar="KEY=VAL[,KEY=VAL]",
@@ -166,7 +158,7 @@ def _write_json(data: dict, path: str) -> None:
 @click.option("--workers", type=click.IntRange(min=1), default=None, metavar="N",
               help="Processes reading several files at once (default: one per core; 1: one process).")
 @click.option("--color", type=click.Choice(["auto", "always", "never"]), default="auto", show_default=True)
-def log(files, json_path, require_ib, expect, include_channels, verbose, color, workers):
+def log(files, require_ib, expect, include_channels, verbose, color, workers, **kw):
     """Read NCCL logs (NCCL_DEBUG=INFO) and report versions, networks, transports and failures.
 
     nccl-tests result tables and perftest outputs in the same files are read
@@ -184,22 +176,28 @@ def log(files, json_path, require_ib, expect, include_channels, verbose, color, 
     Exit codes: 0 no failure in the logs, 1 the logs show a failure (a
     failing finding or verdict), 2 usage error.
     """
+    from nccldiag import diagnosis
     from nccldiag.nccl import checks as nccl_checks
     from nccldiag.report import log_report as report
     from nccldiag.report.console import console
+    from nccldiag.report.finish import finish
+    from nccldiag.report.jsonout import plain
 
+    from nccldiag.model.errors import UsageError
+
+    outs = outputs.Outputs.pop(kw)
     try:
+        outs.validate()
         expected = parse_expect(expect)
         facts = parse_files(files, workers)
         findings = nccl_checks.judge(facts, require_ib=require_ib, expected_env=expected)
-        diagnosed = report.diagnose(facts, findings, read_pasted(files))
-        if json_path:
-            _write_json(report.to_json(facts, findings, include_channels, diagnosed), json_path)
-    except _LogUsageError as exc:
+        doc = plain(report.to_json(facts, findings, diagnosis.conclude(logs=facts, log_findings=list(findings),
+                                                                       pasted=read_pasted(files)),
+                                   include_channels))
+        finish(doc, outs, lambda d: report.render(d, console(color=color), verbose=verbose))
+    except (_LogUsageError, UsageError) as exc:
         click.echo(f"nccldiag: error: {exc}", err=True)
         sys.exit(2)
-    if json_path != "-":
-        report.render(facts, findings, console(color=color), verbose=verbose, diagnosed=diagnosed)
-    elif not facts.nccl_lines:
+    if outs.stdout_json and not facts.nccl_lines:
         click.echo(f"nccldiag: {report.no_nccl_lines(facts)}", err=True)
-    sys.exit(report.exit_code(findings, diagnosed))
+    sys.exit(doc["exit_code"])

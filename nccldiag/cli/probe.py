@@ -112,6 +112,7 @@ def _probe(inv, job, launcher, backend, nproc_per_node, ib, custom, settings_mod
         fanout=kw["fanout"],
         slurm_job=job,
         spec_path=os.path.abspath(kw["spec"].path) if kw.get("spec") is not None else None,
+        spec=kw.get("spec"),
     )
     from nccldiag.report import probe_report
     from nccldiag.report.console import console
@@ -123,12 +124,5 @@ def _probe(inv, job, launcher, backend, nproc_per_node, ib, custom, settings_mod
     if report.commands is not None:
         probe_report.render_commands(report, out)
         sys.exit(0)
-    spec = kw.get("spec")
-    if spec is not None:
-        from nccldiag.spec import runs
-
-        report.spec = spec  # the expected busbw and its share, for the bandwidth comparison
-        report.findings.extend(runs.probe_findings(spec, report.node_facts, report.hosts, report.backend))
-        runs.apply_policy(spec, report.all_findings)
     probe_report.emit(report, out, outs, verbose=verbose)
     sys.exit(report.exit_code)

@@ -15,7 +15,7 @@ from nccldiag.report import outputs
 @click.option("-v", "--verbose", is_flag=True, help="Show ok findings and every evidence line.")
 @color_option
 def report(run_dir, verbose, color, **kw):
-    """Render the report of a check or probe run from its run directory.
+    """Render the report of a check, probe or isolate run from its run directory.
 
     \b
     nccldiag report ~/.local/state/nccldiag/probe/nccldiag-20261123-ab12cd --html probe.html
@@ -25,18 +25,18 @@ def report(run_dir, verbose, color, **kw):
     run wrote it; a run stopped early (Ctrl-C, a crash) from what it kept.
     Exit codes: those of the run (0, 1, 3); 2 when RUN_DIR is not a run directory.
     """
+    from nccldiag.model.errors import UsageError
     from nccldiag.report import rebuild, summary
     from nccldiag.report.console import console
+    from nccldiag.report.finish import finish
 
     outs = outputs.Outputs.pop(kw)
     outs.validate()
-    from nccldiag.model.findings import clean_text
-
     doc = rebuild.load(run_dir)
-    if not outs.stdout_json:
-        with outputs.reader_may_leave():
-            # a stored document is a file like any other: every string of it is cleaned before the terminal
-            summary.render(clean_text(doc), console(color=color), verbose=verbose)
-    outs.write(doc)
+    try:
+        # the view the live run printed, from the same document (finish cleans every string of it first)
+        finish(doc, outs, lambda d: summary.render(d, console(color=color), verbose=verbose))
+    except ValueError as exc:
+        raise UsageError(f"{run_dir}: {exc}") from None
     code = doc.get("exit_code")
     sys.exit(code if isinstance(code, int) and 0 <= code <= 4 else 3)

@@ -124,3 +124,16 @@ def summary(inputs: Inputs, diagnoses: List[Diagnosis]) -> Summary:
             if m not in s.missing:
                 s.missing.append(m)
     return s
+
+
+def conclude(**inputs: Any) -> "tuple[List[Diagnosis], Summary]":
+    """The diagnoses of ``Inputs(**inputs)`` and their summary, computed once for every view of a run."""
+    joined = Inputs(**inputs)
+    diags = diagnose(joined)
+    return diags, summary(joined, diags)
+
+
+def attach(report: Any, **inputs: Any) -> None:
+    """Diagnose at the end of an engine: ``report.diagnoses`` and ``report.diagnosis_summary``, which its
+    document carries and every view renders (no renderer runs the rules)."""
+    report.diagnoses, report.diagnosis_summary = conclude(**inputs)

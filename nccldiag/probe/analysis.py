@@ -13,7 +13,7 @@ import re
 import shlex
 import time
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from nccldiag.model.findings import Finding, Status, error, exit_code, fail, ok, warn
 from nccldiag.probe import launch, progress, results
@@ -84,6 +84,9 @@ class ProbeReport:
     route_ifnames: Dict[str, Optional[str]] = field(default_factory=dict)  # host -> the interface routing to rank 0
     node_facts: Dict[str, Dict[str, object]] = field(default_factory=dict)  # host -> {"ib": .., "gpu": ..} (NCCL)
     spec: object = None  # the site spec of --spec (nccldiag.spec.model.Spec): its [bandwidth] and busbw_share
+    # attached by conclude() once the run is judged: the verdicts every view of the report renders
+    diagnoses: List[Any] = field(default_factory=list)
+    diagnosis_summary: Any = None
 
     @property
     def all_findings(self) -> List[Finding]:
@@ -462,6 +465,22 @@ def _unfinished(sr: SettingReport, run, timeout: Optional[float]) -> None:
             f.message += said
             if fix:
                 f.fix = fix
+
+
+def conclude(report: ProbeReport, spec: Any = None) -> ProbeReport:
+    """The end of a probe, live or rebuilt from its run directory: the site spec's findings and policy (with
+    ``--spec``), then the diagnoses, attached to the report for every view of it."""
+    from nccldiag import diagnosis
+
+    if spec is not None:
+        from nccldiag.spec import runs
+
+        report.spec = spec  # the expected busbw and its share, for the bandwidth comparison
+        # the node facts are read after the last setting: a run stopped before has none (each key: skip)
+        report.findings.extend(runs.probe_findings(spec, report.node_facts, report.hosts, report.backend))
+        runs.apply_policy(spec, report.all_findings)
+    diagnosis.attach(report, probe=report)
+    return report
 
 
 def unreachable_report(unreachable: Dict[str, str], hosts: Sequence[str], run_id: Optional[str] = None) -> ProbeReport:

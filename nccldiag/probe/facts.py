@@ -10,7 +10,7 @@ bandwidth lines say that no expectation could be derived.
 """
 from __future__ import annotations
 
-from typing import Any, Dict, Sequence
+from typing import Any, Callable, Dict, Optional, Sequence
 
 from nccldiag.areas import gpu, infiniband, nvlink
 from nccldiag.collect import script, sections
@@ -39,8 +39,10 @@ def from_sections(secs: Dict[str, Any]) -> Dict[str, Any]:
     return out
 
 
-def collect(nodes: Sequence, timeout: float, fanout: int = 64) -> Dict[str, Dict[str, Any]]:
-    """``{host: {"ib": ..., "gpu": ...}}`` for the nodes that answered."""
+def collect(nodes: Sequence, timeout: float, fanout: int = 64,
+            keep: Optional[Callable[[str, Dict[str, Optional[str]]], None]] = None) -> Dict[str, Dict[str, Any]]:
+    """``{host: {"ib": ..., "gpu": ...}}`` for the nodes that answered; ``keep(host, sources)`` receives the
+    texts each node's facts are parsed from (the run directory keeps them)."""
     out: Dict[str, Dict[str, Any]] = {}
 
     def one(node) -> None:
@@ -50,7 +52,11 @@ def collect(nodes: Sequence, timeout: float, fanout: int = 64) -> Dict[str, Dict
         except TransportError:
             return
         if r.error is None and r.stdout:
-            out[node.name] = parse(r.stdout, mark)
+            secs, _rcs, _cut = sections.split_sections(r.stdout, mark, script.source_names(node_script()))
+            wanted = {n: secs.get(n) for _area, names in SOURCES.values() for n in names}
+            if keep is not None:
+                keep(node.name, wanted)
+            out[node.name] = from_sections(wanted)
 
     fan_out(list(nodes), one, fanout)
     return out

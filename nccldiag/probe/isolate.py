@@ -20,9 +20,9 @@ import statistics
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
-from nccldiag.model.findings import Finding, exit_code
+from nccldiag.model.findings import Finding, exit_code, to_jsonable
 from nccldiag.probe.progress import (HANG, SLOW, STALL_GAPS, STALL_MIN, STALL_SHARE, STALLED,  # noqa: F401
                                      shows_progress, unfinished_kind)
 
@@ -457,6 +457,7 @@ def proven_good(row: str, jobs: Sequence[Job], pool: Sequence[str]) -> List[str]
 # --------------------------------------------------------------------------- the run's report
 
 SCHEMA = "nccldiag.isolate/1"
+ROUNDS = "rounds.jsonl"  # the run directory's file of the rounds that ended (Round.to_line)
 
 
 @dataclass
@@ -465,6 +466,12 @@ class Round:
     stage: str
     jobs: List[Job] = field(default_factory=list)
     elapsed: float = 0.0
+
+    def to_line(self) -> Dict[str, Any]:
+        """The round as a report document holds it, and as its run directory's ``rounds.jsonl`` keeps it when it
+        ends (its jobs judged or not yet)."""
+        return {"index": self.index, "stage": self.stage, "elapsed_s": round(self.elapsed, 3),
+                "jobs": [to_jsonable(j) for j in self.jobs]}
 
 
 @dataclass
@@ -498,3 +505,32 @@ class IsolateReport:
     @property
     def pair_rounds(self) -> int:
         return sum(1 for r in self.rounds if r.stage != ALONE)
+
+    def meta(self) -> Dict[str, Any]:
+        """Its run directory's ``run.json`` (before the first round): what a report of a run stopped early says."""
+        return {"schema": SCHEMA, "backend": self.backend, "launcher": self.launcher, "hosts": list(self.hosts),
+                "nproc_per_node": self.nproc_per_node, "collective": self.collective, "size": self.size,
+                "seed": self.seed, "rows": [{"name": r.name, "env": r.environ, "net": r.net, "why": r.why}
+                                            for r in self.rows],
+                "interfaces": self.interfaces}
+
+    @classmethod
+    def from_meta(cls, meta: Dict[str, Any], out_dir: Optional[str] = None) -> "IsolateReport":
+        """The report of a run that stopped before its end, from its ``run.json`` (no round, no verdict)."""
+        def strs(v: Any) -> List[str]:
+            return [str(x) for x in v] if isinstance(v, list) else []
+
+        def num(v: Any) -> Optional[int]:
+            return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+        rows = [Row(str(r["name"]), tuple((str(k), str(v)) for k, v in (r.get("env") or {}).items()),
+                    r.get("net") if isinstance(r.get("net"), str) else None, str(r.get("why") or ""))
+                for r in meta.get("rows") or [] if isinstance(r, dict) and r.get("name")]
+        report = cls(hosts=strs(meta.get("hosts")), backend=str(meta.get("backend") or "?"), rows=rows,
+                     seed=num(meta.get("seed")), run_id=str(meta.get("run_id") or "") or None, out_dir=out_dir,
+                     nproc_per_node=num(meta.get("nproc_per_node")) or 1,
+                     collective=str(meta.get("collective") or "all_reduce"), size=num(meta.get("size")),
+                     launcher=str(meta.get("launcher") or "ssh"))
+        if isinstance(meta.get("interfaces"), dict):
+            report.interfaces = meta["interfaces"]
+        return report

@@ -20,7 +20,7 @@ allocation, every per-node command an srun step too, and no SSH at all.
 """
 from __future__ import annotations
 
-import json
+import contextlib
 import os
 import shlex
 import threading
@@ -29,9 +29,10 @@ from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from nccldiag.inventory import Host
+from nccldiag.rundir import Run as RunDir
 from nccldiag.model.errors import UsageError
 from nccldiag.model.findings import Status, error, fail, ok, warn
-from nccldiag.probe import analysis, counters, isolate, launch, pairing, results, runner
+from nccldiag.probe import analysis, counters, isolate, launch, pairing, records, results, runner
 from nccldiag.probe.isolate import IsolateReport, Job, Round, Row
 from nccldiag.probe.plan import Setting
 from nccldiag.transport.base import TransportError
@@ -67,11 +68,6 @@ class IsolateOptions:
     fanout: int = 64
     launcher: str = "ssh"  # ssh: torchrun per node over SSH; srun: one Slurm step per job, no SSH
     slurm_job: Optional[str] = None  # --launcher srun: the allocation every step runs in
-
-
-def _state_dir() -> str:
-    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
-    return os.path.join(base, "nccldiag", "isolate")
 
 
 def _resolve_command(rows: Sequence[Row]) -> str:
@@ -123,9 +119,7 @@ class _Cluster:
         return args
 
     def on_record(self, rec: dict) -> None:
-        with self.lock:
-            self.out.write(json.dumps(rec) + "\n")
-            self.out.flush()
+        self.out.add(rec)  # the run directory's records.jsonl, one flushed line each
 
     def run_job(self, job: Job, on_record: Optional[Callable[[dict], None]] = None) -> Job:
         """Launch, stream, bound, reap one job; fill in its outcome (not its verdict)."""
@@ -506,15 +500,19 @@ def _run(report: IsolateReport, nodes, live, prep: runner.Prepared, opts: Isolat
         fan_out(participants, resolve, opts.fanout)
     report.interfaces = {r.name: dict(ifaces.get(r.name) or {n.name: prep.ifnames.get(n.name) for n in participants})
                          for r in rows}
-    out_dir = os.path.abspath(opts.out_dir) if opts.out_dir else os.path.join(_state_dir(), prep.run_id)
-    os.makedirs(out_dir, mode=0o700, exist_ok=True)
-    report.out_dir = out_dir
+    run = RunDir("isolate", opts.out_dir, run_id=prep.run_id)
+    try:
+        run.create(report.meta())
+        kept = _Kept(run)
+    except OSError as exc:  # the run's directories go in run()
+        raise UsageError(f"cannot write the run directory {run.path}: {exc.strerror or exc}; nothing ran") from None
+    report.out_dir = run.path
     lock = threading.Lock()
-    with open(os.path.join(out_dir, "records.jsonl"), "x", encoding="utf-8") as rec_file:
+    with contextlib.closing(run):
         if opts.launcher == "srun":
-            cl = _SrunCluster(participants, prep, rows, ifaces, opts, backend, rec_file, lock, order=order)
+            cl = _SrunCluster(participants, prep, rows, ifaces, opts, backend, kept, lock, order=order)
         else:
-            cl = _Cluster(participants, prep, rows, ifaces, opts, backend, rec_file, lock)
+            cl = _Cluster(participants, prep, rows, ifaces, opts, backend, kept, lock)
         _schedule(report, cl, [n.name for n in participants], rows, opts, excluded, progress)
     cleanup_failed = runner.cleanup(live, prep.rundir, timeout=min(15.0, opts.ssh.command_timeout), fanout=opts.fanout)
     for host, msg in sorted(cleanup_failed.items()):
@@ -524,6 +522,20 @@ def _run(report: IsolateReport, nodes, live, prep: runner.Prepared, opts: Isolat
         n.close()
     report.elapsed = time.monotonic() - t0
     return report
+
+
+class _Kept:
+    """The run directory of an isolation as it goes: every rank's record as it comes, each round once it ended."""
+
+    def __init__(self, run: RunDir):
+        self.run = run
+        run.lines(records.RECORDS)  # there from the start, as the run's mark
+
+    def add(self, rec: dict) -> None:
+        self.run.lines(records.RECORDS).add(rec)
+
+    def round(self, rnd: Round) -> None:
+        self.run.lines(isolate.ROUNDS).add(rnd.to_line())
 
 
 def _schedule(report: IsolateReport, cl: _Cluster, pool: List[str], rows: Sequence[Row], opts: IsolateOptions,
@@ -547,6 +559,7 @@ def _schedule(report: IsolateReport, cl: _Cluster, pool: List[str], rows: Sequen
                 if c:
                     j.evidence.append(f"{n} counters: " + ", ".join(f"{k} +{v}" for k, v in sorted(c.items())))
         report.rounds.append(rnd)
+        cl.out.round(rnd)
         jobs.extend(rnd.jobs)
         index += 1
         return rnd

@@ -14,7 +14,6 @@ import re
 import shlex
 import threading
 import time
-import uuid
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
@@ -60,6 +59,20 @@ class SettingRun:
     progress: List[Tuple[float, str]] = field(default_factory=list)
     stopped_s: Optional[float] = None
 
+    def to_line(self) -> Dict[str, object]:
+        """Its line of a run directory's ``settings.jsonl`` (:mod:`nccldiag.probe.records`)."""
+        from nccldiag.probe import records
+
+        return records.setting_line(self)
+
+    @classmethod
+    def from_line(cls, setting: Setting, line: Optional[dict], recs: List[dict], logs: Dict[str, str],
+                  launched: Optional[results.Launched] = None) -> "SettingRun":
+        """Back from its line, records and logs (:func:`nccldiag.probe.records.setting_run`)."""
+        from nccldiag.probe import records
+
+        return records.setting_run(setting, line, recs, logs, launched)
+
 
 @dataclass
 class Prepared:
@@ -98,7 +111,9 @@ def _archive(files: Dict[str, str]) -> str:
 
 
 def new_run_id() -> str:
-    return f"nccldiag-{time.strftime('%Y%m%d%H%M%S')}-{uuid.uuid4().hex[:6]}"
+    from nccldiag.rundir import new_run_id as new
+
+    return new()
 
 
 def _parse_kv(text: str) -> Dict[str, str]:

@@ -6,17 +6,17 @@ analyze (pure) -> report. Every setting runs even when an earlier one hung.
 """
 from __future__ import annotations
 
-import json
+import contextlib
 import os
 import shlex
 import sys
-import threading
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Tuple
 
+from nccldiag.rundir import Run as RunDir
 from nccldiag.inventory import Host
-from nccldiag.probe import counters, launch, runner
+from nccldiag.probe import counters, launch, records, runner
 from nccldiag.model.errors import UsageError
 from nccldiag.transport.ssh import SSHOptions
 from nccldiag.transport.task import fan_out
@@ -50,12 +50,7 @@ class ProbeOptions:
     fanout: int = 64
     slurm_job: Optional[str] = None  # --launcher srun: the allocation every step runs in
     spec_path: Optional[str] = None  # the site spec of --spec (absolute): run.json names it for a rebuilt report
-
-
-def state_dir() -> str:
-    """Where run directories go by default: ``$XDG_STATE_HOME/nccldiag/probe`` (``~/.local/state/...``)."""
-    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
-    return os.path.join(base, "nccldiag", "probe")
+    spec: object = None  # that spec, read (nccldiag.spec.model.Spec): its findings and policy end the run
 
 
 def torch_missing(python: str) -> Optional[str]:
@@ -121,8 +116,8 @@ def run(hosts: Sequence[Host], opts: ProbeOptions,
             fit_allocation(granted, nodes, explicit, True)  # refused here, before any node is contacted
     else:
         nodes = [SSHNode(h, opts.ssh) for h in hosts]
-    run_id = runner.new_run_id()
-    out_dir = os.path.abspath(opts.out_dir) if opts.out_dir else os.path.join(state_dir(), run_id)
+    run = RunDir("probe", opts.out_dir)  # written once the nodes are prepared
+    run_id, out_dir = run.run_id, run.path
 
     # connect, fanout at a time, each bounded by the SSH timeouts
     unreachable: Dict[str, str] = {} if opts.dry_run else connect_all(nodes, opts.fanout)
@@ -131,7 +126,7 @@ def run(hosts: Sequence[Host], opts: ProbeOptions,
         report = analysis.unreachable_report(unreachable, [n.name for n in nodes], run_id)
         for n in nodes:
             n.close()
-        return report
+        return analysis.conclude(report, opts.spec)
 
     cleaned = opts.dry_run  # set once the run's processes and directories are gone; until then, `finally` does it
     rundir_here: Optional[str] = None
@@ -176,25 +171,19 @@ def run(hosts: Sequence[Host], opts: ProbeOptions,
         runs: List[runner.SettingRun] = []
         dry: List[Tuple[str, str, str]] = []  # (setting, host, command) for --dry-run
         can_run = bool(participants) and len(participants) == len(live) and not unreachable
-        settings_log = None
+        keep = records.Writer(run)
         if can_run and not opts.dry_run:
-            from nccldiag import rundir
-
             try:
-                rundir.create(out_dir, run_meta(prep.run_id, opts, backend, nproc, timeout, settings,
-                                                [n.name for n in nodes], prep))
-                settings_log = rundir.Lines(os.path.join(out_dir, "settings.jsonl"))
+                keep.start(records.ProbeMeta(
+                    backend=backend, launcher=opts.launcher, hosts=[n.name for n in nodes], nproc_per_node=nproc,
+                    timeout=timeout, require_ib=opts.require_ib, settings=settings, loopback=prep.loopback,
+                    ifnames=prep.ifnames, iface_speeds=_iface_speeds(prep), route_ifnames=_route_ifnames(prep),
+                    spec=opts.spec_path))
             except OSError as exc:
                 raise UsageError(f"cannot write the run directory {out_dir}: {exc.strerror or exc}; nothing ran, "
                                  "and the nodes were cleaned up") from None
-        with (open(os.path.join(out_dir, "records.jsonl"), "x", encoding="utf-8") if can_run and not opts.dry_run
-              else open(os.devnull, "w", encoding="utf-8")) as rec_file:
-            lock = threading.Lock()
-
-            def on_record(rec: dict) -> None:
-                with lock:
-                    rec_file.write(json.dumps(rec) + "\n")
-                    rec_file.flush()
+        with contextlib.closing(keep):  # its records and settings files end with the last setting
+            on_record = keep.record
 
             grace = min(30.0, pg_timeout + 10.0)
             for i, setting in enumerate(settings):
@@ -239,12 +228,8 @@ def run(hosts: Sequence[Host], opts: ProbeOptions,
                                         launched=launched_by(opts.launcher, participants, nproc, spec.worker_args),
                                         hostnames=prep.hostnames)
                 sr.counters = counters.counter_deltas(sr.after)
-                _save_logs(out_dir, setting.name, sr.logs)
+                keep.ended(sr)
                 runs.append(sr)
-                if settings_log is not None:
-                    settings_log.add(setting_line(sr))
-        if settings_log is not None:
-            settings_log.close()
         if opts.dry_run:
             for n in nodes:
                 n.close()
@@ -257,7 +242,9 @@ def run(hosts: Sequence[Host], opts: ProbeOptions,
         if backend == "nccl" and runs:
             from nccldiag.probe import facts
 
-            node_facts = facts.collect(participants, timeout=min(60.0, opts.ssh.command_timeout), fanout=opts.fanout)
+            node_facts = facts.collect(participants, timeout=min(60.0, opts.ssh.command_timeout), fanout=opts.fanout,
+                                       keep=keep.facts)
+        keep.close()
         # a shared run directory is one directory: the first node removes it
         cleanup_failed = ({} if local else
                           runner.cleanup(live[:1] if opts.shared_dir else live, prep.rundir,
@@ -274,14 +261,14 @@ def run(hosts: Sequence[Host], opts: ProbeOptions,
             hosts=[n.name for n in nodes], unreachable=unreachable, problems=prep.problems, loopback=prep.loopback,
             ifnames=prep.ifnames, nproc_per_node=nproc, out_dir=out_dir if runs else None, cleanup_failed=cleanup_failed,
             elapsed=time.monotonic() - t0, timeout=timeout, run_id=prep.run_id,
-            iface_speeds={h: (prep.info.get(h) or {}).get("iface_speed") for h in prep.info},
-            route_ifnames={h: (prep.info.get(h) or {}).get("route_iface") for h in prep.info},
+            iface_speeds=_iface_speeds(prep), route_ifnames=_route_ifnames(prep),
             node_facts=node_facts,
         )
         if grant_note:
             report.note = f"{report.note} {grant_note}".strip()
-        return report
+        return analysis.conclude(report, opts.spec)
     finally:
+        run.close()
         if not cleaned:
             # Ctrl-C, SIGTERM, a full disk, a bug: kill the run's processes on every node and remove its run
             # directories, whatever stopped the run
@@ -367,46 +354,18 @@ def ras_query(backend: str, python: str, env: Dict[str, str]) -> Optional[str]:
     return runner.ras_command(python, env.get("NCCL_RAS_ADDR"))
 
 
-def run_meta(run_id: str, opts: ProbeOptions, backend: str, nproc: int, timeout: float, settings, hosts,
-             prep: runner.Prepared) -> Dict[str, object]:
-    """``run.json`` of a probe's run directory: what a report rebuilt from it needs besides the records."""
-    return {
-        "command": "probe", "schema": "nccldiag.probe/1", "run_id": run_id, "backend": backend,
-        "launcher": opts.launcher, "hosts": list(hosts), "nproc_per_node": nproc, "timeout": timeout,
-        "require_ib": opts.require_ib,
-        "settings": [{"name": s.name, "env": s.env, "why": s.why, "custom": s.custom, "requires_ib": s.requires_ib}
-                     for s in settings],
-        "loopback": prep.loopback, "ifnames": prep.ifnames, "spec": opts.spec_path,
-        "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-    }
+def _iface_speeds(prep: runner.Prepared) -> Dict[str, Optional[int]]:
+    return {h: (prep.info.get(h) or {}).get("iface_speed") for h in prep.info}
 
 
-def setting_line(sr: runner.SettingRun) -> Dict[str, object]:
-    """One line of ``settings.jsonl``: how a setting's run ended on each node (its records are in records.jsonl)."""
-    return {
-        "setting": sr.setting.name, "elapsed": sr.elapsed, "timed_out": sr.timed_out,
-        "aborted_after_failure": sr.aborted_after_failure,
-        "nodes": {h: {"rc": n.rc, "error": n.error, "stderr_tail": n.stderr_tail, "elapsed": n.elapsed}
-                  for h, n in sr.nodes.items()},
-        "survivors": sr.survivors, "kill_errors": sr.kill_errors, "commands": sr.commands, "run_id": sr.run_id,
-        "logs": sorted(sr.logs), "counters": sr.counters, "progress_s": [list(p) for p in sr.progress], "stopped_s": sr.stopped_s,
-    }
+def _route_ifnames(prep: runner.Prepared) -> Dict[str, Optional[str]]:
+    return {h: (prep.info.get(h) or {}).get("route_iface") for h in prep.info}
 
 
 def _local_gpus() -> int:
     import glob
 
     return len(glob.glob("/proc/driver/nvidia/gpus/*"))
-
-
-def _save_logs(out_dir: str, setting: str, logs: Dict[str, str]) -> None:
-    if not logs:
-        return
-    d = os.path.join(out_dir, "nccl-logs", runner.safe_name(setting))
-    os.makedirs(d, exist_ok=True)
-    for name, text in logs.items():
-        with open(os.path.join(d, runner.safe_name(name.replace("/", "__"))), "w", encoding="utf-8") as f:
-            f.write(text)
 
 
 def allocation_grant(opts: ProbeOptions):

@@ -1,123 +1,93 @@
-"""Rendering a check: the node × area table, the findings, and JSON."""
+"""A check's report document (JSON), and the document on the terminal: the node × area table, the findings."""
 from __future__ import annotations
 
-from collections import OrderedDict
-from typing import Dict, List, Tuple
+import json
+from typing import Any, Dict, List, Optional, Tuple
 
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
 from nccldiag.check.engine import SCHEMA, CheckReport
-from nccldiag.model.findings import SEVERITY, Finding, Status, to_jsonable
-from nccldiag.report import diagnoses_report
-from nccldiag.report.jsonout import envelope
+from nccldiag.model.findings import Status, to_jsonable
+from nccldiag.report import diagnoses_report, findings
+from nccldiag.report.findings import RANK as _RANK
+from nccldiag.report.jsonout import dumps, envelope
 
 
 def exit_code(report: CheckReport) -> int:
     """The check's exit code, following the verdict: 1 when a finding or a diagnosis fails, else 3 when a node
     could not be checked, else 0."""
-    return diagnoses_report.verdict_exit_code(report.exit_code, diagnoses_report.for_check(report)[0])
+    return diagnoses_report.verdict_exit_code(report.exit_code, report.diagnoses)
 
 
-def _fold(hosts: List[str]) -> str:
-    try:
-        from ClusterShell.NodeSet import NodeSet
-
-        folded = str(NodeSet.fromlist(hosts))
-        return folded if len(folded) < len(",".join(hosts)) else ",".join(hosts)
-    except Exception:
-        return ",".join(hosts)
+def _area_status(node: Dict[str, Any], column: str) -> Optional[str]:
+    return (node.get("areas") or {}).get(column)
 
 
-def grouped(report: CheckReport, min_status: Status = Status.WARN) -> List[Tuple[Finding, List[str]]]:
-    """Findings at ``min_status`` or worse, identical ones across hosts merged."""
-    groups: "OrderedDict[tuple, Tuple[Finding, List[str]]]" = OrderedDict()
-    for f in report.findings:
-        if SEVERITY[f.status] < SEVERITY[min_status]:
-            continue
-        key = (f.status, f.check, f.message, f.fix)
-        if key in groups:
-            groups[key][1].append(f.host or "")
-        else:
-            groups[key] = (f, [f.host or ""])
-    return sorted(groups.values(), key=lambda g: (-SEVERITY[g[0].status], g[0].check))
-
-
-def _judged(report: CheckReport, column: str) -> bool:
+def _judged(doc: Dict[str, Any], column: str) -> bool:
     """Whether any node has a finding other than skip in ``column``."""
-    return any(f.area == column and f.status != Status.SKIP for f in report.findings)
+    return any(f.get("area") == column and f.get("status") != "skip"
+               for n in doc.get("nodes") or [] for f in n.get("findings") or [])
 
 
-def _by_status(node, cols: List[str]) -> Text:
+def _by_status(node: Dict[str, Any], cols: List[str]) -> Text:
     """``fail: gpu, xid  warn: nvlink  ok: 9`` for the compact table."""
-    groups: Dict[Status, List[str]] = {}
+    groups: Dict[str, List[str]] = {}
     for c in cols:
-        st = node.area_status(c)
+        st = _area_status(node, c)
         if st is not None:
             groups.setdefault(st, []).append(c)
     parts: List[Tuple[str, str]] = []
-    for st in sorted(groups, key=lambda s: -SEVERITY[s]):
+    for st in sorted(groups, key=lambda s: -_RANK.get(s, 0)):
         names = groups[st]
-        shown = str(len(names)) if st in (Status.OK, Status.SKIP) else ", ".join(names)
-        parts += [(f"{st.value}: ", st.value), (shown + "  ", "")]
+        shown = str(len(names)) if st in ("ok", "skip") else ", ".join(names)
+        parts += [(f"{st}: ", st), (shown + "  ", "")]
     return Text.assemble(*parts)
 
 
-def render(report: CheckReport, con: Console, verbose: bool = False) -> None:
-    diagnoses_report.render(*diagnoses_report.for_check(report), con, verbose=verbose)
+def render(doc: Dict[str, Any], con: Console, verbose: bool = False) -> None:
+    """A check's report document on the terminal: the diagnoses, the node × area table, the findings."""
+    diagnoses_report.render(doc, con, verbose=verbose)
+    nodes = doc.get("nodes") or []
+    areas = list(doc.get("areas") or [])
     # columns where every node skipped (the hardware or tool is absent everywhere) are named below the table
     # instead, so that the table of a GPU node with every area stays readable in a terminal
-    cols = [c for c in report.columns if c == "ssh" or _judged(report, c)]
-    skipped = [c for c in report.columns if c not in cols]
-    node_width = min(40, max([4] + [len(n.host) for n in report.nodes]))
+    cols = [c for c in areas if c == "ssh" or _judged(doc, c)]
+    skipped = [c for c in areas if c not in cols]
+    node_width = min(40, max([4] + [len(str(n.get("host"))) for n in nodes]))
     table = Table(title=None, show_lines=False, header_style="bold", pad_edge=False)
     table.add_column("node", no_wrap=True, min_width=node_width)
+
+    def name(node: Dict[str, Any]) -> Text:
+        return Text(str(node.get("host")), style="bold" if node.get("status") in ("fail", "error") else "")
+
     if node_width + 2 + sum(max(len(c), 5) + 3 for c in cols) <= con.width:
         for c in cols:
             table.add_column(c, no_wrap=True, min_width=4)
-        for node in report.nodes:
+        for node in nodes:
             cells = []
             for c in cols:
-                st = node.area_status(c)
-                if st is None:
-                    cells.append(Text("-", style="muted"))
-                else:
-                    cells.append(Text(st.value, style=st.value))
-            table.add_row(Text(node.host, style="bold" if node.status in (Status.FAIL, Status.ERROR) else ""), *cells)
+                st = _area_status(node, c)
+                cells.append(Text("-", style="muted") if st is None else Text(st, style=st))
+            table.add_row(name(node), *cells)
     else:
         # one column per area would not fit the terminal: the areas of each node grouped by status
         table.add_column("status", no_wrap=True)
         table.add_column("areas")
-        for node in report.nodes:
-            table.add_row(Text(node.host, style="bold" if node.status in (Status.FAIL, Status.ERROR) else ""),
-                          Text(node.status.value, style=node.status.value), _by_status(node, cols))
+        for node in nodes:
+            st = str(node.get("status"))
+            table.add_row(name(node), Text(st, style=st), _by_status(node, cols))
     con.print(table)
     if skipped:
         con.print(Text(f"skipped on every node: {', '.join(skipped)}", style="muted"))
-    floor = Status.OK if verbose else Status.WARN
-    items = grouped(report, floor)
-    if items:
-        con.print()
-    for f, hosts in items:
-        if f.status == Status.OK and not verbose:
-            continue
-        label = Text(f" {f.status.value.upper():5} ", style=f.status.value)
-        con.print(Text.assemble(label, " ", (f.check, "bold"), " ", (_fold(hosts), "cyan"), "  ", f.message))
-        for line in f.evidence[:5] if f.status != Status.OK else []:
-            con.print(Text(f"        | {line}", style="muted"))
-        if f.fix and f.status != Status.OK:
-            con.print(Text(f"        fix: {f.fix}"))
-    if verbose:
-        skips = grouped(report, Status.SKIP)
-        for f, hosts in skips:
-            if f.status == Status.SKIP:
-                con.print(Text(" SKIP  ", style="skip"), Text(f.check), Text(_fold(hosts)), Text(f.message, style="muted"))
-    n = len(report.nodes)
-    unhealthy = sum(1 for x in report.nodes if x.status == Status.FAIL)
-    unreachable = sum(1 for x in report.nodes if not x.reachable or x.status == Status.ERROR)
-    warned = sum(1 for x in report.nodes if x.status == Status.WARN)
+    findings.render(con, [f for n in nodes for f in n.get("findings") or []], verbose)
+    n = len(nodes)
+    unhealthy = sum(1 for x in nodes if x.get("status") == "fail")
+    unreachable = sum(1 for x in nodes if not x.get("reachable") or x.get("status") == "error")
+    warned = sum(1 for x in nodes if x.get("status") == "warn")
     healthy = n - unhealthy - unreachable - warned
+    elapsed = "" if doc.get("elapsed_s") is None else f"{float(doc['elapsed_s']):.1f} s, "
     con.print()
     con.print(
         Text.assemble(
@@ -129,13 +99,13 @@ def render(report: CheckReport, con: Console, verbose: bool = False) -> None:
             (f"{unhealthy} unhealthy", "fail" if unhealthy else ""),
             ", ",
             (f"{unreachable} not checked", "error" if unreachable else ""),
-            (f"  ({report.elapsed:.1f} s, exit {exit_code(report)})", "muted"),
+            (f"  ({elapsed}exit {doc.get('exit_code')})", "muted"),
         )
     )
-    for note in report.inventory_notes:
+    for note in doc.get("notes") or []:
         con.print(Text(f"note: {note}", style="muted"))
-    if report.slurm is not None:
-        render_slurm(report.slurm, con)
+    if doc.get("slurm") is not None:
+        render_slurm(doc["slurm"], con)
 
 
 def render_slurm(section: Dict, con: Console) -> None:
@@ -204,6 +174,11 @@ def to_json(report: CheckReport, include_facts: bool = True) -> Dict:
         "summary": {"nodes": len(report.nodes), "by_status": counts},
         "notes": report.inventory_notes,
         "nodes": nodes,
-        **diagnoses_report.to_json(*diagnoses_report.for_check(report)),
+        **diagnoses_report.to_json(report.diagnoses, report.diagnosis_summary),
         **({"slurm": report.slurm} if report.slurm is not None else {}),
     }
+
+
+def document(report: CheckReport) -> Dict:
+    """The report document exactly as ``report.json`` and every format hold it."""
+    return json.loads(dumps(to_json(report)))

@@ -1,77 +1,103 @@
-"""The "Diagnoses" section every report opens with, and its JSON.
+"""The "Diagnoses" section every report opens with, from the report document.
 
-Summary first (healthy and failing nodes, the transport paths that worked,
-the top diagnoses), then each diagnosis in a few lines; ``-v`` adds its
-evidence. The same diagnoses go into every command's JSON as ``diagnoses``
-(and the summary as ``diagnosis_summary``).
+The engines attach the diagnoses (:func:`nccldiag.diagnosis.attach`); a
+document carries them as ``diagnoses`` (``Diagnosis.to_dict()``) and
+``diagnosis_summary``. This module serialises them into a document and
+renders them from it, for the terminal (summary first: healthy and failing
+nodes, the transport paths that worked, then each diagnosis in a few lines;
+``-v`` adds its evidence) and, through :func:`view`, for the file formats.
 """
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from rich.console import Console
 from rich.text import Text
 
-from nccldiag.diagnosis import Diagnosis, Inputs, Summary, diagnose, summary
+from nccldiag.report.findings import fold
 
 TOP = 5
 _STYLE = {"fail": "fail", "warn": "warn", "info": "muted"}
 
 
-def run(inputs: Inputs) -> Tuple[List[Diagnosis], Summary]:
-    diags = diagnose(inputs)
-    return diags, summary(inputs, diags)
+def to_json(diags: Sequence[Any], s: Any) -> Dict[str, Any]:
+    """The document's ``diagnoses`` and ``diagnosis_summary`` from those an engine attached."""
+    if s is None:
+        raise ValueError("the report was not diagnosed: the engine attaches its diagnoses (diagnosis.attach)")
+    return {"diagnoses": [d.to_dict() for d in diags], "diagnosis_summary": s.to_dict()}
 
 
-def _once(report, make) -> Tuple[List[Diagnosis], Summary]:
-    """The diagnoses of ``report``, computed once however many views (terminal, JSON, exit code) ask."""
-    done = getattr(report, "_diagnosed", None)
-    if done is None:
-        done = make()
-        try:
-            report._diagnosed = done
-        except AttributeError:
-            pass
-    return done
-
-
-def for_check(report) -> Tuple[List[Diagnosis], Summary]:
-    return _once(report, lambda: run(Inputs(check=report)))
-
-
-def for_probe(report) -> Tuple[List[Diagnosis], Summary]:
-    return _once(report, lambda: run(Inputs(probe=report)))
-
-
-def verdict_exit_code(code: int, diags: List[Diagnosis]) -> int:
+def verdict_exit_code(code: int, diags: Sequence[Any]) -> int:
     """An exit code that follows the verdict: a failing diagnosis makes it 1 (unhealthy), as a failing finding does."""
     return 1 if any(d.severity == "fail" for d in diags) and code in (0, 3) else code
 
 
-def for_log(facts, findings, pasted=None) -> Tuple[List[Diagnosis], Summary]:
-    """``pasted``: node outputs and process ends found in the same text (:mod:`nccldiag.diagnosis.pasted`)."""
-    return run(Inputs(logs=facts, log_findings=list(findings), pasted=pasted))
+def evidence_line(e: Dict[str, Any]) -> str:
+    """One piece of evidence as ``Evidence.line()`` wrote it: ``kind: [ref] host: text``."""
+    where = f"{e['host']}: " if e.get("host") else ""
+    ref = f"[{e['ref']}] " if e.get("ref") and e.get("kind") != "log" else ""
+    return f"{e.get('kind')}: {ref}{where}{e.get('text')}"
 
 
-def to_json(diags: List[Diagnosis], s: Summary) -> Dict[str, Any]:
-    return {"diagnoses": [d.to_dict() for d in diags], "diagnosis_summary": s.to_dict()}
+def view(d: Dict[str, Any]) -> Dict[str, Any]:
+    """One document diagnosis in the shape the file formats print: strings and lists of strings."""
+    conf = d.get("confidence") or {}
+    level, why = (conf.get("level") or "", conf.get("why") or "") if isinstance(conf, dict) else (str(conf), "")
+    nodes = list(d.get("nodes") or []) + [p for p in d.get("pairs") or [] if p not in (d.get("nodes") or [])]
+    workaround, cost = d.get("workaround") or "", d.get("workaround_cost") or ""
+    return {
+        "title": str(d.get("title") or ""), "severity": str(d.get("severity") or "fail"),
+        "summary": str(d.get("summary") or ""), "nodes": [str(n) for n in nodes],
+        "evidence": [evidence_line(e) if isinstance(e, dict) else str(e) for e in d.get("evidence") or []],
+        "level": str(level), "confidence": f"{level}: {why}" if why else str(level), "why": str(why),
+        "fix": str(d.get("fix") or ""), "workaround": workaround + (f" (cost: {cost})" if workaround and cost else ""),
+        "missing": [str(m) for m in d.get("missing") or []], "confirm": str(d.get("confirm") or ""),
+        "alternatives": [str(a) for a in d.get("alternatives") or []],
+    }
 
 
-def _nodes(names: List[str]) -> str:
-    try:
-        from ClusterShell.NodeSet import NodeSet
+def headline(items: Sequence[Dict[str, Any]], empty: bool = False, unchecked: Sequence[str] = ()) -> Tuple[str, str]:
+    """``(text, style)`` of the report's first line: the verdict in plain words, where, and how sure.
 
-        folded = str(NodeSet.fromlist(names))
-        return folded if len(folded) < len(",".join(names)) else ",".join(names)
-    except Exception:
-        return ",".join(names)
+    The first fail or warn diagnosis names it; with none, the run shows nothing broken (and says so only then:
+    the diagnoses already hold an ``unexplained`` verdict wherever a finding fails or warns unexplained).
+    ``empty``: the input held nothing to judge, which is no all-clear; ``unchecked``: nodes that could not be
+    checked, which no verdict covers.
+    """
+    ds = [view(d) for d in items]
+    top = next((d for d in ds if d["severity"] in ("fail", "warn")), None)
+    if top is None and unchecked:
+        names = ", ".join(list(unchecked)[:6]) + (f" and {len(unchecked) - 6} more" if len(unchecked) > 6 else "")
+        return f"Verdict: not checked: {names}; nothing broken on the others", "error"
+    if top is None and empty:
+        return "Verdict: nothing to judge: the input holds no NCCL line, error or result", "warn"
+    if top is None and ds:
+        more = f" (and {len(ds) - 1} more)" if len(ds) > 1 else ""
+        return f"Verdict: no fault found; noted: {ds[0]['title']}{more}", "ok"
+    if top is None:
+        return "Verdict: nothing broken", "ok"
+    where = f" on {', '.join(top['nodes'][:6])}" + (f" and {len(top['nodes']) - 6} more" if len(top["nodes"]) > 6
+                                                    else "") if top["nodes"] else ""
+    sure = f" ({top['level']} confidence)" if top["level"] else ""
+    return f"Verdict: {top['severity'].upper()} {top['title']}{where}{sure}", top["severity"]
 
 
-def bandwidth_line(s: Summary, setting: str) -> Optional[Text]:
-    """``busbw vs expected: ...`` for one probe setting, or None without a figure."""
+def _summary(doc: Dict[str, Any]) -> Dict[str, Any]:
+    return doc.get("diagnosis_summary") or {}
+
+
+def print_headline(doc: Dict[str, Any], con: Console, empty: bool = False, unchecked: bool = False) -> None:
+    """The report's first line: the verdict (see :func:`headline`); ``unchecked``: name the nodes not checked."""
+    text, style = headline(doc.get("diagnoses") or [], empty,
+                           _summary(doc).get("unchecked_nodes") or [] if unchecked else [])
+    con.print(Text(text, style=f"bold {style}"))
+
+
+def bandwidth_line(bandwidth: Dict[str, Any], setting: str) -> Optional[Text]:
+    """``busbw vs expected: ...`` for one probe setting (``diagnosis_summary.bandwidth``), or None without a figure."""
     from nccldiag.diagnosis.expected import FLOOR
 
-    c = s.bandwidth.get(setting)
+    c = (bandwidth or {}).get(setting)
     if not c:
         return None
     exp = c.get("expected")
@@ -91,55 +117,53 @@ def bandwidth_line(s: Summary, setting: str) -> Optional[Text]:
     return line
 
 
-def print_headline(diags: List[Diagnosis], con: Console, empty: bool = False, unchecked: List[str] = ()) -> None:
-    """The report's first line: the verdict (see :func:`nccldiag.report.diagnoses.headline`)."""
-    from nccldiag.report.diagnoses import headline
-
-    text, style = headline(diags, empty, unchecked)
-    con.print(Text(text, style=f"bold {style}"))
-
-
-def render(diags: List[Diagnosis], s: Summary, con: Console, verbose: bool = False, paths: bool = True,
+def render(doc: Dict[str, Any], con: Console, verbose: bool = False, paths: bool = True,
            empty: bool = False, head: bool = True) -> None:
-    """``empty``: the input held nothing to judge (the headline says so instead of "nothing broken");
-    ``head``: print the verdict line first (a report that opens with it already says no)."""
+    """The diagnoses of the document ``doc``. ``empty``: the input held nothing to judge (the headline says so
+    instead of "nothing broken"); ``head``: print the verdict line first (a report that opens with it already
+    says no)."""
+    diags: List[Dict[str, Any]] = list(doc.get("diagnoses") or [])
+    s = _summary(doc)
     if head:
-        print_headline(diags, con, empty, s.unchecked)
+        print_headline(doc, con, empty, unchecked=True)
     con.print(Text("Diagnoses", style="bold"))
-    parts: List[Any] = []
-    if s.healthy or s.failing or s.unchecked or s.warned:
-        parts = [(f"{len(s.healthy)} healthy", "ok"), (f" ({_nodes(s.healthy)})" if s.healthy else ""), ", "]
-        if s.warned:
-            parts += [(f"{len(s.warned)} with warnings", "warn"), f" ({_nodes(s.warned)}), "]
-        parts += [(f"{len(s.failing)} failing", "fail" if s.failing else ""),
-                 (f" ({_nodes(s.failing)})" if s.failing else "")]
-        if s.unchecked:
-            parts += [", ", (f"{len(s.unchecked)} not checked ({_nodes(s.unchecked)})", "error")]
+    healthy, warned = s.get("healthy_nodes") or [], s.get("warned_nodes") or []
+    failing, unchecked = s.get("failing_nodes") or [], s.get("unchecked_nodes") or []
+    if healthy or failing or unchecked or warned:
+        parts: List[Any] = [(f"{len(healthy)} healthy", "ok"), (f" ({fold(healthy)})" if healthy else ""), ", "]
+        if warned:
+            parts += [(f"{len(warned)} with warnings", "warn"), f" ({fold(warned)}), "]
+        parts += [(f"{len(failing)} failing", "fail" if failing else ""), (f" ({fold(failing)})" if failing else "")]
+        if unchecked:
+            parts += [", ", (f"{len(unchecked)} not checked ({fold(unchecked)})", "error")]
         con.print(Text.assemble("  nodes: ", *parts))
-    if paths and (s.paths_ok or s.paths_bad):
-        if s.paths_ok:
-            con.print(Text.assemble("  worked: ", ("; ".join(s.paths_ok), "ok")))
-        if s.paths_bad:
-            con.print(Text.assemble("  failed: ", ("; ".join(s.paths_bad), "fail")))
+    ok_paths, bad_paths = s.get("working_paths") or [], s.get("failing_paths") or []
+    if paths and (ok_paths or bad_paths):
+        if ok_paths:
+            con.print(Text.assemble("  worked: ", ("; ".join(ok_paths), "ok")))
+        if bad_paths:
+            con.print(Text.assemble("  failed: ", ("; ".join(bad_paths), "fail")))
     if not diags and not empty:
         con.print(Text("  no diagnosis: the evidence shows nothing broken", style="ok"))
     shown = diags if verbose else diags[:TOP]
-    for d in shown:
-        con.print(Text.assemble("  ", (f"{d.severity.upper():4}", _STYLE[d.severity]), " ", (d.title, "bold"),
-                                f"  [{d.confidence} confidence]", ("  " + _nodes(d.nodes) if d.nodes else "", "cyan")))
-        con.print(Text(f"       {d.summary}"))
+    for x in shown:
+        d, nodes = view(x), [str(n) for n in x.get("nodes") or []]
+        con.print(Text.assemble("  ", (f"{d['severity'].upper():4}", _STYLE.get(d["severity"], "")), " ",
+                                (d["title"], "bold"), f"  [{d['level']} confidence]",
+                                ("  " + fold(nodes) if nodes else "", "cyan")))
+        con.print(Text(f"       {d['summary']}"))
         if verbose:
-            con.print(Text(f"       why {d.confidence}: {d.confidence_why}", style="muted"))
-            for e in d.evidence:
-                con.print(Text(f"       | {e.line()}", style="muted"))
-        con.print(Text(f"       fix: {d.fix}"))
-        if d.workaround:
-            con.print(Text(f"       workaround: {d.workaround}" + (f" (cost: {d.workaround_cost})" if d.workaround_cost else "")))
-        if d.confirm:
-            con.print(Text(f"       confirm: {d.confirm}", style="muted"))
-        for a in d.alternatives if verbose else []:
+            con.print(Text(f"       why {d['level']}: {d['why']}", style="muted"))
+            for e in d["evidence"]:
+                con.print(Text(f"       | {e}", style="muted"))
+        con.print(Text(f"       fix: {d['fix']}"))
+        if d["workaround"]:
+            con.print(Text(f"       workaround: {d['workaround']}"))
+        if d["confirm"]:
+            con.print(Text(f"       confirm: {d['confirm']}", style="muted"))
+        for a in d["alternatives"] if verbose else []:
             con.print(Text(f"       or: {a}", style="muted"))
-        for m in d.missing:
+        for m in d["missing"]:
             con.print(Text(f"       to confirm, run: {m}", style="muted"))
     if len(diags) > len(shown):
         con.print(Text(f"  ... {len(diags) - len(shown)} more (-v shows all, with evidence)", style="muted"))

@@ -61,9 +61,9 @@ def _cls(status: Optional[str]) -> str:
 
 
 def _diagnoses(doc: Dict[str, Any]) -> str:
-    from nccldiag.report.diagnoses import normalize
+    from nccldiag.report.diagnoses_report import view
 
-    items = normalize(doc.get("diagnoses"))
+    items = [view(d) for d in doc.get("diagnoses") or []]
     out = ['<section id="diagnoses"><h2>Diagnoses</h2>']
     if not items:
         out.append('<p class="muted">No diagnosis: the evidence shows nothing broken.</p>')
@@ -289,7 +289,7 @@ def _head(title: str, doc: Dict[str, Any], summary: str) -> str:
 
 
 def render(doc: Dict[str, Any]) -> str:
-    """The HTML text of a check or probe document."""
+    """The HTML text of a check, probe, log or isolate document."""
     schema = str(doc.get("schema") or "")
     if schema.startswith("nccldiag.check/"):
         counts = (doc.get("summary") or {}).get("by_status") or {}
@@ -309,6 +309,62 @@ def render(doc: Dict[str, Any]) -> str:
                 _diagnoses(doc), _matrix(doc), _plots(doc), _collectives(doc), _findings(groups)]
         if doc.get("note"):
             body.insert(1, f'<p class="muted">{_e(doc["note"])}</p>')
+    elif schema.startswith("nccldiag.log/"):
+        found = doc.get("findings") or []
+        failed = sum(1 for f in found if f.get("status") == "fail")
+        summary = (f'<span>{len(doc.get("files") or [])} file(s)</span>'
+                   f'<span class="badge {"fail" if failed else "ok"}">{failed} failure(s)</span>')
+        body = [_head(f"nccldiag log: {', '.join(doc.get('files') or [])}", doc, summary),
+                _diagnoses(doc), _findings([("log", found)])]
+    elif schema.startswith("nccldiag.isolate/"):
+        nodes = doc.get("nodes") or []
+        bad = [v.get("node") for v in nodes if v.get("verdict") == "bad"]
+        summary = (f'<span>{_e(doc.get("backend"))} via {_e(doc.get("launcher"))}, {len(doc.get("hosts") or [])} '
+                   f'node(s) × {_e(doc.get("nproc_per_node"))} rank(s)</span>'
+                   f'<span class="badge {"fail" if bad else "ok"}">{len(bad)} bad</span>')
+        body = [_head(f"nccldiag isolate: {', '.join(doc.get('hosts') or [])}", doc, summary),
+                _isolate_nodes(doc), _isolate_rounds(doc), _findings([("isolate", doc.get("findings") or [])])]
+        if doc.get("note"):
+            body.insert(1, f'<p class="muted">{_e(doc["note"])}</p>')
     else:
         raise ValueError(f"no HTML form for a {schema or 'schema-less'} document")
     return "".join(body) + "</body></html>\n"
+
+
+def _isolate_nodes(doc: Dict[str, Any]) -> str:
+    out = ['<section id="nodes"><h2>Nodes</h2>']
+    if not doc.get("nodes"):
+        out.append('<p class="muted">No node was judged.</p>')
+    else:
+        out.append("<table><tr><th>node</th><th>verdict</th><th>class</th><th>evidence</th></tr>")
+        for v in doc["nodes"]:
+            verdict = v.get("verdict")
+            out.append(f'<tr><td>{_e(v.get("node"))}</td><td class="{_cls(_ISOLATE_STATUS.get(verdict, "skip"))}">'
+                       f'{_e(verdict)}</td><td>{_e(v.get("cls") or "-")}</td>'
+                       f'<td>{_e((v.get("evidence") or ["-"])[0])}</td></tr>')
+        out.append("</table>")
+    out.append("</section>")
+    return "".join(out)
+
+
+def _isolate_rounds(doc: Dict[str, Any]) -> str:
+    out = ['<section id="rounds"><h2>Rounds</h2>']
+    for r in doc.get("rounds") or []:
+        out.append(f'<h3>round {_e(r.get("index"))} {_e(r.get("stage"))} '
+                   f'<span class="meta">{_e(r.get("elapsed_s"))} s</span></h3>')
+        out.append("<table><tr><th>row</th><th>nodes</th><th>result</th><th>busbw GB/s</th></tr>")
+        for j in r.get("jobs") or []:
+            result = j.get("kind") or j.get("status")
+            bw = j.get("busbw")
+            out.append(f'<tr><td>{_e(j.get("row"))}</td><td>{_e(", ".join(j.get("nodes") or []))}</td>'
+                       f'<td class="{_cls("ok" if result == "ok" else "fail")}">{_e(result)}</td>'
+                       f'<td class="num">{"-" if bw is None else f"{float(bw):.4g}"}</td></tr>')
+        out.append("</table>")
+    if not doc.get("rounds"):
+        out.append('<p class="muted">No round ran to its end.</p>')
+    out.append("</section>")
+    return "".join(out)
+
+
+# an isolate verdict as a finding status
+_ISOLATE_STATUS = {"ok": "ok", "bad": "fail", "suspect": "warn", "excluded": "fail", "untested": "skip"}

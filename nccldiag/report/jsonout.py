@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import os
 import stat
-import sys
 import time
 from typing import Any, Dict, Iterable, Iterator, Optional, Union
 
@@ -23,12 +22,9 @@ def envelope(schema: str, started: Optional[float] = None, elapsed: Optional[flo
     return out
 
 
-def write_json(data: Dict, path: str) -> None:
-    """Write ``data`` to ``path`` ('-' for stdout); see :func:`write_file`."""
-    if path == "-":
-        sys.stdout.write(dumps(data))
-        return
-    write_file(pieces(data), path)
+def render(doc: Dict) -> str:
+    """The JSON text of a report document (``--json -``)."""
+    return dumps(doc)
 
 
 def write_file(text: Union[str, Iterable[str]], path: str) -> None:

@@ -139,17 +139,53 @@ def _probe(doc: Dict[str, Any], root: ET.Element, total: Dict[str, int]) -> None
         _close(suite, counts, total)
 
 
+# an isolate verdict as a finding status
+_ISOLATE_STATUS = {"ok": "ok", "bad": "fail", "suspect": "warn", "excluded": "fail", "untested": "skip"}
+
+
+def _isolate(doc: Dict[str, Any], root: ET.Element, total: Dict[str, int]) -> None:
+    suite, counts = _suite(root, "nccldiag isolate")
+    for v in doc.get("nodes") or []:
+        node, verdict = v.get("node") or "?", v.get("verdict")
+        what = f"{verdict}: {v['cls']}" if v.get("cls") else str(verdict)
+        _case(suite, "isolate.node", node, [{"check": "isolate.node", "status": _ISOLATE_STATUS.get(verdict, "fail"),
+                                             "message": f"{node}: {what}", "evidence": v.get("evidence") or []}],
+              counts)
+    by_check: "OrderedDict[str, List[Dict[str, Any]]]" = OrderedDict()
+    for f in doc.get("findings") or []:
+        by_check.setdefault(f.get("check") or "?", []).append(f)
+    for check, found in by_check.items():
+        _case(suite, "isolate", check, found, counts)
+    if not doc.get("nodes") and not by_check:
+        _case(suite, "isolate", "run", [{"check": "isolate.run", "status": "error",
+                                         "message": "no node was judged"}], counts)
+    _close(suite, counts, total)
+
+
+def _log(doc: Dict[str, Any], root: ET.Element, total: Dict[str, int]) -> None:
+    suite, counts = _suite(root, "nccldiag log")
+    by_check: "OrderedDict[str, List[Dict[str, Any]]]" = OrderedDict()
+    for f in doc.get("findings") or []:
+        by_check.setdefault(f.get("check") or "?", []).append(f)
+    for check, found in by_check.items():
+        _case(suite, "log", check, found, counts)
+    if not by_check:
+        _case(suite, "log", "read", [], counts)  # the files were read: nothing to fail
+    _close(suite, counts, total)
+
+
+_KINDS = {"check": _check, "probe": _probe, "log": _log, "isolate": _isolate}
+
+
 def render(doc: Dict[str, Any]) -> str:
-    """The JUnit XML text of a check or probe document."""
+    """The JUnit XML text of a check, probe, log or isolate document."""
     root = ET.Element("testsuites", name=f"nccldiag {doc.get('schema', '?')}")
     total = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
     schema = str(doc.get("schema") or "")
-    if schema.startswith("nccldiag.check/"):
-        _check(doc, root, total)
-    elif schema.startswith("nccldiag.probe/"):
-        _probe(doc, root, total)
-    else:
+    kind = _KINDS.get(schema.split("/")[0].split(".")[-1]) if schema.startswith("nccldiag.") else None
+    if kind is None:
         raise ValueError(f"no JUnit form for a {schema or 'schema-less'} document")
+    kind(doc, root, total)
     for k, v in total.items():
         root.set(k, str(v))
     if doc.get("elapsed_s") is not None:

@@ -8,18 +8,37 @@ checked before any work (a usage error, exit 2); files are written through
 from __future__ import annotations
 
 import contextlib
+import importlib
 import importlib.util
 import os
 import sys
-from dataclasses import dataclass
-from typing import Callable, Dict, List, Optional, Tuple
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Tuple
 
 import click
 
 from nccldiag.model.errors import UsageError
 
-# option, what it needs importable, the install hint
-_NEEDS = {"--html": ("matplotlib", "pip install 'nccldiag[html]'")}
+@dataclass(frozen=True)
+class Format:
+    """A report file format: its option (``--<name>``), and the module of ``nccldiag.report`` whose
+    ``render(doc) -> str`` makes it from the report document."""
+
+    name: str
+    module: str
+    help: str
+    metavar: str = "PATH"
+    needs: Optional[Tuple[str, str]] = None  # a library it needs importable, and the install hint
+
+
+# The formats every command that makes a report offers, in this order. A new format is its module and a line here.
+FORMATS: Tuple[Format, ...] = (
+    Format("json", "jsonout", "Write the report as JSON ('-' for stdout, with no table).", metavar="PATH|-"),
+    Format("junit", "junit", "Write JUnit XML: a test case per node × check (probe: per setting × collective)."),
+    Format("prom", "prom", "Write Prometheus text exposition (node_exporter textfile collector)."),
+    Format("html", "html", "Write one self-contained HTML report (no network needed to view it).",
+           needs=("matplotlib", "pip install 'nccldiag[html]'")),
+)
 
 
 def check_output_file(path, option: str) -> None:
@@ -37,22 +56,12 @@ def check_output_file(path, option: str) -> None:
         raise UsageError(f"{option} {path}: cannot write in {parent}")
 
 
-def options(kinds: Tuple[str, ...] = ("json", "junit", "prom", "html")):
-    """The click options for the report files of a command."""
-    helps = {
-        "json": click.option("--json", "json_path", metavar="PATH|-", default=None,
-                             help="Write the report as JSON ('-' for stdout, with no table)."),
-        "junit": click.option("--junit", "junit_path", metavar="PATH", default=None,
-                              help="Write JUnit XML: a test case per node × check (probe: per setting × collective)."),
-        "prom": click.option("--prom", "prom_path", metavar="PATH", default=None,
-                             help="Write Prometheus text exposition (node_exporter textfile collector)."),
-        "html": click.option("--html", "html_path", metavar="PATH", default=None,
-                             help="Write one self-contained HTML report (no network needed to view it)."),
-    }
+def options():
+    """The click options for the report files of a command (one per format of :data:`FORMATS`)."""
 
     def deco(f):
-        for k in reversed(kinds):
-            f = helps[k](f)
+        for fmt in reversed(FORMATS):
+            f = click.option(f"--{fmt.name}", f"{fmt.name}_path", metavar=fmt.metavar, default=None, help=fmt.help)(f)
         return f
 
     return deco
@@ -79,50 +88,49 @@ def reader_may_leave():
 
 @dataclass
 class Outputs:
-    json: Optional[str] = None
-    junit: Optional[str] = None
-    prom: Optional[str] = None
-    html: Optional[str] = None
+    """The report files a command was asked for: format name -> path ('-' for stdout, JSON only)."""
+
+    paths: Dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def pop(cls, kw: Dict) -> "Outputs":
         """The paths from a command's keyword arguments (removed from ``kw``)."""
-        return cls(kw.pop("json_path", None), kw.pop("junit_path", None), kw.pop("prom_path", None),
-                   kw.pop("html_path", None))
+        paths = {fmt.name: kw.pop(f"{fmt.name}_path", None) for fmt in FORMATS}
+        return cls({k: v for k, v in paths.items() if v})
 
-    def items(self) -> List[Tuple[str, str]]:
-        return [(opt, path) for opt, path in (("--json", self.json), ("--junit", self.junit), ("--prom", self.prom),
-                                              ("--html", self.html)) if path]
+    def items(self) -> List[Tuple[Format, str]]:
+        return [(fmt, self.paths[fmt.name]) for fmt in FORMATS if self.paths.get(fmt.name)]
 
     @property
     def stdout_json(self) -> bool:
-        return self.json == "-"
+        return self.paths.get("json") == "-"
 
     def validate(self) -> None:
         """Refuse, before any work, a path that cannot be written or a format that cannot be made."""
         seen: Dict[str, str] = {}
-        for opt, path in self.items():
-            if path == "-" and opt != "--json":
+        for fmt, path in self.items():
+            opt = f"--{fmt.name}"
+            if path == "-" and fmt.name != "json":
                 raise UsageError(f"{opt} -: only --json writes to stdout; give a file name")
             check_output_file(path, opt)
             if path != "-":
                 if path in seen:
                     raise UsageError(f"{opt} {path}: the same file as {seen[path]}")
                 seen[path] = opt
-            need = _NEEDS.get(opt)
-            if need and importlib.util.find_spec(need[0]) is None:
-                raise UsageError(f"{opt} needs the {need[0]} library: {need[1]}")
+            if fmt.needs and importlib.util.find_spec(fmt.needs[0]) is None:
+                raise UsageError(f"{opt} needs the {fmt.needs[0]} library: {fmt.needs[1]}")
 
     def write(self, doc: Dict) -> None:
         """Every requested file from the report document ``doc``."""
         from nccldiag.report import jsonout
 
-        renderers: Dict[str, Callable[[Dict], str]] = {"--json": jsonout.dumps, "--junit": _junit,
-                                                       "--prom": _prom, "--html": _html}
-        for opt, path in self.items():
+        for fmt, path in self.items():
+            opt = f"--{fmt.name}"
             try:
-                # a JSON file is written piece by piece, never held whole
-                text = jsonout.pieces(doc) if opt == "--json" and path != "-" else renderers[opt](doc)
+                if fmt.name == "json" and path != "-":
+                    text = jsonout.pieces(doc)  # a JSON file is written piece by piece, never held whole
+                else:
+                    text = importlib.import_module(f"nccldiag.report.{fmt.module}").render(doc)
             except ValueError as exc:
                 raise UsageError(f"{opt}: {exc}") from None
             try:
@@ -134,21 +142,3 @@ class Outputs:
                 raise UsageError(f"{opt}: {exc}") from None
             except OSError as exc:
                 raise UsageError(f"{opt} {path}: cannot write: {exc.strerror or exc}") from None
-
-
-def _junit(doc: Dict) -> str:
-    from nccldiag.report import junit
-
-    return junit.render(doc)
-
-
-def _prom(doc: Dict) -> str:
-    from nccldiag.report import prom
-
-    return prom.render(doc)
-
-
-def _html(doc: Dict) -> str:
-    from nccldiag.report import html
-
-    return html.render(doc)

@@ -1,17 +1,18 @@
-"""Rendering a probe: per setting, each collective's status and busbw; transports; findings; JSON."""
+"""A probe's report document (JSON), and the document on the terminal: per setting, each collective's status and
+busbw; transports; findings."""
 from __future__ import annotations
 
 import json
-import os
-from typing import Dict, List
+from typing import Any, Dict, List
 
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from nccldiag.model.findings import SEVERITY, Status, to_jsonable
+from nccldiag.model.findings import to_jsonable
 from nccldiag.probe.analysis import SCHEMA, ProbeReport
-from nccldiag.report import diagnoses_report
+from nccldiag.probe.results import MPI_CHECK
+from nccldiag.report import diagnoses_report, findings
 from nccldiag.report.jsonout import dumps, envelope
 
 _STYLE = {"ok": "ok", "wrong": "wrong", "error": "fail", "hang": "hang", "unsupported": "unsupported",
@@ -31,103 +32,106 @@ def _size(n) -> str:
     return f"{n} B"
 
 
-def _sockets(so) -> List[str]:
+def _sockets(s: Dict[str, Any]) -> List[str]:
     """Per host, the interface and address its ranks used (gloo has no log of its own)."""
     by: Dict[tuple, List[int]] = {}
-    for r, info in sorted(so.ranks.items()):
-        by.setdefault((info.host or "?", info.interface or "?", info.address or "?"), []).append(r)
+    for r, info in sorted(((int(r), i) for r, i in (s.get("ranks") or {}).items()), key=lambda x: x[0]):
+        by.setdefault((info.get("host") or "?", info.get("interface") or "?", info.get("address") or "?"), []).append(r)
     return [f"{h}: {i} {a} (rank{'s' if len(rs) > 1 else ''} {','.join(map(str, rs))})" for (h, i, a), rs in by.items()]
 
 
-def _verdict(report: ProbeReport) -> Text:
-    worked = [sr.setting.name for sr in report.settings if sr.status == "ok"]
-    broken = [sr.setting.name for sr in report.settings if sr.status != "ok"]
+def _verdict(doc: Dict[str, Any]) -> Text:
+    settings = doc.get("settings") or []
+    worked = [str(s.get("name")) for s in settings if s.get("status") == "ok"]
+    broken = [str(s.get("name")) for s in settings if s.get("status") != "ok"]
+    elapsed = "" if doc.get("elapsed_s") is None else f"{float(doc['elapsed_s']):.1f} s, "
     return Text.assemble(
-        f"{len(report.settings)} setting(s): ",
+        f"{len(settings)} setting(s): ",
         (f"{len(worked)} worked", "ok"), (f" ({', '.join(worked)})" if worked else ""), ", ",
         (f"{len(broken)} failed", "fail" if broken else ""), (f" ({', '.join(broken)})" if broken else ""),
-        (f"  ({report.elapsed:.1f} s, exit {report.exit_code})", "muted"),
+        (f"  ({elapsed}exit {doc.get('exit_code')})", "muted"),
     )
 
 
-def render(report: ProbeReport, con: Console, verbose: bool = False) -> None:
-    """Summary first (the verdict, the transport matrix, the diagnoses), then each setting, then the findings.
+def _label(s: Dict[str, Any]) -> str:
+    """``name (K=V K=V)``, as ``Setting.label()``."""
+    env = s.get("env") or {}
+    return f"{s.get('name')} ({' '.join(f'{k}={v}' for k, v in env.items())})" if env else str(s.get("name"))
 
-    ``verbose`` shows every evidence line and the findings that passed.
-    """
-    diags, dsum = diagnoses_report.for_probe(report)
-    if report.settings:
-        diagnoses_report.print_headline(diags, con)
+
+def _rows(s: Dict[str, Any]) -> List[Dict[str, Any]]:
+    """A setting's collectives, the MPI check first (the document keeps it last)."""
+    colls = s.get("collectives") or {}
+    mpi = [oc for name, oc in colls.items() if name == MPI_CHECK]
+    return mpi + [oc for name, oc in colls.items() if name != MPI_CHECK]
+
+
+def _collectives(s: Dict[str, Any]) -> Table:
+    ranks = s.get("ranks") or {}
+    table = Table(show_header=True, header_style="bold", pad_edge=False, box=None)
+    for col in ("collective", "status", "ranks at fault", "largest size", "algbw GB/s", "busbw GB/s"):
+        table.add_column(col, no_wrap=True)
+    for oc in _rows(s):
+        bad = sorted({int(r) for key in ("ranks_wrong", "ranks_error", "ranks_hung", "ranks_missing")
+                      for r in oc.get(key) or []})
+        who = ",".join(f"{r}@{(ranks.get(str(r)) or {}).get('host') or '?'}" for r in bad[:6]) \
+            + ("..." if len(bad) > 6 else "")
+        sweep = oc.get("sweep") or []
+        big = max(sweep, key=lambda p: p.get("size") or 0) if sweep else None
+        if big is not None and not big.get("size"):
+            big = None  # barrier: nothing moved, nothing to show
+        status = str(oc.get("status"))
+        table.add_row(str(oc.get("collective")), Text(status, style=_STYLE.get(status, "")), who or "-",
+                      _size(big.get("size")) if big else "-", _gbps(big.get("algbw") if big else None),
+                      _gbps(big.get("busbw") if big else None))
+    return table
+
+
+def render(doc: Dict[str, Any], con: Console, verbose: bool = False) -> None:
+    """A probe's report document on the terminal: summary first (the verdict, the transport matrix, the
+    diagnoses), then each setting, then the findings. ``verbose`` shows every evidence line and the findings
+    that passed."""
+    settings = doc.get("settings") or []
+    if settings:
+        diagnoses_report.print_headline(doc, con)
     con.print(Text.assemble(("nccldiag probe", "bold"),
-                            f": {report.backend} via {report.launcher}, {len(report.hosts)} node(s) × "
-                            f"{report.nproc_per_node} rank(s)"))
-    if report.note:
-        con.print(Text(report.note, style="muted"))
-    if report.settings:
+                            f": {doc.get('backend')} via {doc.get('launcher')}, {len(doc.get('hosts') or [])} "
+                            f"node(s) × {doc.get('nproc_per_node')} rank(s)"))
+    if doc.get("note"):
+        con.print(Text(str(doc["note"]), style="muted"))
+    if settings:
         from nccldiag.report.summary import transport_table
 
-        con.print(_verdict(report))
+        con.print(_verdict(doc))
         con.print()
-        paths = "transport paths" if report.backend == "nccl" else "socket interfaces (gloo)"
+        paths = "transport paths" if doc.get("backend") == "nccl" else "socket interfaces (gloo)"
         con.print(Text(f"transport matrix: per setting, the {paths} it used", style="bold"))
-        con.print(transport_table(document(report)))
+        con.print(transport_table(doc))
         con.print()
-        diagnoses_report.render(diags, dsum, con, verbose=verbose, head=False)
-    for sr in report.settings:
-        so = sr.outcome
+        diagnoses_report.render(doc, con, verbose=verbose, head=False)
+    bandwidth = (doc.get("diagnosis_summary") or {}).get("bandwidth") or {}
+    for s in settings:
         con.print()
-        head = Text.assemble(("setting ", "bold"), (sr.setting.label(), "bold"), "  ",
-                             (sr.verdict, _STYLE.get(sr.status, "")), (f"  {sr.elapsed:.1f} s", "muted"))
-        con.print(head)
-        table = Table(show_header=True, header_style="bold", pad_edge=False, box=None)
-        for col in ("collective", "status", "ranks at fault", "largest size", "algbw GB/s", "busbw GB/s"):
-            table.add_column(col, no_wrap=True)
-        rows = list(so.collectives.values())
-        if so.mpi is not None:
-            rows.insert(0, so.mpi)
-        for oc in rows:
-            bad = sorted(set(oc.ranks_wrong) | set(oc.ranks_error) | set(oc.ranks_hung) | set(oc.ranks_missing))
-            who = ",".join(f"{r}@{so.host_of(r) or '?'}" for r in bad[:6]) + ("..." if len(bad) > 6 else "")
-            big = oc.largest
-            if big is not None and not big.size:
-                big = None  # barrier: nothing moved, nothing to show
-            table.add_row(oc.collective, Text(oc.status, style=_STYLE.get(oc.status, "")), who or "-",
-                          _size(big.size) if big else "-", _gbps(big.algbw if big else None),
-                          _gbps(big.busbw if big else None))
-        if rows:
-            con.print(table)
-        elif not sr.findings:
+        status = str(s.get("status"))
+        con.print(Text.assemble(("setting ", "bold"), (_label(s), "bold"), "  ",
+                                (str(s.get("verdict")), _STYLE.get(status, "")),
+                                (f"  {float(s.get('elapsed_s') or 0):.1f} s", "muted")))
+        if s.get("collectives"):
+            con.print(_collectives(s))
+        elif not s.get("findings"):
             con.print(Text("  no rank reported anything", style="muted"))
-        bw = diagnoses_report.bandwidth_line(dsum, sr.setting.name)
+        bw = diagnoses_report.bandwidth_line(bandwidth, str(s.get("name")))
         if bw is not None:
             con.print(bw)
-        if report.backend == "gloo" and so.ranks:
-            for line in _sockets(so):
+        if doc.get("backend") == "gloo" and s.get("ranks"):
+            for line in _sockets(s):
                 con.print(Text(f"  gloo socket {line}", style="muted"))
-    floor = Status.OK if verbose else Status.WARN
-    problems = [f for f in report.all_findings if SEVERITY[f.status] >= SEVERITY[floor]]
-    if problems:
-        con.print()
-    seen = set()
-    for f in sorted(problems, key=lambda f: -SEVERITY[f.status]):
-        key = (f.check, f.message)
-        if key in seen:
-            continue
-        seen.add(key)
-        con.print(Text.assemble((f" {f.status.value.upper():5} ", f.status.value), " ", (f.check, "bold"), " ",
-                                (f.host or "", "cyan"), "  ", f.message))
-        if f.status == Status.OK:
-            continue
-        for line in f.evidence[: None if verbose else 4]:
-            con.print(Text(f"        | {line}", style="muted"))
-        if len(f.evidence) > 4 and not verbose:
-            con.print(Text(f"        | ... {len(f.evidence) - 4} more (-v)", style="muted"))
-        if f.fix:
-            con.print(Text(f"        fix: {f.fix}"))
+    findings.render(con, list(doc.get("findings") or []) + [f for s in settings for f in s.get("findings") or []],
+                    verbose)
     con.print()
-    con.print(_verdict(report))
-    if report.out_dir:
-        con.print(Text(f"records and logs: {report.out_dir}", style="muted"))
+    con.print(_verdict(doc))
+    if doc.get("out_dir"):
+        con.print(Text(f"records and logs: {doc['out_dir']}", style="muted"))
 
 
 def to_json(report: ProbeReport) -> Dict:
@@ -170,7 +174,7 @@ def to_json(report: ProbeReport) -> Dict:
         "run_id": report.run_id,
         "findings": [f.to_dict() for f in report.findings],
         "settings": settings,
-        **diagnoses_report.to_json(*diagnoses_report.for_probe(report)),
+        **diagnoses_report.to_json(report.diagnoses, report.diagnosis_summary),
     }
 
 
@@ -189,23 +193,8 @@ def document(report: ProbeReport) -> Dict:
 
 
 def emit(report: ProbeReport, con: Console, outs, verbose: bool = False) -> None:
-    """The table (unless JSON goes to stdout), then report.json in the run directory, then the report files.
+    """The table (unless JSON goes to stdout), then report.json in the run directory, then the report files
+    (:func:`nccldiag.report.finish.finish`). ``outs`` is a :class:`~nccldiag.report.outputs.Outputs`."""
+    from nccldiag.report.finish import finish
 
-    ``outs`` is a :class:`~nccldiag.report.outputs.Outputs` (or a JSON path, '-' for stdout). A failing
-    write never hides the table.
-    """
-    from nccldiag.report.outputs import Outputs
-
-    if not isinstance(outs, Outputs):
-        outs = Outputs(json=outs)
-    doc = document(report)
-    if not outs.stdout_json:
-        from nccldiag.report.outputs import reader_may_leave
-
-        with reader_may_leave():
-            render(report, con, verbose=verbose)
-    if report.out_dir and os.path.isdir(report.out_dir):
-        from nccldiag import rundir
-
-        rundir.save_report(report.out_dir, doc)
-    outs.write(doc)
+    finish(document(report), outs, lambda doc: render(doc, con, verbose=verbose), report.out_dir)

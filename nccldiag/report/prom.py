@@ -17,6 +17,7 @@ from nccldiag.report.matrix import expectation
 
 STATUS_VALUE = {"ok": 0, "warn": 1, "fail": 2, "error": 3, "skip": -1}
 COLLECTIVE_VALUE = {"ok": 0, "unsupported": -1, "not-run": -1}
+ISOLATE_VALUE = {"ok": 0, "suspect": 1, "bad": 2, "excluded": 2, "untested": -1}
 _RANK = {s.value: SEVERITY[s] for s in Status}
 
 
@@ -33,13 +34,13 @@ def _timestamp(doc: Dict[str, Any]) -> float:
 
 
 def render(doc: Dict[str, Any]) -> str:
-    """The exposition text of a check or probe document."""
+    """The exposition text of a check, probe, log or isolate document."""
     from prometheus_client import CollectorRegistry, Gauge, generate_latest
 
     reg = CollectorRegistry(auto_describe=True)
     schema = str(doc.get("schema") or "")
     kind = schema.split("/")[0].split(".")[-1]
-    if kind not in ("check", "probe"):
+    if kind not in ("check", "probe", "log", "isolate"):
         raise ValueError(f"no Prometheus form for a {schema or 'schema-less'} document")
     Gauge("nccldiag_last_run_timestamp_seconds", "When the nccldiag run started (Unix time).",
           ["command"], registry=reg).labels(kind).set(_timestamp(doc))
@@ -61,6 +62,30 @@ def render(doc: Dict[str, Any]) -> str:
                 by_check.setdefault(f.get("check") or "?", []).append(f.get("status"))
             for check, statuses in by_check.items():
                 check_g.labels(host, check).set(STATUS_VALUE[_worst(statuses)])
+    elif kind == "log":
+        check_g = Gauge("nccldiag_log_check_status",
+                        "Worst status of one check over the logs: ok 0, warn 1, fail 2, error 3, skip -1.",
+                        ["check"], registry=reg)
+        by_check: Dict[str, list] = {}
+        for f in doc.get("findings") or []:
+            by_check.setdefault(f.get("check") or "?", []).append(f.get("status"))
+        for check, statuses in by_check.items():
+            check_g.labels(check).set(STATUS_VALUE[_worst(statuses)])
+    elif kind == "isolate":
+        node_g = Gauge("nccldiag_isolate_node_status",
+                       "Verdict of an isolation on a node: ok 0, suspect 1, bad or excluded 2, untested -1.",
+                       ["node"], registry=reg)
+        for v in doc.get("nodes") or []:
+            node_g.labels(v.get("node") or "?").set(ISOLATE_VALUE.get(v.get("verdict"), 2))
+        pair_g = None
+        for r in doc.get("rounds") or []:
+            for j in r.get("jobs") or []:
+                if j.get("busbw") is not None and len(j.get("nodes") or []) == 2:
+                    if pair_g is None:
+                        pair_g = Gauge("nccldiag_isolate_pair_busbw_gigabytes_per_second",
+                                       "Bus bandwidth of a pair of nodes on one network path (GB/s), its last job.",
+                                       ["row", "nodes"], registry=reg)
+                    pair_g.labels(j.get("row") or "?", "-".join(j["nodes"])).set(float(j["busbw"]))
     else:
         setting_g = Gauge("nccldiag_probe_setting_ok", "1 when every collective of the setting worked, else 0.",
                           ["setting"], registry=reg)

@@ -5,7 +5,8 @@ import json
 from importlib import resources
 from typing import Any, Dict
 
-FILES = {"nccldiag.check/1": "check-1.json", "nccldiag.probe/1": "probe-1.json", "nccldiag.log/1": "log-1.json"}
+FILES = {"nccldiag.check/1": "check-1.json", "nccldiag.probe/1": "probe-1.json", "nccldiag.log/1": "log-1.json",
+         "nccldiag.isolate/1": "isolate-1.json"}
 
 
 def load(schema: str) -> Dict[str, Any]:

@@ -3,6 +3,7 @@ import io
 
 from rich.console import Console
 
+from nccldiag import diagnosis
 from nccldiag.areas import all_areas
 from nccldiag.check import engine
 from nccldiag.model.raw import RawNode
@@ -16,7 +17,9 @@ def report():
     node = dict(B.healthy_h100(),
                 kernel_log=real.node_text("kernel-xid", "gpud-dell-xe9680-h100-dmesg-T-xid119-gsp-timeout.txt"),
                 nvidia_smi_full=real.node_text("gpu-throttle", "gpud-8x-h100-535.161.08-hw-power-brake-slowdown-active-full-q.txt"))
-    return engine.analyze([RawNode(host="gpu001", sections=node)], all_areas())
+    report = engine.analyze([RawNode(host="gpu001", sections=node)], all_areas())
+    diagnosis.attach(report, check=report)
+    return check_report.document(report)
 
 
 def rendered(width):

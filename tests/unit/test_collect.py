@@ -108,7 +108,10 @@ def test_json_to_a_device_writes_in_place(tmp_path):
     import os
     import stat
 
-    from nccldiag.report.jsonout import write_json
+    from nccldiag.report.outputs import Outputs
+
+    def write_json(doc, path):  # as every command writes --json PATH
+        Outputs({"json": path}).write(doc)
 
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
@@ -130,12 +133,12 @@ def test_json_write_never_follows_a_planted_temporary_name(tmp_path):
     """A symlink at the old fixed name ``out.json.tmp`` is left alone: its target is not written."""
     import os
 
-    from nccldiag.report.jsonout import write_json
+    from nccldiag.report.outputs import Outputs
 
     target = tmp_path / "victim"
     target.write_text("untouched\n")
     os.symlink(target, tmp_path / "out.json.tmp")
-    write_json({"a": 1}, str(tmp_path / "out.json"))
+    Outputs({"json": str(tmp_path / "out.json")}).write({"a": 1})
     assert target.read_text() == "untouched\n"
     assert json.loads((tmp_path / "out.json").read_text()) == {"a": 1}
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.json", "out.json.tmp", "victim"]

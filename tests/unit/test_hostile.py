@@ -196,6 +196,6 @@ def test_a_tampered_report_json_never_reaches_the_terminal_raw(tmp_path):
     for args in ([], ["-v"], ["--color", "always", "-v"]):
         r = run_cli(["report", str(run), *args], tmp_path, tmp_path)
         assert r.returncode in (0, 1, 3) and "Traceback" not in r.stderr, r.stderr
-        assert "1 node(s)" in r.stdout and "\\u202egnp.exe\\u200b" in r.stdout, r.stdout
+        assert "1 node: " in r.stdout and "\\u202egnp.exe\\u200b" in r.stdout, r.stdout
         shown = r.stdout.replace("\x1b[", "") if "always" in args else r.stdout  # rich's own colours
         assert not [c for c in RAW if c in shown], repr(r.stdout)

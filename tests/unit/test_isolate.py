@@ -339,7 +339,7 @@ def test_report_renders_node_output_as_text_not_markup():
     rep.nodes, rep.pairs = isolate.verdicts(["a", "b"], ["default"], [j])
     rep.nodes[0].evidence = [msg]
     buf = io.StringIO()
-    isolate_report.render(rep, Console(file=buf, width=200))
+    isolate_report.render(isolate_report.document(rep), Console(file=buf, width=200))
     assert "pair.cc:152" in buf.getvalue()
     data = isolate_report.to_json(rep)
     assert data["schema"] == "nccldiag.isolate/1" and data["rounds"][0]["jobs"][0]["kind"] == "network"

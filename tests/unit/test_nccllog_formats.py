@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from nccldiag import diagnosis
 from nccldiag.model.findings import Status
 from nccldiag.nccl import checks as nccl_checks
 from nccldiag.nccl.log import parse, parse_logs, parse_streams, read_lines
@@ -204,8 +205,6 @@ def test_two_rank0_excerpts_of_separate_runs_are_not_a_version_mismatch():
 def test_separate_runs_and_the_versions_diagnosis_agree():
     # Written for this test: two runs pasted one after the other, each version printed by its own rank 0 (bare in
     # the first, behind its prefix in the second), each with its world; then one run whose ranks differ.
-    from nccldiag.report import log_report
-
     two = ("NCCL version 2.18.3+cuda12.2\n"
            "node-a:10:10 [0] NCCL INFO comm 0x1 rank 0 nRanks 2 nNodes 1 localRanks 2 localRank 0 MNNVL 0\n"
            "node-b:20:20 [0] NCCL INFO NCCL version 2.21.5+cuda12.4\n"
@@ -215,7 +214,7 @@ def test_separate_runs_and_the_versions_diagnosis_agree():
     assert nccl_checks.separate_runs(f) and not nccl_checks.versions_differ(f)
     findings = nccl_checks.judge(f)
     assert by_check(findings)["nccl.version"].status == Status.OK
-    diags, _ = log_report.diagnose(f, findings)
+    diags, _ = diagnosis.conclude(logs=f, log_findings=list(findings))
     assert "versions-differ" not in {d.id for d in diags}
     one = ("node-a:10:10 [0] NCCL INFO NCCL version 2.18.3+cuda12.2\n"
            "node-a:10:10 [0] NCCL INFO comm 0x1 rank 0 nRanks 2 nNodes 2 localRanks 1 localRank 0 MNNVL 0\n"
@@ -225,7 +224,7 @@ def test_separate_runs_and_the_versions_diagnosis_agree():
     assert not nccl_checks.separate_runs(f) and nccl_checks.versions_differ(f)
     findings = nccl_checks.judge(f)
     assert by_check(findings)["nccl.version"].status == Status.FAIL
-    diags, _ = log_report.diagnose(f, findings)
+    diags, _ = diagnosis.conclude(logs=f, log_findings=list(findings))
     (d,) = [d for d in diags if d.id == "versions-differ"]
     assert d.severity == "fail" and d.nodes == ["node-a", "node-b"]
 

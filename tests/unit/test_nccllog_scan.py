@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from nccldiag import diagnosis
 from nccldiag.nccl import checks as nccl_checks
 from nccldiag.nccl import log as nccllog
 from nccldiag.nccl import scan
@@ -26,7 +27,7 @@ def _sets():
 
 def report(facts) -> str:
     findings = nccl_checks.judge(facts)
-    d = log_report.to_json(facts, findings, True)
+    d = log_report.to_json(facts, findings, diagnosis.conclude(logs=facts, log_findings=list(findings)), True)
     d.pop("generated_at", None)
     return json.dumps(d, sort_keys=True, default=str)
 

@@ -8,7 +8,7 @@ what the runner stamps (seconds after the launch).
 from typing import List
 
 from nccldiag.diagnosis import Inputs, diagnose
-from nccldiag.probe import analysis, isolate, progress, session
+from nccldiag.probe import analysis, isolate, progress
 from nccldiag.probe.plan import Setting
 from nccldiag.probe.runner import NodeRun, SettingRun
 
@@ -153,7 +153,7 @@ def test_a_hang_the_ranks_own_timeout_ended_is_never_called_slow():
 
 
 def test_the_setting_line_keeps_the_arrivals_for_a_rebuilt_report():
-    line = session.setting_line(_run(_records([3]), [4.0, 5.0], stopped=90.0))
+    line = _run(_records([3]), [4.0, 5.0], stopped=90.0).to_line()
     assert line["progress_s"] == [[4.0, "all_reduce"], [5.0, "all_reduce"]] and line["stopped_s"] == 90.0
 
 
@@ -169,7 +169,7 @@ def test_a_report_rebuilt_from_the_run_directory_says_slow_too(tmp_path):
                                                "hosts": ["vm"], "nproc_per_node": 2, "timeout": 90.0,
                                                "settings": [{"name": "default", "env": {}}]}))
     (path / "records.jsonl").write_text("".join(json.dumps({**r, "setting": "default"}) + "\n" for r in run.records))
-    (path / "settings.jsonl").write_text(json.dumps(session.setting_line(run)) + "\n")
+    (path / "settings.jsonl").write_text(json.dumps(run.to_line()) + "\n")
     doc = rebuild.load(str(path))
     (s,) = doc["settings"]
     assert s["status"] == "hang" and s["unfinished"] == "slow" and s["calls_done"] == 21

@@ -27,6 +27,21 @@ def run_local(tmp_path, *extra, timeout=RUN_BOUND):
     return report.exit_code, probe_report.to_json(report), time.monotonic() - t0
 
 
+def rebuilt_equals_live(tmp_path, data) -> None:
+    """The run directory the run kept, rendered again without its report.json (as after a crash), says what the
+    live run said: only the marks of a rebuilt report differ."""
+    import json
+
+    from nccldiag.report import rebuild
+    from nccldiag.report.jsonout import dumps
+
+    live = json.loads(dumps(data))
+    again = rebuild.load(str(tmp_path / "run"))
+    assert again["interrupted"] is True and again["exit_code"] == live["exit_code"]
+    only = ("elapsed_s", "generated_at", "interrupted", "note", "exit_code")
+    assert {k: v for k, v in again.items() if k not in only} == {k: v for k, v in live.items() if k not in only}
+
+
 def no_probe_processes(run_id):
     """Processes of probe run ``run_id`` still alive here (they carry NCCLDIAG_RUN=<id>); other runs are not ours."""
     assert run_id
@@ -67,6 +82,7 @@ def test_wrong_result_is_reported_on_the_corrupted_rank(tmp_path):
     assert ar["status"] == "wrong" and ar["ranks_wrong"] == [1]
     msgs = [f["message"] for f in setting["findings"] if f["check"] == "probe.all_reduce"]
     assert msgs and "wrong result on rank 1" in msgs[0]
+    rebuilt_equals_live(tmp_path, data)
 
 
 def test_a_stalled_rank_is_a_hang_named_and_bounded(tmp_path):
@@ -82,6 +98,7 @@ def test_a_stalled_rank_is_a_hang_named_and_bounded(tmp_path):
     assert bc["status"] == "hang" and bc["ranks_hung"] == [1]
     assert setting["collectives"]["all_reduce"]["status"] == "ok"
     assert no_probe_processes(data["run_id"]) == []
+    rebuilt_equals_live(tmp_path, data)
 
 
 def test_dry_run_and_usage_errors(tmp_path):

@@ -14,6 +14,7 @@ import weakref
 import pytest
 from click.testing import CliRunner
 
+from nccldiag import diagnosis
 from nccldiag.check import engine
 from nccldiag.model.raw import RawNode, ReleasedNode, released
 from nccldiag.transport import base
@@ -189,6 +190,7 @@ def test_check_judges_each_node_as_it_arrives_and_reports_as_if_all_were_held(mo
     raws = [whole[h][-1] for h in ("gpu001", "gone", "slow", "gpu002", "ws01")]
     raws[2].extra["tries"] = ["no answer: the login sent nothing and did not start the script within 2 s"]
     report = engine.analyze(raws, registry.select(None, None), {"p2p_test": False})
+    diagnosis.attach(report, check=report)
     held = json.loads(dumps(check_report.to_json(report)))
     assert live["nodes"] == held["nodes"]
     assert any("trust on first use" in n for n in live["notes"])

@@ -62,18 +62,22 @@ def cluster_bundle(tmp_path: Path) -> Path:
 
 
 def probe_run_dir(tmp_path: Path, records: str, name: str = "run") -> Path:
-    """A probe run directory holding records the worker wrote (run.json written for this test)."""
+    """A probe run directory holding records the worker wrote, kept through the probe's own writer as a run that
+    stopped before its first setting ended (its run.json's world written for this test)."""
+    from nccldiag import rundir
+    from nccldiag.probe import records as kept
+    from nccldiag.probe.plan import Setting
+
     d = tmp_path / name
-    d.mkdir()
-    shutil.copy(RECORDS / records, d / "records.jsonl")
+    recs = [json.loads(l) for l in (RECORDS / records).read_text().splitlines() if l.startswith("{")]
     # the world the run launched, on its one host: every rank's start record says it
-    world = max(json.loads(l).get("world_size") or 0 for l in (RECORDS / records).read_text().splitlines()
-                if l.startswith("{") and '"start"' in l)
-    meta = {"command": "probe", "schema": "nccldiag.probe/1", "run_id": "nccldiag-test", "backend": "gloo",
-            "launcher": "torchrun", "hosts": ["vm"], "nproc_per_node": world, "timeout": 120, "require_ib": False,
-            "settings": [{"name": "default", "env": {}, "why": "", "custom": False, "requires_ib": False}],
-            "loopback": {}, "ifnames": {}, "started": "2026-11-23T10:00:00Z"}
-    (d / "run.json").write_text(json.dumps(meta))
+    world = max(r.get("world_size") or 0 for r in recs if r.get("type") == "start")
+    keep = kept.Writer(rundir.Run("probe", str(d), run_id="nccldiag-test"))
+    keep.start(kept.ProbeMeta(backend="gloo", launcher="torchrun", hosts=["vm"], nproc_per_node=world, timeout=120,
+                              settings=[Setting("default")]))
+    for rec in recs:
+        keep.record(rec)
+    keep.close()
     return d
 
 
@@ -112,6 +116,23 @@ def test_probe_json_from_kept_records_validates(tmp_path, records):
     validate(doc)
     assert doc["interrupted"] is True  # no report.json: rebuilt from what the run kept
     assert res.exit_code == (3 if records == "gloo-4rank-default.jsonl" else 1)
+
+
+def test_log_writes_every_format_from_its_document(tmp_path):
+    """nccldiag log offers the same report files as check and probe, all from the document --json writes."""
+    log = real.nccl_log("socket-fallback-ibext-p2p-ipc-16rank-connection-closed.log")
+    res = cli("log", log, "--require-ib", *outputs(tmp_path, "log"), "--color", "never")
+    assert res.exit_code == 1 and "Verdict:" in res.stdout
+    doc = json.loads((tmp_path / "log.json").read_text())
+    validate(doc)
+    failed = sorted({f["check"] for f in doc["findings"] if f["status"] == "fail"})
+    assert failed
+    cases = {case.name: case for _, case in _cases(JUnitXml.fromfile(str(tmp_path / "log.xml")))}
+    assert all(any(isinstance(r, Failure) for r in cases[c].result) for c in failed)
+    fams = {f.name: f for f in text_string_to_metric_families((tmp_path / "log.prom").read_text())}
+    statuses = {s.labels["check"]: s.value for s in fams["nccldiag_log_check_status"].samples}
+    assert all(statuses[c] == 2 for c in failed)
+    assert "nccldiag log" in (tmp_path / "log.html").read_text()
 
 
 # ---- JUnit ----------------------------------------------------------------------------------------
@@ -254,29 +275,18 @@ def test_html_probe_renders_matrix_plot_and_failures(tmp_path):
     assert "No collective moved data" in dom  # --check-only records: verified, nothing timed
 
 
-# ---- diagnoses: objects or dicts, in every format ------------------------------------------------
-
-
-class _Diag:  # written for this test: an object with a diagnosis' attributes, as the renderers take it
-    title = "P2P path broken"
-    nodes = [("gpu001", "gpu002"), "gpu003"]
-    evidence = ["pcie.acs fail on gpu001", "nccl.log:12 P2P/IPC"]
-    confidence = "high"
-    confidence_why = "the default hangs and p2p-off works"
-    fix = "disable ACS on the PCIe switches"
-    workaround = "NCCL_P2P_DISABLE=1"
-    workaround_cost = "-38% busbw"
+# ---- diagnoses: in the document and every format ------------------------------------------------
 
 
 def test_diagnoses_render_in_every_format(tmp_path):
     """The diagnoses of a real bundle (the engine's own), in the document and every format."""
-    from nccldiag.report import diagnoses, html, junit, prom, summary
+    from nccldiag.report import diagnoses_report, html, junit, prom, summary
     from nccldiag.report.console import console
 
     code, doc = B.check_json(cluster_bundle(tmp_path))
     validate(doc)
     (versions,) = [d for d in doc["diagnoses"] if d["id"] == "versions-differ" and "ws01" in d["nodes"]]
-    shown = diagnoses.one(versions)
+    shown = diagnoses_report.view(versions)
     assert shown["title"] == versions["title"] and shown["confidence"].startswith(versions["confidence"]["level"])
     assert shown["evidence"] and all(isinstance(line, str) for line in shown["evidence"])
     page = html.render(doc)
@@ -290,11 +300,6 @@ def test_diagnoses_render_in_every_format(tmp_path):
     with con.capture() as cap:
         summary.render(doc, con)
     assert versions["title"] in cap.get()
-    # an object with the same attributes reads the same way
-    d = diagnoses.one(_Diag())
-    assert d["nodes"] == ["gpu001-gpu002", "gpu003"]
-    assert d["confidence"] == "high: the default hangs and p2p-off works"
-    assert d["workaround"] == "NCCL_P2P_DISABLE=1 (cost: -38% busbw)"
 
 
 # ---- run directories: re-rendered byte for byte, and kept when a run stops early ------------------
@@ -593,11 +598,13 @@ def test_probe_terminal_summary_first_and_verbose(tmp_path):
 
     setting = Setting("default")
     run = runner.SettingRun(setting=setting, records=read_text((RECORDS / "gloo-2rank-corrupt-rank1.jsonl").read_text()))
-    report = analysis.analyze(runs=[run], settings=[setting], backend="gloo", require_ib=False, launcher="torchrun",
-                              hosts=["vm"], unreachable={}, problems={}, loopback={}, ifnames={}, nproc_per_node=2)
+    report = analysis.conclude(analysis.analyze(
+        runs=[run], settings=[setting], backend="gloo", require_ib=False, launcher="torchrun", hosts=["vm"],
+        unreachable={}, problems={}, loopback={}, ifnames={}, nproc_per_node=2))
+    doc = probe_report.document(report)
     con = console(color="never", width=200)
     with con.capture() as cap:
-        probe_report.render(report, con)
+        probe_report.render(doc, con)
     text = cap.get()
     lines = text.splitlines()
     assert lines[0].startswith("Verdict: FAIL") and lines[1].startswith("nccldiag probe: gloo via torchrun")
@@ -608,7 +615,7 @@ def test_probe_terminal_summary_first_and_verbose(tmp_path):
     assert matrix_row.split()[:2] == ["default", "wrong"]
     assert "OK     probe.reduce" not in text
     with con.capture() as cap:
-        probe_report.render(report, con, verbose=True)
+        probe_report.render(doc, con, verbose=True)
     assert "OK     probe.reduce" in cap.get()
 
 

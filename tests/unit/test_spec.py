@@ -658,8 +658,11 @@ def test_probe_spec_findings_and_severity_reach_the_report(tmp_path, monkeypatch
     with path.open("a") as fh:  # written for the test: the site's policy
         fh.write('"probe.rank_died" = "warn"\n')  # init ends with the [severity] table
     facts = {"gpu001": probe_facts(B.healthy_h100()), "gpu009": probe_facts(older_firmware(B.healthy_h100("gpu009")))}
-    monkeypatch.setattr(session, "run", lambda hosts, opts, progress=None: _fake_probe_report(["gpu001", "gpu009"],
-                                                                                              facts))
+    from nccldiag.probe import analysis
+
+    # the run stands in for session.run, which ends as every probe does: the spec's findings, then the diagnoses
+    monkeypatch.setattr(session, "run", lambda hosts, opts, progress=None: analysis.conclude(
+        _fake_probe_report(["gpu001", "gpu009"], facts), opts.spec))
     res = CliRunner().invoke(main, ["probe", "-w", "gpu001,gpu009", "--spec", str(path), "--json", "-"])
     assert res.exit_code == 1, res.output  # the older firmware fails; the dead rank is a warning now
     rep = json.loads(res.stdout[res.stdout.index("{"):])
@@ -803,7 +806,7 @@ def test_the_bandwidth_line_names_the_spec_line_and_the_share():
                          [_probe_setting("ring", {"NCCL_ALGO": "Ring"}, 368.0)])
     s = Summary()
     s.bandwidth = {k: v.to_dict() for k, v in cmps.items()}
-    line = bandwidth_line(s, "ring").plain
+    line = bandwidth_line(s.to_dict()["bandwidth"], "ring").plain
     assert "368.00 / 480.0 GB/s = 77% of expected" in line
     assert "expected by bandwidth.inter_node_gbps of t.toml:2, low below 80%" in line
 

@@ -1,0 +1,44 @@
+"""The end of every command that makes a report: the table, ``report.json`` in the run directory, the report files.
+
+In that order, whatever the command (check, probe, isolate, log, report):
+the table first (unless the JSON document goes to stdout), so that a file
+that cannot be written never hides it; then the document into the run
+directory, so that ``nccldiag report RUN_DIR`` renders it again byte for
+byte; then ``--json/--junit/--prom/--html``, all rendered from the one
+document.
+"""
+from __future__ import annotations
+
+import os
+from typing import Any, Callable, Dict, Optional
+
+import click
+
+from nccldiag import rundir
+from nccldiag.model.findings import clean_text
+from nccldiag.report.outputs import Outputs, reader_may_leave
+
+
+def finish(doc: Dict[str, Any], outs: Outputs, view: Optional[Callable[[Dict[str, Any]], None]] = None,
+           run_dir: Optional[str] = None, kept: Optional[Callable[[str], None]] = None) -> None:
+    """Print ``view(doc)`` (the terminal view), keep ``doc`` in ``run_dir``, write ``outs``.
+
+    The view is given the document with every string cleaned for the terminal, as ``nccldiag report`` gives it
+    the stored one, so that both print the same bytes. ``kept(why)`` is told, before the files are written,
+    why the run directory could not be written ('' when it was, or when there is none). A report file that
+    cannot be written is a usage error (exit 2), raised after the table and the run directory.
+    """
+    if view is not None and not outs.stdout_json:
+        with reader_may_leave():
+            view(clean_text(doc))
+    failed = ""
+    if run_dir and os.path.isdir(run_dir):
+        try:
+            rundir.save_report(run_dir, doc)
+        except OSError as exc:
+            failed = f"{exc.strerror or exc}"
+    if kept is not None:
+        kept(failed)
+    elif failed:
+        click.echo(f"nccldiag: warning: run directory {run_dir}: cannot write: {failed}", err=True)
+    outs.write(doc)
