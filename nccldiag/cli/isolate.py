@@ -9,11 +9,12 @@ import click
 from nccldiag.cli.options import (CONTEXT, check_output_file, color_option, host_options, slurm_inventory,
                                   slurm_options, spec_option, ssh_options)
 from nccldiag.model.errors import UsageError
+from nccldiag.probe import launchers
 
 
 @click.command("isolate", context_settings=CONTEXT)
 @host_options
-@click.option("--launcher", type=click.Choice(["ssh", "srun"]), default="ssh", show_default=True,
+@click.option("--launcher", type=click.Choice(launchers.isolate_choices()), default="ssh", show_default=True,
               help="ssh: torchrun on each node of a job over SSH. srun: each job one Slurm step inside the "
                    "allocation (one task per rank, no SSH), the jobs of a round side by side.")
 @click.option("--backend", type=click.Choice(["auto", "nccl", "gloo"]), default="auto", show_default=True,

@@ -13,10 +13,10 @@ process carrying its marker killed on its nodes, survivors looked for).
 Per-node work (staging, counters, reaping, clean-up) goes ``--fanout``
 nodes at a time.
 
-How a job starts is the one thing the launchers do differently
-(``_Cluster.launch``): over SSH, torchrun on each of its nodes; with
-``--launcher srun`` (:class:`_SrunCluster`), one srun step inside the
-allocation, every per-node command an srun step too, and no SSH at all.
+How a job starts is the launcher's (:mod:`nccldiag.probe.launchers`):
+over SSH, torchrun on each of its nodes; with ``--launcher srun``, one srun
+step inside the allocation, every per-node command an srun step too, and
+no SSH at all.
 """
 from __future__ import annotations
 
@@ -31,10 +31,9 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 from nccldiag.inventory import Host
 from nccldiag.model.errors import UsageError
 from nccldiag.model.findings import Status, error, fail, ok, warn
-from nccldiag.probe import analysis, counters, isolate, launch, pairing, results, runner
+from nccldiag.probe import analysis, counters, isolate, launch, launchers, pairing, plan, runner
 from nccldiag.probe.isolate import IsolateReport, Job, Round, Row
 from nccldiag.probe.plan import Setting
-from nccldiag.transport.base import TransportError
 from nccldiag.transport.ssh import SSHOptions
 from nccldiag.transport.task import fan_out
 
@@ -90,14 +89,16 @@ def _resolve_command(rows: Sequence[Row]) -> str:
 
 def job_timeout(opts: IsolateOptions, backend: str) -> float:
     """Seconds each job may run: ``--timeout``, else the backend's default."""
-    return opts.timeout or (600.0 if backend == "nccl" else 120.0)
+    return plan.bounds(opts.timeout, backend).timeout
 
 
 class _Cluster:
-    """The nodes of one run and what every job needs to launch on them."""
+    """The nodes of one run, their launcher, and what every job needs to launch on them."""
 
-    def __init__(self, nodes, prep: runner.Prepared, rows: Sequence[Row], ifaces: Dict[str, Dict[str, Optional[str]]],
-                 opts: IsolateOptions, backend: str, out, lock: threading.Lock):
+    def __init__(self, launcher, nodes, prep: runner.Prepared, rows: Sequence[Row],
+                 ifaces: Dict[str, Dict[str, Optional[str]]], opts: IsolateOptions, backend: str, out,
+                 lock: threading.Lock):
+        self.launcher = launcher
         self.by_name = {n.name: n for n in nodes}
         self.prep = prep
         self.rows = list(rows)
@@ -106,15 +107,15 @@ class _Cluster:
         self.backend = backend
         self.out = out
         self.lock = lock
-        self.timeout = job_timeout(opts, backend)
-        self.pg_timeout = max(5, int(self.timeout * 0.5))
+        self.bounds = plan.bounds(opts.timeout, backend, grace=GRACE)
+        self.timeout = self.bounds.timeout
         self.counter = 0
 
     def go_file(self, index: int) -> str:
         return f"{self.prep.rundir}/go-{index}"
 
     def worker_args(self, index: int) -> List[str]:
-        args = ["--backend", self.backend, "--pg-timeout", str(self.pg_timeout), "--collectives", self.opts.collective,
+        args = ["--backend", self.backend, "--pg-timeout", str(self.bounds.pg), "--collectives", self.opts.collective,
                 "--go-file", self.go_file(index), "--go-wait", str(int(self.timeout * 0.5))]
         size = self.opts.size or (DEFAULT_SIZE_NCCL if self.backend == "nccl" else DEFAULT_SIZE_GLOO)
         args += ["--min-bytes", str(size), "--max-bytes", str(size)]
@@ -136,13 +137,13 @@ class _Cluster:
             job.causes = ("interface",)
             job.evidence = [f"{n} has no interface on {row.net}" for n in missing]
             return job
-        first = self.by_name[job.nodes[0]]
+        first = self.launcher.rank0([self.by_name[n] for n in job.nodes])
         spec = launch.LaunchSpec(
             run_id=job.run_id, rundir=self.prep.rundir, python=self.opts.python,
-            nproc_per_node=self.opts.nproc_per_node, rdzv_host=first.address or first.name, rdzv_port=job.port or 0,
-            env=row.environ, worker_args=self.worker_args(job.round),
-            join_timeout=max(10, min(60, int(self.timeout * 0.25))),
-            watchdog=int(self.timeout + 5.0 + 60),  # the job's ranks go with nccldiag, or at the job's deadline
+            nproc_per_node=self.opts.nproc_per_node, rdzv_host=first.address or getattr(first, "slurm_name", first.name),
+            rdzv_port=job.port or 0, env=row.environ, worker_args=self.worker_args(job.round),
+            join_timeout=self.bounds.join,
+            watchdog=self.bounds.watchdog,  # the job's ranks go with nccldiag, or at the job's deadline
         )
         setting = Setting(f"r{job.round}-{job.stage}-{job.row.replace(' ', '_')}-{job.label()}", row.environ, row.why)
         forward = on_record or self.on_record
@@ -183,15 +184,19 @@ class _Cluster:
 
     def launch(self, job: Job, row: Row, spec: launch.LaunchSpec, setting: Setting,
                on_record: Callable[[dict], None]) -> runner.SettingRun:
-        """Start one job's ranks, stream their records, bound and reap them: torchrun on each node over SSH."""
-        commands = {name: launch.torchrun_command(spec, len(job.nodes), i, self.ifname(row, name))
-                    for i, name in enumerate(job.nodes)}
+        """Start one job's ranks, stream their records, bound and reap them, with the run's launcher."""
+        from dataclasses import replace
+
         nodes = [self.by_name[n] for n in job.nodes]
+        prep = replace(self.prep, ifnames={n: self.ifname(row, n) for n in job.nodes})
+        commands = self.launcher.commands(spec, nodes, prep, self.bounds, name=job.run_id)
+        launched = self.launcher.launched(nodes, self.opts.nproc_per_node, (self.opts.collective,))
         # a pair is over when one of its launchers fails: the other only waits for it
-        launched = results.Launched(tuple(job.nodes), self.opts.nproc_per_node, (self.opts.collective,))
-        return runner.run_setting(nodes, commands, setting, self.timeout, grace=5.0,
-                                  run_id=job.run_id, on_record=on_record, fanout=self.opts.fanout,
-                                  launched=launched)
+        sr = runner.run_setting(nodes, commands, setting, self.timeout, grace=self.bounds.grace,
+                                run_id=job.run_id, on_record=on_record, fanout=self.opts.fanout,
+                                launchers=self.launcher.starts_on(nodes), launched=launched)
+        self.launcher.stop(job.run_id, sr, wait=min(30.0, self.opts.ssh.command_timeout))
+        return sr
 
     def run_round(self, index: int, stage: str, groups: Sequence[Tuple[str, Sequence[str]]],
                   progress: Optional[Callable[[str], None]]) -> Round:
@@ -250,149 +255,24 @@ class _Cluster:
         return Round(index, stage, jobs, time.monotonic() - t0)
 
     def release(self, index: int, names: Sequence[str]) -> None:
-        """Create the round's go file on its nodes (one bounded command each)."""
-        cmd = f"touch {shlex.quote(self.go_file(index))}"
-        timeout = min(15.0, self.opts.ssh.command_timeout)
-
-        def touch(node) -> None:
-            try:
-                node.run(cmd, timeout)
-            except TransportError:
-                pass
-
-        fan_out([self.by_name[n] for n in names], touch, self.opts.fanout)
+        """Create the round's go file on its nodes (one bounded command each, or the launcher's one step)."""
+        self.launcher.each([self.by_name[n] for n in names], f"touch {shlex.quote(self.go_file(index))}",
+                           min(15.0, self.opts.ssh.command_timeout), self.opts.fanout, f"{self.prep.run_id}-each")
 
     def snapshot(self, names: Sequence[str]) -> Dict[str, Dict[str, int]]:
-        """Each node's TCP and interface error counters (one bounded command per node)."""
-        out: Dict[str, Dict[str, int]] = {}
-        cmd = counters.counters_command()
-        timeout = min(30.0, self.opts.ssh.command_timeout)
-
-        def read(node) -> None:
-            try:
-                r = node.run(cmd, timeout)
-            except TransportError:
-                return
-            if r.error is None:
-                out[node.name] = counters.parse_counters(r.stdout)
-
-        fan_out([self.by_name[n] for n in names], read, self.opts.fanout)
-        return out
+        """Each node's TCP and interface error counters (one bounded command per node, or the launcher's one
+        step)."""
+        got = self.launcher.each([self.by_name[n] for n in names], counters.counters_command(),
+                                 min(30.0, self.opts.ssh.command_timeout), self.opts.fanout, f"{self.prep.run_id}-each")
+        return {n: counters.parse_counters(text) for n, text in got.items()}
 
 
-class _SrunCluster(_Cluster):
-    """The same jobs through Slurm: each job is one ``srun`` step inside the allocation (no SSH).
-
-    The step has one task per rank on exactly the job's nodes (``--nodelist``,
-    ``--overlap`` so that every job of a round runs side by side), the
-    worker's ``--bootstrap slurm``, ``--kill-on-bad-exit=1`` and ``--time``
-    (the round's timeout in whole minutes). nccldiag's own deadline stops it
-    sooner: srun is killed, the ranks are reaped on their nodes (one-task
-    steps), and a step that did not end by itself is cancelled by name
-    (``scancel``) until ``squeue`` no longer lists it.
-    """
-
-    def __init__(self, *args, order: Dict[str, int], **kw):
-        super().__init__(*args, **kw)
-        self.order = order  # Slurm node name -> its place in Slurm's own node order
-
-    def rank0(self, names: Sequence[str]) -> str:
-        """The node of ``names`` srun puts task 0 on."""
-        return task0_node(names, {n: self.by_name[n].slurm_name for n in names}, self.order)
-
-    def each(self, names: Sequence[str], cmd: str, timeout: float) -> Dict[str, str]:
-        """``cmd`` on every node of ``names`` as ONE srun step (a task per node): each node's output.
-
-        Slurm's tree does the fan-out, the head runs one srun. A node whose
-        task did not finish (or a step that could not run) is left out; the
-        callers go to those nodes one step each.
-        """
-        import uuid
-
-        from nccldiag.slurm import commands
-        from nccldiag.collect import srun as srun_transport
-        from nccldiag.transport.local import LocalTransport
-
-        mark = uuid.uuid4().hex[:12]
-        nodes = [self.by_name[n] for n in names]
-        ours = {n.slurm_name: n.name for n in nodes}
-        wrapped = (f"printf '@@nccldiag:%s:node %s@@\\n' {mark} \"${{SLURMD_NODENAME:-$(hostname)}}\"; {cmd}; "
-                   f"printf '\\n@@nccldiag:%s:done@@\\n' {mark}")
-        argv = commands.srun_step([n.slurm_name for n in nodes], 1, timeout, job=self.opts.slurm_job, label=True,
-                                  name=f"{self.prep.run_id}-each") + ["sh", "-c", wrapped]
-        r = LocalTransport(SRUN).run(argv, timeout)
-        out: Dict[str, str] = {}
-        expected = srun_transport.task_nodes([n.slurm_name for n in nodes], self.order)
-        for task in srun_transport.demux((r.stdout or "").splitlines(), mark, expected).values():
-            if task.done and task.node in ours:
-                out[ours[task.node]] = "\n".join(task.lines)
-        return out
-
-    def snapshot(self, names: Sequence[str]) -> Dict[str, Dict[str, int]]:
-        """The counters of every node of the round in one step; a node it missed, in a step of its own."""
-        got = self.each(names, counters.counters_command(), min(30.0, self.opts.ssh.command_timeout))
-        out = {n: counters.parse_counters(text) for n, text in got.items()}
-        missed = [n for n in names if n not in got]
-        if missed:
-            out.update(super().snapshot(missed))
-        return out
-
-    def release(self, index: int, names: Sequence[str]) -> None:
-        """The round's go file on every node of the round in one step; a node it missed, in a step of its own."""
-        got = self.each(names, f"touch {shlex.quote(self.go_file(index))}", min(15.0, self.opts.ssh.command_timeout))
-        missed = [n for n in names if n not in got]
-        if missed:
-            super().release(index, missed)
-
-    def launch(self, job: Job, row: Row, spec: launch.LaunchSpec, setting: Setting,
-               on_record: Callable[[dict], None]) -> runner.SettingRun:
-        from dataclasses import replace
-
-        from nccldiag.probe.nodes import LaunchHere
-        from nccldiag.slurm import client
-
-        nodes = [self.by_name[n] for n in job.nodes]
-        first = self.by_name[self.rank0(job.nodes)]
-        spec = replace(spec, rdzv_host=first.address or first.slurm_name)
-        ifnames = {self.prep.hostnames.get(n, n): self.ifname(row, n) for n in job.nodes}
-        name = job.run_id  # the step's name in squeue: this job's marker
-        cmd = launch.srun_command(spec, [n.slurm_name for n in nodes], ifnames, self.opts.slurm_job or "",
-                                  self.timeout, name=name)
-        ranked = task_order(job.nodes, {n: self.by_name[n].slurm_name for n in job.nodes}, self.order)
-        launched = results.Launched(tuple(ranked), self.opts.nproc_per_node, (self.opts.collective,), tagged="srun")
-        sr = runner.run_setting(nodes, {SRUN: cmd}, setting, self.timeout, grace=5.0, run_id=job.run_id,
-                                on_record=on_record, fanout=self.opts.fanout, launchers=[LaunchHere(SRUN)],
-                                launched=launched)
-        nr = sr.nodes.get(SRUN)
-        if sr.timed_out or nr is None or nr.error is not None or nr.rc != 0:
-            left = client.end_steps(lambda n: n == name, wait=min(30.0, self.opts.ssh.command_timeout))
-            if left:
-                sr.survivors[SRUN] = [f"step {i} ({name}) still listed by squeue after scancel" for i in left]
-        return sr
-
-
-SRUN = "srun"  # the launcher's name in a job's run under --launcher srun
-
-
-def task0_node(names: Sequence[str], slurm_names: Dict[str, str], order: Dict[str, int]) -> str:
-    """Which of ``names`` gets task 0 of an srun step on them (pure).
-
-    srun lays tasks out in Slurm's node order (the order of ``scontrol show
-    node``, that of slurm.conf), whatever order ``--nodelist`` gives: rank 0,
-    whose node serves the rendezvous, is on the node that comes first there.
-    A node Slurm does not list sorts after the others, by name.
-    """
-    return task_order(names, slurm_names, order)[0]
-
-
-def task_order(names: Sequence[str], slurm_names: Dict[str, str], order: Dict[str, int]) -> List[str]:
-    """``names`` in the order srun gives them tasks (pure): the first node's tasks are ranks 0.., and so on."""
-    return sorted(names, key=lambda n: (order.get(slurm_names[n], len(order)), slurm_names[n]))
+GRACE = 5.0  # a job is over when one of its launchers fails: the others only wait for it
 
 
 def run(hosts: Sequence[Host], opts: IsolateOptions, progress: Optional[Callable[[str], None]] = None) -> IsolateReport:
     """One isolation run end to end; returns its report (nothing is printed here)."""
-    from nccldiag.probe.nodes import SSHNode, connect_all
+    from nccldiag.probe.nodes import connect_all
 
     t0 = time.monotonic()
     if len(hosts) < 2:
@@ -406,19 +286,12 @@ def run(hosts: Sequence[Host], opts: IsolateOptions, progress: Optional[Callable
         isolate.build_rows(opts.backend if opts.backend in ("gloo", "nccl") else "nccl", opts.nets, opts.hcas)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    order: Dict[str, int] = {}
-    if opts.launcher == "srun":
-        from nccldiag.probe.session import allocation_grant, fit_allocation, slurm_nodes
-
-        from nccldiag.slurm import client
-
-        nodes = slurm_nodes(hosts, opts)  # each command a one-task srun step in opts.slurm_job
-        granted = allocation_grant(opts)
-        if granted is not None:  # every job's step asks for R tasks per node: refused here when Slurm would
-            fit_allocation(granted, nodes, opts.nproc_per_node, True)
-        order = {n.name: i for i, n in enumerate(client.show_nodes())}
-    else:
-        nodes = [SSHNode(h, opts.ssh) for h in hosts]
+    launcher = launchers.get(opts.launcher)
+    if not launcher.jobs:
+        raise UsageError(f"--launcher {opts.launcher} cannot start isolate's jobs")
+    nodes = launcher.nodes(hosts, opts)
+    launcher.refuse(opts, hosts, nodes)  # srun: every job's step asks for R tasks per node, refused here when
+    # Slurm would
     report = IsolateReport(hosts=[n.name for n in nodes], seed=opts.seed, nproc_per_node=opts.nproc_per_node,
                            collective=opts.collective, size=opts.size, launcher=opts.launcher)
     unreachable: Dict[str, str] = connect_all(nodes, opts.fanout)
@@ -437,9 +310,8 @@ def run(hosts: Sequence[Host], opts: IsolateOptions, progress: Optional[Callable
     report.run_id = run_id
     done = False
     try:
-        prep = runner.prepare(live, opts.python, None, None, timeout=opts.ssh.command_timeout, fanout=opts.fanout,
-                              run_id=run_id, watchdog=_run_bound(opts, len(live)))
-        report = _run(report, nodes, live, prep, opts, unreachable, progress, t0, order)
+        prep = launcher.prepare(live, opts, run_id, _run_bound(opts, len(live)))
+        report = _run(report, launcher, nodes, live, prep, opts, unreachable, progress, t0)
         done = True
         return report
     finally:
@@ -447,10 +319,7 @@ def run(hosts: Sequence[Host], opts: IsolateOptions, progress: Optional[Callable
             # Ctrl-C, SIGTERM, a bug: kill every job's processes on every node (they share the run's marker
             # prefix) and remove the run directories, whatever stopped the run
             _reap_prefix(live, run_id, opts.fanout)
-            if opts.launcher == "srun":
-                from nccldiag.slurm import client
-
-                client.end_steps(lambda n: n.startswith(run_id + "-"), wait=15.0)
+            launcher.stop(run_id, None, wait=15.0)
             runner.cleanup(live, os.path.join("/tmp", run_id), fanout=opts.fanout)
             for n in nodes:
                 n.close()
@@ -473,8 +342,8 @@ def _reap_prefix(nodes, run_id: str, fanout: int) -> None:
     fan_out(list(nodes), lambda n: n.run(cmd, 15), fanout)
 
 
-def _run(report: IsolateReport, nodes, live, prep: runner.Prepared, opts: IsolateOptions,
-         unreachable: Dict[str, str], progress, t0: float, order: Dict[str, int]) -> IsolateReport:
+def _run(report: IsolateReport, launcher, nodes, live, prep: runner.Prepared, opts: IsolateOptions,
+         unreachable: Dict[str, str], progress, t0: float) -> IsolateReport:
     excluded: Dict[str, str] = {}
     for name, msg in unreachable.items():
         excluded[name] = f"could not be reached: {msg}"
@@ -511,12 +380,9 @@ def _run(report: IsolateReport, nodes, live, prep: runner.Prepared, opts: Isolat
     report.out_dir = out_dir
     lock = threading.Lock()
     with open(os.path.join(out_dir, "records.jsonl"), "x", encoding="utf-8") as rec_file:
-        if opts.launcher == "srun":
-            cl = _SrunCluster(participants, prep, rows, ifaces, opts, backend, rec_file, lock, order=order)
-        else:
-            cl = _Cluster(participants, prep, rows, ifaces, opts, backend, rec_file, lock)
+        cl = _Cluster(launcher, participants, prep, rows, ifaces, opts, backend, rec_file, lock)
         _schedule(report, cl, [n.name for n in participants], rows, opts, excluded, progress)
-    cleanup_failed = runner.cleanup(live, prep.rundir, timeout=min(15.0, opts.ssh.command_timeout), fanout=opts.fanout)
+    cleanup_failed = launcher.cleanup(live, prep, opts)
     for host, msg in sorted(cleanup_failed.items()):
         report.findings.append(warn(AREA, f"{AREA}.cleanup", f"could not remove the run directory on {host}: {msg}",
                                     host=host))

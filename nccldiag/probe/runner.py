@@ -20,7 +20,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from nccldiag.node import node_program
 from nccldiag.probe import launch, results
-from nccldiag.probe.plan import Setting
+from nccldiag.probe.plan import RAS_GUARD, RAS_WAIT, Setting
 from nccldiag.probe.progress import shows_progress
 from nccldiag.transport.base import TransportError
 from nccldiag.transport.task import fan_out
@@ -262,7 +262,7 @@ def run_setting(
             on_record(rec)
 
     # with a query to make at the deadline, the streams outlive it: closing a rank's output kills it
-    stream_timeout = timeout + (RAS_WAIT + 20 if on_timeout else 0)
+    stream_timeout = timeout + (RAS_GUARD if on_timeout else 0)
 
     def go(node) -> None:
         t0 = time.monotonic()
@@ -316,7 +316,6 @@ def run_setting(
     return out
 
 
-RAS_WAIT = 5  # seconds NCCL's RAS may spend gathering the job's state (ncclras's default)
 RAS_NO_ANSWER = "nccldiag-ras:"
 _RAS_SNIPPET = node_program("rasquery")
 

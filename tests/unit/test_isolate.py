@@ -414,7 +414,7 @@ def test_a_single_failing_pair_with_a_node_bad_on_another_row_is_explained():
 
 
 def test_srun_task0_is_on_the_first_node_in_slurms_order_not_the_jobs():
-    from nccldiag.probe.isolate_run import task0_node
+    from nccldiag.probe.launchers.srun import task0_node
 
     order = {"gpu01": 0, "gpu02": 1, "gpu10": 2, "gpu03": 3}  # slurm.conf's order, not sorted by name
     same = {n: n for n in order}
