@@ -25,7 +25,7 @@ def _parse_size(value: Optional[str]) -> Optional[int]:
 @click.option("--launcher", type=click.Choice(launchers.probe_choices()), default="auto",
               show_default=True,
               help="auto: local without hosts, torchrun with hosts. srun: one Slurm task per rank, "
-                   "every command an srun step (no SSH).")
+                   "every command an srun step (no SSH). clush: torchrun on every node, started by one clush.")
 @click.option("--backend", type=click.Choice(["auto", "nccl", "gloo"]), default="auto", show_default=True,
               help="auto: nccl when the nodes have NVIDIA GPUs, gloo otherwise.")
 @click.option("--nproc-per-node", type=click.IntRange(1, 1024), default=None,

@@ -106,3 +106,66 @@ def test_dry_run_shows_the_bounds_and_contacts_nothing(tmp_path):
         probe_report.render_commands(report, con)
     assert "# bounds: timeout 100 s, process group 50 s, rendezvous join 25 s" in cap.get()
     assert not (tmp_path / "run").exists()
+
+
+def test_a_stream_labelled_by_node_binds_each_record_to_the_node_that_wrote_it():
+    from nccldiag.probe import results
+
+    gate = results.Gate(results.Launched(("a", "b"), 2, ("all_reduce",), tagged="node"))
+    rec = gate.admit("clush", 'b: {"type": "end", "rank": 3}')
+    assert rec is not None and rec["host"] == "b" and rec["rank"] == 3
+    assert gate.admit("clush", 'a: {"type": "end", "rank": 3}') is None  # a claims b's rank
+    assert gate.admit("clush", 'z: {"type": "end", "rank": 0}') is None  # a node not launched
+    assert gate.admit("clush", "clush: a: exited with exit code 1") is None  # clush's own words
+    assert gate.rejected == {"a": {"records about ranks it did not launch": 1},
+                             "clush": {"records of nodes outside those launched": 1}}
+
+
+def _ssh_nodes(*names, user=None, port=None):
+    from nccldiag.inventory import Host
+    from nccldiag.probe.nodes import SSHNode
+    from nccldiag.transport.ssh import SSHOptions
+
+    opts = SSHOptions(config_path="/etc/ssh/cfg", identity_files=["/k/id"])
+    return [SSHNode(Host(n, user=user, port=port), opts) for n in names]
+
+
+def test_clush_sends_every_node_one_command_that_picks_its_own_torchrun_by_host_name():
+    clush = launchers.get("clush")
+    nodes = _ssh_nodes("a", "b", user="ops", port=2222)
+    cmds = clush.commands(spec(), nodes, prep(), plan.bounds(90, "gloo"))
+    (where,) = cmds
+    words = shlex.split(cmds[where])
+    assert where == "clush" and words[:3] == ["exec", "env", "PYTHONUNBUFFERED=1"]
+    assert words[words.index("-w") + 1] == "a,b" and words[words.index("-f") + 1] == "2" and "-S" in words
+    assert words[words.index("-l") + 1] == "ops"
+    assert shlex.split(words[words.index("-o") + 1]) == ["-oBatchMode=yes", "-oConnectTimeout=10", "-F",
+                                                       "/etc/ssh/cfg", "-i", "/k/id", "-p2222"]
+    remote = words[-1]
+    assert words[-2] == "--" and remote.startswith('case "$(hostname)" in node-a) ')
+    branch_b = remote.split("node-b) ")[1]
+    assert "--node-rank=1" in branch_b and "--node-rank=0" not in branch_b and "--master-addr=10.0.0.2" in branch_b
+    assert "is none of this run's nodes" in remote
+    la = clush.launched(nodes, 2, ("all_reduce",))
+    assert la.tagged == "node" and [n.name for n in clush.starts_on(nodes)] == ["clush"]
+
+
+def test_clush_refuses_nodes_it_cannot_tell_apart_or_reach_alike():
+    from nccldiag.inventory import Host
+    from nccldiag.model.errors import UsageError
+
+    clush = launchers.get("clush")
+    p = prep()
+    p.hostnames["b"] = "node-a"
+    cmds = clush.commands(spec(), _ssh_nodes("a", "b"), p, plan.bounds(90, "gloo"))
+    assert "several nodes call themselves node-a" in cmds["clush"] and "torch.distributed.run" not in cmds["clush"]
+    with pytest.raises(UsageError, match="same ssh port"):
+        clush.refuse(None, [Host("a", port=22), Host("b", port=2222)], [])
+
+
+def test_clush_deaths_name_the_node_whose_torchrun_reported_them():
+    text = ("b: Root Cause (first observed failure):\nb: [0]:\nb:   time      : 2024-01-01_00:00:00\n"
+            "b:   host      : node-b\nb:   rank      : 3 (local_rank: 1)\n"
+            "b:   exitcode  : -9 (pid: 4242)\nb:   error_file: <N/A>\n")  # torchrun's block as clush labels it
+    (d,) = launchers.get("clush").deaths(text)
+    assert d == {"rank": 3, "local_rank": 1, "signal": 9, "name": "signal 9", "node": "b"}

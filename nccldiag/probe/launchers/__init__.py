@@ -18,6 +18,7 @@ LAUNCHERS: Tuple[str, ...] = (
     "mpirun",
     "srun",
     "local",
+    "clush",
 )
 
 SSH = "ssh"  # isolate's name for torchrun over SSH (its default)
