@@ -14,8 +14,7 @@ from typing import Any, Dict, Sequence
 
 from nccldiag.areas import gpu, infiniband, nvlink
 from nccldiag.collect import script, sections
-from nccldiag.transport.base import TransportError
-from nccldiag.transport.task import fan_out
+from nccldiag.transport.nodes import run_all
 
 SOURCES = {"ib": (infiniband, ("ib_sysfs", "ibstat")), "gpu": (gpu, ("gpu_query", "nvlink_status"))}
 
@@ -41,16 +40,6 @@ def from_sections(secs: Dict[str, Any]) -> Dict[str, Any]:
 
 def collect(nodes: Sequence, timeout: float, fanout: int = 64) -> Dict[str, Dict[str, Any]]:
     """``{host: {"ib": ..., "gpu": ...}}`` for the nodes that answered."""
-    out: Dict[str, Dict[str, Any]] = {}
-
-    def one(node) -> None:
-        mark = sections.new_mark()
-        try:
-            r = node.run("sh -s", timeout, stdin=node_script(mark))
-        except TransportError:
-            return
-        if r.error is None and r.stdout:
-            out[node.name] = parse(r.stdout, mark)
-
-    fan_out(list(nodes), one, fanout)
-    return out
+    mark = sections.new_mark()  # one mark for every node: each node's output is read on its own
+    got = run_all(nodes, "sh -s", timeout, fanout, stdin=node_script(mark))
+    return {name: parse(r.stdout, mark) for name, r in got.items() if r.error is None and r.stdout}

@@ -35,7 +35,7 @@ from nccldiag.probe import analysis, counters, isolate, launch, launchers, pairi
 from nccldiag.probe.isolate import IsolateReport, Job, Round, Row
 from nccldiag.probe.plan import Setting
 from nccldiag.transport.ssh import SSHOptions
-from nccldiag.transport.task import fan_out
+from nccldiag.transport.nodes import run_all
 
 AREA = "isolate"
 PORT_SPAN = 100  # rendezvous ports used: --rdzv-port .. --rdzv-port + 99
@@ -272,7 +272,7 @@ GRACE = 5.0  # a job is over when one of its launchers fails: the others only wa
 
 def run(hosts: Sequence[Host], opts: IsolateOptions, progress: Optional[Callable[[str], None]] = None) -> IsolateReport:
     """One isolation run end to end; returns its report (nothing is printed here)."""
-    from nccldiag.probe.nodes import connect_all
+    from nccldiag.transport.nodes import connect_all
 
     t0 = time.monotonic()
     if len(hosts) < 2:
@@ -339,7 +339,7 @@ def _reap_prefix(nodes, run_id: str, fanout: int) -> None:
     pat = shlex.quote(f"^{launch.RUN_MARK}={run_id}-[0-9]*$")
     cmd = (f"_p=$(grep -lsaz {pat} /proc/[0-9]*/environ 2>/dev/null | sed -n 's|^/proc/\\([0-9]*\\)/environ$|\\1|p' "
            "| grep -vx \"$$\"); [ -n \"$_p\" ] && kill -9 $_p 2>/dev/null; true")
-    fan_out(list(nodes), lambda n: n.run(cmd, 15), fanout)
+    run_all(nodes, cmd, 15, fanout)
 
 
 def _run(report: IsolateReport, launcher, nodes, live, prep: runner.Prepared, opts: IsolateOptions,
@@ -365,14 +365,11 @@ def _run(report: IsolateReport, launcher, nodes, live, prep: runner.Prepared, op
     if ifaces:
         cmd = _resolve_command(rows)
 
-        def resolve(node) -> None:
-            r = node.run(cmd, opts.ssh.command_timeout)
+        for name, r in run_all(participants, cmd, opts.ssh.command_timeout, opts.fanout).items():
             kv = runner._parse_kv(r.stdout if r.error is None else "")
             for i, row in enumerate(rows):
                 if row.net is not None:
-                    ifaces[row.name][node.name] = kv.get(f"row{i}") or None
-
-        fan_out(participants, resolve, opts.fanout)
+                    ifaces[row.name][name] = kv.get(f"row{i}") or None
     report.interfaces = {r.name: dict(ifaces.get(r.name) or {n.name: prep.ifnames.get(n.name) for n in participants})
                          for r in rows}
     out_dir = os.path.abspath(opts.out_dir) if opts.out_dir else os.path.join(_state_dir(), prep.run_id)

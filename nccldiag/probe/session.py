@@ -84,7 +84,7 @@ def run(hosts: Sequence[Host], opts: ProbeOptions,
     ``progress`` receives a line as each setting starts; nothing is printed here.
     """
     from nccldiag.probe import analysis
-    from nccldiag.probe.nodes import connect_all
+    from nccldiag.transport.nodes import connect_all
 
     t0 = time.monotonic()
     launcher = launchers.get(opts.launcher)

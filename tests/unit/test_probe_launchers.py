@@ -123,7 +123,7 @@ def test_a_stream_labelled_by_node_binds_each_record_to_the_node_that_wrote_it()
 
 def _ssh_nodes(*names, user=None, port=None):
     from nccldiag.inventory import Host
-    from nccldiag.probe.nodes import SSHNode
+    from nccldiag.transport.nodes import SSHNode
     from nccldiag.transport.ssh import SSHOptions
 
     opts = SSHOptions(config_path="/etc/ssh/cfg", identity_files=["/k/id"])
@@ -169,3 +169,17 @@ def test_clush_deaths_name_the_node_whose_torchrun_reported_them():
             "b:   exitcode  : -9 (pid: 4242)\nb:   error_file: <N/A>\n")  # torchrun's block as clush labels it
     (d,) = launchers.get("clush").deaths(text)
     assert d == {"rank": 3, "local_rank": 1, "signal": 9, "name": "signal 9", "node": "b"}
+
+
+def test_clushs_launch_leaves_the_run_directory_to_the_watchdog_of_its_preparation():
+    # clush's SSH session ends with the launch: a launch watchdog would take that for nccldiag's end
+    cmds = launchers.get("clush").commands(spec_with_watchdog(), _ssh_nodes("a", "b"), prep(), plan.bounds(90, "gloo"))
+    assert "torch.distributed.run" in cmds["clush"] and "rm -rf" not in cmds["clush"]
+    torchrun = launchers.get("torchrun").commands(spec_with_watchdog(), [N("a"), N("b")], prep(), plan.bounds(90, "gloo"))
+    assert "rm -rf" in torchrun["a"]
+
+
+def spec_with_watchdog():
+    from dataclasses import replace
+
+    return replace(spec(), watchdog=180)

@@ -84,7 +84,7 @@ class OverSSH:
     counts = True
 
     def nodes(self, hosts, opts) -> list:
-        from nccldiag.probe.nodes import SSHNode
+        from nccldiag.transport.nodes import SSHNode
 
         return [SSHNode(h, opts.ssh) for h in hosts]
 
@@ -131,21 +131,10 @@ class OverSSH:
         return torchrun.root_cause(text)
 
     def each(self, nodes, command: str, timeout: float, fanout: int, name: str) -> Dict[str, str]:
-        from nccldiag.transport.base import TransportError
-        from nccldiag.transport.task import fan_out
+        from nccldiag.transport.nodes import run_all
 
-        out: Dict[str, str] = {}
-
-        def one(node) -> None:
-            try:
-                r = node.run(command, timeout)
-            except TransportError:
-                return
-            if r.error is None:
-                out[node.name] = r.stdout or ""
-
-        fan_out(list(nodes), one, fanout)
-        return out
+        return {name: r.stdout or "" for name, r in run_all(nodes, command, timeout, fanout).items()
+                if r.error is None}
 
     def cleanup(self, nodes, prep, opts) -> Dict[str, str]:
         from nccldiag.probe import runner

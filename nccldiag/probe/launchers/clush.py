@@ -10,6 +10,12 @@ torchrun (its node rank, its interface) by its own host name, found when
 the run was prepared. Staging, the setting's directory, reaping, logs and
 clean-up go over SSH as with torchrun. A rank that died is told by
 torchrun's root-cause block, which clush labels with its node.
+
+The launch has no watchdog of its own: its parent is the session of clush's
+SSH connection, which ends with the launch, so it cannot tell a run that
+ended from a run whose nccldiag is gone. The run directory's watchdog, left
+when the run was prepared over nccldiag's own connection (which lasts the
+run), covers every node, as it covers mpirun's other nodes.
 """
 from __future__ import annotations
 
@@ -40,6 +46,9 @@ def ssh_words(options, host) -> str:
 
 def by_own_name(spec, nodes, prep) -> str:
     """sh that runs, on whichever node it lands, that node's torchrun (its node rank and interface)."""
+    from dataclasses import replace
+
+    spec = replace(spec, watchdog=0)  # see the module's docstring
     names = [prep.hostnames.get(n.name, n.name) for n in nodes]
     if len(set(names)) < len(names):
         dup = sorted({x for x in names if names.count(x) > 1})
@@ -70,15 +79,15 @@ class Clush(OverSSH):
                 + shlex.quote(by_own_name(spec, nodes, prep))}
 
     def setting_dir(self, nodes, prep, setting: str, opts) -> str:
-        from nccldiag.transport.task import fan_out
+        from nccldiag.transport.nodes import run_all
 
         # on the nodes, over SSH, before clush starts the ranks (one round trip each, fanout at a time)
-        prefix = OverSSH.setting_dir(self, nodes, prep, setting, opts) + "true"
-        fan_out(list(nodes), lambda n: n.run(prefix, opts.ssh.command_timeout), opts.fanout)
+        run_all(nodes, OverSSH.setting_dir(self, nodes, prep, setting, opts) + "true", opts.ssh.command_timeout,
+                opts.fanout)
         return ""
 
     def starts_on(self, nodes) -> list:
-        from nccldiag.probe.nodes import LaunchHere
+        from nccldiag.transport.nodes import LaunchHere
 
         return [LaunchHere(HERE)]
 

@@ -38,7 +38,7 @@ class Local(OverSSH):
     counts = False  # the counters are read before each setting, never compared after it
 
     def nodes(self, hosts, opts) -> list:
-        from nccldiag.probe.nodes import LocalNode
+        from nccldiag.transport.nodes import LocalNode
 
         return [LocalNode()]
 

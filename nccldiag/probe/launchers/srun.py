@@ -1,21 +1,62 @@
 """``--launcher srun``: every rank one task of one srun step, run on this machine inside the allocation.
 
 No SSH: every per-node command (staging, reaping, logs) is a one-task srun
-step on its node (:class:`~nccldiag.probe.nodes.SlurmNode`). srun lays the
+step on its node (:class:`SlurmNode`). srun lays the
 tasks out in Slurm's node order and labels each line with its task, which
 is the rank. A step that did not end by itself is cancelled by name.
 """
 from __future__ import annotations
 
 import shlex
+import threading
 import uuid
-from typing import Dict, List, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from nccldiag.model.errors import UsageError
 from nccldiag.probe import launch
 from nccldiag.probe.launchers.base import OverSSH, by_hostname
+from nccldiag.transport.base import ExecResult
+from nccldiag.transport.local import LocalTransport
+from nccldiag.transport.stream import run_streaming
 
 HERE = "srun"  # the launch's place in a setting's run: srun runs on this machine
+
+
+class SlurmNode:
+    """A node reached through Slurm: each command is a one-task ``srun`` step on it, inside allocation ``job``.
+
+    Staging, interface discovery, reaping, log fetching and clean-up go the
+    same way as over SSH, so the probe needs no SSH to the nodes.
+    """
+
+    remote = True
+    holds_session = False  # each command is a step of its own, whose slurmstepd ends with it
+
+    def __init__(self, host, slurm_name: str, address: str, job: str, order: int = 0):
+        self.host = host
+        self.name = host.name
+        self.slurm_name = slurm_name
+        self.address: Optional[str] = address or None
+        self.job = job
+        self.order = order  # its place in Slurm's node order, in which srun lays out the tasks of a step
+
+    def _argv(self, command: str, timeout: float, stdin: bool) -> list:
+        from nccldiag.slurm import commands
+
+        return commands.srun_step([self.slurm_name], 1, timeout, job=self.job, input_all=stdin,
+                                  name="nccldiag-probe") + ["sh", "-c", command]
+
+    def connect(self) -> "SlurmNode":
+        return self
+
+    def run(self, command: str, timeout: float, stdin: Optional[str] = None) -> ExecResult:
+        return LocalTransport(self.name).run(self._argv(command, timeout, stdin is not None), timeout, stdin=stdin)
+
+    def stream(self, command: str, timeout: float, on_line: Callable[[str], None], cancel: threading.Event) -> ExecResult:
+        return run_streaming(self._argv(command, timeout, False), timeout, on_line, cancel, host=self.name)
+
+    def close(self) -> None:
+        pass
 
 
 def allocation_grant(opts):
@@ -66,7 +107,6 @@ class Srun(OverSSH):
 
     def nodes(self, hosts, opts) -> list:
         """The hosts as Slurm nodes (name and NodeAddr), each command an srun step in ``opts.slurm_job``."""
-        from nccldiag.probe.nodes import SlurmNode
         from nccldiag.slurm import client
         from nccldiag.slurm.client import resolve_all
         from nccldiag.slurm.nodes import match_hosts
@@ -100,18 +140,18 @@ class Srun(OverSSH):
                                           nodes[0].job, bounds.timeout, name=name)}
 
     def setting_dir(self, nodes, prep, setting: str, opts) -> str:
-        from nccldiag.transport.task import fan_out
+        from nccldiag.transport.nodes import run_all
 
         # the setting's directory on every node first (one step each, fanout at a time)
         mkdir = launch.owned_rundir(prep.rundir) + f"mkdir -p {shlex.quote(prep.rundir + '/' + setting)}"
-        fan_out(list(nodes), lambda n: n.run(mkdir, opts.ssh.command_timeout), opts.fanout)
+        run_all(nodes, mkdir, opts.ssh.command_timeout, opts.fanout)
         return ""
 
     def rank0(self, nodes):
         return _ordered(nodes)[0]
 
     def starts_on(self, nodes) -> list:
-        from nccldiag.probe.nodes import LaunchHere
+        from nccldiag.transport.nodes import LaunchHere
 
         return [LaunchHere(HERE)]
 
@@ -140,7 +180,6 @@ class Srun(OverSSH):
         whose task did not finish goes through a step of its own."""
         from nccldiag.collect import srun as srun_transport
         from nccldiag.slurm import commands
-        from nccldiag.transport.local import LocalTransport
 
         nodes = list(nodes)
         if not nodes:
