@@ -56,7 +56,7 @@ def isolate(launcher, backend, nproc_per_node, nets, hcas, fraction, expected_bu
     pairs (three different partners each); a final round re-tests each
     suspect against nodes already proven good. See docs/isolate.md.
     """
-    from nccldiag.probe import isolate_run
+    from nccldiag.isolate import run as isolate_run
     from nccldiag.probe.plan import parse_size
     from nccldiag.report import isolate_report
     from nccldiag.report.console import console

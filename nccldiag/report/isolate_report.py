@@ -8,7 +8,7 @@ from rich.table import Table
 from rich.text import Text
 
 from nccldiag.model.findings import SEVERITY, Status, to_jsonable
-from nccldiag.probe.isolate import SCHEMA, IsolateReport
+from nccldiag.isolate.judge import SCHEMA, IsolateReport
 from nccldiag.report.jsonout import envelope, write_json
 
 _STYLE = {"ok": "ok", "slow": "warn", "lossy": "warn", "blocked": "fail", "network": "fail", "wrong": "wrong",

@@ -81,7 +81,8 @@ def test_the_allocation_asked_for_tasks_and_gpus_per_node_sets_the_default():
 
 def test_probe_and_isolate_refuse_a_count_the_allocation_cannot_hold_as_a_usage_error(monkeypatch):
     from nccldiag.model.errors import UsageError
-    from nccldiag.probe import isolate_run, session
+    from nccldiag.isolate import run as isolate_run
+    from nccldiag.probe import session
     from nccldiag.probe.launchers import srun
 
     for k, v in DEFAULT.items():

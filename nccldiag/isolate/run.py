@@ -4,7 +4,7 @@ connect -> prepare (stage the worker once, interfaces, each row's interface
 per node) -> round 0 (every node alone) -> rounds 1-3 (disjoint pairs, every
 row at once) -> confirmation (suspects against proven-good nodes) ->
 all nodes, and bisection where only the whole fails -> judge (pure,
-:mod:`nccldiag.probe.isolate`) -> report.
+:mod:`nccldiag.isolate.judge`) -> report.
 
 Every job of a round starts at once, each with its own rendezvous (its
 first node's address, a port of its own) and its own ``NCCLDIAG_RUN``
@@ -29,13 +29,14 @@ from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from nccldiag.inventory import Host
+from nccldiag.isolate import judge, pairing
+from nccldiag.isolate.judge import IsolateReport, Job, Round, Row
 from nccldiag.model.errors import UsageError
 from nccldiag.model.findings import Status, error, fail, ok, warn
-from nccldiag.probe import analysis, counters, isolate, launch, launchers, pairing, plan, runner
-from nccldiag.probe.isolate import IsolateReport, Job, Round, Row
+from nccldiag.probe import analysis, counters, launch, launchers, plan, runner
 from nccldiag.probe.plan import Setting
-from nccldiag.transport.ssh import SSHOptions
 from nccldiag.transport.nodes import run_all
+from nccldiag.transport.ssh import SSHOptions
 
 AREA = "isolate"
 PORT_SPAN = 100  # rendezvous ports used: --rdzv-port .. --rdzv-port + 99
@@ -151,7 +152,7 @@ class _Cluster:
         moving: Dict[int, float] = {}  # rank -> busbw of its calls done so far (its last progress record)
 
         def tracked(rec: dict) -> None:
-            if isolate.shows_progress(rec):
+            if judge.shows_progress(rec):
                 job.progress.append(time.monotonic() - t0)
                 if rec.get("type") == "progress" and isinstance(rec.get("busbw"), (int, float)) \
                         and isinstance(rec.get("rank"), int):
@@ -169,7 +170,7 @@ class _Cluster:
                 causes.append(str(f.actual["cause"]))
         job.causes = tuple(dict.fromkeys(causes))
         job.init_failed = bool(rep.outcome.stuck_in_init) or any(
-            f.check in isolate.INIT_CHECKS and f.status == Status.FAIL for f in rep.findings)
+            f.check in judge.INIT_CHECKS and f.status == Status.FAIL for f in rep.findings)
         oc = rep.outcome.collectives.get(self.opts.collective)
         big = oc.largest if oc is not None else None
         job.busbw = big.busbw if big is not None and oc.status == "ok" else None
@@ -283,7 +284,7 @@ def run(hosts: Sequence[Host], opts: IsolateOptions, progress: Optional[Callable
         if os.path.exists(os.path.join(opts.out_dir, "records.jsonl")):
             raise UsageError(f"-o {opts.out_dir}: holds the records of an earlier run; give a new directory")
     try:  # the syntax of every row before any connection (auto: checked as NCCL's, which has every kind)
-        isolate.build_rows(opts.backend if opts.backend in ("gloo", "nccl") else "nccl", opts.nets, opts.hcas)
+        judge.build_rows(opts.backend if opts.backend in ("gloo", "nccl") else "nccl", opts.nets, opts.hcas)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     launcher = launchers.get(opts.launcher)
@@ -356,7 +357,7 @@ def _run(report: IsolateReport, launcher, nodes, live, prep: runner.Prepared, op
     report.backend = backend
     report.size = opts.size or (DEFAULT_SIZE_NCCL if backend == "nccl" else DEFAULT_SIZE_GLOO)
     try:
-        rows = isolate.build_rows(backend, opts.nets, opts.hcas)
+        rows = judge.build_rows(backend, opts.nets, opts.hcas)
     except ValueError as exc:
         raise UsageError(str(exc)) from None  # the run's directories go in run()
     report.rows = rows
@@ -415,9 +416,9 @@ def _schedule(report: IsolateReport, cl: _Cluster, pool: List[str], rows: Sequen
         return rnd
 
     # round 0: every node alone (all its local ranks), the first row
-    r0 = play(isolate.ALONE, [(row_names[0], [n]) for n in pool])
+    r0 = play(judge.ALONE, [(row_names[0], [n]) for n in pool])
     for j in r0.jobs:
-        j.kind = isolate.classify(j, None, timeout=cl.timeout)
+        j.kind = judge.classify(j, None, timeout=cl.timeout)
         if j.failed:
             excluded[j.nodes[0]] = "failed alone in round 0"
     live = [n for n in pool if n not in excluded]
@@ -425,56 +426,56 @@ def _schedule(report: IsolateReport, cl: _Cluster, pool: List[str], rows: Sequen
     report.order = order
     schedule = pairing.circle_rounds(order, opts.pair_rounds)
     for pairs in schedule:
-        play(isolate.PAIRS, [(row, p) for p in pairs for row in row_names])
+        play(judge.PAIRS, [(row, p) for p in pairs for row in row_names])
     _classify(report, jobs, row_names, opts)
     # confirmation: each suspect against a proven-good node it did not meet
     met = pairing.partners(schedule)
-    need = isolate.to_confirm(row_names, jobs, live)
-    per_row = {row: pairing.confirmation_pairs(names, isolate.proven_good(row, jobs, live), met)[0]
+    need = judge.to_confirm(row_names, jobs, live)
+    per_row = {row: pairing.confirmation_pairs(names, judge.proven_good(row, jobs, live), met)[0]
                for row, names in need.items()}
     for k in range(max((len(v) for v in per_row.values()), default=0)):
         groups = [(row, p) for row, rounds in per_row.items() if k < len(rounds) for p in rounds[k]]
         if groups:
-            play(isolate.CONFIRM, groups)
+            play(judge.CONFIRM, groups)
     _classify(report, jobs, row_names, opts)
     # all nodes at once when every pair passed; bisect where only the whole fails
     if opts.full and len(live) > 2 and not any(j.failed for j in jobs):
-        rnd = play(isolate.ALL, [(row, order) for row in row_names])
+        rnd = play(judge.ALL, [(row, order) for row in row_names])
         _classify(report, jobs, row_names, opts)
         failing = {j.row: [list(j.nodes)] for j in rnd.jobs if j.failed}
         steps = 0
         while failing and steps < opts.max_bisect:
-            groups, located = isolate.bisect_plan(failing)
+            groups, located = judge.bisect_plan(failing)
             report.groups.extend(located)
             if not groups:
                 failing = {}
                 break
-            rnd = play(isolate.BISECT, groups)
+            rnd = play(judge.BISECT, groups)
             _classify(report, jobs, row_names, opts)
             steps += 1
-            failing, located = isolate.bisect_next(failing, rnd.jobs)
+            failing, located = judge.bisect_next(failing, rnd.jobs)
             report.groups.extend(located)
         for row, gs in failing.items():
             for g in gs:
                 report.groups.append({"row": row, "nodes": g, "why": "still failing when bisection stopped"})
-    report.nodes, report.pairs = isolate.verdicts(report.hosts, row_names, jobs, excluded)
+    report.nodes, report.pairs = judge.verdicts(report.hosts, row_names, jobs, excluded)
     _findings(report)
 
 
 def _classify(report: IsolateReport, jobs: Sequence[Job], rows: Sequence[str], opts: IsolateOptions) -> None:
     """Thresholds per row from the healthy pairs, then every job's kind."""
     for row in rows:
-        pairs = [j for j in jobs if j.row == row and j.stage in (isolate.PAIRS, isolate.CONFIRM) and j.status == "ok"]
-        per_round, thr, med = isolate.job_thresholds(row, jobs, opts.fraction, opts.expected_busbw)
+        pairs = [j for j in jobs if j.row == row and j.stage in (judge.PAIRS, judge.CONFIRM) and j.status == "ok"]
+        per_round, thr, med = judge.job_thresholds(row, jobs, opts.fraction, opts.expected_busbw)
         report.thresholds[row] = {"threshold": thr, "median": med, "fraction": opts.fraction,
                                   "expected": opts.expected_busbw,
                                   "per_round": {str(k): v for k, v in per_round.items()},
-                                  "distribution": isolate.distribution(j.busbw for j in pairs)}
+                                  "distribution": judge.distribution(j.busbw for j in pairs)}
         for j in jobs:
-            if j.row != row or j.stage == isolate.ALONE:
+            if j.row != row or j.stage == judge.ALONE:
                 continue
-            j.threshold = (per_round.get(j.round, thr) if j.stage == isolate.PAIRS else thr) if len(j.nodes) == 2 else None
-            j.kind = isolate.classify(j, j.threshold, j.ratio, job_timeout(opts, report.backend))
+            j.threshold = (per_round.get(j.round, thr) if j.stage == judge.PAIRS else thr) if len(j.nodes) == 2 else None
+            j.kind = judge.classify(j, j.threshold, j.ratio, job_timeout(opts, report.backend))
 
 
 def _findings(report: IsolateReport) -> None:
