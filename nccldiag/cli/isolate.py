@@ -9,12 +9,13 @@ import click
 from nccldiag.cli.host import HostCommand
 from nccldiag.cli.options import CONTEXT, color_option, host_options, slurm_options, spec_option
 from nccldiag.model.errors import UsageError
+from nccldiag.probe import launchers
 from nccldiag.report import outputs
 
 
 @click.command("isolate", context_settings=CONTEXT)
 @host_options
-@click.option("--launcher", type=click.Choice(["ssh", "srun"]), default="ssh", show_default=True,
+@click.option("--launcher", type=click.Choice(launchers.isolate_choices()), default="ssh", show_default=True,
               help="ssh: torchrun on each node of a job over SSH. srun: each job one Slurm step inside the "
                    "allocation (one task per rank, no SSH), the jobs of a round side by side.")
 @click.option("--backend", type=click.Choice(["auto", "nccl", "gloo"]), default="auto", show_default=True,
@@ -58,7 +59,7 @@ def isolate(launcher, backend, nproc_per_node, nets, hcas, fraction, expected_bu
     pairs (three different partners each); a final round re-tests each
     suspect against nodes already proven good. See docs/isolate.md.
     """
-    from nccldiag.probe import isolate_run
+    from nccldiag.isolate import run as isolate_run
     from nccldiag.probe.plan import parse_size
     from nccldiag.report import isolate_report
     from nccldiag.report.console import console

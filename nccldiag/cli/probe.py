@@ -10,6 +10,7 @@ import click
 from nccldiag.cli.host import HostCommand
 from nccldiag.cli.options import CONTEXT, color_option, host_options, slurm_options, spec_option, ssh_options
 from nccldiag.model.errors import UsageError
+from nccldiag.probe import launchers
 from nccldiag.report import outputs
 
 
@@ -21,10 +22,10 @@ def _parse_size(value: Optional[str]) -> Optional[int]:
 
 @click.command("probe", context_settings=CONTEXT)
 @host_options
-@click.option("--launcher", type=click.Choice(["auto", "torchrun", "mpirun", "srun", "local"]), default="auto",
+@click.option("--launcher", type=click.Choice(launchers.probe_choices()), default="auto",
               show_default=True,
               help="auto: local without hosts, torchrun with hosts. srun: one Slurm task per rank, "
-                   "every command an srun step (no SSH).")
+                   "every command an srun step (no SSH). clush: torchrun on every node, started by one clush.")
 @click.option("--backend", type=click.Choice(["auto", "nccl", "gloo"]), default="auto", show_default=True,
               help="auto: nccl when the nodes have NVIDIA GPUs, gloo otherwise.")
 @click.option("--nproc-per-node", type=click.IntRange(1, 1024), default=None,

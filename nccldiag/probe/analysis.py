@@ -79,6 +79,7 @@ class ProbeReport:
     note: str = ""
     run_id: Optional[str] = None  # the NCCLDIAG_RUN marker every process of the run carries
     commands: Optional[List[Tuple[str, str, str]]] = None  # --dry-run: (setting, host, command), nothing ran
+    bounds: List[str] = field(default_factory=list)  # --dry-run: the time bounds --timeout gives (plan.Bounds)
     ifnames: Dict[str, Optional[str]] = field(default_factory=dict)  # host -> the socket interface given to gloo/NCCL
     iface_speeds: Dict[str, Optional[int]] = field(default_factory=dict)  # host -> its speed in Mb/s (sysfs)
     route_ifnames: Dict[str, Optional[str]] = field(default_factory=dict)  # host -> the interface routing to rank 0
@@ -195,37 +196,23 @@ def _rendezvous_of(command: str) -> Tuple[Optional[str], Optional[str]]:
     return (addr.group(1) if addr else None), (port.group(1) if port else None)
 
 
-# The launchers' own words for a rank that died: torchrun's "Root Cause (first observed failure)" block and
-# Open MPI's "mpirun noticed that process rank N ... exited on signal S".
-_ROOT_CAUSE = re.compile(r"Root Cause \(first observed failure\):(?P<block>(?:\n.*){0,8})")
-_RC_RANK = re.compile(r"^\s*rank\s*:\s*(?P<rank>\d+)(?: \(local_rank: (?P<local>\d+)\))?", re.M)
-_RC_EXIT = re.compile(r"^\s*exitcode\s*:\s*(?P<code>-?\d+)(?: \(pid: (?P<pid>\d+)\))?(?:\s+\((?P<sig>SIG\w+)\))?", re.M)
-# at the start of a line: a rank's own stderr comes through mpirun tagged ([1,r]<stderr>:), never bare
-_MPI_SIGNAL = re.compile(r"^mpirun noticed that process rank (?P<rank>\d+) with PID (?P<pid>\d+) on node (?P<node>\S+) "
-                         r"exited on signal (?P<signum>\d+)(?: \((?P<name>[^)]*)\))?", re.M)
-_STOP_SIGNALS = {1, 2, 15}  # SIGHUP, SIGINT, SIGTERM: a stop asked for, not a death
-
-
 def rank_deaths(text: str) -> List[Dict[str, object]]:
-    """Ranks a launcher says were killed by a signal (pure): ``rank``, ``signal``, ``name``, ``local_rank``.
+    """Ranks a launcher says were killed by a signal (pure): ``rank``, ``signal``, ``name``, ``local_rank``
+    (and ``node`` when the launcher names it), in the words of every launcher
+    (:meth:`~nccldiag.probe.launchers.base.Launcher.deaths`: torchrun's root-cause block, "mpirun noticed ...").
 
     A signal that asks a process to stop (SIGHUP, SIGINT, SIGTERM) is left out: launchers send it to the
     ranks they stop after another rank failed.
     """
+    from nccldiag.probe import launchers
+
     out: List[Dict[str, object]] = []
-    for m in _ROOT_CAUSE.finditer(text or ""):
-        block = m.group("block")
-        r, e = _RC_RANK.search(block), _RC_EXIT.search(block)
-        if not r or not e or int(e.group("code")) >= 0 or -int(e.group("code")) in _STOP_SIGNALS:
-            continue
-        out.append({"rank": int(r.group("rank")), "local_rank": int(r.group("local")) if r.group("local") else None,
-                    "signal": -int(e.group("code")), "name": e.group("sig") or f"signal {-int(e.group('code'))}"})
-    for m in _MPI_SIGNAL.finditer(text or ""):
-        sig = int(m.group("signum"))
-        if sig not in _STOP_SIGNALS:
-            out.append({"rank": int(m.group("rank")), "local_rank": None, "signal": sig,
-                        "name": f"signal {sig}" + (f" ({m.group('name')})" if m.group("name") else ""),
-                        "node": m.group("node")})
+    seen = set()
+    for name in launchers.LAUNCHERS:
+        how = getattr(type(launchers.get(name)), "deaths")
+        if how not in seen:
+            seen.add(how)
+            out.extend(how(launchers.get(name), text))
     return out
 
 

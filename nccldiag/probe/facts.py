@@ -14,8 +14,7 @@ from typing import Any, Callable, Dict, Optional, Sequence
 
 from nccldiag.areas import gpu, infiniband, nvlink
 from nccldiag.collect import script, sections
-from nccldiag.transport.base import TransportError
-from nccldiag.transport.task import fan_out
+from nccldiag.transport.nodes import run_all
 
 SOURCES = {"ib": (infiniband, ("ib_sysfs", "ibstat")), "gpu": (gpu, ("gpu_query", "nvlink_status"))}
 
@@ -43,20 +42,15 @@ def collect(nodes: Sequence, timeout: float, fanout: int = 64,
             keep: Optional[Callable[[str, Dict[str, Optional[str]]], None]] = None) -> Dict[str, Dict[str, Any]]:
     """``{host: {"ib": ..., "gpu": ...}}`` for the nodes that answered; ``keep(host, sources)`` receives the
     texts each node's facts are parsed from (the run directory keeps them)."""
+    mark = sections.new_mark()  # one mark for every node: each node's output is read on its own
+    got = run_all(nodes, "sh -s", timeout, fanout, stdin=node_script(mark))
     out: Dict[str, Dict[str, Any]] = {}
-
-    def one(node) -> None:
-        mark = sections.new_mark()
-        try:
-            r = node.run("sh -s", timeout, stdin=node_script(mark))
-        except TransportError:
-            return
-        if r.error is None and r.stdout:
-            secs, _rcs, _cut = sections.split_sections(r.stdout, mark, script.source_names(node_script()))
-            wanted = {n: secs.get(n) for _area, names in SOURCES.values() for n in names}
-            if keep is not None:
-                keep(node.name, wanted)
-            out[node.name] = from_sections(wanted)
-
-    fan_out(list(nodes), one, fanout)
+    for name, r in got.items():
+        if r.error is not None or not r.stdout:
+            continue
+        secs, _rcs, _cut = sections.split_sections(r.stdout, mark, script.source_names(node_script()))
+        wanted = {n: secs.get(n) for _area, names in SOURCES.values() for n in names}
+        if keep is not None:
+            keep(name, wanted)
+        out[name] = from_sections(wanted)
     return out

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Dict, List, Sequence
+from typing import Dict, List, Optional, Sequence
 
 from nccldiag.model.errors import UsageError
 from nccldiag.node import sizes
@@ -180,3 +180,50 @@ def parse_size(text: str) -> int:
         return sizes.parse_size(text)
     except ValueError as exc:
         raise PlanError(str(exc)) from None
+
+
+RAS_WAIT = 5  # seconds NCCL's RAS may spend gathering the job's state (ncclras's default)
+RAS_GUARD = RAS_WAIT + 20  # how much longer a setting's streams live when its hang is queried over RAS first
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """Every time bound derived from one ``--timeout`` (seconds), the same for probe and isolate.
+
+    ``timeout``: one setting (or job) on all its nodes; ``pg``: the ranks'
+    process-group timeout (a collective that waits longer fails on its own);
+    ``join``: the rendezvous' wait for every node to join; ``grace``: how long
+    the others may still report once one node's launcher failed;
+    ``watchdog``: when the nodes kill the ranks themselves, should nccldiag be
+    gone; ``stream``: how long the ranks' output is read when an NCCL hang is
+    queried over RAS first; ``launcher``: the launcher's own limit (mpirun
+    ``--timeout``; srun's ``--time`` is this, rounded up to minutes).
+    """
+
+    timeout: float
+    pg: int
+    join: int
+    grace: float
+    watchdog: int
+    stream: float
+    launcher: int
+
+    def lines(self) -> List[str]:
+        """``name: value`` per bound, for ``--dry-run``."""
+        return [f"timeout {self.timeout:g} s", f"process group {self.pg} s", f"rendezvous join {self.join} s",
+                f"grace after a failure {self.grace:g} s", f"node watchdog {self.watchdog} s",
+                f"output read (NCCL hang, RAS query) {self.stream:g} s", f"launcher limit {self.launcher} s"]
+
+
+def bounds(timeout: Optional[float], backend: str, grace: Optional[float] = None) -> Bounds:
+    """The bounds of ``--timeout`` (None: 600 s with NCCL, 120 s with gloo) (pure).
+
+    ``grace``: the grace after a failure when the caller fixes its own
+    (isolate's pairs end with their first failure: 5 s); by default the
+    process-group timeout plus 10 s, at most 30 s.
+    """
+    t = float(timeout or (600.0 if backend == "nccl" else 120.0))
+    pg = max(5, int(t * 0.5))
+    g = float(grace) if grace is not None else min(30.0, pg + 10.0)
+    return Bounds(timeout=t, pg=pg, join=max(10, min(60, int(t * 0.25))), grace=g, watchdog=int(t + g + 60),
+                  stream=t + (RAS_GUARD if backend == "nccl" else 0), launcher=int(t))

@@ -193,6 +193,7 @@ def clean_record(rec: Any, world: Optional[int] = None) -> Optional[dict]:
 _TAGS = {
     "mpirun": re.compile(r"^\[\d+,(\d+)\]<stdout>: ?"),  # Open MPI's --tag-output
     "srun": re.compile(r"^ *(\d+): "),  # srun's --label
+    "node": re.compile(r"^([^\s:]+): "),  # pdsh's and clush's label: the node the line came from
 }
 
 
@@ -202,7 +203,8 @@ class Launched:
 
     ``tagged``: how the launcher marks which rank wrote a line, when one
     stream carries every rank (``mpirun``: ``[1,r]<stdout>:``, ``srun``:
-    ``r: ``); None when each node streams its own ranks (torchrun, local).
+    ``r: ``), or which node did (``node``: ``host: ``, as pdsh and clush
+    label them); None when each node streams its own ranks (torchrun, local).
     """
 
     hosts: Tuple[str, ...]
@@ -247,8 +249,17 @@ class Gate:
             self.reject(host, "line too long")
             return None
         tag: Optional[int] = None
+        if la.tagged == "node":
+            m = _TAGS["node"].match(line)
+            if m is None:
+                return None  # the launcher's own output
+            if m.group(1) not in la.hosts:
+                if parse_line(line[m.end():]) is not None:
+                    self.reject(host, "records of nodes outside those launched")
+                return None
+            host, line = m.group(1), line[m.end():]  # then as if the node streamed its own ranks
         where: Optional[str] = host
-        if la.tagged:
+        if la.tagged and la.tagged != "node":
             m = _TAGS[la.tagged].match(line)
             if m is None:
                 return None  # the launcher's own output

@@ -19,9 +19,10 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from nccldiag.node import node_program
 from nccldiag.probe import launch, results
-from nccldiag.probe.plan import Setting
+from nccldiag.probe.plan import RAS_GUARD, RAS_WAIT, Setting
 from nccldiag.probe.progress import shows_progress
 from nccldiag.transport.base import TransportError
+from nccldiag.transport.nodes import run_all
 from nccldiag.transport.task import fan_out
 
 _SAFE = re.compile(r"[^A-Za-z0-9._-]")
@@ -149,8 +150,6 @@ def prepare(nodes: Sequence, python: str, ifname: Optional[str], shared_dir: Opt
     hostnames: Dict[str, str] = {}
     files = None
     if stage:
-        from nccldiag.probe.nodes import worker_files
-
         files = worker_files()
 
     archive = _archive(files) if stage and files is not None else None
@@ -277,7 +276,7 @@ def run_setting(
             on_record(rec)
 
     # with a query to make at the deadline, the streams outlive it: closing a rank's output kills it
-    stream_timeout = timeout + (RAS_WAIT + 20 if on_timeout else 0)
+    stream_timeout = timeout + (RAS_GUARD if on_timeout else 0)
 
     def go(node) -> None:
         t0 = time.monotonic()
@@ -331,7 +330,6 @@ def run_setting(
     return out
 
 
-RAS_WAIT = 5  # seconds NCCL's RAS may spend gathering the job's state (ncclras's default)
 RAS_NO_ANSWER = "nccldiag-ras:"
 _RAS_SNIPPET = node_program("rasquery")
 
@@ -356,21 +354,14 @@ def ask_hung(nodes: Sequence, command: str, out: SettingRun, fanout: int, wait: 
     to ``out.logs`` as ``<host>/ncclras.txt``, where the setting's log
     reading finds it.
     """
-    lock = threading.Lock()
-
-    def ask(node) -> None:
-        r = node.run(command, wait + 15)
-        text = (r.stdout or "") if r.error is None else f"{RAS_NO_ANSWER} {r.error.message}\n"
-        with lock:
-            out.ras[node.name] = text
-
     def answered(text: str) -> bool:
         return bool(text.strip()) and not text.lstrip().startswith(RAS_NO_ANSWER)
 
     order = list(nodes)
     for i in range(0, min(len(order), RAS_BATCH * RAS_BATCHES), RAS_BATCH):
         batch = order[i:i + RAS_BATCH]
-        fan_out(batch, ask, min(fanout, RAS_BATCH))
+        for name, r in run_all(batch, command, wait + 15, min(fanout, RAS_BATCH)).items():
+            out.ras[name] = (r.stdout or "") if r.error is None else f"{RAS_NO_ANSWER} {r.error.message}\n"
         first = next((n for n in batch if answered(out.ras.get(n.name, ""))), None)
         if first is not None:
             out.logs[f"{first.name}/ncclras.txt"] = out.ras[first.name]
@@ -390,22 +381,18 @@ def reap_all(nodes: Sequence, run_id: str, fanout: int, out: Optional[SettingRun
     kill = launch.kill_command(run_id)
     check = launch.survivors_command(run_id)
     tail = f"; echo {_AFTER_MARK}; {after}" if after else ""
-
-    def reap(node) -> None:
-        r = node.run(kill + "; " + check + tail, 15)
+    for name, r in run_all(nodes, kill + "; " + check + tail, 15, fanout).items():
         if out is None:
-            return
+            continue
         if r.error:
-            out.kill_errors[node.name] = r.error.message
-            return
+            out.kill_errors[name] = r.error.message
+            continue
         text, rest = r.stdout or "", ""
         if after:
             text, _, rest = text.partition(_AFTER_MARK + "\n")
-            out.after[node.name] = rest
+            out.after[name] = rest
         if text.strip():
-            out.survivors[node.name] = text.strip().splitlines()
-
-    fan_out(list(nodes), reap, fanout)
+            out.survivors[name] = text.strip().splitlines()
 
 
 MAX_LOG_FILES = 256  # NCCL log files kept per node and setting (one per process that ran NCCL)
@@ -430,18 +417,15 @@ def fetch_logs(nodes: Sequence, pattern: str, timeout: float = 30, fanout: int =
     cmd = (f'for f in {pattern}; do [ -f "$f" ] || continue; printf "@@file:{mark} %s@@\\n" "$f"; cat "$f"; done; '
            "true")
     head = re.compile(r"^@@file:" + mark + r" (.+)@@$")
-    lock = threading.Lock()
-
-    def fetch(node) -> None:
-        r = node.run(cmd, timeout)
+    for name, r in run_all(nodes, cmd, timeout, fanout).items():
         if r.error:
-            return
+            continue
         mine: Dict[str, List[str]] = {}
         current = None
         for line in r.stdout.splitlines(keepends=True):
             m = head.match(line.rstrip("\n"))
             if m:
-                current = f"{node.name}/{os.path.basename(m.group(1))}"
+                current = f"{name}/{os.path.basename(m.group(1))}"
                 if current not in mine and len(mine) >= MAX_LOG_FILES:
                     current = None
                     continue
@@ -449,19 +433,16 @@ def fetch_logs(nodes: Sequence, pattern: str, timeout: float = 30, fanout: int =
             elif current is not None:
                 mine[current].append(line)
         dropped = 0
-        own = (hostnames or {}).get(node.name)
-        with lock:
-            for k, v in mine.items():
-                text = "".join(v)
-                if own:
-                    text, n = own_log_lines(text, own)
-                    dropped += n
-                logs[k] = text
-            if dropped and rejected is not None:
-                per = rejected.setdefault(node.name, {})
-                per[FOREIGN_LINES] = per.get(FOREIGN_LINES, 0) + dropped
-
-    fan_out(list(nodes), fetch, fanout)
+        own = (hostnames or {}).get(name)
+        for k, v in mine.items():
+            text = "".join(v)
+            if own:
+                text, n = own_log_lines(text, own)
+                dropped += n
+            logs[k] = text
+        if dropped and rejected is not None:
+            per = rejected.setdefault(name, {})
+            per[FOREIGN_LINES] = per.get(FOREIGN_LINES, 0) + dropped
     return dict(sorted(logs.items()))
 
 
@@ -491,13 +472,11 @@ def cleanup(nodes: Sequence, rundir: str, timeout: float = 15, fanout: int = 64)
     if not os.path.basename(rundir).startswith("nccldiag-"):
         return {"*": f"refusing to remove {rundir}"}
 
-    def remove(node) -> None:
-        # only the directory this run made: one another user put there first is left to the admin
-        r = node.run(f"if {_owned_test(rundir)}; then rm -rf -- {shlex.quote(rundir)}; fi", timeout)
+    # only the directory this run made: one another user put there first is left to the admin
+    cmd = f"if {_owned_test(rundir)}; then rm -rf -- {shlex.quote(rundir)}; fi"
+    for name, r in run_all(nodes, cmd, timeout, fanout).items():
         if r.error or r.rc != 0:
-            failed[node.name] = r.error.message if r.error else r.stderr.strip()[:200]
-
-    fan_out(list(nodes), remove, fanout)
+            failed[name] = r.error.message if r.error else r.stderr.strip()[:200]
     return failed
 
 
@@ -508,3 +487,18 @@ def _owned_test(rundir: str) -> str:
 
 def safe_name(name: str) -> str:
     return _SAFE.sub("_", name)
+
+
+def worker_files() -> Dict[str, str]:
+    """The files a node needs to run the worker: the ``nccldiag.node`` package, no more."""
+    import nccldiag
+
+    root = os.path.dirname(os.path.abspath(nccldiag.__file__))
+    files = {"nccldiag/__init__.py": os.path.join(root, "__init__.py")}
+    node = os.path.join(root, "node")
+    for dirpath, _dirs, names in os.walk(node):
+        for n in names:
+            if n.endswith(".py"):
+                full = os.path.join(dirpath, n)
+                files[os.path.relpath(full, os.path.dirname(root))] = full
+    return files

@@ -9,7 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from nccldiag.model.findings import to_jsonable
-from nccldiag.probe.isolate import SCHEMA, IsolateReport
+from nccldiag.isolate.judge import SCHEMA, IsolateReport
 from nccldiag.report import findings
 from nccldiag.report.jsonout import dumps, envelope
 

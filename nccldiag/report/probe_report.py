@@ -182,6 +182,8 @@ def render_commands(report: ProbeReport, con: Console) -> None:
     """``--dry-run``: every command, per setting and node, exactly as it would run."""
     con.print("# dry run: no node was contacted and nothing was started. A real run first finds each node's "
               "interface to the first node and a free rendezvous port there.", markup=False, highlight=False)
+    if report.bounds:
+        con.print("# bounds: " + ", ".join(report.bounds), markup=False, highlight=False, soft_wrap=True)
     for setting, host, cmd in report.commands or []:
         con.print(f"# {setting} on {host}", markup=False, highlight=False)
         con.print(cmd, markup=False, highlight=False, soft_wrap=True)

@@ -98,7 +98,8 @@ def _probe(path: str, meta: Dict[str, Any]) -> Dict[str, Any]:
 
 
 def _isolate(path: str, meta: Dict[str, Any]) -> Dict[str, Any]:
-    from nccldiag.probe import isolate, records
+    from nccldiag.isolate import judge as isolate
+    from nccldiag.probe import records
     from nccldiag.report import isolate_report
 
     kept = len(rundir.read_lines(os.path.join(path, records.RECORDS)))

@@ -304,7 +304,7 @@ def known_checks() -> set:
 
 
 # The modules whose findings the probe, isolate and log commands report (their AREA, and the ids they write).
-_RUN_MODULES = ("nccldiag.probe.analysis", "nccldiag.probe.results", "nccldiag.probe.isolate_run",
+_RUN_MODULES = ("nccldiag.probe.analysis", "nccldiag.probe.results", "nccldiag.isolate.run",
                 "nccldiag.nccl.checks", "nccldiag.nccl.ras_checks")
 
 

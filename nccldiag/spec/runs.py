@@ -17,7 +17,7 @@ from nccldiag.model.findings import Finding, Status
 from nccldiag.spec import compare, policy
 from nccldiag.spec.model import Spec, load, path_from, threshold
 
-DEFAULT_FRACTION = 0.5  # isolate's --fraction without a spec (nccldiag.probe.isolate_run.IsolateOptions.fraction)
+DEFAULT_FRACTION = 0.5  # isolate's --fraction without a spec (nccldiag.isolate.run.IsolateOptions.fraction)
 
 # The keys the probe's node facts tell exactly as the full check's do (tests/unit/test_spec.py compares
 # the two readings on a real capture).

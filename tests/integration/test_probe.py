@@ -1,4 +1,4 @@
-"""``nccldiag probe`` end to end on the virtual cluster (gloo): torchrun, mpirun, and faults.
+"""``nccldiag probe`` end to end on the virtual cluster (gloo): torchrun, mpirun, clush, and faults.
 
 Every fault test asserts the time bound, that the culprit is named, and that
 no probe process is left on any node afterwards (checked over SSH).
@@ -18,7 +18,7 @@ def two_nodes(vc):
     return ["-w", "node01,node02", "--ssh-config", str(vc.ssh_config), "--nproc-per-node", "2"]
 
 
-@pytest.mark.parametrize("launcher", ["torchrun", "mpirun"])
+@pytest.mark.parametrize("launcher", ["torchrun", "mpirun", "clush"])
 def test_every_collective_verified_on_every_rank(vcluster, tmp_path, launcher):
     out = tmp_path / "p.json"
     r, elapsed = timed(["probe", *two_nodes(vcluster), "--launcher", launcher, "--timeout", "90",
@@ -170,8 +170,9 @@ def test_rendezvous_port_blocked(faulty, tmp_path):
     assert_clean(faulty, data)
 
 
-def test_one_rank_killed(faulty, tmp_path):
-    args, out = probe_faulty(faulty, tmp_path, "--iters", "100")
+@pytest.mark.parametrize("launcher", ["torchrun", "clush"])
+def test_one_rank_killed(faulty, tmp_path, launcher):
+    args, out = probe_faulty(faulty, tmp_path, "--iters", "100", "--launcher", launcher)
 
     def kill_a_rank():
         # the virtual nodes share one PID namespace: pick the rank in qnode02's network namespace

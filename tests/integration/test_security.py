@@ -13,7 +13,7 @@ import pytest
 
 from nccldiag.inventory import Host
 from nccldiag.probe import launch, runner
-from nccldiag.probe.nodes import SSHNode, connect_all
+from nccldiag.transport.nodes import SSHNode, connect_all
 from nccldiag.transport.ssh import SSHOptions
 
 VICTIM = "/root/nccldiag-victim"

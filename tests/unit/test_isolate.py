@@ -7,8 +7,9 @@ import itertools
 
 import pytest
 
-from nccldiag.probe import counters, isolate, pairing
-from nccldiag.probe.isolate import Job
+from nccldiag.isolate import judge as isolate, pairing
+from nccldiag.probe import counters
+from nccldiag.isolate.judge import Job
 
 
 def nodes(n):
@@ -330,7 +331,7 @@ def test_report_renders_node_output_as_text_not_markup():
 
     from rich.console import Console
 
-    from nccldiag.probe.isolate import IsolateReport, Round
+    from nccldiag.isolate.judge import IsolateReport, Round
     from nccldiag.report import isolate_report
 
     msg = "init failed: [/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:152] timed out"
@@ -374,8 +375,8 @@ def test_bisection_narrows_to_the_group_whose_halves_pass():
 
 def test_an_unresolved_failing_pair_fails_the_run():
     """N = 2 and the pair fails: no node is named, but the exit code says something failed."""
-    from nccldiag.probe.isolate import IsolateReport
-    from nccldiag.probe.isolate_run import _findings
+    from nccldiag.isolate.judge import IsolateReport
+    from nccldiag.isolate.run import _findings
 
     names = nodes(2)
     jobs = schedule_jobs(names, {}, fail_pairs=[tuple(names)])
@@ -414,7 +415,7 @@ def test_a_single_failing_pair_with_a_node_bad_on_another_row_is_explained():
 
 
 def test_srun_task0_is_on_the_first_node_in_slurms_order_not_the_jobs():
-    from nccldiag.probe.isolate_run import task0_node
+    from nccldiag.probe.launchers.srun import task0_node
 
     order = {"gpu01": 0, "gpu02": 1, "gpu10": 2, "gpu03": 3}  # slurm.conf's order, not sorted by name
     same = {n: n for n in order}

@@ -32,7 +32,7 @@ def test_node_modules_import_only_stdlib_torch_and_each_other():
 
 def test_the_staged_files_run_alone(tmp_path):
     """Exactly the files the probe stages, in a directory of their own, import without the rest of nccldiag."""
-    from nccldiag.probe.nodes import worker_files
+    from nccldiag.probe.runner import worker_files
 
     for rel, src in worker_files().items():
         dest = tmp_path / rel

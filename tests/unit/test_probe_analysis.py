@@ -179,7 +179,7 @@ def test_counters_are_kept_before_the_launch_and_read_after_it(tmp_path):
     import subprocess
 
     from nccldiag.probe import counters
-    from nccldiag.probe.nodes import LocalNode
+    from nccldiag.transport.nodes import LocalNode
 
     d = str(tmp_path / "setting")
     subprocess.run(["sh", "-c", f"mkdir -p {shlex.quote(d)} && " + counters.counters_before(d) + "true"],

@@ -13,7 +13,7 @@ import pytest
 
 from nccldiag.diagnosis import expected
 from nccldiag.probe import facts
-from nccldiag.probe.nodes import LocalNode
+from nccldiag.transport.nodes import LocalNode
 from tests import real
 from tests.trees import write_tree
 

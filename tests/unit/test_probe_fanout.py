@@ -6,7 +6,7 @@ command records how many of them run at once.
 import threading
 
 from nccldiag.probe import runner
-from nccldiag.probe.nodes import LocalNode
+from nccldiag.transport.nodes import LocalNode
 
 
 class CountingNode(LocalNode):

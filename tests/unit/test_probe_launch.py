@@ -6,7 +6,7 @@ import sys
 import threading
 import uuid
 
-from nccldiag.probe import launch, runner, session
+from nccldiag.probe import launch, launchers, plan, runner, session
 from tests.integration.helpers import wait_for
 
 
@@ -44,7 +44,7 @@ def test_torchrun_uses_static_rendezvous_on_the_first_node_address():
 def test_build_commands_gives_each_node_its_index_and_the_same_master():
     prep = runner.Prepared("nccldiag-1-abc", "/tmp/nccldiag-1-abc", "10.0.0.2", 40123,
                            {"a": "eth0", "b": "ens1", "c": None}, {}, {})
-    cmds = session.build_commands("torchrun", spec(), [N("a"), N("b"), N("c")], prep, 120, local=False)
+    cmds = launchers.get("torchrun").commands(spec(), [N("a"), N("b"), N("c")], prep, plan.bounds(120, "gloo"))
     assert list(cmds) == ["a", "b", "c"]
     for rank, host in enumerate(("a", "b", "c")):
         argv = argv_of(cmds[host])

@@ -8,7 +8,8 @@ what the runner stamps (seconds after the launch).
 from typing import List
 
 from nccldiag.diagnosis import Inputs, diagnose
-from nccldiag.probe import analysis, isolate, progress
+from nccldiag.isolate import judge as isolate
+from nccldiag.probe import analysis, progress, session
 from nccldiag.probe.plan import Setting
 from nccldiag.probe.runner import NodeRun, SettingRun
 

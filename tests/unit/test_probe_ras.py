@@ -19,7 +19,7 @@ from nccldiag.model.findings import Status
 from nccldiag.nccl import log as nccllog
 from nccldiag.nccl import ras_checks
 from nccldiag.probe import launch, runner
-from nccldiag.probe.nodes import LocalNode
+from nccldiag.transport.nodes import LocalNode
 from nccldiag.probe.plan import Setting
 from tests.unit.test_nccl_ras import MISMATCH
 

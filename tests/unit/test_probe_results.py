@@ -349,7 +349,7 @@ def test_nccl_log_lines_from_a_node_that_name_another_host_are_dropped_and_count
     """Real sh on this machine as node B: its NCCL log frames A, and forges the fetch's file delimiters."""
     from nccldiag.nccl import log as nccllog
     from nccldiag.probe import analysis, runner
-    from nccldiag.probe.nodes import LocalNode
+    from nccldiag.transport.nodes import LocalNode
     from nccldiag.probe.plan import Setting
 
     own = "B:200:201 [0] NCCL INFO Channel 00/0 : 1[0] -> 0[0] via NET/Socket/0\n"

@@ -151,7 +151,7 @@ def test_clean_up_leaves_a_directory_it_did_not_make(base, tmp_path):
     victim = tmp_path / "victim"
     victim.write_text("root's\n")
     d = plant(base, run_id(), victim)
-    from nccldiag.probe.nodes import LocalNode
+    from nccldiag.transport.nodes import LocalNode
 
     assert runner.cleanup([LocalNode("here")], str(d)) == {}
     assert d.is_dir() and (d / "sitecustomize.py").exists()

@@ -19,8 +19,10 @@ from click.testing import CliRunner
 
 from nccldiag import rundir
 from nccldiag.cli import main
-from nccldiag.probe import analysis, isolate, isolate_run, records, results
-from nccldiag.probe.isolate import IsolateReport, Job, Round
+from nccldiag.isolate import judge as isolate
+from nccldiag.isolate import run as isolate_run
+from nccldiag.isolate.judge import IsolateReport, Job, Round
+from nccldiag.probe import analysis, records, results
 from nccldiag.probe.plan import Setting
 from nccldiag.probe.runner import NodeRun, SettingRun
 from nccldiag.report import isolate_report, probe_report, rebuild

@@ -81,14 +81,18 @@ def test_the_allocation_asked_for_tasks_and_gpus_per_node_sets_the_default():
 
 def test_probe_and_isolate_refuse_a_count_the_allocation_cannot_hold_as_a_usage_error(monkeypatch):
     from nccldiag.model.errors import UsageError
-    from nccldiag.probe import isolate_run, session
+    from nccldiag.isolate import run as isolate_run
+    from nccldiag.probe import session
+    from nccldiag.probe.launchers import srun
 
     for k, v in DEFAULT.items():
         monkeypatch.setenv(k, v)
     opts = isolate_run.IsolateOptions(launcher="srun", slurm_job="7", nproc_per_node=2)
-    granted = session.allocation_grant(opts)
+    granted = srun.allocation_grant(opts)
     node = type("N", (), {"slurm_name": "ncdl01", "name": "10.0.0.1"})()
     with pytest.raises(UsageError, match="--ntasks-per-node=2"):
-        session.fit_allocation(granted, [node], 2, True)
-    assert session.fit_allocation(granted, [node], 2, False)[0] == 1
-    assert session.allocation_grant(session.ProbeOptions(launcher="srun", slurm_job="8")) is None
+        srun.fit_allocation(granted, [node], 2, True)
+    assert srun.fit_allocation(granted, [node], 2, False)[0] == 1
+    with pytest.raises(UsageError, match="--ntasks-per-node=2"):
+        srun.LAUNCHER.refuse(opts, [], [node])  # before any node is contacted
+    assert srun.allocation_grant(session.ProbeOptions(launcher="srun", slurm_job="8")) is None

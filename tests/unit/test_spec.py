@@ -521,7 +521,7 @@ def test_threshold_defaults_are_the_areas_own():
     from nccldiag.spec import thresholds
 
     from nccldiag.diagnosis import expected
-    from nccldiag.probe.isolate_run import IsolateOptions
+    from nccldiag.isolate.run import IsolateOptions
     from nccldiag.spec import runs
 
     own = {"ecc_dram_uncorrectable": gpuhealth.AGGREGATE_DRAM_UE_LIMIT, "ecc_volatile_correctable":
@@ -676,7 +676,8 @@ def test_probe_spec_findings_and_severity_reach_the_report(tmp_path, monkeypatch
 
 
 def test_a_bad_spec_stops_probe_and_isolate_before_any_node(tmp_path, monkeypatch):
-    from nccldiag.probe import isolate_run, session
+    from nccldiag.isolate import run as isolate_run
+    from nccldiag.probe import session
 
     bad = tmp_path / "bad.toml"
     bad.write_text("[gpu]\ncount = \"eight\"\n")  # written for the test
@@ -689,7 +690,7 @@ def test_a_bad_spec_stops_probe_and_isolate_before_any_node(tmp_path, monkeypatc
 
 def test_isolate_applies_the_spec_severity_and_says_it_judges_no_node_keys(tmp_path, monkeypatch):
     from nccldiag.model.findings import fail
-    from nccldiag.probe import isolate_run
+    from nccldiag.isolate import run as isolate_run
 
     path = tmp_path / "site.toml"
     path.write_text('[gpu]\ncount = 8\n\n[severity]\n"isolate.node" = "info"\n')  # written for the test
@@ -825,7 +826,7 @@ def test_bandwidth_mistakes_name_the_line(text, at, words):
 
 
 def test_isolate_fraction_from_the_spec_unless_given_and_what_it_changes(tmp_path, monkeypatch):
-    from nccldiag.probe import isolate, isolate_run
+    from nccldiag.isolate import judge as isolate, run as isolate_run
 
     # what the margin changes: a pair at 0.6 x the median of its round passes at 0.5 and is slow at 0.8
     busbw = [10.0, 10.0, 10.0, 6.0]  # written for the test

@@ -4,7 +4,7 @@ connect -> prepare (stage the worker once, interfaces, each row's interface
 per node) -> round 0 (every node alone) -> rounds 1-3 (disjoint pairs, every
 row at once) -> confirmation (suspects against proven-good nodes) ->
 all nodes, and bisection where only the whole fails -> judge (pure,
-:mod:`nccldiag.probe.isolate`) -> report.
+:mod:`nccldiag.isolate.judge`) -> report.
 
 Every job of a round starts at once, each with its own rendezvous (its
 first node's address, a port of its own) and its own ``NCCLDIAG_RUN``
@@ -13,10 +13,10 @@ process carrying its marker killed on its nodes, survivors looked for).
 Per-node work (staging, counters, reaping, clean-up) goes ``--fanout``
 nodes at a time.
 
-How a job starts is the one thing the launchers do differently
-(``_Cluster.launch``): over SSH, torchrun on each of its nodes; with
-``--launcher srun`` (:class:`_SrunCluster`), one srun step inside the
-allocation, every per-node command an srun step too, and no SSH at all.
+How a job starts is the launcher's (:mod:`nccldiag.probe.launchers`):
+over SSH, torchrun on each of its nodes; with ``--launcher srun``, one srun
+step inside the allocation, every per-node command an srun step too, and
+no SSH at all.
 """
 from __future__ import annotations
 
@@ -29,15 +29,15 @@ from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from nccldiag.inventory import Host
-from nccldiag.rundir import Run as RunDir
+from nccldiag.isolate import judge, pairing
+from nccldiag.isolate.judge import IsolateReport, Job, Round, Row
 from nccldiag.model.errors import UsageError
 from nccldiag.model.findings import Status, error, fail, ok, warn
-from nccldiag.probe import analysis, counters, isolate, launch, pairing, records, results, runner
-from nccldiag.probe.isolate import IsolateReport, Job, Round, Row
+from nccldiag.probe import analysis, counters, launch, launchers, plan, records, results, runner
+from nccldiag.rundir import Run as RunDir
 from nccldiag.probe.plan import Setting
-from nccldiag.transport.base import TransportError
+from nccldiag.transport.nodes import run_all
 from nccldiag.transport.ssh import SSHOptions
-from nccldiag.transport.task import fan_out
 
 AREA = "isolate"
 PORT_SPAN = 100  # rendezvous ports used: --rdzv-port .. --rdzv-port + 99
@@ -86,14 +86,16 @@ def _resolve_command(rows: Sequence[Row]) -> str:
 
 def job_timeout(opts: IsolateOptions, backend: str) -> float:
     """Seconds each job may run: ``--timeout``, else the backend's default."""
-    return opts.timeout or (600.0 if backend == "nccl" else 120.0)
+    return plan.bounds(opts.timeout, backend).timeout
 
 
 class _Cluster:
-    """The nodes of one run and what every job needs to launch on them."""
+    """The nodes of one run, their launcher, and what every job needs to launch on them."""
 
-    def __init__(self, nodes, prep: runner.Prepared, rows: Sequence[Row], ifaces: Dict[str, Dict[str, Optional[str]]],
-                 opts: IsolateOptions, backend: str, out, lock: threading.Lock):
+    def __init__(self, launcher, nodes, prep: runner.Prepared, rows: Sequence[Row],
+                 ifaces: Dict[str, Dict[str, Optional[str]]], opts: IsolateOptions, backend: str, out,
+                 lock: threading.Lock):
+        self.launcher = launcher
         self.by_name = {n.name: n for n in nodes}
         self.prep = prep
         self.rows = list(rows)
@@ -102,15 +104,15 @@ class _Cluster:
         self.backend = backend
         self.out = out
         self.lock = lock
-        self.timeout = job_timeout(opts, backend)
-        self.pg_timeout = max(5, int(self.timeout * 0.5))
+        self.bounds = plan.bounds(opts.timeout, backend, grace=GRACE)
+        self.timeout = self.bounds.timeout
         self.counter = 0
 
     def go_file(self, index: int) -> str:
         return f"{self.prep.rundir}/go-{index}"
 
     def worker_args(self, index: int) -> List[str]:
-        args = ["--backend", self.backend, "--pg-timeout", str(self.pg_timeout), "--collectives", self.opts.collective,
+        args = ["--backend", self.backend, "--pg-timeout", str(self.bounds.pg), "--collectives", self.opts.collective,
                 "--go-file", self.go_file(index), "--go-wait", str(int(self.timeout * 0.5))]
         size = self.opts.size or (DEFAULT_SIZE_NCCL if self.backend == "nccl" else DEFAULT_SIZE_GLOO)
         args += ["--min-bytes", str(size), "--max-bytes", str(size)]
@@ -130,13 +132,13 @@ class _Cluster:
             job.causes = ("interface",)
             job.evidence = [f"{n} has no interface on {row.net}" for n in missing]
             return job
-        first = self.by_name[job.nodes[0]]
+        first = self.launcher.rank0([self.by_name[n] for n in job.nodes])
         spec = launch.LaunchSpec(
             run_id=job.run_id, rundir=self.prep.rundir, python=self.opts.python,
-            nproc_per_node=self.opts.nproc_per_node, rdzv_host=first.address or first.name, rdzv_port=job.port or 0,
-            env=row.environ, worker_args=self.worker_args(job.round),
-            join_timeout=max(10, min(60, int(self.timeout * 0.25))),
-            watchdog=int(self.timeout + 5.0 + 60),  # the job's ranks go with nccldiag, or at the job's deadline
+            nproc_per_node=self.opts.nproc_per_node, rdzv_host=first.address or getattr(first, "slurm_name", first.name),
+            rdzv_port=job.port or 0, env=row.environ, worker_args=self.worker_args(job.round),
+            join_timeout=self.bounds.join,
+            watchdog=self.bounds.watchdog,  # the job's ranks go with nccldiag, or at the job's deadline
         )
         setting = Setting(f"r{job.round}-{job.stage}-{job.row.replace(' ', '_')}-{job.label()}", row.environ, row.why)
         forward = on_record or self.on_record
@@ -144,7 +146,7 @@ class _Cluster:
         moving: Dict[int, float] = {}  # rank -> busbw of its calls done so far (its last progress record)
 
         def tracked(rec: dict) -> None:
-            if isolate.shows_progress(rec):
+            if judge.shows_progress(rec):
                 job.progress.append(time.monotonic() - t0)
                 if rec.get("type") == "progress" and isinstance(rec.get("busbw"), (int, float)) \
                         and isinstance(rec.get("rank"), int):
@@ -162,7 +164,7 @@ class _Cluster:
                 causes.append(str(f.actual["cause"]))
         job.causes = tuple(dict.fromkeys(causes))
         job.init_failed = bool(rep.outcome.stuck_in_init) or any(
-            f.check in isolate.INIT_CHECKS and f.status == Status.FAIL for f in rep.findings)
+            f.check in judge.INIT_CHECKS and f.status == Status.FAIL for f in rep.findings)
         oc = rep.outcome.collectives.get(self.opts.collective)
         big = oc.largest if oc is not None else None
         job.busbw = big.busbw if big is not None and oc.status == "ok" else None
@@ -177,15 +179,19 @@ class _Cluster:
 
     def launch(self, job: Job, row: Row, spec: launch.LaunchSpec, setting: Setting,
                on_record: Callable[[dict], None]) -> runner.SettingRun:
-        """Start one job's ranks, stream their records, bound and reap them: torchrun on each node over SSH."""
-        commands = {name: launch.torchrun_command(spec, len(job.nodes), i, self.ifname(row, name))
-                    for i, name in enumerate(job.nodes)}
+        """Start one job's ranks, stream their records, bound and reap them, with the run's launcher."""
+        from dataclasses import replace
+
         nodes = [self.by_name[n] for n in job.nodes]
+        prep = replace(self.prep, ifnames={n: self.ifname(row, n) for n in job.nodes})
+        commands = self.launcher.commands(spec, nodes, prep, self.bounds, name=job.run_id)
+        launched = self.launcher.launched(nodes, self.opts.nproc_per_node, (self.opts.collective,))
         # a pair is over when one of its launchers fails: the other only waits for it
-        launched = results.Launched(tuple(job.nodes), self.opts.nproc_per_node, (self.opts.collective,))
-        return runner.run_setting(nodes, commands, setting, self.timeout, grace=5.0,
-                                  run_id=job.run_id, on_record=on_record, fanout=self.opts.fanout,
-                                  launched=launched)
+        sr = runner.run_setting(nodes, commands, setting, self.timeout, grace=self.bounds.grace,
+                                run_id=job.run_id, on_record=on_record, fanout=self.opts.fanout,
+                                launchers=self.launcher.starts_on(nodes), launched=launched)
+        self.launcher.stop(job.run_id, sr, wait=min(30.0, self.opts.ssh.command_timeout))
+        return sr
 
     def run_round(self, index: int, stage: str, groups: Sequence[Tuple[str, Sequence[str]]],
                   progress: Optional[Callable[[str], None]]) -> Round:
@@ -244,149 +250,24 @@ class _Cluster:
         return Round(index, stage, jobs, time.monotonic() - t0)
 
     def release(self, index: int, names: Sequence[str]) -> None:
-        """Create the round's go file on its nodes (one bounded command each)."""
-        cmd = f"touch {shlex.quote(self.go_file(index))}"
-        timeout = min(15.0, self.opts.ssh.command_timeout)
-
-        def touch(node) -> None:
-            try:
-                node.run(cmd, timeout)
-            except TransportError:
-                pass
-
-        fan_out([self.by_name[n] for n in names], touch, self.opts.fanout)
+        """Create the round's go file on its nodes (one bounded command each, or the launcher's one step)."""
+        self.launcher.each([self.by_name[n] for n in names], f"touch {shlex.quote(self.go_file(index))}",
+                           min(15.0, self.opts.ssh.command_timeout), self.opts.fanout, f"{self.prep.run_id}-each")
 
     def snapshot(self, names: Sequence[str]) -> Dict[str, Dict[str, int]]:
-        """Each node's TCP and interface error counters (one bounded command per node)."""
-        out: Dict[str, Dict[str, int]] = {}
-        cmd = counters.counters_command()
-        timeout = min(30.0, self.opts.ssh.command_timeout)
-
-        def read(node) -> None:
-            try:
-                r = node.run(cmd, timeout)
-            except TransportError:
-                return
-            if r.error is None:
-                out[node.name] = counters.parse_counters(r.stdout)
-
-        fan_out([self.by_name[n] for n in names], read, self.opts.fanout)
-        return out
+        """Each node's TCP and interface error counters (one bounded command per node, or the launcher's one
+        step)."""
+        got = self.launcher.each([self.by_name[n] for n in names], counters.counters_command(),
+                                 min(30.0, self.opts.ssh.command_timeout), self.opts.fanout, f"{self.prep.run_id}-each")
+        return {n: counters.parse_counters(text) for n, text in got.items()}
 
 
-class _SrunCluster(_Cluster):
-    """The same jobs through Slurm: each job is one ``srun`` step inside the allocation (no SSH).
-
-    The step has one task per rank on exactly the job's nodes (``--nodelist``,
-    ``--overlap`` so that every job of a round runs side by side), the
-    worker's ``--bootstrap slurm``, ``--kill-on-bad-exit=1`` and ``--time``
-    (the round's timeout in whole minutes). nccldiag's own deadline stops it
-    sooner: srun is killed, the ranks are reaped on their nodes (one-task
-    steps), and a step that did not end by itself is cancelled by name
-    (``scancel``) until ``squeue`` no longer lists it.
-    """
-
-    def __init__(self, *args, order: Dict[str, int], **kw):
-        super().__init__(*args, **kw)
-        self.order = order  # Slurm node name -> its place in Slurm's own node order
-
-    def rank0(self, names: Sequence[str]) -> str:
-        """The node of ``names`` srun puts task 0 on."""
-        return task0_node(names, {n: self.by_name[n].slurm_name for n in names}, self.order)
-
-    def each(self, names: Sequence[str], cmd: str, timeout: float) -> Dict[str, str]:
-        """``cmd`` on every node of ``names`` as ONE srun step (a task per node): each node's output.
-
-        Slurm's tree does the fan-out, the head runs one srun. A node whose
-        task did not finish (or a step that could not run) is left out; the
-        callers go to those nodes one step each.
-        """
-        import uuid
-
-        from nccldiag.slurm import commands
-        from nccldiag.collect import srun as srun_transport
-        from nccldiag.transport.local import LocalTransport
-
-        mark = uuid.uuid4().hex[:12]
-        nodes = [self.by_name[n] for n in names]
-        ours = {n.slurm_name: n.name for n in nodes}
-        wrapped = (f"printf '@@nccldiag:%s:node %s@@\\n' {mark} \"${{SLURMD_NODENAME:-$(hostname)}}\"; {cmd}; "
-                   f"printf '\\n@@nccldiag:%s:done@@\\n' {mark}")
-        argv = commands.srun_step([n.slurm_name for n in nodes], 1, timeout, job=self.opts.slurm_job, label=True,
-                                  name=f"{self.prep.run_id}-each") + ["sh", "-c", wrapped]
-        r = LocalTransport(SRUN).run(argv, timeout)
-        out: Dict[str, str] = {}
-        expected = srun_transport.task_nodes([n.slurm_name for n in nodes], self.order)
-        for task in srun_transport.demux((r.stdout or "").splitlines(), mark, expected).values():
-            if task.done and task.node in ours:
-                out[ours[task.node]] = "\n".join(task.lines)
-        return out
-
-    def snapshot(self, names: Sequence[str]) -> Dict[str, Dict[str, int]]:
-        """The counters of every node of the round in one step; a node it missed, in a step of its own."""
-        got = self.each(names, counters.counters_command(), min(30.0, self.opts.ssh.command_timeout))
-        out = {n: counters.parse_counters(text) for n, text in got.items()}
-        missed = [n for n in names if n not in got]
-        if missed:
-            out.update(super().snapshot(missed))
-        return out
-
-    def release(self, index: int, names: Sequence[str]) -> None:
-        """The round's go file on every node of the round in one step; a node it missed, in a step of its own."""
-        got = self.each(names, f"touch {shlex.quote(self.go_file(index))}", min(15.0, self.opts.ssh.command_timeout))
-        missed = [n for n in names if n not in got]
-        if missed:
-            super().release(index, missed)
-
-    def launch(self, job: Job, row: Row, spec: launch.LaunchSpec, setting: Setting,
-               on_record: Callable[[dict], None]) -> runner.SettingRun:
-        from dataclasses import replace
-
-        from nccldiag.probe.nodes import LaunchHere
-        from nccldiag.slurm import client
-
-        nodes = [self.by_name[n] for n in job.nodes]
-        first = self.by_name[self.rank0(job.nodes)]
-        spec = replace(spec, rdzv_host=first.address or first.slurm_name)
-        ifnames = {self.prep.hostnames.get(n, n): self.ifname(row, n) for n in job.nodes}
-        name = job.run_id  # the step's name in squeue: this job's marker
-        cmd = launch.srun_command(spec, [n.slurm_name for n in nodes], ifnames, self.opts.slurm_job or "",
-                                  self.timeout, name=name)
-        ranked = task_order(job.nodes, {n: self.by_name[n].slurm_name for n in job.nodes}, self.order)
-        launched = results.Launched(tuple(ranked), self.opts.nproc_per_node, (self.opts.collective,), tagged="srun")
-        sr = runner.run_setting(nodes, {SRUN: cmd}, setting, self.timeout, grace=5.0, run_id=job.run_id,
-                                on_record=on_record, fanout=self.opts.fanout, launchers=[LaunchHere(SRUN)],
-                                launched=launched)
-        nr = sr.nodes.get(SRUN)
-        if sr.timed_out or nr is None or nr.error is not None or nr.rc != 0:
-            left = client.end_steps(lambda n: n == name, wait=min(30.0, self.opts.ssh.command_timeout))
-            if left:
-                sr.survivors[SRUN] = [f"step {i} ({name}) still listed by squeue after scancel" for i in left]
-        return sr
-
-
-SRUN = "srun"  # the launcher's name in a job's run under --launcher srun
-
-
-def task0_node(names: Sequence[str], slurm_names: Dict[str, str], order: Dict[str, int]) -> str:
-    """Which of ``names`` gets task 0 of an srun step on them (pure).
-
-    srun lays tasks out in Slurm's node order (the order of ``scontrol show
-    node``, that of slurm.conf), whatever order ``--nodelist`` gives: rank 0,
-    whose node serves the rendezvous, is on the node that comes first there.
-    A node Slurm does not list sorts after the others, by name.
-    """
-    return task_order(names, slurm_names, order)[0]
-
-
-def task_order(names: Sequence[str], slurm_names: Dict[str, str], order: Dict[str, int]) -> List[str]:
-    """``names`` in the order srun gives them tasks (pure): the first node's tasks are ranks 0.., and so on."""
-    return sorted(names, key=lambda n: (order.get(slurm_names[n], len(order)), slurm_names[n]))
+GRACE = 5.0  # a job is over when one of its launchers fails: the others only wait for it
 
 
 def run(hosts: Sequence[Host], opts: IsolateOptions, progress: Optional[Callable[[str], None]] = None) -> IsolateReport:
     """One isolation run end to end; returns its report (nothing is printed here)."""
-    from nccldiag.probe.nodes import SSHNode, connect_all
+    from nccldiag.transport.nodes import connect_all
 
     t0 = time.monotonic()
     if len(hosts) < 2:
@@ -397,22 +278,15 @@ def run(hosts: Sequence[Host], opts: IsolateOptions, progress: Optional[Callable
         if os.path.exists(os.path.join(opts.out_dir, "records.jsonl")):
             raise UsageError(f"-o {opts.out_dir}: holds the records of an earlier run; give a new directory")
     try:  # the syntax of every row before any connection (auto: checked as NCCL's, which has every kind)
-        isolate.build_rows(opts.backend if opts.backend in ("gloo", "nccl") else "nccl", opts.nets, opts.hcas)
+        judge.build_rows(opts.backend if opts.backend in ("gloo", "nccl") else "nccl", opts.nets, opts.hcas)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    order: Dict[str, int] = {}
-    if opts.launcher == "srun":
-        from nccldiag.probe.session import allocation_grant, fit_allocation, slurm_nodes
-
-        from nccldiag.slurm import client
-
-        nodes = slurm_nodes(hosts, opts)  # each command a one-task srun step in opts.slurm_job
-        granted = allocation_grant(opts)
-        if granted is not None:  # every job's step asks for R tasks per node: refused here when Slurm would
-            fit_allocation(granted, nodes, opts.nproc_per_node, True)
-        order = {n.name: i for i, n in enumerate(client.show_nodes())}
-    else:
-        nodes = [SSHNode(h, opts.ssh) for h in hosts]
+    launcher = launchers.get(opts.launcher)
+    if not launcher.jobs:
+        raise UsageError(f"--launcher {opts.launcher} cannot start isolate's jobs")
+    nodes = launcher.nodes(hosts, opts)
+    launcher.refuse(opts, hosts, nodes)  # srun: every job's step asks for R tasks per node, refused here when
+    # Slurm would
     report = IsolateReport(hosts=[n.name for n in nodes], seed=opts.seed, nproc_per_node=opts.nproc_per_node,
                            collective=opts.collective, size=opts.size, launcher=opts.launcher)
     unreachable: Dict[str, str] = connect_all(nodes, opts.fanout)
@@ -431,9 +305,8 @@ def run(hosts: Sequence[Host], opts: IsolateOptions, progress: Optional[Callable
     report.run_id = run_id
     done = False
     try:
-        prep = runner.prepare(live, opts.python, None, None, timeout=opts.ssh.command_timeout, fanout=opts.fanout,
-                              run_id=run_id, watchdog=_run_bound(opts, len(live)))
-        report = _run(report, nodes, live, prep, opts, unreachable, progress, t0, order)
+        prep = launcher.prepare(live, opts, run_id, _run_bound(opts, len(live)))
+        report = _run(report, launcher, nodes, live, prep, opts, unreachable, progress, t0)
         done = True
         return report
     finally:
@@ -441,10 +314,7 @@ def run(hosts: Sequence[Host], opts: IsolateOptions, progress: Optional[Callable
             # Ctrl-C, SIGTERM, a bug: kill every job's processes on every node (they share the run's marker
             # prefix) and remove the run directories, whatever stopped the run
             _reap_prefix(live, run_id, opts.fanout)
-            if opts.launcher == "srun":
-                from nccldiag.slurm import client
-
-                client.end_steps(lambda n: n.startswith(run_id + "-"), wait=15.0)
+            launcher.stop(run_id, None, wait=15.0)
             runner.cleanup(live, os.path.join("/tmp", run_id), fanout=opts.fanout)
             for n in nodes:
                 n.close()
@@ -464,11 +334,11 @@ def _reap_prefix(nodes, run_id: str, fanout: int) -> None:
     pat = shlex.quote(f"^{launch.RUN_MARK}={run_id}-[0-9]*$")
     cmd = (f"_p=$(grep -lsaz {pat} /proc/[0-9]*/environ 2>/dev/null | sed -n 's|^/proc/\\([0-9]*\\)/environ$|\\1|p' "
            "| grep -vx \"$$\"); [ -n \"$_p\" ] && kill -9 $_p 2>/dev/null; true")
-    fan_out(list(nodes), lambda n: n.run(cmd, 15), fanout)
+    run_all(nodes, cmd, 15, fanout)
 
 
-def _run(report: IsolateReport, nodes, live, prep: runner.Prepared, opts: IsolateOptions,
-         unreachable: Dict[str, str], progress, t0: float, order: Dict[str, int]) -> IsolateReport:
+def _run(report: IsolateReport, launcher, nodes, live, prep: runner.Prepared, opts: IsolateOptions,
+         unreachable: Dict[str, str], progress, t0: float) -> IsolateReport:
     excluded: Dict[str, str] = {}
     for name, msg in unreachable.items():
         excluded[name] = f"could not be reached: {msg}"
@@ -481,7 +351,7 @@ def _run(report: IsolateReport, nodes, live, prep: runner.Prepared, opts: Isolat
     report.backend = backend
     report.size = opts.size or (DEFAULT_SIZE_NCCL if backend == "nccl" else DEFAULT_SIZE_GLOO)
     try:
-        rows = isolate.build_rows(backend, opts.nets, opts.hcas)
+        rows = judge.build_rows(backend, opts.nets, opts.hcas)
     except ValueError as exc:
         raise UsageError(str(exc)) from None  # the run's directories go in run()
     report.rows = rows
@@ -490,14 +360,11 @@ def _run(report: IsolateReport, nodes, live, prep: runner.Prepared, opts: Isolat
     if ifaces:
         cmd = _resolve_command(rows)
 
-        def resolve(node) -> None:
-            r = node.run(cmd, opts.ssh.command_timeout)
+        for name, r in run_all(participants, cmd, opts.ssh.command_timeout, opts.fanout).items():
             kv = runner._parse_kv(r.stdout if r.error is None else "")
             for i, row in enumerate(rows):
                 if row.net is not None:
-                    ifaces[row.name][node.name] = kv.get(f"row{i}") or None
-
-        fan_out(participants, resolve, opts.fanout)
+                    ifaces[row.name][name] = kv.get(f"row{i}") or None
     report.interfaces = {r.name: dict(ifaces.get(r.name) or {n.name: prep.ifnames.get(n.name) for n in participants})
                          for r in rows}
     run = RunDir("isolate", opts.out_dir, run_id=prep.run_id)
@@ -509,12 +376,9 @@ def _run(report: IsolateReport, nodes, live, prep: runner.Prepared, opts: Isolat
     report.out_dir = run.path
     lock = threading.Lock()
     with contextlib.closing(run):
-        if opts.launcher == "srun":
-            cl = _SrunCluster(participants, prep, rows, ifaces, opts, backend, kept, lock, order=order)
-        else:
-            cl = _Cluster(participants, prep, rows, ifaces, opts, backend, kept, lock)
+        cl = _Cluster(launcher, participants, prep, rows, ifaces, opts, backend, kept, lock)
         _schedule(report, cl, [n.name for n in participants], rows, opts, excluded, progress)
-    cleanup_failed = runner.cleanup(live, prep.rundir, timeout=min(15.0, opts.ssh.command_timeout), fanout=opts.fanout)
+    cleanup_failed = launcher.cleanup(live, prep, opts)
     for host, msg in sorted(cleanup_failed.items()):
         report.findings.append(warn(AREA, f"{AREA}.cleanup", f"could not remove the run directory on {host}: {msg}",
                                     host=host))
@@ -535,7 +399,7 @@ class _Kept:
         self.run.lines(records.RECORDS).add(rec)
 
     def round(self, rnd: Round) -> None:
-        self.run.lines(isolate.ROUNDS).add(rnd.to_line())
+        self.run.lines(judge.ROUNDS).add(rnd.to_line())
 
 
 def _schedule(report: IsolateReport, cl: _Cluster, pool: List[str], rows: Sequence[Row], opts: IsolateOptions,
@@ -565,9 +429,9 @@ def _schedule(report: IsolateReport, cl: _Cluster, pool: List[str], rows: Sequen
         return rnd
 
     # round 0: every node alone (all its local ranks), the first row
-    r0 = play(isolate.ALONE, [(row_names[0], [n]) for n in pool])
+    r0 = play(judge.ALONE, [(row_names[0], [n]) for n in pool])
     for j in r0.jobs:
-        j.kind = isolate.classify(j, None, timeout=cl.timeout)
+        j.kind = judge.classify(j, None, timeout=cl.timeout)
         if j.failed:
             excluded[j.nodes[0]] = "failed alone in round 0"
     live = [n for n in pool if n not in excluded]
@@ -575,56 +439,56 @@ def _schedule(report: IsolateReport, cl: _Cluster, pool: List[str], rows: Sequen
     report.order = order
     schedule = pairing.circle_rounds(order, opts.pair_rounds)
     for pairs in schedule:
-        play(isolate.PAIRS, [(row, p) for p in pairs for row in row_names])
+        play(judge.PAIRS, [(row, p) for p in pairs for row in row_names])
     _classify(report, jobs, row_names, opts)
     # confirmation: each suspect against a proven-good node it did not meet
     met = pairing.partners(schedule)
-    need = isolate.to_confirm(row_names, jobs, live)
-    per_row = {row: pairing.confirmation_pairs(names, isolate.proven_good(row, jobs, live), met)[0]
+    need = judge.to_confirm(row_names, jobs, live)
+    per_row = {row: pairing.confirmation_pairs(names, judge.proven_good(row, jobs, live), met)[0]
                for row, names in need.items()}
     for k in range(max((len(v) for v in per_row.values()), default=0)):
         groups = [(row, p) for row, rounds in per_row.items() if k < len(rounds) for p in rounds[k]]
         if groups:
-            play(isolate.CONFIRM, groups)
+            play(judge.CONFIRM, groups)
     _classify(report, jobs, row_names, opts)
     # all nodes at once when every pair passed; bisect where only the whole fails
     if opts.full and len(live) > 2 and not any(j.failed for j in jobs):
-        rnd = play(isolate.ALL, [(row, order) for row in row_names])
+        rnd = play(judge.ALL, [(row, order) for row in row_names])
         _classify(report, jobs, row_names, opts)
         failing = {j.row: [list(j.nodes)] for j in rnd.jobs if j.failed}
         steps = 0
         while failing and steps < opts.max_bisect:
-            groups, located = isolate.bisect_plan(failing)
+            groups, located = judge.bisect_plan(failing)
             report.groups.extend(located)
             if not groups:
                 failing = {}
                 break
-            rnd = play(isolate.BISECT, groups)
+            rnd = play(judge.BISECT, groups)
             _classify(report, jobs, row_names, opts)
             steps += 1
-            failing, located = isolate.bisect_next(failing, rnd.jobs)
+            failing, located = judge.bisect_next(failing, rnd.jobs)
             report.groups.extend(located)
         for row, gs in failing.items():
             for g in gs:
                 report.groups.append({"row": row, "nodes": g, "why": "still failing when bisection stopped"})
-    report.nodes, report.pairs = isolate.verdicts(report.hosts, row_names, jobs, excluded)
+    report.nodes, report.pairs = judge.verdicts(report.hosts, row_names, jobs, excluded)
     _findings(report)
 
 
 def _classify(report: IsolateReport, jobs: Sequence[Job], rows: Sequence[str], opts: IsolateOptions) -> None:
     """Thresholds per row from the healthy pairs, then every job's kind."""
     for row in rows:
-        pairs = [j for j in jobs if j.row == row and j.stage in (isolate.PAIRS, isolate.CONFIRM) and j.status == "ok"]
-        per_round, thr, med = isolate.job_thresholds(row, jobs, opts.fraction, opts.expected_busbw)
+        pairs = [j for j in jobs if j.row == row and j.stage in (judge.PAIRS, judge.CONFIRM) and j.status == "ok"]
+        per_round, thr, med = judge.job_thresholds(row, jobs, opts.fraction, opts.expected_busbw)
         report.thresholds[row] = {"threshold": thr, "median": med, "fraction": opts.fraction,
                                   "expected": opts.expected_busbw,
                                   "per_round": {str(k): v for k, v in per_round.items()},
-                                  "distribution": isolate.distribution(j.busbw for j in pairs)}
+                                  "distribution": judge.distribution(j.busbw for j in pairs)}
         for j in jobs:
-            if j.row != row or j.stage == isolate.ALONE:
+            if j.row != row or j.stage == judge.ALONE:
                 continue
-            j.threshold = (per_round.get(j.round, thr) if j.stage == isolate.PAIRS else thr) if len(j.nodes) == 2 else None
-            j.kind = isolate.classify(j, j.threshold, j.ratio, job_timeout(opts, report.backend))
+            j.threshold = (per_round.get(j.round, thr) if j.stage == judge.PAIRS else thr) if len(j.nodes) == 2 else None
+            j.kind = judge.classify(j, j.threshold, j.ratio, job_timeout(opts, report.backend))
 
 
 def _findings(report: IsolateReport) -> None:

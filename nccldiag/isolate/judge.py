@@ -403,7 +403,7 @@ def bisect_plan(failing: Mapping[str, Sequence[Sequence[str]]]) -> Tuple[List[Tu
     to run, ``(row, nodes)``, and the groups of 2 or fewer, reported as they
     are (their pairs passed before, so only the group as a whole fails).
     """
-    from nccldiag.probe.pairing import halves
+    from nccldiag.isolate.pairing import halves
 
     jobs: List[Tuple[str, List[str]]] = []
     located: List[dict] = []
