@@ -1,6 +1,7 @@
 """``nccldiag check``: check nodes and report findings."""
 from __future__ import annotations
 
+import json
 import os
 import sys
 import time
@@ -14,6 +15,7 @@ from nccldiag.cli.options import (
 )
 from nccldiag import rundir
 from nccldiag.model.errors import UsageError
+from nccldiag.report import jsonout
 from nccldiag.report.jsonout import plain
 from nccldiag.report import outputs
 
@@ -192,29 +194,34 @@ def check(bundle, only, skip, mesh_mode, save_dir, run_dir, p2p_test, verbose, c
         report.slurm = feedback.run(report, raws, drain, drain_unchecked, resume_healthy,
                                     local_name=_own_slurm_name() if local else None, spec=spec)
     report.elapsed = time.monotonic() - t0
-    doc = plain(check_report.to_json(report))
+    # the report without its nodes; each node's part is made as it is written, its facts read back from where
+    # the keeper put them, so that the whole report is never held
+    doc = plain(check_report.to_json(report, include_nodes=False))
+    nodes = keep.entries(report)
     if health_check:
         from nccldiag.report.check_report import health_line
 
         line, code = health_line(report)
         click.echo(line)
-        outs.write(doc)
+        outs.write(doc, nodes)
         sys.exit(code)
     if not outs.stdout_json:
         with outputs.reader_may_leave():
             check_report.render(report, console(color=color), verbose=verbose)
     if not keep.failed:
         try:
-            rundir.save_report(run_dir, doc)
-        except OSError as exc:
-            keep.failed = f"{exc.strerror or exc}"
+            from nccldiag.atomic import write_text
+
+            write_text(os.path.join(run_dir, rundir.REPORT), jsonout.streamed(doc, nodes()))
+        except (OSError, ValueError) as exc:
+            keep.failed = f"{getattr(exc, 'strerror', None) or exc}"
     err = console(stderr=True, color=color)
     if keep.failed:
         err.print(f"nccldiag: warning: run directory {run_dir}: cannot write: {keep.failed}", markup=False,
                   highlight=False, soft_wrap=True)
     elif not outs.stdout_json:
         err.print(f"run directory: {run_dir}", style="muted", markup=False, highlight=False, soft_wrap=True)
-    outs.write(doc)
+    outs.write(doc, nodes)
     sys.exit(check_report.exit_code(report))
 
 
@@ -286,13 +293,14 @@ class _Keeper:
                                                                     "areas": [a.NAME for a in areas_sel]})
         except OSError as exc:  # the default state directory unwritable: the check runs, unkept
             self.failed = f"{exc.strerror or exc}"
+        self.facts = _Spool(path if os.path.isdir(path) else None)
 
     def node(self, raw) -> None:
         from nccldiag.check import engine
         from nccldiag.collect import sections
 
         nr = engine.analyze_node(raw, self.areas, self.options, self.spec)
-        self.judged[raw.host] = nr
+        self.judged[raw.host] = self.compact(nr)
         if self.failed:
             return
         try:
@@ -303,9 +311,77 @@ class _Keeper:
         except OSError as exc:  # a full disk loses the run directory, never the check
             self.failed = f"{exc.strerror or exc}"
 
+    def compact(self, nr):
+        """What the check keeps of a judged node: its findings, the summary the cluster areas compare, and the
+        facts the diagnoses read; its facts for the report go to the spool, read back as the report is written."""
+        from nccldiag.check import engine
+        from nccldiag.diagnosis.inputs import NODE_AREAS
+        from nccldiag.model.findings import to_jsonable
+
+        nr.summary = engine.summarize(nr, self.areas)
+        self.facts.add(nr.host, json.dumps(to_jsonable(nr.facts), default=str))
+        nr.facts = {k: v for k, v in nr.facts.items() if k in NODE_AREAS}
+        return nr
+
+    def entries(self, report):
+        """``nodes()``: each node's part of the report document, in order, made as it is asked for."""
+        from nccldiag.report import check_report
+
+        columns = report.columns
+
+        def nodes():
+            for n in report.nodes:
+                entry = plain(check_report.node_entry(n, columns, include_facts=False))
+                entry["facts"] = self.facts.get(n.host)
+                yield entry
+                entry = None  # written: let go before the next is made
+
+        return nodes
+
     def close(self) -> None:
         if self.lines is not None:
             self.lines.close()
+
+
+class _Spool:
+    """Each node's facts as JSON text, by host: in an unnamed temporary file of the run directory (in memory
+    where no file can be written), so that a thousand nodes' facts are not held until the report is written."""
+
+    def __init__(self, where: Optional[str]):
+        import tempfile
+
+        self.at = {}  # host -> (offset, length) in the file, or the text itself
+        self.file = None
+        for d in ([where] if where else []) + [None]:
+            try:
+                self.file = tempfile.TemporaryFile(dir=d)
+                break
+            except OSError:
+                continue
+        self.end = 0
+        self.writable = self.file is not None
+
+    def add(self, host: str, text: str) -> None:
+        data = text.encode()
+        if self.writable:
+            try:
+                self.file.seek(self.end)
+                self.file.write(data)
+                self.at[host] = (self.end, len(data))
+                self.end += len(data)
+                return
+            except OSError:  # a full disk: what comes next is held
+                self.writable = False
+        self.at[host] = data
+
+    def get(self, host: str):
+        where = self.at.get(host)
+        if where is None:
+            return {}
+        if isinstance(where, tuple):
+            self.file.seek(where[0])
+            where = self.file.read(where[1])
+        return json.loads(where)
 
 
 def _own_slurm_name() -> Optional[str]:

@@ -12,7 +12,7 @@ import importlib.util
 import os
 import sys
 from dataclasses import dataclass
-from typing import Callable, Dict, List, Optional, Tuple
+from typing import Callable, Dict, Iterable, List, Optional, Tuple, Union
 
 import click
 
@@ -113,27 +113,51 @@ class Outputs:
             if need and importlib.util.find_spec(need[0]) is None:
                 raise UsageError(f"{opt} needs the {need[0]} library: {need[1]}")
 
-    def write(self, doc: Dict) -> None:
-        """Every requested file from the report document ``doc``."""
+    def write(self, doc: Dict, nodes: Optional[Callable[[], Iterable[Dict]]] = None) -> None:
+        """Every requested file from the report document ``doc``. With ``nodes`` (``doc``'s ``nodes`` left
+        empty), ``nodes()`` makes its nodes' parts in order: JSON is written as they are made, one at a
+        time; the other formats get the whole document, made once."""
         from nccldiag.report import jsonout
 
         renderers: Dict[str, Callable[[Dict], str]] = {"--json": jsonout.dumps, "--junit": _junit,
                                                        "--prom": _prom, "--html": _html}
+        whole: List[Dict] = []
+
+        def full() -> Dict:
+            if not whole:
+                whole.append(doc if nodes is None else dict(doc, nodes=list(nodes())))
+            return whole[0]
+
         for opt, path in self.items():
             try:
-                # a JSON file is written piece by piece, never held whole
-                text = jsonout.pieces(doc) if opt == "--json" and path != "-" else renderers[opt](doc)
+                if opt == "--json" and nodes is not None:
+                    text = jsonout.streamed(doc, nodes())
+                elif opt == "--json" and path != "-":
+                    text = jsonout.pieces(doc)  # a JSON file is written piece by piece, never held whole
+                else:
+                    text = renderers[opt](full())
             except ValueError as exc:
                 raise UsageError(f"{opt}: {exc}") from None
             try:
                 if path == "-":
-                    click.echo(text, nl=False)
+                    _echo(text)
                 else:
                     jsonout.write_file(text, path)
             except ValueError as exc:
                 raise UsageError(f"{opt}: {exc}") from None
             except OSError as exc:
                 raise UsageError(f"{opt} {path}: cannot write: {exc.strerror or exc}") from None
+
+
+def _echo(text: Union[str, Iterable[str]]) -> None:
+    """``text`` (or its pieces, as they come) on stdout."""
+    if isinstance(text, str):
+        click.echo(text, nl=False)
+        return
+    out = click.get_text_stream("stdout")
+    for piece in text:
+        out.write(piece)
+    out.flush()
 
 
 def _junit(doc: Dict) -> str:
