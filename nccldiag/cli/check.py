@@ -11,7 +11,7 @@ import click
 
 from nccldiag.cli.options import (
     CONTEXT, areas, color_option, host_options, import_torch_option, inventory, login_timeout_option,
-    slurm_inventory, slurm_options, ssh_options, transport_option,
+    slurm_inventory, slurm_options, ssh_options, transport_option, workers_option,
 )
 from nccldiag import rundir
 from nccldiag.model.errors import UsageError
@@ -52,13 +52,17 @@ def collection_target(kw, local: bool = False):
 
 
 def run_collection(kw, areas_sel, save_dir: Optional[str], extra_sources=(), mesh_mode="first", not_saved=None,
-                   target=None, arrived=None, release=True):
+                   target=None, arrived=None, release=True, keeper=None):
     """Collect live with a progress bar on a terminal; each node saved as it arrives (and given to ``arrived``).
 
     With ``release`` each node collected from a host is let go of its outputs once saved and given to
     ``arrived``: the nodes returned are :func:`~nccldiag.model.raw.released` ones, what a report needs of how
     each was reached (its error, its transport's notes), so memory does not grow with what each node sends.
-    Without it (a few reference nodes, judged after the collection) the nodes keep their outputs."""
+    Without it (a few reference nodes, judged after the collection) the nodes keep their outputs.
+
+    Over SSH with ``release``, the hosts are spread over ``--workers`` processes (default: one per 64 hosts, at
+    most one per core); with a ``keeper`` (a check's :class:`_Keeper`, in place of ``arrived``) each node is
+    judged and written in its worker and the keeper takes what the run keeps of it."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from nccldiag.collect import session
@@ -90,6 +94,11 @@ def run_collection(kw, areas_sel, save_dir: Optional[str], extra_sources=(), mes
 
             opts.transport, opts.slurm_job = "srun", job
             opts.alloc = None if job else alloc_request(kw, kw.get("alloc_wait") or 60.0)
+        workers = _workers(kw, inv, transport, release)
+        if workers > 1:
+            return _sharded(inv, areas_sel, opts, save_dir, on_start, on_node, not_saved, keeper, workers)
+        if keeper is not None:
+            arrived = keeper.node
         raws, notes = session.collect(inv, areas_sel, opts, save_dir, on_start, on_node, not_saved, release=release)
         if inv is None and arrived is not None:
             for node in raws:  # this machine: collected in one go
@@ -97,8 +106,55 @@ def run_collection(kw, areas_sel, save_dir: Optional[str], extra_sources=(), mes
         return raws, notes
 
 
+def _workers(kw, inv, transport: str, release: bool) -> int:
+    """How many worker processes share the SSH collection (1: this process alone)."""
+    given = kw.get("workers")
+    if inv is None or transport != "ssh" or not release or given == 1:
+        return 1
+    if given is not None:
+        return max(1, min(given, len(inv.hosts)))
+    from nccldiag.shards.pool import default_workers
+
+    return default_workers(len(inv.hosts))
+
+
+def _sharded(inv, areas_sel, opts, save_dir, on_start, on_node, not_saved, keeper, workers):
+    """The collection over ``workers`` processes (:mod:`nccldiag.shards`): each node written (the run
+    directory's raw outputs, the --save bundle) and, with a ``keeper``, judged in its worker."""
+    from nccldiag.collect import runner, session
+    from nccldiag.shards import pool
+
+    not_saved = not_saved if not_saved is not None else {}
+    script = runner.script_for(areas_sel, opts.extra_sources, opts.mark)
+    notes = session.inventory_notes(inv)
+    hosts = inv.hosts
+    if save_dir:
+        session.check_save(save_dir)
+        session.index_bundle(save_dir, [h.name for h in hosts], "ssh", [a.NAME for a in areas_sel])
+    on_start(len(hosts))
+    kept = keeper is not None and not keeper.failed
+    dirs = ([keeper.raw] if kept and keeper.bundle is None else []) + ([save_dir] if save_dir else [])
+
+    def got(node, judged, unsaved) -> None:
+        for d, why in unsaved.items():
+            if d == save_dir:
+                not_saved[node.host] = why
+                notes.append(f"{node.host}: not saved to {save_dir}: {why}")
+            elif keeper is not None and not keeper.failed:
+                keeper.failed = why
+        on_node(node)
+        if keeper is not None:
+            keeper.take(judged)
+
+    results = pool.collect(hosts, script, opts, workers, areas=areas_sel if keeper is not None else None,
+                           options=keeper.options if keeper is not None else None,
+                           spec=keeper.spec if keeper is not None else None, dirs=dirs, on_node=got)
+    return [node for node, _ in results], notes
+
+
 @click.command("check", context_settings=CONTEXT)
 @host_options
+@workers_option
 @login_timeout_option
 @import_torch_option
 @click.option("--bundle", type=click.Path(exists=False, file_okay=False), default=None,
@@ -180,7 +236,7 @@ def check(bundle, only, skip, mesh_mode, save_dir, run_dir, p2p_test, verbose, c
         keep = _Keeper(run_dir, run_id, areas_sel, options, None, _planned_hosts(target),
                        target[2] if target[0] is not None else "local", spec=spec)
         try:
-            raws, notes = run_collection(kw, areas_sel, save_dir, extra, mesh_mode, target=target, arrived=keep.node)
+            raws, notes = run_collection(kw, areas_sel, save_dir, extra, mesh_mode, target=target, keeper=keep)
         finally:
             if target[1] is not None:
                 target[1].release()
@@ -296,32 +352,32 @@ class _Keeper:
         self.facts = _Spool(path if os.path.isdir(path) else None)
 
     def node(self, raw) -> None:
-        from nccldiag.check import engine
+        """A node as it arrives: judged, its outputs written, what the run keeps of it taken."""
         from nccldiag.collect import sections
+        from nccldiag.shards import judged
 
-        nr = engine.analyze_node(raw, self.areas, self.options, self.spec)
-        self.judged[raw.host] = self.compact(nr)
+        j = judged.judge(raw, self.areas, self.options, self.spec)
+        if not self.failed and self.bundle is None:
+            try:
+                sections.write_node(self.raw, raw)
+            except OSError as exc:  # a full disk loses the run directory, never the check
+                self.failed = f"{exc.strerror or exc}"
+        self.take(j)
+
+    def take(self, j) -> None:
+        """What the check keeps of a judged node (:class:`nccldiag.shards.judged.Judged`): its findings, the
+        summary the cluster areas compare and the facts the diagnoses read; the rest of its facts wait in the
+        spool, read back as the report is written."""
+        nr = j.node
+        self.judged[nr.host] = nr
+        self.facts.add(nr.host, j.facts)
         if self.failed:
             return
         try:
-            if self.bundle is None:
-                sections.write_node(self.raw, raw)
             self.lines.add({"host": nr.host, "status": nr.status.value, "reachable": nr.reachable,
                             "elapsed_s": round(nr.elapsed, 3), "findings": [f.to_dict() for f in nr.findings]})
         except OSError as exc:  # a full disk loses the run directory, never the check
             self.failed = f"{exc.strerror or exc}"
-
-    def compact(self, nr):
-        """What the check keeps of a judged node: its findings, the summary the cluster areas compare, and the
-        facts the diagnoses read; its facts for the report go to the spool, read back as the report is written."""
-        from nccldiag.check import engine
-        from nccldiag.diagnosis.inputs import NODE_AREAS
-        from nccldiag.model.findings import to_jsonable
-
-        nr.summary = engine.summarize(nr, self.areas)
-        self.facts.add(nr.host, json.dumps(to_jsonable(nr.facts), default=str))
-        nr.facts = {k: v for k, v in nr.facts.items() if k in NODE_AREAS}
-        return nr
 
     def entries(self, report):
         """``nodes()``: each node's part of the report document, in order, made as it is asked for."""

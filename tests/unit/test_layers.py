@@ -24,7 +24,7 @@ FLOORS: Tuple[Tuple[str, ...], ...] = (
     ("areas", "rundir"),  # check areas (parse, judge); the run directory
     ("spec",),  # site specs, against the areas' facts
     ("check", "collect", "diagnosis"),  # the check engine, the collection, the diagnosis rules
-    ("probe",),  # probe and isolate
+    ("probe", "shards"),  # probe and isolate; the collection and judging shared out over worker processes
     ("report",),  # renderers and report files
     ("cli",),  # the commands
     ("__main__",),
