@@ -217,3 +217,17 @@ def test_collect_with_two_workers_saves_every_node(server, tmp_path):
 
     saved = sections.read_bundle(str(tmp_path / "b"))
     assert sorted(n.host for n in saved) == [f"n{i}" for i in range(1, 6)] and all(n.sections for n in saved)
+
+
+def test_only_a_live_ssh_collection_that_lets_nodes_go_is_spread():
+    """srun and this machine have no SSH to spread; spec init's reference nodes are kept whole, in one process."""
+    from nccldiag.cli.check import _workers
+    from nccldiag.inventory import Inventory
+
+    inv = Inventory(hosts=[Host(f"n{i}") for i in range(200)])
+    assert _workers({"workers": None}, inv, "ssh", True) == pool.default_workers(200)
+    assert _workers({"workers": 3}, inv, "ssh", True) == 3
+    assert _workers({"workers": 500}, Inventory(hosts=[Host("a"), Host("b")]), "ssh", True) == 2
+    for kw, target, transport, release in (({"workers": 1}, inv, "ssh", True), ({"workers": 4}, inv, "srun", True),
+                                           ({"workers": 4}, None, "local", True), ({"workers": 4}, inv, "ssh", False)):
+        assert _workers(kw, target, transport, release) == 1
