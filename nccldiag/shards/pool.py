@@ -1,6 +1,6 @@
 """The parent's side: hosts spread over worker processes, their results taken as they arrive.
 
-Each worker (``python -m nccldiag.shards.worker``, started with this interpreter and this copy of nccldiag)
+Each worker (:mod:`nccldiag.shards.worker`, started with this interpreter and this copy of nccldiag)
 reads its :class:`Job` on standard input and keeps that input open: its end (the parent gone, or done with
 it) ends the worker. It sends one frame per node on standard output as the node is done: the node without
 its outputs, and, in a check, the node judged and made compact. Per-host deadlines are the workers' own
@@ -116,8 +116,10 @@ class _Worker:
         env = dict(os.environ)
         root = os.path.dirname(os.path.dirname(os.path.abspath(nccldiag.__file__)))
         env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-        # a session of its own: the terminal's Ctrl-C reaches the parent only, which stops the workers
-        self.proc = subprocess.Popen([sys.executable, "-m", "nccldiag.shards.worker"], stdin=subprocess.PIPE,
+        # this very copy of nccldiag, first on the path (before the working directory, which -m and -c put
+        # first); a session of its own: the terminal's Ctrl-C reaches the parent only, which stops the workers
+        boot = f"import sys; sys.path.insert(0, {root!r}); from nccldiag.shards import worker; worker.main()"
+        self.proc = subprocess.Popen([sys.executable, "-c", boot], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, close_fds=True,
                                      start_new_session=True)
         self.reader = threading.Thread(target=self._read, args=(results,), name=f"nccldiag-shard-{k}", daemon=True)

@@ -1,5 +1,5 @@
-"""One worker of a sharded collection: ``python -m nccldiag.shards.worker`` (started by
-:mod:`nccldiag.shards.pool`, never by hand).
+"""One worker of a sharded collection: :func:`main`, in a process started by :mod:`nccldiag.shards.pool`
+(never by hand).
 
 Reads its :class:`~nccldiag.shards.pool.Job` on standard input, collects from its hosts over SSH (its share of
 ``--fanout``, the same bounds as one process), writes each node's outputs where the run keeps them, judges the
