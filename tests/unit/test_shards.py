@@ -183,7 +183,8 @@ def _gone(pid: int) -> bool:
         return True
 
 
-def test_sigterm_stops_every_worker_and_the_check_ends(server, tmp_path):
+@pytest.mark.parametrize("sig, code, said", [(signal.SIGTERM, 143, b"terminated"), (signal.SIGINT, 130, b"interrupted")])
+def test_sigterm_or_ctrl_c_stops_every_worker_and_the_check_ends(server, tmp_path, sig, code, said):
     fifo, flag = _stalled(server, tmp_path)
     env = {**os.environ, "NO_COLOR": "1", "PYTHONPATH": str(ROOT)}
     proc = subprocess.Popen([sys.executable, "-m", "nccldiag", "check", "-w", "n[1-4]", "--ssh-config", server.cfg,
@@ -194,15 +195,15 @@ def test_sigterm_stops_every_worker_and_the_check_ends(server, tmp_path):
         _wait_for(lambda: server.accepted >= 4, "four connections")
         workers = _children(proc.pid)
         assert len(workers) == 2, workers
-        proc.send_signal(signal.SIGTERM)
+        proc.send_signal(sig)
         out, err = proc.communicate(timeout=60)
     finally:
         _release(fifo, flag)
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    assert proc.returncode == 143, err
-    assert b"terminated" in err and b"Traceback" not in err, err
+    assert proc.returncode == code, err
+    assert said in err and b"Traceback" not in err, err
     _wait_for(lambda: all(_gone(p) for p in workers), "the workers to end", limit=30)
 
 
