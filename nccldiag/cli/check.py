@@ -146,10 +146,10 @@ def _sharded(inv, areas_sel, opts, save_dir, on_start, on_node, not_saved, keepe
         if keeper is not None:
             keeper.take(judged)
 
-    results = pool.collect(hosts, script, opts, workers, areas=areas_sel if keeper is not None else None,
-                           options=keeper.options if keeper is not None else None,
-                           spec=keeper.spec if keeper is not None else None, dirs=dirs, on_node=got)
-    return [node for node, _ in results], notes
+    nodes = pool.collect(hosts, script, opts, workers, areas=areas_sel if keeper is not None else None,
+                         options=keeper.options if keeper is not None else None,
+                         spec=keeper.spec if keeper is not None else None, dirs=dirs, on_node=got)
+    return nodes, notes
 
 
 @click.command("check", context_settings=CONTEXT)

@@ -178,12 +178,13 @@ def collect(
     dirs: Sequence[str] = (),
     on_node: Optional[Callable[[ReleasedNode, Optional[judging.Judged], Dict[str, str]], None]] = None,
     on_workers: Optional[Callable[[List[int]], None]] = None,
-) -> List[Tuple[ReleasedNode, Optional[judging.Judged]]]:
+) -> List[ReleasedNode]:
     """Collect from ``hosts`` over ``workers`` processes, each with its share of ``opts.fanout``; in a check
     (``areas`` given) each node is judged in its worker. Every node's outputs are written to each of ``dirs``
     (bundles already indexed) by its worker. ``on_node(node, judged, not_saved)`` sees each node as it
     arrives (``not_saved``: dir -> why the node could not be written there); the result is every node, in
-    input order. ``on_workers`` is given the workers' process ids once they are started."""
+    input order (what was judged is ``on_node``'s to keep). ``on_workers`` is given the workers' process ids
+    once they are started."""
     hosts = list(hosts)
     if not hosts:
         return []
@@ -202,7 +203,7 @@ def collect(
         jobs.append(Job(mine, index, script, sub, {h.name: plan[h.name] for h in mine if h.name in plan},
                         [a.NAME for a in areas] if areas is not None else None, dict(options or {}), spec,
                         list(dirs)))
-    done: Dict[int, Tuple[ReleasedNode, Optional[judging.Judged]]] = {}
+    done: Dict[int, ReleasedNode] = {}
     started: List[_Worker] = []
     try:
         for k, job in enumerate(jobs):
@@ -217,7 +218,7 @@ def collect(
                 continue
             if what == "node":
                 i, node, judged, not_saved = payload
-                done[i] = (node, judged)
+                done[i] = node
                 if on_node is not None:
                     on_node(node, judged, not_saved)
                 continue
@@ -228,7 +229,7 @@ def collect(
                 cause = _cause(payload, list(started[k].tail))
                 for i, h in missing:
                     node, judged, not_saved = _lost(h.name, cause, areas, options, spec, dirs)
-                    done[i] = (node, judged)
+                    done[i] = node
                     if on_node is not None:
                         on_node(node, judged, not_saved)
     finally:

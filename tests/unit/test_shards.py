@@ -131,21 +131,24 @@ def test_the_hosts_of_a_killed_worker_are_reported_with_its_cause_and_the_run_en
     def on_workers(pids):
         os.kill(pids[0], signal.SIGKILL)  # the first worker's hosts: the 1st and 3rd
 
+    judged_of = {}
+
     def on_node(node, judged, not_saved):
         seen.append(node.host)
+        judged_of[node.host] = judged
         if len(seen) == 2:  # the killed worker's hosts are in: let the other's logins go on
             _release(fifo, flag)
 
     out = pool.collect(hosts, script, opts, 2, areas=[ssh_area, system], dirs=[], on_node=on_node,
                       on_workers=on_workers)
-    assert [n.host for n, _ in out] == ["n1", "n2", "n3", "n4"]
+    assert [n.host for n in out] == ["n1", "n2", "n3", "n4"]
     assert sorted(seen[:2]) == ["n1", "n3"]
-    for node, judged in (out[0], out[2]):
+    for node, judged in ((n, judged_of[n.host]) for n in (out[0], out[2])):
         assert node.error["kind"] == pool.WORKER and "killed by SIGKILL" in node.error["message"], node.error
         f = next(f for f in judged.node.findings if f.area == "ssh")
         assert (f.status.value, f.check) == ("error", "ssh.worker") and "worker process" in f.message
         assert not judged.node.reachable
-    for node, judged in (out[1], out[3]):
+    for node, judged in ((n, judged_of[n.host]) for n in (out[1], out[3])):
         assert node.error is None and judged.node.reachable, node
         assert judged.node.summary and '"hostname"' in judged.facts
 
@@ -160,8 +163,8 @@ def test_a_worker_that_fails_is_named_with_its_last_words(server, tmp_path):
         NAME = "no-such-area"
 
     out = pool.collect(hosts, "", opts, 2, areas=[Unknown], options={}, dirs=[])
-    assert [n.host for n, _ in out] == ["n1", "n2"]
-    for node, _ in out:
+    assert [n.host for n in out] == ["n1", "n2"]
+    for node in out:
         assert node.error["kind"] == pool.WORKER
         assert "exit status 1" in node.error["message"] and "KeyError" in node.error["message"], node.error
 
