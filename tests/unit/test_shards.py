@@ -45,7 +45,8 @@ def server(keys, tmp_path):
     kh = tmp_path / "known_hosts"
     kh.write_text(f"[127.0.0.1]:{s.port} {keys['host'].get_name()} {keys['host'].get_base64()}\n")
     cfg = tmp_path / "ssh_config"
-    cfg.write_text(f"Host n*\n  HostName 127.0.0.1\n  Port {s.port}\n  User tester\n  IdentityFile {keys['dir'] / 'id_client'}\n"
+    cfg.write_text(f"Host n*\n  HostName 127.0.0.1\n  Port {s.port}\n  User tester\n"
+                   f"  IdentityFile {keys['dir'] / 'id_client'}\n"
                    f"  UserKnownHostsFile {kh}\n  GlobalKnownHostsFile /dev/null\n  IdentitiesOnly yes\n")
     s.cfg = str(cfg)
     yield s
@@ -186,12 +187,14 @@ def _gone(pid: int) -> bool:
         return True
 
 
-@pytest.mark.parametrize("sig, code, said", [(signal.SIGTERM, 143, b"terminated"), (signal.SIGINT, 130, b"interrupted")])
+@pytest.mark.parametrize("sig, code, said", [(signal.SIGTERM, 143, b"terminated"),
+                                             (signal.SIGINT, 130, b"interrupted")])
 def test_sigterm_or_ctrl_c_stops_every_worker_and_the_check_ends(server, tmp_path, sig, code, said):
     fifo, flag = _stalled(server, tmp_path)
     env = {**os.environ, "NO_COLOR": "1", "PYTHONPATH": str(ROOT)}
     proc = subprocess.Popen([sys.executable, "-m", "nccldiag", "check", "-w", "n[1-4]", "--ssh-config", server.cfg,
-                             "--only", "system", "--mesh", "none", "--workers", "2", "--run-dir", str(tmp_path / "run")],
+                             "--only", "system", "--mesh", "none", "--workers", "2",
+                             "--run-dir", str(tmp_path / "run")],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, env=env)
     try:
         # every host's login is waiting on the FIFO: both workers are at work
