@@ -28,6 +28,8 @@ class NodeReport:
     facts: Dict[str, Any] = field(default_factory=dict)
     elapsed: float = 0.0
     reachable: bool = True
+    # what the cluster areas compare of the node (:func:`summarize`), kept when its facts are let go
+    summary: Optional[Dict[str, Optional[str]]] = None
 
     @property
     def status(self) -> Status:
@@ -170,25 +172,26 @@ def _not_checked(raw: RawNode, area: ModuleType, cut: List[str]) -> Finding:
                  actual="not checked", fix=fix)
 
 
-def summaries(nodes: Sequence[NodeReport], areas: Sequence[ModuleType]) -> Dict[str, Dict[str, Optional[str]]]:
-    """``{host: {"area.key": value}}`` from each node area's ``summarize``, for the cluster areas."""
-    out: Dict[str, Dict[str, Optional[str]]] = {}
-    for n in nodes:
-        if not n.reachable:
+def summarize(node: NodeReport, areas: Sequence[ModuleType]) -> Dict[str, Optional[str]]:
+    """``{"area.key": value}`` from each node area's ``summarize``: what the cluster areas compare of a node."""
+    s: Dict[str, Optional[str]] = {}
+    for area in areas:
+        fn = getattr(area, "summarize", None)
+        facts = node.facts.get(area.NAME)
+        if fn is None or facts is None or kind(area) != "node":
             continue
-        s: Dict[str, Optional[str]] = {}
-        for area in areas:
-            fn = getattr(area, "summarize", None)
-            facts = n.facts.get(area.NAME)
-            if fn is None or facts is None or kind(area) != "node":
-                continue
-            try:
-                for k, v in (fn(facts) or {}).items():
-                    s[f"{area.NAME}.{k}"] = None if v is None else str(v)
-            except Exception:
-                continue
-        out[n.host] = s
-    return out
+        try:
+            for k, v in (fn(facts) or {}).items():
+                s[f"{area.NAME}.{k}"] = None if v is None else str(v)
+        except Exception:
+            continue
+    return s
+
+
+def summaries(nodes: Sequence[NodeReport], areas: Sequence[ModuleType]) -> Dict[str, Dict[str, Optional[str]]]:
+    """``{host: {"area.key": value}}`` from each node area's ``summarize``, for the cluster areas (a node's
+    kept :attr:`NodeReport.summary` where it has one)."""
+    return {n.host: (n.summary if n.summary is not None else summarize(n, areas)) for n in nodes if n.reachable}
 
 
 def analyze(

@@ -1,6 +1,7 @@
 """``nccldiag check``: check nodes and report findings."""
 from __future__ import annotations
 
+import json
 import os
 import sys
 import time
@@ -11,10 +12,12 @@ import click
 from nccldiag.cli.host import HostCommand
 from nccldiag.cli.options import (
     CONTEXT, areas, color_option, host_options, import_torch_option, inventory, login_timeout_option,
-    slurm_options, ssh_options, transport_option,
+    slurm_options, ssh_options, transport_option, workers_option,
 )
 from nccldiag import rundir
 from nccldiag.model.errors import UsageError
+from nccldiag.model.findings import clean_text
+from nccldiag.report import jsonout
 from nccldiag.report.jsonout import plain
 from nccldiag.report import outputs
 from nccldiag.report.finish import finish
@@ -35,7 +38,7 @@ HEALTH_AREAS = ("system", "iommu", "pcie", "ib", "gdr", "gpu", "gpuhealth", "xid
 
 
 def run_collection(kw, areas_sel, save_dir: Optional[str], extra_sources=(), mesh_mode="first", not_saved=None,
-                   target=None, arrived=None, release=True):
+                   target=None, arrived=None, release=True, keeper=None):
     """Collect live with a progress bar on a terminal; each node saved as it arrives (and given to ``arrived``).
 
     ``target`` is a :class:`~nccldiag.cli.host.HostCommand` whose :meth:`collection_target` chose the hosts
@@ -44,7 +47,11 @@ def run_collection(kw, areas_sel, save_dir: Optional[str], extra_sources=(), mes
     With ``release`` each node collected from a host is let go of its outputs once saved and given to
     ``arrived``: the nodes returned are :func:`~nccldiag.model.raw.released` ones, what a report needs of how
     each was reached (its error, its transport's notes), so memory does not grow with what each node sends.
-    Without it (a few reference nodes, judged after the collection) the nodes keep their outputs."""
+    Without it (a few reference nodes, judged after the collection) the nodes keep their outputs.
+
+    Over SSH with ``release``, the hosts are spread over ``--workers`` processes (default: one per 64 hosts, at
+    most one per core); with a ``keeper`` (a check's :class:`_Keeper`, in place of ``arrived``) each node is
+    judged and written in its worker and the keeper takes what the run keeps of it."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from nccldiag.collect import session
@@ -77,6 +84,11 @@ def run_collection(kw, areas_sel, save_dir: Optional[str], extra_sources=(), mes
         if transport == "srun":
             opts.transport, opts.slurm_job = "srun", job
             opts.alloc = None if job else target.request()
+        workers = _workers(kw, inv, transport, release)
+        if workers > 1:
+            return _sharded(inv, areas_sel, opts, save_dir, on_start, on_node, not_saved, keeper, workers)
+        if keeper is not None:
+            arrived = keeper.node
         raws, notes = session.collect(inv, areas_sel, opts, save_dir, on_start, on_node, not_saved, release=release)
         if inv is None and arrived is not None:
             for node in raws:  # this machine: collected in one go
@@ -84,8 +96,55 @@ def run_collection(kw, areas_sel, save_dir: Optional[str], extra_sources=(), mes
         return raws, notes
 
 
+def _workers(kw, inv, transport: str, release: bool) -> int:
+    """How many worker processes share the SSH collection (1: this process alone)."""
+    given = kw.get("workers")
+    if inv is None or transport != "ssh" or not release or given == 1:
+        return 1
+    if given is not None:
+        return max(1, min(given, len(inv.hosts)))
+    from nccldiag.shards.pool import default_workers
+
+    return default_workers(len(inv.hosts))
+
+
+def _sharded(inv, areas_sel, opts, save_dir, on_start, on_node, not_saved, keeper, workers):
+    """The collection over ``workers`` processes (:mod:`nccldiag.shards`): each node written (the run
+    directory's raw outputs, the --save bundle) and, with a ``keeper``, judged in its worker."""
+    from nccldiag.collect import runner, session
+    from nccldiag.shards import pool
+
+    not_saved = not_saved if not_saved is not None else {}
+    script = runner.script_for(areas_sel, opts.extra_sources, opts.mark)
+    notes = session.inventory_notes(inv)
+    hosts = inv.hosts
+    if save_dir:
+        session.check_save(save_dir)
+        session.index_bundle(save_dir, [h.name for h in hosts], "ssh", [a.NAME for a in areas_sel])
+    on_start(len(hosts))
+    kept = keeper is not None and not keeper.failed
+    dirs = ([keeper.raw] if kept and keeper.bundle is None else []) + ([save_dir] if save_dir else [])
+
+    def got(node, judged, unsaved) -> None:
+        for d, why in unsaved.items():
+            if d == save_dir:
+                not_saved[node.host] = why
+                notes.append(f"{node.host}: not saved to {save_dir}: {why}")
+            elif keeper is not None and not keeper.failed:
+                keeper.failed = why
+        on_node(node)
+        if keeper is not None:
+            keeper.take(judged)
+
+    nodes = pool.collect(hosts, script, opts, workers, areas=areas_sel if keeper is not None else None,
+                         options=keeper.options if keeper is not None else None,
+                         spec=keeper.spec if keeper is not None else None, dirs=dirs, on_node=got)
+    return nodes, notes
+
+
 @click.command("check", context_settings=CONTEXT)
 @host_options
+@workers_option
 @login_timeout_option
 @import_torch_option
 @click.option("--bundle", type=click.Path(exists=False, file_okay=False), default=None,
@@ -169,7 +228,7 @@ def check(bundle, only, skip, mesh_mode, save_dir, run_dir, p2p_test, verbose, c
             target.collection_target(local)
             keep = _Keeper(run, areas_sel, options, None, _planned_hosts(target),
                            target.transport if target.inv is not None else "local", spec=spec)
-            raws, notes = run_collection(kw, areas_sel, save_dir, extra, mesh_mode, target=target, arrived=keep.node)
+            raws, notes = run_collection(kw, areas_sel, save_dir, extra, mesh_mode, target=target, keeper=keep)
     keep.close()
     report = engine.analyze(raws, areas_sel, options, judged=keep.judged, spec=spec)
     report.inventory_notes = list(notes) + trust_notes(raws)
@@ -181,13 +240,16 @@ def check(bundle, only, skip, mesh_mode, save_dir, run_dir, p2p_test, verbose, c
         report.slurm = feedback.run(report, raws, drain, drain_unchecked, resume_healthy,
                                     local_name=_own_slurm_name() if local else None, spec=spec)
     report.elapsed = time.monotonic() - t0
-    doc = plain(check_report.to_json(report))
+    # the report without its nodes; each node's part is made as it is written, its facts read back from where
+    # the keeper put them, so that the whole report is never held
+    doc = plain(check_report.to_json(report, include_nodes=False))
+    nodes = keep.entries(report)
     if health_check:
         from nccldiag.report.check_report import health_line
 
         line, code = health_line(report)
         click.echo(line)
-        finish(doc, outs)  # NHC's one line instead of the table; the run directory keeps no report
+        finish(doc, outs, nodes=nodes)  # NHC's one line instead of the table; the run directory keeps no report
         sys.exit(code)
     err = console(stderr=True, color=color)
 
@@ -199,8 +261,11 @@ def check(bundle, only, skip, mesh_mode, save_dir, run_dir, p2p_test, verbose, c
         elif not outs.stdout_json:
             err.print(f"run directory: {run_dir}", style="muted", markup=False, highlight=False, soft_wrap=True)
 
-    finish(doc, outs, lambda d: check_report.render(d, console(color=color), verbose=verbose),
-           None if keep.failed else run_dir, kept)
+    def view(d) -> None:  # the table needs each node's findings, never its facts
+        light = [plain(check_report.node_entry(n, report.columns, include_facts=False)) for n in report.nodes]
+        check_report.render(dict(d, nodes=clean_text(light)), console(color=color), verbose=verbose)
+
+    finish(doc, outs, view, None if keep.failed else run_dir, kept, nodes=nodes)
     sys.exit(doc["exit_code"])
 
 
@@ -262,24 +327,93 @@ class _Keeper:
                                                                     "areas": [a.NAME for a in areas_sel]})
         except OSError as exc:  # the default state directory unwritable: the check runs, unkept
             self.failed = f"{exc.strerror or exc}"
+        self.facts = _Spool(path if os.path.isdir(path) else None)
 
     def node(self, raw) -> None:
-        from nccldiag.check import engine
+        """A node as it arrives: judged, its outputs written, what the run keeps of it taken."""
         from nccldiag.collect import sections
+        from nccldiag.shards import judged
 
-        nr = engine.analyze_node(raw, self.areas, self.options, self.spec)
-        self.judged[raw.host] = nr
+        j = judged.judge(raw, self.areas, self.options, self.spec)
+        if not self.failed and self.bundle is None:
+            try:
+                sections.write_node(self.raw, raw)
+            except OSError as exc:  # a full disk loses the run directory, never the check
+                self.failed = f"{exc.strerror or exc}"
+        self.take(j)
+
+    def take(self, j) -> None:
+        """What the check keeps of a judged node (:class:`nccldiag.shards.judged.Judged`): its findings, the
+        summary the cluster areas compare and the facts the diagnoses read; the rest of its facts wait in the
+        spool, read back as the report is written."""
+        nr = j.node
+        self.judged[nr.host] = nr
+        self.facts.add(nr.host, j.facts)
         if self.failed:
             return
         try:
-            if self.bundle is None:
-                sections.write_node(self.raw, raw)
             self.lines.add(nr.to_line())
         except OSError as exc:  # a full disk loses the run directory, never the check
             self.failed = f"{exc.strerror or exc}"
 
+    def entries(self, report):
+        """``nodes()``: each node's part of the report document, in order, made as it is asked for."""
+        from nccldiag.report import check_report
+
+        columns = report.columns
+
+        def nodes():
+            for n in report.nodes:
+                entry = plain(check_report.node_entry(n, columns, include_facts=False))
+                entry["facts"] = self.facts.get(n.host)
+                yield entry
+                entry = None  # written: let go before the next is made
+
+        return nodes
+
     def close(self) -> None:
         self.run.close()
+
+
+class _Spool:
+    """Each node's facts as JSON text, by host: in an unnamed temporary file of the run directory (in memory
+    where no file can be written), so that a thousand nodes' facts are not held until the report is written."""
+
+    def __init__(self, where: Optional[str]):
+        import tempfile
+
+        self.at = {}  # host -> (offset, length) in the file, or the text itself
+        self.file = None
+        for d in ([where] if where else []) + [None]:
+            try:
+                self.file = tempfile.TemporaryFile(dir=d)
+                break
+            except OSError:
+                continue
+        self.end = 0
+        self.writable = self.file is not None
+
+    def add(self, host: str, text: str) -> None:
+        data = text.encode()
+        if self.writable:
+            try:
+                self.file.seek(self.end)
+                self.file.write(data)
+                self.at[host] = (self.end, len(data))
+                self.end += len(data)
+                return
+            except OSError:  # a full disk: what comes next is held
+                self.writable = False
+        self.at[host] = data
+
+    def get(self, host: str):
+        where = self.at.get(host)
+        if where is None:
+            return {}
+        if isinstance(where, tuple):
+            self.file.seek(where[0])
+            where = self.file.read(where[1])
+        return json.loads(where)
 
 
 def _own_slurm_name() -> Optional[str]:

@@ -9,12 +9,14 @@ from nccldiag.cli.check import run_collection, trust_notes
 from nccldiag.cli.host import HostCommand
 from nccldiag.cli.options import (
     CONTEXT, areas, host_options, import_torch_option, login_timeout_option, slurm_options, transport_option,
+    workers_option,
 )
 from nccldiag.model.errors import UsageError
 
 
 @click.command("collect", context_settings=CONTEXT)
 @host_options
+@workers_option
 @login_timeout_option
 @import_torch_option
 @click.option("-o", "--output", "out_dir", type=click.Path(file_okay=False), default=None,

@@ -190,3 +190,11 @@ def slurm_inventory(kw, wait: Optional[float] = None):
     alloc = client.allocate(req)
     hosts = given if given is not None else inv_mod.build((), [alloc.nodelist], kw["exclude_exprs"], environ={})
     return hosts, alloc
+
+
+def workers_option(f):
+    """``--workers N``: processes the SSH collection is spread over (check and collect)."""
+    return click.option(
+        "--workers", type=click.IntRange(1, 256), default=None, metavar="N",
+        help="Spread the SSH collection over N processes, each with its share of --fanout (default: one per 64 "
+             "hosts, at most one per core; 1: this process alone).")(f)

@@ -176,26 +176,32 @@ def mesh_plan(hosts: Sequence[Host], mode: str) -> dict:
     return {names[0]: names[1:]}
 
 
+def resolve(hosts: Sequence[Host], opts: CollectOptions) -> None:
+    """Every name not yet looked up, at once, each within the connect timeout (into ``opts.ssh.resolved``): a
+    DNS server slow to say no costs the run one connect timeout, not one per --fanout hosts."""
+    todo = [h.name for h in hosts if h.name not in opts.ssh.resolved]
+    if todo:
+        from nccldiag.transport.ssh import resolve_names
+
+        opts.ssh.resolved.update(resolve_names(todo, opts.ssh.connect_timeout))
+
+
 def collect_hosts(
     hosts: Sequence[Host],
     script: str,
     opts: CollectOptions,
     on_node: Optional[Callable[[RawNode], None]] = None,
     release: bool = False,
+    plan: Optional[dict] = None,
 ) -> List[RawNode]:
     """Collect from every host, ``opts.fanout`` at a time, in hostfile order.
 
     With ``release`` each node's outputs are let go once ``on_node`` has seen it (judged it, written it
     out): the nodes returned are :func:`~nccldiag.model.raw.released` ones, and at most about twice
-    ``opts.fanout`` nodes' outputs are held at any time, however many hosts there are."""
-    plan = mesh_plan(hosts, opts.mesh)
-    # every name looked up at once, each within the connect timeout: a DNS server slow to say no costs
-    # the run one connect timeout, not one per --fanout hosts
-    todo = [h.name for h in hosts if h.name not in opts.ssh.resolved]
-    if todo:
-        from nccldiag.transport.ssh import resolve_names
-
-        opts.ssh.resolved.update(resolve_names(todo, opts.ssh.connect_timeout))
+    ``opts.fanout`` nodes' outputs are held at any time, however many hosts there are. ``plan``: the
+    node-to-node test's targets by host, where the caller planned it over more hosts than ``hosts``."""
+    plan = mesh_plan(hosts, opts.mesh) if plan is None else plan
+    resolve(hosts, opts)
 
     def task(h: Host) -> RawNode:
         return collect_host(h, script, opts, plan.get(h.name, ()))

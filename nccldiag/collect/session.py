@@ -36,10 +36,7 @@ def collect(
     not_saved = not_saved if not_saved is not None else {}
     notes: List[str] = []
     if save_dir:
-        try:
-            sections.check_bundle_dir(save_dir, "--save/-o")
-        except ValueError as exc:
-            raise UsageError(str(exc)) from None
+        check_save(save_dir)
 
     def save(node: RawNode) -> None:
         try:
@@ -49,10 +46,7 @@ def collect(
             notes.append(f"{node.host}: not saved to {save_dir}: {not_saved[node.host]}")
 
     def index(hosts: List[str], transport: str) -> None:
-        try:
-            sections.write_bundle_index(save_dir, hosts, {"transport": transport, "areas": area_names})
-        except OSError as exc:
-            raise UsageError(f"--save/-o {save_dir}: cannot write the bundle: {exc.strerror or exc}") from None
+        index_bundle(save_dir, hosts, transport, area_names)
 
     if inv is None:
         node = runner.collect_local(script, opts)
@@ -60,8 +54,7 @@ def collect(
             index([node.host], "local")
             save(node)
         return [node], notes
-    notes.extend(f"{where}: duplicate host {name} (first at {first}), checked once"
-                 for name, where, first in inv.duplicates)
+    notes.extend(inventory_notes(inv))
     hosts = inv.hosts
     if save_dir:
         index([h.name for h in hosts], opts.transport)
@@ -77,6 +70,26 @@ def collect(
     if opts.transport == "srun":
         return runner.collect_srun(hosts, script, opts, arrived, release=release), notes
     return runner.collect_hosts(hosts, script, opts, arrived, release=release), notes
+
+
+def check_save(save_dir: str) -> None:
+    """Refuse, before any work, a --save/-o directory that cannot take a bundle."""
+    try:
+        sections.check_bundle_dir(save_dir, "--save/-o")
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def index_bundle(save_dir: str, hosts: List[str], transport: str, area_names: List[str]) -> None:
+    """The bundle's index, naming the hosts it is to hold, written before the first node arrives."""
+    try:
+        sections.write_bundle_index(save_dir, hosts, {"transport": transport, "areas": area_names})
+    except OSError as exc:
+        raise UsageError(f"--save/-o {save_dir}: cannot write the bundle: {exc.strerror or exc}") from None
+
+
+def inventory_notes(inv) -> List[str]:
+    return [f"{where}: duplicate host {name} (first at {first}), checked once" for name, where, first in inv.duplicates]
 
 
 def from_bundle(bundle: str, areas_sel: Sequence, only_given: bool) -> Tuple[List[RawNode], List]:

@@ -13,6 +13,10 @@ from nccldiag.model.findings import SEVERITY, Finding, Status
 
 BAD = ("hang", "error", "wrong", "incomplete")
 
+# the node areas whose facts the rules read (through :meth:`Inputs.facts` and the expected bandwidth): what a
+# check keeps of each node's facts for its diagnoses once the node's part of the report is written
+NODE_AREAS = ("gpu", "ib", "system", "topology")
+
 
 @dataclass
 class LogSet:

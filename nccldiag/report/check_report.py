@@ -149,27 +149,33 @@ def health_line(report: CheckReport) -> Tuple[str, int]:
     return f"nccldiag: {host} healthy ({report.elapsed:.2f} s)", 0
 
 
-def to_json(report: CheckReport, include_facts: bool = True) -> Dict:
-    """The report as one JSON object (schema ``nccldiag.check/1``), its diagnoses included."""
-    nodes = []
-    for n in report.nodes:
-        entry = {
-            "host": n.host,
-            "status": n.status.value,
-            "reachable": n.reachable,
-            "elapsed_s": round(n.elapsed, 3),
-            "areas": {c: (n.area_status(c).value if n.area_status(c) else None) for c in report.columns},
-            "findings": [f.to_dict() for f in n.findings],
-        }
-        if include_facts:
-            entry["facts"] = to_jsonable(n.facts)
-        nodes.append(entry)
+def node_entry(n, columns: List[str], include_facts: bool = True) -> Dict:
+    """One node's part of the JSON report (``columns``: the report's :attr:`CheckReport.columns`)."""
+    entry = {
+        "host": n.host,
+        "status": n.status.value,
+        "reachable": n.reachable,
+        "elapsed_s": round(n.elapsed, 3),
+        "areas": {c: (n.area_status(c).value if n.area_status(c) else None) for c in columns},
+        "findings": [f.to_dict() for f in n.findings],
+    }
+    if include_facts:
+        entry["facts"] = to_jsonable(n.facts)
+    return entry
+
+
+def to_json(report: CheckReport, include_facts: bool = True, include_nodes: bool = True) -> Dict:
+    """The report as one JSON object (schema ``nccldiag.check/1``), its diagnoses included. Without
+    ``include_nodes`` its ``nodes`` is an empty list, for a writer that makes each node's part as it writes it
+    (:func:`node_entry`, :func:`nccldiag.report.jsonout.streamed`)."""
+    columns = report.columns
+    nodes = [node_entry(n, columns, include_facts) for n in report.nodes] if include_nodes else []
     counts: Dict[str, int] = {s.value: 0 for s in Status}
     for n in report.nodes:
         counts[n.status.value] += 1
     return {
         **envelope(SCHEMA, report.started, report.elapsed),
-        "areas": report.columns,
+        "areas": columns,
         "exit_code": exit_code(report),
         "summary": {"nodes": len(report.nodes), "by_status": counts},
         "notes": report.inventory_notes,

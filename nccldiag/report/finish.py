@@ -10,7 +10,7 @@ document.
 from __future__ import annotations
 
 import os
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Callable, Dict, Iterable, Optional
 
 import click
 
@@ -20,13 +20,18 @@ from nccldiag.report.outputs import Outputs, reader_may_leave
 
 
 def finish(doc: Dict[str, Any], outs: Outputs, view: Optional[Callable[[Dict[str, Any]], None]] = None,
-           run_dir: Optional[str] = None, kept: Optional[Callable[[str], None]] = None) -> None:
+           run_dir: Optional[str] = None, kept: Optional[Callable[[str], None]] = None,
+           nodes: Optional[Callable[[], Iterable[Dict[str, Any]]]] = None) -> None:
     """Print ``view(doc)`` (the terminal view), keep ``doc`` in ``run_dir``, write ``outs``.
 
     The view is given the document with every string cleaned for the terminal, as ``nccldiag report`` gives it
     the stored one, so that both print the same bytes. ``kept(why)`` is told, before the files are written,
     why the run directory could not be written ('' when it was, or when there is none). A report file that
     cannot be written is a usage error (exit 2), raised after the table and the run directory.
+
+    With ``nodes`` (a check of many nodes: ``doc["nodes"]`` left empty), ``nodes()`` makes each node's part of
+    the document in order as it is written, so the whole document is never held (``report.json`` and
+    ``--json``); the view is then given the document with the nodes it needs made by its caller.
     """
     if view is not None and not outs.stdout_json:
         with reader_may_leave():
@@ -34,11 +39,17 @@ def finish(doc: Dict[str, Any], outs: Outputs, view: Optional[Callable[[Dict[str
     failed = ""
     if run_dir and os.path.isdir(run_dir):
         try:
-            rundir.save_report(run_dir, doc)
-        except OSError as exc:
-            failed = f"{exc.strerror or exc}"
+            if nodes is None:
+                rundir.save_report(run_dir, doc)
+            else:
+                from nccldiag.atomic import write_text
+                from nccldiag.report.jsonout import streamed
+
+                write_text(os.path.join(run_dir, rundir.REPORT), streamed(doc, nodes()))
+        except (OSError, ValueError) as exc:
+            failed = f"{getattr(exc, 'strerror', None) or exc}"
     if kept is not None:
         kept(failed)
     elif failed:
         click.echo(f"nccldiag: warning: run directory {run_dir}: cannot write: {failed}", err=True)
-    outs.write(doc)
+    outs.write(doc, nodes)

@@ -1,6 +1,7 @@
 """JSON reports: the envelope every report shares, and writing it safely."""
 from __future__ import annotations
 
+import json
 import os
 import stat
 import time
@@ -51,3 +52,37 @@ def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+def streamed(doc: Dict, nodes: Iterable[Dict]) -> Iterator[str]:
+    """The JSON text of the report ``doc`` whose ``nodes`` (empty in ``doc``) are ``nodes``, each made as it is
+    written: exactly :func:`nccldiag.atomic.pieces` of the whole document, holding one node's part at a time."""
+    nodes = iter(nodes)
+    entry = next(nodes, _SLOT)
+    if entry is _SLOT:  # no node: the document as it is
+        yield from pieces(doc)
+        return
+    encoder = json.JSONEncoder(indent=2, sort_keys=False, default=str)  # as atomic.pieces's
+    head = dict(doc)
+    head["nodes"] = [_SLOT]
+    for piece in pieces(head):
+        if _SLOT_TEXT not in piece:
+            yield piece
+            continue
+        before, after = piece.split(_SLOT_TEXT, 1)
+        yield before
+        while entry is not _SLOT:
+            # a node's part as the whole document's encoder writes it, one level deeper (JSON text has no
+            # newline inside a string: every newline in it starts a line to indent)
+            for p in encoder.iterencode(entry):
+                yield p.replace("\n", "\n" + _NODE_INDENT)
+            entry = None  # the node written is let go before the next is made
+            entry = next(nodes, _SLOT)
+            if entry is not _SLOT:
+                yield ",\n" + _NODE_INDENT
+        yield after
+
+
+_SLOT = "\x00nccldiag-node-slot\x00"
+_SLOT_TEXT = '"\\u0000nccldiag-node-slot\\u0000"'
+_NODE_INDENT = "    "

@@ -13,7 +13,7 @@ import importlib.util
 import os
 import sys
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Tuple
+from typing import Callable, Dict, Iterable, List, Optional, Tuple, Union
 
 import click
 
@@ -120,25 +120,47 @@ class Outputs:
             if fmt.needs and importlib.util.find_spec(fmt.needs[0]) is None:
                 raise UsageError(f"{opt} needs the {fmt.needs[0]} library: {fmt.needs[1]}")
 
-    def write(self, doc: Dict) -> None:
-        """Every requested file from the report document ``doc``."""
+    def write(self, doc: Dict, nodes: Optional[Callable[[], Iterable[Dict]]] = None) -> None:
+        """Every requested file from the report document ``doc``. With ``nodes`` (``doc``'s ``nodes`` left
+        empty), ``nodes()`` makes its nodes' parts in order: JSON is written as they are made, one at a
+        time; the other formats get the whole document, made once."""
         from nccldiag.report import jsonout
+
+        whole: List[Dict] = []
+
+        def full() -> Dict:
+            if not whole:
+                whole.append(doc if nodes is None else dict(doc, nodes=list(nodes())))
+            return whole[0]
 
         for fmt, path in self.items():
             opt = f"--{fmt.name}"
             try:
-                if fmt.name == "json" and path != "-":
+                if fmt.name == "json" and nodes is not None:
+                    text = jsonout.streamed(doc, nodes())
+                elif fmt.name == "json" and path != "-":
                     text = jsonout.pieces(doc)  # a JSON file is written piece by piece, never held whole
                 else:
-                    text = importlib.import_module(f"nccldiag.report.{fmt.module}").render(doc)
+                    text = importlib.import_module(f"nccldiag.report.{fmt.module}").render(full())
             except ValueError as exc:
                 raise UsageError(f"{opt}: {exc}") from None
             try:
                 if path == "-":
-                    click.echo(text, nl=False)
+                    _echo(text)
                 else:
                     jsonout.write_file(text, path)
             except ValueError as exc:
                 raise UsageError(f"{opt}: {exc}") from None
             except OSError as exc:
                 raise UsageError(f"{opt} {path}: cannot write: {exc.strerror or exc}") from None
+
+
+def _echo(text: Union[str, Iterable[str]]) -> None:
+    """``text`` (or its pieces, as they come) on stdout."""
+    if isinstance(text, str):
+        click.echo(text, nl=False)
+        return
+    out = click.get_text_stream("stdout")
+    for piece in text:
+        out.write(piece)
+    out.flush()

@@ -44,6 +44,30 @@ def test_healthy_cluster(vcluster, tmp_path):
     assert live == again
 
 
+def test_two_workers_give_the_findings_of_one_process(vcluster, tmp_path):
+    """--workers 2 spreads the hosts over two processes; the node-to-node test is planned over all of them
+    (from node01 to every other, node01 in the first worker's share), the report is in hostfile order."""
+    docs = {}
+    for w in (1, 2):
+        out = tmp_path / f"r{w}.json"
+        r, _ = timed(["check", str(vcluster.hostfile), *ssh_args(vcluster), "--workers", str(w), "--json", str(out),
+                      "--run-dir", str(tmp_path / f"run{w}")])
+        assert r.returncode == 0, r.stdout + r.stderr
+        docs[w] = load_json(out)
+    assert [n["host"] for n in docs[2]["nodes"]] == vcluster.hosts
+
+    def verdicts(doc):
+        return [(n["host"], n["status"], sorted((f["check"], f["status"], f.get("actual") if f["area"] != "ssh"
+                                                 else None) for f in n["findings"]),
+                 n["facts"]["system"]["hostname"]) for n in doc["nodes"]]
+
+    assert verdicts(docs[2]) == verdicts(docs[1])
+    mesh = [f for f in docs[2]["nodes"][0]["findings"] if f["check"] == "ssh.node_to_node"]
+    assert mesh and mesh[0]["status"] == "ok" and mesh[0]["actual"] == len(vcluster.hosts) - 1
+    for host in vcluster.hosts:
+        assert (tmp_path / "run2" / "raw" / host / "hostname.txt").read_text().splitlines()[0] == host
+
+
 def test_collect_writes_one_directory_per_node(vcluster, tmp_path):
     r, _ = timed(["collect", str(vcluster.hostfile), *ssh_args(vcluster), "-o", str(tmp_path / "b"), "--only", "system"])
     assert r.returncode == 0, r.stderr

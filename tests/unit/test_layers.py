@@ -24,7 +24,8 @@ FLOORS: Tuple[Tuple[str, ...], ...] = (
     ("areas", "rundir"),  # check areas (parse, judge); the run directory
     ("spec",),  # site specs, against the areas' facts
     ("check", "collect", "diagnosis"),  # the check engine, the collection, the diagnosis rules
-    ("probe",),  # probe: plan, launchers, runner, results, analysis
+    ("probe", "shards"),  # probe: plan, launchers, runner, results, analysis; the collection and judging shared
+    # out over worker processes
     ("isolate",),  # isolate: its rounds of probe jobs
     ("report",),  # renderers and report files
     ("cli",),  # the commands

@@ -267,3 +267,97 @@ def test_spec_init_from_live_nodes_judges_them_whole(monkeypatch):
     res = CliRunner().invoke(main, ["spec", "init", "-w", "gpu001"])
     assert res.exit_code == 0, res.output
     assert "[gpu]" in res.stdout and "released" not in res.output
+
+
+def test_check_keeps_of_each_judged_node_its_findings_summary_and_the_facts_diagnoses_read(monkeypatch, tmp_path):
+    """Once a node is judged, the facts of the areas no diagnosis reads are let go (their part of the report
+    is read back as it is written), and the report's nodes are made one at a time as the report is written:
+    no node's part is held once the next one is made."""
+    from nccldiag.cli import main
+    from nccldiag.diagnosis.inputs import NODE_AREAS
+
+    _fake_transport(monkeypatch, [])
+    dropped = []  # facts of areas no diagnosis reads, by node
+    real_analyze_node = engine.analyze_node
+
+    def analyze_node(raw, areas, options=None, spec=None):
+        gc.collect()
+        assert all(ref() is None for ref in dropped), "facts of a node judged earlier are still held"
+        nr = real_analyze_node(raw, areas, options, spec)
+        dropped.extend(weakref.ref(v) for k, v in nr.facts.items() if k not in NODE_AREAS and v is not None
+                       and not isinstance(v, (str, int, float, bool)))
+        return nr
+
+    kept = {}
+    real_analyze = engine.analyze
+
+    def analyze(raws, areas, options=None, judged=None, spec=None):
+        kept.update(judged or {})
+        return real_analyze(raws, areas, options, judged=judged, spec=spec)
+
+    entries = []  # each node's part of the report, as made for writing
+    import nccldiag.cli.check as check_cli
+
+    real_plain = check_cli.plain
+
+    class Entry(dict):  # a dict a weak reference can follow
+        pass
+
+    def plain(data):
+        out = real_plain(data)
+        if "host" not in out:
+            return out
+        gc.collect()
+        assert all(ref() is None for ref in entries), "a node's part of the report is held after the next is made"
+        entry = Entry(out)
+        entries.append(weakref.ref(entry))
+        return entry
+
+    monkeypatch.setattr(engine, "analyze_node", analyze_node)
+    monkeypatch.setattr(engine, "analyze", analyze)
+    monkeypatch.setattr(check_cli, "plain", plain)
+    res = CliRunner().invoke(main, ["check", "-w", "gpu001,gone,gpu002,ws01", "--mesh", "none", "--fanout", "2",
+                                    "--run-dir", str(tmp_path / "run"), "--json", str(tmp_path / "r.json")])
+    assert res.exit_code in (0, 1, 3), res.output
+    assert dropped and len(entries) == 4 * 2  # written twice: report.json and --json
+    gc.collect()
+    assert all(ref() is None for ref in dropped)
+    assert set(kept) == {"gpu001", "gone", "gpu002", "ws01"}
+    for host, nr in kept.items():
+        assert set(nr.facts) <= set(NODE_AREAS), (host, sorted(nr.facts))
+        assert nr.summary is not None and (nr.summary or host == "gone")
+    # the facts let go are in the report all the same, read back for it
+    doc = json.loads((tmp_path / "r.json").read_text())
+    assert doc["nodes"][0]["facts"]["pcie"] and doc["nodes"][0]["facts"]["gpu"]
+    assert (tmp_path / "run" / "report.json").read_text() == (tmp_path / "r.json").read_text()
+
+
+def test_the_rules_read_the_facts_of_no_node_area_a_check_lets_go():
+    """A check keeps, of each node's facts, only the areas in NODE_AREAS for the diagnoses: every area a rule
+    asks ``inp.facts`` (or the expected bandwidth reads) for is one of them."""
+    import pathlib
+    import re
+
+    from nccldiag.diagnosis.inputs import NODE_AREAS
+
+    root = pathlib.Path(engine.__file__).resolve().parents[1] / "diagnosis"
+    asked = set()
+    for path in root.rglob("*.py"):
+        text = path.read_text()
+        asked.update(re.findall(r"\.facts\([^,()]+,\s*\"(\w+)\"\)", text))
+        if path.name == "expected.py":
+            asked.update(re.findall(r"facts\.get\(\"(\w+)\"\)", text))
+    assert {"ib", "system", "topology", "gpu"} <= asked  # the search finds what it looks for
+    assert asked <= set(NODE_AREAS), sorted(asked - set(NODE_AREAS))
+
+
+@pytest.mark.parametrize("nodes", [[], [{"host": "a", "facts": {}}],
+                                   [{"host": "a", "f": [1, {"m": "x\ny\u2028\u00e9"}], "e": {}, "l": []},
+                                    {"host": "b", "nan": float("nan"), "set": {3}}]])
+def test_a_report_written_node_by_node_is_the_text_of_the_whole_document(nodes):
+    """Written for this test: documents with what a report's nodes may hold."""
+    from nccldiag.atomic import pieces
+    from nccldiag.report.jsonout import streamed
+
+    doc = {"schema": "x", "nodes": nodes, "after": {"diagnoses": []}}
+    assert "".join(streamed(dict(doc, nodes=[]), iter(nodes))) == "".join(pieces(doc))

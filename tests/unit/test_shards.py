@@ -1,0 +1,240 @@
+"""The SSH collection spread over worker processes (``--workers``): the same nodes and findings as one process,
+in input order, each host reported whatever happens to its worker.
+
+The hosts are names of one in-repo SSH server (tests/unit/sshserver.py, paramiko's server side on loopback,
+running each command with /bin/sh on this machine). A stall is a read of a FIFO nobody writes, released by
+the test, never a sleep.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import paramiko
+import pytest
+
+from nccldiag.areas import ssh as ssh_area
+from nccldiag.areas import system
+from nccldiag.collect import runner
+from nccldiag.inventory import Host
+from nccldiag.shards import pool
+from nccldiag.transport.ssh import SSHOptions
+from tests.unit.sshserver import SSHServer
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def keys(tmp_path_factory):
+    d = tmp_path_factory.mktemp("keys")
+    host_key = paramiko.ECDSAKey.generate()
+    client_key = paramiko.ECDSAKey.generate()
+    client_key.write_private_key_file(str(d / "id_client"))
+    return {"dir": d, "host": host_key, "client": client_key}
+
+
+@pytest.fixture
+def server(keys, tmp_path):
+    """A server every host name ``n*`` reaches, and the ssh_config that says so."""
+    s = SSHServer(keys["host"], keys["client"])
+    kh = tmp_path / "known_hosts"
+    kh.write_text(f"[127.0.0.1]:{s.port} {keys['host'].get_name()} {keys['host'].get_base64()}\n")
+    cfg = tmp_path / "ssh_config"
+    cfg.write_text(f"Host n*\n  HostName 127.0.0.1\n  Port {s.port}\n  User tester\n"
+                   f"  IdentityFile {keys['dir'] / 'id_client'}\n"
+                   f"  UserKnownHostsFile {kh}\n  GlobalKnownHostsFile /dev/null\n  IdentitiesOnly yes\n")
+    s.cfg = str(cfg)
+    yield s
+    s.close()
+
+
+def _release(fifo: Path, flag: Path) -> None:
+    """Logins that have not reached the FIFO yet pass it (``flag``); those waiting on it get end of file."""
+    flag.write_text("")
+    try:
+        fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+    except OSError:  # no reader
+        return
+    os.close(fd)
+
+
+def _stalled(server, tmp_path):
+    fifo, flag = tmp_path / "stall", tmp_path / "released"
+    os.mkfifo(fifo)
+    server.login = f"test -e {flag} || cat {fifo} >/dev/null"
+    return fifo, flag
+
+
+def _wait_for(cond, what: str, limit: float = 60.0) -> None:
+    """Polls ``cond`` until it holds (a condition of the run, not a guess at its timing), failing after ``limit``."""
+    end = time.monotonic() + limit
+    while not cond():
+        assert time.monotonic() < end, f"gave up waiting for {what}"
+        time.sleep(0.05)
+
+
+@pytest.mark.parametrize("hosts, cores, want", [(1, 2, 1), (64, 2, 1), (65, 2, 2), (1000, 2, 2), (1000, 16, 16),
+                                                (200, 16, 4), (0, 4, 1)])
+def test_default_workers_follow_the_hosts_and_the_cores(hosts, cores, want):
+    assert pool.default_workers(hosts, cores) == want
+
+
+def _check(server, tmp_path, workers: int, hosts: str = "n[01-06]"):
+    out = tmp_path / f"r{workers}.json"
+    env = {**os.environ, "NO_COLOR": "1", "PYTHONPATH": str(ROOT)}
+    r = subprocess.run([sys.executable, "-m", "nccldiag", "check", "-w", hosts, "--ssh-config", server.cfg,
+                        "--only", "system", "--mesh", "none", "--workers", str(workers), "--fanout", "4",
+                        "--run-dir", str(tmp_path / f"run{workers}"), "--save", str(tmp_path / f"b{workers}"),
+                        "--json", str(out)], capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL,
+                       env=env)
+    assert r.returncode in (0, 1), r.stdout + r.stderr
+    return json.loads(out.read_text())
+
+
+def _verdicts(doc):
+    return [(n["host"], n["status"], sorted((f["check"], f["status"]) for f in n["findings"]), sorted(n["facts"]))
+            for n in doc["nodes"]]
+
+
+def test_two_workers_report_what_one_process_reports_in_input_order(server, tmp_path):
+    one = _check(server, tmp_path, 1)
+    two = _check(server, tmp_path, 2)
+    assert [n["host"] for n in two["nodes"]] == [f"n{i:02d}" for i in range(1, 7)]
+    assert _verdicts(two) == _verdicts(one)
+    assert all(n["reachable"] and n["facts"]["system"] for n in two["nodes"])
+    # every node's outputs written by its worker: the run directory's and the --save bundle
+    from nccldiag.collect import sections
+
+    for d in ("run2/raw", "b2"):
+        saved = {n.host: n for n in sections.read_bundle(str(tmp_path / d))}
+        assert sorted(saved) == [f"n{i:02d}" for i in range(1, 7)] and all(n.sections for n in saved.values())
+    lines = (tmp_path / "run2" / "nodes.jsonl").read_text().splitlines()
+    assert sorted(json.loads(line)["host"] for line in lines) == [f"n{i:02d}" for i in range(1, 7)]
+
+
+def _opts(server, **kw):
+    return runner.CollectOptions(ssh=SSHOptions(config_path=server.cfg, connect_timeout=5, use_agent=False, retries=0,
+                                                command_timeout=kw.pop("command_timeout", 60)), mesh="none", **kw)
+
+
+def test_the_hosts_of_a_killed_worker_are_reported_with_its_cause_and_the_run_ends(server, tmp_path):
+    fifo, flag = _stalled(server, tmp_path)
+    hosts = [Host(f"n{i}") for i in range(1, 5)]
+    opts = _opts(server)
+    script = runner.script_for([system], (), opts.mark)
+    seen = []
+
+    def on_workers(pids):
+        os.kill(pids[0], signal.SIGKILL)  # the first worker's hosts: the 1st and 3rd
+
+    judged_of = {}
+
+    def on_node(node, judged, not_saved):
+        seen.append(node.host)
+        judged_of[node.host] = judged
+        if len(seen) == 2:  # the killed worker's hosts are in: let the other's logins go on
+            _release(fifo, flag)
+
+    out = pool.collect(hosts, script, opts, 2, areas=[ssh_area, system], dirs=[], on_node=on_node,
+                      on_workers=on_workers)
+    assert [n.host for n in out] == ["n1", "n2", "n3", "n4"]
+    assert sorted(seen[:2]) == ["n1", "n3"]
+    for node, judged in ((n, judged_of[n.host]) for n in (out[0], out[2])):
+        assert node.error["kind"] == pool.WORKER and "killed by SIGKILL" in node.error["message"], node.error
+        f = next(f for f in judged.node.findings if f.area == "ssh")
+        assert (f.status.value, f.check) == ("error", "ssh.worker") and "worker process" in f.message
+        assert not judged.node.reachable
+    for node, judged in ((n, judged_of[n.host]) for n in (out[1], out[3])):
+        assert node.error is None and judged.node.reachable, node
+        assert judged.node.summary and '"hostname"' in judged.facts
+
+
+def test_a_worker_that_fails_is_named_with_its_last_words(server, tmp_path):
+    """A worker whose job cannot be done (an area it does not know, written for this test) exits with a
+    traceback: its hosts say so, the run ends."""
+    hosts = [Host("n1"), Host("n2")]
+    opts = _opts(server)
+
+    class Unknown:
+        NAME = "no-such-area"
+
+    out = pool.collect(hosts, "", opts, 2, areas=[Unknown], options={}, dirs=[])
+    assert [n.host for n in out] == ["n1", "n2"]
+    for node in out:
+        assert node.error["kind"] == pool.WORKER
+        assert "exit status 1" in node.error["message"] and "KeyError" in node.error["message"], node.error
+
+
+def _children(pid: int):
+    out = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            out += [int(c) for c in (task / "children").read_text().split()]
+        except OSError:
+            pass
+    return out
+
+
+def _gone(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1].startswith("Z")
+    except OSError:
+        return True
+
+
+@pytest.mark.parametrize("sig, code, said", [(signal.SIGTERM, 143, b"terminated"),
+                                             (signal.SIGINT, 130, b"interrupted")])
+def test_sigterm_or_ctrl_c_stops_every_worker_and_the_check_ends(server, tmp_path, sig, code, said):
+    fifo, flag = _stalled(server, tmp_path)
+    env = {**os.environ, "NO_COLOR": "1", "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen([sys.executable, "-m", "nccldiag", "check", "-w", "n[1-4]", "--ssh-config", server.cfg,
+                             "--only", "system", "--mesh", "none", "--workers", "2",
+                             "--run-dir", str(tmp_path / "run")],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, env=env)
+    try:
+        # every host's login is waiting on the FIFO: both workers are at work
+        _wait_for(lambda: server.accepted >= 4, "four connections")
+        workers = _children(proc.pid)
+        assert len(workers) == 2, workers
+        proc.send_signal(sig)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        _release(fifo, flag)
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == code, err
+    assert said in err and b"Traceback" not in err, err
+    _wait_for(lambda: all(_gone(p) for p in workers), "the workers to end", limit=30)
+
+
+def test_collect_with_two_workers_saves_every_node(server, tmp_path):
+    env = {**os.environ, "NO_COLOR": "1", "PYTHONPATH": str(ROOT)}
+    r = subprocess.run([sys.executable, "-m", "nccldiag", "collect", "-w", "n[1-5]", "--ssh-config", server.cfg,
+                        "--only", "system", "--workers", "2", "-o", str(tmp_path / "b")], capture_output=True,
+                       text=True, timeout=300, stdin=subprocess.DEVNULL, env=env)
+    assert r.returncode == 0, r.stderr
+    assert "collected 5 of 5 nodes" in r.stderr
+    from nccldiag.collect import sections
+
+    saved = sections.read_bundle(str(tmp_path / "b"))
+    assert sorted(n.host for n in saved) == [f"n{i}" for i in range(1, 6)] and all(n.sections for n in saved)
+
+
+def test_only_a_live_ssh_collection_that_lets_nodes_go_is_spread():
+    """srun and this machine have no SSH to spread; spec init's reference nodes are kept whole, in one process."""
+    from nccldiag.cli.check import _workers
+    from nccldiag.inventory import Inventory
+
+    inv = Inventory(hosts=[Host(f"n{i}") for i in range(200)])
+    assert _workers({"workers": None}, inv, "ssh", True) == pool.default_workers(200)
+    assert _workers({"workers": 3}, inv, "ssh", True) == 3
+    assert _workers({"workers": 500}, Inventory(hosts=[Host("a"), Host("b")]), "ssh", True) == 2
+    for kw, target, transport, release in (({"workers": 1}, inv, "ssh", True), ({"workers": 4}, inv, "srun", True),
+                                           ({"workers": 4}, None, "local", True), ({"workers": 4}, inv, "ssh", False)):
+        assert _workers(kw, target, transport, release) == 1
