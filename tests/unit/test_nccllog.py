@@ -3,6 +3,7 @@ import json
 
 import pytest
 
+from nccldiag import diagnosis
 from nccldiag.model.findings import Status, to_jsonable
 from nccldiag.nccl.log import parse, parse_logs, parse_via
 from nccldiag.nccl import checks as nccl_checks
@@ -21,6 +22,11 @@ def by_check(findings):
     for f in findings:
         out.setdefault(f.check, f)
     return out
+
+
+def code(facts, findings):
+    """The log report's exit code, its diagnoses computed as ``nccldiag log`` computes them."""
+    return report.exit_code(findings, diagnosis.conclude(logs=facts, log_findings=list(findings)))
 
 
 def statuses(findings):
@@ -43,10 +49,11 @@ def test_fixture_parses_and_serialises(name):
     facts = load(name)
     assert facts.nccl_lines > 0 or facts.watchdogs
     findings = nccl_checks.judge(facts)
-    data = report.to_json(facts, findings)
+    diagnosed = diagnosis.conclude(logs=facts, log_findings=list(findings))
+    data = report.to_json(facts, findings, diagnosed)
     json.dumps(data)
     assert data["schema"] == "nccldiag.log/1"
-    assert data["exit_code"] == report.exit_code(findings)
+    assert data["exit_code"] == report.exit_code(findings, diagnosed)
 
 
 # --------------------------------------------------------------------------- per fixture
@@ -113,7 +120,7 @@ def test_p2p_direct_pointer_and_shm_single_process():
     assert not f.warns and s.failures == 0
     fs = nccl_checks.judge(f)
     assert statuses(fs) == {"nccl.transports": Status.OK}
-    assert report.exit_code(fs) == 0
+    assert code(f, fs) == 0
 
 
 def test_net_ib_gdrdma_p2p_cumem_nccltests():
@@ -142,7 +149,7 @@ def test_net_ib_gdrdma_p2p_cumem_nccltests():
     assert fs["nccl.network"].status == Status.OK and "NET/IB" in fs["nccl.network"].message
     assert fs["nccl.gdrdma"].status == Status.OK
     assert fs["nccl.init"].status == Status.OK and "4 rank" in fs["nccl.init"].message
-    assert report.exit_code(list(fs.values())) == 0
+    assert code(f, list(fs.values())) == 0
 
 
 def test_old_format_gdr_disabled_and_ibv_create_qp():
@@ -184,7 +191,7 @@ def test_nvls_channels_then_watchdog_timeout():
     assert fs["nccl.watchdog"].status == Status.FAIL
     assert fs["nccl.watchdog"].message.startswith("Watchdog timeout in _ALLGATHER_BASE on rank 0")
     assert "NVLS" in fs["nccl.transports"].message
-    assert report.exit_code(list(fs.values())) == 1
+    assert code(f, list(fs.values())) == 1
 
 
 def test_nvls_cuda_failure_timestamped_warn():
