@@ -49,6 +49,30 @@ class NodeFacts:
         return self.facts.get(area)
 
 
+class Sections(dict):
+    """One node's outputs (``{source name: text or None}``) as the areas of a check read them: a text that
+    several areas parse alike (the kernel log, ``nvidia-smi -q``) is parsed once for the node
+    (:func:`parsed`). The parses go with the node."""
+
+    __slots__ = ("parses",)
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.parses: Dict[Tuple[str, Any], Any] = {}
+
+
+def parsed(raw: Mapping[str, Optional[str]], name: str, parse: Any) -> Any:
+    """``parse(raw.get(name))``, parsed once per node when ``raw`` is :class:`Sections`. ``parse`` must be pure
+    and its result read, never changed, by the areas that share it."""
+    memo = getattr(raw, "parses", None)
+    if memo is None:
+        return parse(raw.get(name))
+    key = (name, parse)
+    if key not in memo:
+        memo[key] = parse(raw.get(name))
+    return memo[key]
+
+
 def section(raw: Mapping[str, Optional[str]], name: str) -> Optional[str]:
     """The text of one section, or None when it is absent or empty."""
     text = raw.get(name)

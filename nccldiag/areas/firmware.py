@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional
 
 from nccldiag.areas import kernlog, smiq
-from nccldiag.areas.base import NodeFacts, Source, section
+from nccldiag.areas.base import NodeFacts, Source, section, parsed
 from nccldiag.areas.nvlink import FM_SOURCE, parse_fm
 from nccldiag.areas.pcie import node_rdma
 from nccldiag.model.findings import Finding, fail, ok, skip, warn
@@ -57,6 +57,8 @@ _FW_LINE = re.compile(r"mlx\d_core (\S+?): firmware version: (\S+)")
 # mlx4/mlx5 and other HCA drivers asking for newer firmware ("LSO not supported, please upgrade to later FW version")
 _FW_OLD = re.compile(r"(?:mlx\d|bnxt|irdma|qed)\w*.*(?:upgrade to (?:a )?(?:later|newer) (?:FW|firmware)|"
                      r"(?:FW|firmware) (?:version )?\S* ?(?:is )?(?:too old|not supported|older than))", re.I)
+
+_HCA_WORDS = ("mlx", "bnxt", "irdma", "qed")
 
 
 # NIC drivers whose ethtool -i names an RDMA-capable function's firmware (NVIDIA/Mellanox, Broadcom, Intel E810,
@@ -176,8 +178,8 @@ def parse_versions(text: Optional[str], f: FirmwareFacts) -> None:
             f.rdma_core = value
 
 
-def parse_smi(text: Optional[str], f: FirmwareFacts) -> None:
-    q = smiq.parse_q(text)
+def parse_smi(text: Optional[str], f: FirmwareFacts, q: Optional[smiq.SmiQ] = None) -> None:
+    q = smiq.parse_q(text) if q is None else q
     if q is None or not q.gpus:
         f.smi_absent = smiq.why_absent(text, "GPU VBIOS and InfoROM versions")
     if q is None:
@@ -199,13 +201,16 @@ def parse_smi(text: Optional[str], f: FirmwareFacts) -> None:
 
 def parse(raw) -> FirmwareFacts:
     f = FirmwareFacts()
-    parse_smi(raw.get(smiq.SOURCE.name), f)
+    parse_smi(raw.get(smiq.SOURCE.name), f, parsed(raw, smiq.SOURCE.name, smiq.parse_q))
     fm = parse_fm(section(raw, FM_SOURCE.name))
     f.fm_version = fm.version if fm else None
     parse_versions(section(raw, VERSIONS_SOURCE.name), f)
     f.hca_fw_tools = parse_hca_tools(section(raw, VERSIONS_SOURCE.name))
     f.collected = [s.name for s in SOURCES if raw.get(s.name) is not None]
-    for when, msg in kernlog.parse(raw.get(kernlog.SOURCE.name)).lines:
+    for when, msg in parsed(raw, kernlog.SOURCE.name, kernlog.parse).lines:
+        low = msg.lower()  # _FW_LINE and _FW_OLD match only lines with these words
+        if ("firmware" not in low and "fw" not in low) or not any(w in low for w in _HCA_WORDS):
+            continue
         m = _FW_LINE.search(msg)
         if m:
             f.hca_fw_log[m.group(1).lower()] = m.group(2)

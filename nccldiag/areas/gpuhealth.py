@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional
 
 from nccldiag.areas import smiq
-from nccldiag.areas.base import NodeFacts
+from nccldiag.areas.base import NodeFacts, parsed
 from nccldiag.model.findings import Finding, fail, ok, skip, warn
 from nccldiag.spec import thresholds
 
@@ -122,15 +122,15 @@ def health_of(g: smiq.QGpu) -> GpuHealth:
     return h
 
 
-def parse_text(text: Optional[str]) -> GpuHealthFacts:
-    q = smiq.parse_q(text)
+def parse_text(text: Optional[str], q: Optional[smiq.SmiQ] = None) -> GpuHealthFacts:
+    q = smiq.parse_q(text) if q is None else q
     if q is None or not q.gpus:
         return GpuHealthFacts(absent=smiq.why_absent(text, "GPU health report"))
     return GpuHealthFacts([health_of(g) for g in q.gpus], q.driver)
 
 
 def parse(raw) -> GpuHealthFacts:
-    return parse_text(raw.get(smiq.SOURCE.name))
+    return parse_text(raw.get(smiq.SOURCE.name), parsed(raw, smiq.SOURCE.name, smiq.parse_q))
 
 
 def _yes(v: Optional[str]) -> bool:

@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Mapping, Optional
 
 from nccldiag.areas import kernlog
-from nccldiag.areas.base import NodeFacts, Source, section
+from nccldiag.areas.base import NodeFacts, Source, section, parsed
 from nccldiag.areas.pcie import node_rdma
 from nccldiag.model.findings import Finding, fail, ok, skip, warn
 from nccldiag.spec import thresholds
@@ -279,10 +279,17 @@ _CARRIER = re.compile(r"(?:^|\s)(\S+?):\s+(lost carrier|gained carrier|carrier l
 _NIC_LINK = re.compile(r"(?:^|\s)([\w.@-]+?):?\s+NIC Link is (up|down)\b", re.I)
 
 
+# a line any of the expressions above can match has one of these words (the rest are not read further)
+_ANY_LINK = re.compile(r"link (?:\w)|carrier|Port module event", re.I)
+
+
 def parse_flaps(log: kernlog.KernelLog) -> tuple:
     flaps: Dict[str, Flap] = {}
     modules: List[str] = []
+    candidate = _ANY_LINK.search
     for when, msg in log.lines:
+        if not candidate(msg):
+            continue
         line = kernlog.short(f"{when} {msg}".strip())
         if "Port module event" in msg:
             modules.append(line)
@@ -318,7 +325,7 @@ def parse(raw) -> IbCounterFacts:
         dump = read_counters(text)
         f.counters, f.formats, f.fabric_ports_checked = dump.counters, dump.formats, dump.fabric_ports_checked
         f.no_pma, f.tool_errors = dump.no_pma, dump.errors
-    log = kernlog.parse(raw.get(kernlog.SOURCE.name))
+    log = parsed(raw, kernlog.SOURCE.name, kernlog.parse)
     f.log_read = log.read
     f.flaps, f.module_events = parse_flaps(log)
     return f

@@ -56,20 +56,22 @@ class KernelLog:
     total: Optional[int] = None  # lines the node read
 
 
+# the prefixes as one expression: the first that matches, in the order above (group 1: --decode's)
+_PREFIX = re.compile("|".join(f"({p.pattern[1:]})" for p in _PREFIXES))
+
+
 def split_line(line: str) -> Tuple[str, str]:
     """``(time prefix, message)``; the prefix is "" when the line has none."""
     rest = line.rstrip()
     stamp = []
+    match = _PREFIX.match
     for _ in range(3):
-        for p in _PREFIXES:
-            m = p.match(rest)
-            if m:
-                if p is not _PREFIXES[0]:  # the facility:level of --decode is no time
-                    stamp.append(m.group(0).strip())
-                rest = rest[m.end():]
-                break
-        else:
+        m = match(rest)
+        if not m:
             break
+        if m.lastindex != 1:  # the facility:level of --decode is no time
+            stamp.append(m.group(0).strip())
+        rest = rest[m.end():]
     return " ".join(stamp), rest.strip()
 
 

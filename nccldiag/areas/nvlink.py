@@ -40,7 +40,7 @@ from typing import Dict, List, Optional, Tuple
 
 from nccldiag.areas import gpu as gpu_area
 from nccldiag.areas import smiq
-from nccldiag.areas.base import NodeFacts, Source, section
+from nccldiag.areas.base import NodeFacts, Source, section, parsed
 from nccldiag.model.findings import Finding, fail, ok, skip, warn
 
 NAME = "nvlink"
@@ -226,7 +226,7 @@ def parse_fm(text: Optional[str]) -> Optional[FabricManager]:
 
 def parse(raw) -> NvlinkFacts:
     f = NvlinkFacts()
-    q = smiq.parse_q(raw.get(smiq.SOURCE.name))
+    q = parsed(raw, smiq.SOURCE.name, smiq.parse_q)
     if q is not None:
         f.driver = q.driver
         for i, g in enumerate(q.gpus):

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional
 
 from nccldiag.areas import kernlog, smiq
-from nccldiag.areas.base import NodeFacts, Source, section
+from nccldiag.areas.base import NodeFacts, Source, section, parsed
 from nccldiag.model.findings import Finding, fail, ok, skip, warn
 from nccldiag.spec import thresholds
 
@@ -144,6 +144,9 @@ _RECEIVED = re.compile(r"AER: (?:Multiple )?(Corrected|Correctable|Uncorrected \
 _PORT = re.compile(r"(?:pcieport|nvidia|mlx5_core|\S+) ([0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-9a-fA-F]):")
 
 
+_AER_WORDS = re.compile(r"PCIe Bus Error: |AER: ", re.I)  # in every line the two expressions above match
+
+
 def _sev(word: str) -> str:
     w = word.lower()
     if "fatal" in w and "non-fatal" not in w:
@@ -157,7 +160,10 @@ def parse_events(log: kernlog.KernelLog) -> List[AerEvent]:
     """One event per ``PCIe Bus Error`` line; ``error received`` lines count where no such line follows them."""
     events: List[AerEvent] = []
     pending: Optional[AerEvent] = None
+    candidate = _AER_WORDS.search
     for when, msg in log.lines:
+        if not candidate(msg):
+            continue
         port = _PORT.search(msg)
         where = port.group(1).lower() if port else "?"
         m = _SEVERITY.search(msg)
@@ -178,14 +184,14 @@ def parse_events(log: kernlog.KernelLog) -> List[AerEvent]:
 
 def parse(raw) -> PcieErrorFacts:
     f = parse_aer(section(raw, AER_SOURCE.name))
-    q = smiq.parse_q(raw.get(smiq.SOURCE.name))
+    q = parsed(raw, smiq.SOURCE.name, smiq.parse_q)
     for i, g in enumerate(q.gpus if q else []):
         r = smiq.to_int(g.get("PCI/Replays Since Reset"))  # "Replays since reset" before 460: the case is free
         if r is not None:
             f.replays[g.bus_id or f"GPU {i}"] = (r, smiq.to_int(g.get("PCI/Replay Number Rollovers")) or 0)
     if not f.replays:
         f.replays_absent = smiq.why_absent(raw.get(smiq.SOURCE.name), "GPU replay counters")
-    log = kernlog.parse(raw.get(kernlog.SOURCE.name))
+    log = parsed(raw, kernlog.SOURCE.name, kernlog.parse)
     f.log_read = log.read
     f.events = parse_events(log)
     return f

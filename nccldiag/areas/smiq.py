@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 from nccldiag.areas.base import Source
 
@@ -44,9 +44,22 @@ class QGpu:
         is ``ECC Mode``, ``Replays since reset`` is ``Replays Since Reset``)."""
         v = self.fields.get(key)
         if v is None:
-            low = key.lower()
-            v = next((val for k, val in self.fields.items() if k.lower() == low), None)
+            v = self._lowered()[0].get(key.lower())
         return v
+
+    def _lowered(self) -> Tuple[Dict[str, str], List[Tuple[str, str, str]]]:
+        """``fields`` by lower-case key (the first of keys that differ only in case), and as
+        ``(lower-case key, key, value)``; made once the fields are all read."""
+        low = self.__dict__.get("_low")
+        if low is None or low[0] != len(self.fields):
+            index: Dict[str, str] = {}
+            rows = []
+            for k, val in self.fields.items():
+                lk = k.lower()
+                index.setdefault(lk, val)
+                rows.append((lk, k, val))
+            low = self.__dict__["_low"] = (len(self.fields), index, rows)
+        return low[1], low[2]
 
     def get(self, *keys: str) -> Optional[str]:
         """The first of ``keys`` present (layouts differ between drivers); "N/A" reads as absent."""
@@ -59,7 +72,8 @@ class QGpu:
     def section(self, prefix: str) -> Dict[str, str]:
         """The keys under ``prefix/`` (without it), the prefix's case free."""
         p = prefix.rstrip("/").lower() + "/"
-        return {k[len(p):]: v for k, v in self.fields.items() if k.lower().startswith(p)}
+        n = len(p)
+        return {k[n:]: v for lk, k, v in self._lowered()[1] if lk.startswith(p)}
 
     @property
     def label(self) -> str:

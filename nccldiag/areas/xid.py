@@ -50,7 +50,7 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
 from nccldiag.areas import kernlog
-from nccldiag.areas.base import NodeFacts
+from nccldiag.areas.base import NodeFacts, parsed
 from nccldiag.areas.smiq import norm_bus
 from nccldiag.model.findings import Finding, fail, ok, skip, warn
 
@@ -269,7 +269,7 @@ def parse_events(log: kernlog.KernelLog) -> XidFacts:
 
 
 def parse(raw) -> XidFacts:
-    return parse_events(kernlog.parse(raw.get(kernlog.SOURCE.name)))
+    return parse_events(parsed(raw, kernlog.SOURCE.name, kernlog.parse))
 
 
 def _gpu_names(facts: XidFacts, node: Optional[NodeFacts]) -> Dict[str, str]:

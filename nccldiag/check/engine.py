@@ -11,7 +11,7 @@ from types import ModuleType
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from nccldiag.areas import kind
-from nccldiag.areas.base import NodeFacts
+from nccldiag.areas.base import NodeFacts, Sections
 from nccldiag.model.raw import RawNode, ReleasedNode
 from nccldiag.model.findings import Finding, Status, error, skip, worst
 from nccldiag.model.findings import exit_code as findings_exit_code
@@ -113,9 +113,10 @@ def analyze_node(raw: RawNode, areas: Sequence[ModuleType], options: Optional[Ma
         cut = _cut_sources(raw, area)
         if cut:  # judged on part of its output, an area could pass (or fail) for what never came
             report.findings.append(_not_checked(raw, area, cut))
+    sections = Sections(raw.sections)  # what several areas parse alike is parsed once
     for area in node_areas:
         try:
-            node.facts[area.NAME] = area.parse(raw.sections)
+            node.facts[area.NAME] = area.parse(sections)
         except Exception as exc:  # a parser bug must not hide the other areas
             report.findings.append(
                 error(area.NAME, f"{area.NAME}.parse", f"could not parse {area.NAME} outputs: {type(exc).__name__}: {exc}")

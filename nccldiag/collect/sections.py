@@ -11,7 +11,7 @@ import os
 import re
 from typing import Dict, List, Optional, Sequence
 
-from nccldiag.atomic import NotRegular, TooLarge, Unsafe, check_output_dir, own_dir, read_regular, write_text
+from nccldiag.atomic import NotRegular, TooLarge, Unsafe, check_output_dir, create_new, own_dir, read_regular, write_text
 from nccldiag.model.raw import RawNode
 
 SECTION_NAME = re.compile(r"^[A-Za-z0-9_]{1,64}$")  # every source name; nothing else becomes a file name
@@ -121,12 +121,19 @@ def write_node(bundle_dir: str, node: RawNode) -> str:
     return final
 
 
+def _write_new(path: str, text: str) -> None:
+    """A new file in a directory only this process writes to, still hidden (:func:`write_node`): the node's
+    directory as a whole is what replaces atomically, so its files need no atomic replacement of their own."""
+    with os.fdopen(create_new(path, mode=0o600), "w", encoding="utf-8") as f:
+        f.write(text)
+
+
 def _write_node_files(d: str, node: RawNode) -> None:
     os.chmod(d, 0o755)
     for name, text in node.sections.items():
         if not SECTION_NAME.match(name):
             continue
-        write_text(os.path.join(d, name + ".txt"), text)
+        _write_new(os.path.join(d, name + ".txt"), text)
     meta = {
         "host": node.host,
         "rcs": node.rcs,
@@ -135,7 +142,7 @@ def _write_node_files(d: str, node: RawNode) -> None:
         "elapsed": round(node.elapsed, 3),
         "extra": node.extra,
     }
-    write_text(os.path.join(d, NODE_META), json.dumps(meta, indent=1, sort_keys=True, default=str))
+    _write_new(os.path.join(d, NODE_META), json.dumps(meta, indent=1, sort_keys=True, default=str))
 
 
 MAX_SECTION_BYTES = 64 * 1024 * 1024

@@ -68,12 +68,18 @@ def find(inp: Inputs, pattern: Pat, kinds: Sequence[str] = KINDS, flags: int = 0
     pat = re.compile(pattern, flags) if isinstance(pattern, str) else pattern
     cached = getattr(inp, "_clues", None)
     if cached is None:
-        cached = clues(inp)
+        every = clues(inp)
+        cached = (every, list(dict.fromkeys(c.text for c in every)))  # a text repeated is searched once
         try:
             object.__setattr__(inp, "_clues", cached)
         except AttributeError:
             pass
-    return [c for c in cached if c.kind in kinds and pat.search(c.text)]
+    every, texts = cached
+    search = pat.search
+    matching = {t for t in texts if search(t)}
+    if not matching:
+        return []
+    return [c for c in every if c.text in matching and c.kind in kinds]
 
 
 def hosts(found: Iterable[Clue]) -> List[str]:

@@ -6,6 +6,7 @@ Findings are plain data: checks produce them, reports render them.
 """
 from __future__ import annotations
 
+import copy
 import dataclasses
 import enum
 import re
@@ -95,9 +96,29 @@ class Finding:
         self.host = clean_text(self.host)
 
     def to_dict(self) -> dict:
-        d = dataclasses.asdict(self)
-        d["status"] = self.status.value
-        return d
+        """The finding as :func:`dataclasses.asdict` gives it (values copied), with the status's value."""
+        return {"area": self.area, "check": self.check, "status": self.status.value, "message": self.message,
+                "actual": _copied(self.actual), "expected": _copied(self.expected),
+                "evidence": _copied(self.evidence), "fix": self.fix, "host": self.host}
+
+
+_ATOMS = (str, int, float, bool, type(None))
+
+
+def _copied(value: Any) -> Any:
+    """``value`` as :func:`dataclasses.asdict` copies a field: containers copied, dataclasses made dicts."""
+    kind = type(value)
+    if kind in _ATOMS:
+        return value
+    if kind is list:
+        return [_copied(v) for v in value]
+    if kind is dict:
+        return {_copied(k): _copied(v) for k, v in value.items()}
+    if kind is tuple:
+        return tuple(_copied(v) for v in value)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.asdict(value)
+    return copy.deepcopy(value)
 
 
 def ok(area: str, check: str, message: str, **kw: Any) -> Finding:

@@ -8,7 +8,7 @@ import time
 from typing import Any, Dict, Iterable, Iterator, Optional, Union
 
 from nccldiag import __version__
-from nccldiag.atomic import dumps, pieces, plain, write_text
+from nccldiag.atomic import dumps, outline, pieces, plain, write_text
 
 
 def envelope(schema: str, started: Optional[float] = None, elapsed: Optional[float] = None) -> Dict[str, Any]:
@@ -62,27 +62,20 @@ def streamed(doc: Dict, nodes: Iterable[Dict]) -> Iterator[str]:
     if entry is _SLOT:  # no node: the document as it is
         yield from pieces(doc)
         return
-    encoder = json.JSONEncoder(indent=2, sort_keys=False, default=str)  # as atomic.pieces's
     head = dict(doc)
     head["nodes"] = [_SLOT]
     for piece in pieces(head):
-        if _SLOT_TEXT not in piece:
+        if piece != _SLOT_TEXT:  # the slot, a string in an array, is a piece of its own
             yield piece
             continue
-        before, after = piece.split(_SLOT_TEXT, 1)
-        yield before
         while entry is not _SLOT:
-            # a node's part as the whole document's encoder writes it, one level deeper (JSON text has no
-            # newline inside a string: every newline in it starts a line to indent)
-            for p in encoder.iterencode(entry):
-                yield p.replace("\n", "\n" + _NODE_INDENT)
+            yield from outline(entry, _NODE_DEPTH, True)  # as the whole document's layout writes a node
             entry = None  # the node written is let go before the next is made
             entry = next(nodes, _SLOT)
             if entry is not _SLOT:
-                yield ",\n" + _NODE_INDENT
-        yield after
+                yield ",\n" + "  " * _NODE_DEPTH
 
 
 _SLOT = "\x00nccldiag-node-slot\x00"
 _SLOT_TEXT = '"\\u0000nccldiag-node-slot\\u0000"'
-_NODE_INDENT = "    "
+_NODE_DEPTH = 2  # the document, its "nodes" array, each node

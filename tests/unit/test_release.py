@@ -205,15 +205,30 @@ def test_check_judges_each_node_as_it_arrives_and_reports_as_if_all_were_held(mo
     assert kept["ws01"].sections == whole["ws01"][0].sections
 
 
-def test_the_report_text_is_json_dumps_indented_piece_by_piece():
+def test_the_report_text_is_an_indented_outline_of_compact_members():
     """Written for this test: a document with what a report may hold (nested lists and dicts, empty ones,
-    non-ASCII text, a NaN, a set made a string by default=str)."""
+    non-ASCII text, a NaN, a set made a string by default=str). The outline is indented down to a node's
+    areas; each area is one compact line."""
     from nccldiag.report.jsonout import dumps, plain
 
     doc = {"nodes": [{"host": "gpu001", "facts": {"ib": {"ports": [], "rate": 400.0, "x": {}}}, "m": "\u00e9\u2028"}],
-           "nan": float("nan"), "set": {3}, "tuple": (1, 2), "none": None}
-    assert dumps(doc) == json.dumps(doc, indent=2, sort_keys=False, default=str) + "\n"
+           "nan": float("nan"), "set": {3}, "tuple": (1, 2), "none": None, 7: "seven"}
+    assert dumps(doc) == (
+        '{\n  "nodes": [\n    {\n      "host": "gpu001",\n      "facts": {\n'
+        '        "ib": {"ports": [], "rate": 400.0, "x": {}}\n      },\n      "m": "\\u00e9\\u2028"\n    }\n  ],\n'
+        '  "nan": NaN,\n  "set": "{3}",\n  "tuple": [\n    1,\n    2\n  ],\n  "none": null,\n  "7": "seven"\n}\n')
     assert json.dumps(plain(doc)) == json.dumps(json.loads(dumps(doc)))
+
+
+def test_the_outline_reads_back_as_the_document_at_every_depth():
+    """Written for this test: nested arrays and objects past the outline's depth, in arrays and out of them."""
+    from nccldiag.report.jsonout import dumps, plain
+
+    leaf = {"a": [1, {"b": [None, True, 1.5, "x\n\"y"]}], "e": [], "f": {}}
+    doc = {"l0": [leaf, [leaf, [leaf, [leaf]]]], "d0": {"d1": {"d2": {"d3": {"d4": leaf}}}}, "s": "t"}
+    text = dumps(doc)
+    assert json.loads(text) == plain(doc)
+    assert all(len(line) - len(line.lstrip(" ")) <= 8 for line in text.splitlines())
 
 
 def test_srun_collect_with_release_holds_no_node_once_it_was_seen(monkeypatch):
