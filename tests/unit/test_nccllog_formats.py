@@ -168,6 +168,27 @@ def test_app_lines_quoting_nccl_words_stay_app_lines():
     assert [a.kind for a in f.app_errors] == ["torch"] and f.unprefixed == 1
 
 
+def test_nccl_shm_failure_quoted_without_its_prefix_is_read_as_its_warn():
+    # Written for this test: NCCL's own words for a /dev/shm segment it could not create, quoted by a user without
+    # the 'NCCL WARN' prefix, alone and after PyTorch's 'Last error:' (read once, not twice).
+    alone = parse("Error while creating shared memory segment /dev/shm/nccl-Ab12Cd (size 7340384)\n")
+    assert [(w.kind, w.origin) for w in alone.warns] == [("shm", "last-error")]
+    quoted = parse("ncclSystemError: System call (e.g. socket, malloc) or external library call failed.\n"
+                   "Last error:\n"
+                   "Error while creating shared memory segment /dev/shm/nccl-Ab12Cd (size 7340384)\n")
+    assert [w.kind for w in quoted.warns] == ["shm"]
+    found = diagnosis.diagnose(diagnosis.Inputs(logs=alone, log_findings=nccl_checks.judge(alone)))
+    assert found and found[0].category == "shm_too_small" and found[0].severity == "fail"
+
+
+def test_the_words_of_a_healthy_run_are_not_taken_for_a_quoted_warn():
+    # Written for this test: lines that mention /dev/shm or shared memory without NCCL's failure words.
+    f = parse("Filesystem      Size  Used Avail Use% Mounted on\n"
+              "shm              64M     0   64M   0% /dev/shm\n"
+              "node-a:1:1 [0] NCCL INFO Channel 00 : 0[0] -> 1[1] via SHM/direct/direct\n")
+    assert f.warns == []
+
+
 def test_no_real_log_names_an_unroutable_interface():
     for name in real.names(real.nccl_log(), "*.log"):
         f = parse(real.nccl_log(name).read_text(), name)
