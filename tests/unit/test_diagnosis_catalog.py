@@ -228,6 +228,26 @@ def test_efa_provider_not_found_and_plugin_registration():
         == "rdma_device_not_in_container"
 
 
+def test_a_plugin_that_cannot_load_a_library_it_needs_and_the_plugin_that_is_absent():
+    # written for this test, in NCCL 2.2x's NET/Plugin words: the plugin file is found but the loader refuses it (a
+    # library of another version, one missing); then the normal lines of a node with no plugin installed
+    broken = ("a:1:2 [0] NCCL INFO NET/Plugin: libnccl-net-ofi.so: /opt/x/lib/libibverbs.so.1: version "
+              "`IBVERBS_PRIVATE_34' not found (required by /usr/lib/x86_64-linux-gnu/libefa.so.1)\n"
+              "a:1:2 [0] NCCL INFO NET/Plugin: Could not find: ofi\n"
+              "a:1:2 [0] NCCL INFO Using network Socket\n")
+    assert top(broken).category == "net_plugin"
+    missing_dep = ("a:1:2 [0] NCCL INFO NET/Plugin: Plugin load returned 2 : libnccl-net.so: libfabric.so.1: "
+                   "cannot open shared object file: No such file or directory : when loading libnccl-net.so\n")
+    assert top(missing_dep).category == "net_plugin"
+    absent = ("a:1:2 [0] NCCL INFO NET/Plugin : dlerror=libnccl-net.so: cannot open shared object file: No such file "
+              "or directory No plugin found (libnccl-net.so), using internal implementation\n"
+              "a:1:2 [0] NCCL INFO NET/Plugin: Plugin load returned 2 : libnccl-net.so: cannot open shared object "
+              "file: No such file or directory : when loading libnccl-net.so\n"
+              "a:1:2 [0] NCCL INFO NET/Plugin: Failed to find ncclCollNetPlugin_v8 symbol.\n"
+              "a:1:2 [0] NCCL INFO NET/Plugin: Using internal network plugin.\n")
+    assert "net_plugin" not in categories(absent)
+
+
 def test_a_plugin_on_some_nodes_only():
     text = ("a:1:2 [0] NCCL INFO NET/Plugin: Could not find: libnccl-net.so. Using internal network plugin.\n"
             "b:3:4 [0] NCCL INFO Plugin Path : /opt/hpcx/nccl_rdma_sharp_plugin/lib/libnccl-net.so\n")

@@ -35,9 +35,13 @@ WORKAROUND = ("EFA with an old libfabric: FI_EFA_SET_CUDA_SYNC_MEMOPS=0; a plugi
               "(NCCL's internal IB everywhere)")
 CONFIRM = "NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET: 'NET/Plugin' and 'Using network' lines of every node"
 
+# the plugin's file was found but cannot load: a library it needs is missing or of another version (the loader's
+# words; a plugin file that is absent, 'libnccl-net.so: cannot open shared object file', is NCCL's normal case)
+LOAD_BROKEN = re.compile(r"version `?[\w.\-]+' not found|undefined symbol|"
+                         r"\.so[\w.]*: \S*?lib[\w.\-]+\.so[\w.]*: cannot open shared object file")
 PLUGIN_ERR = re.compile(r"NET/OFI\b.*(?:Unable|[Ff]ail|[Ee]rror|RC: -\d+|not supported|Could not find|[Nn]o \w+ provider)|"
                         r"NET/Plugin\s*:.*(?:[Ff]ailed to (?:load|find|initiali)|dlerror|undefined symbol|"
-                        r"incompatible|version mismatch)|ncclNetPlugin_v\d+.*not found|"
+                        r"incompatible|version mismatch|" + LOAD_BROKEN.pattern + r")|ncclNetPlugin_v\d+.*not found|"
                         r"NET/(?:IBext|UCX|SHARP)\w*\s*:.*(?:[Ff]ail|[Ee]rror|Unable)|OFI plugin\b.*(?:fail|error)", re.I)
 
 
@@ -79,10 +83,17 @@ def plugin_split(inp: Inputs) -> List[C.Clue]:
     return ext[:2] + inn[:2] if ext and inn else []
 
 
+def plugin_load_broken(inp: Inputs) -> List[C.Clue]:
+    """NCCL's own 'NET/Plugin' INFO lines saying the plugin it found could not be loaded for a library it needs."""
+    return [C.Clue("error", p.text, p.at, p.text, p.at.host) for ls in inp.log_sets() for p in ls.facts.plugins
+            if "NET/Plugin" in p.text and LOAD_BROKEN.search(p.text)]
+
+
 def diagnose(inp: Inputs) -> List[Diagnosis]:
     # data-path completion errors are the security group's; devices not found, the container's
     errs = [c for c in C.find(inp, PLUGIN_ERR, ("warn", "last-error", "error"))
             if not firewall.OFI_SEND.search(c.text) and not rdma_hidden.HIDDEN.search(c.text)]
+    errs += [c for c in plugin_load_broken(inp) if all(c.at is not e.at for e in errs)]
     split = plugin_split(inp)
     topo = plugin_topology(inp)
     if not errs and not split and topo:
