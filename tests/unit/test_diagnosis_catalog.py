@@ -388,6 +388,45 @@ def test_a_version_mismatch_names_the_odd_node_out():
     assert d.nodes == ["b"]
 
 
+def test_a_host_local_interface_listed_after_the_routable_one_is_a_fault_only_where_used_or_failing():
+    # written for this test, in NCCL 2.4-2.7's words: the docker veth interface (IPv6 link-local only) listed after
+    # ens5 for the bootstrap and the socket transport, on two nodes
+    head = "".join(f"{h}:1:1 [0] NCCL INFO {what} : Using [0]ens5:10.0.0.{i}<0> [1]veth{i}a:fe80::{i}%veth{i}a<0>\n"
+                   for i, h in ((1, "a"), (2, "b")) for what in ("Bootstrap", "NET/Socket"))
+    via0 = "a:1:2 [0] NCCL INFO Channel 00 : 1[1e0] -> 0[1e0] [receive] via NET/Socket/0\n"
+    done = "a:1:2 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 nvmlDev 0 - Init COMPLETE\n"
+    # the channels seen go over ens5 and the run shows no failure: a note, no alarm
+    assert categories(head + via0 + done) == []
+    notes = [d for d in verdict(head + via0 + done) if d.id == "wrong-interface"]
+    assert [d.severity for d in notes] == ["info"] and "NCCL_SOCKET_IFNAME=ens5" in notes[0].fix
+    facts = nccllog.parse(head + via0 + done, "job.log")
+    (sock,) = [f for f in nccl_checks.judge(facts) if f.check == "nccl.socket_if"]
+    assert sock.status.value == "warn"
+    # a channel through the veth device, or a connect failure: the interface is the fault
+    via1 = "a:1:2 [0] NCCL INFO Channel 00 : 0[1e0] -> 1[1e0] [send] via NET/Socket/1\n"
+    assert top(head + via1).category == "socket_ifname_wrong"
+    refused = ("a:1:2 [0] include/socket.h:403 NCCL WARN Connect to fe80::2%veth1a<43011> failed : Network is "
+               "unreachable\na:1:2 [0] NCCL INFO transport/net_socket.cc:334 -> 2\n")
+    assert top(head + via0 + refused).category == "socket_ifname_wrong"
+
+
+def test_sockets_between_nodes_of_a_run_that_worked_are_advice_not_an_alarm():
+    # written for this test: a 2-node run over TCP sockets (no IB in sight) whose communicators initialised
+    text = ("a:1:1 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.1<0>\n"
+            "a:1:2 [0] NCCL INFO Ring 00 : 1 -> 0 [receive] via NET/Socket/0\n"
+            "b:3:4 [0] NCCL INFO Ring 00 : 0 -> 1 [receive] via NET/Socket/0\n"
+            "a:1:2 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 nvmlDev 0 - Init COMPLETE\n"
+            "b:3:4 [0] NCCL INFO comm 0x1 rank 1 nranks 2 cudaDev 0 nvmlDev 0 - Init COMPLETE\n")
+    facts = nccllog.parse(text, "job.log")
+    assert [f.status.value for f in nccl_checks.judge(facts) if f.check == "nccl.network"] == ["warn"]
+    assert categories(text) == []
+    # the same run ending in a watchdog timeout is no longer advice
+    timeout = ("[rank0]:[E ProcessGroupNCCL.cpp:563] [Rank 0] Watchdog caught collective operation timeout: "
+               "WorkNCCL(SeqNum=5, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600027 "
+               "milliseconds before timing out.\n")
+    assert categories(text + timeout) != []
+
+
 # ---- the unexplained verdict ---------------------------------------------------------------------------
 
 

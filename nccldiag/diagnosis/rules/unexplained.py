@@ -68,6 +68,27 @@ def stopped_in_init(f) -> Optional[Evidence]:
     return log_evidence(last.at, "init reached channel set-up here but no rank logged Init COMPLETE: " + last.text)
 
 
+def log_failed(f) -> bool:
+    """An NCCL log that shows a failure: a failed WARN or call chain, an application's NCCL error, a watchdog
+    timeout, or a line saying the run ended badly."""
+    return (any(w.failure for w in f.warns) or any(oc.failed for oc in f.orphan_chains) or bool(f.app_errors)
+            or bool(f.watchdogs) or any(_ENDED_BADLY.search(e.text) for e in (getattr(f, "errors", None) or [])))
+
+
+# Warnings of the log's checks about how a run communicates, not whether it worked: TCP sockets between nodes
+# (the only network of many clusters), an interface listed beside the routable one that no channel is seen to use.
+ADVICE = ("nccl.network", "nccl.socket_if")
+
+
+def advice_only(inp: Inputs) -> bool:
+    """Logs alone, none showing a failure, and no warning but advice (:data:`ADVICE`): a run that did not fail is
+    not a failure to name. The checks' table still shows the advice."""
+    sets = inp.log_sets()
+    alarms = [f for f in inp.all_findings() if f.status in (Status.FAIL, Status.WARN)]
+    return (bool(sets) and inp.check is None and inp.probe is None and not any(log_failed(ls.facts) for ls in sets)
+            and all(f.status == Status.WARN and f.check in ADVICE for f in alarms))
+
+
 def _first_finding(inp: Inputs, diagnoses: List[Diagnosis]) -> Tuple[Optional[Finding], int]:
     """The worst fail/warn finding that no diagnosis cites (an info diagnosis may account for a warning: P2P that
     consumer GPUs do not offer is expected), and how many there are."""
@@ -89,6 +110,8 @@ def fallback(inp: Inputs, diagnoses: List[Diagnosis]) -> List[Diagnosis]:
     first, n = _first_finding(inp, diagnoses)
     ended = unfinished(inp)
     if first is None and not ended:
+        return []
+    if not ended and first.status == Status.WARN and advice_only(inp):
         return []
     ev: List[Evidence] = []
     if first is not None:
