@@ -276,6 +276,32 @@ def test_the_plugins_static_topology_without_cpu_attributes_is_the_plugins_and_a
     assert categories(healthy) == []
 
 
+# ---- /dev/shm ------------------------------------------------------------------------------------------
+
+
+def test_a_system_error_on_one_node_that_no_warn_explains_points_at_dev_shm():
+    # written for this test, in nccl-tests' words: one process, four GPUs of one host, no NCCL_DEBUG
+    header = ("# nThread 1 nGpus 4 minBytes 8 maxBytes 134217728 step: 2(factor) warmup iters: 5 iters: 20 "
+              "validation: 1 \n#\n# Using devices\n"
+              + "".join(f"#   Rank  {r} Pid   1688 on    {h} device  {r} [0x18] GeForce RTX 2080 Ti\n"
+                        for r, h in enumerate(("box", "box", "box", "box"))))
+    failure = "box: Test NCCL failure common.cu:777 'unhandled system error'\n"
+    d = top(header + failure)
+    assert d.category == "shm_too_small" and d.severity == "warn" and d.confidence == "low" and d.missing
+    # NCCL named the failing call: that call's cause, not /dev/shm
+    socket = "box:1688:1700 [0] include/socket.h:344 NCCL WARN Socket creation failed : Address family not supported\n"
+    assert "shm_too_small" not in categories(header + socket + failure)
+    # ranks on two hosts: a system error there may be the network's
+    two = header.replace("on    box device  2", "on    box2 device  2")
+    assert "shm_too_small" not in categories(two + failure)
+    # a chain through NCCL's shared-memory transport, its WARN cut: /dev/shm, with more confidence
+    chain = ("box:1688:1700 [0] NCCL INFO transport/shm.cc:114 -> 2\n"
+             "box:1688:1700 [0] NCCL INFO transport.cc:33 -> 2\n"
+             "box:1688:1700 [0] NCCL INFO init.cc:1089 -> 2\n")
+    d = top(chain)
+    assert d.category == "shm_too_small" and d.confidence == "medium"
+
+
 # ---- GPU architecture, drivers, memory -----------------------------------------------------------------
 
 
