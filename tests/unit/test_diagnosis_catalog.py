@@ -246,6 +246,19 @@ def test_a_plugin_that_cannot_load_a_library_it_needs_and_the_plugin_that_is_abs
               "a:1:2 [0] NCCL INFO NET/Plugin: Failed to find ncclCollNetPlugin_v8 symbol.\n"
               "a:1:2 [0] NCCL INFO NET/Plugin: Using internal network plugin.\n")
     assert "net_plugin" not in categories(absent)
+    # the same normal lines pasted without their host:pid:tid prefix, and aws-ofi-nccl's search for older API
+    # versions and CollNet symbols before it loads: no alarm either
+    bare = "".join(line.split(" [0] ", 1)[1] + "\n" for line in absent.splitlines())
+    ofi = ("NCCL INFO NET/Plugin: Failed to find ncclCollNetPlugin_v8 symbol.\n"
+           "NCCL INFO NET/Plugin: Failed to find ncclCollNetPlugin symbol (>= v5). ncclCollNetPlugin symbols v4 and "
+           "lower are not supported.\n"
+           "NCCL INFO NET/Plugin: Failed to find ncclNetPlugin_v8 symbol.\n"
+           "NCCL INFO NET/Plugin: Loaded net plugin AWS Libfabric (v7)\n")
+    assert "net_plugin" not in categories(bare) and "net_plugin" not in categories(ofi)
+    # a plugin of no API version this NCCL reads
+    old_api = "a:1:2 [0] NCCL INFO NET/Plugin: Failed to find ncclNetPlugin symbol (>= v5). ncclNetPlugin symbols " \
+              "v4 and lower are not supported.\n"
+    assert top(old_api).category == "net_plugin"
 
 
 def test_a_plugin_on_some_nodes_only():

@@ -39,8 +39,12 @@ CONFIRM = "NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET: 'NET/Plugin' and 'Using n
 # words; a plugin file that is absent, 'libnccl-net.so: cannot open shared object file', is NCCL's normal case)
 LOAD_BROKEN = re.compile(r"version `?[\w.\-]+' not found|undefined symbol|"
                          r"\.so[\w.]*: \S*?lib[\w.\-]+\.so[\w.]*: cannot open shared object file")
+# the plugin loaded, but offers no API version this NCCL reads
+NO_API = re.compile(r"Failed to find ncclNetPlugin symbol")
 PLUGIN_ERR = re.compile(r"NET/OFI\b.*(?:Unable|[Ff]ail|[Ee]rror|RC: -\d+|not supported|Could not find|[Nn]o \w+ provider)|"
-                        r"NET/Plugin\s*:.*(?:[Ff]ailed to (?:load|find|initiali)|dlerror|undefined symbol|"
+                        # not NCCL's normal lines: the absent libnccl-net.so it reports with its dlerror, nor the
+                        # older API versions ('ncclNetPlugin_v8') and the CollNet symbols it looks for in vain
+                        r"NET/Plugin\s*:.*(?:[Ff]ailed to (?:load|initiali)|Failed to find ncclNetPlugin symbol|"
                         r"incompatible|version mismatch|" + LOAD_BROKEN.pattern + r")|ncclNetPlugin_v\d+.*not found|"
                         r"NET/(?:IBext|UCX|SHARP)\w*\s*:.*(?:[Ff]ail|[Ee]rror|Unable)|OFI plugin\b.*(?:fail|error)", re.I)
 
@@ -84,9 +88,10 @@ def plugin_split(inp: Inputs) -> List[C.Clue]:
 
 
 def plugin_load_broken(inp: Inputs) -> List[C.Clue]:
-    """NCCL's own 'NET/Plugin' INFO lines saying the plugin it found could not be loaded for a library it needs."""
+    """NCCL's own 'NET/Plugin' INFO lines saying the plugin it found could not be loaded for a library it needs, or
+    offers no API version NCCL reads."""
     return [C.Clue("error", p.text, p.at, p.text, p.at.host) for ls in inp.log_sets() for p in ls.facts.plugins
-            if "NET/Plugin" in p.text and LOAD_BROKEN.search(p.text)]
+            if "NET/Plugin" in p.text and (LOAD_BROKEN.search(p.text) or NO_API.search(p.text))]
 
 
 def diagnose(inp: Inputs) -> List[Diagnosis]:
