@@ -44,6 +44,18 @@ def test_real_log_without_its_prefixes_keeps_its_transports(name):
     assert [p.key for p in cut.summary.pairs] == [p.key for p in full.summary.pairs]
 
 
+@pytest.mark.parametrize("name", ["net-ib-gdrdma-p2p-cumem-2node-4rank-nccltests.log",
+                                  "p2p-direct-pointer-and-shm-8gpu-single-process.log"])
+def test_real_healthy_log_without_its_prefixes_raises_no_alarm(name):
+    # The same healthy excerpts with their prefixes cut (and 'NCCL INFO' kept, as pasted): no host is named, and a
+    # run of two nodes that stops at nccl-tests' table header is not taken for a run of one host that stalled.
+    text = real.nccl_log(name).read_text()
+    stripped = "\n".join(re.sub(r"^\S+:\d+:\d+ \[\d+\] ", "", line) for line in text.splitlines()) + "\n"
+    facts = parse(stripped)
+    found = diagnosis.diagnose(diagnosis.Inputs(logs=facts, log_findings=nccl_checks.judge(facts)))
+    assert [d.id for d in found if d.severity in ("fail", "warn")] == []
+
+
 def test_reduced_and_cut_prefixes_are_read():
     # Written for this test; the cut form 'NFO Channel 07/0 : ...' is the one quoted in the issue.
     text = "\n".join([
