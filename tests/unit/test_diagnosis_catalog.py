@@ -466,6 +466,18 @@ def test_sockets_between_nodes_of_a_run_that_worked_are_advice_not_an_alarm():
     assert categories(text + timeout) != []
 
 
+def test_plugin_warnings_of_a_run_that_went_on_are_no_alarm_and_an_error_beside_them_is():
+    # written for this test, in the words of a net plugin's retries (NCCL WARN lines that return no error)
+    text = ("a:1:2 [0] net_fastsocket.cc:765 NCCL WARN Cannot get incoming CPU.\n"
+            "b:3:4 [0] net_fastsocket.cc:785 NCCL WARN Maximum retry reached for accept 3.\n"
+            "b:3:4 [0] NCCL INFO NET/FastSocket : Connected after 1000 retries.\n")
+    facts = nccllog.parse(text, "job.log")
+    assert [f.status.value for f in nccl_checks.judge(facts) if f.check == "nccl.warn"] == ["warn"]
+    assert categories(text) == []
+    failed = text + "RuntimeError: NCCL error in: ProcessGroupNCCL.cpp:1269, internal error, NCCL version 2.18.1\n"
+    assert categories(failed) != []
+
+
 # ---- the unexplained verdict ---------------------------------------------------------------------------
 
 

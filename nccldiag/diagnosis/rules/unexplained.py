@@ -76,8 +76,10 @@ def log_failed(f) -> bool:
 
 
 # Warnings of the log's checks about how a run communicates, not whether it worked: TCP sockets between nodes
-# (the only network of many clusters), an interface listed beside the routable one that no channel is seen to use.
-ADVICE = ("nccl.network", "nccl.socket_if")
+# (the only network of many clusters), an interface listed beside the routable one that no channel is seen to use,
+# NCCL or plugin WARN lines that returned no error (a failure printed at NCCL_DEBUG=WARN has a kind of its own:
+# a CUDA failure, a refused connection, a completion error).
+ADVICE = ("nccl.network", "nccl.socket_if", "nccl.warn")
 
 
 def advice_only(inp: Inputs) -> bool:
