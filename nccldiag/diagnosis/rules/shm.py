@@ -1,5 +1,12 @@
 """/dev/shm too small: NCCL could not create its shared-memory segments, or the node's /dev/shm is below
-what NCCL needs."""
+what NCCL needs.
+
+Evidence: NCCL's WARN ('Error while creating shared memory segment', 'posix_fallocate failed', 'failed to extend
+/dev/shm/nccl-...'), also quoted without its prefix; the node's /dev/shm size; with less confidence, a failed call
+chain through NCCL's shared-memory transport whose WARN was cut, or a system error on one node that no WARN
+explains (a run without NCCL_DEBUG in a container).
+References: NVIDIA/nccl#342, #473 (docker --ipc=host), #525; NCCL troubleshooting (Docker shared memory).
+"""
 from __future__ import annotations
 
 import re
