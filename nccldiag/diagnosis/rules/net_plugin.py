@@ -7,7 +7,7 @@ nodes lack the attributes NCCL reads ('Attribute arch of node cpu not found'), a
 the job sees a subset of the GPUs.
 
 Evidence: NET/OFI and NET/Plugin WARNs and load failures in NCCL's log (the plugin found but refused by the
-loader: a library it needs missing or of another version, 'version `X' not found'; or offering no API version
+loader: a library it needs missing or of another version, 'version ... not found'; or offering no API version
 NCCL reads), not NCCL's normal lines about an absent libnccl-net.so or older API and CollNet symbols; 'Plugin Path' / 'Loaded net plugin' on
 some hosts beside 'Could not find: libnccl-net.so ... internal' on others; 'Attribute X of node cpu not found'
 with no NCCL_TOPO_FILE echoed from the environment, or one under the plugin's install (NCCL 2.8 and newer: older
