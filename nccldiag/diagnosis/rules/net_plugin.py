@@ -8,10 +8,10 @@ the job sees a subset of the GPUs.
 
 Evidence: NET/OFI and NET/Plugin WARNs and load failures in NCCL's log (the plugin found but refused by the
 loader: a library it needs missing or of another version, 'version ... not found'; or offering no API version
-NCCL reads), not NCCL's normal lines about an absent libnccl-net.so or older API and CollNet symbols; 'Plugin Path' / 'Loaded net plugin' on
-some hosts beside 'Could not find: libnccl-net.so ... internal' on others; 'Attribute X of node cpu not found'
-with no NCCL_TOPO_FILE echoed from the environment, or one under the plugin's install (NCCL 2.8 and newer: older
-NCCL failed the same way on any injected topology, NVIDIA/nccl#379).
+NCCL reads), not NCCL's normal lines about an absent libnccl-net.so or older API and CollNet symbols;
+'Plugin Path' / 'Loaded net plugin' on some hosts beside 'Could not find: libnccl-net.so ... internal' on others;
+'Attribute X of node cpu not found' with no NCCL_TOPO_FILE echoed from the environment, or one under the plugin's
+install (NCCL 2.8 and newer: older NCCL failed the same way on any injected topology, NVIDIA/nccl#379).
 References: awslabs/awsome-distributed-ai#203 (FI_EFA_SET_CUDA_SYNC_MEMOPS, EFA installer 1.29.1+);
 NVIDIA/nccl#1634; aws/aws-ofi-nccl#785, NVIDIA/nccl#1726 (p5.48xl-topo.xml missing arch and vendor);
 aws-ofi-nccl release notes.
