@@ -16,6 +16,8 @@ from nccldiag.model.findings import SEVERITY, Finding, Status
 ID = "unexplained"
 TITLE = "Unexplained failure"
 CATEGORY = "unexplained"
+ADVICE_ID = "advice"  # warnings of a run that shows no failure (see advice_only)
+ADVICE_TITLE = "Warnings to read, no failure"
 TIER = 2
 MORE_LOG = ("rerun the job with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET,ENV and give every rank's log to "
             "'nccldiag log'; on the job's nodes run 'nccldiag check HOSTFILE'")
@@ -114,7 +116,12 @@ def fallback(inp: Inputs, diagnoses: List[Diagnosis]) -> List[Diagnosis]:
     if first is None and not ended:
         return []
     if not ended and first.status == Status.WARN and advice_only(inp):
-        return []
+        # no failure to name, but no all-clear either: the warnings are noted for the reader
+        return [Diagnosis(ADVICE_ID, ADVICE_TITLE, "info", first.message, "low",
+                          f"the log shows no failure; {n} warning(s) of its checks are advice on how the run "
+                          "communicates or what NCCL printed, not a fault",
+                          first.fix or MORE_LOG, nodes=[first.host] if first.host else [],
+                          evidence=finding_evidence(first, 3), category=CATEGORY, tier=TIER, confirm=MORE_LOG)]
     ev: List[Evidence] = []
     if first is not None:
         ev.extend(finding_evidence(first, 3))
