@@ -230,14 +230,17 @@ def unroutable(dev: NetDevice) -> Optional[str]:
 def _socket_lines(facts: NcclLogFacts):
     """(interfaces, at, text, carries) of every Bootstrap and NET/Socket line kept.
 
-    ``carries(i)``: whether the i-th interface carries traffic. NET/Socket spreads its connections over every
-    interface it lists; the bootstrap listed several in older NCCL but connects over the first.
+    ``carries(i)``: whether the i-th interface carries traffic. NET/Socket spreads its connections over the
+    interfaces it lists, each a device of its own: where the channel lines name the devices they go through
+    (``via NET/Socket/<dev>``), those carry it; without such lines, any may. The bootstrap listed several in older
+    NCCL but connects over the first.
     """
+    used = {c.net_dev for c in facts.channels if (c.net or "").lower() == "socket" and c.net_dev is not None}
     for b in facts.bootstrap:
         yield b.interfaces, b.at, b.text, (lambda i: i == 0)
     for n in facts.nets:
         if n.net.lower().startswith("socket"):
-            yield n.devices, n.at, n.text, (lambda i: True)
+            yield n.devices, n.at, n.text, ((lambda i: i in used) if used else (lambda i: True))
 
 
 def _unroutable_socket_devices(facts: NcclLogFacts):

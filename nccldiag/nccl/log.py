@@ -946,6 +946,9 @@ _UNPREFIXED = re.compile(
     r"|\bNET/Plugin ?: \S|\bLoaded (?:net|collnet|coll) plugin \S|\bP2P plugin \S|\bPlugin Path : \S"
     r"|\bcudaDriverVersion \d+")
 _BARE_WARN = re.compile(r"(?:^|\s)(?:(?P<file>[\w./+\-]+\.\w+):(?P<fline>\d+) )?NCCL WARN (?P<msg>.*)$")
+# NCCL's own failure words, quoted without their 'NCCL WARN' prefix (an application's error text, a pasted line).
+_QUOTED_WARN = re.compile(r"Error while creating shared memory segment \S|[Ff]ailed to extend /dev/shm/\S|"
+                          r"Call to posix_fallocate failed|Call to shm_open failed")
 _BARE_INFO = re.compile(r"(?:^|\s)NCCL INFO (?P<msg>.*)$")
 _DIAG = re.compile(r"\bNCCL DIAG\s*\[(?P<tag>\w+)\]\s*(?P<msg>.*)$")
 # A channel line whose 'Channel NN :' head was cut: '9[1a000] -> 2[6b000] [send] via NET/IB/0/GDRDMA'.
@@ -1416,7 +1419,7 @@ class _Parser:
         if not app:  # bare() reads these only from lines that are not the application's
             if "NCCL WARN " in msg or "NCCL DIAG" in msg or "NCCL INFO " in msg:
                 return _NEVER
-            if (" via " in msg and _FRAGMENT.search(msg)) or _UNPREFIXED.search(msg):
+            if (" via " in msg and _FRAGMENT.search(msg)) or _UNPREFIXED.search(msg) or _QUOTED_WARN.search(msg):
                 return _NEVER
             if _VERSION.search(msg):
                 v = self.segment.get(rec.at.source)
@@ -1744,6 +1747,10 @@ class _Parser:
             self.f.nccl_lines += 1
             self.f.unprefixed += 1
             self.info_fact(rec.msg, rec.at, rec.text, None)
+            return
+        mq = _QUOTED_WARN.search(rec.msg) if then is None else None
+        if mq:  # read as the WARN it was (a 'Last error:' line's next line was read above)
+            self.last_error(rec, rec.msg[mq.start():])
             return
         self.app_lines(rec)
 

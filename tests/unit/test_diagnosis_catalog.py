@@ -228,6 +228,39 @@ def test_efa_provider_not_found_and_plugin_registration():
         == "rdma_device_not_in_container"
 
 
+def test_a_plugin_that_cannot_load_a_library_it_needs_and_the_plugin_that_is_absent():
+    # written for this test, in NCCL 2.2x's NET/Plugin words: the plugin file is found but the loader refuses it (a
+    # library of another version, one missing); then the normal lines of a node with no plugin installed
+    broken = ("a:1:2 [0] NCCL INFO NET/Plugin: libnccl-net-ofi.so: /opt/x/lib/libibverbs.so.1: version "
+              "`IBVERBS_PRIVATE_34' not found (required by /usr/lib/x86_64-linux-gnu/libefa.so.1)\n"
+              "a:1:2 [0] NCCL INFO NET/Plugin: Could not find: ofi\n"
+              "a:1:2 [0] NCCL INFO Using network Socket\n")
+    assert top(broken).category == "net_plugin"
+    missing_dep = ("a:1:2 [0] NCCL INFO NET/Plugin: Plugin load returned 2 : libnccl-net.so: libfabric.so.1: "
+                   "cannot open shared object file: No such file or directory : when loading libnccl-net.so\n")
+    assert top(missing_dep).category == "net_plugin"
+    absent = ("a:1:2 [0] NCCL INFO NET/Plugin : dlerror=libnccl-net.so: cannot open shared object file: No such file "
+              "or directory No plugin found (libnccl-net.so), using internal implementation\n"
+              "a:1:2 [0] NCCL INFO NET/Plugin: Plugin load returned 2 : libnccl-net.so: cannot open shared object "
+              "file: No such file or directory : when loading libnccl-net.so\n"
+              "a:1:2 [0] NCCL INFO NET/Plugin: Failed to find ncclCollNetPlugin_v8 symbol.\n"
+              "a:1:2 [0] NCCL INFO NET/Plugin: Using internal network plugin.\n")
+    assert "net_plugin" not in categories(absent)
+    # the same normal lines pasted without their host:pid:tid prefix, and aws-ofi-nccl's search for older API
+    # versions and CollNet symbols before it loads: no alarm either
+    bare = "".join(line.split(" [0] ", 1)[1] + "\n" for line in absent.splitlines())
+    ofi = ("NCCL INFO NET/Plugin: Failed to find ncclCollNetPlugin_v8 symbol.\n"
+           "NCCL INFO NET/Plugin: Failed to find ncclCollNetPlugin symbol (>= v5). ncclCollNetPlugin symbols v4 and "
+           "lower are not supported.\n"
+           "NCCL INFO NET/Plugin: Failed to find ncclNetPlugin_v8 symbol.\n"
+           "NCCL INFO NET/Plugin: Loaded net plugin AWS Libfabric (v7)\n")
+    assert "net_plugin" not in categories(bare) and "net_plugin" not in categories(ofi)
+    # a plugin of no API version this NCCL reads
+    old_api = "a:1:2 [0] NCCL INFO NET/Plugin: Failed to find ncclNetPlugin symbol (>= v5). ncclNetPlugin symbols " \
+              "v4 and lower are not supported.\n"
+    assert top(old_api).category == "net_plugin"
+
+
 def test_a_plugin_on_some_nodes_only():
     text = ("a:1:2 [0] NCCL INFO NET/Plugin: Could not find: libnccl-net.so. Using internal network plugin.\n"
             "b:3:4 [0] NCCL INFO Plugin Path : /opt/hpcx/nccl_rdma_sharp_plugin/lib/libnccl-net.so\n")
@@ -254,6 +287,32 @@ def test_the_plugins_static_topology_without_cpu_attributes_is_the_plugins_and_a
     healthy = ("h:1:2 [1] NCCL INFO Attribute coll of node net not found\n"
                "h:1:2 [1] NCCL INFO comm 0x1 rank 1 nranks 2 cudaDev 1 busId b1000 commId 0x2 - Init COMPLETE\n")
     assert categories(healthy) == []
+
+
+# ---- /dev/shm ------------------------------------------------------------------------------------------
+
+
+def test_a_system_error_on_one_node_that_no_warn_explains_points_at_dev_shm():
+    # written for this test, in nccl-tests' words: one process, four GPUs of one host, no NCCL_DEBUG
+    header = ("# nThread 1 nGpus 4 minBytes 8 maxBytes 134217728 step: 2(factor) warmup iters: 5 iters: 20 "
+              "validation: 1 \n#\n# Using devices\n"
+              + "".join(f"#   Rank  {r} Pid   1688 on    {h} device  {r} [0x18] GeForce RTX 2080 Ti\n"
+                        for r, h in enumerate(("box", "box", "box", "box"))))
+    failure = "box: Test NCCL failure common.cu:777 'unhandled system error'\n"
+    d = top(header + failure)
+    assert d.category == "shm_too_small" and d.severity == "warn" and d.confidence == "low" and d.missing
+    # NCCL named the failing call: that call's cause, not /dev/shm
+    socket = "box:1688:1700 [0] include/socket.h:344 NCCL WARN Socket creation failed : Address family not supported\n"
+    assert "shm_too_small" not in categories(header + socket + failure)
+    # ranks on two hosts: a system error there may be the network's
+    two = header.replace("on    box device  2", "on    box2 device  2")
+    assert "shm_too_small" not in categories(two + failure)
+    # a chain through NCCL's shared-memory transport, its WARN cut: /dev/shm, with more confidence
+    chain = ("box:1688:1700 [0] NCCL INFO transport/shm.cc:114 -> 2\n"
+             "box:1688:1700 [0] NCCL INFO transport.cc:33 -> 2\n"
+             "box:1688:1700 [0] NCCL INFO init.cc:1089 -> 2\n")
+    d = top(chain)
+    assert d.category == "shm_too_small" and d.confidence == "medium"
 
 
 # ---- GPU architecture, drivers, memory -----------------------------------------------------------------
@@ -366,6 +425,57 @@ def test_a_version_mismatch_names_the_odd_node_out():
                    for h, v, r in (("a", "2.19.3", 0), ("b", "2.20.5", 1), ("c", "2.19.3", 2)))
     (d,) = [d for d in verdict(text) if d.category == "version_mismatch"]
     assert d.nodes == ["b"]
+
+
+def test_a_host_local_interface_listed_after_the_routable_one_is_a_fault_only_where_used_or_failing():
+    # written for this test, in NCCL 2.4-2.7's words: the docker veth interface (IPv6 link-local only) listed after
+    # ens5 for the bootstrap and the socket transport, on two nodes
+    head = "".join(f"{h}:1:1 [0] NCCL INFO {what} : Using [0]ens5:10.0.0.{i}<0> [1]veth{i}a:fe80::{i}%veth{i}a<0>\n"
+                   for i, h in ((1, "a"), (2, "b")) for what in ("Bootstrap", "NET/Socket"))
+    via0 = "a:1:2 [0] NCCL INFO Channel 00 : 1[1e0] -> 0[1e0] [receive] via NET/Socket/0\n"
+    done = "a:1:2 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 nvmlDev 0 - Init COMPLETE\n"
+    # the channels seen go over ens5 and the run shows no failure: a note, no alarm
+    assert categories(head + via0 + done) == []
+    notes = [d for d in verdict(head + via0 + done) if d.id == "wrong-interface"]
+    assert [d.severity for d in notes] == ["info"] and "NCCL_SOCKET_IFNAME=ens5" in notes[0].fix
+    facts = nccllog.parse(head + via0 + done, "job.log")
+    (sock,) = [f for f in nccl_checks.judge(facts) if f.check == "nccl.socket_if"]
+    assert sock.status.value == "warn"
+    # a channel through the veth device, or a connect failure: the interface is the fault
+    via1 = "a:1:2 [0] NCCL INFO Channel 00 : 0[1e0] -> 1[1e0] [send] via NET/Socket/1\n"
+    assert top(head + via1).category == "socket_ifname_wrong"
+    refused = ("a:1:2 [0] include/socket.h:403 NCCL WARN Connect to fe80::2%veth1a<43011> failed : Network is "
+               "unreachable\na:1:2 [0] NCCL INFO transport/net_socket.cc:334 -> 2\n")
+    assert top(head + via0 + refused).category == "socket_ifname_wrong"
+
+
+def test_sockets_between_nodes_of_a_run_that_worked_are_advice_not_an_alarm():
+    # written for this test: a 2-node run over TCP sockets (no IB in sight) whose communicators initialised
+    text = ("a:1:1 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.1<0>\n"
+            "a:1:2 [0] NCCL INFO Ring 00 : 1 -> 0 [receive] via NET/Socket/0\n"
+            "b:3:4 [0] NCCL INFO Ring 00 : 0 -> 1 [receive] via NET/Socket/0\n"
+            "a:1:2 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 nvmlDev 0 - Init COMPLETE\n"
+            "b:3:4 [0] NCCL INFO comm 0x1 rank 1 nranks 2 cudaDev 0 nvmlDev 0 - Init COMPLETE\n")
+    facts = nccllog.parse(text, "job.log")
+    assert [f.status.value for f in nccl_checks.judge(facts) if f.check == "nccl.network"] == ["warn"]
+    assert categories(text) == []
+    # the same run ending in a watchdog timeout is no longer advice
+    timeout = ("[rank0]:[E ProcessGroupNCCL.cpp:563] [Rank 0] Watchdog caught collective operation timeout: "
+               "WorkNCCL(SeqNum=5, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600027 "
+               "milliseconds before timing out.\n")
+    assert categories(text + timeout) != []
+
+
+def test_plugin_warnings_of_a_run_that_went_on_are_no_alarm_and_an_error_beside_them_is():
+    # written for this test, in the words of a net plugin's retries (NCCL WARN lines that return no error)
+    text = ("a:1:2 [0] net_fastsocket.cc:765 NCCL WARN Cannot get incoming CPU.\n"
+            "b:3:4 [0] net_fastsocket.cc:785 NCCL WARN Maximum retry reached for accept 3.\n"
+            "b:3:4 [0] NCCL INFO NET/FastSocket : Connected after 1000 retries.\n")
+    facts = nccllog.parse(text, "job.log")
+    assert [f.status.value for f in nccl_checks.judge(facts) if f.check == "nccl.warn"] == ["warn"]
+    assert categories(text) == []
+    failed = text + "RuntimeError: NCCL error in: ProcessGroupNCCL.cpp:1269, internal error, NCCL version 2.18.1\n"
+    assert categories(failed) != []
 
 
 # ---- the unexplained verdict ---------------------------------------------------------------------------

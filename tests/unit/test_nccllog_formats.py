@@ -44,6 +44,18 @@ def test_real_log_without_its_prefixes_keeps_its_transports(name):
     assert [p.key for p in cut.summary.pairs] == [p.key for p in full.summary.pairs]
 
 
+@pytest.mark.parametrize("name", ["net-ib-gdrdma-p2p-cumem-2node-4rank-nccltests.log",
+                                  "p2p-direct-pointer-and-shm-8gpu-single-process.log"])
+def test_real_healthy_log_without_its_prefixes_raises_no_alarm(name):
+    # The same healthy excerpts with their prefixes cut (and 'NCCL INFO' kept, as pasted): no host is named, and a
+    # run of two nodes that stops at nccl-tests' table header is not taken for a run of one host that stalled.
+    text = real.nccl_log(name).read_text()
+    stripped = "\n".join(re.sub(r"^\S+:\d+:\d+ \[\d+\] ", "", line) for line in text.splitlines()) + "\n"
+    facts = parse(stripped)
+    found = diagnosis.diagnose(diagnosis.Inputs(logs=facts, log_findings=nccl_checks.judge(facts)))
+    assert [d.id for d in found if d.severity in ("fail", "warn")] == []
+
+
 def test_reduced_and_cut_prefixes_are_read():
     # Written for this test; the cut form 'NFO Channel 07/0 : ...' is the one quoted in the issue.
     text = "\n".join([
@@ -166,6 +178,27 @@ def test_app_lines_quoting_nccl_words_stay_app_lines():
     f = parse("RuntimeError: NCCL error in: ProcessGroupNCCL.cpp:1269, unhandled system error, NCCL version 2.18.1\n"
               "ncclSystemError: Last error: NCCL WARN Call to ibv_create_qp failed\n")
     assert [a.kind for a in f.app_errors] == ["torch"] and f.unprefixed == 1
+
+
+def test_nccl_shm_failure_quoted_without_its_prefix_is_read_as_its_warn():
+    # Written for this test: NCCL's own words for a /dev/shm segment it could not create, quoted by a user without
+    # the 'NCCL WARN' prefix, alone and after PyTorch's 'Last error:' (read once, not twice).
+    alone = parse("Error while creating shared memory segment /dev/shm/nccl-Ab12Cd (size 7340384)\n")
+    assert [(w.kind, w.origin) for w in alone.warns] == [("shm", "last-error")]
+    quoted = parse("ncclSystemError: System call (e.g. socket, malloc) or external library call failed.\n"
+                   "Last error:\n"
+                   "Error while creating shared memory segment /dev/shm/nccl-Ab12Cd (size 7340384)\n")
+    assert [w.kind for w in quoted.warns] == ["shm"]
+    found = diagnosis.diagnose(diagnosis.Inputs(logs=alone, log_findings=nccl_checks.judge(alone)))
+    assert found and found[0].category == "shm_too_small" and found[0].severity == "fail"
+
+
+def test_the_words_of_a_healthy_run_are_not_taken_for_a_quoted_warn():
+    # Written for this test: lines that mention /dev/shm or shared memory without NCCL's failure words.
+    f = parse("Filesystem      Size  Used Avail Use% Mounted on\n"
+              "shm              64M     0   64M   0% /dev/shm\n"
+              "node-a:1:1 [0] NCCL INFO Channel 00 : 0[0] -> 1[1] via SHM/direct/direct\n")
+    assert f.warns == []
 
 
 def test_no_real_log_names_an_unroutable_interface():

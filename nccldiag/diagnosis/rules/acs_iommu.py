@@ -45,6 +45,11 @@ def stalled_single_node(inp: Inputs) -> List[Evidence]:
         hosts = {p.host for p in f.procs}
         if len(hosts) > 1:
             continue
+        # a communicator of several nodes, or a channel through the network, is no run of one host (a log whose
+        # host:pid:tid prefixes were cut names no host)
+        if any((c.nnodes or 0) > 1 for c in f.comms) or any(c.transport in ("NET", "COLLNET")
+                                                             for c in f.channels[:1000]):
+            continue
         runs = [] if f.nccl_tests else [r for r in getattr(f, "nccl_tests_no_result", [])
                                         if r.ranks != 1 and not getattr(r, "elided", False)]
         table = [r for r in runs if r.table]

@@ -1,5 +1,10 @@
 """Wrong bootstrap or socket interface: loopback, docker/veth/bridge, link-local, or a host name that
-resolves to loopback or not at all. Names the interface to use."""
+resolves to loopback or not at all. Names the interface to use.
+
+An interface that cannot leave the host is the fault where NCCL uses it: first in the bootstrap list, a device a
+channel goes through ('via NET/Socket/<dev>'), or any listed one in a run that failed. Listed after a routable
+first one, in a run that shows no failure, it is noted (info), not alarmed on: NCCL 2.4 to 2.7 listed every
+interface it found, and such runs worked (pytorch/pytorch#68893)."""
 from __future__ import annotations
 
 import ipaddress
@@ -9,6 +14,7 @@ from typing import Dict, List, Optional
 
 from nccldiag.diagnosis.inputs import Inputs
 from nccldiag.diagnosis.model import Diagnosis, Evidence, finding_evidence, log_evidence
+from nccldiag.diagnosis.rules.unexplained import log_failed
 
 ID = "wrong-interface"
 TITLE = "Wrong bootstrap or socket interface"
@@ -74,6 +80,8 @@ def _fix(inp: Inputs, hosts: List[str], names_bad: bool) -> str:
 
 def diagnose(inp: Inputs) -> List[Diagnosis]:
     ev: List[Evidence] = []
+    listed: List[Evidence] = []
+    good: List[str] = []  # the routable interfaces listed beside those
     nodes: List[str] = []
     named = inp.check_findings("system.hostname_") + [f for f in inp.all_findings()
                                                       if f.check == "probe.hostname_loopback"]
@@ -85,13 +93,21 @@ def diagnose(inp: Inputs) -> List[Diagnosis]:
         nnodes = max([c.nnodes or 0 for c in ls.facts.comms] + [len({p.host for p in ls.facts.procs})])
         if nnodes < 2 and not multi and not any(c.transport == "NET" for c in ls.facts.channels[:200]):
             continue  # one node (no channel over the network): loopback is fine
+        used = {c.net_dev for c in ls.facts.channels if (c.net or "").lower() == "socket" and c.net_dev is not None}
+        failed = log_failed(ls.facts)
         for b in list(ls.facts.bootstrap) + [n for n in ls.facts.nets if n.net.lower().startswith("socket")]:
             devs = b.interfaces if hasattr(b, "interfaces") else b.devices
-            for d in devs:
+            for i, d in enumerate(devs):
                 why = bad_name(d.name) or bad_address(d.address)
-                if why:
+                idx = d.index if d.index is not None else i
+                # an interface listed after a routable first one carries traffic only where a channel uses it;
+                # listed and unused, in a run that shows no failure, it is not the cause of anything
+                if why and (idx == 0 or idx in used or failed):
                     ev.append(log_evidence(b.at, f"{b.text}  ({d.name} is {why})"))
                     nodes.append(b.at.host or "")
+                elif why:
+                    good.extend(x.name for x in devs if not (bad_name(x.name) or bad_address(x.address)))
+                    listed.append(log_evidence(b.at, f"{b.text}  ({d.name} is {why}; no channel shown uses it)"))
     if inp.probe is not None and multi:
         for host, given in sorted(inp.ifnames.items()):
             why = bad_name(given)
@@ -115,6 +131,15 @@ def diagnose(inp: Inputs) -> List[Diagnosis]:
                     ev.append(Evidence("probe", what, sr.setting.name, info.host))
                     nodes.append(info.host)
     nodes = [n for n in dict.fromkeys(nodes) if n]
+    if not ev and listed:
+        where = sorted({e.host for e in listed if e.host})
+        return [Diagnosis(ID, TITLE, "info", "NCCL lists an interface that cannot leave the host beside a routable "
+                          f"one{' on ' + ', '.join(where) if where else ''}; the run shows no failure",
+                          "medium", "an interface listed after a routable first one carries traffic only where a "
+                          "channel uses it: if the job fails or hangs connecting, it is the first suspect",
+                          (f"If the job fails connecting: NCCL_SOCKET_IFNAME={good[0]} GLOO_SOCKET_IFNAME={good[0]}."
+                           if good else _fix(inp, where, False)), nodes=where, evidence=listed[:4],
+                          category=CATEGORY)]
     if not ev:
         return []
     direct = [e for e in ev if e.kind in ("log", "probe")]

@@ -6,10 +6,12 @@ that aws-ofi-nccl older than 1.11 hands NCCL on p4d/p5 (NCCL_TOPO_FILE set by th
 nodes lack the attributes NCCL reads ('Attribute arch of node cpu not found'), and init fails, most often when
 the job sees a subset of the GPUs.
 
-Evidence: NET/OFI and NET/Plugin WARNs and load failures in NCCL's log; 'Plugin Path' / 'Loaded net plugin' on
-some hosts beside 'Could not find: libnccl-net.so ... internal' on others; 'Attribute X of node cpu not found'
-with no NCCL_TOPO_FILE echoed from the environment, or one under the plugin's install (NCCL 2.8 and newer: older
-NCCL failed the same way on any injected topology, NVIDIA/nccl#379).
+Evidence: NET/OFI and NET/Plugin WARNs and load failures in NCCL's log (the plugin found but refused by the
+loader: a library it needs missing or of another version, 'version ... not found'; or offering no API version
+NCCL reads), not NCCL's normal lines about an absent libnccl-net.so or older API and CollNet symbols;
+'Plugin Path' / 'Loaded net plugin' on some hosts beside 'Could not find: libnccl-net.so ... internal' on others;
+'Attribute X of node cpu not found' with no NCCL_TOPO_FILE echoed from the environment, or one under the plugin's
+install (NCCL 2.8 and newer: older NCCL failed the same way on any injected topology, NVIDIA/nccl#379).
 References: awslabs/awsome-distributed-ai#203 (FI_EFA_SET_CUDA_SYNC_MEMOPS, EFA installer 1.29.1+);
 NVIDIA/nccl#1634; aws/aws-ofi-nccl#785, NVIDIA/nccl#1726 (p5.48xl-topo.xml missing arch and vendor);
 aws-ofi-nccl release notes.
@@ -35,9 +37,17 @@ WORKAROUND = ("EFA with an old libfabric: FI_EFA_SET_CUDA_SYNC_MEMOPS=0; a plugi
               "(NCCL's internal IB everywhere)")
 CONFIRM = "NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET: 'NET/Plugin' and 'Using network' lines of every node"
 
+# the plugin's file was found but cannot load: a library it needs is missing or of another version (the loader's
+# words; a plugin file that is absent, 'libnccl-net.so: cannot open shared object file', is NCCL's normal case)
+LOAD_BROKEN = re.compile(r"version `?[\w.\-]+' not found|undefined symbol|"
+                         r"\.so[\w.]*: \S*?lib[\w.\-]+\.so[\w.]*: cannot open shared object file")
+# the plugin loaded, but offers no API version this NCCL reads
+NO_API = re.compile(r"Failed to find ncclNetPlugin symbol")
 PLUGIN_ERR = re.compile(r"NET/OFI\b.*(?:Unable|[Ff]ail|[Ee]rror|RC: -\d+|not supported|Could not find|[Nn]o \w+ provider)|"
-                        r"NET/Plugin\s*:.*(?:[Ff]ailed to (?:load|find|initiali)|dlerror|undefined symbol|"
-                        r"incompatible|version mismatch)|ncclNetPlugin_v\d+.*not found|"
+                        # not NCCL's normal lines: the absent libnccl-net.so it reports with its dlerror, nor the
+                        # older API versions ('ncclNetPlugin_v8') and the CollNet symbols it looks for in vain
+                        r"NET/Plugin\s*:.*(?:[Ff]ailed to (?:load|initiali)|Failed to find ncclNetPlugin symbol|"
+                        r"incompatible|version mismatch|" + LOAD_BROKEN.pattern + r")|ncclNetPlugin_v\d+.*not found|"
                         r"NET/(?:IBext|UCX|SHARP)\w*\s*:.*(?:[Ff]ail|[Ee]rror|Unable)|OFI plugin\b.*(?:fail|error)", re.I)
 
 
@@ -79,10 +89,18 @@ def plugin_split(inp: Inputs) -> List[C.Clue]:
     return ext[:2] + inn[:2] if ext and inn else []
 
 
+def plugin_load_broken(inp: Inputs) -> List[C.Clue]:
+    """NCCL's own 'NET/Plugin' INFO lines saying the plugin it found could not be loaded for a library it needs, or
+    offers no API version NCCL reads."""
+    return [C.Clue("error", p.text, p.at, p.text, p.at.host) for ls in inp.log_sets() for p in ls.facts.plugins
+            if "NET/Plugin" in p.text and (LOAD_BROKEN.search(p.text) or NO_API.search(p.text))]
+
+
 def diagnose(inp: Inputs) -> List[Diagnosis]:
     # data-path completion errors are the security group's; devices not found, the container's
     errs = [c for c in C.find(inp, PLUGIN_ERR, ("warn", "last-error", "error"))
             if not firewall.OFI_SEND.search(c.text) and not rdma_hidden.HIDDEN.search(c.text)]
+    errs += [c for c in plugin_load_broken(inp) if all(c.at is not e.at for e in errs)]
     split = plugin_split(inp)
     topo = plugin_topology(inp)
     if not errs and not split and topo:

@@ -16,6 +16,8 @@ from nccldiag.model.findings import SEVERITY, Finding, Status
 ID = "unexplained"
 TITLE = "Unexplained failure"
 CATEGORY = "unexplained"
+ADVICE_ID = "advice"  # warnings of a run that shows no failure (see advice_only)
+ADVICE_TITLE = "Warnings to read, no failure"
 TIER = 2
 MORE_LOG = ("rerun the job with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET,ENV and give every rank's log to "
             "'nccldiag log'; on the job's nodes run 'nccldiag check HOSTFILE'")
@@ -68,6 +70,29 @@ def stopped_in_init(f) -> Optional[Evidence]:
     return log_evidence(last.at, "init reached channel set-up here but no rank logged Init COMPLETE: " + last.text)
 
 
+def log_failed(f) -> bool:
+    """An NCCL log that shows a failure: a failed WARN or call chain, an application's NCCL error, a watchdog
+    timeout, or a line saying the run ended badly."""
+    return (any(w.failure for w in f.warns) or any(oc.failed for oc in f.orphan_chains) or bool(f.app_errors)
+            or bool(f.watchdogs) or any(_ENDED_BADLY.search(e.text) for e in (getattr(f, "errors", None) or [])))
+
+
+# Warnings of the log's checks about how a run communicates, not whether it worked: TCP sockets between nodes
+# (the only network of many clusters), an interface listed beside the routable one that no channel is seen to use,
+# NCCL or plugin WARN lines that returned no error (a failure printed at NCCL_DEBUG=WARN has a kind of its own:
+# a CUDA failure, a refused connection, a completion error).
+ADVICE = ("nccl.network", "nccl.socket_if", "nccl.warn")
+
+
+def advice_only(inp: Inputs) -> bool:
+    """Logs alone, none showing a failure, and no warning but advice (:data:`ADVICE`): a run that did not fail is
+    not a failure to name. The checks' table still shows the advice."""
+    sets = inp.log_sets()
+    alarms = [f for f in inp.all_findings() if f.status in (Status.FAIL, Status.WARN)]
+    return (bool(sets) and inp.check is None and inp.probe is None and not any(log_failed(ls.facts) for ls in sets)
+            and all(f.status == Status.WARN and f.check in ADVICE for f in alarms))
+
+
 def _first_finding(inp: Inputs, diagnoses: List[Diagnosis]) -> Tuple[Optional[Finding], int]:
     """The worst fail/warn finding that no diagnosis cites (an info diagnosis may account for a warning: P2P that
     consumer GPUs do not offer is expected), and how many there are."""
@@ -90,6 +115,13 @@ def fallback(inp: Inputs, diagnoses: List[Diagnosis]) -> List[Diagnosis]:
     ended = unfinished(inp)
     if first is None and not ended:
         return []
+    if not ended and first.status == Status.WARN and advice_only(inp):
+        # no failure to name, but no all-clear either: the warnings are noted for the reader
+        return [Diagnosis(ADVICE_ID, ADVICE_TITLE, "info", first.message, "low",
+                          f"the log shows no failure; {n} warning(s) of its checks are advice on how the run "
+                          "communicates or what NCCL printed, not a fault",
+                          first.fix or MORE_LOG, nodes=[first.host] if first.host else [],
+                          evidence=finding_evidence(first, 3), category=CATEGORY, tier=TIER, confirm=MORE_LOG)]
     ev: List[Evidence] = []
     if first is not None:
         ev.extend(finding_evidence(first, 3))
