@@ -478,6 +478,21 @@ def test_plugin_warnings_of_a_run_that_went_on_are_no_alarm_and_an_error_beside_
     assert categories(failed) != []
 
 
+def test_advice_is_noted_and_the_verdict_never_says_nothing_broken_beside_it():
+    from nccldiag.report.diagnoses_report import headline
+
+    # written for this test, in the words of a net plugin's retries (NCCL WARN lines that return no error)
+    text = ("a:1:2 [0] net_fastsocket.cc:765 NCCL WARN Cannot get incoming CPU.\n"
+            "b:3:4 [0] NCCL INFO NET/FastSocket : Connected after 1000 retries.\n")
+    (note,) = verdict(text)
+    assert (note.id, note.severity) == ("advice", "info") and "Cannot get incoming CPU" in note.summary
+    line, style = headline([note.to_dict()])
+    assert "nothing broken" not in line and "Warnings to read" in line and style == "ok"
+    # a log with no warning at all is the all-clear
+    clean = "a:1:2 [0] NCCL INFO comm 0x1 rank 0 nranks 1 cudaDev 0 nvmlDev 0 - Init COMPLETE\n"
+    assert verdict(clean) == [] and headline([])[0] == "Verdict: nothing broken"
+
+
 # ---- the unexplained verdict ---------------------------------------------------------------------------
 
 
