@@ -5,7 +5,7 @@ import json
 import os
 import sys
 import time
-from typing import Optional
+from typing import Dict, Optional
 
 import click
 
@@ -262,12 +262,23 @@ def check(bundle, only, skip, mesh_mode, save_dir, run_dir, p2p_test, verbose, c
             err.print(f"run directory: {run_dir}", style="muted", markup=False, highlight=False, soft_wrap=True)
 
     def view(d) -> None:  # the table needs each node's findings, never its facts
-        light = [jsonout.plain(check_report.node_entry(n, report.columns, include_facts=False))
+        light = [clean_text(_for_table(jsonout.plain(check_report.node_entry(n, report.columns, include_facts=False))))
                  for n in report.nodes]
-        check_report.render(dict(d, nodes=clean_text(light)), console(color=color), verbose=verbose)
+        check_report.render(dict(d, nodes=light), console(color=color), verbose=verbose)
 
     finish(doc, outs, view, None if keep.failed else run_dir, kept, nodes=nodes)
     sys.exit(doc["exit_code"])
+
+
+_TABLE_KEYS = ("area", "check", "status", "message", "fix", "host")  # what the table prints of a passed finding
+
+
+def _for_table(entry: Dict) -> Dict:
+    """A node's report entry as the terminal table reads it: a finding that passed or was skipped is printed
+    without its evidence or values (:func:`nccldiag.report.findings.render`), so they are not kept for it."""
+    entry["findings"] = [f if f.get("status") not in ("ok", "skip") else {k: f.get(k) for k in _TABLE_KEYS}
+                         for f in entry.get("findings") or []]
+    return entry
 
 
 def _spec(given: Optional[str]):
@@ -314,6 +325,9 @@ class _Keeper:
         self.bundle = bundle
         self.raw = os.path.join(path, "raw")
         self.judged = {}  # host -> NodeReport, judged once, as it arrived
+        from nccldiag.shards.judged import Shared
+
+        self.shared = Shared()  # the texts the nodes repeat, held once
         self.failed = ""  # why the run directory could not be written, once it could not
         self.lines = None
         try:
@@ -348,6 +362,7 @@ class _Keeper:
         summary the cluster areas compare and the facts the diagnoses read; the rest of its facts wait in the
         spool, read back as the report is written."""
         nr = j.node
+        self.shared.node(nr)
         self.judged[nr.host] = nr
         self.facts.add(nr.host, j.facts)
         if self.failed:

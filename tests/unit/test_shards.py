@@ -238,3 +238,31 @@ def test_only_a_live_ssh_collection_that_lets_nodes_go_is_spread():
     for kw, target, transport, release in (({"workers": 1}, inv, "ssh", True), ({"workers": 4}, inv, "srun", True),
                                            ({"workers": 4}, None, "local", True), ({"workers": 4}, inv, "ssh", False)):
         assert _workers(kw, target, transport, release) == 1
+
+
+def test_texts_the_judged_nodes_repeat_are_held_once_and_the_nodes_read_the_same():
+    import pickle
+
+    from nccldiag.areas import all_areas
+    from nccldiag.model.raw import RawNode
+    from nccldiag.shards.judged import Shared, judge
+    from tests.unit import bundles
+
+    def judged(host):
+        sections = dict(bundles.healthy_h100(host))
+        j = judge(RawNode(host=host, sections=sections, rcs={k: 0 for k in sections}, elapsed=0.1), all_areas())
+        return pickle.loads(pickle.dumps(j.node))  # as a worker sends it: texts of its own
+
+    a, b = judged("gpu001"), judged("gpu002")
+    before = [[f.to_dict() for f in n.findings] for n in (a, b)], [repr(n.facts) for n in (a, b)]
+    shared = Shared()
+    shared.node(a)
+    shared.node(b)
+    assert before == ([[f.to_dict() for f in n.findings] for n in (a, b)], [repr(n.facts) for n in (a, b)])
+    pairs = [(fa, fb) for fa, fb in zip(a.findings, b.findings) if fa.message == fb.message]
+    assert pairs and all(fa.message is fb.message for fa, fb in pairs)
+    assert a.findings[0].host == "gpu001" and b.findings[0].host == "gpu002"
+    full = Shared(limit=0)  # past the bound texts are kept as they are
+    c = judged("gpu003")
+    full.node(c)
+    assert not full.texts and [f.to_dict()["host"] for f in c.findings][:1] == ["gpu003"]
