@@ -50,3 +50,37 @@ def test_without_xargs_batches_keep_the_bound(tmp_path):
 
 def test_bound_grows_with_batches():
     assert mesh.command_timeout(255, 5, batch=16) > 16 * 10 > mesh.command_timeout(15, 5, batch=16)
+
+
+# CONSTRUCTED: an ssh stand-in whose first connection to each target times out (a peer's sshd slow under load)
+# and whose second authenticates; targets named deny* refuse the key every time. Each call is recorded.
+FLAKY_SSH = r"""#!/bin/sh
+for a in "$@"; do [ "$a" = -G ] && exit 0; done
+for a in "$@"; do t=$a; done
+d=__DIR__
+echo "$t" >> "$d/calls"
+case "$t" in deny*) echo "$t: Permission denied (publickey)." >&2; exit 255;; esac
+if [ -e "$d/seen.$t" ]; then exit 0; fi
+: > "$d/seen.$t"
+echo "ssh: connect to host $t port 22: Connection timed out" >&2
+exit 255
+"""
+
+
+def test_a_connection_that_fails_once_is_tried_again_and_a_refused_key_is_not(tmp_path):
+    bins = tmp_path / "bin"
+    bins.mkdir()
+    (bins / "ssh").write_text(FLAKY_SSH.replace("__DIR__", str(tmp_path)))
+    (bins / "ssh").chmod(0o755)
+    targets = ["node1", "node2", "deny3"]
+    cmd = mesh.build_command(targets, timeout=2, batch=4)
+    out = subprocess.run(["sh", "-c", cmd], capture_output=True, text=True, timeout=mesh.command_timeout(3, 2, 4),
+                         env={"PATH": f"{bins}:/usr/bin:/bin"})
+    results = {r.target: r for r in mesh.parse("src", out.stdout)}
+    assert results["node1"].rc == 0 and results["node2"].rc == 0
+    assert results["deny3"].rc == 255 and "Permission denied" in results["deny3"].message
+    calls = (tmp_path / "calls").read_text().split()
+    # a timed-out control-master connection, then the second try; the refused key once, never again
+    assert calls.count("node1") == 2 and calls.count("node2") == 2 and calls.count("deny3") == 1
+    findings = mesh.judge("src", targets, list(results.values()))
+    assert [f.status.value for f in findings] == ["fail"] and "1 of 3" in findings[0].message
