@@ -253,6 +253,10 @@ def _judge_memlock(facts: LimitsFacts, rdma: Optional[bool], rdma_words: str) ->
     elif facts.memlock_soft == UNLIMITED:
         findings.append(ok(NAME, "limits.memlock", f"memlock unlimited ({facts.memlock_source})",
                            actual=UNLIMITED, expected=UNLIMITED, evidence=evidence))
+    elif rdma is False:  # looked and found no RDMA NIC: nothing on this node needs its memory pinned
+        findings.append(ok(NAME, "limits.memlock", f"memlock {human(facts.memlock_soft)} ({facts.memlock_source}): "
+                           "no RDMA NIC on this node, so NCCL pins no memory here (RDMA would need it unlimited)",
+                           actual=facts.memlock_soft, expected=UNLIMITED, evidence=evidence))
     else:
         why = (f"RDMA ({rdma_words}) must pin NCCL's buffers: ibv_reg_mr/ibv_create_qp fail and NCCL reports "
                "'unhandled system error'" if rdma else "RDMA would need it unlimited (no RDMA NIC known here)")
