@@ -262,7 +262,8 @@ def check(bundle, only, skip, mesh_mode, save_dir, run_dir, p2p_test, verbose, c
             err.print(f"run directory: {run_dir}", style="muted", markup=False, highlight=False, soft_wrap=True)
 
     def view(d) -> None:  # the table needs each node's findings, never its facts
-        light = [clean_text(_for_table(jsonout.plain(check_report.node_entry(n, report.columns, include_facts=False))))
+        columns = report.columns
+        light = [clean_text(_for_table(jsonout.plain(check_report.node_entry(n, columns, include_facts=False))))
                  for n in report.nodes]
         check_report.render(dict(d, nodes=light), console(color=color), verbose=verbose)
 

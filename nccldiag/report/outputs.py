@@ -120,10 +120,12 @@ class Outputs:
             if fmt.needs and importlib.util.find_spec(fmt.needs[0]) is None:
                 raise UsageError(f"{opt} needs the {fmt.needs[0]} library: {fmt.needs[1]}")
 
-    def write(self, doc: Dict, nodes: Optional[Callable[[], Iterable[Dict]]] = None) -> None:
+    def write(self, doc: Dict, nodes: Optional[Callable[[], Iterable[Dict]]] = None,
+              json_text: Optional[str] = None) -> None:
         """Every requested file from the report document ``doc``. With ``nodes`` (``doc``'s ``nodes`` left
         empty), ``nodes()`` makes its nodes' parts in order: JSON is written as they are made, one at a
-        time; the other formats get the whole document, made once."""
+        time; the other formats get the whole document, made once. ``json_text``: a file that already holds
+        the document's JSON text (the run directory's ``report.json``), copied instead of made again."""
         from nccldiag.report import jsonout
 
         whole: List[Dict] = []
@@ -136,7 +138,9 @@ class Outputs:
         for fmt, path in self.items():
             opt = f"--{fmt.name}"
             try:
-                if fmt.name == "json" and nodes is not None:
+                if fmt.name == "json" and json_text is not None:
+                    text = _chunks(json_text)
+                elif fmt.name == "json" and nodes is not None:
                     text = jsonout.streamed(doc, nodes())
                 elif fmt.name == "json" and path != "-":
                     text = jsonout.pieces(doc)  # a JSON file is written piece by piece, never held whole
@@ -153,6 +157,16 @@ class Outputs:
                 raise UsageError(f"{opt}: {exc}") from None
             except OSError as exc:
                 raise UsageError(f"{opt} {path}: cannot write: {exc.strerror or exc}") from None
+
+
+def _chunks(path: str, size: int = 1 << 20) -> Iterable[str]:
+    """The text of the file at ``path``, a piece at a time."""
+    with open(path, encoding="utf-8") as f:
+        while True:
+            piece = f.read(size)
+            if not piece:
+                return
+            yield piece
 
 
 def _echo(text: Union[str, Iterable[str]]) -> None:
