@@ -137,6 +137,7 @@ def write_text(path: str, text: Union[str, Iterable[str]], mode: Optional[int] =
 # Compact values: the C encoder (json's own only runs for text without indentation); what is not JSON is
 # written as its str(), as plain() reads it.
 _COMPACT = json.JSONEncoder(default=str)
+_NESTED = (dict, list, tuple)
 OUTLINE_DEPTH = 4  # objects and arrays laid out one member per line above this depth ...
 LIST_DEPTH = 3  # ... and, for the members of an array, above this one (a log's records, a node's findings)
 
@@ -145,7 +146,8 @@ def pieces(data: Dict) -> Iterator[str]:
     """The JSON text of a report, exactly as every writer writes it, piece by piece, and a newline.
 
     The outline is indented by two spaces, one member per line: the report's parts, each node, each of a
-    node's findings and areas, each record of a log. Each of those is one line of compact JSON (``, `` and
+    node's findings and areas, each record of a log. Each of those, and an array of plain values (strings,
+    numbers), is one line of compact JSON (``, `` and
     ``: `` between members), which keeps a report greppable by node or finding and lets the C encoder write
     the bulk of it (about ten times the pure-Python indenting encoder's speed). A writer that writes the pieces
     as they come holds none of the text."""
@@ -159,7 +161,8 @@ def outline(value, depth: int, in_list: bool) -> Iterator[str]:
     one piece of its own."""
     kind = type(value)
     if (kind is not dict and kind is not list and kind is not tuple) or not value or depth >= OUTLINE_DEPTH or \
-            (in_list and depth >= LIST_DEPTH):
+            (in_list and depth >= LIST_DEPTH) or \
+            (kind is not dict and not any(type(v) in _NESTED for v in value)):  # an array of plain values
         yield _COMPACT.encode(value)
         return
     inner = "\n" + "  " * (depth + 1)
@@ -167,7 +170,7 @@ def outline(value, depth: int, in_list: bool) -> Iterator[str]:
     if kind is dict:
         yield "{"
         for key, member in value.items():
-            yield (inner if first else "," + inner) + _key(key) + ": "
+            yield (inner if first else "," + inner) + member_name(key) + ": "
             first = False
             yield from outline(member, depth + 1, False)
         yield "\n" + "  " * depth + "}"
@@ -180,7 +183,7 @@ def outline(value, depth: int, in_list: bool) -> Iterator[str]:
         yield "\n" + "  " * depth + "]"
 
 
-def _key(key) -> str:
+def member_name(key) -> str:
     """A member's name as json writes it (a number, true, false or null as its text in quotes)."""
     if type(key) is str:
         return json.encoder.encode_basestring_ascii(key)

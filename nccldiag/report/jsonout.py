@@ -8,7 +8,7 @@ import time
 from typing import Any, Dict, Iterable, Iterator, Optional, Union
 
 from nccldiag import __version__
-from nccldiag.atomic import dumps, outline, pieces, plain, write_text
+from nccldiag.atomic import dumps, member_name, outline, pieces, plain, write_text
 
 
 def envelope(schema: str, started: Optional[float] = None, elapsed: Optional[float] = None) -> Dict[str, Any]:
@@ -58,24 +58,29 @@ def streamed(doc: Dict, nodes: Iterable[Dict]) -> Iterator[str]:
     """The JSON text of the report ``doc`` whose ``nodes`` (empty in ``doc``) are ``nodes``, each made as it is
     written: exactly :func:`nccldiag.atomic.pieces` of the whole document, holding one node's part at a time."""
     nodes = iter(nodes)
-    entry = next(nodes, _SLOT)
-    if entry is _SLOT:  # no node: the document as it is
+    entry = next(nodes, _NONE)
+    if entry is _NONE:  # no node: the document as it is
         yield from pieces(doc)
         return
-    head = dict(doc)
-    head["nodes"] = [_SLOT]
-    for piece in pieces(head):
-        if piece != _SLOT_TEXT:  # the slot, a string in an array, is a piece of its own
-            yield piece
+    yield "{"
+    first = True
+    for key, member in doc.items():
+        yield ("\n  " if first else ",\n  ") + member_name(key) + ": "
+        first = False
+        if key != "nodes":
+            yield from outline(member, 1, False)
             continue
-        while entry is not _SLOT:
-            yield from outline(entry, _NODE_DEPTH, True)  # as the whole document's layout writes a node
+        yield "["
+        sep = "\n" + "  " * _NODE_DEPTH
+        while entry is not _NONE:  # as the whole document's outline writes a node
+            yield sep
+            yield from outline(entry, _NODE_DEPTH, True)
             entry = None  # the node written is let go before the next is made
-            entry = next(nodes, _SLOT)
-            if entry is not _SLOT:
-                yield ",\n" + "  " * _NODE_DEPTH
+            entry = next(nodes, _NONE)
+            sep = ",\n" + "  " * _NODE_DEPTH
+        yield "\n  ]"
+    yield "\n}\n"
 
 
-_SLOT = "\x00nccldiag-node-slot\x00"
-_SLOT_TEXT = '"\\u0000nccldiag-node-slot\\u0000"'
+_NONE = object()
 _NODE_DEPTH = 2  # the document, its "nodes" array, each node

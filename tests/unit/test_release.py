@@ -216,7 +216,7 @@ def test_the_report_text_is_an_indented_outline_of_compact_members():
     assert dumps(doc) == (
         '{\n  "nodes": [\n    {\n      "host": "gpu001",\n      "facts": {\n'
         '        "ib": {"ports": [], "rate": 400.0, "x": {}}\n      },\n      "m": "\\u00e9\\u2028"\n    }\n  ],\n'
-        '  "nan": NaN,\n  "set": "{3}",\n  "tuple": [\n    1,\n    2\n  ],\n  "none": null,\n  "7": "seven"\n}\n')
+        '  "nan": NaN,\n  "set": "{3}",\n  "tuple": [1, 2],\n  "none": null,\n  "7": "seven"\n}\n')
     assert json.dumps(plain(doc)) == json.dumps(json.loads(dumps(doc)))
 
 
@@ -377,3 +377,17 @@ def test_a_report_written_node_by_node_is_the_text_of_the_whole_document(nodes):
 
     doc = {"schema": "x", "nodes": nodes, "after": {"diagnoses": []}}
     assert "".join(streamed(dict(doc, nodes=[]), iter(nodes))) == "".join(pieces(doc))
+
+
+def test_a_report_streamed_node_by_node_is_the_text_of_the_whole_document():
+    """Written for this test: a report head and nodes with findings, facts, empty values and plain arrays."""
+    from nccldiag.report.jsonout import dumps, streamed
+
+    head = {"schema": "nccldiag.check/1", "areas": ["ssh", "ib"], "summary": {"nodes": 2, "by_status": {"ok": 1}},
+            "notes": [], "nodes": [], "diagnoses": [{"id": "x", "nodes": ["gpu001"], "evidence": []}]}
+    nodes = [{"host": f"gpu00{i}", "areas": {"ssh": "ok", "ib": None},
+              "findings": [{"check": "ssh.collect", "evidence": ["a", "b"], "actual": {"n": i}}],
+              "facts": {"ib": {"ports": [{"name": "mlx5_0", "rate": 400}], "none": {}}, "ssh": None}}
+             for i in (1, 2)]
+    assert "".join(streamed(head, iter(nodes))) == dumps(dict(head, nodes=nodes))
+    assert "".join(streamed(head, iter([]))) == dumps(head)
