@@ -147,10 +147,9 @@ def pieces(data: Dict) -> Iterator[str]:
 
     The outline is indented by two spaces, one member per line: the report's parts, each node, each of a
     node's findings and areas, each record of a log. Each of those, and an array of plain values (strings,
-    numbers), is one line of compact JSON (``, `` and
-    ``: `` between members), which keeps a report greppable by node or finding and lets the C encoder write
-    the bulk of it (about ten times the pure-Python indenting encoder's speed). A writer that writes the pieces
-    as they come holds none of the text."""
+    numbers), is one line of compact JSON (``, `` and ``: `` between members), which keeps a report greppable
+    by node or finding and lets the C encoder write the bulk of it (about ten times the pure-Python indenting
+    encoder's speed). A writer that writes the pieces as they come holds none of the text."""
     yield from outline(data, 0, False)
     yield "\n"
 
