@@ -554,6 +554,24 @@ def test_nccl_connecting_to_loopback_is_the_interface_not_the_host_name():
     assert "hostname_resolution" not in categories(text)
 
 
+def test_sockets_the_environment_asked_for_in_a_run_without_failure_raise_no_alarm():
+    # written for this test: NCCL_IB_DISABLE=1 echoed, IPoIB bootstrap, the run set up and showing no error
+    text = ("h1:5:5 [0] NCCL INFO Bootstrap : Using ib0:172.19.0.21<0>\n"
+            "h1:5:5 [0] NCCL INFO NCCL_IB_DISABLE set by environment to 1.\n"
+            "h1:5:5 [0] NCCL INFO NET/Socket : Using [0]ib0:172.19.0.21<0>\n"
+            "h1:5:5 [0] NCCL INFO Using network Socket\n"
+            "h1:5:9 [0] NCCL INFO Channel 00 : 0[18000] -> 1[af000] via P2P/direct pointer\n")
+    assert categories(text) == []
+    assert any(d.id == "ib-unused-sockets" and d.severity == "info" for d in verdict(text))
+
+
+def test_an_hca_nccl_cannot_open_is_the_container_device():
+    # written for this test, in NCCL 2.2x's words
+    text = "h2:7:7 [0] NCCL WARN NET/IB : Unable to open device erdma_1\n"
+    d = top(text)
+    assert d.category == "rdma_device_not_in_container" and d.severity == "warn"
+
+
 def test_a_ring_that_does_not_close_names_versions_settings_or_nccl():
     # written for this test, in NCCL's words
     warn = "h3:1:2 [7] graph/rings.cc:38 NCCL WARN Error : ring 0 does not loop back to start (13 != 15).\n"
