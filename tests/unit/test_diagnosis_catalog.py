@@ -550,7 +550,8 @@ def test_nccl_connecting_to_loopback_is_the_interface_not_the_host_name():
             "NCCL version 2.18.5\nncclSystemError: System call (e.g. socket, malloc) or external library call failed "
             "or device error.\nLast error:\nsocketStartConnect: Connect to 127.0.0.1<45069> failed : Software caused "
             "connection abort\n")
-    assert top(text).category == "socket_ifname_wrong"
+    d = top(text)
+    assert d.category == "socket_ifname_wrong" and "loopback address" in d.summary
     assert "hostname_resolution" not in categories(text)
 
 

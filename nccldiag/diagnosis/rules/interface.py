@@ -112,7 +112,8 @@ def diagnose(inp: Inputs) -> List[Diagnosis]:
                 elif why:
                     good.extend(x.name for x in devs if not (bad_name(x.name) or bad_address(x.address)))
                     listed.append(log_evidence(b.at, f"{b.text}  ({d.name} is {why}; no channel shown uses it)"))
-    for c in C.find(inp, NCCL_LOOPBACK_CONNECT, ("warn", "last-error", "error", "app"))[:2]:
+    loop = C.find(inp, NCCL_LOOPBACK_CONNECT, ("warn", "last-error", "error", "app"))[:2]
+    for c in loop:
         ev.extend(c.evidence())  # NCCL advertises its socket interface's address: the peer's NCCL chose 'lo'
         nodes.append(c.host or "")
     if inp.probe is not None and multi:
@@ -158,6 +159,7 @@ def diagnose(inp: Inputs) -> List[Diagnosis]:
     # evidence of the host name alone: its category is the name's, the interface is how to live with it
     return [Diagnosis(ID, TITLE, "fail" if direct else "warn",
                       f"bootstrap/socket interface unusable between nodes on {', '.join(nodes) or 'the nodes'}"
-                      + ("" if direct else ": the host name resolves to loopback or not at all"),
+                      + ("" if direct else ": the host name resolves to loopback or not at all")
+                      + (": NCCL connected to a peer's loopback address (its NCCL used 'lo')" if loop else ""),
                       conf, why, _fix(inp, nodes, bool(named)), nodes=nodes, evidence=ev[:10], missing=missing,
                       category=CATEGORY if direct else "hostname_resolution")]
