@@ -581,3 +581,17 @@ def test_a_ring_that_does_not_close_names_versions_settings_or_nccl():
     assert top(two).category == "version_mismatch"
     hostid = "h3:1:1 [7] NCCL INFO NCCL_HOSTID set by environment to node\n" + warn
     assert top(hostid).category == "nccl_env_misconfig"
+
+
+def test_ib_without_gdrdma_in_a_run_that_completed_is_a_note_from_the_log_alone():
+    # written for this test: two nodes over IB, no '/GDRDMA', no GDR statement by NCCL, init complete
+    text = ("a:1:2 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB ; OOB eth0:10.0.0.1<0>\n"
+            "a:1:2 [0] NCCL INFO Using network IB\n"
+            "a:1:2 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 busId 1000 - Init START\n"
+            "a:1:2 [0] NCCL INFO Channel 00/0 : 1[0] -> 0[0] [receive] via NET/IB/0\n"
+            "a:1:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [send] via NET/IB/0\n"
+            "b:3:4 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [receive] via NET/IB/0\n"
+            "a:1:2 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 busId 1000 - Init COMPLETE\n"
+            "b:3:4 [0] NCCL INFO comm 0x2 rank 1 nranks 2 cudaDev 0 busId 1000 - Init COMPLETE\n")
+    assert categories(text) == []
+    assert any(d.id == "gdr-unused" and d.severity == "info" for d in verdict(text))

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import List
 
+from nccldiag.diagnosis import clues as C
 from nccldiag.diagnosis.inputs import Inputs
 from nccldiag.diagnosis.model import Diagnosis, Evidence, finding_evidence, log_evidence
 from nccldiag.diagnosis.rules.unexplained import log_failed
@@ -105,7 +106,17 @@ def diagnose(inp: Inputs) -> List[Diagnosis]:
             # NCCL says the GPU cannot do GPUDirect RDMA: expected for that GPU, nothing on the node to fix
             conf, why = "high", "NCCL reported that the GPU does not support GPUDirect RDMA"
             fix, missing = "Nothing to fix on the node: this GPU model has no GPUDirect RDMA; use GPUs that do.", []
-        out.append(Diagnosis(ID, TITLE, "info" if unsupported else "warn",
+        stated = [g for g in ls.facts.gdr if not g.enabled]
+        completed = any(e.phase == "COMPLETE" for e in ls.facts.inits) or bool(getattr(ls.facts, "nccl_tests", None))
+        quiet = (inp.check is None and not close and not pm and not stated and completed
+                 and not log_failed(ls.facts))
+        if quiet and not unsupported:
+            # the log alone, a run that set up and shows no failure, NCCL saying nothing of GDR: NCCL leaves GDR off
+            # by design where GPU and NIC are far apart (NCCL_NET_GDR_LEVEL): a note until the nodes are checked
+            why = ("the log shows IB without GDRDMA in a run that shows no failure, and NCCL said nothing of GDR: "
+                   "NCCL leaves it off where GPU and NIC are far apart; the nodes were not checked")
+            ev += [e for f in C.findings(inp, "nccl.gdrdma") for e in finding_evidence(f, 1)]  # the note accounts for it
+        out.append(Diagnosis(ID, TITLE, "info" if unsupported or quiet else "warn",
                              f"[{ls.label}] NCCL used NET/IB without GPUDirect RDMA"
                              + (f" on {', '.join(nodes)}" if nodes else "")
                              + (f" (NCCL: {'; '.join(reasons)})" if reasons else "")
