@@ -472,7 +472,8 @@ _MEMLOCK_FNS = {"ibv_reg_mr", "ibv_reg_mr_iova2", "ibv_reg_dmabuf_mr", "ibv_crea
 def _ibv(facts: NcclLogFacts) -> List[Finding]:
     out = []
     ws = _by_kind(facts, "ibv")
-    memlock = [w for w in ws if w.detail.get("fn") in _MEMLOCK_FNS or "Cannot allocate memory" in w.message]
+    memlock = [w for w in ws if (w.detail.get("fn") in _MEMLOCK_FNS or "Cannot allocate memory" in w.message)
+               and "Operation not supported" not in w.message]  # a call the stack lacks, not a limit
     modify = [w for w in ws if w.detail.get("fn") == "ibv_modify_qp"]
     other = [w for w in ws if w not in memlock and w not in modify]
     for group, what, fix in ((memlock, "memlock limit", FIX_MEMLOCK), (modify, "RoCE GID or routing", FIX_MODIFY_QP),

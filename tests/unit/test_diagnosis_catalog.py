@@ -528,3 +528,70 @@ def test_the_verdict_failing_inside_nccldiag_is_no_all_clear(monkeypatch):
     monkeypatch.setattr(unexplained, "fallback", lambda inp, diags: 1 / 0)
     d = top("h:1:1 [0] foo.cc:1 NCCL WARN Something nobody has seen before\n")
     assert d.id == "unexplained.internal" and "ZeroDivisionError" in d.summary
+
+
+# ---- registration the stack lacks, loopback peers, sockets by choice, unopened HCAs, rings --------------------------
+
+
+def test_dmabuf_registration_not_supported_is_gdr_not_memlock():
+    # written for this test, in NCCL 2.13's words
+    text = "n1:10:20 [0] misc/ibvwrap.cc:288 NCCL WARN Call to ibv_reg_dmabuf_mr failed with error Operation not supported\n"
+    d = top(text)
+    assert d.category == "gdr_unused" and "NCCL_DMABUF_ENABLE=0" in d.fix
+    assert "memlock_limit" not in categories(text)
+    # written for this test: a registration that ran out of locked memory stays memlock's
+    enomem = "n1:10:20 [0] misc/ibvwrap.cc:288 NCCL WARN Call to ibv_reg_mr_iova2 failed with error Cannot allocate memory\n"
+    assert top(enomem).category == "memlock_limit"
+
+
+def test_nccl_connecting_to_loopback_is_the_interface_not_the_host_name():
+    # written for this test: NCCL advertises its socket interface's address, so 127.0.0.1<port> is 'lo' chosen
+    text = ("torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1331, unhandled system error, "
+            "NCCL version 2.18.5\nncclSystemError: System call (e.g. socket, malloc) or external library call failed "
+            "or device error.\nLast error:\nsocketStartConnect: Connect to 127.0.0.1<45069> failed : Software caused "
+            "connection abort\n")
+    d = top(text)
+    assert d.category == "socket_ifname_wrong" and "loopback address" in d.summary
+    assert "hostname_resolution" not in categories(text)
+
+
+def test_sockets_the_environment_asked_for_in_a_run_without_failure_raise_no_alarm():
+    # written for this test: NCCL_IB_DISABLE=1 echoed, IPoIB bootstrap, the run set up and showing no error
+    text = ("h1:5:5 [0] NCCL INFO Bootstrap : Using ib0:172.19.0.21<0>\n"
+            "h1:5:5 [0] NCCL INFO NCCL_IB_DISABLE set by environment to 1.\n"
+            "h1:5:5 [0] NCCL INFO NET/Socket : Using [0]ib0:172.19.0.21<0>\n"
+            "h1:5:5 [0] NCCL INFO Using network Socket\n"
+            "h1:5:9 [0] NCCL INFO Channel 00 : 0[18000] -> 1[af000] via P2P/direct pointer\n")
+    assert categories(text) == []
+    assert any(d.id == "ib-unused-sockets" and d.severity == "info" for d in verdict(text))
+
+
+def test_an_hca_nccl_cannot_open_is_the_container_device():
+    # written for this test, in NCCL 2.2x's words
+    text = "h2:7:7 [0] NCCL WARN NET/IB : Unable to open device erdma_1\n"
+    d = top(text)
+    assert d.category == "rdma_device_not_in_container" and d.severity == "warn"
+
+
+def test_a_ring_that_does_not_close_names_versions_settings_or_nccl():
+    # written for this test, in NCCL's words
+    warn = "h3:1:2 [7] graph/rings.cc:38 NCCL WARN Error : ring 0 does not loop back to start (13 != 15).\n"
+    assert top(warn).category == "nccl_bug"
+    two = "NCCL version 2.18.1+cuda12.1\nNCCL version 2.19.3+cuda12.2\n" + warn
+    assert top(two).category == "version_mismatch"
+    hostid = "h3:1:1 [7] NCCL INFO NCCL_HOSTID set by environment to node\n" + warn
+    assert top(hostid).category == "nccl_env_misconfig"
+
+
+def test_ib_without_gdrdma_in_a_run_that_completed_is_a_note_from_the_log_alone():
+    # written for this test: two nodes over IB, no '/GDRDMA', no GDR statement by NCCL, init complete
+    text = ("a:1:2 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB ; OOB eth0:10.0.0.1<0>\n"
+            "a:1:2 [0] NCCL INFO Using network IB\n"
+            "a:1:2 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 busId 1000 - Init START\n"
+            "a:1:2 [0] NCCL INFO Channel 00/0 : 1[0] -> 0[0] [receive] via NET/IB/0\n"
+            "a:1:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [send] via NET/IB/0\n"
+            "b:3:4 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [receive] via NET/IB/0\n"
+            "a:1:2 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 busId 1000 - Init COMPLETE\n"
+            "b:3:4 [0] NCCL INFO comm 0x2 rank 1 nranks 2 cudaDev 0 busId 1000 - Init COMPLETE\n")
+    assert categories(text) == []
+    assert any(d.id == "gdr-unused" and d.severity == "info" for d in verdict(text))

@@ -54,6 +54,7 @@ RULE_MODULES = (
     "collective_mismatch",
     "duplicate_hostname",
     "versions",
+    "ring_mismatch",
     "nccl_defect",
     "nccltests_no_mpi",
     "nccl_env",

@@ -3,8 +3,10 @@ from __future__ import annotations
 
 from typing import List
 
+from nccldiag.diagnosis import clues as C
 from nccldiag.diagnosis.inputs import Inputs
 from nccldiag.diagnosis.model import Diagnosis, Evidence, finding_evidence, log_evidence
+from nccldiag.diagnosis.rules.unexplained import log_failed
 from nccldiag.nccl.log import NET_IB, NET_IB_GDR
 
 ID = "gdr-unused"
@@ -14,6 +16,10 @@ FIX_PEERMEM = ("Load nvidia-peermem on every node ('modprobe nvidia-peermem', an
                "or use DMA-BUF (NVIDIA open kernel module, Linux 5.12+, NCCL 2.13+).")
 FIX_DMABUF = ("DMA-BUF is not usable here: it needs the NVIDIA open kernel module, Linux 5.12 or newer and NCCL 2.13 "
               "or newer; otherwise load nvidia-peermem.")
+
+FIX_DMABUF_OFF = ("Set NCCL_DMABUF_ENABLE=0 and load nvidia-peermem for GPUDirect RDMA, or give DMA-BUF what it needs "
+                  "(NVIDIA open kernel module, Linux 5.12+, an RDMA stack with ibv_reg_dmabuf_mr: rdma-core 34+ or "
+                  "MLNX_OFED 5.5+); newer NCCL versions fall back to nvidia-peermem by themselves.")
 
 
 def _close(topo, nics: List[str]) -> List[str]:
@@ -29,8 +35,33 @@ def _close(topo, nics: List[str]) -> List[str]:
     return out
 
 
-def diagnose(inp: Inputs) -> List[Diagnosis]:
+def _dmabuf_unsupported(inp: Inputs) -> List[Diagnosis]:
+    """NCCL (2.13+) registers GPU memory with DMA-BUF where it thinks it can; 'ibv_reg_dmabuf_mr failed with error
+    Operation not supported' says the RDMA driver stack (or kernel, or GPU driver) lacks it. NCCL then needs
+    nvidia-peermem, or NCCL_DMABUF_ENABLE=0 to stop trying (NVIDIA/nccl#778)."""
     out: List[Diagnosis] = []
+    for ls in inp.log_sets():
+        ws = [w for w in ls.facts.warns if w.kind == "ibv" and w.detail.get("fn") == "ibv_reg_dmabuf_mr"
+              and "Operation not supported" in w.message]
+        if not ws:
+            continue
+        hosts = sorted({w.at.host for w in ws if w.at.host})
+        failed = log_failed(ls.facts)
+        out.append(Diagnosis(ID, TITLE, "fail" if failed else "warn",
+                             f"[{ls.label}] DMA-BUF registration of GPU memory is not supported by the RDMA stack"
+                             + (f" on {', '.join(hosts)}" if hosts else "") + ": " + ws[0].message,
+                             "medium", "NCCL tried GPUDirect RDMA through DMA-BUF and the driver refused the call; "
+                             "without nvidia-peermem there is no GPUDirect RDMA, and older NCCL versions do not fall "
+                             "back cleanly", FIX_DMABUF_OFF, nodes=hosts,
+                             evidence=[log_evidence(w.at, w.text) for w in ws[:3]],
+                             missing=([] if inp.check is not None else
+                                      ["nccldiag check HOSTFILE --only gdr  (nvidia-peermem, open kernel module, "
+                                       "kernel version)"])))
+    return out
+
+
+def diagnose(inp: Inputs) -> List[Diagnosis]:
+    out: List[Diagnosis] = _dmabuf_unsupported(inp)
     for ls in inp.log_sets():
         if ls.env.get("NCCL_NET_GDR_LEVEL") == "LOC":
             continue  # asked for no GDR
@@ -75,7 +106,17 @@ def diagnose(inp: Inputs) -> List[Diagnosis]:
             # NCCL says the GPU cannot do GPUDirect RDMA: expected for that GPU, nothing on the node to fix
             conf, why = "high", "NCCL reported that the GPU does not support GPUDirect RDMA"
             fix, missing = "Nothing to fix on the node: this GPU model has no GPUDirect RDMA; use GPUs that do.", []
-        out.append(Diagnosis(ID, TITLE, "info" if unsupported else "warn",
+        stated = [g for g in ls.facts.gdr if not g.enabled]
+        completed = any(e.phase == "COMPLETE" for e in ls.facts.inits) or bool(getattr(ls.facts, "nccl_tests", None))
+        quiet = (inp.check is None and not close and not pm and not stated and completed
+                 and not log_failed(ls.facts))
+        if quiet and not unsupported:
+            # the log alone, a run that set up and shows no failure, NCCL saying nothing of GDR: NCCL leaves GDR off
+            # by design where GPU and NIC are far apart (NCCL_NET_GDR_LEVEL): a note until the nodes are checked
+            why = ("the log shows IB without GDRDMA in a run that shows no failure, and NCCL said nothing of GDR: "
+                   "NCCL leaves it off where GPU and NIC are far apart; the nodes were not checked")
+            ev += [e for f in C.findings(inp, "nccl.gdrdma") for e in finding_evidence(f, 1)]  # the note accounts for it
+        out.append(Diagnosis(ID, TITLE, "info" if unsupported or quiet else "warn",
                              f"[{ls.label}] NCCL used NET/IB without GPUDirect RDMA"
                              + (f" on {', '.join(nodes)}" if nodes else "")
                              + (f" (NCCL: {'; '.join(reasons)})" if reasons else "")

@@ -31,8 +31,10 @@ UNRESOLVED = re.compile(r"Name or service not known|Temporary failure in name re
                         r"[Cc]annot assign requested address")
 
 
-# A peer advertised loopback (its host name resolves to 127.0.1.1 or 127.0.0.1), so connecting to it fails
-LOOPBACK = re.compile(r"(?:connect(?:ing)?(?: to)?|remote=|Connect to)\s*\[?127\.0\.[01]\.1\]?[:<\]]|"
+# A peer advertised loopback (its host name resolves to 127.0.1.1 or 127.0.0.1), so connecting to it fails.
+# NCCL's own 'Connect to 127.0.0.1<port>' is not a name's: NCCL advertises its socket interface's address, so a
+# loopback one there is the interface (``wrong-interface``).
+LOOPBACK = re.compile(r"(?:connect(?:ing)?(?: to)?|remote=|Connect to)\s*\[?127\.0\.[01]\.1\]?[:\]]|"
                       r"local=\[127\.0\.[01]\.1\]|\[127\.0\.1\.1\]:\d+")
 
 

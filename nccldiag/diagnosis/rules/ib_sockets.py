@@ -6,6 +6,7 @@ from typing import List, Tuple
 
 from nccldiag.diagnosis.inputs import Inputs, LogSet
 from nccldiag.diagnosis.model import Diagnosis, Evidence, finding_evidence, log_evidence
+from nccldiag.diagnosis.rules.unexplained import log_failed
 from nccldiag.nccl.log import NET_IB, NET_IB_GDR, NET_SOCKET
 
 ID = "ib-unused-sockets"
@@ -104,6 +105,18 @@ def diagnose(inp: Inputs) -> List[Diagnosis]:
         missing = []
         if inp.check is None:
             missing.append("nccldiag check HOSTFILE --only ib,gdr,limits  (port state, GIDs, modules, memlock)")
+        chosen = [e for e in ls.facts.env if (e.name == "NCCL_IB_DISABLE" and e.value == "1")
+                  or (e.name == "NCCL_NET" and e.value.lower() == "socket")]
+        if chosen and not log_failed(ls.facts) and inp.check is None and inp.probe is None:
+            # the jobs' environment asked for sockets and the run shows no failure: a choice, not a fault
+            out.append(Diagnosis(ID, TITLE, "info",
+                                 f"[{ls.label}] NCCL used sockets as the environment asked "
+                                 f"({chosen[0].name}={chosen[0].value}) although InfiniBand/RoCE is present"
+                                 + (f" on {', '.join(hosts)}" if hosts else "") + "; the run shows no failure",
+                                 "medium", "a setting of the jobs' environment, not a fault: sockets between nodes "
+                                 "are slower than IB", "Unset " + chosen[0].name + " to let NCCL use IB between nodes.",
+                                 nodes=hosts, evidence=(ev + [log_evidence(chosen[0].at, chosen[0].text)])[:12]))
+            continue
         conf = "high" if causes and causes[0][0] >= 3 else ("medium" if causes else "low")
         why = ("NCCL's channel lines show sockets where IB is present; "
                + (f"top cause: {causes[0][1]}" if causes else "no cause has evidence yet"))

@@ -12,6 +12,7 @@ import os
 import re
 from typing import Dict, List, Optional
 
+from nccldiag.diagnosis import clues as C
 from nccldiag.diagnosis.inputs import Inputs
 from nccldiag.diagnosis.model import Diagnosis, Evidence, finding_evidence, log_evidence
 from nccldiag.diagnosis.rules.unexplained import log_failed
@@ -19,6 +20,9 @@ from nccldiag.diagnosis.rules.unexplained import log_failed
 ID = "wrong-interface"
 TITLE = "Wrong bootstrap or socket interface"
 CATEGORY = "socket_ifname_wrong"
+# NCCL connecting to a peer's loopback address ('socketStartConnect: Connect to 127.0.0.1<45069> failed'): NCCL
+# advertises the address of its socket interface, so that peer's NCCL chose loopback (no other interface matched)
+NCCL_LOOPBACK_CONNECT = re.compile(r"Connect to \[?127\.\d+\.\d+\.\d+\]?<\d+>.*failed")
 VIRTUAL = re.compile(r"^(lo|docker\d*|veth\w*|virbr\d*|br-\w+|cni\d*|flannel\.\d+|cali\w+|tun\d*|tap\d*)$")
 
 
@@ -108,6 +112,10 @@ def diagnose(inp: Inputs) -> List[Diagnosis]:
                 elif why:
                     good.extend(x.name for x in devs if not (bad_name(x.name) or bad_address(x.address)))
                     listed.append(log_evidence(b.at, f"{b.text}  ({d.name} is {why}; no channel shown uses it)"))
+    loop = C.find(inp, NCCL_LOOPBACK_CONNECT, ("warn", "last-error", "error", "app"))[:2]
+    for c in loop:
+        ev.extend(c.evidence())  # NCCL advertises its socket interface's address: the peer's NCCL chose 'lo'
+        nodes.append(c.host or "")
     if inp.probe is not None and multi:
         for host, given in sorted(inp.ifnames.items()):
             why = bad_name(given)
@@ -151,6 +159,7 @@ def diagnose(inp: Inputs) -> List[Diagnosis]:
     # evidence of the host name alone: its category is the name's, the interface is how to live with it
     return [Diagnosis(ID, TITLE, "fail" if direct else "warn",
                       f"bootstrap/socket interface unusable between nodes on {', '.join(nodes) or 'the nodes'}"
-                      + ("" if direct else ": the host name resolves to loopback or not at all"),
+                      + ("" if direct else ": the host name resolves to loopback or not at all")
+                      + (": NCCL connected to a peer's loopback address (its NCCL used 'lo')" if loop else ""),
                       conf, why, _fix(inp, nodes, bool(named)), nodes=nodes, evidence=ev[:10], missing=missing,
                       category=CATEGORY if direct else "hostname_resolution")]

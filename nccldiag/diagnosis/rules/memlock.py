@@ -19,6 +19,10 @@ FIX = ("Make memlock unlimited for the sessions the launcher starts: '* soft mem
 _FNS = {"ibv_reg_mr", "ibv_reg_mr_iova2", "ibv_reg_dmabuf_mr", "ibv_create_qp", "ibv_create_cq", "ibv_alloc_pd"}
 
 
+# a call the RDMA stack does not offer (ibv_reg_dmabuf_mr on a driver without DMA-BUF): no limit makes it fail
+NOT_SUPPORTED = re.compile(r"Operation not supported|EOPNOTSUPP|errno:? 95\b")
+
+
 # RDMA and UCX registration failures for want of locked memory, in any program's words
 _ENOMEM = re.compile(r"(?:ibv_\w+|mlx5dv_\w+|create_cq|reg_mr|register memory)\S*.*(?:Cannot allocate memory|ENOMEM|errno 12)|"
                      r"RLIMIT_MEMLOCK|max locked memory.*\b(?:64|65536|8192)\b|memlock.*(?:too (?:low|small)|limit)")
@@ -28,7 +32,8 @@ def diagnose(inp: Inputs) -> List[Diagnosis]:
     node = inp.check_findings("limits.memlock", Status.WARN)
     node = [f for f in node if f.check in ("limits.memlock", "limits.memlock_services")]
     warns = [w for ls in inp.log_sets() for w in ls.facts.warns
-             if w.kind == "ibv" and (w.detail.get("fn") in _FNS or "Cannot allocate memory" in w.message)]
+             if w.kind == "ibv" and (w.detail.get("fn") in _FNS or "Cannot allocate memory" in w.message)
+             and not NOT_SUPPORTED.search(w.message)]
     text = [c for c in C.find(inp, _ENOMEM, ("error", "app", "last-error")) if c.warn is None]
     if not warns and not text and not node:
         return []

@@ -16,6 +16,7 @@ from nccldiag.diagnosis import clues as C
 from nccldiag.diagnosis import ibverbs
 from nccldiag.diagnosis.inputs import Inputs
 from nccldiag.diagnosis.model import Diagnosis
+from nccldiag.diagnosis.rules.unexplained import log_failed
 
 ID = "rdma-device-hidden"
 TITLE = "RDMA devices not available inside the container"
@@ -44,6 +45,23 @@ def _ib_wanted(inp: Inputs) -> List[str]:
     return out
 
 
+# NCCL lists the HCA but cannot open it (its /dev/infiniband/uverbs* node not given to the container, or not
+# permitted): NCCL skips it, so the nodes' HCA sets differ and channels on it have no peer (NVIDIA/nccl#2428)
+NCCL_UNOPENED = re.compile(r"NET/IB\s*: Unable to open device \S+")
+
+
+def _unopened(inp: Inputs) -> List[Diagnosis]:
+    found = C.find(inp, NCCL_UNOPENED, ("warn", "last-error", "error", "app"))
+    if not found:
+        return []
+    failed = any(log_failed(ls.facts) for ls in inp.log_sets())
+    return [C.make(sys.modules[__name__], f"NCCL cannot open an RDMA device it lists{C.on(C.hosts(found))}", found,
+                   confidence="medium", severity="fail" if failed else "warn",
+                   why="NCCL skips an HCA it cannot open, so the ranks' HCA sets differ: a job across nodes fails "
+                       "on the mismatch, or hangs where NCCL_IGNORE_NET_MISMATCH hides it",
+                   alternatives=["nccl_env_misconfig: NCCL_IB_HCA naming a device of another node"])]
+
+
 def diagnose(inp: Inputs) -> List[Diagnosis]:
     opened = [c.clue for c in ibverbs.calls(inp) if c.fn in ("ibv_open_device", "ibv_get_device_list")]
     found = C.find(inp, HIDDEN, ("warn", "last-error", "error", "app")) + opened
@@ -58,7 +76,7 @@ def diagnose(inp: Inputs) -> List[Diagnosis]:
                        alternatives=["ib_port_down: no device at all on the host itself (driver not loaded, HCA "
                                      "down); 'ibv_devinfo' on the host tells"])]
     if not found:
-        return []
+        return _unopened(inp)
     return [C.make(sys.modules[__name__], f"the RDMA devices cannot be used inside the container"
                    f"{C.on(C.hosts(found))}", found, confidence="high" if opened else "medium",
                    why="opening the HCA or its provider failed where the job runs",
