@@ -16,6 +16,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from nccldiag.report import schema as schemas
 from tests import browser
+from tests.signals import ctrl_c_reaches
 from tests.integration.helpers import load_json, nccldiag, records, timed, wait_for
 from tests.integration.vcluster import vcluster_fixture
 
@@ -81,7 +82,7 @@ def test_check_interrupted_keeps_the_nodes_collected(cluster, tmp_path):
             [sys.executable, "-m", "nccldiag", "check", "-w", "hnode01,hnode02", "--ssh-config",
              str(cluster.ssh_config), "--only", "system", "--mesh", "none", "--connect-timeout", "120",
              "--run-dir", str(run)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-            stdin=subprocess.DEVNULL)
+            stdin=subprocess.DEVNULL, preexec_fn=ctrl_c_reaches)
         try:
             wait_for(lambda: (run / "nodes.jsonl").exists() and "hnode01" in (run / "nodes.jsonl").read_text(),
                      90, "hnode01 collected")

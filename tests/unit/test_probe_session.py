@@ -10,6 +10,7 @@ from click.testing import CliRunner
 from nccldiag.cli import main
 from nccldiag.probe import session
 from nccldiag.report import probe_report
+from tests.signals import ctrl_c_reaches
 
 
 # The run's deadline counts from the launch, so it also covers torch's start-up in every rank: most of a minute
@@ -59,7 +60,8 @@ def start_probe(tmp_path):
     env = {**os.environ, "XDG_STATE_HOME": str(state), "NO_COLOR": "1"}
     proc = subprocess.Popen([sys.executable, "-m", "nccldiag", "probe", "--backend", "gloo", "--nproc-per-node", "2",
                              "--iters", "2000", "--max-bytes", "1M", "--timeout", str(RUN_BOUND)],
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=ctrl_c_reaches)
     # a guard against a probe that never starts, not a verdict: torch's start-up takes most of a minute under load
     deadline = time.monotonic() + 300
     records = None

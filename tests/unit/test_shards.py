@@ -24,6 +24,7 @@ from nccldiag.collect import runner
 from nccldiag.inventory import Host
 from nccldiag.shards import pool
 from nccldiag.transport.ssh import SSHOptions
+from tests.signals import ctrl_c_reaches
 from tests.unit.sshserver import SSHServer
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -195,7 +196,8 @@ def test_sigterm_or_ctrl_c_stops_every_worker_and_the_check_ends(server, tmp_pat
     proc = subprocess.Popen([sys.executable, "-m", "nccldiag", "check", "-w", "n[1-4]", "--ssh-config", server.cfg,
                              "--only", "system", "--mesh", "none", "--workers", "2",
                              "--run-dir", str(tmp_path / "run")],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, env=env)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, env=env,
+                            preexec_fn=ctrl_c_reaches)
     try:
         # every host's login is waiting on the FIFO: both workers are at work
         _wait_for(lambda: server.accepted >= 4, "four connections")
