@@ -719,7 +719,7 @@ _OLD_IB_PORT = re.compile(r"(?P<name>[\w\-]+)/(?P<port>\d+)(?:\((?P<dist>\w+)\))
 _BOOTSTRAP = re.compile(r"\bBootstrap ?: Using\b(?P<body>.*)")
 _GDR = re.compile(
     r"(?:\bNET/(?P<net>[\w\-]+) ?: )?GPU Direct RDMA (?P<state>Enabled|Disabled) for "
-    r"(?:GPU (?P<gpu>[\w:.]+) / )?HCA (?P<hca>[\w\-]+)(?: '(?P<name>[^']*)')?(?: \((?P<reason>[^)]*)\)?)?")
+    r"(?:GPU (?P<gpu>[\w:.]+)(?:\[\d+\])? / )?HCA (?P<hca>[\w\-]+)(?: '(?P<name>[^']*)')?(?: \((?P<reason>[^)]*)\)?)?")
 _PLUGIN_PATH = re.compile(r"\bPlugin Path : (?P<v>\S+)")
 _P2P_PLUGIN = re.compile(r"\bP2P plugin (?P<v>\S+)")
 _LOADED_PLUGIN = re.compile(r"\bLoaded (?P<kind>net|collnet|coll) plugin (?P<v>.+?)\s*$")

@@ -418,3 +418,13 @@ def test_a_device_is_refused_before_anything_is_read():
     r = subprocess.run([sys.executable, "-m", "nccldiag", "log", "/dev/zero"], cwd=REPO, capture_output=True,
                        text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(REPO)})
     assert r.returncode == 2 and "/dev/zero: is a device or socket" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_gdr_disabled_for_a_gpu_with_its_device_in_brackets_is_read():
+    # written for this test, in NCCL 2.1x's words: 'GPU <index>[<device>]'
+    from nccldiag.nccl import log as nccllog
+
+    f = nccllog.parse("m:1:2 [2] NCCL INFO NET/IB : GPU Direct RDMA Disabled for GPU 2[2] / HCA 0 "
+                      "(distance 3 >= 2)\n", "job.log")
+    (g,) = f.gdr
+    assert (g.enabled, g.gpu, g.hca, g.net, g.reason) == (False, "2", "0", "IB", "distance 3 >= 2")
