@@ -78,20 +78,20 @@ def parse_nccl_tests(text: Optional[str]) -> Optional[NcclTestsRun]:
             run.headers += s.startswith("nThread")
             run.table = run.table or bool(_TITLES.search(s))
             continue
-        m = re.search(r"Avg bus bandwidth\s*:\s*([\d.]+)", s)
+        m = _AVG.search(s) if "Avg bus" in s else None
         if m:
             run.avg_busbw = float(m.group(1))
             run.summaries += 1
             continue
-        m = re.search(r"Collective test starting:\s*(\S+)", s)
+        m = _STARTING.search(s) if "Collective test" in s else None
         if m and run.name is None:
             run.name = m.group(1)
             continue
-        m = re.search(r"Out of bounds values\s*:\s*(\d+)", s)
+        m = _BOUNDS.search(s) if "Out of bounds" in s else None
         if m:
             run.out_of_bounds = int(m.group(1))
             continue
-        m = _RANK.search(s)
+        m = _RANK.search(s) if "Rank" in s else None
         if m:
             run.ranks += 1
             run.started = True
@@ -120,6 +120,9 @@ def parse_nccl_tests(text: Optional[str]) -> Optional[NcclTestsRun]:
 # a line that is only an elision mark, as posters cut long outputs
 _ELISION = re.compile(r"^(?:\.{3,}|\u2026|\[\s*(?:\.{3,}|\u2026|snip(?:ped)?)\s*\]|\(\s*(?:\.{3,}|\u2026)\s*\)|"
                       r"<\s*snip(?:ped)?\s*>|-+\s*snip\s*-+)$", re.I)
+_AVG = re.compile(r"Avg bus bandwidth\s*:\s*([\d.]+)")
+_STARTING = re.compile(r"Collective test starting:\s*(\S+)")
+_BOUNDS = re.compile(r"Out of bounds values\s*:\s*(\d+)")
 _TITLES = re.compile(r"^(?:size|bytes)\s+(?:count|N)\s+type\b")
 _HEADER = re.compile(r"^nThread \d+|^Using devices\s*$|^(?:size|bytes)\s+(?:count|N)\s+type\b")
 _RANK = re.compile(r"\bRank\s+\d+\s+(?:Group\s+\d+\s+)?(?:Pid\s+\d+\s+on\s+(?P<host>\S+)\s+)?(?:device\s+\d+|uses device"

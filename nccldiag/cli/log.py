@@ -64,7 +64,9 @@ def check_log(path: str) -> None:
 
 def parse_files(paths: Sequence[str], workers: Optional[int] = None):
     """Parse the logs at ``paths`` in blocks through the prefilter (memory bounded whatever their size); several
-    files in parallel, ``workers`` processes (default: one per core), as one job."""
+    files in parallel, ``workers`` processes (default: one per core), as one job. Returns the facts and the node
+    outputs pasted in the files (:func:`read_pasted`; each file scanned by the worker that parsed it)."""
+    from nccldiag.diagnosis import pasted
     from nccldiag.nccl import scan
 
     paths = expand(paths)
@@ -72,10 +74,14 @@ def parse_files(paths: Sequence[str], workers: Optional[int] = None):
         check_log(path)
     if "-" not in paths and len(paths) > 1 and workers != 1:
         try:
-            return scan.parse_paths(paths, workers=workers)
+            facts, parts = scan.read_paths(paths, workers=workers, each=_pasted_in)
         except scan.ReadError as exc:
             raise _LogUsageError(str(exc)) from None
-    return scan.parse_streams(_reading(paths))
+        out = pasted.Pasted()
+        for part in parts:
+            out.merge(part)
+        return facts, out
+    return scan.parse_streams(_reading(paths)), read_pasted(paths)
 
 
 def _reading(paths: Sequence[str]):
@@ -117,18 +123,24 @@ def read_pasted(paths: Sequence[str]):
     from nccldiag.diagnosis import pasted
 
     out = pasted.Pasted()
-    for path in expand(paths):
-        if path == "-":
-            continue
-        try:
-            if os.path.getsize(path) > pasted.MAX_TEXT:
-                continue
-            with open(path, "rb") as fh:
-                text = fh.read(pasted.MAX_TEXT + 1).decode("utf-8", "replace")
-        except OSError:
-            continue  # parse_files has read it or said why not
-        out.merge(pasted.scan(text, path))
+    for path in paths:
+        if path != "-":
+            out.merge(_pasted_in(path))
     return out
+
+
+def _pasted_in(path: str):
+    """The node outputs pasted in the file at ``path`` (none in a file over the size of a paste)."""
+    from nccldiag.diagnosis import pasted
+
+    try:
+        if os.path.getsize(path) > pasted.MAX_TEXT:
+            return pasted.Pasted()
+        with open(path, "rb") as fh:
+            text = fh.read(pasted.MAX_TEXT + 1).decode("utf-8", "replace")
+    except OSError:
+        return pasted.Pasted()  # parse_files has read it or said why not
+    return pasted.scan(text, path)
 
 
 def parse_expect(values: Sequence[str]) -> Dict[str, str]:
@@ -189,10 +201,10 @@ def log(files, require_ib, expect, include_channels, verbose, color, workers, **
     try:
         outs.validate()
         expected = parse_expect(expect)
-        facts = parse_files(files, workers)
+        facts, pastes = parse_files(files, workers)
         findings = nccl_checks.judge(facts, require_ib=require_ib, expected_env=expected)
         doc = plain(report.to_json(facts, findings, diagnosis.conclude(logs=facts, log_findings=list(findings),
-                                                                       pasted=read_pasted(files)),
+                                                                       pasted=pastes),
                                    include_channels))
         finish(doc, outs, lambda d: report.render(d, console(color=color), verbose=verbose))
     except (_LogUsageError, UsageError) as exc:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, overload
 
 from nccldiag.areas import gpuhealth, infiniband, limits
 from nccldiag.areas.base import NodeFacts
@@ -106,7 +106,86 @@ def _clean(line: str) -> str:
     return _QUOTE.sub("", line.rstrip("\r\n"))
 
 
-def _take(lines: List[str], i: int, starts: "re.Pattern[str]", body) -> int:
+def _bare(line: str) -> str:
+    return line
+
+
+# what each line a block or a process's end is told by holds (supersets of the expressions that read them), each
+# an expression that starts with a word: a text is searched for each apart (an alternation of them is searched
+# at a tenth of the speed), and only the lines they find are tried
+_STARTS = tuple(re.compile(x, re.M) for x in (
+    r"@", r"CA '", r"Infiniband device '", r"hca_id:", r"NVSMI LOG", r"GPU [0-9A-Fa-f]{4,8}:", r"link \S+/\d",
+    r"-[a-zA-Z]\)", r"/dev/shm\s*$"))
+_ENDS = tuple(re.compile(x) for x in (
+    "ignal", "exitcode", "Killed", "return code",  # signal_of
+    "Out of memory: Kill", "oom-kill", "Memory cgroup out of memory", "OOMKilled"))  # _OOM
+# the line breaks of str.splitlines that a split on '\n' does not make ('\r' is one unless '\r\n')
+_OTHER_BREAKS = ("\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029")
+
+
+class _Lines(Sequence[str]):
+    """The lines of a text (``str.splitlines``), each through ``tidy`` when it is first read, and the indexes of
+    the lines holding a match of an expression, found in the whole text at once: a long log is walked only
+    where a block or a word may be, and only those lines are split apart and tidied."""
+
+    def __init__(self, text: str, tidy: Callable[[str], str]) -> None:
+        self.text, self.tidy = text, tidy
+        # '\n' ends every line ('\r\n' too)
+        self.plain = not any(c in text for c in _OTHER_BREAKS) and \
+            ("\r" not in text or text.count("\r") == text.count("\r\n"))
+        self.done: Dict[int, str] = {}
+        self._raw: Optional[List[str]] = None
+
+    @property
+    def raw(self) -> List[str]:
+        """The lines as split, split when first needed."""
+        if self._raw is None:
+            text = self.text
+            self._raw = text.split("\n") if self.plain else text.splitlines()
+            if self.plain and self._raw[-1] == "":
+                self._raw.pop()  # the text's last line break, or none at all: splitlines gives no line after it
+        return self._raw
+
+    def __len__(self) -> int:
+        return len(self.raw)
+
+    @overload
+    def __getitem__(self, i: int) -> str: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> List[str]: ...
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(len(self.raw)))]
+        if i < 0:
+            i += len(self.raw)
+        line = self.done.get(i)
+        if line is None:
+            line = self.raw[i]  # IndexError past the end, as a list
+            if self.plain and line.endswith("\r"):
+                line = line[:-1]
+            line = self.done[i] = self.tidy(line)
+        return line
+
+    def candidates(self, words: Sequence["re.Pattern[str]"]) -> Iterator[int]:
+        """The indexes of the lines holding a match of any of ``words``, in order, once each."""
+        if not self.plain:
+            yield from (i for i, line in enumerate(self.raw) if any(w.search(line) for w in words))
+            return
+        text = self.text
+        found = sorted({m.start() for w in words for m in w.finditer(text)})
+        count = text.count
+        at, index, last = 0, 0, -1
+        for pos in found:
+            index += count("\n", at, pos)
+            at = pos
+            if index != last:
+                last = index
+                yield index
+
+
+def _take(lines: Sequence[str], i: int, starts: "re.Pattern[str]", body) -> int:
     """The index after the block that starts at ``i``: lines of the block's shape (or blank lines inside it)."""
     j = i + 1
     while j < len(lines):
@@ -141,13 +220,17 @@ MARKERS = ("CA '", "Infiniband device '", "hca_id:", "NVSMI LOG", "GPU 0", "-l)"
 
 def blocks(text: str, path: str = "<text>") -> List[Block]:
     """The node outputs pasted in ``text``, in order."""
-    if not any(m in text for m in MARKERS):
+    lines = _Lines(text, _clean)
+    starts = list(lines.candidates(_STARTS))
+    if not starts or not any(m in text for m in MARKERS):
         return []
-    lines = [_clean(l) for l in text.splitlines()]
     out: List[Block] = []
     host: Optional[str] = None
     i = 0
-    while i < len(lines):
+    for c in starts:
+        if c < i:  # inside the block read last
+            continue
+        i = c
         line = lines[i]
         pm = _PROMPT.match(line)
         if pm:
@@ -248,7 +331,7 @@ _ELASTIC_HOST = re.compile(r"^\s*host\s*:\s*(\S+)\s*$")  # torchelastic's failur
 _HANDLER_HOST = re.compile(r"^\s*\[([A-Za-z0-9][\w.-]*):\s*\d+\s*:")  # UCX / Open MPI: '[host:pid:0:tid] Caught'
 
 
-def _signal_host(lines: List[str], i: int) -> Optional[str]:
+def _signal_host(lines: Sequence[str], i: int) -> Optional[str]:
     """The host of the process whose end line ``i`` reports: its own prefix, or torchelastic's 'host :' above."""
     m = _HANDLER_HOST.match(lines[i])
     if m:
@@ -267,10 +350,9 @@ def scan(text: str, path: str = "<text>") -> Pasted:
         return out
     out.blocks = blocks(text, path)
     out.findings, out.facts = _judge(out.blocks)
-    if not any(m in text for m in ("ignal", "exitcode", "Killed", "return code", "emory", "oom", "OOM")):
-        return out
-    lines = text.splitlines()
-    for n, raw in enumerate(lines, 1):
+    lines = _Lines(text, _bare)
+    for i in lines.candidates(_ENDS):
+        n, raw = i + 1, lines[i]
         if "ignal" in raw or "exitcode" in raw or "Killed" in raw or "return code" in raw:
             no = signal_of(raw)
             if no is not None and no > 0:

@@ -243,10 +243,11 @@ class ReadError(Exception):
         return (ReadError, (self.path, self.reason))
 
 
-def _parse_one(task: Tuple[str, int, Dict[str, int]]) -> "L._Parser":
-    """A worker's job: one file, by a parser of its own, through the prefilter (run in a worker process). It
-    keeps only the records the merging parser still had room for when the file was handed out."""
-    path, keep, rooms = task
+def _parse_one(task: Tuple[str, int, Dict[str, int], Optional[Callable[[str], Any]]]) -> Tuple["L._Parser", Any]:
+    """A worker's job: one file, by a parser of its own, through the prefilter (run in a worker process), and
+    ``each(path)`` where given. The parser keeps only the records the merging parser still had room for when
+    the file was handed out."""
+    path, keep, rooms, each = task
     p = L._Parser(keep)
     p.limits = dict(rooms)
     try:
@@ -254,7 +255,7 @@ def _parse_one(task: Tuple[str, int, Dict[str, int]]) -> "L._Parser":
             feed(p, path, fh)
     except OSError as exc:
         raise ReadError(path, exc.strerror or str(exc)) from None
-    return p
+    return p, (each(path) if each is not None else None)
 
 
 def default_workers() -> int:
@@ -265,14 +266,21 @@ def default_workers() -> int:
 
 
 def parse_paths(paths: Sequence[str], keep: int = L.KEEP, workers: Optional[int] = None) -> "L.NcclLogFacts":
+    """:func:`read_paths` without a job of its own for each file."""
+    return read_paths(paths, keep, workers)[0]
+
+
+def read_paths(paths: Sequence[str], keep: int = L.KEEP, workers: Optional[int] = None,
+               each: Optional[Callable[[str], Any]] = None) -> Tuple["L.NcclLogFacts", List[Any]]:
     """The facts of the files at ``paths`` (one job), read in parallel: one worker process per core (``workers``),
     each file by a parser of its own, merged in the order of ``paths``. The same facts as reading the files one
     after the other; where a merge could not give them (:meth:`nccldiag.nccl.log._Parser.mergeable`: more
     processes or transport categories than the parser keeps, a path given twice), the files are read again in
-    turn. Raises :class:`ReadError` for a file that cannot be read."""
+    turn. With ``each`` (a module's function), also ``each(path)`` of every path, in order, run by the worker
+    that reads the file (it must not raise). Raises :class:`ReadError` for a file that cannot be read."""
     n = min(workers or default_workers(), len(paths))
     if n <= 1 or len(set(paths)) != len(paths):
-        return _in_turn(paths, keep)
+        return _in_turn(paths, keep, each)
     import multiprocessing
     from collections import deque
     from concurrent.futures import ProcessPoolExecutor
@@ -282,35 +290,38 @@ def parse_paths(paths: Sequence[str], keep: int = L.KEEP, workers: Optional[int]
     try:
         ctx = multiprocessing.get_context("fork")
     except ValueError:  # no fork on this platform: one process
-        return _in_turn(paths, keep)
+        return _in_turn(paths, keep, each)
     main = L._Parser(keep)
+    extras: List[Any] = []
     todo = iter(paths)
     with ProcessPoolExecutor(n, mp_context=ctx) as pool:
         # at most two files per worker in flight: the parts wait in memory only until merged, in order
-        running = deque(pool.submit(_parse_one, (p, keep, main.rooms())) for p in islice(todo, 2 * n))
+        running = deque(pool.submit(_parse_one, (p, keep, main.rooms(), each)) for p in islice(todo, 2 * n))
         try:
             while running:
-                part = running.popleft().result()
+                part, extra = running.popleft().result()
                 nxt = next(todo, None)
                 if nxt is not None:
-                    running.append(pool.submit(_parse_one, (nxt, keep, main.rooms())))
+                    running.append(pool.submit(_parse_one, (nxt, keep, main.rooms(), each)))
                 if not main.mergeable(part):
                     raise _InTurn()
                 main.merge(part)
+                extras.append(extra)
         except (_InTurn, BrokenProcessPool):  # a bound the merge cannot follow, or a worker that died
             pool.shutdown(wait=True, cancel_futures=True)
-            return _in_turn(paths, keep)
+            return _in_turn(paths, keep, each)
         except BaseException:
             pool.shutdown(wait=True, cancel_futures=True)
             raise
-    return main.finish()
+    return main.finish(), (extras if each is not None else [])
 
 
 class _InTurn(Exception):
     """The files must be read one after the other by one parser."""
 
 
-def _in_turn(paths: Sequence[str], keep: int) -> "L.NcclLogFacts":
+def _in_turn(paths: Sequence[str], keep: int, each: Optional[Callable[[str], Any]] = None
+             ) -> Tuple["L.NcclLogFacts", List[Any]]:
     p = L._Parser(keep)
     for path in paths:
         try:
@@ -318,4 +329,4 @@ def _in_turn(paths: Sequence[str], keep: int) -> "L.NcclLogFacts":
                 feed(p, path, fh)
         except OSError as exc:
             raise ReadError(path, exc.strerror or str(exc)) from None
-    return p.finish()
+    return p.finish(), ([each(path) for path in paths] if each is not None else [])

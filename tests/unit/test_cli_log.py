@@ -176,3 +176,15 @@ def test_an_ibstat_given_beside_the_log_is_read_and_a_polling_port_named_only_wh
     r = run(real.nccl_log(GOOD), ibstat, "--json", "-")
     assert r.exit_code == 0
     assert not [d for d in json.loads(r.stdout)["diagnoses"] if d["severity"] in ("fail", "warn")]
+
+
+def test_outputs_pasted_in_files_read_in_parallel_are_those_read_in_one_process():
+    ibstat = real.node("ibstat", "gpud-h100-roce400g-down-polling-disabled.txt")
+    docs = []
+    for workers in ("1", "2"):
+        r = run(real.nccl_log(WATCHDOG), real.nccl_log(GOOD), ibstat, "--json", "-", "--workers", workers)
+        doc = json.loads(r.stdout)
+        doc.pop("generated_at", None)
+        docs.append((r.exit_code, doc))
+    assert docs[0] == docs[1]
+    assert docs[0][1]["diagnoses"][0]["category"] == "ib_port_down"

@@ -221,3 +221,36 @@ def test_an_unconfirmed_sigkill_comes_after_the_cause_the_log_names():
     d = alarms(log + BLOCK_ONLY.format(no=9, name="SIGKILL"))
     assert d[0].category == base == "shm_too_small"
     assert any(x.id == "killed-by-signal" for x in d)
+
+
+# ---- walking only where a block or a process's end may be ----------------------------------------------------
+
+# Texts written for these tests: every kind of line break str.splitlines knows, around quoted and plain lines.
+BREAKS = ["", "a", "a\n", "a\nb", "a\r\nb\r\n", "a\rb\n", "a\r\r\nb", "\n\n", "a\x0cb\nc", "a\u2028b\n",
+          "x\x85y\n> CA 'mlx5_0'\n", "one\ntwo\r\n\r\nthree", "> > GPU 00000000:01:00.0\r\n    Product Name : A\r\n"]
+
+
+@pytest.mark.parametrize("text", BREAKS)
+def test_lines_are_those_of_splitlines_and_candidates_those_a_line_by_line_search_finds(text):
+    lines = pasted._Lines(text, pasted._clean)
+    expected = text.splitlines()
+    assert len(lines) == len(expected)
+    assert lines[:] == [pasted._clean(l) for l in expected]
+    for words in (pasted._STARTS, pasted._ENDS, (pasted.re.compile(r"\w"),)):
+        assert list(lines.candidates(words)) == [i for i, l in enumerate(expected) if any(w.search(l) for w in words)]
+
+
+@pytest.mark.parametrize("sep", ["\n", "\r\n"])
+def test_blocks_deep_in_a_long_log_are_found_at_their_lines_as_in_the_paste_alone(sep):
+    log = log_text(FAILED_LOG) * 40
+    ibstat = real.node_text("ibstat", "gpud-h100-roce400g-down-polling-disabled.txt")
+    ulimit = (real.ROOT / "cases" / "node-ucx8229-ulimit-a-memlock-64k-create-cq-enomem" / "node-a" / "ulimit.txt")
+    paste = "root@gpu7:~# ibstat\n" + ibstat + "\n" + ulimit.read_text(encoding="utf-8")
+    alone = pasted.scan(paste.replace("\n", sep), "paste")
+    text = (log + paste + log).replace("\n", sep)
+    found = pasted.scan(text, "job.log")
+    offset = log.count("\n")
+    assert [(b.source, b.text, b.host, b.lineno) for b in found.blocks] == \
+        [(b.source, b.text, b.host, b.lineno + offset) for b in alone.blocks]
+    assert [b.source for b in found.blocks] == ["ibstat", "ulimit"] and found.blocks[0].host == "gpu7"
+    assert [f.check for f in found.findings] == [f.check for f in alone.findings]
