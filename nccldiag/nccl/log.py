@@ -16,6 +16,7 @@ parser never raises on text.
 """
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import dataclass, field
 from typing import IO, Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Set, Tuple, Union
@@ -1041,7 +1042,7 @@ def _add_capped(lst: list, value, cap: int = MAX_SMALL) -> None:
         lst.append(value)
 
 
-_SEEN_PLAIN, _SEEN_INFO, _SEEN_CHAIN, _SEEN_WARN, _SEEN_BARE, _SEEN_BLANK, _SEEN_COUNT = 1, 2, 3, 4, 5, 6, 7
+_SEEN_PLAIN, _SEEN_INFO, _SEEN_CHAIN, _SEEN_WARN, _SEEN_BARE, _SEEN_BLANK, _SEEN_COUNT, _SEEN_WRAP = 1, 2, 3, 4, 5, 6, 7, 8
 _SEEN_BYTES = 8 * 1024 * 1024  # bytes of distinct lines remembered per file
 _new_warn = object.__new__
 
@@ -1051,10 +1052,12 @@ class _Seen:
     while its record lists are full: ``hits`` more lines counted in ``count`` (a fact list), ``stats`` and
     ``pair`` (a channel line's tallies); for a WARN or a call-chain line, the thread state it opens or extends.
 
-    ``kind`` 0 (:data:`_NEVER`): a line read in full every time."""
+    ``kind`` 0 (:data:`_NEVER`): a line read in full every time. ``kind`` :data:`_SEEN_WRAP`: an NCCL line that
+    leaves a parenthesis open, as a line wrapped by whoever copied the log does; ``pairs`` holds, for each next
+    line seen to complete it, what reading the two lines again does (the joined record's :class:`_Seen`)."""
 
     __slots__ = ("kind", "key", "proc", "count", "stats", "pair", "hits", "rank0", "version", "step", "warn",
-                 "nccl", "bench", "ras", "wrap", "msg", "size", "join", "watchdog")
+                 "nccl", "bench", "ras", "wrap", "msg", "size", "join", "watchdog", "pairs")
 
     def __init__(self, kind: int, key: Tuple[str, str, int, int] = ("", "", 0, 0),
                  proc: Optional[Tuple[str, int]] = None, count: Optional[str] = None,
@@ -1072,6 +1075,7 @@ class _Seen:
         self.join = False  # an error line past the bound that takes the next line (to a line kept nowhere)
         self.watchdog: Optional[Tuple] = None  # a watchdog message: what it is told apart by (seen before)
         self.size = 0
+        self.pairs: Optional[Dict[bytes, Optional["_Seen"]]] = None  # _SEEN_WRAP: next line -> the pair's _Seen
 
 
 _NEVER = _Seen(0)
@@ -1233,7 +1237,8 @@ class _Parser:
         for rec in reader.end():
             self.record(rec)
         f, counts = self.f, self.f.counts
-        for e in seen.values():
+        pairs = [pe for e in seen.values() if e.pairs for pe in e.pairs.values() if pe is not None]
+        for e in itertools.chain(seen.values(), pairs):
             h = e.hits
             if h:
                 f.nccl_lines += h * e.nccl
@@ -1253,7 +1258,8 @@ class _Parser:
         ow, oo, fo, want = self.open_warn, self.open_orphan, self.failed_orphans, self.want
         bench, bench_bytes, ras, ras_bytes = self.bench, self.bench_bytes, self.ras, self.ras_bytes
         source = reader.source
-        for raw in lines:
+        it = iter(lines)
+        for raw in it:
             n += 1
             e = first = get(raw)
             if e is None:
@@ -1274,7 +1280,14 @@ class _Parser:
                         for rec in reader.end():
                             self.record(rec)
                     key = e.key
-                    if k == _SEEN_INFO or k == _SEEN_COUNT:
+                    if k == _SEEN_WRAP:
+                        nxt = None if want else next(it, None)
+                        if nxt is not None:  # the two lines counted, or read in full
+                            self._wrapped_pair(n, raw, nxt, e, reader, seen, room)
+                            n += 1
+                            continue
+                        e = None
+                    elif k == _SEEN_INFO or k == _SEEN_COUNT:
                         if (fo and key in fo) or (e.rank0 and not self._rank0_read(source, e.proc)):
                             e = None
                         else:
@@ -1378,10 +1391,49 @@ class _Parser:
                     reader.end()
                     self.record(rec)
                     e = self._seen(rec)
+                elif len(held) == 1 and held[0].at.lineno == n:  # one NCCL record the next line may continue
+                    e = _Seen(_SEEN_WRAP)
+                    e.pairs = {}
                 else:
                     e = _NEVER
                 if e is not None:
                     seen[raw] = e
+
+    def _wrapped_pair(self, n: int, raw: bytes, nxt: bytes, e: "_Seen", reader: "_Reader",
+                      seen: Dict[bytes, "_Seen"], room: List[int]) -> bool:
+        """Lines ``n`` (``raw``, a :data:`_SEEN_WRAP` line; the reader holds nothing) and ``n + 1`` (``nxt``).
+        ``True`` when the two were read before as one record (the second the rest of the first) and are only
+        counted now; else both are read in full, and what reading them again does is remembered where the
+        second completed the first."""
+        pe = e.pairs.get(nxt) if e.pairs is not None else None
+        if pe is not None and (pe.kind == _SEEN_INFO or pe.kind == _SEEN_COUNT):
+            key, source = pe.key, reader.source
+            fo = self.failed_orphans
+            if not ((fo and key in fo) or (pe.rank0 and not self._rank0_read(source, pe.proc))):
+                if key in self.open_warn:
+                    self.close_warn(key)
+                self.open_orphan.pop(key, None)
+                if pe.version is not None:
+                    self.segment[source] = pe.version
+                if pe.proc is not None:
+                    self.line_proc = pe.proc
+                pe.hits += 1
+                return True
+        for rec in reader.line(n, raw.decode("utf-8", errors="replace").rstrip("\r\n")):
+            self.record(rec)
+        self._bulk(n, (nxt,), reader, seen, room)
+        held = reader.held
+        if pe is None and len(held) == 1 and held[0].at.lineno == n and reader.prev is held[0] and \
+                held[0].msg.count("(") <= held[0].msg.count(")") and not self.want and room[0] > 0:
+            # the next line completed the record, and no later line can continue it: read it now
+            rec = held[0]
+            reader.end()
+            self.record(rec)
+            pe = self._seen(rec)
+            if pe is not None and e.pairs is not None:
+                e.pairs[nxt] = pe
+                room[0] -= len(nxt) + 64
+        return False
 
     def _orphan_step(self, key: Tuple[str, str, int, int], e: "_Seen") -> bool:
         """A call-chain step of a thread with no WARN open, as :meth:`info` reads it, when the chain it belongs to

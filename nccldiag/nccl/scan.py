@@ -12,8 +12,8 @@ large binary blocks and hands the parser only
 * every line while the parser needs every line of the file (a line waits for the next one, a benchmark output or
   RAS report is being kept: :meth:`nccldiag.nccl.log._Parser.needs_every_line`).
 
-Other lines are counted, never decoded. A block where most lines name NCCL is handed over whole: there is nothing
-to skip. Lines are cut and decoded exactly as :func:`nccldiag.nccl.log.read_lines` does, and keep their numbers,
+Other lines are counted, never decoded. A block where most lines of its first 256 KiB name NCCL is handed over
+whole: there is little to skip. Lines are cut and decoded exactly as :func:`nccldiag.nccl.log.read_lines` does, and keep their numbers,
 so the facts are those of reading every line (``tests/unit/test_nccllog_scan.py`` compares the two on every real
 log and case). :func:`feed` hands them over undecoded (``bulk``): the parser decodes only the lines it reads, and
 counts a line it read before in the file when reading it again could only add to counts
@@ -33,6 +33,7 @@ from nccldiag.nccl import log as L
 
 BLOCK = 4 * 1024 * 1024  # bytes read at a time
 CONTEXT = 2  # lines handed over after each candidate line
+SAMPLE = 256 * 1024  # the start of a block that says whether most of its lines name NCCL
 
 
 def _trie(words: Sequence[str]) -> str:
@@ -99,6 +100,14 @@ CANDIDATES = tuple(re.compile(_trie(ws).encode("utf-8"))
                    for ws in (_FIRST_RARE, [w for w in _ALL if w not in _FIRST_RARE]))
 
 
+def _long_line(body: bytes, end: int, cut: int) -> bool:
+    """Whether ``body[:end]`` may hold a line longer than ``cut``: such a line covers a whole stretch of
+    ``cut // 2`` bytes (from a multiple of it) without a newline."""
+    half = max(cut // 2, 1)
+    find = body.find
+    return any(find(b"\n", k, min(k + half, end)) < 0 for k in range(0, end, half))
+
+
 def candidate(line: bytes) -> bool:
     """Whether the parser may read something from ``line`` (the prefilter's test; a superset)."""
     return any(rx.search(line) for rx in CANDIDATES)
@@ -153,12 +162,13 @@ class Scan:
         cut = self.max_line
         pos = 0
         bulk = self.bulk
-        if body.count(b"NCCL", 0, end) * 2 >= body.count(b"\n", 0, end):
+        sample = min(end, SAMPLE)
+        if body.count(b"NCCL", 0, sample) * 2 >= body.count(b"\n", 0, sample):
             # most lines name NCCL: nothing worth skipping, every line goes to the parser
             if bulk:
                 lines = (body if end == len(body) else body[:end]).split(b"\n")
                 lines.pop()
-                if end > cut and max(map(len, lines)) > cut:
+                if end > cut and _long_line(body, end, cut) and max(map(len, lines)) > cut:
                     lines = [line[:cut] for line in lines]
                 self.total = n + len(lines)
                 yield n, lines

@@ -280,3 +280,31 @@ def test_a_version_line_read_again_past_the_bound_still_ends_the_one_before():
     f = _both(bare * 3 + _VERSION + bare + _COMM0, keep=1)
     kept = [v for v in f.versions if v.at.host == "node-a"]
     assert kept and kept[0].world is None
+
+
+# Written for these tests: a GPU Direct RDMA line wrapped over two lines by whoever copied the log (as in the real
+# excerpts), its continuation, and a line that does not continue it.
+_WRAP_1 = b"node-a:100:101 [0] NCCL INFO NET/IB : GPU Direct RDMA Disabled for GPU 0 / HCA mlx4_0 (not supported b\n"
+_WRAP_2 = b"y GPU)\n"
+_WRAP_OTHER = b"y the driver)\n"
+
+
+def test_a_wrapped_line_read_again_is_counted_with_its_continuation_and_read_where_they_differ():
+    # The pair read before (the line and the rest of it) is counted as the one record it makes; the same first
+    # line with another rest, with a line that does not continue it, or last in a block, is read in full.
+    pair = _WRAP_1 + _WRAP_2
+    for text in (pair * 9 + _CH, (pair + _CH) * 9, pair * 4 + _WRAP_1 + _WRAP_OTHER + pair * 4,
+                 pair * 4 + _WRAP_1 + _CH + pair * 3 + _WRAP_1, _WARN + pair * 5 + _CHAIN_STEP + pair * 3):
+        for block in (len(pair) * 3 - 5, 4096):
+            fast_f = scan.parse_streams([("t.log", io.BytesIO(text))], keep=1, block=block)
+            plain_f = nccllog.parse_streams([("t.log", io.BytesIO(text))], keep=1)
+            assert report(fast_f) == report(plain_f), (text, block)
+    f = _both(pair * 9 + _CH, keep=1)
+    assert f.nccl_lines == 10 and f.lines == 19 and f.counts["gdr"] == 9
+    assert f.gdr[0].text.endswith("(not supported by GPU)")
+    reads = []
+    line = nccllog._Reader.line
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(nccllog._Reader, "line", lambda self, n, raw: (reads.append(raw), line(self, n, raw))[1])
+        scan.parse_streams([("t.log", io.BytesIO(pair * 50))], keep=1)
+    assert len(reads) < 20  # the pairs after the first few are counted, not read
