@@ -310,7 +310,8 @@ class ChainStep:
 
     @property
     def code_name(self) -> str:
-        return RESULT_NAMES.get(self.code, f"ncclResult {self.code}")
+        name = RESULT_NAMES.get(self.code)
+        return name if name is not None else f"ncclResult {self.code}"
 
 
 @dataclass
@@ -1044,7 +1045,6 @@ def _add_capped(lst: list, value, cap: int = MAX_SMALL) -> None:
 
 _SEEN_PLAIN, _SEEN_INFO, _SEEN_CHAIN, _SEEN_WARN, _SEEN_BARE, _SEEN_BLANK, _SEEN_COUNT, _SEEN_WRAP = 1, 2, 3, 4, 5, 6, 7, 8
 _SEEN_BYTES = 8 * 1024 * 1024  # bytes of distinct lines remembered per file
-_new_warn = object.__new__
 
 
 class _Seen:
@@ -1067,7 +1067,7 @@ class _Seen:
         self.rank0 = False  # the line gives rank 0 of a world: a version line may still learn it
         self.version: Optional[VersionLine] = None  # a version line: what the file's last version line becomes
         self.step: Optional[ChainStep] = None  # a call-chain line: its step, for WARNs past the bound
-        self.warn: Optional[Dict[str, Any]] = None  # a WARN line: the fields of its WARN, past the bound
+        self.warn = False  # a WARN line: whether its message is a failure whatever its call chain
         self.nccl = 1  # NCCL lines it counts (0: a line without an NCCL prefix)
         self.bench = self.ras = False  # a line without a prefix: it may start a benchmark output, a RAS report
         self.wrap = False  # a line without a prefix: it may continue the line before
@@ -1116,6 +1116,17 @@ _BLANK = _Seen(_SEEN_BLANK)
 _BLANK.nccl = 0
 
 
+class _DroppedWarn:
+    """A WARN past the bound on the WARNs kept, read again (:meth:`_Parser.feed_bulk`): seen by nobody, it is
+    only counted when its thread moves on, as a failure where its message is one (``base``) or its call chain
+    returned an error (:func:`_fails`)."""
+
+    __slots__ = ("base", "chain")
+
+    def __init__(self, base: bool) -> None:
+        self.base, self.chain = base, []  # type: List[ChainStep]
+
+
 class _DroppedChain:
     """A call chain past the bound on the chains kept (:meth:`_Parser._orphan_step`): its steps and whether a
     later line resumed it are seen by nobody."""
@@ -1133,7 +1144,7 @@ class _Parser:
         self.limits: Dict[str, int] = {}
         self.f = NcclLogFacts(keep=keep)
         self.procs: Dict[Tuple[str, int], Proc] = {}
-        self.open_warn: Dict[Tuple[str, str, int, int], Warn] = {}
+        self.open_warn: Dict[Tuple[str, str, int, int], Union[Warn, _DroppedWarn]] = {}
         self.kept_warns: Set[int] = set()  # id() of the warns held in f.warns
         self.open_orphan: Dict[Tuple[str, str, int, int], OrphanChain] = {}
         self.failed_orphans: Dict[Tuple[str, str, int, int], List[OrphanChain]] = {}  # may still be resumed
@@ -1350,11 +1361,9 @@ class _Parser:
                             want.pop(source, None)
                         if ow and key in ow:
                             self.close_warn(key)
-                        self._bound_threads()
-                        w = _new_warn(Warn)
-                        w.__dict__.update(e.warn)
-                        w.chain = []
-                        ow[key] = w
+                        if len(ow) >= MAX_THREADS or len(oo) >= MAX_THREADS or len(fo) >= MAX_THREADS:
+                            self._bound_threads()
+                        ow[key] = _DroppedWarn(e.warn)
                         if oo:
                             oo.pop(key, None)
                         if fo:
@@ -1527,9 +1536,8 @@ class _Parser:
         if rec.kind == "warn":
             if len(f.warns) < self.limits.get("warns", self.keep) or (f.warns and f.warns[-1].at is at):
                 return None
-            w = Warn(msg, at, rec.text, rec.file, rec.fline, rec.func, rec.timestamp)
             e = _Seen(_SEEN_WARN, key, proc, count="warns")
-            e.warn = dict(w.__dict__)
+            e.warn = _fails(Warn(msg, at, rec.text, rec.file, rec.fline, rec.func, rec.timestamp))
             return e
         if rec.kind != "info":
             return _NEVER
@@ -1923,10 +1931,15 @@ class _Parser:
     def close_warn(self, key: Tuple[str, str, int, int]) -> None:
         """The thread moved on: a WARN past ``keep`` is classified now and only counted."""
         w = self.open_warn.pop(key, None)
-        if w is None or id(w) in self.kept_warns:
+        if w is None:
             return
-        w.failure = _fails(w)
-        if w.failure:
+        if type(w) is _DroppedWarn:
+            failure = w.base or any(s.code in ERROR_RESULTS for s in w.chain)
+        elif id(w) in self.kept_warns:
+            return
+        else:
+            failure = w.failure = _fails(w)
+        if failure:
             self.f.dropped_failures += 1
             for s in w.chain:
                 if s.code in ERROR_RESULTS:
