@@ -11,7 +11,7 @@ import dataclasses
 import enum
 import re
 from dataclasses import dataclass, field
-from typing import Any, Iterable, List, Optional
+from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 
 class Status(str, enum.Enum):
@@ -49,14 +49,25 @@ _CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 _INVISIBLE = re.compile("[\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb]")
 _SUSPECT = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u206f"
                       "\ufeff\ufff9-\ufffb]")
+_suspect = _SUSPECT.search
 
 
 def clean_text(value: Any) -> Any:
     """``value`` with terminal escapes and control characters removed, and invisible formatting characters
     (bidi, zero-width) shown as their code: strings, and lists, tuples and dicts of them (keys too), at any
     depth. Text that needs no cleaning is returned as it is."""
+    t = type(value)
+    if t is str:
+        if value.isprintable() or not _suspect(value):  # printable: none of the characters cleaned here
+            return value
+    elif t is list:
+        return [v if type(v) in _CLEAN or (type(v) is str and v.isprintable()) else clean_text(v) for v in value]
+    elif t is dict:
+        return {(k if type(k) is str and k.isprintable() else clean_text(k)):
+                (v if type(v) in _CLEAN or (type(v) is str and v.isprintable()) else clean_text(v))
+                for k, v in value.items()}
     if isinstance(value, str):
-        if not _SUSPECT.search(value):
+        if not _suspect(value):
             return value
         value = _CONTROLS.sub("", _ESCAPES.sub("", value))
         return _INVISIBLE.sub(lambda m: f"\\u{ord(m.group()):04x}", value)
@@ -65,6 +76,9 @@ def clean_text(value: Any) -> Any:
     if isinstance(value, dict):
         return {clean_text(k): clean_text(v) for k, v in value.items()}
     return value
+
+
+_CLEAN = frozenset((int, float, bool, type(None)))  # values with no text to clean
 
 
 @dataclass
@@ -143,8 +157,20 @@ def error(area: str, check: str, message: str, **kw: Any) -> Finding:
 
 def to_jsonable(obj: Any) -> Any:
     """Turn facts (dataclasses, enums, tuples, sets) into JSON-friendly values."""
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return {f.name: to_jsonable(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    t = type(obj)
+    if t is str or t is int or t is float or t is bool or obj is None:
+        return obj
+    if t is list or t is tuple:
+        return [v if type(v) in _PLAIN else to_jsonable(v) for v in obj]
+    if t is dict:
+        return {(k if type(k) is str else str(k)): (v if type(v) in _PLAIN else to_jsonable(v))
+                for k, v in obj.items()}
+    names = _FIELDS.get(t)
+    if names is None:
+        names = _FIELDS[t] = tuple(f.name for f in dataclasses.fields(obj)) \
+            if dataclasses.is_dataclass(obj) and not isinstance(obj, type) else ()
+    if names:
+        return {name: to_jsonable(getattr(obj, name)) for name in names}
     if isinstance(obj, enum.Enum):
         return obj.value
     if isinstance(obj, dict):
@@ -153,6 +179,10 @@ def to_jsonable(obj: Any) -> Any:
         items = [to_jsonable(v) for v in obj]
         return sorted(items, key=str) if isinstance(obj, (set, frozenset)) else items
     return obj
+
+
+_PLAIN = frozenset((str, int, float, bool, type(None)))
+_FIELDS: Dict[type, Tuple[str, ...]] = {}  # a dataclass's field names, in order (none: not a dataclass)
 
 
 # Exit codes shared by check, probe and log (Nagios-like, shifted so click's usage error keeps 2).
