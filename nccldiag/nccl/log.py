@@ -1057,7 +1057,7 @@ class _Seen:
     line seen to complete it, what reading the two lines again does (the joined record's :class:`_Seen`)."""
 
     __slots__ = ("kind", "key", "proc", "count", "stats", "pair", "hits", "rank0", "version", "step", "warn",
-                 "nccl", "bench", "ras", "wrap", "msg", "size", "join", "watchdog", "pairs")
+                 "nccl", "bench", "ras", "wrap", "msg", "size", "join", "watchdog", "pairs", "runs", "tries")
 
     def __init__(self, kind: int, key: Tuple[str, str, int, int] = ("", "", 0, 0),
                  proc: Optional[Tuple[str, int]] = None, count: Optional[str] = None,
@@ -1076,6 +1076,8 @@ class _Seen:
         self.watchdog: Optional[Tuple] = None  # a watchdog message: what it is told apart by (seen before)
         self.size = 0
         self.pairs: Optional[Dict[bytes, Optional["_Seen"]]] = None  # _SEEN_WRAP: next line -> the pair's _Seen
+        self.runs: Optional[List["_Run"]] = None  # the runs of lines known to start with this line (_Run)
+        self.tries = 0  # runs recorded from this line that were not only counted
 
 
 _NEVER = _Seen(0)
@@ -1114,6 +1116,68 @@ def _app_noop(msg: str) -> bool:
 _ONCE = _Seen(0)  # a line read once so far
 _BLANK = _Seen(_SEEN_BLANK)
 _BLANK.nccl = 0
+_NEVER.tries = _ONCE.tries = _BLANK.tries = 1 << 30  # shared by every file: no run starts on them
+
+RUN_MIN = 24  # lines of a run at least, where nothing ends it before
+RUN_SHORT = 8  # lines of a run at least, where a line read in full or a call chain of its own ends it (:class:`_Run`)
+RUN_MAX = 4096  # lines of a run at most
+RUN_KEPT = 4  # runs kept that start on one line, at most
+RUN_TRIES = 64  # runs recorded from one line that were not kept, at most
+RUN_SHARE = 8  # lines recorded as runs: at most one in this many of the lines fed (and RUN_MAX at first)
+
+
+def _before(key: Tuple[str, str, int, int], ow: Dict, pre: Dict) -> bool:
+    """For a run being recorded (:meth:`_Parser._bulk`): whether the WARN open on ``key`` before the run is one
+    past the bound, as it was (``pre``, noted the first time the run reads it); ``False`` for any other."""
+    if key in pre:
+        return True
+    w = ow[key]
+    if type(w) is not _DroppedWarn:
+        return False
+    pre[key] = (w, w.base, tuple(w.chain))
+    return True
+
+
+def _as_before(run: "_Run", ow: Dict) -> bool:
+    """Whether the WARNs open on the threads of ``run`` are those it found when it was recorded."""
+    pre = run.pre
+    for key in run.keys:
+        was = pre.get(key)
+        w = ow.get(key)
+        if was is None:
+            if w is not None:
+                return False
+        elif type(w) is not _DroppedWarn or w.base != was[0] or tuple(w.chain) != was[1]:
+            return False
+    return True
+
+
+class _Run:
+    """Lines of one block that were only counted, read from a point where no thread had anything open (no WARN
+    or call chain, no line waiting for the next, no benchmark output or RAS report being kept) up to the next
+    such point (:meth:`_Parser._bulk`). From such a point, the same lines again do the same: ``times`` more
+    counts of each entry (added when the file ends), ``df`` more failed WARNs past the bound, the result names
+    of their chains offered again, and the process of the last line."""
+
+    __slots__ = ("rest", "size", "counts", "df", "names", "proc", "times", "keys", "bare", "misses", "open", "pre",
+                 "closed", "grown", "seg", "r0", "wrap")
+
+    def __init__(self, rest: List[bytes], entries: List["_Seen"], df: int, names: List[str], bare: bool) -> None:
+        self.rest, self.size = rest, len(rest) + 1  # the lines after the first, and all of them
+        self.counts: Dict["_Seen", int] = {}
+        for e in entries:
+            self.counts[e] = self.counts.get(e, 0) + 1
+        self.df, self.names, self.times, self.bare, self.misses = df, names, 0, bare, 0
+        self.keys = frozenset(e.key for e in entries)  # its threads: none may have anything open before it
+        self.open: List[Tuple[Tuple[str, str, int, int], bool, Tuple[ChainStep, ...]]] = []  # WARNs left open
+        self.pre: Dict[Tuple[str, str, int, int], Tuple[bool, Tuple[ChainStep, ...]]] = {}  # WARNs open before
+        self.closed: List[Tuple[str, str, int, int]] = []  # of those, the ones it closed
+        self.grown: List[Tuple[Tuple[str, str, int, int], Tuple[ChainStep, ...]]] = []  # the others' chains after
+        self.seg: Optional[VersionLine] = None  # the version line it leaves as the file's last (None: no change)
+        self.r0: Tuple[Optional[Tuple[str, int]], ...] = ()  # the processes of its rank-0 lines (_rank0_read)
+        self.wrap = False  # it counts a line that may continue the one before: the reader held none before it
+        self.proc = next((e.proc for e in reversed(entries)
+                          if e.proc is not None and e.kind != _SEEN_BARE and e.kind != _SEEN_BLANK), None)
 
 
 class _DroppedWarn:
@@ -1144,6 +1208,9 @@ class _Parser:
         self.limits: Dict[str, int] = {}
         self.f = NcclLogFacts(keep=keep)
         self.procs: Dict[Tuple[str, int], Proc] = {}
+        self._runs: List[_Run] = []  # the runs of lines kept in the file being fed (_bulk)
+        self._names: Optional[List[str]] = None  # the result names a run being recorded offered
+        self._budget = 0  # lines that may still be recorded as runs in the file being fed
         self.open_warn: Dict[Tuple[str, str, int, int], Union[Warn, _DroppedWarn]] = {}
         self.kept_warns: Set[int] = set()  # id() of the warns held in f.warns
         self.open_orphan: Dict[Tuple[str, str, int, int], OrphanChain] = {}
@@ -1242,11 +1309,17 @@ class _Parser:
         reader = _Reader(source)
         seen: Dict[bytes, _Seen] = {}
         room = [_SEEN_BYTES]
+        self._runs, self._names, self._budget = [], None, RUN_MAX
         for n, item in items:
             self._bulk(n - 1, (item,), reader, seen, room) if type(item) is bytes else \
                 self._bulk(n, item, reader, seen, room)
         for rec in reader.end():
             self.record(rec)
+        for run in self._runs:  # the runs counted again: each time, every count of their first reading
+            if run.times:
+                for e, c in run.counts.items():
+                    e.hits += c * run.times
+        self._runs, self._names = [], None
         f, counts = self.f, self.f.counts
         pairs = [pe for e in seen.values() if e.pairs for pe in e.pairs.values() if pe is not None]
         for e in itertools.chain(seen.values(), pairs):
@@ -1264,24 +1337,62 @@ class _Parser:
 
     def _bulk(self, n: int, lines: Iterable[bytes], reader: "_Reader", seen: Dict[bytes, "_Seen"],
               room: List[int]) -> None:
-        """Lines ``n+1, n+2, ...`` of the file being fed (see :meth:`feed_bulk`)."""
+        """Lines ``n+1, n+2, ...`` of the file being fed (see :meth:`feed_bulk`).
+
+        Where ``lines`` is a block, a run of lines only counted from a point where no thread has anything open
+        up to the next such point is remembered (:class:`_Run`, on the entry of its first line): where the
+        same lines come again from such a point, the run is counted as a whole."""
         get = seen.get
         ow, oo, fo, want = self.open_warn, self.open_orphan, self.failed_orphans, self.want
         bench, bench_bytes, ras, ras_bytes = self.bench, self.bench_bytes, self.ras, self.ras_bytes
         source = reader.source
+        f = self.f
+        n0 = n
+        runs_ok = type(lines) is list and len(lines) > RUN_MIN
+        if runs_ok:
+            self._budget += len(lines) // RUN_SHARE
+        jr: Optional[List[_Seen]] = None  # the entries of the run being recorded (None: none is)
+        jstart, jentry, df0, jwrap = 0, _NEVER, 0, False
+        jbare: List[Tuple[int, _Seen]] = []  # the run's lines without a prefix: (line after its first, entry)
+        jseg: Optional[VersionLine] = None  # the version line the run left as the file's last
+        jr0: Set[Optional[Tuple[str, int]]] = set()  # the processes of the rank-0 lines it counted
+        rk: Set[Tuple[str, str, int, int]] = set()  # the threads the run opened a WARN on
+        pre: Dict[Tuple[str, str, int, int], Tuple[_DroppedWarn, bool, Tuple[ChainStep, ...]]] = {}  # open before
         it = iter(lines)
         for raw in it:
             n += 1
             e = first = get(raw)
             if e is None:
-                pass
-            elif e.kind == _SEEN_COUNT and not reader.held and not want:  # the most common: only counted
-                key = e.key
-                if not ((ow and key in ow) or (oo and key in oo) or (fo and key in fo)):
-                    if e.proc is not None:
-                        self.line_proc = e.proc
-                    e.hits += 1
-                    continue
+                if jr is not None:  # a line read in full: the run ends before it
+                    jr = self._run_end(jr, jbare, jentry, lines, jstart, n, n0, df0, room, rk, pre, jseg, jr0,
+                                       jwrap)
+            else:
+                if runs_ok:
+                    if jr is not None and n - jstart > RUN_MIN and not want and not reader.held:
+                        jr = self._run_close(jr, jbare, jentry, lines, jstart - n0 - 1, n - n0 - 1, df0, room, rk,
+                                             pre, jseg, jr0, jwrap)
+                    if jr is None:
+                        r = e.runs
+                        if r is not None and not want and not reader.held and \
+                                self._replay(r, e, lines, n - n0 - 1, reader, n):
+                            run = r[0]  # the run counted again, moved first (_replay)
+                            next(itertools.islice(it, run.size - 1, run.size - 1), None)
+                            n += run.size - 1
+                            continue
+                        if (r is None or len(r) < RUN_KEPT) and e.tries < RUN_TRIES and room[0] > 0 and \
+                                self._budget > 0 and not want and not reader.held:
+                            jr, jstart, jentry, df0, jbare, jwrap = [], n, e, f.dropped_failures, [], False
+                            rk, pre, jseg, jr0 = set(), {}, None, set()
+                            self._names = []
+                if e.kind == _SEEN_COUNT and not reader.held and not want:  # the most common: only counted
+                    key = e.key
+                    if not ((ow and key in ow) or (oo and key in oo) or (fo and key in fo)):
+                        if e.proc is not None:
+                            self.line_proc = e.proc
+                        e.hits += 1
+                        if jr is not None:
+                            jr.append(e)
+                        continue
             if e is not None and e.kind:
                 k = e.kind
                 if k == _SEEN_BARE and e.wrap and reader.prev is not None:
@@ -1294,7 +1405,22 @@ class _Parser:
                     if k == _SEEN_WRAP:
                         nxt = None if want else next(it, None)
                         if nxt is not None:  # the two lines counted, or read in full
-                            self._wrapped_pair(n, raw, nxt, e, reader, seen, room)
+                            if jr is not None:
+                                pe = e.pairs.get(nxt) if e.pairs else None
+                                if pe is None or (pe.rank0 and jseg is not None) or pe.key in oo or \
+                                        (pe.key in ow and pe.key not in rk and not _before(pe.key, ow, pre)):
+                                    jr = self._run_abort(jentry, jr)
+                                else:
+                                    if pe.rank0:
+                                        jr0.add(pe.proc)
+                                    if pe.version is not None:
+                                        jseg = pe.version
+                            pe = self._wrapped_pair(n, raw, nxt, e, reader, seen, room)
+                            if jr is not None:
+                                if pe is not None:
+                                    jr.append(pe)
+                                else:
+                                    jr = self._run_abort(jentry, jr)
                             n += 1
                             continue
                         e = None
@@ -1302,6 +1428,15 @@ class _Parser:
                         if (fo and key in fo) or (e.rank0 and not self._rank0_read(source, e.proc)):
                             e = None
                         else:
+                            if jr is not None:
+                                if (e.rank0 and jseg is not None) or (oo and key in oo) or \
+                                        (ow and key in ow and key not in rk and not _before(key, ow, pre)):
+                                    jr = self._run_abort(jentry, jr)  # it reads or ends what was open before the run
+                                else:
+                                    if e.rank0:
+                                        jr0.add(e.proc)
+                                    if e.version is not None:
+                                        jseg = e.version
                             if want:
                                 want.pop(source, None)
                             if ow and key in ow:
@@ -1313,6 +1448,8 @@ class _Parser:
                             if e.proc is not None:
                                 self.line_proc = e.proc
                             e.hits += 1
+                            if jr is not None:
+                                jr.append(e)
                             continue
                     elif k == _SEEN_BARE or k == _SEEN_BLANK:
                         if k == _SEEN_BARE:
@@ -1337,16 +1474,30 @@ class _Parser:
                                     want[source] = _no_join
                                 if e.version is not None:
                                     self.segment[source] = e.version
+                                if jr is not None:
+                                    jbare.append((n - jstart, e))
+                                    if e.wrap:
+                                        jwrap = True
+                                    if e.version is not None:
+                                        jseg = e.version
                         if e is not None:
                             e.hits += 1
+                            if jr is not None:
+                                jr.append(e)
                             continue
                     elif k == _SEEN_CHAIN:
                         w = ow.get(key) if ow else None
                         if w is not None and (len(w.chain) >= MAX_STEPS or id(w) not in self.kept_warns):
+                            if jr is not None and key not in rk and not _before(key, ow, pre):
+                                jr = self._run_abort(jentry, jr)
                             if len(w.chain) < MAX_STEPS:  # a WARN past the bound: its steps are seen by nobody
                                 w.chain.append(e.step)
-                        elif w is None and self._orphan_step(key, e):
-                            pass
+                        elif w is None:
+                            if jr is not None:  # a chain of its own (its thread has something open after it)
+                                jr = self._run_end(jr, jbare, jentry, lines, jstart, n, n0, df0, room, rk, pre, jseg,
+                                                   jr0, jwrap)
+                            if not self._orphan_step(key, e):
+                                e = None
                         else:
                             e = None
                         if e is not None:
@@ -1355,14 +1506,24 @@ class _Parser:
                             if e.proc is not None:
                                 self.line_proc = e.proc
                             e.hits += 1
+                            if jr is not None:
+                                jr.append(e)
                             continue
                     elif k == _SEEN_WARN:
+                        if jr is not None:
+                            if (ow and key in ow and key not in rk and not _before(key, ow, pre)) or \
+                                    (oo and key in oo) or (fo and key in fo):
+                                jr = self._run_abort(jentry, jr)
+                            else:
+                                rk.add(key)
                         if want:
                             want.pop(source, None)
                         if ow and key in ow:
                             self.close_warn(key)
                         if len(ow) >= MAX_THREADS or len(oo) >= MAX_THREADS or len(fo) >= MAX_THREADS:
                             self._bound_threads()
+                            if jr is not None:
+                                jr = self._run_abort(jentry, jr)
                         ow[key] = _DroppedWarn(e.warn)
                         if oo:
                             oo.pop(key, None)
@@ -1371,6 +1532,8 @@ class _Parser:
                         if e.proc is not None:
                             self.line_proc = e.proc
                         e.hits += 1
+                        if jr is not None:
+                            jr.append(e)
                         continue
                     else:  # _SEEN_PLAIN
                         if want:
@@ -1378,7 +1541,11 @@ class _Parser:
                         if e.proc is not None:
                             self.line_proc = e.proc
                         e.hits += 1
+                        if jr is not None:
+                            jr.append(e)
                         continue
+            if jr is not None:  # a line read in full: the run ends before it
+                jr = self._run_end(jr, jbare, jentry, lines, jstart, n, n0, df0, room, rk, pre, jseg, jr0, jwrap)
             recs = reader.line(n, raw.decode("utf-8", errors="replace").rstrip("\r\n"))
             for rec in recs:
                 self.record(rec)
@@ -1407,12 +1574,120 @@ class _Parser:
                     e = _NEVER
                 if e is not None:
                     seen[raw] = e
+        if jr is not None:  # the block ended first
+            self._run_abort(jentry, jr)
+
+    def _run_end(self, jr: List["_Seen"], bare: List[Tuple[int, "_Seen"]], start: "_Seen", lines: List[bytes],
+                 jstart: int, n: int, n0: int, df0: int, room: List[int], opened: Set[Tuple[str, str, int, int]],
+                 pre: Dict, seg: Optional[VersionLine], r0: Set[Optional[Tuple[str, int]]], wrap: bool) -> None:
+        """Line ``n`` is not only counted: the run being recorded (from line ``jstart``) ends before it, kept if
+        it is long enough (and nothing waits for the next line), else forgotten."""
+        if n - jstart >= RUN_SHORT and not self.want:
+            return self._run_close(jr, bare, start, lines, jstart - n0 - 1, n - n0 - 1, df0, room, opened, pre,
+                                   seg, r0, wrap)
+        return self._run_abort(start, jr)
+
+    def _keeping(self, source: str) -> bool:
+        """Whether a benchmark output or RAS report of ``source`` is being kept line by line."""
+        b = self.bench_bytes.get(source)
+        if b is not None and b < MAX_BENCH_BYTES:
+            return True
+        b = self.ras_bytes.get(source)
+        return b is not None and b < MAX_RAS_BYTES
+
+    def _run_abort(self, start: "_Seen", jr: Optional[List["_Seen"]]) -> None:
+        """The run being recorded from the line of ``start`` (its entries so far: ``jr``) is not one to count
+        again: forget it."""
+        start.tries += 1
+        self._budget -= len(jr) + 1 if jr else 1
+        self._names = None
+        return None
+
+    def _run_close(self, jr: List["_Seen"], bare: List[Tuple[int, "_Seen"]], start: "_Seen", lines: List[bytes],
+                   a: int, b: int, df0: int, room: List[int], opened: Set[Tuple[str, str, int, int]],
+                   pre: Dict[Tuple[str, str, int, int], Tuple["_DroppedWarn", bool, Tuple[ChainStep, ...]]],
+                   seg: Optional[VersionLine], r0: Set[Optional[Tuple[str, int]]], wrap: bool) -> None:
+        """The run recorded from ``lines[a]`` (entry ``start``) ends before ``lines[b]``: keep it, with what it
+        found open on its threads (``pre``: the WARNs past the bound it read on, as they were) and what it
+        leaves open (the WARNs it opened, on the threads of ``opened``; those of ``pre`` it added steps to)."""
+        names, self._names = self._names or [], None
+        self._budget -= len(jr)
+        rest = lines[a + 1:b]
+        size = sum(map(len, rest)) + 16 * len(rest) + 64 * len(jr) + 256
+        if b - a > RUN_MAX or room[0] < size:
+            start.tries += 1
+            return None
+        room[0] -= size
+        run = _Run(rest, jr, self.f.dropped_failures - df0, names, bare)
+        ow = self.open_warn
+        run.pre = {k: (base, chain) for k, (_, base, chain) in pre.items()}
+        run.closed = [k for k, (w, _, _) in pre.items() if ow.get(k) is not w]
+        run.grown = [(k, tuple(w.chain)) for k, (w, _, _) in pre.items() if ow.get(k) is w]
+        run.open = [(k, w.base, tuple(w.chain)) for k, w in ow.items() if k in opened]
+        run.seg, run.r0, run.wrap = seg, tuple(r0), wrap
+        if start.runs is None:
+            start.runs = []
+        if len(start.runs) < RUN_TRIES:
+            start.runs.append(run)
+            self._runs.append(run)
+        return None
+
+    def _replay(self, runs: List["_Run"], start: "_Seen", lines: List[bytes], i: int, reader: "_Reader",
+                n: int) -> bool:
+        """Whether a run of ``runs`` (those starting with the entry ``start``) is ``lines[i:]`` and was counted
+        again now; it is then moved first. Nothing is open before it on its threads, nor waiting, as when it
+        was recorded. A run that keeps missing is dropped."""
+        ow, oo, fo = self.open_warn, self.open_orphan, self.failed_orphans
+        if len(ow) >= MAX_THREADS - RUN_MAX or len(oo) >= MAX_THREADS or len(fo) >= MAX_THREADS:
+            return False
+        source = reader.source
+        for k, run in enumerate(runs):
+            if lines[i + 1:i + run.size] == run.rest and run.keys.isdisjoint(oo) and run.keys.isdisjoint(fo) and \
+                    _as_before(run, ow) and (not run.wrap or reader.prev is None) and \
+                    all(self._rank0_read(source, p) for p in run.r0):
+                if run.bare and self._keeping(source):  # kept as the output they are part of, as _bulk does
+                    bench, ras = self.bench, self.ras
+                    bench_bytes, ras_bytes = self.bench_bytes, self.ras_bytes
+                    for off, e in run.bare:
+                        b = bench_bytes.get(source)
+                        if b is not None and b < MAX_BENCH_BYTES:
+                            bench[source].append(e.msg)
+                            bench_bytes[source] = b + e.size
+                        b = ras_bytes.get(source)
+                        if b is not None and b < MAX_RAS_BYTES:
+                            ras[source].append((n + off, e.msg))
+                            ras_bytes[source] = b + e.size
+                f = self.f
+                run.times += 1
+                if run.df:
+                    f.dropped_failures += run.df
+                for name in run.names:
+                    _add_capped(f.dropped_results, name)
+                if run.proc is not None:
+                    self.line_proc = run.proc
+                if run.seg is not None:
+                    self.segment[source] = run.seg
+                for key in run.closed:  # the WARNs it found open and closed
+                    del ow[key]
+                for key, chain in run.grown:  # those it added steps to
+                    ow[key].chain[:] = chain
+                for key, base, chain in run.open:  # the WARNs it left open, in the order it opened them
+                    w = ow[key] = _DroppedWarn(base)
+                    w.chain.extend(chain)
+                if k:
+                    runs.insert(0, runs.pop(k))
+                return True
+            run.misses += 1
+        for run in [r for r in runs if r.misses > 16 + 4 * r.times]:
+            runs.remove(run)
+            start.tries += 1
+        return False
 
     def _wrapped_pair(self, n: int, raw: bytes, nxt: bytes, e: "_Seen", reader: "_Reader",
-                      seen: Dict[bytes, "_Seen"], room: List[int]) -> bool:
+                      seen: Dict[bytes, "_Seen"], room: List[int]) -> Optional["_Seen"]:
         """Lines ``n`` (``raw``, a :data:`_SEEN_WRAP` line; the reader holds nothing) and ``n + 1`` (``nxt``).
-        ``True`` when the two were read before as one record (the second the rest of the first) and are only
-        counted now; else both are read in full, and what reading them again does is remembered where the
+        The entry they were counted in, when the two were read before as one record (the second the rest of the
+        first); else (``None``) both are read in full, and what reading them again does is remembered where the
         second completed the first."""
         pe = e.pairs.get(nxt) if e.pairs is not None else None
         if pe is not None and (pe.kind == _SEEN_INFO or pe.kind == _SEEN_COUNT):
@@ -1427,7 +1702,7 @@ class _Parser:
                 if pe.proc is not None:
                     self.line_proc = pe.proc
                 pe.hits += 1
-                return True
+                return pe
         for rec in reader.line(n, raw.decode("utf-8", errors="replace").rstrip("\r\n")):
             self.record(rec)
         self._bulk(n, (nxt,), reader, seen, room)
@@ -1442,7 +1717,7 @@ class _Parser:
             if pe is not None and e.pairs is not None:
                 e.pairs[nxt] = pe
                 room[0] -= len(nxt) + 64
-        return False
+        return None
 
     def _orphan_step(self, key: Tuple[str, str, int, int], e: "_Seen") -> bool:
         """A call-chain step of a thread with no WARN open, as :meth:`info` reads it, when the chain it belongs to
@@ -1944,6 +2219,8 @@ class _Parser:
             for s in w.chain:
                 if s.code in ERROR_RESULTS:
                     _add_capped(self.f.dropped_results, s.code_name)
+                    if self._names is not None:  # a run being recorded (_bulk)
+                        self._names.append(s.code_name)
 
     def _bound_threads(self) -> None:
         """Per-thread state is kept for at most MAX_THREADS threads: a log with a new thread id on every line

@@ -4,6 +4,7 @@ Each comparison runs the whole ``nccldiag log`` pipeline on both paths: facts, f
 """
 import io
 import json
+from typing import List
 
 import pytest
 
@@ -308,3 +309,79 @@ def test_a_wrapped_line_read_again_is_counted_with_its_continuation_and_read_whe
         mp.setattr(nccllog._Reader, "line", lambda self, n, raw: (reads.append(raw), line(self, n, raw))[1])
         scan.parse_streams([("t.log", io.BytesIO(pair * 50))], keep=1)
     assert len(reads) < 20  # the pairs after the first few are counted, not read
+
+
+def _counting_replays(monkeypatch) -> List[bool]:
+    done: List[bool] = []
+    real_replay = nccllog._Parser._replay
+    monkeypatch.setattr(nccllog._Parser, "_replay", lambda self, *a: done.append(real_replay(self, *a)) or done[-1])
+    return done
+
+
+@pytest.mark.parametrize("run_min", [1, 4, 9, nccllog.RUN_MIN])
+@pytest.mark.parametrize("keep", [1, 3, 40])
+def test_runs_of_lines_counted_again_as_a_whole_give_the_same_report(monkeypatch, run_min, keep):
+    # Every real log and case, one after the other, repeated: runs of lines only counted (from a point where
+    # their threads have nothing open) are recorded and counted again as a whole where they come again. Short
+    # runs and no limit on the lines recorded make runs start and end at every kind of line: WARNs left open,
+    # call chains, wrapped lines, benchmark output being kept, version and rank-0 lines.
+    monkeypatch.setattr(nccllog, "RUN_MIN", run_min)
+    monkeypatch.setattr(nccllog, "RUN_SHARE", 1)
+    done = _counting_replays(monkeypatch)
+    data = _all_real()
+    for variant, block in ((data * 5, scan.BLOCK), (data * 4, 4096), (data.replace(b"\n", b"\r\n") * 3, 1000)):
+        named = [("job.log", variant)]
+        assert fast(named, keep=keep, block=block) == report(
+            nccllog.parse_streams([("job.log", io.BytesIO(variant))], keep=keep))
+    assert any(done)  # runs were counted again
+
+
+@pytest.mark.parametrize("files", _repeated_sets())
+def test_runs_counted_again_in_each_real_log_give_the_same_report(monkeypatch, files):
+    monkeypatch.setattr(nccllog, "RUN_MIN", 2)
+    monkeypatch.setattr(nccllog, "RUN_SHARE", 1)
+    named = [(str(p), p.read_bytes().rstrip(b"\n") + b"\n") for p in files]
+    for times, block in ((6, 4096), (4, scan.BLOCK)):
+        rep = [(n, b * times) for n, b in named]
+        assert fast(rep, keep=2, block=block) == report(
+            nccllog.parse_streams([(n, io.BytesIO(b)) for n, b in rep], keep=2)), (times, block)
+
+
+# Written for these tests, in the words of NCCL, nccl-tests, NCCL's RAS and a training script: lines of two
+# processes (node-a, node-b) and lines without a prefix, from which random logs that repeat themselves are made.
+_ALPHABET = [
+    _CH, _CHAIN_STEP, _COMM0, _VERSION, _WARN,
+    b"node-b:200:201 [1] NCCL INFO Channel 01/0 : 1[1] -> 0[0] via P2P/IPC/read\n",
+    b"node-b:200:201 [1] NCCL INFO transport/p2p.cc:275 -> 3\n",
+    b"node-b:200:202 [1] NCCL WARN Cuda failure 'out of memory'\n",
+    b"node-b:200:201 [1] NCCL INFO comm 0x6666 rank 1 nRanks 2 nNodes 1 localRanks 2 localRank 1 MNNVL 0\n",
+    b"node-b:200:201 [1] NCCL INFO Init COMPLETE\n",
+    b"NCCL version 2.18.3+cuda12.2\n",
+    b"NCCL version 2.19.3+cuda12.3 compiled with CUDA 12.3\n",
+    b"Job summary\n", b"===========\n", b"  Nodes  Processes  GPUs  Processes\n",
+    b"#  nThread 1 nGpus 1 minBytes 8 maxBytes 128 step: 2(factor) warmup iters: 5 iters: 20\n",
+    b"#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n",
+    b"           8             2     float     sum      -1    10.11    0.00    0.00      0    10.02    0.00    0.00      0\n",
+    b"epoch 1 step 17 loss 2.31\n", b"\n",
+    _WRAP_1 + _WRAP_2,
+]
+
+
+def test_random_logs_that_repeat_themselves_give_the_same_report(monkeypatch):
+    import random
+
+    rnd = random.Random(20261126)
+    monkeypatch.setattr(nccllog, "RUN_SHARE", 1)
+    done = _counting_replays(monkeypatch)
+    for case in range(60):
+        monkeypatch.setattr(nccllog, "RUN_MIN", rnd.choice([1, 2, 5]))
+        pattern = [rnd.choice(_ALPHABET) for _ in range(rnd.randint(8, 40))]
+        parts = []
+        for _ in range(rnd.randint(3, 9)):
+            parts += [rnd.choice(_ALPHABET) if rnd.random() < 0.05 else p for p in pattern]
+        text = b"".join(parts)
+        keep = rnd.choice([1, 2])
+        for block in (rnd.choice([64, 300, 4096]), scan.BLOCK):
+            assert fast([("r.log", text)], keep=keep, block=block) == report(
+                nccllog.parse_streams([("r.log", io.BytesIO(text))], keep=keep)), (case, block)
+    assert sum(done) > 100
