@@ -1118,8 +1118,8 @@ _BLANK = _Seen(_SEEN_BLANK)
 _BLANK.nccl = 0
 _NEVER.tries = _ONCE.tries = _BLANK.tries = 1 << 30  # shared by every file: no run starts on them
 
-RUN_MIN = 24  # lines of a run at least, where nothing ends it before
-RUN_SHORT = 8  # lines of a run at least, where a line read in full or a call chain of its own ends it (:class:`_Run`)
+RUN_MIN = 64  # lines of a run at least, where nothing ends it before
+RUN_SHORT = 8  # lines of a run at least, where a line read in full or a call chain of its own ends it
 RUN_MAX = 4096  # lines of a run at most
 RUN_KEPT = 4  # runs kept that start on one line, at most
 RUN_TRIES = 64  # runs recorded from one line that were not kept, at most
@@ -1139,15 +1139,10 @@ def _before(key: Tuple[str, str, int, int], ow: Dict, pre: Dict) -> bool:
 
 
 def _as_before(run: "_Run", ow: Dict) -> bool:
-    """Whether the WARNs open on the threads of ``run`` are those it found when it was recorded."""
-    pre = run.pre
-    for key in run.keys:
-        was = pre.get(key)
+    """Whether the WARNs open before ``run`` on the threads it found one open on are those it found."""
+    for key, (base, chain) in run.pre.items():
         w = ow.get(key)
-        if was is None:
-            if w is not None:
-                return False
-        elif type(w) is not _DroppedWarn or w.base != was[0] or tuple(w.chain) != was[1]:
+        if type(w) is not _DroppedWarn or w.base != base or tuple(w.chain) != chain:
             return False
     return True
 
@@ -1160,15 +1155,17 @@ class _Run:
     of their chains offered again, and the process of the last line."""
 
     __slots__ = ("rest", "size", "counts", "df", "names", "proc", "times", "keys", "bare", "misses", "open", "pre",
-                 "closed", "grown", "seg", "r0", "wrap")
+                 "closed", "grown", "seg", "r0", "wrap", "free")
 
-    def __init__(self, rest: List[bytes], entries: List["_Seen"], df: int, names: List[str], bare: bool) -> None:
+    def __init__(self, rest: List[bytes], entries: List["_Seen"], df: int, names: List[str],
+                 bare: List[Tuple[int, "_Seen"]]) -> None:
         self.rest, self.size = rest, len(rest) + 1  # the lines after the first, and all of them
         self.counts: Dict["_Seen", int] = {}
         for e in entries:
             self.counts[e] = self.counts.get(e, 0) + 1
         self.df, self.names, self.times, self.bare, self.misses = df, names, 0, bare, 0
-        self.keys = frozenset(e.key for e in entries)  # its threads: none may have anything open before it
+        self.keys = frozenset(e.key for e in entries)  # its threads
+        self.free = self.keys  # those that had nothing open before it: none may have a WARN open again
         self.open: List[Tuple[Tuple[str, str, int, int], bool, Tuple[ChainStep, ...]]] = []  # WARNs left open
         self.pre: Dict[Tuple[str, str, int, int], Tuple[bool, Tuple[ChainStep, ...]]] = {}  # WARNs open before
         self.closed: List[Tuple[str, str, int, int]] = []  # of those, the ones it closed
@@ -1621,6 +1618,7 @@ class _Parser:
         run = _Run(rest, jr, self.f.dropped_failures - df0, names, bare)
         ow = self.open_warn
         run.pre = {k: (base, chain) for k, (_, base, chain) in pre.items()}
+        run.free = run.keys.difference(run.pre)
         run.closed = [k for k, (w, _, _) in pre.items() if ow.get(k) is not w]
         run.grown = [(k, tuple(w.chain)) for k, (w, _, _) in pre.items() if ow.get(k) is w]
         run.open = [(k, w.base, tuple(w.chain)) for k, w in ow.items() if k in opened]
@@ -1635,49 +1633,53 @@ class _Parser:
     def _replay(self, runs: List["_Run"], start: "_Seen", lines: List[bytes], i: int, reader: "_Reader",
                 n: int) -> bool:
         """Whether a run of ``runs`` (those starting with the entry ``start``) is ``lines[i:]`` and was counted
-        again now; it is then moved first. Nothing is open before it on its threads, nor waiting, as when it
-        was recorded. A run that keeps missing is dropped."""
+        again now; it is then moved first. Its threads have open what they had when it was recorded (nothing,
+        or the same WARNs past the bound), and nothing waits for the next line. A run that keeps missing is
+        dropped."""
         ow, oo, fo = self.open_warn, self.open_orphan, self.failed_orphans
         if len(ow) >= MAX_THREADS - RUN_MAX or len(oo) >= MAX_THREADS or len(fo) >= MAX_THREADS:
             return False
         source = reader.source
         for k, run in enumerate(runs):
-            if lines[i + 1:i + run.size] == run.rest and run.keys.isdisjoint(oo) and run.keys.isdisjoint(fo) and \
-                    _as_before(run, ow) and (not run.wrap or reader.prev is None) and \
-                    all(self._rank0_read(source, p) for p in run.r0):
-                if run.bare and self._keeping(source):  # kept as the output they are part of, as _bulk does
-                    bench, ras = self.bench, self.ras
-                    bench_bytes, ras_bytes = self.bench_bytes, self.ras_bytes
-                    for off, e in run.bare:
-                        b = bench_bytes.get(source)
-                        if b is not None and b < MAX_BENCH_BYTES:
-                            bench[source].append(e.msg)
-                            bench_bytes[source] = b + e.size
-                        b = ras_bytes.get(source)
-                        if b is not None and b < MAX_RAS_BYTES:
-                            ras[source].append((n + off, e.msg))
-                            ras_bytes[source] = b + e.size
+            if lines[i + 1:i + run.size] != run.rest or not run.free.isdisjoint(ow) or \
+                    (oo and not run.keys.isdisjoint(oo)) or (fo and not run.keys.isdisjoint(fo)) or \
+                    (run.pre and not _as_before(run, ow)) or (run.wrap and reader.prev is not None) or \
+                    (run.r0 and not all(self._rank0_read(source, p) for p in run.r0)):
+                run.misses += 1
+                continue
+            if run.bare and self._keeping(source):  # kept as the output they are part of, as _bulk does
+                bench, ras = self.bench, self.ras
+                bench_bytes, ras_bytes = self.bench_bytes, self.ras_bytes
+                for off, e in run.bare:
+                    b = bench_bytes.get(source)
+                    if b is not None and b < MAX_BENCH_BYTES:
+                        bench[source].append(e.msg)
+                        bench_bytes[source] = b + e.size
+                    b = ras_bytes.get(source)
+                    if b is not None and b < MAX_RAS_BYTES:
+                        ras[source].append((n + off, e.msg))
+                        ras_bytes[source] = b + e.size
+            run.times += 1
+            if run.df:
                 f = self.f
-                run.times += 1
-                if run.df:
-                    f.dropped_failures += run.df
+                f.dropped_failures += run.df
                 for name in run.names:
                     _add_capped(f.dropped_results, name)
-                if run.proc is not None:
-                    self.line_proc = run.proc
-                if run.seg is not None:
-                    self.segment[source] = run.seg
+            if run.proc is not None:
+                self.line_proc = run.proc
+            if run.seg is not None:
+                self.segment[source] = run.seg
+            if run.pre:
                 for key in run.closed:  # the WARNs it found open and closed
                     del ow[key]
                 for key, chain in run.grown:  # those it added steps to
                     ow[key].chain[:] = chain
-                for key, base, chain in run.open:  # the WARNs it left open, in the order it opened them
-                    w = ow[key] = _DroppedWarn(base)
-                    w.chain.extend(chain)
-                if k:
-                    runs.insert(0, runs.pop(k))
-                return True
-            run.misses += 1
+            for key, base, chain in run.open:  # the WARNs it left open, in the order it opened them
+                w = ow[key] = _DroppedWarn(base)
+                w.chain.extend(chain)
+            if k:
+                runs.insert(0, runs.pop(k))
+            return True
         for run in [r for r in runs if r.misses > 16 + 4 * r.times]:
             runs.remove(run)
             start.tries += 1
