@@ -374,7 +374,8 @@ def test_random_logs_that_repeat_themselves_give_the_same_report(monkeypatch):
     monkeypatch.setattr(nccllog, "RUN_SHARE", 1)
     done = _counting_replays(monkeypatch)
     for case in range(60):
-        monkeypatch.setattr(nccllog, "RUN_MIN", rnd.choice([1, 2, 5]))
+        monkeypatch.setattr(nccllog, "RUN_MIN", rnd.choice([1, 2, 5, 12]))
+        monkeypatch.setattr(nccllog, "RUN_SHORT", rnd.choice([1, 3, 8]))
         pattern = [rnd.choice(_ALPHABET) for _ in range(rnd.randint(8, 40))]
         parts = []
         for _ in range(rnd.randint(3, 9)):
