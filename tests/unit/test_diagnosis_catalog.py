@@ -595,3 +595,14 @@ def test_ib_without_gdrdma_in_a_run_that_completed_is_a_note_from_the_log_alone(
             "b:3:4 [0] NCCL INFO comm 0x2 rank 1 nranks 2 cudaDev 0 busId 1000 - Init COMPLETE\n")
     assert categories(text) == []
     assert any(d.id == "gdr-unused" and d.severity == "info" for d in verdict(text))
+
+
+def test_nccl_duplicate_gpu_message_quoted_in_prose_is_two_ranks_on_one_gpu():
+    # written for this test: NCCL's message quoted in a sentence, with no error word around it
+    text = '"Duplicate GPU detected : rank 1 and rank 0 both on CUDA device a4000" from NCCL INFO.\n'
+    assert top(text).category == "duplicate_gpu_rank"
+    real.require()
+    for name in ("p2p-direct-pointer-and-shm-8gpu-single-process.log",
+                 "net-ib-gdrdma-p2p-cumem-2node-4rank-nccltests.log"):
+        assert "duplicate_gpu_rank" not in categories(real.nccl_log(name).read_text())
+
