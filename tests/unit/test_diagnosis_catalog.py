@@ -606,3 +606,15 @@ def test_nccl_duplicate_gpu_message_quoted_in_prose_is_two_ranks_on_one_gpu():
                  "net-ib-gdrdma-p2p-cumem-2node-4rank-nccltests.log"):
         assert "duplicate_gpu_rank" not in categories(real.nccl_log(name).read_text())
 
+
+def test_a_graph_file_nccl_echoes_is_a_warning_even_without_the_error_that_followed():
+    # written for this test, in NCCL's words: the variable an image or /etc/nccl.conf set
+    line = "h:1:2 [0] NCCL INFO NCCL_GRAPH_FILE set by environment to /opt/microsoft/ncv4/graph.xml\n"
+    d = top(line)
+    assert d.category == "nccl_env_misconfig" and d.severity == "warn" and "graph.xml" in d.summary
+    topo = "h:1:2 [0] NCCL INFO NCCL_TOPO_FILE set by environment to /opt/microsoft/ncv4/topo.xml\n"
+    assert "nccl_env_misconfig" not in categories(topo)
+    real.require()
+    for name in real.names(real.NCCL_LOGS, "*.log"):
+        text = real.nccl_log(name).read_text(errors="replace")
+        assert not any(d.id == "nccl-env" and "NCCL_GRAPH_FILE" in d.summary for d in verdict(text))

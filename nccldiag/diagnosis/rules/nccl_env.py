@@ -1,10 +1,12 @@
 """An NCCL environment variable set wrong: an error that names the variable ('NCCL_ALGO was set to NVLS', 'Invalid
 value for NCCL_...'), no algorithm or protocol left for a collective by NCCL_ALGO/NCCL_PROTO, or a topology or
 graph file (NCCL_TOPO_FILE, NCCL_GRAPH_FILE, often set in /etc/nccl.conf or by an image) written for another
-machine: 'XML Import Channel : dev N not found', 'Attribute ... of node ... not found'.
+machine: 'XML Import Channel : dev N not found', 'Attribute ... of node ... not found'. NCCL_GRAPH_FILE is a
+graph injection for experiments, never for production: a run of another GPU count fails on it (ncclSystemError,
+'dev N not found'), so NCCL echoing it is a warning even where the error that followed was not posted.
 
 Evidence: those WARNs or 'Last error' texts, and the variables NCCL echoed ('set by environment to').
-References: pytorch/pytorch#163063; Azure/azhpc-images#327; NCCL env docs.
+References: pytorch/pytorch#163063; Azure/azhpc-images#327; NVIDIA/nccl#1240, #1008; NCCL env docs.
 """
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ from typing import List
 
 from nccldiag.diagnosis import clues as C
 from nccldiag.diagnosis.inputs import Inputs
-from nccldiag.diagnosis.model import Diagnosis
+from nccldiag.diagnosis.model import Diagnosis, Evidence
 from nccldiag.diagnosis.rules import net_plugin
 
 ID = "nccl-env"
@@ -60,4 +62,11 @@ def diagnose(inp: Inputs) -> List[Diagnosis]:
                            "/etc/nccl.conf may set it)",
                        alternatives=["net_plugin: aws-ofi-nccl sets NCCL_TOPO_FILE to its static topology for "
                                      "p4d/p5; an older plugin's file can mismatch the GPUs visible to the job"])]
+    graph = [v for ls in inp.log_sets() for v in ls.facts.env_values().get("NCCL_GRAPH_FILE", [])]
+    if graph:
+        return [C.make(sys.modules[__name__], f"NCCL_GRAPH_FILE={graph[0]} is set: NCCL is forced onto a fixed graph, "
+                       f"which fails on any other GPU count", confidence="medium", severity="warn",
+                       extra=[Evidence("log", f"NCCL_GRAPH_FILE set by environment to {graph[0]}")],
+                       why="NCCL_GRAPH_FILE injects a graph for experiments; it is never set in production, and a "
+                           "graph written for another machine size makes NCCL fail with a system error")]
     return []
