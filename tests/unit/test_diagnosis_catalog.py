@@ -618,3 +618,20 @@ def test_a_graph_file_nccl_echoes_is_a_warning_even_without_the_error_that_follo
     for name in real.names(real.NCCL_LOGS, "*.log"):
         text = real.nccl_log(name).read_text(errors="replace")
         assert not any(d.id == "nccl-env" and "NCCL_GRAPH_FILE" in d.summary for d in verdict(text))
+
+
+def test_a_single_node_nccl_tests_run_that_printed_its_failure_did_not_stall_on_p2p():
+    # written for this test, in the words of nccl-tests' first releases: the failure line has no 'Test '
+    text = ("nThread 1 nGpus 2 minBytes 8 maxBytes 134217728 step: 2(factor) warmup iters: 5 iters: 20 validation: 1\n"
+            "# Using devices\n"
+            "#   Rank  0 on     node03 device  0 [0x00] Tesla P100-PCIE-16GB\n"
+            "#   Rank  1 on     node03 device  1 [0x00] Tesla P100-PCIE-16GB\n"
+            "\n"
+            "#                                                 out-of-place                    in-place\n"
+            "#      bytes             N    type      op     time  algbw  busbw      res     time  algbw  busbw      res\n")
+    assert "acs_iommu_p2p" in categories(text)
+    failed = text + "NCCL failure all_reduce.cu:95 'unhandled cuda error'\n"
+    assert "acs_iommu_p2p" not in categories(failed) and categories(failed)
+    real.require()
+    assert "acs_iommu_p2p" not in categories(real.nccl_log("p2p-direct-pointer-and-shm-8gpu-single-process.log")
+                                             .read_text())
