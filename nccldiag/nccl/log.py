@@ -791,6 +791,7 @@ _NOTES: Tuple[Tuple[str, "re.Pattern[str]"], ...] = (
     ("collnet_disabled", re.compile(r"disabling CollNet")),
     ("cuda_driver", re.compile(r"\bcudaDriverVersion \d+")),
     ("ib_no_active_port", re.compile(r"NET/IB ?: .*(?:no active|No active) port")),
+    ("topo_file", re.compile(r"Loading topology file \S")),
 )
 
 # WARN kinds: (kind, failure?, pattern). The first match wins.

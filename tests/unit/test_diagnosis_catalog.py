@@ -635,3 +635,22 @@ def test_a_single_node_nccl_tests_run_that_printed_its_failure_did_not_stall_on_
     real.require()
     assert "acs_iommu_p2p" not in categories(real.nccl_log("p2p-direct-pointer-and-shm-8gpu-single-process.log")
                                              .read_text())
+
+
+def test_a_system_error_in_a_run_given_a_topology_file_names_the_file_before_dev_shm():
+    # written for this test, in the words of nccl-tests and NCCL 2.18 (the WARN that followed was not posted)
+    topo = "vm:1:2 [1] NCCL INFO Loading topology file /opt/microsoft/ncv4/topo.xml\n"
+    failed = topo + "Test NCCL failure common.cu:953 'unhandled system error'\n"
+    d = top(failed)
+    assert d.category == "nccl_env_misconfig" and d.severity == "warn"
+    # the same error with the WARN that names /dev/shm is /dev/shm's
+    shm = failed + ("vm:1:2 [1] include/shm.h:28 NCCL WARN Call to posix_fallocate failed: No space left on "
+                    "device\n")
+    assert top(shm).category == "shm_too_small"
+    # a run given a topology file that completed is no failure
+    ok = topo + "vm:1:2 [1] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 busId 100000 - Init COMPLETE\n"
+    assert "nccl_env_misconfig" not in categories(ok)
+    real.require()
+    for name in real.names(real.NCCL_LOGS, "*.log"):
+        text = real.nccl_log(name).read_text(errors="replace")
+        assert not any(d.id == "nccl-env" and "topology file" in d.summary for d in verdict(text)), name

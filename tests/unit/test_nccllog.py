@@ -509,6 +509,14 @@ def test_the_first_nccl_tests_failure_lines_without_test_are_errors_and_nccl_war
                  "p2p-direct-pointer-and-shm-8gpu-single-process.log"):
         assert not [a for a in load(name).app_errors if a.kind.startswith("nccl-tests")], name
 
+
+def test_a_topology_file_nccl_loads_is_a_note():
+    # written for this test, in NCCL 2.18's words
+    f = parse("a100-vm:648288:648307 [1] NCCL INFO Loading topology file /opt/microsoft/ncv4/topo.xml\n"
+              "a100-vm:648288:648307 [1] NCCL INFO Loading unnamed topology\n")
+    assert [(n.kind, n.at.host) for n in f.notes] == [("topo_file", "a100-vm")]
+    assert not [n for n in load("p2p-direct-pointer-and-shm-8gpu-single-process.log").notes if n.kind == "topo_file"]
+
 def test_never_raises_on_garbage():
     junk = "\x00\x1b[31m:::: [x] NCCL INFO\nNCCL WARN\n-> 2\nChannel 00 : via\n" + "é" * 50 + "\r\n\r"
     f = parse(junk)
