@@ -760,8 +760,12 @@ _WATCHDOG = re.compile(
 _WD_RANK = re.compile(r"\[(?:PG [^\]]*?)?Rank (?P<rank>\d+)\]\s*Watchdog|\[Rank (?P<rank2>\d+)\]")
 _WD_FIELD = re.compile(r"(?P<k>\w+(?:\(ms\))?)=(?P<v>[^,\s)]+)")
 _TORCH_ERR = re.compile(r"NCCL error in: (?P<where>\S+?),\s*(?P<msg>.*?)(?:, NCCL [vV]ersion (?P<ver>[\d.]+\w*))?\s*$")
-_TESTS_FAIL = re.compile(r"(?:(?P<host>[\w.\-]+): )?Test NCCL failure (?P<where>\S+) '(?P<msg>[^']*)")
-_TESTS_CUDA = re.compile(r"(?:(?P<host>[\w.\-]+): )?Test CUDA failure (?P<where>\S+)(?:\s+'(?P<msg>[^']*)'?)?\s*$")
+# nccl-tests' failure lines; its first releases (2017-2018) printed 'NCCL failure all_reduce.cu:95 '...'' and
+# 'Cuda failure common.cu:891 '...'' without the 'Test ' (NCCL's own WARN 'Cuda failure 'x'' names no .cu file).
+_TESTS_FAIL = re.compile(r"(?:(?P<host>[\w.\-]+): )?(?:Test NCCL failure (?P<where>\S+)|"
+                         r"(?<!\S)NCCL failure (?P<old>[\w./\-]+\.cu:\d+)) '(?P<msg>[^']*)")
+_TESTS_CUDA = re.compile(r"(?:(?P<host>[\w.\-]+): )?(?:Test CUDA failure (?P<where>\S+)|"
+                         r"(?<!\S)Cuda failure (?P<old>[\w./\-]+\.cu:\d+))(?:\s+'(?P<msg>[^']*)'?)?\s*$")
 _TORCH_OLD = re.compile(r"\bNCCL Error (?P<code>\d+): (?P<msg>.+?)\s*$")
 _LAST_ERROR = re.compile(r"(?:^|[\s:\]|])Last error:\s*(?P<text>.*)$")
 _TAG = re.compile(r"^\[[^\]\s]{1,40}\]:\s*")
@@ -770,7 +774,8 @@ _ERROR_TEXT = re.compile(
     r"\b(?:[Ee]rror|ERROR|[Ff]ail(?:ed|ure|s)?|FAIL(?:ED|URE)?|[Ff]atal|FATAL|[Ee]xception|Traceback|[Tt]imed? ?out|"
     r"[Rr]efused|[Uu]nreachable|[Aa]bort(?:ed|ing)?|[Kk]illed|[Ss]egmentation fault|core dumped|not supported|"
     r"[Uu]nable to|[Cc]annot|[Cc]an't|[Cc]ould not|[Cc]ouldn't|[Dd]enied|[Nn]o such|[Ii]nvalid|[Mm]ismatch|"
-    r"out of memory|busy or unavailable|[Ii]nsufficient|not found|Unknown Error|is neither AF_INET)\b")
+    r"out of memory|busy or unavailable|[Ii]nsufficient|not found|Unknown Error|is neither AF_INET|"
+    r"Duplicate GPU detected)\b")
 _KERNEL_TEXT = re.compile(
     r"NVRM:|\bXid\b|AMD-Vi|\bDMAR\b|IO_PAGE_FAULT|nv_peer_mem|nvidia[-_]peermem|PCIe Bus Error|\bAER\b|"
     r"\bmlx\d_(?:core|ib|en)\b|fallen off the bus|\bib_umad\b|nv-fabricmanager|[Ff]abric ?[Mm]anager")
@@ -786,6 +791,7 @@ _NOTES: Tuple[Tuple[str, "re.Pattern[str]"], ...] = (
     ("collnet_disabled", re.compile(r"disabling CollNet")),
     ("cuda_driver", re.compile(r"\bcudaDriverVersion \d+")),
     ("ib_no_active_port", re.compile(r"NET/IB ?: .*(?:no active|No active) port")),
+    ("topo_file", re.compile(r"Loading topology file \S")),
 )
 
 # WARN kinds: (kind, failure?, pattern). The first match wins.
@@ -1107,7 +1113,7 @@ def _app_noop(msg: str) -> bool:
     """Whether :meth:`_Parser.app_lines` reads nothing from a line holding its words (``msg``, no NCCL prefix)."""
     if "NCCL Error " in msg and _TORCH_OLD.search(msg):
         return False
-    if "Watchdog" not in msg and "NCCL error in" not in msg and "Test " not in msg:
+    if "Watchdog" not in msg and "NCCL error in" not in msg and "Test " not in msg and "failure " not in msg:
         return True
     return not ("Watchdog caught collective operation timeout" in msg or _WATCHDOG.search(msg) or
                 _TORCH_ERR.search(msg) or _TESTS_FAIL.search(msg) or _TESTS_CUDA.search(msg) or
@@ -2140,7 +2146,7 @@ class _Parser:
             if m:
                 self._keep("app_errors", AppError("torch", m.group("msg"), rec.at, rec.text))
                 return
-        if "Watchdog" not in msg and "NCCL error in" not in msg and "Test " not in msg:
+        if "Watchdog" not in msg and "NCCL error in" not in msg and "Test " not in msg and "failure " not in msg:
             return
         m = _WATCHDOG.search(msg)
         if m is None and "Watchdog caught collective operation timeout" in msg and rec.kind == "bare":
@@ -2176,12 +2182,12 @@ class _Parser:
             err, _, last = m.group("msg").partition(" / ")
             message = err.strip() + (f" (last error: {last.strip()})" if last.strip() else "")
             self._keep("app_errors", AppError("nccl-tests", message, _on(rec.at, m.group("host")), rec.text,
-                                              m.group("where")))
+                                              m.group("where") or m.group("old")))
             return
         m = _TESTS_CUDA.search(msg)
         if m:
             def cuda(message: str, at: Loc = _on(rec.at, m.group("host")), text: str = rec.text,
-                     where: str = m.group("where")) -> None:
+                     where: str = m.group("where") or m.group("old")) -> None:
                 self._keep("app_errors", AppError("nccl-tests-cuda", message.strip().strip("'").strip() or
                                                   "CUDA failure", at, text, where))
             if m.group("msg") is not None:

@@ -595,3 +595,62 @@ def test_ib_without_gdrdma_in_a_run_that_completed_is_a_note_from_the_log_alone(
             "b:3:4 [0] NCCL INFO comm 0x2 rank 1 nranks 2 cudaDev 0 busId 1000 - Init COMPLETE\n")
     assert categories(text) == []
     assert any(d.id == "gdr-unused" and d.severity == "info" for d in verdict(text))
+
+
+def test_nccl_duplicate_gpu_message_quoted_in_prose_is_two_ranks_on_one_gpu():
+    # written for this test: NCCL's message quoted in a sentence, with no error word around it
+    text = '"Duplicate GPU detected : rank 1 and rank 0 both on CUDA device a4000" from NCCL INFO.\n'
+    assert top(text).category == "duplicate_gpu_rank"
+    real.require()
+    for name in ("p2p-direct-pointer-and-shm-8gpu-single-process.log",
+                 "net-ib-gdrdma-p2p-cumem-2node-4rank-nccltests.log"):
+        assert "duplicate_gpu_rank" not in categories(real.nccl_log(name).read_text())
+
+
+def test_a_graph_file_nccl_echoes_is_a_warning_even_without_the_error_that_followed():
+    # written for this test, in NCCL's words: the variable an image or /etc/nccl.conf set
+    line = "h:1:2 [0] NCCL INFO NCCL_GRAPH_FILE set by environment to /opt/microsoft/ncv4/graph.xml\n"
+    d = top(line)
+    assert d.category == "nccl_env_misconfig" and d.severity == "warn" and "graph.xml" in d.summary
+    topo = "h:1:2 [0] NCCL INFO NCCL_TOPO_FILE set by environment to /opt/microsoft/ncv4/topo.xml\n"
+    assert "nccl_env_misconfig" not in categories(topo)
+    real.require()
+    for name in real.names(real.NCCL_LOGS, "*.log"):
+        text = real.nccl_log(name).read_text(errors="replace")
+        assert not any(d.id == "nccl-env" and "NCCL_GRAPH_FILE" in d.summary for d in verdict(text))
+
+
+def test_a_single_node_nccl_tests_run_that_printed_its_failure_did_not_stall_on_p2p():
+    # written for this test, in the words of nccl-tests' first releases: the failure line has no 'Test '
+    text = ("nThread 1 nGpus 2 minBytes 8 maxBytes 134217728 step: 2(factor) warmup iters: 5 iters: 20 validation: 1\n"
+            "# Using devices\n"
+            "#   Rank  0 on     node03 device  0 [0x00] Tesla P100-PCIE-16GB\n"
+            "#   Rank  1 on     node03 device  1 [0x00] Tesla P100-PCIE-16GB\n"
+            "\n"
+            "#                                                 out-of-place                    in-place\n"
+            "#      bytes             N    type      op     time  algbw  busbw      res     time  algbw  busbw      res\n")
+    assert "acs_iommu_p2p" in categories(text)
+    failed = text + "NCCL failure all_reduce.cu:95 'unhandled cuda error'\n"
+    assert "acs_iommu_p2p" not in categories(failed) and categories(failed)
+    real.require()
+    assert "acs_iommu_p2p" not in categories(real.nccl_log("p2p-direct-pointer-and-shm-8gpu-single-process.log")
+                                             .read_text())
+
+
+def test_a_system_error_in_a_run_given_a_topology_file_names_the_file_before_dev_shm():
+    # written for this test, in the words of nccl-tests and NCCL 2.18 (the WARN that followed was not posted)
+    topo = "vm:1:2 [1] NCCL INFO Loading topology file /opt/microsoft/ncv4/topo.xml\n"
+    failed = topo + "Test NCCL failure common.cu:953 'unhandled system error'\n"
+    d = top(failed)
+    assert d.category == "nccl_env_misconfig" and d.severity == "warn"
+    # the same error with the WARN that names /dev/shm is /dev/shm's
+    shm = failed + ("vm:1:2 [1] include/shm.h:28 NCCL WARN Call to posix_fallocate failed: No space left on "
+                    "device\n")
+    assert top(shm).category == "shm_too_small"
+    # a run given a topology file that completed is no failure
+    ok = topo + "vm:1:2 [1] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 busId 100000 - Init COMPLETE\n"
+    assert "nccl_env_misconfig" not in categories(ok)
+    real.require()
+    for name in real.names(real.NCCL_LOGS, "*.log"):
+        text = real.nccl_log(name).read_text(errors="replace")
+        assert not any(d.id == "nccl-env" and "topology file" in d.summary for d in verdict(text)), name

@@ -492,6 +492,31 @@ def test_torch_and_nccl_tests_errors():
     assert fs["nccl.app_error"].status == Status.FAIL
 
 
+
+def test_the_first_nccl_tests_failure_lines_without_test_are_errors_and_nccl_warns_are_not():
+    # written for this test, in the words of nccl-tests' first releases (2017-2018) and of NCCL's own WARN
+    text = ("NCCL failure all_reduce.cu:95 'unhandled cuda error'\n"
+            "node03: Cuda failure common.cu:891 'CUDA driver version is insufficient for CUDA runtime version'\n"
+            "h:1:2 [0] include/alloc.h:125 NCCL WARN Cuda failure 700 'an illegal memory access was encountered'\n"
+            "h:1:2 [0] enqueue.cc:1085 NCCL WARN Cuda failure 'out of memory'\n")
+    f = parse(text)
+    assert [(a.kind, a.message, a.where) for a in f.app_errors] == [
+        ("nccl-tests", "unhandled cuda error", "all_reduce.cu:95"),
+        ("nccl-tests-cuda", "CUDA driver version is insufficient for CUDA runtime version", "common.cu:891")]
+    assert [w.kind for w in f.warns] == ["cuda", "cuda"]
+    for name in ("nvls-multicast-cuda-failure-401-timestamped-warn.log",
+                 "net-ib-gdrdma-p2p-cumem-2node-4rank-nccltests.log",
+                 "p2p-direct-pointer-and-shm-8gpu-single-process.log"):
+        assert not [a for a in load(name).app_errors if a.kind.startswith("nccl-tests")], name
+
+
+def test_a_topology_file_nccl_loads_is_a_note():
+    # written for this test, in NCCL 2.18's words
+    f = parse("a100-vm:648288:648307 [1] NCCL INFO Loading topology file /opt/microsoft/ncv4/topo.xml\n"
+              "a100-vm:648288:648307 [1] NCCL INFO Loading unnamed topology\n")
+    assert [(n.kind, n.at.host) for n in f.notes] == [("topo_file", "a100-vm")]
+    assert not [n for n in load("p2p-direct-pointer-and-shm-8gpu-single-process.log").notes if n.kind == "topo_file"]
+
 def test_never_raises_on_garbage():
     junk = "\x00\x1b[31m:::: [x] NCCL INFO\nNCCL WARN\n-> 2\nChannel 00 : via\n" + "é" * 50 + "\r\n\r"
     f = parse(junk)

@@ -1,10 +1,12 @@
 """An NCCL environment variable set wrong: an error that names the variable ('NCCL_ALGO was set to NVLS', 'Invalid
 value for NCCL_...'), no algorithm or protocol left for a collective by NCCL_ALGO/NCCL_PROTO, or a topology or
 graph file (NCCL_TOPO_FILE, NCCL_GRAPH_FILE, often set in /etc/nccl.conf or by an image) written for another
-machine: 'XML Import Channel : dev N not found', 'Attribute ... of node ... not found'.
+machine: 'XML Import Channel : dev N not found', 'Attribute ... of node ... not found'. NCCL_GRAPH_FILE is a
+graph injection for experiments, never for production: a run of another GPU count fails on it (ncclSystemError,
+'dev N not found'), so NCCL echoing it is a warning even where the error that followed was not posted.
 
 Evidence: those WARNs or 'Last error' texts, and the variables NCCL echoed ('set by environment to').
-References: pytorch/pytorch#163063; Azure/azhpc-images#327; NCCL env docs.
+References: pytorch/pytorch#163063; Azure/azhpc-images#327; NVIDIA/nccl#1240, #1008; NCCL env docs.
 """
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ from typing import List
 
 from nccldiag.diagnosis import clues as C
 from nccldiag.diagnosis.inputs import Inputs
-from nccldiag.diagnosis.model import Diagnosis
+from nccldiag.diagnosis.model import Diagnosis, Evidence
 from nccldiag.diagnosis.rules import net_plugin
 
 ID = "nccl-env"
@@ -60,4 +62,38 @@ def diagnose(inp: Inputs) -> List[Diagnosis]:
                            "/etc/nccl.conf may set it)",
                        alternatives=["net_plugin: aws-ofi-nccl sets NCCL_TOPO_FILE to its static topology for "
                                      "p4d/p5; an older plugin's file can mismatch the GPUs visible to the job"])]
+    system = _system_error_with_topology_file(inp)
+    if system:
+        return [C.make(sys.modules[__name__], "NCCL failed with a system error in a run given a topology file: a "
+                       "topology or graph file set for NCCL (an image's /etc/nccl.conf sets both) that does not "
+                       "describe the GPUs of this run", system, confidence="medium", severity="warn",
+                       why="NCCL loaded a topology file it was given and then failed a call without a WARN naming "
+                           "another cause; a graph or topology file for another GPU count fails this way",
+                       alternatives=["shm_too_small: on one node NCCL's other system calls are those of its /dev/shm "
+                                     "segments"])]
+    graph = [v for ls in inp.log_sets() for v in ls.facts.env_values().get("NCCL_GRAPH_FILE", [])]
+    if graph:
+        return [C.make(sys.modules[__name__], f"NCCL_GRAPH_FILE={graph[0]} is set: NCCL is forced onto a fixed graph, "
+                       f"which fails on any other GPU count", confidence="medium", severity="warn",
+                       extra=[Evidence("log", f"NCCL_GRAPH_FILE set by environment to {graph[0]}")],
+                       why="NCCL_GRAPH_FILE injects a graph for experiments; it is never set in production, and a "
+                           "graph written for another machine size makes NCCL fail with a system error")]
     return []
+
+
+SYSTEM_ERROR = re.compile(r"unhandled system error|ncclSystemError|NCCL Error 2\b")
+
+
+def _system_error_with_topology_file(inp: Inputs) -> List[C.Clue]:
+    """A system error the application printed, in a log where NCCL loaded a topology file it was given and no
+    NCCL WARN names the failing call."""
+    out: List[C.Clue] = []
+    for ls in inp.log_sets():
+        f = ls.facts
+        topo = [n for n in f.notes if n.kind == "topo_file"]
+        errs = [a for a in f.app_errors if SYSTEM_ERROR.search(a.message or a.text)]
+        if not topo or not errs or any(w.failure for w in f.warns):
+            continue
+        out.append(C.Clue("error", errs[0].text, errs[0].at, errs[0].text, errs[0].at.host))
+        out.append(C.Clue("error", topo[0].text, topo[0].at, topo[0].text, topo[0].at.host))
+    return out
