@@ -1754,6 +1754,8 @@ class _Parser:
         if "Last error:" in msg:
             return _NEVER
         app = "Watchdog" in msg or "NCCL error in" in msg or "Test " in msg or "NCCL Error " in msg
+        if not app and "failure " in msg and not _app_noop(msg):
+            return _NEVER  # nccl-tests' first failure lines: read every time, as app_lines reads them
         watchdog = None
         if app and not _app_noop(msg):
             watchdog = _watchdog_key(rec)
@@ -1807,7 +1809,8 @@ class _Parser:
         """What reading ``rec`` again would do, if only counting (its record lists are full); ``None`` when it
         would keep a record now (ask again later), :data:`_NEVER` when it reads more than counts."""
         msg = rec.msg
-        if "NCCL Error " in msg or "Watchdog" in msg or "NCCL error in" in msg or "Test " in msg:
+        if "NCCL Error " in msg or "Watchdog" in msg or "NCCL error in" in msg or "Test " in msg or \
+                ("failure " in msg and not _app_noop(msg)):
             return _NEVER  # application lines: read every time
         at = rec.at
         p = self.procs.get((at.host, at.pid)) if at.host is not None and at.pid is not None else None

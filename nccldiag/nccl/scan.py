@@ -75,7 +75,7 @@ _WORDS = (
     "Segmentation fault", "segmentation fault", "core dumped", "not supported", "Unable to", "unable to",
     "Cannot", "cannot", "Can't", "can't", "Could not", "could not", "Couldn't", "couldn't", "Denied", "denied",
     "No such", "no such", "Invalid", "invalid", "Mismatch", "mismatch", "out of memory", "busy or unavailable",
-    "Insufficient", "insufficient", "not found", "Unknown Error", "is neither AF_INET",
+    "Insufficient", "insufficient", "not found", "Unknown Error", "is neither AF_INET", "Duplicate GPU detected",
     # _KERNEL_TEXT
     "NVRM:", "Xid", "AMD-Vi", "DMAR", "IO_PAGE_FAULT", "nv_peer_mem", "nvidia-peermem", "nvidia_peermem",
     "PCIe Bus Error", "AER", "mlx", "fallen off the bus", "ib_umad", "nv-fabricmanager", "abric",

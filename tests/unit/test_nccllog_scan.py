@@ -386,3 +386,18 @@ def test_random_logs_that_repeat_themselves_give_the_same_report(monkeypatch):
             assert fast([("r.log", text)], keep=keep, block=block) == report(
                 nccllog.parse_streams([("r.log", io.BytesIO(text))], keep=keep)), (case, block)
     assert sum(done) > 100
+
+
+def test_old_nccl_tests_failure_lines_read_again_are_read_as_their_first_reading():
+    # Written for this test, in the words of nccl-tests' first releases (no 'Test ' before the failure), with and
+    # without a host, among NCCL lines, repeated past the bounds.
+    old = (b"node-a: NCCL failure all_reduce.cu:95 'unhandled system error'\n"
+           b"Cuda failure common.cu:891 'out of memory'\n"
+           b"node-a:100:101 [0] NCCL WARN Cuda failure 'out of memory'\n")
+    for keep in (1, 2, 40):
+        f = _both((_CH + old) * 12, keep=keep)
+        assert f.app_errors and f.app_errors[0].where == "all_reduce.cu:95"
+    # a WARN quoted without its prefix, whose words are those of a failure line, is still read as the WARN
+    quoted = b"NCCL WARN Cuda failure 'out of memory'\n"
+    for keep in (1, 3):
+        _both((_CH + quoted + old) * 9, keep=keep)
