@@ -5,7 +5,8 @@ machine: 'XML Import Channel : dev N not found', 'Attribute ... of node ... not 
 graph injection for experiments, never for production: a run of another GPU count fails on it (ncclSystemError,
 'dev N not found'), so NCCL echoing it is a warning even where the error that followed was not posted.
 
-Evidence: those WARNs or 'Last error' texts, and the variables NCCL echoed ('set by environment to').
+Evidence: those WARNs or 'Last error' texts, the variables NCCL echoed ('set by environment to'), and a system
+error no WARN explains in a run where NCCL said 'Loading topology file'.
 References: pytorch/pytorch#163063; Azure/azhpc-images#327; NVIDIA/nccl#1240, #1008; NCCL env docs.
 """
 from __future__ import annotations
