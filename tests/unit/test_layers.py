@@ -19,7 +19,8 @@ PKG = Path(__file__).resolve().parents[2] / "nccldiag"
 # the areas that read it; the rest of spec/ reads the areas' facts and stands above them.
 FLOORS: Tuple[Tuple[str, ...], ...] = (
     ("nccldiag", "atomic", "model", "node", "spec.thresholds"),  # shared values, file writing, node programs
-    ("inventory", "transport", "benchmarks"),  # hosts; how bytes reach a node; hand-run benchmarks' outputs
+    ("inventory", "transport", "benchmarks", "knowledge"),  # hosts; how bytes reach a node; hand-run benchmarks'
+    # outputs; what nccldiag knows, as data rows
     ("slurm", "nccl"),  # Slurm's commands, run through a transport; NCCL logs and RAS reports
     ("areas", "rundir"),  # check areas (parse, judge); the run directory
     ("spec",),  # site specs, against the areas' facts

@@ -1,0 +1,98 @@
+"""What nccldiag knows, as data: one TOML file of rows per table, beside this module.
+
+Each table is an array of tables (``[[row]]``) in a file of this package,
+with the source it was checked against named in the file's header. A row is
+read as a plain ``dict`` with ``where`` added: the file and line that define
+it (``xid.toml:41``), which findings and diagnoses cite. Rows a site adds
+(its spec) are read with the same function from their own text.
+Pure: the package data is read once and cached.
+"""
+from __future__ import annotations
+
+import functools
+import re
+import sys
+from importlib import resources
+from typing import Any, Dict, List, Tuple
+
+from nccldiag.model.errors import UsageError
+
+if sys.version_info >= (3, 11):
+    import tomllib as _toml
+else:  # pragma: no cover - exercised on Python 3.9/3.10 only
+    try:
+        import tomli as _toml
+    except ImportError:
+        _toml = None
+
+_LINE_COL = re.compile(r"\(at line (\d+), column (\d+)\)")
+
+__all__ = ["Row", "header", "loads", "rows", "rows_of_text"]
+
+Row = Dict[str, Any]
+
+_HEADER = re.compile(r"^\s*\[\[\s*([A-Za-z0-9_.-]+)\s*\]\]\s*(#.*)?$")
+
+
+def loads(text: str, where: str) -> Dict[str, Any]:
+    """A TOML text's data; a syntax error is a :class:`UsageError` naming ``where:line``."""
+    if _toml is None:
+        raise UsageError(f"{where}: reading TOML on Python {sys.version_info[0]}.{sys.version_info[1]} needs the "
+                         "tomli package (pip install tomli); Python 3.11 and later have it built in")
+    try:
+        return _toml.loads(text)
+    except _toml.TOMLDecodeError as exc:
+        msg = str(exc)
+        m = _LINE_COL.search(msg)
+        raise UsageError(f"{where}:{m.group(1) if m else '?'}: not valid TOML: "
+                         f"{_LINE_COL.sub('', msg).strip().rstrip('.')}") from None
+
+
+def _header_lines(text: str, key: str) -> List[int]:
+    """The line (1-based) of each ``[[key]]`` header, in file order, outside multi-line strings."""
+    out: List[int] = []
+    in_string = None
+    for n, line in enumerate(text.splitlines(), 1):
+        if in_string:
+            if in_string in line:
+                in_string = None
+            continue
+        m = _HEADER.match(line)
+        if m and m.group(1) == key:
+            out.append(n)
+            continue
+        for delim in ('"""', "'''"):
+            if line.count(delim) % 2 == 1:
+                in_string = delim
+    return out
+
+
+def rows_of_text(text: str, key: str, where: str) -> Tuple[List[Row], Dict[str, Any]]:
+    """``(rows, top)``: each ``[[key]]`` row of a TOML text with ``where`` set to ``"<where>:<line>"``, and
+    the file's other top-level keys. A syntax error is a ``UsageError`` naming ``where:line``."""
+    data = loads(text, where)
+    found = data.get(key, [])
+    lines = _header_lines(text, key)
+    out: List[Row] = []
+    for i, row in enumerate(found if isinstance(found, list) else []):
+        r = dict(row) if isinstance(row, dict) else {"value": row}
+        r["where"] = f"{where}:{lines[i]}" if i < len(lines) else where
+        out.append(r)
+    return out, {k: v for k, v in data.items() if k != key}
+
+
+@functools.lru_cache(maxsize=None)
+def _table(name: str, key: str) -> Tuple[Tuple[Row, ...], Tuple[Tuple[str, Any], ...]]:
+    text = resources.files(__name__).joinpath(name).read_text(encoding="utf-8")
+    found, top = rows_of_text(text, key, name)
+    return tuple(found), tuple(sorted(top.items()))
+
+
+def rows(name: str, key: str = "row") -> List[Row]:
+    """The rows of package table ``name`` (e.g. ``"xid.toml"``), each a fresh ``dict`` (callers may keep it)."""
+    return [dict(r) for r in _table(name, key)[0]]
+
+
+def header(name: str, key: str = "row") -> Dict[str, Any]:
+    """The top-level keys of package table ``name`` besides its rows (its ``source``, ``checked``...)."""
+    return dict(_table(name, key)[1])
