@@ -133,6 +133,9 @@ class Job:
     # (a result, or a progress record counting calls done)
     progress: List[float] = field(default_factory=list)
     partial_busbw: Optional[float] = None  # GB/s of the calls done so far, on its slowest rank (not finished)
+    # not done at its deadline: HANG, STALLED or SLOW from when its progress arrived against when the deadline
+    # stopped it (probe.analysis); "" where it finished, or for a job judged without it
+    unfinished: str = ""
     kind: str = ""  # set by classify
     ratio: Optional[float] = None  # TCP retransmitted share on the job's nodes in its round
     threshold: Optional[float] = None
@@ -158,6 +161,8 @@ def classify(job: Job, threshold: Optional[float], ratio: Optional[float] = None
         if "interface" in job.causes or job.init_failed:
             return NETWORK
         if job.status == "hang":
+            if job.unfinished:
+                return job.unfinished
             return unfinished_kind(job.progress, job.elapsed, timeout if timeout is not None else job.elapsed)
         return ERROR
     if threshold is not None and job.busbw is not None and len(job.nodes) > 1 and job.busbw < threshold:

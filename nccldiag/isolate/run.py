@@ -158,6 +158,7 @@ class _Cluster:
         job.elapsed = sr.elapsed
         job.partial_busbw = min(moving.values()) if moving and rep.status != "ok" else None
         job.status = rep.status
+        job.unfinished = rep.unfinished or ""
         causes = []
         for f in rep.findings:
             if isinstance(f.actual, dict) and f.actual.get("cause"):

@@ -37,6 +37,9 @@ class SettingReport:
     # a setting the deadline cut: progress.HANG (no data moved), STALLED (moved, then stopped) or SLOW (still
     # moving); the calls its ranks completed, and the seconds from its last sign of progress to the stop
     unfinished: Optional[str] = None
+    # cut by the deadline with no rank failing before it: failures its ranks reported after the stop (a peer's
+    # processes killed) are the deadline's doing, so the setting is unfinished, not failed
+    cut: bool = False
     calls: int = 0
     quiet_s: Optional[float] = None
 
@@ -58,7 +61,7 @@ class SettingReport:
         # ranks the launch started that never reported before the deadline: stuck before their first record
         silent = bool(o.missing_ranks) and not o.setup_errors and \
             all(c.status in ("ok", "not-run") for c in o.collectives.values())
-        if self.timed_out and (s in ("ok", "not-run") or silent):
+        if self.timed_out and (s in ("ok", "not-run") or silent or (self.cut and s in ("error", "incomplete"))):
             return "hang"
         if any(f.status == Status.FAIL for f in self.findings) and s == "ok":
             return "error"
@@ -404,6 +407,9 @@ def job_report(setting: Setting, run, timeout: Optional[float] = None) -> Settin
                                         world=launched.world if launched is not None else None,
                                         planned=launched.planned if launched is not None else None)
     sr = SettingReport(setting=setting, outcome=outcome, elapsed=run.elapsed, timed_out=run.timed_out)
+    failures = getattr(run, "failures", None)
+    sr.cut = bool(run.timed_out) and failures is not None and \
+        not progress.failed_before(failures, getattr(run, "stopped_s", None))
     sr.findings.extend(_run_findings(setting, run, outcome, timeout))
     found = results.findings(outcome)
     _explain_setup_errors(found)

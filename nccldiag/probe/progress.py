@@ -33,6 +33,21 @@ def shows_progress(rec: Mapping[str, object]) -> bool:
     return rec.get("type") == "progress" and isinstance(done, int) and not isinstance(done, bool) and done > 0
 
 
+def shows_failure(rec: Mapping[str, object]) -> bool:
+    """Whether a rank's record says something failed: an error record, or a result whose status is error."""
+    kind = rec.get("type")
+    return kind == "error" or (kind == "result" and rec.get("status") == "error")
+
+
+def failed_before(failures: Sequence[float], stopped: "float | None") -> bool:
+    """Whether any rank reported a failure before the deadline stopped the run (``stopped``: seconds after the
+    launch, None where no deadline stopped it). A failure reported at or after the stop is the stop's doing: a
+    rank that lost its peer when the peer's processes were killed."""
+    if stopped is None:
+        return bool(failures)
+    return any(t < stopped for t in failures)
+
+
 def unfinished_kind(progress: Sequence[float], end: float, timeout: float) -> str:
     """A job not done at its deadline (pure): ``hang`` when no data moved, ``slow`` when it still moved near
     the end, ``stalled`` when it moved and then stopped well before the end.

@@ -134,7 +134,7 @@ def setting_line(sr: SettingRun) -> Dict[str, Any]:
         "survivors": sr.survivors, "kill_errors": sr.kill_errors, "commands": sr.commands, "run_id": sr.run_id,
         "logs": sorted(sr.logs), "counters": sr.counters, "rejected": sr.rejected,
         "launched": _launched_json(sr.launched),
-        "progress_s": [list(p) for p in sr.progress], "stopped_s": sr.stopped_s,
+        "progress_s": [list(p) for p in sr.progress], "stopped_s": sr.stopped_s, "failures_s": sr.failures,
     }
 
 
@@ -167,6 +167,9 @@ def setting_run(setting: Setting, line: Optional[Dict[str, Any]], records: List[
         sr.progress = [(float(p[0]), str(p[1])) for p in moved if isinstance(p, list) and len(p) == 2 and _num(p[0])]
     if _num(line.get("stopped_s")):
         sr.stopped_s = float(line["stopped_s"])
+    failed = line.get("failures_s")
+    if isinstance(failed, list):
+        sr.failures = [float(t) for t in failed if _num(t)]
     for key in ("counters", "rejected"):
         d = line.get(key)
         if isinstance(d, dict):

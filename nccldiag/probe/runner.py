@@ -20,7 +20,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 from nccldiag.node import node_program
 from nccldiag.probe import launch, results
 from nccldiag.probe.plan import RAS_GUARD, RAS_WAIT, Setting
-from nccldiag.probe.progress import shows_progress
+from nccldiag.probe.progress import shows_failure, shows_progress
 from nccldiag.transport.base import TransportError
 from nccldiag.transport.nodes import run_all
 from nccldiag.transport.task import fan_out
@@ -59,6 +59,9 @@ class SettingRun:
     # moved (progress.shows_progress), and when the deadline stopped the run: what tells slow, stalled and hung
     progress: List[Tuple[float, str]] = field(default_factory=list)
     stopped_s: Optional[float] = None
+    # arrival (seconds after the launch) of each record that says a rank failed (progress.shows_failure): a
+    # failure only after the deadline stopped the run is the stop's doing, not the setting's
+    failures: Optional[List[float]] = None  # None: not known (a run directory written before they were kept)
 
     def to_line(self) -> Dict[str, object]:
         """Its line of a run directory's ``settings.jsonl`` (:mod:`nccldiag.probe.records`)."""
@@ -259,7 +262,7 @@ def run_setting(
     start = time.monotonic()
     active = list(launchers) if launchers else [n for n in nodes if n.name in commands]
     ranks_on = list(nodes) if launchers else active
-    out = SettingRun(setting=setting, commands=dict(commands), run_id=run_id, launched=launched)
+    out = SettingRun(setting=setting, commands=dict(commands), run_id=run_id, launched=launched, failures=[])
     gate = results.Gate(launched or results.Launched((active[0].name,) if active else (), results.MAX_WORLD))
     out.rejected = gate.rejected
 
@@ -272,6 +275,8 @@ def run_setting(
             out.records.append(rec)
             if shows_progress(rec):
                 out.progress.append((round(time.monotonic() - start, 3), str(rec.get("collective"))))
+            elif shows_failure(rec):
+                out.failures.append(round(time.monotonic() - start, 3))
         if on_record is not None:
             on_record(rec)
 

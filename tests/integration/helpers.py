@@ -1,11 +1,13 @@
 """Running the real nccldiag command against a virtual cluster, and waiting on conditions."""
+import contextlib
 import json
+import os
+import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Callable, List, Optional, Sequence
-
+from typing import Callable, Iterator, List, Optional, Sequence
 
 
 def nccldiag(args: Sequence[str], timeout: float = 300, cwd: Optional[str] = None) -> subprocess.CompletedProcess:
@@ -20,6 +22,24 @@ def timed(args: Sequence[str], timeout: float = 300, cwd: Optional[str] = None):
     t0 = time.monotonic()
     r = nccldiag(args, timeout, cwd)
     return r, time.monotonic() - t0
+
+
+@contextlib.contextmanager
+def busy_cpus(per_core: int = 2) -> Iterator[List[int]]:
+    """The machine's cores kept busy while the block runs: ``per_core`` CPU-bound loops per core, in their own
+    process group, killed on the way out. Yields their PIDs."""
+    n = max(1, (os.cpu_count() or 1) * per_core)
+    procs = [subprocess.Popen(["sh", "-c", "while :; do :; done"], stdin=subprocess.DEVNULL,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+             for _ in range(n)]
+    try:
+        yield [p.pid for p in procs]
+    finally:
+        for p in procs:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(p.pid, signal.SIGKILL)
+        for p in procs:
+            p.wait(timeout=30)
 
 
 def load_json(path: Path) -> dict:

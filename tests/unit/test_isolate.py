@@ -481,6 +481,13 @@ def test_classify_a_job_cut_by_its_deadline_by_its_progress():
                             1.0, None, 90.0) == isolate.NETWORK
     # an error is an error, whatever moved before it
     assert isolate.classify(Job(1, "pairs", "r", ("a", "b"), "error", progress=[1.0]), 1.0, None, 90.0) == "error"
+    # the class the probe's analysis gave from when the deadline stopped the job, not from when its reap ended
+    # (a busy machine stretches the reap): still moving at the stop, though its reap took 60 s more
+    reaped_late = Job(1, "pairs", "r", ("a", "b"), "hang", elapsed=150.0, progress=[70.0, 75.0, 80.0, 86.0, 89.5],
+                      unfinished=isolate.SLOW)
+    assert isolate.classify(reaped_late, 1.0, None, 90.0) == isolate.SLOW
+    reaped_late.unfinished = ""
+    assert isolate.classify(reaped_late, 1.0, None, 90.0) == isolate.STALLED
 
 
 def test_records_that_show_data_moved():

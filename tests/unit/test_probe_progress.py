@@ -180,3 +180,56 @@ def test_a_report_rebuilt_from_the_run_directory_says_slow_too(tmp_path):
     from nccldiag.report import schema
 
     jsonschema.validate(doc, schema.load(doc["schema"]), cls=jsonschema.Draft202012Validator)
+
+
+def _killed_peer(recs: List[dict]) -> List[dict]:
+    """Rank 1 reports the error a rank reports when its peer's processes are killed (gloo's words); the last
+    record of rank 0 (on the slow node, whose stream was slow too) that reached the head is a result, so no
+    rank is seen inside a call."""
+    return recs + [{"type": "result", "rank": 0, "host": "vm", "collective": "all_reduce", "phase": "check",
+                    "status": "ok", "size": 1024, "count": 256, "time_us": 900.0},
+                   {"type": "result", "rank": 1, "host": "vm", "collective": "all_reduce", "phase": "sweep",
+                    "status": "error", "size": SIZE, "count": SIZE // 4,
+                    "error": "[../third_party/gloo/gloo/transport/tcp/pair.cc:534] Connection closed by peer"},
+                   {"type": "end", "rank": 1, "host": "vm", "status": "error", "exit_code": 1}]
+
+
+def test_a_failure_reported_only_after_the_deadline_stopped_the_run_is_the_deadlines_doing():
+    """A slow setting whose peer lost its partner when the deadline killed it: classed by its progress (slow),
+    never an error; the same failure reported before the stop is the setting's own."""
+    recs = _killed_peer(_records([3, 7, 12, 16, 20]))
+    arrivals = [4.0, 4.1, 56.0, 64.0, 72.0, 80.0, 88.0]
+    run = _run(recs, arrivals)
+    run.failures = [90.4]  # after the stop at 90 s: the kill's
+    sr = _report(run).settings[0]
+    assert sr.outcome.status == "error" and sr.cut
+    assert sr.status == "hang" and sr.unfinished == progress.SLOW
+    assert sr.verdict == "slow (still moving at the deadline)"
+    run.failures = [50.0]  # before the stop: the rank failed on its own
+    sr = _report(run).settings[0]
+    assert not sr.cut and sr.status == "error"
+    run.failures = None  # a run directory written before failures were kept: judged as before
+    assert _report(run).settings[0].status == "error"
+
+
+def test_only_records_that_say_a_rank_failed_are_failures():
+    assert progress.shows_failure({"type": "error", "phase": "init", "message": "no torch"})
+    assert progress.shows_failure({"type": "result", "status": "error", "collective": "all_reduce"})
+    assert not progress.shows_failure({"type": "result", "status": "ok", "collective": "all_reduce"})
+    assert not progress.shows_failure({"type": "end", "status": "error"})  # the end a failure already said
+    assert not progress.shows_failure({"type": "progress", "collective": "all_reduce", "done": 3})
+    assert progress.failed_before([90.4], 90.0) is False and progress.failed_before([89.9, 95.0], 90.0) is True
+    assert progress.failed_before([3.0], None) is True and progress.failed_before([], None) is False
+
+
+def test_the_setting_line_keeps_the_failures_arrivals():
+    from nccldiag.probe import records
+
+    run = _run(_records([3]), [4.0], stopped=90.0)
+    run.failures = [90.4]
+    line = run.to_line()
+    assert line["failures_s"] == [90.4]
+    back = records.setting_run(run.setting, line, run.records, {})
+    assert back.failures == [90.4]
+    assert records.setting_run(run.setting, {k: v for k, v in line.items() if k != "failures_s"},
+                               run.records, {}).failures is None
