@@ -245,10 +245,13 @@ def check(bundle, only, skip, mesh_mode, save_dir, run_dir, p2p_test, verbose, c
     doc = plain(check_report.to_json(report, include_nodes=False))
     nodes = keep.entries(report)
     if health_check:
-        from nccldiag.report.check_report import health_line
+        from nccldiag.report.check_report import emit_health_line, health_line
 
         line, code = health_line(report)
-        click.echo(line)
+        # the one line is the contract: written whole before anything else can fail, on stderr where stdout
+        # cannot take it
+        if not emit_health_line(line):
+            emit_health_line(line, 2)
         finish(doc, outs, nodes=nodes)  # NHC's one line instead of the table; the run directory keeps no report
         sys.exit(code)
     err = console(stderr=True, color=color)

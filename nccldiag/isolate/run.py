@@ -154,25 +154,8 @@ class _Cluster:
             forward(rec)
 
         sr = self.launch(job, row, spec, setting, tracked)
-        rep = analysis.job_report(setting, sr, self.timeout)
-        job.elapsed = sr.elapsed
-        job.partial_busbw = min(moving.values()) if moving and rep.status != "ok" else None
-        job.status = rep.status
-        job.unfinished = rep.unfinished or ""
-        causes = []
-        for f in rep.findings:
-            if isinstance(f.actual, dict) and f.actual.get("cause"):
-                causes.append(str(f.actual["cause"]))
-        job.causes = tuple(dict.fromkeys(causes))
-        job.init_failed = bool(rep.outcome.stuck_in_init) or any(
-            f.check in judge.INIT_CHECKS and f.status == Status.FAIL for f in rep.findings)
-        oc = rep.outcome.collectives.get(self.opts.collective)
-        big = oc.largest if oc is not None else None
-        job.busbw = big.busbw if big is not None and oc.status == "ok" else None
-        job.evidence = [f.message for f in rep.findings if f.status in (Status.FAIL, Status.ERROR)][:6]
-        if sr.survivors:
-            job.evidence.append("survivors after the kill: " + ", ".join(sorted(sr.survivors)))
-        return job
+        return outcome(job, analysis.job_report(setting, sr, self.timeout), sr, self.opts.collective,
+                       min(moving.values()) if moving else None)
 
     def ifname(self, row: Row, name: str) -> Optional[str]:
         """The interface ``name``'s ranks use on ``row``."""
@@ -545,3 +528,29 @@ _FIX = {
     "error": "Collectives with it fail: read the evidence lines for the error.",
     "fails alone": "It fails without any network: fix the node itself first (nccldiag check).",
 }
+
+
+def outcome(job: Job, rep: "analysis.SettingReport", sr: "runner.SettingRun", collective: str,
+            moving: Optional[float]) -> Job:
+    """A job's outcome (not its verdict) from its run's report (pure): status, how it ended, causes, busbw and
+    evidence. ``moving``: the busbw so far of its slowest rank's last progress record."""
+    job.elapsed = sr.elapsed
+    job.partial_busbw = moving if rep.status != "ok" else None
+    job.status = rep.status
+    job.unfinished = rep.unfinished or ""
+    causes = []
+    for f in rep.findings:
+        if isinstance(f.actual, dict) and f.actual.get("cause"):
+            causes.append(str(f.actual["cause"]))
+    job.causes = tuple(dict.fromkeys(causes))
+    # ranks still in init when the deadline cut a job in which no rank had failed were slow to start (a busy
+    # machine), not cut off from their peers: only a failure says the network is broken
+    job.init_failed = not rep.cut and (bool(rep.outcome.stuck_in_init) or any(
+        f.check in judge.INIT_CHECKS and f.status == Status.FAIL for f in rep.findings))
+    oc = rep.outcome.collectives.get(collective)
+    big = oc.largest if oc is not None else None
+    job.busbw = big.busbw if big is not None and oc.status == "ok" else None
+    job.evidence = [f.message for f in rep.findings if f.status in (Status.FAIL, Status.ERROR)][:6]
+    if sr.survivors:
+        job.evidence.append("survivors after the kill: " + ", ".join(sorted(sr.survivors)))
+    return job

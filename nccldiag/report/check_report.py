@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from typing import Any, Dict, List, Optional, Tuple
 
 from rich.console import Console
@@ -9,7 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from nccldiag.check.engine import SCHEMA, CheckReport
-from nccldiag.model.findings import Status, to_jsonable
+from nccldiag.model.findings import Status, clean_text, to_jsonable
 from nccldiag.report import diagnoses_report, findings
 from nccldiag.report.findings import RANK as _RANK
 from nccldiag.report.jsonout import dumps, envelope
@@ -147,6 +148,40 @@ def health_line(report: CheckReport) -> Tuple[str, int]:
         checks = ", ".join(dict.fromkeys(f.check for f in errors)) or "incomplete"
         return f"ERROR: nccldiag: Health check could not complete: {host}: {checks}{suffix}", 3
     return f"nccldiag: {host} healthy ({report.elapsed:.2f} s)", 0
+
+
+def emit_health_line(line: str, fd: int = 1) -> bool:
+    """Write the health check's one line to ``fd`` (stdout) at once, whole, past every buffer: a scheduler's
+    health program reads it from a pipe that the process leaves right after (srun, slurmd). Retries
+    interrupted and partial writes and a pipe that is full for a moment; returns whether the whole line went.
+    """
+    import errno
+    import os
+    import select
+
+    try:
+        sys.stdout.flush()  # whatever was printed before goes first
+    except (OSError, ValueError):
+        pass
+    data = (clean_text(line).replace("\n", " ") + "\n").encode("utf-8", "replace")
+    waited = 0
+    while data:
+        try:
+            n = os.write(fd, data)
+        except InterruptedError:
+            continue
+        except BlockingIOError:
+            if waited >= 300:  # 30 s of a pipe nobody reads
+                return False
+            select.select([], [fd], [], 0.1)
+            waited += 1
+            continue
+        except OSError as exc:
+            if exc.errno == errno.EINTR:
+                continue
+            return False
+        data = data[n:]
+    return True
 
 
 def node_entry(n, columns: List[str], include_facts: bool = True) -> Dict:

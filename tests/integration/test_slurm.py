@@ -7,6 +7,7 @@ off, the node named), an allocation not granted in time, ``--drain`` and
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shlex
@@ -14,8 +15,9 @@ import subprocess
 import sys
 import time
 
+import pytest
 
-from tests.integration.helpers import nccldiag, records, wait_for
+from tests.integration.helpers import busy_cpus, nccldiag, records, wait_for
 from tests.integration.vcluster import REPO
 from tests.integration.vslurm import vslurm_fixture
 
@@ -323,16 +325,20 @@ def test_resume_healthy_leaves_a_node_drained_by_someone_else(slurm, tmp_path):
             slurm.restore(n)
 
 
-def test_health_check_drains_its_own_node(slurm):
-    """As HealthCheckProgram/Prolog would run it on the node: one line, exit 1, its own node drained."""
+@pytest.mark.parametrize("machine", ["idle", "busy"])
+def test_health_check_drains_its_own_node(slurm, machine):
+    """As HealthCheckProgram/Prolog would run it on the node: one line, exit 1, its own node drained; the same
+    on a machine whose cores are kept busy."""
     cmd = [sys.executable, "-m", "nccldiag", "check", "--health-check", "--only", "python",
            "--python", "/nonexistent/python3", "--drain"]
     try:
-        r = slurm.run(["srun", "-N", "1", "-w", "ncdl06", *cmd], timeout=120, check=False)
-        assert r.returncode == 1, r.stdout + r.stderr
+        with (busy_cpus() if machine == "busy" else contextlib.nullcontext()):
+            r = slurm.run(["srun", "-N", "1", "-w", "ncdl06", *cmd], timeout=120, check=False)
+        said = f"rc={r.returncode}\nstdout: {r.stdout!r}\nstderr: {r.stderr!r}"
+        assert r.returncode == 1, said
         lines = r.stdout.strip().splitlines()
-        assert len(lines) == 1 and lines[0].startswith("ERROR: nccldiag: Health check failed: ncdl06: python.interpreter")
-        assert lines[0].endswith("(drained ncdl06)")
+        assert len(lines) == 1 and lines[0].startswith("ERROR: nccldiag: Health check failed: ncdl06: python.interpreter"), said
+        assert lines[0].endswith("(drained ncdl06)"), said
         assert slurm.reasons().get("ncdl06", "").startswith("nccldiag: python.interpreter")
         # healthy now (the default cheap areas): --resume-healthy returns the node
         r = subprocess.run(["nsenter", "--target", str(slurm.vc.holder_pid("ncdl06")), "--uts", "--mount", "--net",

@@ -233,3 +233,43 @@ def test_the_setting_line_keeps_the_failures_arrivals():
     assert back.failures == [90.4]
     assert records.setting_run(run.setting, {k: v for k, v in line.items() if k != "failures_s"},
                                run.records, {}).failures is None
+
+
+def _stuck_in_init() -> List[dict]:
+    """Two ranks that started and never got past init (a busy machine: they were still importing and connecting
+    when the deadline came)."""
+    return [rec for r in (0, 1) for rec in (_start(r), {"type": "progress", "rank": r, "host": "vm",
+                                                         "collective": None, "phase": "init"})]
+
+
+def test_an_isolate_job_still_in_init_at_the_deadline_is_a_hang_unless_a_rank_failed():
+    """Ranks still in init when the deadline cut a job in which none had failed were slow to start, not cut off
+    from their peers (no 'broken network'); a rank whose init failed before the deadline says the network is."""
+    from nccldiag.isolate import run as isolate_run
+
+    run = _run(_stuck_in_init(), [])
+    run.failures = []
+    rep = analysis.job_report(run.setting, run, timeout=90.0)
+    job = isolate_run.outcome(isolate.Job(1, "pairs", "net1", ("a", "b")), rep, run, "all_reduce", None)
+    assert job.status == "hang" and not job.init_failed and job.unfinished == progress.HANG
+    assert isolate.classify(job, 1.0, None, 90.0) == isolate.HANG
+    failed = _stuck_in_init() + [{"type": "error", "rank": 1, "host": "vm", "phase": "init",
+                                  "message": "RuntimeError: Gloo connectFullMesh failed with timed out connecting: "
+                                             "SO_ERROR: No route to host"}]
+    run = _run(failed, [])
+    run.failures = [45.2]
+    rep = analysis.job_report(run.setting, run, timeout=90.0)
+    job = isolate_run.outcome(isolate.Job(1, "pairs", "net1", ("a", "b")), rep, run, "all_reduce", None)
+    assert job.init_failed and isolate.classify(job, 1.0, None, 90.0) == isolate.NETWORK
+
+
+def test_an_isolate_job_the_deadline_cut_while_moving_is_slow_whatever_its_peer_said_after():
+    from nccldiag.isolate import run as isolate_run
+
+    run = _run(_killed_peer(_records([3, 7, 12, 16, 20])), [4.0, 4.1, 56.0, 64.0, 72.0, 80.0, 88.0])
+    run.failures = [90.4]
+    run.elapsed = 150.0  # the reap on a busy machine took a minute
+    rep = analysis.job_report(run.setting, run, timeout=90.0)
+    job = isolate_run.outcome(isolate.Job(1, "pairs", "net1", ("a", "b")), rep, run, "all_reduce", 0.0186)
+    assert job.status == "hang" and job.partial_busbw == 0.0186
+    assert isolate.classify(job, 1.0, None, 90.0) == isolate.SLOW

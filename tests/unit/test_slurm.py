@@ -243,3 +243,59 @@ def test_a_task_speaks_for_the_node_srun_gave_it_whatever_node_it_names():
     assert tasks[1].node == "n2" and tasks[1].claimed == "n1" and tasks[1].done
     assert tasks[0].node == "n1" and not tasks[0].claimed
     assert 7 not in tasks  # no task srun started
+
+
+def test_the_health_line_goes_whole_through_a_pipe_that_is_full_for_a_moment():
+    """A non-blocking pipe already full when the line is written (a scheduler reading it late): the line waits for
+    the reader, and arrives whole, once."""
+    import fcntl
+    import os
+    import threading
+
+    from nccldiag.report.check_report import emit_health_line
+
+    r, w = os.pipe()
+    fcntl.fcntl(w, fcntl.F_SETFL, fcntl.fcntl(w, fcntl.F_GETFL) | os.O_NONBLOCK)
+    filler = b"x" * 4096
+    filled = 0
+    try:
+        while True:
+            filled += os.write(w, filler)
+    except BlockingIOError:
+        pass
+    got = bytearray()
+    started = threading.Event()
+
+    def read_late():
+        started.wait(10)
+        while True:
+            chunk = os.read(r, 65536)
+            if not chunk:
+                return
+            got.extend(chunk)
+
+    t = threading.Thread(target=read_late)
+    t.start()
+    started.set()
+    assert emit_health_line("ERROR: nccldiag: Health check failed: n1: ib.port_state: \x1b[31mdown\nnext", w)
+    os.close(w)
+    t.join(30)
+    os.close(r)
+    tail = bytes(got[filled:])
+    assert tail == b"ERROR: nccldiag: Health check failed: n1: ib.port_state: down next\n"
+
+
+def test_the_health_line_says_it_could_not_be_written():
+    import os
+
+    from nccldiag.report.check_report import emit_health_line
+
+    r, w = os.pipe()
+    os.close(r)  # nobody reads: EPIPE
+    import signal
+    old = signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+    try:
+        assert emit_health_line("nccldiag: n1 healthy (0.10 s)", w) is False
+    finally:
+        signal.signal(signal.SIGPIPE, old)
+        os.close(w)
