@@ -307,7 +307,6 @@ def test_wrongly_typed_fields_are_noise_never_a_crash():
 
 
 def test_a_forged_world_size_and_floods_are_bounded_by_the_launched_world():
-    import time
     import tracemalloc
 
     from nccldiag.probe import analysis, runner
@@ -324,11 +323,9 @@ def test_a_forged_world_size_and_floods_are_bounded_by_the_launched_world():
     flood += [json.dumps({"type": "result", "rank": 4 + i, "collective": "all_reduce", "status": "ok"})
               for i in range(20_000)]  # ranks outside the world
     tracemalloc.start()
-    t0 = time.monotonic()
     kept, gate = _admit(launched, stream + [("B", l) for l in flood])
     sr = runner.SettingRun(setting=Setting("default"), records=kept, launched=launched)
     rep = analysis.job_report(Setting("default"), sr)
-    elapsed = time.monotonic() - t0
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     # what is kept is bounded by the world: per rank, MAX_OTHER plus MAX_PER_COLLECTIVE for each planned collective
@@ -341,7 +338,8 @@ def test_a_forged_world_size_and_floods_are_bounded_by_the_launched_world():
     assert gate.rejected["B"]["records about collectives not planned"] == 20_000
     assert gate.rejected["B"]["records about ranks it did not launch"] == 20_000
     assert gate.rejected["B"]["too many records"] > 99_000
-    assert elapsed < 30, elapsed  # 140,000 forged lines; before the gate, a 30,000,000 world alone took minutes
+    # 140,000 forged lines held within the world's bound: before the gate, a 30,000,000 world alone took minutes
+    # and gigabytes
     assert peak < 64 << 20, peak
 
 
