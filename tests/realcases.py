@@ -1,9 +1,13 @@
-"""The real cases of ``../shared/fixtures/cases``, run end to end through the CLI as a user would.
+"""The real cases, run end to end through the CLI as a user would.
 
-Each case folder holds the raw text of a public thread and ``case.json`` with
-the cause the thread established (its README lists the categories). A ``log``
-case is given to ``nccldiag log FILES --json -``, a ``bundle`` case to
-``nccldiag check --bundle DIR --json -``. :func:`score` says how the verdict
+Two sets in one layout: the issue-thread cases of ``../shared/fixtures/cases``
+(:data:`CASES`, absent where ``../shared`` is) and the cases kept in this
+repository under ``tests/cases`` (:data:`IN_REPO`: blogs, training logbooks,
+forum answers, vendor documentation; see its README and SOURCES.md), which are
+always there. Each case folder holds the raw text of its source and
+``case.json`` with the cause the source established (the shared README lists the
+categories). A ``log`` case is given to ``nccldiag log FILES --json -``, a
+``bundle`` case to ``nccldiag check --bundle DIR --json -``. :func:`score` says how the verdict
 compares with the established cause:
 
 - ``right``: the first fail/warn diagnosis has the case's category;
@@ -29,6 +33,7 @@ from typing import Dict, List, Optional
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = Path(os.environ.get("NCCLDIAG_FIXTURES") or REPO.parent / "shared" / "fixtures")
 CASES = FIXTURES / "cases"
+IN_REPO = REPO / "tests" / "cases"
 OUTCOMES = ("right", "partly", "missed", "wrong cause", "false all-clear", "false alarm", "ok")
 
 
