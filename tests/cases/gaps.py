@@ -81,4 +81,35 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "'Verdict: nothing broken', exit 0: a shell transcript in which each command's output is quoted "
         "behind '# ' ('# Failed to initialize NVML: Driver/library version mismatch', '# NVRM: API mismatch: "
         "client version 570.133.07, kernel module version 570.124.06') is not read"),
+    "net-llmd191-grep-prefixed-nccl-ib-async-port-error-flap-tp-crash": Gap(
+        "missed",
+        "fail unexplained unexplained: NCCL printed 3 WARN line(s) without an error result: NET/IB : mlx5_32:"
+        "1 Got async error event: port error"),
+    "node-awspc1150-messages-grep-nfs-not-responding-hung-task": Gap(
+        "false all-clear",
+        "no fail/warn diagnosis; 'Verdict: nothing to judge: the input holds no NCCL line, error or result'"),
+    "node-azhpcimages506-nvidia-smi-q-fabric-insufficient-resources-clique0": Gap(
+        "false all-clear",
+        "no fail/warn diagnosis; 'Verdict: nothing broken'"),
+    "node-gpud482-ibstat-port-down-polling-anonymised-guids": Gap(
+        "false all-clear",
+        "no fail/warn diagnosis; 'Verdict: nothing to judge: the input holds no NCCL line, error or result'"),
+    "node-gpuoperator492-vm-bar1-0m-nvidia-probe-failed-2-gpus": Gap(
+        "wrong cause",
+        "fail gpu_lost_xid gpu-lost: a GPU is lost or needs a reset: [83260.106438] NVRM: The NVIDIA probe ro"
+        "utine failed for 2 device(s)."),
+    "node-kata13471-nvrc-panic-timeout-fm-starting-nvlink-inband-h200": Gap(
+        "false all-clear",
+        "no fail/warn diagnosis; 'Verdict: nothing broken'"),
+    "node-ogkm510-6x4090-bar15-no-space-rebar-5-of-6": Gap(
+        "false all-clear",
+        "no fail/warn diagnosis; 'Verdict: nothing broken'"),
+    "node-talosext511-fabricmanager-node-config-file-invalid-h200": Gap(
+        "false all-clear",
+        "no fail/warn diagnosis; 'Verdict: nothing broken'"),
+    "node-vllm40652-talos-host-prefixed-xid74-nvlink-fatal-gsp-timeout": Gap(
+        "wrong cause",
+        "fail gpu_lost_xid gpu-lost: a GPU is lost or needs a reset: 192.168.11.119: kern: warning: [2026-04-"
+        "22T21:26:20.695845708Z]: NVRM: Xid (PCI:0000:48:00): 154, GPU recovery action changed from 0x0 (None"
+        ") to 0x1 (GPU Reset ..."),
 }
