@@ -145,3 +145,22 @@ def test_not_collected_and_unreadable_logs_are_skips_not_ok():
             assert all(out[c] == ["skip"] for c in NEW_CHECKS[area.NAME]), (area.NAME, out)
     assert findings(kernel, {"kernel_log": "nccldiag: kernel log lines 7\n"})["kernel.oom"].message == (
         "no process killed by the OOM killer in the kernel log since boot (7 lines read)")
+
+
+def test_check_on_a_bundle_reports_the_failures_the_kernel_log_alone_shows(tmp_path):
+    """`nccldiag check --bundle` on a node whose only sign is its kernel log: a GPU the driver could not
+    initialise (real lines), a BAR left unassigned and a hung task: not "nothing broken"."""
+    from . import bundles as B
+
+    kernel_log = "\n".join([REAL["https://github.com/NVIDIA/gpu-operator/issues/1146"].strip("\n"),
+                            REAL["https://github.com/HeyMeco/Rockchip-pcie-devices/issues/2"].strip("\n"),
+                            REAL["https://github.com/gluster/gluster-health-report/pull/19"].strip("\n")]) + "\n"
+    bundle = B.write_bundle(tmp_path / "b", {"gpu001": {"kernel_log": kernel_log}})
+    code, rep = B.check_json(bundle)
+    assert code == 1
+    got = {f["check"]: f["status"] for f in B.findings(rep) if f["area"] in ("xid", "kernel", "pcie_errors")}
+    assert got["xid.driver_init"] == "fail" and got["kernel.io_hang"] == "warn"
+    assert got["pcie_errors.bar"] == "warn"  # nothing in this bundle says the device is a GPU
+    assert got["xid.events"] == "ok" and got["kernel.oom"] == "ok"
+    f = next(f for f in B.findings(rep) if f["check"] == "xid.driver_init")
+    assert f["actual"]["category"] == "gpu_lost_xid"
