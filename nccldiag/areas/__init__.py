@@ -26,6 +26,7 @@ AREA_MODULES = (
     "gpuhealth",
     "nvlink",
     "xid",
+    "kernel",
     "topology",
     "affinity",
     "firmware",

@@ -156,6 +156,7 @@ class FirmwareFacts:
     corrupted: List[str] = field(default_factory=list)  # warning lines
     smi_absent: Optional[str] = None  # why there is no nvidia-smi -q report (smiq.why_absent)
     smi_read: bool = False
+    smi_whole: bool = False  # the report has its header or its "GPU <bus>" lines, where the infoROM warning would be
     driver: Optional[str] = None
     fm_version: Optional[str] = None
     ofed: Optional[str] = None
@@ -188,6 +189,9 @@ def parse_smi(text: Optional[str], f: FirmwareFacts, q: Optional[smiq.SmiQ] = No
     if not q.gpus and not f.corrupted:
         return  # nvidia-smi printed only its own failure: no infoROM verdict either
     f.smi_read = True
+    # "no infoROM warning" is said only of a whole report: nvidia-smi prints the warning above the GPUs, so an
+    # excerpt of a GPU's block (or text that only looks like one) says nothing about it
+    f.smi_whole = q.driver is not None or any(g.bus_id for g in q.gpus)
     f.driver = q.driver
     for i, g in enumerate(q.gpus):
         name = g.bus_id or f"GPU {i}"
@@ -246,8 +250,11 @@ def _judge_gpu(facts: FirmwareFacts) -> List[Finding]:
                         fix="The GPU's infoROM (its configuration and error-record store) is damaged: ECC and page "
                         "retirement records may be lost. Drain the node and open a case with NVIDIA or the system "
                         "vendor to reflash or replace the board."))
-    elif facts.smi_read:
+    elif facts.smi_whole:
         out.append(ok(NAME, "firmware.inforom", "no infoROM warning from nvidia-smi"))
+    elif facts.smi_read:
+        out.append(skip(NAME, "firmware.inforom", "no infoROM verdict: the nvidia-smi -q output is an excerpt (no "
+                        "header, no 'GPU <bus>' line), and nvidia-smi prints its infoROM warning above the GPUs"))
     if not facts.vbios:
         if not facts.smi_read:
             out.append(skip(NAME, "firmware.gpu", facts.smi_absent or smiq.why_absent(None, "GPU VBIOS and InfoROM versions")))

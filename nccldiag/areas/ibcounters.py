@@ -17,6 +17,11 @@ based) and the counters ``ibqueryerrors`` reads:
   lost or retried packets (``local_ack_timeout_err``, ``rnr_nak_retry_err``,
   ``out_of_sequence``, ``packet_seq_err``, ``out_of_buffer``,
   ``roce_slow_restart``, ...): warn at any value.
+- ``ibcounters.hca_errors``: the mlx5 driver's reports of an HCA whose firmware
+  stopped answering or failed (``health compromised``, ``Health issue
+  observed``, command timeouts ``Will cause a leak of a command resource``,
+  ``mlx5_load_one failed``): rows of ``nccldiag/knowledge/kmsg.toml``
+  (**fail**).
 - ``ibcounters.link_flaps``: ports that went down after having been up
   (``Link DOWN``/``Link down``/``lost carrier`` lines of mlx5 and the
   netdev layer, ``NIC Link is Down`` of the Intel Ethernet drivers, in the
@@ -269,6 +274,8 @@ class IbCounterFacts:
     flaps: Dict[str, Flap] = field(default_factory=dict)
     module_events: List[str] = field(default_factory=list)
     log_read: Optional[bool] = None
+    log_lines: Optional[int] = None
+    kmsg: List[kernlog.Event] = field(default_factory=list)  # HCA firmware and initialisation failures (kmsg.toml)
 
 
 _IB_LINK = re.compile(r"(\d{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-9a-fA-F])\s+(\S+?):\s+Port:\s*(\d+)\s+Link (\w+)")
@@ -326,15 +333,17 @@ def parse(raw) -> IbCounterFacts:
         f.counters, f.formats, f.fabric_ports_checked = dump.counters, dump.formats, dump.fabric_ports_checked
         f.no_pma, f.tool_errors = dump.no_pma, dump.errors
     log = parsed(raw, kernlog.SOURCE.name, kernlog.parse)
-    f.log_read = log.read
+    f.log_read, f.log_lines = log.read, log.total
     f.flaps, f.module_events = parse_flaps(log)
+    f.kmsg = kernlog.area_events(log, NAME, "")
     return f
 
 
 def judge(facts: Optional[IbCounterFacts], node: NodeFacts) -> List[Finding]:
     if facts is None:
         return [skip(NAME, "ibcounters.link", "no counter outputs came back")]
-    return _judge_counters(facts, node) + _judge_flaps(facts, node)
+    return (_judge_counters(facts, node) + _judge_flaps(facts, node)
+            + kernlog.judge_rows(NAME, facts.kmsg, facts.log_read, facts.log_lines))
 
 
 def _nonzero(counters: Snapshot, names) -> Dict[str, Dict[str, int]]:

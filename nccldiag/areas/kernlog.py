@@ -1,34 +1,85 @@
 """The kernel log, read once and shared by the areas that look for events in it.
 
-Not a check area: the source and the line splitter behind ``xid`` (NVIDIA
-Xid events and the driver's lost-GPU notices, whose continuation lines come
-indented and without a time stamp), ``pcie_errors`` (AER lines) and
-``ibcounters`` (link flaps: mlx5, netdev carrier, ``NIC Link is Up/Down``).
-Each lists :data:`SOURCE`; the collection script runs it once. The node
-keeps only the lines those areas read (one ``awk`` pass over ``dmesg``, or
-``journalctl -k -b`` where ``dmesg`` is restricted), the last 4000 of them,
-and a last line counting what was read, so that "no event" is told apart
-from "no kernel log".
+Not a check area: the source, the line splitter and the table of kernel
+messages that mean a failure (``nccldiag/knowledge/kmsg.toml``: the NVIDIA
+driver's, mlx5's and the IB core's, PCIe's, and the kernel's own detectors),
+which the areas judge: ``xid`` (Xid events, the lost-GPU notice, the driver
+failing to initialise a GPU, GSP timeouts), ``pcie_errors`` (AER, BARs left
+unassigned, hot-plug links down), ``ibcounters`` (link flaps, HCA firmware
+failures), ``kernel`` (hung tasks, the OOM killer, lockups, machine checks)
+and ``firmware`` (HCA firmware versions). Each lists :data:`SOURCE`; the
+collection script runs it once. The node keeps only the lines whose words
+the table names (one ``awk`` pass over ``dmesg``, or ``journalctl -k -b``
+where ``dmesg`` is restricted; :data:`PATTERN` is every row's and every
+context line's ``keep``), the last 4000 of them, and a last line counting
+what was read, so that "no event" is told apart from "no kernel log".
 
 Lines come in every prefix the tools print: ``[  12.34]``, ``dmesg -T``
-(``[Sun Feb 23 16:24:18 2025]``), ``--time-format=iso``, ``--decode``
-(``kern  :warn  : ``), syslog and journal (``Sep 19 16:18:02 host kernel:``).
+(``[Sun Feb 23 16:24:18 2025]``), ``dmesg -H`` (``[  +0.000844]``),
+``--time-format=iso``, ``--decode`` (``kern  :warn  : ``), syslog and
+journal (``Sep 19 16:18:02 host kernel:``), a pdsh host (``node7: ``). The
+messages are searched, never anchored, so a prefix nccldiag does not know
+still reads; so does an anonymised or damaged address (``PCI:...``,
+``xxxx``, ``<redacted>``): the event counts, on a device nobody named.
 """
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import List, Optional, Tuple
+from typing import Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
+from nccldiag import knowledge
 from nccldiag.areas.base import Source
+from nccldiag.model.findings import Finding, fail, ok, skip, warn
 
-# What the areas read; kept in one place so the node filters once.
-PATTERN = (
-    r"NVRM: Xid|NVRM: GPU at PCI|AER|[Cc]orrected error|Uncorrect|PCIe Bus Error|"
-    r"Link (DOWN|INIT|ACTIVE|down|up)|Link is ([Uu]p|[Dd]own)|[Ll]ost carrier|[Gg]ained carrier|carrier (lost|on|off)|"
-    r"Port module event|firmware version|FW version|fallen off the bus|The NVIDIA GPU|installed in this system has|"
-    r"probe routine failed"
-)
+TABLE = "kmsg.toml"
+MAX_LINE = 4096  # the kernel's own records are under 1 KiB; longer lines are cut before any expression sees them
+
+
+@dataclass(frozen=True)
+class Message:
+    """One row of the table: a kernel message that means a failure (or clears one)."""
+
+    id: str
+    area: str
+    check: str
+    severity: str  # "fail" | "warn" | "varies" (the area's own reader decides)
+    category: str
+    keep: str  # the node-side words (POSIX ERE, read alike by Python)
+    pattern: "re.Pattern[str]"
+    meaning: str
+    fix: str
+    source: str
+    where: str  # kmsg.toml:<line>
+    reader: str = ""  # "" judged by judge_rows; else the owning area's reader
+    resolves: str = ""  # the row whose earlier events with the same key this one clears
+    implied_by: Tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Check:
+    id: str
+    none: str  # what the ok finding says there is none of
+    found: str  # what the failing finding says was found
+    where: str
+
+
+def _load() -> Tuple[Tuple[Message, ...], Dict[str, Check], Tuple[str, ...]]:
+    messages = tuple(Message(
+        id=r["id"], area=r["area"], check=r["check"], severity=r["severity"], category=r["category"],
+        keep=r["keep"], pattern=re.compile(r["pattern"]), meaning=r["meaning"], fix=r["fix"], source=r["source"],
+        where=r["where"], reader=r.get("reader", ""), resolves=r.get("resolves", ""),
+        implied_by=tuple(r.get("implied_by", ()))) for r in knowledge.rows(TABLE))
+    checks = {c["id"]: Check(c["id"], c["none"], c["found"], c["where"]) for c in knowledge.rows(TABLE, "check")}
+    context = tuple(c["keep"] for c in knowledge.rows(TABLE, "context"))
+    return messages, checks, context
+
+
+MESSAGES, CHECKS, CONTEXT = _load()
+BY_ID: Dict[str, Message] = {m.id: m for m in MESSAGES}
+
+# What the areas read; one expression, so that the node filters once and by the table's own words.
+PATTERN = "|".join([m.keep for m in MESSAGES] + list(CONTEXT))
 _MARK = "nccldiag: kernel log"
 
 SOURCE = Source(
@@ -37,7 +88,9 @@ SOURCE = Source(
     f"| awk '/^nccldiag: / {{ print; next }} {{ n++ }} /{PATTERN}/ {{ print }} "
     f"END {{ print \"{_MARK} lines \" n+0 }}' | tail -n 4000",
     timeout=20,
-    description="kernel log lines of Xid events, PCIe AER errors and link state changes (dmesg, else journalctl -k)",
+    description="kernel log lines of the failures nccldiag/knowledge/kmsg.toml names (Xid events, the NVIDIA "
+                "driver's, PCIe AER and BAR, mlx5, hung tasks, OOM kills, lockups, machine checks) and of link "
+                "state changes (dmesg, else journalctl -k)",
 )
 
 _PREFIXES = (
@@ -47,6 +100,23 @@ _PREFIXES = (
     re.compile(r"^[A-Z][a-z]{2}\.?\s+\d+\s+[\d:]+\s+\S+\s+\S+?(?:\[\d+\])?:\s*"),  # syslog / journal
     re.compile(r"^\w+\.?\s+\d+\s+[\d:]+\s+\S+\s+\S+?(?:\[\d+\])?:\s*"),  # localised month ("jan.")
 )
+
+
+@dataclass
+class Event:
+    """A line of the log read as one row of the table (plain data: the row by its id)."""
+
+    row: str  # the row's id (Message.id)
+    when: str  # the time prefix as printed ("" when none)
+    text: str  # the message, prefix removed
+    line: str  # the line as evidence (prefix kept, cut at 240 characters)
+    key: str = ""  # the pattern's group "key" ("" when it has none)
+    device: str = ""  # the device the line names ("" when none: an unnamed device)
+    groups: Dict[str, str] = field(default_factory=dict)
+
+    @property
+    def message(self) -> Message:
+        return BY_ID[self.row]
 
 
 @dataclass
@@ -81,7 +151,7 @@ def parse(text: Optional[str]) -> KernelLog:
         return k
     k.read = True
     for line in text.splitlines():
-        s = line.strip()
+        s = line.strip()[:MAX_LINE]
         if not s:
             continue
         if s.startswith(_MARK):
@@ -99,3 +169,147 @@ def parse(text: Optional[str]) -> KernelLog:
 
 def short(line: str, limit: int = 240) -> str:
     return line if len(line) <= limit else line[: limit - 3] + "..."
+
+
+# ---- reading the table's messages ------------------------------------------------------------------------
+
+_BDF = re.compile(r"\b([0-9a-fA-F]{4,8}):([0-9a-fA-F]{2}):([0-9a-fA-F]{2})\.([0-7])\b")
+_PCI = re.compile(r"PCI:([0-9a-fA-F]{4,8}):([0-9a-fA-F]{2}):([0-9a-fA-F]{2})\b")
+_GPU_N = re.compile(r"\bGPU\d{1,3}\b")
+_KEEP = re.compile(PATTERN)  # a line none of these words is in is no row's
+
+
+def bus(text: str) -> str:
+    """The first PCI address in ``text``, as ``dddd:bb:dd.f`` ("" when it names none, or a damaged one)."""
+    m = _BDF.search(text)
+    if m:
+        return f"{int(m.group(1), 16):04x}:{m.group(2)}:{m.group(3)}.{m.group(4)}".lower()
+    m = _PCI.search(text)
+    if m:
+        return f"{int(m.group(1), 16):04x}:{m.group(2)}:{m.group(3)}.0".lower()
+    return ""
+
+
+def _device(msg: Message, text: str, groups: Mapping[str, str]) -> str:
+    if groups.get("dev"):
+        return groups["dev"]
+    found = bus(text)
+    if found:
+        return found
+    if msg.resolves or any(m.resolves == msg.id for m in MESSAGES):
+        return groups.get("key", "")
+    m = _GPU_N.search(text)
+    return m.group(0) if m else ""
+
+
+def read_line(when: str, text: str) -> Optional[Event]:
+    """The event of the first row whose pattern ``text`` matches, None when no row reads it."""
+    if not _KEEP.search(text):
+        return None
+    for msg in MESSAGES:
+        m = msg.pattern.search(text)
+        if m:
+            groups = {k: v for k, v in m.groupdict().items() if v}
+            return Event(msg.id, when, text, short(f"{when} {text}".strip()), groups.get("key", ""),
+                         _device(msg, text, groups), groups)
+    return None
+
+
+def events(log: KernelLog) -> List[Event]:
+    """Every line of ``log`` the table reads, in order: a later line of a resolving row clears the earlier
+    events with its key (a BAR assigned after its failure, an NFS server OK again), and rows implied by others
+    count only where those others have no event. Read once per log."""
+    known = getattr(log, "_events", None)  # read once: kept on the log, not a field of it
+    if known is not None:
+        return known
+    out: List[Event] = []
+    for when, text in log.lines:
+        ev = read_line(when, text)
+        if ev is None:
+            continue
+        if ev.message.resolves:
+            out = [e for e in out if not (e.message.id == ev.message.resolves and e.key == ev.key)]
+            continue
+        out.append(ev)
+    seen = {e.message.id for e in out}
+    out = [e for e in out if not (set(e.message.implied_by) & seen)]
+    log._events = out  # type: ignore[attr-defined]
+    return out
+
+
+def area_events(log: KernelLog, area: str, reader: Optional[str] = None) -> List[Event]:
+    """The events of ``area``'s rows (only those of ``reader`` when given: "" for the rows judged alike)."""
+    return [e for e in events(log) if e.message.area == area and (reader is None or e.message.reader == reader)]
+
+
+def checks_of(area: str) -> List[str]:
+    """The check ids of ``area``'s rows judged by :func:`judge_rows`, in table order."""
+    out: List[str] = []
+    for m in MESSAGES:
+        if m.area == area and not m.reader and m.check not in out:
+            out.append(m.check)
+    return out
+
+
+def category_of(check: str) -> str:
+    """The category of a check's rows (every row of one check has the same: tests/unit/test_knowledge_kmsg.py)."""
+    return next(m.category for m in MESSAGES if m.check == check)
+
+
+def not_read(area: str, check: str, read: Optional[bool]) -> Optional[Finding]:
+    """The skip of a check whose kernel log was not collected or could not be read; None when it was read."""
+    if read is None:
+        return skip(area, check, "the kernel log was not collected (dmesg, or journalctl -k)")
+    if read is False:
+        return skip(area, check, "could not read the kernel log on this node (dmesg and journalctl -k refused)",
+                    fix="Run the check as root, or allow it: sysctl kernel.dmesg_restrict=0, or add the user to the "
+                        "systemd-journal (or adm) group.")
+    return None
+
+
+def finding(area: str, check: str, found: Sequence[Event], read: Optional[bool], total: Optional[int],
+            name: Callable[[str], str] = lambda d: d, status: Optional[str] = None) -> Finding:
+    """One check's finding from its events: skip when the log was not read, ok when it has none, else the
+    worst severity of its rows (or ``status``) with the lines cited, per device. ``actual`` carries the category
+    and the events per device and row."""
+    skipped = not_read(area, check, read)
+    if skipped is not None:
+        return skipped
+    info = CHECKS[check]
+    category = category_of(check)
+    if not found:
+        lines = f" ({total} lines read)" if total is not None else ""
+        return ok(area, check, f"{info.none} in the kernel log since boot{lines}", actual=0, expected=0)
+    per: Dict[str, List[Event]] = {}
+    for e in found:
+        per.setdefault(name(e.device) if e.device else "an unnamed device", []).append(e)
+    rows: List[str] = []
+    evidence: List[str] = []
+    counts: Dict[str, Dict[str, int]] = {}
+    for dev, evs in per.items():
+        n: Dict[str, int] = {}
+        for e in evs:
+            n[e.message.id] = n.get(e.message.id, 0) + 1
+        counts[dev] = n
+        what = ", ".join(f"{BY_ID[i].meaning} x{c}" for i, c in n.items())
+        rows.append(f"{dev}: {what}; last {evs[-1].when or 'at an unknown time'}")
+        evidence.extend(e.line for e in evs[:2])
+        if len(evs) > 2:
+            evidence.append(evs[-1].line)
+    worst = status or ("fail" if any(e.message.severity == "fail" for e in found) else "warn")
+    fixes: List[str] = []
+    for e in found:
+        text = f"{e.message.fix} ({e.message.where})"
+        if text not in fixes:
+            fixes.append(text)
+    make = fail if worst == "fail" else warn
+    return make(area, check, f"{info.found}: " + "; ".join(rows), actual={"category": category, "events": counts},
+                expected=0, evidence=evidence[:12], fix=" ".join(fixes))
+
+
+def judge_rows(area: str, found: Iterable[Event], read: Optional[bool], total: Optional[int],
+               name: Callable[[str], str] = lambda d: d) -> List[Finding]:
+    """A finding per check of ``area``'s rows judged alike (:func:`checks_of`), from the area's events."""
+    found = list(found)
+    return [finding(area, check, [e for e in found if e.message.check == check], read, total, name)
+            for check in checks_of(area)]

@@ -106,6 +106,7 @@ class FabricManager:
     errors: List[str] = field(default_factory=list)
     fatal: List[str] = field(default_factory=list)
     state_from_log: Optional[str] = None  # "running" | "failed" | "stopped"
+    state_from_status: Optional[str] = None  # the "Active:" line of systemctl status: "running" | "failed" | ...
     nothing_to_do: bool = False  # FM found no NVSwitch (NV_WARN_NOTHING_TO_DO)
 
 
@@ -119,6 +120,8 @@ class NvlinkFacts:
     fm: Optional[FabricManager] = None
     fm_collected: bool = True  # the fabricmanager source came back (empty where the node has no driver nor manager)
     driver: Optional[str] = None
+    smi_models: List[str] = field(default_factory=list)  # the GPUs' Product Name in nvidia-smi -q (one per GPU)
+    smi_collected: bool = False  # nvidia-smi -q came back with a report
 
 
 _GPU_LINE = re.compile(r"^GPU (\d+):\s*(.*?)(?:\s*\(UUID:.*)?$")
@@ -180,6 +183,10 @@ def parse_errors(text: Optional[str]) -> Tuple[Optional[Dict[str, Dict[str, int]
 
 
 _FM_VERSION = re.compile(r"(?:Fabric Manager version(?: is)?\s*:?\s*)(\d+\.\d+(?:\.\d+)?)")
+# systemctl status: "Active: active (running) since ...", "Active: activating (auto-restart) (Result: exit-code)"
+_ACTIVE = re.compile(r"^Active:\s+([a-z-]+)(?:\s+\(([^)]{0,40})\))?")
+_ACTIVE_STATE = {"active": "running", "failed": "failed", "inactive": "stopped", "activating": "restarting",
+                 "deactivating": "stopped", "reloading": "running"}
 
 
 def parse_fm(text: Optional[str]) -> Optional[FabricManager]:
@@ -201,6 +208,11 @@ def parse_fm(text: Optional[str]) -> Optional[FabricManager]:
             fm.version = v.group(1)
         if line.startswith("fm-version:"):
             continue
+        m = _ACTIVE.match(line)
+        if m:
+            fm.state_from_status = _ACTIVE_STATE.get(m.group(1), m.group(1))
+            if m.group(1) == "active" and m.group(2) and m.group(2) != "running":
+                fm.state_from_status = "stopped" if m.group(2) == "exited" else m.group(2)
         fm.log.append(line)
         low = line.lower()
         if "[error]" in low or "failed!" in low or "status=1/failure" in low:
@@ -229,6 +241,8 @@ def parse(raw) -> NvlinkFacts:
     q = parsed(raw, smiq.SOURCE.name, smiq.parse_q)
     if q is not None:
         f.driver = q.driver
+        f.smi_collected = bool(q.gpus) or q.driver is not None
+        f.smi_models = [g.get("Product Name") or "" for g in q.gpus]
         for i, g in enumerate(q.gpus):
             state, status = g.get("Fabric/State"), g.get("Fabric/Status")
             if state or status:
@@ -248,7 +262,7 @@ def parse(raw) -> NvlinkFacts:
 def judge(facts: Optional[NvlinkFacts], node: NodeFacts) -> List[Finding]:
     if facts is None:
         return [skip(NAME, "nvlink.fabric", "NVLink outputs not collected (nvidia-smi -q, nvidia-smi nvlink)")]
-    return _judge_fabric(facts) + _judge_fm(facts) + _judge_links(facts, node) + _judge_errors(facts)
+    return _judge_fabric(facts) + _judge_fm(facts, node) + _judge_links(facts, node) + _judge_errors(facts)
 
 
 def _fabric_applies(facts: NvlinkFacts) -> bool:
@@ -268,6 +282,8 @@ def _health_faults(health: Dict[str, str]) -> Dict[str, str]:
 
 
 def _judge_fabric(facts: NvlinkFacts) -> List[Finding]:
+    if not facts.fabric and not facts.smi_collected:
+        return [skip(NAME, "nvlink.fabric", "the GPUs' fabric state was not collected (nvidia-smi -q)")]
     if not facts.fabric:
         return [skip(NAME, "nvlink.fabric", "no NVSwitch fabric state (GPUs without NVSwitch, or a driver before 535)")]
     bad = {g: s for g, s in facts.fabric.items() if s != ("Completed", "Success")}
@@ -299,9 +315,24 @@ def _judge_fabric(facts: NvlinkFacts) -> List[Finding]:
                + healthy, actual="Completed/Success", expected="Completed/Success")]
 
 
-def _judge_fm(facts: NvlinkFacts) -> List[Finding]:
+def gpu_models(facts: NvlinkFacts, node: Optional[NodeFacts] = None) -> Optional[str]:
+    """The GPU inventory beside the fabric manager's state (``8x NVIDIA H100 80GB HBM3``), from nvidia-smi -q or
+    the ``gpu`` area; None when neither was collected (then nobody can tell whether the manager is needed)."""
+    gpu = node.get("gpu") if node is not None else None
+    if getattr(gpu, "gpus", None):
+        return gpu.models_text()
+    names = Counter(m for m in facts.smi_models if m)
+    if names:
+        return " + ".join(f"{n}x {m}" for m, n in names.most_common())
+    if facts.smi_collected:
+        return "no GPU"
+    return None
+
+
+def _judge_fm(facts: NvlinkFacts, node: Optional[NodeFacts] = None) -> List[Finding]:
     fm = facts.fm
     applies = _fabric_applies(facts)
+    inventory = gpu_models(facts, node)
     if fm is None and not facts.fm_collected:
         return [skip(NAME, "nvlink.fabricmanager", "fabric manager state not collected (systemctl show "
                      f"{_FM}, its log)")]
@@ -313,16 +344,24 @@ def _judge_fm(facts: NvlinkFacts) -> List[Finding]:
         return [skip(NAME, "nvlink.fabricmanager", "no fabric manager on this node" + (
             " (the fabric is configured: NVLink 5 systems or a manager elsewhere)" if applies else ""))]
     active = fm.props.get("ActiveState")
-    state = {"active": "running", "failed": "failed", "inactive": "stopped"}.get(active or "", fm.state_from_log)
+    state = {"active": "running", "failed": "failed", "inactive": "stopped", "activating": "restarting"}.get(
+        active or "", fm.state_from_status or fm.state_from_log)
+    unknown_need = not applies and inventory is None
     ev = fm.fatal[-4:] + fm.errors[-6:] or fm.log[-4:]
     if fm.props:
         ev = [" ".join(f"{k}={v}" for k, v in fm.props.items())] + ev
-    if state in ("failed", "stopped"):
+    if state in ("failed", "stopped", "restarting", "auto-restart"):
         if fm.nothing_to_do and not applies:
             return [warn(NAME, "nvlink.fabricmanager", f"the fabric manager service {state}: it found no NVSwitch to "
                          "manage (NV_WARN_NOTHING_TO_DO)", actual=state, expected="service disabled where there is no NVSwitch",
                          evidence=ev, fix=f"This node has no NVSwitch fabric: disable the unit (systemctl disable --now {_FM}) "
                          "so that it does not show as failed.")]
+        if unknown_need and not (fm.errors or fm.fatal):
+            return [skip(NAME, "nvlink.fabricmanager", f"the fabric manager service is {state}, and whether this node "
+                         "needs it cannot be told: no GPU inventory (nvidia-smi -q) was collected beside it",
+                         actual=state, evidence=ev, fix="Collect nvidia-smi -q with it (the nvidia_smi_full source): "
+                         "NVSwitch systems (HGX/DGX A100, H100, H200, B200) need the fabric manager running; GPUs "
+                         "without NVSwitch do not.")]
         status = fail if applies or fm.errors or fm.fatal else warn
         return [status(NAME, "nvlink.fabricmanager", f"the fabric manager service is {state}", actual=state, expected="running",
                        evidence=ev, fix=f"systemctl restart {_FM}; journalctl -u {_FM} -b shows why it stopped. Its "
@@ -337,10 +376,13 @@ def _judge_fm(facts: NvlinkFacts) -> List[Finding]:
                      + (f" (service {state})" if state else ""), actual=len(fm.errors), expected=0, evidence=ev,
                      fix="Non-fatal NVSwitch errors name the switch and port: if they keep coming, drain the node and "
                      "run 'dcgmi diag -r 3'; a port that repeats points at a GPU baseboard or NVSwitch tray fault.")]
-    if state == "running" or fm.log:
-        return [ok(NAME, "nvlink.fabricmanager", "the fabric manager is running" + (f" (version {fm.version})" if fm.version else ""),
-                   actual=state, evidence=(ev[:1] if fm.props else []) + fm.log[-2:])]
-    return [skip(NAME, "nvlink.fabricmanager", "the fabric manager's state is unknown (no systemd, no log)")]
+    if state == "running":
+        need = (" (whether this node needs it cannot be told: no GPU inventory, nvidia-smi -q, was collected beside it)"
+                if unknown_need else "")
+        return [ok(NAME, "nvlink.fabricmanager", "the fabric manager is running" + (f" (version {fm.version})" if fm.version else "")
+                   + need, actual=state, evidence=(ev[:1] if fm.props else []) + fm.log[-2:])]
+    return [skip(NAME, "nvlink.fabricmanager", "the fabric manager's state cannot be told from its output (no systemd "
+                 "state, no start or stop line in its log)" + (f"; state {state}" if state else ""), evidence=fm.log[-4:])]
 
 
 def _gpu_judges_inactive(node: Optional[NodeFacts]) -> bool:

@@ -16,7 +16,21 @@ be up at full width and still lose packets. Three views:
   uptime, which can only understate the rate, and warns on any rollover.
 - ``pcie_errors.kernel_log``: AER events the kernel logged
   (``PCIe Bus Error: severity=...``; older kernels ``AER: Corrected error
-  received``), per reporting port, from the shared ``kernel_log`` source.
+  received``; ``AER: device recovery failed`` and ``can't recover`` as fatal),
+  per reporting port, from the shared ``kernel_log`` source.
+- ``pcie_errors.bar``: device BARs (0 to 5) the kernel could not assign
+  (``BAR 1: no space for``, ``failed to assign``, ``can't assign; no space``,
+  ``can't claim BAR``) and not assigned later in the log, and the NVIDIA
+  driver's ``BARn is 0M``: a device without its MMIO space cannot be used (a
+  GPU missing from ``nvidia-smi``, a NIC from ``ibstat``). A GPU's or RDMA
+  NIC's (by the ``gpu`` and ``pcie`` areas' inventories, or the driver's own
+  line) fails; another device's warns. Bridge windows, expansion ROMs and
+  SR-IOV VF BARs are left out: they fail on healthy servers.
+- ``pcie_errors.link_down``: hot-plug slots whose link went down
+  (``pciehp: Slot(N): Link Down``) (**warn**).
+
+The kernel messages are rows of ``nccldiag/knowledge/kmsg.toml`` (area
+``pcie_errors``), each with its source.
 """
 from __future__ import annotations
 
@@ -85,6 +99,9 @@ class PcieErrorFacts:
     replays_absent: Optional[str] = None  # why there are none (smiq.why_absent)
     events: List[AerEvent] = field(default_factory=list)
     log_read: Optional[bool] = None
+    log_lines: Optional[int] = None
+    bar: List[kernlog.Event] = field(default_factory=list)  # BARs left unassigned (resolved ones cleared)
+    kmsg: List[kernlog.Event] = field(default_factory=list)  # the other rows of this area (hot-plug links down)
 
 
 _HEADER = re.compile(r"^==> (\S+) <==$")
@@ -139,12 +156,9 @@ def parse_aer(text: Optional[str]) -> PcieErrorFacts:
     return f
 
 
-_SEVERITY = re.compile(r"PCIe Bus Error: severity=([^,]+)", re.I)
-_RECEIVED = re.compile(r"AER: (?:Multiple )?(Corrected|Correctable|Uncorrected \(Non-Fatal\)|Uncorrected \(Fatal\)|Uncorrectable \(Non-Fatal\)|Uncorrectable \(Fatal\)) error", re.I)
-_PORT = re.compile(r"(?:pcieport|nvidia|mlx5_core|\S+) ([0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-9a-fA-F]):")
-
-
-_AER_WORDS = re.compile(r"PCIe Bus Error: |AER: ", re.I)  # in every line the two expressions above match
+_AER_DETAIL = kernlog.BY_ID["pci-aer-bus-error"]  # "PCIe Bus Error: severity=..."
+_AER_RECEIVED = kernlog.BY_ID["pci-aer-received"]  # "AER: ... error received"
+_AER_FAILED = kernlog.BY_ID["pci-aer-recovery-failed"]  # "AER: device recovery failed", "can't recover"
 
 
 def _sev(word: str) -> str:
@@ -157,25 +171,21 @@ def _sev(word: str) -> str:
 
 
 def parse_events(log: kernlog.KernelLog) -> List[AerEvent]:
-    """One event per ``PCIe Bus Error`` line; ``error received`` lines count where no such line follows them."""
+    """One event per ``PCIe Bus Error`` line; ``error received`` lines count where no such line follows them;
+    a recovery that failed is a fatal event on its device."""
     events: List[AerEvent] = []
     pending: Optional[AerEvent] = None
-    candidate = _AER_WORDS.search
-    for when, msg in log.lines:
-        if not candidate(msg):
-            continue
-        port = _PORT.search(msg)
-        where = port.group(1).lower() if port else "?"
-        m = _SEVERITY.search(msg)
-        if m:
+    for e in kernlog.area_events(log, NAME, "aer"):
+        where = kernlog.bus(e.text) or "?"
+        if e.message is _AER_FAILED:
+            events.append(AerEvent(where, "fatal", e.line))
+        elif e.message is _AER_DETAIL:
             pending = None
-            events.append(AerEvent(where, _sev(m.group(1)), kernlog.short(f"{when} {msg}".strip())))
-            continue
-        m = _RECEIVED.search(msg)
-        if m:
+            events.append(AerEvent(where, _sev(e.groups.get("severity", "")), e.line))
+        else:
             if pending is not None:
                 events.append(pending)
-            pending = AerEvent(where, _sev(m.group(1)), kernlog.short(f"{when} {msg}".strip()))
+            pending = AerEvent(where, _sev(e.groups.get("severity", "")), e.line)
     if pending is not None:
         events.append(pending)
     # an "error received" line followed by its "PCIe Bus Error" line is one event
@@ -192,15 +202,18 @@ def parse(raw) -> PcieErrorFacts:
     if not f.replays:
         f.replays_absent = smiq.why_absent(raw.get(smiq.SOURCE.name), "GPU replay counters")
     log = parsed(raw, kernlog.SOURCE.name, kernlog.parse)
-    f.log_read = log.read
+    f.log_read, f.log_lines = log.read, log.total
     f.events = parse_events(log)
+    f.bar = kernlog.area_events(log, NAME, "bar")
+    f.kmsg = kernlog.area_events(log, NAME, "")
     return f
 
 
 def judge(facts: Optional[PcieErrorFacts], node: NodeFacts) -> List[Finding]:
     if facts is None:
         return [skip(NAME, "pcie_errors.aer", "no PCIe error outputs came back")]
-    return _judge_aer(facts, node) + _judge_replays(facts, node) + _judge_log(facts)
+    return (_judge_aer(facts, node) + _judge_replays(facts, node) + _judge_log(facts) + [_judge_bar(facts, node)]
+            + kernlog.judge_rows(NAME, facts.kmsg, facts.log_read, facts.log_lines))
 
 
 def _judge_aer(facts: PcieErrorFacts, node: Optional[NodeFacts] = None) -> List[Finding]:
@@ -277,6 +290,34 @@ def _judge_log(facts: PcieErrorFacts) -> List[Finding]:
                      expected=0, evidence=ev, fix=fix)]
     return [warn(NAME, "pcie_errors.kernel_log", f"PCIe AER events in the kernel log since boot: {msg}", actual=per,
                  expected=0, evidence=ev, fix=fix)]
+
+
+def known_devices(node: Optional[NodeFacts]) -> Dict[str, str]:
+    """bus -> "GPU" or "RDMA NIC", from the ``gpu`` area (nvidia-smi's GPUs and the NVIDIA PCI functions of
+    sysfs, which lists the GPUs the driver could not take) and the ``pcie`` area's lspci."""
+    out: Dict[str, str] = {}
+    if node is None:
+        return out
+    gpu = node.get("gpu")
+    for g in list(getattr(gpu, "gpus", None) or []) + list(getattr(gpu, "pci_gpus", None) or []):
+        if getattr(g, "bus_id", None):
+            out[smiq.norm_bus(g.bus_id)] = "GPU"
+    pcie = node.get("pcie")
+    for d in getattr(pcie, "devices", None) or []:
+        if d.is_nvidia_gpu:
+            out[smiq.norm_bus(d.bdf)] = "GPU"
+        elif d.is_rdma_nic:
+            out.setdefault(smiq.norm_bus(d.bdf), "RDMA NIC")
+    return out
+
+
+def _judge_bar(facts: PcieErrorFacts, node: Optional[NodeFacts] = None) -> Finding:
+    known = known_devices(node)
+    found = facts.bar
+    lost = [e for e in found if e.message.severity == "fail" or e.device in known]
+    name = (lambda d: f"{known[d]} {d}" if d in known else d)
+    return kernlog.finding(NAME, "pcie_errors.bar", found, facts.log_read, facts.log_lines, name,
+                           status="fail" if lost else "warn")
 
 
 def summarize(facts: Optional[PcieErrorFacts]) -> Dict[str, Optional[str]]:

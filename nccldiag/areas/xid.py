@@ -2,10 +2,12 @@
 
 The NVIDIA driver logs every GPU error it sees as ``NVRM: Xid (PCI:<bus>):
 <code>, ...`` (``(PCI:<bus> GPU-I:<n> GPU-CI:<n>)`` on a MIG instance, no
-``PCI:`` in old drivers). :data:`CODES` follows NVIDIA's Xid catalog
-(docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html): each code
-has a class and the catalog's immediate action. The classes make the
-findings:
+``PCI:`` in old drivers; an address anonymised or damaged, ``(PCI:...)``,
+counts on "an unnamed GPU"). The codes are the rows of
+``nccldiag/knowledge/xid.toml``: every code of NVIDIA's Xid catalog
+(docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html), checked
+against it, each with the catalog's columns and nccldiag's class, category
+and action (:data:`ROWS`, :data:`CODES`). The classes make the findings:
 
 - ``reset``, ``reboot``, ``hardware``: the GPU is out of service until it is
   reset, the node rebooted, or the hardware serviced (48 double-bit ECC, 74
@@ -17,7 +19,8 @@ findings:
 - ``memory``: memory bookkeeping (63 a row remap recorded, 92 a high
   single-bit rate): ``xid.memory``, judged by ``gpuhealth``;
 - ``other``: codes whose catalog action is to watch or investigate, and
-  codes outside the table: ``xid.other``;
+  codes outside the table: ``xid.other``; ``unused``, codes the catalog marks
+  unused on A100 to GB200, too;
 - ``info``: test messages and a recovery action cleared (154 to ``None``):
   named in the ok finding only.
 
@@ -33,9 +36,13 @@ A GPU can also be lost with no Xid line at all: the driver's multi-line
 notice ``NVRM: The NVIDIA GPU <bdf>`` / ``NVRM: (PCI ID: ...) installed in
 this system has`` / ``NVRM: fallen off the bus and is not responding to
 commands.`` (continuation lines indented, without a time stamp) is read as
-Xid 79 on that GPU, and ``NVRM: The NVIDIA probe routine failed for N
-device(s)`` as a GPU the driver could not take (on the GPU of the notice
-before it, when there is one).
+Xid 79 on that GPU. The driver's other messages of a failure are rows of
+``nccldiag/knowledge/kmsg.toml`` (area ``xid``), judged alike by
+:func:`nccldiag.areas.kernlog.judge_rows`: a GPU it could not initialise
+(``RmInitAdapter failed``, a probe that failed: ``xid.driver_init``), a
+version mismatch with its clients (``xid.driver_version``), GSP timeouts
+without their Xid 119/120 line (``xid.gsp``), a GPU that needs a reset
+(``xid.reset_required``), allocations that failed (``xid.driver_alloc``).
 
 The events are those since boot that the kernel ring buffer still holds
 (the shared ``kernel_log`` source, see :mod:`nccldiag.areas.kernlog`).
@@ -49,6 +56,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
+from nccldiag import knowledge
 from nccldiag.areas import kernlog
 from nccldiag.areas.base import NodeFacts, parsed
 from nccldiag.areas.smiq import norm_bus
@@ -60,107 +68,41 @@ TITLE = "Xid events"
 SOURCES = (kernlog.SOURCE,)
 
 CATALOGUE = "NVIDIA Xid catalog, docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html"
+TABLE = "xid.toml"
 
-# The catalog's immediate actions, in words
-RESTART_APP = "restart the job"
-RESET_GPU = "reset the GPU"
-REBOOT = "reboot the node"
-IGNORE = "none at once; investigate if it repeats"
-NVLINK = "reset the GPU; check the link and its peer (NVLink workflow)"
 
-# code -> (class, meaning, the catalog's immediate action). Classes: see the module text.
-CODES: Dict[int, Tuple[str, str, str]] = {
-    8: ("job", "GPU stopped processing", RESTART_APP),
-    11: ("job", "invalid or corrupted push buffer stream", RESTART_APP),
-    13: ("job", "graphics engine exception", RESTART_APP),
-    25: ("job", "invalid or illegal push buffer stream", RESTART_APP),
-    31: ("job", "GPU memory page fault", RESTART_APP),
-    32: ("job", "invalid or corrupted push buffer stream", RESTART_APP),
-    37: ("driver", "driver firmware error", IGNORE),
-    38: ("driver", "driver firmware error", IGNORE),
-    39: ("job", "copy engine exception", RESTART_APP),
-    40: ("job", "copy engine exception", RESTART_APP),
-    41: ("job", "copy engine exception", RESTART_APP),
-    43: ("job", "GPU stopped processing", RESTART_APP),
-    44: ("driver", "graphics engine fault during context switch", IGNORE),
-    45: ("job", "preemptive cleanup, due to previous errors", "follow the Xid that caused it; alone: restart the job"),
-    46: ("reset", "GPU stopped processing", RESET_GPU),
-    48: ("reset", "double-bit ECC error (DBE)", RESET_GPU + "; replace it if the error returns"),
-    54: ("hardware", "auxiliary power is not connected to the GPU board", "check the power cables"),
-    60: ("job", "video processor exception", RESTART_APP),
-    61: ("reset", "internal micro-controller breakpoint/warning", RESET_GPU),
-    62: ("reset", "internal micro-controller halt", RESET_GPU),
-    63: ("memory", "GPU memory row remapping or page retirement recorded", "none; a pending remap needs a reset (gpuhealth)"),
-    64: ("reset", "GPU memory row remapping or page retirement failure", RESET_GPU + "; contact support"),
-    66: ("driver", "illegal access by driver", IGNORE),
-    67: ("driver", "illegal access by driver", IGNORE),
-    68: ("job", "video decoder (NVDEC0) exception", RESTART_APP),
-    69: ("job", "graphics engine class error", RESTART_APP),
-    74: ("reset", "NVLink error", NVLINK),
-    78: ("driver", "vGPU start error", "update the driver and firmware"),
-    79: ("reboot", "GPU has fallen off the bus", REBOOT + "; check the GPU's seating, power and cooling"),
-    80: ("job", "corrupted data sent to the GPU", RESTART_APP),
-    92: ("memory", "high single-bit ECC error rate", IGNORE),
-    93: ("other", "InfoROM wear limit exceeded (non-fatal)", IGNORE),
-    94: ("reset", "contained memory error", RESTART_APP + "; the GPU needs a reset for its pending row remap"),
-    95: ("reset", "uncontained memory error", RESET_GPU),
-    106: ("info", "SMBPBI test message", "none"),
-    107: ("info", "SMBPBI test message (silent)", "none"),
-    109: ("reset", "context switch timeout", RESET_GPU),
-    110: ("reset", "security fault error", RESET_GPU),
-    119: ("reset", "GSP RPC timeout", RESET_GPU),
-    120: ("reset", "GSP error", RESET_GPU),
-    121: ("other", "C2C error", IGNORE),
-    136: ("reset", "NVLink link training failed", RESET_GPU),
-    137: ("other", "NVLink privilege error", IGNORE),
-    140: ("reset", "unrecovered ECC error", RESET_GPU),
-    141: ("other", "CUDA fast path error", IGNORE),
-    143: ("reset", "GPU initialization error", RESET_GPU),
-    144: ("reset", "NVLink SAW error", NVLINK),
-    145: ("reset", "NVLink RLW error", NVLINK),
-    146: ("reset", "NVLink TLW error", NVLINK),
-    147: ("reset", "NVLink TREX error", NVLINK),
-    148: ("reset", "NVLink NVLPW_CTRL error", NVLINK),
-    149: ("reset", "NVLink NETIR error", NVLINK),
-    150: ("reset", "NVLink MSE error", NVLINK),
-    151: ("reboot", "key rotation error", "restart the VM"),
-    154: ("reset", "GPU recovery action changed", "the action the line names"),
-    155: ("reset", "NVLink SW defined error", RESET_GPU),
-    156: ("reset", "resource retirement event", RESET_GPU),
-    157: ("other", "resource retirement failure", IGNORE),
-    158: ("reset", "GPU fatal timeout", RESET_GPU),
-    159: ("other", "CHI non-data error", "check UVM"),
-    160: ("driver", "channel retirement event", IGNORE),
-    161: ("driver", "channel retirement failure", IGNORE),
-    164: ("other", "power smoothing circuitry low lifetime", "plan a service"),
-    165: ("other", "power smoothing circuitry lifetime exhausted", "plan a service"),
-    167: ("other", "PCIe fatal timeout", "look at the PCIe errors of the GPU"),
-    168: ("other", "reduced GPU memory capacity", "contact support"),
-    171: ("memory", "uncorrectable DRAM error (detail of Xid 48)", "see Xid 48"),
-    172: ("memory", "uncorrectable SRAM error (detail of Xid 48)", "see Xid 48"),
-}
-for _c in (70, 71, 72, 75, 76, 77, 85) + tuple(range(126, 136)):
-    CODES[_c] = ("job", "copy engine error", RESTART_APP)
-for _c in (82, 83, 84, 86, 88, 89) + tuple(range(96, 106)) + (139,):
-    CODES[_c] = ("job", "video, JPEG or optical flow engine error", RESTART_APP)
+def _load():
+    buckets = {b["name"]: b["action"] for b in knowledge.rows(TABLE, "bucket")}
+    rows = {r["code"]: r for r in knowledge.rows(TABLE)}
+    codes = {}
+    for code, r in rows.items():
+        meaning = r.get("meaning") or f"{r['mnemonic'].split(' /')[0]}, unused on A100 to GB200"
+        codes[code] = (r["class"], meaning, r.get("action") or buckets.get(r["immediate"], ""))
+    return rows, codes
+
+
+# code -> its row of nccldiag/knowledge/xid.toml (the catalog's columns, nccldiag's class and category, where)
+ROWS: Dict[int, Dict] = {}
+# code -> (class, meaning, the catalog's immediate action in words). Classes: see the module text.
+CODES: Dict[int, Tuple[str, str, str]] = {}
+ROWS, CODES = _load()
 
 # What the class asks of the admin, for the docs and the findings
 CLASSES = {
     "reset": "GPU reset", "reboot": "node reboot", "hardware": "hardware", "job": "job", "driver": "driver",
-    "memory": "memory bookkeeping", "other": "watch", "info": "information",
+    "memory": "memory bookkeeping", "other": "watch", "unused": "unused in the catalog", "info": "information",
 }
 DRAIN = ("reset", "reboot", "hardware")
 NVLINK5 = range(144, 151)
 
-PROBE = 0  # the driver's "probe routine failed" notice: no Xid code of its own
 _NOTICE = "(driver notice, no Xid line)"
+UNNAMED = "an unnamed GPU"  # an Xid line whose address is absent, anonymised or damaged ("PCI:...")
 
-_XID = re.compile(r"NVRM: Xid \((?:PCI:)?([0-9A-Fa-f]{1,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.[0-7])?)"
-                  r"(?:\s+GPU-C?I:\s*\d+)*\):\s*(\d+),?\s*(.*)")
+_XID = kernlog.BY_ID["nvrm-xid"].pattern  # group key: what the parentheses hold; group code
+_BUS_IN = re.compile(r"^\s*(?:PCI:)?\s*([0-9A-Fa-f]{1,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.[0-7])?)(?![0-9A-Fa-f:])")
 _GPU_AT = re.compile(r"NVRM: GPU at PCI:([0-9A-Fa-f:.]+):\s*(GPU-[0-9a-fA-F-]+)")
 _THE_GPU = re.compile(r"NVRM: The NVIDIA GPU ([0-9A-Fa-f]{4}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d)")
 _OFF_BUS = re.compile(r"NVRM: GPU ([0-9A-Fa-f:.]+): GPU has fallen off the bus")
-_PROBE = re.compile(r"NVIDIA probe routine failed for (\d+) device")
 _CAUSED = re.compile(r"caused by previous Xid (\d+)", re.I)
 _NONFATAL = re.compile(r"\bNon-?fatal\b", re.I)
 _RESET_FLAG = re.compile(r"\b(?:D-)?RST: Yes\b", re.I)
@@ -178,7 +120,7 @@ def recovery_action(text: str) -> Optional[str]:
 @dataclass
 class XidEvent:
     bus: str  # normalised dddd:bb:dd.f ("" when the driver named none)
-    code: int  # PROBE for the probe-failure notice
+    code: int
     text: str  # the rest of the message
     when: str  # time prefix as printed ("" when none)
     line: str
@@ -191,8 +133,6 @@ class XidEvent:
 
     @property
     def kind(self) -> str:
-        if self.code == PROBE:
-            return "reset"
         kind = CODES.get(self.code, ("other",))[0]
         cause = self.cause
         if cause is not None and cause != self.code and cause in CODES:
@@ -213,8 +153,6 @@ class XidEvent:
 
 def label(code: int, text: str = "") -> str:
     """``Xid 79 (GPU has fallen off the bus)``; chains and recovery actions named."""
-    if code == PROBE:
-        return "driver probe failed (the driver could not take the GPU)"
     meaning = CODES.get(code, ("", "not in the catalog table"))[1]
     m = _CAUSED.search(text)
     if m:
@@ -232,17 +170,26 @@ class XidFacts:
     uuids: Dict[str, str] = field(default_factory=dict)  # bus -> GPU UUID (NVRM: GPU at PCI lines)
     log_read: Optional[bool] = None  # see kernlog.KernelLog.read
     log_lines: Optional[int] = None
+    kmsg: List[kernlog.Event] = field(default_factory=list)  # the driver's other failure messages (kmsg.toml rows)
+
+
+def xid_bus(inside: str) -> str:
+    """The GPU an Xid line's parentheses name (``PCI:0000:9b:00``, ``0000:01:00``, ``PCI:0000:3b:00 GPU-I:01``),
+    normalised; "" when they name none or a damaged one (``PCI:...``, ``PCI:xxxx:xx:xx``, ``<redacted>``)."""
+    m = _BUS_IN.match(inside)
+    return norm_bus(m.group(1)) if m else ""
 
 
 def parse_events(log: kernlog.KernelLog) -> XidFacts:
-    f = XidFacts(log_read=log.read, log_lines=log.total)
+    f = XidFacts(log_read=log.read, log_lines=log.total, kmsg=kernlog.area_events(log, NAME, ""))
     notice_bus: Optional[str] = None  # the GPU of the driver's last multi-line "The NVIDIA GPU <bdf>" notice
     for when, msg in log.lines:
         m = _XID.search(msg)
         if m:
-            if int(m.group(2)) == 79:  # the notice printed before its Xid line is the same event
-                f.events = [e for e in f.events if not (e.code == 79 and e.bus == norm_bus(m.group(1)) and _NOTICE in e.text)]
-            f.events.append(XidEvent(norm_bus(m.group(1)), int(m.group(2)), m.group(3).strip(), when,
+            bus, code = xid_bus(m.group("key")), int(m.group("code"))
+            if code == 79:  # the notice printed before its Xid line is the same event
+                f.events = [e for e in f.events if not (e.code == 79 and e.bus == bus and _NOTICE in e.text)]
+            f.events.append(XidEvent(bus, code, msg[m.end():].lstrip(" ,").strip(), when,
                                      kernlog.short(f"{when} {msg}".strip())))
             continue
         m = _THE_GPU.search(msg)
@@ -250,17 +197,11 @@ def parse_events(log: kernlog.KernelLog) -> XidFacts:
             notice_bus = norm_bus(m.group(1))
         if "fallen off the bus" in msg:
             m = _OFF_BUS.search(msg)
-            bus = norm_bus(m.group(1)) if m else notice_bus
+            bus = norm_bus(m.group(1)) if m else (notice_bus or "")
             # the driver's notice without an Xid line: as Xid 79 on that GPU, once
-            if bus and not any(e.bus == bus and e.code == 79 for e in f.events):
+            if not any(e.bus == bus and e.code == 79 for e in f.events):
                 f.events.append(XidEvent(bus, 79, f"GPU has fallen off the bus {_NOTICE}", when,
                                          kernlog.short(f"{when} {msg}".strip())))
-            continue
-        m = _PROBE.search(msg)
-        if m:
-            f.events.append(XidEvent(notice_bus or "", PROBE, f"probe routine failed for {m.group(1)} device(s)", when,
-                                     kernlog.short(f"{when} {msg}".strip())))
-            notice_bus = None
             continue
         m = _GPU_AT.search(msg)
         if m:
@@ -274,7 +215,7 @@ def parse(raw) -> XidFacts:
 
 def _gpu_names(facts: XidFacts, node: Optional[NodeFacts]) -> Dict[str, str]:
     """bus -> "GPU3 (0000:9b:00.0)" where the gpu area knows the index, else the bus id."""
-    names: Dict[str, str] = {"": "a GPU the driver did not name"}
+    names: Dict[str, str] = {"": UNNAMED}
     gpu = node.get("gpu") if node is not None else None
     for g in getattr(gpu, "gpus", None) or []:
         bus = getattr(g, "bus_id", None)
@@ -317,17 +258,26 @@ def _actions(events: List[XidEvent]) -> str:
         code = e.cause if e.cause in CODES and e.code == 45 else e.code
         if code in CODES and code not in seen:
             seen[code] = CODES[code][2]
-    return "; ".join(f"Xid {c}: {a}" for c, a in seen.items())
+    return "; ".join(f"Xid {c}: {a} ({ROWS[c]['where']})" for c, a in seen.items())
 
 
 def judge(facts: Optional[XidFacts], node: NodeFacts) -> List[Finding]:
-    if facts is None or facts.log_read is None:
+    facts = facts if facts is not None else XidFacts()
+    names = _gpu_names(facts, node)
+    # a GSP timeout printed with its Xid 119/120 line is that event, judged with the Xid codes
+    gsp = any(e.code in (119, 120) for e in facts.events)
+    kmsg = [e for e in facts.kmsg if not (gsp and e.message.check == "xid.gsp")]
+    return _judge_xid(facts, names) + kernlog.judge_rows(NAME, kmsg, facts.log_read, facts.log_lines,
+                                                          lambda d: names.get(d, d))
+
+
+def _judge_xid(facts: XidFacts, names: Dict[str, str]) -> List[Finding]:
+    if facts.log_read is None:
         return [skip(NAME, "xid.events", "the kernel log was not collected (dmesg, or journalctl -k)")]
     if facts.log_read is False:
         return [skip(NAME, "xid.events", "could not read the kernel log on this node (dmesg and journalctl -k refused)",
                      fix="Run the check as root, or allow it: sysctl kernel.dmesg_restrict=0, or add the user to the "
                          "systemd-journal (or adm) group.")]
-    names = _gpu_names(facts, node)
     per_gpu: "OrderedDict[str, List[XidEvent]]" = OrderedDict()
     for e in facts.events:
         per_gpu.setdefault(e.bus, []).append(e)
@@ -340,7 +290,7 @@ def judge(facts: Optional[XidFacts], node: NodeFacts) -> List[Finding]:
         return [ok(NAME, "xid.events", f"{what} in the kernel log since boot{n}{info}",
                    actual=0, expected=0, evidence=evidence[:6])]
     findings: List[Finding] = []
-    for kinds, check in ((DRAIN, "xid.critical"), (("memory",), "xid.memory"), (("other",), "xid.other"),
+    for kinds, check in ((DRAIN, "xid.critical"), (("memory",), "xid.memory"), (("other", "unused"), "xid.other"),
                          (("driver",), "xid.driver"), (("job",), "xid.application")):
         rows, evidence, codes = _rows(per_gpu, names, kinds)
         if not rows:

@@ -22,6 +22,9 @@ def test_corrupted_inforom_fails():
     f = findings(firmware, {"nvidia_smi_full": text(INFOROM)})["firmware.inforom"]
     assert f.status.value == "fail" and f.message == "infoROM corrupted on 1 GPUs: 0008:00:00.0"
     assert judge(firmware, {"nvidia_smi_full": text(FULL_Q)})["firmware.inforom"] == ["ok"]
+    # text that only looks like a GPU's block (a kernel log here) has no place for the warning: no verdict
+    dmesg = text(("dmesg-iommu", "amd-vi-unknown-option-on-blockquoted.txt"))
+    assert judge(firmware, {"nvidia_smi_full": dmesg})["firmware.inforom"] == ["skip"]
 
 
 def test_vbios_and_inforom_per_model():

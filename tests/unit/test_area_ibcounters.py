@@ -41,6 +41,7 @@ def test_counters_of_every_capture(capture):
     real.require()
     out = judge(ibcounters, {"ib_counters": text(capture)})
     out.pop("ibcounters.link_flaps")
+    assert out.pop("ibcounters.hca_errors") == ["skip"]  # no kernel log in these captures
     assert out == COUNTERS[capture]
 
 

@@ -144,11 +144,13 @@ def test_fabric_health_summary_and_bandwidth():
     assert findings(nvlink, {"nvidia_smi_full": na})["nvlink.fabric"].status.value == "ok"
 
 
+# the manager's output alone: no GPU inventory beside it, so nobody can tell whether the node needs it
+UNTOLD = "whether this node needs it cannot be told: no GPU inventory"
 FM_EXPECTED = {
-    FM_START: ("ok", "the fabric manager is running (version 535.161.08)"),
+    FM_START: ("ok", f"the fabric manager is running (version 535.161.08) ({UNTOLD}, nvidia-smi -q, was collected beside it)"),
     FM_12028: ("warn", "18 errors in the fabric manager log"),
     FM_NOTHING: ("warn", "the fabric manager service failed: it found no NVSwitch to manage (NV_WARN_NOTHING_TO_DO)"),
-    FM_STOPPED: ("warn", "the fabric manager service is stopped"),
+    FM_STOPPED: ("skip", f"the fabric manager service is stopped, and {UNTOLD} (nvidia-smi -q) was collected beside it"),
 }
 
 
@@ -167,6 +169,28 @@ def test_fabric_manager_stopped_on_an_nvswitch_system_fails():
     props = "LoadState=loaded\nActiveState=active\nSubState=running\nResult=success\n"
     f = findings(nvlink, {"fabricmanager": props + text(FM_START)})["nvlink.fabricmanager"]
     assert f.status.value == "ok" and f.evidence[0].startswith("LoadState=loaded ActiveState=active")
+
+
+def test_fabric_manager_status_without_a_gpu_inventory_says_what_it_cannot_tell():
+    real.require()
+    # stopped, with the GPUs known to be PCIe cards without NVSwitch (nvidia-smi -q without fabric): a warning
+    q = text(("nvidia-smi-q", "gpud-8x-rtx4090-535-gpu0-excerpt.txt"))
+    f = findings(nvlink, {"fabricmanager": text(FM_STOPPED), "nvidia_smi_full": q})["nvlink.fabricmanager"]
+    assert f.status.value == "warn"
+    # nvidia-smi -q text where the manager's output should be: no state in it, so no verdict (was ok "running")
+    f = findings(nvlink, {"fabricmanager": text(FABRIC_OK)})["nvlink.fabricmanager"]
+    assert f.status.value == "skip" and "cannot be told from its output" in f.message
+    # systemctl status of the real healthy cases (bottlerocket p4d A100 and B200): running, need untold
+    for case in ("node-bottlerocket3873-p4d-a100-fabricmanager-running-healthy",
+                 "node-brkernelkit142-b200-fabricmanager-running-after-nvlsm-healthy"):
+        status = (real.ROOT / "cases" / case / "node-a" / "fabricmanager.txt").read_text()
+        f = findings(nvlink, {"fabricmanager": status})["nvlink.fabricmanager"]
+        assert f.status.value == "ok" and UNTOLD in f.message
+        # written for this test: the same unit in a restart loop is no running manager
+        looping = status.replace("Active: active (running)", "Active: activating (auto-restart) (Result: exit-code)")
+        assert findings(nvlink, {"fabricmanager": looping})["nvlink.fabricmanager"].status.value == "skip"
+    # the fabric state itself says what was not collected
+    assert "not collected (nvidia-smi -q)" in findings(nvlink, {"fabricmanager": status})["nvlink.fabric"].message
 
 
 def test_error_counters():

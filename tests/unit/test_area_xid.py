@@ -5,7 +5,27 @@ from nccldiag.areas import kernlog, xid
 from nccldiag.areas.gpu import Gpu, GpuFacts
 from tests import real
 
-from .areahelp import findings, judge, run_sources, stand_in
+from .areahelp import findings as findings_all
+from .areahelp import judge as judge_all
+from .areahelp import run_sources, stand_in
+
+# the checks of the driver's other messages (nccldiag/knowledge/kmsg.toml), ok or skipped with the Xid checks
+DRIVER_CHECKS = tuple(kernlog.checks_of("xid"))
+
+
+def judge(area, raw, **facts):
+    """The Xid checks' statuses; the driver-message checks left out where they are ok (tested apart below)."""
+    out = judge_all(area, raw, **facts)
+    for check in DRIVER_CHECKS:
+        if out.get(check) == ["ok"]:
+            del out[check]
+    return out
+
+
+def findings(area, raw, **facts):
+    return {c: f for c, f in findings_all(area, raw, **facts).items()
+            if not (c in DRIVER_CHECKS and f.status.value == "ok")}
+
 
 KIND = "kernel-xid"
 GSP = "gpud-dell-xe9680-h100-dmesg-T-xid119-gsp-timeout.txt"
@@ -79,16 +99,18 @@ NOTICE = """[ 1843.308145] NVRM: The NVIDIA GPU 0000:b3:00.0
 def test_a_gpu_lost_without_an_xid_line_is_critical_on_its_bus():
     gpu = GpuFacts(gpus=[Gpu(2, "NVIDIA L40S", bus_id="0000:b3:00.0")])
     f = findings(xid, {"kernel_log": NOTICE}, gpu=gpu)
-    assert set(f) == {"xid.critical"}
-    assert f["xid.critical"].actual == {"GPU2 (0000:b3:00.0)": {79: 1, xid.PROBE: 1}}
+    assert judge(xid, {"kernel_log": NOTICE}) == {"xid.critical": ["fail"], "xid.driver_init": ["fail"]}
+    assert f["xid.critical"].actual == {"GPU2 (0000:b3:00.0)": {79: 1}}
     assert "Xid 79 (GPU has fallen off the bus) x1" in f["xid.critical"].message
-    assert "driver probe failed" in f["xid.critical"].message
+    # the probe routine's failure and the driver giving up on every device: the driver could not take the GPU
+    init = f["xid.driver_init"]
+    assert init.actual == {"category": "gpu_lost_xid", "events": {"an unnamed device": {"nvrm-probe-routine": 2}}}
+    assert "probe routine failed" in init.evidence[0] and "kmsg.toml:" in init.fix
     # the notice followed by its Xid 79 line is one event
     both = NOTICE.splitlines()[0:3] + ["[ 1843.308200] NVRM: Xid (PCI:0000:b3:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus."]
     assert findings(xid, {"kernel_log": "\n".join(both)})["xid.critical"].actual == {"0000:b3:00.0": {79: 1}}
-    # a probe failure with no notice before it still fails, on a GPU the driver did not name
-    f = findings(xid, {"kernel_log": NOTICE.splitlines()[3]})["xid.critical"]
-    assert f.actual == {"a GPU the driver did not name": {xid.PROBE: 1}}
+    # a probe failure with no notice before it still fails
+    assert judge(xid, {"kernel_log": NOTICE.splitlines()[3]}) == {"xid.events": ["ok"], "xid.driver_init": ["fail"]}
 
 
 def test_kernel_log_source_keeps_the_lost_gpu_notice_lines(tmp_path):
@@ -98,8 +120,8 @@ def test_kernel_log_source_keeps_the_lost_gpu_notice_lines(tmp_path):
     stand_in(bin_dir, "dmesg", f"cat '{text}'")
     secs = run_sources(xid.SOURCES, tmp_path / "root", bin_dir)
     lines = secs["kernel_log"].splitlines()
-    assert sum("NVRM:" in l for l in lines) == 4 and not any("unrelated" in l for l in lines)
-    assert judge(xid, secs) == {"xid.critical": ["fail"]}
+    assert sum("NVRM:" in l for l in lines) == 5 and not any("unrelated" in l for l in lines)
+    assert judge(xid, secs) == {"xid.critical": ["fail"], "xid.driver_init": ["fail"]}
 
 
 def test_a_cleanup_caused_by_a_previous_nvlink_xid_takes_its_class():
@@ -141,13 +163,16 @@ def test_every_class_has_a_documented_action_and_the_docs_list_the_table():
     assert xid.CATALOGUE.split(", ")[1] in docs
     for code, (kind, meaning, action) in xid.CODES.items():
         assert kind in xid.CLASSES and meaning and action, code
-        assert f"| {code} |" in docs, code
+        if kind != "unused":
+            assert f"| {code} |" in docs, code
 
 
 def test_not_collected_and_unreadable_are_skips_not_ok():
-    assert judge(xid, {}) == {"xid.events": ["skip"]}
-    assert judge(xid, {"kernel_log": "nccldiag: kernel log unreadable\nnccldiag: kernel log lines 0\n"}) == {"xid.events": ["skip"]}
-    assert judge(xid, {"kernel_log": "nccldiag: kernel log lines 1834\n"}) == {"xid.events": ["ok"]}
+    skipped = {c: ["skip"] for c in ("xid.events",) + DRIVER_CHECKS}
+    assert judge(xid, {}) == skipped
+    assert judge(xid, {"kernel_log": "nccldiag: kernel log unreadable\nnccldiag: kernel log lines 0\n"}) == skipped
+    assert judge_all(xid, {"kernel_log": "nccldiag: kernel log lines 1834\n"}) == {c: ["ok"] for c in ("xid.events",) + DRIVER_CHECKS}
+    assert "(1834 lines read)" in findings_all(xid, {"kernel_log": "nccldiag: kernel log lines 1834\n"})["xid.driver_init"].message
 
 
 def test_hostile_text_never_raises():
@@ -174,4 +199,4 @@ def test_kernel_log_source_says_unreadable_when_dmesg_and_journalctl_refuse(tmp_
     stand_in(bin_dir, "journalctl", "exit 1")
     secs = run_sources((kernlog.SOURCE,), tmp_path / "root", bin_dir)
     assert kernlog.parse(secs["kernel_log"]).read is False
-    assert judge(xid, secs) == {"xid.events": ["skip"]}
+    assert judge(xid, secs) == {c: ["skip"] for c in ("xid.events",) + DRIVER_CHECKS}

@@ -15,6 +15,7 @@ from typing import Dict, List, Optional
 
 import pytest
 
+from nccldiag.areas import kernlog
 from nccldiag.transport.base import FIXES
 
 from . import bundles as B
@@ -69,6 +70,9 @@ HEALTHY = {
     "limits.shm": ["skip"],
     "python.interpreter": ["skip"],
 }
+# the checks of the kernel-message table (nccldiag/knowledge/kmsg.toml): no kernel log in this bundle, each skips
+KMSG_CHECKS = ["pcie_errors.bar"] + [c for a in ("pcie_errors", "ibcounters", "xid", "kernel") for c in kernlog.checks_of(a)]
+HEALTHY.update({c: ["skip"] for c in KMSG_CHECKS})
 
 
 # ---- (a) a healthy 8x H100 node -----------------------------------------------------------------
@@ -83,7 +87,7 @@ def test_healthy_h100_node_passes_every_check(tmp_path):
     assert node["host"] == "gpu001" and node["status"] == "ok" and node["reachable"]
     assert all(f["host"] == "gpu001" for f in node["findings"])
     assert rep["areas"] == ["ssh", "system", "iommu", "pcie", "pcie_errors", "ib", "ibcounters", "roce", "gdr", "gpu",
-                            "gpuhealth", "nvlink", "xid", "topology", "affinity", "firmware", "limits", "python"]
+                            "gpuhealth", "nvlink", "xid", "kernel", "topology", "affinity", "firmware", "limits", "python"]
     msg = {f["check"]: f["message"] for f in node["findings"]}
     assert msg["gpu.inventory"].startswith("8x NVIDIA H100 80GB HBM3, driver 535.183.01, CUDA 12.2")
     assert msg["ib.port_state"].startswith("9 ports Active, 8x 400 Gb/s IB, 1x 200 Gb/s RoCE")

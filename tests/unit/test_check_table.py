@@ -45,4 +45,4 @@ def test_narrow_terminal_groups_the_areas_by_status_and_fits():
     table = table[table.index("┏"):]  # after the diagnoses
     assert all(len(line) <= 80 for line in table.splitlines()), table
     row = next(l for l in table.splitlines() if "gpu001" in l)
-    assert "│ fail   │ fail: gpuhealth, xid  ok: 13" in row
+    assert "│ fail   │ fail: gpuhealth, xid  ok: 14" in row

@@ -368,7 +368,7 @@ def test_healthy_golden_agrees_with_the_bundle_test():
     Local mode reports ``ssh.collect`` without SSH, the shell's memlock limit
     is the one the test pins, and the python_env source is present here.
     """
-    from .test_bundles import HEALTHY
+    from .test_bundles import HEALTHY, KMSG_CHECKS
 
     golden = statuses(json.loads((GOLDEN / "check-h100.json").read_text(encoding="utf-8")))
     want = {k: v for k, v in HEALTHY.items() if not k.startswith("python.")}
@@ -379,4 +379,5 @@ def test_healthy_golden_agrees_with_the_bundle_test():
                  "nvlink.errors": ["ok"], "firmware.inforom": ["ok"], "gpuhealth.ecc": ["skip"],
                  "gpuhealth.row_remap": ["skip"], "gpuhealth.reset": ["ok"], "gpuhealth.clocks": ["ok"],
                  "firmware.gpu": ["ok"], "pcie_errors.replays": ["ok"]})
+    want.update({c: ["ok"] for c in KMSG_CHECKS})
     assert golden == want

@@ -1,0 +1,52 @@
+"""The kernel's own reports of a node in trouble: hung tasks and unresponsive NFS servers, the OOM killer,
+CPU lockups and RCU stalls, machine checks and EDAC memory errors.
+
+Reads the shared ``kernel_log`` source (:mod:`nccldiag.areas.kernlog`); the messages are the rows of
+``nccldiag/knowledge/kmsg.toml`` whose area is ``kernel``, each with its source. One finding per check:
+
+- ``kernel.io_hang``: ``INFO: task <name>:<pid> blocked for more than N seconds`` (the hung-task detector;
+  its ``hung_task_timeout_secs`` notice where the task line was not kept), ``nfs: server X not responding``
+  not followed by ``nfs: server X OK``: a rank stuck in I/O stops the collective it belongs to (**warn**).
+- ``kernel.oom``: a process the OOM killer killed (``Out of memory: Killed process``; a container's
+  ``Memory cgroup out of memory``) (**warn**).
+- ``kernel.lockups``: soft lockups and RCU stalls (**warn**), hard lockups (**fail**).
+- ``kernel.mce``: machine checks logged and corrected EDAC memory errors (**warn**), uncorrected EDAC memory
+  errors (**fail**).
+
+Each skips when the kernel log was not collected or could not be read; "none" is only said of a log that
+was read.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional
+
+from nccldiag.areas import kernlog
+from nccldiag.areas.base import NodeFacts, parsed
+from nccldiag.model.findings import Finding
+
+NAME = "kernel"
+TITLE = "Kernel events"
+
+SOURCES = (kernlog.SOURCE,)
+
+
+@dataclass
+class KernelFacts:
+    events: List[kernlog.Event] = field(default_factory=list)
+    log_read: Optional[bool] = None  # see kernlog.KernelLog.read
+    log_lines: Optional[int] = None
+
+
+def parse(raw) -> KernelFacts:
+    log = parsed(raw, kernlog.SOURCE.name, kernlog.parse)
+    return KernelFacts(kernlog.area_events(log, NAME, ""), log.read, log.total)
+
+
+def judge(facts: Optional[KernelFacts], node: NodeFacts) -> List[Finding]:
+    facts = facts if facts is not None else KernelFacts()
+    return kernlog.judge_rows(NAME, facts.events, facts.log_read, facts.log_lines)
+
+
+def summarize(facts: Optional[KernelFacts]) -> Dict[str, Optional[str]]:
+    return {}

@@ -1,0 +1,166 @@
+"""Kernel area and the kernel-message rows of the other areas, judged on real posted lines (tests/kmsg/real.toml,
+with their addresses), on real healthy kernel logs of ../shared/fixtures, and on CONSTRUCTED lines
+(tests/kmsg/constructed.toml) where a test needs damage or a sequence no real post shows."""
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from nccldiag.areas import ibcounters, kernel, kernlog, pcie_errors, xid
+from nccldiag.areas.gpu import Gpu, GpuFacts, PciGpu
+from tests import real
+
+from .areahelp import findings, judge
+from .test_knowledge_kmsg import HEALTHY_CAPTURES
+
+HERE = Path(__file__).resolve().parents[1] / "kmsg"
+REAL = {s["url"]: s["text"] for s in tomllib.loads((HERE / "real.toml").read_text(encoding="utf-8"))["sample"]}
+MADE = {s["what"]: s["text"] for s in tomllib.loads((HERE / "constructed.toml").read_text(encoding="utf-8"))["sample"]}
+AREAS = (xid, kernel, pcie_errors, ibcounters)
+NEW_CHECKS = {a.NAME: kernlog.checks_of(a.NAME) for a in AREAS}
+
+
+def log(*urls):
+    return {"kernel_log": "\n".join(REAL[u].strip("\n") for u in urls) + "\n"}
+
+
+def made(what):
+    return {"kernel_log": next(t for w, t in MADE.items() if w.startswith(what))}
+
+
+def test_kernel_checks_on_real_failing_lines():
+    raw = log("https://github.com/sonic-net/sonic-buildimage/issues/4822", "https://github.com/equinor/ert/issues/7797",
+              "https://github.com/deepspeedai/DeepSpeed/issues/925", "https://github.com/Open-CAS/ocf/issues/408",
+              "https://github.com/ovro-lwa/lwa-issues/issues/117")
+    assert judge(kernel, raw) == {"kernel.io_hang": ["warn"], "kernel.oom": ["warn"], "kernel.lockups": ["fail"],
+                                  "kernel.mce": ["fail"]}
+    f = findings(kernel, raw)
+    hung = f["kernel.io_hang"]
+    assert hung.actual == {"category": "io_hang", "events": {"kworker/2:1:5747": {"hung-task": 1},
+                                                              "ntpd:11794": {"hung-task": 1}}}
+    assert "INFO: task kworker/2:1:5747 blocked for more than 120 seconds." in hung.evidence[0]
+    assert "kmsg.toml:" in hung.fix and hung.message.startswith("tasks blocked in the kernel")
+    assert f["kernel.oom"].actual["events"] == {"1440763 (perl)": {"oom-kill": 1}}
+    assert f["kernel.lockups"].actual["category"] == "other:cpu-lockup"
+    assert f["kernel.mce"].actual["events"]["MC3"] == {"edac-uncorrected": 1}
+
+
+def test_nfs_server_that_came_back_is_no_hang_and_one_that_did_not_is():
+    raw = log("https://github.com/raspberrypi/linux/issues/2482")
+    # the server came back (OK), the hung task stays: one event, the task's
+    assert findings(kernel, raw)["kernel.io_hang"].actual["events"] == {"objcopy:24916": {"hung-task": 1}}
+    f = findings(kernel, made("an NFS server"))["kernel.io_hang"]  # CONSTRUCTED
+    assert f.actual["events"] == {"store2": {"nfs-not-responding": 1}}
+    # the detector's notice alone (its task line cut) is a hung task all the same (CONSTRUCTED)
+    assert judge(kernel, made("the hung-task detector's notice")) == dict(
+        {"kernel.io_hang": ["warn"]}, **{c: ["ok"] for c in NEW_CHECKS["kernel"] if c != "kernel.io_hang"})
+
+
+def test_driver_init_failures_are_the_xid_areas_on_the_gpu_they_name():
+    raw = log("https://github.com/NVIDIA/gpu-operator/issues/1146")
+    gpu = GpuFacts(gpus=[Gpu(0, "NVIDIA A100", bus_id="0000:07:00.0")], pci_gpus=[PciGpu("0000:0a:00.0")])
+    f = findings(xid, raw, gpu=gpu)
+    assert f["xid.events"].status.value == "ok" and f["xid.driver_init"].status.value == "fail"
+    assert f["xid.driver_init"].actual == {"category": "gpu_lost_xid",
+                                           "events": {"0000:0a:00.0": {"nvrm-rminitadapter-failed": 4}}}
+    assert "RmInitAdapter failed!" in f["xid.driver_init"].evidence[0]
+    # the GPU nvidia-smi knows is named by its index
+    raw = log("https://github.com/ublue-os/bazzite/issues/2668")
+    f = findings(xid, raw, gpu=gpu)
+    assert "GPU0 (0000:07:00.0): the driver could not initialise the GPU" in f["xid.driver_init"].message
+    assert f["xid.driver_version"].status.value == "fail"
+    assert f["xid.driver_version"].actual["category"] == "cuda_driver_mismatch"
+
+
+def test_gsp_timeouts_without_their_xid_fail_and_with_it_are_the_xid():
+    assert judge(xid, log("https://github.com/NVIDIA/open-gpu-kernel-modules/issues/1230"))["xid.gsp"] == ["fail"]
+    assert judge(xid, made("a GSP timeout printed without"))["xid.gsp"] == ["fail"]  # CONSTRUCTED
+    gsp = {"kernel_log": real.node_text("kernel-xid", "gpud-dell-xe9680-h100-dmesg-T-xid119-gsp-timeout.txt")}
+    out = judge(xid, gsp)
+    assert out["xid.critical"] == ["fail"] and out["xid.gsp"] == ["ok"]
+
+
+def test_reset_required_and_out_of_memory_are_read():
+    real.require()
+    text = (real.ROOT / "cases" / "gpu-sichek51-nccltest-device-busy-gsp-reset-required" / "posted-dmesg.txt").read_text()
+    assert judge(xid, {"kernel_log": text})["xid.reset_required"] == ["fail"]
+    f = findings(xid, log("https://github.com/NVIDIA/open-gpu-kernel-modules/issues/848"))["xid.driver_alloc"]
+    assert f.status.value == "warn" and f.actual["category"] == "gpu_out_of_memory"
+
+
+def test_an_xid_line_with_an_anonymised_address_counts_on_an_unnamed_gpu():
+    f = findings(xid, made("an Xid line whose address"))  # CONSTRUCTED
+    assert f["xid.critical"].status.value == "fail"
+    assert f["xid.critical"].actual == {"an unnamed GPU": {79: 1, 48: 1, 119: 1, 94: 1}}
+    assert "an unnamed GPU: Xid 79 (GPU has fallen off the bus) x1" in f["xid.critical"].message
+
+
+def test_bar_failures_fail_on_a_gpu_warn_elsewhere_and_clear_when_assigned():
+    rock = log("https://github.com/HeyMeco/Rockchip-pcie-devices/issues/2")
+    # the device is an NVIDIA GPU the driver could not take: sysfs lists it, nvidia-smi does not
+    gpu = GpuFacts(pci_gpus=[PciGpu("0000:01:00.0")])
+    f = findings(pcie_errors, rock, gpu=gpu)["pcie_errors.bar"]
+    assert f.status.value == "fail" and f.actual["category"] == "pcie_bar_mmio"
+    assert f.actual["events"] == {"GPU 0000:01:00.0": {"pci-bar-not-assigned": 4}}
+    assert "can't assign; no space" in f.evidence[0]
+    # with nothing that says what the device is: a warning
+    assert judge(pcie_errors, rock)["pcie_errors.bar"] == ["warn"]
+    # the driver's own line names its GPU's BAR unassigned: a failure without any inventory
+    assert judge(pcie_errors, log("https://github.com/ublue-os/bazzite/issues/2612"))["pcie_errors.bar"] == ["fail"]
+    # bridge windows alone: no event (real); a failure assigned later: no event (CONSTRUCTED)
+    assert judge(pcie_errors, log("https://github.com/system76/firmware-open/issues/66"))["pcie_errors.bar"] == ["ok"]
+    assert judge(pcie_errors, made("a GPU BAR that failed at the first pass"))["pcie_errors.bar"] == ["ok"]
+    assert findings(pcie_errors, made("a GPU BAR left unassigned"))["pcie_errors.bar"].actual["events"] == {
+        "0000:41:00.0": {"pci-bar-not-assigned": 2}}
+
+
+def test_hotplug_link_down_and_aer_recovery_failures():
+    assert judge(pcie_errors, log("https://github.com/lnls-dig/bpm-gw/issues/73"))["pcie_errors.link_down"] == ["warn"]
+    assert judge(pcie_errors, made("the hot-plug link-down line"))["pcie_errors.link_down"] == ["warn"]  # CONSTRUCTED
+    f = findings(pcie_errors, log("https://github.com/rwth-i6/returnn/issues/1500"))["pcie_errors.kernel_log"]
+    assert f.status.value == "fail" and "0000:03:00.0: 1 fatal" in f.message
+
+
+def test_hca_firmware_failures_are_the_ibcounters_areas():
+    raw = log("https://github.com/openucx/ucx/issues/7738", "https://github.com/PeterSuh-Q3/tinycore-redpill/issues/9")
+    f = findings(ibcounters, raw)["ibcounters.hca_errors"]
+    assert f.status.value == "fail" and f.actual == {"category": "hca_firmware", "events": {
+        "0000:61:00.0": {"mlx5-cmd-timeout": 2}, "0000:03:00.0": {"mlx5-probe-failed": 2}}}
+
+
+@pytest.mark.parametrize("parts", HEALTHY_CAPTURES, ids=["/".join(p) for p in HEALTHY_CAPTURES])
+def test_healthy_real_kernel_logs_are_ok_in_every_new_check(parts):
+    raw = {"kernel_log": real.node_text(*parts)}
+    for area in AREAS:
+        out = judge(area, raw)
+        assert {c: out[c] for c in NEW_CHECKS[area.NAME]} == {c: ["ok"] for c in NEW_CHECKS[area.NAME]}, area.NAME
+        if area is pcie_errors:
+            assert out["pcie_errors.bar"] == ["ok"]
+
+
+def test_not_collected_and_unreadable_logs_are_skips_not_ok():
+    for area in AREAS:
+        for raw in ({}, {"kernel_log": "nccldiag: kernel log unreadable\nnccldiag: kernel log lines 0\n"}):
+            out = judge(area, raw)
+            assert all(out[c] == ["skip"] for c in NEW_CHECKS[area.NAME]), (area.NAME, out)
+    assert findings(kernel, {"kernel_log": "nccldiag: kernel log lines 7\n"})["kernel.oom"].message == (
+        "no process killed by the OOM killer in the kernel log since boot (7 lines read)")
+
+
+def test_check_on_a_bundle_reports_the_failures_the_kernel_log_alone_shows(tmp_path):
+    """`nccldiag check --bundle` on a node whose only sign is its kernel log: a GPU the driver could not
+    initialise (real lines), a BAR left unassigned and a hung task: not "nothing broken"."""
+    from . import bundles as B
+
+    kernel_log = "\n".join([REAL["https://github.com/NVIDIA/gpu-operator/issues/1146"].strip("\n"),
+                            REAL["https://github.com/HeyMeco/Rockchip-pcie-devices/issues/2"].strip("\n"),
+                            REAL["https://github.com/gluster/gluster-health-report/pull/19"].strip("\n")]) + "\n"
+    bundle = B.write_bundle(tmp_path / "b", {"gpu001": {"kernel_log": kernel_log}})
+    code, rep = B.check_json(bundle)
+    assert code == 1
+    got = {f["check"]: f["status"] for f in B.findings(rep) if f["area"] in ("xid", "kernel", "pcie_errors")}
+    assert got["xid.driver_init"] == "fail" and got["kernel.io_hang"] == "warn"
+    assert got["pcie_errors.bar"] == "warn"  # nothing in this bundle says the device is a GPU
+    assert got["xid.events"] == "ok" and got["kernel.oom"] == "ok"
+    f = next(f for f in B.findings(rep) if f["check"] == "xid.driver_init")
+    assert f["actual"]["category"] == "gpu_lost_xid"
