@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Dict, List
 
+from nccldiag.diagnosis import measured
 from nccldiag.diagnosis.inputs import Inputs
 from nccldiag.diagnosis.model import Diagnosis, Evidence, sort_key
 from nccldiag.diagnosis.rules import all_rules
@@ -87,8 +88,6 @@ def _paths(sr: Any) -> str:
 
 def summary(inputs: Inputs, diagnoses: List[Diagnosis]) -> Summary:
     """Nodes by health, paths by outcome, bandwidth figures; a node named by a failing diagnosis is failing."""
-    from nccldiag.diagnosis.rules import bandwidth
-
     s = Summary()
     named = {n for d in diagnoses if d.severity == "fail" for n in d.nodes}
     if inputs.check is not None:
@@ -113,12 +112,12 @@ def summary(inputs: Inputs, diagnoses: List[Diagnosis]) -> Summary:
         if ts:
             (s.paths_bad if inputs.logs.summary.failures else s.paths_ok).append(f"log: {', '.join(ts)}")
     try:
-        cmps = bandwidth.comparisons(inputs)
+        cmps = measured.comparisons(inputs)
     except Exception as exc:  # nccldiag's own error: the figures are left out, the verdicts stay
         cmps = {}
         s.missing.append(f"(bandwidth figures left out: {type(exc).__name__}: {exc})")
     s.bandwidth = {k: v.to_dict() for k, v in cmps.items()}
-    s.missing += bandwidth.missing_commands(inputs, list(cmps.values()))
+    s.missing += measured.missing_commands(inputs, list(cmps.values()))
     for d in diagnoses:
         for m in d.missing:
             if m not in s.missing:

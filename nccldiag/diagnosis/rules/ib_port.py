@@ -12,7 +12,7 @@ import sys
 from typing import List
 
 from nccldiag.diagnosis import clues as C
-from nccldiag.diagnosis import ibverbs
+from nccldiag.diagnosis import ibverbs, signs
 from nccldiag.diagnosis.inputs import Inputs
 from nccldiag.diagnosis.model import Diagnosis
 
@@ -49,8 +49,6 @@ def diagnose(inp: Inputs) -> List[Diagnosis]:
 
 def _run_failed(inp: Inputs) -> bool:
     """Whether the logs show the run failing or not finishing (a port in a pasted ibstat is then a suspect)."""
-    from nccldiag.diagnosis.rules import unexplained
-
     if any(ls.facts.summary is not None and ls.facts.summary.failures for ls in inp.log_sets()):
         return True
-    return bool(unexplained.unfinished(inp))
+    return bool(signs.unfinished(inp))

@@ -31,11 +31,9 @@ CONFIRM = "ib_write_bw -d <hca> between the two hosts named (perftest); ibstat o
 def diagnose(inp: Inputs) -> List[Diagnosis]:
     if ibverbs.port_events(inp):
         return []  # a flapping port: ib-port-down
-    from nccldiag.diagnosis.rules import roce_gid
-
-    if roce_gid.roce(inp) and not C.env_values(inp, "NCCL_IB_GID_INDEX"):
+    if ibverbs.roce(inp) and not C.env_values(inp, "NCCL_IB_GID_INDEX"):
         return []  # RoCE: roce-gid names the usual cause
-    if C.find(inp, roce_gid.GID_CHANGE, ("warn", "last-error", "error", "kernel")):
+    if C.find(inp, ibverbs.GID_CHANGE, ("warn", "last-error", "error", "kernel")):
         return []  # the GID changed under the job: roce-gid
     wc = [c for c in ibverbs.completions(inp) if c.status in (12, 13, 20)]
     qp = [c for c in ibverbs.calls(inp) if c.fn == "ibv_modify_qp" and c.errno == 110]

@@ -15,7 +15,7 @@ from typing import Dict, List, Optional
 from nccldiag.diagnosis import clues as C
 from nccldiag.diagnosis.inputs import Inputs
 from nccldiag.diagnosis.model import Diagnosis, Evidence, finding_evidence, log_evidence
-from nccldiag.diagnosis.rules.unexplained import log_failed
+from nccldiag.diagnosis.signs import VIRTUAL, log_failed
 
 ID = "wrong-interface"
 TITLE = "Wrong bootstrap or socket interface"
@@ -23,7 +23,6 @@ CATEGORY = "socket_ifname_wrong"
 # NCCL connecting to a peer's loopback address ('socketStartConnect: Connect to 127.0.0.1<45069> failed'): NCCL
 # advertises the address of its socket interface, so that peer's NCCL chose loopback (no other interface matched)
 NCCL_LOOPBACK_CONNECT = re.compile(r"Connect to \[?127\.\d+\.\d+\.\d+\]?<\d+>.*failed")
-VIRTUAL = re.compile(r"^(lo|docker\d*|veth\w*|virbr\d*|br-\w+|cni\d*|flannel\.\d+|cali\w+|tun\d*|tap\d*)$")
 
 
 def bad_address(addr: Optional[str]) -> Optional[str]:

@@ -18,7 +18,7 @@ from typing import List
 from nccldiag.diagnosis import clues as C
 from nccldiag.diagnosis.inputs import Inputs
 from nccldiag.diagnosis.model import Diagnosis, Evidence
-from nccldiag.diagnosis.rules import net_plugin
+from nccldiag.diagnosis.signs import plugin_topology
 
 ID = "nccl-env"
 TITLE = "An NCCL environment variable set wrong"
@@ -49,7 +49,7 @@ def diagnose(inp: Inputs) -> List[Diagnosis]:
                 "NCCL_ALGO/NCCL_PROTO leave no algorithm for a collective")
         return [C.make(sys.modules[__name__], what + C.on(C.hosts(named + algo)), named + algo, confidence="high",
                        why="NCCL's error names the variable, or the algorithm choice it restricts")]
-    if xml and net_plugin.plugin_topology(inp):
+    if xml and plugin_topology(inp):
         return []  # the plugin's static topology file: net-plugin's
     if xml:
         if files:

@@ -6,7 +6,7 @@ from typing import List
 
 from nccldiag.diagnosis.inputs import BAD, Inputs, bad_ranks, findings_hosts, peak, setting_hosts
 from nccldiag.diagnosis.model import Diagnosis, Evidence, finding_evidence, log_evidence
-from nccldiag.diagnosis.rules import bandwidth
+from nccldiag.diagnosis.measured import setting_comparison
 
 
 def _size(n: int) -> str:
@@ -63,7 +63,7 @@ def diagnose(inp: Inputs) -> List[Diagnosis]:
         best = peak(p2p_off)
         if best is not None:
             cost = f"p2p-off peak busbw {best[1]:.2f} GB/s ({best[0]}, {_size(best[2])})"
-            c = bandwidth.setting_comparison(inp, p2p_off)
+            c = setting_comparison(inp, p2p_off)
             if c is not None and c.percent is not None:
                 cost += f", {c.percent:.0f}% of the {c.expectation.gbps:.1f} GB/s expected"  # type: ignore[union-attr]
             cost += "; the default had none"

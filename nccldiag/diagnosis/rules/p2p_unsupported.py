@@ -15,9 +15,9 @@ import sys
 from typing import List
 
 from nccldiag.diagnosis import clues as C
+from nccldiag.diagnosis import signs
 from nccldiag.diagnosis.inputs import Inputs
 from nccldiag.diagnosis.model import Diagnosis
-from nccldiag.diagnosis.rules import acs_iommu
 
 ID = "p2p-unsupported"
 TITLE = "GPU peer-to-peer not supported by these GPUs"
@@ -34,7 +34,7 @@ REFUSED = re.compile(r"peer access is not supported between (?:these )?two devic
 
 def diagnose(inp: Inputs) -> List[Diagnosis]:
     refused = C.find(inp, REFUSED, ("warn", "last-error", "app", "error"))
-    stall = acs_iommu.stalled_single_node(inp) if acs_iommu.consumer_gpus(inp) else []
+    stall = signs.stalled_single_node(inp) if signs.consumer_gpus(inp) else []
     if not refused and not stall:
         return []
     return [C.make(sys.modules[__name__], f"GPU peer-to-peer is not supported by these GPUs"

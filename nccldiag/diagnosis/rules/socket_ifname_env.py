@@ -16,7 +16,7 @@ from typing import List
 from nccldiag.diagnosis import clues as C
 from nccldiag.diagnosis.inputs import Inputs
 from nccldiag.diagnosis.model import Diagnosis
-from nccldiag.diagnosis.rules.socket_interface import NO_IFACE
+from nccldiag.diagnosis.signs import NO_IFACE
 
 ID = "socket-ifname-env"
 TITLE = "NCCL_SOCKET_IFNAME names an interface a node lacks"
