@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List
 
 from nccldiag.diagnosis import measured
-from nccldiag.diagnosis.inputs import Inputs
+from nccldiag.diagnosis.inputs import Inputs, SettingView
 from nccldiag.diagnosis.model import Diagnosis, Evidence, sort_key
 from nccldiag.diagnosis.rules import all_rules
 from nccldiag.model.findings import Status
@@ -78,7 +78,7 @@ class Summary:
                 "missing_evidence": self.missing}
 
 
-def _paths(sr: Any) -> str:
+def _paths(sr: SettingView) -> str:
     used = list(sr.transports)
     if not used and sr.outcome.backend == "gloo" or (not used and sr.outcome.ranks):
         ifs = sorted({f"{i.interface}" for i in sr.outcome.ranks.values() if i.interface})
@@ -106,7 +106,7 @@ def summary(inputs: Inputs, diagnoses: List[Diagnosis]) -> Summary:
             (s.failing if h in bad or h in named else s.healthy).append(h)
     for sr in inputs.settings:
         (s.paths_ok if sr.status == "ok" else s.paths_bad).append(_paths(sr) if sr.status == "ok"
-                                                                  else f"{sr.setting.name}: {getattr(sr, 'verdict', sr.status)}")
+                                                                  else f"{sr.setting.name}: {sr.verdict}")
     if inputs.logs is not None and inputs.logs.summary is not None:
         ts = inputs.logs.summary.transports
         if ts:

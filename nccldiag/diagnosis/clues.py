@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from typing import Iterable, List, Optional, Pattern, Sequence, Union
 
-from nccldiag.diagnosis.inputs import Inputs
+from nccldiag.diagnosis.inputs import Inputs, LogView
 from nccldiag.diagnosis.model import Evidence, finding_evidence, log_evidence
 from nccldiag.model.findings import SEVERITY, Finding, Status
 
@@ -35,14 +35,14 @@ class Clue:
         return [log_evidence(self.at, self.cite or self.text)]
 
 
-def _log_clues(facts) -> Iterable[Clue]:
+def _log_clues(facts: LogView) -> Iterable[Clue]:
     for w in facts.warns:
         yield Clue("last-error" if w.origin == "last-error" else "warn", w.message, w.at, w.text, w.at.host, warn=w)
     for a in facts.app_errors:
         yield Clue("app", f"{a.message}", a.at, a.text, a.at.host)
-    for e in getattr(facts, "errors", None) or []:
+    for e in facts.errors:
         yield Clue("error", e.text, e.at, e.text, e.at.host)
-    for e in getattr(facts, "kernel", None) or []:
+    for e in facts.kernel:
         yield Clue("kernel", e.text, e.at, e.text, e.at.host)
     for n in facts.notes:
         yield Clue("error", n.text, n.at, n.text, n.at.host)
@@ -66,15 +66,10 @@ Pat = Union[str, Pattern[str]]
 def find(inp: Inputs, pattern: Pat, kinds: Sequence[str] = KINDS, flags: int = 0) -> List[Clue]:
     """The clues of ``kinds`` whose text matches ``pattern`` (a regex, searched)."""
     pat = re.compile(pattern, flags) if isinstance(pattern, str) else pattern
-    cached = getattr(inp, "_clues", None)
-    if cached is None:
+    if inp.clue_index is None:
         every = clues(inp)
-        cached = (every, list(dict.fromkeys(c.text for c in every)))  # a text repeated is searched once
-        try:
-            object.__setattr__(inp, "_clues", cached)
-        except AttributeError:
-            pass
-    every, texts = cached
+        inp.clue_index = (every, list(dict.fromkeys(c.text for c in every)))  # a text repeated is searched once
+    every, texts = inp.clue_index
     search = pat.search
     matching = {t for t in texts if search(t)}
     if not matching:

@@ -9,13 +9,13 @@ from __future__ import annotations
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from nccldiag.diagnosis import expected
-from nccldiag.diagnosis.inputs import Inputs, peak
+from nccldiag.diagnosis.inputs import Inputs, LogView, SettingView, peak
 
 
-def used_ports(facts) -> Dict[str, List[str]]:
+def used_ports(facts: LogView) -> Dict[str, List[str]]:
     """Per host, the HCA ports NCCL's ``NET/IB : Using`` lines name (``mlx5_0:1``)."""
     out: Dict[str, List[str]] = {}
-    for n in getattr(facts, "nets", None) or []:
+    for n in facts.nets:
         if not n.net.lower().startswith("ib") or not n.at.host:
             continue
         for d in n.devices:
@@ -25,7 +25,7 @@ def used_ports(facts) -> Dict[str, List[str]]:
     return out
 
 
-def setting_comparison(inp: Inputs, sr) -> Optional[expected.Comparison]:
+def setting_comparison(inp: Inputs, sr: SettingView) -> Optional[expected.Comparison]:
     """The best all_reduce (else any collective) point of one setting against what the nodes allow."""
     best = peak(sr, "all_reduce") or peak(sr)
     if best is None:

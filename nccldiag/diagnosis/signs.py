@@ -11,10 +11,10 @@ is the catalog's precedence (``knowledge/causes.toml``).
 from __future__ import annotations
 
 import re
-from typing import Any, List, Optional
+from typing import List, Optional
 
 from nccldiag.diagnosis import clues as C
-from nccldiag.diagnosis.inputs import Inputs
+from nccldiag.diagnosis.inputs import Inputs, LogView
 from nccldiag.diagnosis.model import Evidence, log_evidence
 
 # ---- runs: failed, unfinished, stopped in init ---------------------------------------------------------------
@@ -46,7 +46,7 @@ def unfinished(inp: Inputs) -> List[Evidence]:
     return out
 
 
-def stopped_in_init(f: Any) -> Optional[Evidence]:
+def stopped_in_init(f: LogView) -> Optional[Evidence]:
     """A log whose ranks started init, got as far as setting up channels, and never completed it nor ran a
     collective: the run hung in init. A short excerpt that stops earlier (at the network choice) is not taken
     for one."""
@@ -63,7 +63,7 @@ def stopped_in_init(f: Any) -> Optional[Evidence]:
     return log_evidence(last.at, "init reached channel set-up here but no rank logged Init COMPLETE: " + last.text)
 
 
-def log_failed(f: Any) -> bool:
+def log_failed(f: LogView) -> bool:
     """An NCCL log that shows a failure: a failed WARN or call chain, an application's NCCL error, a watchdog
     timeout, or a line saying the run ended badly."""
     return (any(w.failure for w in f.warns) or any(oc.failed for oc in f.orphan_chains) or bool(f.app_errors)

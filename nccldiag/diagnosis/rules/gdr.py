@@ -107,7 +107,7 @@ def diagnose(inp: Inputs) -> List[Diagnosis]:
             conf, why = "high", "NCCL reported that the GPU does not support GPUDirect RDMA"
             fix, missing = "Nothing to fix on the node: this GPU model has no GPUDirect RDMA; use GPUs that do.", []
         stated = [g for g in ls.facts.gdr if not g.enabled]
-        completed = any(e.phase == "COMPLETE" for e in ls.facts.inits) or bool(getattr(ls.facts, "nccl_tests", None))
+        completed = any(e.phase == "COMPLETE" for e in ls.facts.inits) or bool(ls.facts.nccl_tests)
         quiet = (inp.check is None and not close and not pm and not stated and completed
                  and not log_failed(ls.facts))
         if quiet and not unsupported:

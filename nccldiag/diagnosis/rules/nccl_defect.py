@@ -47,7 +47,7 @@ def _known(inp: Inputs) -> List[Diagnosis]:
 def diagnose(inp: Inputs) -> List[Diagnosis]:
     out: List[Diagnosis] = _known(inp)
     for ls in inp.log_sets():
-        for run in getattr(ls.facts, "nccl_tests", []):
+        for run in ls.facts.nccl_tests:
             wrong = run.wrong_rows
             bad_sizes = [r.size for r in wrong]
             oob_only_big = (run.out_of_bounds or 0) > 0 and not wrong and run.rows and \

@@ -24,7 +24,7 @@ CONFIRM = "ldd ./build/all_reduce_perf | grep -i mpi  (a build with MPI links li
 
 def diagnose(inp: Inputs) -> List[Diagnosis]:
     for ls in inp.log_sets():
-        for run in getattr(ls.facts, "nccl_tests", []):
+        for run in ls.facts.nccl_tests:
             if run.summaries > max(1, run.headers):
                 ev = [Evidence("log", f"{run.summaries} 'Avg bus bandwidth' summaries in one output of "
                                       f"{max(1, run.headers)} run(s)", run.source)]

@@ -45,7 +45,7 @@ def diagnose(inp: Inputs) -> List[Diagnosis]:
         for f in acs + iommu:
             ev.extend(finding_evidence(f))
         lf = default.log_facts
-        p2p_lines = [c for c in getattr(lf, "channels", None) or [] if c.transport == "P2P"]
+        p2p_lines = [c for c in (lf.channels if lf is not None else []) if c.transport == "P2P"]
         for c in p2p_lines[:3]:
             ev.append(log_evidence(c.at, c.text))
         missing: List[str] = []

@@ -55,8 +55,8 @@ def diagnose(inp: Inputs) -> List[Diagnosis]:
     internal = [c for c in C.find(inp, INTERNAL, ("app", "last-error", "warn")) if c.host]
     all_hosts = set()
     for ls in inp.log_sets():
-        for r in list(getattr(ls.facts, "nccl_tests", [])) + list(getattr(ls.facts, "nccl_tests_no_result", [])):
-            all_hosts.update(_rank_hosts(r))
+        for r in list(ls.facts.nccl_tests) + list(ls.facts.nccl_tests_no_result):
+            all_hosts.update(r.hosts)
         all_hosts.update(p.host for p in ls.facts.procs)
     failing = set(C.hosts(internal))
     if internal and all_hosts and failing and failing < all_hosts:
@@ -66,7 +66,3 @@ def diagnose(inp: Inputs) -> List[Diagnosis]:
                        why="the other hosts of the same run did not fail: what differs is that host's set-up",
                        alternatives=["version_mismatch: a different NCCL on that host; compare 'NCCL version' lines"])]
     return []
-
-
-def _rank_hosts(run) -> List[str]:
-    return list(getattr(run, "hosts", []) or [])
