@@ -10,36 +10,39 @@ their expectation.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Sequence, Tuple
 
 from nccldiag.diagnosis import measured
 from nccldiag.diagnosis.inputs import Inputs, SettingView
 from nccldiag.diagnosis.model import Diagnosis, Evidence, sort_key
-from nccldiag.diagnosis.rules import all_rules
+from nccldiag.diagnosis.rules import Cause, all_rules
 from nccldiag.model.findings import Status
 
 __all__ = ["Diagnosis", "Evidence", "Inputs", "Summary", "diagnose", "summary"]
 
 
 def diagnose(inputs: Inputs) -> List[Diagnosis]:
-    """Every cause of the catalog that the evidence fits, worst and surest first; a failed run that no cause
-    explains gets the ``unexplained`` verdict (see :mod:`nccldiag.diagnosis.rules.unexplained`)."""
+    """Every cause of the catalog that the evidence fits, worst and surest first. A cause whose diagnosis another
+    explains (the catalog's ``explained_by``) is left out; a failed run that no cause explains gets the
+    ``unexplained`` verdict (see :mod:`nccldiag.diagnosis.rules.unexplained`)."""
     from nccldiag.diagnosis.rules import unexplained
 
-    out: List[Diagnosis] = []
-    order: Dict[str, int] = {}
-    for i, rule in enumerate(all_rules()):
-        order[rule.ID] = i
+    causes = all_rules(site_causes(inputs.spec))
+    found: List[Tuple[Diagnosis, Cause]] = []
+    order: Dict[int, int] = {}  # id(diagnosis) -> the catalog order of its cause
+    for i, cause in enumerate(causes):
         try:
-            found = rule.diagnose(inputs)
+            made = cause.diagnose(inputs)
         except Exception as exc:  # a rule's bug must not hide the other rules' verdicts
-            found = [Diagnosis(f"{rule.ID}.internal", f"{rule.TITLE}: rule failed", "info",
-                               f"the {rule.ID} rule could not run: {type(exc).__name__}: {exc}", "low",
-                               "nccldiag's own error, not a verdict on any node", "Report this as a bug.",
-                               category="unexplained")]
-        for d in found:
-            _defaults(d, rule)
-        out.extend(found)
+            made = [Diagnosis(f"{cause.ID}.internal", f"{cause.TITLE}: rule failed", "info",
+                              f"the {cause.ID} rule could not run: {type(exc).__name__}: {exc}", "low",
+                              "nccldiag's own error, not a verdict on any node", "Report this as a bug.",
+                              category="unexplained")]
+        for d in made:
+            _defaults(d, cause)
+            order[id(d)] = i
+            found.append((d, cause))
+    out = explained(found)
     try:
         out.extend(unexplained.fallback(inputs, out))
     except Exception as exc:  # nccldiag's own error: say so, never an all-clear in its place
@@ -47,18 +50,32 @@ def diagnose(inputs: Inputs) -> List[Diagnosis]:
                              f"nccldiag could not judge the evidence: {type(exc).__name__}: {exc}", "low",
                              "nccldiag's own error, not a verdict on any node", "Report this as a bug.",
                              category="unexplained", tier=2))
-    # worst first, causes before symptoms, surest first; at equal rank, in rule order
-    return sorted(out, key=lambda d: sort_key(d)[:3] + (order.get(d.id.split(".")[0], len(order)),) + sort_key(d)[3:])
+    # worst first, causes before symptoms, surest first; at equal rank, in the catalog's order
+    return sorted(out, key=lambda d: sort_key(d)[:3] + (order.get(id(d), len(causes)),) + sort_key(d)[3:])
 
 
-def _defaults(d: Diagnosis, rule) -> None:
-    """What a rule module declares once for all its diagnoses: category, tier, the confirming command."""
+def explained(found: Sequence[Tuple[Diagnosis, Cause]]) -> List[Diagnosis]:
+    """The diagnoses no other explains: one whose cause lists, in ``explained_by``, a cause whose diagnosis fails
+    or warns is left out (that cause is the one to fix). A rule's own failure (``.internal``) always stays."""
+    present = {c.ID for d, c in found if d.severity in ("fail", "warn") and not d.id.endswith(".internal")}
+    return [d for d, c in found
+            if d.id.endswith(".internal") or not any(e in present and e != c.ID for e in c.EXPLAINED_BY)]
+
+
+def site_causes(spec: Any) -> List[Dict[str, Any]]:
+    """The causes a site added: the ``[[cause]]`` rows of its spec (and of ``--causes FILE``), validated."""
+    return list(getattr(spec, "causes", None) or [])
+
+
+def _defaults(d: Diagnosis, cause: Cause) -> None:
+    """What the catalog's row declares once for all its cause's diagnoses: category, tier, the confirming
+    command."""
     if not d.category:
-        d.category = getattr(rule, "CATEGORY", "unexplained")
+        d.category = cause.CATEGORY
     if not d.tier:
-        d.tier = getattr(rule, "TIER", 0)
+        d.tier = cause.TIER
     if not d.confirm:
-        d.confirm = getattr(rule, "CONFIRM", "")
+        d.confirm = cause.CONFIRM
 
 
 @dataclass

@@ -125,8 +125,9 @@ def make(rule, summary: str, found: Sequence[Clue] = (), *, confidence: str, why
          nodes: Optional[Sequence[str]] = None, extra: Sequence[Evidence] = (), alternatives: Sequence[str] = (),
          missing: Sequence[str] = (), fix: Optional[str] = None, workaround: Optional[str] = None,
          title: Optional[str] = None, category: Optional[str] = None, figures: Optional[dict] = None):
-    """A diagnosis of catalog rule ``rule`` (its module: ID, TITLE, CATEGORY, FIX, WORKAROUND, CONFIRM) from the
-    clues that matched it, cited as evidence, and their hosts unless ``nodes`` are given."""
+    """A diagnosis of cause ``rule`` (its rule module, or its signature: ID, TITLE, FIX, WORKAROUND) from the clues
+    that matched it, cited as evidence, and their hosts unless ``nodes`` are given. Its category, tier and
+    confirming command are the catalog row's (:func:`nccldiag.diagnosis.diagnose` sets them) unless given."""
     from nccldiag.diagnosis.model import Diagnosis
 
     ev = list(extra) + evidence(found)
@@ -137,9 +138,8 @@ def make(rule, summary: str, found: Sequence[Clue] = (), *, confidence: str, why
     return Diagnosis(rule.ID, title or rule.TITLE, severity, summary, confidence, why, fix or rule.FIX,
                      nodes=list(nodes) if nodes is not None else hosts(found), evidence=ev,
                      workaround=workaround if workaround is not None else getattr(rule, "WORKAROUND", ""),
-                     missing=list(missing), figures=dict(figures or {}), category=category or rule.CATEGORY,
-                     confirm=getattr(rule, "CONFIRM", ""), alternatives=list(alternatives),
-                     tier=getattr(rule, "TIER", 0))
+                     missing=list(missing), figures=dict(figures or {}), category=category or "",
+                     alternatives=list(alternatives))
 
 
 def findings(inp: Inputs, prefix: str, min_status: Status = Status.WARN) -> List[Finding]:

@@ -55,3 +55,77 @@ def test_an_unknown_category_is_refused():
     for c in ("nvlink_error", "pcie_bar_mmio", "io_hang", "unexplained"):
         assert categories.check(c) == c
     assert re.fullmatch(categories.OTHER, "other:slurm-step-refused")
+
+
+# ---- the catalog's table: every cause, its rule or its signature, and who explains whom --------------------------
+
+RULES_DIR = REPO / "nccldiag" / "diagnosis" / "rules"
+
+
+def test_every_rule_module_has_its_row_and_every_row_its_cause():
+    from nccldiag.diagnosis import rules
+
+    table = rules.rows()
+    ids = [r["id"] for r in table]
+    assert len(set(ids)) == len(ids)
+    modules = {p.stem for p in RULES_DIR.glob("*.py")} - {"__init__", "unexplained"}  # unexplained: the fallback
+    assert {r["rule"] for r in table if "rule" in r} == modules
+    for r in table:
+        assert categories.known(r["category"]), r["where"]
+        assert r.get("tier", 0) in (0, 1), r["where"]
+        assert set(r.get("explained_by", [])) <= set(ids) - {r["id"]}, r["where"]
+        if "rule" in r:
+            assert rules.module(r["rule"]).ID == r["id"], r["where"]
+            assert not hasattr(rules.module(r["rule"]), "CATEGORY"), "a rule's category is its row's"
+        else:
+            assert r.get("pattern"), r["where"]
+
+
+def test_no_rule_module_imports_another():
+    import ast
+
+    names = {p.stem for p in RULES_DIR.glob("*.py")} - {"__init__"}
+    for p in RULES_DIR.glob("*.py"):
+        if p.stem == "__init__":
+            continue
+        for node in ast.walk(ast.parse(p.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                mod = node.module
+                assert not (mod.startswith("nccldiag.diagnosis.rules") and
+                            (mod.rsplit(".", 1)[-1] in names or any(a.name in names for a in node.names))), \
+                    f"{p.name} imports {mod}: shared readers go to diagnosis/signs.py, precedence to causes.toml"
+
+
+def test_the_diagnosis_package_stays_readable():
+    import ast
+
+    for p in (REPO / "nccldiag" / "diagnosis").rglob("*.py"):
+        text = p.read_text(encoding="utf-8")
+        assert text.count("\n") <= 1200, p
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                assert node.end_lineno - node.lineno < 100, f"{p}:{node.lineno} {node.name}"
+
+
+def _verdict(text: str):
+    from nccldiag.diagnosis import Inputs, diagnose
+    from nccldiag.nccl import checks as nccl_checks
+    from nccldiag.nccl import log as nccllog
+
+    facts = nccllog.parse(text, "job.log")
+    return diagnose(Inputs(logs=facts, log_findings=nccl_checks.judge(facts)))
+
+
+# written for this test: NCCL's WARNs (transport/net_ib.cc) of a retry-exceeded completion and of port errors
+_TIMEOUT = "nodea:108:593 [0] transport/net_ib.cc:816 NCCL WARN NET/IB : Got completion with error 12, opcode 0, len 32633, vendor err 129\n"
+_PORT_ERR = "nodea:815:864 [0] transport/net_ib.cc:93 NCCL WARN NET/IB : Got async event : port error\n"
+
+
+def test_who_explains_whom_is_applied_once_after_every_cause():
+    from nccldiag.diagnosis import rules
+
+    row = next(r for r in rules.rows() if r["id"] == "ib-timeout")
+    assert row["explained_by"] == ["ib-port-down", "hca-firmware", "roce-gid"]
+    assert [d.id for d in _verdict(_TIMEOUT) if d.severity == "fail"] == ["ib-timeout"]
+    # the flapping port explains the timeouts: only the port is named
+    assert [d.id for d in _verdict(_PORT_ERR + _PORT_ERR + _TIMEOUT)] == ["ib-port-down"]

@@ -21,7 +21,6 @@ from nccldiag.model.findings import Status
 
 ID = "acs-iommu"
 TITLE = "PCIe ACS or IOMMU breaking GPU peer traffic"
-CATEGORY = "acs_iommu_p2p"
 FIX = ("Disable ACS redirect on the PCIe switches and root ports above the GPUs and NICs (BIOS: ACS off, or "
        "'setpci -s <bdf> ECAP_ACS+6.w=0000' at every boot) and put the IOMMU in passthrough "
        "(intel_iommu=on iommu=pt or amd_iommu=on iommu=pt) or off; reboot.")

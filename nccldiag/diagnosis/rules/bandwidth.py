@@ -9,8 +9,6 @@ from nccldiag.diagnosis.model import Diagnosis, Evidence
 
 ID = "bandwidth-low"
 TITLE = "Bandwidth below expectation"
-CATEGORY = "unexplained"
-TIER = 1  # a symptom: the causes that explain it come first
 
 
 def diagnose(inp: Inputs) -> List[Diagnosis]:

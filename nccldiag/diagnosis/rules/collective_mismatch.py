@@ -18,7 +18,6 @@ from nccldiag.diagnosis.model import Diagnosis
 
 ID = "collective-mismatch"
 TITLE = "Ranks configured differently: transfer sizes disagree"
-CATEGORY = "nccl_env_misconfig"
 FIX = ("Give every rank the same NCCL environment and the same NCCL: export NCCL_* settings to all nodes (mpirun -x, "
        "srun --export, the pod spec), not from one node's shell profile; compare 'NCCL_DEBUG=INFO' 'set by "
        "environment' lines and 'NCCL version' across nodes. If they match, the program issues different collectives "

@@ -18,7 +18,6 @@ from nccldiag.diagnosis.model import Diagnosis
 
 ID = "duplicate-gpu"
 TITLE = "Two ranks on one GPU"
-CATEGORY = "duplicate_gpu_rank"
 FIX = ("Bind each rank to its own GPU before any collective or process group: torch.cuda.set_device(int(os.environ"
        "['LOCAL_RANK'])) first thing, or init_process_group(device_id=...); do not hard-code cuda:0; launch no more "
        "ranks per node than GPUs (--nproc-per-node), and do not give every rank the same CUDA_VISIBLE_DEVICES.")

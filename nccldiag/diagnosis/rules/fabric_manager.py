@@ -21,7 +21,6 @@ from nccldiag.diagnosis.model import Diagnosis
 
 ID = "fabric-manager"
 TITLE = "Fabric Manager not running or not in step with the GPUs"
-CATEGORY = "fabric_manager"
 FIX = ("Bring Fabric Manager up in step with the driver: its version must equal the driver's "
        "('nv-fabricmanager --version' vs 'nvidia-smi'); 'systemctl status nvidia-fabricmanager' and its journal say "
        "why it stopped (on NVL5 systems such as HGX B200 it also needs the ib_umad module and NVLSM). After a "

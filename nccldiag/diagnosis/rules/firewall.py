@@ -21,7 +21,6 @@ from nccldiag.diagnosis.signs import CONNECT, LINK_LOCAL
 
 ID = "firewall"
 TITLE = "Connections between nodes blocked"
-CATEGORY = "firewall_ports"
 FIX = ("Open TCP between the job's nodes on their data interface: NCCL's bootstrap and socket transport use random "
        "ephemeral ports (allow the node subnet, or pin a range where supported), plus the rendezvous port "
        "(MASTER_PORT); on AWS the security group must allow all traffic from itself. Check 'iptables -S', "

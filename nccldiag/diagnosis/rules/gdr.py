@@ -11,7 +11,6 @@ from nccldiag.nccl.log import NET_IB, NET_IB_GDR
 
 ID = "gdr-unused"
 TITLE = "NET/IB without GPUDirect RDMA"
-CATEGORY = "gdr_unused"
 FIX_PEERMEM = ("Load nvidia-peermem on every node ('modprobe nvidia-peermem', and list it in /etc/modules-load.d), "
                "or use DMA-BUF (NVIDIA open kernel module, Linux 5.12+, NCCL 2.13+).")
 FIX_DMABUF = ("DMA-BUF is not usable here: it needs the NVIDIA open kernel module, Linux 5.12 or newer and NCCL 2.13 "

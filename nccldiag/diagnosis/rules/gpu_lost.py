@@ -21,7 +21,6 @@ from nccldiag.diagnosis.signs import MEMORY_XIDS, xid_codes
 
 ID = "gpu-lost"
 TITLE = "GPU lost or needing a reset"
-CATEGORY = "gpu_lost_xid"
 FIX = ("Drain the node and reset the GPU ('nvidia-smi -r -i <id>' with nothing using it) or reboot; if it comes "
        "back and falls off again, check its seating, power and cooling (temperature under load) and the PCIe slot "
        "(AER errors on its root port), then replace the GPU. Send 'nvidia-bug-report.sh' output with an RMA.")

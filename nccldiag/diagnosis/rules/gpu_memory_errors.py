@@ -19,7 +19,6 @@ from nccldiag.diagnosis.signs import MEMORY_XIDS, XID, xid_codes
 
 ID = "gpu-memory-errors"
 TITLE = "GPU memory errors (ECC, row remapping)"
-CATEGORY = "gpu_ecc_rowremap"
 FIX = ("Drain the node and reset the GPU (or reboot) so that the pending row remap takes effect; if remapping "
        "failed or uncorrectable errors come back, replace the GPU.")
 WORKAROUND = "exclude the GPU (CUDA_VISIBLE_DEVICES) or the node until it is reset"

@@ -18,7 +18,6 @@ from nccldiag.diagnosis.model import Diagnosis
 
 ID = "gpu-out-of-memory"
 TITLE = "Out of GPU memory"
-CATEGORY = "gpu_out_of_memory"
 FIX = ("Leave GPU memory for NCCL: lower the job's share (PyTorch: smaller batch or activation checkpointing; "
        "vLLM/TRT-LLM: --gpu-memory-utilization / free_gpu_memory_fraction below 0.9), create communicators before "
        "the model fills the GPU, and check that no other process holds the GPU ('nvidia-smi').")

@@ -15,8 +15,6 @@ from nccldiag.nccl import ras_checks
 
 ID = "hang"
 TITLE = "Hang localised"
-CATEGORY = "rank_hang_timeout"
-TIER = 1  # a symptom: the causes that explain it come first
 FIX = ("Start with the named nodes: their links to the others (interface, firewall, IB port), their GPUs "
        "('nvidia-smi', dmesg Xid lines), and compare with the settings that worked. With NCCL 2.24 or newer, run "
        "'ncclras' (or 'echo verbose status | nc localhost 28028') on a node while the job hangs: it names the "

@@ -19,7 +19,6 @@ from nccldiag.diagnosis.model import Diagnosis
 
 ID = "hostname-resolution"
 TITLE = "Host names do not resolve (or resolve to loopback)"
-CATEGORY = "hostname_resolution"
 FIX = ("Make every node's host name resolve to its data-network address on every node (DNS, or /etc/hosts without "
        "a '127.0.1.1 <host>' line), or launch by address (MASTER_ADDR=<ip>, torchrun --rdzv-endpoint=<ip>:<port>, "
        "hostfiles of addresses) and name the interface (NCCL_SOCKET_IFNAME, GLOO_SOCKET_IFNAME).")

@@ -18,7 +18,6 @@ from nccldiag.diagnosis.model import Diagnosis
 
 ID = "ib-port-down"
 TITLE = "IB/RoCE port down, flapping or degraded"
-CATEGORY = "ib_port_down"
 FIX = ("Bring the port up at full rate: check the cable and transceiver (swap them), the switch port and its "
        "counters, the subnet manager (IB: 'sminfo'), and the netdev for RoCE ('ip link set <dev> up'); a port that "
        "flaps needs its cable or transceiver replaced. Until then keep NCCL off it: NCCL_IB_HCA=^<hca>.")

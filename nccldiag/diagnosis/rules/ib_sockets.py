@@ -11,7 +11,6 @@ from nccldiag.nccl.log import NET_IB, NET_IB_GDR, NET_SOCKET
 
 ID = "ib-unused-sockets"
 TITLE = "IB present but NCCL used sockets"
-CATEGORY = "rdma_device_not_in_container"
 FIX = ("Remove the cause ranked first below, then run 'nccldiag probe HOSTFILE --ib' (NCCL_NET=IB: it fails "
        "instead of falling back silently).")
 _IB_NETDEV = re.compile(r"^(ib|ibp|ibs)\w*")

@@ -18,7 +18,6 @@ from nccldiag.diagnosis.model import Diagnosis, Evidence
 
 ID = "nccl-defect"
 TITLE = "NCCL defect at large sizes"
-CATEGORY = "nccl_bug"
 FIX = ("Upgrade NCCL to the latest release (large-buffer overflows of old releases are fixed), and until then keep "
        "single collectives below 2 GiB (split the buffer).")
 CONFIRM = "the same nccl-tests run with the latest NCCL (LD_LIBRARY_PATH to its build): results right at every size"

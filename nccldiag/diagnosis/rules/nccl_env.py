@@ -22,7 +22,6 @@ from nccldiag.diagnosis.signs import plugin_topology
 
 ID = "nccl-env"
 TITLE = "An NCCL environment variable set wrong"
-CATEGORY = "nccl_env_misconfig"
 FIX = ("Unset or correct the variable named (check the job's environment, /etc/nccl.conf and ~/.nccl.conf, the "
        "container image's ENV, and variables a test or launcher left behind): NCCL_ALGO/NCCL_PROTO restricted to "
        "what a collective cannot use, NCCL_TOPO_FILE/NCCL_GRAPH_FILE for another machine size. NCCL_DEBUG=INFO "

@@ -18,7 +18,6 @@ from nccldiag.diagnosis.model import Diagnosis
 
 ID = "nccl-too-old-for-gpu"
 TITLE = "NCCL has no kernels for this GPU"
-CATEGORY = "nccl_too_old_for_gpu"
 FIX = ("Use an NCCL built for this GPU: a release that supports it (H100: 2.12+; Blackwell: 2.25+/2.26+ with CUDA "
        "12.8) and a framework wheel built with it (PyTorch cu128+ for RTX 50/B200), or rebuild NCCL with the GPU's "
        "NVCC_GENCODE (e.g. -gencode=arch=compute_90,code=sm_90).")

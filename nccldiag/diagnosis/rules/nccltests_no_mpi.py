@@ -16,7 +16,6 @@ from nccldiag.diagnosis.model import Diagnosis, Evidence
 
 ID = "nccltests-no-mpi"
 TITLE = "nccl-tests ran as independent one-node tests"
-CATEGORY = "other:nccltests-built-without-mpi"
 FIX = ("Rebuild nccl-tests with MPI: 'make clean; make MPI=1 MPI_HOME=<mpi prefix> NCCL_HOME=<nccl prefix>' and "
        "launch the new binaries with mpirun; one run then prints one summary for all its ranks.")
 CONFIRM = "ldd ./build/all_reduce_perf | grep -i mpi  (a build with MPI links libmpi)"

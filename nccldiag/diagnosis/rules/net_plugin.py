@@ -29,7 +29,6 @@ from nccldiag.diagnosis.model import Diagnosis
 
 ID = "net-plugin"
 TITLE = "Network plugin failing or differing across nodes"
-CATEGORY = "net_plugin"
 FIX = ("Use one network plugin, at one version, on every node (the same image or NCCL_NET_PLUGIN path), matched to "
        "NCCL and the fabric software: for EFA, an EFA installer with libfabric 1.29.1+ for NCCL 2.19+ and the "
        "aws-ofi-nccl release made for that NCCL; for HPC-X/SHARP, the plugin of that HPC-X on all nodes or on none.")

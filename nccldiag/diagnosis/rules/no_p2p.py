@@ -10,7 +10,6 @@ from nccldiag.model.findings import Status
 
 ID = "no-p2p-hang"
 TITLE = "GPUs without P2P, and the default setting hangs"
-CATEGORY = "p2p_unsupported_gpu"
 FIX = ("These GPUs cannot do P2P (the driver says so), so NCCL should use SHM by itself. Set NCCL_P2P_DISABLE=1 for "
        "jobs on these nodes, and update NCCL and the driver: the hang is NCCL attempting P2P the driver refuses.")
 

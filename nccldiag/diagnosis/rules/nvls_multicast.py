@@ -18,7 +18,6 @@ from nccldiag.diagnosis.model import Diagnosis
 
 ID = "nvls-multicast"
 TITLE = "NVLink SHARP (multicast) set-up failed"
-CATEGORY = "nvls_multicast"
 FIX = ("Upgrade NCCL to 2.26.5 or newer (the NVLS set-up defect of 2.26.0-2.26.4 with drivers before CUDA 12.4), "
        "or the driver; on multi-node NVLink (GB200 NVL) give the job an IMEX channel (/dev/nvidia-caps-imex-channels, "
        "the nvidia-imex service running on every node).")

@@ -15,7 +15,6 @@ from nccldiag.model.findings import Status
 
 ID = "p2p-path-broken"
 TITLE = "P2P path broken"
-CATEGORY = "acs_iommu_p2p"
 FIX = ("Disable ACS redirect on the PCIe switches and root ports above the GPUs (BIOS: ACS off, or "
        "'setpci -s BDF ECAP_ACS+6.w=0000' at every boot) and put the IOMMU in passthrough "
        "(intel_iommu=on iommu=pt or amd_iommu=on iommu=pt on the kernel command line) or off; reboot and probe again.")

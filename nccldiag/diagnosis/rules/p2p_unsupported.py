@@ -21,7 +21,6 @@ from nccldiag.diagnosis.model import Diagnosis
 
 ID = "p2p-unsupported"
 TITLE = "GPU peer-to-peer not supported by these GPUs"
-CATEGORY = "p2p_unsupported_gpu"
 FIX = ("Do not use P2P on these GPUs: NCCL_P2P_DISABLE=1 for NCCL (it then uses host shared memory), and turn off "
        "custom all-reduce kernels that need CUDA IPC/P2P (vLLM/SGLang: --disable-custom-all-reduce); update NCCL, "
        "which detects more of these cards by itself.")

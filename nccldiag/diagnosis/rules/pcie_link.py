@@ -17,7 +17,6 @@ from nccldiag.diagnosis.model import Diagnosis
 
 ID = "pcie-link"
 TITLE = "PCIe link errors or a degraded link"
-CATEGORY = "pcie_link_aer"
 FIX = ("Reseat the device named (GPU, NIC or riser), check the slot and cable, update the BIOS and the device's "
        "firmware; a link below its width or speed under load ('lspci -vvv' LnkSta '(downgraded)') needs the same. "
        "Replace the part if the errors come back.")

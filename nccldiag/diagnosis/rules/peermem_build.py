@@ -17,7 +17,6 @@ from nccldiag.diagnosis.model import Diagnosis
 
 ID = "peermem-build"
 TITLE = "Peer-memory module built for another RDMA stack or kernel"
-CATEGORY = "peermem_build_mismatch"
 FIX = ("Rebuild and reinstall the peer-memory module against the RDMA stack and kernel that are loaded: reinstall "
        "the NVIDIA driver after MLNX_OFED/DOCA (nvidia-peermem is built against the ib_core present at install), "
        "or rebuild nv_peer_mem for the running kernel; then 'modprobe nvidia-peermem'.")

@@ -20,7 +20,6 @@ from nccldiag.diagnosis.signs import log_failed
 
 ID = "rdma-device-hidden"
 TITLE = "RDMA devices not available inside the container"
-CATEGORY = "rdma_device_not_in_container"
 FIX = ("Give the container the RDMA devices and the right to pin memory: docker run --device=/dev/infiniband "
        "--cap-add=IPC_LOCK (--ulimit memlock=-1), or in Kubernetes the RDMA/EFA device-plugin resource "
        "(rdma/hca, vpc.amazonaws.com/efa) with the IPC_LOCK capability; install the userspace providers (libibverbs, "

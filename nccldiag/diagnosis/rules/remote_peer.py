@@ -18,8 +18,6 @@ from nccldiag.diagnosis.model import Diagnosis
 
 ID = "remote-peer"
 TITLE = "A peer rank or its node went away"
-CATEGORY = "remote_peer_failure"
-TIER = 1  # a victim's view: causes found on the peer come first
 FIX = ("Look at the peer, not this rank: the address in the error names its node. Read that rank's own log (the "
        "first error in time), the node's kernel log (OOM killer, Xid, link down: 'dmesg -T'), and run "
        "'nccldiag check' on it; the launcher's root-cause block names the rank that exited first.")

@@ -18,7 +18,6 @@ from nccldiag.diagnosis.model import Diagnosis
 
 ID = "rendezvous"
 TITLE = "Rendezvous (MASTER_ADDR:MASTER_PORT) unreachable"
-CATEGORY = "rendezvous_unreachable"
 FIX = ("Point every node at an address of the rendezvous host that the others reach (MASTER_ADDR / --rdzv-endpoint: "
        "its data-network IP, not localhost or a name resolving to 127.x), on a free port open between the nodes "
        "(MASTER_PORT); start the master first or use --rdzv-backend=c10d with a shared --rdzv-id, and raise "

@@ -20,7 +20,6 @@ from nccldiag.diagnosis.model import Diagnosis
 
 ID = "roce-gid"
 TITLE = "RoCE GID table or selection unusable"
-CATEGORY = "roce_gid_config"
 FIX = ("Give each RoCE port a RoCE v2 GID for its IPv4 address (the interface needs the address), and let NCCL pick "
        "it: NCCL 2.26+ handles sparse tables; with an older NCCL set NCCL_IB_GID_INDEX per node to the index "
        "'show_gids' lists for that v2 IPv4 entry (NCCL_IB_ROCE_VERSION_NUM=2).")

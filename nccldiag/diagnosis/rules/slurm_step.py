@@ -22,7 +22,6 @@ from nccldiag.diagnosis.model import Diagnosis
 
 ID = "slurm-step-refused"
 TITLE = "Slurm refused the job step"
-CATEGORY = "other:slurm-step-refused"
 FIX = ("Ask the allocation for what the step needs: salloc/sbatch -N NODES --ntasks-per-node=RANKS (with "
        "--cpus-per-task, --mem or --gpus-per-node as the step needs), or --exclusive for whole nodes; or run "
        "within what the allocation holds ('nccldiag probe --nproc-per-node' no more than its tasks per node).")

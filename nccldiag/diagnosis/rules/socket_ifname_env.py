@@ -20,7 +20,6 @@ from nccldiag.diagnosis.signs import NO_IFACE
 
 ID = "socket-ifname-env"
 TITLE = "NCCL_SOCKET_IFNAME names an interface a node lacks"
-CATEGORY = "nccl_env_misconfig"
 FIX = ("Set NCCL_SOCKET_IFNAME to an interface every node has ('ip -br link' on each), or to a prefix that matches "
        "each node's data interface (NCCL_SOCKET_IFNAME=en matches enp4s0 and enp6s0; '=eth0' matches exactly with "
        "'=' first); unset it to let NCCL choose.")

@@ -22,7 +22,6 @@ from nccldiag.diagnosis.signs import CONNECT, LINK_LOCAL, NO_IFACE
 
 ID = "socket-interface"
 TITLE = "No reachable socket interface for NCCL"
-CATEGORY = "socket_ifname_wrong"
 FIX = ("Name the data-network interface for NCCL's bootstrap and sockets: NCCL_SOCKET_IFNAME=<iface> (e.g. eth0, "
        "ens5, bond0; '^docker,lo,veth' excludes bridges) and GLOO_SOCKET_IFNAME the same; a container needs a "
        "routable interface (docker run --network host, or a pod network the peers reach).")
