@@ -129,3 +129,41 @@ def test_who_explains_whom_is_applied_once_after_every_cause():
     assert [d.id for d in _verdict(_TIMEOUT) if d.severity == "fail"] == ["ib-timeout"]
     # the flapping port explains the timeouts: only the port is named
     assert [d.id for d in _verdict(_PORT_ERR + _PORT_ERR + _TIMEOUT)] == ["ib-port-down"]
+
+
+# ---- signatures: causes that are rows ----------------------------------------------------------------------------
+
+
+def test_a_signature_row_names_its_cause_and_leaves_a_neighbouring_line_alone():
+    # written for this test, in torch.distributed's words: the store unreachable, and a store that answered
+    bad = ("[rank1]: torch.distributed.DistNetworkError: The client socket has timed out after 900s while trying to "
+           "connect to (10.0.0.1, 29500).\n")
+    (d,) = [d for d in _verdict(bad) if d.severity == "fail"]
+    assert (d.id, d.category, d.confidence) == ("rendezvous", "rendezvous_unreachable", "high")
+    assert d.summary.startswith("the ranks could not reach the rendezvous store: ") and "timed out after 900s" in d.summary
+    assert d.confirm.startswith("from each node: nc -zv $MASTER_ADDR")
+    assert "rendezvous" not in [x.id for x in _verdict("[rank1]: TCPStore connected to 10.0.0.1:29500\n")]
+
+
+def test_the_evaluator_reads_lines_beside_others_unless_excluded_and_fills_its_templates():
+    from nccldiag.diagnosis import Inputs
+    from nccldiag.diagnosis.signature import Signature
+    from nccldiag.nccl import log as nccllog
+
+    row = {"id": "t", "category": "other:t", "where": "t.toml:1", "kinds": ["error", "app", "warn"],
+           "pattern": ["disk (?P<disk>sd\\w+) stuck", {"pattern": "waiting", "beside": "hung task"}],
+           "unless": "harmless", "summary": "{title}: {disk} stuck{on}", "defaults": {"disk": "a disk"},
+           "why": "seen at {where}", "fix": "f", "figures": {"disk": "disk"}}
+    sig = Signature(row)
+
+    def judge(text):
+        return sig.diagnose(Inputs(logs=nccllog.parse(text, "job.log")))
+
+    # written for this test
+    (d,) = judge("h:1:2 [0] x.cc:1 NCCL WARN disk sdb stuck: error\n")
+    assert (d.summary, d.confidence_why, d.figures) == ("t: sdb stuck on h: disk sdb stuck: error", "seen at t.toml:1",
+                                                       {"disk": "sdb"})
+    assert judge("h:1:2 [0] x.cc:1 NCCL WARN disk sdb stuck: harmless error\n") == []
+    assert judge("h:1:2 [0] x.cc:1 NCCL WARN waiting for I/O, error\n") == []  # not beside a hung task
+    (d,) = judge("h:1:2 [0] x.cc:1 NCCL WARN waiting for I/O, error\nERROR: hung task detected\n")
+    assert d.summary.startswith("t: a disk stuck") and d.figures == {"disk": ""}
