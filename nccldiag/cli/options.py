@@ -65,6 +65,11 @@ spec_option = click.option(
          "command's own facts tell are judged, and its [bandwidth] and [thresholds] (busbw_share, "
          "isolate_fraction) set the busbw judgement (docs/spec.md).")
 
+causes_option = click.option(
+    "--causes", "causes_path", type=click.Path(dir_okay=False), default=None, metavar="FILE",
+    help="Causes the site adds: a TOML file of [[cause]] rows (a failure line's pattern and what it means), as a "
+         "spec's [[cause]] rows are read (docs/spec.md).")
+
 color_option = click.option("--color", type=click.Choice(["auto", "always", "never"]), default="auto",
                             show_default=True)
 

@@ -10,13 +10,14 @@ their expectation.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from nccldiag.diagnosis import measured
 from nccldiag.diagnosis.inputs import Inputs, SettingView
 from nccldiag.diagnosis.model import Diagnosis, Evidence, sort_key
 from nccldiag.diagnosis.rules import Cause, all_rules
 from nccldiag.model.findings import Status
+from nccldiag.spec.model import Spec
 
 __all__ = ["Diagnosis", "Evidence", "Inputs", "Summary", "diagnose", "summary"]
 
@@ -62,9 +63,9 @@ def explained(found: Sequence[Tuple[Diagnosis, Cause]]) -> List[Diagnosis]:
             if d.id.endswith(".internal") or not any(e in present and e != c.ID for e in c.EXPLAINED_BY)]
 
 
-def site_causes(spec: Any) -> List[Dict[str, Any]]:
+def site_causes(spec: Optional[Spec]) -> List[Dict[str, Any]]:
     """The causes a site added: the ``[[cause]]`` rows of its spec (and of ``--causes FILE``), validated."""
-    return list(getattr(spec, "causes", None) or [])
+    return list(spec.causes) if spec is not None else []
 
 
 def _defaults(d: Diagnosis, cause: Cause) -> None:
@@ -76,6 +77,8 @@ def _defaults(d: Diagnosis, cause: Cause) -> None:
         d.tier = cause.TIER
     if not d.confirm:
         d.confirm = cause.CONFIRM
+    if cause.site:
+        d.defined_at = cause.where
 
 
 @dataclass

@@ -16,7 +16,7 @@ from nccldiag.diagnosis.inputs import Inputs, LogView
 from nccldiag.diagnosis.model import Evidence, finding_evidence, log_evidence
 from nccldiag.model.findings import SEVERITY, Finding, Status
 
-KINDS = ("warn", "last-error", "app", "error", "kernel", "finding")
+KINDS = ("warn", "last-error", "app", "error", "kernel", "finding")  # and "line": a site's (signature.py)
 
 
 @dataclass
@@ -49,10 +49,12 @@ def _log_clues(facts: LogView) -> Iterable[Clue]:
 
 
 def clues(inp: Inputs) -> List[Clue]:
-    """Every clue of the inputs: log lines of each log set, then fail/warn findings of every source."""
+    """Every clue of the inputs: log lines of each log set, the lines a site's patterns matched in the files given
+    to 'nccldiag log', then fail/warn findings of every source."""
     out: List[Clue] = []
     for ls in inp.log_sets():
         out.extend(_log_clues(ls.facts))
+    out.extend(inp.site_lines)  # kind "line": a site's causes read them, the catalog's do not
     for f in inp.all_findings():
         if SEVERITY[f.status] >= SEVERITY[Status.WARN]:
             out.append(Clue("finding", " | ".join([f.message] + list(f.evidence or [])[:6]), host=f.host,

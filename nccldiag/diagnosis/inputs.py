@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Protocol, Sequence, Tuple
 
 from nccldiag.model.findings import SEVERITY, Finding, Status
+from nccldiag.spec.model import Spec
 
 BAD = ("hang", "error", "wrong", "incomplete")
 
@@ -126,8 +127,10 @@ class Inputs:
     iface_speeds: Dict[str, Optional[int]] = field(default_factory=dict)  # host -> Mb/s of the socket interface
     ifnames: Dict[str, Optional[str]] = field(default_factory=dict)  # host -> the probe's socket interface
     route_ifnames: Dict[str, Optional[str]] = field(default_factory=dict)  # host -> the interface routing to rank 0
-    spec: Any = None  # the site spec (nccldiag.spec.model.Spec): its [bandwidth] and busbw_share, where given
+    spec: Optional[Spec] = None  # the site spec: its [bandwidth], busbw_share and [[cause]] rows, where given
     pasted: Any = None  # nccldiag.diagnosis.pasted.Pasted: node outputs and process ends pasted beside a log
+    # the lines of the files given to 'nccldiag log' that a site's [[cause]] patterns matched (signature.lines_in)
+    site_lines: List[Any] = field(default_factory=list)
     clue_index: Any = field(default=None, init=False, repr=False, compare=False)  # clues.find's, made once
 
     def __post_init__(self) -> None:

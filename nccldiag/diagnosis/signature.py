@@ -182,31 +182,57 @@ def line_clue(source: str, lineno: int, text: str) -> C.Clue:
     return C.Clue("line", text, At(source, lineno, host), text, host)
 
 
-def lines_in(stream: IO[bytes], source: str, patterns: Sequence[Pattern[str]], block: int = 1 << 20) -> List[C.Clue]:
-    """The lines of ``stream`` (a file given to ``nccldiag log``) that one of a site's ``patterns`` matches, each
-    searched in its first :data:`MAX_LINE` characters, at most :data:`MAX_LINES` per pattern."""
-    out: List[C.Clue] = []
-    left = [MAX_LINES] * len(patterns)
-    carry = b""
-    n = 0
-    while True:
-        data = stream.read(block)
-        if data:
-            parts = (carry + data).split(b"\n")
-            carry = parts.pop()
-        else:
-            parts, carry = ([carry] if carry else []), b""
+class LineScan:
+    """The lines of one file given to ``nccldiag log`` that one of a site's ``patterns`` matches, fed a block of
+    bytes at a time as it is read: each line searched in its first :data:`MAX_LINE` characters, at most
+    :data:`MAX_LINES` lines kept per pattern."""
+
+    def __init__(self, source: str, patterns: Sequence[Pattern[str]]) -> None:
+        self.source, self.patterns = source, list(patterns)
+        self.left = [MAX_LINES] * len(self.patterns)
+        self.found: List[C.Clue] = []
+        self.carry = b""
+        self.n = 0
+
+    @property
+    def done(self) -> bool:
+        return not any(self.left)
+
+    def feed(self, data: bytes) -> None:
+        if not data or self.done:
+            return
+        parts = (self.carry + data).split(b"\n")
+        self.carry = parts.pop()
         for raw in parts:
-            n += 1
-            text = raw[:MAX_LINE * 4].decode("utf-8", "replace").rstrip("\r")[:MAX_LINE]
-            hit = False
-            for i, rx in enumerate(patterns):
-                if left[i] and rx.search(text):
-                    left[i] -= 1
-                    hit = True
-            if hit:
-                out.append(line_clue(source, n, text))
-        if not data or not any(left):
-            return out
-        if len(carry) > MAX_LINE * 4:  # a line longer than any searched: its start is kept, the rest waits
-            carry = carry[:MAX_LINE * 4]
+            self._line(raw)
+        if len(self.carry) > MAX_LINE * 4:  # a line longer than any searched: its start is kept, the rest waits
+            self.carry = self.carry[:MAX_LINE * 4]
+
+    def finish(self) -> List[C.Clue]:
+        if self.carry and not self.done:
+            self._line(self.carry)
+        self.carry = b""
+        return self.found
+
+    def _line(self, raw: bytes) -> None:
+        self.n += 1
+        text = raw[:MAX_LINE * 4].decode("utf-8", "replace").rstrip("\r")[:MAX_LINE]
+        hit = False
+        for i, rx in enumerate(self.patterns):
+            if self.left[i] and rx.search(text):
+                self.left[i] -= 1
+                hit = True
+        if hit:
+            self.found.append(line_clue(self.source, self.n, text))
+
+
+def lines_in(stream: IO[bytes], source: str, patterns: Sequence[Pattern[str]], block: int = 1 << 20) -> List[C.Clue]:
+    """The lines of ``stream`` (a file given to ``nccldiag log``) that one of a site's ``patterns`` matches
+    (:class:`LineScan`)."""
+    scan = LineScan(source, patterns)
+    while not scan.done:
+        data = stream.read(block)
+        if not data:
+            break
+        scan.feed(data)
+    return scan.finish()

@@ -47,6 +47,18 @@ def test_the_docs_and_the_report_schemas_name_every_category():
         schema = json.loads((REPO / "nccldiag" / "report" / "schemas" / name).read_text(encoding="utf-8"))
         enum = schema["$defs"]["diagnosis"]["properties"]["category"]["anyOf"][0]["enum"]
         assert enum == list(categories.CATEGORIES), name
+    from nccldiag.spec import causes
+
+    cause = json.loads((REPO / "nccldiag" / "spec" / "schema.json").read_text(encoding="utf-8"))["properties"]["cause"]
+    assert cause["items"]["properties"]["category"]["anyOf"][0]["enum"] == list(categories.CATEGORIES)
+    assert set(cause["items"]["properties"]) == set(causes.KEYS) and cause["items"]["required"] == list(causes.REQUIRED)
+
+
+def test_the_kinds_a_site_names_are_those_the_clues_have():
+    from nccldiag.diagnosis import clues, signature
+    from nccldiag.spec import causes
+
+    assert causes.KINDS == signature.SITE_KINDS == clues.KINDS + ("line",)
 
 
 def test_an_unknown_category_is_refused():
@@ -167,3 +179,136 @@ def test_the_evaluator_reads_lines_beside_others_unless_excluded_and_fills_its_t
     assert judge("h:1:2 [0] x.cc:1 NCCL WARN waiting for I/O, error\n") == []  # not beside a hung task
     (d,) = judge("h:1:2 [0] x.cc:1 NCCL WARN waiting for I/O, error\nERROR: hung task detected\n")
     assert d.summary.startswith("t: a disk stuck") and d.figures == {"disk": ""}
+
+
+# ---- causes a site adds ------------------------------------------------------------------------------------------
+
+SITE = '''schema = "nccldiag.spec/1"
+
+[[cause]]
+id = "site.gpfs_waiters"
+category = "io_hang"
+pattern = 'mmfs.*waiting (for|on) .* seconds'
+fix = "Drain the node and page the storage team"
+'''
+# written for this test: a job's output with NCCL's init lines and a GPFS daemon's waiter line in syslog form
+JOB = ("node7:4321:4321 [0] NCCL INFO NCCL version 2.21.5+cuda12.4\n"
+       "node7:4321:4400 [0] NCCL INFO comm 0x55d0 rank 0 nranks 2 cudaDev 0 busId 1000 commId 0x1 - Init COMPLETE\n"
+       "step 100 loss 2.31\n")
+WAITER = "Nov 28 12:00:01 node7 mmfs[2211]: [W] thread 7 waiting for NSD I/O completion for 612 seconds\n"
+
+
+def _log(tmp_path, text, *extra):
+    import os
+    import subprocess
+    import sys
+
+    (tmp_path / "site.toml").write_text(SITE)
+    (tmp_path / "job.log").write_text(text)
+    r = subprocess.run([sys.executable, "-m", "nccldiag", "log", "--spec", "site.toml", "job.log", *extra,
+                        "--json", "-"], capture_output=True, text=True, cwd=str(tmp_path), timeout=120,
+                       env={**os.environ, "PYTHONPATH": str(REPO), "NO_COLOR": "1"})
+    return r, json.loads(r.stdout) if r.stdout.startswith("{") else None
+
+
+def test_a_site_cause_in_the_spec_names_its_line_in_the_log_end_to_end(tmp_path):
+    r, doc = _log(tmp_path, JOB + WAITER + "step 101 loss 2.30\n")
+    assert r.returncode == 1, r.stderr
+    (d,) = [d for d in doc["diagnoses"] if d["id"] == "site.gpfs_waiters"]
+    assert (d["category"], d["severity"], d["defined_at"]) == ("io_hang", "fail", "site.toml:3")
+    assert d["fix"] == "Drain the node and page the storage team" and d["nodes"] == ["node7"]
+    assert d["evidence"][0]["ref"] == "job.log:4" and "waiting for NSD I/O" in d["evidence"][0]["text"]
+    assert "site.toml:3" in d["confidence"]["why"]
+    r, doc = _log(tmp_path, JOB + "step 101 loss 2.30\n")
+    assert r.returncode == 0 and doc["diagnoses"] == [], r.stdout[-800:]
+
+
+def test_a_site_line_is_found_in_every_file_and_on_standard_input(tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    from nccldiag.cli.log import log as log_command
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("NCCLDIAG_SPEC", raising=False)
+    (tmp_path / "site.toml").write_text(SITE)
+    (tmp_path / "a.log").write_text(JOB)
+    (tmp_path / "b.log").write_text(JOB + "x" * 70000 + "\n" + WAITER)  # after a line longer than the reader keeps
+    for args, given, ref in ((["a.log", "b.log", "--workers", "2"], None, "b.log:5"),
+                             (["a.log", "-"], JOB + WAITER, "<stdin>:4")):
+        r = CliRunner().invoke(log_command, ["--spec", "site.toml"] + args + ["--json", "-"], input=given)
+        (d,) = [d for d in json.loads(r.output)["diagnoses"] if d["id"] == "site.gpfs_waiters"]
+        assert d["evidence"][0]["ref"] == ref, args
+
+
+@pytest.mark.parametrize("row,line,message", [
+    ('id = "site.x"\ncategory = "io_hang"\npattern = "mmfs("\nfix = "f"\n', 5, "is not a regular expression"),
+    ('id = "site.x"\ncategory = "io_hang"\npattern = "(a+)+b"\nfix = "f"\n', 5, "repeats a group that repeats"),
+    ('id = "site.x"\ncategory = "io_hang"\npattern = "' + "a" * 1001 + '"\nfix = "f"\n', 5, "at most 1000"),
+    ('id = "site.x"\ncategory = "io_hangs"\npattern = "mmfs"\nfix = "f"\n', 4, "unknown category 'io_hangs' (did you mean 'io_hang'?)"),
+    ('id = "site.x"\ncategory = "io_hang"\nfix = "f"\n', 2, "a [[cause]] row needs 'pattern'"),
+    ('id = "gpu-lost"\ncategory = "io_hang"\npattern = "mmfs"\nfix = "f"\n', 3, "id 'gpu-lost' is nccldiag's own (causes.toml:"),
+    ('id = "site.x"\ncategory = "io_hang"\npattern = "mmfs"\nfix = "f"\nkinds = ["lines"]\n', 7, "unknown kind 'lines'"),
+    ('id = "site.x"\ncategory = "io_hang"\npattern = "mmfs"\nfix = "f"\nexplained_by = ["gpu_lost"]\n', 7,
+     "'gpu_lost', which is no cause of nccldiag's catalog nor of this file (did you mean 'gpu-lost'?)"),
+])
+def test_a_bad_site_cause_is_an_error_naming_its_line(tmp_path, monkeypatch, row, line, message):
+    from click.testing import CliRunner
+
+    from nccldiag.cli.log import log as log_command
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "site.toml").write_text('schema = "nccldiag.spec/1"\n[[cause]]\n' + row)
+    (tmp_path / "job.log").write_text(JOB)
+    r = CliRunner().invoke(log_command, ["--spec", "site.toml", "job.log"])
+    assert r.exit_code == 2 and f"nccldiag: error: site.toml:{line}: " in r.output and message in r.output, r.output
+    (tmp_path / "causes.toml").write_text('\n[[cause]]\n' + row)
+    r = CliRunner().invoke(log_command, ["--causes", "causes.toml", "job.log"])
+    assert r.exit_code == 2 and f"causes.toml:{line}: " in r.output, r.output
+
+
+def test_a_causes_file_holds_causes_only_and_adds_to_the_spec(tmp_path):
+    from nccldiag.model.errors import UsageError
+    from nccldiag.spec import model
+
+    (tmp_path / "site.toml").write_text(SITE)
+    (tmp_path / "more.toml").write_text(SITE.replace("site.gpfs_waiters", "site.lustre").replace("schema = ", "# "))
+    spec = model.load_given(str(tmp_path / "site.toml"), str(tmp_path / "more.toml"))
+    assert [(r["id"], r["where"].rsplit("/", 1)[1]) for r in spec.causes] == [("site.gpfs_waiters", "site.toml:3"),
+                                                                             ("site.lustre", "more.toml:3")]
+    only = model.load_given(None, str(tmp_path / "more.toml"))
+    assert [r["id"] for r in only.causes] == ["site.lustre"] and not only.expects
+    with pytest.raises(UsageError, match=r"site\.toml:1: a causes file holds \[\[cause\]\] rows only, not 'schema'"):
+        model.load_given(None, str(tmp_path / "site.toml"))
+    (tmp_path / "dup.toml").write_text(SITE.replace("schema = ", "# "))
+    with pytest.raises(UsageError, match=r"dup\.toml:3: id 'site\.gpfs_waiters' is given twice \(first at .*site\.toml:3\)"):
+        model.load_given(str(tmp_path / "site.toml"), str(tmp_path / "dup.toml"))
+
+
+def test_a_site_cause_reads_check_findings_and_a_cause_it_names_explains_it():
+    from nccldiag.check.engine import CheckReport, NodeReport
+    from nccldiag.diagnosis import Inputs, diagnose
+    from nccldiag.model.findings import fail
+    from nccldiag.spec import model
+
+    row = ('[[cause]]\nid = "site.riser"\ncategory = "pcie_link_aer"\npattern = "riser [A-H]\\\\d"\n'
+           'fix = "Reseat the riser"\nseverity = "warn"\n')
+    # written for this test: a check finding whose evidence names the riser of the slot
+    rep = CheckReport([NodeReport("n1", [fail("pcie_errors", "pcie_errors.aer", "uncorrectable AER errors",
+                                              host="n1", evidence=["slot 3 on riser B2"])])], ["pcie_errors"])
+    spec = model.loads(row, "site.toml")
+    diags = diagnose(Inputs(check=rep, spec=spec))
+    (d,) = [d for d in diags if d.id == "site.riser"]
+    assert (d.severity, d.nodes, d.defined_at, d.category) == ("warn", ["n1"], "site.toml:1", "pcie_link_aer")
+    assert d.to_dict()["defined_at"] == "site.toml:1" and "defined_at" not in _verdict(_TIMEOUT)[0].to_dict()
+    assert [x.id for x in diags] == ["pcie-link", "site.riser"]  # the catalog's first, the site's after
+    spec = model.loads(row + 'explained_by = ["pcie-link"]\n', "site.toml")
+    assert [x.id for x in diagnose(Inputs(check=rep, spec=spec))] == ["pcie-link"]
+
+
+def test_the_spec_docs_name_every_key_of_a_site_cause():
+    from nccldiag.spec import causes
+
+    docs = (REPO / "docs" / "spec.md").read_text(encoding="utf-8")
+    section = docs.split("## Causes a site adds: `[[cause]]`", 1)[1].split("\n## ", 1)[0]
+    for k in causes.KEYS + causes.KINDS:
+        assert f"`{k}`" in section, k
