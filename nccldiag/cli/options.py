@@ -11,6 +11,33 @@ from nccldiag.report.outputs import check_output_file  # noqa: F401  (the comman
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
 
+class LauncherChoice(click.Choice):
+    """``--launcher``: one of nccldiag's launchers, or a site's by the dotted path of its module (whose
+    ``LAUNCHER`` has what ``probe/launchers/base.Launcher`` names); ``jobs``: it must start isolate's jobs."""
+
+    def __init__(self, choices: Sequence[str], jobs: bool = False) -> None:
+        super().__init__(list(choices))
+        self.jobs = jobs
+
+    def convert(self, value, param, ctx):
+        from nccldiag.model import registry
+
+        if not (isinstance(value, str) and registry.dotted(value)):
+            return super().convert(value, param, ctx)
+        from nccldiag.probe import launchers
+
+        try:
+            launcher = launchers.get(value)
+        except (ImportError, AttributeError) as exc:
+            self.fail(f"{value}: no launcher there ({exc})", param, ctx)
+        if self.jobs and not getattr(launcher, "jobs", False):
+            self.fail(f"{value}: its launcher cannot start isolate's jobs", param, ctx)
+        return value
+
+    def get_metavar(self, param, *args) -> str:
+        return "[" + "|".join(self.choices) + "|MODULE]"
+
+
 def split_csv(values: Sequence[str]) -> List[str]:
     out: List[str] = []
     for v in values:

@@ -8,7 +8,8 @@ from typing import Optional
 import click
 
 from nccldiag.cli.host import HostCommand
-from nccldiag.cli.options import CONTEXT, causes_option, color_option, host_options, slurm_options, spec_option, ssh_options
+from nccldiag.cli.options import (CONTEXT, LauncherChoice, causes_option, color_option, host_options, slurm_options,
+                                  spec_option, ssh_options)
 from nccldiag.model.errors import UsageError
 from nccldiag.probe import launchers
 from nccldiag.report import outputs
@@ -22,10 +23,11 @@ def _parse_size(value: Optional[str]) -> Optional[int]:
 
 @click.command("probe", context_settings=CONTEXT)
 @host_options
-@click.option("--launcher", type=click.Choice(launchers.probe_choices()), default="auto",
+@click.option("--launcher", type=LauncherChoice(launchers.probe_choices()), default="auto",
               show_default=True,
               help="auto: local without hosts, torchrun with hosts. srun: one Slurm task per rank, "
-                   "every command an srun step (no SSH). clush: torchrun on every node, started by one clush.")
+                   "every command an srun step (no SSH). clush: torchrun on every node, started by one clush. "
+                   "A site's own launcher: its module's dotted path (docs/probe.md).")
 @click.option("--backend", type=click.Choice(["auto", "nccl", "gloo"]), default="auto", show_default=True,
               help="auto: nccl when the nodes have NVIDIA GPUs, gloo otherwise.")
 @click.option("--nproc-per-node", type=click.IntRange(1, 1024), default=None,

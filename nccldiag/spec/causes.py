@@ -24,13 +24,17 @@ import re
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from nccldiag import knowledge
+from nccldiag.model import registry
 from nccldiag.model.errors import UsageError
 
 KEY = "cause"
 REQUIRED = ("id", "category", "pattern", "fix")
 TEXTS = ("title", "summary", "why", "fix", "workaround", "confirm")  # non-empty strings
 KEYS = REQUIRED + ("title", "summary", "why", "workaround", "confirm", "kinds", "unless", "findings",
-                   "explained_by", "severity", "confidence")
+                   "explained_by", "severity", "confidence", "rule")
+# a cause judged by the site's own code: the dotted path of a module with ID, TITLE, FIX and diagnose(inputs), as
+# the modules of nccldiag/diagnosis/rules/ have them
+RULE_KEYS = ("id", "category", "rule", "explained_by")
 # where a cause's words are searched (nccldiag.diagnosis.clues.KINDS, and the lines of the files given to 'log')
 KINDS = ("warn", "last-error", "app", "error", "kernel", "finding", "line")
 SEVERITIES = ("fail", "warn", "info")
@@ -93,8 +97,9 @@ def rows_of(text: str, where: str, data: Optional[Dict[str, Any]] = None) -> Lis
     for row, keys in zip(found, lines):
         for other in row.get("explained_by", []):
             if other not in ours and other not in seen:
+                near = _near(other, list(ours) + list(seen))
                 raise _err(row, keys, "explained_by", f"explained_by names '{other}', which is no cause of "
-                                                      f"nccldiag's catalog nor of this file{_near(other, list(ours) + list(seen))}")
+                                                      f"nccldiag's catalog nor of this file{near}")
     return [dict(r, site=True) for r in found]
 
 
@@ -118,23 +123,14 @@ def _row(row: Row, keys: Dict[str, int], ours: Dict[str, str], cats: List[str], 
     for k in row:
         if k != "where" and k not in KEYS:
             raise _err(row, keys, k, f"unknown key '{KEY}.{k}'{_near(k, KEYS)} (known: {', '.join(KEYS)})")
+    if "rule" in row:
+        _rule(row, keys, ours, cats, seen)
+        return
     for k in REQUIRED:
         if k not in row:
-            raise _err(row, keys, None, f"a [[{KEY}]] row needs '{k}' (it has {', '.join(sorted(set(row) - {'where'})) or 'no key'})")
-    cid = row["id"]
-    if not isinstance(cid, str) or not ID.match(cid):
-        raise _err(row, keys, "id", f"id {cid!r} should be lower-case words joined by '.', '-' or '_', e.g. "
-                                    "\"site.gpfs_waiters\"")
-    if cid in ours or cid in RESERVED or cid.endswith(".internal"):
-        at = f" ({ours[cid]})" if cid in ours else ""
-        raise _err(row, keys, "id", f"id '{cid}' is nccldiag's own{at}: name the site's cause another way, e.g. "
-                                    f"\"site.{cid.replace('-', '_')}\"")
-    if cid in seen:
-        raise _err(row, keys, "id", f"id '{cid}' is given twice (first at {seen[cid]})")
-    cat = row["category"]
-    if not isinstance(cat, str) or not (cat in cats or re.match(r"^other:[a-z0-9][a-z0-9-]*$", cat)):
-        raise _err(row, keys, "category", f"unknown category {cat!r}{_near(str(cat), cats)}: one of "
-                                          f"{', '.join(cats)}, or other:<slug> (docs/diagnoses.md)")
+            has = ", ".join(sorted(set(row) - {"where"})) or "no key"
+            raise _err(row, keys, None, f"a [[{KEY}]] row needs '{k}' (it has {has})")
+    _id_and_category(row, keys, ours, cats, seen)
     for k in TEXTS:
         if k in row and (not isinstance(row[k], str) or not row[k].strip()):
             raise _err(row, keys, k, f"{KEY}.{k} should be a non-empty string, not {row[k]!r}")
@@ -156,6 +152,51 @@ def _row(row: Row, keys: Dict[str, int], ours: Dict[str, str], cats: List[str], 
     for k, allowed in (("severity", SEVERITIES), ("confidence", CONFIDENCES)):
         if k in row and row[k] not in allowed:
             raise _err(row, keys, k, f"{KEY}.{k} = {row[k]!r}: one of {', '.join(allowed)}")
+
+
+def _id_and_category(row: Row, keys: Dict[str, int], ours: Dict[str, str], cats: List[str],
+                     seen: Dict[str, str]) -> None:
+    cid = row["id"]
+    if not isinstance(cid, str) or not ID.match(cid):
+        raise _err(row, keys, "id", f"id {cid!r} should be lower-case words joined by '.', '-' or '_', e.g. "
+                                    "\"site.gpfs_waiters\"")
+    if cid in ours or cid in RESERVED or cid.endswith(".internal"):
+        at = f" ({ours[cid]})" if cid in ours else ""
+        raise _err(row, keys, "id", f"id '{cid}' is nccldiag's own{at}: name the site's cause another way, e.g. "
+                                    f"\"site.{cid.replace('-', '_')}\"")
+    if cid in seen:
+        raise _err(row, keys, "id", f"id '{cid}' is given twice (first at {seen[cid]})")
+    cat = row["category"]
+    if not isinstance(cat, str) or not (cat in cats or re.match(r"^other:[a-z0-9][a-z0-9-]*$", cat)):
+        raise _err(row, keys, "category", f"unknown category {cat!r}{_near(str(cat), cats)}: one of "
+                                          f"{', '.join(cats)}, or other:<slug> (docs/diagnoses.md)")
+
+
+def _rule(row: Row, keys: Dict[str, int], ours: Dict[str, str], cats: List[str], seen: Dict[str, str]) -> None:
+    """A cause judged by the site's code: the module at the dotted path ``rule``, imported now."""
+    for k in row:
+        if k != "where" and k not in RULE_KEYS:
+            raise _err(row, keys, k, f"{KEY}.{k}: a cause judged by its rule module takes {', '.join(RULE_KEYS)} only")
+    for k in ("id", "category"):
+        if k not in row:
+            raise _err(row, keys, None, f"a [[{KEY}]] row needs '{k}'")
+    _id_and_category(row, keys, ours, cats, seen)
+    given = row.get("explained_by", [])
+    if not isinstance(given, list) or not all(isinstance(x, str) and x for x in given):
+        raise _err(row, keys, "explained_by", f"{KEY}.explained_by should be an array of strings")
+    path = row["rule"]
+    if not isinstance(path, str) or not registry.dotted(path):
+        raise _err(row, keys, "rule", f"{KEY}.rule should be the dotted path of a module (mysite.causes.gpfs), "
+                                      f"not {path!r}")
+    try:
+        module = registry.load(path, "")
+    except ImportError as exc:
+        raise _err(row, keys, "rule", f"{KEY}.rule: {exc}") from None
+    missing = [a for a in ("ID", "TITLE", "FIX", "diagnose") if not hasattr(module, a)]
+    if missing or module.ID != row["id"]:
+        raise _err(row, keys, "rule", f"{KEY}.rule {path}: a rule module has ID (here {row['id']!r}), TITLE, FIX "
+                                      f"and diagnose(inputs); " + (f"it lacks {', '.join(missing)}" if missing else
+                                                                   f"its ID is {module.ID!r}"))
 
 
 def _regex(row: Row, keys: Dict[str, int], key: str, p: Any) -> None:
@@ -216,7 +257,8 @@ def patterns(rows: Sequence[Row]) -> List["re.Pattern[str]"]:
     """Every pattern of ``rows``, compiled once (what the lines of the files given to 'log' are searched for)."""
     out = []
     for r in rows:
-        for p in r["pattern"] if isinstance(r["pattern"], list) else [r["pattern"]]:
+        given = r.get("pattern", [])
+        for p in given if isinstance(given, list) else [given]:
             out.append(re.compile(p))
     return out
 

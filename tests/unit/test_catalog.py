@@ -51,7 +51,8 @@ def test_the_docs_and_the_report_schemas_name_every_category():
 
     cause = json.loads((REPO / "nccldiag" / "spec" / "schema.json").read_text(encoding="utf-8"))["properties"]["cause"]
     assert cause["items"]["properties"]["category"]["anyOf"][0]["enum"] == list(categories.CATEGORIES)
-    assert set(cause["items"]["properties"]) == set(causes.KEYS) and cause["items"]["required"] == list(causes.REQUIRED)
+    assert set(cause["items"]["properties"]) == set(causes.KEYS)
+    assert cause["items"]["anyOf"] == [{"required": list(causes.REQUIRED)}, {"required": ["id", "category", "rule"]}]
 
 
 def test_the_kinds_a_site_names_are_those_the_clues_have():
@@ -312,3 +313,56 @@ def test_the_spec_docs_name_every_key_of_a_site_cause():
     section = docs.split("## Causes a site adds: `[[cause]]`", 1)[1].split("\n## ", 1)[0]
     for k in causes.KEYS + causes.KINDS:
         assert f"`{k}`" in section, k
+
+
+# ---- registries that take a dotted module path -------------------------------------------------------------------
+
+
+def test_a_site_rule_module_is_named_by_its_dotted_path():
+    from nccldiag.diagnosis import Inputs, diagnose, rules
+    from nccldiag.model.errors import UsageError
+    from nccldiag.nccl import log as nccllog
+    from nccldiag.spec import model
+    from tests import site_plugins
+
+    assert rules.module("tests.site_plugins") is site_plugins and rules.module("shm").ID == "shm-too-small"
+    spec = model.loads('[[cause]]\nid = "site.plugin"\ncategory = "other:site-plugin"\nrule = "tests.site_plugins"\n',
+                       "site.toml")
+    # written for this test
+    facts = nccllog.parse("h:1:2 [0] x.cc:1 NCCL WARN SITE-PLUGIN-MARK seen, error\n", "job.log")
+    (d,) = [d for d in diagnose(Inputs(logs=facts, spec=spec)) if d.id == "site.plugin"]
+    assert (d.category, d.defined_at, d.title) == ("other:site-plugin", "site.toml:1", "The site's own rule")
+    for row, message in (('rule = "tests.no_such_module"', "cause.rule: cannot import tests.no_such_module"),
+                         ('rule = "site_plugins"', "should be the dotted path of a module"),
+                         ('rule = "tests.site_plugins"\nfix = "x"', "takes id, category, rule, explained_by only")):
+        with pytest.raises(UsageError, match=re.escape(message)):
+            model.loads(f'[[cause]]\nid = "site.plugin"\ncategory = "io_hang"\n{row}\n', "site.toml")
+
+
+def test_a_site_launcher_is_named_by_its_dotted_path():
+    import click
+
+    from nccldiag.cli.options import LauncherChoice
+    from nccldiag.probe import launchers
+    from tests import site_plugins
+
+    assert launchers.get("tests.site_plugins") is site_plugins.LAUNCHER
+    with pytest.raises(KeyError):
+        launchers.get("flux")
+    choice = LauncherChoice(launchers.probe_choices())
+    assert choice.convert("tests.site_plugins", None, None) == "tests.site_plugins"
+    assert choice.convert("srun", None, None) == "srun"
+    with pytest.raises(click.BadParameter, match="tests.no_such_module: no launcher there"):
+        choice.convert("tests.no_such_module", None, None)
+    with pytest.raises(click.BadParameter):
+        choice.convert("flux", None, None)
+
+
+def test_a_site_report_format_is_named_by_its_dotted_path(tmp_path, monkeypatch):
+    from nccldiag.report import outputs
+
+    site = outputs.Format("site", "tests.site_plugins", "Write the site's format.")
+    monkeypatch.setattr(outputs, "FORMATS", outputs.FORMATS + (site,))
+    out = tmp_path / "report.site"
+    outputs.Outputs({"site": str(out)}).write({"schema": "nccldiag.log/1", "diagnoses": []})
+    assert out.read_text() == "site format of a nccldiag.log/1 report with 0 diagnoses\n"

@@ -8,10 +8,11 @@ path, as ClusterShell names its workers), which has ``ID``, ``TITLE``,
 ``FIX``, ``CONFIRM`` (``WORKAROUND`` where there is one) and
 ``diagnose(inputs) -> [Diagnosis]`` (pure; :class:`~nccldiag.diagnosis.inputs.Inputs`
 in). A row without is a signature: its pattern and texts are the cause
-(:mod:`nccldiag.diagnosis.signature`). A site adds signatures of its own
-(``[[cause]]`` rows of its spec, :mod:`nccldiag.spec.causes`): they follow the
-catalog's. ``docs/diagnoses.md`` describes each cause; a test fails until
-every id is documented there, and until every module here has its row.
+(:mod:`nccldiag.diagnosis.signature`). A site adds causes of its own
+(``[[cause]]`` rows of its spec, :mod:`nccldiag.spec.causes`): signatures, or a
+rule module of its own named by its dotted path; they follow the catalog's.
+``docs/diagnoses.md`` describes each cause; a test fails until every id is
+documented there, and until every module here has its row.
 """
 from __future__ import annotations
 
@@ -92,7 +93,7 @@ def _builtin() -> Tuple[Cause, ...]:
 def all_rules(site: Sequence[Dict[str, Any]] = ()) -> List[Cause]:
     """Every cause of the catalog, in its order, then the site's rows ``site`` (validated by
     :mod:`nccldiag.spec.causes`)."""
-    return list(_builtin()) + [Cause(dict(r, site=True)) for r in site]
+    return list(_builtin()) + [Cause(dict(r, site=True), module(r["rule"]) if r.get("rule") else None) for r in site]
 
 
 RULE_MODULES: Tuple[str, ...] = tuple(r["rule"] for r in rows() if r.get("rule"))
