@@ -366,3 +366,13 @@ def test_a_site_report_format_is_named_by_its_dotted_path(tmp_path, monkeypatch)
     out = tmp_path / "report.site"
     outputs.Outputs({"site": str(out)}).write({"schema": "nccldiag.log/1", "diagnoses": []})
     assert out.read_text() == "site format of a nccldiag.log/1 report with 0 diagnoses\n"
+
+
+def test_the_docs_cause_table_names_each_cause_with_its_rows_category():
+    from nccldiag.diagnosis import rules
+
+    doc = (REPO / "docs" / "diagnoses.md").read_text(encoding="utf-8")
+    table = dict(re.findall(r"^\| `([a-z0-9-]+)` \| `([a-z_:0-9-]+)` \|", doc, re.M))
+    for r in rules.rows():
+        assert f"`{r['id']}`" in doc, r["id"]
+        assert table.get(r["id"], r["category"]) == r["category"], r["id"]
