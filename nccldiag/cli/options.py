@@ -34,9 +34,6 @@ class LauncherChoice(click.Choice):
             self.fail(f"{value}: its launcher cannot start isolate's jobs", param, ctx)
         return value
 
-    def get_metavar(self, param, *args) -> str:
-        return "[" + "|".join(self.choices) + "|MODULE]"
-
 
 def split_csv(values: Sequence[str]) -> List[str]:
     out: List[str] = []

@@ -57,7 +57,7 @@ class Diagnosis:
     workaround_cost: Optional[str] = None  # measured: "p2p-off busbw 11.2 GB/s, 48% of expected"
     missing: List[str] = field(default_factory=list)  # commands that would supply missing evidence
     figures: Dict[str, Any] = field(default_factory=dict)
-    category: str = ""  # one of nccldiag.diagnosis.categories.CATEGORIES (the rule's CATEGORY when not given)
+    category: str = ""  # one of nccldiag.diagnosis.categories.CATEGORIES (its cause's row's when not given)
     confirm: str = ""  # the one command that confirms this cause
     alternatives: List[str] = field(default_factory=list)  # other causes that fit, and what tells them apart
     tier: int = 0  # 0 a cause, 1 a symptom or a victim (a hang, a peer that went away), 2 unexplained

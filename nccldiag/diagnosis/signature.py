@@ -39,6 +39,12 @@ from nccldiag.diagnosis import clues as C
 from nccldiag.diagnosis.inputs import Inputs
 from nccldiag.diagnosis.model import Diagnosis
 
+# the keys of a signature row; besides them a row has its catalog keys (id, category, tier, explained_by), where it
+# comes from (about, references) and, read in, where it is defined (where) and whether a site added it (site)
+KEYS = ("pattern", "kinds", "unless", "findings", "summary", "why", "defaults", "severity", "fail_on", "confidence",
+        "confidence_findings", "nodes", "figures", "reasons", "title", "fix", "workaround", "confirm", "alternatives")
+ROW_KEYS = ("id", "category", "tier", "explained_by", "about", "references", "where", "site")
+
 MAX_LINE = 4096  # the characters of a line a site's pattern is run on
 MAX_LINES = 200  # the lines of the files given to 'log' that a site's patterns keep, per cause
 SITE_KINDS = C.KINDS + ("line",)  # a site's cause also reads the raw lines of the files given to 'log'

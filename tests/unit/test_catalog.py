@@ -60,6 +60,7 @@ def test_the_kinds_a_site_names_are_those_the_clues_have():
     from nccldiag.spec import causes
 
     assert causes.KINDS == signature.SITE_KINDS == clues.KINDS + ("line",)
+    assert set(causes.KEYS) <= set(signature.KEYS + signature.ROW_KEYS + ("rule",))
 
 
 def test_an_unknown_category_is_refused():
@@ -91,7 +92,10 @@ def test_every_rule_module_has_its_row_and_every_row_its_cause():
             assert rules.module(r["rule"]).ID == r["id"], r["where"]
             assert not hasattr(rules.module(r["rule"]), "CATEGORY"), "a rule's category is its row's"
         else:
-            assert r.get("pattern"), r["where"]
+            from nccldiag.diagnosis import signature
+
+            assert r.get("pattern") and r.get("title") and r.get("fix") and r.get("confirm"), r["where"]
+            assert set(r) <= set(signature.KEYS + signature.ROW_KEYS), (r["where"], set(r) - set(signature.KEYS))
 
 
 def test_no_rule_module_imports_another():
