@@ -11,7 +11,7 @@ import click
 
 from nccldiag.cli.host import HostCommand
 from nccldiag.cli.options import (
-    CONTEXT, areas, color_option, host_options, import_torch_option, inventory, login_timeout_option,
+    CONTEXT, areas, causes_option, color_option, host_options, import_torch_option, inventory, login_timeout_option,
     slurm_options, ssh_options, transport_option, workers_option,
 )
 from nccldiag import rundir
@@ -165,6 +165,7 @@ def _sharded(inv, areas_sel, opts, save_dir, on_start, on_node, not_saved, keepe
 @click.option("--spec", "spec_path", type=click.Path(dir_okay=False), default=None, metavar="FILE",
               help="Compare every node with this site spec and apply its policy ([severity], [thresholds], "
                    "[drain]); default $NCCLDIAG_SPEC. 'nccldiag spec init' writes one (docs/spec.md).")
+@causes_option
 @transport_option
 @slurm_options(old_timeout=True)
 @click.option("--local", is_flag=True, help="Check this machine only, without SSH, even inside a Slurm allocation.")
@@ -178,7 +179,7 @@ def _sharded(inv, areas_sel, opts, save_dir, on_start, on_node, not_saved, keepe
               help="Slurm: resume nodes that nccldiag drained earlier (reason 'nccldiag: ...') and that pass now.")
 @color_option
 def check(bundle, only, skip, mesh_mode, save_dir, run_dir, p2p_test, verbose, color, local, health_check,
-          drain, drain_unchecked, resume_healthy, spec_path, **kw):
+          drain, drain_unchecked, resume_healthy, spec_path, causes_path, **kw):
     """Check nodes: SSH, IOMMU, PCIe ACS, InfiniBand/RoCE, GPUs and P2P, GPUDirect RDMA, limits.
 
     With no HOSTFILE and no -w, checks this machine without SSH (inside a
@@ -199,7 +200,7 @@ def check(bundle, only, skip, mesh_mode, save_dir, run_dir, p2p_test, verbose, c
         if not only:
             only = (",".join(HEALTH_AREAS),)
     areas_sel = areas(only, skip)
-    spec = _spec(spec_path)
+    spec = _spec(spec_path, causes_path)
     run = rundir.Run.given("check", run_dir)
     run_dir = run.path
     extra = ()
@@ -232,7 +233,7 @@ def check(bundle, only, skip, mesh_mode, save_dir, run_dir, p2p_test, verbose, c
     keep.close()
     report = engine.analyze(raws, areas_sel, options, judged=keep.judged, spec=spec)
     report.inventory_notes = list(notes) + trust_notes(raws)
-    diagnosis.attach(report, check=report)
+    diagnosis.attach(report, check=report, spec=spec)
     if target is not None and (drain or resume_healthy or target.transport == "srun" or target.alloc is not None
                                or target.job is not None):
         from nccldiag.slurm import feedback
@@ -285,12 +286,12 @@ def _for_table(entry: Dict) -> Dict:
     return entry
 
 
-def _spec(given: Optional[str]):
-    """The site spec of --spec or $NCCLDIAG_SPEC, read and validated before any work (None without one)."""
+def _spec(given: Optional[str], causes: Optional[str] = None):
+    """The site spec of --spec or $NCCLDIAG_SPEC with the causes of --causes, read and validated before any work
+    (None without either)."""
     from nccldiag.spec import model
 
-    path = model.path_from(given)
-    return model.load(path) if path else None
+    return model.load_given(given, causes)
 
 
 def trust_notes(raws, most: int = 8) -> list:

@@ -7,7 +7,8 @@ import sys
 import click
 
 from nccldiag.cli.host import HostCommand
-from nccldiag.cli.options import CONTEXT, color_option, host_options, slurm_options, spec_option
+from nccldiag.cli.options import (CONTEXT, LauncherChoice, color_option, host_options, slurm_options,
+                                  spec_option)
 from nccldiag.model.errors import UsageError
 from nccldiag.probe import launchers
 from nccldiag.report import outputs
@@ -15,9 +16,11 @@ from nccldiag.report import outputs
 
 @click.command("isolate", context_settings=CONTEXT)
 @host_options
-@click.option("--launcher", type=click.Choice(launchers.isolate_choices()), default="ssh", show_default=True,
+@click.option("--launcher", type=LauncherChoice(launchers.isolate_choices(), jobs=True), default="ssh",
+              show_default=True,
               help="ssh: torchrun on each node of a job over SSH. srun: each job one Slurm step inside the "
-                   "allocation (one task per rank, no SSH), the jobs of a round side by side.")
+                   "allocation (one task per rank, no SSH), the jobs of a round side by side. A site's own "
+                   "launcher: its module's dotted path (docs/probe.md).")
 @click.option("--backend", type=click.Choice(["auto", "nccl", "gloo"]), default="auto", show_default=True,
               help="auto: nccl when the nodes have NVIDIA GPUs, gloo otherwise.")
 @click.option("--nproc-per-node", type=click.IntRange(1, 1024), default=1, show_default=True,

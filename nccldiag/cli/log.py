@@ -15,7 +15,7 @@ from typing import BinaryIO, Dict, List, Optional, Sequence
 
 import click
 
-from nccldiag.cli.options import CONTEXT
+from nccldiag.cli.options import CONTEXT, causes_option
 from nccldiag.report import outputs
 
 
@@ -62,10 +62,11 @@ def check_log(path: str) -> None:
         raise _LogUsageError(f"{path}: is a device or socket, expected an NCCL log file")
 
 
-def parse_files(paths: Sequence[str], workers: Optional[int] = None):
+def parse_files(paths: Sequence[str], workers: Optional[int] = None, stdin_tap=None):
     """Parse the logs at ``paths`` in blocks through the prefilter (memory bounded whatever their size); several
     files in parallel, ``workers`` processes (default: one per core), as one job. Returns the facts and the node
-    outputs pasted in the files (:func:`read_pasted`; each file scanned by the worker that parsed it)."""
+    outputs pasted in the files (:func:`read_pasted`; each file scanned by the worker that parsed it).
+    ``stdin_tap`` (a :class:`nccldiag.diagnosis.signature.LineScan`) is fed standard input as it is read."""
     from nccldiag.diagnosis import pasted
     from nccldiag.nccl import scan
 
@@ -81,14 +82,14 @@ def parse_files(paths: Sequence[str], workers: Optional[int] = None):
         for part in parts:
             out.merge(part)
         return facts, out
-    return scan.parse_streams(_reading(paths)), read_pasted(paths)
+    return scan.parse_streams(_reading(paths, stdin_tap)), read_pasted(paths)
 
 
-def _reading(paths: Sequence[str]):
+def _reading(paths: Sequence[str], stdin_tap=None):
     """``(name, stream)`` of each path in turn, each file open only while it is read."""
     for path in paths:
         if path == "-":
-            yield "<stdin>", _Guarded("<stdin>", sys.stdin.buffer)
+            yield "<stdin>", _Guarded("<stdin>", sys.stdin.buffer, stdin_tap)
             continue
         try:
             fh = open(path, "rb")
@@ -99,22 +100,29 @@ def _reading(paths: Sequence[str]):
 
 
 class _Guarded:
-    """A stream whose read errors (EIO, a vanished NFS file) become a usage error naming the file."""
+    """A stream whose read errors (EIO, a vanished NFS file) become a usage error naming the file; ``tap``, where
+    given, is fed what is read (standard input is read once: a site's patterns see it as the reader does)."""
 
-    def __init__(self, name: str, stream: BinaryIO) -> None:
-        self.name, self.stream = name, stream
+    def __init__(self, name: str, stream: BinaryIO, tap=None) -> None:
+        self.name, self.stream, self.tap = name, stream, tap
 
     def readline(self, size: int = -1) -> bytes:
         try:
-            return self.stream.readline(size)
+            data = self.stream.readline(size)
         except OSError as exc:
             raise _LogUsageError(f"{self.name}: cannot read NCCL log: {exc.strerror or exc}") from None
+        if self.tap is not None:
+            self.tap.feed(data)
+        return data
 
     def read(self, size: int = -1) -> bytes:
         try:
-            return self.stream.read(size)
+            data = self.stream.read(size)
         except OSError as exc:
             raise _LogUsageError(f"{self.name}: cannot read NCCL log: {exc.strerror or exc}") from None
+        if self.tap is not None:
+            self.tap.feed(data)
+        return data
 
 
 def read_pasted(paths: Sequence[str]):
@@ -143,6 +151,26 @@ def _pasted_in(path: str):
     return pasted.scan(text, path)
 
 
+def site_lines(paths: Sequence[str], patterns, stdin_tap=None) -> List:
+    """The lines of the files given that a site's ``[[cause]]`` patterns match: each file read once more, line by
+    line, whatever its size; standard input as ``stdin_tap`` saw it."""
+    from nccldiag.diagnosis import signature
+
+    out: List = []
+    if not patterns:
+        return out
+    for path in expand(paths):
+        if path == "-":
+            out += stdin_tap.finish() if stdin_tap is not None else []
+            continue
+        try:
+            with open(path, "rb") as fh:
+                out += signature.lines_in(_Guarded(path, fh), path, patterns)
+        except OSError as exc:
+            raise _LogUsageError(f"{path}: cannot read NCCL log: {exc.strerror or exc}") from None
+    return out
+
+
 def parse_expect(values: Sequence[str]) -> Dict[str, str]:
     """``--expect KEY=VAL[,KEY=VAL]`` -> dict."""
     env: Dict[str, str] = {}
@@ -169,8 +197,12 @@ def parse_expect(values: Sequence[str]) -> Dict[str, str]:
 @click.option("-v", "--verbose", is_flag=True, help="Show all evidence lines and the skipped checks.")
 @click.option("--workers", type=click.IntRange(min=1), default=None, metavar="N",
               help="Processes reading several files at once (default: one per core; 1: one process).")
+@click.option("--spec", "spec_path", type=click.Path(dir_okay=False), default=None, metavar="FILE",
+              help="A site spec (default $NCCLDIAG_SPEC): its [[cause]] rows name failure lines the site knows, and "
+                   "its [severity] applies to the log's findings (docs/spec.md).")
+@causes_option
 @click.option("--color", type=click.Choice(["auto", "always", "never"]), default="auto", show_default=True)
-def log(files, require_ib, expect, include_channels, verbose, color, workers, **kw):
+def log(files, require_ib, expect, include_channels, verbose, color, workers, spec_path, causes_path, **kw):
     """Read NCCL logs (NCCL_DEBUG=INFO) and report versions, networks, transports and failures.
 
     nccl-tests result tables and perftest outputs in the same files are read
@@ -189,7 +221,9 @@ def log(files, require_ib, expect, include_channels, verbose, color, workers, **
     failing finding or verdict), 2 usage error.
     """
     from nccldiag import diagnosis
+    from nccldiag.diagnosis import signature
     from nccldiag.nccl import checks as nccl_checks
+    from nccldiag.spec import causes, model, runs
     from nccldiag.report import log_report as report
     from nccldiag.report.console import console
     from nccldiag.report.finish import finish
@@ -201,10 +235,15 @@ def log(files, require_ib, expect, include_channels, verbose, color, workers, **
     try:
         outs.validate()
         expected = parse_expect(expect)
-        facts, pastes = parse_files(files, workers)
+        spec = model.load_given(spec_path, causes_path)
+        patterns = causes.patterns(spec.causes) if spec is not None else []
+        tap = signature.LineScan("<stdin>", patterns) if patterns else None
+        facts, pastes = parse_files(files, workers, tap)
         findings = nccl_checks.judge(facts, require_ib=require_ib, expected_env=expected)
+        runs.apply_policy(spec, findings)
         doc = plain(report.to_json(facts, findings, diagnosis.conclude(logs=facts, log_findings=list(findings),
-                                                                       pasted=pastes),
+                                                                       pasted=pastes, spec=spec,
+                                                                       site_lines=site_lines(files, patterns, tap)),
                                    include_channels))
         finish(doc, outs, lambda d: report.render(d, console(color=color), verbose=verbose))
     except (_LogUsageError, UsageError) as exc:

@@ -11,6 +11,30 @@ from nccldiag.report.outputs import check_output_file  # noqa: F401  (the comman
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
 
+class LauncherChoice(click.Choice):
+    """``--launcher``: one of nccldiag's launchers, or a site's by the dotted path of its module (whose
+    ``LAUNCHER`` has what ``probe/launchers/base.Launcher`` names); ``jobs``: it must start isolate's jobs."""
+
+    def __init__(self, choices: Sequence[str], jobs: bool = False) -> None:
+        super().__init__(list(choices))
+        self.jobs = jobs
+
+    def convert(self, value, param, ctx):
+        from nccldiag.model import registry
+
+        if not (isinstance(value, str) and registry.dotted(value)):
+            return super().convert(value, param, ctx)
+        from nccldiag.probe import launchers
+
+        try:
+            launcher = launchers.get(value)
+        except (ImportError, AttributeError) as exc:
+            self.fail(f"{value}: no launcher there ({exc})", param, ctx)
+        if self.jobs and not getattr(launcher, "jobs", False):
+            self.fail(f"{value}: its launcher cannot start isolate's jobs", param, ctx)
+        return value
+
+
 def split_csv(values: Sequence[str]) -> List[str]:
     out: List[str] = []
     for v in values:
@@ -64,6 +88,11 @@ spec_option = click.option(
     help="A site spec (default $NCCLDIAG_SPEC): its [severity] applies to every finding, the node keys the "
          "command's own facts tell are judged, and its [bandwidth] and [thresholds] (busbw_share, "
          "isolate_fraction) set the busbw judgement (docs/spec.md).")
+
+causes_option = click.option(
+    "--causes", "causes_path", type=click.Path(dir_okay=False), default=None, metavar="FILE",
+    help="Causes the site adds: a TOML file of [[cause]] rows (a failure line's pattern and what it means), as a "
+         "spec's [[cause]] rows are read (docs/spec.md).")
 
 color_option = click.option("--color", type=click.Choice(["auto", "always", "never"]), default="auto",
                             show_default=True)

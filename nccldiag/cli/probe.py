@@ -8,7 +8,8 @@ from typing import Optional
 import click
 
 from nccldiag.cli.host import HostCommand
-from nccldiag.cli.options import CONTEXT, color_option, host_options, slurm_options, spec_option, ssh_options
+from nccldiag.cli.options import (CONTEXT, LauncherChoice, causes_option, color_option, host_options, slurm_options,
+                                  spec_option, ssh_options)
 from nccldiag.model.errors import UsageError
 from nccldiag.probe import launchers
 from nccldiag.report import outputs
@@ -22,10 +23,11 @@ def _parse_size(value: Optional[str]) -> Optional[int]:
 
 @click.command("probe", context_settings=CONTEXT)
 @host_options
-@click.option("--launcher", type=click.Choice(launchers.probe_choices()), default="auto",
+@click.option("--launcher", type=LauncherChoice(launchers.probe_choices()), default="auto",
               show_default=True,
               help="auto: local without hosts, torchrun with hosts. srun: one Slurm task per rank, "
-                   "every command an srun step (no SSH). clush: torchrun on every node, started by one clush.")
+                   "every command an srun step (no SSH). clush: torchrun on every node, started by one clush. "
+                   "A site's own launcher: its module's dotted path (docs/probe.md).")
 @click.option("--backend", type=click.Choice(["auto", "nccl", "gloo"]), default="auto", show_default=True,
               help="auto: nccl when the nodes have NVIDIA GPUs, gloo otherwise.")
 @click.option("--nproc-per-node", type=click.IntRange(1, 1024), default=None,
@@ -55,19 +57,21 @@ def _parse_size(value: Optional[str]) -> Optional[int]:
 @click.option("-v", "--verbose", is_flag=True, help="Show every evidence line and the checks that passed.")
 @slurm_options()
 @spec_option
+@causes_option
 @color_option
 def probe(launcher, backend, nproc_per_node, ib, custom, settings_mode, collectives, min_bytes, max_bytes,
-                  factor, iters, timeout, ifname, shared_dir, dry_run, out_dir, verbose, color, spec_path, **kw):
+                  factor, iters, timeout, ifname, shared_dir, dry_run, out_dir, verbose, color, spec_path,
+                  causes_path, **kw):
     """Run verified, timed collective probes under a matrix of NCCL settings.
 
     Each setting runs in fresh processes on every node, bounded by --timeout;
     afterwards every process of the run is killed on every node.
     """
-    from nccldiag.spec import runs
+    from nccldiag.spec import model
 
     outs = outputs.Outputs.pop(kw)
     outs.validate()
-    kw["spec"] = runs.from_option(spec_path)  # read and validated before any node is contacted
+    kw["spec"] = model.load_given(spec_path, causes_path)  # read and validated before any node is contacted
     if out_dir and not dry_run:
         from nccldiag import rundir
 

@@ -10,35 +10,40 @@ their expectation.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from nccldiag.diagnosis.inputs import Inputs
+from nccldiag.diagnosis import measured
+from nccldiag.diagnosis.inputs import Inputs, SettingView
 from nccldiag.diagnosis.model import Diagnosis, Evidence, sort_key
-from nccldiag.diagnosis.rules import all_rules
+from nccldiag.diagnosis.rules import Cause, all_rules
 from nccldiag.model.findings import Status
+from nccldiag.spec.model import Spec
 
 __all__ = ["Diagnosis", "Evidence", "Inputs", "Summary", "diagnose", "summary"]
 
 
 def diagnose(inputs: Inputs) -> List[Diagnosis]:
-    """Every cause of the catalog that the evidence fits, worst and surest first; a failed run that no cause
-    explains gets the ``unexplained`` verdict (see :mod:`nccldiag.diagnosis.rules.unexplained`)."""
+    """Every cause of the catalog that the evidence fits, worst and surest first. A cause whose diagnosis another
+    explains (the catalog's ``explained_by``) is left out; a failed run that no cause explains gets the
+    ``unexplained`` verdict (see :mod:`nccldiag.diagnosis.rules.unexplained`)."""
     from nccldiag.diagnosis.rules import unexplained
 
-    out: List[Diagnosis] = []
-    order: Dict[str, int] = {}
-    for i, rule in enumerate(all_rules()):
-        order[rule.ID] = i
+    causes = all_rules(site_causes(inputs.spec))
+    found: List[Tuple[Diagnosis, Cause]] = []
+    order: Dict[int, int] = {}  # id(diagnosis) -> the catalog order of its cause
+    for i, cause in enumerate(causes):
         try:
-            found = rule.diagnose(inputs)
+            made = cause.diagnose(inputs)
         except Exception as exc:  # a rule's bug must not hide the other rules' verdicts
-            found = [Diagnosis(f"{rule.ID}.internal", f"{rule.TITLE}: rule failed", "info",
-                               f"the {rule.ID} rule could not run: {type(exc).__name__}: {exc}", "low",
-                               "nccldiag's own error, not a verdict on any node", "Report this as a bug.",
-                               category="unexplained")]
-        for d in found:
-            _defaults(d, rule)
-        out.extend(found)
+            made = [Diagnosis(f"{cause.ID}.internal", f"{cause.TITLE}: rule failed", "info",
+                              f"the {cause.ID} rule could not run: {type(exc).__name__}: {exc}", "low",
+                              "nccldiag's own error, not a verdict on any node", "Report this as a bug.",
+                              category="unexplained")]
+        for d in made:
+            _defaults(d, cause)
+            order[id(d)] = i
+            found.append((d, cause))
+    out = explained(found)
     try:
         out.extend(unexplained.fallback(inputs, out))
     except Exception as exc:  # nccldiag's own error: say so, never an all-clear in its place
@@ -46,18 +51,34 @@ def diagnose(inputs: Inputs) -> List[Diagnosis]:
                              f"nccldiag could not judge the evidence: {type(exc).__name__}: {exc}", "low",
                              "nccldiag's own error, not a verdict on any node", "Report this as a bug.",
                              category="unexplained", tier=2))
-    # worst first, causes before symptoms, surest first; at equal rank, in rule order
-    return sorted(out, key=lambda d: sort_key(d)[:3] + (order.get(d.id.split(".")[0], len(order)),) + sort_key(d)[3:])
+    # worst first, causes before symptoms, surest first; at equal rank, in the catalog's order
+    return sorted(out, key=lambda d: sort_key(d)[:3] + (order.get(id(d), len(causes)),) + sort_key(d)[3:])
 
 
-def _defaults(d: Diagnosis, rule) -> None:
-    """What a rule module declares once for all its diagnoses: category, tier, the confirming command."""
+def explained(found: Sequence[Tuple[Diagnosis, Cause]]) -> List[Diagnosis]:
+    """The diagnoses no other explains: one whose cause lists, in ``explained_by``, a cause whose diagnosis fails
+    or warns is left out (that cause is the one to fix). A rule's own failure (``.internal``) always stays."""
+    present = {c.ID for d, c in found if d.severity in ("fail", "warn") and not d.id.endswith(".internal")}
+    return [d for d, c in found
+            if d.id.endswith(".internal") or not any(e in present and e != c.ID for e in c.EXPLAINED_BY)]
+
+
+def site_causes(spec: Optional[Spec]) -> List[Dict[str, Any]]:
+    """The causes a site added: the ``[[cause]]`` rows of its spec (and of ``--causes FILE``), validated."""
+    return list(spec.causes) if spec is not None else []
+
+
+def _defaults(d: Diagnosis, cause: Cause) -> None:
+    """What the catalog's row declares once for all its cause's diagnoses: category, tier, the confirming
+    command."""
     if not d.category:
-        d.category = getattr(rule, "CATEGORY", "unexplained")
+        d.category = cause.CATEGORY
     if not d.tier:
-        d.tier = getattr(rule, "TIER", 0)
+        d.tier = cause.TIER
     if not d.confirm:
-        d.confirm = getattr(rule, "CONFIRM", "")
+        d.confirm = cause.CONFIRM
+    if cause.site:
+        d.defined_at = cause.where
 
 
 @dataclass
@@ -77,7 +98,7 @@ class Summary:
                 "missing_evidence": self.missing}
 
 
-def _paths(sr: Any) -> str:
+def _paths(sr: SettingView) -> str:
     used = list(sr.transports)
     if not used and sr.outcome.backend == "gloo" or (not used and sr.outcome.ranks):
         ifs = sorted({f"{i.interface}" for i in sr.outcome.ranks.values() if i.interface})
@@ -87,8 +108,6 @@ def _paths(sr: Any) -> str:
 
 def summary(inputs: Inputs, diagnoses: List[Diagnosis]) -> Summary:
     """Nodes by health, paths by outcome, bandwidth figures; a node named by a failing diagnosis is failing."""
-    from nccldiag.diagnosis.rules import bandwidth
-
     s = Summary()
     named = {n for d in diagnoses if d.severity == "fail" for n in d.nodes}
     if inputs.check is not None:
@@ -107,18 +126,18 @@ def summary(inputs: Inputs, diagnoses: List[Diagnosis]) -> Summary:
             (s.failing if h in bad or h in named else s.healthy).append(h)
     for sr in inputs.settings:
         (s.paths_ok if sr.status == "ok" else s.paths_bad).append(_paths(sr) if sr.status == "ok"
-                                                                  else f"{sr.setting.name}: {getattr(sr, 'verdict', sr.status)}")
+                                                                  else f"{sr.setting.name}: {sr.verdict}")
     if inputs.logs is not None and inputs.logs.summary is not None:
         ts = inputs.logs.summary.transports
         if ts:
             (s.paths_bad if inputs.logs.summary.failures else s.paths_ok).append(f"log: {', '.join(ts)}")
     try:
-        cmps = bandwidth.comparisons(inputs)
+        cmps = measured.comparisons(inputs)
     except Exception as exc:  # nccldiag's own error: the figures are left out, the verdicts stay
         cmps = {}
         s.missing.append(f"(bandwidth figures left out: {type(exc).__name__}: {exc})")
     s.bandwidth = {k: v.to_dict() for k, v in cmps.items()}
-    s.missing += bandwidth.missing_commands(inputs, list(cmps.values()))
+    s.missing += measured.missing_commands(inputs, list(cmps.values()))
     for d in diagnoses:
         for m in d.missing:
             if m not in s.missing:

@@ -12,11 +12,11 @@ import re
 from dataclasses import dataclass
 from typing import Iterable, List, Optional, Pattern, Sequence, Union
 
-from nccldiag.diagnosis.inputs import Inputs
+from nccldiag.diagnosis.inputs import Inputs, LogView
 from nccldiag.diagnosis.model import Evidence, finding_evidence, log_evidence
 from nccldiag.model.findings import SEVERITY, Finding, Status
 
-KINDS = ("warn", "last-error", "app", "error", "kernel", "finding")
+KINDS = ("warn", "last-error", "app", "error", "kernel", "finding")  # and "line": a site's (signature.py)
 
 
 @dataclass
@@ -35,24 +35,26 @@ class Clue:
         return [log_evidence(self.at, self.cite or self.text)]
 
 
-def _log_clues(facts) -> Iterable[Clue]:
+def _log_clues(facts: LogView) -> Iterable[Clue]:
     for w in facts.warns:
         yield Clue("last-error" if w.origin == "last-error" else "warn", w.message, w.at, w.text, w.at.host, warn=w)
     for a in facts.app_errors:
         yield Clue("app", f"{a.message}", a.at, a.text, a.at.host)
-    for e in getattr(facts, "errors", None) or []:
+    for e in facts.errors:
         yield Clue("error", e.text, e.at, e.text, e.at.host)
-    for e in getattr(facts, "kernel", None) or []:
+    for e in facts.kernel:
         yield Clue("kernel", e.text, e.at, e.text, e.at.host)
     for n in facts.notes:
         yield Clue("error", n.text, n.at, n.text, n.at.host)
 
 
 def clues(inp: Inputs) -> List[Clue]:
-    """Every clue of the inputs: log lines of each log set, then fail/warn findings of every source."""
+    """Every clue of the inputs: log lines of each log set, the lines a site's patterns matched in the files given
+    to 'nccldiag log', then fail/warn findings of every source."""
     out: List[Clue] = []
     for ls in inp.log_sets():
         out.extend(_log_clues(ls.facts))
+    out.extend(inp.site_lines)  # kind "line": a site's causes read them, the catalog's do not
     for f in inp.all_findings():
         if SEVERITY[f.status] >= SEVERITY[Status.WARN]:
             out.append(Clue("finding", " | ".join([f.message] + list(f.evidence or [])[:6]), host=f.host,
@@ -66,15 +68,10 @@ Pat = Union[str, Pattern[str]]
 def find(inp: Inputs, pattern: Pat, kinds: Sequence[str] = KINDS, flags: int = 0) -> List[Clue]:
     """The clues of ``kinds`` whose text matches ``pattern`` (a regex, searched)."""
     pat = re.compile(pattern, flags) if isinstance(pattern, str) else pattern
-    cached = getattr(inp, "_clues", None)
-    if cached is None:
+    if inp.clue_index is None:
         every = clues(inp)
-        cached = (every, list(dict.fromkeys(c.text for c in every)))  # a text repeated is searched once
-        try:
-            object.__setattr__(inp, "_clues", cached)
-        except AttributeError:
-            pass
-    every, texts = cached
+        inp.clue_index = (every, list(dict.fromkeys(c.text for c in every)))  # a text repeated is searched once
+    every, texts = inp.clue_index
     search = pat.search
     matching = {t for t in texts if search(t)}
     if not matching:
@@ -130,8 +127,9 @@ def make(rule, summary: str, found: Sequence[Clue] = (), *, confidence: str, why
          nodes: Optional[Sequence[str]] = None, extra: Sequence[Evidence] = (), alternatives: Sequence[str] = (),
          missing: Sequence[str] = (), fix: Optional[str] = None, workaround: Optional[str] = None,
          title: Optional[str] = None, category: Optional[str] = None, figures: Optional[dict] = None):
-    """A diagnosis of catalog rule ``rule`` (its module: ID, TITLE, CATEGORY, FIX, WORKAROUND, CONFIRM) from the
-    clues that matched it, cited as evidence, and their hosts unless ``nodes`` are given."""
+    """A diagnosis of cause ``rule`` (its rule module, or its signature: ID, TITLE, FIX, WORKAROUND) from the clues
+    that matched it, cited as evidence, and their hosts unless ``nodes`` are given. Its category, tier and
+    confirming command are the catalog row's (:func:`nccldiag.diagnosis.diagnose` sets them) unless given."""
     from nccldiag.diagnosis.model import Diagnosis
 
     ev = list(extra) + evidence(found)
@@ -142,9 +140,8 @@ def make(rule, summary: str, found: Sequence[Clue] = (), *, confidence: str, why
     return Diagnosis(rule.ID, title or rule.TITLE, severity, summary, confidence, why, fix or rule.FIX,
                      nodes=list(nodes) if nodes is not None else hosts(found), evidence=ev,
                      workaround=workaround if workaround is not None else getattr(rule, "WORKAROUND", ""),
-                     missing=list(missing), figures=dict(figures or {}), category=category or rule.CATEGORY,
-                     confirm=getattr(rule, "CONFIRM", ""), alternatives=list(alternatives),
-                     tier=getattr(rule, "TIER", 0))
+                     missing=list(missing), figures=dict(figures or {}), category=category or "",
+                     alternatives=list(alternatives))
 
 
 def findings(inp: Inputs, prefix: str, min_status: Status = Status.WARN) -> List[Finding]:

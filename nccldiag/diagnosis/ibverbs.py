@@ -83,3 +83,12 @@ def port_events(inp: Inputs) -> List[C.Clue]:
 
 def device_fatal(inp: Inputs) -> List[C.Clue]:
     return C.find(inp, DEVICE_FATAL, ("warn", "last-error", "error", "kernel"))
+
+
+# IBV_EVENT_GID_CHANGE, which NCCL prints as 'Got async event : GID table change'
+GID_CHANGE = re.compile(r"async event\s*:\s*GID table change|IBV_EVENT_GID_CHANGE")
+
+
+def roce(inp: Inputs) -> bool:
+    """Whether NCCL's IB devices are RoCE ports (its 'NET/IB : Using [0]mlx5_0:1/RoCE' lines)."""
+    return any(d.link == "RoCE" for ls in inp.log_sets() for n in ls.facts.nets for d in n.devices)

@@ -2,14 +2,19 @@
 
 Any part may be absent: ``nccldiag check`` has no probe, ``nccldiag log`` has
 only logs. Rules ask this view, never the reports directly, so that each rule
-can be tested on evidence assembled for it.
+can be tested on evidence assembled for it. What they read of each report is
+named by a Protocol (:class:`CheckView`, :class:`ProbeView`,
+:class:`SettingView`, :class:`LogView`): the check engine's ``CheckReport``,
+the probe's ``ProbeReport`` and the NCCL log reader's ``NcclLogFacts`` have
+those attributes, and so may anything a test assembles.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Protocol, Sequence, Tuple
 
 from nccldiag.model.findings import SEVERITY, Finding, Status
+from nccldiag.spec.model import Spec
 
 BAD = ("hang", "error", "wrong", "incomplete")
 
@@ -18,27 +23,115 @@ BAD = ("hang", "error", "wrong", "incomplete")
 NODE_AREAS = ("gpu", "ib", "system", "topology")
 
 
+# ---- the views: what the rules read of each report -------------------------------------------------------------
+
+
+class LogView(Protocol):
+    """The facts of NCCL logs (:class:`nccldiag.nccl.log.NcclLogFacts`): the records the rules read."""
+
+    nccl_lines: int
+    warns: Sequence[Any]  # Warn: message, text, at, kind, file, failure, origin, chain
+    orphan_chains: Sequence[Any]  # call chains whose WARN is not in the logs
+    app_errors: Sequence[Any]  # an application's NCCL error lines
+    watchdogs: Sequence[Any]  # PyTorch watchdog timeouts
+    errors: Sequence[Any]  # error lines besides NCCL's own
+    kernel: Sequence[Any]  # kernel lines
+    notes: Sequence[Any]  # NCCL INFO lines of note (kind, text, at)
+    versions: Sequence[Any]
+    networks: Sequence[Any]
+    nets: Sequence[Any]  # 'NET/IB : Using' and 'NET/Socket : Using' lines, with their devices
+    bootstrap: Sequence[Any]
+    gdr: Sequence[Any]
+    plugins: Sequence[Any]
+    comms: Sequence[Any]
+    inits: Sequence[Any]
+    procs: Sequence[Any]
+    channels: Sequence[Any]
+    connected: Sequence[Any]
+    nvls: Sequence[Any]
+    rings: Sequence[Any]
+    summary: Any  # nccl.log.Summary, or None before the facts are summarised
+    nccl_tests: Sequence[Any]  # benchmarks.nccltests.NcclTestsRun
+    nccl_tests_no_result: Sequence[Any]
+    ras: Sequence[Any]  # nccl.ras.RasReport
+
+    def env_values(self) -> Dict[str, List[str]]: ...
+
+
+class SettingView(Protocol):
+    """One probe setting's result (:class:`nccldiag.probe.analysis.SettingReport`)."""
+
+    setting: Any  # probe.plan.Setting: name, env
+    outcome: Any  # probe.results.SettingOutcome: collectives, ranks, mpi, stuck_in_init, died, host_of()
+    findings: Sequence[Finding]
+    transports: Sequence[str]
+    log_facts: Optional[LogView]
+    unfinished: Optional[str]  # progress.HANG, STALLED or SLOW for a setting the deadline cut
+    calls: int
+
+    @property
+    def status(self) -> str: ...
+
+    @property
+    def verdict(self) -> str: ...
+
+
+class ProbeView(Protocol):
+    """A probe's report (:class:`nccldiag.probe.analysis.ProbeReport`)."""
+
+    backend: str
+    hosts: Sequence[str]
+    settings: Sequence[SettingView]
+    spec: Any  # the site spec (nccldiag.spec.model.Spec), or None
+    ifnames: Dict[str, Optional[str]]
+    iface_speeds: Dict[str, Optional[int]]
+    route_ifnames: Dict[str, Optional[str]]
+    node_facts: Mapping[str, Mapping[str, Any]]
+
+    @property
+    def all_findings(self) -> List[Finding]: ...
+
+
+class NodeView(Protocol):
+    """One node of a check (:class:`nccldiag.check.engine.NodeReport`)."""
+
+    host: str
+    reachable: bool
+    status: Status
+    facts: Mapping[str, Any]
+
+
+class CheckView(Protocol):
+    """A check's report (:class:`nccldiag.check.engine.CheckReport`)."""
+
+    nodes: Sequence[NodeView]
+    findings: Sequence[Finding]
+
+
 @dataclass
 class LogSet:
     """The NCCL logs of one run: a probe setting (with the environment it set) or the files given to ``log``."""
 
     label: str
-    facts: Any  # nccldiag.nccl.log.NcclLogFacts
+    facts: LogView
     env: Dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
 class Inputs:
-    check: Any = None  # nccldiag.check.engine.CheckReport
-    probe: Any = None  # nccldiag.probe.analysis.ProbeReport
-    logs: Any = None  # NcclLogFacts given to 'nccldiag log'
+    check: Optional[CheckView] = None
+    probe: Optional[ProbeView] = None
+    logs: Optional[LogView] = None  # the facts of the files given to 'nccldiag log'
     log_findings: List[Finding] = field(default_factory=list)
     node_facts: Dict[str, Dict[str, Any]] = field(default_factory=dict)  # host -> area -> facts
     iface_speeds: Dict[str, Optional[int]] = field(default_factory=dict)  # host -> Mb/s of the socket interface
     ifnames: Dict[str, Optional[str]] = field(default_factory=dict)  # host -> the probe's socket interface
     route_ifnames: Dict[str, Optional[str]] = field(default_factory=dict)  # host -> the interface routing to rank 0
-    spec: Any = None  # the site spec (nccldiag.spec.model.Spec): its [bandwidth] and busbw_share, where given
+    spec: Optional[Spec] = None  # the site spec: its [bandwidth], busbw_share and [[cause]] rows, where given
     pasted: Any = None  # nccldiag.diagnosis.pasted.Pasted: node outputs and process ends pasted beside a log
+    # the lines of the files given to 'nccldiag log' that a site's [[cause]] patterns matched (signature.lines_in)
+    site_lines: List[Any] = field(default_factory=list)
+    clue_index: Any = field(default=None, init=False, repr=False, compare=False)  # clues.find's, made once
 
     def __post_init__(self) -> None:
         if self.check is not None:
@@ -47,11 +140,11 @@ class Inputs:
                     self.node_facts.setdefault(n.host, dict(n.facts))
         if self.probe is not None:
             if self.spec is None:
-                self.spec = getattr(self.probe, "spec", None)
-            self.iface_speeds = dict(getattr(self.probe, "iface_speeds", None) or self.iface_speeds)
-            self.ifnames = dict(getattr(self.probe, "ifnames", None) or self.ifnames)
-            self.route_ifnames = dict(getattr(self.probe, "route_ifnames", None) or self.route_ifnames)
-            for host, facts in (getattr(self.probe, "node_facts", None) or {}).items():
+                self.spec = self.probe.spec
+            self.iface_speeds = dict(self.probe.iface_speeds or self.iface_speeds)
+            self.ifnames = dict(self.probe.ifnames or self.ifnames)
+            self.route_ifnames = dict(self.probe.route_ifnames or self.route_ifnames)
+            for host, facts in (self.probe.node_facts or {}).items():
                 self.node_facts.setdefault(host, dict(facts))
 
     # ---- check
@@ -85,13 +178,13 @@ class Inputs:
     # ---- probe
 
     @property
-    def settings(self) -> List[Any]:
+    def settings(self) -> List[SettingView]:
         return list(self.probe.settings) if self.probe is not None else []
 
-    def setting(self, name: str) -> Any:
+    def setting(self, name: str) -> Optional[SettingView]:
         return next((s for s in self.settings if s.setting.name == name), None)
 
-    def settings_with(self, **env: str) -> List[Any]:
+    def settings_with(self, **env: str) -> List[SettingView]:
         """Settings whose environment has every ``KEY=VALUE`` given."""
         return [s for s in self.settings if all(s.setting.env.get(k) == v for k, v in env.items())]
 
@@ -120,12 +213,12 @@ class Inputs:
         return out
 
 
-def setting_hosts(sr: Any, ranks: Iterable[int]) -> List[str]:
+def setting_hosts(sr: SettingView, ranks: Iterable[int]) -> List[str]:
     """The hosts of ``ranks`` in one probe setting."""
     return sorted({h for h in (sr.outcome.host_of(r) for r in ranks) if h})
 
 
-def bad_ranks(sr: Any) -> Tuple[List[int], List[str]]:
+def bad_ranks(sr: SettingView) -> Tuple[List[int], List[str]]:
     """Ranks of a setting that hung, failed, got wrong results or went missing, and the collectives."""
     ranks: set = set()
     colls: List[str] = []
@@ -142,7 +235,7 @@ def bad_ranks(sr: Any) -> Tuple[List[int], List[str]]:
     return sorted(ranks), colls
 
 
-def peak(sr: Any, collective: Optional[str] = None) -> Optional[Tuple[str, float, int]]:
+def peak(sr: SettingView, collective: Optional[str] = None) -> Optional[Tuple[str, float, int]]:
     """``(collective, busbw GB/s, size)`` of the best sweep point of a setting (or of one collective)."""
     best = None
     for oc in sr.outcome.collectives.values():

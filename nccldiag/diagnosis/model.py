@@ -57,10 +57,11 @@ class Diagnosis:
     workaround_cost: Optional[str] = None  # measured: "p2p-off busbw 11.2 GB/s, 48% of expected"
     missing: List[str] = field(default_factory=list)  # commands that would supply missing evidence
     figures: Dict[str, Any] = field(default_factory=dict)
-    category: str = ""  # one of nccldiag.diagnosis.categories.CATEGORIES (the rule's CATEGORY when not given)
+    category: str = ""  # one of nccldiag.diagnosis.categories.CATEGORIES (its cause's row's when not given)
     confirm: str = ""  # the one command that confirms this cause
     alternatives: List[str] = field(default_factory=list)  # other causes that fit, and what tells them apart
     tier: int = 0  # 0 a cause, 1 a symptom or a victim (a hang, a peer that went away), 2 unexplained
+    defined_at: str = ""  # a cause a site added: the file and line that define it ("site.toml:12")
 
     def __post_init__(self) -> None:
         assert self.severity in SEVERITIES, self.severity
@@ -74,6 +75,8 @@ class Diagnosis:
         d = dataclasses.asdict(self)
         d["confidence"] = {"level": self.confidence, "why": self.confidence_why}
         del d["confidence_why"]
+        if not self.defined_at:
+            del d["defined_at"]  # only a site's causes carry it
         return d
 
 

@@ -53,6 +53,7 @@ def view(d: Dict[str, Any]) -> Dict[str, Any]:
         "fix": str(d.get("fix") or ""), "workaround": workaround + (f" (cost: {cost})" if workaround and cost else ""),
         "missing": [str(m) for m in d.get("missing") or []], "confirm": str(d.get("confirm") or ""),
         "alternatives": [str(a) for a in d.get("alternatives") or []],
+        "defined_at": str(d.get("defined_at") or ""),
     }
 
 
@@ -161,6 +162,8 @@ def render(doc: Dict[str, Any], con: Console, verbose: bool = False, paths: bool
             con.print(Text(f"       workaround: {d['workaround']}"))
         if d["confirm"]:
             con.print(Text(f"       confirm: {d['confirm']}", style="muted"))
+        if d["defined_at"]:
+            con.print(Text(f"       the site's cause, defined at {d['defined_at']}", style="muted"))
         for a in d["alternatives"] if verbose else []:
             con.print(Text(f"       or: {a}", style="muted"))
         for m in d["missing"]:

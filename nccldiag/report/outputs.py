@@ -8,7 +8,6 @@ checked before any work (a usage error, exit 2); files are written through
 from __future__ import annotations
 
 import contextlib
-import importlib
 import importlib.util
 import os
 import sys
@@ -17,12 +16,13 @@ from typing import Callable, Dict, Iterable, List, Optional, Tuple, Union
 
 import click
 
+from nccldiag.model import registry
 from nccldiag.model.errors import UsageError
 
 @dataclass(frozen=True)
 class Format:
-    """A report file format: its option (``--<name>``), and the module of ``nccldiag.report`` whose
-    ``render(doc) -> str`` makes it from the report document."""
+    """A report file format: its option (``--<name>``), and the module whose ``render(doc) -> str`` makes it from
+    the report document: one of ``nccldiag.report`` by its short name, or any module by its dotted path."""
 
     name: str
     module: str
@@ -145,7 +145,7 @@ class Outputs:
                 elif fmt.name == "json" and path != "-":
                     text = jsonout.pieces(doc)  # a JSON file is written piece by piece, never held whole
                 else:
-                    text = importlib.import_module(f"nccldiag.report.{fmt.module}").render(full())
+                    text = registry.load(fmt.module, "nccldiag.report").render(full())
             except ValueError as exc:
                 raise UsageError(f"{opt}: {exc}") from None
             try:

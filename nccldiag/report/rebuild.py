@@ -67,7 +67,7 @@ def _check(path: str, meta: Dict[str, Any]) -> Dict[str, Any]:
 
         spec = model.load(str(meta["spec"]))
     report = engine.analyze(raws, areas_sel, meta.get("options") or {}, spec=spec)
-    diagnosis.attach(report, check=report)
+    diagnosis.attach(report, check=report, spec=spec)
     doc = check_report.to_json(report)
     doc["generated_at"] = meta.get("started") or doc["generated_at"]
     doc.pop("elapsed_s", None)

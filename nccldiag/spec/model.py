@@ -15,13 +15,14 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
 from nccldiag.model.errors import UsageError
+from nccldiag.spec import causes
 from nccldiag.spec import fields as F
 from nccldiag.spec import tomlfile
 
 SCHEMA = "nccldiag.spec/1"
 ENV = "NCCLDIAG_SPEC"
 LEVELS = ("fail", "warn", "info", "ignore")
-TOP = ("schema",) + F.SECTIONS + ("bandwidth", "severity", "thresholds", "drain")
+TOP = ("schema",) + F.SECTIONS + ("bandwidth", "severity", "thresholds", "drain", "cause")
 BANDWIDTH_KEYS = ("inter_node_gbps", "intra_node_gbps")
 DRAIN_KEYS = ("only", "never")
 
@@ -59,6 +60,8 @@ class Spec:
     thresholds: Dict[str, Tuple[Any, str]] = field(default_factory=dict)  # key -> (limit, "site.toml:40")
     # [bandwidth]: "inter_node_gbps", "intra_node_gbps" and "setting.<name>" -> (busbw GB/s, "site.toml:30")
     bandwidth: Dict[str, Tuple[float, str]] = field(default_factory=dict)
+    # [[cause]]: failure lines the site teaches nccldiag (nccldiag.spec.causes), each row with its "site.toml:12"
+    causes: Tuple[Dict[str, Any], ...] = ()
 
     def drains(self, check: str) -> bool:
         """Whether a failure of ``check`` drains its node in Slurm (``--drain``): every failure does, but those
@@ -82,6 +85,21 @@ class Spec:
 def path_from(option: Optional[str]) -> Optional[str]:
     """The spec to use: ``--spec``, else ``$NCCLDIAG_SPEC``, else none (there is no default location)."""
     return option or os.environ.get(ENV) or None
+
+
+def load_given(option: Optional[str], causes_file: Optional[str] = None) -> Optional[Spec]:
+    """The spec of ``--spec`` or ``$NCCLDIAG_SPEC`` with the causes of ``--causes FILE`` added, read and validated
+    before any work; without a spec, ``--causes FILE`` alone is read as one (a spec of causes only); None with
+    neither."""
+    path = path_from(option)
+    spec = load(path) if path else None
+    if causes_file is None:
+        return spec
+    rows = causes.load(causes_file)
+    if spec is None:
+        return Spec(path=causes_file, causes=tuple(rows))
+    spec.causes = causes.merged(spec.causes, rows)
+    return spec
 
 
 def load(path: str) -> Spec:
@@ -111,6 +129,9 @@ def loads(text: str, path: str = "spec.toml") -> Spec:
         if top == "schema":
             if body != SCHEMA:
                 raise err((top,), f"schema = {body!r}: this nccldiag reads {SCHEMA!r}")
+            continue
+        if top == "cause":
+            spec.causes = tuple(causes.rows_of(text, path, data))
             continue
         if not isinstance(body, dict):
             raise err((top,), f"'{top}' should be a table ([{top}]), not a {_type(body)}")

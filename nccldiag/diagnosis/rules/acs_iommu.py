@@ -14,13 +14,13 @@ import sys
 from typing import List
 
 from nccldiag.diagnosis import clues as C
+from nccldiag.diagnosis import signs
 from nccldiag.diagnosis.inputs import Inputs
-from nccldiag.diagnosis.model import Diagnosis, Evidence
+from nccldiag.diagnosis.model import Diagnosis
 from nccldiag.model.findings import Status
 
 ID = "acs-iommu"
 TITLE = "PCIe ACS or IOMMU breaking GPU peer traffic"
-CATEGORY = "acs_iommu_p2p"
 FIX = ("Disable ACS redirect on the PCIe switches and root ports above the GPUs and NICs (BIOS: ACS off, or "
        "'setpci -s <bdf> ECAP_ACS+6.w=0000' at every boot) and put the IOMMU in passthrough "
        "(intel_iommu=on iommu=pt or amd_iommu=on iommu=pt) or off; reboot.")
@@ -29,52 +29,6 @@ CONFIRM = "NCCL_P2P_DISABLE=1 all_reduce_perf -g <n>: it completes if P2P is the
 
 FAULTS = re.compile(r"IO_PAGE_FAULT|AMD-Vi: Event logged|DMAR: \[DMA (?:Read|Write)|DMAR: DRHD: handling fault|"
                     r"iommu.*(?:fault|page fault)|PTE (?:Read|Write) access is not set")
-CONSUMER = re.compile(r"RTX ?[45]0\d0", re.I)  # consumer generations without PCIe P2P
-_NVLINK = re.compile(r"SXM|HGX|DGX|NVL\b|GH200|GB200", re.I)  # GPUs that talk over NVLink, not PCIe P2P
-
-
-def stalled_single_node(inp: Inputs) -> List[Evidence]:
-    """A run of GPUs of one host that stopped before its first result, with no error printed."""
-    from nccldiag.diagnosis.rules import unexplained
-
-    out: List[Evidence] = []
-    for ls in inp.log_sets():
-        f = ls.facts
-        if f.warns and any(w.failure for w in f.warns) or f.app_errors or f.watchdogs:
-            continue
-        hosts = {p.host for p in f.procs}
-        if len(hosts) > 1:
-            continue
-        # a communicator of several nodes, or a channel through the network, is no run of one host (a log whose
-        # host:pid:tid prefixes were cut names no host)
-        if any((c.nnodes or 0) > 1 for c in f.comms) or any(c.transport in ("NET", "COLLNET")
-                                                             for c in f.channels[:1000]):
-            continue
-        runs = [] if f.nccl_tests else [r for r in getattr(f, "nccl_tests_no_result", [])
-                                        if r.ranks != 1 and not getattr(r, "elided", False)]
-        table = [r for r in runs if r.table]
-        pcie = [r for r in runs if r.devices and not any(_NVLINK.search(d) for d in r.devices)]
-        stuck = unexplained.stopped_in_init(f)
-        if table:
-            out.append(Evidence("log", f"nccl-tests on {table[0].ranks or 'several'} GPUs of one host printed its "
-                                       "table header and no result: its first collective never finished",
-                                table[0].source))
-        elif stuck is not None:
-            out.append(stuck)
-        elif pcie and f.nccl_lines and not f.inits:
-            out.append(Evidence("log", f"nccl-tests on {pcie[0].ranks} PCIe GPUs of one host ({pcie[0].devices[0]}) "
-                                       "stops during NCCL's init, with no error", pcie[0].source))
-    return out
-
-
-def consumer_gpus(inp: Inputs) -> bool:
-    for ls in inp.log_sets():
-        for r in list(getattr(ls.facts, "nccl_tests", [])) + list(getattr(ls.facts, "nccl_tests_no_result", [])):
-            if any(CONSUMER.search(d) for d in r.devices):
-                return True
-    return False
-
-
 # NCCL 2.31's NCCL_RUN_DIAGNOSTICS: "NCCL DIAG [INFO] p2p: only 52/56 GPU-to-GPU peer accesses passed verification"
 DIAG_P2P = re.compile(r"NCCL DIAG\s*\[INFO\]\s*p2p:.*(?:only \d+/\d+|fail|not)")
 
@@ -86,7 +40,7 @@ def diagnose(inp: Inputs) -> List[Diagnosis]:
     acs = [f for f in C.findings(inp, "pcie.acs") if f.status == Status.WARN]
     translated = [f for f in C.findings(inp, "iommu.mode", Status.OK)
                   if "translated" in f"{f.actual} {f.message}".lower() and f.status != Status.OK]
-    stall = stalled_single_node(inp)
+    stall = signs.stalled_single_node(inp)
     found = faults + diag + [C.Clue("finding", f.message, host=f.host, finding=f) for f in acs + translated]
     if not found and not stall:
         return []
@@ -97,7 +51,7 @@ def diagnose(inp: Inputs) -> List[Diagnosis]:
     elif found:
         conf, why = "medium", "ACS redirect or a translated IOMMU on the node: they break or slow P2P and GPUDirect RDMA"
     else:
-        conf, why = ("low" if consumer_gpus(inp) else "medium"), (
+        conf, why = ("low" if signs.consumer_gpus(inp) else "medium"), (
             "a run of several GPUs of one host stopped before its first result with no error: the classic sign of "
             "P2P traffic lost to ACS redirection or the IOMMU")
     alternatives = ["p2p_unsupported_gpu: consumer GPUs without working P2P stall the same way; NCCL_P2P_DISABLE=1 "

@@ -19,7 +19,6 @@ from nccldiag.diagnosis.model import Diagnosis, Evidence, log_evidence
 
 ID = "cuda-driver-mismatch"
 TITLE = "CUDA, driver or libraries do not fit together"
-CATEGORY = "cuda_driver_mismatch"
 FIX = ("Install a driver that supports the CUDA the job's NCCL/framework was built for (CUDA 12.x needs driver "
        "525+, 12.4+ needs 550+ for all features, 12.8 needs 570+), or use a build for the installed driver's CUDA; "
        "after a driver update reboot (or reload the kernel module) so that module and libraries match.")

@@ -16,7 +16,6 @@ from nccldiag.diagnosis.model import Diagnosis
 
 ID = "duplicate-hostname"
 TITLE = "Different hosts with the same host name"
-CATEGORY = "duplicate_hostname"
 FIX = ("Give every node a unique host name (and a unique short name before the first '.'): 'hostnamectl "
        "set-hostname', or in containers --hostname / the pod's hostname; NCCL_HOSTID can override NCCL's host "
        "identity where renaming is not possible.")

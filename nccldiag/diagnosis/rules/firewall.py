@@ -14,13 +14,13 @@ import sys
 from typing import List
 
 from nccldiag.diagnosis import clues as C
+from nccldiag.diagnosis import signs
 from nccldiag.diagnosis.inputs import Inputs
 from nccldiag.diagnosis.model import Diagnosis
-from nccldiag.diagnosis.rules.socket_interface import CONNECT, LINK_LOCAL
+from nccldiag.diagnosis.signs import CONNECT, LINK_LOCAL
 
 ID = "firewall"
 TITLE = "Connections between nodes blocked"
-CATEGORY = "firewall_ports"
 FIX = ("Open TCP between the job's nodes on their data interface: NCCL's bootstrap and socket transport use random "
        "ephemeral ports (allow the node subnet, or pin a range where supported), plus the rendezvous port "
        "(MASTER_PORT); on AWS the security group must allow all traffic from itself. Check 'iptables -S', "
@@ -30,15 +30,12 @@ CONFIRM = "from one node: nc -zv <peer address> <port> (the port in the failing 
 ROUTABLE = re.compile(r"\b(?!127\.)\d{1,3}(?:\.\d{1,3}){3}\b|\b[23][0-9a-fA-F]{3}:[0-9a-fA-F:]+")
 
 
-# EFA drops what its security group does not allow: the first sends complete with an error
-OFI_SEND = re.compile(r"NET/OFI.*(?:Request|request) .*completed with error|rxr_cq_write_tx_error|efa.*tx_error")
-
 
 def diagnose(inp: Inputs) -> List[Diagnosis]:
     found = [c for c in C.find(inp, CONNECT, ("warn", "last-error", "error"))
              if not LINK_LOCAL.search(c.text) and not re.search(r"\b127\.0\.[01]\.1\b", c.text)
              and ROUTABLE.search(c.text)]
-    efa = C.find(inp, OFI_SEND, ("warn", "last-error", "error"))
+    efa = C.find(inp, signs.OFI_SEND, ("warn", "last-error", "error"))
     if efa and not found:
         return [C.make(sys.modules[__name__], f"EFA sends fail between the nodes{C.on(C.hosts(efa))}: their security "
                        "group does not let the traffic through", efa, confidence="medium",

@@ -6,12 +6,11 @@ from typing import List
 from nccldiag.diagnosis import clues as C
 from nccldiag.diagnosis.inputs import Inputs
 from nccldiag.diagnosis.model import Diagnosis, Evidence, finding_evidence, log_evidence
-from nccldiag.diagnosis.rules.unexplained import log_failed
+from nccldiag.diagnosis.signs import log_failed
 from nccldiag.nccl.log import NET_IB, NET_IB_GDR
 
 ID = "gdr-unused"
 TITLE = "NET/IB without GPUDirect RDMA"
-CATEGORY = "gdr_unused"
 FIX_PEERMEM = ("Load nvidia-peermem on every node ('modprobe nvidia-peermem', and list it in /etc/modules-load.d), "
                "or use DMA-BUF (NVIDIA open kernel module, Linux 5.12+, NCCL 2.13+).")
 FIX_DMABUF = ("DMA-BUF is not usable here: it needs the NVIDIA open kernel module, Linux 5.12 or newer and NCCL 2.13 "
@@ -107,7 +106,7 @@ def diagnose(inp: Inputs) -> List[Diagnosis]:
             conf, why = "high", "NCCL reported that the GPU does not support GPUDirect RDMA"
             fix, missing = "Nothing to fix on the node: this GPU model has no GPUDirect RDMA; use GPUs that do.", []
         stated = [g for g in ls.facts.gdr if not g.enabled]
-        completed = any(e.phase == "COMPLETE" for e in ls.facts.inits) or bool(getattr(ls.facts, "nccl_tests", None))
+        completed = any(e.phase == "COMPLETE" for e in ls.facts.inits) or bool(ls.facts.nccl_tests)
         quiet = (inp.check is None and not close and not pm and not stated and completed
                  and not log_failed(ls.facts))
         if quiet and not unsupported:

@@ -19,7 +19,6 @@ from nccldiag.diagnosis.model import Diagnosis
 
 ID = "gid-index-forced"
 TITLE = "NCCL_IB_GID_INDEX names a GID that cannot be used"
-CATEGORY = "nccl_env_misconfig"
 FIX = ("Unset NCCL_IB_GID_INDEX and let NCCL pick the RoCE v2 GID of the interface's IPv4 address (NCCL 2.21+), or "
        "set it per node to that index ('show_gids': the v2 entry with the IPv4 address); never a fe80 link-local "
        "one, and check that every node has a GID at the index given.")

@@ -17,28 +17,21 @@ from typing import List
 from nccldiag.diagnosis import clues as C
 from nccldiag.diagnosis.inputs import Inputs
 from nccldiag.diagnosis.model import Diagnosis
+from nccldiag.diagnosis.signs import MEMORY_XIDS, xid_codes
 
 ID = "gpu-lost"
 TITLE = "GPU lost or needing a reset"
-CATEGORY = "gpu_lost_xid"
 FIX = ("Drain the node and reset the GPU ('nvidia-smi -r -i <id>' with nothing using it) or reboot; if it comes "
        "back and falls off again, check its seating, power and cooling (temperature under load) and the PCIe slot "
        "(AER errors on its root port), then replace the GPU. Send 'nvidia-bug-report.sh' output with an RMA.")
 WORKAROUND = "exclude the GPU (CUDA_VISIBLE_DEVICES) or the node until it is repaired"
 CONFIRM = "nvidia-smi; dmesg | grep -E 'NVRM: Xid|fallen off'"
 
-# Xid codes of memory errors, diagnosed by gpu-memory-errors
-MEMORY_XIDS = {48, 63, 64, 92, 94, 95}
-XID = re.compile(r"Xid \((?:PCI:)?(?P<bus>[0-9a-fA-F:.]+)\): (?P<code>\d+)")
 LOST = re.compile(
     r"fallen off the bus|GPU is lost|Unable to determine the device handle for GPU|NV_ERR_RESET_REQUIRED|"
     r"Reset required|GPU requires reset|RmInitAdapter failed|NVIDIA probe routine failed|GPU has fallen|"
     r"GPU (?:reset|recovery) (?:required|needed)|GSP (?:RPC )?timeout|Xid \(.*\): (?:79|62|119|120|154)\b")
 UNAVAILABLE = re.compile(r"busy or unavailable|cudaErrorDevicesUnavailable|CUDA_ERROR_DEVICE_UNAVAILABLE")
-
-
-def xid_codes(text: str) -> List[int]:
-    return [int(m.group("code")) for m in XID.finditer(text)]
 
 
 def diagnose(inp: Inputs) -> List[Diagnosis]:

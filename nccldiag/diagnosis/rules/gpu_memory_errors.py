@@ -15,11 +15,10 @@ from typing import List
 from nccldiag.diagnosis import clues as C
 from nccldiag.diagnosis.inputs import Inputs
 from nccldiag.diagnosis.model import Diagnosis
-from nccldiag.diagnosis.rules import gpu_lost
+from nccldiag.diagnosis.signs import MEMORY_XIDS, XID, xid_codes
 
 ID = "gpu-memory-errors"
 TITLE = "GPU memory errors (ECC, row remapping)"
-CATEGORY = "gpu_ecc_rowremap"
 FIX = ("Drain the node and reset the GPU (or reboot) so that the pending row remap takes effect; if remapping "
        "failed or uncorrectable errors come back, replace the GPU.")
 WORKAROUND = "exclude the GPU (CUDA_VISIBLE_DEVICES) or the node until it is reset"
@@ -32,10 +31,10 @@ ECC = re.compile(r"uncorrectable ECC error|ECC error encountered|cudaErrorECCUnc
 def diagnose(inp: Inputs) -> List[Diagnosis]:
     node = C.findings(inp, "gpuhealth.row_remap") + C.findings(inp, "gpuhealth.ecc") + \
         C.findings(inp, "gpuhealth.retired")
-    xid = C.findings(inp, "xid.memory") + [f for f in C.findings(inp, "xid.critical") if set(gpu_lost.xid_codes(" ".join([f.message] + list(f.evidence))))
-           & gpu_lost.MEMORY_XIDS]
-    lines = [c for c in C.find(inp, gpu_lost.XID, ("kernel", "error")) if set(gpu_lost.xid_codes(c.text))
-             & gpu_lost.MEMORY_XIDS]
+    xid = C.findings(inp, "xid.memory") + [f for f in C.findings(inp, "xid.critical") if set(xid_codes(" ".join([f.message] + list(f.evidence))))
+           & MEMORY_XIDS]
+    lines = [c for c in C.find(inp, XID, ("kernel", "error")) if set(xid_codes(c.text))
+             & MEMORY_XIDS]
     ecc = C.find(inp, ECC, ("warn", "last-error", "app", "error", "kernel"))
     found = [C.Clue("finding", f.message, host=f.host, finding=f) for f in node + xid] + lines + ecc
     if not found:

@@ -7,16 +7,14 @@ moving and then stopped is a stall (after N calls), no call done at all is a han
 """
 from __future__ import annotations
 
-from typing import Dict, List
+from typing import Dict, List, Optional
 
-from nccldiag.diagnosis.inputs import Inputs, setting_hosts
+from nccldiag.diagnosis.inputs import Inputs, LogView, setting_hosts
 from nccldiag.diagnosis.model import Diagnosis, Evidence, log_evidence
 from nccldiag.nccl import ras_checks
 
 ID = "hang"
 TITLE = "Hang localised"
-CATEGORY = "rank_hang_timeout"
-TIER = 1  # a symptom: the causes that explain it come first
 FIX = ("Start with the named nodes: their links to the others (interface, firewall, IB port), their GPUs "
        "('nvidia-smi', dmesg Xid lines), and compare with the settings that worked. With NCCL 2.24 or newer, run "
        "'ncclras' (or 'echo verbose status | nc localhost 28028') on a node while the job hangs: it names the "
@@ -25,9 +23,9 @@ FIX = ("Start with the named nodes: their links to the others (interface, firewa
 RAS = "ncclras -v  (on a node of the hung job, NCCL 2.24+; JSON with -f json from 2.28.7)"
 
 
-def ras_evidence(facts) -> List[Evidence]:
+def ras_evidence(facts: Optional[LogView]) -> List[Evidence]:
     """What NCCL's RAS said about the job: its dead, missing and failed ranks (the last report of each source)."""
-    reports = list(getattr(facts, "ras", None) or [])
+    reports = list(facts.ras) if facts is not None else []
     last: Dict[str, object] = {}
     for r in reports:
         last[r.source] = r
@@ -72,7 +70,7 @@ def _probe(inp: Inputs) -> List[Diagnosis]:
     for sr in inp.settings:
         if sr.status != "hang":
             continue
-        if getattr(sr, "unfinished", None) == "slow":
+        if sr.unfinished == "slow":
             out.append(_slow(inp, sr))
             continue
         st = _stuck(sr)
@@ -94,12 +92,12 @@ def _probe(inp: Inputs) -> List[Diagnosis]:
                 continue
             at_fault = set(setting_hosts(o, _stuck(o)["hung"])) if o.status == "hang" else set()  # type: ignore[arg-type]
             same = sorted(at_fault & set(nodes))
-            others.append(f"{o.setting.name}: {getattr(o, 'verdict', o.status)}"
+            others.append(f"{o.setting.name}: {o.verdict}"
                           + (f" (same nodes: {', '.join(same)})" if same else ""))
         if others:
             ev.append(Evidence("probe", "other settings: " + "; ".join(others), "settings"))
         lf = sr.log_facts
-        for w in (getattr(lf, "watchdogs", None) or [])[:2]:
+        for w in (lf.watchdogs if lf is not None else [])[:2]:
             ev.append(log_evidence(w.at, w.text))
         ras = ras_evidence(lf)
         ev.extend(ras)
@@ -115,7 +113,7 @@ def _probe(inp: Inputs) -> List[Diagnosis]:
             nodes = list(inp.hosts)
         coll = ", ".join(st["colls"]) or ("initialisation" if so.stuck_in_init else "?")  # type: ignore[arg-type]
         ok_settings = [o.setting.name for o in inp.settings if o.status == "ok"]
-        stalled = getattr(sr, "unfinished", None) == "stalled"
+        stalled = sr.unfinished == "stalled"
         if stalled:
             ev.insert(0, Evidence("probe", f"data moved ({sr.calls} calls done), then nothing for the last "
                                            f"{sr.quiet_s or 0:.0f} s before the run ended", sr.setting.name))

@@ -20,7 +20,6 @@ from nccldiag.diagnosis.model import Diagnosis
 
 ID = "hca-firmware"
 TITLE = "HCA firmware too old or failing"
-CATEGORY = "hca_firmware"
 FIX = ("Update the HCA firmware to the version the driver (MLNX_OFED/DOCA, inbox mlx5) supports, the same on every "
        "node: 'mlxfwmanager --online -u' or the vendor's package (OEM cards need the OEM's image, matched by PSID); "
        "reboot or 'mlxfwreset' to load it.")

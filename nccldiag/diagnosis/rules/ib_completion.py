@@ -17,7 +17,6 @@ from nccldiag.diagnosis.model import Diagnosis
 
 ID = "ib-completion-error"
 TITLE = "IB work completions with an error"
-CATEGORY = "ib_completion_error"
 FIX = ("For error 4 (local protection): disable PCIe ACS on the bridges between NICs and GPUs and put the IOMMU in "
        "passthrough; confirm with NCCL_NET_GDR_LEVEL=LOC (no GPUDirect RDMA), which then works. For remote "
        "access/operation errors (10, 11): the peer's memory registration or QP, often an NCCL or plugin mismatch "

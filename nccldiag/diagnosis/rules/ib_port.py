@@ -12,13 +12,12 @@ import sys
 from typing import List
 
 from nccldiag.diagnosis import clues as C
-from nccldiag.diagnosis import ibverbs
+from nccldiag.diagnosis import ibverbs, signs
 from nccldiag.diagnosis.inputs import Inputs
 from nccldiag.diagnosis.model import Diagnosis
 
 ID = "ib-port-down"
 TITLE = "IB/RoCE port down, flapping or degraded"
-CATEGORY = "ib_port_down"
 FIX = ("Bring the port up at full rate: check the cable and transceiver (swap them), the switch port and its "
        "counters, the subnet manager (IB: 'sminfo'), and the netdev for RoCE ('ip link set <dev> up'); a port that "
        "flaps needs its cable or transceiver replaced. Until then keep NCCL off it: NCCL_IB_HCA=^<hca>.")
@@ -49,8 +48,6 @@ def diagnose(inp: Inputs) -> List[Diagnosis]:
 
 def _run_failed(inp: Inputs) -> bool:
     """Whether the logs show the run failing or not finishing (a port in a pasted ibstat is then a suspect)."""
-    from nccldiag.diagnosis.rules import unexplained
-
     if any(ls.facts.summary is not None and ls.facts.summary.failures for ls in inp.log_sets()):
         return True
-    return bool(unexplained.unfinished(inp))
+    return bool(signs.unfinished(inp))

@@ -6,12 +6,11 @@ from typing import List, Tuple
 
 from nccldiag.diagnosis.inputs import Inputs, LogSet
 from nccldiag.diagnosis.model import Diagnosis, Evidence, finding_evidence, log_evidence
-from nccldiag.diagnosis.rules.unexplained import log_failed
+from nccldiag.diagnosis.signs import log_failed
 from nccldiag.nccl.log import NET_IB, NET_IB_GDR, NET_SOCKET
 
 ID = "ib-unused-sockets"
 TITLE = "IB present but NCCL used sockets"
-CATEGORY = "rdma_device_not_in_container"
 FIX = ("Remove the cause ranked first below, then run 'nccldiag probe HOSTFILE --ib' (NCCL_NET=IB: it fails "
        "instead of falling back silently).")
 _IB_NETDEV = re.compile(r"^(ib|ibp|ibs)\w*")

@@ -20,7 +20,6 @@ from nccldiag.diagnosis.model import Diagnosis
 
 ID = "ib-timeout"
 TITLE = "RDMA connections time out: NICs cannot reach each other"
-CATEGORY = "ib_qp_timeout_routing"
 FIX = ("Make every HCA NCCL uses reach its peers: check that all of them are cabled into the same fabric "
        "(ibstat, 'ibnetdiscover'), keep NCCL on the connected ones (NCCL_IB_HCA=mlx5_0,...), on a rail-only fabric "
        "set NCCL_CROSS_NIC=0, and for RoCE check routing between the subnets and the GID index (show_gids).")
@@ -29,14 +28,6 @@ CONFIRM = "ib_write_bw -d <hca> between the two hosts named (perftest); ibstat o
 
 
 def diagnose(inp: Inputs) -> List[Diagnosis]:
-    if ibverbs.port_events(inp):
-        return []  # a flapping port: ib-port-down
-    from nccldiag.diagnosis.rules import roce_gid
-
-    if roce_gid.roce(inp) and not C.env_values(inp, "NCCL_IB_GID_INDEX"):
-        return []  # RoCE: roce-gid names the usual cause
-    if C.find(inp, roce_gid.GID_CHANGE, ("warn", "last-error", "error", "kernel")):
-        return []  # the GID changed under the job: roce-gid
     wc = [c for c in ibverbs.completions(inp) if c.status in (12, 13, 20)]
     qp = [c for c in ibverbs.calls(inp) if c.fn == "ibv_modify_qp" and c.errno == 110]
     if qp and C.env_values(inp, "NCCL_IB_GID_INDEX"):

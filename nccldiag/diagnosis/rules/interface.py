@@ -15,15 +15,13 @@ from typing import Dict, List, Optional
 from nccldiag.diagnosis import clues as C
 from nccldiag.diagnosis.inputs import Inputs
 from nccldiag.diagnosis.model import Diagnosis, Evidence, finding_evidence, log_evidence
-from nccldiag.diagnosis.rules.unexplained import log_failed
+from nccldiag.diagnosis.signs import VIRTUAL, log_failed
 
 ID = "wrong-interface"
 TITLE = "Wrong bootstrap or socket interface"
-CATEGORY = "socket_ifname_wrong"
 # NCCL connecting to a peer's loopback address ('socketStartConnect: Connect to 127.0.0.1<45069> failed'): NCCL
 # advertises the address of its socket interface, so that peer's NCCL chose loopback (no other interface matched)
 NCCL_LOOPBACK_CONNECT = re.compile(r"Connect to \[?127\.\d+\.\d+\.\d+\]?<\d+>.*failed")
-VIRTUAL = re.compile(r"^(lo|docker\d*|veth\w*|virbr\d*|br-\w+|cni\d*|flannel\.\d+|cali\w+|tun\d*|tap\d*)$")
 
 
 def bad_address(addr: Optional[str]) -> Optional[str]:
@@ -146,8 +144,7 @@ def diagnose(inp: Inputs) -> List[Diagnosis]:
                           "medium", "an interface listed after a routable first one carries traffic only where a "
                           "channel uses it: if the job fails or hangs connecting, it is the first suspect",
                           (f"If the job fails connecting: NCCL_SOCKET_IFNAME={good[0]} GLOO_SOCKET_IFNAME={good[0]}."
-                           if good else _fix(inp, where, False)), nodes=where, evidence=listed[:4],
-                          category=CATEGORY)]
+                           if good else _fix(inp, where, False)), nodes=where, evidence=listed[:4])]
     if not ev:
         return []
     direct = [e for e in ev if e.kind in ("log", "probe")]
@@ -162,4 +159,4 @@ def diagnose(inp: Inputs) -> List[Diagnosis]:
                       + ("" if direct else ": the host name resolves to loopback or not at all")
                       + (": NCCL connected to a peer's loopback address (its NCCL used 'lo')" if loop else ""),
                       conf, why, _fix(inp, nodes, bool(named)), nodes=nodes, evidence=ev[:10], missing=missing,
-                      category=CATEGORY if direct else "hostname_resolution")]
+                      category="" if direct else "hostname_resolution")]

@@ -26,7 +26,6 @@ from nccldiag.diagnosis.model import Diagnosis, Evidence
 
 ID = "killed-by-signal"
 TITLE = "A process of the job was killed by a signal"
-CATEGORY = "other:host-oom"
 FIX = ("Find who killed it: 'dmesg -T | grep -iE \"out of memory|oom\"' (and 'journalctl -k') on the rank's node at "
        "the time it died. For the OOM killer: give the job more host memory (fewer dataloader workers, smaller "
        "pinned-memory pools, the container's memory limit raised), or run fewer processes per node.")

@@ -11,7 +11,6 @@ from nccldiag.model.findings import Status
 
 ID = "memlock-too-low"
 TITLE = "Locked-memory limit too low for RDMA"
-CATEGORY = "memlock_limit"
 FIX = ("Make memlock unlimited for the sessions the launcher starts: '* soft memlock unlimited' and "
        "'* hard memlock unlimited' in /etc/security/limits.conf (UsePAM yes in sshd_config), "
        "LimitMEMLOCK=infinity for slurmd/containerd/docker services, docker run --ulimit memlock=-1; "

@@ -22,7 +22,6 @@ from nccldiag.diagnosis.model import Diagnosis, Evidence
 
 ID = "mtu-mismatch"
 TITLE = "MTU differing between the ends of an RDMA connection"
-CATEGORY = "mtu_mismatch"
 FIX = ("Give every port of the fabric the same MTU: IB, the subnet manager's MTU for the partition and the HCA "
        "port's; RoCE, the netdev MTU on every node and switch port (4200 for an active MTU of 4096, 'ip link set "
        "<dev> mtu 4200'), the same on all nodes.")

@@ -18,7 +18,6 @@ from nccldiag.diagnosis.model import Diagnosis, Evidence
 
 ID = "nccl-defect"
 TITLE = "NCCL defect at large sizes"
-CATEGORY = "nccl_bug"
 FIX = ("Upgrade NCCL to the latest release (large-buffer overflows of old releases are fixed), and until then keep "
        "single collectives below 2 GiB (split the buffer).")
 CONFIRM = "the same nccl-tests run with the latest NCCL (LD_LIBRARY_PATH to its build): results right at every size"
@@ -47,7 +46,7 @@ def _known(inp: Inputs) -> List[Diagnosis]:
 def diagnose(inp: Inputs) -> List[Diagnosis]:
     out: List[Diagnosis] = _known(inp)
     for ls in inp.log_sets():
-        for run in getattr(ls.facts, "nccl_tests", []):
+        for run in ls.facts.nccl_tests:
             wrong = run.wrong_rows
             bad_sizes = [r.size for r in wrong]
             oob_only_big = (run.out_of_bounds or 0) > 0 and not wrong and run.rows and \

@@ -18,11 +18,10 @@ from typing import List
 from nccldiag.diagnosis import clues as C
 from nccldiag.diagnosis.inputs import Inputs
 from nccldiag.diagnosis.model import Diagnosis, Evidence
-from nccldiag.diagnosis.rules import net_plugin
+from nccldiag.diagnosis.signs import plugin_topology
 
 ID = "nccl-env"
 TITLE = "An NCCL environment variable set wrong"
-CATEGORY = "nccl_env_misconfig"
 FIX = ("Unset or correct the variable named (check the job's environment, /etc/nccl.conf and ~/.nccl.conf, the "
        "container image's ENV, and variables a test or launcher left behind): NCCL_ALGO/NCCL_PROTO restricted to "
        "what a collective cannot use, NCCL_TOPO_FILE/NCCL_GRAPH_FILE for another machine size. NCCL_DEBUG=INFO "
@@ -49,7 +48,7 @@ def diagnose(inp: Inputs) -> List[Diagnosis]:
                 "NCCL_ALGO/NCCL_PROTO leave no algorithm for a collective")
         return [C.make(sys.modules[__name__], what + C.on(C.hosts(named + algo)), named + algo, confidence="high",
                        why="NCCL's error names the variable, or the algorithm choice it restricts")]
-    if xml and net_plugin.plugin_topology(inp):
+    if xml and plugin_topology(inp):
         return []  # the plugin's static topology file: net-plugin's
     if xml:
         if files:

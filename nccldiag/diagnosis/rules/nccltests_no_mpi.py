@@ -16,7 +16,6 @@ from nccldiag.diagnosis.model import Diagnosis, Evidence
 
 ID = "nccltests-no-mpi"
 TITLE = "nccl-tests ran as independent one-node tests"
-CATEGORY = "other:nccltests-built-without-mpi"
 FIX = ("Rebuild nccl-tests with MPI: 'make clean; make MPI=1 MPI_HOME=<mpi prefix> NCCL_HOME=<nccl prefix>' and "
        "launch the new binaries with mpirun; one run then prints one summary for all its ranks.")
 CONFIRM = "ldd ./build/all_reduce_perf | grep -i mpi  (a build with MPI links libmpi)"
@@ -24,7 +23,7 @@ CONFIRM = "ldd ./build/all_reduce_perf | grep -i mpi  (a build with MPI links li
 
 def diagnose(inp: Inputs) -> List[Diagnosis]:
     for ls in inp.log_sets():
-        for run in getattr(ls.facts, "nccl_tests", []):
+        for run in ls.facts.nccl_tests:
             if run.summaries > max(1, run.headers):
                 ev = [Evidence("log", f"{run.summaries} 'Avg bus bandwidth' summaries in one output of "
                                       f"{max(1, run.headers)} run(s)", run.source)]

@@ -23,13 +23,12 @@ import sys
 from typing import Dict, List
 
 from nccldiag.diagnosis import clues as C
+from nccldiag.diagnosis import signs
 from nccldiag.diagnosis.inputs import Inputs
 from nccldiag.diagnosis.model import Diagnosis
-from nccldiag.diagnosis.rules import firewall, rdma_hidden
 
 ID = "net-plugin"
 TITLE = "Network plugin failing or differing across nodes"
-CATEGORY = "net_plugin"
 FIX = ("Use one network plugin, at one version, on every node (the same image or NCCL_NET_PLUGIN path), matched to "
        "NCCL and the fabric software: for EFA, an EFA installer with libfabric 1.29.1+ for NCCL 2.19+ and the "
        "aws-ofi-nccl release made for that NCCL; for HPC-X/SHARP, the plugin of that HPC-X on all nodes or on none.")
@@ -49,25 +48,6 @@ PLUGIN_ERR = re.compile(r"NET/OFI\b.*(?:Unable|[Ff]ail|[Ee]rror|RC: -\d+|not sup
                         r"NET/Plugin\s*:.*(?:[Ff]ailed to (?:load|initiali)|Failed to find ncclNetPlugin symbol|"
                         r"incompatible|version mismatch|" + LOAD_BROKEN.pattern + r")|ncclNetPlugin_v\d+.*not found|"
                         r"NET/(?:IBext|UCX|SHARP)\w*\s*:.*(?:[Ff]ail|[Ee]rror|Unable)|OFI plugin\b.*(?:fail|error)", re.I)
-
-
-# a CPU node of a topology XML without the attributes NCCL's own topology dump always writes
-CPU_ATTR = re.compile(r"Attribute \w+ of node cpu not found")
-PLUGIN_PATH = re.compile(r"aws-ofi-nccl|/opt/amazon/|/efa/", re.I)
-
-
-def plugin_topology(inp: Inputs) -> List[C.Clue]:
-    """The plugin's static topology XML failing to load: CPU attributes missing, NCCL_TOPO_FILE not the user's."""
-    found = C.find(inp, CPU_ATTR, ("warn", "last-error"))
-    if not found:
-        return []
-    files = C.env_values(inp, "NCCL_TOPO_FILE")
-    if files and not all(PLUGIN_PATH.search(f) for f in files):
-        return []
-    versions = [C.version_tuple(v) for v in C.nccl_versions(inp)]
-    if versions and all(v < (2, 8) for v in versions):
-        return []
-    return found
 
 
 def plugin_split(inp: Inputs) -> List[C.Clue]:
@@ -99,10 +79,10 @@ def plugin_load_broken(inp: Inputs) -> List[C.Clue]:
 def diagnose(inp: Inputs) -> List[Diagnosis]:
     # data-path completion errors are the security group's; devices not found, the container's
     errs = [c for c in C.find(inp, PLUGIN_ERR, ("warn", "last-error", "error"))
-            if not firewall.OFI_SEND.search(c.text) and not rdma_hidden.HIDDEN.search(c.text)]
+            if not signs.OFI_SEND.search(c.text) and not signs.HIDDEN.search(c.text)]
     errs += [c for c in plugin_load_broken(inp) if all(c.at is not e.at for e in errs)]
     split = plugin_split(inp)
-    topo = plugin_topology(inp)
+    topo = signs.plugin_topology(inp)
     if not errs and not split and topo:
         files = C.env_values(inp, "NCCL_TOPO_FILE")
         where = f" ({files[0]})" if files else ""

@@ -10,7 +10,6 @@ from nccldiag.model.findings import Status
 
 ID = "no-p2p-hang"
 TITLE = "GPUs without P2P, and the default setting hangs"
-CATEGORY = "p2p_unsupported_gpu"
 FIX = ("These GPUs cannot do P2P (the driver says so), so NCCL should use SHM by itself. Set NCCL_P2P_DISABLE=1 for "
        "jobs on these nodes, and update NCCL and the driver: the hang is NCCL attempting P2P the driver refuses.")
 
@@ -37,7 +36,7 @@ def by_design(inp: Inputs) -> List[Diagnosis]:
 def diagnose(inp: Inputs) -> List[Diagnosis]:
     default = inp.setting("default")
     # a default still moving data when the deadline cut it is slow, not the hang missing P2P causes
-    if default is None or default.status != "hang" or getattr(default, "unfinished", None) == "slow":
+    if default is None or default.status != "hang" or default.unfinished == "slow":
         return by_design(inp)
     no_p2p = inp.check_findings("topology.p2p", Status.OK)
     no_p2p = [f for f in no_p2p if f.check == "topology.p2p" and f.actual and f.actual != "OK"]

@@ -12,13 +12,12 @@ import sys
 from typing import List
 
 from nccldiag.diagnosis import clues as C
+from nccldiag.diagnosis import signs
 from nccldiag.diagnosis.inputs import Inputs
 from nccldiag.diagnosis.model import Diagnosis
-from nccldiag.diagnosis.rules import fabric_manager
 
 ID = "nvls-multicast"
 TITLE = "NVLink SHARP (multicast) set-up failed"
-CATEGORY = "nvls_multicast"
 FIX = ("Upgrade NCCL to 2.26.5 or newer (the NVLS set-up defect of 2.26.0-2.26.4 with drivers before CUDA 12.4), "
        "or the driver; on multi-node NVLink (GB200 NVL) give the job an IMEX channel (/dev/nvidia-caps-imex-channels, "
        "the nvidia-imex service running on every node).")
@@ -30,10 +29,10 @@ MULTICAST = re.compile(r"cuMulticast\w*|CU_DEVICE_ATTRIBUTE_MULTICAST|multicast 
 
 
 def diagnose(inp: Inputs) -> List[Diagnosis]:
-    nvls = fabric_manager.nvls_failures(inp)
+    nvls = signs.nvls_failures(inp)
     imex = C.find(inp, IMEX, ("warn", "last-error", "error", "app"))
     mc = C.find(inp, MULTICAST, ("warn", "last-error", "error", "app"))
-    defect = nvls and fabric_manager.nvls_defect(inp)
+    defect = nvls and signs.nvls_defect(inp)
     if not (defect or (imex and nvls) or mc):
         return []
     if defect:

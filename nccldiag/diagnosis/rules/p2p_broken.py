@@ -6,7 +6,7 @@ from typing import List
 
 from nccldiag.diagnosis.inputs import BAD, Inputs, bad_ranks, findings_hosts, peak, setting_hosts
 from nccldiag.diagnosis.model import Diagnosis, Evidence, finding_evidence, log_evidence
-from nccldiag.diagnosis.rules import bandwidth
+from nccldiag.diagnosis.measured import setting_comparison
 
 
 def _size(n: int) -> str:
@@ -15,7 +15,6 @@ from nccldiag.model.findings import Status
 
 ID = "p2p-path-broken"
 TITLE = "P2P path broken"
-CATEGORY = "acs_iommu_p2p"
 FIX = ("Disable ACS redirect on the PCIe switches and root ports above the GPUs (BIOS: ACS off, or "
        "'setpci -s BDF ECAP_ACS+6.w=0000' at every boot) and put the IOMMU in passthrough "
        "(intel_iommu=on iommu=pt or amd_iommu=on iommu=pt on the kernel command line) or off; reboot and probe again.")
@@ -45,7 +44,7 @@ def diagnose(inp: Inputs) -> List[Diagnosis]:
         for f in acs + iommu:
             ev.extend(finding_evidence(f))
         lf = default.log_facts
-        p2p_lines = [c for c in getattr(lf, "channels", None) or [] if c.transport == "P2P"]
+        p2p_lines = [c for c in (lf.channels if lf is not None else []) if c.transport == "P2P"]
         for c in p2p_lines[:3]:
             ev.append(log_evidence(c.at, c.text))
         missing: List[str] = []
@@ -63,7 +62,7 @@ def diagnose(inp: Inputs) -> List[Diagnosis]:
         best = peak(p2p_off)
         if best is not None:
             cost = f"p2p-off peak busbw {best[1]:.2f} GB/s ({best[0]}, {_size(best[2])})"
-            c = bandwidth.setting_comparison(inp, p2p_off)
+            c = setting_comparison(inp, p2p_off)
             if c is not None and c.percent is not None:
                 cost += f", {c.percent:.0f}% of the {c.expectation.gbps:.1f} GB/s expected"  # type: ignore[union-attr]
             cost += "; the default had none"

@@ -15,13 +15,12 @@ import sys
 from typing import List
 
 from nccldiag.diagnosis import clues as C
+from nccldiag.diagnosis import signs
 from nccldiag.diagnosis.inputs import Inputs
 from nccldiag.diagnosis.model import Diagnosis
-from nccldiag.diagnosis.rules import acs_iommu
 
 ID = "p2p-unsupported"
 TITLE = "GPU peer-to-peer not supported by these GPUs"
-CATEGORY = "p2p_unsupported_gpu"
 FIX = ("Do not use P2P on these GPUs: NCCL_P2P_DISABLE=1 for NCCL (it then uses host shared memory), and turn off "
        "custom all-reduce kernels that need CUDA IPC/P2P (vLLM/SGLang: --disable-custom-all-reduce); update NCCL, "
        "which detects more of these cards by itself.")
@@ -34,7 +33,7 @@ REFUSED = re.compile(r"peer access is not supported between (?:these )?two devic
 
 def diagnose(inp: Inputs) -> List[Diagnosis]:
     refused = C.find(inp, REFUSED, ("warn", "last-error", "app", "error"))
-    stall = acs_iommu.stalled_single_node(inp) if acs_iommu.consumer_gpus(inp) else []
+    stall = signs.stalled_single_node(inp) if signs.consumer_gpus(inp) else []
     if not refused and not stall:
         return []
     return [C.make(sys.modules[__name__], f"GPU peer-to-peer is not supported by these GPUs"

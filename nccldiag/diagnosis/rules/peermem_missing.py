@@ -18,7 +18,6 @@ from nccldiag.diagnosis.model import Diagnosis
 
 ID = "peermem-missing"
 TITLE = "Peer-memory module not loaded: no GPUDirect RDMA"
-CATEGORY = "peermem_missing"
 FIX = ("Load the peer-memory module on every node: 'modprobe nvidia-peermem' (driver 470+; nv_peer_mem with older "
        "MLNX_OFED) and list it in /etc/modules-load.d so it loads at boot; or use DMA-BUF instead (NVIDIA open "
        "kernel module, Linux 5.12+, NCCL 2.13+).")

@@ -13,26 +13,18 @@ import sys
 from typing import List
 
 from nccldiag.diagnosis import clues as C
-from nccldiag.diagnosis import ibverbs
+from nccldiag.diagnosis import ibverbs, signs
 from nccldiag.diagnosis.inputs import Inputs
 from nccldiag.diagnosis.model import Diagnosis
-from nccldiag.diagnosis.rules.unexplained import log_failed
+from nccldiag.diagnosis.signs import log_failed
 
 ID = "rdma-device-hidden"
 TITLE = "RDMA devices not available inside the container"
-CATEGORY = "rdma_device_not_in_container"
 FIX = ("Give the container the RDMA devices and the right to pin memory: docker run --device=/dev/infiniband "
        "--cap-add=IPC_LOCK (--ulimit memlock=-1), or in Kubernetes the RDMA/EFA device-plugin resource "
        "(rdma/hca, vpc.amazonaws.com/efa) with the IPC_LOCK capability; install the userspace providers (libibverbs, "
        "rdma-core, libmlx5 / libfabric with EFA) in the image.")
 CONFIRM = "inside the container: ls -l /dev/infiniband; ibv_devinfo; fi_info -p efa"
-
-HIDDEN = re.compile(r"/dev/infiniband\S*.*(?:No such file|Permission denied|not permitted|cannot open|failed)|"
-                    r"(?:Failed to open|cannot open|Unable to open) (?:device )?/dev/infiniband|"
-                    r"couldn't load driver 'lib\w+-rdmav\d+'|No eligible providers? (?:were )?found|"
-                    r"fi_getinfo(?: call)? failed.*(?:No data available|-61|ENODATA)|"
-                    r"(?:EFA|efa) (?:device|provider)s? (?:not found|not available|unavailable)|"
-                    r"Unable to (?:find|open) (?:an? )?(?:RDMA|IB|EFA) device|NET/OFI.*[Nn]o NICs? (?:found|available)")
 
 
 def _ib_wanted(inp: Inputs) -> List[str]:
@@ -64,7 +56,7 @@ def _unopened(inp: Inputs) -> List[Diagnosis]:
 
 def diagnose(inp: Inputs) -> List[Diagnosis]:
     opened = [c.clue for c in ibverbs.calls(inp) if c.fn in ("ibv_open_device", "ibv_get_device_list")]
-    found = C.find(inp, HIDDEN, ("warn", "last-error", "error", "app")) + opened
+    found = C.find(inp, signs.HIDDEN, ("warn", "last-error", "error", "app")) + opened
     wanted = _ib_wanted(inp)
     none = [C.Clue("error", n.text, n.at, n.text, n.at.host) for ls in inp.log_sets() for n in ls.facts.notes
             if n.kind == "ib_no_device"] if wanted else []

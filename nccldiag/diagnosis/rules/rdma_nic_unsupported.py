@@ -22,7 +22,6 @@ from nccldiag.diagnosis.model import Diagnosis, Evidence
 
 ID = "rdma-nic-unsupported"
 TITLE = "RDMA NIC not supported by this NCCL"
-CATEGORY = "rdma_nic_unsupported"
 FIX = ("Upgrade NCCL (and the net plugin) to a version that supports this NIC, or use the NIC vendor's NCCL plugin; "
        "check the NIC's firmware and driver against the vendor's support matrix.")
 CONFIRM = "ibv_devinfo | grep -E 'hca_id|vendor_id'; ib_write_bw between two nodes on this NIC"

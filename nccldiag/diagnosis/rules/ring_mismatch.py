@@ -20,7 +20,6 @@ from nccldiag.diagnosis.model import Diagnosis
 
 ID = "ring-not-closed"
 TITLE = "Ranks computed different rings"
-CATEGORY = "nccl_bug"
 FIX = ("Run one NCCL version with the same NCCL_* settings on every rank, unset NCCL_HOSTID unless each host's value "
        "differs, and upgrade NCCL to the latest release (topology-detection defects such as 2.19's are fixed).")
 CONFIRM = ("NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,ENV,GRAPH on every rank: compare 'NCCL version' and the 'set by "

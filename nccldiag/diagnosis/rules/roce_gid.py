@@ -20,24 +20,16 @@ from nccldiag.diagnosis.model import Diagnosis
 
 ID = "roce-gid"
 TITLE = "RoCE GID table or selection unusable"
-CATEGORY = "roce_gid_config"
 FIX = ("Give each RoCE port a RoCE v2 GID for its IPv4 address (the interface needs the address), and let NCCL pick "
        "it: NCCL 2.26+ handles sparse tables; with an older NCCL set NCCL_IB_GID_INDEX per node to the index "
        "'show_gids' lists for that v2 IPv4 entry (NCCL_IB_ROCE_VERSION_NUM=2).")
 CONFIRM = "show_gids"
 LINK_LOCAL = re.compile(r"\bGID \d+ \((?:80FE|fe80)/", re.I)
-# IBV_EVENT_GID_CHANGE, which NCCL prints as 'Got async event : GID table change'
-GID_CHANGE = re.compile(r"async event\s*:\s*GID table change|IBV_EVENT_GID_CHANGE")
-
-
-def roce(inp: Inputs) -> bool:
-    """Whether NCCL's IB devices are RoCE ports (its 'NET/IB : Using [0]mlx5_0:1/RoCE' lines)."""
-    return any(d.link == "RoCE" for ls in inp.log_sets() for n in ls.facts.nets for d in n.devices)
 
 
 def diagnose(inp: Inputs) -> List[Diagnosis]:
     timeouts = [c for c in ibverbs.completions(inp) if c.status in (12, 13)]
-    changed = C.find(inp, GID_CHANGE, ("warn", "last-error", "error", "kernel"))
+    changed = C.find(inp, ibverbs.GID_CHANGE, ("warn", "last-error", "error", "kernel"))
     broken = [c.clue for c in ibverbs.completions(inp)] + [c.clue for c in ibverbs.calls(inp)]
     if changed and broken:
         found = changed[:2] + broken[:2]
@@ -50,7 +42,7 @@ def diagnose(inp: Inputs) -> List[Diagnosis]:
                             "after, and restart the job."),
                        alternatives=["ib_qp_timeout_routing: the NICs cannot reach each other at all (the failures "
                                      "start before any GID change)"])]
-    if timeouts and roce(inp) and not ibverbs.port_events(inp) and not C.env_values(inp, "NCCL_IB_GID_INDEX"):
+    if timeouts and ibverbs.roce(inp) and not ibverbs.port_events(inp) and not C.env_values(inp, "NCCL_IB_GID_INDEX"):
         found = [c.clue for c in timeouts]
         return [C.make(sys.modules[__name__], f"RoCE transfers time out{C.on(C.hosts(found))}: the nodes do not "
                        "share a usable GID, traffic class or route", found, confidence="medium",

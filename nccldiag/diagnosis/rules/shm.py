@@ -17,7 +17,6 @@ from nccldiag.diagnosis.model import Diagnosis, Evidence, finding_evidence, log_
 
 ID = "shm-too-small"
 TITLE = "/dev/shm too small"
-CATEGORY = "shm_too_small"
 FIX = ("Give the job a larger /dev/shm: docker run --shm-size=1g (or --ipc=host); Kubernetes: an emptyDir with "
        "medium: Memory mounted on /dev/shm; on the host, remount tmpfs /dev/shm with size=50%.")
 

@@ -16,11 +16,10 @@ from typing import List
 from nccldiag.diagnosis import clues as C
 from nccldiag.diagnosis.inputs import Inputs
 from nccldiag.diagnosis.model import Diagnosis
-from nccldiag.diagnosis.rules.socket_interface import NO_IFACE
+from nccldiag.diagnosis.signs import NO_IFACE
 
 ID = "socket-ifname-env"
 TITLE = "NCCL_SOCKET_IFNAME names an interface a node lacks"
-CATEGORY = "nccl_env_misconfig"
 FIX = ("Set NCCL_SOCKET_IFNAME to an interface every node has ('ip -br link' on each), or to a prefix that matches "
        "each node's data interface (NCCL_SOCKET_IFNAME=en matches enp4s0 and enp6s0; '=eth0' matches exactly with "
        "'=' first); unset it to let NCCL choose.")
@@ -55,8 +54,8 @@ def diagnose(inp: Inputs) -> List[Diagnosis]:
     internal = [c for c in C.find(inp, INTERNAL, ("app", "last-error", "warn")) if c.host]
     all_hosts = set()
     for ls in inp.log_sets():
-        for r in list(getattr(ls.facts, "nccl_tests", [])) + list(getattr(ls.facts, "nccl_tests_no_result", [])):
-            all_hosts.update(_rank_hosts(r))
+        for r in list(ls.facts.nccl_tests) + list(ls.facts.nccl_tests_no_result):
+            all_hosts.update(r.hosts)
         all_hosts.update(p.host for p in ls.facts.procs)
     failing = set(C.hosts(internal))
     if internal and all_hosts and failing and failing < all_hosts:
@@ -66,7 +65,3 @@ def diagnose(inp: Inputs) -> List[Diagnosis]:
                        why="the other hosts of the same run did not fail: what differs is that host's set-up",
                        alternatives=["version_mismatch: a different NCCL on that host; compare 'NCCL version' lines"])]
     return []
-
-
-def _rank_hosts(run) -> List[str]:
-    return list(getattr(run, "hosts", []) or [])

@@ -18,22 +18,16 @@ from typing import List, Tuple
 from nccldiag.diagnosis import clues as C
 from nccldiag.diagnosis.inputs import Inputs
 from nccldiag.diagnosis.model import Diagnosis
-from nccldiag.diagnosis.rules.interface import VIRTUAL
+from nccldiag.diagnosis.signs import CONNECT, LINK_LOCAL, NO_IFACE
 
 ID = "socket-interface"
 TITLE = "No reachable socket interface for NCCL"
-CATEGORY = "socket_ifname_wrong"
 FIX = ("Name the data-network interface for NCCL's bootstrap and sockets: NCCL_SOCKET_IFNAME=<iface> (e.g. eth0, "
        "ens5, bond0; '^docker,lo,veth' excludes bridges) and GLOO_SOCKET_IFNAME the same; a container needs a "
        "routable interface (docker run --network host, or a pod network the peers reach).")
 CONFIRM = "ip -br addr on each node; NCCL_DEBUG=INFO shows 'Bootstrap : Using <iface>:<address>'"
 
-NO_IFACE = re.compile(r"Socket creation failed\s*:\s*Address family not supported|no socket interface found|"
-                      r"No usable listening interface|[Nn]o interface found|Bootstrap\s*:\s*no socket interface")
-CONNECT = re.compile(r"(?:Connect to|connect(?:ing)? to|Call to connect)\s*\[?(?P<addr>[0-9a-fA-F:.%\w]*)\]?"
-                     r"(?:<\d+>)?.*(?:timed out|refused|unreachable|No route)", re.I)
 NET_STEP = re.compile(r"(?:^|/)(?:transport/net(?:_socket)?\.cc|include/net\.h|net\.h)$")
-LINK_LOCAL = re.compile(r"\b[fF][eE]80:[0-9a-fA-F:]*(?:%\w+)?|%(?:" + VIRTUAL.pattern.strip("^$") + r")\b")
 
 
 def bootstrap_failures(inp: Inputs) -> List[C.Clue]:

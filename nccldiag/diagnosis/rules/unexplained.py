@@ -6,11 +6,11 @@ Not a rule of the registry: :func:`nccldiag.diagnosis.diagnose` calls :func:`fal
 """
 from __future__ import annotations
 
-import re
 from typing import List, Optional, Tuple
 
 from nccldiag.diagnosis.inputs import Inputs
-from nccldiag.diagnosis.model import Diagnosis, Evidence, finding_evidence, log_evidence
+from nccldiag.diagnosis.model import Diagnosis, Evidence, finding_evidence
+from nccldiag.diagnosis.signs import log_failed, unfinished
 from nccldiag.model.findings import SEVERITY, Finding, Status
 
 ID = "unexplained"
@@ -22,60 +22,6 @@ TIER = 2
 MORE_LOG = ("rerun the job with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET,ENV and give every rank's log to "
             "'nccldiag log'; on the job's nodes run 'nccldiag check HOSTFILE'")
 MORE_CHECK = "nccldiag probe HOSTFILE  (runs the collectives on these nodes and names the failing path)"
-
-# Lines that say a run ended badly, whatever printed them.
-_ENDED_BADLY = re.compile(
-    r"Traceback \(most recent call last\)|core dumped|Segmentation fault|\bAborted\b|ChildFailedError|"
-    r"Root Cause \(first observed failure\)|mpirun noticed that process|srun: error:|exited with (?:exit )?code [1-9]|"
-    r"exitcode\s*:\s*-?[1-9]|\bKilled\b|terminate called after throwing|Primary job\s+terminated normally, but|"
-    r"Some NCCL operations have failed or timed out|RuntimeError|DistBackendError|\bFAILED\b|"
-    # NCCL's own result, as any program prints it ('NCCL error ...: unhandled system error', ncclSystemError)
-    r"\bNCCL (?:[Ee]rror|[Ff]ailure)\b.*\b(?:unhandled (?:cuda|system) error|internal error|invalid usage|"
-    r"invalid argument|remote process exited)|"
-    r"\bnccl(?:SystemError|InternalError|UnhandledCudaError|InvalidUsage|InvalidArgument|RemoteError)\b")
-
-
-def unfinished(inp: Inputs) -> List[Evidence]:
-    """Evidence in the logs that a run did not finish: stopped before its first result, or ended in an error."""
-    out: List[Evidence] = []
-    for ls in inp.log_sets():
-        f = ls.facts
-        for e in (getattr(f, "errors", None) or []):
-            if _ENDED_BADLY.search(e.text):
-                out.append(log_evidence(e.at, e.text))
-                break
-        stuck = stopped_in_init(f)
-        if stuck is not None:
-            out.append(stuck)
-    return out
-
-
-_SETUP = re.compile(r"\b(?:Channel|Ring) \d+|\bTrees?\b|threadThresholds|Setting affinity|NVLS|Connected all")
-
-
-def stopped_in_init(f) -> Optional[Evidence]:
-    """A log whose ranks started init, got as far as setting up channels, and never completed it nor ran a
-    collective: the run hung in init. A short excerpt that stops earlier (at the network choice) is not taken
-    for one."""
-    if not f.inits or any(e.phase == "COMPLETE" for e in f.inits):
-        return None
-    if getattr(f, "nccl_tests", None):
-        return None
-    if f.watchdogs or f.app_errors:
-        return None
-    setup = [c for c in f.channels[:1]] or [n for n in f.connected[:1]] or [n for n in f.nvls if n.kind == "comm"][:1]
-    if not setup:
-        return None
-    last = setup[0]
-    return log_evidence(last.at, "init reached channel set-up here but no rank logged Init COMPLETE: " + last.text)
-
-
-def log_failed(f) -> bool:
-    """An NCCL log that shows a failure: a failed WARN or call chain, an application's NCCL error, a watchdog
-    timeout, or a line saying the run ended badly."""
-    return (any(w.failure for w in f.warns) or any(oc.failed for oc in f.orphan_chains) or bool(f.app_errors)
-            or bool(f.watchdogs) or any(_ENDED_BADLY.search(e.text) for e in (getattr(f, "errors", None) or [])))
-
 
 # Warnings of the log's checks about how a run communicates, not whether it worked: TCP sockets between nodes
 # (the only network of many clusters), an interface listed beside the routable one that no channel is seen to use,

@@ -13,7 +13,6 @@ from nccldiag.nccl import checks as nccl_checks
 _VERSION_KEY = re.compile(r"\.(driver|cuda|firmware|kernel|os|python|torch|nccl|vbios)$")
 ID = "versions-differ"
 TITLE = "Versions differ across nodes"
-CATEGORY = "version_mismatch"
 FIX = ("Install the same versions on every node (one image, one driver package, one container tag or wheel); "
        "NCCL 2.23.4 and later refuse to join ranks of different NCCL versions, older ones may hang.")
 

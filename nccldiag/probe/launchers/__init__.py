@@ -4,13 +4,15 @@ Each module defines ``LAUNCHER``, an object that has what
 :class:`~nccldiag.probe.launchers.base.Launcher` names. :data:`LAUNCHERS` is
 the registry: the order here is the order of the ``--launcher`` choices of
 ``nccldiag probe`` and ``nccldiag isolate``. A new launcher is one module
-here and one line in :data:`LAUNCHERS`.
+here and one line in :data:`LAUNCHERS`; a site's own launcher is named by its
+module's dotted path (``--launcher mysite.launchers.flux``), as ClusterShell
+names its workers.
 """
 from __future__ import annotations
 
-import importlib
 from typing import List, Tuple
 
+from nccldiag.model import registry
 from nccldiag.probe.launchers.base import Launcher
 
 LAUNCHERS: Tuple[str, ...] = (
@@ -25,12 +27,14 @@ SSH = "ssh"  # isolate's name for torchrun over SSH (its default)
 
 
 def get(name: str) -> Launcher:
-    """The launcher named ``name`` (one of :data:`LAUNCHERS`)."""
+    """The launcher named ``name``: one of :data:`LAUNCHERS`, or the ``LAUNCHER`` of the module at a dotted path.
+    KeyError for a short name that is none of them; ImportError (or AttributeError, a module without
+    ``LAUNCHER``) for a path."""
     if name == SSH:
         name = "torchrun"
-    if name not in LAUNCHERS:
+    if not registry.dotted(name) and name not in LAUNCHERS:
         raise KeyError(name)
-    return importlib.import_module(f"nccldiag.probe.launchers.{name}").LAUNCHER
+    return registry.load(name, __name__).LAUNCHER
 
 
 def probe_choices() -> List[str]:

@@ -1,0 +1,205 @@
+"""What the evidence says, read once for every cause that needs it (pure).
+
+The rules of :mod:`nccldiag.diagnosis.rules` read their causes' words
+themselves; what several of them ask of the same evidence lives here, so
+that no rule imports another: whether a log shows a failure or a run that
+stopped, the Xid codes of a kernel line, NCCL's NVLS set-up failures, the
+socket words of a failed connection, a network plugin's static topology, a
+run of one host that stalled. Who explains whom is not decided here: that
+is the catalog's precedence (``knowledge/causes.toml``).
+"""
+from __future__ import annotations
+
+import re
+from typing import List, Optional
+
+from nccldiag.diagnosis import clues as C
+from nccldiag.diagnosis.inputs import Inputs, LogView
+from nccldiag.diagnosis.model import Evidence, log_evidence
+
+# ---- runs: failed, unfinished, stopped in init ---------------------------------------------------------------
+
+# Lines that say a run ended badly, whatever printed them.
+ENDED_BADLY = re.compile(
+    r"Traceback \(most recent call last\)|core dumped|Segmentation fault|\bAborted\b|ChildFailedError|"
+    r"Root Cause \(first observed failure\)|mpirun noticed that process|srun: error:|exited with (?:exit )?code [1-9]|"
+    r"exitcode\s*:\s*-?[1-9]|\bKilled\b|terminate called after throwing|Primary job\s+terminated normally, but|"
+    r"Some NCCL operations have failed or timed out|RuntimeError|DistBackendError|\bFAILED\b|"
+    # NCCL's own result, as any program prints it ('NCCL error ...: unhandled system error', ncclSystemError)
+    r"\bNCCL (?:[Ee]rror|[Ff]ailure)\b.*\b(?:unhandled (?:cuda|system) error|internal error|invalid usage|"
+    r"invalid argument|remote process exited)|"
+    r"\bnccl(?:SystemError|InternalError|UnhandledCudaError|InvalidUsage|InvalidArgument|RemoteError)\b")
+
+
+def unfinished(inp: Inputs) -> List[Evidence]:
+    """Evidence in the logs that a run did not finish: stopped before its first result, or ended in an error."""
+    out: List[Evidence] = []
+    for ls in inp.log_sets():
+        f = ls.facts
+        for e in f.errors:
+            if ENDED_BADLY.search(e.text):
+                out.append(log_evidence(e.at, e.text))
+                break
+        stuck = stopped_in_init(f)
+        if stuck is not None:
+            out.append(stuck)
+    return out
+
+
+def stopped_in_init(f: LogView) -> Optional[Evidence]:
+    """A log whose ranks started init, got as far as setting up channels, and never completed it nor ran a
+    collective: the run hung in init. A short excerpt that stops earlier (at the network choice) is not taken
+    for one."""
+    if not f.inits or any(e.phase == "COMPLETE" for e in f.inits):
+        return None
+    if f.nccl_tests:
+        return None
+    if f.watchdogs or f.app_errors:
+        return None
+    setup = [c for c in f.channels[:1]] or [n for n in f.connected[:1]] or [n for n in f.nvls if n.kind == "comm"][:1]
+    if not setup:
+        return None
+    last = setup[0]
+    return log_evidence(last.at, "init reached channel set-up here but no rank logged Init COMPLETE: " + last.text)
+
+
+def log_failed(f: LogView) -> bool:
+    """An NCCL log that shows a failure: a failed WARN or call chain, an application's NCCL error, a watchdog
+    timeout, or a line saying the run ended badly."""
+    return (any(w.failure for w in f.warns) or any(oc.failed for oc in f.orphan_chains) or bool(f.app_errors)
+            or bool(f.watchdogs) or any(ENDED_BADLY.search(e.text) for e in f.errors))
+
+
+CONSUMER = re.compile(r"RTX ?[45]0\d0", re.I)  # consumer generations without PCIe P2P
+_NVLINK = re.compile(r"SXM|HGX|DGX|NVL\b|GH200|GB200", re.I)  # GPUs that talk over NVLink, not PCIe P2P
+
+
+def stalled_single_node(inp: Inputs) -> List[Evidence]:
+    """A run of GPUs of one host that stopped before its first result, with no error printed."""
+    out: List[Evidence] = []
+    for ls in inp.log_sets():
+        f = ls.facts
+        if f.warns and any(w.failure for w in f.warns) or f.app_errors or f.watchdogs:
+            continue
+        hosts = {p.host for p in f.procs}
+        if len(hosts) > 1:
+            continue
+        # a communicator of several nodes, or a channel through the network, is no run of one host (a log whose
+        # host:pid:tid prefixes were cut names no host)
+        if any((c.nnodes or 0) > 1 for c in f.comms) or any(c.transport in ("NET", "COLLNET")
+                                                             for c in f.channels[:1000]):
+            continue
+        runs = [] if f.nccl_tests else [r for r in f.nccl_tests_no_result if r.ranks != 1 and not r.elided]
+        table = [r for r in runs if r.table]
+        pcie = [r for r in runs if r.devices and not any(_NVLINK.search(d) for d in r.devices)]
+        stuck = stopped_in_init(f)
+        if table:
+            out.append(Evidence("log", f"nccl-tests on {table[0].ranks or 'several'} GPUs of one host printed its "
+                                       "table header and no result: its first collective never finished",
+                                table[0].source))
+        elif stuck is not None:
+            out.append(stuck)
+        elif pcie and f.nccl_lines and not f.inits:
+            out.append(Evidence("log", f"nccl-tests on {pcie[0].ranks} PCIe GPUs of one host ({pcie[0].devices[0]}) "
+                                       "stops during NCCL's init, with no error", pcie[0].source))
+    return out
+
+
+def consumer_gpus(inp: Inputs) -> bool:
+    """Whether an nccl-tests run of the logs names consumer GPUs (no PCIe P2P)."""
+    for ls in inp.log_sets():
+        for r in list(ls.facts.nccl_tests) + list(ls.facts.nccl_tests_no_result):
+            if any(CONSUMER.search(d) for d in r.devices):
+                return True
+    return False
+
+
+# ---- GPUs: Xid codes, NVLink SHARP ---------------------------------------------------------------------------
+
+# Xid codes of memory errors, diagnosed by gpu-memory-errors (not gpu-lost)
+MEMORY_XIDS = {48, 63, 64, 92, 94, 95}
+XID = re.compile(r"Xid \((?:PCI:)?(?P<bus>[0-9a-fA-F:.]+)\): (?P<code>\d+)")
+
+
+def xid_codes(text: str) -> List[int]:
+    return [int(m.group("code")) for m in XID.finditer(text)]
+
+
+NVLS_TEXT = re.compile(r"(?:NVLS|NVLink SHARP|nvls\.cc)[^\n]*(?:[Ff]ail|[Ee]rror|invalid|not supported|cannot)|"
+                       r"(?:[Ff]ail|[Ee]rror)[^\n]*(?:NVLS|NVLink SHARP)|Fabric Manager or NVSwitches")
+# 'no algorithm ... NCCL_ALGO was set to NVLS' is the environment's doing, not an NVLS set-up failure
+_ASKED = re.compile(r"NCCL_ALGO|no algorithm/protocol")
+
+
+def nvls_failures(inp: Inputs) -> List[C.Clue]:
+    """NCCL's NVLS set-up failures: the WARN kind, CUDA failures in its nvls source file, and the words NCCL 2.2x
+    prints ('Failed to bind NVLink SHARP (NVLS) Multicast memory ... Fabric Manager or NVSwitches')."""
+    out = []
+    for c in C.find(inp, r".", ("warn", "last-error")):
+        w = c.warn
+        if w is not None and (w.kind == "nvls" or "nvls" in (w.file or "").lower()):
+            out.append(c)
+    out += [c for c in C.find(inp, NVLS_TEXT, ("warn", "last-error", "error", "app")) if c not in out]
+    return [c for c in out if not _ASKED.search(c.text)]
+
+
+def nvls_defect(inp: Inputs) -> bool:
+    """NCCL 2.26.0 to 2.26.4: NVLS buffer set-up fails 'invalid argument' with drivers before CUDA 12.4's
+    (fixed in 2.26.5, pytorch/pytorch#150852)."""
+    return any((2, 26, 0) <= C.version_tuple(v) < (2, 26, 5) for v in C.nccl_versions(inp))
+
+
+def stopped_at_nvls(inp: Inputs) -> List[C.Clue]:
+    """A log whose init stopped right after NVLS set-up (the last set-up line is an NVLS one): an NVLS buffer
+    registration that never returned."""
+    out = []
+    for ls in inp.log_sets():
+        f = ls.facts
+        nv = [n for n in f.nvls if n.kind == "comm"]
+        if not nv or stopped_in_init(f) is None:
+            continue
+        last_other = max([c.at.lineno for c in f.channels[-50:]] + [c.at.lineno for c in f.connected[-50:]] + [0])
+        if nv[-1].at.lineno > last_other:
+            out.append(C.Clue("error", nv[-1].text, nv[-1].at, nv[-1].text, nv[-1].at.host))
+    return out
+
+
+# ---- sockets ------------------------------------------------------------------------------------------------
+
+# interfaces that cannot leave the host: loopback, container bridges and their veth ends, tunnels
+VIRTUAL = re.compile(r"^(lo|docker\d*|veth\w*|virbr\d*|br-\w+|cni\d*|flannel\.\d+|cali\w+|tun\d*|tap\d*)$")
+NO_IFACE = re.compile(r"Socket creation failed\s*:\s*Address family not supported|no socket interface found|"
+                      r"No usable listening interface|[Nn]o interface found|Bootstrap\s*:\s*no socket interface")
+CONNECT = re.compile(r"(?:Connect to|connect(?:ing)? to|Call to connect)\s*\[?(?P<addr>[0-9a-fA-F:.%\w]*)\]?"
+                     r"(?:<\d+>)?.*(?:timed out|refused|unreachable|No route)", re.I)
+LINK_LOCAL = re.compile(r"\b[fF][eE]80:[0-9a-fA-F:]*(?:%\w+)?|%(?:" + VIRTUAL.pattern.strip("^$") + r")\b")
+
+
+# ---- RDMA devices and network plugins ----------------------------------------------------------------------
+
+# the RDMA devices (or the rights to them) not in the container: NCCL cannot open the HCA or find its provider
+HIDDEN = re.compile(r"/dev/infiniband\S*.*(?:No such file|Permission denied|not permitted|cannot open|failed)|"
+                    r"(?:Failed to open|cannot open|Unable to open) (?:device )?/dev/infiniband|"
+                    r"couldn't load driver 'lib\w+-rdmav\d+'|No eligible providers? (?:were )?found|"
+                    r"fi_getinfo(?: call)? failed.*(?:No data available|-61|ENODATA)|"
+                    r"(?:EFA|efa) (?:device|provider)s? (?:not found|not available|unavailable)|"
+                    r"Unable to (?:find|open) (?:an? )?(?:RDMA|IB|EFA) device|NET/OFI.*[Nn]o NICs? (?:found|available)")
+# EFA drops what its security group does not allow: the first sends complete with an error
+OFI_SEND = re.compile(r"NET/OFI.*(?:Request|request) .*completed with error|rxr_cq_write_tx_error|efa.*tx_error")
+# a CPU node of a topology XML without the attributes NCCL's own topology dump always writes
+CPU_ATTR = re.compile(r"Attribute \w+ of node cpu not found")
+PLUGIN_PATH = re.compile(r"aws-ofi-nccl|/opt/amazon/|/efa/", re.I)
+
+
+def plugin_topology(inp: Inputs) -> List[C.Clue]:
+    """The plugin's static topology XML failing to load: CPU attributes missing, NCCL_TOPO_FILE not the user's."""
+    found = C.find(inp, CPU_ATTR, ("warn", "last-error"))
+    if not found:
+        return []
+    files = C.env_values(inp, "NCCL_TOPO_FILE")
+    if files and not all(PLUGIN_PATH.search(f) for f in files):
+        return []
+    versions = [C.version_tuple(v) for v in C.nccl_versions(inp)]
+    if versions and all(v < (2, 8) for v in versions):
+        return []
+    return found
