@@ -27,7 +27,6 @@ else:  # pragma: no cover
 HERE = Path(__file__).resolve().parents[1]
 REAL = tomllib.loads((HERE / "kmsg" / "real.toml").read_text(encoding="utf-8"))
 MADE = tomllib.loads((HERE / "kmsg" / "constructed.toml").read_text(encoding="utf-8"))
-NEW_CATEGORIES = {"nvlink_error", "pcie_bar_mmio", "io_hang"}  # being added to diagnosis/categories.py
 READERS = {"", "xid", "aer", "bar", "flaps"}
 
 # rows whose real failing text is a capture of ../shared/fixtures rather than a posted line of tests/kmsg/real.toml
@@ -80,7 +79,7 @@ def test_every_row_is_well_formed():
         assert m.reader in READERS, m.id
         assert m.severity in ("fail", "warn") or (m.severity == "varies" and m.reader), m.id
         cat = m.category
-        assert cat in CATEGORIES or cat in NEW_CATEGORIES or OTHER.match(cat) or (cat == "varies" and m.reader), m.id
+        assert cat in CATEGORIES or OTHER.match(cat) or (cat == "varies" and m.reader), m.id
         assert m.meaning and m.fix and m.where.startswith("kmsg.toml:"), m.id
         assert "real:" in m.source, m.id  # every wording cites a real posted log or capture
         assert not m.resolves or m.resolves in kernlog.BY_ID, m.id

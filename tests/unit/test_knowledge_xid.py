@@ -16,7 +16,6 @@ ROOT = Path(__file__).resolve().parents[2]
 SOURCE = ROOT / "tests" / "sources" / "nvidia-xid-catalog.tsv"
 COLUMNS = ("mnemonic", "description", "immediate", "investigatory")
 # categories being added to diagnosis/categories.py beside this table (docs: ../shared/fixtures/cases/README.md)
-NEW_CATEGORIES = {"nvlink_error", "pcie_bar_mmio", "io_hang"}
 
 
 def source_rows():
@@ -72,7 +71,7 @@ def test_nccldiag_columns_use_their_vocabularies():
     for code, r in table().items():
         assert r["class"] in xid.CLASSES, code
         cat = r["category"]
-        assert cat in CATEGORIES or cat in NEW_CATEGORIES or OTHER.match(cat), (code, cat)
+        assert cat in CATEGORIES or OTHER.match(cat), (code, cat)
         # an action in words: the row's own, or its immediate bucket's
         assert r.get("action") or r["immediate"] in buckets, code
         if r["description"] == "Unused" and code != 61:
