@@ -179,7 +179,7 @@ def parse_errors(text: Optional[str]) -> Tuple[Optional[Dict[str, Dict[str, int]
     return out, lines
 
 
-_FM_VERSION = re.compile(r"(?:Fabric Manager version(?: is)?\s*:?\s*)(\d+\.\d+(?:\.\d+)?)")
+_FM_VERSION = re.compile(r"(?:Fabric Manager version(?: is)?\s*(?::\s*)?)(\d+\.\d+(?:\.\d+)?)")
 
 
 def parse_fm(text: Optional[str]) -> Optional[FabricManager]:

@@ -141,7 +141,9 @@ def parse_aer(text: Optional[str]) -> PcieErrorFacts:
 
 _SEVERITY = re.compile(r"PCIe Bus Error: severity=([^,]+)", re.I)
 _RECEIVED = re.compile(r"AER: (?:Multiple )?(Corrected|Correctable|Uncorrected \(Non-Fatal\)|Uncorrected \(Fatal\)|Uncorrectable \(Non-Fatal\)|Uncorrectable \(Fatal\)) error", re.I)
-_PORT = re.compile(r"(?:pcieport|nvidia|mlx5_core|\S+) ([0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-9a-fA-F]):")
+# the reporting port: "pcieport 0000:00:03.1:", "nvidia 0000:3b:00.0:", any driver's word then its address
+# (one character looked behind, not a word matched: linear in the line)
+_PORT = re.compile(r"(?<=\S) ([0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-9a-fA-F]):")
 
 
 _AER_WORDS = re.compile(r"PCIe Bus Error: |AER: ", re.I)  # in every line the two expressions above match
