@@ -298,7 +298,9 @@ def parse_line(line: str, where: str) -> Tuple[List[Host], List[str]]:
             spec, _, count = spec.rpartition(":")
             if not count.isdigit():
                 raise InventoryError(
-                    where, f"{_q(spec + ':' + count)}: after ':' expected a slot count (MPICH 'host:N'); use port= for a port"
+                    # what follows the ':' is not quoted: in a 'user:password' line it is the password
+                    where, f"{_q(spec + ':...')}: after ':' expected a slot count (MPICH 'host:N'), found "
+                           f"{len(count)} other character(s) (not shown); use port= for a port"
                 )
             h_slots = int(count)
             if h_slots > MAX_SLOTS:

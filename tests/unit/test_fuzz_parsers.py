@@ -24,6 +24,7 @@ from hypothesis import HealthCheck, Phase, Verbosity, given, settings, strategie
 from nccldiag.areas import all_areas, base, kernlog, kind, mesh, smiq
 from nccldiag.benchmarks import nccltests, perftest
 from nccldiag.check import engine
+from nccldiag.model import secrets
 from nccldiag.model.raw import RawNode
 
 FACTOR = 60  # a linear parse costs at most a few times the linear pass; a quadratic one thousands of times
@@ -134,6 +135,7 @@ TEXT_PARSERS = {
     "mesh.parse": (lambda text: mesh.parse("n1", text), mesh.__file__),
     "nccltests.parse_nccl_tests": (nccltests.parse_nccl_tests, nccltests.__file__),
     "perftest.parse_perftest": (perftest.parse_perftest, perftest.__file__),
+    "secrets.redact": (secrets.redact, secrets.__file__),  # run on every string a report shows or writes
 }
 
 
