@@ -199,3 +199,41 @@ def test_a_tampered_report_json_never_reaches_the_terminal_raw(tmp_path):
         assert "1 node: " in r.stdout and "\\u202egnp.exe\\u200b" in r.stdout, r.stdout
         shown = r.stdout.replace("\x1b[", "") if "always" in args else r.stdout  # rich's own colours
         assert not [c for c in RAW if c in shown], repr(r.stdout)
+
+
+def test_collect_against_a_server_that_answers_with_escapes_prints_none_of_them(tmp_path):
+    """Whatever answers on a node's address speaks before any host key is checked: here a listener (written for
+    this test) that sends 120 lines of escapes and a bidi override, and no SSH banner. paramiko quotes the
+    last of them in its error; ``collect`` names the node and the failure, never the raw bytes."""
+    import socket
+    import threading
+
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(4)
+    srv.settimeout(30)
+
+    def answer():
+        for _ in range(4):  # a first try and the tries again the transport makes
+            try:
+                conn, _ = srv.accept()
+            except OSError:
+                return
+            with conn:
+                conn.sendall("".join(f"\x1b]0;PWNED\x07\x1b[2J\x1b[31mRED \u202e evil line {i}\r\n"
+                                     for i in range(120)).encode())
+                conn.recv(1024)
+
+    t = threading.Thread(target=answer, daemon=True)
+    t.start()
+    cfg = tmp_path / "ssh_config"
+    cfg.write_text(f"Host evil\n  HostName 127.0.0.1\n  Port {srv.getsockname()[1]}\n  UserKnownHostsFile /dev/null\n")
+    try:
+        r = subprocess.run([sys.executable, "-m", "nccldiag", "collect", "-w", "evil", "--ssh-config", str(cfg),
+                            "--only", "system", "--connect-timeout", "3", "-o", str(tmp_path / "b")],
+                           capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
+                           env={**os.environ, "NO_COLOR": "1", "PYTHONPATH": REPO}, cwd=tmp_path)
+    finally:
+        srv.close()
+    assert r.returncode == 3 and "evil:" in r.stderr and "evil line" in r.stderr, r.stderr
+    assert not [c for c in RAW + ("\x07",) if c in r.stdout + r.stderr], r.stderr
