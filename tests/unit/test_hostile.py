@@ -81,17 +81,37 @@ def check_bundle(bundle, tmp_path):
 
 
 def test_a_bundle_never_leads_outside_itself_or_hangs(tmp_path):
-    """CONSTRUCTED bundle: a symlinked source pointing at a secret, a FIFO as a source."""
+    """CONSTRUCTED bundles: a symlinked source pointing at a secret, a FIFO as a source. Neither is read, and the
+    bundle is refused (exit 2) naming the file: a bundle of links is no node to judge (it judged FAIL before)."""
     secret = tmp_path / "secret"
     secret.write_text('PRETTY_NAME="SECRET-CONTENT"\n')
-    node = tmp_path / "b" / "n1"
-    node.mkdir(parents=True)
-    (node / "hostname.txt").write_text("n1\n")
-    (node / "os_release.txt").symlink_to(secret)
-    os.mkfifo(node / "uname.txt")
-    r = check_bundle(tmp_path / "b", tmp_path)
-    assert r.returncode in (0, 1), r.stderr
-    assert "SECRET-CONTENT" not in r.stdout
+    for name, make in (("os_release.txt", lambda p: p.symlink_to(secret)), ("uname.txt", os.mkfifo),
+                       ("_node.json", lambda p: p.symlink_to(secret))):
+        node = tmp_path / f"b-{name}" / "n1"
+        node.mkdir(parents=True)
+        (node / "hostname.txt").write_text("n1\n")
+        make(node / name)
+        r = check_bundle(node.parent, tmp_path)
+        what = "a symbolic link" if name != "uname.txt" else "a FIFO"
+        assert r.returncode == 2 and f"{node / name}: {what}" in r.stderr and "refused" in r.stderr, r.stderr
+        assert "SECRET-CONTENT" not in r.stdout + r.stderr and "Traceback" not in r.stderr
+
+
+def test_a_bundle_names_the_hosts_it_lists_and_lacks_and_lists_none_twice(tmp_path):
+    """An interrupted --save: _bundle.json lists 3 hosts, the bundle holds 1 (CONSTRUCTED). The 2 others are
+    named, not checked, exit 3 (before: "1 node: 1 healthy", exit 0). A host listed twice is refused."""
+    b = small_bundle(tmp_path / "b")
+    (b / "_bundle.json").write_text(json.dumps({"format": 1, "hosts": ["n1", "n2", "n3"]}))
+    r = check_bundle(b, tmp_path)
+    assert r.returncode == 3, r.stdout + r.stderr
+    nodes = {n["host"]: n for n in json.loads(r.stdout)["nodes"]}
+    assert list(nodes) == ["n1", "n2", "n3"]
+    for h in ("n2", "n3"):
+        (f,) = [f for f in nodes[h]["findings"] if f["area"] == "ssh"]
+        assert f["check"] == "ssh.not-collected" and f["status"] == "error" and "holds no outputs" in f["message"]
+    (b / "_bundle.json").write_text(json.dumps({"format": 1, "hosts": ["n1", "n1"]}))
+    r = check_bundle(b, tmp_path)
+    assert r.returncode == 2 and "host 'n1' is listed twice" in r.stderr, r.stdout + r.stderr
 
 
 def test_wrongly_typed_bundle_metadata_is_a_usage_error(tmp_path):
