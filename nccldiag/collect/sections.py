@@ -274,11 +274,20 @@ def read_bundle(bundle_dir: str) -> List[RawNode]:
     if order is not None and order:
         # a bundle written by nccldiag holds the nodes of its last collection only; the hosts it lists that it
         # does not hold were not collected
-        return [read_node(os.path.join(bundle_dir, e)) if e in dirs else not_collected(listed[e], index) for e in order]
-    dirs.sort()
-    if not dirs and any(e.endswith(".txt") for e in os.listdir(bundle_dir)):
-        return [read_node(bundle_dir)]  # a single node directory
-    return [read_node(os.path.join(bundle_dir, e)) for e in dirs]
+        nodes = [read_node(os.path.join(bundle_dir, e)) if e in dirs else not_collected(listed[e], index)
+                 for e in order]
+    else:
+        dirs.sort()
+        if not dirs and any(e.endswith(".txt") for e in os.listdir(bundle_dir)):
+            return [read_node(bundle_dir)]  # a single node directory
+        nodes = [read_node(os.path.join(bundle_dir, e)) for e in dirs]
+    seen: Dict[str, str] = {}
+    for n, e in zip(nodes, order if order else dirs):
+        if n.host in seen:  # two directories whose _node.json name the same host: which is it?
+            raise ValueError(f"{os.path.join(bundle_dir, e)}: host {n.host!r} again (also {seen[n.host]}): a "
+                             "bundle holds each host once")
+        seen[n.host] = os.path.join(bundle_dir, e)
+    return nodes
 
 
 def check_bundle_dir(bundle_dir: str, option: str) -> None:

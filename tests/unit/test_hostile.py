@@ -112,6 +112,13 @@ def test_a_bundle_names_the_hosts_it_lists_and_lacks_and_lists_none_twice(tmp_pa
     (b / "_bundle.json").write_text(json.dumps({"format": 1, "hosts": ["n1", "n1"]}))
     r = check_bundle(b, tmp_path)
     assert r.returncode == 2 and "host 'n1' is listed twice" in r.stderr, r.stdout + r.stderr
+    # two node directories that name one host (before: "2 nodes", the host judged twice)
+    (b / "_bundle.json").unlink()
+    small_bundle(tmp_path / "c")
+    os.rename(tmp_path / "c" / "n1", b / "n2")
+    (b / "n2" / "_node.json").write_text(json.dumps({"host": "n1"}))
+    r = check_bundle(b, tmp_path)
+    assert r.returncode == 2 and "host 'n1' again" in r.stderr, r.stdout + r.stderr
 
 
 def test_wrongly_typed_bundle_metadata_is_a_usage_error(tmp_path):

@@ -301,3 +301,19 @@ def test_an_ipv6_address_is_named_as_one(spec, shown):
         assert shown in msg and "HostName" in msg and "slot count" not in msg and "node set" not in msg, msg
     with pytest.raises(InventoryError, match="':22' after it would be read as 22 slots"):
         parse("root@[::1]:22\n")
+
+
+def test_five_thousand_copies_of_a_host_are_one_note(tmp_path):
+    """Before: 4,999 'duplicate host' notes. Now one per host given again, and a count past ten hosts."""
+    from nccldiag.collect.session import MOST_DUPLICATE_NOTES, inventory_notes
+
+    f = tmp_path / "hosts"
+    f.write_text("advt01\n" * 5000 + "advt02\n")
+    inv = inventory.build([str(f)], environ={})
+    assert inv.names == ["advt01", "advt02"]
+    assert inventory_notes(inv) == [f"{f}:2: duplicate host advt01 (first at {f}:1), and 4998 more times after "
+                                    f"(last at {f}:5000), checked once"]
+    f.write_text("".join(f"n{i:02d}\nn{i:02d}\n" for i in range(25)))
+    notes = inventory_notes(inventory.build([str(f)], environ={}))
+    assert len(notes) == MOST_DUPLICATE_NOTES + 1 and notes[0] == f"{f}:2: duplicate host n00 (first at {f}:1), checked once"
+    assert notes[-1] == "and 15 more duplicate hosts (25 duplicate entries in all), each checked once"
