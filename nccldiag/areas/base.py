@@ -91,10 +91,15 @@ class Sections(dict):
 
     @classmethod
     def bounded(cls, texts: Mapping[str, Optional[str]], areas: Iterable[Any] = ()) -> "Sections":
-        """``texts`` with each line cut to the ``line_limit`` of its source in ``areas`` (:func:`line_limits`;
-        :data:`LINE_LIMIT` for a text none of them names)."""
-        limits = line_limits(areas)
-        return cls({name: cut_lines(text, limits.get(name, LINE_LIMIT)) for name, text in texts.items()})
+        """:func:`bounded` ``texts``, parsed once for the node."""
+        return cls(bounded(texts, areas))
+
+
+def bounded(texts: Mapping[str, Optional[str]], areas: Iterable[Any] = ()) -> Dict[str, Optional[str]]:
+    """``texts`` with each line cut to the ``line_limit`` of its source in ``areas`` (:func:`line_limits`;
+    :data:`LINE_LIMIT` for a text none of them names)."""
+    limits = line_limits(areas)
+    return {name: cut_lines(text, limits.get(name, LINE_LIMIT)) for name, text in texts.items()}
 
 
 def line_limits(areas: Iterable[Any]) -> Dict[str, int]:

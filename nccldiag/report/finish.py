@@ -19,6 +19,16 @@ from nccldiag.model.findings import clean_text
 from nccldiag.report.outputs import Outputs, reader_may_leave
 
 
+def _cleaned(nodes: Callable[[], Iterable[Dict[str, Any]]]) -> Callable[[], Iterable[Dict[str, Any]]]:
+    """``nodes`` with each node's part cleaned as it is made, none of them held once the next is asked for."""
+    def each() -> Iterable[Dict[str, Any]]:
+        for entry in nodes():
+            entry = clean_text(entry)
+            yield entry
+            entry = None  # let go before the next is made
+    return each
+
+
 def finish(doc: Dict[str, Any], outs: Outputs, view: Optional[Callable[[Dict[str, Any]], None]] = None,
            run_dir: Optional[str] = None, kept: Optional[Callable[[str], None]] = None,
            nodes: Optional[Callable[[], Iterable[Dict[str, Any]]]] = None) -> None:
@@ -36,8 +46,7 @@ def finish(doc: Dict[str, Any], outs: Outputs, view: Optional[Callable[[Dict[str
     """
     doc = clean_text(doc)
     if nodes is not None:
-        made = nodes
-        nodes = lambda: (clean_text(n) for n in made())  # noqa: E731 - each node cleaned as it is made
+        nodes = _cleaned(nodes)
     if view is not None and not outs.stdout_json:
         with reader_may_leave():
             view(doc)
