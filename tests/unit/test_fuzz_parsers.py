@@ -87,7 +87,7 @@ def texts(words: List[str]):
     return st.lists(line, min_size=1, max_size=4).map(lambda ls: "\n".join(ls) + "\n")
 
 
-FUZZ = settings(max_examples=20, deadline=None, derandomize=True, phases=[Phase.generate],
+FUZZ = settings(max_examples=15, deadline=None, derandomize=True, phases=[Phase.generate],
                 suppress_health_check=list(HealthCheck), database=None, verbosity=Verbosity.quiet)
 # the shape of the line that made a 6-node check take 14 minutes (the cost grew with the square of its length),
 # and lines of one character repeated: each once at the line bound, and once four times past it
