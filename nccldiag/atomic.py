@@ -95,8 +95,19 @@ def own_dir(path: str, mode: int = 0o700) -> str:
     """Make ``path`` (and what is missing above it) so that it cannot have existed before; or accept it as it is
     when it is this user's own closed directory (:func:`check_own_dir`). Raises :class:`Unsafe` otherwise."""
     check_parents(path)
-    parent = os.path.dirname(os.path.abspath(path))
-    os.makedirs(parent, mode=0o755, exist_ok=True)
+    missing = []
+    cur = os.path.dirname(os.path.abspath(path))
+    while not os.path.lexists(cur):
+        missing.append(cur)
+        cur = os.path.dirname(cur)
+    for d in reversed(missing):
+        check_parents(d)  # what is above it now: none made meanwhile by another user
+        try:
+            os.mkdir(d, 0o755)
+        except FileExistsError:
+            pass  # made by someone meanwhile: the check below judges it as it is now
+    if missing:  # every directory above exists now, and none is another user's to replace: checked again
+        check_parents(path)
     try:
         os.mkdir(path, mode)
     except FileExistsError:

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Optional, Tuple
 
 from nccldiag.model.errors import InventoryError
+from nccldiag.model.secrets import redact
 
 # A host name or address as it may reach a command line: letters, digits and
 # ``. _ -`` only (IPv4 addresses included). Everything else is refused, so that
@@ -56,7 +57,9 @@ def _looks_secret(text: str) -> bool:
 # armour, and the colon-separated fields of shadow, passwd and .pgpass lines (more, or other, than any
 # host, host:N or IPv6 address has).
 _CREDENTIALS = (
-    (".netrc", re.compile(r"(?:^|\s)(?:machine\s+\S+|default)(?:\s+\S+\s+\S+){0,3}?\s+(?:login|password|account)\s+\S")),
+    # curl and ftp read netrc's keywords in any case (MACHINE ... LOGIN ... PASSWORD)
+    (".netrc", re.compile(r"(?:^|\s)(?:machine\s+\S+|default)(?:\s+\S+\s+\S+){0,3}?\s+(?:login|password|account)\s+\S",
+                          re.I)),
     ("a private key", re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----|PuTTY-User-Key-File")),
     ("a shadow file", re.compile(r"^[^:\s]+:[^:\s]*:\d*:\d*:\d*:\d*:\d*:\d*:[^:\s]*$", re.M)),
     ("a passwd file", re.compile(r"^[^:\s]+:[^:\s]*:\d+:\d+:[^:]*:/[^:]*:(?:/[^:]*)?$", re.M)),
@@ -64,12 +67,31 @@ _CREDENTIALS = (
 )
 
 
-def credentials_kind(text: str) -> Optional[str]:
-    """What kind of credentials file ``text`` looks like (``".netrc"``, ``"a private key"``, ...), or None."""
+# the names credential files have where their tools keep them (a token or a password alone on a line is a
+# valid host name: the file's name is what tells it)
+_CREDENTIAL_NAMES = {".netrc": ".netrc", "_netrc": ".netrc", ".pgpass": ".pgpass", ".git-credentials": ".git-credentials",
+                     ".my.cnf": ".my.cnf", ".boto": ".boto", ".s3cfg": ".s3cfg", ".npmrc": ".npmrc",
+                     ".pypirc": ".pypirc", "id_rsa": "a private key", "id_ecdsa": "a private key",
+                     "id_ed25519": "a private key", "id_dsa": "a private key"}
+_CREDENTIAL_PLACES = {(".aws", "credentials"): "an AWS credentials file", (".docker", "config.json"): "a docker config",
+                      ("huggingface", "token"): "a Hugging Face token file"}
+
+
+def credentials_kind(text: str, path: Optional[str] = None) -> Optional[str]:
+    """What kind of credentials file ``text`` (read from ``path``) looks like (``".netrc"``, ``"a private key"``,
+    ...), or None: by its name where its tool keeps it, by its form, or by a token it holds (an AWS key, a
+    GitHub, Hugging Face or Slack token ...: :func:`nccldiag.model.secrets.redact` would mask it)."""
+    if path:
+        base = os.path.basename(path)
+        place = (os.path.basename(os.path.dirname(os.path.abspath(path))), base)
+        if base in _CREDENTIAL_NAMES or place in _CREDENTIAL_PLACES:
+            return _CREDENTIAL_NAMES.get(base) or _CREDENTIAL_PLACES[place]
     words = _COMMENT_RE.sub("", text)  # "# machine room, login nodes" is a hostfile's comment
     for kind, pattern in _CREDENTIALS:
         if pattern.search(words if kind == ".netrc" else text):
             return kind
+    if redact(words) != words:
+        return "a file holding a token"
     return None
 
 
@@ -298,7 +320,9 @@ def parse_line(line: str, where: str) -> Tuple[List[Host], List[str]]:
             spec, _, count = spec.rpartition(":")
             if not count.isdigit():
                 raise InventoryError(
-                    where, f"{_q(spec + ':' + count)}: after ':' expected a slot count (MPICH 'host:N'); use port= for a port"
+                    # what follows the ':' is not quoted: in a 'user:password' line it is the password
+                    where, f"{_q(spec + ':...')}: after ':' expected a slot count (MPICH 'host:N'), found "
+                           f"{len(count)} other character(s) (not shown); use port= for a port"
                 )
             h_slots = int(count)
             if h_slots > MAX_SLOTS:
@@ -382,7 +406,7 @@ def read_hostfile(path: str) -> Inventory:
     except OSError as exc:
         raise InventoryError(path, exc.strerror or str(exc)) from None
     text = text[1:] if text.startswith("\ufeff") else text  # a BOM, as Windows editors write
-    kind = credentials_kind(text)
+    kind = credentials_kind(text, path)
     if kind is not None:  # before any of it becomes a host: a password must never be looked up, tried or printed
         shown = kind if kind.startswith("a") else f"a {kind} file"
         raise InventoryError(path, f"not a hostfile: it looks like {shown} (credentials), so nothing of it "

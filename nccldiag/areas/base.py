@@ -21,12 +21,23 @@ collector per file in node_exporter). It declares:
 
 Parsers must tolerate tabs turned into spaces, trailing blanks, missing
 sections (``None``), empty and truncated output: they never raise on text.
+Their regular expressions run in time linear in the line, whatever it holds
+(no unanchored ``\\S+`` or lazy ``.*?`` followed by a literal that can be
+retried from every position: ``tests/unit/test_fuzz_parsers.py``). A check
+reads each line of a node's outputs cut to ``Source.line_limit`` characters
+(:class:`Sections`), the cut said in the line itself (:func:`cut_lines`).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 import re
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
+
+
+# The longest line a check reads of a node's output. The kernel's own lines are under 1 KiB, as are those of
+# every tool a source runs; the JSON sources (one object a line) say their own, larger, bound.
+LINE_LIMIT = 4096
+JSON_LINE_LIMIT = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -35,6 +46,22 @@ class Source:
     command: str
     timeout: int = 10
     description: str = ""
+    line_limit: int = LINE_LIMIT  # longer lines are cut (:func:`cut_lines`) before any parser reads them
+
+
+def cut_note(dropped: int) -> str:
+    """What ends a line that was cut: the cut is seen wherever the line is quoted."""
+    return f" [... {dropped} more characters cut by nccldiag]"
+
+
+def cut_lines(text: Optional[str], limit: int = LINE_LIMIT) -> Optional[str]:
+    """``text`` with every line longer than ``limit`` characters cut there, and :func:`cut_note` after it."""
+    if text is None or len(text) <= limit:
+        return text
+    lines = text.split("\n")
+    if max(map(len, lines)) <= limit:
+        return text
+    return "\n".join(l if len(l) <= limit else l[:limit] + cut_note(len(l) - limit) for l in lines)
 
 
 @dataclass
@@ -52,13 +79,37 @@ class NodeFacts:
 class Sections(dict):
     """One node's outputs (``{source name: text or None}``) as the areas of a check read them: a text that
     several areas parse alike (the kernel log, ``nvidia-smi -q``) is parsed once for the node
-    (:func:`parsed`). The parses go with the node."""
+    (:func:`parsed`). The parses go with the node.
+
+    :meth:`bounded` is how a check reads a node: every line cut to its source's ``line_limit``."""
 
     __slots__ = ("parses",)
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.parses: Dict[Tuple[str, Any], Any] = {}
+
+    @classmethod
+    def bounded(cls, texts: Mapping[str, Optional[str]], areas: Iterable[Any] = ()) -> "Sections":
+        """:func:`bounded` ``texts``, parsed once for the node."""
+        return cls(bounded(texts, areas))
+
+
+def bounded(texts: Mapping[str, Optional[str]], areas: Iterable[Any] = ()) -> Dict[str, Optional[str]]:
+    """``texts`` with each line cut to the ``line_limit`` of its source in ``areas`` (:func:`line_limits`;
+    :data:`LINE_LIMIT` for a text none of them names)."""
+    limits = line_limits(areas)
+    return {name: cut_lines(text, limits.get(name, LINE_LIMIT)) for name, text in texts.items()}
+
+
+def line_limits(areas: Iterable[Any]) -> Dict[str, int]:
+    """``{source name: line limit}`` of the areas' ``SOURCES``, and of the sources an area reads beyond them
+    (its ``LINE_LIMITS``: ``check --p2p-test``'s)."""
+    out: Dict[str, int] = {}
+    for a in areas:
+        out.update({s.name: s.line_limit for s in getattr(a, "SOURCES", ())})
+        out.update(getattr(a, "LINE_LIMITS", {}))
+    return out
 
 
 def parsed(raw: Mapping[str, Optional[str]], name: str, parse: Any) -> Any:

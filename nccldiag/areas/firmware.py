@@ -55,8 +55,16 @@ SOURCES = (smiq.SOURCE, FM_SOURCE, VERSIONS_SOURCE, kernlog.SOURCE)
 _INFOROM = re.compile(r"infoROM is corrupted at gpu (\S+)", re.I)
 _FW_LINE = re.compile(r"mlx\d_core (\S+?): firmware version: (\S+)")
 # mlx4/mlx5 and other HCA drivers asking for newer firmware ("LSO not supported, please upgrade to later FW version")
-_FW_OLD = re.compile(r"(?:mlx\d|bnxt|irdma|qed)\w*.*(?:upgrade to (?:a )?(?:later|newer) (?:FW|firmware)|"
-                     r"(?:FW|firmware) (?:version )?\S* ?(?:is )?(?:too old|not supported|older than))", re.I)
+# (the driver's word, then the request after it: two searches, each linear in the line)
+_HCA_DRIVER_WORD = re.compile(r"mlx\d|bnxt|irdma|qed", re.I)
+_FW_OLD = re.compile(r"upgrade to (?:a )?(?:later|newer) (?:FW|firmware)|"
+                     r"(?:FW|firmware) (?:version )?\S* ?(?:is )?(?:too old|not supported|older than)", re.I)
+
+
+def asks_newer_firmware(msg: str) -> bool:
+    """Whether a kernel message of an HCA driver asks for newer firmware."""
+    m = _HCA_DRIVER_WORD.search(msg)
+    return bool(m and _FW_OLD.search(msg, m.end()))
 
 _HCA_WORDS = ("mlx", "bnxt", "irdma", "qed")
 
@@ -218,7 +226,7 @@ def parse(raw) -> FirmwareFacts:
         m = _FW_LINE.search(msg)
         if m:
             f.hca_fw_log[m.group(1).lower()] = m.group(2)
-        elif _FW_OLD.search(msg) and len(f.hca_fw_complaints) < 16:
+        elif asks_newer_firmware(msg) and len(f.hca_fw_complaints) < 16:
             f.hca_fw_complaints.append(kernlog.short(f"{when} {msg}".strip()))
     return f
 

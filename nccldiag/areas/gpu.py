@@ -21,7 +21,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
-from nccldiag.areas.base import NodeFacts, Source, section
+from nccldiag.areas.base import JSON_LINE_LIMIT, NodeFacts, Source, section
 from nccldiag.node import node_program
 from nccldiag.model.findings import Finding, fail, ok, skip, warn
 
@@ -76,7 +76,8 @@ SOURCES = (
     Source("pci_gpus", _PCI_CMD, description="NVIDIA display/3D PCI devices in sysfs, with bound driver"),
     # no NVIDIA driver loaded: nothing for NVML to say, and no interpreter started for it
     Source("nvml", '[ -d "$R/proc/driver/nvidia" ] || exit 0; "${NCCLDIAG_PYTHON:-python3}" -c ' + "'" + _NVML_PY + "'",
-           timeout=30, description="NVML snapshot through nvidia-ml-py (only where the NVIDIA driver is loaded)"),
+           timeout=30, line_limit=JSON_LINE_LIMIT,
+           description="NVML snapshot through nvidia-ml-py (only where the NVIDIA driver is loaded)"),
 )
 
 
@@ -158,15 +159,24 @@ class GpuFacts:
 # ---------------------------------------------------------------- parsers
 
 
+# a bus id starts where a run of hex digits starts: never tried again inside the run, so linear in the text
+_BUS_ID = re.compile(r"(?<![0-9A-Fa-f])(?:([0-9A-Fa-f]+):)?([0-9A-Fa-f]{2}):([0-9A-Fa-f]{2})\.([0-7])")
+
+
 def norm_bus_id(text: Optional[str]) -> Optional[str]:
     """``00000000:53:00.0`` (nvidia-smi) and ``0000:53:00.0`` (sysfs) to one form."""
     if not text:
         return None
-    m = re.search(r"(?:([0-9A-Fa-f]+):)?([0-9A-Fa-f]{2}):([0-9A-Fa-f]{2})\.([0-7])", text.strip())
+    m = _BUS_ID.search(text.strip())
     if not m:
         return None
     dom = int(m.group(1), 16) if m.group(1) else 0
     return f"{dom:04x}:{m.group(2)}:{m.group(3)}.{m.group(4)}".lower()
+
+
+def _no_unit(column: str) -> str:
+    """``memory.total`` from ``memory.total [MiB]``."""
+    return column[:column.index("[")].rstrip() if column.endswith("]") and "[" in column else column
 
 
 def _int(text: Optional[str]) -> Optional[int]:
@@ -203,7 +213,7 @@ def parse_query_csv(text: Optional[str]) -> tuple:
             continue
         cells = [c.strip() for c in cells]
         if cells and cells[0] == "index":
-            columns = [re.sub(r"\s*\[.*?\]$", "", c) for c in cells]
+            columns = [_no_unit(c) for c in cells]
             continue
         if len(cells) < 2 or not cells[0].isdigit():
             errors.append(line)
@@ -227,7 +237,14 @@ def parse_query_csv(text: Optional[str]) -> tuple:
     return gpus, driver, ("\n".join(errors[:10]) or None)
 
 
-_Q_LINE = re.compile(r"^(\s*)([^:]+?)\s*(?::\s*(.*?))?\s*$")
+def _q_line(line: str) -> Optional[Tuple[int, str, Optional[str]]]:
+    """``(indent, key, value)`` of a ``nvidia-smi -q`` line (``    Bus Id : 00000000:53:00.0``); ``value`` is
+    None on a section title (no colon)."""
+    text = line.strip()
+    if not text or text.startswith(":"):
+        return None
+    key, colon, value = text.partition(":")
+    return len(line) - len(line.lstrip()), key.rstrip(), value.strip() if colon else None
 
 
 def parse_smi_q(text: Optional[str]) -> dict:
@@ -249,10 +266,10 @@ def parse_smi_q(text: Optional[str]) -> dict:
             gpu = Gpu(index=len(out["gpus"]), bus_id=norm_bus_id(gm.group(1)))
             out["gpus"].append(gpu)
             continue
-        m = _Q_LINE.match(line.replace("\t", "    "))
-        if not m:
+        q = _q_line(line.replace("\t", "    "))
+        if q is None:
             continue
-        indent, key, value = len(m.group(1)), m.group(2).strip(), m.group(3)
+        indent, key, value = q
         if indent == 0:
             stack = []
             if key == "Driver Version":

@@ -192,7 +192,7 @@ def _rate_detail(text: Optional[str]) -> str:
     """`` (4X NDR)`` from ``400 Gb/sec (4X NDR)``, `` (1X 25.0 Gbps)`` from ibv_devinfo's width and speed."""
     if not text:
         return ""
-    m = re.search(r"\(([^)]*)\)", text)
+    m = re.search(r"\(([^()]*)\)", text)
     if m:
         return f" ({m.group(1)})"
     return f" ({text})" if re.search(r"\dX\b", text) else ""
@@ -219,10 +219,19 @@ def _split_coded(text: str) -> Tuple[Optional[int], str]:
     m = re.match(r"^(\d+)\s*:\s*(.*)$", text)
     if m:
         return int(m.group(1)), m.group(2).strip()
-    m = re.match(r"^(.*?)\s*\((\d+)\)$", text)
+    m = re.match(r"^(.*)\((\d+)\)$", text)
     if m:
         return int(m.group(2)), m.group(1).strip()
     return None, text
+
+
+_CODE_AT_END = re.compile(r"\(\d+\)$")
+
+
+def _without_code(text: str) -> str:
+    """``InfiniBand`` from ``InfiniBand (0)``."""
+    m = _CODE_AT_END.search(text)
+    return text[:m.start()].rstrip() if m else text
 
 
 def norm_state(text: Optional[str]) -> Optional[str]:
@@ -414,7 +423,7 @@ def parse_sysfs(text: Optional[str]) -> Ports:
 
 _CA = re.compile(r"^\s*CA '([^']+)'")
 _IBSTATUS = re.compile(r"^\s*Infiniband device '([^']+)' port (\d+) status:")
-_KV = re.compile(r"^\s*([A-Za-z][A-Za-z _]*?)\s*:\s*(.*)$")
+_KV = re.compile(r"^\s*([A-Za-z][A-Za-z _\s]*):\s*(.*)$")  # the key ends at the first ':' (strip it)
 
 
 def parse_ibstat(text: Optional[str]) -> Ports:
@@ -556,7 +565,7 @@ def parse_ibv_devinfo(text: Optional[str]) -> Ports:
     for k, p in ports.items():
         a = attrs.get(p.device, {})
         p.fw_ver = a.get("fw_ver") or None
-        p.transport = re.sub(r"\s*\(\d+\)$", "", a.get("transport", "")) or None
+        p.transport = _without_code(a.get("transport", "")) or None
         p.board_id = a.get("board_id") or None
         p.node_guid = a.get("node_guid") or None
         part = a.get("vendor_part_id", "")
@@ -609,19 +618,40 @@ def parse_show_gids(text: Optional[str]) -> Ports:
     return ports
 
 
-_IBDEV2NETDEV = re.compile(r"^\s*(?:[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:\S+\s+)?(\S+)\b.*?\bport\s+(\d+)\b.*?==>\s*(\S+)(?:\s+\((\w+)\))?")
+# "[0000:3b:00.0 ]mlx5_0 port 1 ==> ibp26s0 (Down)", read in linear time: the device (its first token after an
+# optional PCI address, up to its last word character), the first "port N" after it, the netdev after "==>"
+_IBDEV2NETDEV_BDF = re.compile(r"[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:")
+_IBDEV2NETDEV_DEVICE = re.compile(r"\S*\w")
+_IBDEV2NETDEV_PORT = re.compile(r"\bport\s+(\d+)\b")
+_IBDEV2NETDEV_NETDEV = re.compile(r"\s*(\S+)(?:\s+\((\w+)\))?")
+
+
+def _ibdev2netdev_line(line: str) -> Optional[Tuple[str, int, str, Optional[str]]]:
+    """``(device, port, netdev, netdev state)`` of one ``ibdev2netdev`` line."""
+    left, arrow, right = line.partition("==>")
+    words = left.split()
+    if not arrow or not words:
+        return None
+    if len(words) > 1 and _IBDEV2NETDEV_BDF.match(words[0]):
+        words = words[1:]
+    device = _IBDEV2NETDEV_DEVICE.match(words[0])
+    port = _IBDEV2NETDEV_PORT.search(left, left.index(words[0]) + device.end()) if device else None
+    netdev = _IBDEV2NETDEV_NETDEV.match(right)
+    if not (port and netdev):
+        return None
+    return device.group(0), int(port.group(1)), netdev.group(1), netdev.group(2)
 
 
 def parse_ibdev2netdev(text: Optional[str]) -> Ports:
     """``mlx5_0 port 1 ==> ibp26s0 (Down)``: the netdev of each port and the netdev's link state."""
     ports: Ports = {}
     for line in _lines(text):
-        m = _IBDEV2NETDEV.match(line)
-        if not m:
+        got = _ibdev2netdev_line(line)
+        if not got:
             continue
-        p = _get(ports, m.group(1), int(m.group(2)), "ibdev2netdev")
-        p.netdev = m.group(3)
-        p.netdev_state = m.group(4)
+        p = _get(ports, got[0], got[1], "ibdev2netdev")
+        p.netdev = got[2]
+        p.netdev_state = got[3]
         p.lines.append(f"ibdev2netdev: {line.split('#')[0].strip()}")
     return ports
 

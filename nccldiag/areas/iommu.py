@@ -58,13 +58,21 @@ _ACTIVE = re.compile(
     r"DMAR: IOMMU enabled|Intel\(R\) Virtualization Technology for Directed I/O|Intel-IOMMU: enabled"
     r"|DMAR: dmar\d+: Using Queued invalidation|AMD-Vi: Found IOMMU|Detected AMD IOMMU"
     r"|AMD-Vi: IOMMU performance counters supported|AMD-Vi: Interrupt remapping enabled"
-    r"|AMD-Vi: Lazy IO/TLB flushing enabled|arm-smmu(?:-v3)?\S*: (?:probing hardware|\S+ SMMUv)",
+    r"|AMD-Vi: Lazy IO/TLB flushing enabled|(?<!\S)arm-smmu(?:-v3)?\S*: (?:probing hardware|\S+ SMMUv)",
     re.I,
 )
 _HW = re.compile(r"\bDMAR\b|AMD-Vi|arm-smmu|\bIVRS\b", re.I)
 _DISABLED = re.compile(r"DMAR: IOMMU disabled|AMD-Vi: AMD IOMMU disabled|IOMMU disabled by BIOS", re.I)
 _DOMAIN = re.compile(r"Default domain type:\s*(\w+)(.*)$", re.I)
-_FAULT = re.compile(r"IO_PAGE_FAULT|DMAR: \[DMA (?:Read|Write)|DRHD: handling fault|DMAR:.*PTE (?:Read|Write) access is not set", re.I)
+_FAULT = re.compile(r"IO_PAGE_FAULT|DMAR: \[DMA (?:Read|Write)|DRHD: handling fault", re.I)
+_PTE_FAULT = re.compile(r"PTE (?:Read|Write) access is not set", re.I)  # after a "DMAR:"
+
+
+def _fault(line: str) -> bool:
+    if _FAULT.search(line):
+        return True
+    m = _PTE_FAULT.search(line)
+    return bool(m and "dmar:" in line[:m.start()].lower())
 _UNKNOWN_OPT = re.compile(r"AMD-Vi: Unknown option - '([^']*)'")
 _DMAR_UNIT = re.compile(r"\bDMAR: (dmar\d+): reg_base_addr")
 
@@ -144,7 +152,7 @@ def parse_dmesg(text: str, f: IommuFacts) -> None:
         line = _clean(raw_line)
         if not line:
             continue
-        if _FAULT.search(line):
+        if _fault(line):
             f.fault_lines.append(line)
             continue
         m = _DOMAIN.search(line)

@@ -150,7 +150,7 @@ def parse_limits_conf(text: Optional[str]) -> List[ConfLine]:
 # `grep . /sys/devices/system/cpu/cpu*/cpufreq/scaling_governor`: "<path>:<governor>" per CPU.
 _GREP_GOVERNOR = re.compile(r"^\S*scaling_governor:\s*(\S+)$")
 # bash's `ulimit -a`: "max locked memory           (kbytes, -l) 64", "open files                      (-n) 1024"
-_ULIMIT_A = re.compile(r"^\s*(?P<label>[a-z][a-z ]*?)\s+\((?:(?P<unit>[a-z]+),\s*)?-(?P<opt>[a-zA-Z])\)\s+(?P<v>\S+)\s*$")
+_ULIMIT_A = re.compile(r"^\s*(?P<label>[a-z](?:[a-z ]*[a-z])?)\s+\((?:(?P<unit>[a-z]+),\s*)?-(?P<opt>[a-zA-Z])\)\s+(?P<v>\S+)\s*$")
 
 
 def parse_governors(text: Optional[str]) -> Dict[str, int]:

@@ -182,7 +182,7 @@ def parse_errors(text: Optional[str]) -> Tuple[Optional[Dict[str, Dict[str, int]
     return out, lines
 
 
-_FM_VERSION = re.compile(r"(?:Fabric Manager version(?: is)?\s*:?\s*)(\d+\.\d+(?:\.\d+)?)")
+_FM_VERSION = re.compile(r"(?:Fabric Manager version(?: is)?\s*(?::\s*)?)(\d+\.\d+(?:\.\d+)?)")
 # systemctl status: "Active: active (running) since ...", "Active: activating (auto-restart) (Result: exit-code)"
 _ACTIVE = re.compile(r"^Active:\s+([a-z-]+)(?:\s+\(([^)]{0,40})\))?")
 _ACTIVE_STATE = {"active": "running", "failed": "failed", "inactive": "stopped", "activating": "restarting",

@@ -17,7 +17,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
-from nccldiag.areas.base import NodeFacts, Source, section
+from nccldiag.areas.base import JSON_LINE_LIMIT, NodeFacts, Source, section
 from nccldiag.node import node_program
 from nccldiag.areas.pcie import node_gpus
 from nccldiag.model.findings import Finding, fail, ok, skip, warn
@@ -34,6 +34,7 @@ SOURCES = (
         'command -v "$p" >/dev/null 2>&1 || { echo "python-missing: $p"; exit 0; }; '
         f"\"$p\" -c '{_PROBE.strip()}'",
         timeout=30,
+        line_limit=JSON_LINE_LIMIT,  # one JSON object a line
         description="interpreter, torch, CUDA, NCCL, torch.distributed backends and mpi4py as the probe will see them",
     ),
 )

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from nccldiag.node import p2pcopy
-from nccldiag.areas.base import NodeFacts, Source, section
+from nccldiag.areas.base import JSON_LINE_LIMIT, NodeFacts, Source, section
 from nccldiag.model.findings import Finding, error, fail, ok, skip, warn
 
 NAME = "topology"
@@ -54,8 +54,11 @@ def _p2p_test_command(size_mib: int = 32, iters: int = 5) -> str:
 
 def p2p_test_sources() -> Tuple[Source, ...]:
     """The extra source that ``check --p2p-test`` adds to the collection."""
-    return (Source("p2p_copy", _p2p_test_command(), timeout=120,
+    return (Source("p2p_copy", _p2p_test_command(), timeout=120, line_limit=JSON_LINE_LIMIT,
                    description="verified, timed copies between every GPU pair (torch)"),)
+
+
+LINE_LIMITS = {"p2p_copy": JSON_LINE_LIMIT}  # read when check --p2p-test collected it: one JSON line
 
 # Connection kinds of ``topo -m``, nearest first (NV# sorts before all).
 PCIE_KINDS = ("PIX", "PXB", "PHB", "NODE", "SYS")

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 
 def _lines(text: Optional[str]) -> List[str]:
@@ -30,6 +30,30 @@ class PerftestResult:
         return self.rows[-1]["average"] if self.rows else None
 
 
+_RUN = re.compile(r"[A-Za-z .]+:?")  # a run of a key's characters, and the colon after it
+_VALUE = re.compile(r"\s*(\S+)")
+
+
+def _fields(line: str) -> List[Tuple[str, str]]:
+    """``[(key, value)]`` of a header line (``Device : mlx5_0  Link type : IB``), in one pass: each run of a
+    key's characters is read once, so the line costs linear time whatever it holds."""
+    out: List[Tuple[str, str]] = []
+    pos = 0
+    while True:
+        m = _RUN.search(line, pos)
+        if not m:
+            return out
+        pos = m.end()
+        key = m.group(0)
+        if not key.endswith(":"):
+            continue
+        key = key[:-1].lstrip(" .").rstrip()
+        v = _VALUE.match(line, pos)
+        if key and v:
+            out.append((key, v.group(1)))
+            pos = v.end()
+
+
 def parse_perftest(text: Optional[str]) -> PerftestResult:
     """The header fields and result rows of a perftest run.
 
@@ -45,8 +69,8 @@ def parse_perftest(text: Optional[str]) -> PerftestResult:
         if re.search(r"\bBW Test\b|\bLat(?:ency)? Test\b", s) and r.test is None:
             r.test = s
             continue
-        for key, val in re.findall(r"([A-Za-z][A-Za-z .]*?)\s*:\s*(\S+(?:\[[^\]]*\])?)", s):
-            key = key.strip().lower()
+        for key, val in _fields(s):
+            key = key.lower()
             if key == "device":
                 r.device = val
             elif key == "link type":

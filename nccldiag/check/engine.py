@@ -11,7 +11,7 @@ from types import ModuleType
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from nccldiag.areas import kind
-from nccldiag.areas.base import NodeFacts, Sections
+from nccldiag.areas.base import NodeFacts, Sections, bounded
 from nccldiag.model.raw import RawNode, ReleasedNode
 from nccldiag.model.findings import Finding, Status, error, skip, worst
 from nccldiag.model.findings import exit_code as findings_exit_code
@@ -113,7 +113,8 @@ def analyze_node(raw: RawNode, areas: Sequence[ModuleType], options: Optional[Ma
         cut = _cut_sources(raw, area)
         if cut:  # judged on part of its output, an area could pass (or fail) for what never came
             report.findings.append(_not_checked(raw, area, cut))
-    sections = Sections(raw.sections)  # what several areas parse alike is parsed once
+    # every line bounded; what several areas parse alike is parsed once
+    sections = Sections(bounded(raw.sections, node_areas))
     for area in node_areas:
         try:
             node.facts[area.NAME] = area.parse(sections)

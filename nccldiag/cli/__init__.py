@@ -28,9 +28,17 @@ from nccldiag.model.findings import EXIT_INTERNAL, clean_text
 class Terminated(KeyboardInterrupt):
     """SIGTERM: handled as Ctrl-C is (queued work cancelled, the run's processes and directories removed)."""
 
+    code, said = 143, "terminated"
+
+
+class HungUp(Terminated):
+    """SIGHUP (the terminal or the SSH session that ran nccldiag went away): handled as SIGTERM is."""
+
+    code, said = 129, "hung up (SIGHUP)"
+
 
 def _on_sigterm(signum, frame):
-    raise Terminated()
+    raise HungUp() if signum == signal.SIGHUP else Terminated()
 
 
 # What a stdout that takes no more says: a full disk, a quota, a file too large, an I/O error.
@@ -98,11 +106,12 @@ class _Stdout(io.TextIOBase):
 
 class _Group(click.Group):
     def invoke(self, ctx):
-        try:
-            if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
-                signal.signal(signal.SIGTERM, _on_sigterm)
-        except ValueError:  # not the main thread (embedded use): SIGTERM keeps its default
-            pass
+        for signum in (signal.SIGTERM, signal.SIGHUP):  # one ignored (nohup) stays ignored
+            try:
+                if signal.getsignal(signum) is signal.SIG_DFL:
+                    signal.signal(signum, _on_sigterm)
+            except ValueError:  # not the main thread (embedded use): the signal keeps its default
+                pass
         real = sys.stdout
         sys.stdout = _Stdout(real)
         try:
@@ -124,8 +133,11 @@ class _Group(click.Group):
         except KeyboardInterrupt as exc:
             # a second Ctrl-C during clean-up lands here too: no traceback either way
             term = isinstance(exc, Terminated)
-            click.echo("nccldiag: terminated" if term else "nccldiag: interrupted", err=True)
-            ctx.exit(143 if term else 130)
+            try:  # after a hang-up the terminal may take nothing more
+                click.echo(f"nccldiag: {exc.said}" if term else "nccldiag: interrupted", err=True)
+            except OSError:
+                pass
+            ctx.exit(exc.code if term else 130)
         except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort):
             raise
         except Exception as exc:  # a bug in nccldiag: never reported as a verdict on a node

@@ -12,6 +12,7 @@ from nccldiag.cli.options import (
     workers_option,
 )
 from nccldiag.model.errors import UsageError
+from nccldiag.model.findings import clean_text
 
 
 @click.command("collect", context_settings=CONTEXT)
@@ -41,12 +42,12 @@ def collect(out_dir, print_script, only, skip, **kw):
         raws, _notes = run_collection(kw, areas_sel, out_dir, mesh_mode="none", not_saved=not_saved,
                                       target=target.collection_target())
     for note in trust_notes(raws):
-        click.echo(f"nccldiag: note: {note}", err=True)
+        click.echo(clean_text(f"nccldiag: note: {note}"), err=True)
     failed = [r for r in raws if r.error]
-    for r in failed:
-        click.echo(f"nccldiag: {r.host}: {r.error['message']}", err=True)
+    for r in failed:  # what a node (or whatever answered on its address) said: cleaned like every report
+        click.echo(clean_text(f"nccldiag: {r.host}: {r.error['message']}"), err=True)
     for host, why in not_saved.items():
-        click.echo(f"nccldiag: {host}: collected but not saved to {out_dir}: {why}", err=True)
+        click.echo(clean_text(f"nccldiag: {host}: collected but not saved to {out_dir}: {why}"), err=True)
     saved = len(raws) - len(set(r.host for r in failed) | set(not_saved))
     click.echo(f"collected {saved} of {len(raws)} nodes into {out_dir}", err=True)
     sys.exit(3 if failed or not_saved else 0)

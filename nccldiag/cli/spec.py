@@ -7,6 +7,7 @@ import click
 
 from nccldiag.cli.options import CONTEXT, areas, host_options, import_torch_option, slurm_options, transport_option
 from nccldiag.model.errors import UsageError
+from nccldiag.model.findings import clean_text
 
 
 @click.group("spec", context_settings=CONTEXT)
@@ -59,7 +60,7 @@ def init(bundle, output, **kw):
     nodes = []
     for n in report.nodes:
         if not n.reachable:
-            click.echo(f"nccldiag: spec init: {n.host}: not read ({_why(n)}); left out of the spec", err=True)
+            click.echo(clean_text(f"nccldiag: spec init: {n.host}: not read ({_why(n)}); left out of the spec"), err=True)
             continue
         failing = sorted({f.check for f in n.findings if f.status.value in ("fail", "error")})
         if failing:
@@ -74,7 +75,7 @@ def init(bundle, output, **kw):
 
     derived = derive.derive(nodes, source, derive.line_rates(nodes, expected.expect))
     for note in derived.disagreements:
-        click.echo(f"nccldiag: spec init: {note}", err=True)
+        click.echo(clean_text(f"nccldiag: spec init: {note}"), err=True)
     if output:
         from nccldiag import atomic
 
@@ -97,16 +98,17 @@ def show(path):
     if not path:
         raise UsageError(f"spec show needs a file (PATH or ${model.ENV})")
     s = model.load(path)
+    say = lambda text, err=False: click.echo(clean_text(text), err=err)  # noqa: E731 - keys are the file's text
     for e in s.expects:
-        click.echo(f"{s.ref(e.line)}: {e.key} -> {e.field.check}")
+        say(f"{s.ref(e.line)}: {e.key} -> {e.field.check}")
     for r in s.severity:
-        click.echo(f"{s.ref(r.line)}: [severity] {r.check} = {r.level}")
+        say(f"{s.ref(r.line)}: [severity] {r.check} = {r.level}")
     for key, (gbps, ref) in s.bandwidth.items():
-        click.echo(f"{ref}: [bandwidth] {key} = {gbps:g} GB/s -> the probe's expected busbw")
+        say(f"{ref}: [bandwidth] {key} = {gbps:g} GB/s -> the probe's expected busbw")
     for key, (limit, ref) in s.thresholds.items():
-        click.echo(f"{ref}: [thresholds] {key} = {limit:g}")
-    click.echo(f"{path}: {len(s.expects)} keys, {len(s.severity)} severity rules, {len(s.bandwidth)} bandwidth "
-               f"figures, {len(s.thresholds)} thresholds", err=True)
+        say(f"{ref}: [thresholds] {key} = {limit:g}")
+    say(f"{path}: {len(s.expects)} keys, {len(s.severity)} severity rules, {len(s.bandwidth)} bandwidth "
+        f"figures, {len(s.thresholds)} thresholds", err=True)
 
 
 def _why(node) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 from typing import Dict, List, Optional, Sequence
 
 from nccldiag.atomic import NotRegular, TooLarge, Unsafe, check_output_dir, create_new, own_dir, read_regular, write_text
@@ -179,10 +180,25 @@ def _check_host(host: str, where: str) -> None:
         raise ValueError(str(exc)) from None
 
 
+def _refuse_irregular(path: str) -> None:
+    """Raise ValueError if ``path`` exists and is anything but a regular file (a link, a FIFO, a device): a
+    bundle nccldiag writes holds regular files only, and one that holds anything else is no bundle to judge."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return
+    if not stat.S_ISREG(st.st_mode):
+        what = ("a symbolic link" if stat.S_ISLNK(st.st_mode) else "a FIFO" if stat.S_ISFIFO(st.st_mode)
+                else "a directory" if stat.S_ISDIR(st.st_mode) else "a device or socket")
+        raise ValueError(f"{path}: {what}, where a bundle holds a regular file: refused, nothing of it read")
+
+
 def read_node(node_dir: str) -> RawNode:
-    """One node of a bundle. Only regular files are read; ``_node.json`` is checked field by field."""
+    """One node of a bundle. Only regular files are read (anything else is refused); ``_node.json`` is checked
+    field by field."""
     meta: dict = {}
     meta_path = os.path.join(node_dir, NODE_META)
+    _refuse_irregular(meta_path)
     text = _read_regular(meta_path, 1024 * 1024)
     if text is not None:
         try:
@@ -205,6 +221,7 @@ def read_node(node_dir: str) -> RawNode:
     sections: Dict[str, str] = {}
     for entry in sorted(os.listdir(node_dir)):
         if entry.endswith(".txt") and SECTION_NAME.match(entry[:-4]):
+            _refuse_irregular(os.path.join(node_dir, entry))
             content = _read_regular(os.path.join(node_dir, entry), MAX_SECTION_BYTES)
             if content is not None:
                 sections[entry[:-4]] = content
@@ -219,28 +236,58 @@ def read_node(node_dir: str) -> RawNode:
     )
 
 
+NOT_COLLECTED = "not-collected"  # a host the bundle lists, with no outputs in it
+NOT_COLLECTED_FIX = ("The collection that wrote the bundle ended before this host (interrupted, or the host was "
+                     "never reached): collect it again (nccldiag collect, or check --save).")
+
+
+def not_collected(host: str, where: str = "_bundle.json") -> RawNode:
+    """A host a bundle (or a run's ``run.json``, ``where``) lists but holds no outputs of: not checked."""
+    _check_host(host, where)
+    return RawNode(host=host, error={"kind": NOT_COLLECTED, "fix": NOT_COLLECTED_FIX,
+                                     "message": "listed in the bundle's _bundle.json, but the bundle holds no "
+                                                "outputs of it: not checked"})
+
+
 def read_bundle(bundle_dir: str) -> List[RawNode]:
-    """All nodes of a bundle, in the order recorded in ``_bundle.json`` if present."""
+    """All nodes of a bundle, in the order recorded in ``_bundle.json`` if present; a host it lists but holds
+    no directory of is not collected (:data:`NOT_COLLECTED`), never left out."""
     if not os.path.isdir(bundle_dir):
         raise FileNotFoundError(f"{bundle_dir}: not a directory")
     order: Optional[List[str]] = None
     index = os.path.join(bundle_dir, "_bundle.json")
+    listed: Dict[str, str] = {}  # directory name -> host, as _bundle.json lists them
     if os.path.exists(index):
         hosts = read_bundle_index(bundle_dir).get("hosts", [])
         if not isinstance(hosts, list) or not all(isinstance(h, str) for h in hosts):
             raise ValueError(f"{index}: 'hosts' should be a list of host names")
-        order = [_dirname(h) for h in hosts]
+        for h in hosts:
+            _check_host(h, index)
+            if _dirname(h) in listed:
+                raise ValueError(f"{index}: host {h!r} is listed twice (as {listed[_dirname(h)]!r} before): "
+                                 "a bundle nccldiag writes lists each host once")
+            listed[_dirname(h)] = h
+        order = list(listed)
     # hidden directories are nodes being written (or a write that failed)
     dirs = [e for e in os.listdir(bundle_dir) if not e.startswith(".")
             and os.path.isdir(os.path.join(bundle_dir, e)) and not os.path.islink(os.path.join(bundle_dir, e))]
     if order is not None and order:
-        # a bundle written by nccldiag holds the nodes of its last collection only
-        dirs = [e for e in order if e in dirs]
+        # a bundle written by nccldiag holds the nodes of its last collection only; the hosts it lists that it
+        # does not hold were not collected
+        nodes = [read_node(os.path.join(bundle_dir, e)) if e in dirs else not_collected(listed[e], index)
+                 for e in order]
     else:
         dirs.sort()
-    if not dirs and any(e.endswith(".txt") for e in os.listdir(bundle_dir)):
-        return [read_node(bundle_dir)]  # a single node directory
-    return [read_node(os.path.join(bundle_dir, e)) for e in dirs]
+        if not dirs and any(e.endswith(".txt") for e in os.listdir(bundle_dir)):
+            return [read_node(bundle_dir)]  # a single node directory
+        nodes = [read_node(os.path.join(bundle_dir, e)) for e in dirs]
+    seen: Dict[str, str] = {}
+    for n, e in zip(nodes, order if order else dirs):
+        if n.host in seen:  # two directories whose _node.json name the same host: which is it?
+            raise ValueError(f"{os.path.join(bundle_dir, e)}: host {n.host!r} again (also {seen[n.host]}): a "
+                             "bundle holds each host once")
+        seen[n.host] = os.path.join(bundle_dir, e)
+    return nodes
 
 
 def check_bundle_dir(bundle_dir: str, option: str) -> None:

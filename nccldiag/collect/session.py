@@ -88,8 +88,25 @@ def index_bundle(save_dir: str, hosts: List[str], transport: str, area_names: Li
         raise UsageError(f"--save/-o {save_dir}: cannot write the bundle: {exc.strerror or exc}") from None
 
 
+MOST_DUPLICATE_NOTES = 10  # hosts named one a line; the rest counted in one more line
+
+
 def inventory_notes(inv) -> List[str]:
-    return [f"{where}: duplicate host {name} (first at {first}), checked once" for name, where, first in inv.duplicates]
+    """One note per host given more than once (how many more times, and where first), at most
+    :data:`MOST_DUPLICATE_NOTES` of them and a line counting the rest: 5,000 copies of a host are one line."""
+    by_name: Dict[str, List[Tuple[str, str]]] = {}
+    for name, where, first in inv.duplicates:
+        by_name.setdefault(name, []).append((where, first))
+    notes = []
+    for name, seen in list(by_name.items())[:MOST_DUPLICATE_NOTES]:
+        (where, first), more = seen[0], len(seen) - 1
+        again = f", and {more} more time{'s' if more > 1 else ''} after (last at {seen[-1][0]})" if more else ""
+        notes.append(f"{where}: duplicate host {name} (first at {first}){again}, checked once")
+    rest = len(by_name) - MOST_DUPLICATE_NOTES
+    if rest > 0:
+        notes.append(f"and {rest} more duplicate host{'s' if rest > 1 else ''} ({len(inv.duplicates)} duplicate "
+                     "entries in all), each checked once")
+    return notes
 
 
 def from_bundle(bundle: str, areas_sel: Sequence, only_given: bool) -> Tuple[List[RawNode], List]:

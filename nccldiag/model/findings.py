@@ -13,6 +13,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
+from nccldiag.model.secrets import redact
+
 
 class Status(str, enum.Enum):
     """Outcome of one check. Ordered by severity (see ``SEVERITY``)."""
@@ -53,24 +55,26 @@ _suspect = _SUSPECT.search
 
 
 def clean_text(value: Any) -> Any:
-    """``value`` with terminal escapes and control characters removed, and invisible formatting characters
-    (bidi, zero-width) shown as their code: strings, and lists, tuples and dicts of them (keys too), at any
-    depth. Text that needs no cleaning is returned as it is."""
+    """``value`` with terminal escapes and control characters removed, invisible formatting characters
+    (bidi, zero-width) shown as their code, and the secrets it quotes masked (:func:`secrets.redact`):
+    strings, and lists, tuples and dicts of them (keys too), at any depth. Text that needs no cleaning is
+    returned as it is."""
     t = type(value)
     if t is str:
         if value.isprintable() or not _suspect(value):  # printable: none of the characters cleaned here
-            return value
+            return redact(value)
     elif t is list:
-        return [v if type(v) in _CLEAN or (type(v) is str and v.isprintable()) else clean_text(v) for v in value]
+        return [v if type(v) in _CLEAN else redact(v) if type(v) is str and v.isprintable() else clean_text(v)
+                for v in value]
     elif t is dict:
-        return {(k if type(k) is str and k.isprintable() else clean_text(k)):
-                (v if type(v) in _CLEAN or (type(v) is str and v.isprintable()) else clean_text(v))
+        return {(redact(k) if type(k) is str and k.isprintable() else clean_text(k)):
+                (v if type(v) in _CLEAN else redact(v) if type(v) is str and v.isprintable() else clean_text(v))
                 for k, v in value.items()}
     if isinstance(value, str):
         if not _suspect(value):
-            return value
+            return redact(value)
         value = _CONTROLS.sub("", _ESCAPES.sub("", value))
-        return _INVISIBLE.sub(lambda m: f"\\u{ord(m.group()):04x}", value)
+        return redact(_INVISIBLE.sub(lambda m: f"\\u{ord(m.group()):04x}", value))
     if isinstance(value, (list, tuple)):
         return type(value)(clean_text(v) for v in value)
     if isinstance(value, dict):

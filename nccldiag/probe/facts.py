@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any, Callable, Dict, Optional, Sequence
 
 from nccldiag.areas import gpu, infiniband, nvlink
+from nccldiag.areas.base import Sections
 from nccldiag.collect import script, sections
 from nccldiag.transport.nodes import run_all
 
@@ -33,8 +34,9 @@ def parse(text: str, mark: str) -> Dict[str, Any]:
 def from_sections(secs: Dict[str, Any]) -> Dict[str, Any]:
     """Area facts from the sources' texts; the nvlink area reads the same ``nvidia-smi nvlink --status``
     text as the gpu area (for a site spec's NVLink keys)."""
-    out = {key: area.parse({n: secs.get(n) for n in names}) for key, (area, names) in SOURCES.items()}
-    out["nvlink"] = nvlink.parse({"nvlink_status": secs.get("nvlink_status")})
+    out = {key: area.parse(Sections.bounded({n: secs.get(n) for n in names}, [area]))
+           for key, (area, names) in SOURCES.items()}
+    out["nvlink"] = nvlink.parse(Sections.bounded({"nvlink_status": secs.get("nvlink_status")}, [nvlink]))
     return out
 
 

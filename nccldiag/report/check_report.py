@@ -116,6 +116,9 @@ def render_slurm(section: Dict, con: Console) -> None:
         return
     applied = section.get("applied") or []
     drained = {a["node"] for a in applied if a["action"] == "drain" and a["ok"]}
+    for node, hosts in sorted((section.get("shared") or {}).items()):
+        con.print(Text.assemble("  slurm: ", (str(node), "cyan"), f" left alone: {len(hosts)} hosts match it ("
+                                f"{', '.join(map(str, hosts))}); which of them it is cannot be told"))
     if section.get("to_drain"):
         con.print()
         con.print(Text("Slurm nodes to drain:", style="bold"))

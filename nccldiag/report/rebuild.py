@@ -66,12 +66,23 @@ def _check(path: str, meta: Dict[str, Any]) -> Dict[str, Any]:
         from nccldiag.spec import model
 
         spec = model.load(str(meta["spec"]))
+    have = {r.host for r in raws}
+    listed = meta.get("hosts") if isinstance(meta.get("hosts"), list) else []
+    try:  # the hosts run.json names that never reached the run directory: named, not checked
+        raws += [sections.not_collected(h, f"{path}/{rundir.META}") for h in dict.fromkeys(listed)
+                 if isinstance(h, str) and h not in have]
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    missing = [r.host for r in raws if (r.error or {}).get("kind") == sections.NOT_COLLECTED]
     report = engine.analyze(raws, areas_sel, meta.get("options") or {}, spec=spec)
     diagnosis.attach(report, check=report, spec=spec)
     doc = check_report.to_json(report)
     doc["generated_at"] = meta.get("started") or doc["generated_at"]
     doc.pop("elapsed_s", None)
-    return _incomplete(doc, f"the run stopped before its end: {len(raws)} node(s) had been collected")
+    never = f"; never collected: {', '.join(missing[:20])}" + (f" and {len(missing) - 20} more" if len(missing) > 20
+                                                               else "") if missing else ""
+    return _incomplete(doc, f"the run stopped before its end: {len(raws) - len(missing)} node(s) had been "
+                            f"collected{never}")
 
 
 def _probe(path: str, meta: Dict[str, Any]) -> Dict[str, Any]:

@@ -6,7 +6,7 @@ from typing import Dict, List, Optional, Sequence
 from nccldiag.model.findings import Status
 from nccldiag.model.raw import RawNode
 from nccldiag.slurm import verdicts
-from nccldiag.slurm.nodes import SlurmNode, match_hosts
+from nccldiag.slurm.nodes import SlurmNode, match_hosts, shared_nodes
 
 
 def node_verdicts(report, spec=None) -> List[verdicts.NodeVerdict]:
@@ -28,22 +28,13 @@ def node_verdicts(report, spec=None) -> List[verdicts.NodeVerdict]:
     return out
 
 
-def own_names(report) -> Dict[str, str]:
-    """Each host's own host name, as its system facts report it."""
-    out: Dict[str, str] = {}
-    for n in report.nodes:
-        facts = (n.facts or {}).get("system")
-        name = getattr(facts, "hostname", None)
-        if name:
-            out[n.host] = name
-    return out
-
-
 def names_for(report, raws: Sequence[RawNode], slurm_nodes: Sequence[SlurmNode], addresses=None) -> Dict[str, str]:
-    """Hosts matched to Slurm node names: what srun reported, else name, NodeAddr or the node's own host name."""
+    """Hosts matched to Slurm node names by what Slurm says: the node srun ran the host's step on, else the
+    NodeName, NodeHostName or NodeAddr the host is or resolves to. Never the host name a node reports (its own
+    claim)."""
     names = {r.host: str(r.extra["slurm_node"]) for r in raws if r.extra.get("slurm_node")}
     rest = [n.host for n in report.nodes if n.host not in names]
-    names.update(match_hosts(rest, slurm_nodes, addresses=addresses, own_names=own_names(report)))
+    names.update(match_hosts(rest, slurm_nodes, addresses=addresses))
     known = {n.name for n in slurm_nodes}
     return {h: n for h, n in names.items() if n in known}
 
@@ -71,19 +62,22 @@ def run(report, raws: Sequence[RawNode], drain: bool, drain_unchecked: bool, res
     else:
         addresses = resolve_all([n.host for n in report.nodes], slurm_nodes)
         names = names_for(report, raws, slurm_nodes, addresses)
+    shared = shared_nodes(names)
+    matched = {h: n for h, n in names.items() if n not in shared}  # a node two hosts match is left alone
     vs = node_verdicts(report, spec)
-    planned = verdicts.to_drain(vs, names, drain_unchecked=True)
+    planned = verdicts.to_drain(vs, matched, drain_unchecked=True)
     section = {
         "nodes": names,
+        **({"shared": shared} if shared else {}),
         "to_drain": [a.to_dict() for a in planned if drain_unchecked or not a.reason.startswith(
             verdicts.REASON_PREFIX_UNCHECKED)],
         "applied": [],
     }
     actions: List[verdicts.Action] = []
     if drain:
-        actions.extend(verdicts.to_drain(vs, names, drain_unchecked))
+        actions.extend(verdicts.to_drain(vs, matched, drain_unchecked))
     if resume_healthy:
-        actions.extend(verdicts.to_resume(vs, names, verdicts.index(slurm_nodes)))
+        actions.extend(verdicts.to_resume(vs, matched, verdicts.index(slurm_nodes)))
     if actions:
         section["applied"] = [r.to_dict() for r in client.apply(actions)]
     return section

@@ -1,11 +1,15 @@
 """Slurm's view of its nodes (pure): ``scontrol show node --oneliner`` parsed, hosts matched to node names.
 
 A host in a hostfile may be a Slurm node name, an address or an alias. It is
-matched, in this order, to the node whose NodeName, NodeHostName or NodeAddr
-it is, then to the node whose NodeAddr one of the host's resolved addresses
-is, then to the node whose name is the host's own host name (as the node
-reported it). A host that matches nothing has no Slurm node, and nccldiag
-never drains or resumes on its behalf.
+matched by what Slurm and this machine say, never by what the node says: to
+the node whose NodeName, NodeHostName or NodeAddr it is, then to the node
+whose NodeAddr one of the host's resolved addresses is (a Slurm step's own
+node, when the collection ran through srun, comes first: ``feedback.py``).
+The host name a node reports is its own claim: a failing node that calls
+itself by a healthy node's name would get that node drained. A host that
+matches nothing has no Slurm node, and nccldiag never drains or resumes on
+its behalf; nor does it for a Slurm node that two hosts match
+(:func:`shared_nodes`).
 """
 from __future__ import annotations
 
@@ -84,12 +88,10 @@ def match_hosts(
     hosts: Sequence[str],
     nodes: Sequence[SlurmNode],
     addresses: Optional[Mapping[str, Iterable[str]]] = None,
-    own_names: Optional[Mapping[str, str]] = None,
 ) -> Dict[str, str]:
     """``{host: Slurm node name}`` for every host that is a Slurm node.
 
-    ``addresses`` maps a host to the addresses it resolves to; ``own_names``
-    a host to the host name the node itself reported.
+    ``addresses`` maps a host to the addresses it resolves to on this machine.
     """
     by_name = {n.name: n for n in nodes}
     by_hostname = {n.hostname: n for n in nodes if n.hostname}
@@ -99,10 +101,15 @@ def match_hosts(
         found = by_name.get(h) or by_hostname.get(h) or by_addr.get(h)
         if found is None and addresses:
             found = next((by_addr[a] for a in addresses.get(h, ()) if a in by_addr), None)
-        if found is None and own_names and own_names.get(h):
-            own = own_names[h]
-            short = own.split(".")[0]
-            found = by_name.get(own) or by_name.get(short) or by_hostname.get(own) or by_hostname.get(short)
         if found is not None:
             out[h] = found.name
     return out
+
+
+def shared_nodes(names: Mapping[str, str]) -> Dict[str, List[str]]:
+    """``{Slurm node: [hosts]}`` for every node that more than one host of ``names`` (``{host: node}``) maps to:
+    which of them is the node cannot be told, so none of them drains or resumes it."""
+    hosts: Dict[str, List[str]] = {}
+    for h, n in names.items():
+        hosts.setdefault(n, []).append(h)
+    return {n: hs for n, hs in hosts.items() if len(hs) > 1}

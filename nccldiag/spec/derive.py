@@ -60,18 +60,20 @@ def _key_lines(f: F.Field, nodes, model: Optional[str], notes: List[str]) -> Tup
     where = f.where(model)
     if not seen:
         why = "not read on " + ", ".join(_short(unread)) if unread else "nothing to read it from"
-        return [f"# {name} = ?  # {f.doc}: {why}"], 0
+        return [f"# {name} = ?  # {tomlfile.comment(f'{f.doc}: {why}')}"], 0
     if len(seen) == 1:
         (v, _hosts), = seen.items()
         tail = f"; not read on {', '.join(_short(unread))}" if unread else ""
-        return [f"{tomlfile.key(name)} = {tomlfile.value(_shown(f, v))}  # {f.doc}{tail}"], 1
+        return [f"{tomlfile.key(name)} = {tomlfile.value(_shown(f, v))}  # {tomlfile.comment(f.doc + tail)}"], 1
     out = [f"# {f.doc}: the reference nodes disagree, choose one:"]
     parts = []
     for v, hosts in seen.items():
         shown = tomlfile.value(_shown(f, v))
-        out.append(f"# {tomlfile.key(name)} = {shown}  # {'; '.join(_short(hosts))}")
+        out.append(f"# {tomlfile.key(name)} = {shown}  # {tomlfile.comment('; '.join(_short(hosts)))}")
         parts.append(f"{shown} on {'; '.join(_short(hosts))}")
-    notes.append(f"{where}: the reference nodes disagree ({' / '.join(parts)}); written commented out: choose one")
+    # node strings (port names, models) in a comment and in the note: one line each, nothing a terminal obeys
+    notes.append(tomlfile.comment(f"{where}: the reference nodes disagree ({' / '.join(parts)}); "
+                                  "written commented out: choose one"))
     return out, 0
 
 
@@ -85,10 +87,10 @@ def derive(nodes: Sequence[Tuple[str, Mapping[str, Any]]], sources: str = "",
     hosts = [h for h, _ in nodes]
     shown_hosts = ", ".join(_short(hosts, 8))
     lines = [
-        f"# nccldiag site spec: what every node should be, derived by `nccldiag spec init` from {len(hosts)} "
-        f"reference node{'s' if len(hosts) != 1 else ''} ({shown_hosts})",
-        f"# {sources + ', ' if sources else ''}nccldiag {__version__}, "
-        f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}.",
+        "# " + tomlfile.comment(f"nccldiag site spec: what every node should be, derived by `nccldiag spec init` "
+                                f"from {len(hosts)} reference node{'s' if len(hosts) != 1 else ''} ({shown_hosts})"),
+        "# " + tomlfile.comment(f"{sources + ', ' if sources else ''}nccldiag {__version__}, "
+                                f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}."),
         "# `nccldiag check --spec FILE` compares every node with each key below; a deviation is a finding",
         "# on that node, even when every node deviates alike. Delete or comment out a key to stop checking it.",
         "# Strings may hold * and ? (driver = \"570.*\"). docs/spec.md describes every key.",

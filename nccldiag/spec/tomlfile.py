@@ -13,6 +13,7 @@ import sys
 from typing import Any, Dict, List, Tuple
 
 from nccldiag.model.errors import UsageError
+from nccldiag.model.findings import clean_text
 
 if sys.version_info >= (3, 11):
     import tomllib as _toml
@@ -133,9 +134,24 @@ def line_of(lines: Dict[Path_, int], path: Path_) -> int:
 # ---- writing -------------------------------------------------------------------------------------------------
 
 
+# what TOML forbids raw in a basic string beyond JSON's escapes (DEL), and what a terminal would obey or show as
+# nothing (C1 controls, bidi and zero-width characters): written as \uXXXX, read back as the same character
+_UNSEEN = re.compile("[\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb]")
+
+
+def _basic_string(text: str) -> str:
+    return _UNSEEN.sub(lambda m: f"\\u{ord(m.group()):04x}", json.dumps(text, ensure_ascii=False))
+
+
 def key(text: str) -> str:
     """A TOML key: bare where it can be, else a basic string."""
-    return text if _BARE.fullmatch(text) else json.dumps(text, ensure_ascii=False)
+    return text if _BARE.fullmatch(text) else _basic_string(text)
+
+
+def comment(text: str) -> str:
+    """``text`` as it may stand in a TOML comment, shown in a terminal: one line, no control character, no
+    escape sequence, invisible characters shown as their code."""
+    return " ".join(clean_text(str(text)).split())
 
 
 def value(v: Any) -> str:
@@ -150,5 +166,5 @@ def value(v: Any) -> str:
         return str(int(v)) + ".0" if v.is_integer() else repr(v)
     if isinstance(v, str):
         # JSON's escapes (\" \\ \n \t \uXXXX) are TOML basic-string escapes too
-        return json.dumps(v, ensure_ascii=False)
+        return _basic_string(v)
     raise TypeError(f"no TOML value for {type(v).__name__}")

@@ -100,5 +100,6 @@ def test_check_interrupted_keeps_the_nodes_collected(cluster, tmp_path):
     doc = json.loads(r.stdout)
     jsonschema.validate(doc, schemas.load("nccldiag.check/1"), cls=jsonschema.Draft202012Validator)
     assert doc["interrupted"] is True and r.returncode == 3
-    assert [n["host"] for n in doc["nodes"]] == ["hnode01"]
-    assert "1 node(s) had been collected" in doc["notes"][-1]
+    # hnode02, never collected, is named and not checked
+    assert [(n["host"], n["status"]) for n in doc["nodes"]] == [("hnode01", "ok"), ("hnode02", "error")]
+    assert "1 node(s) had been collected; never collected: hnode02" in doc["notes"][-1]

@@ -81,17 +81,44 @@ def check_bundle(bundle, tmp_path):
 
 
 def test_a_bundle_never_leads_outside_itself_or_hangs(tmp_path):
-    """CONSTRUCTED bundle: a symlinked source pointing at a secret, a FIFO as a source."""
+    """CONSTRUCTED bundles: a symlinked source pointing at a secret, a FIFO as a source. Neither is read, and the
+    bundle is refused (exit 2) naming the file: a bundle of links is no node to judge (it judged FAIL before)."""
     secret = tmp_path / "secret"
     secret.write_text('PRETTY_NAME="SECRET-CONTENT"\n')
-    node = tmp_path / "b" / "n1"
-    node.mkdir(parents=True)
-    (node / "hostname.txt").write_text("n1\n")
-    (node / "os_release.txt").symlink_to(secret)
-    os.mkfifo(node / "uname.txt")
-    r = check_bundle(tmp_path / "b", tmp_path)
-    assert r.returncode in (0, 1), r.stderr
-    assert "SECRET-CONTENT" not in r.stdout
+    for name, make in (("os_release.txt", lambda p: p.symlink_to(secret)), ("uname.txt", os.mkfifo),
+                       ("_node.json", lambda p: p.symlink_to(secret))):
+        node = tmp_path / f"b-{name}" / "n1"
+        node.mkdir(parents=True)
+        (node / "hostname.txt").write_text("n1\n")
+        make(node / name)
+        r = check_bundle(node.parent, tmp_path)
+        what = "a symbolic link" if name != "uname.txt" else "a FIFO"
+        assert r.returncode == 2 and f"{node / name}: {what}" in r.stderr and "refused" in r.stderr, r.stderr
+        assert "SECRET-CONTENT" not in r.stdout + r.stderr and "Traceback" not in r.stderr
+
+
+def test_a_bundle_names_the_hosts_it_lists_and_lacks_and_lists_none_twice(tmp_path):
+    """An interrupted --save: _bundle.json lists 3 hosts, the bundle holds 1 (CONSTRUCTED). The 2 others are
+    named, not checked, exit 3 (before: "1 node: 1 healthy", exit 0). A host listed twice is refused."""
+    b = small_bundle(tmp_path / "b")
+    (b / "_bundle.json").write_text(json.dumps({"format": 1, "hosts": ["n1", "n2", "n3"]}))
+    r = check_bundle(b, tmp_path)
+    assert r.returncode == 3, r.stdout + r.stderr
+    nodes = {n["host"]: n for n in json.loads(r.stdout)["nodes"]}
+    assert list(nodes) == ["n1", "n2", "n3"]
+    for h in ("n2", "n3"):
+        (f,) = [f for f in nodes[h]["findings"] if f["area"] == "ssh"]
+        assert f["check"] == "ssh.not-collected" and f["status"] == "error" and "holds no outputs" in f["message"]
+    (b / "_bundle.json").write_text(json.dumps({"format": 1, "hosts": ["n1", "n1"]}))
+    r = check_bundle(b, tmp_path)
+    assert r.returncode == 2 and "host 'n1' is listed twice" in r.stderr, r.stdout + r.stderr
+    # two node directories that name one host (before: "2 nodes", the host judged twice)
+    (b / "_bundle.json").unlink()
+    small_bundle(tmp_path / "c")
+    os.rename(tmp_path / "c" / "n1", b / "n2")
+    (b / "n2" / "_node.json").write_text(json.dumps({"host": "n1"}))
+    r = check_bundle(b, tmp_path)
+    assert r.returncode == 2 and "host 'n1' again" in r.stderr, r.stdout + r.stderr
 
 
 def test_wrongly_typed_bundle_metadata_is_a_usage_error(tmp_path):
@@ -199,3 +226,41 @@ def test_a_tampered_report_json_never_reaches_the_terminal_raw(tmp_path):
         assert "1 node: " in r.stdout and "\\u202egnp.exe\\u200b" in r.stdout, r.stdout
         shown = r.stdout.replace("\x1b[", "") if "always" in args else r.stdout  # rich's own colours
         assert not [c for c in RAW if c in shown], repr(r.stdout)
+
+
+def test_collect_against_a_server_that_answers_with_escapes_prints_none_of_them(tmp_path):
+    """Whatever answers on a node's address speaks before any host key is checked: here a listener (written for
+    this test) that sends 120 lines of escapes and a bidi override, and no SSH banner. paramiko quotes the
+    last of them in its error; ``collect`` names the node and the failure, never the raw bytes."""
+    import socket
+    import threading
+
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(4)
+    srv.settimeout(30)
+
+    def answer():
+        for _ in range(4):  # a first try and the tries again the transport makes
+            try:
+                conn, _ = srv.accept()
+            except OSError:
+                return
+            with conn:
+                conn.sendall("".join(f"\x1b]0;PWNED\x07\x1b[2J\x1b[31mRED \u202e evil line {i}\r\n"
+                                     for i in range(120)).encode())
+                conn.recv(1024)
+
+    t = threading.Thread(target=answer, daemon=True)
+    t.start()
+    cfg = tmp_path / "ssh_config"
+    cfg.write_text(f"Host evil\n  HostName 127.0.0.1\n  Port {srv.getsockname()[1]}\n  UserKnownHostsFile /dev/null\n")
+    try:
+        r = subprocess.run([sys.executable, "-m", "nccldiag", "collect", "-w", "evil", "--ssh-config", str(cfg),
+                            "--only", "system", "--connect-timeout", "3", "-o", str(tmp_path / "b")],
+                           capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
+                           env={**os.environ, "NO_COLOR": "1", "PYTHONPATH": REPO}, cwd=tmp_path)
+    finally:
+        srv.close()
+    assert r.returncode == 3 and "evil:" in r.stderr and "evil line" in r.stderr, r.stderr
+    assert not [c for c in RAW + ("\x07",) if c in r.stdout + r.stderr], r.stderr

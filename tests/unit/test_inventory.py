@@ -219,6 +219,17 @@ def test_the_same_host_two_ways_is_a_conflict_not_a_silent_drop(tmp_path):
     (".pgpass", "db.example.com:5432:sales:alice:hunter2\n", "hunter2", ".pgpass"),
     ("passwd", "root:x:0:0:root:/root:/bin/bash\nhunter2:x:1000:1000::/home/hunter2:/bin/sh\n", "hunter2", "passwd"),
     ("id_ed25519", "-----BEGIN OPENSSH PRIVATE KEY-----\nhunter2AAAAB3NzaC1lZDI1NTE5\n", "hunter2", "private key"),
+    # netrc's keywords in capitals, as curl reads them too
+    ("hosts", "MACHINE gpu01.example.com LOGIN admin PASSWORD S3cretUpper\n", "S3cretUpper", ".netrc"),
+    ("hosts", "Machine a.example\n\tLogin bob\n\tPassword S3cretUpper\n", "S3cretUpper", ".netrc"),
+    # a token alone, of the shapes gitleaks' rules describe (characters made up)
+    ("hosts", "ghp_A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8\n", "ghp_A1b2", "token"),
+    ("token", "hf_aBcDeFgHiJkLmNoPqRsTuVwXyZaBcDeFgH\n", "hf_aBcD", "token"),
+    ("hosts", "xoxb-123456789012-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx\n", "xoxb-1234", "token"),
+    ("hosts", "AKIAIOSFODNN7EXAMPLE\nwJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\n", "AKIAIOSF", "token"),
+    # a password alone is a valid host name: the file's name says what it is
+    (".git-credentials", "S3cretUpper\n", "S3cretUpper", ".git-credentials"),
+    ("_netrc", "S3cretUpper\n", "S3cretUpper", ".netrc"),
 ])
 def test_a_credentials_file_is_refused_before_any_of_it_becomes_a_host(tmp_path, name, text, secret, kind):
     """CONSTRUCTED credential files given as hostfiles: every line of a .netrc parses as host names, so the file is
@@ -295,3 +306,19 @@ def test_an_ipv6_address_is_named_as_one(spec, shown):
         assert shown in msg and "HostName" in msg and "slot count" not in msg and "node set" not in msg, msg
     with pytest.raises(InventoryError, match="':22' after it would be read as 22 slots"):
         parse("root@[::1]:22\n")
+
+
+def test_five_thousand_copies_of_a_host_are_one_note(tmp_path):
+    """Before: 4,999 'duplicate host' notes. Now one per host given again, and a count past ten hosts."""
+    from nccldiag.collect.session import MOST_DUPLICATE_NOTES, inventory_notes
+
+    f = tmp_path / "hosts"
+    f.write_text("advt01\n" * 5000 + "advt02\n")
+    inv = inventory.build([str(f)], environ={})
+    assert inv.names == ["advt01", "advt02"]
+    assert inventory_notes(inv) == [f"{f}:2: duplicate host advt01 (first at {f}:1), and 4998 more times after "
+                                    f"(last at {f}:5000), checked once"]
+    f.write_text("".join(f"n{i:02d}\nn{i:02d}\n" for i in range(25)))
+    notes = inventory_notes(inventory.build([str(f)], environ={}))
+    assert len(notes) == MOST_DUPLICATE_NOTES + 1 and notes[0] == f"{f}:2: duplicate host n00 (first at {f}:1), checked once"
+    assert notes[-1] == "and 15 more duplicate hosts (25 duplicate entries in all), each checked once"

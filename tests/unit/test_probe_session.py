@@ -130,9 +130,11 @@ def test_dry_run_and_usage_errors(tmp_path):
     assert r.exit_code == 2 and "size 'lots'" in r.output
 
 
-@pytest.mark.parametrize("signame,code,word", [("SIGINT", 130, "interrupted"), ("SIGTERM", 143, "terminated")])
+@pytest.mark.parametrize("signame,code,word", [("SIGINT", 130, "interrupted"), ("SIGTERM", 143, "terminated"),
+                                               ("SIGHUP", 129, "hung up")])
 def test_ctrl_c_kills_the_run_everywhere_and_leaves_nothing(tmp_path, signame, code, word):
-    """SIGINT or SIGTERM while the ranks run: exit 130/143, no process of the run left, no run directory left."""
+    """SIGINT, SIGTERM or SIGHUP (the terminal closed) while the ranks run: exit 130/143/129, no process of the
+    run left, no run directory left. SIGHUP took its default action before: no word, no clean-up of its own."""
     import signal
 
     proc, _records, run_id = start_probe(tmp_path)

@@ -358,8 +358,10 @@ def test_interrupted_check_run_is_rebuilt_from_what_it_kept(tmp_path):
     doc = json.loads(res.stdout)
     validate(doc)
     assert doc["interrupted"] is True and res.exit_code == 1
-    assert [n["host"] for n in doc["nodes"]] == ["gpu001", "gpu002"]
-    assert "2 node(s) had been collected" in doc["notes"][-1]
+    # the third host run.json names never reached the run directory: named, not checked
+    assert [n["host"] for n in doc["nodes"]] == ["gpu001", "gpu002", "ws01"]
+    assert doc["nodes"][2]["status"] == "error" and doc["nodes"][2]["findings"][0]["check"] == "ssh.not-collected"
+    assert "2 node(s) had been collected; never collected: ws01" in doc["notes"][-1]
     # only healthy nodes kept: never a clean exit, the run did not finish
     shutil.rmtree(run / "raw")
     B.write_bundle(run / "raw", {"gpu001": B.healthy_h100()})

@@ -9,6 +9,7 @@ worker wrote (``tests/fixtures/probe-records``), NCCL logs and node outputs capt
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 from typing import Any, Dict
@@ -247,3 +248,27 @@ def test_report_prints_the_live_isolate_table_byte_for_byte(tmp_path):
         isolate_report.emit(rep, con, Outputs())
     again = cli("report", run.path, "--color", "never")
     assert "round 1 pairs" in cap.get() and again.stdout == cap.get()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="gives a directory to another user")
+def test_a_parent_another_user_makes_while_the_run_directory_is_made_is_refused(tmp_path, monkeypatch):
+    """``--run-dir /tmp/a/x/run`` with /tmp/a missing: another user makes /tmp/a (mode 777) between the check of
+    the parents and their creation. Before, it was taken as a parent and the run wrote inside it."""
+    from nccldiag import atomic
+
+    attacker = tmp_path / "a"
+    checked = atomic.check_parents
+    calls = []
+
+    def check_then_race(path):
+        checked(path)
+        if not calls:  # the other user wins the race once, right after the first check
+            attacker.mkdir()
+            os.chmod(attacker, 0o777)
+            os.chown(attacker, 65534, 65534)
+        calls.append(path)
+
+    monkeypatch.setattr(atomic, "check_parents", check_then_race)
+    with pytest.raises(atomic.Unsafe, match="belongs to uid 65534"):
+        atomic.own_dir(str(attacker / "x" / "run"))
+    assert not (attacker / "x").exists()

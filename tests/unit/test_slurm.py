@@ -42,12 +42,66 @@ def test_states_down_not_responding_and_others_reason():
     assert SlurmNode("x", state="ALLOCATED").available and SlurmNode("x", state="MIXED").available
 
 
-def test_match_by_name_address_resolved_address_and_own_name():
+def test_match_by_name_address_and_resolved_address():
     nodes = parse_show_node(SHOW_NODE)
     got = match_hosts(["ncdl01", "10.213.74.3", "alias", "gpu7.example", "stranger"], nodes,
-                      addresses={"alias": ["10.213.74.2"], "gpu7.example": ["192.0.2.9"], "stranger": []},
-                      own_names={"gpu7.example": "ncdl02.cluster", "stranger": "other"})
-    assert got == {"ncdl01": "ncdl01", "10.213.74.3": "ncdl02", "alias": "ncdl01", "gpu7.example": "ncdl02"}
+                      addresses={"alias": ["10.213.74.2"], "gpu7.example": ["192.0.2.9"], "stranger": []})
+    assert got == {"ncdl01": "ncdl01", "10.213.74.3": "ncdl02", "alias": "ncdl01"}
+
+
+def _report(hosts_status_claim):
+    """A check report (CONSTRUCTED) whose nodes report the host names given: ``[(host, status, own name)]``."""
+    from types import SimpleNamespace
+    from nccldiag.check.engine import NodeReport
+    from nccldiag.model.findings import fail, ok
+
+    nodes = []
+    for host, status, claim in hosts_status_claim:
+        f = fail("python", "python.interpreter", "no interpreter") if status == "fail" else ok("system", "system.basic", "ok")
+        nodes.append(NodeReport(host=host, findings=[f], facts={"system": SimpleNamespace(hostname=claim)}))
+    return SimpleNamespace(nodes=nodes)
+
+
+# Slurm's NodeAddr on a network this machine does not resolve (the IB names), the hostfile gives addresses
+IB_NODES = [SlurmNode(f"advt0{i}", addr=f"ib-advt0{i}", hostname=f"ib-advt0{i}", state="IDLE") for i in range(1, 7)]
+
+
+def test_a_node_that_claims_a_healthy_nodes_name_gets_no_node_drained(monkeypatch):
+    """The failing 10.214.90.6 (advt05) reports the host name advt02: advt02 is not drained, and no host is
+    matched by the name it reports."""
+    from nccldiag.slurm import client, feedback
+
+    applied = []
+    monkeypatch.setattr(client, "apply", lambda actions, timeout=0: applied.extend(actions) or [])
+    monkeypatch.setattr(client, "resolve_all", lambda hosts, nodes: {h: [h] for h in hosts})
+    rep = _report([("10.214.90.3", "pass", "advt02"), ("10.214.90.6", "fail", "advt02")])
+    section = feedback.run(rep, [], drain=True, drain_unchecked=False, resume_healthy=True, slurm_nodes=IB_NODES)
+    assert section["nodes"] == {} and section["to_drain"] == [] and applied == []
+
+
+def test_a_slurm_node_two_hosts_match_is_neither_drained_nor_resumed(monkeypatch):
+    """Two hosts resolve to advt05's NodeAddr (a node cloned with the same address, or a stale name): the one
+    failing and the other passing say nothing of which is advt05, so it is left alone, and the report says so."""
+    from nccldiag.slurm import client, feedback
+
+    nodes = [SlurmNode("advt05", addr="10.214.90.6", state="IDLE+DRAIN", reason="nccldiag: system.basic"),
+             SlurmNode("advt02", addr="10.214.90.3", state="IDLE")]
+    applied = []
+    monkeypatch.setattr(client, "apply", lambda actions, timeout=0: applied.extend(actions) or [])
+    monkeypatch.setattr(client, "resolve_all", lambda hosts, nodes: {"a4": ["10.214.90.6"], "a6": ["10.214.90.6"],
+                                                                     "a2": ["10.214.90.3"]})
+    rep = _report([("a4", "pass", "advt05"), ("a6", "fail", "advt05"), ("a2", "fail", "advt02")])
+    section = feedback.run(rep, [], drain=True, drain_unchecked=False, resume_healthy=True, slurm_nodes=nodes)
+    assert section["shared"] == {"advt05": ["a4", "a6"]}
+    assert [(a.node, a.action) for a in applied] == [("advt02", "drain")]
+    assert [a["node"] for a in section["to_drain"]] == ["advt02"]
+    from io import StringIO
+    from rich.console import Console
+    from nccldiag.report.check_report import render_slurm
+
+    out = StringIO()
+    render_slurm(section, Console(file=out, width=200))
+    assert "advt05 left alone: 2 hosts match it (a4, a6)" in out.getvalue()
 
 
 def test_drain_exactly_failing_and_unchecked_only_when_asked():

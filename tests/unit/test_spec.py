@@ -960,3 +960,35 @@ def test_a_probe_run_rebuilt_reads_its_spec_again(tmp_path):
     assert {f["check"] for f in moved} == {f["check"] for f in failed}
     assert not [f for f in found if f["status"] == "fail"]
     assert [f["status"] for f in found if f["check"] == "probe.spec_not_checked"] == ["skip"]
+
+
+# what a terminal obeys or shows as nothing, and a line break (CONSTRUCTED): in a CA name and a CA type
+HOSTILE = "\x1b]0;PWNED\x07\x1b[2J\x1b[41m\u202e\x9b31m\x7f\nrate_gbps = 1"
+RAW = ("\x1b", "\x07", "\x9b", "\u202e", "\x7f")
+
+
+def test_init_on_hostile_node_strings_writes_a_spec_that_loads_and_prints_nothing_raw(tmp_path):
+    """Two reference nodes whose ibstat names a CA and its type with terminal escapes, a bidi override, a DEL
+    and a line break, and whose port rates differ: the spec (stdout) and its notes (stderr) carry no raw
+    character, the file loads back with the type as the node said it, and ``spec show`` lists it cleanly."""
+    nodes = {}
+    for host, addr, rate in (("gpu001", "10.0.0.11", "400"), ("gpu002", "10.0.0.12", "200")):
+        n = B.healthy_h100(host, addr)
+        n["ibstat"] = (n["ibstat"].replace("CA type: MT4129", "CA type: MT4129" + HOSTILE.replace("\n", " "))
+                       .replace("CA 'mlx5_0'", "CA 'mlx5_0" + HOSTILE.replace("\n", "") + "'")
+                       .replace("Rate: 400", f"Rate: {rate}", 1))
+        nodes[host] = n
+    ref = write_bundle(tmp_path / "ref", nodes)
+    code, text, err = init("--bundle", str(ref))
+    assert code == 0, err
+    assert not [c for c in RAW if c in text + err], [c for c in RAW if c in text + err]
+    assert "the reference nodes disagree" in err and "\\u202e" in err
+    path = tmp_path / "site.toml"
+    path.write_text(text)
+    s = model.load(str(path))  # loads: no control character left in a key, a value or a comment
+    keys = {e.key for e in s.expects}
+    assert any(k.startswith("nic.MT4129\x1b]0;PWNED") for k in keys), keys  # the type as the node said it
+    assert not any(k.endswith("rate_gbps") and e.value == 1 for e in s.expects for k in [e.key])
+    res = CliRunner().invoke(main, ["spec", "show", str(path)])
+    assert res.exit_code == 0 and "nic.MT4129" in res.stdout, res.output
+    assert not [c for c in RAW if c in res.stdout + res.stderr]
