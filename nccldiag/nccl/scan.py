@@ -1,26 +1,26 @@
 """Reading NCCL logs at the pace of the disk: a prefilter in front of the line parser, and files read in parallel.
 
-The parser (:mod:`nccldiag.nccl.log`) reads every line it is given in Python. Most lines of a job's output say
+The parser (:mod:`nccldiag.nccl.parser`) reads every line it is given in Python. Most lines of a job's output say
 nothing it uses (a training loop's progress, a framework's own INFO lines), so :class:`Scan` reads each file in
 large binary blocks and hands the parser only
 
 * the candidate lines: those holding a word or mark of some line the parser reads (:data:`CANDIDATES`, built from
   the parser's own patterns: NCCL's prefixes and messages, the errors, kernel lines, PyTorch and nccl-tests lines,
-  benchmark tables, RAS reports, and what :func:`nccldiag.nccl.log.clean` removes, which could hide a word);
+  benchmark tables, RAS reports, and what :func:`nccldiag.nccl.grammar.clean` removes, which could hide a word);
 * the two lines after each candidate (a wrapped line continues the line before it; a record the parser holds back
   is settled by then);
 * every line while the parser needs every line of the file (a line waits for the next one, a benchmark output or
-  RAS report is being kept: :meth:`nccldiag.nccl.log._Parser.needs_every_line`).
+  RAS report is being kept: :meth:`nccldiag.nccl.parser.Parser.needs_every_line`).
 
 Other lines are counted, never decoded. A block where most lines of its first 256 KiB name NCCL is handed over
-whole: there is little to skip. Lines are cut and decoded exactly as :func:`nccldiag.nccl.log.read_lines` does, and keep their numbers,
+whole: there is little to skip. Lines are cut and decoded exactly as :func:`nccldiag.nccl.parser.read_lines` does, and keep their numbers,
 so the facts are those of reading every line (``tests/unit/test_nccllog_scan.py`` compares the two on every real
 log and case). :func:`feed` hands them over undecoded (``bulk``): the parser decodes only the lines it reads, and
 counts a line it read before in the file when reading it again could only add to counts
-(:meth:`nccldiag.nccl.log._Parser.feed_bulk`).
+(:meth:`nccldiag.nccl.parser.Parser.feed_bulk`).
 
 :func:`parse_paths` reads several files at once, one worker process per core, each file by a parser of its own;
-the parsers' states are merged in the order of the files (:meth:`nccldiag.nccl.log._Parser.merge`) into the
+the parsers' states are merged in the order of the files (:meth:`nccldiag.nccl.parser.Parser.merge`) into the
 facts one parser reading the files one after the other gives.
 """
 from __future__ import annotations
@@ -29,7 +29,8 @@ import os
 import re
 from typing import IO, Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
-from nccldiag.nccl import log as L
+from nccldiag.nccl.facts import KEEP, MAX_LINE, NcclLogFacts
+from nccldiag.nccl.parser import Parser
 
 BLOCK = 4 * 1024 * 1024  # bytes read at a time
 CONTEXT = 2  # lines handed over after each candidate line
@@ -119,11 +120,11 @@ class Scan:
     ``needs_all()`` says whether the parser needs every next line now; ``total`` is the number of lines once the
     iteration ends. ``block`` and ``max_line`` are for tests. With ``bulk``, the lines are left undecoded, and a
     block handed over whole comes as one ``(n, [lines])``: the lines after line ``n``
-    (:meth:`nccldiag.nccl.log._Parser.feed_bulk`).
+    (:meth:`nccldiag.nccl.parser.Parser.feed_bulk`).
     """
 
     def __init__(self, stream: IO[bytes], needs_all: Callable[[], bool], block: int = BLOCK,
-                 max_line: int = L.MAX_LINE, bulk: bool = False) -> None:
+                 max_line: int = MAX_LINE, bulk: bool = False) -> None:
         self.stream, self.needs_all, self.block, self.max_line = stream, needs_all, block, max_line
         self.bulk = bulk
         self.total = 0
@@ -226,17 +227,17 @@ class Scan:
         self.total = n
 
 
-def feed(parser: "L._Parser", name: str, stream: IO[bytes], block: int = BLOCK,
-         max_line: int = L.MAX_LINE) -> Scan:
+def feed(parser: Parser, name: str, stream: IO[bytes], block: int = BLOCK,
+         max_line: int = MAX_LINE) -> Scan:
     """Feed one log to ``parser`` through the prefilter, in bulk."""
     scan = Scan(stream, lambda: parser.needs_every_line(name), block, max_line, bulk=True)
     parser.feed_bulk(iter(scan), name, lambda: scan.total)
     return scan
 
 
-def parse_streams(streams, keep: int = L.KEEP, block: int = BLOCK, max_line: int = L.MAX_LINE) -> "L.NcclLogFacts":
-    """:func:`nccldiag.nccl.log.parse_streams` through the prefilter: the same facts."""
-    p = L._Parser(keep)
+def parse_streams(streams, keep: int = KEEP, block: int = BLOCK, max_line: int = MAX_LINE) -> "NcclLogFacts":
+    """:func:`nccldiag.nccl.parser.parse_streams` through the prefilter: the same facts."""
+    p = Parser(keep)
     for name, stream in streams:
         feed(p, name, stream, block, max_line)
     return p.finish()
@@ -253,12 +254,12 @@ class ReadError(Exception):
         return (ReadError, (self.path, self.reason))
 
 
-def _parse_one(task: Tuple[str, int, Dict[str, int], Optional[Callable[[str], Any]]]) -> Tuple["L._Parser", Any]:
+def _parse_one(task: Tuple[str, int, Dict[str, int], Optional[Callable[[str], Any]]]) -> Tuple[Parser, Any]:
     """A worker's job: one file, by a parser of its own, through the prefilter (run in a worker process), and
     ``each(path)`` where given. The parser keeps only the records the merging parser still had room for when
     the file was handed out."""
     path, keep, rooms, each = task
-    p = L._Parser(keep)
+    p = Parser(keep)
     p.limits = dict(rooms)
     try:
         with open(path, "rb") as fh:
@@ -275,16 +276,16 @@ def default_workers() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def parse_paths(paths: Sequence[str], keep: int = L.KEEP, workers: Optional[int] = None) -> "L.NcclLogFacts":
+def parse_paths(paths: Sequence[str], keep: int = KEEP, workers: Optional[int] = None) -> "NcclLogFacts":
     """:func:`read_paths` without a job of its own for each file."""
     return read_paths(paths, keep, workers)[0]
 
 
-def read_paths(paths: Sequence[str], keep: int = L.KEEP, workers: Optional[int] = None,
-               each: Optional[Callable[[str], Any]] = None) -> Tuple["L.NcclLogFacts", List[Any]]:
+def read_paths(paths: Sequence[str], keep: int = KEEP, workers: Optional[int] = None,
+               each: Optional[Callable[[str], Any]] = None) -> Tuple["NcclLogFacts", List[Any]]:
     """The facts of the files at ``paths`` (one job), read in parallel: one worker process per core (``workers``),
     each file by a parser of its own, merged in the order of ``paths``. The same facts as reading the files one
-    after the other; where a merge could not give them (:meth:`nccldiag.nccl.log._Parser.mergeable`: more
+    after the other; where a merge could not give them (:meth:`nccldiag.nccl.parser.Parser.mergeable`: more
     processes or transport categories than the parser keeps, a path given twice), the files are read again in
     turn. With ``each`` (a module's function), also ``each(path)`` of every path, in order, run by the worker
     that reads the file (it must not raise). Raises :class:`ReadError` for a file that cannot be read."""
@@ -301,7 +302,7 @@ def read_paths(paths: Sequence[str], keep: int = L.KEEP, workers: Optional[int] 
         ctx = multiprocessing.get_context("fork")
     except ValueError:  # no fork on this platform: one process
         return _in_turn(paths, keep, each)
-    main = L._Parser(keep)
+    main = Parser(keep)
     extras: List[Any] = []
     todo = iter(paths)
     with ProcessPoolExecutor(n, mp_context=ctx) as pool:
@@ -331,8 +332,8 @@ class _InTurn(Exception):
 
 
 def _in_turn(paths: Sequence[str], keep: int, each: Optional[Callable[[str], Any]] = None
-             ) -> Tuple["L.NcclLogFacts", List[Any]]:
-    p = L._Parser(keep)
+             ) -> Tuple["NcclLogFacts", List[Any]]:
+    p = Parser(keep)
     for path in paths:
         try:
             with open(path, "rb") as fh:

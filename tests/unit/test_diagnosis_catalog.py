@@ -11,7 +11,7 @@ import pytest
 
 from nccldiag.diagnosis import Inputs, diagnose
 from nccldiag.nccl import checks as nccl_checks
-from nccldiag.nccl import log as nccllog
+from nccldiag.nccl import parser as nccllog
 from tests import real
 
 

@@ -1,1052 +1,30 @@
-"""NCCL debug logs (``NCCL_DEBUG=INFO``) -> facts. Pure: text in, dataclasses out.
+"""NCCL debug logs (``NCCL_DEBUG=INFO``) -> facts: the handlers, one line in, facts updated. Pure: text in,
+dataclasses out.
 
-What NCCL logged is the only trustworthy record of which transport a job really
-used: the environment says what was asked for, the ``Channel ... via ...`` lines
-say what happened. The parser reads logs as people actually have them: one
-file per process (``NCCL_DEBUG_FILE``) or everything interleaved on stdout,
-behind launcher prefixes (``[1,3]<stdout>:``, ``[rank0]:``, ``host: ``,
-``[0] ``), timestamps, colour codes, and lines wrapped or glued together by
-whoever copied them. Every pattern is therefore an unanchored search on the
-text after the ``<host>:<pid>:<tid> [<cudaDev>] NCCL INFO|WARN`` prefix, and
-a physical line holding two prefixes is split into two records.
-
-Formats covered: NCCL 2.4 (``Ring 00 : 0 -> 1 via NET/IB/0``, ``.cu`` sources)
-to 2.30 (``(func)`` in WARN lines, ``SHM/direct``, WARN timestamps). The
-parser never raises on text.
+:class:`Parser` reads the records of :mod:`nccldiag.nccl.grammar`'s line reader and keeps what each says in a
+:class:`nccldiag.nccl.facts.NcclLogFacts`, each list bounded (``KEEP``); :func:`parse`, :func:`parse_logs` and
+:func:`parse_streams` read whole logs, and :meth:`Parser.merge` joins parsers that read files apart. The
+prefilter (:mod:`nccldiag.nccl.scan`) hands it only the lines it reads, and :mod:`nccldiag.nccl.replay` counts
+the lines read before instead of reading them again. The parser never raises on text.
 """
 from __future__ import annotations
 
 import itertools
 import re
-from dataclasses import dataclass, field
 from typing import IO, Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Set, Tuple, Union
 
-# ncclResult_t (src/nccl.h.in); ncclTimeout exists since 2.27.
-RESULT_NAMES = {
-    0: "ncclSuccess",
-    1: "ncclUnhandledCudaError",
-    2: "ncclSystemError",
-    3: "ncclInternalError",
-    4: "ncclInvalidArgument",
-    5: "ncclInvalidUsage",
-    6: "ncclRemoteError",
-    7: "ncclInProgress",
-    8: "ncclTimeout",
-}
-# What ncclGetErrorString says (and PyTorch repeats) for each result.
-RESULT_TEXT = {
-    1: "unhandled cuda error",
-    2: "unhandled system error",
-    3: "internal error",
-    4: "invalid argument",
-    5: "invalid usage",
-    6: "remote process exited or there was a network error",
-    7: "operation in progress",
-    8: "timeout",
-}
-# Results that mean something failed (ncclInProgress is the normal answer of a
-# non-blocking communicator).
-ERROR_RESULTS = frozenset({1, 2, 3, 4, 5, 6, 8})
+from nccldiag.nccl.facts import (
+    AppError, Bootstrap, CategoryStats, ChainStep, Channel, ChannelCounts, CommInfo, Connected, ERROR_RESULTS,
+    EnvEcho, ErrorLine, GdrLine, InitEvent, KEEP, Loc, MAX_BENCH_BYTES, MAX_BENCH_FILES, MAX_CATEGORIES,
+    MAX_ERROR_TEXT, MAX_LINE, MAX_PAIRS, MAX_PROCS, MAX_RAS_BYTES, MAX_SMALL, MAX_STEPS, MAX_THREADS, NcclLogFacts,
+    NetDevice, NetDevices, NetworkChoice, Note, NvlsLine, OrphanChain, PairTransport, PluginLine, Proc, RingOrder,
+    VersionLine, Warn, Watchdog, add_capped, summarize)
+from nccldiag.nccl.grammar import (
+    Reader, Rec, _BARE_INFO, _BARE_WARN, _BENCH_START, _CHAIN, _DIAG, _FRAGMENT, _IB_DEV, _LAST_ERROR, _OLD_IB_PORT,
+    _PROGRESS, _QUOTED_WARN, _RAS_START, _SOCK_IF, _TAG, _TESTS_CUDA, _TESTS_FAIL, _TESTS_TIMEOUT, _TORCH_ERR,
+    _TORCH_OLD, _UNPREFIXED, _VERSION, _WATCHDOG, _WD_FIELD, _WD_RANK, app_noop, category_of, classify, error_kind,
+    fact_row, fails, numbered_records, parse_via, watchdog_key, wrapped)
 
-# Transport categories, the vocabulary of summaries and findings.
-P2P, SHM, NET_IB, NET_IB_GDR, NET_SOCKET, NVLS, COLLNET = (
-    "P2P", "SHM", "NET/IB", "NET/IB+GDRDMA", "NET/Socket", "NVLS", "CollNet")
-
-
-# --------------------------------------------------------------------------- facts
-
-
-@dataclass
-class Loc:
-    """Where a fact was read: the file, its 1-based line and the NCCL prefix."""
-
-    source: str
-    lineno: int
-    host: Optional[str] = None
-    pid: Optional[int] = None
-    tid: Optional[int] = None
-    dev: Optional[int] = None  # cudaDev of the prefix
-
-    @property
-    def proc(self) -> Optional[str]:
-        return f"{self.host}:{self.pid}" if self.host is not None else None
-
-    def cite(self, text: str) -> str:
-        """An evidence line: ``file:line: text``."""
-        return f"{self.source}:{self.lineno}: {text}"
-
-
-@dataclass
-class VersionLine:
-    """``NCCL version 2.18.3+cuda12.2`` (or the version PyTorch quotes in an error)."""
-
-    version: str  # "2.18.3" (with any suffix NCCL printed, e.g. "2.18.3a0")
-    cuda: Optional[str]
-    at: Loc
-    text: str
-    inferred: bool = False  # the line had no prefix; the process was inferred
-    origin: str = "nccl"  # "nccl" or "torch" (from 'NCCL error in: ..., NCCL version x')
-    rank0: bool = False  # printed by rank 0 (its process, or its excerpt, says so)
-    world: Optional[int] = None  # nRanks of that rank 0's world, where a line gave it
-
-
-@dataclass
-class NetworkChoice:
-    """``Using network IB`` / ``Socket`` / ``IBext_v8``: the net NCCL picked."""
-
-    name: str
-    at: Loc
-    text: str
-
-
-@dataclass
-class NetDevice:
-    """One device of a ``NET/<net> : Using ...`` line: an HCA port or a socket interface."""
-
-    index: Optional[int]
-    name: str
-    port: Optional[int] = None  # HCA port (IB nets)
-    link: Optional[str] = None  # IB or RoCE (IB nets)
-    address: Optional[str] = None  # socket interfaces: '192.0.2.1<0>'
-    merged: bool = False  # part of a merged virtual NIC ([0]={[0] a, [1] b})
-
-
-@dataclass
-class NetDevices:
-    """A ``NET/IB : Using ...``, ``NET/Socket : Using ...`` or old ``IB Ports`` line."""
-
-    net: str
-    devices: List[NetDevice]
-    at: Loc
-    text: str
-    relaxed_ordering: bool = False
-    oob: Optional[NetDevice] = None
-
-
-@dataclass
-class Bootstrap:
-    """``Bootstrap : Using ens4:192.0.2.2<0>``: the interface(s) of NCCL's TCP bootstrap."""
-
-    interfaces: List[NetDevice]
-    at: Loc
-    text: str
-
-
-@dataclass
-class GdrLine:
-    """``NET/IB : GPU Direct RDMA Enabled|Disabled for [GPU g /] HCA h ['name'] (reason)``."""
-
-    enabled: bool
-    hca: str
-    at: Loc
-    text: str
-    net: Optional[str] = None
-    gpu: Optional[str] = None
-    hca_name: Optional[str] = None
-    reason: Optional[str] = None
-
-
-@dataclass
-class PluginLine:
-    """Net/collnet plugin lines (``Plugin Path``, ``P2P plugin IBext``, ``NET/Plugin : ...``)."""
-
-    kind: str  # path, p2p_plugin, loaded_net, loaded_collnet, load_failed, none_found, other
-    value: str
-    at: Loc
-    text: str
-
-
-@dataclass
-class CommInfo:
-    """``comm 0x.. rank 3 nRanks 4 nNodes 2 localRanks 2 localRank 1 MNNVL 0`` (or the old short form)."""
-
-    comm: Optional[str]
-    rank: int
-    nranks: int
-    at: Loc
-    text: str
-    nnodes: Optional[int] = None
-    local_ranks: Optional[int] = None
-    local_rank: Optional[int] = None
-    mnnvl: Optional[int] = None
-
-
-@dataclass
-class InitEvent:
-    """``comm .. rank r nranks n cudaDev d nvmlDev v busId b commId c - Init START|COMPLETE``."""
-
-    phase: str  # START or COMPLETE
-    rank: int
-    nranks: int
-    at: Loc
-    text: str
-    comm: Optional[str] = None
-    cuda_dev: Optional[int] = None
-    nvml_dev: Optional[int] = None
-    bus_id: Optional[str] = None
-    comm_id: Optional[str] = None
-
-
-@dataclass
-class Channel:
-    """One connection line: ``Channel 02/0 : 1[1] -> 3[1] [send] via NET/IB/2/GDRDMA``.
-
-    ``transport`` is P2P, SHM, NET or COLLNET; ``category`` is the summary label
-    (P2P, SHM, NET/IB, NET/IB+GDRDMA, NET/Socket, NET/<other>[+GDRDMA], CollNet).
-    """
-
-    channel: int
-    src: int
-    dst: Optional[int]  # None for CollNet lines, which name no peer
-    transport: str
-    via: str  # the text after 'via', e.g. 'P2P/CUMEM/read', 'NET/IB/2/GDRDMA'
-    category: str
-    at: Loc
-    text: str
-    label: str = "Channel"  # Channel, Ring (before 2.8), CollNet
-    conn_index: Optional[int] = None
-    src_dev: Optional[str] = None
-    dst_dev: Optional[str] = None
-    direction: Optional[str] = None  # send / receive for NET and CollNet
-    mode: Optional[str] = None  # P2P: IPC, CUMEM, MNNVL, direct pointer, indirect; SHM: direct/direct ...
-    read: bool = False
-    ce: bool = False
-    net: Optional[str] = None  # NET name: IB, Socket, IBext_v8 ...
-    net_dev: Optional[int] = None
-    proxy_rank: Optional[int] = None  # PXN: the rank whose NIC carries the traffic
-    gdrdma: bool = False
-    pci: bool = False
-    shared: bool = False
-    relay: Optional[int] = None  # P2P/indirect: the intermediate rank
-
-
-@dataclass
-class Connected:
-    """``Connected all rings[, use ring PXN p GDR g]``, ``Connected all trees``, ``Connected NVLS tree``."""
-
-    what: str
-    at: Loc
-    text: str
-    pxn: Optional[int] = None
-    gdr: Optional[int] = None
-
-
-@dataclass
-class RingOrder:
-    """``Channel 00/02 :    0   1   2   3`` (``Ring 00 :    0   1`` before 2.8): a ring's order, printed by rank 0.
-
-    NCCL prints it only on rank 0 (``src/graph/rings.cc``: ``if (rank == 0) dumpLine(...)``), so the line
-    names rank 0 of a world of ``len(order)`` ranks.
-    """
-
-    channel: int
-    order: List[int]
-    at: Loc
-    text: str
-    nchannels: Optional[int] = None
-
-    @property
-    def nranks(self) -> int:
-        return len(self.order)
-
-
-@dataclass
-class CategoryStats:
-    """Every channel line of one transport category, counted; a few kept as evidence."""
-
-    category: str
-    lines: int = 0
-    first: List["Channel"] = field(default_factory=list)
-    hosts: List[str] = field(default_factory=list)
-    pairs: List[str] = field(default_factory=list)
-    nets: List[str] = field(default_factory=list)
-
-
-@dataclass
-class ChannelCounts:
-    """``16 coll channels, 0 collnet channels, 16 nvls channels, 16 p2p channels, 2 p2p channels per peer``."""
-
-    coll: int
-    p2p: int
-    p2p_per_peer: int
-    at: Loc
-    text: str
-    collnet: Optional[int] = None
-    nvls: Optional[int] = None
-
-
-@dataclass
-class NvlsLine:
-    """``NVLS comm 0x.. headRank h nHeads n ...`` or ``NVLS multicast support is [not ]available on dev d``."""
-
-    kind: str  # comm or multicast
-    at: Loc
-    text: str
-    head_rank: Optional[int] = None
-    n_heads: Optional[int] = None
-    available: Optional[bool] = None
-
-
-@dataclass
-class EnvEcho:
-    """``NCCL_IB_DISABLE set by environment to 1.``: a setting NCCL read."""
-
-    name: str
-    value: str
-    at: Loc
-    text: str
-
-
-@dataclass
-class ChainStep:
-    """``NCCL INFO transport/net.cc:592 -> 2``: one frame of an error's return path."""
-
-    file: str
-    line: int
-    code: int
-    at: Loc
-    text: str
-    thread: Optional[str] = None  # '[Async thread]' and the like
-
-    @property
-    def code_name(self) -> str:
-        name = RESULT_NAMES.get(self.code)
-        return name if name is not None else f"ncclResult {self.code}"
-
-
-@dataclass
-class Warn:
-    """A ``NCCL WARN`` with the call chain its thread logged right after it.
-
-    ``kind`` names a known failure (see ``WARN_KINDS``) or ``other``;
-    ``failure`` is true when the kind is a failure or the chain returned an
-    error result.
-    """
-
-    message: str
-    at: Loc
-    text: str
-    file: Optional[str] = None
-    line: Optional[int] = None
-    func: Optional[str] = None
-    timestamp: Optional[str] = None
-    chain: List[ChainStep] = field(default_factory=list)
-    kind: str = "other"
-    failure: bool = False
-    detail: Dict[str, str] = field(default_factory=dict)
-    origin: str = "warn"  # warn: an NCCL WARN line; last-error: the 'Last error:' text PyTorch or nccl-tests quoted
-
-    @property
-    def result(self) -> Optional[int]:
-        """The result the first frame returned (the error class)."""
-        return self.chain[0].code if self.chain else None
-
-    @property
-    def result_name(self) -> Optional[str]:
-        return RESULT_NAMES.get(self.result) if self.result is not None else None
-
-
-@dataclass
-class OrphanChain:
-    """Call-chain lines whose WARN is not in the log (cut from an excerpt, or another level)."""
-
-    steps: List[ChainStep]
-    at: Loc
-    # The thread went on to connect or complete init afterwards: the error was handled (NCCL 2.4
-    # returned ncclSystemError from probing a virtual interface's PCI path, then carried on).
-    benign: bool = False
-    resumed: Optional[str] = None  # the progress line that showed it, cited
-
-    @property
-    def result(self) -> Optional[int]:
-        return self.steps[0].code if self.steps else None
-
-    @property
-    def failed(self) -> bool:
-        return self.result in ERROR_RESULTS and not self.benign
-
-
-@dataclass
-class Watchdog:
-    """PyTorch's ``Watchdog caught collective operation timeout: WorkNCCL(...) ran for N milliseconds``."""
-
-    at: Loc
-    text: str
-    rank: Optional[int] = None
-    seq: Optional[int] = None
-    op_type: Optional[str] = None
-    numel_in: Optional[int] = None
-    numel_out: Optional[int] = None
-    timeout_ms: Optional[int] = None
-    ran_for_ms: Optional[int] = None
-
-
-@dataclass
-class AppError:
-    """An NCCL error the application printed: PyTorch ``NCCL error in: ...``, nccl-tests ``Test NCCL failure``."""
-
-    kind: str  # torch, nccl-tests, nccl-tests-timeout
-    message: str
-    at: Loc
-    text: str
-    where: Optional[str] = None
-
-
-@dataclass
-class ErrorLine:
-    """A line that is not NCCL's own but reports an error (a launcher, PyTorch, CUDA, UCX, systemd, a pasted
-    ``nvidia-smi``), or a kernel line about GPUs, IOMMU, PCIe or RDMA (``kind`` ``kernel``), kept as written.
-
-    Cause rules search these texts; a line ending in ``:`` is joined with the line after it (``Test CUDA
-    failure common.cu:N`` / ``'<message>'``).
-    """
-
-    text: str
-    at: Loc
-    kind: str = "error"  # error | kernel
-
-
-@dataclass
-class Note:
-    """INFO lines that explain a choice: no IB device, libibverbs missing, P2P disabled by NVML, ..."""
-
-    kind: str
-    at: Loc
-    text: str
-
-
-@dataclass
-class Proc:
-    """One process seen in the logs (``host:pid``) with what it said about itself."""
-
-    host: str
-    pid: int
-    devs: List[int] = field(default_factory=list)
-    ranks: List[int] = field(default_factory=list)
-    versions: List[str] = field(default_factory=list)
-    networks: List[str] = field(default_factory=list)
-    launcher_ranks: List[int] = field(default_factory=list)
-    sources: List[str] = field(default_factory=list)
-    init_started: List[int] = field(default_factory=list)  # ranks with 'Init START'
-    init_completed: List[int] = field(default_factory=list)  # ranks with 'Init COMPLETE'
-
-    @property
-    def name(self) -> str:
-        return f"{self.host}:{self.pid}"
-
-
-@dataclass
-class PairTransport:
-    """What carried traffic from rank ``src`` to rank ``dst``, over all channel lines."""
-
-    src: int
-    dst: int
-    categories: List[str]
-    vias: List[str]
-    channels: List[int]
-    src_hosts: List[str]
-    dst_hosts: List[str]
-    lines: int
-
-    @property
-    def key(self) -> str:
-        return f"{self.src}->{self.dst}"
-
-
-@dataclass
-class Summary:
-    """The answers people grep logs for."""
-
-    versions: List[str]  # distinct NCCL versions
-    versions_by_proc: Dict[str, List[str]]
-    networks: List[str]  # distinct 'Using network' names
-    transports: List[str]  # categories seen overall (plus NVLS, CollNet)
-    pairs: List[PairTransport]
-    net_ib_used: bool
-    gdrdma_used: bool
-    nvls_used: bool
-    collnet_used: bool
-    error_results: List[str]  # distinct ncclResult names of failed WARNs and chains
-    failures: int  # failed WARNs + orphan error chains + watchdog timeouts + app errors
-    warns: int
-    ranks: List[int]
-    hosts: List[str]
-    nranks: List[int] = field(default_factory=list)  # world sizes (comm, Init and ring-order lines)
-
-
-@dataclass
-class NcclLogFacts:
-    """Everything read from one or more NCCL logs.
-
-    Logs are read line by line and memory stays bounded whatever their size:
-    each list keeps its first ``keep`` records (``counts`` has how many were
-    seen), channel lines are tallied per category (``channel_stats``) and per
-    rank pair, and the summary is computed from those tallies.
-    """
-
-    sources: List[str] = field(default_factory=list)
-    lines: int = 0
-    nccl_lines: int = 0
-    unprefixed: int = 0  # NCCL messages read from lines that lost their host:pid:tid prefix
-    keep: int = 0
-    counts: Dict[str, int] = field(default_factory=dict)
-    channel_stats: Dict[str, CategoryStats] = field(default_factory=dict)
-    version_names: List[str] = field(default_factory=list)
-    pair_list: List[PairTransport] = field(default_factory=list)
-    dropped_failures: int = 0  # failed WARNs past ``keep`` (counted, not kept)
-    dropped_results: List[str] = field(default_factory=list)
-    rings: List[RingOrder] = field(default_factory=list)
-    procs: List[Proc] = field(default_factory=list)
-    versions: List[VersionLine] = field(default_factory=list)
-    networks: List[NetworkChoice] = field(default_factory=list)
-    nets: List[NetDevices] = field(default_factory=list)
-    bootstrap: List[Bootstrap] = field(default_factory=list)
-    gdr: List[GdrLine] = field(default_factory=list)
-    plugins: List[PluginLine] = field(default_factory=list)
-    comms: List[CommInfo] = field(default_factory=list)
-    inits: List[InitEvent] = field(default_factory=list)
-    channels: List[Channel] = field(default_factory=list)
-    connected: List[Connected] = field(default_factory=list)
-    channel_counts: List[ChannelCounts] = field(default_factory=list)
-    nvls: List[NvlsLine] = field(default_factory=list)
-    env: List[EnvEcho] = field(default_factory=list)
-    warns: List[Warn] = field(default_factory=list)
-    orphan_chains: List[OrphanChain] = field(default_factory=list)
-    watchdogs: List[Watchdog] = field(default_factory=list)
-    app_errors: List[AppError] = field(default_factory=list)
-    notes: List[Note] = field(default_factory=list)
-    errors: List[ErrorLine] = field(default_factory=list)  # error lines besides NCCL's own (see ErrorLine)
-    kernel: List[ErrorLine] = field(default_factory=list)  # kernel lines (dmesg) found in the files
-    summary: Optional[Summary] = None
-    nccl_tests: List[Any] = field(default_factory=list)  # benchmarks.nccltests.NcclTestsRun, one per file
-    nccl_tests_no_result: List[Any] = field(default_factory=list)  # runs whose header came, and no result row
-    perftests: List[Any] = field(default_factory=list)  # benchmarks.perftest.PerftestResult, one per file
-    ras: List[Any] = field(default_factory=list)  # nccl.ras.RasReport, every NCCL RAS report in the files
-
-    def total(self, name: str) -> int:
-        """How many records of list ``name`` the logs held (the list keeps at most ``keep``)."""
-        return max(self.counts.get(name, 0), len(getattr(self, name)))
-
-    def env_values(self) -> Dict[str, List[str]]:
-        """Each echoed variable with its distinct values, in order of appearance."""
-        out: Dict[str, List[str]] = {}
-        for e in self.env:
-            vals = out.setdefault(e.name, [])
-            if e.value not in vals:
-                vals.append(e.value)
-        return out
-
-
-# --------------------------------------------------------------------------- lines -> records
-
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[()][A-Z0-9]|\x1b")
-# Colour codes whose ESC was lost on the way ('[0m', '[1;31m').
-_ANSI_RESIDUE = re.compile(r"\[(?:\d{1,3}(?:;\d{1,3})*)?m")
-# The pid and tid may be anonymised ('<pid>', 'XXXX'); NCCL before 2.4 wrote the level without 'NCCL '.
-_PREFIX = re.compile(
-    r"(?P<host>[A-Za-z0-9_.<>\-]*):(?P<pid>\d+|[^\s:\[\]\d][^\s:\[\]]{0,23}):"
-    r"(?P<tid>\d+|[^\s:\[\]\d][^\s:\[\]]{0,23}) \[(?P<dev>-?\d+)\] "
-    r"(?:(?P<file>[\w./+\-]+):(?P<fline>\d+) (?:\((?P<func>[^()\s]*)\) )?)?"
-    r"(?:NCCL )?(?P<level>INFO|WARN|TRACE|ABORT)(?= |$)"
-)
-_WARN_TS = re.compile(r"\[(\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?)\]\s*$")
-_LAUNCHER = re.compile(r"^\s*(?:\[\d+,(?P<ompi>\d+)\]<(?:stdout|stderr)>:|\[rank(?P<torch>\d+)\]:|(?P<srun>\d+): )")
-
-
-@dataclass
-class _Rec:
-    kind: str  # info, warn, trace, bare
-    msg: str
-    at: Loc
-    text: str
-    file: Optional[str] = None
-    fline: Optional[int] = None
-    func: Optional[str] = None
-    timestamp: Optional[str] = None
-    launcher_rank: Optional[int] = None
-
-
-# What chat and markdown put around pasted lines: quote markers, list bullets, bold, inline code, fences.
-_QUOTE = re.compile(r"^\s*(?:>\s?)+")
-_BULLET = re.compile(r"^\s*(?:[*+•]|-(?=\s+(?:\S+:\S+:\S+ \[|\[|NCCL\b)))\s+")
-_FENCE = re.compile(r"^\s*(?:```|~~~)")
-
-
-def clean(line: str) -> str:
-    """The line without colour codes (and their ESC-less residue), markdown wrapping, or trailing blanks."""
-    if "\x1b" in line:
-        line = _ANSI.sub("", line)
-    if "m" in line and "[" in line and _ANSI_RESIDUE.search(line):
-        line = _ANSI_RESIDUE.sub("", line)
-    first = line[:1]
-    if first in " \t>*+-•`~":
-        if _FENCE.match(line):
-            return ""
-        if ">" in line[:8]:
-            line = _QUOTE.sub("", line, count=1)
-        line = _BULLET.sub("", line, count=1)
-    if "**" in line:
-        line = line.replace("**", "")
-    if "`" in line:
-        line = line.replace("`", "")
-    return line.rstrip()
-
-
-def _num(s: str) -> int:
-    """A pid or tid as a number; an anonymised one ('<pid>', 'XXXX') gets a stable number of its own."""
-    if s.isdigit():
-        return int(s)
-    import zlib
-
-    return -1 - zlib.crc32(s.encode("utf-8", "replace")) % 1000000
-
-
-_LEVELS = {"INFO": "info", "WARN": "warn", "ABORT": "warn"}
-_LAUNCHER_FIRST = frozenset(" \t[0123456789")  # the characters a launcher prefix can start with
-
-
-def _records(lines: Iterable[str], source: str, count: Optional[List[int]] = None) -> Iterator[_Rec]:
-    """Records of one log, line by line. A record is held back one line: the next line may complete it.
-
-    ``count``, when given, receives the number of lines read once the log ends.
-    """
-    return _numbered_records(enumerate(lines, 1), source, count)
-
-
-def _numbered_records(lines: Iterable[Tuple[int, str]], source: str,
-                      count: Optional[List[int]] = None) -> Iterator[_Rec]:
-    """:func:`_records` of ``(line number, line)`` pairs: the numbers may skip lines a prefilter left out (a
-    skipped line never continues a record: only the line right after one does)."""
-    reader = _Reader(source)
-    n = 0
-    for n, raw in lines:
-        yield from reader.line(n, raw)
-    if count is not None:
-        count.append(n)
-    yield from reader.end()
-
-
-class _Reader:
-    """Records of one log, one line at a time (:func:`_numbered_records`). A record is held back one line: the
-    next line may complete it (``held``); ``prev`` is the last of them, still open to a wrapped continuation."""
-
-    __slots__ = ("source", "prev", "held")
-
-    def __init__(self, source: str) -> None:
-        self.source = source
-        self.prev: Optional[_Rec] = None
-        self.held: List[_Rec] = []
-
-    def line(self, n: int, raw: str) -> List[_Rec]:
-        """Read line ``n``: the records it completes, in order (those held before it, a bare line's own)."""
-        line = clean(raw)
-        m_l = _LAUNCHER.match(line) if line[:1] in _LAUNCHER_FIRST else None
-        lrank = None
-        if m_l:
-            lrank = int(next(g for g in m_l.groups() if g is not None))
-        matches = _prefixes(line)
-        if not matches:
-            body = line[m_l.end():] if m_l else line
-            prev = self.prev
-            if prev is not None and prev.at.lineno == n - 1 and _wrapped(prev.msg, body):
-                # A line wrapped by whoever copied the log: the rest of the previous message.
-                prev.msg += body.strip()
-                prev.text += body.strip()
-                return []
-            out = self.held
-            self.held = []
-            self.prev = None
-            if body.strip():
-                out.append(_Rec("bare", body.strip(), Loc(self.source, n), line.strip(), launcher_rank=lrank))
-            return out
-        out = self.held
-        held: List[_Rec] = []
-        for i, m in enumerate(matches):
-            end = matches[i + 1].start() if i + 1 < len(matches) else len(line)
-            msg = line[m.end():end].strip()
-            host, pid, tid, dev, file, fline, func, level = m.group(
-                "host", "pid", "tid", "dev", "file", "fline", "func", "level")
-            kind = _LEVELS.get(level, "trace")
-            ts = None
-            if kind == "warn":
-                tsm = _WARN_TS.search(line[:m.start()])
-                ts = tsm.group(1) if tsm else None
-            at = Loc(self.source, n, host, _num(pid), _num(tid), int(dev))
-            rec = _Rec(kind, msg, at, line[m.start():end].strip(), file, int(fline) if fline else None, func, ts,
-                       lrank)
-            self.prev = rec
-            held.append(rec)
-        self.held = held
-        return out
-
-    def end(self) -> List[_Rec]:
-        out, self.held, self.prev = self.held, [], None
-        return out
-
-
-def _prefixes(line: str) -> List["re.Match[str]"]:
-    """The NCCL prefixes of a line; usually one, two or more when output of processes was glued together."""
-    if "NCCL " not in line and "] INFO " not in line and " WARN " not in line:
-        return []
-    m = _PREFIX.search(line)
-    if m is None:
-        return []
-    out = [m]
-    while "NCCL " in line[m.end():] or " INFO " in line[m.end():] or " WARN " in line[m.end():]:
-        m = _PREFIX.search(line, m.end())
-        if m is None:
-            break
-        out.append(m)
-    return out
-
-
-def _wrapped(prev_msg: str, body: str) -> bool:
-    """Whether ``body`` continues ``prev_msg``: it left a parenthesis open, and ``body`` closes it."""
-    b = body.strip()
-    return (prev_msg.count("(") > prev_msg.count(")") and 0 < len(b) < 120 and ")" in b
-            and b.count(")") > b.count("(") and not b.startswith(("[", "#")) and "NCCL" not in b)
-
-
-# --------------------------------------------------------------------------- patterns on messages
-
-_VERSION = re.compile(r"NCCL version (?P<v>\d+\.\d+\.\d+[\w.\-]*?)(?:\+cuda(?P<cuda>\d+\.\d+))?(?=[\s,]|$)")
-_USING_NETWORK = re.compile(r"\bUsing network (?P<name>\S+)")
-_NET_USING = re.compile(r"\bNET/(?P<net>[\w\-]+(?:/[\w\-]+)?) ?: Using\b(?P<body>.*)")
-_NET_NODEV = re.compile(r"\bNET/(?P<net>[\w\-]+) ?: No device found")
-_IB_DEV = re.compile(
-    r"\[(?P<idx>\d+)\]\s*(?P<name>[^\s:\[\]={},]+):(?P<port>\d+)(?:/\d+)?(?::\d+)?/(?P<link>IB|RoCE|[A-Za-z]+)")
-_SOCK_IF = re.compile(r"(?:\[(?P<idx>\d+)\])?(?P<name>[^\s:\[\]]+):(?P<addr>\S+)")
-_OLD_IB_PORTS = re.compile(r"\bCUDA Dev (?P<dev>\d+), IB Ports? : (?P<body>.*)")
-_OLD_IB_PORT = re.compile(r"(?P<name>[\w\-]+)/(?P<port>\d+)(?:\((?P<dist>\w+)\))?")
-_BOOTSTRAP = re.compile(r"\bBootstrap ?: Using\b(?P<body>.*)")
-_GDR = re.compile(
-    r"(?:\bNET/(?P<net>[\w\-]+) ?: )?GPU Direct RDMA (?P<state>Enabled|Disabled) for "
-    r"(?:GPU (?P<gpu>[\w:.]+)(?:\[\d+\])? / )?HCA (?P<hca>[\w\-]+)(?: '(?P<name>[^']*)')?(?: \((?P<reason>[^)]*)\)?)?")
-_PLUGIN_PATH = re.compile(r"\bPlugin Path : (?P<v>\S+)")
-_P2P_PLUGIN = re.compile(r"\bP2P plugin (?P<v>\S+)")
-_LOADED_PLUGIN = re.compile(r"\bLoaded (?P<kind>net|collnet|coll) plugin (?P<v>.+?)\s*$")
-_NET_PLUGIN = re.compile(r"\bNET/Plugin ?: (?P<v>.*)")
-_INIT = re.compile(
-    r"\bcomm (?P<comm>0x[0-9a-fA-F]+) rank (?P<rank>\d+) nranks (?P<nranks>\d+) cudaDev (?P<cdev>-?\d+)"
-    r"(?: nvmlDev (?P<nvml>-?\d+))?(?: busId (?P<bus>[0-9a-fA-F]+))?(?: commId (?P<cid>0x[0-9a-fA-F]+))?"
-    r"(?: localSize \d+)?.*?- Init (?P<phase>START|COMPLETE)")
-_COMM = re.compile(
-    r"\bcomm (?P<comm>0x[0-9a-fA-F]+) rank (?P<rank>\d+) nRanks (?P<nranks>\d+) nNodes (?P<nnodes>\d+) "
-    r"localRanks (?P<lranks>\d+) localRank (?P<lrank>\d+)(?: MNNVL (?P<mnnvl>\d+))?")
-_COMM_OLD = re.compile(r"(?:\bcomm (?P<comm>0x[0-9a-fA-F]+) )?\brank (?P<rank>\d+) nranks (?P<nranks>\d+)\s*$")
-_CHANNEL = re.compile(
-    r"\b(?P<label>Channel|Ring) (?P<ch>\d+)(?:/(?P<conn>\d+))? : (?P<src>\d+)(?:\[(?P<sdev>[0-9a-fA-F]+)\])? -> "
-    r"(?P<dst>\d+)(?:\[(?P<ddev>[0-9a-fA-F]+)\])?(?: \[(?P<dir>send|receive)\])? via (?P<via>.+)")
-_COLLNET_CH = re.compile(
-    r"\b(?P<label>CollNet|Coll) (?P<ch>\d+)(?:/(?P<conn>\d+))? : (?P<src>\d+) \[(?P<dir>send|receive)\] "
-    r"via (?P<via>COLLNET/.+)")
-_VIA_P2P = re.compile(
-    r"^P2P/(?P<mode>IPC|CUMEM|MNNVL|direct pointer|indirect/(?P<relay>\d+)(?:\[\w+\])?|\d+)(?P<flags>(?:/read|/CE)*)")
-_VIA_SHM = re.compile(r"^(?:SHM(?:/(?P<mode>\w+(?:/\w+)?))?|direct shared memory)")
-_VIA_NET = re.compile(
-    r"^(?P<t>NET|COLLNET)/(?P<name>[^/]+?)/(?P<dev>\d+)(?:\((?P<proxy>\d+)\))?(?P<flags>(?:/GDRDMA|\(PCI\)|/Shared)*)")
-_CONNECTED = re.compile(
-    r"\bConnected (?P<what>all rings|all trees|NVLS tree|binomial trees|[Cc]oll[Nn]et \w+(?: \+ \w+)?)"
-    r"(?:, use ring PXN (?P<pxn>\d+) GDR (?P<gdr>\d+))?")
-_COUNTS = re.compile(
-    r"(?P<coll>\d+) coll channels, (?:(?P<collnet>\d+) collnet channels, )?(?:(?P<nvls>\d+) nvls channels, )?"
-    r"(?P<p2p>\d+) p2p channels, (?P<ppp>\d+) p2p channels per peer")
-_NVLS_COMM = re.compile(r"\bNVLS comm 0x[0-9a-fA-F]+ headRank (?P<head>-?\d+) nHeads (?P<nheads>\d+)")
-_NVLS_MC = re.compile(r"\bNVLS multicast support is (?P<not>not )?available on dev (?P<dev>\d+)")
-_ENV = re.compile(r"\b(?P<name>[A-Z][A-Z0-9_]{2,}) set by environment to (?P<value>.*?)\s*$")
-_CHAIN = re.compile(r"(?:^|\s)(?P<file>[\w./+\-]+\.\w+):(?P<line>\d+) -> (?P<code>\d+)(?: \[(?P<thr>[^\]]+)\])?")
-_WATCHDOG = re.compile(
-    r"Watchdog caught collective operation timeout: WorkNCCL\((?P<body>.*?)\)\s*ran for (?P<ran>\d+) milliseconds")
-_WD_RANK = re.compile(r"\[(?:PG [^\]]*?)?Rank (?P<rank>\d+)\]\s*Watchdog|\[Rank (?P<rank2>\d+)\]")
-_WD_FIELD = re.compile(r"(?P<k>\w+(?:\(ms\))?)=(?P<v>[^,\s)]+)")
-_TORCH_ERR = re.compile(r"NCCL error in: (?P<where>\S+?),\s*(?P<msg>.*?)(?:, NCCL [vV]ersion (?P<ver>[\d.]+\w*))?\s*$")
-# nccl-tests' failure lines; its first releases (2017-2018) printed 'NCCL failure all_reduce.cu:95 '...'' and
-# 'Cuda failure common.cu:891 '...'' without the 'Test ' (NCCL's own WARN 'Cuda failure 'x'' names no .cu file).
-_TESTS_FAIL = re.compile(r"(?:(?P<host>[\w.\-]+): )?(?:Test NCCL failure (?P<where>\S+)|"
-                         r"(?<!\S)NCCL failure (?P<old>[\w./\-]+\.cu:\d+)) '(?P<msg>[^']*)")
-_TESTS_CUDA = re.compile(r"(?:(?P<host>[\w.\-]+): )?(?:Test CUDA failure (?P<where>\S+)|"
-                         r"(?<!\S)Cuda failure (?P<old>[\w./\-]+\.cu:\d+))(?:\s+'(?P<msg>[^']*)'?)?\s*$")
-_TORCH_OLD = re.compile(r"\bNCCL Error (?P<code>\d+): (?P<msg>.+?)\s*$")
-_LAST_ERROR = re.compile(r"(?:^|[\s:\]|])Last error:\s*(?P<text>.*)$")
-_TAG = re.compile(r"^\[[^\]\s]{1,40}\]:\s*")
-# Words of an error in any program's output; table headers and comment lines of benchmarks are not errors.
-_ERROR_TEXT = re.compile(
-    r"\b(?:[Ee]rror|ERROR|[Ff]ail(?:ed|ure|s)?|FAIL(?:ED|URE)?|[Ff]atal|FATAL|[Ee]xception|Traceback|[Tt]imed? ?out|"
-    r"[Rr]efused|[Uu]nreachable|[Aa]bort(?:ed|ing)?|[Kk]illed|[Ss]egmentation fault|core dumped|not supported|"
-    r"[Uu]nable to|[Cc]annot|[Cc]an't|[Cc]ould not|[Cc]ouldn't|[Dd]enied|[Nn]o such|[Ii]nvalid|[Mm]ismatch|"
-    r"out of memory|busy or unavailable|[Ii]nsufficient|not found|Unknown Error|is neither AF_INET|"
-    r"Duplicate GPU detected)\b")
-_KERNEL_TEXT = re.compile(
-    r"NVRM:|\bXid\b|AMD-Vi|\bDMAR\b|IO_PAGE_FAULT|nv_peer_mem|nvidia[-_]peermem|PCIe Bus Error|\bAER\b|"
-    r"\bmlx\d_(?:core|ib|en)\b|fallen off the bus|\bib_umad\b|nv-fabricmanager|[Ff]abric ?[Mm]anager")
-MAX_ERROR_TEXT = 1000  # characters kept of one error line
-_TESTS_TIMEOUT = re.compile(r"Test timeout \((?P<s>\d+)s\) (?P<where>\S+)")
-
-# INFO lines worth keeping as notes: (kind, pattern).
-_NOTES: Tuple[Tuple[str, "re.Pattern[str]"], ...] = (
-    ("max_shared_mem", re.compile(r"ncclMaxSharedMem \d+ exceeds")),
-    ("ib_qp", re.compile(r"\bquery_ece=|\bIbDev \d+ Port \d+ qpn\b")),
-    ("ibverbs_missing", re.compile(r"Failed to open libibverbs")),
-    ("p2p_disabled_by_nvml", re.compile(r"P2P is disabled between connected GPUs")),
-    ("collnet_disabled", re.compile(r"disabling CollNet")),
-    ("cuda_driver", re.compile(r"\bcudaDriverVersion \d+")),
-    ("ib_no_active_port", re.compile(r"NET/IB ?: .*(?:no active|No active) port")),
-    ("topo_file", re.compile(r"Loading topology file \S")),
-)
-
-# WARN kinds: (kind, failure?, pattern). The first match wins.
-WARN_KINDS: Tuple[Tuple[str, bool, "re.Pattern[str]"], ...] = (
-    ("duplicate_gpu", True, re.compile(r"Duplicate GPU detected|Multiple Ranks are using the same GPU")),
-    ("version_mismatch", True, re.compile(r"Mismatched NCCL version")),
-    ("shm", True, re.compile(r"/dev/shm|shared memory segment|posix_fallocate failed|shm_open failed|"
-                             r"No space left on device")),
-    ("ibv", True, re.compile(r"Call to (?P<fn>ibv_\w+) failed(?: with error (?P<err>[^\n]*?))?(?: errno \d+)?\s*$")),
-    ("ib_completion", True, re.compile(r"Got completion from peer .*?status=(?P<status>\d+)")),
-    ("nvls", True, re.compile(r"NVLink SHARP|NVLS_ENABLE")),
-    ("cuda", True, re.compile(r"Cuda failure (?:(?P<code>\d+) )?'(?P<err>[^']*)'?")),
-    ("no_interface", True, re.compile(r"no interface found|No usable listening interface|no socket interface found")),
-    ("socket_connect", True, re.compile(r"socketStartConnect|Connect to .* failed|Connection refused|"
-                                        r"Network is unreachable|Connection timed out|neither AF_INET")),
-    ("remote_closed", True, re.compile(r"Connection closed by remote peer|Connection reset by peer")),
-    ("proxy", True, re.compile(r"\[Proxy Service \d+\] Failed|Error encountered progressing|Socket recv failed|"
-                               r"\[Service thread\]")),
-    ("p2p_nvlink_disabled", True, re.compile(r"P2P is disabled between NVLINK connected GPUs")),
-    ("timeout", True, re.compile(r"\btimeout\b|timed out", re.I)),
-    ("cuda_library", False, re.compile(r"Failed to find CUDA library|libcuda\.so")),
-    ("ibverbs_missing", False, re.compile(r"Failed to open libibverbs")),
-)
-
-
-_ERROR_KINDS: Dict[str, Optional[str]] = {}  # line -> its _error_kind, for lines seen again
-
-
-def _error_kind(msg: str) -> Optional[str]:
-    """``kernel`` for a kernel line, ``error`` for a line that reports an error, else ``None``."""
-    kind = _ERROR_KINDS.get(msg, "")
-    if kind != "":
-        return kind
-    if _KERNEL_TEXT.search(msg) is not None:
-        kind = "kernel"
-    elif _ERROR_TEXT.search(msg) is None or msg.startswith("#") or "algbw" in msg:
-        kind = None
-    else:
-        kind = "error"
-    if len(msg) <= 1024:  # at most 4 MiB of remembered lines
-        if len(_ERROR_KINDS) >= 4096:
-            _ERROR_KINDS.clear()
-        _ERROR_KINDS[msg] = kind
-    return kind
-
-
-def _classify(w: Warn) -> None:
-    for kind, failure, pat in WARN_KINDS:
-        m = pat.search(w.message)
-        if m:
-            w.kind = kind
-            w.failure = failure
-            w.detail = {k: v for k, v in m.groupdict().items() if v is not None}
-            break
-    if w.file and "nvls" in w.file and w.kind == "cuda":
-        w.kind = "nvls"
-    if any(s.code in ERROR_RESULTS for s in w.chain):
-        w.failure = True
-
-
-_MESSAGE_FAILS: Dict[Tuple[str, Optional[str]], bool] = {}  # (message, file) -> its kind is a failure
-
-
-def _fails(w: Warn) -> bool:
-    """Whether :func:`_classify` would call ``w`` a failure (for a WARN past the bound, only counted): its
-    message's kind, remembered per message, or an error result in its chain."""
-    k = (w.message, w.file)
-    base = _MESSAGE_FAILS.get(k)
-    if base is None:
-        probe = Warn(w.message, w.at, w.text, w.file)
-        _classify(probe)
-        base = probe.failure
-        if len(w.message) <= 1024:  # at most 4 MiB of remembered messages
-            if len(_MESSAGE_FAILS) >= 4096:
-                _MESSAGE_FAILS.clear()
-            _MESSAGE_FAILS[k] = base
-    if base:
-        return True
-    for st in w.chain:
-        if st.code in ERROR_RESULTS:
-            return True
-    return False
-
-
-def _category(transport: str, net: Optional[str], gdr: bool) -> str:
-    if transport == "P2P":
-        return P2P
-    if transport == "SHM":
-        return SHM
-    if transport == "COLLNET":
-        return COLLNET
-    name = net or "?"
-    if name.lower().startswith("ib"):
-        return NET_IB_GDR if gdr else NET_IB
-    if name.lower() == "socket":
-        return NET_SOCKET
-    return f"NET/{name}" + ("+GDRDMA" if gdr else "")
-
-
-def parse_via(via: str) -> Dict[str, object]:
-    """The fields of the text after ``via`` (transport, mode, NET name/dev/proxy, flags)."""
-    via = via.strip()
-    m = _VIA_P2P.match(via)
-    if m:
-        flags = m.group("flags") or ""
-        mode = m.group("mode")
-        relay = int(m.group("relay")) if m.group("relay") else None
-        return {"transport": "P2P", "mode": "indirect" if relay is not None else mode, "relay": relay,
-                "read": "/read" in flags, "ce": "/CE" in flags, "via": m.group(0)}
-    m = _VIA_NET.match(via)
-    if m:
-        flags = m.group("flags") or ""
-        return {"transport": m.group("t"), "net": m.group("name"), "net_dev": int(m.group("dev")),
-                "proxy_rank": int(m.group("proxy")) if m.group("proxy") else None,
-                "gdrdma": "/GDRDMA" in flags, "pci": "(PCI)" in flags, "shared": "/Shared" in flags,
-                "via": m.group(0)}
-    m = _VIA_SHM.match(via)
-    if m:
-        return {"transport": "SHM", "mode": m.group("mode") or ("direct" if "direct" in m.group(0) else None),
-                "via": m.group(0)}
-    return {"transport": via.split("/")[0].split()[0] if via else "?", "via": via.split()[0] if via else ""}
-
-
-# --------------------------------------------------------------------------- the parser
-
-
-# Bounds that keep memory flat whatever the log's size (a log is not trusted to be small).
-KEEP = 1000  # records kept per fact list; the rest are counted
-# Benchmark outputs (nccl-tests, perftest) in the same files: their lines are
-# kept per file from the first line that announces one, up to a bound, and
-# read by nccldiag.benchmarks when the logs end.
-_BENCH_START = re.compile(r"^\s*#?\s*(?:nThread\b|Collective test starting|Using devices|(?:size|bytes)\s+(?:count|N)\b|"
-                          r"Out of bounds values\s*:|Avg bus bandwidth\s*:)"
-                          r"|^\s*\d+\s+\d+\s+(?:float|half|double|u?int\d*|bfloat16|fp8\w*|char|f\d+|bf16)\s+\S"
-                          r"|\b(?:BW|Lat(?:ency)?) Test\b")
-MAX_BENCH_BYTES = 4 * 1024 * 1024
-# NCCL RAS reports (ncclras, text or JSON) in the same files: kept per file from
-# their first line, up to a bound, and read by nccldiag.nccl.ras when the logs end.
-_RAS_START = re.compile(r"^\s*(?:NCCL version \S+ compiled with CUDA|Job summary\s*$|Communicators\.\.\."
-                        r"|\{\s*$|\"communicators_count\"\s*:)")
-MAX_RAS_BYTES = 1024 * 1024
-MAX_BENCH_FILES = 256
-MAX_LINE = 64 * 1024  # longer physical lines are cut (the rest of the line is skipped unread)
-MAX_PROCS = 16384
-MAX_PAIRS = 20000
-MAX_SMALL = 64  # hosts, pairs, vias ... listed per tally
-MAX_STEPS = 64  # frames kept per call chain
-MAX_THREADS = 65536  # threads with an open WARN or call chain; past it the oldest state is closed
-MAX_CATEGORIES = 64  # transport categories tallied (NET/<plugin name> makes new ones)
-
-# Progress lines: a thread that logs one of these after an error chain got past the error.
-_PROGRESS = re.compile(r"\bvia \S|\bConnected (?:all|NVLS|binomial|[Cc]oll)|- Init COMPLETE\b|\bcoll channels,")
-# Messages specific enough to read from a line that lost its NCCL prefix (pasted, re-emitted, cut).
-_UNPREFIXED = re.compile(
-    r"\b(?:Channel|Ring) \d+(?:/\d+)? : (?:\d+(?:\[[0-9a-fA-F]+\])? -> .* via |\s*\d+(?:\s+\d+)*\s*$)"
-    r"|\bUsing network \S|\bNET/[\w\-]+(?:/[\w\-]+)? ?: Using\b|\bNCCL_[A-Z0-9_]+ set by environment to "
-    r"|- Init (?:START|COMPLETE)|\bNVLS multicast support is|\bNVLS comm 0x|\bcomm 0x[0-9a-fA-F]+ rank \d+ nRanks \d+"
-    r"|\bBootstrap ?: Using\b|\d+ coll channels, |\bConnected all (?:rings|trees)"
-    r"|\bGPU Direct RDMA (?:Enabled|Disabled) for"
-    r"|\bNET/Plugin ?: \S|\bLoaded (?:net|collnet|coll) plugin \S|\bP2P plugin \S|\bPlugin Path : \S"
-    r"|\bcudaDriverVersion \d+")
-_BARE_WARN = re.compile(r"(?:^|\s)(?:(?P<file>[\w./+\-]+\.\w+):(?P<fline>\d+) )?NCCL WARN (?P<msg>.*)$")
-# NCCL's own failure words, quoted without their 'NCCL WARN' prefix (an application's error text, a pasted line).
-_QUOTED_WARN = re.compile(r"Error while creating shared memory segment \S|[Ff]ailed to extend /dev/shm/\S|"
-                          r"Call to posix_fallocate failed|Call to shm_open failed")
-_BARE_INFO = re.compile(r"(?:^|\s)NCCL INFO (?P<msg>.*)$")
-_DIAG = re.compile(r"\bNCCL DIAG\s*\[(?P<tag>\w+)\]\s*(?P<msg>.*)$")
-# A channel line whose 'Channel NN :' head was cut: '9[1a000] -> 2[6b000] [send] via NET/IB/0/GDRDMA'.
-_FRAGMENT = re.compile(
-    r"^\s*(?P<src>\d+)(?:\[(?P<sdev>[0-9a-fA-F]+)\])? -> (?P<dst>\d+)(?:\[(?P<ddev>[0-9a-fA-F]+)\])?"
-    r"(?: \[(?P<dir>send|receive)\])? via (?P<via>(?:P2P|SHM|NET|COLLNET)/.+)")
-_RING_ORDER = re.compile(r"\b(?:Channel|Ring) (?P<ch>\d+)(?:/(?P<n>\d+))? :(?P<order>(?:\s+\d+)+)\s*$")
-
-
-@dataclass(frozen=True)
-class FactRow:
-    """One kind of NCCL INFO message: a message holding any of ``guard`` (the cheap test, empty: none) that
-    ``pattern`` finds (and ``accept`` accepts) is read by the parser's method ``handler`` (with ``arg`` first,
-    when given). ``keeps`` names the fact list it appends to (``None``: channel lines, tallied apart), ``rank``
-    the rank it reports for its world (the lines that mark a version line as rank 0's).
-
-    A line read again once ``keeps`` is full is only counted (:meth:`_Parser.feed_bulk`): its handler may keep
-    a record, add to its process's lists, tallies and rank hosts, and call ``rank_fact`` (declared by ``rank``),
-    nothing else; a handler that changes other state sets ``again=False``, and its lines are read every time."""
-
-    name: str
-    guard: Tuple[str, ...]
-    pattern: "re.Pattern[str]"
-    handler: str
-    keeps: Optional[str]
-    accept: Optional[Callable[[str, "re.Match[str]"], bool]] = None
-    rank: Optional[Callable[["re.Match[str]"], int]] = None
-    arg: Optional[str] = None
-    again: bool = True
-
-    def read(self, parser: "_Parser", m: "re.Match[str]", at: Loc, text: str, p: Optional[Proc]) -> None:
-        if self.arg is None:
-            getattr(parser, self.handler)(m, at, text, p)
-        else:
-            getattr(parser, self.handler)(self.arg, m, at, text, p)
-
-
-def _rank(m: "re.Match[str]") -> int:
-    return int(m.group("rank"))
-
-
-# The NCCL INFO messages the parser reads, in order: the first row that reads a message wins. A new kind of
-# message is one row here and its handler (a ``fact_*`` method of the parser).
-FACTS: Tuple[FactRow, ...] = (
-    FactRow("channel", (" via ",), _CHANNEL, "fact_channel", None),
-    FactRow("channel_fragment", (" via ",), _FRAGMENT, "fact_channel", None),
-    FactRow("collnet_channel", ("COLLNET",), _COLLNET_CH, "fact_channel", None),
-    FactRow("ring_order", (" : ", " :\t"), _RING_ORDER, "fact_ring", "rings", rank=lambda m: 0),
-    FactRow("version", ("NCCL version",), _VERSION, "fact_version", "versions"),
-    FactRow("network", ("Using network",), _USING_NETWORK, "fact_network", "networks"),
-    FactRow("gdr", ("GPU Direct RDMA",), _GDR, "fact_gdr", "gdr"),
-    FactRow("net_no_device", ("No device found",), _NET_NODEV, "fact_net_nodev", "notes"),
-    FactRow("net_using", ("NET/",), _NET_USING, "fact_net_using", "nets",
-            accept=lambda msg, m: not msg[m.start():].startswith("NET/Plugin")),
-    FactRow("old_ib_ports", ("IB Port",), _OLD_IB_PORTS, "fact_old_ib_ports", "nets"),
-    FactRow("bootstrap", ("Bootstrap",), _BOOTSTRAP, "fact_bootstrap", "bootstrap"),
-    FactRow("plugin_path", ("lugin",), _PLUGIN_PATH, "fact_plugin_path", "plugins"),
-    FactRow("p2p_plugin", ("lugin",), _P2P_PLUGIN, "fact_p2p_plugin", "plugins"),
-    FactRow("loaded_plugin", ("lugin",), _LOADED_PLUGIN, "fact_loaded_plugin", "plugins"),
-    FactRow("net_plugin", ("NET/Plugin",), _NET_PLUGIN, "fact_net_plugin", "plugins"),
-    FactRow("init", ("- Init ",), _INIT, "fact_init", "inits", rank=_rank),
-    FactRow("comm", ("nRanks",), _COMM, "fact_comm", "comms", rank=_rank),
-    FactRow("comm_old", ("nranks",), _COMM_OLD, "fact_comm_old", "comms", rank=_rank),
-    FactRow("connected", ("Connected ",), _CONNECTED, "fact_connected", "connected"),
-    FactRow("channel_counts", ("coll channels",), _COUNTS, "fact_counts", "channel_counts"),
-    FactRow("nvls_comm", ("NVLS",), _NVLS_COMM, "fact_nvls_comm", "nvls"),
-    FactRow("nvls_multicast", ("NVLS",), _NVLS_MC, "fact_nvls_mc", "nvls"),
-    FactRow("env", ("set by environment",), _ENV, "fact_env", "env"),
-) + tuple(FactRow(f"note_{kind}", (), pat, "fact_note", "notes", arg=kind) for kind, pat in _NOTES)
-
-
-def fact_row(msg: str) -> Tuple[Optional[FactRow], Optional["re.Match[str]"]]:
-    """The row of :data:`FACTS` that reads NCCL INFO message ``msg``, with its match (``(None, None)``: none)."""
-    for row in FACTS:
-        guard = row.guard
-        if guard:
-            for g in guard:
-                if g in msg:
-                    break
-            else:
-                continue
-        m = row.pattern.search(msg)
-        if m is not None and (row.accept is None or row.accept(msg, m)):
-            return row, m
-    return None, None
-
-
-def _add_capped(lst: list, value, cap: int = MAX_SMALL) -> None:
-    if value not in lst and len(lst) < cap:
-        lst.append(value)
 
 
 _SEEN_PLAIN, _SEEN_INFO, _SEEN_CHAIN, _SEEN_WARN, _SEEN_BARE, _SEEN_BLANK, _SEEN_COUNT, _SEEN_WRAP = 1, 2, 3, 4, 5, 6, 7, 8
@@ -1054,7 +32,7 @@ _SEEN_BYTES = 8 * 1024 * 1024  # bytes of distinct lines remembered per file
 
 
 class _Seen:
-    """A line read before, in the file being fed (:meth:`_Parser.feed_bulk`), and what reading it again does
+    """A line read before, in the file being fed (:meth:`Parser.feed_bulk`), and what reading it again does
     while its record lists are full: ``hits`` more lines counted in ``count`` (a fact list), ``stats`` and
     ``pair`` (a channel line's tallies); for a WARN or a call-chain line, the thread state it opens or extends.
 
@@ -1089,35 +67,10 @@ class _Seen:
 _NEVER = _Seen(0)
 
 
-def _no_join(nxt: "_Rec") -> None:
+def _no_join(nxt: "Rec") -> None:
     """What takes the line after an error line past the bound: nothing is kept of it."""
 
 
-def _watchdog_key(rec: "_Rec") -> Optional[Tuple]:
-    """What :meth:`_Parser.app_lines` tells a watchdog message apart by (``None``: not only a watchdog message)."""
-    msg = rec.msg
-    if "NCCL Error " in msg and _TORCH_OLD.search(msg):
-        return None
-    m = _WATCHDOG.search(msg)
-    if m is None:
-        return None
-    fields = {fm.group("k"): fm.group("v") for fm in _WD_FIELD.finditer(m.group("body"))}
-    rm = _WD_RANK.search(msg)
-    rank = _int(rm.group("rank") or rm.group("rank2")) if rm else None
-    if rank is None and rec.launcher_rank is not None:
-        rank = rec.launcher_rank
-    return (rec.at.source, rank, _int(fields.get("SeqNum")), fields.get("OpType"))
-
-
-def _app_noop(msg: str) -> bool:
-    """Whether :meth:`_Parser.app_lines` reads nothing from a line holding its words (``msg``, no NCCL prefix)."""
-    if "NCCL Error " in msg and _TORCH_OLD.search(msg):
-        return False
-    if "Watchdog" not in msg and "NCCL error in" not in msg and "Test " not in msg and "failure " not in msg:
-        return True
-    return not ("Watchdog caught collective operation timeout" in msg or _WATCHDOG.search(msg) or
-                _TORCH_ERR.search(msg) or _TESTS_FAIL.search(msg) or _TESTS_CUDA.search(msg) or
-                _TESTS_TIMEOUT.search(msg))
 
 _ONCE = _Seen(0)  # a line read once so far
 _BLANK = _Seen(_SEEN_BLANK)
@@ -1133,7 +86,7 @@ RUN_SHARE = 8  # lines recorded as runs: at most one in this many of the lines f
 
 
 def _before(key: Tuple[str, str, int, int], ow: Dict, pre: Dict) -> bool:
-    """For a run being recorded (:meth:`_Parser._bulk`): whether the WARN open on ``key`` before the run is one
+    """For a run being recorded (:meth:`Parser._bulk`): whether the WARN open on ``key`` before the run is one
     past the bound, as it was (``pre``, noted the first time the run reads it); ``False`` for any other."""
     if key in pre:
         return True
@@ -1156,7 +109,7 @@ def _as_before(run: "_Run", ow: Dict) -> bool:
 class _Run:
     """Lines of one block that were only counted, read from a point where no thread had anything open (no WARN
     or call chain, no line waiting for the next, no benchmark output or RAS report being kept) up to the next
-    such point (:meth:`_Parser._bulk`). From such a point, the same lines again do the same: ``times`` more
+    such point (:meth:`Parser._bulk`). From such a point, the same lines again do the same: ``times`` more
     counts of each entry (added when the file ends), ``df`` more failed WARNs past the bound, the result names
     of their chains offered again, and the process of the last line."""
 
@@ -1184,9 +137,9 @@ class _Run:
 
 
 class _DroppedWarn:
-    """A WARN past the bound on the WARNs kept, read again (:meth:`_Parser.feed_bulk`): seen by nobody, it is
+    """A WARN past the bound on the WARNs kept, read again (:meth:`Parser.feed_bulk`): seen by nobody, it is
     only counted when its thread moves on, as a failure where its message is one (``base``) or its call chain
-    returned an error (:func:`_fails`)."""
+    returned an error (:func:`fails`)."""
 
     __slots__ = ("base", "chain")
 
@@ -1195,7 +148,7 @@ class _DroppedWarn:
 
 
 class _DroppedChain:
-    """A call chain past the bound on the chains kept (:meth:`_Parser._orphan_step`): its steps and whether a
+    """A call chain past the bound on the chains kept (:meth:`Parser._orphan_step`): its steps and whether a
     later line resumed it are seen by nobody."""
 
     __slots__ = ("steps", "at", "benign", "resumed")
@@ -1204,7 +157,7 @@ class _DroppedChain:
         self.steps, self.at, self.benign, self.resumed = steps, at, False, None
 
 
-class _Parser:
+class Parser:
     def __init__(self, keep: int = KEEP) -> None:
         self.keep = keep
         # bounds below keep for some lists: a worker's parser takes only what the merging parser has room for
@@ -1256,9 +209,9 @@ class _Parser:
             if len(self.procs) >= MAX_PROCS:
                 return None
             p = self.procs[key] = Proc(at.host, at.pid)
-        _add_capped(p.sources, at.source)
+        add_capped(p.sources, at.source)
         if at.dev is not None:
-            _add_capped(p.devs, at.dev, 1024)
+            add_capped(p.devs, at.dev, 1024)
         self.last_seen, self.last_proc = seen, p
         return p
 
@@ -1276,12 +229,12 @@ class _Parser:
         (a prefilter passes only the lines the parser reads, see :mod:`nccldiag.nccl.scan`)."""
         self.f.sources.append(source)
         self.line_proc = None
-        for rec in _numbered_records(lines, source, count):
+        for rec in numbered_records(lines, source, count):
             self.record(rec)
         self.f.lines += total()
         self.end_file(source)
 
-    def record(self, rec: _Rec) -> None:
+    def record(self, rec: Rec) -> None:
         """Read one record of the file being fed."""
         if rec.kind == "bare":
             self.bare(rec, self.line_proc)
@@ -1292,7 +245,7 @@ class _Parser:
         if p is not None:
             self.line_proc = (p.host, p.pid)
             if rec.launcher_rank is not None:
-                _add_capped(p.launcher_ranks, rec.launcher_rank, 1024)
+                add_capped(p.launcher_ranks, rec.launcher_rank, 1024)
         if rec.kind == "warn":
             self.warn(rec)
         elif rec.kind == "info":
@@ -1309,7 +262,7 @@ class _Parser:
         (:class:`_Seen`); every other line is read as usual."""
         self.f.sources.append(source)
         self.line_proc = None
-        reader = _Reader(source)
+        reader = Reader(source)
         seen: Dict[bytes, _Seen] = {}
         room = [_SEEN_BYTES]
         self._runs, self._names, self._budget = [], None, RUN_MAX
@@ -1338,7 +291,7 @@ class _Parser:
         self.f.lines += total()
         self.end_file(source)
 
-    def _bulk(self, n: int, lines: Iterable[bytes], reader: "_Reader", seen: Dict[bytes, "_Seen"],
+    def _bulk(self, n: int, lines: Iterable[bytes], reader: "Reader", seen: Dict[bytes, "_Seen"],
               room: List[int]) -> None:
         """Lines ``n+1, n+2, ...`` of the file being fed (see :meth:`feed_bulk`).
 
@@ -1636,7 +589,7 @@ class _Parser:
             self._runs.append(run)
         return None
 
-    def _replay(self, runs: List["_Run"], start: "_Seen", lines: List[bytes], i: int, reader: "_Reader",
+    def _replay(self, runs: List["_Run"], start: "_Seen", lines: List[bytes], i: int, reader: "Reader",
                 n: int) -> bool:
         """Whether a run of ``runs`` (those starting with the entry ``start``) is ``lines[i:]`` and was counted
         again now; it is then moved first. Its threads have open what they had when it was recorded (nothing,
@@ -1670,7 +623,7 @@ class _Parser:
                 f = self.f
                 f.dropped_failures += run.df
                 for name in run.names:
-                    _add_capped(f.dropped_results, name)
+                    add_capped(f.dropped_results, name)
             if run.proc is not None:
                 self.line_proc = run.proc
             if run.seg is not None:
@@ -1691,7 +644,7 @@ class _Parser:
             start.tries += 1
         return False
 
-    def _wrapped_pair(self, n: int, raw: bytes, nxt: bytes, e: "_Seen", reader: "_Reader",
+    def _wrapped_pair(self, n: int, raw: bytes, nxt: bytes, e: "_Seen", reader: "Reader",
                       seen: Dict[bytes, "_Seen"], room: List[int]) -> Optional["_Seen"]:
         """Lines ``n`` (``raw``, a :data:`_SEEN_WRAP` line; the reader holds nothing) and ``n + 1`` (``nxt``).
         The entry they were counted in, when the two were read before as one record (the second the rest of the
@@ -1747,18 +700,18 @@ class _Parser:
             oc.steps.append(e.step)
         return True
 
-    def _seen_bare(self, rec: _Rec) -> Optional["_Seen"]:
+    def _seen_bare(self, rec: Rec) -> Optional["_Seen"]:
         """:meth:`_seen` for a line without an NCCL prefix: only a plain line, or an error line past its bound,
         that asks nothing of the next line, is only counted."""
         msg = rec.msg
         if "Last error:" in msg:
             return _NEVER
         app = "Watchdog" in msg or "NCCL error in" in msg or "Test " in msg or "NCCL Error " in msg
-        if not app and "failure " in msg and not _app_noop(msg):
+        if not app and "failure " in msg and not app_noop(msg):
             return _NEVER  # nccl-tests' first failure lines: read every time, as app_lines reads them
         watchdog = None
-        if app and not _app_noop(msg):
-            watchdog = _watchdog_key(rec)
+        if app and not app_noop(msg):
+            watchdog = watchdog_key(rec)
             if watchdog is None or watchdog not in self.watchdog_keys:
                 return _NEVER  # PyTorch and nccl-tests lines: read every time, but a watchdog message seen before
         version = None
@@ -1772,7 +725,7 @@ class _Parser:
                 if v is None or v.at is not rec.at or id(v) in self.kept_versions:
                     return None if v is not None and v.at is rec.at else _NEVER
                 version = v  # a version line past the bound on those kept: seen by nobody
-        kind = _error_kind(msg)
+        kind = error_kind(msg)
         count = None
         join = False
         if kind is not None:
@@ -1789,7 +742,7 @@ class _Parser:
         e.watchdog = watchdog
         e.bench = _BENCH_START.search(msg) is not None
         e.ras = _RAS_START.search(msg) is not None
-        e.wrap = _wrapped("(", msg)
+        e.wrap = wrapped("(", msg)
         e.msg = msg[:4096]
         e.size = len(e.msg) + 1
         return e
@@ -1805,12 +758,12 @@ class _Parser:
             return False
         return not (v.at.host is None and proc is not None and id(v) not in self.version_owner)
 
-    def _seen(self, rec: _Rec) -> Optional["_Seen"]:
+    def _seen(self, rec: Rec) -> Optional["_Seen"]:
         """What reading ``rec`` again would do, if only counting (its record lists are full); ``None`` when it
         would keep a record now (ask again later), :data:`_NEVER` when it reads more than counts."""
         msg = rec.msg
         if "NCCL Error " in msg or "Watchdog" in msg or "NCCL error in" in msg or "Test " in msg or \
-                ("failure " in msg and not _app_noop(msg)):
+                ("failure " in msg and not app_noop(msg)):
             return _NEVER  # application lines: read every time
         at = rec.at
         p = self.procs.get((at.host, at.pid)) if at.host is not None and at.pid is not None else None
@@ -1823,7 +776,7 @@ class _Parser:
             if len(f.warns) < self.limits.get("warns", self.keep) or (f.warns and f.warns[-1].at is at):
                 return None
             e = _Seen(_SEEN_WARN, key, proc, count="warns")
-            e.warn = _fails(Warn(msg, at, rec.text, rec.file, rec.fline, rec.func, rec.timestamp))
+            e.warn = fails(Warn(msg, at, rec.text, rec.file, rec.fline, rec.func, rec.timestamp))
             return e
         if rec.kind != "info":
             return _NEVER
@@ -1843,11 +796,11 @@ class _Parser:
                 return None
             g = m.groupdict()
             v = parse_via(g["via"])
-            category = _category(str(v["transport"]), v.get("net"), bool(v.get("gdrdma")))
+            category = category_of(str(v["transport"]), v.get("net"), bool(v.get("gdrdma")))
             st = f.channel_stats.get(category) or f.channel_stats.get("NET/other")
             if st is None or len(st.first) < 4 or st.first[-1].at is at:
                 return None
-            dst = _int(g.get("dst"))
+            dst = to_int(g.get("dst"))
             pair = self.pairs.get((int(g["src"]), dst)) if dst is not None else None
             return _Seen(_SEEN_COUNT, key, proc, count="channels", stats=st, pair=pair)
         lst = getattr(f, row.keeps)
@@ -1880,7 +833,7 @@ class _Parser:
     _PROC_CAPS = (("devs", 1024), ("ranks", 1024), ("versions", MAX_SMALL), ("networks", MAX_SMALL),
                   ("launcher_ranks", 1024), ("sources", MAX_SMALL), ("init_started", 1024), ("init_completed", 1024))
 
-    def mergeable(self, o: "_Parser") -> bool:
+    def mergeable(self, o: "Parser") -> bool:
         """Whether :meth:`merge` gives exactly what reading ``o``'s files after this parser's would: not where a
         bound on processes or transport categories would have changed how the later lines were read."""
         if set(o.f.sources) & set(self.f.sources) or o.open_warn or o.open_orphan or o.want:
@@ -1889,7 +842,7 @@ class _Parser:
         cats = len(self.f.channel_stats) + sum(1 for c in o.f.channel_stats if c not in self.f.channel_stats)
         return procs < MAX_PROCS and cats <= MAX_CATEGORIES and "NET/other" not in o.f.channel_stats
 
-    def merge(self, o: "_Parser") -> None:
+    def merge(self, o: "Parser") -> None:
         """Take in what parser ``o`` read from files of its own (each ended), as if this parser had read them
         after its own. Every fact is a count, a list of first records, or a list of first distinct values under
         a bound, so the merge gives the facts of one parser reading the files in turn (:meth:`mergeable` says
@@ -1908,17 +861,17 @@ class _Parser:
             if name == "warns":
                 self.kept_warns.update(id(w) for w in theirs[:room])
                 for w in theirs[room:]:  # past the bound: classified and counted, as close_warn does
-                    _classify(w)
+                    classify(w)
                     if w.failure:
                         f.dropped_failures += 1
                         for st in w.chain:
                             if st.code in ERROR_RESULTS:
-                                _add_capped(f.dropped_results, st.code_name)
+                                add_capped(f.dropped_results, st.code_name)
         f.dropped_failures += of.dropped_failures
         for r in of.dropped_results:
-            _add_capped(f.dropped_results, r)
+            add_capped(f.dropped_results, r)
         for v in of.version_names:
-            _add_capped(f.version_names, v)
+            add_capped(f.version_names, v)
         for cat, ost in of.channel_stats.items():
             st = f.channel_stats.get(cat)
             if st is None:
@@ -1929,7 +882,7 @@ class _Parser:
             for attr, cap in (("hosts", MAX_SMALL), ("pairs", MAX_SMALL), ("nets", 16)):
                 lst = getattr(st, attr)
                 for x in getattr(ost, attr):
-                    _add_capped(lst, x, cap)
+                    add_capped(lst, x, cap)
         for key, op in o.procs.items():
             p = self.procs.get(key)
             if p is None:
@@ -1938,7 +891,7 @@ class _Parser:
             for attr, cap in self._PROC_CAPS:
                 lst = getattr(p, attr)
                 for x in getattr(op, attr):
-                    _add_capped(lst, x, cap)
+                    add_capped(lst, x, cap)
         for key, opt in o.pairs.items():
             pt = self.pairs.get(key)
             if pt is None:
@@ -1948,7 +901,7 @@ class _Parser:
             for attr, cap in (("categories", 16), ("vias", 16), ("channels", 256)):
                 lst = getattr(pt, attr)
                 for x in getattr(opt, attr):
-                    _add_capped(lst, x, cap)
+                    add_capped(lst, x, cap)
             pt.lines += opt.lines
         for rank, hosts in o.rank_hosts.items():
             mine_h = self.rank_hosts.get(rank)
@@ -1957,7 +910,7 @@ class _Parser:
                     continue
                 mine_h = self.rank_hosts[rank] = []
             for h in hosts:
-                _add_capped(mine_h, h, 8)
+                add_capped(mine_h, h, 8)
         for store, sizes, ostore, osizes, names in (
                 (self.bench, self.bench_bytes, o.bench, o.bench_bytes, ("nccl_tests", "nccl_tests_no_result",
                                                                         "perftests")),
@@ -2015,7 +968,7 @@ class _Parser:
 
     @staticmethod
     def _keep_from(store: Dict[str, list], sizes: Dict[str, int], start: "re.Pattern[str]", cap: int,
-                   rec: _Rec, item) -> None:
+                   rec: Rec, item) -> None:
         """Keep ``item`` for ``rec``'s file once a line matching ``start`` was seen there, up to ``cap`` bytes."""
         src = rec.at.source
         lines = store.get(src)
@@ -2028,13 +981,13 @@ class _Parser:
             lines.append(item)
             sizes[src] += len(rec.msg[:4096]) + 1
 
-    def bench_line(self, rec: _Rec) -> None:
+    def bench_line(self, rec: Rec) -> None:
         self._keep_from(self.bench, self.bench_bytes, _BENCH_START, MAX_BENCH_BYTES, rec, rec.msg[:4096])
 
-    def ras_line(self, rec: _Rec) -> None:
+    def ras_line(self, rec: Rec) -> None:
         self._keep_from(self.ras, self.ras_bytes, _RAS_START, MAX_RAS_BYTES, rec, (rec.at.lineno, rec.msg[:4096]))
 
-    def bare(self, rec: _Rec, last_proc: Optional[Tuple[str, int]]) -> None:
+    def bare(self, rec: Rec, last_proc: Optional[Tuple[str, int]]) -> None:
         self.bench_line(rec)
         self.ras_line(rec)
         then = self.want.pop(rec.at.source, None)
@@ -2066,8 +1019,8 @@ class _Parser:
             if mw:
                 self.f.nccl_lines += 1
                 self.f.unprefixed += 1
-                self.warn(_Rec("warn", mw.group("msg").strip(), rec.at, rec.text, mw.group("file"),
-                               _int(mw.group("fline")), launcher_rank=rec.launcher_rank))
+                self.warn(Rec("warn", mw.group("msg").strip(), rec.at, rec.text, mw.group("file"),
+                               to_int(mw.group("fline")), launcher_rank=rec.launcher_rank))
                 return
         if "NCCL DIAG" in rec.msg:
             md = _DIAG.search(rec.msg)
@@ -2080,7 +1033,7 @@ class _Parser:
             if mi:  # its prefix was cut (or anonymised away): read as a line of an unknown process
                 self.f.nccl_lines += 1
                 self.f.unprefixed += 1
-                self.info(_Rec("info", mi.group("msg").strip(), rec.at, rec.text, launcher_rank=rec.launcher_rank),
+                self.info(Rec("info", mi.group("msg").strip(), rec.at, rec.text, launcher_rank=rec.launcher_rank),
                           None)
                 return
         if " via " in rec.msg and _FRAGMENT.search(rec.msg):
@@ -2100,7 +1053,7 @@ class _Parser:
             return
         self.app_lines(rec)
 
-    def last_error(self, rec: _Rec, text: str) -> None:
+    def last_error(self, rec: Rec, text: str) -> None:
         """NCCL's last error as PyTorch or nccl-tests quote it: read as the WARN it was."""
         text = _TAG.sub("", text.strip()).strip().strip("'\"").strip()
         mw = _BARE_WARN.search(text) if "NCCL WARN " in text else None
@@ -2110,24 +1063,24 @@ class _Parser:
         if not text:
             return
         self.f.nccl_lines += 1
-        self.warn(_Rec("warn", text, rec.at, rec.text, launcher_rank=rec.launcher_rank), origin="last-error")
+        self.warn(Rec("warn", text, rec.at, rec.text, launcher_rank=rec.launcher_rank), origin="last-error")
 
-    def error_line(self, rec: _Rec) -> None:
+    def error_line(self, rec: Rec) -> None:
         """Keep a plain line that reports an error, or a kernel line; one ending in ':' takes the next line."""
         msg = rec.msg
-        kind = _error_kind(msg)
+        kind = error_kind(msg)
         if kind is None:
             return
         kernel = kind == "kernel"
         el = ErrorLine(msg[:MAX_ERROR_TEXT], rec.at, kind)
         self._keep("kernel" if kernel else "errors", el)
         if msg.endswith(":") or _TESTS_CUDA.search(msg) and "'" not in msg:
-            def join(nxt: _Rec) -> None:
+            def join(nxt: Rec) -> None:
                 el.text = (el.text + " " + nxt.msg.strip())[:MAX_ERROR_TEXT]
             self.want[rec.at.source] = join
 
     def version(self, v: VersionLine) -> None:
-        _add_capped(self.f.version_names, v.version)
+        add_capped(self.f.version_names, v.version)
         self.segment[v.at.source] = v
 
     def rank_fact(self, rank: int, nranks: int, at: Loc, p: Optional[Proc]) -> None:
@@ -2141,7 +1094,7 @@ class _Parser:
             if v.at.host is None and p is not None:
                 self.version_owner.setdefault(id(v), (p.host, p.pid))
 
-    def app_lines(self, rec: _Rec) -> None:
+    def app_lines(self, rec: Rec) -> None:
         """PyTorch and nccl-tests lines (bare or interleaved after an NCCL prefix)."""
         msg = rec.msg
         if "NCCL Error " in msg:
@@ -2158,12 +1111,12 @@ class _Parser:
         if m:
             fields = {fm.group("k"): fm.group("v") for fm in _WD_FIELD.finditer(m.group("body"))}
             rm = _WD_RANK.search(msg)
-            rank = _int(rm.group("rank") or rm.group("rank2")) if rm else None
+            rank = to_int(rm.group("rank") or rm.group("rank2")) if rm else None
             if rank is None and rec.launcher_rank is not None:
                 rank = rec.launcher_rank
-            w = Watchdog(rec.at, rec.text, rank, _int(fields.get("SeqNum")), fields.get("OpType"),
-                         _int(fields.get("NumelIn")), _int(fields.get("NumelOut")), _int(fields.get("Timeout(ms)")),
-                         _int(m.group("ran")))
+            w = Watchdog(rec.at, rec.text, rank, to_int(fields.get("SeqNum")), fields.get("OpType"),
+                         to_int(fields.get("NumelIn")), to_int(fields.get("NumelOut")), to_int(fields.get("Timeout(ms)")),
+                         to_int(m.group("ran")))
             key = (w.at.source, w.rank, w.seq, w.op_type)
             if key not in self.watchdog_keys:
                 if len(self.watchdog_keys) < self.keep:
@@ -2174,7 +1127,7 @@ class _Parser:
         if m:
             self._keep("app_errors", AppError("torch", m.group("msg").strip(), rec.at, rec.text, m.group("where")))
             if m.group("ver"):  # its name counts whatever the bound on the lines kept
-                _add_capped(self.f.version_names, m.group("ver"))
+                add_capped(self.f.version_names, m.group("ver"))
                 if len(self.pending_versions) < self.limits.get("pending_versions", self.keep):
                     v = VersionLine(m.group("ver"), None, rec.at, rec.text, inferred=True, origin="torch")
                     self.pending_versions.append((v, None))
@@ -2203,10 +1156,10 @@ class _Parser:
             self._keep("app_errors", AppError("nccl-tests-timeout", f"test timeout ({m.group('s')}s)", rec.at,
                                               rec.text, m.group("where")))
 
-    def continue_watchdog(self, rec: _Rec, more: int) -> None:
+    def continue_watchdog(self, rec: Rec, more: int) -> None:
         """A watchdog message wrapped over lines (as pasted): read it once the next lines complete it."""
-        def then(nxt: _Rec) -> None:
-            joined = _Rec(rec.kind, f"{rec.msg} {nxt.msg.strip()}", rec.at, f"{rec.text} {nxt.text.strip()}",
+        def then(nxt: Rec) -> None:
+            joined = Rec(rec.kind, f"{rec.msg} {nxt.msg.strip()}", rec.at, f"{rec.text} {nxt.text.strip()}",
                           launcher_rank=rec.launcher_rank)
             if _WATCHDOG.search(joined.msg) or more <= 1:
                 self.app_lines(joined)
@@ -2224,12 +1177,12 @@ class _Parser:
         elif id(w) in self.kept_warns:
             return
         else:
-            failure = w.failure = _fails(w)
+            failure = w.failure = fails(w)
         if failure:
             self.f.dropped_failures += 1
             for s in w.chain:
                 if s.code in ERROR_RESULTS:
-                    _add_capped(self.f.dropped_results, s.code_name)
+                    add_capped(self.f.dropped_results, s.code_name)
                     if self._names is not None:  # a run being recorded (_bulk)
                         self._names.append(s.code_name)
 
@@ -2244,7 +1197,7 @@ class _Parser:
         if len(self.failed_orphans) >= MAX_THREADS:
             self.failed_orphans.clear()
 
-    def warn(self, rec: _Rec, origin: str = "warn") -> None:
+    def warn(self, rec: Rec, origin: str = "warn") -> None:
         w = Warn(rec.msg, rec.at, rec.text, rec.file, rec.fline, rec.func, rec.timestamp, origin=origin)
         key = _thread(rec.at)
         self.close_warn(key)
@@ -2256,7 +1209,7 @@ class _Parser:
         self.failed_orphans.pop(key, None)
         self.app_lines(rec)
 
-    def info(self, rec: _Rec, p: Optional[Proc]) -> None:
+    def info(self, rec: Rec, p: Optional[Proc]) -> None:
         msg, at, text = rec.msg, rec.at, rec.text
         key = _thread(at)
         m = _CHAIN.search(msg) if " -> " in msg else None
@@ -2301,10 +1254,10 @@ class _Parser:
 
     def fact_ring(self, m: "re.Match[str]", at: Loc, text: str, p: Optional[Proc]) -> None:
         order = [int(x) for x in m.group("order").split()][:MAX_PAIRS]
-        ro = RingOrder(int(m.group("ch")), order, at, text, _int(m.group("n")))
+        ro = RingOrder(int(m.group("ch")), order, at, text, to_int(m.group("n")))
         self._keep("rings", ro)
         if p is not None:
-            _add_capped(p.ranks, 0, 1024)  # only rank 0 prints the ring order
+            add_capped(p.ranks, 0, 1024)  # only rank 0 prints the ring order
         self.rank_fact(0, len(order), at, p)
 
     def fact_version(self, m: "re.Match[str]", at: Loc, text: str, p: Optional[Proc]) -> None:
@@ -2313,12 +1266,12 @@ class _Parser:
             self.kept_versions.add(id(v))
         self.version(v)
         if p is not None:
-            _add_capped(p.versions, m.group("v"))
+            add_capped(p.versions, m.group("v"))
 
     def fact_network(self, m: "re.Match[str]", at: Loc, text: str, p: Optional[Proc]) -> None:
         self._keep("networks", NetworkChoice(m.group("name"), at, text))
         if p is not None:
-            _add_capped(p.networks, m.group("name"))
+            add_capped(p.networks, m.group("name"))
 
     def fact_gdr(self, m: "re.Match[str]", at: Loc, text: str, p: Optional[Proc]) -> None:
         self._keep("gdr", GdrLine(m.group("state") == "Enabled", m.group("hca"), at, text, m.group("net"),
@@ -2336,7 +1289,7 @@ class _Parser:
         self._keep("nets", NetDevices("IB", devs, at, text))
 
     def fact_bootstrap(self, m: "re.Match[str]", at: Loc, text: str, p: Optional[Proc]) -> None:
-        ifs = [NetDevice(_int(s.group("idx")), s.group("name"), address=s.group("addr"))
+        ifs = [NetDevice(to_int(s.group("idx")), s.group("name"), address=s.group("addr"))
                for s in _SOCK_IF.finditer(m.group("body"))]
         self._keep("bootstrap", Bootstrap(ifs, at, text))
 
@@ -2357,28 +1310,28 @@ class _Parser:
 
     def fact_init(self, m: "re.Match[str]", at: Loc, text: str, p: Optional[Proc]) -> None:
         ev = InitEvent(m.group("phase"), int(m.group("rank")), int(m.group("nranks")), at, text, m.group("comm"),
-                       _int(m.group("cdev")), _int(m.group("nvml")), m.group("bus"), m.group("cid"))
+                       to_int(m.group("cdev")), to_int(m.group("nvml")), m.group("bus"), m.group("cid"))
         self._keep("inits", ev)
         self.rank_host(ev.rank, at)
         self.rank_fact(ev.rank, ev.nranks, at, p)
         if p is not None:
-            _add_capped(p.ranks, ev.rank, 1024)
-            _add_capped(p.init_started if ev.phase == "START" else p.init_completed, ev.rank, 1024)
+            add_capped(p.ranks, ev.rank, 1024)
+            add_capped(p.init_started if ev.phase == "START" else p.init_completed, ev.rank, 1024)
 
     def fact_comm(self, m: "re.Match[str]", at: Loc, text: str, p: Optional[Proc]) -> None:
         self.comm(CommInfo(m.group("comm"), int(m.group("rank")), int(m.group("nranks")), at, text,
                            int(m.group("nnodes")), int(m.group("lranks")), int(m.group("lrank")),
-                           _int(m.group("mnnvl"))), p)
+                           to_int(m.group("mnnvl"))), p)
 
     def fact_comm_old(self, m: "re.Match[str]", at: Loc, text: str, p: Optional[Proc]) -> None:
         self.comm(CommInfo(m.group("comm"), int(m.group("rank")), int(m.group("nranks")), at, text), p)
 
     def fact_connected(self, m: "re.Match[str]", at: Loc, text: str, p: Optional[Proc]) -> None:
-        self._keep("connected", Connected(m.group("what"), at, text, _int(m.group("pxn")), _int(m.group("gdr"))))
+        self._keep("connected", Connected(m.group("what"), at, text, to_int(m.group("pxn")), to_int(m.group("gdr"))))
 
     def fact_counts(self, m: "re.Match[str]", at: Loc, text: str, p: Optional[Proc]) -> None:
         self._keep("channel_counts", ChannelCounts(int(m.group("coll")), int(m.group("p2p")), int(m.group("ppp")),
-                                                   at, text, _int(m.group("collnet")), _int(m.group("nvls"))))
+                                                   at, text, to_int(m.group("collnet")), to_int(m.group("nvls"))))
 
     def fact_nvls_comm(self, m: "re.Match[str]", at: Loc, text: str, p: Optional[Proc]) -> None:
         self._keep("nvls", NvlsLine("comm", at, text, int(m.group("head")), int(m.group("nheads"))))
@@ -2400,7 +1353,7 @@ class _Parser:
         self.rank_host(c.rank, c.at)
         self.rank_fact(c.rank, c.nranks, c.at, p)
         if p is not None:
-            _add_capped(p.ranks, c.rank, 1024)
+            add_capped(p.ranks, c.rank, 1024)
 
     def rank_host(self, rank: int, at: Loc) -> None:
         if not at.host:
@@ -2410,7 +1363,7 @@ class _Parser:
             if len(self.rank_hosts) >= MAX_PAIRS:
                 return
             hosts = self.rank_hosts[rank] = []
-        _add_capped(hosts, at.host, 8)
+        add_capped(hosts, at.host, 8)
 
     def channel(self, m: "re.Match[str]", at: Loc, text: str, p: Optional[Proc]) -> None:
         g = m.groupdict()
@@ -2419,8 +1372,8 @@ class _Parser:
         v = parse_via(g["via"])
         transport = str(v["transport"])
         gdr = bool(v.get("gdrdma"))
-        dst = _int(g.get("dst"))
-        category = _category(transport, v.get("net"), gdr)
+        dst = to_int(g.get("dst"))
+        category = category_of(transport, v.get("net"), gdr)
         st = self.f.channel_stats.get(category)
         if st is None and len(self.f.channel_stats) >= MAX_CATEGORIES:
             category = "NET/other"
@@ -2438,17 +1391,17 @@ class _Parser:
                 st.first.append(ch)
         src = int(g["src"])
         if at.host:
-            _add_capped(st.hosts, at.host)
+            add_capped(st.hosts, at.host)
         if dst is not None:
-            _add_capped(st.pairs, f"{src}->{dst}")
+            add_capped(st.pairs, f"{src}->{dst}")
         net = v.get("net")
         if net:
-            _add_capped(st.nets, net, 16)
+            add_capped(st.nets, net, 16)
         direction = g.get("dir")
         if direction is not None or g["label"] == "Channel":
             mine = dst if direction == "receive" and dst is not None else src
             if p is not None:
-                _add_capped(p.ranks, mine, 1024)
+                add_capped(p.ranks, mine, 1024)
             self.rank_host(mine, at)
         if dst is not None and transport in ("P2P", "SHM") and v.get("mode") != "MNNVL":
             # P2P (but for multi-node NVLink) and shared memory connect two GPUs of one host: the peer's host too
@@ -2460,9 +1413,9 @@ class _Parser:
                 if len(self.pairs) >= MAX_PAIRS:
                     return
                 pt = self.pairs[key] = PairTransport(src, dst, [], [], [], [], [], 0)
-            _add_capped(pt.categories, category, 16)
-            _add_capped(pt.vias, str(v["via"]), 16)
-            _add_capped(pt.channels, int(g["ch"]), 256)
+            add_capped(pt.categories, category, 16)
+            add_capped(pt.vias, str(v["via"]), 16)
+            add_capped(pt.channels, int(g["ch"]), 256)
             pt.lines += 1
 
     @staticmethod
@@ -2471,7 +1424,7 @@ class _Parser:
         return Channel(
             channel=int(g["ch"]), src=int(g["src"]), dst=dst, transport=transport, via=str(v["via"]),
             category=category, at=at, text=text, label=g["label"],
-            conn_index=_int(g.get("conn")), src_dev=g.get("sdev"), dst_dev=g.get("ddev"), direction=g.get("dir"),
+            conn_index=to_int(g.get("conn")), src_dev=g.get("sdev"), dst_dev=g.get("ddev"), direction=g.get("dir"),
             mode=v.get("mode"), read=bool(v.get("read")), ce=bool(v.get("ce")), net=v.get("net"),
             net_dev=v.get("net_dev"), proxy_rank=v.get("proxy_rank"), gdrdma=gdr, pci=bool(v.get("pci")),
             shared=bool(v.get("shared")), relay=v.get("relay"),
@@ -2516,7 +1469,7 @@ class _Parser:
             self.close_warn(key)
         f.dropped_results.sort()  # in the order of names: the same whichever file closed its WARNs first
         for w in f.warns:
-            _classify(w)
+            classify(w)
         procs_by_source: Dict[str, List[Proc]] = {}
         for p in self.procs.values():
             for s in p.sources:
@@ -2532,7 +1485,7 @@ class _Parser:
                 target = self.procs.get(last)
             if target is not None:
                 v.at = Loc(v.at.source, v.at.lineno, target.host, target.pid)
-                _add_capped(target.versions, v.version)
+                add_capped(target.versions, v.version)
             self._keep("versions", v)
         procs = {p.name: p for p in self.procs.values()}
         for v in f.versions:
@@ -2571,7 +1524,7 @@ def _add(lst: list, value) -> None:
         lst.append(value)
 
 
-def _int(s: Optional[str]) -> Optional[int]:
+def to_int(s: Optional[str]) -> Optional[int]:
     if s is None:
         return None
     try:
@@ -2585,7 +1538,7 @@ def _net_devices(net: str, body: str, at: Loc, text: str) -> NetDevices:
     ro = "[RO]" in devs_part
     devs: List[NetDevice]
     if net.lower().startswith("socket"):
-        devs = [NetDevice(_int(s.group("idx")), s.group("name"), address=s.group("addr"))
+        devs = [NetDevice(to_int(s.group("idx")), s.group("name"), address=s.group("addr"))
                 for s in _SOCK_IF.finditer(devs_part)]
     else:
         merged_spans = [(mm.start(), mm.end()) for mm in re.finditer(r"=\{[^}]*\}", devs_part)]
@@ -2601,75 +1554,6 @@ def _net_devices(net: str, body: str, at: Loc, text: str) -> NetDevices:
             oob = NetDevice(None, s.group("name"), address=s.group("addr"))
     return NetDevices(net, devs, at, text, ro, oob)
 
-
-# --------------------------------------------------------------------------- summary
-
-
-def summarize(f: NcclLogFacts) -> Summary:
-    """Versions, networks, transports overall and per pair, errors: from the tallies, not the kept lists."""
-    versions: List[str] = list(f.version_names)
-    for v in f.versions:
-        _add(versions, v.version)
-    by_proc = {p.name: list(p.versions) for p in f.procs if p.versions}
-    networks: List[str] = []
-    for n in f.networks:
-        _add(networks, n.name)
-    cats: List[str] = list(f.channel_stats) or []
-    for ch in f.channels:
-        _add(cats, ch.category)
-    nvls = any((c.nvls or 0) > 0 for c in f.channel_counts) or any(n.kind == "comm" for n in f.nvls) or \
-        any(c.what == "NVLS tree" for c in f.connected)
-    collnet = "CollNet" in cats or any(ch.transport == "COLLNET" for ch in f.channels) or \
-        any((c.collnet or 0) > 0 for c in f.channel_counts)
-    if nvls:
-        _add(cats, NVLS)
-    if collnet:
-        _add(cats, COLLNET)
-    results: List[str] = list(f.dropped_results)
-    for w in f.warns:
-        for s in w.chain:
-            if s.code in ERROR_RESULTS:
-                _add(results, s.code_name)
-    for oc in f.orphan_chains:
-        if oc.benign:
-            continue
-        for s in oc.steps:
-            if s.code in ERROR_RESULTS:
-                _add(results, s.code_name)
-    failures = sum(1 for w in f.warns if w.failure) + f.dropped_failures + f.total("watchdogs") + \
-        f.total("app_errors") + sum(1 for oc in f.orphan_chains if oc.failed)
-    ranks: Set[int] = set()
-    for p in f.procs:
-        ranks.update(p.ranks)
-    nranks: List[int] = []
-    for x in list(f.comms) + list(f.inits) + list(f.rings):
-        _add(nranks, x.nranks)
-    pairs = f.pair_list
-    if not pairs and f.channels:  # facts assembled by hand, without the parser's tallies
-        pairs = _pairs_of(f.channels)
-    return Summary(
-        versions=versions, versions_by_proc=by_proc, networks=networks, transports=sorted(cats),
-        pairs=pairs,
-        net_ib_used=any(c in (NET_IB, NET_IB_GDR) for c in cats),
-        gdrdma_used=any(c.endswith("+GDRDMA") for c in cats),
-        nvls_used=nvls, collnet_used=collnet, error_results=sorted(results), failures=failures,
-        warns=f.total("warns"), ranks=sorted(ranks), hosts=sorted({p.host for p in f.procs}), nranks=sorted(nranks),
-    )
-
-
-def _pairs_of(channels: Iterable[Channel]) -> List[PairTransport]:
-    pairs: Dict[Tuple[int, int], PairTransport] = {}
-    for ch in channels:
-        if ch.dst is None:
-            continue
-        pt = pairs.setdefault((ch.src, ch.dst), PairTransport(ch.src, ch.dst, [], [], [], [], [], 0))
-        _add(pt.categories, ch.category)
-        _add(pt.vias, ch.via)
-        _add(pt.channels, ch.channel)
-        pt.lines += 1
-    return [pairs[k] for k in sorted(pairs)]
-
-
 LogInput = Union[Mapping[str, str], Iterable[Tuple[str, str]]]
 
 
@@ -2680,7 +1564,7 @@ def parse_logs(logs: LogInput, keep: int = KEEP) -> NcclLogFacts:
     rank pairs are joined from both sides.
     """
     items = logs.items() if isinstance(logs, Mapping) else logs
-    p = _Parser(keep)
+    p = Parser(keep)
     for name, text in items:
         p.feed(text or "", name)
     return p.finish()
@@ -2707,7 +1591,7 @@ def read_lines(stream: IO[bytes], max_line: int = MAX_LINE) -> Iterator[str]:
 
 def parse_streams(streams: Iterable[Tuple[str, IO[bytes]]], keep: int = KEEP) -> NcclLogFacts:
     """Parse logs from open binary streams, line by line: memory does not grow with the logs' size."""
-    p = _Parser(keep)
+    p = Parser(keep)
     for name, stream in streams:
         p.feed_lines(read_lines(stream), name)
     return p.finish()

@@ -1,0 +1,558 @@
+"""The grammar of NCCL logs: what each line means. Pure: text in, records and matches out.
+
+What NCCL logged is the only trustworthy record of which transport a job really used: the environment says what
+was asked for, the ``Channel ... via ...`` lines say what happened. Logs come as people actually have them: one
+file per process (``NCCL_DEBUG_FILE``) or everything interleaved on stdout, behind launcher prefixes
+(``[1,3]<stdout>:``, ``[rank0]:``, ``host: ``, ``[0] ``), timestamps, colour codes, and lines wrapped or glued
+together by whoever copied them. Every pattern is therefore an unanchored search on the text after the
+``<host>:<pid>:<tid> [<cudaDev>] NCCL INFO|WARN`` prefix, and a physical line holding two prefixes is split into
+two records (:class:`Reader`).
+
+Formats covered: NCCL 2.4 (``Ring 00 : 0 -> 1 via NET/IB/0``, ``.cu`` sources) to 2.30 (``(func)`` in WARN lines,
+``SHM/direct``, WARN timestamps). The handlers that turn matches into facts are :mod:`nccldiag.nccl.parser`'s.
+
+Every expression here runs in time linear in the length of the text it is given: none tries a quantified run at
+every position of a run of the same characters, none scans to the end of the line from each of many starts
+(``tests/unit/test_nccllog_linear.py``). The messages they read are stripped (``Rec.msg``), so an expression
+anchors its end with ``$`` alone.
+
+:data:`WORDS` holds every literal word the grammar's guards and expressions rely on to read a line: the prefilter
+(:mod:`nccldiag.nccl.scan`) hands the parser only the lines holding one of them.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Tuple
+
+from nccldiag.nccl.facts import COLLNET, ERROR_RESULTS, NET_IB, NET_IB_GDR, NET_SOCKET, P2P, SHM, Loc, Proc, Warn
+
+
+# --------------------------------------------------------------------------- lines -> records
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[()][A-Z0-9]|\x1b")
+# Colour codes whose ESC was lost on the way ('[0m', '[1;31m').
+_ANSI_RESIDUE = re.compile(r"\[(?:\d{1,3}(?:;\d{1,3})*)?m")
+# The pid and tid may be anonymised ('<pid>', 'XXXX'); NCCL before 2.4 wrote the level without 'NCCL '.
+PREFIX = re.compile(
+    r"(?P<host>[A-Za-z0-9_.<>\-]*):(?P<pid>\d+|[^\s:\[\]\d][^\s:\[\]]{0,23}):"
+    r"(?P<tid>\d+|[^\s:\[\]\d][^\s:\[\]]{0,23}) \[(?P<dev>-?\d+)\] "
+    r"(?:(?P<file>[\w./+\-]+):(?P<fline>\d+) (?:\((?P<func>[^()\s]*)\) )?)?"
+    r"(?:NCCL )?(?P<level>INFO|WARN|TRACE|ABORT)(?= |$)"
+)
+_WARN_TS = re.compile(r"\[(\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?)\]\s*$")
+_LAUNCHER = re.compile(r"^\s*(?:\[\d+,(?P<ompi>\d+)\]<(?:stdout|stderr)>:|\[rank(?P<torch>\d+)\]:|(?P<srun>\d+): )")
+
+
+@dataclass
+class Rec:
+    kind: str  # info, warn, trace, bare
+    msg: str
+    at: Loc
+    text: str
+    file: Optional[str] = None
+    fline: Optional[int] = None
+    func: Optional[str] = None
+    timestamp: Optional[str] = None
+    launcher_rank: Optional[int] = None
+
+
+# What chat and markdown put around pasted lines: quote markers, list bullets, bold, inline code, fences.
+_QUOTE = re.compile(r"^\s*(?:>\s?)+")
+_BULLET = re.compile(r"^\s*(?:[*+•]|-(?=\s+(?:\S+:\S+:\S+ \[|\[|NCCL\b)))\s+")
+_FENCE = re.compile(r"^\s*(?:```|~~~)")
+
+
+def clean(line: str) -> str:
+    """The line without colour codes (and their ESC-less residue), markdown wrapping, or trailing blanks."""
+    if "\x1b" in line:
+        line = _ANSI.sub("", line)
+    if "m" in line and "[" in line and _ANSI_RESIDUE.search(line):
+        line = _ANSI_RESIDUE.sub("", line)
+    first = line[:1]
+    if first in " \t>*+-•`~":
+        if _FENCE.match(line):
+            return ""
+        if ">" in line[:8]:
+            line = _QUOTE.sub("", line, count=1)
+        line = _BULLET.sub("", line, count=1)
+    if "**" in line:
+        line = line.replace("**", "")
+    if "`" in line:
+        line = line.replace("`", "")
+    return line.rstrip()
+
+
+def _num(s: str) -> int:
+    """A pid or tid as a number; an anonymised one ('<pid>', 'XXXX') gets a stable number of its own."""
+    if s.isdigit():
+        return int(s)
+    import zlib
+
+    return -1 - zlib.crc32(s.encode("utf-8", "replace")) % 1000000
+
+
+_LEVELS = {"INFO": "info", "WARN": "warn", "ABORT": "warn"}
+_LAUNCHER_FIRST = frozenset(" \t[0123456789")  # the characters a launcher prefix can start with
+
+
+def records(lines: Iterable[str], source: str, count: Optional[List[int]] = None) -> Iterator[Rec]:
+    """Records of one log, line by line. A record is held back one line: the next line may complete it.
+
+    ``count``, when given, receives the number of lines read once the log ends.
+    """
+    return numbered_records(enumerate(lines, 1), source, count)
+
+
+def numbered_records(lines: Iterable[Tuple[int, str]], source: str,
+                      count: Optional[List[int]] = None) -> Iterator[Rec]:
+    """:func:`records` of ``(line number, line)`` pairs: the numbers may skip lines a prefilter left out (a
+    skipped line never continues a record: only the line right after one does)."""
+    reader = Reader(source)
+    n = 0
+    for n, raw in lines:
+        yield from reader.line(n, raw)
+    if count is not None:
+        count.append(n)
+    yield from reader.end()
+
+
+class Reader:
+    """Records of one log, one line at a time (:func:`numbered_records`). A record is held back one line: the
+    next line may complete it (``held``); ``prev`` is the last of them, still open to a wrapped continuation."""
+
+    __slots__ = ("source", "prev", "held")
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.prev: Optional[Rec] = None
+        self.held: List[Rec] = []
+
+    def line(self, n: int, raw: str) -> List[Rec]:
+        """Read line ``n``: the records it completes, in order (those held before it, a bare line's own)."""
+        line = clean(raw)
+        m_l = _LAUNCHER.match(line) if line[:1] in _LAUNCHER_FIRST else None
+        lrank = None
+        if m_l:
+            lrank = int(next(g for g in m_l.groups() if g is not None))
+        matches = prefixes(line)
+        if not matches:
+            body = line[m_l.end():] if m_l else line
+            prev = self.prev
+            if prev is not None and prev.at.lineno == n - 1 and wrapped(prev.msg, body):
+                # A line wrapped by whoever copied the log: the rest of the previous message.
+                prev.msg += body.strip()
+                prev.text += body.strip()
+                return []
+            out = self.held
+            self.held = []
+            self.prev = None
+            if body.strip():
+                out.append(Rec("bare", body.strip(), Loc(self.source, n), line.strip(), launcher_rank=lrank))
+            return out
+        out = self.held
+        held: List[Rec] = []
+        for i, m in enumerate(matches):
+            end = matches[i + 1].start() if i + 1 < len(matches) else len(line)
+            msg = line[m.end():end].strip()
+            host, pid, tid, dev, file, fline, func, level = m.group(
+                "host", "pid", "tid", "dev", "file", "fline", "func", "level")
+            kind = _LEVELS.get(level, "trace")
+            ts = None
+            if kind == "warn":
+                tsm = _WARN_TS.search(line[:m.start()])
+                ts = tsm.group(1) if tsm else None
+            at = Loc(self.source, n, host, _num(pid), _num(tid), int(dev))
+            rec = Rec(kind, msg, at, line[m.start():end].strip(), file, int(fline) if fline else None, func, ts,
+                       lrank)
+            self.prev = rec
+            held.append(rec)
+        self.held = held
+        return out
+
+    def end(self) -> List[Rec]:
+        out, self.held, self.prev = self.held, [], None
+        return out
+
+
+def prefixes(line: str) -> List["re.Match[str]"]:
+    """The NCCL prefixes of a line; usually one, two or more when output of processes was glued together."""
+    if "NCCL " not in line and "] INFO " not in line and " WARN " not in line:
+        return []
+    m = PREFIX.search(line)
+    if m is None:
+        return []
+    out = [m]
+    while "NCCL " in line[m.end():] or " INFO " in line[m.end():] or " WARN " in line[m.end():]:
+        m = PREFIX.search(line, m.end())
+        if m is None:
+            break
+        out.append(m)
+    return out
+
+
+def wrapped(prev_msg: str, body: str) -> bool:
+    """Whether ``body`` continues ``prev_msg``: it left a parenthesis open, and ``body`` closes it."""
+    b = body.strip()
+    return (prev_msg.count("(") > prev_msg.count(")") and 0 < len(b) < 120 and ")" in b
+            and b.count(")") > b.count("(") and not b.startswith(("[", "#")) and "NCCL" not in b)
+
+
+
+# --------------------------------------------------------------------------- patterns on messages
+
+_VERSION = re.compile(r"NCCL version (?P<v>\d+\.\d+\.\d+[\w.\-]*?)(?:\+cuda(?P<cuda>\d+\.\d+))?(?=[\s,]|$)")
+_USING_NETWORK = re.compile(r"\bUsing network (?P<name>\S+)")
+_NET_USING = re.compile(r"\bNET/(?P<net>[\w\-]+(?:/[\w\-]+)?) ?: Using\b(?P<body>.*)")
+_NET_NODEV = re.compile(r"\bNET/(?P<net>[\w\-]+) ?: No device found")
+_IB_DEV = re.compile(
+    r"\[(?P<idx>\d+)\]\s*(?P<name>[^\s:\[\]={},]+):(?P<port>\d+)(?:/\d+)?(?::\d+)?/(?P<link>IB|RoCE|[A-Za-z]+)")
+_SOCK_IF = re.compile(r"(?:\[(?P<idx>\d+)\])?(?P<name>[^\s:\[\]]+):(?P<addr>\S+)")
+_OLD_IB_PORTS = re.compile(r"\bCUDA Dev (?P<dev>\d+), IB Ports? : (?P<body>.*)")
+_OLD_IB_PORT = re.compile(r"(?P<name>[\w\-]+)/(?P<port>\d+)(?:\((?P<dist>\w+)\))?")
+_BOOTSTRAP = re.compile(r"\bBootstrap ?: Using\b(?P<body>.*)")
+_GDR = re.compile(
+    r"(?:\bNET/(?P<net>[\w\-]+) ?: )?GPU Direct RDMA (?P<state>Enabled|Disabled) for "
+    r"(?:GPU (?P<gpu>[\w:.]+)(?:\[\d+\])? / )?HCA (?P<hca>[\w\-]+)(?: '(?P<name>[^']*)')?(?: \((?P<reason>[^)]*)\)?)?")
+_PLUGIN_PATH = re.compile(r"\bPlugin Path : (?P<v>\S+)")
+_P2P_PLUGIN = re.compile(r"\bP2P plugin (?P<v>\S+)")
+_LOADED_PLUGIN = re.compile(r"\bLoaded (?P<kind>net|collnet|coll) plugin (?P<v>.+?)\s*$")
+_NET_PLUGIN = re.compile(r"\bNET/Plugin ?: (?P<v>.*)")
+_INIT = re.compile(
+    r"\bcomm (?P<comm>0x[0-9a-fA-F]+) rank (?P<rank>\d+) nranks (?P<nranks>\d+) cudaDev (?P<cdev>-?\d+)"
+    r"(?: nvmlDev (?P<nvml>-?\d+))?(?: busId (?P<bus>[0-9a-fA-F]+))?(?: commId (?P<cid>0x[0-9a-fA-F]+))?"
+    r"(?: localSize \d+)?.*?- Init (?P<phase>START|COMPLETE)")
+_COMM = re.compile(
+    r"\bcomm (?P<comm>0x[0-9a-fA-F]+) rank (?P<rank>\d+) nRanks (?P<nranks>\d+) nNodes (?P<nnodes>\d+) "
+    r"localRanks (?P<lranks>\d+) localRank (?P<lrank>\d+)(?: MNNVL (?P<mnnvl>\d+))?")
+_COMM_OLD = re.compile(r"(?:\bcomm (?P<comm>0x[0-9a-fA-F]+) )?\brank (?P<rank>\d+) nranks (?P<nranks>\d+)\s*$")
+_CHANNEL = re.compile(
+    r"\b(?P<label>Channel|Ring) (?P<ch>\d+)(?:/(?P<conn>\d+))? : (?P<src>\d+)(?:\[(?P<sdev>[0-9a-fA-F]+)\])? -> "
+    r"(?P<dst>\d+)(?:\[(?P<ddev>[0-9a-fA-F]+)\])?(?: \[(?P<dir>send|receive)\])? via (?P<via>.+)")
+_COLLNET_CH = re.compile(
+    r"\b(?P<label>CollNet|Coll) (?P<ch>\d+)(?:/(?P<conn>\d+))? : (?P<src>\d+) \[(?P<dir>send|receive)\] "
+    r"via (?P<via>COLLNET/.+)")
+_VIA_P2P = re.compile(
+    r"^P2P/(?P<mode>IPC|CUMEM|MNNVL|direct pointer|indirect/(?P<relay>\d+)(?:\[\w+\])?|\d+)(?P<flags>(?:/read|/CE)*)")
+_VIA_SHM = re.compile(r"^(?:SHM(?:/(?P<mode>\w+(?:/\w+)?))?|direct shared memory)")
+_VIA_NET = re.compile(
+    r"^(?P<t>NET|COLLNET)/(?P<name>[^/]+?)/(?P<dev>\d+)(?:\((?P<proxy>\d+)\))?(?P<flags>(?:/GDRDMA|\(PCI\)|/Shared)*)")
+_CONNECTED = re.compile(
+    r"\bConnected (?P<what>all rings|all trees|NVLS tree|binomial trees|[Cc]oll[Nn]et \w+(?: \+ \w+)?)"
+    r"(?:, use ring PXN (?P<pxn>\d+) GDR (?P<gdr>\d+))?")
+_COUNTS = re.compile(
+    r"(?P<coll>\d+) coll channels, (?:(?P<collnet>\d+) collnet channels, )?(?:(?P<nvls>\d+) nvls channels, )?"
+    r"(?P<p2p>\d+) p2p channels, (?P<ppp>\d+) p2p channels per peer")
+_NVLS_COMM = re.compile(r"\bNVLS comm 0x[0-9a-fA-F]+ headRank (?P<head>-?\d+) nHeads (?P<nheads>\d+)")
+_NVLS_MC = re.compile(r"\bNVLS multicast support is (?P<not>not )?available on dev (?P<dev>\d+)")
+_ENV = re.compile(r"\b(?P<name>[A-Z][A-Z0-9_]{2,}) set by environment to (?P<value>.*?)\s*$")
+_CHAIN = re.compile(r"(?:^|\s)(?P<file>[\w./+\-]+\.\w+):(?P<line>\d+) -> (?P<code>\d+)(?: \[(?P<thr>[^\]]+)\])?")
+_WATCHDOG = re.compile(
+    r"Watchdog caught collective operation timeout: WorkNCCL\((?P<body>.*?)\)\s*ran for (?P<ran>\d+) milliseconds")
+_WD_RANK = re.compile(r"\[(?:PG [^\]]*?)?Rank (?P<rank>\d+)\]\s*Watchdog|\[Rank (?P<rank2>\d+)\]")
+_WD_FIELD = re.compile(r"(?P<k>\w+(?:\(ms\))?)=(?P<v>[^,\s)]+)")
+_TORCH_ERR = re.compile(r"NCCL error in: (?P<where>\S+?),\s*(?P<msg>.*?)(?:, NCCL [vV]ersion (?P<ver>[\d.]+\w*))?\s*$")
+# nccl-tests' failure lines; its first releases (2017-2018) printed 'NCCL failure all_reduce.cu:95 '...'' and
+# 'Cuda failure common.cu:891 '...'' without the 'Test ' (NCCL's own WARN 'Cuda failure 'x'' names no .cu file).
+_TESTS_FAIL = re.compile(r"(?:(?P<host>[\w.\-]+): )?(?:Test NCCL failure (?P<where>\S+)|"
+                         r"(?<!\S)NCCL failure (?P<old>[\w./\-]+\.cu:\d+)) '(?P<msg>[^']*)")
+_TESTS_CUDA = re.compile(r"(?:(?P<host>[\w.\-]+): )?(?:Test CUDA failure (?P<where>\S+)|"
+                         r"(?<!\S)Cuda failure (?P<old>[\w./\-]+\.cu:\d+))(?:\s+'(?P<msg>[^']*)'?)?\s*$")
+_TORCH_OLD = re.compile(r"\bNCCL Error (?P<code>\d+): (?P<msg>.+?)\s*$")
+_LAST_ERROR = re.compile(r"(?:^|[\s:\]|])Last error:\s*(?P<text>.*)$")
+_TAG = re.compile(r"^\[[^\]\s]{1,40}\]:\s*")
+# Words of an error in any program's output; table headers and comment lines of benchmarks are not errors.
+_ERROR_TEXT = re.compile(
+    r"\b(?:[Ee]rror|ERROR|[Ff]ail(?:ed|ure|s)?|FAIL(?:ED|URE)?|[Ff]atal|FATAL|[Ee]xception|Traceback|[Tt]imed? ?out|"
+    r"[Rr]efused|[Uu]nreachable|[Aa]bort(?:ed|ing)?|[Kk]illed|[Ss]egmentation fault|core dumped|not supported|"
+    r"[Uu]nable to|[Cc]annot|[Cc]an't|[Cc]ould not|[Cc]ouldn't|[Dd]enied|[Nn]o such|[Ii]nvalid|[Mm]ismatch|"
+    r"out of memory|busy or unavailable|[Ii]nsufficient|not found|Unknown Error|is neither AF_INET|"
+    r"Duplicate GPU detected)\b")
+_KERNEL_TEXT = re.compile(
+    r"NVRM:|\bXid\b|AMD-Vi|\bDMAR\b|IO_PAGE_FAULT|nv_peer_mem|nvidia[-_]peermem|PCIe Bus Error|\bAER\b|"
+    r"\bmlx\d_(?:core|ib|en)\b|fallen off the bus|\bib_umad\b|nv-fabricmanager|[Ff]abric ?[Mm]anager")
+_TESTS_TIMEOUT = re.compile(r"Test timeout \((?P<s>\d+)s\) (?P<where>\S+)")
+
+# INFO lines worth keeping as notes: (kind, pattern).
+_NOTES: Tuple[Tuple[str, "re.Pattern[str]"], ...] = (
+    ("max_shared_mem", re.compile(r"ncclMaxSharedMem \d+ exceeds")),
+    ("ib_qp", re.compile(r"\bquery_ece=|\bIbDev \d+ Port \d+ qpn\b")),
+    ("ibverbs_missing", re.compile(r"Failed to open libibverbs")),
+    ("p2p_disabled_by_nvml", re.compile(r"P2P is disabled between connected GPUs")),
+    ("collnet_disabled", re.compile(r"disabling CollNet")),
+    ("cuda_driver", re.compile(r"\bcudaDriverVersion \d+")),
+    ("ib_no_active_port", re.compile(r"NET/IB ?: .*(?:no active|No active) port")),
+    ("topo_file", re.compile(r"Loading topology file \S")),
+)
+
+# WARN kinds: (kind, failure?, pattern). The first match wins.
+WARN_KINDS: Tuple[Tuple[str, bool, "re.Pattern[str]"], ...] = (
+    ("duplicate_gpu", True, re.compile(r"Duplicate GPU detected|Multiple Ranks are using the same GPU")),
+    ("version_mismatch", True, re.compile(r"Mismatched NCCL version")),
+    ("shm", True, re.compile(r"/dev/shm|shared memory segment|posix_fallocate failed|shm_open failed|"
+                             r"No space left on device")),
+    ("ibv", True, re.compile(r"Call to (?P<fn>ibv_\w+) failed(?: with error (?P<err>[^\n]*?))?(?: errno \d+)?\s*$")),
+    ("ib_completion", True, re.compile(r"Got completion from peer .*?status=(?P<status>\d+)")),
+    ("nvls", True, re.compile(r"NVLink SHARP|NVLS_ENABLE")),
+    ("cuda", True, re.compile(r"Cuda failure (?:(?P<code>\d+) )?'(?P<err>[^']*)'?")),
+    ("no_interface", True, re.compile(r"no interface found|No usable listening interface|no socket interface found")),
+    ("socket_connect", True, re.compile(r"socketStartConnect|Connect to .* failed|Connection refused|"
+                                        r"Network is unreachable|Connection timed out|neither AF_INET")),
+    ("remote_closed", True, re.compile(r"Connection closed by remote peer|Connection reset by peer")),
+    ("proxy", True, re.compile(r"\[Proxy Service \d+\] Failed|Error encountered progressing|Socket recv failed|"
+                               r"\[Service thread\]")),
+    ("p2p_nvlink_disabled", True, re.compile(r"P2P is disabled between NVLINK connected GPUs")),
+    ("timeout", True, re.compile(r"\btimeout\b|timed out", re.I)),
+    ("cuda_library", False, re.compile(r"Failed to find CUDA library|libcuda\.so")),
+    ("ibverbs_missing", False, re.compile(r"Failed to open libibverbs")),
+)
+
+
+_ERROR_KINDS: Dict[str, Optional[str]] = {}  # line -> its error_kind, for lines seen again
+
+
+def error_kind(msg: str) -> Optional[str]:
+    """``kernel`` for a kernel line, ``error`` for a line that reports an error, else ``None``."""
+    kind = _ERROR_KINDS.get(msg, "")
+    if kind != "":
+        return kind
+    if _KERNEL_TEXT.search(msg) is not None:
+        kind = "kernel"
+    elif _ERROR_TEXT.search(msg) is None or msg.startswith("#") or "algbw" in msg:
+        kind = None
+    else:
+        kind = "error"
+    if len(msg) <= 1024:  # at most 4 MiB of remembered lines
+        if len(_ERROR_KINDS) >= 4096:
+            _ERROR_KINDS.clear()
+        _ERROR_KINDS[msg] = kind
+    return kind
+
+
+def classify(w: Warn) -> None:
+    for kind, failure, pat in WARN_KINDS:
+        m = pat.search(w.message)
+        if m:
+            w.kind = kind
+            w.failure = failure
+            w.detail = {k: v for k, v in m.groupdict().items() if v is not None}
+            break
+    if w.file and "nvls" in w.file and w.kind == "cuda":
+        w.kind = "nvls"
+    if any(s.code in ERROR_RESULTS for s in w.chain):
+        w.failure = True
+
+
+_MESSAGE_FAILS: Dict[Tuple[str, Optional[str]], bool] = {}  # (message, file) -> its kind is a failure
+
+
+def fails(w: Warn) -> bool:
+    """Whether :func:`classify` would call ``w`` a failure (for a WARN past the bound, only counted): its
+    message's kind, remembered per message, or an error result in its chain."""
+    k = (w.message, w.file)
+    base = _MESSAGE_FAILS.get(k)
+    if base is None:
+        probe = Warn(w.message, w.at, w.text, w.file)
+        classify(probe)
+        base = probe.failure
+        if len(w.message) <= 1024:  # at most 4 MiB of remembered messages
+            if len(_MESSAGE_FAILS) >= 4096:
+                _MESSAGE_FAILS.clear()
+            _MESSAGE_FAILS[k] = base
+    if base:
+        return True
+    for st in w.chain:
+        if st.code in ERROR_RESULTS:
+            return True
+    return False
+
+
+def category_of(transport: str, net: Optional[str], gdr: bool) -> str:
+    if transport == "P2P":
+        return P2P
+    if transport == "SHM":
+        return SHM
+    if transport == "COLLNET":
+        return COLLNET
+    name = net or "?"
+    if name.lower().startswith("ib"):
+        return NET_IB_GDR if gdr else NET_IB
+    if name.lower() == "socket":
+        return NET_SOCKET
+    return f"NET/{name}" + ("+GDRDMA" if gdr else "")
+
+
+def parse_via(via: str) -> Dict[str, object]:
+    """The fields of the text after ``via`` (transport, mode, NET name/dev/proxy, flags)."""
+    via = via.strip()
+    m = _VIA_P2P.match(via)
+    if m:
+        flags = m.group("flags") or ""
+        mode = m.group("mode")
+        relay = int(m.group("relay")) if m.group("relay") else None
+        return {"transport": "P2P", "mode": "indirect" if relay is not None else mode, "relay": relay,
+                "read": "/read" in flags, "ce": "/CE" in flags, "via": m.group(0)}
+    m = _VIA_NET.match(via)
+    if m:
+        flags = m.group("flags") or ""
+        return {"transport": m.group("t"), "net": m.group("name"), "net_dev": int(m.group("dev")),
+                "proxy_rank": int(m.group("proxy")) if m.group("proxy") else None,
+                "gdrdma": "/GDRDMA" in flags, "pci": "(PCI)" in flags, "shared": "/Shared" in flags,
+                "via": m.group(0)}
+    m = _VIA_SHM.match(via)
+    if m:
+        return {"transport": "SHM", "mode": m.group("mode") or ("direct" if "direct" in m.group(0) else None),
+                "via": m.group(0)}
+    return {"transport": via.split("/")[0].split()[0] if via else "?", "via": via.split()[0] if via else ""}
+
+
+
+
+# --------------------------------------------------------------------------- lines read apart
+
+# Benchmark outputs (nccl-tests, perftest) in the same files: their lines are kept per file from the first line that
+# announces one (MAX_BENCH_BYTES).
+_BENCH_START = re.compile(r"^\s*#?\s*(?:nThread\b|Collective test starting|Using devices|(?:size|bytes)\s+(?:count|N)\b|"
+                          r"Out of bounds values\s*:|Avg bus bandwidth\s*:)"
+                          r"|^\s*\d+\s+\d+\s+(?:float|half|double|u?int\d*|bfloat16|fp8\w*|char|f\d+|bf16)\s+\S"
+                          r"|\b(?:BW|Lat(?:ency)?) Test\b")
+# NCCL RAS reports (ncclras, text or JSON) in the same files: kept per file from their first line (MAX_RAS_BYTES).
+_RAS_START = re.compile(r"^\s*(?:NCCL version \S+ compiled with CUDA|Job summary\s*$|Communicators\.\.\."
+                        r"|\{\s*$|\"communicators_count\"\s*:)")
+
+# Progress lines: a thread that logs one of these after an error chain got past the error.
+_PROGRESS = re.compile(r"\bvia \S|\bConnected (?:all|NVLS|binomial|[Cc]oll)|- Init COMPLETE\b|\bcoll channels,")
+# Messages specific enough to read from a line that lost its NCCL prefix (pasted, re-emitted, cut).
+_UNPREFIXED = re.compile(
+    r"\b(?:Channel|Ring) \d+(?:/\d+)? : (?:\d+(?:\[[0-9a-fA-F]+\])? -> .* via |\s*\d+(?:\s+\d+)*\s*$)"
+    r"|\bUsing network \S|\bNET/[\w\-]+(?:/[\w\-]+)? ?: Using\b|\bNCCL_[A-Z0-9_]+ set by environment to "
+    r"|- Init (?:START|COMPLETE)|\bNVLS multicast support is|\bNVLS comm 0x|\bcomm 0x[0-9a-fA-F]+ rank \d+ nRanks \d+"
+    r"|\bBootstrap ?: Using\b|\d+ coll channels, |\bConnected all (?:rings|trees)"
+    r"|\bGPU Direct RDMA (?:Enabled|Disabled) for"
+    r"|\bNET/Plugin ?: \S|\bLoaded (?:net|collnet|coll) plugin \S|\bP2P plugin \S|\bPlugin Path : \S"
+    r"|\bcudaDriverVersion \d+")
+_BARE_WARN = re.compile(r"(?:^|\s)(?:(?P<file>[\w./+\-]+\.\w+):(?P<fline>\d+) )?NCCL WARN (?P<msg>.*)$")
+# NCCL's own failure words, quoted without their 'NCCL WARN' prefix (an application's error text, a pasted line).
+_QUOTED_WARN = re.compile(r"Error while creating shared memory segment \S|[Ff]ailed to extend /dev/shm/\S|"
+                          r"Call to posix_fallocate failed|Call to shm_open failed")
+_BARE_INFO = re.compile(r"(?:^|\s)NCCL INFO (?P<msg>.*)$")
+_DIAG = re.compile(r"\bNCCL DIAG\s*\[(?P<tag>\w+)\]\s*(?P<msg>.*)$")
+# A channel line whose 'Channel NN :' head was cut: '9[1a000] -> 2[6b000] [send] via NET/IB/0/GDRDMA'.
+_FRAGMENT = re.compile(
+    r"^\s*(?P<src>\d+)(?:\[(?P<sdev>[0-9a-fA-F]+)\])? -> (?P<dst>\d+)(?:\[(?P<ddev>[0-9a-fA-F]+)\])?"
+    r"(?: \[(?P<dir>send|receive)\])? via (?P<via>(?:P2P|SHM|NET|COLLNET)/.+)")
+_RING_ORDER = re.compile(r"\b(?:Channel|Ring) (?P<ch>\d+)(?:/(?P<n>\d+))? :(?P<order>(?:\s+\d+)+)\s*$")
+
+
+@dataclass(frozen=True)
+class FactRow:
+    """One kind of NCCL INFO message: a message holding any of ``guard`` (the cheap test, empty: none) that
+    ``pattern`` finds (and ``accept`` accepts) is read by the parser's method ``handler`` (with ``arg`` first,
+    when given). ``keeps`` names the fact list it appends to (``None``: channel lines, tallied apart), ``rank``
+    the rank it reports for its world (the lines that mark a version line as rank 0's).
+
+    A line read again once ``keeps`` is full is only counted (:meth:`Parser.feed_bulk`): its handler may keep
+    a record, add to its process's lists, tallies and rank hosts, and call ``rank_fact`` (declared by ``rank``),
+    nothing else; a handler that changes other state sets ``again=False``, and its lines are read every time."""
+
+    name: str
+    guard: Tuple[str, ...]
+    pattern: "re.Pattern[str]"
+    handler: str
+    keeps: Optional[str]
+    accept: Optional[Callable[[str, "re.Match[str]"], bool]] = None
+    rank: Optional[Callable[["re.Match[str]"], int]] = None
+    arg: Optional[str] = None
+    again: bool = True
+
+    def read(self, parser: Any, m: "re.Match[str]", at: Loc, text: str, p: Optional[Proc]) -> None:
+        if self.arg is None:
+            getattr(parser, self.handler)(m, at, text, p)
+        else:
+            getattr(parser, self.handler)(self.arg, m, at, text, p)
+
+
+def _rank(m: "re.Match[str]") -> int:
+    return int(m.group("rank"))
+
+
+# The NCCL INFO messages the parser reads, in order: the first row that reads a message wins. A new kind of
+# message is one row here and its handler (a ``fact_*`` method of the parser).
+FACTS: Tuple[FactRow, ...] = (
+    FactRow("channel", (" via ",), _CHANNEL, "fact_channel", None),
+    FactRow("channel_fragment", (" via ",), _FRAGMENT, "fact_channel", None),
+    FactRow("collnet_channel", ("COLLNET",), _COLLNET_CH, "fact_channel", None),
+    FactRow("ring_order", (" : ", " :\t"), _RING_ORDER, "fact_ring", "rings", rank=lambda m: 0),
+    FactRow("version", ("NCCL version",), _VERSION, "fact_version", "versions"),
+    FactRow("network", ("Using network",), _USING_NETWORK, "fact_network", "networks"),
+    FactRow("gdr", ("GPU Direct RDMA",), _GDR, "fact_gdr", "gdr"),
+    FactRow("net_no_device", ("No device found",), _NET_NODEV, "fact_net_nodev", "notes"),
+    FactRow("net_using", ("NET/",), _NET_USING, "fact_net_using", "nets",
+            accept=lambda msg, m: not msg[m.start():].startswith("NET/Plugin")),
+    FactRow("old_ib_ports", ("IB Port",), _OLD_IB_PORTS, "fact_old_ib_ports", "nets"),
+    FactRow("bootstrap", ("Bootstrap",), _BOOTSTRAP, "fact_bootstrap", "bootstrap"),
+    FactRow("plugin_path", ("lugin",), _PLUGIN_PATH, "fact_plugin_path", "plugins"),
+    FactRow("p2p_plugin", ("lugin",), _P2P_PLUGIN, "fact_p2p_plugin", "plugins"),
+    FactRow("loaded_plugin", ("lugin",), _LOADED_PLUGIN, "fact_loaded_plugin", "plugins"),
+    FactRow("net_plugin", ("NET/Plugin",), _NET_PLUGIN, "fact_net_plugin", "plugins"),
+    FactRow("init", ("- Init ",), _INIT, "fact_init", "inits", rank=_rank),
+    FactRow("comm", ("nRanks",), _COMM, "fact_comm", "comms", rank=_rank),
+    FactRow("comm_old", ("nranks",), _COMM_OLD, "fact_comm_old", "comms", rank=_rank),
+    FactRow("connected", ("Connected ",), _CONNECTED, "fact_connected", "connected"),
+    FactRow("channel_counts", ("coll channels",), _COUNTS, "fact_counts", "channel_counts"),
+    FactRow("nvls_comm", ("NVLS",), _NVLS_COMM, "fact_nvls_comm", "nvls"),
+    FactRow("nvls_multicast", ("NVLS",), _NVLS_MC, "fact_nvls_mc", "nvls"),
+    FactRow("env", ("set by environment",), _ENV, "fact_env", "env"),
+) + tuple(FactRow(f"note_{kind}", (), pat, "fact_note", "notes", arg=kind) for kind, pat in _NOTES)
+
+
+def fact_row(msg: str) -> Tuple[Optional[FactRow], Optional["re.Match[str]"]]:
+    """The row of :data:`FACTS` that reads NCCL INFO message ``msg``, with its match (``(None, None)``: none)."""
+    for row in FACTS:
+        guard = row.guard
+        if guard:
+            for g in guard:
+                if g in msg:
+                    break
+            else:
+                continue
+        m = row.pattern.search(msg)
+        if m is not None and (row.accept is None or row.accept(msg, m)):
+            return row, m
+    return None, None
+
+
+def watchdog_key(rec: "Rec") -> Optional[Tuple]:
+    """What :meth:`Parser.app_lines` tells a watchdog message apart by (``None``: not only a watchdog message)."""
+    msg = rec.msg
+    if "NCCL Error " in msg and _TORCH_OLD.search(msg):
+        return None
+    m = _WATCHDOG.search(msg)
+    if m is None:
+        return None
+    fields = {fm.group("k"): fm.group("v") for fm in _WD_FIELD.finditer(m.group("body"))}
+    rm = _WD_RANK.search(msg)
+    rank = to_int(rm.group("rank") or rm.group("rank2")) if rm else None
+    if rank is None and rec.launcher_rank is not None:
+        rank = rec.launcher_rank
+    return (rec.at.source, rank, to_int(fields.get("SeqNum")), fields.get("OpType"))
+
+
+def app_noop(msg: str) -> bool:
+    """Whether :meth:`Parser.app_lines` reads nothing from a line holding its words (``msg``, no NCCL prefix)."""
+    if "NCCL Error " in msg and _TORCH_OLD.search(msg):
+        return False
+    if "Watchdog" not in msg and "NCCL error in" not in msg and "Test " not in msg and "failure " not in msg:
+        return True
+    return not ("Watchdog caught collective operation timeout" in msg or _WATCHDOG.search(msg) or
+                _TORCH_ERR.search(msg) or _TESTS_FAIL.search(msg) or _TESTS_CUDA.search(msg) or
+                _TESTS_TIMEOUT.search(msg))
+
+def to_int(s: Optional[str]) -> Optional[int]:
+    if s is None:
+        return None
+    try:
+        return int(s)
+    except ValueError:
+        return None
+
