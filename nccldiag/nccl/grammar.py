@@ -25,7 +25,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Tuple
 
-from nccldiag.nccl.facts import COLLNET, ERROR_RESULTS, NET_IB, NET_IB_GDR, NET_SOCKET, P2P, SHM, Loc, Proc, Warn
+from nccldiag.nccl.facts import COLLNET, ERROR_RESULTS, ChainStep, NET_IB, NET_IB_GDR, NET_SOCKET, P2P, SHM, Loc, Proc, Warn
 
 
 # --------------------------------------------------------------------------- lines -> records
@@ -522,20 +522,49 @@ def fact_row(msg: str) -> Tuple[Optional[FactRow], Optional["re.Match[str]"]]:
     return None, None
 
 
-def watchdog_key(rec: "Rec") -> Optional[Tuple]:
-    """What :meth:`Parser.app_lines` tells a watchdog message apart by (``None``: not only a watchdog message)."""
-    msg = rec.msg
-    if "NCCL Error " in msg and _TORCH_OLD.search(msg):
-        return None
+def app_line(msg: str) -> bool:
+    """Whether ``msg`` (a line without an NCCL prefix) holds a word of PyTorch's or nccl-tests' lines, which are
+    read as theirs first (:meth:`nccldiag.nccl.parser.Parser.app_lines`): they may quote NCCL's words."""
+    return "Watchdog" in msg or "NCCL error in" in msg or "Test " in msg or "NCCL Error " in msg
+
+
+def read_watchdog(msg: str, launcher_rank: Optional[int]
+                  ) -> Optional[Tuple["re.Match[str]", Dict[str, str], Optional[int]]]:
+    """A PyTorch watchdog message in ``msg``: its match, the fields of its ``WorkNCCL(...)`` and its rank (from the
+    message, else the launcher's tag)."""
     m = _WATCHDOG.search(msg)
     if m is None:
         return None
     fields = {fm.group("k"): fm.group("v") for fm in _WD_FIELD.finditer(m.group("body"))}
     rm = _WD_RANK.search(msg)
     rank = to_int(rm.group("rank") or rm.group("rank2")) if rm else None
-    if rank is None and rec.launcher_rank is not None:
-        rank = rec.launcher_rank
+    if rank is None:
+        rank = launcher_rank
+    return m, fields, rank
+
+
+def watchdog_key(rec: Rec) -> Optional[Tuple]:
+    """What :meth:`nccldiag.nccl.parser.Parser.app_lines` tells a watchdog message apart by (``None``: not only a
+    watchdog message)."""
+    msg = rec.msg
+    if "NCCL Error " in msg and _TORCH_OLD.search(msg):
+        return None
+    wd = read_watchdog(msg, rec.launcher_rank)
+    if wd is None:
+        return None
+    _, fields, rank = wd
     return (rec.at.source, rank, to_int(fields.get("SeqNum")), fields.get("OpType"))
+
+
+def joins_next(msg: str) -> bool:
+    """Whether an error line ``msg`` takes the line after it: it ends in ':', or it is nccl-tests' CUDA failure
+    line without its message (``Test CUDA failure common.cu:N`` / ``'<message>'``)."""
+    return msg.endswith(":") or (_TESTS_CUDA.search(msg) is not None and "'" not in msg)
+
+
+def chain_step(m: "re.Match[str]", at: Loc, text: str) -> ChainStep:
+    """The call-chain step of a :data:`_CHAIN` match."""
+    return ChainStep(m.group("file"), int(m.group("line")), int(m.group("code")), at, text, m.group("thr"))
 
 
 def app_noop(msg: str) -> bool:

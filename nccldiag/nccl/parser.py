@@ -9,7 +9,6 @@ the lines read before instead of reading them again. The parser never raises on 
 """
 from __future__ import annotations
 
-import itertools
 import re
 from typing import IO, Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Set, Tuple, Union
 
@@ -20,124 +19,13 @@ from nccldiag.nccl.facts import (
     NetDevice, NetDevices, NetworkChoice, Note, NvlsLine, OrphanChain, PairTransport, PluginLine, Proc, RingOrder,
     VersionLine, Warn, Watchdog, add_capped, summarize)
 from nccldiag.nccl.grammar import (
-    Reader, Rec, _BARE_INFO, _BARE_WARN, _BENCH_START, _CHAIN, _DIAG, _FRAGMENT, _IB_DEV, _LAST_ERROR, _OLD_IB_PORT,
+    Rec, _BARE_INFO, _BARE_WARN, _BENCH_START, _CHAIN, _DIAG, _FRAGMENT, _IB_DEV, _LAST_ERROR, _OLD_IB_PORT,
     _PROGRESS, _QUOTED_WARN, _RAS_START, _SOCK_IF, _TAG, _TESTS_CUDA, _TESTS_FAIL, _TESTS_TIMEOUT, _TORCH_ERR,
-    _TORCH_OLD, _UNPREFIXED, _VERSION, _WATCHDOG, _WD_FIELD, _WD_RANK, app_noop, category_of, classify, error_kind,
-    fact_row, fails, numbered_records, parse_via, watchdog_key, wrapped)
+    _TORCH_OLD, _UNPREFIXED, _VERSION, _WATCHDOG, app_line, category_of, chain_step, classify, error_kind,
+    fact_row, fails, joins_next, numbered_records, parse_via, read_watchdog, to_int)
 
-
-
-_SEEN_PLAIN, _SEEN_INFO, _SEEN_CHAIN, _SEEN_WARN, _SEEN_BARE, _SEEN_BLANK, _SEEN_COUNT, _SEEN_WRAP = 1, 2, 3, 4, 5, 6, 7, 8
-_SEEN_BYTES = 8 * 1024 * 1024  # bytes of distinct lines remembered per file
-
-
-class _Seen:
-    """A line read before, in the file being fed (:meth:`Parser.feed_bulk`), and what reading it again does
-    while its record lists are full: ``hits`` more lines counted in ``count`` (a fact list), ``stats`` and
-    ``pair`` (a channel line's tallies); for a WARN or a call-chain line, the thread state it opens or extends.
-
-    ``kind`` 0 (:data:`_NEVER`): a line read in full every time. ``kind`` :data:`_SEEN_WRAP`: an NCCL line that
-    leaves a parenthesis open, as a line wrapped by whoever copied the log does; ``pairs`` holds, for each next
-    line seen to complete it, what reading the two lines again does (the joined record's :class:`_Seen`)."""
-
-    __slots__ = ("kind", "key", "proc", "count", "stats", "pair", "hits", "rank0", "version", "step", "warn",
-                 "nccl", "bench", "ras", "wrap", "msg", "size", "join", "watchdog", "pairs", "runs", "tries")
-
-    def __init__(self, kind: int, key: Tuple[str, str, int, int] = ("", "", 0, 0),
-                 proc: Optional[Tuple[str, int]] = None, count: Optional[str] = None,
-                 stats: Optional[CategoryStats] = None, pair: Optional[PairTransport] = None) -> None:
-        self.kind, self.key, self.proc, self.count, self.stats, self.pair = kind, key, proc, count, stats, pair
-        self.hits = 0
-        self.rank0 = False  # the line gives rank 0 of a world: a version line may still learn it
-        self.version: Optional[VersionLine] = None  # a version line: what the file's last version line becomes
-        self.step: Optional[ChainStep] = None  # a call-chain line: its step, for WARNs past the bound
-        self.warn = False  # a WARN line: whether its message is a failure whatever its call chain
-        self.nccl = 1  # NCCL lines it counts (0: a line without an NCCL prefix)
-        self.bench = self.ras = False  # a line without a prefix: it may start a benchmark output, a RAS report
-        self.wrap = False  # a line without a prefix: it may continue the line before
-        self.msg: Optional[str] = None  # a line without a prefix: its text, as a benchmark output keeps it
-        self.join = False  # an error line past the bound that takes the next line (to a line kept nowhere)
-        self.watchdog: Optional[Tuple] = None  # a watchdog message: what it is told apart by (seen before)
-        self.size = 0
-        self.pairs: Optional[Dict[bytes, Optional["_Seen"]]] = None  # _SEEN_WRAP: next line -> the pair's _Seen
-        self.runs: Optional[List["_Run"]] = None  # the runs of lines known to start with this line (_Run)
-        self.tries = 0  # runs recorded from this line that were not only counted
-
-
-_NEVER = _Seen(0)
-
-
-def _no_join(nxt: "Rec") -> None:
-    """What takes the line after an error line past the bound: nothing is kept of it."""
-
-
-
-_ONCE = _Seen(0)  # a line read once so far
-_BLANK = _Seen(_SEEN_BLANK)
-_BLANK.nccl = 0
-_NEVER.tries = _ONCE.tries = _BLANK.tries = 1 << 30  # shared by every file: no run starts on them
-
-RUN_MIN = 64  # lines of a run at least, where nothing ends it before
-RUN_SHORT = 8  # lines of a run at least, where a line read in full or a call chain of its own ends it
-RUN_MAX = 4096  # lines of a run at most
-RUN_KEPT = 4  # runs kept that start on one line, at most
-RUN_TRIES = 64  # runs recorded from one line that were not kept, at most
-RUN_SHARE = 8  # lines recorded as runs: at most one in this many of the lines fed (and RUN_MAX at first)
-
-
-def _before(key: Tuple[str, str, int, int], ow: Dict, pre: Dict) -> bool:
-    """For a run being recorded (:meth:`Parser._bulk`): whether the WARN open on ``key`` before the run is one
-    past the bound, as it was (``pre``, noted the first time the run reads it); ``False`` for any other."""
-    if key in pre:
-        return True
-    w = ow[key]
-    if type(w) is not _DroppedWarn:
-        return False
-    pre[key] = (w, w.base, tuple(w.chain))
-    return True
-
-
-def _as_before(run: "_Run", ow: Dict) -> bool:
-    """Whether the WARNs open before ``run`` on the threads it found one open on are those it found."""
-    for key, (base, chain) in run.pre.items():
-        w = ow.get(key)
-        if type(w) is not _DroppedWarn or w.base != base or tuple(w.chain) != chain:
-            return False
-    return True
-
-
-class _Run:
-    """Lines of one block that were only counted, read from a point where no thread had anything open (no WARN
-    or call chain, no line waiting for the next, no benchmark output or RAS report being kept) up to the next
-    such point (:meth:`Parser._bulk`). From such a point, the same lines again do the same: ``times`` more
-    counts of each entry (added when the file ends), ``df`` more failed WARNs past the bound, the result names
-    of their chains offered again, and the process of the last line."""
-
-    __slots__ = ("rest", "size", "counts", "df", "names", "proc", "times", "keys", "bare", "misses", "open", "pre",
-                 "closed", "grown", "seg", "r0", "wrap", "free")
-
-    def __init__(self, rest: List[bytes], entries: List["_Seen"], df: int, names: List[str],
-                 bare: List[Tuple[int, "_Seen"]]) -> None:
-        self.rest, self.size = rest, len(rest) + 1  # the lines after the first, and all of them
-        self.counts: Dict["_Seen", int] = {}
-        for e in entries:
-            self.counts[e] = self.counts.get(e, 0) + 1
-        self.df, self.names, self.times, self.bare, self.misses = df, names, 0, bare, 0
-        self.keys = frozenset(e.key for e in entries)  # its threads
-        self.free = self.keys  # those that had nothing open before it: none may have a WARN open again
-        self.open: List[Tuple[Tuple[str, str, int, int], bool, Tuple[ChainStep, ...]]] = []  # WARNs left open
-        self.pre: Dict[Tuple[str, str, int, int], Tuple[bool, Tuple[ChainStep, ...]]] = {}  # WARNs open before
-        self.closed: List[Tuple[str, str, int, int]] = []  # of those, the ones it closed
-        self.grown: List[Tuple[Tuple[str, str, int, int], Tuple[ChainStep, ...]]] = []  # the others' chains after
-        self.seg: Optional[VersionLine] = None  # the version line it leaves as the file's last (None: no change)
-        self.r0: Tuple[Optional[Tuple[str, int]], ...] = ()  # the processes of its rank-0 lines (_rank0_read)
-        self.wrap = False  # it counts a line that may continue the one before: the reader held none before it
-        self.proc = next((e.proc for e in reversed(entries)
-                          if e.proc is not None and e.kind != _SEEN_BARE and e.kind != _SEEN_BLANK), None)
-
-
-class _DroppedWarn:
-    """A WARN past the bound on the WARNs kept, read again (:meth:`Parser.feed_bulk`): seen by nobody, it is
+class DroppedWarn:
+    """A WARN past the bound on the WARNs kept, read again (:mod:`nccldiag.nccl.replay`): seen by nobody, it is
     only counted when its thread moves on, as a failure where its message is one (``base``) or its call chain
     returned an error (:func:`fails`)."""
 
@@ -147,14 +35,18 @@ class _DroppedWarn:
         self.base, self.chain = base, []  # type: List[ChainStep]
 
 
-class _DroppedChain:
-    """A call chain past the bound on the chains kept (:meth:`Parser._orphan_step`): its steps and whether a
+class DroppedChain:
+    """A call chain past the bound on the chains kept (:meth:`Parser.again_step`): its steps and whether a
     later line resumed it are seen by nobody."""
 
     __slots__ = ("steps", "at", "benign", "resumed")
 
     def __init__(self, steps: List[ChainStep], at: Loc) -> None:
         self.steps, self.at, self.benign, self.resumed = steps, at, False, None
+
+
+def NO_JOIN(nxt: Rec) -> None:
+    """What takes the line after an error line past the bound (:meth:`Parser.again_bare`): nothing is kept of it."""
 
 
 class Parser:
@@ -164,10 +56,7 @@ class Parser:
         self.limits: Dict[str, int] = {}
         self.f = NcclLogFacts(keep=keep)
         self.procs: Dict[Tuple[str, int], Proc] = {}
-        self._runs: List[_Run] = []  # the runs of lines kept in the file being fed (_bulk)
-        self._names: Optional[List[str]] = None  # the result names a run being recorded offered
-        self._budget = 0  # lines that may still be recorded as runs in the file being fed
-        self.open_warn: Dict[Tuple[str, str, int, int], Union[Warn, _DroppedWarn]] = {}
+        self.open_warn: Dict[Tuple[str, str, int, int], Union[Warn, DroppedWarn]] = {}
         self.kept_warns: Set[int] = set()  # id() of the warns held in f.warns
         self.open_orphan: Dict[Tuple[str, str, int, int], OrphanChain] = {}
         self.failed_orphans: Dict[Tuple[str, str, int, int], List[OrphanChain]] = {}  # may still be resumed
@@ -186,6 +75,8 @@ class Parser:
         self.ras_bytes: Dict[str, int] = {}
         self.want: Dict[str, Any] = {}  # file -> what reads its next plain line (a message on the line after)
         self.line_proc: Optional[Tuple[str, int]] = None  # the process of the last NCCL line of the file being fed
+        # the result names of the WARNs past the bound closed, collected while a run of lines is recorded (replay)
+        self.dropped_names: Optional[List[str]] = None
 
     def _keep(self, name: str, item) -> bool:
         """Append to the fact list ``name`` unless it holds ``keep`` records already; count it either way."""
@@ -227,12 +118,10 @@ class Parser:
                       count: Optional[List[int]] = None) -> None:
         """One log as ``(line number, line)`` pairs; ``total()`` says how many lines it had once they are read
         (a prefilter passes only the lines the parser reads, see :mod:`nccldiag.nccl.scan`)."""
-        self.f.sources.append(source)
-        self.line_proc = None
+        self.begin(source)
         for rec in numbered_records(lines, source, count):
             self.record(rec)
-        self.f.lines += total()
-        self.end_file(source)
+        self.end(source, total())
 
     def record(self, rec: Rec) -> None:
         """Read one record of the file being fed."""
@@ -251,299 +140,49 @@ class Parser:
         elif rec.kind == "info":
             self.info(rec, p)
 
-    # ---- lines in bulk: a line read before is not read again when it can only add to counts
 
-    def feed_bulk(self, items: Iterable[Tuple[int, Union[bytes, List[bytes]]]], source: str,
-                  total: Callable[[], int]) -> None:
-        """One log as raw lines (:class:`nccldiag.nccl.scan.Scan` in bulk mode): ``(n, line)`` for line ``n``, or
-        ``(n, [lines])`` for the lines after line ``n``; each cut to its bound, undecoded. The facts are those of
-        :meth:`feed_numbered` on the decoded lines: a line the parser read before (the same bytes, in this file)
-        whose reading could now only add to counts, as once its lists are full, is counted, not read again
-        (:class:`_Seen`); every other line is read as usual."""
+    # ---- lines read again (nccldiag.nccl.replay): what reading a line again does while its lists are full
+    #
+    # The replay reads a line by record() the first time, tests open_warn, open_orphan, failed_orphans and
+    # want (read only) and the queries below, and where reading the line again could only count it, changes
+    # the parser's state through the again_* methods alone: each does to the state what the handlers would do
+    # with their lists full. It sets line_proc, the process of the last NCCL line of the file, as record() does.
+
+    def begin(self, source: str) -> None:
+        """A file begins: ``source``."""
         self.f.sources.append(source)
         self.line_proc = None
-        reader = Reader(source)
-        seen: Dict[bytes, _Seen] = {}
-        room = [_SEEN_BYTES]
-        self._runs, self._names, self._budget = [], None, RUN_MAX
-        for n, item in items:
-            self._bulk(n - 1, (item,), reader, seen, room) if type(item) is bytes else \
-                self._bulk(n, item, reader, seen, room)
-        for rec in reader.end():
-            self.record(rec)
-        for run in self._runs:  # the runs counted again: each time, every count of their first reading
-            if run.times:
-                for e, c in run.counts.items():
-                    e.hits += c * run.times
-        self._runs, self._names = [], None
-        f, counts = self.f, self.f.counts
-        pairs = [pe for e in seen.values() if e.pairs for pe in e.pairs.values() if pe is not None]
-        for e in itertools.chain(seen.values(), pairs):
-            h = e.hits
-            if h:
-                f.nccl_lines += h * e.nccl
-                if e.count is not None:
-                    counts[e.count] = counts.get(e.count, 0) + h
-                if e.stats is not None:
-                    e.stats.lines += h
-                if e.pair is not None:
-                    e.pair.lines += h
-        self.f.lines += total()
+
+    def end(self, source: str, lines: int) -> None:
+        """The file ``source`` ended after ``lines`` lines."""
+        self.f.lines += lines
         self.end_file(source)
 
-    def _bulk(self, n: int, lines: Iterable[bytes], reader: "Reader", seen: Dict[bytes, "_Seen"],
-              room: List[int]) -> None:
-        """Lines ``n+1, n+2, ...`` of the file being fed (see :meth:`feed_bulk`).
+    def full(self, name: str, at: Loc) -> bool:
+        """Whether the fact list ``name`` takes no more records, and its last is not the one read from ``at``."""
+        lst = getattr(self.f, name)
+        return len(lst) >= self.limits.get(name, self.keep) and not (lst and lst[-1].at is at)
 
-        Where ``lines`` is a block, a run of lines only counted from a point where no thread has anything open
-        up to the next such point is remembered (:class:`_Run`, on the entry of its first line): where the
-        same lines come again from such a point, the run is counted as a whole."""
-        get = seen.get
-        ow, oo, fo, want = self.open_warn, self.open_orphan, self.failed_orphans, self.want
-        bench, bench_bytes, ras, ras_bytes = self.bench, self.bench_bytes, self.ras, self.ras_bytes
-        source = reader.source
-        f = self.f
-        n0 = n
-        runs_ok = type(lines) is list and len(lines) > RUN_MIN
-        if runs_ok:
-            self._budget += len(lines) // RUN_SHARE
-        jr: Optional[List[_Seen]] = None  # the entries of the run being recorded (None: none is)
-        jstart, jentry, df0, jwrap = 0, _NEVER, 0, False
-        jbare: List[Tuple[int, _Seen]] = []  # the run's lines without a prefix: (line after its first, entry)
-        jseg: Optional[VersionLine] = None  # the version line the run left as the file's last
-        jr0: Set[Optional[Tuple[str, int]]] = set()  # the processes of the rank-0 lines it counted
-        rk: Set[Tuple[str, str, int, int]] = set()  # the threads the run opened a WARN on
-        pre: Dict[Tuple[str, str, int, int], Tuple[_DroppedWarn, bool, Tuple[ChainStep, ...]]] = {}  # open before
-        it = iter(lines)
-        for raw in it:
-            n += 1
-            e = first = get(raw)
-            if e is None:
-                if jr is not None:  # a line read in full: the run ends before it
-                    jr = self._run_end(jr, jbare, jentry, lines, jstart, n, n0, df0, room, rk, pre, jseg, jr0,
-                                       jwrap)
-            else:
-                if runs_ok:
-                    if jr is not None and n - jstart > RUN_MIN and not want and not reader.held:
-                        jr = self._run_close(jr, jbare, jentry, lines, jstart - n0 - 1, n - n0 - 1, df0, room, rk,
-                                             pre, jseg, jr0, jwrap)
-                    if jr is None:
-                        r = e.runs
-                        if r is not None and not want and not reader.held and \
-                                self._replay(r, e, lines, n - n0 - 1, reader, n):
-                            run = r[0]  # the run counted again, moved first (_replay)
-                            next(itertools.islice(it, run.size - 1, run.size - 1), None)
-                            n += run.size - 1
-                            continue
-                        if (r is None or len(r) < RUN_KEPT) and e.tries < RUN_TRIES and room[0] > 0 and \
-                                self._budget > 0 and not want and not reader.held:
-                            jr, jstart, jentry, df0, jbare, jwrap = [], n, e, f.dropped_failures, [], False
-                            rk, pre, jseg, jr0 = set(), {}, None, set()
-                            self._names = []
-                if e.kind == _SEEN_COUNT and not reader.held and not want:  # the most common: only counted
-                    key = e.key
-                    if not ((ow and key in ow) or (oo and key in oo) or (fo and key in fo)):
-                        if e.proc is not None:
-                            self.line_proc = e.proc
-                        e.hits += 1
-                        if jr is not None:
-                            jr.append(e)
-                        continue
-            if e is not None and e.kind:
-                k = e.kind
-                if k == _SEEN_BARE and e.wrap and reader.prev is not None:
-                    e = None  # it may continue the line before
-                else:
-                    if reader.held:  # this line ends what the reader held: read it first
-                        for rec in reader.end():
-                            self.record(rec)
-                    key = e.key
-                    if k == _SEEN_WRAP:
-                        nxt = None if want else next(it, None)
-                        if nxt is not None:  # the two lines counted, or read in full
-                            if jr is not None:
-                                pe = e.pairs.get(nxt) if e.pairs else None
-                                if pe is None or (pe.rank0 and jseg is not None) or pe.key in oo or \
-                                        (pe.key in ow and pe.key not in rk and not _before(pe.key, ow, pre)):
-                                    jr = self._run_abort(jentry, jr)
-                                else:
-                                    if pe.rank0:
-                                        jr0.add(pe.proc)
-                                    if pe.version is not None:
-                                        jseg = pe.version
-                            pe = self._wrapped_pair(n, raw, nxt, e, reader, seen, room)
-                            if jr is not None:
-                                if pe is not None:
-                                    jr.append(pe)
-                                else:
-                                    jr = self._run_abort(jentry, jr)
-                            n += 1
-                            continue
-                        e = None
-                    elif k == _SEEN_INFO or k == _SEEN_COUNT:
-                        if (fo and key in fo) or (e.rank0 and not self._rank0_read(source, e.proc)):
-                            e = None
-                        else:
-                            if jr is not None:
-                                if (e.rank0 and jseg is not None) or (oo and key in oo) or \
-                                        (ow and key in ow and key not in rk and not _before(key, ow, pre)):
-                                    jr = self._run_abort(jentry, jr)  # it reads or ends what was open before the run
-                                else:
-                                    if e.rank0:
-                                        jr0.add(e.proc)
-                                    if e.version is not None:
-                                        jseg = e.version
-                            if want:
-                                want.pop(source, None)
-                            if ow and key in ow:
-                                self.close_warn(key)
-                            if oo:
-                                oo.pop(key, None)
-                            if e.version is not None:
-                                self.segment[source] = e.version
-                            if e.proc is not None:
-                                self.line_proc = e.proc
-                            e.hits += 1
-                            if jr is not None:
-                                jr.append(e)
-                            continue
-                    elif k == _SEEN_BARE or k == _SEEN_BLANK:
-                        if k == _SEEN_BARE:
-                            if (want and source in want and want[source] is not _no_join) or \
-                                    (e.watchdog is not None and e.watchdog not in self.watchdog_keys):
-                                e = None
-                            elif (source not in bench_bytes and e.bench and len(bench) < MAX_BENCH_FILES) or \
-                                    (source not in ras_bytes and e.ras and len(ras) < MAX_BENCH_FILES):
-                                e = None  # it starts a benchmark output or RAS report
-                            else:  # kept as the benchmark output or RAS report it is part of (bench_line, ras_line)
-                                b = bench_bytes.get(source)
-                                if b is not None and b < MAX_BENCH_BYTES:
-                                    bench[source].append(e.msg)
-                                    bench_bytes[source] = b + e.size
-                                b = ras_bytes.get(source)
-                                if b is not None and b < MAX_RAS_BYTES:
-                                    ras[source].append((n, e.msg))
-                                    ras_bytes[source] = b + e.size
-                                if want:
-                                    want.pop(source, None)  # the line after an error line past the bound
-                                if e.join:
-                                    want[source] = _no_join
-                                if e.version is not None:
-                                    self.segment[source] = e.version
-                                if jr is not None:
-                                    jbare.append((n - jstart, e))
-                                    if e.wrap:
-                                        jwrap = True
-                                    if e.version is not None:
-                                        jseg = e.version
-                        if e is not None:
-                            e.hits += 1
-                            if jr is not None:
-                                jr.append(e)
-                            continue
-                    elif k == _SEEN_CHAIN:
-                        w = ow.get(key) if ow else None
-                        if w is not None and (len(w.chain) >= MAX_STEPS or id(w) not in self.kept_warns):
-                            if jr is not None and key not in rk and not _before(key, ow, pre):
-                                jr = self._run_abort(jentry, jr)
-                            if len(w.chain) < MAX_STEPS:  # a WARN past the bound: its steps are seen by nobody
-                                w.chain.append(e.step)
-                        elif w is None:
-                            if jr is not None:  # a chain of its own (its thread has something open after it)
-                                jr = self._run_end(jr, jbare, jentry, lines, jstart, n, n0, df0, room, rk, pre, jseg,
-                                                   jr0, jwrap)
-                            if not self._orphan_step(key, e):
-                                e = None
-                        else:
-                            e = None
-                        if e is not None:
-                            if want:
-                                want.pop(source, None)
-                            if e.proc is not None:
-                                self.line_proc = e.proc
-                            e.hits += 1
-                            if jr is not None:
-                                jr.append(e)
-                            continue
-                    elif k == _SEEN_WARN:
-                        if jr is not None:
-                            if (ow and key in ow and key not in rk and not _before(key, ow, pre)) or \
-                                    (oo and key in oo) or (fo and key in fo):
-                                jr = self._run_abort(jentry, jr)
-                            else:
-                                rk.add(key)
-                        if want:
-                            want.pop(source, None)
-                        if ow and key in ow:
-                            self.close_warn(key)
-                        if len(ow) >= MAX_THREADS or len(oo) >= MAX_THREADS or len(fo) >= MAX_THREADS:
-                            self._bound_threads()
-                            if jr is not None:
-                                jr = self._run_abort(jentry, jr)
-                        ow[key] = _DroppedWarn(e.warn)
-                        if oo:
-                            oo.pop(key, None)
-                        if fo:
-                            fo.pop(key, None)
-                        if e.proc is not None:
-                            self.line_proc = e.proc
-                        e.hits += 1
-                        if jr is not None:
-                            jr.append(e)
-                        continue
-                    else:  # _SEEN_PLAIN
-                        if want:
-                            want.pop(source, None)
-                        if e.proc is not None:
-                            self.line_proc = e.proc
-                        e.hits += 1
-                        if jr is not None:
-                            jr.append(e)
-                        continue
-            if jr is not None:  # a line read in full: the run ends before it
-                jr = self._run_end(jr, jbare, jentry, lines, jstart, n, n0, df0, room, rk, pre, jseg, jr0, jwrap)
-            recs = reader.line(n, raw.decode("utf-8", errors="replace").rstrip("\r\n"))
-            for rec in recs:
-                self.record(rec)
-            if first is None:  # seen once: what it does is worked out if it comes again
-                if room[0] > 0:
-                    seen[raw] = _ONCE
-                    room[0] -= len(raw) + 64
-            elif first is _ONCE:
-                held = reader.held
-                if not held:  # a line without an NCCL prefix (none continues it: nothing was held)
-                    if recs and recs[-1].kind == "bare" and recs[-1].at.lineno == n:
-                        e = self._seen_bare(recs[-1])
-                    else:
-                        e = _BLANK  # nothing to read: blank, or a launcher's tag alone
-                elif len(held) == 1 and held[0].at.lineno == n and \
-                        held[0].msg.count("(") <= held[0].msg.count(")"):
-                    # one NCCL record no later line can continue: read it now, and remember what it did
-                    rec = held[0]
-                    reader.end()
-                    self.record(rec)
-                    e = self._seen(rec)
-                elif len(held) == 1 and held[0].at.lineno == n:  # one NCCL record the next line may continue
-                    e = _Seen(_SEEN_WRAP)
-                    e.pairs = {}
-                else:
-                    e = _NEVER
-                if e is not None:
-                    seen[raw] = e
-        if jr is not None:  # the block ended first
-            self._run_abort(jentry, jr)
+    def proc_key(self, at: Loc) -> Optional[Tuple[str, int]]:
+        """``(host, pid)`` of the process a line read from ``at`` came from, if the parser keeps it."""
+        if at.host is None or at.pid is None:
+            return None
+        p = self.procs.get((at.host, at.pid))
+        return (p.host, p.pid) if p is not None else None
 
-    def _run_end(self, jr: List["_Seen"], bare: List[Tuple[int, "_Seen"]], start: "_Seen", lines: List[bytes],
-                 jstart: int, n: int, n0: int, df0: int, room: List[int], opened: Set[Tuple[str, str, int, int]],
-                 pre: Dict, seg: Optional[VersionLine], r0: Set[Optional[Tuple[str, int]]], wrap: bool) -> None:
-        """Line ``n`` is not only counted: the run being recorded (from line ``jstart``) ends before it, kept if
-        it is long enough (and nothing waits for the next line), else forgotten."""
-        if n - jstart >= RUN_SHORT and not self.want:
-            return self._run_close(jr, bare, start, lines, jstart - n0 - 1, n - n0 - 1, df0, room, opened, pre,
-                                   seg, r0, wrap)
-        return self._run_abort(start, jr)
+    def last_version(self, source: str) -> Optional[VersionLine]:
+        """The last version line of ``source`` so far."""
+        return self.segment.get(source)
 
-    def _keeping(self, source: str) -> bool:
+    def version_kept(self, v: VersionLine) -> bool:
+        """Whether version line ``v`` is kept (in the versions or the bare version lines pending)."""
+        return id(v) in self.kept_versions
+
+    def watchdog_seen(self, key: Tuple) -> bool:
+        """Whether a watchdog message told apart by ``key`` was read in the file being fed."""
+        return key in self.watchdog_keys
+
+    def keeping(self, source: str) -> bool:
         """Whether a benchmark output or RAS report of ``source`` is being kept line by line."""
         b = self.bench_bytes.get(source)
         if b is not None and b < MAX_BENCH_BYTES:
@@ -551,203 +190,7 @@ class Parser:
         b = self.ras_bytes.get(source)
         return b is not None and b < MAX_RAS_BYTES
 
-    def _run_abort(self, start: "_Seen", jr: Optional[List["_Seen"]]) -> None:
-        """The run being recorded from the line of ``start`` (its entries so far: ``jr``) is not one to count
-        again: forget it."""
-        start.tries += 1
-        self._budget -= len(jr) + 1 if jr else 1
-        self._names = None
-        return None
-
-    def _run_close(self, jr: List["_Seen"], bare: List[Tuple[int, "_Seen"]], start: "_Seen", lines: List[bytes],
-                   a: int, b: int, df0: int, room: List[int], opened: Set[Tuple[str, str, int, int]],
-                   pre: Dict[Tuple[str, str, int, int], Tuple["_DroppedWarn", bool, Tuple[ChainStep, ...]]],
-                   seg: Optional[VersionLine], r0: Set[Optional[Tuple[str, int]]], wrap: bool) -> None:
-        """The run recorded from ``lines[a]`` (entry ``start``) ends before ``lines[b]``: keep it, with what it
-        found open on its threads (``pre``: the WARNs past the bound it read on, as they were) and what it
-        leaves open (the WARNs it opened, on the threads of ``opened``; those of ``pre`` it added steps to)."""
-        names, self._names = self._names or [], None
-        self._budget -= len(jr)
-        rest = lines[a + 1:b]
-        size = sum(map(len, rest)) + 16 * len(rest) + 64 * len(jr) + 256
-        if b - a > RUN_MAX or room[0] < size:
-            start.tries += 1
-            return None
-        room[0] -= size
-        run = _Run(rest, jr, self.f.dropped_failures - df0, names, bare)
-        ow = self.open_warn
-        run.pre = {k: (base, chain) for k, (_, base, chain) in pre.items()}
-        run.free = run.keys.difference(run.pre)
-        run.closed = [k for k, (w, _, _) in pre.items() if ow.get(k) is not w]
-        run.grown = [(k, tuple(w.chain)) for k, (w, _, _) in pre.items() if ow.get(k) is w]
-        run.open = [(k, w.base, tuple(w.chain)) for k, w in ow.items() if k in opened]
-        run.seg, run.r0, run.wrap = seg, tuple(r0), wrap
-        if start.runs is None:
-            start.runs = []
-        if len(start.runs) < RUN_TRIES:
-            start.runs.append(run)
-            self._runs.append(run)
-        return None
-
-    def _replay(self, runs: List["_Run"], start: "_Seen", lines: List[bytes], i: int, reader: "Reader",
-                n: int) -> bool:
-        """Whether a run of ``runs`` (those starting with the entry ``start``) is ``lines[i:]`` and was counted
-        again now; it is then moved first. Its threads have open what they had when it was recorded (nothing,
-        or the same WARNs past the bound), and nothing waits for the next line. A run that keeps missing is
-        dropped."""
-        ow, oo, fo = self.open_warn, self.open_orphan, self.failed_orphans
-        if len(ow) >= MAX_THREADS - RUN_MAX or len(oo) >= MAX_THREADS or len(fo) >= MAX_THREADS:
-            return False
-        source = reader.source
-        for k, run in enumerate(runs):
-            if lines[i + 1:i + run.size] != run.rest or not run.free.isdisjoint(ow) or \
-                    (oo and not run.keys.isdisjoint(oo)) or (fo and not run.keys.isdisjoint(fo)) or \
-                    (run.pre and not _as_before(run, ow)) or (run.wrap and reader.prev is not None) or \
-                    (run.r0 and not all(self._rank0_read(source, p) for p in run.r0)):
-                run.misses += 1
-                continue
-            if run.bare and self._keeping(source):  # kept as the output they are part of, as _bulk does
-                bench, ras = self.bench, self.ras
-                bench_bytes, ras_bytes = self.bench_bytes, self.ras_bytes
-                for off, e in run.bare:
-                    b = bench_bytes.get(source)
-                    if b is not None and b < MAX_BENCH_BYTES:
-                        bench[source].append(e.msg)
-                        bench_bytes[source] = b + e.size
-                    b = ras_bytes.get(source)
-                    if b is not None and b < MAX_RAS_BYTES:
-                        ras[source].append((n + off, e.msg))
-                        ras_bytes[source] = b + e.size
-            run.times += 1
-            if run.df:
-                f = self.f
-                f.dropped_failures += run.df
-                for name in run.names:
-                    add_capped(f.dropped_results, name)
-            if run.proc is not None:
-                self.line_proc = run.proc
-            if run.seg is not None:
-                self.segment[source] = run.seg
-            if run.pre:
-                for key in run.closed:  # the WARNs it found open and closed
-                    del ow[key]
-                for key, chain in run.grown:  # those it added steps to
-                    ow[key].chain[:] = chain
-            for key, base, chain in run.open:  # the WARNs it left open, in the order it opened them
-                w = ow[key] = _DroppedWarn(base)
-                w.chain.extend(chain)
-            if k:
-                runs.insert(0, runs.pop(k))
-            return True
-        for run in [r for r in runs if r.misses > 16 + 4 * r.times]:
-            runs.remove(run)
-            start.tries += 1
-        return False
-
-    def _wrapped_pair(self, n: int, raw: bytes, nxt: bytes, e: "_Seen", reader: "Reader",
-                      seen: Dict[bytes, "_Seen"], room: List[int]) -> Optional["_Seen"]:
-        """Lines ``n`` (``raw``, a :data:`_SEEN_WRAP` line; the reader holds nothing) and ``n + 1`` (``nxt``).
-        The entry they were counted in, when the two were read before as one record (the second the rest of the
-        first); else (``None``) both are read in full, and what reading them again does is remembered where the
-        second completed the first."""
-        pe = e.pairs.get(nxt) if e.pairs is not None else None
-        if pe is not None and (pe.kind == _SEEN_INFO or pe.kind == _SEEN_COUNT):
-            key, source = pe.key, reader.source
-            fo = self.failed_orphans
-            if not ((fo and key in fo) or (pe.rank0 and not self._rank0_read(source, pe.proc))):
-                if key in self.open_warn:
-                    self.close_warn(key)
-                self.open_orphan.pop(key, None)
-                if pe.version is not None:
-                    self.segment[source] = pe.version
-                if pe.proc is not None:
-                    self.line_proc = pe.proc
-                pe.hits += 1
-                return pe
-        for rec in reader.line(n, raw.decode("utf-8", errors="replace").rstrip("\r\n")):
-            self.record(rec)
-        self._bulk(n, (nxt,), reader, seen, room)
-        held = reader.held
-        if pe is None and len(held) == 1 and held[0].at.lineno == n and reader.prev is held[0] and \
-                held[0].msg.count("(") <= held[0].msg.count(")") and not self.want and room[0] > 0:
-            # the next line completed the record, and no later line can continue it: read it now
-            rec = held[0]
-            reader.end()
-            self.record(rec)
-            pe = self._seen(rec)
-            if pe is not None and e.pairs is not None:
-                e.pairs[nxt] = pe
-                room[0] -= len(nxt) + 64
-        return None
-
-    def _orphan_step(self, key: Tuple[str, str, int, int], e: "_Seen") -> bool:
-        """A call-chain step of a thread with no WARN open, as :meth:`info` reads it, when the chain it belongs to
-        is past the bound on the chains kept (its steps are seen by nobody); ``False`` when it must be read."""
-        oc = self.open_orphan.get(key)
-        if oc is None:
-            if len(self.f.orphan_chains) < self.limits.get("orphan_chains", self.keep):
-                return False
-            self._bound_threads()
-            oc = self.open_orphan[key] = _DroppedChain([], e.step.at)
-            self.f.counts["orphan_chains"] = self.f.counts.get("orphan_chains", 0) + 1
-            if e.step.code in ERROR_RESULTS:
-                lst = self.failed_orphans.setdefault(key, [])
-                if len(lst) < MAX_STEPS:
-                    lst.append(oc)
-        elif type(oc) is not _DroppedChain and len(oc.steps) < MAX_STEPS:
-            return False  # a chain kept: its steps are read
-        if len(oc.steps) < MAX_STEPS:
-            oc.steps.append(e.step)
-        return True
-
-    def _seen_bare(self, rec: Rec) -> Optional["_Seen"]:
-        """:meth:`_seen` for a line without an NCCL prefix: only a plain line, or an error line past its bound,
-        that asks nothing of the next line, is only counted."""
-        msg = rec.msg
-        if "Last error:" in msg:
-            return _NEVER
-        app = "Watchdog" in msg or "NCCL error in" in msg or "Test " in msg or "NCCL Error " in msg
-        if not app and "failure " in msg and not app_noop(msg):
-            return _NEVER  # nccl-tests' first failure lines: read every time, as app_lines reads them
-        watchdog = None
-        if app and not app_noop(msg):
-            watchdog = watchdog_key(rec)
-            if watchdog is None or watchdog not in self.watchdog_keys:
-                return _NEVER  # PyTorch and nccl-tests lines: read every time, but a watchdog message seen before
-        version = None
-        if not app:  # bare() reads these only from lines that are not the application's
-            if "NCCL WARN " in msg or "NCCL DIAG" in msg or "NCCL INFO " in msg:
-                return _NEVER
-            if (" via " in msg and _FRAGMENT.search(msg)) or _UNPREFIXED.search(msg) or _QUOTED_WARN.search(msg):
-                return _NEVER
-            if _VERSION.search(msg):
-                v = self.segment.get(rec.at.source)
-                if v is None or v.at is not rec.at or id(v) in self.kept_versions:
-                    return None if v is not None and v.at is rec.at else _NEVER
-                version = v  # a version line past the bound on those kept: seen by nobody
-        kind = error_kind(msg)
-        count = None
-        join = False
-        if kind is not None:
-            count = "kernel" if kind == "kernel" else "errors"
-            lst = getattr(self.f, count)
-            if len(lst) < self.limits.get(count, self.keep) or (lst and lst[-1].at is rec.at):
-                return None
-            # past the bound, the line after one that ends in ':' is joined to a line kept nowhere
-            join = bool(msg.endswith(":") or _TESTS_CUDA.search(msg) and "'" not in msg)
-        e = _Seen(_SEEN_BARE, count=count)
-        e.nccl = 0 if version is None else 1
-        e.version = version
-        e.join = join
-        e.watchdog = watchdog
-        e.bench = _BENCH_START.search(msg) is not None
-        e.ras = _RAS_START.search(msg) is not None
-        e.wrap = wrapped("(", msg)
-        e.msg = msg[:4096]
-        e.size = len(e.msg) + 1
-        return e
-
-    def _rank0_read(self, source: str, proc: Optional[Tuple[str, int]]) -> bool:
+    def rank0_read(self, source: str, proc: Optional[Tuple[str, int]]) -> bool:
         """Whether :meth:`rank_fact` for rank 0 of process ``proc`` would change nothing now."""
         v = self.segment.get(source)
         if v is None or id(v) not in self.kept_versions:  # none, or one past the bound: kept nowhere
@@ -758,60 +201,182 @@ class Parser:
             return False
         return not (v.at.host is None and proc is not None and id(v) not in self.version_owner)
 
-    def _seen(self, rec: Rec) -> Optional["_Seen"]:
-        """What reading ``rec`` again would do, if only counting (its record lists are full); ``None`` when it
-        would keep a record now (ask again later), :data:`_NEVER` when it reads more than counts."""
-        msg = rec.msg
-        if "NCCL Error " in msg or "Watchdog" in msg or "NCCL error in" in msg or "Test " in msg or \
-                ("failure " in msg and not app_noop(msg)):
-            return _NEVER  # application lines: read every time
-        at = rec.at
-        p = self.procs.get((at.host, at.pid)) if at.host is not None and at.pid is not None else None
-        proc = (p.host, p.pid) if p is not None else None
-        key = _thread(at)
+    def channel_tallies(self, m: "re.Match[str]", at: Loc) -> Optional[Tuple[CategoryStats, Optional[PairTransport]]]:
+        """The tallies a channel line (``m``, read from ``at``) adds to, where it keeps no line now: its
+        category's and its rank pair's (``None``: no pair, or the bound on pairs); ``None`` where it keeps one."""
         f = self.f
-        if rec.kind == "trace":
-            return _Seen(_SEEN_PLAIN, key, proc)
-        if rec.kind == "warn":
-            if len(f.warns) < self.limits.get("warns", self.keep) or (f.warns and f.warns[-1].at is at):
-                return None
-            e = _Seen(_SEEN_WARN, key, proc, count="warns")
-            e.warn = fails(Warn(msg, at, rec.text, rec.file, rec.fline, rec.func, rec.timestamp))
-            return e
-        if rec.kind != "info":
-            return _NEVER
-        m = _CHAIN.search(msg) if " -> " in msg else None
-        if m and " via " not in msg:
-            e = _Seen(_SEEN_CHAIN, key, proc)
-            e.step = ChainStep(m.group("file"), int(m.group("line")), int(m.group("code")), at, rec.text,
-                               m.group("thr"))
-            return e
-        row, m = fact_row(msg)
-        if row is None:
-            return _Seen(_SEEN_COUNT, key, proc)
-        if not row.again:
-            return _NEVER
-        if row.keeps is None:  # a channel line: its kept lines, then its tallies
-            if len(f.channels) < self.limits.get("channels", self.keep) or (f.channels and f.channels[-1].at is at):
-                return None
-            g = m.groupdict()
-            v = parse_via(g["via"])
-            category = category_of(str(v["transport"]), v.get("net"), bool(v.get("gdrdma")))
-            st = f.channel_stats.get(category) or f.channel_stats.get("NET/other")
-            if st is None or len(st.first) < 4 or st.first[-1].at is at:
-                return None
-            dst = to_int(g.get("dst"))
-            pair = self.pairs.get((int(g["src"]), dst)) if dst is not None else None
-            return _Seen(_SEEN_COUNT, key, proc, count="channels", stats=st, pair=pair)
-        lst = getattr(f, row.keeps)
-        if len(lst) < self.limits.get(row.keeps, self.keep) or (lst and lst[-1].at is at):
+        if not self.full("channels", at):
             return None
-        e = _Seen(_SEEN_COUNT, key, proc, count=row.keeps)
-        if row.rank is not None and row.rank(m) == 0:
-            e.kind, e.rank0 = _SEEN_INFO, True
-        if row.name == "version":
-            e.kind, e.version = _SEEN_INFO, self.segment.get(at.source)  # past the bound: kept nowhere
-        return e
+        g = m.groupdict()
+        v = parse_via(g["via"])
+        category = category_of(str(v["transport"]), v.get("net"), bool(v.get("gdrdma")))
+        st = f.channel_stats.get(category) or f.channel_stats.get("NET/other")
+        if st is None or len(st.first) < 4 or st.first[-1].at is at:
+            return None
+        dst = to_int(g.get("dst"))
+        return st, (self.pairs.get((int(g["src"]), dst)) if dst is not None else None)
+
+    def steps_counted(self, w: Union[Warn, DroppedWarn]) -> bool:
+        """Whether the call-chain steps of the open WARN ``w`` are only counted: it is past the bound on the WARNs
+        kept, or its chain is full."""
+        return len(w.chain) >= MAX_STEPS or id(w) not in self.kept_warns
+
+    def again_plain(self, source: str, proc: Optional[Tuple[str, int]]) -> None:
+        """An NCCL line read again that says nothing the parser keeps."""
+        if self.want:
+            self.want.pop(source, None)
+        if proc is not None:
+            self.line_proc = proc
+
+    def again_info(self, key: Tuple[str, str, int, int], source: str, proc: Optional[Tuple[str, int]],
+                   version: Optional[VersionLine]) -> None:
+        """An INFO line of thread ``key`` read again, that keeps no record: its thread moves on; a version line
+        past the bound is the file's last version line all the same (``version``)."""
+        if self.want:
+            self.want.pop(source, None)
+        if key in self.open_warn:
+            self.close_warn(key)
+        self.open_orphan.pop(key, None)
+        if version is not None:
+            self.segment[source] = version
+        if proc is not None:
+            self.line_proc = proc
+
+    def again_step(self, key: Tuple[str, str, int, int], source: str, proc: Optional[Tuple[str, int]],
+                   step: ChainStep) -> bool:
+        """A call-chain step of thread ``key`` read again, where its steps are only counted: the thread's WARN
+        is past the bound or its chain full (:meth:`steps_counted`), or the thread has no WARN open and its
+        chain is past the bound on the chains kept (its steps are seen by nobody); ``False`` where it must be
+        read."""
+        w = self.open_warn.get(key)
+        if w is not None:
+            if not self.steps_counted(w):
+                return False
+            if len(w.chain) < MAX_STEPS:
+                w.chain.append(step)
+        elif not self._orphan_step(key, step):
+            return False
+        if self.want:
+            self.want.pop(source, None)
+        if proc is not None:
+            self.line_proc = proc
+        return True
+
+    def _orphan_step(self, key: Tuple[str, str, int, int], step: ChainStep) -> bool:
+        oc = self.open_orphan.get(key)
+        if oc is None:
+            if len(self.f.orphan_chains) < self.limits.get("orphan_chains", self.keep):
+                return False
+            self._bound_threads()
+            oc = self.open_orphan[key] = DroppedChain([], step.at)
+            self.f.counts["orphan_chains"] = self.f.counts.get("orphan_chains", 0) + 1
+            if step.code in ERROR_RESULTS:
+                lst = self.failed_orphans.setdefault(key, [])
+                if len(lst) < MAX_STEPS:
+                    lst.append(oc)
+        elif type(oc) is not DroppedChain and len(oc.steps) < MAX_STEPS:
+            return False  # a chain kept: its steps are read
+        if len(oc.steps) < MAX_STEPS:
+            oc.steps.append(step)
+        return True
+
+    def again_warn(self, key: Tuple[str, str, int, int], source: str, proc: Optional[Tuple[str, int]],
+                   base: bool) -> bool:
+        """A WARN of thread ``key`` read again past the bound on the WARNs kept: held as its failure (``base``,
+        its message's) and its call chain only. Returns whether the bound on threads closed every thread's state
+        first."""
+        if self.want:
+            self.want.pop(source, None)
+        ow = self.open_warn
+        if key in ow:
+            self.close_warn(key)
+        bounded = len(ow) >= MAX_THREADS or len(self.open_orphan) >= MAX_THREADS or \
+            len(self.failed_orphans) >= MAX_THREADS
+        if bounded:
+            self._bound_threads()
+        ow[key] = DroppedWarn(base)
+        self.open_orphan.pop(key, None)
+        self.failed_orphans.pop(key, None)
+        if proc is not None:
+            self.line_proc = proc
+        return bounded
+
+    def may_count_bare(self, source: str, watchdog: Optional[Tuple], bench: bool, ras: bool) -> bool:
+        """Whether a line without an NCCL prefix, read before, does only what :meth:`again_bare` does now: no line
+        waits for it (but an error line past the bound, which keeps nothing of it), a watchdog message in it
+        (told apart by ``watchdog``) was read before, and it starts no benchmark output (``bench``: it may) or
+        RAS report (``ras``)."""
+        then = self.want.get(source)
+        if then is not None and then is not NO_JOIN:
+            return False
+        if watchdog is not None and watchdog not in self.watchdog_keys:
+            return False
+        if bench and source not in self.bench_bytes and len(self.bench) < MAX_BENCH_FILES:
+            return False
+        return not (ras and source not in self.ras_bytes and len(self.ras) < MAX_BENCH_FILES)
+
+    def again_bare(self, source: str, n: int, msg: str, size: int, join: bool,
+                   version: Optional[VersionLine]) -> None:
+        """Line ``n`` without an NCCL prefix (``msg``, ``size`` bytes as kept) read again: kept as the benchmark
+        output or RAS report it is part of; an error line past the bound that takes the next line (``join``)
+        keeps nothing of it; a version line past the bound is the file's last version line (``version``)."""
+        self.again_kept(source, n, msg, size)
+        if self.want:
+            self.want.pop(source, None)
+        if join:
+            self.want[source] = NO_JOIN
+        if version is not None:
+            self.segment[source] = version
+
+    def again_kept(self, source: str, n: int, msg: str, size: int) -> None:
+        """Line ``n`` without an NCCL prefix read again, kept as the benchmark output or RAS report being kept."""
+        b = self.bench_bytes.get(source)
+        if b is not None and b < MAX_BENCH_BYTES:
+            self.bench[source].append(msg)
+            self.bench_bytes[source] = b + size
+        b = self.ras_bytes.get(source)
+        if b is not None and b < MAX_RAS_BYTES:
+            self.ras[source].append((n, msg))
+            self.ras_bytes[source] = b + size
+
+    def again_run(self, source: str, proc: Optional[Tuple[str, int]], version: Optional[VersionLine],
+                  failures: int, names: List[str], closed: List[Tuple[str, str, int, int]],
+                  grown: List[Tuple[Tuple[str, str, int, int], Tuple[ChainStep, ...]]],
+                  opened: List[Tuple[Tuple[str, str, int, int], bool, Tuple[ChainStep, ...]]]) -> None:
+        """A run of lines counted again as a whole: ``failures`` more failed WARNs past the bound, with the result
+        names of their chains; of the WARNs past the bound it found open, those it closed (``closed``) and those
+        it added steps to (``grown``: their chains after it); the WARNs it left open (``opened``: thread, base,
+        chain), in the order it opened them; the process of its last NCCL line and the file's last version
+        line."""
+        if failures:
+            self.f.dropped_failures += failures
+            for name in names:
+                add_capped(self.f.dropped_results, name)
+        if proc is not None:
+            self.line_proc = proc
+        if version is not None:
+            self.segment[source] = version
+        ow = self.open_warn
+        for key in closed:
+            del ow[key]
+        for key, chain in grown:
+            ow[key].chain[:] = chain
+        for key, base, chain in opened:
+            w = ow[key] = DroppedWarn(base)
+            w.chain.extend(chain)
+
+    def again_counted(self, hits: int, nccl: int, name: Optional[str], stats: Optional[CategoryStats],
+                      pair: Optional[PairTransport]) -> None:
+        """``hits`` lines read again, each counted in the lines, NCCL lines (``nccl`` each), fact list ``name``,
+        a category's tally and a rank pair's, where given."""
+        f = self.f
+        f.nccl_lines += hits * nccl
+        if name is not None:
+            f.counts[name] = f.counts.get(name, 0) + hits
+        if stats is not None:
+            stats.lines += hits
+        if pair is not None:
+            pair.lines += hits
 
     def end_file(self, source: str) -> None:
         """The log ended: what its threads left open is closed now (nothing later can continue it), so each
@@ -1002,7 +567,7 @@ class Parser:
                 else:
                     self.want[rec.at.source] = lambda nxt: self.last_error(nxt, nxt.msg)
                 return
-        if "Watchdog" in rec.msg or "NCCL error in" in rec.msg or "Test " in rec.msg or "NCCL Error " in rec.msg:
+        if app_line(rec.msg):
             self.app_lines(rec)  # PyTorch and nccl-tests lines may quote NCCL's words: theirs first
             return
         m = _VERSION.search(rec.msg)
@@ -1074,7 +639,7 @@ class Parser:
         kernel = kind == "kernel"
         el = ErrorLine(msg[:MAX_ERROR_TEXT], rec.at, kind)
         self._keep("kernel" if kernel else "errors", el)
-        if msg.endswith(":") or _TESTS_CUDA.search(msg) and "'" not in msg:
+        if joins_next(msg):
             def join(nxt: Rec) -> None:
                 el.text = (el.text + " " + nxt.msg.strip())[:MAX_ERROR_TEXT]
             self.want[rec.at.source] = join
@@ -1104,16 +669,12 @@ class Parser:
                 return
         if "Watchdog" not in msg and "NCCL error in" not in msg and "Test " not in msg and "failure " not in msg:
             return
-        m = _WATCHDOG.search(msg)
-        if m is None and "Watchdog caught collective operation timeout" in msg and rec.kind == "bare":
+        wd = read_watchdog(msg, rec.launcher_rank) if "Watchdog" in msg else None
+        if wd is None and "Watchdog caught collective operation timeout" in msg and rec.kind == "bare":
             self.continue_watchdog(rec, 3)
             return
-        if m:
-            fields = {fm.group("k"): fm.group("v") for fm in _WD_FIELD.finditer(m.group("body"))}
-            rm = _WD_RANK.search(msg)
-            rank = to_int(rm.group("rank") or rm.group("rank2")) if rm else None
-            if rank is None and rec.launcher_rank is not None:
-                rank = rec.launcher_rank
+        if wd is not None:
+            m, fields, rank = wd
             w = Watchdog(rec.at, rec.text, rank, to_int(fields.get("SeqNum")), fields.get("OpType"),
                          to_int(fields.get("NumelIn")), to_int(fields.get("NumelOut")), to_int(fields.get("Timeout(ms)")),
                          to_int(m.group("ran")))
@@ -1172,7 +733,7 @@ class Parser:
         w = self.open_warn.pop(key, None)
         if w is None:
             return
-        if type(w) is _DroppedWarn:
+        if type(w) is DroppedWarn:
             failure = w.base or any(s.code in ERROR_RESULTS for s in w.chain)
         elif id(w) in self.kept_warns:
             return
@@ -1183,8 +744,8 @@ class Parser:
             for s in w.chain:
                 if s.code in ERROR_RESULTS:
                     add_capped(self.f.dropped_results, s.code_name)
-                    if self._names is not None:  # a run being recorded (_bulk)
-                        self._names.append(s.code_name)
+                    if self.dropped_names is not None:  # a run of lines being recorded (replay)
+                        self.dropped_names.append(s.code_name)
 
     def _bound_threads(self) -> None:
         """Per-thread state is kept for at most MAX_THREADS threads: a log with a new thread id on every line
@@ -1199,7 +760,7 @@ class Parser:
 
     def warn(self, rec: Rec, origin: str = "warn") -> None:
         w = Warn(rec.msg, rec.at, rec.text, rec.file, rec.fline, rec.func, rec.timestamp, origin=origin)
-        key = _thread(rec.at)
+        key = thread(rec.at)
         self.close_warn(key)
         self._bound_threads()
         self.open_warn[key] = w
@@ -1211,10 +772,10 @@ class Parser:
 
     def info(self, rec: Rec, p: Optional[Proc]) -> None:
         msg, at, text = rec.msg, rec.at, rec.text
-        key = _thread(at)
+        key = thread(at)
         m = _CHAIN.search(msg) if " -> " in msg else None
         if m and " via " not in msg:
-            step = ChainStep(m.group("file"), int(m.group("line")), int(m.group("code")), at, text, m.group("thr"))
+            step = chain_step(m, at, text)
             w = self.open_warn.get(key)
             if w is not None:
                 if len(w.chain) < MAX_STEPS:
@@ -1515,22 +1076,8 @@ def _on(at: Loc, host: Optional[str]) -> Loc:
     return Loc(at.source, at.lineno, host, at.pid, at.tid, at.dev)
 
 
-def _thread(at: Loc) -> Tuple[str, str, int, int]:
+def thread(at: Loc) -> Tuple[str, str, int, int]:
     return (at.source, at.host or "", at.pid or 0, at.tid or 0)
-
-
-def _add(lst: list, value) -> None:
-    if value not in lst:
-        lst.append(value)
-
-
-def to_int(s: Optional[str]) -> Optional[int]:
-    if s is None:
-        return None
-    try:
-        return int(s)
-    except ValueError:
-        return None
 
 
 def _net_devices(net: str, body: str, at: Loc, text: str) -> NetDevices:

@@ -30,6 +30,7 @@ import re
 from typing import IO, Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from nccldiag.nccl.facts import KEEP, MAX_LINE, NcclLogFacts
+from nccldiag.nccl import replay
 from nccldiag.nccl.parser import Parser
 
 BLOCK = 4 * 1024 * 1024  # bytes read at a time
@@ -231,7 +232,7 @@ def feed(parser: Parser, name: str, stream: IO[bytes], block: int = BLOCK,
          max_line: int = MAX_LINE) -> Scan:
     """Feed one log to ``parser`` through the prefilter, in bulk."""
     scan = Scan(stream, lambda: parser.needs_every_line(name), block, max_line, bulk=True)
-    parser.feed_bulk(iter(scan), name, lambda: scan.total)
+    replay.feed(parser, iter(scan), name, lambda: scan.total)
     return scan
 
 

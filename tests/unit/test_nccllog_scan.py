@@ -10,7 +10,7 @@ import pytest
 
 from nccldiag import diagnosis
 from nccldiag.nccl import checks as nccl_checks
-from nccldiag.nccl import facts, grammar, parser as nccllog
+from nccldiag.nccl import facts, grammar, parser as nccllog, replay
 from nccldiag.nccl import scan
 from nccldiag.report import log_report
 from tests import real, realcases
@@ -313,20 +313,20 @@ def test_a_wrapped_line_read_again_is_counted_with_its_continuation_and_read_whe
 
 def _counting_replays(monkeypatch) -> List[bool]:
     done: List[bool] = []
-    real_replay = nccllog.Parser._replay
-    monkeypatch.setattr(nccllog.Parser, "_replay", lambda self, *a: done.append(real_replay(self, *a)) or done[-1])
+    real_replay = replay.Replay._replay
+    monkeypatch.setattr(replay.Replay, "_replay", lambda self, *a: done.append(real_replay(self, *a)) or done[-1])
     return done
 
 
-@pytest.mark.parametrize("run_min", [1, 4, 9, nccllog.RUN_MIN])
+@pytest.mark.parametrize("run_min", [1, 4, 9, replay.RUN_MIN])
 @pytest.mark.parametrize("keep", [1, 3, 40])
 def test_runs_of_lines_counted_again_as_a_whole_give_the_same_report(monkeypatch, run_min, keep):
     # Every real log and case, one after the other, repeated: runs of lines only counted (from a point where
     # their threads have nothing open) are recorded and counted again as a whole where they come again. Short
     # runs and no limit on the lines recorded make runs start and end at every kind of line: WARNs left open,
     # call chains, wrapped lines, benchmark output being kept, version and rank-0 lines.
-    monkeypatch.setattr(nccllog, "RUN_MIN", run_min)
-    monkeypatch.setattr(nccllog, "RUN_SHARE", 1)
+    monkeypatch.setattr(replay, "RUN_MIN", run_min)
+    monkeypatch.setattr(replay, "RUN_SHARE", 1)
     done = _counting_replays(monkeypatch)
     data = _all_real()
     for variant, block in ((data * 5, scan.BLOCK), (data * 4, 4096), (data.replace(b"\n", b"\r\n") * 3, 1000)):
@@ -338,8 +338,8 @@ def test_runs_of_lines_counted_again_as_a_whole_give_the_same_report(monkeypatch
 
 @pytest.mark.parametrize("files", _repeated_sets())
 def test_runs_counted_again_in_each_real_log_give_the_same_report(monkeypatch, files):
-    monkeypatch.setattr(nccllog, "RUN_MIN", 2)
-    monkeypatch.setattr(nccllog, "RUN_SHARE", 1)
+    monkeypatch.setattr(replay, "RUN_MIN", 2)
+    monkeypatch.setattr(replay, "RUN_SHARE", 1)
     named = [(str(p), p.read_bytes().rstrip(b"\n") + b"\n") for p in files]
     for times, block in ((6, 4096), (4, scan.BLOCK)):
         rep = [(n, b * times) for n, b in named]
@@ -371,11 +371,11 @@ def test_random_logs_that_repeat_themselves_give_the_same_report(monkeypatch):
     import random
 
     rnd = random.Random(20261126)
-    monkeypatch.setattr(nccllog, "RUN_SHARE", 1)
+    monkeypatch.setattr(replay, "RUN_SHARE", 1)
     done = _counting_replays(monkeypatch)
     for case in range(60):
-        monkeypatch.setattr(nccllog, "RUN_MIN", rnd.choice([1, 2, 5, 12]))
-        monkeypatch.setattr(nccllog, "RUN_SHORT", rnd.choice([1, 3, 8]))
+        monkeypatch.setattr(replay, "RUN_MIN", rnd.choice([1, 2, 5, 12]))
+        monkeypatch.setattr(replay, "RUN_SHORT", rnd.choice([1, 3, 8]))
         pattern = [rnd.choice(_ALPHABET) for _ in range(rnd.randint(8, 40))]
         parts = []
         for _ in range(rnd.randint(3, 9)):
