@@ -25,7 +25,38 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Tuple
 
-from nccldiag.nccl.facts import COLLNET, ERROR_RESULTS, ChainStep, NET_IB, NET_IB_GDR, NET_SOCKET, P2P, SHM, Loc, Proc, Warn
+from nccldiag.nccl.facts import COLLNET, ERROR_RESULTS, NET_IB, NET_IB_GDR, NET_SOCKET, P2P, SHM, ChainStep, Loc, Proc, Warn
+
+# A guarded expression: (word, expression). Every match of the expression holds the word, a literal text, so a line
+# without the word is not read by it (the prefilter's test, :data:`WORDS`). A word may end in a regular expression
+# after a NUL, the rest of the guard, which a prefilter may test too ('size\0\\s+(?:count|N)').
+Guarded = Tuple[Tuple[str, str], ...]
+
+
+def _alternation(words: Iterable[str]) -> str:
+    """A regular expression matching exactly ``words`` (literal), as a trie: each position is tried once per first
+    character, not once per word."""
+    root: Dict[str, dict] = {}
+    for w in words:
+        node = root
+        for ch in w:
+            node = node.setdefault(ch, {})
+        node[""] = {}
+
+    def emit(node: Dict[str, dict]) -> str:
+        alts = [re.escape(ch) + emit(sub) for ch, sub in sorted(node.items()) if ch]
+        if not alts:
+            return ""
+        if len(alts) == 1 and "" not in node:
+            return alts[0]
+        return "(?:" + "|".join(alts) + ")" + ("?" if "" in node else "")
+
+    return emit(root)
+
+
+def _either(rows: Guarded) -> str:
+    """The expressions of guarded ``rows`` as one alternation."""
+    return "|".join(x for _, x in rows)
 
 
 # --------------------------------------------------------------------------- lines -> records
@@ -58,6 +89,9 @@ class Rec:
 
 
 # What chat and markdown put around pasted lines: quote markers, list bullets, bold, inline code, fences.
+# What clean() removes from inside a line, and so could hide a word there: colour codes, their ESC-less residue
+# (_ANSI_RESIDUE), bold and inline code.
+CLEAN_MARKS = ("\x1b", "[\0[0-9;]*m", "**", "`")
 _QUOTE = re.compile(r"^\s*(?:>\s?)+")
 _BULLET = re.compile(r"^\s*(?:[*+•]|-(?=\s+(?:\S+:\S+:\S+ \[|\[|NCCL\b)))\s+")
 _FENCE = re.compile(r"^\s*(?:```|~~~)")
@@ -175,15 +209,26 @@ class Reader:
         return out
 
 
+# What a line holding an NCCL prefix holds (NCCL 2.0-2.3 wrote the level without 'NCCL ').
+PREFIX_WORDS = ("NCCL ", "] INFO ", " WARN ")
+
+
+def _prefix_word(line: str, start: int) -> bool:
+    for w in PREFIX_WORDS:
+        if line.find(w, start) >= 0:
+            return True
+    return False
+
+
 def prefixes(line: str) -> List["re.Match[str]"]:
     """The NCCL prefixes of a line; usually one, two or more when output of processes was glued together."""
-    if "NCCL " not in line and "] INFO " not in line and " WARN " not in line:
+    if not _prefix_word(line, 0):
         return []
     m = PREFIX.search(line)
     if m is None:
         return []
     out = [m]
-    while "NCCL " in line[m.end():] or " INFO " in line[m.end():] or " WARN " in line[m.end():]:
+    while _prefix_word(line, m.end()):
         m = PREFIX.search(line, m.end())
         if m is None:
             break
@@ -261,28 +306,42 @@ _TESTS_CUDA = re.compile(r"(?:(?P<host>[\w.\-]+): )?(?:Test CUDA failure (?P<whe
 _TORCH_OLD = re.compile(r"\bNCCL Error (?P<code>\d+): (?P<msg>.+?)\s*$")
 _LAST_ERROR = re.compile(r"(?:^|[\s:\]|])Last error:\s*(?P<text>.*)$")
 _TAG = re.compile(r"^\[[^\]\s]{1,40}\]:\s*")
-# Words of an error in any program's output; table headers and comment lines of benchmarks are not errors.
-_ERROR_TEXT = re.compile(
-    r"\b(?:[Ee]rror|ERROR|[Ff]ail(?:ed|ure|s)?|FAIL(?:ED|URE)?|[Ff]atal|FATAL|[Ee]xception|Traceback|[Tt]imed? ?out|"
-    r"[Rr]efused|[Uu]nreachable|[Aa]bort(?:ed|ing)?|[Kk]illed|[Ss]egmentation fault|core dumped|not supported|"
-    r"[Uu]nable to|[Cc]annot|[Cc]an't|[Cc]ould not|[Cc]ouldn't|[Dd]enied|[Nn]o such|[Ii]nvalid|[Mm]ismatch|"
-    r"out of memory|busy or unavailable|[Ii]nsufficient|not found|Unknown Error|is neither AF_INET|"
-    r"Duplicate GPU detected)\b")
-_KERNEL_TEXT = re.compile(
-    r"NVRM:|\bXid\b|AMD-Vi|\bDMAR\b|IO_PAGE_FAULT|nv_peer_mem|nvidia[-_]peermem|PCIe Bus Error|\bAER\b|"
-    r"\bmlx\d_(?:core|ib|en)\b|fallen off the bus|\bib_umad\b|nv-fabricmanager|[Ff]abric ?[Mm]anager")
+# Words of an error in any program's output, each read as a whole word (_ERROR_TEXT); table headers and comment
+# lines of benchmarks are not errors.
+ERROR_WORDS = (
+    "Error", "error", "ERROR", "Fail", "fail", "Failed", "failed", "Failure", "failure", "Fails", "fails", "FAIL",
+    "FAILED", "FAILURE", "Fatal", "fatal", "FATAL", "Exception", "exception", "Traceback",
+    "Timeout", "timeout", "Time out", "time out", "Timedout", "timedout", "Timed out", "timed out",
+    "Refused", "refused", "Unreachable", "unreachable", "Abort", "abort", "Aborted", "aborted", "Aborting",
+    "aborting", "Killed", "killed", "Segmentation fault", "segmentation fault", "core dumped", "not supported",
+    "Unable to", "unable to", "Cannot", "cannot", "Can't", "can't", "Could not", "could not", "Couldn't",
+    "couldn't", "Denied", "denied", "No such", "no such", "Invalid", "invalid", "Mismatch", "mismatch",
+    "out of memory", "busy or unavailable", "Insufficient", "insufficient", "not found", "Unknown Error",
+    "is neither AF_INET", "Duplicate GPU detected",
+)
+_ERROR_TEXT = re.compile(r"\b(?:" + _alternation(ERROR_WORDS) + r")\b")
+# Kernel lines about GPUs, the IOMMU, PCIe, RDMA and the fabric manager (_KERNEL_TEXT).
+KERNEL_WORDS: Guarded = (
+    ("NVRM:", r"NVRM:"), ("Xid", r"\bXid\b"), ("AMD-Vi", r"AMD-Vi"), ("DMAR", r"\bDMAR\b"),
+    ("IO_PAGE_FAULT", r"IO_PAGE_FAULT"), ("nv_peer_mem", r"nv_peer_mem"), ("nvidia-peermem", r"nvidia-peermem"),
+    ("nvidia_peermem", r"nvidia_peermem"), ("PCIe Bus Error", r"PCIe Bus Error"), ("AER", r"\bAER\b"),
+    ("mlx", r"\bmlx\d_(?:core|ib|en)\b"), ("fallen off the bus", r"fallen off the bus"),
+    ("ib_umad", r"\bib_umad\b"), ("nv-fabricmanager", r"nv-fabricmanager"), ("abric", r"[Ff]abric ?[Mm]anager"),
+)
+_KERNEL_TEXT = re.compile(_either(KERNEL_WORDS))
 _TESTS_TIMEOUT = re.compile(r"Test timeout \((?P<s>\d+)s\) (?P<where>\S+)")
 
-# INFO lines worth keeping as notes: (kind, pattern).
-_NOTES: Tuple[Tuple[str, "re.Pattern[str]"], ...] = (
-    ("max_shared_mem", re.compile(r"ncclMaxSharedMem \d+ exceeds")),
-    ("ib_qp", re.compile(r"\bquery_ece=|\bIbDev \d+ Port \d+ qpn\b")),
-    ("ibverbs_missing", re.compile(r"Failed to open libibverbs")),
-    ("p2p_disabled_by_nvml", re.compile(r"P2P is disabled between connected GPUs")),
-    ("collnet_disabled", re.compile(r"disabling CollNet")),
-    ("cuda_driver", re.compile(r"\bcudaDriverVersion \d+")),
-    ("ib_no_active_port", re.compile(r"NET/IB ?: .*(?:no active|No active) port")),
-    ("topo_file", re.compile(r"Loading topology file \S")),
+# INFO lines worth keeping as notes: (kind, guard, pattern); every match of the pattern holds a word of the guard.
+_NOTES: Tuple[Tuple[str, Tuple[str, ...], "re.Pattern[str]"], ...] = (
+    ("max_shared_mem", ("ncclMaxSharedMem ",), re.compile(r"ncclMaxSharedMem \d+ exceeds")),
+    ("ib_qp", ("query_ece=", "IbDev "), re.compile(r"\bquery_ece=|\bIbDev \d+ Port \d+ qpn\b")),
+    ("ibverbs_missing", ("Failed to open libibverbs",), re.compile(r"Failed to open libibverbs")),
+    ("p2p_disabled_by_nvml", ("P2P is disabled between connected GPUs",),
+     re.compile(r"P2P is disabled between connected GPUs")),
+    ("collnet_disabled", ("disabling CollNet",), re.compile(r"disabling CollNet")),
+    ("cuda_driver", ("cudaDriverVersion ",), re.compile(r"\bcudaDriverVersion \d+")),
+    ("ib_no_active_port", ("o active port",), re.compile(r"NET/IB ?: .*(?:no active|No active) port")),
+    ("topo_file", ("Loading topology file ",), re.compile(r"Loading topology file \S")),
 )
 
 # WARN kinds: (kind, failure?, pattern). The first match wins.
@@ -411,30 +470,55 @@ def parse_via(via: str) -> Dict[str, object]:
 # --------------------------------------------------------------------------- lines read apart
 
 # Benchmark outputs (nccl-tests, perftest) in the same files: their lines are kept per file from the first line that
-# announces one (MAX_BENCH_BYTES).
-_BENCH_START = re.compile(r"^\s*#?\s*(?:nThread\b|Collective test starting|Using devices|(?:size|bytes)\s+(?:count|N)\b|"
-                          r"Out of bounds values\s*:|Avg bus bandwidth\s*:)"
-                          r"|^\s*\d+\s+\d+\s+(?:float|half|double|u?int\d*|bfloat16|fp8\w*|char|f\d+|bf16)\s+\S"
-                          r"|\b(?:BW|Lat(?:ency)?) Test\b")
-# NCCL RAS reports (ncclras, text or JSON) in the same files: kept per file from their first line (MAX_RAS_BYTES).
-_RAS_START = re.compile(r"^\s*(?:NCCL version \S+ compiled with CUDA|Job summary\s*$|Communicators\.\.\."
-                        r"|\{\s*$|\"communicators_count\"\s*:)")
+# announces one (_BENCH_START; MAX_BENCH_BYTES): a header line of nccl-tests, the first row of its table (two
+# numbers, then the data type and a blank), or a perftest title.
+BENCH_HEADS: Guarded = (
+    ("nThread", r"nThread\b"), ("Collective test starting", r"Collective test starting"),
+    ("Using devices", r"Using devices"), ("size\0\\s+(?:count|N)", r"size\s+(?:count|N)\b"),
+    ("bytes\0\\s+(?:count|N)", r"bytes\s+(?:count|N)\b"), ("Out of bounds values", r"Out of bounds values\s*:"),
+    ("Avg bus bandwidth", r"Avg bus bandwidth\s*:"),
+)
+ROW_TYPES: Guarded = (
+    ("float\0\\s", r"float"), ("half\0\\s", r"half"), ("double\0\\s", r"double"), ("int\0\\d*\\s", r"int\d*"),
+    ("uint\0\\d*\\s", r"uint\d*"), ("bfloat16", r"bfloat16"), ("fp8", r"fp8\w*"), ("char\0\\s", r"char"),
+    ("f\0\\d+\\s", r"f\d+"), ("bf16", r"bf16"),
+)
+BENCH_TITLES: Guarded = (("BW Test", r"\bBW Test\b"), ("Lat Test", r"\bLat Test\b"), ("Latency Test", r"\bLatency Test\b"))
+_BENCH_START = re.compile(r"^\s*#?\s*(?:" + _either(BENCH_HEADS) + r")|^\s*\d+\s+\d+\s+(?:" + _either(ROW_TYPES) +
+                          r")\s+\S|" + _either(BENCH_TITLES))
+# NCCL RAS reports (ncclras, text or JSON) in the same files: kept per file from their first line (_RAS_START;
+# MAX_RAS_BYTES).
+RAS_HEADS: Guarded = (
+    ("NCCL version ", r"NCCL version \S+ compiled with CUDA"), ("Job summary", r"Job summary\s*$"),
+    ("Communicators...", r"Communicators\.\.\."), ("{", r"\{\s*$"), ('"communicators_count"', r'"communicators_count"\s*:'),
+)
+_RAS_START = re.compile(r"^\s*(?:" + _either(RAS_HEADS) + ")")
 
 # Progress lines: a thread that logs one of these after an error chain got past the error.
 _PROGRESS = re.compile(r"\bvia \S|\bConnected (?:all|NVLS|binomial|[Cc]oll)|- Init COMPLETE\b|\bcoll channels,")
 # Messages specific enough to read from a line that lost its NCCL prefix (pasted, re-emitted, cut).
-_UNPREFIXED = re.compile(
-    r"\b(?:Channel|Ring) \d+(?:/\d+)? : (?:\d+(?:\[[0-9a-fA-F]+\])? -> .* via |\s*\d+(?:\s+\d+)*\s*$)"
-    r"|\bUsing network \S|\bNET/[\w\-]+(?:/[\w\-]+)? ?: Using\b|\bNCCL_[A-Z0-9_]+ set by environment to "
-    r"|- Init (?:START|COMPLETE)|\bNVLS multicast support is|\bNVLS comm 0x|\bcomm 0x[0-9a-fA-F]+ rank \d+ nRanks \d+"
-    r"|\bBootstrap ?: Using\b|\d+ coll channels, |\bConnected all (?:rings|trees)"
-    r"|\bGPU Direct RDMA (?:Enabled|Disabled) for"
-    r"|\bNET/Plugin ?: \S|\bLoaded (?:net|collnet|coll) plugin \S|\bP2P plugin \S|\bPlugin Path : \S"
-    r"|\bcudaDriverVersion \d+")
+_CHANNEL_TAIL = r" \d+(?:/\d+)? : (?:\d+(?:\[[0-9a-fA-F]+\])? -> .* via |\s*\d+(?:\s+\d+)*\s*$)"
+UNPREFIXED_WORDS: Guarded = (
+    ("Channel ", r"\bChannel" + _CHANNEL_TAIL), ("Ring ", r"\bRing" + _CHANNEL_TAIL),
+    ("Using network ", r"\bUsing network \S"), ("NET/", r"\bNET/[\w\-]+(?:/[\w\-]+)? ?: Using\b"),
+    ("set by environment to ", r"\bNCCL_[A-Z0-9_]+ set by environment to "), ("- Init ", r"- Init (?:START|COMPLETE)"),
+    ("NVLS multicast support is", r"\bNVLS multicast support is"), ("NVLS comm 0x", r"\bNVLS comm 0x"),
+    ("comm 0x", r"\bcomm 0x[0-9a-fA-F]+ rank \d+ nRanks \d+"), ("Bootstrap", r"\bBootstrap ?: Using\b"),
+    ("coll channels, ", r"\d+ coll channels, "), ("Connected all ", r"\bConnected all (?:rings|trees)"),
+    ("GPU Direct RDMA ", r"\bGPU Direct RDMA (?:Enabled|Disabled) for"), ("NET/Plugin", r"\bNET/Plugin ?: \S"),
+    ("Loaded ", r"\bLoaded (?:net|collnet|coll) plugin \S"), ("P2P plugin ", r"\bP2P plugin \S"),
+    ("Plugin Path : ", r"\bPlugin Path : \S"), ("cudaDriverVersion ", r"\bcudaDriverVersion \d+"),
+)
+_UNPREFIXED = re.compile(_either(UNPREFIXED_WORDS))
 _BARE_WARN = re.compile(r"(?:^|\s)(?:(?P<file>[\w./+\-]+\.\w+):(?P<fline>\d+) )?NCCL WARN (?P<msg>.*)$")
 # NCCL's own failure words, quoted without their 'NCCL WARN' prefix (an application's error text, a pasted line).
-_QUOTED_WARN = re.compile(r"Error while creating shared memory segment \S|[Ff]ailed to extend /dev/shm/\S|"
-                          r"Call to posix_fallocate failed|Call to shm_open failed")
+QUOTED_WARN_WORDS: Guarded = (
+    ("Error while creating shared memory segment ", r"Error while creating shared memory segment \S"),
+    ("ailed to extend /dev/shm/", r"[Ff]ailed to extend /dev/shm/\S"),
+    ("Call to posix_fallocate failed", r"Call to posix_fallocate failed"),
+    ("Call to shm_open failed", r"Call to shm_open failed"),
+)
+_QUOTED_WARN = re.compile(_either(QUOTED_WARN_WORDS))
 _BARE_INFO = re.compile(r"(?:^|\s)NCCL INFO (?P<msg>.*)$")
 _DIAG = re.compile(r"\bNCCL DIAG\s*\[(?P<tag>\w+)\]\s*(?P<msg>.*)$")
 # A channel line whose 'Channel NN :' head was cut: '9[1a000] -> 2[6b000] [send] via NET/IB/0/GDRDMA'.
@@ -482,7 +566,7 @@ FACTS: Tuple[FactRow, ...] = (
     FactRow("channel", (" via ",), _CHANNEL, "fact_channel", None),
     FactRow("channel_fragment", (" via ",), _FRAGMENT, "fact_channel", None),
     FactRow("collnet_channel", ("COLLNET",), _COLLNET_CH, "fact_channel", None),
-    FactRow("ring_order", (" : ", " :\t"), _RING_ORDER, "fact_ring", "rings", rank=lambda m: 0),
+    FactRow("ring_order", ("Channel ", "Ring "), _RING_ORDER, "fact_ring", "rings", rank=lambda m: 0),
     FactRow("version", ("NCCL version",), _VERSION, "fact_version", "versions"),
     FactRow("network", ("Using network",), _USING_NETWORK, "fact_network", "networks"),
     FactRow("gdr", ("GPU Direct RDMA",), _GDR, "fact_gdr", "gdr"),
@@ -491,9 +575,9 @@ FACTS: Tuple[FactRow, ...] = (
             accept=lambda msg, m: not msg[m.start():].startswith("NET/Plugin")),
     FactRow("old_ib_ports", ("IB Port",), _OLD_IB_PORTS, "fact_old_ib_ports", "nets"),
     FactRow("bootstrap", ("Bootstrap",), _BOOTSTRAP, "fact_bootstrap", "bootstrap"),
-    FactRow("plugin_path", ("lugin",), _PLUGIN_PATH, "fact_plugin_path", "plugins"),
-    FactRow("p2p_plugin", ("lugin",), _P2P_PLUGIN, "fact_p2p_plugin", "plugins"),
-    FactRow("loaded_plugin", ("lugin",), _LOADED_PLUGIN, "fact_loaded_plugin", "plugins"),
+    FactRow("plugin_path", ("Plugin Path : ",), _PLUGIN_PATH, "fact_plugin_path", "plugins"),
+    FactRow("p2p_plugin", ("P2P plugin ",), _P2P_PLUGIN, "fact_p2p_plugin", "plugins"),
+    FactRow("loaded_plugin", ("Loaded ",), _LOADED_PLUGIN, "fact_loaded_plugin", "plugins"),
     FactRow("net_plugin", ("NET/Plugin",), _NET_PLUGIN, "fact_net_plugin", "plugins"),
     FactRow("init", ("- Init ",), _INIT, "fact_init", "inits", rank=_rank),
     FactRow("comm", ("nRanks",), _COMM, "fact_comm", "comms", rank=_rank),
@@ -503,7 +587,7 @@ FACTS: Tuple[FactRow, ...] = (
     FactRow("nvls_comm", ("NVLS",), _NVLS_COMM, "fact_nvls_comm", "nvls"),
     FactRow("nvls_multicast", ("NVLS",), _NVLS_MC, "fact_nvls_mc", "nvls"),
     FactRow("env", ("set by environment",), _ENV, "fact_env", "env"),
-) + tuple(FactRow(f"note_{kind}", (), pat, "fact_note", "notes", arg=kind) for kind, pat in _NOTES)
+) + tuple(FactRow(f"note_{kind}", guard, pat, "fact_note", "notes", arg=kind) for kind, guard, pat in _NOTES)
 
 
 def fact_row(msg: str) -> Tuple[Optional[FactRow], Optional["re.Match[str]"]]:
@@ -522,10 +606,18 @@ def fact_row(msg: str) -> Tuple[Optional[FactRow], Optional["re.Match[str]"]]:
     return None, None
 
 
+# Words of the lines PyTorch and nccl-tests print, read as theirs first (Parser.app_lines): they may quote NCCL's.
+APP_WORDS = ("Watchdog", "NCCL error in", "Test ", "NCCL Error ")
+# Words Parser.bare looks for in a line without an NCCL prefix, besides those of the expressions it tries.
+BARE_WORDS = ("Last error:", "NCCL WARN ", "NCCL DIAG", "NCCL INFO ", " via ", "failure ")
+
+
 def app_line(msg: str) -> bool:
-    """Whether ``msg`` (a line without an NCCL prefix) holds a word of PyTorch's or nccl-tests' lines, which are
-    read as theirs first (:meth:`nccldiag.nccl.parser.Parser.app_lines`): they may quote NCCL's words."""
-    return "Watchdog" in msg or "NCCL error in" in msg or "Test " in msg or "NCCL Error " in msg
+    """Whether ``msg`` (a line without an NCCL prefix) holds a word of PyTorch's or nccl-tests' lines (APP_WORDS)."""
+    for w in APP_WORDS:
+        if w in msg:
+            return True
+    return False
 
 
 def read_watchdog(msg: str, launcher_rank: Optional[int]
@@ -585,3 +677,15 @@ def to_int(s: Optional[str]) -> Optional[int]:
     except ValueError:
         return None
 
+
+def _words() -> Tuple[str, ...]:
+    rows = (KERNEL_WORDS + UNPREFIXED_WORDS + QUOTED_WARN_WORDS + BENCH_HEADS + ROW_TYPES + BENCH_TITLES +
+            RAS_HEADS)
+    words = (PREFIX_WORDS + CLEAN_MARKS + ERROR_WORDS + APP_WORDS + BARE_WORDS + tuple(w for w, _ in rows) +
+             tuple(g for row in FACTS for g in row.guard))
+    return tuple(dict.fromkeys(words))
+
+
+# Every literal word the grammar's guards and expressions rely on to read something from a line (a word may end in
+# a regular expression after a NUL, see Guarded): a line holding none of them gives the parser nothing but a count.
+WORDS: Tuple[str, ...] = _words()

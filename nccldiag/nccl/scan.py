@@ -30,6 +30,7 @@ import re
 from typing import IO, Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from nccldiag.nccl.facts import KEEP, MAX_LINE, NcclLogFacts
+from nccldiag.nccl.grammar import WORDS
 from nccldiag.nccl import replay
 from nccldiag.nccl.parser import Parser
 
@@ -64,42 +65,11 @@ def _trie(words: Sequence[str]) -> str:
     return emit(root)
 
 
-# Every word or mark of a line the parser reads (literal; case as the parser's patterns have it).
-_WORDS = (
-    # NCCL's prefix ('NCCL INFO', '] INFO ', ' WARN ', NCCL 2.0-2.3's bare level) and every NCCL message
-    "NCCL", "INFO", "WARN",
-    # what clean() removes and could hide a word behind: colour codes and their residue, markdown
-    "\x1b", "`", "**", "[\0[0-9;]*m",
-    # _ERROR_TEXT, spelled out
-    "Error", "error", "ERROR", "Fail", "fail", "FAIL", "Fatal", "fatal", "FATAL", "Exception", "exception",
-    "Traceback", "Timeout", "Timed out", "Timedout", "Time out", "timeout", "timed out", "timedout", "time out",
-    "Refused", "refused", "Unreachable", "unreachable", "Abort", "abort", "Killed", "killed",
-    "Segmentation fault", "segmentation fault", "core dumped", "not supported", "Unable to", "unable to",
-    "Cannot", "cannot", "Can't", "can't", "Could not", "could not", "Couldn't", "couldn't", "Denied", "denied",
-    "No such", "no such", "Invalid", "invalid", "Mismatch", "mismatch", "out of memory", "busy or unavailable",
-    "Insufficient", "insufficient", "not found", "Unknown Error", "is neither AF_INET", "Duplicate GPU detected",
-    # _KERNEL_TEXT
-    "NVRM:", "Xid", "AMD-Vi", "DMAR", "IO_PAGE_FAULT", "nv_peer_mem", "nvidia-peermem", "nvidia_peermem",
-    "PCIe Bus Error", "AER", "mlx", "fallen off the bus", "ib_umad", "nv-fabricmanager", "abric",
-    # PyTorch, nccl-tests, 'Last error:' blocks, channel fragments
-    "Last error:", "Watchdog", "Test", " via ",
-    # benchmark outputs (_BENCH_START) and RAS reports (_RAS_START)
-    "nThread", "Collective", "Using ", "size\0\\s+(?:count|N)", "bytes\0\\s+(?:count|N)", "Out of bounds values",
-    "Avg bus bandwidth", "Job summary", "Communicators...", "{", "communicators_count",
-    # messages read without their prefix (_UNPREFIXED)
-    "Channel", "Ring ", "NET/", "set by environment", "Init ", "NVLS", "comm 0x", "Bootstrap", "coll channels",
-    "Connected all", "GPU Direct RDMA", "Loaded", "lugin", "cudaDriverVersion",
-)
-# The data type of a row of an nccl-tests table ('8  2  float  sum ...', the start of a benchmark output without
-# its header: _BENCH_START's '\d+\s+\d+\s+<type>\s+\S'), by its type word followed by a blank.
-_ROW_TYPES = ("float\0\\s", "half\0\\s", "double\0\\s", "int\0\\d*\\s", "uint\0\\d*\\s", "bfloat16", "fp8",
-              "char\0\\s", "f\0\\d+\\s", "bf16")
 # Two expressions, not one: Python's engine skips quickly to the first characters an expression can start with
 # only when it is a plain alternation, and words starting in upper case or a mark are rarer than lower-case ones.
-_ALL = _WORDS + _ROW_TYPES
-_FIRST_RARE = [w for w in _ALL if not w[:1].islower()]
+_FIRST_RARE = [w for w in WORDS if not w[:1].islower()]
 CANDIDATES = tuple(re.compile(_trie(ws).encode("utf-8"))
-                   for ws in (_FIRST_RARE, [w for w in _ALL if w not in _FIRST_RARE]))
+                   for ws in (_FIRST_RARE, [w for w in WORDS if w not in _FIRST_RARE]))
 
 
 def _long_line(body: bytes, end: int, cut: int) -> bool:
