@@ -11,10 +11,13 @@ two records (:class:`Reader`).
 Formats covered: NCCL 2.4 (``Ring 00 : 0 -> 1 via NET/IB/0``, ``.cu`` sources) to 2.30 (``(func)`` in WARN lines,
 ``SHM/direct``, WARN timestamps). The handlers that turn matches into facts are :mod:`nccldiag.nccl.parser`'s.
 
-Every expression here runs in time linear in the length of the text it is given: none tries a quantified run at
-every position of a run of the same characters, none scans to the end of the line from each of many starts
-(``tests/unit/test_nccllog_linear.py``). The messages they read are stripped (``Rec.msg``), so an expression
-anchors its end with ``$`` alone.
+A log is not trusted, and a line may be 64 KiB: every expression here runs in time linear in the length of the
+text it is given (``tests/unit/test_nccllog_linear.py``). A run of a character class that must end before a
+literal starts only where such a run starts (a lookbehind), instead of being tried again from each of its
+characters; an expression that scans on from a head to a tail is tried once, where its head first matches
+(:class:`FirstHead`), or scans only up to the next head; the rest of a line is read up to its last non-blank
+(``.*\\S``), not tried for trailing blanks from each position; a number is converted from at most
+:data:`MAX_DIGITS` digits.
 
 :data:`WORDS` holds every literal word the grammar's guards and expressions rely on to read a line: the prefilter
 (:mod:`nccldiag.nccl.scan`) hands the parser only the lines holding one of them.
@@ -23,7 +26,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Tuple, Union
 
 from nccldiag.nccl.facts import COLLNET, ERROR_RESULTS, NET_IB, NET_IB_GDR, NET_SOCKET, P2P, SHM, ChainStep, Loc, Proc, Warn
 
@@ -59,6 +62,26 @@ def _either(rows: Guarded) -> str:
     return "|".join(x for _, x in rows)
 
 
+class FirstHead:
+    """An expression ``full`` that scans on from where its ``head`` matched (``head .*? tail``), searched once: where
+    the head first matches. Where ``full`` fails there, it fails at every later match of the head too (its scan
+    from there could only find less), so :meth:`search` gives the match ``re.search`` would, in one scan of the
+    text instead of one per match of the head. ``full`` is the plain expression (what tests generate text from)."""
+
+    __slots__ = ("head", "full", "pattern", "flags")
+
+    def __init__(self, head: str, full: str, flags: int = 0) -> None:
+        self.head, self.full = re.compile(head, flags), re.compile(full, flags)
+        self.pattern, self.flags = self.full.pattern, self.full.flags
+
+    def search(self, text: str) -> Optional["re.Match[str]"]:
+        h = self.head.search(text)
+        return self.full.match(text, h.start()) if h is not None else None
+
+
+Expression = Union["re.Pattern[str]", FirstHead]  # what a table row searches a message with
+
+
 # --------------------------------------------------------------------------- lines -> records
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[()][A-Z0-9]|\x1b")
@@ -66,7 +89,7 @@ _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[()][A-Z0-9]|\x1b")
 _ANSI_RESIDUE = re.compile(r"\[(?:\d{1,3}(?:;\d{1,3})*)?m")
 # The pid and tid may be anonymised ('<pid>', 'XXXX'); NCCL before 2.4 wrote the level without 'NCCL '.
 PREFIX = re.compile(
-    r"(?P<host>[A-Za-z0-9_.<>\-]*):(?P<pid>\d+|[^\s:\[\]\d][^\s:\[\]]{0,23}):"
+    r"(?<![A-Za-z0-9_.<>\-])(?P<host>[A-Za-z0-9_.<>\-]*):(?P<pid>\d+|[^\s:\[\]\d][^\s:\[\]]{0,23}):"
     r"(?P<tid>\d+|[^\s:\[\]\d][^\s:\[\]]{0,23}) \[(?P<dev>-?\d+)\] "
     r"(?:(?P<file>[\w./+\-]+):(?P<fline>\d+) (?:\((?P<func>[^()\s]*)\) )?)?"
     r"(?:NCCL )?(?P<level>INFO|WARN|TRACE|ABORT)(?= |$)"
@@ -93,7 +116,7 @@ class Rec:
 # (_ANSI_RESIDUE), bold and inline code.
 CLEAN_MARKS = ("\x1b", "[\0[0-9;]*m", "**", "`")
 _QUOTE = re.compile(r"^\s*(?:>\s?)+")
-_BULLET = re.compile(r"^\s*(?:[*+•]|-(?=\s+(?:\S+:\S+:\S+ \[|\[|NCCL\b)))\s+")
+_BULLET = re.compile(r"^\s*(?:[*+•]|-(?=\s+(?:\S[^\s:]*:\S[^\s:]*:\S+ \[|\[|NCCL\b)))\s+")
 _FENCE = re.compile(r"^\s*(?:```|~~~)")
 
 
@@ -120,7 +143,7 @@ def clean(line: str) -> str:
 def _num(s: str) -> int:
     """A pid or tid as a number; an anonymised one ('<pid>', 'XXXX') gets a stable number of its own."""
     if s.isdigit():
-        return int(s)
+        return num(s)
     import zlib
 
     return -1 - zlib.crc32(s.encode("utf-8", "replace")) % 1000000
@@ -168,7 +191,7 @@ class Reader:
         m_l = _LAUNCHER.match(line) if line[:1] in _LAUNCHER_FIRST else None
         lrank = None
         if m_l:
-            lrank = int(next(g for g in m_l.groups() if g is not None))
+            lrank = num(next(g for g in m_l.groups() if g is not None))
         matches = prefixes(line)
         if not matches:
             body = line[m_l.end():] if m_l else line
@@ -186,6 +209,7 @@ class Reader:
             return out
         out = self.held
         held: List[Rec] = []
+        before = 0  # where the text between the prefix before and this one starts
         for i, m in enumerate(matches):
             end = matches[i + 1].start() if i + 1 < len(matches) else len(line)
             msg = line[m.end():end].strip()
@@ -194,10 +218,11 @@ class Reader:
             kind = _LEVELS.get(level, "trace")
             ts = None
             if kind == "warn":
-                tsm = _WARN_TS.search(line[:m.start()])
+                tsm = _WARN_TS.search(line, before, m.start())
                 ts = tsm.group(1) if tsm else None
-            at = Loc(self.source, n, host, _num(pid), _num(tid), int(dev))
-            rec = Rec(kind, msg, at, line[m.start():end].strip(), file, int(fline) if fline else None, func, ts,
+            before = m.end()
+            at = Loc(self.source, n, host, _num(pid), _num(tid), num(dev))
+            rec = Rec(kind, msg, at, line[m.start():end].strip(), file, num(fline) if fline else None, func, ts,
                        lrank)
             self.prev = rec
             held.append(rec)
@@ -252,21 +277,22 @@ _NET_USING = re.compile(r"\bNET/(?P<net>[\w\-]+(?:/[\w\-]+)?) ?: Using\b(?P<body
 _NET_NODEV = re.compile(r"\bNET/(?P<net>[\w\-]+) ?: No device found")
 _IB_DEV = re.compile(
     r"\[(?P<idx>\d+)\]\s*(?P<name>[^\s:\[\]={},]+):(?P<port>\d+)(?:/\d+)?(?::\d+)?/(?P<link>IB|RoCE|[A-Za-z]+)")
-_SOCK_IF = re.compile(r"(?:\[(?P<idx>\d+)\])?(?P<name>[^\s:\[\]]+):(?P<addr>\S+)")
+_MERGED_NIC = re.compile(r"=\{[^}]*\}")  # a merged virtual NIC's devices: [0]={[0] mlx5_0:1/IB, [1] mlx5_1:1/IB}
+_SOCK_IF = re.compile(r"(?:\[(?P<idx>\d+)\])?(?<![^\s:\[\]])(?P<name>[^\s:\[\]]+):(?P<addr>\S+)")
 _OLD_IB_PORTS = re.compile(r"\bCUDA Dev (?P<dev>\d+), IB Ports? : (?P<body>.*)")
-_OLD_IB_PORT = re.compile(r"(?P<name>[\w\-]+)/(?P<port>\d+)(?:\((?P<dist>\w+)\))?")
+_OLD_IB_PORT = re.compile(r"(?<![\w\-])(?P<name>[\w\-]+)/(?P<port>\d+)(?:\((?P<dist>\w+)\))?")
 _BOOTSTRAP = re.compile(r"\bBootstrap ?: Using\b(?P<body>.*)")
 _GDR = re.compile(
     r"(?:\bNET/(?P<net>[\w\-]+) ?: )?GPU Direct RDMA (?P<state>Enabled|Disabled) for "
     r"(?:GPU (?P<gpu>[\w:.]+)(?:\[\d+\])? / )?HCA (?P<hca>[\w\-]+)(?: '(?P<name>[^']*)')?(?: \((?P<reason>[^)]*)\)?)?")
 _PLUGIN_PATH = re.compile(r"\bPlugin Path : (?P<v>\S+)")
 _P2P_PLUGIN = re.compile(r"\bP2P plugin (?P<v>\S+)")
-_LOADED_PLUGIN = re.compile(r"\bLoaded (?P<kind>net|collnet|coll) plugin (?P<v>.+?)\s*$")
+_LOADED_PLUGIN = re.compile(r"\bLoaded (?P<kind>net|collnet|coll) plugin (?P<v>.*\S|\s)\s*$")
 _NET_PLUGIN = re.compile(r"\bNET/Plugin ?: (?P<v>.*)")
-_INIT = re.compile(
-    r"\bcomm (?P<comm>0x[0-9a-fA-F]+) rank (?P<rank>\d+) nranks (?P<nranks>\d+) cudaDev (?P<cdev>-?\d+)"
-    r"(?: nvmlDev (?P<nvml>-?\d+))?(?: busId (?P<bus>[0-9a-fA-F]+))?(?: commId (?P<cid>0x[0-9a-fA-F]+))?"
-    r"(?: localSize \d+)?.*?- Init (?P<phase>START|COMPLETE)")
+_INIT_HEAD = r"\bcomm (?P<comm>0x[0-9a-fA-F]+) rank (?P<rank>\d+) nranks (?P<nranks>\d+) cudaDev (?P<cdev>-?\d+)"
+_INIT = FirstHead(_INIT_HEAD, _INIT_HEAD +
+                  r"(?: nvmlDev (?P<nvml>-?\d+))?(?: busId (?P<bus>[0-9a-fA-F]+))?(?: commId (?P<cid>0x[0-9a-fA-F]+))?"
+                  r"(?: localSize \d+)?.*?- Init (?P<phase>START|COMPLETE)")
 _COMM = re.compile(
     r"\bcomm (?P<comm>0x[0-9a-fA-F]+) rank (?P<rank>\d+) nRanks (?P<nranks>\d+) nNodes (?P<nnodes>\d+) "
     r"localRanks (?P<lranks>\d+) localRank (?P<lrank>\d+)(?: MNNVL (?P<mnnvl>\d+))?")
@@ -286,24 +312,26 @@ _CONNECTED = re.compile(
     r"\bConnected (?P<what>all rings|all trees|NVLS tree|binomial trees|[Cc]oll[Nn]et \w+(?: \+ \w+)?)"
     r"(?:, use ring PXN (?P<pxn>\d+) GDR (?P<gdr>\d+))?")
 _COUNTS = re.compile(
-    r"(?P<coll>\d+) coll channels, (?:(?P<collnet>\d+) collnet channels, )?(?:(?P<nvls>\d+) nvls channels, )?"
+    r"(?<!\d)(?P<coll>\d+) coll channels, (?:(?P<collnet>\d+) collnet channels, )?(?:(?P<nvls>\d+) nvls channels, )?"
     r"(?P<p2p>\d+) p2p channels, (?P<ppp>\d+) p2p channels per peer")
 _NVLS_COMM = re.compile(r"\bNVLS comm 0x[0-9a-fA-F]+ headRank (?P<head>-?\d+) nHeads (?P<nheads>\d+)")
 _NVLS_MC = re.compile(r"\bNVLS multicast support is (?P<not>not )?available on dev (?P<dev>\d+)")
-_ENV = re.compile(r"\b(?P<name>[A-Z][A-Z0-9_]{2,}) set by environment to (?P<value>.*?)\s*$")
+_ENV = re.compile(r"\b(?P<name>[A-Z][A-Z0-9_]{2,}) set by environment to (?P<value>(?:.*\S)?)\s*$")
 _CHAIN = re.compile(r"(?:^|\s)(?P<file>[\w./+\-]+\.\w+):(?P<line>\d+) -> (?P<code>\d+)(?: \[(?P<thr>[^\]]+)\])?")
-_WATCHDOG = re.compile(
+_WATCHDOG = FirstHead(
+    r"Watchdog caught collective operation timeout: WorkNCCL\(",
     r"Watchdog caught collective operation timeout: WorkNCCL\((?P<body>.*?)\)\s*ran for (?P<ran>\d+) milliseconds")
-_WD_RANK = re.compile(r"\[(?:PG [^\]]*?)?Rank (?P<rank>\d+)\]\s*Watchdog|\[Rank (?P<rank2>\d+)\]")
-_WD_FIELD = re.compile(r"(?P<k>\w+(?:\(ms\))?)=(?P<v>[^,\s)]+)")
-_TORCH_ERR = re.compile(r"NCCL error in: (?P<where>\S+?),\s*(?P<msg>.*?)(?:, NCCL [vV]ersion (?P<ver>[\d.]+\w*))?\s*$")
+_WD_RANK = re.compile(r"\[(?:PG [^\]\[]*?)?Rank (?P<rank>\d+)\]\s*Watchdog|\[Rank (?P<rank2>\d+)\]")
+_WD_FIELD = re.compile(r"(?<!\w)(?P<k>\w+(?:\(ms\))?)=(?P<v>[^,\s)]+)")
+_TORCH_ERR = re.compile(r"NCCL error in: (?P<where>\S+?),\s*(?P<msg>.*?)"
+                        r"(?:, NCCL [vV]ersion (?P<ver>[\d.]+(?:[^\W\d]\w*)?)\s*$|(?<!\s)\s*$|$)")
 # nccl-tests' failure lines; its first releases (2017-2018) printed 'NCCL failure all_reduce.cu:95 '...'' and
 # 'Cuda failure common.cu:891 '...'' without the 'Test ' (NCCL's own WARN 'Cuda failure 'x'' names no .cu file).
-_TESTS_FAIL = re.compile(r"(?:(?P<host>[\w.\-]+): )?(?:Test NCCL failure (?P<where>\S+)|"
+_TESTS_FAIL = re.compile(r"(?:(?<![\w.\-])(?P<host>[\w.\-]+): )?(?:Test NCCL failure (?P<where>\S+)|"
                          r"(?<!\S)NCCL failure (?P<old>[\w./\-]+\.cu:\d+)) '(?P<msg>[^']*)")
-_TESTS_CUDA = re.compile(r"(?:(?P<host>[\w.\-]+): )?(?:Test CUDA failure (?P<where>\S+)|"
+_TESTS_CUDA = re.compile(r"(?:(?<![\w.\-])(?P<host>[\w.\-]+): )?(?:Test CUDA failure (?P<where>\S+)|"
                          r"(?<!\S)Cuda failure (?P<old>[\w./\-]+\.cu:\d+))(?:\s+'(?P<msg>[^']*)'?)?\s*$")
-_TORCH_OLD = re.compile(r"\bNCCL Error (?P<code>\d+): (?P<msg>.+?)\s*$")
+_TORCH_OLD = re.compile(r"\bNCCL Error (?P<code>\d+): (?P<msg>.*\S|\s)\s*$")
 _LAST_ERROR = re.compile(r"(?:^|[\s:\]|])Last error:\s*(?P<text>.*)$")
 _TAG = re.compile(r"^\[[^\]\s]{1,40}\]:\s*")
 # Words of an error in any program's output, each read as a whole word (_ERROR_TEXT); table headers and comment
@@ -340,22 +368,24 @@ _NOTES: Tuple[Tuple[str, Tuple[str, ...], "re.Pattern[str]"], ...] = (
      re.compile(r"P2P is disabled between connected GPUs")),
     ("collnet_disabled", ("disabling CollNet",), re.compile(r"disabling CollNet")),
     ("cuda_driver", ("cudaDriverVersion ",), re.compile(r"\bcudaDriverVersion \d+")),
-    ("ib_no_active_port", ("o active port",), re.compile(r"NET/IB ?: .*(?:no active|No active) port")),
+    ("ib_no_active_port", ("o active port",), re.compile(r"NET/IB ?: (?:(?!NET/IB ?: ).)*[nN]o active port")),
     ("topo_file", ("Loading topology file ",), re.compile(r"Loading topology file \S")),
 )
 
 # WARN kinds: (kind, failure?, pattern). The first match wins.
-WARN_KINDS: Tuple[Tuple[str, bool, "re.Pattern[str]"], ...] = (
+WARN_KINDS: Tuple[Tuple[str, bool, "Expression"], ...] = (
     ("duplicate_gpu", True, re.compile(r"Duplicate GPU detected|Multiple Ranks are using the same GPU")),
     ("version_mismatch", True, re.compile(r"Mismatched NCCL version")),
     ("shm", True, re.compile(r"/dev/shm|shared memory segment|posix_fallocate failed|shm_open failed|"
                              r"No space left on device")),
-    ("ibv", True, re.compile(r"Call to (?P<fn>ibv_\w+) failed(?: with error (?P<err>[^\n]*?))?(?: errno \d+)?\s*$")),
-    ("ib_completion", True, re.compile(r"Got completion from peer .*?status=(?P<status>\d+)")),
+    ("ibv", True, re.compile(
+        r"Call to (?P<fn>ibv_\w+) failed(?: with error (?P<err>(?=\s*$)|[^\n]*?(?= errno \d+\s*$|(?<!\s)\s*$|$)))?"
+        r"(?: errno \d+)?\s*$")),
+    ("ib_completion", True, FirstHead(r"Got completion from peer ", r"Got completion from peer .*?status=(?P<status>\d+)")),
     ("nvls", True, re.compile(r"NVLink SHARP|NVLS_ENABLE")),
     ("cuda", True, re.compile(r"Cuda failure (?:(?P<code>\d+) )?'(?P<err>[^']*)'?")),
     ("no_interface", True, re.compile(r"no interface found|No usable listening interface|no socket interface found")),
-    ("socket_connect", True, re.compile(r"socketStartConnect|Connect to .* failed|Connection refused|"
+    ("socket_connect", True, re.compile(r"socketStartConnect|Connect to (?:(?!Connect to ).)* failed|Connection refused|"
                                         r"Network is unreachable|Connection timed out|neither AF_INET")),
     ("remote_closed", True, re.compile(r"Connection closed by remote peer|Connection reset by peer")),
     ("proxy", True, re.compile(r"\[Proxy Service \d+\] Failed|Error encountered progressing|Socket recv failed|"
@@ -448,14 +478,14 @@ def parse_via(via: str) -> Dict[str, object]:
     if m:
         flags = m.group("flags") or ""
         mode = m.group("mode")
-        relay = int(m.group("relay")) if m.group("relay") else None
+        relay = num(m.group("relay")) if m.group("relay") else None
         return {"transport": "P2P", "mode": "indirect" if relay is not None else mode, "relay": relay,
                 "read": "/read" in flags, "ce": "/CE" in flags, "via": m.group(0)}
     m = _VIA_NET.match(via)
     if m:
         flags = m.group("flags") or ""
-        return {"transport": m.group("t"), "net": m.group("name"), "net_dev": int(m.group("dev")),
-                "proxy_rank": int(m.group("proxy")) if m.group("proxy") else None,
+        return {"transport": m.group("t"), "net": m.group("name"), "net_dev": num(m.group("dev")),
+                "proxy_rank": num(m.group("proxy")) if m.group("proxy") else None,
                 "gdrdma": "/GDRDMA" in flags, "pci": "(PCI)" in flags, "shared": "/Shared" in flags,
                 "via": m.group(0)}
     m = _VIA_SHM.match(via)
@@ -484,7 +514,7 @@ ROW_TYPES: Guarded = (
     ("f\0\\d+\\s", r"f\d+"), ("bf16", r"bf16"),
 )
 BENCH_TITLES: Guarded = (("BW Test", r"\bBW Test\b"), ("Lat Test", r"\bLat Test\b"), ("Latency Test", r"\bLatency Test\b"))
-_BENCH_START = re.compile(r"^\s*#?\s*(?:" + _either(BENCH_HEADS) + r")|^\s*\d+\s+\d+\s+(?:" + _either(ROW_TYPES) +
+_BENCH_START = re.compile(r"^\s*(?:#\s*)?(?:" + _either(BENCH_HEADS) + r")|^\s*\d+\s+\d+\s+(?:" + _either(ROW_TYPES) +
                           r")\s+\S|" + _either(BENCH_TITLES))
 # NCCL RAS reports (ncclras, text or JSON) in the same files: kept per file from their first line (_RAS_START;
 # MAX_RAS_BYTES).
@@ -497,14 +527,14 @@ _RAS_START = re.compile(r"^\s*(?:" + _either(RAS_HEADS) + ")")
 # Progress lines: a thread that logs one of these after an error chain got past the error.
 _PROGRESS = re.compile(r"\bvia \S|\bConnected (?:all|NVLS|binomial|[Cc]oll)|- Init COMPLETE\b|\bcoll channels,")
 # Messages specific enough to read from a line that lost its NCCL prefix (pasted, re-emitted, cut).
-_CHANNEL_TAIL = r" \d+(?:/\d+)? : (?:\d+(?:\[[0-9a-fA-F]+\])? -> .* via |\s*\d+(?:\s+\d+)*\s*$)"
+_CHANNEL_TAIL = r" \d+(?:/\d+)? : (?:\d+(?:\[[0-9a-fA-F]+\])? -> (?:(?!(?:Channel|Ring) \d).)* via |\s*\d+(?:\s+\d+)*\s*$)"
 UNPREFIXED_WORDS: Guarded = (
     ("Channel ", r"\bChannel" + _CHANNEL_TAIL), ("Ring ", r"\bRing" + _CHANNEL_TAIL),
     ("Using network ", r"\bUsing network \S"), ("NET/", r"\bNET/[\w\-]+(?:/[\w\-]+)? ?: Using\b"),
     ("set by environment to ", r"\bNCCL_[A-Z0-9_]+ set by environment to "), ("- Init ", r"- Init (?:START|COMPLETE)"),
     ("NVLS multicast support is", r"\bNVLS multicast support is"), ("NVLS comm 0x", r"\bNVLS comm 0x"),
     ("comm 0x", r"\bcomm 0x[0-9a-fA-F]+ rank \d+ nRanks \d+"), ("Bootstrap", r"\bBootstrap ?: Using\b"),
-    ("coll channels, ", r"\d+ coll channels, "), ("Connected all ", r"\bConnected all (?:rings|trees)"),
+    ("coll channels, ", r"(?<!\d)\d+ coll channels, "), ("Connected all ", r"\bConnected all (?:rings|trees)"),
     ("GPU Direct RDMA ", r"\bGPU Direct RDMA (?:Enabled|Disabled) for"), ("NET/Plugin", r"\bNET/Plugin ?: \S"),
     ("Loaded ", r"\bLoaded (?:net|collnet|coll) plugin \S"), ("P2P plugin ", r"\bP2P plugin \S"),
     ("Plugin Path : ", r"\bPlugin Path : \S"), ("cudaDriverVersion ", r"\bcudaDriverVersion \d+"),
@@ -541,7 +571,7 @@ class FactRow:
 
     name: str
     guard: Tuple[str, ...]
-    pattern: "re.Pattern[str]"
+    pattern: "Expression"
     handler: str
     keeps: Optional[str]
     accept: Optional[Callable[[str, "re.Match[str]"], bool]] = None
@@ -557,7 +587,7 @@ class FactRow:
 
 
 def _rank(m: "re.Match[str]") -> int:
-    return int(m.group("rank"))
+    return num(m.group("rank"))
 
 
 # The NCCL INFO messages the parser reads, in order: the first row that reads a message wins. A new kind of
@@ -572,7 +602,7 @@ FACTS: Tuple[FactRow, ...] = (
     FactRow("gdr", ("GPU Direct RDMA",), _GDR, "fact_gdr", "gdr"),
     FactRow("net_no_device", ("No device found",), _NET_NODEV, "fact_net_nodev", "notes"),
     FactRow("net_using", ("NET/",), _NET_USING, "fact_net_using", "nets",
-            accept=lambda msg, m: not msg[m.start():].startswith("NET/Plugin")),
+            accept=lambda msg, m: not msg.startswith("NET/Plugin", m.start())),
     FactRow("old_ib_ports", ("IB Port",), _OLD_IB_PORTS, "fact_old_ib_ports", "nets"),
     FactRow("bootstrap", ("Bootstrap",), _BOOTSTRAP, "fact_bootstrap", "bootstrap"),
     FactRow("plugin_path", ("Plugin Path : ",), _PLUGIN_PATH, "fact_plugin_path", "plugins"),
@@ -656,7 +686,7 @@ def joins_next(msg: str) -> bool:
 
 def chain_step(m: "re.Match[str]", at: Loc, text: str) -> ChainStep:
     """The call-chain step of a :data:`_CHAIN` match."""
-    return ChainStep(m.group("file"), int(m.group("line")), int(m.group("code")), at, text, m.group("thr"))
+    return ChainStep(m.group("file"), num(m.group("line")), num(m.group("code")), at, text, m.group("thr"))
 
 
 def app_noop(msg: str) -> bool:
@@ -670,12 +700,22 @@ def app_noop(msg: str) -> bool:
                 _TESTS_TIMEOUT.search(msg))
 
 def to_int(s: Optional[str]) -> Optional[int]:
+    """:func:`num` of a text that may be missing or hold no number (``None``)."""
     if s is None:
         return None
     try:
-        return int(s)
+        return num(s)
     except ValueError:
         return None
+
+
+MAX_DIGITS = 4000  # digits of a number converted (Python converts at most 4300; a log's numbers have under 20)
+
+
+def num(s: str) -> int:
+    """The number a pattern read as digits (``-?\\d+``). One longer than :data:`MAX_DIGITS`, which no log's count
+    reaches, is read from its first digits: converting it whole would raise, and cost the square of its length."""
+    return int(s) if len(s) <= MAX_DIGITS else int(s[:MAX_DIGITS])
 
 
 def _words() -> Tuple[str, ...]:

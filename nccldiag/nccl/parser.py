@@ -19,10 +19,10 @@ from nccldiag.nccl.facts import (
     NetDevice, NetDevices, NetworkChoice, Note, NvlsLine, OrphanChain, PairTransport, PluginLine, Proc, RingOrder,
     VersionLine, Warn, Watchdog, add_capped, summarize)
 from nccldiag.nccl.grammar import (
-    Rec, _BARE_INFO, _BARE_WARN, _BENCH_START, _CHAIN, _DIAG, _FRAGMENT, _IB_DEV, _LAST_ERROR, _OLD_IB_PORT,
+    Rec, _BARE_INFO, _BARE_WARN, _BENCH_START, _CHAIN, _DIAG, _FRAGMENT, _IB_DEV, _LAST_ERROR, _MERGED_NIC, _OLD_IB_PORT,
     _PROGRESS, _QUOTED_WARN, _RAS_START, _SOCK_IF, _TAG, _TESTS_CUDA, _TESTS_FAIL, _TESTS_TIMEOUT, _TORCH_ERR,
     _TORCH_OLD, _UNPREFIXED, _VERSION, _WATCHDOG, app_line, category_of, chain_step, classify, error_kind,
-    fact_row, fails, joins_next, numbered_records, parse_via, read_watchdog, to_int)
+    fact_row, fails, joins_next, num, numbered_records, parse_via, read_watchdog, to_int)
 
 class DroppedWarn:
     """A WARN past the bound on the WARNs kept, read again (:mod:`nccldiag.nccl.replay`): seen by nobody, it is
@@ -214,7 +214,7 @@ class Parser:
         if st is None or len(st.first) < 4 or st.first[-1].at is at:
             return None
         dst = to_int(g.get("dst"))
-        return st, (self.pairs.get((int(g["src"]), dst)) if dst is not None else None)
+        return st, (self.pairs.get((num(g["src"]), dst)) if dst is not None else None)
 
     def steps_counted(self, w: Union[Warn, DroppedWarn]) -> bool:
         """Whether the call-chain steps of the open WARN ``w`` are only counted: it is past the bound on the WARNs
@@ -814,8 +814,8 @@ class Parser:
         self.channel(m, at, text, p)
 
     def fact_ring(self, m: "re.Match[str]", at: Loc, text: str, p: Optional[Proc]) -> None:
-        order = [int(x) for x in m.group("order").split()][:MAX_PAIRS]
-        ro = RingOrder(int(m.group("ch")), order, at, text, to_int(m.group("n")))
+        order = [num(x) for x in m.group("order").split()][:MAX_PAIRS]
+        ro = RingOrder(num(m.group("ch")), order, at, text, to_int(m.group("n")))
         self._keep("rings", ro)
         if p is not None:
             add_capped(p.ranks, 0, 1024)  # only rank 0 prints the ring order
@@ -845,7 +845,7 @@ class Parser:
         self._keep("nets", _net_devices(m.group("net"), m.group("body"), at, text))
 
     def fact_old_ib_ports(self, m: "re.Match[str]", at: Loc, text: str, p: Optional[Proc]) -> None:
-        devs = [NetDevice(None, d.group("name"), int(d.group("port")), "IB")
+        devs = [NetDevice(None, d.group("name"), num(d.group("port")), "IB")
                 for d in _OLD_IB_PORT.finditer(m.group("body"))]
         self._keep("nets", NetDevices("IB", devs, at, text))
 
@@ -870,7 +870,7 @@ class Parser:
         self._keep("plugins", PluginLine(k, v, at, text))
 
     def fact_init(self, m: "re.Match[str]", at: Loc, text: str, p: Optional[Proc]) -> None:
-        ev = InitEvent(m.group("phase"), int(m.group("rank")), int(m.group("nranks")), at, text, m.group("comm"),
+        ev = InitEvent(m.group("phase"), num(m.group("rank")), num(m.group("nranks")), at, text, m.group("comm"),
                        to_int(m.group("cdev")), to_int(m.group("nvml")), m.group("bus"), m.group("cid"))
         self._keep("inits", ev)
         self.rank_host(ev.rank, at)
@@ -880,22 +880,22 @@ class Parser:
             add_capped(p.init_started if ev.phase == "START" else p.init_completed, ev.rank, 1024)
 
     def fact_comm(self, m: "re.Match[str]", at: Loc, text: str, p: Optional[Proc]) -> None:
-        self.comm(CommInfo(m.group("comm"), int(m.group("rank")), int(m.group("nranks")), at, text,
-                           int(m.group("nnodes")), int(m.group("lranks")), int(m.group("lrank")),
+        self.comm(CommInfo(m.group("comm"), num(m.group("rank")), num(m.group("nranks")), at, text,
+                           num(m.group("nnodes")), num(m.group("lranks")), num(m.group("lrank")),
                            to_int(m.group("mnnvl"))), p)
 
     def fact_comm_old(self, m: "re.Match[str]", at: Loc, text: str, p: Optional[Proc]) -> None:
-        self.comm(CommInfo(m.group("comm"), int(m.group("rank")), int(m.group("nranks")), at, text), p)
+        self.comm(CommInfo(m.group("comm"), num(m.group("rank")), num(m.group("nranks")), at, text), p)
 
     def fact_connected(self, m: "re.Match[str]", at: Loc, text: str, p: Optional[Proc]) -> None:
         self._keep("connected", Connected(m.group("what"), at, text, to_int(m.group("pxn")), to_int(m.group("gdr"))))
 
     def fact_counts(self, m: "re.Match[str]", at: Loc, text: str, p: Optional[Proc]) -> None:
-        self._keep("channel_counts", ChannelCounts(int(m.group("coll")), int(m.group("p2p")), int(m.group("ppp")),
+        self._keep("channel_counts", ChannelCounts(num(m.group("coll")), num(m.group("p2p")), num(m.group("ppp")),
                                                    at, text, to_int(m.group("collnet")), to_int(m.group("nvls"))))
 
     def fact_nvls_comm(self, m: "re.Match[str]", at: Loc, text: str, p: Optional[Proc]) -> None:
-        self._keep("nvls", NvlsLine("comm", at, text, int(m.group("head")), int(m.group("nheads"))))
+        self._keep("nvls", NvlsLine("comm", at, text, num(m.group("head")), num(m.group("nheads"))))
 
     def fact_nvls_mc(self, m: "re.Match[str]", at: Loc, text: str, p: Optional[Proc]) -> None:
         self._keep("nvls", NvlsLine("multicast", at, text, available=not m.group("not")))
@@ -950,7 +950,7 @@ class Parser:
                 self.f.channels.append(ch)
             if len(st.first) < 4:
                 st.first.append(ch)
-        src = int(g["src"])
+        src = num(g["src"])
         if at.host:
             add_capped(st.hosts, at.host)
         if dst is not None:
@@ -976,14 +976,14 @@ class Parser:
                 pt = self.pairs[key] = PairTransport(src, dst, [], [], [], [], [], 0)
             add_capped(pt.categories, category, 16)
             add_capped(pt.vias, str(v["via"]), 16)
-            add_capped(pt.channels, int(g["ch"]), 256)
+            add_capped(pt.channels, num(g["ch"]), 256)
             pt.lines += 1
 
     @staticmethod
     def channel_line(g: Dict[str, Optional[str]], v: Dict[str, object], transport: str, gdr: bool,
                      dst: Optional[int], category: str, at: Loc, text: str) -> Channel:
         return Channel(
-            channel=int(g["ch"]), src=int(g["src"]), dst=dst, transport=transport, via=str(v["via"]),
+            channel=num(g["ch"]), src=num(g["src"]), dst=dst, transport=transport, via=str(v["via"]),
             category=category, at=at, text=text, label=g["label"],
             conn_index=to_int(g.get("conn")), src_dev=g.get("sdev"), dst_dev=g.get("ddev"), direction=g.get("dir"),
             mode=v.get("mode"), read=bool(v.get("read")), ce=bool(v.get("ce")), net=v.get("net"),
@@ -1088,11 +1088,16 @@ def _net_devices(net: str, body: str, at: Loc, text: str) -> NetDevices:
         devs = [NetDevice(to_int(s.group("idx")), s.group("name"), address=s.group("addr"))
                 for s in _SOCK_IF.finditer(devs_part)]
     else:
-        merged_spans = [(mm.start(), mm.end()) for mm in re.finditer(r"=\{[^}]*\}", devs_part)]
+        # merged virtual NICs ([0]={[0] a, [1] b}): none ends past the last '}'; they and the devices come in order
+        spans = [(mm.start(), mm.end()) for mm in _MERGED_NIC.finditer(devs_part, 0, devs_part.rfind("}") + 1)]
         devs = []
+        k = 0
         for d in _IB_DEV.finditer(devs_part):
-            merged = any(a <= d.start() < b for a, b in merged_spans)
-            devs.append(NetDevice(int(d.group("idx")), d.group("name"), int(d.group("port")), d.group("link"),
+            start = d.start()
+            while k < len(spans) and spans[k][1] <= start:
+                k += 1
+            merged = k < len(spans) and spans[k][0] <= start
+            devs.append(NetDevice(num(d.group("idx")), d.group("name"), num(d.group("port")), d.group("link"),
                                   merged=merged))
     oob = None
     if oob_part:
