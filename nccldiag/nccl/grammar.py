@@ -143,7 +143,7 @@ def clean(line: str) -> str:
 def _num(s: str) -> int:
     """A pid or tid as a number; an anonymised one ('<pid>', 'XXXX') gets a stable number of its own."""
     if s.isdigit():
-        return num(s)
+        return int(s) if len(s) <= MAX_DIGITS else num(s)
     import zlib
 
     return -1 - zlib.crc32(s.encode("utf-8", "replace")) % 1000000
@@ -221,9 +221,10 @@ class Reader:
                 tsm = _WARN_TS.search(line, before, m.start())
                 ts = tsm.group(1) if tsm else None
             before = m.end()
-            at = Loc(self.source, n, host, _num(pid), _num(tid), num(dev))
-            rec = Rec(kind, msg, at, line[m.start():end].strip(), file, num(fline) if fline else None, func, ts,
-                       lrank)
+            # the numbers of a prefix, converted in place (num() for one of more than MAX_DIGITS digits)
+            at = Loc(self.source, n, host, _num(pid), _num(tid), int(dev) if len(dev) <= MAX_DIGITS else num(dev))
+            fl = (int(fline) if len(fline) <= MAX_DIGITS else num(fline)) if fline else None
+            rec = Rec(kind, msg, at, line[m.start():end].strip(), file, fl, func, ts, lrank)
             self.prev = rec
             held.append(rec)
         self.held = held
@@ -234,26 +235,20 @@ class Reader:
         return out
 
 
-# What a line holding an NCCL prefix holds (NCCL 2.0-2.3 wrote the level without 'NCCL ').
+# What a line holding an NCCL prefix holds (NCCL 2.0-2.3 wrote the level without 'NCCL '): prefixes() looks for them.
 PREFIX_WORDS = ("NCCL ", "] INFO ", " WARN ")
 
 
-def _prefix_word(line: str, start: int) -> bool:
-    for w in PREFIX_WORDS:
-        if line.find(w, start) >= 0:
-            return True
-    return False
-
-
 def prefixes(line: str) -> List["re.Match[str]"]:
-    """The NCCL prefixes of a line; usually one, two or more when output of processes was glued together."""
-    if not _prefix_word(line, 0):
+    """The NCCL prefixes of a line; usually one, two or more when output of processes was glued together. A line
+    holds one only with a word of PREFIX_WORDS."""
+    if "NCCL " not in line and "] INFO " not in line and " WARN " not in line:
         return []
     m = PREFIX.search(line)
     if m is None:
         return []
     out = [m]
-    while _prefix_word(line, m.end()):
+    while line.find("NCCL ", m.end()) >= 0 or line.find(" INFO ", m.end()) >= 0 or line.find(" WARN ", m.end()) >= 0:
         m = PREFIX.search(line, m.end())
         if m is None:
             break
@@ -644,10 +639,7 @@ BARE_WORDS = ("Last error:", "NCCL WARN ", "NCCL DIAG", "NCCL INFO ", " via ", "
 
 def app_line(msg: str) -> bool:
     """Whether ``msg`` (a line without an NCCL prefix) holds a word of PyTorch's or nccl-tests' lines (APP_WORDS)."""
-    for w in APP_WORDS:
-        if w in msg:
-            return True
-    return False
+    return "Watchdog" in msg or "NCCL error in" in msg or "Test " in msg or "NCCL Error " in msg
 
 
 def read_watchdog(msg: str, launcher_rank: Optional[int]

@@ -10,7 +10,7 @@ the lines read before instead of reading them again. The parser never raises on 
 from __future__ import annotations
 
 import re
-from typing import IO, Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Set, Tuple, Union
+from typing import IO, Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Set, Tuple, Union
 
 from nccldiag.nccl.facts import (
     AppError, Bootstrap, CategoryStats, ChainStep, Channel, ChannelCounts, CommInfo, Connected, ERROR_RESULTS,
@@ -320,7 +320,8 @@ class Parser:
         """Line ``n`` without an NCCL prefix (``msg``, ``size`` bytes as kept) read again: kept as the benchmark
         output or RAS report it is part of; an error line past the bound that takes the next line (``join``)
         keeps nothing of it; a version line past the bound is the file's last version line (``version``)."""
-        self.again_kept(source, n, msg, size)
+        if self.bench_bytes or self.ras_bytes:
+            self.again_kept(source, n, ((0, msg, size),))
         if self.want:
             self.want.pop(source, None)
         if join:
@@ -328,16 +329,19 @@ class Parser:
         if version is not None:
             self.segment[source] = version
 
-    def again_kept(self, source: str, n: int, msg: str, size: int) -> None:
-        """Line ``n`` without an NCCL prefix read again, kept as the benchmark output or RAS report being kept."""
-        b = self.bench_bytes.get(source)
-        if b is not None and b < MAX_BENCH_BYTES:
-            self.bench[source].append(msg)
-            self.bench_bytes[source] = b + size
-        b = self.ras_bytes.get(source)
-        if b is not None and b < MAX_RAS_BYTES:
-            self.ras[source].append((n, msg))
-            self.ras_bytes[source] = b + size
+    def again_kept(self, source: str, n: int, lines: Sequence[Tuple[int, str, int]]) -> None:
+        """Lines without an NCCL prefix read again (``(off, msg, size)``: line ``n + off``, its text as kept and its
+        size), kept as the benchmark output or RAS report being kept."""
+        bench, ras = self.bench_bytes, self.ras_bytes
+        for off, msg, size in lines:
+            b = bench.get(source)
+            if b is not None and b < MAX_BENCH_BYTES:
+                self.bench[source].append(msg)
+                bench[source] = b + size
+            b = ras.get(source)
+            if b is not None and b < MAX_RAS_BYTES:
+                self.ras[source].append((n + off, msg))
+                ras[source] = b + size
 
     def again_run(self, source: str, proc: Optional[Tuple[str, int]], version: Optional[VersionLine],
                   failures: int, names: List[str], closed: List[Tuple[str, str, int, int]],

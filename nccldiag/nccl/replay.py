@@ -85,8 +85,8 @@ class _Run:
     when the file ends), ``df`` more failed WARNs past the bound, the result names of their chains offered again,
     and the process of the last line."""
 
-    __slots__ = ("rest", "size", "counts", "df", "names", "proc", "times", "keys", "bare", "misses", "open", "pre",
-                 "closed", "grown", "seg", "r0", "wrap", "free")
+    __slots__ = ("rest", "size", "counts", "df", "names", "proc", "times", "keys", "bare", "kept", "misses", "open",
+                 "pre", "closed", "grown", "seg", "r0", "wrap", "free")
 
     def __init__(self, rest: List[bytes], entries: List[_Seen], df: int, names: List[str],
                  bare: List[Tuple[int, _Seen]]) -> None:
@@ -95,6 +95,7 @@ class _Run:
         for e in entries:
             self.counts[e] = self.counts.get(e, 0) + 1
         self.df, self.names, self.times, self.bare, self.misses = df, names, 0, bare, 0
+        self.kept = [(off, e.msg or "", e.size) for off, e in bare]  # as a benchmark output or RAS report keeps them
         self.keys = frozenset(e.key for e in entries)  # its threads
         self.free = self.keys  # those that had nothing open before it: none may have a WARN open again
         self.open: List[Tuple[Key, bool, Tuple[ChainStep, ...]]] = []  # WARNs left open
@@ -114,7 +115,7 @@ class _Recording:
 
     __slots__ = ("start", "first", "df0", "entries", "bare", "wrap", "seg", "r0", "opened", "pre", "names")
 
-    def __init__(self, start: int, first: _Seen, df0: int) -> None:
+    def begin(self, start: int, first: _Seen, df0: int) -> None:
         self.start, self.first, self.df0 = start, first, df0  # df0: the parser's dropped failures before it
         self.entries: List[_Seen] = []
         self.bare: List[Tuple[int, _Seen]] = []  # its lines without a prefix: (line after its first, entry)
@@ -158,6 +159,7 @@ class Replay:
         self.runs: List[_Run] = []  # the runs of lines kept in the file being fed
         self.budget = 0  # lines that may still be recorded as runs in the file being fed
         self.rec: Optional[_Recording] = None  # the run being recorded
+        self.spare: Optional[_Recording] = None  # a recording forgotten, to record the next run with
 
     def feed(self, items: Iterable[Tuple[int, Union[bytes, List[bytes]]]], source: str,
              total: Callable[[], int]) -> None:
@@ -200,32 +202,39 @@ class Replay:
         if runs_ok:
             self.budget += len(lines) // RUN_SHARE
         it = iter(lines)
+        rec = self.rec  # the run being recorded (self.rec), read again after each call that may end or start one
         for raw in it:
             n += 1
             e = first = get(raw)
             if e is not None:
-                if runs_ok and not want and not reader.held:
+                if runs_ok and not want and not reader.held and (
+                        (n - rec.start > RUN_MIN) if rec is not None else
+                        (e.runs is not None or (e.tries < RUN_TRIES and self.room > 0 and self.budget > 0))):
                     skip = self._runs_at(e, n, n0, lines)
+                    rec = self.rec
                     if skip:  # a run counted again: its other lines are skipped
                         next(itertools.islice(it, skip - 1, skip - 1), None)
                         n += skip - 1
                         continue
-                if e.kind == _SEEN_COUNT and not reader.held and not want:  # the most common: only counted
+                kind = e.kind
+                if kind == _SEEN_COUNT and not reader.held and not want:  # the most common: only counted
                     key = e.key
                     if not ((ow and key in ow) or (oo and key in oo) or (fo and key in fo)):
                         if e.proc is not None:
                             p.line_proc = e.proc
                         e.hits += 1
-                        if self.rec is not None:
-                            self.rec.entries.append(e)
+                        if rec is not None:
+                            rec.entries.append(e)
                         continue
-                if e.kind:
+                if kind:
                     taken = self._again(e, n, raw, it, n0, lines)
+                    rec = self.rec
                     if taken:
                         n += taken - 1
                         continue
-            if self.rec is not None:  # a line read in full: the run ends before it
+            if rec is not None:  # a line read in full: the run ends before it
                 self._end_run(n, n0, lines)
+                rec = self.rec
             self._read(n, raw, first)
         if self.rec is not None:  # the block ended first
             self._abort()
@@ -430,8 +439,14 @@ class Replay:
         if r is not None and self._replay(r, e, lines, n - n0 - 1, n):
             return r[0].size  # the run counted again, moved first (_replay)
         if (r is None or len(r) < RUN_KEPT) and e.tries < RUN_TRIES and self.room > 0 and self.budget > 0:
-            self.rec = _Recording(n, e, self.p.f.dropped_failures)
-            self.p.dropped_names = self.rec.names
+            rec = self.spare
+            if rec is None:
+                rec = _Recording()
+            else:
+                self.spare = None
+            rec.begin(n, e, self.p.f.dropped_failures)
+            self.rec = rec
+            self.p.dropped_names = rec.names
         return 0
 
     def _end_run(self, n: int, n0: int, lines: Sequence[bytes]) -> None:
@@ -451,6 +466,7 @@ class Replay:
         rec.first.tries += 1
         self.budget -= len(rec.entries) + 1
         self.rec = self.p.dropped_names = None
+        self.spare = rec  # nothing else holds it: the next recording takes it
 
     def _close(self, a: int, b: int, lines: Sequence[bytes]) -> None:
         """The run being recorded from ``lines[a]`` ends before ``lines[b]``: keep it, with what it found open on
@@ -499,8 +515,7 @@ class Replay:
                 run.misses += 1
                 continue
             if run.bare and p.keeping(source):  # kept as the output they are part of, as _again_bare does
-                for off, e in run.bare:
-                    p.again_kept(source, n + off, e.msg or "", e.size)
+                p.again_kept(source, n, run.kept)
             run.times += 1
             p.again_run(source, run.proc, run.seg, run.df, run.names, run.closed, run.grown, run.open)
             if k:
