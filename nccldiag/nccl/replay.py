@@ -207,15 +207,20 @@ class Replay:
             n += 1
             e = first = get(raw)
             if e is not None:
-                if runs_ok and not want and not reader.held and (
-                        (n - rec.start > RUN_MIN) if rec is not None else
-                        (e.runs is not None or (e.tries < RUN_TRIES and self.room > 0 and self.budget > 0))):
-                    skip = self._runs_at(e, n, n0, lines)
-                    rec = self.rec
-                    if skip:  # a run counted again: its other lines are skipped
-                        next(itertools.islice(it, skip - 1, skip - 1), None)
-                        n += skip - 1
-                        continue
+                if runs_ok and not want and not reader.held:  # runs: from here, nothing waits for the next line
+                    if rec is not None and n - rec.start > RUN_MIN:  # the run recorded is long enough: keep it
+                        self._close(rec.start - n0 - 1, n - n0 - 1, lines)
+                        rec = None
+                    if rec is None:
+                        r = e.runs
+                        if r is not None and self._replay(r, e, lines, n - n0 - 1, n):
+                            skip = r[0].size  # a run counted again (moved first): its other lines are skipped
+                            next(itertools.islice(it, skip - 1, skip - 1), None)
+                            n += skip - 1
+                            continue
+                        if (r is None or len(r) < RUN_KEPT) and e.tries < RUN_TRIES and self.room > 0 and \
+                                self.budget > 0:
+                            rec = self._start(n, e)
                 kind = e.kind
                 if kind == _SEEN_COUNT and not reader.held and not want:  # the most common: only counted
                     key = e.key
@@ -426,28 +431,17 @@ class Replay:
 
     # ---- runs of lines
 
-    def _runs_at(self, e: _Seen, n: int, n0: int, lines: Sequence[bytes]) -> int:
-        """At line ``n`` (entry ``e``, read before), where nothing waits for the next line: the run being recorded
-        is kept once long enough; a run recorded from this line that the lines from here repeat is counted again
-        (its size is returned: the lines taken); else a run may start being recorded here."""
-        rec = self.rec
-        if rec is not None:
-            if n - rec.start <= RUN_MIN:
-                return 0
-            self._close(rec.start - n0 - 1, n - n0 - 1, lines)
-        r = e.runs
-        if r is not None and self._replay(r, e, lines, n - n0 - 1, n):
-            return r[0].size  # the run counted again, moved first (_replay)
-        if (r is None or len(r) < RUN_KEPT) and e.tries < RUN_TRIES and self.room > 0 and self.budget > 0:
-            rec = self.spare
-            if rec is None:
-                rec = _Recording()
-            else:
-                self.spare = None
-            rec.begin(n, e, self.p.f.dropped_failures)
-            self.rec = rec
-            self.p.dropped_names = rec.names
-        return 0
+    def _start(self, n: int, e: _Seen) -> _Recording:
+        """A run starts being recorded at line ``n`` (entry ``e``)."""
+        rec = self.spare
+        if rec is None:
+            rec = _Recording()
+        else:
+            self.spare = None
+        rec.begin(n, e, self.p.f.dropped_failures)
+        self.rec = rec
+        self.p.dropped_names = rec.names
+        return rec
 
     def _end_run(self, n: int, n0: int, lines: Sequence[bytes]) -> None:
         """Line ``n`` is not only counted: the run being recorded ends before it, kept if it is long enough (and
