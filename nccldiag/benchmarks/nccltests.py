@@ -80,8 +80,10 @@ def parse_nccl_tests(text: Optional[str]) -> Optional[NcclTestsRun]:
             continue
         m = _AVG.search(s) if "Avg bus" in s else None
         if m:
-            run.avg_busbw = float(m.group(1))
-            run.summaries += 1
+            avg = _float(m.group(1))  # None: not a number ('1.2.3')
+            if avg is not None:
+                run.avg_busbw = avg
+                run.summaries += 1
             continue
         m = _STARTING.search(s) if "Collective test" in s else None
         if m and run.name is None:

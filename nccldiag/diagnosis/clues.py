@@ -23,11 +23,11 @@ KINDS = ("warn", "last-error", "app", "error", "kernel", "finding")  # and "line
 class Clue:
     kind: str  # one of KINDS
     text: str  # the message (a WARN's text after its prefix, a finding's message and evidence)
-    at: object = None  # nccl.log.Loc for log lines
+    at: object = None  # nccl.facts.Loc for log lines
     cite: str = ""  # the line as written, for evidence
     host: Optional[str] = None
     finding: Optional[Finding] = None
-    warn: object = None  # nccl.log.Warn for WARN and last-error clues
+    warn: object = None  # nccl.facts.Warn for WARN and last-error clues
 
     def evidence(self) -> List[Evidence]:
         if self.finding is not None:

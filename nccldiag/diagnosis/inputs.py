@@ -27,7 +27,7 @@ NODE_AREAS = ("gpu", "ib", "system", "topology")
 
 
 class LogView(Protocol):
-    """The facts of NCCL logs (:class:`nccldiag.nccl.log.NcclLogFacts`): the records the rules read."""
+    """The facts of NCCL logs (:class:`nccldiag.nccl.facts.NcclLogFacts`): the records the rules read."""
 
     nccl_lines: int
     warns: Sequence[Any]  # Warn: message, text, at, kind, file, failure, origin, chain
@@ -50,7 +50,7 @@ class LogView(Protocol):
     connected: Sequence[Any]
     nvls: Sequence[Any]
     rings: Sequence[Any]
-    summary: Any  # nccl.log.Summary, or None before the facts are summarised
+    summary: Any  # nccl.facts.Summary, or None before the facts are summarised
     nccl_tests: Sequence[Any]  # benchmarks.nccltests.NcclTestsRun
     nccl_tests_no_result: Sequence[Any]
     ras: Sequence[Any]  # nccl.ras.RasReport

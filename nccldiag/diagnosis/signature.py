@@ -167,7 +167,7 @@ def _once(found: List[C.Clue]) -> List[C.Clue]:
 
 @dataclass(frozen=True)
 class At:
-    """Where a line of a file was read (as :class:`nccldiag.nccl.log.Loc` cites it)."""
+    """Where a line of a file was read (as :class:`nccldiag.nccl.facts.Loc` cites it)."""
 
     source: str
     lineno: int

@@ -1,6 +1,6 @@
 """NCCL log facts -> findings: which transport carried the traffic, and what went wrong.
 
-Pure: :class:`~nccldiag.nccl.log.NcclLogFacts` in, findings out. Used by
+Pure: :class:`~nccldiag.nccl.facts.NcclLogFacts` in, findings out. Used by
 ``nccldiag log`` and by the probe on the logs of each setting. The judgement
 rests on the channel lines (what NCCL did) rather than on the environment
 (what was asked), and every finding carries the log lines it came from and the
@@ -13,7 +13,7 @@ from collections import OrderedDict
 from typing import Dict, Iterable, List, Mapping, Optional, Sequence
 
 from nccldiag.model.findings import Finding, fail, ok, skip, warn
-from nccldiag.nccl.log import (
+from nccldiag.nccl.facts import (
     ERROR_RESULTS, NET_IB, NET_IB_GDR, NET_SOCKET, RESULT_NAMES, RESULT_TEXT, CategoryStats, Channel, Loc,
     NcclLogFacts, NetDevice, Warn,
 )

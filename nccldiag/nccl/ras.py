@@ -130,7 +130,7 @@ _GROUP_ROW = re.compile(r"^\s*(?P<g>\d+)\s+(?P<comms>\d+)\s+(?P<nodes>\d+)\s+(?P
 _OUTLIER = re.compile(r"^\s*Node (?P<node>\S+) running process(?:es)? (?P<pids>[\d,]+)")
 _BLOCK = re.compile(r"^(?P<kind>INCOMPLETE|DEAD|TIMEOUT|ERROR|MISMATCH)\s*$")
 _COMM_BLOCK = re.compile(r"^#(?P<comm>\d+-\d+) \((?P<hash>[0-9a-fA-Fx]+)\) (?P<kind>INCOMPLETE|ERROR|MISMATCH)\s*$")
-_PROCESS = re.compile(r"^\s*Process (?P<pid>\d+) on node (?P<node>\S+) managing GPUs? (?P<gpus>.+?)\s*$")
+_PROCESS = re.compile(r"^\s*Process (?P<pid>\d+) on node (?P<node>\S+) managing GPUs? (?P<gpus>.*\S|\s)\s*$")
 _RANK = re.compile(r"^\s*Rank (?P<rank>-?\d+) -- (?:GPU (?P<gpu>\S+(?: \(\S+\))?) managed by process (?P<pid>\d+) "
                    r"on node (?P<node>\S+)|\[process information not found\])")
 _MISSING_LIST = re.compile(r"^\s*The missing ranks?: (?P<list>[\d,\s-]+)$")
@@ -206,7 +206,10 @@ class _TextReader:
         if m:
             self.section, self.problem = "comms", None
             if m.group("s"):
-                r.collection_s = float(m.group("s"))
+                try:
+                    r.collection_s = float(m.group("s"))
+                except ValueError:  # '1.2.3s': no time
+                    pass
             return
         if self.section == "comms":
             r.complete = True

@@ -1,26 +1,26 @@
 """Reading NCCL logs at the pace of the disk: a prefilter in front of the line parser, and files read in parallel.
 
-The parser (:mod:`nccldiag.nccl.log`) reads every line it is given in Python. Most lines of a job's output say
+The parser (:mod:`nccldiag.nccl.parser`) reads every line it is given in Python. Most lines of a job's output say
 nothing it uses (a training loop's progress, a framework's own INFO lines), so :class:`Scan` reads each file in
 large binary blocks and hands the parser only
 
 * the candidate lines: those holding a word or mark of some line the parser reads (:data:`CANDIDATES`, built from
   the parser's own patterns: NCCL's prefixes and messages, the errors, kernel lines, PyTorch and nccl-tests lines,
-  benchmark tables, RAS reports, and what :func:`nccldiag.nccl.log.clean` removes, which could hide a word);
+  benchmark tables, RAS reports, and what :func:`nccldiag.nccl.grammar.clean` removes, which could hide a word);
 * the two lines after each candidate (a wrapped line continues the line before it; a record the parser holds back
   is settled by then);
 * every line while the parser needs every line of the file (a line waits for the next one, a benchmark output or
-  RAS report is being kept: :meth:`nccldiag.nccl.log._Parser.needs_every_line`).
+  RAS report is being kept: :meth:`nccldiag.nccl.parser.Parser.needs_every_line`).
 
 Other lines are counted, never decoded. A block where most lines of its first 256 KiB name NCCL is handed over
-whole: there is little to skip. Lines are cut and decoded exactly as :func:`nccldiag.nccl.log.read_lines` does, and keep their numbers,
+whole: there is little to skip. Lines are cut and decoded exactly as :func:`nccldiag.nccl.parser.read_lines` does, and keep their numbers,
 so the facts are those of reading every line (``tests/unit/test_nccllog_scan.py`` compares the two on every real
 log and case). :func:`feed` hands them over undecoded (``bulk``): the parser decodes only the lines it reads, and
 counts a line it read before in the file when reading it again could only add to counts
-(:meth:`nccldiag.nccl.log._Parser.feed_bulk`).
+(:meth:`nccldiag.nccl.parser.Parser.feed_bulk`).
 
 :func:`parse_paths` reads several files at once, one worker process per core, each file by a parser of its own;
-the parsers' states are merged in the order of the files (:meth:`nccldiag.nccl.log._Parser.merge`) into the
+the parsers' states are merged in the order of the files (:meth:`nccldiag.nccl.parser.Parser.merge`) into the
 facts one parser reading the files one after the other gives.
 """
 from __future__ import annotations
@@ -29,7 +29,10 @@ import os
 import re
 from typing import IO, Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
-from nccldiag.nccl import log as L
+from nccldiag.nccl.facts import KEEP, MAX_LINE, NcclLogFacts
+from nccldiag.nccl.grammar import WORDS
+from nccldiag.nccl import replay
+from nccldiag.nccl.parser import Parser
 
 BLOCK = 4 * 1024 * 1024  # bytes read at a time
 CONTEXT = 2  # lines handed over after each candidate line
@@ -62,42 +65,11 @@ def _trie(words: Sequence[str]) -> str:
     return emit(root)
 
 
-# Every word or mark of a line the parser reads (literal; case as the parser's patterns have it).
-_WORDS = (
-    # NCCL's prefix ('NCCL INFO', '] INFO ', ' WARN ', NCCL 2.0-2.3's bare level) and every NCCL message
-    "NCCL", "INFO", "WARN",
-    # what clean() removes and could hide a word behind: colour codes and their residue, markdown
-    "\x1b", "`", "**", "[\0[0-9;]*m",
-    # _ERROR_TEXT, spelled out
-    "Error", "error", "ERROR", "Fail", "fail", "FAIL", "Fatal", "fatal", "FATAL", "Exception", "exception",
-    "Traceback", "Timeout", "Timed out", "Timedout", "Time out", "timeout", "timed out", "timedout", "time out",
-    "Refused", "refused", "Unreachable", "unreachable", "Abort", "abort", "Killed", "killed",
-    "Segmentation fault", "segmentation fault", "core dumped", "not supported", "Unable to", "unable to",
-    "Cannot", "cannot", "Can't", "can't", "Could not", "could not", "Couldn't", "couldn't", "Denied", "denied",
-    "No such", "no such", "Invalid", "invalid", "Mismatch", "mismatch", "out of memory", "busy or unavailable",
-    "Insufficient", "insufficient", "not found", "Unknown Error", "is neither AF_INET", "Duplicate GPU detected",
-    # _KERNEL_TEXT
-    "NVRM:", "Xid", "AMD-Vi", "DMAR", "IO_PAGE_FAULT", "nv_peer_mem", "nvidia-peermem", "nvidia_peermem",
-    "PCIe Bus Error", "AER", "mlx", "fallen off the bus", "ib_umad", "nv-fabricmanager", "abric",
-    # PyTorch, nccl-tests, 'Last error:' blocks, channel fragments
-    "Last error:", "Watchdog", "Test", " via ",
-    # benchmark outputs (_BENCH_START) and RAS reports (_RAS_START)
-    "nThread", "Collective", "Using ", "size\0\\s+(?:count|N)", "bytes\0\\s+(?:count|N)", "Out of bounds values",
-    "Avg bus bandwidth", "Job summary", "Communicators...", "{", "communicators_count",
-    # messages read without their prefix (_UNPREFIXED)
-    "Channel", "Ring ", "NET/", "set by environment", "Init ", "NVLS", "comm 0x", "Bootstrap", "coll channels",
-    "Connected all", "GPU Direct RDMA", "Loaded", "lugin", "cudaDriverVersion",
-)
-# The data type of a row of an nccl-tests table ('8  2  float  sum ...', the start of a benchmark output without
-# its header: _BENCH_START's '\d+\s+\d+\s+<type>\s+\S'), by its type word followed by a blank.
-_ROW_TYPES = ("float\0\\s", "half\0\\s", "double\0\\s", "int\0\\d*\\s", "uint\0\\d*\\s", "bfloat16", "fp8",
-              "char\0\\s", "f\0\\d+\\s", "bf16")
 # Two expressions, not one: Python's engine skips quickly to the first characters an expression can start with
 # only when it is a plain alternation, and words starting in upper case or a mark are rarer than lower-case ones.
-_ALL = _WORDS + _ROW_TYPES
-_FIRST_RARE = [w for w in _ALL if not w[:1].islower()]
+_FIRST_RARE = [w for w in WORDS if not w[:1].islower()]
 CANDIDATES = tuple(re.compile(_trie(ws).encode("utf-8"))
-                   for ws in (_FIRST_RARE, [w for w in _ALL if w not in _FIRST_RARE]))
+                   for ws in (_FIRST_RARE, [w for w in WORDS if w not in _FIRST_RARE]))
 
 
 def _long_line(body: bytes, end: int, cut: int) -> bool:
@@ -119,11 +91,11 @@ class Scan:
     ``needs_all()`` says whether the parser needs every next line now; ``total`` is the number of lines once the
     iteration ends. ``block`` and ``max_line`` are for tests. With ``bulk``, the lines are left undecoded, and a
     block handed over whole comes as one ``(n, [lines])``: the lines after line ``n``
-    (:meth:`nccldiag.nccl.log._Parser.feed_bulk`).
+    (:meth:`nccldiag.nccl.parser.Parser.feed_bulk`).
     """
 
     def __init__(self, stream: IO[bytes], needs_all: Callable[[], bool], block: int = BLOCK,
-                 max_line: int = L.MAX_LINE, bulk: bool = False) -> None:
+                 max_line: int = MAX_LINE, bulk: bool = False) -> None:
         self.stream, self.needs_all, self.block, self.max_line = stream, needs_all, block, max_line
         self.bulk = bulk
         self.total = 0
@@ -226,17 +198,17 @@ class Scan:
         self.total = n
 
 
-def feed(parser: "L._Parser", name: str, stream: IO[bytes], block: int = BLOCK,
-         max_line: int = L.MAX_LINE) -> Scan:
+def feed(parser: Parser, name: str, stream: IO[bytes], block: int = BLOCK,
+         max_line: int = MAX_LINE) -> Scan:
     """Feed one log to ``parser`` through the prefilter, in bulk."""
     scan = Scan(stream, lambda: parser.needs_every_line(name), block, max_line, bulk=True)
-    parser.feed_bulk(iter(scan), name, lambda: scan.total)
+    replay.feed(parser, iter(scan), name, lambda: scan.total)
     return scan
 
 
-def parse_streams(streams, keep: int = L.KEEP, block: int = BLOCK, max_line: int = L.MAX_LINE) -> "L.NcclLogFacts":
-    """:func:`nccldiag.nccl.log.parse_streams` through the prefilter: the same facts."""
-    p = L._Parser(keep)
+def parse_streams(streams, keep: int = KEEP, block: int = BLOCK, max_line: int = MAX_LINE) -> "NcclLogFacts":
+    """:func:`nccldiag.nccl.parser.parse_streams` through the prefilter: the same facts."""
+    p = Parser(keep)
     for name, stream in streams:
         feed(p, name, stream, block, max_line)
     return p.finish()
@@ -253,12 +225,12 @@ class ReadError(Exception):
         return (ReadError, (self.path, self.reason))
 
 
-def _parse_one(task: Tuple[str, int, Dict[str, int], Optional[Callable[[str], Any]]]) -> Tuple["L._Parser", Any]:
+def _parse_one(task: Tuple[str, int, Dict[str, int], Optional[Callable[[str], Any]]]) -> Tuple[Parser, Any]:
     """A worker's job: one file, by a parser of its own, through the prefilter (run in a worker process), and
     ``each(path)`` where given. The parser keeps only the records the merging parser still had room for when
     the file was handed out."""
     path, keep, rooms, each = task
-    p = L._Parser(keep)
+    p = Parser(keep)
     p.limits = dict(rooms)
     try:
         with open(path, "rb") as fh:
@@ -275,16 +247,16 @@ def default_workers() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def parse_paths(paths: Sequence[str], keep: int = L.KEEP, workers: Optional[int] = None) -> "L.NcclLogFacts":
+def parse_paths(paths: Sequence[str], keep: int = KEEP, workers: Optional[int] = None) -> "NcclLogFacts":
     """:func:`read_paths` without a job of its own for each file."""
     return read_paths(paths, keep, workers)[0]
 
 
-def read_paths(paths: Sequence[str], keep: int = L.KEEP, workers: Optional[int] = None,
-               each: Optional[Callable[[str], Any]] = None) -> Tuple["L.NcclLogFacts", List[Any]]:
+def read_paths(paths: Sequence[str], keep: int = KEEP, workers: Optional[int] = None,
+               each: Optional[Callable[[str], Any]] = None) -> Tuple["NcclLogFacts", List[Any]]:
     """The facts of the files at ``paths`` (one job), read in parallel: one worker process per core (``workers``),
     each file by a parser of its own, merged in the order of ``paths``. The same facts as reading the files one
-    after the other; where a merge could not give them (:meth:`nccldiag.nccl.log._Parser.mergeable`: more
+    after the other; where a merge could not give them (:meth:`nccldiag.nccl.parser.Parser.mergeable`: more
     processes or transport categories than the parser keeps, a path given twice), the files are read again in
     turn. With ``each`` (a module's function), also ``each(path)`` of every path, in order, run by the worker
     that reads the file (it must not raise). Raises :class:`ReadError` for a file that cannot be read."""
@@ -301,7 +273,7 @@ def read_paths(paths: Sequence[str], keep: int = L.KEEP, workers: Optional[int] 
         ctx = multiprocessing.get_context("fork")
     except ValueError:  # no fork on this platform: one process
         return _in_turn(paths, keep, each)
-    main = L._Parser(keep)
+    main = Parser(keep)
     extras: List[Any] = []
     todo = iter(paths)
     with ProcessPoolExecutor(n, mp_context=ctx) as pool:
@@ -331,8 +303,8 @@ class _InTurn(Exception):
 
 
 def _in_turn(paths: Sequence[str], keep: int, each: Optional[Callable[[str], Any]] = None
-             ) -> Tuple["L.NcclLogFacts", List[Any]]:
-    p = L._Parser(keep)
+             ) -> Tuple["NcclLogFacts", List[Any]]:
+    p = Parser(keep)
     for path in paths:
         try:
             with open(path, "rb") as fh:

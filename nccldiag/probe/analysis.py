@@ -332,14 +332,15 @@ def _explain_setup_errors(found: List[Finding]) -> None:
 def _transport(setting: Setting, run, backend: str, require_ib: bool, sr: SettingReport) -> List[Finding]:
     if backend != "nccl":
         return []
-    from nccldiag.nccl import log as nccllog
     from nccldiag.nccl import checks as nccl_checks
+    from nccldiag.nccl.facts import summarize
+    from nccldiag.nccl.parser import parse_logs
 
     if not run.logs:
         return [warn(AREA, f"{AREA}.nccl_logs", f"[{setting.name}] no NCCL log came back from the nodes",
                      fix="NCCL_DEBUG_FILE could not be written on the nodes, or the ranks died before NCCL started.")]
-    facts = nccllog.parse_logs(run.logs)
-    summary = facts.summary or nccllog.summarize(facts)
+    facts = parse_logs(run.logs)
+    summary = facts.summary or summarize(facts)
     sr.log_facts = facts
     sr.transports = list(summary.transports)
     sr.networks = list(summary.networks)

@@ -458,13 +458,13 @@ def own_log_lines(text: str, hostname: str) -> "tuple[str, int]":
     INFO ...``); a line holding any prefix with another name goes, whatever
     else it holds.
     """
-    from nccldiag.nccl.log import _PREFIX
+    from nccldiag.nccl.grammar import PREFIX
 
     short = hostname.split(".")[0]
     kept: List[str] = []
     dropped = 0
     for line in text.splitlines(keepends=True):
-        if "NCCL " in line and any(m.group("host").split(".")[0] != short for m in _PREFIX.finditer(line)):
+        if "NCCL " in line and any(m.group("host").split(".")[0] != short for m in PREFIX.finditer(line)):
             dropped += 1
             continue
         kept.append(line)

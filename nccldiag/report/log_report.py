@@ -13,7 +13,7 @@ from nccldiag.model.findings import Finding, Status, to_jsonable
 from nccldiag.model.findings import exit_code as findings_exit_code
 from nccldiag.report import diagnoses_report, findings
 from nccldiag.report.jsonout import envelope
-from nccldiag.nccl.log import NcclLogFacts
+from nccldiag.nccl.facts import NcclLogFacts
 
 SCHEMA = "nccldiag.log/1"
 Diagnosed = Tuple[List[Any], Any]  # (diagnoses, their summary), as nccldiag.diagnosis.conclude returns them

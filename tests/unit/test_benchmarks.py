@@ -7,7 +7,8 @@ import pytest
 
 from nccldiag.benchmarks import checks, nccltests
 from nccldiag.model.findings import Status
-from nccldiag.nccl import log as nccllog
+from nccldiag.nccl import parser as nccllog
+from nccldiag.nccl.facts import MAX_BENCH_BYTES
 from tests import real
 
 NCCL_TESTS = real.names(real.NODE / "nccl-tests")
@@ -121,7 +122,7 @@ def test_benchmark_lines_are_bounded_per_file():
     facts = nccllog.parse(header + row * 200000, "big.out")
     (run,) = facts.nccl_tests
     # each kept row is at least 60 bytes: the bound holds well below the 200k rows given
-    assert 0 < len(run.rows) <= nccllog.MAX_BENCH_BYTES // 60 < 200000
+    assert 0 < len(run.rows) <= MAX_BENCH_BYTES // 60 < 200000
 
 
 def test_a_paste_whose_rows_were_elided_is_not_a_hang_and_one_that_stops_after_the_titles_is():

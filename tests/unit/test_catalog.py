@@ -127,7 +127,7 @@ def test_the_diagnosis_package_stays_readable():
 def _verdict(text: str):
     from nccldiag.diagnosis import Inputs, diagnose
     from nccldiag.nccl import checks as nccl_checks
-    from nccldiag.nccl import log as nccllog
+    from nccldiag.nccl import parser as nccllog
 
     facts = nccllog.parse(text, "job.log")
     return diagnose(Inputs(logs=facts, log_findings=nccl_checks.judge(facts)))
@@ -165,7 +165,7 @@ def test_a_signature_row_names_its_cause_and_leaves_a_neighbouring_line_alone():
 def test_the_evaluator_reads_lines_beside_others_unless_excluded_and_fills_its_templates():
     from nccldiag.diagnosis import Inputs
     from nccldiag.diagnosis.signature import Signature
-    from nccldiag.nccl import log as nccllog
+    from nccldiag.nccl import parser as nccllog
 
     row = {"id": "t", "category": "other:t", "where": "t.toml:1", "kinds": ["error", "app", "warn"],
            "pattern": ["disk (?P<disk>sd\\w+) stuck", {"pattern": "waiting", "beside": "hung task"}],
@@ -325,7 +325,7 @@ def test_the_spec_docs_name_every_key_of_a_site_cause():
 def test_a_site_rule_module_is_named_by_its_dotted_path():
     from nccldiag.diagnosis import Inputs, diagnose, rules
     from nccldiag.model.errors import UsageError
-    from nccldiag.nccl import log as nccllog
+    from nccldiag.nccl import parser as nccllog
     from nccldiag.spec import model
     from tests import site_plugins
 

@@ -25,7 +25,7 @@ from nccldiag.diagnosis import Inputs, diagnose, expected, summary
 from nccldiag.diagnosis.rules import all_rules
 from nccldiag.model.raw import RawNode
 from nccldiag.nccl import checks as nccl_checks
-from nccldiag.nccl import log as nccllog
+from nccldiag.nccl import parser as nccllog
 from nccldiag.probe import analysis, results
 from nccldiag.probe.plan import NCCL_ROWS, Setting
 from nccldiag.probe.runner import SettingRun

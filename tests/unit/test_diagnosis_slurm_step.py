@@ -6,7 +6,7 @@ import pytest
 
 from nccldiag.diagnosis import Inputs, diagnose
 from nccldiag.nccl import checks as nccl_checks
-from nccldiag.nccl import log as nccllog
+from nccldiag.nccl import parser as nccllog
 from nccldiag.probe import analysis
 from nccldiag.probe.plan import Setting
 from nccldiag.probe.runner import NodeRun, SettingRun

@@ -5,7 +5,8 @@ import pytest
 
 from nccldiag import diagnosis
 from nccldiag.model.findings import Status, to_jsonable
-from nccldiag.nccl.log import parse, parse_logs, parse_via
+from nccldiag.nccl.grammar import parse_via
+from nccldiag.nccl.parser import parse, parse_logs
 from nccldiag.nccl import checks as nccl_checks
 from nccldiag.report import log_report as report
 from tests import real

@@ -12,7 +12,7 @@ import pytest
 from nccldiag import diagnosis
 from nccldiag.model.findings import Status
 from nccldiag.nccl import checks as nccl_checks
-from nccldiag.nccl.log import parse, parse_logs, parse_streams, read_lines
+from nccldiag.nccl.parser import parse, parse_logs, parse_streams, read_lines
 from tests import real
 
 REPO = Path(__file__).resolve().parents[2]
@@ -396,7 +396,7 @@ def test_nccldiag_log_memory_stays_flat_on_a_large_log(tmp_path):
 
 
 def test_per_thread_state_and_categories_stay_bounded(monkeypatch):
-    from nccldiag.nccl import log as nccllog
+    from nccldiag.nccl import parser as nccllog
 
     monkeypatch.setattr(nccllog, "MAX_THREADS", 8)
     monkeypatch.setattr(nccllog, "MAX_CATEGORIES", 4)
@@ -406,7 +406,7 @@ def test_per_thread_state_and_categories_stay_bounded(monkeypatch):
         lines.append(f"node-a:1:{i} [0] misc/x.cc:1 NCCL WARN Connection closed by remote peer")
         lines.append(f"node-a:1:{i} [0] NCCL INFO misc/x.cc:2 -> 6")
         lines.append(f"node-a:1:{1000 + i} [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [send] via NET/Plug{i}/0")
-    p = nccllog._Parser(keep=5)
+    p = nccllog.Parser(keep=5)
     p.feed_lines(lines, "hostile.log")
     assert len(p.open_warn) <= 8 and len(p.f.channel_stats) <= 5
     f = p.finish()
@@ -422,7 +422,7 @@ def test_a_device_is_refused_before_anything_is_read():
 
 def test_gdr_disabled_for_a_gpu_with_its_device_in_brackets_is_read():
     # written for this test, in NCCL 2.1x's words: 'GPU <index>[<device>]'
-    from nccldiag.nccl import log as nccllog
+    from nccldiag.nccl import parser as nccllog
 
     f = nccllog.parse("m:1:2 [2] NCCL INFO NET/IB : GPU Direct RDMA Disabled for GPU 2[2] / HCA 0 "
                       "(distance 3 >= 2)\n", "job.log")

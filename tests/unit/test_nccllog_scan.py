@@ -10,7 +10,7 @@ import pytest
 
 from nccldiag import diagnosis
 from nccldiag.nccl import checks as nccl_checks
-from nccldiag.nccl import log as nccllog
+from nccldiag.nccl import facts, grammar, parser as nccllog, replay
 from nccldiag.nccl import scan
 from nccldiag.report import log_report
 from tests import real, realcases
@@ -70,8 +70,8 @@ def test_real_lines_among_lines_it_skips():
     # three skipped lines or more after each real line: past its context, and too few NCCL lines for a block to be
     # handed over whole; without the lines that start a benchmark output or RAS report (after those, every line is
     # read up to their bound: test_a_benchmark_table_is_read_whole_between_skipped_lines)
-    kept = [line for line in data.split(b"\n") if not nccllog._BENCH_START.search(line.decode("utf-8", "replace"))
-            and not nccllog._RAS_START.search(nccllog.clean(line.decode("utf-8", "replace")))]
+    kept = [line for line in data.split(b"\n") if not grammar._BENCH_START.search(line.decode("utf-8", "replace"))
+            and not grammar._RAS_START.search(grammar.clean(line.decode("utf-8", "replace")))]
     spread = b"".join(line + b"\n" + b"\n".join(gaps[:3 + i % 3]) + b"\n" for i, line in enumerate(kept))
     for variant, kw in ((spread, {}), (spread.replace(b"\n", b"\r\n"), {}), (spread.rstrip(b"\n"), {}),
                         (FILLER + data + FILLER, {"block": 1000})):
@@ -86,7 +86,7 @@ def test_overlong_lines_are_cut_as_when_read_line_by_line():
     data = _all_real()
     long = data.replace(b"\n", b" " * 300 + b"\n", 50)  # written for this test: lines past the cut
     named = [("long.log", FILLER + long + b"x" * 5000)]
-    p = nccllog._Parser()
+    p = nccllog.Parser()
     p.feed_lines(nccllog.read_lines(io.BytesIO(named[0][1]), max_line=200), "long.log")
     f = scan.parse_streams([("long.log", io.BytesIO(named[0][1]))], block=256, max_line=200)
     assert report(f) == report(p.finish())
@@ -131,7 +131,7 @@ def _all_real_paths():
     return paths
 
 
-@pytest.mark.parametrize("keep", [1, 5, nccllog.KEEP])
+@pytest.mark.parametrize("keep", [1, 5, facts.KEEP])
 def test_files_read_in_parallel_merge_into_the_facts_of_reading_them_in_turn(keep):
     # Every real log and case as the files of one job; a small bound makes each list overflow across files.
     paths = _all_real_paths()
@@ -181,7 +181,7 @@ def test_lines_read_again_past_the_bounds_give_the_same_report(files, keep):
             nccllog.parse_streams([(n, io.BytesIO(b)) for n, b in rep], keep=keep)), (times, block)
 
 
-@pytest.mark.parametrize("keep", [1, 7, nccllog.KEEP])
+@pytest.mark.parametrize("keep", [1, 7, facts.KEEP])
 def test_all_real_lines_repeated_as_lf_crlf_and_among_skipped_lines(keep):
     # Every real log and case, one after the other, repeated: as written (block after block handed over whole),
     # with CRLF ends, cut into blocks that split lines, without its last newline, and with skipped lines between
@@ -250,26 +250,26 @@ def test_a_line_read_again_closes_the_warn_its_thread_left_open():
 def test_a_call_chain_kept_takes_its_first_steps_and_counts_the_rest():
     # A thread that logs the same step again and again, with and without its WARN: the chain kept holds the first
     # MAX_STEPS steps, with their own line numbers, and every line is counted.
-    f = _both(_CHAIN_STEP * (nccllog.MAX_STEPS + 30), keep=1)
+    f = _both(_CHAIN_STEP * (facts.MAX_STEPS + 30), keep=1)
     steps = f.orphan_chains[0].steps
-    assert len(steps) == nccllog.MAX_STEPS and [s.at.lineno for s in steps] == list(range(1, nccllog.MAX_STEPS + 1))
-    f = _both(_WARN + _CHAIN_STEP * (nccllog.MAX_STEPS + 30) + _CH * 6, keep=1)
-    assert len(f.warns[0].chain) == nccllog.MAX_STEPS and f.nccl_lines == nccllog.MAX_STEPS + 37
+    assert len(steps) == facts.MAX_STEPS and [s.at.lineno for s in steps] == list(range(1, facts.MAX_STEPS + 1))
+    f = _both(_WARN + _CHAIN_STEP * (facts.MAX_STEPS + 30) + _CH * 6, keep=1)
+    assert len(f.warns[0].chain) == facts.MAX_STEPS and f.nccl_lines == facts.MAX_STEPS + 37
 
 
 def test_a_fact_row_that_is_not_only_counted_again_is_read_every_time(monkeypatch):
     import dataclasses
 
     reads = []
-    monkeypatch.setattr(nccllog, "FACTS", tuple(dataclasses.replace(r, again=False) if r.name == "channel" else r
-                                                for r in nccllog.FACTS))
-    real_handler = nccllog._Parser.fact_channel
-    monkeypatch.setattr(nccllog._Parser, "fact_channel", lambda self, *a: (reads.append(1), real_handler(self, *a)))
+    monkeypatch.setattr(grammar, "FACTS", tuple(dataclasses.replace(r, again=False) if r.name == "channel" else r
+                                                for r in grammar.FACTS))
+    real_handler = nccllog.Parser.fact_channel
+    monkeypatch.setattr(nccllog.Parser, "fact_channel", lambda self, *a: (reads.append(1), real_handler(self, *a)))
     f = _both(_CH * 20, keep=1)
     assert len(reads) == 40 and f.channel_stats["P2P"].lines == 20  # both paths read all 20 lines
     reads.clear()
     monkeypatch.undo()
-    monkeypatch.setattr(nccllog._Parser, "fact_channel", lambda self, *a: (reads.append(1), real_handler(self, *a)))
+    monkeypatch.setattr(nccllog.Parser, "fact_channel", lambda self, *a: (reads.append(1), real_handler(self, *a)))
     f = _both(_CH * 20, keep=1)
     assert len(reads) < 40 and f.channel_stats["P2P"].lines == 20  # the bulk path counted lines read before
 
@@ -304,29 +304,29 @@ def test_a_wrapped_line_read_again_is_counted_with_its_continuation_and_read_whe
     assert f.nccl_lines == 10 and f.lines == 19 and f.counts["gdr"] == 9
     assert f.gdr[0].text.endswith("(not supported by GPU)")
     reads = []
-    line = nccllog._Reader.line
+    line = grammar.Reader.line
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(nccllog._Reader, "line", lambda self, n, raw: (reads.append(raw), line(self, n, raw))[1])
+        mp.setattr(grammar.Reader, "line", lambda self, n, raw: (reads.append(raw), line(self, n, raw))[1])
         scan.parse_streams([("t.log", io.BytesIO(pair * 50))], keep=1)
     assert len(reads) < 20  # the pairs after the first few are counted, not read
 
 
 def _counting_replays(monkeypatch) -> List[bool]:
     done: List[bool] = []
-    real_replay = nccllog._Parser._replay
-    monkeypatch.setattr(nccllog._Parser, "_replay", lambda self, *a: done.append(real_replay(self, *a)) or done[-1])
+    real_replay = replay.Replay._replay
+    monkeypatch.setattr(replay.Replay, "_replay", lambda self, *a: done.append(real_replay(self, *a)) or done[-1])
     return done
 
 
-@pytest.mark.parametrize("run_min", [1, 4, 9, nccllog.RUN_MIN])
+@pytest.mark.parametrize("run_min", [1, 4, 9, replay.RUN_MIN])
 @pytest.mark.parametrize("keep", [1, 3, 40])
 def test_runs_of_lines_counted_again_as_a_whole_give_the_same_report(monkeypatch, run_min, keep):
     # Every real log and case, one after the other, repeated: runs of lines only counted (from a point where
     # their threads have nothing open) are recorded and counted again as a whole where they come again. Short
     # runs and no limit on the lines recorded make runs start and end at every kind of line: WARNs left open,
     # call chains, wrapped lines, benchmark output being kept, version and rank-0 lines.
-    monkeypatch.setattr(nccllog, "RUN_MIN", run_min)
-    monkeypatch.setattr(nccllog, "RUN_SHARE", 1)
+    monkeypatch.setattr(replay, "RUN_MIN", run_min)
+    monkeypatch.setattr(replay, "RUN_SHARE", 1)
     done = _counting_replays(monkeypatch)
     data = _all_real()
     for variant, block in ((data * 5, scan.BLOCK), (data * 4, 4096), (data.replace(b"\n", b"\r\n") * 3, 1000)):
@@ -338,8 +338,8 @@ def test_runs_of_lines_counted_again_as_a_whole_give_the_same_report(monkeypatch
 
 @pytest.mark.parametrize("files", _repeated_sets())
 def test_runs_counted_again_in_each_real_log_give_the_same_report(monkeypatch, files):
-    monkeypatch.setattr(nccllog, "RUN_MIN", 2)
-    monkeypatch.setattr(nccllog, "RUN_SHARE", 1)
+    monkeypatch.setattr(replay, "RUN_MIN", 2)
+    monkeypatch.setattr(replay, "RUN_SHARE", 1)
     named = [(str(p), p.read_bytes().rstrip(b"\n") + b"\n") for p in files]
     for times, block in ((6, 4096), (4, scan.BLOCK)):
         rep = [(n, b * times) for n, b in named]
@@ -371,11 +371,11 @@ def test_random_logs_that_repeat_themselves_give_the_same_report(monkeypatch):
     import random
 
     rnd = random.Random(20261126)
-    monkeypatch.setattr(nccllog, "RUN_SHARE", 1)
+    monkeypatch.setattr(replay, "RUN_SHARE", 1)
     done = _counting_replays(monkeypatch)
     for case in range(60):
-        monkeypatch.setattr(nccllog, "RUN_MIN", rnd.choice([1, 2, 5, 12]))
-        monkeypatch.setattr(nccllog, "RUN_SHORT", rnd.choice([1, 3, 8]))
+        monkeypatch.setattr(replay, "RUN_MIN", rnd.choice([1, 2, 5, 12]))
+        monkeypatch.setattr(replay, "RUN_SHORT", rnd.choice([1, 3, 8]))
         pattern = [rnd.choice(_ALPHABET) for _ in range(rnd.randint(8, 40))]
         parts = []
         for _ in range(rnd.randint(3, 9)):

@@ -12,7 +12,7 @@ import pytest
 from nccldiag.diagnosis import Inputs, diagnose, pasted
 from nccldiag.model.findings import Status
 from nccldiag.nccl import checks as nccl_checks
-from nccldiag.nccl import log as nccllog
+from nccldiag.nccl import parser as nccllog
 from tests import real
 
 HEALTHY_LOG = "net-ib-gdrdma-p2p-cumem-2node-4rank-nccltests.log"

@@ -16,7 +16,7 @@ import time
 import uuid
 
 from nccldiag.model.findings import Status
-from nccldiag.nccl import log as nccllog
+from nccldiag.nccl import parser as nccllog
 from nccldiag.nccl import ras_checks
 from nccldiag.probe import launch, runner
 from nccldiag.transport.nodes import LocalNode

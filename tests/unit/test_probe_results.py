@@ -345,7 +345,7 @@ def test_a_forged_world_size_and_floods_are_bounded_by_the_launched_world():
 
 def test_nccl_log_lines_from_a_node_that_name_another_host_are_dropped_and_counted(tmp_path):
     """Real sh on this machine as node B: its NCCL log frames A, and forges the fetch's file delimiters."""
-    from nccldiag.nccl import log as nccllog
+    from nccldiag.nccl import parser as nccllog
     from nccldiag.probe import analysis, runner
     from nccldiag.transport.nodes import LocalNode
     from nccldiag.probe.plan import Setting

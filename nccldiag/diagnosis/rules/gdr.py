@@ -7,7 +7,7 @@ from nccldiag.diagnosis import clues as C
 from nccldiag.diagnosis.inputs import Inputs
 from nccldiag.diagnosis.model import Diagnosis, Evidence, finding_evidence, log_evidence
 from nccldiag.diagnosis.signs import log_failed
-from nccldiag.nccl.log import NET_IB, NET_IB_GDR
+from nccldiag.nccl.facts import NET_IB, NET_IB_GDR
 
 ID = "gdr-unused"
 TITLE = "NET/IB without GPUDirect RDMA"

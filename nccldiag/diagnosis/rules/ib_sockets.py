@@ -7,7 +7,7 @@ from typing import List, Tuple
 from nccldiag.diagnosis.inputs import Inputs, LogSet
 from nccldiag.diagnosis.model import Diagnosis, Evidence, finding_evidence, log_evidence
 from nccldiag.diagnosis.signs import log_failed
-from nccldiag.nccl.log import NET_IB, NET_IB_GDR, NET_SOCKET
+from nccldiag.nccl.facts import NET_IB, NET_IB_GDR, NET_SOCKET
 
 ID = "ib-unused-sockets"
 TITLE = "IB present but NCCL used sockets"

@@ -1,0 +1,723 @@
+"""The grammar of NCCL logs: what each line means. Pure: text in, records and matches out.
+
+What NCCL logged is the only trustworthy record of which transport a job really used: the environment says what
+was asked for, the ``Channel ... via ...`` lines say what happened. Logs come as people actually have them: one
+file per process (``NCCL_DEBUG_FILE``) or everything interleaved on stdout, behind launcher prefixes
+(``[1,3]<stdout>:``, ``[rank0]:``, ``host: ``, ``[0] ``), timestamps, colour codes, and lines wrapped or glued
+together by whoever copied them. Every pattern is therefore an unanchored search on the text after the
+``<host>:<pid>:<tid> [<cudaDev>] NCCL INFO|WARN`` prefix, and a physical line holding two prefixes is split into
+two records (:class:`Reader`).
+
+Formats covered: NCCL 2.4 (``Ring 00 : 0 -> 1 via NET/IB/0``, ``.cu`` sources) to 2.30 (``(func)`` in WARN lines,
+``SHM/direct``, WARN timestamps). The handlers that turn matches into facts are :mod:`nccldiag.nccl.parser`'s.
+
+A log is not trusted, and a line may be 64 KiB: every expression here runs in time linear in the length of the
+text it is given (``tests/unit/test_nccllog_linear.py``). A run of a character class that must end before a
+literal starts only where such a run starts (a lookbehind), instead of being tried again from each of its
+characters; an expression that scans on from a head to a tail is tried once, where its head first matches
+(:class:`FirstHead`), or scans only up to the next head; the rest of a line is read up to its last non-blank
+(``.*\\S``), not tried for trailing blanks from each position; a number is converted from at most
+:data:`MAX_DIGITS` digits.
+
+:data:`WORDS` holds every literal word the grammar's guards and expressions rely on to read a line: the prefilter
+(:mod:`nccldiag.nccl.scan`) hands the parser only the lines holding one of them.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Tuple, Union
+
+from nccldiag.nccl.facts import COLLNET, ERROR_RESULTS, NET_IB, NET_IB_GDR, NET_SOCKET, P2P, SHM, ChainStep, Loc, Proc, Warn
+
+# A guarded expression: (word, expression). Every match of the expression holds the word, a literal text, so a line
+# without the word is not read by it (the prefilter's test, :data:`WORDS`). A word may end in a regular expression
+# after a NUL, the rest of the guard, which a prefilter may test too ('size\0\\s+(?:count|N)').
+Guarded = Tuple[Tuple[str, str], ...]
+
+
+def _alternation(words: Iterable[str]) -> str:
+    """A regular expression matching exactly ``words`` (literal), as a trie: each position is tried once per first
+    character, not once per word."""
+    root: Dict[str, dict] = {}
+    for w in words:
+        node = root
+        for ch in w:
+            node = node.setdefault(ch, {})
+        node[""] = {}
+
+    def emit(node: Dict[str, dict]) -> str:
+        alts = [re.escape(ch) + emit(sub) for ch, sub in sorted(node.items()) if ch]
+        if not alts:
+            return ""
+        if len(alts) == 1 and "" not in node:
+            return alts[0]
+        return "(?:" + "|".join(alts) + ")" + ("?" if "" in node else "")
+
+    return emit(root)
+
+
+def _either(rows: Guarded) -> str:
+    """The expressions of guarded ``rows`` as one alternation."""
+    return "|".join(x for _, x in rows)
+
+
+class FirstHead:
+    """An expression ``full`` that scans on from where its ``head`` matched (``head .*? tail``), searched once: where
+    the head first matches. Where ``full`` fails there, it fails at every later match of the head too (its scan
+    from there could only find less), so :meth:`search` gives the match ``re.search`` would, in one scan of the
+    text instead of one per match of the head. ``full`` is the plain expression (what tests generate text from)."""
+
+    __slots__ = ("head", "full", "pattern", "flags")
+
+    def __init__(self, head: str, full: str, flags: int = 0) -> None:
+        self.head, self.full = re.compile(head, flags), re.compile(full, flags)
+        self.pattern, self.flags = self.full.pattern, self.full.flags
+
+    def search(self, text: str) -> Optional["re.Match[str]"]:
+        h = self.head.search(text)
+        return self.full.match(text, h.start()) if h is not None else None
+
+
+Expression = Union["re.Pattern[str]", FirstHead]  # what a table row searches a message with
+
+
+# --------------------------------------------------------------------------- lines -> records
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[()][A-Z0-9]|\x1b")
+# Colour codes whose ESC was lost on the way ('[0m', '[1;31m').
+_ANSI_RESIDUE = re.compile(r"\[(?:\d{1,3}(?:;\d{1,3})*)?m")
+# The pid and tid may be anonymised ('<pid>', 'XXXX'); NCCL before 2.4 wrote the level without 'NCCL '.
+PREFIX = re.compile(
+    r"(?<![A-Za-z0-9_.<>\-])(?P<host>[A-Za-z0-9_.<>\-]*):(?P<pid>\d+|[^\s:\[\]\d][^\s:\[\]]{0,23}):"
+    r"(?P<tid>\d+|[^\s:\[\]\d][^\s:\[\]]{0,23}) \[(?P<dev>-?\d+)\] "
+    r"(?:(?P<file>[\w./+\-]+):(?P<fline>\d+) (?:\((?P<func>[^()\s]*)\) )?)?"
+    r"(?:NCCL )?(?P<level>INFO|WARN|TRACE|ABORT)(?= |$)"
+)
+_WARN_TS = re.compile(r"\[(\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?)\]\s*$")
+_LAUNCHER = re.compile(r"^\s*(?:\[\d+,(?P<ompi>\d+)\]<(?:stdout|stderr)>:|\[rank(?P<torch>\d+)\]:|(?P<srun>\d+): )")
+
+
+@dataclass
+class Rec:
+    kind: str  # info, warn, trace, bare
+    msg: str
+    at: Loc
+    text: str
+    file: Optional[str] = None
+    fline: Optional[int] = None
+    func: Optional[str] = None
+    timestamp: Optional[str] = None
+    launcher_rank: Optional[int] = None
+
+
+# What chat and markdown put around pasted lines: quote markers, list bullets, bold, inline code, fences.
+# What clean() removes from inside a line, and so could hide a word there: colour codes, their ESC-less residue
+# (_ANSI_RESIDUE), bold and inline code.
+CLEAN_MARKS = ("\x1b", "[\0[0-9;]*m", "**", "`")
+_QUOTE = re.compile(r"^\s*(?:>\s?)+")
+_BULLET = re.compile(r"^\s*(?:[*+•]|-(?=\s+(?:\S[^\s:]*:\S[^\s:]*:\S+ \[|\[|NCCL\b)))\s+")
+_FENCE = re.compile(r"^\s*(?:```|~~~)")
+
+
+def clean(line: str) -> str:
+    """The line without colour codes (and their ESC-less residue), markdown wrapping, or trailing blanks."""
+    if "\x1b" in line:
+        line = _ANSI.sub("", line)
+    if "m" in line and "[" in line and _ANSI_RESIDUE.search(line):
+        line = _ANSI_RESIDUE.sub("", line)
+    first = line[:1]
+    if first in " \t>*+-•`~":
+        if _FENCE.match(line):
+            return ""
+        if ">" in line[:8]:
+            line = _QUOTE.sub("", line, count=1)
+        line = _BULLET.sub("", line, count=1)
+    if "**" in line:
+        line = line.replace("**", "")
+    if "`" in line:
+        line = line.replace("`", "")
+    return line.rstrip()
+
+
+def _num(s: str) -> int:
+    """A pid or tid as a number; an anonymised one ('<pid>', 'XXXX') gets a stable number of its own."""
+    if s.isdigit():
+        return int(s) if len(s) <= MAX_DIGITS else num(s)
+    import zlib
+
+    return -1 - zlib.crc32(s.encode("utf-8", "replace")) % 1000000
+
+
+_LEVELS = {"INFO": "info", "WARN": "warn", "ABORT": "warn"}
+_LAUNCHER_FIRST = frozenset(" \t[0123456789")  # the characters a launcher prefix can start with
+
+
+def records(lines: Iterable[str], source: str, count: Optional[List[int]] = None) -> Iterator[Rec]:
+    """Records of one log, line by line. A record is held back one line: the next line may complete it.
+
+    ``count``, when given, receives the number of lines read once the log ends.
+    """
+    return numbered_records(enumerate(lines, 1), source, count)
+
+
+def numbered_records(lines: Iterable[Tuple[int, str]], source: str,
+                      count: Optional[List[int]] = None) -> Iterator[Rec]:
+    """:func:`records` of ``(line number, line)`` pairs: the numbers may skip lines a prefilter left out (a
+    skipped line never continues a record: only the line right after one does)."""
+    reader = Reader(source)
+    n = 0
+    for n, raw in lines:
+        yield from reader.line(n, raw)
+    if count is not None:
+        count.append(n)
+    yield from reader.end()
+
+
+class Reader:
+    """Records of one log, one line at a time (:func:`numbered_records`). A record is held back one line: the
+    next line may complete it (``held``); ``prev`` is the last of them, still open to a wrapped continuation."""
+
+    __slots__ = ("source", "prev", "held")
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.prev: Optional[Rec] = None
+        self.held: List[Rec] = []
+
+    def line(self, n: int, raw: str) -> List[Rec]:
+        """Read line ``n``: the records it completes, in order (those held before it, a bare line's own)."""
+        line = clean(raw)
+        m_l = _LAUNCHER.match(line) if line[:1] in _LAUNCHER_FIRST else None
+        lrank = None
+        if m_l:
+            lrank = num(next(g for g in m_l.groups() if g is not None))
+        matches = prefixes(line)
+        if not matches:
+            body = line[m_l.end():] if m_l else line
+            prev = self.prev
+            if prev is not None and prev.at.lineno == n - 1 and wrapped(prev.msg, body):
+                # A line wrapped by whoever copied the log: the rest of the previous message.
+                prev.msg += body.strip()
+                prev.text += body.strip()
+                return []
+            out = self.held
+            self.held = []
+            self.prev = None
+            if body.strip():
+                out.append(Rec("bare", body.strip(), Loc(self.source, n), line.strip(), launcher_rank=lrank))
+            return out
+        out = self.held
+        held: List[Rec] = []
+        before = 0  # where the text between the prefix before and this one starts
+        for i, m in enumerate(matches):
+            end = matches[i + 1].start() if i + 1 < len(matches) else len(line)
+            msg = line[m.end():end].strip()
+            host, pid, tid, dev, file, fline, func, level = m.group(
+                "host", "pid", "tid", "dev", "file", "fline", "func", "level")
+            kind = _LEVELS.get(level, "trace")
+            ts = None
+            if kind == "warn":
+                tsm = _WARN_TS.search(line, before, m.start())
+                ts = tsm.group(1) if tsm else None
+            before = m.end()
+            # the numbers of a prefix, converted in place (num() for one of more than MAX_DIGITS digits)
+            at = Loc(self.source, n, host, _num(pid), _num(tid), int(dev) if len(dev) <= MAX_DIGITS else num(dev))
+            fl = (int(fline) if len(fline) <= MAX_DIGITS else num(fline)) if fline else None
+            rec = Rec(kind, msg, at, line[m.start():end].strip(), file, fl, func, ts, lrank)
+            self.prev = rec
+            held.append(rec)
+        self.held = held
+        return out
+
+    def end(self) -> List[Rec]:
+        out, self.held, self.prev = self.held, [], None
+        return out
+
+
+# What a line holding an NCCL prefix holds (NCCL 2.0-2.3 wrote the level without 'NCCL '): prefixes() looks for them.
+PREFIX_WORDS = ("NCCL ", "] INFO ", " WARN ")
+
+
+def prefixes(line: str) -> List["re.Match[str]"]:
+    """The NCCL prefixes of a line; usually one, two or more when output of processes was glued together. A line
+    holds one only with a word of PREFIX_WORDS."""
+    if "NCCL " not in line and "] INFO " not in line and " WARN " not in line:
+        return []
+    m = PREFIX.search(line)
+    if m is None:
+        return []
+    out = [m]
+    while line.find("NCCL ", m.end()) >= 0 or line.find(" INFO ", m.end()) >= 0 or line.find(" WARN ", m.end()) >= 0:
+        m = PREFIX.search(line, m.end())
+        if m is None:
+            break
+        out.append(m)
+    return out
+
+
+def wrapped(prev_msg: str, body: str) -> bool:
+    """Whether ``body`` continues ``prev_msg``: it left a parenthesis open, and ``body`` closes it."""
+    b = body.strip()
+    return (prev_msg.count("(") > prev_msg.count(")") and 0 < len(b) < 120 and ")" in b
+            and b.count(")") > b.count("(") and not b.startswith(("[", "#")) and "NCCL" not in b)
+
+
+
+# --------------------------------------------------------------------------- patterns on messages
+
+_VERSION = re.compile(r"NCCL version (?P<v>\d+\.\d+\.\d+[\w.\-]*?)(?:\+cuda(?P<cuda>\d+\.\d+))?(?=[\s,]|$)")
+_USING_NETWORK = re.compile(r"\bUsing network (?P<name>\S+)")
+_NET_USING = re.compile(r"\bNET/(?P<net>[\w\-]+(?:/[\w\-]+)?) ?: Using\b(?P<body>.*)")
+_NET_NODEV = re.compile(r"\bNET/(?P<net>[\w\-]+) ?: No device found")
+_IB_DEV = re.compile(
+    r"\[(?P<idx>\d+)\]\s*(?P<name>[^\s:\[\]={},]+):(?P<port>\d+)(?:/\d+)?(?::\d+)?/(?P<link>IB|RoCE|[A-Za-z]+)")
+_MERGED_NIC = re.compile(r"=\{[^}]*\}")  # a merged virtual NIC's devices: [0]={[0] mlx5_0:1/IB, [1] mlx5_1:1/IB}
+_SOCK_IF = re.compile(r"(?:\[(?P<idx>\d+)\])?(?<![^\s:\[\]])(?P<name>[^\s:\[\]]+):(?P<addr>\S+)")
+_OLD_IB_PORTS = re.compile(r"\bCUDA Dev (?P<dev>\d+), IB Ports? : (?P<body>.*)")
+_OLD_IB_PORT = re.compile(r"(?<![\w\-])(?P<name>[\w\-]+)/(?P<port>\d+)(?:\((?P<dist>\w+)\))?")
+_BOOTSTRAP = re.compile(r"\bBootstrap ?: Using\b(?P<body>.*)")
+_GDR = re.compile(
+    r"(?:\bNET/(?P<net>[\w\-]+) ?: )?GPU Direct RDMA (?P<state>Enabled|Disabled) for "
+    r"(?:GPU (?P<gpu>[\w:.]+)(?:\[\d+\])? / )?HCA (?P<hca>[\w\-]+)(?: '(?P<name>[^']*)')?(?: \((?P<reason>[^)]*)\)?)?")
+_PLUGIN_PATH = re.compile(r"\bPlugin Path : (?P<v>\S+)")
+_P2P_PLUGIN = re.compile(r"\bP2P plugin (?P<v>\S+)")
+_LOADED_PLUGIN = re.compile(r"\bLoaded (?P<kind>net|collnet|coll) plugin (?P<v>.*\S|\s)\s*$")
+_NET_PLUGIN = re.compile(r"\bNET/Plugin ?: (?P<v>.*)")
+_INIT_HEAD = r"\bcomm (?P<comm>0x[0-9a-fA-F]+) rank (?P<rank>\d+) nranks (?P<nranks>\d+) cudaDev (?P<cdev>-?\d+)"
+_INIT = FirstHead(_INIT_HEAD, _INIT_HEAD +
+                  r"(?: nvmlDev (?P<nvml>-?\d+))?(?: busId (?P<bus>[0-9a-fA-F]+))?(?: commId (?P<cid>0x[0-9a-fA-F]+))?"
+                  r"(?: localSize \d+)?.*?- Init (?P<phase>START|COMPLETE)")
+_COMM = re.compile(
+    r"\bcomm (?P<comm>0x[0-9a-fA-F]+) rank (?P<rank>\d+) nRanks (?P<nranks>\d+) nNodes (?P<nnodes>\d+) "
+    r"localRanks (?P<lranks>\d+) localRank (?P<lrank>\d+)(?: MNNVL (?P<mnnvl>\d+))?")
+_COMM_OLD = re.compile(r"(?:\bcomm (?P<comm>0x[0-9a-fA-F]+) )?\brank (?P<rank>\d+) nranks (?P<nranks>\d+)\s*$")
+_CHANNEL = re.compile(
+    r"\b(?P<label>Channel|Ring) (?P<ch>\d+)(?:/(?P<conn>\d+))? : (?P<src>\d+)(?:\[(?P<sdev>[0-9a-fA-F]+)\])? -> "
+    r"(?P<dst>\d+)(?:\[(?P<ddev>[0-9a-fA-F]+)\])?(?: \[(?P<dir>send|receive)\])? via (?P<via>.+)")
+_COLLNET_CH = re.compile(
+    r"\b(?P<label>CollNet|Coll) (?P<ch>\d+)(?:/(?P<conn>\d+))? : (?P<src>\d+) \[(?P<dir>send|receive)\] "
+    r"via (?P<via>COLLNET/.+)")
+_VIA_P2P = re.compile(
+    r"^P2P/(?P<mode>IPC|CUMEM|MNNVL|direct pointer|indirect/(?P<relay>\d+)(?:\[\w+\])?|\d+)(?P<flags>(?:/read|/CE)*)")
+_VIA_SHM = re.compile(r"^(?:SHM(?:/(?P<mode>\w+(?:/\w+)?))?|direct shared memory)")
+_VIA_NET = re.compile(
+    r"^(?P<t>NET|COLLNET)/(?P<name>[^/]+?)/(?P<dev>\d+)(?:\((?P<proxy>\d+)\))?(?P<flags>(?:/GDRDMA|\(PCI\)|/Shared)*)")
+_CONNECTED = re.compile(
+    r"\bConnected (?P<what>all rings|all trees|NVLS tree|binomial trees|[Cc]oll[Nn]et \w+(?: \+ \w+)?)"
+    r"(?:, use ring PXN (?P<pxn>\d+) GDR (?P<gdr>\d+))?")
+_COUNTS = re.compile(
+    r"(?<!\d)(?P<coll>\d+) coll channels, (?:(?P<collnet>\d+) collnet channels, )?(?:(?P<nvls>\d+) nvls channels, )?"
+    r"(?P<p2p>\d+) p2p channels, (?P<ppp>\d+) p2p channels per peer")
+_NVLS_COMM = re.compile(r"\bNVLS comm 0x[0-9a-fA-F]+ headRank (?P<head>-?\d+) nHeads (?P<nheads>\d+)")
+_NVLS_MC = re.compile(r"\bNVLS multicast support is (?P<not>not )?available on dev (?P<dev>\d+)")
+_ENV = re.compile(r"\b(?P<name>[A-Z][A-Z0-9_]{2,}) set by environment to (?P<value>(?:.*\S)?)\s*$")
+_CHAIN = re.compile(r"(?:^|\s)(?P<file>[\w./+\-]+\.\w+):(?P<line>\d+) -> (?P<code>\d+)(?: \[(?P<thr>[^\]]+)\])?")
+_WATCHDOG = FirstHead(
+    r"Watchdog caught collective operation timeout: WorkNCCL\(",
+    r"Watchdog caught collective operation timeout: WorkNCCL\((?P<body>.*?)\)\s*ran for (?P<ran>\d+) milliseconds")
+_WD_RANK = re.compile(r"\[(?:PG [^\]\[]*?)?Rank (?P<rank>\d+)\]\s*Watchdog|\[Rank (?P<rank2>\d+)\]")
+_WD_FIELD = re.compile(r"(?<!\w)(?P<k>\w+(?:\(ms\))?)=(?P<v>[^,\s)]+)")
+_TORCH_ERR = re.compile(r"NCCL error in: (?P<where>\S+?),\s*(?P<msg>.*?)"
+                        r"(?:, NCCL [vV]ersion (?P<ver>[\d.]+(?:[^\W\d]\w*)?)\s*$|(?<!\s)\s*$|$)")
+# nccl-tests' failure lines; its first releases (2017-2018) printed 'NCCL failure all_reduce.cu:95 '...'' and
+# 'Cuda failure common.cu:891 '...'' without the 'Test ' (NCCL's own WARN 'Cuda failure 'x'' names no .cu file).
+_TESTS_FAIL = re.compile(r"(?:(?<![\w.\-])(?P<host>[\w.\-]+): )?(?:Test NCCL failure (?P<where>\S+)|"
+                         r"(?<!\S)NCCL failure (?P<old>[\w./\-]+\.cu:\d+)) '(?P<msg>[^']*)")
+_TESTS_CUDA = re.compile(r"(?:(?<![\w.\-])(?P<host>[\w.\-]+): )?(?:Test CUDA failure (?P<where>\S+)|"
+                         r"(?<!\S)Cuda failure (?P<old>[\w./\-]+\.cu:\d+))(?:\s+'(?P<msg>[^']*)'?)?\s*$")
+_TORCH_OLD = re.compile(r"\bNCCL Error (?P<code>\d+): (?P<msg>.*\S|\s)\s*$")
+_LAST_ERROR = re.compile(r"(?:^|[\s:\]|])Last error:\s*(?P<text>.*)$")
+_TAG = re.compile(r"^\[[^\]\s]{1,40}\]:\s*")
+# Words of an error in any program's output, each read as a whole word (_ERROR_TEXT); table headers and comment
+# lines of benchmarks are not errors.
+ERROR_WORDS = (
+    "Error", "error", "ERROR", "Fail", "fail", "Failed", "failed", "Failure", "failure", "Fails", "fails", "FAIL",
+    "FAILED", "FAILURE", "Fatal", "fatal", "FATAL", "Exception", "exception", "Traceback",
+    "Timeout", "timeout", "Time out", "time out", "Timedout", "timedout", "Timed out", "timed out",
+    "Refused", "refused", "Unreachable", "unreachable", "Abort", "abort", "Aborted", "aborted", "Aborting",
+    "aborting", "Killed", "killed", "Segmentation fault", "segmentation fault", "core dumped", "not supported",
+    "Unable to", "unable to", "Cannot", "cannot", "Can't", "can't", "Could not", "could not", "Couldn't",
+    "couldn't", "Denied", "denied", "No such", "no such", "Invalid", "invalid", "Mismatch", "mismatch",
+    "out of memory", "busy or unavailable", "Insufficient", "insufficient", "not found", "Unknown Error",
+    "is neither AF_INET", "Duplicate GPU detected",
+)
+_ERROR_TEXT = re.compile(r"\b(?:" + _alternation(ERROR_WORDS) + r")\b")
+# Kernel lines about GPUs, the IOMMU, PCIe, RDMA and the fabric manager (_KERNEL_TEXT).
+KERNEL_WORDS: Guarded = (
+    ("NVRM:", r"NVRM:"), ("Xid", r"\bXid\b"), ("AMD-Vi", r"AMD-Vi"), ("DMAR", r"\bDMAR\b"),
+    ("IO_PAGE_FAULT", r"IO_PAGE_FAULT"), ("nv_peer_mem", r"nv_peer_mem"), ("nvidia-peermem", r"nvidia-peermem"),
+    ("nvidia_peermem", r"nvidia_peermem"), ("PCIe Bus Error", r"PCIe Bus Error"), ("AER", r"\bAER\b"),
+    ("mlx", r"\bmlx\d_(?:core|ib|en)\b"), ("fallen off the bus", r"fallen off the bus"),
+    ("ib_umad", r"\bib_umad\b"), ("nv-fabricmanager", r"nv-fabricmanager"), ("abric", r"[Ff]abric ?[Mm]anager"),
+)
+_KERNEL_TEXT = re.compile(_either(KERNEL_WORDS))
+_TESTS_TIMEOUT = re.compile(r"Test timeout \((?P<s>\d+)s\) (?P<where>\S+)")
+
+# INFO lines worth keeping as notes: (kind, guard, pattern); every match of the pattern holds a word of the guard.
+_NOTES: Tuple[Tuple[str, Tuple[str, ...], "re.Pattern[str]"], ...] = (
+    ("max_shared_mem", ("ncclMaxSharedMem ",), re.compile(r"ncclMaxSharedMem \d+ exceeds")),
+    ("ib_qp", ("query_ece=", "IbDev "), re.compile(r"\bquery_ece=|\bIbDev \d+ Port \d+ qpn\b")),
+    ("ibverbs_missing", ("Failed to open libibverbs",), re.compile(r"Failed to open libibverbs")),
+    ("p2p_disabled_by_nvml", ("P2P is disabled between connected GPUs",),
+     re.compile(r"P2P is disabled between connected GPUs")),
+    ("collnet_disabled", ("disabling CollNet",), re.compile(r"disabling CollNet")),
+    ("cuda_driver", ("cudaDriverVersion ",), re.compile(r"\bcudaDriverVersion \d+")),
+    ("ib_no_active_port", ("o active port",), re.compile(r"NET/IB ?: (?:(?!NET/IB ?: ).)*[nN]o active port")),
+    ("topo_file", ("Loading topology file ",), re.compile(r"Loading topology file \S")),
+)
+
+# WARN kinds: (kind, failure?, pattern). The first match wins.
+WARN_KINDS: Tuple[Tuple[str, bool, "Expression"], ...] = (
+    ("duplicate_gpu", True, re.compile(r"Duplicate GPU detected|Multiple Ranks are using the same GPU")),
+    ("version_mismatch", True, re.compile(r"Mismatched NCCL version")),
+    ("shm", True, re.compile(r"/dev/shm|shared memory segment|posix_fallocate failed|shm_open failed|"
+                             r"No space left on device")),
+    ("ibv", True, re.compile(
+        r"Call to (?P<fn>ibv_\w+) failed(?: with error (?P<err>(?=\s*$)|[^\n]*?(?= errno \d+\s*$|(?<!\s)\s*$|$)))?"
+        r"(?: errno \d+)?\s*$")),
+    ("ib_completion", True, FirstHead(r"Got completion from peer ", r"Got completion from peer .*?status=(?P<status>\d+)")),
+    ("nvls", True, re.compile(r"NVLink SHARP|NVLS_ENABLE")),
+    ("cuda", True, re.compile(r"Cuda failure (?:(?P<code>\d+) )?'(?P<err>[^']*)'?")),
+    ("no_interface", True, re.compile(r"no interface found|No usable listening interface|no socket interface found")),
+    ("socket_connect", True, re.compile(r"socketStartConnect|Connect to (?:(?!Connect to ).)* failed|Connection refused|"
+                                        r"Network is unreachable|Connection timed out|neither AF_INET")),
+    ("remote_closed", True, re.compile(r"Connection closed by remote peer|Connection reset by peer")),
+    ("proxy", True, re.compile(r"\[Proxy Service \d+\] Failed|Error encountered progressing|Socket recv failed|"
+                               r"\[Service thread\]")),
+    ("p2p_nvlink_disabled", True, re.compile(r"P2P is disabled between NVLINK connected GPUs")),
+    ("timeout", True, re.compile(r"\btimeout\b|timed out", re.I)),
+    ("cuda_library", False, re.compile(r"Failed to find CUDA library|libcuda\.so")),
+    ("ibverbs_missing", False, re.compile(r"Failed to open libibverbs")),
+)
+
+
+_ERROR_KINDS: Dict[str, Optional[str]] = {}  # line -> its error_kind, for lines seen again
+
+
+def error_kind(msg: str) -> Optional[str]:
+    """``kernel`` for a kernel line, ``error`` for a line that reports an error, else ``None``."""
+    kind = _ERROR_KINDS.get(msg, "")
+    if kind != "":
+        return kind
+    if _KERNEL_TEXT.search(msg) is not None:
+        kind = "kernel"
+    elif _ERROR_TEXT.search(msg) is None or msg.startswith("#") or "algbw" in msg:
+        kind = None
+    else:
+        kind = "error"
+    if len(msg) <= 1024:  # at most 4 MiB of remembered lines
+        if len(_ERROR_KINDS) >= 4096:
+            _ERROR_KINDS.clear()
+        _ERROR_KINDS[msg] = kind
+    return kind
+
+
+def classify(w: Warn) -> None:
+    for kind, failure, pat in WARN_KINDS:
+        m = pat.search(w.message)
+        if m:
+            w.kind = kind
+            w.failure = failure
+            w.detail = {k: v for k, v in m.groupdict().items() if v is not None}
+            break
+    if w.file and "nvls" in w.file and w.kind == "cuda":
+        w.kind = "nvls"
+    if any(s.code in ERROR_RESULTS for s in w.chain):
+        w.failure = True
+
+
+_MESSAGE_FAILS: Dict[Tuple[str, Optional[str]], bool] = {}  # (message, file) -> its kind is a failure
+
+
+def fails(w: Warn) -> bool:
+    """Whether :func:`classify` would call ``w`` a failure (for a WARN past the bound, only counted): its
+    message's kind, remembered per message, or an error result in its chain."""
+    k = (w.message, w.file)
+    base = _MESSAGE_FAILS.get(k)
+    if base is None:
+        probe = Warn(w.message, w.at, w.text, w.file)
+        classify(probe)
+        base = probe.failure
+        if len(w.message) <= 1024:  # at most 4 MiB of remembered messages
+            if len(_MESSAGE_FAILS) >= 4096:
+                _MESSAGE_FAILS.clear()
+            _MESSAGE_FAILS[k] = base
+    if base:
+        return True
+    for st in w.chain:
+        if st.code in ERROR_RESULTS:
+            return True
+    return False
+
+
+def category_of(transport: str, net: Optional[str], gdr: bool) -> str:
+    if transport == "P2P":
+        return P2P
+    if transport == "SHM":
+        return SHM
+    if transport == "COLLNET":
+        return COLLNET
+    name = net or "?"
+    if name.lower().startswith("ib"):
+        return NET_IB_GDR if gdr else NET_IB
+    if name.lower() == "socket":
+        return NET_SOCKET
+    return f"NET/{name}" + ("+GDRDMA" if gdr else "")
+
+
+def parse_via(via: str) -> Dict[str, object]:
+    """The fields of the text after ``via`` (transport, mode, NET name/dev/proxy, flags)."""
+    via = via.strip()
+    m = _VIA_P2P.match(via)
+    if m:
+        flags = m.group("flags") or ""
+        mode = m.group("mode")
+        relay = num(m.group("relay")) if m.group("relay") else None
+        return {"transport": "P2P", "mode": "indirect" if relay is not None else mode, "relay": relay,
+                "read": "/read" in flags, "ce": "/CE" in flags, "via": m.group(0)}
+    m = _VIA_NET.match(via)
+    if m:
+        flags = m.group("flags") or ""
+        return {"transport": m.group("t"), "net": m.group("name"), "net_dev": num(m.group("dev")),
+                "proxy_rank": num(m.group("proxy")) if m.group("proxy") else None,
+                "gdrdma": "/GDRDMA" in flags, "pci": "(PCI)" in flags, "shared": "/Shared" in flags,
+                "via": m.group(0)}
+    m = _VIA_SHM.match(via)
+    if m:
+        return {"transport": "SHM", "mode": m.group("mode") or ("direct" if "direct" in m.group(0) else None),
+                "via": m.group(0)}
+    return {"transport": via.split("/")[0].split()[0] if via else "?", "via": via.split()[0] if via else ""}
+
+
+
+
+# --------------------------------------------------------------------------- lines read apart
+
+# Benchmark outputs (nccl-tests, perftest) in the same files: their lines are kept per file from the first line that
+# announces one (_BENCH_START; MAX_BENCH_BYTES): a header line of nccl-tests, the first row of its table (two
+# numbers, then the data type and a blank), or a perftest title.
+BENCH_HEADS: Guarded = (
+    ("nThread", r"nThread\b"), ("Collective test starting", r"Collective test starting"),
+    ("Using devices", r"Using devices"), ("size\0\\s+(?:count|N)", r"size\s+(?:count|N)\b"),
+    ("bytes\0\\s+(?:count|N)", r"bytes\s+(?:count|N)\b"), ("Out of bounds values", r"Out of bounds values\s*:"),
+    ("Avg bus bandwidth", r"Avg bus bandwidth\s*:"),
+)
+ROW_TYPES: Guarded = (
+    ("float\0\\s", r"float"), ("half\0\\s", r"half"), ("double\0\\s", r"double"), ("int\0\\d*\\s", r"int\d*"),
+    ("uint\0\\d*\\s", r"uint\d*"), ("bfloat16", r"bfloat16"), ("fp8", r"fp8\w*"), ("char\0\\s", r"char"),
+    ("f\0\\d+\\s", r"f\d+"), ("bf16", r"bf16"),
+)
+BENCH_TITLES: Guarded = (("BW Test", r"\bBW Test\b"), ("Lat Test", r"\bLat Test\b"), ("Latency Test", r"\bLatency Test\b"))
+_BENCH_START = re.compile(r"^\s*(?:#\s*)?(?:" + _either(BENCH_HEADS) + r")|^\s*\d+\s+\d+\s+(?:" + _either(ROW_TYPES) +
+                          r")\s+\S|" + _either(BENCH_TITLES))
+# NCCL RAS reports (ncclras, text or JSON) in the same files: kept per file from their first line (_RAS_START;
+# MAX_RAS_BYTES).
+RAS_HEADS: Guarded = (
+    ("NCCL version ", r"NCCL version \S+ compiled with CUDA"), ("Job summary", r"Job summary\s*$"),
+    ("Communicators...", r"Communicators\.\.\."), ("{", r"\{\s*$"), ('"communicators_count"', r'"communicators_count"\s*:'),
+)
+_RAS_START = re.compile(r"^\s*(?:" + _either(RAS_HEADS) + ")")
+
+# Progress lines: a thread that logs one of these after an error chain got past the error.
+_PROGRESS = re.compile(r"\bvia \S|\bConnected (?:all|NVLS|binomial|[Cc]oll)|- Init COMPLETE\b|\bcoll channels,")
+# Messages specific enough to read from a line that lost its NCCL prefix (pasted, re-emitted, cut).
+_CHANNEL_TAIL = r" \d+(?:/\d+)? : (?:\d+(?:\[[0-9a-fA-F]+\])? -> (?:(?!(?:Channel|Ring) \d).)* via |\s*\d+(?:\s+\d+)*\s*$)"
+UNPREFIXED_WORDS: Guarded = (
+    ("Channel ", r"\bChannel" + _CHANNEL_TAIL), ("Ring ", r"\bRing" + _CHANNEL_TAIL),
+    ("Using network ", r"\bUsing network \S"), ("NET/", r"\bNET/[\w\-]+(?:/[\w\-]+)? ?: Using\b"),
+    ("set by environment to ", r"\bNCCL_[A-Z0-9_]+ set by environment to "), ("- Init ", r"- Init (?:START|COMPLETE)"),
+    ("NVLS multicast support is", r"\bNVLS multicast support is"), ("NVLS comm 0x", r"\bNVLS comm 0x"),
+    ("comm 0x", r"\bcomm 0x[0-9a-fA-F]+ rank \d+ nRanks \d+"), ("Bootstrap", r"\bBootstrap ?: Using\b"),
+    ("coll channels, ", r"(?<!\d)\d+ coll channels, "), ("Connected all ", r"\bConnected all (?:rings|trees)"),
+    ("GPU Direct RDMA ", r"\bGPU Direct RDMA (?:Enabled|Disabled) for"), ("NET/Plugin", r"\bNET/Plugin ?: \S"),
+    ("Loaded ", r"\bLoaded (?:net|collnet|coll) plugin \S"), ("P2P plugin ", r"\bP2P plugin \S"),
+    ("Plugin Path : ", r"\bPlugin Path : \S"), ("cudaDriverVersion ", r"\bcudaDriverVersion \d+"),
+)
+_UNPREFIXED = re.compile(_either(UNPREFIXED_WORDS))
+_BARE_WARN = re.compile(r"(?:^|\s)(?:(?P<file>[\w./+\-]+\.\w+):(?P<fline>\d+) )?NCCL WARN (?P<msg>.*)$")
+# NCCL's own failure words, quoted without their 'NCCL WARN' prefix (an application's error text, a pasted line).
+QUOTED_WARN_WORDS: Guarded = (
+    ("Error while creating shared memory segment ", r"Error while creating shared memory segment \S"),
+    ("ailed to extend /dev/shm/", r"[Ff]ailed to extend /dev/shm/\S"),
+    ("Call to posix_fallocate failed", r"Call to posix_fallocate failed"),
+    ("Call to shm_open failed", r"Call to shm_open failed"),
+)
+_QUOTED_WARN = re.compile(_either(QUOTED_WARN_WORDS))
+_BARE_INFO = re.compile(r"(?:^|\s)NCCL INFO (?P<msg>.*)$")
+_DIAG = re.compile(r"\bNCCL DIAG\s*\[(?P<tag>\w+)\]\s*(?P<msg>.*)$")
+# A channel line whose 'Channel NN :' head was cut: '9[1a000] -> 2[6b000] [send] via NET/IB/0/GDRDMA'.
+_FRAGMENT = re.compile(
+    r"^\s*(?P<src>\d+)(?:\[(?P<sdev>[0-9a-fA-F]+)\])? -> (?P<dst>\d+)(?:\[(?P<ddev>[0-9a-fA-F]+)\])?"
+    r"(?: \[(?P<dir>send|receive)\])? via (?P<via>(?:P2P|SHM|NET|COLLNET)/.+)")
+_RING_ORDER = re.compile(r"\b(?:Channel|Ring) (?P<ch>\d+)(?:/(?P<n>\d+))? :(?P<order>(?:\s+\d+)+)\s*$")
+
+
+@dataclass(frozen=True)
+class FactRow:
+    """One kind of NCCL INFO message: a message holding any of ``guard`` (the cheap test, empty: none) that
+    ``pattern`` finds (and ``accept`` accepts) is read by the parser's method ``handler`` (with ``arg`` first,
+    when given). ``keeps`` names the fact list it appends to (``None``: channel lines, tallied apart), ``rank``
+    the rank it reports for its world (the lines that mark a version line as rank 0's).
+
+    A line read again once ``keeps`` is full is only counted (:meth:`Parser.feed_bulk`): its handler may keep
+    a record, add to its process's lists, tallies and rank hosts, and call ``rank_fact`` (declared by ``rank``),
+    nothing else; a handler that changes other state sets ``again=False``, and its lines are read every time."""
+
+    name: str
+    guard: Tuple[str, ...]
+    pattern: "Expression"
+    handler: str
+    keeps: Optional[str]
+    accept: Optional[Callable[[str, "re.Match[str]"], bool]] = None
+    rank: Optional[Callable[["re.Match[str]"], int]] = None
+    arg: Optional[str] = None
+    again: bool = True
+
+    def read(self, parser: Any, m: "re.Match[str]", at: Loc, text: str, p: Optional[Proc]) -> None:
+        if self.arg is None:
+            getattr(parser, self.handler)(m, at, text, p)
+        else:
+            getattr(parser, self.handler)(self.arg, m, at, text, p)
+
+
+def _rank(m: "re.Match[str]") -> int:
+    return num(m.group("rank"))
+
+
+# The NCCL INFO messages the parser reads, in order: the first row that reads a message wins. A new kind of
+# message is one row here and its handler (a ``fact_*`` method of the parser).
+FACTS: Tuple[FactRow, ...] = (
+    FactRow("channel", (" via ",), _CHANNEL, "fact_channel", None),
+    FactRow("channel_fragment", (" via ",), _FRAGMENT, "fact_channel", None),
+    FactRow("collnet_channel", ("COLLNET",), _COLLNET_CH, "fact_channel", None),
+    FactRow("ring_order", ("Channel ", "Ring "), _RING_ORDER, "fact_ring", "rings", rank=lambda m: 0),
+    FactRow("version", ("NCCL version",), _VERSION, "fact_version", "versions"),
+    FactRow("network", ("Using network",), _USING_NETWORK, "fact_network", "networks"),
+    FactRow("gdr", ("GPU Direct RDMA",), _GDR, "fact_gdr", "gdr"),
+    FactRow("net_no_device", ("No device found",), _NET_NODEV, "fact_net_nodev", "notes"),
+    FactRow("net_using", ("NET/",), _NET_USING, "fact_net_using", "nets",
+            accept=lambda msg, m: not msg.startswith("NET/Plugin", m.start())),
+    FactRow("old_ib_ports", ("IB Port",), _OLD_IB_PORTS, "fact_old_ib_ports", "nets"),
+    FactRow("bootstrap", ("Bootstrap",), _BOOTSTRAP, "fact_bootstrap", "bootstrap"),
+    FactRow("plugin_path", ("Plugin Path : ",), _PLUGIN_PATH, "fact_plugin_path", "plugins"),
+    FactRow("p2p_plugin", ("P2P plugin ",), _P2P_PLUGIN, "fact_p2p_plugin", "plugins"),
+    FactRow("loaded_plugin", ("Loaded ",), _LOADED_PLUGIN, "fact_loaded_plugin", "plugins"),
+    FactRow("net_plugin", ("NET/Plugin",), _NET_PLUGIN, "fact_net_plugin", "plugins"),
+    FactRow("init", ("- Init ",), _INIT, "fact_init", "inits", rank=_rank),
+    FactRow("comm", ("nRanks",), _COMM, "fact_comm", "comms", rank=_rank),
+    FactRow("comm_old", ("nranks",), _COMM_OLD, "fact_comm_old", "comms", rank=_rank),
+    FactRow("connected", ("Connected ",), _CONNECTED, "fact_connected", "connected"),
+    FactRow("channel_counts", ("coll channels",), _COUNTS, "fact_counts", "channel_counts"),
+    FactRow("nvls_comm", ("NVLS",), _NVLS_COMM, "fact_nvls_comm", "nvls"),
+    FactRow("nvls_multicast", ("NVLS",), _NVLS_MC, "fact_nvls_mc", "nvls"),
+    FactRow("env", ("set by environment",), _ENV, "fact_env", "env"),
+) + tuple(FactRow(f"note_{kind}", guard, pat, "fact_note", "notes", arg=kind) for kind, guard, pat in _NOTES)
+
+
+def fact_row(msg: str) -> Tuple[Optional[FactRow], Optional["re.Match[str]"]]:
+    """The row of :data:`FACTS` that reads NCCL INFO message ``msg``, with its match (``(None, None)``: none)."""
+    for row in FACTS:
+        guard = row.guard
+        if guard:
+            for g in guard:
+                if g in msg:
+                    break
+            else:
+                continue
+        m = row.pattern.search(msg)
+        if m is not None and (row.accept is None or row.accept(msg, m)):
+            return row, m
+    return None, None
+
+
+# Words of the lines PyTorch and nccl-tests print, read as theirs first (Parser.app_lines): they may quote NCCL's.
+APP_WORDS = ("Watchdog", "NCCL error in", "Test ", "NCCL Error ")
+# Words Parser.bare looks for in a line without an NCCL prefix, besides those of the expressions it tries.
+BARE_WORDS = ("Last error:", "NCCL WARN ", "NCCL DIAG", "NCCL INFO ", " via ", "failure ")
+
+
+def app_line(msg: str) -> bool:
+    """Whether ``msg`` (a line without an NCCL prefix) holds a word of PyTorch's or nccl-tests' lines (APP_WORDS)."""
+    return "Watchdog" in msg or "NCCL error in" in msg or "Test " in msg or "NCCL Error " in msg
+
+
+def read_watchdog(msg: str, launcher_rank: Optional[int]
+                  ) -> Optional[Tuple["re.Match[str]", Dict[str, str], Optional[int]]]:
+    """A PyTorch watchdog message in ``msg``: its match, the fields of its ``WorkNCCL(...)`` and its rank (from the
+    message, else the launcher's tag)."""
+    m = _WATCHDOG.search(msg)
+    if m is None:
+        return None
+    fields = {fm.group("k"): fm.group("v") for fm in _WD_FIELD.finditer(m.group("body"))}
+    rm = _WD_RANK.search(msg)
+    rank = to_int(rm.group("rank") or rm.group("rank2")) if rm else None
+    if rank is None:
+        rank = launcher_rank
+    return m, fields, rank
+
+
+def watchdog_key(rec: Rec) -> Optional[Tuple]:
+    """What :meth:`nccldiag.nccl.parser.Parser.app_lines` tells a watchdog message apart by (``None``: not only a
+    watchdog message)."""
+    msg = rec.msg
+    if "NCCL Error " in msg and _TORCH_OLD.search(msg):
+        return None
+    wd = read_watchdog(msg, rec.launcher_rank)
+    if wd is None:
+        return None
+    _, fields, rank = wd
+    return (rec.at.source, rank, to_int(fields.get("SeqNum")), fields.get("OpType"))
+
+
+def joins_next(msg: str) -> bool:
+    """Whether an error line ``msg`` takes the line after it: it ends in ':', or it is nccl-tests' CUDA failure
+    line without its message (``Test CUDA failure common.cu:N`` / ``'<message>'``)."""
+    return msg.endswith(":") or (_TESTS_CUDA.search(msg) is not None and "'" not in msg)
+
+
+def chain_step(m: "re.Match[str]", at: Loc, text: str) -> ChainStep:
+    """The call-chain step of a :data:`_CHAIN` match."""
+    return ChainStep(m.group("file"), num(m.group("line")), num(m.group("code")), at, text, m.group("thr"))
+
+
+def app_noop(msg: str) -> bool:
+    """Whether :meth:`Parser.app_lines` reads nothing from a line holding its words (``msg``, no NCCL prefix)."""
+    if "NCCL Error " in msg and _TORCH_OLD.search(msg):
+        return False
+    if "Watchdog" not in msg and "NCCL error in" not in msg and "Test " not in msg and "failure " not in msg:
+        return True
+    return not ("Watchdog caught collective operation timeout" in msg or _WATCHDOG.search(msg) or
+                _TORCH_ERR.search(msg) or _TESTS_FAIL.search(msg) or _TESTS_CUDA.search(msg) or
+                _TESTS_TIMEOUT.search(msg))
+
+def to_int(s: Optional[str]) -> Optional[int]:
+    """:func:`num` of a text that may be missing or hold no number (``None``)."""
+    if s is None:
+        return None
+    try:
+        return num(s)
+    except ValueError:
+        return None
+
+
+MAX_DIGITS = 4000  # digits of a number converted (Python converts at most 4300; a log's numbers have under 20)
+
+
+def num(s: str) -> int:
+    """The number a pattern read as digits (``-?\\d+``). One longer than :data:`MAX_DIGITS`, which no log's count
+    reaches, is read from its first digits: converting it whole would raise, and cost the square of its length."""
+    return int(s) if len(s) <= MAX_DIGITS else int(s[:MAX_DIGITS])
+
+
+def _words() -> Tuple[str, ...]:
+    rows = (KERNEL_WORDS + UNPREFIXED_WORDS + QUOTED_WARN_WORDS + BENCH_HEADS + ROW_TYPES + BENCH_TITLES +
+            RAS_HEADS)
+    words = (PREFIX_WORDS + CLEAN_MARKS + ERROR_WORDS + APP_WORDS + BARE_WORDS + tuple(w for w, _ in rows) +
+             tuple(g for row in FACTS for g in row.guard))
+    return tuple(dict.fromkeys(words))
+
+
+# Every literal word the grammar's guards and expressions rely on to read something from a line (a word may end in
+# a regular expression after a NUL, see Guarded): a line holding none of them gives the parser nothing but a count.
+WORDS: Tuple[str, ...] = _words()
