@@ -28,7 +28,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Tuple, Union
 
-from nccldiag.nccl.facts import COLLNET, ERROR_RESULTS, NET_IB, NET_IB_GDR, NET_SOCKET, P2P, SHM, ChainStep, Loc, Proc, Warn
+from nccldiag.nccl.facts import (
+    COLLNET, ERROR_RESULTS, NET_IB, NET_IB_GDR, NET_SOCKET, P2P, SHM, ChainStep, Loc, Proc, Warn)
 
 # A guarded expression: (word, expression). Every match of the expression holds the word, a literal text, so a line
 # without the word is not read by it (the prefilter's test, :data:`WORDS`). A word may end in a regular expression
@@ -376,11 +377,13 @@ WARN_KINDS: Tuple[Tuple[str, bool, "Expression"], ...] = (
     ("ibv", True, re.compile(
         r"Call to (?P<fn>ibv_\w+) failed(?: with error (?P<err>(?=\s*$)|[^\n]*?(?= errno \d+\s*$|(?<!\s)\s*$|$)))?"
         r"(?: errno \d+)?\s*$")),
-    ("ib_completion", True, FirstHead(r"Got completion from peer ", r"Got completion from peer .*?status=(?P<status>\d+)")),
+    ("ib_completion", True,
+     FirstHead(r"Got completion from peer ", r"Got completion from peer .*?status=(?P<status>\d+)")),
     ("nvls", True, re.compile(r"NVLink SHARP|NVLS_ENABLE")),
     ("cuda", True, re.compile(r"Cuda failure (?:(?P<code>\d+) )?'(?P<err>[^']*)'?")),
     ("no_interface", True, re.compile(r"no interface found|No usable listening interface|no socket interface found")),
-    ("socket_connect", True, re.compile(r"socketStartConnect|Connect to (?:(?!Connect to ).)* failed|Connection refused|"
+    ("socket_connect", True, re.compile(r"socketStartConnect|Connect to (?:(?!Connect to ).)* failed|"
+                                        r"Connection refused|"
                                         r"Network is unreachable|Connection timed out|neither AF_INET")),
     ("remote_closed", True, re.compile(r"Connection closed by remote peer|Connection reset by peer")),
     ("proxy", True, re.compile(r"\[Proxy Service \d+\] Failed|Error encountered progressing|Socket recv failed|"
@@ -508,21 +511,24 @@ ROW_TYPES: Guarded = (
     ("uint\0\\d*\\s", r"uint\d*"), ("bfloat16", r"bfloat16"), ("fp8", r"fp8\w*"), ("char\0\\s", r"char"),
     ("f\0\\d+\\s", r"f\d+"), ("bf16", r"bf16"),
 )
-BENCH_TITLES: Guarded = (("BW Test", r"\bBW Test\b"), ("Lat Test", r"\bLat Test\b"), ("Latency Test", r"\bLatency Test\b"))
+BENCH_TITLES: Guarded = (("BW Test", r"\bBW Test\b"), ("Lat Test", r"\bLat Test\b"),
+                         ("Latency Test", r"\bLatency Test\b"))
 _BENCH_START = re.compile(r"^\s*(?:#\s*)?(?:" + _either(BENCH_HEADS) + r")|^\s*\d+\s+\d+\s+(?:" + _either(ROW_TYPES) +
                           r")\s+\S|" + _either(BENCH_TITLES))
 # NCCL RAS reports (ncclras, text or JSON) in the same files: kept per file from their first line (_RAS_START;
 # MAX_RAS_BYTES).
 RAS_HEADS: Guarded = (
     ("NCCL version ", r"NCCL version \S+ compiled with CUDA"), ("Job summary", r"Job summary\s*$"),
-    ("Communicators...", r"Communicators\.\.\."), ("{", r"\{\s*$"), ('"communicators_count"', r'"communicators_count"\s*:'),
+    ("Communicators...", r"Communicators\.\.\."), ("{", r"\{\s*$"),
+    ('"communicators_count"', r'"communicators_count"\s*:'),
 )
 _RAS_START = re.compile(r"^\s*(?:" + _either(RAS_HEADS) + ")")
 
 # Progress lines: a thread that logs one of these after an error chain got past the error.
 _PROGRESS = re.compile(r"\bvia \S|\bConnected (?:all|NVLS|binomial|[Cc]oll)|- Init COMPLETE\b|\bcoll channels,")
 # Messages specific enough to read from a line that lost its NCCL prefix (pasted, re-emitted, cut).
-_CHANNEL_TAIL = r" \d+(?:/\d+)? : (?:\d+(?:\[[0-9a-fA-F]+\])? -> (?:(?!(?:Channel|Ring) \d).)* via |\s*\d+(?:\s+\d+)*\s*$)"
+_CHANNEL_TAIL = (r" \d+(?:/\d+)? : (?:\d+(?:\[[0-9a-fA-F]+\])? -> (?:(?!(?:Channel|Ring) \d).)* via "
+                 r"|\s*\d+(?:\s+\d+)*\s*$)")
 UNPREFIXED_WORDS: Guarded = (
     ("Channel ", r"\bChannel" + _CHANNEL_TAIL), ("Ring ", r"\bRing" + _CHANNEL_TAIL),
     ("Using network ", r"\bUsing network \S"), ("NET/", r"\bNET/[\w\-]+(?:/[\w\-]+)? ?: Using\b"),
@@ -560,7 +566,7 @@ class FactRow:
     when given). ``keeps`` names the fact list it appends to (``None``: channel lines, tallied apart), ``rank``
     the rank it reports for its world (the lines that mark a version line as rank 0's).
 
-    A line read again once ``keeps`` is full is only counted (:meth:`Parser.feed_bulk`): its handler may keep
+    A line read again once ``keeps`` is full is only counted (:mod:`nccldiag.nccl.replay`): its handler may keep
     a record, add to its process's lists, tallies and rank hosts, and call ``rank_fact`` (declared by ``rank``),
     nothing else; a handler that changes other state sets ``again=False``, and its lines are read every time."""
 

@@ -28,7 +28,8 @@ from nccldiag.nccl.parser import DroppedWarn, Parser, thread
 Key = Tuple[str, str, int, int]  # a thread: file, host, pid, tid
 ProcKey = Optional[Tuple[str, int]]
 
-_SEEN_PLAIN, _SEEN_INFO, _SEEN_CHAIN, _SEEN_WARN, _SEEN_BARE, _SEEN_BLANK, _SEEN_COUNT, _SEEN_WRAP = 1, 2, 3, 4, 5, 6, 7, 8
+# kinds of _Seen (0: read in full every time)
+_SEEN_PLAIN, _SEEN_INFO, _SEEN_CHAIN, _SEEN_WARN, _SEEN_BARE, _SEEN_BLANK, _SEEN_COUNT, _SEEN_WRAP = range(1, 9)
 _SEEN_BYTES = 8 * 1024 * 1024  # bytes of distinct lines remembered per file
 
 RUN_MIN = 64  # lines of a run at least, where nothing ends it before

@@ -5,19 +5,21 @@ nothing it uses (a training loop's progress, a framework's own INFO lines), so :
 large binary blocks and hands the parser only
 
 * the candidate lines: those holding a word or mark of some line the parser reads (:data:`CANDIDATES`, built from
-  the parser's own patterns: NCCL's prefixes and messages, the errors, kernel lines, PyTorch and nccl-tests lines,
-  benchmark tables, RAS reports, and what :func:`nccldiag.nccl.grammar.clean` removes, which could hide a word);
+  :data:`nccldiag.nccl.grammar.WORDS`, the words the grammar's guards and expressions rely on: NCCL's prefixes and
+  messages, the errors, kernel lines, PyTorch and nccl-tests lines, benchmark tables, RAS reports, and what
+  :func:`nccldiag.nccl.grammar.clean` removes, which could hide a word; ``tests/unit/test_nccllog_words.py`` holds
+  the two together);
 * the two lines after each candidate (a wrapped line continues the line before it; a record the parser holds back
   is settled by then);
 * every line while the parser needs every line of the file (a line waits for the next one, a benchmark output or
   RAS report is being kept: :meth:`nccldiag.nccl.parser.Parser.needs_every_line`).
 
 Other lines are counted, never decoded. A block where most lines of its first 256 KiB name NCCL is handed over
-whole: there is little to skip. Lines are cut and decoded exactly as :func:`nccldiag.nccl.parser.read_lines` does, and keep their numbers,
-so the facts are those of reading every line (``tests/unit/test_nccllog_scan.py`` compares the two on every real
-log and case). :func:`feed` hands them over undecoded (``bulk``): the parser decodes only the lines it reads, and
-counts a line it read before in the file when reading it again could only add to counts
-(:meth:`nccldiag.nccl.parser.Parser.feed_bulk`).
+whole: there is little to skip. Lines are cut and decoded exactly as :func:`nccldiag.nccl.parser.read_lines` does,
+and keep their numbers, so the facts are those of reading every line (``tests/unit/test_nccllog_scan.py`` compares
+the two on every real log and case). :func:`feed` hands them over undecoded (``bulk``): the parser decodes only the
+lines it reads, and counts a line it read before in the file when reading it again could only add to counts
+(:func:`nccldiag.nccl.replay.feed`).
 
 :func:`parse_paths` reads several files at once, one worker process per core, each file by a parser of its own;
 the parsers' states are merged in the order of the files (:meth:`nccldiag.nccl.parser.Parser.merge`) into the
@@ -91,7 +93,7 @@ class Scan:
     ``needs_all()`` says whether the parser needs every next line now; ``total`` is the number of lines once the
     iteration ends. ``block`` and ``max_line`` are for tests. With ``bulk``, the lines are left undecoded, and a
     block handed over whole comes as one ``(n, [lines])``: the lines after line ``n``
-    (:meth:`nccldiag.nccl.parser.Parser.feed_bulk`).
+    (:func:`nccldiag.nccl.replay.feed`).
     """
 
     def __init__(self, stream: IO[bytes], needs_all: Callable[[], bool], block: int = BLOCK,
