@@ -19,6 +19,8 @@ import stat
 import tempfile
 from typing import Dict, Iterable, Iterator, Optional, Union
 
+from nccldiag.model.sizes import size_text
+
 
 class Unsafe(PermissionError):
     """A place another user controls: a link, someone else's directory, or one others may write in."""
@@ -237,18 +239,14 @@ def read_regular_bytes(path: str, limit: int, follow: bool = False) -> bytes:
                 st.st_mode) else "a directory" if stat.S_ISDIR(st.st_mode) else "a socket"
             raise NotRegular(f"{path}: not a regular file ({kind})")
         if st.st_size > limit:
-            raise TooLarge(f"{path}: larger than {_size(limit)} ({st.st_size} bytes)")
+            raise TooLarge(f"{path}: larger than {size_text(limit)} ({st.st_size} bytes)")
         with os.fdopen(fd, "rb", closefd=False) as f:
             data = f.read(limit + 1)
     finally:
         os.close(fd)
     if len(data) > limit:
-        raise TooLarge(f"{path}: larger than {_size(limit)}")
+        raise TooLarge(f"{path}: larger than {size_text(limit)}")
     return data
-
-
-def _size(n: int) -> str:
-    return f"{n >> 20} MiB" if n >= 1 << 20 else f"{n >> 10} KiB"
 
 
 def read_regular(path: str, limit: int, follow: bool = False) -> str:

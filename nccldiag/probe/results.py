@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, FrozenSet, Iterable, List, Optional, Sequence, Tuple
 
 from nccldiag.model.findings import Finding, Status, error, fail, ok, skip
+from nccldiag.model.sizes import size_text
 from nccldiag.node.collectives import NAMES as COLLECTIVES
 
 AREA = "probe"
@@ -580,15 +581,6 @@ def aggregate_setting(name: str, records: Sequence[dict], world: Optional[int] =
 # --------------------------------------------------------------------------- findings
 
 
-def _size(n: Any) -> str:
-    if not isinstance(n, (int, float)) or n <= 0:
-        return "-"
-    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= scale and n % scale == 0:
-            return f"{n // scale} {unit}"
-    return f"{int(n)} B"
-
-
 def _who(so: SettingOutcome, ranks: Iterable[int]) -> str:
     """``rank 1 (node2), rank 3 (node4)``; grouped by host when a host has several."""
     ranks = sorted(ranks)
@@ -619,7 +611,7 @@ def _collective_finding(so: SettingOutcome, oc: CollectiveOutcome) -> Finding:
         if p is not None and p.size <= 0:
             bw = f": {p.time_us:.1f} us"
         elif p is not None:
-            bw = f": busbw {p.busbw:.2f} GB/s at {_size(p.size)}, peak {oc.peak_busbw:.2f} GB/s"
+            bw = f": busbw {p.busbw:.2f} GB/s at {size_text(p.size)}, peak {oc.peak_busbw:.2f} GB/s"
         else:
             bw = ""
         return ok(AREA, check, f"{tag}: verified on {len(oc.ranks_ok)} ranks{bw}",
@@ -631,7 +623,7 @@ def _collective_finding(so: SettingOutcome, oc: CollectiveOutcome) -> Finding:
             if rec is not None:
                 fw = rec.get("first_wrong") or {}
                 evidence.append(f"rank {r} {so.host_of(r) or ''}: {rec.get('wrong')} of {rec.get('count')} elements "
-                                f"wrong at {_size(rec.get('size'))}; element {fw.get('index')} = {fw.get('value')} "
+                                f"wrong at {size_text(rec.get('size'))}; element {fw.get('index')} = {fw.get('value')} "
                                 f"(expected {fw.get('expected')})")
         total = sum(oc.wrong_by_rank.values())
         return fail(AREA, check, f"{tag}: wrong result on {_who(so, oc.ranks_wrong)}: {total} element(s) differ "
@@ -642,14 +634,14 @@ def _collective_finding(so: SettingOutcome, oc: CollectiveOutcome) -> Finding:
                         "check IOMMU/ACS (iommu=pt, ACS off on PCIe switches) and the GPUs/NICs of the named hosts")
     if oc.status == "hang":
         at = oc.hung_at[oc.ranks_hung[0]]
-        where = f"{at.get('phase')}" + (f" at {_size(at.get('size'))}" if at.get("size") else "")
+        where = f"{at.get('phase')}" + (f" at {size_text(at.get('size'))}" if at.get("size") else "")
         victims = [r for r in oc.ranks_error if r not in oc.ranks_hung]
         msg = f"{tag}: {_who(so, oc.ranks_hung)} never completed it ({where})"
         if victims:
             msg += f"; {_who(so, victims)} " + ("timed out waiting" if set(victims) <= set(oc.ranks_timeout)
                                                  else "failed") + " in it"
         evidence = [f"{so.ranks[r].where()}: last record: progress {oc.collective} {oc.hung_at[r].get('phase')} "
-                    f"{_size(oc.hung_at[r].get('size'))}" for r in oc.ranks_hung]
+                    f"{size_text(oc.hung_at[r].get('size'))}" for r in oc.ranks_hung]
         evidence += [f"rank {r}: {oc.ranks_error[r][:300]}" for r in victims]
         everyone = so.world_size is not None and len(oc.ranks_hung) >= so.world_size
         return fail(AREA, check, msg, actual={"ranks_hung": oc.ranks_hung, "phase": at.get("phase"),

@@ -10,6 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from nccldiag.model.findings import to_jsonable
+from nccldiag.model.sizes import size_text
 from nccldiag.probe.analysis import SCHEMA, ProbeReport
 from nccldiag.probe.results import MPI_CHECK
 from nccldiag.report import diagnoses_report, findings
@@ -21,15 +22,6 @@ _STYLE = {"ok": "ok", "wrong": "wrong", "error": "fail", "hang": "hang", "unsupp
 
 def _gbps(v) -> str:
     return "-" if v is None else f"{v:.2f}"
-
-
-def _size(n) -> str:
-    if n is None:
-        return "-"
-    for unit, div in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= div:
-            return f"{n / div:g} {unit}"
-    return f"{n} B"
 
 
 def _sockets(s: Dict[str, Any]) -> List[str]:
@@ -82,7 +74,7 @@ def _collectives(s: Dict[str, Any]) -> Table:
             big = None  # barrier: nothing moved, nothing to show
         status = str(oc.get("status"))
         table.add_row(str(oc.get("collective")), Text(status, style=_STYLE.get(status, "")), who or "-",
-                      _size(big.get("size")) if big else "-", _gbps(big.get("algbw") if big else None),
+                      size_text(big.get("size")) if big else "-", _gbps(big.get("algbw") if big else None),
                       _gbps(big.get("busbw") if big else None))
     return table
 

@@ -18,7 +18,8 @@ PKG = Path(__file__).resolve().parents[2] / "nccldiag"
 # the areas judge with, the keys of a spec's [thresholds]) imports nothing and stands on the ground floor, below
 # the areas that read it; the rest of spec/ reads the areas' facts and stands above them.
 FLOORS: Tuple[Tuple[str, ...], ...] = (
-    ("nccldiag", "atomic", "model", "node", "spec.thresholds"),  # shared values, file writing, node programs
+    ("nccldiag", "model", "node", "spec.thresholds"),  # shared values, node programs
+    ("atomic",),  # file writing, the JSON text of reports
     ("inventory", "transport", "benchmarks", "knowledge"),  # hosts; how bytes reach a node; hand-run benchmarks'
     # outputs; what nccldiag knows, as data rows
     ("slurm", "nccl"),  # Slurm's commands, run through a transport; NCCL logs and RAS reports
