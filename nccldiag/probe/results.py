@@ -496,14 +496,6 @@ def _sweep(recs_by_rank: Dict[int, List[dict]]) -> List[SweepPoint]:
     return sorted(points, key=lambda p: p.size)
 
 
-def aggregate(records: Sequence[dict], default_setting: str = "default") -> List[SettingOutcome]:
-    """Outcomes per setting, in the order the settings first appear."""
-    settings: Dict[str, List[dict]] = OrderedDict()
-    for rec in records:
-        settings.setdefault(str(rec.get("setting") or default_setting), []).append(rec)
-    return [aggregate_setting(name, recs) for name, recs in settings.items()]
-
-
 def aggregate_setting(name: str, records: Sequence[dict], world: Optional[int] = None,
                       planned: Optional[Sequence[str]] = None) -> SettingOutcome:
     """One setting's outcome from its records (in the order each rank wrote them).
@@ -733,18 +725,3 @@ def all_findings(outcomes: Sequence[SettingOutcome]) -> List[Finding]:
     for so in outcomes:
         out.extend(findings(so))
     return out
-
-
-def status_of(finding_list: Sequence[Finding]) -> Status:
-    from nccldiag.model.findings import worst
-
-    return worst(f.status for f in finding_list)
-
-
-def busbw_table(so: SettingOutcome) -> List[Tuple[str, int, float, float, float]]:
-    """``(collective, size, time_us, algbw, busbw)`` rows, as nccl-tests prints them."""
-    rows = []
-    for oc in so.collectives.values():
-        for p in oc.sweep:
-            rows.append((oc.collective, p.size, p.time_us, p.algbw, p.busbw))
-    return rows

@@ -415,9 +415,15 @@ def test_a_single_failing_pair_with_a_node_bad_on_another_row_is_explained():
 
 
 def test_srun_task0_is_on_the_first_node_in_slurms_order_not_the_jobs():
-    from nccldiag.probe.launchers.srun import task0_node
+    from nccldiag.inventory import Host
+    from nccldiag.probe.launchers.srun import LAUNCHER, SlurmNode
 
     order = {"gpu01": 0, "gpu02": 1, "gpu10": 2, "gpu03": 3}  # slurm.conf's order, not sorted by name
+
+    def task0_node(names, slurm_names, order):  # as the launcher's nodes() makes the nodes
+        return LAUNCHER.rank0([SlurmNode(Host(n), slurm_names[n], "", "1", order.get(slurm_names[n], len(order)))
+                               for n in names]).name
+
     same = {n: n for n in order}
     assert task0_node(["gpu02", "gpu01"], same, order) == "gpu01"  # a confirmation job: suspect first
     assert task0_node(["gpu03", "gpu10"], same, order) == "gpu10"

@@ -11,7 +11,7 @@ import os
 
 import pytest
 
-from nccldiag.model.findings import Status
+from nccldiag.model.findings import Status, worst
 from nccldiag.probe import results
 
 FIX = os.path.join(os.path.dirname(__file__), "..", "fixtures", "probe-records")
@@ -23,8 +23,7 @@ def load(name):
 
 
 def one(records):
-    (so,) = results.aggregate(records)
-    return so
+    return results.aggregate_setting("default", records)
 
 
 def by_check(so):
@@ -53,8 +52,7 @@ def test_full_run_all_ok_with_busbw_per_size():
     fs = results.findings(so)
     assert {f.status for f in fs} == {Status.OK}
     assert "busbw" in by_check(so)["probe.all_reduce"].message
-    rows = results.busbw_table(so)
-    assert ("all_reduce", 1048576) in {(r[0], r[1]) for r in rows}
+    assert ("all_reduce", 1048576) in {(oc.collective, p.size) for oc in so.collectives.values() for p in oc.sweep}
 
 
 def test_wrong_result_names_rank_and_host():
@@ -211,11 +209,11 @@ def test_settings_are_kept_apart():
     # constructed: two captured runs tagged with the setting the runner adds to each record
     a = [dict(r, setting="default") for r in load("gloo-4rank-default.jsonl")]
     b = [dict(r, setting="p2p-off") for r in load("gloo-3rank-stall-rank2-all_gather.jsonl")]
-    outs = results.aggregate(a + b)
+    outs = [results.aggregate_setting(name, [r for r in a + b if r["setting"] == name]) for name in ("default", "p2p-off")]
     assert [(o.setting, o.status, o.world_size) for o in outs] == [("default", "ok", 4), ("p2p-off", "hang", 3)]
     fs = results.all_findings(outs)
     assert any(f.message.startswith("[p2p-off] all_gather") and f.status == Status.FAIL for f in fs)
-    assert results.status_of(fs) == Status.FAIL
+    assert worst(f.status for f in fs) == Status.FAIL
 
 
 # --- what a node sends is admitted: bound to its node, checked, bounded (docs/security.md) ---------------

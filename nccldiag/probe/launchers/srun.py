@@ -81,23 +81,13 @@ def fit_allocation(granted, nodes: Sequence, wanted: int, explicit: bool) -> Tup
     return r.count, r.note
 
 
-def task_order(names: Sequence[str], slurm_names: Dict[str, str], order: Dict[str, int]) -> List[str]:
-    """``names`` in the order srun gives them tasks (pure): the first node's tasks are ranks 0.., and so on.
+def _ordered(nodes: Sequence) -> list:
+    """The nodes in the order srun gives them tasks: the first node's tasks are ranks 0.., and so on.
 
     srun lays tasks out in Slurm's node order (the order of ``scontrol show
     node``, that of slurm.conf), whatever order ``--nodelist`` gives. A node
-    Slurm does not list sorts after the others, by name.
+    Slurm does not list sorts after the others (its ``order`` is past theirs), by name.
     """
-    return sorted(names, key=lambda n: (order.get(slurm_names[n], len(order)), slurm_names[n]))
-
-
-def task0_node(names: Sequence[str], slurm_names: Dict[str, str], order: Dict[str, int]) -> str:
-    """Which of ``names`` gets task 0 of an srun step on them (pure): rank 0, whose node serves the
-    rendezvous, is on the node that comes first in Slurm's order."""
-    return task_order(names, slurm_names, order)[0]
-
-
-def _ordered(nodes: Sequence) -> list:
     return sorted(nodes, key=lambda n: (getattr(n, "order", 0), getattr(n, "slurm_name", n.name)))
 
 
