@@ -3,8 +3,8 @@
 - ``run.json``: :class:`ProbeMeta`, what ran (the settings, the world, what
   the nodes said of their interfaces before the first setting);
 - ``records.jsonl``: every rank's records as they come, stamped with their setting;
-- ``settings.jsonl``: one :func:`setting_line` per setting once it has ended
-  (:meth:`nccldiag.probe.runner.SettingRun.to_line` / ``from_line``);
+- ``settings.jsonl``: one :func:`setting_line` per setting once it has ended (read back by
+  :func:`setting_run`);
 - ``nccl-logs/<setting>/<host>/<file>``: the NCCL logs fetched, cited as ``host/file``;
 - ``facts.jsonl``: per node, the outputs its expected bandwidth is derived from (NCCL).
 
@@ -278,7 +278,7 @@ class Writer:
     def ended(self, sr) -> None:
         """A setting that ended: its logs, then its line."""
         save_logs(self.run, sr.setting.name, sr.logs)
-        self.run.lines(SETTINGS).add(sr.to_line())
+        self.run.lines(SETTINGS).add(setting_line(sr))
 
     def facts(self, host: str, sections: Dict[str, Optional[str]]) -> None:
         self.run.lines(FACTS).add(facts_line(host, sections))

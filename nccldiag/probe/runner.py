@@ -60,20 +60,6 @@ class SettingRun:
     progress: List[Tuple[float, str]] = field(default_factory=list)
     stopped_s: Optional[float] = None
 
-    def to_line(self) -> Dict[str, object]:
-        """Its line of a run directory's ``settings.jsonl`` (:mod:`nccldiag.probe.records`)."""
-        from nccldiag.probe import records
-
-        return records.setting_line(self)
-
-    @classmethod
-    def from_line(cls, setting: Setting, line: Optional[dict], recs: List[dict], logs: Dict[str, str],
-                  launched: Optional[results.Launched] = None) -> "SettingRun":
-        """Back from its line, records and logs (:func:`nccldiag.probe.records.setting_run`)."""
-        from nccldiag.probe import records
-
-        return records.setting_run(setting, line, recs, logs, launched)
-
 
 @dataclass
 class Prepared:

@@ -152,6 +152,19 @@ def module_imports():
             yield src, f"{path.relative_to(PKG)}:{line}", mod.split(".", 1)[1] if "." in mod else ""
 
 
+def module_edges() -> Set[Tuple[str, str]]:
+    """``(module, module it imports)`` between two modules of nccldiag/ (``probe.runner``, ``rundir``)."""
+    return {(src, dst) for src, _where, dst in module_imports() if dst and dst != src}
+
+
+def test_no_module_cycle():
+    """No two modules import each other, directly or round a circle, inside a package as between packages: an
+    import inside a function counts, as it does for the floors (the piece both need belongs to one of them)."""
+    assert cycles(module_edges()) == []
+    # the scan sees a function-level import (analysis reads the launchers' words for a dead rank in a function)
+    assert ("probe.analysis", "probe.launchers") in module_edges()
+
+
 # isolate runs its jobs with the probe's modules, never the reverse (the floors keep that), and a report reads
 # an isolate run from the pure judge, not from the module that runs it.
 def test_a_report_reads_isolate_from_its_judge_not_from_its_run():

@@ -511,7 +511,7 @@ def stat_mode(path: Path) -> int:
 def test_transport_matrix_from_real_nccl_logs(tmp_path):
     """Two settings of an NCCL run directory (written for this test from real parts): the worker's records of a
     hung and of a clean run, each beside a real NCCL log that shows the transports of such a run."""
-    from nccldiag.report import matrix, summary
+    from nccldiag.report import matrix, probe_report
     from nccldiag.report.console import console
 
     run = tmp_path / "run"
@@ -550,7 +550,7 @@ def test_transport_matrix_from_real_nccl_logs(tmp_path):
     assert shm_off.busbw and shm_off.collective == "all_reduce"
     con = console(color="never", width=200)
     with con.capture() as cap:
-        con.print(summary.transport_table(doc))
+        con.print(probe_report.transport_table(doc))
     lines = cap.get().splitlines()
     assert lines[0].split() == ["setting", "P2P", "SHM", "NET/IB", "NET/Socket", "NVLS", "busbw", "GB/s"]
     assert lines[1].split()[:6] == ["default", "hang", "not", "used", "not", "used"]

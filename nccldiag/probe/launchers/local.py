@@ -18,6 +18,7 @@ from typing import Dict, Optional
 from nccldiag.model.errors import UsageError
 from nccldiag.probe import launch
 from nccldiag.probe.launchers.base import OverSSH
+from nccldiag.probe.launchers.torchrun import Torchrun
 
 
 def torch_missing(python: str) -> Optional[str]:
@@ -72,6 +73,8 @@ class Local(OverSSH):
         inner = ("env " + " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items()) + " "
                  + " ".join(shlex.quote(a) for a in argv))
         return {nodes[0].name: launch.wrap(inner, spec.rundir, spec.run_id, spec.watchdog)}
+
+    deaths = Torchrun.deaths  # torchrun --standalone's root-cause block: read once for both
 
     def cleanup(self, nodes, prep, opts) -> Dict[str, str]:
         shutil.rmtree(prep.rundir, ignore_errors=True)

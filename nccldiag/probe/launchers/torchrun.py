@@ -41,4 +41,8 @@ class Torchrun(OverSSH):
         return {n.name: launch.torchrun_command(spec, len(nodes), i, prep.ifnames.get(n.name))
                 for i, n in enumerate(nodes)}
 
+    def deaths(self, text: str) -> List[Dict[str, object]]:
+        return root_cause(text)
+
+
 LAUNCHER = Torchrun()
