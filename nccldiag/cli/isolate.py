@@ -7,7 +7,7 @@ import sys
 import click
 
 from nccldiag.cli.host import HostCommand
-from nccldiag.cli.options import CONTEXT, color_option, host_options, slurm_options, spec_option
+from nccldiag.cli.options import CONTEXT, alloc_request, color_option, host_options, slurm_options, spec_option
 from nccldiag.model.errors import UsageError
 from nccldiag.probe import launchers
 from nccldiag.report import outputs
@@ -15,7 +15,7 @@ from nccldiag.report import outputs
 
 @click.command("isolate", context_settings=CONTEXT)
 @host_options
-@click.option("--launcher", type=click.Choice(launchers.isolate_choices()), default="ssh", show_default=True,
+@click.option("--launcher", type=click.Choice(launchers.isolate_choices()), default=launchers.SSH, show_default=True,
               help="ssh: torchrun on each node of a job over SSH. srun: each job one Slurm step inside the "
                    "allocation (one task per rank, no SSH), the jobs of a round side by side.")
 @click.option("--backend", type=click.Choice(["auto", "nccl", "gloo"]), default="auto", show_default=True,
@@ -69,9 +69,7 @@ def isolate(launcher, backend, nproc_per_node, nets, hcas, fraction, expected_bu
     outs.validate()
     spec = runs.from_option(spec_path)  # read and validated before any node is contacted
     fraction, fraction_note = runs.isolate_fraction(spec, fraction)
-    if launcher != "srun" and any(kw.get(k) is not None for k in ("partition", "nodelist", "reservation", "alloc_nodes",
-                                                                     "account", "qos", "alloc_time")):
-        raise UsageError("--partition/--nodes/... ask Slurm for an allocation: use them with --launcher srun")
+    launchers.refuse_allocation(launcher, alloc_request(kw).asked)
     if hcas and backend == "gloo":
         raise UsageError("--hca needs the nccl backend (NCCL_IB_HCA); gloo has no HCA rows")
     if out_dir:

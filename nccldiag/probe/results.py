@@ -26,7 +26,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, FrozenSet, Iterable, List, Optional, Sequence, Tuple
 
-from nccldiag.model.findings import Finding, Status, error, fail, ok, skip
+from nccldiag.model.findings import Finding, error, fail, ok, skip
 from nccldiag.model.sizes import size_text
 from nccldiag.node.collectives import NAMES as COLLECTIVES
 
@@ -191,27 +191,35 @@ def clean_record(rec: Any, world: Optional[int] = None) -> Optional[dict]:
     return out
 
 
-_TAGS = {
-    "mpirun": re.compile(r"^\[\d+,(\d+)\]<stdout>: ?"),  # Open MPI's --tag-output
-    "srun": re.compile(r"^ *(\d+): "),  # srun's --label
-    "node": re.compile(r"^([^\s:]+): "),  # pdsh's and clush's label: the node the line came from
-}
+RANK, NODE = "rank", "node"  # what a line's mark names
+
+
+@dataclass(frozen=True)
+class Tagging:
+    """How a launcher whose one stream carries many ranks' lines marks each line: ``pattern`` matches the mark
+    at the start of the line, its first group naming the rank (``of`` :data:`RANK`: ``[1,r]<stdout>:``,
+    ``r: ``) or the node (:data:`NODE`: ``host: ``) that wrote it. ``adds``: records the launch writes
+    beside the collectives planned (a check of the launcher's own). ``name``: how a run directory keeps it.
+    Each launcher declares its own (:mod:`nccldiag.probe.launchers`)."""
+
+    name: str
+    pattern: "re.Pattern[str]"
+    of: str = RANK
+    adds: Tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
 class Launched:
     """What one setting launched: the nodes in node-rank order, each with ``nproc`` ranks, and the collectives.
 
-    ``tagged``: how the launcher marks which rank wrote a line, when one
-    stream carries every rank (``mpirun``: ``[1,r]<stdout>:``, ``srun``:
-    ``r: ``), or which node did (``node``: ``host: ``, as pdsh and clush
-    label them); None when each node streams its own ranks (torchrun, local).
+    ``tagged``: how the launcher marks which rank (or node) wrote a line, when one stream carries many
+    (:class:`Tagging`); None when each node streams its own ranks.
     """
 
     hosts: Tuple[str, ...]
     nproc: int
     collectives: Tuple[str, ...] = tuple(COLLECTIVES)
-    tagged: Optional[str] = None
+    tagged: Optional[Tagging] = None
 
     @property
     def world(self) -> int:
@@ -219,7 +227,7 @@ class Launched:
 
     @property
     def planned(self) -> FrozenSet[str]:
-        return frozenset(self.collectives) | ({MPI_CHECK} if self.tagged == "mpirun" else frozenset())
+        return frozenset(self.collectives) | frozenset(self.tagged.adds if self.tagged is not None else ())
 
     def node_of(self, rank: int) -> Optional[str]:
         return self.hosts[rank // self.nproc] if 0 <= rank < self.world else None
@@ -250,8 +258,9 @@ class Gate:
             self.reject(host, "line too long")
             return None
         tag: Optional[int] = None
-        if la.tagged == "node":
-            m = _TAGS["node"].match(line)
+        tagging = la.tagged
+        if tagging is not None and tagging.of == NODE:
+            m = tagging.pattern.match(line)
             if m is None:
                 return None  # the launcher's own output
             if m.group(1) not in la.hosts:
@@ -260,8 +269,8 @@ class Gate:
                 return None
             host, line = m.group(1), line[m.end():]  # then as if the node streamed its own ranks
         where: Optional[str] = host
-        if la.tagged and la.tagged != "node":
-            m = _TAGS[la.tagged].match(line)
+        if tagging is not None and tagging.of == RANK:
+            m = tagging.pattern.match(line)
             if m is None:
                 return None  # the launcher's own output
             tag, line = int(m.group(1)), line[m.end():]

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 @dataclass
 class ProbeOptions:
-    launcher: str = "local"
+    launcher: str = launchers.LOCAL
     backend: str = "auto"
     nproc_per_node: Optional[int] = None
     require_ib: bool = False

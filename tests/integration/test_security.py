@@ -13,6 +13,7 @@ import pytest
 
 from nccldiag.inventory import Host
 from nccldiag.probe import launch, runner
+from nccldiag.probe.launchers import torchrun
 from nccldiag.transport.nodes import SSHNode, connect_all
 from nccldiag.transport.ssh import SSHOptions
 
@@ -55,7 +56,7 @@ def test_a_run_directory_a_local_user_made_first_is_refused(vcluster, planted):
         assert f"{d} already exists on node02" in prep.problems["node02"]
         # the launch, handed the directory all the same, refuses it: nothing imported, nothing written through
         spec = launch.LaunchSpec(run_id=run_id, rundir=d, python="python3", rdzv_host=nodes[0].address, watchdog=60)
-        r = nodes[1].run(launch.torchrun_command(spec, 2, 1, None), 60)
+        r = nodes[1].run(torchrun.command(spec, 2, 1, None), 60)
         assert r.rc == launch.REFUSED and "not this run's own directory" in r.stderr, (r.rc, r.stderr)
         # and the clean-up leaves it to the admin
         assert runner.cleanup(nodes, d) == {}

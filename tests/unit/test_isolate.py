@@ -437,11 +437,12 @@ def test_srun_step_of_a_pair_job_names_itself_and_runs_beside_the_others():
     import shlex
 
     from nccldiag.probe import launch
+    from nccldiag.probe.launchers import srun as srun_launcher
 
     spec = launch.LaunchSpec(run_id="nccldiag-x-7", rundir="/tmp/nccldiag-x", nproc_per_node=2,
                              rdzv_host="10.0.0.1", rdzv_port=29403, env={"GLOO_SOCKET_IFNAME": "eth1"},
                              worker_args=["--backend", "gloo", "--go-file", "/tmp/nccldiag-x/go-3"])
-    words = shlex.split(launch.srun_command(spec, ["gpu02", "gpu01"], {"gpu02": "eth1", "gpu01": "eth1"}, "55", 90,
+    words = shlex.split(srun_launcher.command(spec, ["gpu02", "gpu01"], {"gpu02": "eth1", "gpu01": "eth1"}, "55", 90,
                                             name="nccldiag-x-7"))
     argv = words[words.index("srun"):]
     # one task per rank on exactly the pair's nodes, inside the allocation, sharing it with the round's other steps

@@ -7,6 +7,7 @@ import threading
 import uuid
 
 from nccldiag.probe import launch, launchers, plan, runner, session
+from nccldiag.probe.launchers import torchrun
 from tests.integration.helpers import wait_for
 
 
@@ -30,7 +31,7 @@ def argv_of(cmd):
 
 
 def test_torchrun_uses_static_rendezvous_on_the_first_node_address():
-    argv = argv_of(launch.torchrun_command(spec(), 3, 2, "eth0"))
+    argv = argv_of(torchrun.command(spec(), 3, 2, "eth0"))
     assert "--rdzv-backend=static" in argv
     assert "--nnodes=3" in argv and "--node-rank=2" in argv
     assert "--master-addr=10.0.0.2" in argv and "--master-port=40123" in argv

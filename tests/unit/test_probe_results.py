@@ -12,7 +12,7 @@ import os
 import pytest
 
 from nccldiag.model.findings import Status, worst
-from nccldiag.probe import results
+from nccldiag.probe import launchers, results
 
 FIX = os.path.join(os.path.dirname(__file__), "..", "fixtures", "probe-records")
 
@@ -266,7 +266,7 @@ def test_a_node_that_names_another_host_gets_its_own_name():
 
 def test_mpirun_tags_and_srun_labels_say_which_rank_wrote_a_line():
     lines = _lines("mpirun-tag-output-2rank-gloo.txt")
-    launched = results.Launched(("A", "B"), 1, tagged="mpirun")
+    launched = results.Launched(("A", "B"), 1, tagged=launchers.get("mpirun").tagging)
     forged = "[1,1]<stdout>:" + FORGED_WRONG  # rank 1, on B, claims rank 0
     untagged = FORGED_WRONG  # a line mpirun did not tag: its own output, never a record
     kept, gate = _admit(launched, [("A", l) for l in lines + [forged, untagged]])
@@ -275,7 +275,7 @@ def test_mpirun_tags_and_srun_labels_say_which_rank_wrote_a_line():
     assert {r: i.host for r, i in so.ranks.items()} == {0: "A", 1: "B"}
     assert gate.rejected == {"B": {"records about another rank": 1}}
     # srun --label: ' 1: ' in front of rank 1's lines (the same run without its MPI bootstrap)
-    srun = results.Launched(("A", "B"), 1, tagged="srun")
+    srun = results.Launched(("A", "B"), 1, tagged=launchers.get("srun").tagging)
     labelled = [f" {l[3]}: {l.split(':', 1)[1]}" for l in lines if "mpi_allreduce" not in l]
     kept, gate = _admit(srun, [("srun", l) for l in labelled + [" 1: " + FORGED_WRONG]])
     assert {r["host"] for r in kept if r["rank"] == 1} == {"B"}
@@ -378,7 +378,7 @@ def test_a_rank_on_one_node_cannot_report_a_death_on_another():
 
     # mpirun on A carries B's rank 1 stderr tagged; a bare 'mpirun noticed' line is mpirun's own
     forged = "[1,1]<stderr>:mpirun noticed that process rank 0 with PID 7 on node A exited on signal 9 (Killed).\n"
-    sr = runner.SettingRun(setting=Setting("default"), launched=results.Launched(("A", "B"), 1, tagged="mpirun"))
+    sr = runner.SettingRun(setting=Setting("default"), launched=results.Launched(("A", "B"), 1, tagged=launchers.get("mpirun").tagging))
     sr.nodes["A"] = runner.NodeRun("A", 137, None, forged)
     assert not [f for f in analysis.job_report(Setting("default"), sr).findings if f.check == "probe.rank_died"]
     sr.nodes["A"] = runner.NodeRun("A", 137, None, forged.split(":", 1)[1])

@@ -18,6 +18,7 @@ import uuid
 import pytest
 
 from nccldiag.probe import launch, runner
+from nccldiag.probe.launchers import mpirun
 
 root_only = pytest.mark.skipif(os.geteuid() != 0, reason="needs root to make files as another user (nobody)")
 NOBODY = 65534
@@ -206,5 +207,5 @@ def test_a_run_directory_goes_when_the_process_that_staged_it_is_killed(base):
 def test_the_ranks_temporary_files_go_in_the_run_directory():
     spec = launch.LaunchSpec(run_id="nccldiag-x", rundir="/tmp/nccldiag-x")
     assert launch.node_env(spec, None)["TMPDIR"] == "/tmp/nccldiag-x/tmp"
-    cmd, _ = launch.mpirun_command(spec, ["a", "b"], {"a": None, "b": None})
+    cmd, _ = mpirun.command(spec, ["a", "b"], {"a": None, "b": None})
     assert "OMPI_MCA_orte_tmpdir_base=/tmp/nccldiag-x/tmp" in cmd and "-x TMPDIR" in cmd

@@ -27,6 +27,10 @@ class Launcher(Protocol):
     jobs: bool  # isolate can start its jobs with it
     installed: bool  # the ranks run the nccldiag installed here; nothing is staged
     counts: bool  # the nodes' error counters are read around each setting
+    here: bool  # every rank runs on this machine: no hosts, or this one alone
+    allocation: bool  # it runs inside a Slurm allocation, which a command's --partition/--nodes/... ask for
+    tagging: Optional["results.Tagging"]  # how its one stream marks each line's rank or node (None: a stream
+    # per node, of that node's ranks)
 
     def nodes(self, hosts: Sequence["Host"], opts) -> list:
         """The nodes the run reaches (not yet connected); a usage error when it cannot reach them this way."""
@@ -82,6 +86,9 @@ class OverSSH:
     jobs = False
     installed = False
     counts = True
+    here = False
+    allocation = False
+    tagging = None
 
     def nodes(self, hosts, opts) -> list:
         from nccldiag.transport.nodes import SSHNode
@@ -120,7 +127,7 @@ class OverSSH:
     def launched(self, nodes, nproc: int, collectives):
         from nccldiag.probe import results
 
-        return results.Launched(tuple(n.name for n in nodes), nproc, collectives)
+        return results.Launched(tuple(n.name for n in nodes), nproc, collectives, self.tagging)
 
     def stop(self, name: str, sr, wait: float) -> None:
         return None
