@@ -520,6 +520,32 @@ def aggregate_setting(name: str, records: Sequence[dict], world: Optional[int] =
     limit = world if world is not None else MAX_WORLD
     known = set(planned) if planned is not None else set(COLLECTIVES)
     known.add(MPI_CHECK)
+    planned_order, results, claimed = _read_setting(out, records, limit, known)
+    out.world_size = world if world is not None else (claimed or None)
+    everyone = list(range(out.world_size)) if out.world_size else sorted(out.ranks)
+    out.missing_ranks = [r for r in everyone if r not in out.ranks]
+    names = planned_order + [n for n in results if n not in planned_order and n != MPI_CHECK]
+    for n in names:
+        by_rank = {r: v for r, v in results.get(n, {}).items()}
+        oc = _outcome(name, n, everyone, by_rank, out.ranks)
+        oc.sweep = _sweep(by_rank)
+        out.collectives[n] = oc
+    if MPI_CHECK in results:
+        out.mpi = _outcome(name, MPI_CHECK, everyone, results[MPI_CHECK], out.ranks)
+    for rank, info in sorted(out.ranks.items()):
+        stuck = info.stuck_in()
+        if stuck is not None and not stuck.get("collective"):
+            out.stuck_in_init.append(rank)
+        elif stuck is None and not info.ended and not (info.last or {}).get("type") == "error":
+            out.died.append(rank)
+    return out
+
+
+def _read_setting(out: SettingOutcome, records: Sequence[dict], limit: int, known: set
+                  ) -> Tuple[List[str], Dict[str, Dict[int, List[dict]]], int]:
+    """The records of one setting read into ``out`` (its ranks, backend, setup errors), each checked again:
+    ``(collectives in the order the ranks planned them, results per collective and rank, the largest world
+    a rank claimed)``."""
     planned_order: List[str] = []
     results: Dict[str, Dict[int, List[dict]]] = OrderedDict()
     counts: Dict[Tuple[int, str], int] = {}
@@ -559,24 +585,7 @@ def aggregate_setting(name: str, records: Sequence[dict], world: Optional[int] =
             results.setdefault(coll, OrderedDict()).setdefault(rank, [])
             if kind == "result":
                 results[coll][rank].append(rec)
-    out.world_size = world if world is not None else (claimed or None)
-    everyone = list(range(out.world_size)) if out.world_size else sorted(out.ranks)
-    out.missing_ranks = [r for r in everyone if r not in out.ranks]
-    names = planned_order + [n for n in results if n not in planned_order and n != MPI_CHECK]
-    for n in names:
-        by_rank = {r: v for r, v in results.get(n, {}).items()}
-        oc = _outcome(name, n, everyone, by_rank, out.ranks)
-        oc.sweep = _sweep(by_rank)
-        out.collectives[n] = oc
-    if MPI_CHECK in results:
-        out.mpi = _outcome(name, MPI_CHECK, everyone, results[MPI_CHECK], out.ranks)
-    for rank, info in sorted(out.ranks.items()):
-        stuck = info.stuck_in()
-        if stuck is not None and not stuck.get("collective"):
-            out.stuck_in_init.append(rank)
-        elif stuck is None and not info.ended and not (info.last or {}).get("type") == "error":
-            out.died.append(rank)
-    return out
+    return planned_order, results, claimed
 
 
 # --------------------------------------------------------------------------- findings
@@ -607,61 +616,9 @@ def _hosts(so: SettingOutcome, ranks: Iterable[int]) -> List[str]:
 def _collective_finding(so: SettingOutcome, oc: CollectiveOutcome) -> Finding:
     check = f"{AREA}.{oc.collective}"
     tag = f"[{so.setting}] {oc.collective}"
-    if oc.status == "ok":
-        p = oc.largest
-        if p is not None and p.size <= 0:
-            bw = f": {p.time_us:.1f} us"
-        elif p is not None:
-            bw = f": busbw {p.busbw:.2f} GB/s at {size_text(p.size)}, peak {oc.peak_busbw:.2f} GB/s"
-        else:
-            bw = ""
-        return ok(AREA, check, f"{tag}: verified on {len(oc.ranks_ok)} ranks{bw}",
-                  actual=oc.peak_busbw, evidence=[])
-    if oc.status == "wrong":
-        evidence = []
-        for r in oc.ranks_wrong:
-            rec = oc.wrong_at.get(r)
-            if rec is not None:
-                fw = rec.get("first_wrong") or {}
-                evidence.append(f"rank {r} {so.host_of(r) or ''}: {rec.get('wrong')} of {rec.get('count')} elements "
-                                f"wrong at {size_text(rec.get('size'))}; element {fw.get('index')} = {fw.get('value')} "
-                                f"(expected {fw.get('expected')})")
-        total = sum(oc.wrong_by_rank.values())
-        return fail(AREA, check, f"{tag}: wrong result on {_who(so, oc.ranks_wrong)}: {total} element(s) differ "
-                                 "from the exact expected values",
-                    actual={"ranks_wrong": oc.ranks_wrong, "wrong": total}, expected={"wrong": 0},
-                    evidence=evidence, host=_one_host(so, oc.ranks_wrong),
-                    fix="silent corruption on the path these ranks use: compare with the p2p-off/ib-off rows; "
-                        "check IOMMU/ACS (iommu=pt, ACS off on PCIe switches) and the GPUs/NICs of the named hosts")
-    if oc.status == "hang":
-        at = oc.hung_at[oc.ranks_hung[0]]
-        where = f"{at.get('phase')}" + (f" at {size_text(at.get('size'))}" if at.get("size") else "")
-        victims = [r for r in oc.ranks_error if r not in oc.ranks_hung]
-        msg = f"{tag}: {_who(so, oc.ranks_hung)} never completed it ({where})"
-        if victims:
-            msg += f"; {_who(so, victims)} " + ("timed out waiting" if set(victims) <= set(oc.ranks_timeout)
-                                                 else "failed") + " in it"
-        evidence = [f"{so.ranks[r].where()}: last record: progress {oc.collective} {oc.hung_at[r].get('phase')} "
-                    f"{size_text(oc.hung_at[r].get('size'))}" for r in oc.ranks_hung]
-        evidence += [f"rank {r}: {oc.ranks_error[r][:300]}" for r in victims]
-        everyone = so.world_size is not None and len(oc.ranks_hung) >= so.world_size
-        return fail(AREA, check, msg, actual={"ranks_hung": oc.ranks_hung, "phase": at.get("phase"),
-                                              "size": at.get("size")},
-                    expected="every rank completes", evidence=evidence,
-                    host=None if everyone else _one_host(so, oc.ranks_hung),
-                    fix="every rank stuck: the transport of this setting hangs (compare the other rows)"
-                    if everyone else "look at the named ranks' hosts first: the collective waited on them")
-    if oc.status == "error":
-        ranks = sorted(oc.ranks_error)
-        first = oc.ranks_error[ranks[0]]
-        timeout = set(ranks) <= set(oc.ranks_timeout)
-        suspects = oc.ranks_missing
-        msg = f"{tag}: {'timed out' if timeout else 'failed'} on {_who(so, ranks)}: {first[:200]}"
-        if suspects:
-            msg += f"; no record from {_who(so, suspects)}"
-        return fail(AREA, check, msg, actual={"ranks_error": ranks, "timeout": timeout},
-                    evidence=[f"rank {r} {so.host_of(r) or ''}: {oc.ranks_error[r][:500]}" for r in ranks],
-                    host=_one_host(so, suspects or ranks))
+    judged = {"ok": _verified, "wrong": _wrong, "hang": _hung, "error": _failed}.get(oc.status)
+    if judged is not None:
+        return judged(so, oc, check, tag)
     if oc.status == "incomplete":
         return fail(AREA, check, f"{tag}: no result from {_who(so, oc.ranks_missing)}",
                     actual={"ranks_missing": oc.ranks_missing}, host=_one_host(so, oc.ranks_missing))
@@ -670,6 +627,73 @@ def _collective_finding(so: SettingOutcome, oc: CollectiveOutcome) -> Finding:
         return skip(AREA, check, f"{tag}: not supported by the {so.backend or ''} backend here"
                                  + (f" ({reason[:160]})" if reason else ""))
     return skip(AREA, check, f"{tag}: not run (the run stopped before it)")
+
+
+def _verified(so: SettingOutcome, oc: CollectiveOutcome, check: str, tag: str) -> Finding:
+    """Every rank verified the collective: its busbw at the largest size and its peak."""
+    p = oc.largest
+    if p is not None and p.size <= 0:
+        bw = f": {p.time_us:.1f} us"
+    elif p is not None:
+        bw = f": busbw {p.busbw:.2f} GB/s at {size_text(p.size)}, peak {oc.peak_busbw:.2f} GB/s"
+    else:
+        bw = ""
+    return ok(AREA, check, f"{tag}: verified on {len(oc.ranks_ok)} ranks{bw}",
+              actual=oc.peak_busbw, evidence=[])
+
+
+def _wrong(so: SettingOutcome, oc: CollectiveOutcome, check: str, tag: str) -> Finding:
+    """Ranks hold wrong data: which, how many elements, the first one wrong."""
+    evidence = []
+    for r in oc.ranks_wrong:
+        rec = oc.wrong_at.get(r)
+        if rec is not None:
+            fw = rec.get("first_wrong") or {}
+            evidence.append(f"rank {r} {so.host_of(r) or ''}: {rec.get('wrong')} of {rec.get('count')} elements "
+                            f"wrong at {size_text(rec.get('size'))}; element {fw.get('index')} = {fw.get('value')} "
+                            f"(expected {fw.get('expected')})")
+    total = sum(oc.wrong_by_rank.values())
+    return fail(AREA, check, f"{tag}: wrong result on {_who(so, oc.ranks_wrong)}: {total} element(s) differ "
+                             "from the exact expected values",
+                actual={"ranks_wrong": oc.ranks_wrong, "wrong": total}, expected={"wrong": 0},
+                evidence=evidence, host=_one_host(so, oc.ranks_wrong),
+                fix="silent corruption on the path these ranks use: compare with the p2p-off/ib-off rows; "
+                    "check IOMMU/ACS (iommu=pt, ACS off on PCIe switches) and the GPUs/NICs of the named hosts")
+
+
+def _hung(so: SettingOutcome, oc: CollectiveOutcome, check: str, tag: str) -> Finding:
+    """Ranks never came back from the collective: the culprits first, the ranks that waited on them after."""
+    at = oc.hung_at[oc.ranks_hung[0]]
+    where = f"{at.get('phase')}" + (f" at {size_text(at.get('size'))}" if at.get("size") else "")
+    victims = [r for r in oc.ranks_error if r not in oc.ranks_hung]
+    msg = f"{tag}: {_who(so, oc.ranks_hung)} never completed it ({where})"
+    if victims:
+        msg += f"; {_who(so, victims)} " + ("timed out waiting" if set(victims) <= set(oc.ranks_timeout)
+                                             else "failed") + " in it"
+    evidence = [f"{so.ranks[r].where()}: last record: progress {oc.collective} {oc.hung_at[r].get('phase')} "
+                f"{size_text(oc.hung_at[r].get('size'))}" for r in oc.ranks_hung]
+    evidence += [f"rank {r}: {oc.ranks_error[r][:300]}" for r in victims]
+    everyone = so.world_size is not None and len(oc.ranks_hung) >= so.world_size
+    return fail(AREA, check, msg, actual={"ranks_hung": oc.ranks_hung, "phase": at.get("phase"),
+                                          "size": at.get("size")},
+                expected="every rank completes", evidence=evidence,
+                host=None if everyone else _one_host(so, oc.ranks_hung),
+                fix="every rank stuck: the transport of this setting hangs (compare the other rows)"
+                if everyone else "look at the named ranks' hosts first: the collective waited on them")
+
+
+def _failed(so: SettingOutcome, oc: CollectiveOutcome, check: str, tag: str) -> Finding:
+    """Ranks raised in the collective (timed out, or failed), and the ranks that never reported."""
+    ranks = sorted(oc.ranks_error)
+    first = oc.ranks_error[ranks[0]]
+    timeout = set(ranks) <= set(oc.ranks_timeout)
+    suspects = oc.ranks_missing
+    msg = f"{tag}: {'timed out' if timeout else 'failed'} on {_who(so, ranks)}: {first[:200]}"
+    if suspects:
+        msg += f"; no record from {_who(so, suspects)}"
+    return fail(AREA, check, msg, actual={"ranks_error": ranks, "timeout": timeout},
+                evidence=[f"rank {r} {so.host_of(r) or ''}: {oc.ranks_error[r][:500]}" for r in ranks],
+                host=_one_host(so, suspects or ranks))
 
 
 def findings(so: SettingOutcome) -> List[Finding]:

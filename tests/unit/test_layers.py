@@ -184,3 +184,19 @@ def test_the_scan_sees_function_level_and_aliased_imports():
     assert set(up_arrows({("model", "cli"): ["x"], ("check", "collect"): ["y"], ("cli", "model"): ["z"],
                           ("node", "nccldiag"): ["w"]})) == {("model", "cli"), ("check", "collect")}
     assert cycles([("a", "b"), ("b", "c"), ("c", "a"), ("c", "d")]) == [["a", "b", "c"]]
+
+
+# The probe's and isolate's runs are read function by function: none longer than a screen. The functions still
+# over the bound, each to be split (and its entry removed) rather than ever added to.
+LONGEST = 60
+STILL_LONG = {"isolate/judge.py:verdicts", "isolate/run.py:_schedule"}
+
+
+def test_no_function_of_the_probe_or_isolate_is_over_a_screen():
+    long = {}
+    for path in sorted((PKG / "probe").rglob("*.py")) + sorted((PKG / "isolate").rglob("*.py")):
+        for n in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.end_lineno - n.lineno + 1 > LONGEST:
+                long[f"{path.relative_to(PKG)}:{n.name}"] = n.end_lineno - n.lineno + 1
+    assert set(long) - STILL_LONG == set(), long
+    assert STILL_LONG - set(long) == set(), "split: remove it from STILL_LONG"
