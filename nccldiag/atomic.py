@@ -184,6 +184,38 @@ def outline(value, depth: int, in_list: bool) -> Iterator[str]:
         yield "\n" + "  " * depth + "]"
 
 
+def streamed(doc: Dict, nodes: Iterable[Dict]) -> Iterator[str]:
+    """The JSON text of the report ``doc`` whose ``nodes`` (empty in ``doc``) are ``nodes``, each made as it is
+    written: exactly :func:`pieces` of the whole document, holding one node's part at a time."""
+    nodes = iter(nodes)
+    entry = next(nodes, _NONE)
+    if entry is _NONE:  # no node: the document as it is
+        yield from pieces(doc)
+        return
+    yield "{"
+    first = True
+    for key, member in doc.items():
+        yield ("\n  " if first else ",\n  ") + member_name(key) + ": "
+        first = False
+        if key != "nodes":
+            yield from outline(member, 1, False)
+            continue
+        yield "["
+        sep = "\n" + "  " * _NODE_DEPTH
+        while entry is not _NONE:  # as the whole document's outline writes a node
+            yield sep
+            yield from outline(entry, _NODE_DEPTH, True)
+            entry = None  # the node written is let go before the next is made
+            entry = next(nodes, _NONE)
+            sep = ",\n" + "  " * _NODE_DEPTH
+        yield "\n  ]"
+    yield "\n}\n"
+
+
+_NONE = object()
+_NODE_DEPTH = 2  # the document, its "nodes" array, each node
+
+
 def member_name(key) -> str:
     """A member's name as json writes it (a number, true, false or null as its text in quotes)."""
     if type(key) is str:

@@ -123,7 +123,9 @@ def _sharded(inv, areas_sel, opts, save_dir, on_start, on_node, not_saved, keepe
         session.index_bundle(save_dir, [h.name for h in hosts], "ssh", [a.NAME for a in areas_sel])
     on_start(len(hosts))
     kept = keeper is not None and not keeper.failed
-    dirs = ([keeper.raw] if kept and keeper.bundle is None else []) + ([save_dir] if save_dir else [])
+    from nccldiag.bundle import Bundle
+
+    bundles = ([keeper.raw] if kept and keeper.bundle is None else []) + ([Bundle(save_dir)] if save_dir else [])
 
     def got(node, judged, unsaved) -> None:
         for d, why in unsaved.items():
@@ -138,7 +140,7 @@ def _sharded(inv, areas_sel, opts, save_dir, on_start, on_node, not_saved, keepe
 
     nodes = pool.collect(hosts, script, opts, workers, areas=areas_sel if keeper is not None else None,
                          options=keeper.options if keeper is not None else None,
-                         spec=keeper.spec if keeper is not None else None, dirs=dirs, on_node=got)
+                         spec=keeper.spec if keeper is not None else None, bundles=bundles, on_node=got)
     return nodes, notes
 
 
@@ -324,7 +326,7 @@ class _Keeper:
         self.areas = areas_sel
         self.options = options
         self.bundle = bundle
-        self.raw = os.path.join(path, "raw")
+        self.raw = run.bundle()
         self.judged = {}  # host -> NodeReport, judged once, as it arrived
         from nccldiag.shards.judged import Shared
 
@@ -337,23 +339,19 @@ class _Keeper:
                         "spec": os.path.abspath(spec.path) if spec is not None else None})
             self.lines = run.lines("nodes.jsonl")
             if bundle is None:
-                from nccldiag.collect import sections
-
-                sections.write_bundle_index(self.raw, list(hosts), {"transport": transport,
-                                                                    "areas": [a.NAME for a in areas_sel]})
+                self.raw.start(list(hosts), {"transport": transport, "areas": [a.NAME for a in areas_sel]})
         except OSError as exc:  # the default state directory unwritable: the check runs, unkept
             self.failed = f"{exc.strerror or exc}"
         self.facts = _Spool(path if os.path.isdir(path) else None)
 
     def node(self, raw) -> None:
         """A node as it arrives: judged, its outputs written, what the run keeps of it taken."""
-        from nccldiag.collect import sections
         from nccldiag.shards import judged
 
         j = judged.judge(raw, self.areas, self.options, self.spec)
         if not self.failed and self.bundle is None:
             try:
-                sections.write_node(self.raw, raw)
+                self.raw.node(raw)
             except OSError as exc:  # a full disk loses the run directory, never the check
                 self.failed = f"{exc.strerror or exc}"
         self.take(j)

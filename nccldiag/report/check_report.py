@@ -167,7 +167,7 @@ def node_entry(n, columns: List[str], include_facts: bool = True) -> Dict:
 def to_json(report: CheckReport, include_facts: bool = True, include_nodes: bool = True) -> Dict:
     """The report as one JSON object (schema ``nccldiag.check/1``), its diagnoses included. Without
     ``include_nodes`` its ``nodes`` is an empty list, for a writer that makes each node's part as it writes it
-    (:func:`node_entry`, :func:`nccldiag.report.jsonout.streamed`)."""
+    (:func:`node_entry`, :func:`nccldiag.atomic.streamed`)."""
     columns = report.columns
     nodes = [node_entry(n, columns, include_facts) for n in report.nodes] if include_nodes else []
     counts: Dict[str, int] = {s.value: 0 for s in Status}

@@ -48,12 +48,12 @@ def _incomplete(doc: Dict[str, Any], note: str) -> Dict[str, Any]:
 def _check(path: str, meta: Dict[str, Any]) -> Dict[str, Any]:
     from nccldiag import areas as registry, diagnosis
     from nccldiag.check import engine
-    from nccldiag.collect import sections
+    from nccldiag.bundle import read_bundle
     from nccldiag.report import check_report
 
     raw_dir = meta.get("bundle") or os.path.join(path, "raw")
     try:
-        raws = sections.read_bundle(raw_dir) if os.path.isdir(raw_dir) else []
+        raws = read_bundle(raw_dir) if os.path.isdir(raw_dir) else []
     except (OSError, ValueError) as exc:
         raise UsageError(f"{raw_dir}: {exc}") from None
     names = meta.get("areas") or []

@@ -22,7 +22,8 @@ FLOORS: Tuple[Tuple[str, ...], ...] = (
     ("atomic",),  # file writing, the JSON text of reports
     ("inventory", "transport", "benchmarks", "knowledge"),  # hosts; how bytes reach a node; hand-run benchmarks'
     # outputs; what nccldiag knows, as data rows
-    ("slurm", "nccl"),  # Slurm's commands, run through a transport; NCCL logs and RAS reports
+    ("slurm", "nccl", "bundle"),  # Slurm's commands, run through a transport; NCCL logs and RAS reports; nodes'
+    # raw outputs on disk
     ("areas", "rundir"),  # check areas (parse, judge); the run directory
     ("spec",),  # site specs, against the areas' facts
     ("check", "collect", "diagnosis"),  # the check engine, the collection, the diagnosis rules

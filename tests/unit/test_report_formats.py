@@ -477,7 +477,7 @@ def test_a_run_dir_made_by_someone_else_after_the_check_of_it_is_not_written(tmp
 def test_every_file_of_a_run_dir_is_new_and_never_followed(tmp_path):
     """Each name a run keeps, planted as a link in the run's own directory: the writer refuses it, never follows it."""
     from nccldiag import rundir
-    from nccldiag.collect import sections
+    from nccldiag import bundle
     from nccldiag.model.raw import RawNode
 
     victim = tmp_path / "victim"
@@ -490,9 +490,9 @@ def test_every_file_of_a_run_dir_is_new_and_never_followed(tmp_path):
         rundir.Lines(str(run / "nodes.jsonl"))
     (run / "raw").symlink_to(tmp_path)
     with pytest.raises(OSError, match="symbolic link"):
-        sections.write_node(str(run / "raw"), RawNode(host="n1", sections={"hostname": "n1\n"}))
+        bundle.write_node(str(run / "raw"), RawNode(host="n1", sections={"hostname": "n1\n"}))
     with pytest.raises(OSError, match="symbolic link"):
-        sections.write_bundle_index(str(run / "raw"), ["n1"])
+        bundle.write_bundle_index(str(run / "raw"), ["n1"])
     (run / "report.json").symlink_to(victim)
     rundir.save_report(str(run), {"schema": "nccldiag.check/1"})  # replaces the link, never writes through it
     assert victim.read_text() == "root's file\n" and not (run / "report.json").is_symlink()
