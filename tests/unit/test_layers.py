@@ -29,7 +29,7 @@ FLOORS: Tuple[Tuple[str, ...], ...] = (
     ("check", "collect", "diagnosis"),  # the check engine, the collection, the diagnosis rules
     ("probe", "shards"),  # probe: plan, launchers, runner, results, analysis; the collection and judging shared
     # out over worker processes
-    ("isolate",),  # isolate: its rounds of probe jobs
+    ("isolate", "sessions"),  # isolate: its rounds of probe jobs; check's and log's runs end to end
     ("report",),  # renderers and report files
     ("cli",),  # the commands
     ("__main__",),

@@ -311,9 +311,9 @@ def test_check_keeps_of_each_judged_node_its_findings_summary_and_the_facts_diag
         return real_analyze(raws, areas, options, judged=judged, spec=spec)
 
     entries = []  # each node's part of the report, as made for writing
-    import nccldiag.cli.check as check_cli
+    from nccldiag.report import check_report
 
-    real_plain = check_cli.plain
+    real_plain = check_report.plain
 
     class Entry(dict):  # a dict a weak reference can follow
         pass
@@ -330,7 +330,7 @@ def test_check_keeps_of_each_judged_node_its_findings_summary_and_the_facts_diag
 
     monkeypatch.setattr(engine, "analyze_node", analyze_node)
     monkeypatch.setattr(engine, "analyze", analyze)
-    monkeypatch.setattr(check_cli, "plain", plain)
+    monkeypatch.setattr(check_report, "plain", plain)
     res = CliRunner().invoke(main, ["check", "-w", "gpu001,gone,gpu002,ws01", "--mesh", "none", "--fanout", "2",
                                     "--run-dir", str(tmp_path / "run"), "--json", str(tmp_path / "r.json")])
     assert res.exit_code in (0, 1, 3), res.output

@@ -460,14 +460,12 @@ def test_a_run_dir_made_by_someone_else_after_the_check_of_it_is_not_written(tmp
               "--run-dir", tmp_path / "free")
     assert res.exit_code == 0 and (tmp_path / "free" / "nodes.jsonl").exists()
     os.rename(tmp_path / "free", tmp_path / "used")
-    import nccldiag.cli.check as check_cli
-
     real = rundir.prepare
     try:  # stands in for the moment between the check of the path and the run
-        check_cli.rundir.prepare = lambda path, option="--run-dir": (real(path, option), os.rename(p["trap"], path))[0]
+        rundir.prepare = lambda path, option="--run-dir": (real(path, option), os.rename(p["trap"], path))[0]
         res = cli("check", "--bundle", tmp_path / "b", "--color", "never", "--run-dir", tmp_path / "free")
     finally:
-        check_cli.rundir.prepare = real
+        rundir.prepare = real
     assert res.exit_code == 0 and "gpu001" in res.stdout, res.output
     assert f"run directory {tmp_path / 'free'}: cannot write: belongs to uid 65534" in res.stderr
     assert p["victim"].read_text() == "root's file\n" and list(p["elsewhere"].iterdir()) == []

@@ -230,16 +230,16 @@ def test_collect_with_two_workers_saves_every_node(server, tmp_path):
 
 def test_only_a_live_ssh_collection_that_lets_nodes_go_is_spread():
     """srun and this machine have no SSH to spread; spec init's reference nodes are kept whole, in one process."""
-    from nccldiag.cli.check import _workers
+    from nccldiag.sessions.collection import workers_for
     from nccldiag.inventory import Inventory
 
     inv = Inventory(hosts=[Host(f"n{i}") for i in range(200)])
-    assert _workers({"workers": None}, inv, "ssh", True) == pool.default_workers(200)
-    assert _workers({"workers": 3}, inv, "ssh", True) == 3
-    assert _workers({"workers": 500}, Inventory(hosts=[Host("a"), Host("b")]), "ssh", True) == 2
+    assert workers_for(None, inv, "ssh", True) == pool.default_workers(200)
+    assert workers_for(3, inv, "ssh", True) == 3
+    assert workers_for(500, Inventory(hosts=[Host("a"), Host("b")]), "ssh", True) == 2
     for kw, target, transport, release in (({"workers": 1}, inv, "ssh", True), ({"workers": 4}, inv, "srun", True),
                                            ({"workers": 4}, None, "local", True), ({"workers": 4}, inv, "ssh", False)):
-        assert _workers(kw, target, transport, release) == 1
+        assert workers_for(kw["workers"], target, transport, release) == 1
 
 
 def test_texts_the_judged_nodes_repeat_are_held_once_and_the_nodes_read_the_same():
