@@ -112,7 +112,7 @@ def _sq(text: str) -> str:
 
 
 def wrap(inner: str, rundir: str, run_id: str = "", watchdog: int = 0) -> str:
-    """Run ``inner`` as the leader of a new session, recording its PGID, under a watchdog.
+    """Run ``inner`` as the leader of a new session, under a watchdog.
 
     The watchdog polls once a second, as long as the launcher lives, whether
     the shell's parent (sshd's session, or nccldiag itself on this machine)
@@ -123,8 +123,7 @@ def wrap(inner: str, rundir: str, run_id: str = "", watchdog: int = 0) -> str:
     them. Its output goes nowhere, so it never holds the SSH channel open.
     """
     q = shlex.quote(rundir)
-    body = f"echo $$ > {q}/launcher.pgid; exec {inner}"
-    launcher = f"setsid -w sh -c {shlex.quote(body)}"
+    launcher = f"setsid -w sh -c {shlex.quote('exec ' + inner)}"
     if not watchdog or not run_id:
         return f"{owned_rundir(rundir)}cd {q} && exec {launcher}"
     guard = (

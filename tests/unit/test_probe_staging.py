@@ -2,7 +2,7 @@
 
 A local user on a node can see the run id (``/tmp`` and ``ps``) and may make
 the directory first, with a ``sitecustomize.py`` for the root-run ranks to
-import and a ``launcher.pgid`` link to a root-owned file for the launch to
+import and a ``hostfile`` link to a root-owned file for mpirun's launch to
 write through. Staging must refuse such a directory, every command that works
 in the run directory must refuse one it did not make, and the clean-up must
 leave it alone. Tests that need a second user run as root (CI does).
@@ -37,10 +37,10 @@ def plant(parent, name, victim):
     d = parent / name
     d.mkdir()
     (d / "sitecustomize.py").write_text(f"open({str(parent / 'pwned')!r}, 'w').write('root')\n")
-    os.symlink(victim, d / "launcher.pgid")
+    os.symlink(victim, d / "hostfile")
     for p in (d, d / "sitecustomize.py"):
         os.chown(p, NOBODY, NOBODY)
-    os.lchown(d / "launcher.pgid", NOBODY, NOBODY)
+    os.lchown(d / "hostfile", NOBODY, NOBODY)
     os.chmod(d, 0o777)
     return d
 
