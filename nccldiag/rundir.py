@@ -28,11 +28,13 @@ import os
 import threading
 import time
 import uuid
-from typing import Any, Callable, Dict, Iterable, List, Optional
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Optional
 
 from nccldiag.atomic import pieces, streamed, write_text
-from nccldiag.bundle import Bundle
 from nccldiag.model.errors import UsageError
+
+if TYPE_CHECKING:
+    from nccldiag.bundle import Bundle
 
 META = "run.json"
 REPORT = "report.json"
@@ -169,9 +171,11 @@ class Run:
         os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
         write_text(path, text)
 
-    def bundle(self) -> Bundle:
+    def bundle(self) -> "Bundle":
         """``raw/``: the nodes' outputs as a bundle, each node written as it arrives, here or by the shard
         worker that collected it (the handle goes to the worker)."""
+        from nccldiag.bundle import Bundle
+
         return Bundle(self.file(RAW))
 
     def save_report(self, doc: Dict[str, Any], nodes: Optional[Callable[[], Iterable[Dict[str, Any]]]] = None) -> str:

@@ -16,7 +16,6 @@ from nccldiag.model.errors import UsageError
 from nccldiag.report import outputs
 from nccldiag.report.finish import finish
 from nccldiag.report.jsonout import plain
-from nccldiag.sessions.check import HEALTH_AREAS, CheckRun, Slurm
 
 
 @click.command("check", context_settings=CONTEXT)
@@ -63,6 +62,7 @@ def check(bundle, only, skip, mesh_mode, save_dir, run_dir, p2p_test, verbose, c
     """
     from nccldiag.report import check_report
     from nccldiag.report.console import console
+    from nccldiag.sessions.check import HEALTH_AREAS, CheckRun, Slurm
     from nccldiag.spec import runs
 
     t0 = time.monotonic()

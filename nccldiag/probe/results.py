@@ -21,14 +21,13 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, FrozenSet, Iterable, List, Optional, Sequence, Tuple
 
 from nccldiag.model.findings import Finding, error, fail, ok, skip
 from nccldiag.model.sizes import size_text
-from nccldiag.node.collectives import NAMES as COLLECTIVES
+from nccldiag.node.collectives import MPI_CHECK, NAMES as COLLECTIVES
 
 AREA = "probe"
 STATUSES = ("ok", "wrong", "error", "hang", "unsupported", "not-run", "incomplete")
@@ -84,7 +83,6 @@ MAX_TEXT = 2000  # characters kept of a string a rank sends (an error message)
 MAX_PER_COLLECTIVE = 256  # records per rank and collective (progress and results of every size checked and swept)
 MAX_OTHER = 16  # records per rank outside any collective: start, init, ready, error, end
 MAX_WORLD = 1 << 16  # ranks read back without their launch (records.jsonl alone)
-MPI_CHECK = "mpi_allreduce"
 KINDS = frozenset({"start", "progress", "result", "error", "end"})
 
 
@@ -191,35 +189,18 @@ def clean_record(rec: Any, world: Optional[int] = None) -> Optional[dict]:
     return out
 
 
-RANK, NODE = "rank", "node"  # what a line's mark names
-
-
-@dataclass(frozen=True)
-class Tagging:
-    """How a launcher whose one stream carries many ranks' lines marks each line: ``pattern`` matches the mark
-    at the start of the line, its first group naming the rank (``of`` :data:`RANK`: ``[1,r]<stdout>:``,
-    ``r: ``) or the node (:data:`NODE`: ``host: ``) that wrote it. ``adds``: records the launch writes
-    beside the collectives planned (a check of the launcher's own). ``name``: how a run directory keeps it.
-    Each launcher declares its own (:mod:`nccldiag.probe.launchers`)."""
-
-    name: str
-    pattern: "re.Pattern[str]"
-    of: str = RANK
-    adds: Tuple[str, ...] = ()
-
-
 @dataclass(frozen=True)
 class Launched:
     """What one setting launched: the nodes in node-rank order, each with ``nproc`` ranks, and the collectives.
 
     ``tagged``: how the launcher marks which rank (or node) wrote a line, when one stream carries many
-    (:class:`Tagging`); None when each node streams its own ranks.
+    (its :class:`~nccldiag.probe.launchers.base.Tagging`); None when each node streams its own ranks.
     """
 
     hosts: Tuple[str, ...]
     nproc: int
     collectives: Tuple[str, ...] = tuple(COLLECTIVES)
-    tagged: Optional[Tagging] = None
+    tagged: Optional["Tagging"] = None
 
     @property
     def world(self) -> int:
@@ -259,7 +240,7 @@ class Gate:
             return None
         tag: Optional[int] = None
         tagging = la.tagged
-        if tagging is not None and tagging.of == NODE:
+        if tagging is not None and tagging.by_node:
             m = tagging.pattern.match(line)
             if m is None:
                 return None  # the launcher's own output
@@ -269,7 +250,7 @@ class Gate:
                 return None
             host, line = m.group(1), line[m.end():]  # then as if the node streamed its own ranks
         where: Optional[str] = host
-        if tagging is not None and tagging.of == RANK:
+        if tagging is not None and not tagging.by_node:
             m = tagging.pattern.match(line)
             if m is None:
                 return None  # the launcher's own output

@@ -145,7 +145,7 @@ def test_clush_sends_every_node_one_command_that_picks_its_own_torchrun_by_host_
     assert "--node-rank=1" in branch_b and "--node-rank=0" not in branch_b and "--master-addr=10.0.0.2" in branch_b
     assert "is none of this run's nodes" in remote
     la = clush.launched(nodes, 2, ("all_reduce",))
-    assert la.tagged.of == results.NODE and [n.name for n in clush.starts_on(nodes)] == ["clush"]
+    assert la.tagged.by_node and [n.name for n in clush.starts_on(nodes)] == ["clush"]
 
 
 def test_clush_refuses_nodes_it_cannot_tell_apart_or_reach_alike():

@@ -9,13 +9,10 @@ here and one line in :data:`LAUNCHERS`.
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, List, Optional, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 from nccldiag.model.errors import UsageError
-from nccldiag.probe.launchers.base import Launcher
-
-if TYPE_CHECKING:
-    from nccldiag.probe.results import Tagging
+from nccldiag.probe.launchers.base import Launcher, Tagging
 
 LAUNCHERS: Tuple[str, ...] = (
     "torchrun",
@@ -64,8 +61,9 @@ def refuse_allocation(name: str, asked: bool) -> None:
                          + " or ".join(in_allocation()))
 
 
-def tagging(name: Optional[str]) -> Optional["Tagging"]:
-    """The launcher's :class:`~nccldiag.probe.results.Tagging` a run directory names (None: none, or unknown)."""
+def tagging(name: Optional[str]) -> Optional[Tagging]:
+    """The launcher's :class:`~nccldiag.probe.launchers.base.Tagging` a run directory names (None: none, or
+    unknown)."""
     for n in LAUNCHERS:
         t = get(n).tagging
         if t is not None and t.name == name:

@@ -11,7 +11,9 @@ reaping, logs, analysis) is the same for every launcher.
 from __future__ import annotations
 
 import os
+import re
 import shlex
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Dict, List, Optional, Protocol, Sequence, Tuple
 
 from nccldiag.probe import counters, launch
@@ -22,6 +24,20 @@ if TYPE_CHECKING:
     from nccldiag.probe.plan import Bounds
 
 
+@dataclass(frozen=True)
+class Tagging:
+    """How a launcher whose one stream carries many ranks' lines marks each line: ``pattern`` matches the mark
+    at the start of the line, its first group naming the rank (``[1,r]<stdout>:``, ``r: ``) or, ``by_node``,
+    the node (``host: ``) that wrote it. ``adds``: records the launch writes beside the collectives planned (a
+    check of the launcher's own). ``name``: how a run directory keeps it. :class:`~nccldiag.probe.results.Gate`
+    reads it."""
+
+    name: str
+    pattern: "re.Pattern[str]"
+    by_node: bool = False
+    adds: Tuple[str, ...] = ()
+
+
 class Launcher(Protocol):
     name: str
     jobs: bool  # isolate can start its jobs with it
@@ -29,7 +45,7 @@ class Launcher(Protocol):
     counts: bool  # the nodes' error counters are read around each setting
     here: bool  # every rank runs on this machine: no hosts, or this one alone
     allocation: bool  # it runs inside a Slurm allocation, which a command's --partition/--nodes/... ask for
-    tagging: Optional["results.Tagging"]  # how its one stream marks each line's rank or node (None: a stream
+    tagging: Optional[Tagging]  # how its one stream marks each line's rank or node (None: a stream
     # per node, of that node's ranks)
 
     def nodes(self, hosts: Sequence["Host"], opts) -> list:

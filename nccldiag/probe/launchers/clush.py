@@ -24,8 +24,8 @@ import shlex
 from typing import Dict, List
 
 from nccldiag.model.errors import UsageError
-from nccldiag.probe import launch, results
-from nccldiag.probe.launchers.base import OverSSH
+from nccldiag.probe import launch
+from nccldiag.probe.launchers.base import OverSSH, Tagging
 from nccldiag.probe.launchers import torchrun
 
 HERE = "clush"  # the launch's place in a setting's run: clush runs on this machine
@@ -63,7 +63,7 @@ def by_own_name(spec, nodes, prep) -> str:
 
 class Clush(OverSSH):
     name = "clush"
-    tagging = results.Tagging("clush", re.compile(r"^([^\s:]+): "), results.NODE)  # clush's label: ``node: line``
+    tagging = Tagging("clush", re.compile(r"^([^\s:]+): "), by_node=True)  # clush's label: ``node: line``
 
     def refuse(self, opts, hosts, nodes) -> None:
         for what, values in (("user", {h.user for h in hosts}), ("port", {h.port for h in hosts})):

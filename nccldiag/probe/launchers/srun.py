@@ -14,8 +14,8 @@ import uuid
 from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from nccldiag.model.errors import UsageError
-from nccldiag.probe import launch, results
-from nccldiag.probe.launchers.base import OverSSH, by_hostname
+from nccldiag.probe import launch
+from nccldiag.probe.launchers.base import OverSSH, Tagging, by_hostname
 from nccldiag.transport.base import ExecResult
 from nccldiag.transport.local import LocalTransport
 from nccldiag.transport.stream import run_streaming
@@ -132,7 +132,7 @@ class Srun(OverSSH):
     name = "srun"
     jobs = True
     allocation = True
-    tagging = results.Tagging("srun", re.compile(r"^ *(\d+): "), results.RANK)  # --label: ``r: line``
+    tagging = Tagging("srun", re.compile(r"^ *(\d+): "))  # --label: ``r: line``
 
     def nodes(self, hosts, opts) -> list:
         """The hosts as Slurm nodes (name and NodeAddr), each command an srun step in ``opts.slurm_job``."""
@@ -185,6 +185,8 @@ class Srun(OverSSH):
         return [LaunchHere(HERE)]
 
     def launched(self, nodes, nproc: int, collectives):
+        from nccldiag.probe import results
+
         return results.Launched(tuple(n.name for n in _ordered(nodes)), nproc, collectives, self.tagging)
 
     def stop(self, name: str, sr, wait: float) -> None:
