@@ -19,6 +19,8 @@ import stat
 import tempfile
 from typing import Dict, Iterable, Iterator, Optional, Union
 
+from nccldiag.model.sizes import size_text
+
 
 class Unsafe(PermissionError):
     """A place another user controls: a link, someone else's directory, or one others may write in."""
@@ -193,6 +195,38 @@ def outline(value, depth: int, in_list: bool) -> Iterator[str]:
         yield "\n" + "  " * depth + "]"
 
 
+def streamed(doc: Dict, nodes: Iterable[Dict]) -> Iterator[str]:
+    """The JSON text of the report ``doc`` whose ``nodes`` (empty in ``doc``) are ``nodes``, each made as it is
+    written: exactly :func:`pieces` of the whole document, holding one node's part at a time."""
+    nodes = iter(nodes)
+    entry = next(nodes, _NONE)
+    if entry is _NONE:  # no node: the document as it is
+        yield from pieces(doc)
+        return
+    yield "{"
+    first = True
+    for key, member in doc.items():
+        yield ("\n  " if first else ",\n  ") + member_name(key) + ": "
+        first = False
+        if key != "nodes":
+            yield from outline(member, 1, False)
+            continue
+        yield "["
+        sep = "\n" + "  " * _NODE_DEPTH
+        while entry is not _NONE:  # as the whole document's outline writes a node
+            yield sep
+            yield from outline(entry, _NODE_DEPTH, True)
+            entry = None  # the node written is let go before the next is made
+            entry = next(nodes, _NONE)
+            sep = ",\n" + "  " * _NODE_DEPTH
+        yield "\n  ]"
+    yield "\n}\n"
+
+
+_NONE = object()
+_NODE_DEPTH = 2  # the document, its "nodes" array, each node
+
+
 def member_name(key) -> str:
     """A member's name as json writes it (a number, true, false or null as its text in quotes)."""
     if type(key) is str:
@@ -248,18 +282,14 @@ def read_regular_bytes(path: str, limit: int, follow: bool = False) -> bytes:
                 st.st_mode) else "a directory" if stat.S_ISDIR(st.st_mode) else "a socket"
             raise NotRegular(f"{path}: not a regular file ({kind})")
         if st.st_size > limit:
-            raise TooLarge(f"{path}: larger than {_size(limit)} ({st.st_size} bytes)")
+            raise TooLarge(f"{path}: larger than {size_text(limit)} ({st.st_size} bytes)")
         with os.fdopen(fd, "rb", closefd=False) as f:
             data = f.read(limit + 1)
     finally:
         os.close(fd)
     if len(data) > limit:
-        raise TooLarge(f"{path}: larger than {_size(limit)}")
+        raise TooLarge(f"{path}: larger than {size_text(limit)}")
     return data
-
-
-def _size(n: int) -> str:
-    return f"{n >> 20} MiB" if n >= 1 << 20 else f"{n >> 10} KiB"
 
 
 def read_regular(path: str, limit: int, follow: bool = False) -> str:

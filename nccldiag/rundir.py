@@ -7,7 +7,7 @@ JSON or JSON lines)::
 
     run.json        what ran: command, run id, hosts, options (written first)
     nodes.jsonl     check: one line per node as it is collected and judged
-    raw/            check: the node outputs as a bundle (``check --bundle`` reads it)
+    raw/            check: the node outputs as a bundle (``check --bundle`` reads it; :meth:`Run.bundle`)
     records.jsonl   probe, isolate: every rank's records as they come
     settings.jsonl  probe: one line per setting once it has ended (how each node's launcher ended)
     nccl-logs/      probe: the NCCL logs fetched from the nodes, per setting and host
@@ -28,13 +28,18 @@ import os
 import threading
 import time
 import uuid
-from typing import Any, Dict, List, Optional
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Optional
 
-from nccldiag.atomic import pieces, write_text
+from nccldiag.atomic import pieces, streamed, write_text
 from nccldiag.model.errors import UsageError
+
+if TYPE_CHECKING:
+    from nccldiag.bundle import Bundle
 
 META = "run.json"
 REPORT = "report.json"
+RAW = "raw"
+EARLIER = (META, "records.jsonl")  # what a run leaves first in its directory: there, the directory is not new
 LIMIT = 1 << 30  # the most of one file a report reads back (records of a long run stay far below)
 COMMANDS = ("check", "probe", "isolate")
 
@@ -66,7 +71,7 @@ def prepare(path: str, option: str = "--run-dir") -> str:
     except Unsafe as exc:
         raise UsageError(f"{option} {path}: {exc.strerror}") from None
     if os.path.lexists(path):
-        if os.path.exists(os.path.join(path, META)) or os.path.exists(os.path.join(path, "records.jsonl")):
+        if any(os.path.exists(os.path.join(path, name)) for name in EARLIER):
             raise UsageError(f"{option} {path}: holds an earlier run; give a new directory")
         if os.listdir(path):
             raise UsageError(f"{option} {path}: is not empty; give a new or empty directory")
@@ -166,8 +171,15 @@ class Run:
         os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
         write_text(path, text)
 
-    def save_report(self, doc: Dict[str, Any]) -> None:
-        save_report(self.path, doc)
+    def bundle(self) -> "Bundle":
+        """``raw/``: the nodes' outputs as a bundle, each node written as it arrives, here or by the shard
+        worker that collected it (the handle goes to the worker)."""
+        from nccldiag.bundle import Bundle
+
+        return Bundle(self.file(RAW))
+
+    def save_report(self, doc: Dict[str, Any], nodes: Optional[Callable[[], Iterable[Dict[str, Any]]]] = None) -> str:
+        return save_report(self.path, doc, nodes)
 
     def close(self) -> None:
         for lines in self._lines.values():
@@ -204,9 +216,13 @@ def read_lines(path: str) -> List[Dict[str, Any]]:
     return out
 
 
-def save_report(path: str, doc: Dict[str, Any]) -> None:
-    """``report.json``: the document every format is rendered from."""
-    write_text(os.path.join(path, REPORT), pieces(doc))
+def save_report(path: str, doc: Dict[str, Any], nodes: Optional[Callable[[], Iterable[Dict[str, Any]]]] = None) -> str:
+    """``report.json`` of the run directory ``path``: the document every format is rendered from; its path.
+    With ``nodes`` (``doc["nodes"]`` left empty), each node's part is made as it is written
+    (:func:`nccldiag.atomic.streamed`), so that the whole document is never held."""
+    target = os.path.join(path, REPORT)
+    write_text(target, pieces(doc) if nodes is None else streamed(doc, nodes()))
+    return target
 
 
 def read_meta(path: str) -> Dict[str, Any]:

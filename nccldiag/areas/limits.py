@@ -21,6 +21,7 @@ from typing import Dict, List, Optional, Union
 from nccldiag.areas.base import DUMP_HEADER, NodeFacts, Source, parse_dump, section
 from nccldiag.areas.pcie import node_rdma
 from nccldiag.model.findings import Finding, fail, ok, skip, warn
+from nccldiag.model.sizes import size_text
 
 NAME = "limits"
 TITLE = "Limits"
@@ -105,11 +106,7 @@ def human(v: Optional[Limit]) -> str:
         return "unknown"
     if v == UNLIMITED:
         return "unlimited"
-    assert isinstance(v, int)
-    for unit, size in (("GiB", GIB), ("MiB", 1024 ** 2), ("KiB", 1024)):
-        if v >= size:
-            return f"{v // size} {unit}" if v % size == 0 else f"{v / size:.1f} {unit}"
-    return f"{v} bytes"
+    return size_text(v)
 
 
 _PROC = {"Max locked memory": "memlock", "Max open files": "nofile"}

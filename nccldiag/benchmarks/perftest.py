@@ -25,10 +25,6 @@ class PerftestResult:
     latency_rows: List[Dict[str, float]] = field(default_factory=list)  # bytes, iterations, t_min, t_max, ...
     source: str = ""  # the file it was read from (``nccldiag log``)
 
-    @property
-    def bw_average(self) -> Optional[float]:
-        return self.rows[-1]["average"] if self.rows else None
-
 
 _RUN = re.compile(r"[A-Za-z .]+:?")  # a run of a key's characters, and the colon after it
 _VALUE = re.compile(r"\s*(\S+)")

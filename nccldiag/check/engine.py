@@ -1,4 +1,4 @@
-"""Diagnosis: from raw node outputs to findings, per node and for the cluster.
+"""The check engine: from raw node outputs to findings, per node and for the cluster.
 
 This is the pure middle of ``nccldiag check``: the same function judges a live
 collection and a saved bundle.
@@ -175,7 +175,10 @@ def _not_checked(raw: RawNode, area: ModuleType, cut: List[str]) -> Finding:
 
 
 def summarize(node: NodeReport, areas: Sequence[ModuleType]) -> Dict[str, Optional[str]]:
-    """``{"area.key": value}`` from each node area's ``summarize``: what the cluster areas compare of a node."""
+    """``{"area.key": value}`` from each node area's ``summarize``: what the cluster areas compare of a node.
+
+    An area whose ``summarize`` fails leaves its keys out of the comparison and says so on the node: an error
+    finding ``<area>.summarize``, never silence."""
     s: Dict[str, Optional[str]] = {}
     for area in areas:
         fn = getattr(area, "summarize", None)
@@ -183,10 +186,13 @@ def summarize(node: NodeReport, areas: Sequence[ModuleType]) -> Dict[str, Option
         if fn is None or facts is None or kind(area) != "node":
             continue
         try:
-            for k, v in (fn(facts) or {}).items():
-                s[f"{area.NAME}.{k}"] = None if v is None else str(v)
-        except Exception:
+            got = {f"{area.NAME}.{k}": None if v is None else str(v) for k, v in (fn(facts) or {}).items()}
+        except Exception as exc:  # a bug in one area must not hide the others, nor pass unseen
+            node.findings.append(error(area.NAME, f"{area.NAME}.summarize",
+                                       f"could not compare {area.NAME} with the other nodes: {type(exc).__name__}: "
+                                       f"{exc}", host=node.host))
             continue
+        s.update(got)
     return s
 
 

@@ -5,8 +5,7 @@ import sys
 
 import click
 
-from nccldiag.cli.check import run_collection, trust_notes
-from nccldiag.cli.host import HostCommand
+from nccldiag.cli.host import HostCommand, collecting
 from nccldiag.cli.options import (
     CONTEXT, areas, host_options, import_torch_option, login_timeout_option, slurm_options, transport_option,
     workers_option,
@@ -30,6 +29,7 @@ from nccldiag.model.findings import clean_text
 def collect(out_dir, print_script, only, skip, **kw):
     """Gather raw outputs into a bundle, for 'check --bundle' or a support ticket."""
     from nccldiag.collect import runner
+    from nccldiag.sessions.collection import collect as collect_nodes, trust_notes
 
     areas_sel = areas(only, skip)
     if print_script:
@@ -39,8 +39,10 @@ def collect(out_dir, print_script, only, skip, **kw):
         raise UsageError("collect needs -o DIR (or --script to print the collection script)")
     not_saved: dict = {}
     with HostCommand(kw) as target:
-        raws, _notes = run_collection(kw, areas_sel, out_dir, mesh_mode="none", not_saved=not_saved,
-                                      target=target.collection_target())
+        target.collection_target()
+        with collecting() as (on_start, on_node):
+            raws, _notes = collect_nodes(target.inv, target.collect_options(), areas_sel, out_dir, target.workers,
+                                         not_saved, on_start=on_start, on_node=on_node)
     for note in trust_notes(raws):
         click.echo(clean_text(f"nccldiag: note: {note}"), err=True)
     failed = [r for r in raws if r.error]

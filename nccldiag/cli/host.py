@@ -3,11 +3,13 @@
 The hosts (an inventory, or the nodes of a Slurm allocation asked for on the command line), the
 allocation itself as a resource released when the command leaves the ``with`` block (after an error
 or Ctrl-C too), the Slurm job the work runs in, the SSH options, the fanout and the Python of the
-nodes. check, collect, spec init, probe and isolate use it.
+nodes, and a collection's options made of them. check, collect, spec init, probe and isolate use it;
+:func:`collecting` is the progress bar of a collection.
 """
 from __future__ import annotations
 
 import contextlib
+import sys
 from typing import Optional
 
 from nccldiag.cli import options
@@ -34,8 +36,27 @@ class HostCommand(contextlib.ExitStack):
     def python(self) -> str:
         return self.kw["python"]
 
+    @property
+    def workers(self) -> Optional[int]:
+        """``--workers``: processes an SSH collection is spread over (None: as many as the hosts are worth)."""
+        return self.kw.get("workers")
+
     def ssh(self):
         return options.ssh_options(self.kw)
+
+    def collect_options(self, mesh: str = "none", extra_sources=()):
+        """How :meth:`collection_target`'s hosts are collected: the transport, SSH options, fanout, Python, the
+        node-to-node test (none through srun: no SSH at all) and the sources added to the areas'."""
+        from nccldiag.collect import runner
+
+        srun = self.transport == "srun"
+        opts = runner.CollectOptions(ssh=self.ssh(), fanout=self.fanout, python=self.python,
+                                     import_torch=self.kw.get("import_torch", False), mesh="none" if srun else mesh,
+                                     extra_sources=extra_sources)
+        if srun:
+            opts.transport, opts.slurm_job = "srun", self.job
+            opts.alloc = None if self.job else self.request()
+        return opts
 
     def request(self):
         """The allocation the options ask for (``.asked`` False when they ask for none)."""
@@ -66,3 +87,27 @@ class HostCommand(contextlib.ExitStack):
             raise UsageError("--transport srun needs nodes: run inside an allocation, give hosts, or ask for an "
                              "allocation (--partition, --nodes, ...)")
         return self
+
+
+@contextlib.contextmanager
+def collecting():
+    """A collection's progress bar on stderr, when it is a terminal: ``(on_start(total), on_node(node))``."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from nccldiag.report.console import console
+
+    progress = Progress(
+        TextColumn("[bold]collecting"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+        TextColumn("{task.fields[last]}"),
+        console=console(stderr=True), transient=True, disable=not sys.stderr.isatty(),
+    )
+    with progress:
+        task = progress.add_task("collect", total=0, last="")
+
+        def on_start(total: int) -> None:
+            progress.update(task, total=total)
+
+        def on_node(node) -> None:
+            progress.update(task, advance=1, last=node.host + (" (" + node.error["kind"] + ")" if node.error else ""))
+
+        yield on_start, on_node

@@ -7,7 +7,7 @@ import sys
 import click
 
 from nccldiag.cli.host import HostCommand
-from nccldiag.cli.options import (CONTEXT, LauncherChoice, color_option, host_options, slurm_options,
+from nccldiag.cli.options import (CONTEXT, LauncherChoice, alloc_request, color_option, host_options, slurm_options,
                                   spec_option)
 from nccldiag.model.errors import UsageError
 from nccldiag.probe import launchers
@@ -16,7 +16,7 @@ from nccldiag.report import outputs
 
 @click.command("isolate", context_settings=CONTEXT)
 @host_options
-@click.option("--launcher", type=LauncherChoice(launchers.isolate_choices(), jobs=True), default="ssh",
+@click.option("--launcher", type=LauncherChoice(launchers.isolate_choices(), jobs=True), default=launchers.SSH,
               show_default=True,
               help="ssh: torchrun on each node of a job over SSH. srun: each job one Slurm step inside the "
                    "allocation (one task per rank, no SSH), the jobs of a round side by side. A site's own "
@@ -72,9 +72,7 @@ def isolate(launcher, backend, nproc_per_node, nets, hcas, fraction, expected_bu
     outs.validate()
     spec = runs.from_option(spec_path)  # read and validated before any node is contacted
     fraction, fraction_note = runs.isolate_fraction(spec, fraction)
-    if launcher != "srun" and any(kw.get(k) is not None for k in ("partition", "nodelist", "reservation", "alloc_nodes",
-                                                                     "account", "qos", "alloc_time")):
-        raise UsageError("--partition/--nodes/... ask Slurm for an allocation: use them with --launcher srun")
+    launchers.refuse_allocation(launcher, alloc_request(kw).asked)
     if hcas and backend == "gloo":
         raise UsageError("--hca needs the nccl backend (NCCL_IB_HCA); gloo has no HCA rows")
     if out_dir:

@@ -8,9 +8,10 @@ from typing import Optional
 import click
 
 from nccldiag.cli.host import HostCommand
-from nccldiag.cli.options import (CONTEXT, LauncherChoice, causes_option, color_option, host_options, slurm_options,
-                                  spec_option, ssh_options)
-from nccldiag.model.errors import UsageError
+from nccldiag.cli.options import (
+    CONTEXT, LauncherChoice, alloc_request, causes_option, color_option, host_options, slurm_options, spec_option,
+    ssh_options,
+)
 from nccldiag.probe import launchers
 from nccldiag.report import outputs
 
@@ -76,9 +77,7 @@ def probe(launcher, backend, nproc_per_node, ib, custom, settings_mode, collecti
         from nccldiag import rundir
 
         rundir.prepare(out_dir, "--run-dir")
-    if launcher != "srun" and any(kw.get(k) is not None for k in ("partition", "nodelist", "reservation", "alloc_nodes",
-                                                                     "account", "qos", "alloc_time")):
-        raise UsageError("--partition/--nodes/... ask Slurm for an allocation: use them with --launcher srun")
+    launchers.refuse_allocation(launcher, alloc_request(kw).asked)
     with HostCommand(kw) as host:  # an allocation asked for is released however the probe ends
         _probe(host.hosts(), host.job, launcher, backend, nproc_per_node, ib, custom, settings_mode, collectives,
                min_bytes, max_bytes, factor, iters, timeout, ifname, shared_dir, dry_run, out_dir, verbose, color,
@@ -89,12 +88,7 @@ def _probe(inv, job, launcher, backend, nproc_per_node, ib, custom, settings_mod
            factor, iters, timeout, ifname, shared_dir, dry_run, out_dir, verbose, color, outs, kw):
     from nccldiag.probe import session
 
-    if launcher == "auto":
-        launcher = "local" if inv is None else "torchrun"
-    if launcher != "local" and inv is None:
-        raise UsageError(f"--launcher {launcher} needs hosts (a hostfile or -w)")
-    if launcher == "local" and inv is not None and len(inv.hosts) > 1:
-        raise UsageError("--launcher local runs every rank on this machine: give no hostfile, or use torchrun/mpirun")
+    launcher = launchers.chosen(launcher, inv.hosts if inv is not None else None)
     opts = session.ProbeOptions(
         launcher=launcher,
         backend=backend,

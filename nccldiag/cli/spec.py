@@ -49,12 +49,14 @@ def init(bundle, output, **kw):
             raise UsageError("--bundle reads saved outputs: give no hostfile or -w with it")
         raws, areas_sel, source = _from_saved(bundle, areas_sel)
     else:
-        from nccldiag.cli.check import run_collection
-        from nccldiag.cli.host import HostCommand
+        from nccldiag.cli.host import HostCommand, collecting
+        from nccldiag.sessions.collection import collect
 
         with HostCommand(kw) as target:
-            raws, _notes = run_collection(kw, areas_sel, None, mesh_mode="none", target=target.collection_target(),
-                                          release=False)
+            target.collection_target()
+            with collecting() as (on_start, on_node):
+                raws, _notes = collect(target.inv, target.collect_options(), areas_sel, release=False,
+                                       on_start=on_start, on_node=on_node)
         source = "collected live" if target.inv is not None else "collected on this machine"
     report = engine.analyze(raws, areas_sel or all_areas())
     nodes = []
@@ -122,12 +124,16 @@ def _from_saved(path: str, areas_sel):
     """The nodes of a bundle, or of a check run directory's raw outputs: ``(raws, areas, what it was)``."""
     from nccldiag import rundir
     from nccldiag.collect import session
+    from nccldiag.sessions.check import CheckMeta
 
     if os.path.exists(os.path.join(path, rundir.META)):
         meta = rundir.read_meta(path)
         if meta.get("command") != "check":
             raise UsageError(f"--bundle {path}: a {meta.get('command')} run directory; spec init reads check runs")
-        raw_dir = meta.get("bundle") or os.path.join(path, "raw")
+        try:
+            raw_dir = CheckMeta.from_json(meta).bundle or os.path.join(path, rundir.RAW)
+        except ValueError as exc:
+            raise UsageError(f"--bundle {path}/{rundir.META}: {exc}") from None
         raws, sel = session.from_bundle(raw_dir, areas_sel, False)
         return raws, sel, f"from the check run {path}"
     raws, sel = session.from_bundle(path, areas_sel, False)

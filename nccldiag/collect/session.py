@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
-from nccldiag.collect import runner, sections
+from nccldiag import bundle
+from nccldiag.collect import runner
 from nccldiag.model.raw import RawNode
 from nccldiag.model.errors import UsageError
 
@@ -40,7 +41,7 @@ def collect(
 
     def save(node: RawNode) -> None:
         try:
-            sections.write_node(save_dir, node)
+            bundle.write_node(save_dir, node)
         except OSError as exc:
             not_saved[node.host] = exc.strerror or str(exc)
             notes.append(f"{node.host}: not saved to {save_dir}: {not_saved[node.host]}")
@@ -75,7 +76,7 @@ def collect(
 def check_save(save_dir: str) -> None:
     """Refuse, before any work, a --save/-o directory that cannot take a bundle."""
     try:
-        sections.check_bundle_dir(save_dir, "--save/-o")
+        bundle.check_bundle_dir(save_dir, "--save/-o")
     except ValueError as exc:
         raise UsageError(str(exc)) from None
 
@@ -83,7 +84,7 @@ def check_save(save_dir: str) -> None:
 def index_bundle(save_dir: str, hosts: List[str], transport: str, area_names: List[str]) -> None:
     """The bundle's index, naming the hosts it is to hold, written before the first node arrives."""
     try:
-        sections.write_bundle_index(save_dir, hosts, {"transport": transport, "areas": area_names})
+        bundle.write_bundle_index(save_dir, hosts, {"transport": transport, "areas": area_names})
     except OSError as exc:
         raise UsageError(f"--save/-o {save_dir}: cannot write the bundle: {exc.strerror or exc}") from None
 
@@ -109,17 +110,17 @@ def inventory_notes(inv) -> List[str]:
     return notes
 
 
-def from_bundle(bundle: str, areas_sel: Sequence, only_given: bool) -> Tuple[List[RawNode], List]:
+def from_bundle(path: str, areas_sel: Sequence, only_given: bool) -> Tuple[List[RawNode], List]:
     """The nodes of a saved bundle, and the areas to judge (those it collected, unless --only named some)."""
     try:
-        raws = sections.read_bundle(bundle)
-        collected = sections.read_bundle_index(bundle).get("areas")
+        raws = bundle.read_bundle(path)
+        collected = bundle.read_bundle_index(path).get("areas")
     except (OSError, ValueError) as exc:
-        raise UsageError(f"--bundle {bundle}: {exc}") from None
+        raise UsageError(f"--bundle {path}: {exc}") from None
     if not raws:
-        raise UsageError(f"--bundle {bundle}: no node directories in it")
+        raise UsageError(f"--bundle {path}: no node directories in it")
     if collected is not None and (not isinstance(collected, list) or not all(isinstance(a, str) for a in collected)):
-        raise UsageError(f"--bundle {bundle}: _bundle.json: 'areas' should be a list of area names")
+        raise UsageError(f"--bundle {path}: _bundle.json: 'areas' should be a list of area names")
     if collected and not only_given:
         from nccldiag.areas import ALWAYS, kind
 

@@ -184,10 +184,6 @@ class Inputs:
     def setting(self, name: str) -> Optional[SettingView]:
         return next((s for s in self.settings if s.setting.name == name), None)
 
-    def settings_with(self, **env: str) -> List[SettingView]:
-        """Settings whose environment has every ``KEY=VALUE`` given."""
-        return [s for s in self.settings if all(s.setting.env.get(k) == v for k, v in env.items())]
-
     # ---- logs
 
     def log_sets(self) -> List[LogSet]:

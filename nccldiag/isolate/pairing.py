@@ -15,7 +15,7 @@ order.
 from __future__ import annotations
 
 import random
-from typing import Dict, FrozenSet, Iterable, List, Optional, Sequence, Set, Tuple
+from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 Pair = Tuple[str, str]
 
@@ -104,7 +104,3 @@ def halves(group: Sequence[str]) -> Tuple[List[str], List[str]]:
     """The two halves bisection runs next (the first the larger one for odd sizes)."""
     mid = (len(group) + 1) // 2
     return list(group[:mid]), list(group[mid:])
-
-
-def pair_key(a: str, b: str) -> FrozenSet[str]:
-    return frozenset((a, b))

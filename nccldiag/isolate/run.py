@@ -34,7 +34,7 @@ from nccldiag.isolate.judge import IsolateReport, Job, Round, Row
 from nccldiag.model.errors import UsageError
 from nccldiag.model.findings import Status, error, fail, ok, warn
 from nccldiag.probe import analysis, counters, launch, launchers, plan, records, results, runner
-from nccldiag.rundir import Run as RunDir
+from nccldiag.rundir import Run as RunDir, prepare
 from nccldiag.probe.plan import Setting
 from nccldiag.transport.nodes import run_all
 from nccldiag.transport.ssh import SSHOptions
@@ -257,10 +257,7 @@ def run(hosts: Sequence[Host], opts: IsolateOptions, progress: Optional[Callable
     if len(hosts) < 2:
         raise UsageError("isolate needs at least 2 hosts (a hostfile or -w)")
     if opts.out_dir:
-        if os.path.exists(opts.out_dir) and not os.path.isdir(opts.out_dir):
-            raise UsageError(f"-o {opts.out_dir}: exists and is not a directory")
-        if os.path.exists(os.path.join(opts.out_dir, "records.jsonl")):
-            raise UsageError(f"-o {opts.out_dir}: holds the records of an earlier run; give a new directory")
+        prepare(opts.out_dir)
     try:  # the syntax of every row before any connection (auto: checked as NCCL's, which has every kind)
         judge.build_rows(opts.backend if opts.backend in ("gloo", "nccl") else "nccl", opts.nets, opts.hcas)
     except ValueError as exc:

@@ -241,7 +241,7 @@ def mpi_identity(emitter: Emitter, environ: Dict[str, str]) -> Identity:
     rank, world = comm.Get_rank(), comm.Get_size()
     host = socket.gethostname()
     emitter.base.update(rank=rank, host=host)
-    emitter.emit("progress", collective="mpi_allreduce", phase="bootstrap")
+    emitter.emit("progress", collective=registry.MPI_CHECK, phase="bootstrap")
     t0 = time.perf_counter()
     total = comm.allreduce(rank, op=MPI.SUM)
     dt = time.perf_counter() - t0
@@ -261,7 +261,7 @@ def mpi_identity(emitter: Emitter, environ: Dict[str, str]) -> Identity:
     }
     os.environ.update(ident_env)
     result = {
-        "collective": "mpi_allreduce", "phase": "bootstrap",
+        "collective": registry.MPI_CHECK, "phase": "bootstrap",
         "status": "ok" if total == expected else "wrong",
         "wrong": 0 if total == expected else 1,
         "sample": {"index": 0, "value": total, "expected": expected},

@@ -225,43 +225,58 @@ def _run_findings(setting: Setting, run, outcome: results.SettingOutcome, timeou
     tag = f"[{setting.name}]"
     hosts_with_records = {r.host for r in outcome.ranks.values() if r.host}
     for host, nr in sorted(run.nodes.items()):
-        if nr.error and nr.error.get("kind") == "command-timeout":
-            if run.timed_out:
-                out.append(fail(AREA, f"{AREA}.timeout",
-                                f"{tag} {host} had not finished when the run's {timeout or 0:g} s were up; "
-                                "its processes were killed",
-                                host=host, evidence=_tail(nr.stderr_tail),
-                                fix="See which collective its ranks were in below; a hang in the first collective "
-                                    "or in init usually means the node cannot reach its peers (interface, firewall)."))
-        elif nr.error:
-            out.append(error(AREA, f"{AREA}.launch", f"{tag} {host}: {nr.error.get('message')}", host=host))
-        elif nr.rc not in (0, None) and _deaths_on(run, host, nr.stderr_tail):
-            for d in _deaths_on(run, host, nr.stderr_tail):
-                local = f", local rank {d['local_rank']}" if d["local_rank"] is not None else ""
-                # mpirun reports every node's ranks: the node is the one it names, as its own host name
-                where = str(d.get("node") or host)
-                at = where if where in run.nodes or "node" not in d else None
-                out.append(fail(AREA, f"{AREA}.rank_died",
-                                f"{tag} rank {d['rank']}{local} on {where} was killed by {d['name']}",
-                                host=at, actual={"rank": d["rank"], "signal": d["signal"], "node": where},
-                                evidence=_tail(nr.stderr_tail, 10),
-                                fix=f"Find what killed it on {where}: the kernel log (OOM killer, segfault or bus "
-                                    "error lines, GPU Xid errors: 'dmesg -T | tail'), and memory and GPU health "
-                                    "('nvidia-smi -q'). The ranks that timed out waiting for it are not at fault."))
-        elif nr.rc not in (0, None) and host not in hosts_with_records:
-            known = recognise(nr.stderr_tail, host, *_rendezvous_of(run.commands.get(host, "")))
-            msg = f"{tag} the launcher on {host} exited {nr.rc} before any rank reported"
-            said = last_words(nr.stderr_tail)
-            msg += (f": {known[1]}" if known else "") + (f"; it said: {' | '.join(said)}" if said else
-                                                         "; it wrote nothing on stderr")
-            out.append(fail(AREA, f"{AREA}.launch", msg,
-                            host=host, evidence=_tail(nr.stderr_tail, 10),
-                            actual={"cause": known[0].key} if known else None,
-                            fix=known[2] if known else
-                            "Read the launcher's messages above: rendezvous not reachable (firewall on the "
-                            "port, wrong interface), torch missing, or a rank crashing at start."))
+        out.extend(_launcher_end(tag, host, nr, run, hosts_with_records, timeout))
+    return out + _run_leftovers(tag, run)
+
+
+def _launcher_end(tag: str, host: str, nr, run, hosts_with_records: set, timeout: Optional[float]) -> List[Finding]:
+    """What the end of ``host``'s launcher says: it did not finish, could not start, reported a rank killed by a
+    signal, or exited before any rank reported."""
+    out: List[Finding] = []
+    if nr.error and nr.error.get("kind") == "command-timeout":
+        if run.timed_out:
+            out.append(fail(AREA, f"{AREA}.timeout",
+                            f"{tag} {host} had not finished when the run's {timeout or 0:g} s were up; "
+                            "its processes were killed",
+                            host=host, evidence=_tail(nr.stderr_tail),
+                            fix="See which collective its ranks were in below; a hang in the first collective "
+                                "or in init usually means the node cannot reach its peers (interface, firewall)."))
+    elif nr.error:
+        out.append(error(AREA, f"{AREA}.launch", f"{tag} {host}: {nr.error.get('message')}", host=host))
+    elif nr.rc not in (0, None) and _deaths_on(run, host, nr.stderr_tail):
+        for d in _deaths_on(run, host, nr.stderr_tail):
+            local = f", local rank {d['local_rank']}" if d["local_rank"] is not None else ""
+            # mpirun reports every node's ranks: the node is the one it names, as its own host name
+            where = str(d.get("node") or host)
+            at = where if where in run.nodes or "node" not in d else None
+            out.append(fail(AREA, f"{AREA}.rank_died",
+                            f"{tag} rank {d['rank']}{local} on {where} was killed by {d['name']}",
+                            host=at, actual={"rank": d["rank"], "signal": d["signal"], "node": where},
+                            evidence=_tail(nr.stderr_tail, 10),
+                            fix=f"Find what killed it on {where}: the kernel log (OOM killer, segfault or bus "
+                                "error lines, GPU Xid errors: 'dmesg -T | tail'), and memory and GPU health "
+                                "('nvidia-smi -q'). The ranks that timed out waiting for it are not at fault."))
+    elif nr.rc not in (0, None) and host not in hosts_with_records:
+        known = recognise(nr.stderr_tail, host, *_rendezvous_of(run.commands.get(host, "")))
+        msg = f"{tag} the launcher on {host} exited {nr.rc} before any rank reported"
+        said = last_words(nr.stderr_tail)
+        msg += (f": {known[1]}" if known else "") + (f"; it said: {' | '.join(said)}" if said else
+                                                     "; it wrote nothing on stderr")
+        out.append(fail(AREA, f"{AREA}.launch", msg,
+                        host=host, evidence=_tail(nr.stderr_tail, 10),
+                        actual={"cause": known[0].key} if known else None,
+                        fix=known[2] if known else
+                        "Read the launcher's messages above: rendezvous not reachable (firewall on the "
+                        "port, wrong interface), torch missing, or a rank crashing at start."))
+    return out
+
+
+def _run_leftovers(tag: str, run) -> List[Finding]:
+    """What the run left: error counters that rose, output not kept, processes that survived the kill, nodes
+    that could not be reached to stop it."""
     from nccldiag.probe.counters import error_counters
 
+    out: List[Finding] = []
     for host, delta in sorted((getattr(run, "counters", None) or {}).items()):
         # drops count benign traffic too (unknown protocols, multicast): only errors are a finding
         moved = {k: v for k, v in error_counters(delta).items() if not k.endswith("_dropped")}

@@ -1,4 +1,5 @@
-"""Launch commands for probes (pure: they are printed by ``--dry-run``).
+"""What every launcher's command is built on (pure: the commands are printed by ``--dry-run``); each launcher
+module (:mod:`nccldiag.probe.launchers`) builds its own command from these pieces.
 
 Every remote command is built from validated host names and shell-quoted
 values only. Each launch runs under ``setsid -w`` so that the launcher and
@@ -17,7 +18,7 @@ import os
 import re
 import shlex
 from dataclasses import dataclass, field
-from typing import Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Dict, List, Mapping, Optional
 
 RUN_MARK = "NCCLDIAG_RUN"
 
@@ -37,7 +38,8 @@ class LaunchSpec:
     watchdog: int = 0  # seconds after which the node kills the run itself (0: no watchdog)
 
 
-def _env_words(env: Mapping[str, str]) -> str:
+def env_words(env: Mapping[str, str]) -> str:
+    """``K=V`` words for ``env`` on an sh command line, each value quoted."""
     return " ".join(f"{k}={shlex.quote(str(v))}" for k, v in env.items())
 
 
@@ -110,7 +112,7 @@ def _sq(text: str) -> str:
 
 
 def wrap(inner: str, rundir: str, run_id: str = "", watchdog: int = 0) -> str:
-    """Run ``inner`` as the leader of a new session, recording its PGID, under a watchdog.
+    """Run ``inner`` as the leader of a new session, under a watchdog.
 
     The watchdog polls once a second, as long as the launcher lives, whether
     the shell's parent (sshd's session, or nccldiag itself on this machine)
@@ -121,8 +123,7 @@ def wrap(inner: str, rundir: str, run_id: str = "", watchdog: int = 0) -> str:
     them. Its output goes nowhere, so it never holds the SSH channel open.
     """
     q = shlex.quote(rundir)
-    body = f"echo $$ > {q}/launcher.pgid; exec {inner}"
-    launcher = f"setsid -w sh -c {shlex.quote(body)}"
+    launcher = f"setsid -w sh -c {shlex.quote('exec ' + inner)}"
     if not watchdog or not run_id:
         return f"{owned_rundir(rundir)}cd {q} && exec {launcher}"
     guard = (
@@ -155,132 +156,6 @@ def rundir_watchdog(rundir: str, run_id: str, seconds: int) -> str:
         f"if [ -d {q} ] && [ ! -h {q} ] && [ -O {q} ]; then rm -rf -- {q}; fi"
     )
     return f"_w=$PPID; ( {guard} ) </dev/null >/dev/null 2>&1 & "
-
-
-def torchrun_command(spec: LaunchSpec, nnodes: int, node_rank: int, ifname: Optional[str]) -> str:
-    """The torchrun command for one node: static rendezvous, node rank = its index in the host list.
-
-    Static rendezvous needs no host-name matching: rank 0's agent serves the
-    store on ``rdzv_host:rdzv_port`` (an address, as the first node was
-    reached), every other agent connects to it, and each node's rank is
-    given. c10d rendezvous instead resolves the node's own host name to
-    decide which agent hosts the store, and fails on nodes whose name does
-    not resolve. The store's ``timeout`` bounds both the wait for every node
-    to join and each connect attempt.
-    """
-    argv = [
-        spec.python, "-m", "torch.distributed.run",
-        f"--nnodes={nnodes}",
-        f"--nproc-per-node={spec.nproc_per_node}",
-        "--rdzv-backend=static",
-        f"--node-rank={int(node_rank)}",
-        f"--master-addr={spec.rdzv_host}",
-        f"--master-port={int(spec.rdzv_port)}",
-        f"--rdzv-id={spec.run_id}",
-        f"--rdzv-conf=timeout={int(spec.join_timeout)}",
-        "--max-restarts=0",
-        "--monitor-interval=0.2",
-        "-m", "nccldiag.node.worker",
-    ] + list(spec.worker_args)
-    inner = f"env {_env_words(node_env(spec, ifname))} " + " ".join(shlex.quote(a) for a in argv)
-    return wrap(inner, spec.rundir, spec.run_id, spec.watchdog)
-
-
-def local_command(spec: LaunchSpec, ifname: Optional[str] = None) -> List[str]:
-    """argv for all ranks on this machine (``--launcher local``)."""
-    return [
-        spec.python, "-m", "torch.distributed.run", "--standalone",
-        f"--nproc-per-node={spec.nproc_per_node}", "--max-restarts=0", "--monitor-interval=0.2",
-        "-m", "nccldiag.node.worker",
-    ] + list(spec.worker_args)
-
-
-def mpi_hostfile(hosts: Sequence[str], slots: int) -> str:
-    return "".join(f"{h} slots={slots}\n" for h in hosts)
-
-
-def mpirun_command(
-    spec: LaunchSpec,
-    hosts: Sequence[str],
-    ifnames: Mapping[str, Optional[str]],
-    ssh_args: str = "-o BatchMode=yes -o ConnectTimeout=10",
-    as_root: bool = False,
-    timeout: Optional[int] = None,
-) -> Tuple[str, str]:
-    """``(command, hostfile text)`` for mpirun started on the first host.
-
-    ``ifnames`` maps each node's own host name to the interface it reaches
-    rank 0 on. Every variable goes with ``-x NAME`` (set in mpirun's own
-    environment; its parser does not understand quotes); when the nodes name
-    their interfaces differently, ``NCCLDIAG_IFNAMES`` carries the map and
-    each rank picks its own. The SSH options are given to both Open MPI 4
-    (``plm_rsh_args``) and 5 (``plm_ssh_args``) through the environment, where
-    each ignores the other's name.
-    """
-    names = {v for v in ifnames.values() if v}
-    same = names.pop() if len(names) == 1 and all(ifnames.values()) else None
-    env = node_env(spec, same)
-    if same is None and names | {v for v in ifnames.values() if v}:
-        env["NCCLDIAG_IFNAMES"] = ",".join(f"{h}={i}" for h, i in ifnames.items() if i)
-    env["OMPI_MCA_plm_rsh_args"] = ssh_args
-    env["PRTE_MCA_plm_ssh_args"] = ssh_args
-    env["OMPI_MCA_plm_rsh_no_tree_spawn"] = "1"
-    env["PRTE_MCA_plm_ssh_no_tree_spawn"] = "1"
-    # Open MPI's session directories (ompi.*, prterun.*) inside the run directory, on every node
-    env["OMPI_MCA_orte_tmpdir_base"] = env["TMPDIR"]
-    env["PRTE_MCA_prte_tmpdir_base"] = env["TMPDIR"]
-    if same:
-        env["OMPI_MCA_btl_tcp_if_include"] = same
-        env["OMPI_MCA_oob_tcp_if_include"] = same
-    if as_root:
-        env["OMPI_ALLOW_RUN_AS_ROOT"] = "1"
-        env["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1"
-    exported = [k for k in env if not k.startswith(("OMPI_", "PRTE_"))]
-    argv = ["mpirun", "--hostfile", "hostfile", "-np", str(len(hosts) * spec.nproc_per_node),
-            "--map-by", f"ppr:{spec.nproc_per_node}:node", "--bind-to", "none", "--tag-output"]
-    if timeout:
-        argv += ["--timeout", str(int(timeout))]
-    for k in exported:
-        argv += ["-x", k]
-    argv += [spec.python, "-m", "nccldiag.node.worker", "--bootstrap", "mpi"] + list(spec.worker_args)
-    inner = f"env {_env_words(env)} " + " ".join(shlex.quote(a) for a in argv)
-    return wrap(inner, spec.rundir, spec.run_id, spec.watchdog), mpi_hostfile(hosts, spec.nproc_per_node)
-
-
-def srun_command(
-    spec: LaunchSpec,
-    nodes: Sequence[str],
-    ifnames: Mapping[str, Optional[str]],
-    job: str,
-    timeout: float,
-    name: str = "nccldiag-probe",
-) -> str:
-    """The srun command, run on this machine, that starts every rank of one setting: one task per rank.
-
-    ``nodes`` are Slurm node names; ``ifnames`` maps each node's own host name
-    to its interface towards rank 0. Each task is one rank (srun sets
-    SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID; the worker's ``--bootstrap
-    slurm`` maps them to RANK, WORLD_SIZE, LOCAL_RANK), with rank 0's node
-    address and port as MASTER_ADDR/MASTER_PORT. ``--kill-on-bad-exit`` ends
-    every rank when one fails; the step's time limit is ``timeout`` rounded
-    up to minutes, and nccldiag's own deadline stops it sooner. ``name`` is
-    the step's name (``squeue --steps``), by which it can be cancelled.
-    ``--label`` puts each line's task number (its rank) in front of it, which
-    binds the rank's records to the node srun started it on.
-    """
-    from nccldiag.slurm import commands
-
-    names = {v for v in ifnames.values() if v}
-    same = names.pop() if len(names) == 1 and all(ifnames.values()) else None
-    env = node_env(spec, same)
-    if same is None and any(ifnames.values()):
-        env["NCCLDIAG_IFNAMES"] = ",".join(f"{h}={i}" for h, i in ifnames.items() if i)
-    env["MASTER_ADDR"] = spec.rdzv_host
-    env["MASTER_PORT"] = str(int(spec.rdzv_port))
-    argv = commands.srun_step(list(nodes), spec.nproc_per_node, timeout, job=job, kill_on_bad_exit=True,
-                              chdir=spec.rundir, name=name, label=True)
-    argv += [spec.python, "-m", "nccldiag.node.worker", "--bootstrap", "slurm"] + list(spec.worker_args)
-    return f"exec env {_env_words(env)} " + " ".join(shlex.quote(a) for a in argv)
 
 
 def _marked_pids(run_id: str, jobs: bool = False) -> str:

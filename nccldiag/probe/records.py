@@ -3,8 +3,8 @@
 - ``run.json``: :class:`ProbeMeta`, what ran (the settings, the world, what
   the nodes said of their interfaces before the first setting);
 - ``records.jsonl``: every rank's records as they come, stamped with their setting;
-- ``settings.jsonl``: one :func:`setting_line` per setting once it has ended
-  (:meth:`nccldiag.probe.runner.SettingRun.to_line` / ``from_line``);
+- ``settings.jsonl``: one :func:`setting_line` per setting once it has ended (read back by
+  :func:`setting_run`);
 - ``nccl-logs/<setting>/<host>/<file>``: the NCCL logs fetched, cited as ``host/file``;
 - ``facts.jsonl``: per node, the outputs its expected bandwidth is derived from (NCCL).
 
@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
 from nccldiag import rundir
-from nccldiag.probe import results
+from nccldiag.probe import launchers, results
 from nccldiag.probe.plan import Setting
 from nccldiag.probe.runner import NodeRun, SettingRun, safe_name
 
@@ -99,15 +99,15 @@ class ProbeMeta:
     def launched(self) -> Optional[results.Launched]:
         """The world the run launched, for a line that does not say it (a run directory of an older version)."""
         if self.hosts and 0 < self.nproc_per_node <= results.MAX_WORLD // len(self.hosts):
-            return results.Launched(tuple(self.hosts), self.nproc_per_node,
-                                    tagged="mpirun" if self.launcher == "mpirun" else None)
+            return results.Launched(tuple(self.hosts), self.nproc_per_node, tagged=launchers.tagging(self.launcher))
         return None
 
 
 def _launched_json(la: Optional[results.Launched]) -> Optional[Dict[str, Any]]:
     if la is None:
         return None
-    return {"hosts": list(la.hosts), "nproc": la.nproc, "collectives": list(la.collectives), "tagged": la.tagged}
+    return {"hosts": list(la.hosts), "nproc": la.nproc, "collectives": list(la.collectives),
+            "tagged": la.tagged.name if la.tagged is not None else None}
 
 
 def _launched_from(d: Any) -> Optional[results.Launched]:
@@ -119,8 +119,8 @@ def _launched_from(d: Any) -> Optional[results.Launched]:
         return None
     colls = d.get("collectives")
     colls = tuple(str(c) for c in colls) if isinstance(colls, list) else tuple(results.COLLECTIVES)
-    tagged = d.get("tagged") if d.get("tagged") in ("mpirun", "srun") else None
-    return results.Launched(tuple(hosts), nproc, colls, tagged)
+    tagged = d.get("tagged")
+    return results.Launched(tuple(hosts), nproc, colls, launchers.tagging(tagged) if isinstance(tagged, str) else None)
 
 
 def setting_line(sr: SettingRun) -> Dict[str, Any]:
@@ -281,7 +281,7 @@ class Writer:
     def ended(self, sr) -> None:
         """A setting that ended: its logs, then its line."""
         save_logs(self.run, sr.setting.name, sr.logs)
-        self.run.lines(SETTINGS).add(sr.to_line())
+        self.run.lines(SETTINGS).add(setting_line(sr))
 
     def facts(self, host: str, sections: Dict[str, Optional[str]]) -> None:
         self.run.lines(FACTS).add(facts_line(host, sections))

@@ -21,13 +21,13 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, FrozenSet, Iterable, List, Optional, Sequence, Tuple
 
-from nccldiag.model.findings import Finding, Status, error, fail, ok, skip
-from nccldiag.node.collectives import NAMES as COLLECTIVES
+from nccldiag.model.findings import Finding, error, fail, ok, skip
+from nccldiag.model.sizes import size_text
+from nccldiag.node.collectives import MPI_CHECK, NAMES as COLLECTIVES
 
 AREA = "probe"
 STATUSES = ("ok", "wrong", "error", "hang", "unsupported", "not-run", "incomplete")
@@ -83,7 +83,6 @@ MAX_TEXT = 2000  # characters kept of a string a rank sends (an error message)
 MAX_PER_COLLECTIVE = 256  # records per rank and collective (progress and results of every size checked and swept)
 MAX_OTHER = 16  # records per rank outside any collective: start, init, ready, error, end
 MAX_WORLD = 1 << 16  # ranks read back without their launch (records.jsonl alone)
-MPI_CHECK = "mpi_allreduce"
 KINDS = frozenset({"start", "progress", "result", "error", "end"})
 
 
@@ -190,27 +189,18 @@ def clean_record(rec: Any, world: Optional[int] = None) -> Optional[dict]:
     return out
 
 
-_TAGS = {
-    "mpirun": re.compile(r"^\[\d+,(\d+)\]<stdout>: ?"),  # Open MPI's --tag-output
-    "srun": re.compile(r"^ *(\d+): "),  # srun's --label
-    "node": re.compile(r"^([^\s:]+): "),  # pdsh's and clush's label: the node the line came from
-}
-
-
 @dataclass(frozen=True)
 class Launched:
     """What one setting launched: the nodes in node-rank order, each with ``nproc`` ranks, and the collectives.
 
-    ``tagged``: how the launcher marks which rank wrote a line, when one
-    stream carries every rank (``mpirun``: ``[1,r]<stdout>:``, ``srun``:
-    ``r: ``), or which node did (``node``: ``host: ``, as pdsh and clush
-    label them); None when each node streams its own ranks (torchrun, local).
+    ``tagged``: how the launcher marks which rank (or node) wrote a line, when one stream carries many
+    (its :class:`~nccldiag.probe.launchers.base.Tagging`); None when each node streams its own ranks.
     """
 
     hosts: Tuple[str, ...]
     nproc: int
     collectives: Tuple[str, ...] = tuple(COLLECTIVES)
-    tagged: Optional[str] = None
+    tagged: Optional["Tagging"] = None
 
     @property
     def world(self) -> int:
@@ -218,7 +208,7 @@ class Launched:
 
     @property
     def planned(self) -> FrozenSet[str]:
-        return frozenset(self.collectives) | ({MPI_CHECK} if self.tagged == "mpirun" else frozenset())
+        return frozenset(self.collectives) | frozenset(self.tagged.adds if self.tagged is not None else ())
 
     def node_of(self, rank: int) -> Optional[str]:
         return self.hosts[rank // self.nproc] if 0 <= rank < self.world else None
@@ -249,8 +239,9 @@ class Gate:
             self.reject(host, "line too long")
             return None
         tag: Optional[int] = None
-        if la.tagged == "node":
-            m = _TAGS["node"].match(line)
+        tagging = la.tagged
+        if tagging is not None and tagging.by_node:
+            m = tagging.pattern.match(line)
             if m is None:
                 return None  # the launcher's own output
             if m.group(1) not in la.hosts:
@@ -259,8 +250,8 @@ class Gate:
                 return None
             host, line = m.group(1), line[m.end():]  # then as if the node streamed its own ranks
         where: Optional[str] = host
-        if la.tagged and la.tagged != "node":
-            m = _TAGS[la.tagged].match(line)
+        if tagging is not None and not tagging.by_node:
+            m = tagging.pattern.match(line)
             if m is None:
                 return None  # the launcher's own output
             tag, line = int(m.group(1)), line[m.end():]
@@ -495,14 +486,6 @@ def _sweep(recs_by_rank: Dict[int, List[dict]]) -> List[SweepPoint]:
     return sorted(points, key=lambda p: p.size)
 
 
-def aggregate(records: Sequence[dict], default_setting: str = "default") -> List[SettingOutcome]:
-    """Outcomes per setting, in the order the settings first appear."""
-    settings: Dict[str, List[dict]] = OrderedDict()
-    for rec in records:
-        settings.setdefault(str(rec.get("setting") or default_setting), []).append(rec)
-    return [aggregate_setting(name, recs) for name, recs in settings.items()]
-
-
 def aggregate_setting(name: str, records: Sequence[dict], world: Optional[int] = None,
                       planned: Optional[Sequence[str]] = None) -> SettingOutcome:
     """One setting's outcome from its records (in the order each rank wrote them).
@@ -518,6 +501,32 @@ def aggregate_setting(name: str, records: Sequence[dict], world: Optional[int] =
     limit = world if world is not None else MAX_WORLD
     known = set(planned) if planned is not None else set(COLLECTIVES)
     known.add(MPI_CHECK)
+    planned_order, results, claimed = _read_setting(out, records, limit, known)
+    out.world_size = world if world is not None else (claimed or None)
+    everyone = list(range(out.world_size)) if out.world_size else sorted(out.ranks)
+    out.missing_ranks = [r for r in everyone if r not in out.ranks]
+    names = planned_order + [n for n in results if n not in planned_order and n != MPI_CHECK]
+    for n in names:
+        by_rank = {r: v for r, v in results.get(n, {}).items()}
+        oc = _outcome(name, n, everyone, by_rank, out.ranks)
+        oc.sweep = _sweep(by_rank)
+        out.collectives[n] = oc
+    if MPI_CHECK in results:
+        out.mpi = _outcome(name, MPI_CHECK, everyone, results[MPI_CHECK], out.ranks)
+    for rank, info in sorted(out.ranks.items()):
+        stuck = info.stuck_in()
+        if stuck is not None and not stuck.get("collective"):
+            out.stuck_in_init.append(rank)
+        elif stuck is None and not info.ended and not (info.last or {}).get("type") == "error":
+            out.died.append(rank)
+    return out
+
+
+def _read_setting(out: SettingOutcome, records: Sequence[dict], limit: int, known: set
+                  ) -> Tuple[List[str], Dict[str, Dict[int, List[dict]]], int]:
+    """The records of one setting read into ``out`` (its ranks, backend, setup errors), each checked again:
+    ``(collectives in the order the ranks planned them, results per collective and rank, the largest world
+    a rank claimed)``."""
     planned_order: List[str] = []
     results: Dict[str, Dict[int, List[dict]]] = OrderedDict()
     counts: Dict[Tuple[int, str], int] = {}
@@ -557,36 +566,10 @@ def aggregate_setting(name: str, records: Sequence[dict], world: Optional[int] =
             results.setdefault(coll, OrderedDict()).setdefault(rank, [])
             if kind == "result":
                 results[coll][rank].append(rec)
-    out.world_size = world if world is not None else (claimed or None)
-    everyone = list(range(out.world_size)) if out.world_size else sorted(out.ranks)
-    out.missing_ranks = [r for r in everyone if r not in out.ranks]
-    names = planned_order + [n for n in results if n not in planned_order and n != MPI_CHECK]
-    for n in names:
-        by_rank = {r: v for r, v in results.get(n, {}).items()}
-        oc = _outcome(name, n, everyone, by_rank, out.ranks)
-        oc.sweep = _sweep(by_rank)
-        out.collectives[n] = oc
-    if MPI_CHECK in results:
-        out.mpi = _outcome(name, MPI_CHECK, everyone, results[MPI_CHECK], out.ranks)
-    for rank, info in sorted(out.ranks.items()):
-        stuck = info.stuck_in()
-        if stuck is not None and not stuck.get("collective"):
-            out.stuck_in_init.append(rank)
-        elif stuck is None and not info.ended and not (info.last or {}).get("type") == "error":
-            out.died.append(rank)
-    return out
+    return planned_order, results, claimed
 
 
 # --------------------------------------------------------------------------- findings
-
-
-def _size(n: Any) -> str:
-    if not isinstance(n, (int, float)) or n <= 0:
-        return "-"
-    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= scale and n % scale == 0:
-            return f"{n // scale} {unit}"
-    return f"{int(n)} B"
 
 
 def _who(so: SettingOutcome, ranks: Iterable[int]) -> str:
@@ -614,61 +597,9 @@ def _hosts(so: SettingOutcome, ranks: Iterable[int]) -> List[str]:
 def _collective_finding(so: SettingOutcome, oc: CollectiveOutcome) -> Finding:
     check = f"{AREA}.{oc.collective}"
     tag = f"[{so.setting}] {oc.collective}"
-    if oc.status == "ok":
-        p = oc.largest
-        if p is not None and p.size <= 0:
-            bw = f": {p.time_us:.1f} us"
-        elif p is not None:
-            bw = f": busbw {p.busbw:.2f} GB/s at {_size(p.size)}, peak {oc.peak_busbw:.2f} GB/s"
-        else:
-            bw = ""
-        return ok(AREA, check, f"{tag}: verified on {len(oc.ranks_ok)} ranks{bw}",
-                  actual=oc.peak_busbw, evidence=[])
-    if oc.status == "wrong":
-        evidence = []
-        for r in oc.ranks_wrong:
-            rec = oc.wrong_at.get(r)
-            if rec is not None:
-                fw = rec.get("first_wrong") or {}
-                evidence.append(f"rank {r} {so.host_of(r) or ''}: {rec.get('wrong')} of {rec.get('count')} elements "
-                                f"wrong at {_size(rec.get('size'))}; element {fw.get('index')} = {fw.get('value')} "
-                                f"(expected {fw.get('expected')})")
-        total = sum(oc.wrong_by_rank.values())
-        return fail(AREA, check, f"{tag}: wrong result on {_who(so, oc.ranks_wrong)}: {total} element(s) differ "
-                                 "from the exact expected values",
-                    actual={"ranks_wrong": oc.ranks_wrong, "wrong": total}, expected={"wrong": 0},
-                    evidence=evidence, host=_one_host(so, oc.ranks_wrong),
-                    fix="silent corruption on the path these ranks use: compare with the p2p-off/ib-off rows; "
-                        "check IOMMU/ACS (iommu=pt, ACS off on PCIe switches) and the GPUs/NICs of the named hosts")
-    if oc.status == "hang":
-        at = oc.hung_at[oc.ranks_hung[0]]
-        where = f"{at.get('phase')}" + (f" at {_size(at.get('size'))}" if at.get("size") else "")
-        victims = [r for r in oc.ranks_error if r not in oc.ranks_hung]
-        msg = f"{tag}: {_who(so, oc.ranks_hung)} never completed it ({where})"
-        if victims:
-            msg += f"; {_who(so, victims)} " + ("timed out waiting" if set(victims) <= set(oc.ranks_timeout)
-                                                 else "failed") + " in it"
-        evidence = [f"{so.ranks[r].where()}: last record: progress {oc.collective} {oc.hung_at[r].get('phase')} "
-                    f"{_size(oc.hung_at[r].get('size'))}" for r in oc.ranks_hung]
-        evidence += [f"rank {r}: {oc.ranks_error[r][:300]}" for r in victims]
-        everyone = so.world_size is not None and len(oc.ranks_hung) >= so.world_size
-        return fail(AREA, check, msg, actual={"ranks_hung": oc.ranks_hung, "phase": at.get("phase"),
-                                              "size": at.get("size")},
-                    expected="every rank completes", evidence=evidence,
-                    host=None if everyone else _one_host(so, oc.ranks_hung),
-                    fix="every rank stuck: the transport of this setting hangs (compare the other rows)"
-                    if everyone else "look at the named ranks' hosts first: the collective waited on them")
-    if oc.status == "error":
-        ranks = sorted(oc.ranks_error)
-        first = oc.ranks_error[ranks[0]]
-        timeout = set(ranks) <= set(oc.ranks_timeout)
-        suspects = oc.ranks_missing
-        msg = f"{tag}: {'timed out' if timeout else 'failed'} on {_who(so, ranks)}: {first[:200]}"
-        if suspects:
-            msg += f"; no record from {_who(so, suspects)}"
-        return fail(AREA, check, msg, actual={"ranks_error": ranks, "timeout": timeout},
-                    evidence=[f"rank {r} {so.host_of(r) or ''}: {oc.ranks_error[r][:500]}" for r in ranks],
-                    host=_one_host(so, suspects or ranks))
+    judged = {"ok": _verified, "wrong": _wrong, "hang": _hung, "error": _failed}.get(oc.status)
+    if judged is not None:
+        return judged(so, oc, check, tag)
     if oc.status == "incomplete":
         return fail(AREA, check, f"{tag}: no result from {_who(so, oc.ranks_missing)}",
                     actual={"ranks_missing": oc.ranks_missing}, host=_one_host(so, oc.ranks_missing))
@@ -677,6 +608,73 @@ def _collective_finding(so: SettingOutcome, oc: CollectiveOutcome) -> Finding:
         return skip(AREA, check, f"{tag}: not supported by the {so.backend or ''} backend here"
                                  + (f" ({reason[:160]})" if reason else ""))
     return skip(AREA, check, f"{tag}: not run (the run stopped before it)")
+
+
+def _verified(so: SettingOutcome, oc: CollectiveOutcome, check: str, tag: str) -> Finding:
+    """Every rank verified the collective: its busbw at the largest size and its peak."""
+    p = oc.largest
+    if p is not None and p.size <= 0:
+        bw = f": {p.time_us:.1f} us"
+    elif p is not None:
+        bw = f": busbw {p.busbw:.2f} GB/s at {size_text(p.size)}, peak {oc.peak_busbw:.2f} GB/s"
+    else:
+        bw = ""
+    return ok(AREA, check, f"{tag}: verified on {len(oc.ranks_ok)} ranks{bw}",
+              actual=oc.peak_busbw, evidence=[])
+
+
+def _wrong(so: SettingOutcome, oc: CollectiveOutcome, check: str, tag: str) -> Finding:
+    """Ranks hold wrong data: which, how many elements, the first one wrong."""
+    evidence = []
+    for r in oc.ranks_wrong:
+        rec = oc.wrong_at.get(r)
+        if rec is not None:
+            fw = rec.get("first_wrong") or {}
+            evidence.append(f"rank {r} {so.host_of(r) or ''}: {rec.get('wrong')} of {rec.get('count')} elements "
+                            f"wrong at {size_text(rec.get('size'))}; element {fw.get('index')} = {fw.get('value')} "
+                            f"(expected {fw.get('expected')})")
+    total = sum(oc.wrong_by_rank.values())
+    return fail(AREA, check, f"{tag}: wrong result on {_who(so, oc.ranks_wrong)}: {total} element(s) differ "
+                             "from the exact expected values",
+                actual={"ranks_wrong": oc.ranks_wrong, "wrong": total}, expected={"wrong": 0},
+                evidence=evidence, host=_one_host(so, oc.ranks_wrong),
+                fix="silent corruption on the path these ranks use: compare with the p2p-off/ib-off rows; "
+                    "check IOMMU/ACS (iommu=pt, ACS off on PCIe switches) and the GPUs/NICs of the named hosts")
+
+
+def _hung(so: SettingOutcome, oc: CollectiveOutcome, check: str, tag: str) -> Finding:
+    """Ranks never came back from the collective: the culprits first, the ranks that waited on them after."""
+    at = oc.hung_at[oc.ranks_hung[0]]
+    where = f"{at.get('phase')}" + (f" at {size_text(at.get('size'))}" if at.get("size") else "")
+    victims = [r for r in oc.ranks_error if r not in oc.ranks_hung]
+    msg = f"{tag}: {_who(so, oc.ranks_hung)} never completed it ({where})"
+    if victims:
+        msg += f"; {_who(so, victims)} " + ("timed out waiting" if set(victims) <= set(oc.ranks_timeout)
+                                             else "failed") + " in it"
+    evidence = [f"{so.ranks[r].where()}: last record: progress {oc.collective} {oc.hung_at[r].get('phase')} "
+                f"{size_text(oc.hung_at[r].get('size'))}" for r in oc.ranks_hung]
+    evidence += [f"rank {r}: {oc.ranks_error[r][:300]}" for r in victims]
+    everyone = so.world_size is not None and len(oc.ranks_hung) >= so.world_size
+    return fail(AREA, check, msg, actual={"ranks_hung": oc.ranks_hung, "phase": at.get("phase"),
+                                          "size": at.get("size")},
+                expected="every rank completes", evidence=evidence,
+                host=None if everyone else _one_host(so, oc.ranks_hung),
+                fix="every rank stuck: the transport of this setting hangs (compare the other rows)"
+                if everyone else "look at the named ranks' hosts first: the collective waited on them")
+
+
+def _failed(so: SettingOutcome, oc: CollectiveOutcome, check: str, tag: str) -> Finding:
+    """Ranks raised in the collective (timed out, or failed), and the ranks that never reported."""
+    ranks = sorted(oc.ranks_error)
+    first = oc.ranks_error[ranks[0]]
+    timeout = set(ranks) <= set(oc.ranks_timeout)
+    suspects = oc.ranks_missing
+    msg = f"{tag}: {'timed out' if timeout else 'failed'} on {_who(so, ranks)}: {first[:200]}"
+    if suspects:
+        msg += f"; no record from {_who(so, suspects)}"
+    return fail(AREA, check, msg, actual={"ranks_error": ranks, "timeout": timeout},
+                evidence=[f"rank {r} {so.host_of(r) or ''}: {oc.ranks_error[r][:500]}" for r in ranks],
+                host=_one_host(so, suspects or ranks))
 
 
 def findings(so: SettingOutcome) -> List[Finding]:
@@ -741,18 +739,3 @@ def all_findings(outcomes: Sequence[SettingOutcome]) -> List[Finding]:
     for so in outcomes:
         out.extend(findings(so))
     return out
-
-
-def status_of(finding_list: Sequence[Finding]) -> Status:
-    from nccldiag.model.findings import worst
-
-    return worst(f.status for f in finding_list)
-
-
-def busbw_table(so: SettingOutcome) -> List[Tuple[str, int, float, float, float]]:
-    """``(collective, size, time_us, algbw, busbw)`` rows, as nccl-tests prints them."""
-    rows = []
-    for oc in so.collectives.values():
-        for p in oc.sweep:
-            rows.append((oc.collective, p.size, p.time_us, p.algbw, p.busbw))
-    return rows

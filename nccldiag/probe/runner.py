@@ -63,20 +63,6 @@ class SettingRun:
     # failure only after the deadline stopped the run is the stop's doing, not the setting's
     failures: Optional[List[float]] = None  # None: not known (a run directory written before they were kept)
 
-    def to_line(self) -> Dict[str, object]:
-        """Its line of a run directory's ``settings.jsonl`` (:mod:`nccldiag.probe.records`)."""
-        from nccldiag.probe import records
-
-        return records.setting_line(self)
-
-    @classmethod
-    def from_line(cls, setting: Setting, line: Optional[dict], recs: List[dict], logs: Dict[str, str],
-                  launched: Optional[results.Launched] = None) -> "SettingRun":
-        """Back from its line, records and logs (:func:`nccldiag.probe.records.setting_run`)."""
-        from nccldiag.probe import records
-
-        return records.setting_run(setting, line, recs, logs, launched)
-
 
 @dataclass
 class Prepared:
@@ -142,20 +128,10 @@ def prepare(nodes: Sequence, python: str, ifname: Optional[str], shared_dir: Opt
     problem, named.
     """
     run_id = run_id or new_run_id()
-    base = shared_dir or "/tmp"
-    rundir = os.path.join(base, run_id)
     first = nodes[0]
-    rdzv_host = first.address or first.name
-    problems: Dict[str, str] = {}
-    ifnames: Dict[str, Optional[str]] = {}
-    loopback: Dict[str, List[str]] = {}
-    info: Dict[str, dict] = {}
-    hostnames: Dict[str, str] = {}
-    files = None
-    if stage:
-        files = worker_files()
-
-    archive = _archive(files) if stage and files is not None else None
+    out = Prepared(run_id, os.path.join(shared_dir or "/tmp", run_id), first.address or first.name, 29400, {}, {},
+                   {})
+    archive = _archive(worker_files()) if stage else None
 
     def prep(node) -> None:
         # one round trip per node: make the run directory (a shared one: the first node makes it, the
@@ -163,60 +139,67 @@ def prepare(nodes: Sequence, python: str, ifname: Optional[str], shared_dir: Opt
         # look at the Python
         unpack = archive is not None and (shared_dir is None or node is first)
         makes = stage and (shared_dir is None or node is first)
-        speed_of = shlex.quote(ifname) if ifname else '"$d"'  # the interface gloo/NCCL get, quoted on the node
-        guard = (launch.rundir_watchdog(rundir, run_id, watchdog)
+        guard = (launch.rundir_watchdog(out.rundir, run_id, watchdog)
                  if makes and watchdog and getattr(node, "holds_session", False) else "")
-        cmd = (
-            (launch.make_rundir(rundir) + guard if makes else launch.owned_rundir(rundir) if stage else "")
-            + (f"base64 -d | tar -xzf - -C {shlex.quote(rundir)} && " if unpack else "")
-            + launch.iface_command(rdzv_host)
-            + f"; echo \"speed=$(cat /sys/class/net/{speed_of}/speed 2>/dev/null)\""
-            + f"; echo \"info=$({shlex.quote(python)} -c {shlex.quote(_INFO_SNIPPET)} 2>&1 | tail -n 1)\""
-        )
+        cmd = ((launch.make_rundir(out.rundir) + guard if makes else launch.owned_rundir(out.rundir) if stage else "")
+               + (f"base64 -d | tar -xzf - -C {shlex.quote(out.rundir)} && " if unpack else "")
+               + _facts_command(out.rdzv_host, ifname, python))
         try:
             r = node.run(cmd, timeout, stdin=archive if unpack else None)
-            if r.error or r.rc != 0:
-                problems[node.name] = (r.error.message if r.error else f"setup failed: {r.stderr.strip()[:200]}")
-                return
-            kv = _parse_kv(r.stdout)
-            ifnames[node.name] = ifname or kv.get("iface") or None
-            hostnames[node.name] = kv.get("hostname") or node.name
-            try:
-                facts = json.loads(kv.get("info", ""))
-            except ValueError:
-                facts = None
-            port = facts.get("free_port", 29400) if isinstance(facts, dict) else None
-            if not isinstance(facts, dict) or not isinstance(port, int) or isinstance(port, bool) \
-                    or not 0 < port < 65536 or not isinstance(facts.get("gpus", 0), int):
-                problems[node.name] = f"{python} cannot run the probe on {node.name}: {kv.get('info', '')[:200]!r}"
-                return
-            info[node.name] = facts
-            if not info[node.name].get("torch"):
-                problems[node.name] = (
-                    f"torch is not installed for {python} on {node.name}: "
-                    "pip install 'nccldiag[probe]' there, or pass --python"
-                )
-                return
-            speed = kv.get("speed", "").strip()
-            info[node.name]["iface_speed"] = int(speed) if speed.isdigit() and int(speed) > 0 else None
-            info[node.name]["route_iface"] = kv.get("iface") or None  # what routes to the first node
-            loop = [a for a in kv.get("self", "").split() if a.startswith("127.") or a == "::1"]
-            if loop:
-                loopback[node.name] = loop
         except TransportError as exc:
-            problems[node.name] = exc.message
+            out.problems[node.name] = exc.message
+            return
+        if r.error or r.rc != 0:
+            out.problems[node.name] = (r.error.message if r.error else f"setup failed: {r.stderr.strip()[:200]}")
+            return
+        _read_facts(node.name, _parse_kv(r.stdout), out, python, ifname)
 
     if shared_dir and stage:
         fan_out([first], prep, 1)  # the others find the directory it made, or are refused
-        rest = [n for n in nodes if n is not first] if first.name not in problems else []
+        rest = [n for n in nodes if n is not first] if first.name not in out.problems else []
         for n in nodes:
-            if n is not first and first.name in problems:
-                problems[n.name] = f"the shared run directory was not made on {first.name}"
+            if n is not first and first.name in out.problems:
+                out.problems[n.name] = f"the shared run directory was not made on {first.name}"
         fan_out(rest, prep, fanout)
     else:
         fan_out(list(nodes), prep, fanout)
-    port = int(info.get(first.name, {}).get("free_port") or 29400)
-    return Prepared(run_id, rundir, rdzv_host, port, ifnames, loopback, problems, info, hostnames)
+    out.rdzv_port = int(out.info.get(first.name, {}).get("free_port") or 29400)
+    return out
+
+
+def _facts_command(rdzv_host: str, ifname: Optional[str], python: str) -> str:
+    """sh printing a node's interface towards ``rdzv_host``, its speed, and what the Python finds (``key=value``)."""
+    speed_of = shlex.quote(ifname) if ifname else '"$d"'  # the interface gloo/NCCL get, quoted on the node
+    return (launch.iface_command(rdzv_host)
+            + f"; echo \"speed=$(cat /sys/class/net/{speed_of}/speed 2>/dev/null)\""
+            + f"; echo \"info=$({shlex.quote(python)} -c {shlex.quote(_INFO_SNIPPET)} 2>&1 | tail -n 1)\"")
+
+
+def _read_facts(name: str, kv: Dict[str, str], out: Prepared, python: str, ifname: Optional[str]) -> None:
+    """A node's answer to :func:`_facts_command` into ``out``; an answer that is not what the node program
+    prints, or a Python without torch, makes the node a problem, named."""
+    out.ifnames[name] = ifname or kv.get("iface") or None
+    out.hostnames[name] = kv.get("hostname") or name
+    try:
+        facts = json.loads(kv.get("info", ""))
+    except ValueError:
+        facts = None
+    port = facts.get("free_port", 29400) if isinstance(facts, dict) else None
+    if not isinstance(facts, dict) or not isinstance(port, int) or isinstance(port, bool) \
+            or not 0 < port < 65536 or not isinstance(facts.get("gpus", 0), int):
+        out.problems[name] = f"{python} cannot run the probe on {name}: {kv.get('info', '')[:200]!r}"
+        return
+    out.info[name] = facts
+    if not facts.get("torch"):
+        out.problems[name] = (f"torch is not installed for {python} on {name}: "
+                              "pip install 'nccldiag[probe]' there, or pass --python")
+        return
+    speed = kv.get("speed", "").strip()
+    facts["iface_speed"] = int(speed) if speed.isdigit() and int(speed) > 0 else None
+    facts["route_iface"] = kv.get("iface") or None  # what routes to the first node
+    loop = [a for a in kv.get("self", "").split() if a.startswith("127.") or a == "::1"]
+    if loop:
+        out.loopback[name] = loop
 
 
 def run_setting(
@@ -256,83 +239,107 @@ def run_setting(
     when given, run the commands instead (srun on this machine starts every
     rank); reaping and logs still cover ``nodes``.
     """
-    lock = threading.Lock()
-    cancel = threading.Event()
-    failed = threading.Event()
-    start = time.monotonic()
     active = list(launchers) if launchers else [n for n in nodes if n.name in commands]
     ranks_on = list(nodes) if launchers else active
     out = SettingRun(setting=setting, commands=dict(commands), run_id=run_id, launched=launched, failures=[])
-    gate = results.Gate(launched or results.Launched((active[0].name,) if active else (), results.MAX_WORLD))
-    out.rejected = gate.rejected
+    # with a query to make at the deadline, the streams outlive it: closing a rank's output kills it
+    streams = _Streams(out, launched or results.Launched((active[0].name,) if active else (), results.MAX_WORLD),
+                       on_record, timeout + (RAS_GUARD if on_timeout else 0))
+    streams.start(active)
+    interrupted = streams.wait(timeout, grace)
+    if out.timed_out and on_timeout and interrupted is None:
+        ask_hung(ranks_on, on_timeout, out, fanout)
+    streams.cancel.set()
+    reap_all(ranks_on, run_id, fanout, out, after=after)
+    if interrupted is not None:
+        raise interrupted
+    streams.join()
+    if log_glob:
+        out.logs.update(fetch_logs(ranks_on, log_glob, fanout=fanout, hostnames=hostnames, rejected=out.rejected))
+    out.elapsed = time.monotonic() - streams.t0
+    return out
 
-    def handle(host: str, line: str) -> None:
-        with lock:
-            rec = gate.admit(host, line)
+
+class _Streams:
+    """Every launcher's output of one setting, streamed at once, each on its own thread: each line admitted
+    through the setting's :class:`~nccldiag.probe.results.Gate` into ``out.records``, each launcher's end in
+    ``out.nodes``."""
+
+    def __init__(self, out: SettingRun, launched: results.Launched, on_record: Optional[Callable[[dict], None]],
+                 stream_timeout: float):
+        self.out, self.on_record, self.stream_timeout = out, on_record, stream_timeout
+        self.lock = threading.Lock()
+        self.cancel = threading.Event()
+        self.failed = threading.Event()
+        self.t0 = time.monotonic()
+        self.gate = results.Gate(launched)
+        out.rejected = self.gate.rejected
+        self.threads: Dict[str, threading.Thread] = {}
+
+    def handle(self, host: str, line: str) -> None:
+        with self.lock:
+            rec = self.gate.admit(host, line)
             if rec is None:
                 return
-            rec["setting"] = setting.name
-            out.records.append(rec)
+            rec["setting"] = self.out.setting.name
+            self.out.records.append(rec)
             if shows_progress(rec):
-                out.progress.append((round(time.monotonic() - start, 3), str(rec.get("collective"))))
+                self.out.progress.append((round(time.monotonic() - self.t0, 3), str(rec.get("collective"))))
             elif shows_failure(rec):
-                out.failures.append(round(time.monotonic() - start, 3))
-        if on_record is not None:
-            on_record(rec)
+                self.out.failures.append(round(time.monotonic() - self.t0, 3))
+        if self.on_record is not None:
+            self.on_record(rec)
 
-    # with a query to make at the deadline, the streams outlive it: closing a rank's output kills it
-    stream_timeout = timeout + (RAS_GUARD if on_timeout else 0)
-
-    def go(node) -> None:
+    def go(self, node, command: str) -> None:
         t0 = time.monotonic()
-        r = node.stream(commands[node.name], stream_timeout, lambda line: handle(node.name, line), cancel)
+        r = node.stream(command, self.stream_timeout, lambda line: self.handle(node.name, line), self.cancel)
         err = r.error.to_dict() if r.error else None
-        if err is None and cancel.is_set() and r.rc is not None and r.rc < 0:
+        if err is None and self.cancel.is_set() and r.rc is not None and r.rc < 0:
             # stopped with the run: the reap killed it (a launcher on this machine carries the run's marker
             # too, as srun does) before its own stream noticed the cancel
             err = {"kind": "command-timeout", "message": f"stopped with the run (signal {-r.rc})"}
         nr = NodeRun(node.name, r.rc, err, (r.stderr or "")[-4000:], time.monotonic() - t0)
-        with lock:
-            out.nodes[node.name] = nr
+        with self.lock:
+            self.out.nodes[node.name] = nr
         if r.error is None and r.rc != 0:
-            failed.set()
+            self.failed.set()
 
-    threads = {n.name: threading.Thread(target=go, args=(n,), daemon=True) for n in active}
-    for t in threads.values():
-        t.start()
-    deadline = start + timeout
-    interrupted: Optional[BaseException] = None
-    try:
-        while any(t.is_alive() for t in threads.values()):
-            now = time.monotonic()
-            if now >= deadline:
-                out.timed_out = True
-                out.stopped_s = round(now - start, 3)
-                break
-            if failed.is_set():
-                failed.clear()
-                deadline = min(deadline, now + grace)
-                out.aborted_after_failure = True
-            for t in threads.values():
-                if t.is_alive():
-                    t.join(min(0.2, max(0.0, deadline - time.monotonic())))
+    def start(self, active: Sequence) -> None:
+        self.threads = {n.name: threading.Thread(target=self.go, args=(n, self.out.commands[n.name]), daemon=True)
+                        for n in active}
+        for t in self.threads.values():
+            t.start()
+
+    def wait(self, timeout: float, grace: float) -> Optional[BaseException]:
+        """Until every stream ended, the deadline passed (``out.timed_out``), or ``grace`` seconds after a
+        launcher failed; a Ctrl-C is returned, for the caller to raise once the ranks are killed."""
+        out = self.out
+        deadline = self.t0 + timeout
+        try:
+            while any(t.is_alive() for t in self.threads.values()):
+                now = time.monotonic()
+                if now >= deadline:
+                    out.timed_out = True
+                    out.stopped_s = round(now - self.t0, 3)
                     break
-    except KeyboardInterrupt as exc:
-        interrupted = exc  # the ranks are killed below all the same, then the interrupt goes on
-    if out.timed_out and on_timeout and interrupted is None:
-        ask_hung(ranks_on, on_timeout, out, fanout)
-    cancel.set()
-    reap_all(ranks_on, run_id, fanout, out, after=after)
-    if interrupted is not None:
-        raise interrupted
-    for name, t in threads.items():
-        t.join(5)
-        if name not in out.nodes:
-            out.nodes[name] = NodeRun(name, None, {"kind": "command-timeout", "message": "no answer"})
-    if log_glob:
-        out.logs.update(fetch_logs(ranks_on, log_glob, fanout=fanout, hostnames=hostnames, rejected=out.rejected))
-    out.elapsed = time.monotonic() - start
-    return out
+                if self.failed.is_set():
+                    self.failed.clear()
+                    deadline = min(deadline, now + grace)
+                    out.aborted_after_failure = True
+                for t in self.threads.values():
+                    if t.is_alive():
+                        t.join(min(0.2, max(0.0, deadline - time.monotonic())))
+                        break
+        except KeyboardInterrupt as exc:
+            return exc  # the ranks are killed all the same, then the interrupt goes on
+        return None
+
+    def join(self) -> None:
+        """The streams' threads, once the ranks are reaped; a launcher that never ended is one with no answer."""
+        for name, t in self.threads.items():
+            t.join(5)
+            if name not in self.out.nodes:
+                self.out.nodes[name] = NodeRun(name, None, {"kind": "command-timeout", "message": "no answer"})
 
 
 RAS_NO_ANSWER = "nccldiag-ras:"

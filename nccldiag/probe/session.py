@@ -7,13 +7,12 @@ analyze (pure) -> report. Every setting runs even when an earlier one hung.
 from __future__ import annotations
 
 import contextlib
-import os
 import shlex
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Tuple
 
-from nccldiag.rundir import Run as RunDir
+from nccldiag.rundir import Run as RunDir, prepare
 from nccldiag.inventory import Host
 from nccldiag.model.errors import UsageError
 from nccldiag.probe import counters, launch, launchers, plan, records, runner
@@ -26,7 +25,7 @@ if TYPE_CHECKING:
 
 @dataclass
 class ProbeOptions:
-    launcher: str = "local"
+    launcher: str = launchers.LOCAL
     backend: str = "auto"
     nproc_per_node: Optional[int] = None
     require_ib: bool = False
@@ -83,7 +82,8 @@ def run(hosts: Sequence[Host], opts: ProbeOptions,
 
     t0 = time.monotonic()
     launcher = launchers.get(opts.launcher)
-    _refuse_out_dir(opts)
+    if opts.out_dir and not opts.dry_run:
+        prepare(opts.out_dir)  # a new run directory, or refused before any node is contacted
     most = validate(opts, len(hosts))
     nodes = launcher.nodes(hosts, opts)
     launcher.refuse(opts, hosts, nodes)
@@ -142,14 +142,6 @@ class _Shape:
     bounds: "plan.Bounds"
     settings: list
     note: str = ""
-
-
-def _refuse_out_dir(opts: ProbeOptions) -> None:
-    if opts.out_dir and not opts.dry_run:
-        if os.path.exists(opts.out_dir) and not os.path.isdir(opts.out_dir):
-            raise UsageError(f"-o {opts.out_dir}: exists and is not a directory")
-        if os.path.exists(os.path.join(opts.out_dir, "records.jsonl")):
-            raise UsageError(f"-o {opts.out_dir}: holds the records of an earlier run; give a new directory")
 
 
 def _shape(launcher, opts: ProbeOptions, hosts: Sequence[Host], live: list, prep: runner.Prepared,

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 from rich.console import Console
 from rich.table import Table
@@ -13,7 +13,8 @@ from nccldiag.check.engine import SCHEMA, CheckReport
 from nccldiag.model.findings import Status, clean_text, to_jsonable
 from nccldiag.report import diagnoses_report, findings
 from nccldiag.report.findings import RANK as _RANK
-from nccldiag.report.jsonout import dumps, envelope
+from nccldiag.report import jsonout
+from nccldiag.report.jsonout import dumps, envelope, plain
 
 
 def exit_code(report: CheckReport) -> int:
@@ -202,10 +203,41 @@ def node_entry(n, columns: List[str], include_facts: bool = True) -> Dict:
     return entry
 
 
+def node_entries(report: CheckReport, facts_of: Callable[[str], Dict]) -> Callable[[], Iterator[Dict]]:
+    """``nodes()``: each node's part of the report document, in order, made as it is asked for (its facts
+    ``facts_of(host)``, read back from where they waited), so that the whole report is never held."""
+    columns = report.columns
+
+    def nodes() -> Iterator[Dict]:
+        for n in report.nodes:
+            entry = plain(node_entry(n, columns, include_facts=False))
+            entry["facts"] = facts_of(n.host)
+            yield entry
+            entry = None  # written: let go before the next is made
+
+    return nodes
+
+
+_TABLE_KEYS = ("area", "check", "status", "message", "fix", "host")  # what the table prints of a passed finding
+
+
+def table_entries(report: CheckReport) -> List[Dict]:
+    """Each node's part of the document as the terminal table reads it: its findings, never its facts; a finding
+    that passed or was skipped is printed without its evidence or values (:func:`nccldiag.report.findings.render`),
+    so they are not kept for it."""
+    out = []
+    for n in report.nodes:
+        entry = jsonout.plain(node_entry(n, report.columns, include_facts=False))
+        entry["findings"] = [f if f.get("status") not in ("ok", "skip") else {k: f.get(k) for k in _TABLE_KEYS}
+                             for f in entry.get("findings") or []]
+        out.append(clean_text(entry))
+    return out
+
+
 def to_json(report: CheckReport, include_facts: bool = True, include_nodes: bool = True) -> Dict:
     """The report as one JSON object (schema ``nccldiag.check/1``), its diagnoses included. Without
     ``include_nodes`` its ``nodes`` is an empty list, for a writer that makes each node's part as it writes it
-    (:func:`node_entry`, :func:`nccldiag.report.jsonout.streamed`)."""
+    (:func:`node_entry`, :func:`nccldiag.atomic.streamed`)."""
     columns = report.columns
     nodes = [node_entry(n, columns, include_facts) for n in report.nodes] if include_nodes else []
     counts: Dict[str, int] = {s.value: 0 for s in Status}

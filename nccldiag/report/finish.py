@@ -54,15 +54,7 @@ def finish(doc: Dict[str, Any], outs: Outputs, view: Optional[Callable[[Dict[str
     written = None
     if run_dir and os.path.isdir(run_dir):
         try:
-            if nodes is None:
-                rundir.save_report(run_dir, doc)
-                written = os.path.join(run_dir, rundir.REPORT)
-            else:
-                from nccldiag.atomic import write_text
-                from nccldiag.report.jsonout import streamed
-
-                write_text(os.path.join(run_dir, rundir.REPORT), streamed(doc, nodes()))
-                written = os.path.join(run_dir, rundir.REPORT)  # --json is the same text: copied, not made again
+            written = rundir.save_report(run_dir, doc, nodes)  # --json is the same text: copied, not made again
         except (OSError, ValueError) as exc:
             failed = f"{getattr(exc, 'strerror', None) or exc}"
     if kept is not None:

@@ -16,6 +16,7 @@ from html import escape
 from typing import Any, Dict, Iterable, List, Optional
 
 from nccldiag.model.findings import SEVERITY, Status
+from nccldiag.model.sizes import size_text
 from nccldiag.report import matrix as tmatrix
 
 _RANK = {s.value: SEVERITY[s] for s in Status}
@@ -225,7 +226,7 @@ def _plot(setting: Dict[str, Any], expected_gbps: Optional[float] = None) -> Opt
             ax.axhline(float(expected_gbps), color="#b91c1c", linestyle="--", linewidth=1,
                        label=f"expected {float(expected_gbps):.1f}")
         ax.set_xscale("log", base=2)
-        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: _bytes(v)))
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: size_text(v, short=True)))
         ax.set_xlabel("message size (bytes)")
         ax.set_ylabel("busbw (GB/s)")
         ax.grid(True, linewidth=0.3)
@@ -235,13 +236,6 @@ def _plot(setting: Dict[str, Any], expected_gbps: Optional[float] = None) -> Opt
         fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None})
     svg = buf.getvalue()
     return svg[svg.index("<svg"):]
-
-
-def _bytes(v: float) -> str:
-    for unit, div in (("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10)):
-        if v >= div:
-            return f"{v / div:g}{unit}"
-    return f"{v:g}"
 
 
 def _plots(doc: Dict[str, Any]) -> str:

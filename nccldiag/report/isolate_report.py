@@ -10,6 +10,7 @@ from rich.text import Text
 
 from nccldiag.model.findings import to_jsonable
 from nccldiag.isolate.judge import SCHEMA, IsolateReport
+from nccldiag.probe.launchers import SSH
 from nccldiag.report import findings
 from nccldiag.report.jsonout import dumps, envelope
 
@@ -19,6 +20,12 @@ _STYLE = {"ok": "ok", "slow": "warn", "lossy": "warn", "blocked": "fail", "netwo
 
 def _bw(v) -> str:
     return "-" if v is None else f"{v:.4g}"
+
+
+def _through(launcher) -> str:
+    """What the header says of how the jobs started: nothing for isolate's own torchrun over SSH, else the
+    launcher that started them."""
+    return "" if launcher in (None, "", SSH) else f" through {launcher}"
 
 
 def _job_nodes(nodes) -> str:
@@ -36,7 +43,7 @@ def render(doc: Dict, con: Console, verbose: bool = False) -> None:
     rows = doc.get("rows") or []
     hosts = doc.get("hosts") or []
     con.print(Text.assemble(("nccldiag isolate", "bold"),
-                            f": {doc.get('backend')}{' through srun' if doc.get('launcher') == 'srun' else ''}, "
+                            f": {doc.get('backend')}{_through(doc.get('launcher'))}, "
                             f"{len(hosts)} node(s) × {doc.get('nproc_per_node')} rank(s), "
                             f"{len(rows)} network path(s): {', '.join(str(r.get('name')) for r in rows)}"))
     if doc.get("note"):

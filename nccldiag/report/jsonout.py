@@ -1,14 +1,13 @@
 """JSON reports: the envelope every report shares, and writing it safely."""
 from __future__ import annotations
 
-import json
 import os
 import stat
 import time
-from typing import Any, Dict, Iterable, Iterator, Optional, Union
+from typing import Any, Dict, Iterable, Optional, Union
 
 from nccldiag import __version__
-from nccldiag.atomic import dumps, member_name, outline, pieces, plain, write_text
+from nccldiag.atomic import dumps, plain, write_text
 
 
 def envelope(schema: str, started: Optional[float] = None, elapsed: Optional[float] = None) -> Dict[str, Any]:
@@ -52,35 +51,3 @@ def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
-
-
-def streamed(doc: Dict, nodes: Iterable[Dict]) -> Iterator[str]:
-    """The JSON text of the report ``doc`` whose ``nodes`` (empty in ``doc``) are ``nodes``, each made as it is
-    written: exactly :func:`nccldiag.atomic.pieces` of the whole document, holding one node's part at a time."""
-    nodes = iter(nodes)
-    entry = next(nodes, _NONE)
-    if entry is _NONE:  # no node: the document as it is
-        yield from pieces(doc)
-        return
-    yield "{"
-    first = True
-    for key, member in doc.items():
-        yield ("\n  " if first else ",\n  ") + member_name(key) + ": "
-        first = False
-        if key != "nodes":
-            yield from outline(member, 1, False)
-            continue
-        yield "["
-        sep = "\n" + "  " * _NODE_DEPTH
-        while entry is not _NONE:  # as the whole document's outline writes a node
-            yield sep
-            yield from outline(entry, _NODE_DEPTH, True)
-            entry = None  # the node written is let go before the next is made
-            entry = next(nodes, _NONE)
-            sep = ",\n" + "  " * _NODE_DEPTH
-        yield "\n  ]"
-    yield "\n}\n"
-
-
-_NONE = object()
-_NODE_DEPTH = 2  # the document, its "nodes" array, each node

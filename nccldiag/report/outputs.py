@@ -126,6 +126,7 @@ class Outputs:
         empty), ``nodes()`` makes its nodes' parts in order: JSON is written as they are made, one at a
         time; the other formats get the whole document, made once. ``json_text``: a file that already holds
         the document's JSON text (the run directory's ``report.json``), copied instead of made again."""
+        from nccldiag.atomic import pieces, streamed
         from nccldiag.report import jsonout
 
         whole: List[Dict] = []
@@ -141,9 +142,9 @@ class Outputs:
                 if fmt.name == "json" and json_text is not None:
                     text = _chunks(json_text)
                 elif fmt.name == "json" and nodes is not None:
-                    text = jsonout.streamed(doc, nodes())
+                    text = streamed(doc, nodes())
                 elif fmt.name == "json" and path != "-":
-                    text = jsonout.pieces(doc)  # a JSON file is written piece by piece, never held whole
+                    text = pieces(doc)  # a JSON file is written piece by piece, never held whole
                 else:
                     text = registry.load(fmt.module, "nccldiag.report").render(full())
             except ValueError as exc:

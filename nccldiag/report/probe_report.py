@@ -10,26 +10,39 @@ from rich.table import Table
 from rich.text import Text
 
 from nccldiag.model.findings import to_jsonable
+from nccldiag.model.sizes import size_text
 from nccldiag.probe.analysis import SCHEMA, ProbeReport
 from nccldiag.probe.results import MPI_CHECK
 from nccldiag.report import diagnoses_report, findings
+from nccldiag.report import matrix as tmatrix
 from nccldiag.report.jsonout import dumps, envelope
 
 _STYLE = {"ok": "ok", "wrong": "wrong", "error": "fail", "hang": "hang", "unsupported": "unsupported",
           "not-run": "muted", "incomplete": "warn"}
+CELL_STYLE = {"works": "ok", "hang": "hang", "error": "fail", "wrong": "wrong", "not used": "muted", "?": "muted",
+              "not run": "muted", "ok": "ok", "incomplete": "warn", "not-run": "muted"}
+
+
+def transport_table(doc: Dict[str, Any]) -> Table:
+    """The transport matrix of a probe document as a rich table."""
+    m = tmatrix.build(doc)
+    t = Table(header_style="bold", box=None, pad_edge=False)
+    t.add_column("setting", no_wrap=True)
+    for c in m.columns:
+        t.add_column(c, no_wrap=True)
+    t.add_column("busbw GB/s", justify="right", no_wrap=True)
+    if any(r.expected for r in m.rows):
+        t.add_column("% expected", justify="right", no_wrap=True)
+    for r in m.rows:
+        cells = [Text(r.cells[c], style=CELL_STYLE.get(r.cells[c], "")) for c in m.columns]
+        bw = "-" if r.busbw is None else f"{r.busbw:.2f}"
+        extra = [("-" if r.percent is None else f"{r.percent:.0f}%")] if any(x.expected for x in m.rows) else []
+        t.add_row(Text(r.setting, style="bold"), *cells, bw, *extra)
+    return t
 
 
 def _gbps(v) -> str:
     return "-" if v is None else f"{v:.2f}"
-
-
-def _size(n) -> str:
-    if n is None:
-        return "-"
-    for unit, div in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= div:
-            return f"{n / div:g} {unit}"
-    return f"{n} B"
 
 
 def _sockets(s: Dict[str, Any]) -> List[str]:
@@ -82,7 +95,7 @@ def _collectives(s: Dict[str, Any]) -> Table:
             big = None  # barrier: nothing moved, nothing to show
         status = str(oc.get("status"))
         table.add_row(str(oc.get("collective")), Text(status, style=_STYLE.get(status, "")), who or "-",
-                      _size(big.get("size")) if big else "-", _gbps(big.get("algbw") if big else None),
+                      size_text(big.get("size")) if big else "-", _gbps(big.get("algbw") if big else None),
                       _gbps(big.get("busbw") if big else None))
     return table
 
@@ -100,8 +113,6 @@ def render(doc: Dict[str, Any], con: Console, verbose: bool = False) -> None:
     if doc.get("note"):
         con.print(Text(str(doc["note"]), style="muted"))
     if settings:
-        from nccldiag.report.summary import transport_table
-
         con.print(_verdict(doc))
         con.print()
         paths = "transport paths" if doc.get("backend") == "nccl" else "socket interfaces (gloo)"

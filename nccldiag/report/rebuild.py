@@ -4,7 +4,8 @@ A finished run kept ``report.json``: that is the document, as the live run
 rendered it. A run stopped early (Ctrl-C, a crash) kept only what had
 completed; its document is built again from that with the same pure
 functions the live run uses: ``check`` judges the raw outputs of the nodes
-collected, ``probe`` reads the records of every setting that started (each
+collected (its ``run.json`` decoded by :class:`nccldiag.sessions.check.CheckMeta`,
+which encoded it), ``probe`` reads the records of every setting that started (each
 file decoded by :mod:`nccldiag.probe.records`, which encoded it). An
 ``isolate`` verdict needs every round: a stopped one says what ran and
 that no verdict was reached. Such a report says how far the run came, and
@@ -47,37 +48,39 @@ def _incomplete(doc: Dict[str, Any], note: str) -> Dict[str, Any]:
 
 def _check(path: str, meta: Dict[str, Any]) -> Dict[str, Any]:
     from nccldiag import areas as registry, diagnosis
+    from nccldiag.bundle import NOT_COLLECTED, not_collected, read_bundle
     from nccldiag.check import engine
-    from nccldiag.collect import sections
     from nccldiag.report import check_report
+    from nccldiag.sessions.check import CheckMeta
 
-    raw_dir = meta.get("bundle") or os.path.join(path, "raw")
     try:
-        raws = sections.read_bundle(raw_dir) if os.path.isdir(raw_dir) else []
+        cm = CheckMeta.from_json(meta)
+    except ValueError as exc:
+        raise UsageError(f"{path}/{rundir.META}: {exc}") from None
+    raw_dir = cm.bundle or os.path.join(path, rundir.RAW)
+    try:
+        raws = read_bundle(raw_dir) if os.path.isdir(raw_dir) else []
     except (OSError, ValueError) as exc:
         raise UsageError(f"{raw_dir}: {exc}") from None
-    names = meta.get("areas") or []
     try:
-        areas_sel = registry.select(list(names), [])
+        areas_sel = registry.select(list(cm.areas), [])
     except ValueError as exc:
         raise UsageError(f"{path}/{rundir.META}: {exc}") from None
     spec = None
-    if meta.get("spec"):  # the site spec the run was checked against, read again
+    if cm.spec:  # the site spec the run was checked against, read again
         from nccldiag.spec import model
 
-        spec = model.load(str(meta["spec"]))
+        spec = model.load(cm.spec)
     have = {r.host for r in raws}
-    listed = meta.get("hosts") if isinstance(meta.get("hosts"), list) else []
     try:  # the hosts run.json names that never reached the run directory: named, not checked
-        raws += [sections.not_collected(h, f"{path}/{rundir.META}") for h in dict.fromkeys(listed)
-                 if isinstance(h, str) and h not in have]
+        raws += [not_collected(h, f"{path}/{rundir.META}") for h in dict.fromkeys(cm.hosts) if h not in have]
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    missing = [r.host for r in raws if (r.error or {}).get("kind") == sections.NOT_COLLECTED]
-    report = engine.analyze(raws, areas_sel, meta.get("options") or {}, spec=spec)
+    missing = [r.host for r in raws if (r.error or {}).get("kind") == NOT_COLLECTED]
+    report = engine.analyze(raws, areas_sel, cm.options, spec=spec)
     diagnosis.attach(report, check=report, spec=spec)
     doc = check_report.to_json(report)
-    doc["generated_at"] = meta.get("started") or doc["generated_at"]
+    doc["generated_at"] = cm.started or doc["generated_at"]
     doc.pop("elapsed_s", None)
     never = f"; never collected: {', '.join(missing[:20])}" + (f" and {len(missing) - 20} more" if len(missing) > 20
                                                                else "") if missing else ""

@@ -26,7 +26,8 @@ from types import ModuleType
 from typing import Any, BinaryIO, Callable, Dict, List, Optional, Sequence, Tuple
 
 import nccldiag
-from nccldiag.collect import runner, sections
+from nccldiag.bundle import Bundle
+from nccldiag.collect import runner
 from nccldiag.inventory import Host
 from nccldiag.model.raw import RawNode, ReleasedNode, released
 from nccldiag.shards import judged as judging
@@ -58,7 +59,7 @@ class Job:
     areas: Optional[List[str]] = None  # the areas to judge with (names); None: collect only
     options: Dict[str, Any] = field(default_factory=dict)
     spec: Any = None
-    dirs: List[str] = field(default_factory=list)  # where each node's outputs are written (bundles)
+    bundles: List[Bundle] = field(default_factory=list)  # where each node's outputs are written
 
 
 def send(out: BinaryIO, obj: Any) -> None:
@@ -175,14 +176,14 @@ def collect(
     areas: Optional[Sequence[ModuleType]] = None,
     options: Optional[Dict[str, Any]] = None,
     spec: Any = None,
-    dirs: Sequence[str] = (),
+    bundles: Sequence[Bundle] = (),
     on_node: Optional[Callable[[ReleasedNode, Optional[judging.Judged], Dict[str, str]], None]] = None,
     on_workers: Optional[Callable[[List[int]], None]] = None,
 ) -> List[ReleasedNode]:
     """Collect from ``hosts`` over ``workers`` processes, each with its share of ``opts.fanout``; in a check
-    (``areas`` given) each node is judged in its worker. Every node's outputs are written to each of ``dirs``
-    (bundles already indexed) by its worker. ``on_node(node, judged, not_saved)`` sees each node as it
-    arrives (``not_saved``: dir -> why the node could not be written there); the result is every node, in
+    (``areas`` given) each node is judged in its worker. Every node's outputs are written to each of
+    ``bundles`` (already indexed) by its worker. ``on_node(node, judged, not_saved)`` sees each node as it
+    arrives (``not_saved``: a bundle's path -> why the node could not be written there); the result is every node, in
     input order (what was judged is ``on_node``'s to keep). ``on_workers`` is given the workers' process ids
     once they are started."""
     hosts = list(hosts)
@@ -202,7 +203,7 @@ def collect(
         sub = dataclasses.replace(opts, ssh=ssh, fanout=share)
         jobs.append(Job(mine, index, script, sub, {h.name: plan[h.name] for h in mine if h.name in plan},
                         [a.NAME for a in areas] if areas is not None else None, dict(options or {}), spec,
-                        list(dirs)))
+                        list(bundles)))
     done: Dict[int, ReleasedNode] = {}
     started: List[_Worker] = []
     try:
@@ -228,7 +229,7 @@ def collect(
             if missing:
                 cause = _cause(payload, list(started[k].tail))
                 for i, h in missing:
-                    node, judged, not_saved = _lost(h.name, cause, areas, options, spec, dirs)
+                    node, judged, not_saved = _lost(h.name, cause, areas, options, spec, bundles)
                     done[i] = node
                     if on_node is not None:
                         on_node(node, judged, not_saved)
@@ -238,14 +239,14 @@ def collect(
     return [done[i] for i in range(len(hosts))]
 
 
-def _lost(host: str, cause: str, areas, options, spec, dirs) -> Tuple[ReleasedNode, Optional[judging.Judged],
-                                                                      Dict[str, str]]:
+def _lost(host: str, cause: str, areas, options, spec, bundles) -> Tuple[ReleasedNode, Optional[judging.Judged],
+                                                                         Dict[str, str]]:
     raw = lost(host, cause)
     not_saved = {}
-    for d in dirs:
+    for b in bundles:
         try:
-            sections.write_node(d, raw)
+            b.node(raw)
         except OSError as exc:
-            not_saved[d] = exc.strerror or str(exc)
+            not_saved[b.path] = exc.strerror or str(exc)
     judged = judging.judge(raw, areas, options, spec) if areas is not None else None
     return released(raw), judged, not_saved

@@ -40,7 +40,7 @@ def main() -> int:
 
 def _run() -> int:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent stops it (the terminal's Ctrl-C is the parent's)
-    from nccldiag.collect import runner, sections
+    from nccldiag.collect import runner
     from nccldiag.model.raw import released
     from nccldiag.shards import judged as judging
     from nccldiag.shards.pool import receive, send
@@ -62,11 +62,11 @@ def _run() -> int:
 
     def on_node(node) -> None:
         not_saved = {}
-        for d in job.dirs:
+        for b in job.bundles:
             try:
-                sections.write_node(d, node)
+                b.node(node)
             except OSError as exc:
-                not_saved[d] = exc.strerror or str(exc)
+                not_saved[b.path] = exc.strerror or str(exc)
         judged = judging.judge(node, areas, job.options, job.spec) if areas is not None else None
         send(out, (index[node.host], released(node), judged, not_saved))
 

@@ -15,7 +15,7 @@ from typing import Any, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from nccldiag.model.findings import Finding, Status
 from nccldiag.spec import compare, policy
-from nccldiag.spec.model import Spec, load, path_from, threshold
+from nccldiag.spec.model import Spec, load_given, threshold
 
 DEFAULT_FRACTION = 0.5  # isolate's --fraction without a spec (nccldiag.isolate.run.IsolateOptions.fraction)
 
@@ -28,10 +28,10 @@ PROBE_KEYS = (
 )
 
 
-def from_option(option: Optional[str]) -> Optional[Spec]:
-    """The spec of ``--spec`` or ``$NCCLDIAG_SPEC``, read and validated before any node is contacted."""
-    path = path_from(option)
-    return load(path) if path else None
+def from_option(option: Optional[str], causes_file: Optional[str] = None) -> Optional[Spec]:
+    """The spec of ``--spec`` or ``$NCCLDIAG_SPEC`` with the causes of ``--causes FILE``, read and validated before
+    any node is contacted (None with neither)."""
+    return load_given(option, causes_file)
 
 
 def _not_checked(spec: Spec, command: str, keys: Sequence[str], why: str) -> List[Finding]:

@@ -565,10 +565,6 @@ class ProxyProcess(paramiko.ProxyCommand):
     def closed(self) -> bool:
         return self.process.poll() is not None
 
-    @property
-    def _closed(self) -> bool:
-        return self.closed
-
 
 def split_jump_hop(hop: str, host: str = "") -> Tuple[Optional[str], str, Optional[int]]:
     """``(user, host, port)`` of one ProxyJump hop, as OpenSSH reads it.

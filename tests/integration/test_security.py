@@ -13,6 +13,7 @@ import pytest
 
 from nccldiag.inventory import Host
 from nccldiag.probe import launch, runner
+from nccldiag.probe.launchers import torchrun
 from nccldiag.transport.nodes import SSHNode, connect_all
 from nccldiag.transport.ssh import SSHOptions
 
@@ -34,13 +35,14 @@ def _nodes(vc, names):
 @pytest.fixture
 def planted(vcluster):
     """node02's /tmp holds the run directory before the probe stages it: mode 777, nobody's, with a
-    ``sitecustomize.py`` that leaves a mark when imported and ``launcher.pgid`` linked to root's file."""
+    ``sitecustomize.py`` that leaves a mark when imported and ``hostfile`` (which mpirun's launch writes) linked
+    to root's file."""
     run_id = f"nccldiag-sectest-{uuid.uuid4().hex[:8]}"
     d = f"/tmp/{run_id}"
     assert vcluster.exec("node02", ["sh", "-c", f"echo root-only > {VICTIM}; chmod 600 {VICTIM}"]).returncode == 0
     _as_nobody(vcluster, "node02",
                f"mkdir -m 777 {d} && echo \"open('/tmp/{run_id}.pwned', 'w').write('x')\" > {d}/sitecustomize.py "
-               f"&& ln -s {VICTIM} {d}/launcher.pgid && chmod 777 {d}")
+               f"&& ln -s {VICTIM} {d}/hostfile && chmod 777 {d}")
     yield run_id, d
     for n in ("node01", "node02"):
         vcluster.exec(n, ["sh", "-c", f"rm -rf {d} /tmp/{run_id}.pwned {VICTIM}"])
@@ -55,7 +57,7 @@ def test_a_run_directory_a_local_user_made_first_is_refused(vcluster, planted):
         assert f"{d} already exists on node02" in prep.problems["node02"]
         # the launch, handed the directory all the same, refuses it: nothing imported, nothing written through
         spec = launch.LaunchSpec(run_id=run_id, rundir=d, python="python3", rdzv_host=nodes[0].address, watchdog=60)
-        r = nodes[1].run(launch.torchrun_command(spec, 2, 1, None), 60)
+        r = nodes[1].run(torchrun.command(spec, 2, 1, None), 60)
         assert r.rc == launch.REFUSED and "not this run's own directory" in r.stderr, (r.rc, r.stderr)
         # and the clean-up leaves it to the admin
         assert runner.cleanup(nodes, d) == {}
@@ -66,7 +68,7 @@ def test_a_run_directory_a_local_user_made_first_is_refused(vcluster, planted):
     out = vcluster.exec("node02", ["sh", "-c", check]).stdout.split("\n")
     assert out[0] == "root-only"  # the victim file was not overwritten
     assert out[1] == "65534 777"  # no mark: the sitecustomize.py never ran; the directory is still nobody's
-    assert sorted(out[2:4]) == ["launcher.pgid", "sitecustomize.py"]
+    assert sorted(out[2:4]) == ["hostfile", "sitecustomize.py"]
     # node01's own run directory was made private, and removed by the clean-up
     assert vcluster.exec("node01", ["sh", "-c", f"ls -d {d} 2>/dev/null; true"]).stdout == ""
 

@@ -16,7 +16,7 @@ from typing import Dict, Iterable, List, Mapping, Optional
 from click.testing import CliRunner
 
 from nccldiag.cli import main
-from nccldiag.collect import sections
+from nccldiag import bundle
 from nccldiag.model.raw import RawNode
 from tests import real
 
@@ -143,7 +143,7 @@ def write_bundle(root: Path, nodes: Mapping[str, Node], areas: Optional[Iterable
     meta = {"transport": "ssh"}
     if areas is not None:
         meta["areas"] = list(areas)
-    sections.write_bundle_index(str(root), hosts, meta)
+    bundle.write_bundle_index(str(root), hosts, meta)
     for host, srcs in nodes.items():
         node = RawNode(
             host=host,
@@ -153,7 +153,7 @@ def write_bundle(root: Path, nodes: Mapping[str, Node], areas: Optional[Iterable
             elapsed=0.5,
             extra=dict((extra or {}).get(host, {})),
         )
-        sections.write_node(str(root), node)
+        bundle.write_node(str(root), node)
     return root
 
 

@@ -301,6 +301,32 @@ def test_consistency_names_the_node_with_another_driver(tmp_path):
     assert code == 0 and "consistency.gpu.driver" in text and "gpu002" in text and "1 with warnings" in text
 
 
+def test_an_area_summary_that_fails_is_an_error_on_its_node_and_the_others_are_still_compared(monkeypatch):
+    """A bug in one area's summarize (CONSTRUCTED: the gpu area's made to raise on the second node) is said on
+    that node, never passed over in silence; the other areas are compared as ever."""
+    from nccldiag.areas import all_areas, gpu
+    from nccldiag.check import engine
+    from nccldiag.model.raw import RawNode
+
+    nodes = {f"gpu00{i}": B.healthy_h100(f"gpu00{i}", f"10.0.0.1{i}") for i in (1, 2, 3)}
+    raws = [RawNode(host=h, sections=dict(s), rcs={k: 0 for k in s}) for h, s in nodes.items()]
+    assert not [f for f in engine.analyze(raws, all_areas()).findings if f.check.endswith(".summarize")]
+    real, calls = gpu.summarize, []
+
+    def summarize(facts):
+        calls.append(facts)
+        if len(calls) == 2:
+            raise KeyError("bus_id")
+        return real(facts)
+
+    monkeypatch.setattr(gpu, "summarize", summarize)
+    report = engine.analyze(raws, all_areas())
+    (bad,) = [f for f in report.findings if f.check == "gpu.summarize"]
+    assert bad.status.value == "error" and bad.host == "gpu002" and "KeyError" in bad.message
+    assert report.exit_code != 0
+    assert [f.status.value for f in report.findings if f.check == "consistency.all"] == ["ok"] * 3
+
+
 def test_consistency_names_the_node_with_slower_ib(tmp_path):
     nodes = {f"gpu00{i}": B.healthy_h100(f"gpu00{i}", f"10.0.0.1{i}") for i in (1, 2, 3, 4)}
     hdr = nodes["gpu004"]

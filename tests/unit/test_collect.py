@@ -7,6 +7,7 @@ from click.testing import CliRunner
 from nccldiag import areas
 from nccldiag.areas.base import Source
 from nccldiag.cli import main
+from nccldiag import bundle
 from nccldiag.collect import runner, sections
 from nccldiag.collect.script import build_script
 from nccldiag.model.raw import RawNode
@@ -56,10 +57,10 @@ def test_bundle_round_trip_keeps_order(tmp_path):
         RawNode("zz", {"hostname": "zz\n"}, {"hostname": 0}, elapsed=1.5),
         RawNode("aa", {}, {}, error={"kind": "refused", "message": "connection refused"}),
     ]
-    sections.write_bundle_index(str(tmp_path), ["zz", "aa"])
+    bundle.write_bundle_index(str(tmp_path), ["zz", "aa"])
     for n in nodes:
-        sections.write_node(str(tmp_path), n)
-    back = sections.read_bundle(str(tmp_path))
+        bundle.write_node(str(tmp_path), n)
+    back = bundle.read_bundle(str(tmp_path))
     assert [n.host for n in back] == ["zz", "aa"]
     assert back[0].sections == {"hostname": "zz\n"} and back[0].rcs == {"hostname": 0}
     assert back[1].error["kind"] == "refused"
@@ -159,10 +160,10 @@ def test_a_bundle_rewritten_holds_only_its_last_collection(tmp_path):
     """A node directory left from an earlier collection is not read back as current."""
     b = str(tmp_path / "b")
     for host in ("old-node", "n1"):
-        sections.write_node(b, RawNode(host=host, sections={"os_release": f"NAME={host}\n"}))
-    sections.write_bundle_index(b, ["n1"])
-    sections.write_node(b, RawNode(host="n1", sections={"os_release": "NAME=new\n"}))
-    back = sections.read_bundle(b)
+        bundle.write_node(b, RawNode(host=host, sections={"os_release": f"NAME={host}\n"}))
+    bundle.write_bundle_index(b, ["n1"])
+    bundle.write_node(b, RawNode(host="n1", sections={"os_release": "NAME=new\n"}))
+    back = bundle.read_bundle(b)
     assert [n.host for n in back] == ["n1"] and back[0].sections["os_release"] == "NAME=new\n"
     # the replaced node leaves nothing hidden behind
     assert not [p for p in (tmp_path / "b").iterdir() if p.name.startswith(".")]
@@ -186,8 +187,8 @@ def test_a_full_disk_saves_no_half_node_and_loses_no_result(tmp_path):
         assert "collected but not saved" in r.output and "No space left on device" in r.output
         assert "Traceback" not in r.output
         # the host the bundle lists reads back as not collected, never as a node with outputs
-        back = sections.read_bundle(str(small / "b"))
-        assert [(n.sections, n.error["kind"]) for n in back] == [({}, sections.NOT_COLLECTED)]
+        back = bundle.read_bundle(str(small / "b"))
+        assert [(n.sections, n.error["kind"]) for n in back] == [({}, bundle.NOT_COLLECTED)]
         assert not [p for p in os.listdir(small / "b") if p.startswith(".")]
     finally:
         subprocess.run(["umount", str(small)], timeout=30)

@@ -415,9 +415,15 @@ def test_a_single_failing_pair_with_a_node_bad_on_another_row_is_explained():
 
 
 def test_srun_task0_is_on_the_first_node_in_slurms_order_not_the_jobs():
-    from nccldiag.probe.launchers.srun import task0_node
+    from nccldiag.inventory import Host
+    from nccldiag.probe.launchers.srun import LAUNCHER, SlurmNode
 
     order = {"gpu01": 0, "gpu02": 1, "gpu10": 2, "gpu03": 3}  # slurm.conf's order, not sorted by name
+
+    def task0_node(names, slurm_names, order):  # as the launcher's nodes() makes the nodes
+        return LAUNCHER.rank0([SlurmNode(Host(n), slurm_names[n], "", "1", order.get(slurm_names[n], len(order)))
+                               for n in names]).name
+
     same = {n: n for n in order}
     assert task0_node(["gpu02", "gpu01"], same, order) == "gpu01"  # a confirmation job: suspect first
     assert task0_node(["gpu03", "gpu10"], same, order) == "gpu10"
@@ -431,11 +437,12 @@ def test_srun_step_of_a_pair_job_names_itself_and_runs_beside_the_others():
     import shlex
 
     from nccldiag.probe import launch
+    from nccldiag.probe.launchers import srun as srun_launcher
 
     spec = launch.LaunchSpec(run_id="nccldiag-x-7", rundir="/tmp/nccldiag-x", nproc_per_node=2,
                              rdzv_host="10.0.0.1", rdzv_port=29403, env={"GLOO_SOCKET_IFNAME": "eth1"},
                              worker_args=["--backend", "gloo", "--go-file", "/tmp/nccldiag-x/go-3"])
-    words = shlex.split(launch.srun_command(spec, ["gpu02", "gpu01"], {"gpu02": "eth1", "gpu01": "eth1"}, "55", 90,
+    words = shlex.split(srun_launcher.command(spec, ["gpu02", "gpu01"], {"gpu02": "eth1", "gpu01": "eth1"}, "55", 90,
                                             name="nccldiag-x-7"))
     argv = words[words.index("srun"):]
     # one task per rank on exactly the pair's nodes, inside the allocation, sharing it with the round's other steps

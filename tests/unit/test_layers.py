@@ -18,16 +18,18 @@ PKG = Path(__file__).resolve().parents[2] / "nccldiag"
 # the areas judge with, the keys of a spec's [thresholds]) imports nothing and stands on the ground floor, below
 # the areas that read it; the rest of spec/ reads the areas' facts and stands above them.
 FLOORS: Tuple[Tuple[str, ...], ...] = (
-    ("nccldiag", "atomic", "model", "node", "spec.thresholds"),  # shared values, file writing, node programs
+    ("nccldiag", "model", "node", "spec.thresholds"),  # shared values, node programs
+    ("atomic",),  # file writing, the JSON text of reports
     ("inventory", "transport", "benchmarks", "knowledge"),  # hosts; how bytes reach a node; hand-run benchmarks'
     # outputs; what nccldiag knows, as data rows
-    ("slurm", "nccl"),  # Slurm's commands, run through a transport; NCCL logs and RAS reports
+    ("slurm", "nccl", "bundle"),  # Slurm's commands, run through a transport; NCCL logs and RAS reports; nodes'
+    # raw outputs on disk
     ("areas", "rundir"),  # check areas (parse, judge); the run directory
     ("spec",),  # site specs, against the areas' facts
     ("check", "collect", "diagnosis"),  # the check engine, the collection, the diagnosis rules
     ("probe", "shards"),  # probe: plan, launchers, runner, results, analysis; the collection and judging shared
     # out over worker processes
-    ("isolate",),  # isolate: its rounds of probe jobs
+    ("isolate", "sessions"),  # isolate: its rounds of probe jobs; check's and log's runs end to end
     ("report",),  # renderers and report files
     ("cli",),  # the commands
     ("__main__",),
@@ -151,6 +153,19 @@ def module_imports():
             yield src, f"{path.relative_to(PKG)}:{line}", mod.split(".", 1)[1] if "." in mod else ""
 
 
+def module_edges() -> Set[Tuple[str, str]]:
+    """``(module, module it imports)`` between two modules of nccldiag/ (``probe.runner``, ``rundir``)."""
+    return {(src, dst) for src, _where, dst in module_imports() if dst and dst != src}
+
+
+def test_no_module_cycle():
+    """No two modules import each other, directly or round a circle, inside a package as between packages: an
+    import inside a function counts, as it does for the floors (the piece both need belongs to one of them)."""
+    assert cycles(module_edges()) == []
+    # the scan sees a function-level import (analysis reads the launchers' words for a dead rank in a function)
+    assert ("probe.analysis", "probe.launchers") in module_edges()
+
+
 # isolate runs its jobs with the probe's modules, never the reverse (the floors keep that), and a report reads
 # an isolate run from the pure judge, not from the module that runs it.
 def test_a_report_reads_isolate_from_its_judge_not_from_its_run():
@@ -170,3 +185,19 @@ def test_the_scan_sees_function_level_and_aliased_imports():
     assert set(up_arrows({("model", "cli"): ["x"], ("check", "collect"): ["y"], ("cli", "model"): ["z"],
                           ("node", "nccldiag"): ["w"]})) == {("model", "cli"), ("check", "collect")}
     assert cycles([("a", "b"), ("b", "c"), ("c", "a"), ("c", "d")]) == [["a", "b", "c"]]
+
+
+# The probe's and isolate's runs are read function by function: none longer than a screen. The functions still
+# over the bound, each to be split (and its entry removed) rather than ever added to.
+LONGEST = 60
+STILL_LONG = {"isolate/judge.py:verdicts", "isolate/run.py:_schedule"}
+
+
+def test_no_function_of_the_probe_or_isolate_is_over_a_screen():
+    long = {}
+    for path in sorted((PKG / "probe").rglob("*.py")) + sorted((PKG / "isolate").rglob("*.py")):
+        for n in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.end_lineno - n.lineno + 1 > LONGEST:
+                long[f"{path.relative_to(PKG)}:{n.name}"] = n.end_lineno - n.lineno + 1
+    assert set(long) - STILL_LONG == set(), long
+    assert STILL_LONG - set(long) == set(), "split: remove it from STILL_LONG"

@@ -12,7 +12,8 @@ import shlex
 import pytest
 
 from nccldiag.model.findings import Status
-from nccldiag.probe import analysis, launch
+from nccldiag.probe import analysis, launch, launchers, results
+from nccldiag.probe.launchers import torchrun
 from nccldiag.probe.plan import Setting
 from nccldiag.probe.runner import NodeRun, SettingRun
 
@@ -58,7 +59,7 @@ RUN_ID = "nccldiag-20261123202200-abc123"
 
 def command(rank):
     spec = launch.LaunchSpec(run_id=RUN_ID, rundir=f"/tmp/{RUN_ID}", rdzv_host="10.213.66.2", rdzv_port=29562)
-    return launch.torchrun_command(spec, 2, rank, "eth0")
+    return torchrun.command(spec, 2, rank, "eth0")
 
 
 def launch_finding(stderr, host="n2", rank=1):
@@ -203,7 +204,7 @@ def test_ranks_launched_that_never_reported_before_the_deadline_are_a_hang():
 
     setting = Setting("r0-alone")
     run = runner.SettingRun(setting=setting, timed_out=True)
-    run.launched = results.Launched(("10.0.0.2",), 1, ("all_reduce",), tagged="srun")
+    run.launched = results.Launched(("10.0.0.2",), 1, ("all_reduce",), tagged=launchers.get("srun").tagging)
     rep = analysis.job_report(setting, run, timeout=20)
     assert rep.outcome.missing_ranks == [0] and rep.status == "hang"
     run.records = [{"type": "error", "rank": 0, "phase": "init", "message": "no torch", "host": "10.0.0.2"}]

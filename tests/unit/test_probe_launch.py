@@ -7,6 +7,7 @@ import threading
 import uuid
 
 from nccldiag.probe import launch, launchers, plan, runner, session
+from nccldiag.probe.launchers import torchrun
 from tests.integration.helpers import wait_for
 
 
@@ -25,12 +26,12 @@ def spec(**kw):
 def argv_of(cmd):
     """The torchrun argv inside the ``setsid sh -c`` wrapper."""
     body = shlex.split(cmd)[-1]
-    inner = body.split("; exec ", 1)[1]
-    return shlex.split(inner)
+    assert body.startswith("exec ")
+    return shlex.split(body[len("exec "):])
 
 
 def test_torchrun_uses_static_rendezvous_on_the_first_node_address():
-    argv = argv_of(launch.torchrun_command(spec(), 3, 2, "eth0"))
+    argv = argv_of(torchrun.command(spec(), 3, 2, "eth0"))
     assert "--rdzv-backend=static" in argv
     assert "--nnodes=3" in argv and "--node-rank=2" in argv
     assert "--master-addr=10.0.0.2" in argv and "--master-port=40123" in argv
@@ -71,12 +72,17 @@ def _make(rundir) -> None:
     assert r.returncode == 0, r.stderr
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
+def _marked(run_id: str) -> list:
+    """The processes of the run: those whose environment holds its marker, as the kill finds them."""
+    mark = f"{launch.RUN_MARK}={run_id}".encode()
+    out = []
+    for p in os.listdir("/proc"):
+        try:
+            if p.isdigit() and mark in open(f"/proc/{p}/environ", "rb").read().split(b"\0"):
+                out.append(int(p))
+        except OSError:
+            continue
+    return out
 
 
 def _start(tmp_path, inner, watchdog=600):
@@ -87,8 +93,7 @@ def _start(tmp_path, inner, watchdog=600):
     cmd = launch.wrap(inner, str(rundir), run_id, watchdog)
     parent = subprocess.Popen([sys.executable, "-c", PARENT, cmd, str(rundir)], stdin=subprocess.PIPE,
                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    wait_for(lambda: (rundir / "launcher.pgid").exists() and (rundir / "parent.pid").exists(), 10, "the launch")
-    wait_for(lambda: (rundir / "launcher.pgid").read_text().strip() != "", 10, "the launcher's pgid")
+    wait_for(lambda: (rundir / "parent.pid").exists(), 10, "the launch's parent")
     return run_id, rundir, parent
 
 
@@ -99,11 +104,10 @@ def _kill_parent(parent):
 
 def test_watchdog_kills_the_run_and_removes_its_directory_when_the_parent_is_killed(tmp_path):
     run_id, rundir, parent = _start(tmp_path, "sleep 600")
-    pgid = int((rundir / "launcher.pgid").read_text())
-    assert _alive(pgid)
+    wait_for(lambda: _marked(run_id), 10, "the launch")
     _kill_parent(parent)
     wait_for(lambda: not rundir.exists(), 10, "the watchdog to remove the run directory")
-    wait_for(lambda: not _alive(pgid), 10, "the watchdog to kill the run's processes")
+    wait_for(lambda: not _marked(run_id), 10, "the watchdog to kill the run's processes")
 
 
 def test_watchdog_removes_the_directory_when_the_launcher_dies_with_its_parent(tmp_path):
@@ -111,9 +115,9 @@ def test_watchdog_removes_the_directory_when_the_launcher_dies_with_its_parent(t
     launcher is gone when the watchdog looks, and the run directory must still go."""
     inner = 'sh -c \'p=$(cat parent.pid); while kill -0 "$p" 2>/dev/null; do sleep 0.01; done\''
     run_id, rundir, parent = _start(tmp_path, inner)
-    pgid = int((rundir / "launcher.pgid").read_text())
+    wait_for(lambda: _marked(run_id), 10, "the launch")
     _kill_parent(parent)
-    wait_for(lambda: not _alive(pgid), 5, "the launcher to end after its parent")
+    wait_for(lambda: not _marked(run_id), 5, "the launcher to end after its parent")
     wait_for(lambda: not rundir.exists(), 10, "the watchdog to remove the run directory")
 
 

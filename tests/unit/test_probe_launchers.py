@@ -4,7 +4,7 @@ import shlex
 
 import pytest
 
-from nccldiag.probe import launch, launchers, plan, runner
+from nccldiag.probe import launch, launchers, plan, results, runner
 from nccldiag.probe.launchers.base import Launcher
 
 
@@ -65,7 +65,7 @@ def test_mpirun_runs_on_the_first_node_only_with_the_launchers_own_limit():
     assert list(cmds) == ["a"]
     assert "a slots=2\nb slots=2" in cmds["a"] and "--timeout 90" in cmds["a"]
     la = launchers.get("mpirun").launched([N("a"), N("b")], 2, ("all_reduce",))
-    assert la.tagged == "mpirun" and la.node_of(3) == "b"
+    assert la.tagged.name == "mpirun" and la.node_of(3) == "b" and results.MPI_CHECK in la.planned
 
 
 def test_ssh_launchers_make_the_settings_directory_in_front_of_each_command():
@@ -109,9 +109,7 @@ def test_dry_run_shows_the_bounds_and_contacts_nothing(tmp_path):
 
 
 def test_a_stream_labelled_by_node_binds_each_record_to_the_node_that_wrote_it():
-    from nccldiag.probe import results
-
-    gate = results.Gate(results.Launched(("a", "b"), 2, ("all_reduce",), tagged="node"))
+    gate = results.Gate(results.Launched(("a", "b"), 2, ("all_reduce",), tagged=launchers.get("clush").tagging))
     rec = gate.admit("clush", 'b: {"type": "end", "rank": 3}')
     assert rec is not None and rec["host"] == "b" and rec["rank"] == 3
     assert gate.admit("clush", 'a: {"type": "end", "rank": 3}') is None  # a claims b's rank
@@ -147,7 +145,7 @@ def test_clush_sends_every_node_one_command_that_picks_its_own_torchrun_by_host_
     assert "--node-rank=1" in branch_b and "--node-rank=0" not in branch_b and "--master-addr=10.0.0.2" in branch_b
     assert "is none of this run's nodes" in remote
     la = clush.launched(nodes, 2, ("all_reduce",))
-    assert la.tagged == "node" and [n.name for n in clush.starts_on(nodes)] == ["clush"]
+    assert la.tagged.by_node and [n.name for n in clush.starts_on(nodes)] == ["clush"]
 
 
 def test_clush_refuses_nodes_it_cannot_tell_apart_or_reach_alike():
@@ -183,3 +181,40 @@ def spec_with_watchdog():
     from dataclasses import replace
 
     return replace(spec(), watchdog=180)
+
+
+def test_no_module_outside_the_launchers_names_a_launcher():
+    """What differs between launchers is declared in its module (its tagging, whether it runs on this machine
+    or in an allocation, its words for a dead rank): no other module branches on a launcher's name. On the
+    probe's side (probe/, isolate/ and the modules that read their runs) no string is a launcher's name;
+    elsewhere ``srun`` and ``local`` are also the check's transports and Slurm's program, so only the names
+    that mean a launcher alone are looked for."""
+    import ast
+
+    from tests.unit.test_layers import PKG, dotted, module_imports
+
+    transports = {"ssh", "srun", "local"}  # collect/'s transports, Slurm's srun
+    probe_side = {src for src, _w, dst in module_imports() if dst.startswith(("probe", "isolate"))}
+    found = []
+    for path in sorted(PKG.rglob("*.py")):
+        if (PKG / "probe" / "launchers") in path.parents:
+            continue
+        module = dotted(path).partition(".")[2]
+        names = set(launchers.LAUNCHERS)
+        if not (module.startswith(("probe.", "isolate.")) or module in probe_side):
+            names -= transports
+        found += [f"{path.relative_to(PKG)}:{n.lineno} {n.value}" for n in ast.walk(ast.parse(path.read_text()))
+                  if isinstance(n, ast.Constant) and n.value in names]
+    assert found == []
+    assert "report.isolate_report" in probe_side and "collect.srun" not in probe_side
+
+
+def test_a_run_directory_names_a_launchers_tagging_and_reads_it_back():
+    from nccldiag.probe import records
+
+    for name in launchers.LAUNCHERS:
+        la = launchers.get(name).launched([N("a"), N("b")], 2, ("all_reduce",))
+        back = records.setting_run(plan.Setting("default"), records.setting_line(
+            runner.SettingRun(setting=plan.Setting("default"), launched=la)), [], {})
+        assert back.launched == la, name
+    assert launchers.tagging("node") is None and launchers.tagging(None) is None

@@ -9,7 +9,7 @@ from typing import List
 
 from nccldiag.diagnosis import Inputs, diagnose
 from nccldiag.isolate import judge as isolate
-from nccldiag.probe import analysis, progress, session
+from nccldiag.probe import analysis, progress, records, session
 from nccldiag.probe.plan import Setting
 from nccldiag.probe.runner import NodeRun, SettingRun
 
@@ -154,7 +154,7 @@ def test_a_hang_the_ranks_own_timeout_ended_is_never_called_slow():
 
 
 def test_the_setting_line_keeps_the_arrivals_for_a_rebuilt_report():
-    line = _run(_records([3]), [4.0, 5.0], stopped=90.0).to_line()
+    line = records.setting_line(_run(_records([3]), [4.0, 5.0], stopped=90.0))
     assert line["progress_s"] == [[4.0, "all_reduce"], [5.0, "all_reduce"]] and line["stopped_s"] == 90.0
 
 
@@ -170,7 +170,7 @@ def test_a_report_rebuilt_from_the_run_directory_says_slow_too(tmp_path):
                                                "hosts": ["vm"], "nproc_per_node": 2, "timeout": 90.0,
                                                "settings": [{"name": "default", "env": {}}]}))
     (path / "records.jsonl").write_text("".join(json.dumps({**r, "setting": "default"}) + "\n" for r in run.records))
-    (path / "settings.jsonl").write_text(json.dumps(run.to_line()) + "\n")
+    (path / "settings.jsonl").write_text(json.dumps(records.setting_line(run)) + "\n")
     doc = rebuild.load(str(path))
     (s,) = doc["settings"]
     assert s["status"] == "hang" and s["unfinished"] == "slow" and s["calls_done"] == 21

@@ -11,8 +11,8 @@ import os
 
 import pytest
 
-from nccldiag.model.findings import Status
-from nccldiag.probe import results
+from nccldiag.model.findings import Status, worst
+from nccldiag.probe import launchers, results
 
 FIX = os.path.join(os.path.dirname(__file__), "..", "fixtures", "probe-records")
 
@@ -23,8 +23,7 @@ def load(name):
 
 
 def one(records):
-    (so,) = results.aggregate(records)
-    return so
+    return results.aggregate_setting("default", records)
 
 
 def by_check(so):
@@ -53,8 +52,7 @@ def test_full_run_all_ok_with_busbw_per_size():
     fs = results.findings(so)
     assert {f.status for f in fs} == {Status.OK}
     assert "busbw" in by_check(so)["probe.all_reduce"].message
-    rows = results.busbw_table(so)
-    assert ("all_reduce", 1048576) in {(r[0], r[1]) for r in rows}
+    assert ("all_reduce", 1048576) in {(oc.collective, p.size) for oc in so.collectives.values() for p in oc.sweep}
 
 
 def test_wrong_result_names_rank_and_host():
@@ -211,11 +209,11 @@ def test_settings_are_kept_apart():
     # constructed: two captured runs tagged with the setting the runner adds to each record
     a = [dict(r, setting="default") for r in load("gloo-4rank-default.jsonl")]
     b = [dict(r, setting="p2p-off") for r in load("gloo-3rank-stall-rank2-all_gather.jsonl")]
-    outs = results.aggregate(a + b)
+    outs = [results.aggregate_setting(name, [r for r in a + b if r["setting"] == name]) for name in ("default", "p2p-off")]
     assert [(o.setting, o.status, o.world_size) for o in outs] == [("default", "ok", 4), ("p2p-off", "hang", 3)]
     fs = results.all_findings(outs)
     assert any(f.message.startswith("[p2p-off] all_gather") and f.status == Status.FAIL for f in fs)
-    assert results.status_of(fs) == Status.FAIL
+    assert worst(f.status for f in fs) == Status.FAIL
 
 
 # --- what a node sends is admitted: bound to its node, checked, bounded (docs/security.md) ---------------
@@ -268,7 +266,7 @@ def test_a_node_that_names_another_host_gets_its_own_name():
 
 def test_mpirun_tags_and_srun_labels_say_which_rank_wrote_a_line():
     lines = _lines("mpirun-tag-output-2rank-gloo.txt")
-    launched = results.Launched(("A", "B"), 1, tagged="mpirun")
+    launched = results.Launched(("A", "B"), 1, tagged=launchers.get("mpirun").tagging)
     forged = "[1,1]<stdout>:" + FORGED_WRONG  # rank 1, on B, claims rank 0
     untagged = FORGED_WRONG  # a line mpirun did not tag: its own output, never a record
     kept, gate = _admit(launched, [("A", l) for l in lines + [forged, untagged]])
@@ -277,7 +275,7 @@ def test_mpirun_tags_and_srun_labels_say_which_rank_wrote_a_line():
     assert {r: i.host for r, i in so.ranks.items()} == {0: "A", 1: "B"}
     assert gate.rejected == {"B": {"records about another rank": 1}}
     # srun --label: ' 1: ' in front of rank 1's lines (the same run without its MPI bootstrap)
-    srun = results.Launched(("A", "B"), 1, tagged="srun")
+    srun = results.Launched(("A", "B"), 1, tagged=launchers.get("srun").tagging)
     labelled = [f" {l[3]}: {l.split(':', 1)[1]}" for l in lines if "mpi_allreduce" not in l]
     kept, gate = _admit(srun, [("srun", l) for l in labelled + [" 1: " + FORGED_WRONG]])
     assert {r["host"] for r in kept if r["rank"] == 1} == {"B"}
@@ -378,7 +376,7 @@ def test_a_rank_on_one_node_cannot_report_a_death_on_another():
 
     # mpirun on A carries B's rank 1 stderr tagged; a bare 'mpirun noticed' line is mpirun's own
     forged = "[1,1]<stderr>:mpirun noticed that process rank 0 with PID 7 on node A exited on signal 9 (Killed).\n"
-    sr = runner.SettingRun(setting=Setting("default"), launched=results.Launched(("A", "B"), 1, tagged="mpirun"))
+    sr = runner.SettingRun(setting=Setting("default"), launched=results.Launched(("A", "B"), 1, tagged=launchers.get("mpirun").tagging))
     sr.nodes["A"] = runner.NodeRun("A", 137, None, forged)
     assert not [f for f in analysis.job_report(Setting("default"), sr).findings if f.check == "probe.rank_died"]
     sr.nodes["A"] = runner.NodeRun("A", 137, None, forged.split(":", 1)[1])

@@ -2,7 +2,7 @@
 
 A local user on a node can see the run id (``/tmp`` and ``ps``) and may make
 the directory first, with a ``sitecustomize.py`` for the root-run ranks to
-import and a ``launcher.pgid`` link to a root-owned file for the launch to
+import and a ``hostfile`` link to a root-owned file for mpirun's launch to
 write through. Staging must refuse such a directory, every command that works
 in the run directory must refuse one it did not make, and the clean-up must
 leave it alone. Tests that need a second user run as root (CI does).
@@ -18,6 +18,7 @@ import uuid
 import pytest
 
 from nccldiag.probe import launch, runner
+from nccldiag.probe.launchers import mpirun
 
 root_only = pytest.mark.skipif(os.geteuid() != 0, reason="needs root to make files as another user (nobody)")
 NOBODY = 65534
@@ -36,10 +37,10 @@ def plant(parent, name, victim):
     d = parent / name
     d.mkdir()
     (d / "sitecustomize.py").write_text(f"open({str(parent / 'pwned')!r}, 'w').write('root')\n")
-    os.symlink(victim, d / "launcher.pgid")
+    os.symlink(victim, d / "hostfile")
     for p in (d, d / "sitecustomize.py"):
         os.chown(p, NOBODY, NOBODY)
-    os.lchown(d / "launcher.pgid", NOBODY, NOBODY)
+    os.lchown(d / "hostfile", NOBODY, NOBODY)
     os.chmod(d, 0o777)
     return d
 
@@ -206,5 +207,5 @@ def test_a_run_directory_goes_when_the_process_that_staged_it_is_killed(base):
 def test_the_ranks_temporary_files_go_in_the_run_directory():
     spec = launch.LaunchSpec(run_id="nccldiag-x", rundir="/tmp/nccldiag-x")
     assert launch.node_env(spec, None)["TMPDIR"] == "/tmp/nccldiag-x/tmp"
-    cmd, _ = launch.mpirun_command(spec, ["a", "b"], {"a": None, "b": None})
+    cmd, _ = mpirun.command(spec, ["a", "b"], {"a": None, "b": None})
     assert "OMPI_MCA_orte_tmpdir_base=/tmp/nccldiag-x/tmp" in cmd and "-x TMPDIR" in cmd

@@ -108,7 +108,7 @@ def test_progress_precedes_each_phase(full):
 
 def test_results_aggregate_the_full_run(full):
     _, _, recs = full
-    (so,) = results.aggregate(recs)
+    so = results.aggregate_setting("default", recs)
     assert so.status == "ok" and so.world_size == 4 and so.backend == "gloo"
     assert [c for c in so.collectives] == registry.NAMES
     assert all(oc.status == "ok" for oc in so.collectives.values())
@@ -142,7 +142,7 @@ def test_corrupt_rank_is_reported_wrong_on_that_rank_only(tmp_path):
         for r in r1:  # rank 0 learns of rank 1's count at the same size, and blames rank 1 only
             (peer,) = [p for p in r0 if p["size"] == r["size"]]
             assert peer["ranks_wrong"] == [1] and peer["wrong_total"] == r["wrong"], name
-    (so,) = results.aggregate(recs)
+    so = results.aggregate_setting("default", recs)
     assert so.collectives["all_reduce"].status == "wrong"
     assert so.collectives["all_reduce"].ranks_wrong == [1]
     assert so.collectives["reduce"].status == "ok"
@@ -174,7 +174,7 @@ def test_stalled_rank_is_named_as_hung_and_others_time_out(tmp_path):
     # is torchrun's tear-down (it stops the stalled rank, then exits) on a loaded machine.
     assert ended - entered["ts"] < pg_timeout + 60
     assert of(recs, type="result", collective="all_reduce", rank=1)  # it worked before the stall
-    (so,) = results.aggregate(recs)
+    so = results.aggregate_setting("default", recs)
     oc = so.collectives["broadcast"]
     assert oc.status == "hang" and oc.ranks_hung == [1] and oc.ranks_timeout == [0]
     assert so.collectives["all_reduce"].status == "ok"
@@ -211,7 +211,7 @@ def test_mpi_bootstrap_runs_sanity_allreduce_first(tmp_path):
     assert len({(s["master_addr"], s["master_port"]) for s in starts}) == 1
     mpi = of(recs, type="result", collective="mpi_allreduce")
     assert {(r["status"], r["sample"]["value"]) for r in mpi} == {("ok", 1)}
-    (so,) = results.aggregate(recs)
+    so = results.aggregate_setting("default", recs)
     assert so.status == "ok" and so.mpi is not None and so.mpi.status == "ok"
     assert [oc.status for oc in so.collectives.values()] == ["ok", "ok", "ok"]
 
@@ -229,7 +229,7 @@ def test_usage_and_bootstrap_errors_are_records(tmp_path, monkeypatch):
     errs = of(recs, type="error")
     assert [e["phase"] for e in errs] == ["usage", "bootstrap"]
     assert "nope" in errs[0]["message"] and "RANK" in errs[1]["message"]
-    (so,) = results.aggregate(recs)
+    so = results.aggregate_setting("default", recs)
     fs = results.findings(so)
     assert {(f.check, f.status.value) for f in fs} >= {("probe.usage", "error"), ("probe.bootstrap", "fail")}
 

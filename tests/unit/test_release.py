@@ -197,11 +197,11 @@ def test_check_judges_each_node_as_it_arrives_and_reports_as_if_all_were_held(mo
     # the run directory's report.json, written piece by piece, is the text --json - printed
     assert (tmp_path / "run" / "report.json").read_text() == res.stdout
     # what was written as the nodes arrived is every node's whole output
-    from nccldiag.collect import sections
+    from nccldiag import bundle
 
-    saved = {n.host: n for n in sections.read_bundle(str(tmp_path / "b"))}
+    saved = {n.host: n for n in bundle.read_bundle(str(tmp_path / "b"))}
     assert saved["gpu002"].sections == whole["gpu002"][0].sections
-    kept = {n.host: n for n in sections.read_bundle(str(tmp_path / "run" / "raw"))}
+    kept = {n.host: n for n in bundle.read_bundle(str(tmp_path / "run" / "raw"))}
     assert kept["ws01"].sections == whole["ws01"][0].sections
 
 
@@ -311,9 +311,9 @@ def test_check_keeps_of_each_judged_node_its_findings_summary_and_the_facts_diag
         return real_analyze(raws, areas, options, judged=judged, spec=spec)
 
     entries = []  # each node's part of the report, as made for writing
-    import nccldiag.cli.check as check_cli
+    from nccldiag.report import check_report
 
-    real_plain = check_cli.plain
+    real_plain = check_report.plain
 
     class Entry(dict):  # a dict a weak reference can follow
         pass
@@ -330,7 +330,7 @@ def test_check_keeps_of_each_judged_node_its_findings_summary_and_the_facts_diag
 
     monkeypatch.setattr(engine, "analyze_node", analyze_node)
     monkeypatch.setattr(engine, "analyze", analyze)
-    monkeypatch.setattr(check_cli, "plain", plain)
+    monkeypatch.setattr(check_report, "plain", plain)
     res = CliRunner().invoke(main, ["check", "-w", "gpu001,gone,gpu002,ws01", "--mesh", "none", "--fanout", "2",
                                     "--run-dir", str(tmp_path / "run"), "--json", str(tmp_path / "r.json")])
     assert res.exit_code in (0, 1, 3), res.output
@@ -373,7 +373,7 @@ def test_the_rules_read_the_facts_of_no_node_area_a_check_lets_go():
 def test_a_report_written_node_by_node_is_the_text_of_the_whole_document(nodes):
     """Written for this test: documents with what a report's nodes may hold."""
     from nccldiag.atomic import pieces
-    from nccldiag.report.jsonout import streamed
+    from nccldiag.atomic import streamed
 
     doc = {"schema": "x", "nodes": nodes, "after": {"diagnoses": []}}
     assert "".join(streamed(dict(doc, nodes=[]), iter(nodes))) == "".join(pieces(doc))
@@ -381,7 +381,7 @@ def test_a_report_written_node_by_node_is_the_text_of_the_whole_document(nodes):
 
 def test_a_report_streamed_node_by_node_is_the_text_of_the_whole_document():
     """Written for this test: a report head and nodes with findings, facts, empty values and plain arrays."""
-    from nccldiag.report.jsonout import dumps, streamed
+    from nccldiag.atomic import dumps, streamed
 
     head = {"schema": "nccldiag.check/1", "areas": ["ssh", "ib"], "summary": {"nodes": 2, "by_status": {"ok": 1}},
             "notes": [], "nodes": [], "diagnoses": [{"id": "x", "nodes": ["gpu001"], "evidence": []}]}

@@ -462,14 +462,12 @@ def test_a_run_dir_made_by_someone_else_after_the_check_of_it_is_not_written(tmp
               "--run-dir", tmp_path / "free")
     assert res.exit_code == 0 and (tmp_path / "free" / "nodes.jsonl").exists()
     os.rename(tmp_path / "free", tmp_path / "used")
-    import nccldiag.cli.check as check_cli
-
     real = rundir.prepare
     try:  # stands in for the moment between the check of the path and the run
-        check_cli.rundir.prepare = lambda path, option="--run-dir": (real(path, option), os.rename(p["trap"], path))[0]
+        rundir.prepare = lambda path, option="--run-dir": (real(path, option), os.rename(p["trap"], path))[0]
         res = cli("check", "--bundle", tmp_path / "b", "--color", "never", "--run-dir", tmp_path / "free")
     finally:
-        check_cli.rundir.prepare = real
+        rundir.prepare = real
     assert res.exit_code == 0 and "gpu001" in res.stdout, res.output
     assert f"run directory {tmp_path / 'free'}: cannot write: belongs to uid 65534" in res.stderr
     assert p["victim"].read_text() == "root's file\n" and list(p["elsewhere"].iterdir()) == []
@@ -479,7 +477,7 @@ def test_a_run_dir_made_by_someone_else_after_the_check_of_it_is_not_written(tmp
 def test_every_file_of_a_run_dir_is_new_and_never_followed(tmp_path):
     """Each name a run keeps, planted as a link in the run's own directory: the writer refuses it, never follows it."""
     from nccldiag import rundir
-    from nccldiag.collect import sections
+    from nccldiag import bundle
     from nccldiag.model.raw import RawNode
 
     victim = tmp_path / "victim"
@@ -492,9 +490,9 @@ def test_every_file_of_a_run_dir_is_new_and_never_followed(tmp_path):
         rundir.Lines(str(run / "nodes.jsonl"))
     (run / "raw").symlink_to(tmp_path)
     with pytest.raises(OSError, match="symbolic link"):
-        sections.write_node(str(run / "raw"), RawNode(host="n1", sections={"hostname": "n1\n"}))
+        bundle.write_node(str(run / "raw"), RawNode(host="n1", sections={"hostname": "n1\n"}))
     with pytest.raises(OSError, match="symbolic link"):
-        sections.write_bundle_index(str(run / "raw"), ["n1"])
+        bundle.write_bundle_index(str(run / "raw"), ["n1"])
     (run / "report.json").symlink_to(victim)
     rundir.save_report(str(run), {"schema": "nccldiag.check/1"})  # replaces the link, never writes through it
     assert victim.read_text() == "root's file\n" and not (run / "report.json").is_symlink()
@@ -513,7 +511,7 @@ def stat_mode(path: Path) -> int:
 def test_transport_matrix_from_real_nccl_logs(tmp_path):
     """Two settings of an NCCL run directory (written for this test from real parts): the worker's records of a
     hung and of a clean run, each beside a real NCCL log that shows the transports of such a run."""
-    from nccldiag.report import matrix, summary
+    from nccldiag.report import matrix, probe_report
     from nccldiag.report.console import console
 
     run = tmp_path / "run"
@@ -552,7 +550,7 @@ def test_transport_matrix_from_real_nccl_logs(tmp_path):
     assert shm_off.busbw and shm_off.collective == "all_reduce"
     con = console(color="never", width=200)
     with con.capture() as cap:
-        con.print(summary.transport_table(doc))
+        con.print(probe_report.transport_table(doc))
     lines = cap.get().splitlines()
     assert lines[0].split() == ["setting", "P2P", "SHM", "NET/IB", "NET/Socket", "NVLS", "busbw", "GB/s"]
     assert lines[1].split()[:6] == ["default", "hang", "not", "used", "not", "used"]

@@ -65,6 +65,36 @@ def test_check_document_rebuilt_from_its_run_directory_equals_the_live_one(tmp_p
     assert again["notes"][:-1] == live["notes"]
 
 
+def test_check_run_json_is_encoded_and_decoded_beside_the_run_that_writes_it(tmp_path):
+    """``run.json`` of a check is :class:`CheckMeta`'s, as written by the live run; a field of the wrong type is
+    an error naming the file, never a report of other areas (CONSTRUCTED: the areas made a string)."""
+    from nccldiag.sessions.check import CheckMeta
+
+    bundle = B.write_bundle(tmp_path / "bundle", {"gpu001": B.healthy_h100()})
+    run = tmp_path / "run"
+    assert cli("check", "--bundle", bundle, "--run-dir", run, "--only", "gpu,ib").exit_code == 0
+    kept = json.loads((run / "run.json").read_text())
+    meta = CheckMeta.from_json(kept)
+    assert meta.hosts == ["gpu001"] and "gpu" in meta.areas and "ib" in meta.areas and "nvlink" not in meta.areas and meta.bundle == str(bundle)
+    assert {k: kept[k] for k in meta.to_json()} == meta.to_json()
+    assert list(kept)[:3] == ["command", "run_id", "started"] and meta.started == kept["started"]
+    (run / "report.json").unlink()
+    (run / "run.json").write_text(json.dumps(dict(kept, areas="gpu")))
+    res = cli("report", run)
+    assert res.exit_code == 2 and "run.json: 'areas' should be a list of names" in res.output
+
+
+def test_only_the_run_directory_module_names_what_a_run_directory_holds():
+    """run.json, report.json and raw/ are written through rundir.Run alone: no other module names them."""
+    import ast
+
+    pkg = Path(rundir.__file__).parent
+    names = {rundir.META, rundir.REPORT, rundir.RAW}
+    found = [f"{p.relative_to(pkg)}:{n.lineno} {n.value}" for p in sorted(pkg.rglob("*.py")) if p.name != "rundir.py"
+             for n in ast.walk(ast.parse(p.read_text())) if isinstance(n, ast.Constant) and n.value in names]
+    assert found == []
+
+
 def _probe_inputs():
     """A two-setting NCCL probe on one node, standing in for a live run: the records are those nccldiag's worker
     wrote in a 4-rank gloo run (tests/fixtures/probe-records), the NCCL log and the node's InfiniBand and GPU

@@ -109,10 +109,10 @@ def test_two_workers_report_what_one_process_reports_in_input_order(server, tmp_
     assert _verdicts(two) == _verdicts(one)
     assert all(n["reachable"] and n["facts"]["system"] for n in two["nodes"])
     # every node's outputs written by its worker: the run directory's and the --save bundle
-    from nccldiag.collect import sections
+    from nccldiag import bundle
 
     for d in ("run2/raw", "b2"):
-        saved = {n.host: n for n in sections.read_bundle(str(tmp_path / d))}
+        saved = {n.host: n for n in bundle.read_bundle(str(tmp_path / d))}
         assert sorted(saved) == [f"n{i:02d}" for i in range(1, 7)] and all(n.sections for n in saved.values())
     lines = (tmp_path / "run2" / "nodes.jsonl").read_text().splitlines()
     assert sorted(json.loads(line)["host"] for line in lines) == [f"n{i:02d}" for i in range(1, 7)]
@@ -141,7 +141,7 @@ def test_the_hosts_of_a_killed_worker_are_reported_with_its_cause_and_the_run_en
         if len(seen) == 2:  # the killed worker's hosts are in: let the other's logins go on
             _release(fifo, flag)
 
-    out = pool.collect(hosts, script, opts, 2, areas=[ssh_area, system], dirs=[], on_node=on_node,
+    out = pool.collect(hosts, script, opts, 2, areas=[ssh_area, system], bundles=[], on_node=on_node,
                       on_workers=on_workers)
     assert [n.host for n in out] == ["n1", "n2", "n3", "n4"]
     assert sorted(seen[:2]) == ["n1", "n3"]
@@ -164,7 +164,7 @@ def test_a_worker_that_fails_is_named_with_its_last_words(server, tmp_path):
     class Unknown:
         NAME = "no-such-area"
 
-    out = pool.collect(hosts, "", opts, 2, areas=[Unknown], options={}, dirs=[])
+    out = pool.collect(hosts, "", opts, 2, areas=[Unknown], options={}, bundles=[])
     assert [n.host for n in out] == ["n1", "n2"]
     for node in out:
         assert node.error["kind"] == pool.WORKER
@@ -222,24 +222,24 @@ def test_collect_with_two_workers_saves_every_node(server, tmp_path):
                        text=True, timeout=300, stdin=subprocess.DEVNULL, env=env)
     assert r.returncode == 0, r.stderr
     assert "collected 5 of 5 nodes" in r.stderr
-    from nccldiag.collect import sections
+    from nccldiag import bundle
 
-    saved = sections.read_bundle(str(tmp_path / "b"))
+    saved = bundle.read_bundle(str(tmp_path / "b"))
     assert sorted(n.host for n in saved) == [f"n{i}" for i in range(1, 6)] and all(n.sections for n in saved)
 
 
 def test_only_a_live_ssh_collection_that_lets_nodes_go_is_spread():
     """srun and this machine have no SSH to spread; spec init's reference nodes are kept whole, in one process."""
-    from nccldiag.cli.check import _workers
+    from nccldiag.sessions.collection import workers_for
     from nccldiag.inventory import Inventory
 
     inv = Inventory(hosts=[Host(f"n{i}") for i in range(200)])
-    assert _workers({"workers": None}, inv, "ssh", True) == pool.default_workers(200)
-    assert _workers({"workers": 3}, inv, "ssh", True) == 3
-    assert _workers({"workers": 500}, Inventory(hosts=[Host("a"), Host("b")]), "ssh", True) == 2
+    assert workers_for(None, inv, "ssh", True) == pool.default_workers(200)
+    assert workers_for(3, inv, "ssh", True) == 3
+    assert workers_for(500, Inventory(hosts=[Host("a"), Host("b")]), "ssh", True) == 2
     for kw, target, transport, release in (({"workers": 1}, inv, "ssh", True), ({"workers": 4}, inv, "srun", True),
                                            ({"workers": 4}, None, "local", True), ({"workers": 4}, inv, "ssh", False)):
-        assert _workers(kw, target, transport, release) == 1
+        assert workers_for(kw["workers"], target, transport, release) == 1
 
 
 def test_texts_the_judged_nodes_repeat_are_held_once_and_the_nodes_read_the_same():

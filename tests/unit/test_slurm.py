@@ -260,10 +260,11 @@ def test_srun_launch_command_one_task_per_rank():
     import shlex
 
     from nccldiag.probe import launch
+    from nccldiag.probe.launchers import srun as srun_launcher
 
     spec = launch.LaunchSpec(run_id="nccldiag-x", rundir="/tmp/nccldiag-x", python="python3", nproc_per_node=8,
                              rdzv_host="10.0.0.2", rdzv_port=29511, worker_args=["--backend", "nccl"])
-    cmd = launch.srun_command(spec, ["gpu01", "gpu02"], {"gpu01": "ib0", "gpu02": "ib0"}, "77", 130)
+    cmd = srun_launcher.command(spec, ["gpu01", "gpu02"], {"gpu01": "ib0", "gpu02": "ib0"}, "77", 130)
     words = shlex.split(cmd)
     assert words[:2] == ["exec", "env"]
     env = dict(w.split("=", 1) for w in words[2:words.index("srun")])
@@ -274,7 +275,7 @@ def test_srun_launch_command_one_task_per_rank():
             "--time=3", "--jobid=77", "--overlap", "--chdir=/tmp/nccldiag-x"} <= set(srun_argv)
     assert srun_argv[-6:] == ["-m", "nccldiag.node.worker", "--bootstrap", "slurm", "--backend", "nccl"]
     # nodes naming their interfaces differently: each rank picks its own from the map
-    cmd = launch.srun_command(spec, ["gpu01", "gpu02"], {"gpu01": "ib0", "gpu02": "ib1"}, "77", 130)
+    cmd = srun_launcher.command(spec, ["gpu01", "gpu02"], {"gpu01": "ib0", "gpu02": "ib1"}, "77", 130)
     assert "NCCLDIAG_IFNAMES=gpu01=ib0,gpu02=ib1" in cmd and "GLOO_SOCKET_IFNAME" not in cmd
 
 

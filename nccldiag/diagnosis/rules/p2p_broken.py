@@ -7,11 +7,8 @@ from typing import List
 from nccldiag.diagnosis.inputs import BAD, Inputs, bad_ranks, findings_hosts, peak, setting_hosts
 from nccldiag.diagnosis.model import Diagnosis, Evidence, finding_evidence, log_evidence
 from nccldiag.diagnosis.measured import setting_comparison
-
-
-def _size(n: int) -> str:
-    return f"{n >> 20} MiB" if n >= 1 << 20 else f"{n >> 10} KiB" if n >= 1 << 10 else f"{n} B"
 from nccldiag.model.findings import Status
+from nccldiag.model.sizes import size_text
 
 ID = "p2p-path-broken"
 TITLE = "P2P path broken"
@@ -61,7 +58,7 @@ def diagnose(inp: Inputs) -> List[Diagnosis]:
         cost = None
         best = peak(p2p_off)
         if best is not None:
-            cost = f"p2p-off peak busbw {best[1]:.2f} GB/s ({best[0]}, {_size(best[2])})"
+            cost = f"p2p-off peak busbw {best[1]:.2f} GB/s ({best[0]}, {size_text(best[2])})"
             c = setting_comparison(inp, p2p_off)
             if c is not None and c.percent is not None:
                 cost += f", {c.percent:.0f}% of the {c.expectation.gbps:.1f} GB/s expected"  # type: ignore[union-attr]

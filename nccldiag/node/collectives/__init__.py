@@ -27,6 +27,9 @@ NAMES: List[str] = [
     "barrier",
 ]
 
+#: The record name of the MPI allreduce a rank checks MPI with first, under ``--bootstrap mpi`` (worker.py).
+MPI_CHECK = "mpi_allreduce"
+
 
 def select(spec: str | Sequence[str] | None) -> List[str]:
     """Validated collective names from ``"a,b"`` / a list / ``None`` or ``"all"`` (every one).

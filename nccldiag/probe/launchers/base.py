@@ -11,7 +11,9 @@ reaping, logs, analysis) is the same for every launcher.
 from __future__ import annotations
 
 import os
+import re
 import shlex
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Dict, List, Optional, Protocol, Sequence, Tuple
 
 from nccldiag.probe import counters, launch
@@ -22,11 +24,29 @@ if TYPE_CHECKING:
     from nccldiag.probe.plan import Bounds
 
 
+@dataclass(frozen=True)
+class Tagging:
+    """How a launcher whose one stream carries many ranks' lines marks each line: ``pattern`` matches the mark
+    at the start of the line, its first group naming the rank (``[1,r]<stdout>:``, ``r: ``) or, ``by_node``,
+    the node (``host: ``) that wrote it. ``adds``: records the launch writes beside the collectives planned (a
+    check of the launcher's own). ``name``: how a run directory keeps it. :class:`~nccldiag.probe.results.Gate`
+    reads it."""
+
+    name: str
+    pattern: "re.Pattern[str]"
+    by_node: bool = False
+    adds: Tuple[str, ...] = ()
+
+
 class Launcher(Protocol):
     name: str
     jobs: bool  # isolate can start its jobs with it
     installed: bool  # the ranks run the nccldiag installed here; nothing is staged
     counts: bool  # the nodes' error counters are read around each setting
+    here: bool  # every rank runs on this machine: no hosts, or this one alone
+    allocation: bool  # it runs inside a Slurm allocation, which a command's --partition/--nodes/... ask for
+    tagging: Optional[Tagging]  # how its one stream marks each line's rank or node (None: a stream
+    # per node, of that node's ranks)
 
     def nodes(self, hosts: Sequence["Host"], opts) -> list:
         """The nodes the run reaches (not yet connected); a usage error when it cannot reach them this way."""
@@ -82,6 +102,9 @@ class OverSSH:
     jobs = False
     installed = False
     counts = True
+    here = False
+    allocation = False
+    tagging = None
 
     def nodes(self, hosts, opts) -> list:
         from nccldiag.transport.nodes import SSHNode
@@ -120,15 +143,13 @@ class OverSSH:
     def launched(self, nodes, nproc: int, collectives):
         from nccldiag.probe import results
 
-        return results.Launched(tuple(n.name for n in nodes), nproc, collectives)
+        return results.Launched(tuple(n.name for n in nodes), nproc, collectives, self.tagging)
 
     def stop(self, name: str, sr, wait: float) -> None:
         return None
 
     def deaths(self, text: str) -> List[Dict[str, object]]:
-        from nccldiag.probe.launchers import torchrun
-
-        return torchrun.root_cause(text)
+        return []  # a launcher that tells of a dead rank says how, in its own words
 
     def each(self, nodes, command: str, timeout: float, fanout: int, name: str) -> Dict[str, str]:
         from nccldiag.transport.nodes import run_all

@@ -19,13 +19,14 @@ run), covers every node, as it covers mpirun's other nodes.
 """
 from __future__ import annotations
 
+import re
 import shlex
 from typing import Dict, List
 
 from nccldiag.model.errors import UsageError
 from nccldiag.probe import launch
-from nccldiag.probe.launchers.base import OverSSH
-from nccldiag.probe.launchers.torchrun import root_cause
+from nccldiag.probe.launchers.base import OverSSH, Tagging
+from nccldiag.probe.launchers import torchrun
 
 HERE = "clush"  # the launch's place in a setting's run: clush runs on this machine
 
@@ -54,7 +55,7 @@ def by_own_name(spec, nodes, prep) -> str:
         dup = sorted({x for x in names if names.count(x) > 1})
         return (f"echo {shlex.quote(f'nccldiag: several nodes call themselves {dup[0]}: clush cannot tell them apart; use --launcher torchrun')} "
                 f">&2; exit {launch.REFUSED}")
-    cases = " ".join(f"{shlex.quote(own)}) {launch.torchrun_command(spec, len(nodes), i, prep.ifnames.get(n.name))} ;;"
+    cases = " ".join(f"{shlex.quote(own)}) {torchrun.command(spec, len(nodes), i, prep.ifnames.get(n.name))} ;;"
                      for i, (own, n) in enumerate(zip(names, nodes)))
     return (f"case \"$(hostname)\" in {cases} *) echo \"nccldiag: $(hostname) is none of this run's nodes\" >&2; "
             f"exit {launch.REFUSED} ;; esac")
@@ -62,6 +63,7 @@ def by_own_name(spec, nodes, prep) -> str:
 
 class Clush(OverSSH):
     name = "clush"
+    tagging = Tagging("clush", re.compile(r"^([^\s:]+): "), by_node=True)  # clush's label: ``node: line``
 
     def refuse(self, opts, hosts, nodes) -> None:
         for what, values in (("user", {h.user for h in hosts}), ("port", {h.port for h in hosts})):
@@ -91,11 +93,6 @@ class Clush(OverSSH):
 
         return [LaunchHere(HERE)]
 
-    def launched(self, nodes, nproc: int, collectives):
-        from nccldiag.probe import results
-
-        return results.Launched(tuple(n.name for n in nodes), nproc, collectives, tagged="node")
-
     def deaths(self, text: str) -> List[Dict[str, object]]:
         """torchrun's root-cause blocks in clush's labelled output, each with the node that wrote it."""
         per: Dict[str, List[str]] = {}
@@ -103,7 +100,7 @@ class Clush(OverSSH):
             node, sep, rest = line.partition(": ")
             if sep and node and " " not in node:
                 per.setdefault(node, []).append(rest)
-        return [dict(d, node=node) for node, lines in per.items() for d in root_cause("\n".join(lines))]
+        return [dict(d, node=node) for node, lines in per.items() for d in torchrun.root_cause("\n".join(lines))]
 
 
 LAUNCHER = Clush()

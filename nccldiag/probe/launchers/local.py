@@ -13,11 +13,12 @@ import shlex
 import shutil
 import sys
 import tempfile
-from typing import Dict, Optional
+from typing import Dict, List, Optional
 
 from nccldiag.model.errors import UsageError
 from nccldiag.probe import launch
 from nccldiag.probe.launchers.base import OverSSH
+from nccldiag.probe.launchers.torchrun import Torchrun
 
 
 def torch_missing(python: str) -> Optional[str]:
@@ -32,9 +33,19 @@ def local_gpus() -> int:
     return len(glob.glob("/proc/driver/nvidia/gpus/*"))
 
 
+def command(spec: launch.LaunchSpec, ifname: Optional[str] = None) -> List[str]:
+    """argv for all ranks on this machine (``--launcher local``)."""
+    return [
+        spec.python, "-m", "torch.distributed.run", "--standalone",
+        f"--nproc-per-node={spec.nproc_per_node}", "--max-restarts=0", "--monitor-interval=0.2",
+        "-m", "nccldiag.node.worker",
+    ] + list(spec.worker_args)
+
+
 class Local(OverSSH):
     name = "local"
     installed = True
+    here = True
     counts = False  # the counters are read before each setting, never compared after it
 
     def nodes(self, hosts, opts) -> list:
@@ -68,10 +79,12 @@ class Local(OverSSH):
 
     def commands(self, spec, nodes, prep, bounds, name: str = "nccldiag-probe") -> Dict[str, str]:
         env = launch.node_env(spec, prep.ifnames.get(nodes[0].name))
-        argv = launch.local_command(spec)
+        argv = command(spec)
         inner = ("env " + " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items()) + " "
                  + " ".join(shlex.quote(a) for a in argv))
         return {nodes[0].name: launch.wrap(inner, spec.rundir, spec.run_id, spec.watchdog)}
+
+    deaths = Torchrun.deaths  # torchrun --standalone's root-cause block: read once for both
 
     def cleanup(self, nodes, prep, opts) -> Dict[str, str]:
         shutil.rmtree(prep.rundir, ignore_errors=True)

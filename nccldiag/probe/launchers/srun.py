@@ -7,14 +7,15 @@ is the rank. A step that did not end by itself is cancelled by name.
 """
 from __future__ import annotations
 
+import re
 import shlex
 import threading
 import uuid
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from nccldiag.model.errors import UsageError
 from nccldiag.probe import launch
-from nccldiag.probe.launchers.base import OverSSH, by_hostname
+from nccldiag.probe.launchers.base import OverSSH, Tagging, by_hostname
 from nccldiag.transport.base import ExecResult
 from nccldiag.transport.local import LocalTransport
 from nccldiag.transport.stream import run_streaming
@@ -81,29 +82,57 @@ def fit_allocation(granted, nodes: Sequence, wanted: int, explicit: bool) -> Tup
     return r.count, r.note
 
 
-def task_order(names: Sequence[str], slurm_names: Dict[str, str], order: Dict[str, int]) -> List[str]:
-    """``names`` in the order srun gives them tasks (pure): the first node's tasks are ranks 0.., and so on.
+def _ordered(nodes: Sequence) -> list:
+    """The nodes in the order srun gives them tasks: the first node's tasks are ranks 0.., and so on.
 
     srun lays tasks out in Slurm's node order (the order of ``scontrol show
     node``, that of slurm.conf), whatever order ``--nodelist`` gives. A node
-    Slurm does not list sorts after the others, by name.
+    Slurm does not list sorts after the others (its ``order`` is past theirs), by name.
     """
-    return sorted(names, key=lambda n: (order.get(slurm_names[n], len(order)), slurm_names[n]))
-
-
-def task0_node(names: Sequence[str], slurm_names: Dict[str, str], order: Dict[str, int]) -> str:
-    """Which of ``names`` gets task 0 of an srun step on them (pure): rank 0, whose node serves the
-    rendezvous, is on the node that comes first in Slurm's order."""
-    return task_order(names, slurm_names, order)[0]
-
-
-def _ordered(nodes: Sequence) -> list:
     return sorted(nodes, key=lambda n: (getattr(n, "order", 0), getattr(n, "slurm_name", n.name)))
+
+
+def command(
+    spec: launch.LaunchSpec,
+    nodes: Sequence[str],
+    ifnames: Mapping[str, Optional[str]],
+    job: str,
+    timeout: float,
+    name: str = "nccldiag-probe",
+) -> str:
+    """The srun command, run on this machine, that starts every rank of one setting: one task per rank.
+
+    ``nodes`` are Slurm node names; ``ifnames`` maps each node's own host name
+    to its interface towards rank 0. Each task is one rank (srun sets
+    SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID; the worker's ``--bootstrap
+    slurm`` maps them to RANK, WORLD_SIZE, LOCAL_RANK), with rank 0's node
+    address and port as MASTER_ADDR/MASTER_PORT. ``--kill-on-bad-exit`` ends
+    every rank when one fails; the step's time limit is ``timeout`` rounded
+    up to minutes, and nccldiag's own deadline stops it sooner. ``name`` is
+    the step's name (``squeue --steps``), by which it can be cancelled.
+    ``--label`` puts each line's task number (its rank) in front of it, which
+    binds the rank's records to the node srun started it on.
+    """
+    from nccldiag.slurm import commands
+
+    names = {v for v in ifnames.values() if v}
+    same = names.pop() if len(names) == 1 and all(ifnames.values()) else None
+    env = launch.node_env(spec, same)
+    if same is None and any(ifnames.values()):
+        env["NCCLDIAG_IFNAMES"] = ",".join(f"{h}={i}" for h, i in ifnames.items() if i)
+    env["MASTER_ADDR"] = spec.rdzv_host
+    env["MASTER_PORT"] = str(int(spec.rdzv_port))
+    argv = commands.srun_step(list(nodes), spec.nproc_per_node, timeout, job=job, kill_on_bad_exit=True,
+                              chdir=spec.rundir, name=name, label=True)
+    argv += [spec.python, "-m", "nccldiag.node.worker", "--bootstrap", "slurm"] + list(spec.worker_args)
+    return f"exec env {launch.env_words(env)} " + " ".join(shlex.quote(a) for a in argv)
 
 
 class Srun(OverSSH):
     name = "srun"
     jobs = True
+    allocation = True
+    tagging = Tagging("srun", re.compile(r"^ *(\d+): "))  # --label: ``r: line``
 
     def nodes(self, hosts, opts) -> list:
         """The hosts as Slurm nodes (name and NodeAddr), each command an srun step in ``opts.slurm_job``."""
@@ -136,7 +165,7 @@ class Srun(OverSSH):
         return fit_allocation(granted, nodes, nproc, False) if granted is not None else (nproc, "")
 
     def commands(self, spec, nodes, prep, bounds, name: str = "nccldiag-probe") -> Dict[str, str]:
-        return {HERE: launch.srun_command(spec, [n.slurm_name for n in nodes], by_hostname(nodes, prep),
+        return {HERE: command(spec, [n.slurm_name for n in nodes], by_hostname(nodes, prep),
                                           nodes[0].job, bounds.timeout, name=name)}
 
     def setting_dir(self, nodes, prep, setting: str, opts) -> str:
@@ -158,7 +187,7 @@ class Srun(OverSSH):
     def launched(self, nodes, nproc: int, collectives):
         from nccldiag.probe import results
 
-        return results.Launched(tuple(n.name for n in _ordered(nodes)), nproc, collectives, tagged="srun")
+        return results.Launched(tuple(n.name for n in _ordered(nodes)), nproc, collectives, self.tagging)
 
     def stop(self, name: str, sr, wait: float) -> None:
         """Cancel the steps called ``name`` (or ``name-...``) until squeue no longer lists them; after a job

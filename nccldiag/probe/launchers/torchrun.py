@@ -7,7 +7,8 @@ torchrun's "Root Cause (first observed failure)" block.
 from __future__ import annotations
 
 import re
-from typing import Dict, List
+import shlex
+from typing import Dict, List, Optional
 
 from nccldiag.probe import launch
 from nccldiag.probe.launchers.base import OverSSH
@@ -33,12 +34,45 @@ def root_cause(text: str) -> List[Dict[str, object]]:
     return out
 
 
+def command(spec: launch.LaunchSpec, nnodes: int, node_rank: int, ifname: Optional[str]) -> str:
+    """The torchrun command for one node: static rendezvous, node rank = its index in the host list.
+
+    Static rendezvous needs no host-name matching: rank 0's agent serves the
+    store on ``rdzv_host:rdzv_port`` (an address, as the first node was
+    reached), every other agent connects to it, and each node's rank is
+    given. c10d rendezvous instead resolves the node's own host name to
+    decide which agent hosts the store, and fails on nodes whose name does
+    not resolve. The store's ``timeout`` bounds both the wait for every node
+    to join and each connect attempt.
+    """
+    argv = [
+        spec.python, "-m", "torch.distributed.run",
+        f"--nnodes={nnodes}",
+        f"--nproc-per-node={spec.nproc_per_node}",
+        "--rdzv-backend=static",
+        f"--node-rank={int(node_rank)}",
+        f"--master-addr={spec.rdzv_host}",
+        f"--master-port={int(spec.rdzv_port)}",
+        f"--rdzv-id={spec.run_id}",
+        f"--rdzv-conf=timeout={int(spec.join_timeout)}",
+        "--max-restarts=0",
+        "--monitor-interval=0.2",
+        "-m", "nccldiag.node.worker",
+    ] + list(spec.worker_args)
+    inner = f"env {launch.env_words(launch.node_env(spec, ifname))} " + " ".join(shlex.quote(a) for a in argv)
+    return launch.wrap(inner, spec.rundir, spec.run_id, spec.watchdog)
+
+
 class Torchrun(OverSSH):
     name = "torchrun"
     jobs = True
 
     def commands(self, spec, nodes, prep, bounds, name: str = "nccldiag-probe") -> Dict[str, str]:
-        return {n.name: launch.torchrun_command(spec, len(nodes), i, prep.ifnames.get(n.name))
+        return {n.name: command(spec, len(nodes), i, prep.ifnames.get(n.name))
                 for i, n in enumerate(nodes)}
+
+    def deaths(self, text: str) -> List[Dict[str, object]]:
+        return root_cause(text)
+
 
 LAUNCHER = Torchrun()
