@@ -5,6 +5,7 @@ from typing import List, Optional, Sequence
 
 import click
 
+from nccldiag.collect import TRANSPORTS
 from nccldiag.model.errors import UsageError
 from nccldiag.report.outputs import check_output_file  # noqa: F401  (the commands' check of an output file)
 
@@ -183,7 +184,7 @@ def alloc_wait(kw) -> float:
 
 
 transport_option = click.option(
-    "--transport", type=click.Choice(["ssh", "srun"]), default="ssh", show_default=True,
+    "--transport", type=click.Choice(list(TRANSPORTS)), default=TRANSPORTS[0], show_default=True,
     help="ssh: one connection per node from here. srun: one Slurm step on every node (no SSH; "
          "inside an allocation, or with --partition/--nodes/... to ask for one).")
 
