@@ -227,7 +227,7 @@ def test_the_setting_line_keeps_the_failures_arrivals():
 
     run = _run(_records([3]), [4.0], stopped=90.0)
     run.failures = [90.4]
-    line = run.to_line()
+    line = records.setting_line(run)
     assert line["failures_s"] == [90.4]
     back = records.setting_run(run.setting, line, run.records, {})
     assert back.failures == [90.4]

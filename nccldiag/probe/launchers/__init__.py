@@ -60,7 +60,7 @@ def in_allocation() -> List[str]:
 
 def refuse_allocation(name: str, asked: bool) -> None:
     """A usage error when a command asks Slurm for an allocation (``asked``) for a launcher that runs outside one."""
-    if asked and not get(name).allocation:
+    if asked and not (name in in_allocation() or registry.dotted(name) and get(name).allocation):
         raise UsageError("--partition/--nodes/... ask Slurm for an allocation: use them with --launcher "
                          + " or ".join(in_allocation()))
 
