@@ -16,3 +16,12 @@ def size_text(n: Any, short: bool = False) -> str:
         if n >= scale:
             return f"{n / scale:g}{unit[0]}" if short else f"{n / scale:g} {unit}"
     return f"{n:g}" if short else f"{n:g} B"
+
+
+def exact_size_text(n: int) -> str:
+    """``n`` bytes written so that reading it back gives ``n`` again: in the largest binary unit that divides it
+    (``64 GiB``, ``24684128 KiB``), else in bytes. For what is written to be compared later (a site spec)."""
+    for unit, scale in UNITS:
+        if n >= scale and n % scale == 0:
+            return f"{n // scale} {unit}"
+    return f"{n} B" if n else "0"

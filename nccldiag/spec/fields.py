@@ -437,6 +437,6 @@ def parse_size(value: Any) -> Optional[float]:
 def show_size(value: Any) -> str:
     if value == UNLIMITED:
         return "unlimited"
-    from nccldiag.areas.limits import human
+    from nccldiag.model.sizes import exact_size_text
 
-    return human(int(value))
+    return exact_size_text(int(value))

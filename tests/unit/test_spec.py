@@ -992,3 +992,9 @@ def test_init_on_hostile_node_strings_writes_a_spec_that_loads_and_prints_nothin
     res = CliRunner().invoke(main, ["spec", "show", str(path)])
     assert res.exit_code == 0 and "nic.MT4129" in res.stdout, res.output
     assert not [c for c in RAW if c in res.stdout + res.stderr]
+
+
+@pytest.mark.parametrize("n", [0, 1, 1023, 4096, 1 << 30, 64 << 30, 25276387328, 25276387328 + 512, (1 << 40) - 1])
+def test_a_size_written_by_spec_init_reads_back_to_the_same_bytes(n):
+    text = F.show_size(n)
+    assert F.parse_size(text) == n, text
