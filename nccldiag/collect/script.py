@@ -83,6 +83,51 @@ def build_script(sources: Sequence[Source], areas: Iterable[str] = (), mark: str
     return "\n".join(lines) + "\n"
 
 
+MESH_SECTION = "ssh_mesh"
+MESH_DONE = "@@mesh-done"
+HEARTBEAT = 10  # seconds between the blank lines a waiting node-to-node section sends
+
+# Started before the first source: the node-to-node test in the background, its lines into a file of its own,
+# bounded (when the node has ``timeout``), and a last line that says it ended however it ended.
+_MESH_START = """_mf=$(mktemp 2>/dev/null) || _mf=
+if [ -n "$_mf" ]; then
+  ( if [ -n "$_T" ]; then $_T -k 2 {bound} sh -c {command}; else sh -c {command}; fi
+    echo '{done}' ) </dev/null >"$_mf" 2>/dev/null &
+fi
+export _mf
+"""
+
+# The last section: the test's lines as they come (so a long test is never silent), a blank line every
+# HEARTBEAT seconds while none come, until its last line; without a file of its own, the test itself.
+_MESH_WAIT = (
+    'if [ -z "$_mf" ]; then sh -c {command}; exit; fi; '
+    "_p=0; _i=0; while :; do "
+    '_c=$(wc -l <"$_mf" 2>/dev/null) || _c=$_p; _c=$((${{_c:-0}} + 0)); '
+    'if [ "$_c" -gt "$_p" ]; then sed -n "$((_p + 1)),${{_c}}p" "$_mf" | grep -v "^{done}"; _p=$_c; fi; '
+    'grep -q "^{done}" "$_mf" 2>/dev/null && break; '
+    'sleep 1; _i=$((_i + 1)); [ $((_i % {beat})) -ne 0 ] || echo; done; rm -f "$_mf"'
+)
+
+
+def with_mesh(script: str, command: str, bound: int, beat: int = HEARTBEAT) -> str:
+    """``script`` that also runs the node-to-node test ``command`` (:func:`nccldiag.areas.mesh.build_command`),
+    within the same login: started in the background before the first source, bounded at ``bound`` seconds,
+    its output the script's last section (:data:`MESH_SECTION`), which waits for it, sending a blank line
+    every ``beat`` seconds while no line comes (the head stops a node that is silent for --command-timeout).
+
+    One login per node, where a channel of its own for the test was a second login on the node that runs it:
+    on a shared home whose shell start-up queues on a lock (pyenv's, conda's), every login counts."""
+    first = _RUN_LINE.search(script)
+    if first is None:
+        raise ValueError("not a collection script: no source in it")
+    quoted = _sh_single_quote(command)
+    start = _MESH_START.format(bound=int(bound), command=quoted, done=MESH_DONE)
+    wait = _MESH_WAIT.format(command=quoted, done=MESH_DONE, beat=int(beat))
+    # the waiting section's own bound: the test's, and the time to hand over its last lines
+    tail = f"_run {MESH_SECTION} {int(bound) + 2 * int(beat)} {_sh_single_quote(wait)}\n"
+    return script[:first.start()] + start + script[first.start():].rstrip("\n") + "\n" + tail
+
+
 def source_names(script: str) -> List[str]:
     """The names of the sources ``script`` runs, in its order (pure): the only sections read back from it."""
     return _RUN_LINE.findall(script)

@@ -71,6 +71,42 @@ def test_success_runs_command_with_stdin_and_rc(keys, server):
     assert (r.rc, r.stdout, r.stderr, r.error) == (3, "hello\n", "err\n", None)
 
 
+def test_output_read_by_polling_is_whole_and_its_silence_still_bounded(keys, server):
+    s = server()
+    s.login = "true"  # the server streams the command's output as it comes
+    cfg, _ = write_config(keys["dir"], s.port, keys["dir"] / "id_client", known_line(s.port, keys["host"]))
+    with connect(cfg) as conn:
+        r = conn.run("for i in 1 2 3 4 5 6; do echo line$i; sleep 0.2; done; echo err >&2; exit 4", timeout=20,
+                     poll=1.0)
+        assert (r.rc, r.stdout, r.stderr, r.error) == (4, "".join(f"line{i}\n" for i in range(1, 7)), "err\n", None)
+        r = conn.run("echo begin; exec sleep 30", timeout=20, idle_timeout=2, poll=1.0)
+    assert r.error is not None and r.error.kind == base.COMMAND_TIMEOUT and "nothing sent for 2 s" in r.error.message
+    assert r.stdout == "begin\n"
+
+
+def test_aead_ciphers_come_first_and_the_host_key_is_still_verified(keys, server):
+    s = server()
+    cfg, _ = write_config(keys["dir"], s.port, keys["dir"] / "id_client", known_line(s.port, keys["host"]))
+    with connect(cfg) as conn:
+        assert conn.transport.local_cipher == "aes128-gcm@openssh.com"
+        assert conn.transport.remote_cipher == "aes128-gcm@openssh.com"
+        assert conn.transport.host_key_type == keys["host"].get_name()
+    cfg, _ = write_config(keys["dir"], s.port, keys["dir"] / "id_client", known_line(s.port, keys["other_host"]))
+    with pytest.raises(base.TransportError) as exc:
+        connect(cfg)
+    assert exc.value.kind == base.HOSTKEY_CHANGED
+
+
+def test_a_key_is_read_once_per_change_of_its_file(keys, tmp_path):
+    path = tmp_path / "id_test"
+    keys["client"].write_private_key_file(str(path))
+    first, _ = ssh._load_key(str(path))
+    assert first == keys["client"] and ssh._load_key(str(path))[0] is first
+    time.sleep(0.01)  # a file written again within the same clock tick keeps its time stamp
+    keys["wrong"].write_private_key_file(str(path))
+    assert ssh._load_key(str(path))[0] == keys["wrong"]
+
+
 def test_refused(keys):
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
@@ -433,7 +469,8 @@ def hostile_config(d, port, identity, known_hosts) -> str:
     return str(cfg)
 
 
-def test_output_queued_behind_the_exit_status_is_read_to_its_end(keys, server, monkeypatch):
+@pytest.mark.parametrize("poll", [None, 1.0])
+def test_output_queued_behind_the_exit_status_is_read_to_its_end(keys, server, monkeypatch, poll):
     # sshd sends the exit status when the command exits, ahead of output still queued behind the channel's
     # window: the server here holds the rest of the output back until the client has seen the status
     s = server("status-first")
@@ -449,7 +486,7 @@ def test_output_queued_behind_the_exit_status_is_read_to_its_end(keys, server, m
     monkeypatch.setattr(paramiko.Channel, "exit_status_ready", exit_status_ready)
     cfg, _ = write_config(keys["dir"], s.port, keys["dir"] / "id_client", known_line(s.port, keys["host"]))
     with connect(cfg) as conn:
-        r = conn.run("head -c 200000 /dev/zero | tr '\\0' x; exit 3", timeout=30)
+        r = conn.run("head -c 200000 /dev/zero | tr '\\0' x; exit 3", timeout=30, poll=poll)
     assert r.error is None and r.rc == 3
     assert r.stdout == "x" * 200000
 
