@@ -30,10 +30,19 @@ class Cluster:
         self._run("down")
 
     def login(self, mode: str, seconds: float = 0.0) -> None:
-        """The nodes' logins: "plain", or "shared-home" (each works ``seconds`` under one lock of the shared
-        home, as pyenv's init does: logins started together queue on it)."""
+        """The nodes' logins: "plain", "shared-home" (each works ``seconds`` under one lock of the shared
+        home, as pyenv's init does: logins started together queue on it), or "admin" (each runs the admin's
+        own ~/.bashrc, a copy of the host's, on the shared home)."""
         args = ["login", mode] + ([f"{seconds:g}"] if mode == "shared-home" else [])
         self._run(*args)
+
+    def count_logins(self) -> Path:
+        """Makes every login of the nodes write the node's name to the file returned (after ``login``: the
+        line goes at the end of the nodes' ~/.bashrc, which is rewritten in place)."""
+        log = self.state / "logins.log"
+        with open(self.state / "bashrc", "a") as f:  # in place: the file is bind-mounted on every node
+            f.write(f"printf '%s\\n' \"$HOSTNAME\" >> {log}\n")
+        return log
 
     @property
     def hostfile(self) -> str:
@@ -54,6 +63,15 @@ class Cluster:
             if len(fields) >= 2 and fields[1] == host:
                 return fields[0]
         raise KeyError(host)
+
+
+def cache_bytecode(tree: Path = ROOT) -> None:
+    """Compiles nccldiag's modules once, as an installed nccldiag has them: where PYTHONDONTWRITEBYTECODE is set
+    (as in the environment these benchmarks were written in) every run, and every worker process, would
+    compile them again, about a second of CPU each."""
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(tree / "nccldiag")], check=True, timeout=600,
+                   stdout=subprocess.DEVNULL,
+                   env={k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"})
 
 
 def timed(argv, timeout: float = 600, stdin=None, env=None):

@@ -17,7 +17,7 @@ from typing import Callable, List, Optional, Sequence
 
 from nccldiag.areas import mesh
 from nccldiag.areas.base import Source
-from nccldiag.collect.script import MESH_SECTION, build_script, source_names, with_mesh
+from nccldiag.collect.script import HEARTBEAT, MESH_SECTION, build_script, source_names, with_mesh
 from nccldiag.collect.sections import new_mark, split_sections
 from nccldiag.model.raw import RawNode, released
 from nccldiag.inventory import Host
@@ -119,7 +119,9 @@ def collect_host(host: Host, script: str, opts: CollectOptions, mesh_targets: Se
     whole = opts.ssh.command_timeout * WHOLE_RUN
     if mesh_targets:
         bound = mesh.command_timeout(len(mesh_targets), opts.mesh_timeout)
-        script = with_mesh(script, mesh.build_command(mesh_targets, opts.mesh_timeout), bound)
+        # the test's section, while it waits, sends a blank line well within the silence bound
+        beat = max(1, min(HEARTBEAT, int(opts.ssh.command_timeout) // 3))
+        script = with_mesh(script, mesh.build_command(mesh_targets, opts.mesh_timeout), bound, beat)
         whole += bound
     try:
         env = _script_env(opts)
