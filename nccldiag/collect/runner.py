@@ -25,11 +25,12 @@ from nccldiag.transport.base import COMMAND_TIMEOUT, PROTOCOL, ExecResult, Trans
 from nccldiag.transport.task import fan_out
 from nccldiag.transport import sshconfig
 from nccldiag.transport.local import LocalTransport
-from nccldiag.transport.ssh import SSHConnection, SSHOptions
+from nccldiag.transport.ssh import LoginGate, SSHConnection, SSHOptions
 
 
 WHOLE_RUN = 4  # the collection on one node is bounded at this many --command-timeout
 POLL = 1.0  # seconds between two reads of what a node sent (SSHConnection.run's poll)
+LOGINS_QUEUED = 8  # logins one process keeps in progress while they queue (LoginGate's floor)
 
 
 @dataclass
@@ -45,6 +46,8 @@ class CollectOptions:
     transport: str = "ssh"  # "ssh" | "srun" (one Slurm step on every node, no SSH)
     slurm_job: Optional[str] = None  # srun: the allocation the step runs in (None: srun asks for one)
     alloc: Optional[object] = None  # srun outside an allocation: slurm.commands.AllocRequest
+    # the logins this process has in progress at once (collect_hosts makes one for its hosts)
+    gate: Optional[LoginGate] = field(default=None, repr=False, compare=False)
 
 
 def sources_of(areas: Sequence[ModuleType], extra: Sequence[Source] = ()) -> List[Source]:
@@ -132,7 +135,7 @@ def collect_host(host: Host, script: str, opts: CollectOptions, mesh_targets: Se
         # shared home may queue on a lock), bounded by --login-timeout
         result = conn.run(command, timeout=whole, stdin=script, idle_timeout=opts.ssh.command_timeout,
                           start_marker=start_marker(opts.mark), start_timeout=login_timeout(opts.ssh),
-                          what="script", poll=POLL)
+                          what="script", poll=POLL, gate=opts.gate)
     finally:
         conn.close()
     node = _to_raw(host.name, result, opts.mark, script)
@@ -189,13 +192,17 @@ def resolve(hosts: Sequence[Host], opts: CollectOptions) -> None:
         opts.ssh.resolved.update(resolve_names(todo, opts.ssh.connect_timeout))
 
 
-def with_configs(hosts: Sequence[Host], opts: CollectOptions) -> CollectOptions:
+def for_hosts(hosts: Sequence[Host], opts: CollectOptions) -> CollectOptions:
     """``opts`` whose connections share their hosts' SSH settings (one ``ssh -G`` per group of hosts the
-    configuration cannot tell apart, :class:`~nccldiag.transport.sshconfig.HostConfigs`)."""
-    if opts.ssh.configs is not None:
-        return opts
-    configs = sshconfig.HostConfigs(opts.ssh.config_path, [(h.name, h.user, h.port) for h in hosts])
-    return dataclasses.replace(opts, ssh=dataclasses.replace(opts.ssh, configs=configs))
+    configuration cannot tell apart, :class:`~nccldiag.transport.sshconfig.HostConfigs`) and one
+    :class:`~nccldiag.transport.ssh.LoginGate`: up to ``opts.fanout`` logins in progress at once while they
+    are quick, :data:`LOGINS_QUEUED` while they queue (a shared home's shell start-up under a lock)."""
+    if opts.ssh.configs is None:
+        configs = sshconfig.HostConfigs(opts.ssh.config_path, [(h.name, h.user, h.port) for h in hosts])
+        opts = dataclasses.replace(opts, ssh=dataclasses.replace(opts.ssh, configs=configs))
+    if opts.gate is None:
+        opts = dataclasses.replace(opts, gate=LoginGate(opts.fanout, LOGINS_QUEUED))
+    return opts
 
 
 def collect_hosts(
@@ -214,7 +221,7 @@ def collect_hosts(
     node-to-node test's targets by host, where the caller planned it over more hosts than ``hosts``."""
     plan = mesh_plan(hosts, opts.mesh) if plan is None else plan
     resolve(hosts, opts)
-    opts = with_configs(hosts, opts)
+    opts = for_hosts(hosts, opts)
 
     def task(h: Host) -> RawNode:
         return collect_host(h, script, opts, plan.get(h.name, ()))

@@ -764,6 +764,68 @@ def _last_line(text: str) -> str:
     return lines[-1] if lines else ""
 
 
+class LoginGate:
+    """How many logins one process lets be in progress at once: all it may (``limit``) while logins are quick,
+    down to ``floor`` while they queue.
+
+    A login (the remote shell and its startup files, before the command's first output) costs the node, not
+    the head. But where the nodes share a home directory whose shell start-up works under a lock (pyenv's
+    rehash, conda's init), logins queue on that lock one at a time, and every login waiting for it does
+    work of its own (pyenv's polls the lock ten times a second, a process each time, and gives up after 60
+    s): dozens of them in flight only slow the one that holds the lock. The gate learns which case it is
+    in as TCP Vegas does, from the time logins take: the quickest login of the run (``base``) is what one
+    costs without a queue; each login that took more than ``QUEUED`` times that lowers the number allowed
+    in flight by one, down to ``floor``, and each that took less than ``CLEAR`` times that raises it by one
+    while logins wait at the gate, up to ``limit``. Logins that are slow each on its own (conda's init on
+    every node) take about the same time each, and are let through ``limit`` at once."""
+
+    QUEUED = 3.0
+    CLEAR = 1.5
+
+    def __init__(self, limit: int, floor: int = 8):
+        self.limit = max(1, limit)
+        self.floor = max(1, min(floor, self.limit))
+        self.allowed = self.floor  # grows while logins are quick: no herd of logins at the start
+        self.base: Optional[float] = None
+        self._cv = threading.Condition()
+        self._inside: Dict[int, float] = {}  # thread -> when its login began
+        self._waiting = 0
+
+    def __getstate__(self) -> dict:
+        return {"limit": self.limit, "floor": self.floor}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__init__(state["limit"], state["floor"])  # type: ignore[misc]
+
+    def enter(self) -> None:
+        """Wait for a place (the login then begins)."""
+        with self._cv:
+            self._waiting += 1
+            try:
+                while len(self._inside) >= self.allowed:
+                    self._cv.wait(1.0)
+            finally:
+                self._waiting -= 1
+            self._inside[threading.get_ident()] = time.monotonic()
+
+    def leave(self, started: bool) -> None:
+        """The login of this thread is over: ``started`` (the command's first output came, which times it),
+        or not (its command ended or was stopped before). A second call is nothing."""
+        with self._cv:
+            began = self._inside.pop(threading.get_ident(), None)
+            if began is None:
+                return
+            if started:
+                took = max(time.monotonic() - began, 1e-3)
+                if self.base is None or took < self.base:
+                    self.base = took
+                if took > self.QUEUED * self.base:
+                    self.allowed = max(self.floor, self.allowed - 1)
+                elif took < self.CLEAR * self.base and self._waiting:
+                    self.allowed = min(self.limit, self.allowed + 1)
+            self._cv.notify_all()
+
+
 class SSHConnection:
     """One authenticated SSH connection to one host."""
 
@@ -944,6 +1006,7 @@ class SSHConnection:
         start_timeout: Optional[float] = None,
         what: str = "command",
         poll: Optional[float] = None,
+        gate: Optional["LoginGate"] = None,
     ) -> ExecResult:
         """Run ``command`` (already quoted for the remote shell) with a deadline.
 
@@ -969,6 +1032,17 @@ class SSHConnection:
         never measured longer than it was.
         """
         timeout = self.options.command_timeout if timeout is None else timeout
+        if gate is not None:
+            gate.enter()
+        try:
+            return self._run(command, timeout, stdin, env, on_line, cancel, idle_timeout, start_marker,
+                             start_timeout, what, poll, gate)
+        finally:
+            if gate is not None:
+                gate.leave(False)
+
+    def _run(self, command, timeout, stdin, env, on_line, cancel, idle_timeout, start_marker, start_timeout,
+             what, poll, gate) -> ExecResult:
         start = time.monotonic()
         if env:
             command = "env " + " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items()) + " " + command
@@ -1004,6 +1078,8 @@ class SSHConnection:
                         if start_marker in window:
                             started = last - start
                             deadline = last + timeout  # the command's own bound starts with it
+                            if gate is not None:
+                                gate.leave(True)
                         tail = window[-len(start_marker):]
                     if on_line is not None:
                         pending += chunk
@@ -1035,7 +1111,7 @@ class SSHConnection:
                 wait = min(remaining, 0.5 if cancel is not None else IDLE_WAKE)
                 if idle_timeout is not None and started is not None:
                     wait = min(wait, max(0.01, idle_timeout - (now - last)))
-                if chan.eof_received or (poll is not None and not chan.status_event.is_set()):
+                if chan.eof_received or (poll is not None and started is not None and not chan.status_event.is_set()):
                     # output is over, the exit status is still to come: the channel's pipe stays readable
                     # after EOF, so wait on the status instead. Polled, the same until the status comes (it
                     # is also set when the channel closes or the connection drops); after it, the rest of

@@ -731,3 +731,78 @@ def test_a_first_try_held_for_its_retry_is_still_reported_when_the_run_is_interr
         runner.collect_hosts([Host("n1")], "", opts, on_node=seen.append)
     assert calls == ["n1", "n1"]
     assert [n.host for n in seen] == ["n1"] and seen[0].extra["tries"] == [first]
+
+
+class _Clock:
+    """A clock the test moves (time.monotonic in the transport module)."""
+
+    def __init__(self):
+        self.now = 1000.0
+
+    def __call__(self):
+        return self.now
+
+
+def _login(gate, clock, took, started=True):
+    gate.enter()
+    clock.now += took
+    gate.leave(started)
+
+
+def test_the_login_gate_lets_quick_logins_through_and_holds_queued_ones_to_its_floor(monkeypatch):
+    clock = _Clock()
+    monkeypatch.setattr(ssh.time, "monotonic", clock)
+    gate = ssh.LoginGate(limit=32, floor=4)
+    assert gate.allowed == 4  # no herd of logins at the start
+    gate._waiting = 10  # logins waiting at the gate: it may open wider
+    for took in (0.10, 0.12, 0.11, 0.13, 0.10, 0.14) * 10:  # quick logins, each on its own node
+        _login(gate, clock, took)
+    assert gate.base == pytest.approx(0.10) and gate.allowed == 32
+    # logins queued on one lock (each waits for all the others before it): down to the floor
+    for k in range(40):
+        _login(gate, clock, 0.5 * (k % 8 + 4))
+    assert gate.allowed == 4
+    # a login stopped before its command started teaches nothing, and leaving twice is nothing
+    _login(gate, clock, 50.0, started=False)
+    gate.leave(True)
+    assert gate.allowed == 4 and gate.base == pytest.approx(0.10)
+
+
+def test_logins_slow_each_on_its_own_are_not_held(monkeypatch):
+    clock = _Clock()
+    monkeypatch.setattr(ssh.time, "monotonic", clock)
+    gate = ssh.LoginGate(limit=32, floor=4)
+    gate._waiting = 10
+    for k in range(60):  # conda's init on every node: about a second each, whatever the others do
+        _login(gate, clock, 0.9 + 0.2 * ((k * 7) % 5) / 4)
+    assert gate.allowed == 32
+
+
+def test_the_login_gate_holds_at_most_its_allowed_logins_at_once():
+    import threading
+
+    gate = ssh.LoginGate(limit=8, floor=2)
+    inside, most, lock = [0], [0], threading.Lock()
+    release = threading.Event()
+
+    def one():
+        gate.enter()
+        with lock:
+            inside[0] += 1
+            most[0] = max(most[0], inside[0])
+        release.wait(30)
+        with lock:
+            inside[0] -= 1
+        gate.leave(False)
+
+    threads = [threading.Thread(target=one) for _ in range(6)]
+    for t in threads:
+        t.start()
+    deadline = time.monotonic() + 30
+    while gate._waiting < 4 and time.monotonic() < deadline:  # four wait at the gate, two are in
+        time.sleep(0.01)
+    assert len(gate._inside) == 2 and gate._waiting == 4
+    release.set()
+    for t in threads:
+        t.join(30)
+    assert most[0] == 2 and not gate._inside and gate._waiting == 0
