@@ -114,7 +114,7 @@ def run_measured(argv, timeout: float = 1800):
             usage.ru_maxrss / 1024)
 
 
-def tree_usage(argv, stdin_path=None, timeout: float = 1800, interval: float = 0.5):
+def tree_usage(argv, stdin_path=None, timeout: float = 1800, interval: float = 0.5, env=None, cwd=None):
     """One run of ``argv`` with its whole process tree measured: a dict with ``wall``, ``rc``, ``out`` and
     ``err`` (file objects at their start), ``cpu`` (user + system seconds of the process and of every descendant
     it reaped: the wait4 rusage, so worker processes and ssh children are counted), ``maxrss`` (MiB: the
@@ -126,7 +126,7 @@ def tree_usage(argv, stdin_path=None, timeout: float = 1800, interval: float = 0
     out_f, err_f = tempfile.TemporaryFile(), tempfile.TemporaryFile()
     stdin = open(stdin_path, "rb") if stdin_path else subprocess.DEVNULL
     t0 = time.monotonic()
-    proc = subprocess.Popen(argv, stdin=stdin, stdout=out_f, stderr=err_f)
+    proc = subprocess.Popen(argv, stdin=stdin, stdout=out_f, stderr=err_f, env=env, cwd=cwd)
     if stdin_path:
         stdin.close()
     deadline, peak, next_sample = t0 + timeout, 0.0, t0

@@ -84,36 +84,39 @@ def build_script(sources: Sequence[Source], areas: Iterable[str] = (), mark: str
 
 
 MESH_SECTION = "ssh_mesh"
-MESH_DONE = "@@mesh-done"
-HEARTBEAT = 10  # seconds between the blank lines a waiting node-to-node section sends
+HEARTBEAT = 10  # seconds between the blank lines a node sends while it waits for its node-to-node test
 
 # Started before the first source: the node-to-node test in the background, its lines into a file of its own,
-# bounded (when the node has ``timeout``), and a last line that says it ended however it ended.
+# bounded (when the node has ``timeout``).
 _MESH_START = """_mf=$(mktemp 2>/dev/null) || _mf=
+_mp=
 if [ -n "$_mf" ]; then
-  ( if [ -n "$_T" ]; then $_T -k 2 {bound} sh -c {command}; else sh -c {command}; fi
-    echo '{done}' ) </dev/null >"$_mf" 2>/dev/null &
+  ( if [ -n "$_T" ]; then $_T -k 2 {bound} sh -c {command}; else sh -c {command}; fi ) </dev/null >"$_mf" 2>/dev/null &
+  _mp=$!
 fi
 export _mf
 """
 
-# The last section: the test's lines as they come (so a long test is never silent), a blank line every
-# HEARTBEAT seconds while none come, until its last line; without a file of its own, the test itself.
-_MESH_WAIT = (
-    'if [ -z "$_mf" ]; then sh -c {command}; exit; fi; '
-    "_p=0; _i=0; while :; do "
-    '_c=$(wc -l <"$_mf" 2>/dev/null) || _c=$_p; _c=$((${{_c:-0}} + 0)); '
-    'if [ "$_c" -gt "$_p" ]; then sed -n "$((_p + 1)),${{_c}}p" "$_mf" | grep -v "^{done}"; _p=$_c; fi; '
-    'grep -q "^{done}" "$_mf" 2>/dev/null && break; '
-    'sleep 1; _i=$((_i + 1)); [ $((_i % {beat})) -ne 0 ] || echo; done; rm -f "$_mf"'
-)
+# After the last source: the test waited for, a blank line every few seconds meanwhile (between sections,
+# where no section reads it), so that a long test is never a silent node; then its lines as the last section.
+# Nothing left behind holds the output open: the heartbeat's sleep writes nowhere.
+_MESH_WAIT = """if [ -n "$_mp" ]; then
+  ( while :; do sleep {beat} </dev/null >/dev/null 2>&1; echo; done ) </dev/null 2>/dev/null &
+  _hb=$!
+  wait "$_mp"
+  kill "$_hb" 2>/dev/null
+fi
+"""
+# The section itself: the file's lines, or, where no file could be made, the test run here and now.
+_MESH_SECTION = 'if [ -n "$_mf" ] && [ -f "$_mf" ]; then cat "$_mf"; rm -f "$_mf"; else sh -c {command}; fi'
 
 
 def with_mesh(script: str, command: str, bound: int, beat: int = HEARTBEAT) -> str:
     """``script`` that also runs the node-to-node test ``command`` (:func:`nccldiag.areas.mesh.build_command`),
     within the same login: started in the background before the first source, bounded at ``bound`` seconds,
-    its output the script's last section (:data:`MESH_SECTION`), which waits for it, sending a blank line
-    every ``beat`` seconds while no line comes (the head stops a node that is silent for --command-timeout).
+    its output the script's last section (:data:`MESH_SECTION`). After its last source the script waits for
+    the test, sending a blank line every ``beat`` seconds meanwhile (the head stops a node that is silent
+    for --command-timeout).
 
     One login per node, where a channel of its own for the test was a second login on the node that runs it:
     on a shared home whose shell start-up queues on a lock (pyenv's, conda's), every login counts."""
@@ -121,11 +124,11 @@ def with_mesh(script: str, command: str, bound: int, beat: int = HEARTBEAT) -> s
     if first is None:
         raise ValueError("not a collection script: no source in it")
     quoted = _sh_single_quote(command)
-    start = _MESH_START.format(bound=int(bound), command=quoted, done=MESH_DONE)
-    wait = _MESH_WAIT.format(command=quoted, done=MESH_DONE, beat=int(beat))
-    # the waiting section's own bound: the test's, and the time to hand over its last lines
-    tail = f"_run {MESH_SECTION} {int(bound) + 2 * int(beat)} {_sh_single_quote(wait)}\n"
-    return script[:first.start()] + start + script[first.start():].rstrip("\n") + "\n" + tail
+    start = _MESH_START.format(bound=int(bound), command=quoted)
+    wait = _MESH_WAIT.format(beat=int(beat))
+    # the section's own bound: the test's, when it runs here (no file could be made)
+    tail = f"_run {MESH_SECTION} {int(bound)} {_sh_single_quote(_MESH_SECTION.format(command=quoted))}\n"
+    return script[:first.start()] + start + script[first.start():].rstrip("\n") + "\n" + wait + tail
 
 
 def source_names(script: str) -> List[str]:

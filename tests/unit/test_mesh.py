@@ -110,6 +110,7 @@ def _run_script(script, path=None, tmp=None):
     if tmp is not None:
         env["TMPDIR"] = str(tmp)
     out = subprocess.run(["sh", "-s"], input=script, capture_output=True, text=True, timeout=60, env=env)
+    _run_script.stdout = out.stdout
     return split_sections(out.stdout, "0123abcd", source_names(script))
 
 
@@ -125,11 +126,23 @@ def test_the_test_runs_in_the_background_of_the_script_and_is_its_last_section(t
     assert not list((tmp_path / "tmp").iterdir())  # the test's file is removed
 
 
-def test_a_long_test_sends_a_blank_line_while_no_answer_comes(tmp_path):
+def test_a_long_test_sends_a_blank_line_while_the_script_waits_for_it(tmp_path):
     command = f"touch {tmp_path}/started; sleep 3; printf '@@mesh n2 0 \\n'"
     sections, rcs, _ = _run_script(_script(tmp_path, command, beat=1))
     assert [r.target for r in mesh.parse("n1", sections["ssh_mesh"])] == ["n2"] and rcs["ssh_mesh"] == 0
-    assert sections["ssh_mesh"].count("\n\n") + sections["ssh_mesh"].startswith("\n") >= 1
+    # between the last source's section and the test's, where no section reads them
+    between = _run_script.stdout.split("end second rc=0@@\n", 1)[1].split("@@nccldiag:0123abcd:begin ssh_mesh@@")[0]
+    assert between.count("\n") >= 1 and not between.strip()
+
+
+def test_nothing_of_the_wait_holds_the_output_open(tmp_path):
+    # the heartbeat's sleep is a minute long here: were its output the script's, the node's output would end
+    # only with it (sshd sends EOF once nothing holds the command's output), past this run's bound
+    command = f"touch {tmp_path}/started; sleep 2; printf '@@mesh n2 0 \\n'"
+    script = _script(tmp_path, command, beat=60)
+    out = subprocess.run(["sh", "-s"], input=script, capture_output=True, text=True, timeout=45,
+                         env={"PATH": "/usr/bin:/bin"})
+    assert "@@mesh n2 0" in out.stdout and out.returncode == 0
 
 
 def test_without_mktemp_the_test_runs_as_the_last_section(tmp_path):
