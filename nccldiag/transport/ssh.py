@@ -283,6 +283,30 @@ def verify_host_key(
     )
 
 
+class _ReadAhead:
+    """A connected socket whose reads take what the kernel holds, up to 64 KiB, and hand it out as asked.
+
+    paramiko reads each packet in two calls (its first block, then the rest), each a ``poll`` and a
+    ``recv`` on a socket with a timeout: some four system calls per packet, for a node's output that comes in
+    a hundred packets and more. Here one ``recv`` serves both, and the packets that came together. Everything
+    else is the socket's own."""
+
+    def __init__(self, sock: socket.socket):
+        self._sock = sock
+        self._held = b""
+
+    def recv(self, n: int) -> bytes:
+        if not self._held:
+            self._held = self._sock.recv(max(n, 65536))  # socket.timeout and EOF (b"") as the socket gives them
+            if not self._held:
+                return b""
+        out, self._held = self._held[:n], self._held[n:]
+        return out
+
+    def __getattr__(self, name: str):
+        return getattr(self._sock, name)
+
+
 class _Transport(paramiko.Transport):
     """paramiko's client transport, its reading thread woken once a second rather than ten times.
 
@@ -872,7 +896,7 @@ class SSHConnection:
             except OSError as exc:
                 raise TransportError(PROXY, f"cannot start {argv[0]}: {exc.strerror or exc}", self.name) from None
             return self.proxy
-        return open_socket(cfg.hostname, cfg.port, timeout, self.name, self.options.resolved)
+        return _ReadAhead(open_socket(cfg.hostname, cfg.port, timeout, self.name, self.options.resolved))
 
     def _timeout(self, cfg: sshconfig.HostConfig) -> float:
         return min(self.options.connect_timeout, cfg.connect_timeout or self.options.connect_timeout)
