@@ -781,6 +781,8 @@ def _dropped(kind: str, message: str, host: str) -> TransportError:
 _CLOSED = (EOFError, ConnectionResetError, ConnectionAbortedError, BrokenPipeError)
 
 IDLE_WAKE = 5.0  # seconds a command's reader waits at most with nothing to read and no deadline nearer
+# bytes taken from a channel at once: what a poll finds buffered (a node's whole output, often) in one copy
+READ_SIZE = 1 << 20
 
 
 def _last_line(text: str) -> str:
@@ -1093,7 +1095,7 @@ class SSHConnection:
         try:
             while True:
                 while chan.recv_ready() and received <= self.options.max_output:
-                    chunk = chan.recv(65536)
+                    chunk = chan.recv(READ_SIZE)
                     received += len(chunk)
                     last = time.monotonic()
                     out.append(chunk)
@@ -1157,6 +1159,7 @@ class SSHConnection:
         if on_line is not None and pending:
             on_line(pending.decode("utf-8", "replace"))
         stdout = b"".join(out).decode("utf-8", "replace")
+        del out
         stderr = b"".join(err_chunks).decode("utf-8", "replace")
         said = bool(received)
         if start_marker is None:
