@@ -279,13 +279,17 @@ def _glob_pattern(pattern: str) -> "re.Pattern[str]":
 
 def _host_line(patterns: List[str]) -> Callable[[str], bool]:
     """A ``Host`` line as OpenSSH applies it to the name given (case as given): the block applies when a pattern
-    matches and no negated one does."""
-    compiled = [(p.startswith("!"), _glob_pattern(p[1:] if p.startswith("!") else p)) for p in patterns]
+    matches and no negated one does. A pattern without ``*`` or ``?`` is compared as it is."""
+    compiled = []
+    for p in patterns:
+        negated = p.startswith("!")
+        body = p[1:] if negated else p
+        compiled.append((negated, _glob_pattern(body).match if "*" in body or "?" in body else body.__eq__))
 
     def applies(name: str) -> bool:
         active = False
-        for negated, rx in compiled:
-            if rx.match(name):
+        for negated, matches in compiled:
+            if matches(name):
                 if negated:
                     return False
                 active = True
@@ -396,7 +400,9 @@ class Layout:
             if keyword == "host":
                 plain = all(a and not a.startswith("!") and "*" not in a and "?" not in a for a in args)
                 items = []
-                f.blocks.append((("host", _host_line(args), set(args) if plain else None), items))
+                # a block of plain names is looked up by name (_File.runs); its line is never evaluated
+                f.blocks.append((("host", None if plain else _host_line(args), set(args) if plain else None),
+                                 items))
             elif keyword == "match":
                 items = []
                 f.blocks.append((("match", self._criteria(args)), items))
@@ -469,7 +475,7 @@ class Layout:
                 for f in item[1]:
                     self._walk(f, alias, st)
                 continue
-            st.applied.append(item[1:])
+            st.applied.append(item)
             if item[1] == "hostname" and st.hostname is None and item[2]:
                 st.hostname = item[2][0]
 
@@ -484,7 +490,7 @@ class Layout:
             self._walk(f, alias, st)
         applied = list(st.applied)
         literal = None
-        for i, (keyword, args) in enumerate(applied):
+        for i, (_, keyword, args) in enumerate(applied):
             if keyword in ("canonicalizehostname", "canonicalizepermittedcnames"):
                 if (args[:1] or ("no",))[0].lower() not in ("no", "none"):
                     return None, None  # the name may be rewritten from the DNS
@@ -494,7 +500,7 @@ class Layout:
                         return None, None  # tokens other than %h
                     break  # written from the name: the same for the whole group
                 literal = args[0]
-                applied[i] = ("hostname", None)
+                applied[i] = ("set", "hostname", None)
         relation: tuple = ()
         if literal is not None:
             lshape = _shape(literal)
