@@ -102,8 +102,10 @@ def test_a_key_is_read_once_per_change_of_its_file(keys, tmp_path):
     keys["client"].write_private_key_file(str(path))
     first, _ = ssh._load_key(str(path))
     assert first == keys["client"] and ssh._load_key(str(path))[0] is first
-    time.sleep(0.01)  # a file written again within the same clock tick keeps its time stamp
+    before = os.stat(path).st_mtime_ns
     keys["wrong"].write_private_key_file(str(path))
+    # written again within the same clock tick, the file could keep its time stamp: set one a second later
+    os.utime(path, ns=(before + 10**9, before + 10**9))
     assert ssh._load_key(str(path))[0] == keys["wrong"]
 
 
@@ -806,3 +808,62 @@ def test_the_login_gate_holds_at_most_its_allowed_logins_at_once():
     for t in threads:
         t.join(30)
     assert most[0] == 2 and not gate._inside and gate._waiting == 0
+
+
+def test_a_command_holds_its_place_at_the_login_gate_until_its_marker_comes(keys, server, tmp_path):
+    import threading
+
+    fifo = tmp_path / "login"
+    os.mkfifo(fifo)
+    held = connect(_started(keys, server, f"cat {fifo} >/dev/null"))  # a login that waits for the test
+    quick = connect(_started(keys, server, "true"))
+    gate = ssh.LoginGate(limit=1, floor=1)
+    results, seen = {}, []
+
+    def run(name, conn):
+        results[name] = conn.run("printf 'MARK\\n'; echo after", timeout=60, start_marker=b"MARK",
+                                 start_timeout=60, gate=gate,
+                                 on_line=lambda line: seen.append((name, line, len(gate._inside))))
+
+    def until(cond):
+        deadline = time.monotonic() + 30
+        while not cond() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return cond()
+
+    try:
+        first = threading.Thread(target=run, args=("held", held))
+        first.start()
+        assert until(lambda: len(gate._inside) == 1)
+        second = threading.Thread(target=run, args=("quick", quick))
+        second.start()
+        # the second command's login waits at the gate while the first login is in progress
+        assert until(lambda: gate._waiting == 1) and "quick" not in results
+        deadline = time.monotonic() + 30
+        while True:  # the first login goes on once the fifo has a writer
+            try:
+                os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+                break
+            except OSError:  # no reader yet
+                assert time.monotonic() < deadline
+                time.sleep(0.01)
+        first.join(60)
+        second.join(60)
+    finally:
+        held.close()
+        quick.close()
+    for name in ("held", "quick"):
+        r = results[name]
+        assert (r.rc, r.stdout, r.error) == (0, "MARK\nafter\n", None) and r.started is not None
+    # each command left the gate when its marker came, before its lines were handed on
+    assert {(name, line, inside) for name, line, inside in seen} == {
+        (n, l, 0) for n in ("held", "quick") for l in ("MARK", "after")}
+    assert not gate._inside and gate._waiting == 0 and gate.base is not None
+
+
+def test_a_command_that_ends_before_its_marker_leaves_the_gate_untimed(keys, server):
+    gate = ssh.LoginGate(limit=2, floor=1)
+    with connect(_started(keys, server, "true")) as conn:
+        r = conn.run("echo no marker", timeout=30, start_marker=b"MARK", start_timeout=30, gate=gate)
+    assert r.rc == 0 and r.started is None
+    assert not gate._inside and gate.base is None
