@@ -95,7 +95,7 @@ def _script(tmp_path, mesh_command, bound=30, beat=10):
     d = tmp_path
     sources = [
         # runs while the test runs: it waits (bounded) for the test to have started
-        Source("first", f"i=0; while [ ! -e {d}/started ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done; "
+        Source("first", f"i=0; while [ ! -e {d}/started ] && [ $i -lt 250 ]; do sleep 0.1; i=$((i+1)); done; "
                         f"[ -e {d}/started ] && echo alongside", 30),
         Source("second", "echo two", 30),
     ]
@@ -127,8 +127,16 @@ def test_the_test_runs_in_the_background_of_the_script_and_is_its_last_section(t
 
 
 def test_a_long_test_sends_a_blank_line_while_the_script_waits_for_it(tmp_path):
-    command = f"touch {tmp_path}/started; sleep 3; printf '@@mesh n2 0 \\n'"
-    sections, rcs, _ = _run_script(_script(tmp_path, command, beat=1))
+    # the heartbeat's sleep (of a second, beat=1: the sources' are shorter) notes each of its ends; the test
+    # ends once the heartbeat has come round twice, so that its first blank line was sent whatever the load
+    bins = tmp_path / "bin"
+    bins.mkdir()
+    (bins / "sleep").write_text(f"#!/bin/sh\n/bin/sleep \"$1\"\n[ \"$1\" = 1 ] && echo >> {tmp_path}/beats\n"
+                                "exit 0\n")
+    (bins / "sleep").chmod(0o755)
+    command = (f"touch {tmp_path}/started; i=0; while [ \"$(cat {tmp_path}/beats 2>/dev/null | wc -l)\" -lt 2 ] "
+               f"&& [ $i -lt 250 ]; do /bin/sleep 0.1; i=$((i+1)); done; printf '@@mesh n2 0 \\n'")
+    sections, rcs, _ = _run_script(_script(tmp_path, command, beat=1), path=f"{bins}:/usr/bin:/bin")
     assert [r.target for r in mesh.parse("n1", sections["ssh_mesh"])] == ["n2"] and rcs["ssh_mesh"] == 0
     # between the last source's section and the test's, where no section reads them
     between = _run_script.stdout.split("end second rc=0@@\n", 1)[1].split("@@nccldiag:0123abcd:begin ssh_mesh@@")[0]
