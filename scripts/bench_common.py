@@ -30,10 +30,19 @@ class Cluster:
         self._run("down")
 
     def login(self, mode: str, seconds: float = 0.0) -> None:
-        """The nodes' logins: "plain", or "shared-home" (each works ``seconds`` under one lock of the shared
-        home, as pyenv's init does: logins started together queue on it)."""
+        """The nodes' logins: "plain", "shared-home" (each works ``seconds`` under one lock of the shared
+        home, as pyenv's init does: logins started together queue on it), or "admin" (each runs the admin's
+        own ~/.bashrc, a copy of the host's, on the shared home)."""
         args = ["login", mode] + ([f"{seconds:g}"] if mode == "shared-home" else [])
         self._run(*args)
+
+    def count_logins(self) -> Path:
+        """Makes every login of the nodes write the node's name to the file returned (after ``login``: the
+        line goes at the end of the nodes' ~/.bashrc, which is rewritten in place)."""
+        log = self.state / "logins.log"
+        with open(self.state / "bashrc", "a") as f:  # in place: the file is bind-mounted on every node
+            f.write(f"printf '%s\\n' \"$HOSTNAME\" >> {log}\n")
+        return log
 
     @property
     def hostfile(self) -> str:
@@ -54,6 +63,15 @@ class Cluster:
             if len(fields) >= 2 and fields[1] == host:
                 return fields[0]
         raise KeyError(host)
+
+
+def cache_bytecode(tree: Path = ROOT) -> None:
+    """Compiles nccldiag's modules once, as an installed nccldiag has them: where PYTHONDONTWRITEBYTECODE is set
+    (as in the environment these benchmarks were written in) every run, and every worker process, would
+    compile them again, about a second of CPU each."""
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(tree / "nccldiag")], check=True, timeout=600,
+                   stdout=subprocess.DEVNULL,
+                   env={k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"})
 
 
 def timed(argv, timeout: float = 600, stdin=None, env=None):
@@ -96,7 +114,7 @@ def run_measured(argv, timeout: float = 1800):
             usage.ru_maxrss / 1024)
 
 
-def tree_usage(argv, stdin_path=None, timeout: float = 1800, interval: float = 0.5):
+def tree_usage(argv, stdin_path=None, timeout: float = 1800, interval: float = 0.5, env=None, cwd=None):
     """One run of ``argv`` with its whole process tree measured: a dict with ``wall``, ``rc``, ``out`` and
     ``err`` (file objects at their start), ``cpu`` (user + system seconds of the process and of every descendant
     it reaped: the wait4 rusage, so worker processes and ssh children are counted), ``maxrss`` (MiB: the
@@ -108,7 +126,7 @@ def tree_usage(argv, stdin_path=None, timeout: float = 1800, interval: float = 0
     out_f, err_f = tempfile.TemporaryFile(), tempfile.TemporaryFile()
     stdin = open(stdin_path, "rb") if stdin_path else subprocess.DEVNULL
     t0 = time.monotonic()
-    proc = subprocess.Popen(argv, stdin=stdin, stdout=out_f, stderr=err_f)
+    proc = subprocess.Popen(argv, stdin=stdin, stdout=out_f, stderr=err_f, env=env, cwd=cwd)
     if stdin_path:
         stdin.close()
     deadline, peak, next_sample = t0 + timeout, 0.0, t0

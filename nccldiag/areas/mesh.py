@@ -12,7 +12,7 @@ import shlex
 from dataclasses import dataclass
 from typing import List, Sequence
 
-from nccldiag.model.findings import Finding, fail, ok
+from nccldiag.model.findings import Finding, error, fail, ok
 
 MARK = "@@mesh "
 BATCH = 16  # ssh clients one node runs at once
@@ -108,22 +108,31 @@ def parse(source: str, text: str) -> List[MeshResult]:
     return results
 
 
-def judge(source: str, targets: Sequence[str], results: Sequence[MeshResult]) -> List[Finding]:
-    """One finding for ``source``: every target reached, or which were not."""
+def judge(source: str, targets: Sequence[str], results: Sequence[MeshResult], finished: bool = True) -> List[Finding]:
+    """One finding for ``source``: every target reached, or which were not. With ``finished`` False (the
+    collection on ``source`` was cut off before the test ended) a target without an answer was not tested:
+    the targets that answered and failed still fail, and without any the test is reported not finished,
+    never as the targets' failure."""
     by_target = {r.target: r for r in results}
     bad = []
+    untested = []
     for t in targets:
         r = by_target.get(t)
         if r is None:
-            bad.append(f"{t}: no answer")
+            if finished:
+                bad.append(f"{t}: no answer")
+            else:
+                untested.append(t)
         elif r.rc != 0:
             bad.append(f"{t}: {r.message or f'ssh exited {r.rc}'}")
+    cut = (f"; the collection on {source} was cut off before the test ended: {len(untested)} of "
+           f"{len(targets)} nodes not tested") if untested else ""
     if bad:
         return [
             fail(
                 "ssh",
                 "ssh.node_to_node",
-                f"{source} cannot SSH non-interactively to {len(bad)} of {len(targets)} nodes",
+                f"{source} cannot SSH non-interactively to {len(bad)} of {len(targets)} nodes" + cut,
                 actual=bad,
                 expected="passwordless, host-key-verified SSH to every node",
                 evidence=bad[:20],
@@ -134,4 +143,10 @@ def judge(source: str, targets: Sequence[str], results: Sequence[MeshResult]) ->
                 ),
             )
         ]
+    if untested:
+        return [error("ssh", "ssh.node_to_node",
+                      f"node-to-node SSH from {source} not finished: {len(targets) - len(untested)} of "
+                      f"{len(targets)} nodes reached before the collection on {source} was cut off",
+                      actual=len(targets) - len(untested), evidence=untested[:20],
+                      fix="See the collection finding of this node for what cut it off; run the check again.")]
     return [ok("ssh", "ssh.node_to_node", f"{source} reaches all {len(targets)} other nodes over SSH", actual=len(targets))]

@@ -3,7 +3,7 @@
 A transport area (``KIND = "transport"``): it collects no source of its own.
 Its findings come from how the collection went (the transport's error kind
 and its fix, the time taken, a truncated output) and from the node-to-node
-test that ``areas/mesh.py`` runs inside the same round trip.
+test that ``areas/mesh.py`` runs inside the same round trip (and the same login).
 """
 from __future__ import annotations
 
@@ -25,7 +25,8 @@ def judge_transport(raw: RawNode) -> List[Finding]:
     found = [_collection(raw)]
     targets = raw.extra.get("mesh_targets")
     if targets and not raw.error:
-        found.extend(mesh.judge(raw.host, targets, mesh.parse(raw.host, raw.sections.get("ssh_mesh", ""))))
+        found.extend(mesh.judge(raw.host, targets, mesh.parse(raw.host, raw.sections.get("ssh_mesh", "")),
+                                finished=not raw.extra.get("mesh_cut")))
     return found
 
 

@@ -1,14 +1,15 @@
 """Running the collection script on nodes (the I/O edge of ``check``/``collect``).
 
-One SSH connection per host and one round trip for all its data: the script
-goes to ``sh -s`` on the node's standard input, its sections come back on
-standard output. The node-to-node SSH test, when asked for, runs on a
-second channel of the same connection at the same time.
+One SSH connection per host, one login and one round trip for all its data:
+the script goes to ``sh -s`` on the node's standard input, its sections come
+back on standard output. The node-to-node SSH test, when asked for, runs
+within the same script, in the background from its start, its output the
+script's last section.
 """
 from __future__ import annotations
 
+import dataclasses
 import shlex
-import threading
 import time
 from dataclasses import dataclass, field
 from types import ModuleType
@@ -16,17 +17,20 @@ from typing import Callable, List, Optional, Sequence
 
 from nccldiag.areas import mesh
 from nccldiag.areas.base import Source
-from nccldiag.collect.script import build_script, source_names
+from nccldiag.collect.script import HEARTBEAT, MESH_SECTION, build_script, source_names, with_mesh
 from nccldiag.collect.sections import new_mark, split_sections
 from nccldiag.model.raw import RawNode, released
 from nccldiag.inventory import Host
 from nccldiag.transport.base import COMMAND_TIMEOUT, PROTOCOL, ExecResult, TransportError
 from nccldiag.transport.task import fan_out
+from nccldiag.transport import sshconfig
 from nccldiag.transport.local import LocalTransport
-from nccldiag.transport.ssh import SSHConnection, SSHOptions
+from nccldiag.transport.ssh import LoginGate, SSHConnection, SSHOptions
 
 
 WHOLE_RUN = 4  # the collection on one node is bounded at this many --command-timeout
+POLL = 1.0  # seconds between two reads of what a node sent (SSHConnection.run's poll)
+LOGINS_QUEUED = 8  # logins one process keeps in progress while they queue (LoginGate's floor)
 
 
 @dataclass
@@ -42,6 +46,8 @@ class CollectOptions:
     transport: str = "ssh"  # "ssh" | "srun" (one Slurm step on every node, no SSH)
     slurm_job: Optional[str] = None  # srun: the allocation the step runs in (None: srun asks for one)
     alloc: Optional[object] = None  # srun outside an allocation: slurm.commands.AllocRequest
+    # the logins this process has in progress at once (collect_hosts makes one for its hosts)
+    gate: Optional[LoginGate] = field(default=None, repr=False, compare=False)
 
 
 def sources_of(areas: Sequence[ModuleType], extra: Sequence[Source] = ()) -> List[Source]:
@@ -100,7 +106,10 @@ def collect_local(script: str, opts: CollectOptions, host: Optional[str] = None)
 
 
 def collect_host(host: Host, script: str, opts: CollectOptions, mesh_targets: Sequence[str] = ()) -> RawNode:
-    """Connect to one host, run the script (and the mesh test), never raise."""
+    """Connect to one host, run the script (and the mesh test), never raise.
+
+    The node-to-node test runs within the script's own login (:func:`~nccldiag.collect.script.with_mesh`):
+    its section is the script's last, and the node's bound on the whole grows by the test's own."""
     start = time.monotonic()
     conn = SSHConnection(host.name, opts.ssh, user=host.user, port=host.port)
     try:
@@ -110,17 +119,13 @@ def collect_host(host: Host, script: str, opts: CollectOptions, mesh_targets: Se
         node.extra["transport"] = "ssh"
         return node
     connected = time.monotonic()
-    mesh_result: List[ExecResult] = []
-    mesh_thread = None
+    whole = opts.ssh.command_timeout * WHOLE_RUN
     if mesh_targets:
-        cmd = mesh.build_command(mesh_targets, opts.mesh_timeout)
-        mesh_bound = mesh.command_timeout(len(mesh_targets), opts.mesh_timeout)
-
-        def run_mesh() -> None:
-            mesh_result.append(conn.run(cmd, timeout=mesh_bound))
-
-        mesh_thread = threading.Thread(target=run_mesh, daemon=True)
-        mesh_thread.start()
+        bound = mesh.command_timeout(len(mesh_targets), opts.mesh_timeout)
+        # the test's section, while it waits, sends a blank line well within the silence bound
+        beat = max(1, min(HEARTBEAT, int(opts.ssh.command_timeout) // 3))
+        script = with_mesh(script, mesh.build_command(mesh_targets, opts.mesh_timeout), bound, beat)
+        whole += bound
     try:
         env = _script_env(opts)
         command = "env " + " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items()) + " sh -s"
@@ -128,11 +133,9 @@ def collect_host(host: Host, script: str, opts: CollectOptions, mesh_targets: Se
         # silent for --command-timeout, and in any case at WHOLE_RUN times that. Both count from the
         # script's first marker: before it the node's login runs (its shell's startup files, which on a
         # shared home may queue on a lock), bounded by --login-timeout
-        result = conn.run(command, timeout=opts.ssh.command_timeout * WHOLE_RUN, stdin=script,
-                          idle_timeout=opts.ssh.command_timeout, start_marker=start_marker(opts.mark),
-                          start_timeout=login_timeout(opts.ssh), what="script")
-        if mesh_thread is not None:
-            mesh_thread.join(mesh_bound + 5)
+        result = conn.run(command, timeout=whole, stdin=script, idle_timeout=opts.ssh.command_timeout,
+                          start_marker=start_marker(opts.mark), start_timeout=login_timeout(opts.ssh),
+                          what="script", poll=POLL, gate=opts.gate)
     finally:
         conn.close()
     node = _to_raw(host.name, result, opts.mark, script)
@@ -142,7 +145,10 @@ def collect_host(host: Host, script: str, opts: CollectOptions, mesh_targets: Se
         node.extra["login_s"] = round(result.started, 3)
     if mesh_targets:
         node.extra["mesh_targets"] = list(mesh_targets)
-        node.sections["ssh_mesh"] = mesh_result[0].stdout if mesh_result else ""
+        if MESH_SECTION not in node.rcs:
+            # the script was cut off before the test's section ended: what it said so far is all there is
+            node.extra["mesh_cut"] = True
+            node.sections.setdefault(MESH_SECTION, "")
     return node
 
 
@@ -186,6 +192,19 @@ def resolve(hosts: Sequence[Host], opts: CollectOptions) -> None:
         opts.ssh.resolved.update(resolve_names(todo, opts.ssh.connect_timeout))
 
 
+def for_hosts(hosts: Sequence[Host], opts: CollectOptions) -> CollectOptions:
+    """``opts`` whose connections share their hosts' SSH settings (one ``ssh -G`` per group of hosts the
+    configuration cannot tell apart, :class:`~nccldiag.transport.sshconfig.HostConfigs`) and one
+    :class:`~nccldiag.transport.ssh.LoginGate`: up to ``opts.fanout`` logins in progress at once while they
+    are quick, :data:`LOGINS_QUEUED` while they queue (a shared home's shell start-up under a lock)."""
+    if opts.ssh.configs is None:
+        configs = sshconfig.HostConfigs(opts.ssh.config_path, [(h.name, h.user, h.port) for h in hosts])
+        opts = dataclasses.replace(opts, ssh=dataclasses.replace(opts.ssh, configs=configs))
+    if opts.gate is None:
+        opts = dataclasses.replace(opts, gate=LoginGate(opts.fanout, LOGINS_QUEUED))
+    return opts
+
+
 def collect_hosts(
     hosts: Sequence[Host],
     script: str,
@@ -202,6 +221,7 @@ def collect_hosts(
     node-to-node test's targets by host, where the caller planned it over more hosts than ``hosts``."""
     plan = mesh_plan(hosts, opts.mesh) if plan is None else plan
     resolve(hosts, opts)
+    opts = for_hosts(hosts, opts)
 
     def task(h: Host) -> RawNode:
         return collect_host(h, script, opts, plan.get(h.name, ()))

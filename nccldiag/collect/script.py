@@ -83,6 +83,54 @@ def build_script(sources: Sequence[Source], areas: Iterable[str] = (), mark: str
     return "\n".join(lines) + "\n"
 
 
+MESH_SECTION = "ssh_mesh"
+HEARTBEAT = 10  # seconds between the blank lines a node sends while it waits for its node-to-node test
+
+# Started before the first source: the node-to-node test in the background, its lines into a file of its own,
+# bounded (when the node has ``timeout``).
+_MESH_START = """_mf=$(mktemp 2>/dev/null) || _mf=
+_mp=
+if [ -n "$_mf" ]; then
+  ( if [ -n "$_T" ]; then $_T -k 2 {bound} sh -c {command}; else sh -c {command}; fi ) </dev/null >"$_mf" 2>/dev/null &
+  _mp=$!
+fi
+export _mf
+"""
+
+# After the last source: the test waited for, a blank line every few seconds meanwhile (between sections,
+# where no section reads it), so that a long test is never a silent node; then its lines as the last section.
+# Nothing left behind holds the output open: the heartbeat's sleep writes nowhere.
+_MESH_WAIT = """if [ -n "$_mp" ]; then
+  ( while :; do sleep {beat} </dev/null >/dev/null 2>&1; echo; done ) </dev/null 2>/dev/null &
+  _hb=$!
+  wait "$_mp"
+  kill "$_hb" 2>/dev/null
+fi
+"""
+# The section itself: the file's lines, or, where no file could be made, the test run here and now.
+_MESH_SECTION = 'if [ -n "$_mf" ] && [ -f "$_mf" ]; then cat "$_mf"; rm -f "$_mf"; else sh -c {command}; fi'
+
+
+def with_mesh(script: str, command: str, bound: int, beat: int = HEARTBEAT) -> str:
+    """``script`` that also runs the node-to-node test ``command`` (:func:`nccldiag.areas.mesh.build_command`),
+    within the same login: started in the background before the first source, bounded at ``bound`` seconds,
+    its output the script's last section (:data:`MESH_SECTION`). After its last source the script waits for
+    the test, sending a blank line every ``beat`` seconds meanwhile (the head stops a node that is silent
+    for --command-timeout).
+
+    One login per node, where a channel of its own for the test was a second login on the node that runs it:
+    on a shared home whose shell start-up queues on a lock (pyenv's, conda's), every login counts."""
+    first = _RUN_LINE.search(script)
+    if first is None:
+        raise ValueError("not a collection script: no source in it")
+    quoted = _sh_single_quote(command)
+    start = _MESH_START.format(bound=int(bound), command=quoted)
+    wait = _MESH_WAIT.format(beat=int(beat))
+    # the section's own bound: the test's, when it runs here (no file could be made)
+    tail = f"_run {MESH_SECTION} {int(bound)} {_sh_single_quote(_MESH_SECTION.format(command=quoted))}\n"
+    return script[:first.start()] + start + script[first.start():].rstrip("\n") + "\n" + wait + tail
+
+
 def source_names(script: str) -> List[str]:
     """The names of the sources ``script`` runs, in its order (pure): the only sections read back from it."""
     return _RUN_LINE.findall(script)

@@ -16,7 +16,11 @@ can say "connection refused" rather than print a traceback.
 """
 from __future__ import annotations
 
+import base64
+import binascii
 import errno
+import hashlib
+import hmac
 import logging
 import math
 import os
@@ -79,6 +83,9 @@ class SSHOptions:
     max_output: int = 32 * 1024 * 1024  # bytes of stdout+stderr one command may send back
     # names looked up ahead of the connections, all at once (:func:`resolve_names`): name -> addresses or why not
     resolved: Dict[str, object] = field(default_factory=dict, repr=False)
+    # the settings of a run's hosts, shared where the configuration cannot tell them apart
+    # (:class:`~nccldiag.transport.sshconfig.HostConfigs`); None: ``ssh -G`` for each connection
+    configs: Optional[sshconfig.HostConfigs] = field(default=None, repr=False, compare=False)
 
 
 _known_hosts_lock = threading.Lock()
@@ -129,7 +136,9 @@ class KnownHosts:
         from nccldiag.atomic import NotRegular, TooLarge
 
         self.plain: Dict[str, Dict[str, List[paramiko.PKey]]] = {}
-        self.hashed: List[Tuple[str, Dict[str, List[paramiko.PKey]]]] = []
+        self.hashed: List[Tuple[bytes, bytes, Dict[str, List[paramiko.PKey]]]] = []  # salt, HMAC-SHA1, keys
+        self._found: Dict[str, Dict[str, List[paramiko.PKey]]] = {}  # name -> what lookup gave
+        self._lock = threading.Lock()
         for path in paths:
             try:
                 data = _read_ssh_file(path, MAX_KNOWN_HOSTS)
@@ -150,23 +159,41 @@ class KnownHosts:
                     continue
                 for name in entry.hostnames:
                     if name.startswith("|1|"):
-                        self.hashed.append((name, {entry.key.get_name(): [entry.key]}))
+                        hashed = _hashed_name(name)
+                        if hashed is not None:
+                            self.hashed.append(hashed + ({entry.key.get_name(): [entry.key]},))
                     else:
                         self.plain.setdefault(name, {}).setdefault(entry.key.get_name(), []).append(entry.key)
 
     def lookup(self, name: str) -> Dict[str, List[paramiko.PKey]]:
-        """Key type -> the keys known for ``name`` (empty when unknown)."""
+        """Key type -> the keys known for ``name`` (empty when unknown). Worked out once per name: a hashed
+        known_hosts (Debian's ``HashKnownHosts yes``) costs one HMAC per line, for every name asked."""
+        with self._lock:
+            found = self._found.get(name)
+        if found is not None:
+            return found
         out: Dict[str, List[paramiko.PKey]] = {t: list(k) for t, k in self.plain.get(name, {}).items()}
-        for hashed, keys in self.hashed:
-            salt = hashed.split("|")[2] if hashed.count("|") >= 3 else ""
-            try:
-                if paramiko.HostKeys.hash_host(name, salt) != hashed:
+        if self.hashed:
+            raw = name.encode("utf-8")
+            for salt, digest, keys in self.hashed:
+                if hmac.new(salt, raw, hashlib.sha1).digest() != digest:
                     continue
-            except (ValueError, TypeError):
-                continue
-            for t, k in keys.items():
-                out.setdefault(t, []).extend(k)
+                for t, k in keys.items():
+                    out.setdefault(t, []).extend(k)
+        with self._lock:
+            self._found[name] = out
         return out
+
+
+def _hashed_name(name: str) -> Optional[Tuple[bytes, bytes]]:
+    """``(salt, HMAC-SHA1 of the name)`` of a hashed known_hosts name (``|1|salt|hash``), or None."""
+    parts = name.split("|")
+    if len(parts) != 4 or parts[1] != "1":
+        return None
+    try:
+        return base64.b64decode(parts[2], validate=True), base64.b64decode(parts[3], validate=True)
+    except (binascii.Error, ValueError):
+        return None
 
 
 _known_cache: Dict[Tuple[str, ...], Tuple[tuple, KnownHosts]] = {}
@@ -254,6 +281,67 @@ def verify_host_key(
         f"host key of {names[0]} is not in known_hosts ({key_type} {_fingerprint(key)}): refused",
         host,
     )
+
+
+class _ReadAhead:
+    """A connected socket whose reads take what the kernel holds, up to 64 KiB, and hand it out as asked.
+
+    paramiko reads each packet in two calls (its first block, then the rest), each a ``poll`` and a
+    ``recv`` on a socket with a timeout: some four system calls per packet, for a node's output that comes in
+    a hundred packets and more. Here one ``recv`` serves both, and the packets that came together. Everything
+    else is the socket's own."""
+
+    def __init__(self, sock: socket.socket):
+        self._sock = sock
+        self._held = b""
+
+    def recv(self, n: int) -> bytes:
+        if not self._held:
+            self._held = self._sock.recv(max(n, 65536))  # socket.timeout and EOF (b"") as the socket gives them
+            if not self._held:
+                return b""
+        out, self._held = self._held[:n], self._held[n:]
+        return out
+
+    def __getattr__(self, name: str):
+        return getattr(self._sock, name)
+
+
+class _Transport(paramiko.Transport):
+    """paramiko's client transport, its reading thread woken once a second rather than ten times.
+
+    The thread wakes on every packet; between packets it only looks whether the transport was closed
+    (``Transport.close`` closes the socket itself, so that look is the end of a thread nobody waits for) and
+    whether a handshake ran out of time (the timeouts this module sets are whole seconds). Ten wake-ups a
+    second per connection were most of the head's CPU while connections wait on their nodes' logins, with
+    64 of them open at once."""
+
+    _active_check_timeout = 1.0
+
+
+# Ciphers offered first: the AEAD ones (AES-GCM, one pass of C code per packet), ahead of CTR with a separate
+# MAC, whose tag paramiko compares byte by byte in Python. The rest of paramiko's own list follows, in its
+# order. paramiko has no chacha20-poly1305.
+_CIPHERS_FIRST = ("aes128-gcm@openssh.com", "aes256-gcm@openssh.com")
+# Key exchanges: the hybrid post-quantum ones paramiko has (ML-KEM with X25519, in C), then X25519, then the
+# rest in paramiko's order (NIST curves, then finite-field Diffie-Hellman: modular exponentiation of 2048
+# bits and more, the costliest).
+_KEX_FIRST = ("mlkem768x25519-sha256", "curve25519-sha256", "curve25519-sha256@libssh.org")
+
+
+def _first(offered: Sequence[str], first: Sequence[str]) -> Tuple[str, ...]:
+    return tuple([a for a in first if a in offered] + [a for a in offered if a not in first])
+
+
+def _prefer_fast_algorithms(t: paramiko.Transport) -> None:
+    """The cheapest ciphers and key exchanges first among those paramiko offers (nothing added, nothing
+    dropped: what the server supports still decides)."""
+    opts = t.get_security_options()
+    try:
+        opts.ciphers = _first(opts.ciphers, _CIPHERS_FIRST)
+        opts.kex = _first(opts.kex, _KEX_FIRST)
+    except (ValueError, TypeError):  # an older paramiko that knows none of them: its own order stands
+        pass
 
 
 def _prefer_known_key_types(t: paramiko.Transport, cfg: sshconfig.HostConfig) -> None:
@@ -382,7 +470,25 @@ def _key_from_bytes(data: bytes) -> paramiko.PKey:
     return cls.from_private_key(io.StringIO(data.decode("utf-8", "replace")))
 
 
+_keys_lock = threading.Lock()
+_keys: Dict[str, Tuple[tuple, Tuple[Optional[paramiko.PKey], Optional[str]]]] = {}
+
+
 def _load_key(path: str) -> Tuple[Optional[paramiko.PKey], Optional[str]]:
+    """:func:`_read_key`, once per change of the key's file or its certificate (a run of hundreds of hosts
+    reads and parses each identity once)."""
+    stamp = _stamp([path, path + "-cert.pub"])
+    with _keys_lock:
+        cached = _keys.get(path)
+        if cached is not None and cached[0] == stamp:
+            return cached[1]
+    got = _read_key(path)
+    with _keys_lock:
+        _keys[path] = (stamp, got)
+    return got
+
+
+def _read_key(path: str) -> Tuple[Optional[paramiko.PKey], Optional[str]]:
     """The key in ``path``, or why it cannot be used (encrypted keys are skipped: nccldiag asks no passphrase).
 
     The file is read once, as a regular file of at most :data:`MAX_KEY_FILE` bytes (``IdentityFile
@@ -670,10 +776,76 @@ def _dropped(kind: str, message: str, host: str) -> TransportError:
 
 _CLOSED = (EOFError, ConnectionResetError, ConnectionAbortedError, BrokenPipeError)
 
+IDLE_WAKE = 5.0  # seconds a command's reader waits at most with nothing to read and no deadline nearer
+# bytes taken from a channel at once: what a poll finds buffered (a node's whole output, often) in one copy
+READ_SIZE = 1 << 20
+
 
 def _last_line(text: str) -> str:
     lines = [l.strip() for l in text.splitlines() if l.strip()]
     return lines[-1] if lines else ""
+
+
+class LoginGate:
+    """How many logins one process lets be in progress at once: all it may (``limit``) while logins are quick,
+    down to ``floor`` while they queue.
+
+    A login (the remote shell and its startup files, before the command's first output) costs the node, not
+    the head. But where the nodes share a home directory whose shell start-up works under a lock (pyenv's
+    rehash, conda's init), logins queue on that lock one at a time, and every login waiting for it does
+    work of its own (pyenv's polls the lock ten times a second, a process each time, and gives up after 60
+    s): dozens of them in flight only slow the one that holds the lock. The gate learns which case it is
+    in as TCP Vegas does, from the time logins take: the quickest login of the run (``base``) is what one
+    costs without a queue; each login that took more than ``QUEUED`` times that lowers the number allowed
+    in flight by one, down to ``floor``, and each that took less than ``CLEAR`` times that raises it by one
+    while logins wait at the gate, up to ``limit``. Logins that are slow each on its own (conda's init on
+    every node) take about the same time each, and are let through ``limit`` at once."""
+
+    QUEUED = 3.0
+    CLEAR = 1.5
+
+    def __init__(self, limit: int, floor: int = 8):
+        self.limit = max(1, limit)
+        self.floor = max(1, min(floor, self.limit))
+        self.allowed = self.floor  # grows while logins are quick: no herd of logins at the start
+        self.base: Optional[float] = None
+        self._cv = threading.Condition()
+        self._inside: Dict[int, float] = {}  # thread -> when its login began
+        self._waiting = 0
+
+    def __getstate__(self) -> dict:
+        return {"limit": self.limit, "floor": self.floor}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__init__(state["limit"], state["floor"])  # type: ignore[misc]
+
+    def enter(self) -> None:
+        """Wait for a place (the login then begins)."""
+        with self._cv:
+            self._waiting += 1
+            try:
+                while len(self._inside) >= self.allowed:
+                    self._cv.wait(1.0)
+            finally:
+                self._waiting -= 1
+            self._inside[threading.get_ident()] = time.monotonic()
+
+    def leave(self, started: bool) -> None:
+        """The login of this thread is over: ``started`` (the command's first output came, which times it),
+        or not (its command ended or was stopped before). A second call is nothing."""
+        with self._cv:
+            began = self._inside.pop(threading.get_ident(), None)
+            if began is None:
+                return
+            if started:
+                took = max(time.monotonic() - began, 1e-3)
+                if self.base is None or took < self.base:
+                    self.base = took
+                if took > self.QUEUED * self.base:
+                    self.allowed = max(self.floor, self.allowed - 1)
+                elif took < self.CLEAR * self.base and self._waiting:
+                    self.allowed = min(self.limit, self.allowed + 1)
+            self._cv.notify_all()
 
 
 class SSHConnection:
@@ -692,7 +864,10 @@ class SSHConnection:
 
     # -- connecting ---------------------------------------------------------
     def connect(self) -> "SSHConnection":
-        cfg = sshconfig.resolve(self.name, self.user, self.port, self.options.config_path)
+        if self.options.configs is not None:
+            cfg = self.options.configs.resolve(self.name, self.user, self.port)
+        else:
+            cfg = sshconfig.resolve(self.name, self.user, self.port, self.options.config_path)
         self.config = cfg
         attempts = 1 + max(0, self.options.retries)
         for attempt in range(attempts):
@@ -719,7 +894,7 @@ class SSHConnection:
             except OSError as exc:
                 raise TransportError(PROXY, f"cannot start {argv[0]}: {exc.strerror or exc}", self.name) from None
             return self.proxy
-        return open_socket(cfg.hostname, cfg.port, timeout, self.name, self.options.resolved)
+        return _ReadAhead(open_socket(cfg.hostname, cfg.port, timeout, self.name, self.options.resolved))
 
     def _timeout(self, cfg: sshconfig.HostConfig) -> float:
         return min(self.options.connect_timeout, cfg.connect_timeout or self.options.connect_timeout)
@@ -745,11 +920,12 @@ class SSHConnection:
     def _connect_once(self, cfg: sshconfig.HostConfig) -> None:
         sock = self._sock(cfg)
         timeout = self._timeout(cfg) if self.proxied else self.options.connect_timeout
-        t = paramiko.Transport(sock)
+        t = _Transport(sock)
         self.transport = t
         t.banner_timeout = timeout
         t.handshake_timeout = timeout
         t.auth_timeout = self.options.auth_timeout
+        _prefer_fast_algorithms(t)
         _prefer_known_key_types(t, cfg)
         try:
             try:
@@ -851,6 +1027,8 @@ class SSHConnection:
         start_marker: Optional[bytes] = None,
         start_timeout: Optional[float] = None,
         what: str = "command",
+        poll: Optional[float] = None,
+        gate: Optional["LoginGate"] = None,
     ) -> ExecResult:
         """Run ``command`` (already quoted for the remote shell) with a deadline.
 
@@ -868,8 +1046,25 @@ class SSHConnection:
         stopped before its marker came is reported as a slow login, or as no
         answer when nothing at all came back; one stopped after it, as stalled.
         ``what`` names the command in those messages.
+
+        With ``poll``, what came is read every ``poll`` seconds, and at once when the command ends, rather than
+        as each packet comes: a node's output comes in as many packets as it has writes (a hundred and more for
+        a collection script), and waking for each of them was much of the head's CPU per node. The times of the
+        marker and of the last output are then known to within ``poll`` seconds, always late: a silence is
+        never measured longer than it was.
         """
         timeout = self.options.command_timeout if timeout is None else timeout
+        if gate is not None:
+            gate.enter()
+        try:
+            return self._run(command, timeout, stdin, env, on_line, cancel, idle_timeout, start_marker,
+                             start_timeout, what, poll, gate)
+        finally:
+            if gate is not None:
+                gate.leave(False)
+
+    def _run(self, command, timeout, stdin, env, on_line, cancel, idle_timeout, start_marker, start_timeout,
+             what, poll, gate) -> ExecResult:
         start = time.monotonic()
         if env:
             command = "env " + " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items()) + " " + command
@@ -896,7 +1091,7 @@ class SSHConnection:
         try:
             while True:
                 while chan.recv_ready() and received <= self.options.max_output:
-                    chunk = chan.recv(65536)
+                    chunk = chan.recv(READ_SIZE)
                     received += len(chunk)
                     last = time.monotonic()
                     out.append(chunk)
@@ -905,6 +1100,8 @@ class SSHConnection:
                         if start_marker in window:
                             started = last - start
                             deadline = last + timeout  # the command's own bound starts with it
+                            if gate is not None:
+                                gate.leave(True)
                         tail = window[-len(start_marker):]
                     if on_line is not None:
                         pending += chunk
@@ -931,12 +1128,19 @@ class SSHConnection:
                 if remaining <= 0 or (cancel is not None and cancel.is_set()):
                     timed_out = True
                     break
-                if chan.eof_received:
-                    # output is over, the exit status is still to come: the channel's
-                    # pipe stays readable after EOF, so wait on the status instead
-                    chan.status_event.wait(min(remaining, 0.5))
+                # the channel's pipe wakes this wait on output (stdout or stderr), EOF and close; the bound is
+                # the next deadline (the whole, the silence), a cancel looked at twice a second
+                wait = min(remaining, 0.5 if cancel is not None else IDLE_WAKE)
+                if idle_timeout is not None and started is not None:
+                    wait = min(wait, max(0.01, idle_timeout - (now - last)))
+                if chan.eof_received or (poll is not None and started is not None and not chan.status_event.is_set()):
+                    # output is over, the exit status is still to come: the channel's pipe stays readable
+                    # after EOF, so wait on the status instead. Polled, the same until the status comes (it
+                    # is also set when the channel closes or the connection drops); after it, the rest of
+                    # the output, up to its EOF, is waited for on the pipe
+                    chan.status_event.wait(wait if poll is None else min(wait, poll))
                 else:
-                    select.select([chan], [], [], min(remaining, 0.5))
+                    select.select([chan], [], [], wait)
         except (OSError, EOFError, paramiko.SSHException) as exc:
             _close(chan)
             err = TransportError(PROTOCOL, f"connection lost while running the command: {exc}", self.name)
@@ -951,6 +1155,7 @@ class SSHConnection:
         if on_line is not None and pending:
             on_line(pending.decode("utf-8", "replace"))
         stdout = b"".join(out).decode("utf-8", "replace")
+        del out
         stderr = b"".join(err_chunks).decode("utf-8", "replace")
         said = bool(received)
         if start_marker is None:

@@ -17,8 +17,10 @@ from tests.integration.helpers import load_json, timed
 from tests.integration.vcluster import vcluster_fixture
 
 N = 24
-LOCKED = 0.2  # seconds each login works under the shared lock: N of them queue for N * LOCKED = 4.8 s
-SILENCE = 2  # --command-timeout: well under the queue
+# seconds each login works under the shared lock: N of them queue for N * LOCKED = 9.6 s, and each of the
+# logins the check keeps in progress while they queue (runner.LOGINS_QUEUED, 8) waits up to 3.2 s for it
+LOCKED = 0.4
+SILENCE = 2  # --command-timeout: under the wait of a login queued behind the others in progress
 
 cluster = vcluster_fixture(n=N, prefix="ncdw", names="lnode", subnet="10.213.80", scope="module")
 
@@ -95,8 +97,8 @@ def test_logins_queued_on_a_shared_home_are_not_the_script_silence(cluster, tmp_
 
 
 def test_with_the_default_login_bound_every_node_is_checked(cluster, tmp_path):
-    """The login bound is twice the silence bound (6 s here, near the 4.8 s queue): a node whose login is
-    cut off there is tried once more when the others are done, and is checked then."""
+    """The login bound is twice the silence bound (6 s here): a node whose login is cut off there is tried
+    once more when the others are done, and is checked then."""
     with shared_home(cluster):
         r, elapsed, ssh = check(cluster, tmp_path, silence=3)
     assert r.returncode == 0, r.stdout[-3000:]
@@ -117,3 +119,26 @@ def test_a_node_whose_script_stalls_is_named_stalled_and_the_others_checked(clus
     assert {h: f["status"] for h, f in ssh.items() if f["status"] != "ok"} == {}
     assert r.returncode != 0
     assert elapsed < 120, elapsed
+
+
+def test_each_node_logs_in_once_with_the_node_to_node_test(cluster, tmp_path):
+    """The node-to-node test runs within the collection script's login on the first node, and reaches the
+    others without a shell (authentication only): one login per node, on a shared home where each queues."""
+    log = cluster.state / "logins.log"
+    with shared_home(cluster):
+        with open(cluster.state / "bashrc", "a") as f:  # in place: the file is bind-mounted on every node
+            f.write(f"printf '%s\\n' \"$HOSTNAME\" >> {log}\n")
+        log.write_text("")
+        out = tmp_path / "r.json"
+        r, _ = timed(["check", str(cluster.hostfile), "--ssh-config", str(cluster.ssh_config), "--only", "system",
+                      "--mesh", "first", "--fanout", str(N), "--login-timeout", "60", "--json", str(out)],
+                     timeout=300)
+        logins = log.read_text().split()
+    nodes = load_json(out)["nodes"]
+    assert len(nodes) == N, (r.returncode, r.stdout[-2000:], r.stderr[-2000:])
+    assert sorted(logins) == sorted(cluster.hosts), logins
+    ssh = [f for n in nodes for f in n["findings"] if f["area"] == "ssh"]
+    assert {(f["check"], f["status"]) for f in ssh} == {("ssh.collect", "ok"), ("ssh.node_to_node", "ok")}, \
+        [f["message"] for f in ssh if f["status"] != "ok"]
+    (mesh,) = [f for f in ssh if f["check"] == "ssh.node_to_node"]
+    assert mesh["actual"] == N - 1

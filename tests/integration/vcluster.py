@@ -109,8 +109,9 @@ class VCluster:
         self._script(["hostkey-rotate", node], timeout)
 
     def login(self, mode: str, seconds: Optional[float] = None, timeout: float = 30) -> None:
-        """The nodes' logins: ``"plain"``, or ``"shared-home"``, each login working ``seconds`` under one lock
-        of the shared home (as pyenv's init does), so that logins started together queue."""
+        """The nodes' logins: ``"plain"``; ``"shared-home"``, each login working ``seconds`` under one lock of
+        the shared home (as pyenv's init does), so that logins started together queue; or ``"admin"``, each
+        login running the admin's own ~/.bashrc (a copy of the host's) on the shared home."""
         self._script(["login", mode] + ([f"{seconds:g}"] if seconds is not None else []), timeout)
 
     # --- state ------------------------------------------------------------

@@ -84,3 +84,102 @@ def test_a_connection_that_fails_once_is_tried_again_and_a_refused_key_is_not(tm
     assert calls.count("node1") == 2 and calls.count("node2") == 2 and calls.count("deny3") == 1
     findings = mesh.judge("src", targets, list(results.values()))
     assert [f.status.value for f in findings] == ["fail"] and "1 of 3" in findings[0].message
+
+
+# The test inside the collection script's own login (collect/script.with_mesh), run by sh for real. The sources
+# and the test's command are CONSTRUCTED for these tests: a stand-in test that says when it started.
+def _script(tmp_path, mesh_command, bound=30, beat=10):
+    from nccldiag.areas.base import Source
+    from nccldiag.collect.script import build_script, with_mesh
+
+    d = tmp_path
+    sources = [
+        # runs while the test runs: it waits (bounded) for the test to have started
+        Source("first", f"i=0; while [ ! -e {d}/started ] && [ $i -lt 250 ]; do sleep 0.1; i=$((i+1)); done; "
+                        f"[ -e {d}/started ] && echo alongside", 30),
+        Source("second", "echo two", 30),
+    ]
+    return with_mesh(build_script(sources, mark="0123abcd"), mesh_command, bound, beat)
+
+
+def _run_script(script, path=None, tmp=None):
+    from nccldiag.collect.script import source_names
+    from nccldiag.collect.sections import split_sections
+
+    env = {"PATH": path or "/usr/bin:/bin"}
+    if tmp is not None:
+        env["TMPDIR"] = str(tmp)
+    out = subprocess.run(["sh", "-s"], input=script, capture_output=True, text=True, timeout=60, env=env)
+    _run_script.stdout = out.stdout
+    return split_sections(out.stdout, "0123abcd", source_names(script))
+
+
+def test_the_test_runs_in_the_background_of_the_script_and_is_its_last_section(tmp_path):
+    command = f"touch {tmp_path}/started; for t in n2 n3; do printf '@@mesh %s 0 \\n' $t; done; printf '@@mesh n4 255 no\\n'"
+    (tmp_path / "tmp").mkdir()
+    sections, rcs, truncated = _run_script(_script(tmp_path, command), tmp=tmp_path / "tmp")
+    assert sections["first"].strip() == "alongside" and sections["second"].strip() == "two"
+    assert list(sections)[-1] == "ssh_mesh" and rcs["ssh_mesh"] == 0 and not truncated
+    results = {r.target: r.rc for r in mesh.parse("n1", sections["ssh_mesh"])}
+    assert results == {"n2": 0, "n3": 0, "n4": 255}
+    assert "@@mesh-done" not in sections["ssh_mesh"]
+    assert not list((tmp_path / "tmp").iterdir())  # the test's file is removed
+
+
+def test_a_long_test_sends_a_blank_line_while_the_script_waits_for_it(tmp_path):
+    # the heartbeat's sleep (of a second, beat=1: the sources' are shorter) notes each of its ends; the test
+    # ends once the heartbeat has come round twice, so that its first blank line was sent whatever the load
+    bins = tmp_path / "bin"
+    bins.mkdir()
+    (bins / "sleep").write_text(f"#!/bin/sh\n/bin/sleep \"$1\"\n[ \"$1\" = 1 ] && echo >> {tmp_path}/beats\n"
+                                "exit 0\n")
+    (bins / "sleep").chmod(0o755)
+    command = (f"touch {tmp_path}/started; i=0; while [ \"$(cat {tmp_path}/beats 2>/dev/null | wc -l)\" -lt 2 ] "
+               f"&& [ $i -lt 250 ]; do /bin/sleep 0.1; i=$((i+1)); done; printf '@@mesh n2 0 \\n'")
+    sections, rcs, _ = _run_script(_script(tmp_path, command, beat=1), path=f"{bins}:/usr/bin:/bin")
+    assert [r.target for r in mesh.parse("n1", sections["ssh_mesh"])] == ["n2"] and rcs["ssh_mesh"] == 0
+    # between the last source's section and the test's, where no section reads them
+    between = _run_script.stdout.split("end second rc=0@@\n", 1)[1].split("@@nccldiag:0123abcd:begin ssh_mesh@@")[0]
+    assert between.count("\n") >= 1 and not between.strip()
+
+
+def test_nothing_of_the_wait_holds_the_output_open(tmp_path):
+    # the heartbeat's sleep is a minute long here: were its output the script's, the node's output would end
+    # only with it (sshd sends EOF once nothing holds the command's output), past this run's bound
+    command = f"touch {tmp_path}/started; sleep 2; printf '@@mesh n2 0 \\n'"
+    script = _script(tmp_path, command, beat=60)
+    out = subprocess.run(["sh", "-s"], input=script, capture_output=True, text=True, timeout=45,
+                         env={"PATH": "/usr/bin:/bin"})
+    assert "@@mesh n2 0" in out.stdout and out.returncode == 0
+
+
+def test_without_mktemp_the_test_runs_as_the_last_section(tmp_path):
+    bins = tmp_path / "bin"
+    bins.mkdir()
+    (bins / "mktemp").write_text("#!/bin/sh\nexit 1\n")
+    (bins / "mktemp").chmod(0o755)
+    command = "printf '@@mesh n2 0 \\n'"
+    sections, rcs, _ = _run_script(_script(tmp_path, command), path=f"{bins}:/usr/bin:/bin")
+    assert [r.target for r in mesh.parse("n1", sections["ssh_mesh"])] == ["n2"] and rcs["ssh_mesh"] == 0
+
+
+def test_a_test_cut_off_with_its_node_is_not_the_targets_failure():
+    from nccldiag.areas import ssh as ssh_area
+    from nccldiag.model.raw import RawNode
+
+    targets = ["n2", "n3", "n4"]
+    answered = "@@mesh n2 0 \n"
+    # the collection on n1 stopped at its bound before the test's section ended (CONSTRUCTED node)
+    node = RawNode(host="n1", sections={"ssh_mesh": answered}, truncated=True,
+                   extra={"mesh_targets": targets, "mesh_cut": True, "timeout": "script stalled"})
+    (finding,) = [f for f in ssh_area.judge_transport(node) if f.check == "ssh.node_to_node"]
+    assert finding.status.value == "error" and "1 of 3" in finding.message and finding.evidence == ["n3", "n4"]
+    # a target that answered and failed still fails
+    node.sections["ssh_mesh"] = answered + "@@mesh n3 255 Permission denied (publickey).\n"
+    (finding,) = [f for f in ssh_area.judge_transport(node) if f.check == "ssh.node_to_node"]
+    assert finding.status.value == "fail" and finding.actual == ["n3: Permission denied (publickey)."]
+    assert "1 of 3 nodes not tested" in finding.message
+    # the test that ended: a target without an answer failed to answer
+    node.extra.pop("mesh_cut")
+    (finding,) = [f for f in ssh_area.judge_transport(node) if f.check == "ssh.node_to_node"]
+    assert finding.status.value == "fail" and "n4: no answer" in finding.actual

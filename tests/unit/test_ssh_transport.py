@@ -71,6 +71,44 @@ def test_success_runs_command_with_stdin_and_rc(keys, server):
     assert (r.rc, r.stdout, r.stderr, r.error) == (3, "hello\n", "err\n", None)
 
 
+def test_output_read_by_polling_is_whole_and_its_silence_still_bounded(keys, server):
+    s = server()
+    s.login = "true"  # the server streams the command's output as it comes
+    cfg, _ = write_config(keys["dir"], s.port, keys["dir"] / "id_client", known_line(s.port, keys["host"]))
+    with connect(cfg) as conn:
+        r = conn.run("for i in 1 2 3 4 5 6; do echo line$i; sleep 0.2; done; echo err >&2; exit 4", timeout=20,
+                     poll=1.0)
+        assert (r.rc, r.stdout, r.stderr, r.error) == (4, "".join(f"line{i}\n" for i in range(1, 7)), "err\n", None)
+        r = conn.run("echo begin; exec sleep 30", timeout=20, idle_timeout=2, poll=1.0)
+    assert r.error is not None and r.error.kind == base.COMMAND_TIMEOUT and "nothing sent for 2 s" in r.error.message
+    assert r.stdout == "begin\n"
+
+
+def test_aead_ciphers_come_first_and_the_host_key_is_still_verified(keys, server):
+    s = server()
+    cfg, _ = write_config(keys["dir"], s.port, keys["dir"] / "id_client", known_line(s.port, keys["host"]))
+    with connect(cfg) as conn:
+        assert conn.transport.local_cipher == "aes128-gcm@openssh.com"
+        assert conn.transport.remote_cipher == "aes128-gcm@openssh.com"
+        assert conn.transport.host_key_type == keys["host"].get_name()
+    cfg, _ = write_config(keys["dir"], s.port, keys["dir"] / "id_client", known_line(s.port, keys["other_host"]))
+    with pytest.raises(base.TransportError) as exc:
+        connect(cfg)
+    assert exc.value.kind == base.HOSTKEY_CHANGED
+
+
+def test_a_key_is_read_once_per_change_of_its_file(keys, tmp_path):
+    path = tmp_path / "id_test"
+    keys["client"].write_private_key_file(str(path))
+    first, _ = ssh._load_key(str(path))
+    assert first == keys["client"] and ssh._load_key(str(path))[0] is first
+    before = os.stat(path).st_mtime_ns
+    keys["wrong"].write_private_key_file(str(path))
+    # written again within the same clock tick, the file could keep its time stamp: set one a second later
+    os.utime(path, ns=(before + 10**9, before + 10**9))
+    assert ssh._load_key(str(path))[0] == keys["wrong"]
+
+
 def test_refused(keys):
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
@@ -433,7 +471,8 @@ def hostile_config(d, port, identity, known_hosts) -> str:
     return str(cfg)
 
 
-def test_output_queued_behind_the_exit_status_is_read_to_its_end(keys, server, monkeypatch):
+@pytest.mark.parametrize("poll", [None, 1.0])
+def test_output_queued_behind_the_exit_status_is_read_to_its_end(keys, server, monkeypatch, poll):
     # sshd sends the exit status when the command exits, ahead of output still queued behind the channel's
     # window: the server here holds the rest of the output back until the client has seen the status
     s = server("status-first")
@@ -449,7 +488,7 @@ def test_output_queued_behind_the_exit_status_is_read_to_its_end(keys, server, m
     monkeypatch.setattr(paramiko.Channel, "exit_status_ready", exit_status_ready)
     cfg, _ = write_config(keys["dir"], s.port, keys["dir"] / "id_client", known_line(s.port, keys["host"]))
     with connect(cfg) as conn:
-        r = conn.run("head -c 200000 /dev/zero | tr '\\0' x; exit 3", timeout=30)
+        r = conn.run("head -c 200000 /dev/zero | tr '\\0' x; exit 3", timeout=30, poll=poll)
     assert r.error is None and r.rc == 3
     assert r.stdout == "x" * 200000
 
@@ -694,3 +733,137 @@ def test_a_first_try_held_for_its_retry_is_still_reported_when_the_run_is_interr
         runner.collect_hosts([Host("n1")], "", opts, on_node=seen.append)
     assert calls == ["n1", "n1"]
     assert [n.host for n in seen] == ["n1"] and seen[0].extra["tries"] == [first]
+
+
+class _Clock:
+    """A clock the test moves (time.monotonic in the transport module)."""
+
+    def __init__(self):
+        self.now = 1000.0
+
+    def __call__(self):
+        return self.now
+
+
+def _login(gate, clock, took, started=True):
+    gate.enter()
+    clock.now += took
+    gate.leave(started)
+
+
+def test_the_login_gate_lets_quick_logins_through_and_holds_queued_ones_to_its_floor(monkeypatch):
+    clock = _Clock()
+    monkeypatch.setattr(ssh.time, "monotonic", clock)
+    gate = ssh.LoginGate(limit=32, floor=4)
+    assert gate.allowed == 4  # no herd of logins at the start
+    gate._waiting = 10  # logins waiting at the gate: it may open wider
+    for took in (0.10, 0.12, 0.11, 0.13, 0.10, 0.14) * 10:  # quick logins, each on its own node
+        _login(gate, clock, took)
+    assert gate.base == pytest.approx(0.10) and gate.allowed == 32
+    # logins queued on one lock (each waits for all the others before it): down to the floor
+    for k in range(40):
+        _login(gate, clock, 0.5 * (k % 8 + 4))
+    assert gate.allowed == 4
+    # a login stopped before its command started teaches nothing, and leaving twice is nothing
+    _login(gate, clock, 50.0, started=False)
+    gate.leave(True)
+    assert gate.allowed == 4 and gate.base == pytest.approx(0.10)
+
+
+def test_logins_slow_each_on_its_own_are_not_held(monkeypatch):
+    clock = _Clock()
+    monkeypatch.setattr(ssh.time, "monotonic", clock)
+    gate = ssh.LoginGate(limit=32, floor=4)
+    gate._waiting = 10
+    for k in range(60):  # conda's init on every node: about a second each, whatever the others do
+        _login(gate, clock, 0.9 + 0.2 * ((k * 7) % 5) / 4)
+    assert gate.allowed == 32
+
+
+def test_the_login_gate_holds_at_most_its_allowed_logins_at_once():
+    import threading
+
+    gate = ssh.LoginGate(limit=8, floor=2)
+    inside, most, lock = [0], [0], threading.Lock()
+    release = threading.Event()
+
+    def one():
+        gate.enter()
+        with lock:
+            inside[0] += 1
+            most[0] = max(most[0], inside[0])
+        release.wait(30)
+        with lock:
+            inside[0] -= 1
+        gate.leave(False)
+
+    threads = [threading.Thread(target=one) for _ in range(6)]
+    for t in threads:
+        t.start()
+    deadline = time.monotonic() + 30
+    while gate._waiting < 4 and time.monotonic() < deadline:  # four wait at the gate, two are in
+        time.sleep(0.01)
+    assert len(gate._inside) == 2 and gate._waiting == 4
+    release.set()
+    for t in threads:
+        t.join(30)
+    assert most[0] == 2 and not gate._inside and gate._waiting == 0
+
+
+def test_a_command_holds_its_place_at_the_login_gate_until_its_marker_comes(keys, server, tmp_path):
+    import threading
+
+    fifo = tmp_path / "login"
+    os.mkfifo(fifo)
+    held = connect(_started(keys, server, f"cat {fifo} >/dev/null"))  # a login that waits for the test
+    quick = connect(_started(keys, server, "true"))
+    gate = ssh.LoginGate(limit=1, floor=1)
+    results, seen = {}, []
+
+    def run(name, conn):
+        results[name] = conn.run("printf 'MARK\\n'; echo after", timeout=60, start_marker=b"MARK",
+                                 start_timeout=60, gate=gate,
+                                 on_line=lambda line: seen.append((name, line, len(gate._inside))))
+
+    def until(cond):
+        deadline = time.monotonic() + 30
+        while not cond() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return cond()
+
+    try:
+        first = threading.Thread(target=run, args=("held", held))
+        first.start()
+        assert until(lambda: len(gate._inside) == 1)
+        second = threading.Thread(target=run, args=("quick", quick))
+        second.start()
+        # the second command's login waits at the gate while the first login is in progress
+        assert until(lambda: gate._waiting == 1) and "quick" not in results
+        deadline = time.monotonic() + 30
+        while True:  # the first login goes on once the fifo has a writer
+            try:
+                os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+                break
+            except OSError:  # no reader yet
+                assert time.monotonic() < deadline
+                time.sleep(0.01)
+        first.join(60)
+        second.join(60)
+    finally:
+        held.close()
+        quick.close()
+    for name in ("held", "quick"):
+        r = results[name]
+        assert (r.rc, r.stdout, r.error) == (0, "MARK\nafter\n", None) and r.started is not None
+    # each command left the gate when its marker came, before its lines were handed on
+    assert {(name, line, inside) for name, line, inside in seen} == {
+        (n, l, 0) for n in ("held", "quick") for l in ("MARK", "after")}
+    assert not gate._inside and gate._waiting == 0 and gate.base is not None
+
+
+def test_a_command_that_ends_before_its_marker_leaves_the_gate_untimed(keys, server):
+    gate = ssh.LoginGate(limit=2, floor=1)
+    with connect(_started(keys, server, "true")) as conn:
+        r = conn.run("echo no marker", timeout=30, start_marker=b"MARK", start_timeout=30, gate=gate)
+    assert r.rc == 0 and r.started is None
+    assert not gate._inside and gate.base is None
