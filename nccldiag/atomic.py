@@ -303,6 +303,16 @@ def read_regular_bytes(path: str, limit: int, follow: Union[bool, str] = False, 
     :class:`NotRegular` for anything but a regular file, and
     :class:`TooLarge` past ``limit``.
     """
+    with open_regular(path, limit, follow, owned) as f:
+        data = f.read(limit + 1)
+    if len(data) > limit:
+        raise TooLarge(f"{path}: larger than {size_text(limit)}")
+    return data
+
+
+def open_regular(path: str, limit: int, follow: Union[bool, str] = False, owned: bool = False) -> io.BufferedReader:
+    """A binary file object on ``path``, opened and checked as :func:`read_regular_bytes` reads it (its size at
+    most ``limit`` when opened), for a reader that takes it piece by piece."""
     if owned:
         follow = OWN
     if follow == OWN:
@@ -324,13 +334,10 @@ def read_regular_bytes(path: str, limit: int, follow: Union[bool, str] = False, 
             _check_owned(path, st)
         if st.st_size > limit:
             raise TooLarge(f"{path}: larger than {size_text(limit)} ({st.st_size} bytes)")
-        with os.fdopen(fd, "rb", closefd=False) as f:
-            data = f.read(limit + 1)
-    finally:
+        return os.fdopen(fd, "rb")
+    except BaseException:
         os.close(fd)
-    if len(data) > limit:
-        raise TooLarge(f"{path}: larger than {size_text(limit)}")
-    return data
+        raise
 
 
 def _check_owned(path: str, st: os.stat_result) -> None:

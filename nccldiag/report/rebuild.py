@@ -126,7 +126,7 @@ def _isolate(path: str, meta: Dict[str, Any]) -> Dict[str, Any]:
     from nccldiag.probe import records
     from nccldiag.report import isolate_report
 
-    kept = len(rundir.read_lines(os.path.join(path, records.RECORDS)))
+    kept = sum(1 for _ in rundir.iter_lines(os.path.join(path, records.RECORDS)))
     doc = isolate_report.to_json(isolate.IsolateReport.from_meta(meta, out_dir=path))
     # the rounds that ended, as they were kept: each job's outcome, not yet judged
     doc["rounds"] = [r for r in rundir.read_lines(os.path.join(path, isolate.ROUNDS))
