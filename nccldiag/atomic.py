@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import errno
 import io
+import itertools
 import json
 import os
+import re
 import stat
 import tempfile
 from typing import Dict, Iterable, Iterator, Optional, Union
@@ -354,3 +356,25 @@ def _check_owned(path: str, st: os.stat_result) -> None:
 def read_regular(path: str, limit: int, follow: Union[bool, str] = False, owned: bool = False) -> str:
     """The text of :func:`read_regular_bytes`; bytes that are not UTF-8 are replaced."""
     return read_regular_bytes(path, limit, follow, owned).decode("utf-8", errors="replace")
+
+
+# Every JSON document nccldiag reads back (a run's run.json, report.json and JSON lines, a bundle's _bundle.json
+# and _node.json) is at most this deep; none it writes is deeper than about 10. Python's parser recurses once per
+# level (100,000 levels end in a RecursionError) and so do the readers after it, so deeper text is refused
+# before it is parsed.
+MAX_JSON_DEPTH = 64
+# each string matched whole (one left open runs to the end of the text, which the parser refuses anyway), and
+# each run of what is neither a string nor a bracket: what is left are the brackets, in one linear pass
+_JSON_SKIP = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"?|[^\[\]{}"]+', re.S)
+_JSON_LEVEL = {"[": 1, "{": 1, "]": -1, "}": -1}
+
+
+def json_loads(text: Union[str, bytes], depth: int = MAX_JSON_DEPTH) -> object:
+    """``json.loads(text)`` of a text nested at most ``depth`` deep; deeper is a ``ValueError`` saying so, as a
+    text that is no JSON is."""
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", errors="replace")
+    brackets = _JSON_SKIP.sub("", text)
+    if brackets and max(itertools.accumulate(map(_JSON_LEVEL.__getitem__, brackets))) > depth:
+        raise ValueError(f"arrays and objects nested more than {depth} deep")
+    return json.loads(text)

@@ -30,7 +30,7 @@ import time
 import uuid
 from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, Iterator, List, Optional
 
-from nccldiag.atomic import pieces, streamed, write_text
+from nccldiag.atomic import json_loads, pieces, streamed, write_text
 from nccldiag.model.errors import UsageError
 
 if TYPE_CHECKING:
@@ -210,7 +210,8 @@ def iter_lines(path: str, limit: int = LIMIT, max_line: int = MAX_LINE) -> Itera
     """The objects of a JSON-lines file of a run directory, one at a time as they are read: the file is never
     held whole, so what a reader keeps is what it holds (a records file of 100 MB took 1 GB decoded at once).
     Opened as :func:`read_text` opens a file; a line longer than ``max_line`` bytes, one that is no JSON object
-    (a last line cut by a crash) or one nested deeper than the parser goes is left out; at most ``limit`` bytes."""
+    (a last line cut by a crash) or one nested too deep (:func:`nccldiag.atomic.json_loads`) is left out; at
+    most ``limit`` bytes are read."""
     from nccldiag.atomic import NotRegular, TooLarge, open_regular
 
     try:
@@ -234,8 +235,8 @@ def iter_lines(path: str, limit: int = LIMIT, max_line: int = MAX_LINE) -> Itera
                     left -= len(line)
                 continue
             try:
-                v = json.loads(line)
-            except (ValueError, RecursionError):
+                v = json_loads(line)
+            except ValueError:
                 continue
             if isinstance(v, dict):
                 yield v
@@ -262,7 +263,7 @@ def read_meta(path: str) -> Dict[str, Any]:
     if text is None:
         raise UsageError(f"{path}: not a run directory (no {META})")
     try:
-        meta = json.loads(text)
+        meta = json_loads(text)
     except ValueError as exc:
         raise UsageError(f"{p}: cannot read it: {exc}") from None
     if not isinstance(meta, dict) or meta.get("command") not in COMMANDS:
@@ -277,7 +278,7 @@ def read_report(path: str) -> Optional[Dict[str, Any]]:
     if text is None:
         return None
     try:
-        doc = json.loads(text)
+        doc = json_loads(text)
     except ValueError as exc:
         raise UsageError(f"{p}: cannot read it: {exc}") from None
     if not isinstance(doc, dict) or not str(doc.get("schema", "")).startswith("nccldiag."):

@@ -21,6 +21,7 @@ from nccldiag import rundir
 from nccldiag.atomic import Unsafe, check_links
 from nccldiag.model.errors import UsageError
 from nccldiag.model.findings import EXIT_UNCHECKED
+from nccldiag.report import schema
 from nccldiag.report.jsonout import dumps
 
 
@@ -30,10 +31,15 @@ def load(path: str) -> Dict[str, Any]:
         raise UsageError(f"{path}: not a directory")
     meta = rundir.read_meta(path)
     doc = rundir.read_report(path)
-    if doc is not None:
-        return doc
-    doc = {"check": _check, "probe": _probe, "isolate": _isolate}[meta["command"]](path, meta)
-    return json.loads(dumps(doc))
+    where = os.path.join(path, rundir.REPORT)
+    if doc is None:
+        doc = json.loads(dumps({"check": _check, "probe": _probe, "isolate": _isolate}[meta["command"]](path, meta)))
+        where = f"{path} (the report rebuilt from {rundir.META} and the files beside it)"
+    try:  # a run directory is read, never trusted: every field of the type the renderers read, or no report
+        schema.check(doc)
+    except ValueError as exc:
+        raise UsageError(f"{where}: {exc}") from None
+    return doc
 
 
 def _incomplete(doc: Dict[str, Any], note: str) -> Dict[str, Any]:
