@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import errno
 import io
+import itertools
 import json
 import os
+import re
 import stat
 import tempfile
 from typing import Dict, Iterable, Iterator, Optional, Union
@@ -57,25 +59,48 @@ def check_output_dir(path: str) -> None:
         check_own_dir(path)
 
 
-def check_parents(path: str) -> None:
+def check_links(path: str, last: bool = False) -> None:
+    """Raise :class:`Unsafe` if a symbolic link on the way to ``path`` (``path`` itself too with ``last``), or on
+    the way to where such a link points, belongs to another user than root or this one: whoever owns a link can
+    point it anywhere."""
+    me = os.geteuid()
+    todo = [(path, last)]
+    budget = 64  # links followed in all (the kernel gives up at 40 in one path)
+    while todo:
+        where, whole = todo.pop()
+        here = os.path.abspath(where) if whole else os.path.dirname(os.path.abspath(where))
+        cur = "/"
+        for part in [p for p in here.split("/") if p]:
+            cur = os.path.join(cur, part)
+            try:
+                st = os.lstat(cur)
+            except (FileNotFoundError, NotADirectoryError):
+                break
+            if not stat.S_ISLNK(st.st_mode):
+                continue
+            if st.st_uid not in (0, me):
+                raise Unsafe(path, f"{cur} is a link of uid {st.st_uid}, who could point it elsewhere: refused")
+            budget -= 1
+            if budget < 0:
+                raise Unsafe(path, "too many symbolic links on the way: refused")
+            try:
+                todo.append((os.path.join(os.path.dirname(cur), os.readlink(cur)), True))
+            except OSError:
+                pass
+
+
+def check_parents(path: str, others: int = 0o022) -> None:
     """Raise :class:`Unsafe` if another user could replace ``path`` through one of the directories above it.
 
     Every existing directory above it must belong to root or this user and
-    be closed to others' writes (a sticky directory such as ``/tmp`` is
-    fine: nobody can rename what is not theirs in it); no link on the way
-    may belong to anyone else.
+    be closed to others' writes (``others``: the group's and the world's
+    write bits by default; a sticky directory such as ``/tmp`` is fine:
+    nobody can rename what is not theirs in it); no link on the way may
+    belong to anyone else.
     """
     me = os.geteuid()
+    check_links(path)
     here = os.path.dirname(os.path.abspath(path))
-    cur = "/"
-    for part in [p for p in here.split("/") if p]:
-        cur = os.path.join(cur, part)
-        try:
-            st = os.lstat(cur)
-        except FileNotFoundError:
-            break
-        if stat.S_ISLNK(st.st_mode) and st.st_uid not in (0, me):
-            raise Unsafe(path, f"{cur} is a link of uid {st.st_uid}, who could point it elsewhere: refused")
     cur = os.path.realpath(here)
     while True:
         try:
@@ -85,7 +110,7 @@ def check_parents(path: str) -> None:
         if st is not None:
             if st.st_uid not in (0, me):
                 raise Unsafe(path, f"{cur} belongs to uid {st.st_uid}, who could replace what is in it: refused")
-            if st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX:
+            if st.st_mode & others and not st.st_mode & stat.S_ISVTX:
                 raise Unsafe(path, f"{cur} is open to other users' writes (mode {_mode(st)}), so they could "
                                    "replace what is in it: refused")
         if cur == "/":
@@ -259,15 +284,41 @@ class TooLarge(ValueError):
     """The file holds more than the caller's limit."""
 
 
-def read_regular_bytes(path: str, limit: int, follow: bool = False) -> bytes:
+OWN = "own"  # follow= : links followed only when they are root's or this user's, and so is every link they lead to
+
+
+def read_regular_bytes(path: str, limit: int, follow: Union[bool, str] = False, owned: bool = False) -> bytes:
     """The bytes of ``path``, read only if it is a regular file, at most ``limit`` bytes.
 
-    Never through a link unless ``follow`` (a user's own ``~/.ssh`` files may
-    be links to a dotfiles checkout). Raises ``FileNotFoundError`` (and other
-    ``OSError``) as ``open`` does, :class:`NotRegular` for anything but a
-    regular file (a FIFO is not waited on, a device not read), and
+    The one way nccldiag reads a file it is given. Never through a link
+    unless ``follow``: True follows any (a user's own ``~/.ssh`` files may
+    be links to a dotfiles checkout, as OpenSSH reads them), :data:`OWN`
+    only links of root's or this user's, on the way and where they lead
+    (:func:`check_links`: another user's link is never followed into a
+    place of theirs). With ``owned`` (a file that tells nccldiag how to
+    judge: a site spec, a causes file), :data:`OWN`'s links, and the file
+    must be root's or this user's, closed to the world's writes, and in
+    directories no other user can replace it through (:func:`check_parents`;
+    an admin group's shared directory is fine); else :class:`Unsafe`.
+    Opened without waiting (a FIFO is never waited on, a device never read):
+    raises ``FileNotFoundError`` (and other ``OSError``) as ``open`` does,
+    :class:`NotRegular` for anything but a regular file, and
     :class:`TooLarge` past ``limit``.
     """
+    with open_regular(path, limit, follow, owned) as f:
+        data = f.read(limit + 1)
+    if len(data) > limit:
+        raise TooLarge(f"{path}: larger than {size_text(limit)}")
+    return data
+
+
+def open_regular(path: str, limit: int, follow: Union[bool, str] = False, owned: bool = False) -> io.BufferedReader:
+    """A binary file object on ``path``, opened and checked as :func:`read_regular_bytes` reads it (its size at
+    most ``limit`` when opened), for a reader that takes it piece by piece."""
+    if owned:
+        follow = OWN
+    if follow == OWN:
+        check_links(path, last=True)
     flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | (0 if follow else os.O_NOFOLLOW)
     try:
         fd = os.open(path, flags)
@@ -281,17 +332,49 @@ def read_regular_bytes(path: str, limit: int, follow: bool = False) -> bytes:
             kind = "a FIFO" if stat.S_ISFIFO(st.st_mode) else "a device" if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(
                 st.st_mode) else "a directory" if stat.S_ISDIR(st.st_mode) else "a socket"
             raise NotRegular(f"{path}: not a regular file ({kind})")
+        if owned:
+            _check_owned(path, st)
         if st.st_size > limit:
             raise TooLarge(f"{path}: larger than {size_text(limit)} ({st.st_size} bytes)")
-        with os.fdopen(fd, "rb", closefd=False) as f:
-            data = f.read(limit + 1)
-    finally:
+        return os.fdopen(fd, "rb")
+    except BaseException:
         os.close(fd)
-    if len(data) > limit:
-        raise TooLarge(f"{path}: larger than {size_text(limit)}")
-    return data
+        raise
 
 
-def read_regular(path: str, limit: int, follow: bool = False) -> str:
+def _check_owned(path: str, st: os.stat_result) -> None:
+    """Raise :class:`Unsafe` if another user than root could have written what the open file ``st`` of ``path``
+    holds: theirs, open to the world's writes, or in a directory they could replace it in."""
+    if st.st_uid not in (0, os.geteuid()):
+        raise Unsafe(path, f"belongs to uid {st.st_uid}, not to this user (uid {os.geteuid()}) or root, so "
+                           "another user decides what it says: refused (use a copy of your own)")
+    if st.st_mode & 0o002:
+        raise Unsafe(path, f"any user may write in it (mode {_mode(st)}): refused")
+    check_parents(os.path.realpath(path), others=0o002)
+
+
+def read_regular(path: str, limit: int, follow: Union[bool, str] = False, owned: bool = False) -> str:
     """The text of :func:`read_regular_bytes`; bytes that are not UTF-8 are replaced."""
-    return read_regular_bytes(path, limit, follow).decode("utf-8", errors="replace")
+    return read_regular_bytes(path, limit, follow, owned).decode("utf-8", errors="replace")
+
+
+# Every JSON document nccldiag reads back (a run's run.json, report.json and JSON lines, a bundle's _bundle.json
+# and _node.json) is at most this deep; none it writes is deeper than about 10. Python's parser recurses once per
+# level (100,000 levels end in a RecursionError) and so do the readers after it, so deeper text is refused
+# before it is parsed.
+MAX_JSON_DEPTH = 64
+# each string matched whole (one left open runs to the end of the text, which the parser refuses anyway), and
+# each run of what is neither a string nor a bracket: what is left are the brackets, in one linear pass
+_JSON_SKIP = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"?|[^\[\]{}"]+', re.S)
+_JSON_LEVEL = {"[": 1, "{": 1, "]": -1, "}": -1}
+
+
+def json_loads(text: Union[str, bytes], depth: int = MAX_JSON_DEPTH) -> object:
+    """``json.loads(text)`` of a text nested at most ``depth`` deep; deeper is a ``ValueError`` saying so, as a
+    text that is no JSON is."""
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", errors="replace")
+    brackets = _JSON_SKIP.sub("", text)
+    if brackets and max(itertools.accumulate(map(_JSON_LEVEL.__getitem__, brackets))) > depth:
+        raise ValueError(f"arrays and objects nested more than {depth} deep")
+    return json.loads(text)

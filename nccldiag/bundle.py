@@ -15,7 +15,8 @@ import stat
 from dataclasses import dataclass
 from typing import Dict, List, Optional
 
-from nccldiag.atomic import NotRegular, TooLarge, Unsafe, check_output_dir, create_new, own_dir, read_regular, write_text
+from nccldiag.atomic import (NotRegular, TooLarge, Unsafe, check_output_dir, create_new, json_loads, own_dir,
+                             read_regular, write_text)
 from nccldiag.model.raw import RawNode
 
 SECTION_NAME = re.compile(r"^[A-Za-z0-9_]{1,64}$")  # every source name; nothing else becomes a file name
@@ -153,7 +154,7 @@ def read_node(node_dir: str) -> RawNode:
     text = _read_regular(meta_path, 1024 * 1024)
     if text is not None:
         try:
-            meta = json.loads(text)
+            meta = json_loads(text)
         except ValueError as exc:
             raise ValueError(f"{meta_path}: not valid JSON ({exc})") from None
         if not isinstance(meta, dict):
@@ -279,7 +280,7 @@ def read_bundle_index(bundle_dir: str) -> dict:
     if text is None:
         return {}
     try:
-        data = json.loads(text)
+        data = json_loads(text)
     except ValueError as exc:
         raise ValueError(f"{index}: not valid JSON ({exc})") from None
     if not isinstance(data, dict):

@@ -28,9 +28,9 @@ import os
 import threading
 import time
 import uuid
-from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Optional
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, Iterator, List, Optional
 
-from nccldiag.atomic import pieces, streamed, write_text
+from nccldiag.atomic import json_loads, pieces, streamed, write_text
 from nccldiag.model.errors import UsageError
 
 if TYPE_CHECKING:
@@ -203,17 +203,49 @@ def read_text(path: str, limit: int = LIMIT) -> Optional[str]:
         raise UsageError(f"{path}: cannot read it: {exc.strerror or exc}") from None
 
 
+MAX_LINE = 64 << 20  # bytes of one JSON line read back (a node's sources in facts.jsonl are the largest)
+
+
+def iter_lines(path: str, limit: int = LIMIT, max_line: int = MAX_LINE) -> Iterator[Dict[str, Any]]:
+    """The objects of a JSON-lines file of a run directory, one at a time as they are read: the file is never
+    held whole, so what a reader keeps is what it holds (a records file of 100 MB took 1 GB decoded at once).
+    Opened as :func:`read_text` opens a file; a line longer than ``max_line`` bytes, one that is no JSON object
+    (a last line cut by a crash) or one nested too deep (:func:`nccldiag.atomic.json_loads`) is left out; at
+    most ``limit`` bytes are read."""
+    from nccldiag.atomic import NotRegular, TooLarge, open_regular
+
+    try:
+        f = open_regular(path, limit)
+    except FileNotFoundError:
+        return
+    except (NotRegular, TooLarge) as exc:
+        raise UsageError(str(exc)) from None
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot read it: {exc.strerror or exc}") from None
+    with f:
+        left = limit
+        while left > 0:
+            line = f.readline(min(max_line + 1, left))
+            if not line:
+                return
+            left -= len(line)
+            if len(line) > max_line:  # an overlong line: the rest of it skipped, never held
+                while line and not line.endswith(b"\n") and left > 0:
+                    line = f.readline(min(max_line, left))
+                    left -= len(line)
+                continue
+            try:
+                v = json_loads(line)
+            except ValueError:
+                continue
+            if isinstance(v, dict):
+                yield v
+
+
 def read_lines(path: str) -> List[Dict[str, Any]]:
-    """The values of a JSON-lines file; a last line cut by a crash is left out."""
-    out: List[Dict[str, Any]] = []
-    for line in (read_text(path) or "").splitlines():
-        try:
-            v = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(v, dict):
-            out.append(v)
-    return out
+    """The objects of a JSON-lines file (:func:`iter_lines`), in a list: for the files a run writes one line to
+    per setting, node or round, never for its records."""
+    return list(iter_lines(path))
 
 
 def save_report(path: str, doc: Dict[str, Any], nodes: Optional[Callable[[], Iterable[Dict[str, Any]]]] = None) -> str:
@@ -231,7 +263,7 @@ def read_meta(path: str) -> Dict[str, Any]:
     if text is None:
         raise UsageError(f"{path}: not a run directory (no {META})")
     try:
-        meta = json.loads(text)
+        meta = json_loads(text)
     except ValueError as exc:
         raise UsageError(f"{p}: cannot read it: {exc}") from None
     if not isinstance(meta, dict) or meta.get("command") not in COMMANDS:
@@ -246,7 +278,7 @@ def read_report(path: str) -> Optional[Dict[str, Any]]:
     if text is None:
         return None
     try:
-        doc = json.loads(text)
+        doc = json_loads(text)
     except ValueError as exc:
         raise UsageError(f"{p}: cannot read it: {exc}") from None
     if not isinstance(doc, dict) or not str(doc.get("schema", "")).startswith("nccldiag."):

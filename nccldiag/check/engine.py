@@ -13,7 +13,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence
 from nccldiag.areas import kind
 from nccldiag.areas.base import NodeFacts, Sections, bounded
 from nccldiag.model.raw import RawNode, ReleasedNode
-from nccldiag.model.findings import Finding, Status, error, skip, worst
+from nccldiag.model.findings import Finding, Status, error, skip, warn, worst
 from nccldiag.model.findings import exit_code as findings_exit_code
 
 # Exit codes (documented in the README).
@@ -113,6 +113,8 @@ def analyze_node(raw: RawNode, areas: Sequence[ModuleType], options: Optional[Ma
         cut = _cut_sources(raw, area)
         if cut:  # judged on part of its output, an area could pass (or fail) for what never came
             report.findings.append(_not_checked(raw, area, cut))
+        else:
+            report.findings.extend(_stopped_sources(raw, area))
     # every line bounded; what several areas parse alike is parsed once
     sections = Sections(bounded(raw.sections, node_areas))
     for area in node_areas:
@@ -124,10 +126,11 @@ def analyze_node(raw: RawNode, areas: Sequence[ModuleType], options: Optional[Ma
             )
             node.facts[area.NAME] = None
     for area in node_areas:
-        if any(f.area == area.NAME and f.check.endswith(".not_checked") for f in report.findings):
+        if any(f.area == area.NAME and f.check.endswith((".not_checked", ".source_missing")) for f in report.findings):
             node.facts[area.NAME] = None  # part of an output: no other area or node compares it either
     for area in node_areas:
-        if any(f.area == area.NAME and f.check.endswith((".parse", ".not_checked")) for f in report.findings):
+        if any(f.area == area.NAME and f.check.endswith((".parse", ".not_checked", ".source_missing"))
+               for f in report.findings):
             continue
         try:
             found = area.judge(node.facts.get(area.NAME), node)
@@ -156,6 +159,27 @@ def _cut_sources(raw: RawNode, area: ModuleType) -> List[str]:
     if not (raw.truncated or raw.error):
         return []
     return [s.name for s in getattr(area, "SOURCES", ()) if s.name not in raw.rcs]
+
+
+# the exit status of a source the collection script stopped at its bound: timeout's own, or its SIGKILL 2 s later
+STOPPED = {124: "no answer", 137: "no answer (killed)"}
+
+
+def _stopped_sources(raw: RawNode, area: ModuleType) -> List[Finding]:
+    """For each source of ``area`` that the node's collection script stopped at its bound (a file that never
+    returns, a hung tool), a warning naming it; and the area not checked (skip, with the reason), since it would
+    be judged without what that source says."""
+    stopped = [s for s in getattr(area, "SOURCES", ()) if raw.rcs.get(s.name) in STOPPED]
+    if not stopped:
+        return []
+    said = [f"{s.description or s.name}: {STOPPED[raw.rcs[s.name]]} in {s.timeout} s" for s in stopped]
+    out = [warn(area.NAME, f"{area.NAME}.source_stopped", f"{one} (source {s.name}, stopped at its bound)",
+                actual="no answer",
+                fix="Look at what the source reads on the node: a file that never returns (a FIFO, a hung network "
+                    "file system) or a hung tool or driver.") for s, one in zip(stopped, said)]
+    out.append(skip(area.NAME, f"{area.NAME}.source_missing", f"{area.TITLE}: not checked, a source it needs gave no "
+                    f"answer ({'; '.join(said[:4])}{' ...' if len(said) > 4 else ''})", actual="not checked"))
+    return out
 
 
 def _not_checked(raw: RawNode, area: ModuleType, cut: List[str]) -> Finding:

@@ -21,7 +21,7 @@ from nccldiag.collect.script import HEARTBEAT, MESH_SECTION, build_script, sourc
 from nccldiag.collect.sections import new_mark, split_sections
 from nccldiag.model.raw import RawNode, released
 from nccldiag.inventory import Host
-from nccldiag.transport.base import COMMAND_TIMEOUT, PROTOCOL, ExecResult, TransportError
+from nccldiag.transport.base import COMMAND_TIMEOUT, NO_OUTPUT, PROTOCOL, ExecResult, TransportError
 from nccldiag.transport.task import fan_out
 from nccldiag.transport import sshconfig
 from nccldiag.transport.local import LocalTransport
@@ -78,6 +78,9 @@ def _to_raw(host: str, result: ExecResult, mark: str, script: str) -> RawNode:
     sections, rcs, truncated = split_sections(result.stdout, mark, source_names(script))
     node = RawNode(host=host, sections=sections, rcs=rcs, truncated=truncated, elapsed=result.elapsed)
     error = result.error
+    if error is None and not sections and not truncated:
+        # not one line of the script came: the session ended before it ran, which says nothing of the node
+        error = _no_output(host, result)
     if error is None and truncated and result.rc == -1:
         # sshd's session ended without the script's exit status: the channel died under it
         error = TransportError(PROTOCOL, "the channel closed before the collection ended (no exit status: "
@@ -91,6 +94,17 @@ def _to_raw(host: str, result: ExecResult, mark: str, script: str) -> RawNode:
         else:
             node.error = error.to_dict()
     return node
+
+
+def _no_output(host: str, result: ExecResult) -> TransportError:
+    said = next((line.strip() for line in result.stderr.splitlines() if line.strip()), "")
+    quoted = f"; it said: {said[:200]}" if said else ""
+    if result.rc is None or result.rc < 0:
+        return TransportError(PROTOCOL, "the channel closed before the collection script printed anything (no exit "
+                                        f"status: the node's sshd session was killed or the connection dropped){quoted}",
+                              host)
+    return TransportError(NO_OUTPUT, f"the session ended (exit status {result.rc}) before the collection script "
+                                     f"printed anything: the login did not run it{quoted}", host)
 
 
 def collect_local(script: str, opts: CollectOptions, host: Optional[str] = None) -> RawNode:

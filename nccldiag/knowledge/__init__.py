@@ -34,18 +34,75 @@ Row = Dict[str, Any]
 _HEADER = re.compile(r"^\s*\[\[\s*([A-Za-z0-9_.-]+)\s*\]\]\s*(#.*)?$")
 
 
+# The shape of any TOML nccldiag reads (its own tables, a site's spec and causes): none has a key of more than 4
+# parts ("nic.MT4129.rate_gbps") or values nested more than 2 deep. tomllib spends time and memory that grow with
+# the square of a dotted key's parts (100 KB of "a.a.a..." took 3 GB), and recurses once per level of nesting
+# (500 levels end in a RecursionError), so a text past these bounds is refused before it is parsed.
+MAX_KEY_PARTS = 8
+MAX_NESTING = 8
+
+# What the bounds are counted on: each string and comment, matched whole; a string left open runs to the end of
+# its line (or of the text, for a multi-line one), which the parser refuses anyway. Every alternative starts at
+# its own character and never gives back what it took, so one pass costs the text's length.
+_TOML_SKIP = re.compile(r'"""(?:[^"\\]|\\.|"(?!""))*(?:"{3,5}|\Z)'
+                        r"|'''(?:[^']|'(?!''))*(?:'{3,5}|\Z)"
+                        r'|"(?:[^"\\\n]|\\[^\n])*"?'
+                        r"|'[^'\n]*'?"
+                        r"|#[^\n]*", re.S)
+_TOML_KEY = re.compile(r"[^=,\[\]{}\n]+")  # a run of text between the marks that end a key
+_BRACKET = re.compile(r"[\[\]{}]")
+_OPEN = {"[": 1, "{": 1, "]": -1, "}": -1}
+
+
+def bound(text: str, where: str) -> None:
+    """Raise :class:`UsageError` naming ``where:line`` if a key of ``text`` has more than
+    :data:`MAX_KEY_PARTS` parts or its arrays and inline tables nest more than :data:`MAX_NESTING` deep."""
+    # each string becomes one character ("s", its newlines kept), each comment nothing: the structure is left
+    bare = _TOML_SKIP.sub(lambda m: "" if m.group().startswith("#") else "s" + "\n" * m.group().count("\n"), text)
+    for m in _TOML_KEY.finditer(bare):
+        if m.group().count(".") >= MAX_KEY_PARTS:
+            raise UsageError(f"{where}:{bare.count(chr(10), 0, m.start()) + 1}: a key of {m.group().count('.') + 1} "
+                             f"parts: refused (no key nccldiag reads has more than {MAX_KEY_PARTS})")
+    depth = 0
+    for m in _BRACKET.finditer(bare):
+        depth += _OPEN[m.group()]
+        if depth > MAX_NESTING + 2:  # a table header's [[ ]] on top of the values' own
+            raise UsageError(f"{where}:{bare.count(chr(10), 0, m.start()) + 1}: arrays or inline tables nested "
+                             f"more than {MAX_NESTING} deep: refused")
+
+
 def loads(text: str, where: str) -> Dict[str, Any]:
-    """A TOML text's data; a syntax error is a :class:`UsageError` naming ``where:line``."""
+    """A TOML text's data. A syntax error, a key of too many parts or values nested too deep (:func:`bound`),
+    and a float that is no number (``nan``, ``inf``: every comparison with it is false, so a limit of ``nan``
+    would let everything pass) are a :class:`UsageError` naming ``where:line``."""
     if _toml is None:
         raise UsageError(f"{where}: reading TOML on Python {sys.version_info[0]}.{sys.version_info[1]} needs the "
                          "tomli package (pip install tomli); Python 3.11 and later have it built in")
+    bound(text, where)
     try:
-        return _toml.loads(text)
+        return _toml.loads(text, parse_float=_finite)
     except _toml.TOMLDecodeError as exc:
         msg = str(exc)
         m = _LINE_COL.search(msg)
         raise UsageError(f"{where}:{m.group(1) if m else '?'}: not valid TOML: "
                          f"{_LINE_COL.sub('', msg).strip().rstrip('.')}") from None
+    except _NotFinite as exc:
+        word = exc.args[0]
+        m = re.search(r"(?<![\w.\"'+-])" + re.escape(word) + r"\b", text)
+        line = text.count("\n", 0, m.start()) + 1 if m else "?"
+        raise UsageError(f"{where}:{line}: {word} is no number: refused (a limit or a figure must be a number; "
+                         "every comparison with nan or inf is false, so it would let everything pass)") from None
+
+
+class _NotFinite(ValueError):
+    """A TOML float that is ``nan`` or ``inf``."""
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if value != value or value in (float("inf"), float("-inf")):
+        raise _NotFinite(text)
+    return value
 
 
 def _header_lines(text: str, key: str) -> List[int]:

@@ -243,11 +243,18 @@ class Kept:
 def read(path: str, meta: Dict[str, Any]) -> Kept:
     """The run directory ``path`` of a probe (its ``run.json`` already read, as ``meta``)."""
     pm = ProbeMeta.from_json(meta)
-    records: Dict[str, List[dict]] = {}
-    for rec in rundir.read_lines(os.path.join(path, RECORDS)):
-        records.setdefault(str(rec.get("setting") or "default"), []).append(rec)
     ended = {str(line.get("setting")): line for line in rundir.read_lines(os.path.join(path, SETTINGS))}
     launched = pm.launched()
+    # the records stream through a gate per setting as they are read: what is held is bounded by the world
+    gates = {s.name: results.Reread((_launched_from(ended[s.name].get("launched")) if s.name in ended else None)
+                                    or launched) for s in pm.settings}
+    records: Dict[str, List[dict]] = {}
+    for rec in rundir.iter_lines(os.path.join(path, RECORDS), max_line=4 * results.MAX_LINE):
+        name = str(rec.get("setting") or "default")
+        gate = gates.get(name)
+        kept = gate.admit(rec) if gate is not None else None
+        if kept is not None:
+            records.setdefault(name, []).append(kept)
     runs = []
     for s in pm.settings:
         line = ended.get(s.name)

@@ -292,6 +292,37 @@ class Gate:
         return rec
 
 
+
+class Reread:
+    """A run directory's records admitted again one by one as they are read (pure: no I/O), so that what is
+    held stays bounded by the launched world whatever the file holds: each record checked
+    (:func:`clean_record`, the world ``launched``), collectives outside those planned left out, and per rank
+    (or, for a record of no rank, per node launched) at most the records a live setting keeps."""
+
+    def __init__(self, launched: Optional[Launched]):
+        self.launched = launched
+        self.counts: Dict[Tuple[Any, str], int] = {}
+
+    def admit(self, rec: Any) -> Optional[dict]:
+        la = self.launched
+        clean = clean_record(rec, la.world if la is not None else None)
+        if clean is None:
+            return None
+        coll = clean.get("collective")
+        if coll is not None and coll != MPI_CHECK and coll not in (la.planned if la is not None else COLLECTIVES):
+            return None
+        rank = clean.get("rank")
+        host = clean.get("host")
+        who = rank if _is_int(rank) and rank >= 0 else host if la is None or host in la.hosts else ""
+        if la is None and not _is_int(who):
+            who = ""  # no world to bound the node names by
+        key = (who, coll or "")
+        n = self.counts.get(key, 0)
+        if n >= (MAX_PER_COLLECTIVE if coll else MAX_OTHER):
+            return None
+        self.counts[key] = n + 1
+        return clean
+
 # --------------------------------------------------------------------------- outcomes
 
 

@@ -18,8 +18,10 @@ import os
 from typing import Any, Dict
 
 from nccldiag import rundir
+from nccldiag.atomic import Unsafe, check_links
 from nccldiag.model.errors import UsageError
 from nccldiag.model.findings import EXIT_UNCHECKED
+from nccldiag.report import schema
 from nccldiag.report.jsonout import dumps
 
 
@@ -29,10 +31,15 @@ def load(path: str) -> Dict[str, Any]:
         raise UsageError(f"{path}: not a directory")
     meta = rundir.read_meta(path)
     doc = rundir.read_report(path)
-    if doc is not None:
-        return doc
-    doc = {"check": _check, "probe": _probe, "isolate": _isolate}[meta["command"]](path, meta)
-    return json.loads(dumps(doc))
+    where = os.path.join(path, rundir.REPORT)
+    if doc is None:
+        doc = json.loads(dumps({"check": _check, "probe": _probe, "isolate": _isolate}[meta["command"]](path, meta)))
+        where = f"{path} (the report rebuilt from {rundir.META} and the files beside it)"
+    try:  # a run directory is read, never trusted: every field of the type the renderers read, or no report
+        schema.check(doc)
+    except ValueError as exc:
+        raise UsageError(f"{where}: {exc}") from None
+    return doc
 
 
 def _incomplete(doc: Dict[str, Any], note: str) -> Dict[str, Any]:
@@ -59,18 +66,18 @@ def _check(path: str, meta: Dict[str, Any]) -> Dict[str, Any]:
         raise UsageError(f"{path}/{rundir.META}: {exc}") from None
     raw_dir = cm.bundle or os.path.join(path, rundir.RAW)
     try:
+        if cm.bundle:  # a bundle the run was given, read again where run.json says: never through another's link
+            check_links(raw_dir, last=True)
         raws = read_bundle(raw_dir) if os.path.isdir(raw_dir) else []
+    except Unsafe as exc:
+        raise UsageError(f"{path}/{rundir.META} names the bundle {exc}") from None
     except (OSError, ValueError) as exc:
         raise UsageError(f"{raw_dir}: {exc}") from None
     try:
         areas_sel = registry.select(list(cm.areas), [])
     except ValueError as exc:
         raise UsageError(f"{path}/{rundir.META}: {exc}") from None
-    spec = None
-    if cm.spec:  # the site spec the run was checked against, read again
-        from nccldiag.spec import model
-
-        spec = model.load(cm.spec)
+    spec = _spec(path, cm.spec) if cm.spec else None  # the site spec the run was checked against, read again
     have = {r.host for r in raws}
     try:  # the hosts run.json names that never reached the run directory: named, not checked
         raws += [not_collected(h, f"{path}/{rundir.META}") for h in dict.fromkeys(cm.hosts) if h not in have]
@@ -88,6 +95,19 @@ def _check(path: str, meta: Dict[str, Any]) -> Dict[str, Any]:
                             f"collected{never}")
 
 
+def _spec(path: str, spec_path: str):
+    """The site spec ``run.json`` names, read as ``--spec`` is (a regular file of root's or this user's, capped,
+    its shape bounded): a run directory may be someone else's, and the path in it anything."""
+    from nccldiag.spec import model
+
+    if not isinstance(spec_path, str):
+        raise UsageError(f"{path}/{rundir.META}: 'spec' should be a path")
+    try:
+        return model.load(spec_path)
+    except UsageError as exc:
+        raise UsageError(f"{path}/{rundir.META} names the site spec {spec_path}, which cannot be used: {exc}") from None
+
+
 def _probe(path: str, meta: Dict[str, Any]) -> Dict[str, Any]:
     from nccldiag.probe import analysis, records
     from nccldiag.report import probe_report
@@ -99,11 +119,7 @@ def _probe(path: str, meta: Dict[str, Any]) -> Dict[str, Any]:
         hosts=pm.hosts, unreachable={}, problems={}, loopback=pm.loopback, ifnames=pm.ifnames,
         nproc_per_node=pm.nproc_per_node, out_dir=path, timeout=pm.timeout, run_id=pm.run_id or None,
         iface_speeds=pm.iface_speeds, route_ifnames=pm.route_ifnames, node_facts=kept.node_facts)
-    spec = None
-    if pm.spec:  # the site spec the run was given, read again: its policy and bandwidth figures
-        from nccldiag.spec import model
-
-        spec = model.load(pm.spec)
+    spec = _spec(path, pm.spec) if pm.spec else None  # the site spec the run was given: its policy, its figures
     analysis.conclude(report, spec)
     doc = probe_report.to_json(report)
     doc["generated_at"] = pm.started or doc["generated_at"]
@@ -116,7 +132,7 @@ def _isolate(path: str, meta: Dict[str, Any]) -> Dict[str, Any]:
     from nccldiag.probe import records
     from nccldiag.report import isolate_report
 
-    kept = len(rundir.read_lines(os.path.join(path, records.RECORDS)))
+    kept = sum(1 for _ in rundir.iter_lines(os.path.join(path, records.RECORDS)))
     doc = isolate_report.to_json(isolate.IsolateReport.from_meta(meta, out_dir=path))
     # the rounds that ended, as they were kept: each job's outcome, not yet judged
     doc["rounds"] = [r for r in rundir.read_lines(os.path.join(path, isolate.ROUNDS))

@@ -53,12 +53,17 @@ class CheckMeta:
                 raise ValueError(f"'{key}' should be a list of names")
             return v
 
+        def text(key: str) -> Optional[str]:
+            v = d.get(key) or None
+            if v is not None and not isinstance(v, str):
+                raise ValueError(f"'{key}' should be a string")
+            return v
+
         options = d.get("options") or {}
         if not isinstance(options, dict):
             raise ValueError("'options' should be an object")
-        return cls(hosts=names("hosts"), areas=names("areas"), options=options,
-                   bundle=str(d["bundle"]) if d.get("bundle") else None,
-                   spec=str(d["spec"]) if d.get("spec") else None, started=str(d.get("started") or ""))
+        return cls(hosts=names("hosts"), areas=names("areas"), options=options, bundle=text("bundle"),
+                   spec=text("spec"), started=text("started") or "")
 
 
 @dataclass

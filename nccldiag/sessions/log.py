@@ -9,7 +9,7 @@ import os
 import stat
 import sys
 from dataclasses import dataclass
-from typing import Any, BinaryIO, Dict, List, Optional, Sequence
+from typing import Any, BinaryIO, Dict, List, Optional, Sequence, Tuple
 
 from nccldiag.model.errors import UsageError
 
@@ -37,13 +37,29 @@ def run(paths: Sequence[str], workers: Optional[int] = None, require_ib: bool = 
 
     patterns = causes.patterns(spec.causes) if spec is not None else []
     tap = signature.LineScan("<stdin>", patterns) if patterns else None
+    paths, left = listing(paths)
     facts, pastes = read(paths, workers, tap)
-    findings = checks.judge(facts, require_ib=require_ib, expected_env=expected_env or {})
+    findings = checks.judge(facts, require_ib=require_ib, expected_env=expected_env or {}) + skipped(left)
     runs.apply_policy(spec, findings)
     return LogRun(facts, findings,
                   diagnosis.conclude(logs=facts, log_findings=list(findings), pasted=pastes, spec=spec,
                                      site_lines=site_lines(paths, patterns, tap)),
                   pastes)
+
+
+def skipped(left: Sequence[Tuple[str, str]]) -> List[Any]:
+    """A warning naming each entry of a directory or pattern that was not read (:func:`listing`): what a log
+    file there would have said is not in the verdict."""
+    from nccldiag.model.findings import warn
+
+    if not left:
+        return []
+    return [warn("nccl", "nccl.file_skipped", f"{len(left)} entr{'y' if len(left) == 1 else 'ies'} of the "
+                 "directories or patterns given not read as logs: " + "; ".join(f"{p}: {why}" for p, why in left[:8])
+                 + (f"; and {len(left) - 8} more" if len(left) > 8 else ""),
+                 evidence=[f"{p}: {why}" for p, why in left[:50]],
+                 fix="Read a file that is not a regular file of the directory by naming it on its own, after a look "
+                     "at where it leads.")]
 
 
 def read(paths: Sequence[str], workers: Optional[int] = None, stdin_tap=None):
@@ -70,38 +86,102 @@ def read(paths: Sequence[str], workers: Optional[int] = None, stdin_tap=None):
 
 
 def expand(paths: Sequence[str]) -> List[str]:
-    """The files ``paths`` name: a directory gives its files (sorted; not those of its subdirectories, nor hidden
-    ones), a pattern that is no file's name (``'logs/nccl.*.log'``, quoted) the files it matches."""
+    """The files ``paths`` name (:func:`listing`), without what was left out of the directories and patterns."""
+    return listing(paths)[0]
+
+
+# what lies under these is the kernel's, never a log: a read of /proc/kmsg waits for the next kernel message
+KERNEL_TREES = ("/proc", "/sys", "/dev")
+
+
+def listing(paths: Sequence[str]) -> Tuple[List[str], List[Tuple[str, str]]]:
+    """The files ``paths`` name, and ``(path, why)`` of each entry of a directory or match of a pattern left out.
+
+    A directory gives its files (sorted; not those of its subdirectories, nor hidden ones), a pattern that is no
+    file's name (``'logs/nccl.*.log'``, quoted) the files it matches. A directory or pattern may be someone
+    else's, so of what it holds only regular files are taken: a FIFO, a device or a socket is left out, and so
+    is a symbolic link unless it leads to a regular file inside the directory that holds it (a link to
+    /etc/shadow or /proc/kmsg is named, never read). A path given by itself is taken as it is (a pipe, ``-``,
+    a process substitution): :func:`check_log` judges it."""
     out: List[str] = []
+    left: List[Tuple[str, str]] = []
     for path in paths:
         if path == "-" or os.path.exists(path) and not os.path.isdir(path):
             out.append(path)
         elif os.path.isdir(path):
-            files = sorted(os.path.join(path, n) for n in os.listdir(path)
-                           if not n.startswith(".") and os.path.isfile(os.path.join(path, n)))
-            if not files:
+            names = sorted(n for n in os.listdir(path) if not n.startswith("."))
+            files = [p for p in (os.path.join(path, n) for n in names) if _taken(p, path, left)]
+            if not files and not left:
                 raise UsageError(f"{path}: is a directory with no files in it, expected NCCL logs")
+            if not files:
+                raise UsageError(f"{path}: holds no regular file to read as an NCCL log ("
+                                 + "; ".join(f"{os.path.basename(p)}: {why}" for p, why in left[:4]) + ")")
             out += files
         elif any(c in path for c in "*?["):
-            files = sorted(p for p in glob.glob(path) if os.path.isfile(p))
+            files = [p for p in sorted(glob.glob(path)) if not os.path.isdir(p)
+                     and _taken(p, os.path.dirname(p) or ".", left)]
             if not files:
                 raise UsageError(f"{path}: no file matches")
             out += files
         else:
             out.append(path)  # missing: check_log names it
-    return out
+    return out, left
+
+
+def _taken(path: str, within: str, left: List[Tuple[str, str]]) -> bool:
+    """Whether ``path``, an entry of the directory ``within``, is read as a log; if not and it is no
+    subdirectory, ``(path, why)`` is added to ``left``."""
+    try:
+        st = os.lstat(path)
+    except OSError as exc:
+        left.append((path, f"cannot be read ({exc.strerror or exc})"))
+        return False
+    if stat.S_ISDIR(st.st_mode):
+        return False
+    if stat.S_ISLNK(st.st_mode):
+        target = os.path.realpath(path)
+        home = os.path.realpath(within)
+        if os.path.commonpath([home, target]) != home or _kernel(target):
+            left.append((path, f"a symbolic link out of {within} (to {target}): not followed"))
+            return False
+        try:
+            st = os.stat(target)
+        except OSError as exc:
+            left.append((path, f"a symbolic link that leads nowhere ({exc.strerror or exc})"))
+            return False
+        if stat.S_ISDIR(st.st_mode):
+            return False
+    if not stat.S_ISREG(st.st_mode):
+        left.append((path, f"not a regular file ({_kind(st.st_mode)}): not read"))
+        return False
+    if _kernel(os.path.realpath(path)):
+        left.append((path, "a file of the kernel's, not a log: not read"))
+        return False
+    return True
+
+
+def _kernel(path: str) -> bool:
+    return any(path == t or path.startswith(t + "/") for t in KERNEL_TREES)
+
+
+def _kind(mode: int) -> str:
+    return ("a FIFO" if stat.S_ISFIFO(mode) else "a character device" if stat.S_ISCHR(mode)
+            else "a block device" if stat.S_ISBLK(mode) else "a socket" if stat.S_ISSOCK(mode) else "not a file")
 
 
 def check_log(path: str) -> None:
-    """Raise a usage error naming ``path`` unless it is a file (or pipe) that can be read; nothing is read."""
+    """Raise a usage error naming ``path`` unless it is a file (or pipe) that can be read; nothing is read, and
+    nothing waits (a pipe is opened without waiting for its writer)."""
     if path == "-":
         return
     try:
-        fh = open(path, "rb")
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except OSError as exc:
         raise UsageError(f"{path}: cannot read NCCL log: {exc.strerror or exc}") from None
-    with fh:
-        mode = os.fstat(fh.fileno()).st_mode
+    try:
+        mode = os.fstat(fd).st_mode
+    finally:
+        os.close(fd)
     if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) or stat.S_ISSOCK(mode):
         # /dev/zero and the like never end; pipes (a process substitution, '-') are read as logs
         raise UsageError(f"{path}: is a device or socket, expected an NCCL log file")

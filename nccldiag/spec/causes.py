@@ -231,7 +231,7 @@ def _nested(p: str) -> Optional[str]:
 
 def load(path: str) -> List[Row]:
     """The rows of ``--causes FILE``: a TOML file of ``[[cause]]`` rows only."""
-    text = _read(path, "--causes")
+    text = read(path, "--causes")
     data = knowledge.loads(text, path)
     other = [k for k in data if k != KEY]
     if other:
@@ -240,10 +240,20 @@ def load(path: str) -> List[Row]:
     return rows_of(text, path, data)
 
 
-def _read(path: str, option: str) -> str:
+MAX_FILE = 1 << 20  # bytes of a site spec or a causes file: the largest real one is a few KiB
+
+
+def read(path: str, option: str) -> str:
+    """The text of a site spec or causes file ``path`` (given by ``option``), read as a file that tells nccldiag
+    how to judge (:func:`nccldiag.atomic.read_regular_bytes` ``owned``): a regular file of at most
+    :data:`MAX_FILE`, never a FIFO waited on, never another user's, nor through their links or directories.
+    Anything else is a :class:`UsageError` naming it."""
+    from nccldiag.atomic import NotRegular, TooLarge, Unsafe, read_regular_bytes
+
     try:
-        with open(path, "rb") as fh:
-            raw = fh.read()
+        raw = read_regular_bytes(path, MAX_FILE, owned=True)
+    except (NotRegular, TooLarge, Unsafe) as exc:
+        raise UsageError(f"{option} {exc}") from None
     except OSError as exc:
         raise UsageError(f"{option} {path}: cannot read: {exc.strerror or exc}") from None
     try:

@@ -103,17 +103,8 @@ def load_given(option: Optional[str], causes_file: Optional[str] = None) -> Opti
 
 
 def load(path: str) -> Spec:
-    try:
-        with open(path, "rb") as fh:
-            raw = fh.read()
-    except OSError as exc:
-        raise UsageError(f"--spec {path}: cannot read: {exc.strerror or exc}") from None
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = raw[: exc.start].count(b"\n") + 1
-        raise UsageError(f"{path}:{line}: not UTF-8 text") from None
-    return loads(text, path)
+    """The site spec at ``path``, read (:func:`nccldiag.spec.causes.read`) and validated."""
+    return loads(causes.read(path, "--spec"), path)
 
 
 def loads(text: str, path: str = "spec.toml") -> Spec:

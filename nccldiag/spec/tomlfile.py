@@ -9,40 +9,20 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 from typing import Any, Dict, List, Tuple
 
-from nccldiag.model.errors import UsageError
+from nccldiag import knowledge
 from nccldiag.model.findings import clean_text
-
-if sys.version_info >= (3, 11):
-    import tomllib as _toml
-else:  # pragma: no cover - exercised on Python 3.9/3.10 only
-    try:
-        import tomli as _toml
-    except ImportError:
-        _toml = None
 
 Path_ = Tuple[str, ...]
 
 _BARE = re.compile(r"[A-Za-z0-9_-]+")
-_LINE_COL = re.compile(r"\(at line (\d+), column (\d+)\)")
 
 
 def loads(text: str, where: str) -> Tuple[Dict[str, Any], Dict[Path_, int]]:
-    """``(data, lines)`` of a TOML text; a syntax error is a :class:`UsageError` naming ``where:line``."""
-    if _toml is None:
-        raise UsageError(f"{where}: reading a spec on Python {sys.version_info[0]}.{sys.version_info[1]} needs the "
-                         "tomli package (pip install tomli); Python 3.11 and later have it built in")
-    try:
-        data = _toml.loads(text)
-    except _toml.TOMLDecodeError as exc:
-        msg = str(exc)
-        m = _LINE_COL.search(msg)
-        line = m.group(1) if m else "?"
-        msg = _LINE_COL.sub("", msg).strip().rstrip(".")
-        raise UsageError(f"{where}:{line}: not valid TOML: {msg}") from None
-    return data, key_lines(text)
+    """``(data, lines)`` of a TOML text, read as every TOML text is (:func:`nccldiag.knowledge.loads`: its
+    shape bounded, a syntax error or a float that is no number a :class:`UsageError` naming ``where:line``)."""
+    return knowledge.loads(text, where), key_lines(text)
 
 
 def _split_key(text: str) -> Tuple[Path_, str]:

@@ -18,6 +18,7 @@ COMMAND_TIMEOUT = "command-timeout"
 CONFIG = "config"  # ssh_config could not be resolved
 LOCAL = "local"  # could not start the local command
 OVERSIZE = "oversize"  # the node sent more output than any real source produces
+NO_OUTPUT = "no-output"  # the session ended before the command printed anything
 
 FIXES = {
     OVERSIZE: "The node sent far more output than any real source produces (a file like /dev/zero where a text file should be, or a compromised node): look at what the named sources read on the node.",
@@ -33,6 +34,7 @@ FIXES = {
     COMMAND_TIMEOUT: "The node did not answer in time. Script stalled: look for hung file systems or drivers (a hung nvidia-smi is common); raise --command-timeout if the node is merely slow. Login slow or no answer: the login's shell startup files (a ~/.bashrc on a shared home running pyenv or conda init, a hung home directory) held the script back: time 'ssh NODE true', raise --login-timeout or lower --fanout.",
     CONFIG: "Check ~/.ssh/config for this host (ssh -G HOST shows what OpenSSH makes of it).",
     LOCAL: "Check that /bin/sh exists and the machine is not out of processes or memory.",
+    NO_OUTPUT: "The login ran something other than the command, or ended before it: look for a ForceCommand in the node's sshd_config (a Match block for this user), a login shell that exits (nologin, an 'exit' in ~/.bashrc), and try 'ssh NODE echo ok'.",
 }
 
 

@@ -5,6 +5,7 @@ import click
 from click.testing import CliRunner
 
 from nccldiag.cli.log import log as log_command
+from nccldiag.report import schema
 from tests import real
 
 GOOD = "net-ib-gdrdma-p2p-cumem-2node-4rank-nccltests.log"
@@ -188,3 +189,54 @@ def test_outputs_pasted_in_files_read_in_parallel_are_those_read_in_one_process(
         docs.append((r.exit_code, doc))
     assert docs[0] == docs[1]
     assert docs[0][1]["diagnoses"][0]["category"] == "ib_port_down"
+
+
+def _log_cli(*args):
+    import os
+    import subprocess
+    import sys
+
+    from pathlib import Path
+
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2]), "NO_COLOR": "1", "COLUMNS": "250"}
+    return subprocess.run([sys.executable, "-m", "nccldiag", "log", *map(str, args)], capture_output=True, text=True,
+                          timeout=120, env=env)
+
+
+def test_a_directory_someone_else_prepared_leads_to_no_file_outside_it_and_never_blocks(tmp_path):
+    """A log directory holding a real log, a link inside it, and (written for this test) a FIFO, a link to a file
+    outside holding an NCCL failure, a link to /proc/kmsg (whose read waits for the kernel's next message) and a
+    link to /dev/zero: the log and the link inside are read, every other entry is named and none read."""
+    import os
+    from pathlib import Path
+
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "a.log").write_bytes(real.nccl_log(GOOD).read_bytes())
+    (logs / "b.log").symlink_to("a.log")
+    outside = tmp_path / "outside.log"
+    outside.write_text(Path(real.nccl_log(WATCHDOG)).read_text())
+    (logs / "c.log").symlink_to(outside)
+    (logs / "d.log").symlink_to("/proc/kmsg")
+    (logs / "e.log").symlink_to("/dev/zero")
+    os.mkfifo(logs / "f.log")
+    r = _log_cli(logs, "--json", tmp_path / "r.json", "--color", "never")
+    assert r.returncode == 0, r.stdout + r.stderr  # the outside log's watchdog failure was not read
+    doc = json.loads((tmp_path / "r.json").read_text())
+    schema.check(doc)
+    assert doc["files"] == [str(logs / "a.log"), str(logs / "b.log")]
+    (skip,) = [f for f in doc["findings"] if f["check"] == "nccl.file_skipped"]
+    assert skip["status"] == "warn" and "4 entries" in skip["message"]
+    said = "\n".join(skip["evidence"])
+    for name, why in (("c.log", f"a symbolic link out of {logs} (to {outside})"), ("d.log", "(to /proc/kmsg)"),
+                      ("e.log", "(to /dev/zero)"), ("f.log", "not a regular file (a FIFO)")):
+        assert f"{logs / name}: " in said and why in said, said
+    assert "nccl.file_skipped" in r.stdout and "Watchdog" not in r.stdout
+
+
+def test_a_directory_of_nothing_but_links_out_says_what_it_left(tmp_path):
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "x.log").symlink_to("/etc/hostname")
+    r = _log_cli(logs)
+    assert r.returncode == 2 and "holds no regular file" in r.stderr and "x.log: a symbolic link out of" in r.stderr

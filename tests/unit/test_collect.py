@@ -192,3 +192,34 @@ def test_a_full_disk_saves_no_half_node_and_loses_no_result(tmp_path):
         assert not [p for p in os.listdir(small / "b") if p.startswith(".")]
     finally:
         subprocess.run(["umount", str(small)], timeout=30)
+
+
+def test_a_source_that_never_answers_is_named_on_its_node_and_its_area_is_not_checked(tmp_path):
+    """This machine with a root (NCCLDIAG_ROOT, written for this test) whose /etc/os-release is a FIFO no one
+    writes: its read is stopped at the source's bound (10 s). Before: the node was healthy, the OS missing from
+    its facts and nothing said. Now the source is a warning naming the file, in the table, the JSON and the
+    HTML, and the system area says skip with the reason, never ok."""
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = tmp_path / "root"
+    (root / "etc").mkdir(parents=True)
+    os.mkfifo(root / "etc" / "os-release")
+    repo = str(Path(__file__).resolve().parents[2])
+    env = {**os.environ, "NCCLDIAG_ROOT": str(root), "PYTHONPATH": repo, "NO_COLOR": "1", "COLUMNS": "250",
+           "XDG_STATE_HOME": str(tmp_path / "state")}
+    r = subprocess.run([sys.executable, "-m", "nccldiag", "check", "--local", "--only", "system", "--json",
+                        str(tmp_path / "r.json"), "--html", str(tmp_path / "r.html")],
+                       capture_output=True, text=True, timeout=120, env=env)
+    doc = json.loads((tmp_path / "r.json").read_text())
+    (node,) = doc["nodes"]
+    by = {f["check"]: f for f in node["findings"]}
+    note = by["system.source_stopped"]
+    assert note["status"] == "warn" and note["message"].startswith("/etc/os-release: no answer in 10 s"), note
+    assert by["system.source_missing"]["status"] == "skip" and "/etc/os-release" in by["system.source_missing"]["message"]
+    assert node["areas"]["system"] == "warn" and node["status"] == "warn" and "system.basic" not in by
+    assert "/etc/os-release: no answer in 10 s" in r.stdout, r.stdout + r.stderr
+    assert "/etc/os-release: no answer in 10 s" in (tmp_path / "r.html").read_text()

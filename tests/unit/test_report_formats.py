@@ -668,3 +668,42 @@ def test_a_reader_that_closes_stdout_loses_no_file(tmp_path):
         assert "Traceback" not in err
         assert (tmp_path / f"{cmd[0]}.html").stat().st_size > 0
     assert (tmp_path / "run" / "report.json").exists()
+
+
+def test_a_records_file_is_read_back_through_the_gate_never_held_whole(tmp_path):
+    """A probe run directory (run.json written for the test) holding the worker's real records of a 2-rank gloo
+    run, then 60 MB of forged records (ranks outside the world, collectives not planned, noise: CONSTRUCTED). Read
+    back, the records stream through the gate as they are read: the report is the one of the real records alone,
+    and the process holds what it keeps, not the file (it held 1 GB for 100 MB). Memory is the child's own peak."""
+    import subprocess
+    import sys
+
+    real_records = (Path(__file__).resolve().parents[1] / "fixtures" / "probe-records" /
+                    "gloo-2rank-corrupt-rank1.jsonl").read_text()
+    meta = {"command": "probe", "schema": "nccldiag.probe/1", "run_id": "nccldiag-test", "backend": "gloo",
+            "launcher": "torchrun", "hosts": ["vm"], "nproc_per_node": 2, "timeout": 120, "require_ib": False,
+            "settings": [{"name": "default", "env": {}, "why": "", "custom": False, "requires_ib": False}],
+            "loopback": {}, "ifnames": {}, "started": "2026-11-23T10:00:00Z"}
+    forged = "".join(json.dumps(r) + "\n" for r in (
+        {"type": "progress", "rank": 7, "host": "vm", "collective": "all_reduce", "phase": "sweep", "done": 1},
+        {"type": "result", "rank": 0, "host": "vm", "collective": "bogus", "status": "wrong", "wrong": 3},
+        {"type": "result", "rank": 1, "host": "vm", "collective": "all_reduce", "wrong": "abc", "pad": "x" * 400}))
+    probe_code = ("import json, resource, sys\nfrom nccldiag.cli import main\ntry:\n    main()\nfinally:\n"
+                  "    sys.stderr.write('maxrss_kib=%d\\n' % resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n")
+    out = {}
+    for name, flood in (("plain", 0), ("flooded", 60 << 20)):
+        run = tmp_path / name
+        run.mkdir()
+        (run / "run.json").write_text(json.dumps(meta))
+        with open(run / "records.jsonl", "w") as f:
+            f.write(real_records)
+            for _ in range(flood // len(forged)):
+                f.write(forged)
+        r = subprocess.run([sys.executable, "-c", probe_code, "report", str(run), "--json", "-"], capture_output=True,
+                           text=True, timeout=600, env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])})
+        assert r.returncode == 1, r.stderr[-2000:]
+        doc = json.loads(r.stdout)
+        out[name] = ([(f["check"], f["status"], f["host"]) for s in doc["settings"] for f in s["findings"]],
+                     int(r.stderr.rsplit("maxrss_kib=", 1)[1]))
+    assert out["flooded"][0] == out["plain"][0] and ("probe.all_reduce", "fail", "vm") in out["plain"][0]
+    assert out["flooded"][1] < out["plain"][1] + 64 * 1024, out  # 64 MiB over the plain run at most

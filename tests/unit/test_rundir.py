@@ -302,3 +302,84 @@ def test_a_parent_another_user_makes_while_the_run_directory_is_made_is_refused(
     with pytest.raises(atomic.Unsafe, match="belongs to uid 65534"):
         atomic.own_dir(str(attacker / "x" / "run"))
     assert not (attacker / "x").exists()
+
+
+def _check_run(tmp_path: Path) -> Path:
+    bundle = B.write_bundle(tmp_path / "bundle", {"gpu001": B.healthy_h100(), "ws01": B.consumer_5090()})
+    run = tmp_path / "run"
+    cli("check", "--bundle", bundle, "--run-dir", run, "--color", "never")
+    return run
+
+
+# values of the wrong type where a renderer reads a field (written for this test); each was an internal error
+WRONG = [(("nodes", 0, "host"), ["a"]), (("nodes", 0, "findings", 0, "status"), {"a": 1}),
+         (("nodes", 0, "findings", 0, "message"), 123), (("diagnoses",), "x"), (("summary", "by_status"), []),
+         (("nodes", 0, "areas"), [1, "a"]), (("notes",), [None])]
+SHOWN = {"notes": "notes[0]"}  # the place named is the first wrong one inside the value
+
+
+@pytest.mark.parametrize("where,value", WRONG, ids=[".".join(map(str, w)) for w, _ in WRONG])
+def test_a_report_json_of_the_wrong_types_is_a_usage_error_naming_the_field(tmp_path, where, value):
+    run = _check_run(tmp_path)
+    doc = json.loads((run / "report.json").read_text())
+    node = doc
+    for key in where[:-1]:
+        node = node[key]
+    node[where[-1]] = value
+    (run / "report.json").write_text(json.dumps(doc))
+    for args in (["-v"], ["--json", tmp_path / "o.json", "--junit", tmp_path / "o.xml", "--prom", tmp_path / "o.prom"]):
+        res = cli("report", run, "--color", "never", *args)
+        assert res.exit_code == 2, res.output
+        shown = SHOWN.get(".".join(map(str, where)), ".".join(map(str, where)).replace(".0", "[0]"))
+        assert f"{run / 'report.json'}: {shown} should" in " ".join(res.output.split()), res.output
+
+
+def test_an_isolate_threshold_of_the_wrong_type_is_a_usage_error(tmp_path):
+    run = rundir.Run("isolate", str(tmp_path / "run"), run_id="nccldiag-test")
+    rep = _isolate_report(run.path)
+    run.create(rep.meta())
+    run.close()
+    doc = isolate_report.document(rep)
+    doc["thresholds"] = {"default": {"threshold": "x", "distribution": {"n": 2, "median": []}}}
+    (Path(run.path) / "report.json").write_text(json.dumps(doc))
+    res = cli("report", run.path, "--color", "never", "--html", tmp_path / "o.html")
+    assert res.exit_code == 2 and "thresholds.default" in res.output, res.output
+
+
+DEEP = "[" * 100_000 + "]" * 100_000
+
+
+@pytest.mark.parametrize("name", ["report.json", "run.json"])
+def test_json_nested_deeper_than_any_document_nccldiag_writes_is_refused(tmp_path, name):
+    run = _check_run(tmp_path)
+    if name != "report.json":
+        (run / "report.json").unlink()
+    (run / name).write_text('{"a": %s}' % DEEP)
+    res = cli("report", run, "--color", "never")
+    assert res.exit_code == 2 and f"{run / name}: cannot read it: arrays and objects nested more than 64 deep" in \
+        " ".join(res.output.split()), res.output
+
+
+def test_a_json_line_nested_too_deep_is_left_out_as_a_line_cut_by_a_crash(tmp_path):
+    p = tmp_path / "records.jsonl"
+    p.write_text('{"a": %s}\n{"type": "start"}\n{"b": %s}\n' % (DEEP, "[" * 65 + "]" * 65))
+    assert list(rundir.iter_lines(str(p))) == [{"type": "start"}]
+
+
+@pytest.mark.parametrize("name", ["_node.json", "_bundle.json"])
+def test_a_bundle_whose_metadata_is_nested_too_deep_is_a_usage_error(tmp_path, name):
+    bundle = B.write_bundle(tmp_path / "bundle", {"gpu001": B.healthy_h100()})
+    (bundle / ("gpu001" if name == "_node.json" else "") / name).write_text('{"a": %s}' % DEEP)
+    res = cli("check", "--bundle", bundle, "--run-dir", tmp_path / "run", "--color", "never")
+    assert res.exit_code == 2 and "nested more than 64 deep" in res.output, res.output
+
+
+@pytest.mark.parametrize("field,value", [("areas", 5), ("options", "x"), ("hosts", {"a": 1}), ("spec", 5)])
+def test_a_run_json_of_the_wrong_types_is_a_usage_error(tmp_path, field, value):
+    run = _check_run(tmp_path)
+    (run / "report.json").unlink()
+    meta = json.loads((run / "run.json").read_text())
+    meta[field] = value
+    (run / "run.json").write_text(json.dumps(meta))
+    res = cli("report", run, "--color", "never")
+    assert res.exit_code == 2 and f"'{field}' should" in res.output, res.output

@@ -10,6 +10,7 @@ real capture (an AMD-Vi kernel log with translation on).
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 from typing import Dict, List
@@ -998,3 +999,157 @@ def test_init_on_hostile_node_strings_writes_a_spec_that_loads_and_prints_nothin
 def test_a_size_written_by_spec_init_reads_back_to_the_same_bytes(n):
     text = F.show_size(n)
     assert F.parse_size(text) == n, text
+
+
+# ---- reading the file: what it is, whose it is, its shape --------------------------------------------------
+
+REPO = str(Path(__file__).resolve().parents[2])
+NOBODY = 65534
+root_only = pytest.mark.skipif(os.geteuid() != 0, reason="needs root to give files to another user (nobody)")
+
+
+def bounded_cli(args, tmp_path, env=None, timeout=60):
+    """``nccldiag ARGS`` in a process of its own, bounded in time and to 1 GiB of memory: a spec read without
+    bounds hangs on a FIFO, or grows past the limit (MemoryError, exit 4) instead of ending in a usage error."""
+    import resource
+    import subprocess
+    import sys
+
+    def limit():
+        resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+
+    return subprocess.run([sys.executable, "-m", "nccldiag", *args], capture_output=True, text=True,
+                          timeout=timeout, preexec_fn=limit, cwd=tmp_path, stdin=subprocess.DEVNULL,
+                          env={**os.environ, **(env or {}), "NO_COLOR": "1", "PYTHONPATH": REPO})
+
+
+def test_a_spec_that_is_no_regular_file_or_too_large_is_refused_unread(tmp_path):
+    """``/dev/zero`` (it grew until memory ran out), a FIFO nobody writes (it hung), a directory and a 2 MiB file
+    of comments (written for the test), through ``spec show``, ``--spec``, ``$NCCLDIAG_SPEC`` and ``--causes``."""
+    fifo = tmp_path / "fifo.toml"
+    os.mkfifo(fifo)
+    big = tmp_path / "big.toml"
+    big.write_text("# a comment line written for the test\n" * 60000)
+    bundle = write_bundle(tmp_path / "b", {"gpu001": B.healthy_h100()})
+    for path, words in (("/dev/zero", "not a regular file (a device)"), (fifo, "not a regular file (a FIFO)"),
+                        (tmp_path, "not a regular file (a directory)"), (big, "larger than 1 MiB")):
+        for args, env in ((["spec", "show", str(path)], None),
+                          (["check", "--bundle", str(bundle), "--spec", str(path)], None),
+                          (["check", "--bundle", str(bundle)], {"NCCLDIAG_SPEC": str(path)}),
+                          (["check", "--bundle", str(bundle), "--causes", str(path)], None)):
+            r = bounded_cli(args, tmp_path, env)
+            assert r.returncode == 2 and "Traceback" not in r.stderr, (args, r.stderr)
+            assert f"{path}: {words}" in r.stderr or path == tmp_path and "is a directory" in r.stderr, r.stderr
+
+
+def test_a_key_of_many_parts_or_values_nested_deep_are_refused_before_toml_reads_them(tmp_path):
+    """100 KB of one dotted key took tomllib 3 GB; 500 nested arrays or 100,000 nested inline tables ended in a
+    RecursionError (exit 4). Each file written for the test; a spec's real keys have at most 4 parts."""
+    cases = {
+        "dotted.toml": ("a" + ".a" * 50000 + " = 1\n", 1, "a key of 50001 parts"),
+        "header.toml": ("# deep\n[" + "a." * 10000 + "a]\n", 2, "a key of 10001 parts"),
+        "arrays.toml": ("[gpu]\nmodel = " + "[" * 500 + "]" * 500 + "\n", 2, "nested more than 8 deep"),
+        "tables.toml": ("x = " + "{a = " * 100000 + "1" + "}" * 100000 + "\n", 1, "nested more than 8 deep"),
+        "severity.toml": ('[severity]\n"x" = ' + "[" * 500 + "]" * 500 + "\n", 2, "nested more than 8 deep"),
+    }
+    for name, (text, at, words) in cases.items():
+        (tmp_path / name).write_text(text)
+        r = bounded_cli(["spec", "show", name], tmp_path)
+        assert r.returncode == 2 and f"{name}:{at}: " in r.stderr and words in r.stderr, (name, r.stderr[-400:])
+    # dots inside strings and comments, floats and dates are no key parts; quoted parts count as parts
+    ok = ('# a.b.c.d.e.f.g.h.i.j.k\n[severity]\n"gpu.a.b.c.d.e.f.g.h" = "warn"\n[thresholds]\nbusbw_share = 0.5\n'
+          "[gpu]\nmodel = 'x.y.z.w.v.u.t.s.r.q'\n")
+    with pytest.raises(Exception, match="unknown check id"):  # read whole: only the check id is refused
+        model.loads(ok, "ok.toml")
+    with pytest.raises(Exception, match=r"q.toml:1: a key of 9 parts"):
+        model.loads('a."b".c.d.e.f.g.h.i = 1\n', "q.toml")
+
+
+@pytest.mark.parametrize("text,at", [  # each written for the test
+    ("[bandwidth]\ninter_node_gbps = nan\n", 2),
+    ("[bandwidth]\nintra_node_gbps = inf\n", 2),
+    ("[bandwidth.setting]\nring = -inf\n", 2),
+    ("[thresholds]\nbusbw_share = nan\n", 2),
+    ("[nvlink]\n\nspeed_gbs = +nan\n", 3),
+])
+def test_nan_and_inf_are_no_spec_numbers(tmp_path, text, at):
+    """A limit of nan compares false with everything, so it switched its check off without a word."""
+    path = tmp_path / "site.toml"
+    path.write_text(text)
+    res = CliRunner().invoke(main, ["spec", "show", str(path)])
+    assert res.exit_code == 2 and f"{path}:{at}: " in res.stderr and "is no number" in res.stderr, res.output
+
+
+@root_only
+def test_a_spec_another_user_controls_is_refused(tmp_path):
+    """A spec says which failures count and which nodes drain: one another user could have written (theirs, in a
+    directory open to everyone, writable by everyone, or reached through their link) is refused, never used."""
+    bundle = write_bundle(tmp_path / "b", {"gpu001": B.healthy_h100()})
+    text = '[severity]\n"system.*" = "ignore"\n'
+    world = tmp_path / "world"
+    world.mkdir()
+    os.chmod(world, 0o777)
+    theirs = world / "site.toml"
+    theirs.write_text(text)
+    os.chown(theirs, NOBODY, NOBODY)
+    mine_in_world = world / "mine.toml"
+    mine_in_world.write_text(text)
+    home = tmp_path / "home"
+    home.mkdir()
+    writable = home / "writable.toml"
+    writable.write_text(text)
+    os.chmod(writable, 0o666)
+    mine = home / "site.toml"
+    mine.write_text(text)
+    link = home / "link.toml"
+    os.symlink(mine, link)
+    os.lchown(link, NOBODY, NOBODY)
+    for path, words in ((theirs, "belongs to uid 65534"), (mine_in_world, f"{world} is open to other users' writes"),
+                        (writable, "any user may write in it (mode 0666)"),
+                        (link, f"{link} is a link of uid 65534")):
+        for option in ("--spec", "--causes"):
+            res = CliRunner().invoke(main, ["check", "--bundle", str(bundle), option, str(path)])
+            assert res.exit_code == 2 and words in res.stderr and "refused" in res.stderr, (path, res.output)
+    # this user's own file, through this user's link, in a directory an admin group shares: read
+    group = tmp_path / "group"
+    group.mkdir()
+    os.chmod(group, 0o775)
+    shared = group / "site.toml"
+    shared.write_text(text)
+    own_link = home / "own-link.toml"
+    os.symlink(shared, own_link)
+    for path in (mine, shared, own_link):
+        res = CliRunner().invoke(main, ["spec", "show", str(path)])
+        assert res.exit_code == 0, (path, res.output)
+
+
+def test_report_reads_a_spec_or_bundle_its_run_json_names_as_it_reads_any(tmp_path):
+    """``nccldiag report`` on a run directory someone else made: the spec path in its run.json is read as
+    ``--spec`` is (a device, a FIFO, a file of dotted keys: a usage error naming run.json, at once), and the
+    bundle path is never reached through another user's link."""
+    bundle = write_bundle(tmp_path / "b", {"gpu001": B.healthy_h100()})
+    run = tmp_path / "run"
+    code, _ = check_json(bundle, "--run-dir", str(run))
+    assert code == 0
+    (run / "report.json").unlink()  # as a run stopped before its report: report rebuilds it
+    meta = json.loads((run / "run.json").read_text())
+    fifo = tmp_path / "fifo.toml"
+    os.mkfifo(fifo)
+    dotted = tmp_path / "dotted.toml"
+    dotted.write_text("a" + ".a" * 20000 + " = 1\n")
+    for spec, words in (("/dev/zero", "not a regular file (a device)"), (fifo, "not a regular file (a FIFO)"),
+                        (dotted, "a key of 20001 parts")):
+        (run / "run.json").write_text(json.dumps(dict(meta, spec=str(spec))))
+        r = bounded_cli(["report", str(run)], tmp_path)
+        assert r.returncode == 2 and f"{run}/run.json names the site spec {spec}" in r.stderr, r.stderr[-500:]
+        assert words in r.stderr and "Traceback" not in r.stderr
+    if os.geteuid() == 0:
+        link = tmp_path / "theirs"
+        os.symlink(bundle, link)
+        os.lchown(link, NOBODY, NOBODY)
+        (run / "run.json").write_text(json.dumps(dict(meta, bundle=str(link))))
+        r = bounded_cli(["report", str(run)], tmp_path)
+        assert r.returncode == 2 and f"{link} is a link of uid 65534" in r.stderr, r.stderr[-500:]
+    (run / "run.json").write_text(json.dumps(dict(meta, bundle=str(bundle))))
+    r = bounded_cli(["report", str(run)], tmp_path)
+    assert r.returncode == 3 and "gpu001" in r.stdout, r.stderr  # rebuilt: exit 3, a run that did not end

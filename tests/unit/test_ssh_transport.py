@@ -557,6 +557,36 @@ def test_a_collection_cut_short_judges_what_ended_and_leaves_the_rest_not_checke
     assert cut.fix == base.FIXES[want] and nr.status.value == "error" and engine.exit_code([nr]) == 3
 
 
+@pytest.mark.parametrize("how", ["login exits", "login says no", "session killed"])
+def test_a_session_that_ends_before_the_script_says_anything_is_not_checked_never_failing(keys, server, how):
+    """The node's login ends the session before the collection script runs (a ForceCommand, a shell that exits
+    at once: the test server's login text written for this test), or sshd drops it before a byte came. Before:
+    `FAIL system.basic no basic facts came back from the node`, exit 1, and --drain would drain it."""
+    from nccldiag import areas as registry
+    from nccldiag.check import engine
+    from nccldiag.collect import runner
+    from nccldiag.inventory import Host
+
+    s = server("cut" if how == "session killed" else "ok")
+    s.cut_at = 0
+    if how != "session killed":
+        s.login = "exit 0" if how == "login exits" else "echo 'This account is currently not available.' >&2; exit 1"
+    cfg, _ = write_config(keys["dir"], s.port, keys["dir"] / "id_client", known_line(s.port, keys["host"]))
+    areas = registry.select(["system"], [])
+    opts = runner.CollectOptions(ssh=SSHOptions(config_path=cfg, connect_timeout=3, use_agent=False, retries=0),
+                                 mesh="none")
+    raw = runner.collect_host(Host("node"), runner.script_for(areas, mark=opts.mark), opts)
+    nr = engine.analyze_node(raw, areas)
+    assert not [f for f in nr.findings if f.status.value == "fail"], nr.findings
+    (how_it_ended,) = [f for f in nr.findings if f.area == "ssh"]
+    want = base.PROTOCOL if how == "session killed" else base.NO_OUTPUT
+    assert (how_it_ended.check, how_it_ended.status.value) == (f"ssh.{want}", "error"), how_it_ended
+    assert "before the collection script printed anything" in how_it_ended.message
+    if how == "login says no":
+        assert "exit status 1" in how_it_ended.message and "currently not available" in how_it_ended.message
+    assert how_it_ended.fix == base.FIXES[want] and engine.exit_code([nr]) == 3 and not nr.reachable
+
+
 def test_known_hosts_read_once_per_change_plain_and_hashed(keys, tmp_path):
     a, b = keys["host"], keys["other_host"]
     kh = tmp_path / "known_hosts"
