@@ -62,9 +62,14 @@ class Job:
     bundles: List[Bundle] = field(default_factory=list)  # where each node's outputs are written
 
 
-def send(out: BinaryIO, obj: Any) -> None:
+def frame_of(obj: Any) -> bytes:
+    """``obj`` as one frame, whole (an object that cannot be pickled raises here, before anything is written)."""
     data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
-    out.write(struct.pack(">Q", len(data)) + data)
+    return struct.pack(">Q", len(data)) + data
+
+
+def send(out: BinaryIO, obj: Any) -> None:
+    out.write(frame_of(obj))
     out.flush()
 
 
@@ -107,6 +112,14 @@ def lost(host: str, cause: str) -> RawNode:
         "kind": WORKER, "message": f"not collected: the worker process collecting it exited ({cause})",
         "fix": "Run the check again; if a worker exits again, run it with --workers 1 and report the error."},
         extra={"transport": "ssh"})
+
+
+def unsent(host: str, cause: str) -> RawNode:
+    """The node of a host whose worker collected it but could not judge it or send its records back."""
+    return RawNode(host=host, error={
+        "kind": WORKER, "message": f"not checked: its worker could not judge it or send its records ({cause})",
+        "fix": "Save the node's outputs ('nccldiag collect -w HOST -o DIR') and report the bundle: one node's "
+               "output must never stop its check."}, extra={"transport": "ssh"})
 
 
 class _Worker:

@@ -43,7 +43,7 @@ def _run() -> int:
     from nccldiag.collect import runner
     from nccldiag.model.raw import released
     from nccldiag.shards import judged as judging
-    from nccldiag.shards.pool import receive, send
+    from nccldiag.shards.pool import frame_of, receive, unsent
 
     stdin = os.fdopen(0, "rb", buffering=0)  # unbuffered: the thread that waits on it holds no lock
     out = os.fdopen(os.dup(1), "wb")
@@ -67,8 +67,15 @@ def _run() -> int:
                 b.node(node)
             except OSError as exc:
                 not_saved[b.path] = exc.strerror or str(exc)
-        judged = judging.judge(node, areas, job.options, job.spec) if areas is not None else None
-        send(out, (index[node.host], released(node), judged, not_saved))
+        try:
+            judged = judging.judge(node, areas, job.options, job.spec) if areas is not None else None
+            frame = frame_of((index[node.host], released(node), judged, not_saved))
+        except Exception as exc:  # this node's records cannot be judged or sent: it says why, its neighbours go on
+            bad = unsent(node.host, f"{type(exc).__name__}: {str(exc)[:200]}")
+            judged = judging.judge(bad, areas, job.options, job.spec) if areas is not None else None
+            frame = frame_of((index[node.host], released(bad), judged, not_saved))
+        out.write(frame)
+        out.flush()
 
     runner.collect_hosts(job.hosts, job.script, job.opts, on_node, release=True, plan=job.plan)
     out.close()

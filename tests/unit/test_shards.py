@@ -268,3 +268,33 @@ def test_texts_the_judged_nodes_repeat_are_held_once_and_the_nodes_read_the_same
     c = judged("gpu003")
     full.node(c)
     assert not full.texts and [f.to_dict()["host"] for f in c.findings][:1] == ["gpu003"]
+
+
+def test_one_nodes_unreadable_json_is_its_own_error_and_its_workers_other_hosts_are_judged(server, tmp_path):
+    """One login (the first to run it, whichever host) answers the python_env snippet with a line nested 800
+    deep (a wrapper written for this test); every other login runs the real snippet."""
+    from nccldiag.areas import python as py
+
+    bad = tmp_path / "deep.json"
+    bad.write_text('{"stage": "done", "python": "3", "torch": ' + "[" * 800 + "]" * 800 + "}\n")
+    wrapper = tmp_path / "python"
+    wrapper.write_text(f"#!/bin/sh\nif mkdir {tmp_path / 'once'} 2>/dev/null; then cat {bad}; exit 0; fi\n"
+                       f"exec {sys.executable} \"$@\"\n")
+    wrapper.chmod(0o755)
+    hosts = [Host(f"n{i}") for i in range(1, 5)]
+    opts = _opts(server, python=str(wrapper))
+    script = runner.script_for([system, py], (), opts.mark)
+    judged_of = {}
+    out = pool.collect(hosts, script, opts, 2, areas=[ssh_area, system, py], bundles=[],
+                       on_node=lambda node, judged, not_saved: judged_of.__setitem__(node.host, judged))
+    assert [n.host for n in out] == ["n1", "n2", "n3", "n4"] and all(n.error is None for n in out), out
+    checks = {h: {f.check: f for f in j.node.findings if f.area == "python"} for h, j in judged_of.items()}
+    odd = [h for h, c in checks.items() if "python.output" in c]
+    assert len(odd) == 1, checks
+    odd = odd[0]
+    f = checks[odd]["python.output"]
+    assert f.status.value == "error" and "JSON nested deeper than 32 levels" in f.message
+    for h, c in checks.items():
+        assert judged_of[h].node.reachable and '"hostname"' in judged_of[h].facts
+        if h != odd:
+            assert c["python.interpreter"].status.value == "ok", c
