@@ -298,3 +298,62 @@ def test_one_nodes_unreadable_json_is_its_own_error_and_its_workers_other_hosts_
         assert judged_of[h].node.reachable and '"hostname"' in judged_of[h].facts
         if h != odd:
             assert c["python.interpreter"].status.value == "ok", c
+
+
+def test_a_stopped_worker_is_killed_past_its_bound_and_the_hosts_it_finished_are_kept(keys, server, tmp_path):
+    """n3 logs in to a second server whose login waits on a FIFO (a host that hangs); worker 0 (n1, n3) is
+    stopped with SIGSTOP once n1 is in. Its bound, set small by the test once it is stopped, kills it; n3 is
+    reported not checked with the reason, n1 and the other worker's hosts are kept."""
+    import threading
+
+    slow = SSHServer(keys["host"], keys["client"])
+    fifo = tmp_path / "hang"
+    os.mkfifo(fifo)
+    slow.login = f"cat {fifo} >/dev/null"
+    kh = tmp_path / "known_hosts"
+    kh.write_text(kh.read_text() + f"[127.0.0.1]:{slow.port} {keys['host'].get_name()} {keys['host'].get_base64()}\n")
+    cfg = tmp_path / "ssh_config2"
+    cfg.write_text(f"Host n3\n  Port {slow.port}\n" + Path(server.cfg).read_text())
+    server.cfg = str(cfg)
+    hosts = [Host(f"n{i}") for i in range(1, 5)]
+    opts = _opts(server, fanout=2)  # one host at a time in each worker: worker 0 does n1, then n3
+    script = runner.script_for([system], (), opts.mark)
+    pids, stopped, judged_of = [], threading.Event(), {}
+
+    def on_node(node, judged, not_saved):
+        judged_of[node.host] = judged
+        if node.host == "n1":
+            os.kill(pids[0], signal.SIGSTOP)
+            stopped.set()
+
+    def limit(job, left):
+        return 1.0 if stopped.is_set() and job.index[0] == 0 else 600.0
+
+    try:
+        out = pool.collect(hosts, script, opts, 2, areas=[ssh_area, system], bundles=[], on_node=on_node,
+                           on_workers=pids.extend, limit=limit)
+    finally:
+        _release(fifo, tmp_path / "unused")
+        slow.close()
+    assert [n.host for n in out] == ["n1", "n2", "n3", "n4"]
+    assert stopped.is_set() and _gone(pids[0])
+    for h in ("n1", "n2", "n4"):
+        assert judged_of[h].node.reachable and '"hostname"' in judged_of[h].facts, h
+    n3 = out[2]
+    assert n3.error["kind"] == pool.WORKER and "did not finish in time" in n3.error["message"], n3.error
+    assert "past its bound of 1 s for its 1 hosts left; killed" in n3.error["message"], n3.error
+    [f] = [f for f in judged_of["n3"].node.findings if f.area == "ssh"]
+    assert (f.status.value, f.check) == ("error", "ssh.worker") and "not checked" in f.message
+
+
+def test_a_workers_bound_is_the_runs_own_deadlines_for_the_hosts_it_has_left():
+    opts = runner.CollectOptions(ssh=SSHOptions(connect_timeout=10, retries=2, command_timeout=60), fanout=4)
+    job = pool.Job([Host(f"n{i}") for i in range(8)], list(range(8)), "", opts, {})
+    one = pool.host_bound(opts)
+    assert one >= 10 * 3 + runner.login_timeout(opts.ssh) + 60 * runner.WHOLE_RUN
+    # two waves of 4, each host tried twice at most, then judged; fewer hosts left, a smaller bound
+    assert pool.bound(job, 8) >= 2 * 2 * one + 8 * pool.JUDGE_S
+    assert pool.bound(job, 3) < pool.bound(job, 8) and pool.bound(job, 3) >= 2 * one
+    meshed = pool.Job(job.hosts, job.index, "", runner.CollectOptions(ssh=opts.ssh, fanout=4, mesh_timeout=60),
+                      {"n0": [f"n{i}" for i in range(1, 200)]})
+    assert pool.bound(meshed, 8) > pool.bound(job, 8)  # a long node-to-node test lengthens it
