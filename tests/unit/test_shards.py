@@ -300,12 +300,9 @@ def test_one_nodes_unreadable_json_is_its_own_error_and_its_workers_other_hosts_
             assert c["python.interpreter"].status.value == "ok", c
 
 
-def test_a_stopped_worker_is_killed_past_its_bound_and_the_hosts_it_finished_are_kept(keys, server, tmp_path):
-    """n3 logs in to a second server whose login waits on a FIFO (a host that hangs); worker 0 (n1, n3) is
-    stopped with SIGSTOP once n1 is in. Its bound, set small by the test once it is stopped, kills it; n3 is
-    reported not checked with the reason, n1 and the other worker's hosts are kept."""
-    import threading
-
+def _hanging(keys, server, tmp_path, pattern: str):
+    """A second server for the hosts ``pattern`` names, whose logins wait on a FIFO (hosts that hang), and
+    ``server.cfg`` changed to send them there; the test releases the FIFO and closes the server."""
     slow = SSHServer(keys["host"], keys["client"])
     fifo = tmp_path / "hang"
     os.mkfifo(fifo)
@@ -313,8 +310,18 @@ def test_a_stopped_worker_is_killed_past_its_bound_and_the_hosts_it_finished_are
     kh = tmp_path / "known_hosts"
     kh.write_text(kh.read_text() + f"[127.0.0.1]:{slow.port} {keys['host'].get_name()} {keys['host'].get_base64()}\n")
     cfg = tmp_path / "ssh_config2"
-    cfg.write_text(f"Host n3\n  Port {slow.port}\n" + Path(server.cfg).read_text())
+    cfg.write_text(f"Host {pattern}\n  Port {slow.port}\n" + Path(server.cfg).read_text())
     server.cfg = str(cfg)
+    return slow, fifo
+
+
+def test_a_stopped_worker_is_killed_past_its_bound_and_the_hosts_it_finished_are_kept(keys, server, tmp_path):
+    """n3 logs in to a second server whose login waits on a FIFO (a host that hangs); worker 0 (n1, n3) is
+    stopped with SIGSTOP once n1 is in. Its bound, set small by the test once it is stopped, kills it; n3 is
+    reported not checked with the reason, n1 and the other worker's hosts are kept."""
+    import threading
+
+    slow, fifo = _hanging(keys, server, tmp_path, "n3")
     hosts = [Host(f"n{i}") for i in range(1, 5)]
     opts = _opts(server, fanout=2)  # one host at a time in each worker: worker 0 does n1, then n3
     script = runner.script_for([system], (), opts.mark)
@@ -357,3 +364,36 @@ def test_a_workers_bound_is_the_runs_own_deadlines_for_the_hosts_it_has_left():
     meshed = pool.Job(job.hosts, job.index, "", runner.CollectOptions(ssh=opts.ssh, fanout=4, mesh_timeout=60),
                       {"n0": [f"n{i}" for i in range(1, 200)]})
     assert pool.bound(meshed, 8) > pool.bound(job, 8)  # a long node-to-node test lengthens it
+
+
+def test_ctrl_c_to_the_process_group_ends_the_head_and_its_workers_once_and_keeps_the_finished_hosts(
+        keys, server, tmp_path):
+    """As a terminal's Ctrl-C: SIGINT to the check's whole process group, once n1 and n2 are judged and n3, n4
+    hang at their login."""
+    slow, fifo = _hanging(keys, server, tmp_path, "n3 n4")
+    env = {**os.environ, "NO_COLOR": "1", "PYTHONPATH": str(ROOT)}
+    run = tmp_path / "run"
+    proc = subprocess.Popen([sys.executable, "-m", "nccldiag", "check", "-w", "n[1-4]", "--ssh-config", server.cfg,
+                             "--only", "system", "--mesh", "none", "--workers", "2", "--run-dir", str(run)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, env=env,
+                            preexec_fn=ctrl_c_reaches, start_new_session=True)
+    try:
+        lines = run / "nodes.jsonl"
+        _wait_for(lambda: lines.exists() and len(lines.read_text().splitlines()) >= 2, "n1 and n2 judged")
+        _wait_for(lambda: slow.accepted >= 2, "n3 and n4 at their login")
+        workers = _children(proc.pid)
+        assert len(workers) == 2, workers
+        os.killpg(proc.pid, signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        _release(fifo, tmp_path / "unused")
+        slow.close()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130, err
+    assert b"Traceback" not in err and b"Error" not in err, err
+    assert err.count(b"interrupted") == 1, err
+    kept = sorted(json.loads(line)["host"] for line in lines.read_text().splitlines())
+    assert kept[:2] == ["n1", "n2"], kept
+    _wait_for(lambda: all(_gone(p) for p in workers), "the workers to end", limit=30)
