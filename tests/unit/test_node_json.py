@@ -111,3 +111,21 @@ def test_an_area_whose_facts_cannot_be_written_is_that_areas_error_and_the_other
     assert (f.check, f.status) == ("deepfacts.facts", Status.ERROR) and "RecursionError" in f.message
     facts = json.loads(j.facts)
     assert facts["deepfacts"] is None and facts["system"]
+
+
+def test_check_of_a_bundle_with_one_node_800_deep_reports_every_node(tmp_path):
+    """``check --bundle``: one node's python_env answer nested 800 deep (written for this test) is that node's
+    python error; the other node is judged as ever, and the run ends with a report (before: exit 4, none)."""
+    from tests.unit import bundles as B
+
+    nodes = {h: B.healthy_h100(h, f"10.0.0.1{i}") for i, h in enumerate(("gpu001", "gpu002"), 1)}
+    start = '{"stage": "start", "python": "3.10.12", "executable": "/usr/bin/python3"}\n'
+    nodes["gpu001"]["python_env"] = start + done_line_with(deep(800)) + "\n"
+    nodes["gpu002"]["python_env"] = start + done_line_with('"2.3.1+cu121"') + "\n"
+    code, rep = B.check_json(B.write_bundle(tmp_path / "b", nodes), "--only", "system,python")
+    assert code == 3, rep  # an error on a node: not every node checked
+    by_host = {n["host"]: {f["check"]: f for f in n["findings"]} for n in rep["nodes"]}
+    assert by_host["gpu001"]["python.output"]["status"] == "error"
+    assert "nested deeper than 32 levels" in by_host["gpu001"]["python.output"]["message"]
+    assert by_host["gpu002"]["python.interpreter"]["status"] == "ok"
+    assert all(f["status"] == "ok" for c, f in by_host["gpu001"].items() if c.startswith("system."))
