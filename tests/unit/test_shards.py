@@ -397,3 +397,34 @@ def test_ctrl_c_to_the_process_group_ends_the_head_and_its_workers_once_and_keep
     kept = sorted(json.loads(line)["host"] for line in lines.read_text().splitlines())
     assert kept[:2] == ["n1", "n2"], kept
     _wait_for(lambda: all(_gone(p) for p in workers), "the workers to end", limit=30)
+
+
+def test_a_node_whose_records_cannot_be_sent_is_sent_as_its_own_error(monkeypatch):
+    """A judged node that cannot be pickled (an object written for this test stands for records nested past the
+    pickler's stack) travels as a node of its own error, with the cause; the worker goes on."""
+    import io
+
+    from nccldiag.model.raw import RawNode
+    from nccldiag.shards import judged as judging
+    from nccldiag.shards import worker
+
+    real_judge = judging.judge
+
+    def judge(raw, areas, options=None, spec=None):
+        j = real_judge(raw, areas, options, spec)
+        if raw.error is None:
+            j.node.facts["system"] = lambda: None  # not picklable
+        return j
+
+    monkeypatch.setattr(judging, "judge", judge)
+    job = pool.Job([Host("n1")], [7], "", _opts_plain(), {})
+    frame = worker.node_frame(RawNode(host="n1", sections={"hostname": "n1\n"}), 7, [ssh_area, system], job, {})
+    i, node, judged, not_saved = pool.receive(io.BytesIO(frame))
+    assert i == 7 and node.host == "n1" and node.error["kind"] == pool.WORKER
+    assert "could not judge it or send its records" in node.error["message"] and "Error" in node.error["message"]
+    f = next(f for f in judged.node.findings if f.area == "ssh")
+    assert (f.status.value, f.check) == ("error", "ssh.worker")
+
+
+def _opts_plain():
+    return runner.CollectOptions(ssh=SSHOptions(use_agent=False), mesh="none")
