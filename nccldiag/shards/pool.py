@@ -161,6 +161,8 @@ class _Worker:
         self.job = job
         self.tail: "collections.deque[str]" = collections.deque(maxlen=20)
         self.expired = ""  # why it was killed past its bound ('' while it was not)
+        self.last = time.monotonic()  # when it last sent a node (or was started)
+        self.handing = False  # its last node waits for room in the parent's queue: the parent's delay, not its
         env = dict(os.environ)
         root = os.path.dirname(os.path.dirname(os.path.abspath(nccldiag.__file__)))
         env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
@@ -189,7 +191,9 @@ class _Worker:
                     msg = None
                 if msg is None:
                     break
+                self.last, self.handing = time.monotonic(), True
                 results.put(("node", self.k, msg))
+                self.last, self.handing = time.monotonic(), False
         finally:
             self.proc.stdout.close()
             rc = self.proc.wait()
@@ -270,15 +274,14 @@ def collect(
             on_workers([w.proc.pid for w in started])
         running = len(started)
         left = [len(w.job.hosts) for w in started]
-        last = [time.monotonic()] * len(started)  # when each worker last sent a node (or started)
         ended = [False] * len(started)
         while running:
             now = time.monotonic()
             for w in started:  # each worker bounded, however busy the others keep this loop
-                if not ended[w.k] and not w.expired:
-                    allowed = limit(w.job, left[w.k])
-                    if now - last[w.k] > allowed:
-                        w.expire(f"no node from it for {now - last[w.k]:.0f} s, past its bound of "
+                if not ended[w.k] and not w.expired and not w.handing:
+                    allowed, silent = limit(w.job, left[w.k]), now - w.last
+                    if silent > allowed:
+                        w.expire(f"no node from it for {silent:.0f} s, past its bound of "
                                  f"{allowed:.0f} s for its {left[w.k]} hosts left; killed")
             try:
                 what, k, payload = results.get(timeout=0.5)
@@ -288,7 +291,6 @@ def collect(
                 i, node, judged, not_saved = payload
                 done[i] = node
                 left[k] -= 1
-                last[k] = time.monotonic()
                 if on_node is not None:
                     on_node(node, judged, not_saved)
                 continue
