@@ -30,6 +30,7 @@ reads each line of a node's outputs cut to ``Source.line_limit`` characters
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+import json
 import re
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
 
@@ -38,6 +39,10 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
 # every tool a source runs; the JSON sources (one object a line) say their own, larger, bound.
 LINE_LIMIT = 4096
 JSON_LINE_LIMIT = 1 << 20
+# The deepest nesting a node's JSON line may have. The node programs print objects of a few levels (an NVML
+# snapshot: snapshot -> gpus -> gpu -> links); deeper is not theirs, and a value nested hundreds deep would
+# exhaust the stack of whatever walks it next (the report's encoder, the worker's pickler).
+JSON_DEPTH = 32
 
 
 @dataclass(frozen=True)
@@ -122,6 +127,33 @@ def parsed(raw: Mapping[str, Optional[str]], name: str, parse: Any) -> Any:
     if key not in memo:
         memo[key] = parse(raw.get(name))
     return memo[key]
+
+
+def json_line(line: str, limit: int = JSON_LINE_LIMIT, depth: int = JSON_DEPTH) -> Tuple[Any, Optional[str]]:
+    """``(value, None)`` of one JSON line a node printed, or ``(None, why)`` when it cannot be read: not JSON,
+    longer than ``limit`` characters, or nested deeper than ``depth`` (the parse bounded, never a
+    ``RecursionError`` out of it)."""
+    if len(line) > limit:
+        return None, f"a JSON line of {len(line)} characters (more than the {limit} read)"
+    try:
+        value = json.loads(line)
+    except RecursionError:
+        return None, f"JSON nested deeper than {depth} levels"
+    except ValueError as exc:
+        return None, f"not JSON ({exc})"
+    level, todo = 0, [value]
+    while todo:  # one level at a time, without recursion
+        level += 1
+        if level > depth:
+            return None, f"JSON nested deeper than {depth} levels"
+        nxt = []
+        for v in todo:
+            if type(v) is dict:
+                nxt.extend(x for x in v.values() if type(x) in (dict, list))
+            elif type(v) is list:
+                nxt.extend(x for x in v if type(x) in (dict, list))
+        todo = nxt
+    return value, None
 
 
 def section(raw: Mapping[str, Optional[str]], name: str) -> Optional[str]:

@@ -15,13 +15,12 @@ Four views of the same GPUs, because each fails differently:
 from __future__ import annotations
 
 import csv
-import json
 import re
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
-from nccldiag.areas.base import JSON_LINE_LIMIT, NodeFacts, Source, section
+from nccldiag.areas.base import JSON_LINE_LIMIT, NodeFacts, Source, json_line, section
 from nccldiag.node import node_program
 from nccldiag.model.findings import Finding, fail, ok, skip, warn
 
@@ -364,10 +363,9 @@ def parse_nvml(text: Optional[str]) -> tuple:
     for line in reversed(text.strip().splitlines()):
         line = line.strip()
         if line.startswith("{"):
-            try:
-                data = json.loads(line)
-            except ValueError:
-                return None, "NVML output is not JSON"
+            data, why = json_line(line)
+            if why is not None:
+                return None, f"NVML output could not be read: {why}"
             if not isinstance(data, dict):
                 return None, "NVML output is not an object"
             if data.get("error"):

@@ -10,13 +10,48 @@ from __future__ import annotations
 
 import shlex
 from dataclasses import dataclass
-from typing import List, Sequence
+from typing import List, Optional, Sequence
 
-from nccldiag.model.findings import Finding, error, fail, ok
+from nccldiag.model.findings import Finding, error, fail, ok, warn
 
 MARK = "@@mesh "
 BATCH = 16  # ssh clients one node runs at once
 KEX_FIRST = "-oKexAlgorithms=^curve25519-sha256,curve25519-sha256@libssh.org"
+
+
+# What the OpenSSH client prints when a connection fails, and what it shows. A fault (the peer refuses, the key
+# or host key is refused, the name or route is missing) fails the source node; a timeout or a connection the
+# peer dropped before its banner is what a loaded node or peer gives too (sshd's MaxStartups, a CPU-starved
+# client): no evidence either way. (message as ssh prints it, fault?) — ssh.c (resolve), sshconnect.c (connect,
+# host key), sshconnect2.c (authentication), kex.c (banner exchange); each checked on the client's real output
+# in tests/unit/test_mesh.py.
+SSH_MESSAGES = (
+    ("Permission denied", True),
+    ("Host key verification failed", True),
+    ("requested strict checking", True),  # "No ECDSA host key is known for [h]:p and you have requested strict checking."
+    ("REMOTE HOST IDENTIFICATION HAS CHANGED", True),
+    ("No matching host key", True),
+    ("Unable to negotiate", True),
+    ("Too many authentication failures", True),
+    ("Could not resolve hostname", True),
+    ("Connection refused", True),
+    ("No route to host", True),
+    ("Network is unreachable", True),
+    ("Connection timed out", False),
+    ("Operation timed out", False),
+    ("Connection closed by", False),
+    ("Connection reset by peer", False),
+)
+
+
+def fault(message: str) -> Optional[bool]:
+    """True where ``message`` (ssh's own words) is evidence of a fault, False where it is a timeout or a dropped
+    connection (no evidence), None where ssh said nothing nccldiag knows."""
+    low = message.lower()
+    for words, is_fault in SSH_MESSAGES:
+        if words.lower() in low:
+            return is_fault
+    return None
 
 
 @dataclass
@@ -68,7 +103,7 @@ def build_command(targets: Sequence[str], timeout: int = 5, batch: int = BATCH) 
         # a connection that failed once (a peer's sshd slow to answer under load) is tried again a second
         # later; a refusal that would say the same again (key, host key, name) is not
         '_n=$((_n+1)); [ $_r -eq 0 ] || [ $_n -ge 2 ] && break; '
-        'case "$_e" in *"ermission denied"*|*"erification failed"*|*"ould not resolve"*) break;; esac; '
+        'case "$_e" in *"ermission denied"*|*"erification failed"*|*"trict checking"*|*"ould not resolve"*) break;; esac; '
         "sleep 1; done; "
         f"printf '{MARK}%s %s %s\\n' \"$1\" \"$_r\" \"$(printf %s \"$_e\" | tr '\\n' ' ' | cut -c1-300)\""
     )
@@ -109,38 +144,54 @@ def parse(source: str, text: str) -> List[MeshResult]:
 
 
 def judge(source: str, targets: Sequence[str], results: Sequence[MeshResult], finished: bool = True) -> List[Finding]:
-    """One finding for ``source``: every target reached, or which were not. With ``finished`` False (the
-    collection on ``source`` was cut off before the test ended) a target without an answer was not tested:
-    the targets that answered and failed still fail, and without any the test is reported not finished,
-    never as the targets' failure."""
+    """One finding for ``source``: every target reached (ok); some refused with evidence of the fault (fail:
+    refused, denied, host key, no name or route); otherwise, where some timed out, were dropped, gave no answer
+    or said what nccldiag does not know, it could not tell (warn, never a fail: a loaded node times out on
+    every peer). With ``finished`` False (the collection on ``source`` was cut off before the test ended) a
+    target without an answer was not tested: the targets that answered with a fault still fail, and without
+    any the test is reported not finished, never as the targets' failure."""
     by_target = {r.target: r for r in results}
-    bad = []
-    untested = []
+    faults, unclear, untested = [], [], []
     for t in targets:
         r = by_target.get(t)
         if r is None:
             if finished:
-                bad.append(f"{t}: no answer")
+                unclear.append(f"{t}: no answer (the test did not finish)")
             else:
                 untested.append(t)
         elif r.rc != 0:
-            bad.append(f"{t}: {r.message or f'ssh exited {r.rc}'}")
+            said = f"{t}: {r.message or f'ssh exited {r.rc}'}"
+            (faults if fault(r.message) else unclear).append(said)
     cut = (f"; the collection on {source} was cut off before the test ended: {len(untested)} of "
            f"{len(targets)} nodes not tested") if untested else ""
-    if bad:
+    fix = (f"On {source}: install a key whose public half is in each node's authorized_keys and add the "
+           "nodes' host keys to known_hosts (ssh-keyscan). mpirun needs it; Open MPI's tree spawn needs "
+           "it between all nodes unless --mca plm_rsh_no_tree_spawn 1.")
+    if faults:
+        more = f" ({len(unclear)} more could not be told)" if unclear else ""
         return [
             fail(
                 "ssh",
                 "ssh.node_to_node",
-                f"{source} cannot SSH non-interactively to {len(bad)} of {len(targets)} nodes" + cut,
-                actual=bad,
+                f"{source} cannot SSH non-interactively to {len(faults)} of {len(targets)} nodes{more}" + cut,
+                actual=faults + unclear,
                 expected="passwordless, host-key-verified SSH to every node",
-                evidence=bad[:20],
-                fix=(
-                    f"On {source}: install a key whose public half is in each node's authorized_keys and add the "
-                    "nodes' host keys to known_hosts (ssh-keyscan). mpirun needs it; Open MPI's tree spawn needs "
-                    "it between all nodes unless --mca plm_rsh_no_tree_spawn 1."
-                ),
+                evidence=(faults + unclear)[:20],
+                fix=fix,
+            )
+        ]
+    if unclear:
+        return [
+            warn(
+                "ssh",
+                "ssh.node_to_node",
+                f"{source}: could not tell whether it reaches {len(unclear)} of {len(targets)} nodes over SSH "
+                "(timed out, dropped or unexplained: no evidence of a fault; a loaded node or peer gives the same)"
+                + cut,
+                actual=unclear,
+                expected="passwordless, host-key-verified SSH to every node",
+                evidence=unclear[:20],
+                fix=f"Run the check again when the nodes are less loaded; if it persists, run 'ssh -o BatchMode=yes <peer> true' on {source} to see the cause. " + fix,
             )
         ]
     if untested:

@@ -13,14 +13,13 @@ CUDA install) shows as "started but never finished" rather than as nothing.
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
-from nccldiag.areas.base import JSON_LINE_LIMIT, NodeFacts, Source, section
+from nccldiag.areas.base import JSON_LINE_LIMIT, NodeFacts, Source, json_line, section
 from nccldiag.node import node_program
 from nccldiag.areas.pcie import node_gpus
-from nccldiag.model.findings import Finding, fail, ok, skip, warn
+from nccldiag.model.findings import Finding, error, fail, ok, skip, warn
 
 NAME = "python"
 TITLE = "Python"
@@ -58,6 +57,7 @@ class PythonFacts:
     mpi4py: Optional[str] = None
     nccldiag: Optional[str] = None
     other: List[str] = field(default_factory=list)  # lines that were not ours (warnings printed to stdout)
+    unreadable: Optional[str] = None  # why a line of the snippet's own could not be read (the first such)
 
 
 def parse(raw) -> PythonFacts:
@@ -72,9 +72,9 @@ def parse(raw) -> PythonFacts:
             f.missing = line.split(":", 1)[1].strip() or "python3"
             continue
         if line.startswith("{"):
-            try:
-                obj = json.loads(line)
-            except ValueError:
+            obj, why = json_line(line)
+            if why is not None:
+                f.unreadable = f.unreadable or why
                 f.other.append(line[:200])
                 continue
             if isinstance(obj, dict):
@@ -84,21 +84,31 @@ def parse(raw) -> PythonFacts:
     if last:
         f.started = True
         f.done = last.get("stage") == "done"
-        f.python, f.executable = last.get("python"), last.get("executable")
-        f.torch, f.torch_error = last.get("torch"), last.get("torch_error")
-        f.cuda_build, f.cuda_error = last.get("cuda_build"), last.get("cuda_error")
-        f.cuda_available = last.get("cuda_available")
+        for name in _TEXTS:
+            value = last.get(name)
+            if value is not None and not isinstance(value, (str, int, float)):  # a version is a word, never a structure
+                f.unreadable = f.unreadable or f"'{name}' is a JSON {type(value).__name__}, not a value"
+                f.done, value = False, None
+            setattr(f, name, None if value is None else str(value))
+        ca = last.get("cuda_available")
+        f.cuda_available = ca if isinstance(ca, bool) else None
         dc = last.get("device_count")
-        f.device_count = dc if isinstance(dc, int) else None
-        f.nccl, f.mpi4py, f.nccldiag = last.get("nccl"), last.get("mpi4py"), last.get("nccldiag")
+        f.device_count = dc if isinstance(dc, int) and not isinstance(dc, bool) else None
         f.backends = {b: last.get("backend_" + b) for b in ("gloo", "nccl", "mpi") if "backend_" + b in last}
+        f.backends = {b: (v if isinstance(v, bool) else None) for b, v in f.backends.items()}
     return f
 
 
+_TEXTS = ("python", "executable", "torch", "torch_error", "cuda_build", "cuda_error", "nccl", "mpi4py", "nccldiag")
 _INSTALL = "pip install 'nccldiag[probe]'"
 
 
 def judge(facts: Optional[PythonFacts], node: NodeFacts) -> List[Finding]:
+    if facts is not None and facts.unreadable and not facts.done:  # not the snippet's answer: no verdict on it
+        return [error(NAME, "python.output", f"the python_env output could not be read: {facts.unreadable}",
+                      evidence=facts.other[-5:],
+                      fix="Run the python_env snippet on the node and look at what it prints on stdout; a wrapper "
+                          "or a site customization that writes there can garble it.")]
     if facts is None or (not facts.missing and not facts.started):
         return [skip(NAME, "python.interpreter", "no Python information collected")]
     if facts.missing:

@@ -14,14 +14,13 @@ With ``check --p2p-test``, :mod:`nccldiag.node.p2pcopy` runs on the node and
 """
 from __future__ import annotations
 
-import json
 import re
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from nccldiag.node import p2pcopy
-from nccldiag.areas.base import JSON_LINE_LIMIT, NodeFacts, Source, section
+from nccldiag.areas.base import JSON_LINE_LIMIT, NodeFacts, Source, json_line, section
 from nccldiag.model.findings import Finding, error, fail, ok, skip, warn
 
 NAME = "topology"
@@ -230,10 +229,9 @@ def parse_p2p_copy(text: Optional[str]) -> Tuple[Optional[Dict[str, Any]], Optio
         return None, None
     for line in reversed(text.strip().splitlines()):
         if line.strip().startswith("{"):
-            try:
-                data = json.loads(line)
-            except ValueError:
-                return None, "the P2P copy test printed broken JSON (cut off?)"
+            data, why = json_line(line.strip())
+            if why is not None:
+                return None, f"the P2P copy test's output could not be read: {why}"
             return (data, None) if isinstance(data, dict) else (None, "the P2P copy test printed no object")
     return None, "the P2P copy test printed no result: " + text.strip().splitlines()[-1][:200]
 

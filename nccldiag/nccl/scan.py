@@ -28,6 +28,7 @@ facts one parser reading the files one after the other gives.
 from __future__ import annotations
 
 import os
+import signal
 import re
 from typing import IO, Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
@@ -278,7 +279,7 @@ def read_paths(paths: Sequence[str], keep: int = KEEP, workers: Optional[int] = 
     main = Parser(keep)
     extras: List[Any] = []
     todo = iter(paths)
-    with ProcessPoolExecutor(n, mp_context=ctx) as pool:
+    with ProcessPoolExecutor(n, mp_context=ctx, initializer=_quiet) as pool:
         # at most two files per worker in flight: the parts wait in memory only until merged, in order
         running = deque(pool.submit(_parse_one, (p, keep, main.rooms(), each)) for p in islice(todo, 2 * n))
         try:
@@ -294,10 +295,34 @@ def read_paths(paths: Sequence[str], keep: int = KEEP, workers: Optional[int] = 
         except (_InTurn, BrokenProcessPool):  # a bound the merge cannot follow, or a worker that died
             pool.shutdown(wait=True, cancel_futures=True)
             return _in_turn(paths, keep, each)
-        except BaseException:
-            pool.shutdown(wait=True, cancel_futures=True)
+        except BaseException:  # Ctrl-C, SIGTERM, a file that cannot be read: the workers end with it, at once
+            _end(pool)
             raise
     return main.finish(), (extras if each is not None else [])
+
+
+def _quiet() -> None:
+    """A worker's signals: the terminal's Ctrl-C (sent to the whole process group) is the parent's to act on,
+    and SIGTERM or SIGHUP end it with no word (the parent's handlers, inherited through fork, would raise in
+    it and print a traceback); the parent ends its workers itself (:func:`_end`)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_DFL)
+
+
+def _end(pool) -> None:
+    """The pool's workers killed (a worker may be blocked reading a pipe or a hung file system), then the pool
+    shut down without waiting on them."""
+    kill = getattr(pool, "kill_workers", None)  # Python 3.14
+    if kill is not None:
+        kill()
+    else:
+        for proc in list((getattr(pool, "_processes", None) or {}).values()):
+            try:
+                proc.kill()
+            except (OSError, AttributeError):
+                pass
+    pool.shutdown(wait=True, cancel_futures=True)
 
 
 class _InTurn(Exception):

@@ -10,7 +10,7 @@ from typing import Any, Mapping, Optional, Sequence
 
 from nccldiag.check import engine
 from nccldiag.diagnosis.inputs import NODE_AREAS
-from nccldiag.model.findings import to_jsonable
+from nccldiag.model.findings import Finding, Status, to_jsonable
 from nccldiag.model.raw import RawNode
 
 
@@ -64,9 +64,21 @@ class Shared:
 
 def judge(raw: RawNode, areas: Sequence[ModuleType], options: Optional[Mapping[str, Any]] = None,
           spec: Optional[Any] = None) -> Judged:
-    """``raw`` judged (:func:`nccldiag.check.engine.analyze_node`) and made compact."""
+    """``raw`` judged (:func:`nccldiag.check.engine.analyze_node`) and made compact. An area whose facts cannot
+    be written as JSON (nested past the encoder's stack) keeps none, and the node says so in an error of that
+    area: one area's output never costs the node, nor the node its neighbours."""
     nr = engine.analyze_node(raw, areas, options, spec)
     nr.summary = engine.summarize(nr, areas)
-    text = json.dumps(to_jsonable(nr.facts), default=str)
+    kept = {}
+    for name, value in nr.facts.items():
+        try:
+            kept[name] = json.dumps(to_jsonable(value), default=str)
+        except (RecursionError, ValueError, TypeError) as exc:
+            nr.facts[name] = None
+            kept[name] = "null"
+            nr.findings.append(Finding(name, f"{name}.facts", Status.ERROR,
+                                       f"could not keep the {name} facts of {raw.host}: {type(exc).__name__}: "
+                                       f"{str(exc)[:200]}", host=raw.host))
+    text = "{" + ", ".join(f"{json.dumps(k)}: {v}" for k, v in kept.items()) + "}"
     nr.facts = {k: v for k, v in nr.facts.items() if k in NODE_AREAS}
     return Judged(nr, text)

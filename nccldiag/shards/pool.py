@@ -21,11 +21,13 @@ import struct
 import subprocess
 import sys
 import threading
+import time
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any, BinaryIO, Callable, Dict, List, Optional, Sequence, Tuple
 
 import nccldiag
+from nccldiag.areas import mesh
 from nccldiag.bundle import Bundle
 from nccldiag.collect import runner
 from nccldiag.inventory import Host
@@ -33,6 +35,8 @@ from nccldiag.model.raw import RawNode, ReleasedNode, released
 from nccldiag.shards import judged as judging
 
 PER_WORKER = 64  # hosts a worker is worth starting for: fewer share a process
+MARGIN = 30.0  # seconds a worker is given beyond its hosts' deadlines (start-up, its last frames)
+JUDGE_S = 1.0  # seconds a worker is given to judge and write each host (a real node takes under 0.1 s)
 STOP_WAIT = 5.0  # seconds a stopped worker is given to exit before it is killed
 WORKER = "worker"  # the error kind of a host whose worker exited before it was done
 
@@ -62,9 +66,34 @@ class Job:
     bundles: List[Bundle] = field(default_factory=list)  # where each node's outputs are written
 
 
-def send(out: BinaryIO, obj: Any) -> None:
+def frame_of(obj: Any) -> bytes:
+    """``obj`` as one frame, whole (an object that cannot be pickled raises here, before anything is written)."""
     data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
-    out.write(struct.pack(">Q", len(data)) + data)
+    return struct.pack(">Q", len(data)) + data
+
+
+def host_bound(opts: runner.CollectOptions, mesh_targets: int = 0) -> float:
+    """The longest one host's collection may take in a worker (:func:`nccldiag.collect.runner.collect_host`):
+    its connection with every retry, its login, the script's whole-run bound, and the node-to-node test's."""
+    ssh = opts.ssh
+    connect = ssh.connect_timeout * (1 + max(0, ssh.retries))
+    mesh_s = mesh.command_timeout(mesh_targets, opts.mesh_timeout) + 5 if mesh_targets else 0.0
+    return connect + runner.login_timeout(ssh) + max(ssh.command_timeout * runner.WHOLE_RUN, mesh_s)
+
+
+def bound(job: Job, left: int) -> float:
+    """Seconds a worker may go without sending a node while ``left`` of its hosts are not done: the run's own
+    deadlines (each wave of its share of --fanout takes at most one :func:`host_bound`, and a host stopped at
+    a bound is tried once more), plus each host's judging, plus :data:`MARGIN`."""
+    if left <= 0:
+        return MARGIN
+    waves = math.ceil(left / max(1, job.opts.fanout))
+    targets = max((len(t) for t in job.plan.values()), default=0)
+    return 2 * waves * host_bound(job.opts, targets) + left * JUDGE_S + MARGIN
+
+
+def send(out: BinaryIO, obj: Any) -> None:
+    out.write(frame_of(obj))
     out.flush()
 
 
@@ -109,11 +138,31 @@ def lost(host: str, cause: str) -> RawNode:
         extra={"transport": "ssh"})
 
 
+def overdue(host: str, cause: str) -> RawNode:
+    """The node of a host whose worker was past its bound (stopped or hung) and was killed."""
+    return RawNode(host=host, error={
+        "kind": WORKER, "message": f"not checked: the worker process collecting it did not finish in time ({cause})",
+        "fix": "Run the check again on this host; if its worker hangs again, run it with --workers 1 and look "
+               "for a process stopped or stuck in a write (a hung --save or run directory file system)."},
+        extra={"transport": "ssh"})
+
+
+def unsent(host: str, cause: str) -> RawNode:
+    """The node of a host whose worker collected it but could not judge it or send its records back."""
+    return RawNode(host=host, error={
+        "kind": WORKER, "message": f"not checked: its worker could not judge it or send its records ({cause})",
+        "fix": "Save the node's outputs ('nccldiag collect -w HOST -o DIR') and report the bundle: one node's "
+               "output must never stop its check."}, extra={"transport": "ssh"})
+
+
 class _Worker:
     def __init__(self, k: int, job: Job, results: "queue.Queue[tuple]"):
         self.k = k
         self.job = job
         self.tail: "collections.deque[str]" = collections.deque(maxlen=20)
+        self.expired = ""  # why it was killed past its bound ('' while it was not)
+        self.last = time.monotonic()  # when it last sent a node (or was started)
+        self.handing = False  # its last node waits for room in the parent's queue: the parent's delay, not its
         env = dict(os.environ)
         root = os.path.dirname(os.path.dirname(os.path.abspath(nccldiag.__file__)))
         env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
@@ -142,7 +191,9 @@ class _Worker:
                     msg = None
                 if msg is None:
                     break
+                self.last, self.handing = time.monotonic(), True
                 results.put(("node", self.k, msg))
+                self.last, self.handing = time.monotonic(), False
         finally:
             self.proc.stdout.close()
             rc = self.proc.wait()
@@ -152,6 +203,14 @@ class _Worker:
     def _stderr(self) -> None:
         for line in iter(self.proc.stderr.readline, b""):
             self.tail.append(line.decode("utf-8", "replace"))
+
+    def expire(self, why: str) -> None:
+        """Kill the worker at once (a stopped process does not act on SIGTERM): it is past its bound."""
+        self.expired = why
+        try:
+            self.proc.kill()
+        except OSError:
+            pass
 
     def stop(self) -> None:
         """End the worker (its input closed, then SIGTERM, then SIGKILL), bounded."""
@@ -179,13 +238,15 @@ def collect(
     bundles: Sequence[Bundle] = (),
     on_node: Optional[Callable[[ReleasedNode, Optional[judging.Judged], Dict[str, str]], None]] = None,
     on_workers: Optional[Callable[[List[int]], None]] = None,
+    limit: Callable[[Job, int], float] = bound,
 ) -> List[ReleasedNode]:
     """Collect from ``hosts`` over ``workers`` processes, each with its share of ``opts.fanout``; in a check
     (``areas`` given) each node is judged in its worker. Every node's outputs are written to each of
     ``bundles`` (already indexed) by its worker. ``on_node(node, judged, not_saved)`` sees each node as it
     arrives (``not_saved``: a bundle's path -> why the node could not be written there); the result is every node, in
     input order (what was judged is ``on_node``'s to keep). ``on_workers`` is given the workers' process ids
-    once they are started."""
+    once they are started. ``limit(job, hosts left)``: seconds a worker may go without sending a node before
+    it is killed and its hosts left are reported not checked (:func:`bound`)."""
     hosts = list(hosts)
     if not hosts:
         return []
@@ -212,7 +273,16 @@ def collect(
         if on_workers is not None:
             on_workers([w.proc.pid for w in started])
         running = len(started)
+        left = [len(w.job.hosts) for w in started]
+        ended = [False] * len(started)
         while running:
+            now = time.monotonic()
+            for w in started:  # each worker bounded, however busy the others keep this loop
+                if not ended[w.k] and not w.expired and not w.handing:
+                    allowed, silent = limit(w.job, left[w.k]), now - w.last
+                    if silent > allowed:
+                        w.expire(f"no node from it for {silent:.0f} s, past its bound of "
+                                 f"{allowed:.0f} s for its {left[w.k]} hosts left; killed")
             try:
                 what, k, payload = results.get(timeout=0.5)
             except queue.Empty:
@@ -220,16 +290,19 @@ def collect(
             if what == "node":
                 i, node, judged, not_saved = payload
                 done[i] = node
+                left[k] -= 1
                 if on_node is not None:
                     on_node(node, judged, not_saved)
                 continue
             running -= 1
-            job = started[k].job
-            missing = [(i, h) for i, h in zip(job.index, job.hosts) if i not in done]
+            ended[k] = True
+            w = started[k]
+            missing = [(i, h) for i, h in zip(w.job.index, w.job.hosts) if i not in done]
             if missing:
-                cause = _cause(payload, list(started[k].tail))
+                cause = w.expired or _cause(payload, list(w.tail))
                 for i, h in missing:
-                    node, judged, not_saved = _lost(h.name, cause, areas, options, spec, bundles)
+                    node, judged, not_saved = _lost(h.name, cause, areas, options, spec, bundles,
+                                                    overdue if w.expired else lost)
                     done[i] = node
                     if on_node is not None:
                         on_node(node, judged, not_saved)
@@ -239,9 +312,9 @@ def collect(
     return [done[i] for i in range(len(hosts))]
 
 
-def _lost(host: str, cause: str, areas, options, spec, bundles) -> Tuple[ReleasedNode, Optional[judging.Judged],
-                                                                         Dict[str, str]]:
-    raw = lost(host, cause)
+def _lost(host: str, cause: str, areas, options, spec, bundles, why=lost
+          ) -> Tuple[ReleasedNode, Optional[judging.Judged], Dict[str, str]]:
+    raw = why(host, cause)
     not_saved = {}
     for b in bundles:
         try:

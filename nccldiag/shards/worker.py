@@ -41,9 +41,7 @@ def main() -> int:
 def _run() -> int:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent stops it (the terminal's Ctrl-C is the parent's)
     from nccldiag.collect import runner
-    from nccldiag.model.raw import released
-    from nccldiag.shards import judged as judging
-    from nccldiag.shards.pool import receive, send
+    from nccldiag.shards.pool import receive
 
     stdin = os.fdopen(0, "rb", buffering=0)  # unbuffered: the thread that waits on it holds no lock
     out = os.fdopen(os.dup(1), "wb")
@@ -67,12 +65,29 @@ def _run() -> int:
                 b.node(node)
             except OSError as exc:
                 not_saved[b.path] = exc.strerror or str(exc)
-        judged = judging.judge(node, areas, job.options, job.spec) if areas is not None else None
-        send(out, (index[node.host], released(node), judged, not_saved))
+        out.write(node_frame(node, index[node.host], areas, job, not_saved))
+        out.flush()
 
     runner.collect_hosts(job.hosts, job.script, job.opts, on_node, release=True, plan=job.plan)
     out.close()
     return 0
+
+
+def node_frame(node, i: int, areas, job, not_saved) -> bytes:
+    """The frame of one node: it, judged in a check, made compact. A node whose records cannot be judged or
+    pickled is sent as a node of its own error (:func:`nccldiag.shards.pool.unsent`, with the cause): one node's
+    output never ends its worker, nor costs the other hosts of it."""
+    from nccldiag.model.raw import released
+    from nccldiag.shards import judged as judging
+    from nccldiag.shards.pool import frame_of, unsent
+
+    try:
+        judged = judging.judge(node, areas, job.options, job.spec) if areas is not None else None
+        return frame_of((i, released(node), judged, not_saved))
+    except Exception as exc:
+        bad = unsent(node.host, f"{type(exc).__name__}: {str(exc)[:200]}")
+        judged = judging.judge(bad, areas, job.options, job.spec) if areas is not None else None
+        return frame_of((i, released(bad), judged, not_saved))
 
 
 if __name__ == "__main__":

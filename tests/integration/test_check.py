@@ -157,6 +157,25 @@ def test_node_to_node_ssh_broken_for_one_pair(faulty, tmp_path):
     assert r.returncode == 1
 
 
+def test_node_to_node_ssh_timing_out_is_could_not_tell_never_a_fail(faulty, tmp_path):
+    """fnode03 drops fnode01's SSH packets (a peer whose sshd never answers in time, as under heavy load): no
+    evidence of a fault, so fnode01 is warned that it could not tell, never failed (nor drained)."""
+    a, b = faulty.address("fnode01"), "fnode03"
+    rule = ["iptables", "-w", "10", "-I", "INPUT", "-s", a, "-p", "tcp", "--dport", "22", "-j", "DROP"]
+    faulty.exec(b, rule, check=True)
+    try:
+        out = tmp_path / "r.json"
+        r, _ = timed(["check", str(faulty.hostfile), *ssh_args(faulty), "--only", "system", "--mesh", "first",
+                      "--json", str(out)], timeout=180)
+    finally:
+        faulty.exec(b, [*rule[:3], "-D", *rule[4:]], check=True)
+    nodes = {n["host"]: n for n in load_json(out)["nodes"]}
+    mesh = next(f for f in nodes["fnode01"]["findings"] if f["check"] == "ssh.node_to_node")
+    assert mesh["status"] == "warn" and "could not tell" in mesh["message"], mesh
+    assert len(mesh["actual"]) == 1 and mesh["actual"][0].startswith("fnode03:") and "timed out" in mesh["actual"][0]
+    assert r.returncode == 0 and "1 with warnings, 0 unhealthy" in r.stdout, r.stdout + r.stderr  # said, not failed
+
+
 def test_changed_host_key_is_refused_and_not_trusted(faulty, tmp_path):
     before = faulty.known_hosts.read_text()
     faulty.hostkey_rotate("fnode04")

@@ -180,8 +180,15 @@ def test_stray_stdout_lines_are_kept_apart():
     assert f.done and f.other == ["Warning: something printed by sitecustomize", "{not json"]
 
 
-@pytest.mark.parametrize("raw", [{}, {"python_env": None}, {"python_env": ""}, {"python_env": "[1, 2]\n"},
-                                 {"python_env": lines(START)[:30]}])
+def test_a_line_of_the_snippets_cut_short_is_an_error_with_the_reason_never_a_skip():
+    f = py.parse({"python_env": lines(START)[:30]})
+    assert not f.done and f.unreadable.startswith("not JSON")
+    [x] = py.judge(f, node(gpus=1))
+    assert (x.check, x.status) == ("python.output", Status.ERROR) and "could not be read: not JSON" in x.message
+    assert py.summarize(f) == {}
+
+
+@pytest.mark.parametrize("raw", [{}, {"python_env": None}, {"python_env": ""}, {"python_env": "[1, 2]\n"}])
 def test_tolerates_missing_and_odd_sections(raw):
     f = py.parse(raw)
     assert not f.done

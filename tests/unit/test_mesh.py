@@ -179,7 +179,90 @@ def test_a_test_cut_off_with_its_node_is_not_the_targets_failure():
     (finding,) = [f for f in ssh_area.judge_transport(node) if f.check == "ssh.node_to_node"]
     assert finding.status.value == "fail" and finding.actual == ["n3: Permission denied (publickey)."]
     assert "1 of 3 nodes not tested" in finding.message
-    # the test that ended: a target without an answer failed to answer
+    # the test that ended: a target without an answer did not answer, which is no evidence of a fault
     node.extra.pop("mesh_cut")
+    node.sections["ssh_mesh"] = answered
     (finding,) = [f for f in ssh_area.judge_transport(node) if f.check == "ssh.node_to_node"]
-    assert finding.status.value == "fail" and "n4: no answer" in finding.actual
+    assert finding.status.value == "warn" and "n4: no answer (the test did not finish)" in finding.actual
+
+
+# ---- the real OpenSSH client's output, judged ------------------------------------------------------------
+# The mesh command runs as on a node, with the real `ssh` of this machine; an `ssh` on PATH (written for these
+# tests) only adds `-F CONFIG`, which sends each peer name to a loopback port: a closed port (refused), a socket
+# that accepts and never speaks (a peer's sshd too loaded to send its banner: a timeout), the in-repo SSH server
+# with a key it does not accept (denied) or a host key nobody listed (host key).
+
+import shutil  # noqa: E402
+import socket  # noqa: E402
+
+import paramiko  # noqa: E402
+import pytest  # noqa: E402
+
+from nccldiag.model.findings import Status  # noqa: E402
+from tests.unit.sshserver import SSHServer  # noqa: E402
+
+SSH = shutil.which("ssh")
+
+
+@pytest.fixture
+def peers(tmp_path):
+    host_key, allowed, other = (paramiko.ECDSAKey.generate() for _ in range(3))
+    other.write_private_key_file(str(tmp_path / "id_other"))
+    server = SSHServer(host_key, allowed)
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(64)  # connections complete in the kernel; nothing ever answers them
+    closed = socket.socket()
+    closed.bind(("127.0.0.1", 0))
+    closed_port = closed.getsockname()[1]
+    closed.close()  # bound then closed: nothing listens there
+    kh = tmp_path / "known_hosts"
+    kh.write_text(f"[127.0.0.1]:{server.port} {host_key.get_name()} {host_key.get_base64()}\n")
+    common = (f"  HostName 127.0.0.1\n  IdentityFile {tmp_path / 'id_other'}\n  IdentitiesOnly yes\n"
+              f"  GlobalKnownHostsFile /dev/null\n  User tester\n")
+    cfg = tmp_path / "ssh_config"
+    cfg.write_text(
+        f"Host denied\n  Port {server.port}\n  UserKnownHostsFile {kh}\n{common}"
+        f"Host hostkey\n  Port {server.port}\n  UserKnownHostsFile /dev/null\n{common}"
+        f"Host refused\n  Port {closed_port}\n  UserKnownHostsFile {kh}\n{common}"
+        f"Host loaded*\n  Port {silent.getsockname()[1]}\n  UserKnownHostsFile {kh}\n{common}")
+    bins = tmp_path / "bin"
+    bins.mkdir()
+    (bins / "ssh").write_text(f"#!/bin/sh\nexec {SSH} -F {cfg} \"$@\"\n")
+    (bins / "ssh").chmod(0o755)
+    yield bins
+    silent.close()
+    server.close()
+
+
+def _real_mesh(bins, targets):
+    cmd = mesh.build_command(targets, timeout=1, batch=16)
+    out = subprocess.run(["sh", "-c", cmd], capture_output=True, text=True, timeout=mesh.command_timeout(
+        len(targets), 1, 16), env={"PATH": f"{bins}:/usr/bin:/bin"})
+    return mesh.parse("src", out.stdout)
+
+
+@pytest.mark.skipif(SSH is None, reason="no OpenSSH client on this machine")
+def test_every_peer_timing_out_under_load_is_could_not_tell_never_a_fail(peers):
+    targets = [f"loaded{i}" for i in range(1, 6)]
+    results = _real_mesh(peers, targets)
+    assert sorted(r.target for r in results) == targets and all(r.rc == 255 for r in results), results
+    assert all("timed out" in r.message for r in results), results  # ssh's own words for it
+    [f] = mesh.judge("src", targets, results)
+    assert f.status is Status.WARN and "could not tell" in f.message and "5 of 5" in f.message, f
+    # the same peers with no answer at all (the node-side test cut off): could not tell either
+    [f] = mesh.judge("src", targets, [])
+    assert f.status is Status.WARN and "no answer" in f.actual[0]
+
+
+@pytest.mark.skipif(SSH is None, reason="no OpenSSH client on this machine")
+def test_a_refused_connection_key_or_host_key_is_a_fail_with_ssh_s_words(peers):
+    targets = ["denied", "hostkey", "refused", "loaded1"]
+    results = {r.target: r for r in _real_mesh(peers, targets)}
+    assert "Permission denied" in results["denied"].message, results
+    assert "host key is known for" in results["hostkey"].message, results  # "... requested strict checking."
+    assert "Connection refused" in results["refused"].message, results
+    assert [mesh.fault(results[t].message) for t in targets] == [True, True, True, False]
+    [f] = mesh.judge("src", targets, list(results.values()))
+    assert f.status is Status.FAIL and "3 of 4 nodes (1 more could not be told)" in f.message, f
+    assert [a.split(":")[0] for a in f.actual] == ["denied", "hostkey", "refused", "loaded1"]

@@ -268,3 +268,163 @@ def test_texts_the_judged_nodes_repeat_are_held_once_and_the_nodes_read_the_same
     c = judged("gpu003")
     full.node(c)
     assert not full.texts and [f.to_dict()["host"] for f in c.findings][:1] == ["gpu003"]
+
+
+def test_one_nodes_unreadable_json_is_its_own_error_and_its_workers_other_hosts_are_judged(server, tmp_path):
+    """One login (the first to run it, whichever host) answers the python_env snippet with a line nested 800
+    deep (a wrapper written for this test); every other login runs the real snippet."""
+    from nccldiag.areas import python as py
+
+    bad = tmp_path / "deep.json"
+    bad.write_text('{"stage": "done", "python": "3", "torch": ' + "[" * 800 + "]" * 800 + "}\n")
+    wrapper = tmp_path / "python"
+    wrapper.write_text(f"#!/bin/sh\nif mkdir {tmp_path / 'once'} 2>/dev/null; then cat {bad}; exit 0; fi\n"
+                       f"exec {sys.executable} \"$@\"\n")
+    wrapper.chmod(0o755)
+    hosts = [Host(f"n{i}") for i in range(1, 5)]
+    opts = _opts(server, python=str(wrapper))
+    script = runner.script_for([system, py], (), opts.mark)
+    judged_of = {}
+    out = pool.collect(hosts, script, opts, 2, areas=[ssh_area, system, py], bundles=[],
+                       on_node=lambda node, judged, not_saved: judged_of.__setitem__(node.host, judged))
+    assert [n.host for n in out] == ["n1", "n2", "n3", "n4"] and all(n.error is None for n in out), out
+    checks = {h: {f.check: f for f in j.node.findings if f.area == "python"} for h, j in judged_of.items()}
+    odd = [h for h, c in checks.items() if "python.output" in c]
+    assert len(odd) == 1, checks
+    odd = odd[0]
+    f = checks[odd]["python.output"]
+    assert f.status.value == "error" and "JSON nested deeper than 32 levels" in f.message
+    for h, c in checks.items():
+        assert judged_of[h].node.reachable and '"hostname"' in judged_of[h].facts
+        if h != odd:
+            assert c["python.interpreter"].status.value == "ok", c
+
+
+def _hanging(keys, server, tmp_path, pattern: str):
+    """A second server for the hosts ``pattern`` names, whose logins wait on a FIFO (hosts that hang), and
+    ``server.cfg`` changed to send them there; the test releases the FIFO and closes the server."""
+    slow = SSHServer(keys["host"], keys["client"])
+    fifo = tmp_path / "hang"
+    os.mkfifo(fifo)
+    slow.login = f"cat {fifo} >/dev/null"
+    kh = tmp_path / "known_hosts"
+    kh.write_text(kh.read_text() + f"[127.0.0.1]:{slow.port} {keys['host'].get_name()} {keys['host'].get_base64()}\n")
+    cfg = tmp_path / "ssh_config2"
+    cfg.write_text(f"Host {pattern}\n  Port {slow.port}\n" + Path(server.cfg).read_text())
+    server.cfg = str(cfg)
+    return slow, fifo
+
+
+def test_a_stopped_worker_is_killed_past_its_bound_and_the_hosts_it_finished_are_kept(keys, server, tmp_path):
+    """n3 logs in to a second server whose login waits on a FIFO (a host that hangs); worker 0 (n1, n3) is
+    stopped with SIGSTOP once n1 is in. Its bound, set small by the test once it is stopped, kills it; n3 is
+    reported not checked with the reason, n1 and the other worker's hosts are kept."""
+    import threading
+
+    slow, fifo = _hanging(keys, server, tmp_path, "n3")
+    hosts = [Host(f"n{i}") for i in range(1, 5)]
+    opts = _opts(server, fanout=2)  # one host at a time in each worker: worker 0 does n1, then n3
+    script = runner.script_for([system], (), opts.mark)
+    pids, stopped, judged_of = [], threading.Event(), {}
+
+    def on_node(node, judged, not_saved):
+        judged_of[node.host] = judged
+        if node.host == "n1":
+            os.kill(pids[0], signal.SIGSTOP)
+            stopped.set()
+
+    def limit(job, left):
+        return 1.0 if stopped.is_set() and job.index[0] == 0 else 600.0
+
+    try:
+        out = pool.collect(hosts, script, opts, 2, areas=[ssh_area, system], bundles=[], on_node=on_node,
+                           on_workers=pids.extend, limit=limit)
+    finally:
+        _release(fifo, tmp_path / "unused")
+        slow.close()
+    assert [n.host for n in out] == ["n1", "n2", "n3", "n4"]
+    assert stopped.is_set() and _gone(pids[0])
+    for h in ("n1", "n2", "n4"):
+        assert judged_of[h].node.reachable and '"hostname"' in judged_of[h].facts, h
+    n3 = out[2]
+    assert n3.error["kind"] == pool.WORKER and "did not finish in time" in n3.error["message"], n3.error
+    assert "past its bound of 1 s for its 1 hosts left; killed" in n3.error["message"], n3.error
+    [f] = [f for f in judged_of["n3"].node.findings if f.area == "ssh"]
+    assert (f.status.value, f.check) == ("error", "ssh.worker") and "not checked" in f.message
+
+
+def test_a_workers_bound_is_the_runs_own_deadlines_for_the_hosts_it_has_left():
+    opts = runner.CollectOptions(ssh=SSHOptions(connect_timeout=10, retries=2, command_timeout=60), fanout=4)
+    job = pool.Job([Host(f"n{i}") for i in range(8)], list(range(8)), "", opts, {})
+    one = pool.host_bound(opts)
+    assert one >= 10 * 3 + runner.login_timeout(opts.ssh) + 60 * runner.WHOLE_RUN
+    # two waves of 4, each host tried twice at most, then judged; fewer hosts left, a smaller bound
+    assert pool.bound(job, 8) >= 2 * 2 * one + 8 * pool.JUDGE_S
+    assert pool.bound(job, 3) < pool.bound(job, 8) and pool.bound(job, 3) >= 2 * one
+    meshed = pool.Job(job.hosts, job.index, "", runner.CollectOptions(ssh=opts.ssh, fanout=4, mesh_timeout=60),
+                      {"n0": [f"n{i}" for i in range(1, 200)]})
+    assert pool.bound(meshed, 8) > pool.bound(job, 8)  # a long node-to-node test lengthens it
+
+
+def test_ctrl_c_to_the_process_group_ends_the_head_and_its_workers_once_and_keeps_the_finished_hosts(
+        keys, server, tmp_path):
+    """As a terminal's Ctrl-C: SIGINT to the check's whole process group, once n1 and n2 are judged and n3, n4
+    hang at their login."""
+    slow, fifo = _hanging(keys, server, tmp_path, "n3 n4")
+    env = {**os.environ, "NO_COLOR": "1", "PYTHONPATH": str(ROOT)}
+    run = tmp_path / "run"
+    proc = subprocess.Popen([sys.executable, "-m", "nccldiag", "check", "-w", "n[1-4]", "--ssh-config", server.cfg,
+                             "--only", "system", "--mesh", "none", "--workers", "2", "--run-dir", str(run)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, env=env,
+                            preexec_fn=ctrl_c_reaches, start_new_session=True)
+    try:
+        lines = run / "nodes.jsonl"
+        _wait_for(lambda: lines.exists() and len(lines.read_text().splitlines()) >= 2, "n1 and n2 judged")
+        _wait_for(lambda: slow.accepted >= 2, "n3 and n4 at their login")
+        workers = _children(proc.pid)
+        assert len(workers) == 2, workers
+        os.killpg(proc.pid, signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        _release(fifo, tmp_path / "unused")
+        slow.close()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130, err
+    assert b"Traceback" not in err and b"Error" not in err, err
+    assert err.count(b"interrupted") == 1, err
+    kept = sorted(json.loads(line)["host"] for line in lines.read_text().splitlines())
+    assert kept[:2] == ["n1", "n2"], kept
+    _wait_for(lambda: all(_gone(p) for p in workers), "the workers to end", limit=30)
+
+
+def test_a_node_whose_records_cannot_be_sent_is_sent_as_its_own_error(monkeypatch):
+    """A judged node that cannot be pickled (an object written for this test stands for records nested past the
+    pickler's stack) travels as a node of its own error, with the cause; the worker goes on."""
+    import io
+
+    from nccldiag.model.raw import RawNode
+    from nccldiag.shards import judged as judging
+    from nccldiag.shards import worker
+
+    real_judge = judging.judge
+
+    def judge(raw, areas, options=None, spec=None):
+        j = real_judge(raw, areas, options, spec)
+        if raw.error is None:
+            j.node.facts["system"] = lambda: None  # not picklable
+        return j
+
+    monkeypatch.setattr(judging, "judge", judge)
+    job = pool.Job([Host("n1")], [7], "", _opts_plain(), {})
+    frame = worker.node_frame(RawNode(host="n1", sections={"hostname": "n1\n"}), 7, [ssh_area, system], job, {})
+    i, node, judged, not_saved = pool.receive(io.BytesIO(frame))
+    assert i == 7 and node.host == "n1" and node.error["kind"] == pool.WORKER
+    assert "could not judge it or send its records" in node.error["message"] and "Error" in node.error["message"]
+    f = next(f for f in judged.node.findings if f.area == "ssh")
+    assert (f.status.value, f.check) == ("error", "ssh.worker")
+
+
+def _opts_plain():
+    return runner.CollectOptions(ssh=SSHOptions(use_agent=False), mesh="none")
