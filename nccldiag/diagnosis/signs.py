@@ -3,7 +3,7 @@
 The rules of :mod:`nccldiag.diagnosis.rules` read their causes' words
 themselves; what several of them ask of the same evidence lives here, so
 that no rule imports another: whether a log shows a failure or a run that
-stopped, the Xid codes of a kernel line, NCCL's NVLS set-up failures, the
+stopped, NCCL's NVLS set-up failures, the
 socket words of a failed connection, a network plugin's static topology, a
 run of one host that stalled. Who explains whom is not decided here: that
 is the catalog's precedence (``knowledge/causes.toml``).
@@ -114,16 +114,7 @@ def consumer_gpus(inp: Inputs) -> bool:
     return False
 
 
-# ---- GPUs: Xid codes, NVLink SHARP ---------------------------------------------------------------------------
-
-# Xid codes of memory errors, diagnosed by gpu-memory-errors (not gpu-lost)
-MEMORY_XIDS = {48, 63, 64, 92, 94, 95}
-XID = re.compile(r"Xid \((?:PCI:)?(?P<bus>[0-9a-fA-F:.]+)\): (?P<code>\d+)")
-
-
-def xid_codes(text: str) -> List[int]:
-    return [int(m.group("code")) for m in XID.finditer(text)]
-
+# ---- GPUs: NVLink SHARP (Xid codes and the driver's messages: diagnosis/events.py) -------------------------
 
 NVLS_TEXT = re.compile(r"(?:NVLS|NVLink SHARP|nvls\.cc)[^\n]*(?:[Ff]ail|[Ee]rror|invalid|not supported|cannot)|"
                        r"(?:[Ff]ail|[Ee]rror)[^\n]*(?:NVLS|NVLink SHARP)|Fabric Manager or NVSwitches")
@@ -173,6 +164,26 @@ NO_IFACE = re.compile(r"Socket creation failed\s*:\s*Address family not supporte
 CONNECT = re.compile(r"(?:Connect to|connect(?:ing)? to|Call to connect)\s*\[?(?P<addr>[0-9a-fA-F:.%\w]*)\]?"
                      r"(?:<\d+>)?.*(?:timed out|refused|unreachable|No route)", re.I)
 LINK_LOCAL = re.compile(r"\b[fF][eE]80:[0-9a-fA-F:]*(?:%\w+)?|%(?:" + VIRTUAL.pattern.strip("^$") + r")\b")
+ROUTABLE = re.compile(r"\b(?!127\.)\d{1,3}(?:\.\d{1,3}){3}\b|\b[23][0-9a-fA-F]{3}:[0-9a-fA-F:]+")
+_LOOPBACK = re.compile(r"\b127\.0\.[01]\.1\b")
+REFUSED = re.compile(r"Connection refused|ECONNREFUSED", re.I)
+
+
+def failed_connects(inp: Inputs) -> List[C.Clue]:
+    """Failed connections (refused, timed out, unreachable) to a routable peer address: not loopback, not
+    link-local nor a container's interface (those are the interface's fault, not the path's)."""
+    return [c for c in C.find(inp, CONNECT, ("warn", "last-error", "error"))
+            if not LINK_LOCAL.search(c.text) and not _LOOPBACK.search(c.text) and ROUTABLE.search(c.text)]
+
+
+def refusing_peer(inp: Inputs) -> Optional[str]:
+    """The one peer address that every failed connection names, when every one of them was refused: that peer's
+    host answered (a refusal is its TCP reset) but nothing listens on the port, while no other peer failed."""
+    found = failed_connects(inp)
+    if not found or not all(REFUSED.search(c.text) for c in found):
+        return None
+    peers = {m.group("addr") for m in (CONNECT.search(c.text) for c in found) if m is not None and m.group("addr")}
+    return peers.pop() if len(peers) == 1 else None
 
 
 # ---- RDMA devices and network plugins ----------------------------------------------------------------------
