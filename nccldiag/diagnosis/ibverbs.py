@@ -20,7 +20,7 @@ WC = {1: "local length error", 2: "local QP operation error", 4: "local protecti
       20: "response timeout", 21: "general error"}
 _CALL = re.compile(r"Call to (?P<fn>ibv_\w+|mlx5dv_\w+) failed(?: with (?:error )?(?P<rest>.*))?")
 _WC = re.compile(r"Got completion(?: from peer \S+)? with (?:error|status)\s*=?\s*(?P<a>\d+)|\bstatus=(?P<b>\d+)|"
-                 r"completion (?:with )?error (?P<c>\d+)|IBV_WC_(?P<name>[A-Z_]+)_ERR")
+                 r"completion (?:with )?error (?P<c>\d+)|IBV_WC_(?P<name>[A-Z_]{1,40}?)_ERR")
 _WC_NAMES = {"LOC_PROT": 4, "WR_FLUSH": 5, "REM_ACCESS": 10, "REM_OP": 11, "RETRY_EXC": 12, "RNR_RETRY_EXC": 13,
              "LOC_LEN": 1, "LOC_QP_OP": 2, "LOC_ACCESS": 8, "REM_INV_REQ": 9, "FATAL": 19, "RESP_TIMEOUT": 20}
 _VENDOR = re.compile(r"vendor err (?P<v>\w+)")
@@ -41,7 +41,7 @@ class Completion:
 
 
 def errno_of(rest: str) -> Optional[int]:
-    m = re.search(r"errno (\d+)", rest) or re.match(r"\s*(\d+)\b", rest)
+    m = re.search(r"errno (\d+)", rest) or re.match(r"(\d+)\b", rest.lstrip())
     if m:
         return int(m.group(1))
     for name, num in ERRNO.items():
