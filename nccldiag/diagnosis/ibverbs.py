@@ -20,7 +20,7 @@ WC = {1: "local length error", 2: "local QP operation error", 4: "local protecti
       20: "response timeout", 21: "general error"}
 _CALL = re.compile(r"Call to (?P<fn>ibv_\w+|mlx5dv_\w+) failed(?: with (?:error )?(?P<rest>.*))?")
 _WC = re.compile(r"Got completion(?: from peer \S+)? with (?:error|status)\s*=?\s*(?P<a>\d+)|\bstatus=(?P<b>\d+)|"
-                 r"completion (?:with )?error (?P<c>\d+)|IBV_WC_(?P<name>[A-Z_]+)_ERR")
+                 r"completion (?:with )?error (?P<c>\d+)|IBV_WC_(?P<name>[A-Z_]{1,40}?)_ERR")
 _WC_NAMES = {"LOC_PROT": 4, "WR_FLUSH": 5, "REM_ACCESS": 10, "REM_OP": 11, "RETRY_EXC": 12, "RNR_RETRY_EXC": 13,
              "LOC_LEN": 1, "LOC_QP_OP": 2, "LOC_ACCESS": 8, "REM_INV_REQ": 9, "FATAL": 19, "RESP_TIMEOUT": 20}
 _VENDOR = re.compile(r"vendor err (?P<v>\w+)")
@@ -41,7 +41,7 @@ class Completion:
 
 
 def errno_of(rest: str) -> Optional[int]:
-    m = re.search(r"errno (\d+)", rest) or re.match(r"\s*(\d+)\b", rest)
+    m = re.search(r"errno (\d+)", rest) or re.match(r"(\d+)\b", rest.lstrip())
     if m:
         return int(m.group(1))
     for name, num in ERRNO.items():
@@ -69,11 +69,12 @@ def completions(inp: Inputs) -> List[Completion]:
     return out
 
 
-PORT_EVENT = re.compile(r"async event\s*:\s*(?:port error|port .*down)|IBV_EVENT_PORT_ERR|"
+# NCCL's 'Got async event : port error' (NCCL 2.2x: 'Got async error event: port error')
+PORT_EVENT = re.compile(r"async (?:error )?event\s{0,4}:\s{0,4}(?:port error|port [^\n]{0,40}down)|IBV_EVENT_PORT_ERR|"
                         r"Port (?:\d+ )?(?:state )?changed? to (?:DOWN|INIT)")
 # The HCA itself in a fatal state (IBV_EVENT_DEVICE_FATAL, which NCCL prints as 'local catastrophic error'): every
 # port and queue pair of the device is gone until the device is reset
-DEVICE_FATAL = re.compile(r"async event\s*:\s*local catastrophic error|IBV_EVENT_DEVICE_FATAL")
+DEVICE_FATAL = re.compile(r"async (?:error )?event\s{0,4}:\s{0,4}local catastrophic error|IBV_EVENT_DEVICE_FATAL")
 
 
 def port_events(inp: Inputs) -> List[C.Clue]:
@@ -86,9 +87,15 @@ def device_fatal(inp: Inputs) -> List[C.Clue]:
 
 
 # IBV_EVENT_GID_CHANGE, which NCCL prints as 'Got async event : GID table change'
-GID_CHANGE = re.compile(r"async event\s*:\s*GID table change|IBV_EVENT_GID_CHANGE")
+GID_CHANGE = re.compile(r"async (?:error )?event\s{0,4}:\s{0,4}GID table change|IBV_EVENT_GID_CHANGE")
 
 
 def roce(inp: Inputs) -> bool:
     """Whether NCCL's IB devices are RoCE ports (its 'NET/IB : Using [0]mlx5_0:1/RoCE' lines)."""
     return any(d.link == "RoCE" for ls in inp.log_sets() for n in ls.facts.nets for d in n.devices)
+
+
+def roce_only(inp: Inputs) -> bool:
+    """Whether NCCL's IB devices are all RoCE ports: no InfiniBand port among them."""
+    links = [d.link for ls in inp.log_sets() for n in ls.facts.nets for d in n.devices]
+    return bool(links) and all(link == "RoCE" for link in links)

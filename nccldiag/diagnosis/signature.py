@@ -14,6 +14,12 @@ and makes one diagnosis from what matched. The keys (``docs/diagnoses.md``):
 - ``kinds``: the clue kinds searched; ``unless``: a regex whose clues are not
   evidence; ``findings``: check-id prefixes whose fail/warn findings are
   evidence too (listed first);
+- ``events``: ``true``, or a list of check-id prefixes: the events of the
+  row's category (:mod:`nccldiag.diagnosis.events`: findings that carry it,
+  kernel lines and CUDA errors read through the knowledge tables; of those
+  checks only, for a list) are evidence too, listed after the findings; a
+  row with events needs no ``pattern``. Events alone make the diagnosis as
+  severe as the worst of them, and as sure as the surest;
 - ``summary`` and ``why``: templates of ``{on}`` (the hosts), ``{nccl}`` (the
   NCCL versions), ``{peers}`` (the peer addresses the lines name), the named
   groups of the first line's match, and ``defaults`` for those left empty;
@@ -36,13 +42,14 @@ from dataclasses import dataclass
 from typing import IO, Any, Dict, List, Optional, Pattern, Sequence, Tuple
 
 from nccldiag.diagnosis import clues as C
+from nccldiag.diagnosis import events as E
 from nccldiag.diagnosis.inputs import Inputs
 from nccldiag.diagnosis.model import Diagnosis
 
 # the keys of a signature row; besides them a row has its catalog keys (id, category, tier, explained_by), where it
 # comes from (about, references) and, read in, where it is defined (where) and whether a site added it (site)
-KEYS = ("pattern", "kinds", "unless", "findings", "summary", "why", "defaults", "severity", "fail_on", "confidence",
-        "confidence_findings", "nodes", "figures", "reasons", "title", "fix", "workaround", "confirm", "alternatives")
+KEYS = ("pattern", "kinds", "unless", "findings", "events", "summary", "why", "defaults", "severity", "fail_on",
+        "confidence", "confidence_findings", "nodes", "figures", "reasons", "title", "fix", "workaround", "confirm", "alternatives")
 ROW_KEYS = ("id", "category", "tier", "explained_by", "about", "references", "where", "site")
 
 MAX_LINE = 4096  # the characters of a line a site's pattern is run on
@@ -62,7 +69,7 @@ class Sign:
 
 def signs(row: Dict[str, Any]) -> List[Sign]:
     """The row's ``pattern``, compiled once."""
-    given = row["pattern"]
+    given = row.get("pattern") or []
     out = []
     for p in given if isinstance(given, list) else [given]:
         if isinstance(p, dict):
@@ -105,22 +112,36 @@ class Signature:
             out = [c for c in out if not self.unless.search(c.text)]
         return _once(out)
 
+    def events(self, inp: Inputs) -> List[E.Event]:
+        """The events of the row's category (of the checks its ``events`` list names), when it reads them."""
+        given = self.row.get("events")
+        if not given:
+            return []
+        return E.of(inp, self.row["category"], given if isinstance(given, list) else ())
+
     def diagnose(self, inp: Inputs) -> List[Diagnosis]:
         node = [C.Clue("finding", f.message, host=f.host, finding=f)
                 for prefix in self.row.get("findings", []) for f in C.findings(inp, prefix)]
-        lines = self.found(inp)
-        found = node + lines
+        ev = self.events(inp)
+        told = E.clues_of(ev)
+        lines = [c for c in self.found(inp) if not any(c is t for t in told)]
+        found = node + [c for c in told if c.finding is None or not any(c.finding is n.finding for n in node)] + lines
         if not found:
             return []
         severity = self.row.get("severity", "fail")
-        if severity == "warn" and (any(c.finding.status.value == "fail" for c in node) or
+        if severity == "warn" and (any(c.finding.status.value == "fail" for c in node) or E.worst(ev) == "fail" and ev or
                                    self.fail_on is not None and any(self.fail_on.search(c.text) for c in lines)):
             severity = "fail"
+        elif severity == "fail" and ev and not node and not lines:
+            severity = E.worst(ev)  # events alone: as severe as the worst of them
         confidence = self.row.get("confidence_findings") if node and self.row.get("confidence_findings") else \
             self.row.get("confidence", "medium")
+        if ev and not node and not lines and all(e.confidence != "high" for e in ev):
+            confidence = "medium" if confidence == "high" else confidence
         groups = self._groups(lines)
         figures = {k: groups.get(g, "") for k, g in self.row.get("figures", {}).items()}
         values, fix = self._values(inp, found, lines, groups)
+        values["events"] = f": {E.summary(ev)}" if ev else ""
         summary = _fill(self.row.get("summary", "{title}{on}"), values)
         return [C.make(self, summary, found, confidence=confidence, severity=severity, fix=fix,
                        why=_fill(self.row.get("why") or _SITE_WHY, values), figures=figures,
@@ -129,7 +150,7 @@ class Signature:
 
     def _groups(self, lines: Sequence[C.Clue]) -> Dict[str, str]:
         """The named groups of the row's first pattern on the first line found, stripped."""
-        first = self.signs[0].pattern.search(lines[0].text) if lines else None
+        first = self.signs[0].pattern.search(lines[0].text) if lines and self.signs else None
         return {k: (v or "").strip() for k, v in (first.groupdict() if first else {}).items()}
 
     def _values(self, inp: Inputs, found: Sequence[C.Clue], lines: Sequence[C.Clue], groups: Dict[str, str]

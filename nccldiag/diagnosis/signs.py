@@ -3,7 +3,7 @@
 The rules of :mod:`nccldiag.diagnosis.rules` read their causes' words
 themselves; what several of them ask of the same evidence lives here, so
 that no rule imports another: whether a log shows a failure or a run that
-stopped, the Xid codes of a kernel line, NCCL's NVLS set-up failures, the
+stopped, NCCL's NVLS set-up failures, the
 socket words of a failed connection, a network plugin's static topology, a
 run of one host that stalled. Who explains whom is not decided here: that
 is the catalog's precedence (``knowledge/causes.toml``).
@@ -26,7 +26,7 @@ ENDED_BADLY = re.compile(
     r"exitcode\s*:\s*-?[1-9]|\bKilled\b|terminate called after throwing|Primary job\s+terminated normally, but|"
     r"Some NCCL operations have failed or timed out|RuntimeError|DistBackendError|\bFAILED\b|"
     # NCCL's own result, as any program prints it ('NCCL error ...: unhandled system error', ncclSystemError)
-    r"\bNCCL (?:[Ee]rror|[Ff]ailure)\b.*\b(?:unhandled (?:cuda|system) error|internal error|invalid usage|"
+    r"\bNCCL (?:[Ee]rror|[Ff]ailure)\b[^\n]{0,300}?\b(?:unhandled (?:cuda|system) error|internal error|invalid usage|"
     r"invalid argument|remote process exited)|"
     r"\bnccl(?:SystemError|InternalError|UnhandledCudaError|InvalidUsage|InvalidArgument|RemoteError)\b")
 
@@ -114,19 +114,10 @@ def consumer_gpus(inp: Inputs) -> bool:
     return False
 
 
-# ---- GPUs: Xid codes, NVLink SHARP ---------------------------------------------------------------------------
+# ---- GPUs: NVLink SHARP (Xid codes and the driver's messages: diagnosis/events.py) -------------------------
 
-# Xid codes of memory errors, diagnosed by gpu-memory-errors (not gpu-lost)
-MEMORY_XIDS = {48, 63, 64, 92, 94, 95}
-XID = re.compile(r"Xid \((?:PCI:)?(?P<bus>[0-9a-fA-F:.]+)\): (?P<code>\d+)")
-
-
-def xid_codes(text: str) -> List[int]:
-    return [int(m.group("code")) for m in XID.finditer(text)]
-
-
-NVLS_TEXT = re.compile(r"(?:NVLS|NVLink SHARP|nvls\.cc)[^\n]*(?:[Ff]ail|[Ee]rror|invalid|not supported|cannot)|"
-                       r"(?:[Ff]ail|[Ee]rror)[^\n]*(?:NVLS|NVLink SHARP)|Fabric Manager or NVSwitches")
+NVLS_TEXT = re.compile(r"(?:NVLS|NVLink SHARP|nvls\.cc)[^\n]{0,300}?(?:[Ff]ail|[Ee]rror|invalid|not supported|cannot)|"
+                       r"(?:[Ff]ail|[Ee]rror)[^\n]{0,300}?(?:NVLS|NVLink SHARP)|Fabric Manager or NVSwitches")
 # 'no algorithm ... NCCL_ALGO was set to NVLS' is the environment's doing, not an NVLS set-up failure
 _ASKED = re.compile(r"NCCL_ALGO|no algorithm/protocol")
 
@@ -171,21 +162,41 @@ VIRTUAL = re.compile(r"^(lo|docker\d*|veth\w*|virbr\d*|br-\w+|cni\d*|flannel\.\d
 NO_IFACE = re.compile(r"Socket creation failed\s*:\s*Address family not supported|no socket interface found|"
                       r"No usable listening interface|[Nn]o interface found|Bootstrap\s*:\s*no socket interface")
 CONNECT = re.compile(r"(?:Connect to|connect(?:ing)? to|Call to connect)\s*\[?(?P<addr>[0-9a-fA-F:.%\w]*)\]?"
-                     r"(?:<\d+>)?.*(?:timed out|refused|unreachable|No route)", re.I)
+                     r"(?:<\d+>)?[^\n]{0,300}?(?:timed out|refused|unreachable|No route)", re.I)
 LINK_LOCAL = re.compile(r"\b[fF][eE]80:[0-9a-fA-F:]*(?:%\w+)?|%(?:" + VIRTUAL.pattern.strip("^$") + r")\b")
+ROUTABLE = re.compile(r"\b(?!127\.)\d{1,3}(?:\.\d{1,3}){3}\b|\b[23][0-9a-fA-F]{3}:[0-9a-fA-F:]+")
+_LOOPBACK = re.compile(r"\b127\.0\.[01]\.1\b")
+REFUSED = re.compile(r"Connection refused|ECONNREFUSED", re.I)
+
+
+def failed_connects(inp: Inputs) -> List[C.Clue]:
+    """Failed connections (refused, timed out, unreachable) to a routable peer address: not loopback, not
+    link-local nor a container's interface (those are the interface's fault, not the path's)."""
+    return [c for c in C.find(inp, CONNECT, ("warn", "last-error", "error"))
+            if not LINK_LOCAL.search(c.text) and not _LOOPBACK.search(c.text) and ROUTABLE.search(c.text)]
+
+
+def refusing_peer(inp: Inputs) -> Optional[str]:
+    """The one peer address that every failed connection names, when every one of them was refused: that peer's
+    host answered (a refusal is its TCP reset) but nothing listens on the port, while no other peer failed."""
+    found = failed_connects(inp)
+    if not found or not all(REFUSED.search(c.text) for c in found):
+        return None
+    peers = {m.group("addr") for m in (CONNECT.search(c.text) for c in found) if m is not None and m.group("addr")}
+    return peers.pop() if len(peers) == 1 else None
 
 
 # ---- RDMA devices and network plugins ----------------------------------------------------------------------
 
 # the RDMA devices (or the rights to them) not in the container: NCCL cannot open the HCA or find its provider
-HIDDEN = re.compile(r"/dev/infiniband\S*.*(?:No such file|Permission denied|not permitted|cannot open|failed)|"
+HIDDEN = re.compile(r"/dev/infiniband\S{0,80}?[^\n]{0,300}?(?:No such file|Permission denied|not permitted|cannot open|failed)|"
                     r"(?:Failed to open|cannot open|Unable to open) (?:device )?/dev/infiniband|"
                     r"couldn't load driver 'lib\w+-rdmav\d+'|No eligible providers? (?:were )?found|"
-                    r"fi_getinfo(?: call)? failed.*(?:No data available|-61|ENODATA)|"
+                    r"fi_getinfo(?: call)? failed[^\n]{0,300}?(?:No data available|-61|ENODATA)|"
                     r"(?:EFA|efa) (?:device|provider)s? (?:not found|not available|unavailable)|"
-                    r"Unable to (?:find|open) (?:an? )?(?:RDMA|IB|EFA) device|NET/OFI.*[Nn]o NICs? (?:found|available)")
+                    r"Unable to (?:find|open) (?:an? )?(?:RDMA|IB|EFA) device|NET/OFI[^\n]{0,300}?[Nn]o NICs? (?:found|available)")
 # EFA drops what its security group does not allow: the first sends complete with an error
-OFI_SEND = re.compile(r"NET/OFI.*(?:Request|request) .*completed with error|rxr_cq_write_tx_error|efa.*tx_error")
+OFI_SEND = re.compile(r"NET/OFI[^\n]{0,300}?(?:Request|request) [^\n]{0,300}?completed with error|rxr_cq_write_tx_error|efa[^\n]{0,300}?tx_error")
 # a CPU node of a topology XML without the attributes NCCL's own topology dump always writes
 CPU_ATTR = re.compile(r"Attribute \w+ of node cpu not found")
 PLUGIN_PATH = re.compile(r"aws-ofi-nccl|/opt/amazon/|/efa/", re.I)

@@ -28,6 +28,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Tuple, Union
 
+from nccldiag import knowledge
 from nccldiag.nccl.facts import (
     COLLNET, ERROR_RESULTS, NET_IB, NET_IB_GDR, NET_SOCKET, P2P, SHM, ChainStep, Loc, Proc, Warn)
 
@@ -341,7 +342,7 @@ ERROR_WORDS = (
     "Unable to", "unable to", "Cannot", "cannot", "Can't", "can't", "Could not", "could not", "Couldn't",
     "couldn't", "Denied", "denied", "No such", "no such", "Invalid", "invalid", "Mismatch", "mismatch",
     "out of memory", "busy or unavailable", "Insufficient", "insufficient", "not found", "Unknown Error",
-    "is neither AF_INET", "Duplicate GPU detected",
+    "is neither AF_INET", "Duplicate GPU detected", "terminate called after throwing",
 )
 _ERROR_TEXT = re.compile(r"\b(?:" + _alternation(ERROR_WORDS) + r")\b")
 # Kernel lines about GPUs, the IOMMU, PCIe, RDMA and the fabric manager (_KERNEL_TEXT).
@@ -352,6 +353,47 @@ KERNEL_WORDS: Guarded = (
     ("mlx", r"\bmlx\d_(?:core|ib|en)\b"), ("fallen off the bus", r"fallen off the bus"),
     ("ib_umad", r"\bib_umad\b"), ("nv-fabricmanager", r"nv-fabricmanager"), ("abric", r"[Ff]abric ?[Mm]anager"),
 )
+
+
+def _alternatives(keep: str) -> List[str]:
+    """The top-level alternatives of a ``keep`` expression of ``knowledge/kmsg.toml``."""
+    out, depth, start = [], 0, 0
+    for i, ch in enumerate(keep):
+        depth += ch == "(" or -(ch == ")")
+        if ch == "|" and depth == 0:
+            out.append(keep[start:i])
+            start = i + 1
+    return out + [keep[start:]]
+
+
+_PLAIN = re.compile(r"(?:[^\\.^$*+?{}()\[\]|]|\[[A-Za-z]{2}\])+")
+_CASE = re.compile(r"\[([A-Za-z])([A-Za-z])\]")
+
+
+def _kmsg_words() -> Guarded:
+    """The words the node keeps the kernel's failure messages by (the ``keep`` of every row of
+    ``knowledge/kmsg.toml``): each alternative of plain words, a ``[Aa]`` class read as either letter; alternatives
+    with other regular expression marks are left out (their lines hold a word above or an error word). A line the
+    node keeps for the table is kept here too (:func:`error_kind`), so that the diagnosis reads it through the same
+    table: a hung task, an NFS server not responding, a BAR the kernel could not assign."""
+    words: List[str] = []
+    for keep in (r["keep"] for r in knowledge.rows("kmsg.toml")):
+        for alt in _alternatives(keep):
+            if not alt or not _PLAIN.fullmatch(alt):
+                continue
+            variants = [""]
+            for part in re.split(r"(\[[A-Za-z]{2}\])", alt):
+                m = _CASE.fullmatch(part)
+                variants = [v + c for v in variants for c in (m.groups() if m else (part,))]
+            words += [v for v in variants if len(v) >= 3]
+    seen = {w for w, _ in KERNEL_WORDS}
+    return tuple((w, re.escape(w)) for w in dict.fromkeys(words) if w not in seen)
+
+
+# The kernel's failure messages of knowledge/kmsg.toml (_KMSG_TEXT): a line holding one is kept as an error line
+# (a kernel line when it also holds a word of KERNEL_WORDS).
+KMSG_WORDS: Guarded = _kmsg_words()
+_KMSG_TEXT = re.compile(_either(KMSG_WORDS))
 _KERNEL_TEXT = re.compile(_either(KERNEL_WORDS))
 _TESTS_TIMEOUT = re.compile(r"Test timeout \((?P<s>\d+)s\) (?P<where>\S+)")
 
@@ -405,7 +447,7 @@ def error_kind(msg: str) -> Optional[str]:
         return kind
     if _KERNEL_TEXT.search(msg) is not None:
         kind = "kernel"
-    elif _ERROR_TEXT.search(msg) is None or msg.startswith("#") or "algbw" in msg:
+    elif _ERROR_TEXT.search(msg) is None and _KMSG_TEXT.search(msg) is None or msg.startswith("#") or "algbw" in msg:
         kind = None
     else:
         kind = "error"
@@ -490,7 +532,8 @@ def parse_via(via: str) -> Dict[str, object]:
     if m:
         return {"transport": "SHM", "mode": m.group("mode") or ("direct" if "direct" in m.group(0) else None),
                 "via": m.group(0)}
-    return {"transport": via.split("/")[0].split()[0] if via else "?", "via": via.split()[0] if via else ""}
+    words = via.split("/")[0].split()
+    return {"transport": words[0] if words else "?", "via": via.split()[0] if via.split() else ""}
 
 
 
@@ -717,7 +760,7 @@ def num(s: str) -> int:
 
 
 def _words() -> Tuple[str, ...]:
-    rows = (KERNEL_WORDS + UNPREFIXED_WORDS + QUOTED_WARN_WORDS + BENCH_HEADS + ROW_TYPES + BENCH_TITLES +
+    rows = (KERNEL_WORDS + KMSG_WORDS + UNPREFIXED_WORDS + QUOTED_WARN_WORDS + BENCH_HEADS + ROW_TYPES + BENCH_TITLES +
             RAS_HEADS)
     words = (PREFIX_WORDS + CLEAN_MARKS + ERROR_WORDS + APP_WORDS + BARE_WORDS + tuple(w for w, _ in rows) +
              tuple(g for row in FACTS for g in row.guard))

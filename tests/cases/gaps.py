@@ -24,25 +24,11 @@ class Gap(NamedTuple):
 INVARIANT_BROKEN = ("false all-clear", "false alarm")
 
 KNOWN_GAPS: Dict[str, Gap] = {
-    "gpu-bloom176b-logbook-default3-watchdog-cuda-unknown-error": Gap(
-        "false all-clear",
-        "'Verdict: nothing broken', exit 0: a rank's fatal 'terminate called after throwing an instance of "
-        "c10::CUDAError' / 'CUDA error: unknown error' raised in ProcessGroupNCCL's watchdog "
-        "(workCleanupLoop) behind '[default3]:' prefixes, with no NCCL line in the file, is not read as a failure"),
     "gpu-bloom176b-logbook-eval-hang-no-timeout-dataloader-deadlock": Gap(
         "false all-clear",
         "'Verdict: nothing to judge: the input holds no NCCL line, error or result', exit 0: a job log whose "
         "iteration lines stop and whose monitor then prints only 'PULSE: ... is running for 1-09:27:40' for "
         "hours (a run that did not finish) is not read as a hang"),
-    "gpu-cloudatlas-vm-passthrough-nvrm-bar0-invalid-pcihole64-realloc": Gap(
-        "wrong cause",
-        "'FAIL GPU lost or needing a reset' (gpu_lost_xid) from 'NVRM: The NVIDIA probe routine failed'; the "
-        "line that names the cause, 'NVRM: This PCI I/O region assigned to your NVIDIA device is invalid:' "
-        "with its continuation 'BAR0 is 0M @ 0x0', is not read as an unassigned BAR (pcie_bar_mmio)"),
-    "gpu-mlengineering-dcgmi-deployment-error-uncorrectable-remap-pending": Gap(
-        "false all-clear",
-        "'Verdict: nothing broken', exit 0: a dcgmi diag table row 'Error | GPU 3 has uncorrectable memory "
-        "errors and row remappings are pending' (wrapped over two table rows) is not read"),
     "gpu-mlengineering-dcgmi-diag-r2-gpu-memory-fail-faulty-node": Gap(
         "false all-clear",
         "'Verdict: nothing broken', exit 0: a dcgmi diag -r 2 table with 'GPU Memory | Fail - GPU: 0' and a "
@@ -52,64 +38,12 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "'Verdict: nothing to judge', exit 0: a '$ nvidia-smi -q | grep -i correctable | grep -v 0' "
         "transcript ('SRAM Uncorrectable : 1' / ': 5') and the 'ECC Errors' record pasted to nccldiag log "
         "are not read (the nvidia-smi -q parser serves bundles only)"),
-    "net-bloom-jz-ops-notes-connect-refused-broken-node-network": Gap(
-        "wrong cause",
-        "'FAIL Connections between nodes blocked on r11i6n2' (firewall_ports) from 'Connect to "
-        "10.148.3.247<56821> failed : Connection refused'; that one peer refusing while the rest answer is a "
-        "broken peer node (remote_peer_failure), which the nslookup line names, is not weighed"),
     "net-gitcode-blog-vllm-3x4090-socket-connect-abort-spare-server-ifname": Gap(
         "missed",
         "'FAIL Unexplained failure on jnlh102072': 'socketStartConnect: Connect to 10.37.12.78<46417> failed : "
         "Software caused connection abort' toward an address in another subnet than the node's is not "
         "read as a wrong or inconsistent bootstrap interface"),
-    "net-mlengineering-azure-ib-error12-nodes-not-in-availability-set": Gap(
-        "wrong cause",
-        "'FAIL RoCE GID table or selection unusable on node-2' (roce_gid_config) for completion error 12 "
-        "(retry exceeded) on a node whose NET/IB line lists an IB port first: two VMs whose IB fabrics are "
-        "not connected (ib_qp_timeout_routing) are taken for a RoCE GID problem"),
-    "node-cloudatlas-dl360-tesla-p10-bios-option-card-mmio-large-bar": Gap(
-        "false all-clear",
-        "'Verdict: nothing broken', exit 0: the BIOS POST message '276 Option Card Configuration Error. An "
-        "option card is requesting more memory mapped I/O than is available.' is not read"),
-    "node-funloop-blog-arch-nvrm-api-mismatch-versions-elided": Gap(
-        "false all-clear",
-        "'Verdict: nothing broken', exit 0: the kernel's 'NVRM: API mismatch: the client has the version "
-        "XXX.XX, but' / 'NVRM: this kernel module has the version YYY.YY.' (versions elided by the author) is "
-        "not read"),
-    "node-wanpihou-blog-driver-library-mismatch-dkms-transcript": Gap(
-        "false all-clear",
-        "'Verdict: nothing broken', exit 0: a shell transcript in which each command's output is quoted "
-        "behind '# ' ('# Failed to initialize NVML: Driver/library version mismatch', '# NVRM: API mismatch: "
-        "client version 570.133.07, kernel module version 570.124.06') is not read"),
-    "net-llmd191-grep-prefixed-nccl-ib-async-port-error-flap-tp-crash": Gap(
-        "missed",
-        "fail unexplained unexplained: NCCL printed 3 WARN line(s) without an error result: NET/IB : mlx5_32:"
-        "1 Got async error event: port error"),
-    "node-awspc1150-messages-grep-nfs-not-responding-hung-task": Gap(
-        "false all-clear",
-        "no fail/warn diagnosis; 'Verdict: nothing to judge: the input holds no NCCL line, error or result'"),
-    "node-azhpcimages506-nvidia-smi-q-fabric-insufficient-resources-clique0": Gap(
-        "false all-clear",
-        "no fail/warn diagnosis; 'Verdict: nothing broken'"),
     "node-gpud482-ibstat-port-down-polling-anonymised-guids": Gap(
         "false all-clear",
         "no fail/warn diagnosis; 'Verdict: nothing to judge: the input holds no NCCL line, error or result'"),
-    "node-gpuoperator492-vm-bar1-0m-nvidia-probe-failed-2-gpus": Gap(
-        "wrong cause",
-        "fail gpu_lost_xid gpu-lost: a GPU is lost or needs a reset: [83260.106438] NVRM: The NVIDIA probe ro"
-        "utine failed for 2 device(s)."),
-    "node-kata13471-nvrc-panic-timeout-fm-starting-nvlink-inband-h200": Gap(
-        "false all-clear",
-        "no fail/warn diagnosis; 'Verdict: nothing broken'"),
-    "node-ogkm510-6x4090-bar15-no-space-rebar-5-of-6": Gap(
-        "false all-clear",
-        "no fail/warn diagnosis; 'Verdict: nothing broken'"),
-    "node-talosext511-fabricmanager-node-config-file-invalid-h200": Gap(
-        "false all-clear",
-        "no fail/warn diagnosis; 'Verdict: nothing broken'"),
-    "node-vllm40652-talos-host-prefixed-xid74-nvlink-fatal-gsp-timeout": Gap(
-        "wrong cause",
-        "fail gpu_lost_xid gpu-lost: a GPU is lost or needs a reset: 192.168.11.119: kern: warning: [2026-04-"
-        "22T21:26:20.695845708Z]: NVRM: Xid (PCI:0000:48:00): 154, GPU recovery action changed from 0x0 (None"
-        ") to 0x1 (GPU Reset ..."),
 }

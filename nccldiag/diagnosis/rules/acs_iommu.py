@@ -28,9 +28,9 @@ WORKAROUND = "NCCL_P2P_DISABLE=1 (GPU-to-GPU traffic through host memory; for GP
 CONFIRM = "NCCL_P2P_DISABLE=1 all_reduce_perf -g <n>: it completes if P2P is the broken path; nccldiag check --only iommu,pcie"
 
 FAULTS = re.compile(r"IO_PAGE_FAULT|AMD-Vi: Event logged|DMAR: \[DMA (?:Read|Write)|DMAR: DRHD: handling fault|"
-                    r"iommu.*(?:fault|page fault)|PTE (?:Read|Write) access is not set")
+                    r"iommu[^\n]{0,300}?fault|PTE (?:Read|Write) access is not set")
 # NCCL 2.31's NCCL_RUN_DIAGNOSTICS: "NCCL DIAG [INFO] p2p: only 52/56 GPU-to-GPU peer accesses passed verification"
-DIAG_P2P = re.compile(r"NCCL DIAG\s*\[INFO\]\s*p2p:.*(?:only \d+/\d+|fail|not)")
+DIAG_P2P = re.compile(r"NCCL DIAG\s*\[INFO\]\s*p2p:[^\n]{0,300}?(?:only \d+/\d+|fail|not)")
 
 
 def diagnose(inp: Inputs) -> List[Diagnosis]:

@@ -3,7 +3,9 @@ the driver supports ('API call is not supported in the installed CUDA driver', '
 insufficient for CUDA runtime version', 'forward compatibility was attempted on non supported HW'), a kernel
 module and userspace driver of different versions ('Driver/library version mismatch').
 
-Evidence: those errors in any output; NCCL's build CUDA ('NCCL version X+cudaY.Z') newer than the driver's
+Evidence: those errors in any output, the kernel's 'NVRM: API mismatch' (with the versions named, elided
+'XXX.XX' or reworded); the events of category ``cuda_driver_mismatch`` (the ``xid.driver_version`` finding, the
+CUDA errors of ``knowledge/cuda.toml``); NCCL's build CUDA ('NCCL version X+cudaY.Z') newer than the driver's
 ('cudaDriverVersion'), beside a failure.
 References: NVIDIA/nccl#496; CUDA compatibility guide.
 """
@@ -14,6 +16,7 @@ import sys
 from typing import List, Optional
 
 from nccldiag.diagnosis import clues as C
+from nccldiag.diagnosis import events as E
 from nccldiag.diagnosis.inputs import Inputs
 from nccldiag.diagnosis.model import Diagnosis, Evidence, log_evidence
 
@@ -30,7 +33,7 @@ MISMATCH = re.compile(r"API call is not supported in the installed CUDA driver|"
                       r"unsupported display driver / cuda driver combination|Driver/library version mismatch|"
                       r"provided PTX was compiled with an unsupported toolchain|cudaErrorInsufficientDriver|"
                       r"CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE|cudaErrorCallRequiresNewerDriver|"
-                      r"NVML library version mismatch|driver/library version mismatch|"
+                      r"NVML library version mismatch|driver/library version mismatch|NVRM: API mismatch|"
                       r"wasn't built with CUDA runtime >= [\d.]+ or if the installed CUDA driver <", re.I)
 
 
@@ -54,7 +57,9 @@ def _newer_build(inp: Inputs) -> Optional[Evidence]:
 
 
 def diagnose(inp: Inputs) -> List[Diagnosis]:
-    found = C.find(inp, MISMATCH, ("warn", "last-error", "app", "error", "kernel"))
+    told = E.clues_of(E.of(inp, "cuda_driver_mismatch"))
+    found = told + [c for c in C.find(inp, MISMATCH, ("warn", "last-error", "app", "error", "kernel"))
+                    if not any(c is t for t in told)]
     newer = _newer_build(inp)
     failed = bool(C.find(inp, r".", ("app",))) or any(w.failure for ls in inp.log_sets() for w in ls.facts.warns)
     if not found and not (newer and failed):

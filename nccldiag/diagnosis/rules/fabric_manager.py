@@ -4,8 +4,12 @@ pre-check refused), or was restarted without a GPU reset, CUDA answers 'system n
 (NVLink SHARP) set-up fails with 'invalid argument'; jobs fail at init or hang.
 
 Evidence: the fabric manager finding of ``check`` (service failed or inactive, version mismatch, pre-check
-refusal, fabric state not completed); cudaErrorSystemNotReady ('system not yet initialized') in any output; an
-NVLS WARN in NCCL's log (medium: the same WARN also comes from an NCCL defect, see ``nvls-multicast``).
+refusal, fabric state not completed); the events of category ``fabric_manager`` (cudaErrorSystemNotReady, 'system
+not yet initialized', in any output); the fabric manager's own failures in any output: its start failing or
+refused, a config item with an invalid value, a wait for it that timed out (a VM's or container's init waiting
+for 'FM starting NvLink Inband'); nvidia-smi -q's Fabric 'Status' of an NVML error
+('Insufficient Resources': the GPU could not join its NVLink partition or clique); an NVLS WARN in NCCL's log
+(medium: the same WARN also comes from an NCCL defect, see ``nvls-multicast``).
 References: NVIDIA Fabric Manager user guide (start order, driver version match); NVIDIA/nccl#1338.
 """
 from __future__ import annotations
@@ -15,6 +19,7 @@ import sys
 from typing import List
 
 from nccldiag.diagnosis import clues as C
+from nccldiag.diagnosis import events as E
 from nccldiag.diagnosis import signs
 from nccldiag.diagnosis.inputs import Inputs
 from nccldiag.diagnosis.model import Diagnosis
@@ -30,15 +35,23 @@ WORKAROUND = "NCCL_NVLS_ENABLE=0 avoids NVLink SHARP only; collectives over NVLi
 CONFIRM = "systemctl status nvidia-fabricmanager; nvidia-smi -q | grep -A3 -i fabric"
 
 NOT_READY = re.compile(r"system not yet initiali[sz]ed|cudaErrorSystemNotReady|CUDA_ERROR_SYSTEM_NOT_READY")
-FM_TEXT = re.compile(r"(?i)(?:fabric ?manager|nv-fabricmanager|nvidia-fabricmanager)[^\n]*"
-                     r"(?:cannot be started|failed|not running|inactive|don'?t match|mismatch|error)")
+FM_TEXT = re.compile(r"(?i)(?:fabric ?manager|nv-fabricmanager|nvidia-fabricmanager)[^\n]{0,200}?"
+                     r"(?:cannot be started|failed|not running|inactive|don'?t match|mismatch|error|"
+                     r"invalid (?:value|argument|config))|"
+                     # a wait for it that timed out ('timeout waiting for: FM starting NvLink Inband')
+                     r"(?:timeout|timed out) waiting for:? {0,3}(?:FM|fabric ?manager)\b|"
+                     r"\bFM starting NvLink Inband\b[^\n]{0,80}(?:timeout|timed out)")
+# nvidia-smi -q's Fabric section: a Status that is an NVML error (Insufficient Resources: no partition or clique)
+FABRIC_STATUS = re.compile(r"^\s{0,40}Status\s{1,60}:\s{0,4}Insufficient Resources\s*$")
 
 
 
 def diagnose(inp: Inputs) -> List[Diagnosis]:
     node = C.findings(inp, "nvlink.fabric")
-    ready = C.find(inp, NOT_READY)
-    text = C.find(inp, FM_TEXT, ("error", "kernel", "app", "warn", "last-error"))
+    told = E.clues_of(E.of(inp, "fabric_manager"))
+    ready = told + [c for c in C.find(inp, NOT_READY) if not any(c is t for t in told)]
+    text = C.find(inp, FM_TEXT, ("error", "kernel", "app", "warn", "last-error")) + \
+        C.find(inp, FABRIC_STATUS, ("error",))
     nvls = [] if signs.nvls_defect(inp) or C.find(inp, r"IMEX|imex") else signs.nvls_failures(inp)
     nvls += [] if nvls else signs.stopped_at_nvls(inp)
     if not (node or ready or text or nvls):

@@ -3,7 +3,8 @@
 security group without the port range), while the address itself is right.
 
 Evidence: socket connect failures in NCCL's log to a routable address (to link-local or container addresses they
-are ``socket-interface``).
+are ``socket-interface``). One peer that refuses while no other fails is a broken peer (``peer-refused``, which
+explains this).
 References: NCCL troubleshooting guide (firewalls: NCCL uses random ports, NCCL_SOCKET_PORT ranges); AWS EFA docs
 (the security group must allow all traffic between members).
 """
@@ -17,7 +18,6 @@ from nccldiag.diagnosis import clues as C
 from nccldiag.diagnosis import signs
 from nccldiag.diagnosis.inputs import Inputs
 from nccldiag.diagnosis.model import Diagnosis
-from nccldiag.diagnosis.signs import CONNECT, LINK_LOCAL
 
 ID = "firewall"
 TITLE = "Connections between nodes blocked"
@@ -27,14 +27,10 @@ FIX = ("Open TCP between the job's nodes on their data interface: NCCL's bootstr
        "'nft list ruleset', firewalld zones on every node.")
 CONFIRM = "from one node: nc -zv <peer address> <port> (the port in the failing connect line)"
 
-ROUTABLE = re.compile(r"\b(?!127\.)\d{1,3}(?:\.\d{1,3}){3}\b|\b[23][0-9a-fA-F]{3}:[0-9a-fA-F:]+")
-
 
 
 def diagnose(inp: Inputs) -> List[Diagnosis]:
-    found = [c for c in C.find(inp, CONNECT, ("warn", "last-error", "error"))
-             if not LINK_LOCAL.search(c.text) and not re.search(r"\b127\.0\.[01]\.1\b", c.text)
-             and ROUTABLE.search(c.text)]
+    found = signs.failed_connects(inp)
     efa = C.find(inp, signs.OFI_SEND, ("warn", "last-error", "error"))
     if efa and not found:
         return [C.make(sys.modules[__name__], f"EFA sends fail between the nodes{C.on(C.hosts(efa))}: their security "

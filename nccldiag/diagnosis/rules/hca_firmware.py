@@ -2,9 +2,11 @@
 to later FW version', 'firmware version ... is not supported'), the IB device never comes up (no ports under
 /sys/class/infiniband), or the firmware check finds versions differing from the rest.
 
-Evidence: the ``firmware`` check's HCA finding; the driver's firmware complaints in the kernel log; the IB stack
-finding no device files beside such lines; the HCA's device-fatal event in NCCL's log ('Got async event : local
-catastrophic error', IBV_EVENT_DEVICE_FATAL).
+Evidence: the ``firmware`` check's HCA finding; the events of category ``hca_firmware`` (the
+``ibcounters.hca_errors`` finding: mlx5 health compromised, firmware command timeouts, a probe that failed; those
+kernel lines in any output read through ``knowledge/kmsg.toml``); the driver's firmware complaints in the kernel
+log; the IB stack finding no device files beside such lines; the HCA's device-fatal event in NCCL's log ('Got async
+event : local catastrophic error', IBV_EVENT_DEVICE_FATAL).
 References: clustervision/trinity#219; ibv_get_async_event(3) (IBV_EVENT_DEVICE_FATAL); NVIDIA/nccl#230; NVIDIA MLNX_OFED/DOCA release notes (firmware compatibility).
 """
 from __future__ import annotations
@@ -14,6 +16,7 @@ import sys
 from typing import List
 
 from nccldiag.diagnosis import clues as C
+from nccldiag.diagnosis import events as E
 from nccldiag.diagnosis import ibverbs
 from nccldiag.diagnosis.inputs import Inputs
 from nccldiag.diagnosis.model import Diagnosis
@@ -26,8 +29,8 @@ FIX = ("Update the HCA firmware to the version the driver (MLNX_OFED/DOCA, inbox
 CONFIRM = "ibv_devinfo | grep fw_ver; mlxfwmanager --query"
 
 FW = re.compile(r"(?:upgrade|update) (?:to )?(?:a )?(?:later|newer|the latest|recent) (?:FW|firmware)|"
-                r"(?:FW|firmware) (?:version )?\S* ?(?:is )?(?:too old|not supported|unsupported|older than)|"
-                r"(?:FW|firmware) (?:command|cmd) (?:failed|timeout)|mlx\d_core.*(?:firmware|FW).*(?:fail|error)", re.I)
+                r"(?:FW|firmware) (?:version )?\S{0,80} ?(?:is )?(?:too old|not supported|unsupported|older than)|"
+                r"(?:FW|firmware) (?:command|cmd) (?:failed|timeout)|mlx\d_core[^\n]{0,300}?(?:firmware|FW)[^\n]{0,300}?(?:fail|error)", re.I)
 NO_DEVICE = re.compile(r"sys files not found|/sys/class/infiniband\S*: No such file|No IB devices found|"
                        r"Failed to get IB devices list")
 
@@ -45,8 +48,11 @@ def diagnose(inp: Inputs) -> List[Diagnosis]:
                             "NCCL_IB_HCA=^<hca>."),
                        alternatives=["ib_port_down: a link fault takes the port down, not the whole device"])]
     node = C.findings(inp, "firmware.hca")
+    ev = E.of(inp, "hca_firmware")
+    told = E.clues_of(ev)
     fw = C.find(inp, FW, ("kernel", "error", "finding"))
-    fw = [c for c in fw if c.finding is None or c.finding.check.startswith("firmware.hca")] + \
+    fw = told + [c for c in fw if (c.finding is None or c.finding.check.startswith("firmware.hca"))
+                 and not any(c is t for t in told)] + \
         [C.Clue("finding", f.message, host=f.host, finding=f) for f in node
          if not any(c.finding is f for c in fw)]
     if not fw:
@@ -56,4 +62,5 @@ def diagnose(inp: Inputs) -> List[Diagnosis]:
                    (" and the IB device did not come up" if gone else "") + C.on(C.hosts(fw + gone)), fw + gone,
                    confidence="high" if gone or node else "medium",
                    why="the driver or the firmware check says the HCA firmware does not fit",
-                   severity="fail" if gone or any(f.status.value == "fail" for f in node) else "warn")]
+                   severity="fail" if gone or any(f.status.value == "fail" for f in node) or E.worst(ev) == "fail" and ev
+                   else "warn")]

@@ -11,7 +11,11 @@ A rank killed is a failure, whatever else the log says.
 - SIGSEGV (11) / SIGABRT (6): a crash or an abort; PyTorch's NCCL watchdog aborts the process after a failed or
   timed-out collective, so the causes the log names come first.
 
-Evidence: the launcher's lines of how a process ended; the OOM killer's lines in pasted dmesg.
+The OOM killer's lines alone (the ``kernel.oom`` finding, or the kernel's lines in any output: the events of
+category ``other:host-oom``) say the same of the process they name.
+
+Evidence: the launcher's lines of how a process ended; the OOM killer's lines in pasted dmesg; the events of
+category ``other:host-oom`` (:mod:`nccldiag.diagnosis.events`).
 References: torch.distributed.elastic (ChildFailedError, 'Signal 9 (SIGKILL) received by PID'); docker run
 --shm-size; Linux mm/oom_kill.c ('Out of memory: Killed process').
 """
@@ -21,6 +25,7 @@ import sys
 from typing import List
 
 from nccldiag.diagnosis import clues as C
+from nccldiag.diagnosis import events as E
 from nccldiag.diagnosis.inputs import Inputs
 from nccldiag.diagnosis.model import Diagnosis, Evidence
 
@@ -54,8 +59,9 @@ def _hosts(lines) -> List[str]:
 
 def diagnose(inp: Inputs) -> List[Diagnosis]:
     p = inp.pasted
+    oom = E.clues_of(E.of(inp, "other:host-oom"))
     if p is None or not p.signals:
-        return []
+        return _oom_alone(oom)
     by_sig = {}
     for no, line in p.signals:
         by_sig.setdefault(no, []).append(line)
@@ -63,9 +69,10 @@ def diagnose(inp: Inputs) -> List[Diagnosis]:
     out: List[Diagnosis] = []
     if 9 in by_sig:
         lines = by_sig[9]
-        if p.oom:
+        if p.oom or oom:
             out.append(C.make(me, "a process of the job was killed by the kernel's OOM killer (SIGKILL): the host "
-                              "ran out of memory: " + p.oom[0].text.strip()[:120], (), confidence="high",
+                              "ran out of memory: " + (p.oom[0].text if p.oom else oom[0].text).strip()[:120],
+                              [] if p.oom else oom, confidence="high",
                               why="the launcher reports signal 9 and the kernel's OOM killer reports killing a process",
                               extra=_ev(lines, 2) + _ev(p.oom, 2), nodes=_hosts(lines)))
         else:
@@ -82,6 +89,8 @@ def diagnose(inp: Inputs) -> List[Diagnosis]:
                           extra=_ev(by_sig[7]), nodes=_hosts(by_sig[7]), fix=FIX_BUS, category="shm_too_small",
                           title="A process died of SIGBUS (/dev/shm)",
                           missing=["df -h /dev/shm inside the job's container"]))
+    if 9 not in by_sig:
+        out += _oom_alone(oom)
     crashed = [(no, ln) for no in (11, 6) for ln in by_sig.get(no, [])]
     if crashed and not out:
         names = ", ".join(dict.fromkeys(f"signal {no} ({'SIGSEGV' if no == 11 else 'SIGABRT'})" for no, _ in crashed))
@@ -93,3 +102,12 @@ def diagnose(inp: Inputs) -> List[Diagnosis]:
         d.tier = 2
         out.append(d)
     return out
+
+
+def _oom_alone(oom: List[C.Clue]) -> List[Diagnosis]:
+    """The OOM killer's lines with no launcher's report of the kill."""
+    if not oom:
+        return []
+    return [C.make(sys.modules[__name__], "the kernel's OOM killer killed a process" + C.on(C.hosts(oom)), oom,
+                   confidence="high", why="the kernel reports killing a process for want of host memory: it died "
+                   "with SIGKILL, and its job with it", title="A process killed by the OOM killer")]

@@ -23,8 +23,8 @@ NOT_SUPPORTED = re.compile(r"Operation not supported|EOPNOTSUPP|errno:? 95\b")
 
 
 # RDMA and UCX registration failures for want of locked memory, in any program's words
-_ENOMEM = re.compile(r"(?:ibv_\w+|mlx5dv_\w+|create_cq|reg_mr|register memory)\S*.*(?:Cannot allocate memory|ENOMEM|errno 12)|"
-                     r"RLIMIT_MEMLOCK|max locked memory.*\b(?:64|65536|8192)\b|memlock.*(?:too (?:low|small)|limit)")
+_ENOMEM = re.compile(r"(?:ibv_\w+|mlx5dv_\w+|create_cq|reg_mr|register memory)\S{0,80}?[^\n]{0,300}?(?:Cannot allocate memory|ENOMEM|errno 12)|"
+                     r"RLIMIT_MEMLOCK|max locked memory[^\n]{0,300}?\b(?:64|65536|8192)\b|memlock[^\n]{0,300}?(?:too (?:low|small)|limit)")
 
 
 def diagnose(inp: Inputs) -> List[Diagnosis]:

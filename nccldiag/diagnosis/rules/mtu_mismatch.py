@@ -29,7 +29,7 @@ WORKAROUND = "NCCL_IB_DISABLE=1 (sockets) until the MTUs agree; an NCCL before 2
 CONFIRM = "ibv_devinfo | grep -e hca_id -e active_mtu on every node; ip link show <netdev> for RoCE"
 
 # IBV_EVENT_QP_ACCESS_ERR as NCCL prints it ('Got async event : ...', 'async fatal event on QP (...): ...')
-ACCESS = re.compile(r"async (?:fatal )?event\b.*local access violation work queue error|IBV_EVENT_QP_ACCESS_ERR")
+ACCESS = re.compile(r"async (?:fatal )?event\b[^\n]{0,300}?local access violation work queue error|IBV_EVENT_QP_ACCESS_ERR")
 
 
 def port_mtus(inp: Inputs) -> Dict[Tuple[str, int], Dict[str, List[str]]]:

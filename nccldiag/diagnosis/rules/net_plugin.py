@@ -42,12 +42,12 @@ LOAD_BROKEN = re.compile(r"version `?[\w.\-]+' not found|undefined symbol|"
                          r"\.so[\w.]*: \S*?lib[\w.\-]+\.so[\w.]*: cannot open shared object file")
 # the plugin loaded, but offers no API version this NCCL reads
 NO_API = re.compile(r"Failed to find ncclNetPlugin symbol")
-PLUGIN_ERR = re.compile(r"NET/OFI\b.*(?:Unable|[Ff]ail|[Ee]rror|RC: -\d+|not supported|Could not find|[Nn]o \w+ provider)|"
+PLUGIN_ERR = re.compile(r"NET/OFI\b[^\n]{0,300}?(?:Unable|[Ff]ail|[Ee]rror|RC: -\d+|not supported|Could not find|[Nn]o \w+ provider)|"
                         # not NCCL's normal lines: the absent libnccl-net.so it reports with its dlerror, nor the
                         # older API versions ('ncclNetPlugin_v8') and the CollNet symbols it looks for in vain
-                        r"NET/Plugin\s*:.*(?:[Ff]ailed to (?:load|initiali)|Failed to find ncclNetPlugin symbol|"
-                        r"incompatible|version mismatch|" + LOAD_BROKEN.pattern + r")|ncclNetPlugin_v\d+.*not found|"
-                        r"NET/(?:IBext|UCX|SHARP)\w*\s*:.*(?:[Ff]ail|[Ee]rror|Unable)|OFI plugin\b.*(?:fail|error)", re.I)
+                        r"NET/Plugin\s{0,8}:[^\n]{0,300}?(?:[Ff]ailed to (?:load|initiali)|Failed to find ncclNetPlugin symbol|"
+                        r"incompatible|version mismatch|" + LOAD_BROKEN.pattern + r")|ncclNetPlugin_v\d{1,4}[^\n]{0,300}?not found|"
+                        r"NET/(?:IBext|UCX|SHARP)\w{0,40}\s{0,8}:[^\n]{0,300}?(?:[Ff]ail|[Ee]rror|Unable)|OFI plugin\b[^\n]{0,300}?(?:fail|error)", re.I)
 
 
 def plugin_split(inp: Inputs) -> List[C.Clue]:

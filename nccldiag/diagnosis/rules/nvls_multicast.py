@@ -25,7 +25,7 @@ WORKAROUND = "NCCL_NVLS_ENABLE=0 (collectives run without NVLink SHARP; a few pe
 CONFIRM = "NCCL_NVLS_ENABLE=0 <the job>: it works without NVLS if this is the cause"
 
 IMEX = re.compile(r"IMEX|imex channel|nvidia-caps-imex")
-MULTICAST = re.compile(r"cuMulticast\w*|CU_DEVICE_ATTRIBUTE_MULTICAST|multicast (?:object|support).*(?:fail|not)")
+MULTICAST = re.compile(r"cuMulticast\w*|CU_DEVICE_ATTRIBUTE_MULTICAST|multicast (?:object|support)[^\n]{0,300}?(?:fail|not)")
 
 
 def diagnose(inp: Inputs) -> List[Diagnosis]:

@@ -25,9 +25,9 @@ WORKAROUND = "none needed for correctness: NCCL stages through host memory, at a
 CONFIRM = "lsmod | grep -E 'nvidia_peermem|nv_peer_mem'"
 
 NO_MODULE = re.compile(r"GPU Direct RDMA Disabled for HCA \S+ '(?:mlx|ib|roce|bnxt|irdma|rdma)[^']*'(?: \(no module\))?\s*$|"
-                       r"GPU Direct RDMA Disabled for HCA .*\(no module\)|no peermem|nv_peer_mem(?:ory)? (?:is )?not loaded|"
+                       r"GPU Direct RDMA Disabled for HCA [^\n]{0,300}?\(no module\)|no peermem|nv_peer_mem(?:ory)? (?:is )?not loaded|"
                        r"nvidia[-_]peermem (?:is )?not loaded")
-BAD_ADDRESS = re.compile(r"ibv_reg_(?:mr|dmabuf_mr)\w* failed.*(?:Bad address|errno 14)")
+BAD_ADDRESS = re.compile(r"ibv_reg_(?:mr|dmabuf_mr)\w{0,40} failed[^\n]{0,300}?(?:Bad address|errno 14)")
 
 
 def diagnose(inp: Inputs) -> List[Diagnosis]:

@@ -4,7 +4,9 @@ GID picked for traffic between subnets.
 
 Evidence: the ``ib`` check's GID findings (show_gids, ibv_devinfo, sysfs), NCCL picking a fe80 GID
 ('GID 0 (80FE/...)') beside an RDMA failure, a GID table change during the run ('Got async event : GID table
-change') followed by failed RDMA operations.
+change') followed by failed RDMA operations; retry-exceeded completions (error 12/13) on RoCE ports only, or beside
+GID evidence (a GID finding, NCCL's GID lines). Among InfiniBand ports with no word of a GID, the same timeouts are
+NICs that cannot reach each other (``ib-timeout``: fabrics not connected, routing).
 References: NVIDIA/nccl#1587 (sparse GID tables), #769, #394 and #1819 (GID table change).
 """
 from __future__ import annotations
@@ -25,6 +27,7 @@ FIX = ("Give each RoCE port a RoCE v2 GID for its IPv4 address (the interface ne
        "'show_gids' lists for that v2 IPv4 entry (NCCL_IB_ROCE_VERSION_NUM=2).")
 CONFIRM = "show_gids"
 LINK_LOCAL = re.compile(r"\bGID \d+ \((?:80FE|fe80)/", re.I)
+GID_WORDS = re.compile(r"\bGID (?:\d|index|table)|\bgid_index\b|show_gids")
 
 
 def diagnose(inp: Inputs) -> List[Diagnosis]:
@@ -42,7 +45,9 @@ def diagnose(inp: Inputs) -> List[Diagnosis]:
                             "after, and restart the job."),
                        alternatives=["ib_qp_timeout_routing: the NICs cannot reach each other at all (the failures "
                                      "start before any GID change)"])]
-    if timeouts and ibverbs.roce(inp) and not ibverbs.port_events(inp) and not C.env_values(inp, "NCCL_IB_GID_INDEX"):
+    gids = bool(C.findings(inp, "ib.roce_gid")) or bool(C.find(inp, GID_WORDS, ("warn", "last-error", "error")))
+    if timeouts and (ibverbs.roce_only(inp) or ibverbs.roce(inp) and gids) and not ibverbs.port_events(inp) and \
+            not C.env_values(inp, "NCCL_IB_GID_INDEX"):
         found = [c.clue for c in timeouts]
         return [C.make(sys.modules[__name__], f"RoCE transfers time out{C.on(C.hosts(found))}: the nodes do not "
                        "share a usable GID, traffic class or route", found, confidence="medium",

@@ -1,0 +1,310 @@
+"""Events: what a node or a rank reported broken, each with the category the knowledge tables give it (pure).
+
+A failure reads the same whichever way its evidence came: a check finding judged from a node's kernel log, the
+same kernel lines pasted into a job's output, an Xid code counted by the ``xid`` check, a CUDA error a rank
+printed before it died. :func:`events` reads them all, once per :class:`~nccldiag.diagnosis.inputs.Inputs`,
+into one list of :class:`Event`, each with its category (the diagnoses' vocabulary), severity, the class rank
+of what it asks (a node reboot above a GPU reset above a warning) and the clue that cites it:
+
+- fail/warn findings that carry their category in ``actual`` (``{"category": ..., "events": ...}``): the
+  findings made from ``knowledge/kmsg.toml`` (a GPU the driver could not initialise, a BAR left unassigned,
+  hung tasks and NFS servers not responding, an HCA's health failures, the OOM killer, lockups, machine checks),
+  and any other finding that names its category;
+- the Xid findings of the ``xid`` check (``actual``: GPU -> {code: count}): each code's category and class
+  from ``knowledge/xid.toml``;
+- kernel lines in the logs (the NCCL log reader keeps them as kernel or error lines), read by the same tables
+  and the same readers as a node's kernel log (:func:`nccldiag.areas.kernlog.events`,
+  :func:`nccldiag.areas.xid.parse_events`): an Xid line whose address is anonymised (``PCI:...``), or a line
+  behind a host, a file name or a time stamp, reads as on the node;
+- a CUDA error a program printed (``CUDA error: <text>``, NCCL's ``Cuda failure '<text>'``, a ``cudaError*``
+  name), by ``knowledge/cuda.toml``, with the rank the launcher's prefix names.
+
+An Xid that follows another's lead takes its category: Xid 45 (the driver's cleanup of channels after other
+errors; the catalog: "follow the Xid that caused it") and Xid 154 (the recovery action the driver chose after an
+error) are the error they follow on the same GPU (an NVLink error's reset is the NVLink error); alone they keep
+their own. Codes whose category the table leaves ``unexplained`` and informational ones make no event.
+
+Which cause diagnoses the events of a category is the catalog's (``knowledge/causes.toml``: a row with
+``events``); the others are ``node-event``'s.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+
+from nccldiag import knowledge
+from nccldiag.areas import kernlog, xid
+from nccldiag.diagnosis import clues as C
+from nccldiag.diagnosis.inputs import Inputs
+from nccldiag.model.findings import SEVERITY, Finding, Status
+
+# what a class asks of the admin, as a rank: the worse, the higher (areas/xid.py names the classes)
+CLASS_RANK = {"reboot": 4, "hardware": 4, "reset": 3, "memory": 1, "other": 1, "unused": 1, "driver": 1, "job": 1,
+              "info": 0}
+FOLLOWERS = (45, 154)  # Xids that follow another error's lead
+_SKIP_CATEGORIES = ("unexplained", "other:informational", "varies")
+_LINE_KINDS = ("kernel", "error")  # where the NCCL log reader keeps kernel lines
+_CUDA_KINDS = ("app", "error", "warn", "last-error")
+# the host a kernel line names: syslog's ('Jun 17 20:20:44 node7 kernel: ...', behind a grep's 'file:' too), or a
+# per-host prefix before the kernel's facility or time ('192.168.11.119: kern: warning: ...', 'node7: [ 12.3] ...')
+_SYSLOG_HOST = re.compile(r"(?:^|[\s:])[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d (?P<host>[\w.\-]{1,253}) kernel(?:\[\d{1,9}\])?:")
+_PREFIX_HOST = re.compile(r"^(?P<host>[\w.\-]{1,253}): (?:kern ?: ?\w{1,12} ?: |\[)")
+
+
+@dataclass
+class Event:
+    """One thing a node or a rank reported broken."""
+
+    category: str
+    severity: str  # fail | warn
+    what: str  # the meaning, as a finding prints it ("Xid 74 (NVLink error)")
+    clue: C.Clue  # the evidence: the finding, or the line
+    check: str  # the finding's check id, or the one the table's row makes ("xid.critical", "kernel.io_hang")
+    rank: int = 1  # CLASS_RANK of what it asks
+    confidence: str = "high"
+    fix: str = ""
+    where: str = ""  # the table row that says so ("xid.toml:412", "kmsg.toml:120", "cuda.toml:30")
+    device: str = ""
+    code: Optional[int] = None  # an Xid's code
+
+    @property
+    def host(self) -> Optional[str]:
+        return self.clue.host
+
+
+def events(inp: Inputs) -> List[Event]:
+    """Every event of the inputs, read once (kept on ``inp``)."""
+    known = getattr(inp, "_events", None)
+    if known is None:
+        known = _of_findings(inp.all_findings()) + _of_lines(inp) + _of_cuda(inp)
+        inp._events = known  # type: ignore[attr-defined]
+    return known
+
+
+def of(inp: Inputs, category: str, checks: Sequence[str] = ()) -> List[Event]:
+    """The events of ``category`` (of the checks starting with one of ``checks``, when given), the worst first: an
+    error before the Xids that follow it, a higher class before a lower one."""
+    found = [e for e in events(inp) if e.category == category and (not checks or e.check.startswith(tuple(checks)))]
+    return ordered(found)
+
+
+def ordered(found: Sequence[Event]) -> List[Event]:
+    """``found`` the worst first (stable): errors before the Xids that follow their lead, then by class rank."""
+    return sorted(found, key=lambda e: (e.code in FOLLOWERS, -e.rank, e.severity != "fail"))
+
+
+def clues_of(found: Iterable[Event]) -> List[C.Clue]:
+    """The clues of ``found``, each once."""
+    out: List[C.Clue] = []
+    for e in found:
+        if not any(e.clue is c for c in out):
+            out.append(e.clue)
+    return out
+
+
+def worst(found: Sequence[Event]) -> str:
+    return "fail" if any(e.severity == "fail" for e in found) else "warn"
+
+
+def summary(found: Sequence[Event], limit: int = 3) -> str:
+    """What the events say, each meaning once: 'Xid 74 (NVLink error), Xid 154 (...)'."""
+    whats = list(dict.fromkeys(e.what for e in found))
+    return ", ".join(whats[:limit]) + (f" and {len(whats) - limit} more" if len(whats) > limit else "")
+
+
+# ---- findings -------------------------------------------------------------------------------------------------
+
+XID_CHECKS = ("xid.critical", "xid.memory", "xid.other", "xid.driver", "xid.application")
+
+
+def _of_findings(found: Sequence[Finding]) -> List[Event]:
+    out: List[Event] = []
+    for f in found:
+        if SEVERITY[f.status] < SEVERITY[Status.WARN] or f.status == Status.ERROR:
+            continue
+        severity = "fail" if f.status == Status.FAIL else "warn"
+        clue = C.Clue("finding", " | ".join([f.message] + list(f.evidence or [])[:6]), host=f.host, finding=f)
+        actual = f.actual if isinstance(f.actual, dict) else {}
+        category = actual.get("category")
+        if isinstance(category, str) and category not in _SKIP_CATEGORIES:
+            out.append(Event(category, severity, f.message.split(":")[0], clue, f.check,
+                             rank=3 if severity == "fail" else 1, fix=f.fix or ""))
+        elif f.check in XID_CHECKS:
+            out += _xid_finding(f, severity, clue, actual)
+    return out
+
+
+def _xid_finding(f: Finding, severity: str, clue: C.Clue, actual: Dict) -> List[Event]:
+    """The events of an Xid finding: each GPU's codes, the followers given the category of the codes they follow."""
+    out: List[Event] = []
+    for gpu, codes in actual.items():
+        if not isinstance(codes, dict):
+            continue
+        found = [(c, n) for c, n in codes.items() if isinstance(c, int)]
+        leads = [c for c, _ in found if c not in FOLLOWERS and _row_category(c)]
+        lead = max(leads, key=_rank_of, default=None)
+        for code, _ in found:
+            category = _row_category(code)
+            if code in FOLLOWERS and lead is not None:
+                category = _row_category(lead)
+            if not category:
+                continue
+            rank = max(_rank_of(code), 3) if f.check == "xid.critical" else _rank_of(code)
+            out.append(Event(category, severity, xid.label(code), clue, f.check, rank=rank,
+                             fix=_xid_fix(code), where=xid.ROWS.get(code, {}).get("where", ""), device=str(gpu),
+                             code=code))
+    return out
+
+
+def _row_category(code: int) -> str:
+    c = xid.ROWS.get(code, {}).get("category", "")
+    return "" if c in _SKIP_CATEGORIES else c
+
+
+def _rank_of(code: int) -> int:
+    return CLASS_RANK.get(xid.CODES.get(code, ("other",))[0], 1)
+
+
+def _xid_fix(code: int) -> str:
+    action = xid.CODES.get(code, ("", "", ""))[2]
+    return f"Xid {code}: {action} ({xid.ROWS[code]['where']})" if code in xid.ROWS and action else ""
+
+
+# ---- kernel lines in the logs ---------------------------------------------------------------------------------
+
+# the readers whose rows are events here: the rows every area judges alike, the BARs; the Xid lines are read by the
+# Xid reader; AER lines and link flaps are the pcie-link and ib-port-down causes' own reading
+_READERS = ("", "bar")
+
+
+def _of_lines(inp: Inputs) -> List[Event]:
+    by_source: Dict[str, List[C.Clue]] = {}
+    for c in C.find(inp, kernlog.PATTERN, _LINE_KINDS):
+        if c.at is not None:
+            by_source.setdefault(getattr(c.at, "source", ""), []).append(c)
+    out: List[Event] = []
+    for found in by_source.values():
+        out += _log_events(sorted(found, key=lambda c: getattr(c.at, "lineno", 0)))
+    return out
+
+
+def _log_events(found: List[C.Clue]) -> List[Event]:
+    """The events of one file's kernel lines, in order."""
+    log = kernlog.KernelLog(read=True)
+    at: Dict[str, C.Clue] = {}
+    for c in found:
+        when, text = kernlog.split_line(c.text[:kernlog.MAX_LINE])
+        log.lines.append((when, text))
+        at.setdefault(kernlog.short(f"{when} {text}".strip()), _with_host(c))
+    facts = xid.parse_events(log)
+    out: List[Event] = []
+    xids = [e for e in facts.events if at.get(e.line) is not None]
+    gsp = any(e.code in (119, 120) for e in xids)
+    for e in xids:
+        kind = e.kind
+        category = _row_category(e.code)
+        if e.code in FOLLOWERS:
+            lead = _lead(xids, e)
+            category = _row_category(lead.code) if lead is not None else category
+            kind = lead.kind if lead is not None and e.code == 45 else kind
+        if kind == "info" or not category:
+            continue
+        out.append(Event(category, "fail" if kind in xid.DRAIN else "warn", e.meaning, at[e.line],
+                         "xid.critical" if kind in xid.DRAIN else "xid.other", rank=CLASS_RANK.get(kind, 1),
+                         fix=_xid_fix(e.code), where=xid.ROWS.get(e.code, {}).get("where", ""), device=e.bus,
+                         code=e.code))
+    for e in kernlog.events(log):
+        m = e.message
+        if m.reader not in _READERS or m.category in _SKIP_CATEGORIES or e.line not in at:
+            continue
+        if gsp and m.check == "xid.gsp":  # the GSP timeout of an Xid 119/120 line is that event
+            continue
+        severity = "fail" if m.severity == "fail" else "warn"
+        out.append(Event(m.category, severity, m.meaning, at[e.line], m.check, rank=3 if severity == "fail" else 1,
+                         fix=f"{m.fix} ({m.where})", where=m.where, device=e.device))
+    return out
+
+
+def _lead(xids: Sequence["xid.XidEvent"], e: "xid.XidEvent") -> Optional["xid.XidEvent"]:
+    """The Xid a follower follows: the one it names ('caused by previous Xid N'), else the nearest before it on its
+    GPU, else the nearest after."""
+    same = [x for x in xids if x.bus == e.bus and x.code not in FOLLOWERS and _row_category(x.code)]
+    named = e.cause
+    if named is not None and named not in FOLLOWERS:
+        return next((x for x in same if x.code == named), None) or xid.XidEvent(e.bus, named, "", e.when, e.line)
+    i = xids.index(e)
+    before = [x for x in same if xids.index(x) < i]
+    after = [x for x in same if xids.index(x) > i]
+    return before[-1] if before else (after[0] if after else None)
+
+
+def _with_host(c: C.Clue) -> C.Clue:
+    """The clue, with the host its line names where the reader named none."""
+    if c.host:
+        return c
+    m = _SYSLOG_HOST.search(c.text[:400]) or _PREFIX_HOST.match(c.text)
+    if m is None:
+        return c
+    c.host = m.group("host")
+    return c
+
+
+# ---- CUDA errors a program printed ----------------------------------------------------------------------------
+
+CUDA_TABLE = "cuda.toml"
+
+
+def _cuda_rows() -> Tuple[Dict[str, Dict], Dict[str, Dict]]:
+    rows = knowledge.rows(CUDA_TABLE)
+    return {r["text"].lower(): r for r in rows}, {r["name"]: r for r in rows}
+
+
+CUDA_BY_TEXT, CUDA_BY_NAME = _cuda_rows()
+# 'CUDA error: <text>' (PyTorch, most programs), NCCL's "Cuda failure 'text'", nccl-tests' "CUDA failure ... 'text'",
+# 'error code <text>' (CUDA samples and validators), and the enum's names
+_CUDA_TEXT = re.compile(r"(?:CUDA error|[Cc]uda failure(?: \d{1,4})?|CUDA failure [\w./\-]{1,80}:\d{1,6})"
+                        r"\s{0,3}[:']\s{0,3}'?(?P<text>[A-Za-z][^'\n]{0,160})|"
+                        r"\(error code (?P<code_text>[A-Za-z][^)\n]{0,160})\)|\b(?P<name>cudaError[A-Z]\w{0,60})")
+# the rank a launcher's prefix names: torchrun's '[default3]:' (local rank) and '[rank3]:', Open MPI's
+# '[1,3]<stderr>:', srun --label's '3: '
+_RANK = re.compile(r"^\s{0,8}(?:\[(?P<kind>default|rank)(?P<n>\d{1,6})\]:|\[\d{1,6},(?P<ompi>\d{1,6})\]<std(?:out|err)>:|"
+                   r"(?P<srun>\d{1,6}): )")
+
+
+def cuda_row(text: str) -> Optional[Dict]:
+    """The row of ``knowledge/cuda.toml`` of the CUDA error ``text`` names, None when it names none of them."""
+    m = _CUDA_TEXT.search(text)
+    while m is not None:
+        if m.group("name"):
+            row = CUDA_BY_NAME.get(m.group("name"))
+        else:
+            said = (m.group("text") or m.group("code_text") or "").strip().lower()
+            row = next((r for t, r in CUDA_BY_TEXT.items() if said.startswith(t)), None)
+        if row is not None:
+            return row
+        m = _CUDA_TEXT.search(text, m.end())
+    return None
+
+
+def rank_of(text: str) -> str:
+    """The rank a launcher's prefix of ``text`` names ('local rank 3'), '' when none."""
+    m = _RANK.match(text)
+    if m is None:
+        return ""
+    if m.group("kind") == "default":
+        return f"local rank {m.group('n')}"
+    return f"rank {m.group('n') or m.group('ompi') or m.group('srun')}"
+
+
+def _of_cuda(inp: Inputs) -> List[Event]:
+    out: List[Event] = []
+    for c in C.find(inp, _CUDA_TEXT, _CUDA_KINDS):
+        row = cuda_row(c.text)
+        if row is None or row["category"] in _SKIP_CATEGORIES:
+            continue
+        who = rank_of(c.cite or c.text)
+        what = f"CUDA error '{row['text']}' ({row['name']})" + (f" on {who}" if who else "")
+        out.append(Event(row["category"], "fail", what, c, "cuda." + row["name"], rank=2,
+                         confidence=row.get("confidence", "high"), fix=row.get("fix", ""), where=row["where"]))
+    return out

@@ -1,0 +1,101 @@
+"""The events of the diagnosis (diagnosis/events.py): findings, Xid and kernel lines and CUDA errors read through the
+knowledge tables into the category of their cause, on real outputs read in place (../shared/fixtures/node) or kept
+in this repository with their source (tests/cases/*/case.json), and quiet on healthy ones."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from nccldiag import knowledge
+from nccldiag.diagnosis import Inputs, categories, diagnose
+from nccldiag.diagnosis import events as E
+from nccldiag.nccl import parser as nccllog
+from tests import real
+
+CASES = Path(__file__).resolve().parents[1] / "cases"
+REAL = pytest.mark.skipif(not real.AVAILABLE, reason=real.REASON)
+
+
+def inputs(name: str, text: str) -> Inputs:
+    return Inputs(logs=nccllog.parse_logs([(name, text)]))
+
+
+def case_inputs(case: str, name: str) -> Inputs:
+    return inputs(name, (CASES / case / name).read_text(encoding="utf-8"))
+
+
+def failing(diags):
+    return [d for d in diags if d.severity in ("fail", "warn")]
+
+
+def test_every_cuda_row_names_a_known_category_once():
+    rows = knowledge.rows(E.CUDA_TABLE)
+    assert len({r["name"] for r in rows}) == len(rows) and len({r["text"].lower() for r in rows}) == len(rows)
+    for r in rows:
+        assert categories.known(r["category"]) or r["category"].startswith("other:"), r["where"]
+        assert r["confidence"] in ("high", "medium"), r["where"]
+        assert E.cuda_row(f"RuntimeError: CUDA error: {r['text']}")["name"] == r["name"], r["where"]
+        assert E.cuda_row(f"error {r['name']} at x.cu:12")["name"] == r["name"], r["where"]
+    assert E.cuda_row("CUDA error: no such text in the table") is None
+
+
+@REAL
+@pytest.mark.parametrize("name, expected", [
+    ("gpud-dell-xe9680-h100-dmesg-T-xid119-gsp-timeout.txt", {("gpu_lost_xid", "fail")}),
+    ("gpud-dmesg-iso-xid48-dbe-xid63-remap-xid94-peermem.txt", {("gpu_ecc_rowremap", "fail"),
+                                                                ("gpu_ecc_rowremap", "warn")}),
+    ("gpud-dmesg-decode-iso-xid13-sm-exceptions-xid43.txt", {("other:gpu-application-fault", "warn")}),
+    ("gpud-h100-boot-dmesg-decode-nvrm-nvswitch-no-xid-healthy.txt", set()),
+])
+def test_a_kernel_log_pasted_as_a_log_reads_as_on_the_node(name, expected):
+    inp = inputs(name, real.node_text("kernel-xid", name))
+    assert {(e.category, e.severity) for e in E.events(inp)} == expected
+    if not expected:
+        assert failing(diagnose(inp)) == []
+
+
+@REAL
+def test_healthy_node_captures_pasted_as_logs_make_no_event():
+    healthy = [p for p in sorted(real.NODE.rglob("*")) if p.is_file() and "healthy" in p.name]
+    assert healthy
+    for p in healthy:
+        inp = inputs(p.name, p.read_text(encoding="utf-8", errors="replace"))
+        assert E.events(inp) == [], p
+
+
+def test_a_host_prefixed_nvlink_xid_is_an_nvlink_error_and_the_reset_it_asks_a_symptom():
+    # real: https://github.com/vllm-project/vllm/issues/40652 (Talos' 'host: kern: warning: [time]: ' prefix)
+    inp = case_inputs("node-vllm40652-talos-host-prefixed-xid74-nvlink-fatal-gsp-timeout", "posted-kernel-log.txt")
+    nvlink = E.of(inp, "nvlink_error")
+    assert nvlink and nvlink[0].code == 74 and nvlink[0].host == "192.168.11.119"
+    # the Xid 45 lines follow Xid 74 on the same GPU: they are the NVLink error's, not a cause of their own
+    assert {e.code for e in nvlink} >= {74, 45}
+    diags = failing(diagnose(inp))
+    assert diags[0].id == "nvlink-error" and diags[0].category == "nvlink_error"
+    lost = [d for d in diags if d.id == "gpu-lost"]
+    assert all(d.tier >= 1 for d in lost)
+
+
+def test_a_rank_s_fatal_cuda_error_behind_a_launcher_prefix_names_the_rank():
+    # real: the BLOOM-176B training logbook (tests/cases/.../case.json has the source)
+    inp = case_inputs("gpu-bloom176b-logbook-default3-watchdog-cuda-unknown-error", "posted-default3-crash.log")
+    ev = E.of(inp, "gpu_lost_xid")
+    assert ev and ev[0].check.startswith("cuda.") and "local rank 3" in ev[0].what
+    assert failing(diagnose(inp))[0].category == "gpu_lost_xid"
+
+
+def test_one_peer_refusing_is_that_peer_not_a_firewall():
+    # real: the BLOOM ops notes (tests/cases/.../case.json has the source)
+    inp = case_inputs("net-bloom-jz-ops-notes-connect-refused-broken-node-network", "posted-broken-network.log")
+    diags = failing(diagnose(inp))
+    assert diags[0].id == "peer-refused" and "10.148.3.247" in diags[0].summary
+    assert not any(d.id == "firewall" and d.tier == 0 for d in diags)
+
+
+def test_refusals_from_two_peers_are_not_one_broken_peer():
+    # CONSTRUCTED: the real line above, with a second peer address
+    line = ("r11i6n2:486514:486651 [1] include/socket.h:403 NCCL WARN Connect to {}<56821> failed : "
+            "Connection refused\n")
+    inp = inputs("job.log", line.format("10.148.3.247") + line.format("10.148.3.248"))
+    assert not any(d.id == "peer-refused" for d in diagnose(inp))
