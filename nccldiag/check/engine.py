@@ -6,7 +6,7 @@ collection and a saved bundle.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import ModuleType
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
@@ -170,11 +170,15 @@ def failure_lines(raw: RawNode, node_areas: Sequence[ModuleType], findings: Sequ
     quoted = {(f.area, got.id) for f in findings for text in [f.message, *(f.evidence or [])]
               for got in [lexicon.shape_of(str(text))] if got is not None}
     out: List[Any] = []
+    read: Dict[Any, List[Any]] = {}  # the lines of each distinct text, read once (sources often print the same)
     for source, text in raw.sections.items():
         if source not in readers or not text:
             continue
         skip = _kmsg_reads if source == kernlog.SOURCE.name else None
-        for line in lexicon.lines_in(text, source, raw.host, skip):
+        key = (text, skip is None)
+        if key not in read:
+            read[key] = lexicon.lines_in(text, source, raw.host, skip)
+        for line in (replace(x, source=source, more=list(x.more)) for x in read[key]):
             judges = readers[source] & set(lexicon.shape(line.shape).judged_by)
             if not judges and not any((a, line.shape) in quoted for a in readers[source]):
                 out.append(line)

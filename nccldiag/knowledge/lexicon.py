@@ -98,10 +98,44 @@ def words() -> Tuple[str, ...]:
     return tuple(dict.fromkeys(w for s in _shapes() for w in s.words))
 
 
+def trie(words: Sequence[str]) -> str:
+    """One regular expression matching any of ``words`` (literal prefixes; a word may end in a regex tail after
+    a NUL: ``'size\\0\\s+(?:count|N)'``), as a trie so that each position is tried once per first character."""
+    root: dict = {}
+    for w in words:
+        lit, _, tail = w.partition("\0")
+        node = root
+        for ch in lit:
+            node = node.setdefault(ch, {})
+        node.setdefault("", []).append(tail)
+
+    def emit(node: dict) -> str:
+        alts = []
+        for ch in sorted(k for k in node if k):
+            alts.append(re.escape(ch) + emit(node[ch]))
+        ends = node.get("", [])
+        if any(t == "" for t in ends):  # a whole word ends here: nothing more is needed
+            return ""
+        alts += [t for t in ends]
+        if not alts:
+            return ""
+        return alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")"
+
+    return emit(root)
+
+
 @functools.lru_cache(maxsize=None)
-def _candidates() -> "re.Pattern[bytes]":
-    ws = sorted(words(), key=len, reverse=True)
-    return re.compile(b"|".join(re.escape(w.encode("utf-8")) for w in ws))
+def _candidates() -> Tuple["re.Pattern[bytes]", ...]:
+    """The rows' words as two expressions over bytes (as the NCCL log's prefilter has them,
+    :mod:`nccldiag.nccl.scan`): Python's engine skips quickly to the first characters of a plain alternation, and
+    words starting in upper case or a mark are rarer than lower-case ones."""
+    ws = words()
+    rare = [w for w in ws if not w[:1].islower()]
+    return tuple(re.compile(trie(part).encode("utf-8")) for part in (rare, [w for w in ws if w not in rare]) if part)
+
+
+def _candidate(raw: bytes) -> bool:
+    return any(rx.search(raw) is not None for rx in _candidates())
 
 
 def shape_of(text: str) -> Optional[Shape]:
@@ -154,22 +188,25 @@ class Reader:
 
     def _body(self, body: bytes, end: int) -> None:
         """The whole lines of ``body[:end]``: only those holding a word of :data:`WORDS` are looked at."""
-        search = _candidates().search
-        pos, n = 0, self.n
-        while pos < end:
-            m = search(body, pos, end)
-            if m is None:
-                n += body.count(b"\n", pos, end)
-                break
-            nl = body.rfind(b"\n", pos, m.start())
-            s = nl + 1 if nl >= 0 else pos
-            n += body.count(b"\n", pos, s) + 1
-            e = body.find(b"\n", m.start(), end)
+        spans = set()
+        for rx in _candidates():
+            pos = 0
+            while pos < end:
+                m = rx.search(body, pos, end)
+                if m is None:
+                    break
+                s = body.rfind(b"\n", 0, m.start()) + 1
+                e = body.find(b"\n", m.start(), end)
+                spans.add((s, e))
+                pos = e + 1
+        counted, prev = 0, 0  # newlines of body[:prev]
+        for s, e in sorted(spans):
+            counted += body.count(b"\n", prev, s)
+            prev = s
             got = self.shape(body[s:e])
             if got is not None:
-                self._add(got, n, body[s:e])
-            pos = e + 1
-        self.n = n
+                self._add(got, self.n + counted + 1, body[s:e])
+        self.n += counted + body.count(b"\n", prev, end)
 
     # ---- lines handed on
 
@@ -210,7 +247,7 @@ class Reader:
         if got is not memo:
             return got  # type: ignore[return-value]
         got = None
-        if _candidates().search(raw) is not None:
+        if _candidate(raw):
             text = raw.decode("utf-8", "replace").rstrip("\r")[:MAX_LINE]
             got = shape_of(text)
             if got is not None and self.skip is not None and self.skip(text):

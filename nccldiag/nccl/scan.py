@@ -32,6 +32,7 @@ import re
 from typing import IO, Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from nccldiag.knowledge import lexicon
+from nccldiag.knowledge.lexicon import trie as _trie
 from nccldiag.nccl.facts import KEEP, MAX_LINE, NcclLogFacts
 from nccldiag.nccl.grammar import WORDS
 from nccldiag.nccl import replay
@@ -40,32 +41,6 @@ from nccldiag.nccl.parser import Parser
 BLOCK = 4 * 1024 * 1024  # bytes read at a time
 CONTEXT = 2  # lines handed over after each candidate line
 SAMPLE = 256 * 1024  # the start of a block that says whether most of its lines name NCCL
-
-
-def _trie(words: Sequence[str]) -> str:
-    """One regular expression matching any of ``words`` (literal prefixes; a word may end in a regex tail after
-    a NUL: ``'size\\0\\s+(?:count|N)'``), as a trie so that each position is tried once per first character."""
-    root: dict = {}
-    for w in words:
-        lit, _, tail = w.partition("\0")
-        node = root
-        for ch in lit:
-            node = node.setdefault(ch, {})
-        node.setdefault("", []).append(tail)
-
-    def emit(node: dict) -> str:
-        alts = []
-        for ch in sorted(k for k in node if k):
-            alts.append(re.escape(ch) + emit(node[ch]))
-        ends = node.get("", [])
-        if any(t == "" for t in ends):  # a whole word ends here: nothing more is needed
-            return ""
-        alts += [t for t in ends]
-        if not alts:
-            return ""
-        return alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")"
-
-    return emit(root)
 
 
 # Two expressions, not one: Python's engine skips quickly to the first characters an expression can start with
