@@ -6,12 +6,13 @@ collection and a saved bundle.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import ModuleType
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
-from nccldiag.areas import kind
+from nccldiag.areas import kernlog, kind
 from nccldiag.areas.base import NodeFacts, Sections, bounded
+from nccldiag.knowledge import lexicon
 from nccldiag.model.raw import RawNode, ReleasedNode
 from nccldiag.model.findings import Finding, Status, error, skip, warn, worst
 from nccldiag.model.findings import exit_code as findings_exit_code
@@ -30,6 +31,8 @@ class NodeReport:
     reachable: bool = True
     # what the cluster areas compare of the node (:func:`summarize`), kept when its facts are let go
     summary: Optional[Dict[str, Optional[str]]] = None
+    # the lines of its outputs that say something failed (knowledge/lexicon.py) and no area judges
+    failure_lines: List[Any] = field(default_factory=list)
 
     @property
     def status(self) -> Status:
@@ -151,7 +154,43 @@ def analyze_node(raw: RawNode, areas: Sequence[ModuleType], options: Optional[Ma
     for f in report.findings:
         f.host = raw.host
     report.facts = node.facts
+    report.failure_lines = failure_lines(raw, node_areas, report.findings)
     return report
+
+
+def failure_lines(raw: RawNode, node_areas: Sequence[ModuleType], findings: Sequence[Finding] = ()) -> List[Any]:
+    """The lines of the outputs of ``node_areas`` on the node that are of a shape of the failure lexicon
+    (:mod:`nccldiag.knowledge.lexicon`), each attributed to the node and its source, but for those an area
+    judged (its findings say what they are):
+
+    - a kernel line a row of ``knowledge/kmsg.toml`` reads (``kernel_log``, judged by the kernel areas);
+    - a line of a shape whose row names, in ``judged_by``, an area that reads the source;
+    - the lines of a shape of which an area that reads the source quotes one in a finding (``findings``)."""
+    readers: Dict[str, set] = {}
+    for area in node_areas:
+        for s in getattr(area, "SOURCES", ()):
+            readers.setdefault(s.name, set()).add(area.NAME)
+    quoted = {(f.area, got.id) for f in findings for text in [f.message, *(f.evidence or [])]
+              for got in [lexicon.shape_of(str(text))] if got is not None}
+    out: List[Any] = []
+    read: Dict[Any, List[Any]] = {}  # the lines of each distinct text, read once (sources often print the same)
+    for source, text in raw.sections.items():
+        if source not in readers or not text:
+            continue
+        skip = _kmsg_reads if source == kernlog.SOURCE.name else None
+        key = (text, skip is None)
+        if key not in read:
+            read[key] = lexicon.lines_in(text, source, raw.host, skip)
+        for line in (replace(x, source=source, more=list(x.more)) for x in read[key]):
+            judges = readers[source] & set(lexicon.shape(line.shape).judged_by)
+            if not judges and not any((a, line.shape) in quoted for a in readers[source]):
+                out.append(line)
+    return lexicon.ordered(out)
+
+
+def _kmsg_reads(line: str) -> bool:
+    """Whether a row of ``knowledge/kmsg.toml`` reads the kernel line ``line``."""
+    return kernlog.read_line(*kernlog.split_line(line[:kernlog.MAX_LINE])) is not None
 
 
 def _cut_sources(raw: RawNode, area: ModuleType) -> List[str]:

@@ -131,6 +131,9 @@ class Inputs:
     pasted: Any = None  # nccldiag.diagnosis.pasted.Pasted: node outputs and process ends pasted beside a log
     # the lines of the files given to 'nccldiag log' that a site's [[cause]] patterns matched (signature.lines_in)
     site_lines: List[Any] = field(default_factory=list)
+    # the lines that say something failed (nccldiag.knowledge.lexicon.Line): of the files given to 'nccldiag log',
+    # and of each checked node's outputs (its NodeReport's failure_lines), gathered here
+    failure_lines: List[Any] = field(default_factory=list)
     clue_index: Any = field(default=None, init=False, repr=False, compare=False)  # clues.find's, made once
 
     def __post_init__(self) -> None:
@@ -138,6 +141,7 @@ class Inputs:
             for n in self.check.nodes:
                 if n.facts:
                     self.node_facts.setdefault(n.host, dict(n.facts))
+                self.failure_lines.extend(getattr(n, "failure_lines", None) or [])
         if self.probe is not None:
             if self.spec is None:
                 self.spec = self.probe.spec

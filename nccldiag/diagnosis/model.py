@@ -80,6 +80,17 @@ class Diagnosis:
         return d
 
 
+# the figure of an unexplained diagnosis that counts the lines of the failure lexicon it cites
+# (nccldiag/knowledge/lexicon.toml): a run with such lines never exits 0
+FAILURE_LINES = "failure_lines"
+
+
+def fails_run(d: Diagnosis) -> bool:
+    """Whether ``d`` makes the run's exit code 1: it fails, or it cites lines that say something failed and that no
+    cause explains (a warning of that kind is no all-clear either)."""
+    return d.severity == "fail" or bool(d.figures.get(FAILURE_LINES))
+
+
 SEVERITY_ORDER = {"fail": 0, "warn": 1, "info": 2}
 CONFIDENCE_ORDER = {"high": 0, "medium": 1, "low": 2}
 

@@ -19,8 +19,9 @@ characters; an expression that scans on from a head to a tail is tried once, whe
 (``.*\\S``), not tried for trailing blanks from each position; a number is converted from at most
 :data:`MAX_DIGITS` digits.
 
-:data:`WORDS` holds every literal word the grammar's guards and expressions rely on to read a line: the prefilter
-(:mod:`nccldiag.nccl.scan`) hands the parser only the lines holding one of them.
+:data:`WORDS` holds every literal word the grammar's guards and expressions rely on to read a line, and the words
+of the failure lexicon (:data:`LEXICON_WORDS`): the prefilter (:mod:`nccldiag.nccl.scan`) hands the parser only the
+lines holding one of them.
 """
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Tuple, Union
 
 from nccldiag import knowledge
+from nccldiag.knowledge import lexicon
 from nccldiag.nccl.facts import (
     COLLNET, ERROR_RESULTS, NET_IB, NET_IB_GDR, NET_SOCKET, P2P, SHM, ChainStep, Loc, Proc, Warn)
 
@@ -759,14 +761,21 @@ def num(s: str) -> int:
     return int(s) if len(s) <= MAX_DIGITS else int(s[:MAX_DIGITS])
 
 
+# The words of the failure lexicon (nccldiag/knowledge/lexicon.toml): a line holding one may say something failed,
+# whatever printed it. The parser reads what it knows of such a line; the lexicon's reader, fed every line the
+# prefilter hands over (nccldiag.nccl.scan.feed), reads whether it is of a shape.
+LEXICON_WORDS: Tuple[str, ...] = lexicon.words()
+
+
 def _words() -> Tuple[str, ...]:
     rows = (KERNEL_WORDS + KMSG_WORDS + UNPREFIXED_WORDS + QUOTED_WARN_WORDS + BENCH_HEADS + ROW_TYPES + BENCH_TITLES +
             RAS_HEADS)
     words = (PREFIX_WORDS + CLEAN_MARKS + ERROR_WORDS + APP_WORDS + BARE_WORDS + tuple(w for w, _ in rows) +
-             tuple(g for row in FACTS for g in row.guard))
+             tuple(g for row in FACTS for g in row.guard) + LEXICON_WORDS)
     return tuple(dict.fromkeys(words))
 
 
 # Every literal word the grammar's guards and expressions rely on to read something from a line (a word may end in
-# a regular expression after a NUL, see Guarded): a line holding none of them gives the parser nothing but a count.
+# a regular expression after a NUL, see Guarded), and the failure lexicon's: a line holding none of them gives the
+# parser nothing but a count, and is of no shape of the lexicon.
 WORDS: Tuple[str, ...] = _words()

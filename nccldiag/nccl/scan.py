@@ -32,6 +32,8 @@ import signal
 import re
 from typing import IO, Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
+from nccldiag.knowledge import lexicon
+from nccldiag.knowledge.lexicon import trie as _trie
 from nccldiag.nccl.facts import KEEP, MAX_LINE, NcclLogFacts
 from nccldiag.nccl.grammar import WORDS
 from nccldiag.nccl import replay
@@ -40,32 +42,6 @@ from nccldiag.nccl.parser import Parser
 BLOCK = 4 * 1024 * 1024  # bytes read at a time
 CONTEXT = 2  # lines handed over after each candidate line
 SAMPLE = 256 * 1024  # the start of a block that says whether most of its lines name NCCL
-
-
-def _trie(words: Sequence[str]) -> str:
-    """One regular expression matching any of ``words`` (literal prefixes; a word may end in a regex tail after
-    a NUL: ``'size\\0\\s+(?:count|N)'``), as a trie so that each position is tried once per first character."""
-    root: dict = {}
-    for w in words:
-        lit, _, tail = w.partition("\0")
-        node = root
-        for ch in lit:
-            node = node.setdefault(ch, {})
-        node.setdefault("", []).append(tail)
-
-    def emit(node: dict) -> str:
-        alts = []
-        for ch in sorted(k for k in node if k):
-            alts.append(re.escape(ch) + emit(node[ch]))
-        ends = node.get("", [])
-        if any(t == "" for t in ends):  # a whole word ends here: nothing more is needed
-            return ""
-        alts += [t for t in ends]
-        if not alts:
-            return ""
-        return alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")"
-
-    return emit(root)
 
 
 # Two expressions, not one: Python's engine skips quickly to the first characters an expression can start with
@@ -202,18 +178,31 @@ class Scan:
 
 
 def feed(parser: Parser, name: str, stream: IO[bytes], block: int = BLOCK,
-         max_line: int = MAX_LINE) -> Scan:
-    """Feed one log to ``parser`` through the prefilter, in bulk."""
+         max_line: int = MAX_LINE, lines: Optional[lexicon.Reader] = None) -> Scan:
+    """Feed one log to ``parser`` through the prefilter, in bulk; and every line handed over to ``lines``, where
+    given (the failure lexicon's words are among :data:`WORDS`: each line of a shape is among them)."""
     scan = Scan(stream, lambda: parser.needs_every_line(name), block, max_line, bulk=True)
-    replay.feed(parser, iter(scan), name, lambda: scan.total)
+    replay.feed(parser, iter(scan) if lines is None else _tapped(scan, lines), name, lambda: scan.total)
     return scan
 
 
-def parse_streams(streams, keep: int = KEEP, block: int = BLOCK, max_line: int = MAX_LINE) -> "NcclLogFacts":
-    """:func:`nccldiag.nccl.parser.parse_streams` through the prefilter: the same facts."""
+def _tapped(scan: Scan, lines: lexicon.Reader) -> Iterator[Tuple[int, Any]]:
+    take = lines.take
+    for n, item in scan:
+        take(n, item)
+        yield n, item
+
+
+def parse_streams(streams, keep: int = KEEP, block: int = BLOCK, max_line: int = MAX_LINE,
+                  failure_lines: Optional[List[lexicon.Line]] = None) -> "NcclLogFacts":
+    """:func:`nccldiag.nccl.parser.parse_streams` through the prefilter: the same facts. ``failure_lines``, where
+    given, gets the lines of the failure lexicon (:mod:`nccldiag.knowledge.lexicon`) of each stream, in turn."""
     p = Parser(keep)
     for name, stream in streams:
-        feed(p, name, stream, block, max_line)
+        reader = lexicon.Reader(name) if failure_lines is not None else None
+        feed(p, name, stream, block, max_line, reader)
+        if reader is not None:
+            failure_lines.extend(reader.finish())
     return p.finish()
 
 
@@ -228,19 +217,21 @@ class ReadError(Exception):
         return (ReadError, (self.path, self.reason))
 
 
-def _parse_one(task: Tuple[str, int, Dict[str, int], Optional[Callable[[str], Any]]]) -> Tuple[Parser, Any]:
+def _parse_one(task: Tuple[str, int, Dict[str, int], Optional[Callable[[str], Any]], bool]
+               ) -> Tuple[Parser, Any, List[lexicon.Line]]:
     """A worker's job: one file, by a parser of its own, through the prefilter (run in a worker process), and
-    ``each(path)`` where given. The parser keeps only the records the merging parser still had room for when
-    the file was handed out."""
-    path, keep, rooms, each = task
+    ``each(path)`` where given; with ``lines``, the file's lines of the failure lexicon. The parser keeps only
+    the records the merging parser still had room for when the file was handed out."""
+    path, keep, rooms, each, lines = task
     p = Parser(keep)
     p.limits = dict(rooms)
+    reader = lexicon.Reader(path) if lines else None
     try:
         with open(path, "rb") as fh:
-            feed(p, path, fh)
+            feed(p, path, fh, lines=reader)
     except OSError as exc:
         raise ReadError(path, exc.strerror or str(exc)) from None
-    return p, (each(path) if each is not None else None)
+    return p, (each(path) if each is not None else None), (reader.finish() if reader is not None else [])
 
 
 def default_workers() -> int:
@@ -256,16 +247,19 @@ def parse_paths(paths: Sequence[str], keep: int = KEEP, workers: Optional[int] =
 
 
 def read_paths(paths: Sequence[str], keep: int = KEEP, workers: Optional[int] = None,
-               each: Optional[Callable[[str], Any]] = None) -> Tuple["NcclLogFacts", List[Any]]:
+               each: Optional[Callable[[str], Any]] = None,
+               failure_lines: Optional[List[lexicon.Line]] = None) -> Tuple["NcclLogFacts", List[Any]]:
     """The facts of the files at ``paths`` (one job), read in parallel: one worker process per core (``workers``),
     each file by a parser of its own, merged in the order of ``paths``. The same facts as reading the files one
     after the other; where a merge could not give them (:meth:`nccldiag.nccl.parser.Parser.mergeable`: more
     processes or transport categories than the parser keeps, a path given twice), the files are read again in
     turn. With ``each`` (a module's function), also ``each(path)`` of every path, in order, run by the worker
-    that reads the file (it must not raise). Raises :class:`ReadError` for a file that cannot be read."""
+    that reads the file (it must not raise). ``failure_lines``, where given, gets the lines of the failure lexicon
+    of every file, in the order of ``paths`` (each read by the worker that parses the file). Raises
+    :class:`ReadError` for a file that cannot be read."""
     n = min(workers or default_workers(), len(paths))
     if n <= 1 or len(set(paths)) != len(paths):
-        return _in_turn(paths, keep, each)
+        return _in_turn(paths, keep, each, failure_lines)
     import multiprocessing
     from collections import deque
     from concurrent.futures import ProcessPoolExecutor
@@ -275,29 +269,34 @@ def read_paths(paths: Sequence[str], keep: int = KEEP, workers: Optional[int] = 
     try:
         ctx = multiprocessing.get_context("fork")
     except ValueError:  # no fork on this platform: one process
-        return _in_turn(paths, keep, each)
+        return _in_turn(paths, keep, each, failure_lines)
     main = Parser(keep)
     extras: List[Any] = []
+    found: List[lexicon.Line] = []
+    lines = failure_lines is not None
     todo = iter(paths)
     with ProcessPoolExecutor(n, mp_context=ctx, initializer=_quiet) as pool:
         # at most two files per worker in flight: the parts wait in memory only until merged, in order
-        running = deque(pool.submit(_parse_one, (p, keep, main.rooms(), each)) for p in islice(todo, 2 * n))
+        running = deque(pool.submit(_parse_one, (p, keep, main.rooms(), each, lines)) for p in islice(todo, 2 * n))
         try:
             while running:
-                part, extra = running.popleft().result()
+                part, extra, got = running.popleft().result()
                 nxt = next(todo, None)
                 if nxt is not None:
-                    running.append(pool.submit(_parse_one, (nxt, keep, main.rooms(), each)))
+                    running.append(pool.submit(_parse_one, (nxt, keep, main.rooms(), each, lines)))
                 if not main.mergeable(part):
                     raise _InTurn()
                 main.merge(part)
                 extras.append(extra)
+                found += got
         except (_InTurn, BrokenProcessPool):  # a bound the merge cannot follow, or a worker that died
             pool.shutdown(wait=True, cancel_futures=True)
-            return _in_turn(paths, keep, each)
+            return _in_turn(paths, keep, each, failure_lines)
         except BaseException:  # Ctrl-C, SIGTERM, a file that cannot be read: the workers end with it, at once
             _end(pool)
             raise
+    if failure_lines is not None:
+        failure_lines.extend(found)
     return main.finish(), (extras if each is not None else [])
 
 
@@ -329,13 +328,16 @@ class _InTurn(Exception):
     """The files must be read one after the other by one parser."""
 
 
-def _in_turn(paths: Sequence[str], keep: int, each: Optional[Callable[[str], Any]] = None
-             ) -> Tuple["NcclLogFacts", List[Any]]:
+def _in_turn(paths: Sequence[str], keep: int, each: Optional[Callable[[str], Any]] = None,
+             failure_lines: Optional[List[lexicon.Line]] = None) -> Tuple["NcclLogFacts", List[Any]]:
     p = Parser(keep)
     for path in paths:
+        reader = lexicon.Reader(path) if failure_lines is not None else None
         try:
             with open(path, "rb") as fh:
-                feed(p, path, fh)
+                feed(p, path, fh, lines=reader)
         except OSError as exc:
             raise ReadError(path, exc.strerror or str(exc)) from None
+        if reader is not None:
+            failure_lines.extend(reader.finish())
     return p.finish(), ([each(path) for path in paths] if each is not None else [])

@@ -14,6 +14,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from rich.console import Console
 from rich.text import Text
 
+from nccldiag.diagnosis.model import fails_run
 from nccldiag.report.findings import fold
 
 TOP = 5
@@ -28,8 +29,10 @@ def to_json(diags: Sequence[Any], s: Any) -> Dict[str, Any]:
 
 
 def verdict_exit_code(code: int, diags: Sequence[Any]) -> int:
-    """An exit code that follows the verdict: a failing diagnosis makes it 1 (unhealthy), as a failing finding does."""
-    return 1 if any(d.severity == "fail" for d in diags) and code in (0, 3) else code
+    """An exit code that follows the verdict: a failing diagnosis, or one that cites lines saying something failed
+    that no cause explains (:func:`nccldiag.diagnosis.model.fails_run`), makes it 1 (unhealthy), as a failing finding
+    does."""
+    return 1 if any(fails_run(d) for d in diags) and code in (0, 3) else code
 
 
 def evidence_line(e: Dict[str, Any]) -> str:

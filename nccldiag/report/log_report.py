@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from nccldiag.diagnosis.model import fails_run
 from nccldiag.model.findings import Finding, Status, to_jsonable
 from nccldiag.model.findings import exit_code as findings_exit_code
 from nccldiag.report import diagnoses_report, findings
@@ -21,9 +22,10 @@ MAX_ROWS = 64
 
 
 def exit_code(findings: Sequence[Finding], diagnosed: Diagnosed) -> int:
-    """1 when any finding failed or the verdict is a failure (the logs show one), else 0."""
+    """1 when any finding failed or the verdict is a failure (the logs show one, or lines that say something failed
+    and no cause explains: :func:`nccldiag.diagnosis.model.fails_run`), else 0."""
     code = findings_exit_code(f.status for f in findings if f.status != Status.ERROR)
-    if any(d.severity == "fail" for d in diagnosed[0]):
+    if any(fails_run(d) for d in diagnosed[0]):
         code = max(code, 1)
     return code
 
@@ -102,7 +104,12 @@ def render(doc: Dict[str, Any], con: Console, verbose: bool = False) -> None:
                       ("ras", "NCCL RAS report(s)")):
         if f.get(key):
             parts.append(f"{len(f[key])} {what}")
-    verdict = Text(f"{n_fail} failure(s)" if n_fail else "no failure", style="fail" if n_fail else "ok")
+    if n_fail:
+        verdict = Text(f"{n_fail} failure(s)", style="fail")
+    elif doc.get("exit_code"):  # the diagnoses name a failure no check found (lines that say something failed)
+        verdict = Text("no failing check; the verdict above names what failed", style="warn")
+    else:
+        verdict = Text("no failure", style="ok")
     con.print(Text.assemble("; ".join(parts) + "; ", verdict))
     if not f.get("nccl_lines"):
         con.print(Text(_no_nccl_lines(bool(f.get("nccl_tests") or f.get("perftests")), bool(f.get("ras"))),

@@ -1,14 +1,15 @@
 """One ``nccldiag log`` end to end: the files named (directories and patterns expanded), each checked before any
-is read, read through the prefilter (:mod:`nccldiag.nccl.scan`, several files in parallel), the node outputs
-pasted in them found, the facts judged and the diagnoses concluded; returned, nothing printed. A file that cannot
-be read is a usage error naming it."""
+is read, read through the prefilter (:mod:`nccldiag.nccl.scan`, several files in parallel; the lines that say
+something failed, the failure lexicon's, taken as they are handed over), the node outputs pasted in them found,
+the facts judged and the diagnoses concluded; returned, nothing printed. A file that cannot be read is a usage
+error naming it."""
 from __future__ import annotations
 
 import glob
 import os
 import stat
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, BinaryIO, Dict, List, Optional, Sequence, Tuple
 
 from nccldiag.model.errors import UsageError
@@ -22,6 +23,7 @@ class LogRun:
     findings: List[Any]
     diagnoses: Any
     pastes: Any  # nccldiag.diagnosis.pasted.Pasted
+    failure_lines: List[Any] = field(default_factory=list)  # nccldiag.knowledge.lexicon.Line
 
 
 def run(paths: Sequence[str], workers: Optional[int] = None, require_ib: bool = False,
@@ -37,14 +39,15 @@ def run(paths: Sequence[str], workers: Optional[int] = None, require_ib: bool = 
 
     patterns = causes.patterns(spec.causes) if spec is not None else []
     tap = signature.LineScan("<stdin>", patterns) if patterns else None
+    lines: List[Any] = []
     paths, left = listing(paths)
-    facts, pastes = read(paths, workers, tap)
+    facts, pastes = read(paths, workers, tap, lines)
     findings = checks.judge(facts, require_ib=require_ib, expected_env=expected_env or {}) + skipped(left)
     runs.apply_policy(spec, findings)
     return LogRun(facts, findings,
                   diagnosis.conclude(logs=facts, log_findings=list(findings), pasted=pastes, spec=spec,
-                                     site_lines=site_lines(paths, patterns, tap)),
-                  pastes)
+                                     site_lines=site_lines(paths, patterns, tap), failure_lines=lines),
+                  pastes, lines)
 
 
 def skipped(left: Sequence[Tuple[str, str]]) -> List[Any]:
@@ -62,11 +65,13 @@ def skipped(left: Sequence[Tuple[str, str]]) -> List[Any]:
                      "at where it leads.")]
 
 
-def read(paths: Sequence[str], workers: Optional[int] = None, stdin_tap=None):
+def read(paths: Sequence[str], workers: Optional[int] = None, stdin_tap=None, failure_lines: Optional[List] = None):
     """Parse the logs at ``paths`` in blocks through the prefilter (memory bounded whatever their size); several
     files in parallel, ``workers`` processes (default: one per core), as one job. Returns the facts and the node
     outputs pasted in the files (:func:`read_pasted`; each file scanned by the worker that parsed it).
-    ``stdin_tap`` (a :class:`nccldiag.diagnosis.signature.LineScan`) is fed standard input as it is read."""
+    ``stdin_tap`` (a :class:`nccldiag.diagnosis.signature.LineScan`) is fed standard input as it is read;
+    ``failure_lines``, where given, gets the lines of the failure lexicon (:mod:`nccldiag.knowledge.lexicon`),
+    read from the lines the prefilter hands the parser (every line of a shape is among them)."""
     from nccldiag.diagnosis import pasted
     from nccldiag.nccl import scan
 
@@ -75,14 +80,14 @@ def read(paths: Sequence[str], workers: Optional[int] = None, stdin_tap=None):
         check_log(path)
     if "-" not in paths and len(paths) > 1 and workers != 1:
         try:
-            facts, parts = scan.read_paths(paths, workers=workers, each=pasted_in)
+            facts, parts = scan.read_paths(paths, workers=workers, each=pasted_in, failure_lines=failure_lines)
         except scan.ReadError as exc:
             raise UsageError(str(exc)) from None
         out = pasted.Pasted()
         for part in parts:
             out.merge(part)
         return facts, out
-    return scan.parse_streams(_reading(paths, stdin_tap)), read_pasted(paths)
+    return scan.parse_streams(_reading(paths, stdin_tap), failure_lines=failure_lines), read_pasted(paths)
 
 
 def expand(paths: Sequence[str]) -> List[str]:

@@ -2,7 +2,8 @@
 
 The prefilter (nccldiag.nccl.scan) hands the parser only the lines holding a word of ``grammar.WORDS``. Here:
 every guard word of the grammar is a prefilter candidate; every word is one the grammar reads (a guard of one of
-its expressions, each match of which holds it, or a word its code tests a line for); a line carrying each word
+its expressions, each match of which holds it, or a word its code tests a line for) or one of the failure
+lexicon's (nccldiag/knowledge/lexicon.toml, whose reader is fed the lines handed over); a line carrying each word
 survives the filtered path; and a line any expression of the grammar reads gives the same facts through the
 filtered path as through reading every line. The lines are written for these tests or generated from the
 grammar's own expressions.
@@ -19,6 +20,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from nccldiag.knowledge import lexicon
 from nccldiag.nccl import grammar, parser, scan
 
 # Written for these tests: a training loop's progress lines, which hold no word the parser reads.
@@ -69,8 +71,9 @@ def handed_over(text: str):
 def test_the_prefilter_is_built_from_the_grammar_words_and_from_nothing_else():
     tables = (grammar.PREFIX_WORDS + grammar.CLEAN_MARKS + grammar.ERROR_WORDS + grammar.APP_WORDS +
               grammar.BARE_WORDS + tuple(w for rows in GUARDED.values() for w, _ in rows) +
-              tuple(g for _, guard, _ in ROW_GUARDS for g in guard))
+              tuple(g for _, guard, _ in ROW_GUARDS for g in guard) + grammar.LEXICON_WORDS)
     assert set(grammar.WORDS) == set(tables)
+    assert set(grammar.LEXICON_WORDS) == {w for s in lexicon.shapes() for w in s.words}
     assert not hasattr(scan, "_WORDS")
     for word in grammar.WORDS:
         assert scan.candidate(specimen(word).encode()), word
@@ -111,6 +114,8 @@ def test_every_candidate_word_is_one_the_grammar_reads():
     # each error word is read as a whole word, each other guard is part of every match of its expression
     for word in grammar.ERROR_WORDS:
         assert grammar.error_kind(f"step 7: {word}") == "error", word
+    # the lexicon's words are its rows' (tests/unit/test_lexicon.py: every match of a row holds one of its words)
+    assert set(grammar.LEXICON_WORDS) <= {w for s in lexicon.shapes() for w in s.words}
 
 
 @pytest.mark.parametrize("name", sorted(GUARDED))

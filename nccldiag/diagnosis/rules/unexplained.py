@@ -2,15 +2,28 @@
 catalog fits. Never "nothing broken" then: the verdict cites the first failing evidence and the command that
 would tell more.
 
+The evidence includes the lines of the failure lexicon (``knowledge/lexicon.toml``: a line of a log, or of a node's
+output, that says something failed). Such a line is explained when a fail or warn diagnosis of a cause (any but
+this one)
+
+- cites it: its evidence names the line's ``file:line``, or quotes its text; or
+- covers its shape: the diagnosis's category is in the row's ``covered_by`` (``"any"``: any cause's diagnosis).
+
+The others are unexplained: beside no cause, they make this verdict (``fail`` when a row of them says so, else
+``warn``); beside causes, a ``warn`` of this verdict after them, so that what was found comes first and the lines
+no cause explains are still said. Either way the run does not exit 0 (:func:`nccldiag.diagnosis.model.fails_run`).
+
 Not a rule of the registry: :func:`nccldiag.diagnosis.diagnose` calls :func:`fallback` after every rule.
 """
 from __future__ import annotations
 
-from typing import List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
+from nccldiag.areas import all_areas
 from nccldiag.diagnosis.inputs import Inputs
-from nccldiag.diagnosis.model import Diagnosis, Evidence, finding_evidence
+from nccldiag.diagnosis.model import FAILURE_LINES, Diagnosis, Evidence, finding_evidence
 from nccldiag.diagnosis.signs import log_failed, unfinished
+from nccldiag.knowledge import lexicon
 from nccldiag.model.findings import SEVERITY, Finding, Status
 
 ID = "unexplained"
@@ -53,15 +66,117 @@ def _first_finding(inp: Inputs, diagnoses: List[Diagnosis]) -> Tuple[Optional[Fi
     return (found[0] if found else None), len(found)
 
 
-def fallback(inp: Inputs, diagnoses: List[Diagnosis]) -> List[Diagnosis]:
-    """The unexplained verdict when nothing in ``diagnoses`` is fail or warn but the evidence shows a failure."""
-    if any(d.severity in ("fail", "warn") for d in diagnoses):
+def unexplained_lines(inp: Inputs, diagnoses: List[Diagnosis]) -> List[lexicon.Line]:
+    """The lines of the failure lexicon in the evidence that no fail or warn diagnosis of a cause explains (see the
+    module's docstring), worst first."""
+    causes = [d for d in diagnoses if d.severity in ("fail", "warn") and d.category != CATEGORY]
+    if not inp.failure_lines:
         return []
+    categories = {d.category for d in causes}
+    refs = {e.ref for d in causes for e in d.evidence if e.ref}  # a log's file:line (its host is NCCL's)
+    node_refs = {(e.ref, e.host) for d in causes for e in d.evidence if e.ref and e.host}  # a node's source:line
+    quoted = [e.text for d in causes for e in d.evidence]
+    out = []
+    for line in inp.failure_lines:
+        shape = lexicon.shape(line.shape)
+        covered = shape.covered_by
+        if causes and lexicon.ANY in covered or categories & set(covered):
+            continue
+        if shape.judged_by and _judged_in_paste(inp, line, shape):
+            continue
+        if any(ref in refs if line.host is None else (ref, line.host) in node_refs for ref in line.refs()):
+            continue
+        if any(text and text in q for text in line.texts() for q in quoted):
+            continue
+        out.append(line)
+    return lexicon.ordered(out)
+
+
+def _judged_in_paste(inp: Inputs, line: lexicon.Line, shape: lexicon.Shape) -> bool:
+    """Whether every kept line of ``line`` (a file given to 'nccldiag log') lies in a node output pasted there that
+    an area of the shape's ``judged_by`` read (:mod:`nccldiag.diagnosis.pasted`) and found healthy: that area's
+    findings say what it is, as in a check of the node. Where such an area found something failing or warning, the
+    line stays unexplained (unless a diagnosis cites it or covers its shape) but beside an NCCL log of a run that
+    worked: a port or a GPU that run did without says nothing of it."""
+    if line.host is not None or inp.pasted is None or not inp.pasted.blocks:
+        return False
+    if (any(f.area in shape.judged_by and SEVERITY[f.status] >= SEVERITY[Status.WARN] for f in inp.pasted.findings)
+            and not _run_worked(inp)):
+        return False
+    readers = _readers()
+    spans = [(b.lineno, b.lineno + b.text.count("\n") + 1) for b in inp.pasted.blocks
+             if b.path == line.source and readers.get(b.source, set()) & set(shape.judged_by)]
+    numbers = [line.lineno] + [n for n, _ in line.more]
+    return bool(spans) and all(any(a <= n < b for a, b in spans) for n in numbers)
+
+
+def _run_worked(inp: Inputs) -> bool:
+    """Whether the files given to 'nccldiag log' hold NCCL lines of a run that neither failed nor stopped."""
+    f = inp.logs
+    return f is not None and f.nccl_lines > 0 and not log_failed(f) and not unfinished(inp)
+
+
+def _readers() -> Dict[str, set]:
+    """The check areas that read each source, by its name."""
+    out: Dict[str, set] = {}
+    for area in all_areas():
+        for s in getattr(area, "SOURCES", ()):
+            out.setdefault(s.name, set()).add(area.NAME)
+    return out
+
+
+def line_evidence(lines: List[lexicon.Line], limit: int = 4) -> List[Evidence]:
+    """The first ``limit`` groups of lines as evidence (``file:line: text`` of a log, ``source:line: text`` of a
+    node's output, with the lexicon's row), then how many more there are and of what shapes."""
+    ev: List[Evidence] = []
+    for line in lines[:limit]:
+        shape = lexicon.shape(line.shape)
+        others = f" (and {line.count - 1} more such line(s) there)" if line.count > 1 else ""
+        if line.host is None:  # a file given to 'nccldiag log', cited as its reader cites a line
+            ev.append(Evidence("log", f"{line.ref}: {line.text}{others}", line.ref))
+        else:  # a node's output
+            ev.append(Evidence("node", f"{line.text}{others}", line.ref, line.host))
+        ev.append(Evidence("figure", f"the failure lexicon's {shape.id}: {shape.meaning}", shape.where, line.host))
+    rest = lines[limit:]
+    if rest:
+        shapes: Dict[str, int] = {}
+        for line in rest:
+            shapes[line.shape] = shapes.get(line.shape, 0) + line.count
+        ev.append(Evidence("figure", f"and {sum(shapes.values())} more line(s) that say something failed: "
+                                     + ", ".join(f"{k} x{v}" for k, v in shapes.items()), lexicon.TABLE))
+    return ev
+
+
+def _lines_only(inp: Inputs, lines: List[lexicon.Line], beside_causes: bool) -> Diagnosis:
+    """The verdict on unexplained lines alone (no finding, no run that stopped): they say what failed."""
+    first = lines[0]
+    shape = lexicon.shape(first.shape)
+    n = sum(line.count for line in lines)
+    where = f" on {first.host}" if first.host else ""
+    severity = "warn" if beside_causes or all(line.severity == "warn" for line in lines) else "fail"
+    why = (f"{n} line(s) say something failed and no known cause explains them" if n > 1 else
+           "a line says something failed and no known cause explains it")
+    if beside_causes:
+        why += " (the diagnoses above explain other lines)"
+    more = MORE_LOG if inp.logs is not None else MORE_CHECK
+    return Diagnosis(ID, TITLE, severity, f"{shape.meaning}{where}: {first.text}", "low", why,
+                     f"Not recognised: read the lines below. {more}",
+                     nodes=sorted({line.host for line in lines if line.host}), evidence=line_evidence(lines),
+                     figures={FAILURE_LINES: n}, category=CATEGORY, tier=TIER,
+                     confirm=MORE_LOG if inp.logs is not None else MORE_CHECK)
+
+
+def fallback(inp: Inputs, diagnoses: List[Diagnosis]) -> List[Diagnosis]:
+    """The unexplained verdict when nothing in ``diagnoses`` is fail or warn but the evidence shows a failure; and,
+    beside fail or warn diagnoses, the lines of the failure lexicon none of them explains."""
+    lines = unexplained_lines(inp, diagnoses)
+    if any(d.severity in ("fail", "warn") for d in diagnoses):
+        return [_lines_only(inp, lines, beside_causes=True)] if lines else []
     first, n = _first_finding(inp, diagnoses)
     ended = unfinished(inp)
     if first is None and not ended:
-        return []
-    if not ended and first.status == Status.WARN and advice_only(inp):
+        return [_lines_only(inp, lines, beside_causes=False)] if lines else []
+    if not ended and not lines and first.status == Status.WARN and advice_only(inp):
         # no failure to name, but no all-clear either: the warnings are noted for the reader
         return [Diagnosis(ADVICE_ID, ADVICE_TITLE, "info", first.message, "low",
                           f"the log shows no failure; {n} warning(s) of its checks are advice on how the run "
@@ -72,7 +187,9 @@ def fallback(inp: Inputs, diagnoses: List[Diagnosis]) -> List[Diagnosis]:
     if first is not None:
         ev.extend(finding_evidence(first, 3))
     ev.extend(ended[:3])
-    failed = (first is not None and first.status == Status.FAIL) or bool(ended)
+    ev.extend(line_evidence(lines, 2))
+    failed = ((first is not None and first.status == Status.FAIL) or bool(ended)
+              or any(line.severity == "fail" for line in lines))
     if first is not None:
         what = first.message
         where = [first.host] if first.host else []
@@ -84,7 +201,11 @@ def fallback(inp: Inputs, diagnoses: List[Diagnosis]) -> List[Diagnosis]:
         where = [ended[0].host] if ended[0].host else []
         more = MORE_LOG
         why = "the evidence shows the run did not finish, and no known cause fits what it printed"
+    if lines:
+        why += f"; {sum(line.count for line in lines)} line(s) say something failed"
     confirm = MORE_LOG if inp.logs is not None else MORE_CHECK
     return [Diagnosis(ID, TITLE, "fail" if failed else "warn", what, "low", why,
-                      f"Not recognised: read the evidence below. {more}", nodes=where, evidence=ev,
+                      f"Not recognised: read the evidence below. {more}",
+                      nodes=sorted(set(where) | {line.host for line in lines if line.host}), evidence=ev,
+                      figures={FAILURE_LINES: sum(line.count for line in lines)} if lines else {},
                       category=CATEGORY, tier=TIER, confirm=confirm)]
