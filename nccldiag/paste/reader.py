@@ -62,6 +62,54 @@ _KIND_WORDS: Tuple[Tuple[bytes, ...], ...] = tuple(tuple(w.encode("utf-8") for w
 _END_WORDS = tuple(w.encode("utf-8") for w in ends.WORDS)
 WORDS = tuple(dict.fromkeys([w for k in KINDS for w in k.WORDS] + list(ends.WORDS) + list(_PROMPT_WORDS)))
 _SEARCH = _trie(WORDS)
+SLOW_BOUND = 16 * 1024 * 1024  # bytes of a text read where Hyperscan is missing (the expression is ~20x slower)
+
+
+class _Words:
+    """Where the words are in a chunk: Hyperscan's literal matcher (all the words in one pass, at the speed of a
+    search for one byte) where it is installed, else :data:`_SEARCH`."""
+
+    def __init__(self) -> None:
+        self.db = None
+        try:
+            import hyperscan
+        except ImportError:  # the expression reads the first SLOW_BOUND bytes of a text (Reader.feed)
+            return
+        words = [w.encode("utf-8") for w in WORDS]
+        db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+        db.compile(expressions=[re.escape(w) for w in words], ids=list(range(len(words))), elements=len(words),
+                   flags=[0] * len(words))
+        self.db, self.lengths = db, [len(w) for w in words]
+
+    @property
+    def fast(self) -> bool:
+        return self.db is not None
+
+    def starts(self, buf: bytes, start: int) -> List[int]:
+        """The offsets at which a word starts in ``buf``, from ``start``, in order."""
+        if self.db is None:
+            return [m.start() for m in _SEARCH.finditer(buf, start)]
+        hits: List[int] = []
+        lengths = self.lengths
+
+        def hit(i: int, _from: int, to: int, _flags: int, _ctx: object) -> None:
+            at = to - lengths[i]
+            if at >= start:
+                hits.append(at)
+
+        self.db.scan(buf, match_event_handler=hit)
+        hits.sort()
+        return hits
+
+
+_WORDS: Optional[_Words] = None
+
+
+def _words() -> _Words:
+    global _WORDS
+    if _WORDS is None:
+        _WORDS = _Words()
+    return _WORDS
 
 
 @dataclass
@@ -167,36 +215,52 @@ class Reader:
         self.found = Found()
         self.host: Optional[str] = None  # the host of the last prompt seen
         self._pending = b""  # the end of the text fed that is no whole line yet
-        self._buf = b""  # whole lines not read yet
+        self._parts: List[bytes] = []  # whole lines not read yet, in pieces as fed
+        self._size = 0  # their bytes
         self._tail = b""  # the end of the chunk read before, for a block that grows up into it
-        self._first = first  # the number of the first line of _tail + _buf
+        self._first = first  # the number of the first line of _tail + _parts
         self._anchors: Dict[bytes, list] = {}
         self._peeled: Dict[bytes, L.Peeled] = {}
         self._seen: Dict[Tuple[str, Optional[str], str], Block] = {}
         self._text = 0
         self._stopped = False
         self._floor = 0
+        self._fed = 0
+        self._cut = False
 
     @property
     def bounded(self) -> str:
         return self.found.bounded
 
     def feed(self, data: bytes) -> None:
-        if not data:
+        if not data or self._cut:
             return
-        data = self._pending + data
+        self._fed += len(data)
+        if self._fed > SLOW_BOUND and not _words().fast:  # the expression's pace: the start of the text is read
+            data = data[:max(0, len(data) - (self._fed - SLOW_BOUND))]
+            self._cut = True
+            if not self.found.bounded:
+                self.found.bounded = (f"{self.path}: read for node outputs in its first {SLOW_BOUND // 2 ** 20} MiB "
+                                      "only (Hyperscan, which reads the rest as fast, is not installed)")
         cut = data.rfind(b"\n") + 1
+        if not cut:
+            self._pending += data
+            if len(self._pending) > 4 * L.MAX_LINE:
+                self._pending = self._pending[:L.MAX_LINE] + b" [...]"  # one overlong line: its start is read
+            return
+        head = data if cut == len(data) else memoryview(data)[:cut]  # joined once, in _read
+        if self._pending:
+            self._parts.append(self._pending)
+            self._size += len(self._pending)
+        self._parts.append(head)
+        self._size += cut
         self._pending = data[cut:]
-        if len(self._pending) > 4 * L.MAX_LINE and cut == 0:
-            self._pending = self._pending[:L.MAX_LINE] + b" [...]"  # one overlong line: its start is what is read
-        if cut:
-            self._buf += data[:cut]
-            if len(self._buf) >= CHUNK:
-                self._read(final=False)
+        if self._size >= CHUNK:
+            self._read(final=False)
 
     def end(self) -> Found:
         if self._pending:
-            self._buf += self._pending + b"\n"
+            self._parts.append(self._pending + b"\n")
             self._pending = b""
         self._read(final=True)
         return self.found
@@ -204,17 +268,17 @@ class Reader:
     # ---- one chunk -------------------------------------------------------------------------------------------
 
     def _read(self, final: bool) -> None:
-        buf = self._tail + self._buf
+        buf = b"".join([self._tail, *self._parts])
         start = len(self._tail)
         view = _View(buf, self._peeled)
         lineno, counted = self._first, 0
         last = -1
         self._floor = 0  # a block grows up no further than the end of the block before it
         deferred: Optional[int] = None
-        for m in _SEARCH.finditer(buf, start):
+        for at in _words().starts(buf, start):
             if self._stopped:
                 break
-            s = buf.rfind(b"\n", 0, m.start()) + 1
+            s = buf.rfind(b"\n", 0, at) + 1
             if s <= last:
                 continue  # a line already read, or inside a block taken
             lineno += buf.count(b"\n", counted, s)
@@ -233,12 +297,13 @@ class Reader:
             keep = buf.rfind(b"\n", 0, keep) + 1 if keep > 0 else 0
             keep = min(keep, deferred)
             self._first = lineno - buf.count(b"\n", keep, deferred)
-            self._tail, self._buf = buf[keep:deferred], buf[deferred:]
+            self._tail, self._parts = buf[keep:deferred], [buf[deferred:]]
+            self._size = len(buf) - deferred
             return
         keep = buf.rfind(b"\n", 0, max(len(buf) - LOOKBACK, 0)) + 1 if len(buf) > LOOKBACK else 0
         self._first = lineno + buf.count(b"\n", counted, keep) if keep >= counted else \
             lineno - buf.count(b"\n", keep, counted)
-        self._tail, self._buf = buf[keep:], b""
+        self._tail, self._parts, self._size = buf[keep:], [], 0
 
     def _line(self, view: _View, s: int, lineno: int, final: bool) -> Optional[int]:
         """Read the line at ``s``: a prompt, a process's end, the anchor of a block. Returns the offset of the

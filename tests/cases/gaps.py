@@ -17,6 +17,7 @@ from typing import Dict, NamedTuple
 class Gap(NamedTuple):
     outcome: str
     said: str
+    exits_0: bool = False  # a failed run whose fail/warn verdict is a warning only: the CLI still exits 0
 
 
 #: The outcomes that also break a hard invariant: a failed run given no fail/warn diagnosis (and
@@ -47,11 +48,6 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "false all-clear",
         "'Verdict: nothing broken', exit 0: a dcgmi diag -r 2 table with 'GPU Memory | Fail - GPU: 0' and a "
         "thermal-violation warning is not read"),
-    "gpu-mlengineering-nvidia-smi-grep-sram-uncorrectable-broken-gpu": Gap(
-        "false all-clear",
-        "'Verdict: nothing to judge', exit 0: a '$ nvidia-smi -q | grep -i correctable | grep -v 0' "
-        "transcript ('SRAM Uncorrectable : 1' / ': 5') and the 'ECC Errors' record pasted to nccldiag log "
-        "are not read (the nvidia-smi -q parser serves bundles only)"),
     "net-bloom-jz-ops-notes-connect-refused-broken-node-network": Gap(
         "wrong cause",
         "'FAIL Connections between nodes blocked on r11i6n2' (firewall_ports) from 'Connect to "
@@ -72,28 +68,29 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "'Verdict: nothing broken', exit 0: the BIOS POST message '276 Option Card Configuration Error. An "
         "option card is requesting more memory mapped I/O than is available.' is not read"),
     "node-funloop-blog-arch-nvrm-api-mismatch-versions-elided": Gap(
-        "false all-clear",
-        "'Verdict: nothing broken', exit 0: the kernel's 'NVRM: API mismatch: the client has the version "
-        "XXX.XX, but' / 'NVRM: this kernel module has the version YYY.YY.' (versions elided by the author) is "
-        "not read"),
+        "missed",
+        "'FAIL Unexplained failure': the pasted kernel lines are read ('the NVIDIA kernel module and the "
+        "user-space driver differ in version'), but no cause of the catalog takes a pasted kernel finding for "
+        "the driver mismatch (cuda_driver_mismatch)"),
     "node-wanpihou-blog-driver-library-mismatch-dkms-transcript": Gap(
-        "false all-clear",
-        "'Verdict: nothing broken', exit 0: a shell transcript in which each command's output is quoted "
-        "behind '# ' ('# Failed to initialize NVML: Driver/library version mismatch', '# NVRM: API mismatch: "
-        "client version 570.133.07, kernel module version 570.124.06') is not read"),
+        "missed",
+        "'FAIL Unexplained failure': 'nvidia-smi is installed but fails, and no GPU is listed', read from the "
+        "transcript quoted behind '# '; no cause of the catalog takes the pasted nvidia-smi failure and the "
+        "kernel's API mismatch for the driver mismatch (cuda_driver_mismatch)"),
     "net-llmd191-grep-prefixed-nccl-ib-async-port-error-flap-tp-crash": Gap(
         "missed",
         "fail unexplained unexplained: NCCL printed 3 WARN line(s) without an error result: NET/IB : mlx5_32:"
         "1 Got async error event: port error"),
     "node-awspc1150-messages-grep-nfs-not-responding-hung-task": Gap(
-        "false all-clear",
-        "no fail/warn diagnosis; 'Verdict: nothing to judge: the input holds no NCCL line, error or result'"),
-    "node-azhpcimages506-nvidia-smi-q-fabric-insufficient-resources-clique0": Gap(
-        "false all-clear",
-        "no fail/warn diagnosis; 'Verdict: nothing broken'"),
+        "missed",
+        "'WARN Unexplained failure': the grep-prefixed kernel lines are read (hung tasks, an unresponsive NFS "
+        "server), but no cause of the catalog takes the pasted kernel finding for an I/O hang (io_hang); the "
+        "kernel lines' finding is a warning, so the verdict warns and the CLI exits 0", True),
     "node-gpud482-ibstat-port-down-polling-anonymised-guids": Gap(
-        "false all-clear",
-        "no fail/warn diagnosis; 'Verdict: nothing to judge: the input holds no NCCL line, error or result'"),
+        "missed",
+        "'FAIL Unexplained failure': the pasted ibstat is read ('mlx5_10 port 1 (InfiniBand): State Down, "
+        "Physical state Polling'), but the ib_port_down rule names a pasted port only beside a log of a run "
+        "that failed, and the paste is alone"),
     "node-gpuoperator492-vm-bar1-0m-nvidia-probe-failed-2-gpus": Gap(
         "wrong cause",
         "fail gpu_lost_xid gpu-lost: a GPU is lost or needs a reset: [83260.106438] NVRM: The NVIDIA probe ro"
