@@ -250,3 +250,20 @@ def test_blocks_deep_in_a_long_log_are_found_at_their_lines_as_in_the_paste_alon
         fed = reader.end()
         assert [(b.kind, b.text, b.host, b.lineno) for b in fed.blocks] == \
             [(b.kind, b.text, b.host, b.lineno) for b in found.blocks], size
+
+
+def test_without_hyperscan_the_expression_finds_the_same_blocks_and_a_long_text_is_bounded(monkeypatch):
+    from nccldiag.paste import reader
+
+    ibstat = real.node_text("ibstat", "gpud-h100-roce400g-down-polling-disabled.txt")
+    text = log_text(FAILED_LOG) * 20 + "root@gpu7:~# ibstat\n" + ibstat + log_text(FAILED_LOG)
+    fast = pasted.scan(text, "job.log")
+    slow_words = reader._Words.__new__(reader._Words)
+    slow_words.db = None  # as where Hyperscan is not installed
+    monkeypatch.setattr(reader, "_WORDS", slow_words)
+    slow = pasted.scan(text, "job.log")
+    assert [(b.kind, b.lineno, b.host) for b in slow.blocks] == [(b.kind, b.lineno, b.host) for b in fast.blocks]
+    assert [b.kind for b in slow.blocks] == ["ibstat"] and not slow.bounded
+    monkeypatch.setattr(reader, "SLOW_BOUND", len(log_text(FAILED_LOG)))
+    cut = pasted.scan(text, "job.log")
+    assert not cut.blocks and cut.bounded and "job.log" in cut.bounded[0]

@@ -18,8 +18,8 @@ and may declare ``CONTEXT`` (True: a block that feeds no source is still read an
 anchor; True), ``MIN`` (the fewest non-blank lines of a block; 1), ``KEEP_TIME`` (True: a log whose lines keep their time
 and what follows it, only what surrounds them goes), ``MAX`` (the most lines; 20000) and
 ``extent(view, i, template)`` where the neighbours are not found line by line alike (kernel lines). ``context``
-is a :class:`Context`: the command typed above the block, where one is. Every expression runs in time linear in
-the line (``tests/unit/test_paste.py`` holds them to it).
+is a :class:`Context`: the command typed above the block, where one is. Every expression is anchored and its repeats
+bounded, so that each runs in time linear in the line.
 """
 from __future__ import annotations
 
