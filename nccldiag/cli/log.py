@@ -77,7 +77,7 @@ def log(files, require_ib, expect, include_channels, verbose, color, workers, sp
     try:
         outs.validate()
         read = session.run(files, workers, require_ib, parse_expect(expect), runs.from_option(spec_path, causes_path))
-        doc = plain(report.to_json(read.facts, read.findings, read.diagnoses, include_channels))
+        doc = plain(report.to_json(read.facts, read.findings, read.diagnoses, include_channels, read.pastes))
         finish(doc, outs, lambda d: report.render(d, console(color=color), verbose=verbose))
     except UsageError as exc:
         click.echo(f"nccldiag: error: {exc}", err=True)

@@ -128,7 +128,7 @@ class Inputs:
     ifnames: Dict[str, Optional[str]] = field(default_factory=dict)  # host -> the probe's socket interface
     route_ifnames: Dict[str, Optional[str]] = field(default_factory=dict)  # host -> the interface routing to rank 0
     spec: Optional[Spec] = None  # the site spec: its [bandwidth], busbw_share and [[cause]] rows, where given
-    pasted: Any = None  # nccldiag.diagnosis.pasted.Pasted: node outputs and process ends pasted beside a log
+    pasted: Any = None  # nccldiag.paste.Pasted: node outputs and process ends pasted beside a log
     # the lines of the files given to 'nccldiag log' that a site's [[cause]] patterns matched (signature.lines_in)
     site_lines: List[Any] = field(default_factory=list)
     # the lines that say something failed (nccldiag.knowledge.lexicon.Line): of the files given to 'nccldiag log',

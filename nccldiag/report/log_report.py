@@ -71,10 +71,36 @@ def _pairs_table(pairs: List[Dict[str, Any]]) -> Table:
     return t
 
 
-def _empty(f: Dict[str, Any]) -> bool:
-    """Whether the logs held nothing to judge: no NCCL line, error, benchmark or RAS report."""
+def _empty(f: Dict[str, Any], pasted: Dict[str, Any]) -> bool:
+    """Whether the logs held nothing to judge: no NCCL line, error, benchmark or RAS report, and no node output
+    or process's end read (in part, too)."""
     return not (f.get("nccl_lines") or f.get("errors") or f.get("kernel") or f.get("nccl_tests")
-                or f.get("perftests") or f.get("ras") or f.get("nccl_tests_no_result"))
+                or f.get("perftests") or f.get("ras") or f.get("nccl_tests_no_result")
+                or pasted.get("blocks") or pasted.get("partial") or pasted.get("signals") or pasted.get("oom"))
+
+
+def _pasted(con: Console, p: Dict[str, Any], verbose: bool) -> None:
+    """The node outputs read in the texts (where, whose), the lines read in part, the bounds met, and the failing
+    and warning findings of the outputs (as ``check`` shows a node's)."""
+    blocks, partial = p.get("blocks") or [], p.get("partial") or []
+    if blocks:
+        con.print()
+        t = Table(title="Node outputs read in the text", title_justify="left", header_style="bold")
+        for col in ("output", "where", "host", "read through"):
+            t.add_column(col)
+        for b in blocks[:MAX_ROWS]:
+            where = f"{b.get('file')}:{b.get('line')}" + (f"-{b['end_line']}" if b.get("end_line") != b.get("line")
+                                                          else "")
+            t.add_row(str(b.get("kind")), where, str(b.get("host") or "-"), ", ".join(b.get("stripped") or []))
+        if len(blocks) > MAX_ROWS:
+            t.add_row(Text(f"... {len(blocks) - MAX_ROWS} more", style="muted"), "", "", "")
+        con.print(t)
+    for x in partial[:MAX_ROWS if verbose else 5]:
+        con.print(Text(f"read in part ({x.get('kind')}): {x.get('file')}:{x.get('line')}: {x.get('text')}",
+                       style="warn"))
+    for why in p.get("bounded") or []:
+        con.print(Text(why, style="warn"))
+    findings.render(con, p.get("findings") or [], verbose)
 
 
 def render(doc: Dict[str, Any], con: Console, verbose: bool = False) -> None:
@@ -82,18 +108,22 @@ def render(doc: Dict[str, Any], con: Console, verbose: bool = False) -> None:
     summary."""
     f = doc.get("facts") or {}
     s = doc.get("summary") or None
-    diagnoses_report.render(doc, con, verbose=verbose, empty=_empty(f))
+    p = doc.get("pasted") or {}
+    diagnoses_report.render(doc, con, verbose=verbose, empty=_empty(f, p))
+    _pasted(con, p, verbose)
     if f.get("procs"):
         con.print(_procs_table(f["procs"]))
     if s and s.get("pairs"):
         con.print(_pairs_table(s["pairs"]))
     findings.render(con, doc.get("findings") or [], verbose, floor="ok")
-    n_fail = sum(1 for x in doc.get("findings") or [] if x.get("status") == "fail")
+    n_fail = sum(1 for x in (doc.get("findings") or []) + (p.get("findings") or []) if x.get("status") == "fail")
     con.print()
     lines = f"{f.get('nccl_lines') or 0} NCCL line(s)"
     if f.get("unprefixed"):
         lines += f" ({f['unprefixed']} without their NCCL prefix, process unknown)"
     parts = [f"{len(f.get('sources') or [])} file(s)", lines, _processes(f)]
+    if p.get("blocks"):
+        parts.append(f"{len(p['blocks'])} node output(s) read")
     if s is not None:
         parts.append("transports: " + (", ".join(s.get("transports") or []) or "none seen"))
         if s.get("versions"):
@@ -164,9 +194,10 @@ def facts_json(facts: NcclLogFacts, include_channels: bool = False) -> Dict[str,
 
 
 def to_json(facts: NcclLogFacts, findings: Sequence[Finding], diagnosed: Diagnosed,
-            include_channels: bool = False) -> Dict[str, Any]:
+            include_channels: bool = False, pasted: Any = None) -> Dict[str, Any]:
     """The whole report as one JSON object (schema ``nccldiag.log/1``); ``diagnosed``: the diagnoses and their
-    summary (:func:`nccldiag.diagnosis.conclude`)."""
+    summary (:func:`nccldiag.diagnosis.conclude`); ``pasted``: the node outputs read in the texts
+    (:class:`nccldiag.paste.Pasted`)."""
     d = facts_json(facts, include_channels)
     return {
         **envelope(SCHEMA),
@@ -175,5 +206,6 @@ def to_json(facts: NcclLogFacts, findings: Sequence[Finding], diagnosed: Diagnos
         "summary": d.pop("summary"),
         "findings": [f.to_dict() for f in findings],
         "facts": d,
+        "pasted": pasted.to_dict() if pasted is not None else {},
         **diagnoses_report.to_json(*diagnosed),
     }

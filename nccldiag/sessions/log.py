@@ -22,7 +22,7 @@ class LogRun:
     facts: Any  # nccldiag.nccl.log.NcclLogFacts
     findings: List[Any]
     diagnoses: Any
-    pastes: Any  # nccldiag.diagnosis.pasted.Pasted
+    pastes: Any  # nccldiag.paste.Pasted
     failure_lines: List[Any] = field(default_factory=list)  # nccldiag.knowledge.lexicon.Line
 
 
@@ -68,11 +68,13 @@ def skipped(left: Sequence[Tuple[str, str]]) -> List[Any]:
 def read(paths: Sequence[str], workers: Optional[int] = None, stdin_tap=None, failure_lines: Optional[List] = None):
     """Parse the logs at ``paths`` in blocks through the prefilter (memory bounded whatever their size); several
     files in parallel, ``workers`` processes (default: one per core), as one job. Returns the facts and the node
-    outputs pasted in the files (:func:`read_pasted`; each file scanned by the worker that parsed it).
-    ``stdin_tap`` (a :class:`nccldiag.diagnosis.signature.LineScan`) is fed standard input as it is read;
-    ``failure_lines``, where given, gets the lines of the failure lexicon (:mod:`nccldiag.knowledge.lexicon`),
-    read from the lines the prefilter hands the parser (every line of a shape is among them)."""
-    from nccldiag.diagnosis import pasted
+    outputs pasted in the files and standard input (:mod:`nccldiag.paste`: each text searched as it is read, by
+    the process that parses it; what was found judged once for all, so that one host's outputs pasted in several
+    files are one node). ``stdin_tap`` (a :class:`nccldiag.diagnosis.signature.LineScan`) is fed standard input
+    as it is read; ``failure_lines``, where given, gets the lines of the failure lexicon
+    (:mod:`nccldiag.knowledge.lexicon`), read from the lines the prefilter hands the parser (every line of a
+    shape is among them)."""
+    from nccldiag import paste
     from nccldiag.nccl import scan
 
     paths = expand(paths)
@@ -83,11 +85,10 @@ def read(paths: Sequence[str], workers: Optional[int] = None, stdin_tap=None, fa
             facts, parts = scan.read_paths(paths, workers=workers, each=pasted_in, failure_lines=failure_lines)
         except scan.ReadError as exc:
             raise UsageError(str(exc)) from None
-        out = pasted.Pasted()
-        for part in parts:
-            out.merge(part)
-        return facts, out
-    return scan.parse_streams(_reading(paths, stdin_tap), failure_lines=failure_lines), read_pasted(paths)
+        return facts, paste.judged(paste.merged(parts))
+    readers: List[Any] = []
+    facts = scan.parse_streams(_reading(paths, stdin_tap, readers), failure_lines=failure_lines)
+    return facts, paste.judged(paste.merged([r.end() for r in readers]))
 
 
 def expand(paths: Sequence[str]) -> List[str]:
@@ -192,18 +193,36 @@ def check_log(path: str) -> None:
         raise UsageError(f"{path}: is a device or socket, expected an NCCL log file")
 
 
-def _reading(paths: Sequence[str], stdin_tap=None):
-    """``(name, stream)`` of each path in turn, each file open only while it is read."""
+def _reading(paths: Sequence[str], stdin_tap=None, readers: Optional[List[Any]] = None):
+    """``(name, stream)`` of each path in turn, each file open only while it is read; where ``readers`` is given,
+    a :class:`nccldiag.paste.Reader` of each is appended to it and fed what is read."""
+    from nccldiag import paste
+
     for path in paths:
+        name = "<stdin>" if path == "-" else path
+        taps = [] if readers is None else [paste.Reader(name)]
+        if readers is not None:
+            readers.append(taps[0])
         if path == "-":
-            yield "<stdin>", _Guarded("<stdin>", sys.stdin.buffer, stdin_tap)
+            yield name, _Guarded(name, sys.stdin.buffer, _Tee(taps + ([stdin_tap] if stdin_tap is not None else [])))
             continue
         try:
             fh = open(path, "rb")
         except OSError as exc:
             raise UsageError(f"{path}: cannot read NCCL log: {exc.strerror or exc}") from None
         with fh:
-            yield path, _Guarded(path, fh)
+            yield path, _Guarded(path, fh, _Tee(taps))
+
+
+class _Tee:
+    """Feeds what is read to each of ``taps`` (objects with ``feed(bytes)``)."""
+
+    def __init__(self, taps: List[Any]) -> None:
+        self.taps = taps
+
+    def feed(self, data: bytes) -> None:
+        for tap in self.taps:
+            tap.feed(data)
 
 
 class _Guarded:
@@ -252,27 +271,9 @@ def site_lines(paths: Sequence[str], patterns, stdin_tap=None) -> List:
     return out
 
 
-def read_pasted(paths: Sequence[str]):
-    """The node outputs pasted in the files (ibstat, ulimit -a, a launcher's failure block ...), each file read
-    whole apart from the log parser; standard input and files over the size of a paste are not."""
-    from nccldiag.diagnosis import pasted
-
-    out = pasted.Pasted()
-    for path in paths:
-        if path != "-":
-            out.merge(pasted_in(path))
-    return out
-
-
 def pasted_in(path: str):
-    """The node outputs pasted in the file at ``path`` (none in a file over the size of a paste)."""
-    from nccldiag.diagnosis import pasted
+    """What the file at ``path`` holds of node outputs and processes' ends, not judged yet
+    (:func:`nccldiag.paste.read_file`; run by the worker that parsed the file)."""
+    from nccldiag import paste
 
-    try:
-        if os.path.getsize(path) > pasted.MAX_TEXT:
-            return pasted.Pasted()
-        with open(path, "rb") as fh:
-            text = fh.read(pasted.MAX_TEXT + 1).decode("utf-8", "replace")
-    except OSError:
-        return pasted.Pasted()  # read() has read it or said why not
-    return pasted.scan(text, path)
+    return paste.read_file(path)

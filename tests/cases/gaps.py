@@ -17,6 +17,7 @@ from typing import Dict, NamedTuple
 class Gap(NamedTuple):
     outcome: str
     said: str
+    exits_0: bool = False  # a failed run whose fail/warn verdict is a warning only: the CLI still exits 0
 
 
 #: The outcomes that also break a hard invariant: a failed run given no fail/warn diagnosis (and

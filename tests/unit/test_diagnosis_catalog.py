@@ -12,7 +12,8 @@ from typing import List
 
 import pytest
 
-from nccldiag.diagnosis import Inputs, diagnose, pasted
+from nccldiag import paste as pasted
+from nccldiag.diagnosis import Inputs, diagnose
 from nccldiag.nccl import checks as nccl_checks
 from nccldiag.nccl import parser as nccllog
 from nccldiag.nccl import scan

@@ -27,8 +27,8 @@ FLOORS: Tuple[Tuple[str, ...], ...] = (
     ("areas", "rundir"),  # check areas (parse, judge); the run directory
     ("spec",),  # site specs, against the areas' facts
     ("check", "collect", "diagnosis"),  # the check engine, the collection, the diagnosis rules
-    ("probe", "shards"),  # probe: plan, launchers, runner, results, analysis; the collection and judging shared
-    # out over worker processes
+    ("probe", "shards", "paste"),  # probe: plan, launchers, runner, results, analysis; the collection and judging
+    # shared out over worker processes; node outputs pasted in a text, judged by the check engine
     ("isolate", "sessions"),  # isolate: its rounds of probe jobs; check's and log's runs end to end
     ("report",),  # renderers and report files
     ("cli",),  # the commands

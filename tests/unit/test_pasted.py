@@ -1,4 +1,4 @@
-"""Node outputs and process ends pasted beside an NCCL log (nccldiag.diagnosis.pasted) and the verdicts they feed.
+"""Node outputs and process ends pasted beside an NCCL log (nccldiag.paste) and the verdicts they feed.
 
 The node outputs are real captures read in place from ../shared/fixtures (ibstat, ibv_devinfo, ulimit -a),
 pasted after real NCCL logs of the same fixtures, as admins paste them. The launcher blocks (torchelastic's
@@ -9,7 +9,8 @@ from typing import List
 
 import pytest
 
-from nccldiag.diagnosis import Inputs, diagnose, pasted
+from nccldiag import paste as pasted
+from nccldiag.diagnosis import Inputs, diagnose
 from nccldiag.model.findings import Status
 from nccldiag.nccl import checks as nccl_checks
 from nccldiag.nccl import parser as nccllog
@@ -40,7 +41,7 @@ def test_an_ibstat_pasted_after_a_log_is_found_where_it_starts_and_judged_by_the
     ibstat = real.node_text("ibstat", "gpud-h100-roce400g-down-polling-disabled.txt")
     text = log + "root@node7:~# ibstat\n" + ibstat
     p = pasted.scan(text, "job.log")
-    assert [(b.source, b.host) for b in p.blocks] == [("ibstat", "node7")]
+    assert [(b.kind, b.host) for b in p.blocks] == [("ibstat", "node7")]
     assert p.blocks[0].lineno == len(log.splitlines()) + 2
     failing = [f for f in p.findings if f.status == Status.FAIL]
     assert [f.check for f in failing] == ["ib.port_state"] and "mlx5_11" in failing[0].message
@@ -52,23 +53,23 @@ def test_an_ibstat_pasted_after_a_log_is_found_where_it_starts_and_judged_by_the
                                   "azhpc-ibstatus-ethernet-and-ib-hdr.txt"])
 def test_a_healthy_ibstat_or_ibstatus_gives_no_failing_finding(name):
     p = pasted.scan(real.node_text("ibstat", name))
-    assert [b.source for b in p.blocks] == ["ibstat"]
+    assert [b.kind for b in p.blocks] == ["ibstatus" if "ibstatus" in name else "ibstat"]
     assert not [f for f in p.findings if f.status == Status.FAIL]
 
 
 def test_an_ibv_devinfo_block_is_found_and_a_port_down_in_it_fails():
     p = pasted.scan(real.node_text("ibv_devinfo", "deepep60-cx6dx-eth-port-down-mtu1024-fragment.txt"))
-    assert [b.source for b in p.blocks] == ["ibv_devinfo"]
+    assert [b.kind for b in p.blocks] == ["ibv_devinfo"]
     assert [f.check for f in p.findings if f.status == Status.FAIL] == ["ib.port_state"]
     healthy = pasted.scan(real.node_text("ibv_devinfo", "azhpcimages44-azure-hbv2-renamed-hcas-fragment.txt"))
-    assert [b.source for b in healthy.blocks] == ["ibv_devinfo"] and not healthy.findings
+    assert [b.kind for b in healthy.blocks] == ["ibv_devinfo"] and not healthy.findings
 
 
 def test_ulimit_a_with_a_64k_memlock_is_found_and_judged():
     ulimit = (real.ROOT / "cases" / "node-ucx8229-ulimit-a-memlock-64k-create-cq-enomem" / "node-a" / "ulimit.txt")
     real.require()
     p = pasted.scan(log_text(HEALTHY_LOG) + ulimit.read_text(encoding="utf-8"))
-    assert [b.source for b in p.blocks] == ["ulimit"]
+    assert [b.kind for b in p.blocks] == ["ulimit -a"]
     assert [f.check for f in p.findings] == ["limits.memlock"]
 
 
@@ -77,7 +78,7 @@ def test_df_h_of_dev_shm_is_read_in_its_human_units():
     small = pasted.scan("Filesystem      Size  Used Avail Use% Mounted on\nshm              64M     0   64M   0% /dev/shm\n")
     assert [f.check for f in small.findings] == ["limits.shm"] and small.findings[0].status in (Status.WARN, Status.FAIL)
     big = pasted.scan("Filesystem      Size  Used Avail Use% Mounted on\ntmpfs           252G     0  252G   0% /dev/shm\n")
-    assert [b.source for b in big.blocks] == ["shm"] and not big.findings
+    assert [b.kind for b in big.blocks] == ["df"] and not big.findings
 
 
 def test_a_healthy_log_alone_has_no_pasted_block_and_no_signal():
@@ -88,10 +89,11 @@ def test_a_healthy_log_alone_has_no_pasted_block_and_no_signal():
 # ---- verdicts ---------------------------------------------------------------------------------------------------
 
 
-def test_a_port_down_pasted_beside_a_run_that_worked_raises_nothing():
+def test_a_port_down_pasted_beside_a_run_that_worked_is_never_silent():
     text = log_text(HEALTHY_LOG) + real.node_text("ibstat", "gpud-h100-roce400g-down-polling-disabled.txt")
     assert alarms(log_text(HEALTHY_LOG)) == []
-    assert alarms(text) == []
+    d = alarms(text)
+    assert d and d[0].severity == "fail" and "mlx5_11" in d[0].summary
 
 
 def test_a_polling_port_pasted_beside_a_failed_run_is_named():
@@ -186,7 +188,7 @@ def test_signals_that_do_not_mean_a_failure_are_left_alone():
 def test_a_healthy_nvidia_smi_q_is_found_and_gives_nothing(name):
     text = log_text(HEALTHY_LOG) + real.node_text("nvidia-smi-q", name)
     p = pasted.scan(text)
-    assert [b.source for b in p.blocks] == ["nvidia_smi_full"] and not p.findings
+    assert [b.kind for b in p.blocks] == ["nvidia-smi -q"] and not p.findings
     assert alarms(text) == []
 
 
@@ -205,7 +207,7 @@ def test_row_remapping_pending_in_a_pasted_nvidia_smi_q_is_named_beside_a_failed
                                   "spiderpool-sriov-ib-vf-rdma-link-indented.txt"])
 def test_a_healthy_rdma_link_is_found_and_gives_nothing(name):
     p = pasted.scan(log_text(FAILED_LOG) + real.node_text("rdma-link", name))
-    assert [b.source for b in p.blocks] == ["rdma_link"] and not p.findings
+    assert [b.kind for b in p.blocks] == ["rdma_link"] and not p.findings
 
 
 def test_a_polling_port_in_rdma_link_fails():
@@ -223,21 +225,7 @@ def test_an_unconfirmed_sigkill_comes_after_the_cause_the_log_names():
     assert any(x.id == "killed-by-signal" for x in d)
 
 
-# ---- walking only where a block or a process's end may be ----------------------------------------------------
-
-# Texts written for these tests: every kind of line break str.splitlines knows, around quoted and plain lines.
-BREAKS = ["", "a", "a\n", "a\nb", "a\r\nb\r\n", "a\rb\n", "a\r\r\nb", "\n\n", "a\x0cb\nc", "a\u2028b\n",
-          "x\x85y\n> CA 'mlx5_0'\n", "one\ntwo\r\n\r\nthree", "> > GPU 00000000:01:00.0\r\n    Product Name : A\r\n"]
-
-
-@pytest.mark.parametrize("text", BREAKS)
-def test_lines_are_those_of_splitlines_and_candidates_those_a_line_by_line_search_finds(text):
-    lines = pasted._Lines(text, pasted._clean)
-    expected = text.splitlines()
-    assert len(lines) == len(expected)
-    assert lines[:] == [pasted._clean(l) for l in expected]
-    for words in (pasted._STARTS, pasted._ENDS, (pasted.re.compile(r"\w"),)):
-        assert list(lines.candidates(words)) == [i for i, l in enumerate(expected) if any(w.search(l) for w in words)]
+# ---- read only where a word of a kind is, in pieces of any size ------------------------------------------------
 
 
 @pytest.mark.parametrize("sep", ["\n", "\r\n"])
@@ -250,7 +238,32 @@ def test_blocks_deep_in_a_long_log_are_found_at_their_lines_as_in_the_paste_alon
     text = (log + paste + log).replace("\n", sep)
     found = pasted.scan(text, "job.log")
     offset = log.count("\n")
-    assert [(b.source, b.text, b.host, b.lineno) for b in found.blocks] == \
-        [(b.source, b.text, b.host, b.lineno + offset) for b in alone.blocks]
-    assert [b.source for b in found.blocks] == ["ibstat", "ulimit"] and found.blocks[0].host == "gpu7"
+    assert [(b.kind, b.text, b.host, b.lineno) for b in found.blocks] == \
+        [(b.kind, b.text, b.host, b.lineno + offset) for b in alone.blocks]
+    assert [b.kind for b in found.blocks] == ["ibstat", "ulimit -a"] and found.blocks[0].host == "gpu7"
     assert [f.check for f in found.findings] == [f.check for f in alone.findings]
+    for size in (1, 4093, 1 << 20):  # fed in pieces that split lines, as a pipe gives them
+        reader = pasted.Reader("job.log")
+        data = text.encode("utf-8")
+        for at in range(0, len(data), size):
+            reader.feed(data[at:at + size])
+        fed = reader.end()
+        assert [(b.kind, b.text, b.host, b.lineno) for b in fed.blocks] == \
+            [(b.kind, b.text, b.host, b.lineno) for b in found.blocks], size
+
+
+def test_without_hyperscan_the_expression_finds_the_same_blocks_and_a_long_text_is_bounded(monkeypatch):
+    from nccldiag.paste import reader
+
+    ibstat = real.node_text("ibstat", "gpud-h100-roce400g-down-polling-disabled.txt")
+    text = log_text(FAILED_LOG) * 20 + "root@gpu7:~# ibstat\n" + ibstat + log_text(FAILED_LOG)
+    fast = pasted.scan(text, "job.log")
+    slow_words = reader._Words.__new__(reader._Words)
+    slow_words.db = None  # as where Hyperscan is not installed
+    monkeypatch.setattr(reader, "_WORDS", slow_words)
+    slow = pasted.scan(text, "job.log")
+    assert [(b.kind, b.lineno, b.host) for b in slow.blocks] == [(b.kind, b.lineno, b.host) for b in fast.blocks]
+    assert [b.kind for b in slow.blocks] == ["ibstat"] and not slow.bounded
+    monkeypatch.setattr(reader, "SLOW_BOUND", len(log_text(FAILED_LOG)))
+    cut = pasted.scan(text, "job.log")
+    assert not cut.blocks and cut.bounded and "job.log" in cut.bounded[0]

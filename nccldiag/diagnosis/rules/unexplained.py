@@ -58,10 +58,8 @@ def _first_finding(inp: Inputs, diagnoses: List[Diagnosis]) -> Tuple[Optional[Fi
     cited = {(e.ref, e.host) for d in diagnoses for e in d.evidence if e.kind == "finding"}
     # an ERROR is a part not checked (a node not reached, a command that timed out): the summary counts it as
     # not checked, and it says nothing of a cause
-    # a node output pasted beside a log is evidence for a cause, not a failure of the run by itself
-    pasted = [id(f) for f in (inp.pasted.findings if inp.pasted is not None else [])]
-    found = [f for f in inp.all_findings() if f.status in (Status.FAIL, Status.WARN) and (f.check, f.host) not in cited
-             and id(f) not in pasted]
+    # a node output pasted beside a log is evidence like a node's: a failure in it that no cause explains is named
+    found = [f for f in inp.all_findings() if f.status in (Status.FAIL, Status.WARN) and (f.check, f.host) not in cited]
     found.sort(key=lambda f: -SEVERITY[f.status])
     return (found[0] if found else None), len(found)
 

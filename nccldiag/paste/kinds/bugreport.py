@@ -1,0 +1,29 @@
+"""``nvidia-bug-report.sh``'s log (``nvidia-bug-report.log``): its section headers (``*** /proc/driver/nvidia/version``,
+``/usr/bin/nvidia-smi --query``). The sections' contents are read by the kinds of what they hold (kernel lines,
+``nvidia-smi -q``, ``lspci``, ...); the headers themselves are shown, no area judging them."""
+from __future__ import annotations
+
+import re
+from typing import Dict, List
+
+from nccldiag.paste.kinds.base import Context
+
+NAME = "nvidia-bug-report"
+WORDS = ("nvidia-bug-report", "*** /", "____________________________________________")
+SOURCES = ()
+GAPS = 0
+UP = False
+
+_HEADER = re.compile(r"[ \t]{0,4}(?:\*\*\* /\S{1,300}|_{40,200}[ \t]{0,4}$|Start of NVIDIA bug report log file|"
+                     r"nvidia-bug-report\.sh (?:will now collect|Version))")
+
+
+def anchor(text: str) -> bool:
+    return bool(_HEADER.match(text)) and ("nvidia-bug-report" in text or text.lstrip().startswith("*** /"))
+
+
+member = _HEADER.match
+
+
+def sections(lines: List[str], context: Context) -> Dict[str, str]:
+    return {}

@@ -1,0 +1,28 @@
+"""``ibstatus``: an ``Infiniband device 'mlx5_0' port 1 status:`` block per port (infiniband-diags), read by the
+same parser as ``ibstat``."""
+from __future__ import annotations
+
+import re
+from typing import Dict, List
+
+from nccldiag.paste.kinds.base import KEY_VALUE, Context, elided, indented, one
+
+NAME = "ibstatus"
+WORDS = ("Infiniband device '",)
+SOURCES = ("ibstat",)
+GAPS = 1
+MIN = 3
+
+_DEVICE = re.compile(r"[ \t]{0,40}Infiniband device '[^']{1,200}' port \d{1,4} status:[ \t]{0,40}$")
+
+
+def anchor(text: str) -> bool:
+    return bool(_DEVICE.match(text))
+
+
+def member(text: str) -> bool:
+    return bool(_DEVICE.match(text) or (indented(text) and KEY_VALUE.match(text)) or elided(text))
+
+
+def sections(lines: List[str], context: Context) -> Dict[str, str]:
+    return one("ibstat", lines)

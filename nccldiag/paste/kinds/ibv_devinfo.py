@@ -1,0 +1,30 @@
+"""``ibv_devinfo`` (and ``-v``): an ``hca_id:`` block per device, its ports indented under it; a fragment that
+starts at a port (``port: 1`` / ``state: PORT_ACTIVE (4)``) too."""
+from __future__ import annotations
+
+import re
+from typing import Dict, List
+
+from nccldiag.paste.kinds.base import KEY_VALUE, Context, elided, indented, one
+
+NAME = "ibv_devinfo"
+WORDS = ("hca_id:", "PORT_ACTIVE", "PORT_DOWN", "PORT_INIT", "PORT_ARMED", "PORT_ACTIVE_DEFER")
+SOURCES = ("ibv_devinfo",)
+GAPS = 1
+MIN = 3
+
+_HCA = re.compile(r"[ \t]{0,40}hca_id:[ \t]{0,40}\S")
+_STATE = re.compile(r"[ \t]{0,40}state:[ \t]{0,40}PORT_[A-Z_]{2,20}[ \t]{0,4}\(\d{1,2}\)")
+_GID = re.compile(r"[ \t]{0,40}GID\[[ \t]{0,4}\d{1,4}\]:")
+
+
+def anchor(text: str) -> bool:
+    return bool(_HCA.match(text) or _STATE.match(text))
+
+
+def member(text: str) -> bool:
+    return bool(_HCA.match(text) or (indented(text) and (KEY_VALUE.match(text) or _GID.match(text))) or elided(text))
+
+
+def sections(lines: List[str], context: Context) -> Dict[str, str]:
+    return one("ibv_devinfo", lines)

@@ -1,0 +1,29 @@
+"""``lspci`` (``-vvv``, ``-nn``, ``-D``; or a ``grep`` of its device lines): a device line
+(``0000:3b:00.0 3D controller: NVIDIA Corporation ...``), its capabilities indented under it."""
+from __future__ import annotations
+
+import re
+from typing import Dict, List
+
+from nccldiag.paste.kinds.base import Context, elided, indented, one
+
+NAME = "lspci"
+WORDS = ("PCI bridge", "controller: ", "Capabilities: [", "LnkSta:", "ACSCtl:", "ACSCap:")
+SOURCES = ("lspci",)
+GAPS = 1
+
+_DEVICE = re.compile(r"[ \t]{0,4}(?:[0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7][ \t][A-Za-z][\w ./-]{0,60}"
+                     r"(?:\[[0-9a-f]{4}\])?:[ \t]")
+_CAPABILITY = re.compile(r"[ \t]{1,20}(?:Capabilities: \[|LnkSta:|LnkCap:|ACSCtl:|ACSCap:)")
+
+
+def anchor(text: str) -> bool:
+    return bool(_DEVICE.match(text) or _CAPABILITY.match(text))
+
+
+def member(text: str) -> bool:
+    return bool(_DEVICE.match(text) or indented(text) or elided(text))
+
+
+def sections(lines: List[str], context: Context) -> Dict[str, str]:
+    return one("lspci", lines)

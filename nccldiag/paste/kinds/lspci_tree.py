@@ -1,0 +1,26 @@
+"""``lspci -tv``: the PCI tree (``+-1d.4-[0a]--+-00.0  NVIDIA Corporation ...``). No area reads it (the tree says
+where a device sits, not whether it works): it is read and shown beside the findings."""
+from __future__ import annotations
+
+import re
+from typing import Dict, List
+
+from nccldiag.paste.kinds.base import Context
+
+NAME = "lspci -tv"
+WORDS = ("]--", "+-0", "\\-0")
+SOURCES = ()
+
+_TREE = re.compile(r"[ \t|]{0,200}(?:[+\\]-|-\[)[0-9a-fA-F]{2}")
+
+
+def anchor(text: str) -> bool:
+    return bool(_TREE.match(text)) and ("--" in text or "-[" in text)
+
+
+def member(text: str) -> bool:
+    return bool(_TREE.match(text)) or text.strip() == "|"
+
+
+def sections(lines: List[str], context: Context) -> Dict[str, str]:
+    return {}

@@ -1,0 +1,539 @@
+"""Finding the node outputs in a text, however long (pure: bytes in, blocks out).
+
+A :class:`Reader` is fed the text in pieces of any size (a file read in blocks, standard input as it comes) and
+reads it in chunks of whole lines. In each chunk it searches the words of every kind (``WORDS``), of a prompt
+(``@``, ``$ ``) and of a process's end (:mod:`nccldiag.paste.ends`) at once, and reads only the lines holding one:
+a long job output is searched at the speed of the expression, and only where a block may be is it split into
+lines, decoded and peeled (:func:`nccldiag.paste.lines.peel`). A line read before is not read again (its anchors
+are remembered), and a block seen before (the same kind, host and text) is counted, not kept twice.
+
+From a line that anchors a kind, the block grows up and down over the lines with the same front (the same
+layers: quote marks, a host, a time per line, ...) that belong to the kind; the kernel's lines are taken line
+by line (:mod:`nccldiag.paste.kinds.kernel`). A block that reaches the end of a chunk waits for the next.
+
+A block's host is the one its own front names (``node7: ``, a syslog line's host), else that of the prompt just
+above it, else that of the last prompt above it in the text; else none. Bounds: :data:`MAX_BLOCKS` blocks,
+:data:`MAX_TEXT` characters of them and :data:`MAX_LINES` distinct lines read per text; past them the reader
+reads no further block and says so (:attr:`Reader.bounded`).
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from nccldiag.paste import ends, lines as L
+from nccldiag.paste.kinds import all_kinds
+from nccldiag.paste.kinds.base import MAX_LINES as MAX_BLOCK_LINES, Context
+
+CHUNK = 4 * 1024 * 1024  # bytes read as one chunk
+LOOKBACK = 256 * 1024  # bytes of the chunk before kept, for a block that grows up into them
+MAX_CARRY = 16 * 1024 * 1024  # a block still growing at the end of a chunk waits for the next up to this size
+MAX_BLOCKS = 256  # blocks kept per text
+MAX_TEXT = 16 * 1024 * 1024  # characters of blocks kept per text
+MAX_LINES = 200_000  # distinct lines read per text
+MAX_PARTIAL = 50  # lines read only in part, kept per text
+
+KINDS: Tuple[ModuleType, ...] = tuple(all_kinds())
+_PROMPT_WORDS = ("@", "$ ")
+
+
+def _trie(words: Sequence[str]) -> "re.Pattern[bytes]":
+    """One expression matching any of ``words`` (literal), as a trie: each position is tried once per first
+    character."""
+    root: dict = {}
+    for w in words:
+        node = root
+        for ch in w.encode("utf-8"):
+            node = node.setdefault(ch, {})
+        node[None] = True
+
+    def emit(node: dict) -> str:
+        if None in node:
+            return ""  # a whole word ends here: nothing more is needed
+        alts = [re.escape(bytes([ch]).decode("latin-1")) + emit(node[ch]) for ch in sorted(k for k in node if k is not None)]
+        return alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")"
+
+    return re.compile(emit(root).encode("latin-1"))
+
+
+_KIND_WORDS: Tuple[Tuple[bytes, ...], ...] = tuple(tuple(w.encode("utf-8") for w in k.WORDS) for k in KINDS)
+_END_WORDS = tuple(w.encode("utf-8") for w in ends.WORDS)
+WORDS = tuple(dict.fromkeys([w for k in KINDS for w in k.WORDS] + list(ends.WORDS) + list(_PROMPT_WORDS)))
+_SEARCH = _trie(WORDS)
+SLOW_BOUND = 16 * 1024 * 1024  # bytes of a text read where Hyperscan is missing (the expression is ~20x slower)
+
+
+class _Words:
+    """Where the words are in a chunk: Hyperscan's literal matcher (all the words in one pass, at the speed of a
+    search for one byte) where it is installed, else :data:`_SEARCH`."""
+
+    def __init__(self) -> None:
+        self.db = None
+        try:
+            import hyperscan
+        except ImportError:  # the expression reads the first SLOW_BOUND bytes of a text (Reader.feed)
+            return
+        words = [w.encode("utf-8") for w in WORDS]
+        db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+        db.compile(expressions=[re.escape(w) for w in words], ids=list(range(len(words))), elements=len(words),
+                   flags=[0] * len(words))
+        self.db, self.lengths = db, [len(w) for w in words]
+
+    @property
+    def fast(self) -> bool:
+        return self.db is not None
+
+    def starts(self, buf: bytes, start: int) -> List[int]:
+        """The offsets at which a word starts in ``buf``, from ``start``, in order."""
+        if self.db is None:
+            return [m.start() for m in _SEARCH.finditer(buf, start)]
+        hits: List[int] = []
+        lengths = self.lengths
+
+        def hit(i: int, _from: int, to: int, _flags: int, _ctx: object) -> None:
+            at = to - lengths[i]
+            if at >= start:
+                hits.append(at)
+
+        self.db.scan(buf, match_event_handler=hit)
+        hits.sort()
+        return hits
+
+
+_WORDS: Optional[_Words] = None
+
+
+def _words() -> _Words:
+    global _WORDS
+    if _WORDS is None:
+        _WORDS = _Words()
+    return _WORDS
+
+
+@dataclass
+class Block:
+    """One node output found in the text: its kind, the sections it feeds (``{source: text}``, as a bundle holds
+    them; empty for a kind no area reads), where it is, the host it is attributed to, what was taken off its
+    lines, and the command typed above it."""
+
+    kind: str
+    sections: Dict[str, str]
+    path: str
+    lineno: int
+    end: int
+    host: Optional[str] = None
+    layers: Tuple[str, ...] = ()
+    command: str = ""
+    text: str = ""  # the clean lines (cut at 64 KiB), as read
+    repeats: int = 0  # the same block seen again further on
+
+    def where(self) -> str:
+        return f"{self.path}:{self.lineno}" + (f"-{self.end}" if self.end != self.lineno else "")
+
+    def to_dict(self) -> Dict[str, object]:
+        return {"kind": self.kind, "sources": sorted(self.sections), "file": self.path, "line": self.lineno,
+                "end_line": self.end, "host": self.host, "stripped": list(self.layers), "command": self.command,
+                "repeats": self.repeats}
+
+
+@dataclass
+class Partial:
+    """A line that looked like a kind's but made no block of it (too short, cut): shown, never dropped."""
+
+    kind: str
+    path: str
+    lineno: int
+    text: str
+    host: Optional[str] = None
+
+    def to_dict(self) -> Dict[str, object]:
+        return {"kind": self.kind, "file": self.path, "line": self.lineno, "text": self.text[:300], "host": self.host}
+
+
+@dataclass
+class Found:
+    """What a text held: blocks, lines read in part, processes' ends, and whether a bound stopped the reading."""
+
+    blocks: List[Block] = field(default_factory=list)
+    partial: List[Partial] = field(default_factory=list)
+    signals: List[Tuple[int, ends.Line]] = field(default_factory=list)
+    oom: List[ends.Line] = field(default_factory=list)
+    bounded: str = ""
+
+    def merge(self, other: "Found") -> None:
+        self.blocks += other.blocks
+        self.partial += other.partial
+        self.signals += other.signals
+        self.oom += other.oom
+        self.bounded = self.bounded or other.bounded
+
+
+class _View:
+    """The lines of one chunk, by the offset each starts at (found by searching for line breaks, never by
+    splitting the chunk), each decoded and peeled once."""
+
+    def __init__(self, buf: bytes, cache: Dict[bytes, L.Peeled]) -> None:
+        self.buf, self.cache = buf, cache
+
+    def end(self, s: int) -> int:
+        e = self.buf.find(b"\n", s)
+        return len(self.buf) if e < 0 else e
+
+    def raw(self, s: int) -> bytes:
+        return self.buf[s:self.end(s)]
+
+    def next(self, s: int) -> Optional[int]:
+        e = self.end(s)
+        return e + 1 if e + 1 < len(self.buf) else None
+
+    def prev(self, s: int) -> Optional[int]:
+        if s <= 0:
+            return None
+        return self.buf.rfind(b"\n", 0, s - 1) + 1
+
+    def peeled(self, s: int) -> L.Peeled:
+        raw = self.raw(s)
+        p = self.cache.get(raw)
+        if p is None:
+            if len(self.cache) > 50_000:
+                self.cache.clear()
+            p = self.cache[raw] = L.peel(raw.decode("utf-8", "replace"))
+        return p
+
+    def follow(self, s: int, template: Sequence[L.Layer]) -> Optional[str]:
+        return L.follow(self.peeled(s), template)
+
+
+class Reader:
+    """Reads a text fed in pieces (:meth:`feed`, then :meth:`end`) and finds its blocks (see the module's
+    docstring); ``first`` is the number of its first line."""
+
+    def __init__(self, path: str = "<text>", first: int = 1) -> None:
+        self.path = path
+        self.found = Found()
+        self.host: Optional[str] = None  # the host of the last prompt seen
+        self._pending = b""  # the end of the text fed that is no whole line yet
+        self._parts: List[bytes] = []  # whole lines not read yet, in pieces as fed
+        self._size = 0  # their bytes
+        self._tail = b""  # the end of the chunk read before, for a block that grows up into it
+        self._first = first  # the number of the first line of _tail + _parts
+        self._anchors: Dict[bytes, list] = {}
+        self._peeled: Dict[bytes, L.Peeled] = {}
+        self._seen: Dict[Tuple[str, Optional[str], str], Block] = {}
+        self._text = 0
+        self._stopped = False
+        self._floor = 0
+        self._fed = 0
+        self._cut = False
+
+    @property
+    def bounded(self) -> str:
+        return self.found.bounded
+
+    def feed(self, data: bytes) -> None:
+        if not data or self._cut:
+            return
+        self._fed += len(data)
+        if self._fed > SLOW_BOUND and not _words().fast:  # the expression's pace: the start of the text is read
+            data = data[:max(0, len(data) - (self._fed - SLOW_BOUND))]
+            self._cut = True
+            if not self.found.bounded:
+                self.found.bounded = (f"{self.path}: read for node outputs in its first {SLOW_BOUND // 2 ** 20} MiB "
+                                      "only (Hyperscan, which reads the rest as fast, is not installed)")
+        cut = data.rfind(b"\n") + 1
+        if not cut:
+            self._pending += data
+            if len(self._pending) > 4 * L.MAX_LINE:
+                self._pending = self._pending[:L.MAX_LINE] + b" [...]"  # one overlong line: its start is read
+            return
+        head = data if cut == len(data) else memoryview(data)[:cut]  # joined once, in _read
+        if self._pending:
+            self._parts.append(self._pending)
+            self._size += len(self._pending)
+        self._parts.append(head)
+        self._size += cut
+        self._pending = data[cut:]
+        if self._size >= CHUNK:
+            self._read(final=False)
+
+    def end(self) -> Found:
+        if self._pending:
+            self._parts.append(self._pending + b"\n")
+            self._pending = b""
+        self._read(final=True)
+        return self.found
+
+    # ---- one chunk -------------------------------------------------------------------------------------------
+
+    def _read(self, final: bool) -> None:
+        buf = b"".join([self._tail, *self._parts])
+        start = len(self._tail)
+        view = _View(buf, self._peeled)
+        lineno, counted = self._first, 0
+        last = -1
+        self._floor = 0  # a block grows up no further than the end of the block before it
+        deferred: Optional[int] = None
+        for at in _words().starts(buf, start):
+            if self._stopped:
+                break
+            s = buf.rfind(b"\n", 0, at) + 1
+            if s <= last:
+                continue  # a line already read, or inside a block taken
+            lineno += buf.count(b"\n", counted, s)
+            counted = s
+            last = s
+            taken = self._line(view, s, lineno, final)
+            if taken is None:
+                continue
+            if taken < 0:  # a block reaches the end of the chunk: read it again with the next
+                deferred = s
+                break
+            last = taken
+            self._floor = view.next(taken) or len(buf)
+        if deferred is not None and len(buf) - deferred < MAX_CARRY:
+            keep = max(start, deferred - LOOKBACK)
+            keep = buf.rfind(b"\n", 0, keep) + 1 if keep > 0 else 0
+            keep = min(keep, deferred)
+            self._first = lineno - buf.count(b"\n", keep, deferred)
+            self._tail, self._parts = buf[keep:deferred], [buf[deferred:]]
+            self._size = len(buf) - deferred
+            return
+        keep = buf.rfind(b"\n", 0, max(len(buf) - LOOKBACK, 0)) + 1 if len(buf) > LOOKBACK else 0
+        self._first = lineno + buf.count(b"\n", counted, keep) if keep >= counted else \
+            lineno - buf.count(b"\n", keep, counted)
+        self._tail, self._parts, self._size = buf[keep:], [], 0
+
+    def _line(self, view: _View, s: int, lineno: int, final: bool) -> Optional[int]:
+        """Read the line at ``s``: a prompt, a process's end, the anchor of a block. Returns the offset of the
+        last line of a block taken from it, -1 when the block may go on past the chunk, None otherwise."""
+        raw = view.raw(s)
+        anchors = self._anchors.get(raw)
+        if anchors is None:
+            if len(self._anchors) >= MAX_LINES:
+                self._stop(f"{MAX_LINES} distinct lines read")
+                return None
+            anchors = self._anchors[raw] = _anchors(view.peeled(s), raw)
+        p = view.peeled(s)
+        if p.layers and p.layers[-1].kind == "prompt":
+            self.host = p.host()
+        if any(w in raw for w in _END_WORDS):
+            self._end(view, s, lineno, p.line)
+        for kind, k in anchors:
+            taken = self._block(view, s, lineno, kind, k, final)
+            if taken is not None:
+                return taken
+        if anchors and len(self.found.partial) < MAX_PARTIAL:
+            self.found.partial.append(Partial(anchors[0][0].NAME, self.path, lineno, p.text.strip(), self.host))
+        return None
+
+    def _end(self, view: _View, s: int, lineno: int, text: str) -> None:
+        def above(k: int) -> Optional[str]:
+            at: Optional[int] = s
+            for _ in range(k):
+                at = view.prev(at) if at is not None else None
+            return view.peeled(at).line if at is not None else None
+
+        no = ends.signal_of(text)
+        if no is not None and no > 0:
+            self.found.signals.append((no, ends.Line(self.path, lineno, text, ends.host_of(text, above))))
+        if ends.oom(text):
+            self.found.oom.append(ends.Line(self.path, lineno, text))
+
+    def _block(self, view: _View, s: int, lineno: int, kind: ModuleType, k: int, final: bool) -> Optional[int]:
+        p = view.peeled(s)
+        template = p.layers[:k]
+        if k < 0:  # the output written after the command on its line ('dkms status # nvidia/570..., installed')
+            template = p.layers
+            got, first, last, reached = [(s, p.trailing())], s, s, False
+        elif getattr(kind, "MODE", "block") == "lines":
+            got, first, last, reached = _kernel_lines(view, s, kind, template, self._floor)
+        else:
+            got, first, last, reached = _extent(view, s, kind, template, self._floor)
+        if reached and not final:
+            return -1
+        texts = [t for _, t in got]
+        if sum(1 for t in texts if t.strip()) < getattr(kind, "MIN", 1):
+            return None
+        above = view.prev(first)
+        command = _command(view.peeled(above)) if above is not None else ""
+        sections = kind.sections(texts, Context(command))
+        if sections is None or (not sections and kind.SOURCES and not getattr(kind, "CONTEXT", False)):
+            return None
+        start = lineno - sum(1 for _ in _between(view, first, s))
+        end = start + len(got) - 1  # a block's lines are consecutive
+        host = p.host(k if k >= 0 else None) or _line_host(view, got) or (view.peeled(above).host() if above is not None and
+                                                      _is_prompt(view.peeled(above)) else None) or self.host
+        text = "\n".join(texts)
+        key = (kind.NAME, host, text)
+        if key in self._seen:
+            self._seen[key].repeats += 1
+            return last
+        if len(self.found.blocks) >= MAX_BLOCKS or self._text + len(text) > MAX_TEXT:
+            self._stop(f"{len(self.found.blocks)} blocks, {self._text} characters of them read")
+            return last
+        block = Block(kind.NAME, sections, self.path, start, end, host, tuple(la.kind for la in template), command,
+                      text[:65536])
+        self._seen[key] = block
+        self._text += len(text)
+        self.found.blocks.append(block)
+        return last
+
+    def _stop(self, why: str) -> None:
+        self._stopped = True
+        if not self.found.bounded:
+            self.found.bounded = f"{self.path}: read for node outputs up to a bound ({why}); the rest was not"
+
+
+def _anchors(p: L.Peeled, raw: bytes) -> list:
+    """``(kind, layers)`` of every kind whose anchor the line is, with how many of its layers surround it."""
+    out = []
+    for kind, words in zip(KINDS, _KIND_WORDS):
+        if not any(w in raw for w in words):
+            continue
+        if getattr(kind, "MODE", "block") == "lines":
+            k = kind.classify(p)
+            if k is not None:
+                out.append((kind, k))
+            continue
+        first = 0
+        if getattr(kind, "KEEP_TIME", False):  # a log whose lines keep their time: what surrounds the time goes
+            first = next((i for i, la in enumerate(p.layers) if la.kind == "time"), len(p.layers))
+        for k in range(first, len(p.layers) + 1):
+            if kind.anchor(p.stage(k)):
+                out.append((kind, k))
+                break
+        else:
+            trailing = p.trailing()
+            if trailing and kind.anchor(trailing):
+                out.append((kind, -1))
+    return out
+
+
+def _extent(view: _View, s: int, kind: ModuleType, template: Sequence[L.Layer], floor: int = 0):
+    """The lines of a block anchored at ``s``, none above ``floor``: ``([(offset, text)], first offset, last
+    offset, whether it reached the end of the chunk)``."""
+    got = [(s, L.follow(view.peeled(s), template) or view.peeled(s).stage(len(template)))]
+    member, anchor = kind.member, kind.anchor
+    limit = getattr(kind, "MAX", MAX_BLOCK_LINES)
+    if getattr(kind, "UP", True):
+        at = s
+        while len(got) < limit:
+            up = view.prev(at)
+            if up is None or up < floor:
+                break
+            t = view.follow(up, template)
+            if t is None or not t.strip() or not (member(t) or anchor(t)) or _is_prompt(view.peeled(up)):
+                break
+            got.insert(0, (up, t))
+            at = up
+    gaps: List[Tuple[int, str]] = []
+    at, reached = s, False
+    allowed = getattr(kind, "GAPS", 1)
+    while len(got) < limit:
+        down = view.next(at)
+        if down is None:
+            reached = True
+            break
+        t = view.follow(down, template)
+        if t is None or _is_prompt(view.peeled(down)):
+            break  # another front, or the next command
+        if not t.strip():
+            gaps.append((down, t))
+            if len(gaps) > allowed:
+                break
+            at = down
+            continue
+        if member(t) or anchor(t):
+            got += gaps + [(down, t)]
+            gaps = []
+            at = down
+            continue
+        break
+    return got, got[0][0], got[-1][0], reached
+
+
+def _kernel_lines(view: _View, s: int, kind: ModuleType, template: Sequence[L.Layer], floor: int = 0):
+    """The kernel lines around ``s`` with the same front (and the lines they continue on), none above
+    ``floor``."""
+    k = len(template)
+    first = view.peeled(s)
+    host = first.host()
+
+    def kernel(at: int) -> Optional[str]:
+        q = view.peeled(at)
+        kk = kind.classify(q)
+        if L.follow(q, template) is None or q.host() != host or _is_prompt(q):
+            return None
+        if kk is None and k == len(q.layers) == len(first.layers) and kind.same_writer(q.text, first.text):
+            return q.stage(k)  # a message the kernel wrote over several lines of the same driver ('NVRM: ...')
+        if kk != k:
+            return None
+        return q.stage(k)
+
+    got = [(s, view.peeled(s).stage(k))]
+    at = s
+    while len(got) < MAX_BLOCK_LINES:
+        up = view.prev(at)
+        if up is None or up < floor:
+            break
+        t = kernel(up)
+        if t is None:
+            break
+        got.insert(0, (up, t))
+        at = up
+    at, reached = s, False
+    while len(got) < MAX_BLOCK_LINES:
+        down = view.next(at)
+        if down is None:
+            reached = True
+            break
+        t = kernel(down)
+        if t is None:
+            rest = view.follow(down, template)
+            if rest is not None and kind.continues(rest):
+                t = rest
+        if t is None:
+            break
+        got.append((down, t))
+        at = down
+    return got, got[0][0], got[-1][0], reached
+
+
+def _between(view: _View, first: int, s: int):
+    """The lines from ``first`` up to (not including) ``s``."""
+    at: Optional[int] = first
+    while at is not None and at < s:
+        yield at
+        at = view.next(at)
+
+
+def _line_host(view: _View, got: Sequence[Tuple[int, str]]) -> Optional[str]:
+    for at, _ in got:
+        h = view.peeled(at).host()
+        if h:
+            return h
+    return None
+
+
+def _is_prompt(p: L.Peeled) -> bool:
+    return bool(p.layers) and p.layers[-1].kind == "prompt"
+
+
+def _command(p: L.Peeled) -> str:
+    """The command typed on a line: after a prompt, or a line (or ``# `` comment) that starts with one."""
+    if _is_prompt(p):
+        return p.text.strip()
+    for k in range(len(p.layers) + 1):
+        text = p.stage(k)
+        if L.COMMAND.match(text):
+            return text.strip()
+    return ""
+
+
+def read(data: bytes, path: str = "<text>") -> Found:
+    """The blocks of a whole text given at once (:class:`Reader`)."""
+    r = Reader(path)
+    r.feed(data)
+    return r.end()
