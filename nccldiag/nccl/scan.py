@@ -364,6 +364,7 @@ def read_paths(paths: Sequence[str], keep: int = KEEP, workers: Optional[int] = 
         ctx = multiprocessing.get_context("fork")
     except ValueError:  # no fork on this platform: one process
         return _in_turn(paths, keep, each)
+    finder()  # compiled once, before the workers fork
     main = Parser(keep)
     extras: List[Any] = []
     todo = iter(paths)
