@@ -54,10 +54,27 @@ def _kept(m: "re.Match[str]") -> str:
     return m.group(1) + MASK
 
 
+# Texts of up to MEMO_LEN characters already redacted, and what they became: a report repeats the same short texts
+# (its keys, hosts, file names) hundreds of thousands of times. At most MEMO_MAX of them are kept.
+MEMO_LEN = 256
+MEMO_MAX = 16384
+_memo: dict = {}
+
+
 def redact(text: str) -> str:
     """``text`` with every secret it quotes replaced by :data:`MASK`; ``text`` itself when it quotes none.
     Each kind of secret is looked for only where its words occur (a substring search), then by its own
-    expression, so that a text costs a few passes over it."""
+    expression, so that a text costs a few passes over it; a short text seen before is looked up."""
+    done = _memo.get(text)
+    if done is not None:
+        return done
+    done = _redact(text)
+    if len(text) <= MEMO_LEN and len(_memo) < MEMO_MAX:
+        _memo[text] = done
+    return done
+
+
+def _redact(text: str) -> str:
     low = text.lower()
     if any(w in text for w in _TOKEN_WORDS):
         text = _TOKENS.sub(MASK, text)

@@ -14,11 +14,15 @@ large binary blocks and hands the parser only
 * every line while the parser needs every line of the file (a line waits for the next one, a benchmark output or
   RAS report is being kept: :meth:`nccldiag.nccl.parser.Parser.needs_every_line`).
 
-Other lines are counted, never decoded. A block where most lines of its first 256 KiB name NCCL is handed over
-whole: there is little to skip. Lines are cut and decoded exactly as :func:`nccldiag.nccl.parser.read_lines` does,
-and keep their numbers, so the facts are those of reading every line (``tests/unit/test_nccllog_scan.py`` compares
-the two on every real log and case). :func:`feed` hands them over undecoded (``bulk``): the parser decodes only the
-lines it reads, and counts a line it read before in the file when reading it again could only add to counts
+A candidate line is one that, alone, holds a word (:func:`candidate`), in the case the grammar writes it. The candidates
+of a block are found in one pass over its bytes by Hyperscan (:class:`HyperscanLines`; the ``hyperscan`` package, a
+dependency on Linux x86-64 and the ``fast`` extra elsewhere), at about 2 GB/s, or, where it does not import, by Python's
+``re`` (:func:`search_lines`, about 80 MB/s): the same lines either way (``tests/unit/test_nccllog_finder.py``). Other
+lines are counted, never decoded. A block where most lines of its first 256 KiB name NCCL is handed over whole: there is
+little to skip. Lines are cut and decoded exactly as :func:`nccldiag.nccl.parser.read_lines` does, and keep their
+numbers, so the facts are those of reading every line (``tests/unit/test_nccllog_scan.py`` compares the two on every
+real log and case). :func:`feed` hands them over undecoded (``bulk``): the parser decodes only the lines it reads, and
+counts a line it read before in the file when reading it again could only add to counts
 (:func:`nccldiag.nccl.replay.feed`).
 
 :func:`parse_paths` reads several files at once, one worker process per core, each file by a parser of its own;
@@ -62,6 +66,102 @@ def _long_line(body: bytes, end: int, cut: int) -> bool:
 def candidate(line: bytes) -> bool:
     """Whether the parser may read something from ``line`` (the prefilter's test; a superset)."""
     return any(rx.search(line) for rx in CANDIDATES)
+
+
+def _line(body: bytes, at: int) -> Tuple[int, int]:
+    """The start and the end (its newline) of the line of ``body`` holding the byte at ``at``."""
+    return body.rfind(b"\n", 0, at) + 1, body.index(b"\n", at)
+
+
+def search_lines(body: bytes, end: int) -> List[int]:
+    """The starts of the candidate lines of ``body[:end]`` (whole lines, each ending in a newline), in order, found
+    with Python's ``re``: each expression of :data:`CANDIDATES` searched for over the whole buffer, a match that runs
+    on past its line's end kept only where the line alone holds a word (:func:`candidate`)."""
+    found = set()
+    for rx in CANDIDATES:
+        search = rx.search
+        pos = 0
+        while True:
+            m = search(body, pos, end)
+            if m is None:
+                break
+            s, e = _line(body, m.start())
+            if m.end() <= e or candidate(body[s:e]):
+                found.add(s)
+                pos = e + 1
+            else:
+                pos = m.start() + 1
+    return sorted(found)
+
+
+def _hs_expression(word: str) -> bytes:
+    """A word of :data:`WORDS` as a Hyperscan expression: its literal, every byte that is not a letter or a digit
+    written as ``\\xHH``, then its regular-expression tail as it stands."""
+    lit, _, tail = word.partition("\0")
+    return b"".join(bytes((b,)) if bytes((b,)).isalnum() else b"\\x%02x" % b for b in lit.encode("utf-8")) + \
+        tail.encode("utf-8")
+
+
+class HyperscanLines:
+    """:func:`search_lines` with Hyperscan: one pass over the buffer finds where every match of every word ends.
+    A word with no tail and no newline lies on the line where it ends; a line where only a word with a tail ends
+    is kept where the line alone holds a word (:func:`candidate`), as with ``re``."""
+
+    def __init__(self, hyperscan: Any, words: Sequence[str]) -> None:
+        plain = [w for w in words if "\0" not in w and "\n" not in w]
+        ordered = plain + [w for w in words if w not in plain]
+        self.plain = len(plain)  # ids below it are plain words
+        self.db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+        self.db.compile(expressions=[_hs_expression(w) for w in ordered], ids=list(range(len(ordered))),
+                        elements=len(ordered), flags=[0] * len(ordered))
+
+    def __call__(self, body: bytes, end: int) -> List[int]:
+        ends: List[int] = []
+        others: List[int] = []
+        plain = self.plain
+        add, add_other = ends.append, others.append
+
+        def on_match(i: int, _start: int, to: int, _flags: int, _context: Any) -> None:
+            if i < plain:
+                add(to)
+            else:
+                add_other(to)
+
+        self.db.scan(body if end == len(body) else body[:end], match_event_handler=on_match)
+        found = set()
+        rfind, find = body.rfind, body.find
+        last = -1  # the end of the last line kept
+        ends.sort()
+        for to in ends:
+            if to > last:
+                s = rfind(b"\n", 0, to - 1) + 1
+                last = find(b"\n", to - 1)
+                found.add(s)
+        for to in others:
+            s, e = _line(body, to - 1)
+            if s not in found and candidate(body[s:e]):
+                found.add(s)
+        return sorted(found)
+
+
+_FINDER: List[Callable[[bytes, int], List[int]]] = []
+
+
+def finder() -> Callable[[bytes, int], List[int]]:
+    """How candidate lines are found: :class:`HyperscanLines` where the ``hyperscan`` module imports and compiles
+    :data:`WORDS`, else :func:`search_lines` (the same lines, at Python's ``re``'s pace). ``NCCLDIAG_PREFILTER=re``
+    chooses the latter."""
+    if not _FINDER:
+        chosen: Callable[[bytes, int], List[int]] = search_lines
+        if os.environ.get("NCCLDIAG_PREFILTER", "") != "re":
+            try:
+                import hyperscan
+
+                chosen = HyperscanLines(hyperscan, WORDS)
+            except Exception:  # not installed, no wheel for this platform, or an expression it cannot compile
+                chosen = search_lines
+        _FINDER.append(chosen)
+    return _FINDER[0]
 
 
 class Scan:
@@ -131,43 +231,32 @@ class Scan:
                 yield n, line[:cut].decode("utf-8", errors="replace").rstrip("\r\n")
             self.ctx = CONTEXT  # the last of them may have been a candidate
             return
-        searches = [rx.search for rx in CANDIDATES]
-        nxt: List[Optional["re.Match[bytes]"]] = [None] * len(searches)
-        at = [-1] * len(searches)  # where each expression's next match was searched from
-
-        def hit(a: int, b: int) -> bool:
-            return any(se(body, a, b) for se in searches)
-
+        starts = finder()(body, end)  # the candidate lines' starts, in order
+        j, count = 0, len(starts)
         while pos < end:
+            while j < count and starts[j] < pos:
+                j += 1
             if self.ctx or self.needs_all():
                 e = body.index(b"\n", pos)
-                self.ctx = CONTEXT if hit(pos, e) else max(self.ctx - 1, 0)
+                self.ctx = CONTEXT if j < count and starts[j] == pos else max(self.ctx - 1, 0)
                 n += 1
                 self.total = n
                 line = body[pos:e][:cut]
                 yield n, line if bulk else line.decode("utf-8", errors="replace").rstrip("\r\n")
                 pos = e + 1
                 continue
-            m = None
-            for i, se in enumerate(searches):  # the first match of any expression at or after pos
-                mi = nxt[i]
-                if at[i] < 0 or (mi is not None and mi.start() < pos):
-                    mi = nxt[i] = se(body, pos, end)
-                    at[i] = pos
-                if mi is not None and (m is None or mi.start() < m.start()):
-                    m = mi
-            if m is None:
+            if j == count:
                 k = body.count(b"\n", pos, end)
                 n += k
                 self.skipped += k
                 self.total = n
                 return
-            s = body.rfind(b"\n", pos, m.start()) + 1 or pos
+            s = starts[j]
             if s > pos:
                 k = body.count(b"\n", pos, s)
                 n += k
                 self.skipped += k
-            e = body.index(b"\n", m.start())
+            e = body.index(b"\n", s)
             n += 1
             self.total = n
             line = body[s:e][:cut]
@@ -270,6 +359,7 @@ def read_paths(paths: Sequence[str], keep: int = KEEP, workers: Optional[int] = 
         ctx = multiprocessing.get_context("fork")
     except ValueError:  # no fork on this platform: one process
         return _in_turn(paths, keep, each, failure_lines)
+    finder()  # compiled once, before the workers fork
     main = Parser(keep)
     extras: List[Any] = []
     found: List[lexicon.Line] = []

@@ -63,6 +63,18 @@ def test_text_without_secrets_is_left_as_it_is():
         assert redact(word) == word
 
 
+
+def test_a_short_text_seen_before_is_masked_the_same_and_the_memo_stays_bounded(monkeypatch):
+    from nccldiag.model import secrets
+
+    monkeypatch.setattr(secrets, "_memo", {})
+    monkeypatch.setattr(secrets, "MEMO_MAX", 3)
+    texts = [LINE[:secrets.MEMO_LEN], "token=abcdefgh1234", "host", "pid", "NET/IB", LINE + LINE]
+    first = [redact(t) for t in texts]
+    assert first == [secrets._redact(t) for t in texts] == [redact(t) for t in texts]
+    assert first[1] == "token=" + MASK
+    assert list(secrets._memo) == texts[:3]  # the first three, each short enough; no more than MEMO_MAX
+
 def run(args, cwd, env=None):
     env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "250", "PYTHONPATH": REPO, **(env or {})}
     return subprocess.run([sys.executable, "-m", "nccldiag", *map(str, args)], capture_output=True, text=True,
