@@ -326,23 +326,46 @@ def verdicts(nodes: Sequence[str], rows: Sequence[str], jobs: Sequence[Job],
     suspect pair whose both ends pass with good partners is a suspect path.
     """
     out: Dict[str, NodeVerdict] = {n: NodeVerdict(n) for n in nodes}
-    pairs_out: List[PairVerdict] = []
     for n, why in excluded.items():
-        v = out.setdefault(n, NodeVerdict(n))
-        alone = [j for j in jobs if j.stage == ALONE and j.nodes == (n,) and j.failed]
-        v.verdict = "bad" if alone else "untested"
-        v.cls = "fails alone" if alone else ""
-        if alone:
-            k = main_kind(j.kind for j in alone)
-            v.cls = f"fails alone ({_NODE_CLASS_ALL.get(k, k)})" if k else "fails alone"
-        v.evidence = [job_line(j) for j in alone] or [why]
-    bad_rows: Dict[str, List[str]] = {}
-    kinds: Dict[str, List[str]] = {}
-    evidence: Dict[str, List[str]] = {}
-    suspect_nodes: Dict[str, List[str]] = {}
-    suspect_with: Dict[str, Set[str]] = {}
+        out[n] = _excluded_verdict(out.get(n) or NodeVerdict(n), why, jobs)
+    tally = _Tally()
     pool = [n for n in nodes if n not in excluded]
     for row in rows:
+        tally.row(row, jobs, pool)
+    tally.name(out, rows)
+    return [out[n] for n in nodes if n in out], tally.pairs
+
+
+def _excluded_verdict(v: NodeVerdict, why: str, jobs: Sequence[Job]) -> NodeVerdict:
+    """A node left out of the pairing: bad when it failed alone in round 0, else untested, and why."""
+    alone = [j for j in jobs if j.stage == ALONE and j.nodes == (v.node,) and j.failed]
+    v.verdict = "bad" if alone else "untested"
+    v.cls = "fails alone" if alone else ""
+    if alone:
+        k = main_kind(j.kind for j in alone)
+        v.cls = f"fails alone ({_NODE_CLASS_ALL.get(k, k)})" if k else "fails alone"
+    v.evidence = [job_line(j) for j in alone] or [why]
+    return v
+
+
+class _Tally:
+    """What every row's pairs and confirmations say of each node, gathered row by row, then named (:meth:`name`)."""
+
+    def __init__(self) -> None:
+        self.bad_rows: Dict[str, List[str]] = {}
+        self.kinds: Dict[str, List[str]] = {}
+        self.evidence: Dict[str, List[str]] = {}
+        self.suspect_nodes: Dict[str, List[str]] = {}
+        self.suspect_with: Dict[str, Set[str]] = {}
+        self.pairs: List[PairVerdict] = []
+
+    def bad(self, n: str, row: str, failing_jobs: Sequence[Job]) -> None:
+        mine = [j for j in failing_jobs if n in j.nodes and (j.stage == PAIRS or j.nodes[0] == n)]
+        self.bad_rows.setdefault(n, []).append(row)
+        self.kinds.setdefault(n, []).extend(j.kind for j in mine)
+        self.evidence.setdefault(n, []).extend(job_line(j) for j in mine)
+
+    def row(self, row: str, jobs: Sequence[Job], pool: Sequence[str]) -> None:
         rj = judge_pairs(row, jobs, pool)
         confirm = [j for j in jobs if j.row == row and j.stage == CONFIRM and len(j.nodes) == 2]
 
@@ -354,15 +377,12 @@ def verdicts(nodes: Sequence[str], rows: Sequence[str], jobs: Sequence[Job],
 
         failing_jobs = [j for j in jobs if j.row == row and j.stage in (PAIRS, CONFIRM) and j.failed]
         for n in rj.bad:
-            c = confirmed(n)
-            mine = [j for j in failing_jobs if n in j.nodes and (j.stage == PAIRS or j.nodes[0] == n)]
-            if c is False:
-                suspect_nodes.setdefault(n, []).extend(job_line(j) for j in mine)
-                suspect_nodes[n].extend(job_line(j) for j in confirm if j.nodes[0] == n)
+            if confirmed(n) is False:
+                mine = [j for j in failing_jobs if n in j.nodes and (j.stage == PAIRS or j.nodes[0] == n)]
+                self.suspect_nodes.setdefault(n, []).extend(job_line(j) for j in mine)
+                self.suspect_nodes[n].extend(job_line(j) for j in confirm if j.nodes[0] == n)
                 continue
-            bad_rows.setdefault(n, []).append(row)
-            kinds.setdefault(n, []).extend(j.kind for j in mine)
-            evidence.setdefault(n, []).extend(job_line(j) for j in mine)
+            self.bad(n, row, failing_jobs)
         for a, b in rj.suspects:
             ca, cb = confirmed(a), confirmed(b)
             pair_jobs = [j for j in failing_jobs if set(j.nodes) == {a, b}]
@@ -370,35 +390,34 @@ def verdicts(nodes: Sequence[str], rows: Sequence[str], jobs: Sequence[Job],
             if ca or cb:
                 for n, c in ((a, ca), (b, cb)):
                     if c:
-                        mine = [j for j in failing_jobs if n in j.nodes and (j.stage == PAIRS or j.nodes[0] == n)]
-                        bad_rows.setdefault(n, []).append(row)
-                        kinds.setdefault(n, []).extend(j.kind for j in mine)
-                        evidence.setdefault(n, []).extend(job_line(j) for j in mine)
-                pairs_out.append(PairVerdict(row, (a, b), "bad node", lines))
-            else:
-                verdict = "suspect path" if (ca is False and cb is False) else "suspect pair (not confirmed)"
-                pairs_out.append(PairVerdict(row, (a, b), verdict, lines))
-                for n, other in ((a, b), (b, a)):
-                    suspect_nodes.setdefault(n, []).extend(lines)
-                    suspect_with.setdefault(n, set()).add(other)
-    for n, rs in bad_rows.items():
-        v = out[n]
-        v.verdict = "bad"
-        v.rows = list(dict.fromkeys(rs))
-        k = main_kind(kinds.get(n, []))
-        some = len(rows) > 1 and len(v.rows) < len(rows)
-        v.cls = (_NODE_CLASS_SOME if some else _NODE_CLASS_ALL).get(k, k or "bad node")
-        if not some:
-            v.rows = [] if len(rows) > 1 else v.rows
-        v.evidence = list(dict.fromkeys(evidence.get(n, [])))
-    for n, lines in suspect_nodes.items():
-        v = out[n]
-        if suspect_with.get(n) and suspect_with[n] <= set(bad_rows):
-            continue  # its one failing pair was with a node found bad (on another row): explained
-        if v.verdict == "ok":
-            v.verdict = "suspect"
-            v.evidence = list(dict.fromkeys(lines))
-    return [out[n] for n in nodes if n in out], pairs_out
+                        self.bad(n, row, failing_jobs)
+                self.pairs.append(PairVerdict(row, (a, b), "bad node", lines))
+                continue
+            verdict = "suspect path" if (ca is False and cb is False) else "suspect pair (not confirmed)"
+            self.pairs.append(PairVerdict(row, (a, b), verdict, lines))
+            for n, other in ((a, b), (b, a)):
+                self.suspect_nodes.setdefault(n, []).extend(lines)
+                self.suspect_with.setdefault(n, set()).add(other)
+
+    def name(self, out: Dict[str, NodeVerdict], rows: Sequence[str]) -> None:
+        """Each bad node's verdict, class and rows; each suspect not explained by a bad node, a suspect."""
+        for n, rs in self.bad_rows.items():
+            v = out[n]
+            v.verdict = "bad"
+            v.rows = list(dict.fromkeys(rs))
+            k = main_kind(self.kinds.get(n, []))
+            some = len(rows) > 1 and len(v.rows) < len(rows)
+            v.cls = (_NODE_CLASS_SOME if some else _NODE_CLASS_ALL).get(k, k or "bad node")
+            if not some:
+                v.rows = [] if len(rows) > 1 else v.rows
+            v.evidence = list(dict.fromkeys(self.evidence.get(n, [])))
+        for n, lines in self.suspect_nodes.items():
+            v = out[n]
+            if self.suspect_with.get(n) and self.suspect_with[n] <= set(self.bad_rows):
+                continue  # its one failing pair was with a node found bad (on another row): explained
+            if v.verdict == "ok":
+                v.verdict = "suspect"
+                v.evidence = list(dict.fromkeys(lines))
 
 
 def bisect_plan(failing: Mapping[str, Sequence[Sequence[str]]]) -> Tuple[List[Tuple[str, List[str]]], List[dict]]:

@@ -383,20 +383,24 @@ class _Kept:
         self.run.lines(judge.ROUNDS).add(rnd.to_line())
 
 
-def _schedule(report: IsolateReport, cl: _Cluster, pool: List[str], rows: Sequence[Row], opts: IsolateOptions,
-              excluded: Dict[str, str], progress) -> None:
-    row_names = [r.name for r in rows]
-    jobs: List[Job] = []
-    index = 0
+class _Schedule:
+    """The rounds of one isolation, played in order: each round's counters around it, its jobs, its record."""
 
-    def play(stage: str, groups: Sequence[Tuple[str, Sequence[str]]]) -> Round:
-        nonlocal index
+    def __init__(self, report: IsolateReport, cl: _Cluster, rows: Sequence[Row], opts: IsolateOptions,
+                 excluded: Dict[str, str], progress):
+        self.report, self.cl, self.opts, self.excluded, self.progress = report, cl, opts, excluded, progress
+        self.rows = [r.name for r in rows]
+        self.jobs: List[Job] = []
+        self.index = 0
+
+    def play(self, stage: str, groups: Sequence[Tuple[str, Sequence[str]]]) -> Round:
+        cl, report = self.cl, self.report
         names = sorted({n for _, g in groups for n in g})
         before = cl.snapshot(names)
-        rnd = cl.run_round(index, stage, groups, progress)
+        rnd = cl.run_round(self.index, stage, groups, self.progress)
         after = cl.snapshot(names)
         deltas = {n: counters.counter_delta(before[n], after[n]) for n in names if n in before and n in after}
-        report.counters[str(index)] = deltas
+        report.counters[str(self.index)] = deltas
         for j in rnd.jobs:
             j.ratio = counters.retrans_ratio(deltas[n] for n in j.nodes if n in deltas)
             moved = {n: counters.error_counters(deltas.get(n, {})) for n in j.nodes}
@@ -405,54 +409,72 @@ def _schedule(report: IsolateReport, cl: _Cluster, pool: List[str], rows: Sequen
                     j.evidence.append(f"{n} counters: " + ", ".join(f"{k} +{v}" for k, v in sorted(c.items())))
         report.rounds.append(rnd)
         cl.out.round(rnd)
-        jobs.extend(rnd.jobs)
-        index += 1
+        self.jobs.extend(rnd.jobs)
+        self.index += 1
         return rnd
 
-    # round 0: every node alone (all its local ranks), the first row
-    r0 = play(judge.ALONE, [(row_names[0], [n]) for n in pool])
-    for j in r0.jobs:
-        j.kind = judge.classify(j, None, timeout=cl.timeout)
-        if j.failed:
-            excluded[j.nodes[0]] = "failed alone in round 0"
-    live = [n for n in pool if n not in excluded]
-    order = pairing.shuffled(live, opts.seed)
-    report.order = order
-    schedule = pairing.circle_rounds(order, opts.pair_rounds)
-    for pairs in schedule:
-        play(judge.PAIRS, [(row, p) for p in pairs for row in row_names])
-    _classify(report, jobs, row_names, opts)
-    # confirmation: each suspect against a proven-good node it did not meet
-    met = pairing.partners(schedule)
-    need = judge.to_confirm(row_names, jobs, live)
-    per_row = {row: pairing.confirmation_pairs(names, judge.proven_good(row, jobs, live), met)[0]
-               for row, names in need.items()}
-    for k in range(max((len(v) for v in per_row.values()), default=0)):
-        groups = [(row, p) for row, rounds in per_row.items() if k < len(rounds) for p in rounds[k]]
-        if groups:
-            play(judge.CONFIRM, groups)
-    _classify(report, jobs, row_names, opts)
-    # all nodes at once when every pair passed; bisect where only the whole fails
-    if opts.full and len(live) > 2 and not any(j.failed for j in jobs):
-        rnd = play(judge.ALL, [(row, order) for row in row_names])
-        _classify(report, jobs, row_names, opts)
+    def classify(self) -> None:
+        _classify(self.report, self.jobs, self.rows, self.opts)
+
+    def alone(self, pool: List[str]) -> List[str]:
+        """Round 0: every node alone (all its local ranks), the first row; the nodes that passed."""
+        r0 = self.play(judge.ALONE, [(self.rows[0], [n]) for n in pool])
+        for j in r0.jobs:
+            j.kind = judge.classify(j, None, timeout=self.cl.timeout)
+            if j.failed:
+                self.excluded[j.nodes[0]] = "failed alone in round 0"
+        return [n for n in pool if n not in self.excluded]
+
+    def confirm(self, live: List[str], schedule) -> None:
+        """Each suspect against a proven-good node it did not meet."""
+        met = pairing.partners(schedule)
+        need = judge.to_confirm(self.rows, self.jobs, live)
+        per_row = {row: pairing.confirmation_pairs(names, judge.proven_good(row, self.jobs, live), met)[0]
+                   for row, names in need.items()}
+        for k in range(max((len(v) for v in per_row.values()), default=0)):
+            groups = [(row, p) for row, rounds in per_row.items() if k < len(rounds) for p in rounds[k]]
+            if groups:
+                self.play(judge.CONFIRM, groups)
+        self.classify()
+
+    def whole(self, order: List[str]) -> None:
+        """All nodes at once, per row; bisection where only the whole fails."""
+        report = self.report
+        rnd = self.play(judge.ALL, [(row, order) for row in self.rows])
+        self.classify()
         failing = {j.row: [list(j.nodes)] for j in rnd.jobs if j.failed}
         steps = 0
-        while failing and steps < opts.max_bisect:
+        while failing and steps < self.opts.max_bisect:
             groups, located = judge.bisect_plan(failing)
             report.groups.extend(located)
             if not groups:
                 failing = {}
                 break
-            rnd = play(judge.BISECT, groups)
-            _classify(report, jobs, row_names, opts)
+            rnd = self.play(judge.BISECT, groups)
+            self.classify()
             steps += 1
             failing, located = judge.bisect_next(failing, rnd.jobs)
             report.groups.extend(located)
         for row, gs in failing.items():
             for g in gs:
                 report.groups.append({"row": row, "nodes": g, "why": "still failing when bisection stopped"})
-    report.nodes, report.pairs = judge.verdicts(report.hosts, row_names, jobs, excluded)
+
+
+def _schedule(report: IsolateReport, cl: _Cluster, pool: List[str], rows: Sequence[Row], opts: IsolateOptions,
+              excluded: Dict[str, str], progress) -> None:
+    s = _Schedule(report, cl, rows, opts, excluded, progress)
+    live = s.alone(pool)
+    order = pairing.shuffled(live, opts.seed)
+    report.order = order
+    schedule = pairing.circle_rounds(order, opts.pair_rounds)
+    for pairs in schedule:
+        s.play(judge.PAIRS, [(row, p) for p in pairs for row in s.rows])
+    s.classify()
+    s.confirm(live, schedule)
+    # all nodes at once when every pair passed; bisect where only the whole fails
+    if opts.full and len(live) > 2 and not any(j.failed for j in s.jobs):
+        s.whole(order)
+    report.nodes, report.pairs = judge.verdicts(report.hosts, s.rows, s.jobs, excluded)
     _findings(report)
 
 
