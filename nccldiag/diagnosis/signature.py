@@ -24,7 +24,7 @@ and makes one diagnosis from what matched. The keys (``docs/diagnoses.md``):
   NCCL versions), ``{peers}`` (the peer addresses the lines name), the named
   groups of the first line's match, and ``defaults`` for those left empty;
 - ``severity`` (``fail``), ``fail_on`` (a regex: a ``warn`` cause whose line
-  matches it, or whose finding fails, fails), ``confidence`` and
+  or event matches it, or whose finding fails, fails), ``confidence`` and
   ``confidence_findings`` (with a finding among the evidence), ``nodes``
   (false: the diagnosis names no node), ``figures`` (a figure per named
   group), ``reasons`` (the first whose ``match`` finds the ``reason`` group,
@@ -130,7 +130,7 @@ class Signature:
             return []
         severity = self.row.get("severity", "fail")
         if severity == "warn" and (any(c.finding.status.value == "fail" for c in node) or E.worst(ev) == "fail" and ev or
-                                   self.fail_on is not None and any(self.fail_on.search(c.text) for c in lines)):
+                                   self.fail_on is not None and any(self.fail_on.search(c.text) for c in lines + told)):
             severity = "fail"
         elif severity == "fail" and ev and not node and not lines:
             severity = E.worst(ev)  # events alone: as severe as the worst of them
