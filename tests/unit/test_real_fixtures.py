@@ -8,6 +8,7 @@ from tests import real
 
 REPO = Path(__file__).resolve().parents[2]
 METADATA = ("_bundle.json", "_node.json")
+CASE_FOLDERS = ("tests/cases/", "tests/cases-heldout/")
 
 
 def test_ci_has_the_real_fixtures():
@@ -21,13 +22,14 @@ def test_no_capture_is_copied_into_the_repository():
         return
     real.require()
     files = [p for p in real.ROOT.rglob("*") if p.is_file() and p.name != "SOURCES.md"]
-    # tests/cases holds cases of its own in the shared cases' layout (case.json, README.md, bundle files):
-    # there a copy is told by its content, elsewhere by its name as well. A bundle's _bundle.json and
-    # _node.json hold no captured output (and the same few keys in every hand-built bundle).
+    # tests/cases and tests/cases-heldout hold cases of their own in the shared cases' layout (case.json,
+    # README.md, posted-*.txt, bundle files): there a copy is told by its content, elsewhere by its name as
+    # well. A bundle's _bundle.json and _node.json hold no captured output (and the same few keys in every
+    # hand-built bundle).
     names = {p.name for p in files}
     digests = {_digest(p) for p in files if p.stat().st_size and p.name not in METADATA}
     copies = [f for f in tracked.stdout.split()
-              if (Path(f).name in names and not f.startswith("tests/cases/"))
+              if (Path(f).name in names and not f.startswith(CASE_FOLDERS))
               or (Path(f).name not in METADATA and (REPO / f).is_file() and (REPO / f).stat().st_size
                   and _digest(REPO / f) in digests)]
     assert copies == [], f"copies of ../shared/fixtures in the repository: {copies}"
