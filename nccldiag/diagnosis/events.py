@@ -36,6 +36,7 @@ from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 from nccldiag import knowledge
 from nccldiag.areas import kernlog, xid
 from nccldiag.diagnosis import clues as C
+from nccldiag.diagnosis import signs
 from nccldiag.diagnosis.inputs import Inputs
 from nccldiag.model.findings import SEVERITY, Finding, Status
 
@@ -298,10 +299,18 @@ def rank_of(text: str) -> str:
 
 
 def _of_cuda(inp: Inputs) -> List[Event]:
+    """The CUDA errors programs printed, each read through ``knowledge/cuda.toml``; a CUDA failure NCCL met while
+    setting up NVLink SHARP (its NVLS transport) is left to the causes that read that set-up whole (fabric
+    manager, NVLS multicast): what the GPU answered there says how the set-up failed, not that the GPU did."""
     out: List[Event] = []
+    nvls = None
     for c in C.find(inp, _CUDA_TEXT, _CUDA_KINDS):
         row = cuda_row(c.text)
         if row is None or row["category"] in _SKIP_CATEGORIES:
+            continue
+        if nvls is None:
+            nvls = {x.text for x in signs.nvls_failures(inp)}
+        if c.text in nvls:
             continue
         who = rank_of(c.cite or c.text)
         what = f"CUDA error '{row['text']}' ({row['name']})" + (f" on {who}" if who else "")

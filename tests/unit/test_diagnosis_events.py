@@ -99,3 +99,23 @@ def test_refusals_from_two_peers_are_not_one_broken_peer():
             "Connection refused\n")
     inp = inputs("job.log", line.format("10.148.3.247") + line.format("10.148.3.248"))
     assert not any(d.id == "peer-refused" for d in diagnose(inp))
+
+
+
+@REAL
+def test_a_cuda_failure_in_the_nvls_set_up_is_left_to_the_causes_of_that_set_up():
+    """NCCL's NVLS transport WARNs a CUDA failure when NVLink SHARP cannot be set up (Fabric Manager, an NCCL
+    defect): that CUDA error is no GPU event of its own. The real log's failure (401) is read as it is, and with
+    its code and text changed to CUDA's 999 'unknown error' (CONSTRUCTED for this test: a code the CUDA table
+    reads as a lost GPU anywhere else)."""
+    name = "nvls-multicast-cuda-failure-401-timestamped-warn.log"
+    text = real.nccl_log(name).read_text(encoding="utf-8", errors="replace")
+    assert "Cuda failure 401 'the operation cannot be performed in the present state'" in text
+    unknown = text.replace("Cuda failure 401 'the operation cannot be performed in the present state'",
+                           "Cuda failure 999 'unknown error'")
+    for t in (text, unknown):
+        inp = inputs(name, t)
+        assert [e for e in E.events(inp) if e.check.startswith("cuda.")] == []
+        assert {d.category for d in failing(diagnose(inp))} & {"fabric_manager", "nvls_multicast"}
+    elsewhere = inputs("app.log", "[rank3]: RuntimeError: CUDA error: unknown error\n")  # CONSTRUCTED
+    assert [e.category for e in E.events(elsewhere)] == ["gpu_lost_xid"]
