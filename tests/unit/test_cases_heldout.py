@@ -2,9 +2,10 @@
 
 These cases measure how the diagnosis generalises; they are never used to write or adjust rules (see their
 README). So the tests here hold only the hard invariants, never the category: a healthy run gets no fail/warn
-diagnosis and exit 0, a failed run is never given "nothing broken" or exit 0. A failed run that still breaks
-the invariant is listed in ``RECORDED`` with what the tool says, as a strict xfail: a change that moves it fails
-the test until the entry is removed. ``scripts/bench_cases --cases tests/cases-heldout`` prints the whole score.
+diagnosis and exit 0; a failed run is never given "nothing broken", and exits 1 where a diagnosis fails. A
+failed run that still breaks the invariant is listed in ``RECORDED`` with what the tool says, as a strict
+xfail: a change that moves it fails the test until the entry is removed. ``scripts/bench_cases --cases
+tests/cases-heldout`` prints the whole score.
 """
 import json
 
@@ -16,7 +17,11 @@ HELDOUT = realcases.REPO / "tests" / "cases-heldout"
 CASES = realcases.cases(HELDOUT)
 
 #: Failed runs that still get no fail/warn diagnosis, with what the tool answers.
-RECORDED = {}
+RECORDED = {
+    "gpu-nccl304-plx-switch-acsctl-srcvalid-reqredir-gdr-crash":
+        "'Verdict: nothing to judge', exit 0: one 'ACSCtl: SrcValid+ ... ReqRedir+ CmpltRedir+' line of lspci -vvv "
+        "pasted alone is not read as a bridge with ACS redirection on",
+}
 
 
 def _marks(case):
@@ -32,7 +37,9 @@ def test_a_held_out_case_keeps_the_hard_invariants(case):
     if case.healthy:
         assert not r.alarms and r.rc == 0, (r.rc, said)
     else:
-        assert r.alarms and r.rc != 0, (r.rc, said)
+        assert r.alarms, (r.rc, said)
+        if any(d.get("severity") == "fail" for d in r.alarms):
+            assert r.rc == 1, (r.rc, said)
 
 
 def test_the_held_out_cases_are_in_the_shared_layout():
