@@ -41,7 +41,7 @@ NCCL_LOG = "net-ib-gdrdma-p2p-cumem-2node-4rank-nccltests.log"
 
 def _captures() -> List:
     if not real.AVAILABLE:
-        return real.names(real.NODE)
+        return [pytest.param(real.ABSENT, real.ABSENT, marks=pytest.mark.skip(reason=real.REASON))]
     return [pytest.param(p.parent.name, p.name, id=f"{p.parent.name}/{p.name}")
             for p in sorted(real.NODE.rglob("*.txt")) if p.parent.name not in NOT_A_NODE_OUTPUT
             and p.read_text(encoding="utf-8").strip()]
