@@ -463,15 +463,24 @@ def own_log_lines(text: str, hostname: str) -> "tuple[str, int]":
 
     NCCL writes its host name cut at the first dot (``node01:1234:1240 [0] NCCL
     INFO ...``); a line holding any prefix with another name goes, whatever
-    else it holds.
+    else it holds. So does a failure line of nccl-tests that names another
+    host (``node01: Test NCCL failure common.cu:1279 ...``): the parser takes
+    its host from the line, so it would blame that node for this one's log.
     """
-    from nccldiag.nccl.grammar import PREFIX
+    from nccldiag.nccl.grammar import _TESTS_CUDA, _TESTS_FAIL, PREFIX
 
     short = hostname.split(".")[0]
     kept: List[str] = []
     dropped = 0
+
+    def other(m) -> bool:
+        return m is not None and bool(m.group("host")) and m.group("host").split(".")[0] != short
+
     for line in text.splitlines(keepends=True):
         if "NCCL " in line and any(m.group("host").split(".")[0] != short for m in PREFIX.finditer(line)):
+            dropped += 1
+            continue
+        if "failure" in line and (other(_TESTS_FAIL.search(line)) or other(_TESTS_CUDA.search(line))):
             dropped += 1
             continue
         kept.append(line)

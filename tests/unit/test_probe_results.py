@@ -390,3 +390,19 @@ def test_a_rank_on_one_node_cannot_report_a_death_on_another():
     assert not [f for f in analysis.job_report(Setting("default"), sr).findings if f.check == "probe.rank_died"]
     sr.nodes["B"] = runner.NodeRun("B", 1, None, block.replace("rank      : 0", "rank      : 1"))
     assert [f.host for f in analysis.job_report(Setting("default"), sr).findings if f.check == "probe.rank_died"] == ["B"]
+
+
+def test_a_failure_line_of_nccl_tests_naming_another_host_is_not_that_hosts():
+    """nccl-tests takes the host of a failure line from the line itself: in B's log, a line naming A would blame A
+    for B's log. The lines are in nccl-tests' formats (common.cu's 'Test NCCL failure', the 2018 'Cuda failure');
+    the host names are written for the test."""
+    from nccldiag.nccl import parser as nccllog
+    from nccldiag.probe import runner
+
+    own = "B: Test NCCL failure common.cu:1279 'unhandled system error (run with NCCL_DEBUG=INFO for details)'\n"
+    other = "A: Test NCCL failure common.cu:1279 'unhandled system error (run with NCCL_DEBUG=INFO for details)'\n"
+    old = "A: Cuda failure common.cu:891 'out of memory'\n"
+    text, dropped = runner.own_log_lines(own + other + old, "B.example.org")
+    assert text == own and dropped == 2
+    hosts = {e.at.host for e in nccllog.parse_logs({"B/nccl.B.1.log": text}).app_errors}
+    assert hosts == {"B"}
