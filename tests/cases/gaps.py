@@ -46,12 +46,6 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "one GPU are read as an application's fault (other:gpu-application-fault), the hung task in state D after "
         "them as an I/O hang (io_hang, second); a GPU whose channels were torn down and whose users then hang in "
         "the kernel is not read as a GPU needing a reset", exits_0=True),
-    "gpu-nvforum-rtxpro6000-journal-xid120-xid62-gsp-crash-reset-required": Gap(
-        "missed",
-        "'Verdict: WARN Unexplained failure', exit 1: 'an Xid event of the NVIDIA driver': Xid 120 (GSP kernel "
-        "exception) is unexplained, and the Xid 62 / Xid 154 'GPU Reset Required' lines behind the journal prefix "
-        "'Mar 27 17:40:36 kernel:' (no host name) are not read as a GPU needing a reset, while the same lines bare "
-        "are"),
     "net-nvidia-freebsd-docs-ifconfig-mce0-no-carrier-fec-sync-loss": Gap(
         "false all-clear",
         "'Verdict: nothing to judge: the input holds no NCCL line, error or result', exit 0: an ifconfig record of "
@@ -62,21 +56,6 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "'Verdict: FAIL Unexplained failure', exit 1: 'rdma link' lines of mlx5_7/1 going DOWN/POLLING, "
         "DOWN/LINK_UP, ACTIVE/LINK_UP are read as 'State Down, Physical state Polling' but left unexplained, not as "
         "a port down (or flapping)"),
-    "node-cubestudio29-journal-fabricmanager-start-sh-nothing-to-do-2x4090": Gap(
-        "wrong cause",
-        "'Verdict: FAIL Fabric Manager not running or not in step with the GPUs on ubuntu2404', exit 1: "
-        "NV_WARN_NOTHING_TO_DO from a fabric manager started on two RTX 4090s (no NVSwitch) is read as a failed "
-        "Fabric Manager that leaves the NVLink fabric not ready, not as a service that has nothing to manage"),
-    "node-gpuoperator610-journal-zh-locale-fabricmanager-nothing-to-do-no-nvswitch": Gap(
-        "wrong cause",
-        "'Verdict: FAIL Fabric Manager not running or not in step with the GPUs', exit 1: NV_WARN_NOTHING_TO_DO "
-        "from a fabric manager started on two A40s with an NVLink bridge (no NVSwitch) is read as a failed Fabric "
-        "Manager, not as a service that has nothing to manage"),
-    "node-ogkm1027-journal-rtx5090-proprietary-module-requires-open-modules": Gap(
-        "wrong cause",
-        "'Verdict: FAIL GPU the driver could not initialise on homecomp', exit 1: read as gpu_lost_xid "
-        "(RmInitAdapter failed); the driver's own 'installed in this system requires use of the NVIDIA open "
-        "kernel modules' (a proprietary module loaded for a Blackwell GPU) is not read as the cause"),
     "node-gpud482-ibstat-port-down-polling-anonymised-guids": Gap(
         "missed",
         "'WARN Unexplained failure', exit 1: a line of the failure lexicon, an InfiniBand or RoCE port is "

@@ -164,3 +164,24 @@ def test_check_on_a_bundle_reports_the_failures_the_kernel_log_alone_shows(tmp_p
     assert got["xid.events"] == "ok" and got["kernel.oom"] == "ok"
     f = next(f for f in B.findings(rep) if f["check"] == "xid.driver_init")
     assert f["actual"]["category"] == "gpu_lost_xid"
+
+
+def test_a_journal_line_without_its_host_name_is_read_as_with_it():
+    """journalctl or syslog lines whose host name the poster left out ('Mar 27 17:40:36 kernel: NVRM: Xid ...'),
+    real, from the in-repo case of an NVIDIA developer forum post (tests/cases, its case.json names the source):
+    the prefix is the time and the 'kernel:' ident, the message the driver's line, as with a host."""
+    from pathlib import Path
+
+    from nccldiag.areas import kernlog, xid
+
+    case = Path(__file__).resolve().parents[1] / "cases" / \
+        "gpu-nvforum-rtxpro6000-journal-xid120-xid62-gsp-crash-reset-required" / "posted-journal.txt"
+    lines = [l for l in case.read_text(encoding="utf-8").splitlines() if l.strip()]
+    assert lines and all(l.startswith(("Mar 29 ", "Mar 27 ")) and " kernel: NVRM: " in l for l in lines)
+    for line in lines:
+        when, text = kernlog.split_line(line)
+        assert when.endswith(" kernel:") and text.startswith("NVRM: "), (when, text)
+        with_host = line.replace(" kernel: ", " gpu01 kernel: ", 1)  # the same line with a host (CONSTRUCTED)
+        assert kernlog.split_line(with_host)[1] == text
+    log = kernlog.KernelLog(read=True, lines=[kernlog.split_line(l) for l in lines])
+    assert {e.code for e in xid.parse_events(log).events} >= {120, 62, 154}
