@@ -245,7 +245,8 @@ def judge(facts: Optional[DcgmFacts], node: NodeFacts) -> List[Finding]:
         return [skip(NAME, CHECK, "not collected: dcgmi is not installed, or its output did not come back")]
     if not facts.table:
         first = next((l.strip() for l in facts.first_lines if l.strip()), "")
-        return [warn(NAME, CHECK, "dcgmi diag printed no result table" + (f": {first[:300]}" if first else ""),
+        # the diagnostic did not run (no host engine to reach, most often): nothing is known of the GPUs
+        return [skip(NAME, CHECK, "dcgmi diag printed no result table" + (f": {first[:300]}" if first else ""),
                      fix="Start the DCGM host engine (systemctl start nvidia-dcgm, or nv-hostengine) and run "
                          "'dcgmi diag -r 1' by hand.")]
     out: List[Finding] = []
