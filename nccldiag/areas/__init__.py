@@ -24,6 +24,7 @@ AREA_MODULES = (
     "gdr",
     "gpu",
     "gpuhealth",
+    "dcgm",
     "nvlink",
     "xid",
     "kernel",

@@ -117,6 +117,7 @@ class IbPort:
     hca_type: Optional[str] = None  # "MT4129"
     board_id: Optional[str] = None
     node_guid: Optional[str] = None
+    system_guid: Optional[str] = None  # ibstat's System image GUID: the same on every port of one adapter
     gids: List[Gid] = field(default_factory=list)
     gids_source: Optional[str] = None  # the source the GID table came from
     sources: List[str] = field(default_factory=list)
@@ -459,6 +460,8 @@ def parse_ibstat(text: Optional[str]) -> Ports:
                 dev_attrs[dev]["fw_ver"] = value
             elif key == "node guid":
                 dev_attrs[dev]["node_guid"] = value
+            elif key == "system image guid":
+                dev_attrs[dev]["system_guid"] = value
             continue
         label = f"ibstat {cur.device} port {cur.port}: {line.strip()}"
         if key == "state":
@@ -480,6 +483,7 @@ def parse_ibstat(text: Optional[str]) -> Ports:
     for (dev, _), p in ports.items():
         attrs = dev_attrs.get(dev, {})
         p.hca_type, p.fw_ver, p.node_guid = attrs.get("hca_type"), attrs.get("fw_ver"), attrs.get("node_guid")
+        p.system_guid = attrs.get("system_guid")
     return ports
 
 
@@ -682,7 +686,7 @@ def parse_rdma_link(text: Optional[str]) -> Ports:
 # ---- merge -------------------------------------------------------------------------------------------
 
 _MERGED = ("state", "phys_state", "rate", "rate_text", "link_layer", "netdev", "netdev_state", "lid", "sm_lid",
-           "mtu", "fw_ver", "hca_type", "board_id", "node_guid", "transport")
+           "mtu", "fw_ver", "hca_type", "board_id", "node_guid", "system_guid", "transport")
 _COMPARED = ("state", "phys_state", "rate", "link_layer")
 
 # order of trust: sysfs first, then the tools that read the port attributes directly

@@ -30,11 +30,6 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "'Verdict: nothing to judge: the input holds no NCCL line, error or result', exit 0: a job log whose "
         "iteration lines stop and whose monitor then prints only 'PULSE: ... is running for 1-09:27:40' for "
         'hours (a run that did not finish) is not read as a hang'),
-    "gpu-mlengineering-dcgmi-diag-r2-gpu-memory-fail-faulty-node": Gap(
-        "missed",
-        "'FAIL Unexplained failure', exit 1: a line of the failure lexicon, a row of a DCGM diagnostic table "
-        '(dcgmi diag) that failed: | | Fail - GPU: 0 |; not read as its cause: a dcgmi diag -r 2 table with '
-        "'GPU Memory | Fail - GPU: 0' and a thermal-violation warning is not read"),
     "net-gitcode-blog-vllm-3x4090-socket-connect-abort-spare-server-ifname": Gap(
         "missed",
         "'FAIL Unexplained failure on jnlh102072': 'socketStartConnect: Connect to 10.37.12.78<46417> failed "
@@ -56,8 +51,4 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "'Verdict: FAIL Unexplained failure', exit 1: 'rdma link' lines of mlx5_7/1 going DOWN/POLLING, "
         "DOWN/LINK_UP, ACTIVE/LINK_UP are read as 'State Down, Physical state Polling' but left unexplained, not as "
         "a port down (or flapping)"),
-    "node-gpud482-ibstat-port-down-polling-anonymised-guids": Gap(
-        "missed",
-        "'WARN Unexplained failure', exit 1: a line of the failure lexicon, an InfiniBand or RoCE port is "
-        'down (ibstat, ibstatus): State: Down'),
 }

@@ -55,6 +55,7 @@ HEALTHY = {
     "gpu.pcie_width": ["ok"],
     "gpu.nvlink": ["ok"],
     "gpuhealth.ecc": ["skip"],
+    "dcgm.diag": ["skip"],  # no dcgmi in these captures
     "nvlink.fabric": ["skip"],
     "nvlink.fabricmanager": ["skip"],
     "nvlink.links": ["ok"],
@@ -87,7 +88,8 @@ def test_healthy_h100_node_passes_every_check(tmp_path):
     assert node["host"] == "gpu001" and node["status"] == "ok" and node["reachable"]
     assert all(f["host"] == "gpu001" for f in node["findings"])
     assert rep["areas"] == ["ssh", "system", "iommu", "pcie", "pcie_errors", "ib", "ibcounters", "roce", "gdr", "gpu",
-                            "gpuhealth", "nvlink", "xid", "kernel", "topology", "affinity", "firmware", "limits", "python"]
+                            "gpuhealth", "dcgm", "nvlink", "xid", "kernel", "topology", "affinity", "firmware", "limits",
+                            "python"]
     msg = {f["check"]: f["message"] for f in node["findings"]}
     assert msg["gpu.inventory"].startswith("8x NVIDIA H100 80GB HBM3, driver 535.183.01, CUDA 12.2")
     assert msg["ib.port_state"].startswith("9 ports Active, 8x 400 Gb/s IB, 1x 200 Gb/s RoCE")

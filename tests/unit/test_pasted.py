@@ -5,6 +5,7 @@ pasted after real NCCL logs of the same fixtures, as admins paste them. The laun
 failure block, UCX's and Open MPI's signal lines) and the `df -h` line are written for these tests, each in the
 form the tool prints; so is the E810-shaped ibstat of the non-zero-LID test (a RoCE port with 'Base lid: 1').
 """
+from pathlib import Path
 from typing import List
 
 import pytest
@@ -102,6 +103,40 @@ def test_a_polling_port_pasted_beside_a_failed_run_is_named():
     d = alarms(log_text(FAILED_LOG) + real.node_text("ibstat", "gpud-h100-roce400g-down-polling-disabled.txt"))
     assert d[0].category == "ib_port_down" and d[0].confidence == "medium"
     assert any("mlx5_11" in e.text for e in d[0].evidence)
+
+
+def test_a_polling_port_pasted_alone_is_named_a_port_down():
+    d = alarms(real.node_text("ibstat", "gpud-h100-roce400g-down-polling-disabled.txt"))
+    assert d[0].category == "ib_port_down" and d[0].severity == "fail"
+    assert any("mlx5_11" in e.text for e in d[0].evidence)
+    assert not any("mlx5_5" in e.text for e in d[0].evidence)  # Disabled: switched off on purpose, not named
+
+
+@pytest.mark.parametrize("name", ["gpud-h100-ib-ndr-3-down-disabled.txt",
+                                  "gpud99-cx6dx-down-disabled-truncated-by-poster.txt"])
+def test_disabled_ports_pasted_alone_are_not_named_a_port_down(name):
+    assert "ib_port_down" not in [d.category for d in alarms(real.node_text("ibstat", name))]
+
+
+@pytest.mark.parametrize("name", ["gpud-a100-azure-ibstatus-all-active.txt", "azhpc-ibstatus-ethernet-and-ib-hdr.txt",
+                                  "gpud-h100-ib-ndr-all-active-space-indented.txt"])
+def test_healthy_ibstat_pasted_alone_stays_quiet(name):
+    assert alarms(real.node_text("ibstat", name)) == []
+
+
+def test_a_down_port_whose_adapter_has_another_port_active_is_a_spare_not_named():
+    # Written for this test from the real capture: mlx5_11 given the System image GUID of mlx5_10 (Active), as
+    # the two ports of one dual-port card read; the capture itself gives each its own GUID.
+    text = real.node_text("ibstat", "gpud-h100-roce400g-down-polling-disabled.txt")
+    guid = "System image GUID: 0xa088c20300bb3514"
+    assert text.count(guid) == 1
+    spare = text.replace(guid, "System image GUID: 0xa088c20300bb98b4")
+    assert "ib_port_down" not in [d.category for d in alarms(spare)]
+
+
+def test_a_polling_port_pasted_after_a_run_that_did_not_fail_is_not_named():
+    text = log_text(HEALTHY_LOG) + real.node_text("ibstat", "gpud-h100-roce400g-down-polling-disabled.txt")
+    assert "ib_port_down" not in [d.category for d in alarms(text)]
 
 
 def test_healthy_pastes_beside_a_failed_run_change_nothing():
@@ -267,3 +302,11 @@ def test_without_hyperscan_the_expression_finds_the_same_blocks_and_a_long_text_
     monkeypatch.setattr(reader, "SLOW_BOUND", len(log_text(FAILED_LOG)))
     cut = pasted.scan(text, "job.log")
     assert not cut.blocks and cut.bounded and "job.log" in cut.bounded[0]
+
+
+def test_a_dcgmi_table_pasted_alone_or_beside_a_run_that_worked_names_the_failed_test():
+    case = Path(__file__).resolve().parents[1] / "cases" / "gpu-mlengineering-dcgmi-diag-r2-gpu-memory-fail-faulty-node"
+    table = (case / "posted-dcgmi-r2.txt").read_text(encoding="utf-8")
+    assert [d.category for d in alarms(table)][:1] == ["gpu_lost_xid"]
+    beside = alarms(log_text(HEALTHY_LOG) + table)  # the lines of an area's output read beside a run that worked
+    assert beside and all("could not" not in d.summary for d in beside)

@@ -3,7 +3,8 @@ NCCL's 'Got async event : port error' over and over, with RDMA operations timing
 hangs; a process placed on a Down port cannot connect.
 
 Evidence: the ``ib`` port-state and rate checks (ibstat, sysfs, ibv_devinfo), link-flap counters, asynchronous
-port events in NCCL's log.
+port events in NCCL's log. A port pasted beside a run that failed is a suspect; beside a run that worked it says
+nothing of the run; pasted with no run beside it, a port the paste shows in use (:func:`_in_use`) is named.
 References: NVIDIA/nccl#905 ('a flapping link'); microsoft/mscclpp#493.
 """
 from __future__ import annotations
@@ -15,6 +16,7 @@ from nccldiag.diagnosis import clues as C
 from nccldiag.diagnosis import ibverbs, signs
 from nccldiag.diagnosis.inputs import Inputs
 from nccldiag.diagnosis.model import Diagnosis
+from nccldiag.model.findings import Finding
 
 ID = "ib-port-down"
 TITLE = "IB/RoCE port down, flapping or degraded"
@@ -29,8 +31,10 @@ def diagnose(inp: Inputs) -> List[Diagnosis]:
     node = [f for f in C.findings(inp, "ib.port_")] + C.findings(inp, "ibcounters.link_flaps")
     pasted = [f for f in node if inp.pasted is not None and any(f is g for g in inp.pasted.findings)]
     if pasted and not _run_failed(inp):
-        node = [f for f in node if f not in pasted]  # a port shown in a paste beside a run that worked says nothing
-        pasted = []
+        # a port shown in a paste beside a run that did not fail says nothing; a paste alone names the ports in use
+        kept = [] if _beside_a_run(inp) else _in_use(inp, pasted)
+        node = [f for f in node if f not in pasted or any(f is k for k in kept)]
+        pasted = kept
     fatal = ibverbs.device_fatal(inp)
     events = [c for c in ibverbs.port_events(inp) if c not in fatal]  # a fatal device is hca-firmware's
     found = [C.Clue("finding", f.message, host=f.host, finding=f) for f in node] + events
@@ -44,6 +48,33 @@ def diagnose(inp: Inputs) -> List[Diagnosis]:
                    why=("NCCL received asynchronous port-error events from the HCA" if events else
                         "the port state or rate read on the node is not Active at full rate"),
                    severity="fail" if events or any(f.status.value == "fail" for f in node) else "warn")]
+
+
+def _beside_a_run(inp: Inputs) -> bool:
+    """Whether a log of the run sits beside the paste (NCCL's lines, a benchmark's results, a communicator)."""
+    return any(ls.facts.nccl_lines or ls.facts.nccl_tests or ls.facts.inits for ls in inp.log_sets())
+
+
+def _in_use(inp: Inputs, pasted: List[Finding]) -> List[Finding]:
+    """The pasted port-state findings of ports the paste shows in use: a port Down and not ``Disabled`` (a port
+    switched off is off on purpose), unless another port of the same adapter (one CA, or one System image GUID:
+    the two ports of a dual-port card are two CAs of one GUID) is Active, which makes it the adapter's spare port,
+    perhaps without a cable on purpose."""
+    ports = [p for facts in inp.pasted.facts.values() for p in getattr(facts.get("ib"), "ports", None) or []]
+    out: List[Finding] = []
+    for f in pasted:
+        if f.check != "ib.port_state":
+            continue
+        port = next((p for p in ports if f.message.startswith(p.name + " ") or f.message.startswith(p.name + ":")),
+                    None)
+        if port is None or port.active or port.phys_state == "Disabled" or port.state is None:
+            continue
+        siblings = [p for p in ports if p is not port and (p.device == port.device or (
+            port.system_guid and p.system_guid == port.system_guid))]
+        if any(p.active for p in siblings):
+            continue
+        out.append(f)
+    return out
 
 
 def _run_failed(inp: Inputs) -> bool:

@@ -102,8 +102,9 @@ def _judged_in_paste(inp: Inputs, line: lexicon.Line, shape: lexicon.Shape) -> b
             and not _run_worked(inp)):
         return False
     readers = _readers()
+    judges = set(shape.judged_by)
     spans = [(b.lineno, b.lineno + b.text.count("\n") + 1) for b in inp.pasted.blocks
-             if b.path == line.source and readers.get(b.source, set()) & set(shape.judged_by)]
+             if b.path == line.source and any(readers.get(s, set()) & judges for s in b.sections)]
     numbers = [line.lineno] + [n for n, _ in line.more]
     return bool(spans) and all(any(a <= n < b for a, b in spans) for n in numbers)
 
