@@ -1,8 +1,9 @@
 """DCGM's active diagnostics: the result table of ``dcgmi diag``, one finding per test that failed or warned.
 
-``dcgmi diag -r 1`` (DCGM's quick deployment checks, seconds; levels 2 to 4 run minutes of stress and are an
-administrator's to start) is collected where ``dcgmi`` is installed; a table pasted into ``nccldiag log``
-(whatever its level) reaches the same parser through the paste kind ``dcgmi diag``.
+``dcgmi diag`` is an active test: it needs the GPUs free (a GPU a job holds fails its tests as "busy or
+unavailable"), so ``check``, which must never fail a healthy node at work, does not run it; the table an
+administrator ran and pasted into ``nccldiag log`` (whatever its level) reaches this parser through the paste kind
+``dcgmi diag``, as does the source file ``dcgmi_diag`` of a bundle.
 
 The table (DCGM's ``Diag.cpp``; docs.nvidia.com/datacenter/dcgm, "dcgmi diag") holds sections
 (``Deployment``, ``Integration``, ``Hardware``, ``Stress``), one row per test (``| GPU Memory | Fail - GPU: 0
@@ -34,8 +35,9 @@ NAME = "dcgm"
 TITLE = "DCGM diagnostics"
 
 SOURCE = Source(
-    "dcgmi_diag", "command -v dcgmi >/dev/null 2>&1 || exit 0; dcgmi diag -r 1 2>&1", timeout=90,
-    description="dcgmi diag -r 1 (DCGM's quick deployment checks), where DCGM is installed")
+    "dcgmi_diag", ":", timeout=5,
+    description="nothing run on the node: dcgmi diag needs the GPUs free; its output pasted to nccldiag log, "
+                "or saved in a bundle as dcgmi_diag.txt, is read")
 SOURCES = (SOURCE,)
 
 CHECK = "dcgm.diag"
@@ -242,7 +244,8 @@ def _fix(cat: str) -> str:
 
 def judge(facts: Optional[DcgmFacts], node: NodeFacts) -> List[Finding]:
     if facts is None or not facts.collected:
-        return [skip(NAME, CHECK, "not collected: dcgmi is not installed, or its output did not come back")]
+        return [skip(NAME, CHECK, "not run: dcgmi diag is an active test that needs the GPUs free; paste the table "
+                                  "of 'dcgmi diag -r 1' (or higher) to 'nccldiag log' to have it read")]
     if not facts.table:
         first = next((l.strip() for l in facts.first_lines if l.strip()), "")
         # the diagnostic did not run (no host engine to reach, most often): nothing is known of the GPUs
