@@ -119,3 +119,16 @@ def test_a_cuda_failure_in_the_nvls_set_up_is_left_to_the_causes_of_that_set_up(
         assert {d.category for d in failing(diagnose(inp))} & {"fabric_manager", "nvls_multicast"}
     elsewhere = inputs("app.log", "[rank3]: RuntimeError: CUDA error: unknown error\n")  # CONSTRUCTED
     assert [e.category for e in E.events(elsewhere)] == ["gpu_lost_xid"]
+
+
+@REAL
+def test_a_fabric_manager_with_no_nvswitch_to_manage_is_that_cause_not_a_broken_fabric():
+    """The journal of a Fabric Manager start on two RTX 4090s (a real capture, read in place): its query of the
+    NVSwitch devices answered NV_WARN_NOTHING_TO_DO and the service failed; the cause is the missing NVSwitch, and
+    it explains the failed service."""
+    name = "cubestudio29-2x-rtx4090-fm-pre-nvl5-nothing-to-do-exit1-journal.txt"
+    text = real.node_text("fabric-manager", name)
+    assert "NV_WARN_NOTHING_TO_DO" in text
+    found = failing(diagnose(inputs(name, text)))
+    assert [d.category for d in found][:1] == ["other:fabric-manager-without-nvswitch"]
+    assert "fabric_manager" not in {d.category for d in found}
