@@ -233,17 +233,14 @@ class _Guarded:
         self.name, self.stream, self.tap = name, stream, tap
 
     def readline(self, size: int = -1) -> bytes:
-        try:
-            data = self.stream.readline(size)
-        except OSError as exc:
-            raise UsageError(f"{self.name}: cannot read NCCL log: {exc.strerror or exc}") from None
-        if self.tap is not None:
-            self.tap.feed(data)
-        return data
+        return self._read(self.stream.readline, size)
 
     def read(self, size: int = -1) -> bytes:
+        return self._read(self.stream.read, size)
+
+    def _read(self, how, size: int) -> bytes:
         try:
-            data = self.stream.read(size)
+            data = how(size)
         except OSError as exc:
             raise UsageError(f"{self.name}: cannot read NCCL log: {exc.strerror or exc}") from None
         if self.tap is not None:
