@@ -19,12 +19,12 @@ the slowest rank's time, so any rank would do).
 """
 from __future__ import annotations
 
-import json
 import math
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, FrozenSet, Iterable, List, Optional, Sequence, Tuple
 
+from nccldiag.areas.base import json_line
 from nccldiag.model.findings import Finding, error, fail, ok, skip
 from nccldiag.model.sizes import size_text
 from nccldiag.node.collectives import MPI_CHECK, NAMES as COLLECTIVES
@@ -47,10 +47,7 @@ def parse_line(line: str) -> Optional[dict]:
     idx = line.find("{")
     if idx < 0:
         return None
-    try:
-        rec = json.loads(line[idx:])
-    except ValueError:
-        return None
+    rec, _ = json_line(line[idx:])  # bounded in length and depth: a rank's line is not trusted
     return rec if isinstance(rec, dict) and isinstance(rec.get("type"), str) else None
 
 

@@ -8,7 +8,6 @@ process of the run on every node and checks that none survived.
 """
 from __future__ import annotations
 
-import json
 import os
 import re
 import shlex
@@ -17,6 +16,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
+from nccldiag.areas.base import json_line
 from nccldiag.node import node_program
 from nccldiag.probe import launch, results
 from nccldiag.probe.plan import RAS_GUARD, RAS_WAIT, Setting
@@ -180,10 +180,7 @@ def _read_facts(name: str, kv: Dict[str, str], out: Prepared, python: str, ifnam
     prints, or a Python without torch, makes the node a problem, named."""
     out.ifnames[name] = ifname or kv.get("iface") or None
     out.hostnames[name] = kv.get("hostname") or name
-    try:
-        facts = json.loads(kv.get("info", ""))
-    except ValueError:
-        facts = None
+    facts, _ = json_line(kv.get("info", ""))  # bounded in length and depth: the node's answer is not trusted
     port = facts.get("free_port", 29400) if isinstance(facts, dict) else None
     if not isinstance(facts, dict) or not isinstance(port, int) or isinstance(port, bool) \
             or not 0 < port < 65536 or not isinstance(facts.get("gpus", 0), int):

@@ -406,3 +406,17 @@ def test_a_failure_line_of_nccl_tests_naming_another_host_is_not_that_hosts():
     assert text == own and dropped == 2
     hosts = {e.at.host for e in nccllog.parse_logs({"B/nccl.B.1.log": text}).app_errors}
     assert hosts == {"B"}
+
+
+def test_a_rank_line_nested_deep_or_endless_is_skipped_not_raised():
+    """A line a rank (or whatever printed in its place) wrote is not trusted: a record nested 100,000 deep (which
+    json.loads answers with RecursionError, not ValueError) or 2 MiB long is skipped as noise, and the real
+    records around it are still read."""
+    with open(os.path.join(FIX, "gloo-4rank-default.jsonl"), encoding="utf-8") as f:
+        lines = f.read().splitlines()
+    deep = '{"type": "result", "x": ' + "[" * 100000 + "]" * 100000 + "}"
+    long = '{"type": "result", "x": "' + "a" * (2 << 20) + '"}'
+    assert results.parse_line(deep) is None
+    assert results.parse_line(long) is None
+    recs = results.read_records(lines[:3] + [deep, long] + lines[3:])
+    assert len(recs) == len(lines)

@@ -209,3 +209,15 @@ def test_the_ranks_temporary_files_go_in_the_run_directory():
     assert launch.node_env(spec, None)["TMPDIR"] == "/tmp/nccldiag-x/tmp"
     cmd, _ = mpirun.command(spec, ["a", "b"], {"a": None, "b": None})
     assert "OMPI_MCA_orte_tmpdir_base=/tmp/nccldiag-x/tmp" in cmd and "-x TMPDIR" in cmd
+
+
+def test_a_node_answer_nested_deep_is_a_named_problem_not_a_traceback():
+    """The node's info line is its answer, not trusted: JSON nested 100,000 deep (json.loads raises
+    RecursionError on it) makes that node a named problem, as any answer that is not the node program's."""
+    out = runner.Prepared("r", "/tmp/r", "10.0.0.1", 29400, {}, {}, {})
+    deep = "[" * 100000 + "]" * 100000
+    runner._read_facts("n1", {"info": deep, "hostname": "n1"}, out, "python3", None)
+    assert "n1" in out.problems and "cannot run the probe on n1" in out.problems["n1"]
+    runner._read_facts("n2", {"info": '{"free_port": 29401, "gpus": 0, "torch": "2.5"}', "hostname": "n2"},
+                       out, "python3", None)
+    assert "n2" not in out.problems and out.info["n2"]["free_port"] == 29401
