@@ -176,21 +176,22 @@ def _kind(mode: int) -> str:
 
 
 def check_log(path: str) -> None:
-    """Raise a usage error naming ``path`` unless it is a file (or pipe) that can be read; nothing is read, and
-    nothing waits (a pipe is opened without waiting for its writer)."""
+    """Raise a usage error naming ``path`` unless it is a file (or pipe) that can be read. Nothing is opened: a
+    named pipe opened and closed here would let its writer start, write into a pipe with no reader and die of
+    SIGPIPE, and the read that follows would then wait for a writer that is gone."""
     if path == "-":
         return
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        mode = os.stat(path).st_mode
     except OSError as exc:
         raise UsageError(f"{path}: cannot read NCCL log: {exc.strerror or exc}") from None
-    try:
-        mode = os.fstat(fd).st_mode
-    finally:
-        os.close(fd)
     if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) or stat.S_ISSOCK(mode):
         # /dev/zero and the like never end; pipes (a process substitution, '-') are read as logs
         raise UsageError(f"{path}: is a device or socket, expected an NCCL log file")
+    if stat.S_ISDIR(mode):
+        raise UsageError(f"{path}: is a directory, expected an NCCL log file")
+    if not os.access(path, os.R_OK):
+        raise UsageError(f"{path}: cannot read NCCL log: {os.strerror(13)}")
 
 
 def _reading(paths: Sequence[str], stdin_tap=None, readers: Optional[List[Any]] = None):

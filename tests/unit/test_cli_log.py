@@ -242,3 +242,38 @@ def test_a_directory_of_nothing_but_links_out_says_what_it_left(tmp_path):
     (logs / "x.log").symlink_to("/etc/hostname")
     r = _log_cli(logs)
     assert r.returncode == 2 and "holds no regular file" in r.stderr and "x.log: a symbolic link out of" in r.stderr
+
+
+def test_a_named_pipe_given_by_itself_is_read_once_its_writer_writes(tmp_path):
+    """A named pipe whose writer is waiting for a reader: the path is judged without opening it. Opened and
+    closed to look at it, the writer would be let go into a pipe with no reader (its text lost to SIGPIPE) and the
+    read after it would wait for a writer that is gone, until the test's bound."""
+    import os
+    import threading
+    from pathlib import Path
+
+    fifo = tmp_path / "job.log"
+    os.mkfifo(fifo)
+    text = Path(real.nccl_log(WATCHDOG)).read_bytes()
+    wrote = []
+
+    def writer():
+        try:
+            with open(fifo, "wb") as fh:  # waits for the reader
+                fh.write(text)
+            wrote.append(True)
+        except BrokenPipeError:
+            wrote.append(False)
+
+    t = threading.Thread(target=writer, daemon=True)
+    t.start()
+    try:
+        r = _log_cli(fifo, "--color", "never")
+    finally:
+        if t.is_alive():  # release a writer still waiting, whatever the outcome
+            fd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+            t.join(30)
+            os.close(fd)
+    t.join(30)
+    assert wrote == [True]
+    assert r.returncode == 1 and "Watchdog timeout in ALLREDUCE" in r.stdout, r.stdout + r.stderr
