@@ -30,6 +30,9 @@ from nccldiag.report.jsonout import plain
 @click.option("--mesh", "mesh_mode", type=click.Choice(["first", "all", "none"]), default="first", show_default=True,
               help="Node-to-node SSH test: from the first node to every other (what mpirun needs), "
                    "between every ordered pair, or none.")
+@click.option("--mesh-timeout", type=click.IntRange(1, 300), default=5, show_default=True, metavar="SECONDS",
+              help="Node-to-node SSH test: each connection's timeout (a peer that does not answer within it, twice, "
+                   "is 'could not tell', never a failure).")
 @outputs.options()
 @click.option("--run-dir", "run_dir", type=click.Path(file_okay=False), default=None,
               help="Keep this run's results, raw outputs and report here, written as they arrive "
@@ -54,7 +57,7 @@ from nccldiag.report.jsonout import plain
 @click.option("--resume-healthy", is_flag=True,
               help="Slurm: resume nodes that nccldiag drained earlier (reason 'nccldiag: ...') and that pass now.")
 @color_option
-def check(bundle, only, skip, mesh_mode, save_dir, run_dir, p2p_test, verbose, color, local, health_check,
+def check(bundle, only, skip, mesh_mode, mesh_timeout, save_dir, run_dir, p2p_test, verbose, color, local, health_check,
           drain, drain_unchecked, resume_healthy, spec_path, causes_path, **kw):
     """Check nodes: SSH, IOMMU, PCIe ACS, InfiniBand/RoCE, GPUs and P2P, GPUDirect RDMA, limits.
 
@@ -96,7 +99,7 @@ def check(bundle, only, skip, mesh_mode, save_dir, run_dir, p2p_test, verbose, c
         with HostCommand(kw) as target:  # an allocation asked for is released once the nodes are collected
             target.collection_target(local)
             with collecting() as (on_start, on_node):
-                session.live(target, target.collect_options(mesh_mode, extra), save_dir, target.workers,
+                session.live(target, target.collect_options(mesh_mode, extra, mesh_timeout), save_dir, target.workers,
                              on_start, on_node)
     report = session.conclude(Slurm(drain, drain_unchecked, resume_healthy, local))
     report.elapsed = time.monotonic() - t0

@@ -44,7 +44,7 @@ class HostCommand(contextlib.ExitStack):
     def ssh(self):
         return options.ssh_options(self.kw)
 
-    def collect_options(self, mesh: str = "none", extra_sources=()):
+    def collect_options(self, mesh: str = "none", extra_sources=(), mesh_timeout: int = 5):
         """How :meth:`collection_target`'s hosts are collected: the transport, SSH options, fanout, Python, the
         node-to-node test (none through srun: no SSH at all) and the sources added to the areas'."""
         from nccldiag.collect import runner
@@ -52,7 +52,7 @@ class HostCommand(contextlib.ExitStack):
         srun = self.transport == "srun"
         opts = runner.CollectOptions(ssh=self.ssh(), fanout=self.fanout, python=self.python,
                                      import_torch=self.kw.get("import_torch", False), mesh="none" if srun else mesh,
-                                     extra_sources=extra_sources)
+                                     mesh_timeout=mesh_timeout, extra_sources=extra_sources)
         if srun:
             opts.transport, opts.slurm_job = "srun", self.job
             opts.alloc = None if self.job else self.request()
