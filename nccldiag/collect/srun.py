@@ -27,7 +27,7 @@ from nccldiag.model.raw import RawNode, released
 from nccldiag.slurm import commands
 from nccldiag.collect.script import source_names
 from nccldiag.collect.sections import split_sections
-from nccldiag.transport.base import COMMAND_TIMEOUT, TransportError
+from nccldiag.transport.base import COMMAND_TIMEOUT, NO_OUTPUT, TransportError
 from nccldiag.transport.stream import run_streaming
 
 SRUN = "srun"  # failure kind: the step could not run on the node
@@ -38,6 +38,9 @@ FIXES = {
     SRUN: "Look at slurmd's log on the node and at 'scontrol show node NODE'; srun's message is above.",
     UNAVAILABLE: "Slurm runs no step on a node in this state: resume it (scontrol update nodename=NODE state=resume) "
                  "once it is fixed, or check it over SSH (--transport ssh).",
+    NO_OUTPUT: "The step ran on the node but its shell printed nothing: run 'srun -w NODE -N1 sh -c \"echo ok\"' and "
+               "look at the step's stderr above and at slurmd's log on the node (a prolog, a TaskProlog or a container "
+               "plugin that replaced the task's command).",
     NOT_A_NODE: "Give hosts as Slurm knows them (sinfo -N), or make NodeAddr/NodeHostName match the hostfile.",
 }
 
@@ -116,6 +119,36 @@ def cancel_step(name: str, timeout: float = 30) -> None:
         client.run(commands.cancel_ids(ids), timeout)
 
 
+def no_output(host: str, slurm_node: str) -> TransportError:
+    """A task that ended (its done mark came) before the collection script printed anything: the script did not
+    run on the node, which says nothing of the node's health, so it is not checked, never failing."""
+    return TransportError(NO_OUTPUT, f"the task on {slurm_node} ended before the collection script printed anything "
+                                     "(the step ran, the script did not)", host)
+
+
+def task_node(host: str, t: _Task, mark: str, script: str, start: float,
+              error: Optional[TransportError] = None) -> RawNode:
+    """The node of one task's output (its lines are let go: the outputs are in the node's sections now). A
+    collection cut off by the command timeout keeps the sections that came, flagged truncated; a task that
+    ended before the script printed anything is :func:`no_output`, never judged on what did not come."""
+    sections, rcs, truncated = split_sections("\n".join(t.lines), mark, source_names(script))
+    t.lines = []
+    end = time.monotonic() if error is not None or not t.last else t.last
+    node = RawNode(host=host, sections=sections, rcs=rcs, truncated=truncated, elapsed=end - start)
+    if error is None and not sections and not truncated:
+        error = no_output(host, t.node)
+    if error is not None:
+        if sections and error.kind == COMMAND_TIMEOUT:
+            node.truncated = True
+            node.extra["timeout"] = error.message
+        else:
+            node.error = dict(error.to_dict(), fix=FIXES.get(error.kind) or error.fix)
+    node.extra.update({"transport": "srun", "slurm_node": t.node})
+    if t.claimed:
+        node.extra["claimed_node"] = t.claimed
+    return node
+
+
 def _error_node(host: str, kind: str, message: str, slurm_node: str = "") -> RawNode:
     node = RawNode(host=host, error={"kind": kind, "message": message, "fix": FIXES.get(kind, "")})
     node.extra["transport"] = "srun"
@@ -184,20 +217,7 @@ def collect(
         host = by_node.get(t.node)
         if host is None or host in results:
             return
-        sections, rcs, truncated = split_sections("\n".join(t.lines), mark, source_names(script))
-        t.lines = []  # split: the node's outputs are in its sections now
-        end = time.monotonic() if error is not None or not t.last else t.last
-        node = RawNode(host=host, sections=sections, rcs=rcs, truncated=truncated, elapsed=end - start)
-        if error is not None:
-            if sections and error.kind == COMMAND_TIMEOUT:
-                node.truncated = True
-                node.extra["timeout"] = error.message
-            else:
-                node.error = error.to_dict()
-        node.extra.update({"transport": "srun", "slurm_node": t.node})
-        if t.claimed:
-            node.extra["claimed_node"] = t.claimed
-        done_node(node)
+        done_node(task_node(host, t, mark, script, start, error))
 
     def on_line(line: str) -> None:
         with lock:

@@ -354,3 +354,25 @@ def test_the_health_line_says_it_could_not_be_written():
     finally:
         signal.signal(signal.SIGPIPE, old)
         os.close(w)
+
+
+def test_a_task_that_ends_before_the_script_says_anything_is_not_checked_never_failing():
+    """The step ran on the node (its node line and done mark came) but the collection script printed nothing (a
+    TaskProlog or container plugin that replaced the command): the node is not checked (exit 3), never failing;
+    before, every area judged the missing outputs and `system.basic` failed it, and --drain would drain it. A task
+    that printed its sections is judged as usual."""
+    from nccldiag import areas as registry
+    from nccldiag.check import engine
+    from nccldiag.collect import runner
+    from nccldiag.transport import base
+
+    areas = registry.select(["system"], [])
+    mark = runner.new_mark()
+    script = runner.script_for(areas, mark=mark)
+    silent = srun._Task(node="n1", lines=[], done=True)
+    nr = engine.analyze_node(srun.task_node("h1", silent, mark, script, 0.0), areas)
+    assert not [f for f in nr.findings if f.status.value == "fail"], nr.findings
+    (said,) = [f for f in nr.findings if f.area == "ssh"]
+    assert (said.check, said.status.value) == (f"ssh.{base.NO_OUTPUT}", "error"), said
+    assert "n1 ended before the collection script printed anything" in said.message
+    assert said.fix == srun.FIXES[base.NO_OUTPUT] and engine.exit_code([nr]) == 3 and not nr.reachable
