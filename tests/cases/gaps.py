@@ -51,38 +51,13 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "'Verdict: FAIL Unexplained failure', exit 1: 'rdma link' lines of mlx5_7/1 going DOWN/POLLING, "
         "DOWN/LINK_UP, ACTIVE/LINK_UP are read as 'State Down, Physical state Polling' but left unexplained, not as "
         "a port down (or flapping)"),
-    "gpu-gpuoperator-docs-device-plugin-xid48-marking-device-unhealthy": Gap(
-        "missed",
-        "'Verdict: FAIL Unexplained failure (low confidence)', exit 1: the Kubernetes device plugin's health line "
-        "'XidCriticalError: Xid=48 on Device=GPU-...; marking device as unhealthy.' is read as the last line of a Python "
-        "traceback and left unexplained, not as Xid 48 (uncorrectable ECC) on that GPU"),
-    "gpu-gpuoperator-docs-node-7-allocatable-gpus-device-plugin-xid79-unhealthy": Gap(
-        "missed",
-        "'Verdict: FAIL Unexplained failure (low confidence)', exit 1: the device plugin's klog lines 'health.go:185] "
-        "XidCriticalError: Xid=79 on Device=GPU-...; marking device as unhealthy.' are read as a Python exception and left "
-        "unexplained, not as Xid 79 (fallen off the bus); the node's 7 allocatable GPUs are not read"),
-    "gpu-gpuoperator-docs-validator-nvidia-smi-inforom-corrupted-rc14": Gap(
-        "missed",
-        "'Verdict: FAIL Unexplained failure (low confidence)', exit 1: 'WARNING: infoROM is corrupted at gpu "
-        "0000:0B:00.0' after an nvidia-smi table is read ('infoROM corrupted on 1 GPUs') but left unexplained, not as a "
-        "broken GPU to replace"),
-    "gpu-containertoolkit-docs-nvml-unknown-error-container-lost-gpus": Gap(
-        "missed",
-        "'Verdict: FAIL Unexplained failure (low confidence)', exit 1: 'Failed to initialize NVML: Unknown Error' is "
-        "read as nvidia-smi failing with no GPU listed and left unexplained, not as a container that lost its GPU "
-        "devices (cgroup rewritten by a container update or systemctl daemon-reload)"),
     "node-gpuoperator-docs-operand-pods-init-driver-daemonset-not-ready": Gap(
-        "false all-clear",
-        "'Verdict: nothing to judge: the input holds no NCCL line, error or result', exit 0: a 'kubectl get pods' "
-        "table whose GPU Operator pods all wait in Init:0/1 while nvidia-driver-daemonset is 0/2 ready after 3 "
-        "restarts is not read"),
+        "missed",
+        "'Verdict: FAIL Unexplained failure (low confidence)', exit 1: the 'kubectl get pods' row of "
+        "nvidia-driver-daemonset 0/2 ready after 3 restarts is read as a pod failing and left unexplained; that the "
+        "GPU Operator's operand pods wait in Init:0/1 for the driver container is not read as the driver not coming up"),
     "node-gpuoperator-docs-operator-pod-crashloop-memory-limit-large-cluster": Gap(
-        "false all-clear",
-        "'Verdict: nothing to judge: the input holds no NCCL line, error or result', exit 0: a 'kubectl get pod' row "
-        "in CrashLoopBackOff (4 restarts) and the node's conditions are not read"),
-    "node-askubuntu-xenial-nvidia-340-unsigned-module-taint-vga-console-healthy": Gap(
-        "false alarm",
-        "'Verdict: FAIL Unexplained failure (low confidence)', exit 1: the driver's standing notice 'NVRM: Your "
-        "system is not currently configured to drive a VGA console' on a boot where the driver loaded and works is "
-        "read as the NVIDIA driver reporting a failure"),
+        "missed",
+        "'Verdict: FAIL Unexplained failure (low confidence)', exit 1: the gpu-operator pod in CrashLoopBackOff is read "
+        "as a pod failing and left unexplained (its memory limit, too low for the cluster, is not in the evidence)"),
 }
