@@ -36,7 +36,9 @@ A GPU can also be lost with no Xid line at all: the driver's multi-line
 notice ``NVRM: The NVIDIA GPU <bdf>`` / ``NVRM: (PCI ID: ...) installed in
 this system has`` / ``NVRM: fallen off the bus and is not responding to
 commands.`` (continuation lines indented, without a time stamp) is read as
-Xid 79 on that GPU. The driver's other messages of a failure are rows of
+Xid 79 on that GPU. The Kubernetes device plugin relays the Xid events NVML hands its health check to its own
+log (``XidCriticalError: Xid=79 on Device=GPU-<uuid>; marking device as unhealthy.``, behind klog's prefix): each
+is read as that Xid on the GPU of that UUID. The driver's other messages of a failure are rows of
 ``nccldiag/knowledge/kmsg.toml`` (area ``xid``), judged alike by
 :func:`nccldiag.areas.kernlog.judge_rows`: a GPU it could not initialise
 (``RmInitAdapter failed``, a probe that failed: ``xid.driver_init``), a
@@ -99,6 +101,8 @@ _NOTICE = "(driver notice, no Xid line)"
 UNNAMED = "an unnamed GPU"  # an Xid line whose address is absent, anonymised or damaged ("PCI:...")
 
 _XID = kernlog.BY_ID["nvrm-xid"].pattern  # group key: what the parentheses hold; group code
+# the device plugin's relay of an Xid event (group code; group key: the device's UUID, GPU-... or MIG-...)
+_PLUGIN_XID = kernlog.BY_ID["device-plugin-xid"].pattern
 _BUS_IN = re.compile(r"^\s*(?:PCI:)?\s*([0-9A-Fa-f]{1,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.[0-7])?)(?![0-9A-Fa-f:])")
 _GPU_AT = re.compile(r"NVRM: GPU at PCI:([0-9A-Fa-f:.]+):\s*(GPU-[0-9a-fA-F-]+)")
 _THE_GPU = re.compile(r"NVRM: The NVIDIA GPU ([0-9A-Fa-f]{4}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d)")
@@ -119,7 +123,7 @@ def recovery_action(text: str) -> Optional[str]:
 
 @dataclass
 class XidEvent:
-    bus: str  # normalised dddd:bb:dd.f ("" when the driver named none)
+    bus: str  # normalised dddd:bb:dd.f ("" when the driver named none; the UUID where the device plugin relays it)
     code: int
     text: str  # the rest of the message
     when: str  # time prefix as printed ("" when none)
@@ -190,6 +194,11 @@ def parse_events(log: kernlog.KernelLog) -> XidFacts:
             if code == 79:  # the notice printed before its Xid line is the same event
                 f.events = [e for e in f.events if not (e.code == 79 and e.bus == bus and _NOTICE in e.text)]
             f.events.append(XidEvent(bus, code, msg[m.end():].lstrip(" ,").strip(), when,
+                                     kernlog.short(f"{when} {msg}".strip())))
+            continue
+        m = _PLUGIN_XID.search(msg)
+        if m:  # the plugin names the GPU by its UUID, not its bus
+            f.events.append(XidEvent(m.group("key"), int(m.group("code")), msg[m.end():].lstrip(" ;").strip(), when,
                                      kernlog.short(f"{when} {msg}".strip())))
             continue
         m = _THE_GPU.search(msg)

@@ -200,3 +200,23 @@ def test_kernel_log_source_says_unreadable_when_dmesg_and_journalctl_refuse(tmp_
     secs = run_sources((kernlog.SOURCE,), tmp_path / "root", bin_dir)
     assert kernlog.parse(secs["kernel_log"]).read is False
     assert judge(xid, secs) == {c: ["skip"] for c in ("xid.events",) + DRIVER_CHECKS}
+
+
+def test_the_device_plugins_relay_of_an_xid_is_that_xid_on_the_gpu_it_names():
+    # real: the Kubernetes device plugin's health log as NVIDIA's GPU Operator troubleshooting page shows it
+    # (tests/cases/gpu-gpuoperator-docs-*-device-plugin-*), bare and behind klog's prefix
+    from pathlib import Path
+    cases = Path(__file__).resolve().parents[1] / "cases"
+    text = "\n".join((cases / c / f).read_text(encoding="utf-8") for c, f in (
+        ("gpu-gpuoperator-docs-device-plugin-xid48-marking-device-unhealthy", "posted-device-plugin-log.txt"),
+        ("gpu-gpuoperator-docs-node-7-allocatable-gpus-device-plugin-xid79-unhealthy",
+         "posted-describe-node-and-device-plugin.txt")))
+    events = xid.parse_events(kernlog.parse(text)).events
+    assert [(e.bus, e.code, e.kind) for e in events] == [
+        ("GPU-e3dbf294-2783-f38b-4274-5bc836df5be1", 48, "reset"),
+        ("GPU-adb24b25-1db1-436e-d958-ddee5da83d07", 79, "reboot"),
+    ], events
+    assert events[0].when == "" and "health.go:185]" in events[1].line
+    # the plugin's other lines of the same event ('Processing event ...', 'device marked unhealthy: ...') are no
+    # second event, and the node's description beside them is no event at all
+    assert all("XidCriticalError" in e.line for e in events)

@@ -671,3 +671,38 @@ def test_a_system_error_in_a_run_given_a_topology_file_names_the_file_before_dev
     for name in real.names(real.NCCL_LOGS, "*.log"):
         text = real.nccl_log(name).read_text(errors="replace")
         assert not any(d.id == "nccl-env" and "topology file" in d.summary for d in verdict(text)), name
+
+
+# ---- a GPU's InfoROM, NVML without its device nodes ------------------------------------------------------
+
+
+def _in_repo_case(case_id: str) -> str:
+    from pathlib import Path
+    case = Path(__file__).resolve().parents[1] / "cases" / case_id
+    meta = json.loads((case / "case.json").read_text(encoding="utf-8"))
+    return "\n".join((case / f).read_text(encoding="utf-8") for f in meta["files"])
+
+
+def test_a_corrupted_inforom_is_a_broken_gpu_and_a_clean_table_is_nothing():
+    # real: a validator container's nvidia-smi with its infoROM warning (GPU Operator troubleshooting page)
+    text = _in_repo_case("gpu-gpuoperator-docs-validator-nvidia-smi-inforom-corrupted-rc14")
+    d = top(text)
+    assert d.category == "gpu_lost_xid" and "InfoROM" in d.title, d
+    # the same table without the warning and its return code: a working GPU (written for this test from it)
+    clean = text.split("WARNING: infoROM")[0]
+    assert categories(clean) == []
+
+
+def test_nvml_unknown_error_is_device_access_lost_unless_a_gpu_fell_off_the_bus():
+    # real: NVIDIA Container Toolkit troubleshooting, a container that lost its GPUs
+    assert top(_in_repo_case("gpu-containertoolkit-docs-nvml-unknown-error-container-lost-gpus")).category == \
+        "other:container-lost-gpu-access"
+    # written for this test: the same message beside the driver's Xid 79 (the form of the real line of
+    # tests/cases/gpu-gpuoperator-docs-gfd-crashloop-driver-rpc-timeout-dmesg-xid79): the GPU is lost, and that
+    # explains NVML's failure
+    text = ("NVRM: Xid (PCI:0000:ca:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.\n"
+            "Failed to initialize NVML: Unknown Error\n")
+    cats = categories(text)
+    assert cats[:1] == ["gpu_lost_xid"] and "other:container-lost-gpu-access" not in cats, cats
+    # other NVML failures keep their own causes
+    assert "other:container-lost-gpu-access" not in categories("Failed to initialize NVML: Driver/library version mismatch\n")

@@ -174,6 +174,22 @@ def test_a_healthy_runs_lines_beside_the_words_of_failures_are_quiet(case_id, wo
         assert lexicon.shape_of(line) is None, line
 
 
+def test_the_drivers_console_notice_is_quiet_and_its_failures_are_not():
+    # the proprietary driver's VGA-console notice on a boot where it loaded and works (a real healthy case), beside
+    # its real failure lines (the cases the nvrm-error row was seen in)
+    case = realcases.IN_REPO / "node-askubuntu-xenial-nvidia-340-unsigned-module-taint-vga-console-healthy"
+    notice = [line for line in (case / "posted-kernel-log.txt").read_text(encoding="utf-8").splitlines()
+              if line.startswith("NVRM: ")]
+    assert len(notice) == 6, notice
+    for line in notice:
+        assert lexicon.shape_of(line) is None, line
+    failing = [line for c in ("node-funloop-blog-arch-nvrm-api-mismatch-versions-elided",
+                              "gpu-cloudatlas-vm-passthrough-nvrm-bar0-invalid-pcihole64-realloc")
+               for line in _seen_texts(f"tests/cases/{c}").splitlines() if "NVRM: " in line]
+    assert failing and any(lexicon.shape_of(line) is not None and lexicon.shape_of(line).id == "nvrm-error"
+                           for line in failing), failing
+
+
 def test_the_exceptions_keep_counters_and_advice_quiet():
     # Written for this test, each in the shape of a real healthy line its row's unless_why names.
     for line in ("rx_errors error: 0", "Errors: none", "NCCL_ASYNC_ERROR_HANDLING=1",
