@@ -205,3 +205,8 @@ def message_of(text: str) -> Optional[Message]:
     """The row of a WARN's message ``text`` (what follows 'NCCL WARN '): the first whose pattern it matches."""
     text = text[:MAX_LINE]
     return next((m for m in messages() if m.pattern.search(text)), None)
+
+
+def message(row_id: str) -> Message:
+    """The row ``row_id`` of the table."""
+    return next(m for m in messages() if m.id == row_id)
