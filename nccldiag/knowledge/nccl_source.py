@@ -101,6 +101,20 @@ def warns(path: str, src: str) -> List[Warn]:
     return out
 
 
+_RESULT = re.compile(r'case\s+(nccl\w+)\s*:\s*return\s+"((?:[^"\\\n]|\\.)*)"\s*;')
+_ERROR_STRING = re.compile(r"const char\*\s*ncclGetErrorString\s*\(")
+
+
+def results(src: str) -> Dict[str, str]:
+    """What ``ncclGetErrorString`` returns for each result (``{"ncclSystemError": "unhandled system error ..."}``),
+    read from the C of the file that defines it (``src/init.cc``); ``{}`` where the file has no such function."""
+    m = _ERROR_STRING.search(src)
+    if m is None:
+        return {}
+    end = src.find("\n}", m.end())
+    return {name: _literal(f'"{text}"', 0)[0] for name, text in _RESULT.findall(src, m.end(), end if end > 0 else len(src))}
+
+
 def covered(ignored: Sequence[Dict], w: Warn) -> Dict:
     """The first ``[[ignored]]`` entry covering ``w`` (its ``file`` glob matches and its ``text`` expression, where
     given, is found in the format string), or ``{}``."""

@@ -158,3 +158,28 @@ def test_every_real_warn_is_read_by_the_rows_that_name_its_source():
     for rid, sids in seen.items():
         for sid in sids:
             assert sid in found.get(rid, set()), f"row {rid}: seen names {sid}, where no WARN is of the row"
+
+
+def test_the_results_are_those_the_log_reader_names():
+    from nccldiag.nccl import facts
+    rows = knowledge.rows(S.TABLE, "result")
+    assert {r["code"]: r["name"] for r in rows} == {c: n for c, n in facts.RESULT_NAMES.items() if c}
+    for r in rows:
+        assert facts.RESULT_TEXT[r["code"]] in r["text"] and r["meaning"], r["name"]
+
+
+def test_the_result_reader_reads_nccl_get_error_string():
+    src = '''const char* ncclGetErrorString(ncclResult_t code) {
+  switch (code) {
+  case ncclSuccess:
+    return "no error";
+  case ncclSystemError:
+    return "unhandled system error (run with NCCL_DEBUG=INFO for details)";
+  default:
+    return "unknown result code";
+  }
+}
+static const char* other() { switch (x) { case ncclFoo: return "not this one"; } }'''
+    assert S.results(src) == {"ncclSuccess": "no error",
+                              "ncclSystemError": "unhandled system error (run with NCCL_DEBUG=INFO for details)"}
+    assert S.results("int main() {}") == {}
