@@ -25,8 +25,9 @@ __all__ = ["Diagnosis", "Evidence", "Inputs", "Summary", "diagnose", "summary"]
 def diagnose(inputs: Inputs) -> List[Diagnosis]:
     """Every cause of the catalog that the evidence fits, worst and surest first. A cause whose diagnosis another
     explains (the catalog's ``explained_by``) is left out; a failed run that no cause explains gets the
-    ``unexplained`` verdict (see :mod:`nccldiag.diagnosis.rules.unexplained`)."""
-    from nccldiag.diagnosis.rules import unexplained
+    ``unexplained`` verdict (see :mod:`nccldiag.diagnosis.rules.unexplained`); before it, an NCCL WARN that names
+    a cause no diagnosis explains becomes that cause's warning (:mod:`nccldiag.diagnosis.rules.nccl_warn`)."""
+    from nccldiag.diagnosis.rules import nccl_warn, unexplained
 
     causes = all_rules(site_causes(inputs.spec))
     found: List[Tuple[Diagnosis, Cause]] = []
@@ -44,6 +45,13 @@ def diagnose(inputs: Inputs) -> List[Diagnosis]:
             order[id(d)] = i
             found.append((d, cause))
     out = explained(found)
+    try:  # NCCL's WARNs that name a cause none of the catalog's explains
+        out.extend(nccl_warn.after(inputs, out))
+    except Exception as exc:  # nccldiag's own error: say so, the catalog's verdicts stay
+        out.append(Diagnosis("nccl-warn.internal", "NCCL named the cause: rule failed", "info",
+                             f"the nccl-warn rule could not run: {type(exc).__name__}: {exc}", "low",
+                             "nccldiag's own error, not a verdict on any node", "Report this as a bug.",
+                             category="unexplained"))
     try:
         out.extend(unexplained.fallback(inputs, out))
     except Exception as exc:  # nccldiag's own error: say so, never an all-clear in its place

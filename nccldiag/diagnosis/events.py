@@ -26,6 +26,10 @@ their own. Codes whose category the table leaves ``unexplained`` and information
 
 Which cause diagnoses the events of a category is the catalog's (``knowledge/causes.toml``: a row with
 ``events``); the others are ``node-event``'s.
+
+NCCL's own WARNs are read the same way, by ``knowledge/nccl.toml`` (:func:`nccl_warns`), but kept apart from
+:func:`events`: the causes of the catalog read NCCL's words themselves, each in its own way, so a WARN's category is
+a diagnosis only where none of them explains it (:mod:`nccldiag.diagnosis.rules.nccl_warn`, after the catalog).
 """
 from __future__ import annotations
 
@@ -38,6 +42,7 @@ from nccldiag.areas import kernlog, xid
 from nccldiag.diagnosis import clues as C
 from nccldiag.diagnosis import signs
 from nccldiag.diagnosis.inputs import Inputs
+from nccldiag.knowledge import nccl_source
 from nccldiag.model.findings import SEVERITY, Finding, Status
 
 # what a class asks of the admin, as a rank: the worse, the higher (areas/xid.py names the classes)
@@ -317,3 +322,30 @@ def _of_cuda(inp: Inputs) -> List[Event]:
         out.append(Event(row["category"], "fail", what, c, "cuda." + row["name"], rank=2,
                          confidence=row.get("confidence", "high"), fix=row.get("fix", ""), where=row["where"]))
     return out
+
+
+# ---- NCCL's own WARNs -----------------------------------------------------------------------------------------
+
+_WARN_KINDS = ("warn", "last-error")  # an NCCL WARN line, and its message quoted as 'Last error:'
+
+
+def nccl_warns(inp: Inputs) -> List[Event]:
+    """The NCCL WARNs of the inputs whose row of ``knowledge/nccl.toml`` names a cause (its category is not
+    ``none``), each an event of that category with the row's meaning and fix (kept on ``inp``)."""
+    known = getattr(inp, "_nccl_warns", None)
+    if known is not None:
+        return known
+    out: List[Event] = []
+    texts = {c.text for c in C.find(inp, _ANY, _WARN_KINDS)}
+    rows = {t: nccl_source.message_of(t) for t in texts}
+    for c in C.find(inp, _ANY, _WARN_KINDS):
+        m = rows.get(c.text)
+        if m is None or m.category == nccl_source.NONE:
+            continue
+        out.append(Event(m.category, m.severity, m.meaning, c, "nccl." + m.id, rank=1, confidence="medium",
+                         fix=m.fix, where=m.where))
+    inp._nccl_warns = out  # type: ignore[attr-defined]
+    return out
+
+
+_ANY = re.compile(r"\S")

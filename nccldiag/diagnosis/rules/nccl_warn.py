@@ -1,0 +1,90 @@
+"""NCCL said why, and no cause of the catalog explains it: an NCCL WARN whose message ``knowledge/nccl.toml`` reads
+as a cause (a verbs call's failure and its errno, a socket connect refused or timed out, /dev/shm that could not
+be extended, a driver too old, a plugin that did not load...) names that cause's category, though no case of it
+was seen before.
+
+Evidence: the WARN lines and the 'Last error:' texts quoting them (:func:`nccldiag.diagnosis.events.nccl_warns`),
+in any input (a log, a paste, a bundle). A WARN is left to the catalog's causes when a fail or warn diagnosis of
+one cites its line or quotes its text, or names its category already: the catalog's cause knows the failure
+better. The rest make one diagnosis per category: a warning of medium confidence (the message names the cause; the
+table, not a case, says so), citing the lines, the row's meaning and the NCCL source file that prints it. A row
+whose message NCCL prints while it carries on (severity ``warn``) counts only beside a failure of the run.
+
+Not a rule of the registry: :func:`nccldiag.diagnosis.diagnose` calls :func:`after` once the catalog's causes have
+run, before the unexplained verdict; the lines it cites are then explained.
+References: NVIDIA/nccl's source (the table's header names the release and commit read; ``scripts/nccl-messages``
+checks the table against a tree).
+"""
+from __future__ import annotations
+
+import sys
+from typing import Dict, List
+
+from nccldiag.diagnosis import clues as C
+from nccldiag.diagnosis import events as E
+from nccldiag.diagnosis.inputs import Inputs
+from nccldiag.diagnosis.model import Diagnosis, Evidence
+from nccldiag.diagnosis.signs import log_failed, unfinished
+from nccldiag.knowledge import nccl_source
+
+ID = "nccl-warn"
+TITLE = "NCCL named the cause"
+CONFIRM = ("rerun with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET,ENV and read the lines before the WARN; "
+           "scripts/nccl-messages shows where NCCL prints it")
+FIX = "Do what the NCCL message table's row says (the evidence names it)."
+TIER = 0
+
+
+def after(inp: Inputs, diagnoses: List[Diagnosis]) -> List[Diagnosis]:
+    """The diagnoses of the NCCL WARNs that no fail or warn diagnosis of ``diagnoses`` explains."""
+    found = E.nccl_warns(inp)
+    if not found:
+        return []
+    causes = [d for d in diagnoses if d.severity in ("fail", "warn") and d.category != "unexplained"]
+    named = {d.category for d in causes}
+    refs = {e.ref for d in causes for e in d.evidence if e.ref}
+    quoted = [e.text for d in causes for e in d.evidence]
+    failed = None
+    by: Dict[str, List[E.Event]] = {}
+    for e in found:
+        if e.category in named or _cited(e, refs, quoted):
+            continue
+        if e.severity == "warn":
+            if failed is None:
+                failed = _failed(inp, diagnoses)
+            if not failed:
+                continue
+        by.setdefault(e.category, []).append(e)
+    return [_diagnosis(category, events) for category, events in by.items()]
+
+
+def _cited(e: E.Event, refs: set, quoted: List[str]) -> bool:
+    at = e.clue.at
+    if at is not None and f"{getattr(at, 'source', '')}:{getattr(at, 'lineno', '')}" in refs:
+        return True
+    return any(e.clue.text in q for q in quoted)
+
+
+def _failed(inp: Inputs, diagnoses: List[Diagnosis]) -> bool:
+    """Whether the evidence shows a failure: a log that failed or stopped, or a failing diagnosis."""
+    return (any(log_failed(ls.facts) for ls in inp.log_sets()) or bool(unfinished(inp))
+            or any(d.severity == "fail" for d in diagnoses))
+
+
+def _diagnosis(category: str, found: List[E.Event]) -> Diagnosis:
+    found = E.ordered(found)
+    first = found[0]
+    rows = list(dict.fromkeys(e.check for e in found))
+    m = nccl_source.message(first.check[len("nccl."):])
+    clues = E.clues_of(found)
+    d = C.make(sys.modules[__name__], f"{first.what}{C.on(C.hosts(clues))}", clues, confidence="medium",
+               severity="warn", category=category,
+               why=f"NCCL's own message says so: {m.where} reads it as {category} ({m.file} prints it, NCCL "
+                   f"{m.nccl}), and no cause of the catalog explains it",
+               fix=" ".join(dict.fromkeys(e.fix for e in found if e.fix)) or FIX,
+               title=f"{TITLE}: {category.split(':', 1)[-1].replace('_', ' ').replace('-', ' ')}")
+    d.evidence.extend(Evidence("figure", f"the NCCL message table's {row.id}: {row.meaning} (NCCL {row.nccl} "
+                                         f"{row.file})", row.where)
+                      for row in (nccl_source.message(r[len("nccl."):]) for r in rows[:3]))
+    d.tier, d.confirm = TIER, CONFIRM
+    return d

@@ -1,0 +1,185 @@
+"""NCCL's WARN messages (nccldiag/knowledge/nccl.toml) held to their source and to the real logs.
+
+Each row's pattern reads its own format string printed with values (the conversions filled, or the row's
+``sample``: a message written for this test from the format string, which the test holds to it), and no earlier
+row takes it; every pattern is linear by construction; no row contradicts the failure lexicon. Every NCCL WARN line
+of the real logs (../shared/fixtures/nccl-logs, the real cases of ../shared/fixtures/cases and tests/cases) is
+read by the row its source names in ``seen``, and every ``seen`` holds such a line; a healthy run's WARNs are of
+rows that name no cause. The source extractor is held to the C it reads (``scripts/nccl-messages`` checks the table
+against a whole NCCL tree).
+"""
+import json
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+from nccldiag import knowledge
+from nccldiag.diagnosis import categories
+from nccldiag.knowledge import lexicon
+from nccldiag.knowledge import nccl_source as S
+from tests import real
+
+if sys.version_info >= (3, 11):
+    from re import _parser as sre_parse
+else:  # pragma: no cover
+    import sre_parse
+
+from tests.unit.test_lexicon import _repeats  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[2]
+ROWS = knowledge.rows(S.TABLE)
+IGNORED = knowledge.rows(S.TABLE, "ignored")
+HEADER = knowledge.header(S.TABLE)
+_WARN = re.compile(r"NCCL WARN (.*)")
+
+
+def _texts(row):
+    return [row["text"]] + list(row.get("also", []))
+
+
+def _printed(row):
+    """The row's messages as printed: its samples, else each of its format strings with values filled."""
+    return list(row.get("sample") or [S.fill(t) for t in _texts(row)])
+
+
+# ---------------------------------------------------------------- the table
+
+def test_every_row_is_complete_and_names_what_exists():
+    assert re.fullmatch(r"v\d+\.\d+\.\d+-\d+", HEADER["nccl"]) and re.fullmatch(r"[0-9a-f]{40}", HEADER["commit"])
+    ids = [r["id"] for r in ROWS]
+    assert len(ids) == len(set(ids))
+    for r in ROWS:
+        assert r["text"] and r["file"].startswith("src/") and r["meaning"], r["id"]
+        assert r["severity"] in ("fail", "warn"), r["id"]
+        assert r["category"] == S.NONE or categories.known(r["category"]), (r["id"], r["category"])
+        assert bool(r.get("fix")) == (r["category"] != S.NONE), r["id"]
+        assert not r.get("healthy") or r["category"] == S.NONE, r["id"]
+        assert re.fullmatch(r"v\d+\.\d+\.\d+-\d+", r.get("nccl", HEADER["nccl"])), r["id"]
+    for e in IGNORED:
+        assert e["file"].startswith("src/") and e["why"], e
+
+
+@pytest.mark.parametrize("row", ROWS, ids=[r["id"] for r in ROWS])
+def test_every_pattern_is_linear_by_construction(row):
+    unbounded, nested = _repeats(sre_parse.parse(row["pattern"]))
+    assert not nested, (row["id"], row["pattern"])
+    assert unbounded <= 1, (row["id"], row["pattern"])
+
+
+@pytest.mark.parametrize("row", ROWS, ids=[r["id"] for r in ROWS])
+def test_every_row_reads_its_own_message_printed(row):
+    """The format string printed with values is read by its row, first; a sample written for the test is one of the
+    row's format strings with its conversions filled."""
+    for printed in _printed(row):
+        assert any(S.shape(t).fullmatch(printed) for t in _texts(row)), (row["id"], printed)
+        got = S.message_of(printed)
+        assert got is not None and got.id == row["id"], (row["id"], printed, got and got.id)
+
+
+def test_a_row_of_a_cause_agrees_with_the_failure_lexicon():
+    """A WARN the lexicon reads as a shape that only some causes explain: the row names one of them."""
+    for r in ROWS:
+        if r["category"] == S.NONE:
+            continue
+        for printed in _printed(r):
+            got = lexicon.shape_of(f"node1:123:456 [0] NCCL WARN {printed}")
+            if got is not None and lexicon.ANY not in got.covered_by:
+                assert r["category"] in got.covered_by, (r["id"], got.id, got.covered_by)
+
+
+def test_the_source_reader_joins_literals_macros_and_parameters():
+    src = '''#define SYSCHECK(statement, name) \\
+      WARN("Call to " name " failed: %s", strerror(errno)); \\
+    static void f() {
+      WARN("NET/IB : Got completion from peer %s with status=%d opcode=%d len=%" PRIu64 " vendor err %u (%s)",
+           a, b);
+      WARN(msg);
+      INFO_WARN("not a call");
+      // WARN("a comment's call is read as a call")
+      WARN("two\\tlines\\n" "joined \\"quoted\\"");
+    }'''
+    got = [(w.line, w.text) for w in S.warns("src/x.cc", src)]
+    assert got == [(2, "Call to %s failed: %s"),
+                   (4, "NET/IB : Got completion from peer %s with status=%d opcode=%d len=%lu vendor err %u (%s)"),
+                   (6, S.NOT_LITERAL), (8, "a comment's call is read as a call"), (9, 'two\tlines\njoined "quoted"')]
+
+
+def test_the_check_finds_rows_missing_warns_uncovered_and_entries_unused():
+    found = [S.Warn("src/a.cc", 1, "kept %s"), S.Warn("src/b.cc", 2, "dropped"), S.Warn("src/c.cc", 3, "lost")]
+    rows = [{"id": "kept", "text": "kept %s", "where": "t:1"}, {"id": "gone", "text": "gone", "where": "t:2"}]
+    ignored = [{"file": "src/b.cc", "why": "x"}, {"file": "src/z*", "why": "y"}]
+    rep = S.check(rows, ignored, found)
+    assert [r["id"] for r in rep.rows_missing] == ["gone"]
+    assert [w.file for w in rep.uncovered] == ["src/c.cc"]
+    assert rep.unused_ignored == [ignored[1]] and not rep.ok
+    assert rep.by_row["kept"] == [found[0]] and rep.by_ignored == {0: [found[1]]}
+
+
+# ---------------------------------------------------------------- the real logs
+
+def _sources():
+    """(source id, healthy, [WARN messages]) of every real log at hand."""
+    real.require()
+    out = []
+    for p in sorted(real.NCCL_LOGS.glob("*.log")):
+        out.append((f"../shared/fixtures/nccl-logs/{p.name}", False, p))
+    for root, prefix in ((real.ROOT / "cases", "../shared/fixtures/cases"), (REPO / "tests" / "cases", "tests/cases")):
+        for meta in sorted(root.glob("*/case.json")):
+            case = json.loads(meta.read_text(encoding="utf-8"))
+            files = [meta.parent / f for f in case.get("files", [])]
+            out.append((f"{prefix}/{meta.parent.name}", bool(case.get("healthy")), files))
+    read = []
+    for sid, healthy, files in out:
+        files = files if isinstance(files, list) else [files]
+        lines = []
+        for f in files:
+            if f.is_file():
+                for line in f.read_text(encoding="utf-8", errors="replace").splitlines():
+                    m = _WARN.search(line)
+                    if m:
+                        lines.append(m.group(1))
+        read.append((sid, healthy, lines))
+    return read
+
+
+def test_every_real_warn_is_read_by_the_rows_that_name_its_source():
+    seen = {r["id"]: set(r.get("seen", [])) for r in ROWS}
+    found = {}
+    for sid, healthy, lines in _sources():
+        for line in lines:
+            got = S.message_of(line)
+            if got is None:
+                continue
+            found.setdefault(got.id, set()).add(sid)
+            assert sid in seen[got.id], f"{sid}: {line!r} is of row {got.id}, whose seen does not name it"
+            assert not healthy or got.category == S.NONE, f"{sid} (healthy): {line!r} is of row {got.id}"
+    for rid, sids in seen.items():
+        for sid in sids:
+            assert sid in found.get(rid, set()), f"row {rid}: seen names {sid}, where no WARN is of the row"
+
+
+def test_the_results_are_those_the_log_reader_names():
+    from nccldiag.nccl import facts
+    rows = knowledge.rows(S.TABLE, "result")
+    assert {r["code"]: r["name"] for r in rows} == {c: n for c, n in facts.RESULT_NAMES.items() if c}
+    for r in rows:
+        assert facts.RESULT_TEXT[r["code"]] in r["text"] and r["meaning"], r["name"]
+
+
+def test_the_result_reader_reads_nccl_get_error_string():
+    src = '''const char* ncclGetErrorString(ncclResult_t code) {
+  switch (code) {
+  case ncclSuccess:
+    return "no error";
+  case ncclSystemError:
+    return "unhandled system error (run with NCCL_DEBUG=INFO for details)";
+  default:
+    return "unknown result code";
+  }
+}
+static const char* other() { switch (x) { case ncclFoo: return "not this one"; } }'''
+    assert S.results(src) == {"ncclSuccess": "no error",
+                              "ncclSystemError": "unhandled system error (run with NCCL_DEBUG=INFO for details)"}
+    assert S.results("int main() {}") == {}
