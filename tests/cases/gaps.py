@@ -46,9 +46,4 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "'Verdict: nothing to judge: the input holds no NCCL line, error or result', exit 0: an ifconfig record of "
         "a ConnectX Ethernet port with 'status: no carrier (FEC sync loss)' (the port's link down, FreeBSD mce "
         "driver) is not read"),
-    "net-rccl1423-rdma-link-down-polling-flapping-port": Gap(
-        "missed",
-        "'Verdict: FAIL Unexplained failure', exit 1: 'rdma link' lines of mlx5_7/1 going DOWN/POLLING, "
-        "DOWN/LINK_UP, ACTIVE/LINK_UP are read as 'State Down, Physical state Polling' but left unexplained, not as "
-        "a port down (or flapping)"),
 }

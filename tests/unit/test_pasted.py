@@ -310,3 +310,42 @@ def test_a_dcgmi_table_pasted_alone_or_beside_a_run_that_worked_names_the_failed
     assert [d.category for d in alarms(table)][:1] == ["gpu_lost_xid"]
     beside = alarms(log_text(HEALTHY_LOG) + table)  # the lines of an area's output read beside a run that worked
     assert beside and all("could not" not in d.summary for d in beside)
+
+
+def test_rdma_link_run_again_while_the_port_flaps_names_the_port_down():
+    # the three real 'rdma link' outputs of ROCm/rccl#1423 (tests/cases): DOWN/POLLING, DOWN/LINK_UP, ACTIVE/LINK_UP
+    case = Path(__file__).resolve().parents[1] / "cases" / "net-rccl1423-rdma-link-down-polling-flapping-port"
+    d = alarms((case / "posted-rdma-link.txt").read_text(encoding="utf-8"))
+    assert d[0].category == "ib_port_down" and d[0].severity == "fail"
+    assert "came back" in d[0].summary and any("mlx5_7" in e.text for e in d[0].evidence)
+
+
+@pytest.mark.parametrize("name", ["3fs283-cx6dx-2port-trailing-space.txt", "spiderpool-roce-cx-rdma-link-indented.txt"])
+def test_a_healthy_rdma_link_run_twice_stays_quiet(name):
+    text = real.node_text("rdma-link", name)
+    assert alarms(text + "\n" + text) == []
+
+
+# ---- lspci's ACS lines alone ---------------------------------------------------------------------------------------
+
+
+def _acs_lines(name: str, prefix: str) -> str:
+    """The real capture's ACSCtl lines, their indentation taken off and a host prefix put on (as pdsh or clush
+    print them): the shape of a 'lspci -vvv | grep ACSCtl' run on many nodes."""
+    lines = [l.strip() for l in real.node_text("lspci", name).splitlines() if "ACSCtl:" in l]
+    assert lines
+    return "".join(f"{prefix}{l}\n" for l in lines)
+
+
+@pytest.mark.parametrize("prefix", ["", "node3: "])
+def test_acs_lines_alone_without_their_indentation_are_judged_by_the_acs_check(prefix):
+    d = alarms(_acs_lines("gpud-h100-dell-pmc-sierra-switch-acs-on.txt", prefix))
+    assert d and d[0].category == "acs_iommu_p2p"
+    assert "ACS redirect" in d[0].summary
+
+
+@pytest.mark.parametrize("prefix", ["", "node3: "])
+def test_acs_lines_alone_of_a_path_with_acs_off_stay_quiet(prefix):
+    text = _acs_lines("gpud-h100-dell-pex890xx-gpu0-path-acs-off.txt", prefix)
+    p = pasted.scan(text)
+    assert [b.kind for b in p.blocks] == ["lspci"] and alarms(text) == []
