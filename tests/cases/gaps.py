@@ -35,12 +35,6 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "'FAIL Unexplained failure on jnlh102072': 'socketStartConnect: Connect to 10.37.12.78<46417> failed "
         ": Software caused connection abort' toward an address in another subnet than the node's is not read "
         'as a wrong or inconsistent bootstrap interface'),
-    "gpu-gpud117-dmesg-xid45-nvidia-smi-hung-task-d-state": Gap(
-        "wrong cause",
-        "'Verdict: WARN Failure reported by a node or a rank: gpu application fault', exit 0: six Xid 45 lines of "
-        "one GPU are read as an application's fault (other:gpu-application-fault), the hung task in state D after "
-        "them as an I/O hang (io_hang, second); a GPU whose channels were torn down and whose users then hang in "
-        "the kernel is not read as a GPU needing a reset", exits_0=True),
     "net-nvidia-freebsd-docs-ifconfig-mce0-no-carrier-fec-sync-loss": Gap(
         "false all-clear",
         "'Verdict: nothing to judge: the input holds no NCCL line, error or result', exit 0: an ifconfig record of "

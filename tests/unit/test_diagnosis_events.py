@@ -132,3 +132,35 @@ def test_a_fabric_manager_with_no_nvswitch_to_manage_is_that_cause_not_a_broken_
     found = failing(diagnose(inputs(name, text)))
     assert [d.category for d in found][:1] == ["other:fabric-manager-without-nvswitch"]
     assert "fabric_manager" not in {d.category for d in found}
+
+
+XID45_HUNG = ("gpu-gpud117-dmesg-xid45-nvidia-smi-hung-task-d-state", "posted-dmesg.txt")
+
+
+def test_xid_45_then_a_task_hung_in_the_kernel_is_a_gpu_needing_a_reset_and_explains_the_hang():
+    # real: leptonai/gpud#117 (six Xid 45 of one GPU, then a task in state D)
+    inp = case_inputs(*XID45_HUNG)
+    lost = E.of(inp, "gpu_lost_xid")
+    assert lost and all(e.severity == "fail" for e in lost) and 45 in {e.code for e in lost}
+    assert any("blocked for more than" in e.clue.text for e in lost)
+    assert E.of(inp, "io_hang") == [] and E.of(inp, "other:gpu-application-fault") == []
+    diags = failing(diagnose(inp))
+    assert diags[0].category == "gpu_lost_xid" and "then a task hung in the kernel" in diags[0].summary
+    assert "io_hang" not in [d.category for d in diags]
+
+
+def test_xid_45_alone_stays_the_job_s_and_a_hung_task_before_it_stays_i_o():
+    # the same real lines, cut (written for this test): the Xid 45 lines alone; the hung task moved before them
+    lines = (CASES / XID45_HUNG[0] / XID45_HUNG[1]).read_text(encoding="utf-8").splitlines(keepends=True)
+    xids, hung = lines[:6], lines[6:]
+    assert all(": 45," in l for l in xids) and "blocked for more than" in hung[0]
+    alone = inputs("dmesg.txt", "".join(xids))
+    assert {e.category for e in E.events(alone)} == {"other:gpu-application-fault"}
+    before = inputs("dmesg.txt", "".join(hung + xids))
+    assert {e.category for e in E.events(before)} == {"other:gpu-application-fault", "io_hang"}
+
+
+def test_an_nfs_hang_with_no_gpu_torn_down_stays_a_rank_stuck_in_i_o():
+    # real: aws/aws-parallelcluster#1150 (tests/cases)
+    inp = case_inputs("node-awspc1150-messages-grep-nfs-not-responding-hung-task", "posted-messages-hung-task.txt")
+    assert E.of(inp, "io_hang") and not E.of(inp, "gpu_lost_xid")
