@@ -162,7 +162,11 @@ VIRTUAL = re.compile(r"^(lo|docker\d*|veth\w*|virbr\d*|br-\w+|cni\d*|flannel\.\d
 NO_IFACE = re.compile(r"Socket creation failed\s*:\s*Address family not supported|no socket interface found|"
                       r"No usable listening interface|[Nn]o interface found|Bootstrap\s*:\s*no socket interface")
 CONNECT = re.compile(r"(?:Connect to|connect(?:ing)? to|Call to connect)\s*\[?(?P<addr>[0-9a-fA-F:.%\w]*)\]?"
-                     r"(?:<\d+>)?[^\n]{0,300}?(?:timed out|refused|unreachable|No route)", re.I)
+                     r"(?:<\d+>)?[^\n]{0,300}?(?:timed out|refused|unreachable|No route|connection abort)", re.I)
+# what the node's own stack answers a connect it cannot send: no route to that network (ENETUNREACH), or the
+# connection aborted on this side (ECONNABORTED): the address is not one this node's interfaces reach, whatever a
+# firewall on the path does (a REJECT answers 'No route to host' or 'Connection refused', a DROP times out)
+NO_PATH = re.compile(r"Network is unreachable|ENETUNREACH|Software caused connection abort|ECONNABORTED", re.I)
 LINK_LOCAL = re.compile(r"\b[fF][eE]80:[0-9a-fA-F:]*(?:%\w+)?|%(?:" + VIRTUAL.pattern.strip("^$") + r")\b")
 ROUTABLE = re.compile(r"\b(?!127\.)\d{1,3}(?:\.\d{1,3}){3}\b|\b[23][0-9a-fA-F]{3}:[0-9a-fA-F:]+")
 _LOOPBACK = re.compile(r"\b127\.0\.[01]\.1\b")
@@ -171,9 +175,19 @@ REFUSED = re.compile(r"Connection refused|ECONNREFUSED", re.I)
 
 def failed_connects(inp: Inputs) -> List[C.Clue]:
     """Failed connections (refused, timed out, unreachable) to a routable peer address: not loopback, not
-    link-local nor a container's interface (those are the interface's fault, not the path's)."""
+    link-local nor a container's interface (those are the interface's fault, not the path's), nor one the node's
+    own stack would not send (:func:`no_path_connects`)."""
     return [c for c in C.find(inp, CONNECT, ("warn", "last-error", "error"))
-            if not LINK_LOCAL.search(c.text) and not _LOOPBACK.search(c.text) and ROUTABLE.search(c.text)]
+            if not LINK_LOCAL.search(c.text) and not _LOOPBACK.search(c.text) and ROUTABLE.search(c.text)
+            and not NO_PATH.search(c.text)]
+
+
+def no_path_connects(inp: Inputs) -> List[C.Clue]:
+    """Failed connections to a routable peer address that the node's own stack refused to send
+    (:data:`NO_PATH`): the interface or route toward the address is the fault, not the peer nor a firewall."""
+    return [c for c in C.find(inp, CONNECT, ("warn", "last-error", "error"))
+            if NO_PATH.search(c.text) and not LINK_LOCAL.search(c.text) and not _LOOPBACK.search(c.text)
+            and ROUTABLE.search(c.text)]
 
 
 def refusing_peer(inp: Inputs) -> Optional[str]:

@@ -30,11 +30,6 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "'Verdict: nothing to judge: the input holds no NCCL line, error or result', exit 0: a job log whose "
         "iteration lines stop and whose monitor then prints only 'PULSE: ... is running for 1-09:27:40' for "
         'hours (a run that did not finish) is not read as a hang'),
-    "net-gitcode-blog-vllm-3x4090-socket-connect-abort-spare-server-ifname": Gap(
-        "missed",
-        "'FAIL Unexplained failure on jnlh102072': 'socketStartConnect: Connect to 10.37.12.78<46417> failed "
-        ": Software caused connection abort' toward an address in another subnet than the node's is not read "
-        'as a wrong or inconsistent bootstrap interface'),
     "net-nvidia-freebsd-docs-ifconfig-mce0-no-carrier-fec-sync-loss": Gap(
         "false all-clear",
         "'Verdict: nothing to judge: the input holds no NCCL line, error or result', exit 0: an ifconfig record of "
