@@ -11,7 +11,7 @@ is the catalog's precedence (``knowledge/causes.toml``).
 from __future__ import annotations
 
 import re
-from typing import List, Optional
+from typing import List, Optional, Tuple
 
 from nccldiag.diagnosis import clues as C
 from nccldiag.diagnosis.inputs import Inputs, LogView
@@ -228,3 +228,21 @@ def plugin_topology(inp: Inputs) -> List[C.Clue]:
     if versions and all(v < (2, 8) for v in versions):
         return []
     return found
+
+
+# ---- a job's monitor -------------------------------------------------------------------------------------------
+
+# a monitor's or scheduler's line saying how long a job has been running: 'PULSE: tr11-176B-ml is running for
+# 1-07:27:33 since ...' (Slurm's elapsed time, [days-]hours:minutes:seconds); the paste kind 'job monitor' finds them
+RUNNING = re.compile(r"(?P<job>[\w.:@/+-]{1,200}) is (?:still )?running for (?P<days>\d{1,5}-)?(?P<h>\d{1,3}):"
+                     r"(?P<m>\d\d):(?P<s>\d\d)\b")
+
+
+def running(text: str) -> Optional[Tuple[str, int, str]]:
+    """``(job, seconds it has been running, the time as written)`` of a line that says so, else None."""
+    m = RUNNING.search(text[:2000])
+    if m is None:
+        return None
+    days = int(m.group("days")[:-1]) if m.group("days") else 0
+    seconds = ((days * 24 + int(m.group("h"))) * 60 + int(m.group("m"))) * 60 + int(m.group("s"))
+    return m.group("job"), seconds, m.group(0).split(" running for ", 1)[1]

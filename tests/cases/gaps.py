@@ -25,11 +25,6 @@ class Gap(NamedTuple):
 INVARIANT_BROKEN = ("false all-clear", "false alarm")
 
 KNOWN_GAPS: Dict[str, Gap] = {
-    "gpu-bloom176b-logbook-eval-hang-no-timeout-dataloader-deadlock": Gap(
-        "false all-clear",
-        "'Verdict: nothing to judge: the input holds no NCCL line, error or result', exit 0: a job log whose "
-        "iteration lines stop and whose monitor then prints only 'PULSE: ... is running for 1-09:27:40' for "
-        'hours (a run that did not finish) is not read as a hang'),
     "net-nvidia-freebsd-docs-ifconfig-mce0-no-carrier-fec-sync-loss": Gap(
         "false all-clear",
         "'Verdict: nothing to judge: the input holds no NCCL line, error or result', exit 0: an ifconfig record of "

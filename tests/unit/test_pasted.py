@@ -349,3 +349,42 @@ def test_acs_lines_alone_of_a_path_with_acs_off_stay_quiet(prefix):
     text = _acs_lines("gpud-h100-dell-pex890xx-gpu0-path-acs-off.txt", prefix)
     p = pasted.scan(text)
     assert [b.kind for b in p.blocks] == ["lspci"] and alarms(text) == []
+
+
+# ---- a job's monitor ---------------------------------------------------------------------------------------------
+
+BLOOM = Path(__file__).resolve().parents[1] / "cases" / "gpu-bloom176b-logbook-eval-hang-no-timeout-dataloader-deadlock"
+
+
+def test_a_job_its_monitor_says_is_running_for_hours_with_no_line_of_its_own_is_a_hang():
+    # real: the BLOOM-176B logbook's job log tail (tests/cases): iteration lines, then hourly PULSE lines only
+    d = alarms((BLOOM / "posted-job-log-tail.log").read_text(encoding="utf-8"))
+    assert d[0].category == "rank_hang_timeout" and d[0].severity == "fail"
+    assert "tr11-176B-ml" in d[0].summary and "2 h 00 min" in d[0].summary
+
+
+def test_a_monitor_s_lines_between_the_job_s_own_lines_or_alone_are_no_hang():
+    # the same real lines rearranged for this test: the job printing between two monitor lines, and the monitor's
+    # lines with nothing of the job before them
+    lines = (BLOOM / "posted-job-log-tail.log").read_text(encoding="utf-8").splitlines(keepends=True)
+    job, pulses = lines[:4], [l for l in lines[4:] if "running for" in l]
+    assert len(job) == 4 and len(pulses) == 3
+    moving = "".join([job[0], pulses[0], job[2], pulses[1], job[0], pulses[2]])
+    assert [b.kind for b in pasted.scan(moving).blocks] == ["job monitor"] * 3
+    assert alarms(moving) == []
+    assert alarms("".join(pulses)) == []
+
+
+def test_a_watchdog_whose_heartbeat_monitor_timed_out_is_a_hang_naming_the_rank():
+    # real: hiyouga/LlamaFactory#6953 (the sample of tests/lexicon/real.toml)
+    import tomllib
+    samples = tomllib.loads((Path(__file__).resolve().parents[1] / "lexicon" / "real.toml").read_text("utf-8"))
+    text = next(s["text"] for s in samples["sample"] if s["url"].endswith("LlamaFactory/issues/6953"))
+    import io
+    from nccldiag.nccl import scan
+    lines: List = []
+    facts = scan.parse_streams([("job.log", io.BytesIO(text.encode()))], failure_lines=lines)
+    assert [l.shape for l in lines] == ["nccl-watchdog-stuck"]
+    d = [x for x in diagnose(Inputs(logs=facts, log_findings=nccl_checks.judge(facts), failure_lines=lines,
+                                    pasted=pasted.scan(text, "job.log"))) if x.severity in ("fail", "warn")]
+    assert d[0].category == "rank_hang_timeout" and d[0].severity == "fail" and "ranks 144" in d[0].summary

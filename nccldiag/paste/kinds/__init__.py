@@ -42,6 +42,7 @@ KINDS = (
     "hca_tools",
     "ethtool",
     "bugreport",
+    "job_monitor",
 )
 
 
