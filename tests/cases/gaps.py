@@ -25,9 +25,4 @@ class Gap(NamedTuple):
 INVARIANT_BROKEN = ("false all-clear", "false alarm")
 
 KNOWN_GAPS: Dict[str, Gap] = {
-    "net-nvidia-freebsd-docs-ifconfig-mce0-no-carrier-fec-sync-loss": Gap(
-        "false all-clear",
-        "'Verdict: nothing to judge: the input holds no NCCL line, error or result', exit 0: an ifconfig record of "
-        "a ConnectX Ethernet port with 'status: no carrier (FEC sync loss)' (the port's link down, FreeBSD mce "
-        "driver) is not read"),
 }

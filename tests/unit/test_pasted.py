@@ -388,3 +388,50 @@ def test_a_watchdog_whose_heartbeat_monitor_timed_out_is_a_hang_naming_the_rank(
     d = [x for x in diagnose(Inputs(logs=facts, log_findings=nccl_checks.judge(facts), failure_lines=lines,
                                     pasted=pasted.scan(text, "job.log"))) if x.severity in ("fail", "warn")]
     assert d[0].category == "rank_hang_timeout" and d[0].severity == "fail" and "ranks 144" in d[0].summary
+
+
+# ---- the link tools: ifconfig, ip link, ethtool --------------------------------------------------------------------
+
+FREEBSD = Path(__file__).resolve().parents[1] / "cases" / "net-nvidia-freebsd-docs-ifconfig-mce0-no-carrier-fec-sync-loss"
+HEALTHY_IP_A = Path(__file__).resolve().parents[1] / "netdev" / "jiangbo-k8s-hostnetwork-ip-a-healthy.txt"
+
+
+def test_a_fabric_port_switched_on_with_no_carrier_in_ifconfig_is_a_port_down():
+    # real: NVIDIA's FreeBSD driver documentation (tests/cases): a 100GBase-CR4 port, 'status: no carrier'
+    d = alarms((FREEBSD / "posted-ifconfig-mce0.txt").read_text(encoding="utf-8"))
+    assert d[0].category == "ib_port_down" and d[0].severity == "fail"
+    assert "mce0" in d[0].summary and "FEC sync loss" in d[0].summary
+
+
+def test_a_healthy_ip_a_with_bridges_without_carrier_and_ports_switched_off_stays_quiet():
+    # real (tests/netdev/SOURCES.md): docker0 and cni0 NO-CARRIER with addresses, kube-ipvs0 switched off
+    text = HEALTHY_IP_A.read_text(encoding="utf-8")
+    p = pasted.scan(text)
+    assert [b.kind for b in p.blocks] == ["netdev link"] and not p.findings
+    assert alarms(text) == []
+
+
+def test_an_addressed_port_that_loses_its_carrier_in_ip_a_is_named_with_its_address():
+    # the real healthy capture with enp0s8's flags changed to NO-CARRIER (written for this test)
+    text = HEALTHY_IP_A.read_text(encoding="utf-8")
+    up = "3: enp0s8: <BROADCAST,MULTICAST,UP,LOWER_UP>"
+    assert text.count(up) == 1
+    d = alarms(text.replace(up, "3: enp0s8: <NO-CARRIER,BROADCAST,MULTICAST,UP>"))
+    assert d[0].category == "ib_port_down" and "enp0s8" in d[0].summary and "192.168.56.103" in d[0].summary
+    assert "docker0" not in d[0].summary
+
+
+def test_a_port_switched_off_or_shown_only_by_ethtool_is_not_named():
+    # the real FreeBSD record with its UP flag taken off (written for this test): switched off on purpose
+    record = (FREEBSD / "posted-ifconfig-mce0.txt").read_text(encoding="utf-8")
+    assert "flags=8843<UP,BROADCAST," in record
+    assert alarms(record.replace("flags=8843<UP,BROADCAST,", "flags=8842<BROADCAST,")) == []
+    # written for this test, in ethtool's words: a link down whose use ethtool cannot tell
+    ethtool = "Settings for eth2:\n\tSpeed: Unknown!\n\tPort: Direct Attach Copper\n\tLink detected: no\n"
+    assert [b.kind for b in pasted.scan(ethtool).blocks] == ["netdev link"] and alarms(ethtool) == []
+    # with the same host's ip addr showing it switched on and addressed, it is named
+    ip = ("4: eth2: <BROADCAST,MULTICAST,UP> mtu 9000 qdisc mq state DOWN group default qlen 1000\n"
+          "    link/ether 0c:42:a1:00:00:02 brd ff:ff:ff:ff:ff:ff\n"
+          "    inet 10.10.1.12/24 brd 10.10.1.255 scope global eth2\n")
+    d = alarms(ip + "\n" + ethtool)
+    assert d[0].category == "ib_port_down" and "eth2" in d[0].summary and "Link detected: no" in d[0].summary

@@ -2,8 +2,9 @@
 NCCL's 'Got async event : port error' over and over, with RDMA operations timing out (error 12) until the job
 hangs; a process placed on a Down port cannot connect.
 
-Evidence: the ``ib`` port-state and rate checks (ibstat, sysfs, ibv_devinfo), link-flap counters, asynchronous
-port events in NCCL's log. A port pasted beside a run that failed is a suspect; beside a run that worked it says
+Evidence: the ``ib`` port-state and rate checks (ibstat, sysfs, ibv_devinfo, rdma link), the link of a fabric
+interface in use as the link tools show it (``ib.port_link``: ifconfig's 'no carrier', ip link's NO-CARRIER,
+ethtool's 'Link detected: no'), link-flap counters, asynchronous port events in NCCL's log. A port pasted beside a run that failed is a suspect; beside a run that worked it says
 nothing of the run; pasted with no run beside it, a port the paste shows in use (:func:`_in_use`) is named.
 References: NVIDIA/nccl#905 ('a flapping link'); microsoft/mscclpp#493.
 """
@@ -45,7 +46,9 @@ def diagnose(inp: Inputs) -> List[Diagnosis]:
     came_back = bool(back) and len(back) == len(node) and not events
     what = ("an IB link is flapping: the HCA keeps reporting port errors" if events else
             "an IB/RoCE port went Down and came back between the readings pasted (a link that flaps, or one "
-            "brought up in between)" if came_back else "an IB/RoCE port is not Active at full rate")
+            "brought up in between)" if came_back else
+            "a fabric interface in use has no link" if node and all(f.check == "ib.port_link" for f in node) else
+            "an IB/RoCE port is not Active at full rate")
     return [C.make(sys.modules[__name__], what + C.on(C.hosts(found)), found,
                    confidence="high" if (node and len(pasted) < len(node)) or flapping else "medium",
                    why=("NCCL received asynchronous port-error events from the HCA" if events else
@@ -69,6 +72,9 @@ def _in_use(inp: Inputs, pasted: List[Finding]) -> Tuple[List[Finding], List[Fin
     out: List[Finding] = []
     back: List[Finding] = []
     for f in pasted:
+        if f.check == "ib.port_link":  # judged in use already (areas/netdev.py: switched on, addressed or a fabric port)
+            out.append(f)
+            continue
         if f.check != "ib.port_state":
             continue
         port = next((p for p in ports if f.message.startswith(p.name + " ") or f.message.startswith(p.name + ":")),

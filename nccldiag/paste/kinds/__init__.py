@@ -13,6 +13,7 @@ KINDS = (
     "ibdev2netdev",
     "show_gids",
     "rdma_link",
+    "netdev_link",
     "smi_table",
     "smi_error",
     "smi_q",
