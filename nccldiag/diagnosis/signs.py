@@ -246,3 +246,37 @@ def running(text: str) -> Optional[Tuple[str, int, str]]:
     days = int(m.group("days")[:-1]) if m.group("days") else 0
     seconds = ((days * 24 + int(m.group("h"))) * 60 + int(m.group("m"))) * 60 + int(m.group("s"))
     return m.group("job"), seconds, m.group(0).split(" running for ", 1)[1]
+
+
+# ---- py-spy dump ---------------------------------------------------------------------------------------------
+
+PY_THREAD = re.compile(r"[ \t]{0,8}Thread (?:0x)?[0-9a-fA-F]{1,16}(?:\.\.\.)? \((?:active|idle)[^)\n]{0,40}\): \"")
+PY_FRAME = re.compile(r"[ \t]{2,40}(?P<fn><?[\w.<>]{1,200}>?) \((?P<file>[^()\n]{1,300}?)(?::\d{1,7})?\)[ \t]{0,200}"
+                      r"(?:<--.{0,200})?$")
+# the functions of torch.distributed a rank waits in while a collective (or a point-to-point transfer) does not end
+COLLECTIVES = frozenset(("all_reduce", "broadcast", "all_gather", "all_gather_into_tensor", "reduce_scatter",
+                         "reduce_scatter_tensor", "all_to_all", "all_to_all_single", "barrier", "reduce", "gather",
+                         "scatter", "send", "recv", "isend", "irecv", "broadcast_object_list", "all_gather_object",
+                         "recv_object_list", "send_object_list", "monitored_barrier", "wait"))
+
+
+def py_stacks(text: str) -> List[Tuple[int, str, str]]:
+    """The stacks of the main threads in a py-spy dump: ``(threads, innermost frame, its file)`` for each group of
+    thread lines and the frames under it (a thread line with no frame under it shares the next one's, as grouped
+    dumps print them)."""
+    out: List[Tuple[int, str, str]] = []
+    threads = 0
+    for line in text.splitlines():
+        if PY_THREAD.match(line):
+            threads += '"MainThread"' in line  # a rank's own thread; py-spy lists its helpers too
+            continue
+        m = PY_FRAME.match(line)
+        if m and threads:
+            out.append((threads, m.group("fn"), m.group("file")))
+            threads = 0
+    return out
+
+
+def in_collective(fn: str, path: str) -> bool:
+    """Whether a frame is torch.distributed's collective or point-to-point call (distributed_c10d.py)."""
+    return fn in COLLECTIVES and "distributed" in path

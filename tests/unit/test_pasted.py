@@ -435,3 +435,25 @@ def test_a_port_switched_off_or_shown_only_by_ethtool_is_not_named():
           "    inet 10.10.1.12/24 brd 10.10.1.255 scope global eth2\n")
     d = alarms(ip + "\n" + ethtool)
     assert d[0].category == "ib_port_down" and "eth2" in d[0].summary and "Link detected: no" in d[0].summary
+
+
+# ---- py-spy dump -------------------------------------------------------------------------------------------------
+
+PYSPY = Path(__file__).resolve().parents[1] / "pyspy" / "bloom176b-chronicles-py-spy-eval-hang-2-nodes.txt"
+
+
+def test_py_spy_stacks_of_ranks_in_collectives_warn_of_a_hang_and_name_the_rank_elsewhere():
+    # real: the BLOOM-176B logbook's py-spy traces (tests/pyspy/SOURCES.md)
+    text = PYSPY.read_text(encoding="utf-8")
+    assert {b.kind for b in pasted.scan(text).blocks} == {"py-spy dump"}
+    d = alarms(text)
+    assert d[0].category == "rank_hang_timeout" and d[0].severity == "warn" and d[0].confidence == "medium"
+    assert "15 ranks wait in collectives" in d[0].summary and "1 elsewhere (wait (threading.py) x1)" in d[0].summary
+
+
+def test_py_spy_stacks_outside_any_collective_say_nothing_of_a_hang():
+    # the same real dump's DataLoader stack alone (cut for this test)
+    text = PYSPY.read_text(encoding="utf-8")
+    start = text.index('Thread 688514 (idle): "MainThread"')
+    alone = text[start:text.index("```", start)]
+    assert alarms(alone) == []

@@ -256,6 +256,46 @@ def _monitor_stalled(inp: Inputs) -> List[Diagnosis]:
     return out
 
 
+PYSPY = "py-spy dump"  # the paste kind of py-spy's stacks (paste/kinds/pyspy.py)
+
+
+def _stacks(inp: Inputs) -> List[Diagnosis]:
+    """py-spy dumps of ranks whose main threads wait in torch.distributed's collectives: the run was caught
+    waiting (a warning: a dump of a run that moves shows collectives too); a rank whose main thread waits anywhere
+    else beside them is the one the others may wait for, and is named."""
+    if inp.pasted is None:
+        return []
+    blocks = [b for b in inp.pasted.blocks if b.kind == PYSPY]
+    stacks = [(n, fn, path, b) for b in blocks for n, fn, path in signs.py_stacks(b.text)]
+    waiting = [s for s in stacks if signs.in_collective(s[1], s[2])]
+    if not waiting:
+        return []
+    elsewhere = [s for s in stacks if not signs.in_collective(s[1], s[2])]
+
+    def count(found) -> str:
+        by: Dict[str, int] = {}
+        for n, fn, path, _ in found:
+            key = fn if signs.in_collective(fn, path) else f"{fn} ({path})"
+            by[key] = by.get(key, 0) + n
+        return ", ".join(f"{k} x{v}" for k, v in by.items())
+
+    summary = f"py-spy: {sum(s[0] for s in waiting)} ranks wait in collectives ({count(waiting)})"
+    if elsewhere:
+        summary += (f"; {sum(s[0] for s in elsewhere)} elsewhere ({count(elsewhere)}): a rank outside the collective "
+                    "is what the others wait for")
+    hosts = sorted({b.host for b in blocks if b.host})
+    return [Diagnosis(ID, TITLE, "warn", summary, "medium" if elsewhere else "low",
+                      "the ranks' main threads were dumped waiting in torch.distributed's calls; a dump alone does not "
+                      "say for how long (a run that moves is caught in collectives too)",
+                      FIX + " Dump every rank (py-spy dump --pid) twice a minute apart: the same frames twice is a "
+                      "hang, and the rank that is not in the collective is where to look.",
+                      nodes=hosts,
+                      evidence=[Evidence("log", f"{fn} ({path}) x{n}", f"{b.path}:{b.lineno}", b.host)
+                                for n, fn, path, b in (elsewhere + waiting)[:4]],
+                      missing=[RAS, "a second py-spy dump of every rank a minute later"])]
+
+
 def diagnose(inp: Inputs) -> List[Diagnosis]:
     logs = _logs(inp)
-    return _probe(inp) + logs + ([] if logs else _watchdog_stuck(inp)) + _monitor_stalled(inp)
+    found = logs + ([] if logs else _watchdog_stuck(inp)) + _monitor_stalled(inp)
+    return _probe(inp) + found + ([] if found else _stacks(inp))

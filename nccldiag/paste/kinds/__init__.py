@@ -44,6 +44,7 @@ KINDS = (
     "ethtool",
     "bugreport",
     "job_monitor",
+    "pyspy",
 )
 
 
