@@ -129,10 +129,12 @@ def _wedged(found: List[Event]) -> List[Event]:
     job), which holds while the node goes on; a task blocked in the kernel after it, on the node whose GPU was
     torn down, is a GPU (or its driver) that does not come back, and every user of it (nvidia-smi, the next job's
     rank) hangs. Those Xid 45 with no error to follow read as a GPU in need of a reset (``gpu_lost_xid``), and the
-    hung tasks after any Xid 45 take its category: they are what the torn-down GPU left, not I/O of their own
-    (an NFS server not responding stays ``io_hang``)."""
+    hung tasks after any Xid 45 take its category: they are what the torn-down GPU left, not I/O of their own. On a
+    node whose file server stopped responding ('nfs: server ... not responding') the hung tasks stay ``io_hang``."""
     torn = [e for e in found if e.code == TORN_DOWN]
     hung = [e for e in found if e.category == "io_hang" and _HUNG_TASK.search(e.clue.text)]
+    storage = {e.host for e in found if e.category == "io_hang" and not _HUNG_TASK.search(e.clue.text)}
+    hung = [h for h in hung if h.host not in storage]  # a file server not responding on the node explains its hangs
     if not torn or not hung:
         return found
     out = list(found)

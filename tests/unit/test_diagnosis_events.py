@@ -164,3 +164,11 @@ def test_an_nfs_hang_with_no_gpu_torn_down_stays_a_rank_stuck_in_i_o():
     # real: aws/aws-parallelcluster#1150 (tests/cases)
     inp = case_inputs("node-awspc1150-messages-grep-nfs-not-responding-hung-task", "posted-messages-hung-task.txt")
     assert E.of(inp, "io_hang") and not E.of(inp, "gpu_lost_xid")
+
+
+def test_hung_tasks_after_xid_45_on_a_node_whose_file_server_stopped_stay_i_o():
+    # the real gpud#117 lines with an NFS line in the kernel's words put before them (written for this test)
+    nfs = "[Sat Oct 12 18:30:01 2024] nfs: server nfs01 not responding, still trying\n"
+    text = nfs + (CASES / XID45_HUNG[0] / XID45_HUNG[1]).read_text(encoding="utf-8")
+    inp = inputs("dmesg.txt", text)
+    assert E.of(inp, "io_hang") and not E.of(inp, "gpu_lost_xid")
