@@ -129,16 +129,17 @@ def _wedged(found: List[Event]) -> List[Event]:
     job), which holds while the node goes on; a task blocked in the kernel after it, on the node whose GPU was
     torn down, is a GPU (or its driver) that does not come back, and every user of it (nvidia-smi, the next job's
     rank) hangs. Those Xid 45 with no error to follow read as a GPU in need of a reset (``gpu_lost_xid``), and the
-    hung tasks after any Xid 45 take its category: they are what the torn-down GPU left, not I/O of their own. On a
-    node whose file server stopped responding ('nfs: server ... not responding') the hung tasks stay ``io_hang``."""
+    hung tasks after any Xid 45 take its category: they are what the torn-down GPU left, not I/O of their own; so do
+    NVIDIA's own tools hung beside any Xid (:func:`_nvidia_tools_hung`). On a node whose file server stopped
+    responding ('nfs: server ... not responding') the hung tasks stay ``io_hang``."""
     torn = [e for e in found if e.code == TORN_DOWN]
     hung = [e for e in found if e.category == "io_hang" and _HUNG_TASK.search(e.clue.text)]
     storage = {e.host for e in found if e.category == "io_hang" and not _HUNG_TASK.search(e.clue.text)}
     hung = [h for h in hung if h.host not in storage]  # a file server not responding on the node explains its hangs
-    if not torn or not hung:
+    if not hung:
         return found
     out = list(found)
-    for i, e in enumerate(found):
+    for i, e in enumerate(found if torn else ()):
         if e.code != TORN_DOWN:
             continue
         after = [h for h in hung if h.host == e.host and _before(e.clue, h.clue)]
@@ -157,6 +158,30 @@ def _wedged(found: List[Event]) -> List[Event]:
             if out[j].category == "io_hang":
                 out[j] = replace(h, category=category, severity="fail", confidence="medium",
                                  what=f"{h.what}, after Xid {TORN_DOWN} on its GPU")
+    still = [x for x in out if x.category == "io_hang" and _HUNG_TASK.search(x.clue.text) and x.host not in storage]
+    return _nvidia_tools_hung(out, still)
+
+
+# NVIDIA's own tools and services, which block in the driver when the GPU or the driver does not answer
+_NVIDIA_TASK = re.compile(r"task (?:nvidia-smi|nvidia-[\w-]{1,30}|nv-hostengine|NvmlTaskRunner|dcgm[\w-]{0,30}):\d")
+
+
+def _nvidia_tools_hung(found: List[Event], hung: List[Event]) -> List[Event]:
+    """Hung tasks that are NVIDIA's own tools (nvidia-smi, nvidia-persistenced, DCGM's host engine), on a node whose
+    GPUs reported Xid errors: the tools block in the driver, which does not answer; the GPU needs a reset (the
+    category of a worse Xid there, else ``gpu_lost_xid``), not the node's I/O."""
+    out = list(found)
+    for h in hung:
+        if not _NVIDIA_TASK.search(h.clue.text):
+            continue
+        xids = [e for e in found if e.code is not None and e.host == h.host]
+        if not xids:
+            continue
+        worst = max(xids, key=lambda e: e.rank)
+        category = worst.category if worst.rank >= CLASS_RANK["reset"] else "gpu_lost_xid"
+        j = next(k for k, x in enumerate(found) if x is h)
+        out[j] = replace(h, category=category, severity="fail", confidence="medium",
+                         what=f"{h.what}: an NVIDIA tool blocked in the driver beside {worst.what}")
     return out
 
 

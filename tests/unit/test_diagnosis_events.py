@@ -172,3 +172,25 @@ def test_hung_tasks_after_xid_45_on_a_node_whose_file_server_stopped_stay_i_o():
     text = nfs + (CASES / XID45_HUNG[0] / XID45_HUNG[1]).read_text(encoding="utf-8")
     inp = inputs("dmesg.txt", text)
     assert E.of(inp, "io_hang") and not E.of(inp, "gpu_lost_xid")
+
+
+def test_nvidia_smi_hung_in_the_kernel_beside_gpu_errors_is_the_gpu_not_i_o():
+    # the real gpud#117 lines with the hung task renamed nvidia-smi and the Xid 45 lines made Xid 13 (written for
+    # this test: an application's fault, then NVIDIA's own tool stuck in the driver)
+    text = (CASES / XID45_HUNG[0] / XID45_HUNG[1]).read_text(encoding="utf-8")
+    assert text.count("cache_mgr_event") == 2 and text.count("): 45, ") == 6
+    text = text.replace("cache_mgr_event", "nvidia-smi").replace("): 45, ", "): 13, ")
+    inp = inputs("dmesg.txt", text)
+    lost = E.of(inp, "gpu_lost_xid")
+    assert lost and all("nvidia-smi" in e.clue.text for e in lost) and not E.of(inp, "io_hang")
+    assert failing(diagnose(inp))[0].category == "gpu_lost_xid"
+    # another task hung beside the same Xid 13 stays the node's I/O
+    other = inputs("dmesg.txt", text.replace("nvidia-smi", "python3"))
+    assert E.of(other, "io_hang") and not E.of(other, "gpu_lost_xid")
+
+
+def test_nvidia_smi_hung_after_xid_45_is_one_gpu_needing_a_reset():
+    # the real gpud#117 lines with the hung task renamed nvidia-smi (written for this test)
+    text = (CASES / XID45_HUNG[0] / XID45_HUNG[1]).read_text(encoding="utf-8").replace("cache_mgr_event", "nvidia-smi")
+    inp = inputs("dmesg.txt", text)
+    assert {e.category for e in E.events(inp)} == {"gpu_lost_xid"}
