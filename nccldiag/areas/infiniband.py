@@ -25,6 +25,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Mapping, Optional, Tuple
 
+from nccldiag.areas import netdev as nd
 from nccldiag.areas.base import NodeFacts, Source, parse_dump, section
 from nccldiag.areas.pcie import node_rdma
 from nccldiag.model.findings import Finding, fail, ok, skip, warn
@@ -74,6 +75,10 @@ SOURCES = (
            description="ibdev2netdev (MLNX_OFED): netdev of each RDMA port"),
     Source("rdma_link", _tool("rdma link show", "rdma", 500), timeout=15,
            description="rdma link show (iproute2): state, physical state and netdev of each port"),
+    Source("netdev_link", ":", timeout=5,
+           description="nothing run on the node (the netdevs of its RDMA ports are read from sysfs): the link tools' "
+                       "output pasted to nccldiag log, or saved in a bundle as netdev_link.txt, is read: ifconfig, "
+                       "ip link / ip addr (-br too), ethtool DEV"),
 )
 
 _IWARP_DEV = re.compile(r"^(?:i40iw|iw_cxgb|cxgb4_|siw)")
@@ -172,6 +177,7 @@ class IbFacts:
     notes: List[str] = field(default_factory=list)
     collected: List[str] = field(default_factory=list)  # sources in the raw output, empty or not
     tool_errors: List[str] = field(default_factory=list)  # "source: line" of the tools' own errors
+    netdevs: List[nd.Netdev] = field(default_factory=list)  # interfaces as the link tools showed them (netdev_link)
 
     @property
     def devices(self) -> List[str]:
@@ -740,10 +746,11 @@ _TOOL_ERROR = re.compile(r"Fatal error|No IB devices found|Failed to get IB devi
 
 def parse(raw: Mapping[str, Optional[str]]) -> Optional[IbFacts]:
     """Facts from every source; None when none of this area's sources was collected at all."""
-    if not any(name in raw for name, _ in _ORDER):
+    if not any(name in raw for name, _ in _ORDER) and "netdev_link" not in raw:
         return None
     per_source = []
     facts = IbFacts()
+    facts.netdevs = nd.parse(section(raw, "netdev_link"))
     for name, fn in _ORDER:
         if name in raw:
             facts.collected.append(name)
@@ -1013,8 +1020,9 @@ def judge(facts: Optional[IbFacts], node: Optional[NodeFacts] = None) -> List[Fi
     if facts is None:
         return [skip(NAME, "ib.present", "InfiniBand/RoCE sources not collected (" + ", ".join(n for n, _ in _ORDER)
                      + ")")]
+    links = _judge_links(facts)
     if not facts.ports:
-        return [_judge_absent(facts, node)]
+        return links if links and not facts.collected else [_judge_absent(facts, node)] + links
     ports = facts.ports
     known = [p for p in ports if p.state is not None]
     active = [p for p in known if p.active]
@@ -1040,7 +1048,33 @@ def judge(facts: Optional[IbFacts], node: Optional[NodeFacts] = None) -> List[Fi
     findings.extend(_judge_gids(ports))
     findings.extend(_judge_sparse_gids(ports))
     findings.extend(_judge_soft(ports))
-    return findings
+    return findings + links
+
+
+def _judge_links(facts: IbFacts) -> List[Finding]:
+    """ib.port_link: the fabric interfaces the link tools show in use (:func:`nccldiag.areas.netdev.in_use`:
+    switched on, addressed or a fabric port) whose link is down; ok when the tools show the others up."""
+    if not facts.netdevs:
+        return []
+    down = nd.down_in_use(facts.netdevs)
+    out = []
+    for d in down:
+        what = ("InfiniBand" if d.infiniband or d.name.startswith("ib") else
+                f"{d.gbps:g} Gb/s" if d.gbps else "addressed")
+        use = f"{what} interface, switched on" + (f", {', '.join(d.routable[:2])}" if d.routable else "")
+        out.append(fail(NAME, "ib.port_link", f"{d.name}: link down ({d.said}); {use}",
+                        actual={"interface": d.name, "carrier": False, "said": d.said},
+                        expected="the link up on an interface in use",
+                        evidence=d.lines[:3],
+                        fix=(f"Bring the link of {d.name} up: check the cable and transceiver (reseat, swap), the "
+                             "switch port (admin up, speed, FEC mode matching the NIC's), then 'ip link show "
+                             f"{d.name}' / 'ethtool {d.name}' again; if the port is unused on purpose, switch it off "
+                             f"('ip link set {d.name} down') and keep NCCL off it (NCCL_SOCKET_IFNAME, NCCL_IB_HCA).")))
+    if not out:
+        up = [d.name for d in facts.netdevs if d.carrier]
+        out.append(ok(NAME, "ib.port_link", f"no interface in use with its link down ({len(facts.netdevs)} shown"
+                      + (f"; link up: {', '.join(up[:6])}" if up else "") + ")"))
+    return out
 
 
 def _names(ports: List[IbPort], limit: int = 4) -> str:

@@ -34,7 +34,7 @@ a diagnosis only where none of them explains it (:mod:`nccldiag.diagnosis.rules.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 from nccldiag import knowledge
@@ -83,7 +83,7 @@ def events(inp: Inputs) -> List[Event]:
     """Every event of the inputs, read once (kept on ``inp``)."""
     known = getattr(inp, "_events", None)
     if known is None:
-        known = _of_findings(inp.all_findings()) + _of_lines(inp) + _of_cuda(inp)
+        known = _wedged(_of_findings(inp.all_findings()) + _of_lines(inp) + _of_cuda(inp))
         inp._events = known  # type: ignore[attr-defined]
     return known
 
@@ -117,6 +117,94 @@ def summary(found: Sequence[Event], limit: int = 3) -> str:
     """What the events say, each meaning once: 'Xid 74 (NVLink error), Xid 154 (...)'."""
     whats = list(dict.fromkeys(e.what for e in found))
     return ", ".join(whats[:limit]) + (f" and {len(whats) - limit} more" if len(whats) > limit else "")
+
+
+# ---- a GPU torn down, its users hung ----------------------------------------------------------------------
+
+TORN_DOWN = 45  # the driver's removal of a GPU's channels (ROBUST_CHANNEL_PREEMPTIVE_REMOVAL)
+_HUNG_TASK = re.compile(r"blocked for more than")
+_WEDGED_FIX = ("A process hangs in the kernel (state D) after the driver tore down the GPU's channels: the GPU or its "
+               "driver is wedged and no job can use it. Drain the node and reset the GPU ('nvidia-smi -r -i <id>') "
+               "or, with processes stuck in D state (nvidia-smi included), reboot.")
+
+
+def _wedged(found: List[Event]) -> List[Event]:
+    """Xid 45 (the driver tore down a GPU's channels) followed on the same node by tasks hung in the kernel: the
+    catalog reads Xid 45 alone as the end of a job (its bucket: follow the Xid that caused it, alone restart the
+    job), which holds while the node goes on; a task blocked in the kernel after it, on the node whose GPU was
+    torn down, is a GPU (or its driver) that does not come back, and every user of it (nvidia-smi, the next job's
+    rank) hangs. Those Xid 45 with no error to follow read as a GPU in need of a reset (``gpu_lost_xid``), and the
+    hung tasks after any Xid 45 take its category: they are what the torn-down GPU left, not I/O of their own; so do
+    NVIDIA's own tools hung beside any Xid (:func:`_nvidia_tools_hung`). On a node whose file server stopped
+    responding ('nfs: server ... not responding') the hung tasks stay ``io_hang``."""
+    torn = [e for e in found if e.code == TORN_DOWN]
+    hung = [e for e in found if e.category == "io_hang" and _HUNG_TASK.search(e.clue.text)]
+    storage = {e.host for e in found if e.category == "io_hang" and not _HUNG_TASK.search(e.clue.text)}
+    hung = [h for h in hung if h.host not in storage]  # a file server not responding on the node explains its hangs
+    if not hung:
+        return found
+    out = list(found)
+    for i, e in enumerate(found if torn else ()):
+        if e.code != TORN_DOWN:
+            continue
+        after = [h for h in hung if h.host == e.host and _before(e.clue, h.clue)]
+        if not after:
+            continue
+        alone = e.category == _row_category(TORN_DOWN)
+        category = "gpu_lost_xid" if alone else e.category
+        if alone:
+            said = (f"Xid {TORN_DOWN} on {e.device or 'a GPU'} (its channels torn down), then a task hung in the kernel: "
+                    f"{_hung_line(after)[:200]}")
+            out[i] = replace(e, category=category, severity="fail", rank=max(e.rank, CLASS_RANK["reset"]),
+                             what=f"{e.what}, then tasks hung in the kernel", fix=_WEDGED_FIX, check="xid.critical",
+                             clue=replace(e.clue, text=f"{said} | {e.clue.text}"))
+        for h in after:
+            j = next(k for k, x in enumerate(found) if x is h)
+            if out[j].category == "io_hang":
+                out[j] = replace(h, category=category, severity="fail", confidence="medium",
+                                 what=f"{h.what}, after Xid {TORN_DOWN} on its GPU")
+    still = [x for x in out if x.category == "io_hang" and _HUNG_TASK.search(x.clue.text) and x.host not in storage]
+    return _nvidia_tools_hung(out, still)
+
+
+# NVIDIA's own tools and services, which block in the driver when the GPU or the driver does not answer
+_NVIDIA_TASK = re.compile(r"task (?:nvidia-smi|nvidia-[\w-]{1,30}|nv-hostengine|NvmlTaskRunner|dcgm[\w-]{0,30}):\d")
+
+
+def _nvidia_tools_hung(found: List[Event], hung: List[Event]) -> List[Event]:
+    """Hung tasks that are NVIDIA's own tools (nvidia-smi, nvidia-persistenced, DCGM's host engine), on a node whose
+    GPUs reported Xid errors: the tools block in the driver, which does not answer; the GPU needs a reset (the
+    category of a worse Xid there, else ``gpu_lost_xid``), not the node's I/O."""
+    out = list(found)
+    for h in hung:
+        if not _NVIDIA_TASK.search(h.clue.text):
+            continue
+        xids = [e for e in found if e.code is not None and e.host == h.host]
+        if not xids:
+            continue
+        worst = max(xids, key=lambda e: e.rank)
+        category = worst.category if worst.rank >= CLASS_RANK["reset"] else "gpu_lost_xid"
+        j = next(k for k, x in enumerate(found) if x is h)
+        out[j] = replace(h, category=category, severity="fail", confidence="medium",
+                         what=f"{h.what}: an NVIDIA tool blocked in the driver beside {worst.what}")
+    return out
+
+
+def _hung_line(hung: Sequence[Event]) -> str:
+    """The hung-task line itself among the clues (a finding's clue holds it among its evidence)."""
+    parts = [p for h in hung for p in h.clue.text.split(" | ") if _HUNG_TASK.search(p)]
+    return parts[0].strip() if parts else hung[0].what
+
+
+def _before(a: C.Clue, b: C.Clue) -> bool:
+    """Whether ``a`` comes before ``b``: by their lines in one file; a finding (a node's whole kernel log) holds no
+    order against another, and is taken as both sides of one node."""
+    at_a, at_b = a.at, b.at
+    if at_a is None or at_b is None:
+        return True
+    if getattr(at_a, "source", None) != getattr(at_b, "source", None):
+        return True
+    return getattr(at_a, "lineno", 0) < getattr(at_b, "lineno", 0)
 
 
 # ---- findings -------------------------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ is the catalog's precedence (``knowledge/causes.toml``).
 from __future__ import annotations
 
 import re
-from typing import List, Optional
+from typing import List, Optional, Tuple
 
 from nccldiag.diagnosis import clues as C
 from nccldiag.diagnosis.inputs import Inputs, LogView
@@ -162,7 +162,11 @@ VIRTUAL = re.compile(r"^(lo|docker\d*|veth\w*|virbr\d*|br-\w+|cni\d*|flannel\.\d
 NO_IFACE = re.compile(r"Socket creation failed\s*:\s*Address family not supported|no socket interface found|"
                       r"No usable listening interface|[Nn]o interface found|Bootstrap\s*:\s*no socket interface")
 CONNECT = re.compile(r"(?:Connect to|connect(?:ing)? to|Call to connect)\s*\[?(?P<addr>[0-9a-fA-F:.%\w]*)\]?"
-                     r"(?:<\d+>)?[^\n]{0,300}?(?:timed out|refused|unreachable|No route)", re.I)
+                     r"(?:<\d+>)?[^\n]{0,300}?(?:timed out|refused|unreachable|No route|connection abort)", re.I)
+# what the node's own stack answers a connect it cannot send: no route to that network (ENETUNREACH), or the
+# connection aborted on this side (ECONNABORTED): the address is not one this node's interfaces reach, whatever a
+# firewall on the path does (a REJECT answers 'No route to host' or 'Connection refused', a DROP times out)
+NO_PATH = re.compile(r"Network is unreachable|ENETUNREACH|Software caused connection abort|ECONNABORTED", re.I)
 LINK_LOCAL = re.compile(r"\b[fF][eE]80:[0-9a-fA-F:]*(?:%\w+)?|%(?:" + VIRTUAL.pattern.strip("^$") + r")\b")
 ROUTABLE = re.compile(r"\b(?!127\.)\d{1,3}(?:\.\d{1,3}){3}\b|\b[23][0-9a-fA-F]{3}:[0-9a-fA-F:]+")
 _LOOPBACK = re.compile(r"\b127\.0\.[01]\.1\b")
@@ -171,9 +175,19 @@ REFUSED = re.compile(r"Connection refused|ECONNREFUSED", re.I)
 
 def failed_connects(inp: Inputs) -> List[C.Clue]:
     """Failed connections (refused, timed out, unreachable) to a routable peer address: not loopback, not
-    link-local nor a container's interface (those are the interface's fault, not the path's)."""
+    link-local nor a container's interface (those are the interface's fault, not the path's), nor one the node's
+    own stack would not send (:func:`no_path_connects`)."""
     return [c for c in C.find(inp, CONNECT, ("warn", "last-error", "error"))
-            if not LINK_LOCAL.search(c.text) and not _LOOPBACK.search(c.text) and ROUTABLE.search(c.text)]
+            if not LINK_LOCAL.search(c.text) and not _LOOPBACK.search(c.text) and ROUTABLE.search(c.text)
+            and not NO_PATH.search(c.text)]
+
+
+def no_path_connects(inp: Inputs) -> List[C.Clue]:
+    """Failed connections to a routable peer address that the node's own stack refused to send
+    (:data:`NO_PATH`): the interface or route toward the address is the fault, not the peer nor a firewall."""
+    return [c for c in C.find(inp, CONNECT, ("warn", "last-error", "error"))
+            if NO_PATH.search(c.text) and not LINK_LOCAL.search(c.text) and not _LOOPBACK.search(c.text)
+            and ROUTABLE.search(c.text)]
 
 
 def refusing_peer(inp: Inputs) -> Optional[str]:
@@ -214,3 +228,55 @@ def plugin_topology(inp: Inputs) -> List[C.Clue]:
     if versions and all(v < (2, 8) for v in versions):
         return []
     return found
+
+
+# ---- a job's monitor -------------------------------------------------------------------------------------------
+
+# a monitor's or scheduler's line saying how long a job has been running: 'PULSE: tr11-176B-ml is running for
+# 1-07:27:33 since ...' (Slurm's elapsed time, [days-]hours:minutes:seconds); the paste kind 'job monitor' finds them
+RUNNING = re.compile(r"(?P<job>[\w.:@/+-]{1,200}) is (?:still )?running for (?P<days>\d{1,5}-)?(?P<h>\d{1,3}):"
+                     r"(?P<m>\d\d):(?P<s>\d\d)\b")
+
+
+def running(text: str) -> Optional[Tuple[str, int, str]]:
+    """``(job, seconds it has been running, the time as written)`` of a line that says so, else None."""
+    m = RUNNING.search(text[:2000])
+    if m is None:
+        return None
+    days = int(m.group("days")[:-1]) if m.group("days") else 0
+    seconds = ((days * 24 + int(m.group("h"))) * 60 + int(m.group("m"))) * 60 + int(m.group("s"))
+    return m.group("job"), seconds, m.group(0).split(" running for ", 1)[1]
+
+
+# ---- py-spy dump ---------------------------------------------------------------------------------------------
+
+PY_THREAD = re.compile(r"[ \t]{0,8}Thread (?:0x)?[0-9a-fA-F]{1,16}(?:\.\.\.)? \((?:active|idle)[^)\n]{0,40}\): \"")
+PY_FRAME = re.compile(r"[ \t]{2,40}(?P<fn><?[\w.<>]{1,200}>?) \((?P<file>[^()\n]{1,300}?)(?::\d{1,7})?\)[ \t]{0,200}"
+                      r"(?:<--.{0,200})?$")
+# the functions of torch.distributed a rank waits in while a collective (or a point-to-point transfer) does not end
+COLLECTIVES = frozenset(("all_reduce", "broadcast", "all_gather", "all_gather_into_tensor", "reduce_scatter",
+                         "reduce_scatter_tensor", "all_to_all", "all_to_all_single", "barrier", "reduce", "gather",
+                         "scatter", "send", "recv", "isend", "irecv", "broadcast_object_list", "all_gather_object",
+                         "recv_object_list", "send_object_list", "monitored_barrier", "wait"))
+
+
+def py_stacks(text: str) -> List[Tuple[int, str, str]]:
+    """The stacks of the main threads in a py-spy dump: ``(threads, innermost frame, its file)`` for each group of
+    thread lines and the frames under it (a thread line with no frame under it shares the next one's, as grouped
+    dumps print them)."""
+    out: List[Tuple[int, str, str]] = []
+    threads = 0
+    for line in text.splitlines():
+        if PY_THREAD.match(line):
+            threads += '"MainThread"' in line  # a rank's own thread; py-spy lists its helpers too
+            continue
+        m = PY_FRAME.match(line)
+        if m and threads:
+            out.append((threads, m.group("fn"), m.group("file")))
+            threads = 0
+    return out
+
+
+def in_collective(fn: str, path: str) -> bool:
+    """Whether a frame is torch.distributed's collective or point-to-point call (distributed_c10d.py)."""
+    return fn in COLLECTIVES and "distributed" in path

@@ -25,32 +25,6 @@ class Gap(NamedTuple):
 INVARIANT_BROKEN = ("false all-clear", "false alarm")
 
 KNOWN_GAPS: Dict[str, Gap] = {
-    "gpu-bloom176b-logbook-eval-hang-no-timeout-dataloader-deadlock": Gap(
-        "false all-clear",
-        "'Verdict: nothing to judge: the input holds no NCCL line, error or result', exit 0: a job log whose "
-        "iteration lines stop and whose monitor then prints only 'PULSE: ... is running for 1-09:27:40' for "
-        'hours (a run that did not finish) is not read as a hang'),
-    "net-gitcode-blog-vllm-3x4090-socket-connect-abort-spare-server-ifname": Gap(
-        "missed",
-        "'FAIL Unexplained failure on jnlh102072': 'socketStartConnect: Connect to 10.37.12.78<46417> failed "
-        ": Software caused connection abort' toward an address in another subnet than the node's is not read "
-        'as a wrong or inconsistent bootstrap interface'),
-    "gpu-gpud117-dmesg-xid45-nvidia-smi-hung-task-d-state": Gap(
-        "wrong cause",
-        "'Verdict: WARN Failure reported by a node or a rank: gpu application fault', exit 0: six Xid 45 lines of "
-        "one GPU are read as an application's fault (other:gpu-application-fault), the hung task in state D after "
-        "them as an I/O hang (io_hang, second); a GPU whose channels were torn down and whose users then hang in "
-        "the kernel is not read as a GPU needing a reset", exits_0=True),
-    "net-nvidia-freebsd-docs-ifconfig-mce0-no-carrier-fec-sync-loss": Gap(
-        "false all-clear",
-        "'Verdict: nothing to judge: the input holds no NCCL line, error or result', exit 0: an ifconfig record of "
-        "a ConnectX Ethernet port with 'status: no carrier (FEC sync loss)' (the port's link down, FreeBSD mce "
-        "driver) is not read"),
-    "net-rccl1423-rdma-link-down-polling-flapping-port": Gap(
-        "missed",
-        "'Verdict: FAIL Unexplained failure', exit 1: 'rdma link' lines of mlx5_7/1 going DOWN/POLLING, "
-        "DOWN/LINK_UP, ACTIVE/LINK_UP are read as 'State Down, Physical state Polling' but left unexplained, not as "
-        "a port down (or flapping)"),
     "node-gpuoperator-docs-operand-pods-init-driver-daemonset-not-ready": Gap(
         "missed",
         "'Verdict: FAIL Unexplained failure (low confidence)', exit 1: the 'kubectl get pods' row of "

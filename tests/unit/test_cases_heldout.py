@@ -17,11 +17,7 @@ HELDOUT = realcases.REPO / "tests" / "cases-heldout"
 CASES = realcases.cases(HELDOUT)
 
 #: Failed runs that still get no fail/warn diagnosis, with what the tool answers.
-RECORDED = {
-    "gpu-nccl304-plx-switch-acsctl-srcvalid-reqredir-gdr-crash":
-        "'Verdict: nothing to judge', exit 0: one 'ACSCtl: SrcValid+ ... ReqRedir+ CmpltRedir+' line of lspci -vvv "
-        "pasted alone is not read as a bridge with ACS redirection on",
-}
+RECORDED: dict = {}
 
 
 def _marks(case):

@@ -706,3 +706,46 @@ def test_nvml_unknown_error_is_device_access_lost_unless_a_gpu_fell_off_the_bus(
     assert cats[:1] == ["gpu_lost_xid"] and "other:container-lost-gpu-access" not in cats, cats
     # other NVML failures keep their own causes
     assert "other:container-lost-gpu-access" not in categories("Failed to initialize NVML: Driver/library version mismatch\n")
+
+
+# ---- connects the node's own stack would not send ---------------------------------------------------------------
+
+GITCODE = "net-gitcode-blog-vllm-3x4090-socket-connect-abort-spare-server-ifname"
+
+
+def _case_text(case: str, name: str) -> str:
+    from pathlib import Path
+    return (Path(__file__).resolve().parents[1] / "cases" / case / name).read_text(encoding="utf-8")
+
+
+def test_a_connect_aborted_by_the_node_s_own_stack_is_the_interface_naming_the_address():
+    # real: the gitcode blog's posted lines (tests/cases), a spare server whose interfaces differed
+    text = _case_text(GITCODE, "posted-error-lines.log")
+    d = top(text)
+    assert d.category == "socket_ifname_wrong" and "10.37.12.78" in d.summary and d.nodes == ["jnlh102072"]
+    assert "firewall_ports" not in categories(text)
+
+
+def test_the_node_s_own_interfaces_say_whether_the_peer_is_in_another_subnet():
+    # the real WARN line with a NET/Socket line of the same host before it, written for this test
+    warn = _case_text(GITCODE, "posted-error-lines.log").splitlines()[0] + "\n"
+    apart = "jnlh102072:8969:8969 [0] NCCL INFO NET/Socket : Using [0]bond0:10.37.8.72<0>\n" + warn
+    d = top(apart)
+    assert d.category == "socket_ifname_wrong" and "another subnet" in d.summary and "bond0 10.37.8.72" in d.summary
+    assert d.confidence == "high"
+    near = "jnlh102072:8969:8969 [0] NCCL INFO NET/Socket : Using [0]bond0:10.37.12.72<0>\n" + warn
+    assert "socket_ifname_wrong" not in categories(near)  # on its own subnet: the route is there
+
+
+@pytest.mark.parametrize("said", ["Network is unreachable", "Software caused connection abort"])
+def test_unreachable_networks_are_not_a_firewall_and_no_route_to_host_stays_one(said):
+    # written for this test, in NCCL 2.2x's words
+    line = "n1:10:20 [0] misc/socket.cc:484 NCCL WARN socketStartConnect: Connect to 10.1.2.3<40000> failed : {}\n"
+    assert top(line.format(said)).category == "socket_ifname_wrong"
+    assert top(line.format("No route to host")).category == "firewall_ports"
+
+
+def test_a_connect_aborted_after_a_peer_s_own_failure_is_not_the_interface():
+    # real: NVIDIA/nccl-tests#166, /dev/shm failure then an aborted connect to the peer on the same subnet
+    text = real.nccl_log("socket-2node-shm-extend-failure-and-connect-abort-nccltests.log").read_text(encoding="utf-8")
+    assert categories(text)[0] == "shm_too_small" and "socket_ifname_wrong" not in categories(text)

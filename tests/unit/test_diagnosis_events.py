@@ -132,3 +132,65 @@ def test_a_fabric_manager_with_no_nvswitch_to_manage_is_that_cause_not_a_broken_
     found = failing(diagnose(inputs(name, text)))
     assert [d.category for d in found][:1] == ["other:fabric-manager-without-nvswitch"]
     assert "fabric_manager" not in {d.category for d in found}
+
+
+XID45_HUNG = ("gpu-gpud117-dmesg-xid45-nvidia-smi-hung-task-d-state", "posted-dmesg.txt")
+
+
+def test_xid_45_then_a_task_hung_in_the_kernel_is_a_gpu_needing_a_reset_and_explains_the_hang():
+    # real: leptonai/gpud#117 (six Xid 45 of one GPU, then a task in state D)
+    inp = case_inputs(*XID45_HUNG)
+    lost = E.of(inp, "gpu_lost_xid")
+    assert lost and all(e.severity == "fail" for e in lost) and 45 in {e.code for e in lost}
+    assert any("blocked for more than" in e.clue.text for e in lost)
+    assert E.of(inp, "io_hang") == [] and E.of(inp, "other:gpu-application-fault") == []
+    diags = failing(diagnose(inp))
+    assert diags[0].category == "gpu_lost_xid" and "then a task hung in the kernel" in diags[0].summary
+    assert "io_hang" not in [d.category for d in diags]
+
+
+def test_xid_45_alone_stays_the_job_s_and_a_hung_task_before_it_stays_i_o():
+    # the same real lines, cut (written for this test): the Xid 45 lines alone; the hung task moved before them
+    lines = (CASES / XID45_HUNG[0] / XID45_HUNG[1]).read_text(encoding="utf-8").splitlines(keepends=True)
+    xids, hung = lines[:6], lines[6:]
+    assert all(": 45," in l for l in xids) and "blocked for more than" in hung[0]
+    alone = inputs("dmesg.txt", "".join(xids))
+    assert {e.category for e in E.events(alone)} == {"other:gpu-application-fault"}
+    before = inputs("dmesg.txt", "".join(hung + xids))
+    assert {e.category for e in E.events(before)} == {"other:gpu-application-fault", "io_hang"}
+
+
+def test_an_nfs_hang_with_no_gpu_torn_down_stays_a_rank_stuck_in_i_o():
+    # real: aws/aws-parallelcluster#1150 (tests/cases)
+    inp = case_inputs("node-awspc1150-messages-grep-nfs-not-responding-hung-task", "posted-messages-hung-task.txt")
+    assert E.of(inp, "io_hang") and not E.of(inp, "gpu_lost_xid")
+
+
+def test_hung_tasks_after_xid_45_on_a_node_whose_file_server_stopped_stay_i_o():
+    # the real gpud#117 lines with an NFS line in the kernel's words put before them (written for this test)
+    nfs = "[Sat Oct 12 18:30:01 2024] nfs: server nfs01 not responding, still trying\n"
+    text = nfs + (CASES / XID45_HUNG[0] / XID45_HUNG[1]).read_text(encoding="utf-8")
+    inp = inputs("dmesg.txt", text)
+    assert E.of(inp, "io_hang") and not E.of(inp, "gpu_lost_xid")
+
+
+def test_nvidia_smi_hung_in_the_kernel_beside_gpu_errors_is_the_gpu_not_i_o():
+    # the real gpud#117 lines with the hung task renamed nvidia-smi and the Xid 45 lines made Xid 13 (written for
+    # this test: an application's fault, then NVIDIA's own tool stuck in the driver)
+    text = (CASES / XID45_HUNG[0] / XID45_HUNG[1]).read_text(encoding="utf-8")
+    assert text.count("cache_mgr_event") == 2 and text.count("): 45, ") == 6
+    text = text.replace("cache_mgr_event", "nvidia-smi").replace("): 45, ", "): 13, ")
+    inp = inputs("dmesg.txt", text)
+    lost = E.of(inp, "gpu_lost_xid")
+    assert lost and all("nvidia-smi" in e.clue.text for e in lost) and not E.of(inp, "io_hang")
+    assert failing(diagnose(inp))[0].category == "gpu_lost_xid"
+    # another task hung beside the same Xid 13 stays the node's I/O
+    other = inputs("dmesg.txt", text.replace("nvidia-smi", "python3"))
+    assert E.of(other, "io_hang") and not E.of(other, "gpu_lost_xid")
+
+
+def test_nvidia_smi_hung_after_xid_45_is_one_gpu_needing_a_reset():
+    # the real gpud#117 lines with the hung task renamed nvidia-smi (written for this test)
+    text = (CASES / XID45_HUNG[0] / XID45_HUNG[1]).read_text(encoding="utf-8").replace("cache_mgr_event", "nvidia-smi")
+    inp = inputs("dmesg.txt", text)
+    assert {e.category for e in E.events(inp)} == {"gpu_lost_xid"}

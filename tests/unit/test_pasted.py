@@ -310,3 +310,150 @@ def test_a_dcgmi_table_pasted_alone_or_beside_a_run_that_worked_names_the_failed
     assert [d.category for d in alarms(table)][:1] == ["gpu_lost_xid"]
     beside = alarms(log_text(HEALTHY_LOG) + table)  # the lines of an area's output read beside a run that worked
     assert beside and all("could not" not in d.summary for d in beside)
+
+
+def test_rdma_link_run_again_while_the_port_flaps_names_the_port_down():
+    # the three real 'rdma link' outputs of ROCm/rccl#1423 (tests/cases): DOWN/POLLING, DOWN/LINK_UP, ACTIVE/LINK_UP
+    case = Path(__file__).resolve().parents[1] / "cases" / "net-rccl1423-rdma-link-down-polling-flapping-port"
+    d = alarms((case / "posted-rdma-link.txt").read_text(encoding="utf-8"))
+    assert d[0].category == "ib_port_down" and d[0].severity == "fail"
+    assert "came back" in d[0].summary and any("mlx5_7" in e.text for e in d[0].evidence)
+
+
+@pytest.mark.parametrize("name", ["3fs283-cx6dx-2port-trailing-space.txt", "spiderpool-roce-cx-rdma-link-indented.txt"])
+def test_a_healthy_rdma_link_run_twice_stays_quiet(name):
+    text = real.node_text("rdma-link", name)
+    assert alarms(text + "\n" + text) == []
+
+
+# ---- lspci's ACS lines alone ---------------------------------------------------------------------------------------
+
+
+def _acs_lines(name: str, prefix: str) -> str:
+    """The real capture's ACSCtl lines, their indentation taken off and a host prefix put on (as pdsh or clush
+    print them): the shape of a 'lspci -vvv | grep ACSCtl' run on many nodes."""
+    lines = [l.strip() for l in real.node_text("lspci", name).splitlines() if "ACSCtl:" in l]
+    assert lines
+    return "".join(f"{prefix}{l}\n" for l in lines)
+
+
+@pytest.mark.parametrize("prefix", ["", "node3: "])
+def test_acs_lines_alone_without_their_indentation_are_judged_by_the_acs_check(prefix):
+    d = alarms(_acs_lines("gpud-h100-dell-pmc-sierra-switch-acs-on.txt", prefix))
+    assert d and d[0].category == "acs_iommu_p2p"
+    assert "ACS redirect" in d[0].summary
+
+
+@pytest.mark.parametrize("prefix", ["", "node3: "])
+def test_acs_lines_alone_of_a_path_with_acs_off_stay_quiet(prefix):
+    text = _acs_lines("gpud-h100-dell-pex890xx-gpu0-path-acs-off.txt", prefix)
+    p = pasted.scan(text)
+    assert [b.kind for b in p.blocks] == ["lspci"] and alarms(text) == []
+
+
+# ---- a job's monitor ---------------------------------------------------------------------------------------------
+
+BLOOM = Path(__file__).resolve().parents[1] / "cases" / "gpu-bloom176b-logbook-eval-hang-no-timeout-dataloader-deadlock"
+
+
+def test_a_job_its_monitor_says_is_running_for_hours_with_no_line_of_its_own_is_a_hang():
+    # real: the BLOOM-176B logbook's job log tail (tests/cases): iteration lines, then hourly PULSE lines only
+    d = alarms((BLOOM / "posted-job-log-tail.log").read_text(encoding="utf-8"))
+    assert d[0].category == "rank_hang_timeout" and d[0].severity == "fail"
+    assert "tr11-176B-ml" in d[0].summary and "2 h 00 min" in d[0].summary
+
+
+def test_a_monitor_s_lines_between_the_job_s_own_lines_or_alone_are_no_hang():
+    # the same real lines rearranged for this test: the job printing between two monitor lines, and the monitor's
+    # lines with nothing of the job before them
+    lines = (BLOOM / "posted-job-log-tail.log").read_text(encoding="utf-8").splitlines(keepends=True)
+    job, pulses = lines[:4], [l for l in lines[4:] if "running for" in l]
+    assert len(job) == 4 and len(pulses) == 3
+    moving = "".join([job[0], pulses[0], job[2], pulses[1], job[0], pulses[2]])
+    assert [b.kind for b in pasted.scan(moving).blocks] == ["job monitor"] * 3
+    assert alarms(moving) == []
+    assert alarms("".join(pulses)) == []
+
+
+def test_a_watchdog_whose_heartbeat_monitor_timed_out_is_a_hang_naming_the_rank():
+    # real: hiyouga/LlamaFactory#6953 (the sample of tests/lexicon/real.toml)
+    import tomllib
+    samples = tomllib.loads((Path(__file__).resolve().parents[1] / "lexicon" / "real.toml").read_text("utf-8"))
+    text = next(s["text"] for s in samples["sample"] if s["url"].endswith("LlamaFactory/issues/6953"))
+    import io
+    from nccldiag.nccl import scan
+    lines: List = []
+    facts = scan.parse_streams([("job.log", io.BytesIO(text.encode()))], failure_lines=lines)
+    assert [l.shape for l in lines] == ["nccl-watchdog-stuck"]
+    d = [x for x in diagnose(Inputs(logs=facts, log_findings=nccl_checks.judge(facts), failure_lines=lines,
+                                    pasted=pasted.scan(text, "job.log"))) if x.severity in ("fail", "warn")]
+    assert d[0].category == "rank_hang_timeout" and d[0].severity == "fail" and "ranks 144" in d[0].summary
+
+
+# ---- the link tools: ifconfig, ip link, ethtool --------------------------------------------------------------------
+
+FREEBSD = Path(__file__).resolve().parents[1] / "cases" / "net-nvidia-freebsd-docs-ifconfig-mce0-no-carrier-fec-sync-loss"
+HEALTHY_IP_A = Path(__file__).resolve().parents[1] / "netdev" / "jiangbo-k8s-hostnetwork-ip-a-healthy.txt"
+
+
+def test_a_fabric_port_switched_on_with_no_carrier_in_ifconfig_is_a_port_down():
+    # real: NVIDIA's FreeBSD driver documentation (tests/cases): a 100GBase-CR4 port, 'status: no carrier'
+    d = alarms((FREEBSD / "posted-ifconfig-mce0.txt").read_text(encoding="utf-8"))
+    assert d[0].category == "ib_port_down" and d[0].severity == "fail"
+    assert "mce0" in d[0].summary and "FEC sync loss" in d[0].summary
+
+
+def test_a_healthy_ip_a_with_bridges_without_carrier_and_ports_switched_off_stays_quiet():
+    # real (tests/netdev/SOURCES.md): docker0 and cni0 NO-CARRIER with addresses, kube-ipvs0 switched off
+    text = HEALTHY_IP_A.read_text(encoding="utf-8")
+    p = pasted.scan(text)
+    assert [b.kind for b in p.blocks] == ["netdev link"] and not p.findings
+    assert alarms(text) == []
+
+
+def test_an_addressed_port_that_loses_its_carrier_in_ip_a_is_named_with_its_address():
+    # the real healthy capture with enp0s8's flags changed to NO-CARRIER (written for this test)
+    text = HEALTHY_IP_A.read_text(encoding="utf-8")
+    up = "3: enp0s8: <BROADCAST,MULTICAST,UP,LOWER_UP>"
+    assert text.count(up) == 1
+    d = alarms(text.replace(up, "3: enp0s8: <NO-CARRIER,BROADCAST,MULTICAST,UP>"))
+    assert d[0].category == "ib_port_down" and "enp0s8" in d[0].summary and "192.168.56.103" in d[0].summary
+    assert "docker0" not in d[0].summary
+
+
+def test_a_port_switched_off_or_shown_only_by_ethtool_is_not_named():
+    # the real FreeBSD record with its UP flag taken off (written for this test): switched off on purpose
+    record = (FREEBSD / "posted-ifconfig-mce0.txt").read_text(encoding="utf-8")
+    assert "flags=8843<UP,BROADCAST," in record
+    assert alarms(record.replace("flags=8843<UP,BROADCAST,", "flags=8842<BROADCAST,")) == []
+    # written for this test, in ethtool's words: a link down whose use ethtool cannot tell
+    ethtool = "Settings for eth2:\n\tSpeed: Unknown!\n\tPort: Direct Attach Copper\n\tLink detected: no\n"
+    assert [b.kind for b in pasted.scan(ethtool).blocks] == ["netdev link"] and alarms(ethtool) == []
+    # with the same host's ip addr showing it switched on and addressed, it is named
+    ip = ("4: eth2: <BROADCAST,MULTICAST,UP> mtu 9000 qdisc mq state DOWN group default qlen 1000\n"
+          "    link/ether 0c:42:a1:00:00:02 brd ff:ff:ff:ff:ff:ff\n"
+          "    inet 10.10.1.12/24 brd 10.10.1.255 scope global eth2\n")
+    d = alarms(ip + "\n" + ethtool)
+    assert d[0].category == "ib_port_down" and "eth2" in d[0].summary and "Link detected: no" in d[0].summary
+
+
+# ---- py-spy dump -------------------------------------------------------------------------------------------------
+
+PYSPY = Path(__file__).resolve().parents[1] / "pyspy" / "bloom176b-chronicles-py-spy-eval-hang-2-nodes.txt"
+
+
+def test_py_spy_stacks_of_ranks_in_collectives_warn_of_a_hang_and_name_the_rank_elsewhere():
+    # real: the BLOOM-176B logbook's py-spy traces (tests/pyspy/SOURCES.md)
+    text = PYSPY.read_text(encoding="utf-8")
+    assert {b.kind for b in pasted.scan(text).blocks} == {"py-spy dump"}
+    d = alarms(text)
+    assert d[0].category == "rank_hang_timeout" and d[0].severity == "warn" and d[0].confidence == "medium"
+    assert "15 ranks wait in collectives" in d[0].summary and "1 elsewhere (wait (threading.py) x1)" in d[0].summary
+
+
+def test_py_spy_stacks_outside_any_collective_say_nothing_of_a_hang():
+    # the same real dump's DataLoader stack alone (cut for this test)
+    text = PYSPY.read_text(encoding="utf-8")
+    start = text.index('Thread 688514 (idle): "MainThread"')
+    alone = text[start:text.index("```", start)]
+    assert alarms(alone) == []

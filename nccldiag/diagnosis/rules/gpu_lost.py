@@ -4,7 +4,9 @@ unavailable', 'unknown error') or hangs.
 
 Evidence: the events of category ``gpu_lost_xid`` (:mod:`nccldiag.diagnosis.events`: Xid codes of that category
 in the ``xid`` check or in kernel lines of any output, the driver's "fallen off the bus" notice, GSP timeouts,
-"Reset required", CUDA's 'unknown error' of a rank, medium), nvidia-smi's "Unable to determine the device handle
+"Reset required", Xid 45 followed by tasks hung in the kernel on its node, nvidia-smi or another NVIDIA tool hung
+in the kernel beside Xid errors, CUDA's 'unknown error' of a rank,
+medium), nvidia-smi's "Unable to determine the device handle
 ... Unknown Error", CUDA's devices-unavailable error. A GPU the driver could not initialise is ``gpu-init-failed``;
 memory errors are ``gpu-memory-errors``.
 

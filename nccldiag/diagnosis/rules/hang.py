@@ -7,8 +7,10 @@ moving and then stopped is a stall (after N calls), no call done at all is a han
 """
 from __future__ import annotations
 
+import re
 from typing import Dict, List, Optional
 
+from nccldiag.diagnosis import signs
 from nccldiag.diagnosis.inputs import Inputs, LogView, setting_hosts
 from nccldiag.diagnosis.model import Diagnosis, Evidence, log_evidence
 from nccldiag.nccl import ras_checks
@@ -183,5 +185,117 @@ def _logs(inp: Inputs) -> List[Diagnosis]:
                       figures={"ranks_timed_out": ranks, "ranks_silent": silent})]
 
 
+STUCK_SHAPE = "nccl-watchdog-stuck"  # knowledge/lexicon.toml: the watchdog's heartbeat monitor timed out
+_PG_RANK = re.compile(r"\[PG \w{1,40}(?: PG GUID \w{1,40}(?:\([^)]{0,40}\))?)? Rank (\d{1,7})\]|\[rank(\d{1,7})\]")
+
+
+def _watchdog_stuck(inp: Inputs) -> List[Diagnosis]:
+    """PyTorch's NCCL watchdog that stopped itself: its heartbeat monitor timed out ('Heartbeat monitor timed out',
+    "ProcessGroupNCCL's watchdog got stuck for N seconds"): a NCCL or CUDA call that never returned blocked the
+    thread that times collectives out, so no collective timeout is printed; the run hung."""
+    lines = [l for l in inp.failure_lines if l.shape == STUCK_SHAPE]
+    if not lines:
+        return []
+    texts = [t for l in lines for t in l.texts()]
+    ranks = sorted({int(next(g for g in m.groups() if g)) for t in texts for m in [_PG_RANK.search(t)] if m})
+    hosts = sorted({l.host for l in lines if l.host})
+    ev = [Evidence("log", l.text[:300], l.ref, l.host) for l in lines[:4]]
+    return [Diagnosis(ID, TITLE, "fail",
+                      "PyTorch's NCCL watchdog stopped: its heartbeat monitor timed out" +
+                      (f" on ranks {', '.join(map(str, ranks[:16]))}" if ranks else "") +
+                      f": {lines[0].text.strip()[:160]}", "medium",
+                      "the thread that times collectives out made no progress for the heartbeat timeout: a NCCL or "
+                      "CUDA call blocked it (a collective or a GPU that never returned), so the run hung",
+                      FIX, nodes=hosts, evidence=ev,
+                      missing=[RAS, "py-spy dump --pid <rank's pid> on a node while it hangs (where each rank waits)"],
+                      alternatives=["a rank's GPU stuck (an Xid, a hung task in the kernel): the node's dmesg at that "
+                                    "time", "another thread holding the GIL inside a CUDA call (py-spy dump shows it)"],
+                      figures={"ranks_timed_out": ranks})]
+
+
+MONITOR = "job monitor"  # the paste kind of a monitor's lines (paste/kinds/job_monitor.py)
+SILENT = 3600  # seconds of a running job with no line of its own that make a hang
+
+
+def _monitor_stalled(inp: Inputs) -> List[Diagnosis]:
+    """A job whose monitor or scheduler keeps saying it is running (``PULSE: <job> is running for 1-07:27:33``,
+    read by the ``job monitor`` paste kind) while, between two such lines an hour apart or more, the job printed
+    nothing: its output stopped with no failure line, and it did not end: a hang with no timeout to end it. A
+    monitor's lines alone (nothing of the job before them) say nothing of the job's output."""
+    if inp.pasted is None:
+        return []
+    out: List[Diagnosis] = []
+    for b in inp.pasted.blocks:
+        if b.kind != MONITOR or b.lineno <= 1:
+            continue
+        seen: Dict[str, List] = {}
+        for line in b.text.splitlines():
+            got = signs.running(line)
+            if got is not None:
+                seen.setdefault(got[0], []).append((got[1], got[2], line.strip()))
+        for job, times in seen.items():
+            first, last = times[0], times[-1]
+            if len(times) < 2 or any(b2[0] <= a[0] for a, b2 in zip(times, times[1:])) or last[0] - first[0] < SILENT:
+                continue
+            quiet = last[0] - first[0]
+            out.append(Diagnosis(
+                ID, TITLE, "fail",
+                f"the job's output stopped while its monitor says {job} is still running: running for {first[1]}, "
+                f"then {last[1]}, {quiet // 3600} h {quiet % 3600 // 60:02d} min with no line of the job's own "
+                "between (no failure line, no timeout: a hang)", "medium",
+                "the monitor's lines follow one another with nothing of the job between them: the ranks stopped "
+                "making progress and no timeout ended them (a rank waiting outside the collective, a data loader, "
+                "a collective that never completed)",
+                FIX + " With no NCCL line, 'py-spy dump --pid <pid>' on every rank shows where each one waits.",
+                nodes=[b.host] if b.host else [],
+                evidence=[Evidence("log", first[2][:300], f"{b.path}:{b.lineno}", b.host),
+                          Evidence("log", last[2][:300], f"{b.path}:{b.end}", b.host)],
+                missing=["py-spy dump --pid <pid> of every rank while it hangs", RAS,
+                         "TORCH_NCCL_ASYNC_ERROR_HANDLING=1 and a collective timeout, so that a hang ends in an error"],
+                figures={"silent_seconds": quiet}))
+    return out
+
+
+PYSPY = "py-spy dump"  # the paste kind of py-spy's stacks (paste/kinds/pyspy.py)
+
+
+def _stacks(inp: Inputs) -> List[Diagnosis]:
+    """py-spy dumps of ranks whose main threads wait in torch.distributed's collectives: the run was caught
+    waiting (a warning: a dump of a run that moves shows collectives too); a rank whose main thread waits anywhere
+    else beside them is the one the others may wait for, and is named."""
+    if inp.pasted is None:
+        return []
+    blocks = [b for b in inp.pasted.blocks if b.kind == PYSPY]
+    stacks = [(n, fn, path, b) for b in blocks for n, fn, path in signs.py_stacks(b.text)]
+    waiting = [s for s in stacks if signs.in_collective(s[1], s[2])]
+    if not waiting:
+        return []
+    elsewhere = [s for s in stacks if not signs.in_collective(s[1], s[2])]
+
+    def count(found) -> str:
+        by: Dict[str, int] = {}
+        for n, fn, path, _ in found:
+            key = fn if signs.in_collective(fn, path) else f"{fn} ({path})"
+            by[key] = by.get(key, 0) + n
+        return ", ".join(f"{k} x{v}" for k, v in by.items())
+
+    summary = f"py-spy: {sum(s[0] for s in waiting)} ranks wait in collectives ({count(waiting)})"
+    if elsewhere:
+        summary += (f"; {sum(s[0] for s in elsewhere)} elsewhere ({count(elsewhere)}): a rank outside the collective "
+                    "is what the others wait for")
+    hosts = sorted({b.host for b in blocks if b.host})
+    return [Diagnosis(ID, TITLE, "warn", summary, "medium" if elsewhere else "low",
+                      "the ranks' main threads were dumped waiting in torch.distributed's calls; a dump alone does not "
+                      "say for how long (a run that moves is caught in collectives too)",
+                      FIX + " Dump every rank (py-spy dump --pid) twice a minute apart: the same frames twice is a "
+                      "hang, and the rank that is not in the collective is where to look.",
+                      nodes=hosts,
+                      evidence=[Evidence("log", f"{fn} ({path}) x{n}", f"{b.path}:{b.lineno}", b.host)
+                                for n, fn, path, b in (elsewhere + waiting)[:4]],
+                      missing=[RAS, "a second py-spy dump of every rank a minute later"])]
+
+
 def diagnose(inp: Inputs) -> List[Diagnosis]:
-    return _probe(inp) + _logs(inp)
+    logs = _logs(inp)
+    found = logs + ([] if logs else _watchdog_stuck(inp)) + _monitor_stalled(inp)
+    return _probe(inp) + found + ([] if found else _stacks(inp))

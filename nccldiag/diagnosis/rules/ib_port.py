@@ -2,15 +2,16 @@
 NCCL's 'Got async event : port error' over and over, with RDMA operations timing out (error 12) until the job
 hangs; a process placed on a Down port cannot connect.
 
-Evidence: the ``ib`` port-state and rate checks (ibstat, sysfs, ibv_devinfo), link-flap counters, asynchronous
-port events in NCCL's log. A port pasted beside a run that failed is a suspect; beside a run that worked it says
+Evidence: the ``ib`` port-state and rate checks (ibstat, sysfs, ibv_devinfo, rdma link), the link of a fabric
+interface in use as the link tools show it (``ib.port_link``: ifconfig's 'no carrier', ip link's NO-CARRIER,
+ethtool's 'Link detected: no'), link-flap counters, asynchronous port events in NCCL's log. A port pasted beside a run that failed is a suspect; beside a run that worked it says
 nothing of the run; pasted with no run beside it, a port the paste shows in use (:func:`_in_use`) is named.
 References: NVIDIA/nccl#905 ('a flapping link'); microsoft/mscclpp#493.
 """
 from __future__ import annotations
 
 import sys
-from typing import List
+from typing import List, Tuple
 
 from nccldiag.diagnosis import clues as C
 from nccldiag.diagnosis import ibverbs, signs
@@ -30,9 +31,10 @@ CONFIRM = "ibstat; ibstatus; cat /sys/class/infiniband/*/ports/*/{state,phys_sta
 def diagnose(inp: Inputs) -> List[Diagnosis]:
     node = [f for f in C.findings(inp, "ib.port_")] + C.findings(inp, "ibcounters.link_flaps")
     pasted = [f for f in node if inp.pasted is not None and any(f is g for g in inp.pasted.findings)]
+    back: List[Finding] = []  # pasted Down at one reading and Active at the last one
     if pasted and not _run_failed(inp):
         # a port shown in a paste beside a run that did not fail says nothing; a paste alone names the ports in use
-        kept = [] if _beside_a_run(inp) else _in_use(inp, pasted)
+        kept, back = ([], []) if _beside_a_run(inp) else _in_use(inp, pasted)
         node = [f for f in node if f not in pasted or any(f is k for k in kept)]
         pasted = kept
     fatal = ibverbs.device_fatal(inp)
@@ -41,7 +43,11 @@ def diagnose(inp: Inputs) -> List[Diagnosis]:
     if not found:
         return []
     flapping = len(events) > 1 or bool(events) and bool([c for c in ibverbs.completions(inp) if c.status in (12, 13)])
+    came_back = bool(back) and len(back) == len(node) and not events
     what = ("an IB link is flapping: the HCA keeps reporting port errors" if events else
+            "an IB/RoCE port went Down and came back between the readings pasted (a link that flaps, or one "
+            "brought up in between)" if came_back else
+            "a fabric interface in use has no link" if node and all(f.check == "ib.port_link" for f in node) else
             "an IB/RoCE port is not Active at full rate")
     return [C.make(sys.modules[__name__], what + C.on(C.hosts(found)), found,
                    confidence="high" if (node and len(pasted) < len(node)) or flapping else "medium",
@@ -55,18 +61,28 @@ def _beside_a_run(inp: Inputs) -> bool:
     return any(ls.facts.nccl_lines or ls.facts.nccl_tests or ls.facts.inits for ls in inp.log_sets())
 
 
-def _in_use(inp: Inputs, pasted: List[Finding]) -> List[Finding]:
+def _in_use(inp: Inputs, pasted: List[Finding]) -> Tuple[List[Finding], List[Finding]]:
     """The pasted port-state findings of ports the paste shows in use: a port Down and not ``Disabled`` (a port
     switched off is off on purpose), unless another port of the same adapter (one CA, or one System image GUID:
     the two ports of a dual-port card are two CAs of one GUID) is Active, which makes it the adapter's spare port,
-    perhaps without a cable on purpose."""
+    perhaps without a cable on purpose. A host's facts are its last reading of each output: a port found Down by
+    one reading and Active in the facts was pasted twice or more with its state changing (``rdma link`` run again
+    while the link flaps); it is in use, and comes second in what is returned too."""
     ports = [p for facts in inp.pasted.facts.values() for p in getattr(facts.get("ib"), "ports", None) or []]
     out: List[Finding] = []
+    back: List[Finding] = []
     for f in pasted:
+        if f.check == "ib.port_link":  # judged in use already (areas/netdev.py: switched on, addressed or a fabric port)
+            out.append(f)
+            continue
         if f.check != "ib.port_state":
             continue
         port = next((p for p in ports if f.message.startswith(p.name + " ") or f.message.startswith(p.name + ":")),
                     None)
+        if port is not None and port.active and _down(f):
+            out.append(f)
+            back.append(f)
+            continue
         if port is None or port.active or port.phys_state == "Disabled" or port.state is None:
             continue
         siblings = [p for p in ports if p is not port and (p.device == port.device or (
@@ -74,7 +90,12 @@ def _in_use(inp: Inputs, pasted: List[Finding]) -> List[Finding]:
         if any(p.active for p in siblings):
             continue
         out.append(f)
-    return out
+    return out, back
+
+
+def _down(f: Finding) -> bool:
+    """Whether a port-state finding reads the port not Active and not Disabled (its own reading, not the facts)."""
+    return ("State Down" in f.message or "State Init" in f.message) and "Physical state Disabled" not in f.message
 
 
 def _run_failed(inp: Inputs) -> bool:

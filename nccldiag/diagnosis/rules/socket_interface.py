@@ -6,18 +6,25 @@ bridge address and times out. NCCL_SOCKET_IFNAME names the interface to use.
 Evidence: those WARNs and connect failures in NCCL's log, or, with no WARN to explain it, an error returned
 through NCCL's network transport while its socket transport spreads over several interfaces (``via
 NET/Socket/0..N``) (interfaces named by the environment are ``socket-ifname-env``; bootstrap lines listing such
-interfaces are ``wrong-interface``).
+interfaces are ``wrong-interface``); a connect to a routable peer address that the node's own stack would not
+send ('Network is unreachable', 'Software caused connection abort': no route from this node's interfaces to that
+network) names the address, and, where NCCL's lines give the node's own addresses, whether the peer's is in
+another subnet (a peer that published the address of a network this node is not on: the interfaces differ
+between the nodes); a peer on the node's own subnet is not this cause (the route is there: a peer that died aborts
+connections too). Beside another failure it comes after it.
 References: NVIDIA/nccl-tests#14, NVIDIA/nccl#529, NVIDIA/nccl#697; NCCL env docs (NCCL_SOCKET_IFNAME).
 """
 from __future__ import annotations
 
+import ipaddress
 import re
 import sys
-from typing import List, Tuple
+from typing import List, Optional, Tuple
 
 from nccldiag.diagnosis import clues as C
 from nccldiag.diagnosis.inputs import Inputs
 from nccldiag.diagnosis.model import Diagnosis
+from nccldiag.diagnosis import signs
 from nccldiag.diagnosis.signs import CONNECT, LINK_LOCAL, NO_IFACE
 
 ID = "socket-interface"
@@ -96,9 +103,89 @@ def diagnose(inp: Inputs) -> List[Diagnosis]:
                                 "transport: an interface that does not reach the peer node"),
                            alternatives=["firewall_ports: the ports blocked between the nodes on the data interface"])]
     if not found:
-        return []
+        return _no_path(inp)
     what = ("NCCL found no usable IP interface for its bootstrap" if none else
             "NCCL connected to a peer's link-local or virtual interface address and timed out")
     return [C.make(sys.modules[__name__], what + C.on(C.hosts(found)), found, confidence="high",
                    why=("NCCL itself said it found no interface it can use" if none else
                         "a link-local (fe80::) or container bridge address is not reachable from other hosts"))]
+
+
+_ADDR = re.compile(r"(?:Connect to|connect(?:ing)? to|Call to connect)\s*\[?(?P<addr>[0-9a-fA-F:.]+)")
+_OTHER_FAILURE = re.compile(r"[Ss]ocket|[Pp]roxy|[Bb]ootstrap|Connect|connection|remote peer")
+
+
+def _no_path(inp: Inputs) -> List[Diagnosis]:
+    """Connects the node's own stack would not send (:func:`signs.no_path_connects`), with the node's own
+    addresses as NCCL printed them where they are."""
+    found = signs.no_path_connects(inp)
+    if not found:
+        return []
+    m = _ADDR.search(found[0].text)
+    peer = m.group("addr") if m else "?"
+    own = _own_addresses(inp, found[0].host)
+    apart = _apart(peer, [a for _, a in own])
+    if apart is False:
+        return []  # the peer is on a subnet of the node's own interfaces: the route is there (a peer that died aborts)
+    reason = re.search(signs.NO_PATH, found[0].text).group(0)
+    summary = (f"NCCL's connection to {peer} failed in the node's own stack ({reason}){C.on(C.hosts(found))}: "
+               f"the address NCCL chose is not reached through this node's interfaces")
+    if own and apart:
+        summary += (f"; it is in another subnet than the node's own ({', '.join(f'{n} {a}' for n, a in own[:3])}, "
+                    "compared as /24: NCCL prints no prefix length)")
+    others = [w for ls in inp.log_sets() for w in ls.facts.warns
+              if w.failure and not _OTHER_FAILURE.search(w.message)]
+    d = C.make(sys.modules[__name__], summary, found,
+               confidence="high" if own and apart and not others else "medium",
+               why=("the node's TCP stack answered the connect itself (no route to that network, or the connection "
+                    "aborted on this side) toward a routable address: an interface NCCL picked, on this node or on "
+                    "the peer that published the address, that does not join the two"),
+               alternatives=["firewall_ports: a REJECT rule answering with a network-unreachable ICMP",
+                             "remote_peer_failure: the peer process died while the connection was being made "
+                             "(another failure in the log comes first then)"],
+               fix=FIX + " Compare 'ip -br addr' and 'ip route get <peer address>' on both nodes, and pass the "
+                         "same NCCL_SOCKET_IFNAME / GLOO_SOCKET_IFNAME to every node (containers included).")
+    if others:
+        d.tier = 1
+    return [d]
+
+
+def _own_addresses(inp: Inputs, host: Optional[str]) -> List[Tuple[str, str]]:
+    """The socket interfaces and addresses NCCL printed as its own on ``host`` ('NET/Socket : Using
+    [0]eth0:10.0.0.2<0>', 'Bootstrap : Using eth0:10.0.0.2<0>'); with no host named, those of a log of one host."""
+    out: List[Tuple[str, str]] = []
+    for ls in inp.log_sets():
+        lines = [n for n in ls.facts.nets if n.net.lower().startswith("socket") or n.oob is not None]
+        boots = list(ls.facts.bootstrap)
+        hosts = {x.at.host for x in lines + boots}
+        if host is None and len(hosts) > 1:
+            continue  # several hosts, and none named: whose is whose cannot be told
+        lines = [n for n in lines if host is None or n.at.host == host]
+        boots = [b for b in boots if host is None or b.at.host == host]
+        devices = [d for n in lines if n.net.lower().startswith("socket") for d in n.devices]
+        devices += [n.oob for n in lines if n.oob is not None]
+        devices += [d for b in boots for d in b.interfaces]
+        for d in devices:
+            addr = (d.address or "").split("<")[0].strip("[]")
+            if addr and (d.name, addr) not in out:
+                out.append((d.name, addr))
+    return out
+
+
+def _apart(peer: str, own: List[str]) -> Optional[bool]:
+    """Whether ``peer`` shares no /24 (IPv4) or /64 (IPv6) with any of ``own``; None when they cannot be compared."""
+    try:
+        p = ipaddress.ip_address(peer)
+    except ValueError:
+        return None
+    nets = []
+    for a in own:
+        try:
+            ip = ipaddress.ip_address(a.split("%")[0])
+        except ValueError:
+            continue
+        if ip.version == p.version:
+            nets.append(ipaddress.ip_network(f"{ip}/{24 if ip.version == 4 else 64}", strict=False))
+    if not nets:
+        return None
+    return not any(p in n for n in nets)

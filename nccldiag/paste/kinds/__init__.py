@@ -13,6 +13,7 @@ KINDS = (
     "ibdev2netdev",
     "show_gids",
     "rdma_link",
+    "netdev_link",
     "smi_table",
     "smi_error",
     "smi_q",
@@ -42,6 +43,8 @@ KINDS = (
     "hca_tools",
     "ethtool",
     "bugreport",
+    "job_monitor",
+    "pyspy",
 )
 
 

@@ -15,14 +15,16 @@ GAPS = 1
 _DEVICE = re.compile(r"[ \t]{0,4}(?:[0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7][ \t][A-Za-z][\w ./-]{0,60}"
                      r"(?:\[[0-9a-f]{4}\])?:[ \t]")
 _CAPABILITY = re.compile(r"[ \t]{1,20}(?:Capabilities: \[|LnkSta:|LnkCap:|ACSCtl:|ACSCap:)")
+# a bridge's ACS line with its indentation gone (a host prefix or a paste took it): its bits name it alone
+_ACS = re.compile(r"[ \t]{0,20}ACSC(?:tl|ap):[ \t]{1,8}SrcValid[+-][ \t]")
 
 
 def anchor(text: str) -> bool:
-    return bool(_DEVICE.match(text) or _CAPABILITY.match(text))
+    return bool(_DEVICE.match(text) or _CAPABILITY.match(text) or _ACS.match(text))
 
 
 def member(text: str) -> bool:
-    return bool(_DEVICE.match(text) or indented(text) or elided(text))
+    return bool(_DEVICE.match(text) or indented(text) or elided(text) or _ACS.match(text))
 
 
 def sections(lines: List[str], context: Context) -> Dict[str, str]:
