@@ -161,6 +161,31 @@ def test_every_row_that_claims_seen_reads_a_line_there(row):
     assert lines, (row["id"], row["seen"])
 
 
+def _real_lines():
+    """Every line of the real cases (tests/cases, ../shared/fixtures/cases) and of ../shared/fixtures/nccl-logs."""
+    out = []
+    for root in (realcases.IN_REPO, realcases.CASES):
+        for case in (realcases.cases(root) if root.is_dir() else []):
+            if not case.bundle:
+                out += _seen_lines(str(case.path))
+    if real.AVAILABLE:
+        for path in sorted(real.NCCL_LOGS.glob("*.log")):
+            out += path.read_text(encoding="utf-8", errors="replace").splitlines()
+    return out
+
+
+def test_the_rows_on_every_real_line_at_hand():
+    """Each real line a row reads holds a word of that row (the log reader keeps it), and the rows read there are at
+    least those that claim a real line."""
+    read = {}
+    for line in _real_lines():
+        row = torchmsg.row_of(line)
+        if row is not None:
+            assert any(w in line for w in row["words"]), (row["id"], line)
+            read.setdefault(row["id"], line)
+    assert {r["id"] for r in SEEN} <= set(read), sorted(set(r["id"] for r in SEEN) - set(read))
+
+
 def _healthy_cases():
     out = []
     for root in (realcases.IN_REPO, realcases.CASES):
