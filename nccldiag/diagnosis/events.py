@@ -17,7 +17,9 @@ of what it asks (a node reboot above a GPU reset above a warning) and the clue t
   :func:`nccldiag.areas.xid.parse_events`): an Xid line whose address is anonymised (``PCI:...``), or a line
   behind a host, a file name or a time stamp, reads as on the node;
 - a CUDA error a program printed (``CUDA error: <text>``, NCCL's ``Cuda failure '<text>'``, a ``cudaError*``
-  name), by ``knowledge/cuda.toml``, with the rank the launcher's prefix names.
+  name), by ``knowledge/cuda.toml``, with the rank the launcher's prefix names;
+- PyTorch distributed's own messages that name a cause (c10d's store, gloo, torch's CUDA side), by
+  ``knowledge/torch.toml`` (:mod:`nccldiag.diagnosis.torchmsg`); a victim's message makes none.
 
 An Xid that follows another's lead takes its category: Xid 45 (the driver's cleanup of channels after other
 errors; the catalog: "follow the Xid that caused it") and Xid 154 (the recovery action the driver chose after an
@@ -40,7 +42,7 @@ from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 from nccldiag import knowledge
 from nccldiag.areas import kernlog, xid
 from nccldiag.diagnosis import clues as C
-from nccldiag.diagnosis import signs
+from nccldiag.diagnosis import signs, torchmsg
 from nccldiag.diagnosis.inputs import Inputs
 from nccldiag.knowledge import nccl_source
 from nccldiag.model.findings import SEVERITY, Finding, Status
@@ -84,6 +86,7 @@ def events(inp: Inputs) -> List[Event]:
     known = getattr(inp, "_events", None)
     if known is None:
         known = _wedged(_of_findings(inp.all_findings()) + _of_lines(inp) + _of_cuda(inp))
+        known += _of_torch(inp)
         inp._events = known  # type: ignore[attr-defined]
     return known
 
@@ -437,3 +440,15 @@ def nccl_warns(inp: Inputs) -> List[Event]:
 
 
 _ANY = re.compile(r"\S")
+
+
+def _of_torch(inp: Inputs) -> List[Event]:
+    """PyTorch distributed's messages whose row of ``knowledge/torch.toml`` names a cause, with the rank the launcher's
+    prefix names."""
+    out: List[Event] = []
+    for row, c in torchmsg.found(inp):
+        who = rank_of(c.cite or c.text)
+        out.append(Event(row["category"], row["severity"], torchmsg.what(row) + (f" on {who}" if who else ""), c,
+                         "torch." + row["id"], rank=2, confidence=row["confidence"], fix=row["fix"],
+                         where=row["where"]))
+    return out

@@ -396,6 +396,12 @@ def _kmsg_words() -> Guarded:
 # (a kernel line when it also holds a word of KERNEL_WORDS).
 KMSG_WORDS: Guarded = _kmsg_words()
 _KMSG_TEXT = re.compile(_either(KMSG_WORDS))
+# PyTorch distributed's failure messages of knowledge/torch.toml (the words of its rows): a line holding one is kept as
+# an error line, so that the diagnosis reads it through that table ('Connection closed by peer [...]', a worker's
+# 'Signal 9 (SIGKILL) received by PID', 'RendezvousTimeoutError', which hold no error word of their own).
+TORCH_WORDS: Guarded = tuple((w, re.escape(w)) for w in dict.fromkeys(
+    w for r in knowledge.rows("torch.toml") for w in r["words"]))
+_TORCH_TEXT = re.compile(_either(TORCH_WORDS))
 _KERNEL_TEXT = re.compile(_either(KERNEL_WORDS))
 _TESTS_TIMEOUT = re.compile(r"Test timeout \((?P<s>\d+)s\) (?P<where>\S+)")
 
@@ -449,7 +455,8 @@ def error_kind(msg: str) -> Optional[str]:
         return kind
     if _KERNEL_TEXT.search(msg) is not None:
         kind = "kernel"
-    elif _ERROR_TEXT.search(msg) is None and _KMSG_TEXT.search(msg) is None or msg.startswith("#") or "algbw" in msg:
+    elif (_ERROR_TEXT.search(msg) is None and _KMSG_TEXT.search(msg) is None and _TORCH_TEXT.search(msg) is None
+          or msg.startswith("#") or "algbw" in msg):
         kind = None
     else:
         kind = "error"
@@ -768,8 +775,8 @@ LEXICON_WORDS: Tuple[str, ...] = lexicon.words()
 
 
 def _words() -> Tuple[str, ...]:
-    rows = (KERNEL_WORDS + KMSG_WORDS + UNPREFIXED_WORDS + QUOTED_WARN_WORDS + BENCH_HEADS + ROW_TYPES + BENCH_TITLES +
-            RAS_HEADS)
+    rows = (KERNEL_WORDS + KMSG_WORDS + TORCH_WORDS + UNPREFIXED_WORDS + QUOTED_WARN_WORDS + BENCH_HEADS + ROW_TYPES +
+            BENCH_TITLES + RAS_HEADS)
     words = (PREFIX_WORDS + CLEAN_MARKS + ERROR_WORDS + APP_WORDS + BARE_WORDS + tuple(w for w, _ in rows) +
              tuple(g for row in FACTS for g in row.guard) + LEXICON_WORDS)
     return tuple(dict.fromkeys(words))

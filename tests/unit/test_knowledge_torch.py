@@ -1,0 +1,275 @@
+"""PyTorch distributed's failure messages (nccldiag/knowledge/torch.toml) and their reader (diagnosis/torchmsg.py).
+
+Every row is held to its own text as the source writes it, placeholders filled, behind the launchers' prefixes and
+through the log reader; every pattern is linear by construction (the rules of knowledge/lexicon.toml); a row that
+claims ``seen`` reads a line of that real case or capture (read in place); a victim's message never makes an event
+and never outranks a cause beside it; healthy real inputs (the healthy cases of tests/cases and
+../shared/fixtures/cases, the healthy logs of ../shared/fixtures/nccl-logs) make no event of the table.
+"""
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+from nccldiag import knowledge
+from nccldiag.diagnosis import Inputs, categories, diagnose, rules
+from nccldiag.diagnosis import clues as C
+from nccldiag.diagnosis import events as E
+from nccldiag.diagnosis import torchmsg
+from nccldiag.nccl import parser as nccllog
+from tests import real, realcases
+from tests.unit.test_lexicon import HEALTHY_LOGS, _repeats
+
+if sys.version_info >= (3, 11):
+    from re import _parser as sre_parse
+else:  # pragma: no cover
+    import sre_parse
+
+REPO = Path(__file__).resolve().parents[2]
+ROWS = knowledge.rows(torchmsg.TABLE)
+IDS = [r["id"] for r in ROWS]
+KEYS = ("id", "text", "file", "version", "pattern", "words", "category", "victim", "severity", "confidence", "why",
+        "fix")
+PREFIXES = ("", "[rank3]:", "[rank3]: ", "[default0]:", "0: ", "[1,3]<stderr>:", "node7: ")
+
+# The values a placeholder ({}) of a row's text takes where a plain number does not fit the message as printed.
+FILL = {
+    "store-connect-timeout": ["600000ms", "10.1.2.3", "29500"],
+    "store-connect-retry": ["[node1]:29500", "(errno: 110 - Connection timed out)"],
+    "store-bind-failed": ["[::]:29500", "(errno: 98 - Address already in use)"],
+    "gloo-closed-by-peer": ["[10.0.0.2]:58054"],
+    "gloo-read-error": ["[10.0.0.2]:58054", "Connection reset by peer"],
+    "gloo-connect-full-mesh": ["[../third_party/gloo/gloo/transport/tcp/pair.cc:144] no error"],
+    "elastic-signal": ["9", "SIGKILL", "1234"],
+}
+
+
+def filled(row) -> str:
+    """The row's text with its placeholders filled as a program prints them (written for this test)."""
+    values = iter(FILL.get(row["id"], []))
+    return re.sub(r"\{\}", lambda m: next(values, "7"), row["text"])
+
+
+def log_inputs(name: str, text: str) -> Inputs:
+    return Inputs(logs=nccllog.parse_logs([(name, text)]))
+
+
+def _tier1_categories():
+    return {r["category"] for r in rules.rows() if int(r.get("tier", 0)) >= 1}
+
+
+# ---------------------------------------------------------------- the table
+
+
+def test_every_row_is_complete_and_names_what_exists():
+    assert len(set(IDS)) == len(IDS)
+    named = {r["category"] for r in rules.rows()}
+    for r in ROWS:
+        assert all(k in r for k in KEYS), (r["id"], [k for k in KEYS if k not in r])
+        assert r["severity"] in ("fail", "warn") and r["confidence"] in ("high", "medium"), r["id"]
+        assert isinstance(r["victim"], bool) and r["words"], r["id"]
+        assert re.fullmatch(r"[0-9a-f]{40}|excerpt", r["version"]), r["id"]
+        assert r["file"].split(" ")[0].count("/") >= 1, r["id"]
+        c = r["category"]
+        assert c == torchmsg.NONE or categories.known(c) or c.startswith("other:"), r["id"]
+        # a category the catalog names is read by a cause with events (or by node-event, when none names it)
+        if torchmsg.names_cause(r) and c in named:
+            assert any(x["category"] == c and x.get("events") for x in rules.rows()), r["id"]
+
+
+def test_a_victim_points_at_no_cause_of_its_own():
+    """A victim's row names no category, or the category of a victim's cause (tier 1: remote-peer, hang), and makes
+    no event."""
+    for r in ROWS:
+        if r["victim"]:
+            assert r["category"] in _tier1_categories() | {torchmsg.NONE}, r["id"]
+            assert not torchmsg.names_cause(r), r["id"]
+
+
+@pytest.mark.parametrize("row", ROWS, ids=IDS)
+def test_every_pattern_is_linear_by_construction(row):
+    unbounded, nested = _repeats(sre_parse.parse(row["pattern"]))
+    assert not nested and unbounded <= 1, row["id"]
+
+
+@pytest.mark.parametrize("row", ROWS, ids=IDS)
+def test_every_row_reads_its_own_text_behind_any_prefix(row):
+    text = filled(row)
+    assert any(w in text for w in row["words"]), row["id"]
+    for prefix in PREFIXES:
+        assert torchmsg.row_of(prefix + text)["id"] == row["id"], (row["id"], prefix)
+    for part in text.split(" / "):  # a row of two texts (c10d's wrapper / NCCL's detail) reads each
+        assert torchmsg.row_of(part)["id"] == row["id"], (row["id"], part)
+
+
+@pytest.mark.parametrize("row", ROWS, ids=IDS)
+def test_the_log_reader_keeps_every_rows_line_for_the_table(row):
+    parts = filled(row).split(" / ")  # a row of two texts: two lines
+    inp = log_inputs("rank3.log", "step 10 loss 2.31\n" + "".join(f"[default3]:{p}\n" for p in parts) + "step 11\n")
+    kept = [c for c in C.find(inp, re.compile(r"\S"), torchmsg.KINDS) if torchmsg.row_of(c.text) is not None]
+    # every line of the row is kept (the reader may keep an NCCL error's message apart from its line as well)
+    assert {c.at.lineno for c in kept} == set(range(2, 2 + len(parts))), row["id"]
+    assert {torchmsg.row_of(c.text)["id"] for c in kept} == {row["id"]}, row["id"]
+    ev = [e for e in E.events(inp) if e.check.startswith("torch.")]
+    if torchmsg.names_cause(row):
+        assert ev and {(e.category, e.check) for e in ev} == {(row["category"], "torch." + row["id"])}
+        assert ev[0].what.endswith(" on local rank 3") and ev[0].where.startswith("torch.toml:")
+    else:
+        assert ev == []
+
+
+def test_a_line_of_no_family_is_read_by_no_row():
+    for text in ("step 10 loss 2.31", "RuntimeError: CUDA error: out of memory", "NCCL INFO Bootstrap : Using eth0",
+                 "Connection closed by remote peer node2<45074>", "The client socket has connected to [::1]:29500"):
+        assert torchmsg.row_of(text) is None, text
+
+
+# ---------------------------------------------------------------- real lines
+
+
+def _case_dir(seen: str) -> Path:
+    for root in (realcases.IN_REPO, realcases.CASES):
+        if (root / seen).is_dir():
+            return root / seen
+    return (REPO / seen).resolve()
+
+
+def _seen_lines(seen: str):
+    where = _case_dir(seen)
+    if "shared" in str(where) and not real.AVAILABLE:
+        pytest.skip(real.REASON)
+    if where.is_file():
+        return where.read_text(encoding="utf-8", errors="replace").splitlines()
+    meta = json.loads((where / "case.json").read_text())
+    return [line for f in meta["files"] for line in (where / f).read_text(encoding="utf-8", errors="replace").splitlines()]
+
+
+SEEN = [r for r in ROWS if r.get("seen")]
+
+
+def test_rows_are_seen_in_real_outputs():
+    assert len(SEEN) >= 3
+
+
+@pytest.mark.parametrize("row", SEEN, ids=[r["id"] for r in SEEN])
+def test_every_row_that_claims_seen_reads_a_line_there(row):
+    lines = [line for line in _seen_lines(row["seen"]) if (torchmsg.row_of(line) or {}).get("id") == row["id"]]
+    assert lines, (row["id"], row["seen"])
+
+
+def _real_lines():
+    """Every line of the real cases (tests/cases, ../shared/fixtures/cases) and of ../shared/fixtures/nccl-logs."""
+    out = []
+    for root in (realcases.IN_REPO, realcases.CASES):
+        for case in (realcases.cases(root) if root.is_dir() else []):
+            if not case.bundle:
+                out += _seen_lines(str(case.path))
+    if real.AVAILABLE:
+        for path in sorted(real.NCCL_LOGS.glob("*.log")):
+            out += path.read_text(encoding="utf-8", errors="replace").splitlines()
+    return out
+
+
+def test_the_rows_on_every_real_line_at_hand():
+    """Each real line a row reads holds a word of that row (the log reader keeps it), and the rows read there are at
+    least those that claim a real line."""
+    read = {}
+    for line in _real_lines():
+        row = torchmsg.row_of(line)
+        if row is not None:
+            assert any(w in line for w in row["words"]), (row["id"], line)
+            read.setdefault(row["id"], line)
+    assert {r["id"] for r in SEEN} <= set(read), sorted(set(r["id"] for r in SEEN) - set(read))
+
+
+def _healthy_cases():
+    out = []
+    for root in (realcases.IN_REPO, realcases.CASES):
+        if root.is_dir():
+            out += [c for c in realcases.cases(root) if c.healthy and not c.bundle]
+    return out
+
+
+HEALTHY = _healthy_cases()
+
+
+@pytest.mark.parametrize("case", HEALTHY, ids=[c.id for c in HEALTHY])
+def test_a_healthy_case_makes_no_event_of_the_table(case):
+    inp = Inputs(logs=nccllog.parse_logs([(f, (case.path / f).read_text(encoding="utf-8", errors="replace"))
+                                           for f in case.meta["files"]]))
+    assert torchmsg.found(inp) == []
+
+
+@pytest.mark.parametrize("name", HEALTHY_LOGS)
+def test_a_healthy_nccl_log_makes_no_event_of_the_table(name):
+    real.require()
+    inp = log_inputs(name, real.nccl_log(name).read_text(encoding="utf-8", errors="replace"))
+    assert torchmsg.found(inp) == []
+
+
+def test_the_healthy_inputs_are_there_to_be_read():
+    assert len([c for c in HEALTHY if c.path.is_relative_to(realcases.IN_REPO)]) >= 3
+
+
+# ---------------------------------------------------------------- a log in which only torch speaks
+# The logs below are written for these tests, line by line in the shape PyTorch prints each message (the texts of
+# knowledge/torch.toml, placeholders filled): no real capture of them is at hand.
+
+
+def _failing(inp):
+    return [d for d in diagnose(inp) if d.severity in ("fail", "warn")]
+
+
+def test_a_store_that_could_not_listen_is_the_rendezvous():
+    text = ("[W socket.cpp:436] [c10d] The server socket has failed to bind to [::]:29500 (errno: 98 - Address already"
+            " in use).\n"
+            "[E socket.cpp:472] [c10d] The server socket has failed to listen on any local network address.\n"
+            "torch.distributed.DistNetworkError: The server socket has failed to listen on any local network address."
+            " port: 29500, useIpv6: 0, code: -98, name: EADDRINUSE, message: address already in use\n")
+    top = _failing(log_inputs("torchrun.log", text))[0]
+    assert (top.id, top.category) == ("rendezvous", "rendezvous_unreachable")
+
+
+def test_a_store_nobody_reached_is_the_rendezvous_with_the_tables_evidence():
+    text = "[rank5]: torch.distributed.DistStoreError: Timed out after 601 seconds waiting for clients. 3/4 clients joined.\n"
+    inp = log_inputs("head.log", text)
+    assert [e.check for e in E.events(inp)] == ["torch.store-clients-missing"]
+    top = _failing(inp)[0]
+    assert top.category == "rendezvous_unreachable"
+
+
+def test_gloo_ranks_that_could_not_connect_name_the_interface():
+    text = ("[rank1]: RuntimeError: Gloo connectFullMesh failed with [../third_party/gloo/gloo/transport/tcp/pair.cc:144]"
+            " timed out connecting: SO_ERROR: Connection refused, remote=[10.9.0.4]:2485\n")
+    top = _failing(log_inputs("train.log", text))[0]
+    assert (top.id, top.category) == ("gloo-full-mesh", "socket_ifname_wrong")
+
+
+def test_gloo_behind_a_name_resolving_to_loopback_is_the_name():
+    text = ("[W ProcessGroupGloo.cpp:694] Warning: Unable to resolve hostname to a (local) address. Using the loopback"
+            " address as fallback. Manually set the network interface to bind to with GLOO_SOCKET_IFNAME.\n"
+            "RuntimeError: Gloo connectFullMesh failed with [../third_party/gloo/gloo/transport/tcp/pair.cc:144] no error\n")
+    ids = [d.id for d in _failing(log_inputs("train.log", text))]
+    assert "hostname-resolution" in ids and "gloo-full-mesh" not in ids
+
+
+def test_a_victims_message_never_outranks_the_cause_beside_it():
+    text = ("[rank0]: RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:534] Connection closed by peer"
+            " [10.0.0.2]:58054\n"
+            "[rank1]: RuntimeError: CUDA driver initialization failed, you might not have a CUDA gpu.\n"
+            "[rank2]: torch.distributed.elastic.rendezvous.api.RendezvousClosedError\n")
+    got = _failing(log_inputs("train.log", text))
+    assert got[0].category == "other:cuda-unavailable", [(d.id, d.category) for d in got]
+    assert all(d.category != "remote_peer_failure" or d.tier >= 1 for d in got)
+    assert [e.check for e in E.events(log_inputs("train.log", text))] == ["torch.cuda-driver-init-failed"]
+
+
+def test_a_program_that_mixed_devices_is_the_programs_not_the_fabrics():
+    text = ("[rank0]: RuntimeError: Expected all tensors to be on the same device, but found at least two devices,"
+            " cuda:0 and cpu! (when checking argument for argument mat1 in method wrapper_CUDA_addmm)\n")
+    top = _failing(log_inputs("train.log", text))[0]
+    assert top.category == "other:program-error"
