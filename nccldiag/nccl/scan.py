@@ -9,8 +9,10 @@ large binary blocks and hands the parser only
   messages, the errors, kernel lines, PyTorch and nccl-tests lines, benchmark tables, RAS reports, and what
   :func:`nccldiag.nccl.grammar.clean` removes, which could hide a word; ``tests/unit/test_nccllog_words.py`` holds
   the two together);
-* the two lines after each candidate (a wrapped line continues the line before it; a record the parser holds back
-  is settled by then);
+* the line after each candidate (a wrapped line continues the line before it; a record the parser holds back is
+  settled by then), and the line after that where the first holds a ``)`` (it may have continued the candidate,
+  which is then settled by the next): after a line that continues nothing, the reader holds no record, and the
+  parser says whether it waits for the next line (below);
 * every line while the parser needs every line of the file (a line waits for the next one, a benchmark output or
   RAS report is being kept: :meth:`nccldiag.nccl.parser.Parser.needs_every_line`).
 
@@ -256,9 +258,14 @@ class Scan:
             n0, got = n, []
             while True:
                 e = index(b"\n", pos)
-                self.ctx = CONTEXT if j < count and starts[j] == pos else max(self.ctx - 1, 0)
                 n += 1
                 line = body[pos:e][:cut]
+                if j < count and starts[j] == pos:
+                    self.ctx = CONTEXT
+                elif self.ctx > 1 and b")" not in line:
+                    self.ctx = 0  # it continues no record: the next one is the parser's to ask for
+                else:
+                    self.ctx = max(self.ctx - 1, 0)
                 pos = e + 1
                 if not bulk:
                     self.total = n
