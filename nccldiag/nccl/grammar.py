@@ -694,8 +694,30 @@ FACTS: Tuple[FactRow, ...] = (
 ) + tuple(FactRow(f"note_{kind}", guard, pat, "fact_note", "notes", arg=kind) for kind, guard, pat in _NOTES)
 
 
+_ROWS: Dict[str, Tuple[Optional[FactRow], Optional["re.Match[str]"]]] = {}  # fact_row's answers, remembered
+_ROWS_MAX = 4096  # messages remembered at most (then forgotten all at once), each of up to _ROWS_TEXT characters
+_ROWS_TEXT = 1024
+_ROWS_OF: List[Tuple] = [()]  # the rows they are answers of
+
+
 def fact_row(msg: str) -> Tuple[Optional[FactRow], Optional["re.Match[str]"]]:
-    """The row of :data:`FACTS` that reads NCCL INFO message ``msg``, with its match (``(None, None)``: none)."""
+    """The row of :data:`FACTS` that reads NCCL INFO message ``msg``, with its match (``(None, None)``: none).
+    The answer depends on the message alone: remembered for the last messages read (a log repeats its own)."""
+    got = _ROWS.get(msg)
+    if got is not None and _ROWS_OF[0] is FACTS:
+        return got
+    if _ROWS_OF[0] is not FACTS:  # the rows were replaced (a test does): their answers with them
+        _ROWS.clear()
+        _ROWS_OF[0] = FACTS
+    got = _fact_row(msg)
+    if len(msg) <= _ROWS_TEXT:
+        if len(_ROWS) >= _ROWS_MAX:
+            _ROWS.clear()
+        _ROWS[msg] = got
+    return got
+
+
+def _fact_row(msg: str) -> Tuple[Optional[FactRow], Optional["re.Match[str]"]]:
     for row in FACTS:
         guard = row.guard
         if guard:
@@ -752,7 +774,8 @@ def watchdog_key(rec: Rec) -> Optional[Tuple]:
 def joins_next(msg: str) -> bool:
     """Whether an error line ``msg`` takes the line after it: it ends in ':', or it is nccl-tests' CUDA failure
     line without its message (``Test CUDA failure common.cu:N`` / ``'<message>'``)."""
-    return msg.endswith(":") or (_TESTS_CUDA.search(msg) is not None and "'" not in msg)
+    return msg.endswith(":") or ("'" not in msg and ("CUDA failure " in msg or "Cuda failure " in msg)
+                                 and _TESTS_CUDA.search(msg) is not None)
 
 
 def chain_step(m: "re.Match[str]", at: Loc, text: str) -> ChainStep:
