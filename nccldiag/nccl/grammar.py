@@ -186,9 +186,9 @@ class Reader:
     next line may complete it (``held``); ``prev`` is the last of them, still open to a wrapped continuation.
 
     What a line reads as, apart from its number and the lines around it (:func:`read_line`), depends on its text
-    alone: the reader remembers it for the distinct lines of its log, up to :data:`READ_MEMO_BYTES` of them, so a
-    line that comes again (the same setting line of every communicator, read in full while its list of records
-    fills) is cleaned and matched once."""
+    alone: the reader remembers it for the distinct lines of its log read more than once (:meth:`line`'s
+    ``again``), up to :data:`READ_MEMO_BYTES` of them, so a line that comes again (the same setting line of every
+    communicator, read in full while its list of records fills) is cleaned and matched once."""
 
     __slots__ = ("source", "prev", "held", "memo", "room")
 
@@ -199,12 +199,13 @@ class Reader:
         self.memo: Dict[str, Tuple] = {}
         self.room = READ_MEMO_BYTES
 
-    def line(self, n: int, raw: str) -> List[Rec]:
-        """Read line ``n``: the records it completes, in order (those held before it, a bare line's own)."""
-        got = self.memo.get(raw)
+    def line(self, n: int, raw: str, again: bool = True) -> List[Rec]:
+        """Read line ``n``: the records it completes, in order (those held before it, a bare line's own).
+        ``again``: the line may have come before (where it surely has not, it is not looked up nor remembered)."""
+        got = self.memo.get(raw) if again else None
         if got is None:
             got = read_line(raw)
-            if self.room > 0:
+            if again and self.room > 0:
                 self.memo[raw] = got
                 self.room -= len(raw) + 64
         stripped, lrank, body, parts = got
