@@ -1,6 +1,7 @@
 """Command line: ``nccldiag check | collect | probe | isolate | log | report``.
 
-Each command lives in its own module and is registered here, explicitly.
+Each command lives in its own module and is registered here, explicitly (:data:`COMMANDS`); a command's module is
+imported when the command is looked up, so ``nccldiag log`` does not import what ``check`` or ``isolate`` needs.
 Exit codes: 0 healthy, 1 unhealthy (a check failed), 2 usage error (bad
 option, hostfile or bundle), 3 some host could not be checked, 4 nccldiag itself
 failed (an internal error, never a verdict). Messages go to
@@ -9,17 +10,16 @@ stderr; ``--json -`` keeps stdout for JSON alone.
 from __future__ import annotations
 
 import errno
+import importlib
 import io
 import os
 import signal
 import sys
-from typing import Optional
+from typing import Dict, Optional
 
 import click
 
 from nccldiag import __version__
-from nccldiag.cli import check, collect, isolate, log, probe, report
-from nccldiag.cli import spec as spec_cmd
 from nccldiag.cli.options import CONTEXT
 from nccldiag.model.errors import NccldiagError
 from nccldiag.model.findings import EXIT_INTERNAL, clean_text
@@ -171,10 +171,34 @@ def main() -> None:
     """
 
 
-main.add_command(check.check)
-main.add_command(collect.collect)
-main.add_command(probe.probe)
-main.add_command(isolate.isolate)
-main.add_command(log.log)
-main.add_command(report.report)
-main.add_command(spec_cmd.spec)
+class _Commands(dict):
+    """The group's commands: each name of :data:`COMMANDS` bound to its command once its module is imported, on
+    the first look-up (``dict`` for click, which reads ``Group.commands`` as one)."""
+
+    def __init__(self, where: Dict[str, str]) -> None:
+        super().__init__((name, None) for name in where)
+        self.where = where
+
+    def __getitem__(self, name):
+        cmd = dict.__getitem__(self, name)
+        if cmd is None:
+            module, _, attr = self.where[name].partition(":")
+            cmd = getattr(importlib.import_module(module), attr)
+            dict.__setitem__(self, name, cmd)
+        return cmd
+
+    def get(self, name, default=None):
+        return self[name] if name in self else default
+
+    def values(self):
+        return [self[name] for name in self]
+
+    def items(self):
+        return [(name, self[name]) for name in self]
+
+
+# every command, in the order --help lists them, and where it lives
+COMMANDS = {"check": "nccldiag.cli.check:check", "collect": "nccldiag.cli.collect:collect",
+            "probe": "nccldiag.cli.probe:probe", "isolate": "nccldiag.cli.isolate:isolate",
+            "log": "nccldiag.cli.log:log", "report": "nccldiag.cli.report:report", "spec": "nccldiag.cli.spec:spec"}
+main.commands = _Commands(COMMANDS)

@@ -178,27 +178,38 @@ def numbered_records(lines: Iterable[Tuple[int, str]], source: str,
     yield from reader.end()
 
 
+READ_MEMO_BYTES = 4 * 1024 * 1024  # bytes of distinct lines whose reading a Reader remembers
+
+
 class Reader:
     """Records of one log, one line at a time (:func:`numbered_records`). A record is held back one line: the
-    next line may complete it (``held``); ``prev`` is the last of them, still open to a wrapped continuation."""
+    next line may complete it (``held``); ``prev`` is the last of them, still open to a wrapped continuation.
 
-    __slots__ = ("source", "prev", "held")
+    What a line reads as, apart from its number and the lines around it (:func:`read_line`), depends on its text
+    alone: the reader remembers it for the distinct lines of its log read more than once (:meth:`line`'s
+    ``again``), up to :data:`READ_MEMO_BYTES` of them, so a line that comes again (the same setting line of every
+    communicator, read in full while its list of records fills) is cleaned and matched once."""
+
+    __slots__ = ("source", "prev", "held", "memo", "room")
 
     def __init__(self, source: str) -> None:
         self.source = source
         self.prev: Optional[Rec] = None
         self.held: List[Rec] = []
+        self.memo: Dict[str, Tuple] = {}
+        self.room = READ_MEMO_BYTES
 
-    def line(self, n: int, raw: str) -> List[Rec]:
-        """Read line ``n``: the records it completes, in order (those held before it, a bare line's own)."""
-        line = clean(raw)
-        m_l = _LAUNCHER.match(line) if line[:1] in _LAUNCHER_FIRST else None
-        lrank = None
-        if m_l:
-            lrank = num(next(g for g in m_l.groups() if g is not None))
-        matches = prefixes(line)
-        if not matches:
-            body = line[m_l.end():] if m_l else line
+    def line(self, n: int, raw: str, again: bool = True) -> List[Rec]:
+        """Read line ``n``: the records it completes, in order (those held before it, a bare line's own).
+        ``again``: the line may have come before (where it surely has not, it is not looked up nor remembered)."""
+        got = self.memo.get(raw) if again else None
+        if got is None:
+            got = read_line(raw)
+            if again and self.room > 0:
+                self.memo[raw] = got
+                self.room -= len(raw) + 64
+        stripped, lrank, body, parts = got
+        if parts is None:
             prev = self.prev
             if prev is not None and prev.at.lineno == n - 1 and wrapped(prev.msg, body):
                 # A line wrapped by whoever copied the log: the rest of the previous message.
@@ -208,35 +219,53 @@ class Reader:
             out = self.held
             self.held = []
             self.prev = None
-            if body.strip():
-                out.append(Rec("bare", body.strip(), Loc(self.source, n), line.strip(), launcher_rank=lrank))
+            if body:
+                out.append(Rec("bare", body, Loc(self.source, n), stripped, launcher_rank=lrank))
             return out
         out = self.held
-        held: List[Rec] = []
-        before = 0  # where the text between the prefix before and this one starts
-        for i, m in enumerate(matches):
-            end = matches[i + 1].start() if i + 1 < len(matches) else len(line)
-            msg = line[m.end():end].strip()
-            host, pid, tid, dev, file, fline, func, level = m.group(
-                "host", "pid", "tid", "dev", "file", "fline", "func", "level")
-            kind = _LEVELS.get(level, "trace")
-            ts = None
-            if kind == "warn":
-                tsm = _WARN_TS.search(line, before, m.start())
-                ts = tsm.group(1) if tsm else None
-            before = m.end()
-            # the numbers of a prefix, converted in place (num() for one of more than MAX_DIGITS digits)
-            at = Loc(self.source, n, host, _num(pid), _num(tid), int(dev) if len(dev) <= MAX_DIGITS else num(dev))
-            fl = (int(fline) if len(fline) <= MAX_DIGITS else num(fline)) if fline else None
-            rec = Rec(kind, msg, at, line[m.start():end].strip(), file, fl, func, ts, lrank)
-            self.prev = rec
-            held.append(rec)
+        source = self.source
+        held = [Rec(kind, msg, Loc(source, n, host, pid, tid, dev), text, file, fl, func, ts, lrank)
+                for kind, msg, host, pid, tid, dev, text, file, fl, func, ts in parts]
+        self.prev = held[-1]
         self.held = held
         return out
 
     def end(self) -> List[Rec]:
         out, self.held, self.prev = self.held, [], None
         return out
+
+
+def read_line(raw: str) -> Tuple[str, Optional[int], str, Optional[Tuple[Tuple, ...]]]:
+    """What line ``raw`` reads as, whatever its number and the lines around it: ``(line, launcher rank, body,
+    prefixes)``; the line cleaned and stripped, the rank of a launcher's tag; for a line without an NCCL prefix,
+    ``prefixes`` is ``None`` and ``body`` the stripped text after the tag; else ``prefixes`` holds, for each NCCL
+    prefix, the fields of its record but where it was read (:class:`Rec` and :class:`Loc`)."""
+    line = clean(raw)
+    m_l = _LAUNCHER.match(line) if line[:1] in _LAUNCHER_FIRST else None
+    lrank = None
+    if m_l:
+        lrank = num(next(g for g in m_l.groups() if g is not None))
+    matches = prefixes(line)
+    if not matches:
+        return line.strip(), lrank, (line[m_l.end():] if m_l else line).strip(), None
+    parts = []
+    before = 0  # where the text between the prefix before and this one starts
+    for i, m in enumerate(matches):
+        end = matches[i + 1].start() if i + 1 < len(matches) else len(line)
+        msg = line[m.end():end].strip()
+        host, pid, tid, dev, file, fline, func, level = m.group(
+            "host", "pid", "tid", "dev", "file", "fline", "func", "level")
+        kind = _LEVELS.get(level, "trace")
+        ts = None
+        if kind == "warn":
+            tsm = _WARN_TS.search(line, before, m.start())
+            ts = tsm.group(1) if tsm else None
+        before = m.end()
+        # the numbers of a prefix, converted in place (num() for one of more than MAX_DIGITS digits)
+        fl = (int(fline) if len(fline) <= MAX_DIGITS else num(fline)) if fline else None
+        parts.append((kind, msg, host, _num(pid), _num(tid), int(dev) if len(dev) <= MAX_DIGITS else num(dev),
+                      line[m.start():end].strip(), file, fl, func, ts))
+    return line.strip(), lrank, "", tuple(parts)
 
 
 # What a line holding an NCCL prefix holds (NCCL 2.0-2.3 wrote the level without 'NCCL '): prefixes() looks for them.
@@ -673,8 +702,30 @@ FACTS: Tuple[FactRow, ...] = (
 ) + tuple(FactRow(f"note_{kind}", guard, pat, "fact_note", "notes", arg=kind) for kind, guard, pat in _NOTES)
 
 
+_ROWS: Dict[str, Tuple[Optional[FactRow], Optional["re.Match[str]"]]] = {}  # fact_row's answers, remembered
+_ROWS_MAX = 4096  # messages remembered at most (then forgotten all at once), each of up to _ROWS_TEXT characters
+_ROWS_TEXT = 1024
+_ROWS_OF: List[Tuple] = [()]  # the rows they are answers of
+
+
 def fact_row(msg: str) -> Tuple[Optional[FactRow], Optional["re.Match[str]"]]:
-    """The row of :data:`FACTS` that reads NCCL INFO message ``msg``, with its match (``(None, None)``: none)."""
+    """The row of :data:`FACTS` that reads NCCL INFO message ``msg``, with its match (``(None, None)``: none).
+    The answer depends on the message alone: remembered for the last messages read (a log repeats its own)."""
+    got = _ROWS.get(msg)
+    if got is not None and _ROWS_OF[0] is FACTS:
+        return got
+    if _ROWS_OF[0] is not FACTS:  # the rows were replaced (a test does): their answers with them
+        _ROWS.clear()
+        _ROWS_OF[0] = FACTS
+    got = _fact_row(msg)
+    if len(msg) <= _ROWS_TEXT:
+        if len(_ROWS) >= _ROWS_MAX:
+            _ROWS.clear()
+        _ROWS[msg] = got
+    return got
+
+
+def _fact_row(msg: str) -> Tuple[Optional[FactRow], Optional["re.Match[str]"]]:
     for row in FACTS:
         guard = row.guard
         if guard:
@@ -731,7 +782,8 @@ def watchdog_key(rec: Rec) -> Optional[Tuple]:
 def joins_next(msg: str) -> bool:
     """Whether an error line ``msg`` takes the line after it: it ends in ':', or it is nccl-tests' CUDA failure
     line without its message (``Test CUDA failure common.cu:N`` / ``'<message>'``)."""
-    return msg.endswith(":") or (_TESTS_CUDA.search(msg) is not None and "'" not in msg)
+    return msg.endswith(":") or ("'" not in msg and ("CUDA failure " in msg or "Cuda failure " in msg)
+                                 and _TESTS_CUDA.search(msg) is not None)
 
 
 def chain_step(m: "re.Match[str]", at: Loc, text: str) -> ChainStep:

@@ -248,7 +248,7 @@ class Replay:
     def _read(self, n: int, raw: bytes, first: Optional[_Seen]) -> None:
         """Read line ``n`` in full; the first time, remember it; the second, what reading it again would do."""
         p, reader = self.p, self.reader
-        recs = reader.line(n, raw.decode("utf-8", errors="replace").rstrip("\r\n"))
+        recs = reader.line(n, raw.decode("utf-8", errors="replace").rstrip("\r\n"), first is not None)
         for rec in recs:
             p.record(rec)
         if first is None:  # seen once: what it does is worked out if it comes again

@@ -9,8 +9,10 @@ large binary blocks and hands the parser only
   messages, the errors, kernel lines, PyTorch and nccl-tests lines, benchmark tables, RAS reports, and what
   :func:`nccldiag.nccl.grammar.clean` removes, which could hide a word; ``tests/unit/test_nccllog_words.py`` holds
   the two together);
-* the two lines after each candidate (a wrapped line continues the line before it; a record the parser holds back
-  is settled by then);
+* the line after each candidate (a wrapped line continues the line before it; a record the parser holds back is
+  settled by then), and the line after that where the first holds a ``)`` (it may have continued the candidate,
+  which is then settled by the next): after a line that continues nothing, the reader holds no record, and the
+  parser says whether it waits for the next line (below);
 * every line while the parser needs every line of the file (a line waits for the next one, a benchmark output or
   RAS report is being kept: :meth:`nccldiag.nccl.parser.Parser.needs_every_line`).
 
@@ -168,9 +170,10 @@ class Scan:
     """``(line number, line)`` of the lines of ``stream`` the parser needs (see the module's docstring).
 
     ``needs_all()`` says whether the parser needs every next line now; ``total`` is the number of lines once the
-    iteration ends. ``block`` and ``max_line`` are for tests. With ``bulk``, the lines are left undecoded, and a
+    iteration ends. ``block`` and ``max_line`` are for tests. With ``bulk``, the lines are left undecoded, a
     block handed over whole comes as one ``(n, [lines])``: the lines after line ``n``
-    (:func:`nccldiag.nccl.replay.feed`).
+    (:func:`nccldiag.nccl.replay.feed`), and a candidate line with the lines of context after it as one
+    ``(n, (lines))``, a tuple: the lines after line ``n``, read one by one.
     """
 
     def __init__(self, stream: IO[bytes], needs_all: Callable[[], bool], block: int = BLOCK,
@@ -233,36 +236,49 @@ class Scan:
             return
         starts = finder()(body, end)  # the candidate lines' starts, in order
         j, count = 0, len(starts)
+        index = body.index
         while pos < end:
             while j < count and starts[j] < pos:
                 j += 1
-            if self.ctx or self.needs_all():
-                e = body.index(b"\n", pos)
-                self.ctx = CONTEXT if j < count and starts[j] == pos else max(self.ctx - 1, 0)
+            if not self.ctx and not self.needs_all():
+                if j == count:
+                    k = body.count(b"\n", pos, end)
+                    n += k
+                    self.skipped += k
+                    self.total = n
+                    return
+                s = starts[j]
+                if s > pos:
+                    k = body.count(b"\n", pos, s)
+                    n += k
+                    self.skipped += k
+                    pos = s
+            # line n+1 goes over, and with it in bulk every next line while context is still owed (the parser
+            # is asked whether it needs every line only where none is)
+            n0, got = n, []
+            while True:
+                e = index(b"\n", pos)
                 n += 1
-                self.total = n
                 line = body[pos:e][:cut]
-                yield n, line if bulk else line.decode("utf-8", errors="replace").rstrip("\r\n")
+                if j < count and starts[j] == pos:
+                    self.ctx = CONTEXT
+                elif self.ctx > 1 and b")" not in line:
+                    self.ctx = 0  # it continues no record: the next one is the parser's to ask for
+                else:
+                    self.ctx = max(self.ctx - 1, 0)
                 pos = e + 1
-                continue
-            if j == count:
-                k = body.count(b"\n", pos, end)
-                n += k
-                self.skipped += k
+                if not bulk:
+                    self.total = n
+                    yield n, line.decode("utf-8", errors="replace").rstrip("\r\n")
+                    break
+                got.append(line)
+                if not self.ctx or pos >= end:
+                    break
+                while j < count and starts[j] < pos:
+                    j += 1
+            if bulk:
                 self.total = n
-                return
-            s = starts[j]
-            if s > pos:
-                k = body.count(b"\n", pos, s)
-                n += k
-                self.skipped += k
-            e = body.index(b"\n", s)
-            n += 1
-            self.total = n
-            line = body[s:e][:cut]
-            yield n, line if bulk else line.decode("utf-8", errors="replace").rstrip("\r\n")
-            pos = e + 1
-            self.ctx = CONTEXT
+                yield (n, got[0]) if len(got) == 1 else (n0, tuple(got))
         self.total = n
 
 
@@ -278,7 +294,11 @@ def feed(parser: Parser, name: str, stream: IO[bytes], block: int = BLOCK,
 def _tapped(scan: Scan, lines: lexicon.Reader) -> Iterator[Tuple[int, Any]]:
     take = lines.take
     for n, item in scan:
-        take(n, item)
+        if type(item) is tuple:
+            for i, raw in enumerate(item, n + 1):
+                take(i, raw)
+        else:
+            take(n, item)
         yield n, item
 
 

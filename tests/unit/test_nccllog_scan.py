@@ -82,6 +82,31 @@ def test_real_lines_among_lines_it_skips():
     assert s.skipped > 0 and read + s.skipped == s.total == lines == nccllog.parse_streams([("j", io.BytesIO(spread))]).lines
 
 
+def test_the_second_line_after_a_candidate_is_handed_over_only_where_the_first_may_continue_it():
+    # Written for this test: an NCCL line, then lines holding no word; the second line after it goes over only
+    # where the first holds a ')' (it may have completed a wrapped record) or the parser waits for every line.
+    nccl = b"node-a:1:2 [0] NCCL INFO Channel 00 : 0[0] -> 1[1] via P2P/IPC\n"
+    plain_after = nccl + b"step 1 loss 2.0\n" + b"step 2 loss 2.1\n" + b"step 3 loss 2.2\n"
+    closing = nccl + b"step 1 loss 2.0)\n" + b"step 2 loss 2.1\n" + b"step 3 loss 2.2\n"
+    wrapped = (b"node-a:1:2 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB (port\n" + b"down)\n" +
+               b"step 2 loss 2.1\n" + b"step 3 loss 2.2\n")
+
+    def handed(text: bytes, needs_all: bool = False) -> List[int]:
+        s = scan.Scan(io.BytesIO(text), lambda: needs_all, bulk=True)
+        out: List[int] = []
+        for n, item in s:
+            out += [n] if type(item) is bytes else list(range(n + 1, n + 1 + len(item)))
+        assert s.total == 4
+        return out
+
+    assert handed(plain_after) == [1, 2]
+    assert handed(closing) == [1, 2, 3]
+    assert handed(wrapped) == [1, 2, 3]
+    assert handed(plain_after, needs_all=True) == [1, 2, 3, 4]
+    for text in (plain_after, closing, wrapped):
+        assert fast([("t.log", FILLER + text + FILLER)]) == plain([("t.log", FILLER + text + FILLER)])
+
+
 def test_overlong_lines_are_cut_as_when_read_line_by_line():
     data = _all_real()
     long = data.replace(b"\n", b" " * 300 + b"\n", 50)  # written for this test: lines past the cut
@@ -306,7 +331,7 @@ def test_a_wrapped_line_read_again_is_counted_with_its_continuation_and_read_whe
     reads = []
     line = grammar.Reader.line
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(grammar.Reader, "line", lambda self, n, raw: (reads.append(raw), line(self, n, raw))[1])
+        mp.setattr(grammar.Reader, "line", lambda self, n, raw, *a: (reads.append(raw), line(self, n, raw, *a))[1])
         scan.parse_streams([("t.log", io.BytesIO(pair * 50))], keep=1)
     assert len(reads) < 20  # the pairs after the first few are counted, not read
 
