@@ -749,3 +749,21 @@ def test_a_connect_aborted_after_a_peer_s_own_failure_is_not_the_interface():
     # real: NVIDIA/nccl-tests#166, /dev/shm failure then an aborted connect to the peer on the same subnet
     text = real.nccl_log("socket-2node-shm-extend-failure-and-connect-abort-nccltests.log").read_text(encoding="utf-8")
     assert categories(text)[0] == "shm_too_small" and "socket_ifname_wrong" not in categories(text)
+
+
+# ---- c10d's retried connection attempts ----------------------------------------------------------------------
+
+
+def test_a_c10d_connection_attempt_it_retries_is_no_failure_and_its_end_is_the_rendezvous():
+    """c10d prints each failed attempt to reach the store as a warning ('[W socket.cpp:N] [c10d] The client socket
+    has failed to connect to ...') and tries again until its timeout; the failure is the error line after the
+    retries. Real lines (ofsoundof/GRL-Image-Restoration#27; pytorch/PiPPy#158 for the errno 99 form) behind a
+    launcher's prefix."""
+    retry = ("[W socket.cpp:558] [c10d] The client socket has failed to connect to [localhost]:29500 "
+             "(errno: 99 - Cannot assign requested address).\n")
+    assert categories(retry) == []  # not a resolution failure, not a rendezvous failure, not unexplained
+    failed = ("trainer/0 [1]:[W socket.cpp:558] [c10d] The client socket has failed to connect to "
+              "[::ffff:0.0.0.5]:40323 (errno: 110 - Connection timed out).\n"
+              "trainer/0 [1]:[E socket.cpp:610] [c10d] The client socket has failed to connect to any network "
+              "address of (05, 40323).\n")
+    assert categories(failed)[:1] == ["rendezvous_unreachable"]
