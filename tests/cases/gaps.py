@@ -61,36 +61,11 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "missed",
         "'Verdict: FAIL Unexplained failure (low confidence)', exit 1: the gpu-operator pod in CrashLoopBackOff is read "
         "as a pod failing and left unexplained (its memory limit, too low for the cluster, is not in the evidence)"),
-    "gpu-lightly-docs-docker-dataloader-bus-error-shm-64mb": Gap(
-        "missed",
-        "'Verdict: FAIL Unexplained failure (low confidence)', exit 1: PyTorch's DataLoader line 'ERROR: Unexpected bus "
-        "error encountered in worker. This might be caused by insufficient shared memory (shm).' and the pickler's "
-        "'RuntimeError: unable to write to file </torch_...>' are left unexplained, not read as /dev/shm too small"),
-    "net-cscs-docs-container-fi-info-cxi-fi-getinfo-61-no-data": Gap(
-        "false all-clear",
-        "'Verdict: nothing to judge: the input holds no NCCL line, error or result', exit 0: 'fi_info -p cxi' answered "
-        "'fi_getinfo: -61 (No data available)' (libfabric finds no provider of that name: the container lacks the "
-        "Slingshot devices) is not read"),
-    "net-cscs-docs-nccl-net-plugin-ofi-could-not-find-aws-libfabric-not-found": Gap(
-        "missed",
-        "'Verdict: WARN Unexplained failure on nid006365 (low confidence)', exit 1: 'NET/Plugin: Could not find: ofi "
-        "libnccl-net-ofi.so. Using internal network plugin.' then 'NCCL WARN Error: network AWS Libfabric not found.' "
-        "(the network NCCL_NET names is not there because the plugin did not load) is left unexplained"),
-    "net-cscs-docs-nccl-tests-invalid-usage-aws-libfabric-plugin-not-loaded": Gap(
-        "missed",
-        "'Verdict: FAIL Unexplained failure on nid006352 (low confidence)', exit 1: nccl-tests' 'invalid usage' with "
-        "'NCCL WARN Error: network AWS Libfabric not found.' (the plugin of the network NCCL_NET names is not loaded) "
-        "is left unexplained"),
     "net-olcf-docs-frontier-mpich-nic-policy-numa-mpi4py-after-torch": Gap(
         "missed",
         "'Verdict: WARN Unexplained failure (low confidence)', exit 1: Cray MPICH's 'Unable to use a NIC_POLICY of "
         "'NUMA'' and 'Fatal error in PMPI_Init_thread' are read as a program's error and left unexplained; that "
         "mpi4py was imported after torch is not in the evidence"),
-    "node-lightly-docs-docker-gpus-all-could-not-select-device-driver": Gap(
-        "false all-clear",
-        "'Verdict: nothing broken', exit 0: Docker's 'Error response from daemon: could not select device driver \"\" "
-        "with capabilities: [[gpu]].' (no NVIDIA container runtime: the container cannot get GPUs) is not read as a "
-        "failure"),
     "gpu-abhik-blog-journalctl-xid31-mmu-fault-pde-allocator-race": Gap(
         "right",
         "'Verdict: WARN Failure reported by a node or a rank: gpu application fault (high confidence)', exit 0: the "
