@@ -4,8 +4,8 @@ The rules of :mod:`nccldiag.diagnosis.rules` read their causes' words
 themselves; what several of them ask of the same evidence lives here, so
 that no rule imports another: whether a log shows a failure or a run that
 stopped, NCCL's NVLS set-up failures, the
-socket words of a failed connection, a network plugin's static topology, a
-run of one host that stalled. Who explains whom is not decided here: that
+socket words of a failed connection, a network plugin's static topology, the
+network NCCL_NET names not found, a run of one host that stalled. Who explains whom is not decided here: that
 is the catalog's precedence (``knowledge/causes.toml``).
 """
 from __future__ import annotations
@@ -207,8 +207,33 @@ HIDDEN = re.compile(r"/dev/infiniband\S{0,80}?[^\n]{0,300}?(?:No such file|Permi
                     r"(?:Failed to open|cannot open|Unable to open) (?:device )?/dev/infiniband|"
                     r"couldn't load driver 'lib\w+-rdmav\d+'|No eligible providers? (?:were )?found|"
                     r"fi_getinfo(?: call)? failed[^\n]{0,300}?(?:No data available|-61|ENODATA)|"
+                    # fi_info -p <provider> itself: libfabric has no device for that provider here (the CXI hook,
+                    # or the EFA device, not given to the container)
+                    r"fi_getinfo: -61 \(No data available\)|"
                     r"(?:EFA|efa) (?:device|provider)s? (?:not found|not available|unavailable)|"
                     r"Unable to (?:find|open) (?:an? )?(?:RDMA|IB|EFA) device|NET/OFI[^\n]{0,300}?[Nn]o NICs? (?:found|available)")
+# NCCL's WARN when no network of the name NCCL_NET asks for is there (net.cc: 'Error: network %s not found.', then
+# ncclInvalidUsage): a plugin's network ('AWS Libfabric', 'OFI', ...) whose plugin did not load. NCCL's own
+# networks, IB and Socket, are not found for other reasons (no RDMA device, NCCL_IB_DISABLE): not the plugin's.
+NET_NOT_FOUND = re.compile(r"Error: network (?P<net>[^\n]{1,80}?) not found")
+BUILT_IN = ("IB", "Socket", "")
+# NCCL's INFO line when the plugin NCCL_NET_PLUGIN names is not there: 'NET/Plugin: Could not find: ofi
+# libnccl-net-ofi.so.' (unset, it looks for plain libnccl-net.so): the variable names a plugin the node lacks
+NAMED_PLUGIN_MISSING = re.compile(r"Could not find: (?P<name>[\w.+-]{1,60}) libnccl-net-(?P=name)\.so")
+
+
+def network_not_found(inp: Inputs) -> List[C.Clue]:
+    """NCCL's WARN that the network NCCL_NET names is not there, for a plugin's network."""
+    return [c for c in C.find(inp, NET_NOT_FOUND, ("warn", "last-error"))
+            if NET_NOT_FOUND.search(c.text).group("net").strip() not in BUILT_IN]
+
+
+def named_plugin_missing(inp: Inputs) -> List[C.Clue]:
+    """NCCL's 'NET/Plugin' lines saying the plugin NCCL_NET_PLUGIN names was not found."""
+    return [C.Clue("error", p.text, p.at, p.text, p.at.host) for ls in inp.log_sets() for p in ls.facts.plugins
+            if NAMED_PLUGIN_MISSING.search(p.text)]
+
+
 # EFA drops what its security group does not allow: the first sends complete with an error
 OFI_SEND = re.compile(r"NET/OFI[^\n]{0,300}?(?:Request|request) [^\n]{0,300}?completed with error|rxr_cq_write_tx_error|efa[^\n]{0,300}?tx_error")
 # a CPU node of a topology XML without the attributes NCCL's own topology dump always writes

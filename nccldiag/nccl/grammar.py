@@ -374,6 +374,7 @@ ERROR_WORDS = (
     "couldn't", "Denied", "denied", "No such", "no such", "Invalid", "invalid", "Mismatch", "mismatch",
     "out of memory", "busy or unavailable", "Insufficient", "insufficient", "not found", "Unknown Error",
     "is neither AF_INET", "Duplicate GPU detected", "terminate called after throwing",
+    "fi_getinfo",  # libfabric's fi_info names the call only when it failed: 'fi_getinfo: -61 (No data available)'
 )
 _ERROR_TEXT = re.compile(r"\b(?:" + _alternation(ERROR_WORDS) + r")\b")
 # Kernel lines about GPUs, the IOMMU, PCIe, RDMA and the fabric manager (_KERNEL_TEXT).

@@ -767,3 +767,50 @@ def test_a_c10d_connection_attempt_it_retries_is_no_failure_and_its_end_is_the_r
               "trainer/0 [1]:[E socket.cpp:610] [c10d] The client socket has failed to connect to any network "
               "address of (05, 40323).\n")
     assert categories(failed)[:1] == ["rendezvous_unreachable"]
+
+
+# ---- DataLoader shared memory, a network NCCL_NET names, libfabric's provider, Docker's GPU runtime ---------
+
+
+def test_a_dataloader_bus_error_is_shm_and_other_bus_errors_are_not():
+    # real: Lightly's Docker FAQ, a DataLoader worker's SIGBUS in a container with Docker's 64 MB /dev/shm
+    d = top(_in_repo_case("gpu-lightly-docs-docker-dataloader-bus-error-shm-64mb"))
+    assert d.id == "dataloader-shm" and d.category == "shm_too_small" and d.severity == "fail", d
+    # real: the BigScience tr1-13B logbook's lines of the same handler, behind Megatron-DeepSpeed's traceback
+    # (bigscience-workshop/bigscience train/tr1-13B-base/chronicles.md, 'Round3 SAVE_INTERVAL=1500 NNODES=32')
+    logbook = ("RuntimeError: DataLoader worker (pid 30882) is killed by signal: Bus error. It is possible that "
+               "dataloader's workers are out of shared memory. Please try to raise your shared memory limit.\n")
+    assert "shm_too_small" in categories(logbook)
+    # a process's own bus error, told by its launcher, is not the DataLoader's (its reading is killed-by-signal's;
+    # the form of Open MPI's line in tests/lexicon/real.toml's samples, written for this test)
+    assert "dataloader-shm" not in [d.id for d in verdict("[node:08445] Signal: Bus error (7)\n")]
+
+
+def test_a_network_nccl_net_names_that_is_not_there_is_its_plugin_or_the_variable_naming_it():
+    # real: CSCS Alps NCCL docs, nccl-tests' 'invalid usage' with the network of an unloaded plugin
+    d = top(_in_repo_case("net-cscs-docs-nccl-tests-invalid-usage-aws-libfabric-plugin-not-loaded"))
+    assert d.id == "net-plugin" and "AWS Libfabric" in d.summary, d
+    # real: the same docs, NCCL_NET_PLUGIN="ofi" naming a library the uenv does not have: the variable is the cause
+    text = _in_repo_case("net-cscs-docs-nccl-net-plugin-ofi-could-not-find-aws-libfabric-not-found")
+    d = top(text)
+    assert d.id == "nccl-env" and "NCCL_NET_PLUGIN=ofi" in d.summary, d
+    assert "net_plugin" not in categories(text)
+    # NCCL's own networks not found are not a plugin's (written for this test, NCCL's WARN of net.cc for NCCL_NET=IB)
+    assert "net_plugin" not in categories("n1:1:2 [0] net.cc:626 NCCL WARN Error: network IB not found.\n")
+    # the plugin absent when none was named is NCCL's normal line, and the line of the network found is no failure
+    # (real: ../shared/fixtures/cases/net-nccl352-healthy-single-node-lo-socket-dgx-k8s; CSCS Alps NCCL docs)
+    assert categories("n1:1:2 [0] NCCL INFO NET/Plugin: Could not find: libnccl-net.so. Using internal net plugin.\n"
+                      "nid006352:34610:34631 [0] NCCL INFO Using network AWS Libfabric\n") == []
+
+
+def test_libfabric_without_the_provider_is_the_device_not_in_the_container():
+    # real: CSCS Alps Container Engine docs, 'fi_info -p cxi' in a container without the CXI hook, and with it
+    d = top(_in_repo_case("net-cscs-docs-container-fi-info-cxi-fi-getinfo-61-no-data"))
+    assert d.category == "rdma_device_not_in_container" and d.severity == "fail", d
+    assert categories(_in_repo_case("net-cscs-docs-container-fi-info-cxi-provider-working-healthy")) == []
+
+
+def test_docker_without_a_gpu_runtime_is_named():
+    # real: Lightly's Docker FAQ, 'docker run --gpus all' on a Docker without the NVIDIA runtime
+    d = top(_in_repo_case("node-lightly-docs-docker-gpus-all-could-not-select-device-driver"))
+    assert d.id == "container-runtime-no-gpu" and d.category == "other:container-runtime-without-gpu-support", d

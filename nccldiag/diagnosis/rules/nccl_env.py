@@ -1,13 +1,16 @@
 """An NCCL environment variable set wrong: an error that names the variable ('NCCL_ALGO was set to NVLS', 'Invalid
 value for NCCL_...'), no algorithm or protocol left for a collective by NCCL_ALGO/NCCL_PROTO, or a topology or
 graph file (NCCL_TOPO_FILE, NCCL_GRAPH_FILE, often set in /etc/nccl.conf or by an image) written for another
-machine: 'XML Import Channel : dev N not found', 'Attribute ... of node ... not found'. NCCL_GRAPH_FILE is a
+machine: 'XML Import Channel : dev N not found', 'Attribute ... of node ... not found'; NCCL_NET_PLUGIN naming a
+plugin the node lacks ('NET/Plugin: Could not find: ofi libnccl-net-ofi.so.'), so the network NCCL_NET asks for is
+not found. NCCL_GRAPH_FILE is a
 graph injection for experiments, never for production: a run of another GPU count fails on it (ncclSystemError,
 'dev N not found'), so NCCL echoing it is a warning even where the error that followed was not posted.
 
 Evidence: those WARNs or 'Last error' texts, the variables NCCL echoed ('set by environment to'), and a system
 error no WARN explains in a run where NCCL said 'Loading topology file'.
-References: pytorch/pytorch#163063; Azure/azhpc-images#327; NVIDIA/nccl#1240, #1008; NCCL env docs.
+References: CSCS Alps NCCL documentation, 'Known issues' (do not use NCCL_NET_PLUGIN="ofi" with uenvs,
+tests/cases/net-cscs-docs-nccl-net-plugin-ofi-could-not-find-aws-libfabric-not-found); pytorch/pytorch#163063; Azure/azhpc-images#327; NVIDIA/nccl#1240, #1008; NCCL env docs.
 """
 from __future__ import annotations
 
@@ -18,7 +21,7 @@ from typing import List
 from nccldiag.diagnosis import clues as C
 from nccldiag.diagnosis.inputs import Inputs
 from nccldiag.diagnosis.model import Diagnosis, Evidence
-from nccldiag.diagnosis.signs import plugin_topology
+from nccldiag.diagnosis.signs import NAMED_PLUGIN_MISSING, named_plugin_missing, network_not_found, plugin_topology
 
 ID = "nccl-env"
 TITLE = "An NCCL environment variable set wrong"
@@ -48,6 +51,22 @@ def diagnose(inp: Inputs) -> List[Diagnosis]:
                 "NCCL_ALGO/NCCL_PROTO leave no algorithm for a collective")
         return [C.make(sys.modules[__name__], what + C.on(C.hosts(named + algo)), named + algo, confidence="high",
                        why="NCCL's error names the variable, or the algorithm choice it restricts")]
+    plugin = named_plugin_missing(inp)
+    lost = network_not_found(inp)
+    if plugin and lost:
+        names = sorted({NAMED_PLUGIN_MISSING.search(c.text).group("name") for c in plugin})
+        return [C.make(sys.modules[__name__], f"NCCL_NET_PLUGIN={names[0]} names a plugin NCCL cannot find, so the "
+                       f"network NCCL_NET asks for is not there{C.on(C.hosts(lost + plugin))}", lost + plugin,
+                       confidence="high",
+                       why="NCCL looked for the plugin NCCL_NET_PLUGIN names (libnccl-net-<name>.so), did not find "
+                           "it, fell back to its internal networks, and then found no network of the name NCCL_NET "
+                           "gives: NCCL_NET_PLUGIN is preferred to NCCL_NET, so a wrong plugin name hides the plugin "
+                           "that is installed",
+                       fix="Unset NCCL_NET_PLUGIN (or set it to the plugin's real library name or path) and let "
+                           "NCCL_NET select the network: the installed plugin (aws-ofi-nccl for 'AWS Libfabric') is "
+                           "then found under its own name.",
+                       alternatives=["net_plugin: no NCCL_NET_PLUGIN set, and the plugin itself missing or not "
+                                     "loaded ('Could not find: libnccl-net.so')"])]
     if xml and plugin_topology(inp):
         return []  # the plugin's static topology file: net-plugin's
     if xml:

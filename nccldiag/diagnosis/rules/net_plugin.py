@@ -12,9 +12,11 @@ NCCL reads), not NCCL's normal lines about an absent libnccl-net.so or older API
 'Plugin Path' / 'Loaded net plugin' on some hosts beside 'Could not find: libnccl-net.so ... internal' on others;
 'Attribute X of node cpu not found' with no NCCL_TOPO_FILE echoed from the environment, or one under the plugin's
 install (NCCL 2.8 and newer: older NCCL failed the same way on any injected topology, NVIDIA/nccl#379).
+NCCL's WARN 'Error: network X not found.' for a plugin's network (its plugin not loaded).
 References: awslabs/awsome-distributed-ai#203 (FI_EFA_SET_CUDA_SYNC_MEMOPS, EFA installer 1.29.1+);
 NVIDIA/nccl#1634; aws/aws-ofi-nccl#785, NVIDIA/nccl#1726 (p5.48xl-topo.xml missing arch and vendor);
-aws-ofi-nccl release notes.
+aws-ofi-nccl release notes; NCCL src/transport/net.cc (the network not found); CSCS Alps NCCL documentation,
+'Known issues' (tests/cases/net-cscs-docs-nccl-tests-invalid-usage-aws-libfabric-plugin-not-loaded).
 """
 from __future__ import annotations
 
@@ -81,6 +83,8 @@ def diagnose(inp: Inputs) -> List[Diagnosis]:
     errs = [c for c in C.find(inp, PLUGIN_ERR, ("warn", "last-error", "error"))
             if not signs.OFI_SEND.search(c.text) and not signs.HIDDEN.search(c.text)]
     errs += [c for c in plugin_load_broken(inp) if all(c.at is not e.at for e in errs)]
+    if not signs.named_plugin_missing(inp):  # a plugin name set wrong is nccl-env's
+        errs += signs.network_not_found(inp)
     split = plugin_split(inp)
     topo = signs.plugin_topology(inp)
     if not errs and not split and topo:
@@ -104,6 +108,12 @@ def diagnose(inp: Inputs) -> List[Diagnosis]:
     else:
         what, conf, why = ("the NCCL network plugin failed", "high" if any("NET/OFI" in c.text for c in errs)
                            else "medium", "the plugin itself reported the failure")
+        if all(signs.NET_NOT_FOUND.search(c.text) for c in errs):
+            nets = sorted({signs.NET_NOT_FOUND.search(c.text).group("net").strip() for c in errs})
+            what, why = (f"the network NCCL_NET asks for ({', '.join(nets)}) is not there: its plugin did not load",
+                         "NCCL found no network of that name among those loaded and stopped with 'invalid usage': "
+                         "the plugin that provides it (aws-ofi-nccl for 'AWS Libfabric') was not found or not "
+                         "loaded (its module not loaded, or not on LD_LIBRARY_PATH in the container)")
     return [C.make(sys.modules[__name__], what + C.on(C.hosts(split + errs)), split + errs, confidence=conf, why=why,
                    alternatives=[] if split else ["memlock_limit: registration failures with 'Cannot allocate memory' "
                                                   "are the locked-memory limit, not the plugin"])]
