@@ -161,11 +161,11 @@ def stopped_at_nvls(inp: Inputs) -> List[C.Clue]:
 VIRTUAL = re.compile(r"^(lo|docker\d*|veth\w*|virbr\d*|br-\w+|cni\d*|flannel\.\d+|cali\w+|tun\d*|tap\d*)$")
 NO_IFACE = re.compile(r"Socket creation failed\s*:\s*Address family not supported|no socket interface found|"
                       r"No usable listening interface|[Nn]o interface found|Bootstrap\s*:\s*no socket interface")
-# a connection that failed, and the address it was to. The address is taken whole and never given back (a
-# look-ahead captures it, a back-reference consumes it: an atomic group on every Python), so that the window
-# after it is tried once per connect, not once per character of a long address: linear in the text.
-CONNECT = re.compile(r"(?:Connect to|connect(?:ing)? to|Call to connect)\s{0,8}\[?(?=(?P<addr>[0-9a-fA-F:.%\w]*))(?P=addr)"
-                     r"\]?(?:<\d+>)?[^\n]{0,300}?(?:timed out|refused|unreachable|No route)", re.I)
+# a connection that failed, and the address it was to. The address is read ahead (a look-ahead is never tried
+# again once it matched) and the window starts at the connect itself, so that the window is tried once per
+# connect, not once per character of a long address: linear in the text.
+CONNECT = re.compile(r"(?:Connect to|connect(?:ing)? to|Call to connect)(?=\s*\[?(?P<addr>[0-9a-fA-F:.%\w]*))"
+                     r"[^\n]{0,380}?(?:timed out|refused|unreachable|No route)", re.I)
 LINK_LOCAL = re.compile(r"\b[fF][eE]80:[0-9a-fA-F:]*(?:%\w+)?|%(?:" + VIRTUAL.pattern.strip("^$") + r")\b")
 ROUTABLE = re.compile(r"\b(?!127\.)\d{1,3}(?:\.\d{1,3}){3}\b|\b[23][0-9a-fA-F]{3}:[0-9a-fA-F:]+")
 _LOOPBACK = re.compile(r"\b127\.0\.[01]\.1\b")
