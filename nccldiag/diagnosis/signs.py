@@ -161,8 +161,11 @@ def stopped_at_nvls(inp: Inputs) -> List[C.Clue]:
 VIRTUAL = re.compile(r"^(lo|docker\d*|veth\w*|virbr\d*|br-\w+|cni\d*|flannel\.\d+|cali\w+|tun\d*|tap\d*)$")
 NO_IFACE = re.compile(r"Socket creation failed\s*:\s*Address family not supported|no socket interface found|"
                       r"No usable listening interface|[Nn]o interface found|Bootstrap\s*:\s*no socket interface")
-CONNECT = re.compile(r"(?:Connect to|connect(?:ing)? to|Call to connect)\s*\[?(?P<addr>[0-9a-fA-F:.%\w]*)\]?"
-                     r"(?:<\d+>)?[^\n]{0,300}?(?:timed out|refused|unreachable|No route|connection abort)", re.I)
+# a connection that failed, and the address it was to. The address is read ahead (a look-ahead is never tried
+# again once it matched) and the window starts at the connect itself, so that the window is tried once per
+# connect, not once per character of a long address: linear in the text.
+CONNECT = re.compile(r"(?:Connect to|connect(?:ing)? to|Call to connect)(?=\s*\[?(?P<addr>[0-9a-fA-F:.%\w]*))"
+                     r"[^\n]{0,380}?(?:timed out|refused|unreachable|No route|connection abort)", re.I)
 # what the node's own stack answers a connect it cannot send: no route to that network (ENETUNREACH), or the
 # connection aborted on this side (ECONNABORTED): the address is not one this node's interfaces reach, whatever a
 # firewall on the path does (a REJECT answers 'No route to host' or 'Connection refused', a DROP times out)
@@ -203,7 +206,7 @@ def refusing_peer(inp: Inputs) -> Optional[str]:
 # ---- RDMA devices and network plugins ----------------------------------------------------------------------
 
 # the RDMA devices (or the rights to them) not in the container: NCCL cannot open the HCA or find its provider
-HIDDEN = re.compile(r"/dev/infiniband\S{0,80}?[^\n]{0,300}?(?:No such file|Permission denied|not permitted|cannot open|failed)|"
+HIDDEN = re.compile(r"/dev/infiniband[^\n]{0,380}?(?:No such file|Permission denied|not permitted|cannot open|failed)|"
                     r"(?:Failed to open|cannot open|Unable to open) (?:device )?/dev/infiniband|"
                     r"couldn't load driver 'lib\w+-rdmav\d+'|No eligible providers? (?:were )?found|"
                     r"fi_getinfo(?: call)? failed[^\n]{0,300}?(?:No data available|-61|ENODATA)|"

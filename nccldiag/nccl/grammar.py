@@ -305,7 +305,8 @@ _NET_USING = re.compile(r"\bNET/(?P<net>[\w\-]+(?:/[\w\-]+)?) ?: Using\b(?P<body
 _NET_NODEV = re.compile(r"\bNET/(?P<net>[\w\-]+) ?: No device found")
 _IB_DEV = re.compile(
     r"\[(?P<idx>\d+)\]\s*(?P<name>[^\s:\[\]={},]+):(?P<port>\d+)(?:/\d+)?(?::\d+)?/(?P<link>IB|RoCE|[A-Za-z]+)")
-_MERGED_NIC = re.compile(r"=\{[^}]*\}")  # a merged virtual NIC's devices: [0]={[0] mlx5_0:1/IB, [1] mlx5_1:1/IB}
+# a merged virtual NIC's devices: [0]={[0] mlx5_0:1/IB, [1] mlx5_1:1/IB} (a run never holds a '{': one scan each)
+_MERGED_NIC = re.compile(r"=\{[^{}]*\}")
 _SOCK_IF = re.compile(r"(?:\[(?P<idx>\d+)\])?(?<![^\s:\[\]])(?P<name>[^\s:\[\]]+):(?P<addr>\S+)")
 _OLD_IB_PORTS = re.compile(r"\bCUDA Dev (?P<dev>\d+), IB Ports? : (?P<body>.*)")
 _OLD_IB_PORT = re.compile(r"(?<![\w\-])(?P<name>[\w\-]+)/(?P<port>\d+)(?:\((?P<dist>\w+)\))?")

@@ -31,7 +31,7 @@ CONFIRM = "ibv_devinfo | grep fw_ver; mlxfwmanager --query"
 FW = re.compile(r"(?:upgrade|update) (?:to )?(?:a )?(?:later|newer|the latest|recent) (?:FW|firmware)|"
                 r"(?:FW|firmware) (?:version )?\S{0,80} ?(?:is )?(?:too old|not supported|unsupported|older than)|"
                 r"(?:FW|firmware) (?:command|cmd) (?:failed|timeout)|mlx\d_core[^\n]{0,300}?(?:firmware|FW)[^\n]{0,300}?(?:fail|error)", re.I)
-NO_DEVICE = re.compile(r"sys files not found|/sys/class/infiniband\S*: No such file|No IB devices found|"
+NO_DEVICE = re.compile(r"sys files not found|/sys/class/infiniband\S{0,256}: No such file|No IB devices found|"
                        r"Failed to get IB devices list")
 
 

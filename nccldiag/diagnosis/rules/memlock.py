@@ -22,8 +22,9 @@ _FNS = {"ibv_reg_mr", "ibv_reg_mr_iova2", "ibv_reg_dmabuf_mr", "ibv_create_qp", 
 NOT_SUPPORTED = re.compile(r"Operation not supported|EOPNOTSUPP|errno:? 95\b")
 
 
-# RDMA and UCX registration failures for want of locked memory, in any program's words
-_ENOMEM = re.compile(r"(?:ibv_\w+|mlx5dv_\w+|create_cq|reg_mr|register memory)\S{0,80}?[^\n]{0,300}?(?:Cannot allocate memory|ENOMEM|errno 12)|"
+# RDMA and UCX registration failures for want of locked memory, in any program's words (the call, then the
+# error within a few hundred characters: one bounded window after a literal, so linear in the text)
+_ENOMEM = re.compile(r"(?:ibv_\w|mlx5dv_\w|create_cq|reg_mr|register memory)[^\n]{0,380}?(?:Cannot allocate memory|ENOMEM|errno 12)|"
                      r"RLIMIT_MEMLOCK|max locked memory[^\n]{0,300}?\b(?:64|65536|8192)\b|memlock[^\n]{0,300}?(?:too (?:low|small)|limit)")
 
 

@@ -31,8 +31,11 @@ FIX = ("Unset or correct the variable named (check the job's environment, /etc/n
        "NCCL_DEBUG_SUBSYS=ENV lists every variable NCCL read.")
 CONFIRM = "NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,ENV <the job> 2>&1 | grep 'set by environment'"
 
-NAMED = re.compile(r"\b(NCCL_[A-Z0-9_]+) (?:was )?set to|[Ii]nvalid (?:value )?(?:for )?(NCCL_[A-Z0-9_]+)|"
-                   r"(NCCL_[A-Z0-9_]+)\s*(?:=\s*\S+\s*)?(?:is )?(?:invalid|not (?:valid|supported|recogni[sz]ed))")
+# a variable's name and its value are bounded (NCCL's names are under 40 characters), so that a run of name
+# characters is never scanned again from each of its positions: linear in the text
+NAMED = re.compile(r"\b(NCCL_[A-Z0-9_]{1,64}) (?:was )?set to|[Ii]nvalid (?:value )?(?:for )?(NCCL_[A-Z0-9_]{1,64})|"
+                   r"(NCCL_[A-Z0-9_]{1,64})\s{0,8}(?:=\s{0,8}\S{1,256}\s{0,8})?(?:is )?"
+                   r"(?:invalid|not (?:valid|supported|recogni[sz]ed))")
 NO_ALGO = re.compile(r"no algorithm/protocol available")
 XML = re.compile(r"XML Import|Attribute \w+ of node \w+ not found|[Tt]opology file|[Gg]raph file|"
                  r"ncclTopoGetXmlFromFile|Could not open XML")

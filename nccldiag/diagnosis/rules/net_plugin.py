@@ -39,9 +39,10 @@ WORKAROUND = ("EFA with an old libfabric: FI_EFA_SET_CUDA_SYNC_MEMOPS=0; a plugi
 CONFIRM = "NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET: 'NET/Plugin' and 'Using network' lines of every node"
 
 # the plugin's file was found but cannot load: a library it needs is missing or of another version (the loader's
-# words; a plugin file that is absent, 'libnccl-net.so: cannot open shared object file', is NCCL's normal case)
-LOAD_BROKEN = re.compile(r"version `?[\w.\-]+' not found|undefined symbol|"
-                         r"\.so[\w.]*: \S*?lib[\w.\-]+\.so[\w.]*: cannot open shared object file")
+# words; a plugin file that is absent, 'libnccl-net.so: cannot open shared object file', is NCCL's normal case).
+# A version, a file name and a path are bounded in length, so that a search is linear in the text.
+LOAD_BROKEN = re.compile(r"version `?[\w.\-]{1,128}' not found|undefined symbol|"
+                         r"\.so[\w.]{0,32}: \S{0,256}?lib[\w.\-]{1,128}\.so[\w.]{0,32}: cannot open shared object file")
 # the plugin loaded, but offers no API version this NCCL reads
 NO_API = re.compile(r"Failed to find ncclNetPlugin symbol")
 PLUGIN_ERR = re.compile(r"NET/OFI\b[^\n]{0,300}?(?:Unable|[Ff]ail|[Ee]rror|RC: -\d+|not supported|Could not find|[Nn]o \w+ provider)|"
