@@ -453,6 +453,8 @@ _NOTES: Tuple[Tuple[str, Tuple[str, ...], "re.Pattern[str]"], ...] = (
 WARN_KINDS: Tuple[Tuple[str, bool, "Expression"], ...] = (
     ("duplicate_gpu", True, re.compile(r"Duplicate GPU detected|Multiple Ranks are using the same GPU")),
     ("version_mismatch", True, re.compile(r"Mismatched NCCL version")),
+    # a segment NCCL made and finds gone when it unlinks it: removed under it (systemd-logind's RemoveIPC), not too small
+    ("shm_removed", True, re.compile(r"unlink shared memory [^\n]{0,300}?No such file or directory")),
     ("shm", True, re.compile(r"/dev/shm|shared memory segment|posix_fallocate failed|shm_open failed|"
                              r"No space left on device")),
     ("ibv", True, re.compile(

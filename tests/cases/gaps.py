@@ -45,23 +45,4 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "'Verdict: WARN Failure reported by a node or a rank: gpu application fault (high confidence)', exit 0: the "
         "bare Xid 31 line (an MMU fault that killed the process's CUDA context) is named an application's fault, "
         "but as a warning only, so the CLI exits 0 on a run that failed", exits_0=True),
-    "net-nccldocs-systemd-removeipc-unlink-shared-memory-enoent": Gap(
-        "wrong cause",
-        "'Verdict: FAIL /dev/shm too small (high confidence)', exit 1: NCCL's 'unlink shared memory /dev/shm/nccl-... "
-        "failed, error: No such file or directory' (a segment removed under NCCL by systemd-logind's RemoveIPC) is read "
-        "as /dev/shm too small"),
-    "node-raydata-docs-ray-oom-killer-workers-node-low-memory-cgroup": Gap(
-        "missed",
-        "'Verdict: FAIL Unexplained failure (low confidence)', exit 1: Ray's OOM-kill block ('2 worker(s) were killed "
-        "due to the node running low on memory', 'OOM kill reason: user cgroup memory upper bound was met') is read as "
-        "an unexplained out-of-memory line, not as the node out of host memory"),
-    "node-julianygao-blog-raylet-workers-killed-due-to-memory-pressure": Gap(
-        "missed",
-        "'Verdict: FAIL Unexplained failure (low confidence)', exit 1: the raylet's '1 Workers (tasks / actors) killed "
-        "due to memory pressure (OOM)' is read as an unexplained out-of-memory line, not as the node out of host memory"),
-    "node-julianygao-blog-ray-outofmemoryerror-node-running-low-on-memory": Gap(
-        "wrong cause",
-        "'Verdict: FAIL Out of GPU memory (high confidence)', exit 1: 'ray.exceptions.OutOfMemoryError: Task was killed "
-        "due to the node running low on memory. Memory on the node (...) was 45.62GB / 48.00GB' is read as GPU memory "
-        "running out, not as the node out of host memory"),
 }

@@ -814,3 +814,51 @@ def test_docker_without_a_gpu_runtime_is_named():
     # real: Lightly's Docker FAQ, 'docker run --gpus all' on a Docker without the NVIDIA runtime
     d = top(_in_repo_case("node-lightly-docs-docker-gpus-all-could-not-select-device-driver"))
     assert d.id == "container-runtime-no-gpu" and d.category == "other:container-runtime-without-gpu-support", d
+
+
+# ---- host memory told by a memory monitor; NCCL's /dev/shm segment removed under it ----------------------------
+
+
+def _healthy_texts():
+    """Real working runs: the in-repo healthy cases, and the healthy NCCL logs of ../shared (where present)."""
+    from tests import realcases
+    out = {c.id: "\n".join((c.path / f).read_text(encoding="utf-8") for f in c.meta["files"])
+           for c in realcases.cases(realcases.IN_REPO) if c.healthy}
+    if real.AVAILABLE:
+        for name in ("net-ib-gdrdma-p2p-cumem-2node-4rank-nccltests.log", "p2p-direct-pointer-and-shm-8gpu-single-process.log"):
+            out[name] = real.nccl_log(name).read_text(encoding="utf-8", errors="replace")
+    return out
+
+
+def test_a_memory_monitor_killing_workers_is_host_memory_not_gpu_memory():
+    # real: Ray Data's docs (the OOM-kill block with its cgroup reason), and a practitioner's raylet log and task
+    # exception (julianygao.me): the node ran out of host memory, whatever the exception's class is called
+    for case in ("node-raydata-docs-ray-oom-killer-workers-node-low-memory-cgroup",
+                 "node-julianygao-blog-raylet-workers-killed-due-to-memory-pressure",
+                 "node-julianygao-blog-ray-outofmemoryerror-node-running-low-on-memory"):
+        text = _in_repo_case(case)
+        d = top(text)
+        assert d.id == "memory-monitor-kill" and d.category == "other:host-oom" and d.severity == "fail", (case, d)
+        assert "gpu_out_of_memory" not in categories(text) and "unexplained" not in categories(text), case
+    # CUDA's own out-of-memory stays GPU memory (real: the B200 traceback of the ml-engineering book)
+    assert top(_in_repo_case("gpu-mlengineering-b200-cuda-oom-in-forward-traceback")).category == "gpu_out_of_memory"
+    # a line that merely speaks of memory pressure, with nothing killed, is no failure (written for this test)
+    assert "other:host-oom" not in categories("INFO worker.py:1 -- memory pressure on the node is 42%\n")
+    for name, text in _healthy_texts().items():
+        assert "other:host-oom" not in categories(text), name
+
+
+def test_an_nccl_segment_found_gone_at_unlink_is_removed_under_it_not_too_small():
+    # real: NCCL User Guide, Runtime and MPI issues: the WARN of a segment systemd-logind's RemoveIPC deleted
+    text = _in_repo_case("net-nccldocs-systemd-removeipc-unlink-shared-memory-enoent")
+    d = top(text)
+    assert d.id == "shm-removed" and d.category == "other:systemd-removeipc" and d.severity == "fail", d
+    assert "shm_too_small" not in categories(text) and "unexplained" not in categories(text)
+    # the same page's WARN of a segment that cannot grow stays /dev/shm too small
+    assert top(_in_repo_case("net-nccldocs-failed-to-extend-dev-shm-segment")).id == "shm-too-small"
+    # behind the host:pid:tid prefix of a real run (written for this test, the form of NCCL's shmutils.cc WARN)
+    prefixed = ("node1:2031:2031 [0] misc/shmutils.cc:87 NCCL WARN unlink shared memory /dev/shm/nccl-d5rTd0 "
+                "failed, error: No such file or directory\n")
+    assert top(prefixed).id == "shm-removed"
+    for name, text in _healthy_texts().items():
+        assert "other:systemd-removeipc" not in categories(text), name
