@@ -66,13 +66,4 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "failure 217 between two local ranks behind Ray's '(pid=N)' worker prefix is read as GPUs that cannot do P2P; "
         "that each Ray worker sees only its own GPU (CUDA_VISIBLE_DEVICES per worker, every rank on device [0]) is not "
         "read"),
-    "node-ogkm688-dgx-station-a100-journal-rpc-status-0x0f-gpu-lost-from-bus": Gap(
-        "false all-clear",
-        "'Verdict: nothing broken', exit 0: the journal lines 'rpcSendMessage failed with status 0x0000000f' and "
-        "'Assertion failed: GPU lost from the bus [NV_ERR_GPU_IS_LOST]' are not read: the driver's status code of a GPU "
-        "lost from the bus is not in the kernel-message table"),
-    "gpu-ninfer12-journal-usec-gsp-rpc-gsprmfree-status-0x0f-hard-crash": Gap(
-        "false all-clear",
-        "'Verdict: nothing broken', exit 0: the GSP RPC and GspRmFree failures with status 0x0000000f "
-        "(NV_ERR_GPU_IS_LOST) behind a microsecond journal prefix are not read"),
 }
