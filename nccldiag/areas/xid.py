@@ -44,7 +44,8 @@ is read as that Xid on the GPU of that UUID. The driver's other messages of a fa
 (``RmInitAdapter failed``, a probe that failed: ``xid.driver_init``), a
 version mismatch with its clients (``xid.driver_version``), GSP timeouts
 without their Xid 119/120 line (``xid.gsp``), a GPU that needs a reset
-(``xid.reset_required``), allocations that failed (``xid.driver_alloc``).
+(``xid.reset_required``), calls that fail because the GPU is lost from the bus
+(``NV_ERR_GPU_IS_LOST``, status ``0x0000000f``: ``xid.gpu_lost``), allocations that failed (``xid.driver_alloc``).
 
 The events are those since boot that the kernel ring buffer still holds
 (the shared ``kernel_log`` source, see :mod:`nccldiag.areas.kernlog`).

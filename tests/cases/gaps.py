@@ -45,4 +45,25 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "'Verdict: WARN Failure reported by a node or a rank: gpu application fault (high confidence)', exit 0: the "
         "bare Xid 31 line (an MMU fault that killed the process's CUDA context) is named an application's fault, "
         "but as a warning only, so the CLI exits 0 on a run that failed", exits_0=True),
+    "net-dekr18-quoted-bare-ncclsystemerror-docker-without-ipc-host": Gap(
+        "missed",
+        "'Verdict: FAIL Unexplained failure (low confidence)', exit 1: the bare 'unhandled system error' and "
+        "'ncclSystemError: System call (socket, malloc, munmap, etc) failed.' are read as an NCCL failure and left "
+        "unexplained; that the container lacked --ipc=host (a 64 MB /dev/shm) is not in the evidence"),
+    "net-nanogpt55-multinode-ddp-some-nccl-operations-failed-ib-not-usable": Gap(
+        "missed",
+        "'Verdict: FAIL Unexplained failure (low confidence)', exit 1: ProcessGroupNCCL's 'Some NCCL operations have "
+        "failed or timed out' is read and left unexplained; that NCCL used InfiniBand the nodes could not use between "
+        "them is not in the evidence"),
+    "net-horovod666-nccl23-untagged-warn-connection-closed-by-remote-peer-ifname": Gap(
+        "wrong cause",
+        "'Verdict: FAIL A peer rank or its node went away on seyun (medium confidence)', exit 1: NCCL 2.3's "
+        "'WARN Connection closed by remote peer' during bootstrap is read as a peer that died; that the bootstrap used "
+        "an interface the hosts cannot reach each other on (docker0/lo) is not in the lines"),
+    "gpu-raylightning24-pid-prefixed-p2p-ipc-217-per-worker-visible-devices": Gap(
+        "wrong cause",
+        "'Verdict: FAIL GPU peer-to-peer not supported by these GPUs on z-pc (high confidence)', exit 1: the CUDA IPC "
+        "failure 217 between two local ranks behind Ray's '(pid=N)' worker prefix is read as GPUs that cannot do P2P; "
+        "that each Ray worker sees only its own GPU (CUDA_VISIBLE_DEVICES per worker, every rank on device [0]) is not "
+        "read"),
 }

@@ -88,6 +88,18 @@ def test_reset_required_and_out_of_memory_are_read():
     assert f.status.value == "warn" and f.actual["category"] == "gpu_out_of_memory"
 
 
+def test_driver_calls_failing_with_gpu_is_lost_fail_with_no_xid_line():
+    # NV_ERR_GPU_IS_LOST (status 0x0000000f) in GSP RPCs, frees and asserts, with no Xid line in the paste
+    for url in ("https://github.com/NVIDIA/open-gpu-kernel-modules/issues/688", "https://github.com/Neroued/ninfer/issues/12"):
+        f = findings(xid, log(url))
+        assert f["xid.gpu_lost"].status.value == "fail" and f["xid.gpu_lost"].actual["category"] == "gpu_lost_xid"
+        assert "0x0000000f" in f["xid.gpu_lost"].evidence[0]
+        assert f["xid.events"].status.value == "ok"
+    # CONSTRUCTED: the driver's assertion on a status check names NV_ERR_GPU_IN_FULLCHIP_RESET, no lost GPU
+    assert judge(xid, {"kernel_log": "[ 1.0] NVRM: nvAssertFailedNoLog: Assertion failed: (status == NV_OK) || "
+                                     "(status == NV_ERR_GPU_IN_FULLCHIP_RESET) @ rs_server.c:259\n"})["xid.gpu_lost"] == ["ok"]
+
+
 def test_an_xid_line_with_an_anonymised_address_counts_on_an_unnamed_gpu():
     f = findings(xid, made("an Xid line whose address"))  # CONSTRUCTED
     assert f["xid.critical"].status.value == "fail"
