@@ -45,4 +45,10 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "'Verdict: WARN Failure reported by a node or a rank: gpu application fault (high confidence)', exit 0: the "
         "bare Xid 31 line (an MMU fault that killed the process's CUDA context) is named an application's fault, "
         "but as a warning only, so the CLI exits 0 on a run that failed", exits_0=True),
+    "net-dekr18-pytorch-unhandled-system-error-nccl278-docker-ipc-host": Gap(
+        "wrong cause",
+        "'Verdict: FAIL NCCL failed a system call (which one not logged) (low confidence)', exit 1: PyTorch's bare "
+        "'unhandled system error' and NCCL's generic 'ncclSystemError: System call (socket, malloc, munmap, etc) "
+        "failed' are named a failed system call (/dev/shm, a socket or a limit) with the next steps; that it was the "
+        "container's /dev/shm (fixed by --ipc=host) is not in the evidence: no NCCL WARN, no host, no sign of one node"),
 }
