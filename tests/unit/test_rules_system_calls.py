@@ -168,3 +168,22 @@ def test_shared_nccl_logs_get_none_of_the_new_causes_unless_they_fit(name):
     ds = diagnoses([real.nccl_log(name)])
     assert not [d for d in ds if d.id in ("shm-permission", "nccl-arch-unsupported", "rdma-resources-exhausted")], \
         [(d.id, d.summary) for d in ds]
+
+
+# ---- the peer-memory module not loaded, from a shell transcript --------------------------------------------------
+
+def test_empty_lsmod_grep_with_the_module_installed_is_peermem_not_loaded():
+    ds = case("node-nvpeermem46-lsmod-empty-modinfo-nv-peer-mem-after-reboot")
+    assert ds[0].id == "peermem-missing" and ds[0].severity == "fail" and ds[0].confidence == "high", \
+        [(d.id, d.summary) for d in ds]
+    assert "installed" in ds[0].confidence_why
+
+
+def test_lsmod_grep_reading():
+    from nccldiag.paste import reader
+    # written for this test: the grep printing the module's line is not an absent module
+    text = b"# lsmod | grep nvidia_peermem\nnvidia_peermem         16384  0\n# \n"
+    assert reader.read(text).peermem_absent == []
+    text = b"$ lsmod | grep nvidia_peermem\n$ nvidia-smi\n"
+    assert [x.lineno for x in reader.read(text).peermem_absent] == [1]
+    assert reader.read(b"$ lsmod | grep nvidia_peermem\n").peermem_absent == []  # nothing after: not known
