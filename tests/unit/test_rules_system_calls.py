@@ -187,3 +187,12 @@ def test_lsmod_grep_reading():
     text = b"$ lsmod | grep nvidia_peermem\n$ nvidia-smi\n"
     assert [x.lineno for x in reader.read(text).peermem_absent] == [1]
     assert reader.read(b"$ lsmod | grep nvidia_peermem\n").peermem_absent == []  # nothing after: not known
+
+
+@pytest.mark.parametrize("parts,quiet", [
+    (("lsmod-modules", "azhpc-lsmod-centos-nv_peer_mem-mlx5.txt"), "peermem-missing"),  # the module loaded
+    (("limits-ulimit", "azhpc-limits-conf-memlock-unlimited.txt"), "rdma-resources-exhausted"),  # no RDMA failure
+])
+def test_healthy_node_outputs_pasted_alone_name_nothing(parts, quiet):
+    ds = diagnoses([real.node(*parts)])
+    assert quiet not in [d.id for d in ds], [(d.id, d.summary) for d in ds]
