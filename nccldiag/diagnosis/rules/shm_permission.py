@@ -4,12 +4,12 @@ the mode or the ownership of /dev/shm, or a read-only mount of it in a container
 How it shows itself, read from the sources that print it: NCCL up to 2.8 opened its segments with shm_open and
 printed ``Call to shm_open failed : <strerror>`` (src/include/shm.h, SYSCHECKVAL of src/include/checks.h) before
 ``Error while creating shared memory segment ...``; later releases create ``/dev/shm/nccl-XXXXXX`` with mkstemp and
-print ``Error: failed to create shared memory file <path>, error <strerror> (<errno>)`` (src/misc/shmutils.cc, now
-src/os/linux.cc), or ``Call to open failed: <strerror>`` for a named segment. PyTorch's libshm prints
-``unable to open shared memory object <name> in read-write mode: <strerror> (<errno>)`` (torch/lib/libshm/core.cpp,
-c10/core/... MapAllocator). The errno tells the cause apart: EACCES 'Permission denied' (13), EPERM 'Operation not
-permitted' (1) and EROFS 'Read-only file system' (30) are this cause; ENOSPC 'No space left on device', a failed
-fallocate/extend and SIGBUS are /dev/shm too small (rule ``shm``), which explains nothing of this one.
+print ``Error: failed to create shared memory file <path>, error <strerror> (<errno>)`` (src/os/linux.cc in
+2.30), and the segment's failure with its errno. PyTorch's shared-memory allocator prints ``unable to open shared
+memory object <name> in read-write mode: <strerror> (<errno>)``. The errno tells the causes apart: EACCES
+'Permission denied' (13), EPERM 'Operation not permitted' (1) and EROFS 'Read-only file system' (30) are this
+cause; ENOSPC 'No space left on device', a failed fallocate/extend and SIGBUS are /dev/shm too small (rule
+``shm``), and where they are in the evidence this rule says nothing.
 
 References: NVIDIA/nccl#328 (shm_open EACCES, fixed by 'chmod 777 /dev/shm'; the maintainer: NCCL passes on the
 errno of shm_open); NCCL sources v2.7.8 src/include/shm.h and v2.30.7 src/os/linux.cc.
