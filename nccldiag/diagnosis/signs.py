@@ -308,3 +308,35 @@ def py_stacks(text: str) -> List[Tuple[int, str, str]]:
 def in_collective(fn: str, path: str) -> bool:
     """Whether a frame is torch.distributed's collective or point-to-point call (distributed_c10d.py)."""
     return fn in COLLECTIVES and "distributed" in path
+
+
+# ---- RDMA registrations and the locked-memory limit -----------------------------------------------------------
+
+# the verbs calls that pin memory or create queues: a low memlock limit, or the HCA's resources, make them fail
+RDMA_FNS = {"ibv_reg_mr", "ibv_reg_mr_iova2", "ibv_reg_dmabuf_mr", "ibv_create_qp", "ibv_create_cq", "ibv_alloc_pd"}
+
+# a call the RDMA stack does not offer (ibv_reg_dmabuf_mr on a driver without DMA-BUF): no limit makes it fail
+NOT_SUPPORTED = re.compile(r"Operation not supported|EOPNOTSUPP|errno:? 95\b")
+
+# RDMA and UCX registration failures for want of locked memory, in any program's words (the call, then the
+# error within a few hundred characters: one bounded window after a literal, so linear in the text)
+_ENOMEM = re.compile(r"(?:ibv_\w|mlx5dv_\w|create_cq|reg_mr|register memory)[^\n]{0,380}?(?:Cannot allocate memory|ENOMEM|errno 12)|"
+                     r"RLIMIT_MEMLOCK|max locked memory[^\n]{0,300}?\b(?:64|65536|8192)\b|memlock[^\n]{0,300}?(?:too (?:low|small)|limit)")
+
+
+def memlock_low(inp: Inputs) -> list:
+    """The node findings that say the locked-memory limit is low."""
+    from nccldiag.model.findings import Status
+
+    node = inp.check_findings("limits.memlock", Status.WARN)
+    return [f for f in node if f.check in ("limits.memlock", "limits.memlock_services")]
+
+
+def rdma_failures(inp: Inputs) -> Tuple[list, List[C.Clue]]:
+    """NCCL's ibv WARNs of the calls that pin memory or create queues, and other programs' registration failures
+    for want of locked memory (or a low limit in their words)."""
+    warns = [w for ls in inp.log_sets() for w in ls.facts.warns
+             if w.kind == "ibv" and (w.detail.get("fn") in RDMA_FNS or "Cannot allocate memory" in w.message)
+             and not NOT_SUPPORTED.search(w.message)]
+    text = [c for c in C.find(inp, _ENOMEM, ("error", "app", "last-error")) if c.warn is None]
+    return warns, text

@@ -376,6 +376,8 @@ ERROR_WORDS = (
     "out of memory", "busy or unavailable", "Insufficient", "insufficient", "not found", "Unknown Error",
     "is neither AF_INET", "Duplicate GPU detected", "terminate called after throwing",
     "fi_getinfo",  # libfabric's fi_info names the call only when it failed: 'fi_getinfo: -61 (No data available)'
+    # PyTorch's warning of a GPU its build has no kernels for, and the line after it naming what the build has
+    "is not compatible with the current PyTorch installation", "install supports CUDA capabilities",
 )
 _ERROR_TEXT = re.compile(r"\b(?:" + _alternation(ERROR_WORDS) + r")\b")
 # Kernel lines about GPUs, the IOMMU, PCIe, RDMA and the fabric manager (_KERNEL_TEXT).

@@ -42,6 +42,8 @@ class Pasted:
     signals: List[Tuple[int, Line]] = field(default_factory=list)  # (signal number, line) of processes killed
     oom: List[Line] = field(default_factory=list)  # the kernel's or the runtime's OOM-kill lines
     bounded: List[str] = field(default_factory=list)  # the texts a bound stopped the reading of
+    memlock_unlimited: List[Line] = field(default_factory=list)  # lines that set or show memlock unlimited
+    peermem_absent: List[Line] = field(default_factory=list)  # 'lsmod | grep <peer-memory module>' printing nothing
 
     def __bool__(self) -> bool:
         return bool(self.blocks or self.signals or self.oom or self.partial)
@@ -67,7 +69,7 @@ def judged(found: Found) -> Pasted:
 
     findings, facts = judge(found.blocks)
     return Pasted(list(found.blocks), findings, facts, list(found.partial), list(found.signals), list(found.oom),
-                  [found.bounded] if found.bounded else [])
+                  [found.bounded] if found.bounded else [], list(found.memlock_unlimited), list(found.peermem_absent))
 
 
 def read_file(path: str) -> Found:

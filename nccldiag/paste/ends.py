@@ -19,9 +19,18 @@ _SIGNAL = re.compile(r"Signal (?P<no>\d{1,3}) \((?:SIG[A-Z]{1,10})\) received by
 SIGNAL_NAMES = {6: "SIGABRT", 7: "SIGBUS", 9: "SIGKILL", 11: "SIGSEGV"}
 OOM = re.compile(r"Out of memory: Kill(?:ed)? process|oom-kill(?:er)?:|Memory cgroup out of memory|OOMKilled|"
                  r"invoked oom-killer")
+# a locked-memory limit set or read as unlimited where the processes ran: a shell's 'ulimit -l unlimited' (in a
+# launcher's command), docker's '--ulimit memlock=-1', systemd's LimitMEMLOCK=infinity, limits.conf's 'memlock
+# unlimited', the 'max locked memory' row of 'ulimit -a' (one literal, then a bounded window: linear in the line)
+MEMLOCK_UNLIMITED = re.compile(r"ulimit -l unlimited|--ulimit[ =]memlock=-1|LimitMEMLOCK=infinity|"
+                               r"memlock[ \t]{1,20}unlimited|max locked memory[^\n]{0,60}?[ \t]unlimited\b")
+# a shell's 'lsmod | grep <peer-memory module>' (a command after a prompt): when the next line is the next prompt,
+# grep printed nothing and the module is not loaded
+LSMOD_GREP_PEERMEM = re.compile(r"(?:sudo[ \t]{1,4})?lsmod[ \t]{0,4}\|[ \t]{0,4}grep[ \t]{1,4}(?:-\w{1,4}[ \t]{1,4}){0,3}"
+                                r"['\"]?(?:nv_peer\w{0,20}|nvidia[-_]peermem|peermem|nv_mem)['\"]?[ \t]{0,4}$")
 # the words each line these read holds (supersets of the expressions): only the lines holding one are tried
 WORDS = ("ignal", "exitcode", "return code", "Out of memory: Kill", "oom-kill", "Memory cgroup out of memory",
-         "OOMKilled")
+         "OOMKilled", "ulimit -l", "memlock", "LimitMEMLOCK", "max locked memory", "lsmod")
 
 _ELASTIC_HOST = re.compile(r"[ \t]{0,40}host[ \t]{0,20}:[ \t]{0,20}(\S{1,253})[ \t]{0,40}$")  # torchelastic's block
 _HANDLER_HOST = re.compile(r"[ \t]{0,40}\[([A-Za-z0-9][\w.-]{0,252}):[ \t]{0,4}\d{1,10}[ \t]{0,4}:")  # '[host:pid:0:tid] Caught'
@@ -55,6 +64,10 @@ def signal_of(text: str) -> Optional[int]:
 
 def oom(text: str) -> bool:
     return bool(OOM.search(text))
+
+
+def memlock_unlimited(text: str) -> bool:
+    return bool(MEMLOCK_UNLIMITED.search(text))
 
 
 def host_of(text: str, above: Callable[[int], Optional[str]]) -> Optional[str]:

@@ -160,6 +160,8 @@ class Found:
     partial: List[Partial] = field(default_factory=list)
     signals: List[Tuple[int, ends.Line]] = field(default_factory=list)
     oom: List[ends.Line] = field(default_factory=list)
+    memlock_unlimited: List[ends.Line] = field(default_factory=list)  # lines that set or show memlock unlimited
+    peermem_absent: List[ends.Line] = field(default_factory=list)  # 'lsmod | grep <peermem>' that printed nothing
     bounded: str = ""
 
     def merge(self, other: "Found") -> None:
@@ -167,6 +169,8 @@ class Found:
         self.partial += other.partial
         self.signals += other.signals
         self.oom += other.oom
+        self.memlock_unlimited += other.memlock_unlimited
+        self.peermem_absent += other.peermem_absent
         self.bounded = self.bounded or other.bounded
 
 
@@ -340,6 +344,14 @@ class Reader:
             self.found.signals.append((no, ends.Line(self.path, lineno, text, ends.host_of(text, above))))
         if ends.oom(text):
             self.found.oom.append(ends.Line(self.path, lineno, text))
+        if ends.memlock_unlimited(text):
+            self.found.memlock_unlimited.append(ends.Line(self.path, lineno, text))
+        if "lsmod" in text and ends.LSMOD_GREP_PEERMEM.search(_command(view.peeled(s))):
+            nxt = view.next(s)
+            after = view.peeled(nxt) if nxt is not None else None
+            # the next line is the next prompt (or a bare one): grep printed nothing
+            if after is not None and (_is_prompt(after) or after.line.strip() in ("#", "$", ">")):
+                self.found.peermem_absent.append(ends.Line(self.path, lineno, text))
 
     def _block(self, view: _View, s: int, lineno: int, kind: ModuleType, k: int, final: bool) -> Optional[int]:
         p = view.peeled(s)

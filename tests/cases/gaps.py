@@ -46,10 +46,11 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "bare Xid 31 line (an MMU fault that killed the process's CUDA context) is named an application's fault, "
         "but as a warning only, so the CLI exits 0 on a run that failed", exits_0=True),
     "net-dekr18-quoted-bare-ncclsystemerror-docker-without-ipc-host": Gap(
-        "missed",
-        "'Verdict: FAIL Unexplained failure (low confidence)', exit 1: the bare 'unhandled system error' and "
-        "'ncclSystemError: System call (socket, malloc, munmap, etc) failed.' are read as an NCCL failure and left "
-        "unexplained; that the container lacked --ipc=host (a 64 MB /dev/shm) is not in the evidence"),
+        "wrong cause",
+        "'Verdict: FAIL NCCL failed a system call (which one not logged) (low confidence)', exit 1: the bare "
+        "'unhandled system error' and 'ncclSystemError: System call (socket, malloc, munmap, etc) failed.' are named a "
+        "failed system call (/dev/shm, a socket or a limit) with the next steps; that it was the container's /dev/shm "
+        "(fixed by --ipc=host) is not in the evidence: no NCCL WARN, no host, no sign of one node"),
     "net-nanogpt55-multinode-ddp-some-nccl-operations-failed-ib-not-usable": Gap(
         "missed",
         "'Verdict: FAIL Unexplained failure (low confidence)', exit 1: ProcessGroupNCCL's 'Some NCCL operations have "

@@ -662,8 +662,13 @@ def test_port_error_event_is_the_link_not_the_hca():
 def test_nccl_error_result_printed_by_a_program_is_never_nothing_broken():
     # written for this test: the line a program prints from ncclGetErrorString when a call fails
     diags = diagnose(_text_inputs("Failed, NCCL error test_nccl.c:99 'unhandled system error'\n"))
-    d = one(diags, "unexplained")
-    assert d.severity == "fail" and "unhandled system error" in d.summary
+    # a system error: named a failed system call (which one no WARN says), with what to run next
+    d = one(diags, "nccl-system-error")
+    assert d.severity == "fail" and "unhandled system error" in d.summary and d.confidence == "low"
+    assert "NCCL_DEBUG=INFO" in d.fix
+    # another result of NCCL's, no cause known for it: unexplained, never nothing broken
+    d = one(diagnose(_text_inputs("Failed, NCCL error test_nccl.c:99 'invalid usage'\n")), "unexplained")
+    assert d.severity == "fail" and "invalid usage" in d.summary
 
 
 # ---- the RoCE GID table changing under a running job ----------------------------------------------------

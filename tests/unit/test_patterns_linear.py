@@ -333,13 +333,12 @@ def test_the_expressions_are_collected():
     every row of the kernel-message, lexicon and causes tables."""
     from nccldiag.areas import kernlog
     from nccldiag.diagnosis import signs
-    from nccldiag.diagnosis.rules import memlock
     from nccldiag.knowledge import lexicon
     from nccldiag.nccl import grammar
 
     held = {(e.pattern.pattern, getattr(e.pattern, "flags", 0)) for e in EXPRS}
     assert len(EXPRS) > 500, len(EXPRS)
-    for p in [signs.CONNECT, memlock._ENOMEM, grammar.PREFIX, grammar._WATCHDOG] + \
+    for p in [signs.CONNECT, signs._ENOMEM, grammar.PREFIX, grammar._WATCHDOG] + \
              [r.pattern for r in kernlog.MESSAGES] + [s.pattern for s in lexicon.shapes()]:
         assert (p.pattern, p.flags) in held, p.pattern
     assert any(e.where.startswith("causes.toml") for e in EXPRS)
@@ -385,7 +384,7 @@ def _before(module: str, name: str) -> "re.Pattern":
 
 # each rewritten expression: (what it holds now, what it held), and how its result is used
 REWRITTEN = {
-    ("nccldiag.diagnosis.rules.memlock", "_ENOMEM"): [
+    ("nccldiag.diagnosis.signs", "_ENOMEM"): [
         (r"(?:ibv_\w|mlx5dv_\w|", r"(?:ibv_\w+|mlx5dv_\w+|"), (r")[^\n]{0,380}?(?:Cannot", r")\S{0,80}?[^\n]{0,300}?(?:Cannot")],
     ("nccldiag.diagnosis.rules.nccl_env", "NAMED"): [
         (r"[A-Z0-9_]{1,64}", r"[A-Z0-9_]+"), (r"\s{0,8}(?:=\s{0,8}\S{1,256}\s{0,8})?", r"\s*(?:=\s*\S+\s*)?")],

@@ -1,10 +1,10 @@
 """memlock too low, or ibv_reg_mr / ibv_create_qp / ibv_create_cq failures in NCCL's log."""
 from __future__ import annotations
 
-import re
 from typing import List
 
 from nccldiag.diagnosis import clues as C
+from nccldiag.diagnosis import signs
 from nccldiag.diagnosis.inputs import Inputs, findings_hosts
 from nccldiag.diagnosis.model import Diagnosis, finding_evidence, log_evidence
 from nccldiag.model.findings import Status
@@ -15,26 +15,9 @@ FIX = ("Make memlock unlimited for the sessions the launcher starts: '* soft mem
        "'* hard memlock unlimited' in /etc/security/limits.conf (UsePAM yes in sshd_config), "
        "LimitMEMLOCK=infinity for slurmd/containerd/docker services, docker run --ulimit memlock=-1; "
        "check with 'ulimit -l' inside the launcher (mpirun ... sh -c 'ulimit -l').")
-_FNS = {"ibv_reg_mr", "ibv_reg_mr_iova2", "ibv_reg_dmabuf_mr", "ibv_create_qp", "ibv_create_cq", "ibv_alloc_pd"}
-
-
-# a call the RDMA stack does not offer (ibv_reg_dmabuf_mr on a driver without DMA-BUF): no limit makes it fail
-NOT_SUPPORTED = re.compile(r"Operation not supported|EOPNOTSUPP|errno:? 95\b")
-
-
-# RDMA and UCX registration failures for want of locked memory, in any program's words (the call, then the
-# error within a few hundred characters: one bounded window after a literal, so linear in the text)
-_ENOMEM = re.compile(r"(?:ibv_\w|mlx5dv_\w|create_cq|reg_mr|register memory)[^\n]{0,380}?(?:Cannot allocate memory|ENOMEM|errno 12)|"
-                     r"RLIMIT_MEMLOCK|max locked memory[^\n]{0,300}?\b(?:64|65536|8192)\b|memlock[^\n]{0,300}?(?:too (?:low|small)|limit)")
-
-
 def diagnose(inp: Inputs) -> List[Diagnosis]:
-    node = inp.check_findings("limits.memlock", Status.WARN)
-    node = [f for f in node if f.check in ("limits.memlock", "limits.memlock_services")]
-    warns = [w for ls in inp.log_sets() for w in ls.facts.warns
-             if w.kind == "ibv" and (w.detail.get("fn") in _FNS or "Cannot allocate memory" in w.message)
-             and not NOT_SUPPORTED.search(w.message)]
-    text = [c for c in C.find(inp, _ENOMEM, ("error", "app", "last-error")) if c.warn is None]
+    node = signs.memlock_low(inp)
+    warns, text = signs.rdma_failures(inp)
     if not warns and not text and not node:
         return []
     if not warns and not text and not any(f.status == Status.FAIL for f in node):
@@ -53,6 +36,7 @@ def diagnose(inp: Inputs) -> List[Diagnosis]:
     nodes = findings_hosts(node) + sorted({w.at.host for w in warns if w.at.host}) + C.hosts(text)
     fns = sorted({w.detail.get("fn", "ibv call") for w in warns} | ({"memory registration"} if text else set()))
     missing: List[str] = []
+    alternatives: List[str] = []
     failed = bool(warns or text)  # NCCL's own ibv WARNs, or another program's registration failure
     if failed and node:
         conf, why = "high", f"{', '.join(fns)} failed and the node's memlock limit is low"
@@ -60,6 +44,10 @@ def diagnose(inp: Inputs) -> List[Diagnosis]:
         conf, why = "medium", (f"{', '.join(fns)} failed: a low memlock limit is the usual cause; "
                                "the node's limit was not checked")
         missing.append("nccldiag check HOSTFILE --only limits  (ulimit -l as the launcher's sessions see it)")
+        alternatives.append("other:rdma-resources-exhausted: with memlock already unlimited, the HCA's resources "
+                            "(queue pairs, completion queues, registered memory) ran out for the connections and "
+                            "buffers asked: fewer channels or QPs per peer (NCCL_NCHANNELS_PER_NET_PEER, "
+                            "NCCL_IB_QPS_PER_CONNECTION=1), a smaller NCCL_BUFFSIZE")
     else:
         rdma = any(f.status == Status.FAIL for f in node)
         conf, why = ("medium" if rdma else "low"), ("the memlock limit is below what RDMA registration needs"
@@ -69,4 +57,4 @@ def diagnose(inp: Inputs) -> List[Diagnosis]:
     return [Diagnosis(ID, TITLE, "fail" if failed or any(f.status == Status.FAIL for f in node) else "warn",
                       f"memlock too low on {', '.join(dict.fromkeys(nodes)) or 'the nodes of the log'}"
                       + (f": {', '.join(fns)} failed" if fns else ""), conf, why, fix, nodes=nodes, evidence=ev,
-                      missing=missing)]
+                      missing=missing, alternatives=alternatives)]

@@ -2,7 +2,9 @@
 for HCA ... (no module)' (or without a reason, NCCL 2.12+ when DMA-BUF is not usable either), uses NET/IB without
 /GDRDMA, and inter-node bandwidth drops; registering GPU memory fails 'Bad address' where GDR was forced.
 
-Evidence: the ``gdr`` check's module finding; NCCL's 'GPU Direct RDMA Disabled for HCA' lines on IB/RoCE HCAs;
+Evidence: the ``gdr`` check's module finding; a shell's ``lsmod | grep nv_peer_mem`` (or nvidia_peermem) that
+printed nothing, in a pasted transcript (fail where a pasted ``modinfo`` shows the module installed: it did not load
+at boot, Mellanox/nv_peer_memory#46); NCCL's 'GPU Direct RDMA Disabled for HCA' lines on IB/RoCE HCAs;
 ibv_reg_mr failing with EFAULT ('Bad address', errno 14).
 References: NVIDIA GPUDirect RDMA docs (nvidia-peermem); Mellanox/nv_peer_memory.
 """
@@ -15,6 +17,7 @@ from typing import List
 from nccldiag.diagnosis import clues as C
 from nccldiag.diagnosis.inputs import Inputs
 from nccldiag.diagnosis.model import Diagnosis
+from nccldiag.nccl.facts import Loc
 
 ID = "peermem-missing"
 TITLE = "Peer-memory module not loaded: no GPUDirect RDMA"
@@ -37,7 +40,8 @@ def diagnose(inp: Inputs) -> List[Diagnosis]:
          if not g.enabled and NO_MODULE.search(g.text)]
     fault = C.find(inp, BAD_ADDRESS, ("warn", "last-error", "error"))
     split = gdr_split(inp)
-    found = [C.Clue("finding", f.message, host=f.host, finding=f) for f in node] + fault + lines
+    absent, installed = _lsmod_absent(inp)
+    found = [C.Clue("finding", f.message, host=f.host, finding=f) for f in node] + fault + lines + absent
     if split and not found:
         return [C.make(sys.modules[__name__], "GPUDirect RDMA works on some ranks' side and not on others': the "
                        "peer-memory module is missing where it does not", split, confidence="medium",
@@ -46,11 +50,27 @@ def diagnose(inp: Inputs) -> List[Diagnosis]:
     if not found:
         return []
     return [C.make(sys.modules[__name__], f"GPUDirect RDMA off: the peer-memory module is not loaded"
-                   f"{C.on(C.hosts(found))}", found, confidence="high" if node or fault else "medium",
+                   f"{C.on(C.hosts(found))}", found, confidence="high" if node or fault or absent else "medium",
                    why=("the module is not loaded" if node else "NCCL found no peer-memory support for the HCA"
-                        if lines else "the HCA could not register GPU memory (EFAULT): no peer-memory module"),
-                   severity="fail" if fault or any(f.status.value == "fail" for f in node) else "warn",
+                        if lines else "the HCA could not register GPU memory (EFAULT): no peer-memory module"
+                        if fault else "'lsmod | grep' for the module printed nothing"
+                        + (", though the module is installed (modinfo shows it): it was not loaded at boot"
+                           if installed else "")),
+                   severity="fail" if fault or installed or any(f.status.value == "fail" for f in node) else "warn",
                    alternatives=[] if node else ["gdr_unused: DMA-BUF not usable or NCCL settings; 'lsmod' tells"])]
+
+
+def _lsmod_absent(inp: Inputs):
+    """A shell's 'lsmod | grep <peer-memory module>' that printed nothing (the paste reader's reading), and whether
+    a pasted 'modinfo' shows the module installed: installed and not loaded, it did not load at boot (no
+    /etc/modules-load.d entry, or a driver or OS update that dropped it)."""
+    if inp.pasted is None:
+        return [], False
+    absent = [C.Clue("error", x.text.strip(), Loc(x.path, x.lineno, x.host), x.text.strip(), x.host)
+              for x in inp.pasted.peermem_absent]
+    installed = any(m in ("nvidia_peermem", "nv_peer_mem", "nvidia-peermem")
+                    for areas in inp.pasted.facts.values() for m in getattr(areas.get("gdr"), "modinfo", None) or [])
+    return absent, bool(absent) and installed
 
 
 def gdr_split(inp: Inputs) -> List[C.Clue]:
