@@ -12,6 +12,7 @@ import pytest
 
 from nccldiag import paste as pasted
 from nccldiag.diagnosis import Inputs, diagnose
+from nccldiag.diagnosis.model import fails_run
 from nccldiag.model.findings import Status
 from nccldiag.nccl import checks as nccl_checks
 from nccldiag.nccl import parser as nccllog
@@ -322,6 +323,7 @@ def test_rdma_link_run_again_while_the_port_flaps_warns_of_the_port_with_both_re
     d = alarms(text)
     assert d[0].category == "ib_port_down" and d[0].severity == "warn"
     assert "came back" in d[0].summary and any("mlx5_7" in e.text for e in d[0].evidence)
+    assert fails_run(d[0])  # the Down readings say the link failed: a warning, but no all-clear (exit 1)
     found = pasted.scan(text).findings
     assert [(f.check, f.status) for f in found] == [("ib.port_state", Status.WARN)] * 2
     for f in found:  # each with its own reading and the Active one after it
