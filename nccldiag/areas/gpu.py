@@ -478,6 +478,11 @@ def _missing_from_smi(facts: GpuFacts) -> List[PciGpu]:
 def judge(facts: Optional[GpuFacts], node: NodeFacts) -> List[Finding]:
     if facts is None:
         return [skip(NAME, "gpu.present", "no GPU outputs came back")]
+    nvml = _judge_nvml(facts)
+    return _judge(facts, node) + nvml
+
+
+def _judge(facts: GpuFacts, node: NodeFacts) -> List[Finding]:
     pci = facts.pci_gpus
     if not facts.gpus and not pci and facts.lost:
         return [_lost_finding(facts)]
@@ -492,6 +497,8 @@ def judge(facts: Optional[GpuFacts], node: NodeFacts) -> List[Finding]:
                     fix=_DRIVER_FIX,
                 )
             ]
+        if facts.nvml_error and _NVML_INIT in facts.nvml_error:
+            return []  # the driver is loaded (the NVML snapshot only runs then) and NVML says why it fails: see gpu.nvml
         return [skip(NAME, "gpu.present", _why_no_gpu(facts, node))]
     findings: List[Finding] = []
     if not facts.gpus:
@@ -580,6 +587,48 @@ def _lost_finding(facts: GpuFacts) -> Finding:
                 fix="The driver knows the GPU but cannot talk to it: look for Xid 79 / 'fallen off the bus' in dmesg; "
                 "check its seating, power cables and cooling under load; reset it (nvidia-smi -r) or reboot. If it drops "
                 "off again, reseat it in another slot or replace it.")
+
+
+# The NVML snapshot's own words (nccldiag/node/nvml.py): nvidia-ml-py missing on the node is a view not taken; a
+# failing nvmlInit, where the driver is loaded, is the library every CUDA and NCCL process asks failing.
+_NVML_ABSENT = "nvidia-ml-py not importable"
+_NVML_INIT = "nvmlInit failed"
+# NVML's error strings (nvmlErrorString) that mean the GPUs or the driver cannot serve, and what each means
+_NVML_MEANS = (
+    (re.compile(r"GPU is lost|Unknown Error", re.I),
+     "NVML cannot reach the GPUs: a GPU lost from the bus, or, inside a container, its access to the GPU devices removed",
+     "On the host: look for Xid 79 / 'fallen off the bus' in dmesg and reset or reboot. In a container whose host is "
+     "fine: its device access was dropped by a cgroup update (systemctl daemon-reload, a resource change); restart the "
+     "container, and follow the NVIDIA Container Toolkit's guidance for this error."),
+    (re.compile(r"version mismatch", re.I),
+     "the loaded NVIDIA kernel module and the user-space driver library are different versions",
+     "Reboot into the installed driver, or reload the kernel module (rmmod nvidia_uvm nvidia_drm nvidia_modeset nvidia, "
+     "then modprobe nvidia) after an upgrade; check 'cat /proc/driver/nvidia/version' against 'dkms status'."),
+    (re.compile(r"Driver Not Loaded|Uninitialized", re.I),
+     "NVML finds no usable NVIDIA driver", _DRIVER_FIX),
+)
+
+
+def _judge_nvml(facts: GpuFacts) -> List[Finding]:
+    """What the NVML snapshot said instead of a snapshot: never dropped."""
+    err = facts.nvml_error
+    if not err:
+        return []
+    if err.startswith(_NVML_ABSENT):
+        return [skip(NAME, "gpu.nvml", f"no NVML snapshot (NVML's P2P status not read): {err}")]
+    if _NVML_INIT not in err:
+        return [warn(NAME, "gpu.nvml", "the NVML snapshot did not come back readable", evidence=[err],
+                     fix="Run the snapshot by hand on the node (python3 -c 'import pynvml; pynvml.nvmlInit()') and "
+                     "read what it prints.")]
+    for pattern, meaning, fix in _NVML_MEANS:
+        if pattern.search(err):
+            return [fail(NAME, "gpu.nvml", f"NVML fails to initialise: {meaning}", actual=err,
+                         expected="nvmlInit succeeds where the NVIDIA driver is loaded", evidence=[err], fix=fix)]
+    return [fail(NAME, "gpu.nvml", "NVML fails to initialise although the NVIDIA driver is loaded: CUDA and NCCL "
+                 "processes ask the same library", actual=err,
+                 expected="nvmlInit succeeds where the NVIDIA driver is loaded", evidence=[err],
+                 fix="Read NVML's error: check that libnvidia-ml.so.1 matches the loaded driver "
+                 "(cat /proc/driver/nvidia/version), the permissions of /dev/nvidia*, and 'dmesg | grep NVRM'.")]
 
 
 def _judge_missing(facts: GpuFacts) -> List[Finding]:

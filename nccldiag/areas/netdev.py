@@ -13,7 +13,7 @@ from __future__ import annotations
 import ipaddress
 import re
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Union
 
 # interfaces that never leave the host: loopback, container bridges and their veth ends, tunnels, dummies
 VIRTUAL = re.compile(r"^(?:lo\d*|docker\w*|veth\w*|virbr\d*|br-\w+|cni\w*|flannel\.\d+|cali\w+|tun\d*|tap\d*|"
@@ -51,13 +51,18 @@ class Netdev:
     def routable(self) -> List[str]:
         out = []
         for a in self.addresses:
-            try:
-                ip = ipaddress.ip_address(a.split("%")[0])
-            except ValueError:
-                continue
-            if not (ip.is_loopback or ip.is_link_local or ip.is_unspecified):
+            ip = ip_of(a)
+            if ip is not None and not (ip.is_loopback or ip.is_link_local or ip.is_unspecified):
                 out.append(a)
         return out
+
+
+def ip_of(text: str) -> Optional[Union[ipaddress.IPv4Address, ipaddress.IPv6Address]]:
+    """The address ``text`` names, its zone (``fe80::1%eth0``'s ``%eth0``) left off; None where it names none."""
+    try:
+        return ipaddress.ip_address(text.split("%")[0])
+    except ValueError:
+        return None
 
 
 def _get(found: Dict[str, Netdev], name: str) -> Netdev:

@@ -365,7 +365,7 @@ _CUDA_TEXT = re.compile(r"(?:CUDA error|[Cc]uda failure(?: \d{1,4})?|CUDA failur
                         r"\(error code (?P<code_text>[A-Za-z][^)\n]{0,160})\)|\b(?P<name>cudaError[A-Z]\w{0,60})")
 # the rank a launcher's prefix names: torchrun's '[default3]:' (local rank) and '[rank3]:', Open MPI's
 # '[1,3]<stderr>:', srun --label's '3: '
-_RANK = re.compile(r"^\s{0,8}(?:\[(?P<kind>default|rank)(?P<n>\d{1,6})\]:|\[\d{1,6},(?P<ompi>\d{1,6})\]<std(?:out|err)>:|"
+_RANK = re.compile(r"\s{0,8}(?:\[(?P<kind>default|rank)(?P<n>\d{1,6})\]:|\[\d{1,6},(?P<ompi>\d{1,6})\]<std(?:out|err)>:|"
                    r"(?P<srun>\d{1,6}): )")
 
 
@@ -384,6 +384,11 @@ def cuda_row(text: str) -> Optional[Dict]:
     return None
 
 
+# pdsh's, clush's or a log shipper's 'host: ' before a rank's line: a name with a digit or a dash (an exception's
+# dotted name, 'torch.distributed.DistNetworkError: ', has neither), or an address
+_LAUNCHER_HOST = re.compile(r"\s{0,8}(?P<host>[A-Za-z0-9][A-Za-z0-9-]{0,62}(?:\.[A-Za-z0-9-]{1,63}){0,8}): ")
+
+
 def rank_of(text: str) -> str:
     """The rank a launcher's prefix of ``text`` names ('local rank 3'), '' when none."""
     m = _RANK.match(text)
@@ -392,6 +397,34 @@ def rank_of(text: str) -> str:
     if m.group("kind") == "default":
         return f"local rank {m.group('n')}"
     return f"rank {m.group('n') or m.group('ompi') or m.group('srun')}"
+
+
+def _host_like(name: str) -> bool:
+    return not name.isdigit() and any(ch.isdigit() or ch == "-" for ch in name)
+
+
+def launcher_of(c: C.Clue) -> str:
+    """Who printed the clue's line, as its launcher's prefixes name it ('rank 3 of node7', 'local rank 3', 'node7'):
+    the prefixes still on the line (a host's before a rank's, as pdsh puts them), else the rank of the tag the log
+    reader took off it; '' when none names anyone."""
+    text = c.cite or c.text
+    rank = host = ""
+    at = 0
+    for _ in range(3):
+        m = _RANK.match(text, at)
+        if m is not None and not rank:
+            rank, at = rank_of(text[at:]), m.end()
+            continue
+        h = _LAUNCHER_HOST.match(text, at)
+        if h is not None and not host and _host_like(h.group("host")):
+            host, at = h.group("host"), h.end()
+            continue
+        break
+    if not rank and c.rank is not None:
+        rank = f"rank {c.rank}"
+    if host and not c.host:
+        c.host = host
+    return f"{rank} of {host}" if rank and host else rank or host
 
 
 def _of_cuda(inp: Inputs) -> List[Event]:
@@ -408,7 +441,7 @@ def _of_cuda(inp: Inputs) -> List[Event]:
             nvls = {x.text for x in signs.nvls_failures(inp)}
         if c.text in nvls:
             continue
-        who = rank_of(c.cite or c.text)
+        who = launcher_of(c)
         what = f"CUDA error '{row['text']}' ({row['name']})" + (f" on {who}" if who else "")
         out.append(Event(row["category"], "fail", what, c, "cuda." + row["name"], rank=2,
                          confidence=row.get("confidence", "high"), fix=row.get("fix", ""), where=row["where"]))
@@ -447,7 +480,7 @@ def _of_torch(inp: Inputs) -> List[Event]:
     prefix names."""
     out: List[Event] = []
     for row, c in torchmsg.found(inp):
-        who = rank_of(c.cite or c.text)
+        who = launcher_of(c)
         out.append(Event(row["category"], row["severity"], torchmsg.what(row) + (f" on {who}" if who else ""), c,
                          "torch." + row["id"], rank=2, confidence=row["confidence"], fix=row["fix"],
                          where=row["where"]))

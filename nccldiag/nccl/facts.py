@@ -392,6 +392,7 @@ class ErrorLine:
     text: str
     at: Loc
     kind: str = "error"  # error | kernel
+    launcher_rank: Optional[int] = None  # the rank of the launcher's tag the reader took off the line ('[rank3]: ')
 
 
 @dataclass

@@ -641,7 +641,7 @@ class Parser:
         if kind is None:
             return
         kernel = kind == "kernel"
-        el = ErrorLine(msg[:MAX_ERROR_TEXT], rec.at, kind)
+        el = ErrorLine(msg[:MAX_ERROR_TEXT], rec.at, kind, rec.launcher_rank)
         self._keep("kernel" if kernel else "errors", el)
         if joins_next(msg):
             def join(nxt: Rec) -> None:

@@ -4,8 +4,9 @@ The blocks of one host are that host's outputs: its sections (``{source: text}``
 whose return codes list those sources alone, given to :func:`nccldiag.check.engine.analyze_node` with every node
 area: the same parsers and judges, on the same text, so a finding reads the same whichever way its evidence
 came (an area none of whose sources was pasted says nothing, as in a bundle of a few outputs). Where a host's
-paste holds one source twice (``ibstat`` before and after a fix), each is judged as a node of its own; the
-kernel log's and the fabric manager's lines are one log, whatever their blocks.
+paste holds one source twice (``ibstat`` before and after a fix), each is judged as a node of its own, and a port
+Down at one reading and Active at its last is a warning with both readings (:func:`_came_back`); the kernel log's
+and the fabric manager's lines are one log, whatever their blocks.
 """
 from __future__ import annotations
 
@@ -46,9 +47,11 @@ def judge(blocks: Sequence[Block]) -> Tuple[List[Finding], Dict[str, Dict[str, A
     findings: List[Finding] = []
     facts: Dict[str, Dict[str, Any]] = {}
     for host, nodes in _groups(blocks).items():
+        readings: List[Tuple[List[Finding], Dict[str, Any], str]] = []  # each node's findings, ports, where pasted
         for sections, made in nodes:
             raw = RawNode(host=host or PASTED_HOST, sections=dict(sections), rcs={s: 0 for s in sections})
             report = analyze_node(raw, areas)
+            mine: List[Finding] = []
             for f in report.findings:
                 if f.status not in (Status.FAIL, Status.WARN):
                     continue
@@ -56,9 +59,33 @@ def judge(blocks: Sequence[Block]) -> Tuple[List[Finding], Dict[str, Dict[str, A
                 where = _where(f, made, areas)
                 if where:
                     f.evidence = [where] + list(f.evidence or [])
-                findings.append(f)
+                mine.append(f)
+            findings.extend(mine)
+            ib = report.facts.get("ib")
+            ports = {p.name: p for p in getattr(ib, "ports", None) or []}
+            readings.append((mine, ports, "pasted: " + ", ".join(f"{b.kind} at {b.where()}" for b in made[:3])))
             facts.setdefault(host, {}).update({k: v for k, v in report.facts.items() if v is not None})
+        _came_back(readings)
     return findings, facts
+
+
+def _came_back(readings: Sequence[Tuple[List[Finding], Dict[str, Any], str]]) -> None:
+    """A port pasted Down (or Init) and read Active at its last reading (``ibstat`` before and after a fix, ``rdma
+    link`` run again while the link flaps) is a warning, with both readings: the link went down and came back. A port
+    still not Active at its last reading stays a failure. The readings are a host's nodes in the order pasted."""
+    for i, (found, _, _) in enumerate(readings):
+        for f in found:
+            if f.check != "ib.port_state" or f.status is not Status.FAIL:
+                continue
+            name = next((n for n in readings[i][1] if f.message.startswith((n + " ", n + ":"))), None)
+            later = [(ports[name], where) for _, ports, where in readings[i + 1:] if name in ports]
+            if name is None or readings[i][1][name].active or not later or not later[-1][0].active:
+                continue
+            port, where = later[-1]
+            f.status = Status.WARN
+            f.message += ("; Active at the last reading pasted: the link went down and came back (a flap, or a port "
+                          "brought up in between)")
+            f.evidence = list(f.evidence or []) + [where, port.summary()] + list(port.lines[:2])
 
 
 def _where(f: Finding, made: Sequence[Block], areas: Sequence[Any]) -> Optional[str]:

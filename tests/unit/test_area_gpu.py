@@ -390,3 +390,64 @@ def test_one_model_keeps_its_short_message():
     f = gpu.parse({"nvidia_smi_q": fixture("nvidia-smi-q", "gpud-titan-v-560-full.txt")})
     inv = by_check(gpu.judge(f, NodeFacts("h")))["gpu.inventory"]
     assert inv.message.startswith("1x NVIDIA TITAN V,") and "mixed" not in inv.message
+
+
+# ------------------------------------------------------------ what NVML says instead of a snapshot
+
+_CASES = Path(__file__).resolve().parents[1] / "cases"
+
+
+def _nvml_words(path, start):
+    """NVML's error string as nvidia-smi printed it in a real output (``Failed to initialize NVML: <it>``, ``...: <it>``)."""
+    line = next(l for l in path.read_text(encoding="utf-8").splitlines() if start in l)
+    return line.rsplit(": ", 1)[1].strip()
+
+
+def _snapshot_with_failing_init(tmp_path, message):
+    # written for this test: a stand-in nvidia-ml-py whose nvmlInit raises NVML's error string, run through the real
+    # snippet, so that the area reads what a node with that fault prints
+    (tmp_path / "pynvml.py").write_text(f"def nvmlInit():\n    raise Exception({message!r})\n")
+    (tmp_path / "root" / "proc" / "driver" / "nvidia").mkdir(parents=True)
+    src = [s for s in gpu.SOURCES if s.name == "nvml"]
+    out = subprocess.run(["sh", "-s"], input=build_script(src), capture_output=True, text=True, timeout=60,
+                         env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(tmp_path), "NCCLDIAG_PYTHON": "python3",
+                              "NCCLDIAG_ROOT": str(tmp_path / "root")}).stdout
+    return split_sections(out)[0]["nvml"]
+
+
+@pytest.mark.parametrize("origin,start,means", [
+    # a blog transcript of nvidia-smi after a driver upgrade without reboot (tests/cases, its source in case.json)
+    (_CASES / "node-wanpihou-blog-driver-library-mismatch-dkms-transcript" / "posted-transcript.txt",
+     "Failed to initialize NVML", "different versions"),
+    # a badly seated GPU dropping off the bus (../shared/fixtures/cases)
+    (real.ROOT / "cases" / "node-ogkm387-4x2080ti-nvidia-smi-device-handle-unknown-error-reseat" / "node-a"
+     / "gpu_query.txt", "Unable to determine the device handle", "lost from the bus"),
+])
+def test_a_failing_nvml_is_reported_never_dropped(tmp_path, origin, start, means):
+    if not origin.is_file():
+        pytest.skip(real.REASON)
+    words = _nvml_words(origin, start)
+    nvml = _snapshot_with_failing_init(tmp_path, words)
+    # the NVML error alone (the driver is loaded, nothing else came back): a fail, not "no GPU"
+    (f,) = gpu.judge(gpu.parse({"nvml": nvml}), NODE)
+    assert f.check == "gpu.nvml" and f.status is Status.FAIL and means in f.message
+    assert f.evidence == [f"nvmlInit failed: {words}"]
+    # beside an inventory nvidia-smi still listed (a real query): the node is not reported healthy
+    query = fixture("nvidia-smi-q", "query-gpu-csv-a6000-3090-gen1-idle-downclock.txt")
+    found = by_check(gpu.judge(gpu.parse({"gpu_query": query, "nvml": nvml}), NODE))
+    assert found["gpu.inventory"].status is Status.OK and found["gpu.nvml"].status is Status.FAIL
+
+
+def test_nvml_unreadable_warns_and_absent_module_is_a_note(tmp_path):
+    f = by_check(gpu.judge(gpu.parse({"nvml": '{"gpus": ['}), NODE))["gpu.nvml"]
+    assert f.status is Status.WARN and f.evidence[0].startswith("NVML output could not be read")
+    absent = '{"error": "nvidia-ml-py not importable: No module named \'pynvml\'"}\n'
+    f = by_check(gpu.judge(gpu.parse({"nvml": absent}), NODE))["gpu.nvml"]
+    assert f.status is Status.SKIP and "No module named" in f.message
+
+
+@pytest.mark.parametrize("path", real.names(real.NODE / "nvidia-smi-q"))
+def test_healthy_captures_have_no_nvml_finding(path, tmp_path):
+    text = fixture("nvidia-smi-q", path)
+    raw = {"gpu_query": text} if "csv" in path else {"nvidia_smi_q": text}
+    assert "gpu.nvml" not in by_check(gpu.judge(gpu.parse(raw), NODE))

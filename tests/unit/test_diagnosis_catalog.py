@@ -421,6 +421,34 @@ def test_loopback_peers_are_the_host_name():
     assert top(text).category == "hostname_resolution"
 
 
+def test_an_address_that_cannot_be_assigned_is_the_host_name_only_where_something_binds_it():
+    """EADDRNOTAVAIL ('Cannot assign requested address') names a resolution fault only in the context that means a
+    name resolved to an address this host does not own: a bind or listen on it, c10d's server socket, MASTER_ADDR."""
+    def named(text):
+        return [d for d in verdict(text) if d.id == "hostname-resolution" and d.confidence == "high"]
+
+    # real: uvicorn binding 'localhost', resolved to ::1 on a host without IPv6 (abetlen/llama-cpp-python#77)
+    real_bind = ("ERROR:    [Errno 99] error while attempting to bind on address ('::1', 8000, 0, 0): cannot assign "
+                 "requested address\n")
+    assert named(real_bind)
+    # written for this test, in the layout of c10d's server socket message: the store binding MASTER_ADDR's address
+    store = ("[E socket.cpp:957] [c10d] The server socket has failed to bind to [10.1.2.3]:29500 (errno: 99 - Cannot "
+             "assign requested address).\n")
+    assert named(store)
+    # written for this test: the same errno where no name is at fault
+    harmless = {
+        # the ephemeral ports of a client that opens connections faster than they leave TIME_WAIT
+        "ephemeral ports": "OSError: [Errno 99] Cannot assign requested address\n",
+        "a connect": ("[E socket.cpp:860] [c10d] The client socket has failed to connect to [10.1.2.3]:29500 (errno: 99 "
+                      "- Cannot assign requested address).\n"),
+        # an IPv6 link-local address bound without its interface (fe80::...%eth0)
+        "link-local bind": ("[E socket.cpp:957] [c10d] The server socket has failed to bind to [fe80::1c2:3ff:fe04:506]:"
+                            "29500 (errno: 99 - Cannot assign requested address).\n"),
+    }
+    for why, text in harmless.items():
+        assert not named(text), why
+
+
 def test_an_nccl_variable_named_by_the_error():
     text = ("ncclInvalidUsage: This usually reflects invalid usage of NCCL library.\nLast error:\n"
             "Error : no algorithm/protocol available for function Broadcast with datatype ncclInt8. NCCL_ALGO was set "

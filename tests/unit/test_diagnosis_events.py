@@ -85,6 +85,42 @@ def test_a_rank_s_fatal_cuda_error_behind_a_launcher_prefix_names_the_rank():
     assert failing(diagnose(inp))[0].category == "gpu_lost_xid"
 
 
+@pytest.mark.parametrize("prefix,who", [
+    ("[default3]:", "local rank 3"), ("[rank3]:", "rank 3"), ("[rank3]: ", "rank 3"), ("3: ", "rank 3"),
+    ("[1,3]<stderr>:", "rank 3"), ("node7: ", "node7"), ("node7: [rank3]: ", "rank 3 of node7"),
+    ("[rank3]: node7: ", "rank 3 of node7"),
+])
+def test_every_launcher_prefix_keeps_the_rank_on_the_event(prefix, who):
+    # real lines (the BLOOM-176B logbook's '[default3]:' crash), their prefix rewritten for this test in each form
+    # that torchrun, Open MPI, srun --label and pdsh print (the log reader takes some of them off the line)
+    text = (CASES / "gpu-bloom176b-logbook-default3-watchdog-cuda-unknown-error" / "posted-default3-crash.log"
+            ).read_text(encoding="utf-8")
+    inp = inputs("job.log", "".join(prefix + line[len("[default3]:"):] + "\n" if line.startswith("[default3]:")
+                                    else line + "\n" for line in text.splitlines()))
+    ev = E.of(inp, "gpu_lost_xid")
+    assert ev and ev[0].check.startswith("cuda.") and ev[0].what.endswith(f" on {who}"), [e.what for e in ev]
+    if "node7" in who:
+        assert ev[0].host == "node7"
+
+
+@REAL
+@pytest.mark.parametrize("case,name,rank", [
+    ("gpu-torchtitan1224-ep-duplicate-gpu-set-device-after-mesh", "posted-torchrun-error.log", "rank 2"),
+    ("gpu-pytorch150852-nccl2262-nvls-invalid-argument-driver-122", "posted-error.log", "rank 0"),
+])
+def test_lines_read_behind_torchrun_s_rank_prefix_keep_their_rank(case, name, rank):
+    # real torchrun output ('[rank2]: ' with a space, ../shared/fixtures/cases): every line the reader keeps of it,
+    # the prefix taken off or not, still names the rank that printed it
+    import re
+
+    from nccldiag.diagnosis import clues as C
+
+    inp = inputs(name, (real.ROOT / "cases" / case / name).read_text(encoding="utf-8"))
+    kept = [c for c in C.find(inp, re.compile(r"\S"), ("app", "error", "last-error"))]
+    assert kept and {E.launcher_of(c) for c in kept} == {rank}
+    assert any(not c.cite.startswith("[rank") for c in kept)  # the reader took the prefix off these
+
+
 def test_one_peer_refusing_is_that_peer_not_a_firewall():
     # real: the BLOOM ops notes (tests/cases/.../case.json has the source)
     inp = case_inputs("net-bloom-jz-ops-notes-connect-refused-broken-node-network", "posted-broken-network.log")

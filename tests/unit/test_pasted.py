@@ -12,6 +12,7 @@ import pytest
 
 from nccldiag import paste as pasted
 from nccldiag.diagnosis import Inputs, diagnose
+from nccldiag.diagnosis.model import fails_run
 from nccldiag.model.findings import Status
 from nccldiag.nccl import checks as nccl_checks
 from nccldiag.nccl import parser as nccllog
@@ -312,12 +313,35 @@ def test_a_dcgmi_table_pasted_alone_or_beside_a_run_that_worked_names_the_failed
     assert beside and all("could not" not in d.summary for d in beside)
 
 
-def test_rdma_link_run_again_while_the_port_flaps_names_the_port_down():
-    # the three real 'rdma link' outputs of ROCm/rccl#1423 (tests/cases): DOWN/POLLING, DOWN/LINK_UP, ACTIVE/LINK_UP
-    case = Path(__file__).resolve().parents[1] / "cases" / "net-rccl1423-rdma-link-down-polling-flapping-port"
-    d = alarms((case / "posted-rdma-link.txt").read_text(encoding="utf-8"))
-    assert d[0].category == "ib_port_down" and d[0].severity == "fail"
+FLAP_CASE = Path(__file__).resolve().parents[1] / "cases" / "net-rccl1423-rdma-link-down-polling-flapping-port"
+
+
+def test_rdma_link_run_again_while_the_port_flaps_warns_of_the_port_with_both_readings():
+    # the three real 'rdma link' outputs of ROCm/rccl#1423 (tests/cases): DOWN/POLLING, DOWN/LINK_UP, ACTIVE/LINK_UP:
+    # the port is Active at the last reading, nothing failed after it: a flap, a warning, not a port down
+    text = (FLAP_CASE / "posted-rdma-link.txt").read_text(encoding="utf-8")
+    d = alarms(text)
+    assert d[0].category == "ib_port_down" and d[0].severity == "warn"
     assert "came back" in d[0].summary and any("mlx5_7" in e.text for e in d[0].evidence)
+    assert fails_run(d[0])  # the Down readings say the link failed: a warning, but no all-clear (exit 1)
+    found = pasted.scan(text).findings
+    assert [(f.check, f.status) for f in found] == [("ib.port_state", Status.WARN)] * 2
+    for f in found:  # each with its own reading and the Active one after it
+        assert "went down and came back" in f.message
+        assert any("state DOWN" in e for e in f.evidence) and any("state ACTIVE" in e for e in f.evidence)
+
+
+def test_a_port_down_at_its_last_reading_stays_a_failure():
+    # the same real readings in another order (rearranged for this test): Active first, Down last
+    readings = (FLAP_CASE / "posted-rdma-link.txt").read_text(encoding="utf-8").strip().split("\n\n")
+    text = "\n\n".join([readings[2], readings[0]]) + "\n"
+    d = alarms(text)
+    assert d[0].category == "ib_port_down" and d[0].severity == "fail" and "came back" not in d[0].summary
+    assert [(f.check, f.status) for f in pasted.scan(text).findings] == [("ib.port_state", Status.FAIL)]
+    # down, up, down again: still down at the last reading
+    text = "\n\n".join([readings[0], readings[2], readings[1]]) + "\n"
+    assert alarms(text)[0].severity == "fail"
+    assert Status.FAIL in [f.status for f in pasted.scan(text).findings]
 
 
 @pytest.mark.parametrize("name", ["3fs283-cx6dx-2port-trailing-space.txt", "spiderpool-roce-cx-rdma-link-indented.txt"])
@@ -457,3 +481,16 @@ def test_py_spy_stacks_outside_any_collective_say_nothing_of_a_hang():
     start = text.index('Thread 688514 (idle): "MainThread"')
     alone = text[start:text.index("```", start)]
     assert alarms(alone) == []
+
+
+def test_ibstat_pasted_before_and_after_a_fix_warns_and_after_and_before_fails():
+    # two real ibstat captures (../shared/fixtures/node) pasted as one admin's "before" and "after", each behind the
+    # prompt of its run (the pairing and the prompts are this test's): mlx5_7 Down/LinkUp, then every port Active
+    down = "root@gpu7:~# ibstat\n" + real.node_text(
+        "ibstat", "netop249-sriov-vf-cx6-state-down-physical-linkup-lid65535-spaces.txt")
+    up = "root@gpu7:~# ibstat\n" + real.node_text("ibstat", "gpud-h100-ib-ndr-all-active-space-indented.txt")
+    (f,) = pasted.scan(down + "\n" + up).findings
+    assert f.check == "ib.port_state" and f.status is Status.WARN and f.message.startswith("mlx5_7 port 1")
+    assert any("State: Down" in e for e in f.evidence) and any("State Active" in e for e in f.evidence)
+    (f,) = pasted.scan(up + "\n" + down).findings
+    assert f.status is Status.FAIL and "came back" not in f.message

@@ -16,7 +16,7 @@ from typing import List, Tuple
 from nccldiag.diagnosis import clues as C
 from nccldiag.diagnosis import ibverbs, signs
 from nccldiag.diagnosis.inputs import Inputs
-from nccldiag.diagnosis.model import Diagnosis
+from nccldiag.diagnosis.model import FAILURE_LINES, Diagnosis
 from nccldiag.model.findings import Finding
 
 ID = "ib-port-down"
@@ -53,7 +53,9 @@ def diagnose(inp: Inputs) -> List[Diagnosis]:
                    confidence="high" if (node and len(pasted) < len(node)) or flapping else "medium",
                    why=("NCCL received asynchronous port-error events from the HCA" if events else
                         "the port state or rate read on the node is not Active at full rate"),
-                   severity="fail" if events or any(f.status.value == "fail" for f in node) else "warn")]
+                   severity="fail" if events or any(f.status.value == "fail" for f in node) else "warn",
+                   # a port that came back is a warning, but its Down readings say the link failed: no all-clear
+                   figures={FAILURE_LINES: len(back)} if came_back else None)]
 
 
 def _beside_a_run(inp: Inputs) -> bool:

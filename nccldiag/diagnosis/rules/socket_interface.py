@@ -21,6 +21,7 @@ import re
 import sys
 from typing import List, Optional, Tuple
 
+from nccldiag.areas.netdev import ip_of
 from nccldiag.diagnosis import clues as C
 from nccldiag.diagnosis.inputs import Inputs
 from nccldiag.diagnosis.model import Diagnosis
@@ -180,11 +181,8 @@ def _apart(peer: str, own: List[str]) -> Optional[bool]:
         return None
     nets = []
     for a in own:
-        try:
-            ip = ipaddress.ip_address(a.split("%")[0])
-        except ValueError:
-            continue
-        if ip.version == p.version:
+        ip = ip_of(a)
+        if ip is not None and ip.version == p.version:
             nets.append(ipaddress.ip_network(f"{ip}/{24 if ip.version == 4 else 64}", strict=False))
     if not nets:
         return None

@@ -11,7 +11,8 @@ subject), named in ``KINDS`` (``paste/kinds/__init__.py``). It declares:
 ``anchor(text)``  whether a clean line is one a block of the kind is found by
 ``member(text)``  whether a clean line belongs to a block of the kind (the anchor's neighbours, up and down)
 ``sections(lines, context)``  the block's clean lines -> ``{source: text}``: what the areas read, exactly as a
-                bundle holds that source; ``{}`` when the lines are not the kind's after all
+                bundle holds that source; ``{}`` when the lines are not the kind's after all (:func:`shown_only`
+                for a kind with no ``SOURCES``)
 
 and may declare ``CONTEXT`` (True: a block that feeds no source is still read and shown, as a kind with no
 ``SOURCES`` always is), ``GAPS`` (blank lines a block may hold in a row; 1), ``UP`` (whether a block grows above its
@@ -44,6 +45,11 @@ def joined(lines: List[str]) -> str:
     while lines and not lines[0].strip():
         lines = lines[1:]
     return "".join(line + "\n" for line in lines)
+
+
+def shown_only(lines: List[str], context: Context) -> Dict[str, str]:
+    """``sections`` of a kind no area judges (no ``SOURCES``): its blocks are read and shown, and feed no source."""
+    return {}
 
 
 def one(source: str, lines: List[str]) -> Dict[str, str]:

@@ -4,9 +4,8 @@
 from __future__ import annotations
 
 import re
-from typing import Dict, List
 
-from nccldiag.paste.kinds.base import Context
+from nccldiag.paste.kinds.base import shown_only
 
 NAME = "nvidia-bug-report"
 WORDS = ("nvidia-bug-report", "*** /", "____________________________________________")
@@ -25,5 +24,4 @@ def anchor(text: str) -> bool:
 member = _HEADER.match
 
 
-def sections(lines: List[str], context: Context) -> Dict[str, str]:
-    return {}
+sections = shown_only

@@ -3,9 +3,8 @@ reads it: it is read and shown (which driver is built for which kernel)."""
 from __future__ import annotations
 
 import re
-from typing import Dict, List
 
-from nccldiag.paste.kinds.base import Context
+from nccldiag.paste.kinds.base import shown_only
 
 NAME = "dkms status"
 WORDS = (": installed", ": built", ": added")
@@ -23,5 +22,4 @@ def anchor(text: str) -> bool:
 member = anchor
 
 
-def sections(lines: List[str], context: Context) -> Dict[str, str]:
-    return {}
+sections = shown_only

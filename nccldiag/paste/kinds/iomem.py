@@ -3,9 +3,8 @@ is read and shown beside the kernel's BAR messages it explains."""
 from __future__ import annotations
 
 import re
-from typing import Dict, List
 
-from nccldiag.paste.kinds.base import Context
+from nccldiag.paste.kinds.base import shown_only
 
 NAME = "/proc/iomem"
 WORDS = (" : PCI Bus ", " : System RAM", " : Reserved", " : PCI ECAM", " : Kernel code")
@@ -21,5 +20,4 @@ def anchor(text: str) -> bool:
 member = anchor
 
 
-def sections(lines: List[str], context: Context) -> Dict[str, str]:
-    return {}
+sections = shown_only

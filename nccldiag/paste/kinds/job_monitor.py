@@ -5,10 +5,9 @@ shown, and the hang cause reads them (a job its monitor says is running while th
 from __future__ import annotations
 
 import re
-from typing import Dict, List
 
 from nccldiag.diagnosis.signs import RUNNING
-from nccldiag.paste.kinds.base import Context
+from nccldiag.paste.kinds.base import shown_only
 
 NAME = "job monitor"
 WORDS = ("running for ",)
@@ -28,6 +27,5 @@ def member(text: str) -> bool:
     return bool(RUNNING.search(text[:2000]) or _OTHER.search(text[:2000]))
 
 
-def sections(lines: List[str], context: Context) -> Dict[str, str]:
-    return {}
+sections = shown_only
 

@@ -3,9 +3,8 @@ where a device sits, not whether it works): it is read and shown beside the find
 from __future__ import annotations
 
 import re
-from typing import Dict, List
 
-from nccldiag.paste.kinds.base import Context
+from nccldiag.paste.kinds.base import shown_only
 
 NAME = "lspci -tv"
 WORDS = ("]--", "+-0", "\\-0")
@@ -22,5 +21,4 @@ def member(text: str) -> bool:
     return bool(_TREE.match(text)) or text.strip() == "|"
 
 
-def sections(lines: List[str], context: Context) -> Dict[str, str]:
-    return {}
+sections = shown_only

@@ -5,10 +5,9 @@ cause reads where each stack waits (:func:`nccldiag.diagnosis.signs.py_stacks`).
 from __future__ import annotations
 
 import re
-from typing import Dict, List
 
 from nccldiag.diagnosis.signs import PY_FRAME, PY_THREAD
-from nccldiag.paste.kinds.base import Context, elided
+from nccldiag.paste.kinds.base import elided, shown_only
 
 NAME = "py-spy dump"
 WORDS = (" (active", " (idle")
@@ -27,5 +26,4 @@ def member(text: str) -> bool:
     return bool(PY_THREAD.match(text) or PY_FRAME.match(text) or _NATIVE.match(text) or elided(text))
 
 
-def sections(lines: List[str], context: Context) -> Dict[str, str]:
-    return {}
+sections = shown_only
