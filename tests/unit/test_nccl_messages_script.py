@@ -61,3 +61,17 @@ def test_against_a_release_that_is_not_there_says_so(tmp_path):
     out = subprocess.run([sys.executable, str(SCRIPT), "--git", str(repo / ".git"), "--against", "v9.9.9-1"],
                          capture_output=True, text=True, env=env, timeout=120)
     assert out.returncode == 2 and "cannot read the NCCL source" in out.stderr and "Traceback" not in out.stderr
+
+
+NCCL_GIT = os.environ.get("NCCLDIAG_NCCL_GIT", "")
+
+
+@pytest.mark.skipif(not NCCL_GIT, reason="NCCLDIAG_NCCL_GIT names no NCCL git directory (a clone's .git or a mirror)")
+def test_the_formats_table_cites_lines_that_write_each_level():
+    """Each tagged row of knowledge/nccl_formats.toml cites a line of NCCL's source, at its tag, that writes its
+    level word (run where NCCLDIAG_NCCL_GIT names a clone of NVIDIA/nccl with its tags)."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    out = subprocess.run([sys.executable, str(SCRIPT), "--git", NCCL_GIT, "--formats"],
+                         capture_output=True, text=True, env=env, timeout=300)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "rows checked against their tag: ok" in out.stdout
