@@ -51,3 +51,24 @@ def test_a_warn_of_every_release_is_the_same_warning_kind():
         assert row is not None, prefix
         kinds.add((row.id, row.category, facts.warns[0].kind, facts.warns[0].failure))
     assert len(kinds) == 1
+
+
+# Written for the test from the format strings of older releases (scripts/nccl-messages --against <tag> lists
+# them), their conversions filled as NCCL fills them; each reads as the row of the newest wording reads it, or as
+# the row that keeps the older wording.
+OLDER = [
+    ("Connect to 10.0.0.2<45123> failed : Connection refused", "socket-connect-refused"),  # v2.4.8-1 socket.h:390
+    ("Net : Connect to 10.0.0.2<45123> failed : No route to host", "socket-connect-unreachable"),  # v2.11.4-1 socket.h:409
+    ("Net : Connect to 10.0.0.2<45123> failed : Connection timed out", "socket-connect-timeout"),  # v2.11.4-1
+    ("Net : Connection closed by remote peer", "socket-closed-by-peer"),  # v2.4.8-1 socket.h:403
+    ("Error while creating shared memory segment nccl-shm-recv-1a2b (size 9637892)", "shm-segment-failed"),  # v2.11.4-1 shm.h:48
+    ("nvmlDeviceGetHandleByPciBusId() failed: GPU is lost ", "nvml-device-failed-busid"),  # v2.11.4-1 nvmlwrap.cc:134
+    ("Call to posix_fallocate failed : No space left on device", "syscall-failed-spaced"),  # v2.18.3-1 checks.h:49
+    ("NET/IB : Got async event : local catastrophic error", "ib-async-event-old"),  # v2.18.3-1 net_ib.cc:95
+]
+
+
+@pytest.mark.parametrize("message,row", OLDER, ids=[r for _, r in OLDER])
+def test_an_older_wording_reads_as_its_row(message, row):
+    got = nccl_source.message_of(message)
+    assert got is not None and got.id == row, message
