@@ -8,8 +8,11 @@ together by whoever copied them. Every pattern is therefore an unanchored search
 ``<host>:<pid>:<tid> [<cudaDev>] NCCL INFO|WARN`` prefix, and a physical line holding two prefixes is split into
 two records (:class:`Reader`).
 
-Formats covered: NCCL 2.4 (``Ring 00 : 0 -> 1 via NET/IB/0``, ``.cu`` sources) to 2.30 (``(func)`` in WARN lines,
-``SHM/direct``, WARN timestamps). The handlers that turn matches into facts are :mod:`nccldiag.nccl.parser`'s.
+Formats covered: NCCL 2.0 to 2.30. The prefix of every release is a row of ``knowledge/nccl_formats.toml``
+(its source at each tag): the untagged level of 2.0-2.2 (``[0] misc/ibvwrap.cu:61 WARN``), ``.cu`` sources up to
+2.4.2, TRACE and CALL lines, the timestamp 2.26 and later write before a WARN (any ``NCCL_DEBUG_TIMESTAMP_FORMAT``
+of a time of day, a date and time, or Unix time), ``(func)`` in the WARN lines of 2.30.7. Messages: 2.1's
+``0 -> 1 via P2P/IPC``, 2.4's ``Ring 00 : 0 -> 1 via NET/IB/0``, to 2.30's ``SHM/direct``. The handlers that turn matches into facts are :mod:`nccldiag.nccl.parser`'s.
 
 A log is not trusted, and a line may be 64 KiB: every expression here runs in time linear in the length of the
 text it is given (``tests/unit/test_nccllog_linear.py``). A run of a character class that must end before a
@@ -91,14 +94,22 @@ Expression = Union["re.Pattern[str]", FirstHead]  # what a table row searches a 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[()][A-Z0-9]|\x1b")
 # Colour codes whose ESC was lost on the way ('[0m', '[1;31m').
 _ANSI_RESIDUE = re.compile(r"\[(?:\d{1,3}(?:;\d{1,3})*)?m")
-# The pid and tid may be anonymised ('<pid>', 'XXXX'); NCCL before 2.4 wrote the level without 'NCCL '.
+# The prefix of every release (knowledge/nccl_formats.toml): the pid and tid may be anonymised ('<pid>', 'XXXX');
+# the releases before the open source (2.0-2.2) wrote the level without 'NCCL '; a TRACE line holds the
+# milliseconds since init and the function before the level; a CALL line (2.13 and later) has no cudaDev.
 PREFIX = re.compile(
     r"(?<![A-Za-z0-9_.<>\-])(?P<host>[A-Za-z0-9_.<>\-]*):(?P<pid>\d+|[^\s:\[\]\d][^\s:\[\]]{0,23}):"
-    r"(?P<tid>\d+|[^\s:\[\]\d][^\s:\[\]]{0,23}) \[(?P<dev>-?\d+)\] "
+    r"(?P<tid>\d+|[^\s:\[\]\d][^\s:\[\]]{0,23}) (?:\[(?P<dev>-?\d+)\] (?:\d{1,12}\.\d{1,9} )?"
     r"(?:(?P<file>[\w./+\-]+):(?P<fline>\d+) (?:\((?P<func>[^()\s]*)\) )?)?"
-    r"(?:NCCL )?(?P<level>INFO|WARN|TRACE|ABORT)(?= |$)"
+    r"(?:NCCL )?(?P<level>INFO|WARN|TRACE|ABORT)|NCCL (?P<call>CALL))(?= |$)"
 )
-_WARN_TS = re.compile(r"\[(\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?)\]\s*$")
+# The timestamp NCCL 2.26 and later write before a WARN's prefix (NCCL_DEBUG_TIMESTAMP_FORMAT, '[%F %T] ' by
+# default): a bracketed time of day, with or without the date, or a bare ISO date and time or Unix time. Searched
+# in the TS_ROOM characters before the prefix only.
+_WARN_TS = re.compile(
+    r"(?:\[(?P<b>(?:\d{4}-\d\d-\d\d[ T])?\d\d:\d\d:\d\d(?:[.,]\d{1,9})?)\]"
+    r"|(?<![^\s\]>:])(?P<u>\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?|\d{9,11}(?:\.\d{1,9})?))\s*$")
+TS_ROOM = 64
 _LAUNCHER = re.compile(r"^\s*(?:\[\d+,(?P<ompi>\d+)\]<(?:stdout|stderr)>:|\[rank(?P<torch>\d+)\]:|(?P<srun>\d+): )")
 
 
@@ -258,12 +269,13 @@ def read_line(raw: str) -> Tuple[str, Optional[int], str, Optional[Tuple[Tuple, 
         kind = _LEVELS.get(level, "trace")
         ts = None
         if kind == "warn":
-            tsm = _WARN_TS.search(line, before, m.start())
-            ts = tsm.group(1) if tsm else None
+            tsm = _WARN_TS.search(line, max(before, m.start() - TS_ROOM), m.start())
+            ts = (tsm.group("b") or tsm.group("u")) if tsm else None
         before = m.end()
         # the numbers of a prefix, converted in place (num() for one of more than MAX_DIGITS digits)
         fl = (int(fline) if len(fline) <= MAX_DIGITS else num(fline)) if fline else None
-        parts.append((kind, msg, host, _num(pid), _num(tid), int(dev) if len(dev) <= MAX_DIGITS else num(dev),
+        parts.append((kind, msg, host, _num(pid), _num(tid),
+                      None if dev is None else int(dev) if len(dev) <= MAX_DIGITS else num(dev),
                       line[m.start():end].strip(), file, fl, func, ts))
     return line.strip(), lrank, "", tuple(parts)
 

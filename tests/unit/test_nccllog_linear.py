@@ -26,9 +26,9 @@ from nccldiag.nccl.facts import MAX_LINE
 # match and its groups, "all" every match of finditer, "bool" whether there is one (all that is used of it).
 BEFORE = {
     "PREFIX": ("all", r"(?P<host>[A-Za-z0-9_.<>\-]*):(?P<pid>\d+|[^\s:\[\]\d][^\s:\[\]]{0,23}):"
-                      r"(?P<tid>\d+|[^\s:\[\]\d][^\s:\[\]]{0,23}) \[(?P<dev>-?\d+)\] "
+                      r"(?P<tid>\d+|[^\s:\[\]\d][^\s:\[\]]{0,23}) (?:\[(?P<dev>-?\d+)\] (?:\d{1,12}\.\d{1,9} )?"
                       r"(?:(?P<file>[\w./+\-]+):(?P<fline>\d+) (?:\((?P<func>[^()\s]*)\) )?)?"
-                      r"(?:NCCL )?(?P<level>INFO|WARN|TRACE|ABORT)(?= |$)"),
+                      r"(?:NCCL )?(?P<level>INFO|WARN|TRACE|ABORT)|NCCL (?P<call>CALL))(?= |$)"),
     "_BULLET": ("match", r"^\s*(?:[*+•]|-(?=\s+(?:\S+:\S+:\S+ \[|\[|NCCL\b)))\s+"),
     "_SOCK_IF": ("all", r"(?:\[(?P<idx>\d+)\])?(?P<name>[^\s:\[\]]+):(?P<addr>\S+)"),
     "_OLD_IB_PORT": ("match", r"(?P<name>[\w\-]+)/(?P<port>\d+)(?:\((?P<dist>\w+)\))?"),
