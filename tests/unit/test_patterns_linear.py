@@ -75,7 +75,7 @@ def _how(name: str, module: str, sources: Dict[str, str]) -> str:
     word = rf"(?<![\w.]){re.escape(name)}\b(\.\w+)?"
     uses = re.findall(word, sources[module])
     for other, text in sources.items():
-        if other != module:
+        if other != module and name in text:
             uses += re.findall(rf"(?<![\w.]){re.escape(module.rsplit('.', 1)[1])}\.{re.escape(name)}\b(\.\w+)?", text)
             imports = len(re.findall(rf"\bimport\b[^\n(]*\b{re.escape(name)}\b|\bimport \([^)]*\b{re.escape(name)}\b",
                                      text))
