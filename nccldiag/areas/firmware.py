@@ -72,7 +72,7 @@ _HCA_WORDS = ("mlx", "bnxt", "irdma", "qed")
 # NIC drivers whose ethtool -i names an RDMA-capable function's firmware (NVIDIA/Mellanox, Broadcom, Intel E810,
 # Marvell, Amazon EFA, HiSilicon, AMD Pensando)
 _HCA_DRIVER = re.compile(r"^(?:mlx\d_core|bnxt_en|ice|irdma|qede|efa|hns3|ionic)\b")
-_FLINT_CMD = re.compile(r"\b(?:mst)?flint\b.*?\s-d\s+(\S+)")
+_FLINT_CMD = re.compile(r"\b(?:mst)?flint\b.{0,512}?\s-d\s+(\S+)")
 
 
 @dataclass

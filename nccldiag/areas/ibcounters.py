@@ -118,7 +118,7 @@ _SYSFS_LINE = re.compile(r"^(/\S+?/(?:counters|counters_ext|hw_counters)/[^/:]+)
 _PQ_HEADER = re.compile(r"^#\s*Port (?:extended )?counters:\s*Lid (\d+) port (\w+)", re.I)
 _PQ_LINE = re.compile(r"^([A-Za-z][A-Za-z0-9]*):\.*\s*(\S+)\s*$")
 # a command line naming the CA and port (the collection script's, or an admin's prompt): perfquery -x -C mlx5_0 -P 1
-_PQ_COMMAND = re.compile(r"\bperfquery\b.*?-C\s*(\S+)(?:.*?-P\s*(\d+))?")
+_PQ_COMMAND = re.compile(r"\bperfquery\b.{0,512}?-C\s*(\S+)(?:.{0,512}?-P\s*(\d+))?")
 # ibqueryerrors: 'Errors for 0x2c903006e29b0 "MF0;sw:SX6036/U1"', then
 # "   GUID 0x2c903006e29b0 port 5: [SymbolErrorCounter == 65535] [LinkDownedCounter == 2 (2.000)] ..."
 _IBQ_NODE = re.compile(r'^Errors for\s+(?:(0x[0-9a-fA-F]+)\s*)?(?:"([^"]*)")?')

@@ -332,7 +332,7 @@ _SYSFS_PATH = re.compile(r"(?:^|/)sys/class/infiniband/([^/]+)/(.+)$")
 
 
 # `grep "" /sys/class/infiniband/*/ports/*/state` prints path:value; `ls -1d .../ports/*` the port directories
-_SYSFS_GREP = re.compile(r"^\s*(/\S*?/infiniband/[^/\s:]+/[^:\s]+):(.*)$")
+_SYSFS_GREP = re.compile(r"^\s*(/\S{0,512}?/infiniband/[^/\s:]{1,512}/[^:\s]{1,512}):(.*)$")
 _SYSFS_PORT_DIR = re.compile(r"^\s*/\S*?/infiniband/([^/\s]+)/ports/(\d+)/?\s*$")
 
 

@@ -95,7 +95,7 @@ SOURCE = Source(
 
 _PREFIXES = (
     re.compile(r"^kern\s*:\s*\w+\s*:\s*"),  # dmesg --decode
-    re.compile(r"^\[\s*[^\]]*\]\s*"),  # [ 12.3] or [Sun Feb 23 16:24:18 2025]
+    re.compile(r"^\[[^\]]*\]\s*"),  # [ 12.3] or [Sun Feb 23 16:24:18 2025]
     re.compile(r"^\d{4}-\d\d-\d\dT[\d:,.]+(?:[+-]\d\d:?\d\d|Z)?\s+"),  # iso
     # syslog / journal: the host may be left out ("Mar 27 17:40:36 kernel: NVRM: ..."); a host ends in no colon
     re.compile(r"^[A-Z][a-z]{2}\.?\s+\d+\s+[\d:]+\s+(?:\S+(?<!:)\s+)?\S+?(?:\[\d+\])?:\s*"),

@@ -217,10 +217,10 @@ _TREE_NAMED = re.compile(r"([0-9a-fA-F]{2}\.[0-7])\s{2,}(\S.*?)\s*$")
 _TREE_TOKEN = re.compile(r"\[(?:(?P<dom>[0-9a-fA-F]{4}):)?(?P<sec>[0-9a-fA-F]{2})(?:-(?P<sub>[0-9a-fA-F]{2}))?\]"
                          r"|(?P<dev>[0-9a-fA-F]{2}\.[0-7])|(?P<br>[+\\`])-")
 _TREE_NOT_GPU = re.compile(r"Audio|USB|UCSI|Serial Bus|PCI Express|Root Port|Switch|Bridge", re.I)
-_TREE_OTHER_GPU = re.compile(r"\[AMD/ATI\]|Radeon|Instinct|Intel Corporation .*(?:Data Center GPU|Arc|Graphics)|"
+_TREE_OTHER_GPU = re.compile(r"\[AMD/ATI\]|Radeon|Instinct|Intel Corporation .{0,512}(?:Data Center GPU|Arc|Graphics)|"
                              r"Habana|Gaudi", re.I)
 _TREE_RDMA = re.compile(r"Mellanox|ConnectX|BlueField|\[15b3:", re.I)
-_TREE_GPU = re.compile(r"NVIDIA Corporation.*(?:\[(?:GeForce|RTX|Tesla|Quadro|[AHBL]\d+|GH|GB)|3D|VGA)|\[10de:[0-9a-f]{4}\]"
+_TREE_GPU = re.compile(r"NVIDIA Corporation.{0,512}(?:\[(?:GeForce|RTX|Tesla|Quadro|[AHBL]\d+|GH|GB)|3D|VGA)|\[10de:[0-9a-f]{4}\]"
                        r"|NVIDIA Corporation G[AHBPKVMT]?\d{2,3}", re.I)
 
 

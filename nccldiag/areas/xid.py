@@ -104,7 +104,7 @@ UNNAMED = "an unnamed GPU"  # an Xid line whose address is absent, anonymised or
 _XID = kernlog.BY_ID["nvrm-xid"].pattern  # group key: what the parentheses hold; group code
 # the device plugin's relay of an Xid event (group code; group key: the device's UUID, GPU-... or MIG-...)
 _PLUGIN_XID = kernlog.BY_ID["device-plugin-xid"].pattern
-_BUS_IN = re.compile(r"^\s*(?:PCI:)?\s*([0-9A-Fa-f]{1,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.[0-7])?)(?![0-9A-Fa-f:])")
+_BUS_IN = re.compile(r"^\s*(?:PCI:\s*)?([0-9A-Fa-f]{1,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.[0-7])?)(?![0-9A-Fa-f:])")
 _GPU_AT = re.compile(r"NVRM: GPU at PCI:([0-9A-Fa-f:.]+):\s*(GPU-[0-9a-fA-F-]+)")
 _THE_GPU = re.compile(r"NVRM: The NVIDIA GPU ([0-9A-Fa-f]{4}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d)")
 _OFF_BUS = re.compile(r"NVRM: GPU ([0-9A-Fa-f:.]+): GPU has fallen off the bus")

@@ -28,6 +28,7 @@ class PerftestResult:
 
 _RUN = re.compile(r"[A-Za-z .]+:?")  # a run of a key's characters, and the colon after it
 _VALUE = re.compile(r"\s*(\S+)")
+_BW_AVERAGE = re.compile(r"BW average\[([^\]]{1,512})\]")
 
 
 def _fields(line: str) -> List[Tuple[str, str]]:
@@ -76,7 +77,7 @@ def parse_perftest(text: Optional[str]) -> PerftestResult:
             elif key == "mtu":
                 m = re.match(r"(\d+)", val)
                 r.mtu = int(m.group(1)) if m else None
-        m = re.search(r"BW average\[([^\]]+)\]", s)
+        m = _BW_AVERAGE.search(s)
         if m:
             r.unit, r.kind = m.group(1), "bw"
             continue

@@ -107,7 +107,9 @@ class Parser:
         return p
 
     def feed(self, text: str, source: str) -> None:
-        self.feed_lines(text.splitlines(), source)
+        """One log held in memory (a probe's, fetched from a node): each line cut at :data:`MAX_LINE` characters, as
+        a file's are read (:func:`read_lines`)."""
+        self.feed_lines((line[:MAX_LINE] for line in text.splitlines()), source)
 
     def feed_lines(self, lines: Iterable[str], source: str) -> None:
         """One log, line by line (an open file, a list, a generator)."""

@@ -192,9 +192,12 @@ def recognise(text: str, host: Optional[str] = None, addr: Optional[str] = None,
     return None
 
 
+_MASTER_ADDR = re.compile(r"--master-addr=(\S[^'\s]{0,511})['\s]")
+
+
 def _rendezvous_of(command: str) -> Tuple[Optional[str], Optional[str]]:
     """The rendezvous address and port a node's launch command names (torchrun's static rendezvous)."""
-    addr = re.search(r"--master-addr=(\S+?)['\s]", command or "")
+    addr = _MASTER_ADDR.search(command or "")
     port = re.search(r"--master-port=(\d+)", command or "")
     return (addr.group(1) if addr else None), (port.group(1) if port else None)
 

@@ -20,7 +20,7 @@ from typing import Any, Dict, List, Optional
 from nccldiag import rundir
 from nccldiag.probe import launchers, results
 from nccldiag.probe.plan import Setting
-from nccldiag.probe.runner import NodeRun, SettingRun, safe_name
+from nccldiag.probe.runner import STDERR_TAIL, NodeRun, SettingRun, safe_name
 
 SCHEMA = "nccldiag.probe/1"
 RECORDS = "records.jsonl"
@@ -152,7 +152,7 @@ def setting_run(setting: Setting, line: Optional[Dict[str, Any]], records: List[
     nodes = line.get("nodes") if isinstance(line.get("nodes"), dict) else {}
     sr.nodes = {str(h): NodeRun(str(h), n.get("rc") if isinstance(n.get("rc"), int) else None,
                                 n.get("error") if isinstance(n.get("error"), dict) else None,
-                                str(n.get("stderr_tail") or ""),
+                                str(n.get("stderr_tail") or "")[-STDERR_TAIL:],
                                 float(n["elapsed"]) if _num(n.get("elapsed")) else 0.0)
                 for h, n in nodes.items() if isinstance(n, dict)}
     sr.survivors = {str(h): [str(x) for x in v] for h, v in (line.get("survivors") or {}).items()

@@ -26,6 +26,7 @@ from nccldiag.transport.nodes import run_all
 from nccldiag.transport.task import fan_out
 
 _SAFE = re.compile(r"[^A-Za-z0-9._-]")
+STDERR_TAIL = 4000  # the characters of a launcher's stderr kept (its end), and read back from a run directory
 
 
 @dataclass
@@ -295,7 +296,7 @@ class _Streams:
             # stopped with the run: the reap killed it (a launcher on this machine carries the run's marker
             # too, as srun does) before its own stream noticed the cancel
             err = {"kind": "command-timeout", "message": f"stopped with the run (signal {-r.rc})"}
-        nr = NodeRun(node.name, r.rc, err, (r.stderr or "")[-4000:], time.monotonic() - t0)
+        nr = NodeRun(node.name, r.rc, err, (r.stderr or "")[-STDERR_TAIL:], time.monotonic() - t0)
         with self.lock:
             self.out.nodes[node.name] = nr
         if r.error is None and r.rc != 0:

@@ -24,7 +24,7 @@ REASON_PREFIX = "nccldiag:"
 UNAVAILABLE = ("DOWN", "DRAIN", "FAIL", "NOT_RESPONDING", "POWERED_DOWN", "POWERING_DOWN", "POWER_DOWN",
                "FUTURE", "UNKNOWN", "REBOOT_ISSUED", "INVALID_REG")
 
-_KV = re.compile(r"(\w+)=(.*?)(?=\s+\w+=|$)")
+_KV = re.compile(r"(?<!\w)(\w+)=(.*?)(?=(?<!\s)\s+\w+=|$)")
 
 
 @dataclass

@@ -69,10 +69,23 @@ def _sources() -> Dict[str, str]:
             for m in pkgutil.walk_packages(nccldiag.__path__, "nccldiag.")}
 
 
-def _how(name: str, text: str) -> str:
-    """``match`` or ``fullmatch`` when every use of ``name`` in the package's source is that call, else search."""
-    uses = re.findall(rf"(?<![\w.]){re.escape(name)}\b(\.\w+)?", text)
-    calls = {u for u in uses}
+def _how(name: str, module: str, sources: Dict[str, str]) -> str:
+    """``match`` or ``fullmatch`` when every use of ``name`` is that call, else search: its uses in its module, and in
+    every module that reads it (``kernlog.NAME``, or a name imported: any module importing that name counts)."""
+    word = rf"(?<![\w.]){re.escape(name)}\b(\.\w+)?"
+    uses = re.findall(word, sources[module])
+    for other, text in sources.items():
+        if other != module and name in text:
+            uses += re.findall(rf"(?<![\w.]){re.escape(module.rsplit('.', 1)[1])}\.{re.escape(name)}\b(\.\w+)?", text)
+            imports = len(re.findall(rf"\bimport\b[^\n(]*\b{re.escape(name)}\b|\bimport \([^)]*\b{re.escape(name)}\b",
+                                     text))
+            if imports:
+                found = re.findall(word, text)
+                for _ in range(imports):  # the import itself is no use
+                    if "" in found:
+                        found.remove("")
+                uses += found
+    calls = set(uses)
     calls.discard("")  # the definition itself, and any other plain use, count as a search (passed on)
     plain = sum(1 for u in uses if not u)
     if plain <= 1 and calls and {c.lstrip(".") for c in calls} <= _ANCHORED:
@@ -118,7 +131,6 @@ def collect() -> List[Expr]:
     """Every expression of the package: module attributes, inline calls, and the knowledge tables' rows."""
     out: Dict[Tuple, Expr] = {}
     sources = _sources()
-    everything = "\n".join(sources.values())
     for name, text in sources.items():
         for node in ast.walk(ast.parse(text)):
             f = getattr(node, "func", None)
@@ -147,8 +159,8 @@ def collect() -> List[Expr]:
                 continue
             _walk(v, f"{name}.{k}", out, seen)
             e = out.get((v.pattern, v.flags)) if isinstance(v, re.Pattern) else None
-            if e is not None and e.where.startswith(name + ":"):  # a module's own expression: named, and run as used
-                e.where, e.how = f"{name}.{k}", _how(k, everything)
+            if e is not None and (e.where.startswith(name + ":") or e.where == f"{name}.{k}"):  # a module's own expression: named, and run as used
+                e.where, e.how = f"{name}.{k}", _how(k, name, sources)
     from nccldiag import knowledge
     folder = os.path.dirname(knowledge.__file__)
     for f in sorted(os.listdir(folder)):
@@ -345,24 +357,10 @@ def test_the_expressions_are_collected():
     assert any(e.where.startswith("nccldiag.areas.firmware:") for e in EXPRS)  # written inline
 
 
-# Expressions still faster than linear on some line, each run by check and a paste only on lines cut first (a
-# node's source at 4 KiB by areas.base.Sections.bounded, a pasted line at 4 KiB by paste.lines.MAX_LINE), so that a
-# line costs a bounded time there: listed here until they are rewritten (skipped).
-STILL_SLOW = {
-    "nccldiag.areas.firmware._FLINT_CMD", "nccldiag.areas.ibcounters._PQ_COMMAND",
-    "nccldiag.areas.infiniband._SYSFS_GREP", "nccldiag.areas.kernlog:98", "nccldiag.areas.kernlog._PREFIX",
-    "nccldiag.areas.pcie._TREE_OTHER_GPU", "nccldiag.areas.pcie._TREE_GPU", "nccldiag.areas.xid._BUS_IN",
-    "nccldiag.benchmarks.perftest._VALUE", "nccldiag.benchmarks.perftest:79", "nccldiag.probe.analysis:197",
-    "nccldiag.slurm.nodes._KV", "nccldiag.paste.kinds.kernel:54", "nccldiag.paste.lines._GREP",
-}
-
-
 @pytest.mark.parametrize("group", sorted(_GROUPS))
 def test_every_expression_is_linear_in_the_line(group):
     failed = {}
     for expr in _GROUPS[group]:
-        if expr.where in STILL_SLOW:
-            continue
         bad = slow_lines(expr)
         if bad:
             failed[f"{expr.where} ({expr.how}) {expr.pattern.pattern!r}"] = bad
@@ -396,9 +394,57 @@ REWRITTEN = {
          r"\s*\[?(?P<addr>[0-9a-fA-F:.%\w]*)\]?(?:<\d+>)?[^\n]{0,300}?")],
     ("nccldiag.diagnosis.signs", "HIDDEN"): [(r"/dev/infiniband[^\n]{0,380}?", r"/dev/infiniband\S{0,80}?[^\n]{0,300}?")],
     ("nccldiag.nccl.grammar", "_MERGED_NIC"): [(r"[^{}]*", r"[^}]*")],
+    ("nccldiag.areas.firmware", "_FLINT_CMD"): [(r".{0,512}?\s-d", r".*?\s-d")],
+    ("nccldiag.areas.ibcounters", "_PQ_COMMAND"): [(r".{0,512}?-C", r".*?-C"), (r".{0,512}?-P", r".*?-P")],
+    ("nccldiag.areas.infiniband", "_SYSFS_GREP"): [
+        (r"/\S{0,512}?/infiniband/[^/\s:]{1,512}/[^:\s]{1,512}):", r"/\S*?/infiniband/[^/\s:]+/[^:\s]+):")],
+    ("nccldiag.areas.kernlog", "_PREFIX"): [(r"(\[[^\]]*\]\s*)", r"(\[\s*[^\]]*\]\s*)")],
+    ("nccldiag.areas.pcie", "_TREE_OTHER_GPU"): [(r"Intel Corporation .{0,512}(", r"Intel Corporation .*(")],
+    ("nccldiag.areas.pcie", "_TREE_GPU"): [(r"NVIDIA Corporation.{0,512}(", r"NVIDIA Corporation.*(")],
+    ("nccldiag.areas.xid", "_BUS_IN"): [(r"(?:PCI:\s*)?(", r"(?:PCI:)?\s*(")],
+    ("nccldiag.benchmarks.perftest", "_BW_AVERAGE"): [(r"[^\]]{1,512}", r"[^\]]+")],
+    ("nccldiag.probe.analysis", "_MASTER_ADDR"): [(r"(\S[^'\s]{0,511})", r"(\S+?)")],
+    ("nccldiag.slurm.nodes", "_KV"): [(r"(?<!\w)(\w+)", r"(\w+)"), (r"(?=(?<!\s)\s+", r"(?=\s+")],
+    ("nccldiag.paste.kinds.kernel", "_NOT_LITERAL"): [(r"[^\]]{0,512}", r"[^\]]*"), (r"[^)]{0,512}", r"[^)]*")],
 }
+# how each result is used (what must read as before): "any" whether it matches (a clue), "groups" the names it
+# captures, "addr" the address it captures, "found" the first match's span and groups, "match" an anchored match's,
+# "all" every match's span and groups (findall, sub)
 USED = {("nccldiag.diagnosis.rules.nccl_env", "NAMED"): "groups", ("nccldiag.nccl.grammar", "_MERGED_NIC"): "all",
-        ("nccldiag.diagnosis.signs", "CONNECT"): "addr"}
+        ("nccldiag.diagnosis.signs", "CONNECT"): "addr",
+        ("nccldiag.areas.firmware", "_FLINT_CMD"): "found", ("nccldiag.areas.ibcounters", "_PQ_COMMAND"): "found",
+        ("nccldiag.areas.infiniband", "_SYSFS_GREP"): "match", ("nccldiag.areas.kernlog", "_PREFIX"): "match",
+        ("nccldiag.areas.xid", "_BUS_IN"): "match", ("nccldiag.benchmarks.perftest", "_BW_AVERAGE"): "found",
+        ("nccldiag.probe.analysis", "_MASTER_ADDR"): "found", ("nccldiag.slurm.nodes", "_KV"): "all",
+        ("nccldiag.paste.kinds.kernel", "_NOT_LITERAL"): "all"}
+
+
+def _fits(key, text: str) -> bool:
+    """Whether ``text`` is a line the expression ``key`` is written for."""
+    if key == ("nccldiag.diagnosis.rules.nccl_env", "NAMED") and re.search(r"\s{9}", text):
+        return False  # a name and its value are never nine blanks apart in NCCL's words
+    if key == ("nccldiag.nccl.grammar", "_MERGED_NIC") and text.count("{") > 1:
+        return False  # a merged NIC's list holds no brace of its own
+    return True
+
+
+def _differs(key, old: "re.Pattern", new: "re.Pattern", text: str) -> object:
+    """How ``new`` reads ``text`` otherwise than ``old`` in what its caller uses (None when it reads it as before)."""
+    how = USED.get(key, "any")
+    if how == "all":
+        before, after = ([(m.span(), m.groups()) for m in p.finditer(text)] for p in (old, new))
+    elif how == "match":
+        before, after = ((m.span(), m.groups()) if m else None for m in (old.match(text), new.match(text)))
+    elif how == "found":
+        before, after = ((m.span(), m.groups()) if m else None for m in (old.search(text), new.search(text)))
+    else:
+        b, a = old.search(text), new.search(text)
+        before, after = bool(b), bool(a)
+        if how == "groups" and b and a:
+            before, after = [g for g in b.groups() if g], [g for g in a.groups() if g]
+        elif how == "addr" and b and a and re.match(r"[^\w:.%\n]", text[b.end("addr"):] or " "):
+            before, after = b.group("addr"), a.group("addr")
+    return None if before == after else (before, after)
 
 
 @pytest.mark.parametrize("key", sorted(REWRITTEN), ids=lambda k: f"{k[0].rsplit('.', 1)[1]}.{k[1]}")
@@ -406,24 +452,39 @@ USED = {("nccldiag.diagnosis.rules.nccl_env", "NAMED"): "groups", ("nccldiag.ncc
 @given(data=st.data())
 def test_each_expression_made_linear_reads_a_normal_line_as_before(key, data):
     """On lines a few hundred characters long (CONSTRUCTED: matches of either expression, and their literal
-    pieces shuffled with blanks and characters), the rewritten expression finds what it found before: whether it
-    matches (all a clue search uses), the names it captures, each match of a list."""
+    pieces shuffled with blanks and characters), the rewritten expression finds what it found before, in what its
+    caller uses (:data:`USED`): whether it matches (all a clue search uses), the names it captures, each match."""
     old, new = _before(*key), getattr(importlib.import_module(key[0]), key[1])
     words = pieces(old) + [" ", "  ", "0", "a", ":", "[", "]", "{", "}", "=", "/", ".", "_", "-", "lib", ".so",
-                           "10.0.0.1", "<34567>", "%eth0", " failed", "NCCL_ALGO"]
+                           "10.0.0.1", "<34567>", "%eth0", " failed", "NCCL_ALGO", "'", "\t"]
     shuffled = st.lists(st.sampled_from(words), max_size=30).map("".join)
     text = data.draw(st.one_of(st.from_regex(old), st.from_regex(new), shuffled,
                                st.tuples(shuffled, st.from_regex(old), shuffled).map("".join)))
     text = text.replace("\n", " ")[:300]
-    assume(not re.search(r"\s{9}", text))  # a name and its value are never nine blanks apart in NCCL's words
-    how = USED.get(key)
-    if how == "all":
-        assume(text.count("{") <= 1)  # a merged NIC's list holds no brace of its own
-    before, after = old.search(text), new.search(text)
-    assert bool(before) == bool(after), text
-    if how == "groups" and before:
-        assert [g for g in before.groups() if g] == [g for g in after.groups() if g], text
-    elif how == "all":
-        assert [m.span() for m in old.finditer(text)] == [m.span() for m in new.finditer(text)], text
-    elif how == "addr" and before and re.match(r"[^\w:.%\n]", text[before.end("addr"):] or " "):
-        assert before.group("addr") == after.group("addr"), text
+    assume(_fits(key, text))
+    assert _differs(key, old, new, text) is None, text
+
+
+def _real_lines() -> List[str]:
+    from tests import real
+    return sorted({line for p in sorted(real.ROOT.rglob("*")) if p.is_file()
+                   for line in p.read_text(encoding="utf-8", errors="replace").splitlines()})
+
+
+def test_each_expression_made_linear_reads_every_real_line_as_before():
+    """Every line of every real capture (node outputs, NCCL logs, the cases' evidence), and every pattern of the
+    kernel-message table (what the paste reader takes its words from), is read by each rewritten expression as
+    before."""
+    from tests import real
+    from nccldiag.areas import kernlog
+    real.require()
+    lines = _real_lines()
+    assert len(lines) > 3000, len(lines)
+    patterns = [m.keep for m in kernlog.MESSAGES] + list(kernlog.CONTEXT)
+    differ = {}
+    for key in REWRITTEN:
+        old, new = _before(*key), getattr(importlib.import_module(key[0]), key[1])
+        for text in lines + patterns:
+            if _fits(key, text) and _differs(key, old, new, text) is not None:
+                differ.setdefault(key, []).append((text[:200], _differs(key, old, new, text)))
+    assert not differ, differ

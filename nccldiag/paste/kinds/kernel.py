@@ -37,6 +37,10 @@ _SUBSYSTEM = re.compile(r"(?:NVRM|nvidia(?:-[\w-]{1,30})?|nv_peer_mem|nvidia_pee
                         r"oom-kill|oom_reaper|Call Trace|\[<[0-9a-f]|systemd-networkd)\b")
 
 
+# what is not a literal of an expression: a class, a group, an escape, a repeated character
+_NOT_LITERAL = re.compile(r"\[[^\]]{0,512}\]|\([^)]{0,512}\)|\\.|.[*+?]")
+
+
 def _literals(pattern: str) -> List[str]:
     """The longest literal piece of each alternative of a keep expression (``Link (DOWN|down)`` -> ``Link ``)."""
     out: List[str] = []
@@ -51,7 +55,7 @@ def _literals(pattern: str) -> List[str]:
             start = i + 1
     parts.append(pattern[start:])
     for part in parts:
-        runs = re.findall(r"[A-Za-z0-9 :_\-/]{3,}", re.sub(r"\[[^\]]*\]|\([^)]*\)|\\.|.[*+?]", "\0", part))
+        runs = re.findall(r"[A-Za-z0-9 :_\-/]{3,}", _NOT_LITERAL.sub("\0", part))
         if runs:
             out.append(max(runs, key=len))
     return out
