@@ -376,6 +376,7 @@ ERROR_WORDS = (
     "out of memory", "busy or unavailable", "Insufficient", "insufficient", "not found", "Unknown Error",
     "is neither AF_INET", "Duplicate GPU detected", "terminate called after throwing",
     "fi_getinfo",  # libfabric's fi_info names the call only when it failed: 'fi_getinfo: -61 (No data available)'
+    "No space left on device", "Disk quota exceeded",  # ENOSPC and EDQUOT: 'OSError: [Errno 28] No space left on device'
 )
 _ERROR_TEXT = re.compile(r"\b(?:" + _alternation(ERROR_WORDS) + r")\b")
 # Kernel lines about GPUs, the IOMMU, PCIe, RDMA and the fabric manager (_KERNEL_TEXT).

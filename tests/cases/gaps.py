@@ -45,10 +45,6 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "'Verdict: WARN Failure reported by a node or a rank: gpu application fault (high confidence)', exit 0: the "
         "bare Xid 31 line (an MMU fault that killed the process's CUDA context) is named an application's fault, "
         "but as a warning only, so the CLI exits 0 on a run that failed", exits_0=True),
-    "node-mlengineering-tmp-full-oserror-errno28-no-space-left": Gap(
-        "missed",
-        "'Verdict: FAIL Unexplained failure (low confidence)', exit 1: 'OSError: [Errno 28] No space left on device' is "
-        "read as a Python exception and left unexplained; that a file system of the node is full is not named"),
     "net-fastllm-docs-desync-detected-barrier-train-begin-pythonhashseed": Gap(
         "missed",
         "'Verdict: FAIL Unexplained failure (low confidence)', exit 1: Fast-LLM's 'RuntimeError: Desync detected for "
