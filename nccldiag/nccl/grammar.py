@@ -390,6 +390,7 @@ ERROR_WORDS = (
     "fi_getinfo",  # libfabric's fi_info names the call only when it failed: 'fi_getinfo: -61 (No data available)'
     # PyTorch's warning of a GPU its build has no kernels for, and the line after it naming what the build has
     "is not compatible with the current PyTorch installation", "install supports CUDA capabilities",
+    "No space left on device", "Disk quota exceeded",  # ENOSPC and EDQUOT: 'OSError: [Errno 28] No space left on device'
 )
 _ERROR_TEXT = re.compile(r"\b(?:" + _alternation(ERROR_WORDS) + r")\b")
 # Kernel lines about GPUs, the IOMMU, PCIe, RDMA and the fabric manager (_KERNEL_TEXT).

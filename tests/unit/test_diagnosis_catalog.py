@@ -890,3 +890,27 @@ def test_an_nccl_segment_found_gone_at_unlink_is_removed_under_it_not_too_small(
     assert top(prefixed).id == "shm-removed"
     for name, text in _healthy_texts().items():
         assert "other:systemd-removeipc" not in categories(text), name
+
+
+def test_a_full_file_system_is_named_and_a_full_dev_shm_stays_dev_shm():
+    # real: the ML engineering book's storage chapter, a job's write to a full /tmp on a compute node
+    d = top(_in_repo_case("node-mlengineering-tmp-full-oserror-errno28-no-space-left"))
+    assert d.id == "file-system-full" and d.category == "other:file-system-full" and d.severity == "fail", d
+    # the same errno on a quota (the C library's words for EDQUOT, written for this test)
+    assert categories("tar: ckpt/shard-00017.bin: Cannot write: Disk quota exceeded\n") == ["other:file-system-full"]
+    # ENOSPC on a shared-memory segment is /dev/shm's, never a file system's: NCCL's WARN in the form of
+    # src/os/linux.cc (the sample of knowledge/nccl.toml's shm-segment-failed) and PyTorch's shared-memory file
+    # (the form of torch/csrc's 'unable to write to file </torch_...>'), both written for this test
+    nccl = ("n1:3401:3467 [0] include/shm.h:48 NCCL WARN Error while creating shared memory segment "
+            "/dev/shm/nccl-oANTNJ (size 9637888), error: No space left on device (28)\n")
+    assert categories(nccl)[:1] == ["shm_too_small"] and "other:file-system-full" not in categories(nccl)
+    torch_shm = "RuntimeError: unable to write to file </torch_18692_1954506624>: No space left on device (28)\n"
+    assert "other:file-system-full" not in categories(torch_shm)
+
+
+def test_no_healthy_in_repo_case_reads_as_a_full_file_system():
+    from tests import realcases
+    healthy = [c for c in realcases.cases(realcases.IN_REPO) if c.healthy]
+    assert len(healthy) >= 20
+    for c in healthy:
+        assert "file-system-full" not in [d.id for d in verdict(_in_repo_case(c.id))], c.id

@@ -64,7 +64,8 @@ BEFORE = {
                             r"[Tt]imed? ?out|[Rr]efused|[Uu]nreachable|[Aa]bort(?:ed|ing)?|[Kk]illed|[Ss]egmentation fault|"
                             r"core dumped|not supported|[Uu]nable to|[Cc]annot|[Cc]an't|[Cc]ould not|[Cc]ouldn't|[Dd]enied|"
                             r"[Nn]o such|[Ii]nvalid|[Mm]ismatch|out of memory|busy or unavailable|[Ii]nsufficient|not found|"
-                            r"Unknown Error|is neither AF_INET|Duplicate GPU detected|terminate called after throwing)\b"),
+                            r"Unknown Error|is neither AF_INET|Duplicate GPU detected|terminate called after throwing|fi_getinfo|"
+                            r"No space left on device|Disk quota exceeded)\b"),
     "_KERNEL_TEXT": ("bool", r"NVRM:|\bXid\b|AMD-Vi|\bDMAR\b|IO_PAGE_FAULT|nv_peer_mem|nvidia[-_]peermem|PCIe Bus Error|"
                              r"\bAER\b|\bmlx\d_(?:core|ib|en)\b|fallen off the bus|\bib_umad\b|nv-fabricmanager|"
                              r"[Ff]abric ?[Mm]anager"),
