@@ -99,7 +99,27 @@ PREFIX = re.compile(
     r"(?:NCCL )?(?P<level>INFO|WARN|TRACE|ABORT)(?= |$)"
 )
 _WARN_TS = re.compile(r"\[(\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?)\]\s*$")
-_LAUNCHER = re.compile(r"^\s*(?:\[\d+,(?P<ompi>\d+)\]<(?:stdout|stderr)>:|\[rank(?P<torch>\d+)\]:|(?P<srun>\d+): )")
+_LAUNCHER = re.compile(r"^[ \t]{0,12}(?:\[\d{1,9},(?P<ompi>\d{1,9})\]<(?:stdout|stderr)>:|"
+                       r"\[(?:rank|default|local_rank)(?P<torch>\d{1,9})\]:|(?P<srun>\d{1,9}): )")
+# What else a launcher, a logger or a terminal puts before each line, taken off in any order before a line
+# without an NCCL prefix is read (front()): a timestamp (ISO, dmesg's '[ 12.345]' and '-T' '[Wed May  1
+# 12:00:00 2024]', a syslog or journal prefix, which names a host and a process), a quote mark, vLLM's worker
+# label, and pdsh's or clush's 'host: ' (a lower-case name holding a digit: never a message's first word).
+# the names the kernel puts at the front of its messages, which are no hosts
+_DEVICE_NAMES = (r"(?:nvidia|nvswitch|nv_|mlx|ib\d|ibp|eth\d|en[opsx]|wl|bond|nvme|sd[a-z]|hfi|i40|ice|irdma|bnxt|qed|"
+                 r"usb|ata\d|scsi|pci|acpi|xhci|virtio|vfio|dm-|md\d|loop|tty|cpu|mpt|megasas|ahci|i2c|drm|snd|hid|"
+                 r"input|rtc|tpm|ipmi|kvm|efi|nfs|docker|veth|br-|vxlan|lo\b|cuda|sm_?\d|gfx\d)")
+_FRONT = re.compile(
+    r"[ \t]{0,12}(?:>[ \t]?|"
+    r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d)?(?: |:[ \t]|$)|"
+    r"\[[ \t]{0,12}(?:\d{1,10}\.\d{1,9}|\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d)?|[A-Z][a-z]{2} [A-Z][a-z]{2}[ \t]{1,2}\d{1,2} \d\d:\d\d:\d\d \d{4})\][ \t]?|"
+    r"[A-Z][a-z]{2} {1,2}\d{1,2} \d\d:\d\d:\d\d(?:[.,]\d{1,9})? [^\s:\[\]]{1,253} "
+    r"[^\s:\[\]]{1,100}(?:\[\d{1,10}\])?:[ \t]?|"
+    r"\((?:VllmWorkerProcess|RayWorkerWrapper|EngineCore(?:_\d{1,4})?|Worker(?:_TP\d{1,4})?)"
+    r"(?: pid=\d{1,10})?(?:, ip=[\w.:-]{1,64})?\)[ \t]|"
+    r"(?!" + _DEVICE_NAMES + r")(?=[a-z0-9.-]{0,62}\d)[a-z][a-z0-9.-]{0,62}: )")
+_FRONT_FIRST = frozenset(" \t>[(0123456789abcdefghijklmnopqrstuvwxyzADFJMNOS")
+MAX_FRONT = 6  # things taken off the front of one line at most
 
 
 @dataclass
@@ -235,19 +255,40 @@ class Reader:
         return out
 
 
+def front(line: str) -> Tuple[str, Optional[int]]:
+    """``line`` (cleaned) without what launchers, loggers and pastes put before it (:data:`_LAUNCHER`,
+    :data:`_FRONT`, in any order, :data:`MAX_FRONT` at most), and the rank a launcher's tag names (or None)."""
+    lrank = None
+    for _ in range(MAX_FRONT):
+        first = line[:1]
+        if first in _LAUNCHER_FIRST:
+            m = _LAUNCHER.match(line)
+            if m:
+                if lrank is None:
+                    lrank = num(next(g for g in m.groups() if g is not None))
+                line = line[m.end():]
+                continue
+        if first in _FRONT_FIRST:
+            m = _FRONT.match(line)
+            if m and m.end():
+                line = line[m.end():]
+                continue
+        break
+    return line, lrank
+
+
 def read_line(raw: str) -> Tuple[str, Optional[int], str, Optional[Tuple[Tuple, ...]]]:
     """What line ``raw`` reads as, whatever its number and the lines around it: ``(line, launcher rank, body,
     prefixes)``; the line cleaned and stripped, the rank of a launcher's tag; for a line without an NCCL prefix,
     ``prefixes`` is ``None`` and ``body`` the stripped text after the tag; else ``prefixes`` holds, for each NCCL
     prefix, the fields of its record but where it was read (:class:`Rec` and :class:`Loc`)."""
     line = clean(raw)
-    m_l = _LAUNCHER.match(line) if line[:1] in _LAUNCHER_FIRST else None
-    lrank = None
-    if m_l:
-        lrank = num(next(g for g in m_l.groups() if g is not None))
     matches = prefixes(line)
     if not matches:
-        return line.strip(), lrank, (line[m_l.end():] if m_l else line).strip(), None
+        body, lrank = front(line)
+        return line.strip(), lrank, body.strip(), None
+    m_l = _LAUNCHER.match(line) if line[:1] in _LAUNCHER_FIRST else None
+    lrank = num(next(g for g in m_l.groups() if g is not None)) if m_l else None
     parts = []
     before = 0  # where the text between the prefix before and this one starts
     for i, m in enumerate(matches):
