@@ -53,7 +53,7 @@ _IPV4 = re.compile(r"\b(?:\d{1,3}\.){3}\d{1,3}\b")
 _PCI = re.compile(r"\b[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]\b")
 _HOME = re.compile(r"/home/[^/\s'\"]+")
 _NCCL_HOST = re.compile(r"^(\s*)([A-Za-z][\w.-]*)(:\d+:\d+ \[)", re.M)  # host:pid:tid [dev] NCCL ...
-_SYSLOG_HOST = re.compile(r"^(\w{3} [ \d]\d \d\d:\d\d:\d\d )(\S+)( )", re.M)
+_SYSLOG_HOST = re.compile(r"^(\w{3} [ \d]\d \d\d:\d\d:\d\d )([^\s:]+)( [^\s:]+(?:\[\d+\])?:)", re.M)  # host, process
 
 
 def anonymised(ip: str = "x.x.x.x", pci: str = "0000:xx:00.0", host: str = "node-xxx") -> Transform:

@@ -25,6 +25,7 @@ lines holding one of them.
 """
 from __future__ import annotations
 
+import html
 import re
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Tuple, Union
@@ -144,10 +145,21 @@ _BULLET = re.compile(r"^\s*(?:[*+•]|-(?=\s+(?:\S[^\s:]*:\S[^\s:]*:\S+ \[|\[|NC
 _FENCE = re.compile(r"^\s*(?:```|~~~)")
 
 
+_ENTITY = re.compile(r"&(?:[a-zA-Z]{2,8}|#\d{1,7}|#[xX][0-9a-fA-F]{1,6});")
+_BREAK_END = re.compile(r"(?:<br[ \t]{0,4}/?>[ \t]{0,8}){1,4}$", re.I)
+
+
 def clean(line: str) -> str:
-    """The line without colour codes (and their ESC-less residue), markdown wrapping, or trailing blanks."""
+    """The line without a byte order mark, colour codes (and their ESC-less residue), markdown wrapping, HTML
+    escapes and the ``<br>`` that ends a line copied from a web page, or trailing blanks."""
+    if line[:1] == "\ufeff":  # the byte order mark a Windows editor writes at the start of a text
+        line = line[1:]
     if "\x1b" in line:
         line = _ANSI.sub("", line)
+    if "&" in line and ";" in line and _ENTITY.search(line):
+        line = html.unescape(line).replace("\xa0", " ")
+    if ">" in line and "<" in line:
+        line = _BREAK_END.sub("", line.rstrip())
     if "m" in line and "[" in line and _ANSI_RESIDUE.search(line):
         line = _ANSI_RESIDUE.sub("", line)
     first = line[:1]
@@ -162,6 +174,17 @@ def clean(line: str) -> str:
     if "`" in line:
         line = line.replace("`", "")
     return line.rstrip()
+
+
+# A host name as people redact it before they post a log: 'node-xxx', 'XXXX', '<redacted>', '<hostname>', '***',
+# '...', 'host-REDACTED'. Such a name tells no host from another: several machines share it.
+_ANONYMISED_HOST = re.compile(r"[\w.-]{0,60}(?:[xX]{3}|\*{3}|\.\.\.|[Rr]edacted|REDACTED|[Aa]nonymi[sz]ed)[\w.*-]{0,60}|"
+                              r"<[\w .-]{1,40}>|\*{1,8}|[xX]{1,8}")
+
+
+def anonymised_host(host: str) -> bool:
+    """Whether ``host`` (a host name read in a log) was redacted before the log was posted."""
+    return bool(host) and _ANONYMISED_HOST.fullmatch(host) is not None
 
 
 def _num(s: str) -> int:
