@@ -233,7 +233,7 @@ class Reader:
     ``again``), up to :data:`READ_MEMO_BYTES` of them, so a line that comes again (the same setting line of every
     communicator, read in full while its list of records fills) is cleaned and matched once."""
 
-    __slots__ = ("source", "prev", "held", "memo", "room", "width")
+    __slots__ = ("source", "prev", "held", "memo", "room")
 
     def __init__(self, source: str) -> None:
         self.source = source
@@ -241,7 +241,6 @@ class Reader:
         self.held: List[Rec] = []
         self.memo: Dict[str, Tuple] = {}
         self.room = READ_MEMO_BYTES
-        self.width = 0  # the length of the line that held the last record (a terminal's wrap: TERMINAL_WIDTHS)
 
     def line(self, n: int, raw: str, again: bool = True) -> List[Rec]:
         """Read line ``n``: the records it completes, in order (those held before it, a bare line's own).
@@ -260,24 +259,11 @@ class Reader:
                 prev.msg += body.strip()
                 prev.text += body.strip()
                 return []
-            if (prev is not None and prev.at.lineno == n - 1 and self.width in TERMINAL_WIDTHS and lrank is None
-                    and body and len(raw) <= self.width + 2):
-                # A record cut at a terminal's width (its line exactly as long): the line after it is its rest.
-                rest = clean(raw)
-                prev.msg += rest
-                prev.text += rest
-                self.prev = None
-                return []
             out = self.held
             self.held = []
             self.prev = None
             if body:
-                rec = Rec("bare", body, Loc(self.source, n), stripped, launcher_rank=lrank)
-                width = len(raw.rstrip("\r\n"))
-                if width in TERMINAL_WIDTHS:  # perhaps cut by a terminal: held back for its rest
-                    self.held, self.prev, self.width = [rec], rec, width
-                else:
-                    out.append(rec)
+                out.append(Rec("bare", body, Loc(self.source, n), stripped, launcher_rank=lrank))
             return out
         out = self.held
         source = self.source
@@ -285,7 +271,6 @@ class Reader:
                 for kind, msg, host, pid, tid, dev, text, file, fl, func, ts in parts]
         self.prev = held[-1]
         self.held = held
-        self.width = len(raw.rstrip("\r\n"))
         return out
 
     def end(self) -> List[Rec]:
@@ -366,9 +351,6 @@ def prefixes(line: str) -> List["re.Match[str]"]:
             break
         out.append(m)
     return out
-
-
-TERMINAL_WIDTHS = (80,)  # the columns at which a terminal or a forum wraps a line it shows
 
 
 def wrapped(prev_msg: str, body: str) -> bool:
