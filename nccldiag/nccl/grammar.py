@@ -28,6 +28,7 @@ lines holding one of them.
 """
 from __future__ import annotations
 
+import html
 import re
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Tuple, Union
@@ -110,7 +111,27 @@ _WARN_TS = re.compile(
     r"(?:\[(?P<b>(?:\d{4}-\d\d-\d\d[ T])?\d\d:\d\d:\d\d(?:[.,]\d{1,9})?)\]"
     r"|(?<![^\s\]>:])(?P<u>\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?|\d{9,11}(?:\.\d{1,9})?))\s*$")
 TS_ROOM = 64
-_LAUNCHER = re.compile(r"^\s*(?:\[\d+,(?P<ompi>\d+)\]<(?:stdout|stderr)>:|\[rank(?P<torch>\d+)\]:|(?P<srun>\d+): )")
+_LAUNCHER = re.compile(r"^[ \t]{0,12}(?:\[\d{1,9},(?P<ompi>\d{1,9})\]<(?:stdout|stderr)>:|"
+                       r"\[(?:rank|default|local_rank)(?P<torch>\d{1,9})\]:|(?P<srun>\d{1,9}): )")
+# What else a launcher, a logger or a terminal puts before each line, taken off in any order before a line
+# without an NCCL prefix is read (front()): a timestamp (ISO, dmesg's '[ 12.345]' and '-T' '[Wed May  1
+# 12:00:00 2024]', a syslog or journal prefix, which names a host and a process), a quote mark, vLLM's worker
+# label, and pdsh's or clush's 'host: ' (a lower-case name holding a digit: never a message's first word).
+# the names the kernel puts at the front of its messages, which are no hosts
+_DEVICE_NAMES = (r"(?:nvidia|nvswitch|nv_|mlx|ib\d|ibp|eth\d|en[opsx]|wl|bond|nvme|sd[a-z]|hfi|i40|ice|irdma|bnxt|qed|"
+                 r"usb|ata\d|scsi|pci|acpi|xhci|virtio|vfio|dm-|md\d|loop|tty|cpu|mpt|megasas|ahci|i2c|drm|snd|hid|"
+                 r"input|rtc|tpm|ipmi|kvm|efi|nfs|docker|veth|br-|vxlan|lo\b|cuda|sm_?\d|gfx\d)")
+_FRONT = re.compile(
+    r"[ \t]{0,12}(?:>[ \t]?|"
+    r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d)?(?: |:[ \t]|$)|"
+    r"\[[ \t]{0,12}(?:\d{1,10}\.\d{1,9}|\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d)?|[A-Z][a-z]{2} [A-Z][a-z]{2}[ \t]{1,2}\d{1,2} \d\d:\d\d:\d\d \d{4})\][ \t]?|"
+    r"[A-Z][a-z]{2} {1,2}\d{1,2} \d\d:\d\d:\d\d(?:[.,]\d{1,9})? [^\s:\[\]]{1,253} "
+    r"[^\s:\[\]]{1,100}(?:\[\d{1,10}\])?:[ \t]?|"
+    r"\((?:VllmWorkerProcess|RayWorkerWrapper|EngineCore(?:_\d{1,4})?|Worker(?:_TP\d{1,4})?)"
+    r"(?: pid=\d{1,10})?(?:, ip=[\w.:-]{1,64})?\)[ \t]|"
+    r"(?!" + _DEVICE_NAMES + r")(?=[a-z0-9.-]{0,62}\d)[a-z][a-z0-9.-]{0,62}: )")
+_FRONT_FIRST = frozenset(" \t>[(0123456789abcdefghijklmnopqrstuvwxyzADFJMNOS")
+MAX_FRONT = 6  # things taken off the front of one line at most
 
 
 @dataclass
@@ -135,10 +156,21 @@ _BULLET = re.compile(r"^\s*(?:[*+•]|-(?=\s+(?:\S[^\s:]*:\S[^\s:]*:\S+ \[|\[|NC
 _FENCE = re.compile(r"^\s*(?:```|~~~)")
 
 
+_ENTITY = re.compile(r"&(?:[a-zA-Z]{2,8}|#\d{1,7}|#[xX][0-9a-fA-F]{1,6});")
+_BREAK_END = re.compile(r"(?:<br[ \t]{0,4}/?>[ \t]{0,8}){1,4}$", re.I)
+
+
 def clean(line: str) -> str:
-    """The line without colour codes (and their ESC-less residue), markdown wrapping, or trailing blanks."""
+    """The line without a byte order mark, colour codes (and their ESC-less residue), markdown wrapping, HTML
+    escapes and the ``<br>`` that ends a line copied from a web page, or trailing blanks."""
+    if line[:1] == "\ufeff":  # the byte order mark a Windows editor writes at the start of a text
+        line = line[1:]
     if "\x1b" in line:
         line = _ANSI.sub("", line)
+    if "&" in line and ";" in line and _ENTITY.search(line):
+        line = html.unescape(line).replace("\xa0", " ")
+    if ">" in line and "<" in line:
+        line = _BREAK_END.sub("", line.rstrip())
     if "m" in line and "[" in line and _ANSI_RESIDUE.search(line):
         line = _ANSI_RESIDUE.sub("", line)
     first = line[:1]
@@ -153,6 +185,17 @@ def clean(line: str) -> str:
     if "`" in line:
         line = line.replace("`", "")
     return line.rstrip()
+
+
+# A host name as people redact it before they post a log: 'node-xxx', 'XXXX', '<redacted>', '<hostname>', '***',
+# '...', 'host-REDACTED'. Such a name tells no host from another: several machines share it.
+_ANONYMISED_HOST = re.compile(r"[\w.-]{0,60}(?:[xX]{3}|\*{3}|\.\.\.|[Rr]edacted|REDACTED|[Aa]nonymi[sz]ed)[\w.*-]{0,60}|"
+                              r"<[\w .-]{1,40}>|\*{1,8}|[xX]{1,8}")
+
+
+def anonymised_host(host: str) -> bool:
+    """Whether ``host`` (a host name read in a log) was redacted before the log was posted."""
+    return bool(host) and _ANONYMISED_HOST.fullmatch(host) is not None
 
 
 def _num(s: str) -> int:
@@ -246,19 +289,40 @@ class Reader:
         return out
 
 
+def front(line: str) -> Tuple[str, Optional[int]]:
+    """``line`` (cleaned) without what launchers, loggers and pastes put before it (:data:`_LAUNCHER`,
+    :data:`_FRONT`, in any order, :data:`MAX_FRONT` at most), and the rank a launcher's tag names (or None)."""
+    lrank = None
+    for _ in range(MAX_FRONT):
+        first = line[:1]
+        if first in _LAUNCHER_FIRST:
+            m = _LAUNCHER.match(line)
+            if m:
+                if lrank is None:
+                    lrank = num(next(g for g in m.groups() if g is not None))
+                line = line[m.end():]
+                continue
+        if first in _FRONT_FIRST:
+            m = _FRONT.match(line)
+            if m and m.end():
+                line = line[m.end():]
+                continue
+        break
+    return line, lrank
+
+
 def read_line(raw: str) -> Tuple[str, Optional[int], str, Optional[Tuple[Tuple, ...]]]:
     """What line ``raw`` reads as, whatever its number and the lines around it: ``(line, launcher rank, body,
     prefixes)``; the line cleaned and stripped, the rank of a launcher's tag; for a line without an NCCL prefix,
     ``prefixes`` is ``None`` and ``body`` the stripped text after the tag; else ``prefixes`` holds, for each NCCL
     prefix, the fields of its record but where it was read (:class:`Rec` and :class:`Loc`)."""
     line = clean(raw)
-    m_l = _LAUNCHER.match(line) if line[:1] in _LAUNCHER_FIRST else None
-    lrank = None
-    if m_l:
-        lrank = num(next(g for g in m_l.groups() if g is not None))
     matches = prefixes(line)
     if not matches:
-        return line.strip(), lrank, (line[m_l.end():] if m_l else line).strip(), None
+        body, lrank = front(line)
+        return line.strip(), lrank, body.strip(), None
+    m_l = _LAUNCHER.match(line) if line[:1] in _LAUNCHER_FIRST else None
+    lrank = num(next(g for g in m_l.groups() if g is not None)) if m_l else None
     parts = []
     before = 0  # where the text between the prefix before and this one starts
     for i, m in enumerate(matches):

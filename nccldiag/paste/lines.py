@@ -12,7 +12,7 @@ What people put around a node's output when they paste it, outermost first, each
 - ``grep``: the file name ``grep`` puts before each line it found (``messages:Jun 17 ...``,
   ``/var/log/kern.log:12:...``): a path, a log file's name, or a name ending ``.log``/``.txt``/``.out``/``.err``;
 - ``launcher``: a launcher's rank label (``[default3]:``, ``[rank0]:``, ``[1,0]<stdout>:``, srun ``--label``'s
-  ``3: ``) or kubectl's ``[pod/name/container] `` (which names the pod);
+  ``3: ``, vLLM's ``(VllmWorkerProcess pid=1234) ``) or kubectl's ``[pod/name/container] `` (which names the pod);
 - ``time``: a timestamp (ISO, ``[ 123.456]``, dmesg ``-H``'s ``[  +0.000004]``, ``-T``'s
   ``[Tue Apr 15 16:50:03 2025]``, a bracketed ISO time), ``dmesg --decode``'s ``kern  :warn  : ``, or a syslog or
   journal prefix (``Nov 29 00:12:15 host kernel: ``, which names the host);
@@ -93,6 +93,7 @@ class Peeled:
 _ANSI = re.compile(r"\x1b\[[0-9;?]{0,20}[A-Za-z]")
 _FENCE = re.compile(r"[ \t]{0,12}(?:```|~~~)")
 _BREAK = re.compile(r"<br[ \t]{0,4}/?>", re.I)
+_BREAK_END = re.compile(r"(?:<br[ \t]{0,4}/?>[ \t]{0,8}){1,4}$", re.I)
 
 
 def split_breaks(line: str) -> List[str]:
@@ -105,10 +106,14 @@ def split_breaks(line: str) -> List[str]:
 def unmark(line: str) -> Tuple[str, bool]:
     """The line without the markup chat and web pages leave, and whether there was some."""
     out = line.rstrip("\r\n")
+    if out[:1] == "\ufeff":  # the byte order mark a Windows editor writes at the start of a text
+        out = out[1:]
     if "\x1b" in out:
         out = _ANSI.sub("", out)
     if "&" in out and ";" in out:
         out = html.unescape(out).replace("\xa0", " ")
+    if "<" in out and _BREAK_END.search(out):  # the break that ends a line copied from a web page
+        out = _BREAK_END.sub("", out)
     if out[:1] in " \t`~" and _FENCE.match(out):
         return "", True
     if "**" in out:
@@ -131,7 +136,9 @@ _GREP = re.compile(r"(?:(?:[\w.~:-]{0,200}/){1,40}[\w.~-]{1,200}|[\w-]{1,100}\.(
                    r"messages|syslog|kern\.log|dmesg|daemon\.log)(?::\d{1,9})?[:-](?=\S)")
 _GREP_FILE = re.compile(r"[^:]{0,400}")
 _LAUNCHER = re.compile(r"\[(?:default|rank|local_rank)?\d{1,6}\]:|\[\d{1,6},\d{1,6}\]<std(?:out|err)>:|"
-                       r"[ \t]{0,8}\d{1,6}:[ \t]|\[pod/(?P<host>[\w.-]{1,253})(?:/[\w.-]{1,253})?\][ \t]")
+                       r"[ \t]{0,8}\d{1,6}:[ \t]|\[pod/(?P<host>[\w.-]{1,253})(?:/[\w.-]{1,253})?\][ \t]|"
+                       r"\((?:VllmWorkerProcess|RayWorkerWrapper|EngineCore(?:_\d{1,4})?|Worker(?:_TP\d{1,4})?)"
+                       r"(?: pid=\d{1,10})?(?:, ip=[\w.:-]{1,64})?\)[ \t]")
 _DECODE = re.compile(r"(?:kern|user|daemon|syslog)[ \t]{0,4}:[ \t]{0,4}[a-z]{3,7}[ \t]{0,4}:[ \t]?")
 _BRACKET = re.compile(
     r"\[[ \t]{0,12}(?:\+?\d{1,10}[.,]\d{1,9}|[A-Z][a-z]{2} [A-Z][a-z]{2}[ \t]{1,2}\d{1,2} \d\d:\d\d:\d\d \d{4}|"
@@ -209,7 +216,7 @@ def _layer(text: str, before: Sequence[str] = ()) -> Optional[Layer]:
         if m and len(text.strip()) > 2:
             return Layer("cell", m.group(0))
     if "time" in before:
-        if first in " \t[0123456789":
+        if first in " \t[(0123456789":
             m = _LAUNCHER.match(text)
             if m:
                 return Layer("launcher", m.group(0), m.group("host"))
@@ -218,6 +225,10 @@ def _layer(text: str, before: Sequence[str] = ()) -> Optional[Layer]:
             if m:
                 return Layer("quote", m.group(0))
         return _time(text, first)
+    if first in "[(":  # a launcher's label before a time: '[1,3]<stderr>:' is no '[1,3]' time
+        m = _LAUNCHER.match(text)
+        if m:
+            return Layer("launcher", m.group(0), m.group("host"))
     time = _time(text, first)
     if time is not None:
         return time
@@ -233,7 +244,7 @@ def _layer(text: str, before: Sequence[str] = ()) -> Optional[Layer]:
         m = _PROMPT.match(text)
         if m:
             return Layer("prompt", m.group(0), _named(m.group("host")) if m.group("host") else None)
-    if first in " \t[0123456789":
+    if first in " \t0123456789":
         m = _LAUNCHER.match(text)
         if m:
             return Layer("launcher", m.group(0), m.group("host"))

@@ -2,7 +2,8 @@
 ranks of one host and connects them with CUDA IPC or shared memory (P2P/IPC, SHM) across machines, which
 fails ('unhandled cuda error') or hangs.
 
-Evidence: one host name whose ranks sit on the same CUDA device twice, connected by P2P or SHM.
+Evidence: one host name whose ranks sit on the same CUDA device twice, connected by P2P or SHM. A host name
+redacted before the log was posted (``node-xxx``, ``<redacted>``) tells nothing: every host got it.
 References: horovod/horovod#110; NVIDIA/nccl#187 (host hash from the name before the first '.').
 """
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Dict, List, Set, Tuple
 from nccldiag.diagnosis import clues as C
 from nccldiag.diagnosis.inputs import Inputs
 from nccldiag.diagnosis.model import Diagnosis
+from nccldiag.nccl import grammar
 
 ID = "duplicate-hostname"
 TITLE = "Different hosts with the same host name"
@@ -29,7 +31,7 @@ def diagnose(inp: Inputs) -> List[Diagnosis]:
         devs: Dict[Tuple[str, str], Set[int]] = {}
         lines = []
         for ch in ls.facts.channels:
-            if ch.transport not in ("P2P", "SHM") or not ch.at.host:
+            if ch.transport not in ("P2P", "SHM") or not ch.at.host or grammar.anonymised_host(ch.at.host):
                 continue
             for rank, dev in ((ch.src, ch.src_dev), (ch.dst, ch.dst_dev)):
                 if rank is None or dev is None:

@@ -1,0 +1,140 @@
+"""The (case, transformation) pairs of tests/mutations.py on which a case named right is not named right
+any more, with the outcome of today and why.
+
+tests/unit/test_case_mutations.py runs every failed ``log`` case named right, and every healthy one, with its
+texts transformed as a paste damages them. Each pair listed here is a strict expectation of its outcome: when a
+change moves it (fixes it, or breaks it otherwise), the test fails until the entry is removed or updated. A pair
+not listed must stay ``right`` (``ok`` for a healthy case). Never add an entry to make a new break pass: an
+entry says why the transformed text no longer holds the evidence, or what the reader cannot yet read through.
+
+``outcome`` is :func:`tests.realcases.score`'s word. The pairs whose outcome is ``false all-clear`` or ``false
+alarm`` break a hard invariant; each is listed because the text left holds none of the failure (a tail, no INFO
+lines, only the lexicon's lines) or because of a reading not done yet (a wrap, :data:`FALSE_ALARMS`), as its
+reason says.
+"""
+from __future__ import annotations
+
+from typing import Dict, Tuple
+
+#: why a transformation can take the evidence of a case away, or what the reader does not read through yet
+WHY: Dict[str, str] = {
+    "tail-40": "the tail cut the evidence off: only the victim's later lines are left",
+    "tail-15": (
+        "the tail cut the evidence off (the WARN, the error line or the table's failing row is above the last"
+        " 15 lines)"),
+    "no-nccl-info": (
+        "the cause is read from NCCL INFO lines (plugin, GDR, socket interface lines): without them the text "
+        "holds none of it"),
+    "anon-x": "the redaction took the evidence: the cause is read from the host name or the address itself",
+    "anon-redacted": "the redaction took the evidence: the cause is read from the host name or the address itself",
+    "quote-html": (
+        "the anchor word of a pasted node output is HTML-escaped (CA &#x27;mlx5_10&#x27;): the paste reader looks "
+        "for its kinds' words in the raw text, before a line's escapes are read"),
+    "time-syslog": (
+        "a syslog 'host kernel:' prefix says every line is the kernel's: a tool's output (nvidia-smi, dcgmi) "
+        "or a program's lines never come so"),
+    "wrap-80": (
+        "a line wrapped at 80 columns splits the words the cause is read from over two lines, and a "
+        "continuation is not joined to its line outside an NCCL record"),
+    "lexicon-only": (
+        "only the failure lexicon's lines kept: the cause is read from the context they drop (NCCL INFO "
+        "lines, a table's header, the command before its output, a hang's missing result)"),
+}
+
+#: (case id, transformation) -> its outcome today
+KNOWN: Dict[Tuple[str, str], str] = {
+    ("gpu-bloom13b-logbook-ecc-uncorrectable-then-barrier-oom-faulty-node", "tail-40"): "wrong cause",
+    ("gpu-bloom13b-logbook-ecc-uncorrectable-then-barrier-oom-faulty-node", "tail-15"): "wrong cause",
+    ("gpu-gpuoperator-docs-validator-nvidia-smi-inforom-corrupted-rc14", "tail-15"): "false all-clear",
+    ("gpu-pytorch150852-nccl2262-nvls-invalid-argument-driver-122", "tail-15"): "missed",
+    ("node-gpud482-ibstat-port-down-polling-anonymised-guids", "tail-15"): "missed",
+    ("net-cscs-docs-nccl-net-plugin-ofi-could-not-find-aws-libfabric-not-found", "no-nccl-info"): "wrong cause",
+    ("net-nccl1634-hpcx-plugin-on-some-nodes-only-hang", "no-nccl-info"): "false all-clear",
+    ("net-nccl1837-socket-ifname-nonexistent-trainer-prefix", "no-nccl-info"): "wrong cause",
+    ("net-nvpeermem56-gdr-disabled-distance-phb-nccl247", "no-nccl-info"): "false all-clear",
+    ("net-oneflow3586-veth-linklocal-net-socket-connect-timeout", "no-nccl-info"): "false all-clear",
+    ("net-gitcode-blog-vllm-3x4090-socket-connect-abort-spare-server-ifname", "anon-x"): "missed",
+    ("net-nccl187-hostname-prefix-collision-p2p-ipc-across-hosts", "anon-x"): "missed",
+    ("net-gitcode-blog-vllm-3x4090-socket-connect-abort-spare-server-ifname", "anon-redacted"): "missed",
+    ("net-nccl187-hostname-prefix-collision-p2p-ipc-across-hosts", "anon-redacted"): "missed",
+    ("node-gpud482-ibstat-port-down-polling-anonymised-guids", "quote-html"): "missed",
+    ("gpu-bloom176b-logbook-eval-hang-no-timeout-dataloader-deadlock", "time-syslog"): "false all-clear",
+    ("gpu-mlengineering-dcgmi-diag-r2-gpu-memory-fail-faulty-node", "time-syslog"): "missed",
+    ("gpu-mlengineering-nvidia-smi-grep-sram-uncorrectable-broken-gpu", "time-syslog"): "missed",
+    ("node-gpuoperator-docs-nvidia-smi-q-fabric-state-in-progress-no-fabricmanager", "time-syslog"): "false all-clear",
+    ("gpu-automodel1038-consolidation-barrier-allgather-60s-timeout", "wrap-80"): "false all-clear",
+    ("gpu-bloom176b-logbook-eval-hang-no-timeout-dataloader-deadlock", "wrap-80"): "false all-clear",
+    ("gpu-gpud117-dmesg-xid45-nvidia-smi-hung-task-d-state", "wrap-80"): "wrong cause",
+    ("gpu-gpuoperator-docs-node-7-allocatable-gpus-device-plugin-xid79-unhealthy", "wrap-80"): "missed",
+    ("gpu-gpuoperator277-cuda-validator-forward-compat-non-supported-hw-driver-450", "wrap-80"): "missed",
+    ("gpu-lightly-docs-docker-dataloader-bus-error-shm-64mb", "wrap-80"): "missed",
+    ("gpu-nccl1372-h100-nccl-built-sm80-only-named-symbol", "wrap-80"): "missed",
+    ("gpu-nccl496-r460-driver-nccl-cuda113-api-not-supported", "wrap-80"): "missed",
+    ("gpu-nccltests37-8xv100-allgather-4g-out-of-bounds-nccl-bug", "wrap-80"): "missed",
+    ("gpu-pytorch150852-nccl2262-nvls-invalid-argument-driver-122", "wrap-80"): "missed",
+    ("gpu-pytorch97066-allreduce-size-mismatch-rank0-watchdog-timeout", "wrap-80"): "missed",
+    ("gpu-sglang531-2x-rtx4090-custom-allreduce-peer-access-unsupported", "wrap-80"): "missed",
+    ("net-bloom-jz-ops-notes-connect-refused-broken-node-network", "wrap-80"): "missed",
+    ("net-brcorekit141-healthy-efa-nccltests-mpirun-tagged", "wrap-80"): "false alarm",
+    ("net-cscs-docs-nccl-net-plugin-ofi-could-not-find-aws-libfabric-not-found", "wrap-80"): "missed",
+    ("net-cscs-docs-nccl-tests-invalid-usage-aws-libfabric-plugin-not-loaded", "wrap-80"): "missed",
+    ("net-gitcode-blog-vllm-3x4090-socket-connect-abort-spare-server-ifname", "wrap-80"): "missed",
+    ("net-mlengineering-azure-ib-error12-nodes-not-in-availability-set", "wrap-80"): "missed",
+    ("net-nccl1634-hpcx-plugin-on-some-nodes-only-hang", "wrap-80"): "false all-clear",
+    ("net-nccl1657-k8s-v100-gid-index-0-linklocal-modify-qp", "wrap-80"): "missed",
+    ("net-nccl1837-socket-ifname-nonexistent-trainer-prefix", "wrap-80"): "missed",
+    ("net-nccl529-ip6tnl0-linklocal-bootstrap-timeout-yt", "wrap-80"): "missed",
+    ("net-nccl718-gid-index-forced-differs-per-pod", "wrap-80"): "wrong cause",
+    ("net-nccl733-k8s-ib-completion-error12-nics-not-connected", "wrap-80"): "false all-clear",
+    ("net-nccl928-h100-ib-completion-error4-acs-gdr", "wrap-80"): "missed",
+    ("net-nccl969-pdsh-prefix-ib-collective-mismatch-env-config", "wrap-80"): "false all-clear",
+    ("net-nccltests14-docker-no-ip-interface-socket-creation-failed", "wrap-80"): "missed",
+    ("net-nccltests82-healthy-socket-forced-ib-disabled-warn-only", "wrap-80"): "false alarm",
+    ("net-nvidia-freebsd-docs-ifconfig-mce0-no-carrier-fec-sync-loss", "wrap-80"): "false all-clear",
+    ("net-oneflow3586-veth-linklocal-net-socket-connect-timeout", "wrap-80"): "false all-clear",
+    ("net-rccl1423-rdma-link-down-polling-flapping-port", "wrap-80"): "false all-clear",
+    ("node-awspc1150-messages-grep-nfs-not-responding-hung-task", "wrap-80"): "false all-clear",
+    ("node-gpuoperator610-journal-zh-locale-fabricmanager-nothing-to-do-no-nvswitch", "wrap-80"): "wrong cause",
+    ("node-ogkm1027-journal-rtx5090-proprietary-module-requires-open-modules", "wrap-80"): "wrong cause",
+    ("node-talosext511-fabricmanager-node-config-file-invalid-h200", "wrap-80"): "false all-clear",
+    ("gpu-autocast381-ddp-post-fit-rank0-only-barrier-watchdog", "lexicon-only"): "missed",
+    ("gpu-bloom176b-logbook-eval-hang-no-timeout-dataloader-deadlock", "lexicon-only"): "false all-clear",
+    ("gpu-cloudatlas-vm-passthrough-nvrm-bar0-invalid-pcihole64-realloc", "lexicon-only"): "wrong cause",
+    ("gpu-gpuoperator-docs-validator-nvidia-smi-inforom-corrupted-rc14", "lexicon-only"): "false all-clear",
+    ("gpu-mlengineering-dcgmi-diag-r2-gpu-memory-fail-faulty-node", "lexicon-only"): "false all-clear",
+    ("gpu-mlengineering-nvidia-smi-grep-sram-uncorrectable-broken-gpu", "lexicon-only"): "false all-clear",
+    ("gpu-nccl104-8xm40-nccl1-test-stalls-acs", "lexicon-only"): "false all-clear",
+    ("gpu-nccl257-4x1080ti-allreduce-hang-intel-iommu", "lexicon-only"): "false all-clear",
+    ("gpu-nccltests37-8xv100-allgather-4g-out-of-bounds-nccl-bug", "lexicon-only"): "missed",
+    ("gpu-torchtitan1224-ep-duplicate-gpu-set-device-after-mesh", "lexicon-only"): "missed",
+    ("gpu-vllm6689-llama405b-fp8-shm-segment-last-error", "lexicon-only"): "missed",
+    ("net-bloom-jz-ops-notes-connect-refused-broken-node-network", "lexicon-only"): "missed",
+    ("net-cscs-docs-nccl-net-plugin-ofi-could-not-find-aws-libfabric-not-found", "lexicon-only"): "wrong cause",
+    ("net-gitcode-blog-nccl-shm-segment-invalid-argument-64mb", "lexicon-only"): "missed",
+    ("net-gitcode-blog-nccl-versions-differ-af-inet-family-0", "lexicon-only"): "missed",
+    ("net-gitcode-blog-vllm-3x4090-socket-connect-abort-spare-server-ifname", "lexicon-only"): "missed",
+    ("net-hhhyunwoo-blog-ibv-reg-mr-failed-memlock-limit", "lexicon-only"): "false all-clear",
+    ("net-nccl1634-hpcx-plugin-on-some-nodes-only-hang", "lexicon-only"): "false all-clear",
+    ("net-nccl1837-socket-ifname-nonexistent-trainer-prefix", "lexicon-only"): "missed",
+    ("net-nccl187-hostname-prefix-collision-p2p-ipc-across-hosts", "lexicon-only"): "missed",
+    ("net-nccltests14-docker-no-ip-interface-socket-creation-failed", "lexicon-only"): "missed",
+    ("net-nccltests219-socket-ifname-absent-on-one-node", "lexicon-only"): "missed",
+    ("net-nvidia-freebsd-docs-ifconfig-mce0-no-carrier-fec-sync-loss", "lexicon-only"): "false all-clear",
+    ("net-nvpeermem56-gdr-disabled-distance-phb-nccl247", "lexicon-only"): "false all-clear",
+    ("net-oneflow3586-veth-linklocal-net-socket-connect-timeout", "lexicon-only"): "false all-clear",
+    ("net-rccl1423-rdma-link-down-polling-flapping-port", "lexicon-only"): "false all-clear",
+    ("node-gpud482-ibstat-port-down-polling-anonymised-guids", "lexicon-only"): "missed",
+    ("node-gpuoperator-docs-nvidia-smi-q-fabric-state-in-progress-no-fabricmanager", "lexicon-only"): "false all-clear",
+    ("node-gpuoperator492-vm-bar1-0m-nvidia-probe-failed-2-gpus", "lexicon-only"): "wrong cause",
+    ("node-ogkm1027-journal-rtx5090-proprietary-module-requires-open-modules", "lexicon-only"): "wrong cause",
+}
+
+#: the healthy runs given a fail/warn diagnosis once transformed: what is misread, and why
+FALSE_ALARMS: Dict[Tuple[str, str], str] = {
+    ("net-brcorekit141-healthy-efa-nccltests-mpirun-tagged", "wrap-80"):
+        "every row of nccl-tests' table is wrapped: no row is read, and the header read without a result is taken "
+        "for a first collective that never finished",
+    ("net-nccltests82-healthy-socket-forced-ib-disabled-warn-only", "wrap-80"):
+        "the WARN 'Failed to open libibverbs.so[.1]' is cut at 'libibverb': the cut WARN is no longer the known "
+        "harmless one, and is left unexplained",
+}
