@@ -350,7 +350,7 @@ class Reader:
             nxt = view.next(s)
             after = view.peeled(nxt) if nxt is not None else None
             # the next line is the next prompt (or a bare one): grep printed nothing
-            if after is not None and (_is_prompt(after) or after.line.strip() in ("#", "$", ">")):
+            if after is not None and (_is_prompt(after) or _bare_prompt(after)):
                 self.found.peermem_absent.append(ends.Line(self.path, lineno, text))
 
     def _block(self, view: _View, s: int, lineno: int, kind: ModuleType, k: int, final: bool) -> Optional[int]:
@@ -531,6 +531,12 @@ def _line_host(view: _View, got: Sequence[Tuple[int, str]]) -> Optional[str]:
 
 def _is_prompt(p: L.Peeled) -> bool:
     return bool(p.layers) and p.layers[-1].kind == "prompt"
+
+
+def _bare_prompt(p: L.Peeled) -> bool:
+    """A prompt with nothing typed after it ('#', '$', '>'), behind whatever a paste put before it."""
+    text = p.text.strip()
+    return text in ("#", "$", ">") or (not text and bool(p.layers) and p.layers[-1].kind == "comment")
 
 
 def _command(p: L.Peeled) -> str:

@@ -31,8 +31,14 @@ WHY: Dict[str, str] = {
         "the anchor word of a pasted node output is HTML-escaped (CA &#x27;mlx5_10&#x27;): the paste reader looks "
         "for its kinds' words in the raw text, before a line's escapes are read"),
     "time-syslog": (
-        "a syslog 'host kernel:' prefix says every line is the kernel's: a tool's output (nvidia-smi, dcgmi) "
-        "or a program's lines never come so"),
+        "a syslog 'host kernel:' prefix says every line is the kernel's: a tool's output (nvidia-smi, dcgmi), "
+        "a shell transcript or a launcher's command line (the locked-memory limit it sets) never come so"),
+    "time-iso": (
+        "a shell transcript with a time before every line: a prompt with nothing typed after it, which says the "
+        "command before it printed nothing, is not read behind a time"),
+    "time-dmesg-T": (
+        "a time before every line: a shell transcript's empty output between two prompts, and the launcher "
+        "command line that shows the locked-memory limit unlimited, are not read behind a kernel-style time"),
     "wrap-80": (
         "a line wrapped at 80 columns splits the words the cause is read from over two lines, and a "
         "continuation is not joined to its line outside an NCCL record"),
@@ -108,16 +114,16 @@ KNOWN: Dict[Tuple[str, str], str] = {
     ("gpu-nccltests37-8xv100-allgather-4g-out-of-bounds-nccl-bug", "lexicon-only"): "missed",
     ("gpu-torchtitan1224-ep-duplicate-gpu-set-device-after-mesh", "lexicon-only"): "missed",
     ("gpu-vllm6689-llama405b-fp8-shm-segment-last-error", "lexicon-only"): "missed",
-    ("net-bloom-jz-ops-notes-connect-refused-broken-node-network", "lexicon-only"): "missed",
+    ("net-bloom-jz-ops-notes-connect-refused-broken-node-network", "lexicon-only"): "wrong cause",
     ("net-cscs-docs-nccl-net-plugin-ofi-could-not-find-aws-libfabric-not-found", "lexicon-only"): "wrong cause",
     ("net-gitcode-blog-nccl-shm-segment-invalid-argument-64mb", "lexicon-only"): "missed",
     ("net-gitcode-blog-nccl-versions-differ-af-inet-family-0", "lexicon-only"): "missed",
-    ("net-gitcode-blog-vllm-3x4090-socket-connect-abort-spare-server-ifname", "lexicon-only"): "missed",
+    ("net-gitcode-blog-vllm-3x4090-socket-connect-abort-spare-server-ifname", "lexicon-only"): "wrong cause",
     ("net-hhhyunwoo-blog-ibv-reg-mr-failed-memlock-limit", "lexicon-only"): "false all-clear",
     ("net-nccl1634-hpcx-plugin-on-some-nodes-only-hang", "lexicon-only"): "false all-clear",
     ("net-nccl1837-socket-ifname-nonexistent-trainer-prefix", "lexicon-only"): "missed",
     ("net-nccl187-hostname-prefix-collision-p2p-ipc-across-hosts", "lexicon-only"): "missed",
-    ("net-nccltests14-docker-no-ip-interface-socket-creation-failed", "lexicon-only"): "missed",
+    ("net-nccltests14-docker-no-ip-interface-socket-creation-failed", "lexicon-only"): "wrong cause",
     ("net-nccltests219-socket-ifname-absent-on-one-node", "lexicon-only"): "missed",
     ("net-nvidia-freebsd-docs-ifconfig-mce0-no-carrier-fec-sync-loss", "lexicon-only"): "false all-clear",
     ("net-nvpeermem56-gdr-disabled-distance-phb-nccl247", "lexicon-only"): "false all-clear",
@@ -127,6 +133,35 @@ KNOWN: Dict[Tuple[str, str], str] = {
     ("node-gpuoperator-docs-nvidia-smi-q-fabric-state-in-progress-no-fabricmanager", "lexicon-only"): "false all-clear",
     ("node-gpuoperator492-vm-bar1-0m-nvidia-probe-failed-2-gpus", "lexicon-only"): "wrong cause",
     ("node-ogkm1027-journal-rtx5090-proprietary-module-requires-open-modules", "lexicon-only"): "wrong cause",
+    ("gpu-azuremlexamples675-duplicate-gpu-detected-rank0-rank1-same-device", "lexicon-only"): "missed",
+    ("net-minimax42-vllm-worker-prefixed-system-error-quoted-shm-segment-anonymised", "lexicon-only"): "wrong cause",
+    ("net-nccl1191-alltoall-700-nodes-ibv-create-cq-enomem-ulimit-unlimited", "lexicon-only"): "wrong cause",
+    ("net-nccl328-shm-open-permission-denied-dev-shm-mode", "lexicon-only"): "wrong cause",
+    ("net-nccl473-nccltests-unhandled-system-error-docker-ipc-host", "lexicon-only"): "wrong cause",
+    ("net-nccl638-alltoall-gdr-ibv-create-qp-failed-memlock-unlimited", "lexicon-only"): "false all-clear",
+    ("net-nccl897-gdrdma-one-side-only-peermem-not-loaded", "lexicon-only"): "false all-clear",
+    ("net-nccldocs-systemd-removeipc-unlink-shared-memory-enoent", "lexicon-only"): "false all-clear",
+    ("net-torchtitan853-ci-container-dev-shm-16mb-nccl-shm-segment-failed", "lexicon-only"): "wrong cause",
+    ("node-nvpeermem46-lsmod-empty-modinfo-nv-peer-mem-after-reboot", "lexicon-only"): "false all-clear",
+    ("gpu-gpud-docs-quoted-dmesg-xid79-nvswitch-sxid20034-ltssm-fault", "tail-15"): "false all-clear",
+    ("net-nccl638-alltoall-gdr-ibv-create-qp-failed-memlock-unlimited", "tail-15"): "false all-clear",
+    ("node-nemorl1683-g6-l4-topo-p2p-all-ns-cuda-217-anonymised-prompt", "tail-15"): "false all-clear",
+    ("node-nvpeermem46-lsmod-empty-modinfo-nv-peer-mem-after-reboot", "tail-15"): "false all-clear",
+    ("node-raydata-docs-ray-oom-killer-workers-node-low-memory-cgroup", "tail-15"): "false all-clear",
+    ("net-nccl1191-alltoall-700-nodes-ibv-create-cq-enomem-ulimit-unlimited", "time-dmesg-T"): "wrong cause",
+    ("node-nvpeermem46-lsmod-empty-modinfo-nv-peer-mem-after-reboot", "time-dmesg-T"): "false all-clear",
+    ("node-nvpeermem46-lsmod-empty-modinfo-nv-peer-mem-after-reboot", "time-iso"): "false all-clear",
+    ("net-nccl1191-alltoall-700-nodes-ibv-create-cq-enomem-ulimit-unlimited", "time-syslog"): "wrong cause",
+    ("net-nccl638-alltoall-gdr-ibv-create-qp-failed-memlock-unlimited", "time-syslog"): "wrong cause",
+    ("node-nvpeermem46-lsmod-empty-modinfo-nv-peer-mem-after-reboot", "time-syslog"): "false all-clear",
+    ("gpu-azuremlexamples675-duplicate-gpu-detected-rank0-rank1-same-device", "wrap-80"): "missed",
+    ("gpu-ninfer12-journal-usec-gsp-rpc-gsprmfree-status-0x0f-hard-crash", "wrap-80"): "missed",
+    ("net-nccl1191-alltoall-700-nodes-ibv-create-cq-enomem-ulimit-unlimited", "wrap-80"): "missed",
+    ("net-nccl328-shm-open-permission-denied-dev-shm-mode", "wrap-80"): "wrong cause",
+    ("net-nccldocs-systemd-removeipc-unlink-shared-memory-enoent", "wrap-80"): "wrong cause",
+    ("node-julianygao-blog-ray-outofmemoryerror-node-running-low-on-memory", "wrap-80"): "wrong cause",
+    ("node-ogkm688-dgx-station-a100-journal-rpc-status-0x0f-gpu-lost-from-bus", "wrap-80"): "missed",
+    ("node-raydata-docs-ray-oom-killer-workers-node-low-memory-cgroup", "wrap-80"): "missed",
 }
 
 #: the healthy runs given a fail/warn diagnosis once transformed: what is misread, and why
