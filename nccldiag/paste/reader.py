@@ -365,6 +365,22 @@ class Reader:
             got, first, last, reached = _extent(view, s, kind, template, self._floor)
         if reached and not final:
             return -1
+        cuts = getattr(kind, "restarts", None)
+        at = cuts([t for _, t in got]) if cuts is not None else []
+        if at:  # one tool's output run again with no prompt between: each run is a block (a reading) of its own
+            start = lineno - sum(1 for _ in _between(view, first, s))
+            for a, b in zip([0] + at, at + [len(got)]):
+                part = got[a:b]
+                self._emit(view, part[0][0], start + a, kind, k, p, template, part, part[0][0])
+            return last
+        if self._emit(view, s, lineno - sum(1 for _ in _between(view, first, s)), kind, k, p, template, got,
+                      first) is None:
+            return None
+        return last
+
+    def _emit(self, view: _View, s: int, start: int, kind: ModuleType, k: int, p: L.Peeled,
+              template: Sequence[L.Layer], got: List[Tuple[int, str]], first: int) -> Optional[bool]:
+        """The block of the lines ``got`` (the first at line ``start``), or None where they are no block."""
         texts = [t for _, t in got]
         if sum(1 for t in texts if t.strip()) < getattr(kind, "MIN", 1):
             return None
@@ -373,7 +389,6 @@ class Reader:
         sections = kind.sections(texts, Context(command))
         if sections is None or (not sections and kind.SOURCES and not getattr(kind, "CONTEXT", False)):
             return None
-        start = lineno - sum(1 for _ in _between(view, first, s))
         end = start + len(got) - 1  # a block's lines are consecutive
         host = p.host(k if k >= 0 else None) or _line_host(view, got) or (view.peeled(above).host() if above is not None and
                                                       _is_prompt(view.peeled(above)) else None) or self.host
@@ -381,16 +396,16 @@ class Reader:
         key = (kind.NAME, host, text)
         if key in self._seen:
             self._seen[key].repeats += 1
-            return last
+            return True
         if len(self.found.blocks) >= MAX_BLOCKS or self._text + len(text) > MAX_TEXT:
             self._stop(f"{len(self.found.blocks)} blocks, {self._text} characters of them read")
-            return last
+            return True
         block = Block(kind.NAME, sections, self.path, start, end, host, tuple(la.kind for la in template), command,
                       text[:65536])
         self._seen[key] = block
         self._text += len(text)
         self.found.blocks.append(block)
-        return last
+        return True
 
     def _stop(self, why: str) -> None:
         self._stopped = True

@@ -494,3 +494,18 @@ def test_ibstat_pasted_before_and_after_a_fix_warns_and_after_and_before_fails()
     assert any("State: Down" in e for e in f.evidence) and any("State Active" in e for e in f.evidence)
     (f,) = pasted.scan(up + "\n" + down).findings
     assert f.status is Status.FAIL and "came back" not in f.message
+
+
+def test_ibstat_run_twice_with_no_prompt_between_is_two_readings_not_one():
+    # the same two real captures as above, pasted back to back with no prompt between them (the pairing is this
+    # test's): a CA named a second time starts the second run, so the Down reading is never replaced by the later one
+    down = real.node_text("ibstat", "netop249-sriov-vf-cx6-state-down-physical-linkup-lid65535-spaces.txt")
+    up = real.node_text("ibstat", "gpud-h100-ib-ndr-all-active-space-indented.txt")
+    p = pasted.scan(down + up)
+    assert [b.kind for b in p.blocks] == ["ibstat", "ibstat"]
+    (f,) = p.findings
+    assert f.check == "ib.port_state" and f.status is Status.WARN and "came back" in f.message
+    (f,) = pasted.scan(up + down).findings
+    assert f.check == "ib.port_state" and f.status is Status.FAIL and "came back" not in f.message
+    # one run of several CAs stays one reading
+    assert [b.kind for b in pasted.scan(up).blocks] == ["ibstat"]

@@ -18,7 +18,9 @@ and may declare ``CONTEXT`` (True: a block that feeds no source is still read an
 ``SOURCES`` always is), ``GAPS`` (blank lines a block may hold in a row; 1), ``UP`` (whether a block grows above its
 anchor; True), ``MIN`` (the fewest non-blank lines of a block; 1), ``KEEP_TIME`` (True: a log whose lines keep their time
 and what follows it, only what surrounds them goes), ``MAX`` (the most lines; 20000) and
-``extent(view, i, template)`` where the neighbours are not found line by line alike (kernel lines). ``context``
+``extent(view, i, template)`` where the neighbours are not found line by line alike (kernel lines), and
+``restarts(lines)`` (the indexes of the lines where the same command's output starts again with no prompt between,
+such as a CA ``ibstat`` names a second time: each run is a block, a reading of its own). ``context``
 is a :class:`Context`: the command typed above the block, where one is. Every expression is anchored and its repeats
 bounded, so that each runs in time linear in the line.
 """
