@@ -29,6 +29,7 @@ class Clue:
     finding: Optional[Finding] = None
     warn: object = None  # nccl.facts.Warn for WARN and last-error clues
     rank: Optional[int] = None  # the rank of the launcher's tag the log reader took off the line, where it took one
+    lead: str = ""  # what launchers and pastes put before the line, which the log reader took off ('node7: ')
 
     def evidence(self) -> List[Evidence]:
         if self.finding is not None:
@@ -42,9 +43,9 @@ def _log_clues(facts: LogView) -> Iterable[Clue]:
     for a in facts.app_errors:
         yield Clue("app", f"{a.message}", a.at, a.text, a.at.host)
     for e in facts.errors:
-        yield Clue("error", e.text, e.at, e.text, e.at.host, rank=e.launcher_rank)
+        yield Clue("error", e.text, e.at, e.text, e.at.host, rank=e.launcher_rank, lead=e.lead)
     for e in facts.kernel:
-        yield Clue("kernel", e.text, e.at, e.text, e.at.host, rank=e.launcher_rank)
+        yield Clue("kernel", e.text, e.at, e.text, e.at.host, rank=e.launcher_rank, lead=e.lead)
     for n in facts.notes:
         yield Clue("error", n.text, n.at, n.text, n.at.host)
 

@@ -407,7 +407,7 @@ def launcher_of(c: C.Clue) -> str:
     """Who printed the clue's line, as its launcher's prefixes name it ('rank 3 of node7', 'local rank 3', 'node7'):
     the prefixes still on the line (a host's before a rank's, as pdsh puts them), else the rank of the tag the log
     reader took off it; '' when none names anyone."""
-    text = c.cite or c.text
+    text = c.lead + (c.cite or c.text)
     rank = host = ""
     at = 0
     for _ in range(3):

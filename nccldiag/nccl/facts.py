@@ -393,6 +393,7 @@ class ErrorLine:
     at: Loc
     kind: str = "error"  # error | kernel
     launcher_rank: Optional[int] = None  # the rank of the launcher's tag the reader took off the line ('[rank3]: ')
+    lead: str = ""  # what launchers, loggers and pastes put before the text, taken off it ('node7: [default3]:')
 
 
 @dataclass

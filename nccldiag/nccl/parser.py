@@ -643,7 +643,8 @@ class Parser:
         if kind is None:
             return
         kernel = kind == "kernel"
-        el = ErrorLine(msg[:MAX_ERROR_TEXT], rec.at, kind, rec.launcher_rank)
+        at = rec.text.find(msg.strip()) if msg.strip() else -1
+        el = ErrorLine(msg[:MAX_ERROR_TEXT], rec.at, kind, rec.launcher_rank, rec.text[:min(at, 256)] if at > 0 else "")
         self._keep("kernel" if kernel else "errors", el)
         if joins_next(msg):
             def join(nxt: Rec) -> None:
