@@ -44,6 +44,7 @@ from nccldiag.nccl.facts import KEEP, MAX_LINE, NcclLogFacts
 from nccldiag.nccl.grammar import WORDS
 from nccldiag.nccl import replay
 from nccldiag.nccl.parser import Parser
+from nccldiag.nccl.unwrap import Unwrapping
 
 BLOCK = 4 * 1024 * 1024  # bytes read at a time
 CONTEXT = 2  # lines handed over after each candidate line
@@ -337,7 +338,7 @@ def _parse_one(task: Tuple[str, int, Dict[str, int], Optional[Callable[[str], An
     reader = lexicon.Reader(path) if lines else None
     try:
         with open(path, "rb") as fh:
-            feed(p, path, fh, lines=reader)
+            feed(p, path, Unwrapping(fh), lines=reader)
     except OSError as exc:
         raise ReadError(path, exc.strerror or str(exc)) from None
     return p, (each(path) if each is not None else None), (reader.finish() if reader is not None else [])
@@ -445,7 +446,7 @@ def _in_turn(paths: Sequence[str], keep: int, each: Optional[Callable[[str], Any
         reader = lexicon.Reader(path) if failure_lines is not None else None
         try:
             with open(path, "rb") as fh:
-                feed(p, path, fh, lines=reader)
+                feed(p, path, Unwrapping(fh), lines=reader)
         except OSError as exc:
             raise ReadError(path, exc.strerror or str(exc)) from None
         if reader is not None:

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Tuple
 
 from nccldiag.model.findings import Finding
+from nccldiag.nccl.unwrap import Unwrapping, unwrap
 from nccldiag.paste.ends import SIGNAL_NAMES, Line, signal_of
 from nccldiag.paste.reader import CHUNK, Block, Found, Partial, Reader
 
@@ -78,8 +79,9 @@ def read_file(path: str) -> Found:
     reader = Reader(path)
     try:
         with open(path, "rb") as fh:
+            stream = Unwrapping(fh)
             while True:
-                data = fh.read(CHUNK)
+                data = stream.read(CHUNK)
                 if not data:
                     break
                 reader.feed(data)
@@ -91,7 +93,7 @@ def read_file(path: str) -> Found:
 def scan(text: str, path: str = "<text>") -> Pasted:
     """The node outputs and processes' ends in ``text``, judged."""
     reader = Reader(path)
-    reader.feed(text.encode("utf-8", "surrogateescape"))
+    reader.feed(unwrap(text).encode("utf-8", "surrogateescape"))
     return judged(reader.end())
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, BinaryIO, Dict, List, Optional, Sequence, Tuple
 
 from nccldiag.model.errors import UsageError
+from nccldiag.nccl.unwrap import Unwrapping
 
 
 @dataclass
@@ -205,14 +206,15 @@ def _reading(paths: Sequence[str], stdin_tap=None, readers: Optional[List[Any]] 
         if readers is not None:
             readers.append(taps[0])
         if path == "-":
-            yield name, _Guarded(name, sys.stdin.buffer, _Tee(taps + ([stdin_tap] if stdin_tap is not None else [])))
+            yield name, _Guarded(name, Unwrapping(sys.stdin.buffer),
+                                 _Tee(taps + ([stdin_tap] if stdin_tap is not None else [])))
             continue
         try:
             fh = open(path, "rb")
         except OSError as exc:
             raise UsageError(f"{path}: cannot read NCCL log: {exc.strerror or exc}") from None
         with fh:
-            yield path, _Guarded(path, fh, _Tee(taps))
+            yield path, _Guarded(path, Unwrapping(fh), _Tee(taps))
 
 
 class _Tee:
@@ -263,7 +265,7 @@ def site_lines(paths: Sequence[str], patterns, stdin_tap=None) -> List:
             continue
         try:
             with open(path, "rb") as fh:
-                out += signature.lines_in(_Guarded(path, fh), path, patterns)
+                out += signature.lines_in(_Guarded(path, Unwrapping(fh)), path, patterns)
         except OSError as exc:
             raise UsageError(f"{path}: cannot read NCCL log: {exc.strerror or exc}") from None
     return out

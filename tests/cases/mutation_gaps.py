@@ -40,8 +40,8 @@ WHY: Dict[str, str] = {
         "a time before every line: a shell transcript's empty output between two prompts, and the launcher "
         "command line that shows the locked-memory limit unlimited, are not read behind a kernel-style time"),
     "wrap-80": (
-        "a line wrapped at 80 columns splits the words the cause is read from over two lines, and a "
-        "continuation is not joined to its line outside an NCCL record"),
+        "a line wrapped at 80 columns is joined again only where the text shows the wrap (nccl/unwrap.py): a "
+        "continuation that starts as a line of the text starts is read as a line of its own"),
     "lexicon-only": (
         "only the failure lexicon's lines kept: the cause is read from the context they drop (NCCL INFO "
         "lines, a table's header, the command before its output, a hang's missing result)"),
@@ -68,41 +68,6 @@ KNOWN: Dict[Tuple[str, str], str] = {
     ("gpu-mlengineering-dcgmi-diag-r2-gpu-memory-fail-faulty-node", "time-syslog"): "missed",
     ("gpu-mlengineering-nvidia-smi-grep-sram-uncorrectable-broken-gpu", "time-syslog"): "missed",
     ("node-gpuoperator-docs-nvidia-smi-q-fabric-state-in-progress-no-fabricmanager", "time-syslog"): "false all-clear",
-    ("gpu-automodel1038-consolidation-barrier-allgather-60s-timeout", "wrap-80"): "false all-clear",
-    ("gpu-bloom176b-logbook-eval-hang-no-timeout-dataloader-deadlock", "wrap-80"): "false all-clear",
-    ("gpu-gpud117-dmesg-xid45-nvidia-smi-hung-task-d-state", "wrap-80"): "wrong cause",
-    ("gpu-gpuoperator-docs-node-7-allocatable-gpus-device-plugin-xid79-unhealthy", "wrap-80"): "missed",
-    ("gpu-gpuoperator277-cuda-validator-forward-compat-non-supported-hw-driver-450", "wrap-80"): "missed",
-    ("gpu-lightly-docs-docker-dataloader-bus-error-shm-64mb", "wrap-80"): "missed",
-    ("gpu-nccl1372-h100-nccl-built-sm80-only-named-symbol", "wrap-80"): "missed",
-    ("gpu-nccl496-r460-driver-nccl-cuda113-api-not-supported", "wrap-80"): "missed",
-    ("gpu-nccltests37-8xv100-allgather-4g-out-of-bounds-nccl-bug", "wrap-80"): "missed",
-    ("gpu-pytorch150852-nccl2262-nvls-invalid-argument-driver-122", "wrap-80"): "missed",
-    ("gpu-pytorch97066-allreduce-size-mismatch-rank0-watchdog-timeout", "wrap-80"): "missed",
-    ("gpu-sglang531-2x-rtx4090-custom-allreduce-peer-access-unsupported", "wrap-80"): "missed",
-    ("net-bloom-jz-ops-notes-connect-refused-broken-node-network", "wrap-80"): "missed",
-    ("net-brcorekit141-healthy-efa-nccltests-mpirun-tagged", "wrap-80"): "false alarm",
-    ("net-cscs-docs-nccl-net-plugin-ofi-could-not-find-aws-libfabric-not-found", "wrap-80"): "missed",
-    ("net-cscs-docs-nccl-tests-invalid-usage-aws-libfabric-plugin-not-loaded", "wrap-80"): "missed",
-    ("net-gitcode-blog-vllm-3x4090-socket-connect-abort-spare-server-ifname", "wrap-80"): "missed",
-    ("net-mlengineering-azure-ib-error12-nodes-not-in-availability-set", "wrap-80"): "missed",
-    ("net-nccl1634-hpcx-plugin-on-some-nodes-only-hang", "wrap-80"): "false all-clear",
-    ("net-nccl1657-k8s-v100-gid-index-0-linklocal-modify-qp", "wrap-80"): "missed",
-    ("net-nccl1837-socket-ifname-nonexistent-trainer-prefix", "wrap-80"): "missed",
-    ("net-nccl529-ip6tnl0-linklocal-bootstrap-timeout-yt", "wrap-80"): "missed",
-    ("net-nccl718-gid-index-forced-differs-per-pod", "wrap-80"): "wrong cause",
-    ("net-nccl733-k8s-ib-completion-error12-nics-not-connected", "wrap-80"): "false all-clear",
-    ("net-nccl928-h100-ib-completion-error4-acs-gdr", "wrap-80"): "missed",
-    ("net-nccl969-pdsh-prefix-ib-collective-mismatch-env-config", "wrap-80"): "false all-clear",
-    ("net-nccltests14-docker-no-ip-interface-socket-creation-failed", "wrap-80"): "missed",
-    ("net-nccltests82-healthy-socket-forced-ib-disabled-warn-only", "wrap-80"): "false alarm",
-    ("net-nvidia-freebsd-docs-ifconfig-mce0-no-carrier-fec-sync-loss", "wrap-80"): "false all-clear",
-    ("net-oneflow3586-veth-linklocal-net-socket-connect-timeout", "wrap-80"): "false all-clear",
-    ("net-rccl1423-rdma-link-down-polling-flapping-port", "wrap-80"): "false all-clear",
-    ("node-awspc1150-messages-grep-nfs-not-responding-hung-task", "wrap-80"): "false all-clear",
-    ("node-gpuoperator610-journal-zh-locale-fabricmanager-nothing-to-do-no-nvswitch", "wrap-80"): "wrong cause",
-    ("node-ogkm1027-journal-rtx5090-proprietary-module-requires-open-modules", "wrap-80"): "wrong cause",
-    ("node-talosext511-fabricmanager-node-config-file-invalid-h200", "wrap-80"): "false all-clear",
     ("gpu-autocast381-ddp-post-fit-rank0-only-barrier-watchdog", "lexicon-only"): "missed",
     ("gpu-bloom176b-logbook-eval-hang-no-timeout-dataloader-deadlock", "lexicon-only"): "false all-clear",
     ("gpu-cloudatlas-vm-passthrough-nvrm-bar0-invalid-pcihole64-realloc", "lexicon-only"): "wrong cause",
@@ -154,22 +119,7 @@ KNOWN: Dict[Tuple[str, str], str] = {
     ("net-nccl1191-alltoall-700-nodes-ibv-create-cq-enomem-ulimit-unlimited", "time-syslog"): "wrong cause",
     ("net-nccl638-alltoall-gdr-ibv-create-qp-failed-memlock-unlimited", "time-syslog"): "wrong cause",
     ("node-nvpeermem46-lsmod-empty-modinfo-nv-peer-mem-after-reboot", "time-syslog"): "false all-clear",
-    ("gpu-azuremlexamples675-duplicate-gpu-detected-rank0-rank1-same-device", "wrap-80"): "missed",
-    ("gpu-ninfer12-journal-usec-gsp-rpc-gsprmfree-status-0x0f-hard-crash", "wrap-80"): "missed",
-    ("net-nccl1191-alltoall-700-nodes-ibv-create-cq-enomem-ulimit-unlimited", "wrap-80"): "missed",
-    ("net-nccl328-shm-open-permission-denied-dev-shm-mode", "wrap-80"): "wrong cause",
-    ("net-nccldocs-systemd-removeipc-unlink-shared-memory-enoent", "wrap-80"): "wrong cause",
-    ("node-julianygao-blog-ray-outofmemoryerror-node-running-low-on-memory", "wrap-80"): "wrong cause",
-    ("node-ogkm688-dgx-station-a100-journal-rpc-status-0x0f-gpu-lost-from-bus", "wrap-80"): "missed",
-    ("node-raydata-docs-ray-oom-killer-workers-node-low-memory-cgroup", "wrap-80"): "missed",
 }
 
 #: the healthy runs given a fail/warn diagnosis once transformed: what is misread, and why
-FALSE_ALARMS: Dict[Tuple[str, str], str] = {
-    ("net-brcorekit141-healthy-efa-nccltests-mpirun-tagged", "wrap-80"):
-        "every row of nccl-tests' table is wrapped: no row is read, and the header read without a result is taken "
-        "for a first collective that never finished",
-    ("net-nccltests82-healthy-socket-forced-ib-disabled-warn-only", "wrap-80"):
-        "the WARN 'Failed to open libibverbs.so[.1]' is cut at 'libibverb': the cut WARN is no longer the known "
-        "harmless one, and is left unexplained",
-}
+FALSE_ALARMS: Dict[Tuple[str, str], str] = {}

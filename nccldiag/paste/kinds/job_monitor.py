@@ -13,7 +13,7 @@ NAME = "job monitor"
 WORDS = ("running for ",)
 SOURCES = ()
 CONTEXT = True
-GAPS = 0
+GAPS = 4  # blank lines between a monitor's lines (a paste's spacing, a wrapped line's pieces) are no job's line
 UP = False
 
 _OTHER = re.compile(r"[\w.:@/+-]{1,200} is (?:still )?(?:waiting to be scheduled|pending|queued|running)\b")

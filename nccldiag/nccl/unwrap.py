@@ -1,0 +1,277 @@
+"""A text wrapped at a fixed width, its lines joined again as they were written (pure, and a stream that applies it).
+
+A terminal's copy (tmux, screen, a serial or BMC console), a mail or a narrow forum box breaks every line longer
+than its width ``W`` into pieces of exactly ``W`` characters and a last, shorter one. Read piece by piece, a line's
+words are split over two lines (``NCCL WARN NET/IB : Got comp`` / ``letion from peer ...``): no message is read
+whole, and the start of a record is left without its end.
+
+:func:`width` says from the start of a text whether it was wrapped, and at which width: its longest lines all have
+the same length ``W`` (a spike there, above the lengths just below it: a text written with no width has no such
+spike), none is longer, and the lines after them do not start the way a line of the text starts (a continuation
+starts in the middle of a word or of a list of numbers; a table's rows, lines cut at a width without being wrapped
+(``ps`` in a terminal), or lines that merely all fit, start like lines). :func:`joined` then joins each line of
+exactly ``W`` characters with the one after it, where that one does not start like a line.
+
+The lines are numbered as they stand in the file: a joined line stands at the number of its first piece, and each
+piece after the first is left as an empty line, so that every reader of the text cites the lines the user sees.
+:class:`Unwrapping` does this to a binary stream as it is read (the first :data:`SAMPLE` bytes decide), and hands
+on the stream unchanged where the text was not wrapped.
+"""
+from __future__ import annotations
+
+import io
+import re
+from typing import IO, List, Optional, Sequence, Set
+
+SAMPLE = 256 * 1024  # the start of a text that says whether it was wrapped
+MIN_WIDTH = 40  # narrower than any terminal or mail wraps a log
+MAX_WIDTH = 1024
+MIN_WRAPS = 2  # lines of the width followed by a continuation, at least
+TERMINAL = 80  # a terminal's width unless set otherwise: one line wrapped at it is enough to tell
+MAX_PIECES = 1024  # pieces joined into one line at most (a line of 80 KiB at 80 columns); the rest goes on apart
+LONG = 1 << 20  # a line not ended after this many bytes is handed on as it is
+
+# A line's start as a new line writes it: a time (ISO, syslog, a kernel's '[ 12.345]' or '[Wed May  1 ...]'), an
+# NCCL record's 'host:pid:tid [', a launcher's '[rank3]:', '[default0]:', '[1,3]<stderr>:', '3: ', a shell prompt, a
+# table's border or a quote mark.
+_STARTS = re.compile(
+    r"[ \t]{0,12}(?:"
+    r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d|"
+    r"[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d|"
+    r"\[[ \t]{0,12}(?:\d{1,10}\.\d{1,9}|[A-Z][a-z]{2} [A-Z][a-z]{2} )|"
+    r"[\w.-]{1,253}:\d{1,10}:\d{1,10} \[|"
+    r"\[(?:rank|default)\d{1,6}\]:|\[\d{1,6},\d{1,6}\]<std|\d{1,6}: |"
+    r"[\w.@-]{0,64}[$#%>] |"
+    r"[|+>]|Traceback |File \")")
+
+
+_ENDS = ("  ", "}", ")", "]", ".", "|", "+")  # how a line that ends where its text does often ends (a table's row)
+
+
+def _kind(ch: str) -> str:
+    return "0" if ch.isdigit() else "a" if ch.islower() else "A" if ch.isalpha() else ch
+
+
+def start_class(line: str) -> str:
+    """How ``line`` starts: the kinds of blank it is indented with, then its first two words' first 12 characters
+    each by kind (digits ``0``, lower-case letters ``a``, other letters ``A``, the rest as they are), a run of one
+    kind once."""
+    body = line.lstrip(" \t")
+    out = ["".join(dict.fromkeys(line[:len(line) - len(body)]))]  # the indent by its kinds of blank
+    for word in body.split(None, 2)[:2]:
+        out.append(" ")
+        for ch in word[:12]:
+            k = _kind(ch)
+            if out[-1] != k:
+                out.append(k)
+    return "".join(out)
+
+
+def _text(line: bytes) -> str:
+    return line.decode("utf-8", errors="replace").rstrip("\r")
+
+
+def _blank(line: str) -> bool:
+    return not line.strip()
+
+
+def starts_like_a_line(line: str, starts: Set[str]) -> bool:
+    """Whether ``line`` starts as a new line of the text does, not as the continuation of the line before it:
+    blank, a time, a record's or a launcher's prefix, a prompt, a table's border, or a start of the text's own
+    (``starts``, :func:`line_starts`: how the lines sure to start a line start, and their labels)."""
+    if _blank(line) or _STARTS.match(line) or start_class(line) in starts:
+        return True
+    label = _label(line)
+    return bool(label) and label in starts
+
+
+def _label(line: str) -> str:
+    """The first word of ``line`` where it is a label (``gpu7:``, ``[node3]``, ``(pid=12)``), else ``""``."""
+    word = line.split(None, 1)[0] if line.strip() else ""
+    return "=" + word if word[-1:] in (":", "]", ")") else ""
+
+
+def line_starts(lines: Sequence[str], w: int) -> Set[str]:
+    """The :func:`start_class` of the lines of ``lines`` sure to start a line (the first, and those after a line
+    shorter than ``w`` or blank), and their first words where they are labels (a host's, a process's)."""
+    out: Set[str] = set()
+    before = None
+    for line in lines:
+        if before is None or len(before) != w or _blank(before):
+            out.add(start_class(line))
+            out.add(_label(line))
+        before = line
+    out.discard("")
+    return out
+
+
+def width(lines: Sequence[str]) -> Optional[int]:
+    """The width the text of ``lines`` (whole lines, without their ends) was wrapped at, or ``None``."""
+    if len(lines) < 2:
+        return None
+    lengths = [len(t) for t in lines]
+    w = max(lengths)
+    if not MIN_WIDTH <= w <= MAX_WIDTH:
+        return None
+    starts = line_starts(lines, w)
+    wraps, news = [], 0  # lines of the width that go on in the next line, and that a new line follows
+    for i in range(len(lines) - 1):
+        if lengths[i] != w or _blank(lines[i]) or _blank(lines[i + 1]) or lines[i].endswith(_ENDS):
+            continue  # a line padded with blanks (a table's, a form's), or that ends as a text does, tells nothing
+        if starts_like_a_line(lines[i + 1], starts):
+            news += 1
+        else:
+            wraps.append(i)
+    if not wraps or len(wraps) < MIN_WRAPS and w != TERMINAL:
+        return None
+    if len(wraps) > 1 and len({lines[i] for i in wraps}) < 2:  # one line repeated: a border, a rule
+        return None
+    if news * 4 > len(wraps):  # most lines of the width go on with a line of their own
+        return None
+    at = lengths.count(w)
+    below = max(lengths.count(w - k) for k in (1, 2, 3))
+    if at < 2 * below:  # no spike at the width: lines that merely fit
+        return None
+    return w
+
+
+def joined(lines: Sequence[str], w: int, starts: Optional[Set[str]] = None) -> List[str]:
+    """``lines`` with each line of exactly ``w`` characters joined with the line after it where that one
+    continues it (it does not start as a line of the text starts: ``starts``, grown as the lines are read); each
+    piece after the first left as an empty line (the numbers stay)."""
+    starts = line_starts(lines, w) if starts is None else starts
+    out: List[str] = []
+    i, n = 0, len(lines)
+    while i < n:
+        line = lines[i]
+        starts.add(start_class(line))
+        if _label(line):
+            starts.add(_label(line))
+        pieces = 1
+        while len(lines[i + pieces - 1]) == w and i + pieces < n and pieces < MAX_PIECES and \
+                _goes_on(lines[i + pieces - 1], lines[i + pieces], starts):
+            line += lines[i + pieces]
+            pieces += 1
+        out.append(line)
+        out += [""] * (pieces - 1)
+        i += pieces
+    return out
+
+
+def _goes_on(piece: str, line: str, starts: Set[str]) -> bool:
+    """Whether ``line`` continues ``piece`` (a line of the width, in a text wrapped at it): it does not start as a
+    line of the text starts, or the wrap cut a run of spaces (a table's row: its next column starts as a row)."""
+    if _blank(piece) or _blank(line):
+        return False
+    if piece[-1:] == " " and line[:1] == " ":
+        return True
+    return not starts_like_a_line(line, starts)
+
+
+def unwrap(text: str) -> str:
+    """``text`` with its wrapped lines joined (:func:`joined`), or as it is where it was not wrapped: what
+    :class:`Unwrapping` reads of it."""
+    data = text.encode("utf-8", "surrogateescape")
+    got = Unwrapping(io.BytesIO(data)).read()
+    return text if got == data else got.decode("utf-8", "surrogateescape")
+
+
+class Unwrapping:
+    """A binary stream read with its wrapped lines joined (:func:`joined`): ``read`` and ``readline`` as a file's.
+    Where the first :data:`SAMPLE` bytes show no wrap, the bytes are handed on as they come."""
+
+    def __init__(self, stream: IO[bytes]) -> None:
+        self.stream = stream
+        self.out = b""  # bytes ready to hand on
+        self.width: Optional[int] = None
+        self.decided = False
+        self.pending: List[str] = []  # the lines of a wrapped text read but not joined yet (the last may go on)
+        self.carry = b""  # a line not ended yet
+        self.ended = False
+        self.starts: Set[str] = set()  # how the text's lines start (:func:`line_starts`), grown as it is read
+
+    def _decide(self) -> None:
+        self.decided = True
+        head = self.stream.read(SAMPLE)
+        end = head.rfind(b"\n")
+        whole = [_text(x) for x in head[:end].split(b"\n")] if end >= 0 else []
+        self.width = width(whole)
+        if self.width is None:
+            self.out = head
+            self.ended = not head
+            return
+        self.starts = line_starts(whole, self.width)
+        self.pending, self.carry = whole, head[end + 1:]
+        self._flush(final=False)
+
+    def _flush(self, final: bool) -> None:
+        """Join the pending lines but, unless ``final``, the lines of the width they end with (the line after them,
+        not read yet, may continue them)."""
+        lines, w = self.pending, self.width
+        assert w is not None
+        k = len(lines)
+        while not final and k > 0 and len(lines[k - 1]) == w and len(lines) - k < MAX_PIECES:
+            k -= 1
+        ready, self.pending = lines[:k], lines[k:]
+        if ready:
+            self.out += ("\n".join(joined(ready, w, self.starts)) + "\n").encode("utf-8")
+
+    def _fill(self, size: int) -> None:
+        if not self.decided:
+            self._decide()
+        if self.width is None:
+            return
+        while not self.ended and (size < 0 or len(self.out) < size):
+            data = self.stream.read(SAMPLE)
+            if not data:
+                self.ended = True
+                if self.carry:
+                    self.pending.append(_text(self.carry))
+                    self.carry = b""
+                self._flush(final=True)
+                break
+            buf = self.carry + data
+            body, nl, self.carry = buf.rpartition(b"\n")
+            if not nl:
+                self.carry = buf
+                if len(buf) > LONG:  # one overlong line: handed on as it comes, joined with nothing
+                    self._flush(final=True)
+                    self.out += buf
+                    self.carry = b""
+                continue
+            self.pending += [_text(x) for x in body.split(b"\n")]
+            self._flush(final=False)
+
+    def read(self, size: int = -1) -> bytes:
+        self._fill(size)
+        if self.width is None:
+            if self.out:
+                if size < 0:
+                    data, self.out = self.out + self.stream.read(), b""
+                    return data
+                data, self.out = self.out[:size], self.out[size:]
+                return data
+            return self.stream.read(size)
+        if size < 0:
+            data, self.out = self.out, b""
+        else:
+            data, self.out = self.out[:size], self.out[size:]
+        return data
+
+    def readline(self, size: int = -1) -> bytes:
+        if not self.decided:
+            self._decide()
+        if self.width is None:
+            if not self.out:
+                return self.stream.readline(size)
+            if b"\n" not in self.out:
+                self.out += self.stream.readline()
+        else:
+            while b"\n" not in self.out and not self.ended:
+                self._fill(len(self.out) + 1)
+        i = self.out.find(b"\n")
+        cut = len(self.out) if i < 0 else i + 1
+        if 0 <= size < cut:
+            cut = size
+        data, self.out = self.out[:cut], self.out[cut:]
+        return data

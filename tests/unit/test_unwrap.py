@@ -1,0 +1,119 @@
+"""A text wrapped at a fixed width, read joined again (nccldiag/nccl/unwrap.py), on real texts.
+
+Both ways: no real text as it was captured or posted is taken for a wrapped one (but the one capture that was
+posted wrapped), and the real texts wrapped at 80 columns as a terminal does are joined again, line for line where
+the wrap shows, with every line at its number. The stream gives what the function gives, read in any pieces.
+"""
+from __future__ import annotations
+
+import io
+from pathlib import Path
+from typing import List
+
+import pytest
+
+from nccldiag.nccl import unwrap
+from tests import mutations, real, realcases
+
+# the one capture posted wrapped: NCCL's 'GPU Direct RDMA Disabled for GPU ... (not supported b' / 'y GPU)'
+POSTED_WRAPPED = "net-ib-gdr-disabled-not-supported-by-gpu-ibv-create-qp-failure.log"
+
+
+def _texts() -> List[Path]:
+    roots = [realcases.IN_REPO] + ([real.ROOT] if real.AVAILABLE else [])
+    out = []
+    for root in roots:
+        for p in sorted(root.rglob("*")):
+            if p.is_file() and p.suffix not in (".json", ".py", ".pyc", ".md", ".gz", ".png"):
+                out.append(p)
+    return out
+
+
+TEXTS = _texts()
+
+
+def _read(p: Path) -> str:
+    return p.read_bytes().decode("utf-8", "replace")
+
+
+def test_no_real_text_is_taken_for_a_wrapped_one():
+    assert len(TEXTS) > 100
+    taken = [p.name for p in TEXTS if unwrap.unwrap(_read(p)) != _read(p)]
+    assert taken == ([POSTED_WRAPPED] if real.AVAILABLE else []), taken
+
+
+def test_the_capture_posted_wrapped_is_joined_at_its_numbers():
+    text = real.nccl_log(POSTED_WRAPPED).read_text(encoding="utf-8")
+    lines = [t.rstrip("\r") for t in text.splitlines()]
+    got = unwrap.unwrap(text).splitlines()
+    assert len(got) == len(lines)
+    joined = [i for i, t in enumerate(got) if "(not supported by GPU)" in t]
+    assert joined and all(lines[i].endswith("(not supported b") and got[i + 1] == "" for i in joined)
+
+
+def test_real_texts_wrapped_at_80_are_joined_again():
+    """Each real text with a line over 80 columns, wrapped at 80: every line stays at its number, and most come
+    back whole."""
+    tried = whole = 0
+    for p in TEXTS:
+        text = _read(p).replace("\r", "")
+        if max(map(len, text.splitlines() or [""])) <= 80:
+            continue
+        tried += 1
+        wrapped = mutations.wrapped(80)(text)
+        got = unwrap.unwrap(wrapped)
+        assert got.count("\n") == wrapped.count("\n"), p
+        if [t for t in got.splitlines() if t.strip()] == [t for t in text.splitlines() if t.strip()]:
+            whole += 1
+    assert tried > 100
+    assert whole >= 0.8 * tried, (whole, tried)  # 184 of 217 when written
+
+
+@pytest.mark.parametrize("size", [1, 7, 4096, unwrap.SAMPLE + 1, -1])
+def test_the_stream_gives_what_the_function_gives(size):
+    texts = [_read(p) for p in TEXTS if p.stat().st_size < 200_000][:60]
+    big = mutations.wrapped(80)("".join(texts))  # over SAMPLE: the join goes on past the sample
+    assert len(big) > unwrap.SAMPLE
+    for text in texts[:20] + [mutations.wrapped(80)(t) for t in texts[:20]] + [big]:
+        data = text.encode("utf-8")
+        want = unwrap.unwrap(text).encode("utf-8")
+        stream = unwrap.Unwrapping(io.BytesIO(data))
+        got = b""
+        while True:
+            piece = stream.read(size)
+            if not piece:
+                break
+            got += piece
+            if size < 0:
+                assert stream.read(size) == b""
+                break
+        assert got == want
+
+
+def test_readline_reads_the_joined_lines():
+    text = mutations.wrapped(80)(_read(next(p for p in TEXTS if "ib-completion-error12" in str(p.parent))))
+    stream = unwrap.Unwrapping(io.BytesIO(text.encode()))
+    lines = iter(stream.readline, b"")
+    assert b"".join(lines).decode() == unwrap.unwrap(text)
+
+
+def test_a_width_needs_its_spike_and_its_continuations():
+    """Lines that merely fit a width, or a table whose rows are all as long, or one line repeated, are no wrap."""
+    fit = [f"line {i} " + "x" * (60 + i % 20) for i in range(40)]  # text written for this test
+    assert unwrap.width(fit) is None
+    table = ["+" + "-" * 78 + "+"] + ["| GPU %d  Name  Persistence-M | Bus-Id  Disp.A | Volatile Uncorr. ECC  |" % i
+                                      for i in range(8)]
+    assert unwrap.width(table) is None
+    assert unwrap.width(["x" * 80, "y" * 10]) is None  # a line of its own: the same first word's kind
+
+
+def test_an_overlong_line_and_an_endless_wrap_are_bounded():
+    """A line of 3 MiB with no end in a wrapped text is handed on as it is; a line wrapped in more pieces than
+    :data:`unwrap.MAX_PIECES` is joined in parts; nothing is lost and every line keeps its number."""
+    head = mutations.wrapped(80)(_read(next(p for p in TEXTS if "ib-completion-error12" in str(p.parent))))
+    for text in (head * 40 + "z" * (3 << 20) + "\n" + head,
+                 head * 40 + "[  12.345] " + "y" * (unwrap.MAX_PIECES * 90) + "\n" + head):
+        source = mutations.wrapped(80)(text) if "y" * 100 in text else text
+        got = unwrap.unwrap(source)
+        assert got.count("\n") == source.count("\n")
+        assert got.replace("\n", "") == source.replace("\n", "")
