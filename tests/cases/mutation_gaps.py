@@ -143,6 +143,8 @@ KNOWN: Dict[Tuple[str, str], str] = {
     ("net-nccldocs-systemd-removeipc-unlink-shared-memory-enoent", "lexicon-only"): "false all-clear",
     ("net-torchtitan853-ci-container-dev-shm-16mb-nccl-shm-segment-failed", "lexicon-only"): "wrong cause",
     ("node-nvpeermem46-lsmod-empty-modinfo-nv-peer-mem-after-reboot", "lexicon-only"): "false all-clear",
+    ("node-deltaops-medium-aer-multiple-corrected-error-syslog-flood-wrapped", "lexicon-only"): "false all-clear",
+    ("node-redhat-kb-rhel6-rhel7-pcie-bus-error-corrected-replay-timer-bad-tlp", "lexicon-only"): "false all-clear",
     ("gpu-gpud-docs-quoted-dmesg-xid79-nvswitch-sxid20034-ltssm-fault", "tail-15"): "false all-clear",
     ("net-nccl638-alltoall-gdr-ibv-create-qp-failed-memlock-unlimited", "tail-15"): "false all-clear",
     ("node-nemorl1683-g6-l4-topo-p2p-all-ns-cuda-217-anonymised-prompt", "tail-15"): "false all-clear",
