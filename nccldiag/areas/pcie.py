@@ -13,7 +13,11 @@ A GPU or NIC whose link trained below its capability (``LnkSta`` under
 are a seating, riser or cable fault; a lower speed is often just an idle GPU
 saving power, so it is reported with that caveat. The kernel also logs a
 device whose *path* is narrower than the device ("PCIe bandwidth, limited
-by"), which ``LnkSta`` of the endpoint alone does not show.
+by"), which ``LnkSta`` of the endpoint alone does not show. Link lines pasted
+without their device (a grep of ``lspci -vvv``) are judged by port number: a
+link whose capability is port 0's (an endpoint, or a switch's upstream port)
+on fewer lanes is a fault; a numbered root or downstream port trains to the
+narrower device below it.
 
 This module also answers "does this node have NVIDIA GPUs / RDMA NICs?" for
 the other areas, from whichever area saw the hardware.
