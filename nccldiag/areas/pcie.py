@@ -13,7 +13,11 @@ A GPU or NIC whose link trained below its capability (``LnkSta`` under
 are a seating, riser or cable fault; a lower speed is often just an idle GPU
 saving power, so it is reported with that caveat. The kernel also logs a
 device whose *path* is narrower than the device ("PCIe bandwidth, limited
-by"), which ``LnkSta`` of the endpoint alone does not show.
+by"), which ``LnkSta`` of the endpoint alone does not show. Link lines pasted
+without their device (a grep of ``lspci -vvv``) are judged by port number: a
+link whose capability is port 0's (an endpoint, or a switch's upstream port)
+on fewer lanes is a fault; a numbered root or downstream port trains to the
+narrower device below it.
 
 This module also answers "does this node have NVIDIA GPUs / RDMA NICs?" for
 the other areas, from whichever area saw the hardware.
@@ -150,6 +154,7 @@ class PcieFacts:
     tree_names: List[str] = field(default_factory=list)  # "0000:01:00.0 Mellanox ... [ConnectX-6]" (-tv only)
     tree_devices: List[TreeDevice] = field(default_factory=list)  # every function of the tree, named or not
     acs_lines: List[str] = field(default_factory=list)  # ACSCtl lines with no device header ('lspci -vvv | grep ACSCtl')
+    link_lines: List[Tuple[Link, Link, List[str]]] = field(default_factory=list)  # (cap, sta, lines) with no device header
 
     @property
     def bridges(self) -> List[PciDevice]:
@@ -202,6 +207,7 @@ _HEADER = re.compile(
 )
 _IDS = re.compile(r"\[([0-9a-fA-F]{4}):([0-9a-fA-F]{4})\]")
 _SPEED = re.compile(r"Speed\s+([\d.]+)\s*GT/s")
+_PORT0 = re.compile(r"LnkCap:\s{1,8}Port #0,")
 _WIDTH = re.compile(r"Width\s+x(\d+)")
 _BUS = re.compile(r"Bus:\s*primary=([0-9a-fA-F]+),\s*secondary=([0-9a-fA-F]+),\s*subordinate=([0-9a-fA-F]+)")
 _ACS = re.compile(r"\b(" + "|".join(ACS_BITS) + r")([+-])")
@@ -284,6 +290,24 @@ def parse_lspci(text: Optional[str]) -> List[PciDevice]:
             if b:
                 cur.bus_range = (int(b.group(2), 16), int(b.group(3), 16))
     return devices
+
+
+def parse_link_lines(text: Optional[str]) -> List[Tuple[Link, Link, List[str]]]:
+    """``(LnkCap, LnkSta, lines)`` of link lines with no device header ('lspci -vvv | grep -i speed').
+
+    Each ``LnkSta`` is paired with the ``LnkCap`` above it (lspci prints a device's capability first); a status
+    with no capability before it is kept with an empty capability.
+    """
+    pairs: List[Tuple[Link, Link, List[str]]] = []
+    cap: Optional[Tuple[Link, str]] = None
+    for raw_line in (text or "").splitlines():
+        body = raw_line.strip()
+        if body.startswith("LnkCap:"):
+            cap = (_link(body), body)
+        elif body.startswith("LnkSta:"):
+            pairs.append((cap[0] if cap else Link(), _link(body), ([cap[1]] if cap else []) + [body]))
+            cap = None
+    return pairs
 
 
 def parse_tree_devices(text: Optional[str]) -> List[TreeDevice]:
@@ -386,6 +410,7 @@ def parse(raw) -> PcieFacts:
             if len(named) == len(f.tree_names):
                 f.tree_names = named  # the same functions, with their full bus address
         f.acs_lines = [l.strip() for l in (text or "").splitlines() if l.strip().startswith("ACSCtl:")]
+        f.link_lines = parse_link_lines(text)
     f.limited = parse_limited(section(raw, "pcie_dmesg"))
     f.virtualization, f.virt_known = parse_virt(raw.get("virt"))
     return f
@@ -530,6 +555,39 @@ def _judge_acs_lines(lines: List[str]) -> List[Finding]:
                       "on a bridge above GPUs or NICs breaks P2P and GPUDirect RDMA."))]
 
 
+def _judge_link_lines(pairs: List[Tuple[Link, Link, List[str]]]) -> List[Finding]:
+    """Link lines without their devices (a grep of lspci -vvv): a link below its capability, which device unknown.
+
+    Lost lanes are a fault whatever the device; a lower speed alone is not judged here: an idle GPU lowers its link
+    speed to save power, and without the device line nothing says which device it is.
+    """
+    known = [(c, s, ls) for c, s, ls in pairs if c.width and s.width]
+    # only a link whose capability is port 0's (an endpoint, or a switch's upstream port: the link facing the slot);
+    # a root or downstream port (numbered) trains to the narrower device below it, which is no fault
+    narrow = [(c, s, ls) for c, s, ls in known if s.width < c.width and _PORT0.match(ls[0])]
+    if narrow:
+        return [warn(NAME, "pcie.link_width",
+                     f"{len(narrow)} of {len(known)} PCIe links run on fewer lanes than they support "
+                     + ", ".join(f"x{s.width}/x{c.width}" for c, s, _ in narrow[:4])
+                     + "; which devices they are is not in the output (a grep of lspci -vvv)",
+                     actual=[s.width for _, s, _ in narrow], expected=[c.width for c, _, _ in narrow],
+                     evidence=[l for _, _, ls in narrow[:8] for l in ls],
+                     fix="Lost lanes are a hardware fault: run 'lspci -D -vvv' as root to see which device it is, then "
+                         "reseat the card, riser or cable and check the slot (its wiring in the board's manual); "
+                         "this caps the device's bandwidth.")]
+    below = [(c, s, ls) for c, s, ls in known
+             if s.width < c.width or (s.speed_gts and c.speed_gts and s.speed_gts < c.speed_gts)]
+    if below:
+        return [skip(NAME, "pcie.link", f"{len(below)} of {len(known)} PCIe links run below their maximum speed, or "
+                     "narrower on a numbered (root or downstream) port, which trains to the device below it; an idle "
+                     "GPU lowers its link speed to save power; which devices they are is not in the output",
+                     evidence=[l for _, _, ls in below[:8] for l in ls],
+                     fix="Run 'lspci -D -vvv' as root under load to see which devices stay slow or narrow.")]
+    if known:
+        return [ok(NAME, "pcie.link", f"{len(known)} PCIe links at full speed and width (devices not shown)")]
+    return [skip(NAME, "pcie.lspci", "lspci link lines without capability lines to compare them with")]
+
+
 def _judge_links(facts: PcieFacts) -> List[Finding]:
     endpoints = facts.gpus + facts.nics
     with_link = [d for d in endpoints if d.cap.width and d.sta.width]
@@ -633,8 +691,9 @@ def judge(facts: Optional[PcieFacts], node: NodeFacts) -> List[Finding]:
         return found + _judge_limited(facts) if facts is not None else found
     if not facts.devices and facts.tree:
         return [_judge_tree(facts)] + _judge_limited(facts)
-    if not facts.devices and facts.acs_lines:
-        return _judge_acs_lines(facts.acs_lines) + _judge_limited(facts)
+    if not facts.devices and (facts.acs_lines or facts.link_lines):
+        return ((_judge_acs_lines(facts.acs_lines) if facts.acs_lines else [])
+                + (_judge_link_lines(facts.link_lines) if facts.link_lines else []) + _judge_limited(facts))
     if not facts.devices:
         return [skip(NAME, "pcie.lspci", "lspci printed no device")] + _judge_limited(facts)
     return _judge_acs(facts, node_gpus(node)[0]) + _judge_links(facts) + _judge_limited(facts)

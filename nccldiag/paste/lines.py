@@ -157,6 +157,8 @@ _HOST = re.compile(r"(?P<host>[A-Za-z0-9][\w.-]{0,252}|<[a-z _-]{1,40}>|\*{3,8}|
 _DEVICE = re.compile(r"(?:nvidia|nvswitch|nv_|mlx\d|mlx5|ib\d|ibp|eth\d|en[opsx]|wl|bond|nvme|sd[a-z]|hfi|i40|ice|"
                      r"irdma|bnxt|qed|usb|ata\d|scsi|pci|acpi|xhci|virtio|vfio|dm-|md\d|loop|tty|cpu|mpt|megasas|"
                      r"ahci|i2c|drm|snd|hid|input|rtc|tpm|ipmi|kvm|efi|nfs|docker|veth|br-|vxlan|lo\b)", re.I)
+# lspci's register fields with a number (LnkCtl2:, DevCap2:, LnkSta2:), the start of a line of lspci -vvv's, no hosts
+_REGISTER = re.compile(r"(?:Lnk|Dev|Slt|Rt)(?:Cap|Ctl|Sta)\d")
 # the commands whose line names what follows it (a transcript without prompts)
 COMMAND = re.compile(r"[ \t]{0,4}(?:sudo[ \t]{1,4})?(?:ibstat|ibstatus|ibv_devinfo|ibdev2netdev|show_gids|rdma|"
                      r"nvidia-smi|dmesg|journalctl|systemctl|cat|grep|lspci|modinfo|lsmod|dkms|ulimit|df|dcgmi|"
@@ -172,7 +174,7 @@ def _named(host: str) -> Optional[str]:
 def _host_like(name: str) -> bool:
     if _ANONYMOUS.fullmatch(name):
         return True
-    if _DEVICE.match(name):
+    if _DEVICE.match(name) or _REGISTER.fullmatch(name):
         return False
     return any(c.isdigit() or c in ".-" for c in name)
 

@@ -77,4 +77,31 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "'Verdict: WARN PCIe BAR / MMIO space not assigned (high confidence)', exit 0: the boot log's 'BAR 15: no space "
         "for' / 'BAR 0: failed to assign' lines are named right, but as a warning only, so the CLI exits 0 on a node "
         "whose devices behind those BARs are not seen", exits_0=True),
+    "net-gitcode-blog-nccl-2194-gdr-disabled-hca-peermem-path-not-found": Gap(
+        "wrong cause",
+        "'Verdict: WARN Peer-memory module not loaded: no GPUDirect RDMA (medium confidence)', exit 0: NCCL's 'GPU Direct "
+        "RDMA Disabled for HCA 0' alone is read as the peer-memory module not loaded; that NCCL 2.19.4 did not find the "
+        "loaded module where newer drivers expose it is not in the line; a warning only, so the CLI exits 0",
+        exits_0=True),
+    "net-jjblogs-zh-7b-ddp-runtimeerror-nccl-timeout-switch-congestion": Gap(
+        "missed",
+        "'Verdict: FAIL Unexplained failure (low confidence)', exit 1: 'RuntimeError: NCCL timeout' inside a sentence of "
+        "a blog post is read as an error line and left unexplained, not as a collective that timed out; the congested "
+        "switch is not in the evidence"),
+    "node-cloudnetops-blog-lspci-lnksta-8gts-x2-downgraded-from-16gts-x4": Gap(
+        "right",
+        "'Verdict: WARN PCIe link errors or a degraded link (high confidence)', exit 0: lspci's link lines without their "
+        "device ('LnkSta: Speed 8GT/s (downgraded), Width x2 (downgraded)' under port 0's 'LnkCap: ... Width x4') are "
+        "named a link on fewer lanes than it supports, but as a warning only (as lost lanes of a device named in full "
+        "lspci output are), so the CLI exits 0", exits_0=True),
+    "node-deltaops-medium-aer-multiple-corrected-error-syslog-flood-wrapped": Gap(
+        "right",
+        "'Verdict: WARN PCIe link errors or a degraded link on x99 (high confidence)', exit 0: corrected AER errors of a "
+        "root port are named right, but as a warning only (corrected errors alone do not stop a node), so the CLI exits 0 "
+        "on a run whose log flood filled the disk", exits_0=True),
+    "node-redhat-kb-rhel6-rhel7-pcie-bus-error-corrected-replay-timer-bad-tlp": Gap(
+        "right",
+        "'Verdict: WARN PCIe link errors or a degraded link on hostname (high confidence)', exit 0: corrected "
+        "data-link-layer AER errors (replay timer timeout, bad TLP/DLLP) are named right, but as a warning only "
+        "(corrected errors alone do not stop a node)", exits_0=True),
 }

@@ -353,3 +353,34 @@ def test_lspci_t_without_names_keeps_count_and_ranges():
     assert len(f.tree_devices) == 14 and f.tree_names == [] and [d.bdf for d in f.tree_switches] == ["0000:02:00.0"]
     (only,) = pcie.judge(f, NodeFacts("h"))
     assert "it lists 14 functions, 6 of them bridges with bus ranges (-t without -v: no names)" in only.message
+
+
+CASES = Path(__file__).resolve().parents[1] / "cases"
+LNK_GREP = CASES / "node-cloudnetops-blog-lspci-lnksta-8gts-x2-downgraded-from-16gts-x4" / "posted-lspci-speed.txt"
+
+
+def _link_grep(text: str, indent: str = "") -> str:
+    """The link lines of a real lspci -vvv output, as 'lspci -vvv | grep -E "LnkCap:|LnkSta:"' prints them
+    (``indent`` replaces the tabs, as a page that lost them would)."""
+    return "".join(indent + l.strip() + "\n" for l in text.splitlines() if l.strip().startswith(("LnkCap:", "LnkSta:")))
+
+
+def test_link_lines_without_devices_warn_on_lost_lanes_of_port_0():
+    # real: a blog's 'lspci -vvvs c9:00.0 | grep -i speed' (its indentation lost by the page)
+    f = pcie.parse({"lspci": LNK_GREP.read_text(encoding="utf-8")})
+    assert not f.devices and len(f.link_lines) == 1
+    [w] = pcie.judge(f, node())
+    assert (w.check, w.status) == ("pcie.link_width", Status.WARN)
+    assert w.actual == [2] and w.expected == [4] and "LnkSta: Speed 8GT/s (downgraded), Width x2 (downgraded)" in w.evidence
+
+
+@pytest.mark.parametrize("name", [ACS_OFF, ACS_ON])
+@pytest.mark.parametrize("indent", ["\t\t", ""])
+def test_link_lines_of_healthy_real_nodes_do_not_warn(name, indent):
+    # real captures reduced to their link lines: a switch's downstream port at x2 below its x16 (ACS_ON, the device
+    # below it is x2) and an x4 device at half speed (ACS_OFF) are no fault
+    f = pcie.parse({"lspci": _link_grep(lspci(name), indent)})
+    assert not f.devices and f.link_lines
+    found = pcie.judge(f, node())
+    assert all(x.status in (Status.OK, Status.SKIP) for x in found), [(x.check, x.status, x.message) for x in found]
+    assert any(x.status == Status.SKIP and "numbered" in x.message for x in found)

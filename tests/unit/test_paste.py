@@ -42,6 +42,10 @@ LINES = [
     (f"&gt; {CA}", CA, [("quote", None)]),  # an HTML page's quote
     (f"| {CA} |", CA, [("cell", None)]),  # a markdown table's cell
     (f"<node ip>: {CA}", CA, [("host", None)]),  # an anonymised host names none
+    # lspci -vvv's numbered register fields with their indentation gone are no pdsh host
+    ("LnkCtl2: Target Link Speed: 16GT/s, EnterCompliance- SpeedDis-",
+     "LnkCtl2: Target Link Speed: 16GT/s, EnterCompliance- SpeedDis-", []),
+    ("DevCap2: Completion Timeout: Range ABCD, TimeoutDis+", "DevCap2: Completion Timeout: Range ABCD, TimeoutDis+", []),
 ]
 
 

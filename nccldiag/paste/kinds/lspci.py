@@ -8,7 +8,7 @@ from typing import Dict, List
 from nccldiag.paste.kinds.base import Context, elided, indented, one
 
 NAME = "lspci"
-WORDS = ("PCI bridge", "controller: ", "Capabilities: [", "LnkSta:", "ACSCtl:", "ACSCap:")
+WORDS = ("PCI bridge", "controller: ", "Capabilities: [", "LnkSta:", "LnkCap:", "ACSCtl:", "ACSCap:")
 SOURCES = ("lspci",)
 GAPS = 1
 
@@ -17,14 +17,17 @@ _DEVICE = re.compile(r"[ \t]{0,4}(?:[0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{
 _CAPABILITY = re.compile(r"[ \t]{1,20}(?:Capabilities: \[|LnkSta:|LnkCap:|ACSCtl:|ACSCap:)")
 # a bridge's ACS line with its indentation gone (a host prefix or a paste took it): its bits name it alone
 _ACS = re.compile(r"[ \t]{0,20}ACSC(?:tl|ap):[ \t]{1,8}SrcValid[+-][ \t]")
+# a link register line with its indentation gone ('lspci -vvv | grep -i speed', or a page that lost the
+# indentation): 'LnkSta: Speed 8GT/s (downgraded), Width x2 (downgraded)'; its Speed/Port word names it alone
+_LINK = re.compile(r"[ \t]{0,20}Lnk(?:Cap|Sta|Ctl2):[ \t]{1,8}(?:Port #|Speed |Target Link Speed)")
 
 
 def anchor(text: str) -> bool:
-    return bool(_DEVICE.match(text) or _CAPABILITY.match(text) or _ACS.match(text))
+    return bool(_DEVICE.match(text) or _CAPABILITY.match(text) or _ACS.match(text) or _LINK.match(text))
 
 
 def member(text: str) -> bool:
-    return bool(_DEVICE.match(text) or indented(text) or elided(text) or _ACS.match(text))
+    return bool(_DEVICE.match(text) or indented(text) or elided(text) or _ACS.match(text) or _LINK.match(text))
 
 
 def sections(lines: List[str], context: Context) -> Dict[str, str]:
