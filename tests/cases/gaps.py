@@ -77,4 +77,48 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "'Verdict: WARN PCIe BAR / MMIO space not assigned (high confidence)', exit 0: the boot log's 'BAR 15: no space "
         "for' / 'BAR 0: failed to assign' lines are named right, but as a warning only, so the CLI exits 0 on a node "
         "whose devices behind those BARs are not seen", exits_0=True),
+    "node-gdrcopy234-lsmod-gdrdrv-loaded-sanity-gdr-open-error-no-device-node": Gap(
+        "missed",
+        "'Verdict: WARN Unexplained failure (low confidence)', exit 1: GDRCopy's 'gdr_open error: Is gdrdrv driver "
+        "installed and loaded?' is read as a program's error and left unexplained, though lsmod shows gdrdrv loaded: "
+        "that its device node /dev/gdrdrv is missing is not read"),
+    "node-pyxis110-slurmstepd-enroot-hook-nvidia-container-cli-not-found": Gap(
+        "missed",
+        "'Verdict: FAIL Unexplained failure (low confidence)', exit 1: pyxis' 'container start failed' behind "
+        "slurmstepd is read as a failed task and left unexplained; enroot's NVIDIA hook failing ('Command not found: "
+        "nvidia-container-cli', '98-nvidia.sh exited with return code 1') is not read as a container stack without its "
+        "GPU runtime"),
+    "node-enroot88-nvidia-container-cli-capability-change-failed-selinux": Gap(
+        "missed",
+        "'Verdict: WARN Unexplained failure (low confidence)', exit 1: 'nvidia-container-cli: permission error: "
+        "capability change failed: operation not permitted' is read as a program's error and left unexplained (that "
+        "SELinux refused it is not in the lines)"),
+    "node-enroot138-pyxis-persistenced-socket-mount-error-libnvidia-container": Gap(
+        "missed",
+        "'Verdict: FAIL Unexplained failure (low confidence)', exit 1: pyxis' 'container start failed' is left "
+        "unexplained; nvidia-container-cli's mount error on the nvidia-persistenced socket (a libnvidia-container defect) "
+        "is not read"),
+    "gpu-k8sdp170-device-plugin-could-not-load-nvml-before-driver-deployed": Gap(
+        "missed",
+        "'Verdict: WARN Unexplained failure (low confidence)', exit 1: the device plugin's 'Failed to initialize NVML: "
+        "could not load NVML library.' is read as a program's failure and left unexplained (a process without the "
+        "driver's libraries: the driver not yet deployed on the node)"),
+    "gpu-k8sdp23-device-plugin-failed-to-start-nvml-default-runtime-not-nvidia": Gap(
+        "missed",
+        "'Verdict: WARN Unexplained failure (low confidence)', exit 1: 'Failed to start nvml with error:  could not "
+        "load NVML library' is left unexplained (the container runtime did not give the container the driver's "
+        "libraries)"),
+    "net-sriovop382-pod-ibdev2netdev-ib-vf-down-linkstate-not-enabled": Gap(
+        "false all-clear",
+        "'Verdict: nothing broken', exit 0: the pod's 'ibdev2netdev' line 'mlx5_3 port 1 ==> net1 (Down)' (the only "
+        "RDMA device of the pod, its port down) is not read as a failure"),
+    "gpu-dcgm198-dcgmi-nvlink-link-status-all-down-diag-passes": Gap(
+        "false all-clear",
+        "'Verdict: nothing broken', exit 0: 'dcgmi nvlink --link-status' with every link of both GPUs 'D' (Down) is "
+        "not read; the DCGM diagnostic's Pass rows after it read clean"),
+    "net-awsofinccl584-efa-register-mr-type2-einval-nccl-libfabric-incompatible": Gap(
+        "wrong cause",
+        "'Verdict: FAIL Network plugin failing or differing across nodes (high confidence)', exit 1: aws-ofi-nccl's "
+        "'Unable to register memory (type = 2) ... RC: -22' is read as the network plugin failing; that this is the "
+        "known incompatibility of NCCL 2.19+ with the Libfabric of EFA installers before 1.29 is not named"),
 }
