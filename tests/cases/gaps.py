@@ -116,9 +116,4 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "false all-clear",
         "'Verdict: nothing broken', exit 0: 'dcgmi nvlink --link-status' with every link of both GPUs 'D' (Down) is "
         "not read; the DCGM diagnostic's Pass rows after it read clean"),
-    "net-awsofinccl584-efa-register-mr-type2-einval-nccl-libfabric-incompatible": Gap(
-        "wrong cause",
-        "'Verdict: FAIL Network plugin failing or differing across nodes (high confidence)', exit 1: aws-ofi-nccl's "
-        "'Unable to register memory (type = 2) ... RC: -22' is read as the network plugin failing; that this is the "
-        "known incompatibility of NCCL 2.19+ with the Libfabric of EFA installers before 1.29 is not named"),
 }
