@@ -77,17 +77,6 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "'Verdict: WARN PCIe BAR / MMIO space not assigned (high confidence)', exit 0: the boot log's 'BAR 15: no space "
         "for' / 'BAR 0: failed to assign' lines are named right, but as a warning only, so the CLI exits 0 on a node "
         "whose devices behind those BARs are not seen", exits_0=True),
-    "node-gdrcopy234-lsmod-gdrdrv-loaded-sanity-gdr-open-error-no-device-node": Gap(
-        "missed",
-        "'Verdict: WARN Unexplained failure (low confidence)', exit 1: GDRCopy's 'gdr_open error: Is gdrdrv driver "
-        "installed and loaded?' is read as a program's error and left unexplained, though lsmod shows gdrdrv loaded: "
-        "that its device node /dev/gdrdrv is missing is not read"),
-    "node-pyxis110-slurmstepd-enroot-hook-nvidia-container-cli-not-found": Gap(
-        "missed",
-        "'Verdict: FAIL Unexplained failure (low confidence)', exit 1: pyxis' 'container start failed' behind "
-        "slurmstepd is read as a failed task and left unexplained; enroot's NVIDIA hook failing ('Command not found: "
-        "nvidia-container-cli', '98-nvidia.sh exited with return code 1') is not read as a container stack without its "
-        "GPU runtime"),
     "node-enroot88-nvidia-container-cli-capability-change-failed-selinux": Gap(
         "missed",
         "'Verdict: WARN Unexplained failure (low confidence)', exit 1: 'nvidia-container-cli: permission error: "
