@@ -21,9 +21,16 @@ not at all (``gpu_lost_xid``); ``Targeted Power`` and ``Pulse Test`` the board's
 (``other:gpu-power-thermal``; a thermal warning beside another test's failure stays that test's); a deployment
 test the node's software set-up (``other:dcgm-deployment``; the fabric manager's is ``fabric_manager``), any
 other test ``other:dcgm-diag``. ``Skip`` and ``Pass`` say nothing; ``Info`` rows are quiet.
+
+``dcgmi nvlink -s`` (``--link-status``; DCGM's ``DcgmiNvlink.cpp``), pasted or in a bundle as ``dcgmi_nvlink``:
+each GPU's (``gpuId N:``) and NVSwitch's (``physicalId N:``) link states, ``U`` up, ``D`` down, ``X`` disabled,
+``_`` not supported (``Key: Up=U, Down=D, Disabled=X, Not Supported=_``). A link Down where others of the node are
+Up fails; every link Down and none Up warns (PCIe cards with no NVLink bridge fitted show the same); a Disabled
+link warns; all ``nvlink_error``.
 """
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
@@ -38,9 +45,14 @@ SOURCE = Source(
     "dcgmi_diag", ":", timeout=5,
     description="nothing run on the node: dcgmi diag needs the GPUs free; its output pasted to nccldiag log, "
                 "or saved in a bundle as dcgmi_diag.txt, is read")
-SOURCES = (SOURCE,)
+LINK_SOURCE = Source(
+    "dcgmi_nvlink", ":", timeout=5,
+    description="nothing run on the node: 'dcgmi nvlink -s' (each GPU's and NVSwitch's link states) pasted to "
+                "nccldiag log, or saved in a bundle as dcgmi_nvlink.txt, is read")
+SOURCES = (SOURCE, LINK_SOURCE)
 
 CHECK = "dcgm.diag"
+LINK_CHECK = "dcgm.nvlink"
 WRAP = 45  # the characters of a message on one row of the table (DCGM's text output)
 _ROW = re.compile(r"[ \t]{0,40}\|([^|]{0,400})\|([^|]{0,400})\|")
 _HEADER = re.compile(r"[ \t]{0,40}[|+]-{3,40}[ \t]{1,10}([A-Za-z][A-Za-z ]{0,40}?)[ \t]{1,10}-{2,60}\+")
@@ -81,12 +93,27 @@ class DiagTest:
 
 
 @dataclass
+class LinkStates:
+    """One GPU's or NVSwitch's line of ``dcgmi nvlink -s``: a state per link (``U`` up, ``D`` down, ``X``
+    disabled, ``_`` not supported), and the lines it was read from."""
+
+    entity: str  # "GPU" or "NvSwitch"
+    id: str
+    states: str  # one character per link, in link order
+    lines: List[str] = field(default_factory=list)
+
+    def links(self, state: str) -> List[int]:
+        return [i for i, s in enumerate(self.states) if s == state]
+
+
+@dataclass
 class DcgmFacts:
     collected: bool = False  # the source came back with text
     table: bool = False  # a dcgmi diag result table was in it
     tests: List[DiagTest] = field(default_factory=list)
     lines: int = 0
     first_lines: List[str] = field(default_factory=list)  # what it printed first, shown when no table came
+    links: Optional[List[LinkStates]] = None  # dcgmi nvlink -s (None: not given)
 
 
 def _status(text: str) -> Optional[Tuple[str, str]]:
@@ -198,6 +225,87 @@ def _close(owner: DiagTest, message: List) -> None:
     owner.messages[-1] = (message[0], " ".join(text.split()))
 
 
+# 'gpuId 0:' / 'physicalId 2:' (DCGM's DcgmiNvlink.cpp), the states on the next line or, as some pastes have
+# it, on the same one ('gpuId 0: U U U U _ _')
+_ENTITY = re.compile(r"[ \t]{0,40}(gpuId|physicalId)[ \t]{1,4}(\d{1,6})[ \t]{0,4}:[ \t]{0,4}"
+                     r"((?:[UDX_][ \t]{1,4}){0,63}[UDX_])?[ \t]{0,40}$")
+_STATES = re.compile(r"[ \t]{0,40}((?:[UDX_][ \t]{1,4}){0,63}[UDX_])[ \t]{0,40}$")
+
+
+def parse_links(text: Optional[str]) -> Optional[List[LinkStates]]:
+    """The link states of ``dcgmi nvlink -s`` (``--link-status``): one entry per GPU and NVSwitch, in order;
+    ``None`` where no text was given; pure, never raises on text."""
+    if text is None or not text.strip():
+        return None
+    out: List[LinkStates] = []
+    current: Optional[LinkStates] = None
+    for line in text.splitlines():
+        m = _ENTITY.match(line[:2000])
+        if m:
+            current = LinkStates("GPU" if m.group(1) == "gpuId" else "NvSwitch", m.group(2), "", [line.strip()])
+            out.append(current)
+            if m.group(3):
+                current.states = m.group(3).replace(" ", "").replace("\t", "")
+                current = None
+            continue
+        m = _STATES.match(line[:2000])
+        if m and current is not None and not current.states:
+            current.states = m.group(1).replace(" ", "").replace("\t", "")
+            current.lines.append(line.strip())
+            current = None
+    return [e for e in out if e.states]
+
+
+def _ranges(links: List[int]) -> str:
+    out: List[str] = []
+    for i in links:
+        if out and out[-1].split("-")[-1] == str(i - 1):
+            out[-1] = out[-1].split("-")[0] + f"-{i}"
+        else:
+            out.append(str(i))
+    return ", ".join(out)
+
+
+def _judge_links(links: Optional[List[LinkStates]]) -> List[Finding]:
+    """``dcgmi nvlink -s``: a link Down where other links of the node are Up fails (the node's GPUs are linked);
+    every link Down, none Up, warns (GPUs with NVLink bridges or on a baseboard have lost them, PCIe cards with
+    no bridge fitted show the same: the model says which); a Disabled link warns."""
+    if links is None:
+        return []
+    if not links:
+        return [skip(NAME, LINK_CHECK, "dcgmi nvlink -s printed no GPU's link states")]
+    down = [e for e in links if e.links("D")]
+    disabled = [e for e in links if e.links("X")]
+    up = sum(len(e.links("U")) for e in links)
+
+    def listed(es: List[LinkStates], state: str) -> str:
+        return "; ".join(f"{e.entity} {e.id}: link{'s' if len(e.links(state)) > 1 else ''} "
+                         f"{_ranges(e.links(state))} of {len(e.states)}" for e in es[:8]) + \
+            (f"; and {len(es) - 8} more" if len(es) > 8 else "")
+
+    evidence = [line for e in (down or disabled) for line in e.lines][:6]
+    if down and up:
+        return [fail(NAME, LINK_CHECK, f"NVLink Down where the node's other links are Up: {listed(down, 'D')}",
+                     actual={"category": "nvlink_error", "down": {f"{e.entity} {e.id}": e.links("D") for e in down},
+                             "up": up},
+                     expected="every supported link Up", evidence=evidence, fix=_fix("nvlink_error"))]
+    if down:
+        return [warn(NAME, LINK_CHECK, f"every NVLink of the node is Down, none Up: {listed(down, 'D')}; GPUs "
+                                       "on an NVLink baseboard or bridged have lost their links (PCIe cards with "
+                                       "no NVLink bridge fitted show the same: the GPU model tells)",
+                     actual={"category": "nvlink_error", "down": {f"{e.entity} {e.id}": e.links("D") for e in down},
+                             "up": 0},
+                     expected="the links of linked GPUs Up", evidence=evidence,
+                     fix="Where the GPUs are linked (SXM, NVL bridges): " + _fix("nvlink_error"))]
+    if disabled:
+        return [warn(NAME, LINK_CHECK, f"NVLink Disabled: {listed(disabled, 'X')}",
+                     actual={"category": "nvlink_error",
+                             "disabled": {f"{e.entity} {e.id}": e.links("X") for e in disabled}},
+                     expected="every supported link Up", evidence=evidence, fix=_fix("nvlink_error"))]
+    return [ok(NAME, LINK_CHECK, f"{len(links)} GPU(s) and NVSwitch(es): {up} NVLink(s) Up, none Down or Disabled",
+               actual={"up": up, "entities": len(links)})]
+
+
 def category(t: DiagTest) -> str:
     """The category of a failed test: by its name, and for a memory test by what its messages say."""
     name = t.name.lower()
@@ -243,6 +351,11 @@ def _fix(cat: str) -> str:
 
 
 def judge(facts: Optional[DcgmFacts], node: NodeFacts) -> List[Finding]:
+    links = _judge_links(facts.links if facts is not None else None)
+    return _judge_diag(facts) + links
+
+
+def _judge_diag(facts: Optional[DcgmFacts]) -> List[Finding]:
     if facts is None or not facts.collected:
         return [skip(NAME, CHECK, "not run: dcgmi diag is an active test that needs the GPUs free; paste the table "
                                   "of 'dcgmi diag -r 1' (or higher) to 'nccldiag log' to have it read")]
@@ -276,7 +389,7 @@ def judge(facts: Optional[DcgmFacts], node: NodeFacts) -> List[Finding]:
 
 
 def parse(raw) -> DcgmFacts:
-    return parsed(raw, SOURCE.name, parse_diag)
+    return dataclasses.replace(parsed(raw, SOURCE.name, parse_diag), links=parsed(raw, LINK_SOURCE.name, parse_links))
 
 
 def summarize(facts: Optional[DcgmFacts]) -> Dict[str, Optional[str]]:

@@ -95,3 +95,44 @@ def test_no_table_skips_quoting_what_dcgmi_said_and_nothing_collected_skips():
     [f] = judged("Error: unable to establish a connection to the specified host: localhost\n")
     assert f.status == Status.SKIP and "unable to establish a connection" in f.message
     assert judged(None)[0].status == Status.SKIP and judged("")[0].status == Status.SKIP
+
+
+# ---- dcgmi nvlink -s ------------------------------------------------------------------------------------------
+
+ALL_DOWN = CASES / "gpu-dcgm198-dcgmi-nvlink-link-status-all-down-diag-passes" / "posted-dcgmi.txt"
+ALL_UP = CASES / "gpu-llmaction-docs-dcgmi-nvlink-s-8x-h800-8-links-up-healthy" / "posted-dcgmi-nvlink.txt"
+
+
+def links_judged(text):
+    facts = dcgm.DcgmFacts(links=dcgm.parse_links(text))
+    return [f for f in dcgm.judge(facts, NodeFacts("n1")) if f.check == dcgm.LINK_CHECK]
+
+
+def test_link_states_are_read_per_gpu():
+    links = dcgm.parse_links(ALL_DOWN.read_text())
+    assert [(e.entity, e.id, e.states) for e in links] == [("GPU", "0", "D" * 18), ("GPU", "1", "D" * 18)]
+    up = dcgm.parse_links(ALL_UP.read_text())
+    assert len(up) == 8 and all(e.states == "U" * 8 + "_" * 10 for e in up)
+
+
+def test_every_link_down_and_none_up_warns_of_nvlink_without_failing_the_node():
+    """Both GPUs of the DCGM#198 node have every link Down; cards with no bridge fitted would show the same."""
+    [f] = links_judged(ALL_DOWN.read_text())
+    assert f.status == Status.WARN and f.actual["category"] == "nvlink_error"
+    assert "GPU 0: links 0-17 of 18" in f.message and "gpuId 0:" in f.evidence
+    assert categories.known(f.actual["category"])
+
+
+def test_links_up_with_the_rest_not_supported_is_ok():
+    [f] = links_judged(ALL_UP.read_text())
+    assert f.status == Status.OK and f.actual["up"] == 64
+
+
+def test_a_link_down_beside_links_up_fails_and_disabled_warns():
+    # text written for this test, in dcgmi's layout (the states on the entity's line, as some pastes have them)
+    mixed = "GPUs:\n    gpuId 0: U U U U\n    gpuId 1: U D U U\nKey: Up=U, Down=D, Disabled=X, Not Supported=_\n"
+    [f] = links_judged(mixed)
+    assert f.status == Status.FAIL and f.actual["down"] == {"GPU 1": [1]} and "GPU 1: link 1 of 4" in f.message
+    [g] = links_judged(mixed.replace("U D U U", "U X U U"))
+    assert g.status == Status.WARN and g.actual["disabled"] == {"GPU 1": [1]}
+    assert links_judged("") == [] and links_judged("nothing here\n")[0].status == Status.SKIP

@@ -914,3 +914,57 @@ def test_no_healthy_in_repo_case_reads_as_a_full_file_system():
     assert len(healthy) >= 20
     for c in healthy:
         assert "file-system-full" not in [d.id for d in verdict(_in_repo_case(c.id))], c.id
+
+
+# ---- the container stack's GPU hook without nvidia-container-cli; GDRCopy without its device node; EFA's CUDA
+# ---- registration refused by an older Libfabric
+
+
+def test_enroot_s_gpu_hook_without_nvidia_container_cli_is_a_runtime_without_gpu_support():
+    # real: pyxis issue 110, slurmstepd's lines of a GPU container whose enroot hook found no nvidia-container-cli
+    text = _in_repo_case("node-pyxis110-slurmstepd-enroot-hook-nvidia-container-cli-not-found")
+    d = top(text)
+    assert d.id == "container-runtime-no-gpu" and d.category == "other:container-runtime-without-gpu-support", d
+    assert d.severity == "fail" and "unexplained" not in categories(text), d
+    # the hook failing for another reason is not this cause (real: enroot issues 88 and 138)
+    for case in ("node-enroot88-nvidia-container-cli-capability-change-failed-selinux",
+                 "node-enroot138-pyxis-persistenced-socket-mount-error-libnvidia-container"):
+        assert "other:container-runtime-without-gpu-support" not in categories(_in_repo_case(case)), case
+    for name, text in _healthy_texts().items():
+        assert "other:container-runtime-without-gpu-support" not in categories(text), name
+
+
+def test_gdrcopy_unable_to_open_its_driver_is_named_and_a_working_gdrcopy_is_not():
+    # real: GDRCopy issue 234, gdrdrv loaded (lsmod) and every gdr_open of the sanity test failing
+    text = _in_repo_case("node-gdrcopy234-lsmod-gdrdrv-loaded-sanity-gdr-open-error-no-device-node")
+    d = top(text)
+    assert d.id == "gdrcopy-device-unopenable" and d.category == "other:gdrcopy-device-node-missing", d
+    assert d.severity == "fail" and "unexplained" not in categories(text), d
+    # UCX's and an MPI's words for the same failure (the form quoted in GDRCopy issue 72, written for this test)
+    assert categories('GDRCOPY library "libgdrapi.so" unable to open GDR driver, is gdrdrv.ko loaded?\n') == [
+        "other:gdrcopy-device-node-missing"]
+    # real: GDRCopy issue 278, the sanity suite all passed and /dev/gdrdrv listed
+    assert categories(_in_repo_case("node-gdrcopy278-gdrcopy-sanity-28-passed-dev-gdrdrv-healthy")) == []
+    for name, text in _healthy_texts().items():
+        assert "other:gdrcopy-device-node-missing" not in categories(text), name
+
+
+def test_efa_refusing_cuda_buffers_is_the_known_nccl_libfabric_incompatibility():
+    # real: aws-ofi-nccl issue 584 (register_mr_buffers, with fi_info) and, where ../shared is, awsome-distributed-ai
+    # issue 203 (register_rail_mr_buffer): the maintainers' known incompatibility, category net_plugin
+    texts = [_in_repo_case("net-awsofinccl584-efa-register-mr-type2-einval-nccl219-old-libfabric")]
+    if real.AVAILABLE:
+        texts.append((real.ROOT / "cases" / "net-awsomeai203-ofi-register-mr-einval-old-libfabric-nccl219" /
+                      "posted-warn.log").read_text(encoding="utf-8"))
+    for text in texts:
+        found = [d for d in verdict(text) if d.severity in ("fail", "warn")]
+        assert found[0].id == "efa-cuda-mr-nccl-libfabric" and found[0].category == "net_plugin", found
+        assert [d.id for d in found].count("net-plugin") == 0, found  # explained by the specific cause
+    # a host buffer (type 1) refused for want of memory is not it (real form: NVIDIA/nccl issue 563)
+    host = ("ip-10-0-87-143:149:298 [5] register_mr_buffers:465 NCCL WARN NET/OFI Unable to register memory "
+            "(type = 1) for device 0. RC: 12, Error: Cannot allocate memory\n")
+    assert "efa-cuda-mr-nccl-libfabric" not in [d.id for d in verdict(host)]
+    # real: the same thread's working run behind SkyPilot's prefix
+    assert categories(_in_repo_case("net-awsofinccl584-skypilot-prefixed-allreduce-bench-16-ranks-efa-healthy")) == []
+    for name, text in _healthy_texts().items():
+        assert "efa-cuda-mr-nccl-libfabric" not in [d.id for d in verdict(text)], name

@@ -35,6 +35,7 @@ KINDS = (
     "df",
     "dkms",
     "dcgmi",
+    "dcgmi_nvlink",
     "sysfs",
     "mlnx_qos",
     "sysctl",
