@@ -77,23 +77,12 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "'Verdict: WARN PCIe BAR / MMIO space not assigned (high confidence)', exit 0: the boot log's 'BAR 15: no space "
         "for' / 'BAR 0: failed to assign' lines are named right, but as a warning only, so the CLI exits 0 on a node "
         "whose devices behind those BARs are not seen", exits_0=True),
-    "node-alcf-docs-pbsnodes-offline-comment-xid74-gpus-need-reseat": Gap(
-        "false all-clear",
-        "'Verdict: nothing broken', exit 0: PBS's 'pbsnodes -l' rows of nodes taken offline are not read: the operators' "
-        "comment 'Xid 74 -- GPUs need reseat' after 'offline,resv-exclusive' (an NVLink error on that node) and a node "
-        "offline while its ConnectX-5 firmware is checked"),
     "gpu-alcf-docs-polaris-jax-xla-no-kernel-image-parallel-compilation": Gap(
         "missed",
         "'Verdict: FAIL Unexplained failure (low confidence)', exit 1: JAX's 'XlaRuntimeError: UNKNOWN: no kernel image is "
         "available for execution on the device' is read as a Python exception and left unexplained; that it is a bug of "
         "JAX 0.4.26's parallel GPU compilation on that system (XLA_FLAGS=--xla_gpu_force_compilation_parallelism=1) is not "
         "in the evidence"),
-    "node-coco-docs-kata-cold-plug-podresources-get-disabled": Gap(
-        "missed",
-        "'Verdict: WARN Unexplained failure (low confidence)', exit 1: the kubelet event 'FailedCreatePodSandBox ... device "
-        "cold plug failed: ... GetPodResources failed ... PodResources API Get method disabled' is read as a program that "
-        "failed and left unexplained; that the kubelet's PodResources Get method (feature gate KubeletPodResourcesGet) is "
-        "off is not read"),
     "node-gpuoperator-docs-cdi-hostusers-false-sync-socket-no-such-process": Gap(
         "missed",
         "'Verdict: WARN Unexplained failure (low confidence)', exit 1: 'Error: container create failed: read status from "

@@ -72,6 +72,7 @@ KNOWN: Dict[Tuple[str, str], str] = {
     ("gpu-bloom176b-logbook-eval-hang-no-timeout-dataloader-deadlock", "wrap-80"): "false all-clear",
     ("gpu-gpud117-dmesg-xid45-nvidia-smi-hung-task-d-state", "wrap-80"): "wrong cause",
     ("gpu-gpuoperator-docs-node-7-allocatable-gpus-device-plugin-xid79-unhealthy", "wrap-80"): "missed",
+    ("node-coco-docs-kata-cold-plug-podresources-get-disabled", "wrap-80"): "missed",
     ("gpu-gpuoperator277-cuda-validator-forward-compat-non-supported-hw-driver-450", "wrap-80"): "missed",
     ("gpu-lightly-docs-docker-dataloader-bus-error-shm-64mb", "wrap-80"): "missed",
     ("gpu-nccl1372-h100-nccl-built-sm80-only-named-symbol", "wrap-80"): "missed",
