@@ -38,7 +38,9 @@ this system has`` / ``NVRM: fallen off the bus and is not responding to
 commands.`` (continuation lines indented, without a time stamp) is read as
 Xid 79 on that GPU. The Kubernetes device plugin relays the Xid events NVML hands its health check to its own
 log (``XidCriticalError: Xid=79 on Device=GPU-<uuid>; marking device as unhealthy.``, behind klog's prefix): each
-is read as that Xid on the GPU of that UUID. The driver's other messages of a failure are rows of
+is read as that Xid on the GPU of that UUID. A cluster's operators record the Xid that made them take a node out of
+service as its reason in the batch scheduler's node list (PBS's ``pbsnodes -l``: ``x3014c0s19b0n0  offline,resv-exclusive
+Xid 74 -- GPUs need reseat``): each is read as that Xid on that node, its GPU not named. The driver's other messages of a failure are rows of
 ``nccldiag/knowledge/kmsg.toml`` (area ``xid``), judged alike by
 :func:`nccldiag.areas.kernlog.judge_rows`: a GPU it could not initialise
 (``RmInitAdapter failed``, a probe that failed: ``xid.driver_init``), a
@@ -104,6 +106,8 @@ UNNAMED = "an unnamed GPU"  # an Xid line whose address is absent, anonymised or
 _XID = kernlog.BY_ID["nvrm-xid"].pattern  # group key: what the parentheses hold; group code
 # the device plugin's relay of an Xid event (group code; group key: the device's UUID, GPU-... or MIG-...)
 _PLUGIN_XID = kernlog.BY_ID["device-plugin-xid"].pattern
+# the operators' reason for a node out of service, in the scheduler's node list (group key: the node; group code)
+_NODE_REASON_XID = kernlog.BY_ID["scheduler-node-reason-xid"].pattern
 _BUS_IN = re.compile(r"^\s*(?:PCI:\s*)?([0-9A-Fa-f]{1,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.[0-7])?)(?![0-9A-Fa-f:])")
 _GPU_AT = re.compile(r"NVRM: GPU at PCI:([0-9A-Fa-f:.]+):\s*(GPU-[0-9a-fA-F-]+)")
 _THE_GPU = re.compile(r"NVRM: The NVIDIA GPU ([0-9A-Fa-f]{4}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d)")
@@ -124,7 +128,8 @@ def recovery_action(text: str) -> Optional[str]:
 
 @dataclass
 class XidEvent:
-    bus: str  # normalised dddd:bb:dd.f ("" when the driver named none; the UUID where the device plugin relays it)
+    bus: str  # normalised dddd:bb:dd.f ("" when the driver named none; the UUID where the device plugin relays it,
+    # the node where a scheduler's node list does)
     code: int
     text: str  # the rest of the message
     when: str  # time prefix as printed ("" when none)
@@ -197,9 +202,9 @@ def parse_events(log: kernlog.KernelLog) -> XidFacts:
             f.events.append(XidEvent(bus, code, msg[m.end():].lstrip(" ,").strip(), when,
                                      kernlog.short(f"{when} {msg}".strip())))
             continue
-        m = _PLUGIN_XID.search(msg)
-        if m:  # the plugin names the GPU by its UUID, not its bus
-            f.events.append(XidEvent(m.group("key"), int(m.group("code")), msg[m.end():].lstrip(" ;").strip(), when,
+        m = _PLUGIN_XID.search(msg) or _NODE_REASON_XID.search(msg)
+        if m:  # the plugin names the GPU by its UUID, the scheduler's node list the node: neither names its bus
+            f.events.append(XidEvent(m.group("key"), int(m.group("code")), msg[m.end():].lstrip(" ;-").strip(), when,
                                      kernlog.short(f"{when} {msg}".strip())))
             continue
         m = _THE_GPU.search(msg)

@@ -135,4 +135,15 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "'Verdict: WARN NVLink errors', exit 0: every link of both GPUs Down and none Up is named nvlink_error as a "
         "warning only: PCIe cards with no NVLink bridge fitted show the same states, and the output names no GPU "
         "model, so the CLI exits 0 on a node whose bridged links are down", exits_0=True),
+    "gpu-alcf-docs-polaris-jax-xla-no-kernel-image-parallel-compilation": Gap(
+        "missed",
+        "'Verdict: FAIL Unexplained failure (low confidence)', exit 1: JAX's 'XlaRuntimeError: UNKNOWN: no kernel image is "
+        "available for execution on the device' is read as a Python exception and left unexplained; that it is a bug of "
+        "JAX 0.4.26's parallel GPU compilation on that system (XLA_FLAGS=--xla_gpu_force_compilation_parallelism=1) is not "
+        "in the evidence"),
+    "node-gpuoperator-docs-cdi-hostusers-false-sync-socket-no-such-process": Gap(
+        "missed",
+        "'Verdict: WARN Unexplained failure (low confidence)', exit 1: 'Error: container create failed: read status from "
+        "sync socket: No such process' is read as an error and left unexplained; that the pod runs in a user namespace "
+        "(hostUsers: false), which the NVIDIA Container Toolkit's CDI hook does not support, is not in the line"),
 }

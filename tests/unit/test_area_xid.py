@@ -220,3 +220,21 @@ def test_the_device_plugins_relay_of_an_xid_is_that_xid_on_the_gpu_it_names():
     # the plugin's other lines of the same event ('Processing event ...', 'device marked unhealthy: ...') are no
     # second event, and the node's description beside them is no event at all
     assert all("XidCriticalError" in e.line for e in events)
+
+
+def test_an_xid_the_operators_give_as_a_nodes_reason_in_the_schedulers_node_list_is_that_xid_on_that_node():
+    # real: PBS's 'pbsnodes -l' as ALCF's user guide shows it (tests/cases/node-alcf-docs-pbsnodes-*): the node
+    # taken offline for Xid 74 is that Xid on that node; the one offline for a firmware check is no event
+    from pathlib import Path
+    cases = Path(__file__).resolve().parents[1] / "cases"
+    text = (cases / "node-alcf-docs-pbsnodes-offline-comment-xid74-gpus-need-reseat" / "posted-pbsnodes.txt").read_text(
+        encoding="utf-8")
+    events = xid.parse_events(kernlog.parse(text)).events
+    assert [(e.bus, e.code, e.kind, e.text) for e in events] == [
+        ("x3014c0s19b0n0", 74, "reset", "GPUs need reseat")], events
+    # no line of a working run is read so: the healthy cases (sinfo of idle nodes, pods running, nvidia-smi of
+    # busy GPUs, ...) and the healthy kernel captures of ../shared/fixtures
+    for case in sorted(cases.glob("*-healthy")):
+        for f in case.iterdir():
+            if f.name != "case.json":
+                assert not xid.parse_events(kernlog.parse(f.read_text(encoding="utf-8"))).events, f

@@ -844,6 +844,18 @@ def test_docker_without_a_gpu_runtime_is_named():
     assert d.id == "container-runtime-no-gpu" and d.category == "other:container-runtime-without-gpu-support", d
 
 
+def test_the_kubelets_podresources_get_method_disabled_is_named():
+    # real: NVIDIA's Confidential Containers troubleshooting page, a Kata pod's FailedCreatePodSandBox event whose
+    # device cold plug asked the kubelet's PodResources API for the pod's GPUs
+    d = top(_in_repo_case("node-coco-docs-kata-cold-plug-podresources-get-disabled"))
+    assert d.id == "kubelet-podresources-get-disabled" and d.severity == "fail", d
+    assert d.category == "other:kubelet-podresources-get-disabled", d
+    # a working GPU Operator's pods, a Kata pod's QEMU warnings the vendor calls expected: nothing
+    for healthy in ("node-gpuoperator-docs-getting-started-pods-running-validator-completed-healthy",
+                    "gpu-coco-docs-qemu-iommufd-ioas-map-bad-address-pci-bar-healthy"):
+        assert categories(_in_repo_case(healthy)) == [], healthy
+
+
 # ---- host memory told by a memory monitor; NCCL's /dev/shm segment removed under it ----------------------------
 
 
