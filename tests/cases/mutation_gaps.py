@@ -38,7 +38,8 @@ WHY: Dict[str, str] = {
         "command before it printed nothing, is not read behind a time"),
     "time-dmesg-T": (
         "a time before every line: a shell transcript's empty output between two prompts, and the launcher "
-        "command line that shows the locked-memory limit unlimited, are not read behind a kernel-style time"),
+        "command line that shows the locked-memory limit unlimited, are not read behind a kernel-style time, and a "
+        "tool's output (dcgmi) under a kernel-style time is read as the kernel's lines"),
     "wrap-80": (
         "a line wrapped at 80 columns is joined again only where the text shows the wrap (nccl/unwrap.py): a "
         "continuation that starts as a line of the text starts is read as a line of its own"),
@@ -106,7 +107,6 @@ KNOWN: Dict[Tuple[str, str], str] = {
     ("net-nccl473-nccltests-unhandled-system-error-docker-ipc-host", "lexicon-only"): "wrong cause",
     ("net-nccl638-alltoall-gdr-ibv-create-qp-failed-memlock-unlimited", "lexicon-only"): "false all-clear",
     ("net-nccl897-gdrdma-one-side-only-peermem-not-loaded", "lexicon-only"): "false all-clear",
-    ("net-nccldocs-systemd-removeipc-unlink-shared-memory-enoent", "lexicon-only"): "false all-clear",
     ("net-torchtitan853-ci-container-dev-shm-16mb-nccl-shm-segment-failed", "lexicon-only"): "wrong cause",
     ("node-nvpeermem46-lsmod-empty-modinfo-nv-peer-mem-after-reboot", "lexicon-only"): "false all-clear",
     ("node-deltaops-medium-aer-multiple-corrected-error-syslog-flood-wrapped", "lexicon-only"): "false all-clear",
@@ -123,6 +123,10 @@ KNOWN: Dict[Tuple[str, str], str] = {
     ("net-nccl1191-alltoall-700-nodes-ibv-create-cq-enomem-ulimit-unlimited", "time-syslog"): "wrong cause",
     ("net-nccl638-alltoall-gdr-ibv-create-qp-failed-memlock-unlimited", "time-syslog"): "wrong cause",
     ("node-nvpeermem46-lsmod-empty-modinfo-nv-peer-mem-after-reboot", "time-syslog"): "false all-clear",
+    ("gpu-dcgm198-dcgmi-nvlink-link-status-all-down-diag-passes", "tail-15"): "false all-clear",
+    ("gpu-dcgm198-dcgmi-nvlink-link-status-all-down-diag-passes", "time-syslog"): "false all-clear",
+    ("gpu-dcgm198-dcgmi-nvlink-link-status-all-down-diag-passes", "time-dmesg-T"): "false all-clear",
+    ("gpu-dcgm198-dcgmi-nvlink-link-status-all-down-diag-passes", "lexicon-only"): "false all-clear",
 }
 
 #: the healthy runs given a fail/warn diagnosis once transformed: what is misread, and why
