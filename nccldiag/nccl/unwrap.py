@@ -7,9 +7,10 @@ whole, and the start of a record is left without its end.
 
 :func:`width` says from the start of a text whether it was wrapped, and at which width: its longest lines all have
 the same length ``W`` (a spike there, above the lengths just below it: a text written with no width has no such
-spike), none is longer, and the lines after them do not start the way a line of the text starts (a continuation
+spike), none is longer, the lines after them do not start the way a line of the text starts (a continuation
 starts in the middle of a word or of a list of numbers; a table's rows, lines cut at a width without being wrapped
-(``ps`` in a terminal), or lines that merely all fit, start like lines). :func:`joined` then joins each line of
+(``ps`` in a terminal), or lines that merely all fit, start like lines), and each run of pieces ends in a shorter
+one (a table whose rows are all of the width goes on and on). :func:`joined` then joins each line of
 exactly ``W`` characters with the one after it, where that one does not start like a line.
 
 The lines are numbered as they stand in the file: a joined line stands at the number of its first piece, and each
@@ -26,7 +27,7 @@ from typing import IO, List, Optional, Sequence, Set
 SAMPLE = 256 * 1024  # the start of a text that says whether it was wrapped
 MIN_WIDTH = 40  # narrower than any terminal or mail wraps a log
 MAX_WIDTH = 1024
-MIN_WRAPS = 2  # lines of the width followed by a continuation, at least
+MIN_WRAPS = 2  # wrapped lines (runs of pieces ending shorter than the width), at least
 TERMINAL = 80  # a terminal's width unless set otherwise: one line wrapped at it is enough to tell
 MAX_PIECES = 1024  # pieces joined into one line at most (a line of 80 KiB at 80 columns); the rest goes on apart
 LONG = 1 << 20  # a line not ended after this many bytes is handed on as it is
@@ -114,16 +115,29 @@ def width(lines: Sequence[str]) -> Optional[int]:
     if not MIN_WIDTH <= w <= MAX_WIDTH:
         return None
     starts = line_starts(lines, w)
-    wraps, news = [], 0  # lines of the width that go on in the next line, and that a new line follows
-    for i in range(len(lines) - 1):
+    wraps: List[int] = []  # lines of the width that go on in the next line
+    news = ended = unended = 0  # lines of the width a new line follows; runs of pieces that end shorter, or not
+    i, n = 0, len(lines)
+    while i < n - 1:
         if lengths[i] != w or _blank(lines[i]) or _blank(lines[i + 1]) or lines[i].endswith(_ENDS):
-            continue  # a line padded with blanks (a table's, a form's), or that ends as a text does, tells nothing
+            i += 1  # a line padded with blanks (a table's, a form's), or that ends as a text does, tells nothing
+            continue
         if starts_like_a_line(lines[i + 1], starts):
             news += 1
+            i += 1
+            continue
+        j = i + 1  # the pieces of one line: a wrapped line ends in a piece shorter than the width
+        while lengths[j] == w and j + 1 < n and not _blank(lines[j + 1]) and \
+                not starts_like_a_line(lines[j + 1], starts):
+            j += 1
+        wraps += range(i, j)
+        if lengths[j] < w or j + 1 < n and _blank(lines[j + 1]) and 0 < lengths[j + 1] < w:
+            ended += 1  # (its last piece may be the blanks a line was padded with)
         else:
-            wraps.append(i)
-    if not wraps or len(wraps) < MIN_WRAPS and w != TERMINAL:
-        return None
+            unended += 1
+        i = j + 1
+    if not ended or ended < MIN_WRAPS and w != TERMINAL or unended * 2 > ended:
+        return None  # rows of one width that go on and on are a table's, not a wrapped line's pieces
     if len(wraps) > 1 and len({lines[i] for i in wraps}) < 2:  # one line repeated: a border, a rule
         return None
     if news * 4 > len(wraps):  # most lines of the width go on with a line of their own
