@@ -158,4 +158,30 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "false all-clear",
         "'Verdict: nothing to judge: the input holds no NCCL line, error or result', exit 0: Slurm's 'sinfo -R' "
         "reasons (nodes out of service for memory errors, one not responding), rendered one table cell a line, are not read"),
+    "net-kubeflowpto125-kubectl-logs-worker-host-not-found-master-not-up": Gap(
+        "wrong cause",
+        "'Verdict: FAIL Host names do not resolve (or resolve to loopback) (high confidence)', exit 1: TCPStore's "
+        "'ValueError: host not found: Name or service not known' in the rendezvous handler is read as host names "
+        "that do not resolve; that the name is the rendezvous address (MASTER_ADDR, the master pod's service) not "
+        "up yet is not read"),
+    "net-kubeflowpto333-host-not-found-rendezvous-master-not-ready": Gap(
+        "wrong cause",
+        "'Verdict: FAIL Host names do not resolve (or resolve to loopback) (high confidence)', exit 1: the same "
+        "TCPStore 'host not found' in _env_rendezvous_handler is read as host names that do not resolve, not as the "
+        "rendezvous address not reachable yet"),
+    "net-accelerate2107-containers-bridge-network-unhandled-system-error-barrier": Gap(
+        "missed",
+        "'Verdict: FAIL Unexplained failure (low confidence)', exit 1: the barrier's 'unhandled system error' with an "
+        "empty 'Last error:' on every rank is left unexplained; that the containers ran on Docker's bridge network "
+        "is not in the evidence (no NCCL INFO or WARN line, no address)"),
+    "net-llamafactory3715-c10d-client-socket-connect-netmask-as-master-addr": Gap(
+        "wrong cause",
+        "'Verdict: FAIL Connections between nodes blocked (low confidence)', exit 1: c10d's 'The client socket has "
+        "failed to connect to [::ffff:255.255.0.0]:29500 (errno: 110 - Connection timed out)' is read as a firewall; "
+        "that the client socket is the rendezvous store's, aimed at an address that is no host, is not read"),
+    "net-nemospeech13996-bare-warn-could-not-find-net-id-0-multinode-ib": Gap(
+        "false all-clear",
+        "'Verdict: no fault found; noted: Warnings to read, no failure', exit 0: the bare 'graph/topo.h:230 NCCL WARN "
+        "Could not find NET with id 0' is noted as a WARN without an error result; that NCCL's topology code failed "
+        "(a defect of the NCCL in NeMo 25.04+ containers, fixed in 2.27) is not read"),
 }

@@ -80,10 +80,8 @@ KNOWN: Dict[Tuple[str, str], str] = {
     ("gpu-nccl257-4x1080ti-allreduce-hang-intel-iommu", "lexicon-only"): "false all-clear",
     ("gpu-nccltests37-8xv100-allgather-4g-out-of-bounds-nccl-bug", "lexicon-only"): "missed",
     ("gpu-torchtitan1224-ep-duplicate-gpu-set-device-after-mesh", "lexicon-only"): "missed",
-    ("gpu-vllm6689-llama405b-fp8-shm-segment-last-error", "lexicon-only"): "missed",
     ("net-bloom-jz-ops-notes-connect-refused-broken-node-network", "lexicon-only"): "wrong cause",
     ("net-cscs-docs-nccl-net-plugin-ofi-could-not-find-aws-libfabric-not-found", "lexicon-only"): "wrong cause",
-    ("net-gitcode-blog-nccl-shm-segment-invalid-argument-64mb", "lexicon-only"): "missed",
     ("net-gitcode-blog-nccl-versions-differ-af-inet-family-0", "lexicon-only"): "missed",
     ("net-gitcode-blog-vllm-3x4090-socket-connect-abort-spare-server-ifname", "lexicon-only"): "wrong cause",
     ("net-hhhyunwoo-blog-ibv-reg-mr-failed-memlock-limit", "lexicon-only"): "false all-clear",
@@ -101,13 +99,11 @@ KNOWN: Dict[Tuple[str, str], str] = {
     ("node-gpuoperator492-vm-bar1-0m-nvidia-probe-failed-2-gpus", "lexicon-only"): "wrong cause",
     ("node-ogkm1027-journal-rtx5090-proprietary-module-requires-open-modules", "lexicon-only"): "wrong cause",
     ("gpu-azuremlexamples675-duplicate-gpu-detected-rank0-rank1-same-device", "lexicon-only"): "missed",
-    ("net-minimax42-vllm-worker-prefixed-system-error-quoted-shm-segment-anonymised", "lexicon-only"): "wrong cause",
     ("net-nccl1191-alltoall-700-nodes-ibv-create-cq-enomem-ulimit-unlimited", "lexicon-only"): "wrong cause",
     ("net-nccl328-shm-open-permission-denied-dev-shm-mode", "lexicon-only"): "wrong cause",
     ("net-nccl473-nccltests-unhandled-system-error-docker-ipc-host", "lexicon-only"): "wrong cause",
     ("net-nccl638-alltoall-gdr-ibv-create-qp-failed-memlock-unlimited", "lexicon-only"): "false all-clear",
     ("net-nccl897-gdrdma-one-side-only-peermem-not-loaded", "lexicon-only"): "false all-clear",
-    ("net-torchtitan853-ci-container-dev-shm-16mb-nccl-shm-segment-failed", "lexicon-only"): "wrong cause",
     ("node-nvpeermem46-lsmod-empty-modinfo-nv-peer-mem-after-reboot", "lexicon-only"): "false all-clear",
     ("node-deltaops-medium-aer-multiple-corrected-error-syslog-flood-wrapped", "lexicon-only"): "false all-clear",
     ("node-redhat-kb-rhel6-rhel7-pcie-bus-error-corrected-replay-timer-bad-tlp", "lexicon-only"): "false all-clear",
@@ -127,6 +123,7 @@ KNOWN: Dict[Tuple[str, str], str] = {
     ("gpu-dcgm198-dcgmi-nvlink-link-status-all-down-diag-passes", "time-syslog"): "false all-clear",
     ("gpu-dcgm198-dcgmi-nvlink-link-status-all-down-diag-passes", "time-dmesg-T"): "false all-clear",
     ("gpu-dcgm198-dcgmi-nvlink-link-status-all-down-diag-passes", "lexicon-only"): "false all-clear",
+    ("net-skypilot4448-ray-prefixed-socket-connect-link-local-accelerated-networking", "lexicon-only"): "false all-clear",
 }
 
 #: the healthy runs given a fail/warn diagnosis once transformed: what is misread, and why
