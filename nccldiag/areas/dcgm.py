@@ -227,9 +227,9 @@ def _close(owner: DiagTest, message: List) -> None:
 
 # 'gpuId 0:' / 'physicalId 2:' (DCGM's DcgmiNvlink.cpp), the states on the next line or, as some pastes have
 # it, on the same one ('gpuId 0: U U U U _ _')
-_ENTITY = re.compile(r"[ \t]{0,40}(gpuId|physicalId)[ \t]{1,4}(\d{1,6})[ \t]{0,4}:[ \t]{0,4}"
+ENTITY = re.compile(r"[ \t]{0,40}(gpuId|physicalId)[ \t]{1,4}(\d{1,6})[ \t]{0,4}:[ \t]{0,4}"
                      r"((?:[UDX_][ \t]{1,4}){0,63}[UDX_])?[ \t]{0,40}$")
-_STATES = re.compile(r"[ \t]{0,40}((?:[UDX_][ \t]{1,4}){0,63}[UDX_])[ \t]{0,40}$")
+STATES = re.compile(r"[ \t]{0,40}((?:[UDX_][ \t]{1,4}){0,63}[UDX_])[ \t]{0,40}$")
 
 
 def parse_links(text: Optional[str]) -> Optional[List[LinkStates]]:
@@ -240,7 +240,7 @@ def parse_links(text: Optional[str]) -> Optional[List[LinkStates]]:
     out: List[LinkStates] = []
     current: Optional[LinkStates] = None
     for line in text.splitlines():
-        m = _ENTITY.match(line[:2000])
+        m = ENTITY.match(line[:2000])
         if m:
             current = LinkStates("GPU" if m.group(1) == "gpuId" else "NvSwitch", m.group(2), "", [line.strip()])
             out.append(current)
@@ -248,7 +248,7 @@ def parse_links(text: Optional[str]) -> Optional[List[LinkStates]]:
                 current.states = m.group(3).replace(" ", "").replace("\t", "")
                 current = None
             continue
-        m = _STATES.match(line[:2000])
+        m = STATES.match(line[:2000])
         if m and current is not None and not current.states:
             current.states = m.group(1).replace(" ", "").replace("\t", "")
             current.lines.append(line.strip())

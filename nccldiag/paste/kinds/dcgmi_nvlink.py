@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from typing import Dict, List
 
+from nccldiag.areas.dcgm import ENTITY, STATES
 from nccldiag.paste.kinds.base import Context, one
 
 NAME = "dcgmi nvlink"
@@ -13,19 +14,16 @@ WORDS = ("gpuId ", "physicalId ", "NvLink Link Status", "Up=U")
 SOURCES = ("dcgmi_nvlink",)
 GAPS = 1
 
-_ENTITY = re.compile(r"[ \t]{0,40}(?:gpuId|physicalId)[ \t]{1,4}\d{1,6}[ \t]{0,4}:[ \t]{0,4}"
-                     r"(?:(?:[UDX_][ \t]{1,4}){0,63}[UDX_])?[ \t]{0,40}$")
-_STATES = re.compile(r"[ \t]{0,40}(?:[UDX_][ \t]{1,4}){0,63}[UDX_][ \t]{0,40}$")
 _FRAME = re.compile(r"[ \t]{0,40}(?:\+-{4,80}\+|\|[ \t]{0,10}NvLink Link Status[ \t]{0,10}\||GPUs:|NvSwitches:|"
                     r"No NvSwitches found\.|Key: Up=U, Down=D.{0,80})[ \t]{0,40}$")
 
 
 def anchor(text: str) -> bool:
-    return bool(_ENTITY.match(text))
+    return bool(ENTITY.match(text))
 
 
 def member(text: str) -> bool:
-    return bool(_ENTITY.match(text) or _STATES.match(text) or _FRAME.match(text))
+    return bool(ENTITY.match(text) or STATES.match(text) or _FRAME.match(text))
 
 
 def sections(lines: List[str], context: Context) -> Dict[str, str]:
