@@ -1,5 +1,6 @@
 """Running the real nccldiag command against a virtual cluster, and waiting on conditions."""
 import contextlib
+import ctypes
 import json
 import os
 import signal
@@ -24,13 +25,24 @@ def timed(args: Sequence[str], timeout: float = 300, cwd: Optional[str] = None):
     return r, time.monotonic() - t0
 
 
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:
+    """In the child, before exec: SIGKILL when the process that started it dies, however it dies (a pytest
+    stopped by SIGTERM or SIGKILL runs no ``finally``)."""
+    ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+
+
 @contextlib.contextmanager
 def busy_cpus(per_core: int = 2) -> Iterator[List[int]]:
     """The machine's cores kept busy while the block runs: ``per_core`` CPU-bound loops per core, in their own
-    process group, killed on the way out. Yields their PIDs."""
+    process group, killed on the way out, and killed by the kernel if this process dies first. Yields their
+    PIDs."""
     n = max(1, (os.cpu_count() or 1) * per_core)
     procs = [subprocess.Popen(["sh", "-c", "while :; do :; done"], stdin=subprocess.DEVNULL,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+                              preexec_fn=_die_with_parent)
              for _ in range(n)]
     try:
         yield [p.pid for p in procs]
