@@ -179,9 +179,4 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "'Verdict: FAIL Connections between nodes blocked (low confidence)', exit 1: c10d's 'The client socket has "
         "failed to connect to [::ffff:255.255.0.0]:29500 (errno: 110 - Connection timed out)' is read as a firewall; "
         "that the client socket is the rendezvous store's, aimed at an address that is no host, is not read"),
-    "net-nemospeech13996-bare-warn-could-not-find-net-id-0-multinode-ib": Gap(
-        "false all-clear",
-        "'Verdict: no fault found; noted: Warnings to read, no failure', exit 0: the bare 'graph/topo.h:230 NCCL WARN "
-        "Could not find NET with id 0' is noted as a WARN without an error result; that NCCL's topology code failed "
-        "(a defect of the NCCL in NeMo 25.04+ containers, fixed in 2.27) is not read"),
 }

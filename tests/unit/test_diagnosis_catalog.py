@@ -538,6 +538,23 @@ def test_advice_is_noted_and_the_verdict_never_says_nothing_broken_beside_it():
     assert verdict(clean) == [] and headline([])[0] == "Verdict: nothing broken"
 
 
+def test_a_warn_with_nothing_after_it_is_unexplained_not_advice():
+    from nccldiag.report.diagnoses_report import headline
+
+    # written for this test, in the words of a net plugin's WARN: a paste of the WARN line alone (or ending on it)
+    # shows no run that went on, so the WARN is what went wrong as far as the evidence tells
+    alone = "a:1:2 [0] net_fastsocket.cc:765 NCCL WARN Cannot get incoming CPU.\n"
+    (d,) = verdict(alone)
+    assert (d.id, d.severity) == ("unexplained", "warn") and "Cannot get incoming CPU" in d.summary
+    line, style = headline([d.to_dict()])
+    assert "nothing broken" not in line and "no fault" not in line and style != "ok"
+    # the same WARN before a line of the run going on, or an init that completed, is advice again
+    for after in ("b:3:4 [0] NCCL INFO NET/FastSocket : Connected after 1000 retries.\n",
+                  "a:1:2 [0] NCCL INFO comm 0x1 rank 0 nranks 1 cudaDev 0 nvmlDev 0 - Init COMPLETE\n"):
+        (note,) = verdict(alone + after)
+        assert (note.id, note.severity) == ("advice", "info")
+
+
 # ---- the unexplained verdict ---------------------------------------------------------------------------
 
 

@@ -40,7 +40,8 @@ MORE_CHECK = "nccldiag probe HOSTFILE  (runs the collectives on these nodes and 
 # (the only network of many clusters), an interface listed beside the routable one that no channel is seen to use,
 # NCCL or plugin WARN lines that returned no error (a failure printed at NCCL_DEBUG=WARN has a kind of its own:
 # a CUDA failure, a refused connection, a completion error).
-ADVICE = ("nccl.network", "nccl.socket_if", "nccl.warn")
+WARN_LINES = "nccl.warn"
+ADVICE = ("nccl.network", "nccl.socket_if", WARN_LINES)
 
 
 def advice_only(inp: Inputs) -> bool:
@@ -48,8 +49,37 @@ def advice_only(inp: Inputs) -> bool:
     not a failure to name. The checks' table still shows the advice."""
     sets = inp.log_sets()
     alarms = [f for f in inp.all_findings() if f.status in (Status.FAIL, Status.WARN)]
+    if any(f.check == WARN_LINES for f in alarms) and not any(_went_on(ls.facts) for ls in sets):
+        # a WARN no row knows, and nothing after it says the run went on: NCCL prints a WARN where something
+        # failed, and a paste that ends on it (or holds only it) shows no run that got through
+        return False
     return (bool(sets) and inp.check is None and inp.probe is None and not any(log_failed(ls.facts) for ls in sets)
             and all(f.status == Status.WARN and f.check in ADVICE for f in alarms))
+
+
+# the facts of NCCL's INFO lines a log holds with where they were read: steps of a run
+_STEPS = ("inits", "channels", "connected", "comms", "notes", "nets", "networks", "bootstrap", "versions", "gdr",
+          "plugins", "rings", "nvls")
+
+
+def _went_on(f) -> bool:
+    """Whether an NCCL log shows its run going on past its WARN lines: a communicator's init completed, a result,
+    a step of the run read after the last WARN in the same file, or NCCL lines besides the WARNs and their call
+    chains (a log of WARN lines alone shows no run)."""
+    if any(e.phase == "COMPLETE" for e in f.inits) or f.nccl_tests:
+        return True
+    own = sum(1 + len(w.chain) for w in f.warns)
+    if f.nccl_lines > own and len(f.warns) >= f.total("warns"):
+        return True
+    last: Dict[str, int] = {}
+    for w in f.warns:
+        last[w.at.source] = max(last.get(w.at.source, 0), w.at.lineno)
+    for name in _STEPS:
+        for fact in getattr(f, name, ()) or ():
+            at = getattr(fact, "at", None)
+            if at is not None and at.lineno > last.get(at.source, 1 << 62):
+                return True
+    return False
 
 
 def _first_finding(inp: Inputs, diagnoses: List[Diagnosis]) -> Tuple[Optional[Finding], int]:
