@@ -23,7 +23,7 @@ from typing import Dict, List
 from nccldiag.diagnosis import clues as C
 from nccldiag.diagnosis import events as E
 from nccldiag.diagnosis.inputs import Inputs
-from nccldiag.diagnosis.model import Diagnosis, Evidence
+from nccldiag.diagnosis.model import FAILURE_LINES, Diagnosis, Evidence
 from nccldiag.diagnosis.signs import log_failed, unfinished
 from nccldiag.knowledge import nccl_source
 
@@ -87,4 +87,8 @@ def _diagnosis(category: str, found: List[E.Event]) -> Diagnosis:
                                          f"{row.file})", row.where)
                       for row in (nccl_source.message(r[len("nccl."):]) for r in rows[:3]))
     d.tier, d.confirm = TIER, CONFIRM
+    failing = sum(1 for e in found if e.severity == "fail")
+    if failing:
+        # messages NCCL prints only where an operation failed: no all-clear, whatever else the evidence holds
+        d.figures = {**(d.figures or {}), FAILURE_LINES: failing}
     return d
