@@ -158,17 +158,6 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "false all-clear",
         "'Verdict: nothing to judge: the input holds no NCCL line, error or result', exit 0: Slurm's 'sinfo -R' "
         "reasons (nodes out of service for memory errors, one not responding), rendered one table cell a line, are not read"),
-    "net-kubeflowpto125-kubectl-logs-worker-host-not-found-master-not-up": Gap(
-        "wrong cause",
-        "'Verdict: FAIL Host names do not resolve (or resolve to loopback) (high confidence)', exit 1: TCPStore's "
-        "'ValueError: host not found: Name or service not known' in the rendezvous handler is read as host names "
-        "that do not resolve; that the name is the rendezvous address (MASTER_ADDR, the master pod's service) not "
-        "up yet is not read"),
-    "net-kubeflowpto333-host-not-found-rendezvous-master-not-ready": Gap(
-        "wrong cause",
-        "'Verdict: FAIL Host names do not resolve (or resolve to loopback) (high confidence)', exit 1: the same "
-        "TCPStore 'host not found' in _env_rendezvous_handler is read as host names that do not resolve, not as the "
-        "rendezvous address not reachable yet"),
     "net-accelerate2107-containers-bridge-network-unhandled-system-error-barrier": Gap(
         "missed",
         "'Verdict: FAIL Unexplained failure (low confidence)', exit 1: the barrier's 'unhandled system error' with an "

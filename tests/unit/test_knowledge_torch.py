@@ -45,6 +45,7 @@ FILL = {
     "gloo-read-error": ["[10.0.0.2]:58054", "Connection reset by peer"],
     "gloo-connect-full-mesh": ["[../third_party/gloo/gloo/transport/tcp/pair.cc:144] no error"],
     "elastic-signal": ["9", "SIGKILL", "1234"],
+    "store-host-not-found": ["Name or service not known"],
 }
 
 
