@@ -173,16 +173,22 @@ NO_PATH = re.compile(r"Network is unreachable|ENETUNREACH|Software caused connec
 LINK_LOCAL = re.compile(r"\b[fF][eE]80:[0-9a-fA-F:]*(?:%\w+)?|%(?:" + VIRTUAL.pattern.strip("^$") + r")\b")
 ROUTABLE = re.compile(r"\b(?!127\.)\d{1,3}(?:\.\d{1,3}){3}\b|\b[23][0-9a-fA-F]{3}:[0-9a-fA-F:]+")
 _LOOPBACK = re.compile(r"\b127\.0\.[01]\.1\b")
+# c10d's client socket that timed out or found no route: a rank's connection to the rendezvous store
+# (MASTER_ADDR:MASTER_PORT), not to a peer, and its address unreachable (a refusal is the store not listening yet,
+# which c10d retries)
+STORE_CLIENT = re.compile(r"(?:\[c10d\] The client socket|client socket has)[^\n]{0,300}?(?:timed out|No route|unreachable)",
+                          re.I)
 REFUSED = re.compile(r"Connection refused|ECONNREFUSED", re.I)
 
 
 def failed_connects(inp: Inputs) -> List[C.Clue]:
     """Failed connections (refused, timed out, unreachable) to a routable peer address: not loopback, not
     link-local nor a container's interface (those are the interface's fault, not the path's), nor one the node's
-    own stack would not send (:func:`no_path_connects`)."""
+    own stack would not send (:func:`no_path_connects`), nor c10d's client socket that could not reach the
+    rendezvous store (:data:`STORE_CLIENT`: the rendezvous cause reads those)."""
     return [c for c in C.find(inp, CONNECT, ("warn", "last-error", "error"))
             if not LINK_LOCAL.search(c.text) and not _LOOPBACK.search(c.text) and ROUTABLE.search(c.text)
-            and not NO_PATH.search(c.text)]
+            and not NO_PATH.search(c.text) and not STORE_CLIENT.search(c.text)]
 
 
 def no_path_connects(inp: Inputs) -> List[C.Clue]:

@@ -163,9 +163,4 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "'Verdict: FAIL Unexplained failure (low confidence)', exit 1: the barrier's 'unhandled system error' with an "
         "empty 'Last error:' on every rank is left unexplained; that the containers ran on Docker's bridge network "
         "is not in the evidence (no NCCL INFO or WARN line, no address)"),
-    "net-llamafactory3715-c10d-client-socket-connect-netmask-as-master-addr": Gap(
-        "wrong cause",
-        "'Verdict: FAIL Connections between nodes blocked (low confidence)', exit 1: c10d's 'The client socket has "
-        "failed to connect to [::ffff:255.255.0.0]:29500 (errno: 110 - Connection timed out)' is read as a firewall; "
-        "that the client socket is the rendezvous store's, aimed at an address that is no host, is not read"),
 }
