@@ -163,4 +163,26 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "'Verdict: FAIL Unexplained failure (low confidence)', exit 1: the barrier's 'unhandled system error' with an "
         "empty 'Last error:' on every rank is left unexplained; that the containers ran on Docker's bridge network "
         "is not in the evidence (no NCCL INFO or WARN line, no address)"),
+    "gpu-bloom176b-logbook-throughput-drop-5pct-slow-gpu-node": Gap(
+        "false all-clear",
+        "'Verdict: nothing to judge: the input holds no NCCL line, error or result', exit 0: Megatron-DeepSpeed's "
+        "iteration lines, whose time per iteration rises from 105 s to 111 s and TFLOPs fall from 149 to 141 with no "
+        "restart and no error, are not read; that one node's slow GPU holds back the whole synchronous run is not in "
+        "any line"),
+    "net-opensora-lambda-lessons-nccl-operations-failed-clock-jumps-ntp": Gap(
+        "missed",
+        "'Verdict: FAIL Unexplained failure (low confidence)', exit 1: ProcessGroupNCCL's 'Some NCCL operations have "
+        "failed or timed out' is read and left unexplained; that the nodes' clocks jumped (an NTP client slewing one "
+        "node's clock backwards) is not in the evidence"),
+    "gpu-idefics80b-logbook-monitor-alert-xid63-row-remapper-pending": Gap(
+        "right",
+        "'Verdict: WARN GPU memory errors (ECC, row remapping) on ip-26-0-146-100 (high confidence)', exit 0: the Xid "
+        "63 'Row Remapper: New row marked for remapping, reset gpu to activate' inside the monitor's alert is named "
+        "right, but as a warning (a remap pending until a reset), so the CLI exits 0 on a run the team restarted "
+        "without that node", exits_0=True),
+    "net-mlengineering-nccl-net-ib-mlx5-bond-roce-included-low-bandwidth": Gap(
+        "right",
+        "'Verdict: WARN NCCL uses an Ethernet (RoCE) port beside its InfiniBand HCAs (medium confidence)', exit 0: the "
+        "'NET/IB : Using' line listing [8]mlx5_bond_0:1/RoCE beside eight IB HCAs is named right, but as a warning: "
+        "the line alone says the run was slow, not that it failed", exits_0=True),
 }

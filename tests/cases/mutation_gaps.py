@@ -125,6 +125,10 @@ KNOWN: Dict[Tuple[str, str], str] = {
     ("gpu-dcgm198-dcgmi-nvlink-link-status-all-down-diag-passes", "lexicon-only"): "false all-clear",
     ("net-skypilot4448-ray-prefixed-socket-connect-link-local-accelerated-networking", "lexicon-only"): "false all-clear",
     ("net-nemospeech13996-bare-warn-could-not-find-net-id-0-multinode-ib", "lexicon-only"): "false all-clear",
+
+
+    ("net-mlengineering-nccl-net-ib-mlx5-bond-roce-included-low-bandwidth", "no-nccl-info"): "false all-clear",
+    ("net-mlengineering-nccl-net-ib-mlx5-bond-roce-included-low-bandwidth", "lexicon-only"): "false all-clear",
 }
 
 #: the healthy runs given a fail/warn diagnosis once transformed: what is misread, and why
