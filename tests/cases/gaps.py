@@ -184,10 +184,4 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "'Verdict: no fault found; noted: Warnings to read, no failure', exit 0: the bare 'graph/topo.h:230 NCCL WARN "
         "Could not find NET with id 0' is noted as a WARN without an error result; that NCCL's topology code failed "
         "(a defect of the NCCL in NeMo 25.04+ containers, fixed in 2.27) is not read"),
-    "gpu-tistory-blog-k8s-2x-rtxpro6000-ddp-allreduce-watchdog-p2p-disable-fixes": Gap(
-        "missed",
-        "'Verdict: FAIL Unexplained failure (low confidence)', exit 1: PyTorch's 'Watchdog caught collective "
-        "operation timeout:' with its 'WorkNCCL(SeqNum=1, OpType=ALLREDUCE)' on the next line, then 'watchdog thread "
-        "terminated with exception' and SIGABRT, is left unexplained; that the first collective of two GPUs without "
-        "NVLink hung on NCCL's PCIe peer-to-peer path (fixed by NCCL_P2P_DISABLE=1) is not in the evidence"),
 }

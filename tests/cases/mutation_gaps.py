@@ -124,6 +124,8 @@ KNOWN: Dict[Tuple[str, str], str] = {
     ("gpu-dcgm198-dcgmi-nvlink-link-status-all-down-diag-passes", "time-dmesg-T"): "false all-clear",
     ("gpu-dcgm198-dcgmi-nvlink-link-status-all-down-diag-passes", "lexicon-only"): "false all-clear",
     ("net-skypilot4448-ray-prefixed-socket-connect-link-local-accelerated-networking", "lexicon-only"): "false all-clear",
+    # the WorkNCCL(...) that completes the watchdog message, wrapped onto the next line, is not a lexicon line
+    ("gpu-tistory-blog-k8s-2x-rtxpro6000-ddp-allreduce-watchdog-p2p-disable-fixes", "lexicon-only"): "missed",
 }
 
 #: the healthy runs given a fail/warn diagnosis once transformed: what is misread, and why
