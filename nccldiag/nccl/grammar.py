@@ -426,6 +426,15 @@ _CHAIN = re.compile(r"(?:^|\s)(?P<file>[\w./+\-]+\.\w+):(?P<line>\d+) -> (?P<cod
 _WATCHDOG = FirstHead(
     r"Watchdog caught collective operation timeout: WorkNCCL\(",
     r"Watchdog caught collective operation timeout: WorkNCCL\((?P<body>.*?)\)\s*ran for (?P<ran>\d+) milliseconds")
+# The same message quoted without its tail ('ran for N milliseconds before timing out'): shortened where a forum
+# answer or a blog quotes it ('WorkNCCL(SeqNum=1, OpType=ALLREDUCE)'), or cut inside the tail; the WorkNCCL(...)
+# closes the line (a line that goes on after it, or breaks inside it, is a wrap: read once joined). Its fields are
+# the same; the time it ran is unknown (a tail on the next line is read there, Parser.app_lines).
+_WATCHDOG_CUT = FirstHead(
+    r"Watchdog caught collective operation timeout: WorkNCCL\(",
+    r"Watchdog caught collective operation timeout: WorkNCCL\((?P<body>[^()\n]*(?:\(ms\)[^()\n]*)?)\)"
+    r"(?:\s*ran\b[^\n]*)?\s*$")
+_WD_RAN = re.compile(r"^\s*ran for (?P<ran>\d+) milliseconds")
 _WD_RANK = re.compile(r"\[(?:PG [^\]\[]*?)?Rank (?P<rank>\d+)\]\s*Watchdog|\[Rank (?P<rank2>\d+)\]")
 _WD_FIELD = re.compile(r"(?<!\w)(?P<k>\w+(?:\(ms\))?)=(?P<v>[^,\s)]+)")
 _TORCH_ERR = re.compile(r"NCCL error in: (?P<where>\S+?),\s*(?P<msg>.*?)"
@@ -837,8 +846,8 @@ def app_line(msg: str) -> bool:
 def read_watchdog(msg: str, launcher_rank: Optional[int]
                   ) -> Optional[Tuple["re.Match[str]", Dict[str, str], Optional[int]]]:
     """A PyTorch watchdog message in ``msg``: its match, the fields of its ``WorkNCCL(...)`` and its rank (from the
-    message, else the launcher's tag)."""
-    m = _WATCHDOG.search(msg)
+    message, else the launcher's tag). A message quoted without its tail (:data:`_WATCHDOG_CUT`) has no ``ran``."""
+    m = _WATCHDOG.search(msg) or _WATCHDOG_CUT.search(msg)
     if m is None:
         return None
     fields = {fm.group("k"): fm.group("v") for fm in _WD_FIELD.finditer(m.group("body"))}

@@ -21,8 +21,8 @@ from nccldiag.nccl.facts import (
 from nccldiag.nccl.grammar import (
     Rec, _BARE_INFO, _BARE_WARN, _BENCH_START, _CHAIN, _DIAG, _FRAGMENT, _IB_DEV, _LAST_ERROR, _MERGED_NIC, _OLD_IB_PORT,
     _PROGRESS, _QUOTED_WARN, _RAS_START, _SOCK_IF, _TAG, _TESTS_CUDA, _TESTS_FAIL, _TESTS_TIMEOUT, _TORCH_ERR,
-    _TORCH_OLD, _UNPREFIXED, _VERSION, _WATCHDOG, app_line, category_of, chain_step, classify, error_kind,
-    fact_row, fails, joins_next, num, numbered_records, parse_via, read_watchdog, to_int)
+    _TORCH_OLD, _UNPREFIXED, _VERSION, _WATCHDOG, _WATCHDOG_CUT, _WD_RAN, app_line, category_of, chain_step, classify,
+    error_kind, fact_row, fails, joins_next, num, numbered_records, parse_via, read_watchdog, to_int)
 
 class DroppedWarn:
     """A WARN past the bound on the WARNs kept, read again (:mod:`nccldiag.nccl.replay`): seen by nobody, it is
@@ -682,14 +682,17 @@ class Parser:
             return
         if wd is not None:
             m, fields, rank = wd
+            ran = m.groupdict().get("ran")
             w = Watchdog(rec.at, rec.text, rank, to_int(fields.get("SeqNum")), fields.get("OpType"),
                          to_int(fields.get("NumelIn")), to_int(fields.get("NumelOut")), to_int(fields.get("Timeout(ms)")),
-                         to_int(m.group("ran")))
+                         to_int(ran))
             key = (w.at.source, w.rank, w.seq, w.op_type)
             if key not in self.watchdog_keys:
                 if len(self.watchdog_keys) < self.keep:
                     self.watchdog_keys.add(key)
                 self._keep("watchdogs", w)
+            if ran is None and rec.kind == "bare":  # quoted without its tail: a wrap may bring it on the next line
+                self.want[rec.at.source] = lambda nxt: self.watchdog_tail(w, nxt)
             return
         m = _TORCH_ERR.search(msg)
         if m:
@@ -724,12 +727,20 @@ class Parser:
             self._keep("app_errors", AppError("nccl-tests-timeout", f"test timeout ({m.group('s')}s)", rec.at,
                                               rec.text, m.group("where")))
 
+    @staticmethod
+    def watchdog_tail(w: Watchdog, nxt: Rec) -> None:
+        """The line after a watchdog message kept without its tail: 'ran for N milliseconds ...' wrapped there."""
+        m = _WD_RAN.search(nxt.msg)
+        if m is not None and w.ran_for_ms is None:
+            w.ran_for_ms = to_int(m.group("ran"))
+            w.text = f"{w.text} {nxt.text.strip()}"
+
     def continue_watchdog(self, rec: Rec, more: int) -> None:
         """A watchdog message wrapped over lines (as pasted): read it once the next lines complete it."""
         def then(nxt: Rec) -> None:
             joined = Rec(rec.kind, f"{rec.msg} {nxt.msg.strip()}", rec.at, f"{rec.text} {nxt.text.strip()}",
                           launcher_rank=rec.launcher_rank)
-            if _WATCHDOG.search(joined.msg) or more <= 1:
+            if _WATCHDOG.search(joined.msg) or _WATCHDOG_CUT.search(joined.msg) or more <= 1:
                 self.app_lines(joined)
             else:
                 self.continue_watchdog(joined, more - 1)

@@ -129,6 +129,10 @@ KNOWN: Dict[Tuple[str, str], str] = {
 
     ("net-mlengineering-nccl-net-ib-mlx5-bond-roce-included-low-bandwidth", "no-nccl-info"): "false all-clear",
     ("net-mlengineering-nccl-net-ib-mlx5-bond-roce-included-low-bandwidth", "lexicon-only"): "false all-clear",
+
+
+    # the WorkNCCL(...) that completes the watchdog message, wrapped onto the next line, is not a lexicon line
+    ("gpu-tistory-blog-k8s-2x-rtxpro6000-ddp-allreduce-watchdog-p2p-disable-fixes", "lexicon-only"): "missed",
 }
 
 #: the healthy runs given a fail/warn diagnosis once transformed: what is misread, and why

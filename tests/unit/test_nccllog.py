@@ -245,6 +245,29 @@ def test_watchdog_interleaved_with_ibext_gdrdma():
     assert fs["nccl.watchdog"].status == Status.FAIL and "ALLREDUCE on rank 7" in fs["nccl.watchdog"].message
 
 
+def test_watchdog_timeout_quoted_without_its_tail():
+    """PyTorch's watchdog message quoted without 'ran for N milliseconds' (a forum answer or blog shortens it, and may
+    break it after 'timeout:'): still a watchdog timeout of that collective, the time it ran unknown; a wrap before
+    the tail brings the tail from the next line; a break inside WorkNCCL(...) or text after it is read once joined
+    or not at all."""
+    (wd,) = parse("Watchdog caught collective operation timeout:\nWorkNCCL(SeqNum=1, OpType=ALLREDUCE)\n\n"
+                  "c10::DistBackendError: watchdog thread terminated with exception\n").watchdogs
+    assert (wd.rank, wd.seq, wd.op_type, wd.timeout_ms, wd.ran_for_ms) == (None, 1, "ALLREDUCE", None, None)
+    assert wd.at.lineno == 1
+    (wd,) = parse("[Rank 3] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=7, OpType=BROADCAST, "
+                  "NumelIn=1, NumelOut=1, Timeout(ms)=600000)\nran for 600013 milliseconds before timing out.\n").watchdogs
+    assert (wd.rank, wd.seq, wd.op_type, wd.timeout_ms, wd.ran_for_ms) == (3, 7, "BROADCAST", 600000, 600013)
+    assert wd.text.endswith("ran for 600013 milliseconds before timing out.")
+    (wd,) = parse("Watchdog caught collective operation timeout: WorkNCCL(SeqNum=7, OpType=ALLREDUCE, NumelIn=1, "
+                  "NumelOut=1, Timeout(ms)=600\n000) ran for 600013 milliseconds before timing out.\n").watchdogs
+    assert (wd.seq, wd.ran_for_ms) == (7, 600013)  # read once joined (with a blank, so the timeout reads '600')
+    (wd,) = parse("[Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=2, OpType=ALLGATHER, "
+                  "Timeout(ms)=1800000) ran for 18000\n").watchdogs
+    assert (wd.rank, wd.seq, wd.op_type, wd.timeout_ms, wd.ran_for_ms) == (0, 2, "ALLGATHER", 1800000, None)
+    assert not parse("the watchdog said: Watchdog caught collective operation timeout: WorkNCCL(SeqNum=2) and more\n"
+                     ).watchdogs
+
+
 def test_socket_2node_shm_extend_and_connect_abort():
     f = load("socket-2node-shm-extend-failure-and-connect-abort-nccltests.log")
     s = f.summary

@@ -181,6 +181,8 @@ KNOWN = {
                      "[PG " * (N // 4),
     "Init heads": "h:1:2 [0] NCCL INFO " + "comm 0x1 rank 0 nranks 1 cudaDev 0 " * (N // 34) + "- Init FOO",
     "watchdog heads": "Watchdog caught collective operation timeout: WorkNCCL(" * (N // 55),
+    "watchdog without its tail": "Watchdog caught collective operation timeout: WorkNCCL(" + "a(ms)" * (N // 10) +
+                                 ")" + " " * (N // 2) + "x",
     "PyTorch error blanks": "NCCL error in: a.cc:1, x" + " " * N + "y",
     "environment blanks": "h:1:2 [0] NCCL INFO NCCL_X set by environment to a" + " " * N + "b",
     "merged NICs": "h:1:2 [0] NCCL INFO NET/IB : Using " + "={[0] a:1/IB " * (N // 14),
