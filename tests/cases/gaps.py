@@ -184,25 +184,4 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "'Verdict: no fault found; noted: Warnings to read, no failure', exit 0: the bare 'graph/topo.h:230 NCCL WARN "
         "Could not find NET with id 0' is noted as a WARN without an error result; that NCCL's topology code failed "
         "(a defect of the NCCL in NeMo 25.04+ containers, fixed in 2.27) is not read"),
-    "gpu-migparted181-gpu-reset-in-use-by-another-client-nvidia-drm": Gap(
-        "missed",
-        "'Verdict: FAIL Unexplained failure (low confidence)', exit 1: mig-parted's 'FATA[0008] Error applying MIG "
-        "configuration with hooks: error resetting all GPUs: exit status 255' is read as a program that exited with an "
-        "error; that every GPU refused its reset ('In use by another client', here the loaded nvidia_drm module) is not "
-        "read"),
-    "node-nobara526-gsp-firmware-image-version-mismatch-module-595-58": Gap(
-        "missed",
-        "'Verdict: FAIL Unexplained failure (low confidence)', exit 1: the driver's '_kgspFwContainerVerifyVersion: GSP "
-        "firmware image version mismatch:' and 'Error preparing GSP-RM image' are read as a driver failure and left "
-        "unexplained; that the kernel module and the GSP firmware are of two driver versions is not read"),
-    "node-voidpkgs4473-nvidia-modeset-version-mismatch-dkms-build-failed": Gap(
-        "missed",
-        "'Verdict: FAIL Unexplained failure (low confidence)', exit 1: DKMS's 'Building DKMS module 'nvidia-410.73' for "
-        "kernel-4.18.16_1... FAILED!' is read as a failure and left unexplained; the driver modules' 'Version mismatch: "
-        "nvidia.ko(410.73) nvidia-modeset.ko(390.87)' is not read"),
-    "node-negativo97-modprobe-exec-format-error-version-magic-other-kernel": Gap(
-        "false all-clear",
-        "'Verdict: nothing broken', exit 0: modprobe's 'could not insert 'nvidia': Exec format error' and the kernel's "
-        "'nvidia: version magic '5.4.18-100.fc30.x86_64 SMP mod_unload ' should be '5.4.18-200.fc31.x86_64 SMP "
-        "mod_unload '' are not read: the NVIDIA module built for another kernel is not loaded"),
 }

@@ -71,7 +71,6 @@ KNOWN: Dict[Tuple[str, str], str] = {
     ("node-gpuoperator-docs-nvidia-smi-q-fabric-state-in-progress-no-fabricmanager", "time-syslog"): "false all-clear",
     ("node-cloudnetops-blog-lspci-lnksta-8gts-x2-downgraded-from-16gts-x4", "time-syslog"): "false all-clear",
     ("gpu-autocast381-ddp-post-fit-rank0-only-barrier-watchdog", "lexicon-only"): "missed",
-    ("node-netop830-mofed-pod-log-no-ofed-driver-cannot-resolve-cdn-redhat", "lexicon-only"): "false all-clear",
     ("gpu-bloom176b-logbook-eval-hang-no-timeout-dataloader-deadlock", "lexicon-only"): "false all-clear",
     ("gpu-cloudatlas-vm-passthrough-nvrm-bar0-invalid-pcihole64-realloc", "lexicon-only"): "wrong cause",
     ("gpu-gpuoperator-docs-validator-nvidia-smi-inforom-corrupted-rc14", "lexicon-only"): "false all-clear",
