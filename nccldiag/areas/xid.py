@@ -44,7 +44,8 @@ Xid 74 -- GPUs need reseat``): each is read as that Xid on that node, its GPU no
 ``nccldiag/knowledge/kmsg.toml`` (area ``xid``), judged alike by
 :func:`nccldiag.areas.kernlog.judge_rows`: a GPU it could not initialise
 (``RmInitAdapter failed``, a probe that failed: ``xid.driver_init``), a
-version mismatch with its clients (``xid.driver_version``), GSP timeouts
+version mismatch with its clients or between its own parts (``xid.driver_version``), a module built for
+another kernel (``xid.driver_module``), GSP timeouts
 without their Xid 119/120 line (``xid.gsp``), a GPU that needs a reset
 (``xid.reset_required``), calls that fail because the GPU is lost from the bus
 (``NV_ERR_GPU_IS_LOST``, status ``0x0000000f``: ``xid.gpu_lost``), allocations that failed (``xid.driver_alloc``).

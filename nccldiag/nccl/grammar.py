@@ -464,6 +464,7 @@ ERROR_WORDS = (
     # PyTorch's warning of a GPU its build has no kernels for, and the line after it naming what the build has
     "is not compatible with the current PyTorch installation", "install supports CUDA capabilities",
     "No space left on device", "Disk quota exceeded",  # ENOSPC and EDQUOT: 'OSError: [Errno 28] No space left on device'
+    "In use by another client",  # NVML's NVML_ERROR_IN_USE: 'GPU 00000000:01:00.0: In use by another client' (a reset refused)
 )
 _ERROR_TEXT = re.compile(r"\b(?:" + _alternation(ERROR_WORDS) + r")\b")
 # Kernel lines about GPUs, the IOMMU, PCIe, RDMA and the fabric manager (_KERNEL_TEXT).

@@ -997,3 +997,67 @@ def test_efa_refusing_cuda_buffers_is_the_known_nccl_libfabric_incompatibility()
     assert categories(_in_repo_case("net-awsofinccl584-skypilot-prefixed-allreduce-bench-16-ranks-efa-healthy")) == []
     for name, text in _healthy_texts().items():
         assert "efa-cuda-mr-nccl-libfabric" not in [d.id for d in verdict(text)], name
+
+
+# ---- the driver's parts of two versions; a module built for another kernel; a GPU reset refused -------------------
+
+
+def test_the_driver_s_parts_of_two_versions_are_a_driver_mismatch():
+    # real: Nobara rpm-sources#526 (the module refuses GSP firmware of another version) and void-packages#4473
+    # (nvidia-modeset.ko left from the previous driver beside a new nvidia.ko)
+    for case in ("node-nobara526-gsp-firmware-image-version-mismatch-module-595-58",
+                 "node-voidpkgs4473-nvidia-modeset-version-mismatch-dkms-build-failed"):
+        text = _in_repo_case(case)
+        d = top(text)
+        assert d.id == "cuda-driver-mismatch" and d.severity == "fail", (case, d)
+        assert "unexplained" not in categories(text), case
+    # nvidia-drm's form of the modules' check, behind a dmesg stamp (written for this test from the driver's
+    # string 'Version mismatch: nvidia-modeset.ko(%s) nvidia-drm.ko(%s)')
+    drm = "[    5.120000] Version mismatch: nvidia-modeset.ko(550.54.15) nvidia-drm.ko(550.90.07)\n"
+    assert top(drm).category == "cuda_driver_mismatch"
+    for name, text in _healthy_texts().items():
+        assert "cuda_driver_mismatch" not in categories(text), name
+
+
+def test_an_nvidia_module_built_for_another_kernel_is_named_and_other_refusals_are_not():
+    # real: negativo17/nvidia-driver#97, modprobe's Exec format error and the kernel's version magic line
+    text = _in_repo_case("node-negativo97-modprobe-exec-format-error-version-magic-other-kernel")
+    d = top(text)
+    assert d.id == "module-wrong-kernel" and d.category == "other:kernel-module-built-for-another-kernel", d
+    assert d.severity == "fail" and "unexplained" not in categories(text), d
+    # each line alone names it (the real text, split)
+    modprobe, _, kernel = text.partition("\n\n")
+    assert top(modprobe + "\n").id == "module-wrong-kernel"
+    assert top(kernel).id == "module-wrong-kernel"
+    # insmod's words for the same -ENOEXEC (written for this test, the form of kmod's insmod error)
+    insmod = "insmod: ERROR: could not insert module /lib/modules/6.8.0-45-generic/updates/dkms/nvidia.ko: Invalid module format\n"
+    assert top(insmod).id == "module-wrong-kernel"
+    # another module refused for another reason is not this cause, and it is never an all-clear (real:
+    # gpu-operator#2868's peermem sidecar, a module built against another RDMA stack)
+    peermem = _in_repo_case("node-gpuoperator2868-gb300-nvidia-peermem-disagrees-symbol-version")
+    assert "other:kernel-module-built-for-another-kernel" not in categories(peermem)
+    from nccldiag.knowledge import lexicon
+    assert lexicon.shape_of("modprobe: ERROR: could not insert 'ipmi_si': No such device").id == "module-load-refused"
+    for name, text in _healthy_texts().items():
+        assert "other:kernel-module-built-for-another-kernel" not in categories(text), name
+
+
+def test_a_gpu_reset_refused_by_a_client_is_named():
+    # real: NVIDIA/mig-parted#181, the MIG mode change's GPU reset refused while nvidia_drm holds the GPUs
+    text = _in_repo_case("gpu-migparted181-gpu-reset-in-use-by-another-client-nvidia-drm")
+    d = top(text)
+    assert d.id == "gpu-reset-blocked" and d.category == "other:gpu-reset-blocked" and d.severity == "fail", d
+    assert "unexplained" not in categories(text)
+    for name, text in _healthy_texts().items():
+        assert "other:gpu-reset-blocked" not in categories(text), name
+
+
+def test_a_host_name_that_does_not_resolve_is_a_failure_line_of_its_own():
+    # real: Mellanox/network-operator#830, the MOFED driver pod that cannot resolve its package repository's host
+    text = _in_repo_case("node-netop830-mofed-pod-log-no-ofed-driver-cannot-resolve-cdn-redhat")
+    assert top(text).category == "hostname_resolution"
+    from nccldiag.knowledge import lexicon
+    curl = [ln for ln in text.splitlines() if "Curl error" in ln]
+    assert [lexicon.shape_of(ln).id for ln in curl] == ["name-not-resolved"]
+    # the line alone is never an all-clear
+    assert categories(curl[0] + "\n")[:1] == ["hostname_resolution"]

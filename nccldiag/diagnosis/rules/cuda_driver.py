@@ -4,7 +4,8 @@ insufficient for CUDA runtime version', 'forward compatibility was attempted on 
 module and userspace driver of different versions ('Driver/library version mismatch').
 
 Evidence: those errors in any output, the kernel's 'NVRM: API mismatch' (with the versions named, elided
-'XXX.XX' or reworded); the events of category ``cuda_driver_mismatch`` (the ``xid.driver_version`` finding, the
+'XXX.XX' or reworded); the events of category ``cuda_driver_mismatch`` (the ``xid.driver_version`` finding: the API
+mismatch, GSP firmware of another version than the module, two of the driver's modules of different versions; the
 CUDA errors of ``knowledge/cuda.toml``); NCCL's build CUDA ('NCCL version X+cudaY.Z') newer than the driver's
 ('cudaDriverVersion'), beside a failure.
 References: NVIDIA/nccl#496; CUDA compatibility guide.
