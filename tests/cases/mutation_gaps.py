@@ -32,8 +32,8 @@ WHY: Dict[str, str] = {
         "a line wrapped at 80 columns is joined again only where the text shows the wrap (nccl/unwrap.py): a "
         "continuation that starts as a line of the text starts is read as a line of its own"),
     "flush-left": (
-        "nvidia-smi -q's sections (Fabric, ECC Errors: Volatile / Aggregate) are told apart by their indentation: "
-        "trimmed flush left, the keys under them are read under no section"),
+        "nvidia-smi -q's counters grepped out of their sections ('SRAM Uncorrectable : 1' twice, no title) are told "
+        "volatile from aggregate by their indentation alone: trimmed flush left, they are read under no section"),
     "lexicon-only": (
         "only the failure lexicon's lines kept: the cause is read from the context they drop (NCCL INFO "
         "lines, a table's header, the command before its output, a hang's missing result); a false all-clear here is "
@@ -101,7 +101,6 @@ KNOWN: Dict[Tuple[str, str], str] = {
     ("gpu-dcgm198-dcgmi-nvlink-link-status-all-down-diag-passes", "lexicon-only"): "false all-clear",
     ("gpu-mlengineering-nvidia-smi-grep-sram-uncorrectable-broken-gpu", "flush-left"): "missed",
     ("net-pastebin-5awq-mthca-ibv-devinfo-port-init-linkup-port2-polling", "lexicon-only"): "missed",
-    ("node-gpuoperator-docs-nvidia-smi-q-fabric-state-in-progress-no-fabricmanager", "flush-left"): "false all-clear",
     ("net-skypilot4448-ray-prefixed-socket-connect-link-local-accelerated-networking", "lexicon-only"): "false all-clear",
 }
 

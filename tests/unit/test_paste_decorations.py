@@ -10,6 +10,7 @@ from typing import Dict, List
 import pytest
 
 from nccldiag import paste
+from nccldiag.areas import smiq
 from nccldiag.model.findings import Status
 from nccldiag.nccl import grammar
 from nccldiag.paste import lines as L, reader
@@ -103,6 +104,11 @@ def test_a_prompt_and_a_command_behind_a_time_are_the_shells():
     assert kernel.classify(p) is None
     launched = L.peel(SYSLOG + "bash -c 'ulimit -l unlimited && ./alltoall_perf -b 1 -e 8'")
     assert kernel.classify(launched) is None
+    # the kernel's own lines that name a program first stay the kernel's (the message of tests/kmsg/real.toml,
+    # its program's name written as a launcher's for the test)
+    for comm in ("pool", "python3", "bash"):
+        oom = L.peel(DMESG_T + comm + " invoked oom-killer: gfp_mask=0x6200ca(GFP_HIGHUSER_MOVABLE), order=0")
+        assert kernel.classify(oom) == 0, comm
 
 
 def test_the_kernels_own_lines_under_a_time_stay_the_kernels():
@@ -148,6 +154,20 @@ def test_ibv_devinfo_ibstatus_and_ibstat_flush_left_read_as_indented(kind, name)
                                                                         for f in plain.findings]
 
 
+def test_an_nvidia_smi_q_excerpt_flush_left_is_read_under_its_sections():
+    fabric = case_text("node-gpuoperator-docs-nvidia-smi-q-fabric-state-in-progress-no-fabricmanager",
+                       "posted-nvidia-smi-q-fabric.txt")
+    flat = mutations.flush_left(fabric)
+    assert flat != fabric
+    got = smiq.parse_q(flat)
+    assert got.gpus[0].fields == smiq.parse_q(fabric).gpus[0].fields and got.gpus[0].get("Fabric/State")
+    assert alarms(flat)[0]["category"] == "fabric_manager"
+    # ECC Errors > Volatile / Aggregate, written for the test from nvidia-smi -q's tree, trimmed flush left
+    ecc = smiq.parse_q("ECC Errors\nVolatile\nSRAM Uncorrectable   : 1\nAggregate\nSRAM Uncorrectable   : 5\n")
+    assert ecc.gpus[0].fields == {"ECC Errors/Volatile/SRAM Uncorrectable": "1",
+                                  "ECC Errors/Aggregate/SRAM Uncorrectable": "5"}
+
+
 def test_line_numbers_are_a_layer_of_any_value_and_srun_labels_stay_ranks():
     p = L.peel("  10. CA 'mlx5_0'")
     assert [la.kind for la in p.layers] == ["number"] and p.text == "CA 'mlx5_0'"
@@ -162,7 +182,8 @@ def test_the_nccl_reader_takes_a_line_number_and_a_list_marker_off():
     line = "gpu1:1234:1234 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>"  # a real line's form
     for front in ("  10. ", "10 | ", "- ", "* ", "  7. - "):
         assert grammar.clean(front + line) == line, front
-    assert grammar.clean("           8             2     float     sum") == "           8             2     float     sum"
+    row = "           8             2     float     sum"  # a benchmark's row: a number, then no '.' nor '|'
+    assert grammar.clean(row) == row
 
 
 # ---- a partial reading adds, never erases ------------------------------------------------------------------------

@@ -90,8 +90,9 @@ def _own_time(layers) -> Optional[int]:
 
 
 # a command typed, as a transcript shows it: a tool the paste kinds read, or a launcher or shell that runs a job
+# (never the kernel's line that names a program first: 'python3 invoked oom-killer', 'bash (1234): ...')
 _LAUNCHED = re.compile(r"[ \t]{0,4}(?:sudo[ \t]{1,4})?(?:mpirun|mpiexec|srun|sbatch|salloc|torchrun|deepspeed|bash|sh|"
-                       r"python3?|docker|kubectl|echo)(?:[ \t]|$)")
+                       r"python3?|docker|kubectl|echo)(?:[ \t]{1,4}(?!invoked\b|\(|\[)|$)")
 
 
 def typed(layers, text: str) -> bool:
@@ -100,10 +101,11 @@ def typed(layers, text: str) -> bool:
     -c 'ulimit -l unlimited && ...'``)."""
     if any(la.kind in ("prompt", "comment") for la in layers):
         return True
-    if _LAUNCHED.match(text):
-        return True
-    m = COMMAND.match(text)
-    return bool(m) and text[m.end():m.end() + 1] in ("", " ", "\t")
+    if _LAUNCHED.match(text) is None:
+        m = COMMAND.match(text)
+        if m is None or text[m.end():m.end() + 1] not in ("", " ", "\t"):
+            return False
+    return not _said(text)
 
 
 def classify(p: Peeled) -> Optional[int]:
