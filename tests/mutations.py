@@ -2,7 +2,8 @@
 
 Each transformation here is a pure function of a text, written for the test: it transforms the real text of a
 case (tests/realcases.py) as a user's paste damages or decorates it (a tail, a launcher's prefix, a redaction, a
-terminal's wrap, a quote on a forum, a timestamp), it never invents a line. :func:`run` gives the transformed
+terminal's wrap, a quote on a forum, a timestamp, a forum's line numbers or a markdown list, lines trimmed flush
+left), it never invents a line. :func:`run` gives the transformed
 files of a ``log`` case to the same reader ``nccldiag log`` uses, in this process (no subprocess per run), and
 returns the fail/warn diagnoses; :func:`tests.realcases.score` scores them as it scores the case itself.
 
@@ -92,6 +93,17 @@ def stamped(stamp: str) -> Transform:
     return lambda text: _join([stamp + ln for ln in _lines(text)])
 
 
+def numbered(form: str) -> Transform:
+    """(j) a forum's or an editor's line number before every line, counted from 1 (``form`` a format of it:
+    ``"{:>4}. "``, ``"{:>3} | "``, ``"{}: "``)."""
+    return lambda text: _join([form.format(i) + ln for i, ln in enumerate(_lines(text), 1)])
+
+
+def flush_left(text: str) -> str:
+    """(k) every line's indentation taken off, as a chat or a form that trims lines pastes it."""
+    return _join([ln.lstrip(" \t") for ln in _lines(text)])
+
+
 def lexicon_only(text: str) -> str:
     """(i) every line but those the failure lexicon reads removed: only the failure lines."""
     from nccldiag.knowledge import lexicon
@@ -117,6 +129,12 @@ TRANSFORMS: Dict[str, Transform] = {
     "time-iso": stamped("2024-05-01T12:00:00.123Z "),
     "time-syslog": stamped("May  1 12:00:00 host kernel: "),
     "time-dmesg-T": stamped("[Wed May  1 12:00:00 2024] "),
+    "lineno-dot": numbered("{:>4}. "),
+    "lineno-pipe": numbered("{:>3} | "),
+    "lineno-colon": numbered("{}: "),
+    "list-dash": prefixed("- "),
+    "list-star": prefixed("* "),
+    "flush-left": flush_left,
     "lexicon-only": lexicon_only,
 }
 

@@ -12,8 +12,9 @@ keys), one ``GPU <bus id>`` block per GPU. :func:`parse_q` turns it into
 so far (before 460 to 595: ``Clocks Throttle Reasons`` became ``Clocks
 Event Reasons`` in 535; keys are looked up whatever their case, for the
 ``Ecc Mode`` and ``Replays since reset`` of old drivers), pasted excerpts whose GPU line was cut (one GPU with no
-bus id), ``[...]`` elisions, and the warnings nvidia-smi prints before the
-report (``WARNING: infoROM is corrupted at gpu ...``).
+bus id), ``[...]`` elisions, excerpts trimmed flush left (indented again by their
+section titles), and the warnings nvidia-smi prints before the report
+(``WARNING: infoROM is corrupted at gpu ...``).
 """
 from __future__ import annotations
 
@@ -108,7 +109,10 @@ def parse_q(text: Optional[str]) -> Optional[SmiQ]:
     cur: Optional[QGpu] = None
     stack: List[tuple] = []  # (indent, name)
     seen_kv = False
-    for raw in text.expandtabs(4).splitlines():
+    lines = text.expandtabs(4).splitlines()
+    if _flat(lines):
+        lines = _indented(lines)
+    for raw in lines:
         line = raw.rstrip()
         if not line.strip():
             continue
@@ -147,6 +151,40 @@ def parse_q(text: Optional[str]) -> Optional[SmiQ]:
         path = "/".join([s[1] for s in stack] + [key])
         cur.fields.setdefault(path, value)
     return q if seen_kv or q.warnings else None
+
+
+# the sections nvidia-smi -q nests under another (ECC Errors > Volatile > SRAM ..., Remapped Rows > Histogram)
+_CHILDREN = {"volatile": "ecc errors", "aggregate": "ecc errors", "histogram": "remapped rows",
+             "sram sources": "ecc errors"}
+
+
+def _flat(lines: List[str]) -> bool:
+    """Whether an excerpt was trimmed flush left: a section title and ``Key : value`` lines, none indented."""
+    body = [ln for ln in lines if ln.strip()]
+    if any(ln[:1] in (" ", "\t") for ln in body) or not any(" : " in ln for ln in body):
+        return False
+    return any(":" not in ln and not _GPU.match(ln.strip()) and not ln.startswith(("=", "|", "+")) for ln in body)
+
+
+def _indented(lines: List[str]) -> List[str]:
+    """A flush-left excerpt indented again as nvidia-smi prints it: the keys under the section title above them,
+    a section nvidia-smi nests (``Volatile`` under ``ECC Errors``) under its parent."""
+    out: List[str] = []
+    top: Optional[str] = None
+    depth = 0
+    for ln in lines:
+        text = ln.strip()
+        if not text or _GPU.match(text) or ":" in text or text.startswith(("=", "|", "+", "[")):
+            out.append(("    " * depth + text) if ":" in text and top is not None else ln)
+            continue
+        parent = _CHILDREN.get(text.lower())
+        if parent is not None and top is not None and top.lower() == parent:
+            out.append("    " + text)
+            depth = 2
+        else:
+            top, depth = text, 1
+            out.append(text)
+    return out
 
 
 COMMAND = "nvidia-smi -q"

@@ -152,7 +152,9 @@ class Rec:
 # (_ANSI_RESIDUE), bold and inline code.
 CLEAN_MARKS = ("\x1b", "[\0[0-9;]*m", "**", "`")
 _QUOTE = re.compile(r"^\s*(?:>\s?)+")
-_BULLET = re.compile(r"^\s*(?:[*+•]|-(?=\s+(?:\S[^\s:]*:\S[^\s:]*:\S+ \[|\[|NCCL\b)))\s+")
+_BULLET = re.compile(r"^\s*(?:[*+•]|-(?=\s+\S))\s+")
+# a forum's or an editor's line number before the line ('  10. ', '10 | '; '10: ' reads as srun's label)
+_NUMBERED = re.compile(r"[ \t]{0,8}\d{1,6}(?:\.[ \t]|[ \t]{0,2}\|(?:[ \t]|$))")
 _FENCE = re.compile(r"^\s*(?:```|~~~)")
 
 
@@ -174,6 +176,9 @@ def clean(line: str) -> str:
     if "m" in line and "[" in line and _ANSI_RESIDUE.search(line):
         line = _ANSI_RESIDUE.sub("", line)
     first = line[:1]
+    if (first.isdigit() or first in " \t") and _NUMBERED.match(line):
+        line = line[_NUMBERED.match(line).end():]
+        first = line[:1]
     if first in " \t>*+-•`~":
         if _FENCE.match(line):
             return ""
@@ -465,6 +470,7 @@ ERROR_WORDS = (
     "is not compatible with the current PyTorch installation", "install supports CUDA capabilities",
     "No space left on device", "Disk quota exceeded",  # ENOSPC and EDQUOT: 'OSError: [Errno 28] No space left on device'
     "In use by another client",  # NVML's NVML_ERROR_IN_USE: 'GPU 00000000:01:00.0: In use by another client' (a reset refused)
+    "is corrupted",  # nvidia-smi's 'WARNING: infoROM is corrupted at gpu <bus>', a file system's or an archive's
 )
 _ERROR_TEXT = re.compile(r"\b(?:" + _alternation(ERROR_WORDS) + r")\b")
 # Kernel lines about GPUs, the IOMMU, PCIe, RDMA and the fabric manager (_KERNEL_TEXT).

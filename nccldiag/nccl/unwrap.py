@@ -34,7 +34,7 @@ LONG = 1 << 20  # a line not ended after this many bytes is handed on as it is
 
 # A line's start as a new line writes it: a time (ISO, syslog, a kernel's '[ 12.345]' or '[Wed May  1 ...]'), an
 # NCCL record's 'host:pid:tid [', a launcher's '[rank3]:', '[default0]:', '[1,3]<stderr>:', '3: ', a shell prompt, a
-# table's border or a quote mark.
+# tool's padded field ('fw_ver:          22.38.1900', 'State:   Active', flush left), a table's border or a quote mark.
 _STARTS = re.compile(
     r"[ \t]{0,12}(?:"
     r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d|"
@@ -43,6 +43,7 @@ _STARTS = re.compile(
     r"[\w.-]{1,253}:\d{1,10}:\d{1,10} \[|"
     r"\[(?:rank|default)\d{1,6}\]:|\[\d{1,6},\d{1,6}\]<std|\d{1,6}: |"
     r"[\w.@-]{0,64}[$#%>] |"
+    r"[A-Za-z_][\w.-]{0,40}:[ \t]{2,40}\S|"
     r"[|+>]|Traceback |File \")")
 
 

@@ -20,7 +20,7 @@ run, so that one host's outputs pasted in several files are one node); :func:`sc
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Tuple
+from typing import Any, Dict, FrozenSet, List, Tuple
 
 from nccldiag.model.findings import Finding
 from nccldiag.nccl.unwrap import Unwrapping, unwrap
@@ -45,6 +45,7 @@ class Pasted:
     bounded: List[str] = field(default_factory=list)  # the texts a bound stopped the reading of
     memlock_unlimited: List[Line] = field(default_factory=list)  # lines that set or show memlock unlimited
     peermem_absent: List[Line] = field(default_factory=list)  # 'lsmod | grep <peer-memory module>' printing nothing
+    judged: Dict[Tuple[str, int], FrozenSet[str]] = field(default_factory=dict)  # (file, line) of a block -> its judges
 
     def __bool__(self) -> bool:
         return bool(self.blocks or self.signals or self.oom or self.partial)
@@ -68,9 +69,10 @@ def judged(found: Found) -> Pasted:
     """What was found, its blocks judged (:func:`nccldiag.paste.judge.judge`)."""
     from nccldiag.paste.judge import judge
 
-    findings, facts = judge(found.blocks)
+    findings, facts, by = judge(found.blocks)
     return Pasted(list(found.blocks), findings, facts, list(found.partial), list(found.signals), list(found.oom),
-                  [found.bounded] if found.bounded else [], list(found.memlock_unlimited), list(found.peermem_absent))
+                  [found.bounded] if found.bounded else [], list(found.memlock_unlimited), list(found.peermem_absent),
+                  by)
 
 
 def read_file(path: str) -> Found:

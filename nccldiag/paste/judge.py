@@ -10,7 +10,8 @@ and the fabric manager's lines are one log, whatever their blocks.
 """
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+import dataclasses
+from typing import Any, Dict, FrozenSet, List, Optional, Sequence, Tuple
 
 from nccldiag.areas import all_areas, kind
 from nccldiag.check.engine import analyze_node
@@ -40,17 +41,26 @@ def _groups(blocks: Sequence[Block]) -> Dict[str, List[Tuple[Dict[str, str], Lis
     return out
 
 
-def judge(blocks: Sequence[Block]) -> Tuple[List[Finding], Dict[str, Dict[str, Any]]]:
+Judged = Dict[Tuple[str, int], FrozenSet[str]]  # (file, first line) of a block -> the areas that judged it
+
+
+def judge(blocks: Sequence[Block]) -> Tuple[List[Finding], Dict[str, Dict[str, Any]], Judged]:
     """The failing and warning findings of the blocks (each with its host, or None, and where it was pasted),
-    and every host's facts (``""``: no host)."""
+    every host's facts (``""``: no host), and the areas that judged each block: those that gave a verdict (a
+    finding not ``skip``) on its node. An area that read a block and skipped every check (a table without its
+    header, values without their section) judged nothing of it: a failure line in it is the lexicon's."""
     areas = [a for a in all_areas() if kind(a) == "node"]
     findings: List[Finding] = []
     facts: Dict[str, Dict[str, Any]] = {}
+    judged: Judged = {}
     for host, nodes in _groups(blocks).items():
         readings: List[Tuple[List[Finding], Dict[str, Any], str]] = []  # each node's findings, ports, where pasted
         for sections, made in nodes:
             raw = RawNode(host=host or PASTED_HOST, sections=dict(sections), rcs={s: 0 for s in sections})
             report = analyze_node(raw, areas)
+            verdicts = frozenset(f.area for f in report.findings if f.status is not Status.SKIP)
+            for b in made:
+                judged[(b.path, b.lineno)] = verdicts
             mine: List[Finding] = []
             for f in report.findings:
                 if f.status not in (Status.FAIL, Status.WARN):
@@ -64,9 +74,21 @@ def judge(blocks: Sequence[Block]) -> Tuple[List[Finding], Dict[str, Dict[str, A
             ib = report.facts.get("ib")
             ports = {p.name: p for p in getattr(ib, "ports", None) or []}
             readings.append((mine, ports, "pasted: " + ", ".join(f"{b.kind} at {b.where()}" for b in made[:3])))
-            facts.setdefault(host, {}).update({k: v for k, v in report.facts.items() if v is not None})
+            kept = facts.setdefault(host, {})
+            kept.update(_added(kept, {k: v for k, v in report.facts.items() if v is not None}))
         _came_back(readings)
-    return findings, facts
+    return findings, facts, judged
+
+
+def _added(kept: Dict[str, Any], new: Dict[str, Any]) -> Dict[str, Any]:
+    """A host's facts of a later reading, which add to those of its readings before: a port read again replaces
+    its earlier reading, a port not read again (an ``ibstat`` of one CA, or one cut before its ports) keeps it."""
+    before, after = kept.get("ib"), new.get("ib")
+    if before is None or after is None or not getattr(before, "ports", None):
+        return new
+    names = {p.name for p in after.ports}
+    ports = [p for p in before.ports if p.name not in names] + list(after.ports)
+    return {**new, "ib": dataclasses.replace(after, ports=ports)}
 
 
 def _came_back(readings: Sequence[Tuple[List[Finding], Dict[str, Any], str]]) -> None:

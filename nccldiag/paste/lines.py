@@ -16,6 +16,9 @@ What people put around a node's output when they paste it, outermost first, each
 - ``time``: a timestamp (ISO, ``[ 123.456]``, dmesg ``-H``'s ``[  +0.000004]``, ``-T``'s
   ``[Tue Apr 15 16:50:03 2025]``, a bracketed ISO time), ``dmesg --decode``'s ``kern  :warn  : ``, or a syslog or
   journal prefix (``Nov 29 00:12:15 host kernel: ``, which names the host);
+- ``number``: a forum's or an editor's line number (``  10. ``, ``10 | ``; ``10: `` reads as a launcher's label,
+  whose number then goes up by one a line);
+- ``bullet``: a markdown list's marker (``- ``, ``* ``, ``+ ``) before every line;
 - ``host``: pdsh's, clush's or a log shipper's ``host: `` (a name with a digit, a dot or a dash, an address, or an
   anonymised one: ``<node ip>``, ``xxxx``, ``***``), never a kernel device's name (``nvidia-nvswitch3: ``).
 
@@ -126,6 +129,9 @@ def unmark(line: str) -> Tuple[str, bool]:
 # ---- the layers -----------------------------------------------------------------------------------------------
 
 _MONTHS = r"(?:[A-Z][a-z]{2}|[a-z]{3}\.?)"
+_NUMBER = re.compile(r"[ \t]{0,8}\d{1,6}(?:\.[ \t]|[ \t]{0,2}\|(?:[ \t]|$))")
+_BULLET = re.compile(r"[ \t]{0,12}[-*+\u2022][ \t]")
+_OUTER = ("quote", "number", "bullet")  # the layers a forum or an editor puts outermost
 _CELL = re.compile(r"[ \t]{0,12}\|[ \t]?")
 _QUOTE = re.compile(r"[ \t]{0,12}>(?:[ \t]|$)")
 _COMMENT = re.compile(r"[ \t]{0,12}#(?:[ \t]|$)")
@@ -208,8 +214,9 @@ def _time(text: str, first: str) -> Optional[Layer]:
 
 def _layer(text: str, before: Sequence[str] = ()) -> Optional[Layer]:
     """The outermost layer at the front of ``text``, None when there is none. ``before``: the kinds already taken
-    off: after a time only a time, a launcher's label or a quote mark comes (what follows a time is the message,
-    whose first word may look like a host: ``AMD-Vi: ``), and a file name comes once."""
+    off: after a time only a time, a launcher's label, a quote mark or a shell's prompt (a transcript stamped line
+    by line) comes (what follows a time is the message, whose first word may look like a host: ``AMD-Vi: ``), and
+    a file name comes once."""
     first = text[:1]
     if not first:
         return None
@@ -217,6 +224,15 @@ def _layer(text: str, before: Sequence[str] = ()) -> Optional[Layer]:
         m = _CELL.match(text)
         if m and len(text.strip()) > 2:
             return Layer("cell", m.group(0))
+    if first in " \t0123456789" and all(b in _OUTER for b in before) and "number" not in before \
+            and "bullet" not in before:
+        m = _NUMBER.match(text)
+        if m:
+            return Layer("number", m.group(0))
+    if first in " \t-*+\u2022":  # outermost, nested, or behind a launcher's or a host's label
+        m = _BULLET.match(text)
+        if m:
+            return Layer("bullet", m.group(0))
     if "time" in before:
         if first in " \t[(0123456789":
             m = _LAUNCHER.match(text)
@@ -226,6 +242,14 @@ def _layer(text: str, before: Sequence[str] = ()) -> Optional[Layer]:
             m = _QUOTE.match(text)
             if m:
                 return Layer("quote", m.group(0))
+        if first in " \t#":
+            m = _COMMENT.match(text)
+            if m:
+                return Layer("comment", m.group(0))
+        if "@" in text[:400] or first in "$(":
+            m = _PROMPT.match(text)
+            if m:
+                return Layer("prompt", m.group(0), _named(m.group("host")) if m.group("host") else None)
         return _time(text, first)
     if first in "[(":  # a launcher's label before a time: '[1,3]<stderr>:' is no '[1,3]' time
         m = _LAUNCHER.match(text)
@@ -275,10 +299,20 @@ def peel(line: str) -> Peeled:
     return Peeled(line, base, tuple(layers), marked)
 
 
-def follow(p: Peeled, template: Sequence[Layer]) -> Optional[str]:
+_LABEL = re.compile(r"[ \t]{0,8}(\d{1,6}):[ \t]")
+
+
+def _counted(mine: str, want: str, step: Optional[int]) -> bool:
+    """Whether two ``N: `` labels are line numbers ``step`` lines apart (an editor's ``10: ``), not two ranks'."""
+    a, b = _LABEL.fullmatch(mine), _LABEL.fullmatch(want)
+    return step is not None and a is not None and b is not None and int(a.group(1)) - int(b.group(1)) == step
+
+
+def follow(p: Peeled, template: Sequence[Layer], step: Optional[int] = None) -> Optional[str]:
     """The text of ``p`` after the layers ``template`` names (a block's first line's), None when its front is not
-    the same: each layer of the same kind, a quote or comment mark and a host the same as written; a time of
-    any value (each line has its own)."""
+    the same: each layer of the same kind, a quote, comment or list mark and a host the same as written; a time
+    or a line number of any value (each line has its own); a launcher's label the same, or a number ``step``
+    lines on from the template's (``p`` is ``step`` lines below the template's line: an editor's ``10: ``)."""
     if len(p.layers) < len(template):
         if not p.base.strip() and not template:
             return ""
@@ -291,9 +325,11 @@ def follow(p: Peeled, template: Sequence[Layer]) -> Optional[str]:
     for mine, want in zip(p.layers, template):
         if mine.kind != want.kind:
             return None
-        if mine.kind in ("quote", "comment") and mine.text.strip() != want.text.strip():
+        if mine.kind in ("quote", "comment", "bullet") and mine.text.strip() != want.text.strip():
             return None
-        if mine.kind in ("host", "launcher") and mine.text != want.text:
+        if mine.kind == "launcher" and mine.text != want.text and not _counted(mine.text, want.text, step):
+            return None
+        if mine.kind == "host" and mine.text != want.text:
             return None
         if mine.kind == "grep" and _GREP_FILE.match(mine.text).group(0) != _GREP_FILE.match(want.text).group(0):
             return None  # the same file ('grep -n' numbers each line)

@@ -58,10 +58,28 @@ def _trie(words: Sequence[str]) -> "re.Pattern[bytes]":
     return re.compile(emit(root).encode("latin-1"))
 
 
-_KIND_WORDS: Tuple[Tuple[bytes, ...], ...] = tuple(tuple(w.encode("utf-8") for w in k.WORDS) for k in KINDS)
+# how a web page writes the characters HTML escapes (a paste copied from one keeps them: lines.unmark reads them)
+_ESCAPES = {"'": ("&#x27;", "&#39;", "&apos;"), '"': ("&quot;", "&#34;", "&#x22;"), "<": ("&lt;",), ">": ("&gt;",),
+            "&": ("&amp;",)}
+
+
+def escaped(words: Sequence[str]) -> Tuple[str, ...]:
+    """Each word, then the forms a web page writes it in (``CA &#x27;`` for ``CA '``): a kind's words are found in
+    the raw text, before a line's escapes are read."""
+    out: List[str] = []
+    for w in words:
+        forms = [""]
+        for ch in w:
+            forms = [f + v for f in forms for v in (ch,) + _ESCAPES.get(ch, ())]
+        out += forms
+    return tuple(dict.fromkeys(out))
+
+
+_KIND_WORDS: Tuple[Tuple[bytes, ...], ...] = tuple(tuple(w.encode("utf-8") for w in escaped(k.WORDS)) for k in KINDS)
 _END_WORDS = tuple(w.encode("utf-8") for w in ends.WORDS)
-WORDS = tuple(dict.fromkeys([w for k in KINDS for w in k.WORDS] + list(ends.WORDS) + list(_PROMPT_WORDS)))
+WORDS = tuple(dict.fromkeys([w for k in KINDS for w in escaped(k.WORDS)] + list(ends.WORDS) + list(_PROMPT_WORDS)))
 _SEARCH = _trie(WORDS)
+_BLOCK_SEARCH = _trie([w for k in KINDS if getattr(k, "MODE", "block") != "lines" for w in escaped(k.WORDS)])
 SLOW_BOUND = 16 * 1024 * 1024  # bytes of a text read where Hyperscan is missing (the expression is ~20x slower)
 
 
@@ -206,8 +224,8 @@ class _View:
             p = self.cache[raw] = L.peel(raw.decode("utf-8", "replace"))
         return p
 
-    def follow(self, s: int, template: Sequence[L.Layer]) -> Optional[str]:
-        return L.follow(self.peeled(s), template)
+    def follow(self, s: int, template: Sequence[L.Layer], step: Optional[int] = None) -> Optional[str]:
+        return L.follow(self.peeled(s), template, step)
 
 
 class Reader:
@@ -361,6 +379,8 @@ class Reader:
             got, first, last, reached = [(s, p.trailing())], s, s, False
         elif getattr(kind, "MODE", "block") == "lines":
             got, first, last, reached = _kernel_lines(view, s, kind, template, self._floor)
+            if not got:
+                return None
         else:
             got, first, last, reached = _extent(view, s, kind, template, self._floor)
         if reached and not final:
@@ -415,6 +435,10 @@ class Reader:
 
 def _anchors(p: L.Peeled, raw: bytes) -> list:
     """``(kind, layers)`` of every kind whose anchor the line is, with how many of its layers surround it."""
+    return _behind_time(_anchors_of(p, raw), p)
+
+
+def _anchors_of(p: L.Peeled, raw: bytes) -> list:
     out = []
     for kind, words in zip(KINDS, _KIND_WORDS):
         if not any(w in raw for w in words):
@@ -438,6 +462,30 @@ def _anchors(p: L.Peeled, raw: bytes) -> list:
     return out
 
 
+def _behind_time(out: list, p: L.Peeled) -> list:
+    """The anchors of a line without the kernel's where another kind's anchor lies behind the time the kernel
+    would read as its own, and the kernel's areas read no word of the line: a tool's output stamped line by line
+    (a syslog ``host kernel:`` or ``dmesg -T`` time before each line of ``lspci`` or ``dcgmi``) is the tool's."""
+    lines = [(kind, k) for kind, k in out if getattr(kind, "MODE", "block") == "lines"]
+    if not lines or len(lines) == len(out):
+        return out
+    deepest = max(k for _, k in lines)
+    behind = p.stage(deepest + 1) if deepest < len(p.layers) else ""
+    if (not any(k > deepest or kind.anchor(behind) for kind, k in out if (kind, k) not in lines)
+            or lines[0][0].said(p.text)):
+        return out
+    return [(kind, k) for kind, k in out if (kind, k) not in lines]
+
+
+def _foreign(p: L.Peeled, raw: bytes, kind: ModuleType) -> bool:
+    """Whether a line the kernel's ``kind`` reads is another kind's (:func:`_behind_time`)."""
+    if _BLOCK_SEARCH.search(raw) is None:
+        return False  # no word of a kind read by blocks: the kernel's
+    mine = (kind, kind.classify(p))
+    out = [a for a in _anchors_of(p, raw) if a[0] is not kind]
+    return bool(out) and mine not in _behind_time([mine] + out, p)
+
+
 def _extent(view: _View, s: int, kind: ModuleType, template: Sequence[L.Layer], floor: int = 0):
     """The lines of a block anchored at ``s``, none above ``floor``: ``([(offset, text)], first offset, last
     offset, whether it reached the end of the chunk)``."""
@@ -450,20 +498,22 @@ def _extent(view: _View, s: int, kind: ModuleType, template: Sequence[L.Layer], 
             up = view.prev(at)
             if up is None or up < floor:
                 break
-            t = view.follow(up, template)
+            t = view.follow(up, template, -len(got))
             if t is None or not t.strip() or not (member(t) or anchor(t)) or _is_prompt(view.peeled(up)):
                 break
             got.insert(0, (up, t))
             at = up
     gaps: List[Tuple[int, str]] = []
     at, reached = s, False
+    below = 0  # the lines below the anchor read so far
     allowed = getattr(kind, "GAPS", 1)
     while len(got) < limit:
         down = view.next(at)
         if down is None:
             reached = True
             break
-        t = view.follow(down, template)
+        t = view.follow(down, template, below + 1)
+        below += 1
         if t is None or _is_prompt(view.peeled(down)):
             break  # another front, or the next command
         if not t.strip():
@@ -488,11 +538,13 @@ def _kernel_lines(view: _View, s: int, kind: ModuleType, template: Sequence[L.La
     first = view.peeled(s)
     host = first.host()
 
-    def kernel(at: int) -> Optional[str]:
+    def kernel(at: int, step: int) -> Optional[str]:
         q = view.peeled(at)
         kk = kind.classify(q)
-        if L.follow(q, template) is None or q.host() != host or _is_prompt(q):
+        if L.follow(q, template, step) is None or q.host() != host or _is_prompt(q):
             return None
+        if kk is not None and _foreign(q, view.raw(at), kind):
+            return None  # another kind's output behind the same time: its block starts here
         if kk is None and k == len(q.layers) == len(first.layers) and kind.same_writer(q.text, first.text):
             return q.stage(k)  # a message the kernel wrote over several lines of the same driver ('NVRM: ...')
         if kk != k:
@@ -505,26 +557,36 @@ def _kernel_lines(view: _View, s: int, kind: ModuleType, template: Sequence[L.La
         up = view.prev(at)
         if up is None or up < floor:
             break
-        t = kernel(up)
+        t = kernel(up, -len(got))
         if t is None:
             break
         got.insert(0, (up, t))
         at = up
     at, reached = s, False
+    anchored = len(got) - 1  # where the anchor's line is among the lines taken
     while len(got) < MAX_BLOCK_LINES:
         down = view.next(at)
         if down is None:
             reached = True
             break
-        t = kernel(down)
+        below = len(got) - anchored
+        t = kernel(down, below)
         if t is None:
-            rest = view.follow(down, template)
+            rest = view.follow(down, template, below)
             if rest is not None and kind.continues(rest):
                 t = rest
         if t is None:
+            q = view.peeled(down)
+            if kind.classify(q) is not None and _foreign(q, view.raw(down), kind):
+                # another kind's output starts there: the lines just above it that the kernel's areas read
+                # nothing of are its head ('Fabric' above nvidia-smi -q's 'State : ...'), left to it
+                while got and not kind.said(view.peeled(got[-1][0]).text):
+                    got.pop()
             break
         got.append((down, t))
         at = down
+    if not got:
+        return got, s, s, False
     return got, got[0][0], got[-1][0], reached
 
 

@@ -146,14 +146,10 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "(hostUsers: false), which the NVIDIA Container Toolkit's CDI hook does not support, is not in the line"),
     "net-pastebin-8zwb-ibstat-cx3-ethernet-port-down-disabled-no-cable": Gap(
         "missed",
-        "'Verdict: WARN Unexplained failure (low confidence)', exit 1: the ibstat port reading 'State: Down' / "
-        "'Physical state: Disabled' behind pastebin's line numbers ('  10. ') is found by the failure lexicon only and "
-        "left unexplained; the block is not read as ibstat output, so the port down is not named"),
-    "net-pastebin-5awq-mthca-ibv-devinfo-port-init-linkup-port2-polling": Gap(
-        "missed",
-        "'Verdict: WARN Unexplained failure (low confidence)', exit 1: ibv_devinfo/ibstatus lines behind '- ' list "
-        "markers (PORT_INIT with LinkUp on the cabled port, the other Down/Polling) are found by the failure lexicon "
-        "only and left unexplained; the blocks are not read as node outputs"),
+        "'Verdict: WARN Unexplained failure (low confidence)', exit 1: the ibstat behind pastebin's line numbers "
+        "('  10. ') is read as ibstat, and its port 'State: Down' / 'Physical state: Disabled' is a finding left "
+        "unexplained: the port-down cause leaves a Disabled port alone (switched off on purpose), and that no cable "
+        "is plugged (the poster's words) is not in the output"),
     "node-hpxc-manual-sinfo-r-memory-errors-not-responding-nodes": Gap(
         "false all-clear",
         "'Verdict: nothing to judge: the input holds no NCCL line, error or result', exit 0: Slurm's 'sinfo -R' "

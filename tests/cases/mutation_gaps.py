@@ -21,38 +21,30 @@ WHY: Dict[str, str] = {
     "tail-40": "the tail cut the evidence off: only the victim's later lines are left",
     "tail-15": (
         "the tail cut the evidence off (the WARN, the error line or the table's failing row is above the last"
-        " 15 lines)"),
+        " 15 lines); a false all-clear here is a tail with no failure in it (a passing dcgmi diag table, 'ulimit -a',"
+        " modinfo's fields, a P2P matrix of 'NS')"),
     "no-nccl-info": (
         "the cause is read from NCCL INFO lines (plugin, GDR, socket interface lines): without them the text "
-        "holds none of it"),
+        "holds none of it (a false all-clear here is a text left with no line of a failure: a hang's log)"),
     "anon-x": "the redaction took the evidence: the cause is read from the host name or the address itself",
     "anon-redacted": "the redaction took the evidence: the cause is read from the host name or the address itself",
-    "quote-html": (
-        "the anchor word of a pasted node output is HTML-escaped (CA &#x27;mlx5_10&#x27;): the paste reader looks "
-        "for its kinds' words in the raw text, before a line's escapes are read"),
-    "time-syslog": (
-        "a syslog 'host kernel:' prefix says every line is the kernel's: a tool's output (nvidia-smi, dcgmi), "
-        "a shell transcript or a launcher's command line (the locked-memory limit it sets) never come so"),
-    "time-iso": (
-        "a shell transcript with a time before every line: a prompt with nothing typed after it, which says the "
-        "command before it printed nothing, is not read behind a time"),
-    "time-dmesg-T": (
-        "a time before every line: a shell transcript's empty output between two prompts, and the launcher "
-        "command line that shows the locked-memory limit unlimited, are not read behind a kernel-style time, and a "
-        "tool's output (dcgmi) under a kernel-style time is read as the kernel's lines"),
     "wrap-80": (
         "a line wrapped at 80 columns is joined again only where the text shows the wrap (nccl/unwrap.py): a "
         "continuation that starts as a line of the text starts is read as a line of its own"),
+    "flush-left": (
+        "nvidia-smi -q's counters grepped out of their sections ('SRAM Uncorrectable : 1' twice, no title) are told "
+        "volatile from aggregate by their indentation alone: trimmed flush left, they are read under no section"),
     "lexicon-only": (
         "only the failure lexicon's lines kept: the cause is read from the context they drop (NCCL INFO "
-        "lines, a table's header, the command before its output, a hang's missing result)"),
+        "lines, a table's header, the command before its output, a hang's missing result); a false all-clear here is "
+        "a text left empty or with no failure in it: the failure was an NCCL WARN (the NCCL reader's, no lexicon "
+        "row's), a hang that printed nothing, corrected AER errors, a link's state in a table or an empty grep"),
 }
 
 #: (case id, transformation) -> its outcome today
 KNOWN: Dict[Tuple[str, str], str] = {
     ("gpu-bloom13b-logbook-ecc-uncorrectable-then-barrier-oom-faulty-node", "tail-40"): "wrong cause",
     ("gpu-bloom13b-logbook-ecc-uncorrectable-then-barrier-oom-faulty-node", "tail-15"): "wrong cause",
-    ("gpu-gpuoperator-docs-validator-nvidia-smi-inforom-corrupted-rc14", "tail-15"): "false all-clear",
     ("gpu-pytorch150852-nccl2262-nvls-invalid-argument-driver-122", "tail-15"): "missed",
     ("node-gpud482-ibstat-port-down-polling-anonymised-guids", "tail-15"): "missed",
     ("net-cscs-docs-nccl-net-plugin-ofi-could-not-find-aws-libfabric-not-found", "no-nccl-info"): "wrong cause",
@@ -64,18 +56,11 @@ KNOWN: Dict[Tuple[str, str], str] = {
     ("net-nccl187-hostname-prefix-collision-p2p-ipc-across-hosts", "anon-x"): "missed",
     ("net-gitcode-blog-vllm-3x4090-socket-connect-abort-spare-server-ifname", "anon-redacted"): "missed",
     ("net-nccl187-hostname-prefix-collision-p2p-ipc-across-hosts", "anon-redacted"): "missed",
-    ("node-gpud482-ibstat-port-down-polling-anonymised-guids", "quote-html"): "missed",
-    ("gpu-bloom176b-logbook-eval-hang-no-timeout-dataloader-deadlock", "time-syslog"): "false all-clear",
-    ("gpu-mlengineering-dcgmi-diag-r2-gpu-memory-fail-faulty-node", "time-syslog"): "missed",
-    ("gpu-mlengineering-nvidia-smi-grep-sram-uncorrectable-broken-gpu", "time-syslog"): "missed",
-    ("node-gpuoperator-docs-nvidia-smi-q-fabric-state-in-progress-no-fabricmanager", "time-syslog"): "false all-clear",
-    ("node-cloudnetops-blog-lspci-lnksta-8gts-x2-downgraded-from-16gts-x4", "time-syslog"): "false all-clear",
     ("gpu-autocast381-ddp-post-fit-rank0-only-barrier-watchdog", "lexicon-only"): "missed",
     ("gpu-bloom176b-logbook-eval-hang-no-timeout-dataloader-deadlock", "lexicon-only"): "false all-clear",
     ("gpu-cloudatlas-vm-passthrough-nvrm-bar0-invalid-pcihole64-realloc", "lexicon-only"): "wrong cause",
-    ("gpu-gpuoperator-docs-validator-nvidia-smi-inforom-corrupted-rc14", "lexicon-only"): "false all-clear",
-    ("gpu-mlengineering-dcgmi-diag-r2-gpu-memory-fail-faulty-node", "lexicon-only"): "false all-clear",
-    ("gpu-mlengineering-nvidia-smi-grep-sram-uncorrectable-broken-gpu", "lexicon-only"): "false all-clear",
+    ("gpu-mlengineering-dcgmi-diag-r2-gpu-memory-fail-faulty-node", "lexicon-only"): "missed",
+    ("gpu-mlengineering-nvidia-smi-grep-sram-uncorrectable-broken-gpu", "lexicon-only"): "missed",
     ("gpu-nccl104-8xm40-nccl1-test-stalls-acs", "lexicon-only"): "false all-clear",
     ("gpu-nccl257-4x1080ti-allreduce-hang-intel-iommu", "lexicon-only"): "false all-clear",
     ("gpu-nccltests37-8xv100-allgather-4g-out-of-bounds-nccl-bug", "lexicon-only"): "missed",
@@ -108,21 +93,14 @@ KNOWN: Dict[Tuple[str, str], str] = {
     ("node-deltaops-medium-aer-multiple-corrected-error-syslog-flood-wrapped", "lexicon-only"): "false all-clear",
     ("node-redhat-kb-rhel6-rhel7-pcie-bus-error-corrected-replay-timer-bad-tlp", "lexicon-only"): "false all-clear",
     ("node-cloudnetops-blog-lspci-lnksta-8gts-x2-downgraded-from-16gts-x4", "lexicon-only"): "false all-clear",
-    ("gpu-gpud-docs-quoted-dmesg-xid79-nvswitch-sxid20034-ltssm-fault", "tail-15"): "false all-clear",
+    ("gpu-gpud-docs-quoted-dmesg-xid79-nvswitch-sxid20034-ltssm-fault", "tail-15"): "missed",
     ("net-nccl638-alltoall-gdr-ibv-create-qp-failed-memlock-unlimited", "tail-15"): "false all-clear",
     ("node-nemorl1683-g6-l4-topo-p2p-all-ns-cuda-217-anonymised-prompt", "tail-15"): "false all-clear",
     ("node-nvpeermem46-lsmod-empty-modinfo-nv-peer-mem-after-reboot", "tail-15"): "false all-clear",
-    ("node-raydata-docs-ray-oom-killer-workers-node-low-memory-cgroup", "tail-15"): "false all-clear",
-    ("net-nccl1191-alltoall-700-nodes-ibv-create-cq-enomem-ulimit-unlimited", "time-dmesg-T"): "wrong cause",
-    ("node-nvpeermem46-lsmod-empty-modinfo-nv-peer-mem-after-reboot", "time-dmesg-T"): "false all-clear",
-    ("node-nvpeermem46-lsmod-empty-modinfo-nv-peer-mem-after-reboot", "time-iso"): "false all-clear",
-    ("net-nccl1191-alltoall-700-nodes-ibv-create-cq-enomem-ulimit-unlimited", "time-syslog"): "wrong cause",
-    ("net-nccl638-alltoall-gdr-ibv-create-qp-failed-memlock-unlimited", "time-syslog"): "wrong cause",
-    ("node-nvpeermem46-lsmod-empty-modinfo-nv-peer-mem-after-reboot", "time-syslog"): "false all-clear",
     ("gpu-dcgm198-dcgmi-nvlink-link-status-all-down-diag-passes", "tail-15"): "false all-clear",
-    ("gpu-dcgm198-dcgmi-nvlink-link-status-all-down-diag-passes", "time-syslog"): "false all-clear",
-    ("gpu-dcgm198-dcgmi-nvlink-link-status-all-down-diag-passes", "time-dmesg-T"): "false all-clear",
     ("gpu-dcgm198-dcgmi-nvlink-link-status-all-down-diag-passes", "lexicon-only"): "false all-clear",
+    ("gpu-mlengineering-nvidia-smi-grep-sram-uncorrectable-broken-gpu", "flush-left"): "missed",
+    ("net-pastebin-5awq-mthca-ibv-devinfo-port-init-linkup-port2-polling", "lexicon-only"): "missed",
     ("net-skypilot4448-ray-prefixed-socket-connect-link-local-accelerated-networking", "lexicon-only"): "false all-clear",
     ("net-nemospeech13996-bare-warn-could-not-find-net-id-0-multinode-ib", "lexicon-only"): "false all-clear",
 

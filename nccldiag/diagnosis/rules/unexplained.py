@@ -123,9 +123,11 @@ def unexplained_lines(inp: Inputs, diagnoses: List[Diagnosis]) -> List[lexicon.L
 def _judged_in_paste(inp: Inputs, line: lexicon.Line, shape: lexicon.Shape) -> bool:
     """Whether every kept line of ``line`` (a file given to 'nccldiag log') lies in a node output pasted there that
     an area of the shape's ``judged_by`` read (:mod:`nccldiag.diagnosis.pasted`) and found healthy: that area's
-    findings say what it is, as in a check of the node. Where such an area found something failing or warning, the
-    line stays unexplained (unless a diagnosis cites it or covers its shape) but beside an NCCL log of a run that
-    worked: a port or a GPU that run did without says nothing of it."""
+    findings say what it is, as in a check of the node. An area that skipped every check of it (a table cut
+    above its header, counters pasted without their section) judged nothing: the line is the lexicon's. Where
+    such an area found something failing or warning, the line stays unexplained (unless a diagnosis cites it or
+    covers its shape) but beside an NCCL log of a run that worked: a port or a GPU that run did without says
+    nothing of it."""
     if line.host is not None or inp.pasted is None or not inp.pasted.blocks:
         return False
     if (any(f.area in shape.judged_by and SEVERITY[f.status] >= SEVERITY[Status.WARN] for f in inp.pasted.findings)
@@ -134,7 +136,8 @@ def _judged_in_paste(inp: Inputs, line: lexicon.Line, shape: lexicon.Shape) -> b
     readers = _readers()
     judges = set(shape.judged_by)
     spans = [(b.lineno, b.lineno + b.text.count("\n") + 1) for b in inp.pasted.blocks
-             if b.path == line.source and any(readers.get(s, set()) & judges for s in b.sections)]
+             if b.path == line.source and any(readers.get(s, set()) & judges for s in b.sections)
+             and judges & inp.pasted.judged.get((b.path, b.lineno), frozenset())]
     numbers = [line.lineno] + [n for n, _ in line.more]
     return bool(spans) and all(any(a <= n < b for a, b in spans) for n in numbers)
 

@@ -1,4 +1,5 @@
-"""``ibstat``: a ``CA 'mlx5_0'`` block per HCA, its ports indented under it (infiniband-diags)."""
+"""``ibstat``: a ``CA 'mlx5_0'`` block per HCA, its ports indented under it (infiniband-diags); pasted flush left,
+its fields are read by their names."""
 from __future__ import annotations
 
 import re
@@ -14,6 +15,10 @@ MIN = 3
 
 _CA = re.compile(r"[ \t]{0,40}CA '([^']{1,200})'[ \t]{0,40}$")
 _PORT = re.compile(r"[ \t]{0,40}Port \d{1,4}:[ \t]{0,40}$")
+# the fields ibstat prints under a CA and its ports, read indented or not (a paste trimmed flush left)
+_FIELD = re.compile(r"[ \t]{0,40}(?:CA type|Number of ports|Firmware version|Hardware version|Node GUID|"
+                    r"System image GUID|State|Physical state|Rate|Base lid|LMC|SM lid|Capability mask|Port GUID|"
+                    r"Link layer):(?:[ \t]|$)")
 
 
 def anchor(text: str) -> bool:
@@ -21,7 +26,8 @@ def anchor(text: str) -> bool:
 
 
 def member(text: str) -> bool:
-    return bool(_CA.match(text) or _PORT.match(text) or (indented(text) and KEY_VALUE.match(text)) or elided(text))
+    return bool(_CA.match(text) or _PORT.match(text) or (indented(text) and KEY_VALUE.match(text)) or
+                _FIELD.match(text) or elided(text))
 
 
 def restarts(lines: List[str]) -> List[int]:

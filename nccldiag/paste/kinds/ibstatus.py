@@ -20,8 +20,13 @@ def anchor(text: str) -> bool:
     return bool(_DEVICE.match(text))
 
 
+# the fields ibstatus prints under a port, read indented or not (a paste trimmed flush left)
+_FIELD = re.compile(r"[ \t]{0,40}(?:default gid|base lid|sm lid|state|phys state|rate|link_layer):(?:[ \t]|$)")
+
+
 def member(text: str) -> bool:
-    return bool(_DEVICE.match(text) or (indented(text) and KEY_VALUE.match(text)) or elided(text))
+    return bool(_DEVICE.match(text) or (indented(text) and KEY_VALUE.match(text)) or _FIELD.match(text) or
+                elided(text))
 
 
 def sections(lines: List[str], context: Context) -> Dict[str, str]:

@@ -16,6 +16,9 @@ MIN = 3
 _HCA = re.compile(r"[ \t]{0,40}hca_id:[ \t]{0,40}\S")
 _STATE = re.compile(r"[ \t]{0,40}state:[ \t]{0,40}PORT_[A-Z_]{2,20}[ \t]{0,4}\(\d{1,2}\)")
 _GID = re.compile(r"[ \t]{0,40}GID\[[ \t]{0,4}\d{1,4}\]:")
+# ibv_devinfo's fields are lower case with underscores ('fw_ver:', 'phys_port_cnt:', 'port:'): read indented or not
+# (a paste trimmed flush left)
+_FIELD = re.compile(r"[ \t]{0,40}[a-z][a-z0-9_]{1,40}:[ \t]{1,40}\S")
 
 
 def anchor(text: str) -> bool:
@@ -23,7 +26,8 @@ def anchor(text: str) -> bool:
 
 
 def member(text: str) -> bool:
-    return bool(_HCA.match(text) or (indented(text) and (KEY_VALUE.match(text) or _GID.match(text))) or elided(text))
+    return bool(_HCA.match(text) or (indented(text) and (KEY_VALUE.match(text) or _GID.match(text))) or
+                _FIELD.match(text) or _GID.match(text) or elided(text))
 
 
 def sections(lines: List[str], context: Context) -> Dict[str, str]:

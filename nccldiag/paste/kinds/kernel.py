@@ -16,7 +16,7 @@ from typing import Dict, List, Optional, Tuple
 
 from nccldiag.areas import kernlog
 from nccldiag.paste.kinds.base import Context, joined
-from nccldiag.paste.lines import Peeled
+from nccldiag.paste.lines import COMMAND, Peeled
 
 NAME = "kernel log"
 MODE = "lines"  # found line by line (see :func:`classify`), not by a block's shape
@@ -68,6 +68,12 @@ WORDS: Tuple[str, ...] = tuple(dict.fromkeys(
 _KEEP = re.compile(kernlog.PATTERN)
 
 
+def said(text: str) -> bool:
+    """Whether a message holds words the kernel-log areas read (a line another kind's anchor also is stays the
+    kernel's then)."""
+    return _said(text)
+
+
 def _said(text: str) -> bool:
     """Whether a message holds words the kernel-log areas read."""
     return bool(_KEEP.search(text) or any(rx.search(text) for _, rx, _ in _GREPS))
@@ -83,12 +89,33 @@ def _own_time(layers) -> Optional[int]:
     return next((i for i in times if _KERNEL_TIME.match(layers[i].text) or " kernel:" in layers[i].text), times[-1])
 
 
+# a command typed, as a transcript shows it: a tool the paste kinds read, or a launcher or shell that runs a job
+# (never the kernel's line that names a program first: 'python3 invoked oom-killer', 'bash (1234): ...')
+_LAUNCHED = re.compile(r"[ \t]{0,4}(?:sudo[ \t]{1,4})?(?:mpirun|mpiexec|srun|sbatch|salloc|torchrun|deepspeed|bash|sh|"
+                       r"python3?|docker|kubectl|echo)(?:[ \t]{1,4}(?!invoked\b|\(|\[)|$)")
+
+
+def typed(layers, text: str) -> bool:
+    """Whether a line is a shell's, not the kernel's, whatever time is before it: a prompt or a root's ``# ``
+    behind the time (a transcript stamped line by line), or a command as typed (``lsmod | grep nv_peer``, ``bash
+    -c 'ulimit -l unlimited && ...'``)."""
+    if any(la.kind in ("prompt", "comment") for la in layers):
+        return True
+    if _LAUNCHED.match(text) is None:
+        m = COMMAND.match(text)
+        if m is None or text[m.end():m.end() + 1] not in ("", " ", "\t"):
+            return False
+    return not _said(text)
+
+
 def classify(p: Peeled) -> Optional[int]:
     """How many of the line's layers surround it (the rest, its own time included, is the kernel's line); None
-    when it is no kernel line."""
+    when it is no kernel line: a shell's line (:func:`typed`) is none, whatever time it has."""
     layers = p.layers
     first = _own_time(layers)
     text = p.text
+    if first is not None and typed(layers[first:], text):
+        return None
     if first is not None:
         stamp = "".join(la.text for la in layers[first:])
         if _KERNEL_TIME.match(stamp) or " kernel:" in stamp:
