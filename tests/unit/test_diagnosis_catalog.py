@@ -82,6 +82,19 @@ def test_system_not_yet_initialized_is_fabric_manager():
     assert top(text).category == "fabric_manager"
 
 
+def test_systemd_failing_to_start_the_fabric_manager_unit_is_fabric_manager():
+    # written for this test, in systemd's words: 'Failed to start %s.' with the unit's Description ('NVIDIA fabric
+    # manager service', as the journal of https://github.com/NVIDIA/nvtrust/issues/128 shows it), and newer
+    # systemd's form with the unit's name before it
+    for line in ("Failed to start NVIDIA fabric manager service.",
+                 "Jan 05 14:44:41 node1 systemd[1]: Failed to start nvidia-fabricmanager.service - NVIDIA fabric "
+                 "manager service."):
+        assert top(line + "\n").category == "fabric_manager", line
+    # the unit starting, started or stopping is no failure
+    assert categories("Jan 05 14:45:28 TENCENT64 systemd[1]: Started nvidia-fabricmanager.service - NVIDIA fabric "
+                      "manager service.\n") == []
+
+
 def test_nvls_channels_of_a_healthy_run_raise_nothing():
     # a real log: 16 NVLS channels, then PyTorch's watchdog timeout; the timeout is diagnosed, not the NVLS channels
     cats = categories(real.nccl_log("nvls-16-channels-then-watchdog-timeout-allgather.log").read_text())
