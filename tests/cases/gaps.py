@@ -154,6 +154,11 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "'Verdict: WARN Unexplained failure (low confidence)', exit 1: ibv_devinfo/ibstatus lines behind '- ' list "
         "markers (PORT_INIT with LinkUp on the cabled port, the other Down/Polling) are found by the failure lexicon "
         "only and left unexplained; the blocks are not read as node outputs"),
+    "node-dsxinfra5251-scout-ibv-devinfo-no-ib-devices-ibverbs-providers-missing": Gap(
+        "missed",
+        "'Verdict: FAIL Unexplained failure (low confidence)', exit 1: ibv_devinfo's 'No IB devices found' is read by "
+        "the failure lexicon (a verbs tool found no RDMA device) and left unexplained; libibverbs' warning that it "
+        "cannot open /etc/libibverbs.d is not read as the vendor providers not installed"),
     "node-hpxc-manual-sinfo-r-memory-errors-not-responding-nodes": Gap(
         "false all-clear",
         "'Verdict: nothing to judge: the input holds no NCCL line, error or result', exit 0: Slurm's 'sinfo -R' "
