@@ -150,6 +150,11 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "('  10. ') is read as ibstat, and its port 'State: Down' / 'Physical state: Disabled' is a finding left "
         "unexplained: the port-down cause leaves a Disabled port alone (switched off on purpose), and that no cable "
         "is plugged (the poster's words) is not in the output"),
+    "node-dsxinfra5251-scout-ibv-devinfo-no-ib-devices-ibverbs-providers-missing": Gap(
+        "missed",
+        "'Verdict: FAIL Unexplained failure (low confidence)', exit 1: ibv_devinfo's 'No IB devices found' is read by "
+        "the failure lexicon (a verbs tool found no RDMA device) and left unexplained; libibverbs' warning that it "
+        "cannot open /etc/libibverbs.d is not read as the vendor providers not installed"),
     "node-hpxc-manual-sinfo-r-memory-errors-not-responding-nodes": Gap(
         "false all-clear",
         "'Verdict: nothing to judge: the input holds no NCCL line, error or result', exit 0: Slurm's 'sinfo -R' "

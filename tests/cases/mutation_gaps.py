@@ -93,7 +93,8 @@ KNOWN: Dict[Tuple[str, str], str] = {
     ("node-deltaops-medium-aer-multiple-corrected-error-syslog-flood-wrapped", "lexicon-only"): "false all-clear",
     ("node-redhat-kb-rhel6-rhel7-pcie-bus-error-corrected-replay-timer-bad-tlp", "lexicon-only"): "false all-clear",
     ("node-cloudnetops-blog-lspci-lnksta-8gts-x2-downgraded-from-16gts-x4", "lexicon-only"): "false all-clear",
-    ("gpu-gpud-docs-quoted-dmesg-xid79-nvswitch-sxid20034-ltssm-fault", "tail-15"): "missed",
+    # the tail keeps the NVSwitches' fatal SXid lines only (an NVLink error); the Xid 79 that explains them is cut
+    ("gpu-gpud-docs-quoted-dmesg-xid79-nvswitch-sxid20034-ltssm-fault", "tail-15"): "wrong cause",
     ("net-nccl638-alltoall-gdr-ibv-create-qp-failed-memlock-unlimited", "tail-15"): "false all-clear",
     ("node-nemorl1683-g6-l4-topo-p2p-all-ns-cuda-217-anonymised-prompt", "tail-15"): "false all-clear",
     ("node-nvpeermem46-lsmod-empty-modinfo-nv-peer-mem-after-reboot", "tail-15"): "false all-clear",
@@ -107,8 +108,6 @@ KNOWN: Dict[Tuple[str, str], str] = {
 
     ("net-mlengineering-nccl-net-ib-mlx5-bond-roce-included-low-bandwidth", "no-nccl-info"): "false all-clear",
     ("net-mlengineering-nccl-net-ib-mlx5-bond-roce-included-low-bandwidth", "lexicon-only"): "false all-clear",
-
-
     # the WorkNCCL(...) that completes the watchdog message, wrapped onto the next line, is not a lexicon line
     ("gpu-tistory-blog-k8s-2x-rtxpro6000-ddp-allreduce-watchdog-p2p-disable-fixes", "lexicon-only"): "missed",
 }

@@ -82,6 +82,38 @@ def test_system_not_yet_initialized_is_fabric_manager():
     assert top(text).category == "fabric_manager"
 
 
+def test_systemd_failing_to_start_the_fabric_manager_unit_is_fabric_manager():
+    # written for this test, in systemd's words: 'Failed to start %s.' with the unit's Description ('NVIDIA fabric
+    # manager service', as the journal of https://github.com/NVIDIA/nvtrust/issues/128 shows it), and newer
+    # systemd's form with the unit's name before it
+    for line in ("Failed to start NVIDIA fabric manager service.",
+                 "Jan 05 14:44:41 node1 systemd[1]: Failed to start nvidia-fabricmanager.service - NVIDIA fabric "
+                 "manager service."):
+        assert top(line + "\n").category == "fabric_manager", line
+    # the unit starting, started or stopping is no failure
+    assert categories("Jan 05 14:45:28 TENCENT64 systemd[1]: Started nvidia-fabricmanager.service - NVIDIA fabric "
+                      "manager service.\n") == []
+
+
+def test_a_fatal_nvswitch_sxid_is_an_nvlink_error_and_a_non_fatal_one_is_left_unexplained():
+    case = "gpu-gpud-docs-quoted-dmesg-xid79-nvswitch-sxid20034-ltssm-fault"
+    fatal = [line for line in _in_repo_case(case).splitlines() if "SXid" in line and ", Fatal," in line]
+    assert fatal
+    for line in fatal:  # real lines (quoted behind '> '), alone
+        assert top(line + "\n").category == "nvlink_error", line
+    # the whole case: the GPU fell off the bus first (Xid 79), which explains its links' fatal SXids
+    cats = categories(_in_repo_case(case))
+    assert cats[:1] == ["gpu_lost_xid"] and "nvlink_error" not in cats, cats
+    # a real non-fatal SXid (https://github.com/NVIDIA/nvtrust/issues/124) is no cause: the failure lexicon's
+    # warning shape reads it, and the verdict leaves it unexplained
+    line = ("[   38.178720] nvidia-nvswitch3: SXid (PCI:0000:04:00.0): 22013, Non-fatal, Link 44 Minion Link DLREQ "
+            "interrupt")
+    assert categories(line + "\n") == []
+    from nccldiag.knowledge import lexicon
+    shape = lexicon.shape_of(line)
+    assert shape is not None and (shape.id, shape.severity) == ("nvswitch-sxid", "warn")
+
+
 def test_nvls_channels_of_a_healthy_run_raise_nothing():
     # a real log: 16 NVLS channels, then PyTorch's watchdog timeout; the timeout is diagnosed, not the NVLS channels
     cats = categories(real.nccl_log("nvls-16-channels-then-watchdog-timeout-allgather.log").read_text())

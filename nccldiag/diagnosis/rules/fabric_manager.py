@@ -6,10 +6,10 @@ pre-check refused), or was restarted without a GPU reset, CUDA answers 'system n
 Evidence: the fabric manager finding of ``check`` (service failed or inactive, version mismatch, pre-check
 refusal, fabric state not completed); the events of category ``fabric_manager`` (cudaErrorSystemNotReady, 'system
 not yet initialized', in any output); the fabric manager's own failures in any output: its start failing or
-refused, a config item with an invalid value, a wait for it that timed out (a VM's or container's init waiting
-for 'FM starting NvLink Inband'); nvidia-smi -q's Fabric 'Status' of an NVML error
-('Insufficient Resources': the GPU could not join its NVLink partition or clique); an NVLS WARN in NCCL's log
-(medium: the same WARN also comes from an NCCL defect, see ``nvls-multicast``).
+refused (systemd's 'Failed to start NVIDIA fabric manager service.'), a config item with an invalid value, a wait
+for it that timed out (a VM's or container's init waiting for 'FM starting NvLink Inband'); nvidia-smi -q's Fabric
+'Status' of an NVML error ('Insufficient Resources': the GPU could not join its NVLink partition or clique); an NVLS
+WARN in NCCL's log (medium: the same WARN also comes from an NCCL defect, see ``nvls-multicast``).
 References: NVIDIA Fabric Manager user guide (start order, driver version match); NVIDIA/nccl#1338.
 """
 from __future__ import annotations
@@ -40,7 +40,10 @@ FM_TEXT = re.compile(r"(?i)(?:fabric ?manager|nv-fabricmanager|nvidia-fabricmana
                      r"invalid (?:value|argument|config))|"
                      # a wait for it that timed out ('timeout waiting for: FM starting NvLink Inband')
                      r"(?:timeout|timed out) waiting for:? {0,3}(?:FM|fabric ?manager)\b|"
-                     r"\bFM starting NvLink Inband\b[^\n]{0,80}(?:timeout|timed out)")
+                     r"\bFM starting NvLink Inband\b[^\n]{0,80}(?:timeout|timed out)|"
+                     # systemd's own line when the unit's start failed ('Failed to start %s.' with the unit's
+                     # Description, 'NVIDIA fabric manager service', or its name with it on newer systemd)
+                     r"[Ff]ailed to start {1,3}(?:nvidia-fabricmanager\.service|NVIDIA fabric ?manager)")
 # nvidia-smi -q's Fabric section: a Status that is an NVML error (Insufficient Resources: no partition or clique)
 FABRIC_STATUS = re.compile(r"^\s{0,40}Status\s{1,60}:\s{0,4}Insufficient Resources\s*$")
 
