@@ -33,7 +33,7 @@ def test_kernel_checks_on_real_failing_lines():
               "https://github.com/deepspeedai/DeepSpeed/issues/925", "https://github.com/Open-CAS/ocf/issues/408",
               "https://github.com/ovro-lwa/lwa-issues/issues/117")
     assert judge(kernel, raw) == {"kernel.io_hang": ["warn"], "kernel.oom": ["warn"], "kernel.lockups": ["fail"],
-                                  "kernel.mce": ["fail"]}
+                                  "kernel.mce": ["fail"], "kernel.storage_io": ["ok"]}
     f = findings(kernel, raw)
     hung = f["kernel.io_hang"]
     assert hung.actual == {"category": "io_hang", "events": {"kworker/2:1:5747": {"hung-task": 1},
@@ -176,6 +176,69 @@ def test_check_on_a_bundle_reports_the_failures_the_kernel_log_alone_shows(tmp_p
     assert got["xid.events"] == "ok" and got["kernel.oom"] == "ok"
     f = next(f for f in B.findings(rep) if f["check"] == "xid.driver_init")
     assert f["actual"]["category"] == "gpu_lost_xid"
+
+
+def test_nvswitch_sxids_fail_when_fatal_and_warn_when_not():
+    fatal = findings(xid, log("https://github.com/leptonai/gpud/blob/211f86c728d5a6ce10a5ce97306d5e33e250727a/"
+                              "components/accelerator/nvidia/error/sxid/README.md"))["xid.nvswitch"]
+    assert fatal.status.value == "fail" and fatal.actual == {"category": "nvlink_error", "events": {
+        "0000:06:00.0": {"nvswitch-sxid-fatal": 1}, "0000:05:00.0": {"nvswitch-sxid-fatal": 1},
+        "0000:07:00.0": {"nvswitch-sxid-fatal": 1}}}  # the Severity and Data lines are the events' detail
+    assert "20034, Fatal, Link 48 LTSSM Fault Up" in fatal.evidence[0]
+    other = findings(xid, log("https://github.com/NVIDIA/nvtrust/issues/124"))
+    assert other["xid.nvswitch"].status.value == "warn" and other["xid.events"].status.value == "ok"
+    assert other["xid.nvswitch"].actual["events"] == {"0000:04:00.0": {"nvswitch-sxid-nonfatal": 1}}
+
+
+def test_storage_io_errors_fail_and_nvme_timeouts_warn_per_device():
+    raw = log("https://github.com/MichaIng/DietPi/issues/2353", "https://github.com/raspberrypi/linux/issues/885",
+              "https://github.com/coreos/fedora-coreos-tracker/issues/784")
+    f = findings(kernel, raw)["kernel.storage_io"]
+    assert f.status.value == "fail" and f.actual == {"category": "other:storage-io-error", "events": {
+        "mmcblk0p2": {"ext4-fs-error": 1, "buffer-io-error": 2}, "sda": {"block-io-error": 1},
+        "sda1": {"buffer-io-error": 1}, "vda4": {"xfs-metadata-error": 2}}}
+    nvme = findings(kernel, log("https://github.com/linux-surface/linux-surface/issues/733"))["kernel.storage_io"]
+    assert nvme.status.value == "warn" and nvme.actual["events"] == {"nvme0": {"nvme-io-timeout": 1}}
+    # an empty optical or floppy drive's errors are no failing disk (CONSTRUCTED from the real lines' wording)
+    drives = {"kernel_log": "[    5.1] blk_update_request: I/O error, dev fd0, sector 0\n"
+                            "[    5.2] Buffer I/O error on dev sr0, logical block 0, async page read\n"
+                            "[    5.3] I/O error, dev sr0, sector 0 op 0x0:(READ) flags 0x80700 phys_seg 1 prio class 0\n"}
+    assert judge(kernel, drives)["kernel.storage_io"] == ["ok"]
+
+
+def test_ipoib_transmit_timeouts_warn_on_their_interface():
+    f = findings(ibcounters, log("https://lists.openfabrics.org/pipermail/general/2008-April/049717.html"))
+    assert f["ibcounters.ipoib_tx_timeout"].status.value == "warn"
+    assert f["ibcounters.ipoib_tx_timeout"].actual == {"category": "other:ipoib-tx-timeout",
+                                                       "events": {"ib1": {"ipoib-tx-timeout": 1}}}
+
+
+KERNEL_CAPTURES = tuple(sorted(
+    p.relative_to(real.ROOT / "node").parts for p in (real.ROOT / "node").rglob("*")
+    if p.is_file() and (p.parts[-2].startswith(("kernel-", "dmesg")) or "dmesg" in p.name or "journal" in p.name)))
+
+
+@pytest.mark.parametrize("parts", KERNEL_CAPTURES, ids=["/".join(p) for p in KERNEL_CAPTURES])
+def test_every_real_kernel_log_capture_is_ok_in_the_nvswitch_storage_and_ipoib_checks(parts):
+    raw = {"kernel_log": real.node_text(*parts)}
+    assert judge(xid, raw)["xid.nvswitch"] == ["ok"]
+    assert judge(kernel, raw)["kernel.storage_io"] == ["ok"]
+    assert judge(ibcounters, raw)["ibcounters.ipoib_tx_timeout"] == ["ok"]
+
+
+def test_check_on_a_bundle_names_a_fatal_sxid_of_its_kernel_log(tmp_path):
+    """`nccldiag check --bundle` on a node whose kernel log holds fatal SXids (real lines): the NVSwitch check fails
+    with the NVLink error's category and cites the line."""
+    from . import bundles as B
+
+    url = "https://github.com/leptonai/gpud/blob/211f86c728d5a6ce10a5ce97306d5e33e250727a/components/accelerator/" \
+          "nvidia/error/sxid/README.md"
+    bundle = B.write_bundle(tmp_path / "b", {"gpu001": {"kernel_log": REAL[url]}})
+    code, rep = B.check_json(bundle)
+    assert code == 1
+    f = next(f for f in B.findings(rep) if f["check"] == "xid.nvswitch")
+    assert f["status"] == "fail" and f["actual"]["category"] == "nvlink_error"
+    assert any("SXid (PCI:0000:06:00.0): 20034, Fatal" in e for e in f["evidence"])
 
 
 def test_a_journal_line_without_its_host_name_is_read_as_with_it():
