@@ -22,6 +22,9 @@ based) and the counters ``ibqueryerrors`` reads:
   observed``, command timeouts ``Will cause a leak of a command resource``,
   ``mlx5_load_one failed``): rows of ``nccldiag/knowledge/kmsg.toml``
   (**fail**).
+- ``ibcounters.ipoib_tx_timeout``: IPoIB's transmit watchdog (``ib0: transmit
+  timeout: latency N msecs``): the port or HCA behind the interface stopped
+  sending (**warn**), a row of ``nccldiag/knowledge/kmsg.toml``.
 - ``ibcounters.link_flaps``: ports that went down after having been up
   (``Link DOWN``/``Link down``/``lost carrier`` lines of mlx5 and the
   netdev layer, ``NIC Link is Down`` of the Intel Ethernet drivers, in the

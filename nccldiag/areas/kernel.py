@@ -1,5 +1,5 @@
 """The kernel's own reports of a node in trouble: hung tasks and unresponsive NFS servers, the OOM killer,
-CPU lockups and RCU stalls, machine checks and EDAC memory errors.
+CPU lockups and RCU stalls, machine checks and EDAC memory errors, disks and file systems failing I/O.
 
 Reads the shared ``kernel_log`` source (:mod:`nccldiag.areas.kernlog`); the messages are the rows of
 ``nccldiag/knowledge/kmsg.toml`` whose area is ``kernel``, each with its source. One finding per check:
@@ -12,6 +12,9 @@ Reads the shared ``kernel_log`` source (:mod:`nccldiag.areas.kernlog`); the mess
 - ``kernel.lockups``: soft lockups and RCU stalls (**warn**), hard lockups (**fail**).
 - ``kernel.mce``: machine checks logged and corrected EDAC memory errors (**warn**), uncorrected EDAC memory
   errors (**fail**).
+- ``kernel.storage_io``: file-system and block-device I/O errors of a disk (``EXT4-fs error (device X)``, XFS
+  metadata I/O errors and corruption, ``Buffer I/O error on dev X``, ``I/O error, dev X, sector N``) (**fail**);
+  NVMe commands that timed out (``nvme nvmeN: I/O ... QID N timeout, aborting``) (**warn**).
 
 Each skips when the kernel log was not collected or could not be read; "none" is only said of a log that
 was read.

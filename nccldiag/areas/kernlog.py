@@ -54,6 +54,7 @@ class Message:
     reader: str = ""  # "" judged by judge_rows; else the owning area's reader
     resolves: str = ""  # the row whose earlier events with the same key this one clears
     implied_by: Tuple[str, ...] = ()
+    event: bool = True  # whether the diagnosis takes this row's lines and findings as events (diagnosis.events)
 
 
 @dataclass(frozen=True)
@@ -69,7 +70,7 @@ def _load() -> Tuple[Tuple[Message, ...], Dict[str, Check], Tuple[str, ...]]:
         id=r["id"], area=r["area"], check=r["check"], severity=r["severity"], category=r["category"],
         keep=r["keep"], pattern=re.compile(r["pattern"]), meaning=r["meaning"], fix=r["fix"], source=r["source"],
         where=r["where"], reader=r.get("reader", ""), resolves=r.get("resolves", ""),
-        implied_by=tuple(r.get("implied_by", ()))) for r in knowledge.rows(TABLE))
+        implied_by=tuple(r.get("implied_by", ())), event=bool(r.get("event", True))) for r in knowledge.rows(TABLE))
     checks = {c["id"]: Check(c["id"], c["none"], c["found"], c["where"]) for c in knowledge.rows(TABLE, "check")}
     context = tuple(c["keep"] for c in knowledge.rows(TABLE, "context"))
     return messages, checks, context
@@ -77,6 +78,8 @@ def _load() -> Tuple[Tuple[Message, ...], Dict[str, Check], Tuple[str, ...]]:
 
 MESSAGES, CHECKS, CONTEXT = _load()
 BY_ID: Dict[str, Message] = {m.id: m for m in MESSAGES}
+# the checks whose rows the diagnosis reads by their own words, not as events (every row of the check: event false)
+NO_EVENT_CHECKS = frozenset(c for c in CHECKS if all(not m.event for m in MESSAGES if m.check == c))
 
 # What the areas read; one expression, so that the node filters once and by the table's own words.
 PATTERN = "|".join([m.keep for m in MESSAGES] + list(CONTEXT))

@@ -48,7 +48,8 @@ version mismatch with its clients or between its own parts (``xid.driver_version
 another kernel (``xid.driver_module``), GSP timeouts
 without their Xid 119/120 line (``xid.gsp``), a GPU that needs a reset
 (``xid.reset_required``), calls that fail because the GPU is lost from the bus
-(``NV_ERR_GPU_IS_LOST``, status ``0x0000000f``: ``xid.gpu_lost``), allocations that failed (``xid.driver_alloc``).
+(``NV_ERR_GPU_IS_LOST``, status ``0x0000000f``: ``xid.gpu_lost``), allocations that failed (``xid.driver_alloc``), and the NVSwitch driver's SXids
+(``nvidia-nvswitchN: SXid (PCI:...): <code>, Fatal`` fails, ``Non-fatal`` warns: ``xid.nvswitch``).
 
 The events are those since boot that the kernel ring buffer still holds
 (the shared ``kernel_log`` source, see :mod:`nccldiag.areas.kernlog`).

@@ -239,6 +239,9 @@ def test_check_on_a_bundle_names_a_fatal_sxid_of_its_kernel_log(tmp_path):
     f = next(f for f in B.findings(rep) if f["check"] == "xid.nvswitch")
     assert f["status"] == "fail" and f["actual"]["category"] == "nvlink_error"
     assert any("SXid (PCI:0000:06:00.0): 20034, Fatal" in e for e in f["evidence"])
+    # the diagnosis reads the finding's fatal SXid lines by their words: the NVSwitch cause, not unexplained
+    assert [(d["category"], d["severity"], d["id"]) for d in rep["diagnoses"]][:1] == [
+        ("nvlink_error", "fail", "nvswitch-fatal-sxid")]
 
 
 def test_a_journal_line_without_its_host_name_is_read_as_with_it():

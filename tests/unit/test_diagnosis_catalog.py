@@ -105,10 +105,12 @@ def test_a_fatal_nvswitch_sxid_is_an_nvlink_error_and_a_non_fatal_one_is_left_un
     cats = categories(_in_repo_case(case))
     assert cats[:1] == ["gpu_lost_xid"] and "nvlink_error" not in cats, cats
     # a real non-fatal SXid (https://github.com/NVIDIA/nvtrust/issues/124) is no cause: the failure lexicon's
-    # warning shape reads it, and the verdict leaves it unexplained
+    # warning shape reads it, the kernel log's xid.nvswitch check warns, and the verdict leaves it unexplained
     line = ("[   38.178720] nvidia-nvswitch3: SXid (PCI:0000:04:00.0): 22013, Non-fatal, Link 44 Minion Link DLREQ "
             "interrupt")
-    assert categories(line + "\n") == []
+    got = verdict(line + "\n")
+    assert [(d.category, d.severity) for d in got] == [("unexplained", "warn")]
+    assert "non-fatal SXid" in got[0].summary
     from nccldiag.knowledge import lexicon
     shape = lexicon.shape_of(line)
     assert shape is not None and (shape.id, shape.severity) == ("nvswitch-sxid", "warn")
