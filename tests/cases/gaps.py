@@ -193,7 +193,8 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "the node (reboot or reload advised); that 'singularity exec' ran without '--nv', so the host's driver "
         "libraries were not bound in (the same command with '--nv' works), is not read"),
     "gpu-repacss-docs-srun-without-gres-no-cuda-capable-device-detected": Gap(
-        "false all-clear",
-        "'Verdict: nothing to judge: the input holds no NCCL line, error or result', exit 0: CUDA's 'no CUDA-capable "
-        "device is detected' (a job step given no GPU) is not read as a failure"),
+        "missed",
+        "'Verdict: FAIL Unexplained failure (low confidence)', exit 1: CUDA's 'no CUDA-capable device is detected' is "
+        "read as a failure (the lexicon's cuda-no-device shape) and left unexplained; that the job step requested no "
+        "GPU is not in the line (was a false all-clear: 'nothing to judge', exit 0)"),
 }
