@@ -110,6 +110,7 @@ KNOWN: Dict[Tuple[str, str], str] = {
     ("net-mlengineering-nccl-net-ib-mlx5-bond-roce-included-low-bandwidth", "lexicon-only"): "false all-clear",
     # the WorkNCCL(...) that completes the watchdog message, wrapped onto the next line, is not a lexicon line
     ("gpu-tistory-blog-k8s-2x-rtxpro6000-ddp-allreduce-watchdog-p2p-disable-fixes", "lexicon-only"): "missed",
+    ("net-aznhc-fork-debug-doc-nccl-allreduce-rc3-mlx5-1-roce-nic-among-ib-hcas", "lexicon-only"): "missed",
 }
 
 #: the healthy runs given a fail/warn diagnosis once transformed: what is misread, and why
