@@ -29,7 +29,8 @@ BEFORE = {
                       r"(?P<tid>\d+|[^\s:\[\]\d][^\s:\[\]]{0,23}) (?:\[(?P<dev>-?\d+)\] (?:\d{1,12}\.\d{1,9} )?"
                       r"(?:(?P<file>[\w./+\-]+):(?P<fline>\d+) (?:\((?P<func>[^()\s]*)\) )?)?"
                       r"(?:NCCL )?(?P<level>INFO|WARN|TRACE|ABORT)|NCCL (?P<call>CALL))(?= |$)"),
-    "_BULLET": ("match", r"^\s*(?:[*+•]|-(?=\s+(?:\S+:\S+:\S+ \[|\[|NCCL\b)))\s+"),
+    # a list marker before any line ('- ' as well as '* ', '+ ', '• '): a forum's or an editor's list around a paste
+    "_BULLET": ("match", r"^\s*(?:[*+•]|-(?=\s+\S))\s+"),
     "_SOCK_IF": ("all", r"(?:\[(?P<idx>\d+)\])?(?P<name>[^\s:\[\]]+):(?P<addr>\S+)"),
     "_OLD_IB_PORT": ("match", r"(?P<name>[\w\-]+)/(?P<port>\d+)(?:\((?P<dist>\w+)\))?"),
     "_LOADED_PLUGIN": ("match", r"\bLoaded (?P<kind>net|collnet|coll) plugin (?P<v>.+?)\s*$"),
@@ -65,7 +66,7 @@ BEFORE = {
                             r"core dumped|not supported|[Uu]nable to|[Cc]annot|[Cc]an't|[Cc]ould not|[Cc]ouldn't|[Dd]enied|"
                             r"[Nn]o such|[Ii]nvalid|[Mm]ismatch|out of memory|busy or unavailable|[Ii]nsufficient|not found|"
                             r"Unknown Error|is neither AF_INET|Duplicate GPU detected|terminate called after throwing|fi_getinfo|"
-                            r"No space left on device|Disk quota exceeded)\b"),
+                            r"No space left on device|Disk quota exceeded|In use by another client|is corrupted)\b"),
     "_KERNEL_TEXT": ("bool", r"NVRM:|\bXid\b|AMD-Vi|\bDMAR\b|IO_PAGE_FAULT|nv_peer_mem|nvidia[-_]peermem|PCIe Bus Error|"
                              r"\bAER\b|\bmlx\d_(?:core|ib|en)\b|fallen off the bus|\bib_umad\b|nv-fabricmanager|"
                              r"[Ff]abric ?[Mm]anager"),
