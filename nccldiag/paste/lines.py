@@ -238,19 +238,7 @@ def _layer(text: str, before: Sequence[str] = ()) -> Optional[Layer]:
             m = _LAUNCHER.match(text)
             if m:
                 return Layer("launcher", m.group(0), m.group("host"))
-        if first in " \t>":
-            m = _QUOTE.match(text)
-            if m:
-                return Layer("quote", m.group(0))
-        if first in " \t#":
-            m = _COMMENT.match(text)
-            if m:
-                return Layer("comment", m.group(0))
-        if "@" in text[:400] or first in "$(":
-            m = _PROMPT.match(text)
-            if m:
-                return Layer("prompt", m.group(0), _named(m.group("host")) if m.group("host") else None)
-        return _time(text, first)
+        return _quoted(text, first) or _time(text, first)
     if first in "[(":  # a launcher's label before a time: '[1,3]<stderr>:' is no '[1,3]' time
         m = _LAUNCHER.match(text)
         if m:
@@ -258,6 +246,24 @@ def _layer(text: str, before: Sequence[str] = ()) -> Optional[Layer]:
     time = _time(text, first)
     if time is not None:
         return time
+    quoted = _quoted(text, first)
+    if quoted is not None:
+        return quoted
+    if first in " \t0123456789":
+        m = _LAUNCHER.match(text)
+        if m:
+            return Layer("launcher", m.group(0), m.group("host"))
+    m = _GREP.match(text) if "grep" not in before else None
+    if m:
+        return Layer("grep", m.group(0))
+    m = _HOST.match(text)
+    if m and _host_like(m.group("host")):
+        return Layer("host", m.group(0), _named(m.group("host")))
+    return None
+
+
+def _quoted(text: str, first: str) -> Optional[Layer]:
+    """A quote mark (``> ``), a comment mark (``# ``) or a shell prompt at the start of ``text``."""
     if first in " \t>":
         m = _QUOTE.match(text)
         if m:
@@ -270,16 +276,6 @@ def _layer(text: str, before: Sequence[str] = ()) -> Optional[Layer]:
         m = _PROMPT.match(text)
         if m:
             return Layer("prompt", m.group(0), _named(m.group("host")) if m.group("host") else None)
-    if first in " \t0123456789":
-        m = _LAUNCHER.match(text)
-        if m:
-            return Layer("launcher", m.group(0), m.group("host"))
-    m = _GREP.match(text) if "grep" not in before else None
-    if m:
-        return Layer("grep", m.group(0))
-    m = _HOST.match(text)
-    if m and _host_like(m.group("host")):
-        return Layer("host", m.group(0), _named(m.group("host")))
     return None
 
 
