@@ -382,3 +382,15 @@ def test_the_docs_cause_table_names_each_cause_with_its_rows_category():
     for r in rules.rows():
         assert f"`{r['id']}`" in doc, r["id"]
         assert table.get(r["id"], r["category"]) == r["category"], r["id"]
+
+
+def test_the_docs_list_of_signature_causes_is_the_catalogs():
+    from nccldiag.diagnosis import rules
+
+    doc = " ".join((REPO / "docs" / "diagnoses.md").read_text(encoding="utf-8").split())
+    found = re.search(r"The causes that are signatures \((\d+)\): (.*?)\. What", doc)
+    assert found, "docs/diagnoses.md lists the causes that are signatures"
+    listed = re.findall(r"`([a-z0-9-]+)`", found.group(2))
+    signatures = sorted(r["id"] for r in rules.rows() if not r.get("rule"))
+    assert listed == signatures
+    assert int(found.group(1)) == len(signatures)
