@@ -29,6 +29,10 @@ class Cluster:
     def __exit__(self, *exc) -> None:
         self._run("down")
 
+    def fault(self, node: str, action: str) -> None:
+        """``scripts/vcluster fault NODE ACTION`` (sshd-freeze, sshd-thaw, ...)."""
+        self._run("fault", node, action, timeout=60)
+
     def login(self, mode: str, seconds: float = 0.0) -> None:
         """The nodes' logins: "plain", "shared-home" (each works ``seconds`` under one lock of the shared
         home, as pyenv's init does: logins started together queue on it), or "admin" (each runs the admin's

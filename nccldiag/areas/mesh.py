@@ -8,11 +8,12 @@ result per target.
 """
 from __future__ import annotations
 
+import re
 import shlex
 from dataclasses import dataclass
-from typing import List, Optional, Sequence
+from typing import Collection, List, Optional, Sequence
 
-from nccldiag.model.findings import Finding, error, fail, ok, warn
+from nccldiag.model.findings import Finding, Status, error, fail, ok, warn
 
 MARK = "@@mesh "
 BATCH = 16  # ssh clients one node runs at once
@@ -162,42 +163,79 @@ def judge(source: str, targets: Sequence[str], results: Sequence[MeshResult], fi
         elif r.rc != 0:
             said = f"{t}: {r.message or f'ssh exited {r.rc}'}"
             (faults if fault(r.message) else unclear).append(said)
+    return [_finding(source, len(targets), faults, unclear, untested)]
+
+
+_OF_N = re.compile(r" of (\d+) nodes")  # the targets' count, in each message of :func:`_finding`
+
+
+def settle(finding: Finding, unreached: Collection[str]) -> Finding:
+    """``finding``, a source's node-to-node finding, with the targets that the head could not reach either
+    taken out of its failures: a stalled, stopped or refusing node fails every login, the source's as the
+    head's, and is named on its own row; the source is not at fault for it. Findings of other checks, and
+    those with no target in ``unreached``, are returned as they are."""
+    if finding.check != "ssh.node_to_node" or finding.status not in (Status.FAIL, Status.WARN):
+        return finding
+    said = [str(a) for a in finding.actual] if isinstance(finding.actual, list) else []
+    gone = [a for a in said if a.split(": ", 1)[0] in unreached]
+    if not gone:
+        return finding
+    rest = [a for a in said if a not in gone]
+    faults = [a for a in rest if fault(a.split(": ", 1)[-1])]
+    unclear = [a for a in rest if a not in faults]
+    counted = _OF_N.search(finding.message)
+    if not counted:
+        return finding
+    source = finding.host or finding.message.split(":", 1)[0].split(" ", 1)[0]
+    settled = _finding(source, int(counted.group(1)), faults, unclear, [], sorted(a.split(": ", 1)[0] for a in gone))
+    settled.host = finding.host
+    return settled
+
+
+def _finding(source: str, n: int, faults: List[str], unclear: List[str], untested: List[str],
+             unreached: Sequence[str] = ()) -> Finding:
+    """The one finding of ``source``'s test of ``n`` targets: the failures with evidence of a fault, those
+    that could not be told, the targets not tested because the collection was cut off, and (``unreached``)
+    those not counted because the head could not reach them either."""
     cut = (f"; the collection on {source} was cut off before the test ended: {len(untested)} of "
-           f"{len(targets)} nodes not tested") if untested else ""
+           f"{n} nodes not tested") if untested else ""
+    gone = (f"; {len(unreached)} not counted: the head could not reach them either "
+            f"({', '.join(unreached[:5])}{', ...' if len(unreached) > 5 else ''}), each named on its own row"
+            ) if unreached else ""
     fix = (f"On {source}: install a key whose public half is in each node's authorized_keys and add the "
            "nodes' host keys to known_hosts (ssh-keyscan). mpirun needs it; Open MPI's tree spawn needs "
            "it between all nodes unless --mca plm_rsh_no_tree_spawn 1.")
     if faults:
         more = f" ({len(unclear)} more could not be told)" if unclear else ""
-        return [
-            fail(
-                "ssh",
-                "ssh.node_to_node",
-                f"{source} cannot SSH non-interactively to {len(faults)} of {len(targets)} nodes{more}" + cut,
-                actual=faults + unclear,
-                expected="passwordless, host-key-verified SSH to every node",
-                evidence=(faults + unclear)[:20],
-                fix=fix,
-            )
-        ]
+        return fail(
+            "ssh",
+            "ssh.node_to_node",
+            f"{source} cannot SSH non-interactively to {len(faults)} of {n} nodes{more}" + cut + gone,
+            actual=faults + unclear,
+            expected="passwordless, host-key-verified SSH to every node",
+            evidence=(faults + unclear)[:20],
+            fix=fix
+        )
     if unclear:
-        return [
-            warn(
-                "ssh",
-                "ssh.node_to_node",
-                f"{source}: could not tell whether it reaches {len(unclear)} of {len(targets)} nodes over SSH "
-                "(timed out, dropped or unexplained: no evidence of a fault; a loaded node or peer gives the same)"
-                + cut,
-                actual=unclear,
-                expected="passwordless, host-key-verified SSH to every node",
-                evidence=unclear[:20],
-                fix=f"Run the check again when the nodes are less loaded; if it persists, run 'ssh -o BatchMode=yes <peer> true' on {source} to see the cause. " + fix,
-            )
-        ]
+        return warn(
+            "ssh",
+            "ssh.node_to_node",
+            f"{source}: could not tell whether it reaches {len(unclear)} of {n} nodes over SSH "
+            "(timed out, dropped or unexplained: no evidence of a fault; a loaded node or peer gives the same)"
+            + cut + gone,
+            actual=unclear,
+            expected="passwordless, host-key-verified SSH to every node",
+            evidence=unclear[:20],
+            fix=f"Run the check again when the nodes are less loaded; if it persists, run 'ssh -o BatchMode=yes <peer> true' on {source} to see the cause. " + fix
+        )
     if untested:
-        return [error("ssh", "ssh.node_to_node",
-                      f"node-to-node SSH from {source} not finished: {len(targets) - len(untested)} of "
-                      f"{len(targets)} nodes reached before the collection on {source} was cut off",
-                      actual=len(targets) - len(untested), evidence=untested[:20],
-                      fix="See the collection finding of this node for what cut it off; run the check again.")]
-    return [ok("ssh", "ssh.node_to_node", f"{source} reaches all {len(targets)} other nodes over SSH", actual=len(targets))]
+        return error("ssh", "ssh.node_to_node",
+                     f"node-to-node SSH from {source} not finished: {n - len(untested)} of "
+                     f"{n} nodes reached before the collection on {source} was cut off",
+                     actual=n - len(untested), evidence=untested[:20],
+                     fix="See the collection finding of this node for what cut it off; run the check again.")
+    if unreached:
+        return ok("ssh", "ssh.node_to_node",
+                  f"{source} reaches all {n - len(unreached)} other nodes it could test over SSH" + gone,
+                  actual=n - len(unreached), evidence=list(unreached)[:20])
+    return ok("ssh", "ssh.node_to_node", f"{source} reaches all {n} other nodes over SSH", actual=n)

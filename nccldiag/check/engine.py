@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, replace
 from types import ModuleType
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
-from nccldiag.areas import kernlog, kind
+from nccldiag.areas import kernlog, kind, mesh
 from nccldiag.areas.base import NodeFacts, Sections, bounded
 from nccldiag.knowledge import lexicon
 from nccldiag.model.raw import RawNode, ReleasedNode
@@ -275,6 +275,13 @@ def analyze(
     judged = judged or {}
     nodes = [judged[r.host] if r.host in judged else analyze_node(r, areas, options, spec) for r in raws]
     by_host = {n.host: n for n in nodes}
+    unreached = {n.host for n in nodes if not n.reachable}
+    if unreached:
+        # a node the head could not reach fails every other node's login too: named on its own row, never
+        # counted against the node that tested it
+        for n in nodes:
+            if n.reachable:
+                n.findings = [mesh.settle(f, unreached) for f in n.findings]
     cluster = [a for a in areas if kind(a) == "cluster"]
     if cluster:
         summ = summaries(nodes, areas)

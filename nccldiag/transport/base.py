@@ -20,6 +20,11 @@ LOCAL = "local"  # could not start the local command
 OVERSIZE = "oversize"  # the node sent more output than any real source produces
 NO_OUTPUT = "no-output"  # the session ended before the command printed anything
 
+# An sshd that accepted the connection and sent nothing (no banner, no handshake) within the bound.
+STALLED_FIX = ("The node's sshd accepted the connection and sent nothing within the bound: the node is hung or "
+               "overloaded (sshd stopped, a hung file system or driver, memory exhausted). Look at its console or "
+               "BMC, or run 'ssh -v NODE true' to see where it stops; raise --connect-timeout if it is merely slow.")
+
 FIXES = {
     OVERSIZE: "The node sent far more output than any real source produces (a file like /dev/zero where a text file should be, or a compromised node): look at what the named sources read on the node.",
     RESOLVE: "Check the name in the hostfile, DNS or /etc/hosts on the head node.",
@@ -41,15 +46,17 @@ FIXES = {
 class TransportError(Exception):
     """A classified failure to run something on a host."""
 
-    def __init__(self, kind: str, message: str, host: str = ""):
+    def __init__(self, kind: str, message: str, host: str = "", fix: str = ""):
         super().__init__(message)
         self.kind = kind
         self.message = message
         self.host = host
+        self._fix = fix
 
     @property
     def fix(self) -> str:
-        return FIXES.get(self.kind, "")
+        """What to do: the kind's fix, or the one this failure was raised with."""
+        return self._fix or FIXES.get(self.kind, "")
 
     def to_dict(self) -> dict:
         return {"kind": self.kind, "message": self.message, "fix": self.fix}

@@ -53,6 +53,7 @@ from nccldiag.transport.base import (
     PROXY,
     REFUSED,
     RESOLVE,
+    STALLED_FIX,
     UNREACHABLE,
     ExecResult,
     TransportError,
@@ -937,7 +938,7 @@ class SSHConnection:
                         raise _dropped(BANNER, f"sshd closed the connection before its banner ({text})",
                                        self.name) from None
                     raise TransportError(BANNER, f"no SSH banner within {timeout:g} s ({text}): sshd accepted "
-                                                 "the connection but stalled", self.name) from None
+                                                 "the connection but stalled", self.name, STALLED_FIX) from None
                 raise TransportError(PROTOCOL, f"SSH negotiation failed: {text}", self.name) from None
             except (EOFError, OSError) as exc:
                 raise _dropped(BANNER, f"connection closed during SSH negotiation ({exc or type(exc).__name__})",
@@ -947,6 +948,7 @@ class SSHConnection:
                     BANNER,
                     f"no SSH handshake within {timeout:g} s (sshd accepted the connection but stalled)",
                     self.name,
+                    STALLED_FIX,
                 )
         except TransportError as exc:
             if self.proxy is not None:

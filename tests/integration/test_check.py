@@ -122,6 +122,25 @@ def test_unreachable_node_is_bounded(faulty, tmp_path, fault, undo):
     assert r.returncode == 3
 
 
+def test_a_stalled_sshd_is_named_a_banner_timeout_within_the_bound(faulty, tmp_path):
+    """sshd stopped with SIGSTOP: the kernel accepts the connection and nothing answers it."""
+    faulty.fault("fnode03", "sshd-freeze")
+    try:
+        r, elapsed, nodes = check_faulty(faulty, tmp_path, "--mesh", "first", connect_timeout=3)
+    finally:
+        faulty.fault("fnode03", "sshd-thaw")
+    f = ssh_finding(nodes["fnode03"])
+    assert (f["status"], f["check"]) == ("error", "ssh.banner"), f
+    assert "within 3 s" in f["message"] and "stalled" in f["message"], f["message"]
+    assert "hung or overloaded" in f["fix"] and "MaxStartups" not in f["fix"], f["fix"]
+    # the node that tested it over SSH is not at fault for it
+    [tested] = [g for g in nodes["fnode01"]["findings"] if g["check"] == "ssh.node_to_node"]
+    assert tested["status"] == "ok" and "fnode03" in tested["message"], tested
+    assert all(nodes[h]["reachable"] for h in ("fnode01", "fnode02", "fnode04"))
+    assert elapsed < 3 + 20, elapsed
+    assert r.returncode == 3
+
+
 def test_unauthorized_key_is_auth_failure(faulty, tmp_path):
     key = tmp_path / "stranger"
     subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True, timeout=30)

@@ -22,7 +22,7 @@ REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "scripts" / "vcluster"
 STATE_ROOT = Path(os.environ.get("VCLUSTER_STATE_ROOT", "/var/lib/nccldiag-vcluster"))
 TAG_BASE = "nccldiag-vcluster"
-FAULTS = ("sshd-stop", "sshd-start", "link-down", "link-up", "blackhole", "unblackhole", "rate", "loss",
+FAULTS = ("sshd-stop", "sshd-start", "sshd-freeze", "sshd-thaw", "link-down", "link-up", "blackhole", "unblackhole", "rate", "loss",
           "block-ports", "clear")
 
 

@@ -266,3 +266,49 @@ def test_a_refused_connection_key_or_host_key_is_a_fail_with_ssh_s_words(peers):
     [f] = mesh.judge("src", targets, list(results.values()))
     assert f.status is Status.FAIL and "3 of 4 nodes (1 more could not be told)" in f.message, f
     assert [a.split(":")[0] for a in f.actual] == ["denied", "hostkey", "refused", "loaded1"]
+
+
+@pytest.mark.skipif(SSH is None, reason="no OpenSSH client on this machine")
+def test_peers_the_head_could_not_reach_either_are_not_counted_against_the_source(peers):
+    """The real client's refusals and timeouts, settled against the nodes the head could not reach."""
+    targets = ["denied", "refused", "loaded1", "loaded2"]
+    [f] = mesh.judge("src", targets, _real_mesh(peers, targets))
+    f.host = "src"
+    assert f.status is Status.FAIL
+    # the refusing and the silent peer were not reached by the head either: only the denied key is the source's
+    settled = mesh.settle(f, {"refused", "loaded1"})
+    assert settled.status is Status.FAIL and settled.host == "src"
+    assert [a.split(":")[0] for a in settled.actual] == ["denied", "loaded2"]
+    assert "1 of 4 nodes (1 more could not be told)" in settled.message
+    assert "2 not counted: the head could not reach them either (loaded1, refused)" in settled.message
+    # every failure a peer the head could not reach: the source reaches all the others
+    [f] = mesh.judge("src", ["refused", "loaded1", "loaded2"],
+                     [r for r in _real_mesh(peers, ["refused", "loaded1"])] + [mesh.MeshResult("src", "loaded2", 0, "")])
+    settled = mesh.settle(f, {"refused", "loaded1"})
+    assert settled.status is Status.OK and "reaches all 1 other nodes it could test" in settled.message
+    assert settled.evidence == ["loaded1", "refused"]
+    # a warning where the peer that timed out was reached by the head stays a warning
+    [f] = mesh.judge("src", ["loaded1"], _real_mesh(peers, ["loaded1"]))
+    assert mesh.settle(f, {"refused"}) is f and f.status is Status.WARN
+
+
+def test_the_engine_settles_the_node_to_node_finding_with_the_nodes_it_could_not_reach():
+    from nccldiag.areas import ssh as ssh_area
+    from nccldiag.check import engine
+    from nccldiag.model.raw import RawNode
+
+    # CONSTRUCTED nodes: n1 tested n2 and n3; the head's login to n3 got no banner, as n1's ssh did not
+    n1 = RawNode(host="n1", sections={"ssh_mesh": "@@mesh n2 0 \n@@mesh n3 255 Connection timed out during banner "
+                                                  "exchange\n"},
+                 extra={"mesh_targets": ["n2", "n3"]})
+    n2 = RawNode(host="n2", sections={"ssh_mesh": ""})
+    n3 = RawNode(host="n3", error={"kind": "banner", "message": "no SSH banner within 10 s"})
+    report = engine.analyze([n1, n2, n3], [ssh_area])
+    by = {n.host: n for n in report.nodes}
+    [f] = [f for f in by["n1"].findings if f.check == "ssh.node_to_node"]
+    assert f.status is Status.OK and "n3" in f.message and f.host == "n1"
+    assert not by["n3"].reachable
+    # with n3 reached by the head, n1's timeout to it is what it was
+    report = engine.analyze([n1, n2, RawNode(host="n3", sections={"ssh_mesh": ""})], [ssh_area])
+    [f] = [f for n in report.nodes if n.host == "n1" for f in n.findings if f.check == "ssh.node_to_node"]
+    assert f.status is Status.WARN

@@ -244,7 +244,7 @@ def test_command_timeout_is_bounded(keys, server):
 
 
 def test_every_kind_has_a_fix():
-    kinds = [v for k, v in vars(base).items() if k.isupper() and isinstance(v, str) and k != "FIXES"]
+    kinds = [v for k, v in vars(base).items() if k.isupper() and isinstance(v, str) and k != "FIXES" and not k.endswith("_FIX")]
     assert kinds and all(base.FIXES.get(k) for k in kinds)
 
 
