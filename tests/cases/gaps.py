@@ -197,10 +197,4 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "'Verdict: FAIL Unexplained failure (low confidence)', exit 1: CUDA's 'no CUDA-capable device is detected' is "
         "read as a failure (the lexicon's cuda-no-device shape) and left unexplained; that the job step requested no "
         "GPU is not in the line (was a false all-clear: 'nothing to judge', exit 0)"),
-    "node-neuropoly-wiki-romane-4x-a6000-nvverify-idle-link-downgraded-healthy": Gap(
-        "false alarm",
-        "'Verdict: WARN PCIe link errors or a degraded link on romane (high confidence)', exit 0: lspci's 'LnkSta: "
-        "Speed 2.5GT/s (downgraded), Width x16 (ok)' of four idle RTX A6000 (P8 in the nvidia-smi of the same "
-        "transcript) is read as links running below their maximum; a GPU's link slowing at idle is PCIe power "
-        "saving, the width is whole"),
 }
