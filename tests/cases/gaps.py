@@ -197,10 +197,4 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "'Verdict: FAIL Unexplained failure (low confidence)', exit 1: CUDA's 'no CUDA-capable device is detected' is "
         "read as a failure (the lexicon's cuda-no-device shape) and left unexplained; that the job step requested no "
         "GPU is not in the line (was a false all-clear: 'nothing to judge', exit 0)"),
-    "node-lcp0578-notes-2x-rtx3090-nvidia-smi-cannot-communicate-utils-without-driver": Gap(
-        "missed",
-        "'Verdict: FAIL Unexplained failure (low confidence)', exit 1: nvidia-smi's 'NVIDIA-SMI has failed because it "
-        "couldn't communicate with the NVIDIA driver' fails the gpu.driver check ('nvidia-smi is installed but fails, and no "
-        "GPU is listed') and is left unexplained: that no NVIDIA kernel driver is loaded (only nvidia-utils installed) "
-        "is not read"),
 }
