@@ -402,3 +402,17 @@ def test_link_lines_of_healthy_real_nodes_do_not_warn(name, indent):
     found = pcie.judge(f, node())
     assert all(x.status in (Status.OK, Status.SKIP) for x in found), [(x.check, x.status, x.message) for x in found]
     assert any(x.status == Status.SKIP and "numbered" in x.message for x in found)
+
+
+def test_idle_rtx_a6000_links_at_gen1_in_a_real_transcript_are_the_idle_downclock():
+    # real: a research lab's verification transcript (tests/cases/node-neuropoly-wiki-romane-4x-a6000-nvverify-idle-
+    # link-downgraded-healthy): 'lspci -vvd 10DE:' of four idle RTX A6000, each 'LnkSta: Speed 2.5GT/s (downgraded),
+    # Width x16 (ok)' under 'LnkCap: ... Speed 16GT/s, Width x16', the GPUs at P8 in the nvidia-smi that follows
+    case = Path(__file__).resolve().parents[1] / "cases" / "node-neuropoly-wiki-romane-4x-a6000-nvverify-idle-link-downgraded-healthy"
+    text = (case / "posted-nvverify.txt").read_text(encoding="utf-8")
+    lspci_block = text[text.index("+ lspci -vvd 10DE:") + len("+ lspci -vvd 10DE:\n"):text.index("=====", text.index("+ lspci"))]
+    f = pcie.parse({"lspci": lspci_block})
+    assert len(f.gpus) == 4 and all((g.sta.speed_gts, g.cap.speed_gts, g.sta.width) == (2.5, 16.0, 16) for g in f.gpus)
+    found = [x for x in pcie.judge(f, node(gpus=4)) if x.check.startswith("pcie.link")]
+    assert [(x.check, x.status) for x in found] == [("pcie.link", Status.OK)]
+    assert "4 GPU links at 2.5 GT/s (Gen1)" in found[0].message
