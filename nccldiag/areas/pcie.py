@@ -11,7 +11,9 @@ expected there and judged more leniently (GPUd does the same).
 A GPU or NIC whose link trained below its capability (``LnkSta`` under
 ``LnkCap``) caps the bandwidth every collective can reach. Lost lanes (width)
 are a seating, riser or cable fault; a lower speed is often just an idle GPU
-saving power, so it is reported with that caveat. The kernel also logs a
+saving power: an NVIDIA GPU at Gen1 (2.5 GT/s) on all its lanes is read as
+the speed it drops to at rest, any other lower speed is reported with that
+caveat. The kernel also logs a
 device whose *path* is narrower than the device ("PCIe bandwidth, limited
 by"), which ``LnkSta`` of the endpoint alone does not show. Link lines pasted
 without their device (a grep of ``lspci -vvv``) are judged by port number: a
@@ -64,6 +66,8 @@ MELLANOX = "15b3"
 ACS_BITS = ("SrcValid", "TransBlk", "ReqRedir", "CmpltRedir", "UpstreamFwd", "EgressCtrl", "DirectTrans")
 # the bits NCCL's guide names: with any of them on, P2P goes through the root complex
 ACS_REDIRECT = ("SrcValid", "ReqRedir", "CmpltRedir")
+# the PCIe Gen1 rate: the link speed of an NVIDIA GPU at rest
+IDLE_GTS = 2.5
 
 
 @dataclass
@@ -597,7 +601,11 @@ def _judge_links(facts: PcieFacts) -> List[Finding]:
         return [skip(NAME, "pcie.link", f"no link registers readable for {len(endpoints)} GPUs/NICs (lspci needs root)")]
     findings: List[Finding] = []
     narrow = [d for d in with_link if d.sta.width < d.cap.width]
-    slow = [d for d in with_link if d.sta.speed_gts and d.cap.speed_gts and d.sta.speed_gts < d.cap.speed_gts and d not in narrow]
+    below = [d for d in with_link if d.sta.speed_gts and d.cap.speed_gts and d.sta.speed_gts < d.cap.speed_gts and d not in narrow]
+    # an NVIDIA GPU at rest drops its link to Gen1 (2.5 GT/s) with all its lanes, and trains up again under load
+    # (nvidia-smi's 'Link Gen Current' of an idle GPU reads 1 too): that reading alone is no fault
+    idle = [d for d in below if d.is_nvidia_gpu and d.sta.speed_gts == IDLE_GTS]
+    slow = [d for d in below if d not in idle]
 
     def ev(ds: List[PciDevice]) -> List[str]:
         return [f"{d.bdf} {d.description[:50]}: LnkCap {_fmt_speed(d.cap.speed_gts)} x{d.cap.width}, "
@@ -628,7 +636,11 @@ def _judge_links(facts: PcieFacts) -> List[Finding]:
             + "A link that stays slow under load points at the slot or switch generation, a BIOS PCIe speed setting, or signal integrity.",
         ))
     if not findings:
-        findings.append(ok(NAME, "pcie.link", f"{len(with_link)} GPU/NIC links at full speed and width",
+        rest = (f"; {len(idle)} GPU {'link' if len(idle) == 1 else 'links'} at {_fmt_speed(IDLE_GTS)} (Gen1) on all "
+                "lanes: the speed an idle GPU drops to, it trains up under load (a link that stays there under load "
+                "is not seen at rest)" if idle else "")
+        findings.append(ok(NAME, "pcie.link", f"{len(with_link) - len(idle)} GPU/NIC links at full speed and width"
+                           + rest,
                            actual={d.bdf: f"{_fmt_speed(d.sta.speed_gts)} x{d.sta.width}" for d in with_link}))
     return findings
 

@@ -98,6 +98,7 @@ KNOWN: Dict[Tuple[str, str], str] = {
     ("net-nccl638-alltoall-gdr-ibv-create-qp-failed-memlock-unlimited", "tail-15"): "false all-clear",
     ("node-nemorl1683-g6-l4-topo-p2p-all-ns-cuda-217-anonymised-prompt", "tail-15"): "false all-clear",
     ("node-nvpeermem46-lsmod-empty-modinfo-nv-peer-mem-after-reboot", "tail-15"): "false all-clear",
+    ("node-lcp0578-notes-2x-rtx3090-nvidia-smi-cannot-communicate-utils-without-driver", "tail-15"): "false all-clear",
     ("gpu-dcgm198-dcgmi-nvlink-link-status-all-down-diag-passes", "tail-15"): "false all-clear",
     ("gpu-dcgm198-dcgmi-nvlink-link-status-all-down-diag-passes", "lexicon-only"): "false all-clear",
     ("gpu-mlengineering-nvidia-smi-grep-sram-uncorrectable-broken-gpu", "flush-left"): "missed",

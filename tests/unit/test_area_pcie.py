@@ -134,10 +134,28 @@ def test_gpu_link_width_and_speed_below_capability():
     [w] = pcie.judge(f, node(gpus=1))[1:]
     assert (w.check, w.status) == ("pcie.link_width", Status.WARN)
     assert w.actual == {"0000:19:00.0": 8} and w.expected == {"0000:19:00.0": 16}
-    slow = pcie.parse({"lspci": _gpu_link(gpu_stanza, "Speed 2.5GT/s (downgraded), Width x16 (ok)")})
+    slow = pcie.parse({"lspci": _gpu_link(gpu_stanza, "Speed 16GT/s (downgraded), Width x16 (ok)")})
     [s] = pcie.judge(slow, node(gpus=1))[1:]
     assert (s.check, s.status) == ("pcie.link_speed", Status.WARN)
-    assert "idle GPUs" in s.message and s.actual == {"0000:19:00.0": 2.5}
+    assert "idle GPUs" in s.message and s.actual == {"0000:19:00.0": 16.0}
+
+
+def test_a_gpu_link_at_gen1_on_all_lanes_is_the_idle_downclock():
+    # an idle GPU drops its link to 2.5 GT/s (Gen1) with all its lanes: no fault; the same GPU at 2.5 GT/s on fewer
+    # lanes, and a NIC at 2.5 GT/s, are still findings
+    text = lspci(ACS_OFF)
+    gpu_stanza = text[text.index("19:00.0 3D controller"):text.index("1a:00.0 Ethernet")]
+    idle = pcie.parse({"lspci": _gpu_link(gpu_stanza, "Speed 2.5GT/s (downgraded), Width x16 (ok)")})
+    [link] = pcie.judge(idle, node(gpus=1))[1:]
+    assert (link.check, link.status) == ("pcie.link", Status.OK)
+    assert "1 GPU link at 2.5 GT/s (Gen1)" in link.message and link.actual == {"0000:19:00.0": "2.5 GT/s x16"}
+    both = pcie.parse({"lspci": _gpu_link(gpu_stanza, "Speed 2.5GT/s (downgraded), Width x8 (downgraded)")})
+    assert [(x.check, x.status) for x in pcie.judge(both, node(gpus=1))[1:]] == [("pcie.link_width", Status.WARN)]
+    nic_stanza = text[text.index("1a:00.0 Ethernet"):text.index("1b:00.0")]
+    nic = pcie.parse({"lspci": nic_stanza.replace("LnkSta:\tSpeed 32GT/s (ok), Width x16 (ok)",
+                                                  "LnkSta:\tSpeed 2.5GT/s (downgraded), Width x16 (ok)", 1)})
+    assert nic.nics and nic.nics[0].sta.speed_gts == 2.5
+    assert [(x.check, x.status) for x in pcie.judge(nic, node(gpus=1))[1:]] == [("pcie.link_speed", Status.WARN)]
 
 
 def test_lspci_nn_and_domain_headers():
@@ -384,3 +402,17 @@ def test_link_lines_of_healthy_real_nodes_do_not_warn(name, indent):
     found = pcie.judge(f, node())
     assert all(x.status in (Status.OK, Status.SKIP) for x in found), [(x.check, x.status, x.message) for x in found]
     assert any(x.status == Status.SKIP and "numbered" in x.message for x in found)
+
+
+def test_idle_rtx_a6000_links_at_gen1_in_a_real_transcript_are_the_idle_downclock():
+    # real: a research lab's verification transcript (tests/cases/node-neuropoly-wiki-romane-4x-a6000-nvverify-idle-
+    # link-downgraded-healthy): 'lspci -vvd 10DE:' of four idle RTX A6000, each 'LnkSta: Speed 2.5GT/s (downgraded),
+    # Width x16 (ok)' under 'LnkCap: ... Speed 16GT/s, Width x16', the GPUs at P8 in the nvidia-smi that follows
+    case = Path(__file__).resolve().parents[1] / "cases" / "node-neuropoly-wiki-romane-4x-a6000-nvverify-idle-link-downgraded-healthy"
+    text = (case / "posted-nvverify.txt").read_text(encoding="utf-8")
+    lspci_block = text[text.index("+ lspci -vvd 10DE:") + len("+ lspci -vvd 10DE:\n"):text.index("=====", text.index("+ lspci"))]
+    f = pcie.parse({"lspci": lspci_block})
+    assert len(f.gpus) == 4 and all((g.sta.speed_gts, g.cap.speed_gts, g.sta.width) == (2.5, 16.0, 16) for g in f.gpus)
+    found = [x for x in pcie.judge(f, node(gpus=4)) if x.check.startswith("pcie.link")]
+    assert [(x.check, x.status) for x in found] == [("pcie.link", Status.OK)]
+    assert "4 GPU links at 2.5 GT/s (Gen1)" in found[0].message

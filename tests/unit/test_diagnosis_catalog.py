@@ -1095,3 +1095,21 @@ def test_a_host_name_that_does_not_resolve_is_a_failure_line_of_its_own():
     assert [lexicon.shape_of(ln).id for ln in curl] == ["name-not-resolved"]
     # the line alone is never an all-clear
     assert categories(curl[0] + "\n")[:1] == ["hostname_resolution"]
+
+
+def test_nvidia_smi_that_cannot_reach_the_driver_is_the_driver_not_loaded():
+    # real: a 2x RTX 3090 server's notes (lcp0578/cheat-sheets): nvidia-smi after installing only nvidia-utils
+    text = _in_repo_case("node-lcp0578-notes-2x-rtx3090-nvidia-smi-cannot-communicate-utils-without-driver")
+    d = top(text)
+    assert d.id == "nvidia-driver-not-loaded" and d.category == "other:nvidia-driver-not-loaded", d
+    assert d.severity == "fail" and "unexplained" not in categories(text), d
+    # the message alone, as nvidia-smi prints it, is the same cause
+    line = [ln for ln in text.splitlines() if "couldn't communicate" in ln]
+    assert len(line) == 1 and categories(line[0] + "\n")[:1] == ["other:nvidia-driver-not-loaded"]
+    # a module the kernel refused explains it (real: negativo17/nvidia-driver#97's modprobe line, beside it)
+    refused = _in_repo_case("node-negativo97-modprobe-exec-format-error-version-magic-other-kernel")
+    assert top(refused + "\n" + line[0] + "\n").id == "module-wrong-kernel"
+    assert "other:nvidia-driver-not-loaded" not in categories(refused + "\n" + line[0] + "\n")
+    # the same server's nvidia-smi once the driver is installed, and every other working run, raise nothing
+    for name, healthy in _healthy_texts().items():
+        assert "other:nvidia-driver-not-loaded" not in categories(healthy), name
