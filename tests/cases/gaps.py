@@ -223,4 +223,9 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "'Verdict: FAIL Unexplained failure (low confidence)', exit 1: '[FAILED] Failed to start Load additional kernel "
         "modules.' is read and left unexplained; 'modprobe: ERROR: could not insert 'nvidia': Operation not permitted' "
         "(the nvidia modules refused under kernel lockdown) is not read as the cause"),
+    "node-bottlerocketkk321-m6i-no-gpu-nvrm-no-nvidia-gpu-found-tesla-modules-failed": Gap(
+        "missed",
+        "'Verdict: FAIL Unexplained failure (low confidence)', exit 1: '[FAILED] Failed to start Load Tesla kernel "
+        "modules.' and 'NVRM: No NVIDIA GPU found.' are read and left unexplained; that the driver found no NVIDIA GPU "
+        "to drive (modprobe: 'No such device') is not named"),
 }
