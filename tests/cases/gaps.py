@@ -197,35 +197,4 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "'Verdict: FAIL Unexplained failure (low confidence)', exit 1: CUDA's 'no CUDA-capable device is detected' is "
         "read as a failure (the lexicon's cuda-no-device shape) and left unexplained; that the job step requested no "
         "GPU is not in the line (was a false all-clear: 'nothing to judge', exit 0)"),
-    "node-flatcar1283-vgpu-p40-6q-nvrm-gpu-not-supported-by-driver-release": Gap(
-        "wrong cause",
-        "'Verdict: FAIL GPU the driver could not initialise (high confidence)', exit 1: the driver's 'The NVIDIA GPU ... "
-        "installed in this system is not supported by the NVIDIA 535.104.05 driver release' (continuation lines "
-        "indented) is read only as a GPU the driver could not initialise (gpu_lost_xid); that the driver does not "
-        "support this GPU (a vGPU needing the GRID driver) is not read"),
-    "node-proxmoxvgpuinstaller29-p100-nvrm-supported-through-580-legacy-driver-will-ignore": Gap(
-        "missed",
-        "'Verdict: FAIL Unexplained failure (low confidence)', exit 1: 'NVRM: No NVIDIA GPU found.' is read as a driver "
-        "failure and left unexplained; the lines before it ('supported through the NVIDIA 580.xx Legacy drivers', 'The "
-        "595.71.03 NVIDIA driver will ignore') saying the driver does not support this GPU are not read"),
-    "node-talosext227-kmsg-x0a-nvrm-p40-vgpu-not-supported-by-535-release": Gap(
-        "wrong cause",
-        "'Verdict: FAIL GPU the driver could not initialise (high confidence)', exit 1: Talos's kernel line 'NVRM: The "
-        "NVIDIA GPU ... (PCI ID: 10de:1b38)\\x0aNVRM: installed in this system is not supported by the\\x0aNVRM: NVIDIA "
-        "535.54.03 driver release.' and the failed probe are read only as a GPU the driver could not initialise"),
-    "node-harvester6228-vfio-pci-bar1-cant-reserve-host-efifb-console": Gap(
-        "false all-clear",
-        "'Verdict: nothing to judge: the input holds no NCCL line, error or result', exit 0: 'vfio-pci 0000:b3:00.0: BAR 1: "
-        "can’t reserve [mem ... 64bit pref]' (a GPU's BAR held by the host's EFI framebuffer, so it cannot be passed "
-        "through) is not read at all"),
-    "node-bottlerocket4218-lockdown-integrity-modprobe-nvidia-operation-not-permitted": Gap(
-        "missed",
-        "'Verdict: FAIL Unexplained failure (low confidence)', exit 1: '[FAILED] Failed to start Load additional kernel "
-        "modules.' is read and left unexplained; 'modprobe: ERROR: could not insert 'nvidia': Operation not permitted' "
-        "(the nvidia modules refused under kernel lockdown) is not read as the cause"),
-    "node-bottlerocketkk321-m6i-no-gpu-nvrm-no-nvidia-gpu-found-tesla-modules-failed": Gap(
-        "missed",
-        "'Verdict: FAIL Unexplained failure (low confidence)', exit 1: '[FAILED] Failed to start Load Tesla kernel "
-        "modules.' and 'NVRM: No NVIDIA GPU found.' are read and left unexplained; that the driver found no NVIDIA GPU "
-        "to drive (modprobe: 'No such device') is not named"),
 }
