@@ -462,7 +462,10 @@ ERROR_WORDS = (
     "Refused", "refused", "Unreachable", "unreachable", "Abort", "abort", "Aborted", "aborted", "Aborting",
     "aborting", "Killed", "killed", "Segmentation fault", "segmentation fault", "core dumped", "not supported",
     "Unable to", "unable to", "Cannot", "cannot", "Can't", "can't", "Could not", "could not", "Couldn't",
-    "couldn't", "Denied", "denied", "No such", "no such", "Invalid", "invalid", "Mismatch", "mismatch",
+    "couldn't",
+    # the same with the typographic apostrophe an editor or a forum puts in a paste ('BAR 1: can’t reserve [mem ...]')
+    "Can’t", "can’t", "Couldn’t", "couldn’t",
+    "Denied", "denied", "No such", "no such", "Invalid", "invalid", "Mismatch", "mismatch",
     "out of memory", "busy or unavailable", "Insufficient", "insufficient", "not found", "Unknown Error",
     "is neither AF_INET", "Duplicate GPU detected", "terminate called after throwing",
     "fi_getinfo",  # libfabric's fi_info names the call only when it failed: 'fi_getinfo: -61 (No data available)'

@@ -63,7 +63,7 @@ BEFORE = {
                             r"|\bcudaDriverVersion \d+"),
     "_ERROR_TEXT": ("bool", r"\b(?:[Ee]rror|ERROR|[Ff]ail(?:ed|ure|s)?|FAIL(?:ED|URE)?|[Ff]atal|FATAL|[Ee]xception|Traceback|"
                             r"[Tt]imed? ?out|[Rr]efused|[Uu]nreachable|[Aa]bort(?:ed|ing)?|[Kk]illed|[Ss]egmentation fault|"
-                            r"core dumped|not supported|[Uu]nable to|[Cc]annot|[Cc]an't|[Cc]ould not|[Cc]ouldn't|[Dd]enied|"
+                            r"core dumped|not supported|[Uu]nable to|[Cc]annot|[Cc]an't|[Cc]ould not|[Cc]ouldn't|[Cc]an’t|[Cc]ouldn’t|[Dd]enied|"
                             r"[Nn]o such|[Ii]nvalid|[Mm]ismatch|out of memory|busy or unavailable|[Ii]nsufficient|not found|"
                             r"Unknown Error|is neither AF_INET|Duplicate GPU detected|terminate called after throwing|fi_getinfo|"
                             r"No space left on device|Disk quota exceeded|In use by another client|is corrupted|"
