@@ -205,7 +205,7 @@ def anonymised_host(host: str) -> bool:
 
 def _num(s: str) -> int:
     """A pid or tid as a number; an anonymised one ('<pid>', 'XXXX') gets a stable number of its own."""
-    if s.isdigit():
+    if s.isdecimal():  # what int() reads: not a superscript or other digit of no decimal value
         return int(s) if len(s) <= MAX_DIGITS else num(s)
     import zlib
 

@@ -201,3 +201,10 @@ def test_a_line_the_grammar_reads_gives_the_same_facts_with_every_check_tried(ex
         tried = parser.parse_streams([("job.log", io.BytesIO(text))])
         filtered = scan.parse_streams([("job.log", io.BytesIO(text))])
     assert facts_json(spared) == facts_json(tried) == facts_json(filtered), line
+
+
+def test_a_pid_or_tid_of_digits_without_a_decimal_value_is_read_as_a_name():
+    # Written for this test: a thread id of a superscript digit, which str.isdigit() takes and int() refuses.
+    text = "node-a:12:\u00b9 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.1<0>\n"
+    filtered, every = both_paths(FILLER + text + FILLER)
+    assert every.nccl_lines == 1 and facts_json(filtered) == facts_json(every)
