@@ -205,7 +205,7 @@ def anonymised_host(host: str) -> bool:
 
 def _num(s: str) -> int:
     """A pid or tid as a number; an anonymised one ('<pid>', 'XXXX') gets a stable number of its own."""
-    if s.isdigit():
+    if s.isdecimal():  # what int() reads: not a superscript or other digit of no decimal value
         return int(s) if len(s) <= MAX_DIGITS else num(s)
     import zlib
 
@@ -940,3 +940,15 @@ def _words() -> Tuple[str, ...]:
 # a regular expression after a NUL, see Guarded), and the failure lexicon's: a line holding none of them gives the
 # parser nothing but a count, and is of no shape of the lexicon.
 WORDS: Tuple[str, ...] = _words()
+
+# The words as two expressions over a line's text, as the prefilter has them over bytes (nccldiag.nccl.scan):
+# words starting in upper case or a mark apart from the lower-case ones, each a plain alternation that Python's
+# engine skips through quickly.
+_WORD_TEXT = tuple(re.compile(lexicon.trie(ws)) for ws in (
+    [w for w in WORDS if not w[:1].islower()], [w for w in WORDS if w[:1].islower()]))
+
+
+def holds_word(text: str) -> bool:
+    """Whether ``text`` holds a word of :data:`WORDS` (a superset: a word's tail reads Unicode spaces and digits
+    too). A line that holds none gives the parser nothing but a count: the checks that read it are skipped."""
+    return _WORD_TEXT[0].search(text) is not None or _WORD_TEXT[1].search(text) is not None

@@ -22,7 +22,7 @@ from nccldiag.nccl.grammar import (
     Rec, _BARE_INFO, _BARE_WARN, _BENCH_START, _CHAIN, _DIAG, _FRAGMENT, _IB_DEV, _LAST_ERROR, _MERGED_NIC, _OLD_IB_PORT,
     _PROGRESS, _QUOTED_WARN, _RAS_START, _SOCK_IF, _TAG, _TESTS_CUDA, _TESTS_FAIL, _TESTS_TIMEOUT, _TORCH_ERR,
     _TORCH_OLD, _UNPREFIXED, _VERSION, _WATCHDOG, _WATCHDOG_CUT, _WD_RAN, app_line, category_of, chain_step, classify,
-    error_kind, fact_row, fails, joins_next, num, numbered_records, parse_via, read_watchdog, to_int)
+    error_kind, fact_row, fails, holds_word, joins_next, num, numbered_records, parse_via, read_watchdog, to_int)
 
 class DroppedWarn:
     """A WARN past the bound on the WARNs kept, read again (:mod:`nccldiag.nccl.replay`): seen by nobody, it is
@@ -564,6 +564,8 @@ class Parser:
         then = self.want.pop(rec.at.source, None)
         if then is not None:
             then(rec)
+        if not holds_word(rec.msg):
+            return  # no word of the grammar: nothing to read but what the lines before asked of it
         self.error_line(rec)
         if "Last error:" in rec.msg:
             m = _LAST_ERROR.search(rec.msg)

@@ -22,7 +22,7 @@ from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence,
 from nccldiag.nccl.facts import MAX_THREADS, CategoryStats, ChainStep, PairTransport, VersionLine, Warn
 from nccldiag.nccl.grammar import (
     _BENCH_START, _CHAIN, _FRAGMENT, _QUOTED_WARN, _RAS_START, _UNPREFIXED, _VERSION, Reader, Rec, app_line,
-    app_noop, chain_step, error_kind, fact_row, fails, joins_next, watchdog_key, wrapped)
+    app_noop, chain_step, error_kind, fact_row, fails, holds_word, joins_next, watchdog_key, wrapped)
 from nccldiag.nccl.parser import DroppedWarn, Parser, thread
 
 Key = Tuple[str, str, int, int]  # a thread: file, host, pid, tid
@@ -571,6 +571,13 @@ class Replay:
         """:meth:`_entry` for a line without an NCCL prefix: only a plain line, or an error line past its bound,
         that asks nothing of the next line, is only counted."""
         msg, p = rec.msg, self.p
+        if not holds_word(msg):  # no word of the grammar: a plain line, only counted
+            e = _Seen(_SEEN_BARE)
+            e.nccl = 0
+            e.wrap = wrapped("(", msg)
+            e.msg = msg[:4096]
+            e.size = len(e.msg) + 1
+            return e
         if "Last error:" in msg:
             return _NEVER
         app = app_line(msg)

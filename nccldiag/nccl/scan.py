@@ -238,10 +238,12 @@ class Scan:
         starts = finder()(body, end)  # the candidate lines' starts, in order
         j, count = 0, len(starts)
         index = body.index
+        needs_all = self.needs_all
+        ctx = self.ctx  # kept in self.ctx at each yield and at the end
         while pos < end:
             while j < count and starts[j] < pos:
                 j += 1
-            if not self.ctx and not self.needs_all():
+            if not ctx and not needs_all():
                 if j == count:
                     k = body.count(b"\n", pos, end)
                     n += k
@@ -260,27 +262,27 @@ class Scan:
             while True:
                 e = index(b"\n", pos)
                 n += 1
-                line = body[pos:e][:cut]
+                line = body[pos:e] if e - pos <= cut else body[pos:pos + cut]
                 if j < count and starts[j] == pos:
-                    self.ctx = CONTEXT
-                elif self.ctx > 1 and b")" not in line:
-                    self.ctx = 0  # it continues no record: the next one is the parser's to ask for
-                else:
-                    self.ctx = max(self.ctx - 1, 0)
+                    ctx = CONTEXT
+                elif ctx > 1 and b")" not in line:
+                    ctx = 0  # it continues no record: the next one is the parser's to ask for
+                elif ctx:
+                    ctx -= 1
                 pos = e + 1
                 if not bulk:
-                    self.total = n
+                    self.total, self.ctx = n, ctx
                     yield n, line.decode("utf-8", errors="replace").rstrip("\r\n")
                     break
                 got.append(line)
-                if not self.ctx or pos >= end:
+                if not ctx or pos >= end:
                     break
                 while j < count and starts[j] < pos:
                     j += 1
             if bulk:
-                self.total = n
-                yield (n, got[0]) if len(got) == 1 else (n0, tuple(got))
-        self.total = n
+                self.total, self.ctx = n, ctx
+                yield (n, line) if len(got) == 1 else (n0, tuple(got))
+        self.total, self.ctx = n, ctx
 
 
 def feed(parser: Parser, name: str, stream: IO[bytes], block: int = BLOCK,

@@ -15,13 +15,14 @@ import io
 import json
 import re
 import textwrap
+from unittest import mock
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from nccldiag.knowledge import lexicon
-from nccldiag.nccl import grammar, parser, scan
+from nccldiag.nccl import grammar, parser, replay, scan
 
 # Written for these tests: a training loop's progress lines, which hold no word the parser reads.
 FILLER = "".join(f"epoch 3 step {i}/500 loss 2.{i * 7:04d} lr 0.0003\n" for i in range(6))
@@ -165,3 +166,45 @@ def test_a_line_the_grammar_reads_gives_the_same_facts_through_the_prefilter(exp
     line = data.draw(st.from_regex(re.compile(pattern, flags))).replace("\n", " ")
     filtered, every = both_paths(FILLER + line + "\n" + FILLER)
     assert facts_json(filtered) == facts_json(every), line
+
+
+# ---- the parser's checks spared on a line without a word (grammar.holds_word)
+
+
+def test_a_line_holds_a_word_wherever_the_prefilter_finds_one():
+    for word in grammar.WORDS:
+        line = f"worker 3: {specimen(word)} at step 7"
+        assert grammar.holds_word(line), word
+    for line in FILLER.splitlines():
+        assert not scan.candidate(line.encode()) and not grammar.holds_word(line)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+@given(parts=st.lists(st.one_of(st.sampled_from([specimen(w) for w in grammar.WORDS]),
+                                st.text(alphabet=" \t:()[]=,.-_/0123456789abcdefXYZ", max_size=12)), max_size=6))
+def test_holds_word_finds_what_the_prefilter_finds(parts):
+    line = "".join(parts).replace("\n", " ")
+    assert grammar.holds_word(line) == scan.candidate(line.encode())
+
+
+@pytest.mark.parametrize("expr", EXPRESSIONS, ids=[e[0] for e in EXPRESSIONS])
+@settings(max_examples=10, deadline=None, suppress_health_check=list(HealthCheck))
+@given(data=st.data())
+def test_a_line_the_grammar_reads_gives_the_same_facts_with_every_check_tried(expr, data):
+    """The facts of reading every line are the same where the parser tries every check on every line, a line
+    without a word included."""
+    _, pattern, flags = expr
+    line = data.draw(st.from_regex(re.compile(pattern, flags))).replace("\n", " ")
+    text = (FILLER + line + "\n" + FILLER).encode("utf-8", "surrogatepass")
+    spared = parser.parse_streams([("job.log", io.BytesIO(text))])
+    with mock.patch.object(parser, "holds_word", lambda _: True), mock.patch.object(replay, "holds_word", lambda _: True):
+        tried = parser.parse_streams([("job.log", io.BytesIO(text))])
+        filtered = scan.parse_streams([("job.log", io.BytesIO(text))])
+    assert facts_json(spared) == facts_json(tried) == facts_json(filtered), line
+
+
+def test_a_pid_or_tid_of_digits_without_a_decimal_value_is_read_as_a_name():
+    # Written for this test: a thread id of a superscript digit, which str.isdigit() takes and int() refuses.
+    text = "node-a:12:\u00b9 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.1<0>\n"
+    filtered, every = both_paths(FILLER + text + FILLER)
+    assert every.nccl_lines == 1 and facts_json(filtered) == facts_json(every)
