@@ -93,8 +93,9 @@ Expression = Union["re.Pattern[str]", FirstHead]  # what a table row searches a 
 # --------------------------------------------------------------------------- lines -> records
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[()][A-Z0-9]|\x1b")
-# Colour codes whose ESC was lost on the way ('[0m', '[1;31m').
-_ANSI_RESIDUE = re.compile(r"\[(?:\d{1,3}(?:;\d{1,3})*)?m")
+# Colour codes whose ESC was lost on the way ('[0m', '[1;31m', and '[m' where no small letter follows: never the
+# kernel's '[mem 0x...]' or a '[mlx5_0]').
+_ANSI_RESIDUE = re.compile(r"\[(?:\d{1,3}(?:;\d{1,3})*m|m(?![a-z]))")
 # The prefix of every release (knowledge/nccl_formats.toml): the pid and tid may be anonymised ('<pid>', 'XXXX');
 # the releases before the open source (2.0-2.2) wrote the level without 'NCCL '; a TRACE line holds the
 # milliseconds since init and the function before the level; a CALL line (2.13 and later) has no cudaDev.

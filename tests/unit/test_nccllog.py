@@ -360,6 +360,18 @@ def test_launcher_prefixes_timestamps_and_ansi():
     assert f.procs[0].launcher_ranks == [3]
 
 
+def test_a_colour_code_residue_is_removed_and_the_kernel_s_mem_range_kept():
+    from nccldiag.nccl import grammar
+
+    # real: harvester/harvester#6228 (tests/cases/node-harvester6228-*): the kernel's '[mem ...]' range
+    line = "vfio-pci 0000:01:00.0: BAR 1: can't reserve [mem 0x6000000000-0x63ffffffff 64bit pref]"
+    assert grammar.clean(line) == line
+    # constructed: reset codes whose ESC was lost, with and without digits, before a word and at the end
+    assert grammar.clean("[1;31mNCCL WARN x[m") == "NCCL WARN x"
+    assert grammar.clean("[mNCCL WARN x") == "NCCL WARN x"
+    assert grammar.clean("[mlx5_0] port 1") == "[mlx5_0] port 1"
+
+
 def test_two_records_glued_on_one_line_and_gloo_interleaving():
     # Constructed, not captured: two processes writing to one stream without a newline between them,
     # and a [Gloo] line glued to the end of a channel line.
