@@ -197,28 +197,4 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "'Verdict: FAIL Unexplained failure (low confidence)', exit 1: CUDA's 'no CUDA-capable device is detected' is "
         "read as a failure (the lexicon's cuda-no-device shape) and left unexplained; that the job step requested no "
         "GPU is not in the line (was a false all-clear: 'nothing to judge', exit 0)"),
-    "net-ucx5199-ompi-pml-ucx-dc-transport-retry-count-exceeded": Gap(
-        "false all-clear",
-        "'nothing broken', exit 0: UCX's 'Transport retry count exceeded on mlx5_0:1/IB' completion errors are read by "
-        "no table and hold no word of the failure lexicon"),
-    "net-ompi2168-btl-tcp-complete-connect-no-route-to-host-unpaired-interfaces": Gap(
-        "false all-clear",
-        "'nothing broken', exit 0: Open MPI's TCP BTL 'connect() to 10.102.1.194 failed: No route to host (113)' is "
-        "read by no table and holds no word of the failure lexicon"),
-    "node-grudge227-ci-mpirun-not-enough-slots-oversubscribe": Gap(
-        "false all-clear",
-        "'nothing broken', exit 0: mpirun's 'There are not enough slots available in the system' block is read by no "
-        "table and holds no word of the failure lexicon"),
-    "node-tusas149-slurmstepd-oom-kill-event-srun-out-of-memory": Gap(
-        "missed",
-        "'Verdict: FAIL Unexplained failure', exit 1: slurmstepd's 'Detected 1 oom_kill event ... OOM Killed' is read "
-        "as a launcher's error and left unexplained; that the step's cgroup ran out of memory is not read"),
-    "node-desitarget628-srun-step-cancelled-due-to-time-limit-debug-queue": Gap(
-        "missed",
-        "'Verdict: FAIL Unexplained failure', exit 1: srun's 'tasks ...: Terminated' is read as a launcher's error and "
-        "left unexplained; slurmstepd's 'CANCELLED AT ... DUE TO TIME LIMIT' is not read"),
-    "net-softiwarp27-ib-send-bw-completion-with-error-failed-status-12": Gap(
-        "missed",
-        "'Verdict: WARN Unexplained failure', exit 1: the paste's 'ERROR' is read as a program's error and left "
-        "unexplained; perftest's 'Completion with error at client Failed status 12' is not read"),
 }
