@@ -204,8 +204,9 @@ def anonymised_host(host: str) -> bool:
 
 
 def _num(s: str) -> int:
-    """A pid or tid as a number; an anonymised one ('<pid>', 'XXXX') gets a stable number of its own."""
-    if s.isdigit():
+    """A pid or tid as a number; an anonymised one ('<pid>', 'XXXX') gets a stable number of its own, and so does one
+    of digits int() does not read (a superscript '²' is a digit to isdigit, not a decimal)."""
+    if s.isdecimal():
         return int(s) if len(s) <= MAX_DIGITS else num(s)
     import zlib
 
