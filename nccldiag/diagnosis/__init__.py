@@ -26,8 +26,9 @@ def diagnose(inputs: Inputs) -> List[Diagnosis]:
     """Every cause of the catalog that the evidence fits, worst and surest first. A cause whose diagnosis another
     explains (the catalog's ``explained_by``) is left out; a failed run that no cause explains gets the
     ``unexplained`` verdict (see :mod:`nccldiag.diagnosis.rules.unexplained`); before it, an NCCL WARN that names
-    a cause no diagnosis explains becomes that cause's warning (:mod:`nccldiag.diagnosis.rules.nccl_warn`)."""
-    from nccldiag.diagnosis.rules import nccl_warn, unexplained
+    a cause no diagnosis explains becomes that cause's warning (:mod:`nccldiag.diagnosis.rules.nccl_warn`), and so
+    does a launcher's or test tool's message that names one (:mod:`nccldiag.diagnosis.rules.tool_message`)."""
+    from nccldiag.diagnosis.rules import nccl_warn, tool_message, unexplained
 
     causes = all_rules(site_causes(inputs.spec))
     found: List[Tuple[Diagnosis, Cause]] = []
@@ -50,6 +51,13 @@ def diagnose(inputs: Inputs) -> List[Diagnosis]:
     except Exception as exc:  # nccldiag's own error: say so, the catalog's verdicts stay
         out.append(Diagnosis("nccl-warn.internal", "NCCL named the cause: rule failed", "info",
                              f"the nccl-warn rule could not run: {type(exc).__name__}: {exc}", "low",
+                             "nccldiag's own error, not a verdict on any node", "Report this as a bug.",
+                             category="unexplained"))
+    try:  # the launchers' and test tools' messages that name a cause none of the above explains
+        out.extend(tool_message.after(inputs, out))
+    except Exception as exc:  # nccldiag's own error: say so, the verdicts above stay
+        out.append(Diagnosis("tool-message.internal", "A launcher or test tool named the cause: rule failed", "info",
+                             f"the tool-message rule could not run: {type(exc).__name__}: {exc}", "low",
                              "nccldiag's own error, not a verdict on any node", "Report this as a bug.",
                              category="unexplained"))
     try:

@@ -15,7 +15,7 @@ from typing import List, Optional, Tuple
 
 from nccldiag.diagnosis import clues as C
 from nccldiag.diagnosis.inputs import Inputs, LogView
-from nccldiag.diagnosis.model import Evidence, log_evidence
+from nccldiag.diagnosis.model import Diagnosis, Evidence, log_evidence
 
 # ---- runs: failed, unfinished, stopped in init ---------------------------------------------------------------
 
@@ -346,3 +346,18 @@ def rdma_failures(inp: Inputs) -> Tuple[list, List[C.Clue]]:
              and not NOT_SUPPORTED.search(w.message)]
     text = [c for c in C.find(inp, _ENOMEM, ("error", "app", "last-error")) if c.warn is None]
     return warns, text
+
+
+def cited(c: C.Clue, refs: set, quoted: List[str]) -> bool:
+    """Whether a diagnosis cites the line of ``c``: its ``file:line`` among ``refs`` (the evidence's refs), or its text
+    inside one of ``quoted`` (the evidence's texts)."""
+    at = c.at
+    if at is not None and f"{getattr(at, 'source', '')}:{getattr(at, 'lineno', '')}" in refs:
+        return True
+    return any(c.text in q for q in quoted)
+
+
+def shows_failure(inp: Inputs, diagnoses: List[Diagnosis]) -> bool:
+    """Whether the evidence shows a failure: a log that failed or stopped, or a failing diagnosis."""
+    return (any(log_failed(ls.facts) for ls in inp.log_sets()) or bool(unfinished(inp))
+            or any(d.severity == "fail" for d in diagnoses))

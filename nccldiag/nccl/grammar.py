@@ -205,8 +205,9 @@ def anonymised_host(host: str) -> bool:
 
 
 def _num(s: str) -> int:
-    """A pid or tid as a number; an anonymised one ('<pid>', 'XXXX') gets a stable number of its own."""
-    if s.isdecimal():  # what int() reads: not a superscript or other digit of no decimal value
+    """A pid or tid as a number; an anonymised one ('<pid>', 'XXXX') gets a stable number of its own, and so does one
+    of digits int() does not read (a superscript '²' is a digit to isdigit, not a decimal)."""
+    if s.isdecimal():
         return int(s) if len(s) <= MAX_DIGITS else num(s)
     import zlib
 
@@ -532,6 +533,12 @@ _KMSG_TEXT = re.compile(_either(KMSG_WORDS))
 TORCH_WORDS: Guarded = tuple((w, re.escape(w)) for w in dict.fromkeys(
     w for r in knowledge.rows("torch.toml") for w in r["words"]))
 _TORCH_TEXT = re.compile(_either(TORCH_WORDS))
+# The launchers' and test tools' messages of knowledge/launchers.toml (the words of its rows): a line holding one is
+# kept as an error line, so that the diagnosis reads it through that table (UCX's 'Transport retry count exceeded',
+# slurmstepd's 'DUE TO TIME LIMIT', perftest's 'Completion with error at client', which hold no error word of their own).
+LAUNCHER_WORDS: Guarded = tuple((w, re.escape(w)) for w in dict.fromkeys(
+    w for r in knowledge.rows("launchers.toml") for w in r["words"]))
+_LAUNCHER_TEXT = re.compile(_either(LAUNCHER_WORDS))
 _KERNEL_TEXT = re.compile(_either(KERNEL_WORDS))
 _TESTS_TIMEOUT = re.compile(r"Test timeout \((?P<s>\d+)s\) (?P<where>\S+)")
 
@@ -588,7 +595,7 @@ def error_kind(msg: str) -> Optional[str]:
     if _KERNEL_TEXT.search(msg) is not None:
         kind = "kernel"
     elif (_ERROR_TEXT.search(msg) is None and _KMSG_TEXT.search(msg) is None and _TORCH_TEXT.search(msg) is None
-          or msg.startswith("#") or "algbw" in msg):
+          and _LAUNCHER_TEXT.search(msg) is None or msg.startswith("#") or "algbw" in msg):
         kind = None
     else:
         kind = "error"
@@ -930,7 +937,7 @@ LEXICON_WORDS: Tuple[str, ...] = lexicon.words()
 
 
 def _words() -> Tuple[str, ...]:
-    rows = (KERNEL_WORDS + KMSG_WORDS + TORCH_WORDS + UNPREFIXED_WORDS + QUOTED_WARN_WORDS + BENCH_HEADS + ROW_TYPES +
+    rows = (KERNEL_WORDS + KMSG_WORDS + TORCH_WORDS + LAUNCHER_WORDS + UNPREFIXED_WORDS + QUOTED_WARN_WORDS + BENCH_HEADS + ROW_TYPES +
             BENCH_TITLES + RAS_HEADS)
     words = (PREFIX_WORDS + CLEAN_MARKS + ERROR_WORDS + APP_WORDS + BARE_WORDS + tuple(w for w, _ in rows) +
              tuple(g for row in FACTS for g in row.guard) + LEXICON_WORDS)

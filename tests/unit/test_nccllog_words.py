@@ -28,7 +28,7 @@ from nccldiag.nccl import grammar, parser, replay, scan
 FILLER = "".join(f"epoch 3 step {i}/500 loss 2.{i * 7:04d} lr 0.0003\n" for i in range(6))
 
 GUARDED = {
-    "KERNEL_WORDS": grammar.KERNEL_WORDS, "KMSG_WORDS": grammar.KMSG_WORDS, "TORCH_WORDS": grammar.TORCH_WORDS,
+    "KERNEL_WORDS": grammar.KERNEL_WORDS, "KMSG_WORDS": grammar.KMSG_WORDS, "TORCH_WORDS": grammar.TORCH_WORDS, "LAUNCHER_WORDS": grammar.LAUNCHER_WORDS,
     "UNPREFIXED_WORDS": grammar.UNPREFIXED_WORDS,
     "QUOTED_WARN_WORDS": grammar.QUOTED_WARN_WORDS, "BENCH_HEADS": grammar.BENCH_HEADS,
     "ROW_TYPES": grammar.ROW_TYPES, "BENCH_TITLES": grammar.BENCH_TITLES, "RAS_HEADS": grammar.RAS_HEADS,

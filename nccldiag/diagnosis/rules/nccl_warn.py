@@ -24,7 +24,7 @@ from nccldiag.diagnosis import clues as C
 from nccldiag.diagnosis import events as E
 from nccldiag.diagnosis.inputs import Inputs
 from nccldiag.diagnosis.model import FAILURE_LINES, Diagnosis, Evidence
-from nccldiag.diagnosis.signs import log_failed, unfinished
+from nccldiag.diagnosis.signs import cited, shows_failure
 from nccldiag.knowledge import nccl_source
 
 ID = "nccl-warn"
@@ -47,28 +47,15 @@ def after(inp: Inputs, diagnoses: List[Diagnosis]) -> List[Diagnosis]:
     failed = None
     by: Dict[str, List[E.Event]] = {}
     for e in found:
-        if e.category in named or _cited(e, refs, quoted):
+        if e.category in named or cited(e.clue, refs, quoted):
             continue
         if e.severity == "warn":
             if failed is None:
-                failed = _failed(inp, diagnoses)
+                failed = shows_failure(inp, diagnoses)
             if not failed:
                 continue
         by.setdefault(e.category, []).append(e)
     return [_diagnosis(category, events) for category, events in by.items()]
-
-
-def _cited(e: E.Event, refs: set, quoted: List[str]) -> bool:
-    at = e.clue.at
-    if at is not None and f"{getattr(at, 'source', '')}:{getattr(at, 'lineno', '')}" in refs:
-        return True
-    return any(e.clue.text in q for q in quoted)
-
-
-def _failed(inp: Inputs, diagnoses: List[Diagnosis]) -> bool:
-    """Whether the evidence shows a failure: a log that failed or stopped, or a failing diagnosis."""
-    return (any(log_failed(ls.facts) for ls in inp.log_sets()) or bool(unfinished(inp))
-            or any(d.severity == "fail" for d in diagnoses))
 
 
 def _diagnosis(category: str, found: List[E.Event]) -> Diagnosis:

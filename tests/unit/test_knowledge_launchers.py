@@ -1,0 +1,304 @@
+"""The launchers' and test tools' messages (nccldiag/knowledge/launchers.toml), their reader (diagnosis/toolmsg.py) and
+the diagnoses they make (diagnosis/rules/tool_message.py).
+
+Every row is held to its source both ways: its text is the text checked here (:data:`CHECKED`, the strings read in
+the tools' sources at the commits the rows name), and where a source repository is at hand offline (a git directory
+``<owner>+<name>/repo`` under ``$NCCLDIAG_SOURCES``, by default /work/.mirror) the text is in the cited file at the
+cited commit; its pattern reads its own text printed (conversions filled) behind the launchers' prefixes and through
+the log reader, and no earlier row takes it; every pattern is linear by construction; a row that claims ``seen``
+reads a line of that real case; no row reads a line of the healthy inputs (../shared/fixtures/node,
+../shared/fixtures/nccl-logs, the healthy cases of tests/cases and ../shared/fixtures/cases); a row that names no
+failure's message is a line of the failure lexicon (a row that names no cause is said unexplained there).
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from nccldiag import knowledge
+from nccldiag.diagnosis import Inputs, categories, diagnose
+from nccldiag.diagnosis import clues as C
+from nccldiag.diagnosis import toolmsg
+from nccldiag.diagnosis.rules import tool_message
+from nccldiag.knowledge import lexicon
+from nccldiag.nccl import parser as nccllog
+from tests import real, realcases
+from tests.unit.test_lexicon import _repeats
+
+if sys.version_info >= (3, 11):
+    from re import _parser as sre_parse
+else:  # pragma: no cover
+    import sre_parse
+
+ROWS = knowledge.rows(toolmsg.TABLE)
+IDS = [r["id"] for r in ROWS]
+KEYS = ("id", "tool", "text", "source", "pattern", "words", "category", "severity", "confidence", "meaning", "fix")
+PREFIXES = ("", "[1,3]<stderr>:", "[master:19546:0:19546] ib_mlx5_log.c:139  ", "node7: ", "0: ", "[rank3]: ",
+            "2024-05-01T10:00:00 ")
+SOURCES = Path(os.environ.get("NCCLDIAG_SOURCES", "/work/.mirror"))
+
+# The texts read in the tools' sources (the row's file at the row's commit), kept here so that a row's text cannot
+# change unchecked where the sources are not at hand.
+CHECKED = {
+    "mpirun-not-enough-slots": "There are not enough slots available in the system to satisfy the %d",
+    "orte-tcp-connect-firewall": "This is usually caused by a firewall on the remote host. Please",
+    "orte-lost-daemon": "ORTE has lost communication with a remote daemon.",
+    "orte-daemons-not-started": "was unable to reliably start one or more daemons.",
+    "mpirun-rank-exited-on-signal": "%s noticed that process rank %lu with PID %lu on node %s exited on signal %d",
+    "openib-locked-memory": "allocate some locked memory.  This typically can indicate that the",
+    "openib-retry-exceeded": "The InfiniBand retry count between two MPI processes has been",
+    "btl-tcp-connect-no-route": "connect() to %s failed: %s (%d)",
+    "btl-tcp-peer-no-route": "Unable to connect to the peer %s on port %d: %s",
+    "btl-tcp-connect-failed": "WARNING: Open MPI failed to TCP connect to a peer MPI process.  This",
+    "bml-unreachable": "At least one pair of MPI processes are unable to reach each other for",
+    "ucx-memlock": "Please set max locked memory (ulimit -l) to 'unlimited'",
+    "ucx-verbs-enomem": "ibv_create_cq(cqe=%d)",
+    "ucx-transport-retry-exceeded": "Transport retry count exceeded",
+    "ucx-completion-error": "Remote access error",
+    "hydra-proxy-connect-firewall": "unable to connect to server %s at port %d (check for firewalls!)",
+    "hydra-bad-termination": "=   BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES",
+    "slurm-time-limit": "*** %s ON %s CANCELLED AT %s DUE TO TIME LIMIT ***",
+    "slurm-oom-kill": "Some of the step tasks have been OOM Killed.",
+    "srun-task-out-of-memory": "%s: %s %s: Out Of Memory",
+    "srun-step-refused": "Unable to create step for job %u: %m",
+    "slurm-unable-to-allocate": "Unable to allocate resources: %m",
+    "slurm-task-launch-failed": "Task launch for %ps failed on node %s: %m",
+    "perftest-completion-error": " Completion with error at client",
+    "perftest-failed-status": " Failed status-%s (%d): wr_id %d syndrom 0x%x",
+    "perftest-connect-failed": "Couldn't connect to %s:%d",
+    "perftest-socket-init-failed": " Unable to init the socket connection",
+    "pingpong-failed-status": "Failed status %s (%d) for wr_id %d",
+    "pingpong-modify-qp-failed": "Failed to modify QP to RTR",
+}
+
+# The message as a tool prints it, where a row's text is a part of it or its conversions take words: written for this
+# test from the text and the source around it (the values are made up).
+PRINTED = {
+    "btl-tcp-connect-no-route": "[n1][[463,1],0][btl_tcp_endpoint.c:803:mca_btl_tcp_endpoint_complete_connect] "
+                                "connect() to 10.0.0.2 failed: No route to host (113)",
+    "btl-tcp-peer-no-route": "[n1][[5925,1],0][btl_tcp_endpoint.c:857:mca_btl_tcp_endpoint_start_connect] peer: n2 "
+                             "Unable to connect to the peer 10.0.0.2 on port 1024: No route to host",
+    "ucx-verbs-enomem": "ib_iface.c:1035 UCX  ERROR ibv_create_cq(cqe=4096) failed: Cannot allocate memory",
+    "ucx-completion-error": "ib_mlx5_log.c:177  Remote access error on mlx5_0:1/IB (synd 0x13 vend 0x88 hw_synd 0/0)",
+    "ucx-memlock": "ib_log.c:246  UCX  ERROR mlx5_0: ibv_create_cq() failed: Cannot allocate memory : Please set max "
+                   "locked memory (ulimit -l) to 'unlimited' (current: 64 kbytes)",
+    "slurm-time-limit": "slurmstepd: error: *** JOB 4242 ON node1 CANCELLED AT 2024-04-20T09:09:37 DUE TO TIME LIMIT ***",
+    "srun-task-out-of-memory": "srun: error: node1: tasks 0-3: Out Of Memory",
+    "slurm-task-launch-failed": "srun: error: Task launch for StepId=4242.0 failed on node node1: Prolog failed",
+    "slurm-unable-to-allocate": "srun: error: Unable to allocate resources: Invalid account or account/partition "
+                                "combination specified",
+    "perftest-failed-status": " Failed status 12: wr_id 0 syndrom 0x81",
+    "pingpong-failed-status": "Failed status transport retry counter exceeded (12) for wr_id 2",
+    "mpirun-rank-exited-on-signal": "mpirun noticed that process rank 3 with PID 4242 on node node1 exited on signal 9 "
+                                    "(Killed).",
+}
+
+
+def printed(row) -> str:
+    """The row's message as printed: :data:`PRINTED`, else its text with each conversion filled with a number."""
+    return PRINTED.get(row["id"]) or toolmsg.CONVERSION.sub("7", row["text"])
+
+
+def log_inputs(name: str, text: str) -> Inputs:
+    """The inputs of 'nccldiag log' given ``text`` as the file ``name``: the log reader's and the failure lexicon's."""
+    return Inputs(logs=nccllog.parse_logs([(name, text)]), failure_lines=lexicon.lines_in(text, name))
+
+
+# ---------------------------------------------------------------- the table and its sources
+
+
+def test_every_row_is_complete_and_names_what_exists():
+    assert len(set(IDS)) == len(IDS) and len(ROWS) >= 20
+    for r in ROWS:
+        assert all(k in r for k in KEYS), (r["id"], [k for k in KEYS if k not in r])
+        assert r["severity"] in ("fail", "warn") and r["confidence"] in ("high", "medium"), r["id"]
+        assert r["words"] and r["source"], r["id"]
+        for s in r["source"]:
+            assert re.fullmatch(r"[\w.-]+/[\w.-]+", s["repo"]) and re.fullmatch(r"[0-9a-f]{40}", s["commit"])
+            assert "/" in s["file"] or "." in s["file"], r["id"]
+        c = r["category"]
+        assert c == toolmsg.NONE or categories.known(c) or c.startswith("other:"), r["id"]
+
+
+def test_every_rows_text_is_the_text_checked_in_its_source():
+    assert {r["id"]: r["text"] for r in ROWS} == CHECKED
+
+
+def _git(repo: str) -> Path:
+    return SOURCES / repo.replace("/", "+") / "repo"
+
+
+SOURCED = [(r["id"], s) for r in ROWS for s in r["source"]]
+
+
+@pytest.mark.parametrize("row_id,source", SOURCED, ids=[f"{i}-{s['repo']}" for i, s in SOURCED])
+def test_every_rows_text_is_in_the_file_it_cites(row_id, source):
+    git = _git(source["repo"])
+    if not git.is_dir():
+        pytest.skip(f"{source['repo']} is not at hand under {SOURCES} (set NCCLDIAG_SOURCES)")
+    got = subprocess.run(["git", "--git-dir", str(git), "show", f"{source['commit']}:{source['file']}"],
+                         capture_output=True, text=True, timeout=60)
+    assert got.returncode == 0, (row_id, got.stderr)
+    assert CHECKED[row_id] in got.stdout, (row_id, source["file"])
+
+
+@pytest.mark.parametrize("row", ROWS, ids=IDS)
+def test_every_pattern_is_linear_by_construction(row):
+    unbounded, nested = _repeats(sre_parse.parse(row["pattern"]))
+    assert not nested and unbounded <= 1, row["id"]
+
+
+@pytest.mark.parametrize("row", ROWS, ids=IDS)
+def test_every_row_reads_its_own_message_behind_any_prefix(row):
+    text = printed(row)
+    assert any(w in text for w in row["words"]), row["id"]
+    if row["id"] not in PRINTED:  # the row's own text, filled, is the message
+        assert CHECKED[row["id"]].strip(" =*") in row["text"]
+    for prefix in PREFIXES:
+        assert toolmsg.row_of(prefix + text)["id"] == row["id"], (row["id"], prefix)
+
+
+@pytest.mark.parametrize("row", ROWS, ids=IDS)
+def test_the_log_reader_keeps_every_rows_line_for_the_table(row):
+    inp = log_inputs("job.out", "step 10 loss 2.31\n" + printed(row) + "\nstep 11\n")
+    kept = [c for c in C.find(inp, re.compile(r"\S"), toolmsg.KINDS) if toolmsg.row_of(c.text) is not None]
+    assert {c.at.lineno for c in kept} == {2}, row["id"]
+    assert {toolmsg.row_of(c.text)["id"] for c in kept} == {row["id"]}, row["id"]
+    assert bool(toolmsg.found(inp)) == toolmsg.names_cause(row)
+
+
+FAILING = [r for r in ROWS if r["severity"] == "fail"]
+
+
+@pytest.mark.parametrize("row", FAILING, ids=[r["id"] for r in FAILING])
+def test_a_message_of_a_failure_is_a_line_of_the_failure_lexicon(row):
+    """A row that names no cause leaves its line to the lexicon (said unexplained); one that names a cause is a failure
+    line as well, so that a paste of the failure lines alone keeps it."""
+    assert lexicon.shape_of(printed(row)) is not None, row["id"]
+
+
+def test_a_message_printed_while_the_job_goes_on_is_no_line_of_the_lexicon():
+    for row in (r for r in ROWS if r["severity"] == "warn"):
+        assert lexicon.shape_of(printed(row)) is None, row["id"]
+
+
+def test_a_line_of_no_family_is_read_by_no_row():
+    for text in ("step 10 loss 2.31", "NCCL INFO Bootstrap : Using eth0", "Connection closed by remote peer node2<45074>",
+                 "srun: error: node1: task 0: Exited with exit code 1", "UCX  WARN  unused env variable UCX_TLS_X",
+                 "WARNING: There was an error initializing an OpenFabrics device.", "Failed status: ok"):
+        assert toolmsg.row_of(text) is None, text
+
+
+# ---------------------------------------------------------------- real lines
+
+
+def _case(seen: str) -> realcases.Case:
+    for root in (realcases.IN_REPO, realcases.CASES):
+        if (root / seen / "case.json").is_file():
+            return realcases.Case(seen, root / seen, json.loads((root / seen / "case.json").read_text()))
+    raise AssertionError(f"no case {seen}")
+
+
+def _lines(case: realcases.Case):
+    if "shared" in str(case.path) and not real.AVAILABLE:
+        pytest.skip(real.REASON)
+    return [line for f in case.meta["files"]
+            for line in (case.path / f).read_text(encoding="utf-8", errors="replace").splitlines()]
+
+
+SEEN = [(r, s) for r in ROWS for s in r.get("seen", [])]
+
+
+def test_rows_are_seen_in_real_outputs():
+    assert len({r["id"] for r, _ in SEEN}) >= 8
+
+
+@pytest.mark.parametrize("row,seen", SEEN, ids=[f"{r['id']}-{s[:40]}" for r, s in SEEN])
+def test_every_row_that_claims_seen_reads_a_line_there(row, seen):
+    assert [line for line in _lines(_case(seen)) if (toolmsg.row_of(line) or {}).get("id") == row["id"]], row["id"]
+
+
+def _healthy_cases():
+    out = []
+    for root in (realcases.IN_REPO, realcases.CASES):
+        if root.is_dir():
+            out += [c for c in realcases.cases(root) if c.healthy and not c.bundle]
+    return out
+
+
+HEALTHY = _healthy_cases()
+
+
+def test_the_healthy_inputs_are_there_to_be_read():
+    assert len([c for c in HEALTHY if c.path.is_relative_to(realcases.IN_REPO)]) >= 3
+    assert any(c.id.startswith("net-ompi7188-") for c in HEALTHY)  # a run that printed the openib BTL's warning
+
+
+@pytest.mark.parametrize("case", HEALTHY, ids=[c.id for c in HEALTHY])
+def test_no_row_reads_a_line_of_a_healthy_case(case):
+    assert [line for line in _lines(case) if toolmsg.row_of(line)] == []
+
+
+def test_no_row_reads_a_line_of_the_node_captures_or_the_nccl_logs():
+    real.require()
+    read = []
+    for root in (real.NODE, real.NCCL_LOGS):
+        for path in sorted(p for p in root.rglob("*") if p.is_file()):
+            read += [(path.name, line) for line in path.read_text(encoding="utf-8", errors="replace").splitlines()
+                     if toolmsg.row_of(line)]
+    assert read == []
+
+
+# ---------------------------------------------------------------- the diagnoses they make
+# The logs below are written for these tests, line by line in the shape the tools print each message (the texts of
+# knowledge/launchers.toml, conversions filled).
+
+
+def _failing(inp):
+    return [d for d in diagnose(inp) if d.severity in ("fail", "warn")]
+
+
+def test_a_tools_message_names_its_category_citing_the_row_and_the_source():
+    text = "[n1:1:0:1] ib_mlx5_log.c:139  Transport retry count exceeded on mlx5_0:1/IB (synd 0x15 vend 0x81 hw_synd 0/0)\n"
+    top = _failing(log_inputs("job.out", text))[0]
+    assert (top.id, top.category, top.severity) == (tool_message.ID, "ib_completion_error", "fail")
+    assert any(e.ref.startswith("launchers.toml:") for e in top.evidence)
+    assert "src/uct/ib/mlx5/ib_mlx5_log.c" in top.confidence_why
+
+
+def test_a_category_a_cause_of_the_catalog_names_is_left_to_it():
+    """UCX's verbs ENOMEM is read by the catalog's memlock-too-low: no second diagnosis of the same category."""
+    text = "[1652739463.054681] [cn22:4071024:0]  ib_iface.c:1035 UCX  ERROR ibv_create_cq(cqe=4096) failed: Cannot allocate memory\n"
+    got = _failing(log_inputs("job.out", text))
+    assert got[0].category == "memlock_limit" and tool_message.ID not in {d.id for d in got}
+
+
+def test_a_warning_the_tool_prints_while_the_job_goes_on_counts_only_beside_a_failure():
+    warn = ("The OpenFabrics (openib) BTL failed to initialize while trying to\n"
+            "allocate some locked memory.  This typically can indicate that the\n"
+            "memlock limits are set too low.  For most HPC installations, the\n")
+    assert tool_message.ID not in {d.id for d in _failing(log_inputs("job.out", warn + "rank 0 done\n"))}
+    failed = warn + "mpirun noticed that process rank 1 with PID 4242 on node n2 exited on signal 9 (Killed).\n"
+    got = _failing(log_inputs("job.out", failed))
+    assert any(d.id == tool_message.ID and d.category == "memlock_limit" for d in got), [(d.id, d.category) for d in got]
+
+
+def test_a_message_that_names_no_cause_is_unexplained_never_an_all_clear():
+    text = "[mpiexec@n1] =   BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES\n"
+    got = _failing(log_inputs("job.out", text))
+    assert got and got[0].category == "unexplained" and tool_message.ID not in {d.id for d in got}
+
+
+def test_a_slurm_time_limit_is_the_limits_not_a_nodes():
+    text = ("srun: Job step aborted: Waiting up to 32 seconds for job step to finish.\n"
+            "slurmstepd: error: *** STEP 4242.0 ON node1 CANCELLED AT 2024-04-20T09:09:37 DUE TO TIME LIMIT ***\n"
+            "srun: error: node1: tasks 0-3: Terminated\n")
+    top = _failing(log_inputs("job.out", text))[0]
+    assert (top.id, top.category) == (tool_message.ID, "other:slurm-time-limit")
+    assert "DUE TO TIME LIMIT" in top.summary
