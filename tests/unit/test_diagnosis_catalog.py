@@ -1208,3 +1208,15 @@ def test_the_node_s_kernel_captures_raise_none_of_the_driver_s_refusals():
             seen += 1
             assert not mine & set(categories(real.node_text(kind, name))), (kind, name)
     assert seen >= 20
+
+
+def test_a_module_and_libraries_of_two_versions_are_told_apart_from_a_build_the_driver_cannot_run():
+    # real: the kernel's API mismatch (NVIDIA/nvidia-docker#182), NVML's words (nobara-project#525)
+    for case in ("node-nvidiadocker182-journal-nvrm-api-mismatch-after-driver-upgrade",
+                 "node-nobara525-nvml-driver-library-mismatch-dkms-stale-module-source"):
+        d = top(_in_repo_case(case))
+        assert d.id == "cuda-driver-mismatch" and d.summary.startswith(
+            "the NVIDIA kernel module and the driver's user-space libraries are of different versions"), (case, d)
+    # real: CUDA's forward-compatibility error (NVIDIA/gpu-operator#277): a build the driver cannot run
+    d = top(_in_repo_case("gpu-gpuoperator277-cuda-validator-forward-compat-non-supported-hw-driver-450"))
+    assert d.id == "cuda-driver-mismatch" and d.summary.startswith("the CUDA the job was built for"), d

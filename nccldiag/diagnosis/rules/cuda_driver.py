@@ -38,6 +38,10 @@ MISMATCH = re.compile(r"API call is not supported in the installed CUDA driver|"
                       r"wasn't built with CUDA runtime >= [\d.]+ or if the installed CUDA driver <", re.I)
 
 
+# The kernel module and the user-space libraries of two driver versions (NVML's and the kernel's words for it).
+_SPLIT = re.compile(r"Driver/library version mismatch|NVML library version mismatch|NVRM: API mismatch", re.I)
+
+
 def _newer_build(inp: Inputs) -> Optional[Evidence]:
     """NCCL built for a CUDA newer than the driver's: 'NCCL version 2.x+cuda12.4' with cudaDriverVersion 12020."""
     for ls in inp.log_sets():
@@ -65,8 +69,13 @@ def diagnose(inp: Inputs) -> List[Diagnosis]:
     failed = bool(C.find(inp, r".", ("app",))) or any(w.failure for ls in inp.log_sets() for w in ls.facts.warns)
     if not found and not (newer and failed):
         return []
-    return [C.make(sys.modules[__name__], "the CUDA the job was built for does not fit the installed driver"
+    split = found and all(_SPLIT.search(c.text) for c in found)
+    return [C.make(sys.modules[__name__],
+                   ("the NVIDIA kernel module and the driver's user-space libraries are of different versions"
+                    if split else "the CUDA the job was built for does not fit the installed driver")
                    + C.on(C.hosts(found)), found, extra=[newer] if newer else [],
                    confidence="high" if found else "medium",
-                   why=("CUDA said the driver does not provide what the build needs" if found else
+                   why=("the loaded kernel module is not the version of the driver's libraries (a driver updated "
+                        "without a reboot or a module reload, or a module built for another version)" if split else
+                        "CUDA said the driver does not provide what the build needs" if found else
                         "NCCL was built for a newer CUDA than the driver supports, and the run failed"))]
