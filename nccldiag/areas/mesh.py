@@ -236,6 +236,11 @@ def _finding(source: str, n: int, faults: List[str], unclear: List[str], unteste
                      fix="See the collection finding of this node for what cut it off; run the check again.")
     if unreached:
         return ok("ssh", "ssh.node_to_node",
-                  f"{source} reaches all {n - len(unreached)} other nodes it could test over SSH" + gone,
+                  f"{source} reaches {_nodes(n - len(unreached), 'other node')} it could test over SSH" + gone,
                   actual=n - len(unreached), evidence=list(unreached)[:20])
-    return ok("ssh", "ssh.node_to_node", f"{source} reaches all {n} other nodes over SSH", actual=n)
+    return ok("ssh", "ssh.node_to_node", f"{source} reaches {_nodes(n, 'other node')} over SSH", actual=n)
+
+
+def _nodes(n: int, what: str) -> str:
+    """'the 1 other node', 'all 5 other nodes'."""
+    return f"the 1 {what}" if n == 1 else f"all {n} {what}s"
