@@ -53,7 +53,10 @@ def test_loopback_interface_across_nodes_is_diagnosed_with_the_interface_to_use(
     # the interface that routes to the first node, as the probe found it on each node
     assert "ncdgp1 on dnode01, ncdgp2 on dnode02" in d["fix"] and "NCCL_SOCKET_IFNAME=ncdgp " in d["fix"]
     assert "/etc/hosts" not in d["fix"]  # the host names resolve: only the interface is wrong
-    # the cause comes before its symptom, the hang in initialisation
-    assert [x["id"] for x in data["diagnoses"]][:2] == ["wrong-interface", "hang"]
+    # the cause comes first, before its symptom where there is one: gloo over 'lo' either hangs in initialisation
+    # or, where the peer's loopback refuses at once (torch 2.13's gloo gives up on a refused connect), fails there
+    ids = [x["id"] for x in data["diagnoses"]]
+    assert ids[0] == "wrong-interface", ids
+    assert "hang" not in ids or ids.index("hang") > ids.index("wrong-interface"), ids
     for node in cluster.hosts:
         assert probe_processes(cluster, node, data["run_id"]) == []
