@@ -127,6 +127,18 @@ def test_sshd_stop_refuses_then_start_serves(cluster):
     assert (r.returncode, r.stdout.strip()) == (0, "tnode01"), r.stderr
 
 
+def test_sshd_freeze_accepts_without_a_banner_then_thaw_serves(cluster):
+    cluster.fault("tnode02", "sshd-freeze")
+    try:
+        r = cluster.ssh("tnode02", "true", FAST, timeout=20)
+        assert r.returncode == 255, r.stderr
+        assert "refused" not in r.stderr and "banner" in r.stderr.lower(), r.stderr
+    finally:
+        cluster.fault("tnode02", "sshd-thaw")
+    r = cluster.ssh("tnode02", "hostname", ["-o", "ConnectTimeout=10"], timeout=30)
+    assert (r.returncode, r.stdout.strip()) == (0, "tnode02"), r.stderr
+
+
 def test_hostkey_rotate_is_detected(cluster):
     before = cluster.known_hosts.read_text()
     cluster.hostkey_rotate("tnode03")
@@ -182,16 +194,3 @@ def test_missing_command_names_its_package(tmp_path):
                        timeout=30, env={"PATH": str(tmp_path)}, stdin=subprocess.DEVNULL)
     assert r.returncode == 1
     assert "sshd (package openssh-server)" in r.stderr
-
-
-
-def test_sshd_freeze_accepts_without_a_banner_then_thaw_serves(cluster):
-    cluster.fault("tnode02", "sshd-freeze")
-    try:
-        r = cluster.ssh("tnode02", "true", FAST, timeout=20)
-        assert r.returncode == 255, r.stderr
-        assert "refused" not in r.stderr and "banner" in r.stderr.lower(), r.stderr
-    finally:
-        cluster.fault("tnode02", "sshd-thaw")
-    r = cluster.ssh("tnode02", "hostname", ["-o", "ConnectTimeout=10"], timeout=30)
-    assert (r.returncode, r.stdout.strip()) == (0, "tnode02"), r.stderr
