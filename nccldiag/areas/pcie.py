@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from nccldiag.areas.base import NodeFacts, Source, section
 from nccldiag.model.findings import Finding, fail, ok, skip, warn
@@ -451,18 +451,26 @@ def node_gpus(node: Optional[NodeFacts]) -> Tuple[Optional[bool], str]:
         if n:
             return True, _plural(n, "NVIDIA GPU")
     pcie = node.get("pcie")
-    if isinstance(pcie, PcieFacts) and pcie.devices:
-        looked = True
-        if pcie.gpus:
-            return True, _plural(len(pcie.gpus), "NVIDIA GPU") + " (lspci)"
-    if isinstance(pcie, PcieFacts) and pcie.tree_names:
-        looked = True
-        if pcie.tree_gpus:
-            return True, _plural(len(pcie.tree_gpus), "NVIDIA GPU") + " (lspci -tv)"
+    if isinstance(pcie, PcieFacts):
+        read, said = _lspci_count(pcie, pcie.gpus, pcie.tree_gpus, "NVIDIA GPU")
+        if said:
+            return True, said
+        looked = looked or read
     modules = getattr(node.get("gdr"), "modules", None)
     if modules and "nvidia" in modules:
         return True, "NVIDIA GPUs (nvidia module loaded)"
     return (False, "no NVIDIA GPU") if looked else (None, "no GPU information")
+
+
+def _lspci_count(pcie: PcieFacts, listed: Sequence[object], tree: Sequence[object], what: str
+                 ) -> Tuple[bool, Optional[str]]:
+    """Whether lspci was read in ``pcie`` (its listing or its tree), and the count of ``what`` it shows: ``listed``,
+    the devices of the listing, else ``tree``, the names of the tree (-tv); None when it shows none."""
+    if pcie.devices and listed:
+        return True, _plural(len(listed), what) + " (lspci)"
+    if pcie.tree_names and tree:
+        return True, _plural(len(tree), what) + " (lspci -tv)"
+    return bool(pcie.devices or pcie.tree_names), None
 
 
 def node_rdma(node: Optional[NodeFacts]) -> Tuple[Optional[bool], str]:
@@ -477,14 +485,11 @@ def node_rdma(node: Optional[NodeFacts]) -> Tuple[Optional[bool], str]:
             if ports:
                 return True, _plural(len(ports), "RDMA port")
     pcie = node.get("pcie")
-    if isinstance(pcie, PcieFacts) and pcie.devices:
-        looked = True
-        if pcie.nics:
-            return True, _plural(len(pcie.nics), "Mellanox NIC function") + " (lspci)"
-    if isinstance(pcie, PcieFacts) and pcie.tree_names:
-        looked = True
-        if pcie.tree_rdma:
-            return True, _plural(len(pcie.tree_rdma), "Mellanox NIC function") + " (lspci -tv)"
+    if isinstance(pcie, PcieFacts):
+        read, said = _lspci_count(pcie, pcie.nics, pcie.tree_rdma, "Mellanox NIC function")
+        if said:
+            return True, said
+        looked = looked or read
     modules = getattr(node.get("gdr"), "modules", None)
     found = [m for m in ("mlx5_ib", "mlx4_ib", "ib_core") if m in (modules or [])]
     if found:

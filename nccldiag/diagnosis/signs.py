@@ -11,7 +11,7 @@ is the catalog's precedence (``knowledge/causes.toml``).
 from __future__ import annotations
 
 import re
-from typing import List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from nccldiag.diagnosis import clues as C
 from nccldiag.diagnosis.inputs import Inputs, LogView
@@ -361,3 +361,29 @@ def shows_failure(inp: Inputs, diagnoses: List[Diagnosis]) -> bool:
     """Whether the evidence shows a failure: a log that failed or stopped, or a failing diagnosis."""
     return (any(log_failed(ls.facts) for ls in inp.log_sets()) or bool(unfinished(inp))
             or any(d.severity == "fail" for d in diagnoses))
+
+
+def unexplained_messages(inp: Inputs, diagnoses: List[Diagnosis], found: Sequence[Any],
+                         fail_shows_failure: bool = False) -> Dict[str, List[Any]]:
+    """The messages of ``found`` (events of a message table: a category, a severity, a clue) left over once the
+    catalog's causes have spoken, by category in the order first met. A message is left to the catalog's causes when
+    a fail or warn diagnosis of ``diagnoses`` cites its line or quotes its text (:func:`cited`), or names its category
+    already. A message of severity ``warn`` counts only beside a failure of the run (:func:`shows_failure`; with
+    ``fail_shows_failure``, a message of severity ``fail`` among ``found`` shows one too)."""
+    causes = [d for d in diagnoses if d.severity in ("fail", "warn") and d.category != "unexplained"]
+    named = {d.category for d in causes}
+    refs = {e.ref for d in causes for e in d.evidence if e.ref}
+    quoted = [e.text for d in causes for e in d.evidence]
+    failed = None
+    by: Dict[str, List[Any]] = {}
+    for e in found:
+        if e.category in named or cited(e.clue, refs, quoted):
+            continue
+        if e.severity == "warn":
+            if failed is None:
+                failed = shows_failure(inp, diagnoses) or (fail_shows_failure
+                                                           and any(x.severity == "fail" for x in found))
+            if not failed:
+                continue
+        by.setdefault(e.category, []).append(e)
+    return by

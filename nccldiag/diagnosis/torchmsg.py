@@ -13,32 +13,12 @@ another message, a retry, the launcher's table) makes no event: the causes that 
 """
 from __future__ import annotations
 
-import re
-from typing import Dict, List, Optional, Pattern, Tuple
+from typing import Dict
 
-from nccldiag import knowledge
-from nccldiag.diagnosis import clues as C
-from nccldiag.diagnosis.inputs import Inputs
+from nccldiag.diagnosis.msgtable import KINDS, MessageTable  # noqa: F401  (KINDS: where the reader looks)
 
 TABLE = "torch.toml"
 NONE = "none"
-KINDS = ("app", "error", "warn", "last-error")  # where the log reader keeps a program's lines
-
-
-def _rows() -> Tuple[Tuple[Dict, Pattern[str]], ...]:
-    return tuple((r, re.compile(r["pattern"])) for r in knowledge.rows(TABLE))
-
-
-ROWS = _rows()
-WORDS: Tuple[str, ...] = tuple(dict.fromkeys(w for r, _ in ROWS for w in r["words"]))
-_ANY_WORD = re.compile("|".join(re.escape(w) for w in sorted(WORDS, key=len, reverse=True)))
-
-
-def row_of(text: str) -> Optional[Dict]:
-    """The row of the first family whose pattern matches ``text``, None when none does."""
-    if _ANY_WORD.search(text) is None:
-        return None
-    return next((r for r, p in ROWS if p.search(text)), None)
 
 
 def names_cause(row: Dict) -> bool:
@@ -46,14 +26,10 @@ def names_cause(row: Dict) -> bool:
     return not row.get("victim") and row["category"] != NONE
 
 
-def found(inp: Inputs) -> List[Tuple[Dict, C.Clue]]:
-    """The lines of the inputs whose row names a cause, each with its row, in the order the reader keeps them."""
-    out: List[Tuple[Dict, C.Clue]] = []
-    for c in C.find(inp, _ANY_WORD, KINDS):
-        row = row_of(c.text)
-        if row is not None and names_cause(row):
-            out.append((row, c))
-    return out
+_TABLE = MessageTable(TABLE, names_cause)
+ROWS = _TABLE.rows
+row_of = _TABLE.row_of  # the row of the first family whose pattern matches a text, None when none does
+found = _TABLE.found  # the lines of the inputs whose row names a cause, each with its row
 
 
 def what(row: Dict) -> str:

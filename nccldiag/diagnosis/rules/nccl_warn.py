@@ -18,13 +18,13 @@ checks the table against a tree).
 from __future__ import annotations
 
 import sys
-from typing import Dict, List
+from typing import List
 
 from nccldiag.diagnosis import clues as C
 from nccldiag.diagnosis import events as E
 from nccldiag.diagnosis.inputs import Inputs
 from nccldiag.diagnosis.model import FAILURE_LINES, Diagnosis, Evidence
-from nccldiag.diagnosis.signs import cited, shows_failure
+from nccldiag.diagnosis.signs import unexplained_messages
 from nccldiag.knowledge import nccl_source
 
 ID = "nccl-warn"
@@ -40,21 +40,7 @@ def after(inp: Inputs, diagnoses: List[Diagnosis]) -> List[Diagnosis]:
     found = E.nccl_warns(inp)
     if not found:
         return []
-    causes = [d for d in diagnoses if d.severity in ("fail", "warn") and d.category != "unexplained"]
-    named = {d.category for d in causes}
-    refs = {e.ref for d in causes for e in d.evidence if e.ref}
-    quoted = [e.text for d in causes for e in d.evidence]
-    failed = None
-    by: Dict[str, List[E.Event]] = {}
-    for e in found:
-        if e.category in named or cited(e.clue, refs, quoted):
-            continue
-        if e.severity == "warn":
-            if failed is None:
-                failed = shows_failure(inp, diagnoses)
-            if not failed:
-                continue
-        by.setdefault(e.category, []).append(e)
+    by = unexplained_messages(inp, diagnoses, found)
     return [_diagnosis(category, events) for category, events in by.items()]
 
 

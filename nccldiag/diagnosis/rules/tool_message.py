@@ -18,14 +18,14 @@ linux-rdma/perftest, linux-rdma/rdma-core at the commits the table's rows name).
 from __future__ import annotations
 
 import sys
-from typing import Dict, List
+from typing import List
 
 from nccldiag.diagnosis import clues as C
 from nccldiag.diagnosis import events as E
 from nccldiag.diagnosis import toolmsg
 from nccldiag.diagnosis.inputs import Inputs
 from nccldiag.diagnosis.model import FAILURE_LINES, Diagnosis, Evidence
-from nccldiag.diagnosis.signs import cited, shows_failure
+from nccldiag.diagnosis.signs import unexplained_messages
 
 ID = "tool-message"
 TITLE = "A launcher or test tool named the cause"
@@ -53,21 +53,7 @@ def after(inp: Inputs, diagnoses: List[Diagnosis]) -> List[Diagnosis]:
     found = events(inp)
     if not found:
         return []
-    causes = [d for d in diagnoses if d.severity in ("fail", "warn") and d.category != "unexplained"]
-    named = {d.category for d in causes}
-    refs = {e.ref for d in causes for e in d.evidence if e.ref}
-    quoted = [e.text for d in causes for e in d.evidence]
-    failed = None
-    by: Dict[str, List[E.Event]] = {}
-    for e in found:
-        if e.category in named or cited(e.clue, refs, quoted):
-            continue
-        if e.severity == "warn":
-            if failed is None:
-                failed = shows_failure(inp, diagnoses) or any(x.severity == "fail" for x in found)
-            if not failed:
-                continue
-        by.setdefault(e.category, []).append(e)
+    by = unexplained_messages(inp, diagnoses, found, fail_shows_failure=True)
     return [_diagnosis(category, events) for category, events in by.items()]
 
 
