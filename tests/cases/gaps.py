@@ -197,4 +197,11 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "'Verdict: FAIL Unexplained failure (low confidence)', exit 1: CUDA's 'no CUDA-capable device is detected' is "
         "read as a failure (the lexicon's cuda-no-device shape) and left unexplained; that the job step requested no "
         "GPU is not in the line (was a false all-clear: 'nothing to judge', exit 0)"),
+    "net-mlengineering-gdb-core-backtrace-watchdog-rethrow-unhandled-system-error": Gap(
+        "missed",
+        "'Verdict: FAIL Unexplained failure (low confidence)', exit 1: gdb's backtrace of the core file is read as a "
+        "process that aborted (frames 'raise ()' and 'abort ()' under 'std::rethrow_exception' in "
+        "'c10d::ProcessGroupNCCL::WorkNCCL::handleNCCLGuard()' and 'workCleanupLoop()') and left unexplained; that the "
+        "error PyTorch's watchdog rethrew was an OPA fabric error is not in the backtrace (was a false all-clear: "
+        "'nothing to judge', exit 0)"),
 }
