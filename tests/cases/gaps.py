@@ -26,11 +26,6 @@ class Gap(NamedTuple):
 INVARIANT_BROKEN = ("false all-clear", "false alarm")
 
 KNOWN_GAPS: Dict[str, Gap] = {
-    "node-gpuoperator-docs-operand-pods-init-driver-daemonset-not-ready": Gap(
-        "missed",
-        "'Verdict: FAIL Unexplained failure (low confidence)', exit 1: the 'kubectl get pods' row of "
-        "nvidia-driver-daemonset 0/2 ready after 3 restarts is read as a pod failing and left unexplained; that the "
-        "GPU Operator's operand pods wait in Init:0/1 for the driver container is not read as the driver not coming up"),
     "node-gpuoperator-docs-operator-pod-crashloop-memory-limit-large-cluster": Gap(
         "missed",
         "'Verdict: FAIL Unexplained failure (low confidence)', exit 1: the gpu-operator pod in CrashLoopBackOff is read "

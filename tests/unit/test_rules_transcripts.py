@@ -181,3 +181,18 @@ def test_the_only_roce_port_down_disabled_is_a_port_down():
 def test_disabled_ports_beside_active_ones_or_of_unknown_link_layer_stay_no_port_down(name):
     ds = diagnoses([real.node("ibstat", name)])
     assert "ib_port_down" not in [d.category for d in ds], [(d.id, d.summary) for d in ds]
+
+
+# ---- the GPU Operator's driver container not ready ------------------------------------------------------------------
+
+def test_driver_daemonset_not_ready_is_named_behind_the_operands_in_init():
+    ds = case("node-gpuoperator-docs-operand-pods-init-driver-daemonset-not-ready")
+    assert ds[0].id == "gpu-driver-pod-not-ready" and ds[0].category == "other:gpu-driver-container-not-ready", \
+        [(d.id, d.summary) for d in ds]
+    assert "nvidia-driver-daemonset-4rtiu" in ds[0].summary and "unexplained" not in [d.category for d in ds]
+
+
+def test_operator_pods_running_and_another_pod_failing_are_not_the_driver():
+    assert case("node-gpuoperator-docs-getting-started-pods-running-validator-completed-healthy") == []
+    ds = case("node-gpuoperator-docs-operator-pod-crashloop-memory-limit-large-cluster")  # the operator's own pod
+    assert "gpu-driver-pod-not-ready" not in [d.id for d in ds], [(d.id, d.summary) for d in ds]
