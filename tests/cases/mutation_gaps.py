@@ -123,6 +123,8 @@ KNOWN: Dict[Tuple[str, str], str] = {
     ("node-hpxc-manual-sinfo-r-memory-errors-not-responding-nodes", "lexicon-only"): "false all-clear",
     ("node-dsxinfra5251-scout-ibv-devinfo-no-ib-devices-ibverbs-providers-missing", "lexicon-only"): "missed",
     ("node-dsxinfra5251-scout-ibv-devinfo-no-ib-devices-ibverbs-providers-missing", "quote-html"): "missed",
+    ("net-horovod666-nccl23-untagged-warn-connection-closed-by-remote-peer-ifname", "tail-15"): "missed",
+    ("net-horovod666-nccl23-untagged-warn-connection-closed-by-remote-peer-ifname", "lexicon-only"): "false all-clear",
 }
 
 #: the healthy runs given a fail/warn diagnosis once transformed: what is misread, and why

@@ -166,23 +166,6 @@ def test_the_provider_warnings_alone_are_no_fault(tmp_path):
     assert diagnoses([log]) == []
 
 
-# ---- a RoCE port Down/Disabled where no port is Active ---------------------------------------------------------------
-
-def test_the_only_roce_port_down_disabled_is_a_port_down():
-    # a RoCE port reads Disabled whenever its Ethernet link is down (mlx4's state_to_phys_state): alone, it is the
-    # node's link that is down
-    ds = case("net-pastebin-8zwb-ibstat-cx3-ethernet-port-down-disabled-no-cable")
-    assert ds[0].category == "ib_port_down" and ds[0].nodes == ["testserver"], [(d.id, d.summary) for d in ds]
-
-
-@pytest.mark.skipif(not real.AVAILABLE, reason=real.REASON)
-@pytest.mark.parametrize("name", ["gpud-h100-ib-ndr-3-down-disabled.txt",  # beside Active ports: unused on purpose
-                                  "gpud99-cx6dx-down-disabled-truncated-by-poster.txt"])  # link layer not shown
-def test_disabled_ports_beside_active_ones_or_of_unknown_link_layer_stay_no_port_down(name):
-    ds = diagnoses([real.node("ibstat", name)])
-    assert "ib_port_down" not in [d.category for d in ds], [(d.id, d.summary) for d in ds]
-
-
 # ---- the GPU Operator's driver container not ready ------------------------------------------------------------------
 
 def test_driver_daemonset_not_ready_is_named_behind_the_operands_in_init():

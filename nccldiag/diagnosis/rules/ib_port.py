@@ -64,9 +64,8 @@ def _beside_a_run(inp: Inputs) -> bool:
 
 
 def _in_use(inp: Inputs, pasted: List[Finding]) -> Tuple[List[Finding], List[Finding]]:
-    """The pasted port-state findings of ports the paste shows in use: a port Down and not ``Disabled`` (an
-    InfiniBand port switched off is off on purpose; a RoCE port reads Disabled whenever its link is down, and is in
-    use where no port of the paste is Active), unless another port of the same adapter (one CA, or one System image GUID:
+    """The pasted port-state findings of ports the paste shows in use: a port Down and not ``Disabled`` (a port
+    switched off is off on purpose), unless another port of the same adapter (one CA, or one System image GUID:
     the two ports of a dual-port card are two CAs of one GUID) is Active, which makes it the adapter's spare port,
     perhaps without a cable on purpose. A host's facts are its last reading of each output: a port found Down by
     one reading and Active in the facts was pasted twice or more with its state changing (``rdma link`` run again
@@ -86,12 +85,7 @@ def _in_use(inp: Inputs, pasted: List[Finding]) -> Tuple[List[Finding], List[Fin
             out.append(f)
             back.append(f)
             continue
-        # Disabled is a switch-off on an InfiniBand port; a RoCE port reads Disabled whenever its Ethernet link is
-        # not up (mlx4's state_to_phys_state, mlx5's RoCE port query), a missing cable as much as a netdev set down:
-        # beside Active ports it may be a port unused on purpose, but where no port of the paste is Active it is the
-        # node's RDMA link that is down
-        if port is None or port.active or port.state is None or port.phys_state == "Disabled" and (
-                not port.roce or any(p.active for p in ports)):
+        if port is None or port.active or port.phys_state == "Disabled" or port.state is None:
             continue
         siblings = [p for p in ports if p is not port and (p.device == port.device or (
             port.system_guid and p.system_guid == port.system_guid))]
