@@ -46,6 +46,9 @@ class Pasted:
     memlock_unlimited: List[Line] = field(default_factory=list)  # lines that set or show memlock unlimited
     peermem_absent: List[Line] = field(default_factory=list)  # 'lsmod | grep <peer-memory module>' printing nothing
     judged: Dict[Tuple[str, int], FrozenSet[str]] = field(default_factory=dict)  # (file, line) of a block -> its judges
+    container_no_gpu: List[Tuple[Line, Line]] = field(default_factory=list)  # a container started without GPUs, and
+    # the GPU failure printed after it
+    slurm_reasons: List[Tuple[Line, str, str]] = field(default_factory=list)  # 'sinfo -R' rows: (row, reason, nodes)
 
     def __bool__(self) -> bool:
         return bool(self.blocks or self.signals or self.oom or self.partial)
@@ -72,7 +75,7 @@ def judged(found: Found) -> Pasted:
     findings, facts, by = judge(found.blocks)
     return Pasted(list(found.blocks), findings, facts, list(found.partial), list(found.signals), list(found.oom),
                   [found.bounded] if found.bounded else [], list(found.memlock_unlimited), list(found.peermem_absent),
-                  by)
+                  by, list(found.container_no_gpu), list(found.slurm_reasons))
 
 
 def read_file(path: str) -> Found:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Callable, Optional
+from typing import Callable, List, Optional, Tuple
 
 # how a launcher says a process ended by a signal
 _SIGNAL = re.compile(r"Signal (?P<no>\d{1,3}) \((?:SIG[A-Z]{1,10})\) received by PID \d{1,10}|"  # torchelastic
@@ -28,9 +28,44 @@ MEMLOCK_UNLIMITED = re.compile(r"ulimit -l unlimited|--ulimit[ =]memlock=-1|Limi
 # grep printed nothing and the module is not loaded
 LSMOD_GREP_PEERMEM = re.compile(r"(?:sudo[ \t]{1,4})?lsmod[ \t]{0,4}\|[ \t]{0,4}grep[ \t]{1,4}(?:-\w{1,4}[ \t]{1,4}){0,3}"
                                 r"['\"]?(?:nv_peer\w{0,20}|nvidia[-_]peermem|peermem|nv_mem)['\"]?[ \t]{0,4}$")
+# a shell's command that starts a container (Apptainer/Singularity, Docker, Podman), and the options that give it
+# the node's GPUs: Apptainer binds the host's driver libraries and devices only with --nv (or --nvccli); Docker and
+# Podman give GPUs with --gpus, the NVIDIA runtime, or a CDI/device option naming them
+CONTAINER_START = re.compile(r"(?:^|[ \t;&|(])(?:singularity|apptainer)[ \t]{1,4}(?:exec|run|shell|test)\b|"
+                             r"(?:^|[ \t;&|(])(?:docker|podman|nerdctl)[ \t]{1,4}(?:container[ \t]{1,4})?run\b")
+# such a command typed on a line of its own: after a prompt ('casper$ ', 'user@host:~$ ', '# '), sudo, or a launcher
+CONTAINER_COMMAND = re.compile(r"[ \t]{0,4}(?:(?:\([\w.-]{1,40}\)[ \t])?(?:\[[^\]\n]{1,200}\]|[\w.@:~/-]{1,120})?[#$%>][ \t]{1,4})?"
+                               r"(?:sudo[ \t]{1,4})?"
+                               r"(?:(?:srun|mpirun|mpiexec)[ \t][^\n]{0,200}?[ \t])?"
+                               r"(?P<command>(?:singularity|apptainer|docker|podman|nerdctl)[ \t][^\n]{0,2000})$")
+CONTAINER_GPU_OPTION = re.compile(r"[ \t]--nv(?:ccli)?\b|[ \t]--gpus\b|--runtime[ \t=]{1,4}nvidia\b|"
+                                  r"--device[ \t=]{1,4}(?:nvidia\.com/gpu|/dev/nvidia)|NVIDIA_VISIBLE_DEVICES")
+# what a program in a container without the driver's libraries or devices prints first: NVML or CUDA finding no
+# usable driver, or no nvidia-smi at all
+GPU_UNREACHABLE = re.compile(r"Failed to initialize NVML|NVIDIA-SMI has failed|no CUDA-capable device is detected|"
+                             r"nvidia-smi: (?:command )?not found|\bcommand not found: nvidia-smi|"
+                             r"\"nvidia-smi\": executable file not found|Found no NVIDIA driver on your system")
+CONTAINER_AFTER = 4  # the lines after the command searched for that failure (the next prompt ends them)
+
+# Slurm's 'sinfo -R' (--list-reasons) typed on a line of its own: the nodes down, drained or failing, each with the
+# reason Slurm or an admin gave; its header cells and the rows under them (also rendered one cell a line)
+SINFO_REASONS = re.compile(r"[ \t]{0,4}(?:(?:\([\w.-]{1,40}\)[ \t])?(?:\[[^\]\n]{1,200}\]|[\w.@:~/-]{1,120})?[#$%>]"
+                           r"[ \t]{1,4})?(?:sudo[ \t]{1,4})?sinfo(?:[ \t]{1,4}\S{1,200}){0,8}?[ \t]{1,4}"
+                           r"(?:-[A-Za-z]{0,6}R[A-Za-z]{0,6}|--list-reasons)\b[^\n]{0,400}$")
+SINFO_HEADER = ("REASON", "USER", "TIMESTAMP", "STATE", "NODELIST")
+SINFO_HEADER_LINE = re.compile(r"[ \t]{0,40}REASON[ \t]{1,200}(?:USER[ \t]{1,200}TIMESTAMP[ \t]{1,200}(?:STATE[ \t]{1,200})?)?"
+                               r"NODELIST[ \t]{0,40}$")  # the header of its table, pasted without the command
+SINFO_AFTER = 400  # the lines after the command read as its output at most (the next prompt ends them)
+_NODELIST = re.compile(r"[A-Za-z0-9][\w.-]{0,200}(?:\[[\d,\-]{1,400}\][\w.-]{0,40})?(?:,[A-Za-z0-9][\w.-]{0,200}"
+                       r"(?:\[[\d,\-]{1,400}\][\w.-]{0,40})?){0,200}")
+_SINFO_ROW = re.compile(r"(?P<reason>\S.{0,400}?)[ \t]{1,40}(?P<user>\S{1,64})[ \t]{1,40}"
+                        r"(?P<time>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d|Unknown|None)"
+                        r"(?:[ \t]{1,40}(?P<state>[a-z][a-z*~#!%$@^+-]{1,20}))?[ \t]{1,40}(?P<nodes>\S{1,2000})")
+
 # the words each line these read holds (supersets of the expressions): only the lines holding one are tried
 WORDS = ("ignal", "exitcode", "return code", "Out of memory: Kill", "oom-kill", "Memory cgroup out of memory",
-         "OOMKilled", "ulimit -l", "memlock", "LimitMEMLOCK", "max locked memory", "lsmod")
+         "OOMKilled", "ulimit -l", "memlock", "LimitMEMLOCK", "max locked memory", "lsmod", "singularity",
+         "apptainer", "docker", "podman", "nerdctl", "sinfo", "NODELIST")
 
 _ELASTIC_HOST = re.compile(r"[ \t]{0,40}host[ \t]{0,20}:[ \t]{0,20}(\S{1,253})[ \t]{0,40}$")  # torchelastic's block
 _HANDLER_HOST = re.compile(r"[ \t]{0,40}\[([A-Za-z0-9][\w.-]{0,252}):[ \t]{0,4}\d{1,10}[ \t]{0,4}:")  # '[host:pid:0:tid] Caught'
@@ -68,6 +103,51 @@ def oom(text: str) -> bool:
 
 def memlock_unlimited(text: str) -> bool:
     return bool(MEMLOCK_UNLIMITED.search(text))
+
+
+def container_without_gpus(line: str) -> str:
+    """The command typed on ``line`` when it starts a container without any option that gives it the node's GPUs,
+    else ''."""
+    m = CONTAINER_COMMAND.match(line)
+    if not m or not CONTAINER_START.match(m.group("command")) or CONTAINER_GPU_OPTION.search(m.group("command")):
+        return ""
+    return m.group("command").strip()
+
+
+def sinfo_reasons(lines: List[str]) -> List[Tuple[str, str]]:
+    """The (reason, node list) rows of ``sinfo -R``'s output (``lines``, the command's own line excluded): its
+    header ``REASON [USER TIMESTAMP] NODELIST`` on one line with rows under it, or each cell on a line of its own
+    (a page that rendered the table so); [] for a header alone (no node out of service) or for another output."""
+    cells = [line.strip() for line in lines if line.strip()]
+    if not cells:
+        return []
+    head = cells[0].split()
+    if len(head) > 1 and all(h in SINFO_HEADER for h in head) and head[0] == "REASON" and head[-1] == "NODELIST":
+        out = []
+        for row in cells[1:]:
+            if len(head) == 2:
+                reason, _, nodes = row.rpartition(" ")
+            else:
+                m = _SINFO_ROW.fullmatch(row)
+                if not m:
+                    return out
+                reason, nodes = m.group("reason"), m.group("nodes")
+            if not reason.strip() or not _NODELIST.fullmatch(nodes):
+                return out
+            out.append((reason.strip(), nodes))
+        return out
+    n = 0
+    while n < len(cells) and cells[n] in SINFO_HEADER:
+        n += 1
+    if n < 2 or cells[0] != "REASON" or cells[n - 1] != "NODELIST":
+        return []
+    out = []
+    for i in range(n, len(cells) - n + 1, n):
+        group = cells[i:i + n]
+        if not _NODELIST.fullmatch(group[-1]):
+            break
+        out.append((group[0], group[-1]))
+    return out
 
 
 def host_of(text: str, above: Callable[[int], Optional[str]]) -> Optional[str]:

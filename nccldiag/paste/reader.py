@@ -180,6 +180,8 @@ class Found:
     oom: List[ends.Line] = field(default_factory=list)
     memlock_unlimited: List[ends.Line] = field(default_factory=list)  # lines that set or show memlock unlimited
     peermem_absent: List[ends.Line] = field(default_factory=list)  # 'lsmod | grep <peermem>' that printed nothing
+    container_no_gpu: List[Tuple[ends.Line, ends.Line]] = field(default_factory=list)  # (command, GPU failure after it)
+    slurm_reasons: List[Tuple[ends.Line, str, str]] = field(default_factory=list)  # 'sinfo -R' rows: (row, reason, nodes)
     bounded: str = ""
 
     def merge(self, other: "Found") -> None:
@@ -189,6 +191,8 @@ class Found:
         self.oom += other.oom
         self.memlock_unlimited += other.memlock_unlimited
         self.peermem_absent += other.peermem_absent
+        self.container_no_gpu += other.container_no_gpu
+        self.slurm_reasons += other.slurm_reasons
         self.bounded = self.bounded or other.bounded
 
 
@@ -370,6 +374,50 @@ class Reader:
             # the next line is the next prompt (or a bare one): grep printed nothing
             if after is not None and (_is_prompt(after) or _bare_prompt(after)):
                 self.found.peermem_absent.append(ends.Line(self.path, lineno, text))
+        here = view.peeled(s)  # the line read through its decorations (a launcher's prefix, a time, a quote mark)
+        command = ends.container_without_gpus(here.text) if ends.CONTAINER_START.search(here.text) else ""
+        if command:
+            self._container_failure(view, s, lineno, command, here.host() or self.host)
+        if "sinfo" in here.text and ends.SINFO_REASONS.match(here.text):
+            self._sinfo_reasons(view, s, lineno)
+        elif "NODELIST" in here.text and ends.SINFO_HEADER_LINE.match(here.text):
+            self._sinfo_reasons(view, s, lineno, header=here.text)
+
+    def _sinfo_reasons(self, view: "_View", s: int, lineno: int, header: str = "") -> None:
+        """The rows of the 'sinfo -R' typed at ``s`` (or of the table whose ``header`` is at ``s``): its output, the
+        lines down to the next prompt; a row read already (under its command) is not read again."""
+        lines: List[Tuple[int, str]] = [(lineno, header)] if header else []
+        at: Optional[int] = s
+        for k in range(1, ends.SINFO_AFTER + 1):
+            at = view.next(at) if at is not None else None
+            if at is None:
+                break
+            q = view.peeled(at)
+            if _is_prompt(q) or _bare_prompt(q):
+                break
+            lines.append((lineno + k, q.text))
+        rows = ends.sinfo_reasons([t for _, t in lines])
+        seen = {(x.path, x.lineno) for x, _, _ in self.found.slurm_reasons}
+        for reason, nodes in rows:
+            n = next((n for n, t in lines if t.rstrip().endswith(nodes)), lineno)
+            if (self.path, n) not in seen:
+                self.found.slurm_reasons.append((ends.Line(self.path, n, f"{reason}  {nodes}"), reason, nodes))
+
+    def _container_failure(self, view: "_View", s: int, lineno: int, command: str, host: Optional[str]) -> None:
+        """A container started without its GPU option (``command``, at line ``lineno``) whose output, before the
+        next prompt, says the program in it found no usable GPU driver."""
+        at: Optional[int] = s
+        for k in range(1, ends.CONTAINER_AFTER + 1):
+            at = view.next(at) if at is not None else None
+            if at is None:
+                return
+            q = view.peeled(at)
+            if _is_prompt(q):
+                return
+            if ends.GPU_UNREACHABLE.search(q.text):
+                self.found.container_no_gpu.append((ends.Line(self.path, lineno, command, host),
+                                                    ends.Line(self.path, lineno + k, q.text.strip(), host)))
+                return
 
     def _block(self, view: _View, s: int, lineno: int, kind: ModuleType, k: int, final: bool) -> Optional[int]:
         p = view.peeled(s)

@@ -34,6 +34,9 @@ WHY: Dict[str, str] = {
     "flush-left": (
         "nvidia-smi -q's counters grepped out of their sections ('SRAM Uncorrectable : 1' twice, no title) are told "
         "volatile from aggregate by their indentation alone: trimmed flush left, they are read under no section"),
+    "quote-html": (
+        "a markdown quote with HTML escapes: a line whose only error word holds the escaped apostrophe "
+        "('couldn&#x27;t') is not kept by the log reader's prefilter, which looks for the words as typed"),
     "lexicon-only": (
         "only the failure lexicon's lines kept: the cause is read from the context they drop (NCCL INFO "
         "lines, a table's header, the command before its output, a hang's missing result); a false all-clear here is "
@@ -115,6 +118,13 @@ KNOWN: Dict[Tuple[str, str], str] = {
     # mpirun's 28-line help block: its one failure line ('There are not enough slots available in the system') is the
     # block's second line; the last 15 lines are its advice (the slots' sources, --oversubscribe), no failure
     ("node-grudge227-ci-mpirun-not-enough-slots-oversubscribe", "tail-15"): "false all-clear",
+    ("node-ncar-docs-casper-singularity-exec-without-nv-nvml-driver-library-mismatch", "tail-15"): "wrong cause",
+    ("node-ncar-docs-casper-singularity-exec-without-nv-nvml-driver-library-mismatch", "lexicon-only"): "wrong cause",
+    ("node-hpxc-manual-sinfo-r-memory-errors-not-responding-nodes", "lexicon-only"): "false all-clear",
+    ("node-dsxinfra5251-scout-ibv-devinfo-no-ib-devices-ibverbs-providers-missing", "lexicon-only"): "missed",
+    ("node-dsxinfra5251-scout-ibv-devinfo-no-ib-devices-ibverbs-providers-missing", "quote-html"): "missed",
+    ("net-horovod666-nccl23-untagged-warn-connection-closed-by-remote-peer-ifname", "tail-15"): "missed",
+    ("net-horovod666-nccl23-untagged-warn-connection-closed-by-remote-peer-ifname", "lexicon-only"): "false all-clear",
 }
 
 #: the healthy runs given a fail/warn diagnosis once transformed: what is misread, and why

@@ -615,6 +615,19 @@ def test_socket_transport_spread_is_no_diagnosis_when_it_works_one_interface_or_
     assert "socket-interface" not in ids(diagnose(_text_inputs(named + _SPREAD + _NET_FAILURE)))
 
 
+def test_bootstrap_failure_of_nccl_2_3_files_names_the_interface():
+    # real: horovod/horovod#666 (tests/cases), NCCL 2.3's bootstrap.cu and transport/net_socket.cu in the error chain
+    case = Path(__file__).resolve().parents[1] / "cases" / \
+        "net-horovod666-nccl23-untagged-warn-connection-closed-by-remote-peer-ifname" / "posted-horovod-nccl-log.txt"
+    found = diagnose(_text_inputs(case.read_text()))
+    d = one(found, "socket-interface")
+    assert d.category == "socket_ifname_wrong" and d.nodes == ["seyun"] and "bootstrap" in d.summary
+    assert found[0].id == "socket-interface"  # before the peer that went away (its victim's words)
+    # the same lines without the bootstrap's frames: no bootstrap failure
+    cut = "\n".join(line for line in case.read_text().splitlines() if "bootstrap.cu" not in line)
+    assert "socket-interface" not in ids(diagnose(_text_inputs(cut)))
+
+
 # ---- Gloo's loopback fallback ---------------------------------------------------------------------------
 
 # written for this test: PyTorch Gloo's warning when the host name does not resolve (the wording of

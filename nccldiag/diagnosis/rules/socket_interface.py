@@ -36,6 +36,11 @@ FIX = ("Name the data-network interface for NCCL's bootstrap and sockets: NCCL_S
 CONFIRM = "ip -br addr on each node; NCCL_DEBUG=INFO shows 'Bootstrap : Using <iface>:<address>'"
 
 NET_STEP = re.compile(r"(?:^|/)(?:transport/net(?:_socket)?\.cc|include/net\.h|net\.h)$")
+# NCCL's bootstrap and socket code, by the file names of every release: bootstrap.cc (bootstrap.cu up to 2.3), the
+# socket calls in misc/socket.cc (include/socket.h before 2.12, and the socket transport's net_socket.cu that
+# NCCL 2.3's bootstrap went through)
+BOOTSTRAP_STEP = re.compile(r"(?:^|/)bootstrap\.c[cu]$")
+SOCKET_STEP = re.compile(r"socket\.(?:cc|h|cu)$")
 
 
 def bootstrap_failures(inp: Inputs) -> List[C.Clue]:
@@ -44,8 +49,8 @@ def bootstrap_failures(inp: Inputs) -> List[C.Clue]:
     out = []
     for ls in inp.log_sets():
         for oc in ls.facts.orphan_chains:
-            if oc.failed and any(s.file.endswith("bootstrap.cc") for s in oc.steps) and \
-                    any(s.file.endswith("socket.cc") for s in oc.steps[:3]):
+            if oc.failed and any(BOOTSTRAP_STEP.search(s.file) for s in oc.steps) and \
+                    any(SOCKET_STEP.search(s.file) for s in oc.steps[:3]):
                 out.append(C.Clue("error", oc.steps[0].text, oc.steps[0].at, oc.steps[0].text, oc.at.host))
     return out
 
