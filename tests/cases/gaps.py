@@ -197,19 +197,4 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "'Verdict: FAIL Unexplained failure (low confidence)', exit 1: CUDA's 'no CUDA-capable device is detected' is "
         "read as a failure (the lexicon's cuda-no-device shape) and left unexplained; that the job step requested no "
         "GPU is not in the line (was a false all-clear: 'nothing to judge', exit 0)"),
-    "node-magiccastle361-slurmctld-gres-count-lower-mig-inval-drain": Gap(
-        "missed",
-        "'Verdict: WARN Unexplained failure (low confidence)', exit 1: slurmctld's 'Setting node nodegpu1 state to INVAL "
-        "with reason:gres/gpu count reported lower than configured (3 < 4)' and 'drain_nodes: node nodegpu1 state set "
-        "to DRAIN' are read as a program's error and left unexplained; that the node reports fewer GPUs than Slurm is "
-        "configured for (here after a MIG change) is not named"),
-    "node-magiccastle27-slurmd-fatal-gres-conf-duplicate-records-autodetect": Gap(
-        "false all-clear",
-        "'Verdict: nothing broken', exit 0: slurmd's lower-case 'fatal: gres.conf duplicate records for gpu' behind a "
-        "syslog prefix is not read as an error at all, and the gres.conf that follows is not read"),
-    "node-fgcicuda3-slurmd-cant-stat-gres-file-dev-nvidia0-before-device-nodes": Gap(
-        "missed",
-        "'Verdict: WARN Unexplained failure (low confidence)', exit 1: slurmd's 'error: Waiting for gres.conf file "
-        "/dev//nvidia0' and 'fatal: can't stat gres.conf file /dev//nvidia0: No such file or directory' are read as a "
-        "program's error and left unexplained; that the GPU device file does not exist when slurmd starts is not named"),
 }
