@@ -58,7 +58,6 @@ KNOWN: Dict[Tuple[str, str], str] = {
     ("net-nccl187-hostname-prefix-collision-p2p-ipc-across-hosts", "anon-redacted"): "missed",
     ("gpu-autocast381-ddp-post-fit-rank0-only-barrier-watchdog", "lexicon-only"): "missed",
     ("gpu-bloom176b-logbook-eval-hang-no-timeout-dataloader-deadlock", "lexicon-only"): "false all-clear",
-    ("node-gpuoperator544-nv-fabricmanager-interface-version-530-30-vs-driver-530-41", "lexicon-only"): "false all-clear",
     ("gpu-cloudatlas-vm-passthrough-nvrm-bar0-invalid-pcihole64-realloc", "lexicon-only"): "wrong cause",
     ("gpu-mlengineering-dcgmi-diag-r2-gpu-memory-fail-faulty-node", "lexicon-only"): "missed",
     ("gpu-mlengineering-nvidia-smi-grep-sram-uncorrectable-broken-gpu", "lexicon-only"): "missed",
