@@ -75,6 +75,10 @@ CHECKED = {
     "perftest-socket-init-failed": " Unable to init the socket connection",
     "pingpong-failed-status": "Failed status %s (%d) for wr_id %d",
     "pingpong-modify-qp-failed": "Failed to modify QP to RTR",
+    "slurm-gres-count-lower": "count reported lower than configured ",
+    "slurm-gres-conf-duplicate-records": "gres.conf duplicate records for %s",
+    "slurm-gres-gpu-device-file-missing": "can't stat gres.conf file %s: %m",
+    "slurm-gres-gpu-device-stat-missing": "%s: stat(%s): %m",
 }
 
 # The message as a tool prints it, where a row's text is a part of it or its conversions take words: written for this
@@ -97,6 +101,13 @@ PRINTED = {
     "pingpong-failed-status": "Failed status transport retry counter exceeded (12) for wr_id 2",
     "mpirun-rank-exited-on-signal": "mpirun noticed that process rank 3 with PID 4242 on node node1 exited on signal 9 "
                                     "(Killed).",
+    "slurm-gres-count-lower": "slurmctld: error: Setting node node1 state to INVAL with reason:gres/gpu count reported "
+                              "lower than configured (7 < 8)",
+    "slurm-gres-conf-duplicate-records": "slurmd: fatal: gres.conf duplicate records for gpu",
+    "slurm-gres-gpu-device-file-missing": "slurmd: fatal: can't stat gres.conf file /dev/nvidia0: No such file or "
+                                          "directory",
+    "slurm-gres-gpu-device-stat-missing": "slurmd: error: _set_gres_device_desc: stat(/dev/nvidia0): No such file or "
+                                          "directory",
 }
 
 
@@ -302,3 +313,31 @@ def test_a_slurm_time_limit_is_the_limits_not_a_nodes():
     top = _failing(log_inputs("job.out", text))[0]
     assert (top.id, top.category) == (tool_message.ID, "other:slurm-time-limit")
     assert "DUE TO TIME LIMIT" in top.summary
+
+
+# Real lines of a working slurmd's GPU detection (NVIDIA/deepops#1214, a node whose MIG instances slurmd found through
+# NVML; the reporter's debug log, 2022-08-23) and of a working node's driver load (tests/cases/node-k8sdp480-...).
+SLURMD_GRES_FOUND = (
+    "[2022-08-23T15:24:51.390]     GRES[gpu] Type:(null) Count:1 Cores(256):0-63  Links:0,0,0,0,0,-1,0 "
+    "Flags:HAS_FILE,ENV_NVML File:/dev/nvidia1,/dev/nvidia-caps/nvidia-cap111,/dev/nvidia-caps/nvidia-cap112 "
+    "UniqueId:MIG-GPU-ede6b90f-50d8-42f2-57a1-8a531adc3192/12/0\n"
+    "[    2.846803] nvidia: module verification failed: signature and/or required key missing - tainting kernel\n")
+
+
+def test_slurms_gpu_resource_failures_name_the_nodes_configuration_or_its_missing_device_files():
+    """slurmctld's INVAL registration and slurmd's fatal start-up errors (real lines of tests/cases) are the node's GPU
+    resources, each its category; the lines of a working node's GPU detection are read by no row."""
+    cases = {
+        "node-magiccastle361-slurmctld-gres-count-lower-mig-inval-drain": "other:slurm-gres-config",
+        "node-magiccastle27-slurmd-fatal-gres-conf-duplicate-records-autodetect": "other:slurm-gres-config",
+        "node-fgcicuda3-slurmd-cant-stat-gres-file-dev-nvidia0-before-device-nodes": "other:gpu-device-nodes-missing",
+    }
+    for case_id, category in cases.items():
+        text = "\n".join(_lines(_case(case_id))) + "\n"
+        top = _failing(log_inputs("slurm.log", text))[0]
+        assert (top.id, top.category, top.severity) == (tool_message.ID, category, "fail"), case_id
+    assert [line for line in SLURMD_GRES_FOUND.splitlines() if toolmsg.row_of(line)] == []
+    assert _failing(log_inputs("slurmd.log", SLURMD_GRES_FOUND)) == []
+    # a count the node reports above the configured one is ignored by slurmctld (debug), not a failure
+    assert toolmsg.row_of("slurmctld: debug:  _node_config_validate: gres/gpu: Ignoring excess count on node n1 "
+                          "(8 > 4)") is None
