@@ -202,21 +202,10 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "'Verdict: WARN Unexplained failure on node1 (low confidence)', exit 1: NCCL's 'transport/p2p.cu:431 WARN failed "
         "to open CUDA IPC handle : 30 unknown error' is read as an NCCL WARN line without an error result and left "
         "unexplained; that two servers share one host name (so NCCL tried CUDA IPC between them) is not read"),
-    "net-horovod-docs-ncclallreduce-failed-invalid-data-type-wrong-nccl-linked": Gap(
-        "false all-clear",
-        "'Verdict: nothing broken', exit 0: TensorFlow's 'UnknownError ... ncclAllReduce failed: invalid data type' is "
-        "not read as a failure; that Horovod was linked to another NCCL (the conda nccl package) is not read"),
-    "node-azure-docs-cloud-init-duplicate-mac-eth1-ib0-ubuntu-hpc-vm": Gap(
-        "missed",
-        "'Verdict: FAIL Unexplained failure (low confidence)', exit 1: cloud-init's 'RuntimeError: duplicate mac found! "
-        "both 'eth1' and 'ib0' have mac' is read as a Python exception and left unexplained"),
-    "gpu-ocp-docs-driver-daemonset-crashloop-elfutils-rhel-entitlement": Gap(
-        "missed",
-        "'Verdict: FAIL Unexplained failure (low confidence)', exit 1: the driver daemonset in CrashLoopBackOff and the "
-        "driver container's 'FATAL: failed to install elfutils packages. RHEL entitlement may be improperly deployed' "
-        "are read as failures and left unexplained"),
     "net-awshpctutorials-fi-info-p-efa-fi-getinfo-61-head-node-without-efa": Gap(
-        "false all-clear",
-        "'Verdict: nothing broken', exit 0: libfabric's 'fi_getinfo: -61' answer to 'fi_info -p efa' (no efa provider on "
-        "this instance) is not read as a failure"),
+        "missed",
+        "'Verdict: FAIL Unexplained failure (low confidence)', exit 1: libfabric's bare 'fi_getinfo: -61' answer to "
+        "'fi_info -p efa' is read as no provider found (the lexicon's libfabric-no-provider shape) and left "
+        "unexplained; that this instance has no EFA at all is not in the evidence (was a false all-clear: "
+        "'nothing broken', exit 0)"),
 }
