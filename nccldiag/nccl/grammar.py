@@ -476,6 +476,7 @@ ERROR_WORDS = (
     "No space left on device", "Disk quota exceeded",  # ENOSPC and EDQUOT: 'OSError: [Errno 28] No space left on device'
     "In use by another client",  # NVML's NVML_ERROR_IN_USE: 'GPU 00000000:01:00.0: In use by another client' (a reset refused)
     "is corrupted",  # nvidia-smi's 'WARNING: infoROM is corrupted at gpu <bus>', a file system's or an archive's
+    "duplicate mac found",  # cloud-init's RuntimeError at boot: 'duplicate mac found! both 'eth1' and 'ib0' have mac'
 )
 _ERROR_TEXT = re.compile(r"\b(?:" + _alternation(ERROR_WORDS) + r")\b")
 # Kernel lines about GPUs, the IOMMU, PCIe, RDMA and the fabric manager (_KERNEL_TEXT).

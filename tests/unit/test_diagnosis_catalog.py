@@ -1220,3 +1220,40 @@ def test_a_module_and_libraries_of_two_versions_are_told_apart_from_a_build_the_
     # real: CUDA's forward-compatibility error (NVIDIA/gpu-operator#277): a build the driver cannot run
     d = top(_in_repo_case("gpu-gpuoperator277-cuda-validator-forward-compat-non-supported-hw-driver-450"))
     assert d.id == "cuda-driver-mismatch" and d.summary.startswith("the CUDA the job was built for"), d
+
+
+def test_an_nccl_1_result_from_a_program_built_for_nccl_2_is_a_version_mismatch():
+    # real: Horovod's troubleshooting page quotes TensorFlow's 'ncclAllReduce failed: invalid data type' (the conda
+    # nccl package, an NCCL 1, loaded by a Horovod built for NCCL 2)
+    text = _in_repo_case("net-horovod-docs-ncclallreduce-failed-invalid-data-type-wrong-nccl-linked")
+    d = top(text)
+    assert d.id == "nccl1-library-loaded" and d.category == "version_mismatch" and d.severity == "fail", d
+    assert "unexplained" not in categories(text)
+    # written for this test: NCCL 2's results in the same wording are a failed call, not an NCCL 1 library
+    for line in ("ncclCommInitRank failed: unhandled system error", "ncclAllReduce failed: invalid argument"):
+        got = categories(line + "\n")
+        assert "version_mismatch" not in got, (line, got)
+    for name, text in _healthy_texts().items():
+        assert "version_mismatch" not in categories(text), name
+
+
+def test_a_driver_container_that_cannot_install_its_build_packages_is_named():
+    # real: the NVIDIA GPU Operator on OpenShift documentation's troubleshooting page (the operands in Init, the
+    # driver pod crash-looping, and the driver container's FATAL)
+    text = _in_repo_case("gpu-ocp-docs-driver-daemonset-crashloop-elfutils-rhel-entitlement")
+    d = top(text)
+    assert d.id == "driver-container-packages" and d.category == "other:driver-container-build-rhel-entitlement", d
+    assert d.severity == "fail" and d.confidence == "high", d
+    for name, text in _healthy_texts().items():
+        assert "other:driver-container-build-rhel-entitlement" not in categories(text), name
+
+
+def test_cloud_inits_duplicate_mac_is_named_with_its_two_interfaces():
+    # real: Azure's known issues of its HPC and GPU VMs (cloud-init at boot, IPoIB ib0 beside eth1)
+    text = _in_repo_case("node-azure-docs-cloud-init-duplicate-mac-eth1-ib0-ubuntu-hpc-vm")
+    d = top(text)
+    assert d.id == "cloud-init-duplicate-mac" and d.category == "other:cloud-init-duplicate-mac", d
+    assert "eth1" in d.summary and "ib0" in d.summary, d.summary
+    assert "unexplained" not in categories(text)
+    for name, text in _healthy_texts().items():
+        assert "other:cloud-init-duplicate-mac" not in categories(text), name
