@@ -38,6 +38,7 @@ import signal
 import re
 from typing import IO, Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
+from nccldiag import hscache
 from nccldiag.knowledge import lexicon
 from nccldiag.knowledge.lexicon import trie as _trie
 from nccldiag.nccl.facts import KEEP, MAX_LINE, NcclLogFacts
@@ -114,9 +115,8 @@ class HyperscanLines:
         plain = [w for w in words if "\0" not in w and "\n" not in w]
         ordered = plain + [w for w in words if w not in plain]
         self.plain = len(plain)  # ids below it are plain words
-        self.db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
-        self.db.compile(expressions=[_hs_expression(w) for w in ordered], ids=list(range(len(ordered))),
-                        elements=len(ordered), flags=[0] * len(ordered))
+        self.db = hscache.database(hyperscan, [_hs_expression(w) for w in ordered], range(len(ordered)),
+                                   [0] * len(ordered))
 
     def __call__(self, body: bytes, end: int) -> List[int]:
         ends: List[int] = []

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Dict, List, Optional, Sequence, Tuple
 
+from nccldiag import hscache
 from nccldiag.paste import ends, lines as L
 from nccldiag.paste.kinds import all_kinds
 from nccldiag.paste.kinds.base import MAX_LINES as MAX_BLOCK_LINES, Context
@@ -94,9 +95,7 @@ class _Words:
         except ImportError:  # the expression reads the first SLOW_BOUND bytes of a text (Reader.feed)
             return
         words = [w.encode("utf-8") for w in WORDS]
-        db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
-        db.compile(expressions=[re.escape(w) for w in words], ids=list(range(len(words))), elements=len(words),
-                   flags=[0] * len(words))
+        db = hscache.database(hyperscan, [re.escape(w) for w in words], range(len(words)), [0] * len(words))
         self.db, self.lengths = db, [len(w) for w in words]
 
     @property
