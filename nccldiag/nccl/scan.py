@@ -227,7 +227,6 @@ class Scan:
                     lines = [line[:cut] for line in lines]
                 self.total = n + len(lines)
                 yield n, lines
-                self.ctx = CONTEXT
                 return
             for line in body[:end].split(b"\n")[:-1]:
                 n += 1
@@ -256,13 +255,21 @@ class Scan:
                     n += k
                     self.skipped += k
                     pos = s
-            # line n+1 goes over, and with it in bulk every next line while context is still owed (the parser
-            # is asked whether it needs every line only where none is)
+            # line n+1 goes over; in bulk, with it every next line that is a candidate too, and the parser is
+            # asked whether it needs the line after them once it has read them
             n0, got = n, []
             while True:
                 e = index(b"\n", pos)
                 n += 1
                 line = body[pos:e] if e - pos <= cut else body[pos:pos + cut]
+                if bulk:
+                    got.append(line)
+                    pos = e + 1
+                    while j < count and starts[j] < pos:
+                        j += 1
+                    if pos >= end or j == count or starts[j] != pos:
+                        break
+                    continue
                 if j < count and starts[j] == pos:
                     ctx = CONTEXT
                 elif ctx > 1 and b")" not in line:
@@ -270,15 +277,9 @@ class Scan:
                 elif ctx:
                     ctx -= 1
                 pos = e + 1
-                if not bulk:
-                    self.total, self.ctx = n, ctx
-                    yield n, line.decode("utf-8", errors="replace").rstrip("\r\n")
-                    break
-                got.append(line)
-                if not ctx or pos >= end:
-                    break
-                while j < count and starts[j] < pos:
-                    j += 1
+                self.total, self.ctx = n, ctx
+                yield n, line.decode("utf-8", errors="replace").rstrip("\r\n")
+                break
             if bulk:
                 self.total, self.ctx = n, ctx
                 yield (n, line) if len(got) == 1 else (n0, tuple(got))
@@ -289,8 +290,9 @@ def feed(parser: Parser, name: str, stream: IO[bytes], block: int = BLOCK,
          max_line: int = MAX_LINE, lines: Optional[lexicon.Reader] = None) -> Scan:
     """Feed one log to ``parser`` through the prefilter, in bulk; and every line handed over to ``lines``, where
     given (the failure lexicon's words are among :data:`WORDS`: each line of a shape is among them)."""
-    scan = Scan(stream, lambda: parser.needs_every_line(name), block, max_line, bulk=True)
-    replay.feed(parser, iter(scan) if lines is None else _tapped(scan, lines), name, lambda: scan.total)
+    rp = replay.Replay(parser)
+    scan = Scan(stream, lambda: parser.needs_every_line(name) or rp.holds(), block, max_line, bulk=True)
+    rp.feed(iter(scan) if lines is None else _tapped(scan, lines), name, lambda: scan.total)
     return scan
 
 
