@@ -103,9 +103,10 @@ def test_the_line_after_a_candidate_is_handed_over_only_where_the_parser_may_nee
         assert s.total == text.count(b"\n")
         return out
 
-    class Taken:
+    class Taken:  # the lexicon's reader, as the prefilter hands it lines
         def __init__(self) -> None:
             self.lines: List[int] = []
+            self.memo: dict = {}
 
         def take(self, n: int, item) -> None:
             self.lines += [n] if type(item) is bytes else list(range(n + 1, n + 1 + len(item)))
