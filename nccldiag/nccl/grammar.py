@@ -957,7 +957,18 @@ _WORD_TEXT = tuple(re.compile(lexicon.trie(ws)) for ws in (
     [w for w in WORDS if not w[:1].islower()], [w for w in WORDS if w[:1].islower()]))
 
 
+_LAST_WORD: Tuple[Optional[str], bool] = (None, False)  # the last text tested, and whether it held a word
+
+
 def holds_word(text: str) -> bool:
     """Whether ``text`` holds a word of :data:`WORDS` (a superset: a word's tail reads Unicode spaces and digits
-    too). A line that holds none gives the parser nothing but a count: the checks that read it are skipped."""
-    return _WORD_TEXT[0].search(text) is not None or _WORD_TEXT[1].search(text) is not None
+    too). A line that holds none gives the parser nothing but a count: the checks that read it are skipped. The
+    same text tested again at once (the parser's record of a line, then what the replay remembers of it) is
+    answered from the last test."""
+    global _LAST_WORD
+    last = _LAST_WORD
+    if text is last[0]:
+        return last[1]
+    got = _WORD_TEXT[0].search(text) is not None or _WORD_TEXT[1].search(text) is not None
+    _LAST_WORD = (text, got)
+    return got

@@ -323,7 +323,9 @@ class Parser:
         output or RAS report it is part of; an error line past the bound that takes the next line (``join``)
         keeps nothing of it; a version line past the bound is the file's last version line (``version``)."""
         if self.bench_bytes or self.ras_bytes:
-            self.again_kept(source, n, ((0, msg, size),))
+            b, r = self.bench_bytes.get(source), self.ras_bytes.get(source)
+            if (b is not None and b < MAX_BENCH_BYTES) or (r is not None and r < MAX_RAS_BYTES):
+                self.again_kept(source, n, ((0, msg, size),))  # a benchmark output or RAS report still kept
         if self.want:
             self.want.pop(source, None)
         if join:

@@ -188,6 +188,11 @@ class Replay:
         self.seen, self.runs = {}, []
         p.end(source, total())
 
+    def holds(self) -> bool:
+        """Whether the line after the last one fed may change what was read: the reader holds a record it may
+        continue (an NCCL line that leaves a parenthesis open, and a line that continued one)."""
+        return bool(self.reader.held)
+
     # ---- the lines of a block
 
     def _block(self, n: int, lines: Sequence[bytes]) -> None:

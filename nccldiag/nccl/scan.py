@@ -4,15 +4,17 @@ The parser (:mod:`nccldiag.nccl.parser`) reads every line it is given in Python.
 nothing it uses (a training loop's progress, a framework's own INFO lines), so :class:`Scan` reads each file in
 large binary blocks and hands the parser only
 
-* the candidate lines: those holding a word or mark of some line the parser reads (:data:`CANDIDATES`, built from
+* the candidate lines: those holding a word or mark of some line the parser reads (:func:`candidates`, built from
   :data:`nccldiag.nccl.grammar.WORDS`, the words the grammar's guards and expressions rely on: NCCL's prefixes and
   messages, the errors, kernel lines, PyTorch and nccl-tests lines, benchmark tables, RAS reports, and what
   :func:`nccldiag.nccl.grammar.clean` removes, which could hide a word; ``tests/unit/test_nccllog_words.py`` holds
   the two together);
-* the line after each candidate (a wrapped line continues the line before it; a record the parser holds back is
+* the line after a candidate where it may change what the candidate said: read line by line (not in bulk), the
+  line after each candidate (a wrapped line continues the line before it; a record the parser holds back is
   settled by then), and the line after that where the first holds a ``)`` (it may have continued the candidate,
-  which is then settled by the next): after a line that continues nothing, the reader holds no record, and the
-  parser says whether it waits for the next line (below);
+  which is then settled by the next); in bulk (:func:`feed`), the parser is asked once it has read the candidate
+  and the candidates right after it, and the next line goes over only where the reader still holds a record
+  the line may continue (an NCCL line that leaves a parenthesis open) or the parser waits for it (below);
 * every line while the parser needs every line of the file (a line waits for the next one, a benchmark output or
   RAS report is being kept: :meth:`nccldiag.nccl.parser.Parser.needs_every_line`).
 
@@ -38,6 +40,7 @@ import signal
 import re
 from typing import IO, Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
+from nccldiag import hscache
 from nccldiag.knowledge import lexicon
 from nccldiag.knowledge.lexicon import trie as _trie
 from nccldiag.nccl.facts import KEEP, MAX_LINE, NcclLogFacts
@@ -54,8 +57,16 @@ SAMPLE = 256 * 1024  # the start of a block that says whether most of its lines 
 # Two expressions, not one: Python's engine skips quickly to the first characters an expression can start with
 # only when it is a plain alternation, and words starting in upper case or a mark are rarer than lower-case ones.
 _FIRST_RARE = [w for w in WORDS if not w[:1].islower()]
-CANDIDATES = tuple(re.compile(_trie(ws).encode("utf-8"))
-                   for ws in (_FIRST_RARE, [w for w in WORDS if w not in _FIRST_RARE]))
+_CANDIDATES: List["re.Pattern[bytes]"] = []  # compiled when first used: Hyperscan, where it imports, needs them
+# only for the lines where a word with a tail ends
+
+
+def candidates() -> List["re.Pattern[bytes]"]:
+    """The two expressions of the words over bytes (compiled once)."""
+    if not _CANDIDATES:
+        _CANDIDATES.extend(re.compile(_trie(ws).encode("utf-8"))
+                           for ws in (_FIRST_RARE, [w for w in WORDS if w not in _FIRST_RARE]))
+    return _CANDIDATES
 
 
 def _long_line(body: bytes, end: int, cut: int) -> bool:
@@ -68,7 +79,7 @@ def _long_line(body: bytes, end: int, cut: int) -> bool:
 
 def candidate(line: bytes) -> bool:
     """Whether the parser may read something from ``line`` (the prefilter's test; a superset)."""
-    return any(rx.search(line) for rx in CANDIDATES)
+    return any(rx.search(line) for rx in candidates())
 
 
 def _line(body: bytes, at: int) -> Tuple[int, int]:
@@ -78,10 +89,10 @@ def _line(body: bytes, at: int) -> Tuple[int, int]:
 
 def search_lines(body: bytes, end: int) -> List[int]:
     """The starts of the candidate lines of ``body[:end]`` (whole lines, each ending in a newline), in order, found
-    with Python's ``re``: each expression of :data:`CANDIDATES` searched for over the whole buffer, a match that runs
+    with Python's ``re``: each expression of :func:`candidates` searched for over the whole buffer, a match that runs
     on past its line's end kept only where the line alone holds a word (:func:`candidate`)."""
     found = set()
-    for rx in CANDIDATES:
+    for rx in candidates():
         search = rx.search
         pos = 0
         while True:
@@ -114,9 +125,8 @@ class HyperscanLines:
         plain = [w for w in words if "\0" not in w and "\n" not in w]
         ordered = plain + [w for w in words if w not in plain]
         self.plain = len(plain)  # ids below it are plain words
-        self.db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
-        self.db.compile(expressions=[_hs_expression(w) for w in ordered], ids=list(range(len(ordered))),
-                        elements=len(ordered), flags=[0] * len(ordered))
+        self.db = hscache.database(hyperscan, [_hs_expression(w) for w in ordered], range(len(ordered)),
+                                   [0] * len(ordered))
 
     def __call__(self, body: bytes, end: int) -> List[int]:
         ends: List[int] = []
@@ -227,7 +237,6 @@ class Scan:
                     lines = [line[:cut] for line in lines]
                 self.total = n + len(lines)
                 yield n, lines
-                self.ctx = CONTEXT
                 return
             for line in body[:end].split(b"\n")[:-1]:
                 n += 1
@@ -256,13 +265,21 @@ class Scan:
                     n += k
                     self.skipped += k
                     pos = s
-            # line n+1 goes over, and with it in bulk every next line while context is still owed (the parser
-            # is asked whether it needs every line only where none is)
+            # line n+1 goes over; in bulk, with it every next line that is a candidate too, and the parser is
+            # asked whether it needs the line after them once it has read them
             n0, got = n, []
             while True:
                 e = index(b"\n", pos)
                 n += 1
                 line = body[pos:e] if e - pos <= cut else body[pos:pos + cut]
+                if bulk:
+                    got.append(line)
+                    pos = e + 1
+                    while j < count and starts[j] < pos:
+                        j += 1
+                    if pos >= end or j == count or starts[j] != pos:
+                        break
+                    continue
                 if j < count and starts[j] == pos:
                     ctx = CONTEXT
                 elif ctx > 1 and b")" not in line:
@@ -270,15 +287,9 @@ class Scan:
                 elif ctx:
                     ctx -= 1
                 pos = e + 1
-                if not bulk:
-                    self.total, self.ctx = n, ctx
-                    yield n, line.decode("utf-8", errors="replace").rstrip("\r\n")
-                    break
-                got.append(line)
-                if not ctx or pos >= end:
-                    break
-                while j < count and starts[j] < pos:
-                    j += 1
+                self.total, self.ctx = n, ctx
+                yield n, line.decode("utf-8", errors="replace").rstrip("\r\n")
+                break
             if bulk:
                 self.total, self.ctx = n, ctx
                 yield (n, line) if len(got) == 1 else (n0, tuple(got))
@@ -289,17 +300,23 @@ def feed(parser: Parser, name: str, stream: IO[bytes], block: int = BLOCK,
          max_line: int = MAX_LINE, lines: Optional[lexicon.Reader] = None) -> Scan:
     """Feed one log to ``parser`` through the prefilter, in bulk; and every line handed over to ``lines``, where
     given (the failure lexicon's words are among :data:`WORDS`: each line of a shape is among them)."""
-    scan = Scan(stream, lambda: parser.needs_every_line(name), block, max_line, bulk=True)
-    replay.feed(parser, iter(scan) if lines is None else _tapped(scan, lines), name, lambda: scan.total)
+    rp = replay.Replay(parser)
+    scan = Scan(stream, lambda: parser.needs_every_line(name) or rp.holds(), block, max_line, bulk=True)
+    rp.feed(iter(scan) if lines is None else _tapped(scan, lines), name, lambda: scan.total)
     return scan
 
 
 def _tapped(scan: Scan, lines: lexicon.Reader) -> Iterator[Tuple[int, Any]]:
     take = lines.take
+    shapes = lines.memo  # a line seen before that is of no shape (None) is not handed to take again
     for n, item in scan:
         if type(item) is tuple:
             for i, raw in enumerate(item, n + 1):
-                take(i, raw)
+                if shapes.get(raw, take) is not None:
+                    take(i, raw)
+        elif type(item) is bytes:
+            if shapes.get(item, take) is not None:
+                take(n, item)
         else:
             take(n, item)
         yield n, item

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Dict, List, Optional, Sequence, Tuple
 
+from nccldiag import hscache
 from nccldiag.paste import ends, lines as L
 from nccldiag.paste.kinds import all_kinds
 from nccldiag.paste.kinds.base import MAX_LINES as MAX_BLOCK_LINES, Context
@@ -78,14 +79,27 @@ def escaped(words: Sequence[str]) -> Tuple[str, ...]:
 _KIND_WORDS: Tuple[Tuple[bytes, ...], ...] = tuple(tuple(w.encode("utf-8") for w in escaped(k.WORDS)) for k in KINDS)
 _END_WORDS = tuple(w.encode("utf-8") for w in ends.WORDS)
 WORDS = tuple(dict.fromkeys([w for k in KINDS for w in escaped(k.WORDS)] + list(ends.WORDS) + list(_PROMPT_WORDS)))
-_SEARCH = _trie(WORDS)
-_BLOCK_SEARCH = _trie([w for k in KINDS if getattr(k, "MODE", "block") != "lines" for w in escaped(k.WORDS)])
+_TRIES: Dict[str, "re.Pattern[bytes]"] = {}  # the expressions below, compiled when first used
+
+
+def _search() -> "re.Pattern[bytes]":
+    """Every word, one expression: where Hyperscan is missing."""
+    if "all" not in _TRIES:
+        _TRIES["all"] = _trie(WORDS)
+    return _TRIES["all"]
+
+
+def _block_search() -> "re.Pattern[bytes]":
+    """The words of the kinds read as blocks (not line by line)."""
+    if "block" not in _TRIES:
+        _TRIES["block"] = _trie([w for k in KINDS if getattr(k, "MODE", "block") != "lines" for w in escaped(k.WORDS)])
+    return _TRIES["block"]
 SLOW_BOUND = 16 * 1024 * 1024  # bytes of a text read where Hyperscan is missing (the expression is ~20x slower)
 
 
 class _Words:
     """Where the words are in a chunk: Hyperscan's literal matcher (all the words in one pass, at the speed of a
-    search for one byte) where it is installed, else :data:`_SEARCH`."""
+    search for one byte) where it is installed, else :func:`_search`."""
 
     def __init__(self) -> None:
         self.db = None
@@ -94,9 +108,7 @@ class _Words:
         except ImportError:  # the expression reads the first SLOW_BOUND bytes of a text (Reader.feed)
             return
         words = [w.encode("utf-8") for w in WORDS]
-        db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
-        db.compile(expressions=[re.escape(w) for w in words], ids=list(range(len(words))), elements=len(words),
-                   flags=[0] * len(words))
+        db = hscache.database(hyperscan, [re.escape(w) for w in words], range(len(words)), [0] * len(words))
         self.db, self.lengths = db, [len(w) for w in words]
 
     @property
@@ -106,7 +118,7 @@ class _Words:
     def starts(self, buf: bytes, start: int) -> List[int]:
         """The offsets at which a word starts in ``buf``, from ``start``, in order."""
         if self.db is None:
-            return [m.start() for m in _SEARCH.finditer(buf, start)]
+            return [m.start() for m in _search().finditer(buf, start)]
         hits: List[int] = []
         lengths = self.lengths
 
@@ -527,7 +539,7 @@ def _behind_time(out: list, p: L.Peeled) -> list:
 
 def _foreign(p: L.Peeled, raw: bytes, kind: ModuleType) -> bool:
     """Whether a line the kernel's ``kind`` reads is another kind's (:func:`_behind_time`)."""
-    if _BLOCK_SEARCH.search(raw) is None:
+    if _block_search().search(raw) is None:
         return False  # no word of a kind read by blocks: the kernel's
     mine = (kind, kind.classify(p))
     out = [a for a in _anchors_of(p, raw) if a[0] is not kind]

@@ -82,28 +82,49 @@ def test_real_lines_among_lines_it_skips():
     assert s.skipped > 0 and read + s.skipped == s.total == lines == nccllog.parse_streams([("j", io.BytesIO(spread))]).lines
 
 
-def test_the_second_line_after_a_candidate_is_handed_over_only_where_the_first_may_continue_it():
-    # Written for this test: an NCCL line, then lines holding no word; the second line after it goes over only
-    # where the first holds a ')' (it may have completed a wrapped record) or the parser waits for every line.
+def test_the_line_after_a_candidate_is_handed_over_only_where_the_parser_may_need_it():
+    # Written for this test: an NCCL line, then lines holding no word. In bulk, a candidate goes over with the
+    # candidates right after it, and the line after them only where the parser then needs it: the reader holds a
+    # record the line may continue (an NCCL line that leaves a parenthesis open, and the line that continued it),
+    # or the parser waits for every line.
     nccl = b"node-a:1:2 [0] NCCL INFO Channel 00 : 0[0] -> 1[1] via P2P/IPC\n"
     plain_after = nccl + b"step 1 loss 2.0\n" + b"step 2 loss 2.1\n" + b"step 3 loss 2.2\n"
     closing = nccl + b"step 1 loss 2.0)\n" + b"step 2 loss 2.1\n" + b"step 3 loss 2.2\n"
-    wrapped = (b"node-a:1:2 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB (port\n" + b"down)\n" +
+    wrapped = (b"node-a:1:2 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB (port\n" + b"1 of 2)\n" +
                b"step 2 loss 2.1\n" + b"step 3 loss 2.2\n")
+    two = nccl + nccl.replace(b"Channel 00", b"Channel 01") + b"step 2 loss 2.1\n" + b"step 3 loss 2.2\n" + \
+        b"step 4 loss 2.3\n"
 
     def handed(text: bytes, needs_all: bool = False) -> List[int]:
         s = scan.Scan(io.BytesIO(text), lambda: needs_all, bulk=True)
         out: List[int] = []
         for n, item in s:
             out += [n] if type(item) is bytes else list(range(n + 1, n + 1 + len(item)))
-        assert s.total == 4
+        assert s.total == text.count(b"\n")
         return out
 
-    assert handed(plain_after) == [1, 2]
-    assert handed(closing) == [1, 2, 3]
-    assert handed(wrapped) == [1, 2, 3]
+    class Taken:  # the lexicon's reader, as the prefilter hands it lines
+        def __init__(self) -> None:
+            self.lines: List[int] = []
+            self.memo: dict = {}
+
+        def take(self, n: int, item) -> None:
+            self.lines += [n] if type(item) is bytes else list(range(n + 1, n + 1 + len(item)))
+
+    def fed(text: bytes) -> List[int]:
+        taken = Taken()
+        scan.feed(nccllog.Parser(), "t.log", io.BytesIO(text), lines=taken)
+        return taken.lines
+
+    assert handed(plain_after) == handed(closing) == handed(wrapped) == [1]
+    assert handed(two) == [1, 2]
     assert handed(plain_after, needs_all=True) == [1, 2, 3, 4]
-    for text in (plain_after, closing, wrapped):
+    # the first time a line is read, its record waits for the next line, which goes over; the second time, what
+    # it does is known: a record no line can continue is read at once
+    before = nccl + b"step 0 loss 1.9\n" * 3
+    assert fed(before + plain_after) == fed(before + closing) == [1, 2, 5]
+    assert fed(before + wrapped) == [1, 2, 5, 6, 7]
+    for text in (plain_after, closing, wrapped, two):
         assert fast([("t.log", FILLER + text + FILLER)]) == plain([("t.log", FILLER + text + FILLER)])
 
 
