@@ -113,3 +113,17 @@ def run(case: Case, timeout: float = 120) -> Result:
         return Result(case, proc.returncode, error=(proc.stderr or proc.stdout)[-2000:])
     return Result(case, proc.returncode, list(doc.get("diagnoses") or []),
                   (doc.get("verdict") or {}).get("headline", "") if isinstance(doc.get("verdict"), dict) else "")
+
+
+def alarms_of(paths: List[Path]) -> List:
+    """The fail and warn diagnoses of ``nccldiag log`` over ``paths``, read in this process (one worker)."""
+    from nccldiag.sessions import log as session
+
+    return [d for d in session.run([str(p) for p in paths], workers=1).diagnoses[0]
+            if d.severity in ("fail", "warn")]
+
+
+def alarms_of_case(folder: Path) -> List:
+    """:func:`alarms_of` the files a case folder's ``case.json`` names."""
+    meta = json.loads((folder / "case.json").read_text(encoding="utf-8"))
+    return alarms_of([folder / f for f in meta["files"]])

@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from types import ModuleType
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
 from nccldiag import hscache
 from nccldiag.paste import ends, lines as L
@@ -399,12 +399,7 @@ class Reader:
         """The rows of the 'sinfo -R' typed at ``s`` (or of the table whose ``header`` is at ``s``): its output, the
         lines down to the next prompt; a row read already (under its command) is not read again."""
         lines: List[Tuple[int, str]] = [(lineno, header)] if header else []
-        at: Optional[int] = s
-        for k in range(1, ends.SINFO_AFTER + 1):
-            at = view.next(at) if at is not None else None
-            if at is None:
-                break
-            q = view.peeled(at)
+        for k, q in _after(view, s, ends.SINFO_AFTER):
             if _is_prompt(q) or _bare_prompt(q):
                 break
             lines.append((lineno + k, q.text))
@@ -418,12 +413,7 @@ class Reader:
     def _container_failure(self, view: "_View", s: int, lineno: int, command: str, host: Optional[str]) -> None:
         """A container started without its GPU option (``command``, at line ``lineno``) whose output, before the
         next prompt, says the program in it found no usable GPU driver."""
-        at: Optional[int] = s
-        for k in range(1, ends.CONTAINER_AFTER + 1):
-            at = view.next(at) if at is not None else None
-            if at is None:
-                return
-            q = view.peeled(at)
+        for k, q in _after(view, s, ends.CONTAINER_AFTER):
             if _is_prompt(q):
                 return
             if ends.GPU_UNREACHABLE.search(q.text):
@@ -664,6 +654,16 @@ def _line_host(view: _View, got: Sequence[Tuple[int, str]]) -> Optional[str]:
         if h:
             return h
     return None
+
+
+def _after(view: "_View", s: int, limit: int) -> Iterator[Tuple[int, L.Peeled]]:
+    """The (up to ``limit``) lines after the line at ``s``, each with its distance from it, peeled."""
+    at: Optional[int] = s
+    for k in range(1, limit + 1):
+        at = view.next(at)
+        if at is None:
+            return
+        yield k, view.peeled(at)
 
 
 def _is_prompt(p: L.Peeled) -> bool:

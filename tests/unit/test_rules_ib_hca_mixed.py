@@ -6,25 +6,16 @@ and a two-node GPUDirect RDMA run over IB (a shared NCCL log, read in place).
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import List
 
-from nccldiag.sessions import log as session
 from tests import real, realcases
 
 CASES = Path(__file__).resolve().parents[1] / "cases"
 ID = "ib-hca-mixed-link-layers"
 
 
-def diagnoses(paths: List[Path]):
-    return [d for d in session.run([str(p) for p in paths], workers=1).diagnoses[0]
-            if d.severity in ("fail", "warn")]
-
-
-def case(folder: Path):
-    meta = json.loads((folder / "case.json").read_text(encoding="utf-8"))
-    return diagnoses([folder / f for f in meta["files"]])
+diagnoses = realcases.alarms_of
+case = realcases.alarms_of_case
 
 
 def test_a_roce_bond_beside_eight_ib_hcas_is_named_with_the_port():

@@ -10,29 +10,23 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import List
 
 import pytest
 
 from nccldiag import knowledge
 from nccldiag.diagnosis.rules import nccl_arch
 from nccldiag.paste import ends
-from nccldiag.sessions import log as session
-from tests import real
+from tests import real, realcases
 
 CASES = Path(__file__).resolve().parents[1] / "cases"
 NEW = ("shm-permission", "rdma-resources-exhausted", "nccl-system-error", "nccl-arch-unsupported")
 
 
-def diagnoses(paths: List[Path]):
-    return [d for d in session.run([str(p) for p in paths], workers=1).diagnoses[0]
-            if d.severity in ("fail", "warn")]
+diagnoses = realcases.alarms_of
 
 
 def case(name: str):
-    folder = CASES / name
-    meta = json.loads((folder / "case.json").read_text(encoding="utf-8"))
-    return diagnoses([folder / f for f in meta["files"]])
+    return realcases.alarms_of_case(CASES / name)
 
 
 # ---- /dev/shm not writable ---------------------------------------------------------------------------------------

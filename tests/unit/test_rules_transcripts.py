@@ -11,28 +11,22 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import List
 
 import pytest
 
 from nccldiag.paste import ends, reader
-from nccldiag.sessions import log as session
-from tests import real
+from tests import real, realcases
 
 CASES = Path(__file__).resolve().parents[1] / "cases"
 CONTAINER = "container-gpu-option-missing"
 HIDDEN = "p2p-peer-gpu-hidden"
 
 
-def diagnoses(paths: List[Path]):
-    return [d for d in session.run([str(p) for p in paths], workers=1).diagnoses[0]
-            if d.severity in ("fail", "warn")]
+diagnoses = realcases.alarms_of
 
 
 def case(name: str):
-    folder = CASES / name
-    meta = json.loads((folder / "case.json").read_text(encoding="utf-8"))
-    return diagnoses([folder / f for f in meta["files"]])
+    return realcases.alarms_of_case(CASES / name)
 
 
 # ---- a container started without its GPU option -------------------------------------------------------------------
