@@ -83,6 +83,22 @@ def test_df_h_of_dev_shm_is_read_in_its_human_units():
     assert [b.kind for b in big.blocks] == ["df"] and not big.findings
 
 
+CASES = Path(__file__).resolve().parents[1] / "cases"
+
+
+def test_a_df_row_of_dev_shm_pasted_without_its_header_is_read_in_its_human_units():
+    # a blog's DataLoader traceback and the row 'df -h /dev/shm/' printed, quoted without df's header line
+    case = CASES / "node-lizhenyang-blog-dataloader-socket-error-111-dev-shm-64m" / "posted-traceback-and-df.txt"
+    p = pasted.scan(case.read_text(encoding="utf-8"), str(case))
+    assert [b.kind for b in p.blocks] == ["df"]
+    assert [f.check for f in p.findings] == ["limits.shm"] and p.findings[0].status in (Status.WARN, Status.FAIL)
+    # NCCL's own lines about its /dev/shm segments are no df row; a run that worked holds none either
+    for name in ("net-nccldocs-failed-to-extend-dev-shm-segment/posted-nccl-warn.txt",
+                 "net-torchtitan853-ci-container-dev-shm-16mb-nccl-shm-segment-failed/posted-nccl-error.txt"):
+        assert not [b for b in pasted.scan((CASES / name).read_text(encoding="utf-8")).blocks if b.kind == "df"]
+    assert not pasted.scan(log_text("p2p-direct-pointer-and-shm-8gpu-single-process.log"))
+
+
 def test_a_healthy_log_alone_has_no_pasted_block_and_no_signal():
     for name in (HEALTHY_LOG, FAILED_LOG, "p2p-direct-pointer-and-shm-8gpu-single-process.log"):
         assert not pasted.scan(log_text(name))
