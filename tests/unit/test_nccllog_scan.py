@@ -141,13 +141,16 @@ def test_the_line_after_a_candidate_is_handed_over_only_where_the_parser_may_nee
     def fed(text: bytes) -> Tuple[List[int], List[int]]:
         """The lines the parser is handed, and those the lexicon's reader is."""
         taken, got = Taken(), []
-        block = replay.Replay._block
+        feed = replay.Replay.feed
 
-        def spied(self, n: int, lines) -> None:
-            got.extend(range(n + 1, n + 1 + len(lines)))
-            block(self, n, lines)
+        def spied(self, items, *args) -> None:
+            def each():
+                for n, item in items:
+                    got.extend([n] if type(item) is bytes else range(n + 1, n + 1 + len(item)))
+                    yield n, item
+            feed(self, each(), *args)
 
-        monkeypatch.setattr(replay.Replay, "_block", spied)
+        monkeypatch.setattr(replay.Replay, "feed", spied)
         scan.feed(nccllog.Parser(), "t.log", io.BytesIO(text), lines=taken)
         monkeypatch.undo()
         return got, taken.lines
