@@ -17,7 +17,7 @@ fill, and on logs made at random.
 from __future__ import annotations
 
 import itertools
-from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tuple, Union
+from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tuple, Union
 
 from nccldiag.nccl.facts import MAX_THREADS, CategoryStats, ChainStep, PairTransport, VersionLine, Warn
 from nccldiag.nccl.grammar import (
@@ -163,26 +163,16 @@ class Replay:
         self.spare: Optional[_Recording] = None  # a recording forgotten, to record the next run with
 
     def feed(self, items: Iterable[Tuple[int, Union[bytes, List[bytes]]]], source: str,
-             total: Callable[[], int], marks: Any = None) -> None:
+             total: Callable[[], int]) -> None:
         """One log as raw lines: ``(n, line)`` for line ``n``, or ``(n, [lines])`` for the lines after line ``n``;
-        each cut to its bound, undecoded; ``total()`` says how many lines it had once they are read. ``marks``
-        (the :class:`nccldiag.nccl.scan.Scan` the items come from): its ``first_wordless`` says that the line
-        just yielded is whole and holds no word of the grammar. Such a line, handed over only for what the
-        lines before ask of it (a benchmark output or RAS report being kept, a line waiting for the next), is
-        read in full and not remembered: it rarely comes again while it is needed, and where it does, reading it
-        costs about what looking up what it did would."""
+        each cut to its bound, undecoded; ``total()`` says how many lines it had once they are read."""
         p = self.p
         p.begin(source)
         self.reader = reader = Reader(source)
         self.seen, self.room, self.runs, self.budget, self.rec = {}, _SEEN_BYTES, [], RUN_MAX, None
-        line, record = reader.line, p.record
         for n, item in items:
             if type(item) is bytes:
-                if marks is not None and marks.first_wordless:
-                    for rec in line(n, item.decode("utf-8", errors="replace").rstrip("\r\n")):
-                        record(rec)
-                else:
-                    self._block(n - 1, (item,))
+                self._block(n - 1, (item,))
             else:
                 self._block(n, item)
         for rec in reader.end():

@@ -307,7 +307,7 @@ def feed(parser: Parser, name: str, stream: IO[bytes], block: int = BLOCK,
     given (the failure lexicon's words are among :data:`WORDS`: each line of a shape is among them)."""
     rp = replay.Replay(parser)
     scan = Scan(stream, lambda: parser.needs_every_line(name) or rp.holds(), block, max_line, bulk=True)
-    rp.feed(iter(scan) if lines is None else _tapped(scan, lines), name, lambda: scan.total, scan)
+    rp.feed(iter(scan) if lines is None else _tapped(scan, lines), name, lambda: scan.total)
     return scan
 
 

@@ -141,16 +141,13 @@ def test_the_line_after_a_candidate_is_handed_over_only_where_the_parser_may_nee
     def fed(text: bytes) -> Tuple[List[int], List[int]]:
         """The lines the parser is handed, and those the lexicon's reader is."""
         taken, got = Taken(), []
-        feed = replay.Replay.feed
+        block = replay.Replay._block
 
-        def spied(self, items, *args) -> None:
-            def each():
-                for n, item in items:
-                    got.extend([n] if type(item) is bytes else range(n + 1, n + 1 + len(item)))
-                    yield n, item
-            feed(self, each(), *args)
+        def spied(self, n: int, lines) -> None:
+            got.extend(range(n + 1, n + 1 + len(lines)))
+            block(self, n, lines)
 
-        monkeypatch.setattr(replay.Replay, "feed", spied)
+        monkeypatch.setattr(replay.Replay, "_block", spied)
         scan.feed(nccllog.Parser(), "t.log", io.BytesIO(text), lines=taken)
         monkeypatch.undo()
         return got, taken.lines
