@@ -71,7 +71,7 @@ def parse_nccl_tests(text: Optional[str]) -> Optional[NcclTestsRun]:
     same in place; NCCL INFO lines and mangled header lines are skipped.
     """
     run = NcclTestsRun()
-    for line in (text or "").splitlines():
+    for line in _read(text or ""):
         s = line.strip().lstrip(">#").strip()
         if _HEADER.search(s):
             run.started = True
@@ -129,6 +129,41 @@ _TITLES = re.compile(r"^(?:size|bytes)\s+(?:count|N)\s+type\b")
 _HEADER = re.compile(r"^nThread \d+|^Using devices\s*$|^(?:size|bytes)\s+(?:count|N)\s+type\b")
 _RANK = re.compile(r"\bRank\s+\d+\s+(?:Group\s+\d+\s+)?(?:Pid\s+\d+\s+on\s+(?P<host>\S+)\s+)?(?:device\s+\d+|uses device"
                    r"\s+\d+)\s+\[[^\]]*\]\s*(?P<gpu>.*)$")
+
+
+# The lines that may say something to parse_nccl_tests: those whose first character after blanks, '>' and '#' is
+# not an ASCII letter or is the first of 'nThread', 'Using devices', 'size' or 'bytes' (found after a newline by
+# one expression), and those holding a word read anywhere in them. Found over the whole text at once, in C, so
+# that the lines of a job's stdout kept after a table's start (a training loop's progress lines, up to the bound)
+# are never split apart and read one by one.
+_STARTS = re.compile(r"\n(?:[^\S\n]|[>#])*(?:[^A-Za-z\s>#]|[nUsb])")
+_ANYWHERE = ("Avg bus", "Collective test", "Out of bounds", "Rank")
+# the line breaks other than LF, where str.splitlines() cuts lines that the search above would not
+_OTHER_BREAKS = "\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
+
+
+def _read(text: str) -> List[str]:
+    """The lines of ``text`` (as ``str.splitlines()`` cuts them) that may say something to
+    :func:`parse_nccl_tests`, in order: the others say nothing to it."""
+    if any(c in text for c in _OTHER_BREAKS):
+        return text.splitlines()
+    text = "\n" + text
+    starts = {m.start() + 1 for m in _STARTS.finditer(text)}
+    rfind, find = text.rfind, text.find
+    for word in _ANYWHERE:
+        at = find(word)
+        while at >= 0:
+            s = rfind("\n", 0, at) + 1
+            starts.add(s)
+            e = find("\n", at)
+            if e < 0:
+                break
+            at = find(word, e)
+    out = []
+    for s in sorted(starts):
+        e = find("\n", s)
+        out.append(text[s:] if e < 0 else text[s:e])
+    return out
 
 
 def _cell(tok: str) -> bool:

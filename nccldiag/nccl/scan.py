@@ -194,6 +194,7 @@ class Scan:
         self.total = 0
         self.skipped = 0  # lines counted without being handed over
         self.ctx = 0  # context lines still to hand over after the last candidate (across blocks)
+        self.first_wordless = False  # in bulk: the first line of the item last yielded is whole and no candidate
 
     def __iter__(self) -> Iterator[Tuple[int, str]]:
         carry = b""
@@ -236,6 +237,7 @@ class Scan:
                 if end > cut and _long_line(body, end, cut) and max(map(len, lines)) > cut:
                     lines = [line[:cut] for line in lines]
                 self.total = n + len(lines)
+                self.first_wordless = False
                 yield n, lines
                 return
             for line in body[:end].split(b"\n")[:-1]:
@@ -268,6 +270,9 @@ class Scan:
             # line n+1 goes over; in bulk, with it every next line that is a candidate too, and the parser is
             # asked whether it needs the line after them once it has read them
             n0, got = n, []
+            # the first line handed over holds no word where it is whole and no candidate: none of the failure
+            # lexicon's either (its words are among WORDS), so that lexicon's reader is spared it
+            self.first_wordless = bulk and index(b"\n", pos) - pos <= cut and (j == count or starts[j] != pos)
             while True:
                 e = index(b"\n", pos)
                 n += 1
@@ -312,10 +317,10 @@ def _tapped(scan: Scan, lines: lexicon.Reader) -> Iterator[Tuple[int, Any]]:
     for n, item in scan:
         if type(item) is tuple:
             for i, raw in enumerate(item, n + 1):
-                if shapes.get(raw, take) is not None:
+                if (i > n + 1 or not scan.first_wordless) and shapes.get(raw, take) is not None:
                     take(i, raw)
         elif type(item) is bytes:
-            if shapes.get(item, take) is not None:
+            if not scan.first_wordless and shapes.get(item, take) is not None:
                 take(n, item)
         else:
             take(n, item)

@@ -69,10 +69,15 @@ class Pasted:
 
 
 def judged(found: Found) -> Pasted:
-    """What was found, its blocks judged (:func:`nccldiag.paste.judge.judge`)."""
-    from nccldiag.paste.judge import judge
+    """What was found, its blocks judged (:func:`nccldiag.paste.judge.judge`; where none was found, the node
+    areas that judge them are not imported)."""
+    findings: List[Any] = []
+    facts: Dict[str, Dict[str, Any]] = {}
+    by: Dict[Any, Any] = {}
+    if found.blocks:
+        from nccldiag.paste.judge import judge
 
-    findings, facts, by = judge(found.blocks)
+        findings, facts, by = judge(found.blocks)
     return Pasted(list(found.blocks), findings, facts, list(found.partial), list(found.signals), list(found.oom),
                   [found.bounded] if found.bounded else [], list(found.memlock_unlimited), list(found.peermem_absent),
                   by, list(found.container_no_gpu), list(found.slurm_reasons))

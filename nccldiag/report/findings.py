@@ -8,6 +8,7 @@ a finding that did not pass shows at most :data:`EVIDENCE` evidence lines
 """
 from __future__ import annotations
 
+import re
 from collections import OrderedDict
 from typing import Any, Dict, Iterable, List, Sequence, Tuple
 
@@ -20,9 +21,15 @@ EVIDENCE = 4  # evidence lines shown per finding without -v
 RANK = {s.value: SEVERITY[s] for s in Status}
 
 
+# a host name ClusterShell reads as the one node it names, written back as it is (no range, group or operator)
+_PLAIN_NAME = re.compile(r"[A-Za-z0-9_.-]+")
+
+
 def fold(names: Sequence[str]) -> str:
     """Host names as ClusterShell folds them (``gpu[001-004]``) when that is shorter, else comma-separated."""
     names = [n for n in names if n]
+    if len(names) == 1 and _PLAIN_NAME.fullmatch(names[0]):
+        return names[0]  # one plain name folds to itself: ClusterShell is not imported for it
     try:
         from ClusterShell.NodeSet import NodeSet
 

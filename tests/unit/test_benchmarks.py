@@ -1,7 +1,9 @@
 """nccl-tests and perftest outputs read by ``nccldiag log``, on real captures."""
 import json
+import random
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -149,3 +151,47 @@ def test_a_paste_whose_rows_were_elided_is_not_a_hang_and_one_that_stops_after_t
     # an elision before the titles (a cut command line) leaves the rows' absence meaningful
     facts = nccllog.parse("...\n" + titles, "job.out")
     assert not facts.nccl_tests_no_result[0].elided
+
+
+def _every_line(text):
+    """parse_nccl_tests reading every line of ``text``, as it did before it searched for the lines to read."""
+    saved = nccltests._read
+    nccltests._read = str.splitlines
+    try:
+        return nccltests.parse_nccl_tests(text)
+    finally:
+        nccltests._read = saved
+
+
+def _real_texts():
+    texts = [p.read_text(errors="replace") for p in sorted((real.NODE / "nccl-tests").glob("*"))
+             + sorted(real.NCCL_LOGS.glob("*.log"))]
+    cases = [p for root in (real.ROOT / "cases", Path(__file__).resolve().parents[1] / "cases")
+             for p in sorted(root.glob("*/*")) if p.is_file() and p.name != "case.json"]
+    return texts + [p.read_text(errors="replace") for p in cases]
+
+
+def test_the_lines_a_table_is_read_from_give_what_every_line_gives_on_real_outputs():
+    texts = _real_texts()
+    assert len(texts) > 100
+    read = 0
+    for text in texts:
+        for t in (text, text.replace("\r\n", "\n"), "\n".join(text.splitlines()[::2])):
+            got = nccltests.parse_nccl_tests(t)
+            assert got == _every_line(t)
+            read += got is not None and bool(got.rows)
+    assert read >= 10  # the tables among them are read, not only the texts that hold none
+
+
+def test_the_lines_a_table_is_read_from_give_what_every_line_gives_on_texts_made_at_random():
+    rng = random.Random(7)
+    pieces = ["nThread 1 nGpus 1", "# Using devices", "#  size  count type redop root time algbw busbw #wrong",
+              "bytes N type", "   8   2  float  sum  -1  9.1  0.00  0.00  0  9.0  0.00  0.00  0",
+              ">> 1024 256 float sum 1 2 3 0 4 5 6 0", "# Avg bus bandwidth    : 3.2", "# Out of bounds values : 0 OK",
+              "# Collective test starting: all_reduce_perf", "#  Rank  0 Group  0 Pid 1 on h device  0 [0x1] A100",
+              "...", "[snip]", "\t-- snip --", "\u2026", "epoch 3 step 1 loss 2.0", "x", "", " ", "#", ">", "\r",
+              "\u2028", "\x0c", "\u00a0", "\u00b2 3 float", "Rank", "Avg bus", "sizes", "nope", "U", "b"]
+    for _ in range(3000):
+        parts = [rng.choice(pieces) for _ in range(rng.randint(0, 14))]
+        text = "".join(p + rng.choice(["\n", "\n", " ", "", "\r\n"]) for p in parts)
+        assert nccltests.parse_nccl_tests(text) == _every_line(text), repr(text)

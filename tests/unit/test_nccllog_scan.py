@@ -4,11 +4,12 @@ Each comparison runs the whole ``nccldiag log`` pipeline on both paths: facts, f
 """
 import io
 import json
-from typing import List
+from typing import List, Tuple
 
 import pytest
 
 from nccldiag import diagnosis
+from nccldiag.knowledge import lexicon
 from nccldiag.nccl import checks as nccl_checks
 from nccldiag.nccl import facts, grammar, parser as nccllog, replay
 from nccldiag.nccl import scan
@@ -57,6 +58,32 @@ def _all_real() -> bytes:
     return b"\n".join(parts)
 
 
+
+@pytest.mark.parametrize("block", [4096, scan.BLOCK])
+@pytest.mark.parametrize("max_line", [80, scan.MAX_LINE])
+def test_a_line_handed_over_as_holding_no_word_is_of_no_lexicon_shape(block, max_line):
+    # Every line of every real log and case, each followed by two progress lines (written for this test), handed
+    # over (the parser waiting for every line), with lines cut at 80 bytes too: a whole line the prefilter found no word in is of no shape of the failure lexicon, so that
+    # its reader is not handed it; and the lexicon's reader finds the same lines as reading every line.
+    text = b"".join(line + b"\nstep %d loss 2.0\nstep %d loss 2.1\n" % (i, i)
+                    for i, line in enumerate(_all_real().split(b"\n")))
+    s = scan.Scan(io.BytesIO(text), lambda: True, block=block, max_line=max_line, bulk=True)
+    shapes = lexicon.Reader("t.log")
+    wordless = 0
+    for _, item in s:
+        if s.first_wordless:
+            wordless += 1
+            first = item if type(item) is bytes else item[0]
+            assert shapes.shape(first) is None, first
+    assert wordless > 1000
+    tapped = lexicon.Reader("t.log")
+    scan.feed(nccllog.Parser(), "t.log", io.BytesIO(text), block, max_line, lines=tapped)
+    every = lexicon.Reader("t.log")
+    for n, line in enumerate(text.split(b"\n")[:-1] if text.endswith(b"\n") else text.split(b"\n"), 1):
+        every.take(n, line[:max_line])
+    found = tapped.finish()
+    assert len(found) > 10 and found == every.finish()
+
 # Written for this test: a training loop's progress lines, which hold no word the parser reads.
 FILLER = b"".join(b"epoch 3 step %d/500 loss 2.%04d lr 0.0003 grad_norm 1.%03d\n" % (i, i * 7, i % 997)
                   for i in range(300))
@@ -82,7 +109,7 @@ def test_real_lines_among_lines_it_skips():
     assert s.skipped > 0 and read + s.skipped == s.total == lines == nccllog.parse_streams([("j", io.BytesIO(spread))]).lines
 
 
-def test_the_line_after_a_candidate_is_handed_over_only_where_the_parser_may_need_it():
+def test_the_line_after_a_candidate_is_handed_over_only_where_the_parser_may_need_it(monkeypatch):
     # Written for this test: an NCCL line, then lines holding no word. In bulk, a candidate goes over with the
     # candidates right after it, and the line after them only where the parser then needs it: the reader holds a
     # record the line may continue (an NCCL line that leaves a parenthesis open, and the line that continued it),
@@ -111,19 +138,29 @@ def test_the_line_after_a_candidate_is_handed_over_only_where_the_parser_may_nee
         def take(self, n: int, item) -> None:
             self.lines += [n] if type(item) is bytes else list(range(n + 1, n + 1 + len(item)))
 
-    def fed(text: bytes) -> List[int]:
-        taken = Taken()
+    def fed(text: bytes) -> Tuple[List[int], List[int]]:
+        """The lines the parser is handed, and those the lexicon's reader is."""
+        taken, got = Taken(), []
+        block = replay.Replay._block
+
+        def spied(self, n: int, lines) -> None:
+            got.extend(range(n + 1, n + 1 + len(lines)))
+            block(self, n, lines)
+
+        monkeypatch.setattr(replay.Replay, "_block", spied)
         scan.feed(nccllog.Parser(), "t.log", io.BytesIO(text), lines=taken)
-        return taken.lines
+        monkeypatch.undo()
+        return got, taken.lines
 
     assert handed(plain_after) == handed(closing) == handed(wrapped) == [1]
     assert handed(two) == [1, 2]
     assert handed(plain_after, needs_all=True) == [1, 2, 3, 4]
     # the first time a line is read, its record waits for the next line, which goes over; the second time, what
-    # it does is known: a record no line can continue is read at once
+    # it does is known: a record no line can continue is read at once. The lexicon's reader is handed only the
+    # lines holding a word: a line handed over for what the line before asks holds none of its words.
     before = nccl + b"step 0 loss 1.9\n" * 3
-    assert fed(before + plain_after) == fed(before + closing) == [1, 2, 5]
-    assert fed(before + wrapped) == [1, 2, 5, 6, 7]
+    assert fed(before + plain_after) == fed(before + closing) == ([1, 2, 5], [1, 5])
+    assert fed(before + wrapped) == ([1, 2, 5, 6, 7], [1, 5])
     for text in (plain_after, closing, wrapped, two):
         assert fast([("t.log", FILLER + text + FILLER)]) == plain([("t.log", FILLER + text + FILLER)])
 

@@ -707,3 +707,24 @@ def test_a_records_file_is_read_back_through_the_gate_never_held_whole(tmp_path)
                      int(r.stderr.rsplit("maxrss_kib=", 1)[1]))
     assert out["flooded"][0] == out["plain"][0] and ("probe.all_reduce", "fail", "vm") in out["plain"][0]
     assert out["flooded"][1] < out["plain"][1] + 64 * 1024, out  # 64 MiB over the plain run at most
+
+
+def test_one_plain_host_name_folds_to_what_clustershell_makes_of_it():
+    # Host names written for this test, and 5,000 made at random of the characters of a plain name: one name is
+    # returned as it is, without importing ClusterShell, only where ClusterShell gives the same.
+    import random
+    import string
+
+    from ClusterShell.NodeSet import NodeSet
+
+    from nccldiag.report.findings import fold
+
+    rng = random.Random(3)
+    alphabet = string.ascii_letters + string.digits + "_.-"
+    names = ["node-a", "gpu001", "001", "0", "a.b.c", "-", ".", "a-01", "n0-0", "1.2.3.4", "h.0", "0-1"]
+    names += ["".join(rng.choice(alphabet) for _ in range(rng.randint(1, 12))) for _ in range(5000)]
+    for name in names:
+        folded = str(NodeSet.fromlist([name]))
+        assert fold([name]) == (folded if len(folded) < len(name) else name), name
+    assert fold(["gpu001", "gpu002", "gpu003"]) == "gpu[001-003]"
+    assert fold(["gpu[001-002]"]) == "gpu[001-002]"
