@@ -194,17 +194,4 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "'fi_info -p efa' is read as no provider found (the lexicon's libfabric-no-provider shape) and left "
         "unexplained; that this instance has no EFA at all is not in the evidence (was a false all-clear: "
         "'nothing broken', exit 0)"),
-    "gpu-marin8506-hero-log-cuda-error-nvlink-uncorrectable-gb200-rack-gang-restart": Gap(
-        "missed",
-        "'Verdict: FAIL Unexplained failure (low confidence)', exit 1: the status comment's inline "
-        "'CUDA_ERROR_NVLINK_UNCORRECTABLE: uncorrectable NVLink error detected' is read as a failure and left "
-        "unexplained; the driver's NVLink error is not named"),
-    "gpu-marin8934-cuda-error-contained-peer-nvlink-gb200-domain-fate-sharing": Gap(
-        "missed",
-        "'Verdict: FAIL Unexplained failure (low confidence)', exit 1: 'CUDA_ERROR_CONTAINED: Invalid access of peer GPU "
-        "memory over nvlink or a hardware error' is read as a failed CUDA call and left unexplained"),
-    "gpu-marin9086-xid149-netir-link-down-link14-gb200-node-evicted": Gap(
-        "false all-clear",
-        "'Verdict: nothing broken', exit 0: 'Xid 149, NETIR_LINK_DOWN Fatal XC0 i0 Link 14' quoted without the "
-        "driver's 'NVRM: Xid (PCI:...):' prefix is not read as an Xid"),
 }
