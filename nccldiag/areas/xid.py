@@ -40,7 +40,10 @@ Xid 79 on that GPU. The Kubernetes device plugin relays the Xid events NVML hand
 log (``XidCriticalError: Xid=79 on Device=GPU-<uuid>; marking device as unhealthy.``, behind klog's prefix): each
 is read as that Xid on the GPU of that UUID. A cluster's operators record the Xid that made them take a node out of
 service as its reason in the batch scheduler's node list (PBS's ``pbsnodes -l``: ``x3014c0s19b0n0  offline,resv-exclusive
-Xid 74 -- GPUs need reseat``): each is read as that Xid on that node, its GPU not named. The driver's other messages of a failure are rows of
+Xid 74 -- GPUs need reseat``): each is read as that Xid on that node, its GPU not named. An Xid quoted without the
+driver's prefix but with the message the driver prints after the code (``Xid 149, NETIR_LINK_DOWN Fatal XC0 i0 Link 14``,
+``Xid 79, pid=...``), as a training run's log or a monitor's alert quotes it, is read as that Xid, its GPU not named;
+the code alone in prose (``Xid 13 is an application fault``) is not an event. The driver's other messages of a failure are rows of
 ``nccldiag/knowledge/kmsg.toml`` (area ``xid``), judged alike by
 :func:`nccldiag.areas.kernlog.judge_rows`: a GPU it could not initialise
 (``RmInitAdapter failed``, a probe that failed: ``xid.driver_init``), a
@@ -110,6 +113,8 @@ _XID = kernlog.BY_ID["nvrm-xid"].pattern  # group key: what the parentheses hold
 _PLUGIN_XID = kernlog.BY_ID["device-plugin-xid"].pattern
 # the operators' reason for a node out of service, in the scheduler's node list (group key: the node; group code)
 _NODE_REASON_XID = kernlog.BY_ID["scheduler-node-reason-xid"].pattern
+# an Xid quoted without the driver's prefix, its message kept (group code; no GPU named)
+_QUOTED_XID = kernlog.BY_ID["quoted-xid"].pattern
 _BUS_IN = re.compile(r"^\s*(?:PCI:\s*)?([0-9A-Fa-f]{1,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.[0-7])?)(?![0-9A-Fa-f:])")
 _GPU_AT = re.compile(r"NVRM: GPU at PCI:([0-9A-Fa-f:.]+):\s*(GPU-[0-9a-fA-F-]+)")
 _THE_GPU = re.compile(r"NVRM: The NVIDIA GPU ([0-9A-Fa-f]{4}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d)")
@@ -207,6 +212,11 @@ def parse_events(log: kernlog.KernelLog) -> XidFacts:
         m = _PLUGIN_XID.search(msg) or _NODE_REASON_XID.search(msg)
         if m:  # the plugin names the GPU by its UUID, the scheduler's node list the node: neither names its bus
             f.events.append(XidEvent(m.group("key"), int(m.group("code")), msg[m.end():].lstrip(" ;-").strip(), when,
+                                     kernlog.short(f"{when} {msg}".strip())))
+            continue
+        m = _QUOTED_XID.search(msg)
+        if m:  # the GPU is not named
+            f.events.append(XidEvent("", int(m.group("code")), msg[m.start("msg"):].strip(), when,
                                      kernlog.short(f"{when} {msg}".strip())))
             continue
         m = _THE_GPU.search(msg)

@@ -37,7 +37,61 @@ def test_every_cuda_row_names_a_known_category_once():
         assert r["confidence"] in ("high", "medium"), r["where"]
         assert E.cuda_row(f"RuntimeError: CUDA error: {r['text']}")["name"] == r["name"], r["where"]
         assert E.cuda_row(f"error {r['name']} at x.cu:12")["name"] == r["name"], r["where"]
+        if r.get("driver"):  # the driver API's enumerator, with its text or with a shortened quote of it
+            assert r["driver"].startswith("CUDA_ERROR_"), r["where"]
+            assert E.cuda_row(f"INTERNAL: {r['driver']}: {r['text']}")["name"] == r["name"], r["where"]
+            assert E.cuda_row(f"logged `{r['driver']}: {r['text'][:12]}`")["name"] == r["name"], r["where"]
+    drivers = [r["driver"] for r in rows if r.get("driver")]
+    assert len(set(drivers)) == len(drivers)
     assert E.cuda_row("CUDA error: no such text in the table") is None
+    assert E.cuda_row("CUDA_ERROR_NOT_IN_THE_TABLE: something") is None
+
+
+def test_a_driver_api_cuda_error_is_read_by_its_enumerator():
+    # real: https://github.com/MFlowCode/MFC/pull/1748 (an OpenACC runtime's cuCtxCreate on a GPU with an
+    # uncorrectable ECC error, the node the PR excludes)
+    inp = inputs("ci.log", "Accelerator Fatal Error: call to cuCtxCreate returned error 214 "
+                           "(CUDA_ERROR_ECC_UNCORRECTABLE): uncorrectable ECC error encountered\n")
+    ev = [e for e in E.events(inp) if e.check.startswith("cuda.")]
+    assert [e.category for e in ev] == ["gpu_ecc_rowremap"]
+
+
+@pytest.mark.parametrize("case,name,check", [
+    ("gpu-marin8506-hero-log-cuda-error-nvlink-uncorrectable-gb200-rack-gang-restart", "posted-status-comment.txt",
+     "cuda.cudaErrorNvlinkUncorrectable"),
+    ("gpu-marin8934-cuda-error-contained-peer-nvlink-gb200-domain-fate-sharing", "posted-issue-section.txt",
+     "cuda.cudaErrorContained"),
+])
+def test_a_logbook_s_prose_quoting_a_driver_api_nvlink_error_is_an_nvlink_error(case, name, check):
+    # real: Marin's run log (tests/cases/.../case.json has the source), the error quoted inline in the author's prose
+    inp = case_inputs(case, name)
+    assert [e.check for e in E.of(inp, "nvlink_error")] == [check]
+    assert failing(diagnose(inp))[0].category == "nvlink_error"
+
+
+def test_an_xid_quoted_without_the_driver_s_prefix_is_that_xid_and_the_code_alone_is_not():
+    # real: Marin's run log (tests/cases/.../case.json has the source)
+    inp = case_inputs("gpu-marin9086-xid149-netir-link-down-link14-gb200-node-evicted", "posted-issue-paragraph.txt")
+    ev = E.of(inp, "nvlink_error")
+    assert [e.code for e in ev] == [149] and ev[0].severity == "fail"
+    # the same paragraph's codes named in prose ('reporting Xid 149', 'the downstream Xid 145') are no event
+    prose = "`s9jvxs64` GPU 0 was the only GPU reporting Xid 149, the other 63 reported the downstream Xid 145.\n"
+    assert E.events(inputs("notes.txt", prose)) == []
+
+
+def test_healthy_in_repo_cases_make_no_cuda_or_quoted_xid_event():
+    import json
+
+    seen = 0
+    for meta in sorted(CASES.glob("*/case.json")):
+        m = json.loads(meta.read_text(encoding="utf-8"))
+        if not m["healthy"] or m["input"] != "log":
+            continue
+        inp = Inputs(logs=nccllog.parse_logs([(f, (meta.parent / f).read_text(encoding="utf-8", errors="replace"))
+                                              for f in m["files"]]))
+        assert [e for e in E.events(inp) if e.check.startswith(("cuda.", "xid."))] == [], m["id"]
+        seen += 1
+    assert seen >= 40
 
 
 @REAL
