@@ -77,6 +77,9 @@ CHECKED = {
     "pingpong-modify-qp-failed": "Failed to modify QP to RTR",
     "slurm-gres-count-lower": "count reported lower than configured ",
     "slurm-gres-conf-duplicate-records": "gres.conf duplicate records for %s",
+    "dcgm-exporter-profiling-not-supported": "Profiling is not supported for this group of GPUs or GPU",
+    "dcgm-exporter-module-not-loaded": "This request is serviced by a module of DCGM that is not currently loaded",
+    "kubelet-devices-unavailable": "requested number of devices unavailable for %s. Requested: %d, Available: %d",
     "slurm-gres-gpu-device-file-missing": "can't stat gres.conf file %s: %m",
     "slurm-gres-gpu-device-stat-missing": "%s: stat(%s): %m",
 }
@@ -108,6 +111,12 @@ PRINTED = {
                                           "directory",
     "slurm-gres-gpu-device-stat-missing": "slurmd: error: _set_gres_device_desc: stat(/dev/nvidia0): No such file or "
                                           "directory",
+    "dcgm-exporter-profiling-not-supported": 'time="2020-10-27T00:53:32Z" level=fatal msg="Error watching fields: '
+                                             'Profiling is not supported for this group of GPUs or GPU"',
+    "dcgm-exporter-module-not-loaded": 'time="2020-12-15T11:28:40Z" level=fatal msg="Error watching fields: This request '
+                                       'is serviced by a module of DCGM that is not currently loaded"',
+    "kubelet-devices-unavailable": "Message:        Pod Allocate failed due to requested number of devices unavailable "
+                                   "for nvidia.com/gpu. Requested: 1, Available: 0, which is unexpected",
 }
 
 
@@ -341,3 +350,30 @@ def test_slurms_gpu_resource_failures_name_the_nodes_configuration_or_its_missin
     # a count the node reports above the configured one is ignored by slurmctld (debug), not a failure
     assert toolmsg.row_of("slurmctld: debug:  _node_config_validate: gres/gpu: Ignoring excess count on node n1 "
                           "(8 > 4)") is None
+
+
+def test_node_daemons_fatal_errors_name_their_cause_and_their_info_lines_stay_quiet():
+    """dcgm-exporter's fatal 'Error watching fields: ...' on GPUs without profiling, and kubelet's refusal of a pod for
+    devices it does not have free (real lines of tests/cases), name their categories; the exporter's info line that
+    skips the profiling metrics on such a GPU (a working exporter, tests/cases/gpu-dcgmexporter395-...) is read by no
+    row and makes no diagnosis."""
+    cases = {
+        "gpu-gpumontools119-dcgm-exporter-fatal-profiling-not-supported-quadro-p5000":
+            "other:dcgm-profiling-unsupported-gpu",
+        "gpu-gpumontools141-dcgm-exporter-fatal-dcgm-module-not-loaded-profiling-default":
+            "other:dcgm-profiling-unsupported-gpu",
+        "node-volcano1782-pod-unexpectedadmissionerror-gpu-unhealthy-allocatable-3-of-4":
+            "other:device-unavailable-at-admission",
+    }
+    for case_id, category in cases.items():
+        text = "\n".join(_lines(_case(case_id))) + "\n"
+        top = _failing(log_inputs("pod.log", text))[0]
+        assert (top.id, top.category, top.severity) == (tool_message.ID, category, "fail"), case_id
+    healthy = "\n".join(_lines(_case("gpu-dcgmexporter395-not-collecting-dcp-metrics-m60-profiling-unsupported-healthy")))
+    assert [line for line in healthy.splitlines() if toolmsg.row_of(line)] == []
+    assert _failing(log_inputs("dcgm-exporter.log", healthy + "\n")) == []
+    # the profiling library's unrecoverable error has more than one cause (a driver bug, two exporters at once): it
+    # names none, and stays an unexplained failure through the fatal level of its line
+    line = [x for x in _lines(_case("gpu-dcgmexporter148-fatal-third-party-profiling-module-unrecoverable-gsp-driver-bug"))
+            if "level=fatal" in x][0]
+    assert toolmsg.row_of(line) is None and lexicon.shape_of(line).id == "go-log-fatal"
