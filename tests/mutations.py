@@ -104,6 +104,55 @@ def flush_left(text: str) -> str:
     return _join([ln.lstrip(" \t") for ln in _lines(text)])
 
 
+def coloured(before: str, after: str = "\x1b[0m") -> Transform:
+    """(l) every line in a tool's terminal colours: ``before`` (the codes and the prefix written with them) before
+    it and a reset after it. The forms (each the tool's own output on a terminal):
+
+    - Ray's worker prefix: ``print_worker_logs`` writes ``colorama.Style.DIM`` + ``Fore.CYAN`` +
+      ``(ACTOR pid=PID, ip=IP)`` + ``Style.RESET_ALL`` + `` `` + the line (ray-project/ray,
+      python/ray/_private/worker.py at daf610416eb7e506252a115f27edb64137a1415e);
+    - loguru's default sink format ``<green>{time:YYYY-MM-DD HH:mm:ss.SSS}</green> | <level>{level: <8}</level> |
+      <cyan>{name}</cyan>:<cyan>{function}</cyan>:<cyan>{line}</cyan> - <level>{message}</level>`` (Delgan/loguru,
+      loguru/_defaults.py at 11e64fd1ff22645666f04a54264097e1325634d7, ``LOGURU_FORMAT``; INFO's colour is bold);
+    - rich's ``RichHandler``: the time ``[%x %X]`` in ``log.time`` (dim cyan), then the level name padded to 8 in
+      ``logging.level.<name>`` (INFO blue) (Textualize/rich, rich/logging.py, rich/_log_render.py and
+      rich/default_styles.py)."""
+    return lambda text: _join([before + ln + after for ln in _lines(text)])
+
+
+_TQDM = ("\r  0%|          | 0/500 [00:00<?, ?it/s]"
+         "\r 10%|#         | 50/500 [00:01<00:09, 49.87it/s]"
+         "\r 20%|##        | 100/500 [00:02<00:08, 49.93it/s]")
+
+
+def progress(every: int = 10) -> Transform:
+    """(m) a tqdm progress bar's frames, each after a ``\\r``, on a line of their own before every ``every``-th line,
+    as a bar that shares the terminal with the log leaves them in a captured file. The frame is tqdm's default
+    ``{l_bar}{bar}{r_bar}`` with ``l_bar='{desc}: {percentage:3.0f}%|'`` and ``r_bar='| {n_fmt}/{total_fmt}
+    [{elapsed}<{remaining}, {rate_fmt}{postfix}]'``, its bar in ASCII (tqdm/tqdm, tqdm/std.py at
+    5dcab08071690868fd6289948d9e3451098478d3, ``tqdm.format_meter``)."""
+    def f(text: str) -> str:
+        out: List[str] = []
+        for i, ln in enumerate(_lines(text)):
+            if i % every == every - 1:
+                out.append(_TQDM)
+            out.append(ln)
+        return _join(out)
+    return f
+
+
+def details(text: str) -> str:
+    """(n) the text in a GitHub issue's collapsed section: ``<details>``, ``<summary>``, a blank line, the text in a
+    fence, ``</details>`` (GitHub Docs, "Organizing information with collapsed sections", the markup a user writes)."""
+    return "<details>\n<summary>Logs</summary>\n\n```\n" + _join(_lines(text)) + "```\n\n</details>\n"
+
+
+def indented(indent: str) -> Transform:
+    """(o) every line indented by ``indent`` (4 spaces or a tab): a markdown code block by indentation (CommonMark
+    0.31.2, 4.4 "Indented code blocks": a chunk of lines each indented by 4 or more spaces, a tab counting as 4)."""
+    return lambda text: _join([indent + ln if ln.strip() else ln for ln in _lines(text)])
+
+
 def lexicon_only(text: str) -> str:
     """(i) every line but those the failure lexicon reads removed: only the failure lines."""
     from nccldiag.knowledge import lexicon
@@ -136,6 +185,29 @@ TRANSFORMS: Dict[str, Transform] = {
     "list-star": prefixed("* "),
     "flush-left": flush_left,
     "lexicon-only": lexicon_only,
+    # colours and a progress bar
+    "ansi-ray": coloured("\x1b[2m\x1b[36m(RayTrainWorker pid=1234, ip=10.0.0.5)\x1b[0m "),
+    "ansi-loguru": coloured("\x1b[32m2024-01-01 12:00:00.123\x1b[0m | \x1b[1mINFO    \x1b[0m | "
+                            "\x1b[36m__main__\x1b[0m:\x1b[36m<module>\x1b[0m:\x1b[36m12\x1b[0m - \x1b[1m"),
+    "ansi-rich": coloured("\x1b[2;36m[01/01/24 12:00:00]\x1b[0m\x1b[2;36m \x1b[0m\x1b[34mINFO    \x1b[0m ", ""),
+    "tqdm-cr": progress(10),
+    # launchers and log collectors
+    "prefix-ray-pid": prefixed("(pid=1234) "),
+    "prefix-ray-actor": prefixed("(RayTrainWorker pid=1234, ip=10.0.0.5) "),
+    "prefix-kubectl": prefixed("[pod/trainer-worker-0/pytorch] "),
+    "prefix-compose": prefixed("trainer-1  | "),
+    "prefix-mpi-host": prefixed("[node017:01234] "),
+    "time-journal": stamped("Mar 03 12:00:01 gpu-node-07 python3[12345]: "),
+    "pylog-asctime": stamped("2024-01-01 12:00:00,123 - trainer - ERROR - "),
+    "pylog-basic": prefixed("ERROR:root:"),
+    # stacked: a line number, a launcher's label, a time
+    "stack-srun": numbered("{:>3} | 3: 2024-05-01T12:00:00.123Z "),
+    "stack-lineno-rank": numbered("{0:>3} | {0}: [rank3]: "),
+    # chat and issue copy
+    "chat-details": details,
+    "chat-time": stamped("[10:32 AM] "),
+    "indent-4": indented("    "),
+    "indent-tab": indented("\t"),
 }
 
 
