@@ -120,24 +120,20 @@ def coloured(before: str, after: str = "\x1b[0m") -> Transform:
     return lambda text: _join([before + ln + after for ln in _lines(text)])
 
 
-_TQDM = ("\r  0%|          | 0/500 [00:00<?, ?it/s]"
-         "\r 10%|#         | 50/500 [00:01<00:09, 49.87it/s]"
-         "\r 20%|##        | 100/500 [00:02<00:08, 49.93it/s]")
+_TQDM = "\r 20%|##        | 100/500 [00:02<00:08, 49.93it/s]"
 
 
 def progress(every: int = 10) -> Transform:
-    """(m) a tqdm progress bar's frames, each after a ``\\r``, on a line of their own before every ``every``-th line,
-    as a bar that shares the terminal with the log leaves them in a captured file. The frame is tqdm's default
-    ``{l_bar}{bar}{r_bar}`` with ``l_bar='{desc}: {percentage:3.0f}%|'`` and ``r_bar='| {n_fmt}/{total_fmt}
-    [{elapsed}<{remaining}, {rate_fmt}{postfix}]'``, its bar in ASCII (tqdm/tqdm, tqdm/std.py at
-    5dcab08071690868fd6289948d9e3451098478d3, ``tqdm.format_meter``)."""
+    """(m) a tqdm progress bar sharing the stream with the log, as a captured file holds it: every ``every``-th line
+    is written through ``tqdm.write``, which clears the bar (``\\r``, blanks as wide as the bar, ``\\r``), writes
+    the line and draws the bar again (``\\r`` and the frame) at the start of the next, so that line starts with
+    the frame, the clearing and then its text. The frame is tqdm's default ``{l_bar}{bar}{r_bar}`` with
+    ``l_bar='{desc}: {percentage:3.0f}%|'`` and ``r_bar='| {n_fmt}/{total_fmt} [{elapsed}<{remaining},
+    {rate_fmt}{postfix}]'``, its bar in ASCII (tqdm/tqdm, tqdm/std.py at 5dcab08071690868fd6289948d9e3451098478d3:
+    ``tqdm.format_meter``, ``tqdm.write`` and ``tqdm.clear``)."""
     def f(text: str) -> str:
-        out: List[str] = []
-        for i, ln in enumerate(_lines(text)):
-            if i % every == every - 1:
-                out.append(_TQDM)
-            out.append(ln)
-        return _join(out)
+        clear = "\r" + " " * (len(_TQDM) - 1) + "\r"
+        return _join([_TQDM + clear + ln if i % every == every - 1 else ln for i, ln in enumerate(_lines(text))])
     return f
 
 
