@@ -14,10 +14,11 @@ off, from these expressions:
     a name), as vLLM's workers write it too (``(VllmWorkerProcess pid=1234) ``, and without the pid);
   - ``kubectl logs --prefix``'s ``[pod/NAME/CONTAINER] `` (``fmt.Sprintf("[pod/%s/%s] ", ...)`` in kubectl's
     pkg/cmd/logs/logs.go), which names the pod;
-  - ``docker compose logs``' ``NAME  | `` (the container's name padded to the longest one's, then `` | ``:
-    cmd/formatter/logs.go of docker/compose); compose names a container ``SERVICE-N`` (``_N`` before v2);
-  - Open MPI's ``[HOST:PID] `` (``[%s:%05d] ``: its output framework's process label, the pid of at least five
-    digits), which names the host;
+  - ``docker compose logs``' ``NAME  | `` (the container's name padded to one more than the longest one's, then
+    `` | ``: ``setPrefix`` in cmd/formatter/logs.go of docker/compose); compose names a container ``SERVICE-N``
+    (``PROJECT_SERVICE_N`` before v2), never as a device is named (``mlx5_0``);
+  - Open MPI's ``[HOST:PID] `` (``"[%s:%05d] "``, the pid of at least five digits: the prefix of its verbose
+    output stream, opal/util/output.c, and of its stack traces, opal/util/stacktrace.c), which names the host;
 
 - :data:`LOGGER`: a logging library's label after its time (or without one), each format as its library
   documents it:
@@ -39,7 +40,7 @@ from __future__ import annotations
 
 import re
 
-_LEVEL = r"(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)"
+_LEVEL = r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)"  # logging's level names (getLevelName)
 _LOGURU_LEVEL = r"(?:TRACE|DEBUG|INFO|SUCCESS|WARNING|ERROR|CRITICAL)"
 
 #: a worker's or a collector's label (see the module's docstring); ``host`` is the pod or the host it names
@@ -48,7 +49,7 @@ WORKER = (
     r"\((?:VllmWorkerProcess|RayWorkerWrapper|EngineCore(?:_\d{1,4})?|Worker(?:_TP\d{1,4})?)\)[ \t]|"
     r"\[pod/(?P<host>[\w.-]{1,253})(?:/[\w.-]{1,253})?\][ \t]|"
     r"\[(?P<mpihost>[A-Za-z][\w.-]{0,252}):\d{5,10}\][ \t]|"
-    r"[A-Za-z][\w.-]{0,62}[-_]\d{1,4}[ \t]{1,40}\|[ \t]")
+    r"(?:[A-Za-z][\w.-]{0,62}-|[A-Za-z][\w.-]{0,62}_[A-Za-z][\w.-]{0,62}_)\d{1,4}[ \t]{2,40}\|[ \t]")
 
 #: a logging library's label in front of the line (Python logging's ``BASIC_FORMAT``)
 LOGGER_FRONT = _LEVEL + r":[\w.<>-]{1,200}:"
