@@ -3,7 +3,8 @@
 Each transformation here is a pure function of a text, written for the test: it transforms the real text of a
 case (tests/realcases.py) as a user's paste damages or decorates it (a tail, a launcher's prefix, a redaction, a
 terminal's wrap, a quote on a forum, a timestamp, a forum's line numbers or a markdown list, lines trimmed flush
-left), it never invents a line. :func:`run` gives the transformed
+left, a terminal's colours, a progress bar, a collector's or a logging library's label, a chat's or an issue's
+wrapping), it never invents a line of output: each decoration is the tool's own format, cited where it is written. :func:`run` gives the transformed
 files of a ``log`` case to the same reader ``nccldiag log`` uses, in this process (no subprocess per run), and
 returns the fail/warn diagnoses; :func:`tests.realcases.score` scores them as it scores the case itself.
 
@@ -104,6 +105,128 @@ def flush_left(text: str) -> str:
     return _join([ln.lstrip(" \t") for ln in _lines(text)])
 
 
+def coloured(before: str, after: str = "\x1b[0m") -> Transform:
+    """(l) every line in a tool's terminal colours: ``before`` (the codes and the prefix written with them) before
+    it and a reset after it. The forms (each the tool's own output on a terminal):
+
+    - Ray's worker prefix: ``print_worker_logs`` writes ``colorama.Style.DIM`` + ``Fore.CYAN`` +
+      ``(ACTOR pid=PID, ip=IP)`` + ``Style.RESET_ALL`` + `` `` + the line (ray-project/ray,
+      python/ray/_private/worker.py at daf610416eb7e506252a115f27edb64137a1415e);
+    - loguru's default sink format ``<green>{time:YYYY-MM-DD HH:mm:ss.SSS}</green> | <level>{level: <8}</level> |
+      <cyan>{name}</cyan>:<cyan>{function}</cyan>:<cyan>{line}</cyan> - <level>{message}</level>`` (Delgan/loguru,
+      loguru/_defaults.py at 11e64fd1ff22645666f04a54264097e1325634d7, ``LOGURU_FORMAT``; INFO's colour is bold);
+    - rich's ``RichHandler``: the time ``[%x %X]`` in ``log.time`` (dim cyan), then the level name padded to 8 in
+      ``logging.level.<name>`` (INFO blue) (Textualize/rich, rich/logging.py, rich/_log_render.py and
+      rich/default_styles.py)."""
+    return lambda text: _join([before + ln + after for ln in _lines(text)])
+
+
+_TQDM = "\r 20%|##        | 100/500 [00:02<00:08, 49.93it/s]"
+
+
+def progress(every: int = 10) -> Transform:
+    """(m) a tqdm progress bar sharing the stream with the log, as a captured file holds it: every ``every``-th line
+    is written through ``tqdm.write``, which clears the bar (``\\r``, blanks as wide as the bar, ``\\r``), writes
+    the line and draws the bar again (``\\r`` and the frame) at the start of the next, so that line starts with
+    the frame, the clearing and then its text. The frame is tqdm's default ``{l_bar}{bar}{r_bar}`` with
+    ``l_bar='{desc}: {percentage:3.0f}%|'`` and ``r_bar='| {n_fmt}/{total_fmt} [{elapsed}<{remaining},
+    {rate_fmt}{postfix}]'``, its bar in ASCII (tqdm/tqdm, tqdm/std.py at 5dcab08071690868fd6289948d9e3451098478d3:
+    ``tqdm.format_meter``, ``tqdm.write`` and ``tqdm.clear``)."""
+    def f(text: str) -> str:
+        clear = "\r" + " " * (len(_TQDM) - 1) + "\r"
+        return _join([_TQDM + clear + ln if i % every == every - 1 else ln for i, ln in enumerate(_lines(text))])
+    return f
+
+
+def details(text: str) -> str:
+    """(n) the text in a GitHub issue's collapsed section: ``<details>``, ``<summary>``, a blank line, the text in a
+    fence, ``</details>`` (GitHub Docs, "Organizing information with collapsed sections", the markup a user writes)."""
+    return "<details>\n<summary>Logs</summary>\n\n```\n" + _join(_lines(text)) + "```\n\n</details>\n"
+
+
+def indented(indent: str) -> Transform:
+    """(o) every line indented by ``indent`` (4 spaces or a tab): a markdown code block by indentation (CommonMark
+    0.31.2, 4.4 "Indented code blocks": a chunk of lines each indented by 4 or more spaces, a tab counting as 4)."""
+    return lambda text: _join([indent + ln if ln.strip() else ln for ln in _lines(text)])
+
+
+def ray_pid(text: str) -> str:
+    """(p) Ray's label of a worker with no actor's or task's name on the driver's node: ``(pid=PID) `` (``prefix_for``
+    gives ``pid=``, no ``, ip=`` where the worker's address is the driver's; ray-project/ray,
+    python/ray/_private/worker.py at daf610416eb7e506252a115f27edb64137a1415e, ``print_worker_logs``), colours off
+    (as a captured file or ``RAY_COLOR_PREFIX=0`` has it)."""
+    return prefixed("(pid=1234) ")(text)
+
+
+def ray_actor(text: str) -> str:
+    """(q) Ray's label of an actor's worker on another node: ``(ACTOR pid=PID, ip=IP) `` (``prefix_for`` puts the
+    actor's name before ``pid=``; Ray Train's workers are ``RayTrainWorker`` actors; same source as :func:`ray_pid`)."""
+    return prefixed("(RayTrainWorker pid=1234, ip=10.0.0.5) ")(text)
+
+
+def kubectl_prefix(text: str) -> str:
+    """(r) ``kubectl logs --prefix``: ``[pod/NAME/CONTAINER] `` before every line (``addPrefixIfNeeded``:
+    ``fmt.Sprintf("[pod/%s/%s] ", ref.Name, containerName)``, kubernetes/kubectl pkg/cmd/logs/logs.go, as vendored
+    in kubernetes/kubernetes staging/src/k8s.io/kubectl/pkg/cmd/logs/logs.go)."""
+    return prefixed("[pod/trainer-worker-0/pytorch] ")(text)
+
+
+def compose_prefix(text: str) -> str:
+    """(s) ``docker compose logs``: the container's name padded to one more than the longest name, then `` | ``
+    (``presenter.setPrefix``: ``fmt.Sprintf("%-"+strconv.Itoa(width)+"s | ", p.name)`` with ``width`` the longest
+    name's length + 1; docker/compose, cmd/formatter/logs.go at 13d70b1c11342dafb534f3793078666437e6d00a), one
+    container ``trainer-1``."""
+    return prefixed("trainer-1  | ")(text)
+
+
+def mpi_host(text: str) -> str:
+    """(t) Open MPI's process label ``[HOST:PID] `` (``asprintf(&verbose.lds_prefix, "[%s:%05d] ", hostname,
+    getpid())`` in opal/util/output.c, and ``HOSTFORMAT "[%s:%05d] "`` of opal/util/stacktrace.c: open-mpi/ompi)."""
+    return prefixed("[node017:01234] ")(text)
+
+
+def journal(text: str) -> str:
+    """(u) ``journalctl -o short``'s prefix with a host and a unit's process: ``Mar 03 12:00:01 HOST IDENT[PID]: ``
+    (journalctl(1), ``-o short``: "the default ... mostly identical to the formatting of classic syslog files,
+    showing one line per journal entry"; systemd/systemd src/shared/logs-show.c, ``output_short``)."""
+    return stamped("Mar 03 12:00:01 gpu-node-07 python3[12345]: ")(text)
+
+
+def pylog_asctime(text: str) -> str:
+    """(v) Python ``logging`` with the logging HOWTO's format ``'%(asctime)s - %(name)s - %(levelname)s -
+    %(message)s'`` (asctime ``YYYY-MM-DD HH:MM:SS,mmm``: ``Formatter.default_time_format`` and
+    ``default_msec_format``; python/cpython, Lib/logging/__init__.py at a49e078802348246d13585c64f8b0da2b445d249),
+    a relay logging every line it carries at ERROR."""
+    return stamped("2024-01-01 12:00:00,123 - trainer - ERROR - ")(text)
+
+
+def pylog_basic(text: str) -> str:
+    """(w) Python ``logging.basicConfig()``'s ``BASIC_FORMAT = "%(levelname)s:%(name)s:%(message)s"`` (same source as
+    :func:`pylog_asctime`), the root logger at ERROR."""
+    return prefixed("ERROR:root:")(text)
+
+
+def stack_srun(text: str) -> str:
+    """(x) stacked fronts: a forum's line number (``{:>3} | ``), ``srun --label``'s task label (``3: ``: srun(1),
+    ``-l, --label``: "Prepend task number to lines of stdout/err") and an ISO time (``time-iso``'s)."""
+    return numbered("{:>3} | 3: 2024-05-01T12:00:00.123Z ")(text)
+
+
+def stack_lineno_rank(text: str) -> str:
+    """(y) stacked fronts: a forum's line number, the same number as ``grep -n`` writes it (``N:``: grep(1),
+    ``-n``: "Prefix each line of output with the 1-based line number"), and the ``[rankN]:`` label PyTorch's
+    distributed processes put before their lines (as the real tests/cases/gpu-llamafactory7233-rank-prefixed-dev-
+    shm-segment-barrier-4x3090 has it, and ``prefix-rank``)."""
+    return numbered("{0:>3} | {0}: [rank3]: ")(text)
+
+
+def chat_time(text: str) -> str:
+    """(z) a chat client's time before every line of a copied message: ``[10:32 AM] ``, the 12-hour time Slack
+    shows a message at (its ``{time}`` date token renders ``2:00 AM``: api.slack.com, "Formatting text in
+    messages", date formatting), in the brackets a message copied from the client carries."""
+    return stamped("[10:32 AM] ")(text)
+
+
 def lexicon_only(text: str) -> str:
     """(i) every line but those the failure lexicon reads removed: only the failure lines."""
     from nccldiag.knowledge import lexicon
@@ -136,6 +259,29 @@ TRANSFORMS: Dict[str, Transform] = {
     "list-star": prefixed("* "),
     "flush-left": flush_left,
     "lexicon-only": lexicon_only,
+    # colours and a progress bar
+    "ansi-ray": coloured("\x1b[2m\x1b[36m(RayTrainWorker pid=1234, ip=10.0.0.5)\x1b[0m "),
+    "ansi-loguru": coloured("\x1b[32m2024-01-01 12:00:00.123\x1b[0m | \x1b[1mINFO    \x1b[0m | "
+                            "\x1b[36m__main__\x1b[0m:\x1b[36m<module>\x1b[0m:\x1b[36m12\x1b[0m - \x1b[1m"),
+    "ansi-rich": coloured("\x1b[2;36m[01/01/24 12:00:00]\x1b[0m\x1b[2;36m \x1b[0m\x1b[34mINFO    \x1b[0m ", ""),
+    "tqdm-cr": progress(10),
+    # launchers and log collectors
+    "prefix-ray-pid": ray_pid,
+    "prefix-ray-actor": ray_actor,
+    "prefix-kubectl": kubectl_prefix,
+    "prefix-compose": compose_prefix,
+    "prefix-mpi-host": mpi_host,
+    "time-journal": journal,
+    "pylog-asctime": pylog_asctime,
+    "pylog-basic": pylog_basic,
+    # stacked: a line number, a launcher's label, a time
+    "stack-srun": stack_srun,
+    "stack-lineno-rank": stack_lineno_rank,
+    # chat and issue copy
+    "chat-details": details,
+    "chat-time": chat_time,
+    "indent-4": indented("    "),
+    "indent-tab": indented("\t"),
 }
 
 

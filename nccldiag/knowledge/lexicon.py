@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Pattern, Sequence, Tuple, Union
 
-from nccldiag import knowledge
+from nccldiag import fronts, knowledge
 
 TABLE = "lexicon.toml"
 MAX_LINE = 4096  # the characters of a line a pattern is run on
@@ -139,8 +139,9 @@ def _candidate(raw: bytes) -> bool:
 
 
 def shape_of(text: str) -> Optional[Shape]:
-    """The row ``text`` (one line) is of, or ``None``."""
-    text = text[:MAX_LINE]
+    """The row ``text`` (one line) is of, or ``None``. A logging library's label at the front of the line (its
+    time, level and logger's name: :func:`nccldiag.fronts.message`) is not read: the message after it is."""
+    text = fronts.message(text[:MAX_LINE])
     for s in _shapes():
         if s.reads(text):
             return s
@@ -248,7 +249,7 @@ class Reader:
             return got  # type: ignore[return-value]
         got = None
         if _candidate(raw):
-            text = raw.decode("utf-8", "replace").rstrip("\r")[:MAX_LINE]
+            text = fronts.plain(raw.decode("utf-8", "replace"))[:MAX_LINE]
             got = shape_of(text)
             if got is not None and self.skip is not None and self.skip(text):
                 got = None
@@ -268,7 +269,7 @@ class Reader:
 
 
 def _text(raw: bytes) -> str:
-    return raw[:MAX_LINE * 4].decode("utf-8", "replace").rstrip("\r")[:MAX_LINE].strip()
+    return fronts.plain(raw[:MAX_LINE * 4].decode("utf-8", "replace"))[:MAX_LINE].strip()
 
 
 def lines_in(text: str, source: str, host: Optional[str] = None, skip: Optional[Skip] = None) -> List[Line]:

@@ -33,7 +33,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Tuple, Union
 
-from nccldiag import knowledge
+from nccldiag import fronts, knowledge
 from nccldiag.knowledge import lexicon
 from nccldiag.nccl.facts import (
     COLLNET, ERROR_RESULTS, NET_IB, NET_IB_GDR, NET_SOCKET, P2P, SHM, ChainStep, Loc, Proc, Warn)
@@ -116,8 +116,10 @@ _LAUNCHER = re.compile(r"^[ \t]{0,12}(?:\[\d{1,9},(?P<ompi>\d{1,9})\]<(?:stdout|
                        r"\[(?:rank|default|local_rank)(?P<torch>\d{1,9})\]:|(?P<srun>\d{1,9}): )")
 # What else a launcher, a logger or a terminal puts before each line, taken off in any order before a line
 # without an NCCL prefix is read (front()): a timestamp (ISO, dmesg's '[ 12.345]' and '-T' '[Wed May  1
-# 12:00:00 2024]', a syslog or journal prefix, which names a host and a process), a quote mark, vLLM's worker
-# label, and pdsh's or clush's 'host: ' (a lower-case name holding a digit: never a message's first word).
+# 12:00:00 2024]', a chat's or rich's bracketed clock, a syslog or journal prefix, which names a host and a
+# process), a quote mark, a worker's or a collector's label and a logging library's (nccldiag.fronts: Ray, vLLM,
+# kubectl, docker compose, Open MPI; Python logging, loguru, rich), and pdsh's or clush's 'host: ' (a lower-case
+# name holding a digit: never a message's first word).
 # the names the kernel puts at the front of its messages, which are no hosts
 _DEVICE_NAMES = (r"(?:nvidia|nvswitch|nv_|mlx|ib\d|ibp|eth\d|en[opsx]|wl|bond|nvme|sd[a-z]|hfi|i40|ice|irdma|bnxt|qed|"
                  r"usb|ata\d|scsi|pci|acpi|xhci|virtio|vfio|dm-|md\d|loop|tty|cpu|mpt|megasas|ahci|i2c|drm|snd|hid|"
@@ -125,13 +127,12 @@ _DEVICE_NAMES = (r"(?:nvidia|nvswitch|nv_|mlx|ib\d|ibp|eth\d|en[opsx]|wl|bond|nv
 _FRONT = re.compile(
     r"[ \t]{0,12}(?:>[ \t]?|"
     r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d)?(?: |:[ \t]|$)|"
-    r"\[[ \t]{0,12}(?:\d{1,10}\.\d{1,9}|\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d)?|[A-Z][a-z]{2} [A-Z][a-z]{2}[ \t]{1,2}\d{1,2} \d\d:\d\d:\d\d \d{4})\][ \t]?|"
+    r"\[[ \t]{0,12}(?:\d{1,10}\.\d{1,9}|\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d)?|[A-Z][a-z]{2} [A-Z][a-z]{2}[ \t]{1,2}\d{1,2} \d\d:\d\d:\d\d \d{4}|" + fronts.CLOCK + r")\][ \t]{0,2}|"
     r"[A-Z][a-z]{2} {1,2}\d{1,2} \d\d:\d\d:\d\d(?:[.,]\d{1,9})? [^\s:\[\]]{1,253} "
     r"[^\s:\[\]]{1,100}(?:\[\d{1,10}\])?:[ \t]?|"
-    r"\((?:VllmWorkerProcess|RayWorkerWrapper|EngineCore(?:_\d{1,4})?|Worker(?:_TP\d{1,4})?)"
-    r"(?: pid=\d{1,10})?(?:, ip=[\w.:-]{1,64})?\)[ \t]|"
+    + fronts.WORKER + r"|" + fronts.LOGGER + r"|"
     r"(?!" + _DEVICE_NAMES + r")(?=[a-z0-9.-]{0,62}\d)[a-z][a-z0-9.-]{0,62}: )")
-_FRONT_FIRST = frozenset(" \t>[(0123456789abcdefghijklmnopqrstuvwxyzADFJMNOS")
+_FRONT_FIRST = frozenset(" \t>[(|-0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
 MAX_FRONT = 6  # things taken off the front of one line at most
 
 
@@ -154,8 +155,9 @@ class Rec:
 CLEAN_MARKS = ("\x1b", "[\0[0-9;]*m", "**", "`")
 _QUOTE = re.compile(r"^\s*(?:>\s?)+")
 _BULLET = re.compile(r"^\s*(?:[*+•]|-(?=\s+\S))\s+")
-# a forum's or an editor's line number before the line ('  10. ', '10 | '; '10: ' reads as srun's label)
-_NUMBERED = re.compile(r"[ \t]{0,8}\d{1,6}(?:\.[ \t]|[ \t]{0,2}\|(?:[ \t]|$))")
+# a forum's or an editor's line number before the line ('  10. ', '10 | '; '10: ' reads as srun's label), and the
+# same number again as 'grep -n' or 'cat -n' wrote it before the forum numbered its lines ('12 | 12: [rank3]: ...')
+_NUMBERED = re.compile(r"[ \t]{0,8}(?P<n>\d{1,6})(?:\.[ \t]|[ \t]{0,2}\|(?:[ \t]|$))(?:(?P=n)[:\t][ \t]?)?")
 _FENCE = re.compile(r"^\s*(?:```|~~~)")
 
 
@@ -164,10 +166,12 @@ _BREAK_END = re.compile(r"(?:<br[ \t]{0,4}/?>[ \t]{0,8}){1,4}$", re.I)
 
 
 def clean(line: str) -> str:
-    """The line without a byte order mark, colour codes (and their ESC-less residue), markdown wrapping, HTML
+    """The line without a byte order mark, what a carriage return rewrote, colour codes (and their ESC-less residue), markdown wrapping, HTML
     escapes and the ``<br>`` that ends a line copied from a web page, or trailing blanks."""
     if line[:1] == "\ufeff":  # the byte order mark a Windows editor writes at the start of a text
         line = line[1:]
+    if "\r" in line:  # a carriage return inside the line (a progress bar's frames): what a terminal shows
+        line = fronts.plain(line)
     if "\x1b" in line:
         line = _ANSI.sub("", line)
     if "&" in line and ";" in line and _ENTITY.search(line):
@@ -479,6 +483,11 @@ ERROR_WORDS = (
     "duplicate mac found",  # cloud-init's RuntimeError at boot: 'duplicate mac found! both 'eth1' and 'ib0' have mac'
 )
 _ERROR_TEXT = re.compile(r"\b(?:" + _alternation(ERROR_WORDS) + r")\b")
+# The line a Python traceback ends with: an exception's class and its message ('RuntimeError: Desync detected for
+# barrier train begin (...)', 'torch.distributed.DistBackendError: ...'), whose message need hold no error word (the
+# failure lexicon's row 'python-exception' reads the same shape); its words, 'Error' and 'Exception', are ERROR_WORDS.
+# (never a source line 'except ValueError:')
+_EXCEPTION_TEXT = re.compile(r"(?<!except )\b[A-Z][A-Za-z0-9_]{0,60}(?:Error|Exception):(?: |$)")
 # Kernel lines about GPUs, the IOMMU, PCIe, RDMA and the fabric manager (_KERNEL_TEXT).
 KERNEL_WORDS: Guarded = (
     ("NVRM:", r"NVRM:"), ("Xid", r"\bXid\b"), ("AMD-Vi", r"AMD-Vi"), ("DMAR", r"\bDMAR\b"),
@@ -596,7 +605,8 @@ def error_kind(msg: str) -> Optional[str]:
     if _KERNEL_TEXT.search(msg) is not None:
         kind = "kernel"
     elif (_ERROR_TEXT.search(msg) is None and _KMSG_TEXT.search(msg) is None and _TORCH_TEXT.search(msg) is None
-          and _LAUNCHER_TEXT.search(msg) is None or msg.startswith("#") or "algbw" in msg):
+          and _LAUNCHER_TEXT.search(msg) is None and _EXCEPTION_TEXT.search(msg) is None
+          or msg.startswith("#") or "algbw" in msg):
         kind = None
     else:
         kind = "error"

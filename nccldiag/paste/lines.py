@@ -3,7 +3,8 @@
 What people put around a node's output when they paste it, outermost first, each a :class:`Layer`:
 
 - ``markup``: what chat and web pages leave (colour codes, HTML entities such as ``&gt;``, ``**`` bold, inline
-  code, a fence line); a ``<br>`` is a line break (:func:`split_breaks`);
+  code, a fence line), and what a carriage return wrote over (a progress bar's frames before the line: a terminal
+  shows what follows the last one); a ``<br>`` is a line break (:func:`split_breaks`);
 - ``cell``: a markdown table's cell holding the whole line (``| CA 'mlx5_0' |``: both pipes go);
 - ``quote``: a quote mark ``> `` (nested: ``> > ``);
 - ``comment``: ``# `` before a command's output that the admin quoted as a comment (or a root prompt);
@@ -12,10 +13,16 @@ What people put around a node's output when they paste it, outermost first, each
 - ``grep``: the file name ``grep`` puts before each line it found (``messages:Jun 17 ...``,
   ``/var/log/kern.log:12:...``): a path, a log file's name, or a name ending ``.log``/``.txt``/``.out``/``.err``;
 - ``launcher``: a launcher's rank label (``[default3]:``, ``[rank0]:``, ``[1,0]<stdout>:``, srun ``--label``'s
-  ``3: ``, vLLM's ``(VllmWorkerProcess pid=1234) ``) or kubectl's ``[pod/name/container] `` (which names the pod);
+  ``3: ``), or a worker's or a collector's label (:data:`nccldiag.fronts.WORKER`: Ray's and vLLM's
+  ``(RayTrainWorker pid=1234, ip=10.0.0.5) ``, kubectl's ``[pod/name/container] `` and Open MPI's
+  ``[node017:01234] ``, which name the pod and the host, docker compose's ``trainer-1  | ``);
 - ``time``: a timestamp (ISO, ``[ 123.456]``, dmesg ``-H``'s ``[  +0.000004]``, ``-T``'s
-  ``[Tue Apr 15 16:50:03 2025]``, a bracketed ISO time), ``dmesg --decode``'s ``kern  :warn  : ``, or a syslog or
-  journal prefix (``Nov 29 00:12:15 host kernel: ``, which names the host);
+  ``[Tue Apr 15 16:50:03 2025]``, a bracketed ISO time, a chat's ``[10:32 AM]``, rich's ``[01/01/24 12:00:00]``),
+  ``dmesg --decode``'s ``kern  :warn  : ``, or a syslog or journal prefix (``Nov 29 00:12:15 host kernel: ``,
+  ``Mar 03 12:00:01 host unit[123]: ``, which names the host);
+- ``logger``: a logging library's label (:data:`nccldiag.fronts.LOGGER`: Python ``logging``'s ``ERROR:root:``, or
+  after its time ``- name - ERROR - ``, loguru's ``| INFO     | module:function:12 - ``, rich's level): what
+  follows it is the line the program logged, read as a line of its own;
 - ``number``: a forum's or an editor's line number (``  10. ``, ``10 | ``; ``10: `` reads as a launcher's label,
   whose number then goes up by one a line);
 - ``bullet``: a markdown list's marker (``- ``, ``* ``, ``+ ``) before every line;
@@ -33,6 +40,8 @@ import html
 import re
 from dataclasses import dataclass
 from typing import List, Optional, Sequence, Tuple
+
+from nccldiag import fronts
 
 MAX_LAYERS = 8  # layers taken off one line at most
 MAX_LINE = 4096  # the characters of a line read (the kernel's records and the tools' lines are under 1 KiB)
@@ -111,6 +120,8 @@ def unmark(line: str) -> Tuple[str, bool]:
     out = line.rstrip("\r\n")
     if out[:1] == "\ufeff":  # the byte order mark a Windows editor writes at the start of a text
         out = out[1:]
+    if "\r" in out:  # a carriage return inside the line: a terminal shows what was written after the last one
+        out = out[out.rfind("\r") + 1:]
     if "\x1b" in out:
         out = _ANSI.sub("", out)
     if "&" in out and ";" in out:
@@ -141,15 +152,15 @@ _PROMPT = re.compile(
 _GREP = re.compile(r"(?:(?:[\w.~:-]{0,200}/){1,40}[\w.~-]{1,200}|[\w-]{1,100}\.(?:log|txt|out|err)(?:\.\d)?|"
                    r"messages|syslog|kern\.log|dmesg|daemon\.log)(?::\d{1,9})?[:-](?=\S)")
 _GREP_FILE = re.compile(r"[^:]{0,400}")
-_LAUNCHER = re.compile(r"\[(?:default|rank|local_rank)?\d{1,6}\]:|\[\d{1,6},\d{1,6}\]<std(?:out|err)>:|"
-                       r"[ \t]{0,8}\d{1,6}:[ \t]|\[pod/(?P<host>[\w.-]{1,253})(?:/[\w.-]{1,253})?\][ \t]|"
-                       r"\((?:VllmWorkerProcess|RayWorkerWrapper|EngineCore(?:_\d{1,4})?|Worker(?:_TP\d{1,4})?)"
-                       r"(?: pid=\d{1,10})?(?:, ip=[\w.:-]{1,64})?\)[ \t]")
+_LAUNCHER = re.compile(r"[ \t]{0,8}(?:\[(?:default|rank|local_rank)?\d{1,6}\]:|\[\d{1,6},\d{1,6}\]<std(?:out|err)>:)|"
+                       r"[ \t]{0,8}\d{1,6}:[ \t]|" + fronts.WORKER)
+_LOGGER = re.compile(fronts.LOGGER)
+_LOGGER_FRONT = re.compile(fronts.LOGGER_FRONT)
 _DECODE = re.compile(r"(?:kern|user|daemon|syslog)[ \t]{0,4}:[ \t]{0,4}[a-z]{3,7}[ \t]{0,4}:[ \t]?")
 _BRACKET = re.compile(
     r"\[[ \t]{0,12}(?:\+?\d{1,10}[.,]\d{1,9}|[A-Z][a-z]{2} [A-Z][a-z]{2}[ \t]{1,2}\d{1,2} \d\d:\d\d:\d\d \d{4}|"
     r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d)?|"
-    r"\d\d:\d\d:\d\d(?:[.,]\d{1,9})?)\](?::[ \t]?|[ \t]?)")
+    r"\d\d:\d\d:\d\d(?:[.,]\d{1,9})?|" + fronts.CLOCK + r")\](?::[ \t]?|[ \t]{0,2})")
 _ISO = re.compile(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d)?(?:[ \t]|:[ \t]|$)")
 # syslog and the journal: 'Nov 29 00:12:15 host proc[pid]: ' (single spaces), '-o short-iso''s ISO time before the
 # host, whose process is the kernel or has its pid
@@ -212,6 +223,10 @@ def _time(text: str, first: str) -> Optional[Layer]:
     return None
 
 
+def _launcher(m: "re.Match[str]") -> Layer:
+    return Layer("launcher", m.group(0), m.group("host") or m.group("mpihost"))
+
+
 def _layer(text: str, before: Sequence[str] = ()) -> Optional[Layer]:
     """The outermost layer at the front of ``text``, None when there is none. ``before``: the kinds already taken
     off: after a time only a time, a launcher's label, a quote mark or a shell's prompt (a transcript stamped line
@@ -220,6 +235,8 @@ def _layer(text: str, before: Sequence[str] = ()) -> Optional[Layer]:
     first = text[:1]
     if not first:
         return None
+    if "logger" in before:  # a logger's label holds the line as it was given: read it as a line of its own
+        before = before[len(before) - list(reversed(before)).index("logger"):]
     if not before and "|" in first + text[:12] and text.count("|") == 2 and text.rstrip().endswith("|"):
         m = _CELL.match(text)
         if m and len(text.strip()) > 2:
@@ -229,6 +246,10 @@ def _layer(text: str, before: Sequence[str] = ()) -> Optional[Layer]:
         m = _NUMBER.match(text)
         if m:
             return Layer("number", m.group(0))
+    if first in "-|DIWECFTS" and "time" in before:  # a logger's label after its time ('- name - ERROR - ')
+        m = _LOGGER.match(text)
+        if m:
+            return Layer("logger", m.group(0))
     if first in " \t-*+\u2022":  # outermost, nested, or behind a launcher's or a host's label
         m = _BULLET.match(text)
         if m:
@@ -237,12 +258,12 @@ def _layer(text: str, before: Sequence[str] = ()) -> Optional[Layer]:
         if first in " \t[(0123456789":
             m = _LAUNCHER.match(text)
             if m:
-                return Layer("launcher", m.group(0), m.group("host"))
+                return _launcher(m)
         return _quoted(text, first) or _time(text, first)
     if first in "[(":  # a launcher's label before a time: '[1,3]<stderr>:' is no '[1,3]' time
         m = _LAUNCHER.match(text)
         if m:
-            return Layer("launcher", m.group(0), m.group("host"))
+            return _launcher(m)
     time = _time(text, first)
     if time is not None:
         return time
@@ -252,7 +273,15 @@ def _layer(text: str, before: Sequence[str] = ()) -> Optional[Layer]:
     if first in " \t0123456789":
         m = _LAUNCHER.match(text)
         if m:
-            return Layer("launcher", m.group(0), m.group("host"))
+            return _launcher(m)
+    if first in "DIWECF":
+        m = _LOGGER_FRONT.match(text)
+        if m:
+            return Layer("logger", m.group(0))
+    if first.isalpha():  # a collector's label: docker compose's 'trainer-1  | '
+        m = _LAUNCHER.match(text)
+        if m:
+            return _launcher(m)
     m = _GREP.match(text) if "grep" not in before else None
     if m:
         return Layer("grep", m.group(0))

@@ -141,11 +141,12 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "warning only: PCIe cards with no NVLink bridge fitted show the same states, and the output names no GPU "
         "model, so the CLI exits 0 on a node whose bridged links are down", exits_0=True),
     "gpu-alcf-docs-polaris-jax-xla-no-kernel-image-parallel-compilation": Gap(
-        "missed",
-        "'Verdict: FAIL Unexplained failure (low confidence)', exit 1: JAX's 'XlaRuntimeError: UNKNOWN: no kernel image is "
-        "available for execution on the device' is read as a Python exception and left unexplained; that it is a bug of "
-        "JAX 0.4.26's parallel GPU compilation on that system (XLA_FLAGS=--xla_gpu_force_compilation_parallelism=1) is not "
-        "in the evidence"),
+        "wrong cause",
+        "'Verdict: FAIL', exit 1: JAX's 'XlaRuntimeError: UNKNOWN: no kernel image is available for execution on the "
+        "device', a traceback's last line kept as an error line, is read by the signature 'nccl-too-old-for-gpu' (CUDA's "
+        "'no kernel image' in any output: a build without kernels for the GPU); that it is a bug of JAX 0.4.26's "
+        "parallel GPU compilation on that system (XLA_FLAGS=--xla_gpu_force_compilation_parallelism=1) is not in the "
+        "evidence, which reads as a build without the GPU's kernels does"),
     "node-gpuoperator-docs-cdi-hostusers-false-sync-socket-no-such-process": Gap(
         "missed",
         "'Verdict: WARN Unexplained failure (low confidence)', exit 1: 'Error: container create failed: read status from "

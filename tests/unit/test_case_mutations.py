@@ -4,7 +4,10 @@ Every failed ``log`` case of tests/cases and ../shared/fixtures/cases that the t
 healthy one, is read again with its texts transformed as a paste damages or decorates them (tests/mutations.py:
 pure functions of the real text, written for the test: a tail, no NCCL INFO lines, a launcher's prefix, host
 names, addresses and paths redacted, an 80-column wrap, CRLF and a byte order mark, a markdown quote with HTML
-escapes, timestamps, only the failure lexicon's lines). Each is read in this process, through the same reader
+escapes, timestamps, line numbers, list markers; terminal colours with Ray's, loguru's and rich's labels, a tqdm
+bar's frames, Ray's, kubectl's, docker compose's and Open MPI's labels, a journal's host and unit, Python logging's
+labels, a line number before a launcher's label and a time, a GitHub collapsed section, a chat's clock, markdown
+code by indentation; only the failure lexicon's lines). Each is read in this process, through the same reader
 ``nccldiag log`` uses. A healthy case never gets a fail/warn diagnosis; a failed case is never given none; a case
 named right stays right, but for the pairs of tests/cases/mutation_gaps.py, each held to its recorded outcome.
 ``scripts/bench_mutations`` prints the same measure as a table.
@@ -73,3 +76,12 @@ def test_the_transformations_change_the_texts_they_are_given():
     assert mutations.TRANSFORMS["tail-15"](longest).count("\n") == 15
     assert mutations.TRANSFORMS["crlf-bom"](longest).startswith("\ufeff")
     assert all(len(ln) <= 80 for ln in mutations.TRANSFORMS["wrap-80"](longest).splitlines())
+    one = "x" * 9 + "\n"  # the decorations below, each on a line of its own
+    assert mutations.TRANSFORMS["ansi-ray"](one) == "\x1b[2m\x1b[36m(RayTrainWorker pid=1234, ip=10.0.0.5)\x1b[0m " \
+        + "x" * 9 + "\x1b[0m\n"
+    assert mutations.TRANSFORMS["tqdm-cr"](one * 10).split("\n")[9].startswith("\r 20%|##")
+    assert mutations.TRANSFORMS["tqdm-cr"](one * 10).count("\n") == 10  # frames share a line: none is added
+    assert mutations.TRANSFORMS["prefix-compose"](one) == "trainer-1  | " + one
+    assert mutations.TRANSFORMS["stack-lineno-rank"](one * 12).split("\n")[11] == " 12 | 12: [rank3]: " + "x" * 9
+    assert mutations.TRANSFORMS["chat-details"](one).startswith("<details>\n<summary>")
+    assert mutations.TRANSFORMS["indent-tab"](one + "\n") == "\t" + one + "\n"
