@@ -48,7 +48,6 @@ WHY: Dict[str, str] = {
 KNOWN: Dict[Tuple[str, str], str] = {
     # the tail keeps the traceback only: the WARN naming the missing interface is above its last 15 lines
     ("net-felixfu-notes-2x-p40-bootstrap-no-socket-interface-found-wrong-ifname-eno1", "tail-15"): "missed",
-    ("net-felixfu-notes-2x-p40-bootstrap-no-socket-interface-found-wrong-ifname-eno1", "lexicon-only"): "missed",
     # 'No route to host' from a peer in the node's own subnet is a firewall's answer: redacted, the subnet is gone
     ("net-csdn-blog-2-node-nccl248-connect-no-route-to-host-firewall", "anon-x"): "wrong cause",
     ("net-csdn-blog-2-node-nccl248-connect-no-route-to-host-firewall", "anon-redacted"): "wrong cause",
