@@ -92,7 +92,6 @@ Expression = Union["re.Pattern[str]", FirstHead]  # what a table row searches a 
 
 # --------------------------------------------------------------------------- lines -> records
 
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[()][A-Z0-9]|\x1b")
 # Colour codes whose ESC was lost on the way ('[0m', '[1;31m', and '[m' where no small letter follows: never the
 # kernel's '[mem 0x...]' or a '[mlx5_0]').
 _ANSI_RESIDUE = re.compile(r"\[(?:\d{1,3}(?:;\d{1,3})*m|m(?![a-z]))")
@@ -170,10 +169,8 @@ def clean(line: str) -> str:
     escapes and the ``<br>`` that ends a line copied from a web page, or trailing blanks."""
     if line[:1] == "\ufeff":  # the byte order mark a Windows editor writes at the start of a text
         line = line[1:]
-    if "\r" in line:  # a carriage return inside the line (a progress bar's frames): what a terminal shows
+    if "\r" in line or "\x1b" in line:  # colour codes, a progress bar's frames: what a terminal shows
         line = fronts.plain(line)
-    if "\x1b" in line:
-        line = _ANSI.sub("", line)
     if "&" in line and ";" in line and _ENTITY.search(line):
         line = html.unescape(line).replace("\xa0", " ")
     if ">" in line and "<" in line:
