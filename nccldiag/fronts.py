@@ -29,9 +29,10 @@ off, from these expressions:
   - loguru's default ``{time} | {level: <8} | {name}:{function}:{line} - {message}`` (loguru/_defaults.py);
   - rich's ``RichHandler``: the level name padded to 8 after the time ``[%x %X]``.
 
-  The level in a logger's label is the level the program gave the whole message, or a relay gave every line it
-  carried (a launcher that logs a child's standard error at ``ERROR``): the readers judge the message after it,
-  which says what went wrong where something did.
+  The paste reader and the NCCL log reader read the line after the label. The failure lexicon reads the label
+  too: a level of ``ERROR`` or ``CRITICAL`` is the program's own word that something went wrong, whatever its
+  message says; the relays that carry a child's lines through a logger give them ``INFO`` or ``WARNING``
+  (Airflow's ``SubprocessHook``, Celery's redirected standard output).
 
 Every expression is anchored at the front of the text it is matched on and its repeats are bounded: each runs in
 time linear in the line.
@@ -63,21 +64,6 @@ LOGGER = (
 #: a time of day in brackets as chat clients and rich write it: ``[10:32 AM]``, ``[01/01/24 12:00:00]``
 CLOCK = (r"\d{1,2}:\d\d(?::\d\d)?[ \t]?[AaPp]\.?[Mm]\.?|"
          r"\d\d/\d\d/\d\d(?:\d\d)?[ \t]\d\d:\d\d:\d\d(?:[ \t]?[AaPp][Mm])?")
-
-# a logger's label at the front of a line, after its time where it has one: what the lexicon reads past
-_TIME = r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d)?[ \t]"
-_LOGGED = re.compile(r"(?:" + _TIME + r"|\[(?:" + CLOCK + r")\][ \t]{1,2})(?:" + LOGGER + ")|" + LOGGER_FRONT)
-_LOGGED_FIRST = frozenset("0123456789[DIWECFTS")
-
-
-def message(line: str) -> str:
-    """``line`` without a logging library's label at its front (with the time before it), where it has one."""
-    if line[:1] in _LOGGED_FIRST:
-        m = _LOGGED.match(line)
-        if m:
-            return line[m.end():]
-    return line
-
 
 # a terminal's control sequence (colours, a cursor's moves, a line cleared), and the ESC of a sequence cut short
 _ANSI = re.compile(r"\x1b\[[0-9;?]{0,32}[ -/]{0,4}[@-~]|\x1b[()][A-Z0-9]|\x1b")

@@ -196,14 +196,17 @@ def pylog_asctime(text: str) -> str:
     """(v) Python ``logging`` with the logging HOWTO's format ``'%(asctime)s - %(name)s - %(levelname)s -
     %(message)s'`` (asctime ``YYYY-MM-DD HH:MM:SS,mmm``: ``Formatter.default_time_format`` and
     ``default_msec_format``; python/cpython, Lib/logging/__init__.py at a49e078802348246d13585c64f8b0da2b445d249),
-    a relay logging every line it carries at ERROR."""
-    return stamped("2024-01-01 12:00:00,123 - trainer - ERROR - ")(text)
+    a relay logging every line it carries at INFO, as Airflow's ``SubprocessHook`` logs each line of its child's
+    output (``self.log.info("%s", line)``, airflow/hooks/subprocess.py)."""
+    return stamped("2024-01-01 12:00:00,123 - trainer - INFO - ")(text)
 
 
 def pylog_basic(text: str) -> str:
     """(w) Python ``logging.basicConfig()``'s ``BASIC_FORMAT = "%(levelname)s:%(name)s:%(message)s"`` (same source as
-    :func:`pylog_asctime`), the root logger at ERROR."""
-    return prefixed("ERROR:root:")(text)
+    :func:`pylog_asctime`), a relay logging every line at WARNING under its logger's name, as Celery redirects a
+    worker's standard output and error (``redirect_stdouts(name='celery.redirected')``, ``redirect_level='WARNING'``:
+    docs.celeryq.dev/en/4.0/reference/celery.app.log.html)."""
+    return prefixed("WARNING:celery.redirected:")(text)
 
 
 def stack_srun(text: str) -> str:

@@ -34,17 +34,18 @@ class Shape:
 
     id: str
     pattern: Pattern[str]
-    words: Tuple[str, ...]
+    words: Tuple[str, ...]  # literal words, each of which may end in a regular expression after a NUL
     severity: str
     covered_by: Tuple[str, ...]
     unless: Optional[Pattern[str]]
     judged_by: Tuple[str, ...]
     meaning: str
     where: str  # lexicon.toml:<line>
+    literals: Tuple[str, ...] = ()  # the words' literal parts (a word may end in an expression after a NUL)
 
     def reads(self, text: str) -> bool:
         """Whether ``text`` (one line, cut at :data:`MAX_LINE`) is of this shape."""
-        return (any(w in text for w in self.words) and self.pattern.search(text) is not None
+        return (any(w in text for w in self.literals) and self.pattern.search(text) is not None
                 and (self.unless is None or self.unless.search(text) is None))
 
 
@@ -76,7 +77,8 @@ class Line:
 def _shape(row: Dict) -> Shape:
     return Shape(row["id"], re.compile(row["pattern"]), tuple(row["words"]), row["severity"],
                  tuple(row["covered_by"]), re.compile(row["unless"]) if row.get("unless") else None,
-                 tuple(row.get("judged_by") or ()), row["meaning"], row["where"])
+                 tuple(row.get("judged_by") or ()), row["meaning"], row["where"],
+                 tuple(dict.fromkeys(w.partition("\0")[0] for w in row["words"])))
 
 
 @functools.lru_cache(maxsize=None)
@@ -139,9 +141,9 @@ def _candidate(raw: bytes) -> bool:
 
 
 def shape_of(text: str) -> Optional[Shape]:
-    """The row ``text`` (one line) is of, or ``None``. A logging library's label at the front of the line (its
-    time, level and logger's name: :func:`nccldiag.fronts.message`) is not read: the message after it is."""
-    text = fronts.message(text[:MAX_LINE])
+    """The row ``text`` (one line) is of, or ``None``. A logging library's label at the front of the line is read
+    with it: its level ``ERROR`` or ``CRITICAL`` says something went wrong (:mod:`nccldiag.fronts`)."""
+    text = text[:MAX_LINE]
     for s in _shapes():
         if s.reads(text):
             return s

@@ -20,6 +20,8 @@ RANKS = CASES / "gpu-llamafactory7233-rank-prefixed-dev-shm-segment-barrier-4x30
 PODS = CASES / "node-gpuoperator-docs-operand-pods-init-driver-daemonset-not-ready" / "posted-kubectl-get-pods.txt"
 K8S = CASES / "gpu-tistory-blog-k8s-2x-rtxpro6000-ddp-allreduce-watchdog-p2p-disable-fixes" / "posted-log.txt"
 HEALTHY = CASES / "gpu-xuesongtap-blog-8x-a100-nv12-topo-m-17-mlx5-nics-bond-healthy" / "posted-nvidia-smi-topo-m.txt"
+LCP = (CASES / "node-lcp0578-notes-2x-rtx3090-nvidia-smi-cannot-communicate-utils-without-driver"
+       / "posted-lspci-nvidia-smi-ubuntu-drivers.txt")
 
 NEW = ("ansi-ray", "ansi-loguru", "ansi-rich", "tqdm-cr", "prefix-ray-pid", "prefix-ray-actor", "prefix-kubectl",
        "prefix-compose", "prefix-mpi-host", "time-journal", "pylog-asctime", "pylog-basic", "stack-srun",
@@ -53,15 +55,26 @@ def test_a_collectors_label_names_the_pod_or_the_host(transform):
     assert L.peel(line).host() == want[transform]
 
 
-def test_a_logger_level_on_every_line_is_no_failure_but_the_message_still_is():
-    # healthy: the level a relay gives every line says nothing; failed: the message after it still does
+def test_a_relay_s_level_on_every_line_is_no_failure_but_the_message_still_is():
+    # healthy: the INFO or WARNING a relay gives every line says nothing; failed: the message after it still does
     for ln in text(HEALTHY).splitlines():
-        for front in ("ERROR:root:", "2024-01-01 12:00:00,123 - trainer - ERROR - "):
+        for front in ("WARNING:celery.redirected:", "2024-01-01 12:00:00,123 - trainer - INFO - "):
             assert lexicon.shape_of(front + ln) == lexicon.shape_of(ln), front + ln
     line = next(ln for ln in text(DESYNC).splitlines() if ln.startswith("RuntimeError"))
     assert lexicon.shape_of(line).id == "python-exception"
     assert lexicon.shape_of("ERROR:root:" + line).id == "python-exception"
-    assert fronts.message("ERROR: " + line) == "ERROR: " + line  # a message's own 'ERROR:' is no logger's label
+
+
+@pytest.mark.parametrize("front", ["ERROR:root:", "CRITICAL:trainer:", "2024-01-01 12:00:00,123 - trainer - ERROR - ",
+                                   "2024-01-01 12:00:00.123 | ERROR    | train:main:12 - ", "[01/01/24 12:00:00] ERROR    "])
+def test_a_program_s_own_error_level_is_a_failure_whatever_its_message_says(front):
+    # the real line of tests/cases/node-lcp0578-...: Python logging's BASIC_FORMAT at ERROR, a message with no
+    # error word; the program logged it as an error, so it is never read as nothing
+    line = "ERROR:root:aplay command not found"
+    assert line in text(LCP)
+    assert lexicon.shape_of(line).id == "error-word"
+    assert lexicon.shape_of(front + "rank 3 stopped answering").id == "error-word"
+    assert lexicon.shape_of("rank 3 stopped answering") is None
 
 
 def test_a_carriage_return_keeps_what_a_terminal_shows():
