@@ -213,12 +213,4 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "'fi_info -p efa' is read as no provider found (the lexicon's libfabric-no-provider shape) and left "
         "unexplained; that this instance has no EFA at all is not in the evidence (was a false all-clear: "
         "'nothing broken', exit 0)"),
-    "list-ompi-users-mpirun-hangs-public-eth1-address-change-btl-tcp-if-include": Gap(
-        "false all-clear",
-        "'Verdict: nothing to judge: the input holds no NCCL line, error or result', exit 0: the mail holds no line any "
-        "program printed about the failure: the hang is the author's words ('\"mpiexec -np 2 -host master,node1 "
-        "myProgram\" hangs', 'stuck in my first Allreduce', 'sitting in a poll'), and the routing tables of the head "
-        "and compute node reached the archive without their address columns, so that the TCP BTL chose the public "
-        "eth1, which leads nowhere, is in no reading; the tool says it has nothing to judge rather than that nothing is "
-        "broken"),
 }
