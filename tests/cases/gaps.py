@@ -26,6 +26,13 @@ class Gap(NamedTuple):
 INVARIANT_BROKEN = ("false all-clear", "false alarm")
 
 KNOWN_GAPS: Dict[str, Gap] = {
+    "net-jax22740-quoted-ibv-modify-qp-einval-irdma-roce-not-configured": Gap(
+        "wrong cause",
+        "'Verdict: WARN NCCL named the cause: roce gid config (medium confidence)', exit 1: NCCL's 'Call to ibv_modify_qp "
+        "failed with error Invalid argument errno 22' beside 'NET/IB : Using [0]irdma0:1/RoCE' is read as a RoCE GID the "
+        "NIC cannot use (the usual cause of that failure); the thread established only that the irdma0 device was not "
+        "set up for RoCE (soft RoCE; NCCL_IB_DISABLE=1 ran), not which part of its set-up, so no line tells a GID "
+        "apart from the rest"),
     "node-lizhenyang-blog-dataloader-socket-error-111-dev-shm-64m": Gap(
         "right",
         "'Verdict: WARN /dev/shm too small (medium confidence)', exit 0: the 'df -h /dev/shm' row pasted without its "

@@ -46,6 +46,16 @@ WHY: Dict[str, str] = {
 
 #: (case id, transformation) -> its outcome today
 KNOWN: Dict[Tuple[str, str], str] = {
+    # the lexicon's lines alone keep Gloo's 'connectFullMesh failed ... Connection refused,' but not the wrapped
+    # 'remote=[127.0.0.1]' under it nor the warning before it that Gloo fell back to loopback
+    ("net-awsdoeks50-vllm-gloo-hostname-loopback-fallback-connectfullmesh-refused", "lexicon-only"): "missed",
+    # the loopback address is the evidence ('remote=[127.0.0.1]', 'local=[127.0.0.1]'): redacted, the failed mesh
+    # is read as gloo's interface
+    ("net-awsdoeks69-vllm-ray-actorhandle-then-gloo-loopback-127001", "anon-x"): "wrong cause",
+    ("net-awsdoeks69-vllm-ray-actorhandle-then-gloo-loopback-127001", "anon-redacted"): "wrong cause",
+    # XLA's words 'Unable to load NCCL library' are on the continuation of its runtime error, which the lexicon's
+    # lines alone leave out (only 'XlaRuntimeError: INTERNAL: ... failed:' is kept)
+    ("node-jax18391-xla-all-reduce-unable-to-load-nccl-library-cuda12-local", "lexicon-only"): "missed",
     # the tail keeps the traceback only: the WARN naming the missing interface is above its last 15 lines
     ("net-felixfu-notes-2x-p40-bootstrap-no-socket-interface-found-wrong-ifname-eno1", "tail-15"): "missed",
     # 'No route to host' from a peer in the node's own subnet is a firewall's answer: redacted, the subnet is gone

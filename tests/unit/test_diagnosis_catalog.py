@@ -1257,3 +1257,33 @@ def test_cloud_inits_duplicate_mac_is_named_with_its_two_interfaces():
     assert "unexplained" not in categories(text)
     for name, text in _healthy_texts().items():
         assert "other:cloud-init-duplicate-mac" not in categories(text), name
+
+
+def test_xla_that_cannot_load_nccl_is_named_and_a_working_run_is_left_alone():
+    # real: jax-ml/jax#18391, XLA's runtime error when jaxlib (installed with cuda12_local) found no NCCL to load
+    text = _in_repo_case("node-jax18391-xla-all-reduce-unable-to-load-nccl-library-cuda12-local")
+    d = top(text)
+    assert d.id == "xla-nccl-library-not-loaded" and d.category == "other:nccl-library-missing", d
+    assert d.severity == "fail" and d.confidence == "high", d
+    assert "unexplained" not in categories(text)
+    # the same words quoted as XLA's last NCCL warning beside an all-reduce that failed (the shape XLA prints with
+    # jaxlib 0.4.23; written for this test from the stub's error string and XLA's runtime error above)
+    quoted = ("INTERNAL: external/xla/xla/service/gpu/nccl_utils.cc:134: NCCL operation ncclGetUniqueId(&id) failed: "
+              "Unable to load NCCL library. Multi-GPU collectives will not work.. Last NCCL warning(error) log entry "
+              "(may be unrelated) 'Unable to load NCCL library. Multi-GPU collectives will not work.'.\n")
+    assert top(quoted).id == "xla-nccl-library-not-loaded"
+    # a working NCCL (the sanity check of vLLM's troubleshooting page on one node) is nothing of it
+    assert "other:nccl-library-missing" not in categories(
+        _in_repo_case("gpu-vllm18567-test-py-nccl-trace-4-gpu-bootstrap-ib-healthy"))
+    for name, text in _healthy_texts().items():
+        assert "other:nccl-library-missing" not in categories(text), name
+
+
+def test_the_deepspeed_launchers_ssh_check_is_named_and_pdsh_lines_are_not():
+    # real: deepspeedai/DeepSpeed#4907, the launcher's traceback when its ssh check of the hostfile's first host fails
+    text = _in_repo_case("node-deepspeed4907-launcher-ssh-check-passwordauthentication-exit-255")
+    d = top(text)
+    assert d.category == "other:launcher-ssh-unreachable" and d.severity == "fail", d
+    assert "unexplained" not in categories(text)
+    for name, text in _healthy_texts().items():
+        assert "other:launcher-ssh-unreachable" not in categories(text), name

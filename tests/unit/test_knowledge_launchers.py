@@ -82,6 +82,8 @@ CHECKED = {
     "kubelet-devices-unavailable": "requested number of devices unavailable for %s. Requested: %d, Available: %d",
     "slurm-gres-gpu-device-file-missing": "can't stat gres.conf file %s: %m",
     "slurm-gres-gpu-device-stat-missing": "%s: stat(%s): %m",
+    "deepspeed-ssh-check-command-failed": "ssh -o PasswordAuthentication=no ",
+    "deepspeed-ssh-check-unreachable": "was not reachable via ssh. If you are running with a single node please remove",
 }
 
 # The message as a tool prints it, where a row's text is a part of it or its conversions take words: written for this
@@ -115,6 +117,11 @@ PRINTED = {
                                              'Profiling is not supported for this group of GPUs or GPU"',
     "dcgm-exporter-module-not-loaded": 'time="2020-12-15T11:28:40Z" level=fatal msg="Error watching fields: This request '
                                        'is serviced by a module of DCGM that is not currently loaded"',
+    "deepspeed-ssh-check-command-failed": "subprocess.CalledProcessError: Command 'ssh -o PasswordAuthentication=no "
+                                          "node1 hostname' returned non-zero exit status 255.",
+    "deepspeed-ssh-check-unreachable": "RuntimeError: Using hostfile at /job/hostfile but host=node1 was not reachable via "
+                                       "ssh. If you are running with a single node please remove /job/hostfile or setup "
+                                       "passwordless ssh.",
     "kubelet-devices-unavailable": "Message:        Pod Allocate failed due to requested number of devices unavailable "
                                    "for nvidia.com/gpu. Requested: 1, Available: 0, which is unexpected",
 }
