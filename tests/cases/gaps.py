@@ -220,4 +220,29 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "'fi_info -p efa' is read as no provider found (the lexicon's libfabric-no-provider shape) and left "
         "unexplained; that this instance has no EFA at all is not in the evidence (was a false all-clear: "
         "'nothing broken', exit 0)"),
+    "gpu-mindspore-faq-zh-openmpi-setdevice-invalid-ordinal-same-hostname": Gap(
+        "missed",
+        "'Verdict: WARN Unexplained failure (low confidence)', exit 1: MindSpore's '[ERROR] DEVICE ... SetDevice for id:7 "
+        "failed, ret[101], invalid device ordinal' and 'Failed to set current device id' are read as a program's error "
+        "and left unexplained; that the machines share one HOSTNAME, so the local GPU index ran past the host's GPUs, "
+        "is not in the evidence (the same two lines are, in the FAQ's other question, fewer visible GPUs than processes)"),
+    "gpu-mindspore-faq-zh-setdevice-invalid-ordinal-cuda-visible-devices-fewer-than-ranks": Gap(
+        "missed",
+        "'Verdict: WARN Unexplained failure (low confidence)', exit 1: MindSpore's 'SetDevice for id:7 failed, ret[101], "
+        "invalid device ordinal' is read as a program's error and left unexplained; that CUDA_VISIBLE_DEVICES listed fewer "
+        "GPUs than processes started is not in the evidence (the same lines are, in the FAQ's other question, machines "
+        "sharing one HOSTNAME)"),
+    "net-mindspore-faq-zh-ibv-modify-qp-einval-connect-refused-ib-and-roce-hosts": Gap(
+        "wrong cause",
+        "'Verdict: WARN NCCL named the cause: roce gid config (medium confidence)', exit 1: 'Call to ibv_modify_qp failed "
+        "with error Invalid argument' is named a RoCE GID the NIC cannot use toward the peer, its usual cause; that some "
+        "hosts run InfiniBand and RoCE NICs at once, so NCCL must be held to one kind with NCCL_IB_HCA, is not in the "
+        "evidence (no HCA list, no link layer)"),
+    "net-mindspore-faq-zh-openmpi-pml-ucx-worker-address-not-found-nic-differs": Gap(
+        "missed",
+        "'Verdict: WARN Unexplained failure (low confidence)', exit 1: Open MPI's 'pml_ucx.c:175 Error: Failed to receive "
+        "UCX worker address: Not found (-13)' is read as a program that failed to do something and left unexplained (in "
+        "Open MPI's pml_ucx.c the peer's worker address is missing from the modex: the peer published none); that the "
+        "machines' interfaces differ, as the FAQ answers, is not in the evidence (was a wrong cause: 'Failed to resolve "
+        "UCX endpoint for rank X' taken for a host name that does not resolve)"),
 }
