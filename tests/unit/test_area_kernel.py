@@ -264,6 +264,15 @@ def test_error_completions_of_an_mlx5_hca_warn():
                                                      "events": {"an unnamed device": {"mlx5-error-cqe": 2}}}
 
 
+
+def test_a_cable_module_error_warns_and_plugging_a_cable_or_a_slot_short_of_power_does_not():
+    f = findings(ibcounters, log("https://github.com/leptonai/gpud/blob/2415928b747aec1cb86a90b0fb4957e99fd5442a/"
+                                 "components/accelerator/nvidia/infiniband/kmsg_matcher.go"))["ibcounters.module_errors"]
+    assert f.status.value == "warn" and f.actual == {"category": "ib_port_down", "events": {
+        "an unnamed device": {"mlx5-module-error": 1}}}
+    # modules plugged and unplugged (the link-flap captures) and a slot reported short of power (a healthy H100
+    # node's boot log) are HEALTHY_CAPTURES
+
 KERNEL_CAPTURES = tuple(sorted(
     p.relative_to(real.ROOT / "node").parts for p in (real.ROOT / "node").rglob("*")
     if p.is_file() and (p.parts[-2].startswith(("kernel-", "dmesg")) or "dmesg" in p.name or "journal" in p.name)))
@@ -281,6 +290,7 @@ def test_every_real_kernel_log_capture_is_ok_in_the_nvswitch_storage_ipoib_crash
                                                                          "kernel.mce")}
     assert judge(ibcounters, raw)["ibcounters.ipoib_tx_timeout"] == ["ok"]
     assert judge(ibcounters, raw)["ibcounters.cqe_errors"] == ["ok"]
+    assert judge(ibcounters, raw)["ibcounters.module_errors"] == ["ok"]
 
 
 def test_check_on_a_bundle_names_a_fatal_sxid_of_its_kernel_log(tmp_path):
