@@ -1,5 +1,6 @@
 """The kernel's own reports of a node in trouble: hung tasks and unresponsive NFS servers, the OOM killer,
-CPU lockups and RCU stalls, machine checks and EDAC memory errors, disks and file systems failing I/O.
+CPU lockups and RCU stalls, oopses and panics, a process's crash in an NVIDIA library, CPU thermal throttling,
+machine checks and EDAC memory errors, disks and file systems failing I/O.
 
 Reads the shared ``kernel_log`` source (:mod:`nccldiag.areas.kernlog`); the messages are the rows of
 ``nccldiag/knowledge/kmsg.toml`` whose area is ``kernel``, each with its source. One finding per check:
@@ -10,8 +11,15 @@ Reads the shared ``kernel_log`` source (:mod:`nccldiag.areas.kernlog`); the mess
 - ``kernel.oom``: a process the OOM killer killed (``Out of memory: Killed process``; a container's
   ``Memory cgroup out of memory``) (**warn**).
 - ``kernel.lockups``: soft lockups and RCU stalls (**warn**), hard lockups (**fail**).
-- ``kernel.mce``: machine checks logged and corrected EDAC memory errors (**warn**), uncorrected EDAC memory
-  errors (**fail**).
+- ``kernel.mce``: machine checks logged, corrected EDAC memory errors and the hardware errors the firmware reports
+  through APEI (GHES) (**warn**), uncorrected EDAC memory errors (**fail**).
+- ``kernel.oops``: a kernel oops (``Oops: 0000 [#1]``, ``general protection fault ...: 0000 [#1]``, ``invalid
+  opcode: 0000 [#1]``, arm64's ``Internal error: ...``), ``kernel BUG at <file>:<line>!``, a bad kernel pointer
+  (``BUG: kernel NULL pointer dereference``) or a panic (**fail**).
+- ``kernel.process_crash``: a process killed for a bad access in an NVIDIA or CUDA library (``<comm>[<pid>]:
+  segfault at ... in libcuda.so...``, a user-space general protection fault there): a rank that crashed (**warn**).
+- ``kernel.thermal``: a CPU throttled for its temperature, not followed by its ``temperature/speed normal``
+  (**warn**).
 - ``kernel.storage_io``: file-system and block-device I/O errors of a disk (``EXT4-fs error (device X)``, XFS
   metadata I/O errors and corruption, ``Buffer I/O error on dev X``, ``I/O error, dev X, sector N``) (**fail**);
   NVMe commands that timed out (``nvme nvmeN: I/O ... QID N timeout, aborting``) (**warn**).

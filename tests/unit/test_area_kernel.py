@@ -33,7 +33,8 @@ def test_kernel_checks_on_real_failing_lines():
               "https://github.com/deepspeedai/DeepSpeed/issues/925", "https://github.com/Open-CAS/ocf/issues/408",
               "https://github.com/ovro-lwa/lwa-issues/issues/117")
     assert judge(kernel, raw) == {"kernel.io_hang": ["warn"], "kernel.oom": ["warn"], "kernel.lockups": ["fail"],
-                                  "kernel.mce": ["fail"], "kernel.storage_io": ["ok"]}
+                                  "kernel.mce": ["fail"], "kernel.oops": ["ok"], "kernel.process_crash": ["ok"],
+                                  "kernel.thermal": ["ok"], "kernel.storage_io": ["ok"]}
     f = findings(kernel, raw)
     hung = f["kernel.io_hang"]
     assert hung.actual == {"category": "io_hang", "events": {"kworker/2:1:5747": {"hung-task": 1},
@@ -213,17 +214,83 @@ def test_ipoib_transmit_timeouts_warn_on_their_interface():
                                                        "events": {"ib1": {"ipoib-tx-timeout": 1}}}
 
 
+def test_oopses_and_kernel_bugs_fail_a_crash_in_an_nvidia_library_warns_on_its_process():
+    f = findings(kernel, log("https://github.com/ROCm/hip/issues/15",
+                             "https://lore.kernel.org/r/20241115130313.46826-3-njavali@marvell.com"))["kernel.oops"]
+    assert f.status.value == "fail" and f.actual == {"category": "other:kernel-oops", "events": {
+        "an unnamed device": {"kernel-bug": 2, "kernel-oops": 2}}}
+    assert "BUG: unable to handle kernel NULL pointer" in f.evidence[0] and f.evidence[-1].endswith("[#1] SMP PTI")
+    crash = findings(kernel, log("https://github.com/zed-industries/zed/issues/35758"))["kernel.process_crash"]
+    assert crash.status.value == "warn" and crash.actual == {
+        "category": "other:process-crash-in-gpu-library",
+        "events": {"zed-editor[11804]": {"gpu-library-crash": 1}, "zed-editor[1005460]": {"gpu-library-crash": 1}}}
+    # a process's crash in another library, and a user-space general protection fault there, are no row's
+    # (CONSTRUCTED from the real lines' wording)
+    other = {"kernel_log": "[ 10.1] python3[4242]: segfault at 0 ip 00007f01 sp 00007ffe error 4 in libc.so.6[7f00+1000]\n"
+                           "[ 10.2] traps: python3[4243] general protection fault ip:7f02 sp:7ffe error:0 in libz.so.1[7f00+10]\n"}
+    assert judge(kernel, other)["kernel.process_crash"] == ["ok"] and judge(kernel, other)["kernel.oops"] == ["ok"]
+
+
+def test_cpu_throttling_warns_until_its_cpu_is_back_to_normal():
+    hot = findings(kernel, log("https://github.com/erpalma/throttled/issues/239"))["kernel.thermal"]
+    assert hot.status.value == "warn" and hot.actual == {"category": "other:cpu-thermal-throttle", "events": {
+        "CPU1: Core": {"cpu-thermal-throttle": 1}, "CPU1: Package": {"cpu-thermal-throttle": 1},
+        "CPU5: Package": {"cpu-thermal-throttle": 1}, "CPU3: Package": {"cpu-thermal-throttle": 1}}}
+    # each CPU that throttled came back to normal: nothing is left
+    assert judge(kernel, log("https://github.com/erpalma/throttled/issues/186"))["kernel.thermal"] == ["ok"]
+
+
+def test_a_firmware_hardware_error_warns_and_an_earlier_boots_record_does_not():
+    f = findings(kernel, log("https://github.com/prometheus/node_exporter/issues/3511"))["kernel.mce"]
+    assert f.status.value == "warn" and f.actual["events"] == {"an unnamed device": {"ghes-hardware-error": 1}}
+    bert = {"kernel_log": "[    0.942261] [Hardware Error]: event severity: fatal\n"}  # real: linux-surface#390
+    assert judge(kernel, bert)["kernel.mce"] == ["ok"]
+
+
+def test_a_gpu_the_driver_does_not_support_fails_its_own_check_and_is_no_event():
+    f = findings(xid, log("https://github.com/NVIDIA/open-gpu-kernel-modules/issues/393"))
+    assert f["xid.driver_unsupported"].status.value == "fail"
+    assert f["xid.driver_unsupported"].actual == {"category": "other:gpu-not-supported-by-driver", "events": {
+        "an unnamed device": {"nvrm-gpu-unsupported": 1}}}
+    assert f["xid.driver_init"].status.value == "fail"  # its probe failed: the catalog's cause explains that
+    assert "xid.driver_unsupported" in kernlog.NO_EVENT_CHECKS
+    opened = findings(xid, log("https://github.com/NVIDIA/open-gpu-kernel-modules/issues/322"))
+    assert opened["xid.driver_unsupported"].status.value == "fail" and opened["xid.driver_init"].status.value == "ok"
+
+
+def test_error_completions_of_an_mlx5_hca_warn():
+    f = findings(ibcounters, log("https://github.com/linux-nvme/nvme-cli/issues/3268"))["ibcounters.cqe_errors"]
+    assert f.status.value == "warn" and f.actual == {"category": "ib_completion_error",
+                                                     "events": {"an unnamed device": {"mlx5-error-cqe": 2}}}
+
+
+
+def test_a_cable_module_error_warns_and_plugging_a_cable_or_a_slot_short_of_power_does_not():
+    f = findings(ibcounters, log("https://github.com/leptonai/gpud/blob/2415928b747aec1cb86a90b0fb4957e99fd5442a/"
+                                 "components/accelerator/nvidia/infiniband/kmsg_matcher.go"))["ibcounters.module_errors"]
+    assert f.status.value == "warn" and f.actual == {"category": "ib_port_down", "events": {
+        "an unnamed device": {"mlx5-module-error": 1}}}
+    # modules plugged and unplugged (the link-flap captures) and a slot reported short of power (a healthy H100
+    # node's boot log) are HEALTHY_CAPTURES
+
 KERNEL_CAPTURES = tuple(sorted(
     p.relative_to(real.ROOT / "node").parts for p in (real.ROOT / "node").rglob("*")
     if p.is_file() and (p.parts[-2].startswith(("kernel-", "dmesg")) or "dmesg" in p.name or "journal" in p.name)))
 
 
 @pytest.mark.parametrize("parts", KERNEL_CAPTURES, ids=["/".join(p) for p in KERNEL_CAPTURES])
-def test_every_real_kernel_log_capture_is_ok_in_the_nvswitch_storage_and_ipoib_checks(parts):
+def test_every_real_kernel_log_capture_is_ok_in_the_nvswitch_storage_ipoib_crash_thermal_and_cqe_checks(parts):
     raw = {"kernel_log": real.node_text(*parts)}
     assert judge(xid, raw)["xid.nvswitch"] == ["ok"]
-    assert judge(kernel, raw)["kernel.storage_io"] == ["ok"]
+    assert judge(xid, raw)["xid.driver_unsupported"] == ["ok"]
+    out = judge(kernel, raw)
+    assert {c: out[c] for c in ("kernel.storage_io", "kernel.oops", "kernel.process_crash", "kernel.thermal",
+                                "kernel.mce")} == {c: ["ok"] for c in ("kernel.storage_io", "kernel.oops",
+                                                                         "kernel.process_crash", "kernel.thermal",
+                                                                         "kernel.mce")}
     assert judge(ibcounters, raw)["ibcounters.ipoib_tx_timeout"] == ["ok"]
+    assert judge(ibcounters, raw)["ibcounters.cqe_errors"] == ["ok"]
+    assert judge(ibcounters, raw)["ibcounters.module_errors"] == ["ok"]
 
 
 def test_check_on_a_bundle_names_a_fatal_sxid_of_its_kernel_log(tmp_path):
