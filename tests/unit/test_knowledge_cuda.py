@@ -79,3 +79,30 @@ def test_what_reports_no_failure_names_no_cause():
     rows = table()
     for name in ("cudaSuccess", "cudaErrorNotReady", "cudaErrorPeerAccessAlreadyEnabled"):
         assert rows[name]["category"] == "other:informational", name
+
+
+def _case_dirs(seen):
+    """The case folders a row's ``seen`` names (tests/cases, ../shared/fixtures/cases); addresses are skipped."""
+    for ref in (s.strip() for s in seen.split(",")):
+        if not ref or ref.startswith("http"):
+            continue
+        for root in (ROOT / "tests" / "cases", ROOT.parent / "shared" / "fixtures" / "cases"):
+            if (root / ref).is_dir():
+                yield ref, root / ref
+                break
+        else:
+            if (ROOT.parent / "shared" / "fixtures").is_dir() or (ROOT / "tests" / "cases" / ref).exists():
+                raise AssertionError(f"seen names no case: {ref}")
+
+
+def test_a_row_that_names_a_real_case_reads_a_line_of_it():
+    checked = 0
+    for r in knowledge.rows(E.CUDA_TABLE):
+        for ref, folder in _case_dirs(r.get("seen", "")):
+            lines = [line for f in sorted(folder.iterdir()) if f.is_file() and f.name != "case.json"
+                     for line in f.read_text(encoding="utf-8", errors="replace").splitlines()]
+            # a line, or a line with the one before it (nccl-tests puts the quoted text on a line of its own)
+            texts = lines + [a + " " + b for a, b in zip(lines, lines[1:])]
+            assert any((E.cuda_row(t) or {}).get("name") == r["name"] for t in texts), (r["name"], ref)
+            checked += 1
+    assert checked >= 10
