@@ -48,6 +48,7 @@ FILL = {
     "store-host-not-found": ["Name or service not known"],
     "mp-process-exited": ["1", "SIGKILL", "0", "1"],
     "dataloader-workers-exited": ["12345, 12346"],
+    "nccl-unique-id-store-get": ["3", "0", "0", "Socket Timeout"],
 }
 
 
