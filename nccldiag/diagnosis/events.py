@@ -358,16 +358,20 @@ def _cuda_rows() -> Tuple[Dict[str, Dict], Dict[str, Dict]]:
     rows = knowledge.rows(CUDA_TABLE)
     names = {r["name"]: r for r in rows}
     names.update({r["driver"]: r for r in rows if r.get("driver")})
-    return {r["text"].lower(): r for r in rows}, names
+    texts: Dict[str, Dict] = {}
+    for r in rows:  # the first of two enumerators of one text; the longest text first, so that a line is read by
+        texts.setdefault(r["text"].lower(), r)  # 'unspecified launch failure in prior launch', not its prefix
+    return dict(sorted(texts.items(), key=lambda kv: -len(kv[0]))), names
 
 
 CUDA_BY_TEXT, CUDA_BY_NAME = _cuda_rows()
 # 'CUDA error: <text>' (PyTorch, most programs), NCCL's "Cuda failure 'text'", nccl-tests' "CUDA failure ... 'text'",
-# 'error code <text>' (CUDA samples and validators), and the enums' names: the runtime's (cudaErrorX) and the driver
+# 'error code <text>' (CUDA samples and validators; a text's own apostrophe, "doesn't", is in the text, a quote
+# that closes it is not), and the enums' names: the runtime's (cudaErrorX) and the driver
 # API's (CUDA_ERROR_X, as JAX/XLA and other driver-API programs print it before the text)
 _CUDA_TEXT = re.compile(r"(?:CUDA error|[Cc]uda failure(?: \d{1,4})?|CUDA failure [\w./\-]{1,80}:\d{1,6})"
-                        r"\s{0,3}[:']\s{0,3}'?(?P<text>[A-Za-z][^'\n]{0,160})|"
-                        r"\(error code (?P<code_text>[A-Za-z][^)\n]{0,160})\)|"
+                        r"\s{0,3}[:']\s{0,3}'?(?P<text>[A-Za-z_](?:[^'\n]|'(?=\w)){0,160})|"
+                        r"\(error code (?P<code_text>[A-Za-z_][^)\n]{0,160})\)|"
                         r"\b(?P<name>cudaError[A-Z]\w{0,60}|CUDA_ERROR_[A-Z0-9_]{2,60})")
 # the rank a launcher's prefix names: torchrun's '[default3]:' (local rank) and '[rank3]:', Open MPI's
 # '[1,3]<stderr>:', srun --label's '3: '

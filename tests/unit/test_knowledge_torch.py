@@ -46,6 +46,9 @@ FILL = {
     "gloo-connect-full-mesh": ["[../third_party/gloo/gloo/transport/tcp/pair.cc:144] no error"],
     "elastic-signal": ["9", "SIGKILL", "1234"],
     "store-host-not-found": ["Name or service not known"],
+    "mp-process-exited": ["1", "SIGKILL", "0", "1"],
+    "dataloader-workers-exited": ["12345, 12346"],
+    "nccl-unique-id-store-get": ["3", "0", "0", "Socket Timeout"],
 }
 
 
@@ -73,7 +76,9 @@ def test_every_row_is_complete_and_names_what_exists():
         assert all(k in r for k in KEYS), (r["id"], [k for k in KEYS if k not in r])
         assert r["severity"] in ("fail", "warn") and r["confidence"] in ("high", "medium"), r["id"]
         assert isinstance(r["victim"], bool) and r["words"], r["id"]
-        assert re.fullmatch(r"[0-9a-f]{40}|excerpt", r["version"]), r["id"]
+        versions = r["version"] if isinstance(r["version"], list) else [r["version"]]
+        assert versions and all(re.fullmatch(r"[0-9a-f]{40}(?: \([\w/.]+\))?|excerpt|v\d+\.\d+\.\d+ \([0-9a-f]{40}\)", v)
+                                for v in versions), r["id"]
         assert r["file"].split(" ")[0].count("/") >= 1, r["id"]
         c = r["category"]
         assert c == torchmsg.NONE or categories.known(c) or c.startswith("other:"), r["id"]
