@@ -50,7 +50,14 @@ def _b64(m: "re.Match[str]") -> str:
     return MASK if mixed else s
 
 
+# values that are no secret whatever word they follow: a setting's switch (sshd's 'PasswordAuthentication=no',
+# 'token: none'), as detect-secrets' keyword plugin skips them
+_NOT_SECRETS = frozenset(("yes", "no", "true", "false", "on", "off", "none", "null", "nil", "0", "1"))
+
+
 def _kept(m: "re.Match[str]") -> str:
+    if m.group(2).lower() in _NOT_SECRETS:
+        return m.group(0)
     return m.group(1) + MASK
 
 

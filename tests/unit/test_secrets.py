@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -61,6 +62,14 @@ def test_text_without_secrets_is_left_as_it_is():
     for word in ("git 3f786850e387550fdab836ed7e6dc881de23001b", "GPU-5f1b7a2e-62c4-7b4c-8f1e-0123456789ab",
                  "mlx5_0 port 1 ==> ib0 (Up)", "the key: memlock", "NCCL_IB_HCA=mlx5_0"):
         assert redact(word) == word
+    # a setting's switch after a secret's word is no secret: the DeepSpeed launcher's ssh check, as posted
+    case = Path(__file__).resolve().parents[1] / "cases" / \
+        "node-deepspeed4907-launcher-ssh-check-passwordauthentication-exit-255" / "posted-deepspeed-launch.txt"
+    line = next(ln for ln in case.read_text(encoding="utf-8").splitlines() if "PasswordAuthentication=no" in ln)
+    assert redact(line) == line
+    for word in ("token: none", "api_key=false", "PASSWORD=yes", "secret: 0"):
+        assert redact(word) == word, word
+    assert redact("password=nothing-to-see") == "password=" + MASK
 
 
 
