@@ -56,6 +56,9 @@ KNOWN: Dict[Tuple[str, str], str] = {
     # XLA's words 'Unable to load NCCL library' are on the continuation of its runtime error, which the lexicon's
     # lines alone leave out (only 'XlaRuntimeError: INTERNAL: ... failed:' is kept)
     ("node-jax18391-xla-all-reduce-unable-to-load-nccl-library-cuda12-local", "lexicon-only"): "missed",
+    # the one line is NCCL's 'NCCL WARN Connect to XXX failed: Network is unreachable' (the NCCL reader's, no lexicon
+    # row's): the lexicon's lines alone leave the text empty
+    ("net-mindspore-faq-zh-openmpi-nccl-connect-network-unreachable-nic-differs", "lexicon-only"): "false all-clear",
     # the tail keeps the traceback only: the WARN naming the missing interface is above its last 15 lines
     ("net-felixfu-notes-2x-p40-bootstrap-no-socket-interface-found-wrong-ifname-eno1", "tail-15"): "missed",
     # 'No route to host' from a peer in the node's own subnet is a firewall's answer: redacted, the subnet is gone
