@@ -424,7 +424,8 @@ def test_a_watchdog_whose_heartbeat_monitor_timed_out_is_a_hang_naming_the_rank(
     from nccldiag.nccl import scan
     lines: List = []
     facts = scan.parse_streams([("job.log", io.BytesIO(text.encode()))], failure_lines=lines)
-    assert [l.shape for l in lines] == ["nccl-watchdog-stuck"]
+    # c10's ERROR line before the heartbeat's ('... preparing to dump debug info.') is of the glog-error shape
+    assert [l.shape for l in lines] == ["glog-error", "nccl-watchdog-stuck"]
     d = [x for x in diagnose(Inputs(logs=facts, log_findings=nccl_checks.judge(facts), failure_lines=lines,
                                     pasted=pasted.scan(text, "job.log"))) if x.severity in ("fail", "warn")]
     assert d[0].category == "rank_hang_timeout" and d[0].severity == "fail" and "ranks 144" in d[0].summary
