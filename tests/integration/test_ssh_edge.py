@@ -125,8 +125,11 @@ def test_unreachable_jump_host_is_a_bounded_proxy_failure(jumpy, tmp_path):
     assert "jnode01" in f["message"] and f["fix"]
     assert not node["reachable"]
     assert r.returncode == 3
-    # the connect timeout, plus starting the CLI and resolving the config
-    assert elapsed < 3 + 12, elapsed
+    # the tool's own bound, on its own clock: from the connection's start to its verdict, the connect timeout and
+    # the proxy's start (the report's time for the node); the process's wall time also holds Python's start and
+    # imports, which a loaded machine stretches, so it is held to a loose bound only
+    assert node["elapsed_s"] < 3 + 4, node["elapsed_s"]
+    assert elapsed < 60, elapsed
     assert "Traceback" not in r.stderr
 
 
@@ -140,7 +143,10 @@ def test_jump_host_that_refuses_is_a_proxy_failure_at_once(jumpy, tmp_path):
     f = ssh_finding(node)
     assert (f["status"], f["check"]) == ("error", "ssh.proxy"), f
     assert "jnode01" in f["message"] and "refused" in f["message"].lower()
-    assert elapsed < 10, elapsed  # no waiting for the connect timeout
+    # no waiting for the connect timeout, on the tool's own clock (the report's time from the connection's start
+    # to its verdict); the process's wall time, Python's start included, loosely
+    assert node["elapsed_s"] < 10 / 2, node["elapsed_s"]
+    assert elapsed < 60, elapsed
 
 
 # --- keys and agents ------------------------------------------------------------------------
