@@ -24,7 +24,7 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Set, 
 
 from nccldiag.model.findings import Finding, exit_code, to_jsonable
 from nccldiag.probe.progress import (HANG, SLOW, STALL_GAPS, STALL_MIN, STALL_SHARE, STALLED,  # noqa: F401
-                                     shows_progress, unfinished_kind)
+                                     entered_collective, shows_progress, unfinished_kind)
 
 # What a job's failure says (its "kind"), most telling first.
 BLOCKED = "blocked"  # the launcher never reached the rendezvous (port blocked or refused)
@@ -36,6 +36,10 @@ LOSSY = "lossy"  # too slow, or a collective failed, while TCP retransmitted a l
 # SLOW: completed, too slow; or not done at the deadline while its data still moved
 OK = "ok"
 KINDS = (BLOCKED, NETWORK, WRONG, HANG, ERROR, LOSSY, STALLED, SLOW)
+# Not done at the deadline before any rank had entered the collective, and no rank had failed: its ranks were still
+# starting (loading their libraries, joining the rendezvous, waiting for the round's go). Neither a failure nor a
+# pass: no evidence on its nodes either way.
+NOT_STARTED = "not-started"
 
 # A slow job whose nodes retransmitted at least this share of the TCP segments they sent is lossy.
 LOSSY_RATIO = 0.01
@@ -134,7 +138,8 @@ class Job:
     progress: List[float] = field(default_factory=list)
     partial_busbw: Optional[float] = None  # GB/s of the calls done so far, on its slowest rank (not finished)
     # not done at its deadline: HANG, STALLED or SLOW from when its progress arrived against when the deadline
-    # stopped it (probe.analysis); "" where it finished, or for a job judged without it
+    # stopped it (probe.analysis), NOT_STARTED when no rank had entered the collective by then and none had failed;
+    # "" where it finished, or for a job judged without it
     unfinished: str = ""
     kind: str = ""  # set by classify
     ratio: Optional[float] = None  # TCP retransmitted share on the job's nodes in its round
@@ -142,7 +147,13 @@ class Job:
 
     @property
     def failed(self) -> bool:
-        return self.kind not in ("", OK)
+        return self.kind not in ("", OK, NOT_STARTED)
+
+    @property
+    def judged(self) -> bool:
+        """Whether the job says anything of its nodes: it passed or failed (one whose ranks were still starting
+        at its deadline says neither)."""
+        return self.kind != NOT_STARTED
 
     def label(self) -> str:
         return "+".join(self.nodes)
@@ -150,7 +161,7 @@ class Job:
 
 def classify(job: Job, threshold: Optional[float], ratio: Optional[float] = None,
              timeout: Optional[float] = None) -> str:
-    """The job's kind: ``ok`` or what its failure says (one of :data:`KINDS`)."""
+    """The job's kind: ``ok``, :data:`NOT_STARTED`, or what its failure says (one of :data:`KINDS`)."""
     if job.status != "ok":
         if RENDEZVOUS_CAUSES & set(job.causes):
             return BLOCKED
@@ -161,7 +172,7 @@ def classify(job: Job, threshold: Optional[float], ratio: Optional[float] = None
         if "interface" in job.causes or job.init_failed:
             return NETWORK
         if job.status == "hang":
-            if job.unfinished:
+            if job.unfinished:  # NOT_STARTED, or how the data moved before the deadline
                 return job.unfinished
             return unfinished_kind(job.progress, job.elapsed, timeout if timeout is not None else job.elapsed)
         return ERROR
@@ -300,6 +311,9 @@ def job_line(j: Job) -> str:
     if j.busbw is not None and len(j.nodes) > 1:
         bits.append(f"busbw {j.busbw:.4g} GB/s" + (f" < {j.threshold:.4g}" if j.kind in (SLOW, LOSSY) and
                                                      j.threshold is not None else ""))
+    if j.kind == NOT_STARTED:
+        bits.append("not done at the deadline, and no rank had entered the collective: its ranks were still "
+                    "starting (no evidence on its nodes either way)")
     if j.kind in (SLOW, STALLED) and j.status == "hang":
         moved = f"not done at the deadline; {len(j.progress)} sign(s) of progress"
         if j.progress:
@@ -310,7 +324,7 @@ def job_line(j: Job) -> str:
                                                                         and j.partial_busbw < j.threshold else ""))
     if j.ratio is not None:
         bits.append(f"TCP retransmitted {100 * j.ratio:.1f}%")
-    if j.kind not in (OK, "", SLOW, LOSSY) and j.evidence:
+    if j.kind not in (OK, "", SLOW, LOSSY, NOT_STARTED) and j.evidence:
         bits.append(j.evidence[0][:200])
     return "; ".join(bits)
 
@@ -333,7 +347,24 @@ def verdicts(nodes: Sequence[str], rows: Sequence[str], jobs: Sequence[Job],
     for row in rows:
         tally.row(row, jobs, pool)
     tally.name(out, rows)
+    for n in pool:
+        _unjudged(out[n], rows, jobs)
     return [out[n] for n in nodes if n in out], tally.pairs
+
+
+def _unjudged(v: NodeVerdict, rows: Sequence[str], jobs: Sequence[Job]) -> None:
+    """A node cleared so far whose jobs on some row all ended before their ranks had started: it is untested
+    there, not cleared (its jobs say nothing of it)."""
+    if v.verdict != "ok":
+        return
+    lines: List[str] = []
+    for row in rows:
+        mine = [j for j in jobs if j.row == row and j.stage != ALONE and v.node in j.nodes]
+        if mine and not any(j.judged for j in mine):
+            lines += [job_line(j) for j in mine]
+    if lines:
+        v.verdict = "untested"
+        v.evidence = lines
 
 
 def _excluded_verdict(v: NodeVerdict, why: str, jobs: Sequence[Job]) -> NodeVerdict:
@@ -454,6 +485,10 @@ def bisect_next(failing: Mapping[str, Sequence[Sequence[str]]],
             bad = [list(j.nodes) for j in parts if j.failed]
             if bad:
                 nxt.setdefault(row, []).extend(bad)
+            elif not all(j.judged for j in parts):
+                located.append({"row": row, "nodes": list(g),
+                                "why": "fails as a whole; a half's ranks were still starting at the deadline, "
+                                       "so the halves tell nothing more"})
             else:
                 located.append({"row": row, "nodes": list(g),
                                 "why": "fails as a whole while each half passes: the fault is between the halves"})
@@ -473,7 +508,7 @@ def to_confirm(rows: Sequence[str], jobs: Sequence[Job], pool: Sequence[str]) ->
 
 def proven_good(row: str, jobs: Sequence[Job], pool: Sequence[str]) -> List[str]:
     """Nodes that passed every job they ran on ``row`` (the partners its confirmation uses)."""
-    ran = {n for j in jobs if j.row == row for n in j.nodes}
+    ran = {n for j in jobs if j.row == row and j.judged for n in j.nodes}
     failed = {n for j in jobs if j.row == row and j.failed for n in j.nodes}
     return [n for n in pool if n in ran and n not in failed]
 

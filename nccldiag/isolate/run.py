@@ -26,14 +26,14 @@ import shlex
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from nccldiag.inventory import Host
 from nccldiag.isolate import judge, pairing
 from nccldiag.isolate.judge import IsolateReport, Job, Round, Row
 from nccldiag.model.errors import UsageError
 from nccldiag.model.findings import Status, error, fail, ok, warn
-from nccldiag.probe import analysis, counters, launch, launchers, plan, records, results, runner
+from nccldiag.probe import analysis, counters, launch, launchers, plan, progress, records, results, runner
 from nccldiag.rundir import Run as RunDir, prepare
 from nccldiag.probe.plan import Setting
 from nccldiag.transport.nodes import run_all
@@ -475,7 +475,7 @@ def _schedule(report: IsolateReport, cl: _Cluster, pool: List[str], rows: Sequen
     if opts.full and len(live) > 2 and not any(j.failed for j in s.jobs):
         s.whole(order)
     report.nodes, report.pairs = judge.verdicts(report.hosts, s.rows, s.jobs, excluded)
-    _findings(report)
+    _findings(report, excluded)
 
 
 def _classify(report: IsolateReport, jobs: Sequence[Job], rows: Sequence[str], opts: IsolateOptions) -> None:
@@ -494,12 +494,21 @@ def _classify(report: IsolateReport, jobs: Sequence[Job], rows: Sequence[str], o
             j.kind = judge.classify(j, j.threshold, j.ratio, job_timeout(opts, report.backend))
 
 
-def _findings(report: IsolateReport) -> None:
+def _findings(report: IsolateReport, excluded: Mapping[str, str] = {}) -> None:
     for v in report.nodes:
         if v.verdict == "bad":
             report.findings.append(fail(AREA, f"{AREA}.node", f"{v.node}: {v.describe()}", host=v.node,
                                         actual={"class": v.cls, "rows": v.rows}, evidence=v.evidence[:12],
                                         fix=_FIX.get(v.cls.split(" (")[0], "")))
+        elif v.verdict == "untested" and v.node not in excluded:
+            report.findings.append(error(AREA, f"{AREA}.not_started",
+                                         f"{v.node}: not judged: its jobs were cut by --timeout before their ranks "
+                                         "had entered the collective", host=v.node, evidence=v.evidence[:12],
+                                         fix="Its ranks were still starting (importing torch, joining the "
+                                             "rendezvous) at the deadline: run again with a longer --timeout, or "
+                                             "when the machines are less loaded; a node that stays so on an idle "
+                                             "machine is slow to start Python and torch (its file system, its "
+                                             "CPUs)."))
         elif v.verdict == "suspect":
             report.findings.append(warn(AREA, f"{AREA}.suspect",
                                         f"{v.node}: failed once, not confirmed against a proven-good node",
@@ -557,6 +566,10 @@ def outcome(job: Job, rep: "analysis.SettingReport", sr: "runner.SettingRun", co
     job.partial_busbw = moving if rep.status != "ok" else None
     job.status = rep.status
     job.unfinished = rep.unfinished or ""
+    if rep.status == "hang" and rep.cut and not any(progress.entered_collective(r) for r in sr.records):
+        # cut by the deadline before any rank had entered the collective, none having failed: its ranks were still
+        # starting (a loaded machine stretches the import of torch and the rendezvous); no evidence either way
+        job.unfinished = judge.NOT_STARTED
     causes = []
     for f in rep.findings:
         if isinstance(f.actual, dict) and f.actual.get("cause"):

@@ -33,6 +33,13 @@ def shows_progress(rec: Mapping[str, object]) -> bool:
     return rec.get("type") == "progress" and isinstance(done, int) and not isinstance(done, bool) and done > 0
 
 
+def entered_collective(rec: Mapping[str, object]) -> bool:
+    """Whether a rank's record says it had entered a collective: the worker writes a ``progress`` record naming
+    the collective just before its first call (and every record of a collective after it). A rank still
+    importing its libraries, joining the rendezvous or initialising its process group has written none."""
+    return bool(rec.get("collective")) and rec.get("type") in ("progress", "result")
+
+
 def shows_failure(rec: Mapping[str, object]) -> bool:
     """Whether a rank's record says something failed: an error record, or a result whose status is error."""
     kind = rec.get("type")

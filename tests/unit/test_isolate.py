@@ -529,3 +529,49 @@ def test_unfinished_slow_and_stalled_nodes_get_their_class_and_say_why():
     v = {x.node: x for x in nv}["n03"]
     assert v.cls == "slow or stalled link" and v.rows == ["net1"]
     assert any("progress seen, then stopped" in e for e in v.evidence), v.evidence
+
+
+def test_jobs_whose_ranks_were_still_starting_at_the_deadline_clear_no_node_and_fail_none():
+    """A loaded machine can stretch a job's start past its deadline: no rank entered the collective, none failed.
+    Such a job is no failure of its nodes (no 'hang'), and no pass either: a node all of whose jobs on a row were
+    so is untested, not cleared, and the run says so (exit 3); it never becomes a proven-good partner."""
+    from nccldiag.isolate.judge import IsolateReport
+    from nccldiag.isolate.run import _findings
+
+    names = nodes(6)
+    jobs = schedule_jobs(names, {})
+    for j in jobs:
+        if "n04" in j.nodes:
+            j.status, j.busbw, j.elapsed, j.unfinished = "hang", None, 46.0, isolate.NOT_STARTED
+            j.kind = isolate.classify(j, 0.5, None, 45.0)
+    assert {j.kind for j in jobs if "n04" in j.nodes} == {isolate.NOT_STARTED}
+    assert not any(j.failed for j in jobs)
+    assert "n04" not in isolate.proven_good("r", jobs, names)
+    assert set(isolate.proven_good("r", jobs, names)) == set(names) - {"n04"}
+    nv, pairs = isolate.verdicts(names, ["r"], jobs)
+    v = {x.node: x for x in nv}
+    assert pairs == [] and v["n04"].verdict == "untested"
+    assert all("still starting" in e for e in v["n04"].evidence) and v["n04"].evidence
+    # its partners passed other jobs: they are cleared
+    assert all(v[n].verdict == "ok" for n in names if n != "n04")
+    rep = IsolateReport(hosts=names, backend="gloo", rows=[isolate.Row("r")])
+    rep.nodes, rep.pairs = nv, pairs
+    _findings(rep)
+    found = [f for f in rep.findings if f.check == "isolate.not_started"]
+    assert [f.host for f in found] == ["n04"] and "isolate.summary" not in {f.check for f in rep.findings}
+    rep.rounds = [object()]
+    assert rep.exit_code == 3
+    # one job that started and hung is evidence, whatever the others did
+    hung = next(j for j in jobs if "n04" in j.nodes)
+    hung.unfinished, hung.progress = "", []
+    hung.kind = isolate.classify(hung, 0.5, None, 45.0)
+    assert hung.kind == isolate.HANG and hung.failed
+
+
+def test_a_bisection_half_still_starting_at_the_deadline_names_no_pair_of_halves():
+    names = nodes(8)
+    halves = isolate.bisect_plan({"r": [names]})[0]
+    parts = [Job(6, isolate.BISECT, "r", tuple(h), "ok", kind=isolate.OK) for _, h in halves]
+    parts[1].status, parts[1].kind = "hang", isolate.NOT_STARTED
+    nxt, located = isolate.bisect_next({"r": [names]}, parts)
+    assert nxt == {} and "still starting" in located[0]["why"] and "between the halves" not in located[0]["why"]

@@ -242,17 +242,23 @@ def _stuck_in_init() -> List[dict]:
                                                          "collective": None, "phase": "init"})]
 
 
-def test_an_isolate_job_still_in_init_at_the_deadline_is_a_hang_unless_a_rank_failed():
-    """Ranks still in init when the deadline cut a job in which none had failed were slow to start, not cut off
-    from their peers (no 'broken network'); a rank whose init failed before the deadline says the network is."""
+def test_an_isolate_job_still_starting_at_the_deadline_is_not_judged_unless_a_rank_failed():
+    """Ranks still in init (or not yet heard from, or waiting for the round's go) when the deadline cut a job in
+    which none had failed were slow to start: neither hung nor cut off from their peers (no 'broken network'), and
+    no pass either; a rank whose init failed before the deadline says the network is."""
     from nccldiag.isolate import run as isolate_run
 
-    run = _run(_stuck_in_init(), [])
-    run.failures = []
-    rep = analysis.job_report(run.setting, run, timeout=90.0)
-    job = isolate_run.outcome(isolate.Job(1, "pairs", "net1", ("a", "b")), rep, run, "all_reduce", None)
-    assert job.status == "hang" and not job.init_failed and job.unfinished == progress.HANG
-    assert isolate.classify(job, 1.0, None, 90.0) == isolate.HANG
+    ready = [rec for r in (0, 1) for rec in (_start(r), {"type": "progress", "rank": r, "host": "vm",
+                                                          "collective": None, "phase": "ready"})]
+    for recs in (_stuck_in_init(), [], [_start(0)], ready):
+        run = _run(recs, [])
+        run.failures = []
+        rep = analysis.job_report(run.setting, run, timeout=90.0)
+        job = isolate_run.outcome(isolate.Job(1, "pairs", "net1", ("a", "b")), rep, run, "all_reduce", None)
+        assert job.status == "hang" and not job.init_failed and job.unfinished == isolate.NOT_STARTED, recs
+        job.kind = isolate.classify(job, 1.0, None, 90.0)
+        assert job.kind == isolate.NOT_STARTED and not job.failed and not job.judged
+        assert "still starting" in isolate.job_line(job)
     failed = _stuck_in_init() + [{"type": "error", "rank": 1, "host": "vm", "phase": "init",
                                   "message": "RuntimeError: Gloo connectFullMesh failed with timed out connecting: "
                                              "SO_ERROR: No route to host"}]
@@ -261,6 +267,19 @@ def test_an_isolate_job_still_in_init_at_the_deadline_is_a_hang_unless_a_rank_fa
     rep = analysis.job_report(run.setting, run, timeout=90.0)
     job = isolate_run.outcome(isolate.Job(1, "pairs", "net1", ("a", "b")), rep, run, "all_reduce", None)
     assert job.init_failed and isolate.classify(job, 1.0, None, 90.0) == isolate.NETWORK
+
+
+def test_an_isolate_job_whose_ranks_entered_the_collective_and_never_came_back_is_a_hang():
+    """A rank that entered the first collective and stopped there is a hang, however late its ranks started."""
+    from nccldiag.isolate import run as isolate_run
+
+    run = _run(_records([]), [])
+    run.failures = []
+    rep = analysis.job_report(run.setting, run, timeout=90.0)
+    job = isolate_run.outcome(isolate.Job(1, "pairs", "net1", ("a", "b")), rep, run, "all_reduce", None)
+    assert job.status == "hang" and job.unfinished == progress.HANG
+    job.kind = isolate.classify(job, 1.0, None, 90.0)
+    assert job.kind == isolate.HANG and job.failed
 
 
 def test_an_isolate_job_the_deadline_cut_while_moving_is_slow_whatever_its_peer_said_after():
