@@ -46,7 +46,13 @@ def proxies_left(cfg):
     return left
 
 
-def check(cfg, tmp_path, host, connect_timeout=5, timeout=120):
+# The process's wall time holds Python's start and imports, which a loaded machine stretches (to a minute at a
+# load of 30 on 2 cores): it is held to this loose bound only. The tool's own bounds are asserted on its own clock,
+# the report's time for the node (``nodes[].elapsed_s``: from the start of its connection to its verdict).
+WALL = 90
+
+
+def check(cfg, tmp_path, host, connect_timeout=5, timeout=150):
     out = tmp_path / "r.json"
     r, elapsed = timed(["check", "-w", host, "--ssh-config", str(cfg), "--only", "system", "--mesh", "none",
                         "--connect-timeout", str(connect_timeout), "--json", str(out)], timeout=timeout)
@@ -66,7 +72,8 @@ def test_direct_ssh_is_refused_while_blocked(jumpy, tmp_path):
     with refuse_ssh(jumpy, "jnode02", jumpy.bridge_address()):
         r, elapsed, node = check(jumpy.ssh_config, tmp_path, "jnode02")
     assert ssh_finding(node)["check"] == "ssh.refused", ssh_finding(node)
-    assert elapsed < 30
+    assert node["elapsed_s"] < 5, node["elapsed_s"]  # refused at once, well within the connect timeout
+    assert elapsed < WALL, elapsed
 
 
 def hop(vc, node, by):
@@ -82,7 +89,8 @@ def test_proxy_jump_through_a_bastion(jumpy, tmp_path, by):
     assert r.returncode == 0, r.stdout + r.stderr
     assert node["reachable"] and node["areas"]["ssh"] == "ok"
     assert node["facts"]["system"]["hostname"] == "jnode02"
-    assert elapsed < 30, elapsed
+    assert node["elapsed_s"] < 30, node["elapsed_s"]
+    assert elapsed < WALL, elapsed
     assert "Traceback" not in r.stderr
 
 
@@ -96,7 +104,8 @@ def test_proxy_jump_over_two_hops(jumpy, tmp_path, by):
         r, elapsed, node = check(cfg, tmp_path, "jnode03")
     assert r.returncode == 0, r.stdout + r.stderr
     assert node["reachable"] and node["facts"]["system"]["hostname"] == "jnode03"
-    assert elapsed < 30, elapsed
+    assert node["elapsed_s"] < 30, node["elapsed_s"]
+    assert elapsed < WALL, elapsed
 
 
 def test_proxy_command_with_expanded_tokens(jumpy, tmp_path):
@@ -110,7 +119,8 @@ def test_proxy_command_with_expanded_tokens(jumpy, tmp_path):
     assert node["reachable"] and node["facts"]["system"]["hostname"] == "jnode04"
     assert seen.read_text() == f"{jumpy.address('jnode04')}:22:root:jnode04\n"
     assert proxies_left(jumpy.ssh_config) == []
-    assert elapsed < 30, elapsed
+    assert node["elapsed_s"] < 30, node["elapsed_s"]
+    assert elapsed < WALL, elapsed
 
 
 def test_unreachable_jump_host_is_a_bounded_proxy_failure(jumpy, tmp_path):
@@ -125,11 +135,9 @@ def test_unreachable_jump_host_is_a_bounded_proxy_failure(jumpy, tmp_path):
     assert "jnode01" in f["message"] and f["fix"]
     assert not node["reachable"]
     assert r.returncode == 3
-    # the tool's own bound, on its own clock: from the connection's start to its verdict, the connect timeout and
-    # the proxy's start (the report's time for the node); the process's wall time also holds Python's start and
-    # imports, which a loaded machine stretches, so it is held to a loose bound only
+    # the connect timeout, plus starting the proxy: on the tool's own clock
     assert node["elapsed_s"] < 3 + 4, node["elapsed_s"]
-    assert elapsed < 60, elapsed
+    assert elapsed < WALL, elapsed
     assert "Traceback" not in r.stderr
 
 
@@ -143,10 +151,8 @@ def test_jump_host_that_refuses_is_a_proxy_failure_at_once(jumpy, tmp_path):
     f = ssh_finding(node)
     assert (f["status"], f["check"]) == ("error", "ssh.proxy"), f
     assert "jnode01" in f["message"] and "refused" in f["message"].lower()
-    # no waiting for the connect timeout, on the tool's own clock (the report's time from the connection's start
-    # to its verdict); the process's wall time, Python's start included, loosely
-    assert node["elapsed_s"] < 10 / 2, node["elapsed_s"]
-    assert elapsed < 60, elapsed
+    assert node["elapsed_s"] < 10 / 2, node["elapsed_s"]  # no waiting for the connect timeout, on the tool's clock
+    assert elapsed < WALL, elapsed
 
 
 # --- keys and agents ------------------------------------------------------------------------
@@ -226,7 +232,7 @@ def test_an_agent_that_never_answers_is_bounded(jumpy, tmp_path, monkeypatch):
     th.start()
     monkeypatch.setenv("SSH_AUTH_SOCK", path)
     try:
-        r, elapsed, node = check(cfg, tmp_path, "jnode01", connect_timeout=3, timeout=90)
+        r, elapsed, node = check(cfg, tmp_path, "jnode01", connect_timeout=3)
     finally:
         stop.set()
         th.join(5)
@@ -236,4 +242,5 @@ def test_an_agent_that_never_answers_is_bounded(jumpy, tmp_path, monkeypatch):
     assert held, "nccldiag asked the agent"
     assert r.returncode == 3 and "Traceback" not in r.stderr, r.stderr
     assert "did not answer" in ssh_finding(node)["message"]
-    assert elapsed < 40, elapsed
+    assert node["elapsed_s"] < 3 * 5, node["elapsed_s"]  # the agent's silence bounded by the tool, not waited out
+    assert elapsed < WALL, elapsed
