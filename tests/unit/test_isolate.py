@@ -508,6 +508,17 @@ def test_records_that_show_data_moved():
     assert not isolate.shows_progress({"type": "result", "collective": "all_reduce", "status": "error"})
 
 
+def test_records_that_say_a_rank_had_entered_the_collective():
+    """The progress record the worker writes just before a collective's first call, and every record of it after;
+    not the records of a rank still starting (start, init, ready)."""
+    assert isolate.entered_collective({"type": "progress", "collective": "all_reduce", "phase": "check"})
+    assert isolate.entered_collective({"type": "result", "collective": "all_reduce", "status": "error"})
+    assert not isolate.entered_collective({"type": "start", "collectives": ["all_reduce"]})
+    assert not isolate.entered_collective({"type": "progress", "collective": None, "phase": "init"})
+    assert not isolate.entered_collective({"type": "progress", "collective": None, "phase": "ready"})
+    assert not isolate.entered_collective({"type": "error", "phase": "init", "message": "timed out"})
+
+
 def test_unfinished_slow_and_stalled_nodes_get_their_class_and_say_why():
     names = nodes(8)
     slow = {"n03": isolate.SLOW}
