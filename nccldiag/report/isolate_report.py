@@ -15,7 +15,8 @@ from nccldiag.report import findings
 from nccldiag.report.jsonout import dumps, envelope
 
 _STYLE = {"ok": "ok", "slow": "warn", "lossy": "warn", "blocked": "fail", "network": "fail", "wrong": "wrong",
-          "hang": "hang", "error": "fail", "bad": "fail", "suspect": "warn", "untested": "muted"}
+          "hang": "hang", "error": "fail", "bad": "fail", "suspect": "warn", "untested": "muted",
+          "not-started": "muted"}
 
 
 def _bw(v) -> str:
@@ -52,11 +53,13 @@ def render(doc: Dict, con: Console, verbose: bool = False) -> None:
         con.print(Text(f"pairing order (seed {doc.get('seed')}): {' '.join(doc['order'])}", style="muted"))
     for rnd in doc.get("rounds") or []:
         jobs = rnd.get("jobs") or []
-        failed = [j for j in jobs if j.get("kind") not in ("", None, "ok")]
+        failed = [j for j in jobs if j.get("kind") not in ("", None, "ok", "not-started")]
+        late = [j for j in jobs if j.get("kind") == "not-started"]
         con.print()
         con.print(Text.assemble((f"round {rnd.get('index')} ", "bold"), (str(rnd.get("stage")), "bold"),
                                 f": {len(jobs)} job(s), ",
                                 (f"{len(failed)} failed", "fail" if failed else "ok"),
+                                (f", {len(late)} not started before the deadline" if late else "", "muted"),
                                 (f"  {float(rnd.get('elapsed_s') or 0):.1f} s", "muted")))
         t = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
         for col in ("row", "nodes", "result", "busbw GB/s", "retrans", "s"):

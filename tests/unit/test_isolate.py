@@ -586,3 +586,23 @@ def test_a_bisection_half_still_starting_at_the_deadline_names_no_pair_of_halves
     parts[1].status, parts[1].kind = "hang", isolate.NOT_STARTED
     nxt, located = isolate.bisect_next({"r": [names]}, parts)
     assert nxt == {} and "still starting" in located[0]["why"] and "between the halves" not in located[0]["why"]
+
+
+def test_the_views_count_a_job_not_started_apart_from_the_failed_ones():
+    import io
+
+    from rich.console import Console
+
+    from nccldiag.report import html, isolate_report
+
+    doc = {"backend": "gloo", "hosts": ["a", "b"], "rows": [{"name": "r"}], "nproc_per_node": 1,
+           "rounds": [{"index": 1, "stage": "pairs", "elapsed_s": 46.0,
+                       "jobs": [{"row": "r", "nodes": ["a", "b"], "status": "hang", "kind": isolate.NOT_STARTED,
+                                 "elapsed": 46.0}]}],
+           "nodes": [], "findings": []}
+    buf = io.StringIO()
+    isolate_report.render(doc, Console(file=buf, width=200))
+    text = buf.getvalue()
+    assert "0 failed, 1 not started before the deadline" in text, text
+    page = html._isolate_rounds(doc)
+    assert 'class="skip">not-started<' in page, page
