@@ -219,6 +219,9 @@ class Scan:
         self.reader = reader
         self.literals = reader.words() if reader is not None else None
         self.base: Optional[int] = None  # the offset in the stream of the body being read, where it is the stream's
+        # in bulk: whether the lines up to the next candidate may go over as one replay.Plain item (they are wanted
+        # only to be kept: Replay.keeps_only); None: never
+        self.plain: Optional[Callable[[], bool]] = None
         self.total = 0
         self.skipped = 0  # lines counted without being handed over
         self.ctx = 0  # context lines still to hand over after the last candidate (across blocks)
@@ -303,6 +306,7 @@ class Scan:
         j, count = 0, len(starts)
         index = body.index
         needs_all = self.needs_all
+        plain = self.plain if bulk else None
         ctx = self.ctx  # kept in self.ctx at each yield and at the end
         while pos < end:
             while j < count and starts[j] < pos:
@@ -320,6 +324,21 @@ class Scan:
                     n += k
                     self.skipped += k
                     pos = s
+            elif plain is not None and (j == count or starts[j] != pos) and plain():
+                # the lines up to the next candidate, none holding a word, are wanted only to be kept: one item
+                stop = starts[j] if j < count else end
+                lines = body[pos:stop].split(b"\n")
+                lines.pop()
+                if stop - pos <= cut or max(map(len, lines)) <= cut:
+                    if starts_at is not None:
+                        mark(base + pos)
+                        number(n + 1)
+                    n0 = n
+                    n += len(lines)
+                    pos = stop
+                    self.total, self.first_wordless = n, True
+                    yield n0, replay.Plain(lines)
+                    continue
             # line n+1 goes over; in bulk, with it every next line that is a candidate too, and the parser is
             # asked whether it needs the line after them once it has read them
             if starts_at is not None:
@@ -365,6 +384,7 @@ def feed(parser: Parser, name: str, stream: IO[bytes], block: int = BLOCK,
     rp = replay.Replay(parser)
     scan = Scan(stream, lambda: parser.needs_every_line(name) or rp.holds(), block, max_line, bulk=True,
                 reader=reader)
+    scan.plain = rp.keeps_only
     rp.feed(iter(scan) if lines is None else _tapped(scan, lines), name, lambda: scan.total)
     return scan
 
@@ -373,7 +393,9 @@ def _tapped(scan: Scan, lines: lexicon.Reader) -> Iterator[Tuple[int, Any]]:
     take = lines.take
     shapes = lines.memo  # a line seen before that is of no shape (None) is not handed to take again
     for n, item in scan:
-        if type(item) is tuple:
+        if type(item) is replay.Plain:  # whole lines without a word: none of a lexicon shape
+            pass
+        elif type(item) is tuple:
             for i, raw in enumerate(item, n + 1):
                 if (i > n + 1 or not scan.first_wordless) and shapes.get(raw, take) is not None:
                     take(i, raw)
