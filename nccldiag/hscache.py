@@ -10,7 +10,8 @@ The files lie in ``$NCCLDIAG_CACHE_DIR/hyperscan`` (``NCCLDIAG_CACHE_DIR=off``: 
 else ``$XDG_CACHE_HOME/nccldiag/hyperscan``, else ``~/.cache/nccldiag/hyperscan``. A file is loaded only from a
 directory of this user that nobody else may write in, where it is a regular file of this user; one that does not
 load (truncated, of another Hyperscan, of a processor lacking a feature it was compiled for) is compiled again and
-replaced. Nothing here fails a run: a directory that cannot be made or written leaves the database compiled, as
+replaced. :func:`read_kept` and :func:`keep` read and write such a file for others: the package's knowledge
+tables, parsed once and kept in ``knowledge`` beside ``hyperscan`` (:mod:`nccldiag.knowledge`). Nothing here fails a run: a directory that cannot be made or written leaves the database compiled, as
 without a cache. Writes go to a temporary file of the same directory, renamed over the name, so that a run reading
 the file while another writes it sees the whole of either.
 """
@@ -26,8 +27,9 @@ VERSION = b"nccldiag-hscache-1"  # changes when what a file holds changes
 MAX_BYTES = 64 * 1024 * 1024  # a larger file is not one of ours
 
 
-def directory() -> Optional[str]:
-    """Where databases are kept, or None where ``NCCLDIAG_CACHE_DIR`` is ``off`` (or no home is known)."""
+def directory(kind: str = "hyperscan") -> Optional[str]:
+    """Where files of ``kind`` are kept (``hyperscan``: databases), or None where ``NCCLDIAG_CACHE_DIR`` is ``off``
+    (or no home is known)."""
     root = os.environ.get("NCCLDIAG_CACHE_DIR", "")
     if root.lower() in ("off", "0", "none", "no"):
         return None
@@ -39,7 +41,7 @@ def directory() -> Optional[str]:
                 return None
             base = os.path.join(home, ".cache")
         root = os.path.join(base, "nccldiag")
-    return os.path.join(root, "hyperscan")
+    return os.path.join(root, kind)
 
 
 def _processor() -> bytes:
@@ -70,8 +72,9 @@ def _own(st: os.stat_result) -> bool:
     return st.st_uid == os.geteuid() and not st.st_mode & 0o022
 
 
-def _load(hyperscan: Any, path: str, mode: int) -> Any:
-    """The database kept at ``path``, or None (missing, not this user's, open to others, or not loadable)."""
+def read_kept(path: str) -> Optional[bytes]:
+    """The bytes of the file kept at ``path``, or None (missing, not this user's, open to others, too large), from
+    a directory of this user that nobody else may write in."""
     try:
         st = os.lstat(os.path.dirname(path))
         if not stat.S_ISDIR(st.st_mode) or not _own(st):
@@ -84,11 +87,18 @@ def _load(hyperscan: Any, path: str, mode: int) -> Any:
         if not stat.S_ISREG(st.st_mode) or not _own(st) or st.st_size > MAX_BYTES:
             return None
         with os.fdopen(fd, "rb", closefd=False) as f:
-            data = f.read(MAX_BYTES + 1)
+            return f.read(MAX_BYTES + 1)
     except OSError:
         return None
     finally:
         os.close(fd)
+
+
+def _load(hyperscan: Any, path: str, mode: int) -> Any:
+    """The database kept at ``path``, or None (missing, not this user's, open to others, or not loadable)."""
+    data = read_kept(path)
+    if data is None:
+        return None
     try:
         db = hyperscan.loadb(data, mode)
         db.scratch = hyperscan.Scratch(db)  # compile() allocates it; a database loaded has none
@@ -97,12 +107,12 @@ def _load(hyperscan: Any, path: str, mode: int) -> Any:
         return None
 
 
-def _store(hyperscan: Any, db: Any, path: str) -> None:
-    """``db`` serialized to ``path`` (a temporary file renamed over it); any failure leaves things as they were."""
+def keep(path: str, data: bytes) -> None:
+    """``data`` written to ``path`` (a temporary file of its directory, made this user's and closed to others,
+    renamed over it); any failure leaves things as they were."""
     d = os.path.dirname(path)
     tmp = f"{path}.{os.getpid()}.tmp"
     try:
-        data = hyperscan.dumpb(db)
         os.makedirs(d, mode=0o700, exist_ok=True)
         st = os.lstat(d)
         if not stat.S_ISDIR(st.st_mode) or not _own(st):
@@ -114,11 +124,20 @@ def _store(hyperscan: Any, db: Any, path: str) -> None:
         finally:
             os.close(fd)
         os.replace(tmp, path)
-    except Exception:  # a read-only home, a full disk, a database Hyperscan cannot serialize
+    except Exception:  # a read-only home, a full disk
         try:
             os.unlink(tmp)
         except OSError:
             pass
+
+
+def _store(hyperscan: Any, db: Any, path: str) -> None:
+    """``db`` serialized to ``path`` (:func:`keep`); any failure leaves things as they were."""
+    try:
+        data = hyperscan.dumpb(db)
+    except Exception:  # a database Hyperscan cannot serialize
+        return
+    keep(path, data)
 
 
 def database(hyperscan: Any, expressions: Sequence[bytes], ids: Sequence[int], flags: Sequence[int],

@@ -5,15 +5,20 @@ with the source it was checked against named in the file's header. A row is
 read as a plain ``dict`` with ``where`` added: the file and line that define
 it (``xid.toml:41``), which findings and diagnoses cite. Rows a site adds
 (its spec) are read with the same function from their own text.
-Pure: the package data is read once and cached.
+The package data is read once per run, and each table, once parsed, is kept
+(marshalled) in the user's cache directory (:func:`nccldiag.hscache.directory`,
+``NCCLDIAG_CACHE_DIR=off`` for none), named by a digest of its text and the
+Python reading it: a later run loads it instead of parsing the TOML again.
 """
 from __future__ import annotations
 
 import functools
+import marshal
+import os
 import re
 import sys
 from importlib import resources
-from typing import Any, Dict, List, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from nccldiag.model.errors import UsageError
 
@@ -138,11 +143,62 @@ def rows_of_text(text: str, key: str, where: str) -> Tuple[List[Row], Dict[str, 
     return out, {k: v for k, v in data.items() if k != key}
 
 
+KEPT = b"nccldiag-knowledge-1"  # changes when what a kept table holds, or how a text is read, changes
+
+
 @functools.lru_cache(maxsize=None)
 def _table(name: str, key: str) -> Tuple[Tuple[Row, ...], Tuple[Tuple[str, Any], ...]]:
     text = resources.files(__name__).joinpath(name).read_text(encoding="utf-8")
+    path = _kept_path(name, key, text.encode("utf-8"))
+    if path is not None:
+        kept = _kept(path)
+        if kept is not None:
+            return kept
     found, top = rows_of_text(text, key, name)
-    return tuple(found), tuple(sorted(top.items()))
+    table = tuple(found), tuple(sorted(top.items()))
+    if path is not None:
+        from nccldiag import hscache
+
+        try:
+            hscache.keep(path, marshal.dumps(table))
+        except ValueError:  # a value marshal cannot write (a TOML date): read from the text each run
+            pass
+    return table
+
+
+def _kept_path(name: str, key: str, raw: bytes) -> Optional[str]:
+    """Where the table ``key`` of package file ``name`` (its text, encoded: ``raw``) is kept once read: a file of the
+    user's cache directory (:func:`nccldiag.hscache.directory`) named by a digest of the text, the table's name
+    and key and the Python that reads it; None where nothing is kept (``NCCLDIAG_CACHE_DIR=off``). Parsing the
+    package's TOML takes about 0.1 s of CPU each run; loading the tables kept, about 2 ms."""
+    from nccldiag import hscache
+
+    where = hscache.directory("knowledge")
+    if where is None:
+        return None
+    import hashlib
+
+    h = hashlib.sha256(KEPT)
+    for part in (sys.version.encode(), name.encode(), key.encode(), raw):
+        h.update(b"%d:" % len(part) + part)
+    return os.path.join(where, h.hexdigest() + ".marshal")
+
+
+def _kept(path: str) -> Optional[Tuple[Tuple[Row, ...], Tuple[Tuple[str, Any], ...]]]:
+    """The table kept at ``path``, or None (missing, not this user's, open to others, or not of this shape)."""
+    from nccldiag import hscache
+
+    data = hscache.read_kept(path)
+    if data is None:
+        return None
+    try:
+        table = marshal.loads(data)
+    except (EOFError, ValueError, TypeError):  # truncated or damaged
+        return None
+    if (type(table) is tuple and len(table) == 2 and type(table[0]) is tuple and type(table[1]) is tuple
+            and all(type(r) is dict and type(r.get("where")) is str for r in table[0])):
+        return table
+    return None
 
 
 def rows(name: str, key: str = "row") -> List[Row]:

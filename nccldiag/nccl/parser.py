@@ -557,6 +557,34 @@ class Parser:
     def bench_line(self, rec: Rec) -> None:
         self._keep_from(self.bench, self.bench_bytes, _BENCH_START, MAX_BENCH_BYTES, rec, rec.msg[:4096])
 
+    def plain_lines(self, source: str, n: int, msgs: Sequence[str]) -> None:
+        """Lines ``n+1, n+2, ...`` of ``source``, each without an NCCL prefix and without a word of the grammar
+        (``msgs``: the text of each as :meth:`bare` reads it, '' for a line with nothing to read), read while no
+        line waits for the next and no record is held: what :meth:`bare` does with each, in one call (kept as the
+        benchmark output or RAS report being kept, up to its bound)."""
+        bench, ras = self.bench, self.ras
+        bench_bytes, ras_bytes = self.bench_bytes, self.ras_bytes
+        for i, msg in enumerate(msgs, n + 1):
+            if not msg:
+                continue
+            kept = msg[:4096]
+            lines = bench.get(source)
+            if lines is None:
+                if len(bench) < MAX_BENCH_FILES and _BENCH_START.search(msg):
+                    lines = bench[source] = []
+                    bench_bytes[source] = 0
+            if lines is not None and bench_bytes[source] < MAX_BENCH_BYTES:
+                lines.append(kept)
+                bench_bytes[source] += len(kept) + 1
+            lines = ras.get(source)
+            if lines is None:
+                if len(ras) < MAX_BENCH_FILES and _RAS_START.search(msg):
+                    lines = ras[source] = []
+                    ras_bytes[source] = 0
+            if lines is not None and ras_bytes[source] < MAX_RAS_BYTES:
+                lines.append((i, kept))
+                ras_bytes[source] += len(kept) + 1
+
     def ras_line(self, rec: Rec) -> None:
         self._keep_from(self.ras, self.ras_bytes, _RAS_START, MAX_RAS_BYTES, rec, (rec.at.lineno, rec.msg[:4096]))
 

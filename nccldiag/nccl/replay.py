@@ -22,7 +22,7 @@ from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence,
 from nccldiag.nccl.facts import MAX_THREADS, CategoryStats, ChainStep, PairTransport, VersionLine, Warn
 from nccldiag.nccl.grammar import (
     _BENCH_START, _CHAIN, _FRAGMENT, _QUOTED_WARN, _RAS_START, _UNPREFIXED, _VERSION, Reader, Rec, app_line,
-    app_noop, chain_step, error_kind, fact_row, fails, holds_word, joins_next, watchdog_key, wrapped)
+    app_noop, chain_step, error_kind, fact_row, fails, holds_word, joins_next, read_line, watchdog_key, wrapped)
 from nccldiag.nccl.parser import DroppedWarn, Parser, thread
 
 Key = Tuple[str, str, int, int]  # a thread: file, host, pid, tid
@@ -149,6 +149,17 @@ def _as_before(run: _Run, ow: Dict) -> bool:
     return True
 
 
+_PLAIN_BYTES = 4 * 1024 * 1024  # bytes of distinct plain lines whose text is remembered per file (Replay.plain)
+
+
+class Plain(list):
+    """Lines handed over as one item where each is whole and holds no word of the grammar (no candidate of the
+    prefilter), while the parser keeps every line (a benchmark output or RAS report being kept) and nothing else
+    waits for them (:meth:`Replay.keeps_only`)."""
+
+    __slots__ = ()
+
+
 class Replay:
     """Feeds logs to ``parser`` in bulk, one after the other (:meth:`feed`)."""
 
@@ -161,6 +172,8 @@ class Replay:
         self.budget = 0  # lines that may still be recorded as runs in the file being fed
         self.rec: Optional[_Recording] = None  # the run being recorded
         self.spare: Optional[_Recording] = None  # a recording forgotten, to record the next run with
+        self.plain: Dict[bytes, object] = {}  # a plain line's text as bare() reads it, or False (not plain)
+        self.plain_room = 0
 
     def feed(self, items: Iterable[Tuple[int, Union[bytes, List[bytes]]]], source: str,
              total: Callable[[], int]) -> None:
@@ -170,9 +183,12 @@ class Replay:
         p.begin(source)
         self.reader = reader = Reader(source)
         self.seen, self.room, self.runs, self.budget, self.rec = {}, _SEEN_BYTES, [], RUN_MAX, None
+        self.plain, self.plain_room = {}, _PLAIN_BYTES
         for n, item in items:
             if type(item) is bytes:
                 self._block(n - 1, (item,))
+            elif type(item) is Plain:
+                self._plain(n, item)
             else:
                 self._block(n, item)
         for rec in reader.end():
@@ -192,6 +208,37 @@ class Replay:
         """Whether the line after the last one fed may change what was read: the reader holds a record it may
         continue (an NCCL line that leaves a parenthesis open, and a line that continued one)."""
         return bool(self.reader.held)
+
+    def keeps_only(self) -> bool:
+        """Whether the next lines are wanted only to be kept, as the benchmark output or RAS report being kept:
+        no line waits for the next, the reader holds no record and none a line may continue, and no run is being
+        recorded. The prefilter then hands the lines up to the next candidate as one :class:`Plain` item."""
+        reader, p = self.reader, self.p
+        return (self.rec is None and not reader.held and reader.prev is None and reader.source not in p.want
+                and p.keeping(reader.source))
+
+    def _plain(self, n: int, lines: Sequence[bytes]) -> None:
+        """Lines ``n+1, n+2, ...``, handed over as :class:`Plain`: while they hold no NCCL prefix and no word of
+        the grammar (their text read once per distinct line), and nothing else waits, they go to the parser in
+        one call (:meth:`nccldiag.nccl.parser.Parser.plain_lines`); from the first that does not, as any block."""
+        msgs: List[str] = []
+        if self.keeps_only():
+            memo = self.plain
+            get = memo.get
+            for raw in lines:
+                msg = get(raw)
+                if msg is None:
+                    _line, _rank, body, parts = read_line(raw.decode("utf-8", errors="replace").rstrip("\r\n"))
+                    msg = body if parts is None and not holds_word(body) else False
+                    if self.plain_room > 0:
+                        memo[raw] = msg
+                        self.plain_room -= len(raw) + 64
+                if msg is False:
+                    break
+                msgs.append(msg)  # type: ignore[arg-type]
+            self.p.plain_lines(self.reader.source, n, msgs)
+        if len(msgs) < len(lines):
+            self._block(n + len(msgs), tuple(lines[len(msgs):]))
 
     # ---- the lines of a block
 

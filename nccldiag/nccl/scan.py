@@ -121,26 +121,37 @@ class HyperscanLines:
     A word with no tail and no newline lies on the line where it ends; a line where only a word with a tail ends
     is kept where the line alone holds a word (:func:`candidate`), as with ``re``."""
 
-    def __init__(self, hyperscan: Any, words: Sequence[str]) -> None:
+    def __init__(self, hyperscan: Any, words: Sequence[str], literals: Sequence[bytes] = ()) -> None:
         plain = [w for w in words if "\0" not in w and "\n" not in w]
         ordered = plain + [w for w in words if w not in plain]
         self.plain = len(plain)  # ids below it are plain words
-        self.db = hscache.database(hyperscan, [_hs_expression(w) for w in ordered], range(len(ordered)),
-                                   [0] * len(ordered))
+        self.words = len(ordered)  # ids from it on are literals
+        self.lengths = [len(w) for w in literals]
+        expressions = [_hs_expression(w) for w in ordered] + [re.escape(w) for w in literals]
+        self.db = hscache.database(hyperscan, expressions, range(len(expressions)), [0] * len(expressions))
 
-    def __call__(self, body: bytes, end: int) -> List[int]:
+    def __call__(self, body: bytes, end: int, literals: Optional[List[int]] = None) -> List[int]:
+        """The candidate lines' starts; with ``literals``, the offsets where each of the literal words the finder
+        was made with starts are added to it, in order (found in the same pass)."""
         ends: List[int] = []
         others: List[int] = []
-        plain = self.plain
+        plain, words, lengths = self.plain, self.words, self.lengths
         add, add_other = ends.append, others.append
+        found_literals: List[int] = []
+        add_literal = found_literals.append
 
         def on_match(i: int, _start: int, to: int, _flags: int, _context: Any) -> None:
             if i < plain:
                 add(to)
-            else:
+            elif i < words:
                 add_other(to)
+            else:
+                add_literal(to - lengths[i - words])
 
         self.db.scan(body if end == len(body) else body[:end], match_event_handler=on_match)
+        if literals is not None:
+            found_literals.sort()
+            literals += found_literals
         found = set()
         rfind, find = body.rfind, body.find
         last = -1  # the end of the last line kept
@@ -157,15 +168,17 @@ class HyperscanLines:
         return sorted(found)
 
 
-_FINDER: List[Callable[[bytes, int], List[int]]] = []
+_FINDER: List[Callable[..., List[int]]] = []
+_WITH_LITERALS: Dict[Tuple[bytes, ...], "HyperscanLines"] = {}
 
 
-def finder() -> Callable[[bytes, int], List[int]]:
+def finder(literals: Sequence[bytes] = ()) -> Callable[..., List[int]]:
     """How candidate lines are found: :class:`HyperscanLines` where the ``hyperscan`` module imports and compiles
     :data:`WORDS`, else :func:`search_lines` (the same lines, at Python's ``re``'s pace). ``NCCLDIAG_PREFILTER=re``
-    chooses the latter."""
+    chooses the latter. With ``literals`` (words another reader of the text searches for), a
+    :class:`HyperscanLines` that also finds where they start, in the same pass, where Hyperscan is chosen."""
     if not _FINDER:
-        chosen: Callable[[bytes, int], List[int]] = search_lines
+        chosen: Callable[..., List[int]] = search_lines
         if os.environ.get("NCCLDIAG_PREFILTER", "") != "re":
             try:
                 import hyperscan
@@ -174,7 +187,17 @@ def finder() -> Callable[[bytes, int], List[int]]:
             except Exception:  # not installed, no wheel for this platform, or an expression it cannot compile
                 chosen = search_lines
         _FINDER.append(chosen)
-    return _FINDER[0]
+    if not literals or not isinstance(_FINDER[0], HyperscanLines):
+        return _FINDER[0]
+    key = tuple(literals)
+    if key not in _WITH_LITERALS:
+        try:
+            import hyperscan
+
+            _WITH_LITERALS[key] = HyperscanLines(hyperscan, WORDS, key)
+        except Exception:  # a word it cannot compile: the words are searched by their reader
+            return _FINDER[0]
+    return _WITH_LITERALS[key]
 
 
 class Scan:
@@ -188,9 +211,17 @@ class Scan:
     """
 
     def __init__(self, stream: IO[bytes], needs_all: Callable[[], bool], block: int = BLOCK,
-                 max_line: int = MAX_LINE, bulk: bool = False) -> None:
+                 max_line: int = MAX_LINE, bulk: bool = False, reader: Any = None) -> None:
         self.stream, self.needs_all, self.block, self.max_line = stream, needs_all, block, max_line
         self.bulk = bulk
+        # another reader of the text (a paste reader: words(), given(), feed()), fed each block once it is read
+        # here, with where its words are and where some lines start, found in the same pass as the candidates
+        self.reader = reader
+        self.literals = reader.words() if reader is not None else None
+        self.base: Optional[int] = None  # the offset in the stream of the body being read, where it is the stream's
+        # in bulk: whether the lines up to the next candidate may go over as one replay.Plain item (they are wanted
+        # only to be kept: Replay.keeps_only); None: never
+        self.plain: Optional[Callable[[], bool]] = None
         self.total = 0
         self.skipped = 0  # lines counted without being handed over
         self.ctx = 0  # context lines still to hand over after the last candidate (across blocks)
@@ -200,25 +231,37 @@ class Scan:
         carry = b""
         skipping = False  # inside the rest of an overlong line
         cut = self.max_line
+        reader = self.reader
+        offset = 0  # the stream's bytes read so far
         while True:
             data = self.stream.read(self.block)
             if not data:
                 break
+            at = offset  # the offset of data in the stream
+            offset += len(data)
+            raw = data
             if skipping:
                 i = data.find(b"\n")
                 if i < 0:
+                    if reader is not None:
+                        reader.feed(raw)
                     continue
                 data, skipping = data[i + 1:], False
+                at += i + 1
             buf = carry + data if carry else data
             last = buf.rfind(b"\n")
             if last < 0:
                 carry = buf
             else:
+                self.base = at - len(carry)
                 carry = buf[last + 1:]
                 yield from self._lines(buf, last + 1)
+                self.base = None
             if len(carry) >= cut:  # an overlong line: its first max_line bytes, the rest unread (read_lines)
                 yield from self._lines(carry[:cut] + b"\n", cut + 1)
                 carry, skipping = b"", True
+            if reader is not None:
+                reader.feed(raw)
         if carry:
             yield from self._lines(carry + b"\n", len(carry) + 1)
 
@@ -246,10 +289,24 @@ class Scan:
                 yield n, line[:cut].decode("utf-8", errors="replace").rstrip("\r\n")
             self.ctx = CONTEXT  # the last of them may have been a candidate
             return
-        starts = finder()(body, end)  # the candidate lines' starts, in order
+        starts_at: Optional[List[int]] = None  # where lines start and their numbers, for the other reader
+        if self.literals and self.base is not None:
+            find = finder(self.literals)
+            if isinstance(find, HyperscanLines) and find.lengths:
+                base = self.base
+                hits: List[int] = []
+                starts = find(body, end, hits)
+                starts_at, numbers = [], []
+                self.reader.given(base, base + end, [base + h for h in hits], starts_at, numbers)
+                mark, number = starts_at.append, numbers.append
+            else:
+                starts = find(body, end)
+        else:
+            starts = finder()(body, end)  # the candidate lines' starts, in order
         j, count = 0, len(starts)
         index = body.index
         needs_all = self.needs_all
+        plain = self.plain if bulk else None
         ctx = self.ctx  # kept in self.ctx at each yield and at the end
         while pos < end:
             while j < count and starts[j] < pos:
@@ -267,8 +324,26 @@ class Scan:
                     n += k
                     self.skipped += k
                     pos = s
+            elif plain is not None and (j == count or starts[j] != pos) and plain():
+                # the lines up to the next candidate, none holding a word, are wanted only to be kept: one item
+                stop = starts[j] if j < count else end
+                lines = body[pos:stop].split(b"\n")
+                lines.pop()
+                if stop - pos <= cut or max(map(len, lines)) <= cut:
+                    if starts_at is not None:
+                        mark(base + pos)
+                        number(n + 1)
+                    n0 = n
+                    n += len(lines)
+                    pos = stop
+                    self.total, self.first_wordless = n, True
+                    yield n0, replay.Plain(lines)
+                    continue
             # line n+1 goes over; in bulk, with it every next line that is a candidate too, and the parser is
             # asked whether it needs the line after them once it has read them
+            if starts_at is not None:
+                mark(base + pos)
+                number(n + 1)
             n0, got = n, []
             # the first line handed over holds no word where it is whole and no candidate: none of the failure
             # lexicon's either (its words are among WORDS), so that lexicon's reader is spared it
@@ -302,11 +377,14 @@ class Scan:
 
 
 def feed(parser: Parser, name: str, stream: IO[bytes], block: int = BLOCK,
-         max_line: int = MAX_LINE, lines: Optional[lexicon.Reader] = None) -> Scan:
+         max_line: int = MAX_LINE, lines: Optional[lexicon.Reader] = None, reader: Any = None) -> Scan:
     """Feed one log to ``parser`` through the prefilter, in bulk; and every line handed over to ``lines``, where
-    given (the failure lexicon's words are among :data:`WORDS`: each line of a shape is among them)."""
+    given (the failure lexicon's words are among :data:`WORDS`: each line of a shape is among them); and the
+    whole text to ``reader``, where given (a paste reader: :class:`Scan`), each block once read here."""
     rp = replay.Replay(parser)
-    scan = Scan(stream, lambda: parser.needs_every_line(name) or rp.holds(), block, max_line, bulk=True)
+    scan = Scan(stream, lambda: parser.needs_every_line(name) or rp.holds(), block, max_line, bulk=True,
+                reader=reader)
+    scan.plain = rp.keeps_only
     rp.feed(iter(scan) if lines is None else _tapped(scan, lines), name, lambda: scan.total)
     return scan
 
@@ -315,7 +393,9 @@ def _tapped(scan: Scan, lines: lexicon.Reader) -> Iterator[Tuple[int, Any]]:
     take = lines.take
     shapes = lines.memo  # a line seen before that is of no shape (None) is not handed to take again
     for n, item in scan:
-        if type(item) is tuple:
+        if type(item) is replay.Plain:  # whole lines without a word: none of a lexicon shape
+            pass
+        elif type(item) is tuple:
             for i, raw in enumerate(item, n + 1):
                 if (i > n + 1 or not scan.first_wordless) and shapes.get(raw, take) is not None:
                     take(i, raw)
@@ -330,11 +410,12 @@ def _tapped(scan: Scan, lines: lexicon.Reader) -> Iterator[Tuple[int, Any]]:
 def parse_streams(streams, keep: int = KEEP, block: int = BLOCK, max_line: int = MAX_LINE,
                   failure_lines: Optional[List[lexicon.Line]] = None) -> "NcclLogFacts":
     """:func:`nccldiag.nccl.parser.parse_streams` through the prefilter: the same facts. ``failure_lines``, where
-    given, gets the lines of the failure lexicon (:mod:`nccldiag.knowledge.lexicon`) of each stream, in turn."""
+    given, gets the lines of the failure lexicon (:mod:`nccldiag.knowledge.lexicon`) of each stream, in turn. A
+    stream given as ``(name, stream, reader)`` is fed to ``reader`` too (:func:`feed`)."""
     p = Parser(keep)
-    for name, stream in streams:
+    for name, stream, *other in streams:
         reader = lexicon.Reader(name) if failure_lines is not None else None
-        feed(p, name, stream, block, max_line, reader)
+        feed(p, name, stream, block, max_line, reader, other[0] if other else None)
         if reader is not None:
             failure_lines.extend(reader.finish())
     return p.finish()

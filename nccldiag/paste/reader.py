@@ -19,6 +19,7 @@ reads no further block and says so (:attr:`Reader.bounded`).
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Dict, Iterator, List, Optional, Sequence, Tuple
@@ -264,11 +265,38 @@ class Reader:
         self._stopped = False
         self._floor = 0
         self._fed = 0
+        self._whole = 0  # the offset in the text of the end of _parts (of the whole lines fed)
         self._cut = False
+        # what whoever fed the text found in it before (:meth:`given`): the stretch of the text searched, the
+        # offsets of the words in it, and where some of its lines start with their numbers
+        self._over = (0, 0)
+        self._hits: List[int] = []
+        self._marks: List[Tuple[int, int, List[int], List[int]]] = []
 
     @property
     def bounded(self) -> str:
         return self.found.bounded
+
+    @staticmethod
+    def words() -> Optional[Tuple[bytes, ...]]:
+        """The words searched for, where Hyperscan searches them (literal: whoever reads the text with Hyperscan
+        may find them in the same pass and hand them over with :meth:`given`); None without Hyperscan."""
+        return tuple(w.encode("utf-8") for w in WORDS) if _words().fast else None
+
+    def given(self, at: int, end: int, hits: List[int], starts: List[int], numbers: List[int]) -> None:
+        """What was found in the whole lines of the text from offset ``at`` to ``end`` (offsets in the text as
+        fed), before they are fed: ``hits``, the offsets where a word of :meth:`words` starts, in order; and
+        ``starts``, offsets where a line starts, in order, with the line's number in ``numbers`` (lists that may
+        still grow until the text up to ``end`` is fed). A chunk covered by such stretches end to end is read
+        from them: its words are not searched again and its lines are counted only from the nearest line
+        numbered; any other chunk is searched and counted as before."""
+        a, b = self._over
+        if at != b or a == b:  # not where the stretch before ended: a new stretch
+            self._over, self._hits, self._marks = (at, end), [], []
+        else:
+            self._over = (a, end)
+        self._hits += hits
+        self._marks.append((at, end, starts, numbers))
 
     def feed(self, data: bytes) -> None:
         if not data or self._cut:
@@ -293,12 +321,14 @@ class Reader:
         self._parts.append(head)
         self._size += cut
         self._pending = data[cut:]
+        self._whole = self._fed - len(self._pending)
         if self._size >= CHUNK:
             self._read(final=False)
 
     def end(self) -> Found:
         if self._pending:
             self._parts.append(self._pending + b"\n")
+            self._whole += len(self._pending) + 1
             self._pending = b""
         self._read(final=True)
         return self.found
@@ -308,18 +338,26 @@ class Reader:
     def _read(self, final: bool) -> None:
         buf = b"".join([self._tail, *self._parts])
         start = len(self._tail)
+        base = self._whole - len(buf)  # the offset in the text of buf's first byte
+        a, b = self._over
+        given = a < b and a <= base + start and self._whole <= b
         view = _View(buf, self._peeled)
         lineno, counted = self._first, 0
         last = -1
         self._floor = 0  # a block grows up no further than the end of the block before it
         deferred: Optional[int] = None
-        for at in _words().starts(buf, start):
+        if given:
+            hits = self._hits
+            hits = [h - base for h in hits[bisect_right(hits, base + start - 1):bisect_right(hits, self._whole - 1)]]
+        else:
+            hits = _words().starts(buf, start)
+        for at in hits:
             if self._stopped:
                 break
             s = buf.rfind(b"\n", 0, at) + 1
             if s <= last:
                 continue  # a line already read, or inside a block taken
-            lineno += buf.count(b"\n", counted, s)
+            lineno = self._number(buf, base, s, counted, lineno) if given else lineno + buf.count(b"\n", counted, s)
             counted = s
             last = s
             taken = self._line(view, s, lineno, final)
@@ -334,14 +372,41 @@ class Reader:
             keep = max(start, deferred - LOOKBACK)
             keep = buf.rfind(b"\n", 0, keep) + 1 if keep > 0 else 0
             keep = min(keep, deferred)
-            self._first = lineno - buf.count(b"\n", keep, deferred)
+            self._first = self._number(buf, base, keep, deferred, lineno) if given else \
+                lineno - buf.count(b"\n", keep, deferred)
             self._tail, self._parts = buf[keep:deferred], [buf[deferred:]]
             self._size = len(buf) - deferred
+            self._forget(base + keep)
             return
         keep = buf.rfind(b"\n", 0, max(len(buf) - LOOKBACK, 0)) + 1 if len(buf) > LOOKBACK else 0
-        self._first = lineno + buf.count(b"\n", counted, keep) if keep >= counted else \
-            lineno - buf.count(b"\n", keep, counted)
+        if given:
+            self._first = self._number(buf, base, keep, counted, lineno)
+        else:
+            self._first = lineno + buf.count(b"\n", counted, keep) if keep >= counted else \
+                lineno - buf.count(b"\n", keep, counted)
         self._tail, self._parts, self._size = buf[keep:], [], 0
+        self._forget(base + keep)
+
+    def _number(self, buf: bytes, base: int, s: int, ref: int, ref_n: int) -> int:
+        """The number of the line of ``buf`` that starts at ``s``, given the line that starts at ``ref`` and its
+        number ``ref_n``: counted from the nearest of that line and the lines numbered by :meth:`given` in buf."""
+        x = base + s
+        lo, hi = base, base + len(buf)
+        for _at, _end, starts, numbers in self._marks:
+            k = bisect_right(starts, x)
+            for i in (k - 1, k):
+                if 0 <= i < len(starts) and lo <= starts[i] < hi and abs(starts[i] - x) < abs(ref - s):
+                    ref, ref_n = starts[i] - base, numbers[i]
+        if ref <= s:
+            return ref_n + buf.count(b"\n", ref, s)
+        return ref_n - buf.count(b"\n", s, ref)
+
+    def _forget(self, before: int) -> None:
+        """What :meth:`given` handed over before offset ``before`` of the text (no chunk reads it again)."""
+        if self._marks and self._marks[0][1] < before:
+            self._marks = [m for m in self._marks if m[1] >= before]
+        if self._hits and self._hits[0] < before:
+            del self._hits[:bisect_right(self._hits, before - 1)]
 
     def _line(self, view: _View, s: int, lineno: int, final: bool) -> Optional[int]:
         """Read the line at ``s``: a prompt, a process's end, the anchor of a block. Returns the offset of the

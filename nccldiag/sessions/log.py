@@ -196,36 +196,25 @@ def check_log(path: str) -> None:
 
 
 def _reading(paths: Sequence[str], stdin_tap=None, readers: Optional[List[Any]] = None):
-    """``(name, stream)`` of each path in turn, each file open only while it is read; where ``readers`` is given,
-    a :class:`nccldiag.paste.Reader` of each is appended to it and fed what is read."""
+    """``(name, stream, reader)`` of each path in turn, each file open only while it is read; where ``readers`` is
+    given, ``reader`` is a :class:`nccldiag.paste.Reader` of it, appended to ``readers``, that the prefilter feeds
+    what it reads (with the words found in the same pass), else None."""
     from nccldiag import paste
 
     for path in paths:
         name = "<stdin>" if path == "-" else path
-        taps = [] if readers is None else [paste.Reader(name)]
-        if readers is not None:
-            readers.append(taps[0])
+        reader = None if readers is None else paste.Reader(name)  # fed by the prefilter (scan.feed)
+        if reader is not None:
+            readers.append(reader)
         if path == "-":
-            yield name, _Guarded(name, Unwrapping(sys.stdin.buffer),
-                                 _Tee(taps + ([stdin_tap] if stdin_tap is not None else [])))
+            yield name, _Guarded(name, Unwrapping(sys.stdin.buffer), stdin_tap), reader
             continue
         try:
             fh = open(path, "rb")
         except OSError as exc:
             raise UsageError(f"{path}: cannot read NCCL log: {exc.strerror or exc}") from None
         with fh:
-            yield path, _Guarded(path, Unwrapping(fh), _Tee(taps))
-
-
-class _Tee:
-    """Feeds what is read to each of ``taps`` (objects with ``feed(bytes)``)."""
-
-    def __init__(self, taps: List[Any]) -> None:
-        self.taps = taps
-
-    def feed(self, data: bytes) -> None:
-        for tap in self.taps:
-            tap.feed(data)
+            yield path, _Guarded(path, Unwrapping(fh)), reader
 
 
 class _Guarded:

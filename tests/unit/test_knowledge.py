@@ -16,3 +16,69 @@ def test_rows_carry_the_line_of_their_header_and_skip_headers_inside_strings():
 def test_a_syntax_error_names_the_file_and_line():
     with pytest.raises(UsageError, match=r"^site\.toml:3: not valid TOML"):
         knowledge.rows_of_text("[[row]]\nid = 1\nid = = 2\n", "row", "site.toml")
+
+
+TABLES = [("xid.toml", "row"), ("xid.toml", "bucket"), ("kmsg.toml", "check"), ("causes.toml", "cause"),
+          ("lexicon.toml", "row")]
+
+
+def parsed(name, key):
+    """The table as the package's TOML gives it, read from the text."""
+    from importlib import resources
+
+    text = resources.files("nccldiag.knowledge").joinpath(name).read_text(encoding="utf-8")
+    rows, top = knowledge.rows_of_text(text, key, name)
+    return tuple(rows), tuple(sorted(top.items()))
+
+
+@pytest.fixture
+def kept_dir(tmp_path, monkeypatch):
+    monkeypatch.setenv("NCCLDIAG_CACHE_DIR", str(tmp_path / "c"))
+    knowledge._table.cache_clear()
+    yield tmp_path / "c" / "knowledge"
+    knowledge._table.cache_clear()
+
+
+def test_a_table_read_once_is_kept_then_loaded_the_same(kept_dir, monkeypatch):
+    for name, key in TABLES:
+        assert knowledge._table(name, key) == parsed(name, key)
+    files = sorted(kept_dir.iterdir())
+    assert len(files) == len(TABLES) and all(f.stat().st_mode & 0o077 == 0 for f in files)
+    assert kept_dir.stat().st_mode & 0o077 == 0
+    expected = {t: parsed(*t) for t in TABLES}
+    knowledge._table.cache_clear()
+
+    def no_parse(*a, **k):
+        raise AssertionError("parsed again")
+
+    monkeypatch.setattr(knowledge, "rows_of_text", no_parse)
+    for t in TABLES:
+        assert knowledge._table(*t) == expected[t]
+        assert knowledge.rows(*t) == [dict(r) for r in expected[t][0]]
+
+
+def test_a_damaged_or_foreign_kept_table_is_read_from_the_text_again(kept_dir):
+    name, key = TABLES[0]
+    knowledge._table(name, key)
+    (kept,) = kept_dir.iterdir()
+    for damage in (kept.read_bytes()[:100], b"\xff\x00 not marshal", __import__("marshal").dumps(("a", "b"))):
+        kept.write_bytes(damage)
+        knowledge._table.cache_clear()
+        assert knowledge._table(name, key) == parsed(name, key)
+        assert kept.read_bytes() != damage  # replaced by the table read again
+    kept.write_bytes(__import__("marshal").dumps(((), ())))
+    kept.chmod(0o666)  # open to others: not loaded
+    knowledge._table.cache_clear()
+    assert knowledge._table(name, key) == parsed(name, key)
+
+
+def test_off_keeps_no_table(tmp_path, monkeypatch):
+    monkeypatch.setenv("NCCLDIAG_CACHE_DIR", "off")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))  # where the tables would go otherwise
+    monkeypatch.setenv("HOME", str(tmp_path))
+    knowledge._table.cache_clear()
+    try:
+        assert knowledge._table(*TABLES[0]) == parsed(*TABLES[0])
+    finally:
+        knowledge._table.cache_clear()
+    assert not list(tmp_path.iterdir())

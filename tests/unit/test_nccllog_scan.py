@@ -484,3 +484,33 @@ def test_old_nccl_tests_failure_lines_read_again_are_read_as_their_first_reading
     quoted = b"NCCL WARN Cuda failure 'out of memory'\n"
     for keep in (1, 3):
         _both((_CH + quoted + old) * 9, keep=keep)
+
+
+@pytest.mark.parametrize("bounds", [None, (3000, 2000)])
+def test_lines_wanted_only_to_be_kept_go_over_as_one_item_and_give_the_same_report(monkeypatch, bounds):
+    # After every line of every real log and case (their benchmark outputs and RAS reports among them), lines
+    # the prefilter skips, plain, behind a launcher's tag, blank, and one past the line bound: while a benchmark
+    # output or RAS report is kept, those up to the next candidate go over as one replay.Plain item.
+    if bounds is not None:  # bounds small enough that each is reached inside a run of such lines
+        monkeypatch.setattr(nccllog, "MAX_BENCH_BYTES", bounds[0])
+        monkeypatch.setattr(nccllog, "MAX_RAS_BYTES", bounds[1])
+    data = _all_real()
+    gaps = FILLER.split(b"\n")
+    extra = [b"", b"3: " + gaps[5], b"[1,0]<stdout>: " + gaps[6], b"x" * (facts.MAX_LINE + 10), b"  \t "]
+    spread = b"".join(line + b"\n" + b"\n".join(gaps[i % 7:i % 7 + 2 + i % 5] + [extra[i % len(extra)]]) + b"\n"
+                      for i, line in enumerate(data.split(b"\n")))
+    plain_items: List[int] = []
+    real_plain = replay.Replay._plain
+
+    def counted(self, n, lines):
+        plain_items.append(len(lines))
+        return real_plain(self, n, lines)
+
+    monkeypatch.setattr(replay.Replay, "_plain", counted)
+    for variant, block in ((spread, 4096), (spread.replace(b"\n", b"\r\n"), scan.BLOCK), (spread * 2, 1 << 16)):
+        plain_items.clear()
+        named = [("job.log", variant)]
+        assert fast(named, block=block) == plain(named)
+        if bounds is None:  # one benchmark output and one RAS report kept per file: with small bounds, few lines
+            assert len(plain_items) > 100 and sum(plain_items) > 1000
+    assert plain_items or bounds is not None

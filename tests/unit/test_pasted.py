@@ -304,6 +304,48 @@ def test_blocks_deep_in_a_long_log_are_found_at_their_lines_as_in_the_paste_alon
             [(b.kind, b.text, b.host, b.lineno) for b in found.blocks], size
 
 
+def _progress(n: int) -> str:
+    # written for this test: a training loop's progress lines, no word of any reader in them
+    return "".join(f"epoch 1 step {i} loss 2.{i % 97:02d} lr 0.0003\n" for i in range(n))
+
+
+@pytest.mark.parametrize("sep", ["\n", "\r\n"])
+@pytest.mark.parametrize("block,chunk", [(4096, 8192), (1 << 14, 1 << 16), (1 << 16, 5000)])
+def test_the_prefilter_hands_the_words_it_found_and_the_lines_it_numbered_and_the_blocks_are_the_same(
+        sep, block, chunk, monkeypatch):
+    from nccldiag.nccl import parser as nparser, scan
+    from nccldiag.paste import reader as preader
+
+    if not preader._words().fast:
+        pytest.skip("Hyperscan is not installed: the reader searches the text itself")
+    ibstat = real.node_text("ibstat", "gpud-h100-roce400g-down-polling-disabled.txt")
+    ulimit = (real.ROOT / "cases" / "node-ucx8229-ulimit-a-memlock-64k-create-cq-enomem" / "node-a" / "ulimit.txt")
+    paste = "root@gpu7:~# ibstat\n" + ibstat + "\n" + ulimit.read_text(encoding="utf-8")
+    log = "".join(line + _progress(20) for line in log_text(FAILED_LOG).splitlines(keepends=True))
+    text = (log * 3 + paste + log + paste.replace("gpu7", "gpu8") + _progress(500)).replace("\n", sep)
+    data = text.encode("utf-8")
+    monkeypatch.setattr(preader, "CHUNK", chunk)
+    monkeypatch.setattr(preader, "LOOKBACK", chunk // 4)
+    alone = pasted.Reader("job.log")
+    alone.feed(data)
+    expected = alone.end()
+    searched = []
+    words = preader._words()
+    starts = words.starts
+    monkeypatch.setattr(words, "starts", lambda buf, start: searched.append(start) or starts(buf, start))
+    import io
+    for tail in (b"", b"no newline at the end"):
+        searched.clear()
+        fed = pasted.Reader("job.log")
+        scan.feed(nparser.Parser(), "job.log", io.BytesIO(data + tail), block=block, reader=fed)
+        found = fed.end()
+        assert found.blocks == expected.blocks and found.partial == expected.partial
+        assert (found.signals, found.oom, found.memlock_unlimited) == \
+            (expected.signals, expected.oom, expected.memlock_unlimited)
+        assert [b.kind for b in found.blocks] == ["ibstat", "ulimit -a", "ibstat", "ulimit -a"]
+        assert len(searched) <= (1 if tail else 0)  # the last chunk, where the text ends without a newline
+
+
 def test_without_hyperscan_the_expression_finds_the_same_blocks_and_a_long_text_is_bounded(monkeypatch):
     from nccldiag.paste import reader
 
