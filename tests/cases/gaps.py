@@ -186,11 +186,6 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "'Verdict: WARN NCCL uses an Ethernet (RoCE) port beside its InfiniBand HCAs (medium confidence)', exit 0: the "
         "'NET/IB : Using' line listing [8]mlx5_bond_0:1/RoCE beside eight IB HCAs is named right, but as a warning: "
         "the line alone says the run was slow, not that it failed", exits_0=True),
-    "gpu-repacss-docs-srun-without-gres-no-cuda-capable-device-detected": Gap(
-        "missed",
-        "'Verdict: FAIL Unexplained failure (low confidence)', exit 1: CUDA's 'no CUDA-capable device is detected' is "
-        "read as a failure (the lexicon's cuda-no-device shape) and left unexplained; that the job step requested no "
-        "GPU is not in the line (was a false all-clear: 'nothing to judge', exit 0)"),
     "net-mlengineering-gdb-core-backtrace-watchdog-rethrow-unhandled-system-error": Gap(
         "missed",
         "'Verdict: FAIL Unexplained failure (low confidence)', exit 1: gdb's backtrace of the core file is read as a "

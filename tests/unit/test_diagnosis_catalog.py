@@ -1351,3 +1351,16 @@ def test_a_cause_named_by_a_warning_fails_where_the_log_says_the_run_failed(tmp_
     # healthy runs have no cause to make fail
     for name, healthy in _healthy_texts().items():
         assert _log_run(tmp_path, healthy) == ([], False), name
+
+
+def test_cuda_finding_no_gpu_is_a_process_given_none_unless_the_driver_or_container_explains_it():
+    # real: REPACSS's user guide, the error of a program run in a step that requested no GPU
+    text = _in_repo_case("gpu-repacss-docs-srun-without-gres-no-cuda-capable-device-detected")
+    d = top(text)
+    assert d.id == "cuda-no-device-given" and d.category == "other:gpus-not-allocated-to-job", d
+    assert "unexplained" not in categories(text), categories(text)
+    # the same words from a container without its GPU option or a driver that lost its GPUs: said beside it
+    assert any(a.startswith("other:container-runtime-without-gpu-support") for a in d.alternatives), d.alternatives
+    assert any(a.startswith("gpu_lost_xid") for a in d.alternatives), d.alternatives
+    for name, healthy in _healthy_texts().items():
+        assert "other:gpus-not-allocated-to-job" not in categories(healthy), name
