@@ -72,11 +72,6 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "'Verdict: FAIL Unexplained failure (low confidence)', exit 1: ProcessGroupNCCL's 'Some NCCL operations have "
         "failed or timed out' is read and left unexplained; that NCCL used InfiniBand the nodes could not use between "
         "them is not in the evidence"),
-    "net-fastllm-docs-desync-detected-barrier-train-begin-pythonhashseed": Gap(
-        "missed",
-        "'Verdict: FAIL Unexplained failure (low confidence)', exit 1: Fast-LLM's 'RuntimeError: Desync detected for "
-        "barrier train begin (a != b)' is read as a Python exception and left unexplained; that the processes' Python "
-        "hash seeds differ is not in the evidence"),
     "node-lambdalabs-notes-dmesg-bar15-bar0-no-space-failed-to-assign": Gap(
         "right",
         "'Verdict: WARN PCIe BAR / MMIO space not assigned (high confidence)', exit 0: the boot log's 'BAR 15: no space "

@@ -1364,3 +1364,16 @@ def test_cuda_finding_no_gpu_is_a_process_given_none_unless_the_driver_or_contai
     assert any(a.startswith("gpu_lost_xid") for a in d.alternatives), d.alternatives
     for name, healthy in _healthy_texts().items():
         assert "other:gpus-not-allocated-to-job" not in categories(healthy), name
+
+
+def test_a_barrier_whose_ranks_hash_its_name_differently_is_their_python_hash_seeds():
+    # real: Fast-LLM's help page, the RuntimeError of safe_barrier when the ranks' PYTHONHASHSEED differ
+    text = _in_repo_case("net-fastllm-docs-desync-detected-barrier-train-begin-pythonhashseed")
+    d = top(text)
+    assert d.id == "barrier-hash-desync" and d.category == "other:python-hash-seed-mismatch", d
+    assert "unexplained" not in categories(text), categories(text)
+    # PyTorch's own desync report (TORCH_NCCL_DESYNC_DEBUG) is another message, read by the hang's causes
+    assert "barrier-hash-desync" not in [x.id for x in verdict(_in_repo_case(
+        "gpu-mlengineering-desync-debug-watchdog-timeout-rank1-skipped-allreduce"))]
+    for name, healthy in _healthy_texts().items():
+        assert "other:python-hash-seed-mismatch" not in categories(healthy), name
