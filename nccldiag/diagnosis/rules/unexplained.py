@@ -13,7 +13,8 @@ The others are unexplained: beside no cause, they make this verdict (``fail`` wh
 ``warn``); beside causes, a ``warn`` of this verdict after them, so that what was found comes first and the lines
 no cause explains are still said. Either way the run does not exit 0 (:func:`nccldiag.diagnosis.model.fails_run`).
 
-Not a rule of the registry: :func:`nccldiag.diagnosis.diagnose` calls :func:`fallback` after every rule.
+Not a rule of the registry: :func:`nccldiag.diagnosis.diagnose` calls :func:`fallback` after every rule, and
+before it :func:`run_failed`, which makes a cause named by a warning alone fail where the log says the run failed.
 """
 from __future__ import annotations
 
