@@ -60,6 +60,13 @@ def diagnose(inputs: Inputs) -> List[Diagnosis]:
                              f"the tool-message rule could not run: {type(exc).__name__}: {exc}", "low",
                              "nccldiag's own error, not a verdict on any node", "Report this as a bug.",
                              category="unexplained"))
+    try:  # a cause named by a warning only, in logs that say the run failed: a failure
+        unexplained.run_failed(inputs, out)
+    except Exception as exc:  # nccldiag's own error: say so, the verdicts above stay
+        out.append(Diagnosis("run-failed.internal", "The run failed: rule failed", "info",
+                             f"the run-failed reading could not run: {type(exc).__name__}: {exc}", "low",
+                             "nccldiag's own error, not a verdict on any node", "Report this as a bug.",
+                             category="unexplained"))
     try:
         out.extend(unexplained.fallback(inputs, out))
     except Exception as exc:  # nccldiag's own error: say so, never an all-clear in its place

@@ -478,6 +478,7 @@ ERROR_WORDS = (
     "In use by another client",  # NVML's NVML_ERROR_IN_USE: 'GPU 00000000:01:00.0: In use by another client' (a reset refused)
     "is corrupted",  # nvidia-smi's 'WARNING: infoROM is corrupted at gpu <bus>', a file system's or an archive's
     "duplicate mac found",  # cloud-init's RuntimeError at boot: 'duplicate mac found! both 'eth1' and 'ib0' have mac'
+    "no CUDA-capable device is detected",  # CUDA's cudaErrorNoDevice text, printed bare by many programs
 )
 _ERROR_TEXT = re.compile(r"\b(?:" + _alternation(ERROR_WORDS) + r")\b")
 # The line a Python traceback ends with: an exception's class and its message ('RuntimeError: Desync detected for

@@ -33,12 +33,6 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "NIC cannot use (the usual cause of that failure); the thread established only that the irdma0 device was not "
         "set up for RoCE (soft RoCE; NCCL_IB_DISABLE=1 ran), not which part of its set-up, so no line tells a GID "
         "apart from the rest"),
-    "node-lizhenyang-blog-dataloader-socket-error-111-dev-shm-64m": Gap(
-        "right",
-        "'Verdict: WARN /dev/shm too small (medium confidence)', exit 0: the 'df -h /dev/shm' row pasted without its "
-        "header (64M) is read and named, but as a warning only: nothing in the text ties the DataLoader's failure to "
-        "it (the traceback ends in 'socket.error: [Errno 111] Connection refused' in rebuild_storage_fd, the worker "
-        "that shared the batch being gone), so the CLI exits 0 on a run that failed", exits_0=True),
     "gpu-dcgmexporter148-fatal-third-party-profiling-module-unrecoverable-gsp-driver-bug": Gap(
         "missed",
         "'Verdict: FAIL Unexplained failure (low confidence)', exit 1: dcgm-exporter's level=fatal 'Failed to watch "
@@ -78,11 +72,6 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "'Verdict: FAIL Unexplained failure (low confidence)', exit 1: ProcessGroupNCCL's 'Some NCCL operations have "
         "failed or timed out' is read and left unexplained; that NCCL used InfiniBand the nodes could not use between "
         "them is not in the evidence"),
-    "net-fastllm-docs-desync-detected-barrier-train-begin-pythonhashseed": Gap(
-        "missed",
-        "'Verdict: FAIL Unexplained failure (low confidence)', exit 1: Fast-LLM's 'RuntimeError: Desync detected for "
-        "barrier train begin (a != b)' is read as a Python exception and left unexplained; that the processes' Python "
-        "hash seeds differ is not in the evidence"),
     "node-lambdalabs-notes-dmesg-bar15-bar0-no-space-failed-to-assign": Gap(
         "right",
         "'Verdict: WARN PCIe BAR / MMIO space not assigned (high confidence)', exit 0: the boot log's 'BAR 15: no space "
@@ -127,15 +116,12 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "unexplained; nvidia-container-cli's mount error on the nvidia-persistenced socket (a libnvidia-container defect) "
         "is not read"),
     "gpu-k8sdp170-device-plugin-could-not-load-nvml-before-driver-deployed": Gap(
-        "missed",
-        "'Verdict: WARN Unexplained failure (low confidence)', exit 1: the device plugin's 'Failed to initialize NVML: "
-        "could not load NVML library.' is read as a program's failure and left unexplained (a process without the "
-        "driver's libraries: the driver not yet deployed on the node)"),
-    "gpu-k8sdp23-device-plugin-failed-to-start-nvml-default-runtime-not-nvidia": Gap(
-        "missed",
-        "'Verdict: WARN Unexplained failure (low confidence)', exit 1: 'Failed to start nvml with error:  could not "
-        "load NVML library' is left unexplained (the container runtime did not give the container the driver's "
-        "libraries)"),
+        "wrong cause",
+        "'Verdict: FAIL The driver's NVML library is not where the program runs (medium confidence)', exit 1: the "
+        "device plugin's 'Failed to initialize NVML: could not load NVML library.' is read as a container the runtime "
+        "gave no driver libraries (the plugin's own hint: the default runtime not nvidia, as in k8sdp23), with the "
+        "driver not yet deployed as the alternative; that the GPU Operator had not yet deployed the driver on the new "
+        "node is not in the lines, which are the same in both (was missed: left unexplained)"),
     "net-sriovop382-pod-ibdev2netdev-ib-vf-down-linkstate-not-enabled": Gap(
         "false all-clear",
         "'Verdict: nothing broken', exit 0: the pod's 'ibdev2netdev' line 'mlx5_3 port 1 ==> net1 (Down)' (the only "
@@ -195,11 +181,6 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "'Verdict: WARN NCCL uses an Ethernet (RoCE) port beside its InfiniBand HCAs (medium confidence)', exit 0: the "
         "'NET/IB : Using' line listing [8]mlx5_bond_0:1/RoCE beside eight IB HCAs is named right, but as a warning: "
         "the line alone says the run was slow, not that it failed", exits_0=True),
-    "gpu-repacss-docs-srun-without-gres-no-cuda-capable-device-detected": Gap(
-        "missed",
-        "'Verdict: FAIL Unexplained failure (low confidence)', exit 1: CUDA's 'no CUDA-capable device is detected' is "
-        "read as a failure (the lexicon's cuda-no-device shape) and left unexplained; that the job step requested no "
-        "GPU is not in the line (was a false all-clear: 'nothing to judge', exit 0)"),
     "net-mlengineering-gdb-core-backtrace-watchdog-rethrow-unhandled-system-error": Gap(
         "missed",
         "'Verdict: FAIL Unexplained failure (low confidence)', exit 1: gdb's backtrace of the core file is read as a "

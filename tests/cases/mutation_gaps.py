@@ -40,8 +40,8 @@ WHY: Dict[str, str] = {
     "lexicon-only": (
         "only the failure lexicon's lines kept: the cause is read from the context they drop (NCCL INFO "
         "lines, a table's header, the command before its output, a hang's missing result); a false all-clear here is "
-        "a text left empty or with no failure in it: the failure was an NCCL WARN (the NCCL reader's, no lexicon "
-        "row's), a hang that printed nothing, corrected AER errors, a link's state in a table or an empty grep"),
+        "a text left empty or with no failure in it: the failure was in NCCL INFO lines (GDR disabled, the transports "
+        "chosen), a hang that printed nothing, corrected AER errors, a link's state in a table or an empty grep"),
 }
 
 #: (case id, transformation) -> its outcome today
@@ -53,18 +53,11 @@ KNOWN: Dict[Tuple[str, str], str] = {
     # is read as gloo's interface
     ("net-awsdoeks69-vllm-ray-actorhandle-then-gloo-loopback-127001", "anon-x"): "wrong cause",
     ("net-awsdoeks69-vllm-ray-actorhandle-then-gloo-loopback-127001", "anon-redacted"): "wrong cause",
-    # XLA's words 'Unable to load NCCL library' are on the continuation of its runtime error, which the lexicon's
-    # lines alone leave out (only 'XlaRuntimeError: INTERNAL: ... failed:' is kept)
-    ("node-jax18391-xla-all-reduce-unable-to-load-nccl-library-cuda12-local", "lexicon-only"): "missed",
-    # the one line is NCCL's 'NCCL WARN Connect to XXX failed: Network is unreachable' (the NCCL reader's, no lexicon
-    # row's): the lexicon's lines alone leave the text empty
-    ("net-mindspore-faq-zh-openmpi-nccl-connect-network-unreachable-nic-differs", "lexicon-only"): "false all-clear",
     # the tail keeps the traceback only: the WARN naming the missing interface is above its last 15 lines
     ("net-felixfu-notes-2x-p40-bootstrap-no-socket-interface-found-wrong-ifname-eno1", "tail-15"): "missed",
     # 'No route to host' from a peer in the node's own subnet is a firewall's answer: redacted, the subnet is gone
     ("net-csdn-blog-2-node-nccl248-connect-no-route-to-host-firewall", "anon-x"): "wrong cause",
     ("net-csdn-blog-2-node-nccl248-connect-no-route-to-host-firewall", "anon-redacted"): "wrong cause",
-    ("net-csdn-blog-2-node-nccl248-connect-no-route-to-host-firewall", "lexicon-only"): "false all-clear",
     # the /dev/shm row of df (130 columns) wrapped, or dropped with the lines no lexicon row holds
     ("node-lizhenyang-blog-dataloader-socket-error-111-dev-shm-64m", "wrap-80"): "missed",
     ("node-lizhenyang-blog-dataloader-socket-error-111-dev-shm-64m", "lexicon-only"): "missed",
@@ -90,15 +83,11 @@ KNOWN: Dict[Tuple[str, str], str] = {
     ("gpu-nccl257-4x1080ti-allreduce-hang-intel-iommu", "lexicon-only"): "false all-clear",
     ("gpu-nccltests37-8xv100-allgather-4g-out-of-bounds-nccl-bug", "lexicon-only"): "missed",
     ("gpu-torchtitan1224-ep-duplicate-gpu-set-device-after-mesh", "lexicon-only"): "missed",
-    ("net-bloom-jz-ops-notes-connect-refused-broken-node-network", "lexicon-only"): "wrong cause",
     ("net-cscs-docs-nccl-net-plugin-ofi-could-not-find-aws-libfabric-not-found", "lexicon-only"): "wrong cause",
     ("net-gitcode-blog-nccl-versions-differ-af-inet-family-0", "lexicon-only"): "missed",
-    ("net-gitcode-blog-vllm-3x4090-socket-connect-abort-spare-server-ifname", "lexicon-only"): "wrong cause",
-    ("net-hhhyunwoo-blog-ibv-reg-mr-failed-memlock-limit", "lexicon-only"): "false all-clear",
     ("net-nccl1634-hpcx-plugin-on-some-nodes-only-hang", "lexicon-only"): "false all-clear",
     ("net-nccl1837-socket-ifname-nonexistent-trainer-prefix", "lexicon-only"): "missed",
     ("net-nccl187-hostname-prefix-collision-p2p-ipc-across-hosts", "lexicon-only"): "missed",
-    ("net-nccltests14-docker-no-ip-interface-socket-creation-failed", "lexicon-only"): "wrong cause",
     ("net-nccltests219-socket-ifname-absent-on-one-node", "lexicon-only"): "missed",
     ("net-nvidia-freebsd-docs-ifconfig-mce0-no-carrier-fec-sync-loss", "lexicon-only"): "false all-clear",
     ("net-nvpeermem56-gdr-disabled-distance-phb-nccl247", "lexicon-only"): "false all-clear",
@@ -108,11 +97,11 @@ KNOWN: Dict[Tuple[str, str], str] = {
     ("node-gpuoperator-docs-nvidia-smi-q-fabric-state-in-progress-no-fabricmanager", "lexicon-only"): "false all-clear",
     ("node-gpuoperator492-vm-bar1-0m-nvidia-probe-failed-2-gpus", "lexicon-only"): "wrong cause",
     ("node-ogkm1027-journal-rtx5090-proprietary-module-requires-open-modules", "lexicon-only"): "wrong cause",
-    ("gpu-azuremlexamples675-duplicate-gpu-detected-rank0-rank1-same-device", "lexicon-only"): "missed",
     ("net-nccl1191-alltoall-700-nodes-ibv-create-cq-enomem-ulimit-unlimited", "lexicon-only"): "wrong cause",
-    ("net-nccl328-shm-open-permission-denied-dev-shm-mode", "lexicon-only"): "wrong cause",
     ("net-nccl473-nccltests-unhandled-system-error-docker-ipc-host", "lexicon-only"): "wrong cause",
-    ("net-nccl638-alltoall-gdr-ibv-create-qp-failed-memlock-unlimited", "lexicon-only"): "false all-clear",
+    # NCCL's 'Call to ibv_create_qp failed' alone, the INFO lines around it dropped, reads as its usual cause, a
+    # locked-memory limit; the ulimit output that shows the limit unlimited is no lexicon line
+    ("net-nccl638-alltoall-gdr-ibv-create-qp-failed-memlock-unlimited", "lexicon-only"): "wrong cause",
     ("net-nccl897-gdrdma-one-side-only-peermem-not-loaded", "lexicon-only"): "false all-clear",
     ("node-nvpeermem46-lsmod-empty-modinfo-nv-peer-mem-after-reboot", "lexicon-only"): "false all-clear",
     ("node-deltaops-medium-aer-multiple-corrected-error-syslog-flood-wrapped", "lexicon-only"): "false all-clear",
@@ -128,15 +117,12 @@ KNOWN: Dict[Tuple[str, str], str] = {
     ("gpu-dcgm198-dcgmi-nvlink-link-status-all-down-diag-passes", "lexicon-only"): "false all-clear",
     ("gpu-mlengineering-nvidia-smi-grep-sram-uncorrectable-broken-gpu", "flush-left"): "missed",
     ("net-pastebin-5awq-mthca-ibv-devinfo-port-init-linkup-port2-polling", "lexicon-only"): "missed",
-    ("net-skypilot4448-ray-prefixed-socket-connect-link-local-accelerated-networking", "lexicon-only"): "false all-clear",
-    ("net-nemospeech13996-bare-warn-could-not-find-net-id-0-multinode-ib", "lexicon-only"): "false all-clear",
 
 
     ("net-mlengineering-nccl-net-ib-mlx5-bond-roce-included-low-bandwidth", "no-nccl-info"): "false all-clear",
     ("net-mlengineering-nccl-net-ib-mlx5-bond-roce-included-low-bandwidth", "lexicon-only"): "false all-clear",
     # the WorkNCCL(...) that completes the watchdog message, wrapped onto the next line, is not a lexicon line
     ("gpu-tistory-blog-k8s-2x-rtxpro6000-ddp-allreduce-watchdog-p2p-disable-fixes", "lexicon-only"): "missed",
-    ("net-aznhc-fork-debug-doc-nccl-allreduce-rc3-mlx5-1-roce-nic-among-ib-hcas", "lexicon-only"): "missed",
     # mpirun's 28-line help block: its one failure line ('There are not enough slots available in the system') is the
     # block's second line; the last 15 lines are its advice (the slots' sources, --oversubscribe), no failure
     ("node-grudge227-ci-mpirun-not-enough-slots-oversubscribe", "tail-15"): "false all-clear",
@@ -146,7 +132,9 @@ KNOWN: Dict[Tuple[str, str], str] = {
     ("node-dsxinfra5251-scout-ibv-devinfo-no-ib-devices-ibverbs-providers-missing", "lexicon-only"): "missed",
     ("node-dsxinfra5251-scout-ibv-devinfo-no-ib-devices-ibverbs-providers-missing", "quote-html"): "missed",
     ("net-horovod666-nccl23-untagged-warn-connection-closed-by-remote-peer-ifname", "tail-15"): "missed",
-    ("net-horovod666-nccl23-untagged-warn-connection-closed-by-remote-peer-ifname", "lexicon-only"): "false all-clear",
+    # NCCL's 'Connection closed by remote peer' alone reads as a victim of a peer that went away; the INFO lines that
+    # show the interface NCCL chose are dropped with the lines no lexicon row holds
+    ("net-horovod666-nccl23-untagged-warn-connection-closed-by-remote-peer-ifname", "lexicon-only"): "wrong cause",
 }
 
 #: the healthy runs given a fail/warn diagnosis once transformed: what is misread, and why

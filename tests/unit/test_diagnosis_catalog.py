@@ -1304,3 +1304,76 @@ def test_the_deepspeed_launchers_ssh_check_is_named_and_pdsh_lines_are_not():
     assert "unexplained" not in categories(text)
     for name, text in _healthy_texts().items():
         assert "other:launcher-ssh-unreachable" not in categories(text), name
+
+
+# ---- a program without the driver's NVML library; a warning's cause in a run that failed -------------------------
+
+
+def test_a_program_that_cannot_load_nvml_is_named_with_the_driver_not_deployed_as_its_alternative():
+    # real: k8s-device-plugin issue 23, the plugin's container on a Docker whose default runtime was not nvidia
+    text = _in_repo_case("gpu-k8sdp23-device-plugin-failed-to-start-nvml-default-runtime-not-nvidia")
+    d = top(text)
+    assert d.id == "nvml-library-not-found" and d.category == "other:container-runtime-without-gpu-support", d
+    assert d.severity == "fail" and "unexplained" not in categories(text), d
+    # real: k8s-device-plugin issue 170, the same words from a plugin that started before the driver was deployed:
+    # the lines are the same, the alternative names it
+    d = top(_in_repo_case("gpu-k8sdp170-device-plugin-could-not-load-nvml-before-driver-deployed"))
+    assert d.id == "nvml-library-not-found", d
+    assert any(a.startswith("other:gpu-driver-container-not-ready") for a in d.alternatives), d.alternatives
+    for name, text in _healthy_texts().items():
+        assert "nvml-library-not-found" not in [x.id for x in verdict(text)], name
+
+
+def _log_run(tmp_path, text: str):
+    from nccldiag.diagnosis.model import fails_run
+    from nccldiag.sessions import log as session
+
+    path = tmp_path / "posted.txt"
+    path.write_text(text, encoding="utf-8")
+    diags = [d for d in session.run([str(path)], workers=1).diagnoses[0] if d.severity in ("fail", "warn")]
+    return diags, any(fails_run(d) for d in diags)
+
+
+def test_a_cause_named_by_a_warning_fails_where_the_log_says_the_run_failed(tmp_path):
+    # real: a DataLoader's traceback ending in 'Connection refused' beside df's 64M /dev/shm row (lizhenyang's blog)
+    text = _in_repo_case("node-lizhenyang-blog-dataloader-socket-error-111-dev-shm-64m")
+    diags, failed = _log_run(tmp_path, text)
+    assert diags[0].category == "shm_too_small" and diags[0].severity == "fail" and failed, diags[0]
+    assert any("(the run failed)" in e.text and "Traceback" in e.text for e in diags[0].evidence), diags[0].evidence
+    # the df row alone (the same paste's last line) says nothing of a run that failed: a warning, exit 0
+    row = [line for line in text.splitlines() if line.startswith("shm ")]
+    diags, failed = _log_run(tmp_path, "\n".join(row) + "\n")
+    assert diags[0].category == "shm_too_small" and diags[0].severity == "warn" and not failed, diags[0]
+    # real: corrected AER errors of a root port and nothing else: still a warning
+    diags, failed = _log_run(tmp_path, _in_repo_case(
+        "node-redhat-kb-rhel6-rhel7-pcie-bus-error-corrected-replay-timer-bad-tlp"))
+    assert diags[0].severity == "warn" and not failed, diags[0]
+    # healthy runs have no cause to make fail
+    for name, healthy in _healthy_texts().items():
+        assert _log_run(tmp_path, healthy) == ([], False), name
+
+
+def test_cuda_finding_no_gpu_is_a_process_given_none_unless_the_driver_or_container_explains_it():
+    # real: REPACSS's user guide, the error of a program run in a step that requested no GPU
+    text = _in_repo_case("gpu-repacss-docs-srun-without-gres-no-cuda-capable-device-detected")
+    d = top(text)
+    assert d.id == "cuda-no-device-given" and d.category == "other:gpus-not-allocated-to-job", d
+    assert "unexplained" not in categories(text), categories(text)
+    # the same words from a container without its GPU option or a driver that lost its GPUs: said beside it
+    assert any(a.startswith("other:container-runtime-without-gpu-support") for a in d.alternatives), d.alternatives
+    assert any(a.startswith("gpu_lost_xid") for a in d.alternatives), d.alternatives
+    for name, healthy in _healthy_texts().items():
+        assert "other:gpus-not-allocated-to-job" not in categories(healthy), name
+
+
+def test_a_barrier_whose_ranks_hash_its_name_differently_is_their_python_hash_seeds():
+    # real: Fast-LLM's help page, the RuntimeError of safe_barrier when the ranks' PYTHONHASHSEED differ
+    text = _in_repo_case("net-fastllm-docs-desync-detected-barrier-train-begin-pythonhashseed")
+    d = top(text)
+    assert d.id == "barrier-hash-desync" and d.category == "other:python-hash-seed-mismatch", d
+    assert "unexplained" not in categories(text), categories(text)
+    # PyTorch's own desync report (TORCH_NCCL_DESYNC_DEBUG) is another message, read by the hang's causes
+    assert "barrier-hash-desync" not in [x.id for x in verdict(_in_repo_case(
+        "gpu-mlengineering-desync-debug-watchdog-timeout-rank1-skipped-allreduce"))]
+    for name, healthy in _healthy_texts().items():
+        assert "other:python-hash-seed-mismatch" not in categories(healthy), name

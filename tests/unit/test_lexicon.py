@@ -348,3 +348,19 @@ def test_files_read_in_parallel_give_the_lines_of_files_read_in_turn():
         log.read(paths, workers=workers, failure_lines=got)
         lines[workers] = sorted((x.source, x.shape, x.lineno, x.count, x.text) for x in got)
     assert lines[1] == lines[2] and len({x[0] for x in lines[1]}) > 20
+
+
+def test_an_nccl_warn_is_a_line_of_its_own_failing_where_it_says_a_call_failed():
+    # real: NCCL's WARN lines as posted, alone (MindSpore's FAQ, NeMo issue 13996, Horovod issue 666: NCCL 2.3 wrote
+    # no 'NCCL' before WARN)
+    failed = _seen_texts("tests/cases/net-mindspore-faq-zh-openmpi-nccl-connect-network-unreachable-nic-differs")
+    bare = _seen_texts("tests/cases/net-nemospeech13996-bare-warn-could-not-find-net-id-0-multinode-ib")
+    untagged = _seen_texts("tests/cases/net-horovod666-nccl23-untagged-warn-connection-closed-by-remote-peer-ifname")
+    got = {line: lexicon.shape_of(line) for text in (failed, bare, untagged) for line in text.splitlines()
+           if " WARN " in line}
+    assert {s.id for s in got.values() if s is not None} == {"nccl-warn-failed", "nccl-warn"}, got
+    assert all(s is not None for s in got.values()), got
+    assert lexicon.shape("nccl-warn-failed").severity == "fail" and lexicon.shape("nccl-warn").severity == "warn"
+    # a WARN an earlier row reads keeps that row (written for this test in the shape of ../shared's 'NCCL WARN Cuda
+    # failure' lines: the cuda-error row's)
+    assert lexicon.shape_of("x:1:2 [0] NCCL WARN Cuda failure 'invalid argument'").id == "cuda-error"

@@ -13,7 +13,8 @@ The others are unexplained: beside no cause, they make this verdict (``fail`` wh
 ``warn``); beside causes, a ``warn`` of this verdict after them, so that what was found comes first and the lines
 no cause explains are still said. Either way the run does not exit 0 (:func:`nccldiag.diagnosis.model.fails_run`).
 
-Not a rule of the registry: :func:`nccldiag.diagnosis.diagnose` calls :func:`fallback` after every rule.
+Not a rule of the registry: :func:`nccldiag.diagnosis.diagnose` calls :func:`fallback` after every rule, and
+before it :func:`run_failed`, which makes a cause named by a warning alone fail where the log says the run failed.
 """
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from typing import Dict, List, Optional, Tuple
 
 from nccldiag.areas import all_areas
 from nccldiag.diagnosis.inputs import Inputs
-from nccldiag.diagnosis.model import FAILURE_LINES, Diagnosis, Evidence, finding_evidence
+from nccldiag.diagnosis.model import FAILURE_LINES, Diagnosis, Evidence, finding_evidence, sort_key
 from nccldiag.diagnosis.signs import log_failed, unfinished
 from nccldiag.knowledge import lexicon
 from nccldiag.model.findings import SEVERITY, Finding, Status
@@ -196,6 +197,27 @@ def _lines_only(inp: Inputs, lines: List[lexicon.Line], beside_causes: bool) -> 
                      nodes=sorted({line.host for line in lines if line.host}), evidence=line_evidence(lines),
                      figures={FAILURE_LINES: n}, category=CATEGORY, tier=TIER,
                      confirm=MORE_LOG if inp.logs is not None else MORE_CHECK)
+
+
+def run_failed(inp: Inputs, diagnoses: List[Diagnosis]) -> None:
+    """A cause named by a warning alone, in files given to 'nccldiag log' that say the run failed: the warning's
+    diagnosis becomes a failure. A line of the failure lexicon that fails and that any cause explains (covered_by
+    ``any``: a traceback, a program's exception, a non-zero exit, a process killed, NCCL's call that failed) says how
+    the run ended, whatever the cause; where the only causes found are warnings (a corrected PCIe error, a small
+    /dev/shm, an Xid of an application's fault), the run still failed, and the verdict must not exit 0. The first of
+    them (the verdict's) fails, and cites the line."""
+    causes = [d for d in diagnoses if d.severity in ("fail", "warn") and d.category != CATEGORY]
+    if not causes or any(d.severity == "fail" for d in causes) or inp.logs is None:
+        return
+    ended = [line for line in inp.failure_lines or [] if line.host is None and line.severity == "fail"
+             and lexicon.ANY in lexicon.shape(line.shape).covered_by]
+    if not ended:
+        return
+    first = lexicon.ordered(ended)[0]
+    d = min(causes, key=sort_key)
+    d.severity = "fail"
+    d.confidence_why += f"; the run failed: {first.text.strip()[:200]}"
+    d.evidence.append(Evidence("log", f"{first.ref}: {first.text.strip()}  (the run failed)", first.ref))
 
 
 def fallback(inp: Inputs, diagnoses: List[Diagnosis]) -> List[Diagnosis]:
