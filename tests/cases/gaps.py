@@ -245,24 +245,17 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "Open MPI's pml_ucx.c the peer's worker address is missing from the modex: the peer published none); that the "
         "machines' interfaces differ, as the FAQ answers, is not in the evidence (was a wrong cause: 'Failed to resolve "
         "UCX endpoint for rank X' taken for a host name that does not resolve)"),
-    "gpu-cloudts-azurehpc-check-gpu-ecc-row-remap-error-sram-uncorrectable-nd96asr-v4": Gap(
-        "false all-clear",
-        "'Verdict: nothing broken', exit 0: Azure's check_gpu_ecc.py report (its counter table and its 'Warning: Detected "
-        "a GPU row remap Error for GPU ID 7, please offline this node' lines) is read as no failure"),
-    "node-cloudts-gcp-toolkit-srun-prologslurmctld-failed-resume-log-quota-exceeded": Gap(
-        "missed",
-        "'Verdict: FAIL Unexplained failure (low confidence)', exit 1: srun's 'error: Job allocation 2 has been revoked' "
-        "is left unexplained; the resume.log line with Google Cloud's 'Quota 'C2_CPUS' exceeded' is not read"),
-    "node-cloudts-gcp-toolkit-resume-log-bulkinsert-vm-min-count-not-reached-capacity": Gap(
-        "false all-clear",
-        "'Verdict: nothing to judge', exit 0: the resume.log line 'bulkInsert operation errors: VM_MIN_COUNT_NOT_REACHED' "
-        "is not read as a failure"),
     "node-cloudts-gcp-toolkit-setup-log-errno-101-network-unreachable-no-cloud-nat": Gap(
         "missed",
         "'Verdict: FAIL Unexplained failure (low confidence)', exit 1: the startup script's 'OSError: [Errno 101] Network "
-        "is unreachable' is read as a Python exception and left unexplained"),
+        "is unreachable' and 'ERROR: Aborting setup...' are read as a Python exception and left unexplained; that the "
+        "controller's VPC has no route to Google's APIs (no Cloud NAT, no public IP, no Private Google Access) is not in "
+        "the evidence: the errno names no address and no network"),
     "node-cloudts-oci-hpc-active-healthcheck-sdc-test-crashed-no-module-numpy": Gap(
-        "false all-clear",
-        "'Verdict: nothing broken', exit 0: the health check's WARNING lines 'GPU Silent Data Corruption Test Failed: GPU "
-        "SDC Test crashed: Required dependencies not available: No module named 'numpy'' are not read as a failure"),
+        "missed",
+        "'Verdict: FAIL Unexplained failure (low confidence)', exit 1: the health check's 'GPU Silent Data Corruption "
+        "Test Failed: GPU SDC Test crashed: Required dependencies not available: No module named 'numpy'' is read as a "
+        "health check's failed test and left unexplained (was a false all-clear: 'Test Failed' and 'Test crashed' were "
+        "no line of the failure lexicon); that the test could not run for a missing Python module, not a faulty GPU, is "
+        "not told apart"),
 }
