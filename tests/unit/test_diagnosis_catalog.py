@@ -17,7 +17,7 @@ from nccldiag.diagnosis import Inputs, diagnose
 from nccldiag.nccl import checks as nccl_checks
 from nccldiag.nccl import parser as nccllog
 from nccldiag.nccl import scan
-from tests import real
+from tests import real, realcases
 
 
 def read(text: str):
@@ -1377,3 +1377,46 @@ def test_a_barrier_whose_ranks_hash_its_name_differently_is_their_python_hash_se
         "gpu-mlengineering-desync-debug-watchdog-timeout-rank1-skipped-allreduce"))]
     for name, healthy in _healthy_texts().items():
         assert "other:python-hash-seed-mismatch" not in categories(healthy), name
+def test_a_cloud_quota_that_stopped_the_nodes_is_named_and_healthy_runs_are_left_alone():
+    # real: Google Cloud's Cluster Toolkit troubleshooting page, srun's revoked allocation and the controller's
+    # resume.log with Compute Engine's quota error
+    text = _in_repo_case("node-cloudts-gcp-toolkit-srun-prologslurmctld-failed-resume-log-quota-exceeded")
+    d = top(text)
+    assert d.id == "cloud-quota-exceeded" and d.category == "other:cloud-quota-exceeded", d
+    assert d.severity == "fail" and d.confidence == "high", d
+    assert "unexplained" not in categories(text)
+    # the same error as gcloud prints it for a GPU quota (written for this test in the API's words)
+    assert top("ERROR: (gcloud.compute.instances.create) Could not fetch resource:\n"
+               " - Quota 'GPUS_ALL_REGIONS' exceeded. Limit: 0.0 globally.\n").id == "cloud-quota-exceeded"
+    for name, text in _healthy_texts().items():
+        assert "other:cloud-quota-exceeded" not in categories(text), name
+
+
+def test_a_zone_without_capacity_is_named_from_slurm_on_google_clouds_resume_log(tmp_path):
+    # real: the Cluster Toolkit page's resume.log line of a bulk insert that could not create the nodes
+    text = _in_repo_case("node-cloudts-gcp-toolkit-resume-log-bulkinsert-vm-min-count-not-reached-capacity")
+    d = top(text)
+    assert d.category == "other:cloud-capacity-unavailable" and d.severity == "fail", d
+    assert "unexplained" not in categories(text)
+    # another code of the same insert names no capacity: it stays a failure, said unexplained, never an all-clear
+    other = tmp_path / "resume.log"
+    other.write_text("resume.py WARNING: bulkInsert operation errors: RESOURCE_NOT_FOUND name=op-1 operationGroupId=7 "
+                     "nodes=c-0\n", encoding="utf-8")
+    assert [d.category for d in realcases.alarms_of([other])] == ["unexplained"]
+    for name, text in _healthy_texts().items():
+        assert "other:cloud-capacity-unavailable" not in categories(text), name
+
+
+def test_azures_gpu_ecc_check_is_read_and_its_legend_and_a_clean_report_are_not(tmp_path):
+    # real: Azure's check_gpu_ecc.py report on an ND96asr_v4 (row remap error, SRAM and DRAM uncorrectable errors)
+    text = _in_repo_case("gpu-cloudts-azurehpc-check-gpu-ecc-row-remap-error-sram-uncorrectable-nd96asr-v4")
+    d = top(text)
+    assert d.category == "gpu_ecc_rowremap" and d.severity == "fail", d
+    assert "unexplained" not in categories(text)
+    # the same report without its warnings (a clean GPU: counters at 0, the legend) says nothing
+    clean = tmp_path / "check_gpu_ecc.out"
+    clean.write_text("\n".join(line for line in text.splitlines() if not line.startswith("Warning:")) + "\n",
+                     encoding="utf-8")
+    assert realcases.alarms_of([clean]) == []
+    for name, text in _healthy_texts().items():
+        assert "gpu_ecc_rowremap" not in categories(text), name

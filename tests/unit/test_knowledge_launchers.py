@@ -84,6 +84,10 @@ CHECKED = {
     "slurm-gres-gpu-device-stat-missing": "%s: stat(%s): %m",
     "deepspeed-ssh-check-command-failed": "ssh -o PasswordAuthentication=no ",
     "deepspeed-ssh-check-unreachable": "was not reachable via ssh. If you are running with a single node please remove",
+    "azure-check-gpu-ecc-row-remap": "Warning: Detected a GPU row remap Error for GPU ID ",
+    "azure-check-gpu-ecc-uncorrectable": "Warning: Detected a very high GPU DRAM uncorrectable error count (",
+    "slurm-gcp-bulkinsert-no-capacity": "bulkInsert operation errors: ",
+    "slurm-gcp-bulkinsert-quota": "bulkInsert operation errors: ",
 }
 
 # The message as a tool prints it, where a row's text is a part of it or its conversions take words: written for this
@@ -124,6 +128,14 @@ PRINTED = {
                                        "passwordless ssh.",
     "kubelet-devices-unavailable": "Message:        Pod Allocate failed due to requested number of devices unavailable "
                                    "for nvidia.com/gpu. Requested: 1, Available: 0, which is unexpected",
+    "azure-check-gpu-ecc-row-remap": "Warning: Detected a GPU row remap Error for GPU ID 7, please offline this node "
+                                     "(node1), get the Azure HPC diagnostics and submit a support request.",
+    "azure-check-gpu-ecc-uncorrectable": "Warning: Detected a very high GPU DRAM uncorrectable error count (1000001) for "
+                                         "the aggregate counter for GPU ID 3, please try a reboot",
+    "slurm-gcp-bulkinsert-no-capacity": "2024-05-01 10:00:00,000 resume.py WARNING: bulkInsert operation errors: "
+                                        "ZONE_RESOURCE_POOL_EXHAUSTED name=operation-1 operationGroupId=7 nodes=c-[0-5]",
+    "slurm-gcp-bulkinsert-quota": "2024-05-01 10:00:00,000 resume.py WARNING: bulkInsert operation errors: QUOTA_EXCEEDED "
+                                  "name=operation-1 operationGroupId=7 nodes=c-[0-5]",
 }
 
 
