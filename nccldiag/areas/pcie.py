@@ -158,6 +158,7 @@ class PcieFacts:
     tree_names: List[str] = field(default_factory=list)  # "0000:01:00.0 Mellanox ... [ConnectX-6]" (-tv only)
     tree_devices: List[TreeDevice] = field(default_factory=list)  # every function of the tree, named or not
     acs_lines: List[str] = field(default_factory=list)  # ACSCtl lines with no device header ('lspci -vvv | grep ACSCtl')
+    kernel_classes: Dict[str, str] = field(default_factory=dict)  # bdf -> class code the kernel log enumerated ("060400")
     link_lines: List[Tuple[Link, Link, List[str]]] = field(default_factory=list)  # (cap, sta, lines) with no device header
 
     @property
@@ -380,6 +381,23 @@ def parse_tree(text: Optional[str]) -> Tuple[bool, List[str]]:
     return True, names
 
 
+# The kernel's enumeration line of a device: 'pci 0000:a7:00.0: [10b5:8725] type 01 class 0x060400'
+_ENUMERATED = re.compile(r"(?:([0-9a-fA-F]{4}):)?([0-9a-fA-F]{2}):([0-9a-fA-F]{2})\.([0-7]): \[[0-9a-fA-F]{4}:[0-9a-fA-F]{4}\] "
+                         r"type [0-9a-fA-F]{2} class 0x([0-9a-fA-F]{6})")
+# the PCI class codes of the devices whose bandwidth the check judges: network controllers (02: Ethernet, InfiniBand),
+# display controllers (03: GPUs), InfiniBand as a serial bus controller (0c06), processing accelerators (12)
+_JUDGED_CLASSES = ("02", "03", "0c06", "12")
+
+
+def parse_kernel_classes(text: Optional[str]) -> Dict[str, str]:
+    """The class code of each device a kernel log shows being enumerated, by bus address."""
+    out: Dict[str, str] = {}
+    for m in _ENUMERATED.finditer(text or ""):
+        dom, bus, dev, fn, cls = m.groups()
+        out[_norm_bdf(f"{dom or '0000'}:{bus}:{dev}.{fn}")] = cls.lower()
+    return out
+
+
 def parse_limited(text: Optional[str]) -> List[LimitedLine]:
     out: List[LimitedLine] = []
     for line in (text or "").splitlines():
@@ -416,6 +434,7 @@ def parse(raw) -> PcieFacts:
         f.acs_lines = [l.strip() for l in (text or "").splitlines() if l.strip().startswith("ACSCtl:")]
         f.link_lines = parse_link_lines(text)
     f.limited = parse_limited(section(raw, "pcie_dmesg"))
+    f.kernel_classes = parse_kernel_classes(section(raw, "kernel_log")) if f.limited else {}
     f.virtualization, f.virt_known = parse_virt(raw.get("virt"))
     return f
 
@@ -654,7 +673,15 @@ def _judge_limited(facts: PcieFacts) -> List[Finding]:
     if not facts.limited:
         return []
     by_bdf = {d.bdf: d for d in facts.devices}
-    lines = [l for l in facts.limited if by_bdf.get(l.bdf) is None or by_bdf[l.bdf].is_nvidia_gpu or by_bdf[l.bdf].is_rdma_nic]
+    # a device lspci does not show is judged unless the kernel log enumerated it as something else than a GPU or a
+    # NIC (a PCIe switch's port or a storage controller: a GPU or NIC behind a slow switch link gets its own line)
+    def judged(l: LimitedLine) -> bool:
+        d = by_bdf.get(l.bdf)
+        if d is not None:
+            return d.is_nvidia_gpu or d.is_rdma_nic
+        return facts.kernel_classes.get(l.bdf, "03").startswith(_JUDGED_CLASSES)
+
+    lines = [l for l in facts.limited if judged(l)]
     if not lines:
         return []
     return [warn(

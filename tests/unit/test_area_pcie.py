@@ -416,3 +416,30 @@ def test_idle_rtx_a6000_links_at_gen1_in_a_real_transcript_are_the_idle_downcloc
     found = [x for x in pcie.judge(f, node(gpus=4)) if x.check.startswith("pcie.link")]
     assert [(x.check, x.status) for x in found] == [("pcie.link", Status.OK)]
     assert "4 GPU links at 2.5 GT/s (Gen1)" in found[0].message
+
+
+# The real kernel log of a node whose eight A100s ran a job for days (tests/cases/node-m4-runlog-tr141-dmesg-hung-task-
+# python-gpfs-mmfs-write): the one 'limited by' line is a PCIe switch port's, which the same log enumerated as a bridge.
+M4_DMESG = Path(__file__).resolve().parents[1] / "cases" / "node-m4-runlog-tr141-dmesg-hung-task-python-gpfs-mmfs-write" / "dmesg.txt"
+
+
+def test_a_limited_line_of_a_device_the_kernel_log_enumerated_as_a_bridge_is_not_judged():
+    text = M4_DMESG.read_text()
+    limited = "\n".join(l for l in text.splitlines() if "PCIe bandwidth, limited by" in l)
+    f = pcie.parse({"pcie_dmesg": limited, "kernel_log": text})
+    assert [l.bdf for l in f.limited] == ["0000:a7:00.0"] and f.kernel_classes["0000:a7:00.0"] == "060400"
+    assert f.kernel_classes["0000:07:00.0"] == "030200"  # the first A100
+    assert "pcie.bandwidth_limited" not in [x.check for x in pcie.judge(f, node(gpus=8))]
+    # the same line with no enumeration line beside it (a grep of the kernel log) is still judged
+    alone = pcie.parse({"pcie_dmesg": limited})
+    assert "pcie.bandwidth_limited" in [x.check for x in pcie.judge(alone, node(gpus=8))]
+
+
+def test_limited_gpus_are_still_judged_beside_the_kernel_logs_classes():
+    text = real.node_text(*LIMITED)
+    # the kernel's enumeration lines of the two limited GPUs, written for this test in the format of the real ones above
+    enumerated = ("[   10.000001] pci 0000:04:00.0: [10de:2330] type 00 class 0x030200\n"
+                  "[   10.000002] pci 0000:8b:00.0: [10de:2330] type 00 class 0x030200\n")
+    f = pcie.parse({"pcie_dmesg": text, "kernel_log": enumerated + text})
+    found = pcie.judge(f, node(gpus=8))
+    assert [x.check for x in found] == ["pcie.lspci", "pcie.bandwidth_limited"] and len(found[1].evidence) == 2

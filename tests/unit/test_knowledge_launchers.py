@@ -64,6 +64,8 @@ CHECKED = {
     "hydra-proxy-connect-firewall": "unable to connect to server %s at port %d (check for firewalls!)",
     "hydra-bad-termination": "=   BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES",
     "slurm-time-limit": "*** %s ON %s CANCELLED AT %s DUE TO TIME LIMIT ***",
+    "srun-node-failure": "Node failure on %s",
+    "slurm-step-cancelled-node-failure": "FAILURE, SEE SLURMCTLD LOG FOR DETAILS ***",
     "slurm-oom-kill": "Some of the step tasks have been OOM Killed.",
     "srun-task-out-of-memory": "%s: %s %s: Out Of Memory",
     "srun-step-refused": "Unable to create step for job %u: %m",
@@ -103,6 +105,9 @@ PRINTED = {
                    "locked memory (ulimit -l) to 'unlimited' (current: 64 kbytes)",
     "slurm-time-limit": "slurmstepd: error: *** JOB 4242 ON node1 CANCELLED AT 2024-04-20T09:09:37 DUE TO TIME LIMIT ***",
     "srun-task-out-of-memory": "srun: error: node1: tasks 0-3: Out Of Memory",
+    "srun-node-failure": "srun: error: Node failure on node7",
+    "slurm-step-cancelled-node-failure": "slurmstepd: error: *** STEP 4242.0 ON node1 CANCELLED AT 2024-04-20T09:09:37 DUE "
+                                         "TO NODE FAILURE, SEE SLURMCTLD LOG FOR DETAILS ***",
     "slurm-task-launch-failed": "srun: error: Task launch for StepId=4242.0 failed on node node1: Prolog failed",
     "slurm-unable-to-allocate": "srun: error: Unable to allocate resources: Invalid account or account/partition "
                                 "combination specified",
@@ -396,3 +401,17 @@ def test_node_daemons_fatal_errors_name_their_cause_and_their_info_lines_stay_qu
     line = [x for x in _lines(_case("gpu-dcgmexporter148-fatal-third-party-profiling-module-unrecoverable-gsp-driver-bug"))
             if "level=fatal" in x][0]
     assert toolmsg.row_of(line) is None and lexicon.shape_of(line).id == "go-log-fatal"
+
+
+def test_a_slurm_node_failure_names_the_failed_node_not_the_one_that_printed_it():
+    # The real tail of a job's log (tests/cases/node-m4-runlog-tr141-srun-node-failure-step-cancelled): slurmstepd's
+    # line names the host that printed it (jean-zay-iam17), srun's the node that failed (jean-zay-iam37).
+    case = Path(__file__).resolve().parents[1] / "cases" / "node-m4-runlog-tr141-srun-node-failure-step-cancelled" / "posted-main-log-tail.txt"
+    top = _failing(log_inputs("job.out", case.read_text()))[0]
+    assert (top.id, top.category) == (tool_message.ID, "other:node-failure")
+    assert "jean-zay-iam37" in top.summary
+
+
+def test_a_step_cancelled_at_its_time_limit_is_no_node_failure():
+    text = "slurmstepd: error: *** STEP 4242.0 ON node1 CANCELLED AT 2024-04-20T09:09:37 DUE TO TIME LIMIT ***\n"
+    assert "other:node-failure" not in {d.category for d in _failing(log_inputs("job.out", text))}

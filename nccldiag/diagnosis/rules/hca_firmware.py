@@ -31,6 +31,13 @@ CONFIRM = "ibv_devinfo | grep fw_ver; mlxfwmanager --query"
 FW = re.compile(r"(?:upgrade|update) (?:to )?(?:a )?(?:later|newer|the latest|recent) (?:FW|firmware)|"
                 r"(?:FW|firmware) (?:version )?\S{0,80} ?(?:is )?(?:too old|not supported|unsupported|older than)|"
                 r"(?:FW|firmware) (?:command|cmd) (?:failed|timeout)|mlx\d_core[^\n]{0,300}?(?:firmware|FW)[^\n]{0,300}?(?:fail|error)", re.I)
+# The kernel names the driver and the PCI device a message is about ('mlx5_core 0000:17:00.0: ...'). The firmware
+# words above are said by every driver with firmware (storage controllers: 'smartpqi 0000:64:00.0: Firmware Triage
+# not supported by controller', Wi-Fi, GPUs' own firmware): a line naming a driver counts only where that driver is
+# an RDMA or network adapter's.
+DRIVER = re.compile(r"(?:^|[\]:]\s|\s)([A-Za-z][\w-]{1,31}) [0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]: ")
+ADAPTER_DRIVER = re.compile(r"mlx\d|ib_|hfi1|qib|irdma|i40iw|bnxt|efa|ionic|erdma|qed|ocrdma|rxe|siw|pvrdma|cxgb|"
+                            r"mana|hns|ice|i40e|ixgbe|igb|e1000|tg3|nfp|sfc|enic|be2net", re.I)
 NO_DEVICE = re.compile(r"sys files not found|/sys/class/infiniband\S{0,256}: No such file|No IB devices found|"
                        r"Failed to get IB devices list")
 
@@ -50,7 +57,7 @@ def diagnose(inp: Inputs) -> List[Diagnosis]:
     node = C.findings(inp, "firmware.hca")
     ev = E.of(inp, "hca_firmware")
     told = E.clues_of(ev)
-    fw = C.find(inp, FW, ("kernel", "error", "finding"))
+    fw = [c for c in C.find(inp, FW, ("kernel", "error", "finding")) if _an_adapters(c.text)]
     fw = told + [c for c in fw if (c.finding is None or c.finding.check.startswith("firmware.hca"))
                  and not any(c is t for t in told)] + \
         [C.Clue("finding", f.message, host=f.host, finding=f) for f in node
@@ -64,3 +71,9 @@ def diagnose(inp: Inputs) -> List[Diagnosis]:
                    why="the driver or the firmware check says the HCA firmware does not fit",
                    severity="fail" if gone or any(f.status.value == "fail" for f in node) or E.worst(ev) == "fail" and ev
                    else "warn")]
+
+
+def _an_adapters(text: str) -> bool:
+    """Whether a firmware line is about an RDMA or network adapter: it names no driver, or an adapter's."""
+    m = DRIVER.search(text)
+    return m is None or ADAPTER_DRIVER.match(m.group(1)) is not None

@@ -1,0 +1,35 @@
+"""The boot lines of a working server that say something could not be done and are harmless read as no failure.
+
+The real kernel log of a node whose eight A100s and HCAs then ran a job for days (tests/cases/node-m4-runlog-tr141-
+dmesg-hung-task-python-gpfs-mmfs-write, up to the hang): 330 lines of BARs the kernel could not place (I/O port
+windows, expansion ROMs, SR-IOV VF BARs, 2 MiB hot-plug windows of empty slots) and the missing PS/2 controller's
+'probe of i8042 failed'. The real BAR failures of the cases stay failure lines.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from nccldiag.knowledge import lexicon
+
+CASES = Path(__file__).resolve().parents[1] / "cases"
+M4 = CASES / "node-m4-runlog-tr141-dmesg-hung-task-python-gpfs-mmfs-write" / "dmesg.txt"
+
+
+def _boot() -> str:
+    lines = M4.read_text().splitlines()
+    end = next(i for i, l in enumerate(lines) if "blocked for more than" in l)
+    return "\n".join(lines[:end]) + "\n"
+
+
+def test_the_boot_of_a_working_server_holds_no_failure_line():
+    boot = _boot()
+    assert boot.count("no space for") > 100 and "probe of i8042 failed with error -5" in boot
+    assert [(l.shape, l.text[:100]) for l in lexicon.lines_in(boot, "dmesg.txt")] == []
+
+
+def test_bar_failures_that_matter_stay_failure_lines():
+    # real lines: the bridge windows of 32 GiB that could not hold a GPU's resizable BAR
+    # (tests/cases/node-ogkm510-6x4090-bar15-no-space-rebar-5-of-6)
+    text = (CASES / "node-ogkm510-6x4090-bar15-no-space-rebar-5-of-6" / "posted-kernel-log.txt").read_text()
+    found = [l for l in lexicon.lines_in(text, "posted-kernel-log.txt") if l.shape == "pcie-no-space"]
+    assert found and "BAR 15" in found[0].text
