@@ -252,23 +252,4 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "the checks for it; that GSP-RM stopped on 'missing NVDEC0 engine' because of a defect of that release of the "
         "open kernel modules (the proprietary module loaded) is a single message of one release, told apart only by "
         "NVIDIA's triage, not a shape a row can take"),
-    "node-trk-persistenced11-gh200-numa-auto-online-permission-denied": Gap(
-        "wrong cause",
-        "'Verdict: FAIL MTU differing between the ends of an RDMA connection (medium confidence)', exit 1: systemd's "
-        "'Control process exited, code=exited, status=1/FAILURE' is read as an IB work completion of status 1 (local "
-        "length error); nvidia-persistenced's 'NUMA: Failed to open /sys/devices/system/memory/auto_online_blocks: "
-        "Permission denied' is not read"),
-    "node-trk-voidpkgs53759-nvidia470-dkms-make-error-linux-6-12": Gap(
-        "false all-clear",
-        "'Verdict: nothing broken', exit 0: the tail of the DKMS make.log ('make[2]: *** [...: "
-        "/var/lib/dkms/nvidia/470.239.06/build] Chyba 2', 'make: *** [Makefile:80: modules] Error 2') is not read"),
-    "node-trk-voidpkgs61087-nvidia580-dkms-failed-linux-7-1": Gap(
-        "missed",
-        "'Verdict: FAIL Unexplained failure (low confidence)', exit 1: xbps's 'Building DKMS module 'nvidia-580.142' for "
-        "kernel-7.1.0_1... FAILED!' is read as a failure and left unexplained"),
-    "node-trk-zenkernel305-dkms-bad-return-status-missing-kernel-headers": Gap(
-        "missed",
-        "'Verdict: WARN Unexplained failure (low confidence)', exit 1: DKMS's 'Error! Bad return status for module "
-        "build on kernel' and the hook's 'Missing ... kernel headers for module nvidia' are read as a program's error "
-        "and left unexplained"),
 }

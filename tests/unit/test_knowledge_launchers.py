@@ -84,6 +84,11 @@ CHECKED = {
     "slurm-gres-gpu-device-stat-missing": "%s: stat(%s): %m",
     "deepspeed-ssh-check-command-failed": "ssh -o PasswordAuthentication=no ",
     "deepspeed-ssh-check-unreachable": "was not reachable via ssh. If you are running with a single node please remove",
+    "dkms-build-bad-return-status": "Bad return status for module build on kernel: $kernelver ($arch)",
+    "dkms-autoinstall-failed": "Autoinstall on ${kernelver[0]} failed for module(s) ${failed_modules[*]}.",
+    "xbps-dkms-module-failed-to-build": "DKMS module '$1-$2' failed to build, please check /var/lib/dkms",
+    "make-failed-in-dkms-build-tree": "[%s: %s] Error %d",
+    "persistenced-numa-auto-online-failed": "NUMA: Failed to enable NUMA memory Auto-Online",
 }
 
 # The message as a tool prints it, where a row's text is a part of it or its conversions take words: written for this
@@ -124,6 +129,11 @@ PRINTED = {
                                        "passwordless ssh.",
     "kubelet-devices-unavailable": "Message:        Pod Allocate failed due to requested number of devices unavailable "
                                    "for nvidia.com/gpu. Requested: 1, Available: 0, which is unexpected",
+    "dkms-build-bad-return-status": "Error! Bad return status for module build on kernel: 6.8.0-45-generic (x86_64)",
+    "dkms-autoinstall-failed": "Autoinstall on 6.8.0-45-generic failed for module(s) nvidia(10).",
+    "xbps-dkms-module-failed-to-build": "DKMS module 'nvidia-580.142' failed to build, please check /var/lib/dkms",
+    "make-failed-in-dkms-build-tree": "make[2]: *** [/usr/src/linux-headers-6.8.0-45-generic/Makefile:1925: "
+                                      "/var/lib/dkms/nvidia/550.120/build] Error 2",
 }
 
 
