@@ -19,7 +19,10 @@ WC = {1: "local length error", 2: "local QP operation error", 4: "local protecti
       12: "transport retry counter exceeded", 13: "RNR retry counter exceeded", 19: "fatal error",
       20: "response timeout", 21: "general error"}
 _CALL = re.compile(r"Call to (?P<fn>ibv_\w+|mlx5dv_\w+) failed(?: with (?:error )?(?P<rest>.*))?")
-_WC = re.compile(r"Got completion(?: from peer \S+)? with (?:error|status)\s*=?\s*(?P<a>\d+)|\bstatus=(?P<b>\d+)|"
+# A bare 'status=N' is a completion's status, except systemd's exit status of a unit's process ('code=exited,
+# status=1/FAILURE', 'status=203/EXEC', 'code=exited, status=10'), which is no RDMA completion
+_WC = re.compile(r"Got completion(?: from peer \S+)? with (?:error|status)\s*=?\s*(?P<a>\d+)|"
+                 r"(?<!code=exited, )(?<!code=killed, )(?<!code=dumped, )\bstatus=(?P<b>\d+)(?![\d/])|"
                  r"completion (?:with )?error (?P<c>\d+)|IBV_WC_(?P<name>[A-Z_]{1,40}?)_ERR")
 _WC_NAMES = {"LOC_PROT": 4, "WR_FLUSH": 5, "REM_ACCESS": 10, "REM_OP": 11, "RETRY_EXC": 12, "RNR_RETRY_EXC": 13,
              "LOC_LEN": 1, "LOC_QP_OP": 2, "LOC_ACCESS": 8, "REM_INV_REQ": 9, "FATAL": 19, "RESP_TIMEOUT": 20}

@@ -256,4 +256,11 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "health check's failed test and left unexplained (was a false all-clear: 'Test Failed' and 'Test crashed' were "
         "no line of the failure lexicon); that the test could not run for a missing Python module, not a faulty GPU, is "
         "not told apart"),
+    "gpu-trk-ogkm116-open-modules-missing-nvdec0-gsp-rm-init-failed": Gap(
+        "wrong cause",
+        "'Verdict: FAIL GPU the driver could not initialise (high confidence)', exit 1: 'RmInitAdapter: Cannot initialize "
+        "GSP firmware RM' and 'RmInitAdapter failed!' are named a GPU the driver could not initialise (gpu_lost_xid) with "
+        "the checks for it; that GSP-RM stopped on 'missing NVDEC0 engine' because of a defect of that release of the "
+        "open kernel modules (the proprietary module loaded) is a single message of one release, told apart only by "
+        "NVIDIA's triage, not a shape a row can take"),
 }

@@ -69,6 +69,7 @@ KNOWN: Dict[Tuple[str, str], str] = {
     ("gpu-bloom13b-logbook-ecc-uncorrectable-then-barrier-oom-faulty-node", "tail-15"): "wrong cause",
     ("gpu-pytorch150852-nccl2262-nvls-invalid-argument-driver-122", "tail-15"): "missed",
     ("node-gpud482-ibstat-port-down-polling-anonymised-guids", "tail-15"): "missed",
+    ("node-trk-shinecluster30-nvml-mismatch-unattended-upgrade-libnvidia", "tail-15"): "false all-clear",
     ("net-cscs-docs-nccl-net-plugin-ofi-could-not-find-aws-libfabric-not-found", "no-nccl-info"): "wrong cause",
     ("net-nccl1634-hpcx-plugin-on-some-nodes-only-hang", "no-nccl-info"): "false all-clear",
     ("net-nccl1837-socket-ifname-nonexistent-trainer-prefix", "no-nccl-info"): "wrong cause",
@@ -101,6 +102,7 @@ KNOWN: Dict[Tuple[str, str], str] = {
     ("node-gpuoperator-docs-nvidia-smi-q-fabric-state-in-progress-no-fabricmanager", "lexicon-only"): "false all-clear",
     ("node-gpuoperator492-vm-bar1-0m-nvidia-probe-failed-2-gpus", "lexicon-only"): "wrong cause",
     ("node-ogkm1027-journal-rtx5090-proprietary-module-requires-open-modules", "lexicon-only"): "wrong cause",
+    ("gpu-azuremlexamples675-duplicate-gpu-detected-rank0-rank1-same-device", "lexicon-only"): "missed",
     ("net-nccl1191-alltoall-700-nodes-ibv-create-cq-enomem-ulimit-unlimited", "lexicon-only"): "wrong cause",
     ("net-nccl473-nccltests-unhandled-system-error-docker-ipc-host", "lexicon-only"): "wrong cause",
     # NCCL's 'Call to ibv_create_qp failed' alone, the INFO lines around it dropped, reads as its usual cause, a

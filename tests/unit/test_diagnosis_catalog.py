@@ -268,6 +268,29 @@ def test_qp_access_violation_and_flushed_receives_are_an_mtu_mismatch_and_a_port
     assert categories(healthy) == []
 
 
+
+def test_a_systemd_units_exit_status_is_no_rdma_completion_status():
+    """systemd's 'code=exited, status=1/FAILURE' is a process's exit status: read as an IB work completion of status 1
+    (local length error) it named an MTU mismatch on a node with no RDMA at all."""
+    from nccldiag.diagnosis import ibverbs
+    from tests import realcases
+    # real: nvidia-persistenced failing at start (NVIDIA/nvidia-persistenced#11), and Fabric Manager's unit in a
+    # working state and failing (gpu-operator#1146, #610): no completion in any of them
+    for cid, name in (("node-trk-persistenced11-gh200-numa-auto-online-permission-denied", "posted-journal.txt"),
+                      ("node-gpuoperator1146-healthy-fabricmanager-active-after-install", "posted-systemctl-status.txt"),
+                      ("node-gpuoperator610-journal-zh-locale-fabricmanager-nothing-to-do-no-nvswitch",
+                       "posted-systemctl-journal.txt")):
+        text = (realcases.IN_REPO / cid / name).read_text(encoding="utf-8")
+        assert "status=" in text
+        facts = read(text)
+        inp = Inputs(logs=facts, log_findings=nccl_checks.judge(facts), pasted=pasted.scan(text, "job.log"))
+        assert ibverbs.completions(inp) == [], cid
+        assert not {"mtu_mismatch", "ib_completion_error"} & set(categories(text)), cid
+    # NCCL's own completion line keeps its status, bare or after 'with'
+    nccl = ("h:1:2 [0] transport/net_ib.cc:1696 NCCL WARN NET/IB : Got completion from peer 10.0.0.2<1> with "
+            "status=1 opcode=0 len=0 vendor err 105 (Recv)\n")
+    assert [c.status for c in ibverbs.completions(Inputs(logs=read(nccl)))] == [1]
+
 # ---- network plugins -----------------------------------------------------------------------------------
 
 

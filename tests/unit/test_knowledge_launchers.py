@@ -90,6 +90,11 @@ CHECKED = {
     "azure-check-gpu-ecc-uncorrectable": "Warning: Detected a very high GPU DRAM uncorrectable error count (",
     "slurm-gcp-bulkinsert-no-capacity": "bulkInsert operation errors: ",
     "slurm-gcp-bulkinsert-quota": "bulkInsert operation errors: ",
+    "dkms-build-bad-return-status": "Bad return status for module build on kernel: $kernelver ($arch)",
+    "dkms-autoinstall-failed": "Autoinstall on ${kernelver[0]} failed for module(s) ${failed_modules[*]}.",
+    "xbps-dkms-module-failed-to-build": "DKMS module '$1-$2' failed to build, please check /var/lib/dkms",
+    "make-failed-in-dkms-build-tree": "[%s: %s] Error %d",
+    "persistenced-numa-auto-online-failed": "NUMA: Failed to enable NUMA memory Auto-Online",
 }
 
 # The message as a tool prints it, where a row's text is a part of it or its conversions take words: written for this
@@ -141,6 +146,11 @@ PRINTED = {
                                         "ZONE_RESOURCE_POOL_EXHAUSTED name=operation-1 operationGroupId=7 nodes=c-[0-5]",
     "slurm-gcp-bulkinsert-quota": "2024-05-01 10:00:00,000 resume.py WARNING: bulkInsert operation errors: QUOTA_EXCEEDED "
                                   "name=operation-1 operationGroupId=7 nodes=c-[0-5]",
+    "dkms-build-bad-return-status": "Error! Bad return status for module build on kernel: 6.8.0-45-generic (x86_64)",
+    "dkms-autoinstall-failed": "Autoinstall on 6.8.0-45-generic failed for module(s) nvidia(10).",
+    "xbps-dkms-module-failed-to-build": "DKMS module 'nvidia-580.142' failed to build, please check /var/lib/dkms",
+    "make-failed-in-dkms-build-tree": "make[2]: *** [/usr/src/linux-headers-6.8.0-45-generic/Makefile:1925: "
+                                      "/var/lib/dkms/nvidia/550.120/build] Error 2",
 }
 
 
