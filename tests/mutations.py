@@ -237,6 +237,43 @@ def lexicon_only(text: str) -> str:
     return _join([ln for ln in _lines(text) if lexicon.shape_of(ln) is not None])
 
 
+def no_break_spaces(text: str) -> str:
+    """(aa) every space a no-break space (U+00A0), as a browser's copy of a page gives a text whose spaces were
+    written ``&nbsp;`` (HTML's no-break space entity, HTML Living Standard, named character references): mail
+    clients, wikis and chat clients write a pasted log's runs of spaces so."""
+    return text.replace(" ", "\u00a0")
+
+
+def smart_typography(text: str) -> str:
+    """(ab) a blog's smart typography: straight quotes made curly, ``--`` an en dash and ``...`` an ellipsis, as
+    WordPress's ``wptexturize()`` does to a post's text outside ``<code>`` and ``<pre>`` (wp-includes/formatting.php:
+    ``'--'`` to ``&#8211;``, ``'...'`` to ``&#8230;``, quotes to ``&#8216;``/``&#8217;``/``&#8220;``/``&#8221;``),
+    and as Obsidian's Smart Typography plugin does while one types."""
+    text = re.sub(r'"([^"\n]*)"', "\u201c\\1\u201d", text)
+    text = re.sub(r"'([^'\n]*)'", "\u2018\\1\u2019", text)
+    return text.replace("...", "\u2026").replace("--", "\u2013")
+
+
+def markdown_escaped(text: str) -> str:
+    """(ac) a markdown editor's escapes: a backslash before each ``_``, ``*``, ``[``, ``]``, ``#``, ``<``, ``>``
+    and ``~`` of the text, as a rich-text editor writes a pasted line into the markdown it stores (Reddit's editor
+    stores ``NCCL_IB_HCA`` as ``NCCL\\_IB\\_HCA``; CommonMark 0.31, "Backslash escapes": "Any ASCII punctuation
+    character may be backslash-escaped")."""
+    return re.sub(r"([_*\[\]#<>~])", r"\\\1", text)
+
+
+def zero_width(text: str) -> str:
+    """(ad) zero-width spaces (U+200B) after each ``_``, ``.`` and ``/``: the break points a page puts in long
+    identifiers and paths (HTML's ``<wbr>`` copied as U+200B), which the reader sees and a person does not."""
+    return re.sub(r"([_./])", "\\1\u200b", text)
+
+
+def full_width(text: str) -> str:
+    """(ae) the full-width colons, commas and brackets of a Chinese or Japanese input method (U+FF1A, U+FF0C,
+    U+FF08, U+FF09: Unicode's Halfwidth and Fullwidth Forms block), as a note written in one types them."""
+    return text.translate({ord(":"): "\uff1a", ord(","): "\uff0c", ord("("): "\uff08", ord(")"): "\uff09"})
+
+
 TRANSFORMS: Dict[str, Transform] = {
     "tail-40": tail(40),
     "tail-15": tail(15),
@@ -285,6 +322,12 @@ TRANSFORMS: Dict[str, Transform] = {
     "chat-time": chat_time,
     "indent-4": indented("    "),
     "indent-tab": indented("\t"),
+    # typeset by a web page, a blog, a markdown editor, an input method
+    "nbsp": no_break_spaces,
+    "smart-quotes": smart_typography,
+    "md-escape": markdown_escaped,
+    "zero-width": zero_width,
+    "full-width": full_width,
 }
 
 

@@ -24,6 +24,8 @@ import io
 import re
 from typing import IO, List, Optional, Sequence, Set
 
+from nccldiag.nccl.typeset import Folding
+
 SAMPLE = 256 * 1024  # the start of a text that says whether it was wrapped
 MIN_WIDTH = 40  # narrower than any terminal or mail wraps a log
 MAX_WIDTH = 1024
@@ -184,8 +186,8 @@ def _goes_on(piece: str, line: str, starts: Set[str]) -> bool:
 
 
 def unwrap(text: str) -> str:
-    """``text`` with its wrapped lines joined (:func:`joined`), or as it is where it was not wrapped: what
-    :class:`Unwrapping` reads of it."""
+    """``text`` with its wrapped lines joined (:func:`joined`) and its typesetting undone, or as it is where it
+    was neither: what :class:`Unwrapping` reads of it."""
     data = text.encode("utf-8", "surrogateescape")
     got = Unwrapping(io.BytesIO(data)).read()
     return text if got == data else got.decode("utf-8", "surrogateescape")
@@ -193,10 +195,11 @@ def unwrap(text: str) -> str:
 
 class Unwrapping:
     """A binary stream read with its wrapped lines joined (:func:`joined`): ``read`` and ``readline`` as a file's.
-    Where the first :data:`SAMPLE` bytes show no wrap, the bytes are handed on as they come."""
+    Where the first :data:`SAMPLE` bytes show no wrap, the bytes are handed on as they come. Its typesetting is
+    undone first (:class:`nccldiag.nccl.typeset.Folding`): every reader of a text reads it through this stream."""
 
     def __init__(self, stream: IO[bytes]) -> None:
-        self.stream = stream
+        self.stream = Folding(stream)  # typesetting undone first: a web page's no-break spaces are spaces
         self.out = b""  # bytes ready to hand on
         self.width: Optional[int] = None
         self.decided = False
