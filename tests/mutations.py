@@ -4,7 +4,7 @@ Each transformation here is a pure function of a text, written for the test: it 
 case (tests/realcases.py) as a user's paste damages or decorates it (a tail, a launcher's prefix, a redaction, a
 terminal's wrap, a quote on a forum, a timestamp, a forum's line numbers or a markdown list, lines trimmed flush
 left, a terminal's colours, a progress bar, a collector's or a logging library's label, a chat's or an issue's
-wrapping), it never invents a line of output: each decoration is the tool's own format, cited where it is written. :func:`run` gives the transformed
+wrapping, a web page's or a blog's typesetting), it never invents a line of output: each decoration is the tool's own format, cited where it is written. :func:`run` gives the transformed
 files of a ``log`` case to the same reader ``nccldiag log`` uses, in this process (no subprocess per run), and
 returns the fail/warn diagnoses; :func:`tests.realcases.score` scores them as it scores the case itself.
 
