@@ -1,0 +1,168 @@
+"""A log as it is stored, read as the text it holds (a stream that applies it): compressed, or written in UTF-16.
+
+The evidence of a failed job is often in a file that is not plain UTF-8 text:
+
+- a rotated log, compressed by logrotate's ``compress`` (gzip by default: ``kern.log.2.gz``, ``syslog.3.gz``,
+  ``messages-20240501.gz``), by bzip2 or xz where ``compresscmd`` says so, or a job's output an admin compressed to
+  keep it. Read as bytes, such a file is noise, and ``nccldiag log /var/log/kern.log*`` would say nothing of the
+  week the node failed in;
+- a text saved on Windows: Windows PowerShell 5.1 writes ``>`` and ``Out-File`` in UTF-16LE with a byte order mark
+  (its ``Unicode`` encoding), and Notepad's "Unicode" is the same. Read as UTF-8, every other byte is a NUL and no
+  word is found.
+
+:func:`opened` looks at a stream's first bytes (its magic number or its byte order mark; gzip RFC 1952, bzip2's
+``BZh``, xz's ``FD 37 7A 58 5A 00``, UTF-16 and UTF-32 BOMs, and UTF-16 without a BOM where nearly every other byte
+of its start is a NUL) and gives a stream of the text it holds, as UTF-8, read as it goes (a compressed file is
+never held whole). A Zstandard file (``28 B5 2F FD``) is named: the standard library of this Python cannot read it.
+A compressed file that is cut short or damaged is an error that names it (the readers name the file), never text.
+"""
+from __future__ import annotations
+
+import bz2
+import codecs
+import gzip
+import lzma
+from typing import IO, Optional
+
+HEAD = 4096  # the bytes that decide, at the start of a stream
+
+_MAGIC = (
+    (b"\x1f\x8b", "gzip"),
+    (b"BZh", "bzip2"),
+    (b"\xfd7zXZ\x00", "xz"),
+)
+_BOMS = (  # longest first: UTF-32LE's BOM starts with UTF-16LE's
+    (codecs.BOM_UTF32_LE, "utf-32-le"),
+    (codecs.BOM_UTF32_BE, "utf-32-be"),
+    (codecs.BOM_UTF16_LE, "utf-16-le"),
+    (codecs.BOM_UTF16_BE, "utf-16-be"),
+)
+ZSTD = b"(\xb5/\xfd"
+
+
+class Unreadable(OSError):
+    """A stored log that cannot be read as text (a compressed file cut short or damaged, a Zstandard file)."""
+
+
+class _Head:
+    """``stream`` with ``head`` (its bytes already read) put back in front."""
+
+    def __init__(self, head: bytes, stream: IO[bytes]) -> None:
+        self.head, self.stream = head, stream
+
+    def read(self, size: int = -1) -> bytes:
+        if self.head:
+            if size < 0:
+                data, self.head = self.head + self.stream.read(), b""
+                return data
+            data, self.head = self.head[:size], self.head[size:]
+            return data
+        return self.stream.read(size)
+
+    def readline(self, size: int = -1) -> bytes:
+        if self.head:
+            i = self.head.find(b"\n")
+            if i >= 0 and (size < 0 or i < size):
+                data, self.head = self.head[:i + 1], self.head[i + 1:]
+                return data
+            if size >= 0 and len(self.head) >= size:
+                data, self.head = self.head[:size], self.head[size:]
+                return data
+            data, self.head = self.head, b""
+            return data + self.stream.readline(-1 if size < 0 else size - len(data))
+        return self.stream.readline(size)
+
+
+def _utf16_without_bom(head: bytes) -> Optional[str]:
+    """``utf-16-le``/``utf-16-be`` where ``head`` reads as ASCII text in UTF-16 (every other byte a NUL, the others
+    not), else None."""
+    n = len(head) // 2 * 2
+    if n < 16:
+        return None
+    even, odd = head[0:n:2], head[1:n:2]
+    for zeros, chars, name in ((odd, even, "utf-16-le"), (even, odd, "utf-16-be")):
+        if zeros.count(0) >= 0.95 * len(zeros) and chars.count(0) <= 0.05 * len(chars):
+            return name
+    return None
+
+
+class _Decompressed:
+    """The text of a compressed stream, its errors raised as :class:`Unreadable`."""
+
+    def __init__(self, kind: str, stream: IO[bytes]) -> None:
+        self.kind = kind
+        opener = {"gzip": gzip.GzipFile, "bzip2": bz2.BZ2File, "xz": lzma.LZMAFile}[kind]
+        self.inner = opener(fileobj=stream, mode="rb") if kind == "gzip" else opener(stream, mode="rb")
+
+    def _call(self, how, size: int) -> bytes:
+        try:
+            return how(size)
+        except (OSError, EOFError, lzma.LZMAError, ValueError) as exc:
+            raise Unreadable(f"{self.kind}-compressed, cannot be read whole: {exc}") from None
+
+    def read(self, size: int = -1) -> bytes:
+        return self._call(self.inner.read, size)
+
+    def readline(self, size: int = -1) -> bytes:
+        return self._call(self.inner.readline, size)
+
+
+class _Recoded:
+    """The text of a stream in ``encoding``, as UTF-8."""
+
+    def __init__(self, encoding: str, stream: IO[bytes]) -> None:
+        self.stream = stream
+        self.decoder = codecs.getincrementaldecoder(encoding)(errors="replace")
+        self.out = b""
+        self.ended = False
+
+    def _fill(self, size: int) -> None:
+        while not self.ended and (size < 0 or len(self.out) < size):
+            data = self.stream.read(65536 if size < 0 else max(size, 4096))
+            self.ended = not data
+            text = self.decoder.decode(data, final=self.ended)
+            self.out += text.lstrip("\ufeff").encode("utf-8") if text else b""
+
+    def read(self, size: int = -1) -> bytes:
+        self._fill(size)
+        if size < 0:
+            data, self.out = self.out, b""
+        else:
+            data, self.out = self.out[:size], self.out[size:]
+        return data
+
+    def readline(self, size: int = -1) -> bytes:
+        while b"\n" not in self.out and not self.ended and (size < 0 or len(self.out) < size):
+            self._fill(len(self.out) + 1)
+        i = self.out.find(b"\n")
+        cut = len(self.out) if i < 0 else i + 1
+        if 0 <= size < cut:
+            cut = size
+        data, self.out = self.out[:cut], self.out[cut:]
+        return data
+
+
+def opened(stream: IO[bytes]) -> IO[bytes]:
+    """The text ``stream`` holds, as UTF-8 bytes (see the module's docstring); ``stream`` itself, with its first
+    bytes put back, where it is plain text."""
+    head = b""
+    while len(head) < HEAD:  # a pipe gives what it has: read on until HEAD bytes or the end
+        data = stream.read(HEAD - len(head))
+        if not data:
+            break
+        head += data
+    if not head:
+        return stream
+    whole = _Head(head, stream)
+    for magic, kind in _MAGIC:
+        if head.startswith(magic):
+            return _Decompressed(kind, whole)  # type: ignore[return-value]
+    if head.startswith(ZSTD):
+        raise Unreadable("Zstandard-compressed: decompress it first (zstd -d FILE, or zstdcat FILE | nccldiag log -)")
+    for bom, encoding in _BOMS:
+        if head.startswith(bom):
+            return _Recoded(encoding, whole)  # type: ignore[return-value]
+    encoding = _utf16_without_bom(head)
+    if encoding:
+        return _Recoded(encoding, whole)  # type: ignore[return-value]
+    return whole  # type: ignore[return-value]
