@@ -44,7 +44,7 @@ class Unreadable(OSError):
     """A stored log that cannot be read as text (a compressed file cut short or damaged, a Zstandard file)."""
 
 
-class _Head:
+class Head:
     """``stream`` with ``head`` (its bytes already read) put back in front."""
 
     def __init__(self, head: bytes, stream: IO[bytes]) -> None:
@@ -107,21 +107,15 @@ class _Decompressed:
         return self._call(self.inner.readline, size)
 
 
-class _Recoded:
-    """The text of a stream in ``encoding``, as UTF-8."""
+class Buffered:
+    """A stream whose bytes ``_fill(size)`` makes ready in ``out`` (``ended`` once nothing more will come):
+    ``read`` and ``readline`` as a file's."""
 
-    def __init__(self, encoding: str, stream: IO[bytes]) -> None:
-        self.stream = stream
-        self.decoder = codecs.getincrementaldecoder(encoding)(errors="replace")
-        self.out = b""
-        self.ended = False
+    out = b""
+    ended = False
 
     def _fill(self, size: int) -> None:
-        while not self.ended and (size < 0 or len(self.out) < size):
-            data = self.stream.read(65536 if size < 0 else max(size, 4096))
-            self.ended = not data
-            text = self.decoder.decode(data, final=self.ended)
-            self.out += text.lstrip("\ufeff").encode("utf-8") if text else b""
+        raise NotImplementedError
 
     def read(self, size: int = -1) -> bytes:
         self._fill(size)
@@ -142,6 +136,21 @@ class _Recoded:
         return data
 
 
+class _Recoded(Buffered):
+    """The text of a stream in ``encoding``, as UTF-8."""
+
+    def __init__(self, encoding: str, stream: IO[bytes]) -> None:
+        self.stream = stream
+        self.decoder = codecs.getincrementaldecoder(encoding)(errors="replace")
+
+    def _fill(self, size: int) -> None:
+        while not self.ended and (size < 0 or len(self.out) < size):
+            data = self.stream.read(65536 if size < 0 else max(size, 4096))
+            self.ended = not data
+            text = self.decoder.decode(data, final=self.ended)
+            self.out += text.lstrip("\ufeff").encode("utf-8") if text else b""
+
+
 def opened(stream: IO[bytes]) -> IO[bytes]:
     """The text ``stream`` holds, as UTF-8 bytes (see the module's docstring); ``stream`` itself, with its first
     bytes put back, where it is plain text."""
@@ -153,7 +162,7 @@ def opened(stream: IO[bytes]) -> IO[bytes]:
         head += data
     if not head:
         return stream
-    whole = _Head(head, stream)
+    whole = Head(head, stream)
     for magic, kind in _MAGIC:
         if head.startswith(magic):
             return _Decompressed(kind, whole)  # type: ignore[return-value]

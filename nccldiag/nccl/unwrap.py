@@ -24,6 +24,7 @@ import io
 import re
 from typing import IO, List, Optional, Sequence, Set
 
+from nccldiag.nccl.encoded import Buffered, Head
 from nccldiag.nccl.typeset import Folding
 
 SAMPLE = 256 * 1024  # the start of a text that says whether it was wrapped
@@ -193,7 +194,7 @@ def unwrap(text: str) -> str:
     return text if got == data else got.decode("utf-8", "surrogateescape")
 
 
-class Unwrapping:
+class Unwrapping(Buffered):
     """A binary stream read with its wrapped lines joined (:func:`joined`): ``read`` and ``readline`` as a file's.
     Where the first :data:`SAMPLE` bytes show no wrap, the bytes are handed on as they come. Its typesetting is
     undone first (:class:`nccldiag.nccl.typeset.Folding`): every reader of a text reads it through this stream."""
@@ -215,7 +216,7 @@ class Unwrapping:
         whole = [_text(x) for x in head[:end].split(b"\n")] if end >= 0 else []
         self.width = width(whole)
         if self.width is None:
-            self.out = head
+            self.stream = Head(head, self.stream)  # handed on as it comes
             self.ended = not head
             return
         self.starts = line_starts(whole, self.width)
@@ -262,34 +263,9 @@ class Unwrapping:
 
     def read(self, size: int = -1) -> bytes:
         self._fill(size)
-        if self.width is None:
-            if self.out:
-                if size < 0:
-                    data, self.out = self.out + self.stream.read(), b""
-                    return data
-                data, self.out = self.out[:size], self.out[size:]
-                return data
-            return self.stream.read(size)
-        if size < 0:
-            data, self.out = self.out, b""
-        else:
-            data, self.out = self.out[:size], self.out[size:]
-        return data
+        return self.stream.read(size) if self.width is None else super().read(size)
 
     def readline(self, size: int = -1) -> bytes:
         if not self.decided:
             self._decide()
-        if self.width is None:
-            if not self.out:
-                return self.stream.readline(size)
-            if b"\n" not in self.out:
-                self.out += self.stream.readline()
-        else:
-            while b"\n" not in self.out and not self.ended:
-                self._fill(len(self.out) + 1)
-        i = self.out.find(b"\n")
-        cut = len(self.out) if i < 0 else i + 1
-        if 0 <= size < cut:
-            cut = size
-        data, self.out = self.out[:cut], self.out[cut:]
-        return data
+        return self.stream.readline(size) if self.width is None else super().readline(size)

@@ -47,9 +47,9 @@ LOGS = (sorted((real.ROOT / "nccl-logs").glob("*.log")) if real.AVAILABLE else [
 @pytest.mark.parametrize("kind", sorted(STORED))
 def test_a_stored_real_log_gives_the_report_of_its_text(kind, tmp_path):
     assert len(LOGS) >= 10
-    for p in LOGS:
+    for i, p in enumerate(LOGS):
         data = p.read_bytes()
-        stored = tmp_path / f"{p.name}.{kind}"
+        stored = tmp_path / f"{i}-{p.name}.{kind}"
         stored.write_bytes(STORED[kind](data))
         assert _report(stored) == _report(p), (p.name, kind)
 
