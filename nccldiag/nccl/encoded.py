@@ -175,3 +175,25 @@ def opened(stream: IO[bytes]) -> IO[bytes]:
     if encoding:
         return _Recoded(encoding, whole)  # type: ignore[return-value]
     return whole  # type: ignore[return-value]
+
+
+class Opened:
+    """:func:`opened` of ``stream``, decided at the first read: a file that cannot be read as text is an error of
+    a read, which the readers name the file in."""
+
+    def __init__(self, stream: IO[bytes]) -> None:
+        self.raw: Optional[IO[bytes]] = stream
+        self._stream: Optional[IO[bytes]] = None
+
+    @property
+    def stream(self) -> IO[bytes]:
+        if self.raw is not None:
+            self._stream, self.raw = opened(self.raw), None
+        assert self._stream is not None
+        return self._stream
+
+    def read(self, size: int = -1) -> bytes:
+        return self.stream.read(size)
+
+    def readline(self, size: int = -1) -> bytes:
+        return self.stream.readline(size)

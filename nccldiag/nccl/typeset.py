@@ -28,9 +28,7 @@ log is a few searches of each block in C.
 from __future__ import annotations
 
 import re
-from typing import IO, Dict, Optional
-
-from nccldiag.nccl import encoded
+from typing import IO, Dict
 
 _SPACES = "\u00a0\u1680" + "".join(map(chr, range(0x2000, 0x200B))) + "\u202f\u205f\u3000"
 _INVISIBLE = "\u00ad\u200b\u200c\u200d\u2060\ufeff"
@@ -85,19 +83,11 @@ def _whole(data: bytes) -> int:
 
 class Folding:
     """A binary stream read through :func:`fold`: ``read`` and ``readline`` as a file's (a character or a markdown
-    escape cut by a read's size waits for the next read). The stream is read as the text it stores
-    (:func:`nccldiag.nccl.encoded.opened`: decompressed, or recoded from UTF-16), decided at the first read, so
-    that a file that cannot be read so is an error of a read, which the readers name the file in."""
+    escape cut by a read's size waits for the next read)."""
 
     def __init__(self, stream: IO[bytes]) -> None:
-        self.raw: Optional[IO[bytes]] = stream
+        self.stream = stream
         self.carry = b""
-
-    @property
-    def stream(self) -> IO[bytes]:
-        if self.raw is not None:
-            self._stream, self.raw = encoded.opened(self.raw), None
-        return self._stream
 
     def read(self, size: int = -1) -> bytes:
         """Up to about ``size`` bytes, folded; ``b""`` only at the end (a piece that folds to nothing, a zero-width

@@ -24,7 +24,7 @@ import io
 import re
 from typing import IO, List, Optional, Sequence, Set
 
-from nccldiag.nccl.encoded import Buffered, Head
+from nccldiag.nccl.encoded import Buffered, Head, Opened
 from nccldiag.nccl.typeset import Folding
 
 SAMPLE = 256 * 1024  # the start of a text that says whether it was wrapped
@@ -194,13 +194,22 @@ def unwrap(text: str) -> str:
     return text if got == data else got.decode("utf-8", "surrogateescape")
 
 
-class Unwrapping(Buffered):
-    """A binary stream read with its wrapped lines joined (:func:`joined`): ``read`` and ``readline`` as a file's.
-    Where the first :data:`SAMPLE` bytes show no wrap, the bytes are handed on as they come. Its typesetting is
-    undone first (:class:`nccldiag.nccl.typeset.Folding`): every reader of a text reads it through this stream."""
+class Unwrapping(Folding):
+    """The stream every reader of a file or of standard input reads it through: the text the file stores
+    (:class:`nccldiag.nccl.encoded.Opened`: decompressed, recoded from UTF-16), its wrapped lines joined
+    (:class:`Joining`), its typesetting undone (:class:`nccldiag.nccl.typeset.Folding`; after the join, which
+    counts the characters as the wrap did)."""
 
     def __init__(self, stream: IO[bytes]) -> None:
-        self.stream = Folding(stream)  # typesetting undone first: a web page's no-break spaces are spaces
+        super().__init__(Joining(Opened(stream)))
+
+
+class Joining(Buffered):
+    """A binary stream read with its wrapped lines joined (:func:`joined`): ``read`` and ``readline`` as a file's.
+    Where the first :data:`SAMPLE` bytes show no wrap, the bytes are handed on as they come."""
+
+    def __init__(self, stream: IO[bytes]) -> None:
+        self.stream = stream
         self.out = b""  # bytes ready to hand on
         self.width: Optional[int] = None
         self.decided = False
