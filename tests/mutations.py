@@ -4,7 +4,7 @@ Each transformation here is a pure function of a text, written for the test: it 
 case (tests/realcases.py) as a user's paste damages or decorates it (a tail, a launcher's prefix, a redaction, a
 terminal's wrap, a quote on a forum, a timestamp, a forum's line numbers or a markdown list, lines trimmed flush
 left, a terminal's colours, a progress bar, a collector's or a logging library's label, a chat's or an issue's
-wrapping, a web page's or a blog's typesetting), it never invents a line of output: each decoration is the tool's own format, cited where it is written. :func:`run` gives the transformed
+wrapping, a web page's or a blog's typesetting, a container runtime's or the journal's JSON records), it never invents a line of output: each decoration is the tool's own format, cited where it is written. :func:`run` gives the transformed
 files of a ``log`` case to the same reader ``nccldiag log`` uses, in this process (no subprocess per run), and
 returns the fail/warn diagnoses; :func:`tests.realcases.score` scores them as it scores the case itself.
 
@@ -15,6 +15,7 @@ transformation (a tail that cut the failure off may honestly leave it unexplaine
 from __future__ import annotations
 
 import html
+import json
 import re
 import tempfile
 from pathlib import Path
@@ -274,6 +275,23 @@ def full_width(text: str) -> str:
     return text.translate({ord(":"): "\uff1a", ord(","): "\uff0c", ord("("): "\uff08", ord(")"): "\uff09"})
 
 
+def docker_json(text: str) -> str:
+    """(af) each line as Docker's ``json-file`` logging driver stores it: ``{"log":"LINE\\n","stream":"stderr",
+    "time":"..."}`` (moby/moby daemon/logger/jsonfilelog, ``jsonlog.JSONLogs``: the line with its newline in
+    ``log``), what an admin reads in /var/lib/docker/containers/ID/ID-json.log."""
+    return "".join(json.dumps({"log": ln + "\n", "stream": "stderr", "time": "2024-05-01T12:00:00.123456789Z"},
+                              separators=(",", ":")) + "\n" for ln in _lines(text))
+
+
+def journal_json(text: str) -> str:
+    """(ag) each line as ``journalctl -o json`` gives it: one JSON object an entry, the line in ``MESSAGE``
+    (journalctl(1), ``-o json``: "formats entries as JSON objects, separated by newline characters";
+    systemd.journal-fields(7), ``MESSAGE=``, ``_HOSTNAME=``, ``SYSLOG_IDENTIFIER=``, ``_PID=``)."""
+    return "".join(json.dumps({"__REALTIME_TIMESTAMP": "1714564801123456", "_HOSTNAME": "gpu-node-07",
+                               "SYSLOG_IDENTIFIER": "python3", "_PID": "12345", "MESSAGE": ln}) + "\n"
+                   for ln in _lines(text))
+
+
 TRANSFORMS: Dict[str, Transform] = {
     "tail-40": tail(40),
     "tail-15": tail(15),
@@ -328,6 +346,9 @@ TRANSFORMS: Dict[str, Transform] = {
     "md-escape": markdown_escaped,
     "zero-width": zero_width,
     "full-width": full_width,
+    # stored one JSON record a line by a container runtime, by the journal
+    "docker-json": docker_json,
+    "journal-json": journal_json,
 }
 
 

@@ -22,7 +22,7 @@ import bz2
 import codecs
 import gzip
 import lzma
-from typing import IO, Optional
+from typing import IO, Callable, Optional
 
 HEAD = 4096  # the bytes that decide, at the start of a stream
 
@@ -197,3 +197,39 @@ class Opened:
 
     def readline(self, size: int = -1) -> bytes:
         return self.stream.readline(size)
+
+
+class Mapped:
+    """A binary stream read through ``fn`` (bytes to bytes), ``read`` and ``readline`` as a file's: of what is
+    read, the first ``whole(buf)`` bytes go through ``fn`` and the rest waits for the next read (a character or a
+    line cut by a read's size). ``b""`` only at the end: a piece that maps to nothing is read past."""
+
+    def __init__(self, stream: IO[bytes], fn: Callable[[bytes], bytes], whole: Callable[[bytes], int]) -> None:
+        self.stream, self.fn, self.whole = stream, fn, whole
+        self.carry = b""
+
+    def read(self, size: int = -1) -> bytes:
+        while True:
+            data = self.stream.read(size)
+            if not data:
+                out, self.carry = self.carry, b""
+                return self.fn(out) if out else b""
+            buf = self.carry + data if self.carry else data
+            cut = len(buf) if size < 0 else self.whole(buf)
+            self.carry = buf[cut:]
+            out = self.fn(buf[:cut]) if cut else b""
+            if out:
+                return out
+
+    def readline(self, size: int = -1) -> bytes:
+        while True:
+            line = self.stream.readline(size)
+            buf = self.carry + line if self.carry else line
+            if not line:
+                self.carry = b""
+                return self.fn(buf) if buf else b""
+            cut = len(buf) if line.endswith(b"\n") else self.whole(buf)
+            self.carry = buf[cut:]
+            out = self.fn(buf[:cut]) if cut else b""
+            if out:
+                return out

@@ -30,6 +30,8 @@ from __future__ import annotations
 import re
 from typing import IO, Dict
 
+from nccldiag.nccl.encoded import Mapped
+
 _SPACES = "\u00a0\u1680" + "".join(map(chr, range(0x2000, 0x200B))) + "\u202f\u205f\u3000"
 _INVISIBLE = "\u00ad\u200b\u200c\u200d\u2060\ufeff"
 _MAP: Dict[str, str] = {c: " " for c in _SPACES}
@@ -81,38 +83,9 @@ def _whole(data: bytes) -> int:
     return end
 
 
-class Folding:
+class Folding(Mapped):
     """A binary stream read through :func:`fold`: ``read`` and ``readline`` as a file's (a character or a markdown
     escape cut by a read's size waits for the next read)."""
 
     def __init__(self, stream: IO[bytes]) -> None:
-        self.stream = stream
-        self.carry = b""
-
-    def read(self, size: int = -1) -> bytes:
-        """Up to about ``size`` bytes, folded; ``b""`` only at the end (a piece that folds to nothing, a zero-width
-        space alone, is read past)."""
-        while True:
-            data = self.stream.read(size)
-            if not data:
-                out, self.carry = self.carry, b""
-                return fold(out)
-            buf = self.carry + data if self.carry else data
-            cut = len(buf) if size < 0 else _whole(buf)
-            self.carry = buf[cut:]
-            out = fold(buf[:cut]) if cut else b""
-            if out:
-                return out
-
-    def readline(self, size: int = -1) -> bytes:
-        while True:
-            line = self.stream.readline(size)
-            buf = self.carry + line if self.carry else line
-            if not line:
-                self.carry = b""
-                return fold(buf)
-            cut = len(buf) if line.endswith(b"\n") else _whole(buf)
-            self.carry = buf[cut:]
-            out = fold(buf[:cut]) if cut else b""
-            if out:
-                return out
+        super().__init__(stream, fold, _whole)

@@ -25,6 +25,7 @@ import re
 from typing import IO, List, Optional, Sequence, Set
 
 from nccldiag.nccl.encoded import Buffered, Head, Opened
+from nccldiag.nccl.records import Unpacking
 from nccldiag.nccl.typeset import Folding
 
 SAMPLE = 256 * 1024  # the start of a text that says whether it was wrapped
@@ -196,12 +197,13 @@ def unwrap(text: str) -> str:
 
 class Unwrapping(Folding):
     """The stream every reader of a file or of standard input reads it through: the text the file stores
-    (:class:`nccldiag.nccl.encoded.Opened`: decompressed, recoded from UTF-16), its wrapped lines joined
+    (:class:`nccldiag.nccl.encoded.Opened`: decompressed, recoded from UTF-16), its JSON records' messages
+    (:class:`nccldiag.nccl.records.Unpacking`), its wrapped lines joined
     (:class:`Joining`), its typesetting undone (:class:`nccldiag.nccl.typeset.Folding`; after the join, which
     counts the characters as the wrap did)."""
 
     def __init__(self, stream: IO[bytes]) -> None:
-        super().__init__(Joining(Opened(stream)))
+        super().__init__(Joining(Unpacking(Opened(stream))))
 
 
 class Joining(Buffered):
