@@ -154,12 +154,7 @@ class _Recoded(Buffered):
 def opened(stream: IO[bytes]) -> IO[bytes]:
     """The text ``stream`` holds, as UTF-8 bytes (see the module's docstring); ``stream`` itself, with its first
     bytes put back, where it is plain text."""
-    head = b""
-    while len(head) < HEAD:  # a pipe gives what it has: read on until HEAD bytes or the end
-        data = stream.read(HEAD - len(head))
-        if not data:
-            break
-        head += data
+    head = read_up_to(stream, HEAD)
     if not head:
         return stream
     whole = Head(head, stream)
@@ -199,16 +194,46 @@ class Opened:
         return self.stream.readline(size)
 
 
+def read_up_to(stream: IO[bytes], size: int) -> bytes:
+    """``size`` bytes of ``stream``, fewer only at its end (a pipe gives what it has: read on)."""
+    head = b""
+    while len(head) < size:
+        data = stream.read(size - len(head))
+        if not data:
+            break
+        head += data
+    return head
+
+
+SAMPLE = 256 * 1024  # the start of a text that says whether a Mapped stream maps it
+
+
 class Mapped:
     """A binary stream read through ``fn`` (bytes to bytes), ``read`` and ``readline`` as a file's: of what is
     read, the first ``whole(buf)`` bytes go through ``fn`` and the rest waits for the next read (a character or a
-    line cut by a read's size). ``b""`` only at the end: a piece that maps to nothing is read past."""
+    line cut by a read's size). ``b""`` only at the end: a piece that maps to nothing is read past.
+
+    The first :data:`SAMPLE` bytes decide: where ``fn`` changes nothing of them, the text is handed on as it comes
+    and ``fn`` never runs again (a text is typeset, or stored as records, from its start; a large log that is
+    neither costs one pass over its first 256 KiB)."""
 
     def __init__(self, stream: IO[bytes], fn: Callable[[bytes], bytes], whole: Callable[[bytes], int]) -> None:
         self.stream, self.fn, self.whole = stream, fn, whole
         self.carry = b""
+        self.decided = False
+        self.on = False
+
+    def _decide(self) -> None:
+        self.decided = True
+        head = read_up_to(self.stream, SAMPLE)
+        self.on = self.fn(head) != head
+        self.stream = Head(head, self.stream)
 
     def read(self, size: int = -1) -> bytes:
+        if not self.decided:
+            self._decide()
+        if not self.on:
+            return self.stream.read(size)
         while True:
             data = self.stream.read(size)
             if not data:
@@ -222,6 +247,10 @@ class Mapped:
                 return out
 
     def readline(self, size: int = -1) -> bytes:
+        if not self.decided:
+            self._decide()
+        if not self.on:
+            return self.stream.readline(size)
         while True:
             line = self.stream.readline(size)
             buf = self.carry + line if self.carry else line

@@ -16,7 +16,8 @@ field after it (``msg: error``), and, where the record's ``level`` (or ``severit
 first as a logging library writes it (``ERROR ``, ``FATAL `` for zap's and logrus' ``fatal``, ``panic`` and
 ``dpanic``, ``CRITICAL ``). A message of several lines stands as its lines, so the lines after it are cited as
 many lines further on. Any other line, a record with no such field, and a line longer than :data:`MAX_RECORD` is
-handed on as it is.
+handed on as it is; a text whose first 256 KiB hold no record is handed on as it comes
+(:class:`nccldiag.nccl.encoded.Mapped`).
 """
 from __future__ import annotations
 
@@ -32,7 +33,8 @@ MAX_CARRY = 1 << 20  # a line not ended after this many bytes is handed on as it
 _FIELDS = (b"log", b"MESSAGE", b"message", b"msg", b"textPayload")
 _STRING = rb'"((?:[^"\\\n]|\\.){0,262144})"'
 _FIELD = re.compile(rb'"(log|MESSAGE|message|msg|textPayload|error|level|severity)"[ \t]{0,8}:[ \t]{0,8}' + _STRING)
-_RECORD = re.compile(rb'^[ \t]{0,8}\{[ \t]{0,8}"[^\n]{0,262144}\}[ \t]{0,8}\r?$', re.M)
+_OPEN = re.compile(rb'\{[ \t]{0,8}"')  # a record's first key: its line is tested whole
+_RECORD = re.compile(rb'[ \t]{0,8}\{[ \t]{0,8}"[^\n]{0,262144}\}[ \t]{0,8}\r?')
 _LEVELS = {b"error": "ERROR", b"err": "ERROR", b"fatal": "FATAL", b"panic": "FATAL", b"dpanic": "FATAL",
            b"critical": "CRITICAL", b"crit": "CRITICAL", b"alert": "CRITICAL", b"emerg": "CRITICAL",
            b"emergency": "CRITICAL"}
@@ -73,17 +75,28 @@ def _message(record: bytes) -> Optional[bytes]:
 def unpack(data: bytes) -> bytes:
     """``data`` (whole lines) with each JSON record's line given as the message it carries (see the module's
     docstring)."""
-    if b'{"' not in data and b"{ " not in data:
+    if b'{"' not in data and b'{ "' not in data:
         return data
-
-    def one(m: "re.Match[bytes]") -> bytes:
-        line = m.group()
-        if len(line) > MAX_RECORD:
-            return line
-        got = _message(line)
-        return line if got is None else got
-
-    return _RECORD.sub(one, data)
+    out = []
+    done = 0  # data[:done] is handed on
+    for m in _OPEN.finditer(data):
+        at = m.start()
+        if at < done:
+            continue
+        start = data.rfind(b"\n", 0, at) + 1
+        if data[start:at].strip(b" \t"):
+            continue  # a brace inside a line: no record
+        end = data.find(b"\n", at)
+        end = len(data) if end < 0 else end
+        line = data[start:end]
+        got = _message(line) if end - start <= MAX_RECORD and _RECORD.fullmatch(line) else None
+        if got is not None:
+            out += [data[done:start], got]
+            done = end
+    if not out:
+        return data
+    out.append(data[done:])
+    return b"".join(out)
 
 
 def _lines_end(buf: bytes) -> int:
