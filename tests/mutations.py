@@ -4,7 +4,7 @@ Each transformation here is a pure function of a text, written for the test: it 
 case (tests/realcases.py) as a user's paste damages or decorates it (a tail, a launcher's prefix, a redaction, a
 terminal's wrap, a quote on a forum, a timestamp, a forum's line numbers or a markdown list, lines trimmed flush
 left, a terminal's colours, a progress bar, a collector's or a logging library's label, a chat's or an issue's
-wrapping), it never invents a line of output: each decoration is the tool's own format, cited where it is written. :func:`run` gives the transformed
+wrapping, a web page's or a blog's typesetting, a container runtime's or the journal's JSON records), it never invents a line of output: each decoration is the tool's own format, cited where it is written. :func:`run` gives the transformed
 files of a ``log`` case to the same reader ``nccldiag log`` uses, in this process (no subprocess per run), and
 returns the fail/warn diagnoses; :func:`tests.realcases.score` scores them as it scores the case itself.
 
@@ -15,6 +15,7 @@ transformation (a tail that cut the failure off may honestly leave it unexplaine
 from __future__ import annotations
 
 import html
+import json
 import re
 import tempfile
 from pathlib import Path
@@ -237,6 +238,60 @@ def lexicon_only(text: str) -> str:
     return _join([ln for ln in _lines(text) if lexicon.shape_of(ln) is not None])
 
 
+def no_break_spaces(text: str) -> str:
+    """(aa) every space a no-break space (U+00A0), as a browser's copy of a page gives a text whose spaces were
+    written ``&nbsp;`` (HTML's no-break space entity, HTML Living Standard, named character references): mail
+    clients, wikis and chat clients write a pasted log's runs of spaces so."""
+    return text.replace(" ", "\u00a0")
+
+
+def smart_typography(text: str) -> str:
+    """(ab) a blog's smart typography: straight quotes made curly, ``--`` an en dash and ``...`` an ellipsis, as
+    WordPress's ``wptexturize()`` does to a post's text outside ``<code>`` and ``<pre>`` (wp-includes/formatting.php:
+    ``'--'`` to ``&#8211;``, ``'...'`` to ``&#8230;``, quotes to ``&#8216;``/``&#8217;``/``&#8220;``/``&#8221;``),
+    and as Obsidian's Smart Typography plugin does while one types."""
+    text = re.sub(r'"([^"\n]*)"', "\u201c\\1\u201d", text)
+    text = re.sub(r"'([^'\n]*)'", "\u2018\\1\u2019", text)
+    return text.replace("...", "\u2026").replace("--", "\u2013")
+
+
+def markdown_escaped(text: str) -> str:
+    """(ac) a markdown editor's escapes: a backslash before each ``_``, ``*``, ``[``, ``]``, ``#``, ``<``, ``>``
+    and ``~`` of the text, as a rich-text editor writes a pasted line into the markdown it stores (Reddit's editor
+    stores ``NCCL_IB_HCA`` as ``NCCL\\_IB\\_HCA``; CommonMark 0.31, "Backslash escapes": "Any ASCII punctuation
+    character may be backslash-escaped")."""
+    return re.sub(r"([_*\[\]#<>~])", r"\\\1", text)
+
+
+def zero_width(text: str) -> str:
+    """(ad) zero-width spaces (U+200B) after each ``_``, ``.`` and ``/``: the break points a page puts in long
+    identifiers and paths (HTML's ``<wbr>`` copied as U+200B), which the reader sees and a person does not."""
+    return re.sub(r"([_./])", "\\1\u200b", text)
+
+
+def full_width(text: str) -> str:
+    """(ae) the full-width colons, commas and brackets of a Chinese or Japanese input method (U+FF1A, U+FF0C,
+    U+FF08, U+FF09: Unicode's Halfwidth and Fullwidth Forms block), as a note written in one types them."""
+    return text.translate({ord(":"): "\uff1a", ord(","): "\uff0c", ord("("): "\uff08", ord(")"): "\uff09"})
+
+
+def docker_json(text: str) -> str:
+    """(af) each line as Docker's ``json-file`` logging driver stores it: ``{"log":"LINE\\n","stream":"stderr",
+    "time":"..."}`` (moby/moby daemon/logger/jsonfilelog, ``jsonlog.JSONLogs``: the line with its newline in
+    ``log``), what an admin reads in /var/lib/docker/containers/ID/ID-json.log."""
+    return "".join(json.dumps({"log": ln + "\n", "stream": "stderr", "time": "2024-05-01T12:00:00.123456789Z"},
+                              separators=(",", ":")) + "\n" for ln in _lines(text))
+
+
+def journal_json(text: str) -> str:
+    """(ag) each line as ``journalctl -o json`` gives it: one JSON object an entry, the line in ``MESSAGE``
+    (journalctl(1), ``-o json``: "formats entries as JSON objects, separated by newline characters";
+    systemd.journal-fields(7), ``MESSAGE=``, ``_HOSTNAME=``, ``SYSLOG_IDENTIFIER=``, ``_PID=``)."""
+    return "".join(json.dumps({"__REALTIME_TIMESTAMP": "1714564801123456", "_HOSTNAME": "gpu-node-07",
+                               "SYSLOG_IDENTIFIER": "python3", "_PID": "12345", "MESSAGE": ln}) + "\n"
+                   for ln in _lines(text))
+
+
 TRANSFORMS: Dict[str, Transform] = {
     "tail-40": tail(40),
     "tail-15": tail(15),
@@ -285,6 +340,15 @@ TRANSFORMS: Dict[str, Transform] = {
     "chat-time": chat_time,
     "indent-4": indented("    "),
     "indent-tab": indented("\t"),
+    # typeset by a web page, a blog, a markdown editor, an input method
+    "nbsp": no_break_spaces,
+    "smart-quotes": smart_typography,
+    "md-escape": markdown_escaped,
+    "zero-width": zero_width,
+    "full-width": full_width,
+    # stored one JSON record a line by a container runtime, by the journal
+    "docker-json": docker_json,
+    "journal-json": journal_json,
 }
 
 

@@ -24,6 +24,10 @@ import io
 import re
 from typing import IO, List, Optional, Sequence, Set
 
+from nccldiag.nccl.encoded import Buffered, Head, Opened
+from nccldiag.nccl.records import Unpacking
+from nccldiag.nccl.typeset import Folding
+
 SAMPLE = 256 * 1024  # the start of a text that says whether it was wrapped
 MIN_WIDTH = 40  # narrower than any terminal or mail wraps a log
 MAX_WIDTH = 1024
@@ -184,14 +188,25 @@ def _goes_on(piece: str, line: str, starts: Set[str]) -> bool:
 
 
 def unwrap(text: str) -> str:
-    """``text`` with its wrapped lines joined (:func:`joined`), or as it is where it was not wrapped: what
-    :class:`Unwrapping` reads of it."""
+    """``text`` with its wrapped lines joined (:func:`joined`) and its typesetting undone, or as it is where it
+    was neither: what :class:`Unwrapping` reads of it."""
     data = text.encode("utf-8", "surrogateescape")
     got = Unwrapping(io.BytesIO(data)).read()
     return text if got == data else got.decode("utf-8", "surrogateescape")
 
 
-class Unwrapping:
+class Unwrapping(Folding):
+    """The stream every reader of a file or of standard input reads it through: the text the file stores
+    (:class:`nccldiag.nccl.encoded.Opened`: decompressed, recoded from UTF-16), its JSON records' messages
+    (:class:`nccldiag.nccl.records.Unpacking`), its wrapped lines joined
+    (:class:`Joining`), its typesetting undone (:class:`nccldiag.nccl.typeset.Folding`; after the join, which
+    counts the characters as the wrap did)."""
+
+    def __init__(self, stream: IO[bytes]) -> None:
+        super().__init__(Joining(Unpacking(Opened(stream))))
+
+
+class Joining(Buffered):
     """A binary stream read with its wrapped lines joined (:func:`joined`): ``read`` and ``readline`` as a file's.
     Where the first :data:`SAMPLE` bytes show no wrap, the bytes are handed on as they come."""
 
@@ -212,7 +227,7 @@ class Unwrapping:
         whole = [_text(x) for x in head[:end].split(b"\n")] if end >= 0 else []
         self.width = width(whole)
         if self.width is None:
-            self.out = head
+            self.stream = Head(head, self.stream)  # handed on as it comes
             self.ended = not head
             return
         self.starts = line_starts(whole, self.width)
@@ -259,34 +274,9 @@ class Unwrapping:
 
     def read(self, size: int = -1) -> bytes:
         self._fill(size)
-        if self.width is None:
-            if self.out:
-                if size < 0:
-                    data, self.out = self.out + self.stream.read(), b""
-                    return data
-                data, self.out = self.out[:size], self.out[size:]
-                return data
-            return self.stream.read(size)
-        if size < 0:
-            data, self.out = self.out, b""
-        else:
-            data, self.out = self.out[:size], self.out[size:]
-        return data
+        return self.stream.read(size) if self.width is None else super().read(size)
 
     def readline(self, size: int = -1) -> bytes:
         if not self.decided:
             self._decide()
-        if self.width is None:
-            if not self.out:
-                return self.stream.readline(size)
-            if b"\n" not in self.out:
-                self.out += self.stream.readline()
-        else:
-            while b"\n" not in self.out and not self.ended:
-                self._fill(len(self.out) + 1)
-        i = self.out.find(b"\n")
-        cut = len(self.out) if i < 0 else i + 1
-        if 0 <= size < cut:
-            cut = size
-        data, self.out = self.out[:cut], self.out[cut:]
-        return data
+        return self.stream.readline(size) if self.width is None else super().readline(size)
