@@ -265,6 +265,21 @@ class Scan:
         if carry:
             yield from self._lines(carry + b"\n", len(carry) + 1)
 
+    def _find(self, body: bytes, end: int) -> Tuple[List[int], Optional[List[int]], Optional[List[int]]]:
+        """The candidate lines' starts in ``body[:end]``; where the other reader's words were found in the same
+        pass and handed to it, also two lists it was handed to fill: where lines start, and their numbers."""
+        if self.literals and self.base is not None:
+            find = finder(self.literals)
+            if isinstance(find, HyperscanLines) and find.lengths:
+                base, hits = self.base, []  # type: ignore[var-annotated]
+                starts = find(body, end, hits)
+                starts_at: List[int] = []
+                numbers: List[int] = []
+                self.reader.given(base, base + end, [base + h for h in hits], starts_at, numbers)
+                return starts, starts_at, numbers
+            return find(body, end), None, None
+        return finder()(body, end), None, None
+
     def _lines(self, body: bytes, end: int) -> Iterator[Tuple[int, Any]]:
         """The lines of ``body[:end]`` (whole lines, each ending in a newline)."""
         n = self.total
@@ -289,20 +304,9 @@ class Scan:
                 yield n, line[:cut].decode("utf-8", errors="replace").rstrip("\r\n")
             self.ctx = CONTEXT  # the last of them may have been a candidate
             return
-        starts_at: Optional[List[int]] = None  # where lines start and their numbers, for the other reader
-        if self.literals and self.base is not None:
-            find = finder(self.literals)
-            if isinstance(find, HyperscanLines) and find.lengths:
-                base = self.base
-                hits: List[int] = []
-                starts = find(body, end, hits)
-                starts_at, numbers = [], []
-                self.reader.given(base, base + end, [base + h for h in hits], starts_at, numbers)
-                mark, number = starts_at.append, numbers.append
-            else:
-                starts = find(body, end)
-        else:
-            starts = finder()(body, end)  # the candidate lines' starts, in order
+        starts, starts_at, numbers = self._find(body, end)  # the candidate lines' starts, in order
+        if starts_at is not None:  # where lines start and their numbers, for the other reader
+            base, mark, number = self.base or 0, starts_at.append, numbers.append
         j, count = 0, len(starts)
         index = body.index
         needs_all = self.needs_all
