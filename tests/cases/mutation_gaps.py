@@ -101,7 +101,6 @@ KNOWN: Dict[Tuple[str, str], str] = {
     ("node-gpud482-ibstat-port-down-polling-anonymised-guids", "lexicon-only"): "missed",
     ("node-gpuoperator-docs-nvidia-smi-q-fabric-state-in-progress-no-fabricmanager", "lexicon-only"): "false all-clear",
     ("node-gpuoperator492-vm-bar1-0m-nvidia-probe-failed-2-gpus", "lexicon-only"): "wrong cause",
-    ("node-ogkm1027-journal-rtx5090-proprietary-module-requires-open-modules", "lexicon-only"): "wrong cause",
     ("net-nccl1191-alltoall-700-nodes-ibv-create-cq-enomem-ulimit-unlimited", "lexicon-only"): "wrong cause",
     ("net-nccl473-nccltests-unhandled-system-error-docker-ipc-host", "lexicon-only"): "wrong cause",
     # NCCL's 'Call to ibv_create_qp failed' alone, the INFO lines around it dropped, reads as its usual cause, a
