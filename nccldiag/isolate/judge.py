@@ -352,6 +352,21 @@ def verdicts(nodes: Sequence[str], rows: Sequence[str], jobs: Sequence[Job],
     return [out[n] for n in nodes if n in out], tally.pairs
 
 
+def started_alone(jobs: Sequence[Job]) -> None:
+    """Round 0, every node alone and all at once (pure, on the round's classified jobs): a job whose ranks had not
+    entered the collective at the deadline while another node's job of the same round finished is a hang of its
+    node. Its peers started torch and ran the collective whole in the same time, on the same machine's load; this
+    node could not start its ranks (an interpreter, a file system or a GPU stuck). Where no job of the round
+    finished, the load may have slowed every start alike: the job stays not started."""
+    if not any(j.kind == OK for j in jobs):
+        return
+    for j in jobs:
+        if j.kind == NOT_STARTED:
+            j.kind = HANG
+            j.evidence.append("its ranks had not entered the collective at the deadline, while other nodes alone "
+                              "in the same round finished theirs")
+
+
 def _unjudged(v: NodeVerdict, rows: Sequence[str], jobs: Sequence[Job]) -> None:
     """A node cleared so far whose jobs on some row all ended before their ranks had started: it is untested
     there, not cleared (its jobs say nothing of it)."""

@@ -421,6 +421,8 @@ class _Schedule:
         r0 = self.play(judge.ALONE, [(self.rows[0], [n]) for n in pool])
         for j in r0.jobs:
             j.kind = judge.classify(j, None, timeout=self.cl.timeout)
+        judge.started_alone(r0.jobs)
+        for j in r0.jobs:
             if j.failed:
                 self.excluded[j.nodes[0]] = "failed alone in round 0"
         return [n for n in pool if n not in self.excluded]
