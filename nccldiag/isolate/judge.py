@@ -352,19 +352,26 @@ def verdicts(nodes: Sequence[str], rows: Sequence[str], jobs: Sequence[Job],
     return [out[n] for n in nodes if n in out], tally.pairs
 
 
+# A node alone whose ranks had not started in this many times the time its slowest peer took to finish is stuck
+STARTED_BY_PEERS = 1.5
+
+
 def started_alone(jobs: Sequence[Job]) -> None:
     """Round 0, every node alone and all at once (pure, on the round's classified jobs): a job whose ranks had not
-    entered the collective at the deadline while another node's job of the same round finished is a hang of its
-    node. Its peers started torch and ran the collective whole in the same time, on the same machine's load; this
-    node could not start its ranks (an interpreter, a file system or a GPU stuck). Where no job of the round
-    finished, the load may have slowed every start alike: the job stays not started."""
-    if not any(j.kind == OK for j in jobs):
+    entered the collective when the deadline cut it, after :data:`STARTED_BY_PEERS` times the time the slowest of
+    the round's finished jobs took, is a hang of its node. Its peers started torch and ran the collective whole in
+    far less time, under the same machine's load; this node could not start its ranks (an interpreter, a file
+    system or a GPU stuck). Where no job of the round finished, or the slowest took nearly the whole deadline, the
+    load may have slowed every start alike: the job stays not started."""
+    done = [j.elapsed for j in jobs if j.kind == OK]
+    if not done:
         return
+    slowest = max(done)
     for j in jobs:
-        if j.kind == NOT_STARTED:
+        if j.kind == NOT_STARTED and j.elapsed >= STARTED_BY_PEERS * slowest:
             j.kind = HANG
-            j.evidence.append("its ranks had not entered the collective at the deadline, while other nodes alone "
-                              "in the same round finished theirs")
+            j.evidence.append(f"its ranks had not entered the collective after {j.elapsed:.0f} s, while every other "
+                              f"node alone in the same round finished in at most {slowest:.0f} s")
 
 
 def _unjudged(v: NodeVerdict, rows: Sequence[str], jobs: Sequence[Job]) -> None:

@@ -580,27 +580,29 @@ def test_jobs_whose_ranks_were_still_starting_at_the_deadline_clear_no_node_and_
 
 
 def test_a_node_alone_that_never_started_while_its_peers_finished_is_a_hang_of_its_own():
-    """Round 0: every node alone, all at once. One whose ranks had not entered the collective at the deadline while
-    the others finished could not start its ranks under the load they ran under: a hang, failing alone. Where no
-    node of the round finished, the load may have slowed them all: nothing is said of any."""
+    """Round 0: every node alone, all at once. One whose ranks had not entered the collective at the deadline, 1.5
+    times the time its slowest peer took to finish, could not start its ranks under the load they ran under: a
+    hang, failing alone. Where no node of the round finished, or the slowest took nearly the whole deadline, the
+    load may have slowed them all: nothing is said of any."""
     names = nodes(4)
 
-    def round0(not_started):
-        jobs = [Job(0, isolate.ALONE, "r", (n,), "ok", kind=isolate.OK) for n in names]
+    def round0(not_started, took):
+        jobs = [Job(0, isolate.ALONE, "r", (n,), "ok", kind=isolate.OK, elapsed=took) for n in names]
         for j in jobs:
             if j.nodes[0] in not_started:
                 j.status, j.unfinished, j.elapsed = "hang", isolate.NOT_STARTED, 20.0
                 j.kind = isolate.classify(j, None, timeout=20.0)
         return jobs
 
-    jobs = round0({"n02"})
+    jobs = round0({"n02"}, 6.2)
     assert [j.kind for j in jobs] == [isolate.OK, isolate.NOT_STARTED, isolate.OK, isolate.OK]
     isolate.started_alone(jobs)
     assert [j.kind for j in jobs] == [isolate.OK, isolate.HANG, isolate.OK, isolate.OK]
-    assert jobs[1].failed and "other nodes alone" in jobs[1].evidence[-1]
-    jobs = round0(set(names))
-    isolate.started_alone(jobs)
-    assert {j.kind for j in jobs} == {isolate.NOT_STARTED} and not any(j.failed for j in jobs)
+    assert jobs[1].failed and "at most 6 s" in jobs[1].evidence[-1]
+    for not_started, took in ((set(names), 6.2), ({"n02"}, 17.5)):
+        jobs = round0(not_started, took)
+        isolate.started_alone(jobs)
+        assert isolate.NOT_STARTED in {j.kind for j in jobs} and not any(j.failed for j in jobs)
 
 
 def test_a_bisection_half_still_starting_at_the_deadline_names_no_pair_of_halves():
