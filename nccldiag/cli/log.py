@@ -7,8 +7,10 @@ option). Messages go to stderr; ``--json -`` keeps stdout for JSON alone.
 """
 from __future__ import annotations
 
+import contextlib
+import gc
 import sys
-from typing import Dict, Sequence
+from typing import Dict, Iterator, Sequence
 
 import click
 
@@ -74,29 +76,35 @@ def log(files, require_ib, expect, include_channels, verbose, color, workers, sp
     from nccldiag.spec import runs
 
     outs = outputs.Outputs.pop(kw)
-    _collect_less()
-    try:
-        outs.validate()
-        read = session.run(files, workers, require_ib, parse_expect(expect), runs.from_option(spec_path, causes_path))
-        doc = plain(report.to_json(read.facts, read.findings, read.diagnoses, include_channels, read.pastes))
-        finish(doc, outs, lambda d: report.render(d, console(color=color), verbose=verbose))
-    except UsageError as exc:
-        click.echo(f"nccldiag: error: {exc}", err=True)
-        sys.exit(2)
+    with _collecting_less():
+        try:
+            outs.validate()
+            read = session.run(files, workers, require_ib, parse_expect(expect),
+                               runs.from_option(spec_path, causes_path))
+            doc = plain(report.to_json(read.facts, read.findings, read.diagnoses, include_channels, read.pastes))
+            finish(doc, outs, lambda d: report.render(d, console(color=color), verbose=verbose))
+        except UsageError as exc:
+            click.echo(f"nccldiag: error: {exc}", err=True)
+            sys.exit(2)
     if outs.stdout_json and not read.facts.nccl_lines:
         click.echo(f"nccldiag: {report.no_nccl_lines(read.facts)}", err=True)
     sys.exit(doc["exit_code"])
 
 
-def _collect_less() -> None:
-    """Python's cyclic collector made to run less often for one ``nccldiag log``: what was imported is set
-    aside from its passes (``gc.freeze``: it lives as long as the process), and it runs after 20,000 new
-    containers, not 700. Reading a log makes many containers that live until the report is written (the
-    parser's records, the report's values), and each pass of the collector went over all of them: about
-    0.1 s of a 200 MiB job stdout's 1.9 s. Cycles are still collected, later."""
-    import gc
-
+@contextlib.contextmanager
+def _collecting_less() -> Iterator[None]:
+    """Python's cyclic collector made to run less often while one ``nccldiag log`` reads and reports: what was
+    imported is set aside from its passes (``gc.freeze``), and it runs after 20,000 new containers, not 700;
+    both as they were afterwards (the command may run inside another program). Reading a log makes many
+    containers that live until the report is written (the parser's records, the report's values), and each
+    pass of the collector went over all of them: about 0.1 s of a 200 MiB job stdout's 1.9 s. Cycles are still
+    collected, later."""
+    threshold = gc.get_threshold()
     gc.freeze()
-    gen0, gen1, gen2 = gc.get_threshold()
-    if gen0:
-        gc.set_threshold(max(gen0, 20000), gen1, gen2)
+    if threshold[0]:
+        gc.set_threshold(max(threshold[0], 20000), *threshold[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*threshold)
+        gc.unfreeze()

@@ -277,3 +277,15 @@ def test_a_named_pipe_given_by_itself_is_read_once_its_writer_writes(tmp_path):
     t.join(30)
     assert wrote == [True]
     assert r.returncode == 1 and "Watchdog timeout in ALLREDUCE" in r.stdout, r.stdout + r.stderr
+
+
+def test_the_collector_is_as_it_was_after_the_command(tmp_path):
+    # the command makes Python's cyclic collector run less often while it reads; a program that runs it (a test
+    # runner, a notebook) gets its collector back as it was, whether the command succeeded, failed or was misused
+    import gc
+
+    before = gc.get_threshold(), gc.get_freeze_count(), gc.isenabled()
+    for path, code in ((real.nccl_log(GOOD), 0), (tmp_path / "missing.log", 2)):
+        res = run(path, "--json", tmp_path / "out.json")
+        assert res.exit_code == code, res.output
+        assert (gc.get_threshold(), gc.get_freeze_count(), gc.isenabled()) == before
