@@ -81,6 +81,8 @@ CHECKED = {
     "slurm-gres-conf-duplicate-records": "gres.conf duplicate records for %s",
     "dcgm-exporter-profiling-not-supported": "Profiling is not supported for this group of GPUs or GPU",
     "dcgm-exporter-module-not-loaded": "This request is serviced by a module of DCGM that is not currently loaded",
+    "dcgm-diag-mig-incompatible": "'s MIG configuration is incompatible with the diagnostic because it prevents access to "
+                                  "the entire GPU.",
     "kubelet-devices-unavailable": "requested number of devices unavailable for %s. Requested: %d, Available: %d",
     "slurm-gres-gpu-device-file-missing": "can't stat gres.conf file %s: %m",
     "slurm-gres-gpu-device-stat-missing": "%s: stat(%s): %m",
@@ -131,6 +133,8 @@ PRINTED = {
                                              'Profiling is not supported for this group of GPUs or GPU"',
     "dcgm-exporter-module-not-loaded": 'time="2020-12-15T11:28:40Z" level=fatal msg="Error watching fields: This request '
                                        'is serviced by a module of DCGM that is not currently loaded"',
+    "dcgm-diag-mig-incompatible": "GPU 0's MIG configuration is incompatible with the diagnostic because it prevents "
+                                  "access to the entire GPU.",
     "deepspeed-ssh-check-command-failed": "subprocess.CalledProcessError: Command 'ssh -o PasswordAuthentication=no "
                                           "node1 hostname' returned non-zero exit status 255.",
     "deepspeed-ssh-check-unreachable": "RuntimeError: Using hostfile at /job/hostfile but host=node1 was not reachable via "
@@ -425,3 +429,14 @@ def test_a_slurm_node_failure_names_the_failed_node_not_the_one_that_printed_it(
 def test_a_step_cancelled_at_its_time_limit_is_no_node_failure():
     text = "slurmstepd: error: *** STEP 4242.0 ON node1 CANCELLED AT 2024-04-20T09:09:37 DUE TO TIME LIMIT ***\n"
     assert "other:node-failure" not in {d.category for d in _failing(log_inputs("job.out", text))}
+
+
+def test_dcgms_diagnostic_refused_on_mig_gpus_names_mig_and_a_passing_diagnostic_reads_no_row():
+    """dcgmi diag's refusal of a GPU in MIG mode (a real transcript of tests/cases) names other:mig-enabled; the
+    'Error: Unable to complete diagnostic for group' beside it is the same refusal, and a diagnostic whose tests all
+    pass (tests/cases/gpu-dcgm55-...) reads no row of the table."""
+    case = _case("gpu-nst-dcgm94-dcgmi-diag-mig-configuration-incompatible-nvidia-smi-l")
+    top = _failing(log_inputs("dcgmi.txt", "\n".join(_lines(case)) + "\n"))[0]
+    assert (top.id, top.category, top.severity) == (tool_message.ID, "other:mig-enabled", "fail")
+    healthy = _lines(_case("gpu-dcgm55-dcgmi-diag-r3-deployment-tests-all-pass-healthy"))
+    assert healthy and [line for line in healthy if toolmsg.row_of(line)] == []

@@ -364,3 +364,27 @@ def test_an_nccl_warn_is_a_line_of_its_own_failing_where_it_says_a_call_failed()
     # a WARN an earlier row reads keeps that row (written for this test in the shape of ../shared's 'NCCL WARN Cuda
     # failure' lines: the cuda-error row's)
     assert lexicon.shape_of("x:1:2 [0] NCCL WARN Cuda failure 'invalid argument'").id == "cuda-error"
+
+
+def test_gdrcopys_failed_tests_and_pins_are_failures_and_its_passing_runs_and_traces_are_not():
+    """gdrcopy's test summary counting failed tests, its failed assertions and gdrdrv's failed pin (real cases of
+    tests/cases) are failure lines; the summary of a run that passed every test (two real healthy cases) and gdrdrv's
+    trace of the pin it is about to make (lines posted in NVIDIA/gdrcopy#242, where the pins succeeded) are not."""
+    failing = {
+        "node-nst-gdrcopy305-sanity-gdr-pin-buffer-failed-560-a100-gdrdrv-fixed-in-master": "gdrcopy-test-failed",
+        "node-nst-gdrcopy30-dmesg-gdrdrv-nvidia-p2p-get-pages-einval-driver-cuda-mismatch": "gdrdrv-pin-failed",
+    }
+    for case_id, row in failing.items():
+        shapes = [lexicon.shape_of(line) for line in _seen_texts(f"tests/cases/{case_id}").splitlines()]
+        assert row in {s.id for s in shapes if s is not None}, case_id
+    for case_id in ("node-nst-gdrcopy299-gdrcopy-sanity-28-passed-550-open-healthy",
+                    "node-gdrcopy278-gdrcopy-sanity-28-passed-dev-gdrdrv-healthy"):
+        text = _seen_texts(f"tests/cases/{case_id}")
+        assert "Failed: 0" in text and lexicon.lines_in(text, "f") == [], case_id
+    traces = [  # https://github.com/NVIDIA/gdrcopy/issues/242, as posted
+        "[ 1610.951862] gdrdrv:__gdrdrv_pin_buffer:invoking nvidia_p2p_get_pages(va=0x7f0a26800000 len=40 p2p_tok=0 "
+        "va_tok=0)",
+        "[ 1610.951946] gdrdrv:__gdrdrv_pin_buffer:page table entries: 1",
+    ]
+    for line in traces:
+        assert lexicon.shape_of(line) is None, line
