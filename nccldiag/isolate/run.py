@@ -146,16 +146,12 @@ class _Cluster:
         moving: Dict[int, float] = {}  # rank -> busbw of its calls done so far (its last progress record)
 
         def tracked(rec: dict) -> None:
-            if judge.shows_progress(rec):
-                job.progress.append(time.monotonic() - t0)
-                if rec.get("type") == "progress" and isinstance(rec.get("busbw"), (int, float)) \
-                        and isinstance(rec.get("rank"), int):
-                    moving[rec["rank"]] = float(rec["busbw"])
+            judge.note_progress(job, rec, time.monotonic() - t0, moving)
             forward(rec)
 
         sr = self.launch(job, row, spec, setting, tracked)
         return outcome(job, analysis.job_report(setting, sr, self.timeout), sr, self.opts.collective,
-                       min(moving.values()) if moving else None)
+                       judge.partial_busbw(moving))
 
     def ifname(self, row: Row, name: str) -> Optional[str]:
         """The interface ``name``'s ranks use on ``row``."""
@@ -505,9 +501,11 @@ def _findings(report: IsolateReport, excluded: Mapping[str, str] = {}) -> None:
         elif v.verdict == "untested" and v.node not in excluded:
             report.findings.append(error(AREA, f"{AREA}.not_started",
                                          f"{v.node}: not judged: its jobs were cut by --timeout before their ranks "
-                                         "had entered the collective", host=v.node, evidence=v.evidence[:12],
+                                         "had entered the collective, or before they had moved enough data to "
+                                         "measure their rate", host=v.node, evidence=v.evidence[:12],
                                          fix="Its ranks were still starting (importing torch, joining the "
-                                             "rendezvous) at the deadline: run again with a longer --timeout, or "
+                                             "rendezvous) at the deadline, or started too late to measure: run "
+                                             "again with a longer --timeout, or "
                                              "when the machines are less loaded; a node that stays so on an idle "
                                              "machine is slow to start Python and torch (its file system, its "
                                              "CPUs)."))
