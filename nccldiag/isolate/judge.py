@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
 from nccldiag.model.findings import Finding, exit_code, to_jsonable
+from nccldiag.probe import progress
 from nccldiag.probe.progress import (HANG, SLOW, STALL_GAPS, STALL_MIN, STALL_SHARE, STALLED,  # noqa: F401
                                      entered_collective, shows_progress, unfinished_kind)
 
@@ -39,7 +40,7 @@ KINDS = (BLOCKED, NETWORK, WRONG, HANG, ERROR, LOSSY, STALLED, SLOW)
 # Not done at the deadline before any rank had entered the collective, and no rank had failed: its ranks were still
 # starting (loading their libraries, joining the rendezvous, waiting for the round's go). Neither a failure nor a
 # pass: no evidence on its nodes either way.
-NOT_STARTED = "not-started"
+NOT_STARTED = progress.NOT_STARTED
 # Not done at the deadline while its data still moved, with too little moved to measure its rate (its signs of progress
 # span less than RATE_SPAN_MIN seconds and RATE_SPAN_SHARE of the timeout, or no threshold to hold it to): it started
 # late, on a loaded machine. No evidence on its nodes either way, as NOT_STARTED.

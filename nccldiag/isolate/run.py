@@ -565,11 +565,9 @@ def outcome(job: Job, rep: "analysis.SettingReport", sr: "runner.SettingRun", co
     job.elapsed = sr.elapsed
     job.partial_busbw = moving if rep.status != "ok" else None
     job.status = rep.status
+    # NOT_STARTED where the deadline cut it before any rank had entered the collective, none having failed: its ranks
+    # were still starting (a loaded machine stretches the import of torch and the rendezvous); no evidence either way
     job.unfinished = rep.unfinished or ""
-    if rep.status == "hang" and rep.cut and not any(progress.entered_collective(r) for r in sr.records):
-        # cut by the deadline before any rank had entered the collective, none having failed: its ranks were still
-        # starting (a loaded machine stretches the import of torch and the rendezvous); no evidence either way
-        job.unfinished = judge.NOT_STARTED
     causes = []
     for f in rep.findings:
         if isinstance(f.actual, dict) and f.actual.get("cause"):
