@@ -42,8 +42,8 @@ KINDS = (BLOCKED, NETWORK, WRONG, HANG, ERROR, LOSSY, STALLED, SLOW)
 # pass: no evidence on its nodes either way.
 NOT_STARTED = progress.NOT_STARTED
 # Not done at the deadline while its data still moved, with too little moved to measure its rate (its signs of progress
-# span less than RATE_SPAN_MIN seconds and RATE_SPAN_SHARE of the timeout, or no threshold to hold it to): it started
-# late, on a loaded machine. No evidence on its nodes either way, as NOT_STARTED.
+# span less than the longer of RATE_SPAN_MIN seconds and RATE_SPAN_SHARE of the timeout, or there is no rate or
+# threshold to compare): it started late, on a loaded machine. No evidence on its nodes either way, as NOT_STARTED.
 UNMEASURED = "unmeasured"
 UNJUDGED = (NOT_STARTED, UNMEASURED)
 # The worker writes a progress record with the busbw of the calls done so far at most once a second: a rate read over
@@ -190,7 +190,8 @@ def partial_busbw(moving: Mapping[int, float]) -> Optional[float]:
 
 def classify(job: Job, threshold: Optional[float], ratio: Optional[float] = None,
              timeout: Optional[float] = None) -> str:
-    """The job's kind: ``ok``, :data:`NOT_STARTED`, or what its failure says (one of :data:`KINDS`)."""
+    """The job's kind: ``ok``, :data:`NOT_STARTED`, :data:`UNMEASURED`, or what its failure says (one of
+    :data:`KINDS`). A job the deadline cut while still moving is judged by its rate (:func:`moving_kind`)."""
     if job.status != "ok":
         if RENDEZVOUS_CAUSES & set(job.causes):
             return BLOCKED
