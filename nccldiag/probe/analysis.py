@@ -450,7 +450,7 @@ def _unfinished(sr: SettingReport, run, timeout: Optional[float]) -> None:
     before it say nothing of whether it moved."""
     if sr.status != "hang":
         return
-    if sr.cut and progress.never_entered(run.records):
+    if sr.cut and progress.never_entered(run.records) and not _failed_otherwise(sr):
         _not_started(sr, run)
         return
     stuck = {oc.collective for oc in sr.outcome.collectives.values() if oc.status == "hang"}
@@ -484,6 +484,16 @@ def _unfinished(sr: SettingReport, run, timeout: Optional[float]) -> None:
             f.message += said
             if fix:
                 f.fix = fix
+
+
+# What a run the deadline cut while its ranks were still starting shows of itself: the timeout, ranks that never
+# reported or never finished init. Any other failure (a launcher that exited on an error, a rank killed) is its own.
+_START_SIGNS = frozenset({f"{AREA}.timeout", f"{AREA}.init", f"{AREA}.ranks"})
+
+
+def _failed_otherwise(sr: SettingReport) -> bool:
+    """Whether a finding other than the deadline's own says something failed (a launcher's error, a rank killed)."""
+    return any(f.status == Status.FAIL and f.check not in _START_SIGNS for f in sr.findings)
 
 
 def _not_started(sr: SettingReport, run) -> None:

@@ -341,3 +341,17 @@ def test_where_the_ranks_of_a_run_that_never_started_were():
     assert progress.never_entered(recs)
     assert not progress.never_entered(recs + [{"type": "progress", "rank": 0, "collective": "all_reduce",
                                                 "phase": "check"}])
+
+
+def test_a_launcher_that_failed_before_the_deadline_is_no_slow_start():
+    """A setting cut by the deadline with no rank record, where one node's launcher exited on an error before it (its
+    rendezvous refused): the failure is the setting's own, not a start the load stretched."""
+    run = _run([], [])
+    run.failures = []
+    run.nodes["vm2"] = NodeRun("vm2", rc=1, stderr_tail="torch.distributed.DistNetworkError: The client socket has "
+                                                       "timed out after 10000ms while trying to connect to (vm, 29400).")
+    rep = _report(run)
+    sr = rep.settings[0]
+    assert sr.unfinished != progress.NOT_STARTED and "not started" not in sr.verdict
+    assert any(f.check == "probe.launch" and f.status.value == "fail" for f in sr.findings), sr.findings
+    assert rep.exit_code == 1
