@@ -221,9 +221,13 @@ def moving_kind(job: Job, threshold: Optional[float], timeout: float) -> str:
     calls its slowest rank had done (``partial_busbw``, over the time its calls ran) is below ``threshold``, the one
     its round's completed jobs are held to; :data:`OK` when at or above it (it started late and then ran at a healthy
     rate); :data:`UNMEASURED` when its signs of progress span too few seconds to measure a rate, or there is no rate
-    or threshold to compare."""
-    if job.partial_busbw is None or threshold is None or \
-            rate_span(job) < max(RATE_SPAN_MIN, RATE_SPAN_SHARE * timeout):
+    or threshold to compare. Where its collective completed before the deadline cut the job (its ranks still
+    finishing), the busbw of all its calls is the rate."""
+    if threshold is None:
+        return UNMEASURED
+    if job.busbw is not None:
+        return SLOW if job.busbw < threshold else OK
+    if job.partial_busbw is None or rate_span(job) < max(RATE_SPAN_MIN, RATE_SPAN_SHARE * timeout):
         return UNMEASURED
     return SLOW if job.partial_busbw < threshold else OK
 

@@ -561,6 +561,13 @@ def test_a_job_cut_while_still_moving_is_slow_only_by_the_rate_it_moved_at():
     # moving but no rank had written a rate yet (only its check results came back)
     bare = cut_pair(60.0, 40.0, 0.02)
     assert bare.partial_busbw is None and isolate.classify(bare, thr, None, 90.0) == isolate.UNMEASURED
+    # its collective completed (a busbw over all its calls) and the deadline cut its ranks while they finished, as a
+    # healthy pair of the four-fault run on a loaded machine did (0.017 GB/s, its last progress 17 s before the cut)
+    done = cut_pair(73.2, 40.0, 0.02)
+    done.busbw = 0.0169608
+    assert done.partial_busbw is None and isolate.classify(done, thr, None, 90.0) == isolate.OK
+    done.busbw = 0.000226
+    assert isolate.classify(done, thr, None, 90.0) == isolate.SLOW
     # heavy retransmission still comes first
     assert isolate.classify(cut_pair(84.0, 1.1, 0.000235), thr, 0.05, 90.0) == isolate.LOSSY
     # the span it needs grows with the deadline: a fifth of it, and never under 5 s
