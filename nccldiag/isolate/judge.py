@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
 from nccldiag.model.findings import Finding, exit_code, to_jsonable
+from nccldiag.probe import progress
 from nccldiag.probe.progress import (HANG, SLOW, STALL_GAPS, STALL_MIN, STALL_SHARE, STALLED,  # noqa: F401
                                      entered_collective, shows_progress, unfinished_kind)
 
@@ -39,7 +40,17 @@ KINDS = (BLOCKED, NETWORK, WRONG, HANG, ERROR, LOSSY, STALLED, SLOW)
 # Not done at the deadline before any rank had entered the collective, and no rank had failed: its ranks were still
 # starting (loading their libraries, joining the rendezvous, waiting for the round's go). Neither a failure nor a
 # pass: no evidence on its nodes either way.
-NOT_STARTED = "not-started"
+NOT_STARTED = progress.NOT_STARTED
+# Not done at the deadline while its data still moved, with too little moved to measure its rate (its signs of progress
+# span less than the longer of RATE_SPAN_MIN seconds and RATE_SPAN_SHARE of the timeout, or there is no rate or
+# threshold to compare): it started late, on a loaded machine. No evidence on its nodes either way, as NOT_STARTED.
+UNMEASURED = "unmeasured"
+UNJUDGED = (NOT_STARTED, UNMEASURED)
+# The worker writes a progress record with the busbw of the calls done so far at most once a second: a rate read over
+# fewer seconds than these (5 s, and a fifth of the timeout, the share a quiet must last to be a stall) rests on a
+# handful of calls in the job's last seconds, when a loaded machine started it late.
+RATE_SPAN_MIN = 5.0
+RATE_SPAN_SHARE = 0.2
 
 # A slow job whose nodes retransmitted at least this share of the TCP segments they sent is lossy.
 LOSSY_RATIO = 0.01
@@ -147,21 +158,40 @@ class Job:
 
     @property
     def failed(self) -> bool:
-        return self.kind not in ("", OK, NOT_STARTED)
+        return self.kind not in ("", OK) + UNJUDGED
 
     @property
     def judged(self) -> bool:
         """Whether the job says anything of its nodes: it passed or failed (one whose ranks were still starting
-        at its deadline says neither)."""
-        return self.kind != NOT_STARTED
+        at its deadline, or that moved too little before it to measure its rate, says neither)."""
+        return self.kind not in UNJUDGED
 
     def label(self) -> str:
         return "+".join(self.nodes)
 
 
+def note_progress(job: Job, rec: Mapping[str, Any], at: float, moving: Dict[int, float]) -> None:
+    """One record of a running job (pure): when it shows data moved, its arrival (``at``, seconds after the launch)
+    joins ``job.progress``, and a progress record's busbw of the calls done so far becomes its rank's in ``moving``
+    (the job's ``partial_busbw`` is the slowest rank's: :func:`partial_busbw`)."""
+    if not shows_progress(rec):
+        return
+    job.progress.append(at)
+    rank, bw = rec.get("rank"), rec.get("busbw")
+    if rec.get("type") == "progress" and isinstance(bw, (int, float)) and not isinstance(bw, bool) \
+            and isinstance(rank, int) and not isinstance(rank, bool):
+        moving[rank] = float(bw)
+
+
+def partial_busbw(moving: Mapping[int, float]) -> Optional[float]:
+    """The busbw so far of the job's slowest rank (its last progress record), None when no rank wrote one."""
+    return min(moving.values()) if moving else None
+
+
 def classify(job: Job, threshold: Optional[float], ratio: Optional[float] = None,
              timeout: Optional[float] = None) -> str:
-    """The job's kind: ``ok``, :data:`NOT_STARTED`, or what its failure says (one of :data:`KINDS`)."""
+    """The job's kind: ``ok``, :data:`NOT_STARTED`, :data:`UNMEASURED`, or what its failure says (one of
+    :data:`KINDS`). A job the deadline cut while still moving is judged by its rate (:func:`moving_kind`)."""
     if job.status != "ok":
         if RENDEZVOUS_CAUSES & set(job.causes):
             return BLOCKED
@@ -172,13 +202,34 @@ def classify(job: Job, threshold: Optional[float], ratio: Optional[float] = None
         if "interface" in job.causes or job.init_failed:
             return NETWORK
         if job.status == "hang":
-            if job.unfinished:  # NOT_STARTED, or how the data moved before the deadline
-                return job.unfinished
-            return unfinished_kind(job.progress, job.elapsed, timeout if timeout is not None else job.elapsed)
+            limit = timeout if timeout is not None else job.elapsed
+            kind = job.unfinished or unfinished_kind(job.progress, job.elapsed, limit)  # NOT_STARTED, or how it moved
+            return moving_kind(job, threshold, limit) if kind == SLOW else kind
         return ERROR
     if threshold is not None and job.busbw is not None and len(job.nodes) > 1 and job.busbw < threshold:
         return LOSSY if ratio is not None and ratio >= LOSSY_RATIO else SLOW
     return OK
+
+
+def rate_span(job: Job) -> float:
+    """The seconds over which the job's signs of progress arrived (first to last)."""
+    return max(job.progress) - min(job.progress) if job.progress else 0.0
+
+
+def moving_kind(job: Job, threshold: Optional[float], timeout: float) -> str:
+    """A job the deadline cut while its data still moved, judged by its rate: :data:`SLOW` when the busbw of the
+    calls its slowest rank had done (``partial_busbw``, over the time its calls ran) is below ``threshold``, the one
+    its round's completed jobs are held to; :data:`OK` when at or above it (it started late and then ran at a healthy
+    rate); :data:`UNMEASURED` when its signs of progress span too few seconds to measure a rate, or there is no rate
+    or threshold to compare. Where its collective completed before the deadline cut the job (its ranks still
+    finishing), the busbw of all its calls is the rate."""
+    if threshold is None:
+        return UNMEASURED
+    if job.busbw is not None:
+        return SLOW if job.busbw < threshold else OK
+    if job.partial_busbw is None or rate_span(job) < max(RATE_SPAN_MIN, RATE_SPAN_SHARE * timeout):
+        return UNMEASURED
+    return SLOW if job.partial_busbw < threshold else OK
 
 
 def threshold(busbws: Iterable[Optional[float]], fraction: float,
@@ -314,17 +365,21 @@ def job_line(j: Job) -> str:
     if j.kind == NOT_STARTED:
         bits.append("not done at the deadline, and no rank had entered the collective: its ranks were still "
                     "starting (no evidence on its nodes either way)")
-    if j.kind in (SLOW, STALLED) and j.status == "hang":
+    if j.kind == UNMEASURED:
+        bits.append(f"not done at the deadline, data still moving, but its {len(j.progress)} sign(s) of progress "
+                    f"span {rate_span(j):.0f} s: too little to measure its rate (no evidence on its nodes either way)")
+    if j.kind in (SLOW, STALLED, OK) and j.status == "hang":
         moved = f"not done at the deadline; {len(j.progress)} sign(s) of progress"
         if j.progress:
             moved += f", the last {max(0.0, j.elapsed - max(j.progress)):.0f} s before its end"
-        bits.append(moved + (": progress seen, then stopped" if j.kind == STALLED else ": still moving"))
+        bits.append(moved + (": progress seen, then stopped" if j.kind == STALLED else
+                             ": still moving" + (" at a healthy rate (started late, not slow)" if j.kind == OK else "")))
         if j.partial_busbw is not None:
             bits.append(f"busbw so far {j.partial_busbw:.4g} GB/s" + (f" < {j.threshold:.4g}" if j.threshold is not None
                                                                         and j.partial_busbw < j.threshold else ""))
     if j.ratio is not None:
         bits.append(f"TCP retransmitted {100 * j.ratio:.1f}%")
-    if j.kind not in (OK, "", SLOW, LOSSY, NOT_STARTED) and j.evidence:
+    if j.kind not in (OK, "", SLOW, LOSSY) + UNJUDGED and j.evidence:
         bits.append(j.evidence[0][:200])
     return "; ".join(bits)
 
@@ -363,7 +418,7 @@ def started_alone(jobs: Sequence[Job]) -> None:
     far less time, under the same machine's load; this node could not start its ranks (an interpreter, a file
     system or a GPU stuck). Where no job of the round finished, or the slowest took nearly the whole deadline, the
     load may have slowed every start alike: the job stays not started."""
-    done = [j.elapsed for j in jobs if j.kind == OK]
+    done = [j.elapsed for j in jobs if j.kind == OK and j.status == "ok"]
     if not done:
         return
     slowest = max(done)
@@ -375,8 +430,8 @@ def started_alone(jobs: Sequence[Job]) -> None:
 
 
 def _unjudged(v: NodeVerdict, rows: Sequence[str], jobs: Sequence[Job]) -> None:
-    """A node cleared so far whose jobs on some row all ended before their ranks had started: it is untested
-    there, not cleared (its jobs say nothing of it)."""
+    """A node cleared so far whose jobs on some row all ended before their ranks had started, or before they had
+    moved enough to measure their rate: it is untested there, not cleared (its jobs say nothing of it)."""
     if v.verdict != "ok":
         return
     lines: List[str] = []
@@ -509,8 +564,8 @@ def bisect_next(failing: Mapping[str, Sequence[Sequence[str]]],
                 nxt.setdefault(row, []).extend(bad)
             elif not all(j.judged for j in parts):
                 located.append({"row": row, "nodes": list(g),
-                                "why": "fails as a whole; a half's ranks were still starting at the deadline, "
-                                       "so the halves tell nothing more"})
+                                "why": "fails as a whole; a half's ranks were still starting at the deadline (or "
+                                       "moved too little to measure), so the halves tell nothing more"})
             else:
                 located.append({"row": row, "nodes": list(g),
                                 "why": "fails as a whole while each half passes: the fault is between the halves"})

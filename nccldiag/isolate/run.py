@@ -146,16 +146,12 @@ class _Cluster:
         moving: Dict[int, float] = {}  # rank -> busbw of its calls done so far (its last progress record)
 
         def tracked(rec: dict) -> None:
-            if judge.shows_progress(rec):
-                job.progress.append(time.monotonic() - t0)
-                if rec.get("type") == "progress" and isinstance(rec.get("busbw"), (int, float)) \
-                        and isinstance(rec.get("rank"), int):
-                    moving[rec["rank"]] = float(rec["busbw"])
+            judge.note_progress(job, rec, time.monotonic() - t0, moving)
             forward(rec)
 
         sr = self.launch(job, row, spec, setting, tracked)
         return outcome(job, analysis.job_report(setting, sr, self.timeout), sr, self.opts.collective,
-                       min(moving.values()) if moving else None)
+                       judge.partial_busbw(moving))
 
     def ifname(self, row: Row, name: str) -> Optional[str]:
         """The interface ``name``'s ranks use on ``row``."""
@@ -505,9 +501,11 @@ def _findings(report: IsolateReport, excluded: Mapping[str, str] = {}) -> None:
         elif v.verdict == "untested" and v.node not in excluded:
             report.findings.append(error(AREA, f"{AREA}.not_started",
                                          f"{v.node}: not judged: its jobs were cut by --timeout before their ranks "
-                                         "had entered the collective", host=v.node, evidence=v.evidence[:12],
+                                         "had entered the collective, or before they had moved enough data to "
+                                         "measure their rate", host=v.node, evidence=v.evidence[:12],
                                          fix="Its ranks were still starting (importing torch, joining the "
-                                             "rendezvous) at the deadline: run again with a longer --timeout, or "
+                                             "rendezvous) at the deadline, or started too late to measure: run "
+                                             "again with a longer --timeout, or "
                                              "when the machines are less loaded; a node that stays so on an idle "
                                              "machine is slow to start Python and torch (its file system, its "
                                              "CPUs)."))
@@ -567,11 +565,9 @@ def outcome(job: Job, rep: "analysis.SettingReport", sr: "runner.SettingRun", co
     job.elapsed = sr.elapsed
     job.partial_busbw = moving if rep.status != "ok" else None
     job.status = rep.status
+    # NOT_STARTED where the deadline cut it before any rank had entered the collective, none having failed: its ranks
+    # were still starting (a loaded machine stretches the import of torch and the rendezvous); no evidence either way
     job.unfinished = rep.unfinished or ""
-    if rep.status == "hang" and rep.cut and not any(progress.entered_collective(r) for r in sr.records):
-        # cut by the deadline before any rank had entered the collective, none having failed: its ranks were still
-        # starting (a loaded machine stretches the import of torch and the rendezvous); no evidence either way
-        job.unfinished = judge.NOT_STARTED
     causes = []
     for f in rep.findings:
         if isinstance(f.actual, dict) and f.actual.get("cause"):

@@ -35,8 +35,10 @@ class SettingReport:
     elapsed: float = 0.0
     timed_out: bool = False
     # a setting the deadline cut: progress.HANG (no data moved), STALLED (moved, then stopped) or SLOW (still
-    # moving); the calls its ranks completed, and the seconds from its last sign of progress to the stop
+    # moving), or NOT_STARTED (no rank had entered a collective, none had failed); the calls its ranks completed, and
+    # the seconds from its last sign of progress to the stop
     unfinished: Optional[str] = None
+    starting: str = ""  # NOT_STARTED: where its ranks were (progress.starting_stage)
     # cut by the deadline with no rank failing before it: failures its ranks reported after the stop (a peer's
     # processes killed) are the deadline's doing, so the setting is unfinished, not failed
     cut: bool = False
@@ -50,6 +52,8 @@ class SettingReport:
         s = self.status
         if s != "hang" or self.unfinished in (None, progress.HANG):
             return s
+        if self.unfinished == progress.NOT_STARTED:
+            return f"not started ({self.starting})" if self.starting else "not started"
         if self.unfinished == progress.SLOW:
             return "slow (still moving at the deadline)"
         return f"stalled after {self.calls} call{'s' if self.calls != 1 else ''}"
@@ -446,6 +450,9 @@ def _unfinished(sr: SettingReport, run, timeout: Optional[float]) -> None:
     before it say nothing of whether it moved."""
     if sr.status != "hang":
         return
+    if sr.cut and progress.never_entered(run.records) and not _failed_otherwise(sr):
+        _not_started(sr, run)
+        return
     stuck = {oc.collective for oc in sr.outcome.collectives.values() if oc.status == "hang"}
     arrivals = [(t, c) for t, c in (getattr(run, "progress", None) or []) if not stuck or c in stuck]
     if sr.outcome.stuck_in_init and not stuck:
@@ -477,6 +484,37 @@ def _unfinished(sr: SettingReport, run, timeout: Optional[float]) -> None:
             f.message += said
             if fix:
                 f.fix = fix
+
+
+# What a run the deadline cut while its ranks were still starting shows of itself: the timeout, ranks that never
+# reported or never finished init. Any other failure (a launcher that exited on an error, a rank killed) is its own.
+_START_SIGNS = frozenset({f"{AREA}.timeout", f"{AREA}.init", f"{AREA}.ranks"})
+
+
+def _failed_otherwise(sr: SettingReport) -> bool:
+    """Whether a finding other than the deadline's own says something failed (a launcher's error, a rank killed)."""
+    return any(f.status == Status.FAIL and f.check not in _START_SIGNS for f in sr.findings)
+
+
+def _not_started(sr: SettingReport, run) -> None:
+    """A setting the deadline cut before any rank had entered a collective, none having failed before it: its ranks
+    were still starting (a loaded machine stretches the import of torch and the rendezvous). That is no hang of the
+    network path, and no pass: its timeout finding says where its ranks were, as an error (not checked, exit 3)."""
+    launched = getattr(run, "launched", None)
+    world = launched.world if launched is not None else (sr.outcome.world_size or None)
+    sr.unfinished = progress.NOT_STARTED
+    sr.starting = progress.starting_stage(run.records, world)
+    sr.calls, sr.quiet_s = 0, None
+    for f in sr.findings:
+        if f.check == f"{AREA}.timeout":
+            f.status = Status.ERROR
+            f.message += (f"; no rank had entered the collective, and none had failed: its ranks were still starting "
+                          f"({sr.starting}): not started, not a hang")
+            f.fix = ("Nothing was measured on this setting: run it again with a longer --timeout, or when the nodes "
+                     "are less loaded; a node whose ranks stay so on an idle machine is slow to start Python and "
+                     "torch (its file system, its CPUs) or to join the rendezvous.")
+        elif f.check in (f"{AREA}.init", f"{AREA}.ranks") and f.status == Status.FAIL:
+            f.status = Status.ERROR  # still starting when the deadline killed them, with no error: no failure of theirs
 
 
 def conclude(report: ProbeReport, spec: Any = None) -> ProbeReport:

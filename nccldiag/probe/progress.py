@@ -13,6 +13,9 @@ from typing import Mapping, Sequence
 HANG = "hang"
 STALLED = "stalled"
 SLOW = "slow"
+# Not done at the deadline before any rank had entered the collective, with no rank failing before it: its ranks were
+# still starting (importing torch, joining the rendezvous). Not a hang of the network path, and no pass either.
+NOT_STARTED = "not-started"
 
 # A job not done at its deadline whose last sign of progress came this long before its end (and well after
 # the gaps between the earlier ones) had stopped moving: at least STALL_MIN seconds, STALL_SHARE of the
@@ -44,6 +47,38 @@ def shows_failure(rec: Mapping[str, object]) -> bool:
     """Whether a rank's record says something failed: an error record, or a result whose status is error."""
     kind = rec.get("type")
     return kind == "error" or (kind == "result" and rec.get("status") == "error")
+
+
+def never_entered(records: Sequence[Mapping[str, object]]) -> bool:
+    """Whether no rank's record says it had entered a collective (:func:`entered_collective`)."""
+    return not any(entered_collective(r) for r in records)
+
+
+# How far a rank that never entered the collective got, from its last record of the start, furthest first.
+_STAGES = (("ready", "initialised, not yet in the collective"),
+           ("init", "initialising the process group (joining its peers)"),
+           ("start", "started, before process-group initialisation"))
+
+
+def starting_stage(records: Sequence[Mapping[str, object]], world: "int | None" = None) -> str:
+    """Where the ranks of a run that never entered a collective were (pure): each rank's furthest record of the
+    start (``start``, the ``init`` and ``ready`` progress records), and the ranks of ``world`` that wrote none (the
+    launcher still starting Python and importing torch). E.g. ``ranks 0, 1 initialising the process group (joining
+    its peers); rank 2 not heard from (starting Python, importing torch)``."""
+    reached: dict = {}
+    for rec in records:
+        rank = rec.get("rank")
+        if not isinstance(rank, int) or isinstance(rank, bool):
+            continue
+        key = rec.get("phase") if rec.get("type") == "progress" else rec.get("type")
+        for i, (stage, _) in enumerate(_STAGES):
+            if key == stage:
+                reached[rank] = min(reached.get(rank, len(_STAGES)), i)
+    groups = [(words, sorted(r for r, i in reached.items() if i == n)) for n, (_, words) in enumerate(_STAGES)]
+    silent = sorted(set(range(world)) - set(reached)) if world else []
+    groups.append(("not heard from (starting Python, importing torch)", silent))
+    parts = [f"rank{'s' if len(rs) > 1 else ''} {', '.join(map(str, rs))} {words}" for words, rs in groups if rs]
+    return "; ".join(parts) or "no rank heard from (starting Python, importing torch)"
 
 
 def failed_before(failures: Sequence[float], stopped: "float | None") -> bool:

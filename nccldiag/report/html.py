@@ -351,7 +351,7 @@ def _isolate_rounds(doc: Dict[str, Any]) -> str:
             result = j.get("kind") or j.get("status")
             bw = j.get("busbw")
             out.append(f'<tr><td>{_e(j.get("row"))}</td><td>{_e(", ".join(j.get("nodes") or []))}</td>'
-                       f'<td class="{_cls({"ok": "ok", "not-started": "skip"}.get(str(result), "fail"))}">{_e(result)}</td>'
+                       f'<td class="{_cls({"ok": "ok", "not-started": "skip", "unmeasured": "skip"}.get(str(result), "fail"))}">{_e(result)}</td>'
                        f'<td class="num">{"-" if bw is None else f"{float(bw):.4g}"}</td></tr>')
         out.append("</table>")
     if not doc.get("rounds"):

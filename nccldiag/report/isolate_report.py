@@ -16,7 +16,7 @@ from nccldiag.report.jsonout import dumps, envelope
 
 _STYLE = {"ok": "ok", "slow": "warn", "lossy": "warn", "blocked": "fail", "network": "fail", "wrong": "wrong",
           "hang": "hang", "error": "fail", "bad": "fail", "suspect": "warn", "untested": "muted",
-          "not-started": "muted"}
+          "not-started": "muted", "unmeasured": "muted"}
 
 
 def _bw(v) -> str:
@@ -53,13 +53,15 @@ def render(doc: Dict, con: Console, verbose: bool = False) -> None:
         con.print(Text(f"pairing order (seed {doc.get('seed')}): {' '.join(doc['order'])}", style="muted"))
     for rnd in doc.get("rounds") or []:
         jobs = rnd.get("jobs") or []
-        failed = [j for j in jobs if j.get("kind") not in ("", None, "ok", "not-started")]
+        failed = [j for j in jobs if j.get("kind") not in ("", None, "ok", "not-started", "unmeasured")]
         late = [j for j in jobs if j.get("kind") == "not-started"]
+        short = [j for j in jobs if j.get("kind") == "unmeasured"]
         con.print()
         con.print(Text.assemble((f"round {rnd.get('index')} ", "bold"), (str(rnd.get("stage")), "bold"),
                                 f": {len(jobs)} job(s), ",
                                 (f"{len(failed)} failed", "fail" if failed else "ok"),
                                 (f", {len(late)} not started before the deadline" if late else "", "muted"),
+                                (f", {len(short)} cut before their rate could be measured" if short else "", "muted"),
                                 (f"  {float(rnd.get('elapsed_s') or 0):.1f} s", "muted")))
         t = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
         for col in ("row", "nodes", "result", "busbw GB/s", "retrans", "s"):

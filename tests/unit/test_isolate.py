@@ -478,7 +478,8 @@ def test_a_stop_is_measured_against_the_gaps_the_job_showed_and_its_timeout():
 def test_classify_a_job_cut_by_its_deadline_by_its_progress():
     hang = Job(1, "pairs", "r", ("a", "b"), "hang", elapsed=91.0)
     assert isolate.classify(hang, 1.0, None, 90.0) == isolate.HANG
-    moving = Job(1, "pairs", "r", ("a", "b"), "hang", elapsed=91.0, progress=[70.0, 75.0, 80.0, 86.0, 90.5])
+    moving = Job(1, "pairs", "r", ("a", "b"), "hang", elapsed=91.0, progress=[70.0, 75.0, 80.0, 86.0, 90.5],
+                 partial_busbw=0.1)
     assert isolate.classify(moving, 1.0, None, 90.0) == isolate.SLOW
     stopped = Job(1, "pairs", "r", ("a", "b"), "hang", elapsed=91.0, progress=[5.0, 6.0, 7.0])
     assert isolate.classify(stopped, 1.0, None, 90.0) == isolate.STALLED
@@ -491,10 +492,124 @@ def test_classify_a_job_cut_by_its_deadline_by_its_progress():
     # the class the probe's analysis gave from when the deadline stopped the job, not from when its reap ended
     # (a busy machine stretches the reap): still moving at the stop, though its reap took 60 s more
     reaped_late = Job(1, "pairs", "r", ("a", "b"), "hang", elapsed=150.0, progress=[70.0, 75.0, 80.0, 86.0, 89.5],
-                      unfinished=isolate.SLOW)
+                      unfinished=isolate.SLOW, partial_busbw=0.1)
     assert isolate.classify(reaped_late, 1.0, None, 90.0) == isolate.SLOW
     reaped_late.unfinished = ""
     assert isolate.classify(reaped_late, 1.0, None, 90.0) == isolate.STALLED
+
+
+# A pair's records in the shape the worker wrote them in a run of the four-fault test of
+# tests/integration/test_isolate.py (its run directory's records.jsonl, gloo, --size 256K, 5 iterations after 1 of
+# warm-up): the check's progress and result, then the sweep's progress records, each with the calls done so far and
+# their busbw. The rates are that run's: its healthy pairs completed at 0.011 to 0.33 GB/s (median about 0.02, so
+# 0.002 at --fraction 0.1), the 2 Mbit/s node's pairs moved at 0.000235 GB/s.
+def _check(rank):
+    return [{"type": "progress", "rank": rank, "collective": "all_reduce", "phase": "check", "size": 262144,
+             "count": 65536},
+            {"type": "result", "rank": rank, "collective": "all_reduce", "phase": "check", "status": "ok", "wrong": 0,
+             "wrong_total": 0, "ranks_wrong": [], "verified": True, "size": 262144, "count": 65536,
+             "dtype": "float32", "redop": "sum", "root": -1, "time_us": 1005407.874}]
+
+
+def _moving(rank, done, busbw):
+    return {"type": "progress", "rank": rank, "collective": "all_reduce", "phase": "sweep", "size": 262144,
+            "count": 65536, "done": done, "iters": 5, "warmup": 1, "rank_time_us": round(262144 / busbw / 1e3, 3),
+            "busbw": busbw}
+
+
+def cut_pair(first, every, busbw, end=90.2, nodes=("a", "b")):
+    """A pair job the deadline (90 s) cut while its data still moved: its check done ``first`` seconds after the
+    launch, then a progress record per rank every ``every`` seconds until the cut, read as isolate reads them."""
+    job = Job(1, isolate.PAIRS, "r", nodes, "hang", elapsed=end, unfinished=isolate.SLOW)
+    moving = {}
+    timed = [(first, rec) for rank in (0, 1) for rec in _check(rank)]
+    t, done = first + every, 1
+    while t < end - 0.1:
+        done += 1
+        timed += [(t, _moving(rank, done, busbw)) for rank in (0, 1)]
+        t += every
+    for at, rec in sorted(timed, key=lambda x: x[0]):
+        isolate.note_progress(job, rec, at, moving)
+    job.partial_busbw = isolate.partial_busbw(moving)
+    return job
+
+
+def test_a_job_cut_while_still_moving_is_slow_only_by_the_rate_it_moved_at():
+    """Cut at the deadline while its data still moved: slow when the busbw of the calls it did, over the time they
+    ran, is below the threshold its round's completed pairs are held to; not slow when it started late and then
+    moved at a healthy rate; and no evidence either way when it moved too few seconds to measure a rate."""
+    thr = 0.002
+    # the 2 Mbit/s node's pair, moving from 20 s on at its rate: slow, whatever delayed its start
+    slow = cut_pair(20.0, 1.1, 0.000235)
+    slow.kind = isolate.classify(slow, thr, None, 90.0)
+    assert slow.partial_busbw == 0.000235 and slow.kind == isolate.SLOW and slow.failed
+    # the same rate, its first progress 84 s into its 90 s (the loaded machine of the failed run): a few records in
+    # its last seconds, too little to measure: neither slow nor a pass
+    late = cut_pair(84.0, 1.1, 0.000235)
+    assert isolate.rate_span(late) < 18.0
+    late.kind = isolate.classify(late, thr, None, 90.0)
+    assert late.kind == isolate.UNMEASURED and not late.failed and not late.judged
+    late.threshold = thr
+    assert "too little to measure its rate" in isolate.job_line(late)
+    # started late, then moved for 20 s at the healthy pairs' rate: not slow
+    healthy = cut_pair(70.0, 1.0, 0.02)
+    healthy.kind = isolate.classify(healthy, thr, None, 90.0)
+    assert healthy.kind == isolate.OK and not healthy.failed and healthy.judged
+    assert "healthy rate" in isolate.job_line(healthy)
+    # no threshold (no pair of the row completed): no rate to hold it to
+    assert isolate.classify(cut_pair(20.0, 1.1, 0.000235), None, None, 90.0) == isolate.UNMEASURED
+    # moving but no rank had written a rate yet (only its check results came back)
+    bare = cut_pair(60.0, 40.0, 0.02)
+    assert bare.partial_busbw is None and isolate.classify(bare, thr, None, 90.0) == isolate.UNMEASURED
+    # its collective completed (a busbw over all its calls) and the deadline cut its ranks while they finished, as a
+    # healthy pair of the four-fault run on a loaded machine did (0.017 GB/s, its last progress 17 s before the cut)
+    done = cut_pair(73.2, 40.0, 0.02)
+    done.busbw = 0.0169608
+    assert done.partial_busbw is None and isolate.classify(done, thr, None, 90.0) == isolate.OK
+    done.busbw = 0.000226
+    assert isolate.classify(done, thr, None, 90.0) == isolate.SLOW
+    # heavy retransmission still comes first
+    assert isolate.classify(cut_pair(84.0, 1.1, 0.000235), thr, 0.05, 90.0) == isolate.LOSSY
+    # the span it needs grows with the deadline: a fifth of it, and never under 5 s
+    assert isolate.classify(cut_pair(34.0, 1.1, 0.000235, end=45.2), thr, None, 45.0) == isolate.SLOW
+    assert isolate.classify(cut_pair(41.0, 1.1, 0.000235, end=45.2), thr, None, 45.0) == isolate.UNMEASURED
+
+
+def test_healthy_pairs_that_started_late_name_no_node_slow_or_suspect():
+    """The failed run on a loaded machine: healthy pairs whose first progress came 80 to 89 s into their 90 s were
+    cut still moving. They count against no node; a node whose pairs on a row were all so is untested there; the
+    really slow node, whose pairs moved at its rate for long enough to measure it, is still a slow node."""
+    from nccldiag.isolate.judge import IsolateReport
+    from nccldiag.isolate.run import _findings
+
+    names = nodes(16)
+    thr = 0.002
+    jobs = []
+    for k, pairs in enumerate(pairing.circle_rounds(names, 3), start=1):
+        for i, (a, b) in enumerate(pairs):
+            if "n03" in (a, b):
+                j = cut_pair(30.0, 1.1, 0.000235, nodes=(a, b))
+            elif "n09" in (a, b) or i % 3 == k % 3:
+                j = cut_pair(80.0 + i, 1.1, 0.000235, nodes=(a, b))  # late: first progress 80 to 89 s in
+            else:
+                j = Job(k, isolate.PAIRS, "r", (a, b), "ok", busbw=0.02, elapsed=75.0)
+            j.round = k
+            j.kind = isolate.classify(j, thr, None, 90.0)
+            jobs.append(j)
+    assert {j.kind for j in jobs if "n03" in j.nodes} == {isolate.SLOW}
+    assert {j.kind for j in jobs if "n09" in j.nodes and "n03" not in j.nodes} == {isolate.UNMEASURED}
+    nv, pairs = isolate.verdicts(names, ["r"], jobs)
+    v = {x.node: x for x in nv}
+    assert v["n03"].verdict == "bad" and v["n03"].cls == "slow node"
+    assert v["n09"].verdict == "untested" and v["n09"].evidence
+    assert all(v[n].verdict in ("ok", "untested") for n in names if n != "n03"), {n: v[n].verdict for n in names}
+    assert pairs == []
+    assert "n09" not in isolate.proven_good("r", jobs, names)
+    rep = IsolateReport(hosts=names, backend="gloo", rows=[isolate.Row("r")])
+    rep.nodes, rep.pairs = nv, pairs
+    _findings(rep)
+    untested = [f for f in rep.findings if f.check == "isolate.not_started" and f.host == "n09"]
+    assert untested and "measure their rate" in untested[0].message
 
 
 def test_records_that_show_data_moved():

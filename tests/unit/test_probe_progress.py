@@ -289,6 +289,69 @@ def test_an_isolate_job_the_deadline_cut_while_moving_is_slow_whatever_its_peer_
     run.failures = [90.4]
     run.elapsed = 150.0  # the reap on a busy machine took a minute
     rep = analysis.job_report(run.setting, run, timeout=90.0)
-    job = isolate_run.outcome(isolate.Job(1, "pairs", "net1", ("a", "b")), rep, run, "all_reduce", 0.0186)
+    job = isolate_run.outcome(isolate.Job(1, "pairs", "net1", ("a", "b"), progress=[56.0, 64.0, 72.0, 80.0, 88.0]),
+                              rep, run, "all_reduce", 0.0186)
     assert job.status == "hang" and job.partial_busbw == 0.0186
     assert isolate.classify(job, 1.0, None, 90.0) == isolate.SLOW
+
+
+def test_a_probe_setting_whose_ranks_never_entered_the_collective_is_not_started_not_a_hang():
+    """The probe reads a setting the deadline cut as isolate reads its jobs: where no rank had entered the
+    collective and none had failed before the deadline, its ranks were still starting. It is not started, with where
+    its ranks were, an error (nothing measured: exit 3), never ok and never a hang of the network path."""
+    ready = [rec for r in (0, 1) for rec in (_start(r), {"type": "progress", "rank": r, "host": "vm",
+                                                          "collective": None, "phase": "ready"})]
+    cases = ((_stuck_in_init(), "ranks 0, 1 initialising the process group"),
+             ([], "no rank heard from"),
+             ([_start(0)], "rank 0 started, before process-group initialisation; rank 1 not heard from"),
+             (ready, "ranks 0, 1 initialised, not yet in the collective"))
+    for recs, where in cases:
+        run = _run(recs, [])
+        run.failures = []
+        rep = _report(run)
+        sr = rep.settings[0]
+        assert sr.status == "hang" and sr.unfinished == progress.NOT_STARTED, recs
+        assert sr.verdict.startswith("not started (") and where in sr.verdict, sr.verdict
+        (t,) = [f for f in sr.findings if f.check == "probe.timeout"]
+        assert t.status.value == "error" and "not started, not a hang" in t.message and "--timeout" in t.fix
+        assert not [f for f in rep.all_findings if f.status.value == "fail"], rep.all_findings
+        assert rep.exit_code == 3
+        assert "probe.summary" not in {f.check for f in rep.all_findings}
+        (d,) = [d for d in diagnose(Inputs(probe=rep)) if d.id == "hang"]
+        assert d.severity == "warn" and "not started" in d.summary and where in d.summary
+        assert "hung" not in d.summary
+    # a rank that failed before the deadline makes it the setting's own failure, not a slow start
+    run = _run(_stuck_in_init() + [{"type": "error", "rank": 1, "host": "vm", "phase": "init",
+                                    "message": "RuntimeError: Gloo connectFullMesh failed: No route to host"}], [])
+    run.failures = [45.2]
+    sr = _report(run).settings[0]
+    assert sr.unfinished != progress.NOT_STARTED and "not started" not in sr.verdict
+    # a rank inside the collective at the deadline with no call done is a hang, however late it started
+    run = _run(_records([]), [])
+    run.failures = []
+    sr = _report(run).settings[0]
+    assert sr.unfinished == progress.HANG and sr.verdict == "hang"
+
+
+def test_where_the_ranks_of_a_run_that_never_started_were():
+    recs = [_start(0), {"type": "progress", "rank": 0, "collective": None, "phase": "init"}, _start(1)]
+    assert progress.starting_stage(recs, 4) == ("rank 0 initialising the process group (joining its peers); "
+                                                "rank 1 started, before process-group initialisation; "
+                                                "ranks 2, 3 not heard from (starting Python, importing torch)")
+    assert progress.never_entered(recs)
+    assert not progress.never_entered(recs + [{"type": "progress", "rank": 0, "collective": "all_reduce",
+                                                "phase": "check"}])
+
+
+def test_a_launcher_that_failed_before_the_deadline_is_no_slow_start():
+    """A setting cut by the deadline with no rank record, where one node's launcher exited on an error before it (its
+    rendezvous refused): the failure is the setting's own, not a start the load stretched."""
+    run = _run([], [])
+    run.failures = []
+    run.nodes["vm2"] = NodeRun("vm2", rc=1, stderr_tail="torch.distributed.DistNetworkError: The client socket has "
+                                                       "timed out after 10000ms while trying to connect to (vm, 29400).")
+    rep = _report(run)
+    sr = rep.settings[0]
+    assert sr.unfinished != progress.NOT_STARTED and "not started" not in sr.verdict
+    assert any(f.check == "probe.launch" and f.status.value == "fail" for f in sr.findings), sr.findings
+    assert rep.exit_code == 1

@@ -3,7 +3,9 @@ nodes hang under the other settings.
 
 A probe setting the deadline cut is told by its ranks' progress records (``SettingReport.unfinished``): still
 moving at the deadline is a slow setting (a warning: the collective worked, slower than the deadline allows),
-moving and then stopped is a stall (after N calls), no call done at all is a hang.
+moving and then stopped is a stall (after N calls), no call done at all is a hang. One whose ranks had not entered
+the collective, none having failed, is not started (a warning: nothing was measured on it, its ranks were still
+starting), never a hang of the network path.
 """
 from __future__ import annotations
 
@@ -74,6 +76,9 @@ def _probe(inp: Inputs) -> List[Diagnosis]:
             continue
         if sr.unfinished == "slow":
             out.append(_slow(inp, sr))
+            continue
+        if sr.unfinished == "not-started":
+            out.append(_not_started(inp, sr))
             continue
         st = _stuck(sr)
         hung: List[int] = st["hung"]  # type: ignore[assignment]
@@ -159,6 +164,25 @@ def _slow(inp: Inputs, sr) -> Diagnosis:
                      "medium", "its ranks reported calls done until near the deadline: the collective moved data, "
                      "slower than the deadline allows", SLOW_FIX, nodes=nodes, evidence=ev,
                      figures={"calls_done": sr.calls, "busbw_so_far": min(moving.values()) if moving else None})
+
+
+NOT_STARTED_FIX = ("Nothing was measured on this setting: run it again with a longer --timeout, or when the nodes "
+                   "are less loaded. A node whose ranks stay so on an idle machine is slow to start Python and torch "
+                   "(its file system, its CPUs) or to join the rendezvous: 'nccldiag check' on it.")
+
+
+def _not_started(inp: Inputs, sr) -> Diagnosis:
+    """A setting the deadline cut before any rank had entered the collective, none having failed: not started."""
+    so = sr.outcome
+    nodes = sorted({h for h in (so.host_of(r) for r in so.ranks) if h}) or list(inp.hosts)
+    ev = [Evidence("probe", f"no rank had entered the collective at the deadline, and none had failed: "
+                            f"{sr.starting or 'no rank heard from'}", sr.setting.name)]
+    return Diagnosis(ID, "Not started: ranks still starting at the deadline", "warn",
+                     f"[{sr.setting.name}] not started: its ranks were still starting when the deadline came "
+                     f"({sr.starting or 'no rank heard from'}); nothing was measured", "medium",
+                     "no rank wrote the record it writes just before its first collective call, and no rank reported "
+                     "a failure: the setting was never tested, which is neither a hang nor a pass",
+                     NOT_STARTED_FIX, nodes=nodes, evidence=ev)
 
 
 def _logs(inp: Inputs) -> List[Diagnosis]:
