@@ -20,6 +20,15 @@ from tests.signals import ctrl_c_reaches
 RUN_BOUND = 600
 
 
+def run_dirs():
+    """The run directories in the temporary directory (``nccldiag-<time>-<hex>``, rundir.new_run_id): what a probe
+    stages; not the temporary directories of the project's benchmarks or tests, which other runs may make
+    meanwhile."""
+    import tempfile
+
+    return set(glob.glob(os.path.join(tempfile.gettempdir(), "nccldiag-[0-9]*-*")))
+
+
 def run_local(tmp_path, *extra, timeout=RUN_BOUND):
     opts = session.ProbeOptions(launcher="local", backend="gloo", nproc_per_node=2, timeout=timeout,
                                 collectives="all_reduce,broadcast,all_gather", max_bytes=4096, iters=2,
@@ -114,13 +123,13 @@ def test_dry_run_and_usage_errors(tmp_path):
     import glob
     import tempfile
 
-    before = set(glob.glob(os.path.join(tempfile.gettempdir(), "nccldiag-*")))
+    before = run_dirs()
     cli = CliRunner()
     r = cli.invoke(main, ["probe", "--dry-run", "--backend", "gloo", "-o", str(tmp_path / "d")])
     assert r.exit_code == 0, r.output
     assert "torch.distributed.run" in r.output and "--standalone" in r.output
     # no side effect anywhere: no run directory, no output directory
-    assert set(glob.glob(os.path.join(tempfile.gettempdir(), "nccldiag-*"))) == before
+    assert run_dirs() == before
     assert not (tmp_path / "d").exists()
     # remote hosts are not contacted: names that resolve nowhere still give their commands at once
     t0 = time.monotonic()
@@ -202,9 +211,9 @@ def test_a_failure_after_staging_still_removes_the_run_directory(tmp_path, monke
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(rundir, "create", full)
-    before = set(glob.glob(os.path.join(tempfile.gettempdir(), "nccldiag-*")))
+    before = run_dirs()
     opts = session.ProbeOptions(launcher="local", backend="gloo", nproc_per_node=2, timeout=60,
                                 collectives="all_reduce", out_dir=str(tmp_path / "run"))
     with pytest.raises(UsageError, match="No space left on device"):
         session.run([], opts)
-    assert set(glob.glob(os.path.join(tempfile.gettempdir(), "nccldiag-*"))) == before
+    assert run_dirs() == before
