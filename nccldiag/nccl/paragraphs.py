@@ -38,34 +38,54 @@ from typing import IO, List
 from nccldiag.nccl.encoded import Mapped
 from nccldiag.nccl.records import _lines_end
 
-# a record's start, each of its kind (the group that matched names it)
-_STARTS = re.compile(
-    rb"(?:^|(?<=[ \t]))(?:(?P<nccl>[\w.<>-]{0,253}:\d{1,10}:\d{1,10} \[-?\d{1,4}\] )|"
-    rb"(?P<kernel>\[ {0,12}\d{1,10}\.\d{3,9}\] )|"
-    rb"(?P<dmesg>\[[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4}\] )|"
-    rb"(?P<syslog>[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d [\w.-]{1,253} [\w./-]{1,64}(?:\[\d{1,10}\])?: )|"
-    rb"(?P<iso>\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d)?[ \t|])|"
-    rb"(?P<rank>\[(?:rank|default)\d{1,6}\]:|\[\d{1,6},\d{1,6}\]<std(?:out|err)>:)|"
-    rb"(?P<tb>Traceback \(most recent call last\):))")
+# a record's start, each of its kind: an NCCL record's prefix, NCCL's level with no prefix (a source file's line
+# before it), a kernel time, dmesg -T's, a syslog time with its host and process, an ISO time, a launcher's rank
+_KINDS = (
+    ("nccl", rb"[\w.<>-]{0,253}:\d{1,10}:\d{1,10} \[-?\d{1,4}\] "),
+    ("bare", rb"(?:[\w./-]{1,200}\.\w{1,4}: ?\d{1,6} )?NCCL (?:INFO|WARN|TRACE) "),
+    ("kernel", rb"\[ {0,12}\d{1,10}\.\d{3,9}\] "),
+    ("dmesg", rb"\[[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4}\] "),
+    ("syslog", rb"[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d [\w.-]{1,253} [\w./-]{1,64}(?:\[\d{1,10}\])?: "),
+    ("iso", rb"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d)?[ \t|]"),
+    ("rank", rb"\[(?:rank|default)\d{1,6}\]:|\[\d{1,6},\d{1,6}\]<std(?:out|err)>:"),
+)
+_TRACEBACK = rb"Traceback \(most recent call last\):"
+_AFTER_BLANK = rb"(?:^|(?<=[ \t]))"
+_STARTS = re.compile(_AFTER_BLANK + rb"(?:" + rb"|".join(rb"(?P<%s>%s)" % (k.encode(), p) for k, p in _KINDS)
+                     + rb"|(?P<tb>" + _TRACEBACK + rb"))")
+# a line's label: a host's or a launcher's (``node017: ``, ``192.168.11.119: ``, ``[trainer3]:``, ``3: ``)
+_LABEL_FORM = rb"\[[^\]\s]{1,64}\]:|(?!\d{1,64}: )[^\s:\[\d]{0,63}\d[^\s:\[]{0,63}: "
+_LABEL = re.compile(_LABEL_FORM)
 # where two table rows were joined: one row's closing bar (or border's corner), a space, the next one's opening
-_JOINT = re.compile(rb"(?<=[-= ][|+]) (?=\|[-= ]|\+[-=])")
+_JOINT_FORM = rb"(?<=[-= ][|+]) (?=\|[-= ]|\+[-=])"
+_JOINT = re.compile(_JOINT_FORM)
 _TABLE_HEAD = re.compile(rb"[ \t]{0,12}[|+][-= ]")
-_CANDIDATE = re.compile(rb"[^\s] (?:[\w.<>-]{0,253}:\d{1,10}:\d{1,10} \[|\[ {0,12}\d{1,10}\.\d|\[[A-Z][a-z]{2} [A-Z]|"
-                        rb"[A-Z][a-z]{2} [ \d]\d \d\d:|\d{4}-\d\d-\d\d[T ]|\[rank|\[default|\[\d{1,6},|"
-                        rb"Traceback \(|[|+][-= ])")
-# a line's label: a host's or a launcher's (``node017: ``, ``192.168.11.119: ``, ``[trainer3]:``)
-_LABEL = re.compile(rb"(?:\[[^\]\s]{1,64}\]:|[^\s:\[\d]{0,63}\d[^\s:\[]{0,63}:) ?")
-_LABELS = re.compile(rb"(?m)^(?:\[[^\]\s]{1,64}\]:|[^\s:\[\d]{0,63}\d[^\s:\[]{0,63}:)")
+# a line that may hold several records: two starts of one kind, a traceback after a record's text, two table rows,
+# its label twice (each search linear in the line's length: the second start is the first's form again)
+_GATE = re.compile(rb"(?m)" + rb"|".join(
+    [_AFTER_BLANK + rb"(?:%s)[^\n]* (?:%s)" % (p, p) for _, p in _KINDS]
+    + [rb"[^:\s] " + _TRACEBACK, _JOINT_FORM, rb"^(" + _LABEL_FORM + rb")[^\n]* \1"]))
 # a traceback's frame, after a blank
 _FRAME = re.compile(rb" (?=File \"[^\"\n]{1,4096}\", line \d)")
 # the exception a traceback ends with, after its last frame
 _RAISED = re.compile(rb" (?=(?:[A-Za-z_]\w{0,64}\.){0,8}[A-Z]\w{0,64}(?:Error|Exception|Exit|Interrupt):)")
+_WORD = re.compile(rb"[A-Za-z]{3}")
+_DIGITS = re.compile(rb"[\d ]+")
 MAX_LABEL = 64  # a label before the first record's start longer than this is text, not a label
 
 
 def _starts(line: bytes) -> List[tuple]:
     """(position, kind, end) of every record start in ``line`` at its head or after a blank."""
     return [(m.start(), m.lastgroup, m.end()) for m in _STARTS.finditer(line)]
+
+
+_TIMES = ("dmesg", "syslog", "iso")  # a time in a message is a record's start only where it is written as the first
+
+
+def _form(line: bytes, found: tuple) -> bytes:
+    """How a time is written (its digits and blanks each one ``0``): the times that start a paragraph's records are
+    all written alike, a time quoted in a message seldom as the record's own."""
+    return _DIGITS.sub(b"0", line[found[0]:found[2]])
 
 
 def _kinds(line: bytes, found: List[tuple], lo: int, hi: int, used: frozenset, cuts: List[int]) -> None:
@@ -76,22 +96,37 @@ def _kinds(line: bytes, found: List[tuple], lo: int, hi: int, used: frozenset, c
     if not inside:
         return
     kind = inside[0][1]
-    same = [f[0] for f in inside if f[1] == kind]
+    form = _form(line, inside[0]) if kind in _TIMES else b""
+    same = [f for f in inside if f[1] == kind and (not form or _form(line, f) == form)]
     used = used | {kind}
     if len(same) < 2:
         _kinds(line, found, lo, hi, used, cuts)
         return
-    first = same[0]
+    first = same[0][0]
     label = line[lo:first] if lo < first <= lo + MAX_LABEL and _LABEL.fullmatch(line[lo:first]) else b""
     bounds = [lo]
-    for at in same[1:] if label else same:
+    headed = bool(label) or first == lo  # the piece starts with its first record (and its label)
+    text_from = same[0][2] if headed else lo  # where the text of the record before the next cut begins
+    for at, _, end in same[1:] if headed else same:
+        cut = at
         if label and at - len(label) > lo and line[at - len(label):at] == label:
-            at -= len(label)
-        if at > lo and line[lo:at].strip():
-            bounds.append(at)
+            cut = at - len(label)
+        if cut > lo and _whole(line[text_from:cut]):
+            bounds.append(cut)
+        text_from = end
     cuts += bounds[1:]
     for a, b in zip(bounds, bounds[1:] + [hi]):
         _kinds(line, found, a, b, used, cuts)
+
+
+def _whole(text: bytes) -> bool:
+    """Whether ``text`` is the text of a record: not blank, and not a prefix waiting for its record (a label, a
+    logging library's ``- INFO -``, a separator)."""
+    text = text.strip()
+    if not text or text[-1:] in (b"-", b"|"):
+        return False
+    # 'Traceback (most recent call last):' is one; '[rank0]:', '  1 | 1:' are not
+    return text[-1:] != b":" or b" " in text and bool(_WORD.search(text))
 
 
 def _cuts(line: bytes) -> List[int]:
@@ -99,21 +134,26 @@ def _cuts(line: bytes) -> List[int]:
     found = _starts(line)
     cuts: List[int] = []
     m = _LABEL.match(line)
-    if m and m.end() < len(line):  # the line's own label before each of its records ('node017: ', '[trainer3]:')
+    if m:  # the line's own label before each of its records ('node017: ', '[trainer3]:')
         label = m.group()
-        cuts += [at for at in _occurrences(line, b" " + label, len(label)) if at > len(label)]
+        at_from = len(label)
+        for at in _occurrences(line, b" " + label, len(label)):
+            if _whole(line[at_from:at]):
+                cuts.append(at)
+            at_from = at + len(label)
     if found:
         bounds = sorted(set([0] + cuts))
         for a, b in zip(bounds, bounds[1:] + [len(line)]):
             _kinds(line, found, a, b, frozenset(), cuts)
-        for at, kind, _ in found:
-            if kind == "tb" and at > 0:
-                before = line[max([0] + [c for c in cuts if c < at]):at].strip()
-                if before and not before.endswith(b":") and b" " in before:
-                    cuts.append(at)  # after a record's text, not after its prefix (a label, 'msg:')
+        for at, kind, end in found:
+            if kind == "tb" and at > 0 and _FRAME.search(line, end):
+                before = line[max([0] + [c for c in cuts if c < at]):at]
+                if _whole(before) and b" " in before.strip():
+                    cuts.append(at)  # a traceback run together with its frames, after a record's text
         for at in sorted(set(c for c, k, _ in found if k == "tb")):
             tb_end = min([c for c in cuts if c > at] + [len(line)])
             frames = [f.start() + 1 for f in _FRAME.finditer(line, at, tb_end)]
+            frames = [f for f in frames if _whole(line[max(c for c in cuts + [at] if c < f):f])]
             cuts += frames
             last = None
             for e in _RAISED.finditer(line, frames[-1] if frames else at, tb_end):
@@ -139,11 +179,11 @@ def _occurrences(line: bytes, needle: bytes, skip: int) -> List[int]:
 def split(data: bytes) -> bytes:
     """``data`` (whole lines) with each line run together from several cut back into them (see the module's
     docstring)."""
-    if not _CANDIDATE.search(data) and not _LABELS.search(data):
+    if not _GATE.search(data):
         return data
     out = []
     for line in data.split(b"\n"):
-        if _CANDIDATE.search(line) or _LABEL.match(line):
+        if _GATE.search(line):
             cuts = _cuts(line)
             if cuts:
                 pieces = [line[a:b].rstrip(b" \t") for a, b in zip([0] + cuts, cuts + [len(line)])]
