@@ -32,6 +32,7 @@ the line's length, and a text whose first 256 KiB hold no such line is handed on
 """
 from __future__ import annotations
 
+import bisect
 import re
 from typing import IO, List
 
@@ -92,7 +93,9 @@ def _kinds(line: bytes, found: List[tuple], lo: int, hi: int, used: frozenset, c
     """Cut ``line[lo:hi]`` (one record or several) before the later starts of its records' kind, and each piece so
     cut before the starts of the next kind that recurs in it (a launcher's label before each line of a
     traceback), kind by kind."""
-    inside = [f for f in found if lo <= f[0] < hi and f[1] not in used and f[1] != "tb"]
+    at = [f[0] for f in found]
+    inside = [f for f in found[bisect.bisect_left(at, lo):bisect.bisect_left(at, hi)]
+              if f[1] not in used and f[1] != "tb"]
     if not inside:
         return
     kind = inside[0][1]
@@ -145,18 +148,29 @@ def _cuts(line: bytes) -> List[int]:
         bounds = sorted(set([0] + cuts))
         for a, b in zip(bounds, bounds[1:] + [len(line)]):
             _kinds(line, found, a, b, frozenset(), cuts)
-        for at, kind, end in found:
-            if kind == "tb" and at > 0 and _FRAME.search(line, end):
-                before = line[max([0] + [c for c in cuts if c < at]):at]
-                if _whole(before) and b" " in before.strip():
-                    cuts.append(at)  # a traceback run together with its frames, after a record's text
-        for at in sorted(set(c for c, k, _ in found if k == "tb")):
-            tb_end = min([c for c in cuts if c > at] + [len(line)])
-            frames = [f.start() + 1 for f in _FRAME.finditer(line, at, tb_end)]
-            frames = [f for f in frames if _whole(line[max(c for c in cuts + [at] if c < f):f])]
+        tbs = [(at, end) for at, kind, end in found if kind == "tb"]
+        ends = [at for at, _ in tbs[1:]] + [len(line)]
+        placed = sorted(set(cuts))
+        for (at, end), tb_end in zip(tbs, ends):
+            before_at = placed[bisect.bisect_left(placed, at) - 1] if bisect.bisect_left(placed, at) else 0
+            if at > 0 and _FRAME.search(line, end, tb_end) and _whole(line[before_at:at]) and \
+                    b" " in line[before_at:at].strip():
+                cuts.append(at)  # a traceback run together with its frames, after a record's text
+            later = bisect.bisect_right(placed, at)
+            if later < len(placed):
+                tb_end = min(tb_end, placed[later])
+            frames = []
+            text_from = at
+            for f in _FRAME.finditer(line, end, tb_end):
+                at_f = f.start() + 1
+                i = bisect.bisect_left(placed, at_f)
+                start = max(text_from, placed[i - 1] if i else 0)
+                if _whole(line[start:at_f]):
+                    frames.append(at_f)
+                text_from = at_f
             cuts += frames
             last = None
-            for e in _RAISED.finditer(line, frames[-1] if frames else at, tb_end):
+            for e in _RAISED.finditer(line, frames[-1] if frames else end, tb_end):
                 last = e.start() + 1
             if frames and last:
                 cuts.append(last)  # the exception the traceback ends with
