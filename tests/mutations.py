@@ -4,7 +4,7 @@ Each transformation here is a pure function of a text, written for the test: it 
 case (tests/realcases.py) as a user's paste damages or decorates it (a tail, a launcher's prefix, a redaction, a
 terminal's wrap, a quote on a forum, a timestamp, a forum's line numbers or a markdown list, lines trimmed flush
 left, a terminal's colours, a progress bar, a collector's or a logging library's label, a chat's or an issue's
-wrapping, a web page's or a blog's typesetting, a container runtime's or the journal's JSON records), it never invents a line of output: each decoration is the tool's own format, cited where it is written. :func:`run` gives the transformed
+wrapping, a web page's or a blog's typesetting, a page's paragraphs (lines run together), a container runtime's or the journal's JSON records), it never invents a line of output: each decoration is the tool's own format, cited where it is written. :func:`run` gives the transformed
 files of a ``log`` case to the same reader ``nccldiag log`` uses, in this process (no subprocess per run), and
 returns the fail/warn diagnoses; :func:`tests.realcases.score` scores them as it scores the case itself.
 
@@ -231,6 +231,26 @@ def chat_time(text: str) -> str:
     return stamped("[10:32 AM] ")(text)
 
 
+def paragraphs(text: str) -> str:
+    """(ah) the text pasted outside a code block and copied back from the rendered page: each paragraph (a run of
+    lines that are not blank) one line, its lines' leading and trailing blanks taken off and the lines joined with
+    a space (CommonMark 0.31.2, 4.8 "Paragraphs": "The paragraph's raw content is formed by concatenating the lines
+    and removing initial and final spaces or tabs", and 6.13 "Soft line breaks": a line ending in a paragraph "is
+    parsed as a softbreak", which "may be rendered in HTML either as a line ending or as a space. The result will be
+    the same in browsers": a space in the text copied)."""
+    out: List[str] = []
+    para: List[str] = []
+    for ln in _lines(text) + [""]:
+        if ln.strip():
+            para.append(ln.strip(" \t"))
+        else:
+            if para:
+                out.append(" ".join(para))
+                para = []
+            out.append("")
+    return _join(out[:-1])
+
+
 def lexicon_only(text: str) -> str:
     """(i) every line but those the failure lexicon reads removed: only the failure lines."""
     from nccldiag.knowledge import lexicon
@@ -338,6 +358,7 @@ TRANSFORMS: Dict[str, Transform] = {
     # chat and issue copy
     "chat-details": details,
     "chat-time": chat_time,
+    "paragraphs": paragraphs,
     "indent-4": indented("    "),
     "indent-tab": indented("\t"),
     # typeset by a web page, a blog, a markdown editor, an input method

@@ -25,6 +25,7 @@ import re
 from typing import IO, List, Optional, Sequence, Set
 
 from nccldiag.nccl.encoded import Buffered, Head, Opened
+from nccldiag.nccl.paragraphs import Splitting
 from nccldiag.nccl.records import Unpacking
 from nccldiag.nccl.typeset import Folding
 
@@ -195,15 +196,17 @@ def unwrap(text: str) -> str:
     return text if got == data else got.decode("utf-8", "surrogateescape")
 
 
-class Unwrapping(Folding):
+class Unwrapping(Splitting):
     """The stream every reader of a file or of standard input reads it through: the text the file stores
     (:class:`nccldiag.nccl.encoded.Opened`: decompressed, recoded from UTF-16), its JSON records' messages
     (:class:`nccldiag.nccl.records.Unpacking`), its wrapped lines joined
     (:class:`Joining`), its typesetting undone (:class:`nccldiag.nccl.typeset.Folding`; after the join, which
-    counts the characters as the wrap did)."""
+    counts the characters as the wrap did), and its lines run together into paragraphs cut back into their
+    records (:class:`nccldiag.nccl.paragraphs.Splitting`; after the folding, which makes a no-break space the
+    space the cut looks for)."""
 
     def __init__(self, stream: IO[bytes]) -> None:
-        super().__init__(Joining(Unpacking(Opened(stream))))
+        super().__init__(Folding(Joining(Unpacking(Opened(stream)))))
 
 
 class Joining(Buffered):

@@ -42,6 +42,13 @@ WHY: Dict[str, str] = {
         "lines, a table's header, the command before its output, a hang's missing result); a false all-clear here is "
         "a text left empty or with no failure in it: the failure was in NCCL INFO lines (GDR disabled, the transports "
         "chosen), a hang that printed nothing, corrected AER errors, a link's state in a table or an empty grep"),
+    "paragraphs": (
+        "a paragraph's lines run together are cut back into records only at a record's start (an NCCL prefix, a "
+        "kernel, syslog or ISO time, a launcher's rank or label, a traceback, a table's joined rows): a command's "
+        "key-value output (nvidia-smi -q, ibstat, ibv_devinfo, lspci -vvv, modinfo, ulimit -a), nccl-tests' '#' "
+        "header and result rows, an nvidia-smi error and the command before it, or labels that differ line by line "
+        "('[trainer3]:', '[trainer0|0]:') stay one line, where the field's name cannot be told from the value "
+        "before it"),
 }
 
 #: (case id, transformation) -> its outcome today
@@ -139,6 +146,26 @@ KNOWN: Dict[Tuple[str, str], str] = {
     # NCCL's 'Connection closed by remote peer' alone reads as a victim of a peer that went away; the INFO lines that
     # show the interface NCCL chose are dropped with the lines no lexicon row holds
     ("net-horovod666-nccl23-untagged-warn-connection-closed-by-remote-peer-ifname", "lexicon-only"): "wrong cause",
+    # a paragraph's lines run together: records that no start tells apart (see WHY)
+    ("gpu-bloom176b-logbook-eval-hang-no-timeout-dataloader-deadlock", "paragraphs"): "false all-clear",
+    ("gpu-dcgm198-dcgmi-nvlink-link-status-all-down-diag-passes", "paragraphs"): "false all-clear",
+    ("gpu-mlengineering-nvidia-smi-grep-sram-uncorrectable-broken-gpu", "paragraphs"): "missed",
+    ("gpu-nccl104-8xm40-nccl1-test-stalls-acs", "paragraphs"): "false all-clear",
+    ("gpu-nccl257-4x1080ti-allreduce-hang-intel-iommu", "paragraphs"): "false all-clear",
+    ("gpu-nccltests37-8xv100-allgather-4g-out-of-bounds-nccl-bug", "paragraphs"): "missed",
+    ("net-nccl1837-socket-ifname-nonexistent-trainer-prefix", "paragraphs"): "missed",
+    ("net-nccl473-nccltests-unhandled-system-error-docker-ipc-host", "paragraphs"): "wrong cause",
+    ("net-nccl897-gdrdma-one-side-only-peermem-not-loaded", "paragraphs"): "false all-clear",
+    ("net-nccltests219-socket-ifname-absent-on-one-node", "paragraphs"): "missed",
+    ("net-pastebin-5awq-mthca-ibv-devinfo-port-init-linkup-port2-polling", "paragraphs"): "missed",
+    ("net-ucx8229-ib-iface-create-cq-enomem-max-locked-memory-64k", "paragraphs"): "wrong cause",
+    ("node-azhpcimages506-nvidia-smi-q-fabric-insufficient-resources-clique0", "paragraphs"): "missed",
+    ("node-cloudnetops-blog-lspci-lnksta-8gts-x2-downgraded-from-16gts-x4", "paragraphs"): "false all-clear",
+    ("node-gpud482-ibstat-port-down-polling-anonymised-guids", "paragraphs"): "missed",
+    ("node-gpuoperator-docs-nvidia-smi-q-fabric-state-in-progress-no-fabricmanager", "paragraphs"): "false all-clear",
+    ("node-lcp0578-notes-2x-rtx3090-nvidia-smi-cannot-communicate-utils-without-driver", "paragraphs"): "missed",
+    ("node-ncar-docs-casper-singularity-exec-without-nv-nvml-driver-library-mismatch", "paragraphs"): "missed",
+    ("node-nvpeermem46-lsmod-empty-modinfo-nv-peer-mem-after-reboot", "paragraphs"): "false all-clear",
 }
 
 #: the healthy runs given a fail/warn diagnosis once transformed: what is misread, and why

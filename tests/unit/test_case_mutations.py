@@ -7,7 +7,7 @@ names, addresses and paths redacted, an 80-column wrap, CRLF and a byte order ma
 escapes, timestamps, line numbers, list markers; terminal colours with Ray's, loguru's and rich's labels, a tqdm
 bar's frames, Ray's, kubectl's, docker compose's and Open MPI's labels, a journal's host and unit, Python logging's
 labels, a line number before a launcher's label and a time, a GitHub collapsed section, a chat's clock, markdown
-code by indentation; only the failure lexicon's lines). Each is read in this process, through the same reader
+code by indentation; a rendered page's paragraphs, their lines run together; only the failure lexicon's lines). Each is read in this process, through the same reader
 ``nccldiag log`` uses. A healthy case never gets a fail/warn diagnosis; a failed case is never given none; a case
 named right stays right, but for the pairs of tests/cases/mutation_gaps.py, each held to its recorded outcome.
 ``scripts/bench_mutations`` prints the same measure as a table.

@@ -1,0 +1,220 @@
+"""A text whose lines were run together into paragraphs, read line by line again (pure, and a stream that applies
+it).
+
+A log pasted into a forum, a wiki or a chat outside a code block is rendered as markdown paragraphs: the lines of a
+paragraph are joined, their leading and trailing blanks taken off (CommonMark 0.31.2, 4.8 "Paragraphs"), and each
+line ending shown as a space (6.13 "Soft line breaks"). A user who copies the rendered page back gets each
+paragraph as one long line: twenty NCCL records, a ``dmesg`` excerpt or a ``dcgmi diag`` table in one line. Read as
+it stands, such a line is one record: the readers that read a record from the start of a line (the NCCL log reader,
+a kernel line's time, a table's rows) see only the first, and the failure lexicon reads the rest as the message of
+the first.
+
+:func:`split` gives each such line back as its records. A record's start in the middle of a line, after a space,
+begins a new line:
+
+- a line's records are told by the start its first record has (the start at the line's head, else the first one
+  in it): an NCCL record's ``host:pid:tid [dev] `` prefix, a kernel time (``[  123.456789]``, ``dmesg -T``'s
+  ``[Wed May  1 12:00:00 2024]``), a syslog time (``May  1 12:00:00``), an ISO time, a launcher's rank prefix
+  (``[rank3]:``, ``[default0]:``, ``[1,3]<stderr>:``). The line is cut before each later start of that kind, where
+  the line holds two or more of them, or starts with one and holds one more; the text before a start of another
+  kind is the start's own prefix (a syslog line's ``host kernel:`` before a kernel time; a time before an NCCL
+  record), never cut. Where the first record has a label before its start (``node017: ``), a later start with
+  the same label before it is cut before the label;
+- a Python ``Traceback (most recent call last):`` after the text of a record begins a new line;
+- a table's rows (``| ... |``, ``+---+``: ``nvidia-smi``, ``dcgmi diag``) are cut where one row's closing bar and
+  the next one's opening bar stand a space apart (``| |``, ``+ |``, ``| +``), in a line that starts with a row or
+  holds two such joints.
+
+A line is never cut where it holds one start of its kind and does not begin with it, nor inside a record's
+prefix. The lines after a line cut are cited as many lines further on. Every expression runs in time linear in
+the line's length, and a text whose first 256 KiB hold no such line is handed on as it comes
+(:class:`nccldiag.nccl.encoded.Mapped`), so a log that was not run together pays one pass over its start.
+"""
+from __future__ import annotations
+
+import bisect
+import re
+from typing import IO, List
+
+from nccldiag.nccl.encoded import Mapped
+from nccldiag.nccl.records import _lines_end
+
+# a record's start, each of its kind: an NCCL record's prefix, NCCL's level with no prefix (a source file's line
+# before it), a kernel time, dmesg -T's, a syslog time with its host and process, an ISO time, a launcher's rank
+_KINDS = (
+    ("nccl", rb"[\w.<>-]{0,253}:\d{1,10}:\d{1,10} \[-?\d{1,4}\] "),
+    ("bare", rb"(?:[\w./-]{1,200}\.\w{1,4}: ?\d{1,6} )?NCCL (?:INFO|WARN|TRACE) "),
+    ("kernel", rb"\[ {0,12}\d{1,10}\.\d{3,9}\] "),
+    ("dmesg", rb"\[[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4}\] "),
+    ("syslog", rb"[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d [\w.-]{1,253} [\w./-]{1,64}(?:\[\d{1,10}\])?: "),
+    ("iso", rb"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d)?[ \t|]"),
+    ("rank", rb"\[(?:rank|default)\d{1,6}\]:|\[\d{1,6},\d{1,6}\]<std(?:out|err)>:"),
+)
+_TRACEBACK = rb"Traceback \(most recent call last\):"
+_AFTER_BLANK = rb"(?:^|(?<=[ \t]))"
+_STARTS = re.compile(_AFTER_BLANK + rb"(?:" + rb"|".join(rb"(?P<%s>%s)" % (k.encode(), p) for k, p in _KINDS)
+                     + rb"|(?P<tb>" + _TRACEBACK + rb"))")
+# a line's label: a host's or a launcher's (``node017: ``, ``192.168.11.119: ``, ``[trainer3]:``, ``3: ``)
+_LABEL_FORM = rb"\[[^\]\s]{1,64}\]:|(?!\d{1,64}: )[^\s:\[\d]{0,63}\d[^\s:\[]{0,63}: "
+_LABEL = re.compile(_LABEL_FORM)
+# where two table rows were joined: one row's closing bar (or border's corner), a space, the next one's opening
+_JOINT_FORM = rb"(?<=[-= ][|+]) (?=\|[-= ]|\+[-=])"
+_JOINT = re.compile(_JOINT_FORM)
+_TABLE_HEAD = re.compile(rb"[ \t]{0,12}[|+][-= ]")
+# a line that may hold several records: two starts of one kind, a traceback after a record's text, two table rows,
+# its label twice (each search linear in the line's length: the second start is the first's form again)
+_GATE = re.compile(rb"(?m)" + rb"|".join(
+    [_AFTER_BLANK + rb"(?:%s)[^\n]* (?:%s)" % (p, p) for _, p in _KINDS]
+    + [rb"[^:\s] " + _TRACEBACK, _JOINT_FORM, rb"^(" + _LABEL_FORM + rb")[^\n]* \1"]))
+# a traceback's frame, after a blank
+_FRAME = re.compile(rb" (?=File \"[^\"\n]{1,4096}\", line \d)")
+# the exception a traceback ends with, after its last frame
+_RAISED = re.compile(rb" (?=(?:[A-Za-z_]\w{0,64}\.){0,8}[A-Z]\w{0,64}(?:Error|Exception|Exit|Interrupt):)")
+_WORD = re.compile(rb"[A-Za-z]{3}")
+_DIGITS = re.compile(rb"[\d ]+")
+MAX_LABEL = 64  # a label before the first record's start longer than this is text, not a label
+
+
+def _starts(line: bytes) -> List[tuple]:
+    """(position, kind, end) of every record start in ``line`` at its head or after a blank."""
+    return [(m.start(), m.lastgroup, m.end()) for m in _STARTS.finditer(line)]
+
+
+_TIMES = ("dmesg", "syslog", "iso")  # a time in a message is a record's start only where it is written as the first
+
+
+def _form(line: bytes, found: tuple) -> bytes:
+    """How a time is written (its digits and blanks each one ``0``): the times that start a paragraph's records are
+    all written alike, a time quoted in a message seldom as the record's own."""
+    return _DIGITS.sub(b"0", line[found[0]:found[2]])
+
+
+def _kinds(line: bytes, found: List[tuple], lo: int, hi: int, used: frozenset, cuts: List[int]) -> None:
+    """Cut ``line[lo:hi]`` (one record or several) before the later starts of its records' kind, and each piece so
+    cut before the starts of the next kind that recurs in it (a launcher's label before each line of a
+    traceback), kind by kind."""
+    at = [f[0] for f in found]
+    inside = [f for f in found[bisect.bisect_left(at, lo):bisect.bisect_left(at, hi)]
+              if f[1] not in used and f[1] != "tb"]
+    if not inside:
+        return
+    kind = inside[0][1]
+    form = _form(line, inside[0]) if kind in _TIMES else b""
+    same = [f for f in inside if f[1] == kind and (not form or _form(line, f) == form)]
+    used = used | {kind}
+    if len(same) < 2:
+        _kinds(line, found, lo, hi, used, cuts)
+        return
+    first = same[0][0]
+    label = line[lo:first] if lo < first <= lo + MAX_LABEL and _LABEL.fullmatch(line[lo:first]) else b""
+    bounds = [lo]
+    headed = bool(label) or first == lo  # the piece starts with its first record (and its label)
+    text_from = same[0][2] if headed else lo  # where the text of the record before the next cut begins
+    for at, _, end in same[1:] if headed else same:
+        cut = at
+        if label and at - len(label) > lo and line[at - len(label):at] == label:
+            cut = at - len(label)
+        if cut > lo and _whole(line[text_from:cut]):
+            bounds.append(cut)
+        text_from = end
+    cuts += bounds[1:]
+    for a, b in zip(bounds, bounds[1:] + [hi]):
+        _kinds(line, found, a, b, used, cuts)
+
+
+def _whole(text: bytes) -> bool:
+    """Whether ``text`` is the text of a record: not blank, and not a prefix waiting for its record (a label, a
+    logging library's ``- INFO -``, a separator)."""
+    text = text.strip()
+    if not text or text[-1:] in (b"-", b"|"):
+        return False
+    # 'Traceback (most recent call last):' is one; '[rank0]:', '  1 | 1:' are not
+    return text[-1:] != b":" or b" " in text and bool(_WORD.search(text))
+
+
+def _cuts(line: bytes) -> List[int]:
+    """Where ``line`` is cut into its records (positions, ascending; none where it is one record)."""
+    found = _starts(line)
+    cuts: List[int] = []
+    m = _LABEL.match(line)
+    if m:  # the line's own label before each of its records ('node017: ', '[trainer3]:')
+        label = m.group()
+        at_from = len(label)
+        for at in _occurrences(line, b" " + label, len(label)):
+            if _whole(line[at_from:at]):
+                cuts.append(at)
+            at_from = at + len(label)
+    if found:
+        bounds = sorted(set([0] + cuts))
+        for a, b in zip(bounds, bounds[1:] + [len(line)]):
+            _kinds(line, found, a, b, frozenset(), cuts)
+        tbs = [(at, end) for at, kind, end in found if kind == "tb"]
+        ends = [at for at, _ in tbs[1:]] + [len(line)]
+        placed = sorted(set(cuts))
+        for (at, end), tb_end in zip(tbs, ends):
+            before_at = placed[bisect.bisect_left(placed, at) - 1] if bisect.bisect_left(placed, at) else 0
+            if at > 0 and _FRAME.search(line, end, tb_end) and _whole(line[before_at:at]) and \
+                    b" " in line[before_at:at].strip():
+                cuts.append(at)  # a traceback run together with its frames, after a record's text
+            later = bisect.bisect_right(placed, at)
+            if later < len(placed):
+                tb_end = min(tb_end, placed[later])
+            frames = []
+            text_from = at
+            for f in _FRAME.finditer(line, end, tb_end):
+                at_f = f.start() + 1
+                i = bisect.bisect_left(placed, at_f)
+                start = max(text_from, placed[i - 1] if i else 0)
+                if _whole(line[start:at_f]):
+                    frames.append(at_f)
+                text_from = at_f
+            cuts += frames
+            last = None
+            for e in _RAISED.finditer(line, frames[-1] if frames else end, tb_end):
+                last = e.start() + 1
+            if frames and last:
+                cuts.append(last)  # the exception the traceback ends with
+    joints = [j.start() + 1 for j in _JOINT.finditer(line)]
+    if joints and (len(joints) >= 2 or _TABLE_HEAD.match(line)):
+        cuts += joints
+    return sorted(set(c for c in cuts if 0 < c < len(line)))
+
+
+def _occurrences(line: bytes, needle: bytes, skip: int) -> List[int]:
+    """The positions of ``needle`` in ``line``, each plus one (after its leading blank)."""
+    out = []
+    at = line.find(needle, skip)
+    while at >= 0:
+        out.append(at + 1)
+        at = line.find(needle, at + len(needle))
+    return out
+
+
+def split(data: bytes) -> bytes:
+    """``data`` (whole lines) with each line run together from several cut back into them (see the module's
+    docstring)."""
+    if not _GATE.search(data):
+        return data
+    out = []
+    for line in data.split(b"\n"):
+        if _GATE.search(line):
+            cuts = _cuts(line)
+            if cuts:
+                pieces = [line[a:b].rstrip(b" \t") for a, b in zip([0] + cuts, cuts + [len(line)])]
+                line = b"\n".join(p.lstrip(b" ") for p in pieces)
+        out.append(line)
+    return b"\n".join(out)
+
+
+def split_text(text: str) -> str:
+    """:func:`split` of a text."""
+    data = text.encode("utf-8", "surrogateescape")
+    got = split(data)
+    return text if got == data else got.decode("utf-8", "surrogateescape")
+
+
+class Splitting(Mapped):
+    """A binary stream read through :func:`split`, a line at a time (a line cut by a read waits for its end)."""
+
+    def __init__(self, stream: IO[bytes]) -> None:
+        super().__init__(stream, split, _lines_end)

@@ -1,0 +1,128 @@
+"""A text whose lines were run together into paragraphs, read line by line again (nccldiag/nccl/paragraphs.py), on
+real texts.
+
+No real text of the cases and fixtures is cut, as it is or as any other paste transformation of tests/mutations.py
+leaves it (a cut in a healthy line could make a failure appear); real NCCL logs run together into paragraphs come
+back line for line; the stream gives what the function gives, read in pieces of any size; long and pathological
+lines are cut within the linear-time budget of tests/unit/test_nccllog_linear.py. That each case is named right
+once run together is tests/unit/test_case_mutations.py's (``paragraphs``).
+"""
+from __future__ import annotations
+
+import io
+import re
+
+import pytest
+
+from nccldiag.nccl import paragraphs, unwrap
+from nccldiag.nccl.facts import MAX_LINE
+from tests import mutations
+from tests.unit.test_nccllog_linear import cpu, normal
+from tests.unit.test_unwrap import TEXTS, _read
+
+_PREFIXED = re.compile(r"[\w.-]+:\d+:\d+ \[\d+\] ")
+
+
+def test_no_real_text_is_cut():
+    for p in TEXTS:
+        text = _read(p)
+        assert paragraphs.split_text(text) == text, p.name
+
+
+@pytest.mark.parametrize("name", [n for n in mutations.TRANSFORMS if n != "paragraphs"])
+def test_no_real_text_pasted_otherwise_is_cut(name):
+    f = mutations.TRANSFORMS[name]
+    for p in TEXTS[::4]:
+        text = f(_read(p))
+        assert paragraphs.split_text(text) == text, (p.name, name)
+
+
+def test_real_nccl_logs_run_together_come_back_line_for_line():
+    """A real log whose lines are all NCCL records, each paragraph one line, is cut back into its lines."""
+    tried = 0
+    for p in TEXTS:
+        lines = [ln.strip(" \t") for ln in _read(p).splitlines()]
+        if len([ln for ln in lines if ln]) < 5 or not all(_PREFIXED.match(ln) for ln in lines if ln):
+            continue
+        joined = mutations.TRANSFORMS["paragraphs"]("\n".join(lines) + "\n")
+        if joined.count("\n") == len(lines):
+            continue  # every record a paragraph of its own: nothing run together
+        tried += 1
+        assert paragraphs.split_text(joined) == "\n".join(lines) + "\n", p.name
+    assert tried >= 5
+
+
+def test_every_reader_reads_the_records():
+    """The stream every reader reads through cuts a paragraph into its records: NCCL's, a kernel's, a traceback's
+    frames under a launcher's label, a table's rows."""
+    text = ("gpu1:10:10 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0> gpu1:10:10 [0] NCCL WARN Call to "
+            "ibv_reg_mr failed\n\n[ 12.500000] NVRM: Xid (PCI:0000:3b:00): 79, pid=1, GPU has fallen off the bus. "
+            "[ 12.600000] NVRM: GPU 0000:3b:00.0: GPU has fallen off the bus.\n\n"
+            "[rank0]: Traceback (most recent call last): [rank0]:   File \"t.py\", line 3, in <module> "
+            "[rank0]:     dist.barrier()\n\n"
+            "+-----+------+ | GPU | Pass | |=====+======| | 0   | Fail |\n")
+    assert unwrap.unwrap(text).splitlines() == [
+        "gpu1:10:10 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>",
+        "gpu1:10:10 [0] NCCL WARN Call to ibv_reg_mr failed", "",
+        "[ 12.500000] NVRM: Xid (PCI:0000:3b:00): 79, pid=1, GPU has fallen off the bus.",
+        "[ 12.600000] NVRM: GPU 0000:3b:00.0: GPU has fallen off the bus.", "",
+        "[rank0]: Traceback (most recent call last):", "[rank0]:   File \"t.py\", line 3, in <module>",
+        "[rank0]:     dist.barrier()", "",
+        "+-----+------+", "| GPU | Pass |", "|=====+======|", "| 0   | Fail |"]
+
+
+def test_what_stays_one_line():
+    """A start of another kind after a record's prefix, a time in a message written otherwise than the record's,
+    a launcher's labels stacked, a traceback's first line after a label: each one record."""
+    for keep in ("May  1 12:00:00 host kernel: [ 12.345678] NVRM: loading",
+                 "2024-05-01T12:00:00.123Z host:1:2 [0] NCCL INFO x",
+                 "2024-05-01T12:00:00.123Z job is running since 2022-04-29T20:28:38 (on 'gpu_p5')",
+                 "[rank3]: [rank1]: Traceback (most recent call last):",
+                 "(VllmWorkerProcess pid=1234) Traceback (most recent call last):",
+                 "2024-01-01 12:00:00,123 - trainer - INFO - 2019-01-11 05:43:30,310 INFO main()",
+                 "3:         Region 3: Memory at d0000000 (64-bit, prefetchable) [size=32M]",
+                 "failed: runc create failed: unable to start container process: error during container init"):
+        assert paragraphs.split_text(keep + "\n") == keep + "\n", keep
+
+
+@pytest.mark.parametrize("size", [1, 3, 64, 4096])
+def test_the_stream_reads_what_the_function_gives_in_any_pieces(size):
+    texts = [mutations.TRANSFORMS["paragraphs"](_read(p)) for p in TEXTS[:60]]
+    changed = 0
+    for text in texts:
+        data = text.encode("utf-8", "surrogateescape")
+        want = paragraphs.split(data)
+        changed += want != data
+        stream = paragraphs.Splitting(io.BytesIO(data))
+        assert b"".join(iter(lambda: stream.read(size), b"")) == want
+        stream = paragraphs.Splitting(io.BytesIO(data))
+        assert b"".join(iter(stream.readline, b"")) == want
+    assert changed > 10
+
+
+N = MAX_LINE - 100
+# Written for this test: long lines of the pieces the cuts look for, each about 64 KiB.
+PATHOLOGICAL = {
+    "prefixes": "h:1:2 [0] " * (N // 10),
+    "prefixes with text": "h:1:2 [0] NCCL INFO x " * (N // 22),
+    "bare levels": "NCCL INFO " * (N // 10),
+    "a host's characters": "_" * N,
+    "colons": "a:1:" * (N // 4),
+    "kernel times": "[ 1.000000] " * (N // 12),
+    "iso times": "2024-05-01T12:00:00Z " * (N // 21),
+    "labels": "node1: " * (N // 7),
+    "a label and blanks": "node1: " + " " * N,
+    "ranks": "[rank0]: " * (N // 9),
+    "tracebacks": 'Traceback (most recent call last): File "x", line 1, in f ' * (N // 60),
+    "frames": 'x Traceback (most recent call last): ' + 'File "x", line 1, in f ' * (N // 24) + "RuntimeError: x",
+    "exceptions": 'Traceback (most recent call last): File "x", line 1 ' + "a.RuntimeError: " * (N // 16),
+    "table joints": "| | " * (N // 4),
+    "borders": "+-+ " * (N // 4),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PATHOLOGICAL))
+def test_a_long_line_is_cut_in_linear_time(name):
+    line = (PATHOLOGICAL[name][:N] + "\n").encode()
+    took = cpu(lambda: paragraphs.split(line))
+    assert took <= 100 * normal(len(line) - 1), (name, took, normal(len(line) - 1))
