@@ -26,6 +26,29 @@ class Gap(NamedTuple):
 INVARIANT_BROKEN = ("false all-clear", "false alarm")
 
 KNOWN_GAPS: Dict[str, Gap] = {
+    "node-nccltrk379-topo-file-attribute-arch-of-node-cpu-not-found-fixed-28": Gap(
+        "wrong cause",
+        "'Verdict: FAIL Network plugin failing or differing across nodes (medium confidence)', exit 1: 'Attribute arch of "
+        "node cpu not found' with no NCCL_TOPO_FILE echoed is read as a network plugin's static topology file (its usual "
+        "cause); here the file was the user's own and the defect NCCL's (topology injection before 2.8), which the "
+        "pasted lines, without the NCCL version or the environment, do not tell apart"),
+    "gpu-nccltrk1611-gb200-10-nodes-free-corrupted-unsorted-chunks-nccl2215": Gap(
+        "missed",
+        "'Verdict: FAIL A process of the job crashed (low confidence)', exit 1: glibc's 'free(): corrupted unsorted chunks' "
+        "and Open MPI's 'Signal: Aborted (6)' are read as a crash with no cause; that NCCL 2.21.5 predates GB200 support "
+        "is in the attached log only (no NCCL version, no GPU name in the pasted text), so nothing names the version"),
+    "net-nccltrk1612-bootstrap-socketprogress-closed-before-magic-fixed-2273": Gap(
+        "wrong cause",
+        "'Verdict: FAIL A peer rank or its node went away (medium confidence)', exit 1: 'socketProgress: Connection closed by "
+        "remote peer' during bootstrap is read as a peer that went away, its usual cause; that the peer was a foreign "
+        "connection closed before NCCL's 8-byte magic (a defect of NCCL before 2.27.3) is not in the text, which has no "
+        "NCCL version to tell an affected release apart"),
+    "net-nccltrk426-roce-completion-error12-vendor-err-129-gid-index": Gap(
+        "wrong cause",
+        "'Verdict: FAIL RDMA connections time out: NICs cannot reach each other on -worker-1 (high confidence)', exit 1: "
+        "completion error 12 (transport retry counter exceeded) is read as NICs that cannot reach each other "
+        "(ib_qp_timeout_routing); the one pasted line does not say the link is RoCE nor which GID index was used, so "
+        "a wrong GID index is not told apart from a routing fault"),
     "node-m4-runlog-tr141-dmesg-hung-task-python-gpfs-mmfs-write": Gap(
         "right",
         "'Verdict: WARN A rank stuck in I/O (high confidence)', exit 0: the hung task 'python:280058' in state D in "
