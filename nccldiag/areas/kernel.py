@@ -7,7 +7,8 @@ Reads the shared ``kernel_log`` source (:mod:`nccldiag.areas.kernlog`); the mess
 
 - ``kernel.io_hang``: ``INFO: task <name>:<pid> blocked for more than N seconds`` (the hung-task detector;
   its ``hung_task_timeout_secs`` notice where the task line was not kept), ``nfs: server X not responding``
-  not followed by ``nfs: server X OK``: a rank stuck in I/O stops the collective it belongs to (**warn**).
+  not followed by ``nfs: server X OK``: a rank stuck in I/O stops the collective it belongs to (**warn**; **fail**
+  for a task reported again and again over ten minutes and more: the row's ``fail_blocked_s``).
 - ``kernel.oom``: a process the OOM killer killed (``Out of memory: Killed process``; a container's
   ``Memory cgroup out of memory``) (**warn**).
 - ``kernel.lockups``: soft lockups and RCU stalls (**warn**), hard lockups (**fail**).

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from nccldiag import knowledge
@@ -55,6 +56,9 @@ class Message:
     resolves: str = ""  # the row whose earlier events with the same key this one clears
     implied_by: Tuple[str, ...] = ()
     event: bool = True  # whether the diagnosis takes this row's lines and findings as events (diagnosis.events)
+    # a warn row whose task (its "dev"), reported again and again, is a failure once the line's own seconds (group
+    # "secs") plus the time between its first and last report reach this many seconds (0: never)
+    fail_blocked_s: int = 0
 
 
 @dataclass(frozen=True)
@@ -70,7 +74,8 @@ def _load() -> Tuple[Tuple[Message, ...], Dict[str, Check], Tuple[str, ...]]:
         id=r["id"], area=r["area"], check=r["check"], severity=r["severity"], category=r["category"],
         keep=r["keep"], pattern=re.compile(r["pattern"]), meaning=r["meaning"], fix=r["fix"], source=r["source"],
         where=r["where"], reader=r.get("reader", ""), resolves=r.get("resolves", ""),
-        implied_by=tuple(r.get("implied_by", ())), event=bool(r.get("event", True))) for r in knowledge.rows(TABLE))
+        implied_by=tuple(r.get("implied_by", ())), event=bool(r.get("event", True)),
+        fail_blocked_s=int(r.get("fail_blocked_s", 0))) for r in knowledge.rows(TABLE))
     checks = {c["id"]: Check(c["id"], c["none"], c["found"], c["where"]) for c in knowledge.rows(TABLE, "check")}
     context = tuple(c["keep"] for c in knowledge.rows(TABLE, "context"))
     return messages, checks, context
@@ -117,10 +122,19 @@ class Event:
     key: str = ""  # the pattern's group "key" ("" when it has none)
     device: str = ""  # the device the line names ("" when none: an unnamed device)
     groups: Dict[str, str] = field(default_factory=dict)
+    blocked_s: Optional[float] = None  # a repeated row's task: how long it was blocked at least, by its reports
 
     @property
     def message(self) -> Message:
         return BY_ID[self.row]
+
+    @property
+    def severity(self) -> str:
+        """The row's severity; "fail" for a task of a ``fail_blocked_s`` row blocked at least that long."""
+        limit = self.message.fail_blocked_s
+        if limit and self.blocked_s is not None and self.blocked_s >= limit:
+            return "fail"
+        return self.message.severity
 
 
 @dataclass
@@ -237,8 +251,50 @@ def events(log: KernelLog) -> List[Event]:
         out.append(ev)
     seen = {e.message.id for e in out}
     out = [e for e in out if not (set(e.message.implied_by) & seen)]
+    _blocked(out)
     log._events = out  # type: ignore[attr-defined]
     return out
+
+
+# the dated prefixes, each with the part of the prefix its date is: dmesg -T, ISO 8601 (to the second), syslog's
+_DATES = (("%a %b %d %H:%M:%S %Y", lambda t: " ".join(t.split()[:5])), ("%Y-%m-%dT%H:%M:%S", lambda t: t[:19]),
+          ("%b %d %H:%M:%S", lambda t: " ".join(t.split()[:3])))
+_MONOTONIC = re.compile(r"^\[\s*(\d{1,10}(?:\.\d{1,9})?)\]$")
+_EPOCH = datetime(1900, 1, 1)
+
+
+def seconds(when: str) -> Optional[Tuple[str, float]]:
+    """A time prefix as ``(its kind, seconds)``: the kernel's monotonic stamp ('[ 1234.56]', seconds since boot) or
+    a date ('[Sat Mar  4 04:10:52 2023]' of dmesg -T, ISO 8601, syslog's 'Mar  4 04:10:52'); None when it is none
+    of these. Two stamps compare only when of one kind."""
+    when = when.strip()
+    m = _MONOTONIC.match(when)
+    if m:
+        return "monotonic", float(m.group(1))
+    text = when.strip("[]").strip()
+    for fmt, part in _DATES:
+        try:
+            return fmt, (datetime.strptime(part(text), fmt) - _EPOCH).total_seconds()
+        except ValueError:
+            continue
+    return None
+
+
+def _blocked(found: List[Event]) -> None:
+    """Each task of a ``fail_blocked_s`` row gets how long it was blocked at least: the seconds its line says plus
+    the time from its first report to its last. The hung-task detector reports a task in state D only when it was
+    not scheduled once since the detector's last look, so reports of one task at later times are one stretch of
+    time it never ran."""
+    tasks: Dict[Tuple[str, str], List[Event]] = {}
+    for e in found:
+        if e.message.fail_blocked_s and e.device:
+            tasks.setdefault((e.row, e.device), []).append(e)
+    for evs in tasks.values():
+        own = max(float(e.groups.get("secs", 0) or 0) for e in evs)
+        first, last = seconds(evs[0].when), seconds(evs[-1].when)
+        span = last[1] - first[1] if first and last and first[0] == last[0] and last[1] >= first[1] else 0.0
+        for e in evs:
+            e.blocked_s = own + span
 
 
 def area_events(log: KernelLog, area: str, reader: Optional[str] = None) -> List[Event]:
@@ -296,11 +352,14 @@ def finding(area: str, check: str, found: Sequence[Event], read: Optional[bool],
             n[e.message.id] = n.get(e.message.id, 0) + 1
         counts[dev] = n
         what = ", ".join(f"{BY_ID[i].meaning} x{c}" for i, c in n.items())
+        held = max((e.blocked_s for e in evs if e.blocked_s and e.severity == "fail"), default=0)
+        if held:
+            what += f", not run once for at least {held / 60:.0f} minutes"
         rows.append(f"{dev}: {what}; last {evs[-1].when or 'at an unknown time'}")
         evidence.extend(e.line for e in evs[:2])
         if len(evs) > 2:
             evidence.append(evs[-1].line)
-    worst = status or ("fail" if any(e.message.severity == "fail" for e in found) else "warn")
+    worst = status or ("fail" if any(e.severity == "fail" for e in found) else "warn")
     fixes: List[str] = []
     for e in found:
         text = f"{e.message.fix} ({e.message.where})"

@@ -56,6 +56,7 @@ class PythonFacts:
     backends: Dict[str, Optional[bool]] = field(default_factory=dict)  # gloo/nccl/mpi
     mpi4py: Optional[str] = None
     nccldiag: Optional[str] = None
+    nccldiag_error: Optional[str] = None  # why the interpreter could not import nccldiag (the probe's ranks need it)
     other: List[str] = field(default_factory=list)  # lines that were not ours (warnings printed to stdout)
     unreadable: Optional[str] = None  # why a line of the snippet's own could not be read (the first such)
 
@@ -99,7 +100,8 @@ def parse(raw) -> PythonFacts:
     return f
 
 
-_TEXTS = ("python", "executable", "torch", "torch_error", "cuda_build", "cuda_error", "nccl", "mpi4py", "nccldiag")
+_TEXTS = ("python", "executable", "torch", "torch_error", "cuda_build", "cuda_error", "nccl", "mpi4py", "nccldiag",
+          "nccldiag_error")
 _INSTALL = "pip install 'nccldiag[probe]'"
 
 
@@ -124,8 +126,17 @@ def judge(facts: Optional[PythonFacts], node: NodeFacts) -> List[Finding]:
                      fix=f"Run '{facts.executable or 'python3'} -c \"import torch; print(torch.cuda.is_available())\"' "
                          "on the node to see the error; a broken CUDA/driver install usually shows here.")]
     found.append(ok(NAME, "python.interpreter", where, actual=facts.python))
+    if facts.nccldiag_error and not facts.nccldiag:
+        # the probe's ranks are 'python -m nccldiag.node.worker' (probe/launchers): an interpreter that cannot
+        # import nccldiag cannot start them; the check itself needs nothing installed on the node
+        found.append(warn(NAME, "python.nccldiag", f"nccldiag is not importable by {facts.executable}: the probe's "
+                          f"ranks cannot start here ({facts.nccldiag_error})", actual=facts.nccldiag_error,
+                          expected="nccldiag installed",
+                          fix=f"{_INSTALL} in that interpreter's environment (or set NCCLDIAG_PYTHON to one that has "
+                              "it); 'nccldiag check' runs without it."))
     if not facts.torch:
-        found.append(warn(NAME, "python.torch", f"torch is not importable by {facts.executable}: probe cannot run here",
+        why = f" ({facts.torch_error})" if facts.torch_error else ""
+        found.append(warn(NAME, "python.torch", f"torch is not importable by {facts.executable}: probe cannot run here{why}",
                           actual=facts.torch_error, expected="torch installed",
                           fix=f"{_INSTALL} in that interpreter's environment (or set NCCLDIAG_PYTHON to one that has torch)."))
         return found

@@ -319,7 +319,7 @@ def _log_events(found: List[C.Clue]) -> List[Event]:
             continue
         if gsp and m.check == "xid.gsp":  # the GSP timeout of an Xid 119/120 line is that event
             continue
-        severity = "fail" if m.severity == "fail" else "warn"
+        severity = "fail" if e.severity == "fail" else "warn"
         out.append(Event(m.category, severity, m.meaning, at[e.line], m.check, rank=3 if severity == "fail" else 1,
                          fix=f"{m.fix} ({m.where})", where=m.where, device=e.device))
     return out

@@ -49,11 +49,6 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "completion error 12 (transport retry counter exceeded) is read as NICs that cannot reach each other "
         "(ib_qp_timeout_routing); the one pasted line does not say the link is RoCE nor which GID index was used, so "
         "a wrong GID index is not told apart from a routing fault"),
-    "node-m4-runlog-tr141-dmesg-hung-task-python-gpfs-mmfs-write": Gap(
-        "right",
-        "'Verdict: WARN A rank stuck in I/O (high confidence)', exit 0: the hung task 'python:280058' in state D in "
-        "GPFS's write path, repeated every two minutes, is named io_hang, but as a warning only (a hung task can pass), "
-        "so the CLI exits 0 on a run that failed", exits_0=True),
     "node-m4-runlog-tr141-ps-auxc-python-dl-gpfs-froze-rank0": Gap(
         "missed",
         "'Verdict: WARN Unexplained failure (low confidence)', exit 1: py-spy's 'Error: Failed to suspend process' is "

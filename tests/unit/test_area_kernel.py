@@ -57,6 +57,34 @@ def test_nfs_server_that_came_back_is_no_hang_and_one_that_did_not_is():
         {"kernel.io_hang": ["warn"]}, **{c: ["ok"] for c in NEW_CHECKS["kernel"] if c != "kernel.io_hang"})
 
 
+def test_a_task_reported_hung_for_ten_minutes_and_more_fails_a_task_reported_once_warns():
+    """The hung-task detector reports a task only when it did not run since its last look, so the same task
+    reported at later times was blocked all along: real, the kernel log committed beside Hugging Face's IDEFICS hang
+    logbook (tests/cases, its case.json names the source): rank 0's python reported nine times over 16 minutes in
+    a GPFS write (blocked at least 18 minutes), an epilog script once."""
+    case = Path(__file__).resolve().parents[1] / "cases" / \
+        "node-m4-runlog-tr141-dmesg-hung-task-python-gpfs-mmfs-write" / "dmesg.txt"
+    lines = case.read_text(encoding="utf-8").splitlines(keepends=True)
+    whole = findings(kernel, {"kernel_log": "".join(lines)})["kernel.io_hang"]
+    assert whole.status.value == "fail"
+    assert whole.actual["events"] == {"epilog.sh:76609": {"hung-task": 1}, "python:280058": {"hung-task": 9}}
+    assert "python:280058: a task blocked in the kernel for minutes (hung task) x9, not run once for at least " \
+           "18 minutes" in whole.message
+    # the epilog script's one report, and the python task's first four (blocked at least 8 minutes): a hung task
+    # that can still come back, a warning
+    for upto in ("[Thu Mar  2 15:59:56 2023] task:epilog.sh", "[Sat Mar  4 04:17:00 2023] task:python"):
+        cut = next(i for i, line in enumerate(lines) if line.startswith(upto))
+        part = findings(kernel, {"kernel_log": "".join(lines[:cut])})["kernel.io_hang"]
+        assert part.status.value == "warn", upto
+        assert "not run once" not in part.message
+    # the same reports on the kernel's clock since boot, and behind syslog's date, are one stretch alike
+    assert kernlog.seconds("[26825.855448]") == ("monotonic", 26825.855448)
+    assert kernlog.seconds("[Sat Mar  4 04:27:15 2023]")[1] - kernlog.seconds("[Sat Mar  4 04:10:52 2023]")[1] == 983
+    assert kernlog.seconds("Mar  4 04:27:15 jean-zay-iam06 kernel:")[1] - \
+        kernlog.seconds("Mar  4 04:10:52 jean-zay-iam06 kernel:")[1] == 983
+    assert kernlog.seconds("") is None and kernlog.seconds("[not a time]") is None
+
+
 def test_driver_init_failures_are_the_xid_areas_on_the_gpu_they_name():
     raw = log("https://github.com/NVIDIA/gpu-operator/issues/1146")
     gpu = GpuFacts(gpus=[Gpu(0, "NVIDIA A100", bus_id="0000:07:00.0")], pci_gpus=[PciGpu("0000:0a:00.0")])

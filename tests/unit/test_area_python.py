@@ -210,3 +210,71 @@ def test_indented_output_still_parses():
 def test_probe_text_fits_in_single_quotes():
     assert "'" not in py._PROBE
     assert py.SOURCES[0].timeout == 30
+
+
+# ---- an interpreter that cannot import nccldiag --------------------------------------------------------------
+# real: the snippet (py.SOURCES) run by CPython 3.11.7 on a GPU-less machine, from a directory where nccldiag is not
+# importable, from the repository (nccldiag importable), and there under 'python -S' (no site-packages: neither torch
+# nor mpi4py)
+NO_NCCLDIAG = (
+    '{"stage": "start", "python": "3.11.7", "executable": "/root/.pyenv/versions/3.11.7/bin/python3"}\n'
+    '{"stage": "done", "python": "3.11.7", "executable": "/root/.pyenv/versions/3.11.7/bin/python3", "imported": false, '
+    '"torch": "2.13.0+cpu", "cuda_build": null, "cuda_available": false, "device_count": 0, "mpi4py": "4.1.2", '
+    '"nccldiag_error": "ModuleNotFoundError: No module named \'nccldiag\'"}\n')
+WITH_NCCLDIAG = NO_NCCLDIAG.replace('"nccldiag_error": "ModuleNotFoundError: No module named \'nccldiag\'"',
+                                    '"nccldiag": "0.1.0"')
+NO_SITE = (
+    '{"stage": "start", "python": "3.11.7", "executable": "/root/.pyenv/versions/3.11.7/bin/python3"}\n'
+    '{"stage": "done", "python": "3.11.7", "executable": "/root/.pyenv/versions/3.11.7/bin/python3", "imported": false, '
+    '"torch_error": "ImportError: No module named torch", "mpi4py_error": "ImportError: No module named mpi4py", '
+    '"nccldiag": "0.1.0"}\n')
+# real: what 'python3 -c "import nccldiag"' prints in that directory, as a job's output holds it
+JOB_IMPORT_FAILED = ('Traceback (most recent call last):\n  File "<string>", line 1, in <module>\n'
+                     "ModuleNotFoundError: No module named 'nccldiag'\n")
+
+
+def test_an_interpreter_that_cannot_import_nccldiag_warns_the_probe_cannot_start_there():
+    found = {x.check: x for x in py.judge(py.parse({"python_env": NO_NCCLDIAG}), node())}
+    x = found["python.nccldiag"]
+    assert x.status == Status.WARN and "ModuleNotFoundError: No module named 'nccldiag'" in x.message
+    assert "probe's ranks cannot start here" in x.message and "nccldiag check' runs without it" in x.fix
+    assert found["python.interpreter"].status == Status.OK
+    # nccldiag imported, or an older snippet's output that does not say: no such finding
+    assert "python.nccldiag" not in {x.check for x in py.judge(py.parse({"python_env": WITH_NCCLDIAG}), node())}
+    assert "python.nccldiag" not in {x.check for x in py.judge(py.parse({"python_env": lines(START, CUDA_DONE)}),
+                                                               node(gpus=8))}
+
+
+def test_the_snippets_import_errors_are_the_python_areas_to_judge_in_a_check():
+    from nccldiag.check.engine import failure_lines
+    from nccldiag.model.raw import RawNode
+
+    for text in (NO_NCCLDIAG, WITH_NCCLDIAG, NO_SITE):
+        assert failure_lines(RawNode("n1", {"python_env": text}), [py]) == [], text
+    no_site = {x.check: x for x in py.judge(py.parse({"python_env": NO_SITE}), node())}
+    assert no_site["python.torch"].status == Status.WARN
+    assert "(ImportError: No module named torch)" in no_site["python.torch"].message
+
+
+def test_the_snippets_output_given_to_log_is_the_python_areas_and_a_jobs_import_error_is_not(tmp_path):
+    from click.testing import CliRunner
+
+    from nccldiag.cli.log import log as log_command
+
+    def verdict(text):
+        f = tmp_path / "out.txt"
+        f.write_text(text)
+        res = CliRunner().invoke(log_command, [str(f)])
+        return res.exit_code, res.output
+
+    code, out = verdict(NO_NCCLDIAG)
+    assert out.startswith("Verdict: WARN") and "python.nccldiag" in out and "python_env" in out, out
+    code, out = verdict(WITH_NCCLDIAG)
+    assert code == 0 and out.startswith("Verdict: nothing broken"), out
+    code, out = verdict(NO_SITE)
+    assert out.startswith("Verdict: WARN") and "python.torch" in out, out
+    # the same import error printed by a job is a failure the lexicon reads
+    code, out = verdict(JOB_IMPORT_FAILED)
+    assert code != 0 and out.startswith("Verdict: FAIL Unexplained failure"), out
+    code, out = verdict(WITH_NCCLDIAG + JOB_IMPORT_FAILED)
+    assert code != 0 and out.startswith("Verdict: FAIL Unexplained failure"), out

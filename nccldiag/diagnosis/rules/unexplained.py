@@ -128,11 +128,14 @@ def _judged_in_paste(inp: Inputs, line: lexicon.Line, shape: lexicon.Shape) -> b
     above its header, counters pasted without their section) judged nothing: the line is the lexicon's. Where
     such an area found something failing or warning, the line stays unexplained (unless a diagnosis cites it or
     covers its shape) but beside an NCCL log of a run that worked: a port or a GPU that run did without says
-    nothing of it."""
+    nothing of it, or where the area's failing finding quotes a line of that shape: it said what the line is (the
+    python area's 'nccldiag is not importable ... (ModuleNotFoundError: ...)' of its own snippet's line)."""
     if line.host is not None or inp.pasted is None or not inp.pasted.blocks:
         return False
-    if (any(f.area in shape.judged_by and SEVERITY[f.status] >= SEVERITY[Status.WARN] for f in inp.pasted.findings)
-            and not _run_worked(inp)):
+    failing = [f for f in inp.pasted.findings if f.area in shape.judged_by and SEVERITY[f.status] >= SEVERITY[Status.WARN]]
+    # an area whose failing finding quotes a line of this shape said what it is (as in a check of the node)
+    quoted = any(lexicon.shape_of(str(text)) is shape for f in failing for text in [f.message, *(f.evidence or [])])
+    if failing and not quoted and not _run_worked(inp):
         return False
     readers = _readers()
     judges = set(shape.judged_by)

@@ -46,6 +46,7 @@ KINDS = (
     "bugreport",
     "job_monitor",
     "pyspy",
+    "python_env",
 )
 
 
