@@ -67,7 +67,8 @@ BEFORE = {
                             r"[Nn]o such|[Ii]nvalid|[Mm]ismatch|out of memory|busy or unavailable|[Ii]nsufficient|not found|"
                             r"Unknown Error|is neither AF_INET|Duplicate GPU detected|terminate called after throwing|fi_getinfo|"
                             r"No space left on device|Disk quota exceeded|In use by another client|is corrupted|"
-                            r"is not compatible with the current PyTorch installation|install supports CUDA capabilities|duplicate mac found)\b"),
+                            r"is not compatible with the current PyTorch installation|install supports CUDA capabilities|duplicate mac found|"
+                            r"no CUDA-capable device is detected)\b"),
     "_KERNEL_TEXT": ("bool", r"NVRM:|\bXid\b|AMD-Vi|\bDMAR\b|IO_PAGE_FAULT|nv_peer_mem|nvidia[-_]peermem|PCIe Bus Error|"
                              r"\bAER\b|\bmlx\d_(?:core|ib|en)\b|fallen off the bus|\bib_umad\b|nv-fabricmanager|"
                              r"[Ff]abric ?[Mm]anager"),
