@@ -52,6 +52,7 @@ class Source:
     timeout: int = 10
     description: str = ""
     line_limit: int = LINE_LIMIT  # longer lines are cut (:func:`cut_lines`) before any parser reads them
+    own: bool = False  # its output is nccldiag's own program's (a facts line), which no job prints
 
 
 def cut_note(dropped: int) -> str:

@@ -34,6 +34,7 @@ SOURCES = (
         f"\"$p\" -c '{_PROBE.strip()}'",
         timeout=30,
         line_limit=JSON_LINE_LIMIT,  # one JSON object a line
+        own=True,
         description="interpreter, torch, CUDA, NCCL, torch.distributed backends and mpi4py as the probe will see them",
     ),
 )

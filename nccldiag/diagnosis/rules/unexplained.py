@@ -128,13 +128,17 @@ def _judged_in_paste(inp: Inputs, line: lexicon.Line, shape: lexicon.Shape) -> b
     above its header, counters pasted without their section) judged nothing: the line is the lexicon's. Where
     such an area found something failing or warning, the line stays unexplained (unless a diagnosis cites it or
     covers its shape) but beside an NCCL log of a run that worked: a port or a GPU that run did without says
-    nothing of it, or where the area's failing finding quotes a line of that shape: it said what the line is (the
-    python area's 'nccldiag is not importable ... (ModuleNotFoundError: ...)' of its own snippet's line)."""
+    nothing of it, or where the line lies in the output of nccldiag's own program (a source marked ``own``: a
+    facts line no job prints) and the area's failing finding quotes a line of that shape: it said what the line is
+    (the python area's 'nccldiag is not importable ... (ModuleNotFoundError: ...)' of its snippet's line). A tool's
+    output (an ibstat's 'State: Down') stays the lexicon's too where the area warns of it: the line says something
+    failed."""
     if line.host is not None or inp.pasted is None or not inp.pasted.blocks:
         return False
     failing = [f for f in inp.pasted.findings if f.area in shape.judged_by and SEVERITY[f.status] >= SEVERITY[Status.WARN]]
     # an area whose failing finding quotes a line of this shape said what it is (as in a check of the node)
-    quoted = any(lexicon.shape_of(str(text)) is shape for f in failing for text in [f.message, *(f.evidence or [])])
+    quoted = _in_own_output(inp, line) and any(lexicon.shape_of(str(text)) is shape
+                                               for f in failing for text in [f.message, *(f.evidence or [])])
     if failing and not quoted and not _run_worked(inp):
         return False
     readers = _readers()
@@ -144,6 +148,19 @@ def _judged_in_paste(inp: Inputs, line: lexicon.Line, shape: lexicon.Shape) -> b
              and judges & inp.pasted.judged.get((b.path, b.lineno), frozenset())]
     numbers = [line.lineno] + [n for n, _ in line.more]
     return bool(spans) and all(any(a <= n < b for a, b in spans) for n in numbers)
+
+
+def _in_own_output(inp: Inputs, line: lexicon.Line) -> bool:
+    """Whether every kept line of ``line`` lies in a pasted block of sources marked ``own`` only."""
+    own = _own_sources()
+    spans = [(b.lineno, b.lineno + b.text.count("\n") + 1) for b in inp.pasted.blocks
+             if b.path == line.source and b.sections and set(b.sections) <= own]
+    return bool(spans) and all(any(a <= n < b for a, b in spans) for n in [line.lineno] + [n for n, _ in line.more])
+
+
+def _own_sources() -> set:
+    """The sources whose output is nccldiag's own program's."""
+    return {s.name for area in all_areas() for s in getattr(area, "SOURCES", ()) if getattr(s, "own", False)}
 
 
 def _run_worked(inp: Inputs) -> bool:
