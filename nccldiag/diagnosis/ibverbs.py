@@ -27,6 +27,10 @@ _WC = re.compile(r"Got completion(?: from peer \S+)? with (?:error|status)\s*=?\
 _WC_NAMES = {"LOC_PROT": 4, "WR_FLUSH": 5, "REM_ACCESS": 10, "REM_OP": 11, "RETRY_EXC": 12, "RNR_RETRY_EXC": 13,
              "LOC_LEN": 1, "LOC_QP_OP": 2, "LOC_ACCESS": 8, "REM_INV_REQ": 9, "FATAL": 19, "RESP_TIMEOUT": 20}
 _VENDOR = re.compile(r"vendor err (?P<v>\w+)")
+# NCCL's net_ib.cc and the IB plugin's ib_plugin.c append ' localGid <gid>' and ' remoteGids<gid>' to a failed
+# completion's WARN when the port's link layer is Ethernet (Mellanox/nccl-rdma-sharp-plugins src/ib_plugin.c at
+# 728d4e8, ncclIbTest: 'if (... link_layer == IBV_LINK_LAYER_ETHERNET)')
+_GIDS = re.compile(r"\blocalGid (?P<l>[0-9A-Fa-f:.]{2,45})(?:\s+remoteGids?\s?(?P<r>[0-9A-Fa-f:.]{2,45}))?")
 
 
 @dataclass
@@ -41,6 +45,13 @@ class Completion:
     status: int
     vendor: Optional[str]
     clue: C.Clue
+    local_gid: Optional[str] = None   # ' localGid <gid>': printed only for an Ethernet (RoCE) link layer
+    remote_gid: Optional[str] = None  # ' remoteGids<gid>' (' remoteGid <gid>' in some releases)
+
+    @property
+    def link_local(self) -> bool:
+        """Whether the failed queue pair ran on an IPv6 link-local GID (fe80::/10, a port's MAC-derived entry)."""
+        return any(g and g.lower().startswith("fe80:") for g in (self.local_gid, self.remote_gid))
 
 
 def errno_of(rest: str) -> Optional[int]:
@@ -68,7 +79,9 @@ def completions(inp: Inputs) -> List[Completion]:
         st = m.group("a") or m.group("b") or m.group("c")
         status = int(st) if st else _WC_NAMES.get(m.group("name") or "", 21)
         v = _VENDOR.search(c.text)
-        out.append(Completion(status, v.group("v") if v else None, c))
+        g = _GIDS.search(c.text)
+        out.append(Completion(status, v.group("v") if v else None, c,
+                              g.group("l") if g else None, g.group("r") if g else None))
     return out
 
 

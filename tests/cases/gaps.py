@@ -26,11 +26,6 @@ class Gap(NamedTuple):
 INVARIANT_BROKEN = ("false all-clear", "false alarm")
 
 KNOWN_GAPS: Dict[str, Gap] = {
-    "net-forum40-gitcodeblog-roce-mixed-hca-error12-linklocal-fe80-gids": Gap(
-        "wrong cause",
-        "'Verdict: FAIL RDMA connections time out: NICs cannot reach each other (high confidence)', exit 1: completion "
-        "error 12 is read as NICs that cannot reach each other (ib_qp_timeout_routing); the IPv6 link-local GIDs "
-        "(fe80::) the IB plugin prints for both ends of the RoCE connection are not read"),
     "node-nccltrk379-topo-file-attribute-arch-of-node-cpu-not-found-fixed-28": Gap(
         "wrong cause",
         "'Verdict: FAIL Network plugin failing or differing across nodes (medium confidence)', exit 1: 'Attribute arch of "

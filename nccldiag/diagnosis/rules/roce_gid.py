@@ -5,7 +5,8 @@ GID picked for traffic between subnets.
 Evidence: the ``ib`` check's GID findings (show_gids, ibv_devinfo, sysfs), NCCL picking a fe80 GID
 ('GID 0 (80FE/...)') beside an RDMA failure, a GID table change during the run ('Got async event : GID table
 change') followed by failed RDMA operations; retry-exceeded completions (error 12/13) on RoCE ports only, or beside
-GID evidence (a GID finding, NCCL's GID lines). Among InfiniBand ports with no word of a GID, the same timeouts are
+GID evidence (a GID finding, NCCL's GID lines), or a retry-exceeded completion whose own WARN names link-local (fe80::)
+local and remote GIDs (NCCL prints them only for an Ethernet link layer). Among InfiniBand ports with no word of a GID, the same timeouts are
 NICs that cannot reach each other (``ib-timeout``: fabrics not connected, routing).
 References: NVIDIA/nccl#1587 (sparse GID tables), #769, #394 and #1819 (GID table change).
 """
@@ -45,6 +46,23 @@ def diagnose(inp: Inputs) -> List[Diagnosis]:
                             "after, and restart the job."),
                        alternatives=["ib_qp_timeout_routing: the NICs cannot reach each other at all (the failures "
                                      "start before any GID change)"])]
+    linked = [c for c in timeouts if c.link_local]
+    if linked and not C.env_values(inp, "NCCL_IB_GID_INDEX"):
+        found = [c.clue for c in linked]
+        gids = sorted({g for c in linked for g in (c.local_gid, c.remote_gid) if g})
+        return [C.make(sys.modules[__name__], f"RoCE transfers time out{C.on(C.hosts(found))}: the queue pairs run "
+                       f"on link-local GIDs ({', '.join(gids[:2])})", found, confidence="high",
+                       why=("NCCL names the GIDs of a failed completion only on an Ethernet (RoCE) port, and these are "
+                            "IPv6 link-local (fe80::) entries: the MAC-derived GID at index 0, which NCCL and its IB "
+                            "plugin use unless NCCL_IB_GID_INDEX says otherwise (NCCL before 2.21 always); peers whose "
+                            "HCAs answer on another RoCE version or subnet never see that traffic, so every retry "
+                            "is exhausted"),
+                       fix=("Run NCCL on the RoCE v2 GID that carries each port's IPv4 address: 'show_gids' lists it "
+                            "(v2, with the address); set NCCL_IB_GID_INDEX to that index on every node (the same "
+                            "index on all of them) or use NCCL 2.21+, which picks it; check 'ib_write_bw -x <index>' "
+                            "between the two hosts."),
+                       alternatives=["ib_qp_timeout_routing: the NICs cannot reach each other on any GID (cabling, "
+                                     "routing); 'ib_write_bw' with the v2 index tells"])]
     gids = bool(C.findings(inp, "ib.roce_gid")) or bool(C.find(inp, GID_WORDS, ("warn", "last-error", "error")))
     if timeouts and (ibverbs.roce_only(inp) or ibverbs.roce(inp) and gids) and not ibverbs.port_events(inp) and \
             not C.env_values(inp, "NCCL_IB_GID_INDEX"):
