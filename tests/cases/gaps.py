@@ -26,16 +26,6 @@ class Gap(NamedTuple):
 INVARIANT_BROKEN = ("false all-clear", "false alarm")
 
 KNOWN_GAPS: Dict[str, Gap] = {
-    "gpu-forum40-p2pbench-vllm-tp2-5060ti-nccl2289-p2p-on-redacted-healthy": Gap(
-        "false alarm",
-        "'Verdict: FAIL Unexplained failure (low confidence)', exit 1: FlashInfer's autotuner warning '[Autotuner]: OOM "
-        "detected, falling back to default tactic' is read by the failure lexicon's out-of-memory row; the autotuner "
-        "caught that one trial's out-of-memory and kept the default kernel, the run served every request"),
-    "gpu-forum40-p2pbench-vllm-tp2-5060ti-nccl2289-p2p-off-redacted-healthy": Gap(
-        "false alarm",
-        "'Verdict: FAIL Unexplained failure (low confidence)', exit 1: FlashInfer's autotuner warning '[Autotuner]: OOM "
-        "detected, falling back to default tactic' is read by the failure lexicon's out-of-memory row; the autotuner "
-        "caught that one trial's out-of-memory and kept the default kernel, the run served every request"),
     "node-nccltrk379-topo-file-attribute-arch-of-node-cpu-not-found-fixed-28": Gap(
         "wrong cause",
         "'Verdict: FAIL Network plugin failing or differing across nodes (medium confidence)', exit 1: 'Attribute arch of "

@@ -196,6 +196,20 @@ def test_the_drivers_console_notice_is_quiet_and_its_failures_are_not():
                            for line in failing), failing
 
 
+def test_flashinfers_handled_autotuner_oom_is_quiet_and_a_real_oom_is_not():
+    # FlashInfer's autotuner catching one profiled kernel's out-of-memory and keeping the default tactic, in a real
+    # working vLLM run (its progress bars joined to the warning, as the log holds them), beside a real CUDA OOM
+    case = realcases.IN_REPO / "gpu-forum40-p2pbench-vllm-tp2-5060ti-nccl2289-p2p-on-redacted-healthy"
+    fallback = [line for line in (case / "p2p_on-c1.log").read_text(encoding="utf-8").splitlines()
+                if "OOM detected" in line]
+    assert len(fallback) > 100 and all("falling back to default tactic" in line for line in fallback)
+    for line in fallback:
+        assert lexicon.shape_of(line) is None, line
+    oom = [line for line in _seen_texts("tests/cases/gpu-cloudatlas-a100-80gb-cuda-oom-single-gpu-large-model")
+           .splitlines() if "OutOfMemoryError" in line]
+    assert oom and all(lexicon.shape_of(line).id == "out-of-memory" for line in oom), oom
+
+
 def test_the_exceptions_keep_counters_and_advice_quiet():
     # Written for this test, each in the shape of a real healthy line its row's unless_why names.
     for line in ("rx_errors error: 0", "Errors: none", "NCCL_ASYNC_ERROR_HANDLING=1",
