@@ -70,6 +70,13 @@ KNOWN: Dict[Tuple[str, str], str] = {
     ("net-awsdoeks69-vllm-ray-actorhandle-then-gloo-loopback-127001", "anon-redacted"): "wrong cause",
     # the tail keeps the traceback only: the WARN naming the missing interface is above its last 15 lines
     ("net-felixfu-notes-2x-p40-bootstrap-no-socket-interface-found-wrong-ifname-eno1", "tail-15"): "missed",
+    # the NCCL WARN 'Duplicate GPU detected : rank 2 and rank 0 both on CUDA device f000' is the first line, above the
+    # server's last 15 lines of traceback: the tail keeps uvicorn's ERROR and EOFError only
+    ("gpu-fw41-trl3310-vllm-serve-duplicate-gpu-rank2-rank0-eoferror", "tail-15"): "missed",
+    # the lexicon's lines alone keep Gloo's 'connectFullMesh failed ... no error' but not the warning before it that
+    # Gloo fell back to the loopback address (a warning a working single-node run prints too): read as gloo's peers
+    # not reaching each other, not as the host name
+    ("net-fw41-vllm7074-ray-worker-gloo-hostname-loopback-connectfullmesh", "lexicon-only"): "wrong cause",
     # 'No route to host' from a peer in the node's own subnet is a firewall's answer: redacted, the subnet is gone
     ("net-csdn-blog-2-node-nccl248-connect-no-route-to-host-firewall", "anon-x"): "wrong cause",
     ("net-csdn-blog-2-node-nccl248-connect-no-route-to-host-firewall", "anon-redacted"): "wrong cause",

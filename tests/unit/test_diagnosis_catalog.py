@@ -945,11 +945,17 @@ def _healthy_texts():
 
 
 def test_a_memory_monitor_killing_workers_is_host_memory_not_gpu_memory():
-    # real: Ray Data's docs (the OOM-kill block with its cgroup reason), and a practitioner's raylet log and task
-    # exception (julianygao.me): the node ran out of host memory, whatever the exception's class is called
+    # real: Ray Data's docs (the OOM-kill block with its cgroup reason), a practitioner's raylet log and task
+    # exception (julianygao.me), frameworks' trackers (verl's OutOfMemoryError with its top-memory table, EasyR1's
+    # and Ray's raylet lines, and the 2022 raylet's 'System memory low at node with IP ...' behind
+    # '(raylet, ip=...)'): the node ran out of host memory, whatever the exception's class is called
     for case in ("node-raydata-docs-ray-oom-killer-workers-node-low-memory-cgroup",
                  "node-julianygao-blog-raylet-workers-killed-due-to-memory-pressure",
-                 "node-julianygao-blog-ray-outofmemoryerror-node-running-low-on-memory"):
+                 "node-julianygao-blog-ray-outofmemoryerror-node-running-low-on-memory",
+                 "node-fw41-verl2950-ray-oom-error-rollout-workers-host-memory-098",
+                 "node-fw41-easyr1185-raylet-workers-killed-memory-pressure-log-probs",
+                 "node-fw41-ray45894-raylet-worker-killed-memory-pressure-fewer-tasks",
+                 "node-fw41-ray28781-raylet-ip-prefixed-system-memory-low-killing-task"):
         text = _in_repo_case(case)
         d = top(text)
         assert d.id == "memory-monitor-kill" and d.category == "other:host-oom" and d.severity == "fail", (case, d)
@@ -958,6 +964,11 @@ def test_a_memory_monitor_killing_workers_is_host_memory_not_gpu_memory():
     assert top(_in_repo_case("gpu-mlengineering-b200-cuda-oom-in-forward-traceback")).category == "gpu_out_of_memory"
     # a line that merely speaks of memory pressure, with nothing killed, is no failure (written for this test)
     assert "other:host-oom" not in categories("INFO worker.py:1 -- memory pressure on the node is 42%\n")
+    # the 2022 raylet's own start-up line names the threshold and kills nothing (the form of Ray's docs,
+    # limiting-memory-usage.rst, 'MemoryMonitor initialized with usage threshold at ... bytes')
+    assert "other:host-oom" not in categories(
+        "(raylet) memory_monitor.cc: MemoryMonitor initialized with usage threshold at 32164429824 bytes "
+        "(0.90 system memory), total system memory bytes: 35738255360\n")
     for name, text in _healthy_texts().items():
         assert "other:host-oom" not in categories(text), name
 
