@@ -57,6 +57,7 @@ KNOWN: Dict[Tuple[str, str], str] = {
     # thread's log stops before the run fails): without INFO lines, or with the lexicon's lines alone, no line is left
     ("gpu-nccltrk1637-2x-rtx5090-nccl2251-maxsharedmem-exceeds-p2p-disabled", "no-nccl-info"): "false all-clear",
     ("gpu-nccltrk1637-2x-rtx5090-nccl2251-maxsharedmem-exceeds-p2p-disabled", "lexicon-only"): "false all-clear",
+    ("net-cloud42-awsofi663-p5-torchrun-efa-insert-remote-address-av-outbound-security-group", "lexicon-only"): "missed",
     # the kernel log ends in the hung task's call trace: its last 40 lines are stack frames and registers, without
     # the 'blocked for more than' line or the task's state line above them
     ("node-m4-runlog-tr141-dmesg-hung-task-python-gpfs-mmfs-write", "tail-40"): "false all-clear",

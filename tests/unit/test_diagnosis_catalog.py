@@ -1067,6 +1067,46 @@ def test_efa_refusing_cuda_buffers_is_the_known_nccl_libfabric_incompatibility()
         assert "efa-cuda-mr-nccl-libfabric" not in [d.id for d in verdict(text)], name
 
 
+
+def test_an_efa_peer_address_refused_is_the_security_group_not_the_plugin():
+    # real: aws-ofi-nccl issue 663 (torch's Last error quoting the plugin's WARN; the outbound rule was missing)
+    text = _in_repo_case("net-cloud42-awsofi663-p5-torchrun-efa-insert-remote-address-av-outbound-security-group")
+    found = [d for d in verdict(text) if d.severity in ("fail", "warn")]
+    assert found[0].id == "efa-av-insert-failed" and found[0].category == "firewall_ports", found
+    assert "net-plugin" not in [d.id for d in found] and "unexplained" not in categories(text), found
+    # the plugin's WARN as NCCL prints it (aws-ofi-nccl's format, written for this test) is the same cause
+    warn = ("ip-10-0-1-5:2201:2290 [0] nccl_net_ofi_sendrecv_connect:1605 NCCL WARN NET/OFI Unable to insert remote "
+            "address into address vector for device 0. RC: -22\n")
+    assert top(warn).id == "efa-av-insert-failed"
+    # another failure of the plugin at set-up stays the plugin's (real form: aws-ofi-nccl issue 715's WARN)
+    other = ("algo-1:17778:17848 [5] nccl_ofi_ofiutils_init_connection:274 NCCL WARN NET/OFI Couldn't open CQ. RC: -22, "
+             "ERROR: Invalid argument\n")
+    assert "efa-av-insert-failed" not in [d.id for d in verdict(other)]
+    for name, text in _healthy_texts().items():
+        assert "efa-av-insert-failed" not in [d.id for d in verdict(text)], name
+
+
+def test_the_efa_provider_aborting_for_its_receive_buffers_is_the_locked_memory_limit(tmp_path):
+    # real: awsome-distributed-ai issue 647 (the provider's abort message; max locked memory was 65536)
+    text = _in_repo_case("net-cloud42-awsomeai647-efa-libfabric-enomem-post-internal-receive-buffers-memlock")
+    d = top(text)
+    assert d.id == "efa-rx-buffers-enomem" and d.category == "memlock_limit" and d.severity == "fail", d
+    assert "unexplained" not in categories(text), categories(text)
+    # the same internal error for another errno is not the limit's (the line of libfabric's format, written for this
+    # test): it stays a failure nobody explains
+    eio = text.replace("(-12) Cannot allocate memory", "(-5) Input/output error")
+    assert "efa-rx-buffers-enomem" not in [d.id for d in verdict(eio)]
+    (tmp_path / "job.log").write_text(eio, encoding="utf-8")
+    from tests import realcases
+    assert [d.category for d in realcases.alarms_of([tmp_path / "job.log"])] == ["unexplained"]
+    # real working EFA outputs: fi_info -p efa, fi_pingpong over efa, ibstat of an EFA device
+    for case in ("net-cloud42-libfabric5689-fi-info-p-efa-rdm-dgram-providers-healthy",
+                 "net-cloud42-magiccastle331-fi-pingpong-rdm-efa-server-healthy",
+                 "node-cloud42-amzndrivers114-dmesg-efa-registered-ibstat-efa0-active-healthy"):
+        assert categories(_in_repo_case(case)) == [], case
+    for name, text in _healthy_texts().items():
+        assert "efa-rx-buffers-enomem" not in [d.id for d in verdict(text)], name
+
 # ---- the driver's parts of two versions; a module built for another kernel; a GPU reset refused -------------------
 
 
