@@ -479,6 +479,13 @@ ERROR_WORDS = (
     "is corrupted",  # nvidia-smi's 'WARNING: infoROM is corrupted at gpu <bus>', a file system's or an archive's
     "duplicate mac found",  # cloud-init's RuntimeError at boot: 'duplicate mac found! both 'eth1' and 'ib0' have mac'
     "no CUDA-capable device is detected",  # CUDA's cudaErrorNoDevice text, printed bare by many programs
+    # glibc's heap checks before they abort the process (malloc/malloc.c malloc_printerr: 'free(): corrupted unsorted
+    # chunks', 'double free or corruption (!prev)', 'malloc(): unaligned tcache chunk detected'); their other
+    # messages hold 'invalid' ('munmap_chunk(): invalid pointer')
+    "double free or corruption", "corrupted unsorted chunks", "corrupted size vs. prev_size", "corrupted double-linked list",
+    "unaligned tcache chunk", "unaligned fastbin chunk", "unaligned chunk detected in tcache", "malloc(): memory corruption",
+    "corrupted top size", "double free detected in tcache", "double linked list corrupted", "mismatching next->prev_size",
+    "too many chunks detected in tcache", "chunks in smallbin corrupted",
 )
 _ERROR_TEXT = re.compile(r"\b(?:" + _alternation(ERROR_WORDS) + r")\b")
 # The line a Python traceback ends with: an exception's class and its message ('RuntimeError: Desync detected for

@@ -25,6 +25,11 @@ begins a new line:
   the next one's opening bar stand a space apart (``| |``, ``+ |``, ``| +``), in a line that starts with a row or
   holds two such joints.
 
+- a key-value output's fields (``ibstat``'s ``CA 'mlx5_0'``, ``Port 1:``, ``State: Active``; ``ibv_devinfo``'s
+  ``hca_id:``, ``port:``, ``state:``; ``lspci -vvv``'s ``LnkCap:``, ``LnkSta:``) are cut before each of the
+  output's own keys, in a line that holds the output's head (``CA '...'``, ``hca_id:``, a PCIe capability's field)
+  and two of its keys or more after a blank (:data:`_FIELDS`: the keys the ``paste/kinds`` of those outputs read).
+
 A line is never cut where it holds one start of its kind and does not begin with it, nor inside a record's
 prefix. The lines after a line cut are cited as many lines further on. Every expression runs in time linear in
 the line's length, and a text whose first 256 KiB hold no such line is handed on as it comes
@@ -61,11 +66,33 @@ _LABEL = re.compile(_LABEL_FORM)
 _JOINT_FORM = rb"(?<=[-= ][|+]) (?=\|[-= ]|\+[-=])"
 _JOINT = re.compile(_JOINT_FORM)
 _TABLE_HEAD = re.compile(rb"[ \t]{0,12}[|+][-= ]")
+# key-value outputs a rendered page ran together: (head, key); a line holding the head is cut before each key that
+# follows a blank, where two keys or more do. ibstat's keys are infiniband-diags' ibstat.c (ca_dump, port_dump);
+# ibv_devinfo's rdma-core's libibverbs/examples/devinfo.c (print_hca_cap without -v: a port's 'port:' before its
+# number, its 'state:' before PORT_<state>; another tool's 'phys state:' in the same paragraph is not one); lspci
+# -vvv's the PCI Express and ACS capabilities' fields (pciutils' ls-caps.c, ls-ecaps.c) and each capability's
+# 'Capabilities: [<offset>]' line. Each is a key the kind of nccldiag/paste/kinds reads at a line's head (ibstat.py,
+# ibv_devinfo.py, lspci.py).
+_FIELDS = (
+    (rb"CA '[^'\n]{1,200}'",
+     rb"CA '[^'\n]{1,200}'|(?:CA type|Number of ports|Firmware version|Hardware version|Node GUID|System image GUID|"
+     rb"Port \d{1,4}|State|Physical state|Rate|Base lid|LMC|SM lid|Capability mask|Port GUID|Link layer):(?= |$)"),
+    (rb"hca_id:",
+     rb"(?:hca_id|transport|fw_ver|node_guid|sys_image_guid|vendor_id|vendor_part_id|hw_ver|board_id|phys_port_cnt|"
+     rb"max_mtu|active_mtu|sm_lid|port_lid|port_lmc|link_layer):(?=[ \t]{1,40}\S)|port:(?=[ \t]{1,40}\d)|"
+     rb"state:(?=[ \t]{1,40}PORT_)"),
+    (rb"(?:Lnk|Dev|ACS)(?:Cap|Ctl|Sta)2?:",
+     rb"(?:(?:Lnk|Dev|Slt|Root)(?:Cap|Ctl|Sta)2?|ACS(?:Cap|Ctl)):(?=[ \t])|Capabilities: \[[0-9a-f]{1,4}"),
+)
+_FIELD_HEADS = [re.compile(h) for h, _ in _FIELDS]
+_FIELD_KEYS = [re.compile(rb"(?<= )(?:" + k + rb")") for _, k in _FIELDS]
 # a line that may hold several records: two starts of one kind, a traceback after a record's text, two table rows,
 # its label twice (each search linear in the line's length: the second start is the first's form again)
 _GATE = re.compile(rb"(?m)" + rb"|".join(
     [_AFTER_BLANK + rb"(?:%s)[^\n]* (?:%s)" % (p, p) for _, p in _KINDS]
     + [rb"[^:\s] " + _TRACEBACK, _JOINT_FORM, rb"^(" + _LABEL_FORM + rb")[^\n]* \1"]))
+# a key-value output's head followed by one of its keys after a blank
+_FIELD_GATE = re.compile(rb"|".join(rb"(?:%s)" % h for h, _ in _FIELDS))
 # a traceback's frame, after a blank
 _FRAME = re.compile(rb" (?=File \"[^\"\n]{1,4096}\", line \d)")
 # the exception a traceback ends with, after its last frame
@@ -180,6 +207,18 @@ def _cuts(line: bytes) -> List[int]:
     return sorted(set(c for c in cuts if 0 < c < len(line)))
 
 
+def _field_cuts(line: bytes) -> List[int]:
+    """Where ``line`` is cut before a key-value output's keys (:data:`_FIELDS`): none unless it holds the output's
+    head and two of its keys after a blank."""
+    cuts: List[int] = []
+    for head, key in zip(_FIELD_HEADS, _FIELD_KEYS):
+        if head.search(line):
+            keys = [k.start() for k in key.finditer(line)]
+            if len(keys) >= 2:
+                cuts += keys
+    return cuts
+
+
 def _occurrences(line: bytes, needle: bytes, skip: int) -> List[int]:
     """The positions of ``needle`` in ``line``, each plus one (after its leading blank)."""
     out = []
@@ -193,15 +232,17 @@ def _occurrences(line: bytes, needle: bytes, skip: int) -> List[int]:
 def split(data: bytes) -> bytes:
     """``data`` (whole lines) with each line run together from several cut back into them (see the module's
     docstring)."""
-    if not _GATE.search(data):
+    fields = _FIELD_GATE.search(data) is not None
+    if not fields and not _GATE.search(data):
         return data
     out = []
     for line in data.split(b"\n"):
-        if _GATE.search(line):
-            cuts = _cuts(line)
-            if cuts:
-                pieces = [line[a:b].rstrip(b" \t") for a, b in zip([0] + cuts, cuts + [len(line)])]
-                line = b"\n".join(p.lstrip(b" ") for p in pieces)
+        cuts = _cuts(line) if _GATE.search(line) else []
+        if fields and _FIELD_GATE.search(line):
+            cuts = sorted(set(cuts + [c for c in _field_cuts(line) if 0 < c < len(line)]))
+        if cuts:
+            pieces = [line[a:b].rstrip(b" \t") for a, b in zip([0] + cuts, cuts + [len(line)])]
+            line = b"\n".join(p.lstrip(b" ") for p in pieces)
         out.append(line)
     return b"\n".join(out)
 

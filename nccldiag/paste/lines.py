@@ -8,8 +8,9 @@ What people put around a node's output when they paste it, outermost first, each
 - ``cell``: a markdown table's cell holding the whole line (``| CA 'mlx5_0' |``: both pipes go);
 - ``quote``: a quote mark ``> `` (nested: ``> > ``);
 - ``comment``: ``# `` before a command's output that the admin quoted as a comment (or a root prompt);
-- ``prompt``: a shell prompt (``root@node1:~# cmd``, ``[user@node1 ~]$ cmd``, ``$ cmd``): the clean line is the
-  command, and the prompt names the host;
+- ``prompt``: a shell prompt (``root@node1:~# cmd``, ``[user@node1 ~]$ cmd``, ``$ cmd``; fish's and SUSE's
+  ``user@node1 ~> cmd``, a powerline prompt's segments ``user@node1 > ~/dir > cmd``, oh-my-zsh's
+  ``➜  dir git:(main) cmd``): the clean line is the command, and the prompt names the host where it has one;
 - ``grep``: the file name ``grep`` puts before each line it found (``messages:Jun 17 ...``,
   ``/var/log/kern.log:12:...``): a path, a log file's name, or a name ending ``.log``/``.txt``/``.out``/``.err``;
 - ``launcher``: a launcher's rank label (``[default3]:``, ``[rank0]:``, ``[1,0]<stdout>:``, srun ``--label``'s
@@ -148,7 +149,11 @@ _QUOTE = re.compile(r"[ \t]{0,12}>(?:[ \t]|$)")
 _COMMENT = re.compile(r"[ \t]{0,12}#(?:[ \t]|$)")
 _PROMPT = re.compile(
     r"(?:\([\w.-]{1,40}\)[ \t])?"  # a virtual environment's name
-    r"(?:\[?[\w.-]{1,64}@(?P<host>[\w.-]{1,253})(?:[ :][^\s#$\]]{0,200})?\]?[ \t]?[#$%]|\$)(?:[ \t]|$)")
+    # a powerline prompt's segments, each ended by its arrow as a page renders it: 'alex@exi > ~/Downloads > cmd'
+    r"(?:[\w.-]{1,64}@(?P<segments>[\w.-]{1,253})(?: > [^>\n]{1,200}?){0,6} >"
+    r"|\[?[\w.-]{1,64}@(?P<host>[\w.-]{1,253})(?:[ :][^\s#$>\]]{0,200})?\]?[ \t]?[#$%>]|\$"
+    # oh-my-zsh's default theme (robbyrussell): an arrow, the directory's name, the git branch: '➜  dir git:(main) ✗'
+    r"|\u279c {1,2}[^\s]{1,200}(?: git:\([^\s)]{1,200}\)(?: \u2717)?)?)(?:[ \t]|$)")
 _GREP = re.compile(r"(?:(?:[\w.~:-]{0,200}/){1,40}[\w.~-]{1,200}|[\w-]{1,100}\.(?:log|txt|out|err)(?:\.\d)?|"
                    r"messages|syslog|kern\.log|dmesg|daemon\.log)(?::\d{1,9})?[:-](?=\S)")
 _GREP_FILE = re.compile(r"[^:]{0,400}")
@@ -301,10 +306,11 @@ def _quoted(text: str, first: str) -> Optional[Layer]:
         m = _COMMENT.match(text)
         if m:
             return Layer("comment", m.group(0))
-    if "@" in text[:400] or first in "$(":
+    if "@" in text[:400] or first in "$(\u279c":
         m = _PROMPT.match(text)
         if m:
-            return Layer("prompt", m.group(0), _named(m.group("host")) if m.group("host") else None)
+            host = m.group("host") or m.group("segments")
+            return Layer("prompt", m.group(0), _named(host) if host else None)
     return None
 
 

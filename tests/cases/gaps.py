@@ -39,10 +39,12 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "cause); here the file was the user's own and the defect NCCL's (topology injection before 2.8), which the "
         "pasted lines, without the NCCL version or the environment, do not tell apart"),
     "gpu-nccltrk1611-gb200-10-nodes-free-corrupted-unsorted-chunks-nccl2215": Gap(
-        "missed",
-        "'Verdict: FAIL A process of the job crashed (low confidence)', exit 1: glibc's 'free(): corrupted unsorted chunks' "
-        "and Open MPI's 'Signal: Aborted (6)' are read as a crash with no cause; that NCCL 2.21.5 predates GB200 support "
-        "is in the attached log only (no NCCL version, no GPU name in the pasted text), so nothing names the version"),
+        "wrong cause",
+        "'Verdict: FAIL A process aborted: glibc found its heap corrupted (medium confidence)', exit 1: glibc's 'free(): "
+        "corrupted unsorted chunks' and Open MPI's 'Signal: Aborted (6)' are named memory corruption in a library of the "
+        "job (heap-corruption, with an NCCL too old for the GPU as its first alternative); that NCCL 2.21.5 predates "
+        "GB200 support is in the attached log only (no NCCL version, no GPU name in the pasted text), so nothing names "
+        "the version (was missed: a crash with no cause)"),
     "net-nccltrk1612-bootstrap-socketprogress-closed-before-magic-fixed-2273": Gap(
         "wrong cause",
         "'Verdict: FAIL A peer rank or its node went away (medium confidence)', exit 1: 'socketProgress: Connection closed by "

@@ -1244,6 +1244,27 @@ def test_a_driver_that_found_no_gpu_is_named_unless_it_refused_one():
         assert "other:no-nvidia-gpu-found" not in categories(text), name
 
 
+def test_glibc_aborting_on_a_corrupted_heap_is_named_and_healthy_runs_are_not():
+    # real: nccl-tests on GB200 with NCCL 2.21.5 (NVIDIA/nccl#1611): glibc's check, then Open MPI's 'Signal: Aborted (6)'
+    text = _in_repo_case("gpu-nccltrk1611-gb200-10-nodes-free-corrupted-unsorted-chunks-nccl2215")
+    d = top(text)
+    assert d.id == "heap-corruption" and d.category == "other:heap-corruption" and d.severity == "fail", d
+    assert "free(): corrupted unsorted chunks" in d.summary, d
+    assert "unexplained" not in [x.category for x in verdict(text) if x.tier < 2 and x.severity in ("fail", "warn")]
+    # glibc's other checks, each the string malloc_printerr prints in malloc/malloc.c (glibc-2.39), and glibc before
+    # 2.26's '*** Error in ...' form of them (written for this test from those strings)
+    for line in ("double free or corruption (!prev)", "malloc(): unaligned tcache chunk detected",
+                 "corrupted size vs. prev_size", "free(): double free detected in tcache 2",
+                 "munmap_chunk(): invalid pointer",
+                 "*** Error in `/usr/bin/python3': double free or corruption (fasttop): 0x00007f1c3c0008f0 ***"):
+        assert top(line + "\nAborted (core dumped)\n").id == "heap-corruption", line
+    # words of the allocator that report nothing broken are not it (written for this test)
+    for line in ("MALLOC_CHECK_=3 set: heap consistency checks enabled", "free(): 0 chunks released to the OS"):
+        assert "other:heap-corruption" not in categories(line + "\n"), line
+    for name, healthy in _healthy_texts().items():
+        assert "other:heap-corruption" not in categories(healthy), name
+
+
 def test_an_nvidia_module_the_kernel_refuses_to_load_is_named_and_other_refusals_are_not():
     # real: Bottlerocket under lockdown 'integrity' (bottlerocket#4218): modprobe's 'Operation not permitted'
     text = _in_repo_case("node-bottlerocket4218-lockdown-integrity-modprobe-nvidia-operation-not-permitted")

@@ -68,7 +68,11 @@ BEFORE = {
                             r"Unknown Error|is neither AF_INET|Duplicate GPU detected|terminate called after throwing|fi_getinfo|"
                             r"No space left on device|Disk quota exceeded|In use by another client|is corrupted|"
                             r"is not compatible with the current PyTorch installation|install supports CUDA capabilities|duplicate mac found|"
-                            r"no CUDA-capable device is detected)\b"),
+                            r"no CUDA-capable device is detected|double free or corruption|corrupted unsorted chunks|"
+                            r"corrupted size vs\. prev_size|corrupted double-linked list|unaligned tcache chunk|"
+                            r"unaligned fastbin chunk|unaligned chunk detected in tcache|malloc\(\): memory corruption|"
+                            r"corrupted top size|double free detected in tcache|double linked list corrupted|"
+                            r"mismatching next->prev_size|too many chunks detected in tcache|chunks in smallbin corrupted)\b"),
     "_KERNEL_TEXT": ("bool", r"NVRM:|\bXid\b|AMD-Vi|\bDMAR\b|IO_PAGE_FAULT|nv_peer_mem|nvidia[-_]peermem|PCIe Bus Error|"
                              r"\bAER\b|\bmlx\d_(?:core|ib|en)\b|fallen off the bus|\bib_umad\b|nv-fabricmanager|"
                              r"[Ff]abric ?[Mm]anager"),

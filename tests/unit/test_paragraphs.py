@@ -16,7 +16,7 @@ import pytest
 
 from nccldiag.nccl import paragraphs, unwrap
 from nccldiag.nccl.facts import MAX_LINE
-from tests import mutations
+from tests import mutations, real
 from tests.unit.test_nccllog_linear import cpu, normal
 from tests.unit.test_unwrap import TEXTS, _read
 
@@ -71,6 +71,34 @@ def test_every_reader_reads_the_records():
         "+-----+------+", "| GPU | Pass |", "|=====+======|", "| 0   | Fail |"]
 
 
+def test_key_value_outputs_run_together_are_read_as_their_lines():
+    """ibstat, ibv_devinfo and lspci -vvv outputs (real: ../shared/fixtures/node), each paragraph one line, are cut
+    at their own keys: the paste reader's areas find in them what they find in the output as it was; the lines
+    of those outputs as they are need no cut."""
+    from nccldiag import paste
+
+    real.require()
+    found = 0
+    for kind in ("ibstat", "ibv_devinfo", "lspci"):
+        for name in real.names(real.NODE / kind):
+            text = real.node_text(kind, name)
+            assert paragraphs.split_text(text) == text, name
+            want = sorted((f.check, f.status.value) for f in paste.scan(text, "paste.txt").findings)
+            joined = mutations.TRANSFORMS["paragraphs"](text)
+            got = sorted((f.check, f.status.value) for f in paste.scan(joined, "paste.txt").findings)
+            assert got == want, name
+            found += len(want)
+    assert found >= 8
+    # an ibstat CA run together into one line comes back line for line (real: gpud99's, its port down)
+    lines = [ln.strip() for ln in real.node_text("ibstat", "gpud99-cx6dx-down-disabled-truncated-by-poster.txt").splitlines()]
+    lines = [ln for ln in lines if ln]
+    assert paragraphs.split_text(" ".join(lines) + "\n").splitlines() == lines
+    # a head with one key after it, another tool's 'phys state:' beside ibv_devinfo's: no cut there (written for
+    # this test from ibstat's and ibstatus's lines)
+    for keep in ("CA 'mlx5_0' State: Active", "hca_id: mlx5_0 phys state: 5: LinkUp"):
+        assert paragraphs.split_text(keep + "\n") == keep + "\n", keep
+
+
 def test_what_stays_one_line():
     """A start of another kind after a record's prefix, a time in a message written otherwise than the record's,
     a launcher's labels stacked, a traceback's first line after a label: each one record."""
@@ -118,6 +146,11 @@ PATHOLOGICAL = {
     "exceptions": 'Traceback (most recent call last): File "x", line 1 ' + "a.RuntimeError: " * (N // 16),
     "table joints": "| | " * (N // 4),
     "borders": "+-+ " * (N // 4),
+    "ibstat keys": "CA 'x' " + "State: " * (N // 7),
+    "ibstat heads unclosed": "CA 'x " * (N // 6),
+    "devinfo heads": "hca_id:x " * (N // 9),
+    "devinfo keys": "hca_id: " + "port: 1 " * (N // 8),
+    "lspci keys": "LnkSta:\t" * (N // 8),
 }
 
 

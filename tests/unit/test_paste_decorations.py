@@ -111,6 +111,33 @@ def test_a_prompt_and_a_command_behind_a_time_are_the_shells():
         assert kernel.classify(oom) == 0, comm
 
 
+def test_powerline_fish_and_oh_my_zsh_prompts_are_read_as_prompts():
+    # real: a personal notes site's transcripts under a powerline prompt, its segments rendered ' > '
+    # (tests/cases/*-blogs37-asokolsky-*): the command after the last segment, the host its user@host names
+    p = L.peel("alex@exi > ~/Projects/asokolsky.github.io > main \u00b1 > nvidia-smi")
+    assert [la.kind for la in p.layers] == ["prompt"] and p.text == "nvidia-smi" and p.host() == "exi"
+    for case, name, kind, command in (
+            ("node-blogs37-asokolsky-nvml-mismatch-proc-version-550-144-reboot-helped",
+             "posted-nvidia-smi-proc-version.txt", "nvidia-smi failure", "nvidia-smi"),
+            ("gpu-blogs37-asokolsky-exi-nvidia-smi-550-144-before-upgrade-healthy", "posted-nvidia-smi.txt",
+             "nvidia-smi", "nvidia-smi"),
+            ("node-blogs37-asokolsky-exi-lspci-nnkq-rtx3050-coral-tpu-healthy", "posted-lspci-nnkq.txt", "lspci",
+             "lspci -nnkq")):
+        blocks = paste.scan(case_text(case, name), "paste.txt").blocks
+        assert [(b.kind, b.host, b.command) for b in blocks] == [(kind, "exi", command)], case
+    assert alarms(case_text("gpu-blogs37-asokolsky-exi-nvidia-smi-550-144-before-upgrade-healthy",
+                            "posted-nvidia-smi.txt")) == []
+    # fish's and SUSE's default prompts ('user@host ~/dir> '), and oh-my-zsh's default theme (robbyrussell: the
+    # arrow, the directory's name, 'git:(branch)' and the dirty mark), written for this test from their prompt
+    # definitions; a line that only holds an address and a '>' is no prompt
+    for line, host in (("user@node1 ~/work> ibstat", "node1"), ("user@node1:~> ibstat", "node1"),
+                       ("\u279c  nccl git:(master) \u2717 ibstat", None), ("\u279c  ~ ibstat", None)):
+        p = L.peel(line)
+        assert [la.kind for la in p.layers] == ["prompt"] and p.text == "ibstat" and p.host() == host, line
+    for line in ("foo@bar.com wrote:", "mail a@b.c > thanks", "x@y.z>5"):
+        assert "prompt" not in [la.kind for la in L.peel(line).layers], line
+
+
 def test_the_kernels_own_lines_under_a_time_stay_the_kernels():
     xid = "NVRM: Xid (PCI:0000:3b:00): 79, pid=1, GPU has fallen off the bus."  # a real message's form
     for stamp in (SYSLOG, DMESG_T):
