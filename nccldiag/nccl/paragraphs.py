@@ -28,7 +28,9 @@ begins a new line:
 A line is never cut where it holds one start of its kind and does not begin with it, nor inside a record's
 prefix. The lines after a line cut are cited as many lines further on. Every expression runs in time linear in
 the line's length, and a text whose first 256 KiB hold no such line is handed on as it comes
-(:class:`nccldiag.nccl.encoded.Mapped`), so a log that was not run together pays one pass over its start.
+(:class:`nccldiag.nccl.encoded.Mapped`), so a log that was not run together pays one pass over its start: by
+Hyperscan, where it is installed, with the expressions loosened (:func:`gated`), Python's search only where that
+finds a line.
 """
 from __future__ import annotations
 
