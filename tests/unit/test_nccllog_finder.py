@@ -170,3 +170,14 @@ def test_an_expression_hyperscan_cannot_compile_falls_back_to_re(monkeypatch):
     monkeypatch.delenv("NCCLDIAG_PREFILTER", raising=False)
     monkeypatch.setitem(sys.modules, "hyperscan", Broken)
     assert scan.finder() is scan.search_lines
+
+
+def test_hyperscan_leaves_out_only_words_that_hold_another():
+    """Of the plain words (no tail), those Hyperscan is given hold none of the others, and each word it is not
+    given holds one it is: every line holding a word holds one it looks for."""
+    plain = [w for w in grammar.WORDS if "\0" not in w and "\n" not in w]
+    kept = scan._outermost(plain)
+    assert 0 < len(kept) < len(plain)
+    assert not [(w, o) for w in kept for o in kept if o != w and o in w]
+    assert not [w for w in plain if w not in kept and not any(o in w for o in kept)]
+    assert FAST.plain == len(kept) and FAST.words == len(kept) + len([w for w in grammar.WORDS if w not in plain])

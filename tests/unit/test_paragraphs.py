@@ -159,3 +159,46 @@ def test_a_long_line_is_cut_in_linear_time(name):
     line = (PATHOLOGICAL[name][:N] + "\n").encode()
     took = cpu(lambda: paragraphs.split(line))
     assert took <= 100 * normal(len(line) - 1), (name, took, normal(len(line) - 1))
+
+
+def _loose(data: bytes) -> bool:
+    """Whether Hyperscan's loosened expressions find anything in ``data``."""
+    found = []
+    try:
+        paragraphs._loose_db().scan(data, match_event_handler=lambda *_a: found.append(True) or True)
+    except Exception:
+        pass
+    return bool(found)
+
+
+def test_the_loosened_gate_finds_whatever_the_gate_finds():
+    """Hyperscan's loosened expressions find a line wherever the gate does, in every real text as it is and run
+    together, whole and line by line, and in a line of each form the gate looks for: a text they leave is one the gate
+    leaves too, so skipping Python's search of it changes nothing."""
+    if paragraphs._loose_db() is None:
+        pytest.skip("hyperscan is not installed")
+    lines = [b"gpu1:10:10 [0] NCCL INFO a gpu1:10:10 [0] NCCL WARN b", b"[ 12.500000] a [ 12.600000] b",
+             b"x Traceback (most recent call last):", b"+-----+------+ | GPU | Pass |", b"node17: a node17: b",
+             b"[trainer3]: a [trainer3]: b", b"May  1 12:00:00 h k: a May  1 12:00:01 h k: b",
+             b"2024-05-01T12:00:00Z a 2024-05-01T12:00:01Z b", b"[rank1]: a [rank1]: b",
+             b"[Wed May  1 12:00:00 2024] a [Wed May  1 12:00:01 2024] b", b"init.cc: 12 NCCL INFO a NCCL WARN b"]
+    gated = 0
+    for p in TEXTS:
+        text = _read(p)
+        for t in (text, mutations.TRANSFORMS["paragraphs"](text)):
+            data = t.encode("utf-8", "surrogateescape")
+            for piece in [data] + data.split(b"\n"):
+                if paragraphs._GATE.search(piece):
+                    gated += 1
+                    assert _loose(piece), (p.name, piece[:200])
+    for line in lines:
+        assert paragraphs._GATE.search(line) and _loose(line), line
+    assert gated > 100
+
+
+def test_split_is_the_same_without_hyperscan(monkeypatch):
+    texts = [_read(p) for p in TEXTS[::3]]
+    texts += [mutations.TRANSFORMS["paragraphs"](t) for t in texts]
+    fast = [paragraphs.split_text(t) for t in texts]
+    monkeypatch.setattr(paragraphs, "_LOOSE_DB", [None])
+    assert [paragraphs.split_text(t) for t in texts] == fast
