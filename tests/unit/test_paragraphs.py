@@ -23,17 +23,44 @@ from tests.unit.test_unwrap import TEXTS, _read
 _PREFIXED = re.compile(r"[\w.-]+:\d+:\d+ \[\d+\] ")
 
 
+# a line into which two processes wrote their NCCL records at once, as the text was posted (two ranks of a vLLM run:
+# 'send 0.000proxmox:1495820:1495820 [1] NCCL INFO ...'): cut before the second record is the reading wanted
+_TWO_RECORDS = re.compile(r"[\w.-]+:\d+:\d+ \[\d+\] NCCL .*\S[\w.-]*:\d+:\d+ \[\d+\] NCCL ")
+
+
+# a line whose framework prefix stands before torch's own rank label ('(RayWorkerWrapper pid=1978, ip=10.41.0.8)
+# [rank9]:[W ProcessGroupGloo.cpp:721] ...'): a launcher's rank prefix put before it (the transformations
+# prefix-rank, prefix-torchrun, prefix-mpirun) makes it two labels of the rank kind, as two ranks' lines run together
+_LATER_RANK_LABEL = re.compile(r"\S.*\[(?:rank|default)\d{1,6}\]:")
+
+
+def _one_record_lines(text: str, labels: bool = False) -> str:
+    """``text`` without the lines that hold two records as posted (and, with ``labels``, a rank label after other
+    text)."""
+    return "\n".join(line for line in text.split("\n")
+                     if not _TWO_RECORDS.search(line) and not (labels and _LATER_RANK_LABEL.search(line)))
+
+
 def test_no_real_text_is_cut():
     for p in TEXTS:
-        text = _read(p)
+        text = _one_record_lines(_read(p))
         assert paragraphs.split_text(text) == text, p.name
+
+
+def test_a_real_line_holding_two_processes_records_is_cut_before_the_second():
+    glued = [line for p in TEXTS for line in _read(p).split("\n") if _TWO_RECORDS.search(line)]
+    assert 1 <= len(glued) <= 5
+    for line in glued:
+        pieces = paragraphs.split_text(line).split("\n")
+        assert len(pieces) == 2 and line.startswith(pieces[0]) and line.endswith(pieces[1]), line[:200]
+        assert _PREFIXED.match(pieces[1]) and " NCCL " in pieces[1], line[:200]
 
 
 @pytest.mark.parametrize("name", [n for n in mutations.TRANSFORMS if n != "paragraphs"])
 def test_no_real_text_pasted_otherwise_is_cut(name):
     f = mutations.TRANSFORMS[name]
     for p in TEXTS[::4]:
-        text = f(_read(p))
+        text = f(_one_record_lines(_read(p), labels=True))
         assert paragraphs.split_text(text) == text, (p.name, name)
 
 
