@@ -44,8 +44,9 @@ WHY: Dict[str, str] = {
         "chosen), a hang that printed nothing, corrected AER errors, a link's state in a table or an empty grep"),
     "paragraphs": (
         "a paragraph's lines run together are cut back into records only at a record's start (an NCCL prefix, a "
-        "kernel, syslog or ISO time, a launcher's rank or label, a traceback, a table's joined rows): a command's "
-        "key-value output (nvidia-smi -q, ibstat, ibv_devinfo, lspci -vvv, modinfo, ulimit -a), nccl-tests' '#' "
+        "kernel, syslog or ISO time, a launcher's rank or label, a traceback, a table's joined rows) and at the keys "
+        "of ibstat, ibv_devinfo and lspci -vvv: another key-value output (nvidia-smi -q, modinfo, ulimit -a), one "
+        "whose lines each held a list's marker too ('- hca_id: mthca0 - transport: ...'), nccl-tests' '#' "
         "header and result rows, an nvidia-smi error and the command before it, or labels that differ line by line "
         "('[trainer3]:', '[trainer0|0]:') stay one line, where the field's name cannot be told from the value "
         "before it"),
@@ -172,8 +173,6 @@ KNOWN: Dict[Tuple[str, str], str] = {
     ("net-pastebin-5awq-mthca-ibv-devinfo-port-init-linkup-port2-polling", "paragraphs"): "missed",
     ("net-ucx8229-ib-iface-create-cq-enomem-max-locked-memory-64k", "paragraphs"): "wrong cause",
     ("node-azhpcimages506-nvidia-smi-q-fabric-insufficient-resources-clique0", "paragraphs"): "missed",
-    ("node-cloudnetops-blog-lspci-lnksta-8gts-x2-downgraded-from-16gts-x4", "paragraphs"): "false all-clear",
-    ("node-gpud482-ibstat-port-down-polling-anonymised-guids", "paragraphs"): "missed",
     ("node-gpuoperator-docs-nvidia-smi-q-fabric-state-in-progress-no-fabricmanager", "paragraphs"): "false all-clear",
     ("node-lcp0578-notes-2x-rtx3090-nvidia-smi-cannot-communicate-utils-without-driver", "paragraphs"): "missed",
     ("node-ncar-docs-casper-singularity-exec-without-nv-nvml-driver-library-mismatch", "paragraphs"): "missed",
