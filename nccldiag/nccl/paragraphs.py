@@ -61,8 +61,11 @@ _TRACEBACK = rb"Traceback \(most recent call last\):"
 _AFTER_BLANK = rb"(?:^|(?<=[ \t]))"
 _STARTS = re.compile(_AFTER_BLANK + rb"(?:" + rb"|".join(rb"(?P<%s>%s)" % (k.encode(), p) for k, p in _KINDS)
                      + rb"|(?P<tb>" + _TRACEBACK + rb"))")
-# a line's label: a host's or a launcher's (``node017: ``, ``192.168.11.119: ``, ``[trainer3]:``, ``3: ``)
-_LABEL_FORM = rb"\[[^\]\s]{1,64}\]:|(?!\d{1,64}: )[^\s:\[\d]{0,63}\d[^\s:\[]{0,63}: "
+# a line's label: a host's or a launcher's (``node017: ``, ``192.168.11.119: ``, ``[trainer3]:``, ``3: ``); a
+# progress bar's description before its percentage and bar (tqdm's ``fp4_gemm:  82%|``, repeated at each update
+# of a bar whose carriage returns a paste lost) is none
+_LABEL_FORM = (rb"\[[^\]\s]{1,64}\]:|(?!\d{1,64}: )[^\s:\[\d]{0,63}\d[^\s:\[]{0,63}: "
+               rb"(?! {0,3}\d{1,3}(?:\.\d{1,3})?%\|)")
 _LABEL = re.compile(_LABEL_FORM)
 # where two table rows were joined: one row's closing bar (or border's corner), a space, the next one's opening
 _JOINT_FORM = rb"(?<=[-= ][|+]) (?=\|[-= ]|\+[-=])"

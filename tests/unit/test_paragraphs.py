@@ -18,14 +18,9 @@ from nccldiag.nccl import paragraphs, unwrap
 from nccldiag.nccl.facts import MAX_LINE
 from tests import mutations, real
 from tests.unit.test_nccllog_linear import cpu, normal
-from tests.unit.test_unwrap import TEXTS, _read
+from tests.unit.test_unwrap import _TWO_RECORDS, TEXTS, _read
 
 _PREFIXED = re.compile(r"[\w.-]+:\d+:\d+ \[\d+\] ")
-
-
-# a line into which two processes wrote their NCCL records at once, as the text was posted (two ranks of a vLLM run:
-# 'send 0.000proxmox:1495820:1495820 [1] NCCL INFO ...'): cut before the second record is the reading wanted
-_TWO_RECORDS = re.compile(r"[\w.-]+:\d+:\d+ \[\d+\] NCCL .*\S[\w.-]*:\d+:\d+ \[\d+\] NCCL ")
 
 
 # a line whose framework prefix stands before torch's own rank label ('(RayWorkerWrapper pid=1978, ip=10.41.0.8)
@@ -229,3 +224,14 @@ def test_split_is_the_same_without_hyperscan(monkeypatch):
     fast = [paragraphs.split_text(t) for t in texts]
     monkeypatch.setattr(paragraphs, "_LOOSE_DB", [None])
     assert [paragraphs.split_text(t) for t in texts] == fast
+
+
+def test_a_progress_bar_repeated_on_one_line_is_not_cut_at_its_description():
+    """A tqdm bar whose carriage returns a paste lost repeats its description (``fp4_gemm:  82%|``) along one line;
+    a wrap that starts a line at the description does not make it a label to cut before (real vLLM log)."""
+    bars = [line for p in TEXTS if p.name == "p2p_off-c1.log" for line in _read(p).split("\n")
+            if line.count("fp4_gemm: ") >= 3]
+    assert bars
+    for line in bars:
+        start = line[line.index("fp4_gemm: ", line.index("fp4_gemm: ") + 1):]
+        assert paragraphs.split_text(start + "\n") == start + "\n"

@@ -7,6 +7,7 @@ the wrap shows, with every line at its number. The stream gives what the functio
 from __future__ import annotations
 
 import io
+import re
 from pathlib import Path
 from typing import List
 
@@ -36,6 +37,17 @@ def _read(p: Path) -> str:
     return p.read_bytes().decode("utf-8", "replace")
 
 
+# a line into which two processes wrote their NCCL records at once, as the text was posted (two ranks of a vLLM run:
+# 'send 0.000proxmox:1495820:1495820 [1] NCCL INFO ...'): cut before the second record is the reading wanted
+_TWO_RECORDS = re.compile(r"[\w.-]+:\d+:\d+ \[\d+\] NCCL .*\S[\w.-]*:\d+:\d+ \[\d+\] NCCL ")
+
+
+def _one_record_each(text: str) -> str:
+    """``text`` without its lines that hold two processes' NCCL records as posted (which the reader cuts in two:
+    tests/unit/test_paragraphs.py)."""
+    return "\n".join(line for line in text.split("\n") if not _TWO_RECORDS.search(line))
+
+
 def _plain(text: str) -> str:
     """``text`` with its JSON records read as their messages and its typesetting undone: what the reader reads of a
     text that is not wrapped."""
@@ -44,7 +56,7 @@ def _plain(text: str) -> str:
 
 def test_no_real_text_is_taken_for_a_wrapped_one():
     assert len(TEXTS) > 100
-    taken = [p.name for p in TEXTS if unwrap.unwrap(_read(p)) != _plain(_read(p))]
+    taken = [p.name for p in TEXTS if unwrap.unwrap(_one_record_each(_read(p))) != _plain(_one_record_each(_read(p)))]
     assert taken == ([POSTED_WRAPPED] if real.AVAILABLE else []), taken
 
 
@@ -62,7 +74,7 @@ def test_real_texts_wrapped_at_80_are_joined_again():
     back whole."""
     tried = whole = 0
     for p in TEXTS:
-        text = _read(p).replace("\r", "")
+        text = _one_record_each(_read(p)).replace("\r", "")
         if max(map(len, text.splitlines() or [""])) <= 80:
             continue
         tried += 1
