@@ -96,7 +96,7 @@ _FIELD_KEYS = [re.compile(rb"(?<= )(?:" + k + rb")") for _, k in _FIELDS]
 _GATE = re.compile(rb"(?m)" + rb"|".join(
     [_AFTER_BLANK + rb"(?:%s)[^\n]* (?:%s)" % (p, p) for _, p in _KINDS]
     + [rb"[^:\s] " + _TRACEBACK, _JOINT_FORM, rb"^(" + _LABEL_FORM + rb")[^\n]* \1"]))
-# a key-value output's head followed by one of its keys after a blank
+# a key-value output's head anywhere in a text: its lines are then searched for the output's keys (:func:`_field_cuts`)
 _FIELD_GATE = re.compile(rb"|".join(rb"(?:%s)" % h for h, _ in _FIELDS))
 # a traceback's frame, after a blank
 _FRAME = re.compile(rb" (?=File \"[^\"\n]{1,4096}\", line \d)")
@@ -285,7 +285,7 @@ def split(data: bytes) -> bytes:
     out = []
     for line in data.split(b"\n"):
         cuts = _cuts(line) if _GATE.search(line) else []
-        if fields and _FIELD_GATE.search(line):
+        if fields:
             cuts = sorted(set(cuts + [c for c in _field_cuts(line) if 0 < c < len(line)]))
         if cuts:
             pieces = [line[a:b].rstrip(b" \t") for a, b in zip([0] + cuts, cuts + [len(line)])]
