@@ -26,6 +26,52 @@ class Gap(NamedTuple):
 INVARIANT_BROKEN = ("false all-clear", "false alarm")
 
 KNOWN_GAPS: Dict[str, Gap] = {
+    "node-hpc43-alcf-polaris-xalt-ld-so-preload-ignored-apptainer-healthy": Gap(
+        "false alarm",
+        "'Verdict: WARN Unexplained failure (low confidence)', exit 1: glibc's loader line 'ERROR: ld.so: object ... "
+        "cannot be preloaded (...): ignored.' is read as an error word; the loader skipped the library and ran the program"),
+    "node-hpc43-alcf-aurora-ping-failed-no-reply-node-hbm-controller-errors": Gap(
+        "false all-clear",
+        "'Verdict: nothing broken', exit 0: the Cray PALS launcher's 'ping failed on <node>: No reply from <node> after "
+        "87s', 'Couldn't forward RPC ping(...) ... Resource temporarily unavailable' and 'ping RPC timeout from <node>' "
+        "are not read (PALS is closed source: no wording to check a row against), nor the PBS comment "
+        "'StabilityDB ...: hbm_controller_errors' that names the unreachable node's fault"),
+    "net-hpc43-alcf-aurora-libfabric-cxi-cassini-event-queue-overflow": Gap(
+        "false all-clear",
+        "'Verdict: nothing to judge', exit 0: libfabric's cxi provider line 'cxip_cq_eq_progress():531<warn> ...: "
+        "Cassini Event Queue overflow detected.' (a Slingshot NIC's event queue overflowing) is not read: no row knows "
+        "libfabric's 'libfabric:<pid>:<time>::<prov>:<subsys>:<func>():<line><warn>' prefix nor this message"),
+    "node-hpc43-alcf-aurora-pbsnodes-failed-to-acquire-job-resources-qsub-export-all": Gap(
+        "missed",
+        "'Verdict: WARN Unexplained failure (low confidence)', exit 1: PBS's 'failed to acquire job resources; job "
+        "startup aborted' is said unexplained; that 'qsub -V' caused it is the centre's statement only, nothing in the "
+        "line names the submission's options"),
+    "node-hpc43-alcf-aurora-daos-interception-gpu-tile-compact-stoul-abort-rank-134": Gap(
+        "missed",
+        "'Verdict: FAIL Unexplained failure (low confidence)', exit 1: the C++ 'terminate called ... std::invalid_argument' "
+        "/ 'what():  stoul' abort in the centre's gpu_tile_compact.sh wrapper is said unexplained; the DAOS interception "
+        "library preloaded around the wrapper's udevadm call is not in the text"),
+    "net-hpc43-alcf-aurora-daos-na-ofi-mem-register-fi-mr-enable-no-space-left": Gap(
+        "wrong cause",
+        "'Verdict: FAIL A file system full (no space left on device) (medium confidence)', exit 1: Mercury's "
+        "'na_ofi_mem_register() fi_mr_enable() failed, rc: -28 (No space left on device), mr_reg_count: 15677' is read "
+        "as a full file system by its errno's words; here ENOSPC is libfabric's memory-registration limit of the NIC"),
+    "net-hpc43-alcf-aurora-daos-mercury-na-hostunreach-no-vni": Gap(
+        "false all-clear",
+        "'Verdict: nothing broken', exit 0: Mercury's 'hg_core_send_input_cb() NA callback returned error "
+        "(NA_HOSTUNREACH)' is not read as a failure: the lexicon's error words want 'error:' or 'ERROR', and no row "
+        "knows Mercury's NA_* return codes"),
+    "gpu-hpc43-olcf-frontier-hip-error-no-binary-for-gpu-xnack-plus-on-xnack-off": Gap(
+        "missed",
+        "'Verdict: FAIL Unexplained failure (low confidence)', exit 1: HIP's 'hipErrorNoBinaryForGpu: Unable to find "
+        "code object for all current devices!' is read only through srun's 'task 0: Aborted'; no row knows HIP's error "
+        "(CUDA's CUDA_ERROR_NO_BINARY_FOR_GPU has one, whose category, an NCCL build without the GPU's architecture, "
+        "would not fit an XNACK mode mismatch either)"),
+    "gpu-hpc43-olcf-frontier-amd-log-level-hip-code-object-gfx90a-xnack-minus-not-found": Gap(
+        "missed",
+        "'Verdict: FAIL Unexplained failure (low confidence)', exit 1: as the run without AMD_LOG_LEVEL; the HIP "
+        "runtime's level-1 log naming each device's mode ('gfx90a:sramecc+:xnack- - [Not Found]') and the bundled "
+        "code object ('gfx90a:xnack+') is not read"),
     "net-fw41-pytorch23363-two-docker-containers-unhanled-system-error": Gap(
         "missed",
         "'Verdict: FAIL Unexplained failure (low confidence)', exit 1: PyTorch's one line 'NCCL error in: "
