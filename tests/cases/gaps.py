@@ -26,10 +26,6 @@ class Gap(NamedTuple):
 INVARIANT_BROKEN = ("false all-clear", "false alarm")
 
 KNOWN_GAPS: Dict[str, Gap] = {
-    "node-hpc43-alcf-polaris-xalt-ld-so-preload-ignored-apptainer-healthy": Gap(
-        "false alarm",
-        "'Verdict: WARN Unexplained failure (low confidence)', exit 1: glibc's loader line 'ERROR: ld.so: object ... "
-        "cannot be preloaded (...): ignored.' is read as an error word; the loader skipped the library and ran the program"),
     "node-hpc43-alcf-aurora-ping-failed-no-reply-node-hbm-controller-errors": Gap(
         "false all-clear",
         "'Verdict: nothing broken', exit 0: the Cray PALS launcher's 'ping failed on <node>: No reply from <node> after "
