@@ -32,11 +32,6 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "87s', 'Couldn't forward RPC ping(...) ... Resource temporarily unavailable' and 'ping RPC timeout from <node>' "
         "are not read (PALS is closed source: no wording to check a row against), nor the PBS comment "
         "'StabilityDB ...: hbm_controller_errors' that names the unreachable node's fault"),
-    "net-hpc43-alcf-aurora-libfabric-cxi-cassini-event-queue-overflow": Gap(
-        "false all-clear",
-        "'Verdict: nothing to judge', exit 0: libfabric's cxi provider line 'cxip_cq_eq_progress():531<warn> ...: "
-        "Cassini Event Queue overflow detected.' (a Slingshot NIC's event queue overflowing) is not read: no row knows "
-        "libfabric's 'libfabric:<pid>:<time>::<prov>:<subsys>:<func>():<line><warn>' prefix nor this message"),
     "node-hpc43-alcf-aurora-pbsnodes-failed-to-acquire-job-resources-qsub-export-all": Gap(
         "missed",
         "'Verdict: WARN Unexplained failure (low confidence)', exit 1: PBS's 'failed to acquire job resources; job "
