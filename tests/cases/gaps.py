@@ -43,10 +43,12 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "/ 'what():  stoul' abort in the centre's gpu_tile_compact.sh wrapper is said unexplained; the DAOS interception "
         "library preloaded around the wrapper's udevadm call is not in the text"),
     "net-hpc43-alcf-aurora-daos-na-ofi-mem-register-fi-mr-enable-no-space-left": Gap(
-        "wrong cause",
-        "'Verdict: FAIL A file system full (no space left on device) (medium confidence)', exit 1: Mercury's "
-        "'na_ofi_mem_register() fi_mr_enable() failed, rc: -28 (No space left on device), mr_reg_count: 15677' is read "
-        "as a full file system by its errno's words; here ENOSPC is libfabric's memory-registration limit of the NIC"),
+        "missed",
+        "'Verdict: FAIL Unexplained failure (low confidence)', exit 1: Mercury's 'na_ofi_mem_register() fi_mr_enable() "
+        "failed, rc: -28 (No space left on device), mr_reg_count: 15677' is a failure no cause names (was wrong cause: "
+        "a full file system by its errno's words); that the NIC's memory registrations ran out because the I/O came "
+        "from a severely fragmented buffer is the centre's statement, which no source of libfabric's cxi provider "
+        "read here ties to ENOSPC"),
     "net-hpc43-alcf-aurora-daos-mercury-na-hostunreach-no-vni": Gap(
         "false all-clear",
         "'Verdict: nothing broken', exit 0: Mercury's 'hg_core_send_input_cb() NA callback returned error "
