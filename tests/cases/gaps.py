@@ -27,11 +27,11 @@ INVARIANT_BROKEN = ("false all-clear", "false alarm")
 
 KNOWN_GAPS: Dict[str, Gap] = {
     "node-hpc43-alcf-aurora-ping-failed-no-reply-node-hbm-controller-errors": Gap(
-        "false all-clear",
-        "'Verdict: nothing broken', exit 0: the Cray PALS launcher's 'ping failed on <node>: No reply from <node> after "
-        "87s', 'Couldn't forward RPC ping(...) ... Resource temporarily unavailable' and 'ping RPC timeout from <node>' "
-        "are not read (PALS is closed source: no wording to check a row against), nor the PBS comment "
-        "'StabilityDB ...: hbm_controller_errors' that names the unreachable node's fault"),
+        "missed",
+        "'Verdict: FAIL Unexplained failure (low confidence)', exit 1: the Cray PALS launcher's 'ping failed on <node>: No "
+        "reply from <node> after 87s' is read as a node of the job unreachable (was a false all-clear), but no cause "
+        "names a peer's node gone; the PBS comment 'StabilityDB ...: hbm_controller_errors' that names that node's fault "
+        "is not read"),
     "node-hpc43-alcf-aurora-pbsnodes-failed-to-acquire-job-resources-qsub-export-all": Gap(
         "missed",
         "'Verdict: WARN Unexplained failure (low confidence)', exit 1: PBS's 'failed to acquire job resources; job "
@@ -50,10 +50,10 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "from a severely fragmented buffer is the centre's statement, which no source of libfabric's cxi provider "
         "read here ties to ENOSPC"),
     "net-hpc43-alcf-aurora-daos-mercury-na-hostunreach-no-vni": Gap(
-        "false all-clear",
-        "'Verdict: nothing broken', exit 0: Mercury's 'hg_core_send_input_cb() NA callback returned error "
-        "(NA_HOSTUNREACH)' is not read as a failure: the lexicon's error words want 'error:' or 'ERROR', and no row "
-        "knows Mercury's NA_* return codes"),
+        "missed",
+        "'Verdict: WARN Unexplained failure (low confidence)', exit 1: Mercury's 'hg_core_send_input_cb() NA callback "
+        "returned error (NA_HOSTUNREACH)' is read as an RPC that failed (was a false all-clear); that the job was "
+        "launched with '--no-vni', or the network path is broken, is the centre's statement, not in the line"),
     "gpu-hpc43-olcf-frontier-hip-error-no-binary-for-gpu-xnack-plus-on-xnack-off": Gap(
         "missed",
         "'Verdict: FAIL Unexplained failure (low confidence)', exit 1: HIP's 'hipErrorNoBinaryForGpu: Unable to find "
