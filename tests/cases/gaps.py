@@ -26,12 +26,6 @@ class Gap(NamedTuple):
 INVARIANT_BROKEN = ("false all-clear", "false alarm")
 
 KNOWN_GAPS: Dict[str, Gap] = {
-    "node-hpc43-alcf-aurora-ping-failed-no-reply-node-hbm-controller-errors": Gap(
-        "missed",
-        "'Verdict: FAIL Unexplained failure (low confidence)', exit 1: the Cray PALS launcher's 'ping failed on <node>: No "
-        "reply from <node> after 87s' is read as a node of the job unreachable (was a false all-clear), but no cause "
-        "names a peer's node gone; the PBS comment 'StabilityDB ...: hbm_controller_errors' that names that node's fault "
-        "is not read"),
     "node-hpc43-alcf-aurora-pbsnodes-failed-to-acquire-job-resources-qsub-export-all": Gap(
         "missed",
         "'Verdict: WARN Unexplained failure (low confidence)', exit 1: PBS's 'failed to acquire job resources; job "

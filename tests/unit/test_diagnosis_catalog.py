@@ -1131,6 +1131,24 @@ def test_a_slingshot_nic_event_queue_overflow_is_its_own_cause_and_a_working_cxi
     for name, text in _healthy_texts().items():
         assert "cxi-event-queue-overflow" not in [d.id for d in verdict(text)], name
 
+def test_a_node_the_launcher_can_no_longer_ping_is_a_lost_peer_and_a_failed_launch_stays_unexplained(tmp_path):
+    # real: ALCF's Aurora troubleshooting page (PALS's three forms of a lost node, then the node's PBS comment)
+    text = _in_repo_case("node-hpc43-alcf-aurora-ping-failed-no-reply-node-hbm-controller-errors")
+    d = top(text)
+    assert d.id == "launcher-node-unreachable" and d.category == "remote_peer_failure" and d.severity == "fail", d
+    assert "unexplained" not in categories(text), categories(text)
+    # real: ALCF's Polaris known issues, a launch that failed at start, whose cause the site did not establish: a
+    # failure, unexplained, never a lost peer
+    launch = ("launch failed on x3104c0s1b0n0: Couldn't forward RPC launch(ab751d77-e80a-4c54-b1c2-4e881f7e8c90) to "
+              "child x3104c0s31b0n0.hsn.cm.polaris.alcf.anl.gov: Resource temporarily unavailable\n")
+    assert "launcher-node-unreachable" not in [d.id for d in verdict(launch)]
+    (tmp_path / "job.log").write_text(launch, encoding="utf-8")
+    from tests import realcases
+    assert [d.category for d in realcases.alarms_of([tmp_path / "job.log"])] == ["unexplained"]
+    for name, text in _healthy_texts().items():
+        assert "launcher-node-unreachable" not in [d.id for d in verdict(text)], name
+
+
 # ---- the driver's parts of two versions; a module built for another kernel; a GPU reset refused -------------------
 
 
