@@ -486,6 +486,10 @@ ERROR_WORDS = (
     "unaligned tcache chunk", "unaligned fastbin chunk", "unaligned chunk detected in tcache", "malloc(): memory corruption",
     "corrupted top size", "double free detected in tcache", "double linked list corrupted", "mismatching next->prev_size",
     "too many chunks detected in tcache", "chunks in smallbin corrupted",
+    # libfabric's cxi provider (HPE Slingshot) on a NIC event queue that dropped events, just before it aborts the
+    # process (CXIP_FATAL: 'Cassini Event Queue overflow detected.', 'H/W Event Queue overflow detected.' since the
+    # event queue code moved to prov/cxi/src/cxip_evtq.c)
+    "Event Queue overflow detected",
 )
 _ERROR_TEXT = re.compile(r"\b(?:" + _alternation(ERROR_WORDS) + r")\b")
 # The line a Python traceback ends with: an exception's class and its message ('RuntimeError: Desync detected for

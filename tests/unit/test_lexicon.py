@@ -210,6 +210,20 @@ def test_flashinfers_handled_autotuner_oom_is_quiet_and_a_real_oom_is_not():
     assert oom and all(lexicon.shape_of(line).id == "out-of-memory" for line in oom), oom
 
 
+def test_the_loaders_ignored_preload_is_quiet_and_the_loaders_failures_are_not():
+    # glibc's loader skipping an LD_PRELOAD library it cannot open, and starting the program without it, on a real
+    # working run (a centre's XALT library under Apptainer), beside real loader failures that stop a program
+    case = realcases.IN_REPO / "node-hpc43-alcf-polaris-xalt-ld-so-preload-ignored-apptainer-healthy"
+    line, = (case / "apptainer-stderr.txt").read_text(encoding="utf-8").splitlines()
+    assert "cannot be preloaded" in line and line.endswith(": ignored.")
+    assert lexicon.shape_of(line) is None, line
+    # written for this test: the words cut before the loader's 'ignored', and another program's error in the same
+    # shape, stay failures (the exception is the loader's own skipped preload only)
+    for failing in ("ERROR: ld.so: object '/soft/xalt/lib64/libxalt_init.so' from LD_PRELOAD cannot be preloaded",
+                    line.replace("ERROR: ld.so:", "ERROR: libnccl-net.so:")):
+        assert lexicon.shape_of(failing) is not None, failing
+
+
 def test_the_exceptions_keep_counters_and_advice_quiet():
     # Written for this test, each in the shape of a real healthy line its row's unless_why names.
     for line in ("rx_errors error: 0", "Errors: none", "NCCL_ASYNC_ERROR_HANDLING=1",
