@@ -121,12 +121,13 @@ def _form(line: bytes, found: tuple) -> bytes:
     return _DIGITS.sub(b"0", line[found[0]:found[2]])
 
 
-def _kinds(line: bytes, found: List[tuple], lo: int, hi: int, used: frozenset, cuts: List[int]) -> None:
+def _kinds(line: bytes, found: List[tuple], starts: List[int], lo: int, hi: int, used: frozenset,
+           cuts: List[int]) -> None:
     """Cut ``line[lo:hi]`` (one record or several) before the later starts of its records' kind, and each piece so
     cut before the starts of the next kind that recurs in it (a launcher's label before each line of a
-    traceback), kind by kind."""
-    at = [f[0] for f in found]
-    inside = [f for f in found[bisect.bisect_left(at, lo):bisect.bisect_left(at, hi)]
+    traceback), kind by kind. ``starts``: the positions of ``found``, made once for the line (each call reads only
+    its own piece of them, so that the cuts stay linear in the line's length)."""
+    inside = [f for f in found[bisect.bisect_left(starts, lo):bisect.bisect_left(starts, hi)]
               if f[1] not in used and f[1] != "tb"]
     if not inside:
         return
@@ -135,7 +136,7 @@ def _kinds(line: bytes, found: List[tuple], lo: int, hi: int, used: frozenset, c
     same = [f for f in inside if f[1] == kind and (not form or _form(line, f) == form)]
     used = used | {kind}
     if len(same) < 2:
-        _kinds(line, found, lo, hi, used, cuts)
+        _kinds(line, found, starts, lo, hi, used, cuts)
         return
     first = same[0][0]
     label = line[lo:first] if lo < first <= lo + MAX_LABEL and _LABEL.fullmatch(line[lo:first]) else b""
@@ -151,7 +152,7 @@ def _kinds(line: bytes, found: List[tuple], lo: int, hi: int, used: frozenset, c
         text_from = end
     cuts += bounds[1:]
     for a, b in zip(bounds, bounds[1:] + [hi]):
-        _kinds(line, found, a, b, used, cuts)
+        _kinds(line, found, starts, a, b, used, cuts)
 
 
 def _whole(text: bytes) -> bool:
@@ -178,8 +179,9 @@ def _cuts(line: bytes) -> List[int]:
             at_from = at + len(label)
     if found:
         bounds = sorted(set([0] + cuts))
+        starts = [f[0] for f in found]
         for a, b in zip(bounds, bounds[1:] + [len(line)]):
-            _kinds(line, found, a, b, frozenset(), cuts)
+            _kinds(line, found, starts, a, b, frozenset(), cuts)
         tbs = [(at, end) for at, kind, end in found if kind == "tb"]
         ends = [at for at, _ in tbs[1:]] + [len(line)]
         placed = sorted(set(cuts))
