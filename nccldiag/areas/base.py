@@ -102,10 +102,22 @@ class Sections(dict):
 
 
 def bounded(texts: Mapping[str, Optional[str]], areas: Iterable[Any] = ()) -> Dict[str, Optional[str]]:
-    """``texts`` with each line cut to the ``line_limit`` of its source in ``areas`` (:func:`line_limits`;
-    :data:`LINE_LIMIT` for a text none of them names)."""
+    """``texts`` without terminal control sequences (:func:`plain`), each line cut to the ``line_limit`` of its
+    source in ``areas`` (:func:`line_limits`; :data:`LINE_LIMIT` for a text none of them names)."""
     limits = line_limits(areas)
-    return {name: cut_lines(text, limits.get(name, LINE_LIMIT)) for name, text in texts.items()}
+    return {name: cut_lines(plain(text), limits.get(name, LINE_LIMIT)) for name, text in texts.items()}
+
+
+#: A terminal control sequence (ECMA-48 CSI: ``ESC [``, parameters, intermediates, a final byte).
+_CONTROL = re.compile(r"\x1b\[[0-?]{0,32}[ -/]{0,4}[@-~]")
+
+
+def plain(text: Optional[str]) -> Optional[str]:
+    """``text`` without terminal control sequences. ``nvidia-smi topo -m`` of driver 580 underlines its header
+    (``ESC[4mGPU0 ... ESC[0m``) even into a file or a pipe, which would hide the matrix from its parser."""
+    if not text or "\x1b" not in text:
+        return text
+    return _CONTROL.sub("", text)
 
 
 def line_limits(areas: Iterable[Any]) -> Dict[str, int]:

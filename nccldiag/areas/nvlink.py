@@ -118,6 +118,7 @@ class NvlinkFacts:
     errors: Optional[Dict[str, Dict[str, int]]] = None  # "GPU 0" -> {"Replay Errors": n, ...}
     error_lines: List[str] = field(default_factory=list)
     fm: Optional[FabricManager] = None
+    errors_collected: bool = False  # nvidia-smi nvlink -e came back (empty where the GPUs have no NVLink)
     fm_collected: bool = True  # the fabricmanager source came back (empty where the node has no driver nor manager)
     driver: Optional[str] = None
     smi_models: List[str] = field(default_factory=list)  # the GPUs' Product Name in nvidia-smi -q (one per GPU)
@@ -254,6 +255,7 @@ def parse(raw) -> NvlinkFacts:
     status = raw.get(_STATUS.name)
     f.links = parse_status(status) if status is not None else None
     f.errors, f.error_lines = parse_errors(section(raw, NVLINK_ERRORS.name))
+    f.errors_collected = raw.get(NVLINK_ERRORS.name) is not None
     f.fm = parse_fm(section(raw, FM_SOURCE.name))
     f.fm_collected = raw.get(FM_SOURCE.name) is not None
     return f
@@ -459,6 +461,9 @@ def _judge_links(facts: NvlinkFacts, node: Optional[NodeFacts] = None) -> List[F
 
 
 def _judge_errors(facts: NvlinkFacts) -> List[Finding]:
+    if facts.errors is None and facts.errors_collected:
+        return [skip(NAME, "nvlink.errors", "no NVLink error counters: nvidia-smi nvlink -e printed nothing (no NVLink "
+                                            "on these GPUs)")]
     if facts.errors is None:
         return [skip(NAME, "nvlink.errors", "NVLink error counters not collected (nvidia-smi nvlink -e)")]
     if not facts.errors:

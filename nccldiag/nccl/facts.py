@@ -573,8 +573,10 @@ def summarize(f: NcclLogFacts) -> Summary:
         _add(cats, ch.category)
     nvls = any((c.nvls or 0) > 0 for c in f.channel_counts) or any(n.kind == "comm" for n in f.nvls) or \
         any(c.what == "NVLS tree" for c in f.connected)
+    # NCCL 2.21 and later print the coll channel count in the collnet slot of the counts line (init.cc:
+    # "comm->nChannels, comm->nChannels", v2.21.5-1 to v2.30.7-1), so equal counts say nothing about CollNet
     collnet = "CollNet" in cats or any(ch.transport == "COLLNET" for ch in f.channels) or \
-        any((c.collnet or 0) > 0 for c in f.channel_counts)
+        any((c.collnet or 0) > 0 and c.collnet != c.coll for c in f.channel_counts)
     if nvls:
         _add(cats, NVLS)
     if collnet:

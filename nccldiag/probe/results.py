@@ -404,8 +404,8 @@ class SettingOutcome:
         statuses = [c.status for c in self.collectives.values()]
         if self.mpi is not None:
             statuses.append(self.mpi.status)
-        if self.stuck_in_init:
-            statuses.append("hang")
+        if self.stuck_in_init and not self.setup_errors:  # beside a rank that failed to start, its peers wait
+            statuses.append("hang")                         # for it in the rendezvous: victims, not a hang
         if self.setup_errors or self.missing_ranks:
             statuses.append("error")
         if self.died:
@@ -413,7 +413,10 @@ class SettingOutcome:
         ran = [s for s in statuses if s != "not-run"]
         if not ran:
             return "not-run"
-        return min(ran, key=_ORDER.index)
+        # a collective the backend or the world cannot run (sendrecv in a world of one rank) is no failure of
+        # the setting: it is skipped beside those that were verified, and the setting's status only when alone
+        judged = [s for s in ran if s != "unsupported"]
+        return min(judged or ran, key=_ORDER.index)
 
     def host_of(self, rank: int) -> Optional[str]:
         info = self.ranks.get(rank)
@@ -633,6 +636,8 @@ def _collective_finding(so: SettingOutcome, oc: CollectiveOutcome) -> Finding:
                     actual={"ranks_missing": oc.ranks_missing}, host=_one_host(so, oc.ranks_missing))
     if oc.status == "unsupported":
         reason = next(iter(oc.ranks_unsupported.values()), "")
+        if reason.startswith("needs "):  # the worker's own reason: the world is too small for it
+            return skip(AREA, check, f"{tag}: cannot run in this world ({reason[:160]})")
         return skip(AREA, check, f"{tag}: not supported by the {so.backend or ''} backend here"
                                  + (f" ({reason[:160]})" if reason else ""))
     return skip(AREA, check, f"{tag}: not run (the run stopped before it)")

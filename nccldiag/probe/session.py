@@ -157,6 +157,12 @@ def _shape(launcher, opts: ProbeOptions, hosts: Sequence[Host], live: list, prep
         nproc, note = launcher.ranks(opts, hosts, participants, nproc)
         if note and progress is not None:
             progress(note)
+    if backend == "nccl" and 0 < gpus < nproc:
+        fewest = min(participants, key=lambda n: prep.info.get(n.name, {}).get("gpus", 0)).name
+        raise UsageError(f"{nproc} ranks per node, but {fewest} has {gpus} NVIDIA GPU(s): NCCL takes one GPU per rank "
+                         "(two ranks on one GPU fail with 'Duplicate GPU detected'); use --nproc-per-node "
+                         f"{gpus}{' (or fix the hostfile slots)' if not opts.nproc_per_node else ''}, or --backend "
+                         "gloo to run more ranks than GPUs")
     settings = plan.build_settings(backend, opts.require_ib, opts.custom, opts.settings_mode,
                                    nnodes=len(participants))
     return _Shape(prep, participants, backend, nproc, plan.bounds(opts.timeout, backend), settings, note)

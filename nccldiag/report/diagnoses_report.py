@@ -60,19 +60,23 @@ def view(d: Dict[str, Any]) -> Dict[str, Any]:
     }
 
 
-def headline(items: Sequence[Dict[str, Any]], empty: bool = False, unchecked: Sequence[str] = ()) -> Tuple[str, str]:
+def headline(items: Sequence[Dict[str, Any]], empty: bool = False, unchecked: Sequence[str] = (),
+             interrupted: bool = False) -> Tuple[str, str]:
     """``(text, style)`` of the report's first line: the verdict in plain words, where, and how sure.
 
     The first fail or warn diagnosis names it; with none, the run shows nothing broken (and says so only then:
     the diagnoses already hold an ``unexplained`` verdict wherever a finding fails or warns unexplained).
     ``empty``: the input held nothing to judge, which is no all-clear; ``unchecked``: nodes that could not be
-    checked, which no verdict covers.
+    checked, which no verdict covers; ``interrupted``: the run stopped before its end, so what never ran is
+    judged by nobody.
     """
     ds = [view(d) for d in items]
     top = next((d for d in ds if d["severity"] in ("fail", "warn")), None)
     if top is None and unchecked:
         names = ", ".join(list(unchecked)[:6]) + (f" and {len(unchecked) - 6} more" if len(unchecked) > 6 else "")
         return f"Verdict: not checked: {names}; nothing broken on the others", "error"
+    if top is None and interrupted:
+        return "Verdict: not finished: the run stopped before its end; nothing broken in what it did", "error"
     if top is None and empty:
         return "Verdict: nothing to judge: the input holds no NCCL line, error or result", "warn"
     if top is None and ds:
@@ -93,7 +97,8 @@ def _summary(doc: Dict[str, Any]) -> Dict[str, Any]:
 def print_headline(doc: Dict[str, Any], con: Console, empty: bool = False, unchecked: bool = False) -> None:
     """The report's first line: the verdict (see :func:`headline`); ``unchecked``: name the nodes not checked."""
     text, style = headline(doc.get("diagnoses") or [], empty,
-                           _summary(doc).get("unchecked_nodes") or [] if unchecked else [])
+                           _summary(doc).get("unchecked_nodes") or [] if unchecked else [],
+                           interrupted=bool(doc.get("interrupted")))
     con.print(Text(text, style=f"bold {style}"))
 
 

@@ -294,10 +294,13 @@ def render(doc: Dict[str, Any]) -> str:
     elif schema.startswith("nccldiag.probe/"):
         settings = doc.get("settings") or []
         worked = sum(1 for s in settings if s.get("status") == "ok")
+        unrun = sum(1 for s in settings if s.get("status") in ("not-run", "unsupported"))
+        failed = len(settings) - worked - unrun
         summary = (f'<span>{_e(doc.get("backend"))} via {_e(doc.get("launcher"))}, {len(doc.get("hosts") or [])} '
                    f'node(s) × {_e(doc.get("nproc_per_node"))} rank(s)</span>'
                    f'<span class="badge ok">{worked} setting(s) worked</span>'
-                   + (f'<span class="badge fail">{len(settings) - worked} failed</span>' if len(settings) > worked else ""))
+                   + (f'<span class="badge fail">{failed} failed</span>' if failed else "")
+                   + (f'<span class="badge skip">{unrun} not run</span>' if unrun else ""))
         groups = [("probe", doc.get("findings") or [])] + [(s.get("name"), s.get("findings") or []) for s in settings]
         body = [_head(f"nccldiag probe: {', '.join(doc.get('hosts') or [])}", doc, summary),
                 _diagnoses(doc), _matrix(doc), _plots(doc), _collectives(doc), _findings(groups)]

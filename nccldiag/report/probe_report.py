@@ -56,14 +56,20 @@ def _sockets(s: Dict[str, Any]) -> List[str]:
 def _verdict(doc: Dict[str, Any]) -> Text:
     settings = doc.get("settings") or []
     worked = [str(s.get("name")) for s in settings if s.get("status") == "ok"]
-    broken = [str(s.get("name")) for s in settings if s.get("status") != "ok"]
+    unrun = [str(s.get("name")) for s in settings if s.get("status") in _NOT_RUN]
+    broken = [str(s.get("name")) for s in settings if s.get("status") not in ("ok",) + _NOT_RUN]
     elapsed = "" if doc.get("elapsed_s") is None else f"{float(doc['elapsed_s']):.1f} s, "
     return Text.assemble(
         f"{len(settings)} setting(s): ",
         (f"{len(worked)} worked", "ok"), (f" ({', '.join(worked)})" if worked else ""), ", ",
         (f"{len(broken)} failed", "fail" if broken else ""), (f" ({', '.join(broken)})" if broken else ""),
+        (f", {len(unrun)} not run ({', '.join(unrun)})" if unrun else ""),
         (f"  ({elapsed}exit {doc.get('exit_code')})", "muted"),
     )
+
+
+#: Setting statuses that are no outcome: nothing of the setting ran, or nothing it asked for can run here.
+_NOT_RUN = ("not-run", "unsupported")
 
 
 def _label(s: Dict[str, Any]) -> str:

@@ -1,0 +1,125 @@
+"""nccldiag on a real GPU: the outputs of one NVIDIA H200 in tests/fixtures/gpu-h200 (its SOURCES.md says how each
+was made): a healthy node's bundle, NCCL's own log of a working one-rank job, three real failures of torchrun
+jobs, and the records of two probes."""
+import json
+import os
+from types import SimpleNamespace
+
+import pytest
+from click.testing import CliRunner
+
+from nccldiag.areas.base import bounded
+from nccldiag.areas.topology import parse_topo_m, parse_topo_p2p
+from nccldiag.cli.log import log as log_command
+from nccldiag.model.errors import UsageError
+from nccldiag.model.findings import Status
+from nccldiag.nccl import parser as nccllog
+from nccldiag.probe import results, runner, session
+from tests.unit.bundles import check_json, findings
+
+FIX = os.path.join(os.path.dirname(__file__), "..", "fixtures", "gpu-h200")
+BUNDLE = os.path.join(FIX, "bundle")
+
+
+def text(name):
+    with open(os.path.join(FIX, name), encoding="utf-8") as f:
+        return f.read()
+
+
+def log_json(name):
+    r = CliRunner().invoke(log_command, [os.path.join(FIX, name), "--json", "-"])
+    assert r.exception is None or isinstance(r.exception, SystemExit), r.output
+    return r.exit_code, json.loads(r.stdout)
+
+
+def records(name):
+    with open(os.path.join(FIX, name), encoding="utf-8") as f:
+        return results.read_records(f)
+
+
+# ---- the node ------------------------------------------------------------------------------------------------
+
+
+def test_the_topology_matrix_underlined_by_nvidia_smi_is_read():
+    raw = {"topo_m": text("bundle/vm/topo_m.txt"), "topo_p2p_r": text("bundle/vm/topo_p2p_r.txt")}
+    assert "\x1b[4mGPU0" in raw["topo_m"]  # driver 580's nvidia-smi underlines the header even into a file
+    assert parse_topo_m(raw["topo_m"]) is None and parse_topo_p2p(raw["topo_p2p_r"]) is None  # as printed
+    clean = bounded(raw)
+    m = parse_topo_m(clean["topo_m"])
+    assert m.devices == ["GPU0"] and m.cpu_affinity == {"GPU0": "0-15"} and m.numa_affinity == {"GPU0": "0"}
+    assert parse_topo_p2p(clean["topo_p2p_r"]).verdicts == {"GPU0": {"GPU0": "X"}}
+
+
+def test_the_healthy_h200_node_has_no_failure_and_says_why_it_skips():
+    code, rep = check_json(BUNDLE)
+    assert code == 0
+    by = {f["check"]: f for f in findings(rep, "vm")}
+    bad = {c: f["status"] for c, f in by.items() if f["status"] in ("fail", "error", "warn")}
+    # the one warning is real: the VM's host name resolves to 127.0.0.1, which gloo would advertise to peers
+    assert bad == {"system.hostname_loopback": "warn"}
+    assert by["topology.matrix"]["status"] == "ok" and "1 GPUs, 0 NICs" in by["topology.matrix"]["message"]
+    assert by["affinity.nic_distance"]["message"] == "1 GPUs and no NIC in nvidia-smi topo -m"
+    assert by["nvlink.errors"]["status"] == "skip" and "printed nothing" in by["nvlink.errors"]["message"]
+    assert by["gpu.inventory"]["status"] == "ok" and "NVIDIA H200, driver 580.159.04" in by["gpu.inventory"]["message"]
+    assert by["xid.events"]["status"] == "ok"  # the driver's boot lines (FBHUB interrupt cleared) are no Xid
+
+
+# ---- NCCL's and torch's own output ----------------------------------------------------------------------------
+
+
+def test_a_working_one_rank_nccl_job_is_nothing_broken_and_no_collnet():
+    s = nccllog.parse(text("torchrun-nccl-info-1rank.log")).summary
+    # NCCL 2.21+ prints the coll channel count in the collnet slot: '64 coll channels, 64 collnet channels'
+    assert "64 coll channels, 64 collnet channels" in text("torchrun-nccl-info-1rank.log")
+    assert not s.collnet_used and "CollNet" not in s.transports
+    code, doc = log_json("torchrun-nccl-info-1rank.log")
+    assert code == 0 and not [d for d in doc["diagnoses"] if d["severity"] in ("fail", "warn")]
+
+
+def test_collnet_counts_that_differ_from_the_coll_count_still_show_collnet():
+    line = "h:1:2 [0] NCCL INFO 16 coll channels, 8 collnet channels, 0 nvls channels, 16 p2p channels, 2 p2p channels per peer\n"
+    assert nccllog.parse(line).summary.collnet_used  # before 2.21 the slot held comm->collNetChannels
+
+
+@pytest.mark.parametrize("name, title", [
+    ("torchrun-watchdog-device-assert.log", "gpu application fault"),
+    ("torchrun-cuda-oom.log", "Out of GPU memory"),
+    ("torchrun-nccl-duplicate-gpu.log", "Two ranks on one GPU"),
+])
+def test_each_real_failure_is_named_first(name, title):
+    code, doc = log_json(name)
+    first = next(d for d in doc["diagnoses"] if d["severity"] in ("fail", "warn"))
+    assert code == 1 and first["severity"] == "fail" and title in first["title"]
+
+
+# ---- the probe ------------------------------------------------------------------------------------------------
+
+
+def test_a_one_rank_probe_that_verified_every_collective_worked():
+    so = results.aggregate_setting("default", records("probe-nccl-1rank-default.jsonl"))
+    assert so.collectives["sendrecv"].status == "unsupported"  # needs two ranks
+    assert so.collectives["all_reduce"].status == "ok" and so.status == "ok"
+    f = {x.check: x for x in results.findings(so)}["probe.sendrecv"]
+    assert f.status == Status.SKIP and "cannot run in this world (needs at least 2 ranks)" in f.message
+
+
+def test_a_rank_without_its_gpu_is_the_failure_not_a_hang_of_the_one_waiting_for_it():
+    so = results.aggregate_setting("default", records("probe-nccl-2ranks-1gpu-default.jsonl"))
+    assert so.stuck_in_init == [0] and so.setup_errors
+    assert so.status == "error"
+    fs = {x.check: x for x in results.findings(so)}
+    assert fs["probe.device"].status == Status.FAIL and "needs GPU 1 but 1 GPU(s) are visible" in fs["probe.device"].message
+
+
+def _shape(nproc, backend="auto", gpus=1):
+    prep = runner.Prepared(run_id="r", rundir="/tmp/r", rdzv_host="vm", rdzv_port=1, ifnames={}, loopback={},
+                           problems={}, info={"vm": {"gpus": gpus}})
+    opts = session.ProbeOptions(launcher="local", backend=backend, nproc_per_node=nproc)
+    return session._shape(None, opts, [], [SimpleNamespace(name="vm")], prep, None)
+
+
+def test_more_ranks_than_gpus_under_nccl_is_refused_before_any_launch():
+    with pytest.raises(UsageError, match=r"2 ranks per node, but vm has 1 NVIDIA GPU\(s\).*--nproc-per-node 1"):
+        _shape(2)
+    assert (_shape(1).backend, _shape(1).nproc) == ("nccl", 1)
+    assert (_shape(2, backend="gloo").backend, _shape(2, backend="gloo").nproc) == ("gloo", 2)
