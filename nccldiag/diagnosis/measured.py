@@ -31,7 +31,9 @@ def setting_comparison(inp: Inputs, sr: SettingView) -> Optional[expected.Compar
     if best is None:
         return None
     coll, busbw, size = best
-    if (sr.outcome.world_size or len(sr.outcome.ranks)) == 1:  # nothing crosses a link: busbw is 0 by its formula, or the copy rate of one GPU
+    so = sr.outcome
+    if (getattr(so, "world_size", None) or len(getattr(so, "ranks", None) or {})) == 1:
+        # nothing crosses a link: busbw is 0 by its formula, or the copy rate of one GPU
         return expected.Comparison(busbw, size, None, comparable=False, collective=coll,
                                    why_not="one rank: no data crosses between GPUs or nodes")
     backend = inp.probe.backend if inp.probe is not None else "nccl"

@@ -123,3 +123,17 @@ def test_more_ranks_than_gpus_under_nccl_is_refused_before_any_launch():
         _shape(2)
     assert (_shape(1).backend, _shape(1).nproc) == ("nccl", 1)
     assert (_shape(2, backend="gloo").backend, _shape(2, backend="gloo").nproc) == ("gloo", 2)
+
+
+def test_the_busbw_of_one_rank_is_not_judged():
+    from nccldiag.diagnosis.inputs import Inputs
+    from nccldiag.diagnosis.measured import setting_comparison
+    from nccldiag.probe.plan import Setting
+
+    outcome = results.aggregate_setting("default", records("probe-nccl-1rank-default.jsonl"))
+    sr = SimpleNamespace(setting=Setting("default", {}), outcome=outcome, log_facts=None)
+    probe = SimpleNamespace(backend="nccl", settings=[sr], hosts=["vm"], spec=None, node_facts={}, iface_speeds={},
+                            ifnames={}, route_ifnames={})
+    c = setting_comparison(Inputs(probe=probe, node_facts={}), sr)
+    assert c.measured == 0.0 and not c.comparable and c.percent is None  # all_reduce's busbw, 0 by its formula
+    assert c.why_not == "one rank: no data crosses between GPUs or nodes"
