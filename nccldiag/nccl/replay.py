@@ -154,7 +154,7 @@ _PLAIN_BYTES = 4 * 1024 * 1024  # bytes of distinct plain lines whose text is re
 
 
 _BATCH_MIN = 8  # a Plain item of at least this many lines has its texts tested for a word at once
-_NOT_PLAIN_ASCII = re.compile(r"[^\t\n\x20-\x7e]")  # what Python's re and Hyperscan may read apart (\s, \d, case)
+_NOT_PLAIN_ASCII = re.compile(r"[^\t\n\x20-\x7e]")  # characters Python's re and Hyperscan may read apart (\s, \d)
 
 
 def _none_holds_a_word(texts: List[str]) -> bool:
