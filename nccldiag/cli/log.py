@@ -70,8 +70,7 @@ def log(files, require_ib, expect, include_channels, verbose, color, workers, sp
     """
     from nccldiag.report import log_report as report
     from nccldiag.report.console import console
-    from nccldiag.report.finish import finish
-    from nccldiag.report.jsonout import plain
+    from nccldiag.report.finish import finish, plain_cleaned
     from nccldiag.sessions import log as session
     from nccldiag.spec import runs
 
@@ -81,8 +80,10 @@ def log(files, require_ib, expect, include_channels, verbose, color, workers, sp
             outs.validate()
             read = session.run(files, workers, require_ib, parse_expect(expect),
                                runs.from_option(spec_path, causes_path))
-            doc = plain(report.to_json(read.facts, read.findings, read.diagnoses, include_channels, read.pastes))
-            finish(doc, outs, lambda d: report.render(d, console(color=color), verbose=verbose))
+            # made plain and cleaned in one walk (finish() would clean it again otherwise)
+            doc = plain_cleaned(report.to_json(read.facts, read.findings, read.diagnoses, include_channels,
+                                               read.pastes))
+            finish(doc, outs, lambda d: report.render(d, console(color=color), verbose=verbose), cleaned=True)
         except UsageError as exc:
             click.echo(f"nccldiag: error: {exc}", err=True)
             sys.exit(2)

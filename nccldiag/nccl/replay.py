@@ -17,6 +17,7 @@ fill, and on logs made at random.
 from __future__ import annotations
 
 import itertools
+import re
 from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tuple, Union
 
 from nccldiag.nccl.facts import MAX_THREADS, CategoryStats, ChainStep, PairTransport, VersionLine, Warn
@@ -152,6 +153,29 @@ def _as_before(run: _Run, ow: Dict) -> bool:
 _PLAIN_BYTES = 4 * 1024 * 1024  # bytes of distinct plain lines whose text is remembered per file (Replay.plain)
 
 
+_BATCH_MIN = 8  # a Plain item of at least this many lines has its texts tested for a word at once
+_NOT_PLAIN_ASCII = re.compile(r"[^\t\n\x20-\x7e]")  # characters Python's re and Hyperscan may read apart (\s, \d)
+
+
+def _none_holds_a_word(texts: List[str]) -> bool:
+    """Whether no text of ``texts`` holds a word (:func:`nccldiag.nccl.grammar.holds_word` false for each), told by
+    one pass of the prefilter's Hyperscan database over them all, one text a line: True only where that answers as
+    :func:`holds_word` does, texts of printable ASCII and tabs, where Python's ``\\s`` and ``\\d`` and Hyperscan's
+    read the same characters and no text holds a newline; False where a text holds a word or it cannot tell.
+    :func:`holds_word` searches a line's text with Python's ``re`` at about 30 MB/s: a benchmark output being kept
+    (:class:`Plain` items, each line distinct) had each of its 53,000 lines of progress searched so."""
+    from nccldiag.nccl import scan  # it imports this module
+
+    find = scan.finder()
+    if not isinstance(find, scan.HyperscanLines):
+        return False
+    text = "\n".join(texts)
+    if not text.isascii() or text.count("\n") != len(texts) - 1 or _NOT_PLAIN_ASCII.search(text):
+        return False
+    data = text.encode("ascii") + b"\n"
+    return not find(data, len(data))
+
+
 class Plain(list):
     """Lines handed over as one item where each is whole and holds no word of the grammar (no candidate of the
     prefilter), while the parser keeps every line (a benchmark output or RAS report being kept) and nothing else
@@ -225,6 +249,9 @@ class Replay:
         if self.keeps_only():
             memo = self.plain
             get = memo.get
+            if len(lines) >= _BATCH_MIN and self._plain_batch(lines, msgs):
+                self.p.plain_lines(self.reader.source, n, msgs)
+                return
             for raw in lines:
                 msg = get(raw)
                 if msg is None:
@@ -239,6 +266,36 @@ class Replay:
             self.p.plain_lines(self.reader.source, n, msgs)
         if len(msgs) < len(lines):
             self._block(n + len(msgs), tuple(lines[len(msgs):]))
+
+    def _plain_batch(self, lines: Sequence[bytes], msgs: List[str]) -> bool:
+        """:meth:`_plain`'s reading of ``lines``, with the test of their texts for a word made once for them all
+        (:func:`_none_holds_a_word`): True, with their texts added to ``msgs``, where each has no NCCL prefix and
+        none holds a word; False, ``msgs`` as it was, where one may (each is then read in turn)."""
+        memo = self.plain
+        get = memo.get
+        got: List[str] = []
+        fresh: Dict[bytes, str] = {}  # the lines not remembered, and their texts
+        for raw in lines:
+            msg = get(raw)
+            if msg is None:
+                msg = fresh.get(raw)
+            if msg is None:
+                _line, _rank, body, parts = read_line(raw.decode("utf-8", errors="replace").rstrip("\r\n"))
+                if parts is not None:
+                    return False
+                fresh[raw] = msg = body
+            elif msg is False:
+                return False
+            got.append(msg)
+        if fresh and not _none_holds_a_word(list(fresh.values())):
+            return False
+        for raw, body in fresh.items():
+            if self.plain_room <= 0:
+                break
+            memo[raw] = body
+            self.plain_room -= len(raw) + 64
+        msgs += got
+        return True
 
     # ---- the lines of a block
 

@@ -8,13 +8,14 @@ a block and than ``MAX_LINE``, a word whose tail would run on to the next line),
 """
 import io
 import random
+import re
 import sys
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from nccldiag.nccl import grammar, scan
+from nccldiag.nccl import grammar, replay, scan
 from tests import real
 
 hyperscan = pytest.importorskip("hyperscan")
@@ -181,3 +182,30 @@ def test_hyperscan_leaves_out_only_words_that_hold_another():
     assert not [(w, o) for w in kept for o in kept if o != w and o in w]
     assert not [w for w in plain if w not in kept and not any(o in w for o in kept)]
     assert FAST.plain == len(kept) and FAST.words == len(kept) + len([w for w in grammar.WORDS if w not in plain])
+
+
+PIECES = [specimen(w) for w in grammar.WORDS] + ["\n", " ", "\t", "x", "1", "é", "\x1c", "\xa0", "\u2003", "\x0b",
+                                                 "&#78;", "`", "**"]
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.lists(st.sampled_from(PIECES), max_size=12).map("".join), min_size=1, max_size=8))
+def test_texts_tested_together_are_told_to_hold_no_word_only_where_none_does(texts):
+    """The texts of a benchmark output's lines tested for a word in one Hyperscan pass (the replay's Plain items):
+    told free of words only where holds_word finds none in each; and told so wherever none holds one, for texts of
+    printable ASCII and tabs (Python's \\s reads \\x1c and \\u2003 as space, Hyperscan does not: those are tested
+    line by line)."""
+    none = not any(grammar.holds_word(t) for t in texts)
+    told = replay._none_holds_a_word(texts)
+    assert none or not told
+    if all(not re.search(r"[^\t\x20-\x7e]", t) for t in texts):
+        assert told == none
+
+
+def test_a_word_read_only_by_pythons_spaces_is_not_told_away():
+    assert grammar.holds_word("float\x1c") and grammar.holds_word("float\u2003")
+    assert not replay._none_holds_a_word(["step 1", "float\x1c"])
+    assert not replay._none_holds_a_word(["float\u2003"])
+    assert not replay._none_holds_a_word(["step 1", "float\n"])  # a text holding a newline
+    assert replay._none_holds_a_word(["step 1", "loss 2.5\tlr 3e-4"])
+    assert not replay._none_holds_a_word(["step 1", "float 8"])
