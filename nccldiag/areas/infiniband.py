@@ -29,6 +29,7 @@ from nccldiag.areas import netdev as nd
 from nccldiag.areas.base import NodeFacts, Source, parse_dump, section
 from nccldiag.areas.pcie import node_rdma
 from nccldiag.model.findings import Finding, fail, ok, skip, warn
+from nccldiag.pods import in_pod
 
 NAME = "ib"
 TITLE = "InfiniBand/RoCE"
@@ -1028,8 +1029,9 @@ def judge(facts: Optional[IbFacts], node: Optional[NodeFacts] = None) -> List[Fi
     active = [p for p in known if p.active]
     findings: List[Finding] = []
     netdev_down = [p for p in ports if p.state is None and (p.netdev_state or "").lower() == "down"]
-    if netdev_down and node is not None and in_pod(node.host):
-        findings.extend(_pod_netdev_down(netdev_down, node.host))
+    pod = node and (node.options.get("pod") or (node.host if in_pod(node.host) else None))
+    if netdev_down and pod:
+        findings.extend(_pod_netdev_down(netdev_down, pod))
         ports = [p for p in ports if p not in netdev_down]
         netdev_down = []
     down_word = _netdev_down_words(netdev_down)
@@ -1056,19 +1058,6 @@ def judge(facts: Optional[IbFacts], node: Optional[NodeFacts] = None) -> List[Fi
     findings.extend(_judge_sparse_gids(ports))
     findings.extend(_judge_soft(ports))
     return findings + links
-
-
-# A Kubernetes pod's host name is its pod's name, and a Deployment's pod is named '<deployment>-<pod-template-hash>-
-# <suffix>': the hash (SafeEncodeString of a uint32's decimal digits) and the 5-character suffix (String(5)) are drawn
-# from apimachinery's vowel-free alphabet (k8s.io/apimachinery/pkg/util/rand/rand.go, 'alphanums', kubernetes/kubernetes
-# at 15816b38), which real host names' words almost never fit. A pod with the host's network keeps the node's name.
-_K8S_RAND = "[bcdfghjklmnpqrstvwxz2456789]"
-_POD_NAME = re.compile(r"[a-z0-9](?:[a-z0-9.-]{0,200}[a-z0-9])?-" + _K8S_RAND + "{6,10}-" + _K8S_RAND + "{5}")
-
-
-def in_pod(host: Optional[str]) -> bool:
-    """Whether ``host`` is a Deployment's pod's name: the outputs were read inside a pod of its own network."""
-    return bool(host) and bool(_POD_NAME.fullmatch(host))
 
 
 def _pod_netdev_down(down: List[IbPort], host: str) -> List[Finding]:

@@ -768,13 +768,15 @@ POD_CASE = Path(__file__).resolve().parents[1] / "cases" / "net-sriovop382-pod-i
 
 
 def test_in_pod_knows_a_deployments_pod_name_by_kubernetes_alphabet():
+    from nccldiag.pods import in_pod
+
     # pod names from the collected cases (a prompt inside a pod, kubectl's listings)
-    assert ib.in_pod("sample-pod-4-5bddf8c4b4-hf49j")
-    assert ib.in_pod("gpu-operator-8dc8d6648-jzhnr") and ib.in_pod("nfd-master-66c886fb64-bkt5m")
+    assert in_pod("sample-pod-4-5bddf8c4b4-hf49j")
+    assert in_pod("gpu-operator-8dc8d6648-jzhnr") and in_pod("nfd-master-66c886fb64-bkt5m")
     # node names of the cases and fixtures: a letter outside the alphabet, or no hash and suffix
     for host in ("ip-26-0-146-100", "jean-zay-iam06", "x99", "gpu-node-01", "node1", "worker-1", "dgx-a100-b2f4-x7",
                  None, ""):
-        assert not ib.in_pod(host), host
+        assert not in_pod(host), host
 
 
 def test_ibdev2netdev_down_inside_a_pod_is_the_pods_port_without_link():
@@ -787,6 +789,25 @@ def test_ibdev2netdev_down_inside_a_pod_is_the_pods_port_without_link():
     out = ib.judge(f, NodeFacts(host="node1"))
     assert not [x for x in out if x.status in (Status.FAIL, Status.WARN)]
     assert statuses(out, "ib.port_state") == ["skip"]
+    # the pod named by the prompt the output was typed under, whatever host a decoration names (pdsh's)
+    (link,) = by_check(ib.judge(f, NodeFacts(host="node017", options={"pod": "sample-pod-4-5bddf8c4b4-hf49j"})),
+                       "ib.port_link")
+    assert link.status == Status.FAIL
+
+
+def test_a_pasted_ibdev2netdev_under_a_pods_prompt_is_read_inside_the_pod():
+    from nccldiag import paste
+
+    text = (POD_CASE / "posted-pod.txt").read_text()
+    for pasted in (text, text.replace("[root@", "node017: [root@").replace("mlx5_3 port", "node017: mlx5_3 port"),
+                   text.replace("[root@", "    [root@").replace("mlx5_3 port", "    mlx5_3 port")):
+        found = paste.scan(pasted, "posted-pod.txt")
+        (block,) = [b for b in found.blocks if b.kind == "ibdev2netdev"]
+        assert block.pod == "sample-pod-4-5bddf8c4b4-hf49j"
+        assert [f.check for f in found.findings] == ["ib.port_link"]
+    # the same line under a node's prompt: the netdev's state, no failure
+    found = paste.scan(text.replace("sample-pod-4-5bddf8c4b4-hf49j", "gpu-node-07"), "posted-pod.txt")
+    assert not found.findings and all(not b.pod for b in found.blocks)
 
 
 def test_healthy_node_ibdev2netdev_with_down_ipoib_netdevs_stays_unjudged_on_a_node():
