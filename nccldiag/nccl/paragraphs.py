@@ -28,7 +28,10 @@ begins a new line:
 - a key-value output's fields (``ibstat``'s ``CA 'mlx5_0'``, ``Port 1:``, ``State: Active``; ``ibv_devinfo``'s
   ``hca_id:``, ``port:``, ``state:``; ``lspci -vvv``'s ``LnkCap:``, ``LnkSta:``) are cut before each of the
   output's own keys, in a line that holds the output's head (``CA '...'``, ``hca_id:``, a PCIe capability's field)
-  and two of its keys or more after a blank (:data:`_FIELDS`: the keys the ``paste/kinds`` of those outputs read).
+  and two of its keys or more after a blank (:data:`_FIELDS`: the keys the ``paste/kinds`` of those outputs read);
+  ``nvidia-smi -q``'s report (``ECC Errors``, ``Fabric``, ``CliqueId   :``) before each key of the real reports'
+  vocabulary and each section title before a key. Where each line held a list's marker (``- hca_id: mthca0 -
+  transport: ...``), the cut is before the marker.
 
 A line is never cut where it holds one start of its kind and does not begin with it, nor inside a record's
 prefix. The lines after a line cut are cited as many lines further on. Every expression runs in time linear in
@@ -163,6 +166,7 @@ _FRAME = re.compile(rb" (?=File \"[^\"\n]{1,4096}\", line \d)")
 # the exception a traceback ends with, after its last frame
 _RAISED = re.compile(rb" (?=(?:[A-Za-z_]\w{0,64}\.){0,8}[A-Z]\w{0,64}(?:Error|Exception|Exit|Interrupt):)")
 _WORD = re.compile(rb"[A-Za-z]{3}")
+_MARKER = re.compile(rb"(?:[-*+]|\xe2\x80\xa2) ")  # a list's marker at a line's head: '- ', '* ', '+ ', '\u2022 '
 _DIGITS = re.compile(rb"[\d ]+")
 MAX_LABEL = 64  # a label before the first record's start longer than this is text, not a label
 
@@ -274,13 +278,17 @@ def _cuts(line: bytes) -> List[int]:
 
 def _field_cuts(line: bytes) -> List[int]:
     """Where ``line`` is cut before a key-value output's keys (:data:`_FIELDS`): none unless it holds the output's
-    head and two of its keys after a blank."""
+    head and two of its keys after a blank. A bulleted paragraph (a list's marker before each of its lines, the
+    line starting with one) is cut before the marker that stands before a key."""
     cuts: List[int] = []
+    marker = _MARKER.match(line)
+    bullet = b" " + marker.group() if marker else b""
     for head, key in zip(_FIELD_HEADS, _FIELD_KEYS):
         if head.search(line):
             keys = [k.start() for k in key.finditer(line)]
             if len(keys) >= 2:
-                cuts += keys
+                cuts += [k - len(bullet) + 1 if bullet and (k == len(bullet) - 1 or line[k - len(bullet):k] == bullet)
+                         else k for k in keys]
     return cuts
 
 

@@ -47,8 +47,7 @@ WHY: Dict[str, str] = {
         "kernel, syslog or ISO time, a launcher's rank or label, a traceback, a table's joined rows) and at the keys "
         "of ibstat, ibv_devinfo, lspci -vvv and nvidia-smi -q: another key-value output (modinfo, ulimit -a), "
         "nvidia-smi -q's counters grepped out of their sections (told volatile from aggregate by their indentation "
-        "alone), a prompt with its command and the output after it, one "
-        "whose lines each held a list's marker too ('- hca_id: mthca0 - transport: ...'), nccl-tests' '#' "
+        "alone), a prompt with its command and the output after it, nccl-tests' '#' "
         "header and result rows, an nvidia-smi error and the command before it, or labels that differ line by line "
         "('[trainer3]:', '[trainer0|0]:') stay one line, where the field's name cannot be told from the value "
         "before it"),
@@ -172,7 +171,6 @@ KNOWN: Dict[Tuple[str, str], str] = {
     ("net-nccl473-nccltests-unhandled-system-error-docker-ipc-host", "paragraphs"): "wrong cause",
     ("net-nccl897-gdrdma-one-side-only-peermem-not-loaded", "paragraphs"): "false all-clear",
     ("net-nccltests219-socket-ifname-absent-on-one-node", "paragraphs"): "missed",
-    ("net-pastebin-5awq-mthca-ibv-devinfo-port-init-linkup-port2-polling", "paragraphs"): "missed",
     ("net-ucx8229-ib-iface-create-cq-enomem-max-locked-memory-64k", "paragraphs"): "wrong cause",
     ("node-lcp0578-notes-2x-rtx3090-nvidia-smi-cannot-communicate-utils-without-driver", "paragraphs"): "missed",
     ("node-ncar-docs-casper-singularity-exec-without-nv-nvml-driver-library-mismatch", "paragraphs"): "missed",

@@ -121,6 +121,26 @@ def test_key_value_outputs_run_together_are_read_as_their_lines():
         assert paragraphs.split_text(keep + "\n") == keep + "\n", keep
 
 
+def test_a_bulleted_key_value_output_run_together_comes_back_with_its_markers():
+    """A list's marker before each line (a forum's bulleted paste, as net-pastebin-5awq's), the paragraph run
+    together: each key comes back on its line behind its marker, none left at the end of the line before."""
+    real.require()
+    cut = 0
+    for kind in ("ibv_devinfo", "ibstat"):
+        for name in real.names(real.NODE / kind)[:4]:
+            lines = [ln.strip() for ln in real.node_text(kind, name).splitlines() if ln.strip()]
+            if len(paragraphs.split_text(" ".join(lines) + "\n").splitlines()) < 2:
+                continue  # an output whose keys are not cut without markers either (ibv_devinfo -v's)
+            cut += 1
+            for marker in ("- ", "* "):
+                bulleted = [marker + ln for ln in lines]
+                got = paragraphs.split_text(" ".join(bulleted) + "\n").splitlines()
+                assert not [ln for ln in got if ln.endswith(" " + marker.strip())], (name, marker)
+                assert all(ln.startswith(marker) for ln in got), (name, marker)
+                assert [ln for ln in got if ln in bulleted], name
+    assert cut >= 4
+
+
 def test_nvidia_smi_q_reports_run_together_come_back_line_for_line():
     """Each paragraph of the real nvidia-smi -q reports (../shared/fixtures/node: drivers 460 to 560), its lines
     run together, is cut back before each of the report's keys and titles: line for line (but where the poster
