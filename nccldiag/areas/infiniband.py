@@ -29,6 +29,7 @@ from nccldiag.areas import netdev as nd
 from nccldiag.areas.base import NodeFacts, Source, parse_dump, section
 from nccldiag.areas.pcie import node_rdma
 from nccldiag.model.findings import Finding, fail, ok, skip, warn
+from nccldiag.pods import in_pod
 
 NAME = "ib"
 TITLE = "InfiniBand/RoCE"
@@ -1027,7 +1028,15 @@ def judge(facts: Optional[IbFacts], node: Optional[NodeFacts] = None) -> List[Fi
     known = [p for p in ports if p.state is not None]
     active = [p for p in known if p.active]
     findings: List[Finding] = []
-    down_word = _netdev_down_words([p for p in ports if p.state is None and (p.netdev_state or "").lower() == "down"])
+    netdev_down = [p for p in ports if p.state is None and (p.netdev_state or "").lower() == "down"]
+    pod = node and (node.options.get("pod") or (node.host if in_pod(node.host) else None))
+    if netdev_down and pod:
+        findings.extend(_pod_netdev_down(netdev_down, pod))
+        ports = [p for p in ports if p not in netdev_down]
+        netdev_down = []
+    down_word = _netdev_down_words(netdev_down)
+    if not known and not ports:
+        return findings + links
     if not known:
         findings.append(skip(NAME, "ib.port_state",
                              f"{len(ports)} RDMA port{'s' if len(ports) != 1 else ''} listed, but no source reported "
@@ -1049,6 +1058,26 @@ def judge(facts: Optional[IbFacts], node: Optional[NodeFacts] = None) -> List[Fi
     findings.extend(_judge_sparse_gids(ports))
     findings.extend(_judge_soft(ports))
     return findings + links
+
+
+def _pod_netdev_down(down: List[IbPort], host: str) -> List[Finding]:
+    """ib.port_link: ibdev2netdev's (Down) read inside a pod. A pod's own network namespace holds only the
+    interfaces its network attachments gave it, and their CNI plugin (sriov-cni, ib-sriov-cni, host-device) sets
+    each one up as it moves it in; an RDMA port's netdev that is Down there is the pod's port without a link, the
+    one its job was given, not a host's spare port whose IPoIB is unused."""
+    out = []
+    for p in down:
+        out.append(fail(NAME, "ib.port_link",
+                        f"{p.name} (netdev {p.netdev}): Down inside the pod {host}: a pod's interfaces are the ones "
+                        "its network attachments gave it, set up by their CNI plugin, so the RDMA port given to the "
+                        "pod has no link",
+                        actual={"interface": p.netdev, "netdev_state": p.netdev_state, "pod": host},
+                        expected="the link up on the pod's RDMA interface", evidence=_evidence(p),
+                        fix=(f"Read the port's state in the pod (`ibstat {p.device}`) and on the node: for an SR-IOV "
+                             "virtual function, the VF's link state set by the host (SriovIBNetwork/SriovNetwork "
+                             "`linkState: enable`, or `ip link set <PF> vf <N> state enable`), the PF's own port "
+                             "Active, and the subnet manager's policy for the VF's GUID.")))
+    return out
 
 
 def _judge_links(facts: IbFacts) -> List[Finding]:

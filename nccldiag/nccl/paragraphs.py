@@ -28,7 +28,10 @@ begins a new line:
 - a key-value output's fields (``ibstat``'s ``CA 'mlx5_0'``, ``Port 1:``, ``State: Active``; ``ibv_devinfo``'s
   ``hca_id:``, ``port:``, ``state:``; ``lspci -vvv``'s ``LnkCap:``, ``LnkSta:``) are cut before each of the
   output's own keys, in a line that holds the output's head (``CA '...'``, ``hca_id:``, a PCIe capability's field)
-  and two of its keys or more after a blank (:data:`_FIELDS`: the keys the ``paste/kinds`` of those outputs read).
+  and two of its keys or more after a blank (:data:`_FIELDS`: the keys the ``paste/kinds`` of those outputs read);
+  ``nvidia-smi -q``'s report (``ECC Errors``, ``Fabric``, ``CliqueId   :``) before each key of the real reports'
+  vocabulary and each section title before a key. Where each line held a list's marker (``- hca_id: mthca0 -
+  transport: ...``), the cut is before the marker.
 
 A line is never cut where it holds one start of its kind and does not begin with it, nor inside a record's
 prefix. The lines after a line cut are cited as many lines further on. Every expression runs in time linear in
@@ -71,13 +74,71 @@ _LABEL = re.compile(_LABEL_FORM)
 _JOINT_FORM = rb"(?<=[-= ][|+]) (?=\|[-= ]|\+[-=])"
 _JOINT = re.compile(_JOINT_FORM)
 _TABLE_HEAD = re.compile(rb"[ \t]{0,12}[|+][-= ]")
+# nvidia-smi -q's keys and section titles, as its real reports print them (every one in the captures of
+# ../shared/fixtures/node/nvidia-smi-q and nvidia-smi-ecc-rowremap: drivers 460 to 560, A100, A10, H100, RTX 4090,
+# TITAN V): a report is a tree of 'Key      : value' lines under titles, each key padded with blanks to the colon
+# (one blank where a page collapsed them). A rendered page runs a report's lines into one; it is cut before each
+# key followed by its colon, and before each title followed by a key (or by one or two titles, then a key), where
+# the line holds one of the report's own heads (:data:`_SMI_HEAD`). Longer names first, so that 'SRAM
+# Uncorrectable Parity' is one key, not 'SRAM Uncorrectable' and a value.
+_SMI_KEYS = (
+    "Memory Max Operating T.Limit Temp", "Invalid HW Power Brake Slowdown", "GPU Max Operating T.Limit Temp",
+    "Accounting Mode Buffer Size", "Applications Clocks Setting", "Drain and Reset Recommended",
+    "Invalid HW Thermal Slowdown", "Remapping Failure Occurred", "SRAM Uncorrectable SEC-DED",
+    "GPU Shutdown T.Limit Temp", "GPU Slowdown T.Limit Temp", "Memory Max Operating Temp",
+    "SRAM Uncorrectable Parity", "HW Power Brake Slowdown", "Power Management Object", "Replay Number Rollovers",
+    "SRAM Threshold Exceeded", "vGPU Heterogeneous Mode", "GPU Max Operating Temp", "GPU Target Temperature",
+    "Pending Page Blacklist", "Display Clock Setting", "Relaxed Ordering Mode", "Requested Power Limit",
+    "Sparse Operation Mode", "Atomic Caps Outbound", "Enforced Power Limit", "GSP Firmware Version",
+    "Product Architecture", "SRAM Microcontroller", "Atomic Caps Inbound", "Compute instance ID",
+    "Current Power Limit", "Default Power Limit", "HW Thermal Slowdown", "Invalid HW Slowdown",
+    "Memory Current Temp", "Replays Since Reset", "SW Thermal Slowdown", "Uncorrectable Error",
+    "Virtualization Mode", "Auto Boost Default", "DRAM Uncorrectable", "SRAM Uncorrectable", "Board Part Number",
+    "Correctable Error", "GPU Shutdown Temp", "GPU Slowdown Temp", "Performance State", "DRAM Correctable",
+    "GPU Current Temp", "GPU T.Limit Temp", "Latest Timestamp", "Persistence Mode", "Power Management",
+    "SRAM Correctable", "Accounting Mode", "Active Sessions", "Addressing Mode", "Average Latency",
+    "FRU Part Number", "GPU Part Number", "GPU instance ID", "Latest Duration", "Max Power Limit", "Min Power Limit",
+    "Used GPU Memory", "Base Classcode", "Device Current", "Display Active", "Double Bit ECC", "Driver Version",
+    "Host VGPU Mode", "MultiGPU Board", "Reset Required", "Single Bit ECC", "Texture Memory", "Texture Shared",
+    "Attached GPUs", "Device Memory", "Image Version", "Product Brand", "Register File", "Remapped Rows",
+    "Rx Throughput", "Serial Number", "Sub Classcode", "Sub System Id", "Tx Throughput", "VBIOS Version",
+    "CUDA Version", "Compute Mode", "Display Mode", "GPU C2C Mode", "Minor Number", "Product Name", "SW Power Cap",
+    "Average FPS", "ClusterUUID", "HW Slowdown", "Power Limit", "Auto Boost", "Device Max", "ECC Object",
+    "OEM Object", "Power Draw", "Process ID", "SRAM Other", "Sync Boost", "Bandwidth", "Device Id", "Fan Speed",
+    "Module ID", "Processes", "SRAM PCIE", "Timestamp", "Board ID", "CliqueId", "Firmware", "GPU UUID", "Graphics",
+    "Host Max", "L1 Cache", "L2 Cache", "Reserved", "Current", "Decoder", "Encoder", "Partial", "Pending", "SRAM L2",
+    "SRAM SM", "Bus Id", "Device", "Domain", "Memory", "Status", "State", "Total", "Video", "Free", "High", "Idle",
+    "JPEG", "Name", "None", "Type", "Used", "Bus", "CBU", "EGM", "Gpu", "Low", "Max", "OFA", "SM",
+)
+_SMI_TITLES = (
+    "Aggregate Uncorrectable SRAM Sources", "Conf Compute Protected Memory Usage",
+    "Bank Remap Availability Histogram", "Default Applications Clocks", "GPU Memory Power Readings",
+    "Max Customer Boost Clocks", "Inforom BBX Object Flush", "Clocks Throttle Reasons", "GPU Virtualization Mode",
+    "Module Power Readings", "Clocks Event Reasons", "Applications Clocks", "GPU Operation Mode",
+    "GPU Power Readings", "BAR1 Memory Usage", "GPU Reset Status", "Deferred Clocks", "FB Memory Usage",
+    "Inforom Version", "PCIe Generation", "Power Readings", "Encoder Stats", "GPU Link Info", "Remapped Rows",
+    "Retired Pages", "Capabilities", "Clock Policy", "Driver Model", "Bridge Chip", "Temperature", "Utilization",
+    "Double Bit", "ECC Errors", "Link Width", "Max Clocks", "Single Bit", "Aggregate", "FBC Stats", "Processes",
+    "ECC Mode", "Ecc Mode", "MIG Mode", "Volatile", "Voltage", "Clocks", "Fabric", "Health", "IBMNPU", "PCI",
+)
+
+
+def _alternation(names) -> bytes:
+    return b"|".join(re.escape(n.encode()) for n in sorted(names, key=len, reverse=True))
+
+
+_SMI_KEY = rb"(?:%s)[ \t]{1,40}:(?=[ \t]|$)" % _alternation(_SMI_KEYS)
+_SMI_TITLE = rb"(?:%s)(?= (?:(?:%s) ){0,2}%s)" % (_alternation(_SMI_TITLES), _alternation(_SMI_TITLES), _SMI_KEY)
+_SMI_HEAD = (rb"NVSMI LOG|nvidia-smi -q|ECC Errors|Remapped Rows|Retired Pages|Clocks (?:Event|Throttle) Reasons|"
+             rb"(?:Attached GPUs|Driver Version|Product Name|CliqueId|ClusterUUID|Replays Since Reset|Remapping Failure Occurred|"
+             rb"(?:SRAM|DRAM) (?:Correctable|Uncorrectable)|(?:Single|Double) Bit ECC|VBIOS Version)[ \t]{1,40}:")
 # key-value outputs a rendered page ran together: (head, key); a line holding the head is cut before each key that
 # follows a blank, where two keys or more do. ibstat's keys are infiniband-diags' ibstat.c (ca_dump, port_dump);
 # ibv_devinfo's rdma-core's libibverbs/examples/devinfo.c (print_hca_cap without -v: a port's 'port:' before its
 # number, its 'state:' before PORT_<state>; another tool's 'phys state:' in the same paragraph is not one); lspci
 # -vvv's the PCI Express and ACS capabilities' fields (pciutils' ls-caps.c, ls-ecaps.c) and each capability's
 # 'Capabilities: [<offset>]' line. Each is a key the kind of nccldiag/paste/kinds reads at a line's head (ibstat.py,
-# ibv_devinfo.py, lspci.py).
+# ibv_devinfo.py, lspci.py); nvidia-smi -q's, its report's keys and titles (above).
 _FIELDS = (
     (rb"CA '[^'\n]{1,200}'",
      rb"CA '[^'\n]{1,200}'|(?:CA type|Number of ports|Firmware version|Hardware version|Node GUID|System image GUID|"
@@ -88,6 +149,8 @@ _FIELDS = (
      rb"state:(?=[ \t]{1,40}PORT_)"),
     (rb"(?:Lnk|Dev|ACS)(?:Cap|Ctl|Sta)2?:",
      rb"(?:(?:Lnk|Dev|Slt|Root)(?:Cap|Ctl|Sta)2?|ACS(?:Cap|Ctl)):(?=[ \t])|Capabilities: \[[0-9a-f]{1,4}"),
+    (_SMI_HEAD, rb"GPU [0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f](?= |$)|" + _SMI_KEY + rb"|"
+     + _SMI_TITLE),
 )
 _FIELD_HEADS = [re.compile(h) for h, _ in _FIELDS]
 _FIELD_KEYS = [re.compile(rb"(?<= )(?:" + k + rb")") for _, k in _FIELDS]
@@ -103,6 +166,7 @@ _FRAME = re.compile(rb" (?=File \"[^\"\n]{1,4096}\", line \d)")
 # the exception a traceback ends with, after its last frame
 _RAISED = re.compile(rb" (?=(?:[A-Za-z_]\w{0,64}\.){0,8}[A-Z]\w{0,64}(?:Error|Exception|Exit|Interrupt):)")
 _WORD = re.compile(rb"[A-Za-z]{3}")
+_MARKER = re.compile(rb"(?:[-*+]|\xe2\x80\xa2) ")  # a list's marker at a line's head: '- ', '* ', '+ ', '\u2022 '
 _DIGITS = re.compile(rb"[\d ]+")
 MAX_LABEL = 64  # a label before the first record's start longer than this is text, not a label
 
@@ -216,13 +280,17 @@ def _cuts(line: bytes) -> List[int]:
 
 def _field_cuts(line: bytes) -> List[int]:
     """Where ``line`` is cut before a key-value output's keys (:data:`_FIELDS`): none unless it holds the output's
-    head and two of its keys after a blank."""
+    head and two of its keys after a blank. A bulleted paragraph (a list's marker before each of its lines, the
+    line starting with one) is cut before the marker that stands before a key."""
     cuts: List[int] = []
+    marker = _MARKER.match(line)
+    bullet = b" " + marker.group() if marker else b""
     for head, key in zip(_FIELD_HEADS, _FIELD_KEYS):
         if head.search(line):
             keys = [k.start() for k in key.finditer(line)]
             if len(keys) >= 2:
-                cuts += keys
+                cuts += [k - len(bullet) + 1 if bullet and (k == len(bullet) - 1 or line[k - len(bullet):k] == bullet)
+                         else k for k in keys]
     return cuts
 
 

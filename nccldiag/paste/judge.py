@@ -57,7 +57,8 @@ def judge(blocks: Sequence[Block]) -> Tuple[List[Finding], Dict[str, Dict[str, A
         readings: List[Tuple[List[Finding], Dict[str, Any], str]] = []  # each node's findings, ports, where pasted
         for sections, made in nodes:
             raw = RawNode(host=host or PASTED_HOST, sections=dict(sections), rcs={s: 0 for s in sections})
-            report = analyze_node(raw, areas)
+            pod = next((b.pod for b in made if b.pod), "")  # read inside a pod: its interfaces are the pod's own
+            report = analyze_node(raw, areas, {"pod": pod} if pod else None)
             verdicts = frozenset(f.area for f in report.findings if f.status is not Status.SKIP)
             for b in made:
                 judged[(b.path, b.lineno)] = verdicts

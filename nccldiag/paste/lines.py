@@ -147,7 +147,7 @@ _OUTER = ("quote", "number", "bullet")  # the layers a forum or an editor puts o
 _CELL = re.compile(r"[ \t]{0,12}\|[ \t]?")
 _QUOTE = re.compile(r"[ \t]{0,12}>(?:[ \t]|$)")
 _COMMENT = re.compile(r"[ \t]{0,12}#(?:[ \t]|$)")
-_PROMPT = re.compile(
+PROMPT = re.compile(
     r"(?:\([\w.-]{1,40}\)[ \t])?"  # a virtual environment's name
     # a powerline prompt's segments, each ended by its arrow as a page renders it: 'alex@exi > ~/Downloads > cmd'
     r"(?:[\w.-]{1,64}@(?P<segments>[\w.-]{1,253})(?: > [^>\n]{1,200}?){0,6} >"
@@ -307,7 +307,7 @@ def _quoted(text: str, first: str) -> Optional[Layer]:
         if m:
             return Layer("comment", m.group(0))
     if "@" in text[:400] or first in "$(\u279c":
-        m = _PROMPT.match(text)
+        m = PROMPT.match(text)
         if m:
             host = m.group("host") or m.group("segments")
             return Layer("prompt", m.group(0), _named(host) if host else None)

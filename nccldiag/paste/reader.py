@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
-from nccldiag import hscache
+from nccldiag import hscache, pods
 from nccldiag.paste import ends, lines as L
 from nccldiag.paste.kinds import all_kinds
 from nccldiag.paste.kinds.base import MAX_LINES as MAX_BLOCK_LINES, Context
@@ -159,6 +159,7 @@ class Block:
     command: str = ""
     text: str = ""  # the clean lines (cut at 64 KiB), as read
     repeats: int = 0  # the same block seen again further on
+    pod: str = ""  # the Kubernetes pod the output was read in (its host's or its prompt's name: nccldiag/pods.py)
 
     def where(self) -> str:
         return f"{self.path}:{self.lineno}" + (f"-{self.end}" if self.end != self.lineno else "")
@@ -535,8 +536,10 @@ class Reader:
         if len(self.found.blocks) >= MAX_BLOCKS or self._text + len(text) > MAX_TEXT:
             self._stop(f"{len(self.found.blocks)} blocks, {self._text} characters of them read")
             return True
+        pod = _prompt_host(view.peeled(above)) if above is not None else None
+        pod = pod if pods.in_pod(pod) else host if pods.in_pod(host) else ""
         block = Block(kind.NAME, sections, self.path, start, end, host, tuple(la.kind for la in template), command,
-                      text[:65536])
+                      text[:65536], pod=pod or "")
         self._seen[key] = block
         self._text += len(text)
         self.found.blocks.append(block)
@@ -739,6 +742,16 @@ def _bare_prompt(p: L.Peeled) -> bool:
     """A prompt with nothing typed after it ('#', '$', '>'), behind whatever a paste put before it."""
     text = p.text.strip()
     return text in ("#", "$", ">") or (not text and bool(p.layers) and p.layers[-1].kind == "comment")
+
+
+def _prompt_host(p: L.Peeled) -> Optional[str]:
+    """The host a shell prompt on a line names, behind whatever a paste put before it (a label, an indent) and
+    whichever host those name: the host the command was typed on."""
+    for layer in reversed(p.layers):
+        if layer.kind == "prompt":
+            return layer.host
+    m = L.PROMPT.match(p.text.lstrip(" \t")) if "@" in p.text[:400] else None
+    return (m.group("host") or m.group("segments")) if m else None
 
 
 def _command(p: L.Peeled) -> str:

@@ -198,12 +198,6 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "gave no driver libraries (the plugin's own hint: the default runtime not nvidia, as in k8sdp23), with the "
         "driver not yet deployed as the alternative; that the GPU Operator had not yet deployed the driver on the new "
         "node is not in the lines, which are the same in both (was missed: left unexplained)"),
-    "net-sriovop382-pod-ibdev2netdev-ib-vf-down-linkstate-not-enabled": Gap(
-        "false all-clear",
-        "'Verdict: nothing broken', exit 0: the pod's 'ibdev2netdev' line 'mlx5_3 port 1 ==> net1 (Down)' (the only "
-        "RDMA device of the pod, its port down) is not read as a failure: ibdev2netdev's '(Down)' is the netdev's state, "
-        "which is Down too for an Active IB port whose IPoIB interface is unused (the healthy "
-        "node-imbue4-healthy-h100-ibdev2netdev-annotated-ib-down-is-ip-side), so it is no port state to judge"),
     "gpu-dcgm198-dcgmi-nvlink-link-status-all-down-diag-passes": Gap(
         "right",
         "'Verdict: WARN NVLink errors', exit 0: every link of both GPUs Down and none Up is named nvlink_error as a "

@@ -762,3 +762,55 @@ def test_iwarp_ports_are_not_judged_as_roce():
     (q,) = ib.parse({"ibv_devinfo": text}).ports
     assert q.transport == "iWARP" and q.iwarp
     assert statuses(ib.judge(ib.parse({"ibv_devinfo": text})), "ib.roce_gid") == ["skip"]
+
+
+POD_CASE = Path(__file__).resolve().parents[1] / "cases" / "net-sriovop382-pod-ibdev2netdev-ib-vf-down-linkstate-not-enabled"
+
+
+def test_in_pod_knows_a_deployments_pod_name_by_kubernetes_alphabet():
+    from nccldiag.pods import in_pod
+
+    # pod names from the collected cases (a prompt inside a pod, kubectl's listings)
+    assert in_pod("sample-pod-4-5bddf8c4b4-hf49j")
+    assert in_pod("gpu-operator-8dc8d6648-jzhnr") and in_pod("nfd-master-66c886fb64-bkt5m")
+    # node names of the cases and fixtures: a letter outside the alphabet, or no hash and suffix
+    for host in ("ip-26-0-146-100", "jean-zay-iam06", "x99", "gpu-node-01", "node1", "worker-1", "dgx-a100-b2f4-x7",
+                 None, ""):
+        assert not in_pod(host), host
+
+
+def test_ibdev2netdev_down_inside_a_pod_is_the_pods_port_without_link():
+    lines = (POD_CASE / "posted-pod.txt").read_text().splitlines()
+    f = ib.parse({"ibdev2netdev": "".join(line + "\n" for line in lines if "==>" in line)})
+    (link,) = by_check(ib.judge(f, NodeFacts(host="sample-pod-4-5bddf8c4b4-hf49j")), "ib.port_link")
+    assert link.status == Status.FAIL and "mlx5_3 port 1 (netdev net1): Down inside the pod" in link.message
+    assert "linkState: enable" in link.fix
+    # the same line on a node is the netdev's state, no port state: no failure
+    out = ib.judge(f, NodeFacts(host="node1"))
+    assert not [x for x in out if x.status in (Status.FAIL, Status.WARN)]
+    assert statuses(out, "ib.port_state") == ["skip"]
+    # the pod named by the prompt the output was typed under, whatever host a decoration names (pdsh's)
+    (link,) = by_check(ib.judge(f, NodeFacts(host="node017", options={"pod": "sample-pod-4-5bddf8c4b4-hf49j"})),
+                       "ib.port_link")
+    assert link.status == Status.FAIL
+
+
+def test_a_pasted_ibdev2netdev_under_a_pods_prompt_is_read_inside_the_pod():
+    from nccldiag import paste
+
+    text = (POD_CASE / "posted-pod.txt").read_text()
+    for pasted in (text, text.replace("[root@", "node017: [root@").replace("mlx5_3 port", "node017: mlx5_3 port"),
+                   text.replace("[root@", "    [root@").replace("mlx5_3 port", "    mlx5_3 port")):
+        found = paste.scan(pasted, "posted-pod.txt")
+        (block,) = [b for b in found.blocks if b.kind == "ibdev2netdev"]
+        assert block.pod == "sample-pod-4-5bddf8c4b4-hf49j"
+        assert [f.check for f in found.findings] == ["ib.port_link"]
+    # the same line under a node's prompt: the netdev's state, no failure
+    found = paste.scan(text.replace("sample-pod-4-5bddf8c4b4-hf49j", "gpu-node-07"), "posted-pod.txt")
+    assert not found.findings and all(not b.pod for b in found.blocks)
+
+
+def test_healthy_node_ibdev2netdev_with_down_ipoib_netdevs_stays_unjudged_on_a_node():
+    f = facts_of("ibdev2netdev", "imbue4-h100-cx7-ib-cx6-eth-column-t-annotated.txt")
+    out = ib.judge(f, NodeFacts(host="h100-node-07"))
+    assert not by_check(out, "ib.port_link") and statuses(out, "ib.port_state") == ["skip"]

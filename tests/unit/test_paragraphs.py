@@ -121,6 +121,61 @@ def test_key_value_outputs_run_together_are_read_as_their_lines():
         assert paragraphs.split_text(keep + "\n") == keep + "\n", keep
 
 
+def test_a_bulleted_key_value_output_run_together_comes_back_with_its_markers():
+    """A list's marker before each line (a forum's bulleted paste, as net-pastebin-5awq's), the paragraph run
+    together: each key comes back on its line behind its marker, none left at the end of the line before."""
+    real.require()
+    cut = 0
+    for kind in ("ibv_devinfo", "ibstat"):
+        for name in real.names(real.NODE / kind)[:4]:
+            lines = [ln.strip() for ln in real.node_text(kind, name).splitlines() if ln.strip()]
+            if len(paragraphs.split_text(" ".join(lines) + "\n").splitlines()) < 2:
+                continue  # an output whose keys are not cut without markers either (ibv_devinfo -v's)
+            cut += 1
+            for marker in ("- ", "* "):
+                bulleted = [marker + ln for ln in lines]
+                got = paragraphs.split_text(" ".join(bulleted) + "\n").splitlines()
+                assert not [ln for ln in got if ln.endswith(" " + marker.strip())], (name, marker)
+                assert all(ln.startswith(marker) for ln in got), (name, marker)
+                assert [ln for ln in got if ln in bulleted], name
+    assert cut >= 4
+
+
+def test_nvidia_smi_q_reports_run_together_come_back_line_for_line():
+    """Each paragraph of the real nvidia-smi -q reports (../shared/fixtures/node: drivers 460 to 560), its lines
+    run together, is cut back before each of the report's keys and titles: line for line (but where the poster
+    elided lines, '[...]'), and the areas find in it what they find in the report as it was."""
+    from nccldiag import paste
+
+    real.require()
+    paras = 0
+    for kind in ("nvidia-smi-q", "nvidia-smi-ecc-rowremap"):
+        for name in real.names(real.NODE / kind):
+            text = real.node_text(kind, name)
+            assert paragraphs.split_text(text) == text, name
+            want = sorted((f.check, f.status.value) for f in paste.scan(text, "paste.txt").findings)
+            joined = mutations.TRANSFORMS["paragraphs"](text)
+            assert sorted((f.check, f.status.value) for f in paste.scan(joined, "paste.txt").findings) == want, name
+            if "csv" in name:
+                continue
+            for para in text.split("\n\n"):
+                lines = [ln.strip() for ln in para.splitlines() if ln.strip()]
+                if len(lines) < 2 or any("[...]" in ln for ln in lines):
+                    continue
+                assert paragraphs.split_text(" ".join(lines) + "\n").splitlines() == lines, name
+                paras += 1
+    assert paras >= 10
+    # a page's collapsed blanks: one before each colon (the Fabric section of node-azhpcimages506's report)
+    assert paragraphs.split_text("Fabric State : Completed Status : Insufficient Resources CliqueId : 0 "
+                                 "ClusterUUID : 00000000-0000-0000-0000-000000000000\n").splitlines() == [
+        "Fabric", "State : Completed", "Status : Insufficient Resources", "CliqueId : 0",
+        "ClusterUUID : 00000000-0000-0000-0000-000000000000"]
+    # a key of the report with no head of it in the line: no cut (nvidia-smi's table header has no blank before
+    # its colons)
+    for keep in ("Status : ok State : done", "| NVIDIA-SMI 535.54.03   Driver Version: 535.54.03   CUDA Version: 12.2 |"):
+        assert paragraphs.split_text(keep + "\n") == keep + "\n", keep
+
+
 def test_what_stays_one_line():
     """A start of another kind after a record's prefix, a time in a message written otherwise than the record's,
     a launcher's labels stacked, a traceback's first line after a label: each one record."""
@@ -173,6 +228,9 @@ PATHOLOGICAL = {
     "devinfo heads": "hca_id:x " * (N // 9),
     "devinfo keys": "hca_id: " + "port: 1 " * (N // 8),
     "lspci keys": "LnkSta:\t" * (N // 8),
+    "nvidia-smi -q keys": "ECC Errors " + "SRAM Uncorrectable : 0 " * (N // 23),
+    "nvidia-smi -q titles": "ECC Errors " + "Volatile Aggregate " * (N // 19),
+    "nvidia-smi -q titles then keys": "ECC Errors " + "Volatile Aggregate Single Bit " * (N // 30) + "State : 1",
 }
 
 
