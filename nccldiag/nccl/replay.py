@@ -157,17 +157,16 @@ _BATCH_MIN = 8  # a Plain item of at least this many lines has its texts tested 
 _NOT_PLAIN_ASCII = re.compile(r"[^\t\n\x20-\x7e]")  # characters Python's re and Hyperscan may read apart (\s, \d)
 
 
-def _none_holds_a_word(texts: List[str]) -> bool:
+def _none_holds_a_word(texts: List[str], find: Optional[Callable[[bytes, int], List[int]]]) -> bool:
     """Whether no text of ``texts`` holds a word (:func:`nccldiag.nccl.grammar.holds_word` false for each), told by
     one pass of the prefilter's Hyperscan database over them all, one text a line: True only where that answers as
     :func:`holds_word` does, texts of printable ASCII and tabs, where Python's ``\\s`` and ``\\d`` and Hyperscan's
     read the same characters and no text holds a newline; False where a text holds a word or it cannot tell.
     :func:`holds_word` searches a line's text with Python's ``re`` at about 30 MB/s: a benchmark output being kept
-    (:class:`Plain` items, each line distinct) had each of its 53,000 lines of progress searched so."""
-    from nccldiag.nccl import scan  # it imports this module
-
-    find = scan.finder()
-    if not isinstance(find, scan.HyperscanLines):
+    (:class:`Plain` items, each line distinct) had each of its 53,000 lines of progress searched so. ``find``: the
+    prefilter's Hyperscan search (:class:`nccldiag.nccl.scan.HyperscanLines`, given by the scan that feeds the
+    replay), or None where the prefilter is Python's ``re`` (then it cannot tell)."""
+    if find is None:
         return False
     text = "\n".join(texts)
     if not text.isascii() or text.count("\n") != len(texts) - 1 or _NOT_PLAIN_ASCII.search(text):
@@ -187,8 +186,9 @@ class Plain(list):
 class Replay:
     """Feeds logs to ``parser`` in bulk, one after the other (:meth:`feed`)."""
 
-    def __init__(self, parser: Parser) -> None:
+    def __init__(self, parser: Parser, find: Optional[Callable[[bytes, int], List[int]]] = None) -> None:
         self.p = parser
+        self.find = find  # the prefilter's Hyperscan search, where it is Hyperscan (:func:`_none_holds_a_word`)
         self.reader = Reader("")
         self.seen: Dict[bytes, _Seen] = {}  # the distinct lines of the file being fed, read so far
         self.room = 0  # bytes the table of lines and the runs may still take
@@ -287,7 +287,7 @@ class Replay:
             elif msg is False:
                 return False
             got.append(msg)
-        if fresh and not _none_holds_a_word(list(fresh.values())):
+        if fresh and not _none_holds_a_word(list(fresh.values()), self.find):
             return False
         for raw, body in fresh.items():
             if self.plain_room <= 0:
@@ -730,6 +730,6 @@ class Replay:
 
 
 def feed(parser: Parser, items: Iterable[Tuple[int, Union[bytes, List[bytes]]]], source: str,
-         total: Callable[[], int]) -> None:
+         total: Callable[[], int], find: Optional[Callable[[bytes, int], List[int]]] = None) -> None:
     """One log fed to ``parser`` as raw lines (:meth:`Replay.feed`)."""
-    Replay(parser).feed(items, source, total)
+    Replay(parser, find).feed(items, source, total)

@@ -405,7 +405,8 @@ def feed(parser: Parser, name: str, stream: IO[bytes], block: int = BLOCK,
     """Feed one log to ``parser`` through the prefilter, in bulk; and every line handed over to ``lines``, where
     given (the failure lexicon's words are among :data:`WORDS`: each line of a shape is among them); and the
     whole text to ``reader``, where given (a paste reader: :class:`Scan`), each block once read here."""
-    rp = replay.Replay(parser)
+    found = finder()
+    rp = replay.Replay(parser, found if isinstance(found, HyperscanLines) else None)
     scan = Scan(stream, lambda: parser.needs_every_line(name) or rp.holds(), block, max_line, bulk=True,
                 reader=reader)
     scan.plain = rp.keeps_only

@@ -196,7 +196,7 @@ def test_texts_tested_together_are_told_to_hold_no_word_only_where_none_does(tex
     printable ASCII and tabs (Python's \\s reads \\x1c and \\u2003 as space, Hyperscan does not: those are tested
     line by line)."""
     none = not any(grammar.holds_word(t) for t in texts)
-    told = replay._none_holds_a_word(texts)
+    told = replay._none_holds_a_word(texts, FAST)
     assert none or not told
     if all(not re.search(r"[^\t\x20-\x7e]", t) for t in texts):
         assert told == none
@@ -204,8 +204,9 @@ def test_texts_tested_together_are_told_to_hold_no_word_only_where_none_does(tex
 
 def test_a_word_read_only_by_pythons_spaces_is_not_told_away():
     assert grammar.holds_word("float\x1c") and grammar.holds_word("float\u2003")
-    assert not replay._none_holds_a_word(["step 1", "float\x1c"])
-    assert not replay._none_holds_a_word(["float\u2003"])
-    assert not replay._none_holds_a_word(["step 1", "float\n"])  # a text holding a newline
-    assert replay._none_holds_a_word(["step 1", "loss 2.5\tlr 3e-4"])
-    assert not replay._none_holds_a_word(["step 1", "float 8"])
+    assert not replay._none_holds_a_word(["step 1", "float\x1c"], FAST)
+    assert not replay._none_holds_a_word(["float\u2003"], FAST)
+    assert not replay._none_holds_a_word(["step 1", "float\n"], FAST)  # a text holding a newline
+    assert replay._none_holds_a_word(["step 1", "loss 2.5\tlr 3e-4"], FAST)
+    assert not replay._none_holds_a_word(["step 1", "float 8"], FAST)
+    assert not replay._none_holds_a_word(["step 1", "loss 2.5\tlr 3e-4"], None)  # the prefilter is Python's re
