@@ -376,11 +376,6 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "at or above the communicator's size, ncclInvalidArgument) is said unexplained; no cause row reads a rank "
         "outside the world size as the launcher's ranks and world size disagreeing (here PyTorch Lightning's cluster "
         "environment giving one node's world size to a two-node job)"),
-    "net-blog44-lambdadalton-notes-ibstat-mlx5-port-down-polling-elided": Gap(
-        "missed",
-        "'Verdict: WARN Unexplained failure (low confidence)', exit 1: the ibstat's 'State: Down' / 'Physical state: "
-        "Polling' is a finding left unexplained: the author's '..' line (two dots standing for fields left out) ends "
-        "the ibstat block, so the port is not read as ibstat's"),
     "node-blog44-lambdadalton-notes-wrx80e-nvme-m2-slot-apei-corrected-aer-rxerr": Gap(
         "wrong cause",
         "'Verdict: WARN Failure reported by a node or a rank: machine check (high confidence)', exit 0: the firmware's "
