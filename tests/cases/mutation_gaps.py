@@ -120,6 +120,7 @@ KNOWN: Dict[Tuple[str, str], str] = {
     ("net-oneflow3586-veth-linklocal-net-socket-connect-timeout", "lexicon-only"): "false all-clear",
     ("net-rccl1423-rdma-link-down-polling-flapping-port", "lexicon-only"): "false all-clear",
     ("node-gpud482-ibstat-port-down-polling-anonymised-guids", "lexicon-only"): "missed",
+    ("net-blog44-lambdadalton-notes-ibstat-mlx5-port-down-polling-elided", "lexicon-only"): "missed",
     ("node-gpuoperator-docs-nvidia-smi-q-fabric-state-in-progress-no-fabricmanager", "lexicon-only"): "false all-clear",
     ("node-gpuoperator492-vm-bar1-0m-nvidia-probe-failed-2-gpus", "lexicon-only"): "wrong cause",
     ("net-nccl1191-alltoall-700-nodes-ibv-create-cq-enomem-ulimit-unlimited", "lexicon-only"): "wrong cause",

@@ -6,6 +6,7 @@ shell prompt, pdsh, a launcher, dmesg, syslog, grep, chat); the node outputs are
 ../shared/fixtures/node.
 """
 import json
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -104,3 +105,19 @@ def test_one_hosts_outputs_in_two_files_are_one_node(tmp_path):
     assert {"ib", "limits"} <= set(found.facts["gpu7"])
     assert {f.check for f in found.findings} >= {"ib.port_state", "limits.memlock"}
     assert {f.host for f in found.findings} == {"gpu7"}
+
+
+CASES = Path(__file__).resolve().parents[1] / "cases"
+
+
+def test_two_dots_alone_stand_for_lines_left_out_and_keep_an_ibstat_whole():
+    from nccldiag.paste.kinds.base import elided
+    assert elided("        ..") and elided("..") and elided("....") and not elided(".") and not elided(".. done")
+    down = (CASES / "net-blog44-lambdadalton-notes-ibstat-mlx5-port-down-polling-elided" / "posted-ibstat.txt")
+    found = paste.judged(paste.merged([paste.read_file(str(down))]))
+    assert [b.kind for b in found.blocks] == ["ibstat"]
+    assert [f.check for f in found.findings if f.status == Status.FAIL] == ["ib.port_state"]
+    up = (CASES / "net-blog44-lambdadalton-notes-ibstat-mlx5-active-linkup-working-card-healthy" / "posted-ibstat.txt")
+    found = paste.judged(paste.merged([paste.read_file(str(up))]))
+    assert [b.kind for b in found.blocks] == ["ibstat"]
+    assert not [f for f in found.findings if f.status in (Status.FAIL, Status.WARN)]

@@ -61,7 +61,9 @@ def one(source: str, lines: List[str]) -> Dict[str, str]:
 
 INDENTED = re.compile(r"[ \t]{1,40}\S")
 KEY_VALUE = re.compile(r"[ \t]{0,40}[A-Za-z][\w .()/+#-]{0,60}:(?:[ \t]|$)")  # 'State: Active', 'fw_ver:  20.1'
-ELISION = re.compile(r"[ \t]{0,40}(?:\[(?:\.\.\.|…|snip|snipped|truncated|cut)\]|\.{3,}|…)[ \t]{0,40}$", re.I)
+# a line of dots alone stands for lines the poster left out: three or more, or two (``..``, as some trim a field
+# list); a lone '.' is not one
+ELISION = re.compile(r"[ \t]{0,40}(?:\[(?:\.\.\.|…|snip|snipped|truncated|cut)\]|\.{2,}|…)[ \t]{0,40}$", re.I)
 
 
 def indented(text: str) -> bool:
@@ -69,7 +71,7 @@ def indented(text: str) -> bool:
 
 
 def elided(text: str) -> bool:
-    """An elision the poster left in place of lines (``[...]``, ``....``, ``[snip]``)."""
+    """An elision the poster left in place of lines (``[...]``, ``....``, ``..``, ``[snip]``)."""
     return bool(ELISION.match(text))
 
 
