@@ -31,11 +31,6 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "'Verdict: WARN Unexplained failure (low confidence)', exit 1: the ibstat fragment the maintainer posted starts at "
         "'Port 1:' (its 'CA' header and the other fields elided with '...'), so no ibstat block is read and only the "
         "failure lexicon's 'State: Down' line is left, unexplained"),
-    "net-node45-libfabric975-usnic-no-userspace-verbs-driver-fi-getinfo-enodev": Gap(
-        "false all-clear",
-        "'Verdict: nothing broken', exit 0: libibverbs' 'no userspace device-specific driver found for "
-        "/sys/class/infiniband_verbs/uverbsN' is no line the log reader keeps, and librdmacm's 'Fatal: no RDMA devices "
-        "found' and 'fi_getinfo(): 173, -19 (No such device)' name no failure of the lexicon"),
     "net-node45-rdmacore239-ibstat-ibpanic-mlx5-1-invalid-argument-qsfp-unplugged": Gap(
         "false all-clear",
         "'Verdict: nothing broken', exit 0: ibstat's 'ibpanic: [7851] main: stat of IB device 'mlx5_1' failed: Invalid "
