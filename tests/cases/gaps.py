@@ -26,11 +26,6 @@ class Gap(NamedTuple):
 INVARIANT_BROKEN = ("false all-clear", "false alarm")
 
 KNOWN_GAPS: Dict[str, Gap] = {
-    "net-node45-azhpcdiag76-ibstat-fragment-elided-port-down-polling": Gap(
-        "missed",
-        "'Verdict: WARN Unexplained failure (low confidence)', exit 1: the ibstat fragment the maintainer posted starts at "
-        "'Port 1:' (its 'CA' header and the other fields elided with '...'), so no ibstat block is read and only the "
-        "failure lexicon's 'State: Down' line is left, unexplained"),
     "net-node45-rdmacore239-ibstat-ibpanic-mlx5-1-invalid-argument-qsfp-unplugged": Gap(
         "right",
         "'Verdict: WARN ibstat could not read a port without a link width (no module or cable) (medium confidence)', "
