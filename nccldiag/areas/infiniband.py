@@ -430,6 +430,7 @@ def parse_sysfs(text: Optional[str]) -> Ports:
 
 
 _CA = re.compile(r"^\s*CA '([^']+)'")
+UNNAMED_CA = "(CA not shown)"  # the device of an ibstat port pasted without its 'CA' line
 _IBSTATUS = re.compile(r"^\s*Infiniband device '([^']+)' port (\d+) status:")
 _KV = re.compile(r"^\s*([A-Za-z][A-Za-z _\s]*):\s*(.*)$")  # the key ends at the first ':' (strip it)
 
@@ -453,7 +454,8 @@ def parse_ibstat(text: Optional[str]) -> Ports:
             cur = _get(ports, dev, int(m.group(2)), src)
             continue
         m = re.match(r"^\s*Port (\d+):\s*$", line)
-        if m and dev is not None:
+        if m:  # a port pasted without its CA's lines is read under a CA the paste does not name
+            dev = UNNAMED_CA if dev is None else dev
             cur = _get(ports, dev, int(m.group(1)), src)
             continue
         m = _KV.match(line)

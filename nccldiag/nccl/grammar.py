@@ -490,6 +490,10 @@ ERROR_WORDS = (
     # process (CXIP_FATAL: 'Cassini Event Queue overflow detected.', 'H/W Event Queue overflow detected.' since the
     # event queue code moved to prov/cxi/src/cxip_evtq.c)
     "Event Queue overflow detected",
+    # libibverbs on a device the kernel exposes and no user-space provider claims (rdma-core libibverbs/init.c,
+    # 'Warning: no userspace device-specific driver found for /sys/class/infiniband_verbs/uverbsN'): the provider
+    # is missing, which rules/ibverbs_provider.py reads beside a tool that then found no device
+    "no userspace device-specific driver found",
 )
 _ERROR_TEXT = re.compile(r"\b(?:" + _alternation(ERROR_WORDS) + r")\b")
 # The line a Python traceback ends with: an exception's class and its message ('RuntimeError: Desync detected for

@@ -89,7 +89,6 @@ KNOWN: Dict[Tuple[str, str], str] = {
     ("gpu-bloom13b-logbook-ecc-uncorrectable-then-barrier-oom-faulty-node", "tail-40"): "wrong cause",
     ("gpu-bloom13b-logbook-ecc-uncorrectable-then-barrier-oom-faulty-node", "tail-15"): "wrong cause",
     ("gpu-pytorch150852-nccl2262-nvls-invalid-argument-driver-122", "tail-15"): "missed",
-    ("node-gpud482-ibstat-port-down-polling-anonymised-guids", "tail-15"): "missed",
     ("node-trk-shinecluster30-nvml-mismatch-unattended-upgrade-libnvidia", "tail-15"): "false all-clear",
     ("net-cscs-docs-nccl-net-plugin-ofi-could-not-find-aws-libfabric-not-found", "no-nccl-info"): "wrong cause",
     ("net-nccl1634-hpcx-plugin-on-some-nodes-only-hang", "no-nccl-info"): "false all-clear",
@@ -180,6 +179,17 @@ KNOWN: Dict[Tuple[str, str], str] = {
     # output after a command on its line is not read; with the lexicon's lines alone, no line of it is left
     ("net-sriovop382-pod-ibdev2netdev-ib-vf-down-linkstate-not-enabled", "paragraphs"): "false all-clear",
     ("net-sriovop382-pod-ibdev2netdev-ib-vf-down-linkstate-not-enabled", "lexicon-only"): "false all-clear",
+    # the node-side trackers' batch: an nvidia-smi -q Fabric fragment trimmed flush left or run together is read under
+    # no section (as node-azhpcimages506); the lexicon's lines alone drop the ibstat port's 'Port 1:' and 'Physical
+    # state: Polling', the mlx5 firmware lines (no row of the lexicon) and libibverbs' provider warnings
+    ("gpu-node45-dradriver626-nvidia-smi-q-fabric-completed-health-summary-unhealthy", "flush-left"): "false all-clear",
+    ("gpu-node45-dradriver626-nvidia-smi-q-fabric-completed-health-summary-unhealthy", "lexicon-only"): "false all-clear",
+    ("gpu-node45-dradriver626-nvidia-smi-q-fabric-completed-health-summary-unhealthy", "paragraphs"): "false all-clear",
+    ("net-node45-azhpcdiag76-ibstat-fragment-elided-port-down-polling", "lexicon-only"): "missed",
+    ("net-node45-azhpcdiag76-ibstat-fragment-elided-port-down-polling", "paragraphs"): "missed",
+    ("net-node45-libfabric975-usnic-no-userspace-verbs-driver-fi-getinfo-enodev", "lexicon-only"): "false all-clear",
+    ("net-node45-spdk2965-dmesg-mlx5-health-compromised-miss-count-fw-stuck", "lexicon-only"): "false all-clear",
+    ("net-node45-ucx7738-host-prefixed-mlx5-create-dct-no-done-completion-timeout", "lexicon-only"): "false all-clear",
 }
 
 #: the healthy runs given a fail/warn diagnosis once transformed: what is misread, and why

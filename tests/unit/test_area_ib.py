@@ -814,3 +814,24 @@ def test_healthy_node_ibdev2netdev_with_down_ipoib_netdevs_stays_unjudged_on_a_n
     f = facts_of("ibdev2netdev", "imbue4-h100-cx7-ib-cx6-eth-column-t-annotated.txt")
     out = ib.judge(f, NodeFacts(host="h100-node-07"))
     assert not by_check(out, "ib.port_link") and statuses(out, "ib.port_state") == ["skip"]
+
+
+def test_an_ibstat_port_pasted_without_its_ca_is_read_under_an_unnamed_ca(tmp_path):
+    from tests import realcases
+    # real: the Azure HPC diagnostics maintainer's fragment ('...', 'Port 1:', State Down, Physical state Polling, '...')
+    case = realcases.IN_REPO / "net-node45-azhpcdiag76-ibstat-fragment-elided-port-down-polling"
+    (p,) = ib.parse_ibstat((case / "posted-ibstat.txt").read_text(encoding="utf-8")).values()
+    assert (p.device, p.port, p.state, p.phys_state) == (ib.UNNAMED_CA, 1, "Down", "Polling")
+    ds = realcases.alarms_of_case(case)
+    assert [d.id for d in ds] == ["ib-port-down"] and "Polling" in ds[0].summary, [(d.id, d.summary) for d in ds]
+    # real working port: the advancedclustering KB's ibstat with its CA's lines left out (cut for this test): an
+    # Active port alone is read and says nothing is broken
+    text = (realcases.IN_REPO / "node-advancedclustering-kb-ibstat-mlx4-active-linkup-healthy" /
+            "posted-ibstat.txt").read_text(encoding="utf-8")
+    port = text[text.index("Port 1:"):]
+    (p,) = ib.parse_ibstat(port).values()
+    assert (p.device, p.state, p.phys_state) == (ib.UNNAMED_CA, "Active", "LinkUp")
+    (tmp_path / "port.txt").write_text(port, encoding="utf-8")
+    assert realcases.alarms_of([tmp_path / "port.txt"]) == []
+    # the whole output still names its CA
+    assert {x.device for x in ib.parse_ibstat(text).values()} == {"mlx4_0"}

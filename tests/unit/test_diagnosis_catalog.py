@@ -1557,3 +1557,25 @@ def test_azures_gpu_ecc_check_is_read_and_its_legend_and_a_clean_report_are_not(
     assert realcases.alarms_of([clean]) == []
     for name, text in _healthy_texts().items():
         assert "gpu_ecc_rowremap" not in categories(text), name
+
+
+def test_ibstat_failing_on_a_device_is_read_by_its_errno_and_a_full_ibstat_is_quiet():
+    # real: rdma-core pull request 239 (a port with no QSFP module: the rate read fails with EINVAL)
+    text = _in_repo_case("net-node45-rdmacore239-ibstat-ibpanic-mlx5-1-invalid-argument-qsfp-unplugged")
+    d = top(text)
+    assert d.id == "ibstat-port-rate-unreadable" and d.category == "ib_port_down" and d.severity == "warn", d
+    assert "mlx5_1" in d.summary and "unexplained" not in categories(text), categories(text)
+    # the same line from the ibstat of rdma-core since 703b52c, which warns and goes on (written for this test)
+    assert top(text.replace("ibpanic:", "ibwarn:")).id == "ibstat-port-rate-unreadable"
+    # real: Azure's HPC image, ibstat stopping at the Accelerated Networking VF (the maintainer: not an IB device)
+    text = _in_repo_case("node-node45-azhpcimages213-ibstat-ibpanic-mlx5-an0-not-an-ib-device")
+    d = top(text)
+    assert d.id == "ibstat-not-an-ib-device" and d.category == "other:ibstat-non-ib-device" and d.severity == "warn", d
+    assert "ib_port_down" not in categories(text)
+    # real working ibstat outputs: the in-repo working runs and the captures of ../shared (all ports read)
+    for name, text in _healthy_texts().items():
+        assert not {"ibstat-port-rate-unreadable", "ibstat-not-an-ib-device"} & {d.id for d in verdict(text)}, name
+    if real.AVAILABLE:
+        for name in ("gpud-h100-ib-ndr-all-active-space-indented.txt", "gpud-h100-ib-ndr-3-down-disabled.txt"):
+            ids = {d.id for d in verdict(real.node_text("ibstat", name))}
+            assert not {"ibstat-port-rate-unreadable", "ibstat-not-an-ib-device"} & ids, name

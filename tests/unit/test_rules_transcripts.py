@@ -160,6 +160,19 @@ def test_the_provider_warnings_alone_are_no_fault(tmp_path):
     assert diagnoses([log]) == []
 
 
+def test_devices_without_a_provider_and_librdmacm_finding_none_are_the_providers():
+    # libfabric's fi_info on usNIC devices no verbs provider claims: libibverbs' older warning, librdmacm's Fatal
+    ds = case("net-node45-libfabric975-usnic-no-userspace-verbs-driver-fi-getinfo-enodev")
+    assert ds[0].id == "ibverbs-provider-missing" and ds[0].category == "other:rdma-provider-missing", \
+        [(d.id, d.summary) for d in ds]
+    assert any("librdmacm: Fatal: no RDMA devices found" in e.text for e in ds[0].evidence)
+
+
+def test_librdmacm_finding_no_device_on_a_node_without_rdma_is_no_fault():
+    # the project's README: three MPI ranks report in, librdmacm's line and Open MPI's openib notice are okay
+    assert case("node-node45-tigress-readme-librdmacm-no-rdma-devices-openmpi-tcp-healthy") == []
+
+
 # ---- the GPU Operator's driver container not ready ------------------------------------------------------------------
 
 def test_driver_daemonset_not_ready_is_named_behind_the_operands_in_init():

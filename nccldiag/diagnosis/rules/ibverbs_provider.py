@@ -3,16 +3,22 @@ user-space driver (provider: libmlx5, libmlx4, librxe, ... of rdma-core's ibverb
 claim them, so every verbs program sees no device. libibverbs says so as it starts: 'libibverbs: Warning: couldn't
 open config directory '/etc/libibverbs.d'.' (the providers' configuration, installed with them, is absent),
 'libibverbs: Warning: no userspace device-specific driver found for /sys/class/infiniband_verbs/uverbsN', or
-'couldn't load driver '<name>''; then ibv_devinfo reports 'No IB devices found', perftest cannot find the device.
+'couldn't load driver '<name>''; then ibv_devinfo reports 'No IB devices found', perftest cannot find the device,
+and librdmacm before 2015 said 'librdmacm: Fatal: no RDMA devices found' (every program that opens the RDMA CM:
+libfabric's verbs provider, Open MPI).
 
 Evidence: one of those warnings beside a verbs tool that found no device (the failure lexicon's
-``no-rdma-device``). The warnings alone are no fault: a container without the providers prints them at every start
+``no-rdma-device``), or beside librdmacm's 'Fatal: no RDMA devices found'. librdmacm's line alone is no fault
+either: on a node without RDMA devices an MPI that then runs over TCP prints it at every start. The warnings alone are no fault: a container without the providers prints them at every start
 of a program that links libibverbs, and a job that does not use RDMA runs on.
 References: linux-rdma/rdma-core libibverbs/init.c and dynamic_driver.c (the warnings); dsx-ai-factory/infra-
 controller PR 5251 (tests/cases/node-dsxinfra5251-scout-ibv-devinfo-no-ib-devices-ibverbs-providers-missing: the
 ibverbs-providers package added to the image); nminoru/pib issue 2 ('no userspace device-specific driver found'
 then 'No IB devices found'); SoftRoCE/rxe-dev issue 65 (the providers' config directory moved to /etc/libibverbs.d
-fixed it).
+fixed it); linux-rdma/rdma-core src/cma.c at eaa2aceaac41 (librdmacm's ucma_init: 'Fatal: no RDMA devices found'
+when ibv_get_device_list is empty; the print was removed by 2b2aad809 'Remove prints to stderr'); ofiwg/libfabric
+issue 975 (tests/cases/net-node45-libfabric975-usnic-no-userspace-verbs-driver-fi-getinfo-enodev: the usNIC devices
+without a verbs provider, librdmacm's line, fi_getinfo -19).
 """
 from __future__ import annotations
 
@@ -34,6 +40,8 @@ CONFIRM = "ls /etc/libibverbs.d; ls /usr/lib/*/libibverbs/ 2>/dev/null; ibv_devi
 
 PROVIDER = re.compile(r"libibverbs: Warning: (?:couldn\S{1,6}t open config directory [^\n]{0,200}?libibverbs\.d|"
                       r"no userspace device-specific driver found for|couldn\S{1,6}t load driver )")
+# librdmacm's ucma_init when libibverbs lists no device (librdmacm before 2015)
+RDMACM_NONE = re.compile(r"librdmacm: Fatal: no RDMA devices found")
 
 
 def diagnose(inp: Inputs) -> List[Diagnosis]:
@@ -41,9 +49,10 @@ def diagnose(inp: Inputs) -> List[Diagnosis]:
     if not warned:
         return []
     none = [line for line in inp.failure_lines or [] if line.shape == "no-rdma-device"]
-    if not none:
+    rdmacm = C.find(inp, RDMACM_NONE, ("error", "app", "warn", "last-error"))
+    if not none and not rdmacm:
         return []
-    ev = [Evidence("log", line.text, line.ref, line.host) for line in none[:2]]
+    ev = [Evidence("log", line.text, line.ref, line.host) for line in none[:2]] + C.evidence(rdmacm, 1)
     return [C.make(sys.modules[__name__], f"libibverbs found no provider for the RDMA devices"
                    f"{C.on(C.hosts(warned))}, so no verbs program sees a device", warned, extra=ev,
                    confidence="high",

@@ -1,5 +1,7 @@
 """``ibstat``: a ``CA 'mlx5_0'`` block per HCA, its ports indented under it (infiniband-diags); pasted flush left,
-its fields are read by their names."""
+its fields are read by their names. A poster who kept only a port's lines (``Port 1:`` and its ``State:`` and
+``Physical state:``, the CA's lines cut or elided with ``...``) pasted a block of it too: one that names a port's
+state is read, under a CA the paste does not name."""
 from __future__ import annotations
 
 import re
@@ -8,7 +10,7 @@ from typing import Dict, List, Set
 from nccldiag.paste.kinds.base import KEY_VALUE, Context, elided, indented, one
 
 NAME = "ibstat"
-WORDS = ("CA '",)
+WORDS = ("CA '", "Port ")
 SOURCES = ("ibstat",)
 GAPS = 1
 MIN = 3
@@ -21,8 +23,11 @@ _FIELD = re.compile(r"[ \t]{0,40}(?:CA type|Number of ports|Firmware version|Har
                     r"Link layer):(?:[ \t]|$)")
 
 
+_STATE = re.compile(r"[ \t]{0,40}(?:State|Physical state):[ \t]{0,40}\S")
+
+
 def anchor(text: str) -> bool:
-    return bool(_CA.match(text))
+    return bool(_CA.match(text) or _PORT.match(text))
 
 
 def member(text: str) -> bool:
@@ -46,4 +51,6 @@ def restarts(lines: List[str]) -> List[int]:
 
 
 def sections(lines: List[str], context: Context) -> Dict[str, str]:
+    if not any(_CA.match(line) for line in lines) and not any(_STATE.match(line) for line in lines):
+        return {}  # a 'Port N:' line with no CA above and no port state under it is no ibstat block
     return one("ibstat", lines)
