@@ -1131,6 +1131,7 @@ def test_a_slingshot_nic_event_queue_overflow_is_its_own_cause_and_a_working_cxi
     for name, text in _healthy_texts().items():
         assert "cxi-event-queue-overflow" not in [d.id for d in verdict(text)], name
 
+
 def test_a_node_the_launcher_can_no_longer_ping_is_a_lost_peer_and_a_failed_launch_stays_unexplained(tmp_path):
     # real: ALCF's Aurora troubleshooting page (PALS's three forms of a lost node, then the node's PBS comment)
     text = _in_repo_case("node-hpc43-alcf-aurora-ping-failed-no-reply-node-hbm-controller-errors")
