@@ -137,3 +137,24 @@ def test_the_busbw_of_one_rank_is_not_judged():
     c = setting_comparison(Inputs(probe=probe, node_facts={}), sr)
     assert c.measured == 0.0 and not c.comparable and c.percent is None  # all_reduce's busbw, 0 by its formula
     assert c.why_not == "one rank: no data crosses between GPUs or nodes"
+
+
+# ---- a kernel that faulted on the GPU --------------------------------------------------------------------------
+
+
+def test_a_real_mmu_fault_is_the_jobs_application_fault_and_never_drains_the_node():
+    from nccldiag.areas import xid
+    from tests.unit.areahelp import judge as judge_all
+
+    # the driver's own lines of an Xid 31 (driver 580): the GPU's UUID and serial, then the fault
+    assert "Xid (PCI:0000:00:06): 31, pid=581, name=python, channel 0x0000000a" in text("dmesg-xid31-mmu-fault.txt")
+    got = judge_all(xid, {"kernel_log": text("kernel-log-source-after-xid31.txt")})
+    assert got.get("xid.application") == ["warn"]
+    assert not [c for c, s in got.items() if "fail" in s or "error" in s], got
+    code, doc = log_json("dmesg-xid31-mmu-fault.txt")
+    first = next(d for d in doc["diagnoses"] if d["severity"] in ("fail", "warn"))
+    assert first["severity"] == "warn" and "gpu application fault" in first["title"] and "Xid 31" in first["summary"]
+    # the job's side of the same fault: torch's illegal address behind [rank0]:, then the watchdog's abort
+    code, doc = log_json("torchrun-illegal-address.log")
+    first = next(d for d in doc["diagnoses"] if d["severity"] in ("fail", "warn"))
+    assert code == 1 and "gpu application fault" in first["title"] and "cudaErrorIllegalAddress" in first["summary"]
