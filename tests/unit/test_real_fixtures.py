@@ -8,7 +8,8 @@ from tests import real
 
 REPO = Path(__file__).resolve().parents[2]
 METADATA = ("_bundle.json", "_node.json")
-CASE_FOLDERS = ("tests/cases/", "tests/cases-heldout/")
+# folders of the project's own captures in a bundle's layout, whose files bear the collection's source names
+CASE_FOLDERS = ("tests/cases/", "tests/cases-heldout/", "tests/fixtures/gpu-h200/bundle/")
 
 
 def test_ci_has_the_real_fixtures():
@@ -23,8 +24,8 @@ def test_no_capture_is_copied_into_the_repository():
     real.require()
     files = [p for p in real.ROOT.rglob("*") if p.is_file() and p.name != "SOURCES.md"]
     # tests/cases and tests/cases-heldout hold cases of their own in the shared cases' layout (case.json,
-    # README.md, posted-*.txt, bundle files): there a copy is told by its content, elsewhere by its name as
-    # well. A bundle's _bundle.json and _node.json hold no captured output (and the same few keys in every
+    # README.md, posted-*.txt, bundle files), and tests/fixtures/gpu-h200/bundle a bundle nccldiag saved on a
+    # GPU machine: there a copy is told by its content, elsewhere by its name as well. A bundle's _bundle.json and _node.json hold no captured output (and the same few keys in every
     # hand-built bundle).
     names = {p.name for p in files}
     digests = {_digest(p) for p in files if p.stat().st_size and p.name not in METADATA}
