@@ -158,3 +158,19 @@ def test_a_real_mmu_fault_is_the_jobs_application_fault_and_never_drains_the_nod
     code, doc = log_json("torchrun-illegal-address.log")
     first = next(d for d in doc["diagnoses"] if d["severity"] in ("fail", "warn"))
     assert code == 1 and "gpu application fault" in first["title"] and "cudaErrorIllegalAddress" in first["summary"]
+
+
+# ---- NCCL's RAS service, asked while a job ran --------------------------------------------------------------
+
+
+@pytest.mark.parametrize("form", ["text", "json"])
+def test_a_real_ras_answer_of_a_working_job_reads_complete_and_quiet(form):
+    from nccldiag.nccl import ras
+
+    (r,) = ras.parse(text(f"ncclras-verbose-1rank-{form}.txt"), form)
+    assert (r.format, r.nccl_version, r.cuda_runtime, r.cuda_driver) == (form, "2.28.9", 13000, 13000)
+    assert (r.nodes, r.processes, r.gpus, r.communicators, r.complete, r.problems) == (1, 1, 1, 1, True, [])
+    if form == "text":
+        assert r.statuses() == ["RUNNING"]
+    code, doc = log_json(f"ncclras-verbose-1rank-{form}.txt")
+    assert code == 0 and not [d for d in doc["diagnoses"] if d["severity"] in ("fail", "warn")]
