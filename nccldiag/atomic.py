@@ -11,6 +11,7 @@ write in, reached through directories nobody else can change.
 """
 from __future__ import annotations
 
+import contextlib
 import errno
 import gc
 import io
@@ -279,11 +280,20 @@ def plain(data: Dict) -> Dict:
     compact encoder and back, as the whole document once did (the 5 MB log report of a 200 MiB job stdout: 0.03 s
     against 0.14 s). The cyclic collector is paused meanwhile: the walk makes new containers only, none of them
     in a cycle, and the collector's passes during it cost twice the walk itself."""
-    if not gc.isenabled():
+    with collector_paused():
         return _plain(data)
+
+
+@contextlib.contextmanager
+def collector_paused() -> Iterator[None]:
+    """The cyclic garbage collector paused for a walk that makes new containers only, none in a cycle (and left
+    as it was where it was paused already)."""
+    if not gc.isenabled():
+        yield
+        return
     gc.disable()
     try:
-        return _plain(data)
+        yield
     finally:
         gc.enable()
 

@@ -9,14 +9,13 @@ document.
 """
 from __future__ import annotations
 
-import gc
 import os
 from typing import Any, Callable, Dict, Iterable, Optional
 
 import click
 
 from nccldiag import rundir
-from nccldiag.atomic import plain
+from nccldiag.atomic import collector_paused, plain
 from nccldiag.model.findings import clean_text
 from nccldiag.model.secrets import redact
 from nccldiag.report.outputs import Outputs, reader_may_leave
@@ -39,13 +38,8 @@ def plain_cleaned(doc: Dict[str, Any]) -> Dict[str, Any]:
     holds 36,000 of them (its records): 0.12 s for the two walks, 0.07 s for the one. A part that is not plain
     already (a subclass, an object, a dict with a key that is no string) is made plain, then cleaned, as before.
     The cyclic collector is paused meanwhile, as in :func:`nccldiag.atomic.plain`."""
-    if not gc.isenabled():
+    with collector_paused():
         return _plain_cleaned(doc)
-    gc.disable()
-    try:
-        return _plain_cleaned(doc)
-    finally:
-        gc.enable()
 
 
 _NUMBERS = frozenset((int, float, bool, type(None)))  # kept as they are by both walks

@@ -18,6 +18,7 @@ from typing import Any, Dict, Iterable, List, Optional
 from nccldiag.model.findings import SEVERITY, Status
 from nccldiag.model.sizes import size_text
 from nccldiag.report import matrix as tmatrix
+from nccldiag.report.probe_report import NOT_RUN
 
 _RANK = {s.value: SEVERITY[s] for s in Status}
 
@@ -294,7 +295,7 @@ def render(doc: Dict[str, Any]) -> str:
     elif schema.startswith("nccldiag.probe/"):
         settings = doc.get("settings") or []
         worked = sum(1 for s in settings if s.get("status") == "ok")
-        unrun = sum(1 for s in settings if s.get("status") in ("not-run", "unsupported"))
+        unrun = sum(1 for s in settings if s.get("status") in NOT_RUN)
         failed = len(settings) - worked - unrun
         summary = (f'<span>{_e(doc.get("backend"))} via {_e(doc.get("launcher"))}, {len(doc.get("hosts") or [])} '
                    f'node(s) × {_e(doc.get("nproc_per_node"))} rank(s)</span>'

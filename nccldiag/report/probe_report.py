@@ -56,8 +56,8 @@ def _sockets(s: Dict[str, Any]) -> List[str]:
 def _verdict(doc: Dict[str, Any]) -> Text:
     settings = doc.get("settings") or []
     worked = [str(s.get("name")) for s in settings if s.get("status") == "ok"]
-    unrun = [str(s.get("name")) for s in settings if s.get("status") in _NOT_RUN]
-    broken = [str(s.get("name")) for s in settings if s.get("status") not in ("ok",) + _NOT_RUN]
+    unrun = [str(s.get("name")) for s in settings if s.get("status") in NOT_RUN]
+    broken = [str(s.get("name")) for s in settings if s.get("status") not in ("ok",) + NOT_RUN]
     elapsed = "" if doc.get("elapsed_s") is None else f"{float(doc['elapsed_s']):.1f} s, "
     return Text.assemble(
         f"{len(settings)} setting(s): ",
@@ -69,7 +69,7 @@ def _verdict(doc: Dict[str, Any]) -> Text:
 
 
 #: Setting statuses that are no outcome: nothing of the setting ran, or nothing it asked for can run here.
-_NOT_RUN = ("not-run", "unsupported")
+NOT_RUN = ("not-run", "unsupported")
 
 
 def _label(s: Dict[str, Any]) -> str:
