@@ -186,8 +186,9 @@ class _Cluster:
         if progress is not None:
             progress(f"round {index} ({stage}): {len(jobs)} job(s)")
         # Every job's ranks wait after init for the round's go file, created on the round's nodes once every
-        # job is ready or over (or a quarter of --timeout after the first was ready): the jobs then measure
-        # side by side, none of them while another is still starting.
+        # job is ready or over (or RELEASE_WAIT of --timeout after the first was ready, and at the latest RELEASE_BY
+        # of it after the launch once one is): the jobs then measure side by side, none of them while another is
+        # still starting, and a loaded machine's slow start leaves the ready ones time to measure.
         ready: Dict[str, set] = {j.run_id: set() for j in jobs}
         over: set = set()
         changed = threading.Event()
@@ -221,8 +222,8 @@ class _Cluster:
             if first_ready is None and any(ready.values()):
                 first_ready = time.monotonic()
             all_in = all(i in over or len(ready[i]) >= world[i] for i in ready)
-            late = first_ready is not None and time.monotonic() - first_ready > self.timeout * 0.25
-            if all_in or late:
+            if all_in or release_due(time.monotonic() - t0, first_ready - t0 if first_ready is not None else None,
+                                     self.timeout):
                 self.release(index, sorted({n for j in jobs for n in j.nodes}))
                 released = True
         for t in threads:
@@ -243,6 +244,19 @@ class _Cluster:
 
 
 GRACE = 5.0  # a job is over when one of its launchers fails: the others only wait for it
+# The go file waits for jobs not yet ready at most this share of --timeout after the first job was ready, and, once
+# one is, never past this share of it after the launch (the share left is more than progress.ENTERED_LATE_SHARE)
+RELEASE_WAIT = 0.25
+RELEASE_BY = 0.6
+
+
+def release_due(now: float, first_ready: Optional[float], timeout: float) -> bool:
+    """Whether a round whose jobs are not all ready or over is released now (pure; seconds after its launch):
+    :data:`RELEASE_WAIT` of ``timeout`` after the first job was ready, or, once one is, :data:`RELEASE_BY` of it
+    after the launch."""
+    if first_ready is None:
+        return False
+    return now - first_ready > timeout * RELEASE_WAIT or now > timeout * RELEASE_BY
 
 
 def run(hosts: Sequence[Host], opts: IsolateOptions, progress: Optional[Callable[[str], None]] = None) -> IsolateReport:
@@ -565,8 +579,8 @@ def outcome(job: Job, rep: "analysis.SettingReport", sr: "runner.SettingRun", co
     job.elapsed = sr.elapsed
     job.partial_busbw = moving if rep.status != "ok" else None
     job.status = rep.status
-    # NOT_STARTED where the deadline cut it before any rank had entered the collective, none having failed: its ranks
-    # were still starting (a loaded machine stretches the import of torch and the rendezvous); no evidence either way
+    # NOT_STARTED where the deadline cut it before any rank had entered the collective, or so soon after the last had
+    # that its first call could not end, none having failed: its ranks were still starting (a loaded machine stretches the import of torch and the rendezvous); no evidence either way
     job.unfinished = rep.unfinished or ""
     causes = []
     for f in rep.findings:

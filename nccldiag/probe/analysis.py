@@ -461,6 +461,16 @@ def _unfinished(sr: SettingReport, run, timeout: Optional[float]) -> None:
     stopped = getattr(run, "stopped_s", None) if run.timed_out else None
     ended = [nr.elapsed for nr in run.nodes.values() if nr.elapsed]
     end = stopped if stopped is not None else (max(ended) if ended else run.elapsed)
+    # the stuck collectives' own findings ("never completed it") are the deadline's doing when it came too soon
+    waited = frozenset(f"{AREA}.{c}" for c in stuck)
+    if sr.cut and not moved and stopped is not None and not _failed_otherwise(sr, waited):
+        launched = getattr(run, "launched", None)
+        world = launched.world if launched is not None else (sr.outcome.world_size or None)
+        left = progress.entered_late(getattr(run, "entered", None) or {}, world, stopped, timeout or stopped)
+        if left is not None:
+            _not_started(sr, run, f"the ranks entered the collective only {left:.0f} s before the deadline: "
+                                  "their first call had no time to end", waited)
+            return
     if run.timed_out:
         sr.unfinished = progress.unfinished_kind(moved, end, timeout or end)
     else:
@@ -491,29 +501,33 @@ def _unfinished(sr: SettingReport, run, timeout: Optional[float]) -> None:
 _START_SIGNS = frozenset({f"{AREA}.timeout", f"{AREA}.init", f"{AREA}.ranks"})
 
 
-def _failed_otherwise(sr: SettingReport) -> bool:
-    """Whether a finding other than the deadline's own says something failed (a launcher's error, a rank killed)."""
-    return any(f.status == Status.FAIL and f.check not in _START_SIGNS for f in sr.findings)
+def _failed_otherwise(sr: SettingReport, also: frozenset = frozenset()) -> bool:
+    """Whether a finding other than the deadline's own (and ``also``'s) says something failed (a launcher's error, a
+    rank killed)."""
+    return any(f.status == Status.FAIL and f.check not in _START_SIGNS | also for f in sr.findings)
 
 
-def _not_started(sr: SettingReport, run) -> None:
-    """A setting the deadline cut before any rank had entered a collective, none having failed before it: its ranks
-    were still starting (a loaded machine stretches the import of torch and the rendezvous). That is no hang of the
-    network path, and no pass: its timeout finding says where its ranks were, as an error (not checked, exit 3)."""
+def _not_started(sr: SettingReport, run, late: str = "", waited: frozenset = frozenset()) -> None:
+    """A setting the deadline cut before any rank had entered a collective, or (``late``, in words) so soon after
+    the last had entered that its first call could not end, none having failed before it: its ranks were still
+    starting (a loaded machine stretches the import of torch and the rendezvous). That is no hang of the network
+    path, and no pass: its timeout finding says where its ranks were, as an error (not checked, exit 3), and so do
+    the findings of the collectives its ranks ``waited`` in."""
     launched = getattr(run, "launched", None)
     world = launched.world if launched is not None else (sr.outcome.world_size or None)
     sr.unfinished = progress.NOT_STARTED
-    sr.starting = progress.starting_stage(run.records, world)
+    sr.starting = late or progress.starting_stage(run.records, world)
     sr.calls, sr.quiet_s = 0, None
+    said = ("no data had moved, and no rank had failed" if late else
+            "no rank had entered the collective, and none had failed")
     for f in sr.findings:
         if f.check == f"{AREA}.timeout":
             f.status = Status.ERROR
-            f.message += (f"; no rank had entered the collective, and none had failed: its ranks were still starting "
-                          f"({sr.starting}): not started, not a hang")
+            f.message += (f"; {said}: its ranks were still starting ({sr.starting}): not started, not a hang")
             f.fix = ("Nothing was measured on this setting: run it again with a longer --timeout, or when the nodes "
                      "are less loaded; a node whose ranks stay so on an idle machine is slow to start Python and "
                      "torch (its file system, its CPUs) or to join the rendezvous.")
-        elif f.check in (f"{AREA}.init", f"{AREA}.ranks") and f.status == Status.FAIL:
+        elif (f.check in (f"{AREA}.init", f"{AREA}.ranks") or f.check in waited) and f.status == Status.FAIL:
             f.status = Status.ERROR  # still starting when the deadline killed them, with no error: no failure of theirs
 
 

@@ -54,6 +54,25 @@ def never_entered(records: Sequence[Mapping[str, object]]) -> bool:
     return not any(entered_collective(r) for r in records)
 
 
+# A run whose ranks had all entered the collective less than this share of its timeout before the deadline stopped
+# it, no data having moved, was cut before its first call could end: a loaded machine stretched the start (importing
+# torch, joining the rendezvous) into the deadline. Not a hang: a hang is a call that made no progress for longer.
+ENTERED_LATE_SHARE = 0.2
+
+
+def entered_late(entered: Mapping[int, float], world: "int | None", end: float, timeout: float) -> "float | None":
+    """How long before ``end`` (the stop, seconds after the launch) the last of the ranks entered the collective,
+    when that is less than :data:`ENTERED_LATE_SHARE` of ``timeout`` (pure); None when it is longer, or when the
+    arrivals are not known. ``entered``: each rank's first record saying it had entered a collective (its arrival,
+    seconds after the launch); ``world``: the ranks launched. A run in which a rank never entered is not judged
+    here: its peers waited in the collective for it (a rank stuck between its init and its first call, a GPU's
+    allocation that hung), which the hang classes tell."""
+    if not entered or (world is not None and len(entered) < world):
+        return None
+    left = max(0.0, end - max(entered.values()))
+    return left if left < ENTERED_LATE_SHARE * timeout else None
+
+
 # How far a rank that never entered the collective got, from its last record of the start, furthest first.
 _STAGES = (("ready", "initialised, not yet in the collective"),
            ("init", "initialising the process group (joining its peers)"),

@@ -135,6 +135,7 @@ def setting_line(sr: SettingRun) -> Dict[str, Any]:
         "logs": sorted(sr.logs), "counters": sr.counters, "rejected": sr.rejected,
         "launched": _launched_json(sr.launched),
         "progress_s": [list(p) for p in sr.progress], "stopped_s": sr.stopped_s, "failures_s": sr.failures,
+        "entered_s": {str(k): v for k, v in sr.entered.items()} if sr.entered is not None else None,
     }
 
 
@@ -170,6 +171,9 @@ def setting_run(setting: Setting, line: Optional[Dict[str, Any]], records: List[
     failed = line.get("failures_s")
     if isinstance(failed, list):
         sr.failures = [float(t) for t in failed if _num(t)]
+    entered = line.get("entered_s")
+    if isinstance(entered, dict):
+        sr.entered = {int(k): float(v) for k, v in entered.items() if str(k).isdigit() and _num(v)}
     for key in ("counters", "rejected"):
         d = line.get(key)
         if isinstance(d, dict):

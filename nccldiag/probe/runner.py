@@ -20,7 +20,7 @@ from nccldiag.areas.base import json_line
 from nccldiag.node import node_program
 from nccldiag.probe import launch, results
 from nccldiag.probe.plan import RAS_GUARD, RAS_WAIT, Setting
-from nccldiag.probe.progress import shows_failure, shows_progress
+from nccldiag.probe.progress import entered_collective, shows_failure, shows_progress
 from nccldiag.transport.base import TransportError
 from nccldiag.transport.nodes import run_all
 from nccldiag.transport.task import fan_out
@@ -63,6 +63,9 @@ class SettingRun:
     # arrival (seconds after the launch) of each record that says a rank failed (progress.shows_failure): a
     # failure only after the deadline stopped the run is the stop's doing, not the setting's
     failures: Optional[List[float]] = None  # None: not known (a run directory written before they were kept)
+    # arrival (seconds after the launch) of each rank's first record saying it had entered a collective
+    # (progress.entered_collective): a run cut just after its ranks entered was still starting, not hung
+    entered: Optional[Dict[int, float]] = None  # None: not known (a run directory written before they were kept)
 
 
 @dataclass
@@ -239,7 +242,8 @@ def run_setting(
     """
     active = list(launchers) if launchers else [n for n in nodes if n.name in commands]
     ranks_on = list(nodes) if launchers else active
-    out = SettingRun(setting=setting, commands=dict(commands), run_id=run_id, launched=launched, failures=[])
+    out = SettingRun(setting=setting, commands=dict(commands), run_id=run_id, launched=launched, failures=[],
+                     entered={})
     # with a query to make at the deadline, the streams outlive it: closing a rank's output kills it
     streams = _Streams(out, launched or results.Launched((active[0].name,) if active else (), results.MAX_WORLD),
                        on_record, timeout + (RAS_GUARD if on_timeout else 0))
@@ -281,6 +285,10 @@ class _Streams:
                 return
             rec["setting"] = self.out.setting.name
             self.out.records.append(rec)
+            rank = rec.get("rank")
+            if self.out.entered is not None and entered_collective(rec) and isinstance(rank, int) \
+                    and not isinstance(rank, bool) and rank not in self.out.entered:
+                self.out.entered[rank] = round(time.monotonic() - self.t0, 3)
             if shows_progress(rec):
                 self.out.progress.append((round(time.monotonic() - self.t0, 3), str(rec.get("collective"))))
             elif shows_failure(rec):

@@ -747,3 +747,19 @@ def test_the_views_count_a_job_not_started_apart_from_the_failed_ones():
     assert "0 failed, 1 not started before the deadline" in text, text
     page = html._isolate_rounds(doc)
     assert 'class="skip">not-started<' in page, page
+
+
+def test_a_round_is_released_in_time_for_its_ready_jobs_to_measure_on_a_loaded_machine():
+    """The round's go file waits for jobs not yet ready a quarter of --timeout after the first was ready, but never
+    past 60% of it after the launch once one is ready: on a busy machine whose ranks were first ready 68 s into a
+    90 s round (as one CI run showed), the release is then, not at 90.5 s when the deadline cuts every job. The
+    time left after it is more than the share under which a job whose ranks just entered is not judged."""
+    from nccldiag.isolate import run as isolate_run
+    from nccldiag.probe import progress
+
+    assert not isolate_run.release_due(80.0, None, 90.0)  # nobody ready: nothing to release
+    assert not isolate_run.release_due(20.0, 5.0, 90.0)  # the quiet machine: waits for the others
+    assert isolate_run.release_due(28.0, 5.0, 90.0)  # a quarter of the timeout after the first was ready
+    assert isolate_run.release_due(68.2, 68.0, 90.0)  # the loaded one: at once, past 60% of the timeout
+    assert not isolate_run.release_due(53.0, 40.0, 90.0) and isolate_run.release_due(54.5, 40.0, 90.0)
+    assert 1 - isolate_run.RELEASE_BY > progress.ENTERED_LATE_SHARE

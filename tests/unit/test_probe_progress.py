@@ -355,3 +355,70 @@ def test_a_launcher_that_failed_before_the_deadline_is_no_slow_start():
     assert sr.unfinished != progress.NOT_STARTED and "not started" not in sr.verdict
     assert any(f.check == "probe.launch" and f.status.value == "fail" for f in sr.findings), sr.findings
     assert rep.exit_code == 1
+
+
+def _entered(run: SettingRun, **at: float) -> SettingRun:
+    """The runner's arrivals of each rank's first record inside the collective (rank0=..., rank1=...)."""
+    run.entered = {int(k[4:]): v for k, v in at.items()}
+    run.failures = []
+    return run
+
+
+def test_ranks_that_entered_the_collective_just_before_the_deadline_were_still_starting_not_hung():
+    """A loaded machine stretched the start of a job into its deadline: both ranks entered the collective 1.5 s
+    before the stop, no data moved and none failed. Their first call had no time to end: not started (nothing
+    measured, never a failure of its nodes), in the probe's report and in isolate's classes alike. The job has the
+    shape of one an isolate round on a busy machine showed (two ranks ready, released by the round's go file 1 s
+    before the deadline, inside the check), with the arrival times the runner stamps."""
+    from nccldiag.isolate import run as isolate_run
+
+    run = _entered(_run(_records([]), [], stopped=90.0), rank0=88.5, rank1=88.6)
+    sr = _report(run).settings[0]
+    assert sr.status == "hang" and sr.unfinished == progress.NOT_STARTED, sr.verdict
+    assert "entered the collective only 1 s before the deadline" in sr.verdict, sr.verdict
+    (t,) = [f for f in sr.findings if f.check == "probe.timeout"]
+    assert t.status.value == "error" and "not started, not a hang" in t.message and "no data had moved" in t.message
+    assert not [f for f in sr.findings if f.status.value == "fail"], sr.findings
+    rep = analysis.job_report(run.setting, run, timeout=90.0)
+    job = isolate_run.outcome(isolate.Job(1, "pairs", "net1", ("a", "b")), rep, run, "all_reduce", None)
+    job.kind = isolate.classify(job, 1.0, None, 90.0)
+    assert job.kind == isolate.NOT_STARTED and not job.failed and not job.judged
+
+
+def test_ranks_inside_the_collective_long_enough_for_it_to_end_are_hung():
+    """The same job with its ranks inside the collective for the last 30 s (more than a fifth of the 90 s timeout)
+    is a hang; so is one whose second rank never entered at all (its peer waited for it), and one whose entries were
+    not recorded (a run directory written before they were kept)."""
+    from nccldiag.isolate import run as isolate_run
+
+    for at in ({"rank0": 60.0, "rank1": 60.1}, {"rank0": 89.0}, None):
+        run = _run(_records([]), [], stopped=90.0)
+        run.failures = []
+        if at is not None:
+            _entered(run, **at)
+        run.launched = None
+        sr = _report(run).settings[0]
+        world = 2 if at is not None and len(at) == 1 else None
+        if world:
+            assert progress.entered_late(run.entered, world, 90.0, 90.0) is None
+        assert sr.unfinished == progress.HANG and sr.verdict == "hang", (at, sr.verdict)
+        rep = analysis.job_report(run.setting, run, timeout=90.0)
+        job = isolate_run.outcome(isolate.Job(1, "pairs", "net1", ("a", "b")), rep, run, "all_reduce", None)
+        assert isolate.classify(job, 1.0, None, 90.0) == isolate.HANG
+
+
+def test_the_boundary_of_a_late_entry_is_a_fifth_of_the_timeout():
+    assert progress.entered_late({0: 72.5, 1: 72.0}, 2, 90.0, 90.0) == 17.5
+    assert progress.entered_late({0: 71.9, 1: 72.0}, 2, 90.0, 90.0) is None
+    assert progress.entered_late({0: 7.5, 1: 7.9}, 2, 10.0, 10.0) is None
+    assert progress.entered_late({0: 9.5, 1: 9.0}, 2, 10.0, 10.0) == 0.5
+    assert progress.entered_late({}, 2, 90.0, 90.0) is None
+
+
+def test_the_setting_line_keeps_the_entries_for_a_rebuilt_report():
+    run = _entered(_run(_records([]), [], stopped=90.0), rank0=88.5, rank1=88.6)
+    line = records.setting_line(run)
+    assert line["entered_s"] == {"0": 88.5, "1": 88.6}
+    back = records.setting_run(run.setting, line, run.records, {})
+    assert back.entered == {0: 88.5, 1: 88.6}
+    assert records.setting_run(run.setting, dict(line, entered_s=None), run.records, {}).entered is None
