@@ -28,7 +28,7 @@ def diagnose(inputs: Inputs) -> List[Diagnosis]:
     ``unexplained`` verdict (see :mod:`nccldiag.diagnosis.rules.unexplained`); before it, an NCCL WARN that names
     a cause no diagnosis explains becomes that cause's warning (:mod:`nccldiag.diagnosis.rules.nccl_warn`), and so
     does a launcher's or test tool's message that names one (:mod:`nccldiag.diagnosis.rules.tool_message`)."""
-    from nccldiag.diagnosis.rules import nccl_warn, tool_message, unexplained
+    from nccldiag.diagnosis.rules import killed_signal, nccl_warn, tool_message, unexplained
 
     causes = all_rules(site_causes(inputs.spec))
     found: List[Tuple[Diagnosis, Cause]] = []
@@ -46,6 +46,7 @@ def diagnose(inputs: Inputs) -> List[Diagnosis]:
             order[id(d)] = i
             found.append((d, cause))
     out = explained(found)
+    killed_signal.after_named(out)  # a crash beside a named failure is that failure's end
     try:  # NCCL's WARNs that name a cause none of the catalog's explains
         out.extend(nccl_warn.after(inputs, out))
     except Exception as exc:  # nccldiag's own error: say so, the catalog's verdicts stay

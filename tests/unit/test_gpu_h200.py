@@ -92,6 +92,31 @@ def test_each_real_failure_is_named_first(name, title):
     assert code == 1 and first["severity"] == "fail" and title in first["title"]
 
 
+@pytest.mark.parametrize("name", ["torchrun-watchdog-device-assert.log", "torchrun-illegal-address.log"])
+def test_the_abort_after_a_named_cuda_error_is_said_as_its_end_not_as_a_crash_of_no_cause(name):
+    """PyTorch's NCCL watchdog aborts the process (torchrun: SIGABRT) after the CUDA error it met: the crash is that
+    error's end, under its category, and no diagnosis says "no cause recognised" beside the named one."""
+    code, doc = log_json(name)
+    alarms = [d for d in doc["diagnoses"] if d["severity"] in ("fail", "warn")]
+    assert code == 1 and "gpu application fault" in alarms[0]["title"]
+    (crash,) = [d for d in alarms if d["id"] == "killed-by-signal"]
+    assert "SIGABRT" in crash["summary"] and "after the failure named above" in crash["summary"], crash
+    assert crash["category"] == alarms[0]["category"] != "unexplained"
+    assert not [d for d in alarms if "no cause recognised" in d["summary"]]
+
+
+def test_a_crash_with_no_named_cause_stays_unexplained():
+    """The same launcher's report of the abort with nothing else of the job: the crash is all there is, unexplained."""
+    crash = [ln for ln in text("torchrun-illegal-address.log").splitlines()
+             if "SIGABRT" in ln or "Signal 6" in ln or "exitcode" in ln or "ChildFailedError" in ln]
+    assert crash
+    r = CliRunner().invoke(log_command, ["-", "--json", "-"], input="\n".join(crash) + "\n")
+    doc = json.loads(r.stdout)
+    alarms = [d for d in doc["diagnoses"] if d["severity"] in ("fail", "warn")]
+    assert r.exit_code == 1 and alarms and alarms[0]["category"] == "unexplained", alarms
+    assert any(d["id"] == "killed-by-signal" and "no cause recognised" in d["summary"] for d in alarms), alarms
+
+
 # ---- the probe ------------------------------------------------------------------------------------------------
 
 

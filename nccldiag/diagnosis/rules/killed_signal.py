@@ -98,10 +98,31 @@ def diagnose(inp: Inputs) -> List[Diagnosis]:
                    why="the launcher reports the process ended by a signal; an abort follows an error the process "
                        "met, a segmentation fault a defect or bad memory",
                    extra=_ev([ln for _, ln in crashed]), nodes=_hosts([ln for _, ln in crashed]), fix=FIX_CRASH, category="unexplained",
-                   title="A process of the job crashed")
+                   title=CRASH_TITLE)
         d.tier = 2
         out.append(d)
     return out
+
+
+CRASH_TITLE = "A process of the job crashed"
+
+
+def after_named(out: List[Diagnosis]) -> None:
+    """A crash whose cause the process's own lines do not name (SIGSEGV, SIGABRT), beside a failure another cause
+    names (in place): the abort is how that failure ended the process (PyTorch's NCCL watchdog aborts after a CUDA
+    or NCCL error, a launcher after a rank failed), so it is said as its end, under the named cause's category,
+    never as 'no cause recognised'. Where no other cause fails, the crash stays unexplained."""
+    named = [d for d in out if d.severity == "fail" and d.category not in ("", "unexplained") and d.id != ID]
+    if not named:
+        return
+    for d in out:
+        if d.id == ID and d.title == CRASH_TITLE and d.category == "unexplained":
+            first = named[0]
+            d.summary = d.summary.replace("; no cause recognised", f", after the failure named above ({first.title})")
+            d.why = (f"the launcher reports the process ended by a signal after the job failed: {first.title.lower()}"
+                     "; an abort follows the error a process met")
+            d.category = first.category
+            d.confidence = "low"
 
 
 def _oom_alone(oom: List[C.Clue]) -> List[Diagnosis]:
