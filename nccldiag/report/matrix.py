@@ -3,8 +3,9 @@
 NCCL's paths are the transports its logs show (P2P, SHM, NET/IB, NET/Socket,
 NVLS, CollNet); gloo has one path, TCP over the interfaces its ranks bound,
 so its columns are those interfaces. A cell says what happened on that path
-under that setting: works, hang, error, wrong (result) or not used; ``?``
-where the setting left no log to tell.
+under that setting: works, hang, error, wrong (result) or not used; ``one
+rank`` where the setting ran a single rank (no path between ranks to use);
+``?`` where the setting left no log to tell.
 """
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
 NCCL_PATHS = ("P2P", "SHM", "NET/IB", "NET/Socket", "NVLS")
+ONE_RANK = "one rank"  # a setting of a single rank: NCCL connects no peer, so it logs no transport
 _STATE = {"ok": "works", "hang": "hang", "wrong": "wrong", "error": "error", "incomplete": "error",
           "not-run": "not run", "unsupported": "not run"}
 
@@ -21,7 +23,7 @@ class Row:
     setting: str
     label: str
     status: str
-    cells: Dict[str, str] = field(default_factory=dict)  # column -> works/hang/error/wrong/not used/?
+    cells: Dict[str, str] = field(default_factory=dict)  # column -> works/hang/error/wrong/not used/one rank/?
     busbw: Optional[float] = None  # peak busbw of the reference collective (GB/s)
     collective: Optional[str] = None  # that collective
     expected: Optional[float] = None  # expected busbw when known (GB/s)
@@ -111,7 +113,7 @@ def build(doc: Dict[str, Any]) -> Matrix:
             if c in mine:
                 cells[c] = state
             elif not mine:
-                cells[c] = "?"
+                cells[c] = ONE_RANK if s.get("world_size") == 1 else "?"
             else:
                 cells[c] = "not used"
         coll, peak = _peak(s)

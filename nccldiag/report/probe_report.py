@@ -19,8 +19,9 @@ from nccldiag.report.jsonout import dumps, envelope
 
 _STYLE = {"ok": "ok", "wrong": "wrong", "error": "fail", "hang": "hang", "unsupported": "unsupported",
           "not-run": "muted", "incomplete": "warn"}
-CELL_STYLE = {"works": "ok", "hang": "hang", "error": "fail", "wrong": "wrong", "not used": "muted", "?": "muted",
-              "not run": "muted", "ok": "ok", "incomplete": "warn", "not-run": "muted"}
+CELL_STYLE = {"works": "ok", "hang": "hang", "error": "fail", "wrong": "wrong", "not used": "muted",
+              tmatrix.ONE_RANK: "muted", "?": "muted", "not run": "muted", "ok": "ok", "incomplete": "warn",
+              "not-run": "muted"}
 
 
 def transport_table(doc: Dict[str, Any]) -> Table:

@@ -128,6 +128,22 @@ def test_a_one_rank_probe_that_verified_every_collective_worked():
     assert f.status == Status.SKIP and "cannot run in this world (needs at least 2 ranks)" in f.message
 
 
+def test_the_transport_matrix_of_a_one_rank_setting_says_one_rank_not_unknown():
+    """One rank connects no peer, so NCCL's log of the real one-rank run names no transport: the matrix says so,
+    where a setting of several ranks that left no log stays '?'."""
+    from nccldiag.report import matrix
+
+    so = results.aggregate_setting("default", records("probe-nccl-1rank-default.jsonl"))
+    transports = list(nccllog.parse(text("torchrun-nccl-info-1rank.log")).summary.transports)  # as the probe reads
+    assert so.world_size == 1 and not transports
+    doc = {"backend": "nccl", "settings": [
+        {"name": "default", "status": so.status, "world_size": so.world_size, "transports": transports},
+        {"name": "p2p-off", "status": "ok", "world_size": 2, "transports": []}]}
+    one, two = matrix.build(doc).rows
+    assert set(one.cells.values()) == {matrix.ONE_RANK}
+    assert set(two.cells.values()) == {"?"}
+
+
 def test_a_rank_without_its_gpu_is_the_failure_not_a_hang_of_the_one_waiting_for_it():
     so = results.aggregate_setting("default", records("probe-nccl-2ranks-1gpu-default.jsonl"))
     assert so.stuck_in_init == [0] and so.setup_errors
