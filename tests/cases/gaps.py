@@ -379,12 +379,6 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "devices were given, and the failure is libfabric's EFA provider giving up on all of them because another "
         "(non-EFA) verbs device is visible but unopenable, which the lines do not say (no device name, no EFA "
         "device count)"),
-    "net-blog44-gitcode-lightning-a10g-invalid-rank-requested-6-of-4-world-size": Gap(
-        "missed",
-        "'Verdict: FAIL Unexplained failure (low confidence)', exit 1: NCCL's 'Invalid rank requested : 6/4' (a rank "
-        "at or above the communicator's size, ncclInvalidArgument) is said unexplained; no cause row reads a rank "
-        "outside the world size as the launcher's ranks and world size disagreeing (here PyTorch Lightning's cluster "
-        "environment giving one node's world size to a two-node job)"),
     "node-blog44-lambdadalton-notes-wrx80e-nvme-m2-slot-apei-corrected-aer-rxerr": Gap(
         "wrong cause",
         "'Verdict: WARN Failure reported by a node or a rank: machine check (high confidence)', exit 0: the firmware's "
