@@ -317,13 +317,6 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "is unreachable' and 'ERROR: Aborting setup...' are read as a Python exception and left unexplained; that the "
         "controller's VPC has no route to Google's APIs (no Cloud NAT, no public IP, no Private Google Access) is not in "
         "the evidence: the errno names no address and no network"),
-    "node-cloudts-oci-hpc-active-healthcheck-sdc-test-crashed-no-module-numpy": Gap(
-        "missed",
-        "'Verdict: FAIL Unexplained failure (low confidence)', exit 1: the health check's 'GPU Silent Data Corruption "
-        "Test Failed: GPU SDC Test crashed: Required dependencies not available: No module named 'numpy'' is read as a "
-        "health check's failed test and left unexplained (was a false all-clear: 'Test Failed' and 'Test crashed' were "
-        "no line of the failure lexicon); that the test could not run for a missing Python module, not a faulty GPU, is "
-        "not told apart"),
     "gpu-trk-ogkm116-open-modules-missing-nvdec0-gsp-rm-init-failed": Gap(
         "wrong cause",
         "'Verdict: FAIL GPU the driver could not initialise (high confidence)', exit 1: 'RmInitAdapter: Cannot initialize "
