@@ -317,13 +317,6 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "is unreachable' and 'ERROR: Aborting setup...' are read as a Python exception and left unexplained; that the "
         "controller's VPC has no route to Google's APIs (no Cloud NAT, no public IP, no Private Google Access) is not in "
         "the evidence: the errno names no address and no network"),
-    "node-cloudts-oci-hpc-active-healthcheck-sdc-test-crashed-no-module-numpy": Gap(
-        "missed",
-        "'Verdict: FAIL Unexplained failure (low confidence)', exit 1: the health check's 'GPU Silent Data Corruption "
-        "Test Failed: GPU SDC Test crashed: Required dependencies not available: No module named 'numpy'' is read as a "
-        "health check's failed test and left unexplained (was a false all-clear: 'Test Failed' and 'Test crashed' were "
-        "no line of the failure lexicon); that the test could not run for a missing Python module, not a faulty GPU, is "
-        "not told apart"),
     "gpu-trk-ogkm116-open-modules-missing-nvdec0-gsp-rm-init-failed": Gap(
         "wrong cause",
         "'Verdict: FAIL GPU the driver could not initialise (high confidence)', exit 1: 'RmInitAdapter: Cannot initialize "
@@ -379,12 +372,6 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "devices were given, and the failure is libfabric's EFA provider giving up on all of them because another "
         "(non-EFA) verbs device is visible but unopenable, which the lines do not say (no device name, no EFA "
         "device count)"),
-    "net-blog44-gitcode-lightning-a10g-invalid-rank-requested-6-of-4-world-size": Gap(
-        "missed",
-        "'Verdict: FAIL Unexplained failure (low confidence)', exit 1: NCCL's 'Invalid rank requested : 6/4' (a rank "
-        "at or above the communicator's size, ncclInvalidArgument) is said unexplained; no cause row reads a rank "
-        "outside the world size as the launcher's ranks and world size disagreeing (here PyTorch Lightning's cluster "
-        "environment giving one node's world size to a two-node job)"),
     "node-blog44-lambdadalton-notes-wrx80e-nvme-m2-slot-apei-corrected-aer-rxerr": Gap(
         "wrong cause",
         "'Verdict: WARN Failure reported by a node or a rank: machine check (high confidence)', exit 0: the firmware's "

@@ -1308,6 +1308,22 @@ def test_glibc_aborting_on_a_corrupted_heap_is_named_and_healthy_runs_are_not():
         assert "other:heap-corruption" not in categories(healthy), name
 
 
+def test_a_python_module_missing_from_a_failure_line_is_named_and_healthy_runs_are_not():
+    # real: Oracle's OCI HPC active health check, whose silent-data-corruption test could not import numpy
+    text = _in_repo_case("node-cloudts-oci-hpc-active-healthcheck-sdc-test-crashed-no-module-numpy")
+    d = top(text)
+    assert d.id == "python-module-missing" and d.category == "other:python-module-missing", d
+    assert d.severity == "fail" and "'numpy'" in d.summary, d
+    # CPython's own words as a traceback ends on them (importlib's _ERR_MSG; written for this test)
+    d = top("Traceback (most recent call last):\n  File \"train.py\", line 3, in <module>\n    import deepspeed\n"
+            "ModuleNotFoundError: No module named 'deepspeed'\n")
+    assert d.id == "python-module-missing" and "'deepspeed'" in d.summary, d
+    # the words on a line that reports nothing failed are no evidence (written for this test)
+    assert "other:python-module-missing" not in categories("INFO optional backend skipped: No module named 'apex'\n")
+    for name, healthy in _healthy_texts().items():
+        assert "other:python-module-missing" not in categories(healthy), name
+
+
 def test_an_nvidia_module_the_kernel_refuses_to_load_is_named_and_other_refusals_are_not():
     # real: Bottlerocket under lockdown 'integrity' (bottlerocket#4218): modprobe's 'Operation not permitted'
     text = _in_repo_case("node-bottlerocket4218-lockdown-integrity-modprobe-nvidia-operation-not-permitted")
