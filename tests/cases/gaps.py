@@ -26,6 +26,11 @@ class Gap(NamedTuple):
 INVARIANT_BROKEN = ("false all-clear", "false alarm")
 
 KNOWN_GAPS: Dict[str, Gap] = {
+    "node-kb48-nvbfsw-bfb-install-rshim-boot-write-connection-timed-out": Gap(
+        "missed",
+        "'Verdict: WARN Unexplained failure (low confidence)', exit 1: 'cat: write error: Connection timed out' writing a "
+        "BFB to /dev/rshim1/boot is said unexplained (something timed out); that the BlueField halted on an unexpected boot "
+        "event during the install is NVIDIA's statement, and the RShim log that would name the error is not in the text"),
     "net-node45-rdmacore239-ibstat-ibpanic-mlx5-1-invalid-argument-qsfp-unplugged": Gap(
         "right",
         "'Verdict: WARN ibstat could not read a port without a link width (no module or cable) (medium confidence)', "

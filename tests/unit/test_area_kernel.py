@@ -169,6 +169,16 @@ def test_hca_firmware_failures_are_the_ibcounters_areas():
         "0000:61:00.0": {"mlx5-cmd-timeout": 2}, "0000:03:00.0": {"mlx5-probe-failed": 2}}}
 
 
+
+def test_an_mlx4_catastrophic_error_and_its_reset_are_an_hca_failure():
+    """ConnectX-3's driver dumps its catastrophic-error buffer and resets the device: a failure of the HCA, read
+    by the device's address (real); the buffer words and the crdump notice after it are no events of their own."""
+    raw = log("https://github.com/wenerme/wener/blob/4b8a83659560560904688e076dd31ebe0bb7018c/notes/os/linux/sys/dmesg-faq.md")
+    f = findings(ibcounters, raw)["ibcounters.hca_errors"]
+    assert f.status.value == "fail" and f.actual == {"category": "hca_firmware", "events": {
+        "0000:82:00.0": {"mlx4-internal-error": 2}}}
+    assert "mlx4" in f.message
+
 @pytest.mark.parametrize("parts", HEALTHY_CAPTURES, ids=["/".join(p) for p in HEALTHY_CAPTURES])
 def test_healthy_real_kernel_logs_are_ok_in_every_new_check(parts):
     raw = {"kernel_log": real.node_text(*parts)}
