@@ -1,7 +1,7 @@
 """The held-out real cases (tests/cases-heldout), end to end through the CLI.
 
 These cases measure how the diagnosis generalises; they are never used to write or adjust rules (see their
-README). So the tests here hold only the hard invariants, never the category: a healthy run gets no fail/warn
+SOURCES.md). So the tests here hold only the hard invariants, never the category: a healthy run gets no fail/warn
 diagnosis and exit 0; a failed run is never given "nothing broken", and exits 1 where a diagnosis fails. A
 failed run that still breaks the invariant is listed in ``RECORDED`` with what the tool says, as a strict
 xfail: a change that moves it fails the test until the entry is removed. ``scripts/bench_cases --cases
