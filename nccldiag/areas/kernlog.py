@@ -27,7 +27,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+from typing import Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
 from nccldiag import knowledge
 from nccldiag.areas.base import Source
@@ -241,19 +241,71 @@ def events(log: KernelLog) -> List[Event]:
     if known is not None:
         return known
     out: List[Event] = []
+    record = _Record()
     for when, text in log.lines:
         ev = read_line(when, text)
+        if "Hardware Error]" in text:
+            record.line(text, ev)
         if ev is None:
             continue
         if ev.message.resolves:
             out = [e for e in out if not (e.message.id == ev.message.resolves and e.key == ev.key)]
             continue
         out.append(ev)
+    record.end()
     seen = {e.message.id for e in out}
-    out = [e for e in out if not (set(e.message.implied_by) & seen)]
+    out = [e for e in out if not (set(e.message.implied_by) & seen) and id(e) not in record.said_better]
     _blocked(out)
     log._events = out  # type: ignore[attr-defined]
     return out
+
+
+_CPER_TYPE = re.compile(r"\bError \d{1,3}, type: (corrected|recoverable|fatal|info)\b")
+_CPER_SECTION = re.compile(r"\bsection_type: (.{1,40})$")
+_CPER_DEVICE = re.compile(r"\bdevice_id: ([0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])\b")
+_CPER_SEVERITY = {"corrected": "corrected", "info": "corrected", "recoverable": "non-fatal", "fatal": "fatal"}
+
+
+class _Record:
+    """A firmware's APEI record as the kernel prints it ('[Hardware Error]: ' lines, drivers/firmware/efi/cper.c):
+    each PCIe section's event takes the section's severity ('Error N, type: ...') and device ('device_id: ...'),
+    and the record's opening line ('Hardware error from APEI ...') is said better by its PCIe sections when it
+    has no section of another type (then the AER reader, not the machine-check row, reads it)."""
+
+    def __init__(self) -> None:
+        self.opening: Optional[Event] = None
+        self.pcie = False
+        self.other = False
+        self.severity = ""
+        self.section: Optional[Event] = None
+        self.said_better: Set[int] = set()
+
+    def end(self) -> None:
+        if self.opening is not None and self.pcie and not self.other:
+            self.said_better.add(id(self.opening))
+        self.opening, self.pcie, self.other, self.section = None, False, False, None
+
+    def line(self, text: str, ev: Optional[Event]) -> None:
+        if ev is not None and ev.row == "ghes-hardware-error":
+            self.end()
+            self.opening = ev
+            return
+        if ev is not None and ev.row == "pci-aer-firmware-section":
+            self.pcie = True
+            ev.groups["severity"] = _CPER_SEVERITY.get(self.severity, "")
+            self.section = ev
+            return
+        m = _CPER_TYPE.search(text)
+        if m:
+            self.severity, self.section = m.group(1), None
+            return
+        m = _CPER_SECTION.search(text)
+        if m:
+            self.other = True
+            return
+        m = _CPER_DEVICE.search(text)
+        if m and self.section is not None and not self.section.device:
+            self.section.device = bus(m.group(1))
 
 
 # the dated prefixes, each with the part of the prefix its date is: dmesg -T, ISO 8601 (to the second), syslog's

@@ -159,6 +159,9 @@ def parse_aer(text: Optional[str]) -> PcieErrorFacts:
 _AER_DETAIL = kernlog.BY_ID["pci-aer-bus-error"]  # "PCIe Bus Error: severity=..."
 _AER_RECEIVED = kernlog.BY_ID["pci-aer-received"]  # "AER: ... error received"
 _AER_FAILED = kernlog.BY_ID["pci-aer-recovery-failed"]  # "AER: device recovery failed", "can't recover"
+_FW_SECTION = kernlog.BY_ID["pci-aer-firmware-section"]  # an APEI record's "section_type: PCIe error"
+_FW_STATUS = kernlog.BY_ID["pci-aer-firmware-status"]  # "aer_status: 0x..., aer_mask: 0x..." after the firmware
+UNKNOWN = "of unknown severity"  # the kernel's line after a firmware's record that was not in the log
 
 
 def _sev(word: str) -> str:
@@ -172,12 +175,25 @@ def _sev(word: str) -> str:
 
 def parse_events(log: kernlog.KernelLog) -> List[AerEvent]:
     """One event per ``PCIe Bus Error`` line; ``error received`` lines count where no such line follows them;
-    a recovery that failed is a fatal event on its device."""
+    a recovery that failed is a fatal event on its device. Firmware-first errors: one event per PCIe section of
+    a firmware's APEI record (its severity and device read from the record), the kernel's ``aer_status`` line
+    that follows it on that device being the same event; an ``aer_status`` line without its record is an event
+    of unknown severity."""
     events: List[AerEvent] = []
     pending: Optional[AerEvent] = None
+    section: Optional[AerEvent] = None
     for e in kernlog.area_events(log, NAME, "aer"):
-        where = kernlog.bus(e.text) or "?"
-        if e.message is _AER_FAILED:
+        where = e.device or kernlog.bus(e.text) or "?"
+        if e.message is _FW_SECTION:
+            section = AerEvent(where, _sev(e.groups.get("severity", "")), e.line)
+            events.append(section)
+        elif e.message is _FW_STATUS:
+            if section is not None and section.port in (where, "?"):
+                section.port = where
+            else:
+                events.append(AerEvent(where, UNKNOWN, e.line))
+            section = None
+        elif e.message is _AER_FAILED:
             events.append(AerEvent(where, "fatal", e.line))
         elif e.message is _AER_DETAIL:
             pending = None

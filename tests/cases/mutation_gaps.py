@@ -60,6 +60,9 @@ KNOWN: Dict[Tuple[str, str], str] = {
     ("gpu-nccltrk1637-2x-rtx5090-nccl2251-maxsharedmem-exceeds-p2p-disabled", "no-nccl-info"): "false all-clear",
     ("gpu-nccltrk1637-2x-rtx5090-nccl2251-maxsharedmem-exceeds-p2p-disabled", "lexicon-only"): "false all-clear",
     ("net-cloud42-awsofi663-p5-torchrun-efa-insert-remote-address-av-outbound-security-group", "lexicon-only"): "missed",
+    # a corrected PCIe error the firmware reported: no line of its record nor the kernel's aer_status line is a
+    # failure line (corrected errors were corrected by the link), so the lexicon's lines leave the text empty
+    ("node-blog44-lambdadalton-notes-wrx80e-nvme-m2-slot-apei-corrected-aer-rxerr", "lexicon-only"): "false all-clear",
     # the kernel log ends in the hung task's call trace: its last 40 lines are stack frames and registers, without
     # the 'blocked for more than' line or the task's state line above them
     ("node-m4-runlog-tr141-dmesg-hung-task-python-gpfs-mmfs-write", "tail-40"): "false all-clear",

@@ -162,6 +162,35 @@ def test_hotplug_link_down_and_aer_recovery_failures():
     assert f.status.value == "fail" and "0000:03:00.0: 1 fatal" in f.message
 
 
+LORE_GHES_PCIE = "https://lore.kernel.org/netdev/alpine.LRH.2.21.1911141316340.16328@praktifix.dwd.de/"
+WRX80E_GHES_PCIE = ("https://github.com/markwdalton/lambdalabs/blob/5ab53603458a936cfe9793906ade832e0dd0dbd1/"
+                    "documentation/motherboards/ASUS-WRX80E/M.2-issues-of-performance.md")
+PROXMOX_GHES_MEMORY = "https://github.com/prometheus/node_exporter/issues/3511"
+
+
+def test_a_firmwares_pcie_record_is_an_aer_event_with_its_sections_severity_and_device():
+    f = findings(pcie_errors, log(LORE_GHES_PCIE))["pcie_errors.kernel_log"]
+    assert f.status.value == "fail" and f.message.endswith("0000:80:03.0: 2 fatal")  # two fatal sections
+    assert judge(kernel, log(LORE_GHES_PCIE))["kernel.mce"] == ["ok"]  # the record is not a machine check
+    f = findings(pcie_errors, log(WRX80E_GHES_PCIE))["pcie_errors.kernel_log"]
+    assert f.status.value == "warn" and f.message.endswith("0000:2c:00.0: 1 corrected")  # the kernel's aer_status too
+    assert judge(kernel, log(WRX80E_GHES_PCIE))["kernel.mce"] == ["ok"]
+
+
+def test_a_firmwares_memory_record_stays_a_machine_check_beside_a_pcie_one():
+    raw = log(PROXMOX_GHES_MEMORY, LORE_GHES_PCIE)
+    mce = findings(kernel, raw)["kernel.mce"]
+    assert mce.status.value == "warn" and mce.actual["events"] == {"an unnamed device": {"ghes-hardware-error": 1}}
+    assert judge(kernel, log(PROXMOX_GHES_MEMORY))["kernel.mce"] == ["warn"]
+    assert judge(pcie_errors, log(PROXMOX_GHES_MEMORY))["pcie_errors.kernel_log"] == ["ok"]
+
+
+def test_the_kernels_aer_status_line_without_its_record_is_of_unknown_severity():
+    lines = [ln for ln in REAL[WRX80E_GHES_PCIE].splitlines() if "AER" in ln]
+    f = findings(pcie_errors, {"kernel_log": "\n".join(lines) + "\n"})["pcie_errors.kernel_log"]
+    assert f.status.value == "warn" and f.message.endswith("0000:2c:00.0: 1 of unknown severity")
+
+
 def test_hca_firmware_failures_are_the_ibcounters_areas():
     raw = log("https://github.com/openucx/ucx/issues/7738", "https://github.com/PeterSuh-Q3/tinycore-redpill/issues/9")
     f = findings(ibcounters, raw)["ibcounters.hca_errors"]
