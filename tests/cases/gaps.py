@@ -26,6 +26,13 @@ class Gap(NamedTuple):
 INVARIANT_BROKEN = ("false all-clear", "false alarm")
 
 KNOWN_GAPS: Dict[str, Gap] = {
+    "node-bugs49-bazzite2668-api-mismatch-570-153-kmod-570-144-gsp-firmware-missing-rminitadapter": Gap(
+        "partly",
+        "'Verdict: FAIL GPU the driver could not initialise (high confidence)', exit 1: 'RmInitAdapter failed! "
+        "(0x61:0x56:1770)' is named first (a GPU the driver could not initialise); the API mismatch between the "
+        "570.153.02 client and the 570.144 module comes after it, and the GSP firmware of the module's version that is "
+        "not found ('Direct firmware load for nvidia/570.144/gsp_ga10x.bin failed with error -2') links the two in no "
+        "diagnosis"),
     "node-bugs49-debianbts-linux-kbuild-6-3-dkms-make-log-orc-header-missing": Gap(
         "missed",
         "'Verdict: WARN Unexplained failure (low confidence)', exit 1: the DKMS make.log's 'fatal error: asm/orc_header.h: "
