@@ -26,27 +26,12 @@ class Gap(NamedTuple):
 INVARIANT_BROKEN = ("false all-clear", "false alarm")
 
 KNOWN_GAPS: Dict[str, Gap] = {
-    "node-bugs49-bazzite2668-api-mismatch-570-153-kmod-570-144-gsp-firmware-missing-rminitadapter": Gap(
-        "partly",
-        "'Verdict: FAIL GPU the driver could not initialise (high confidence)', exit 1: 'RmInitAdapter failed! "
-        "(0x61:0x56:1770)' is named first (a GPU the driver could not initialise); the API mismatch between the "
-        "570.153.02 client and the 570.144 module comes after it, and the GSP firmware of the module's version that is "
-        "not found ('Direct firmware load for nvidia/570.144/gsp_ga10x.bin failed with error -2') links the two in no "
-        "diagnosis"),
     "node-bugs49-debianbts-linux-kbuild-6-3-dkms-make-log-orc-header-missing": Gap(
         "missed",
         "'Verdict: WARN Unexplained failure (low confidence)', exit 1: the DKMS make.log's 'fatal error: asm/orc_header.h: "
         "No such file or directory' is said unexplained; make's failure line in the DKMS build tree, wrapped by the mail "
         "archive across three lines ('make[1]: *** ' / '[.../Makefile.modfinal:29: ' / '/var/lib/dkms/...] Error 1'), is "
         "not read as a module build that failed"),
-    "node-bugs49-nixpkgs454772-datacenter-driver-gsp-tu10x-firmware-load-error-2": Gap(
-        "missed",
-        "'Verdict: WARN Unexplained failure (low confidence)', exit 1: the kernel's 'Direct firmware load for "
-        "nvidia/565.57.01/gsp_tu10x.bin failed with error -2' is read as something that failed, with no cause"),
-    "node-bugs49-eosmeta811-nvidia-555-gsp-tu10x-firmware-load-error-2-firmware-nvidia-gsp": Gap(
-        "missed",
-        "'Verdict: WARN Unexplained failure (low confidence)', exit 1: the kernel's 'Direct firmware load for "
-        "nvidia/555.58.02/gsp_tu10x.bin failed with error -2' is read as something that failed, with no cause"),
     "node-kb48-nvbfsw-bfb-install-rshim-boot-write-connection-timed-out": Gap(
         "missed",
         "'Verdict: WARN Unexplained failure (low confidence)', exit 1: 'cat: write error: Connection timed out' writing a "
