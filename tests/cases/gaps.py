@@ -26,12 +26,6 @@ class Gap(NamedTuple):
 INVARIANT_BROKEN = ("false all-clear", "false alarm")
 
 KNOWN_GAPS: Dict[str, Gap] = {
-    "node-bugs49-debianbts-linux-kbuild-6-3-dkms-make-log-orc-header-missing": Gap(
-        "missed",
-        "'Verdict: WARN Unexplained failure (low confidence)', exit 1: the DKMS make.log's 'fatal error: asm/orc_header.h: "
-        "No such file or directory' is said unexplained; make's failure line in the DKMS build tree, wrapped by the mail "
-        "archive across three lines ('make[1]: *** ' / '[.../Makefile.modfinal:29: ' / '/var/lib/dkms/...] Error 1'), is "
-        "not read as a module build that failed"),
     "node-kb48-nvbfsw-bfb-install-rshim-boot-write-connection-timed-out": Gap(
         "missed",
         "'Verdict: WARN Unexplained failure (low confidence)', exit 1: 'cat: write error: Connection timed out' writing a "
