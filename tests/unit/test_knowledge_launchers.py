@@ -96,6 +96,7 @@ CHECKED = {
     "dkms-autoinstall-failed": "Autoinstall on ${kernelver[0]} failed for module(s) ${failed_modules[*]}.",
     "xbps-dkms-module-failed-to-build": "DKMS module '$1-$2' failed to build, please check /var/lib/dkms",
     "make-failed-in-dkms-build-tree": "[%s: %s] Error %d",
+    "make-kbuild-modules-target-failed": "[%s: %s] Error %d",
     "persistenced-numa-auto-online-failed": "NUMA: Failed to enable NUMA memory Auto-Online",
 }
 
@@ -155,6 +156,7 @@ PRINTED = {
     "xbps-dkms-module-failed-to-build": "DKMS module 'nvidia-580.142' failed to build, please check /var/lib/dkms",
     "make-failed-in-dkms-build-tree": "make[2]: *** [/usr/src/linux-headers-6.8.0-45-generic/Makefile:1925: "
                                       "/var/lib/dkms/nvidia/550.120/build] Error 2",
+    "make-kbuild-modules-target-failed": "make: *** [/usr/src/linux-headers-6.3.0-1-common/Makefile:1967: modules] Error 2",
 }
 
 
