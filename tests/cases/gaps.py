@@ -32,11 +32,6 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "ibv_srq_pingpong's 'Failed status transport retry counter exceeded (12) for wr_id 2' is read as a completion "
         "error; the '-m 4096' asked on the command line against the RoCE port's 'active_mtu: 1024 (3)' in ibv_devinfo "
         "is not compared"),
-    "net-blogs49-tosshi-zenn-eks-p4d-nccl-efa-3-nics-busbw-57gbs-gdrcopy-notice-healthy": Gap(
-        "false alarm",
-        "'Verdict: FAIL Network plugin failing or differing across nodes (high confidence)', exit 1: aws-ofi-nccl's "
-        "'NET/OFI Failed to initialize GDRCopy: Failed to open gdr handle' is read as the plugin failing, although the "
-        "efa provider was selected and the all-reduce reached busbw 57.8 GB/s"),
     "net-blogs49-tosshi-zenn-uccl-ep-efa-gpu-mr-registration-errno95-no-peer-memory": Gap(
         "false all-clear",
         "'Verdict: nothing broken', exit 0: UCCL-EP's 'RDMA buffer MR registration failed: Operation not supported' and "
