@@ -32,10 +32,6 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "ibv_srq_pingpong's 'Failed status transport retry counter exceeded (12) for wr_id 2' is read as a completion "
         "error; the '-m 4096' asked on the command line against the RoCE port's 'active_mtu: 1024 (3)' in ibv_devinfo "
         "is not compared"),
-    "net-blogs49-tosshi-zenn-uccl-ep-efa-gpu-mr-registration-errno95-no-peer-memory": Gap(
-        "false all-clear",
-        "'Verdict: nothing broken', exit 0: UCCL-EP's 'RDMA buffer MR registration failed: Operation not supported' and "
-        "'[RDMA] main RDMA buffer probe failed on NIC rdmap135s0 (bytes=67108864, errno=95: ...)' are not read"),
     "node-kb48-nvbfsw-bfb-install-rshim-boot-write-connection-timed-out": Gap(
         "missed",
         "'Verdict: WARN Unexplained failure (low confidence)', exit 1: 'cat: write error: Connection timed out' writing a "
