@@ -26,12 +26,6 @@ class Gap(NamedTuple):
 INVARIANT_BROKEN = ("false all-clear", "false alarm")
 
 KNOWN_GAPS: Dict[str, Gap] = {
-    "net-blogs49-live4thee-roce-srq-pingpong-path-mtu-4096-over-active-1024-retry-exceeded": Gap(
-        "wrong cause",
-        "'Verdict: FAIL A launcher or test tool named the cause: ib completion error (high confidence)', exit 1: "
-        "ibv_srq_pingpong's 'Failed status transport retry counter exceeded (12) for wr_id 2' is read as a completion "
-        "error; the '-m 4096' asked on the command line against the RoCE port's 'active_mtu: 1024 (3)' in ibv_devinfo "
-        "is not compared"),
     "node-kb48-nvbfsw-bfb-install-rshim-boot-write-connection-timed-out": Gap(
         "missed",
         "'Verdict: WARN Unexplained failure (low confidence)', exit 1: 'cat: write error: Connection timed out' writing a "
