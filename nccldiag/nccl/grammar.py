@@ -579,6 +579,11 @@ _NOTES: Tuple[Tuple[str, Tuple[str, ...], "re.Pattern[str]"], ...] = (
 )
 
 # WARN kinds: (kind, failure?, pattern). The first match wins.
+# aws-ofi-nccl's GIN (GPU-initiated networking) set-up refusing to start, its WARNs in src/rdma/gin/nccl_ofi_gin_api.cpp
+# (nccl_ofi_gin_init): GIN is optional to NCCL, whose collectives go on over the plugin's network
+GIN_DECLINED = re.compile(r"NET/OFI\s{0,8}(?:Failed to initialize GDRCopy\b|GIN requires GDRCopy|"
+                          r"GIN only supports RDMA transport|GIN plugin does not support)")
+
 WARN_KINDS: Tuple[Tuple[str, bool, "Expression"], ...] = (
     ("duplicate_gpu", True, re.compile(r"Duplicate GPU detected|Multiple Ranks are using the same GPU")),
     ("version_mismatch", True, re.compile(r"Mismatched NCCL version")),
@@ -603,6 +608,9 @@ WARN_KINDS: Tuple[Tuple[str, bool, "Expression"], ...] = (
     ("p2p_nvlink_disabled", True, re.compile(r"P2P is disabled between NVLINK connected GPUs")),
     ("timeout", True, re.compile(r"\btimeout\b|timed out", re.I)),
     ("cuda_library", False, re.compile(r"Failed to find CUDA library|libcuda\.so")),
+    # aws-ofi-nccl's GIN plugin declining to start (no /dev/gdrdrv, an old GDRCopy, a non-RDMA protocol): NCCL then
+    # says 'Failed to initialize any GIN plugin' and runs its collectives without GIN
+    ("gin_declined", False, GIN_DECLINED),
     ("ibverbs_missing", False, re.compile(r"Failed to open libibverbs")),
 )
 

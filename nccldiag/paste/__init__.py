@@ -49,6 +49,7 @@ class Pasted:
     container_no_gpu: List[Tuple[Line, Line]] = field(default_factory=list)  # a container started without GPUs, and
     # the GPU failure printed after it
     slurm_reasons: List[Tuple[Line, str, str]] = field(default_factory=list)  # 'sinfo -R' rows: (row, reason, nodes)
+    rdma_test_mtu: List[Tuple[Line, int]] = field(default_factory=list)  # an RDMA test's command and the MTU it asks
 
     def __bool__(self) -> bool:
         return bool(self.blocks or self.signals or self.oom or self.partial)
@@ -80,7 +81,7 @@ def judged(found: Found) -> Pasted:
         findings, facts, by = judge(found.blocks)
     return Pasted(list(found.blocks), findings, facts, list(found.partial), list(found.signals), list(found.oom),
                   [found.bounded] if found.bounded else [], list(found.memlock_unlimited), list(found.peermem_absent),
-                  by, list(found.container_no_gpu), list(found.slurm_reasons))
+                  by, list(found.container_no_gpu), list(found.slurm_reasons), list(found.rdma_test_mtu))
 
 
 def read_file(path: str) -> Found:

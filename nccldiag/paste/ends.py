@@ -28,6 +28,11 @@ MEMLOCK_UNLIMITED = re.compile(r"ulimit -l unlimited|--ulimit[ =]memlock=-1|Limi
 # grep printed nothing and the module is not loaded
 LSMOD_GREP_PEERMEM = re.compile(r"(?:sudo[ \t]{1,4})?lsmod[ \t]{0,4}\|[ \t]{0,4}grep[ \t]{1,4}(?:-\w{1,4}[ \t]{1,4}){0,3}"
                                 r"['\"]?(?:nv_peer\w{0,20}|nvidia[-_]peermem|peermem|nv_mem)['\"]?[ \t]{0,4}$")
+# an RDMA test typed with the path MTU it asks for: rdma-core's pingpong examples ('-m, --mtu=<size>', 256 to 4096,
+# libibverbs/examples/rc_pingpong.c and the others) and perftest ('-m, --mtu=<mtu>', src/perftest_parameters.c); the
+# QP is moved to RTR with that path MTU whatever the port's active MTU is
+RDMA_TEST_MTU = re.compile(r"(?:^|[ \t;&|(/])(?:ibv_(?:rc|uc|ud|srq|xsrq)_pingpong|ib_(?:write|read|send|atomic)_(?:bw|lat))"
+                           r"\b[^\n]{0,300}?[ \t](?:-m[ \t]{0,2}|--mtu[= \t][ \t]{0,2})(?P<mtu>256|512|1024|2048|4096)\b")
 # a shell's command that starts a container (Apptainer/Singularity, Docker, Podman), and the options that give it
 # the node's GPUs: Apptainer binds the host's driver libraries and devices only with --nv (or --nvccli); Docker and
 # Podman give GPUs with --gpus, the NVIDIA runtime, or a CDI/device option naming them
@@ -65,7 +70,8 @@ _SINFO_ROW = re.compile(r"(?P<reason>\S.{0,400}?)[ \t]{1,40}(?P<user>\S{1,64})[ 
 # the words each line these read holds (supersets of the expressions): only the lines holding one are tried
 WORDS = ("ignal", "exitcode", "return code", "Out of memory: Kill", "oom-kill", "Memory cgroup out of memory",
          "OOMKilled", "ulimit -l", "memlock", "LimitMEMLOCK", "max locked memory", "lsmod", "singularity",
-         "apptainer", "docker", "podman", "nerdctl", "sinfo", "NODELIST")
+         "apptainer", "docker", "podman", "nerdctl", "sinfo", "NODELIST", "_pingpong", "ib_write_", "ib_read_",
+         "ib_send_", "ib_atomic_")
 
 _ELASTIC_HOST = re.compile(r"[ \t]{0,40}host[ \t]{0,20}:[ \t]{0,20}(\S{1,253})[ \t]{0,40}$")  # torchelastic's block
 _HANDLER_HOST = re.compile(r"[ \t]{0,40}\[([A-Za-z0-9][\w.-]{0,252}):[ \t]{0,4}\d{1,10}[ \t]{0,4}:")  # '[host:pid:0:tid] Caught'

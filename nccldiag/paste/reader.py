@@ -196,6 +196,7 @@ class Found:
     peermem_absent: List[ends.Line] = field(default_factory=list)  # 'lsmod | grep <peermem>' that printed nothing
     container_no_gpu: List[Tuple[ends.Line, ends.Line]] = field(default_factory=list)  # (command, GPU failure after it)
     slurm_reasons: List[Tuple[ends.Line, str, str]] = field(default_factory=list)  # 'sinfo -R' rows: (row, reason, nodes)
+    rdma_test_mtu: List[Tuple[ends.Line, int]] = field(default_factory=list)  # (a pingpong/perftest command, its -m)
     bounded: str = ""
 
     def merge(self, other: "Found") -> None:
@@ -207,6 +208,7 @@ class Found:
         self.peermem_absent += other.peermem_absent
         self.container_no_gpu += other.container_no_gpu
         self.slurm_reasons += other.slurm_reasons
+        self.rdma_test_mtu += other.rdma_test_mtu
         self.bounded = self.bounded or other.bounded
 
 
@@ -453,6 +455,11 @@ class Reader:
             if after is not None and (_is_prompt(after) or _bare_prompt(after)):
                 self.found.peermem_absent.append(ends.Line(self.path, lineno, text))
         here = view.peeled(s)  # the line read through its decorations (a launcher's prefix, a time, a quote mark)
+        if "ib" in text:
+            m = ends.RDMA_TEST_MTU.search(_command(here))
+            if m:
+                self.found.rdma_test_mtu.append((ends.Line(self.path, lineno, m.string.strip(), here.host() or self.host),
+                                                 int(m.group("mtu"))))
         command = ends.container_without_gpus(here.text) if ends.CONTAINER_START.search(here.text) else ""
         if command:
             self._container_failure(view, s, lineno, command, here.host() or self.host)

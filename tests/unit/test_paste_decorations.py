@@ -229,3 +229,27 @@ def test_an_ibstat_cut_before_its_ports_keeps_the_ports_read_before_it():
     for text in (one, both):
         d = alarms(text)
         assert d[0]["category"] == "ib_port_down" and cites(d[0], "mlx5_11")
+
+
+# ---- an RDMA test's asked path MTU against the port's -------------------------------------------------------------
+
+MTU_CASE = ("net-blogs49-live4thee-roce-srq-pingpong-path-mtu-4096-over-active-1024-retry-exceeded",
+            "posted-rdma-transcript.txt")
+
+
+def test_an_rdma_tests_mtu_option_is_read_with_its_command():
+    p = paste.scan(case_text(*MTU_CASE), "paste.txt")
+    assert [(ln.lineno, mtu) for ln, mtu in p.rdma_test_mtu] == [(4, 4096), (7, 4096)]
+    assert "-d mlx5_bond_0" in p.rdma_test_mtu[0][0].text
+
+
+def test_the_same_test_at_its_default_mtu_asks_nothing_and_is_not_an_mtu_mismatch():
+    text = case_text(*MTU_CASE).replace(" -m 4096", "")
+    assert paste.scan(text, "paste.txt").rdma_test_mtu == []
+    assert all(d["category"] != "mtu_mismatch" for d in alarms(text))
+
+
+def test_an_mtu_asked_within_the_ports_active_mtu_is_not_an_mtu_mismatch():
+    text = case_text(*MTU_CASE).replace("-m 4096", "-m 1024")
+    assert [mtu for _, mtu in paste.scan(text, "paste.txt").rdma_test_mtu] == [1024, 1024]
+    assert all(d["category"] != "mtu_mismatch" for d in alarms(text))

@@ -6,6 +6,12 @@ or completes receives with a local length error (status 1), and the work request
 Evidence: those asynchronous events or length errors in NCCL's log (medium: an access violation can also come
 from a plugin or firmware defect, so the ports' MTUs confirm it); Active IB/RoCE ports of one link layer whose
 active MTU differs between the nodes of a check (warn), or that beside those log errors (high).
+Also an RDMA test that asks its queue pairs for a path MTU above the port's active MTU: a pingpong example or
+perftest typed with '-m 4096' (or --mtu=) where the pasted ibv_devinfo (or ibstat) shows the port Active at a smaller
+MTU (RoCE derives it from the netdev's MTU: 1024 under an Ethernet MTU of 1500): the first message larger than the
+path takes is never acknowledged and the sender's completion fails with 'transport retry counter exceeded (12)'
+(high, beside such a failure; tests/cases/net-blogs49-live4thee-roce-srq-pingpong-path-mtu-4096-over-active-1024-retry-exceeded,
+the author's fix: the QP's path_mtu set to the active 1024; rdma-core libibverbs/examples/*_pingpong.c '-m, --mtu').
 References: NVIDIA/nccl#1524 ('My 2 servers were misconfigured with different MTU. After correct this, it
 works.'); NVIDIA/nccl#2135 (IB MTU mismatch causing a hang and IBV_WC_LOC_LEN_ERR).
 """
@@ -19,6 +25,7 @@ from nccldiag.diagnosis import clues as C
 from nccldiag.diagnosis import ibverbs
 from nccldiag.diagnosis.inputs import Inputs
 from nccldiag.diagnosis.model import Diagnosis, Evidence
+from nccldiag.nccl.facts import Loc
 
 ID = "mtu-mismatch"
 TITLE = "MTU differing between the ends of an RDMA connection"
@@ -58,7 +65,53 @@ def differing(inp: Inputs) -> List[Evidence]:
     return out
 
 
+# a completion that failed for want of an acknowledgement (the pingpong examples' 'Failed status ... (12)', verbs'
+# IBV_WC_RETRY_EXC_ERR by its string), or perftest's 'Completion with error'
+NO_ACK = re.compile(r"transport retry counter exceeded|IBV_WC_RETRY_EXC_ERR|Completion with error")
+
+
+def test_mtu_above_port(inp: Inputs) -> Tuple[List[C.Clue], List[Evidence]]:
+    """RDMA tests typed with a path MTU ('-m') above the active MTU of every Active port pasted beside them (of the
+    device the command names with -d, where it names one): the commands, and the ports' lines."""
+    pasted = inp.pasted
+    asked = list(getattr(pasted, "rdma_test_mtu", None) or [])
+    if not asked:
+        return [], []
+    ports = [p for facts in pasted.facts.values() for p in getattr(facts.get("ib"), "ports", None) or []
+             if getattr(p, "active", False) and getattr(p, "mtu", None)]
+    clues: List[C.Clue] = []
+    shown: List[Evidence] = []
+    for line, mtu in asked:
+        dev = re.search(r"[ \t](?:-d[ \t]{0,2}|--ib-dev[= ])(\S{1,64})", line.text)
+        mine = [p for p in ports if not dev or p.device == dev.group(1)]
+        if mine and all(p.mtu < mtu for p in mine):
+            clues.append(C.Clue("error", line.text, Loc(line.path, line.lineno, line.host), line.text, line.host))
+            for p in mine[:2]:
+                ev = Evidence("node", f"{p.device} port {p.port}: Active, active MTU {p.mtu}"
+                                      f"{' (' + p.link_layer + ')' if p.link_layer else ''}, below the {mtu} asked",
+                              ref="ib.ports")
+                if all(e.text != ev.text for e in shown):
+                    shown.append(ev)
+    return clues, shown
+
+
 def diagnose(inp: Inputs) -> List[Diagnosis]:
+    asked, ports = test_mtu_above_port(inp)
+    if asked:
+        failed = C.find(inp, NO_ACK, ("warn", "last-error", "error", "app"))
+        if failed:
+            return [C.make(sys.modules[__name__], "an RDMA test asked a path MTU above its port's active MTU"
+                           + C.on(C.hosts(asked + failed)), failed + asked, confidence="high", extra=ports,
+                           why=("the test moved its queue pairs to RTR with a path MTU ('-m') larger than the port's "
+                                "active MTU: packets of that size are not acknowledged, and the sender's retries run "
+                                "out (transport retry counter exceeded)"),
+                           fix=("Ask the port's active MTU ('-m' as ibv_devinfo's active_mtu, or leave the option out: "
+                                "the pingpong examples default to 1024), or raise the port's MTU: on RoCE the netdev's "
+                                "('ip link set <dev> mtu 4200' on every node and switch port gives an active MTU of "
+                                "4096)."),
+                           workaround="the test's default path MTU (no '-m'), or '-m' at the port's active MTU",
+                           alternatives=["ib_completion_error: a retry-exceeded error with the MTUs in order is the "
+                                         "path or the peer (GID index on RoCE, routing)"])]
     events = C.find(inp, ACCESS, ("warn", "last-error", "error"))
     length = [c.clue for c in ibverbs.completions(inp) if c.status == 1]
     nodes = differing(inp)

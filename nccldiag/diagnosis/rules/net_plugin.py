@@ -13,6 +13,11 @@ NCCL reads), not NCCL's normal lines about an absent libnccl-net.so or older API
 'Attribute X of node cpu not found' with no NCCL_TOPO_FILE echoed from the environment, or one under the plugin's
 install (NCCL 2.8 and newer: older NCCL failed the same way on any injected topology, NVIDIA/nccl#379).
 NCCL's WARN 'Error: network X not found.' for a plugin's network (its plugin not loaded).
+Not a failure of the plugin: aws-ofi-nccl's GIN (GPU-initiated networking) set-up refusing to start ('NET/OFI Failed
+to initialize GDRCopy: Failed to open gdr handle' without /dev/gdrdrv, 'GIN requires GDRCopy 2.5+ ...', 'GIN only
+supports RDMA transport protocol.'; src/rdma/gin/nccl_ofi_gin_api.cpp): NCCL then reports 'Failed to initialize any
+GIN plugin' and runs its collectives over the plugin's network without GIN, as a real two-node p4d run over EFA shows
+(busbw 57.8 GB/s beside that line: tests/cases/net-blogs49-tosshi-zenn-eks-p4d-nccl-efa-3-nics-busbw-57gbs-gdrcopy-notice-healthy).
 References: awslabs/awsome-distributed-ai#203 (FI_EFA_SET_CUDA_SYNC_MEMOPS, EFA installer 1.29.1+);
 NVIDIA/nccl#1634; aws/aws-ofi-nccl#785, NVIDIA/nccl#1726 (p5.48xl-topo.xml missing arch and vendor);
 aws-ofi-nccl release notes; NCCL src/transport/net.cc (the network not found); CSCS Alps NCCL documentation,
@@ -28,6 +33,7 @@ from nccldiag.diagnosis import clues as C
 from nccldiag.diagnosis import signs
 from nccldiag.diagnosis.inputs import Inputs
 from nccldiag.diagnosis.model import Diagnosis
+from nccldiag.nccl.grammar import GIN_DECLINED
 
 ID = "net-plugin"
 TITLE = "Network plugin failing or differing across nodes"
@@ -82,7 +88,8 @@ def plugin_load_broken(inp: Inputs) -> List[C.Clue]:
 def diagnose(inp: Inputs) -> List[Diagnosis]:
     # data-path completion errors are the security group's; devices not found, the container's
     errs = [c for c in C.find(inp, PLUGIN_ERR, ("warn", "last-error", "error"))
-            if not signs.OFI_SEND.search(c.text) and not signs.HIDDEN.search(c.text)]
+            if not signs.OFI_SEND.search(c.text) and not signs.HIDDEN.search(c.text)
+            and not GIN_DECLINED.search(c.text)]
     errs += [c for c in plugin_load_broken(inp) if all(c.at is not e.at for e in errs)]
     if not signs.named_plugin_missing(inp):  # a plugin name set wrong is nccl-env's
         errs += signs.network_not_found(inp)

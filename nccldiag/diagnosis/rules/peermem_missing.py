@@ -5,7 +5,11 @@ for HCA ... (no module)' (or without a reason, NCCL 2.12+ when DMA-BUF is not us
 Evidence: the ``gdr`` check's module finding; a shell's ``lsmod | grep nv_peer_mem`` (or nvidia_peermem) that
 printed nothing, in a pasted transcript (fail where a pasted ``modinfo`` shows the module installed: it did not load
 at boot, Mellanox/nv_peer_memory#46); NCCL's 'GPU Direct RDMA Disabled for HCA' lines on IB/RoCE HCAs;
-ibv_reg_mr failing with EFAULT ('Bad address', errno 14).
+ibv_reg_mr failing with EFAULT ('Bad address', errno 14), or with EOPNOTSUPP ('Operation not supported', errno 95)
+where the provider has no way to pin GPU memory (EFA without a peer-memory bridge), as NCCL or another GPU
+communication library reports it: UCCL's perror of its GPU buffer's registration, 'RDMA buffer MR registration
+failed: Operation not supported' (uccl-project/uccl ep/src/rdma.cpp at da914a2, after ibv_reg_mr of a device
+pointer; tests/cases/net-blogs49-tosshi-zenn-uccl-ep-efa-gpu-mr-registration-errno95-no-peer-memory).
 References: NVIDIA GPUDirect RDMA docs (nvidia-peermem); Mellanox/nv_peer_memory.
 """
 from __future__ import annotations
@@ -30,7 +34,10 @@ CONFIRM = "lsmod | grep -E 'nvidia_peermem|nv_peer_mem'"
 NO_MODULE = re.compile(r"GPU Direct RDMA Disabled for HCA \S+ '(?:mlx|ib|roce|bnxt|irdma|rdma)[^']*'(?: \(no module\))?\s*$|"
                        r"GPU Direct RDMA Disabled for HCA [^\n]{0,300}?\(no module\)|no peermem|nv_peer_mem(?:ory)? (?:is )?not loaded|"
                        r"nvidia[-_]peermem (?:is )?not loaded")
-BAD_ADDRESS = re.compile(r"ibv_reg_(?:mr|dmabuf_mr)\w{0,40} failed[^\n]{0,300}?(?:Bad address|errno 14)")
+BAD_ADDRESS = re.compile(r"ibv_reg_(?:mr|dmabuf_mr)\w{0,40} failed[^\n]{0,300}?(?:Bad address|errno 14)|"
+                         r"\bRDMA buffer MR registration failed: Bad address")
+# the provider refused to pin GPU memory at all (EOPNOTSUPP): no peer-memory bridge, and no DMA-BUF path used
+NOT_SUPPORTED = re.compile(r"\bRDMA buffer MR registration failed: Operation not supported")
 
 
 def diagnose(inp: Inputs) -> List[Diagnosis]:
@@ -39,9 +46,10 @@ def diagnose(inp: Inputs) -> List[Diagnosis]:
         [C.Clue("error", g.text, g.at, g.text, g.at.host) for ls in inp.log_sets() for g in ls.facts.gdr
          if not g.enabled and NO_MODULE.search(g.text)]
     fault = C.find(inp, BAD_ADDRESS, ("warn", "last-error", "error"))
+    refused = C.find(inp, NOT_SUPPORTED, ("warn", "last-error", "error", "app"))
     split = gdr_split(inp)
     absent, installed = _lsmod_absent(inp)
-    found = [C.Clue("finding", f.message, host=f.host, finding=f) for f in node] + fault + lines + absent
+    found = [C.Clue("finding", f.message, host=f.host, finding=f) for f in node] + fault + refused + lines + absent
     if split and not found:
         return [C.make(sys.modules[__name__], "GPUDirect RDMA works on some ranks' side and not on others': the "
                        "peer-memory module is missing where it does not", split, confidence="medium",
@@ -53,11 +61,16 @@ def diagnose(inp: Inputs) -> List[Diagnosis]:
                    f"{C.on(C.hosts(found))}", found, confidence="high" if node or fault or absent else "medium",
                    why=("the module is not loaded" if node else "NCCL found no peer-memory support for the HCA"
                         if lines else "the HCA could not register GPU memory (EFAULT): no peer-memory module"
-                        if fault else "'lsmod | grep' for the module printed nothing"
+                        if fault else "the RDMA provider refused to register GPU memory (EOPNOTSUPP): no peer-memory "
+                        "bridge, and the program registers GPU memory with ibv_reg_mr, not DMA-BUF"
+                        if refused else "'lsmod | grep' for the module printed nothing"
                         + (", though the module is installed (modinfo shows it): it was not loaded at boot"
                            if installed else "")),
-                   severity="fail" if fault or installed or any(f.status.value == "fail" for f in node) else "warn",
-                   alternatives=[] if node else ["gdr_unused: DMA-BUF not usable or NCCL settings; 'lsmod' tells"])]
+                   severity="fail" if fault or refused or installed or any(f.status.value == "fail" for f in node)
+                   else "warn",
+                   alternatives=[] if node else ["gdr_unused: DMA-BUF not usable or NCCL settings; 'lsmod' tells"]
+                   + (["the program built without its DMA-BUF path (UCCL: USE_DMABUF=1): it then registers GPU "
+                       "memory without the peer-memory module"] if refused else []))]
 
 
 def _lsmod_absent(inp: Inputs):
