@@ -26,11 +26,6 @@ class Gap(NamedTuple):
 INVARIANT_BROKEN = ("false all-clear", "false alarm")
 
 KNOWN_GAPS: Dict[str, Gap] = {
-    "gpu-hpcdocs49-azure-support-ubuntu-4-4-0-75-nvidia-rm-null-deref-nvidia-smi-oops": Gap(
-        "wrong cause",
-        "'Verdict: FAIL Failure reported by a node or a rank: kernel oops (high confidence)', exit 1: the NULL pointer "
-        "dereference is read as a kernel oops of the node; that its faulting IP and call trace are in the nvidia module "
-        "(_nv011740rm, rm_init_adapter) when nvidia-smi opened the GPU, a crash of the NVIDIA driver, is not named"),
     "gpu-hpcdocs49-cscs-ngc-pytorch-ucx-signal-handler-segv-masks-broken-nvrtc": Gap(
         "missed",
         "'Verdict: FAIL A process of the job crashed (low confidence)', exit 1: the SIGSEGV is said unexplained; that the "
