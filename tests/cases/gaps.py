@@ -36,10 +36,6 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "'Verdict: FAIL A process of the job crashed (low confidence)', exit 1: the SIGSEGV ('Invalid permissions') in "
         "Open MPI's libnbc progress of MPI_Iallreduce on CUDA buffers is said unexplained; that this Open MPI's "
         "non-blocking collectives do not support GPU buffers is the centre's known issue"),
-    "node-hpcdocs49-cscs-pyxis-id-cannot-find-name-for-user-id-node-userdb-unsynced": Gap(
-        "missed",
-        "'Verdict: FAIL Unexplained failure (low confidence)', exit 1: pyxis's container start failure is said "
-        "unexplained; 'id: cannot find name for user ID 42' (the node's user database out of sync) is not read"),
     "node-hpcdocs49-cscs-srun-switch-hpe-slingshot-plugin-libjson-c-sbatch-environment": Gap(
         "missed",
         "'Verdict: FAIL Unexplained failure (low confidence)', exit 1: srun's 'plugin_load_from_file: dlopen(...switch_hpe_"
