@@ -57,7 +57,9 @@ _CUDA_KINDS = ("app", "error", "warn", "last-error")
 # the host a kernel line names: syslog's ('Jun 17 20:20:44 node7 kernel: ...', behind a grep's 'file:' too), or a
 # per-host prefix before the kernel's facility or time ('192.168.11.119: kern: warning: ...', 'node7: [ 12.3] ...')
 _SYSLOG_HOST = re.compile(r"(?:^|[\s:])[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d (?P<host>[\w.\-]{1,253}) kernel(?:\[\d{1,9}\])?:")
-_PREFIX_HOST = re.compile(r"^(?P<host>[\w.\-]{1,253}): (?:kern ?: ?\w{1,12} ?: |\[)")
+# pdsh's 'host: ' before the kernel's line (its --decode facility, or a dmesg time '[ 12.3]' / '[Mon May  1 ...]');
+# not the kernel's own 'IP: [<ffffffffc0740f8f>] func+0x1f/0x170 [module]' of an oops before 4.20
+_PREFIX_HOST = re.compile(r"^(?P<host>[\w.\-]{1,253}): (?:kern ?: ?\w{1,12} ?: |\[(?!<))")
 
 
 @dataclass

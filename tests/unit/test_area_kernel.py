@@ -33,7 +33,8 @@ def test_kernel_checks_on_real_failing_lines():
               "https://github.com/deepspeedai/DeepSpeed/issues/925", "https://github.com/Open-CAS/ocf/issues/408",
               "https://github.com/ovro-lwa/lwa-issues/issues/117")
     assert judge(kernel, raw) == {"kernel.io_hang": ["warn"], "kernel.oom": ["warn"], "kernel.lockups": ["fail"],
-                                  "kernel.mce": ["fail"], "kernel.oops": ["ok"], "kernel.process_crash": ["ok"],
+                                  "kernel.mce": ["fail"], "kernel.nvidia_fault": ["ok"], "kernel.oops": ["ok"],
+                                  "kernel.process_crash": ["ok"],
                                   "kernel.thermal": ["ok"], "kernel.storage_io": ["ok"]}
     f = findings(kernel, raw)
     hung = f["kernel.io_hang"]
