@@ -19,6 +19,18 @@ from typing import Dict, Tuple
 #: why a transformation can take the evidence of a case away, or what the reader does not read through yet
 WHY: Dict[str, str] = {
     "tail-40": "the tail cut the evidence off: only the victim's later lines are left",
+    "prefix-rank": (
+        "a shell's command line behind a launcher's rank prefix is no command the paste reader takes (a prompt is "
+        "not put behind a rank prefix): what the command asked (an RDMA test's '-m' path MTU) is not read"),
+    "stack-lineno-rank": (
+        "a shell's command line behind a rank and line-number prefix is no command the paste reader takes: what the "
+        "command asked (an RDMA test's '-m' path MTU) is not read"),
+    "indent-4": (
+        "an indented shell command is not taken for a command by the paste reader: what it asked (an RDMA test's "
+        "'-m' path MTU) is not read"),
+    "indent-tab": (
+        "a shell command indented by a tab is not taken for a command by the paste reader: what it asked (an RDMA "
+        "test's '-m' path MTU) is not read"),
     "tail-15": (
         "the tail cut the evidence off (the WARN, the error line or the table's failing row is above the last"
         " 15 lines); a false all-clear here is a tail with no failure in it (a passing dcgmi diag table, 'ulimit -a',"
