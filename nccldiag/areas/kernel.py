@@ -9,8 +9,8 @@ Reads the shared ``kernel_log`` source (:mod:`nccldiag.areas.kernlog`); the mess
   its ``hung_task_timeout_secs`` notice where the task line was not kept), ``nfs: server X not responding``
   not followed by ``nfs: server X OK``: a rank stuck in I/O stops the collective it belongs to (**warn**; **fail**
   for a task reported again and again over ten minutes and more: the row's ``fail_blocked_s``).
-- ``kernel.oom``: a process the OOM killer killed (``Out of memory: Killed process``; a container's
-  ``Memory cgroup out of memory``) (**warn**).
+- ``kernel.oom``: a process the OOM killer killed, named by its pid and name (``Out of memory: Killed process N
+  (name)``; a container's or a job's ``Memory cgroup out of memory: Killed process N (name)``) (**warn**).
 - ``kernel.lockups``: soft lockups and RCU stalls (**warn**), hard lockups (**fail**).
 - ``kernel.mce``: machine checks logged, corrected EDAC memory errors and the hardware errors the firmware reports
   through APEI (GHES) (**warn**), uncorrected EDAC memory errors (**fail**).

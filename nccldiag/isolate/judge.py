@@ -485,12 +485,18 @@ class _Tally:
 
         failing_jobs = [j for j in jobs if j.row == row and j.stage in (PAIRS, CONFIRM) and j.failed]
         for n in rj.bad:
-            if confirmed(n) is False:
-                mine = [j for j in failing_jobs if n in j.nodes and (j.stage == PAIRS or j.nodes[0] == n)]
-                self.suspect_nodes.setdefault(n, []).extend(job_line(j) for j in mine)
-                self.suspect_nodes[n].extend(job_line(j) for j in confirm if j.nodes[0] == n)
+            c = confirmed(n)
+            if c:
+                self.bad(n, row, failing_jobs)
                 continue
-            self.bad(n, row, failing_jobs)
+            # it passed with a good partner, or no partner was left to confirm it: its failures alone do not tell
+            # it from a node that met bad partners or a machine too loaded for its jobs
+            mine = [j for j in failing_jobs if n in j.nodes and (j.stage == PAIRS or j.nodes[0] == n)]
+            self.suspect_nodes.setdefault(n, []).extend(job_line(j) for j in mine)
+            self.suspect_nodes[n].extend(job_line(j) for j in confirm if j.nodes[0] == n)
+            if c is None:
+                self.suspect_nodes[n].append(f"[{row}] not confirmed: no node on this row passed its jobs to be "
+                                             "its partner in the confirmation round")
         for a, b in rj.suspects:
             ca, cb = confirmed(a), confirmed(b)
             pair_jobs = [j for j in failing_jobs if set(j.nodes) == {a, b}]
@@ -588,6 +594,19 @@ def proven_good(row: str, jobs: Sequence[Job], pool: Sequence[str]) -> List[str]
     ran = {n for j in jobs if j.row == row and j.judged for n in j.nodes}
     failed = {n for j in jobs if j.row == row and j.failed for n in j.nodes}
     return [n for n in pool if n in ran and n not in failed]
+
+
+def confirm_partners(row: str, jobs: Sequence[Job], pool: Sequence[str]) -> List[str]:
+    """The partners the confirmation round pairs a row's candidates with: its proven-good nodes; where there is
+    none (every node failed some job, as when two bad nodes met every other node, or a loaded machine failed jobs
+    everywhere), the nodes whose every failure was with a bad candidate and that passed at least one pair. A
+    candidate that fails again with such a partner is bad; one that passes, or that no partner was left for, is
+    only a suspect."""
+    good = proven_good(row, jobs, pool)
+    if good:
+        return good
+    passed = {n for j in jobs if j.row == row and j.stage == PAIRS and j.judged and not j.failed for n in j.nodes}
+    return [n for n in judge_pairs(row, jobs, pool).cleared if n in passed]
 
 
 # --------------------------------------------------------------------------- the run's report

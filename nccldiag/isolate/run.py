@@ -108,12 +108,13 @@ class _Cluster:
         self.timeout = self.bounds.timeout
         self.counter = 0
 
-    def go_file(self, index: int) -> str:
-        return f"{self.prep.rundir}/go-{index}"
+    def go_file(self, index: int, row: int = 0) -> str:
+        """The go file of round ``index``'s jobs on its ``row``-th row (each row's jobs start together)."""
+        return f"{self.prep.rundir}/go-{index}-{row}"
 
-    def worker_args(self, index: int) -> List[str]:
+    def worker_args(self, index: int, row: int = 0) -> List[str]:
         args = ["--backend", self.backend, "--pg-timeout", str(self.bounds.pg), "--collectives", self.opts.collective,
-                "--go-file", self.go_file(index), "--go-wait", str(int(self.timeout * 0.5))]
+                "--go-file", self.go_file(index, row), "--go-wait", str(int(self.timeout * 0.5))]
         size = self.opts.size or (DEFAULT_SIZE_NCCL if self.backend == "nccl" else DEFAULT_SIZE_GLOO)
         args += ["--min-bytes", str(size), "--max-bytes", str(size)]
         if self.opts.iters:
@@ -136,7 +137,8 @@ class _Cluster:
         spec = launch.LaunchSpec(
             run_id=job.run_id, rundir=self.prep.rundir, python=self.opts.python,
             nproc_per_node=self.opts.nproc_per_node, rdzv_host=first.address or getattr(first, "slurm_name", first.name),
-            rdzv_port=job.port or 0, env=row.environ, worker_args=self.worker_args(job.round),
+            rdzv_port=job.port or 0, env=row.environ,
+            worker_args=self.worker_args(job.round, [r.name for r in self.rows].index(job.row)),
             join_timeout=self.bounds.join,
             watchdog=self.bounds.watchdog,  # the job's ranks go with nccldiag, or at the job's deadline
         )
@@ -175,7 +177,9 @@ class _Cluster:
 
     def run_round(self, index: int, stage: str, groups: Sequence[Tuple[str, Sequence[str]]],
                   progress: Optional[Callable[[str], None]]) -> Round:
-        """Every job of the round at once; returns when each has ended and been reaped."""
+        """The round's jobs, one row after another, every job of a row at once; returns when each has ended and
+        been reaped. A row's jobs run alone: its traffic shares no node's cores, memory or PCIe with another
+        row's, and no node starts the ranks of two rows at once."""
         t0 = time.monotonic()
         jobs = []
         row_index = {r.name: i for i, r in enumerate(self.rows)}
@@ -185,7 +189,15 @@ class _Cluster:
             jobs.append(Job(index, stage, row, tuple(nodes), run_id=f"{self.prep.run_id}-{self.counter}", port=port))
         if progress is not None:
             progress(f"round {index} ({stage}): {len(jobs)} job(s)")
-        # Every job's ranks wait after init for the round's go file, created on the round's nodes once every
+        for row in sorted({j.row for j in jobs}, key=lambda r: row_index[r]):
+            self.run_row(index, row_index[row], [j for j in jobs if j.row == row])
+        return Round(index, stage, jobs, time.monotonic() - t0)
+
+    def run_row(self, index: int, row: int, jobs: Sequence[Job]) -> None:
+        """Every job of round ``index`` on its ``row``-th row at once; returns when each has ended and been
+        reaped."""
+        t0 = time.monotonic()
+        # Every job's ranks wait after init for the row's go file, created on the row's nodes once every
         # job is ready or over (or RELEASE_WAIT of --timeout after the first was ready, and at the latest RELEASE_BY
         # of it after the launch once one is): the jobs then measure side by side, none of them while another is
         # still starting, and a loaded machine's slow start leaves the ready ones time to measure.
@@ -224,15 +236,15 @@ class _Cluster:
             all_in = all(i in over or len(ready[i]) >= world[i] for i in ready)
             if all_in or release_due(time.monotonic() - t0, first_ready - t0 if first_ready is not None else None,
                                      self.timeout):
-                self.release(index, sorted({n for j in jobs for n in j.nodes}))
+                self.release(index, row, sorted({n for j in jobs for n in j.nodes}))
                 released = True
         for t in threads:
             t.join()
-        return Round(index, stage, jobs, time.monotonic() - t0)
 
-    def release(self, index: int, names: Sequence[str]) -> None:
-        """Create the round's go file on its nodes (one bounded command each, or the launcher's one step)."""
-        self.launcher.each([self.by_name[n] for n in names], f"touch {shlex.quote(self.go_file(index))}",
+    def release(self, index: int, row: int, names: Sequence[str]) -> None:
+        """Create the go file of a round's row on its nodes (one bounded command each, or the launcher's one
+        step)."""
+        self.launcher.each([self.by_name[n] for n in names], f"touch {shlex.quote(self.go_file(index, row))}",
                            min(15.0, self.opts.ssh.command_timeout), self.opts.fanout, f"{self.prep.run_id}-each")
 
     def snapshot(self, names: Sequence[str]) -> Dict[str, Dict[str, int]]:
@@ -317,7 +329,8 @@ def _run_bound(opts: IsolateOptions, nodes: int) -> int:
     Rounds: one alone, the pair rounds, confirmations (at most one per node), one with all nodes and the
     bisection steps.
     """
-    per = (opts.timeout or 600.0) + 5.0 + 120.0
+    rows = max(1, len(opts.nets)) + len(opts.hcas)  # a round runs its rows one after another
+    per = ((opts.timeout or 600.0) + 5.0 + 120.0) * rows
     return int(per * (2 + opts.pair_rounds + nodes + opts.max_bisect) + 600)
 
 
@@ -441,7 +454,7 @@ class _Schedule:
         """Each suspect against a proven-good node it did not meet."""
         met = pairing.partners(schedule)
         need = judge.to_confirm(self.rows, self.jobs, live)
-        per_row = {row: pairing.confirmation_pairs(names, judge.proven_good(row, self.jobs, live), met)[0]
+        per_row = {row: pairing.confirmation_pairs(names, judge.confirm_partners(row, self.jobs, live), met)[0]
                    for row, names in need.items()}
         for k in range(max((len(v) for v in per_row.values()), default=0)):
             groups = [(row, p) for row, rounds in per_row.items() if k < len(rounds) for p in rounds[k]]
@@ -525,7 +538,7 @@ def _findings(report: IsolateReport, excluded: Mapping[str, str] = {}) -> None:
                                              "CPUs)."))
         elif v.verdict == "suspect":
             report.findings.append(warn(AREA, f"{AREA}.suspect",
-                                        f"{v.node}: failed once, not confirmed against a proven-good node",
+                                        f"{v.node}: failed in pairs, not confirmed against a proven-good node",
                                         host=v.node, evidence=v.evidence[:12]))
     for p in report.pairs:
         if p.verdict == "suspect path":

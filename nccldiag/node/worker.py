@@ -727,6 +727,16 @@ def main(argv: Optional[List[str]] = None) -> int:
         go_until = time.monotonic() + max(0.0, args.go_wait)
         while not os.path.exists(args.go_file) and time.monotonic() < go_until:
             time.sleep(0.05)
+        # Every rank of the job past its own node's go before any sends: a rank that starts on its go while its
+        # peer's node has not seen its own yet floods that node's links, and the go still on its way there (one
+        # command over the same links) is held up behind the flood.
+        try:
+            if backend == "nccl":
+                dist.barrier(device_ids=[ident.local_rank])
+            else:
+                dist.barrier()
+        except Exception:  # noqa: BLE001 - the group's failure shows again, and is reported, in the first collective
+            pass
 
     from nccldiag.node.collectives.base import Ctx
 

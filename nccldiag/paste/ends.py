@@ -31,8 +31,12 @@ LSMOD_GREP_PEERMEM = re.compile(r"(?:sudo[ \t]{1,4})?lsmod[ \t]{0,4}\|[ \t]{0,4}
 # an RDMA test typed with the path MTU it asks for: rdma-core's pingpong examples ('-m, --mtu=<size>', 256 to 4096,
 # libibverbs/examples/rc_pingpong.c and the others) and perftest ('-m, --mtu=<mtu>', src/perftest_parameters.c); the
 # QP is moved to RTR with that path MTU whatever the port's active MTU is
-RDMA_TEST_MTU = re.compile(r"(?:^|[ \t;&|(/])(?:ibv_(?:rc|uc|ud|srq|xsrq)_pingpong|ib_(?:write|read|send|atomic)_(?:bw|lat))"
+_RDMA_TESTS = r"(?:ibv_(?:rc|uc|ud|srq|xsrq)_pingpong|ib_(?:write|read|send|atomic)_(?:bw|lat))"
+RDMA_TEST_MTU = re.compile(r"(?:^|[ \t;&|(/])" + _RDMA_TESTS +
                            r"\b[^\n]{0,300}?[ \t](?:-m[ \t]{0,2}|--mtu[= \t][ \t]{0,2})(?P<mtu>256|512|1024|2048|4096)\b")
+# the same test typed at the front of a line (behind a quote, a launcher's label or an indent the paste added, and
+# a prompt's mark or sudo): its command, whichever prompt the shell showed
+RDMA_TEST_START = re.compile(r"[ \t]{0,12}(?:[#$%>][ \t]{1,4})?(?:sudo[ \t]{1,4})?" + _RDMA_TESTS + r"\b")
 # a shell's command that starts a container (Apptainer/Singularity, Docker, Podman), and the options that give it
 # the node's GPUs: Apptainer binds the host's driver libraries and devices only with --nv (or --nvccli); Docker and
 # Podman give GPUs with --gpus, the NVIDIA runtime, or a CDI/device option naming them

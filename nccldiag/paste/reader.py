@@ -456,7 +456,7 @@ class Reader:
                 self.found.peermem_absent.append(ends.Line(self.path, lineno, text))
         here = view.peeled(s)  # the line read through its decorations (a launcher's prefix, a time, a quote mark)
         if "ib" in text:
-            m = ends.RDMA_TEST_MTU.search(_command(here))
+            m = ends.RDMA_TEST_MTU.search(_command(here) or _rdma_test(here))
             if m:
                 self.found.rdma_test_mtu.append((ends.Line(self.path, lineno, m.string.strip(), here.host() or self.host),
                                                  int(m.group("mtu"))))
@@ -768,6 +768,16 @@ def _command(p: L.Peeled) -> str:
     for k in range(len(p.layers) + 1):
         text = p.stage(k)
         if L.COMMAND.match(text):
+            return text.strip()
+    return ""
+
+
+def _rdma_test(p: L.Peeled) -> str:
+    """An RDMA test's command typed at the front of a line that the paste reader takes for no command (indented,
+    behind a launcher's label), "" where the line starts with none."""
+    for k in range(len(p.layers) + 1):
+        text = p.stage(k)
+        if ends.RDMA_TEST_START.match(text):
             return text.strip()
     return ""
 

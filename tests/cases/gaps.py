@@ -26,6 +26,12 @@ class Gap(NamedTuple):
 INVARIANT_BROKEN = ("false all-clear", "false alarm")
 
 KNOWN_GAPS: Dict[str, Gap] = {
+    "node-pages53-m4-tr141-exp05-node-unresponsive-ssh-ping-ok-cuda-unknown-error": Gap(
+        "wrong cause",
+        "'Verdict: FAIL GPU lost or needing a reset (medium confidence)', exit 1: the ranks' 'CUDA error: unknown error' "
+        "in PyTorch's NCCL watchdog is read as a lost GPU; that the whole node (jean-zay-iam15) hung is only in the "
+        "transcripts' silence (ping answered, ssh stopped after 'Last login') and the logbook's words, no line a node "
+        "failure prints"),
     "gpu-hpcdocs49-cscs-ngc-pytorch-ucx-signal-handler-segv-masks-broken-nvrtc": Gap(
         "missed",
         "'Verdict: FAIL A process of the job crashed (low confidence)', exit 1: the SIGSEGV is said unexplained; that the "
@@ -397,4 +403,11 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "'Verdict: WARN PCIe link errors or a degraded link (high confidence)', exit 0: the firmware's APEI record of a "
         "corrected PCIe error on 0000:2c:00.0 and the kernel's 'aer_status' line after it are named a PCIe link fault "
         "by a warning only, as every corrected AER event is: the link corrected what it met", exits_0=True),
+    "net-fora53-nvforum-dgx-spark-gdr-disabled-both-hcas-peermem-invalid-argument-unified-memory": Gap(
+        "wrong cause",
+        "'Verdict: FAIL Peer-memory module built for another RDMA stack or kernel (high confidence)', exit 1: modprobe's "
+        "'could not insert 'nvidia_peermem': Invalid argument' is what nvidia-peermem returns when it was built without "
+        "the MLNX peer-memory symbols (kernel-open/nvidia-peermem/nvidia-peermem.c, nv_mem_client_init), so the reading "
+        "of the module is right; that the DGX Spark's unified memory supports no GPUDirect RDMA at all, so no rebuild "
+        "helps (NVIDIA's answer on the forum), is not in the lines, which name no GPU or platform"),
 }

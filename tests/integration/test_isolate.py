@@ -22,15 +22,19 @@ NET1, NET2 = "10.213.72", "10.213.73"
 cluster = vcluster_fixture(n=16, prefix="ncdi", subnet=NET1, second_net=NET2, scope="module")
 # Generous: on this shared 2-core machine 32 jobs of a round start 64 Python processes at once.
 TIMEOUT = 90
+# Under two CPU-bound loops per core those 64 starts take most of 90 s: a busy machine's run gets the longer
+# --timeout the tool's own advice names for a loaded machine (isolate.not_started), and its classes must then be the
+# idle machine's.
+TIMEOUT_BUSY = 120
 # The rate limit makes a gap of 30x and more against healthy pairs, whose own busbw varies by up to
 # 10x here; 25% loss makes the lossy node's collectives crawl or time out while TCP retransmits
 # several percent of what it sends. The fraction keeps the healthy pairs clear of the threshold.
 SIZE, FRACTION = "256K", "0.1"
 
 
-def isolate(vc, tmp_path, *extra, timeout=900):
+def isolate(vc, tmp_path, *extra, timeout=900, job_timeout=TIMEOUT):
     out = tmp_path / "iso.json"
-    args = ["isolate", "--ssh-config", str(vc.ssh_config), "--timeout", str(TIMEOUT), "--connect-timeout", "10",
+    args = ["isolate", "--ssh-config", str(vc.ssh_config), "--timeout", str(job_timeout), "--connect-timeout", "10",
             "--size", SIZE, "--fraction", FRACTION, "-o", str(tmp_path / "run"), "--json", str(out), *extra]
     r, elapsed = timed(args, timeout=timeout)
     assert out.exists(), r.stdout + r.stderr
@@ -61,12 +65,15 @@ def assert_no_process_left(vc, data, nodes):
     assert probe_processes(vc, nodes[0], one) == []
 
 
+@pytest.mark.timeout(1500)  # six rounds of two rows, each up to TIMEOUT_BUSY
 @pytest.mark.parametrize("machine", ["idle", "busy"])
 def test_four_faults_named_with_their_class_in_five_rounds(cluster, tmp_path, machine):
     """The same classes whatever the machine's load: on a busy machine (two CPU-bound loops per core beside the
-    run), a slow job the deadline cuts is still classed by the progress it showed, never by the deadline."""
+    run, and the longer --timeout the tool advises there), a slow job the deadline cuts is still classed by the
+    progress it showed, never by the deadline."""
     vc = cluster
     load = busy_cpus() if machine == "busy" else contextlib.nullcontext()
+    limit = TIMEOUT_BUSY if machine == "busy" else TIMEOUT
     slow, lossy, blocked, broken = "ncdi03", "ncdi07", "ncdi11", "ncdi14"
     vc.fault(slow, "rate", "2mbit", "all")
     # the loss goes on the second network: the first carries every row's rendezvous (docs/isolate.md), so loss
@@ -78,7 +85,7 @@ def test_four_faults_named_with_their_class_in_five_rounds(cluster, tmp_path, ma
     try:
         with load:
             r, elapsed, data = isolate(vc, tmp_path, str(vc.hostfile), "--net", f"{NET1}.0/24", "--net",
-                                       f"{NET2}.0/24")
+                                       f"{NET2}.0/24", timeout=1400, job_timeout=limit)
     finally:
         for node in (slow, lossy, blocked, broken):
             vc.fault(node, "clear")
@@ -105,10 +112,10 @@ def test_four_faults_named_with_their_class_in_five_rounds(cluster, tmp_path, ma
     # moved (a loaded machine stretches their start); the lossy one's retransmitted
     assert any(("busbw" in e and "<" in e) or "still moving" in e for e in verdicts[slow]["evidence"]), verdicts[slow]
     assert any("retransmitted" in e for e in verdicts[lossy]["evidence"])
-    # every job bounded by --timeout; the whole run by the rounds it ran
+    # every job bounded by --timeout; the whole run by the rounds it ran, each row of a round after the other
     jobs = [j for rnd in data["rounds"] for j in rnd["jobs"]]
-    assert max(j["elapsed"] for j in jobs) < TIMEOUT + 20
-    assert elapsed < len(data["rounds"]) * (TIMEOUT + 60)
+    assert max(j["elapsed"] for j in jobs) < limit + 20
+    assert elapsed < sum(len({j["row"] for j in rnd["jobs"]}) for rnd in data["rounds"]) * (limit + 60)
     assert "round 1 pairs" in r.stdout and "slow node" in r.stdout
     assert_no_process_left(vc, data, vc.hosts)
 

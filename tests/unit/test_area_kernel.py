@@ -47,6 +47,12 @@ def test_kernel_checks_on_real_failing_lines():
     assert f["kernel.mce"].actual["events"]["MC3"] == {"edac-uncorrected": 1}
 
 
+def test_a_memory_cgroup_kill_names_the_process_it_killed():
+    raw = log("https://github.com/stas00/the-art-of-debugging/blob/6572af6a0dcaec91ff7e66b00d0f300743d5c037/unix/README.md")
+    assert judge(kernel, raw)["kernel.oom"] == ["warn"]
+    assert findings(kernel, raw)["kernel.oom"].actual["events"] == {"3128934 (ray::_DeepSpeed)": {"oom-kill": 1}}
+
+
 def test_nfs_server_that_came_back_is_no_hang_and_one_that_did_not_is():
     raw = log("https://github.com/raspberrypi/linux/issues/2482")
     # the server came back (OK), the hung task stays: one event, the task's

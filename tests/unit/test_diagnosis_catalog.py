@@ -1596,3 +1596,64 @@ def test_ibstat_failing_on_a_device_is_read_by_its_errno_and_a_full_ibstat_is_qu
         for name in ("gpud-h100-ib-ndr-all-active-space-indented.txt", "gpud-h100-ib-ndr-3-down-disabled.txt"):
             ids = {d.id for d in verdict(real.node_text("ibstat", name))}
             assert not {"ibstat-port-rate-unreadable", "ibstat-not-an-ib-device"} & ids, name
+
+
+# ---- node health checks' failing lines, and lines of other nodes beside a cause ----------------------------------
+
+
+def test_a_health_check_log_of_many_nodes_names_each_nodes_failure(tmp_path):
+    """real: azurehpc-health-checks' distributed_nhc README, one 'host | ...' line per node. The Xid on mynode-066
+    is a lost GPU; it says nothing of the other nodes' failures: NHC's check_hw_ib (a port not Active), Azure's
+    check_gpu_ecc (SRAM uncorrectable) and its host-copy bandwidth test are each named, and the lines no cause
+    explains (an NCCL IB-loopback bandwidth below its figure, a node with no results) are still said, on their
+    nodes."""
+    from pathlib import Path
+
+    from nccldiag.diagnosis.model import fails_run
+    from nccldiag.sessions import log as session
+    from nccldiag.spec import runs
+
+    def read_log(path):
+        diagnoses = session.run([str(path)], 1, False, {}, runs.from_option(None, None)).diagnoses[0]
+        return [d for d in diagnoses if d.severity in ("fail", "warn")]
+
+    case = "gpu-cloudts-aznhc-health-log-xid119-gsp-rpc-timeout-low-busbw-ib-port-sram-ecc"
+    path = Path(__file__).resolve().parents[1] / "cases" / case / "posted-health-log.txt"
+    text = path.read_text(encoding="utf-8")
+    ds = read_log(path)
+    by = {d.id: d for d in ds}
+    assert ds[0].id == "gpu-lost"
+    assert {"health-check-ib-port-not-active", "health-check-gpu-memory-errors",
+            "health-check-gpu-host-bandwidth-low"} <= set(by), list(by)
+    assert by["health-check-ib-port-not-active"].category == "ib_port_down"
+    assert "mlx5_ib7:1" in by["health-check-ib-port-not-active"].summary
+    assert by["health-check-gpu-memory-errors"].category == "gpu_ecc_rowremap"
+    assert "SRAM Uncorrectable" in by["health-check-gpu-memory-errors"].summary
+    assert by["health-check-gpu-host-bandwidth-low"].category == "pcie_link_aer"
+    rest = by["unexplained"]
+    assert rest.severity == "warn" and fails_run(rest) and rest.nodes == ["mynode-079", "mynode-108"], rest
+    quoted = " ".join(e.text for e in rest.evidence)
+    assert "check_nccl_allreduce_ib_loopback" in quoted and "mynode-066" not in quoted
+    # the same lines with the cause's node alone: its failure lines are its cause's
+    alone = tmp_path / "one-node.txt"
+    alone.write_text("\n".join(line for line in text.splitlines() if line.startswith("mynode-066 ")) + "\n")
+    assert [d.id for d in read_log(alone)] == ["gpu-lost"]
+
+
+def test_health_check_signatures_stay_quiet_on_working_runs():
+    ids = {"health-check-ib-port-not-active", "health-check-gpu-memory-errors", "health-check-gpu-host-bandwidth-low"}
+    for name, text in _healthy_texts().items():
+        assert not ids & {d.id for d in verdict(text)}, name
+    # the health log's healthy node
+    assert not verdict("mynode-042 | Healthy\n") or all(d.severity == "info" for d in verdict("mynode-042 | Healthy\n"))
+
+
+def test_a_line_names_its_host_by_a_prefix_or_a_label():
+    from nccldiag.diagnosis.rules.unexplained import origin
+
+    assert origin("mynode-273 | ERROR: nhc: Health check failed: check_hw_ib: x") == "mynode-273"
+    assert origin("node12: [  3.1] NVRM: Xid (PCI:0000:3b:00): 79") == "node12"
+    assert origin("Dec  1 10:00:01 gpu-3 kernel: mlx5_core: failed") == "gpu-3"
+    # a table's cell and a word before a pipe are no host
+    assert origin("| GPU 0 | failed |") is None
+    assert origin("status | failed") is None

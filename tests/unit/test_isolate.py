@@ -4,6 +4,7 @@ Jobs here are written for these tests: a job is what one small probe run
 showed (status, causes, busbw), not a captured output.
 """
 import itertools
+import threading
 
 import pytest
 
@@ -271,9 +272,46 @@ def test_a_network_broken_on_one_row_is_named_with_that_row():
     # the same fault on every row is the node's
     jobs = schedule_jobs(names, {"n05": isolate.BLOCKED}, row="net1") + \
         schedule_jobs(names, {"n05": isolate.BLOCKED}, row="net2")
+    for row in ("net1", "net2"):
+        jobs += confirm_jobs(row, ["n05"], isolate.proven_good(row, jobs, names), {"n05": isolate.BLOCKED})
     nv, _ = isolate.verdicts(names, ["net1", "net2"], jobs)
     v = {x.node: x for x in nv}["n05"]
     assert v.cls == "blocked" and v.rows == []
+
+
+def test_a_candidate_no_partner_confirmed_is_only_a_suspect():
+    """Every node failed some job (a loaded machine): the node with the most failing partners is a candidate, and
+    with no partner left to confirm it, it is a suspect, never bad; nobody is drained on the order of the names."""
+    names = nodes(3)
+    jobs = schedule_jobs(names, {}, fail_pairs=list(itertools.combinations(names, 2)))
+    rj = isolate.judge_pairs("r", jobs, names)
+    assert rj.bad == ["n01"]  # the first by order: the evidence does not tell the three apart
+    assert isolate.proven_good("r", jobs, names) == [] and isolate.confirm_partners("r", jobs, names) == []
+    nv, pv = isolate.verdicts(names, ["r"], jobs)
+    assert [v.verdict for v in nv] == ["suspect"] * 3
+    assert any("not confirmed" in e for e in nv[0].evidence)
+    assert [p.verdict for p in pv] == ["suspect pair (not confirmed)"]
+
+
+def test_two_bad_nodes_that_met_every_other_node_are_confirmed_against_the_cleared_ones():
+    """4 nodes, 2 bad: each healthy node met both bad ones, so no node passed every job; the healthy ones, whose
+    every failure was with a bad candidate and who passed with each other, are the confirmation's partners."""
+    names = nodes(4)
+    bad = {"n01": isolate.SLOW, "n02": isolate.SLOW}
+    jobs = schedule_jobs(names, bad)
+    assert isolate.proven_good("r", jobs, names) == []
+    partners = isolate.confirm_partners("r", jobs, names)
+    assert sorted(partners) == ["n03", "n04"]
+    need = isolate.to_confirm(["r"], jobs, names)["r"]
+    assert sorted(need) == ["n01", "n02"]
+    # the bad ones fail again: bad
+    again = jobs + confirm_jobs("r", need, partners, bad)
+    by = {v.node: v for v in isolate.verdicts(names, ["r"], again)[0]}
+    assert [by[n].verdict for n in names] == ["bad", "bad", "ok", "ok"] and by["n01"].cls == "slow node"
+    # they pass the second time (the load, not the nodes): suspects, nobody bad
+    passed = jobs + confirm_jobs("r", need, partners, {})
+    by = {v.node: v.verdict for v in isolate.verdicts(names, ["r"], passed)[0]}
+    assert by == {"n01": "suspect", "n02": "suspect", "n03": "ok", "n04": "ok"}
 
 
 def test_node_that_failed_alone_is_excluded_and_named():
@@ -409,6 +447,7 @@ def test_a_single_failing_pair_with_a_node_bad_on_another_row_is_explained():
     partner = sorted(pairing.partners(pairing.circle_rounds(names, 3))[bad])[0]
     jobs = schedule_jobs(names, {bad: isolate.LOSSY}, row="net1")
     jobs += schedule_jobs(names, {}, row="net2", fail_pairs=[(bad, partner)])
+    jobs += confirm_jobs("net1", [bad], isolate.proven_good("net1", jobs, names), {bad: isolate.LOSSY})
     nv, _ = isolate.verdicts(names, ["net1", "net2"], jobs)
     by = {v.node: v for v in nv}
     assert by[bad].verdict == "bad" and by[partner].verdict == "ok"
@@ -598,6 +637,12 @@ def test_healthy_pairs_that_started_late_name_no_node_slow_or_suspect():
             jobs.append(j)
     assert {j.kind for j in jobs if "n03" in j.nodes} == {isolate.SLOW}
     assert {j.kind for j in jobs if "n09" in j.nodes and "n03" not in j.nodes} == {isolate.UNMEASURED}
+    good = isolate.proven_good("r", jobs, names)
+    assert good and "n09" not in good
+    again = cut_pair(30.0, 1.1, 0.000235, nodes=("n03", good[0]))  # the confirmation: slow again
+    again.round, again.stage = 4, isolate.CONFIRM
+    again.kind = isolate.classify(again, thr, None, 90.0)
+    jobs.append(again)
     nv, pairs = isolate.verdicts(names, ["r"], jobs)
     v = {x.node: x for x in nv}
     assert v["n03"].verdict == "bad" and v["n03"].cls == "slow node"
@@ -638,6 +683,8 @@ def test_unfinished_slow_and_stalled_nodes_get_their_class_and_say_why():
     names = nodes(8)
     slow = {"n03": isolate.SLOW}
     jobs = schedule_jobs(names, slow, row="net1") + schedule_jobs(names, slow, row="net2")
+    for row in ("net1", "net2"):
+        jobs += confirm_jobs(row, ["n03"], isolate.proven_good(row, jobs, names), slow)
     for j in jobs:
         if "n03" in j.nodes:  # cut by the deadline while still moving, as on a loaded machine
             j.status, j.busbw, j.elapsed, j.progress, j.partial_busbw = "hang", None, 91.0, [60.0, 75.0, 89.0], 0.02
@@ -648,6 +695,7 @@ def test_unfinished_slow_and_stalled_nodes_get_their_class_and_say_why():
     assert any("still moving" in e and "busbw so far 0.02 GB/s < 0.1" in e for e in v.evidence), v.evidence
     stalled = {"n03": isolate.STALLED}
     jobs = schedule_jobs(names, stalled, row="net1") + schedule_jobs(names, {}, row="net2")
+    jobs += confirm_jobs("net1", ["n03"], isolate.proven_good("net1", jobs, names), stalled)
     for j in jobs:
         if "n03" in j.nodes and j.row == "net1":
             j.status, j.busbw, j.elapsed, j.progress = "hang", None, 91.0, [5.0, 6.0]
@@ -763,3 +811,46 @@ def test_a_round_is_released_in_time_for_its_ready_jobs_to_measure_on_a_loaded_m
     assert isolate_run.release_due(68.2, 68.0, 90.0)  # the loaded one: at once, past 60% of the timeout
     assert not isolate_run.release_due(53.0, 40.0, 90.0) and isolate_run.release_due(54.5, 40.0, 90.0)
     assert 1 - isolate_run.RELEASE_BY > progress.ENTERED_LATE_SHARE
+
+
+def test_a_round_runs_its_rows_one_after_another_each_with_its_own_go_file():
+    """Every job of a row at once; the next row's jobs start only once the row before has ended, and each row's
+    ranks wait for a go file of their own."""
+    from types import SimpleNamespace
+
+    from nccldiag.isolate import run as isolate_run
+
+    cl = isolate_run._Cluster.__new__(isolate_run._Cluster)
+    cl.rows = [isolate.Row("net a", (), "a"), isolate.Row("net b", (), "b")]
+    cl.prep = SimpleNamespace(run_id="r", rundir="/tmp/nccldiag-r")
+    cl.opts = SimpleNamespace(rdzv_port=29400, nproc_per_node=1)
+    cl.timeout, cl.counter = 90.0, 0
+    events = []
+    went = {0: threading.Event(), 1: threading.Event()}
+
+    def run_job(job, on_record=None):
+        events.append(("start", job.row, job.nodes))
+        for rank in range(len(job.nodes)):
+            on_record({"type": "progress", "phase": "ready", "rank": rank})
+        assert went[[r.name for r in cl.rows].index(job.row)].wait(10), "no go for the row"  # the ranks wait for it
+        events.append(("end", job.row, job.nodes))
+        return job
+
+    def release(index, row, names):
+        events.append(("go", cl.go_file(index, row), tuple(names)))
+        went[row].set()
+
+    cl.run_job, cl.release = run_job, release
+    cl.on_record = lambda rec: None
+    groups = [("net a", ["n1", "n2"]), ("net b", ["n1", "n2"]), ("net a", ["n3", "n4"]), ("net b", ["n3", "n4"])]
+    rnd = cl.run_round(1, isolate.PAIRS, groups, None)
+    assert [j.row for j in rnd.jobs] == ["net a", "net b", "net a", "net b"]
+    rows = [e[1] for e in events if e[0] != "go"]
+    assert rows == ["net a"] * 4 + ["net b"] * 4, events  # no job of the second row before the first row ended
+    gos = [e for e in events if e[0] == "go"]
+    assert [g[1] for g in gos] == ["/tmp/nccldiag-r/go-1-0", "/tmp/nccldiag-r/go-1-1"]
+    assert all(g[2] == ("n1", "n2", "n3", "n4") for g in gos)
+    # each row's ranks are told their own row's go file
+    cl.backend, cl.bounds = "gloo", SimpleNamespace(pg=45)
+    cl.opts = SimpleNamespace(collective="all_reduce", size=1024, iters=None)
+    assert cl.worker_args(1, 1)[cl.worker_args(1, 1).index("--go-file") + 1] == "/tmp/nccldiag-r/go-1-1"

@@ -243,6 +243,20 @@ def test_an_rdma_tests_mtu_option_is_read_with_its_command():
     assert "-d mlx5_bond_0" in p.rdma_test_mtu[0][0].text
 
 
+@pytest.mark.parametrize("front", ["    ", "\t", "[rank0]: ", "0: ", "> "])
+def test_an_rdma_tests_command_is_read_behind_an_indent_a_label_or_a_quote(front):
+    """The transcript as a paste puts it behind something (an indent, a launcher's label, a quote mark): the test's
+    command is still read, with its prompt's mark or without it, and the mismatch named."""
+    text = "".join(front + line for line in case_text(*MTU_CASE).splitlines(keepends=True))
+    assert [(ln.lineno, mtu) for ln, mtu in paste.scan(text, "paste.txt").rdma_test_mtu] == [(4, 4096), (7, 4096)]
+    assert alarms(text)[0]["category"] == "mtu_mismatch"
+    bare = text.replace("$ ibv_srq_pingpong", "ibv_srq_pingpong")
+    assert [mtu for _, mtu in paste.scan(bare, "paste.txt").rdma_test_mtu] == [4096, 4096]
+    # a sentence that names the test is no command
+    prose = front + "We ran ibv_srq_pingpong with -m 4096 and it failed.\n"
+    assert paste.scan(prose, "paste.txt").rdma_test_mtu == []
+
+
 def test_the_same_test_at_its_default_mtu_asks_nothing_and_is_not_an_mtu_mismatch():
     text = case_text(*MTU_CASE).replace(" -m 4096", "")
     assert paste.scan(text, "paste.txt").rdma_test_mtu == []

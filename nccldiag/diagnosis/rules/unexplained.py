@@ -18,9 +18,11 @@ before it :func:`run_failed`, which makes a cause named by a warning alone fail 
 """
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Tuple
+import re
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from nccldiag.areas import all_areas
+from nccldiag.diagnosis.events import _PREFIX_HOST, _SYSLOG_HOST
 from nccldiag.diagnosis.inputs import Inputs
 from nccldiag.diagnosis.model import FAILURE_LINES, Diagnosis, Evidence, finding_evidence, sort_key
 from nccldiag.diagnosis.signs import log_failed, unfinished
@@ -101,7 +103,6 @@ def unexplained_lines(inp: Inputs, diagnoses: List[Diagnosis]) -> List[lexicon.L
     causes = [d for d in diagnoses if d.severity in ("fail", "warn") and d.category != CATEGORY]
     if not inp.failure_lines:
         return []
-    categories = {d.category for d in causes}
     refs = {e.ref for d in causes for e in d.evidence if e.ref}  # a log's file:line (its host is NCCL's)
     node_refs = {(e.ref, e.host) for d in causes for e in d.evidence if e.ref and e.host}  # a node's source:line
     quoted = [e.text for d in causes for e in d.evidence]
@@ -109,7 +110,11 @@ def unexplained_lines(inp: Inputs, diagnoses: List[Diagnosis]) -> List[lexicon.L
     for line in inp.failure_lines:
         shape = lexicon.shape(line.shape)
         covered = shape.covered_by
-        if causes and lexicon.ANY in covered or categories & set(covered):
+        covering = [d for d in causes if lexicon.ANY in covered or d.category in covered]
+        if covering:
+            rest = _elsewhere(line, covering)
+            if rest is not None:
+                out.append(rest)
             continue
         if shape.judged_by and _judged_in_paste(inp, line, shape):
             continue
@@ -119,6 +124,53 @@ def unexplained_lines(inp: Inputs, diagnoses: List[Diagnosis]) -> List[lexicon.L
             continue
         out.append(line)
     return lexicon.ordered(out)
+
+
+# a per-host label before a line where the paste reader names no host: a health check's distributed run writes
+# 'host | ERROR: nhc: Health check failed: ...' (azurehpc-health-checks distributed_nhc), a table 'host | ...'
+_LABEL = re.compile(r"(?P<host>[A-Za-z0-9][\w.-]{0,252}) {1,8}\| ")
+# the front of a log line's evidence text: 'file:line: '
+_CITED = re.compile(r"[^\n]{1,4096}?:\d{1,9}: ")
+
+
+def origin(text: str) -> Optional[str]:
+    """The host a line of a log names at its front (a pdsh or syslog prefix, a per-host label), None where none."""
+    m = _SYSLOG_HOST.search(text[:400]) or _PREFIX_HOST.match(text)
+    if m:
+        return m.group("host")
+    m = _LABEL.match(text)
+    if m and any(c.isdigit() or c in ".-" for c in m.group("host")):
+        return m.group("host")
+    return None
+
+
+def _elsewhere(line: lexicon.Line, covering: Sequence[Diagnosis]) -> Optional[lexicon.Line]:
+    """The kept lines of ``line`` that name a host none of the ``covering`` causes is on, as a line of their own;
+    None when every kept line is on a host a cause names, or names none, or a cause names no host. A cause on one
+    node explains the failure lines of that node, not those another node printed beside it (a health check's
+    lines from many nodes, pdsh's output of one command on each)."""
+    hosts: set = set()
+    for d in covering:
+        mine = set(d.nodes)
+        for e in d.evidence:
+            if e.host:
+                mine.add(e.host)
+            elif e.kind == "log":
+                m = _CITED.match(e.text)
+                o = origin(e.text[m.end():] if m else e.text)
+                if o:
+                    mine.add(o)
+        if not mine:
+            return None  # a cause that names no host: it may be any line's
+        hosts |= mine
+    kept = [(n, t, origin(t)) for n, t in [(line.lineno, line.text)] + list(line.more)]
+    away = [(n, t, o) for n, t, o in kept if o is not None and o not in hosts]
+    if not away:
+        return None
+    counted = line.count - len(kept)  # the lines of the shape past the kept ones: their hosts are not known
+    (n, t, o), rest = away[0], [(n2, t2) for n2, t2, _ in away[1:]]
+    return lexicon.Line(line.shape, line.severity, line.source, n, t, o,
+                        len(away) + (counted if len(away) == len(kept) else 0), rest)
 
 
 def _judged_in_paste(inp: Inputs, line: lexicon.Line, shape: lexicon.Shape) -> bool:
