@@ -98,17 +98,33 @@ def _label(line: str) -> str:
     return "=" + word if word[-1:] in (":", "]", ")") else ""
 
 
+_WORD = re.compile(r"[a-z]\w*")
+
+
+def _word(line: str) -> str:
+    """The word in lower case ``line`` starts with, as :func:`line_starts` keeps it (``^kern``), else ``""``."""
+    m = _WORD.match(line)
+    return "^" + m.group() if m else ""
+
+
+def _learn(starts: Set[str], line: str) -> None:
+    """Add to ``starts`` how ``line``, sure to start a line, starts: its class, its label, its first word."""
+    starts.add(start_class(line))
+    starts.add(_label(line))
+    starts.add(_word(line))
+    starts.discard("")
+
+
 def line_starts(lines: Sequence[str], w: int) -> Set[str]:
     """The :func:`start_class` of the lines of ``lines`` sure to start a line (the first, and those after a line
-    shorter than ``w`` or blank), and their first words where they are labels (a host's, a process's)."""
+    shorter than ``w`` or blank), their first words where they are labels (a host's, a process's), and the words
+    in lower case they start with (``^kern``)."""
     out: Set[str] = set()
     before = None
     for line in lines:
         if before is None or len(before) != w or _blank(before):
-            out.add(start_class(line))
-            out.add(_label(line))
+            _learn(out, line)
         before = line
-    out.discard("")
     return out
 
 
@@ -150,8 +166,8 @@ def width(lines: Sequence[str]) -> Optional[int]:
         return None
     at = lengths.count(w)
     below = max(lengths.count(w - k) for k in (1, 2, 3))
-    if at < 2 * below:  # no spike at the width: lines that merely fit
-        return None
+    if at < (1 if w == TERMINAL and not news and not unended else 2) * below:  # no spike at the width: lines
+        return None  # that merely fit (at a terminal's width, with every piece going on, a plateau is enough)
     return w
 
 
@@ -164,9 +180,7 @@ def joined(lines: Sequence[str], w: int, starts: Optional[Set[str]] = None) -> L
     i, n = 0, len(lines)
     while i < n:
         line = lines[i]
-        starts.add(start_class(line))
-        if _label(line):
-            starts.add(_label(line))
+        _learn(starts, line)
         pieces = 1
         while len(lines[i + pieces - 1]) == w and i + pieces < n and pieces < MAX_PIECES and \
                 _goes_on(lines[i + pieces - 1], lines[i + pieces], starts):
@@ -178,14 +192,29 @@ def joined(lines: Sequence[str], w: int, starts: Optional[Set[str]] = None) -> L
     return out
 
 
+def _cut_word(piece: str, line: str, starts: Set[str]) -> bool:
+    """Whether the wrap plainly cut a word or a rule between ``piece`` (a line of the width) and ``line``: the
+    piece ends in a letter, a digit or one space and the line goes on in lower case (``... for op`` / ``timal
+    performance``),
+    with neither a line's own start (a time, a prefix, a prompt) nor a label of the text; or the piece is a rule
+    (one character repeated) and the line is the rest of it."""
+    cut = piece[-1:].isalnum() or piece[-1:] == " " and not piece[-2:-1].isspace()
+    if cut and line[:1].islower() and not _STARTS.match(line):
+        return _label(line) not in starts and _word(line) not in starts
+    body = piece.strip()
+    return len(body) >= MIN_WIDTH // 2 and len(set(body)) == 1 and body[0] in "-=_*~#" and \
+        set(line.rstrip()) == {body[0]} and not line[:1].isspace()
+
+
 def _goes_on(piece: str, line: str, starts: Set[str]) -> bool:
     """Whether ``line`` continues ``piece`` (a line of the width, in a text wrapped at it): it does not start as a
-    line of the text starts, or the wrap cut a run of spaces (a table's row: its next column starts as a row)."""
+    line of the text starts, the wrap cut a word or a rule (:func:`_cut_word`), or it cut a run of spaces (a
+    table's row: its next column starts as a row)."""
     if _blank(piece) or _blank(line):
         return False
     if piece[-1:] == " " and line[:1] == " ":
         return True
-    return not starts_like_a_line(line, starts)
+    return _cut_word(piece, line, starts) or not starts_like_a_line(line, starts)
 
 
 def unwrap(text: str) -> str:
