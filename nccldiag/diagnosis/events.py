@@ -45,6 +45,7 @@ from nccldiag.diagnosis import clues as C
 from nccldiag.diagnosis import signs, torchmsg
 from nccldiag.diagnosis.inputs import Inputs
 from nccldiag.knowledge import nccl_source
+from nccldiag.nccl.facts import Loc
 from nccldiag.model.findings import SEVERITY, Finding, Status
 
 # what a class asks of the admin, as a rank: the worse, the higher (areas/xid.py names the classes)
@@ -367,14 +368,20 @@ def _cuda_rows() -> Tuple[Dict[str, Dict], Dict[str, Dict]]:
 
 
 CUDA_BY_TEXT, CUDA_BY_NAME = _cuda_rows()
+CUDA_BY_CODE = {r["code"]: r for r in reversed(knowledge.rows(CUDA_TABLE))}  # of one value, the first row
 # 'CUDA error: <text>' (PyTorch, most programs), NCCL's "Cuda failure 'text'", nccl-tests' "CUDA failure ... 'text'",
 # 'error code <text>' (CUDA samples and validators; a text's own apostrophe, "doesn't", is in the text, a quote
 # that closes it is not), and the enums' names: the runtime's (cudaErrorX) and the driver
-# API's (CUDA_ERROR_X, as JAX/XLA and other driver-API programs print it before the text)
+# API's (CUDA_ERROR_X, as JAX/XLA and other driver-API programs print it before the text); and a runtime call's
+# non-zero value ('cudaGetDeviceCount returned 802', as the CUDA samples' deviceQuery prints it before '-> <text>') or
+# its failure with the error's value or text ('cudaGetDeviceCount() call failed with error 804', '... failed
+# initialization error')
 _CUDA_TEXT = re.compile(r"(?:CUDA error|[Cc]uda failure(?: \d{1,4})?|CUDA failure [\w./\-]{1,80}:\d{1,6})"
                         r"\s{0,3}[:']\s{0,3}'?(?P<text>[A-Za-z_](?:[^'\n]|'(?=\w)){0,160})|"
                         r"\(error code (?P<code_text>[A-Za-z_][^)\n]{0,160})\)|"
-                        r"\b(?P<name>cudaError[A-Z]\w{0,60}|CUDA_ERROR_[A-Z0-9_]{2,60})")
+                        r"\b(?P<name>cudaError[A-Z]\w{0,60}|CUDA_ERROR_[A-Z0-9_]{2,60})|"
+                        r"\bcuda[A-Z][A-Za-z]{2,40}(?:\(\))? (?:returned (?P<code>[1-9]\d{0,3})\b|(?:call )?failed"
+                        r"(?: with error (?P<failed_code>\d{1,4})\b|[:,]? {0,3}(?P<failed_text>[A-Za-z][^'\n]{0,160})))")
 # the rank a launcher's prefix names: torchrun's '[default3]:' (local rank) and '[rank3]:', Open MPI's
 # '[1,3]<stderr>:', srun --label's '3: '
 _RANK = re.compile(r"\s{0,8}(?:\[(?P<kind>default|rank)(?P<n>\d{1,6})\]:|\[\d{1,6},(?P<ompi>\d{1,6})\]<std(?:out|err)>:|"
@@ -387,8 +394,10 @@ def cuda_row(text: str) -> Optional[Dict]:
     while m is not None:
         if m.group("name"):
             row = CUDA_BY_NAME.get(m.group("name"))
+        elif m.group("code") or m.group("failed_code"):
+            row = CUDA_BY_CODE.get(int(m.group("code") or m.group("failed_code")))
         else:
-            said = (m.group("text") or m.group("code_text") or "").strip().lower()
+            said = (m.group("text") or m.group("code_text") or m.group("failed_text") or "").strip().lower()
             row = next((r for t, r in CUDA_BY_TEXT.items() if said.startswith(t)), None)
         if row is not None:
             return row
@@ -439,13 +448,29 @@ def launcher_of(c: C.Clue) -> str:
     return f"{rank} of {host}" if rank and host else rank or host
 
 
+def _cuda_lines(inp: Inputs) -> List[C.Clue]:
+    """The failure lexicon's lines of a CUDA error (shape ``cuda-error``) that no clue of the log reader holds: an
+    enumerator's name printed on its own line or after a call ('CUDA_ERROR_SYSTEM_NOT_READY', 'cudaGetDeviceCount
+    returned 802 -> cudaErrorSystemNotReady'), which the reader keeps as no error line of its own."""
+    lines = [line for line in inp.failure_lines or [] if line.shape == "cuda-error"]
+    if not lines:
+        return []
+    held = {c.text for c in C.find(inp, _CUDA_TEXT, _CUDA_KINDS)}
+    out: List[C.Clue] = []
+    for line in lines:
+        for lineno, text in [(line.lineno, line.text)] + list(line.more):
+            if text not in held and not any(text.endswith(t) or t.endswith(text) for t in held):
+                out.append(C.Clue("error", text, Loc(line.source, lineno, line.host), text, line.host))
+    return out
+
+
 def _of_cuda(inp: Inputs) -> List[Event]:
     """The CUDA errors programs printed, each read through ``knowledge/cuda.toml``; a CUDA failure NCCL met while
     setting up NVLink SHARP (its NVLS transport) is left to the causes that read that set-up whole (fabric
     manager, NVLS multicast): what the GPU answered there says how the set-up failed, not that the GPU did."""
     out: List[Event] = []
     nvls = None
-    for c in C.find(inp, _CUDA_TEXT, _CUDA_KINDS):
+    for c in C.find(inp, _CUDA_TEXT, _CUDA_KINDS) + _cuda_lines(inp):
         row = cuda_row(c.text)
         if row is None or row["category"] in _SKIP_CATEGORIES:
             continue
