@@ -146,8 +146,8 @@ def _case_dir(seen: str) -> Path:
 
 def _seen_lines(seen: str):
     where = _case_dir(seen)
-    if "shared" in str(where) and not real.AVAILABLE:
-        pytest.skip(real.REASON)
+    if not real.AVAILABLE and ("shared" in str(where) or not where.exists()):
+        pytest.skip(real.REASON)  # a case of ../shared/fixtures/cases, which a plain clone has not
     if where.is_file():
         return where.read_text(encoding="utf-8", errors="replace").splitlines()
     meta = json.loads((where / "case.json").read_text())

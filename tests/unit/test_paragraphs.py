@@ -76,7 +76,7 @@ def test_real_nccl_logs_run_together_come_back_line_for_line():
             continue  # every record a paragraph of its own: nothing run together
         tried += 1
         assert paragraphs.split_text(joined) == "\n".join(lines) + "\n", p.name
-    assert tried >= 5
+    assert tried >= (5 if real.AVAILABLE else 3)  # tests/cases alone hold 3 such logs
 
 
 def test_every_reader_reads_the_records():
