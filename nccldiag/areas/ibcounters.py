@@ -20,7 +20,9 @@ based) and the counters ``ibqueryerrors`` reads:
 - ``ibcounters.hca_errors``: the mlx5 driver's reports of an HCA whose firmware
   stopped answering or failed (``health compromised``, ``Health issue
   observed``, command timeouts ``Will cause a leak of a command resource``,
-  ``mlx5_load_one failed``): rows of ``nccldiag/knowledge/kmsg.toml``
+  ``mlx5_load_one failed``, the health poll's ``Fatal error N detected`` and its
+  recovery, ``handling bad device here``, ``health recovery flow aborted``):
+  rows of ``nccldiag/knowledge/kmsg.toml``
   (**fail**).
 - ``ibcounters.ipoib_tx_timeout``: IPoIB's transmit watchdog (``ib0: transmit
   timeout: latency N msecs``): the port or HCA behind the interface stopped

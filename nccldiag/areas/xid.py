@@ -115,6 +115,8 @@ _PLUGIN_XID = kernlog.BY_ID["device-plugin-xid"].pattern
 _NODE_REASON_XID = kernlog.BY_ID["scheduler-node-reason-xid"].pattern
 # an Xid quoted without the driver's prefix, its message kept (group code; no GPU named)
 _QUOTED_XID = kernlog.BY_ID["quoted-xid"].pattern
+# an Xid a node health check found in the kernel log and failed on (group code; no GPU named)
+_CHECK_XID = kernlog.BY_ID["health-check-found-xid"].pattern
 _BUS_IN = re.compile(r"^\s*(?:PCI:\s*)?([0-9A-Fa-f]{1,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.[0-7])?)(?![0-9A-Fa-f:])")
 _GPU_AT = re.compile(r"NVRM: GPU at PCI:([0-9A-Fa-f:.]+):\s*(GPU-[0-9a-fA-F-]+)")
 _THE_GPU = re.compile(r"NVRM: The NVIDIA GPU ([0-9A-Fa-f]{4}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d)")
@@ -214,9 +216,10 @@ def parse_events(log: kernlog.KernelLog) -> XidFacts:
             f.events.append(XidEvent(m.group("key"), int(m.group("code")), msg[m.end():].lstrip(" ;-").strip(), when,
                                      kernlog.short(f"{when} {msg}".strip())))
             continue
-        m = _QUOTED_XID.search(msg)
+        m = _QUOTED_XID.search(msg) or _CHECK_XID.search(msg)
         if m:  # the GPU is not named
-            f.events.append(XidEvent("", int(m.group("code")), msg[m.start("msg"):].strip(), when,
+            said = msg[m.start("msg"):] if "msg" in m.re.groupindex else msg[m.start():]
+            f.events.append(XidEvent("", int(m.group("code")), said.strip(), when,
                                      kernlog.short(f"{when} {msg}".strip())))
             continue
         m = _THE_GPU.search(msg)

@@ -90,16 +90,17 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "returned error (NA_HOSTUNREACH)' is read as an RPC that failed (was a false all-clear); that the job was "
         "launched with '--no-vni', or the network path is broken, is the centre's statement, not in the line"),
     "gpu-hpc43-olcf-frontier-hip-error-no-binary-for-gpu-xnack-plus-on-xnack-off": Gap(
-        "missed",
-        "'Verdict: FAIL Unexplained failure (low confidence)', exit 1: HIP's 'hipErrorNoBinaryForGpu: Unable to find "
-        "code object for all current devices!' is read only through srun's 'task 0: Aborted'; no row knows HIP's error "
-        "(CUDA's CUDA_ERROR_NO_BINARY_FOR_GPU has one, whose category, an NCCL build without the GPU's architecture, "
-        "would not fit an XNACK mode mismatch either)"),
+        "wrong cause",
+        "'Verdict: FAIL The program has no GPU code for this AMD GPU (hipErrorNoBinaryForGpu) (high confidence)', exit 1: "
+        "HIP's 'hipErrorNoBinaryForGpu' is read as a binary without code for the GPU, with the XNACK mode only among "
+        "its alternatives; that the architecture is in the bundle for the other mode is in the command's HSA_XNACK=0 "
+        "and the centre's words, not in a line the reader keeps"),
     "gpu-hpc43-olcf-frontier-amd-log-level-hip-code-object-gfx90a-xnack-minus-not-found": Gap(
-        "missed",
-        "'Verdict: FAIL Unexplained failure (low confidence)', exit 1: as the run without AMD_LOG_LEVEL; the HIP "
-        "runtime's level-1 log naming each device's mode ('gfx90a:sramecc+:xnack- - [Not Found]') and the bundled "
-        "code object ('gfx90a:xnack+') is not read"),
+        "wrong cause",
+        "'Verdict: FAIL The program has no GPU code for this AMD GPU (hipErrorNoBinaryForGpu) (high confidence)', exit 1: "
+        "as the run without AMD_LOG_LEVEL; the HIP runtime's level-1 listing of each device's mode "
+        "('gfx90a:sramecc+:xnack- - [Not Found]') beside the bundled 'gfx90a:xnack+' is not read, so the XNACK mode "
+        "mismatch is left among the alternatives"),
     "net-fw41-pytorch23363-two-docker-containers-unhanled-system-error": Gap(
         "missed",
         "'Verdict: FAIL Unexplained failure (low confidence)', exit 1: PyTorch's one line 'NCCL error in: "
@@ -350,12 +351,6 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "the checks for it; that GSP-RM stopped on 'missing NVDEC0 engine' because of a defect of that release of the "
         "open kernel modules (the proprietary module loaded) is a single message of one release, told apart only by "
         "NVIDIA's triage, not a shape a row can take"),
-    "gpu-nst-nhc147-nhc-log-found-xid-errors-63-check-xid-errors-ecc-uncorrectable": Gap(
-        "missed",
-        "'Verdict: FAIL Unexplained failure (low confidence)', exit 1: NHC's 'Health check failed:  Check "
-        "check_xid_errors returned 1' is a failed health check, said unexplained; the check's own 'Found XID errors: 63' "
-        "is not read as Xid 63 (no source of that site check's message is at hand to hold a row to), so the ECC "
-        "error behind it is not named"),
     "node-nst-awsomeai185-sinfo-kill-task-failed-pyxis-enroot-data-permission-denied": Gap(
         "missed",
         "'Verdict: WARN Unexplained failure (low confidence)', exit 1: pyxis's epilog line 'spank-epilog: error: pyxis: "
@@ -363,16 +358,11 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "unexplained, and sinfo's 'Kill task failed' drain reason is not read; that enroot's data directory is not "
         "writable is not named (a row for enroot's directories needs pyxis's and enroot's sources read)"),
     "node-nst-deepops660-nhc-v-check-nv-gpu-count-2-returned-1": Gap(
-        "missed",
-        "'Verdict: FAIL Unexplained failure (low confidence)', exit 1: NHC's 'Health check failed:  Check "
-        "check_nv_gpu_count 2 returned 1' is a failed health check, said unexplained: a GPU count below the one "
-        "configured is either a lost GPU or a count configured wrong (here), which the line alone does not tell apart"),
-    "node-nst-gdrcopy115-sanity-gdrdrv-version-ioctl-einval-major-stolen-by-drm": Gap(
-        "missed",
-        "'Verdict: FAIL Unexplained failure (low confidence)', exit 1: gdrcopy's '&&&& FAILED basic' and its failed "
-        "assertions are failures said unexplained; 'Error getting the gdrdrv driver version with ioctl error (errno=22). "
-        "gdrdrv might be too old.' says what failed, not that /dev/gdrdrv's major number belongs to another driver "
-        "(the issue's own finding, seen only in /proc/devices)"),
+        "wrong cause",
+        "'Verdict: FAIL The node health check (NHC) failed the node (medium confidence)', exit 1: NHC's 'Health check "
+        "failed:  Check check_nv_gpu_count 2 returned 1' is read as NHC failing the node on that check (was said "
+        "unexplained); a GPU count below the one configured is either a lost GPU or a count configured wrong (here), "
+        "which the line alone does not tell apart"),
     "node-nst-gdrcopy30-dmesg-gdrdrv-nvidia-p2p-get-pages-einval-driver-cuda-mismatch": Gap(
         "missed",
         "'Verdict: FAIL Unexplained failure (low confidence)', exit 1: gdrdrv's 'nvidia_p2p_get_pages(...) failed "
@@ -385,12 +375,12 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "gdr_pin_buffer and its summary 'Failed: 2' are failure lines (gdrcopy-test-failed), said unexplained; that "
         "the failure is a gdrdrv defect fixed in gdrcopy 2.4.2 is the maintainer's word, not in the output"),
     "net-cloud42-azhc142-aznhc-h200-check-nccl-allreduce-busbw-15gbs-topo-file": Gap(
-        "missed",
-        "'Verdict: FAIL Unexplained failure (low confidence)', exit 1: Azure NHC's 'Health check failed:  "
-        "check_nccl_allreduce: NCCL allreduce, BUS BW (expected >=431.0 GB/s, but measured 15.1043 GB/s)' is a failed "
-        "health check, said unexplained: an all-reduce far below its bar has many causes (a GPU, NVLink, the fabric, "
-        "the settings), and that the check's own NCCL_TOPO_FILE slowed it is in the issue's second block (cut in the "
-        "stored copy) and the maintainers' fix, not in the line"),
+        "wrong cause",
+        "'Verdict: FAIL The node health check (NHC) failed the node (medium confidence)', exit 1: Azure NHC's 'Health "
+        "check failed:  check_nccl_allreduce: NCCL allreduce, BUS BW (expected >=431.0 GB/s, but measured 15.1043 "
+        "GB/s)' is read as NHC failing the node on that check (was said unexplained): an all-reduce far below its bar "
+        "has many causes (a GPU, NVLink, the fabric, the settings), and that the check's own NCCL_TOPO_FILE slowed it "
+        "is in the issue's second block (cut in the stored copy) and the maintainers' fix, not in the line"),
     "net-cloud42-libfabric12708-k8s-efa-fi-getinfo-61-unopenable-non-efa-verbs-device": Gap(
         "wrong cause",
         "'Verdict: FAIL RDMA devices not available inside the container (medium confidence)', exit 1: 'ibv_open_device "

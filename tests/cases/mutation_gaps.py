@@ -37,6 +37,10 @@ WHY: Dict[str, str] = {
     "quote-html": (
         "a markdown quote with HTML escapes: a line whose only error word holds the escaped apostrophe "
         "('couldn&#x27;t') is not kept by the log reader's prefilter, which looks for the words as typed"),
+    "pylog-basic": (
+        "a Python logger's 'WARNING:celery.redirected:' before every line: a prompt is read with the logger's name "
+        "before it as part of the prompt, and the command's answer under it, behind the same name, is not read as its "
+        "answer"),
     "lexicon-only": (
         "only the failure lexicon's lines kept: the cause is read from the context they drop (NCCL INFO "
         "lines, a table's header, the command before its output, a hang's missing result); a false all-clear here is "
@@ -55,6 +59,17 @@ WHY: Dict[str, str] = {
 
 #: (case id, transformation) -> its outcome today
 KNOWN: Dict[Tuple[str, str], str] = {
+    # the locked-memory limit is read from 'ulimit -l' typed at a prompt with its answer on the next line: the
+    # lexicon's lines alone, or the lines run together, keep neither the command nor the '64' under it (the warning of
+    # the openib BTL left is no failure line); behind a Python logger's 'WARNING:celery.redirected:' the prompt is read
+    # with the logger's name before it, and the answer under it, behind the same name, is not read as its answer
+    ("net-gaps54-ompiusers11186-mthca0-openfabrics-init-warning-ulimit-l-64", "lexicon-only"): "false all-clear",
+    ("net-gaps54-ompiusers11186-mthca0-openfabrics-init-warning-ulimit-l-64", "paragraphs"): "false all-clear",
+    ("net-gaps54-ompiusers11186-mthca0-openfabrics-init-warning-ulimit-l-64", "pylog-basic"): "missed",
+    # the DKMS build error is in the paste's first lines: its last 15 lines, or the lines run together, leave the
+    # service's 'Module nv_peer_mem does not exist', read as the peer-memory module missing, not why it is missing
+    ("node-gaps54-nvpeermem119-dkms-build-error-5-15-0-88-module-nv-peer-mem-not-found", "tail-15"): "wrong cause",
+    ("node-gaps54-nvpeermem119-dkms-build-error-5-15-0-88-module-nv-peer-mem-not-found", "paragraphs"): "wrong cause",
     # the eight ranks' 'CUDA out of memory' lines are in the middle of the log; its last 40 or 15 lines are torchrun's
     # ChildFailedError summary ('failed (exitcode: 1)', 'Root Cause (first observed failure)'), which names no cause
     ("gpu-pages53-glm130b-logs-eval-tp8-allgather-logits-cuda-oom-12gib", "tail-40"): "missed",

@@ -5,6 +5,11 @@ for HCA ... (no module)' (or without a reason, NCCL 2.12+ when DMA-BUF is not us
 Evidence: the ``gdr`` check's module finding; a shell's ``lsmod | grep nv_peer_mem`` (or nvidia_peermem) that
 printed nothing, in a pasted transcript (fail where a pasted ``modinfo`` shows the module installed: it did not load
 at boot, Mellanox/nv_peer_memory#46); NCCL's 'GPU Direct RDMA Disabled for HCA' lines on IB/RoCE HCAs;
+kmod's answer that the module is not installed for the running kernel, 'modprobe: FATAL: Module nvidia_peermem not
+found in directory /lib/modules/<release>' (kmod tools/modprobe.c) or 'modinfo: ERROR: Module nv_peer_mem not found.'
+(tools/modinfo.c), and the nv_peer_mem service's 'Module nv_peer_mem does not exist' and 'Failed to load nv_peer_mem'
+(Mellanox/nv_peer_memory's init script nv_peer_mem; the journal of Mellanox/nv_peer_memory#51 after a kernel upgrade
+the module was not rebuilt for, and #119 after its DKMS build failed): the module is not there to load;
 ibv_reg_mr failing with EFAULT ('Bad address', errno 14), or with EOPNOTSUPP ('Operation not supported', errno 95)
 where the provider has no way to pin GPU memory (EFA without a peer-memory bridge), as NCCL or another GPU
 communication library reports it: UCCL's perror of its GPU buffer's registration, 'RDMA buffer MR registration
@@ -34,6 +39,9 @@ CONFIRM = "lsmod | grep -E 'nvidia_peermem|nv_peer_mem'"
 NO_MODULE = re.compile(r"GPU Direct RDMA Disabled for HCA \S+ '(?:mlx|ib|roce|bnxt|irdma|rdma)[^']*'(?: \(no module\))?\s*$|"
                        r"GPU Direct RDMA Disabled for HCA [^\n]{0,300}?\(no module\)|no peermem|nv_peer_mem(?:ory)? (?:is )?not loaded|"
                        r"nvidia[-_]peermem (?:is )?not loaded")
+# kmod and the nv_peer_mem service saying the module is not installed for the running kernel: nothing to load
+NOT_INSTALLED = re.compile(r"\bModule (?:nvidia[-_]peermem|nv_peer_mem) (?:not found\b|does not exist)|"
+                           r"\bFailed to load (?:nvidia[-_]peermem|nv_peer_mem)\b")
 BAD_ADDRESS = re.compile(r"ibv_reg_(?:mr|dmabuf_mr)\w{0,40} failed[^\n]{0,300}?(?:Bad address|errno 14)|"
                          r"\bRDMA buffer MR registration failed: Bad address")
 # the provider refused to pin GPU memory at all (EOPNOTSUPP): no peer-memory bridge, and no DMA-BUF path used
@@ -47,9 +55,11 @@ def diagnose(inp: Inputs) -> List[Diagnosis]:
          if not g.enabled and NO_MODULE.search(g.text)]
     fault = C.find(inp, BAD_ADDRESS, ("warn", "last-error", "error"))
     refused = C.find(inp, NOT_SUPPORTED, ("warn", "last-error", "error", "app"))
+    missing = C.find(inp, NOT_INSTALLED, ("error", "warn", "last-error", "kernel", "app"))
     split = gdr_split(inp)
     absent, installed = _lsmod_absent(inp)
-    found = [C.Clue("finding", f.message, host=f.host, finding=f) for f in node] + fault + refused + lines + absent
+    found = [C.Clue("finding", f.message, host=f.host, finding=f) for f in node] + fault + refused + missing + lines + \
+        absent
     if split and not found:
         return [C.make(sys.modules[__name__], "GPUDirect RDMA works on some ranks' side and not on others': the "
                        "peer-memory module is missing where it does not", split, confidence="medium",
@@ -58,12 +68,15 @@ def diagnose(inp: Inputs) -> List[Diagnosis]:
     if not found:
         return []
     return [C.make(sys.modules[__name__], f"GPUDirect RDMA off: the peer-memory module is not loaded"
-                   f"{C.on(C.hosts(found))}", found, confidence="high" if node or fault or absent else "medium",
+                   f"{C.on(C.hosts(found))}", found,
+                   confidence="high" if node or fault or missing or absent else "medium",
                    why=("the module is not loaded" if node else "NCCL found no peer-memory support for the HCA"
                         if lines else "the HCA could not register GPU memory (EFAULT): no peer-memory module"
                         if fault else "the RDMA provider refused to register GPU memory (EOPNOTSUPP): no peer-memory "
                         "bridge, and the program registers GPU memory with ibv_reg_mr, not DMA-BUF"
-                        if refused else "'lsmod | grep' for the module printed nothing"
+                        if refused else "the module is not installed for the running kernel: modprobe or modinfo "
+                        "cannot find it under /lib/modules/$(uname -r) (not built for this kernel, or left out of the "
+                        "node's image)" if missing else "'lsmod | grep' for the module printed nothing"
                         + (", though the module is installed (modinfo shows it): it was not loaded at boot"
                            if installed else "")),
                    severity="fail" if fault or refused or installed or any(f.status.value == "fail" for f in node)

@@ -30,6 +30,7 @@ KINDS = (
     "lsmod",
     "sysmodule",
     "ulimit",
+    "ulimit_l",
     "proc_limits",
     "limits_conf",
     "df",
