@@ -119,7 +119,6 @@ KNOWN: Dict[Tuple[str, str], str] = {
     ("net-csdn-blog-2-node-nccl248-connect-no-route-to-host-firewall", "anon-redacted"): "wrong cause",
     # the /dev/shm row of df (130 columns) wrapped, or dropped with the lines no lexicon row holds
     ("node-lizhenyang-blog-dataloader-socket-error-111-dev-shm-64m", "wrap-80"): "missed",
-    ("node-bugs49-bazzite2668-api-mismatch-570-153-kmod-570-144-gsp-firmware-missing-rminitadapter", "wrap-80"): "partly",
     ("node-lizhenyang-blog-dataloader-socket-error-111-dev-shm-64m", "lexicon-only"): "missed",
     ("gpu-bloom13b-logbook-ecc-uncorrectable-then-barrier-oom-faulty-node", "tail-40"): "wrong cause",
     ("gpu-bloom13b-logbook-ecc-uncorrectable-then-barrier-oom-faulty-node", "tail-15"): "wrong cause",
