@@ -448,18 +448,19 @@ def launcher_of(c: C.Clue) -> str:
     return f"{rank} of {host}" if rank and host else rank or host
 
 
-def _cuda_lines(inp: Inputs) -> List[C.Clue]:
+def _cuda_lines(inp: Inputs, held: Sequence[C.Clue]) -> List[C.Clue]:
     """The failure lexicon's lines of a CUDA error (shape ``cuda-error``) that no clue of the log reader holds: an
     enumerator's name printed on its own line or after a call ('CUDA_ERROR_SYSTEM_NOT_READY', 'cudaGetDeviceCount
-    returned 802 -> cudaErrorSystemNotReady'), which the reader keeps as no error line of its own."""
+    returned 802 -> cudaErrorSystemNotReady'), which the reader keeps as no error line of its own (``held``: the
+    clues already found)."""
     lines = [line for line in inp.failure_lines or [] if line.shape == "cuda-error"]
     if not lines:
         return []
-    held = {c.text for c in C.find(inp, _CUDA_TEXT, _CUDA_KINDS)}
+    texts = {c.text for c in held}
     out: List[C.Clue] = []
     for line in lines:
         for lineno, text in [(line.lineno, line.text)] + list(line.more):
-            if text not in held and not any(text.endswith(t) or t.endswith(text) for t in held):
+            if text not in texts and not any(text.endswith(t) or t.endswith(text) for t in texts):
                 out.append(C.Clue("error", text, Loc(line.source, lineno, line.host), text, line.host))
     return out
 
@@ -470,7 +471,8 @@ def _of_cuda(inp: Inputs) -> List[Event]:
     manager, NVLS multicast): what the GPU answered there says how the set-up failed, not that the GPU did."""
     out: List[Event] = []
     nvls = None
-    for c in C.find(inp, _CUDA_TEXT, _CUDA_KINDS) + _cuda_lines(inp):
+    found = C.find(inp, _CUDA_TEXT, _CUDA_KINDS)
+    for c in found + _cuda_lines(inp, found):
         row = cuda_row(c.text)
         if row is None or row["category"] in _SKIP_CATEGORIES:
             continue
