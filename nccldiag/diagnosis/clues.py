@@ -66,6 +66,11 @@ def clues(inp: Inputs) -> List[Clue]:
 
 Pat = Union[str, Pattern[str]]
 
+#: How far into a clue's text a cause's pattern is searched. A cause is told by a line's first words (a real log
+#: line, a finding's message and its first evidence lines); beyond this a line is a run of repeated output (a
+#: megabyte line), where every one of the catalog's patterns would otherwise read all of it.
+SPAN = 16384
+
 
 def find(inp: Inputs, pattern: Pat, kinds: Sequence[str] = KINDS, flags: int = 0) -> List[Clue]:
     """The clues of ``kinds`` whose text matches ``pattern`` (a regex, searched)."""
@@ -75,7 +80,7 @@ def find(inp: Inputs, pattern: Pat, kinds: Sequence[str] = KINDS, flags: int = 0
         inp.clue_index = (every, list(dict.fromkeys(c.text for c in every)))  # a text repeated is searched once
     every, texts = inp.clue_index
     search = pat.search
-    matching = {t for t in texts if search(t)}
+    matching = {t for t in texts if search(t, 0, SPAN)}
     if not matching:
         return []
     return [c for c in every if c.text in matching and c.kind in kinds]

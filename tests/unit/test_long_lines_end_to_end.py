@@ -14,8 +14,9 @@ holds megabyte lines of ``BW average[``, of a key and a run of blanks; the probe
 ``[x@`` stamps, and of a state and a run of blanks, each 1 MiB long.
 
 The bound is on the CPU time of the command (its process and the processes it waited for, measured by the
-kernel: the machine's load does not count): :data:`BOUND` seconds, where the readers now take about 3 s for
-``log`` and 1 s for ``check --bundle``. Before every expression was made linear, ``nccldiag log`` on this text had
+kernel): :data:`BOUND` seconds, where the readers now take about 2 s for ``log`` and ``report`` and 1 s for
+``check --bundle`` on a quiet machine. CPU time is not free of the machine's load: with both hyperthreads of a
+core busy (the unit tests over two workers) the same work counted up to 2.5 times as many CPU seconds. Before every expression was made linear, ``nccldiag log`` on this text had
 spent 148 s of CPU when it was stopped after 15 minutes, unfinished (a search of the ``Connect to`` line alone cost
 0.23 s at 16 KiB and grew with the square of the length; the ``ibv_`` line through the memlock rule took over 2 s
 of CPU at 4 KiB and grew faster still): :data:`BOUND` is a tenth of what it had spent, and about five times what
