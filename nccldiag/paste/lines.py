@@ -246,8 +246,9 @@ def _layer(text: str, before: Sequence[str] = ()) -> Optional[Layer]:
         m = _CELL.match(text)
         if m and len(text.strip()) > 2:
             return Layer("cell", m.group(0))
-    if first in " \t0123456789" and all(b in _OUTER for b in before) and "number" not in before \
-            and "bullet" not in before:
+    # a paste site's line numbers, outermost, or under what was put before them when the numbered text was pasted
+    # again (a chat's time, a launcher's label: '[rank3]:   10. State: Down')
+    if first in " \t0123456789" and "number" not in before and "bullet" not in before:
         m = _NUMBER.match(text)
         if m:
             return Layer("number", m.group(0))
