@@ -84,3 +84,28 @@ def test_a_probe_inside_an_allocation_that_worked_gets_no_such_verdict():
     rep = probe_report("", records(GOOD), rc=0, hosts=["vm"])
     assert rep.settings[0].status == "ok"
     assert diagnose(Inputs(probe=rep)) == []
+
+
+# the UC Davis HPCCF documentation's sbatch refusals (ucdavis/hpccf-docs at d7a5266, docs/general/troubleshooting.md and
+# docs/software/ondemand.md), as posted
+@pytest.mark.parametrize("text,words", [
+    ("sbatch: error: Batch job submission failed: Invalid account or account/partition combination specified\n",
+     ["-A ACCOUNT", "sacctmgr show assoc"]),
+    ("sbatch: error: QOSMaxMemoryPerJob\n"
+     "sbatch: error: Batch job submission failed: Job violates accounting/QOS policy (job submit limit, user's size "
+     "and/or time limits)\n", ["--mem", "sacctmgr show qos"]),
+    ("sbatch: error: Batch job submission failed: Requested node configuration is not available\n",
+     ["--gpus-per-node", "sinfo -p PARTITION"]),
+])
+def test_a_batch_job_slurm_refused_is_the_verdict_with_the_fix_of_its_reason(text, words):
+    (d, *_) = alarms(log_verdict(text))
+    assert d.id == "slurm-request-refused" and d.category == "other:slurm-request-refused" and d.severity == "fail"
+    assert d.figures["slurm_reason"] in text
+    for w in words:
+        assert w in d.fix, (w, d.fix)
+
+
+def test_a_batch_job_slurm_accepted_gets_no_such_verdict():
+    # sbatch's answer to a job it accepted (src/sbatch/sbatch.c: 'Submitted batch job %u'), as the UC Davis HPCCF
+    # documentation shows it (docs/scheduler/commands.md at d7a5266)
+    assert "slurm-request-refused" not in [d.id for d in log_verdict("Submitted batch job 629\n")]

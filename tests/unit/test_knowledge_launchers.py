@@ -98,6 +98,8 @@ CHECKED = {
     "make-failed-in-dkms-build-tree": "[%s: %s] Error %d",
     "make-kbuild-modules-target-failed": "[%s: %s] Error %d",
     "persistenced-numa-auto-online-failed": "NUMA: Failed to enable NUMA memory Auto-Online",
+    "bash-fork-retry-eagain": "fork: retry",
+    "sbatch-submission-failed": "Batch job submission failed: %m",
 }
 
 # The message as a tool prints it, where a row's text is a part of it or its conversions take words: written for this
@@ -157,6 +159,9 @@ PRINTED = {
     "make-failed-in-dkms-build-tree": "make[2]: *** [/usr/src/linux-headers-6.8.0-45-generic/Makefile:1925: "
                                       "/var/lib/dkms/nvidia/550.120/build] Error 2",
     "make-kbuild-modules-target-failed": "make: *** [/usr/src/linux-headers-6.3.0-1-common/Makefile:1967: modules] Error 2",
+    "bash-fork-retry-eagain": "bash: fork: retry: Resource temporarily unavailable",
+    "sbatch-submission-failed": "sbatch: error: Batch job submission failed: Invalid account or account/partition "
+                                "combination specified",
 }
 
 
