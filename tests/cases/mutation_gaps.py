@@ -59,6 +59,8 @@ WHY: Dict[str, str] = {
 
 #: (case id, transformation) -> its outcome today
 KNOWN: Dict[Tuple[str, str], str] = {
+    ("gpu-gaps60b-olora-logbook-2gpu-deepspeed-watchdog-broadcast-seq1-p2p-disable-fixes", "tail-40"): "false all-clear",
+    ("gpu-gaps60b-olora-logbook-2gpu-deepspeed-watchdog-broadcast-seq1-p2p-disable-fixes", "tail-15"): "false all-clear",
     # the locked-memory limit is read from 'ulimit -l' typed at a prompt with its answer on the next line: the
     # lexicon's lines alone, or the lines run together, keep neither the command nor the '64' under it (the warning of
     # the openib BTL left is no failure line); behind a Python logger's 'WARNING:celery.redirected:' the prompt is read
@@ -135,7 +137,6 @@ KNOWN: Dict[Tuple[str, str], str] = {
     ("net-nccl187-hostname-prefix-collision-p2p-ipc-across-hosts", "anon-redacted"): "missed",
     ("gpu-autocast381-ddp-post-fit-rank0-only-barrier-watchdog", "lexicon-only"): "missed",
     ("gpu-bloom176b-logbook-eval-hang-no-timeout-dataloader-deadlock", "lexicon-only"): "false all-clear",
-    ("gpu-cloudatlas-vm-passthrough-nvrm-bar0-invalid-pcihole64-realloc", "lexicon-only"): "wrong cause",
     ("gpu-mlengineering-dcgmi-diag-r2-gpu-memory-fail-faulty-node", "lexicon-only"): "missed",
     ("gpu-mlengineering-nvidia-smi-grep-sram-uncorrectable-broken-gpu", "lexicon-only"): "missed",
     ("gpu-nccl104-8xm40-nccl1-test-stalls-acs", "lexicon-only"): "false all-clear",
@@ -155,7 +156,6 @@ KNOWN: Dict[Tuple[str, str], str] = {
     ("node-gpud482-ibstat-port-down-polling-anonymised-guids", "lexicon-only"): "missed",
     ("net-blog44-lambdadalton-notes-ibstat-mlx5-port-down-polling-elided", "lexicon-only"): "missed",
     ("node-gpuoperator-docs-nvidia-smi-q-fabric-state-in-progress-no-fabricmanager", "lexicon-only"): "false all-clear",
-    ("node-gpuoperator492-vm-bar1-0m-nvidia-probe-failed-2-gpus", "lexicon-only"): "wrong cause",
     ("net-nccl1191-alltoall-700-nodes-ibv-create-cq-enomem-ulimit-unlimited", "lexicon-only"): "wrong cause",
     ("net-nccl473-nccltests-unhandled-system-error-docker-ipc-host", "lexicon-only"): "wrong cause",
     # NCCL's 'Call to ibv_create_qp failed' alone, the INFO lines around it dropped, reads as its usual cause, a

@@ -28,9 +28,9 @@ _PREFIXED = re.compile(r"[\w.-]+:\d+:\d+ \[\d+\] ")
 # prefix-rank, prefix-torchrun, prefix-mpirun) makes it two labels of the rank kind, as two ranks' lines run together
 _LATER_RANK_LABEL = re.compile(r"\S.*\[(?:rank|default)\d{1,6}\]:")
 # the same for Python logging's own record after a framework's prefix ('(Worker_TP1 pid=1417089) 2026-06-16
-# 20:47:04,014 - INFO - autotuner.py:622 - ...'): the transformation pylog-asctime puts a record of that kind
-# before it
-_LATER_ASCTIME = re.compile(r"\S.*\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} - ")
+# 20:47:04,014 - INFO - autotuner.py:622 - ...', or transformers' '[WARNING|logging.py:290] 2025-12-18
+# 20:16:31,452 >> ...', its time after its level): the transformation pylog-asctime puts a record of that kind before it
+_LATER_ASCTIME = re.compile(r"\S.*\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} (?:-|>>) ")
 
 
 def _one_record_lines(text: str, labels: bool = False) -> str:
