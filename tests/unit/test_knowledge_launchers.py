@@ -100,6 +100,7 @@ CHECKED = {
     "persistenced-numa-auto-online-failed": "NUMA: Failed to enable NUMA memory Auto-Online",
     "bash-fork-retry-eagain": "fork: retry",
     "sbatch-submission-failed": "Batch job submission failed: %m",
+    "openssh-connect-failed": "ssh: connect to host %s port %s: %s",
 }
 
 # The message as a tool prints it, where a row's text is a part of it or its conversions take words: written for this
@@ -160,6 +161,7 @@ PRINTED = {
                                       "/var/lib/dkms/nvidia/550.120/build] Error 2",
     "make-kbuild-modules-target-failed": "make: *** [/usr/src/linux-headers-6.3.0-1-common/Makefile:1967: modules] Error 2",
     "bash-fork-retry-eagain": "bash: fork: retry: Resource temporarily unavailable",
+    "openssh-connect-failed": "ssh: connect to host node2 port 22: Connection refused",
     "sbatch-submission-failed": "sbatch: error: Batch job submission failed: Invalid account or account/partition "
                                 "combination specified",
 }
