@@ -143,7 +143,6 @@ def unmark(line: str) -> Tuple[str, bool]:
 _MONTHS = r"(?:[A-Z][a-z]{2}|[a-z]{3}\.?)"
 _NUMBER = re.compile(r"[ \t]{0,8}\d{1,6}(?:\.[ \t]|[ \t]{0,2}\|(?:[ \t]|$))")
 _BULLET = re.compile(r"[ \t]{0,12}[-*+\u2022][ \t]")
-_OUTER = ("quote", "number", "bullet")  # the layers a forum or an editor puts outermost
 _CELL = re.compile(r"[ \t]{0,12}\|[ \t]?")
 _QUOTE = re.compile(r"[ \t]{0,12}>(?:[ \t]|$)")
 _COMMENT = re.compile(r"[ \t]{0,12}#(?:[ \t]|$)")
