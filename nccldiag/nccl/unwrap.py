@@ -13,6 +13,12 @@ starts in the middle of a word or of a list of numbers; a table's rows, lines cu
 one (a table whose rows are all of the width goes on and on). :func:`joined` then joins each line of
 exactly ``W`` characters with the one after it, where that one does not start like a line.
 
+A text broken at its blanks instead (a mail's ``format=flowed``, RFC 3676 4.2: "a soft line break is a SP CRLF
+sequence"; ``fold -s``, which leaves the blank at the end of the piece; an editor's hard wrap) has pieces of
+varying length, each ended by one blank: :func:`flowed` says whether a text was so broken (at least
+:data:`MIN_WRAPS` such breaks), :func:`soft_break` where, and :func:`flowed_joined` joins them. A mail's quote marks
+(``> ``) are taken off the piece after the first, as the RFC's section 4.5 takes them off before joining.
+
 The lines are numbered as they stand in the file: a joined line stands at the number of its first piece, and each
 piece after the first is left as an empty line, so that every reader of the text cites the lines the user sees.
 :class:`Unwrapping` does this to a binary stream as it is read (the first :data:`SAMPLE` bytes decide), and hands
@@ -217,6 +223,78 @@ def _goes_on(piece: str, line: str, starts: Set[str]) -> bool:
     return _cut_word(piece, line, starts) or not starts_like_a_line(line, starts)
 
 
+FLOW_SLACK = 1.25  # a text broken at its blanks: its lines keep to its longest piece, within a word
+FLOW_OVER = 50  # lines of such a text that may pass it (an address, a path no blank breaks), one in this many
+_QUOTE = re.compile(r"(?:> ?)*")  # a mail's or a markdown's quote marks
+# a shell prompt: a command's line ends in a blank as often as not, and its output is no part of it
+_PROMPT = re.compile(r"[ \t]*(?:\([\w.-]{1,64}\)[ \t])?(?:[\w.@-]{1,64}(?::[^\s$#%]{0,256})?)?[$#%][ \t]")
+
+
+def soft_break(line: str, after: str, starts: Set[str]) -> bool:
+    """Whether ``line`` was broken at a blank and ``after`` goes on with it: ``line`` (of at least
+    :data:`MIN_WIDTH` characters, not a shell prompt's) ends in one blank after its text, ``after`` has the same quote
+    marks, then starts flush with a character that is not a blank and does not start as a line of the text starts
+    (``starts``), and holds more than one character (a table's lone border, a comment's ``#``)."""
+    if len(line) < MIN_WIDTH or line[-1:] != " " or line[-2:-1].isspace():
+        return False
+    quote = _QUOTE.match(line).group()  # type: ignore[union-attr]
+    if not after.startswith(quote) or _QUOTE.match(after).end() != len(quote):  # type: ignore[union-attr]
+        return False
+    body, rest = line[len(quote):], after[len(quote):]
+    if _PROMPT.match(body) or len(rest.rstrip()) < 2 or rest[:1].isspace():
+        return False
+    return not starts_like_a_line(rest, starts)
+
+
+def _flow_starts(lines: Sequence[str]) -> Set[str]:
+    """:func:`line_starts` of a text broken at its blanks: the first line's start, and those of the lines after a
+    blank one or after one that ended well short of the width the pieces reach (four fifths of the longest line
+    ending in a blank): a line that reaches it without a blank at its end may be a piece broken where no blank was."""
+    pieces = [len(t) for t in lines if t[-1:] == " " and not t[-2:-1].isspace()]
+    reach = 0.8 * max(pieces, default=0)
+    out: Set[str] = set()
+    before = None
+    for line in lines:
+        if before is None or _blank(before) or (before[-1:] != " " and len(before) < reach):
+            _learn(out, line[_QUOTE.match(line).end():])  # type: ignore[union-attr]
+        before = line
+    return out
+
+
+def flowed(lines: Sequence[str]) -> bool:
+    """Whether the text of ``lines`` was broken at its blanks (:func:`soft_break`) at least :data:`MIN_WRAPS`
+    times, at a width its other lines keep to: at most one line in :data:`FLOW_OVER` is longer than
+    :data:`FLOW_SLACK` times the longest piece. A program's own line ended in a blank before a line of its own
+    (TensorFlow's ``with properties: `` before ``pciBusID:``, a warning's ``See `` before its address) stands among
+    lines far longer than it."""
+    starts = _flow_starts(lines)
+    pieces = [len(lines[i]) for i in range(len(lines) - 1) if soft_break(lines[i], lines[i + 1], starts)]
+    if len(pieces) < MIN_WRAPS:
+        return False
+    bound = FLOW_SLACK * max(pieces)
+    return sum(len(t) > bound for t in lines) <= len(lines) // FLOW_OVER
+
+
+def flowed_joined(lines: Sequence[str], starts: Set[str]) -> List[str]:
+    """``lines`` with each piece broken at a blank (:func:`soft_break`) joined with the one after it, the quote
+    marks of that one taken off; each piece after the first left as an empty line (the numbers stay)."""
+    out: List[str] = []
+    i, n = 0, len(lines)
+    while i < n:
+        line = lines[i]
+        _learn(starts, line[_QUOTE.match(line).end():])  # type: ignore[union-attr]
+        pieces = 1
+        while i + pieces < n and pieces < MAX_PIECES and \
+                soft_break(lines[i + pieces - 1], lines[i + pieces], starts):
+            nxt = lines[i + pieces]
+            line += nxt[_QUOTE.match(nxt).end():]  # type: ignore[union-attr]
+            pieces += 1
+        out.append(line)
+        out += [""] * (pieces - 1)
+        i += pieces
+    return out
+
+
 def unwrap(text: str) -> str:
     """``text`` with its wrapped lines joined (:func:`joined`) and its typesetting undone, or as it is where it
     was neither: what :class:`Unwrapping` reads of it."""
@@ -239,8 +317,9 @@ class Unwrapping(Splitting):
 
 
 class Joining(Buffered):
-    """A binary stream read with its wrapped lines joined (:func:`joined`): ``read`` and ``readline`` as a file's.
-    Where the first :data:`SAMPLE` bytes show no wrap, the bytes are handed on as they come."""
+    """A binary stream read with its wrapped lines joined (:func:`joined`, or :func:`flowed_joined` where the text
+    was broken at its blanks): ``read`` and ``readline`` as a file's. Where the first :data:`SAMPLE` bytes show no
+    wrap, the bytes are handed on as they come."""
 
     def __init__(self, stream: IO[bytes]) -> None:
         self.stream = stream
@@ -251,6 +330,7 @@ class Joining(Buffered):
         self.carry = b""  # a line not ended yet
         self.ended = False
         self.starts: Set[str] = set()  # how the text's lines start (:func:`line_starts`), grown as it is read
+        self.flowed = False  # broken at its blanks (:func:`flowed`), not at a width
 
     def _decide(self) -> None:
         self.decided = True
@@ -258,11 +338,12 @@ class Joining(Buffered):
         end = head.rfind(b"\n")
         whole = [_text(x) for x in head[:end].split(b"\n")] if end >= 0 else []
         self.width = width(whole)
-        if self.width is None:
+        self.flowed = self.width is None and flowed(whole)
+        if self.width is None and not self.flowed:
             self.stream = Head(head, self.stream)  # handed on as it comes
             self.ended = not head
             return
-        self.starts = line_starts(whole, self.width)
+        self.starts = _flow_starts(whole) if self.flowed else line_starts(whole, self.width or 0)
         self.pending, self.carry = whole, head[end + 1:]
         self._flush(final=False)
 
@@ -270,18 +351,19 @@ class Joining(Buffered):
         """Join the pending lines but, unless ``final``, the lines of the width they end with (the line after them,
         not read yet, may continue them)."""
         lines, w = self.pending, self.width
-        assert w is not None
         k = len(lines)
-        while not final and k > 0 and len(lines[k - 1]) == w and len(lines) - k < MAX_PIECES:
+        while not final and k > 0 and len(lines) - k < MAX_PIECES and \
+                (lines[k - 1][-1:] == " " if self.flowed else len(lines[k - 1]) == w):
             k -= 1
         ready, self.pending = lines[:k], lines[k:]
         if ready:
-            self.out += ("\n".join(joined(ready, w, self.starts)) + "\n").encode("utf-8")
+            out = flowed_joined(ready, self.starts) if self.flowed else joined(ready, w or 0, self.starts)
+            self.out += ("\n".join(out) + "\n").encode("utf-8")
 
     def _fill(self, size: int) -> None:
         if not self.decided:
             self._decide()
-        if self.width is None:
+        if self.width is None and not self.flowed:
             return
         while not self.ended and (size < 0 or len(self.out) < size):
             data = self.stream.read(SAMPLE)
@@ -306,9 +388,9 @@ class Joining(Buffered):
 
     def read(self, size: int = -1) -> bytes:
         self._fill(size)
-        return self.stream.read(size) if self.width is None else super().read(size)
+        return self.stream.read(size) if self.width is None and not self.flowed else super().read(size)
 
     def readline(self, size: int = -1) -> bytes:
         if not self.decided:
             self._decide()
-        return self.stream.readline(size) if self.width is None else super().readline(size)
+        return self.stream.readline(size) if self.width is None and not self.flowed else super().readline(size)

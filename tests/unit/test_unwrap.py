@@ -1,7 +1,7 @@
 """A text wrapped at a fixed width, read joined again (nccldiag/nccl/unwrap.py), on real texts.
 
 Both ways: no real text as it was captured or posted is taken for a wrapped one (but the one capture that was
-posted wrapped), and the real texts wrapped at 80 columns as a terminal does are joined again, line for line where
+posted wrapped, and the posts broken at their blanks by a mail or an editor), and the real texts wrapped at 80 columns as a terminal does are joined again, line for line where
 the wrap shows, with every line at its number. The stream gives what the function gives, read in any pieces.
 """
 from __future__ import annotations
@@ -18,6 +18,12 @@ from tests import mutations, real, realcases
 
 # the one capture posted wrapped: NCCL's 'GPU Direct RDMA Disabled for GPU ... (not supported b' / 'y GPU)'
 POSTED_WRAPPED = "net-ib-gdr-disabled-not-supported-by-gpu-ibv-create-qp-failure.log"
+# the posts broken at their blanks (each piece ends in the blank it was broken at): a mailing list's ifconfig
+# ('Hardware Adresse ' / '80-00-04-04-FE-80-...'), a bug tracker's mail of a build log ('fatal error: ' /
+# 'asm/orc_header.h: No such file or directory') and a forum's docker compose error ('OCI runtime create ' /
+# 'failed: runc create failed: ...'), each line of the program's one line
+POSTED_FLOWED = ["posted-mpirun-ibv-devinfo-ifconfig-ulimit.txt", "posted-dkms-make-log.txt",
+                 "posted-docker-compose.txt"]
 
 
 def _texts() -> List[Path]:
@@ -66,7 +72,55 @@ def _plain(text: str) -> str:
 def test_no_real_text_is_taken_for_a_wrapped_one():
     assert len(TEXTS) > 100
     taken = [p.name for p in TEXTS if unwrap.unwrap(_one_record_each(_read(p))) != _plain(_one_record_each(_read(p)))]
-    assert taken == ([POSTED_WRAPPED] if real.AVAILABLE else []), taken
+    assert sorted(taken) == sorted(POSTED_FLOWED + ([POSTED_WRAPPED] if real.AVAILABLE else [])), taken
+
+
+def _in_repo(name: str) -> Path:
+    return next(p for p in sorted(realcases.IN_REPO.parent.glob("cases*/*/*"))
+                if name in str(p.parent) and p.suffix != ".json")
+
+
+def test_a_post_broken_at_its_blanks_is_joined_at_its_numbers():
+    """xpk's issue: XLA's one line quoted behind '> ' and broken at blanks, each piece ending in the blank; the
+    shared memory segment's error is read whole again, its quote marks taken off the pieces after the first."""
+    text = _read(_in_repo("xpk492-a3mega-jobset-no-dev-shm-volume"))
+    got = unwrap.unwrap(text).split("\n")
+    assert len(got) == len(text.split("\n"))
+    line = next(t for t in got if "ncclGroupEnd" in t)
+    assert "(run with NCCL_DEBUG=INFO for details)" in line and "'Error while creating shared memory segment" in line
+    assert "> " not in line[2:]
+    assert got[got.index(line) + 1] == "" and got[got.index(line) + 2] == ""
+
+
+@pytest.mark.parametrize("name, ended", [
+    # TensorFlow's 'Found device 0 with properties: ' and 'pciBusID: ...' are two lines of its own
+    ("aimldl-notes-ko-2x-gtx1080", "with properties: "),
+    # NCCL's 'or device error. ' before its own 'Last error:' line
+    ("accelerate2107-containers-bridge-network", "or device error. "),
+    # torch's launcher warning: 'See ' before the address, on a line of its own
+    ("bigscience-jz-4x4-v100-opa-allreduce-bench-healthy", "instead. See "),
+])
+def test_a_programs_own_line_ended_in_a_blank_is_not_joined(name, ended):
+    """A line a program ends in a blank before a line of its own, among lines far longer than it: not a text broken
+    at its blanks, nothing joined."""
+    text = _read(_in_repo(name))
+    lines = text.split("\n")
+    assert any(t.endswith(ended) for t in lines)
+    assert not unwrap.flowed(lines[:5000])
+    assert [t for t in unwrap.unwrap(text).split("\n") if t.endswith(ended)]
+
+
+def test_a_shell_prompts_blank_is_no_break():
+    starts = {" a"}
+    assert not unwrap.soft_break("(venv) root@node1:~/kubespray# nvidia-smi -q --display=ECC,POWER ",
+                                 "Unable to determine the device handle for GPU0000:A1:00.0: Unknown Error", starts)
+    assert unwrap.soft_break("Execution of replica 0 failed: INTERNAL: NCCL operation ncclGroupEnd() failed: ",
+                             "unhandled system error", set())
+    # two blanks (a table's padding), a continuation that is one character, an indented one: no break
+    assert not unwrap.soft_break("Execution of replica 0 failed: INTERNAL: NCCL operation failed:  ", "unhandled",
+                                 set())
+    assert not unwrap.soft_break("  nThread 1 nGpus 1 minBytes 8 maxBytes 8589934592 step: 2(factor) ", "#", set())
+    assert not unwrap.soft_break("Execution of replica 0 failed: INTERNAL: NCCL operation failed: ", "  at x", set())
 
 
 def test_the_capture_posted_wrapped_is_joined_at_its_numbers():
