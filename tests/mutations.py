@@ -80,6 +80,24 @@ def wrapped(width: int = 80) -> Transform:
     return f
 
 
+def folded(width: int = 80) -> Transform:
+    """(e2) lines broken at their blanks to fit ``width`` columns as GNU coreutils' ``fold -s -w WIDTH`` does
+    (fold.c: with ``-s``, a line over the width is broken after the last blank within it, the blank left at the end
+    of the piece; a piece with no blank is broken at the width), as a mail's ``format=flowed`` and an editor's hard
+    wrap break a text."""
+    def f(text: str) -> str:
+        out: List[str] = []
+        for ln in _lines(text):
+            while len(ln) > width:
+                cut = max(ln.rfind(" ", 0, width), ln.rfind("\t", 0, width))
+                cut = cut + 1 if cut >= 0 else width
+                out.append(ln[:cut])
+                ln = ln[cut:]
+            out.append(ln)
+        return _join(out)
+    return f
+
+
 def crlf_bom(text: str) -> str:
     """(f) CRLF line ends and a UTF-8 byte order mark."""
     return "\ufeff" + "\r\n".join(_lines(text)) + "\r\n"
@@ -325,6 +343,7 @@ TRANSFORMS: Dict[str, Transform] = {
     "anon-x": anonymised(),
     "anon-redacted": anonymised(ip="10.x.x.x", pci="...", host="<redacted>"),
     "wrap-80": wrapped(80),
+    "fold-s-80": folded(80),
     "crlf-bom": crlf_bom,
     "quote-html": quoted_html,
     "time-iso": stamped("2024-05-01T12:00:00.123Z "),

@@ -71,7 +71,9 @@ def parse_nccl_tests(text: Optional[str]) -> Optional[NcclTestsRun]:
     same in place; NCCL INFO lines and mangled header lines are skipped.
     """
     run = NcclTestsRun()
+    cut: Optional[List[str]] = None  # a row's first cells, the rest broken off onto the next line
     for line in _read(text or ""):
+        before, cut = cut, None
         s = line.strip().lstrip(">#").strip()
         if _HEADER.search(s):
             run.started = True
@@ -106,17 +108,31 @@ def parse_nccl_tests(text: Optional[str]) -> Optional[NcclTestsRun]:
             run.elided = True
             continue
         toks = s.split()
-        if len(toks) < 11 or not toks[0].isdigit() or not toks[1].isdigit():
-            continue
-        # size, count, type, [redop], [root], then time, algbw, busbw, #wrong out of place and in place
-        rest = toks[3:]
-        if len(rest) < 8 or len(rest) > 10 or not all(_cell(t) for t in rest[-8:]):
-            continue
-        redop = rest[0] if len(rest) > 8 else ""
-        rest = rest[-8:]
-        run.rows.append(NcclTestsRow(int(toks[0]), int(toks[1]), toks[2], redop, _float(rest[2]), _float(rest[6]),
-                                     f"{rest[3]}/{rest[7]}"))
+        if before is not None and toks and not toks[0].isalpha():
+            row = _row(before + toks)  # a row broken between its cells (a mail's, an editor's or fold's break)
+            if row is not None:
+                run.rows.append(row)
+                continue
+        row = _row(toks)
+        if row is not None:
+            run.rows.append(row)
+        elif run.table and 4 <= len(toks) < 11 and toks[0].isdigit() and toks[1].isdigit() and toks[2].isalpha():
+            cut = toks
     return run if run.rows or run.avg_busbw is not None or run.out_of_bounds is not None or run.started else None
+
+
+def _row(toks: List[str]) -> Optional[NcclTestsRow]:
+    """A result row from its cells, or None: size, count, type, [redop], [root], then time, algbw, busbw, #wrong out
+    of place and in place."""
+    if len(toks) < 11 or not toks[0].isdigit() or not toks[1].isdigit():
+        return None
+    rest = toks[3:]
+    if len(rest) < 8 or len(rest) > 10 or not all(_cell(t) for t in rest[-8:]):
+        return None
+    redop = rest[0] if len(rest) > 8 else ""
+    rest = rest[-8:]
+    return NcclTestsRow(int(toks[0]), int(toks[1]), toks[2], redop, _float(rest[2]), _float(rest[6]),
+                        f"{rest[3]}/{rest[7]}")
 
 
 # a line that is only an elision mark, as posters cut long outputs

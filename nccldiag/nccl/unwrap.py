@@ -223,6 +223,7 @@ def _goes_on(piece: str, line: str, starts: Set[str]) -> bool:
     return _cut_word(piece, line, starts) or not starts_like_a_line(line, starts)
 
 
+FLOW_ONE = 60  # a text broken at its blanks once: its piece at least this long (a mail breaks at 72 to 78)
 FLOW_SLACK = 1.25  # a text broken at its blanks: its lines keep to its longest piece, within a word
 FLOW_OVER = 50  # lines of such a text that may pass it (an address, a path no blank breaks), one in this many
 _QUOTE = re.compile(r"(?:> ?)*")  # a mail's or a markdown's quote marks
@@ -233,14 +234,15 @@ _PROMPT = re.compile(r"[ \t]*(?:\([\w.-]{1,64}\)[ \t])?(?:[\w.@-]{1,64}(?::[^\s$
 def soft_break(line: str, after: str, starts: Set[str]) -> bool:
     """Whether ``line`` was broken at a blank and ``after`` goes on with it: ``line`` (of at least
     :data:`MIN_WIDTH` characters, not a shell prompt's) ends in one blank after its text, ``after`` has the same quote
-    marks, then starts flush with a character that is not a blank and does not start as a line of the text starts
+    marks (a mail's) or none (``fold``'s), then starts flush with a character that is not a blank and does not start as a line of the text starts
     (``starts``), and holds more than one character (a table's lone border, a comment's ``#``)."""
     if len(line) < MIN_WIDTH or line[-1:] != " " or line[-2:-1].isspace():
         return False
     quote = _QUOTE.match(line).group()  # type: ignore[union-attr]
-    if not after.startswith(quote) or _QUOTE.match(after).end() != len(quote):  # type: ignore[union-attr]
+    marks = _QUOTE.match(after).end()  # type: ignore[union-attr]
+    if marks and after[:marks] != quote:
         return False
-    body, rest = line[len(quote):], after[len(quote):]
+    body, rest = line[len(quote):], after[marks:]
     if _PROMPT.match(body) or len(rest.rstrip()) < 2 or rest[:1].isspace():
         return False
     return not starts_like_a_line(rest, starts)
@@ -263,31 +265,40 @@ def _flow_starts(lines: Sequence[str]) -> Set[str]:
 
 def flowed(lines: Sequence[str]) -> bool:
     """Whether the text of ``lines`` was broken at its blanks (:func:`soft_break`) at least :data:`MIN_WRAPS`
-    times, at a width its other lines keep to: at most one line in :data:`FLOW_OVER` is longer than
+    times, at a width its other lines keep to (once, where the piece is at least :data:`FLOW_ONE` characters and
+    no line is longer): at most one line in :data:`FLOW_OVER` is longer than
     :data:`FLOW_SLACK` times the longest piece. A program's own line ended in a blank before a line of its own
     (TensorFlow's ``with properties: `` before ``pciBusID:``, a warning's ``See `` before its address) stands among
     lines far longer than it."""
     starts = _flow_starts(lines)
     pieces = [len(lines[i]) for i in range(len(lines) - 1) if soft_break(lines[i], lines[i + 1], starts)]
+    if len(pieces) == 1:  # one break: where its piece is the text's longest line, at a mail's or a terminal's width
+        return pieces[0] >= FLOW_ONE and max(map(len, lines)) <= pieces[0]
     if len(pieces) < MIN_WRAPS:
         return False
     bound = FLOW_SLACK * max(pieces)
     return sum(len(t) > bound for t in lines) <= len(lines) // FLOW_OVER
 
 
-def flowed_joined(lines: Sequence[str], starts: Set[str]) -> List[str]:
+def flowed_joined(lines: Sequence[str], starts: Set[str], w: Optional[int] = None) -> List[str]:
     """``lines`` with each piece broken at a blank (:func:`soft_break`) joined with the one after it, the quote
-    marks of that one taken off; each piece after the first left as an empty line (the numbers stay)."""
+    marks of that one taken off; with ``w``, each line of exactly ``w`` characters too where the line after it
+    continues it (``fold -s`` breaks a run with no blank at the width); each piece after the first left as an empty
+    line (the numbers stay)."""
     out: List[str] = []
     i, n = 0, len(lines)
     while i < n:
         line = lines[i]
         _learn(starts, line[_QUOTE.match(line).end():])  # type: ignore[union-attr]
         pieces = 1
-        while i + pieces < n and pieces < MAX_PIECES and \
-                soft_break(lines[i + pieces - 1], lines[i + pieces], starts):
-            nxt = lines[i + pieces]
-            line += nxt[_QUOTE.match(nxt).end():]  # type: ignore[union-attr]
+        while i + pieces < n and pieces < MAX_PIECES:
+            piece, nxt = lines[i + pieces - 1], lines[i + pieces]
+            if soft_break(piece, nxt, starts):
+                line += nxt[_QUOTE.match(nxt).end():]  # type: ignore[union-attr]
+            elif w is not None and len(piece) == w and _goes_on(piece, nxt, starts):
+                line += nxt
+            else:
+                break
             pieces += 1
         out.append(line)
         out += [""] * (pieces - 1)
@@ -330,7 +341,7 @@ class Joining(Buffered):
         self.carry = b""  # a line not ended yet
         self.ended = False
         self.starts: Set[str] = set()  # how the text's lines start (:func:`line_starts`), grown as it is read
-        self.flowed = False  # broken at its blanks (:func:`flowed`), not at a width
+        self.flowed = False  # broken at its blanks (:func:`flowed`), and at the width where one is found too
 
     def _decide(self) -> None:
         self.decided = True
@@ -338,7 +349,7 @@ class Joining(Buffered):
         end = head.rfind(b"\n")
         whole = [_text(x) for x in head[:end].split(b"\n")] if end >= 0 else []
         self.width = width(whole)
-        self.flowed = self.width is None and flowed(whole)
+        self.flowed = flowed(whole)
         if self.width is None and not self.flowed:
             self.stream = Head(head, self.stream)  # handed on as it comes
             self.ended = not head
@@ -353,11 +364,11 @@ class Joining(Buffered):
         lines, w = self.pending, self.width
         k = len(lines)
         while not final and k > 0 and len(lines) - k < MAX_PIECES and \
-                (lines[k - 1][-1:] == " " if self.flowed else len(lines[k - 1]) == w):
+                (len(lines[k - 1]) == w or self.flowed and lines[k - 1][-1:] == " "):
             k -= 1
         ready, self.pending = lines[:k], lines[k:]
         if ready:
-            out = flowed_joined(ready, self.starts) if self.flowed else joined(ready, w or 0, self.starts)
+            out = flowed_joined(ready, self.starts, w) if self.flowed else joined(ready, w or 0, self.starts)
             self.out += ("\n".join(out) + "\n").encode("utf-8")
 
     def _fill(self, size: int) -> None:

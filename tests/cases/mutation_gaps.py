@@ -31,6 +31,11 @@ WHY: Dict[str, str] = {
     "wrap-80": (
         "a line wrapped at 80 columns is joined again only where the text shows the wrap (nccl/unwrap.py): a "
         "continuation that starts as a line of the text starts is read as a line of its own"),
+    "fold-s-80": (
+        "lines broken at their blanks (fold -s -w 80) are joined again where the text shows it (nccl/unwrap.py): "
+        "a piece whose continuation starts as a line starts (a time, an address, a shell prompt run into its output), "
+        "a text broken once where longer lines stand beside the piece, or a table's row broken after its padding "
+        "(the piece ends in more than one blank, as a padded table's rows do) stays apart"),
     "flush-left": (
         "nvidia-smi -q's counters grepped out of their sections ('SRAM Uncorrectable : 1' twice, no title) are told "
         "volatile from aggregate by their indentation alone: trimmed flush left, they are read under no section"),
@@ -59,6 +64,18 @@ WHY: Dict[str, str] = {
 
 #: (case id, transformation) -> its outcome today
 KNOWN: Dict[Tuple[str, str], str] = {
+    # broken at blanks where the continuation starts with a time (squeue's 'since 2022-04-29T20:28:38', Slurm's
+    # 'CANCELLED AT 2020-07-03T02:59:56'), with an address, after a root prompt the page ran its output into, or once
+    # beside longer lines; a table's row broken after its padding (kubectl's columns, df's /dev/shm row)
+    ("gpu-bloom176b-logbook-eval-hang-no-timeout-dataloader-deadlock", "fold-s-80"): "false all-clear",
+    ("gpu-gpumontools141-dcgm-exporter-fatal-dcgm-module-not-loaded-profiling-default", "fold-s-80"): "missed",
+    ("gpu-ocp-docs-driver-daemonset-crashloop-elfutils-rhel-entitlement", "fold-s-80"): "wrong cause",
+    ("net-bloom-jz-ops-notes-connect-refused-broken-node-network", "fold-s-80"): "missed",
+    ("net-nvidia-freebsd-docs-ifconfig-mce0-no-carrier-fec-sync-loss", "fold-s-80"): "false all-clear",
+    ("node-desitarget628-srun-step-cancelled-due-to-time-limit-debug-queue", "fold-s-80"): "missed",
+    ("node-fw41-ray28781-raylet-ip-prefixed-system-memory-low-killing-task", "fold-s-80"): "missed",
+    ("node-lizhenyang-blog-dataloader-socket-error-111-dev-shm-64m", "fold-s-80"): "missed",
+    ("node-volcano1782-pod-unexpectedadmissionerror-gpu-unhealthy-allocatable-3-of-4", "fold-s-80"): "missed",
     ("gpu-gaps60b-olora-logbook-2gpu-deepspeed-watchdog-broadcast-seq1-p2p-disable-fixes", "tail-40"): "false all-clear",
     ("gpu-gaps60b-olora-logbook-2gpu-deepspeed-watchdog-broadcast-seq1-p2p-disable-fixes", "tail-15"): "false all-clear",
     # the locked-memory limit is read from 'ulimit -l' typed at a prompt with its answer on the next line: the

@@ -35,6 +35,31 @@ def test_every_real_nccl_tests_table_is_read_and_passes(name):
     assert "nccl-tests result table" in out and "benchmark output" in out
 
 
+@pytest.mark.parametrize("name", NCCL_TESTS)
+def test_a_real_table_whose_rows_were_broken_at_their_blanks_gives_the_same_rows(name):
+    """Each real table broken at its blanks to fit 80 columns (fold -s, as a mail or an editor breaks a pasted row):
+    a row's first cells on one line and the rest on the next are read as the row, with its figures, and no row is
+    read twice or made up."""
+    from tests import mutations
+
+    text = real.node_text("nccl-tests", name)
+    whole = nccltests.parse_nccl_tests(text)
+    folded = mutations.folded(80)(text)
+    assert folded != text
+    got = nccltests.parse_nccl_tests(folded)
+    assert [(r.size, r.busbw_oop, r.busbw_ip, r.wrong) for r in got.rows] == \
+        [(r.size, r.busbw_oop, r.busbw_ip, r.wrong) for r in whole.rows]
+
+
+def test_a_row_cut_short_and_a_whole_row_after_it_are_not_read_as_one():
+    text = ("#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   "
+            "busbw #wrong\n           8             2     float     sum      -1\n"
+            "          16             4     float     sum      -1    72.42    0.00    0.00      0    72.05    0.00"
+            "    0.00      0\n")
+    run = nccltests.parse_nccl_tests(text)
+    assert [r.size for r in run.rows] == [16]
+
+
 def test_the_4_node_dgx_table_figures():
     run = nccltests.parse_nccl_tests(real.node_text("nccl-tests", "deepops-4x-dgx-a100-slurm-allreduce-table-only.txt"))
     assert len(run.rows) == 13 and run.peak_busbw == 191.56 and run.out_of_bounds == 0

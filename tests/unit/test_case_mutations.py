@@ -76,6 +76,8 @@ def test_the_transformations_change_the_texts_they_are_given():
     assert mutations.TRANSFORMS["tail-15"](longest).count("\n") == 15
     assert mutations.TRANSFORMS["crlf-bom"](longest).startswith("\ufeff")
     assert all(len(ln) <= 80 for ln in mutations.TRANSFORMS["wrap-80"](longest).splitlines())
+    assert all(len(ln) <= 80 for ln in mutations.TRANSFORMS["fold-s-80"](longest).splitlines())
+    assert mutations.TRANSFORMS["fold-s-80"]("a " * 50) == "a " * 40 + "\n" + "a " * 10 + "\n"  # the blank ends the piece
     one = "x" * 9 + "\n"  # the decorations below, each on a line of its own
     assert mutations.TRANSFORMS["ansi-ray"](one) == "\x1b[2m\x1b[36m(RayTrainWorker pid=1234, ip=10.0.0.5)\x1b[0m " \
         + "x" * 9 + "\x1b[0m\n"
