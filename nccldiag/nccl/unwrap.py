@@ -234,8 +234,9 @@ _PROMPT = re.compile(r"[ \t]*(?:\([\w.-]{1,64}\)[ \t])?(?:[\w.@-]{1,64}(?::[^\s$
 def soft_break(line: str, after: str, starts: Set[str]) -> bool:
     """Whether ``line`` was broken at a blank and ``after`` goes on with it: ``line`` (of at least
     :data:`MIN_WIDTH` characters, not a shell prompt's) ends in one blank after its text, ``after`` has the same quote
-    marks (a mail's) or none (``fold``'s), then starts flush with a character that is not a blank and does not start as a line of the text starts
-    (``starts``), and holds more than one character (a table's lone border, a comment's ``#``)."""
+    marks (a mail's) or none (``fold``'s), then starts flush with a character that is not a blank and does not start
+    as a line of the text starts (``starts``), and holds more than one character (a table's lone border, a comment's
+    ``#``)."""
     if len(line) < MIN_WIDTH or line[-1:] != " " or line[-2:-1].isspace():
         return False
     quote = _QUOTE.match(line).group()  # type: ignore[union-attr]
@@ -343,6 +344,11 @@ class Joining(Buffered):
         self.starts: Set[str] = set()  # how the text's lines start (:func:`line_starts`), grown as it is read
         self.flowed = False  # broken at its blanks (:func:`flowed`), and at the width where one is found too
 
+    @property
+    def _as_is(self) -> bool:
+        """Whether the text was neither wrapped nor broken at its blanks: its bytes are handed on as they come."""
+        return self.width is None and not self.flowed
+
     def _decide(self) -> None:
         self.decided = True
         head = self.stream.read(SAMPLE)
@@ -350,7 +356,7 @@ class Joining(Buffered):
         whole = [_text(x) for x in head[:end].split(b"\n")] if end >= 0 else []
         self.width = width(whole)
         self.flowed = flowed(whole)
-        if self.width is None and not self.flowed:
+        if self._as_is:
             self.stream = Head(head, self.stream)  # handed on as it comes
             self.ended = not head
             return
@@ -374,7 +380,7 @@ class Joining(Buffered):
     def _fill(self, size: int) -> None:
         if not self.decided:
             self._decide()
-        if self.width is None and not self.flowed:
+        if self._as_is:
             return
         while not self.ended and (size < 0 or len(self.out) < size):
             data = self.stream.read(SAMPLE)
@@ -399,9 +405,9 @@ class Joining(Buffered):
 
     def read(self, size: int = -1) -> bytes:
         self._fill(size)
-        return self.stream.read(size) if self.width is None and not self.flowed else super().read(size)
+        return self.stream.read(size) if self._as_is else super().read(size)
 
     def readline(self, size: int = -1) -> bytes:
         if not self.decided:
             self._decide()
-        return self.stream.readline(size) if self.width is None and not self.flowed else super().readline(size)
+        return self.stream.readline(size) if self._as_is else super().readline(size)
