@@ -101,6 +101,9 @@ CHECKED = {
     "bash-fork-retry-eagain": "fork: retry",
     "sbatch-submission-failed": "Batch job submission failed: %m",
     "openssh-connect-failed": "ssh: connect to host %s port %s: %s",
+    "ld-so-shared-library-missing": "error while loading shared libraries",
+    "openssh-host-key-verification-failed": "Host key verification failed.",
+    "openssh-permission-denied": "Permission denied (%s).",
 }
 
 # The message as a tool prints it, where a row's text is a part of it or its conversions take words: written for this
@@ -162,6 +165,9 @@ PRINTED = {
     "make-kbuild-modules-target-failed": "make: *** [/usr/src/linux-headers-6.3.0-1-common/Makefile:1967: modules] Error 2",
     "bash-fork-retry-eagain": "bash: fork: retry: Resource temporarily unavailable",
     "openssh-connect-failed": "ssh: connect to host node2 port 22: Connection refused",
+    "openssh-permission-denied": "user@node2: Permission denied (publickey,gssapi-keyex,gssapi-with-mic).",
+    "ld-so-shared-library-missing": "./build/all_reduce_perf: error while loading shared libraries: libnccl.so.2: cannot "
+                                    "open shared object file: No such file or directory",
     "sbatch-submission-failed": "sbatch: error: Batch job submission failed: Invalid account or account/partition "
                                 "combination specified",
 }

@@ -8,8 +8,11 @@ prefilter of ``nccldiag log``, blocks of any size). Healthy real evidence stays 
 capture the check areas judge healthy has a line of the lexicon left unexplained; and every failed case gets a
 fail or warn diagnosis, which an unexplained line of the lexicon gives at least (no false all-clear).
 """
+import errno
 import io
 import json
+import os
+import platform
 import sys
 from pathlib import Path
 
@@ -222,6 +225,40 @@ def test_the_loaders_ignored_preload_is_quiet_and_the_loaders_failures_are_not()
     for failing in ("ERROR: ld.so: object '/soft/xalt/lib64/libxalt_init.so' from LD_PRELOAD cannot be preloaded",
                     line.replace("ERROR: ld.so:", "ERROR: libnccl-net.so:")):
         assert lexicon.shape_of(failing) is not None, failing
+
+
+# The C library's reasons that the row errno-text leaves out (its comment in knowledge/lexicon.toml says why).
+ERRNO_LEFT_OUT = (errno.EINTR, errno.ERESTART, errno.EAGAIN, errno.EINPROGRESS, errno.EALREADY, errno.EISCONN,
+                  errno.ECHILD, errno.ENOTTY, errno.ESPIPE, errno.ENOMSG, errno.ENODATA, errno.EEXIST, errno.ECANCELED)
+
+
+@pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="the row's words are glibc's strerror table")
+def test_the_errno_row_holds_the_c_librarys_reasons_both_ways():
+    """Every reason of the C library's table is a word of the row but those left out, and no word is not one."""
+    shape = lexicon.shape("errno-text")
+    kept = {os.strerror(n) for n in errno.errorcode if n not in ERRNO_LEFT_OUT}
+    assert sorted(shape.literals) == sorted({t[1:] if t[0].isalpha() else t for t in kept})
+    for text in kept:  # perror's, Python's, a parenthesised reason, Go's lower case
+        for line in (f"prog: {text}", f"[Errno 5] {text}: '/x'", f"open failed ({text})",
+                     f"open /dev/x: {text[:1].lower()}{text[1:]}"):
+            assert lexicon.shape_of(line) is not None, line
+    for n in ERRNO_LEFT_OUT:
+        line = f"prog: {os.strerror(n)}"
+        got = lexicon.shape_of(line)
+        assert got is None or got.id != "errno-text", line
+
+
+def test_a_reason_in_a_sentence_or_behind_advice_is_no_failure():
+    """The row reads a reason set apart from what failed, not the same words in prose, an INFO step or a warning."""
+    for line in ("The file has no such file or directory entry in the list",
+                 "host:1:1 [0] NCCL INFO NET/Plugin : Plugin load (libnccl-net.so) returned 2 : libnccl-net.so: cannot "
+                 "open shared object file: No such file or directory",
+                 "2021-01-01 10:00:00.000000: W tensorflow/stream_executor/platform/default/dso_loader.cc:64] Could not "
+                 "load dynamic library 'libnvinfer.so.7'; dlerror: libnvinfer.so.7: cannot open shared object file: No "
+                 "such file or directory",
+                 "[n1:00123] mca_base_component_repository_open: unable to open mca_btl_openib: librdmacm.so.1: cannot "
+                 "open shared object file: No such file or directory (ignored)"):
+        assert lexicon.shape_of(line) is None, line
 
 
 def test_the_exceptions_keep_counters_and_advice_quiet():
