@@ -121,3 +121,18 @@ def test_two_dots_alone_stand_for_lines_left_out_and_keep_an_ibstat_whole():
     found = paste.judged(paste.merged([paste.read_file(str(up))]))
     assert [b.kind for b in found.blocks] == ["ibstat"]
     assert not [f for f in found.findings if f.status in (Status.FAIL, Status.WARN)]
+
+
+def test_an_nvidia_smi_q_fabric_section_is_read_whatever_its_keys_padding():
+    r580 = (CASES / "node-gaps62b-gpuoperator2511-r580-nvidia-smi-q-fabric-state-in-progress-validator-init-error"
+            / "posted-nvidia-smi-q-fabric.txt").read_text(encoding="utf-8")
+    # the R580 block, the R580 block cut to its first lines, and what 'nvidia-smi -q | grep -A 2 Fabric' leaves
+    grep = "\n".join(r580.splitlines()[:3]) + "\n"
+    for text in (r580, "\n".join(r580.splitlines()[:5]) + "\n", grep, grep.replace(" " * 15 + ":", ":")):
+        found = paste.scan(text)
+        assert [b.kind for b in found.blocks] == ["nvidia-smi -q"], text
+        assert [f.check for f in found.findings if f.status == Status.FAIL] == ["nvlink.fabric"], text
+    done = grep.replace("In Progress", "Completed").replace(": N/A", ": Success")
+    found = paste.scan(done)
+    assert [b.kind for b in found.blocks] == ["nvidia-smi -q"]
+    assert not [f for f in found.findings if f.status in (Status.FAIL, Status.WARN)]

@@ -13,14 +13,15 @@ NAME = "nvidia-smi -q"
 WORDS = ("NVSMI LOG", "Driver Version  ", "Attached GPUs", "Product Name  ", "ECC Errors", "Remapped Rows",
          "Retired Pages", "CliqueId", "ClusterUUID", "Clocks Event Reasons", "Clocks Throttle Reasons",
          "Uncorrectable  ", "Replays Since Reset", "Row Remapper", "Inforom Version", "VBIOS Version",
-         "Pending Page Blacklist", "GPU Link Info")
+         "Pending Page Blacklist", "GPU Link Info", "Fabric")
 SOURCES = ("nvidia_smi_full",)
 GAPS = 1
 MIN = 2
 
 _LOG = re.compile(r"[ \t]{0,40}={3,40}[ \t]{0,4}NVSMI LOG[ \t]{0,4}={3,40}[ \t]{0,40}$")
 _GPU = re.compile(r"GPU [0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f][ \t]{0,40}$")
-# 'Key    : value' (nvidia-smi pads the key with blanks before the colon)
+# 'Key    : value' (nvidia-smi pads the key with blanks before the colon; R580's pads it to column 55:
+# 'Driver Version                                         : 580.159.04')
 _KV = re.compile(r"[ \t]{0,40}[A-Za-z0-9][\w .()/+,#%-]{0,80}[ \t]:(?:[ \t]|$)")
 _TITLE = re.compile(r"[ \t]{1,40}[A-Z][\w .()/+-]{0,60}$")  # a section title: '    ECC Errors'
 _SECTIONS = re.compile(r"[ \t]{0,40}(?:ECC Errors|ECC Mode|Fabric|Remapped Rows|Retired Pages|Clocks Event Reasons|"
@@ -28,7 +29,7 @@ _SECTIONS = re.compile(r"[ \t]{0,40}(?:ECC Errors|ECC Mode|Fabric|Remapped Rows|
 _KEYS = re.compile(r"[ \t]{0,40}(?:Driver Version|Attached GPUs|Product Name|CliqueId|ClusterUUID|"
                    r"(?:SRAM|DRAM|Single Bit|Double Bit)[ \w-]{0,30}(?:Correctable|Uncorrectable|ECC Errors)|"
                    r"Correctable Error|Uncorrectable Error|Pending|Remapping Failure Occurred|Replays Since Reset|"
-                   r"VBIOS Version|GSP Firmware Version|Pending Page Blacklist)[ \w()-]{0,30}[ \t]:")
+                   r"VBIOS Version|GSP Firmware Version|Pending Page Blacklist)[ \w()-]{0,60}[ \t]:")
 
 
 def anchor(text: str) -> bool:
