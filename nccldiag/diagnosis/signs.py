@@ -215,7 +215,10 @@ def refusing_peer(inp: Inputs) -> Optional[str]:
 HIDDEN = re.compile(r"/dev/infiniband[^\n]{0,380}?(?:No such file|Permission denied|not permitted|cannot open|failed)|"
                     r"(?:Failed to open|cannot open|Unable to open) (?:device )?/dev/infiniband|"
                     r"couldn't load driver 'lib\w+-rdmav\d+'|No eligible providers? (?:were )?found|"
-                    r"fi_getinfo(?: call)? failed[^\n]{0,300}?(?:No data available|-61|ENODATA)|"
+                    # aws-ofi-nccl before 1.15 warns 'OFI fi_getinfo() call failed: No data available' where it
+                    # finds no provider (FI_ENODATA; src/nccl_ofi_rdma.cpp, an INFO 'No eligible providers were
+                    # found' from aws/aws-ofi-nccl a8380ba1 on)
+                    r"fi_getinfo(?:\(\))?(?: call)? failed[^\n]{0,300}?(?:No data available|-61|ENODATA)|"
                     # fi_info -p <provider> itself: libfabric has no device for that provider here (the CXI hook,
                     # or the EFA device, not given to the container)
                     r"fi_getinfo: -61 \(No data available\)|"

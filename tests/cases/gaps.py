@@ -223,11 +223,6 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "'Verdict: WARN Unexplained failure (low confidence)', exit 1: 'nvidia-container-cli: permission error: "
         "capability change failed: operation not permitted' is read as a program's error and left unexplained (that "
         "SELinux refused it is not in the lines)"),
-    "node-enroot138-pyxis-persistenced-socket-mount-error-libnvidia-container": Gap(
-        "missed",
-        "'Verdict: FAIL Unexplained failure (low confidence)', exit 1: pyxis' 'container start failed' is left "
-        "unexplained; nvidia-container-cli's mount error on the nvidia-persistenced socket (a libnvidia-container defect) "
-        "is not read"),
     "gpu-k8sdp170-device-plugin-could-not-load-nvml-before-driver-deployed": Gap(
         "wrong cause",
         "'Verdict: FAIL The driver's NVML library is not where the program runs (medium confidence)', exit 1: the "

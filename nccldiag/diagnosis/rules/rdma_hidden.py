@@ -1,12 +1,15 @@
 """The RDMA devices, or the rights to use them, not given to the container or pod: NCCL cannot open the HCA
 (ibv_open_device, /dev/infiniband/uverbs* missing or not permitted), libibverbs finds no provider for it, or
-aws-ofi-nccl's libfabric finds no EFA device, or 'fi_info -p <provider>' answers 'fi_getinfo: -61 (No data
-available)' (the Slingshot CXI devices not given to the container); NCCL falls back to sockets or fails.
+aws-ofi-nccl's libfabric finds no EFA device (aws-ofi-nccl before 1.15 warns 'OFI fi_getinfo() call failed: No data
+available', later an INFO 'No eligible providers were found'), or 'fi_info -p <provider>' answers 'fi_getinfo: -61
+(No data available)' (the Slingshot CXI devices not given to the container); NCCL falls back to sockets or fails.
 
 Evidence: those errors in any output. 'IB present but sockets used' without them is ``ib-unused-sockets``.
 References: NVIDIA k8s-rdma-shared-dev-plugin; Kubernetes RDMA device plugin docs; aws-ofi-nccl README (EFA in
 containers: /dev/infiniband, the vpc.amazonaws.com/efa resource); CSCS Alps Container Engine documentation, 'Resource
-hook' (tests/cases/net-cscs-docs-container-fi-info-cxi-fi-getinfo-61-no-data).
+hook' (tests/cases/net-cscs-docs-container-fi-info-cxi-fi-getinfo-61-no-data); aws/aws-ofi-nccl a8380ba1,
+src/nccl_ofi_rdma.cpp (FI_ENODATA from fi_getinfo lowered from that WARN to the INFO; the WARN of 1.14 in
+tests/cases/net-gaps62c-awsofinccl1020-p5-container-fi-getinfo-no-data-dev-infiniband-not-exposed).
 """
 from __future__ import annotations
 
