@@ -408,8 +408,4 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "'enqueue.cc:1500 NCCL WARN Cuda failure 1 'invalid argument'' is read as a CUDA call the program misused; that "
         "the kernel launch failed inside NCCL 2.25.1 and NCCL 2.26.2 runs it is the reporter's finding, and the lines "
         "name no NCCL version and no change of NCCL's that fixed it"),
-    "net-gaps62a-vllm1726-invalid-config-blocking-attribute-int-min-nccl-2-14-3-loaded": Gap(
-        "missed",
-        "'Verdict: FAIL Unexplained failure (low confidence)', exit 1: torch's 'invalid argument, NCCL version 2.14.3' "
-        "with NCCL's last error 'Invalid config blocking attribute value -2147483648' is said unexplained"),
 }
