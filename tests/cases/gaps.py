@@ -397,4 +397,10 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "Internal check failed.' is read as an NCCL internal error and said unexplained, with the advice to read NCCL's "
         "WARN before it; the post gives no WARN, and that the nodes' interfaces differed (fixed by NCCL_SOCKET_IFNAME=eth1) "
         "is only in the author's prose (single-node training worked, the machines ping each other)"),
+    "gpu-gaps62a-trtllm4238-tp2-allreduce-enqueue-cuda-failure-invalid-argument-nccl-2-25-1": Gap(
+        "wrong cause",
+        "'Verdict: FAIL Failure reported by a node or a rank: gpu application fault (medium confidence)', exit 1: NCCL's "
+        "'enqueue.cc:1500 NCCL WARN Cuda failure 1 'invalid argument'' is read as a CUDA call the program misused; that "
+        "the kernel launch failed inside NCCL 2.25.1 and NCCL 2.26.2 runs it is the reporter's finding, and the lines "
+        "name no NCCL version and no change of NCCL's that fixed it"),
 }

@@ -1393,6 +1393,22 @@ def test_a_module_and_libraries_of_two_versions_are_told_apart_from_a_build_the_
     assert d.id == "cuda-driver-mismatch" and d.summary.startswith("the CUDA the job was built for"), d
 
 
+def test_an_nccl_before_2_17_given_a_2_17_config_is_an_nccl_older_than_the_build():
+    # real: vLLM's torch error with NCCL 2.14.3 loaded (vllm-project/vllm#1726, a second NCCL removed)
+    text = _in_repo_case("net-gaps62a-vllm1726-invalid-config-blocking-attribute-int-min-nccl-2-14-3-loaded")
+    d = top(text)
+    assert d.id == "nccl-older-than-build" and d.category == "version_mismatch" and d.severity == "fail", d
+    assert "unexplained" not in categories(text)
+    # real: the same error with NCCL 2.16.5 (axolotl-ai-cloud/axolotl#1158)
+    line = ("torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/NCCLUtils.hpp:219, "
+            "invalid argument, NCCL version 2.16.5\nncclInvalidArgument: Invalid value for an argument.\n"
+            "Last error:\nInvalid config blocking attribute value -2147483648\n")
+    assert top(line).id == "nccl-older-than-build"
+    # written for this test: a value a program set itself is not INT_MIN, and names no older library
+    got = [d.id for d in verdict("Invalid config blocking attribute value 2\n") if d.severity in ("fail", "warn")]
+    assert "nccl-older-than-build" not in got, got
+
+
 def test_an_nccl_1_result_from_a_program_built_for_nccl_2_is_a_version_mismatch():
     # real: Horovod's troubleshooting page quotes TensorFlow's 'ncclAllReduce failed: invalid data type' (the conda
     # nccl package, an NCCL 1, loaded by a Horovod built for NCCL 2)
