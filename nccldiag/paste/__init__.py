@@ -50,7 +50,6 @@ class Pasted:
     # the GPU failure printed after it
     slurm_reasons: List[Tuple[Line, str, str]] = field(default_factory=list)  # 'sinfo -R' rows: (row, reason, nodes)
     rdma_test_mtu: List[Tuple[Line, int]] = field(default_factory=list)  # an RDMA test's command and the MTU it asks
-    undecided: List[Finding] = field(default_factory=list)  # why the outputs of a node no area judged say too little
 
     def __bool__(self) -> bool:
         return bool(self.blocks or self.signals or self.oom or self.partial)
@@ -67,8 +66,7 @@ class Pasted:
                 "signals": [{"signal": n, "file": line.path, "line": line.lineno, "text": line.text[:300],
                              "host": line.host} for n, line in self.signals],
                 "oom": [{"file": line.path, "line": line.lineno, "text": line.text[:300]} for line in self.oom],
-                "bounded": list(self.bounded),
-                "undecided": [f.to_dict() for f in self.undecided]}
+                "bounded": list(self.bounded)}
 
 
 def judged(found: Found) -> Pasted:
@@ -77,14 +75,13 @@ def judged(found: Found) -> Pasted:
     findings: List[Any] = []
     facts: Dict[str, Dict[str, Any]] = {}
     by: Dict[Any, Any] = {}
-    undecided: List[Any] = []
     if found.blocks:
         from nccldiag.paste.judge import judge
 
-        findings, facts, by, undecided = judge(found.blocks)
+        findings, facts, by = judge(found.blocks)
     return Pasted(list(found.blocks), findings, facts, list(found.partial), list(found.signals), list(found.oom),
                   [found.bounded] if found.bounded else [], list(found.memlock_unlimited), list(found.peermem_absent),
-                  by, list(found.container_no_gpu), list(found.slurm_reasons), list(found.rdma_test_mtu), undecided)
+                  by, list(found.container_no_gpu), list(found.slurm_reasons), list(found.rdma_test_mtu))
 
 
 def read_file(path: str) -> Found:

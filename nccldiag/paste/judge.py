@@ -44,19 +44,15 @@ def _groups(blocks: Sequence[Block]) -> Dict[str, List[Tuple[Dict[str, str], Lis
 Judged = Dict[Tuple[str, int], FrozenSet[str]]  # (file, first line) of a block -> the areas that judged it
 
 
-def judge(blocks: Sequence[Block]) -> Tuple[List[Finding], Dict[str, Dict[str, Any]], Judged, List[Finding]]:
+def judge(blocks: Sequence[Block]) -> Tuple[List[Finding], Dict[str, Dict[str, Any]], Judged]:
     """The failing and warning findings of the blocks (each with its host, or None, and where it was pasted),
-    every host's facts (``""``: no host), the areas that judged each block: those that gave a verdict (a
-    finding not ``skip``) on its node, and the undecided: the ``skip`` findings of each node no area gave a
-    verdict on, which say why its outputs alone cannot be judged (ports listed without their state, a Fabric
-    Manager's status without the GPUs beside it). An area that read a block and skipped every check (a table
-    without its header, values without their section) judged nothing of it: a failure line in it is the
-    lexicon's."""
+    every host's facts (``""``: no host), and the areas that judged each block: those that gave a verdict (a
+    finding not ``skip``) on its node. An area that read a block and skipped every check (a table without its
+    header, values without their section) judged nothing of it: a failure line in it is the lexicon's."""
     areas = [a for a in all_areas() if kind(a) == "node"]
     findings: List[Finding] = []
     facts: Dict[str, Dict[str, Any]] = {}
     judged: Judged = {}
-    undecided: List[Finding] = []
     for host, nodes in _groups(blocks).items():
         readings: List[Tuple[List[Finding], Dict[str, Any], str]] = []  # each node's findings, ports, where pasted
         for sections, made in nodes:
@@ -66,13 +62,6 @@ def judge(blocks: Sequence[Block]) -> Tuple[List[Finding], Dict[str, Dict[str, A
             verdicts = frozenset(f.area for f in report.findings if f.status is not Status.SKIP)
             for b in made:
                 judged[(b.path, b.lineno)] = verdicts
-            if not verdicts:
-                for f in report.findings:
-                    if f.status is Status.SKIP and _reads(f.area, sections, areas):
-                        f.host = host or None
-                        where = _where(f, made, areas)
-                        f.evidence = ([where] if where else []) + list(f.evidence or [])
-                        undecided.append(f)
             mine: List[Finding] = []
             for f in report.findings:
                 if f.status not in (Status.FAIL, Status.WARN):
@@ -89,7 +78,7 @@ def judge(blocks: Sequence[Block]) -> Tuple[List[Finding], Dict[str, Dict[str, A
             kept = facts.setdefault(host, {})
             kept.update(_added(kept, {k: v for k, v in report.facts.items() if v is not None}))
         _came_back(readings)
-    return findings, facts, judged, undecided
+    return findings, facts, judged
 
 
 def _added(kept: Dict[str, Any], new: Dict[str, Any]) -> Dict[str, Any]:
@@ -120,13 +109,6 @@ def _came_back(readings: Sequence[Tuple[List[Finding], Dict[str, Any], str]]) ->
             f.message += ("; Active at the last reading pasted: the link went down and came back (a flap, or a port "
                           "brought up in between)")
             f.evidence = list(f.evidence or []) + [where, port.summary()] + list(port.lines[:2])
-
-
-def _reads(name: str, sections: Dict[str, str], areas: Sequence[Any]) -> bool:
-    """Whether the area ``name`` reads one of the pasted ``sections``."""
-    area = next((a for a in areas if a.NAME == name), None)
-    names = {s.name for s in getattr(area, "SOURCES", ())} | set(getattr(area, "LINE_LIMITS", {}))
-    return bool(names & set(sections))
 
 
 def _where(f: Finding, made: Sequence[Block], areas: Sequence[Any]) -> Optional[str]:

@@ -61,15 +61,14 @@ def view(d: Dict[str, Any]) -> Dict[str, Any]:
 
 
 def headline(items: Sequence[Dict[str, Any]], empty: bool = False, unchecked: Sequence[str] = (),
-             interrupted: bool = False, undecided: Sequence[str] = ()) -> Tuple[str, str]:
+             interrupted: bool = False) -> Tuple[str, str]:
     """``(text, style)`` of the report's first line: the verdict in plain words, where, and how sure.
 
     The first fail or warn diagnosis names it; with none, the run shows nothing broken (and says so only then:
     the diagnoses already hold an ``unexplained`` verdict wherever a finding fails or warns unexplained).
     ``empty``: the input held nothing to judge, which is no all-clear; ``unchecked``: nodes that could not be
     checked, which no verdict covers; ``interrupted``: the run stopped before its end, so what never ran is
-    judged by nobody; ``undecided``: why node outputs pasted alone could not be judged (ports listed without
-    their state), which is no all-clear either.
+    judged by nobody.
     """
     ds = [view(d) for d in items]
     top = next((d for d in ds if d["severity"] in ("fail", "warn")), None)
@@ -80,9 +79,6 @@ def headline(items: Sequence[Dict[str, Any]], empty: bool = False, unchecked: Se
         return "Verdict: not finished: the run stopped before its end; nothing broken in what it did", "error"
     if top is None and empty:
         return "Verdict: nothing to judge: the input holds no NCCL line, error or result", "warn"
-    if top is None and undecided:
-        more = f" (and {len(undecided) - 1} more)" if len(undecided) > 1 else ""
-        return f"Verdict: cannot tell: {undecided[0]}{more}", "warn"
     if top is None and ds:
         more = f" (and {len(ds) - 1} more)" if len(ds) > 1 else ""
         return f"Verdict: no fault found; noted: {ds[0]['title']}{more}", "ok"
@@ -102,18 +98,8 @@ def print_headline(doc: Dict[str, Any], con: Console, empty: bool = False, unche
     """The report's first line: the verdict (see :func:`headline`); ``unchecked``: name the nodes not checked."""
     text, style = headline(doc.get("diagnoses") or [], empty,
                            _summary(doc).get("unchecked_nodes") or [] if unchecked else [],
-                           interrupted=bool(doc.get("interrupted")), undecided=undecided(doc))
+                           interrupted=bool(doc.get("interrupted")))
     con.print(Text(text, style=f"bold {style}"))
-
-
-def undecided(doc: Dict[str, Any]) -> List[str]:
-    """Why the node outputs pasted into a log that no area could judge say too little (their ``skip`` findings:
-    what is missing beside them), each with where it was pasted."""
-    out = []
-    for f in (doc.get("pasted") or {}).get("undecided") or []:
-        where = next((e for e in f.get("evidence") or [] if str(e).startswith("pasted: ")), "")
-        out.append(str(f.get("message") or "") + (f" ({where[len('pasted: '):]})" if where else ""))
-    return out
 
 
 def bandwidth_line(bandwidth: Dict[str, Any], setting: str) -> Optional[Text]:
