@@ -25,6 +25,8 @@ ENDED_BADLY = re.compile(
     r"Root Cause \(first observed failure\)|mpirun noticed that process|srun: error:|exited with (?:exit )?code [1-9]|"
     r"exitcode\s*:\s*-?[1-9]|\bKilled\b|terminate called after throwing|Primary job\s+terminated normally, but|"
     r"Some NCCL operations have failed or timed out|RuntimeError|DistBackendError|\bFAILED\b|"
+    # MPICH's MPID_Abort of an error that MPI_ERRORS_ARE_FATAL makes fatal ('Abort(N): Fatal error in PMPI_Init: ...')
+    r"\bAbort\([0-9]{1,12}\)[^\n:]{0,60}: Fatal error in |"
     # NCCL's own result, as any program prints it ('NCCL error ...: unhandled system error', ncclSystemError)
     r"\bNCCL (?:[Ee]rror|[Ff]ailure)\b[^\n]{0,300}?\b(?:unhandled (?:cuda|system) error|internal error|invalid usage|"
     r"invalid argument|remote process exited)|"

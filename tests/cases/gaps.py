@@ -403,4 +403,14 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "'enqueue.cc:1500 NCCL WARN Cuda failure 1 'invalid argument'' is read as a CUDA call the program misused; that "
         "the kernel launch failed inside NCCL 2.25.1 and NCCL 2.26.2 runs it is the reporter's finding, and the lines "
         "name no NCCL version and no change of NCCL's that fixed it"),
+    "net-gaps62d-easybuild18925-openmpi-libfabric-psm3-cant-open-nic-unit-err23-eth0-mpi-init-hangs": Gap(
+        "missed",
+        "'Verdict: WARN Unexplained failure (low confidence)', exit 1: PSM3's 'Failed to get eth0 (unit 0) cpu set' is "
+        "said unexplained; 'PSM3 can't open nic unit: 0 (err=23)' is a message the MPI may go on after (another "
+        "provider), and the run that hung in MPI_Init_thread prints no line that it failed or stopped"),
+    "net-gaps62d-shmem4py28-mpich-ofi-endpoint-open-failed-psm3-cant-open-nic-unit-container": Gap(
+        "right",
+        "'Verdict: WARN A launcher or test tool named the cause: libfabric psm3 provider (medium confidence)', exit 0: "
+        "named by a warning only, since 'PSM3 can't open nic unit' is printed where the MPI may take another provider "
+        "and go on; here MPICH's 'Abort(...): Fatal error in internal_Init_thread' shows the run failed", exits_0=True),
 }

@@ -61,6 +61,8 @@ CHECKED = {
     "ucx-verbs-enomem": "ibv_create_cq(cqe=%d)",
     "ucx-transport-retry-exceeded": "Transport retry count exceeded",
     "ucx-completion-error": "Remote access error",
+    "psm3-modify-ud-qp-failed": "Failed to modify UD QP to INIT on %s: %s",
+    "psm3-cant-open-nic": "PSM3 can't open nic unit: %ld",
     "hydra-proxy-connect-firewall": "unable to connect to server %s at port %d (check for firewalls!)",
     "hydra-bad-termination": "=   BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES",
     "slurm-time-limit": "*** %s ON %s CANCELLED AT %s DUE TO TIME LIMIT ***",
@@ -109,6 +111,8 @@ CHECKED = {
 # The message as a tool prints it, where a row's text is a part of it or its conversions take words: written for this
 # test from the text and the source around it (the values are made up).
 PRINTED = {
+    "psm3-modify-ud-qp-failed": "node1:rank0.python: Failed to modify UD QP to INIT on mlx5_0: Operation not permitted",
+    "psm3-cant-open-nic": "node1:rank0: PSM3 can't open nic unit: 0 (err=23)",
     "btl-tcp-connect-no-route": "[n1][[463,1],0][btl_tcp_endpoint.c:803:mca_btl_tcp_endpoint_complete_connect] "
                                 "connect() to 10.0.0.2 failed: No route to host (113)",
     "btl-tcp-peer-no-route": "[n1][[5925,1],0][btl_tcp_endpoint.c:857:mca_btl_tcp_endpoint_start_connect] peer: n2 "
@@ -360,6 +364,22 @@ def test_a_warning_the_tool_prints_while_the_job_goes_on_counts_only_beside_a_fa
     failed = warn + "mpirun noticed that process rank 1 with PID 4242 on node n2 exited on signal 9 (Killed).\n"
     got = _failing(log_inputs("job.out", failed))
     assert any(d.id == tool_message.ID and d.category == "memlock_limit" for d in got), [(d.id, d.category) for d in got]
+
+
+def test_psm3_that_opens_no_nic_counts_beside_mpichs_abort_and_a_refused_qp_names_psm3_alone():
+    """libfabric's PSM3 provider: a NIC it cannot open is printed where the MPI may take another provider (warn), and
+    counts beside MPICH's fatal abort; its UD queue pair refused by the device is the endpoint's failure itself."""
+    warn = "node1:rank0: PSM3 can't open nic unit: 0 (err=23)\n"
+    assert tool_message.ID not in {d.id for d in _failing(log_inputs("job.out", warn + "rank 0 done\n"))}
+    aborted = warn + ("Abort(673306767): Fatal error in internal_Init_thread: Other MPI error, error stack:\n"
+                      "create_vni_context(982)..: OFI endpoint open failed (ofi_init.c:982:create_vni_context:Cannot "
+                      "allocate memory)\n")
+    got = _failing(log_inputs("job.out", aborted))
+    assert got[0].id == tool_message.ID and got[0].category == "other:libfabric-psm3-provider", \
+        [(d.id, d.category) for d in got]
+    refused = "node1:rank0.python: Failed to modify UD QP to INIT on mlx5_4: Operation not permitted\n"
+    got = _failing(log_inputs("job.out", refused))
+    assert got[0].severity == "fail" and got[0].category == "other:libfabric-psm3-provider"
 
 
 def test_a_message_that_names_no_cause_is_unexplained_never_an_all_clear():
