@@ -82,6 +82,10 @@ KNOWN: Dict[Tuple[str, str], str] = {
     # lexicon's lines alone, or the lines run together, keep neither the command nor the '64' under it (the warning of
     # the openib BTL left is no failure line); behind a Python logger's 'WARNING:celery.redirected:' the prompt is read
     # with the logger's name before it, and the answer under it, behind the same name, is not read as its answer
+    ("net-gaps62d-shmem4py28-mpich-ofi-endpoint-open-failed-psm3-cant-open-nic-unit-container", "quote-html"): "missed",
+    ("net-gaps62d-shmem4py28-mpich-ofi-endpoint-open-failed-psm3-cant-open-nic-unit-container", "lexicon-only"): "missed",
+    ("node-gaps62e-slinkycontainers14-sinfo-r-gres-gpu-count-repor-slurmd-pyxis-without-nvml", "lexicon-only"): "false all-clear",
+    ("node-gaps62e-slinkycontainers14-sinfo-r-gres-gpu-count-repor-slurmd-pyxis-without-nvml", "paragraphs"): "false all-clear",
     ("net-gaps62a-vllm1726-invalid-config-blocking-attribute-int-min-nccl-2-14-3-loaded", "lexicon-only"): "missed",
     ("node-gaps62b-gpuoperator2511-r580-nvidia-smi-q-fabric-state-in-progress-validator-init-error", "lexicon-only"): "missed",
     ("node-gaps62b-gpuoperator2511-r580-nvidia-smi-q-fabric-state-in-progress-validator-init-error", "paragraphs"): "missed",
