@@ -183,6 +183,26 @@ def test_a_healthy_runs_lines_beside_the_words_of_failures_are_quiet(case_id, wo
         assert lexicon.shape_of(line) is None, line
 
 
+def test_an_nccl_info_line_cut_before_its_prefix_stays_quiet():
+    """A paste that lost the host:pid:tid prefix (two records run together, a prefix taken off) starts at
+    ``NCCL INFO``: each row that excepts NCCL's INFO steps excepts them there too."""
+    if not real.AVAILABLE:
+        pytest.skip(real.REASON)
+    roots = [REPO.parent / "shared" / "fixtures" / "cases", REPO / "tests" / "cases"]
+    cut = 0
+    for root in roots:
+        for path in sorted(root.rglob("*")):
+            if not path.is_file() or path.suffix == ".json":
+                continue
+            for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+                at = line.find("NCCL INFO ")
+                if at <= 0 or lexicon.shape_of(line) is not None:
+                    continue
+                cut += 1
+                assert lexicon.shape_of(line[at:]) is None, (str(path), line[at:])
+    assert cut > 1000
+
+
 def test_the_drivers_console_notice_is_quiet_and_its_failures_are_not():
     # the proprietary driver's VGA-console notice on a boot where it loaded and works (a real healthy case), beside
     # its real failure lines (the cases the nvrm-error row was seen in)
