@@ -525,7 +525,8 @@ class Reader:
               template: Sequence[L.Layer], got: List[Tuple[int, str]], first: int) -> Optional[bool]:
         """The block of the lines ``got`` (the first at line ``start``), or None where they are no block."""
         texts = [t for _, t in got]
-        if sum(1 for t in texts if t.strip()) < getattr(kind, "MIN", 1):
+        enough = getattr(kind, "enough", None)
+        if not enough(texts) if enough is not None else sum(1 for t in texts if t.strip()) < getattr(kind, "MIN", 1):
             return None
         above = view.prev(first)
         command = _command(view.peeled(above)) if above is not None else ""

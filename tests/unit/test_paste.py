@@ -107,6 +107,25 @@ def test_one_hosts_outputs_in_two_files_are_one_node(tmp_path):
     assert {f.host for f in found.findings} == {"gpu7"}
 
 
+def test_the_locked_memory_row_of_ulimit_a_alone_is_read_as_the_limit():
+    """The row an admin quotes (``ulimit -a | grep locked``), cut from a real ``ulimit -a``: a limit of 64 KiB
+    warns on its own, an unlimited one is quiet; two other rows of the table alone are no block."""
+    ulimit = real.ROOT / "cases" / "node-ucx8229-ulimit-a-memlock-64k-create-cq-enomem" / "node-a" / "ulimit.txt"
+    rows = ulimit.read_text(encoding="utf-8").splitlines()
+    low = next(r for r in rows if r.startswith("max locked memory"))
+    r = run("-", "--json", "-", input="$ ulimit -a | grep locked\n" + low + "\n")
+    doc = json.loads(r.stdout)
+    assert [b["kind"] for b in doc["pasted"]["blocks"]] == ["ulimit -a"]
+    assert [f["check"] for f in doc["pasted"]["findings"] if f["status"] in ("fail", "warn")] == ["limits.memlock"]
+    assert [d["severity"] for d in doc["diagnoses"]][:1] == ["warn"]
+    unlimited = low.replace(low.split()[-1], "unlimited")
+    quiet = json.loads(run("-", "--json", "-", input=unlimited + "\n").stdout)
+    assert [b["kind"] for b in quiet["pasted"]["blocks"]] == ["ulimit -a"]
+    assert not [d for d in quiet["diagnoses"] if d["severity"] in ("fail", "warn")]
+    others = [r for r in rows if "-l)" not in r and r.strip()][:2]
+    assert not json.loads(run("-", "--json", "-", input="\n".join(others) + "\n").stdout)["pasted"]["blocks"]
+
+
 CASES = Path(__file__).resolve().parents[1] / "cases"
 
 

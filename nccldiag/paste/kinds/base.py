@@ -16,7 +16,7 @@ subject), named in ``KINDS`` (``paste/kinds/__init__.py``). It declares:
 
 and may declare ``CONTEXT`` (True: a block that feeds no source is still read and shown, as a kind with no
 ``SOURCES`` always is), ``GAPS`` (blank lines a block may hold in a row; 1), ``UP`` (whether a block grows above its
-anchor; True), ``MIN`` (the fewest non-blank lines of a block; 1), ``KEEP_TIME`` (True: a log whose lines keep their time
+anchor; True), ``MIN`` (the fewest non-blank lines of a block; 1), ``enough(lines)`` (in place of ``MIN``: whether the lines are enough for a block), ``KEEP_TIME`` (True: a log whose lines keep their time
 and what follows it, only what surrounds them goes), ``MAX`` (the most lines; 20000) and
 ``extent(view, i, template)`` where the neighbours are not found line by line alike (kernel lines), and
 ``restarts(lines)`` (the indexes of the lines where the same command's output starts again with no prompt between,

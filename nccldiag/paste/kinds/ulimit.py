@@ -23,5 +23,11 @@ def anchor(text: str) -> bool:
 member = _LIMIT.match
 
 
+def enough(texts: List[str]) -> bool:
+    """Three rows of the table, or its locked-memory row alone (the row an admin quotes; no other tool prints it)."""
+    rows = [t for t in texts if t.strip()]
+    return len(rows) >= MIN or any("max locked memory" in t for t in rows)
+
+
 def sections(lines: List[str], context: Context) -> Dict[str, str]:
     return one("ulimit", lines)
