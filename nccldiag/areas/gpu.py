@@ -721,7 +721,7 @@ def _judge_nvlink(facts: GpuFacts) -> List[Finding]:
                 "gpu.nvlink",
                 "inactive NVLink links: "
                 + "; ".join(f"GPU{g.index} link {','.join(map(str, g.inactive))} ({len(g.active)} of {len(g.links)} up)" for g in broken),
-                actual={f"GPU{g.index}": g.inactive for g in broken},
+                actual={"category": "nvlink_error", "inactive": {f"GPU{g.index}": g.inactive for g in broken}},
                 expected="every NVLink link of every GPU active",
                 evidence=[f"GPU {g.index}: {g.name or ''} Link {l}: <inactive>" for g in broken for l in g.inactive][:16],
                 fix="A link down on a GPU whose other links are up is a hardware or fabric fault: check "
@@ -737,6 +737,7 @@ def _judge_nvlink(facts: GpuFacts) -> List[Finding]:
                 NAME,
                 "gpu.nvlink",
                 f"no NVLink link is active on any of {len(with_links)} GPUs",
+                actual={"category": "nvlink_error", "active": 0} if sxm else 0,
                 expected="links active (SXM/NVSwitch systems); none on PCIe cards without a bridge",
                 fix="On SXM boards the links must be up: check nvidia-fabricmanager (NVSwitch systems), dmesg Xids, "
                 "and reset or reboot. On PCIe cards this only means no NVLink bridge is fitted.",

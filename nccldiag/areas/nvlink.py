@@ -412,6 +412,7 @@ def _judge_links(facts: NvlinkFacts, node: Optional[NodeFacts] = None) -> List[F
     if own_inactive and not any_active and not any(g.all_inactive for g in facts.links):
         sxm = any("SXM" in (g.name or "") for g in facts.links)
         return [(fail if sxm else warn)(NAME, "nvlink.links", f"no NVLink link is active on any of {len(facts.links)} GPUs",
+                                        actual={"category": "nvlink_error", "active": 0} if sxm else 0,
                                         expected="links active (SXM/NVSwitch systems); none on PCIe cards without a bridge",
                                         fix="On SXM boards the links must be up: check nvidia-fabricmanager (NVSwitch "
                                         "systems), the Xid events, and reset or reboot. On PCIe cards this only means no "
@@ -446,7 +447,8 @@ def _judge_links(facts: NvlinkFacts, node: Optional[NodeFacts] = None) -> List[F
     if bad:
         what = "NVLink links inactive, missing or slow" if any("inactive (" in e for e in ev) else "NVLink count or speed short"
         return [fail(NAME, "nvlink.links", f"{what} on {', '.join(bad)}: " + "; ".join(ev[:3]),
-                     actual=bad, expected="every GPU with its model's links at full speed", evidence=ev,
+                     actual={"category": "nvlink_error", "gpus": bad}, expected="every GPU with its model's links at "
+                     "full speed", evidence=ev,
                      fix="Reset the GPU or reboot; links that stay down or slow after that point at the GPU baseboard, "
                      "NVSwitch tray or a seating problem: run 'dcgmi diag -r 3' and 'nvidia-smi nvlink -e', then open a "
                      "hardware case.")]
@@ -473,7 +475,7 @@ def _judge_errors(facts: NvlinkFacts) -> List[Finding]:
     if nonzero:
         return [warn(NAME, "nvlink.errors", "NVLink errors counted on " + "; ".join(
             f"{g}: " + ", ".join(f"{k} {v}" for k, v in d.items()) for g, d in nonzero.items()),
-            actual=nonzero, expected=0, evidence=facts.error_lines[:12],
+            actual={"category": "nvlink_error", "counters": nonzero}, expected=0, evidence=facts.error_lines[:12],
             fix="Replay and CRC errors are retried by the link but cost bandwidth; recovery errors mean the link "
             "retrained. Reset the counters (nvidia-smi nvlink -r), run a collective, and drain the node if they "
             "grow (slurm-gcp's prolog drains on any).")]

@@ -143,6 +143,9 @@ def make(rule, summary: str, found: Sequence[Clue] = (), *, confidence: str, why
     if found:  # the words of the first piece of evidence, as the admin will grep for them
         said = found[0].text.split(" | ")[0].strip()
         if said and said not in summary:
+            head = said.split(":")[0]
+            if head != said and summary.endswith(": " + head):  # the summary ends with the words the evidence opens with
+                summary = summary[:-len(head) - 2]
             summary = f"{summary}: {said[:160]}{'...' if len(said) > 160 else ''}"
     return Diagnosis(rule.ID, title or rule.TITLE, severity, summary, confidence, why, fix or rule.FIX,
                      nodes=list(nodes) if nodes is not None else hosts(found), evidence=ev,

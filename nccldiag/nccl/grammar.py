@@ -618,16 +618,25 @@ WARN_KINDS: Tuple[Tuple[str, bool, "Expression"], ...] = (
 _ERROR_KINDS: Dict[str, Optional[str]] = {}  # line -> its error_kind, for lines seen again
 
 
+# nccl-tests' own comment lines (its header, the table's head, the closing summary): never an output quoted in a
+# transcript, whose quote mark error_kind reads through
+_BENCH_COMMENT = re.compile(r"^#[ \t]{0,40}(?:#|nThread\b|Rank\b|Using devices|size\b|bytes\b|out-of-place|in-place|"
+                            r"Out of bounds values|Avg bus bandwidth|Collective test|Check\b)|algbw|busbw|#wrong")
+
+
 def error_kind(msg: str) -> Optional[str]:
     """``kernel`` for a kernel line, ``error`` for a line that reports an error, else ``None``."""
     kind = _ERROR_KINDS.get(msg, "")
     if kind != "":
         return kind
-    if _KERNEL_TEXT.search(msg) is not None:
+    text = msg
+    if msg.startswith("#"):  # a benchmark's comment line, or an output quoted behind '# ' in a shell transcript
+        text = msg[1:] if msg[1:2] in (" ", "\t") and not _BENCH_COMMENT.search(msg) else ""
+    if _KERNEL_TEXT.search(text) is not None:
         kind = "kernel"
-    elif (_ERROR_TEXT.search(msg) is None and _KMSG_TEXT.search(msg) is None and _TORCH_TEXT.search(msg) is None
-          and _LAUNCHER_TEXT.search(msg) is None and _EXCEPTION_TEXT.search(msg) is None
-          or msg.startswith("#") or "algbw" in msg):
+    elif (_ERROR_TEXT.search(text) is None and _KMSG_TEXT.search(text) is None and _TORCH_TEXT.search(text) is None
+          and _LAUNCHER_TEXT.search(text) is None and _EXCEPTION_TEXT.search(text) is None
+          or "algbw" in text):
         kind = None
     else:
         kind = "error"

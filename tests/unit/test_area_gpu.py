@@ -58,7 +58,7 @@ def test_nvlink_azure_v100_inactive_links():
                                       "gpu_query": "0, Tesla V100-SXM2-32GB\n"}), NODE))
     assert f["gpu.nvlink"].status is Status.FAIL
     assert "GPU3 link 3,5 (4 of 6 up)" in f["gpu.nvlink"].message
-    assert f["gpu.nvlink"].actual == {"GPU3": [3, 5], "GPU4": [1], "GPU5": [0, 4], "GPU6": [1]}
+    assert f["gpu.nvlink"].actual == {"category": "nvlink_error", "inactive": {"GPU3": [3, 5], "GPU4": [1], "GPU5": [0, 4], "GPU6": [1]}}
 
 
 def test_nvlink_a100_all_active():

@@ -55,7 +55,7 @@ def test_inactive_links_are_left_to_the_gpu_area_and_missing_links_fail():
     lines = t.splitlines(True)
     cut = "".join(l for i, l in enumerate(lines) if not (i in (5, 6) and "Link" in l))
     f = findings(nvlink, {"nvlink_status": cut}, gpu=gpu_area.parse({"nvlink_status": cut}))["nvlink.links"]
-    assert f.actual == ["GPU 0"] and f.evidence[0] == "GPU 0 (Tesla V100-SXM2-32GB): 4 links at 25.781 GB/s, expected 6"
+    assert f.actual == {"category": "nvlink_error", "gpus": ["GPU 0"]} and f.evidence[0] == "GPU 0 (Tesla V100-SXM2-32GB): 4 links at 25.781 GB/s, expected 6"
 
 
 def test_capabilities_output_has_no_link_state_and_is_never_ok():
@@ -200,4 +200,4 @@ def test_error_counters():
     # written for this test: the real layout with one CRC error counted
     bad = t.replace("Link 1: CRC Errors: 0", "Link 1: CRC Errors: 7")
     f = findings(nvlink, {"nvlink_errors": bad})["nvlink.errors"]
-    assert f.status.value == "warn" and f.actual == {"GPU 0": {"CRC Errors": 7}}
+    assert f.status.value == "warn" and f.actual == {"category": "nvlink_error", "counters": {"GPU 0": {"CRC Errors": 7}}}

@@ -126,6 +126,21 @@ def test_the_locked_memory_row_of_ulimit_a_alone_is_read_as_the_limit():
     assert not json.loads(run("-", "--json", "-", input="\n".join(others) + "\n").stdout)["pasted"]["blocks"]
 
 
+def test_an_error_quoted_behind_a_hash_in_a_transcript_is_read_as_the_error():
+    """A transcript whose outputs the admin quoted behind '# ' (tests/cases/node-wanpihou-...): nvidia-smi's NVML
+    error alone names the driver/library mismatch, as it does unquoted; nccl-tests' own '#' lines stay comments."""
+    posted = (Path(__file__).resolve().parents[1] / "cases" / "node-wanpihou-blog-driver-library-mismatch-dkms-transcript"
+              / "posted-transcript.txt").read_text(encoding="utf-8").splitlines()
+    lines = [posted[1], next(line for line in posted if line.startswith("# Failed to initialize NVML"))]
+    for text in ("\n".join(lines), "\n".join(line.replace("# ", "", 1) for line in lines)):
+        doc = json.loads(run("-", "--json", "-", input=text + "\n").stdout)
+        assert doc["diagnoses"][0]["id"] == "cuda-driver-mismatch", text
+    from nccldiag.nccl.grammar import error_kind
+    assert error_kind(lines[1]) == "error"
+    assert error_kind("# Out of bounds values : 0 OK") is None and error_kind(
+        "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong") is None
+
+
 CASES = Path(__file__).resolve().parents[1] / "cases"
 
 
