@@ -78,10 +78,14 @@ def _to_raw(host: str, result: ExecResult, mark: str, script: str) -> RawNode:
     sections, rcs, truncated = split_sections(result.stdout, mark, source_names(script))
     node = RawNode(host=host, sections=sections, rcs=rcs, truncated=truncated, elapsed=result.elapsed)
     error = result.error
+    lost = error is not None and error.kind == PROTOCOL and result.rc is None and error.message.startswith(
+        "connection lost while running")
+    if lost:  # the connection went with no exit status: said below as what it means for the collection
+        error = None
     if error is None and not sections and not truncated:
         # not one line of the script came: the session ended before it ran, which says nothing of the node
         error = _no_output(host, result)
-    if error is None and truncated and result.rc == -1:
+    if error is None and truncated and (result.rc == -1 or lost):
         # sshd's session ended without the script's exit status: the channel died under it
         error = TransportError(PROTOCOL, "the channel closed before the collection ended (no exit status: "
                                          "the node's sshd session was killed or the connection dropped)", host)

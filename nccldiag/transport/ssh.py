@@ -1184,6 +1184,11 @@ class SSHConnection:
             return ExecResult(self.name, None, stdout, stderr, time.monotonic() - start, err, started, said)
         rc = chan.recv_exit_status()
         _close(chan)
+        if rc == -1 and (self.transport is None or not self.transport.is_active()):
+            # the channel closed with no exit status because the connection itself went (sshd killed, the node
+            # or the network gone): no answer of the command's, whatever it printed
+            err = TransportError(PROTOCOL, f"connection lost while running the {what}: no exit status came", self.name)
+            return ExecResult(self.name, None, stdout, stderr, time.monotonic() - start, err, started, said)
         return ExecResult(self.name, rc, stdout, stderr, time.monotonic() - start, None, started, said)
 
     def sftp(self) -> paramiko.SFTPClient:

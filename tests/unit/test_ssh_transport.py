@@ -166,6 +166,18 @@ def test_auth_failed_names_keys_tried_not_their_content(keys, server):
     assert keys["wrong"].get_base64() not in exc.value.message
 
 
+def test_a_connection_lost_mid_command_is_an_error_not_an_exit_status(keys, server):
+    """The server drops the connection after part of the output, with no exit status: the run is a protocol
+    error (what came is kept), never an exit status of -1 that reads as the command's own failure."""
+    s = server("cut")
+    s.cut_at = 3
+    cfg, _ = write_config(keys["dir"], s.port, keys["dir"] / "id_client", known_line(s.port, keys["host"]))
+    with connect(cfg) as conn:
+        r = conn.run("echo partial-output", timeout=10)
+    assert r.rc is None and r.error is not None and r.error.kind == base.PROTOCOL, r
+    assert "connection lost" in r.error.message and r.stdout == "par"
+
+
 def test_connection_dropped_before_banner(keys, server):
     s = server("drop")
     cfg, _ = write_config(keys["dir"], s.port, keys["dir"] / "id_client")
