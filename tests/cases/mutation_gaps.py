@@ -117,7 +117,7 @@ KNOWN: Dict[Tuple[str, str], str] = {
     # without it
     ("net-blogs49-live4thee-roce-srq-pingpong-path-mtu-4096-over-active-1024-retry-exceeded", "tail-15"): "wrong cause",
     ("net-blogs49-live4thee-roce-srq-pingpong-path-mtu-4096-over-active-1024-retry-exceeded", "lexicon-only"): "wrong cause",
-    ("net-blogs49-live4thee-roce-srq-pingpong-path-mtu-4096-over-active-1024-retry-exceeded", "paragraphs"): "missed",
+    ("net-blogs49-live4thee-roce-srq-pingpong-path-mtu-4096-over-active-1024-retry-exceeded", "paragraphs"): "wrong cause",
     # a corrected PCIe error the firmware reported: no line of its record nor the kernel's aer_status line is a
     # failure line (corrected errors were corrected by the link), so the lexicon's lines leave the text empty
     ("node-blog44-lambdadalton-notes-wrx80e-nvme-m2-slot-apei-corrected-aer-rxerr", "lexicon-only"): "false all-clear",
@@ -231,8 +231,7 @@ KNOWN: Dict[Tuple[str, str], str] = {
     ("net-nccl897-gdrdma-one-side-only-peermem-not-loaded", "paragraphs"): "false all-clear",
     ("net-nccltests219-socket-ifname-absent-on-one-node", "paragraphs"): "missed",
     ("net-ucx8229-ib-iface-create-cq-enomem-max-locked-memory-64k", "paragraphs"): "wrong cause",
-    ("node-lcp0578-notes-2x-rtx3090-nvidia-smi-cannot-communicate-utils-without-driver", "paragraphs"): "missed",
-    ("node-ncar-docs-casper-singularity-exec-without-nv-nvml-driver-library-mismatch", "paragraphs"): "missed",
+    ("node-ncar-docs-casper-singularity-exec-without-nv-nvml-driver-library-mismatch", "paragraphs"): "wrong cause",
     ("node-nvpeermem46-lsmod-empty-modinfo-nv-peer-mem-after-reboot", "paragraphs"): "false all-clear",
     # the pod's prompt, ibdev2netdev typed after it and its one line of output run together into one line: the
     # output after a command on its line is not read; with the lexicon's lines alone, no line of it is left
