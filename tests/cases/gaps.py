@@ -421,16 +421,6 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "-g asks for, HIP_VISIBLE_DEVICES); that the container was started without /dev/kfd and /dev/dri is the "
         "reporter's fix, not in the line"),
 
-    "net-gaps63a-sglang30737-mooncake-gid-is-null-bonded-roce-kvtransfer-failed": Gap(
-        "missed",
-        "'Verdict: FAIL Unexplained failure (low confidence)', exit 1: SGLang's 'KVTransferError: Failed to get kvcache "
-        "from prefill instance, it might be dead' is read as a Python exception and said unexplained; Mooncake's "
-        "'GID is NULL, please check your GID index by specifying MC_GID_INDEX' is a message of no table"),
-    "net-gaps63a-mooncake1593-no-suitable-gid-ipv6-only-gids-no-available-rnic": Gap(
-        "missed",
-        "'Verdict: WARN Unexplained failure (low confidence)', exit 1: Mooncake's 'Failed to open device mlx5_bond_1 on "
-        "port  with GID -1' is read as a program that failed to do something; 'No suitable GID found on mlx5_bond_1/' "
-        "is a message of no table"),
     "net-gaps63a-mooncake-docs-erdma-out-of-mr-size-64gb-registration-limit": Gap(
         "missed",
         "'Verdict: WARN Unexplained failure (low confidence)', exit 1: the erdma driver's 'infiniband erdma_0: ERROR: "
