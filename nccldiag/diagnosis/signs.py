@@ -27,6 +27,11 @@ ENDED_BADLY = re.compile(
     r"Some NCCL operations have failed or timed out|RuntimeError|DistBackendError|\bFAILED\b|"
     # MPICH's MPID_Abort of an error that MPI_ERRORS_ARE_FATAL makes fatal ('Abort(N): Fatal error in PMPI_Init: ...')
     r"\bAbort\([0-9]{1,12}\)[^\n:]{0,60}: Fatal error in |"
+    # SGLang's disaggregated serving: a KV cache transfer between its prefill and decode instances failed (class
+    # KVTransferError of python/sglang/srt/disaggregation/{common,mooncake}/conn.py, the request aborted); Mooncake's
+    # Transfer Engine whose RDMA transport did not start (rdma_transport.cpp: 'RdmaTransport: No available RNIC', then
+    # 'RdmaTransport: cannot initialize RDMA resources' as RdmaTransport::install returns the error)
+    r"\bKVTransferError\b|RdmaTransport: (?:No available RNIC|cannot initialize RDMA resources)|"
     # NCCL's own result, as any program prints it ('NCCL error ...: unhandled system error', ncclSystemError)
     r"\bNCCL (?:[Ee]rror|[Ff]ailure)\b[^\n]{0,300}?\b(?:unhandled (?:cuda|system) error|internal error|invalid usage|"
     r"invalid argument|remote process exited)|"

@@ -63,6 +63,9 @@ CHECKED = {
     "ucx-completion-error": "Remote access error",
     "psm3-modify-ud-qp-failed": "Failed to modify UD QP to INIT on %s: %s",
     "psm3-cant-open-nic": "PSM3 can't open nic unit: %ld",
+    "mooncake-gid-null": "GID is NULL, please check your GID index by ",
+    "mooncake-no-suitable-gid": "No suitable GID found on ",
+    "mooncake-port-not-active": " port not active",
     "hydra-proxy-connect-firewall": "unable to connect to server %s at port %d (check for firewalls!)",
     "hydra-bad-termination": "=   BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES",
     "slurm-time-limit": "*** %s ON %s CANCELLED AT %s DUE TO TIME LIMIT ***",
@@ -113,6 +116,10 @@ CHECKED = {
 PRINTED = {
     "psm3-modify-ud-qp-failed": "node1:rank0.python: Failed to modify UD QP to INIT on mlx5_0: Operation not permitted",
     "psm3-cant-open-nic": "node1:rank0: PSM3 can't open nic unit: 0 (err=23)",
+    "mooncake-gid-null": "W0710 10:00:01.000000  7 rdma_context.cpp:1400] GID is NULL, please check your GID index by "
+                         "specifying MC_GID_INDEX",
+    "mooncake-no-suitable-gid": "W0302 09:15:07.980530  7 rdma_context.cpp:1369] No suitable GID found on mlx5_bond_1/1",
+    "mooncake-port-not-active": "W0302 09:15:07.980530  7 rdma_context.cpp:1228] Device mlx5_2 port not active",
     "btl-tcp-connect-no-route": "[n1][[463,1],0][btl_tcp_endpoint.c:803:mca_btl_tcp_endpoint_complete_connect] "
                                 "connect() to 10.0.0.2 failed: No route to host (113)",
     "btl-tcp-peer-no-route": "[n1][[5925,1],0][btl_tcp_endpoint.c:857:mca_btl_tcp_endpoint_start_connect] peer: n2 "
@@ -380,6 +387,21 @@ def test_psm3_that_opens_no_nic_counts_beside_mpichs_abort_and_a_refused_qp_name
     refused = "node1:rank0.python: Failed to modify UD QP to INIT on mlx5_4: Operation not permitted\n"
     got = _failing(log_inputs("job.out", refused))
     assert got[0].severity == "fail" and got[0].category == "other:libfabric-psm3-provider"
+
+
+def test_mooncakes_dropped_device_counts_beside_its_transport_that_did_not_start_or_a_failed_kv_transfer():
+    """Mooncake's Transfer Engine drops a device whose GID it cannot use and goes on with the others (warn); beside
+    its RDMA transport that did not start, or SGLang's KV transfer that failed, the run failed for that GID."""
+    gid = "W0302 09:15:07.980530  7 rdma_context.cpp:581] No suitable GID found on mlx5_bond_1/\n"
+    assert tool_message.ID not in {d.id for d in _failing(log_inputs("job.out", gid + "I0302 transfer done\n"))}
+    stopped = gid + ("E0302 09:15:07.980793  7 rdma_transport.cpp:662] RdmaTransport: No available RNIC\n"
+                     "E0302 09:15:07.980794  7 rdma_transport.cpp:106] RdmaTransport: cannot initialize RDMA resources\n")
+    got = _failing(log_inputs("job.out", stopped))
+    assert got[0].id == tool_message.ID and got[0].category == "roce_gid_config", [(d.id, d.category) for d in got]
+    null = ("Decode transfer failed ... KVTransferError: Failed to get kvcache from prefill instance, it might be dead\n"
+            "GID is NULL, please check your GID index by specifying MC_GID_INDEX\n")
+    got = _failing(log_inputs("job.out", null))
+    assert got[0].id == tool_message.ID and got[0].category == "roce_gid_config", [(d.id, d.category) for d in got]
 
 
 def test_a_message_that_names_no_cause_is_unexplained_never_an_all_clear():
