@@ -420,4 +420,10 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "failed run of the test, but HIP's invalid device is any device index the process cannot see (fewer GPUs than "
         "-g asks for, HIP_VISIBLE_DEVICES); that the container was started without /dev/kfd and /dev/dri is the "
         "reporter's fix, not in the line"),
+    "net-gaps63c-jingchao-azure-nc48v4-etc-nccl-conf-graph-file-allreduce-busbw-57-not-225": Gap(
+        "right",
+        "'Verdict: WARN An NCCL environment variable set wrong (medium confidence)', exit 0: the NCCL_GRAPH_FILE of the "
+        "pasted /etc/nccl.conf is named by a warning only, since the all-reduce it slowed completed and verified (0 "
+        "wrong); that 57 GB/s is a quarter of what the NVLink bridge of an NC48ads A100 v4 carries needs the machine's "
+        "expected bandwidth, which the lines do not give", exits_0=True),
 }
