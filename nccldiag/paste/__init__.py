@@ -50,6 +50,7 @@ class Pasted:
     # the GPU failure printed after it
     slurm_reasons: List[Tuple[Line, str, str]] = field(default_factory=list)  # 'sinfo -R' rows: (row, reason, nodes)
     rdma_test_mtu: List[Tuple[Line, int]] = field(default_factory=list)  # an RDMA test's command and the MTU it asks
+    nccl_conf: List[Tuple[Line, str, str]] = field(default_factory=list)  # a pasted NCCL config file: (line, name, value)
 
     def __bool__(self) -> bool:
         return bool(self.blocks or self.signals or self.oom or self.partial)
@@ -81,7 +82,8 @@ def judged(found: Found) -> Pasted:
         findings, facts, by = judge(found.blocks)
     return Pasted(list(found.blocks), findings, facts, list(found.partial), list(found.signals), list(found.oom),
                   [found.bounded] if found.bounded else [], list(found.memlock_unlimited), list(found.peermem_absent),
-                  by, list(found.container_no_gpu), list(found.slurm_reasons), list(found.rdma_test_mtu))
+                  by, list(found.container_no_gpu), list(found.slurm_reasons), list(found.rdma_test_mtu),
+                  list(found.nccl_conf))
 
 
 def read_file(path: str) -> Found:

@@ -65,6 +65,14 @@ SINFO_HEADER = ("REASON", "USER", "TIMESTAMP", "STATE", "NODELIST")
 SINFO_HEADER_LINE = re.compile(r"[ \t]{0,40}REASON[ \t]{1,200}(?:USER[ \t]{1,200}TIMESTAMP[ \t]{1,200}(?:STATE[ \t]{1,200})?)?"
                                r"NODELIST[ \t]{0,40}$")  # the header of its table, pasted without the command
 SINFO_AFTER = 400  # the lines after the command read as its output at most (the next prompt ends them)
+# NCCL's configuration files: at init NCCL reads ~/.nccl.conf (or the file NCCL_CONF_FILE names) and /etc/nccl.conf,
+# each line 'NAME=VALUE' set as the variable NAME, lines starting with '#' and lines without '=' skipped (NVIDIA/nccl
+# src/misc/param.cc, setEnvFile and initEnvFunc). A pasted 'cat' of one is settings every run on that node read,
+# whether or not it logged them ('set by environment to'); its output ends at the first line no such file holds.
+NCCL_CONF_CAT = re.compile(r"(?:^|[ \t;&|])(?:sudo[ \t]{1,4})?cat[ \t]{1,4}(?P<path>[^\s;&|<>]{0,200}nccl\.conf)[ \t]{0,4}$")
+NCCL_CONF_VAR = re.compile(r"(?P<name>[A-Za-z_][A-Za-z0-9_]{0,127})=(?P<value>[^\n]{0,1023})$")
+NCCL_CONF_AFTER = 200  # the lines after the command read as the file at most (a prompt, or a line no such file holds,
+# ends them first)
 _NODELIST = re.compile(r"[A-Za-z0-9][\w.-]{0,200}(?:\[[\d,\-]{1,400}\][\w.-]{0,40})?(?:,[A-Za-z0-9][\w.-]{0,200}"
                        r"(?:\[[\d,\-]{1,400}\][\w.-]{0,40})?){0,200}")
 _SINFO_ROW = re.compile(r"(?P<reason>\S.{0,400}?)[ \t]{1,40}(?P<user>\S{1,64})[ \t]{1,40}"
@@ -75,7 +83,7 @@ _SINFO_ROW = re.compile(r"(?P<reason>\S.{0,400}?)[ \t]{1,40}(?P<user>\S{1,64})[ 
 WORDS = ("ignal", "exitcode", "return code", "Out of memory: Kill", "oom-kill", "Memory cgroup out of memory",
          "OOMKilled", "ulimit -l", "memlock", "LimitMEMLOCK", "max locked memory", "lsmod", "singularity",
          "apptainer", "docker", "podman", "nerdctl", "sinfo", "NODELIST", "_pingpong", "ib_write_", "ib_read_",
-         "ib_send_", "ib_atomic_")
+         "ib_send_", "ib_atomic_", "nccl.conf")
 
 _ELASTIC_HOST = re.compile(r"[ \t]{0,40}host[ \t]{0,20}:[ \t]{0,20}(\S{1,253})[ \t]{0,40}$")  # torchelastic's block
 _HANDLER_HOST = re.compile(r"[ \t]{0,40}\[([A-Za-z0-9][\w.-]{0,252}):[ \t]{0,4}\d{1,10}[ \t]{0,4}:")  # '[host:pid:0:tid] Caught'

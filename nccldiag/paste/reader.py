@@ -197,6 +197,8 @@ class Found:
     container_no_gpu: List[Tuple[ends.Line, ends.Line]] = field(default_factory=list)  # (command, GPU failure after it)
     slurm_reasons: List[Tuple[ends.Line, str, str]] = field(default_factory=list)  # 'sinfo -R' rows: (row, reason, nodes)
     rdma_test_mtu: List[Tuple[ends.Line, int]] = field(default_factory=list)  # (a pingpong/perftest command, its -m)
+    nccl_conf: List[Tuple[ends.Line, str, str]] = field(default_factory=list)  # a pasted NCCL config file's settings:
+    # (line, name, value)
     bounded: str = ""
 
     def merge(self, other: "Found") -> None:
@@ -209,6 +211,7 @@ class Found:
         self.container_no_gpu += other.container_no_gpu
         self.slurm_reasons += other.slurm_reasons
         self.rdma_test_mtu += other.rdma_test_mtu
+        self.nccl_conf += other.nccl_conf
         self.bounded = self.bounded or other.bounded
 
 
@@ -463,6 +466,8 @@ class Reader:
         command = ends.container_without_gpus(here.text) if ends.CONTAINER_START.search(here.text) else ""
         if command:
             self._container_failure(view, s, lineno, command, here.host() or self.host)
+        if "nccl.conf" in text and ends.NCCL_CONF_CAT.search(_command(here)):
+            self._nccl_conf(view, s, lineno, here.host() or self.host)
         if "sinfo" in here.text and ends.SINFO_REASONS.match(here.text):
             self._sinfo_reasons(view, s, lineno)
         elif "NODELIST" in here.text and ends.SINFO_HEADER_LINE.match(here.text):
@@ -482,6 +487,24 @@ class Reader:
             n = next((n for n, t in lines if t.rstrip().endswith(nodes)), lineno)
             if (self.path, n) not in seen:
                 self.found.slurm_reasons.append((ends.Line(self.path, n, f"{reason}  {nodes}"), reason, nodes))
+
+    def _nccl_conf(self, view: "_View", s: int, lineno: int, host: Optional[str]) -> None:
+        """The settings of the NCCL configuration file printed by the 'cat' typed at ``s``: its lines down to the
+        next prompt or the first line such a file does not hold (neither 'NAME=VALUE', nor a '#' comment, nor
+        empty); a line read already is not read again."""
+        seen = {(x.path, x.lineno) for x, _, _ in self.found.nccl_conf}
+        for k, q in _after(view, s, ends.NCCL_CONF_AFTER):
+            if _is_prompt(q) or _bare_prompt(q):
+                break
+            text = q.text.strip()
+            if not text or text.startswith("#"):
+                continue
+            m = ends.NCCL_CONF_VAR.match(text)
+            if not m:
+                break
+            if m.group("name").startswith("NCCL_") and (self.path, lineno + k) not in seen:
+                self.found.nccl_conf.append((ends.Line(self.path, lineno + k, text, host), m.group("name"),
+                                             m.group("value").strip()))
 
     def _container_failure(self, view: "_View", s: int, lineno: int, command: str, host: Optional[str]) -> None:
         """A container started without its GPU option (``command``, at line ``lineno``) whose output, before the

@@ -186,3 +186,47 @@ def test_operator_pods_running_and_another_pod_failing_are_not_the_driver():
     assert case("node-gpuoperator-docs-getting-started-pods-running-validator-completed-healthy") == []
     ds = case("node-gpuoperator-docs-operator-pod-crashloop-memory-limit-large-cluster")  # the operator's own pod
     assert "gpu-driver-pod-not-ready" not in [d.id for d in ds], [(d.id, d.summary) for d in ds]
+
+
+# ---- a pasted NCCL configuration file --------------------------------------------------------------------------------
+
+NC48 = "net-gaps63c-jingchao-azure-nc48v4-etc-nccl-conf-graph-file-allreduce-busbw-57-not-225"
+
+
+def test_a_graph_file_set_in_a_pasted_etc_nccl_conf_is_named():
+    ds = case(NC48)
+    assert ds[0].id == "nccl-env" and ds[0].category == "nccl_env_misconfig" and ds[0].severity == "warn", \
+        [(d.id, d.summary) for d in ds]
+    assert "NCCL_GRAPH_FILE=/opt/microsoft/ncv4/graph.xml" in ds[0].summary
+    assert any(e.text == "NCCL_GRAPH_FILE=/opt/microsoft/ncv4/graph.xml" for e in ds[0].evidence)
+
+
+@pytest.mark.parametrize("text,settings", [
+    # written for this test: the shapes of a 'cat' of NCCL's configuration files (NVIDIA/nccl src/misc/param.cc,
+    # setEnvFile: 'NAME=VALUE' lines, '#' lines skipped)
+    (b"$ cat /etc/nccl.conf\nNCCL_TOPO_FILE=/opt/t.xml\nNCCL_GRAPH_FILE=/opt/g.xml\n$ ls\n",
+     [("NCCL_TOPO_FILE", "/opt/t.xml"), ("NCCL_GRAPH_FILE", "/opt/g.xml")]),
+    (b"root@node1:~# cat ~/.nccl.conf\nNCCL_IB_DISABLE=1\n\nNCCL_SOCKET_IFNAME=eth0\n",
+     [("NCCL_IB_DISABLE", "1"), ("NCCL_SOCKET_IFNAME", "eth0")]),
+    # a '# ' line after it is a root shell's next prompt as much as a comment of the file: the output ends there
+    (b"# cat /etc/nccl.conf\nNCCL_IB_DISABLE=1\n# nvidia-smi\nNCCL_GRAPH_FILE=/opt/g.xml\n", [("NCCL_IB_DISABLE", "1")]),
+    (b"$ cat /etc/nccl.conf\nNCCL_DEBUG=INFO\n#       size         count      type\n"
+     b"           8             2     float     sum      -1    13.14    0.00    0.00      0\nNCCL_ALGO=Tree\n",
+     [("NCCL_DEBUG", "INFO")]),  # the output ends at the first line no such file holds
+    (b"$ cat /etc/nccl.conf\n$ export NCCL_GRAPH_FILE=/opt/g.xml\n", []),  # the file was empty
+    (b"$ cat job.sh\nNCCL_GRAPH_FILE=/opt/g.xml\n", []),  # not NCCL's file
+    (b"see /etc/nccl.conf\nNCCL_GRAPH_FILE=/opt/g.xml\n", []),  # prose, no command
+])
+def test_nccl_conf_reading(text, settings):
+    assert [(n, v) for _, n, v in reader.read(text).nccl_conf] == settings
+
+
+def test_no_real_text_but_the_case_holds_an_nccl_conf():
+    found = []
+    for path in _texts():
+        if path.stat().st_size > 20_000_000:
+            continue
+        data = path.read_bytes()
+        if b"nccl.conf" in data:
+            found += [(str(path), x.text) for x, _, _ in reader.read(data, str(path)).nccl_conf]
+    assert found == [], found

@@ -7,10 +7,14 @@ not found. NCCL_GRAPH_FILE is a
 graph injection for experiments, never for production: a run of another GPU count fails on it (ncclSystemError,
 'dev N not found'), so NCCL echoing it is a warning even where the error that followed was not posted.
 
-Evidence: those WARNs or 'Last error' texts, the variables NCCL echoed ('set by environment to'), and a system
-error no WARN explains in a run where NCCL said 'Loading topology file'.
+Evidence: those WARNs or 'Last error' texts, the variables NCCL echoed ('set by environment to') or a pasted
+NCCL configuration file sets ('cat /etc/nccl.conf', '~/.nccl.conf': NCCL reads both at init, each 'NAME=VALUE'
+line set as the variable, NVIDIA/nccl src/misc/param.cc), and a system error no WARN explains in a run where NCCL
+said 'Loading topology file'.
 References: CSCS Alps NCCL documentation, 'Known issues' (do not use NCCL_NET_PLUGIN="ofi" with uenvs,
-tests/cases/net-cscs-docs-nccl-net-plugin-ofi-could-not-find-aws-libfabric-not-found); pytorch/pytorch#163063; Azure/azhpc-images#327; NVIDIA/nccl#1240, #1008; NCCL env docs.
+tests/cases/net-cscs-docs-nccl-net-plugin-ofi-could-not-find-aws-libfabric-not-found); pytorch/pytorch#163063; Azure/azhpc-images#327; NVIDIA/nccl#1240, #1008; NCCL env docs;
+an Azure NC48ads A100 v4 held to a quarter of its all-reduce bandwidth by the NC96ads graph its image's
+/etc/nccl.conf sets (tests/cases/net-gaps63c-jingchao-azure-nc48v4-etc-nccl-conf-graph-file-allreduce-busbw-57-not-225).
 """
 from __future__ import annotations
 
@@ -46,7 +50,7 @@ def diagnose(inp: Inputs) -> List[Diagnosis]:
     named = C.find(inp, NAMED, ("warn", "last-error", "error", "app"))
     algo = C.find(inp, NO_ALGO, ("warn", "last-error", "error", "app"))
     xml = C.find(inp, XML, ("warn", "last-error"))
-    files = {n: C.env_values(inp, n) for n in FILES}
+    files = {n: C.env_values(inp, n) + [v for _, v in _conf(inp, n)] for n in FILES}
     files = {n: v for n, v in files.items() if v}
     if named or algo:
         names = sorted({g for c in named for m in [NAMED.search(c.text)] for g in m.groups() if g})
@@ -94,16 +98,29 @@ def diagnose(inp: Inputs) -> List[Diagnosis]:
                        alternatives=["shm_too_small: on one node NCCL's other system calls are those of its /dev/shm "
                                      "segments"])]
     graph = [v for ls in inp.log_sets() for v in ls.facts.env_values().get("NCCL_GRAPH_FILE", [])]
-    if graph:
-        return [C.make(sys.modules[__name__], f"NCCL_GRAPH_FILE={graph[0]} is set: NCCL is forced onto a fixed graph, "
-                       f"which fails on any other GPU count", confidence="medium", severity="warn",
-                       extra=[Evidence("log", f"NCCL_GRAPH_FILE set by environment to {graph[0]}")],
+    conf = _conf(inp, "NCCL_GRAPH_FILE")
+    if graph or conf:
+        value = graph[0] if graph else conf[0][1]
+        ev = (Evidence("log", f"NCCL_GRAPH_FILE set by environment to {graph[0]}") if graph else
+              Evidence("log", conf[0][0].text, f"{conf[0][0].path}:{conf[0][0].lineno}", conf[0][0].host))
+        return [C.make(sys.modules[__name__], f"NCCL_GRAPH_FILE={value} is set: NCCL is forced onto a fixed graph, "
+                       f"which fails on any other GPU count, and holds another machine shape to that graph's "
+                       f"bandwidth", confidence="medium", severity="warn",
+                       nodes=[conf[0][0].host] if not graph and conf[0][0].host else None,
+                       extra=[ev],
                        why="NCCL_GRAPH_FILE injects a graph for experiments; it is never set in production, and a "
                            "graph written for another machine size makes NCCL fail with a system error")]
     return []
 
 
 SYSTEM_ERROR = re.compile(r"unhandled system error|ncclSystemError|NCCL Error 2\b")
+
+
+def _conf(inp: Inputs, name: str) -> list:
+    """``(line, value)`` of each setting of ``name`` in a pasted NCCL configuration file (the paste reader's
+    reading of a 'cat' of /etc/nccl.conf or ~/.nccl.conf), in order."""
+    pasted = getattr(inp, "pasted", None)
+    return [(x, v) for x, n, v in (getattr(pasted, "nccl_conf", None) or []) if n == name and v]
 
 
 def _system_error_with_topology_file(inp: Inputs) -> List[C.Clue]:
