@@ -7,10 +7,14 @@ Evidence: the fabric manager finding of ``check`` (service failed or inactive, v
 refusal, fabric state not completed); the events of category ``fabric_manager`` (cudaErrorSystemNotReady, 'system
 not yet initialized', in any output); the fabric manager's own failures in any output: its start failing or
 refused (systemd's 'Failed to start NVIDIA fabric manager service.'), a config item with an invalid value, a wait
-for it that timed out (a VM's or container's init waiting for 'FM starting NvLink Inband'); nvidia-smi -q's Fabric
+for it that timed out (a VM's or container's init waiting for 'FM starting NvLink Inband'), NVLSM (the NVLink subnet
+manager it starts on NVLink 5 systems) that cannot open the MAD devices because ib_umad is not loaded, its start
+wrapper printing its usage (arguments refused: a caller of the interface before 570.158.01); nvidia-smi -q's Fabric
 'Status' of an NVML error ('Insufficient Resources': the GPU could not join its NVLink partition or clique); an NVLS
 WARN in NCCL's log (medium: the same WARN also comes from an NCCL defect, see ``nvls-multicast``).
-References: NVIDIA Fabric Manager user guide (start order, driver version match); NVIDIA/nccl#1338.
+References: NVIDIA Fabric Manager user guide (start order, driver version match, NVLSM on NVLink 5 systems);
+NVIDIA/nccl#1338; linux-rdma/rdma-core libibumad/umad.c at e3aa8d9 (get_abi_version's 'is ib_umad module loaded?');
+NVIDIA/gpu-driver-container#383 (the start wrapper's options since driver 570.158.01).
 """
 from __future__ import annotations
 
@@ -43,7 +47,14 @@ FM_TEXT = re.compile(r"(?i)(?:fabric ?manager|nv-fabricmanager|nvidia-fabricmana
                      r"\bFM starting NvLink Inband\b[^\n]{0,80}(?:timeout|timed out)|"
                      # systemd's own line when the unit's start failed ('Failed to start %s.' with the unit's
                      # Description, 'NVIDIA fabric manager service', or its name with it on newer systemd)
-                     r"[Ff]ailed to start {1,3}(?:nvidia-fabricmanager\.service|NVIDIA fabric ?manager)")
+                     r"[Ff]ailed to start {1,3}(?:nvidia-fabricmanager\.service|NVIDIA fabric ?manager)|"
+                     # NVLSM, the NVLink subnet manager Fabric Manager starts on NVLink 5 systems, that cannot open
+                     # the MAD devices: libibumad's 'can't read ABI version from %s/%s (%m): is ib_umad module
+                     # loaded?' (linux-rdma/rdma-core libibumad/umad.c), prefixed with the program's name
+                     r"\bnvlsm\b[^\n]{0,200}?can't read ABI version from|"
+                     # the start wrapper of Fabric Manager 570+ printing its usage: it refused its arguments (a
+                     # caller of the older interface, which took the configuration file as a bare argument)
+                     r"\bNVIDIA Fabric Manager Start Script\s*$")
 # nvidia-smi -q's Fabric section: a Status that is an NVML error (Insufficient Resources: no partition or clique)
 FABRIC_STATUS = re.compile(r"^\s{0,40}Status\s{1,60}:\s{0,4}Insufficient Resources\s*$")
 
