@@ -291,6 +291,14 @@ _CARRIER = re.compile(r"(?:^|\s)(\S+?):\s+(lost carrier|gained carrier|carrier l
 _NIC_LINK = re.compile(r"(?:^|\s)([\w.@-]+?):?\s+NIC Link is (up|down)\b", re.I)
 
 
+# mlx5's cable module events (Linux drivers/net/ethernet/mellanox/mlx5/core/events.c port_module,
+# "Port module event: module %u, %s" with mlx5_pme_status_to_string's "Cable plugged" / "Cable unplugged"):
+# "mlx5_core 0000:00:08.0: Port module event: module 1, Cable unplugged". A module unplugged after it was plugged
+# is a down of its port like a link's; an unplug before the first plug is the empty cage the driver reports at
+# load. The error form ("Port module event[error]: ...") is a kmsg row of its own.
+_MODULE = re.compile(r"(\S+?):\s+Port module event: module (\d+), Cable (plugged|unplugged)\b")
+
+
 # a line any of the expressions above can match has one of these words (the rest are not read further)
 _ANY_LINK = re.compile(r"link (?:\w)|carrier|Port module event", re.I)
 
@@ -305,6 +313,16 @@ def parse_flaps(log: kernlog.KernelLog) -> tuple:
         line = kernlog.short(f"{when} {msg}".strip())
         if "Port module event" in msg:
             modules.append(line)
+            m = _MODULE.search(msg)
+            if not m:
+                continue
+            f = flaps.setdefault(f"{m.group(1)} module {m.group(2)}", Flap(f"{m.group(1)} module {m.group(2)}"))
+            if m.group(3) == "unplugged":
+                if f.ups:
+                    f.downs += 1
+                    f.lines.append(line)
+            else:
+                f.ups += 1
             continue
         m = _IB_LINK.search(msg)
         if m:

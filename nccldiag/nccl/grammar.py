@@ -494,6 +494,11 @@ ERROR_WORDS = (
     # 'Warning: no userspace device-specific driver found for /sys/class/infiniband_verbs/uverbsN'): the provider
     # is missing, which rules/ibverbs_provider.py reads beside a tool that then found no device
     "no userspace device-specific driver found",
+    # VMware ESXi's VM process refusing a passthrough device whose BARs need more pages of MMIO than the VM may map
+    # ('PCIPassthru: total number of pages needed (4206594) exceeds limit (917504), failing', then "Module
+    # 'DevicePowerOn' power on failed": Dell KB 000199172, a GPU with more than 16 GB of BARs in a VM without
+    # pciPassthru.use64bitMMIO); the line itself holds no other error word
+    "PCIPassthru: total number of pages needed",
 )
 _ERROR_TEXT = re.compile(r"\b(?:" + _alternation(ERROR_WORDS) + r")\b")
 # The line a Python traceback ends with: an exception's class and its message ('RuntimeError: Desync detected for

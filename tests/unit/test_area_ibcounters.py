@@ -1,4 +1,6 @@
 """IB/RoCE counters area: sysfs counters in both renderings, snapshot and delta, link flaps from the kernel log."""
+from pathlib import Path
+
 import pytest
 
 from nccldiag.areas import ibcounters
@@ -118,6 +120,20 @@ def test_an_ethernet_nic_link_down_right_after_up_is_a_flap(tmp_path):
     secs = run_sources((ibcounters.SOURCES[1],), tmp_path / "root", bin_dir)
     assert sum("NIC Link is" in l for l in secs["kernel_log"].splitlines()) == 3
     assert judge(ibcounters, secs)["ibcounters.link_flaps"] == ["warn"]
+
+
+def test_an_mlx5_cable_module_unplugged_after_it_was_plugged_is_a_flap():
+    # the real lines of tests/cases/net-gaps63b-dtcms-blog-mlx5-port-module-cable-unplugged-plugged-flapping-loose-cable
+    # (a cable seated loosely) and of its healthy neighbour (modules plugged, links up)
+    case = Path(__file__).resolve().parents[1] / "cases"
+    flapping = (case / "net-gaps63b-dtcms-blog-mlx5-port-module-cable-unplugged-plugged-flapping-loose-cable"
+                / "posted-kernel-log.txt").read_text()
+    f = findings(ibcounters, {"kernel_log": flapping})["ibcounters.link_flaps"]
+    # the first unplug, before any plug, is not counted (the log starts there); five after a plug are
+    assert f.status.value == "fail" and f.actual == {"0000:00:08.0 module 1": 5}
+    plugged = (case / "net-gaps63b-jishuzhan-notes-mlx5-port-module-cable-plugged-link-up-healthy"
+               / "posted-dmesg.txt").read_text()
+    assert judge(ibcounters, {"kernel_log": plugged})["ibcounters.link_flaps"] == ["ok"]
 
 
 def test_counters_source_reads_the_sysfs_tree(tmp_path):

@@ -48,6 +48,8 @@ def diagnose(inp: Inputs) -> List[Diagnosis]:
             "an IB/RoCE port went Down and came back between the readings pasted (a link that flaps, or one "
             "brought up in between)" if came_back else
             "a fabric interface in use has no link" if node and all(f.check == "ib.port_link" for f in node) else
+            "a link keeps going down and coming back (flapping)" if node and all(
+                f.check == "ibcounters.link_flaps" for f in node) else
             "an IB/RoCE port is not Active at full rate")
     return [C.make(sys.modules[__name__], what + C.on(C.hosts(found)), found,
                    confidence="high" if (node and len(pasted) < len(node)) or flapping else "medium",
@@ -69,12 +71,18 @@ def _in_use(inp: Inputs, pasted: List[Finding]) -> Tuple[List[Finding], List[Fin
     the two ports of a dual-port card are two CAs of one GUID) is Active, which makes it the adapter's spare port,
     perhaps without a cable on purpose. A host's facts are its last reading of each output: a port found Down by
     one reading and Active in the facts was pasted twice or more with its state changing (``rdma link`` run again
-    while the link flaps); it is in use, and comes second in what is returned too."""
+    while the link flaps); it is in use, and comes second in what is returned too. A pasted kernel log's links
+    flapping (a link or cable module up and down again as many times as the link-flap check fails on) are in use."""
     ports = [p for facts in inp.pasted.facts.values() for p in getattr(facts.get("ib"), "ports", None) or []]
     out: List[Finding] = []
     back: List[Finding] = []
     for f in pasted:
         if f.check == "ib.port_link":  # judged in use already (areas/netdev.py: switched on, addressed or a fabric port)
+            out.append(f)
+            continue
+        if f.check == "ibcounters.link_flaps" and f.status.value == "fail":
+            # a link (or a cable module) that came up and went down again, time after time, is cabled and in use:
+            # a spare port without a cable never comes up
             out.append(f)
             continue
         if f.check != "ib.port_state":
