@@ -414,6 +414,18 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "named by a warning only, since 'PSM3 can't open nic unit' is printed where the MPI may take another provider "
         "and go on; here MPICH's 'Abort(...): Fatal error in internal_Init_thread' shows the run failed", exits_0=True),
 
+    "list-gaps63e-openmpi-users-22717-openib-reg-mem-limit-low-mlx4-mtt-parameters": Gap(
+        "right",
+        "'Verdict: WARN The HCA can register only part of the node's memory (Open MPI openib: 'reg mem limit low') "
+        "(medium confidence)', exit 0: named by a warning only, since Open MPI's warning says the job goes on (here it "
+        "completed) and releases before 1.8.3 also printed it falsely on drivers that size the MTT table themselves", exits_0=True),
+
+    "net-gaps63e-linuxcluster-blog-openib-registerable-memory-32768-of-65476-mib-log-num-mtt": Gap(
+        "right",
+        "'Verdict: WARN The HCA can register only part of the node's memory (Open MPI openib: 'reg mem limit low') "
+        "(medium confidence)', exit 0: named by a warning only; the pasted warning is all there is and it says the job "
+        "goes on", exits_0=True),
+
     "gpu-gaps62e-rccltests16-test-hip-failure-hiperrorinvaliddevice-docker-without-dev-kfd": Gap(
         "missed",
         "'Verdict: FAIL' unexplained, exit 1: rccl-tests' 'Test HIP failure common.cu:1129 'hipErrorInvalidDevice'' is a "

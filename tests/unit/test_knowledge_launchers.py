@@ -53,6 +53,7 @@ CHECKED = {
     "mpirun-rank-exited-on-signal": "%s noticed that process rank %lu with PID %lu on node %s exited on signal %d",
     "openib-locked-memory": "allocate some locked memory.  This typically can indicate that the",
     "openib-retry-exceeded": "The InfiniBand retry count between two MPI processes has been",
+    "openib-reg-mem-limit-low": "WARNING: It appears that your OpenFabrics subsystem is configured to only",
     "btl-tcp-connect-no-route": "connect() to %s failed: %s (%d)",
     "btl-tcp-peer-no-route": "Unable to connect to the peer %s on port %d: %s",
     "btl-tcp-connect-failed": "WARNING: Open MPI failed to TCP connect to a peer MPI process.  This",
