@@ -60,6 +60,19 @@ WHY: Dict[str, str] = {
         "header and result rows, an nvidia-smi error and the command before it, or labels that differ line by line "
         "('[trainer3]:', '[trainer0|0]:') stay one line, where the field's name cannot be told from the value "
         "before it"),
+    "prefix-rank": (
+        "a command typed at a prompt and the output it printed are read together only where the command starts its "
+        "line (after a prompt or alone): behind a launcher's rank label a 'cat' of NCCL's configuration file is not "
+        "taken for the command, and the settings under it are not read"),
+    "stack-lineno-rank": (
+        "a file line number and a rank's label before a command typed at a prompt: as prefix-rank, the command is "
+        "not found, and the output under it is not read as its output"),
+    "indent-4": (
+        "a command indented as markdown code is not found at the start of its line: the output under it is not "
+        "read as its output (a 'cat' of NCCL's configuration file)"),
+    "indent-tab": (
+        "a command indented by a tab is not found at the start of its line: the output under it is not read as its "
+        "output (a 'cat' of NCCL's configuration file)"),
 }
 
 #: (case id, transformation) -> its outcome today
@@ -253,6 +266,40 @@ KNOWN: Dict[Tuple[str, str], str] = {
     ("net-kb48-nvbfsw-nic-mode-host-mlx5-health-miss-count-fw-internal-error-icmc", "tail-15"): "false all-clear",
     ("net-kb48-nvbfsw-nic-mode-host-mlx5-health-miss-count-fw-internal-error-icmc", "lexicon-only"): "missed",
     ("net-kb48-nvofed-reset-flow-mlx4-internal-error-crdump-device-reset", "lexicon-only"): "false all-clear",
+    # the batches from practitioners' pages, vendors' notes and trackers (gaps63a-e):
+    # a pasted /etc/nccl.conf is read only after its 'cat' typed at a prompt (or alone on its line): behind a rank's
+    # label, an indent, a file line number, or run into one paragraph, the command is not found and the file's
+    # NCCL_GRAPH_FILE is not read; the last lines and the lexicon's lines hold none of it (a result table that verifies)
+    ("net-gaps63c-jingchao-azure-nc48v4-etc-nccl-conf-graph-file-allreduce-busbw-57-not-225", "tail-40"): "false all-clear",
+    ("net-gaps63c-jingchao-azure-nc48v4-etc-nccl-conf-graph-file-allreduce-busbw-57-not-225", "tail-15"): "false all-clear",
+    ("net-gaps63c-jingchao-azure-nc48v4-etc-nccl-conf-graph-file-allreduce-busbw-57-not-225", "prefix-rank"): "false all-clear",
+    ("net-gaps63c-jingchao-azure-nc48v4-etc-nccl-conf-graph-file-allreduce-busbw-57-not-225", "lexicon-only"): "false all-clear",
+    ("net-gaps63c-jingchao-azure-nc48v4-etc-nccl-conf-graph-file-allreduce-busbw-57-not-225", "stack-lineno-rank"): "false all-clear",
+    ("net-gaps63c-jingchao-azure-nc48v4-etc-nccl-conf-graph-file-allreduce-busbw-57-not-225", "paragraphs"): "false all-clear",
+    ("net-gaps63c-jingchao-azure-nc48v4-etc-nccl-conf-graph-file-allreduce-busbw-57-not-225", "indent-4"): "false all-clear",
+    ("net-gaps63c-jingchao-azure-nc48v4-etc-nccl-conf-graph-file-allreduce-busbw-57-not-225", "indent-tab"): "false all-clear",
+    # a Docker pull's 'no space left on device' and ESXi's 'PCIPassthru: total number of pages needed' cut at 80
+    # columns: the words the cause reads are split over two lines
+    ("node-gaps63c-jingchao-azure-a100-vm-docker-pull-no-space-left-29g-root-var-lib-docker", "fold-s-80"): "missed",
+    ("gpu-gaps63b-dellkb-esxi-vmx-pcipassthru-pages-exceed-limit-devicepoweron-failed", "fold-s-80"): "missed",
+    # the lexicon's lines alone drop what names the cause: mlx5's cable module events (a flap is no failure line),
+    # Fabric Manager's version line beside the driver's, Mooncake's GID warnings (warnings that name the cause beside
+    # a failed run), Open MPI's registration warning, the start wrapper's usage text
+    ("net-gaps63b-dtcms-blog-mlx5-port-module-cable-unplugged-plugged-flapping-loose-cable", "lexicon-only"): "false all-clear",
+    ("gpu-gaps63d-dstack2348-aws-8xh100-cuda-error-802-fabricmanager-pinned-older-than-driver", "lexicon-only"): "false all-clear",
+    ("net-gaps63a-mooncake1593-no-suitable-gid-ipv6-only-gids-no-available-rnic", "lexicon-only"): "missed",
+    ("net-gaps63a-sglang30737-mooncake-gid-is-null-bonded-roce-kvtransfer-failed", "lexicon-only"): "missed",
+    ("list-gaps63e-openmpi-users-22717-openib-reg-mem-limit-low-mlx4-mtt-parameters", "lexicon-only"): "false all-clear",
+    ("net-gaps63e-linuxcluster-blog-openib-registerable-memory-32768-of-65476-mib-log-num-mtt", "lexicon-only"): "false all-clear",
+    ("node-gaps63d-gpuoperator1595-nvlink5-fm-start-script-unknown-option-positional-config", "lexicon-only"): "false all-clear",
+    # the last 15 lines hold only the wrapper's usage text or the warning's advice, not the line that names the cause
+    ("net-gaps63e-linuxcluster-blog-openib-registerable-memory-32768-of-65476-mib-log-num-mtt", "tail-15"): "false all-clear",
+    ("node-gaps63d-gpuoperator1595-nvlink5-fm-start-script-unknown-option-positional-config", "tail-15"): "false all-clear",
+    # Fabric Manager's start wrapper's usage text run into one paragraph is no longer its usage block; libibumad's
+    # line with its HTML escapes or run into a paragraph is cut where the journal wrapped it
+    ("node-gaps63d-gpuoperator1595-nvlink5-fm-start-script-unknown-option-positional-config", "paragraphs"): "false all-clear",
+    ("node-gaps63d-rdmacore393-ibacm-umad-init-abi-version-ib-umad-not-loaded", "quote-html"): "missed",
+    ("node-gaps63d-rdmacore393-ibacm-umad-init-abi-version-ib-umad-not-loaded", "paragraphs"): "missed",
 }
 
 #: the healthy runs given a fail/warn diagnosis once transformed: what is misread, and why
