@@ -296,7 +296,7 @@ _NIC_LINK = re.compile(r"(?:^|\s)([\w.@-]+?):?\s+NIC Link is (up|down)\b", re.I)
 # "mlx5_core 0000:00:08.0: Port module event: module 1, Cable unplugged". A module unplugged after it was plugged
 # is a down of its port like a link's; an unplug before the first plug is the empty cage the driver reports at
 # load. The error form ("Port module event[error]: ...") is a kmsg row of its own.
-_MODULE = re.compile(r"(\S+?):\s+Port module event: module (\d+), Cable (plugged|unplugged)\b")
+_MODULE = re.compile(r"(\S{1,100}?):[ \t]{1,20}Port module event: module (\d{1,4}), Cable (plugged|unplugged)\b")
 
 
 # a line any of the expressions above can match has one of these words (the rest are not read further)

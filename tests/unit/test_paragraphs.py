@@ -18,7 +18,7 @@ from nccldiag.nccl import paragraphs, unwrap
 from nccldiag.nccl.facts import MAX_LINE
 from tests import mutations, real
 from tests.unit.test_nccllog_linear import cpu, normal
-from tests.unit.test_unwrap import _TWO_RECORDS, TEXTS, _read
+from tests.unit.test_unwrap import _TWO_RECORDS, TEXTS, TWO_STAMPED, _read
 
 _PREFIXED = re.compile(r"[\w.-]+:\d+:\d+ \[\d+\] ")
 
@@ -37,7 +37,7 @@ def _one_record_lines(text: str, labels: bool = False) -> str:
     """``text`` without the lines that hold two records as posted (and, with ``labels``, a rank label or a Python
     logging record after other text)."""
     return "\n".join(line for line in text.split("\n")
-                     if not _TWO_RECORDS.search(line)
+                     if not _TWO_RECORDS.search(line) and not TWO_STAMPED.search(line)
                      and not (labels and (_LATER_RANK_LABEL.search(line) or _LATER_ASCTIME.search(line))))
 
 
