@@ -163,8 +163,10 @@ def failure_lines(raw: RawNode, node_areas: Sequence[ModuleType], findings: Sequ
     (:mod:`nccldiag.knowledge.lexicon`), each attributed to the node and its source, but for those an area
     judged (its findings say what they are):
 
-    - a kernel line a row of ``knowledge/kmsg.toml`` reads (``kernel_log``, judged by the kernel areas);
-    - a line of a shape whose row names, in ``judged_by``, an area that reads the source;
+    - a kernel line a row of ``knowledge/kmsg.toml`` reads (``kernel_log``, judged by the kernel areas); a kernel
+      line no row reads is no area's, whatever its shape's ``judged_by`` (the kernel areas know the messages of
+      their rows only: a line of a failure none of them knows is unexplained, never healthy);
+    - a line of another source, of a shape whose row names, in ``judged_by``, an area that reads the source;
     - the lines of a shape of which an area that reads the source quotes one in a finding (``findings``)."""
     readers: Dict[str, set] = {}
     for area in node_areas:
@@ -182,7 +184,7 @@ def failure_lines(raw: RawNode, node_areas: Sequence[ModuleType], findings: Sequ
         if key not in read:
             read[key] = lexicon.lines_in(text, source, raw.host, skip)
         for line in (replace(x, source=source, more=list(x.more)) for x in read[key]):
-            judges = readers[source] & set(lexicon.shape(line.shape).judged_by)
+            judges = set() if skip is not None else readers[source] & set(lexicon.shape(line.shape).judged_by)
             if not judges and not any((a, line.shape) in quoted for a in readers[source]):
                 out.append(line)
     return lexicon.ordered(out)

@@ -423,6 +423,81 @@ def test_a_nodes_output_with_a_line_no_area_judges_is_unexplained_in_a_check(tmp
     assert "nothing broken" not in text
 
 
+GSP_CASE = REPO / "tests" / "cases" / "gpu-gaps62b-ogkm1230-gsp-boot-wpr2-already-up-rminitadapter-gpu6-needs-reset"
+XID79_CASE = REPO / "tests" / "cases" / "gpu-gpud-docs-quoted-dmesg-xid79-nvswitch-sxid20034-ltssm-fault"
+
+
+def _line_of(folder: Path, name: str, words: str) -> str:
+    return next(ln for ln in (folder / name).read_text(encoding="utf-8").splitlines() if words in ln)
+
+
+def test_a_kernel_line_of_a_failure_no_kernel_row_knows_is_unexplained_in_a_check(tmp_path):
+    """The kernel areas know the messages of their rows (knowledge/kmsg.toml) only: a kernel line none of them reads
+    is not judged healthy by them for the lexicon's ``judged_by``. Real: the driver's refusal to boot GSP-RM
+    (tests/cases/gpu-gaps62b-..., as posted, its dmesg stamp kept), which no kmsg row reads, in a healthy node's
+    kernel log fails the node as unexplained, citing it; a real Xid 79, which a row reads, is the xid area's."""
+    real.require()
+    from nccldiag.areas import kernlog
+    from tests.unit import bundles as B
+
+    line = _line_of(GSP_CASE, "posted-dmesg.txt", "cannot proceed with booting GSP")
+    assert lexicon.shape_of(line).id == "nvrm-error"
+    assert kernlog.read_line(*kernlog.split_line(line)) is None
+    node = B.healthy_h100()
+    node[kernlog.SOURCE.name] = line + "\n"
+    code, rep = B.check_json(B.write_bundle(tmp_path / "a", {"gpu001": node}))
+    assert code == 1
+    [d] = [d for d in rep["diagnoses"] if d["severity"] in ("fail", "warn")]
+    assert (d["id"], d["severity"], d["nodes"]) == ("unexplained", "fail", ["gpu001"])
+    assert {"kind": "node", "text": line, "ref": "kernel_log:1", "host": "gpu001"} in d["evidence"]
+
+    xid = _line_of(XID79_CASE, "posted-dmesg.txt", "Xid (PCI:0000:91:00): 79").lstrip("> ")
+    node = B.healthy_h100()
+    node[kernlog.SOURCE.name] = xid + "\n"
+    code, rep = B.check_json(B.write_bundle(tmp_path / "b", {"gpu001": node}))
+    assert code == 1
+    alarms = [d for d in rep["diagnoses"] if d["severity"] in ("fail", "warn")]
+    assert alarms and alarms[0]["category"] == "gpu_lost_xid"
+    assert "unexplained" not in {d["id"] for d in alarms}
+
+
+@pytest.mark.parametrize("stamped", [True, False])
+def test_a_pasted_kernel_line_of_a_failure_no_kernel_row_knows_is_unexplained(stamped):
+    """The same line pasted alone to 'nccldiag log', with its dmesg stamp (read as a kernel log) or without: never
+    'nothing broken'."""
+    line = _line_of(GSP_CASE, "posted-dmesg.txt", "cannot proceed with booting GSP")
+    text = line if stamped else line.split("] ", 1)[1]
+    got = _log_of(text + "\n")
+    alarms = [d for d in got if d.severity in ("fail", "warn")]
+    assert alarms and alarms[0].id == "unexplained" and alarms[0].severity == "fail"
+
+
+def _log_of(text: str):
+    import tempfile
+
+    from nccldiag.sessions import log
+
+    with tempfile.TemporaryDirectory() as d:
+        p = Path(d) / "pasted.txt"
+        p.write_text(text, encoding="utf-8")
+        return log.run([str(p)], workers=1).diagnoses[0]
+
+
+def test_c10s_own_log_line_with_its_unpadded_month_is_an_error_line():
+    """PyTorch's c10 logger writes the month unpadded before the day ((tm_mon + 1) * 100 + tm_mday: 'E109' on
+    9 January, 'E1109' on 9 November; c10/util/Logging.cpp). Real: the watchdog's ERROR line of a shared case,
+    posted in January; the same logger's line at the warning level (its letter W) is no error line."""
+    real.require()
+    folder = realcases.CASES / "gpu-automodel1038-consolidation-barrier-allgather-60s-timeout"
+    line = _line_of(folder, "posted-watchdog.log", "failure detected by watchdog at work sequence id")
+    assert "[E109 " in line
+    assert lexicon.shape_of(line).id == "glog-error"
+    assert lexicon.shape_of(line.replace("[E109 ", "[E1109 ")).id == "glog-error"
+    assert lexicon.shape_of(line.replace("[E109 ", "[W109 ")) is None
+    alarms = [d for d in _log_of(line + "\n") if d.severity in ("fail", "warn")]
+    assert alarms and alarms[0].id == "unexplained"
+
+
 def test_files_read_in_parallel_give_the_lines_of_files_read_in_turn():
     from nccldiag.sessions import log
 

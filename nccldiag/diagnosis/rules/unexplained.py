@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from nccldiag.areas import all_areas
+from nccldiag.areas import all_areas, kernlog
 from nccldiag.diagnosis.events import _PREFIX_HOST, _SYSLOG_HOST
 from nccldiag.diagnosis.inputs import Inputs
 from nccldiag.diagnosis.model import FAILURE_LINES, Diagnosis, Evidence, finding_evidence, sort_key
@@ -195,11 +195,22 @@ def _judged_in_paste(inp: Inputs, line: lexicon.Line, shape: lexicon.Shape) -> b
         return False
     readers = _readers()
     judges = set(shape.judged_by)
+    # a pasted kernel log is its areas' only where a row of knowledge/kmsg.toml reads the line, as in a check
+    kernel = _KERNEL if all(_kmsg_reads(t) for t in line.texts()) else ""
     spans = [(b.lineno, b.lineno + b.text.count("\n") + 1) for b in inp.pasted.blocks
-             if b.path == line.source and any(readers.get(s, set()) & judges for s in b.sections)
+             if b.path == line.source
+             and any(readers.get(s, set()) & judges for s in b.sections if s != _KERNEL or s == kernel)
              and judges & inp.pasted.judged.get((b.path, b.lineno), frozenset())]
     numbers = [line.lineno] + [n for n, _ in line.more]
     return bool(spans) and all(any(a <= n < b for a, b in spans) for n in numbers)
+
+
+_KERNEL = kernlog.SOURCE.name
+
+
+def _kmsg_reads(text: str) -> bool:
+    """Whether a row of ``knowledge/kmsg.toml`` reads the kernel line ``text``."""
+    return kernlog.read_line(*kernlog.split_line(text[:kernlog.MAX_LINE])) is not None
 
 
 def _in_own_output(inp: Inputs, line: lexicon.Line) -> bool:
