@@ -445,4 +445,16 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "pasted /etc/nccl.conf is named by a warning only, since the all-reduce it slowed completed and verified (0 "
         "wrong); that 57 GB/s is a quarter of what the NVLink bridge of an NC48ads A100 v4 carries needs the machine's "
         "expected bandwidth, which the lines do not give", exits_0=True),
+    "node-gaps64f-wadadev-blog-rtx5090-server-kernel-list-del-corruption-bit-flip-defective-dimm": Gap(
+        "wrong cause",
+        "'Verdict: FAIL Failure reported by a node or a rank: kernel oops (high confidence)', exit 1: lib/list_debug.c's "
+        "'list_del corruption. prev->next should be fffff7eac79a1808, but was fffff7eac39a1808' is read as a kernel "
+        "oops; that the two pointers differ in one bit, a flip of the host memory that memtest86+ later confirmed, is the "
+        "author's reading, and the line alone does not tell faulty RAM from a driver that overwrote the list"),
+    "cf-gaps64f-level1techs-185531-2x-rtx3070ti-busgrind-peer-copies-3gbs-phb": Gap(
+        "false all-clear",
+        "'Verdict: nothing broken', exit 0: the topology matrix (PHB between the two GPUs) is read and is no fault; "
+        "CUDA BusGrind's 'P2P Bandwidth Matrix (GB/s) - Unidirectional, P2P=Enabled' with 3.32 GB/s between two "
+        "GeForce RTX 3070 Ti is no output any reader knows, and a consumer card without peer access is the normal state "
+        "of such a node, so the low figure alone names no fault"),
 }

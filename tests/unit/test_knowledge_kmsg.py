@@ -241,3 +241,30 @@ def test_the_failing_captures_have_only_the_events_they_show():
     for name, rows in want.items():
         got = {e.message.id for e in kernlog.events(kernlog.parse(real.node_text("kernel-xid", name)))}
         assert got == rows, name
+
+
+def test_a_device_inaccessible_after_d3_is_a_lost_gpu_only_on_a_gpus_function_0():
+    """The PCI core's 'Unable to change power state from %s to D0, device inaccessible' is a lost GPU where a GPU
+    driver, or vfio-pci holding a passthrough GPU, owns function 0; a GPU's USB-C controller ('nvidia-gpu', function
+    3) prints it on cards without that device, and a NIC's or a bridge's line is not a GPU's."""
+    for lost in ("vfio-pci 0000:0a:00.0: Unable to change power state from D3cold to D0, device inaccessible",
+                 "[  812.3] nvidia 0000:41:00.0: Unable to change power state from D3hot to D0, device inaccessible",
+                 "[200584.544050] amdgpu 0000:0a:00.0: Unable to change power state from D3hot to D0, device inaccessible"):
+        assert rows_read(lost) == {"pci-gpu-inaccessible-d0"}, lost
+    for other in ("[ 9426.768449] nvidia-gpu 0000:0b:00.3: Unable to change power state from D3hot to D0, device "
+                  "inaccessible",
+                  "igc 0000:02:00.0: Unable to change power state from D3hot to D0, device inaccessible",
+                  "[200584.540184] pcieport 0000:08:00.0: Unable to change power state from D3hot to D0, device inaccessible"):
+        assert rows_read(other) == set(), other
+
+
+def test_a_kernel_list_corruption_is_an_oops_whatever_its_variant():
+    """lib/list_debug.c's reports, with and without the neighbour's address that 5.16 added, and a double add."""
+    for line in ("kernel: list_del corruption. prev->next should be fffff7eac79a1808,",
+                 "list_del corruption. next->prev should be ffff8801c2f41b18, but was (null)",
+                 "list_del corruption, ffff88013008e520->next is LIST_POISON1 (dead000000100100)",
+                 "list_add corruption. prev->next should be next (ffff880036835630), but was ffff88003683c630. "
+                 "(prev=ffff880036835630).",
+                 "list_add double add: new=ffff9e1f4b1c0a88, prev=ffff9e1f4b1c0a88, next=ffff9e1f80c3d2c0."):
+        assert rows_read(line) == {"kernel-list-corruption"}, line
+    assert rows_read("list_del(&entry->list); /* corruption. checked by CONFIG_DEBUG_LIST */") == set()
