@@ -67,6 +67,11 @@ CHECKED = {
     "mooncake-gid-null": "GID is NULL, please check your GID index by ",
     "mooncake-no-suitable-gid": "No suitable GID found on ",
     "mooncake-port-not-active": " port not active",
+    "tcpxo-rxdm-dmabuf-importer-context": "Failed to create dmabuf importer context.",
+    "tcpxo-rxdm-addr-translator-init": "Memory importer: failed to initialize addr translator on NIC IP %s.",
+    "tcpxo-rxdm-gpu-count-mismatch": "Number of GPUs detected in the PCI tree %d is not equal to the ",
+    "tcpx-plugin-gpu-tx-reg-mr-failed": "gpu_tx_reg_mr failed %d",
+    "tcpx-plugin-p2pdma-regmr-alignment": "p2pdma api won't work with only RegMr, due to alignment issue",
     "hydra-proxy-connect-firewall": "unable to connect to server %s at port %d (check for firewalls!)",
     "hydra-bad-termination": "=   BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES",
     "slurm-time-limit": "*** %s ON %s CANCELLED AT %s DUE TO TIME LIMIT ***",
@@ -122,6 +127,16 @@ PRINTED = {
                          "specifying MC_GID_INDEX",
     "mooncake-no-suitable-gid": "W0302 09:15:07.980530  7 rdma_context.cpp:1369] No suitable GID found on mlx5_bond_1/1",
     "mooncake-port-not-active": "W0302 09:15:07.980530  7 rdma_context.cpp:1228] Device mlx5_2 port not active",
+    "tcpxo-rxdm-dmabuf-importer-context": "E0728 06:10:02.123456      1 fastrak_addr_translator.cc:60] Failed to create "
+                                          "dmabuf importer context.",
+    "tcpxo-rxdm-addr-translator-init": "E0728 06:10:02.123470      1 fastrak_gpumem_manager.cc:200] Memory importer: "
+                                       "failed to initialize addr translator on NIC IP 192.169.0.3.",
+    "tcpxo-rxdm-gpu-count-mismatch": "E0708 10:00:00.000000      1 fastrak_gpumem_manager.cc:200] Number of GPUs detected "
+                                     "in the PCI tree 7 is not equal to the actual number of GPUs reported by CUDA 8.",
+    "tcpx-plugin-gpu-tx-reg-mr-failed": "node1:4242:4300 [0] tcpxResult_t gpu_tx_reg_mr(void*, void**, int*, char*, "
+                                        "void*, size_t):237 NCCL WARN gpu_tx_reg_mr failed -5",
+    "tcpx-plugin-p2pdma-regmr-alignment": "node1:4242:4300 [0] tcpxResult_t tcpxRegMr(void*, void*, size_t, int, void**):807 "
+                                          "NCCL WARN p2pdma api won't work with only RegMr, due to alignment issue",
     "btl-tcp-connect-no-route": "[n1][[463,1],0][btl_tcp_endpoint.c:803:mca_btl_tcp_endpoint_complete_connect] "
                                 "connect() to 10.0.0.2 failed: No route to host (113)",
     "btl-tcp-peer-no-route": "[n1][[5925,1],0][btl_tcp_endpoint.c:857:mca_btl_tcp_endpoint_start_connect] peer: n2 "
@@ -407,6 +422,27 @@ def test_mooncakes_dropped_device_counts_beside_its_transport_that_did_not_start
             "GID is NULL, please check your GID index by specifying MC_GID_INDEX\n")
     got = _failing(log_inputs("job.out", null))
     assert got[0].id == tool_message.ID and got[0].category == "roce_gid_config", [(d.id, d.category) for d in got]
+
+
+def test_gpudirect_tcpx_and_tcpxo_failures_name_the_net_plugin_and_their_routine_warnings_nothing():
+    """GPUDirect-TCPXO's RxDM that could not open the dmabuf import helper, and the GPUDirect-TCPX plugin's failed
+    GPU memory registration, are the net plugin's failure; the Google plugins' WARNs of runs that went on (real lines
+    of google/nccl-plugin-gpudirecttcpx#1, a slow start, and google/nccl-fastsocket#4) are no row's."""
+    rxdm = ("E fastrak_addr_translator.cc:60] Failed to create dmabuf importer context.\n"
+            "E fastrak_gpumem_manager.cc:200] Memory importer: failed to initialize addr translator on NIC IP "
+            "192.169.0.3.\n"
+            "E fastrak_gpumem_manager_startup.cc:45] Exiting with result:1\n")
+    got = _failing(log_inputs("tcpxo-daemon.log", rxdm))
+    assert (got[0].id, got[0].category, got[0].severity) == (tool_message.ID, "net_plugin", "fail"), \
+        [(d.id, d.category) for d in got]
+    tcpx = ("  tcpxResult_t gpu_tx_reg_mr(...):223 NCCL WARN gpu_tx_reg_mr failed -5\n"
+            "  proxy.cc:1501 NCCL WARN [Service thread] Error encountered progressing operation=Connect, res=3\n")
+    got = _failing(log_inputs("rank0.log", tcpx))
+    assert (got[0].id, got[0].category) == (tool_message.ID, "net_plugin"), [(d.id, d.category) for d in got]
+    for line in ("[0] tcpxResult_t tcpxCommProgress(tcpxComm*):1231 NCCL WARN 0xadca8062b70:0xadca805d0f0, nic 0, "
+                 "enp12s0, 172.16.0.11<39187><-172.16.0.95<46723> rx rx ctrl timeout cnt 7331502, nanos 10000000585",
+                 "full-debug2-test-1:4024:4048 [0] net_fastsocket.cc:765 NCCL WARN Cannot get incoming CPU."):
+        assert toolmsg.row_of(line) is None, line
 
 
 def test_a_message_that_names_no_cause_is_unexplained_never_an_all_clear():
