@@ -81,6 +81,17 @@ CHECKED = {
     "srun-task-out-of-memory": "%s: %s %s: Out Of Memory",
     "srun-step-refused": "Unable to create step for job %u: %m",
     "slurm-unable-to-allocate": "Unable to allocate resources: %m",
+    "slurm-job-prolog-failed": "Job prolog failed",
+    "slurm-job-epilog-failed": "Job epilog failed",
+    "slurmd-prolog-failure-on-node": "Prolog failure on node %s",
+    "slurmd-prolog-hung": "Prolog hung on node %s",
+    "slurmd-prolog-failed-status": "prolog failed status=%d:%d",
+    "slurmd-epilog-failed-status": "epilog failed status=%d:%d",
+    "slurmd-prolog-script-failed-rc": "%s failed: rc:%u output:%s",
+    "slurmd-epilog-script-failed-rc": "%s failed: rc:%u output:%s",
+    "slurmd-health-check-failed-rc": "health_check failed: rc:%u output:%s",
+    "slurmctld-prolog-error-reason": "Prolog error",
+    "slurmctld-epilog-error-reason": "Epilog error",
     "slurm-task-launch-failed": "Task launch for %ps failed on node %s: %m",
     "perftest-completion-error": " Completion with error at client",
     "perftest-failed-status": " Failed status-%s (%d): wr_id %d syndrom 0x%x",
@@ -110,6 +121,7 @@ CHECKED = {
     "make-kbuild-modules-target-failed": "[%s: %s] Error %d",
     "persistenced-numa-auto-online-failed": "NUMA: Failed to enable NUMA memory Auto-Online",
     "bash-fork-retry-eagain": "fork: retry",
+    "shell-command-not-found": "command not found",
     "sbatch-submission-failed": "Batch job submission failed: %m",
     "openssh-connect-failed": "ssh: connect to host %s port %s: %s",
     "ld-so-shared-library-missing": "error while loading shared libraries",
@@ -148,6 +160,13 @@ PRINTED = {
     "slurm-time-limit": "slurmstepd: error: *** JOB 4242 ON node1 CANCELLED AT 2024-04-20T09:09:37 DUE TO TIME LIMIT ***",
     "srun-task-out-of-memory": "srun: error: node1: tasks 0-3: Out Of Memory",
     "srun-node-failure": "srun: error: Node failure on node7",
+    "slurmd-prolog-failed-status": "[2024-05-01T10:00:00.000] error: JobId=4242 prolog failed status=1:0",
+    "slurmd-epilog-failed-status": "[2024-05-01T10:00:00.000] error: JobId=4242 epilog failed status=1:0",
+    "slurmd-prolog-script-failed-rc": "[2024-05-01T10:00:00.000] error: prolog failed: rc:230 output:nvidia-smi failed",
+    "slurmd-epilog-script-failed-rc": "[2024-05-01T10:00:00.000] error: epilog failed: rc:1 output:umount failed",
+    "slurmd-health-check-failed-rc": "[2024-05-01T10:00:00.000] error: health_check failed: rc:1 output:ERROR:  nhc:  "
+                                     "Health check failed:  check_fs_mount:  /scratch not mounted",
+    "shell-command-not-found": "/var/spool/slurmd/job4242/slurm_script: line 7: mpirun: command not found",
     "slurm-step-cancelled-node-failure": "slurmstepd: error: *** STEP 4242.0 ON node1 CANCELLED AT 2024-04-20T09:09:37 DUE "
                                          "TO NODE FAILURE, SEE SLURMCTLD LOG FOR DETAILS ***",
     "slurm-task-launch-failed": "srun: error: Task launch for StepId=4242.0 failed on node node1: Prolog failed",
@@ -538,3 +557,21 @@ def test_dcgms_diagnostic_refused_on_mig_gpus_names_mig_and_a_passing_diagnostic
     assert (top.id, top.category, top.severity) == (tool_message.ID, "other:mig-enabled", "fail")
     healthy = _lines(_case("gpu-dcgm55-dcgmi-diag-r3-deployment-tests-all-pass-healthy"))
     assert healthy and [line for line in healthy if toolmsg.row_of(line)] == []
+
+
+def test_slurm_prolog_failures_name_the_prolog_and_an_option_left_alone_is_no_missing_program():
+    """Slurm's prolog failures as srun, slurmstepd and sinfo -R print them (tests/cases
+    node-gaps64g-ubuntuslurm4-..., node-gaps64g-nebius265-...) are the prolog's category; bash's 'command not found'
+    of a program is a missing command, that of an option a broken line continuation left alone is not (tests/cases
+    gpu-gaps60b-olora-...: 'scripts_llama/order_1.sh: line 45: --disable_tqdm: command not found')."""
+    for text in ("srun: error: Task launch for 23.0 failed on node hpc: Job prolog failed",
+                 "srun: error: Application launch failed: Job prolog failed",
+                 "slurmstepd: error: Prolog hung on node worker-X",
+                 "salloc: Prolog failure on node k003-006",
+                 "Prolog error         slurm     2018-05-17T01:05:47 hpc"):
+        assert toolmsg.row_of(text)["category"] == "other:slurm-prolog-failed", text
+    assert toolmsg.row_of("sudo: sh: command not found")["id"] == "shell-command-not-found"
+    assert toolmsg.row_of("scripts_llama/order_1.sh: line 45: --disable_tqdm: command not found") is None
+    assert lexicon.shape_of("scripts_llama/order_1.sh: line 45: --disable_tqdm: command not found") is not None
+    assert toolmsg.row_of("salloc: Job allocation 5 has been revoked.") is None
+    assert toolmsg.row_of("[2019-03-26T16:56:05.014] _run_prolog: prolog with lock for job 6 ran for 1 seconds") is None
