@@ -42,6 +42,7 @@ FILL = {
     "store-connect-retry": ["[node1]:29500", "(errno: 110 - Connection timed out)"],
     "store-bind-failed": ["[::]:29500", "(errno: 98 - Address already in use)"],
     "gloo-closed-by-peer": ["[10.0.0.2]:58054"],
+    "gloo-pair-connect": ["[10.0.0.2]:1927", "Connection refused"],
     "gloo-read-error": ["[10.0.0.2]:58054", "Connection reset by peer"],
     "gloo-connect-full-mesh": ["[../third_party/gloo/gloo/transport/tcp/pair.cc:144] no error"],
     "elastic-signal": ["9", "SIGKILL", "1234"],
@@ -253,6 +254,21 @@ def test_gloo_ranks_that_could_not_connect_name_the_interface():
             " timed out connecting: SO_ERROR: Connection refused, remote=[10.9.0.4]:2485\n")
     top = _failing(log_inputs("train.log", text))[0]
     assert (top.id, top.category) == ("gloo-full-mesh", "socket_ifname_wrong")
+
+
+def test_gloos_own_connect_error_is_the_gloo_cause_and_loopback_stays_the_name():
+    """gloo's Pair::handleConnecting error as ProcessGroupGloo's set-up raises it (the line of pytorch/pytorch#108732,
+    as posted), and as gloo::IoException with a peer at Debian's 127.0.1.1 (tests/cases, pytorch/pytorch#15592)."""
+    text = ("RuntimeError: [/opt/conda/conda-bld/pytorch_1682343967769/work/third_party/gloo/gloo/transport/tcp/"
+            "pair.cc:799] connect [172.31.71.170]:13195: Connection refused\n")
+    inp = log_inputs("train.log", text)
+    assert [e.check for e in E.events(inp)] == ["torch.gloo-pair-connect"]
+    top = _failing(inp)[0]
+    assert (top.id, top.category) == ("gloo-full-mesh", "socket_ifname_wrong")
+    text = ("terminate called after throwing an instance of 'gloo::IoException'\n"
+            "  what():  [/opt/conda/conda-bld/pytorch_1544084119927/work/third_party/gloo/gloo/transport/tcp/pair.cc:724]"
+            " connect [127.0.1.1]:3210: Connection refused\n")
+    assert _failing(log_inputs("node1.log", text))[0].category == "hostname_resolution"
 
 
 def test_gloo_behind_a_name_resolving_to_loopback_is_the_name():
