@@ -499,6 +499,10 @@ ERROR_WORDS = (
     # 'DevicePowerOn' power on failed": Dell KB 000199172, a GPU with more than 16 GB of BARs in a VM without
     # pciPassthru.use64bitMMIO); the line itself holds no other error word
     "PCIPassthru: total number of pages needed",
+    # HP-MPI's (Platform MPI's) MPI_Init on InfiniBand ports of different subnets ('MPI_Init: The IB ports choosen for
+    # IB connection setup do not have the same subnet_prefix.', HP-MPI 2.2.7 release note): the job stops there, and
+    # the line holds no other error word
+    "do not have the same subnet_prefix",
 )
 _ERROR_TEXT = re.compile(r"\b(?:" + _alternation(ERROR_WORDS) + r")\b")
 # The line a Python traceback ends with: an exception's class and its message ('RuntimeError: Desync detected for

@@ -1673,3 +1673,32 @@ def test_a_line_names_its_host_by_a_prefix_or_a_label():
     # a table's cell and a word before a pipe are no host
     assert origin("| GPU 0 | failed |") is None
     assert origin("status | failed") is None
+
+
+def test_an_mpis_ib_ports_on_different_subnets_are_a_routing_cause_and_a_working_node_raises_none():
+    # real: HP-MPI 2.2.7's release note, two nodes cabled crosswise to two fabrics and MPI_Init's refusal
+    text = _in_repo_case("net-gaps64c-hpmpi227-relnote-ibv-devinfo-ports-crossed-subnet-prefix-mpi-init")
+    d = top(text)
+    assert d.id == "ib-ports-different-subnets" and d.category == "ib_qp_timeout_routing", d
+    assert "unexplained" not in categories(text)
+    # the line holds no error word of its own: the reader keeps it, and alone it is the cause, never an all-clear
+    from nccldiag.nccl import grammar
+    line = [ln for ln in text.splitlines() if "subnet_prefix" in ln][0]
+    assert grammar.error_kind(line) == "error"
+    assert top(line + "\n").id == "ib-ports-different-subnets"
+    # the same release note's working node (port 1 of every node on one subnet) and the other working runs
+    assert verdict(_in_repo_case("net-gaps64c-hpmpi227-relnote-ibv-devinfo-two-ports-port1-same-subnet-healthy")) == []
+    for name, text in _healthy_texts().items():
+        assert "ib_qp_timeout_routing" not in categories(text), name
+
+
+def test_a_work_completions_retry_status_in_words_is_a_completion_error_whatever_printed_it():
+    # real: Solaris's hermon and mcxnex drivers in /var/log/messages (Oracle note 1614576.1)
+    text = _in_repo_case("net-gaps64c-oracle-sure-1614576-solaris-hermon-mcxnex-cqe-transport-retry-counter-exceeded")
+    d = top(text)
+    assert d.category == "ib_completion_error", d
+    assert "unexplained" not in categories(text)
+    # ibv_wc_status_str()'s words printed by a program (the form of rdma-core's enum_strs.c, written for this test)
+    assert top("rdma.cc:851 error on send wc: RNR retry counter exceeded\n").category == "ib_completion_error"
+    for name, text in _healthy_texts().items():
+        assert "ib_completion_error" not in categories(text), name

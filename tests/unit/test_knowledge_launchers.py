@@ -99,6 +99,7 @@ CHECKED = {
     "perftest-socket-init-failed": " Unable to init the socket connection",
     "pingpong-failed-status": "Failed status %s (%d) for wr_id %d",
     "pingpong-modify-qp-failed": "Failed to modify QP to RTR",
+    "verbs-wc-status-retry-exceeded": "transport retry counter exceeded",
     "slurm-gres-count-lower": "count reported lower than configured ",
     "slurm-gres-conf-duplicate-records": "gres.conf duplicate records for %s",
     "dcgm-exporter-profiling-not-supported": "Profiling is not supported for this group of GPUs or GPU",
@@ -133,6 +134,7 @@ CHECKED = {
 # The message as a tool prints it, where a row's text is a part of it or its conversions take words: written for this
 # test from the text and the source around it (the values are made up).
 PRINTED = {
+    "verbs-wc-status-retry-exceeded": "WARNING: mcxnex0: CQE transport retry counter exceeded",
     "psm3-modify-ud-qp-failed": "node1:rank0.python: Failed to modify UD QP to INIT on mlx5_0: Operation not permitted",
     "psm3-cant-open-nic": "node1:rank0: PSM3 can't open nic unit: 0 (err=23)",
     "mooncake-gid-null": "W0710 10:00:01.000000  7 rdma_context.cpp:1400] GID is NULL, please check your GID index by "
