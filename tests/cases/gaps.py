@@ -445,4 +445,16 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "pasted /etc/nccl.conf is named by a warning only, since the all-reduce it slowed completed and verified (0 "
         "wrong); that 57 GB/s is a quarter of what the NVLink bridge of an NC48ads A100 v4 carries needs the machine's "
         "expected bandwidth, which the lines do not give", exits_0=True),
+
+    "gpu-gaps64a-nvtrust64-h100-tdx-guest-fsp-boot-cmds-failed-vbios-without-cc": Gap(
+        "wrong cause",
+        "'Verdict: FAIL GPU the driver could not initialise (high confidence)', exit 1: the FSP's refused boot "
+        "commands ('FSP command timed out', 'FSP boot cmds failed. RM cannot boot.') and the failed rm_init_adapter are "
+        "read as a GPU the driver could not initialise (gpu_lost_xid); that the H100's VBIOS predates confidential "
+        "computing is the thread's reading of 'nvidia-smi -q' finding no VBIOS version, which is not in the lines"),
+    "gpu-gaps64a-gpuoperator523-a100-kubelet-nvidia-container-cli-driver-error-timed-out": Gap(
+        "missed",
+        "'Verdict: FAIL Unexplained failure (low confidence)', exit 1: the kubelet's RunContainerError is read as a "
+        "Python-style exception line; nvidia-container-cli's 'detection error: driver error: timed out' says the "
+        "driver did not answer in time, and that a faulty GPU made it so is the maintainer's reading, not in the lines"),
 }
