@@ -464,4 +464,16 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "MegatronDataset, under build_train_valid_test_datasets, is the program's own assertion; that the job "
         "script's --eval-iters and --split were not changed together for benchmark mode is the README's reading of "
         "the arguments, which the traceback does not show"),
+
+    "gpu-gaps64a-nvtrust64-h100-tdx-guest-fsp-boot-cmds-failed-vbios-without-cc": Gap(
+        "wrong cause",
+        "'Verdict: FAIL GPU the driver could not initialise (high confidence)', exit 1: the FSP's refused boot "
+        "commands ('FSP command timed out', 'FSP boot cmds failed. RM cannot boot.') and the failed rm_init_adapter are "
+        "read as a GPU the driver could not initialise (gpu_lost_xid); that the H100's VBIOS predates confidential "
+        "computing is the thread's reading of 'nvidia-smi -q' finding no VBIOS version, which is not in the lines"),
+    "gpu-gaps64a-gpuoperator523-a100-kubelet-nvidia-container-cli-driver-error-timed-out": Gap(
+        "missed",
+        "'Verdict: FAIL Unexplained failure (low confidence)', exit 1: the kubelet's RunContainerError is read as a "
+        "Python-style exception line; nvidia-container-cli's 'detection error: driver error: timed out' says the "
+        "driver did not answer in time, and that a faulty GPU made it so is the maintainer's reading, not in the lines"),
 }

@@ -1702,3 +1702,29 @@ def test_a_work_completions_retry_status_in_words_is_a_completion_error_whatever
     assert top("rdma.cc:851 error on send wc: RNR retry counter exceeded\n").category == "ib_completion_error"
     for name, text in _healthy_texts().items():
         assert "ib_completion_error" not in categories(text), name
+
+
+def test_a_gpu_put_in_cc_mode_explains_the_host_not_taking_it_and_alone_is_no_fault():
+    # real: nvtrust#30, gpu_cc_tool.py switching an H100 to CC mode on the host, then nvidia-smi's Unknown Error
+    text = _in_repo_case("node-gaps64a-nvtrust30-gh200-h100-cc-mode-on-bare-metal-host-nvidia-smi-device-handle-unknown-error")
+    d = top(text)
+    assert d.id == "gpu-cc-mode-on" and d.category == "other:gpu-cc-mode-outside-cvm" and d.severity == "fail", d
+    assert "gpu_lost_xid" not in categories(text), categories(text)
+    # the tool's lines without the failure: a GPU prepared for a confidential VM, no fault (the real block alone)
+    assert categories(text.split("\n\n")[0]) == []
+    # switching CC mode off, with the tool's own warnings (real: nvtrust#55), is a working run
+    assert categories(_in_repo_case("node-gaps64a-nvtrust55-h100-sxm-gpu-admin-tools-set-cc-mode-off-reset-healthy")) == []
+    # the driver's own failure inside a confidential VM is not this cause (real: nvtrust#64, no tool line)
+    assert top(_in_repo_case("gpu-gaps64a-nvtrust64-h100-tdx-guest-fsp-boot-cmds-failed-vbios-without-cc")).id == \
+        "gpu-init-failed"
+
+
+def test_the_gsp_boot_failures_alone_are_a_gpu_the_driver_could_not_initialise():
+    # real lines (nvtrust#64, open-gpu-kernel-modules#795 and #1230), each pasted without RmInitAdapter's line
+    for line in ("[73750.262579] NVRM: kfspSendBootCommands_GH100: FSP boot cmds failed. RM cannot boot.",
+                 " kernel: NVRM: gpuWaitForGfwBootComplete_TU102: failed to wait for GFW_BOOT: (progress 0x3)",
+                 " kernel: NVRM: kgspWaitForGfwBootOk_TU102: failed to wait for GFW boot complete: 0x55 VBIOS version "
+                 "95.04.69.40.36",
+                 "[  127.849897] NVRM: GPU6 _kgspBootGspRm: unexpected WPR2 already up, cannot proceed with booting GSP"):
+        d = top(line + "\n")
+        assert d.id == "gpu-init-failed" and d.category == "gpu_lost_xid", (line, d)

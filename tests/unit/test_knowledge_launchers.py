@@ -129,12 +129,20 @@ CHECKED = {
     "openssh-host-key-verification-failed": "Host key verification failed.",
     "openssh-permission-denied": "Permission denied (%s).",
     "libibumad-ib-umad-not-loaded": "can't read ABI version from %s/%s (%m): is ib_umad module loaded?",
+    "gpu-admin-tools-unexpected-cc-state": "Unexpected CC state 0x{cc_reg}",
+    "gpu-admin-tools-cc-mode-set-on": "CC mode set to {opts.set_cc_mode}. It will be active after GPU reset.",
+    "gpu-admin-tools-cc-mode-is-on": "CC mode is {cc_mode}",
 }
 
 # The message as a tool prints it, where a row's text is a part of it or its conversions take words: written for this
 # test from the text and the source around it (the values are made up).
 PRINTED = {
     "verbs-wc-status-retry-exceeded": "WARNING: mcxnex0: CQE transport retry counter exceeded",
+    "gpu-admin-tools-cc-mode-set-on": "2023-12-29,11:51:50.191 INFO     GPU 0009:01:00.0 H100-PCIE 0x2342 BAR0 "
+                                      "0x661002000000 CC mode set to on. It will be active after GPU reset.",
+    "gpu-admin-tools-cc-mode-is-on": "2024-09-06,10:00:00.000 INFO     GPU 0000:43:00.0 H100-SXM 0x2330 BAR0 0xab042000000 "
+                                     "CC mode is on",
+    "gpu-admin-tools-unexpected-cc-state": "gpu.error.GpuError: Unexpected CC state 0x2",
     "psm3-modify-ud-qp-failed": "node1:rank0.python: Failed to modify UD QP to INIT on mlx5_0: Operation not permitted",
     "psm3-cant-open-nic": "node1:rank0: PSM3 can't open nic unit: 0 (err=23)",
     "mooncake-gid-null": "W0710 10:00:01.000000  7 rdma_context.cpp:1400] GID is NULL, please check your GID index by "
