@@ -503,6 +503,10 @@ ERROR_WORDS = (
     # IB connection setup do not have the same subnet_prefix.', HP-MPI 2.2.7 release note): the job stops there, and
     # the line holds no other error word
     "do not have the same subnet_prefix",
+    # Intel's e1000e on a transmit unit it found hung ('e1000e 0000:00:1f.6 eno1: Detected Hardware Unit Hang:', with
+    # its ring's TDH/TDT on the lines after, e1000_print_hw_hang) and the reset that follows ('Reset adapter
+    # unexpectedly', e1000_reset_task; Linux drivers/net/ethernet/intel/e1000e/netdev.c): neither holds an error word
+    "Detected Hardware Unit Hang", "Reset adapter unexpectedly",
 )
 _ERROR_TEXT = re.compile(r"\b(?:" + _alternation(ERROR_WORDS) + r")\b")
 # The line a Python traceback ends with: an exception's class and its message ('RuntimeError: Desync detected for
