@@ -14,7 +14,9 @@ from .areahelp import findings, judge
 from .test_knowledge_kmsg import HEALTHY_CAPTURES
 
 HERE = Path(__file__).resolve().parents[1] / "kmsg"
-REAL = {s["url"]: s["text"] for s in tomllib.loads((HERE / "real.toml").read_text(encoding="utf-8"))["sample"]}
+REAL: dict = {}  # a page's samples (several excerpts of one thread), joined in order
+for _s in tomllib.loads((HERE / "real.toml").read_text(encoding="utf-8"))["sample"]:
+    REAL[_s["url"]] = REAL.get(_s["url"], "") + _s["text"]
 MADE = {s["what"]: s["text"] for s in tomllib.loads((HERE / "constructed.toml").read_text(encoding="utf-8"))["sample"]}
 AREAS = (xid, kernel, pcie_errors, ibcounters)
 NEW_CHECKS = {a.NAME: kernlog.checks_of(a.NAME) for a in AREAS}
