@@ -277,8 +277,10 @@ def plugin_topology(inp: Inputs) -> List[C.Clue]:
 # ---- a job's monitor -------------------------------------------------------------------------------------------
 
 # a monitor's or scheduler's line saying how long a job has been running: 'PULSE: tr11-176B-ml is running for
-# 1-07:27:33 since ...' (Slurm's elapsed time, [days-]hours:minutes:seconds); the paste kind 'job monitor' finds them
-RUNNING = re.compile(r"(?P<job>[\w.:@/+-]{1,200}) is (?:still )?running for (?P<days>\d{1,5}-)?(?P<h>\d{1,3}):"
+# 1-07:27:33 since ...' (Slurm's elapsed time, [days-]hours:minutes:seconds); the paste kind 'job monitor' finds them.
+# The name starts where a name can (no name character before it): a search tries one start per name, not one per
+# character of a long run of them
+RUNNING = re.compile(r"(?<![\w.:@/+-])(?P<job>[\w.:@/+-]{1,200}) is (?:still )?running for (?P<days>\d{1,5}-)?(?P<h>\d{1,3}):"
                      r"(?P<m>\d\d):(?P<s>\d\d)\b")
 
 

@@ -16,7 +16,8 @@ CONTEXT = True
 GAPS = 4  # blank lines between a monitor's lines (a paste's spacing, a wrapped line's pieces) are no job's line
 UP = False
 
-_OTHER = re.compile(r"[\w.:@/+-]{1,200} is (?:still )?(?:waiting to be scheduled|pending|queued|running)\b")
+# a name starts where a name can (no name character before it): one start per name, not per character
+_OTHER = re.compile(r"(?<![\w.:@/+-])[\w.:@/+-]{1,200} is (?:still )?(?:waiting to be scheduled|pending|queued|running)\b")
 
 
 def anchor(text: str) -> bool:
