@@ -220,6 +220,12 @@ def _device(msg: Message, text: str, groups: Mapping[str, str]) -> str:
     return m.group(0) if m else ""
 
 
+def reads(line: str) -> bool:
+    """Whether a row of ``knowledge/kmsg.toml`` reads the kernel line ``line`` (as collected or pasted, its time
+    stamp first): the kernel areas judge the lines their rows read, and only those."""
+    return read_line(*split_line(line[:MAX_LINE])) is not None
+
+
 def read_line(when: str, text: str) -> Optional[Event]:
     """The event of the first row whose pattern ``text`` matches, None when no row reads it."""
     if not _KEEP.search(text):

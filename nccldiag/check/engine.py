@@ -179,7 +179,7 @@ def failure_lines(raw: RawNode, node_areas: Sequence[ModuleType], findings: Sequ
     for source, text in raw.sections.items():
         if source not in readers or not text:
             continue
-        skip = _kmsg_reads if source == kernlog.SOURCE.name else None
+        skip = kernlog.reads if source == kernlog.SOURCE.name else None
         key = (text, skip is None)
         if key not in read:
             read[key] = lexicon.lines_in(text, source, raw.host, skip)
@@ -188,11 +188,6 @@ def failure_lines(raw: RawNode, node_areas: Sequence[ModuleType], findings: Sequ
             if not judges and not any((a, line.shape) in quoted for a in readers[source]):
                 out.append(line)
     return lexicon.ordered(out)
-
-
-def _kmsg_reads(line: str) -> bool:
-    """Whether a row of ``knowledge/kmsg.toml`` reads the kernel line ``line``."""
-    return kernlog.read_line(*kernlog.split_line(line[:kernlog.MAX_LINE])) is not None
 
 
 def _cut_sources(raw: RawNode, area: ModuleType) -> List[str]:

@@ -196,7 +196,7 @@ def _judged_in_paste(inp: Inputs, line: lexicon.Line, shape: lexicon.Shape) -> b
     readers = _readers()
     judges = set(shape.judged_by)
     # a pasted kernel log is its areas' only where a row of knowledge/kmsg.toml reads the line, as in a check
-    kernel = _KERNEL if all(_kmsg_reads(t) for t in line.texts()) else ""
+    kernel = _KERNEL if all(kernlog.reads(t) for t in line.texts()) else ""
     spans = [(b.lineno, b.lineno + b.text.count("\n") + 1) for b in inp.pasted.blocks
              if b.path == line.source
              and any(readers.get(s, set()) & judges for s in b.sections if s != _KERNEL or s == kernel)
@@ -206,11 +206,6 @@ def _judged_in_paste(inp: Inputs, line: lexicon.Line, shape: lexicon.Shape) -> b
 
 
 _KERNEL = kernlog.SOURCE.name
-
-
-def _kmsg_reads(text: str) -> bool:
-    """Whether a row of ``knowledge/kmsg.toml`` reads the kernel line ``text``."""
-    return kernlog.read_line(*kernlog.split_line(text[:kernlog.MAX_LINE])) is not None
 
 
 def _in_own_output(inp: Inputs, line: lexicon.Line) -> bool:
