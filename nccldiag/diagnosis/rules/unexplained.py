@@ -196,10 +196,10 @@ def _judged_in_paste(inp: Inputs, line: lexicon.Line, shape: lexicon.Shape) -> b
     readers = _readers()
     judges = set(shape.judged_by)
     # a pasted kernel log is its areas' only where a row of knowledge/kmsg.toml reads the line, as in a check
-    kernel = _KERNEL if all(kernlog.reads(t) for t in line.texts()) else ""
+    kmsg_reads = all(kernlog.reads(t) for t in line.texts())
     spans = [(b.lineno, b.lineno + b.text.count("\n") + 1) for b in inp.pasted.blocks
              if b.path == line.source
-             and any(readers.get(s, set()) & judges for s in b.sections if s != _KERNEL or s == kernel)
+             and any(readers.get(s, set()) & judges for s in b.sections if s != _KERNEL or kmsg_reads)
              and judges & inp.pasted.judged.get((b.path, b.lineno), frozenset())]
     numbers = [line.lineno] + [n for n, _ in line.more]
     return bool(spans) and all(any(a <= n < b for a, b in spans) for n in numbers)
