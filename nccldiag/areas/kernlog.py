@@ -47,7 +47,7 @@ class Message:
     severity: str  # "fail" | "warn" | "varies" (the area's own reader decides)
     category: str
     keep: str  # the node-side words (POSIX ERE, read alike by Python)
-    pattern: "re.Pattern[str]"
+    pattern: knowledge.Expr
     meaning: str
     fix: str
     source: str
@@ -72,7 +72,7 @@ class Check:
 def _load() -> Tuple[Tuple[Message, ...], Dict[str, Check], Tuple[str, ...]]:
     messages = tuple(Message(
         id=r["id"], area=r["area"], check=r["check"], severity=r["severity"], category=r["category"],
-        keep=r["keep"], pattern=re.compile(r["pattern"]), meaning=r["meaning"], fix=r["fix"], source=r["source"],
+        keep=r["keep"], pattern=knowledge.Expr(r["pattern"]), meaning=r["meaning"], fix=r["fix"], source=r["source"],
         where=r["where"], reader=r.get("reader", ""), resolves=r.get("resolves", ""),
         implied_by=tuple(r.get("implied_by", ())), event=bool(r.get("event", True)),
         fail_blocked_s=int(r.get("fail_blocked_s", 0))) for r in knowledge.rows(TABLE))

@@ -25,8 +25,8 @@ class MessageTable:
     def __init__(self, table: str, names_cause: Callable[[Dict], bool]) -> None:
         self.table = table
         self.names_cause = names_cause
-        self.rows: Tuple[Tuple[Dict, Pattern[str]], ...] = tuple(
-            (r, re.compile(r["pattern"])) for r in knowledge.rows(table))
+        self.rows: Tuple[Tuple[Dict, knowledge.Expr], ...] = tuple(
+            (r, knowledge.Expr(r["pattern"])) for r in knowledge.rows(table))
         self.words: Tuple[str, ...] = tuple(dict.fromkeys(w for r, _ in self.rows for w in r["words"]))
         self.any_word = re.compile("|".join(re.escape(w) for w in sorted(self.words, key=len, reverse=True)))
 

@@ -18,7 +18,7 @@ import os
 import re
 import sys
 from importlib import resources
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from nccldiag.model.errors import UsageError
 
@@ -209,3 +209,86 @@ def rows(name: str, key: str = "row") -> List[Row]:
 def header(name: str, key: str = "row") -> Dict[str, Any]:
     """The top-level keys of package table ``name`` besides its rows (its ``source``, ``checked``...)."""
     return dict(_table(name, key)[1])
+
+
+def kept(kind: str, key: bytes, make: Callable[[], Any], type_: type) -> Any:
+    """``make()``, a value ``marshal`` writes (of type ``type_``), kept in the user's cache directory (its folder
+    ``kind``) under a digest of ``kind``, ``key`` and the Python that made it, and read from there by later runs
+    (nothing kept where ``NCCLDIAG_CACHE_DIR=off``); a file missing, damaged, of another type, not this user's or open
+    to others is made again. Kept once per process too."""
+    got = _made.get((kind, key))
+    if got is not None:
+        return got
+    from nccldiag import hscache
+
+    path = None
+    where = hscache.directory(kind)
+    if where is not None:
+        import hashlib
+
+        h = hashlib.sha256(KEPT)
+        for part in (sys.version.encode(), kind.encode(), key):
+            h.update(b"%d:" % len(part) + part)
+        path = os.path.join(where, h.hexdigest() + ".marshal")
+        data = hscache.read_kept(path)
+        if data is not None:
+            try:
+                got = marshal.loads(data)
+            except (EOFError, ValueError, TypeError):  # truncated or damaged
+                got = None
+            if type(got) is not type_:
+                got = None
+    if got is None:
+        got = make()
+        if path is not None:
+            hscache.keep(path, marshal.dumps(got))
+    _made[(kind, key)] = got
+    return got
+
+
+_made: Dict[Tuple[str, bytes], Any] = {}
+
+
+class Expr:
+    """A table row's regular expression, compiled when a line first reaches it.
+
+    A run reads a few of the tables' rows: the others' words are in none of its lines (each table hands a row only
+    the lines holding one of its words), so compiling every row when a table loads costs each run the whole table
+    (a tenth of a short log's CPU). It answers as the :class:`re.Pattern` of ``re.compile(pattern, flags)``
+    does: ``pattern`` and ``flags`` at once, anything else (``search``, ``match``, ``finditer``, ``sub``,
+    ``groupindex``...) from the compiled expression, which is then kept on the object, so that later calls are
+    the compiled expression's own."""
+
+    def __init__(self, pattern: str, flags: int = 0) -> None:
+        self.pattern = pattern
+        # re.compile's own flags: a str expression is Unicode unless told ASCII
+        self.flags = flags | (re.UNICODE if isinstance(pattern, str) and not flags & re.ASCII else 0)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        compiled = re.compile(self.pattern, self.flags)
+        for attr in _PATTERN_ATTRS:
+            setattr(self, attr, getattr(compiled, attr))
+        return getattr(compiled, name)
+
+    def __getstate__(self) -> Tuple[str, int]:
+        return self.pattern, self.flags
+
+    def __setstate__(self, state: Tuple[str, int]) -> None:
+        self.pattern, self.flags = state
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (Expr, re.Pattern)):
+            return (self.pattern, self.flags) == (other.pattern, other.flags)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.pattern, self.flags))
+
+    def __repr__(self) -> str:
+        return f"knowledge.Expr({self.pattern!r})"
+
+
+_PATTERN_ATTRS = ("search", "match", "fullmatch", "finditer", "findall", "sub", "subn", "split", "scanner",
+                  "groups", "groupindex")

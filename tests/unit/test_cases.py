@@ -84,13 +84,19 @@ def _said(r):
     return [(d.get("severity"), d.get("category"), (d.get("summary") or "")[:120]) for d in r.diagnoses]
 
 
+def _one_run(case_id):
+    """The tests that read one case's run go to one worker of a spread run (pytest-xdist's ``--dist loadgroup``,
+    scripts/run-tests), which runs the CLI on it once."""
+    return pytest.mark.xdist_group(f"case-{case_id}")
+
+
 def _gap(case, invariants):
     gap = KNOWN_GAPS.get(case.id)
     if gap is None or (invariants and gap.outcome not in INVARIANT_BROKEN and not gap.exits_0):
-        return []
+        return [_one_run(case.id)]
     if not invariants and gap.outcome == "right":  # named right, by a warning only: only the exit status fails
-        return []
-    return [pytest.mark.xfail(reason=f"known gap, today {gap.outcome}: {gap.said}", strict=True)]
+        return [_one_run(case.id)]
+    return [_one_run(case.id), pytest.mark.xfail(reason=f"known gap, today {gap.outcome}: {gap.said}", strict=True)]
 
 
 @pytest.mark.parametrize("case", [pytest.param(c, id=c.id, marks=_gap(c, True)) for c in IN_REPO])
@@ -115,7 +121,7 @@ def test_an_in_repo_case_gets_its_established_cause(case):
             assert r.rc == 1, (r.rc, _said(r))
 
 
-@pytest.mark.parametrize("case_id", sorted(KNOWN_GAPS))
+@pytest.mark.parametrize("case_id", [pytest.param(c, id=c, marks=[_one_run(c)]) for c in sorted(KNOWN_GAPS)])
 def test_a_known_gap_records_the_outcome_of_today(case_id):
     case = next((c for c in IN_REPO if c.id == case_id), None)
     assert case is not None, f"tests/cases/gaps.py lists {case_id}, which has no folder under tests/cases"

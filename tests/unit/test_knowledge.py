@@ -82,3 +82,71 @@ def test_off_keeps_no_table(tmp_path, monkeypatch):
     finally:
         knowledge._table.cache_clear()
     assert not list(tmp_path.iterdir())
+
+
+def test_a_row_expression_compiles_when_first_used_and_answers_as_re_does():
+    import pickle
+    import re
+
+    from nccldiag.knowledge import lexicon
+
+    for shape in lexicon.shapes():
+        for expr in (shape.pattern, shape.unless):
+            if expr is None:
+                continue
+            compiled = re.compile(expr.pattern)
+            assert expr == compiled and (expr.pattern, expr.flags) == (compiled.pattern, compiled.flags)
+            assert pickle.loads(pickle.dumps(expr)) == expr
+    fresh = knowledge.Expr(r"status (?P<code>\d+)")
+    assert "search" not in vars(fresh)  # not compiled until a line reaches it
+    assert fresh.search("returned status 12").group("code") == "12"
+    assert fresh.groupindex == {"code": 1} and fresh.sub("x", "status 1") == "x"
+    assert vars(fresh)["search"].__self__ == re.compile(r"status (?P<code>\d+)")  # the compiled expression's own
+
+
+@pytest.fixture
+def trie_dir(tmp_path, monkeypatch):
+    monkeypatch.setenv("NCCLDIAG_CACHE_DIR", str(tmp_path / "c"))
+    monkeypatch.setattr(knowledge, "_made", {})
+    yield tmp_path / "c" / "trie"
+
+
+def test_the_lexicon_trie_is_kept_then_loaded_without_building_it(trie_dir, monkeypatch):
+    from nccldiag.knowledge import lexicon
+
+    words = lexicon.words()
+    built = lexicon._trie(words)
+    assert lexicon.trie(words) == built
+    (kept,) = trie_dir.iterdir()
+    assert kept.stat().st_mode & 0o077 == 0
+    monkeypatch.setattr(knowledge, "_made", {})
+
+    def no_build(*a, **k):
+        raise AssertionError("built again")
+
+    monkeypatch.setattr(lexicon, "_trie", no_build)
+    assert lexicon.trie(words) == built
+
+
+def test_a_damaged_kept_trie_is_built_again(trie_dir, monkeypatch):
+    from nccldiag.knowledge import lexicon
+
+    words = ("Xid", "NCCL WARN", "fallen off")
+    built = lexicon.trie(words)
+    (kept,) = trie_dir.iterdir()
+    for damage in (b"\xff\x00 not marshal", __import__("marshal").dumps(("a", "b"))):
+        kept.write_bytes(damage)
+        monkeypatch.setattr(knowledge, "_made", {})
+        assert lexicon.trie(words) == built
+        assert kept.read_bytes() != damage
+
+
+def test_off_keeps_no_trie(tmp_path, monkeypatch):
+    from nccldiag.knowledge import lexicon
+
+    monkeypatch.setenv("NCCLDIAG_CACHE_DIR", "off")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setattr(knowledge, "_made", {})
+    assert lexicon.trie(("a", "b")) == "(?:a|b)"
+    assert not list(tmp_path.iterdir())
