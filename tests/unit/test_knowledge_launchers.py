@@ -97,6 +97,7 @@ CHECKED = {
     "perftest-failed-status": " Failed status-%s (%d): wr_id %d syndrom 0x%x",
     "perftest-connect-failed": "Couldn't connect to %s:%d",
     "perftest-socket-init-failed": " Unable to init the socket connection",
+    "perftest-port-not-active": " Port number %d state is %s",
     "pingpong-failed-status": "Failed status %s (%d) for wr_id %d",
     "pingpong-modify-qp-failed": "Failed to modify QP to RTR",
     "verbs-wc-status-retry-exceeded": "transport retry counter exceeded",
@@ -187,6 +188,7 @@ PRINTED = {
     "slurm-unable-to-allocate": "srun: error: Unable to allocate resources: Invalid account or account/partition "
                                 "combination specified",
     "perftest-failed-status": " Failed status 12: wr_id 0 syndrom 0x81",
+    "perftest-port-not-active": " Port number 1 state is Down",
     "pingpong-failed-status": "Failed status transport retry counter exceeded (12) for wr_id 2",
     "mpirun-rank-exited-on-signal": "mpirun noticed that process rank 3 with PID 4242 on node node1 exited on signal 9 "
                                     "(Killed).",
