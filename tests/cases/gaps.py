@@ -471,6 +471,12 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "commands ('FSP command timed out', 'FSP boot cmds failed. RM cannot boot.') and the failed rm_init_adapter are "
         "read as a GPU the driver could not initialise (gpu_lost_xid); that the H100's VBIOS predates confidential "
         "computing is the thread's reading of 'nvidia-smi -q' finding no VBIOS version, which is not in the lines"),
+    "gpu-gaps65c-start9pr3693-gb10-proprietary-module-xid169-rminitadapter-failed-open-modules": Gap(
+        "wrong cause",
+        "'Verdict: FAIL GPU lost or needing a reset (high confidence)', exit 1: the GB10's Xid 169 (SEC2 halt) and "
+        "'RmInitAdapter failed! (0x62:0x1a:2631)' are read as a lost GPU (gpu_lost_xid); that the proprietary kernel "
+        "modules were loaded on a Blackwell GPU is the author's statement, and no line names the module's flavour (its "
+        "'loading NVIDIA UNIX Kernel Module' line or 'requires use of the NVIDIA open kernel modules' is not in the paste)"),
     "gpu-gaps64a-gpuoperator523-a100-kubelet-nvidia-container-cli-driver-error-timed-out": Gap(
         "missed",
         "'Verdict: FAIL Unexplained failure (low confidence)', exit 1: the kubelet's RunContainerError is read as a "

@@ -97,6 +97,7 @@ CHECKED = {
     "perftest-failed-status": " Failed status-%s (%d): wr_id %d syndrom 0x%x",
     "perftest-connect-failed": "Couldn't connect to %s:%d",
     "perftest-socket-init-failed": " Unable to init the socket connection",
+    "perftest-port-not-active": " Port number %d state is %s",
     "pingpong-failed-status": "Failed status %s (%d) for wr_id %d",
     "pingpong-modify-qp-failed": "Failed to modify QP to RTR",
     "verbs-wc-status-retry-exceeded": "transport retry counter exceeded",
@@ -129,6 +130,8 @@ CHECKED = {
     "openssh-host-key-verification-failed": "Host key verification failed.",
     "openssh-permission-denied": "Permission denied (%s).",
     "libibumad-ib-umad-not-loaded": "can't read ABI version from %s/%s (%m): is ib_umad module loaded?",
+    "nvidia-container-cli-nvml-function-not-found": "nvml error",
+    "nvidia-container-cli-nvml-driver-not-loaded": "nvml error",
     "gpu-admin-tools-unexpected-cc-state": "Unexpected CC state 0x{cc_reg}",
     "gpu-admin-tools-cc-mode-set-on": "CC mode set to {opts.set_cc_mode}. It will be active after GPU reset.",
     "gpu-admin-tools-cc-mode-is-on": "CC mode is {cc_mode}",
@@ -142,6 +145,8 @@ PRINTED = {
                                       "0x661002000000 CC mode set to on. It will be active after GPU reset.",
     "gpu-admin-tools-cc-mode-is-on": "2024-09-06,10:00:00.000 INFO     GPU 0000:43:00.0 H100-SXM 0x2330 BAR0 0xab042000000 "
                                      "CC mode is on",
+    "nvidia-container-cli-nvml-function-not-found": "nvidia-container-cli: detection error: nvml error: function not found",
+    "nvidia-container-cli-nvml-driver-not-loaded": "nvidia-container-cli: initialization error: nvml error: driver not loaded",
     "gpu-admin-tools-unexpected-cc-state": "gpu.error.GpuError: Unexpected CC state 0x2",
     "psm3-modify-ud-qp-failed": "node1:rank0.python: Failed to modify UD QP to INIT on mlx5_0: Operation not permitted",
     "psm3-cant-open-nic": "node1:rank0: PSM3 can't open nic unit: 0 (err=23)",
@@ -183,6 +188,7 @@ PRINTED = {
     "slurm-unable-to-allocate": "srun: error: Unable to allocate resources: Invalid account or account/partition "
                                 "combination specified",
     "perftest-failed-status": " Failed status 12: wr_id 0 syndrom 0x81",
+    "perftest-port-not-active": " Port number 1 state is Down",
     "pingpong-failed-status": "Failed status transport retry counter exceeded (12) for wr_id 2",
     "mpirun-rank-exited-on-signal": "mpirun noticed that process rank 3 with PID 4242 on node node1 exited on signal 9 "
                                     "(Killed).",
