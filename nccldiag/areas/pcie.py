@@ -695,6 +695,31 @@ def _judge_limited(facts: PcieFacts) -> List[Finding]:
     )]
 
 
+# An NVIDIA (Mellanox) adapter whose firmware does not boot answers as its flash recovery ('livefish') device, named
+# in pci.ids (vendor 15b3, devices 0191 to 0225) '<family> [ConnectX-5 Flash Recovery]', '[ConnectX-6 Secure Flash
+# Recovery]', '[ConnectX-9 Secure Flash Recovery-RMA]', '[BlueField-2 SoC Flash Recovery]' (pciutils/pciids pci.ids
+# at c1c1254): no driver binds it and it has no ports until a firmware is burned to it (NVIDIA MFT user manual,
+# 'Booting HCA Device in Livefish Mode').
+_FLASH_RECOVERY = re.compile(r"\[(?:ConnectX|Connect-IB|BlueField)[^\]\n]{0,40}? Flash Recovery(?:-RMA)?\]")
+
+
+def _judge_recovery(facts: PcieFacts) -> List[Finding]:
+    """pcie.hca_flash_recovery: an adapter lspci shows as its flash recovery device runs no firmware."""
+    stuck = [d for d in facts.devices
+             if _FLASH_RECOVERY.search(d.description) and d.vendor_id in (MELLANOX, None)]
+    if not stuck:
+        return []
+    return [fail(
+        NAME, "pcie.hca_flash_recovery",
+        f"{_plural(len(stuck), 'NVIDIA (Mellanox) adapter')} in flash recovery: no firmware runs on "
+        f"{'it' if len(stuck) == 1 else 'them'} ({stuck[0].bdf}: {stuck[0].description})",
+        evidence=[d.lines[0] for d in stuck[:12]],
+        fix="Burn the image of the card's own board to the recovery device (mst start; flint -d <dev> -i <image> "
+            "-nofs -allow_psid_change burn; set its GUID and MAC again), then power-cycle the node; replace a card "
+            "that stays in recovery after a good burn.",
+    )]
+
+
 def _judge_tree(facts: PcieFacts) -> Finding:
     """pcie.lspci on a ``lspci -t``/``-tv`` tree: a skip that keeps what the tree shows."""
     devs = facts.tree_devices
@@ -740,7 +765,8 @@ def judge(facts: Optional[PcieFacts], node: NodeFacts) -> List[Finding]:
                 + (_judge_link_lines(facts.link_lines) if facts.link_lines else []) + _judge_limited(facts))
     if not facts.devices:
         return [skip(NAME, "pcie.lspci", "lspci printed no device")] + _judge_limited(facts)
-    return _judge_acs(facts, node_gpus(node)[0]) + _judge_links(facts) + _judge_limited(facts)
+    return (_judge_acs(facts, node_gpus(node)[0]) + _judge_links(facts) + _judge_recovery(facts)
+            + _judge_limited(facts))
 
 
 def summarize(facts: Optional[PcieFacts]) -> Dict[str, Optional[str]]:

@@ -443,3 +443,32 @@ def test_limited_gpus_are_still_judged_beside_the_kernel_logs_classes():
     f = pcie.parse({"pcie_dmesg": text, "kernel_log": enumerated + text})
     found = pcie.judge(f, node(gpus=8))
     assert [x.check for x in found] == ["pcie.lspci", "pcie.bandwidth_limited"] and len(found[1].evidence) == 2
+
+
+CASES = Path(__file__).resolve().parents[1] / "cases"
+
+
+def _posted_lspci(case: str, name: str) -> str:
+    """The lspci device lines of a real case's posted text (its other lines are other tools')."""
+    text = (CASES / case / name).read_text(encoding="utf-8")
+    return "\n".join(l for l in text.splitlines() if pcie._HEADER.match(l.strip()))
+
+
+def test_an_hca_in_flash_recovery_fails_and_a_working_one_does_not():
+    # ServeTheHome forums: a ConnectX-5 that a cross-flash left in flash recovery, beside the same card working
+    # before it; a ConnectX-4 whose burned image never booted
+    cx5 = _posted_lspci("cf-gaps65b-sth32379-hp-mcx556a-allow-psid-change-burn-connectx5-flash-recovery",
+                        "posted-mlxup-lspci.txt")
+    found = pcie.judge(pcie.parse({"lspci": cx5}), node(gpus=0))
+    (rec,) = [x for x in found if x.check == "pcie.hca_flash_recovery"]
+    assert rec.status == Status.FAIL and "41:00.0" in rec.message
+    assert rec.evidence == ["41:00.0 Memory controller: Mellanox Technologies MT28800 Family [ConnectX-5 Flash Recovery]"]
+    cx4 = _posted_lspci("cf-gaps65b-sth41103-blank-cx455a-flash-write-protected-connectx4-flash-recovery",
+                        "posted-flint-lspci.txt")
+    found = pcie.judge(pcie.parse({"lspci": cx4}), node(gpus=0))
+    assert [x.status for x in found if x.check == "pcie.hca_flash_recovery"] == [Status.FAIL]
+    # the ConnectX-5's lines before the burn: an InfiniBand controller, no recovery
+    working = "\n".join(l for l in cx5.splitlines() if "Flash Recovery" not in l)
+    assert working.count("Infiniband controller") == 2
+    assert not [x for x in pcie.judge(pcie.parse({"lspci": working}), node(gpus=0))
+                if x.check == "pcie.hca_flash_recovery"]
