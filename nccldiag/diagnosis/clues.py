@@ -15,8 +15,9 @@ from typing import Iterable, List, Optional, Pattern, Sequence, Union
 from nccldiag.diagnosis.inputs import Inputs, LogView
 from nccldiag.diagnosis.model import Evidence, finding_evidence, log_evidence
 from nccldiag.model.findings import SEVERITY, Finding, Status
+from nccldiag.nccl.facts import Loc
 
-KINDS = ("warn", "last-error", "app", "error", "kernel", "finding")  # and "line": a site's (signature.py)
+KINDS = ("warn", "last-error", "app", "error", "kernel", "finding", "failure")  # and "line": a site's (signature.py)
 
 
 @dataclass
@@ -56,12 +57,27 @@ def clues(inp: Inputs) -> List[Clue]:
     out: List[Clue] = []
     for ls in inp.log_sets():
         out.extend(_log_clues(ls.facts))
+    out.extend(_failure_clues(inp, out))
     out.extend(inp.site_lines)  # kind "line": a site's causes read them, the catalog's do not
     for f in inp.all_findings():
         if SEVERITY[f.status] >= SEVERITY[Status.WARN]:
             out.append(Clue("finding", " | ".join([f.message] + list(f.evidence or [])[:6]), host=f.host,
                             finding=f))
     return out
+
+
+def _failure_clues(inp: Inputs, kept: List[Clue]) -> Iterable[Clue]:
+    """The lines of the files given to 'nccldiag log' that the failure lexicon reads and the log reader kept as no
+    line of its own (a line of a node output it did not recognise as one, behind a prefix it did not take off): a
+    cause's pattern reads them as it reads the lines the reader kept, wherever in a paste they stand."""
+    at = {(c.at.source, c.at.lineno) for c in kept if c.at is not None}
+    for line in inp.failure_lines or []:
+        if line.host is not None:  # a checked node's output: its areas judge it
+            continue
+        for lineno, text in [(line.lineno, line.text)] + list(line.more):
+            if (line.source, lineno) not in at:
+                at.add((line.source, lineno))
+                yield Clue("failure", text, Loc(line.source, lineno), text)
 
 
 Pat = Union[str, Pattern[str]]
