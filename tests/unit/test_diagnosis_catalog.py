@@ -1011,6 +1011,29 @@ def test_a_full_file_system_is_named_and_a_full_dev_shm_stays_dev_shm():
     assert [d.category for d in realcases.alarms_of_case(realcases.IN_REPO / mr)] == ["unexplained"]
 
 
+def test_an_io_error_on_a_file_is_a_storage_failure_and_a_sysfs_read_is_not():
+    # real: OLMo's data loader creating its global indices file with np.memmap on /scratch, on several nodes
+    d = top(_in_repo_case("node-gaps65a-olmo737-multinode-torchrun-global-indices-memmap-oserror-errno-5-eio"))
+    assert d.id == "storage-io-error" and d.category == "other:storage-io-error" and d.severity == "fail", d
+    # the C library's words behind a tool's prefix (the form of coreutils' 'error: <file>: <strerror>', written
+    # for this test) and Go's lower-case ones (its syscall error table)
+    assert categories("cp: error reading '/lustre/ckpt/step_1200/shard-07.pt': Input/output error\n") == [
+        "other:storage-io-error"]
+    assert categories("Error: read /mnt/data/train-0001.bin: input/output error\n") == ["other:storage-io-error"]
+    # a sysfs attribute that answers EIO is the driver refusing that read (a counter the hardware lacks): it stays a
+    # failure line nothing explains, never a file system's
+    sysfs = "cat: /sys/class/infiniband/mlx5_0/ports/1/hw_counters/rx_icrc_encapsulated: Input/output error\n"
+    assert "other:storage-io-error" not in categories(sysfs)
+    # the kernel's own lines of a failing disk, pasted alone (real: tests/kmsg/real.toml, raspberrypi/linux#885 and
+    # MichaIng/DietPi#2353), name the same cause; XFS's 'Quotacheck needed' of a healthy boot does not
+    for line in ("[ 3651.567809] blk_update_request: I/O error, dev sda, sector 311\n",
+                 "[ 3837.406095] Buffer I/O error on dev sda1, logical block 244, lost async page write\n",
+                 "[29821.550114] EXT4-fs error (device mmcblk0p2): ext4_evict_inode:292: comm rm: couldn't truncate "
+                 "inode 11376 (err -5)\n"):
+        assert top(line).id == "storage-io-error", line
+    assert "other:storage-io-error" not in categories("[    9.463650] XFS (vda4): Quotacheck needed: Please wait.\n")
+
+
 def test_no_healthy_in_repo_case_reads_as_a_full_file_system():
     from tests import realcases
     healthy = [c for c in realcases.cases(realcases.IN_REPO) if c.healthy]
