@@ -1751,3 +1751,26 @@ def test_the_gsp_boot_failures_alone_are_a_gpu_the_driver_could_not_initialise()
                  "[  127.849897] NVRM: GPU6 _kgspBootGspRm: unexpected WPR2 already up, cannot proceed with booting GSP"):
         d = top(line + "\n")
         assert d.id == "gpu-init-failed" and d.category == "gpu_lost_xid", (line, d)
+
+
+def test_a_cause_reads_a_failure_line_the_reader_kept_as_no_line_of_its_own():
+    """A real lspci line of an HCA in flash recovery (a ServeTheHome forum post) behind a launcher's rank label: the
+    paste reader does not take it for lspci's output, and the NCCL log reader keeps no line of it, yet the failure
+    lexicon reads it; the cause reads it there, as it reads the same line pasted plain."""
+    case = realcases.IN_REPO / "cf-gaps65b-sth32379-hp-mcx556a-allow-psid-change-burn-connectx5-flash-recovery"
+    meta = json.loads((case / "case.json").read_text(encoding="utf-8"))
+    text = "".join((case / f).read_text(encoding="utf-8") for f in meta["files"])
+    line = next(ln for ln in text.splitlines() if "Flash Recovery]" in ln)
+    labelled = "".join(f"[rank0]: {ln}\n" for ln in text.splitlines())
+    import tempfile
+    from pathlib import Path
+
+    from nccldiag.sessions import log as session
+
+    with tempfile.TemporaryDirectory(prefix="nccldiag-test-") as tmp:
+        for name, given in (("plain.txt", text), ("labelled.txt", labelled)):
+            p = Path(tmp) / name
+            p.write_text(given, encoding="utf-8")
+            got = [d for d in session.run([str(p)], workers=1).diagnoses[0] if d.severity in ("fail", "warn")]
+            assert got and got[0].category == "hca_firmware", (name, [(d.category, d.summary[:80]) for d in got])
+        assert any(line in e.text for e in got[0].evidence), [e.text for e in got[0].evidence]  # the labelled line
