@@ -60,6 +60,7 @@ CHECKED = {
     "bml-unreachable": "At least one pair of MPI processes are unable to reach each other for",
     "ucx-memlock": "Please set max locked memory (ulimit -l) to 'unlimited'",
     "ucx-verbs-enomem": "ibv_create_cq(cqe=%d)",
+    "ucx-reg-dmabuf-mr-refused": "%s(address=%p, length=%zu, access=0x%lx) failed: %s",
     "ucx-transport-retry-exceeded": "Transport retry count exceeded",
     "ucx-completion-error": "Remote access error",
     "psm3-modify-ud-qp-failed": "Failed to modify UD QP to INIT on %s: %s",
@@ -101,6 +102,7 @@ CHECKED = {
     "pingpong-failed-status": "Failed status %s (%d) for wr_id %d",
     "pingpong-modify-qp-failed": "Failed to modify QP to RTR",
     "verbs-wc-status-retry-exceeded": "transport retry counter exceeded",
+    "verbs-wc-status-access-error": "remote access error",
     "slurm-gres-count-lower": "count reported lower than configured ",
     "slurm-gres-conf-duplicate-records": "gres.conf duplicate records for %s",
     "dcgm-exporter-profiling-not-supported": "Profiling is not supported for this group of GPUs or GPU",
@@ -117,6 +119,7 @@ CHECKED = {
     "slurm-gcp-bulkinsert-no-capacity": "bulkInsert operation errors: ",
     "slurm-gcp-bulkinsert-quota": "bulkInsert operation errors: ",
     "dkms-build-bad-return-status": "Bad return status for module build on kernel: $kernelver ($arch)",
+    "openibd-module-not-mlnx-ofed": "Module $module belong to $rpm_name which is not a part of MLNX_OFED, skipping...",
     "dkms-autoinstall-failed": "Autoinstall on ${kernelver[0]} failed for module(s) ${failed_modules[*]}.",
     "xbps-dkms-module-failed-to-build": "DKMS module '$1-$2' failed to build, please check /var/lib/dkms",
     "make-failed-in-dkms-build-tree": "[%s: %s] Error %d",
@@ -141,6 +144,14 @@ CHECKED = {
 # test from the text and the source around it (the values are made up).
 PRINTED = {
     "verbs-wc-status-retry-exceeded": "WARNING: mcxnex0: CQE transport retry counter exceeded",
+    # UCX's rc_verbs transport printing a failed send's status (src/uct/ib/rc/verbs/rc_verbs_iface.c)
+    "verbs-wc-status-access-error": "rc_verbs_iface.c:128  send completion with error: remote access error",
+    # uct_ib_md_print_mem_reg_err_msg with the title of a dma-buf registration and strerror(EINVAL)
+    "ucx-reg-dmabuf-mr-refused": "ib_md.c:538  UCX  ERROR ibv_reg_dmabuf_mr(address=0x7f3a40000000, length=65536, "
+                                 "access=0xf) failed: Invalid argument",
+    # openibd's log_msg form of the refusal ('ERROR: ' before the echo_failure text), behind the script's name
+    "openibd-module-not-mlnx-ofed": "openibd: ERROR: Module rdma_cm belong to kernel-modules which is not a part of "
+                                    "MLNX_OFED, skipping...",
     "gpu-admin-tools-cc-mode-set-on": "2023-12-29,11:51:50.191 INFO     GPU 0009:01:00.0 H100-PCIE 0x2342 BAR0 "
                                       "0x661002000000 CC mode set to on. It will be active after GPU reset.",
     "gpu-admin-tools-cc-mode-is-on": "2024-09-06,10:00:00.000 INFO     GPU 0000:43:00.0 H100-SXM 0x2330 BAR0 0xab042000000 "
