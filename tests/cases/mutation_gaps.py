@@ -278,9 +278,8 @@ KNOWN: Dict[Tuple[str, str], str] = {
     ("net-gaps63c-jingchao-azure-nc48v4-etc-nccl-conf-graph-file-allreduce-busbw-57-not-225", "paragraphs"): "false all-clear",
     ("net-gaps63c-jingchao-azure-nc48v4-etc-nccl-conf-graph-file-allreduce-busbw-57-not-225", "indent-4"): "false all-clear",
     ("net-gaps63c-jingchao-azure-nc48v4-etc-nccl-conf-graph-file-allreduce-busbw-57-not-225", "indent-tab"): "false all-clear",
-    # a Docker pull's 'no space left on device' and ESXi's 'PCIPassthru: total number of pages needed' cut at 80
-    # columns: the words the cause reads are split over two lines
-    ("node-gaps63c-jingchao-azure-a100-vm-docker-pull-no-space-left-29g-root-var-lib-docker", "fold-s-80"): "missed",
+    # ESXi's 'PCIPassthru: total number of pages needed' cut at 80 columns: the words the cause reads are split over
+    # two lines
     ("gpu-gaps63b-dellkb-esxi-vmx-pcipassthru-pages-exceed-limit-devicepoweron-failed", "fold-s-80"): "missed",
     # the lexicon's lines alone drop what names the cause: mlx5's cable module events (a flap is no failure line),
     # Fabric Manager's version line beside the driver's, Mooncake's GID warnings (warnings that name the cause beside
@@ -322,6 +321,18 @@ KNOWN: Dict[Tuple[str, str], str] = {
     # the last 15 lines are the working GPU node's nvidia-smi table; the CPU partition's failed nvidia-smi and srun's
     # exit code 9 are above them
     ("node-gaps64d-zenn-hyperpod-slurm-srun-nvidia-smi-cpu-partition-no-driver-exit-9", "tail-15"): "false all-clear",
+    # the lexicon's lines alone drop the driver's 'Chipset not recognized' and 'not been qualified on this platform'
+    # notices (no failure word), which name the platform; the failed RmInitAdapter alone is a GPU not initialised
+    ("gpu-gaps65c-rpipcie677-pi5-rtx-a400-chipset-not-recognized-fwsec-no-wpr2-rminitadapter-failed", "lexicon-only"): "wrong cause",
+    # the last 15 lines are strace's two opens of /dev/nvidiactl refused (EPERM) and the container's cgroup device
+    # list; nvidia-smi's 'Failed to initialize NVML: Unknown Error' is above them
+    ("node-gaps65c-bigdata150-container-nvidia-smi-nvml-unknown-error-strace-eperm-nvidiactl-cpu-manager-static", "tail-15"): "missed",
+    # the lspci line of the flash recovery device is 89 columns: folded at 80, '[ConnectX-5 Flash' and 'Recovery]' are
+    # two lines, and no line holds the device's name
+    ("cf-gaps65b-sth32379-hp-mcx556a-allow-psid-change-burn-connectx5-flash-recovery", "fold-s-80"): "false all-clear",
+    # the last 15 lines are 'mst start' and flint's query of the card; lspci's flash recovery device and the failed
+    # burn are above them
+    ("cf-gaps65b-sth41103-blank-cx455a-flash-write-protected-connectx4-flash-recovery", "tail-15"): "false all-clear",
 }
 
 #: the healthy runs given a fail/warn diagnosis once transformed: what is misread, and why
