@@ -56,6 +56,7 @@ CHECKED = {
     "openib-reg-mem-limit-low": "WARNING: It appears that your OpenFabrics subsystem is configured to only",
     "btl-tcp-connect-no-route": "connect() to %s failed: %s (%d)",
     "btl-tcp-peer-no-route": "Unable to connect to the peer %s on port %d: %s",
+    "btl-tcp-connect-link-local-peer": "connect() to %s:%d failed",
     "btl-tcp-connect-failed": "WARNING: Open MPI failed to TCP connect to a peer MPI process.  This",
     "bml-unreachable": "At least one pair of MPI processes are unable to reach each other for",
     "ucx-memlock": "Please set max locked memory (ulimit -l) to 'unlimited'",
@@ -130,6 +131,7 @@ CHECKED = {
     "sbatch-submission-failed": "Batch job submission failed: %m",
     "openssh-connect-failed": "ssh: connect to host %s port %s: %s",
     "ld-so-shared-library-missing": "error while loading shared libraries",
+    "openssh-banner-exchange-failed": "%s: Connection closed by remote host",
     "openssh-host-key-verification-failed": "Host key verification failed.",
     "openssh-permission-denied": "Permission denied (%s).",
     "libibumad-ib-umad-not-loaded": "can't read ABI version from %s/%s (%m): is ib_umad module loaded?",
@@ -240,6 +242,8 @@ PRINTED = {
     "bash-fork-retry-eagain": "bash: fork: retry: Resource temporarily unavailable",
     "openssh-connect-failed": "ssh: connect to host node2 port 22: Connection refused",
     "openssh-permission-denied": "user@node2: Permission denied (publickey,gssapi-keyex,gssapi-with-mic).",
+    "openssh-banner-exchange-failed": "kex_exchange_identification: Connection closed by remote host",
+    "btl-tcp-connect-link-local-peer": "  Message:    connect() to 169.254.7.7:1024 failed",
     "ld-so-shared-library-missing": "./build/all_reduce_perf: error while loading shared libraries: libnccl.so.2: cannot "
                                     "open shared object file: No such file or directory",
     "sbatch-submission-failed": "sbatch: error: Batch job submission failed: Invalid account or account/partition "
