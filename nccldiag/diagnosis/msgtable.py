@@ -15,7 +15,7 @@ from nccldiag import knowledge
 from nccldiag.diagnosis import clues as C
 from nccldiag.diagnosis.inputs import Inputs
 
-KINDS = ("app", "error", "warn", "last-error", "failure")  # where the log reader keeps a program's lines
+KINDS = ("app", "error", "warn", "last-error", "kernel", "failure")  # where the log reader keeps a program's lines
 
 
 class MessageTable:
