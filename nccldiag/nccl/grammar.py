@@ -507,6 +507,10 @@ ERROR_WORDS = (
     # its ring's TDH/TDT on the lines after, e1000_print_hw_hang) and the reset that follows ('Reset adapter
     # unexpectedly', e1000_reset_task; Linux drivers/net/ethernet/intel/e1000e/netdev.c): neither holds an error word
     "Detected Hardware Unit Hang", "Reset adapter unexpectedly",
+    # the verbs port state of a port with no link, as ibv_devinfo prints it ('state: PORT_DOWN (1)', rdma-core
+    # libibverbs/examples/devinfo.c port_state_str) and as a cluster's own sweeps that read it list the HCAs they
+    # found down ('gpu-184  mlx5_0  PORT_DOWN  (server=PORT_ACTIVE, client=PORT_DOWN)'): no other error word
+    "PORT_DOWN",
 )
 _ERROR_TEXT = re.compile(r"\b(?:" + _alternation(ERROR_WORDS) + r")\b")
 # The line a Python traceback ends with: an exception's class and its message ('RuntimeError: Desync detected for

@@ -507,4 +507,27 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "'Verdict: FAIL Host names do not resolve (or resolve to loopback) (high confidence)', exit 1: ssh's 'Could not "
         "resolve hostname localhos' is read as a name that does not resolve; that Hydra's hostfile parser cut the last "
         "letter of 'localhost' (the hostfile line above it) is the maintainer's reading of a defect, which no row reads"),
+    "net-gaps65d-crusoe-support-flightrecorder-disabled-stack-trace-not-found-collective-timeout": Gap(
+        "missed",
+        "'Verdict: FAIL Unexplained failure (low confidence)', exit 1: PyTorch's watchdog line ('Stack trace of the "
+        "failed collective not found, potentially because FlightRecorder is disabled') says a collective failed or "
+        "timed out, not which nor why; that it was a collective timeout is the vendor's account, and the watchdog's "
+        "timeout line that would name the collective and its ranks is not in the text"),
+    "net-gaps65d-together-worklog-b200-find-stragglers-mlx5-0-port-down-two-nodes": Gap(
+        "right",
+        "'Verdict: WARN An RDMA port whose state is PORT_DOWN (medium confidence)', exit 0: named by a warning only, "
+        "since a spare port may be down on purpose and the sweep's lines name no job that needed mlx5_0; that it cost "
+        "SHARP 14.4% on gpu-184 is the worklog's account, not in the lines",
+        exits_0=True),
+    "net-gaps65d-together-worklog-dsv3-512gpu-ncclremoteerror-ib-status-12-retry-exceeded-mlx5-15": Gap(
+        "wrong cause",
+        "'Verdict: FAIL RDMA connections time out: NICs cannot reach each other (high confidence)', exit 1: the status 12 "
+        "completion (transport retry counter exceeded) on mlx5_15 is read as NICs that never reach each other (routing, "
+        "a rail-only fabric); that the job had run 32 iterations over the same HCAs before, so that a link or a peer's HCA "
+        "failed mid-run, is in the worklog's prose, not in the lines"),
+    "net-gaps65d-together-worklog-dsv3-512gpu-bootstrap-socketpollconnect-storage-fabric-timed-out": Gap(
+        "wrong cause",
+        "'Verdict: FAIL Connections between nodes blocked (low confidence)', exit 1: the bootstrap's connect that timed "
+        "out 35 times is read as a firewall dropping the ports; that 7.247.226.174 is another node's storage-fabric NIC, "
+        "not routable between the compute nodes, is the worklog's reading of its host names, not in the lines"),
 }
