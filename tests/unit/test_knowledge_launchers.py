@@ -79,6 +79,10 @@ CHECKED = {
     "slurm-time-limit": "*** %s ON %s CANCELLED AT %s DUE TO TIME LIMIT ***",
     "srun-node-failure": "Node failure on %s",
     "slurm-step-cancelled-node-failure": "FAILURE, SEE SLURMCTLD LOG FOR DETAILS ***",
+    "slurm-job-state-node-fail": "NODE_FAIL",
+    "slurm-job-state-boot-fail": "BOOT_FAIL",
+    "slurm-job-state-out-of-memory": "OUT_OF_MEMORY",
+    "slurm-job-state-timeout": "TIMEOUT",
     "slurm-oom-kill": "Some of the step tasks have been OOM Killed.",
     "srun-task-out-of-memory": "%s: %s %s: Out Of Memory",
     "srun-step-refused": "Unable to create step for job %u: %m",
@@ -188,6 +192,12 @@ PRINTED = {
     "slurm-time-limit": "slurmstepd: error: *** JOB 4242 ON node1 CANCELLED AT 2024-04-20T09:09:37 DUE TO TIME LIMIT ***",
     "srun-task-out-of-memory": "srun: error: node1: tasks 0-3: Out Of Memory",
     "srun-node-failure": "srun: error: Node failure on node7",
+    # a row of sacct's default table (JobID JobName Partition Account AllocCPUS State ExitCode) and scontrol show
+    # job's line of the job's state, as the cases of tests/cases print them
+    "slurm-job-state-node-fail": "   JobState=NODE_FAIL Reason=NodeDown Dependency=(null)",
+    "slurm-job-state-boot-fail": "   JobState=BOOT_FAIL Reason=NodeDown Dependency=(null)",
+    "slurm-job-state-out-of-memory": "3764934        mem_test       test   rc_admin          1 OUT_OF_ME+    0:125 ",
+    "slurm-job-state-timeout": "569330             test        1         1G   00:01:02    TIMEOUT      0:0",
     "slurmd-prolog-failed-status": "[2024-05-01T10:00:00.000] error: JobId=4242 prolog failed status=1:0",
     "slurmd-epilog-failed-status": "[2024-05-01T10:00:00.000] error: JobId=4242 epilog failed status=1:0",
     "slurmd-prolog-script-failed-rc": "[2024-05-01T10:00:00.000] error: prolog failed: rc:230 output:nvidia-smi failed",
@@ -351,6 +361,27 @@ def test_a_line_of_no_family_is_read_by_no_row():
 
 # ---------------------------------------------------------------- real lines
 
+
+
+def test_a_jobs_state_in_sacct_and_scontrol_is_read_only_where_the_job_did_not_complete():
+    """Rows of sacct's tables (tests/cases/node-gaps65g-*, and a batch step sacct shows CANCELLED 0:15 when its job
+    timed out) and scontrol's JobState=: a state that ended the job names its cause, also cut by sacct to its column
+    with '+'; a job that completed, a running one, or a step cancelled when its job ended is no failure line."""
+    ended = {
+        "1012.batch     00:00:01      1380K OUT_OF_ME+ ": "slurm-job-state-out-of-memory",
+        "3764934        mem_test       test   rc_admin          1 OUT_OF_ME+    0:125 ": "slurm-job-state-out-of-memory",
+        "   JobState=NODE_FAIL Reason=NodeDown Dependency=(null)": "slurm-job-state-node-fail",
+    }
+    for line, row_id in ended.items():
+        assert toolmsg.row_of(line)["id"] == row_id, line
+        assert lexicon.shape_of(line) is not None, line
+    for line in ("3765959        mem_test       test   rc_admin          1  COMPLETED      0:0 ",
+                 "1484.batch     00:00:00      1196K  COMPLETED ",
+                 "3764934.ext+     extern              rc_admin          1  COMPLETED      0:0",
+                 "569330.batch      batch        1              00:01:03  CANCELLED     0:15",
+                 "   JobState=RUNNING Reason=None Dependency=(null)",
+                 "State: COMPLETED (exit code 0)"):
+        assert toolmsg.row_of(line) is None and lexicon.shape_of(line) is None, line
 
 def _case(seen: str) -> realcases.Case:
     for root in (realcases.IN_REPO, realcases.CASES):
