@@ -227,6 +227,10 @@ FLOW_ONE = 60  # a text broken at its blanks once: its piece at least this long 
 FLOW_SLACK = 1.25  # a text broken at its blanks: its lines keep to its longest piece, within a word
 FLOW_OVER = 50  # lines of such a text that may pass it (an address, a path no blank breaks), one in this many
 _QUOTE = re.compile(r"(?:> ?)*")  # a mail's or a markdown's quote marks
+# a table's row, its cells padded to their columns (two gaps of three blanks or more: sacct's and squeue's rows end in
+# the blank after their last cell), and a table's rule of dashes under its header: neither is a piece of a longer line
+_PADDED = re.compile(r"\S {3,40}\S[^\n]{0,400}? {3,40}\S")
+_RULE = re.compile(r"[ \t]{0,8}[-=]{3,80}(?: {1,3}[-=]{3,80}){1,40} ?$")
 # a shell prompt: a command's line ends in a blank as often as not, and its output is no part of it
 _PROMPT = re.compile(r"[ \t]*(?:\([\w.-]{1,64}\)[ \t])?(?:[\w.@-]{1,64}(?::[^\s$#%]{0,256})?)?[$#%][ \t]")
 
@@ -236,7 +240,8 @@ def soft_break(line: str, after: str, starts: Set[str]) -> bool:
     :data:`MIN_WIDTH` characters, not a shell prompt's) ends in one blank after its text, ``after`` has the same quote
     marks (a mail's) or none (``fold``'s), then starts flush with a character that is not a blank and does not start
     as a line of the text starts (``starts``), and holds more than one character (a table's lone border, a comment's
-    ``#``)."""
+    ``#``). A table's row whose cells are padded to their columns, and a rule of dashes under a table's header, are
+    lines of their own."""
     if len(line) < MIN_WIDTH or line[-1:] != " " or line[-2:-1].isspace():
         return False
     quote = _QUOTE.match(line).group()  # type: ignore[union-attr]
@@ -245,6 +250,8 @@ def soft_break(line: str, after: str, starts: Set[str]) -> bool:
         return False
     body, rest = line[len(quote):], after[marks:]
     if _PROMPT.match(body) or len(rest.rstrip()) < 2 or rest[:1].isspace():
+        return False
+    if _PADDED.search(body) or _RULE.match(body) or _RULE.match(rest):
         return False
     return not starts_like_a_line(rest, starts)
 
