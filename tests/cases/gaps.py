@@ -52,21 +52,11 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "'Verdict: WARN Unexplained failure (low confidence)', exit 1: 'cat: write error: Connection timed out' writing a "
         "BFB to /dev/rshim1/boot is said unexplained (something timed out); that the BlueField halted on an unexpected boot "
         "event during the install is NVIDIA's statement, and the RShim log that would name the error is not in the text"),
-    "net-node45-rdmacore239-ibstat-ibpanic-mlx5-1-invalid-argument-qsfp-unplugged": Gap(
-        "right",
-        "'Verdict: WARN ibstat could not read a port without a link width (no module or cable) (medium confidence)', "
-        "exit 0: named by a warning only, since a port left without a cable on purpose (a spare) fails ibstat the same "
-        "way and the line names no job that needed it", exits_0=True),
     "net-node45-ucx5970-ci-port-table-mlx5-0-down-mlx5-1-init-lnksta-x8": Gap(
         "false all-clear",
         "'Verdict: nothing to judge', exit 0: the UCX CI's own port table ('PCI_addr | RDMA | Net | Numa | LnkStat | "
         "...', 'mlx5_0 | ib0 | 2 | down', 'mlx5_1 | ib1 | 2 | init') is the output of a script of that project's CI, "
         "no tool a node outputs reader knows; its columns are not read"),
-    "node-node45-azhpcimages213-ibstat-ibpanic-mlx5-an0-not-an-ib-device": Gap(
-        "right",
-        "'Verdict: WARN ibstat stopped at a device that is not an InfiniBand HCA (medium confidence)', exit 0: a warning "
-        "only, as the maintainer says nothing is broken: ibstat's output stopped at the Accelerated Networking VF and "
-        "the IB devices were not read", exits_0=True),
     "node-hpc43-alcf-aurora-pbsnodes-failed-to-acquire-job-resources-qsub-export-all": Gap(
         "missed",
         "'Verdict: WARN Unexplained failure (low confidence)', exit 1: PBS's 'failed to acquire job resources; job "
@@ -172,11 +162,6 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "'Verdict: WARN Unexplained failure (low confidence)', exit 1: Cray MPICH's 'Unable to use a NIC_POLICY of "
         "'NUMA'' and 'Fatal error in PMPI_Init_thread' are read as a program's error and left unexplained; that "
         "mpi4py was imported after torch is not in the evidence"),
-    "gpu-abhik-blog-journalctl-xid31-mmu-fault-pde-allocator-race": Gap(
-        "right",
-        "'Verdict: WARN Failure reported by a node or a rank: gpu application fault (high confidence)', exit 0: the "
-        "bare Xid 31 line (an MMU fault that killed the process's CUDA context) is named an application's fault, "
-        "but as a warning only, so the CLI exits 0 on a run that failed", exits_0=True),
     "net-dekr18-quoted-bare-ncclsystemerror-docker-without-ipc-host": Gap(
         "wrong cause",
         "'Verdict: FAIL NCCL failed a system call (which one not logged) (low confidence)', exit 1: the bare "
@@ -190,11 +175,6 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "'Verdict: FAIL Unexplained failure (low confidence)', exit 1: ProcessGroupNCCL's 'Some NCCL operations have "
         "failed or timed out' is read and left unexplained; that NCCL used InfiniBand the nodes could not use between "
         "them is not in the evidence"),
-    "node-lambdalabs-notes-dmesg-bar15-bar0-no-space-failed-to-assign": Gap(
-        "right",
-        "'Verdict: WARN PCIe BAR / MMIO space not assigned (high confidence)', exit 0: the boot log's 'BAR 15: no space "
-        "for' / 'BAR 0: failed to assign' lines are named right, but as a warning only, so the CLI exits 0 on a node "
-        "whose devices behind those BARs are not seen", exits_0=True),
     "net-gitcode-blog-nccl-2194-gdr-disabled-hca-peermem-path-not-found": Gap(
         "wrong cause",
         "'Verdict: WARN Peer-memory module not loaded: no GPUDirect RDMA (medium confidence)', exit 0: NCCL's 'GPU Direct "
@@ -272,12 +252,6 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "'Verdict: FAIL Unexplained failure (low confidence)', exit 1: ProcessGroupNCCL's 'Some NCCL operations have "
         "failed or timed out' is read and left unexplained; that the nodes' clocks jumped (an NTP client slewing one "
         "node's clock backwards) is not in the evidence"),
-    "gpu-idefics80b-logbook-monitor-alert-xid63-row-remapper-pending": Gap(
-        "right",
-        "'Verdict: WARN GPU memory errors (ECC, row remapping) on ip-26-0-146-100 (high confidence)', exit 0: the Xid "
-        "63 'Row Remapper: New row marked for remapping, reset gpu to activate' inside the monitor's alert is named "
-        "right, but as a warning (a remap pending until a reset), so the CLI exits 0 on a run the team restarted "
-        "without that node", exits_0=True),
     "net-mlengineering-nccl-net-ib-mlx5-bond-roce-included-low-bandwidth": Gap(
         "right",
         "'Verdict: WARN NCCL uses an Ethernet (RoCE) port beside its InfiniBand HCAs (medium confidence)', exit 0: the "
@@ -415,11 +389,6 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "'Verdict: WARN Unexplained failure (low confidence)', exit 1: PSM3's 'Failed to get eth0 (unit 0) cpu set' is "
         "said unexplained; 'PSM3 can't open nic unit: 0 (err=23)' is a message the MPI may go on after (another "
         "provider), and the run that hung in MPI_Init_thread prints no line that it failed or stopped"),
-    "net-gaps62d-shmem4py28-mpich-ofi-endpoint-open-failed-psm3-cant-open-nic-unit-container": Gap(
-        "right",
-        "'Verdict: WARN A launcher or test tool named the cause: libfabric psm3 provider (medium confidence)', exit 0: "
-        "named by a warning only, since 'PSM3 can't open nic unit' is printed where the MPI may take another provider "
-        "and go on; here MPICH's 'Abort(...): Fatal error in internal_Init_thread' shows the run failed", exits_0=True),
 
     "list-gaps63e-openmpi-users-22717-openib-reg-mem-limit-low-mlx4-mtt-parameters": Gap(
         "right",
@@ -490,12 +459,6 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "Python-style exception line; nvidia-container-cli's 'detection error: driver error: timed out' says the "
         "driver did not answer in time, and that a faulty GPU made it so is the maintainer's reading, not in the lines"),
 
-    "node-gaps64d-zenblog-pve-e1000e-i219v-detected-hardware-unit-hang-tso-offload": Gap(
-        "right",
-        "'Verdict: WARN A network interface's transmit queue hung (the kernel's NETDEV WATCHDOG) (medium confidence)', "
-        "exit 0: named by a warning only, since e1000e resets the adapter after each hang and the link comes back; that "
-        "the hangs returned until the interface passed no traffic at all is the author's account, not in the lines",
-        exits_0=True),
 
     "node-gaps65f-hpe-advisory-a00127211-xl675d-hgx-a100-ilo-iml-power-on-fault-gpu-board-vrd": Gap(
         "missed",
@@ -520,12 +483,6 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "failed collective not found, potentially because FlightRecorder is disabled') says a collective failed or "
         "timed out, not which nor why; that it was a collective timeout is the vendor's account, and the watchdog's "
         "timeout line that would name the collective and its ranks is not in the text"),
-    "net-gaps65d-together-worklog-b200-find-stragglers-mlx5-0-port-down-two-nodes": Gap(
-        "right",
-        "'Verdict: WARN An RDMA port whose state is PORT_DOWN (medium confidence)', exit 0: named by a warning only, "
-        "since a spare port may be down on purpose and the sweep's lines name no job that needed mlx5_0; that it cost "
-        "SHARP 14.4% on gpu-184 is the worklog's account, not in the lines",
-        exits_0=True),
     "net-gaps65d-together-worklog-dsv3-512gpu-ncclremoteerror-ib-status-12-retry-exceeded-mlx5-15": Gap(
         "wrong cause",
         "'Verdict: FAIL RDMA connections time out: NICs cannot reach each other (high confidence)', exit 1: the status 12 "

@@ -1541,6 +1541,12 @@ def test_a_cause_named_by_a_warning_fails_where_the_log_says_the_run_failed(tmp_
     diags, failed = _log_run(tmp_path, _in_repo_case(
         "node-redhat-kb-rhel6-rhel7-pcie-bus-error-corrected-replay-timer-bad-tlp"))
     assert diags[0].severity == "warn" and not failed, diags[0]
+    # real: a bare Xid 31 line (an MMU fault that killed the process's CUDA context) is an application's fault, a
+    # warning; the line says something failed, so the run does not exit 0, as the same line unexplained would not
+    for case in ("gpu-abhik-blog-journalctl-xid31-mmu-fault-pde-allocator-race",
+                 "net-gaps65d-together-worklog-b200-find-stragglers-mlx5-0-port-down-two-nodes"):
+        diags, failed = _log_run(tmp_path, _in_repo_case(case))
+        assert diags[0].severity == "warn" and failed and diags[0].figures.get("failure_lines"), (case, diags[0])
     # healthy runs have no cause to make fail
     for name, healthy in _healthy_texts().items():
         assert _log_run(tmp_path, healthy) == ([], False), name

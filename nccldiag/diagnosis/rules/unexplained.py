@@ -208,6 +208,12 @@ def _judged_in_paste(inp: Inputs, line: lexicon.Line, shape: lexicon.Shape) -> b
 _KERNEL = kernlog.SOURCE.name
 
 
+def _judged_healthy(inp: Inputs, line: lexicon.Line) -> bool:
+    """Whether ``line`` lies in a pasted node output whose area judged it (:func:`_judged_in_paste`)."""
+    shape = lexicon.shape(line.shape)
+    return bool(shape.judged_by) and _judged_in_paste(inp, line, shape)
+
+
 def _in_own_output(inp: Inputs, line: lexicon.Line) -> bool:
     """Whether every kept line of ``line`` lies in a pasted block of sources marked ``own`` only."""
     own = _own_sources()
@@ -283,16 +289,24 @@ def run_failed(inp: Inputs, diagnoses: List[Diagnosis]) -> None:
     ``any``: a traceback, a program's exception, a non-zero exit, a process killed, NCCL's call that failed) says how
     the run ended, whatever the cause; where the only causes found are warnings (a corrected PCIe error, a small
     /dev/shm, an Xid of an application's fault), the run still failed, and the verdict must not exit 0. The first of
-    them (the verdict's) fails, and cites the line."""
+    them (the verdict's) fails, and cites the line. Where the files hold no such line but other lines of the lexicon
+    that the warnings explain (an ibstat port 'State: Down', an Xid of an application's fault), the first warning
+    carries their count (``failure_lines``): it stays a warning, and the exit code is 1, as it is where the same
+    lines are left unexplained."""
     causes = [d for d in diagnoses if d.severity in ("fail", "warn") and d.category != CATEGORY]
     if not causes or any(d.severity == "fail" for d in causes) or inp.logs is None:
         return
     ended = [line for line in inp.failure_lines or [] if line.host is None and line.severity == "fail"
              and lexicon.ANY in lexicon.shape(line.shape).covered_by]
+    d = min(causes, key=sort_key)
     if not ended:
+        # the causes explain the files' lines that say something failed: a warning that names what went wrong
+        # is no all-clear, as the same lines unexplained are none (the exit code is 1 either way)
+        said = [line for line in inp.failure_lines or [] if line.host is None and not _judged_healthy(inp, line)]
+        if said:
+            d.figures = {**(d.figures or {}), FAILURE_LINES: sum(line.count for line in said)}
         return
     first = lexicon.ordered(ended)[0]
-    d = min(causes, key=sort_key)
     d.severity = "fail"
     d.confidence_why += f"; the run failed: {first.text.strip()[:200]}"
     d.evidence.append(Evidence("log", f"{first.ref}: {first.text.strip()}  (the run failed)", first.ref))
