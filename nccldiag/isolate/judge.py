@@ -155,6 +155,8 @@ class Job:
     kind: str = ""  # set by classify
     ratio: Optional[float] = None  # TCP retransmitted share on the job's nodes in its round
     threshold: Optional[float] = None
+    # 1 for a job run a second time because its first run said nothing of its nodes (:func:`unmeasurable`)
+    attempt: int = 0
 
     @property
     def failed(self) -> bool:
@@ -230,6 +232,23 @@ def moving_kind(job: Job, threshold: Optional[float], timeout: float) -> str:
     if job.partial_busbw is None or rate_span(job) < max(RATE_SPAN_MIN, RATE_SPAN_SHARE * timeout):
         return UNMEASURED
     return SLOW if job.partial_busbw < threshold else OK
+
+
+def unmeasurable(job: Job, timeout: float) -> str:
+    """Why a job the deadline cut says nothing of its nodes whatever its round's threshold, in words; "" when it
+    does (pure, on its outcome before it is classified). Its ranks were still starting (:data:`NOT_STARTED`), or its
+    data still moved but for too few seconds to measure a rate (the span :func:`moving_kind` needs): a loaded
+    machine stretched its start into the deadline. Such a job is run once more (``nccldiag isolate``), so that the
+    class rests on what the job did, not on how much of the deadline its start took."""
+    if job.status != "hang" or RENDEZVOUS_CAUSES & set(job.causes) or "interface" in job.causes or job.init_failed:
+        return ""
+    kind = job.unfinished or unfinished_kind(job.progress, job.elapsed, timeout)
+    if kind == NOT_STARTED:
+        return "its ranks were still starting when the deadline cut it"
+    if kind == SLOW and job.busbw is None and rate_span(job) < max(RATE_SPAN_MIN, RATE_SPAN_SHARE * timeout):
+        return (f"its data moved for {rate_span(job):.0f} s before the deadline cut it ({len(job.progress)} sign(s) "
+                "of progress): too little to measure its rate")
+    return ""
 
 
 def threshold(busbws: Iterable[Optional[float]], fraction: float,

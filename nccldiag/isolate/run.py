@@ -108,13 +108,14 @@ class _Cluster:
         self.timeout = self.bounds.timeout
         self.counter = 0
 
-    def go_file(self, index: int, row: int = 0) -> str:
-        """The go file of round ``index``'s jobs on its ``row``-th row (each row's jobs start together)."""
-        return f"{self.prep.rundir}/go-{index}-{row}"
+    def go_file(self, index: int, row: int = 0, attempt: int = 0) -> str:
+        """The go file of round ``index``'s jobs on its ``row``-th row (each row's jobs start together), and of
+        those run again (``attempt`` 1)."""
+        return f"{self.prep.rundir}/go-{index}-{row}" + (f"-{attempt}" if attempt else "")
 
-    def worker_args(self, index: int, row: int = 0) -> List[str]:
+    def worker_args(self, index: int, row: int = 0, attempt: int = 0) -> List[str]:
         args = ["--backend", self.backend, "--pg-timeout", str(self.bounds.pg), "--collectives", self.opts.collective,
-                "--go-file", self.go_file(index, row), "--go-wait", str(int(self.timeout * 0.5))]
+                "--go-file", self.go_file(index, row, attempt), "--go-wait", str(int(self.timeout * 0.5))]
         size = self.opts.size or (DEFAULT_SIZE_NCCL if self.backend == "nccl" else DEFAULT_SIZE_GLOO)
         args += ["--min-bytes", str(size), "--max-bytes", str(size)]
         if self.opts.iters:
@@ -138,7 +139,7 @@ class _Cluster:
             run_id=job.run_id, rundir=self.prep.rundir, python=self.opts.python,
             nproc_per_node=self.opts.nproc_per_node, rdzv_host=first.address or getattr(first, "slurm_name", first.name),
             rdzv_port=job.port or 0, env=row.environ,
-            worker_args=self.worker_args(job.round, [r.name for r in self.rows].index(job.row)),
+            worker_args=self.worker_args(job.round, [r.name for r in self.rows].index(job.row), job.attempt),
             join_timeout=self.bounds.join,
             watchdog=self.bounds.watchdog,  # the job's ranks go with nccldiag, or at the job's deadline
         )
@@ -193,9 +194,12 @@ class _Cluster:
             self.run_row(index, row_index[row], [j for j in jobs if j.row == row])
         return Round(index, stage, jobs, time.monotonic() - t0)
 
-    def run_row(self, index: int, row: int, jobs: Sequence[Job]) -> None:
+    def run_row(self, index: int, row: int, jobs: Sequence[Job], attempt: int = 0) -> None:
         """Every job of round ``index`` on its ``row``-th row at once; returns when each has ended and been
-        reaped."""
+        reaped. A job of two nodes whose run said nothing of them (:func:`judge.unmeasurable`: its ranks still
+        starting when the deadline cut it, or moving data for too few seconds to measure a rate) is run once
+        more, with the others of the row that need it, and takes that run's outcome; the first run's is said in
+        its evidence."""
         t0 = time.monotonic()
         # Every job's ranks wait after init for the row's go file, created on the row's nodes once every
         # job is ready or over (or RELEASE_WAIT of --timeout after the first was ready, and at the latest RELEASE_BY
@@ -236,15 +240,37 @@ class _Cluster:
             all_in = all(i in over or len(ready[i]) >= world[i] for i in ready)
             if all_in or release_due(time.monotonic() - t0, first_ready - t0 if first_ready is not None else None,
                                      self.timeout):
-                self.release(index, row, sorted({n for j in jobs for n in j.nodes}))
+                self.release(index, row, sorted({n for j in jobs for n in j.nodes}), attempt)
                 released = True
         for t in threads:
             t.join()
+        if attempt == 0:
+            self.run_again(index, row, jobs)
 
-    def release(self, index: int, row: int, names: Sequence[str]) -> None:
+    def run_again(self, index: int, row: int, jobs: Sequence[Job]) -> None:
+        """Run once more the jobs of a row whose first run said nothing of their nodes (:func:`judge.unmeasurable`),
+        each under a new run id and rendezvous port; each job takes its second run's outcome."""
+        why = {j.run_id: judge.unmeasurable(j, self.timeout) for j in jobs if len(j.nodes) == 2}
+        again = [j for j in jobs if why.get(j.run_id)]
+        if not again:
+            return
+        fresh = []
+        for j in again:
+            self.counter += 1
+            port = self.opts.rdzv_port + ((index * len(self.rows) + row) + PORT_SPAN // 2) % PORT_SPAN
+            fresh.append(Job(j.round, j.stage, j.row, j.nodes, run_id=f"{self.prep.run_id}-{self.counter}",
+                             port=port, attempt=1))
+        self.run_row(index, row, fresh, attempt=1)
+        for j, f in zip(again, fresh):
+            first = (f"run again: its first run ({j.run_id}, {j.elapsed:.0f} s) said nothing of its nodes: "
+                     f"{why[j.run_id]}")
+            vars(j).update(vars(f))
+            j.evidence.append(first)
+
+    def release(self, index: int, row: int, names: Sequence[str], attempt: int = 0) -> None:
         """Create the go file of a round's row on its nodes (one bounded command each, or the launcher's one
         step)."""
-        self.launcher.each([self.by_name[n] for n in names], f"touch {shlex.quote(self.go_file(index, row))}",
+        self.launcher.each([self.by_name[n] for n in names], f"touch {shlex.quote(self.go_file(index, row, attempt))}",
                            min(15.0, self.opts.ssh.command_timeout), self.opts.fanout, f"{self.prep.run_id}-each")
 
     def snapshot(self, names: Sequence[str]) -> Dict[str, Dict[str, int]]:

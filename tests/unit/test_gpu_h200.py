@@ -85,6 +85,8 @@ def test_collnet_counts_that_differ_from_the_coll_count_still_show_collnet():
     ("torchrun-watchdog-device-assert.log", "gpu application fault"),
     ("torchrun-cuda-oom.log", "Out of GPU memory"),
     ("torchrun-nccl-duplicate-gpu.log", "Two ranks on one GPU"),
+    ("torchrun-nccl-socket-ifname-nosuch.log", "NCCL_SOCKET_IFNAME names an interface a node lacks"),
+    ("torchrun-cuda-visible-devices-absent.log", "cuda unavailable"),
 ])
 def test_each_real_failure_is_named_first(name, title):
     code, doc = log_json(name)

@@ -836,8 +836,8 @@ def test_a_round_runs_its_rows_one_after_another_each_with_its_own_go_file():
         events.append(("end", job.row, job.nodes))
         return job
 
-    def release(index, row, names):
-        events.append(("go", cl.go_file(index, row), tuple(names)))
+    def release(index, row, names, attempt=0):
+        events.append(("go", cl.go_file(index, row, attempt), tuple(names)))
         went[row].set()
 
     cl.run_job, cl.release = run_job, release
@@ -854,3 +854,66 @@ def test_a_round_runs_its_rows_one_after_another_each_with_its_own_go_file():
     cl.backend, cl.bounds = "gloo", SimpleNamespace(pg=45)
     cl.opts = SimpleNamespace(collective="all_reduce", size=1024, iters=None)
     assert cl.worker_args(1, 1)[cl.worker_args(1, 1).index("--go-file") + 1] == "/tmp/nccldiag-r/go-1-1"
+
+
+def test_a_pair_whose_first_run_said_nothing_of_its_nodes_is_run_once_more_and_takes_that_outcome():
+    """A loaded machine stretched one pair's start into its deadline (its ranks still starting), and another's so
+    that its data moved for 3 s of its 45 (too little to measure a rate): each is run once more, with a go file, run
+    id and rendezvous port of its own, and takes the second run's outcome; the first run is said in its evidence.
+    A pair that failed, or that was measured, runs once; no job runs a third time."""
+    from types import SimpleNamespace
+
+    from nccldiag.isolate import run as isolate_run
+
+    cl = isolate_run._Cluster.__new__(isolate_run._Cluster)
+    cl.rows = [isolate.Row("net a", (), "a")]
+    cl.prep = SimpleNamespace(run_id="r", rundir="/tmp/nccldiag-r")
+    cl.opts = SimpleNamespace(rdzv_port=29400, nproc_per_node=1)
+    cl.timeout, cl.counter = 45.0, 0
+    runs, gos = [], []
+    went = {0: threading.Event(), 1: threading.Event()}
+
+    def run_job(job, on_record=None):
+        runs.append((job.nodes, job.run_id, job.port, job.attempt))
+        for rank in range(len(job.nodes)):
+            on_record({"type": "progress", "phase": "ready", "rank": rank})
+        assert went[job.attempt].wait(10), "no go for the row"  # the ranks wait for their go file
+        first = job.attempt == 0
+        if job.nodes == ("n1", "n2"):  # still starting when cut, then measured
+            job.status, job.elapsed = ("hang", 45.2) if first else ("ok", 20.0)
+            job.unfinished = isolate.NOT_STARTED if first else ""
+        elif job.nodes == ("n3", "n4"):  # moving for 3 s only, then the same twice: stays unmeasured
+            job.status, job.elapsed, job.unfinished = "hang", 45.2, isolate.SLOW
+            job.progress, job.partial_busbw = [41.0, 42.0, 44.0], 0.0002
+        elif job.nodes == ("n5", "n6"):  # a real hang: no data moved
+            job.status, job.elapsed, job.unfinished = "hang", 45.2, isolate.HANG
+        else:  # measured slow: moved for 30 s
+            job.status, job.elapsed, job.unfinished = "hang", 45.2, isolate.SLOW
+            job.progress, job.partial_busbw = [14.0, 30.0, 44.0], 0.0002
+        return job
+
+    def release(index, row, names, attempt=0):
+        gos.append(cl.go_file(index, row, attempt))
+        went[attempt].set()
+
+    cl.run_job, cl.release = run_job, release
+    cl.on_record = lambda rec: None
+    groups = [("net a", ["n1", "n2"]), ("net a", ["n3", "n4"]), ("net a", ["n5", "n6"]), ("net a", ["n7", "n8"])]
+    rnd = cl.run_round(2, isolate.PAIRS, groups, None)
+    by = {j.nodes: j for j in rnd.jobs}
+    assert len(rnd.jobs) == 4 and sorted(n for n, *_ in runs).count(("n1", "n2")) == 2
+    assert [n for n, *_ in runs].count(("n3", "n4")) == 2  # once more, never a third time
+    assert [n for n, *_ in runs].count(("n5", "n6")) == 1 and [n for n, *_ in runs].count(("n7", "n8")) == 1
+    assert gos == ["/tmp/nccldiag-r/go-2-0", "/tmp/nccldiag-r/go-2-0-1"]
+    again = [(rid, port) for n, rid, port, attempt in runs if attempt == 1]
+    assert len({rid for rid, _ in again}) == 2 and all(p == 29400 + (2 + 50) % 100 for _, p in again)
+    ok = by[("n1", "n2")]
+    assert ok.status == "ok" and ok.attempt == 1 and ok.run_id in {rid for rid, _ in again}
+    assert ok.evidence[-1].startswith("run again: its first run (r-1, 45 s) said nothing of its nodes: its ranks "
+                                     "were still starting"), ok.evidence
+    brief = by[("n3", "n4")]
+    assert brief.attempt == 1 and "too little to measure its rate" in brief.evidence[-1]
+    assert isolate.classify(brief, 0.002, None, 45.0) == isolate.UNMEASURED
+    assert by[("n5", "n6")].attempt == 0 and by[("n7", "n8")].attempt == 0
+    assert isolate.classify(by[("n7", "n8")], 0.002, None, 45.0) == isolate.SLOW
+
