@@ -33,3 +33,21 @@ def test_bar_failures_that_matter_stay_failure_lines():
     text = (CASES / "node-ogkm510-6x4090-bar15-no-space-rebar-5-of-6" / "posted-kernel-log.txt").read_text()
     found = [l for l in lexicon.lines_in(text, "posted-kernel-log.txt") if l.shape == "pcie-no-space"]
     assert found and "BAR 15" in found[0].text
+
+
+# Real lines of the kernel's ACPI interpreter about errors in a board's firmware tables, posted beside systems that
+# ran: http://petermoulding.com/node/105 ("an error you may be able to ignore"), and a desktop's boot whose freeze
+# came later from elsewhere (https://github.com/niri-wm/niri/issues/1879).
+ACPI_TABLE_ERRORS = """\
+ACPI Error: AE_NOT_FOUND, While resolving a named reference package element - ^SPI1.SPFD.CVFD (20230331/dspkginit-438)
+ACPI Error: AE_NOT_FOUND, While resolving a named reference package element - ^XHCI.RHUB.HS04.VI2C (20230331/dspkginit-438)
+Mar 24 07:39:27 zz kernel: ACPI BIOS Error (bug): Could not resolve symbol [\\_SB.PCI0.XHC.RHUB.SS04], AE_NOT_FOUND (20250807/dswload2-162)
+Mar 24 07:39:27 zz kernel: ACPI Error: AE_NOT_FOUND, During name lookup/catalog (20250807/psobject-220)
+"""
+
+
+def test_the_acpi_interpreters_firmware_table_errors_are_no_failure_line():
+    assert [(l.shape, l.text[:80]) for l in lexicon.lines_in(ACPI_TABLE_ERRORS, "dmesg.txt")] == []
+    # an error line of another kind beside them is still one
+    text = ACPI_TABLE_ERRORS + "Mar 24 07:40:01 zz kernel: nvme nvme0: I/O 12 QID 3 timeout, aborting\nERROR: the job failed\n"
+    assert [l.shape for l in lexicon.lines_in(text, "dmesg.txt")] != []
