@@ -501,13 +501,11 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "once node use3a-ss-b200-gpu-228 was excluded, so that its GPU 5 is flaky, is the worklog's account of later jobs, "
         "not in the line"),
     "net-gaps67c-together-worklog-llama70b-socketpollconnect-no-route-to-host-container-misses-nccl-conf": Gap(
-        "false all-clear",
-        "'Verdict: nothing to judge: the input holds no NCCL line, error or result', exit 0: NCCL's 'socketPollConnect: "
-        "connect to 7.247.226.120 returned No route to host' pasted without its 'NCCL WARN' prefix is not read"),
-    "net-gaps67c-together-worklog-sharp-nccl-algo-collnet-unrecognized-element-token": Gap(
-        "missed",
-        "'Verdict: WARN Unexplained failure (low confidence)', exit 1: NCCL's 'Unrecognized element token' (a name in "
-        "NCCL_ALGO or NCCL_PROTO it does not know) is said unexplained"),
+        "wrong cause",
+        "'Verdict: FAIL Connections between nodes blocked (medium confidence)', exit 1: NCCL's 'socketPollConnect: "
+        "connect to 7.247.226.120 returned No route to host' is read as a firewall rejecting the connection (what an "
+        "iptables REJECT answers); that NCCL chose an interface (ens121f1np1) that does not route between the nodes, "
+        "because the host's /etc/nccl.conf is not seen in the container, is the worklog's account, not in the line"),
     "node-gaps67c-together-worklog-llama70b-pyxis-mkdir-home-permission-denied": Gap(
         "missed",
         "'Verdict: WARN Unexplained failure (low confidence)', exit 1: pyxis's 'mkdir: cannot create directory "
