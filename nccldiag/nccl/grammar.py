@@ -797,6 +797,15 @@ QUOTED_WARN_WORDS: Guarded = (
     ("ailed to extend /dev/shm/", r"[Ff]ailed to extend /dev/shm/\S"),
     ("Call to posix_fallocate failed", r"Call to posix_fallocate failed"),
     ("Call to shm_open failed", r"Call to shm_open failed"),
+    # its socket connects' failures (misc/socket.cc to v2.29, os/linux.cc since v2.30: 'socketStartConnect: Connect
+    # to %s failed : %s', 'socketPollConnect: Connect to %s returned %d(%s) errno %d(%s)', '%s: connect to %s returned
+    # %s, exceeded error retry count ...' and '%s: connect to %s failed : %s' with the function's name, 'socketPollConnect
+    # to %s failed with error %s'); not the INFO of a connect retried ('..., retrying (%d/%ld) after sleep ...')
+    ("StartConnect: ", r"(?:socket|ncclOsSocket)StartConnect: [Cc]onnect to \S{1,300} (?:failed : |"
+                       r"returned [A-Za-z ]{1,60}(?:, exceeded|$))"),
+    ("PollConnect: ", r"(?:socket|ncclOsSocket)PollConnect: [Cc]onnect to \S{1,300} (?:failed : |returned -?[0-9]{1,4}\(|"
+                      r"returned [A-Za-z ]{1,60}(?:, exceeded|$))"),
+    ("PollConnect to ", r"(?:socket|ncclOsSocket)PollConnect to \S{1,300} failed with error "),
 )
 _QUOTED_WARN = re.compile(_either(QUOTED_WARN_WORDS))
 _BARE_INFO = re.compile(r"(?:^|\s)NCCL INFO (?P<msg>.*)$")

@@ -494,4 +494,21 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "'Verdict: FAIL Connections between nodes blocked (low confidence)', exit 1: the bootstrap's connect that timed "
         "out 35 times is read as a firewall dropping the ports; that 7.247.226.174 is another node's storage-fabric NIC, "
         "not routable between the compute nodes, is the worklog's reading of its host names, not in the lines"),
+    "gpu-gaps67c-together-worklog-512gpu-illegal-memory-access-rank493-flaky-gpu-node-228": Gap(
+        "wrong cause",
+        "'Verdict: FAIL Failure reported by a node or a rank: gpu application fault (medium confidence)', exit 1: CUDA's "
+        "'an illegal memory access was encountered' is read as the program's own fault; that the same recipe ran clean "
+        "once node use3a-ss-b200-gpu-228 was excluded, so that its GPU 5 is flaky, is the worklog's account of later jobs, "
+        "not in the line"),
+    "net-gaps67c-together-worklog-llama70b-socketpollconnect-no-route-to-host-container-misses-nccl-conf": Gap(
+        "wrong cause",
+        "'Verdict: FAIL Connections between nodes blocked (medium confidence)', exit 1: NCCL's 'socketPollConnect: "
+        "connect to 7.247.226.120 returned No route to host' is read as a firewall rejecting the connection (what an "
+        "iptables REJECT answers); that NCCL chose an interface (ens121f1np1) that does not route between the nodes, "
+        "because the host's /etc/nccl.conf is not seen in the container, is the worklog's account, not in the line"),
+    "node-gaps67c-together-worklog-llama70b-pyxis-mkdir-home-permission-denied": Gap(
+        "missed",
+        "'Verdict: WARN Unexplained failure (low confidence)', exit 1: pyxis's 'mkdir: cannot create directory "
+        "'/home/johnson': Permission denied' is read as a system call that failed, not as the container runtime unable "
+        "to create the user's home on the compute node"),
 }

@@ -80,7 +80,12 @@ BEFORE = {
                              r"\bAER\b|\bmlx\d_(?:core|ib|en)\b|fallen off the bus|\bib_umad\b|nv-fabricmanager|"
                              r"[Ff]abric ?[Mm]anager"),
     "_QUOTED_WARN": ("bool", r"Error while creating shared memory segment \S|[Ff]ailed to extend /dev/shm/\S|"
-                             r"Call to posix_fallocate failed|Call to shm_open failed"),
+                             r"Call to posix_fallocate failed|Call to shm_open failed|"
+                             r"(?:socket|ncclOsSocket)StartConnect: [Cc]onnect to \S{1,300} (?:failed : |"
+                             r"returned [A-Za-z ]{1,60}(?:, exceeded|$))|"
+                             r"(?:socket|ncclOsSocket)PollConnect: [Cc]onnect to \S{1,300} (?:failed : |"
+                             r"returned -?[0-9]{1,4}\(|returned [A-Za-z ]{1,60}(?:, exceeded|$))|"
+                             r"(?:socket|ncclOsSocket)PollConnect to \S{1,300} failed with error "),
     "_RAS_START": ("bool", r"^\s*(?:NCCL version \S+ compiled with CUDA|Job summary\s*$|Communicators\.\.\."
                            r"|\{\s*$|\"communicators_count\"\s*:)"),
     "_NOTES.ib_no_active_port": ("bool", r"NET/IB ?: .*(?:no active|No active) port"),
