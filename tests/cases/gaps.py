@@ -494,21 +494,4 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "'Verdict: FAIL Connections between nodes blocked (low confidence)', exit 1: the bootstrap's connect that timed "
         "out 35 times is read as a firewall dropping the ports; that 7.247.226.174 is another node's storage-fabric NIC, "
         "not routable between the compute nodes, is the worklog's reading of its host names, not in the lines"),
-    "gpu-gaps67b-sidero114-talos-rtx2080s-open-nvidia-ko-data-center-gpus-only-rminitadapter-failed": Gap(
-        "wrong cause",
-        "'Verdict: FAIL GPU the driver could not initialise (high confidence)', exit 1: 'RmInitAdapter failed!' is read "
-        "as a GPU the driver could not initialise (gpu_lost_xid); the open module's 'Open nvidia.ko is only ready for use "
-        "on Data Center GPUs' before it, which names the reason (a GeForce GPU refused by the open module without "
-        "NVreg_OpenRmEnableUnsupportedGpus=1), is read by no row"),
-    "gpu-gaps67b-ogkm230-arch-open-nvidia-ko-data-center-gpus-only-rminitadapter-0x63-nvidia-drm": Gap(
-        "wrong cause",
-        "'Verdict: FAIL GPU the driver could not initialise (high confidence)', exit 1: 'RmInitAdapter failed! "
-        "(0x63:0x0:1905)' is read as a GPU the driver could not initialise (gpu_lost_xid); the NVRM lines before it "
-        "('Open nvidia.ko is only ready for use on Data Center GPUs', the 'OpenRmEnableUnsupportedGpus' parameter) are "
-        "read by no row"),
-    "gpu-gaps67b-gpuoperator1932-kata-guest-rtx4090-open-nvidia-ko-data-center-gpus-only": Gap(
-        "false all-clear",
-        "'Verdict: nothing broken', exit 0: the guest's 'NVRM: Open nvidia.ko is only ready for use on Data Center GPUs.' "
-        "beside the open module's loading line and a GeForce RTX 4090 in /proc/driver/nvidia is read by no row, and "
-        "no RmInitAdapter line follows it in the text"),
 }
