@@ -494,8 +494,4 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "'Verdict: FAIL Connections between nodes blocked (low confidence)', exit 1: the bootstrap's connect that timed "
         "out 35 times is read as a firewall dropping the ports; that 7.247.226.174 is another node's storage-fabric NIC, "
         "not routable between the compute nodes, is the worklog's reading of its host names, not in the lines"),
-    "node-gaps67a-nvforum-29107-hp-z420-k20c-fatal-pcie-error-completion-timeout-gen3-slots": Gap(
-        "false all-clear",
-        "'Verdict: nothing broken', exit 0: the workstation firmware's error screen ('928-Fatal PCIe error', 'PCIe error "
-        "detected Slot 5', 'Completion timeout') is no kernel AER line, and no row reads a firmware's PCIe error"),
 }
