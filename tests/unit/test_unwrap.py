@@ -21,9 +21,12 @@ POSTED_WRAPPED = "net-ib-gdr-disabled-not-supported-by-gpu-ibv-create-qp-failure
 # the posts broken at their blanks (each piece ends in the blank it was broken at): a mailing list's ifconfig
 # ('Hardware Adresse ' / '80-00-04-04-FE-80-...'), a bug tracker's mail of a build log ('fatal error: ' /
 # 'asm/orc_header.h: No such file or directory') and a forum's docker compose error ('OCI runtime create ' /
-# 'failed: runc create failed: ...'), each line of the program's one line
+# 'failed: runc create failed: ...'), each line of the program's one line; an engineering worklog's NCCL WARN broken
+# at its blanks ('... for function AllReduce ' / 'with datatype ncclFloat32. ...'), and a Talos issue's NVIDIA driver
+# notice pasted without its 'NVRM: ' prefixes, each piece ending in a blank ('... on other GPUs, see the ' /
+# ''OpenRmEnableUnsupportedGpus' kernel module parameter described'), which read as one sentence joined
 POSTED_FLOWED = ["posted-mpirun-ibv-devinfo-ifconfig-ulimit.txt", "posted-dkms-make-log.txt",
-                 "posted-docker-compose.txt"]
+                 "posted-docker-compose.txt", "posted-output.txt", "node-log.txt"]
 
 
 def _texts() -> List[Path]:
