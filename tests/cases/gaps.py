@@ -511,10 +511,4 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "'Verdict: WARN Unexplained failure (low confidence)', exit 1: pyxis's 'mkdir: cannot create directory "
         "'/home/johnson': Permission denied' is read as a system call that failed, not as the container runtime unable "
         "to create the user's home on the compute node"),
-    "cf-gaps68b-sth35951-mcx353a-flint-burn-fs2-device-image-mismatch-connectx3-a0": Gap(
-        "missed",
-        "'Verdict: WARN Unexplained failure (low confidence)', exit 1: flint's 'Burning FS2 image failed: Device/Image "
-        "mismatch: FW image file cannot be programmed to device ConnectX-3 A0, it is intended for: ConnectX-3 A1 only.', "
-        "quoted without its '-E- ' prefix, is read only as a program's 'X failed: <reason>'; the burn refusal for an image "
-        "of another chip revision, and mlxfwmanager's 'Status: No matching image found', are in no row"),
 }
