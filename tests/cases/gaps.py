@@ -523,10 +523,4 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "available PCIe bandwidth, limited by 16.0 GT/s PCIe x16 link at 0000:01:00.0' lines are named a degraded link, "
         "but as a warning only (a GPU behind a switch of an older generation is the platform's design, not a fault to "
         "stop a node for), so the CLI exits 0", exits_0=True),
-    "node-gaps68a-together-worklog-256gpu-grok1-opal-pmix3x-client-unreachable-container-pmix-v3-host-v4": Gap(
-        "missed",
-        "'Verdict: WARN Unexplained failure (low confidence)', exit 1: Open MPI's 'OPAL ERROR: Unreachable in file "
-        "pmix3x_client.c at line 111' is read as a program's error line; that the MPI process's PMIx client could not "
-        "initialise with the launcher's PMIx server (the container's PMIx v3 client against the host Slurm's PMIx v4) is "
-        "in no row"),
 }
