@@ -51,6 +51,7 @@ CHECKED = {
     "orte-lost-daemon": "ORTE has lost communication with a remote daemon.",
     "orte-daemons-not-started": "was unable to reliably start one or more daemons.",
     "mpirun-rank-exited-on-signal": "%s noticed that process rank %lu with PID %lu on node %s exited on signal %d",
+    "ompi-pmix-client-init-unreachable": "OPAL ERROR: %s in file %s at line %d",
     "openib-locked-memory": "allocate some locked memory.  This typically can indicate that the",
     "openib-retry-exceeded": "The InfiniBand retry count between two MPI processes has been",
     "openib-reg-mem-limit-low": "WARNING: It appears that your OpenFabrics subsystem is configured to only",
@@ -149,6 +150,9 @@ CHECKED = {
 # The message as a tool prints it, where a row's text is a part of it or its conversions take words: written for this
 # test from the text and the source around it (the values are made up).
 PRINTED = {
+    # OPAL_ERROR_LOG of OPAL_ERR_UNREACH in the pmix3x component's client init, the file as the build names it
+    "ompi-pmix-client-init-unreachable": "[node1:4242] OPAL ERROR: Unreachable in file "
+                                         "../../../../../opal/mca/pmix/pmix3x/pmix3x_client.c at line 111",
     "verbs-wc-status-retry-exceeded": "WARNING: mcxnex0: CQE transport retry counter exceeded",
     # UCX's rc_verbs transport printing a failed send's status (src/uct/ib/rc/verbs/rc_verbs_iface.c)
     "verbs-wc-status-access-error": "rc_verbs_iface.c:128  send completion with error: remote access error",
