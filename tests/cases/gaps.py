@@ -517,10 +517,4 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "(SeqNum 1, 120 s) is read as a hang to localise on the named nodes; that NCCL_NET_GDR_LEVEL=PHB, set with the "
         "AWS OFI plugin on Polaris, hangs every job beyond one node is the study's finding over its table of environment "
         "setups, and the variable is in no line of the paste"),
-    "node-gaps68a-mlengineering-h100-dmesg-pcie-bandwidth-limited-by-gen4-switch": Gap(
-        "right",
-        "'Verdict: WARN PCIe link errors or a degraded link (high confidence)', exit 0: the kernel's '252.048 Gb/s "
-        "available PCIe bandwidth, limited by 16.0 GT/s PCIe x16 link at 0000:01:00.0' lines are named a degraded link, "
-        "but as a warning only (a GPU behind a switch of an older generation is the platform's design, not a fault to "
-        "stop a node for), so the CLI exits 0", exits_0=True),
 }

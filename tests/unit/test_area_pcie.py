@@ -472,3 +472,14 @@ def test_an_hca_in_flash_recovery_fails_and_a_working_one_does_not():
     assert working.count("Infiniband controller") == 2
     assert not [x for x in pcie.judge(pcie.parse({"lspci": working}), node(gpus=0))
                 if x.check == "pcie.hca_flash_recovery"]
+
+
+def test_the_kernels_limited_by_lines_pasted_alone_name_the_pcie_link_as_a_warning():
+    """The kernel's 'limited by' lines of an H100 node behind gen4 switches (the shared fixture, read in place) given to
+    'nccldiag log' name the pcie-link cause, as a warning: the slower link may be the platform's design."""
+    from tests import realcases
+
+    ds = realcases.alarms_of([real.node(*LIMITED)])
+    assert ds and ds[0].id == "pcie-link" and ds[0].severity == "warn", [(d.id, d.severity, d.summary) for d in ds]
+    assert ds[0].category == "pcie_link_aer"
+    assert any("limited by 16.0 GT/s PCIe x16 link" in e.text for e in ds[0].evidence)
