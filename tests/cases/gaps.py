@@ -511,4 +511,22 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "'Verdict: WARN Unexplained failure (low confidence)', exit 1: pyxis's 'mkdir: cannot create directory "
         "'/home/johnson': Permission denied' is read as a system call that failed, not as the container runtime unable "
         "to create the user's home on the compute node"),
+    "net-gaps68d-crater-rdma-ib-read-bw-couldnt-allocate-mr-pod-memlock-64kb": Gap(
+        "missed",
+        "'Verdict: WARN Unexplained failure (low confidence)', exit 1: perftest's 'Couldn't allocate MR' (its "
+        "ibv_reg_mr refused) is read only as a program saying it could not do something; that the Pod's locked-memory "
+        "limit of 64 KB, the container runtime's default, kept the buffer from being registered is not named"),
+    "net-gaps68d-crater-rdma-vllm-nccl-socketprogress-closed-sigsegv-ncclproxyserviceuds-no-ipc-lock": Gap(
+        "wrong cause",
+        "'Verdict: FAIL A peer rank or its node went away on -master-0 (medium confidence)', exit 1: NCCL's "
+        "'socketProgress: Connection closed by remote peer' is read as this rank the victim of the worker's failure; "
+        "that neither Pod had the IPC_LOCK capability, so that the memory NCCL's IB transport registers could not be "
+        "locked, is the page's account of its Pod spec, in no line of the master's log (the worker's is not posted)"),
+    "net-gaps68d-sirzzang-blog-eks-sg-rules-removed-tcpstore-client-socket-timed-out-29500": Gap(
+        "wrong cause",
+        "'Verdict: FAIL Rendezvous (MASTER_ADDR:MASTER_PORT) unreachable (high confidence)', exit 1: the c10d store's "
+        "'waiting for clients. 1/2 clients joined' and the worker's connect to nccl-master:29500 that timed out are read "
+        "as the rendezvous unreachable; that the nodes' security-group rules between them had been removed, so that the "
+        "packets were dropped, is the post's own injected fault, not in the lines (a connect that times out is also what "
+        "a wrong address or a peer not yet up gives)"),
 }
