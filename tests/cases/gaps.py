@@ -511,11 +511,6 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "'Verdict: WARN Unexplained failure (low confidence)', exit 1: pyxis's 'mkdir: cannot create directory "
         "'/home/johnson': Permission denied' is read as a system call that failed, not as the container runtime unable "
         "to create the user's home on the compute node"),
-    "net-gaps68d-crater-rdma-ib-read-bw-couldnt-allocate-mr-pod-memlock-64kb": Gap(
-        "missed",
-        "'Verdict: WARN Unexplained failure (low confidence)', exit 1: perftest's 'Couldn't allocate MR' (its "
-        "ibv_reg_mr refused) is read only as a program saying it could not do something; that the Pod's locked-memory "
-        "limit of 64 KB, the container runtime's default, kept the buffer from being registered is not named"),
     "net-gaps68d-crater-rdma-vllm-nccl-socketprogress-closed-sigsegv-ncclproxyserviceuds-no-ipc-lock": Gap(
         "wrong cause",
         "'Verdict: FAIL A peer rank or its node went away on -master-0 (medium confidence)', exit 1: NCCL's "
