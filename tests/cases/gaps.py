@@ -517,4 +517,18 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "(SeqNum 1, 120 s) is read as a hang to localise on the named nodes; that NCCL_NET_GDR_LEVEL=PHB, set with the "
         "AWS OFI plugin on Polaris, hangs every job beyond one node is the study's finding over its table of environment "
         "setups, and the variable is in no line of the paste"),
+
+    "net-gaps68d-crater-rdma-vllm-nccl-socketprogress-closed-sigsegv-ncclproxyserviceuds-no-ipc-lock": Gap(
+        "wrong cause",
+        "'Verdict: FAIL A peer rank or its node went away on -master-0 (medium confidence)', exit 1: NCCL's "
+        "'socketProgress: Connection closed by remote peer' is read as this rank the victim of the worker's failure; "
+        "that neither Pod had the IPC_LOCK capability, so that the memory NCCL's IB transport registers could not be "
+        "locked, is the page's account of its Pod spec, in no line of the master's log (the worker's is not posted)"),
+    "net-gaps68d-sirzzang-blog-eks-sg-rules-removed-tcpstore-client-socket-timed-out-29500": Gap(
+        "wrong cause",
+        "'Verdict: FAIL Rendezvous (MASTER_ADDR:MASTER_PORT) unreachable (high confidence)', exit 1: the c10d store's "
+        "'waiting for clients. 1/2 clients joined' and the worker's connect to nccl-master:29500 that timed out are read "
+        "as the rendezvous unreachable; that the nodes' security-group rules between them had been removed, so that the "
+        "packets were dropped, is the post's own injected fault, not in the lines (a connect that times out is also what "
+        "a wrong address or a peer not yet up gives)"),
 }

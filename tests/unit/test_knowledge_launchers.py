@@ -105,6 +105,7 @@ CHECKED = {
     "perftest-connect-failed": "Couldn't connect to %s:%d",
     "perftest-socket-init-failed": " Unable to init the socket connection",
     "perftest-port-not-active": " Port number %d state is %s",
+    "perftest-reg-mr-failed": "Couldn't allocate MR",
     "pingpong-failed-status": "Failed status %s (%d) for wr_id %d",
     "pingpong-modify-qp-failed": "Failed to modify QP to RTR",
     "verbs-wc-status-retry-exceeded": "transport retry counter exceeded",
@@ -538,6 +539,20 @@ def test_a_message_that_names_no_cause_is_unexplained_never_an_all_clear():
     text = "[mpiexec@n1] =   BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES\n"
     got = _failing(log_inputs("job.out", text))
     assert got and got[0].category == "unexplained" and tool_message.ID not in {d.id for d in got}
+
+
+def test_perftests_refused_memory_registration_names_the_locked_memory_limit_only_for_enomem_or_no_errno():
+    """perftest's 'Couldn't allocate MR': v4.5 and older print the words alone (the real lines of tests/cases/net-gaps68d-
+    crater-...-memlock-64kb), releases since 2022 the errno; ENOMEM (12) is the kernel's refusal past RLIMIT_MEMLOCK,
+    another errno (14 EFAULT: GPU memory with no peer-memory module) is not read as the limit."""
+    old = "Couldn't allocate MR\nfailed to create mr\nFailed to create MR\n Couldn't create IB resources\n"
+    top = _failing(log_inputs("ib_read_bw.out", old))[0]
+    assert (top.id, top.category) == (tool_message.ID, "memlock_limit")
+    new = "Couldn't allocate MR with error=12\nfailed to create mr\nFailed to create MR\n Couldn't create IB resources\n"
+    assert _failing(log_inputs("ib_write_bw.out", new))[0].category == "memlock_limit"
+    efault = new.replace("error=12", "error=14")
+    assert toolmsg.row_of("Couldn't allocate MR with error=14") is None
+    assert "memlock_limit" not in {d.category for d in _failing(log_inputs("ib_write_bw.out", efault))}
 
 
 def test_a_slurm_time_limit_is_the_limits_not_a_nodes():
