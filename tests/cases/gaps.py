@@ -511,25 +511,4 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "'Verdict: WARN Unexplained failure (low confidence)', exit 1: pyxis's 'mkdir: cannot create directory "
         "'/home/johnson': Permission denied' is read as a system call that failed, not as the container runtime unable "
         "to create the user's home on the compute node"),
-    "gpu-gaps68c-olcf-summit-spectrum-mpi-cuda-ipc-memhandle-invalid-argument-gpus-split-by-cgroups": Gap(
-        "missed",
-        "'Verdict: FAIL Unexplained failure (low confidence)', exit 1: Spectrum MPI's '[0]Error opening IPC Memhandle from "
-        "peer:1, invalid argument' and its 'CUDA level IPC failure: this has been observed in environments where cgroups "
-        "separate the visible GPUs between ranks' are read only as a process that crashed on an invalid memory access "
-        "(the '*** Process received signal ***' at the end); a CUDA IPC handle refused between GPUs that cgroups split is "
-        "in no row"),
-    "net-gaps68c-ompi-users-7713-openib-rnr-retry-exceeded-status-13-ibcheckerrors-switch-port-symbol-errors": Gap(
-        "missed",
-        "'Verdict: FAIL Unexplained failure (low confidence)', exit 1, on ibcheckerrors' 'port all:  FAILED': the openib "
-        "BTL's 'error polling LP CQ with status RECEIVER NOT READY RETRY EXCEEDED ERROR status number 13' and its help "
-        "text for the 'receiver not ready' retry count are in no row, nor ibcheckerrors' counters beyond threshold"),
-    "node-gaps68c-cscs-cray-mpich-gpu-support-enabled-gtl-library-not-linked": Gap(
-        "missed",
-        "'Verdict: WARN Unexplained failure (low confidence)', exit 1: Cray MPICH's 'MPICH ERROR [Rank 0] ... "
-        "MPIDI_CRAY_init: GPU_SUPPORT_ENABLED is requested, but GTL library is not linked' is read only as a program "
-        "saying 'ERROR'"),
-    "node-gaps68c-olcf-summit-pmix-received-msg-header-size-too-large-ptl-base-max-msg-size": Gap(
-        "false all-clear",
-        "'Verdict: nothing to judge', exit 0: PMIx's 'A received msg header indicates a size that is too large:' with "
-        "its 'Requested size' and 'Size limit' and the advice to raise ptl_base_max_msg_size is read by no row"),
 }
