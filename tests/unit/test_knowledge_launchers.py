@@ -539,6 +539,22 @@ def test_gpudirect_tcpx_and_tcpxo_failures_name_the_net_plugin_and_their_routine
         assert toolmsg.row_of(line) is None, line
 
 
+def test_openibs_failed_completions_name_their_status_and_a_flushed_request_is_left_to_the_error_before_it():
+    def row(text):
+        return (toolmsg.row_of(text) or {}).get("id")
+    assert row("[[5963,1],13][btl_openib_component.c:2893:handle_wc] from node24 to: node11 error polling LP CQ with "
+               "status RECEIVER NOT READY RETRY EXCEEDED ERROR status number 13 for wr_id 37779456 opcode 0 qp_idx 0") \
+        == "openib-error-polling-cq"
+    assert row("[node7][[7,1],3][btl_openib_component.c:3644:handle_wc] from node7 to: node8 error polling HP CQ with "
+               "status RETRY EXCEEDED ERROR status number 12 for wr_id 7 opcode 0  vendor error 129 qp_idx 0") \
+        == "openib-error-polling-cq"
+    # Open MPI users list, 2009-05 (9329): the line as posted, wrapped after its status
+    assert row("error polling LP CQ with status RECEIVER NOT READY RETRY EXCEEDED ERROR") == "openib-error-polling-cq"
+    # a request flushed from a queue pair already in error follows the completion that failed it
+    assert row("[[7,1],3][btl_openib_component.c:3644:handle_wc] from node7 to: node8 error polling HP CQ with status "
+               "WORK REQUEST FLUSHED ERROR status number 5 for wr_id 7 opcode 0  vendor error 244 qp_idx 0") is None
+
+
 def test_a_message_that_names_no_cause_is_unexplained_never_an_all_clear():
     text = "[mpiexec@n1] =   BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES\n"
     got = _failing(log_inputs("job.out", text))
