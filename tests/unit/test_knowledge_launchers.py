@@ -54,6 +54,8 @@ CHECKED = {
     "ompi-pmix-client-init-unreachable": "OPAL ERROR: %s in file %s at line %d",
     "openib-locked-memory": "allocate some locked memory.  This typically can indicate that the",
     "openib-retry-exceeded": "The InfiniBand retry count between two MPI processes has been",
+    "openib-rnr-retry-exceeded": 'The OpenFabrics "receiver not ready" retry count on a per-peer',
+    "openib-error-polling-cq": "error polling %s with status %s ",
     "openib-reg-mem-limit-low": "WARNING: It appears that your OpenFabrics subsystem is configured to only",
     "btl-tcp-connect-no-route": "connect() to %s failed: %s (%d)",
     "btl-tcp-peer-no-route": "Unable to connect to the peer %s on port %d: %s",
@@ -100,6 +102,10 @@ CHECKED = {
     "slurmctld-prolog-error-reason": "Prolog error",
     "slurmctld-epilog-error-reason": "Epilog error",
     "slurm-task-launch-failed": "Task launch for %ps failed on node %s: %m",
+    "pmix-msg-size-too-large": "A received msg header indicates a size that is too large:",
+    "cray-mpich-gtl-not-linked": "MPIDI_CRAY_init: GPU_SUPPORT_ENABLED is requested, but GTL library is not linked",
+    "spectrum-mpi-cuda-ipc-cgroups": "CUDA level IPC failure: this has been observed in environments where cgroups "
+                                     "separate the visible GPUs between ranks.",
     "perftest-completion-error": " Completion with error at client",
     "perftest-failed-status": " Failed status-%s (%d): wr_id %d syndrom 0x%x",
     "perftest-connect-failed": "Couldn't connect to %s:%d",
@@ -258,6 +264,13 @@ PRINTED = {
     "openssh-connect-failed": "ssh: connect to host node2 port 22: Connection refused",
     "openssh-permission-denied": "user@node2: Permission denied (publickey,gssapi-keyex,gssapi-with-mic).",
     "openssh-banner-exchange-failed": "kex_exchange_identification: Connection closed by remote host",
+    # the openib BTL's completion handler (handle_wc) behind its process name, as Open MPI 1.3 printed it
+    "openib-error-polling-cq": "[[10802,1],32][btl_openib_component.c:2893:handle_wc] from node21 to: node11 error "
+                               "polling LP CQ with status RECEIVER NOT READY RETRY EXCEEDED ERROR status number 13 for "
+                               "wr_id 37784704 opcode 0 qp_idx 0",
+    "cray-mpich-gtl-not-linked": "MPICH ERROR [Rank 0] [job id 7.1] [Thu Feb 13 12:42:18 2025] [nid000007] - Abort(-1) "
+                                 "(rank 0 in comm 0): MPIDI_CRAY_init: GPU_SUPPORT_ENABLED is requested, but GTL library "
+                                 "is not linked",
     "btl-tcp-connect-link-local-peer": "  Message:    connect() to 169.254.7.7:1024 failed",
     "ld-so-shared-library-missing": "./build/all_reduce_perf: error while loading shared libraries: libnccl.so.2: cannot "
                                     "open shared object file: No such file or directory",
@@ -533,6 +546,22 @@ def test_gpudirect_tcpx_and_tcpxo_failures_name_the_net_plugin_and_their_routine
                  "enp12s0, 172.16.0.11<39187><-172.16.0.95<46723> rx rx ctrl timeout cnt 7331502, nanos 10000000585",
                  "full-debug2-test-1:4024:4048 [0] net_fastsocket.cc:765 NCCL WARN Cannot get incoming CPU."):
         assert toolmsg.row_of(line) is None, line
+
+
+def test_openibs_failed_completions_name_their_status_and_a_flushed_request_is_left_to_the_error_before_it():
+    def row(text):
+        return (toolmsg.row_of(text) or {}).get("id")
+    assert row("[[5963,1],13][btl_openib_component.c:2893:handle_wc] from node24 to: node11 error polling LP CQ with "
+               "status RECEIVER NOT READY RETRY EXCEEDED ERROR status number 13 for wr_id 37779456 opcode 0 qp_idx 0") \
+        == "openib-error-polling-cq"
+    assert row("[node7][[7,1],3][btl_openib_component.c:3644:handle_wc] from node7 to: node8 error polling HP CQ with "
+               "status RETRY EXCEEDED ERROR status number 12 for wr_id 7 opcode 0  vendor error 129 qp_idx 0") \
+        == "openib-error-polling-cq"
+    # Open MPI users list, 2009-05 (9329): the line as posted, wrapped after its status
+    assert row("error polling LP CQ with status RECEIVER NOT READY RETRY EXCEEDED ERROR") == "openib-error-polling-cq"
+    # a request flushed from a queue pair already in error follows the completion that failed it
+    assert row("[[7,1],3][btl_openib_component.c:3644:handle_wc] from node7 to: node8 error polling HP CQ with status "
+               "WORK REQUEST FLUSHED ERROR status number 5 for wr_id 7 opcode 0  vendor error 244 qp_idx 0") is None
 
 
 def test_a_message_that_names_no_cause_is_unexplained_never_an_all_clear():
