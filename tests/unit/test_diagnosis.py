@@ -211,6 +211,18 @@ def test_gpus_without_p2p_are_a_diagnosis_only_when_default_hangs():
     assert "no-p2p-hang" not in ids(diagnose(Inputs(check=check({"vm": healthy("vm")}), probe=hang)))
 
 
+def test_gpus_without_p2p_pasted_without_a_host_are_named_these_gpus():
+    """'nvidia-smi topo -p2p r' of two L4s (CNS), a real output with no host name beside it, given to 'nccldiag log':
+    the info names 'these GPUs', never 'the GPUs of :'."""
+    from nccldiag.sessions import log as session
+    from tests import real
+
+    ds = session.run([str(real.node("nvidia-smi-topo-p2p", "mleng-2x-l4-p2p-r-cns.txt"))], workers=1).diagnoses[0]
+    d = one(ds, "no-p2p-hang.by-design")
+    assert d.severity == "info" and "between these GPUs:" in d.summary and " of :" not in d.summary, d.summary
+    assert not [x for x in ds if x.severity in ("fail", "warn")]
+
+
 # ---- IB present, sockets used -----------------------------------------------------------------------------
 
 

@@ -25,8 +25,10 @@ def by_design(inp: Inputs) -> List[Diagnosis]:
     if not found:
         return []
     ev = [e for f in found for e in finding_evidence(f, 1)]
+    hosts = [h for h in findings_hosts(found) if h]
+    where = f"the GPUs of {', '.join(hosts)}" if hosts else "these GPUs"
     return [Diagnosis("no-p2p-hang.by-design", "GPUs without P2P (as designed)", "info",
-                      f"P2P is not offered between the GPUs of {', '.join(findings_hosts(found))}: NCCL uses its SHM "
+                      f"P2P is not offered between {where}: NCCL uses its SHM "
                       "transport between them, as expected for these GPUs", "high",
                       "the driver reports the GPU or chipset does not support P2P (GNS/CNS)",
                       "Nothing to fix. If a job hangs on these GPUs, run it with NCCL_P2P_DISABLE=1 and update NCCL.",
