@@ -87,7 +87,7 @@ def log(files, require_ib, expect, include_channels, verbose, color, workers, sp
         except UsageError as exc:
             click.echo(f"nccldiag: error: {exc}", err=True)
             sys.exit(2)
-    if outs.stdout_json and not read.facts.nccl_lines:
+    if outs.stdout_json and not read.facts.nccl_lines and not (read.pastes is not None and read.pastes.blocks):
         click.echo(f"nccldiag: {report.no_nccl_lines(read.facts)}", err=True)
     sys.exit(doc["exit_code"])
 

@@ -142,8 +142,11 @@ def render(doc: Dict[str, Any], con: Console, verbose: bool = False) -> None:
         verdict = Text("no failure", style="ok")
     con.print(Text.assemble("; ".join(parts) + "; ", verdict))
     if not f.get("nccl_lines"):
-        con.print(Text(_no_nccl_lines(bool(f.get("nccl_tests") or f.get("perftests")), bool(f.get("ras"))),
-                       style="warn"))
+        benchmarks, ras = bool(f.get("nccl_tests") or f.get("perftests")), bool(f.get("ras"))
+        if p.get("blocks") and not (benchmarks or ras):  # a node's outputs pasted alone: no job to rerun
+            con.print(Text("no NCCL lines: the text holds node outputs, judged above", style="dim"))
+        else:
+            con.print(Text(_no_nccl_lines(benchmarks, ras), style="warn"))
 
 
 def _processes(f: Dict[str, Any]) -> str:

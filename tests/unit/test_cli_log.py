@@ -154,6 +154,17 @@ def test_log_without_nccl_lines_says_so(tmp_path):
     assert r.exit_code == 0 and "NCCL_DEBUG=INFO" in r.output
 
 
+def test_a_node_output_pasted_alone_is_not_asked_for_nccl_debug():
+    """A real 'nvidia-smi topo -p2p r' given alone is a node's output, not a job run without NCCL_DEBUG: the summary
+    says its outputs were judged, and neither the table nor the JSON run asks for NCCL_DEBUG=INFO."""
+    node = real.node("nvidia-smi-topo-p2p", "mleng-2x-l4-p2p-r-cns.txt")
+    r = run(node, "--color", "never")
+    assert r.exit_code == 0 and "NCCL_DEBUG" not in r.output, r.output
+    assert "no NCCL lines: the text holds node outputs, judged above" in r.output
+    r = run(node, "--json", "-")
+    assert r.exit_code == 0 and "NCCL_DEBUG" not in r.output
+
+
 def test_nccl_tests_device_list_gives_ranks_and_hosts():
     # Real: an nccl-tests output posted in two parts, its '# Using devices' list in the first, no NCCL lines.
     from tests import realcases
