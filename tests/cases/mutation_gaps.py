@@ -341,6 +341,13 @@ KNOWN: Dict[Tuple[str, str], str] = {
     # third line: the last 15 lines keep modprobe's 'FATAL: Module nvidia not found', uname and find, said unexplained
     ("node-gaps67b-nvdocker365-kernel-3-13-0-116-runfile-driver-modprobe-fatal-module-nvidia-not-found", "tail-15"):
         "missed",
+    # rank 1's uncorrectable ECC error is above the last 15 lines, which keep rank 0's watchdog timeout and
+    # torchrun's SIGABRT: read as a hang of the ALLREDUCE, as the victim's lines alone say
+    ("gpu-gaps68d-sirzzang-blog-rtx-pro-6000-dbe-rank1-uncorrectable-ecc-rank0-watchdog-timeout", "tail-15"):
+        "wrong cause",
+    # the port Down and perftest's 'Port number 1 state is Down' are above the last 15 lines, which keep ibstat's
+    # Active ports and ib_write_bw given a bond device that does not exist ('IB device mlx5_bond_0 not found')
+    ("net-gaps68d-crater-rdma-a100-mlx5-0-port-down-disabled-ib-write-bw-state-down", "tail-15"): "missed",
 }
 
 #: the healthy runs given a fail/warn diagnosis once transformed: what is misread, and why

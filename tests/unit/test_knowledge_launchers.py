@@ -582,6 +582,9 @@ def test_perftests_refused_memory_registration_names_the_locked_memory_limit_onl
     efault = new.replace("error=12", "error=14")
     assert toolmsg.row_of("Couldn't allocate MR with error=14") is None
     assert "memlock_limit" not in {d.category for d in _failing(log_inputs("ib_write_bw.out", efault))}
+    # the words run together with the lines after them, as a page's paragraph copies them
+    assert toolmsg.row_of("$ ib_read_bw -q 30 10.0.0.1 Couldn't allocate MR failed to create mr") is not None
+    assert toolmsg.row_of("Couldn't allocate MR with error=14 failed to create mr") is None
 
 
 def test_a_slurm_time_limit_is_the_limits_not_a_nodes():

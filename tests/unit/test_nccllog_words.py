@@ -47,7 +47,8 @@ def specimen(word: str) -> str:
     lit, _, tail = word.partition("\0")
     return lit + {"": "", r"\s+(?:count|N)": " count", r"\s": " ", r"\d*\s": " ", r"\d+\s": "8 ",
                   "[0-9;]*m": "0m", r"\d{3} \d": "531 1", r"[1-9]\d\d \d": "109 1",
-                  r"[A-Z][A-Za-z]{2,40}(?:\(\))? (?:returned [1-9]|(?:call )?failed)": "GetDeviceCount returned 8"}[tail]
+                  r"[A-Z][A-Za-z]{2,40}(?:\(\))? (?:returned [1-9]|(?:call )?failed)": "GetDeviceCount returned 8",
+                  r"\w{1,12} image failed: ": "FS3 image failed: "}[tail]
 
 
 def facts_json(facts) -> str:
