@@ -120,6 +120,8 @@ CHECKED = {
     "slurm-gres-conf-duplicate-records": "gres.conf duplicate records for %s",
     "dcgm-exporter-profiling-not-supported": "Profiling is not supported for this group of GPUs or GPU",
     "dcgm-exporter-module-not-loaded": "This request is serviced by a module of DCGM that is not currently loaded",
+    "rdma-shared-dp-no-rdma-devices-for-resource": "Warning: no Rdma Devices were found for resource %s",
+    "rdma-shared-dp-missing-rdma-device-spec": "missing RDMA device spec for device %s, %v",
     "dcgm-diag-mig-incompatible": "'s MIG configuration is incompatible with the diagnostic because it prevents access to "
                                   "the entire GPU.",
     "kubelet-devices-unavailable": "requested number of devices unavailable for %s. Requested: %d, Available: %d",
@@ -223,6 +225,11 @@ PRINTED = {
                                 "combination specified",
     "perftest-failed-status": " Failed status 12: wr_id 0 syndrom 0x81",
     "perftest-port-not-active": " Port number 1 state is Down",
+    # the plugin's log in Mellanox/k8s-rdma-shared-dev-plugin issue 44
+    "rdma-shared-dp-no-rdma-devices-for-resource": "2023/09/02 06:23:37 Warning: no Rdma Devices were found for "
+                                                   "resource hpc_shared_devices_h",
+    "rdma-shared-dp-missing-rdma-device-spec": '2023/09/02 06:23:37 error creating new device: "missing RDMA device '
+                                               'spec for device 0000:ec:00.0, RDMA device \\"issm\\" not found"',
     "pingpong-failed-status": "Failed status transport retry counter exceeded (12) for wr_id 2",
     "mpirun-rank-exited-on-signal": "mpirun noticed that process rank 3 with PID 4242 on node node1 exited on signal 9 "
                                     "(Killed).",
@@ -692,3 +699,16 @@ def test_slurm_prolog_failures_name_the_prolog_and_an_option_left_alone_is_no_mi
     assert lexicon.shape_of("scripts_llama/order_1.sh: line 45: --disable_tqdm: command not found") is not None
     assert toolmsg.row_of("salloc: Job allocation 5 has been revoked.") is None
     assert toolmsg.row_of("[2019-03-26T16:56:05.014] _run_prolog: prolog with lock for job 6 ran for 1 seconds") is None
+
+
+def test_the_rdma_shared_device_plugins_empty_resource_names_the_rdma_device_and_a_nic_it_dropped_alone_nothing():
+    """The RDMA shared device plugin's log (Mellanox/k8s-rdma-shared-dev-plugin issue 44): a resource served with no
+    device names rdma_device_not_in_container; 'missing RDMA device spec' for a NIC, printed for every network device
+    without RDMA before the selectors apply (tests/cases net-gaps68e-...), counts only beside it."""
+    dropped = ('2023/09/02 06:23:37 error creating new device: "missing RDMA device spec for device 0000:ec:00.0, '
+               'RDMA device \\"issm\\" not found"\n')
+    empty = "2023/09/02 06:23:37 Warning: no Rdma Devices were found for resource hpc_shared_devices_h\n"
+    assert tool_message.ID not in {d.id for d in _failing(log_inputs("plugin.log", dropped))}
+    got = _failing(log_inputs("plugin.log", dropped + empty))
+    assert (got[0].id, got[0].category) == (tool_message.ID, "rdma_device_not_in_container"), \
+        [(d.id, d.category) for d in got]
