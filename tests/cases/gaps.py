@@ -531,15 +531,4 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "as the rendezvous unreachable; that the nodes' security-group rules between them had been removed, so that the "
         "packets were dropped, is the post's own injected fault, not in the lines (a connect that times out is also what "
         "a wrong address or a peer not yet up gives)"),
-    "net-gaps68f-vllm12997-ray-r1-worker-gloo-unable-to-find-address-for-eth0": Gap(
-        "missed",
-        "'Verdict: FAIL Unexplained failure (low confidence)', exit 1: gloo's '[enforce fail at "
-        "../third_party/gloo/gloo/transport/tcp/device.cc:83] ifa != nullptr. Unable to find address for: eth0' is "
-        "quoted as an unrecognised error line; that GLOO_SOCKET_IFNAME names an interface the worker node does not "
-        "have is not read from it"),
-    "net-gaps68f-awsdoeks51-vllm-lws-gloo-socket-ifname-nccl-exclusion-list-unable-to-find-address-for-lo": Gap(
-        "missed",
-        "'Verdict: FAIL Unexplained failure (low confidence)', exit 1: gloo's 'ifa != nullptr. Unable to find address "
-        "for: ^lo' is quoted as an unrecognised error line; that GLOO_SOCKET_IFNAME was given NCCL's exclusion list, "
-        "which gloo takes for an interface name, is not read from it"),
 }
