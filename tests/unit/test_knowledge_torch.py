@@ -45,6 +45,7 @@ FILL = {
     "gloo-pair-connect": ["[10.0.0.2]:1927", "Connection refused"],
     "gloo-read-error": ["[10.0.0.2]:58054", "Connection reset by peer"],
     "gloo-connect-full-mesh": ["[../third_party/gloo/gloo/transport/tcp/pair.cc:144] no error"],
+    "gloo-iface-not-found": ["../third_party/gloo/gloo/transport/tcp/device.cc:83", "eth0"],
     "elastic-signal": ["9", "SIGKILL", "1234"],
     "store-host-not-found": ["Name or service not known"],
     "mp-process-exited": ["1", "SIGKILL", "0", "1"],
@@ -269,6 +270,27 @@ def test_gloos_own_connect_error_is_the_gloo_cause_and_loopback_stays_the_name()
             "  what():  [/opt/conda/conda-bld/pytorch_1544084119927/work/third_party/gloo/gloo/transport/tcp/pair.cc:724]"
             " connect [127.0.1.1]:3210: Connection refused\n")
     assert _failing(log_inputs("node1.log", text))[0].category == "hostname_resolution"
+
+
+def test_gloo_socket_ifname_naming_no_interface_of_the_node_is_its_own_cause():
+    """gloo's lookupAddrForIface enforce, as a Ray worker of vLLM printed it (vllm-project/vllm#12997) and for NCCL's
+    exclusion list given to GLOO_SOCKET_IFNAME (aws-samples/aws-do-eks#51); beside a failed full mesh it is the cause."""
+    text = ("(RayWorkerWrapper pid=317, ip=10.68.27.14) ERROR 02-11 22:51:15 worker_base.py:574] RuntimeError: [enforce"
+            " fail at ../third_party/gloo/gloo/transport/tcp/device.cc:83] ifa != nullptr. Unable to find address for:"
+            " eth0 [repeated 6x across cluster]\n")
+    inp = log_inputs("worker.log", text)
+    assert [e.check for e in E.events(inp)] == ["torch.gloo-iface-not-found"]
+    top = _failing(inp)[0]
+    assert (top.id, top.category) == ("gloo-socket-ifname", "socket_ifname_wrong")
+    text = ("RuntimeError: [enforce fail at .../gloo/transport/tcp/device.cc:84]\n"
+            "  ifa != nullptr. Unable to find address for: ^lo\n"
+            "[rank8]: RuntimeError: Gloo connectFullMesh failed with [../third_party/gloo/gloo/transport/tcp/pair.cc:144]"
+            " no error\n")
+    ids = [d.id for d in _failing(log_inputs("pod.log", text))]
+    assert ids[0] == "gloo-socket-ifname" and "gloo-full-mesh" not in ids
+    # gloo's hostname lookup words its failure alike behind another condition: not an interface name
+    text = "RuntimeError: [enforce fail at ../gloo/transport/tcp/device.cc:146] rp != nullptr. Unable to find address for: node7\n"
+    assert "gloo-socket-ifname" not in [d.id for d in _failing(log_inputs("train.log", text))]
 
 
 def test_gloo_behind_a_name_resolving_to_loopback_is_the_name():
