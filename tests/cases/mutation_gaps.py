@@ -348,6 +348,13 @@ KNOWN: Dict[Tuple[str, str], str] = {
     # the port Down and perftest's 'Port number 1 state is Down' are above the last 15 lines, which keep ibstat's
     # Active ports and ib_write_bw given a bond device that does not exist ('IB device mlx5_bond_0 not found')
     ("net-gaps68d-crater-rdma-a100-mlx5-0-port-down-disabled-ib-write-bw-state-down", "tail-15"): "missed",
+    # gloo's enforce message broken by its poster after the file and line: its second line ('ifa != nullptr. Unable to
+    # find address for: ^lo') is no line of the lexicon, so only the 'RuntimeError: [enforce fail at ...]' is left
+    ("net-gaps68f-awsdoeks51-vllm-lws-gloo-socket-ifname-nccl-exclusion-list-unable-to-find-address-for-lo",
+     "lexicon-only"): "missed",
+    # seven Ray-labelled lines run together into one record of 1.3 KB, not cut back at Ray's labels: an error line is
+    # kept to its first 1,000 characters (nccl/facts.py MAX_ERROR_TEXT) and gloo's words come after them
+    ("net-gaps68f-vllm12997-ray-r1-worker-gloo-unable-to-find-address-for-eth0", "paragraphs"): "missed",
 }
 
 #: the healthy runs given a fail/warn diagnosis once transformed: what is misread, and why
