@@ -845,12 +845,24 @@ def _down_finding(p: IbPort, active_others: int, total: int) -> Finding:
     rest = (f"; {active_others} of the node's {total} ports Active" if total > 1 else "")
     actual = f"{p.state}/{p.phys_state or '?'}"
     ev = _evidence(p)
-    if p.phys_state == "Disabled":
-        how = (f"`ip link set {p.netdev or 'NETDEV'} up`, NETDEV being the port's netdev" if p.roce else
-               f"`ibportstate -C {p.device} -P {p.port} -D 0 {p.port} enable`")
+    if p.phys_state == "Disabled" and p.roce:
+        # the RoCE drivers of mlx4, mlx5, bnxt_re, irdma, qedr and mana read an Ethernet port Active/LinkUp only when
+        # its netdev is running with carrier, and Down/Disabled otherwise: switched off and unplugged read the same
+        dev = p.netdev or "NETDEV"
         return warn(NAME, "ib.port_state",
-                    f"{where}: {shown}: the port is administratively disabled (RoCE: its netdev is down; IB: disabled "
-                    f"by software), not a cabling fault; NCCL skips it, so this node has one RDMA port fewer{rest}",
+                    f"{where}: {shown}: the port has no link: its netdev is switched off or has no carrier (no cable "
+                    f"or module, or the switch port down), which a RoCE port's driver reads as Disabled alike; NCCL "
+                    f"skips it, so this node has one RDMA port fewer{rest}",
+                    actual=actual, expected="Active/LinkUp", evidence=ev,
+                    fix=f"`ip link show {dev}` tells which: state DOWN is switched off (`ip link set {dev} up` if the "
+                        f"port should carry traffic), NO-CARRIER has no link (check the cable, module and switch port; "
+                        f"{_link_tool(p, 'the module and the link')}). If the port is unused on purpose, exclude it "
+                        "with NCCL_IB_HCA on every node so that all nodes use the same ports.")
+    if p.phys_state == "Disabled":
+        how = f"`ibportstate -C {p.device} -P {p.port} -D 0 {p.port} enable`"
+        return warn(NAME, "ib.port_state",
+                    f"{where}: {shown}: the port is administratively disabled (disabled by software), not a "
+                    f"cabling fault; NCCL skips it, so this node has one RDMA port fewer{rest}",
                     actual=actual, expected="Active/LinkUp", evidence=ev,
                     fix=f"If the port should carry traffic, enable it ({how}) and re-check: it must then reach "
                         "Active/LinkUp. If it is unused on purpose, exclude it with NCCL_IB_HCA on every node so that "

@@ -143,8 +143,10 @@ def test_ibstat_roce_down_polling_fails_and_disabled_warns():
     assert "ibstat mlx5_11 port 1: State: Down" in bad.evidence
     assert "mlxlink -d mlx5_11" in bad.fix
     dis = states["mlx5_5 port 1 (Ethernet)"]
-    assert dis.status is Status.WARN and "administratively disabled" in dis.message
-    assert "NCCL_IB_HCA" in dis.fix
+    # a RoCE port reads Disabled switched off or unplugged alike: the fix tells the two apart
+    assert dis.status is Status.WARN and "switched off or has no carrier" in dis.message
+    assert "administratively" not in dis.message
+    assert "NCCL_IB_HCA" in dis.fix and "`ip link show" in dis.fix and "NO-CARRIER" in dis.fix
     # 100G ConnectX-6 Dx frontend ports are not compared with the 400G ConnectX-7 rails
     assert statuses(found, "ib.port_rate") == ["ok"]
     assert ib.summarize(f)["active_ports"] == "6x 400 Gb/s RoCE, 4x 100 Gb/s RoCE"

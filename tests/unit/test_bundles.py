@@ -177,7 +177,7 @@ def test_roce_port_polling_fails_and_disabled_port_warns(tmp_path):
         ("warn", "mlx5_5 port 1 (Ethernet)"),
         ("fail", "mlx5_11 port 1 (Ethernet)"),
     ]
-    assert "administratively disabled" in ports[0]["message"] and "no link partner" in ports[1]["message"]
+    assert "switched off or has no carrier" in ports[0]["message"] and "no link partner" in ports[1]["message"]
     # 400G ConnectX-7 and 100G ConnectX-6 Dx ports are compared within their own model
     assert status_of(rep, "ib.port_rate") == ["ok"]
     assert status_of(rep, "ib.roce_gid") == ["skip"]

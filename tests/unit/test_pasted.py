@@ -129,6 +129,16 @@ def test_a_polling_port_pasted_alone_is_named_a_port_down():
     assert not any("mlx5_5" in e.text for e in d[0].evidence)  # Disabled: switched off on purpose, not named
 
 
+def test_a_roce_port_disabled_on_a_node_with_no_port_active_pasted_alone_is_named_a_port_down():
+    # a real paste (tests/cases): a ConnectX-3's only port, Ethernet, Down/Disabled with no cable; a RoCE port's
+    # driver reads Disabled switched off or unplugged alike, and no other port of the node has a link
+    case = (Path(__file__).resolve().parents[1] / "cases"
+            / "net-pastebin-8zwb-ibstat-cx3-ethernet-port-down-disabled-no-cable")
+    d = alarms((case / "posted-paste.txt").read_text(encoding="utf-8"))
+    assert d[0].category == "ib_port_down" and d[0].severity == "warn"
+    assert any("mlx4_0 port 1" in e.text for e in d[0].evidence)
+
+
 @pytest.mark.parametrize("name", ["gpud-h100-ib-ndr-3-down-disabled.txt",
                                   "gpud99-cx6dx-down-disabled-truncated-by-poster.txt"])
 def test_disabled_ports_pasted_alone_are_not_named_a_port_down(name):

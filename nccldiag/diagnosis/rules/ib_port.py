@@ -69,7 +69,8 @@ def _in_use(inp: Inputs, pasted: List[Finding]) -> Tuple[List[Finding], List[Fin
     """The pasted port-state findings of ports the paste shows in use: a port Down and not ``Disabled`` (a port
     switched off is off on purpose), unless another port of the same adapter (one CA, or one System image GUID:
     the two ports of a dual-port card are two CAs of one GUID) is Active, which makes it the adapter's spare port,
-    perhaps without a cable on purpose. A host's facts are its last reading of each output: a port found Down by
+    perhaps without a cable on purpose. A RoCE port reads ``Disabled`` with its netdev switched off or without carrier
+    alike (the mlx4, mlx5, bnxt_re, irdma, qedr and mana drivers): it is in use where no port of the node is Active. A host's facts are its last reading of each output: a port found Down by
     one reading and Active in the facts was pasted twice or more with its state changing (``rdma link`` run again
     while the link flaps); it is in use, and comes second in what is returned too. A pasted kernel log's links
     flapping (a link or cable module up and down again as many times as the link-flap check fails on) are in use."""
@@ -93,7 +94,11 @@ def _in_use(inp: Inputs, pasted: List[Finding]) -> Tuple[List[Finding], List[Fin
             out.append(f)
             back.append(f)
             continue
-        if port is None or port.active or port.phys_state == "Disabled" or port.state is None:
+        if port is None or port.active or port.state is None:
+            continue
+        if port.phys_state == "Disabled" and (not port.roce or any(p.active for p in ports)):
+            # an IB port Disabled was switched off; a RoCE port reads Disabled switched off or unplugged alike,
+            # in use where no RDMA port of the node has a link
             continue
         siblings = [p for p in ports if p is not port and (p.device == port.device or (
             port.system_guid and p.system_guid == port.system_guid))]
