@@ -89,7 +89,7 @@ def events(inp: Inputs) -> List[Event]:
     known = getattr(inp, "_events", None)
     if known is None:
         known = _wedged(_of_findings(inp.all_findings()) + _of_lines(inp) + _of_cuda(inp))
-        known += _of_torch(inp)
+        known += _of_torch(inp) + _of_ps(inp)
         inp._events = known  # type: ignore[attr-defined]
     return known
 
@@ -512,6 +512,30 @@ def nccl_warns(inp: Inputs) -> List[Event]:
 
 
 _ANY = re.compile(r"\S")
+
+
+PS = "ps"  # the paste kind of process listings (paste/kinds/ps.py)
+
+
+def _of_ps(inp: Inputs) -> List[Event]:
+    """Processes a pasted ``ps`` or ``top`` listing shows in uninterruptible sleep (state D): stuck in the kernel,
+    most often waiting on a file system or a device (the ``io_hang`` the kernel's hung-task lines tell at length);
+    one listing does not say for how long, hence a warning."""
+    out: List[Event] = []
+    for b in (inp.pasted.blocks if inp.pasted is not None else ()):
+        if b.kind != PS:
+            continue
+        lines = b.text.splitlines()
+        for i, pid, state, cmd in signs.ps_stuck(b.text):
+            at = Loc(b.path, b.lineno + i, b.host)
+            what = (f"{cmd} (pid {pid}) in state {state} when the listing was taken: uninterruptible sleep in the "
+                    "kernel, most often waiting on a file system or a device")
+            out.append(Event("io_hang", "warn", what, C.Clue("kernel", what, at, lines[i].strip(), b.host),
+                             "ps.uninterruptible", confidence="medium",
+                             fix="Read where it waits: cat /proc/<pid>/stack and the kernel's hung-task lines "
+                                 "(dmesg | grep 'blocked for more than') name the file system or device; a second "
+                                 "listing a minute later shows whether it stays in D."))
+    return out
 
 
 def _of_torch(inp: Inputs) -> List[Event]:

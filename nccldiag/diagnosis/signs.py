@@ -328,6 +328,59 @@ def in_collective(fn: str, path: str) -> bool:
     return fn in COLLECTIVES and "distributed" in path
 
 
+# ---- ps and top: processes in uninterruptible sleep -----------------------------------------------------------
+
+_PS_LAST = ("COMMAND", "CMD", "COMM", "ARGS")  # the command column, last: its text may hold spaces
+_PS_STATE = ("STAT", "S")  # ps's STAT (BSD: 'Dl', 'Rsl') and S (-l, -o s: one letter); top's S
+_PS_SIZE = ("VSZ", "SZ", "VIRT")  # 0 for a kernel thread, which has no user memory
+# NVIDIA's own tools and services: one blocked in the driver is the GPU's or the driver's, not I/O
+_NVIDIA_TOOL = re.compile(r"\[?(?:nvidia-[\w-]{1,30}|nv-hostengine|NvmlTaskRunner|dcgm[\w-]{0,30})\b")
+
+
+def ps_header(text: str) -> Optional[List[str]]:
+    """The column names of a ``ps`` or ``top`` header that has a process id, a state and the command last."""
+    if len(text) > 400:
+        return None
+    names = text.split()
+    if not 3 <= len(names) <= 30 or names[-1] not in _PS_LAST or "PID" not in names:
+        return None
+    return names if any(n in _PS_STATE for n in names) else None
+
+
+def ps_row(text: str) -> bool:
+    """Whether a line reads as a row of a process listing: three fields or more, a number among the first four."""
+    fields = text.split(None, 4)
+    return len(fields) >= 3 and any(f.isdigit() for f in fields[:4])
+
+
+def ps_stuck(text: str) -> List[Tuple[int, str, str, str]]:
+    """The processes of a ``ps``/``top`` listing in uninterruptible sleep (a state starting with ``D``):
+    ``(line offset in the text, pid, state, command)``. Kernel threads (no user memory: a size column of 0, or a
+    command in brackets) and NVIDIA's own tools (blocked in the driver, not in I/O) are left out."""
+    out: List[Tuple[int, str, str, str]] = []
+    names: Optional[List[str]] = None
+    for i, line in enumerate(text.splitlines()):
+        head = ps_header(line)
+        if head is not None:
+            names = head
+            continue
+        if names is None:
+            continue
+        fields = line.split(None, len(names) - 1)
+        if len(fields) != len(names):
+            continue
+        row = dict(zip(names, fields))
+        state = row.get("STAT", row.get("S", ""))
+        pid = row.get("PID", "")
+        cmd = fields[-1].strip()
+        if not state.startswith("D") or not pid.isdigit() or len(state) > 8:
+            continue
+        if cmd.startswith("[") or any(row.get(n) == "0" for n in _PS_SIZE) or _NVIDIA_TOOL.match(cmd):
+            continue
+        out.append((i, pid, state, cmd[:200]))
+    return out
+
+
 # ---- RDMA registrations and the locked-memory limit -----------------------------------------------------------
 
 # the verbs calls that pin memory or create queues: a low memlock limit, or the HCA's resources, make them fail

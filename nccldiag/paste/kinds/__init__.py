@@ -47,6 +47,7 @@ KINDS = (
     "bugreport",
     "job_monitor",
     "pyspy",
+    "ps",
     "python_env",
 )
 
