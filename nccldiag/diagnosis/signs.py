@@ -333,6 +333,9 @@ def in_collective(fn: str, path: str) -> bool:
 _PS_LAST = ("COMMAND", "CMD", "COMM", "ARGS")  # the command column, last: its text may hold spaces
 _PS_STATE = ("STAT", "S")  # ps's STAT (BSD: 'Dl', 'Rsl') and S (-l, -o s: one letter); top's S
 _PS_SIZE = ("VSZ", "SZ", "VIRT")  # 0 for a kernel thread, which has no user memory
+# a column's name as ps and top print it: capitals, digits and '%+:_-' ('%CPU', 'TIME+', 'WCHAN'); a label before
+# the header ('(RayTrainWorker pid=1234, ...)', a time) makes the line no header, read behind the label
+_PS_COLUMN = re.compile(r"[%A-Z][A-Z0-9%+:_-]{0,15}")
 # NVIDIA's own tools and services: one blocked in the driver is the GPU's or the driver's, not I/O
 _NVIDIA_TOOL = re.compile(r"\[?(?:nvidia-[\w-]{1,30}|nv-hostengine|NvmlTaskRunner|dcgm[\w-]{0,30})\b")
 
@@ -343,6 +346,8 @@ def ps_header(text: str) -> Optional[List[str]]:
         return None
     names = text.split()
     if not 3 <= len(names) <= 30 or names[-1] not in _PS_LAST or "PID" not in names:
+        return None
+    if not all(_PS_COLUMN.fullmatch(n) for n in names):
         return None
     return names if any(n in _PS_STATE for n in names) else None
 

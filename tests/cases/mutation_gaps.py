@@ -73,6 +73,22 @@ WHY: Dict[str, str] = {
     "indent-tab": (
         "a command indented by a tab is not found at the start of its line: the output under it is not read as its "
         "output (a 'cat' of NCCL's configuration file)"),
+    "lineno-dot": (
+        "a text posted with a paste site's line numbers already: a second numbering over them is taken off once, "
+        "and the site's number left before the node's output hides the output's first key"),
+    "lineno-pipe": (
+        "a text posted with a paste site's line numbers already: an editor's 'N | ' over them is taken off, and the "
+        "site's number left before the node's output hides the output's first key"),
+    "list-dash": (
+        "a text posted with a paste site's line numbers already: a list marker before them is taken off, and a line "
+        "number is not read behind a list marker (a list's '- 3 GPUs' is no numbered line)"),
+    "list-star": (
+        "a text posted with a paste site's line numbers already: a list marker before them is taken off, and a line "
+        "number is not read behind a list marker (a list's '* 3 GPUs' is no numbered line)"),
+    "stack-srun": (
+        "a text posted with a paste site's line numbers already: a forum's number, srun's label and a time before "
+        "them are taken off, and a second line number is not read behind the first (the site's number is left before "
+        "the node's output and hides its first key)"),
 }
 
 #: (case id, transformation) -> its outcome today
@@ -355,6 +371,24 @@ KNOWN: Dict[Tuple[str, str], str] = {
     # seven Ray-labelled lines run together into one record of 1.3 KB, not cut back at Ray's labels: an error line is
     # kept to its first 1,000 characters (nccl/facts.py MAX_ERROR_TEXT) and gloo's words come after them
     ("net-gaps68f-vllm12997-ray-r1-worker-gloo-unable-to-find-address-for-eth0", "paragraphs"): "missed",
+    # the posted text carries pastebin's own line numbers ('  10. State: Down'): a second numbering, a list marker or
+    # a launcher's label with a number before them is a second decoration over the first, and the reader takes a line
+    # number off once, never behind a list marker; ibstat's block is not read, its 'State: Down' said unexplained.
+    # The last 15 lines are 'mst status' and the first lines of ibv_devinfo, with no port state in them; the
+    # lexicon's lines alone, or the lines run together, keep 'State: Down' with no ibstat around it
+    ("net-pastebin-8zwb-ibstat-cx3-ethernet-port-down-disabled-no-cable", "tail-15"): "false all-clear",
+    ("net-pastebin-8zwb-ibstat-cx3-ethernet-port-down-disabled-no-cable", "lineno-dot"): "missed",
+    ("net-pastebin-8zwb-ibstat-cx3-ethernet-port-down-disabled-no-cable", "lineno-pipe"): "missed",
+    ("net-pastebin-8zwb-ibstat-cx3-ethernet-port-down-disabled-no-cable", "list-dash"): "missed",
+    ("net-pastebin-8zwb-ibstat-cx3-ethernet-port-down-disabled-no-cable", "list-star"): "missed",
+    ("net-pastebin-8zwb-ibstat-cx3-ethernet-port-down-disabled-no-cable", "stack-srun"): "missed",
+    ("net-pastebin-8zwb-ibstat-cx3-ethernet-port-down-disabled-no-cable", "stack-lineno-rank"): "missed",
+    ("net-pastebin-8zwb-ibstat-cx3-ethernet-port-down-disabled-no-cable", "lexicon-only"): "missed",
+    ("net-pastebin-8zwb-ibstat-cx3-ethernet-port-down-disabled-no-cable", "paragraphs"): "missed",
+    # the process listing is no line of the lexicon, and run together its header is no header: the rank in state D
+    # is not read, and the strace/py-spy 'Operation not permitted' lines are said unexplained
+    ("node-m4-runlog-tr141-ps-auxc-python-dl-gpfs-froze-rank0", "lexicon-only"): "missed",
+    ("node-m4-runlog-tr141-ps-auxc-python-dl-gpfs-froze-rank0", "paragraphs"): "missed",
 }
 
 #: the healthy runs given a fail/warn diagnosis once transformed: what is misread, and why

@@ -75,3 +75,14 @@ def test_headers_that_are_not_process_listings_are_not_read():
     smi = "|  GPU   GI   CI        PID   Type   Process name                            GPU Memory |"
     assert signs.ps_header(smi) is None
     assert signs.ps_header("PID STAT " + "x " * 300 + "COMMAND") is None
+
+
+@pytest.mark.parametrize("label", ["(RayTrainWorker pid=1234, ip=10.0.0.5) ", "2024-01-01 12:00:00,123 - trainer - INFO - ",
+                                   "[rank0]: "])
+def test_a_listing_behind_a_label_on_every_line_is_read_behind_it(label):
+    # the logbook's listing with a worker's, a logger's or a launcher's label before each line: the header with
+    # the label before it is no header (the label's words are no columns), the header behind it is
+    text = "".join(label + t + "\n" for t in STUCK.read_text(encoding="utf-8").splitlines())
+    assert signs.ps_header(label + "USER PID %CPU %MEM VSZ RSS TTY STAT START TIME COMMAND") is None
+    d = alarms(text)
+    assert d[0].category == "io_hang" and "pid 280058" in d[0].summary
