@@ -206,7 +206,13 @@ def classify(job: Job, threshold: Optional[float], ratio: Optional[float] = None
         if job.status == "hang":
             limit = timeout if timeout is not None else job.elapsed
             kind = job.unfinished or unfinished_kind(job.progress, job.elapsed, limit)  # NOT_STARTED, or how it moved
-            return moving_kind(job, threshold, limit) if kind == SLOW else kind
+            if kind == SLOW:
+                return moving_kind(job, threshold, limit)
+            if kind == STALLED and moving_kind(job, threshold, limit) == SLOW:
+                # it moved below its round's rate, then paused: a slow link's pause (TCP backing off on a link
+                # whose queue overflows), told by the rate it moved at; a stall is a stop after a healthy rate
+                return SLOW
+            return kind
         return ERROR
     if threshold is not None and job.busbw is not None and len(job.nodes) > 1 and job.busbw < threshold:
         return LOSSY if ratio is not None and ratio >= LOSSY_RATIO else SLOW
@@ -391,7 +397,9 @@ def job_line(j: Job) -> str:
         moved = f"not done at the deadline; {len(j.progress)} sign(s) of progress"
         if j.progress:
             moved += f", the last {max(0.0, j.elapsed - max(j.progress)):.0f} s before its end"
+        paused = j.unfinished == STALLED  # it moved, then paused long before the deadline
         bits.append(moved + (": progress seen, then stopped" if j.kind == STALLED else
+                             ": moving below its round's rate, then paused" if j.kind == SLOW and paused else
                              ": still moving" + (" at a healthy rate (started late, not slow)" if j.kind == OK else "")))
         if j.partial_busbw is not None:
             bits.append(f"busbw so far {j.partial_busbw:.4g} GB/s" + (f" < {j.threshold:.4g}" if j.threshold is not None

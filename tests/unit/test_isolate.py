@@ -533,8 +533,30 @@ def test_classify_a_job_cut_by_its_deadline_by_its_progress():
     reaped_late = Job(1, "pairs", "r", ("a", "b"), "hang", elapsed=150.0, progress=[70.0, 75.0, 80.0, 86.0, 89.5],
                       unfinished=isolate.SLOW, partial_busbw=0.1)
     assert isolate.classify(reaped_late, 1.0, None, 90.0) == isolate.SLOW
-    reaped_late.unfinished = ""
+    reaped_late.unfinished, reaped_late.partial_busbw = "", 2.0  # judged from the reap's end: a stall
     assert isolate.classify(reaped_late, 1.0, None, 90.0) == isolate.STALLED
+
+
+
+def test_a_job_that_moved_below_its_rounds_rate_then_paused_is_slow_not_stalled():
+    """A slow link pauses: TCP backs off when the link's queue overflows, and a pair cut by the deadline can show
+    20 s and more with no call done. The rate it moved at tells a slow link's pause from a stall after a healthy
+    rate, whatever the load did to the pause's length."""
+    paused = [5.0 + 0.7 * i for i in range(30)]  # 20 s of calls, then 25 s with none before the cut at 45 s
+    slow = Job(1, "pairs", "r", ("a", "b"), "hang", elapsed=45.2, progress=paused, partial_busbw=0.0002,
+               unfinished=isolate.STALLED)
+    assert isolate.classify(slow, 0.002, None, 45.0) == isolate.SLOW
+    slow.kind, slow.threshold = isolate.SLOW, 0.002
+    line = isolate.job_line(slow)
+    assert "moving below its round's rate, then paused" in line and "busbw so far 0.0002 GB/s < 0.002" in line, line
+    healthy_then_stopped = Job(1, "pairs", "r", ("a", "b"), "hang", elapsed=45.2, progress=paused,
+                               partial_busbw=0.02, unfinished=isolate.STALLED)
+    assert isolate.classify(healthy_then_stopped, 0.002, None, 45.0) == isolate.STALLED
+    # too short a span to measure a rate, or no threshold: the pause stays a stall
+    brief = Job(1, "pairs", "r", ("a", "b"), "hang", elapsed=45.2, progress=[5.0, 6.0], partial_busbw=0.0002,
+                unfinished=isolate.STALLED)
+    assert isolate.classify(brief, 0.002, None, 45.0) == isolate.STALLED
+    assert isolate.classify(slow, None, None, 45.0) == isolate.STALLED
 
 
 # A pair's records in the shape the worker wrote them in a run of the four-fault test of
