@@ -51,3 +51,24 @@ def test_the_acpi_interpreters_firmware_table_errors_are_no_failure_line():
     # an error line of another kind beside them is still one
     text = ACPI_TABLE_ERRORS + "Mar 24 07:40:01 zz kernel: nvme nvme0: I/O 12 QID 3 timeout, aborting\nERROR: the job failed\n"
     assert [l.shape for l in lexicon.lines_in(text, "dmesg.txt")] != []
+
+
+# REAL: the boot of canonical/lxd#9533 (https://github.com/canonical/lxd/issues/9533, its first post's dmesg), a
+# working Broadwell server whose memory runs without ECC: the sbridge EDAC driver declines the machine
+LXD9533_EDAC = """\
+[    3.784921] EDAC sbridge: CPU SrcID #0, Ha #0, Channel #0 has DIMMs, but ECC is disabled
+[    3.784923] EDAC sbridge: Couldn't find mci handler
+[    3.784923] EDAC sbridge: Failed to register device with error -19.
+[    3.785098] kvm: disabled by bios
+"""
+# REAL: MichaIng/DietPi#4817 (https://github.com/MichaIng/DietPi/issues/4817), a machine with random crashes whose
+# pnd2 EDAC driver failed with EINVAL on DIMMs it does not support
+DIETPI4817_EDAC = "[Sat Oct 16 18:15:32 2021] EDAC pnd2: Failed to register device with error -22.\n"
+
+
+def test_an_edac_driver_declining_a_machine_without_ecc_is_no_failure_line():
+    assert [(l.shape, l.text[:100]) for l in lexicon.lines_in(LXD9533_EDAC, "dmesg.txt")] == []
+
+
+def test_an_edac_driver_failing_with_another_error_stays_a_failure_line():
+    assert [l.shape for l in lexicon.lines_in(DIETPI4817_EDAC, "dmesg.txt")] == ["failed-to"]
