@@ -538,4 +538,17 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "only (the plugin checks every network device of the node before its selectors apply, so it prints the line for "
         "a NIC without RDMA on a working node too); the failure it counts beside, the resource served with no device "
         "('Warning: no Rdma Devices were found for resource ...'), is not in the one line posted"),
+    "gpu-gaps69b-huozaimengli-blog-vllm-3x-rtx6000ada-nccl-init-complete-hang-iommu-acs": Gap(
+        "false all-clear",
+        "'Verdict: nothing broken', exit 0: two ranks' 'NCCL INFO comm ... - Init COMPLETE' are read as a good init "
+        "('OK nccl.init Init COMPLETE on 2 rank(s)'); that the paste ends there, after vLLM's 'vLLM is using "
+        "nccl==2.20.5', because the job hung in its first P2P transfer on a host whose IOMMU/ACS redirects GPU peer "
+        "traffic is the post's account (the hang and NCCL_P2P_DISABLE=1 letting it load), in no line of the paste"),
+    "node-gaps69b-thomaskrenn-wiki-aer-data-link-relay-num-rollover-replay-timer-timeout-aspm": Gap(
+        "right",
+        "'Verdict: WARN PCIe link errors or a degraded link on debian (high confidence)', exit 0: the root port's "
+        "corrected Data Link Layer errors (RELAY_NUM Rollover, Replay Timer Timeout, status 00001100) are named as "
+        "AER events, a warning only; the fix it prints is reseating and firmware, not ASPM (pcie_aspm=off), the "
+        "vendor's cause of this status repeating on servers with Intel 10/25 GbE cards",
+        exits_0=True),
 }
