@@ -122,12 +122,6 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "completion error 12 (transport retry counter exceeded) is read as NICs that cannot reach each other "
         "(ib_qp_timeout_routing); the one pasted line does not say the link is RoCE nor which GID index was used, so "
         "a wrong GID index is not told apart from a routing fault"),
-    "node-m4-runlog-tr141-ps-auxc-python-dl-gpfs-froze-rank0": Gap(
-        "missed",
-        "'Verdict: WARN Unexplained failure (low confidence)', exit 1: py-spy's 'Error: Failed to suspend process' is "
-        "said unexplained; the 'ps auxc' row of rank 0's python in state 'Dl' (uninterruptible sleep, the process "
-        "stuck in the kernel: here a write to the frozen GPFS) is not read: a snapshot of a working node can catch a "
-        "process in D for an instant, and no real healthy 'ps' table is at hand to hold such a reading to"),
     "gpu-bloom176b-runlog-eval-redux-pyspy-dataloader-deadlock-broadcast-allreduce": Gap(
         "false all-clear",
         "'Verdict: nothing broken', exit 0: the logbook's own summary of the py-spy dumps (a 'trace-<host>' line, then "
@@ -227,15 +221,6 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "'Verdict: WARN Unexplained failure (low confidence)', exit 1: 'Error: container create failed: read status from "
         "sync socket: No such process' is read as an error and left unexplained; that the pod runs in a user namespace "
         "(hostUsers: false), which the NVIDIA Container Toolkit's CDI hook does not support, is not in the line"),
-    "net-pastebin-8zwb-ibstat-cx3-ethernet-port-down-disabled-no-cable": Gap(
-        "missed",
-        "'Verdict: WARN Unexplained failure (low confidence)', exit 1: the ibstat behind pastebin's line numbers "
-        "('  10. ') is read as ibstat, and its port 'State: Down' / 'Physical state: Disabled' is a finding left "
-        "unexplained: the port-down cause leaves a Disabled port alone (switched off on purpose), and that no cable "
-        "is plugged (the poster's words) is not in the output. A RoCE port reads Disabled whenever its Ethernet link "
-        "is down (mlx4's state_to_phys_state), so the only port of a paste Down/Disabled with none Active could be "
-        "named a port down, but the truncated ibstat of gpud#99 (one CX-6 Dx port, Down/Disabled, nothing Active, "
-        "switched off on purpose; ../shared/fixtures/node/ibstat) reads the same, and must stay unnamed"),
     "net-accelerate2107-containers-bridge-network-unhandled-system-error-barrier": Gap(
         "missed",
         "'Verdict: FAIL Unexplained failure (low confidence)', exit 1: the barrier's 'unhandled system error' with an "
