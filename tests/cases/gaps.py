@@ -543,4 +543,31 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "broadband via P2P or IB. Please set `NCCL_P2P_DISABLE=\"1\"` and `NCCL_IB_DISABLE=\"1\" ...') is quoted as an "
         "unrecognised Python exception line; that it names consumer GPUs without P2P/IB support, and the two variables "
         "that must be set before launch, is not read"),
+    "gpu-gaps70d-lumi-hedgedoc-20230214-hello-jobstep-hiperrornodevice-no-gres-requested": Gap(
+        "false all-clear",
+        "'Verdict: nothing broken', exit 0: HIP's 'HIP Error - hello_jobstep.cpp:54: 'hipErrorNoDevice'' (the "
+        "runtime found no GPU visible to the process) is not read as an error at all; that the batch job asked "
+        "Slurm for no GPU (no --gres=gpu:N), so none was exposed to the task, is the course staff's question and "
+        "the attendee's confirmation, in no line of the paste"),
+    "gpu-gaps70d-lumi-notes-20240423-salloc-then-rocm-smi-on-login-node-amdgpu-not-found": Gap(
+        "missed",
+        "'Verdict: WARN Unexplained failure (low confidence)', exit 1: 'cat: /sys/module/amdgpu/initstate: No such file "
+        "or directory' is read as an unexplained failed system call; that the prompt after 'salloc: Granted job "
+        "allocation' is still the login node (uan01), so rocm-smi's 'Driver not initialized (amdgpu not found in "
+        "modules)' means no GPU driver on that host rather than a broken one, is not read"),
+    "net-gaps70d-lumi-hackmd-20220823-rccl-net-connect-no-route-to-host-socket-ifname-hsn": Gap(
+        "wrong cause",
+        "'Verdict: FAIL Connections between nodes blocked on nid005000 (medium confidence)', exit 1: RCCL's 'NCCL WARN "
+        "Net : Connect to 10.120.24.10<52061> failed : No route to host' is read as a firewall dropping the "
+        "connection; that the socket was opened from a non-Slingshot interface (no route from it to the peer's "
+        "address), fixed by NCCL_SOCKET_IFNAME=hsn0,hsn1,hsn2,hsn3, is AMD's answer, and EHOSTUNREACH is a routing "
+        "answer of the sender's interface, not a filtered port"),
+    "node-gaps70d-awslabs-hyperpod-tips-srun-dns-srv-lookup-failed-slurm-conf-deleted-slurmd-restart-headnode": Gap(
+        "wrong cause",
+        "'Verdict: FAIL Host names do not resolve (or resolve to loopback) (high confidence)', exit 1: Slurm's "
+        "'resolve_ctls_from_dns_srv: res_nsearch error: Unknown host' is read as host-name resolution failing; it is "
+        "srun's configless fallback (no slurm.conf on the host, so it looks the controller up by a DNS SRV record) "
+        "and the chain ends in 'fetch_config: DNS SRV lookup failed ... Could not establish a configuration source': "
+        "the missing local configuration (slurm.conf deleted by a slurmd restart on the HyperPod head node) is the "
+        "cause AWS's page gives"),
 }
