@@ -10,9 +10,11 @@ is the catalog's precedence (``knowledge/causes.toml``).
 """
 from __future__ import annotations
 
+import ipaddress
 import re
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from nccldiag.areas.netdev import ip_of
 from nccldiag.diagnosis import clues as C
 from nccldiag.diagnosis.inputs import Inputs, LogView
 from nccldiag.diagnosis.model import Diagnosis, Evidence, log_evidence
@@ -204,6 +206,66 @@ def no_path_connects(inp: Inputs) -> List[C.Clue]:
     return [c for c in C.find(inp, CONNECT, ("warn", "last-error", "error"))
             if NO_PATH.search(c.text) and not LINK_LOCAL.search(c.text) and not _LOOPBACK.search(c.text)
             and ROUTABLE.search(c.text)]
+
+
+def own_addresses(inp: Inputs, host: Optional[str]) -> List[Tuple[str, str]]:
+    """The socket interfaces and addresses NCCL printed as its own on ``host`` ('NET/Socket : Using
+    [0]eth0:10.0.0.2<0>', 'Bootstrap : Using eth0:10.0.0.2<0>'); with no host named, those of a log of one host."""
+    out: List[Tuple[str, str]] = []
+    for ls in inp.log_sets():
+        lines = [n for n in ls.facts.nets if n.net.lower().startswith("socket") or n.oob is not None]
+        boots = list(ls.facts.bootstrap)
+        hosts = {x.at.host for x in lines + boots}
+        if host is None and len(hosts) > 1:
+            continue  # several hosts, and none named: whose is whose cannot be told
+        lines = [n for n in lines if host is None or n.at.host == host]
+        boots = [b for b in boots if host is None or b.at.host == host]
+        devices = [d for n in lines if n.net.lower().startswith("socket") for d in n.devices]
+        devices += [n.oob for n in lines if n.oob is not None]
+        devices += [d for b in boots for d in b.interfaces]
+        for d in devices:
+            addr = (d.address or "").split("<")[0].strip("[]")
+            if addr and (d.name, addr) not in out:
+                out.append((d.name, addr))
+    return out
+
+
+def apart(peer: str, own: List[str]) -> Optional[bool]:
+    """Whether ``peer`` shares no /24 (IPv4) or /64 (IPv6) with any of ``own``; None when they cannot be compared."""
+    try:
+        p = ipaddress.ip_address(peer)
+    except ValueError:
+        return None
+    nets = []
+    for a in own:
+        ip = ip_of(a)
+        if ip is not None and ip.version == p.version:
+            nets.append(ipaddress.ip_network(f"{ip}/{24 if ip.version == 4 else 64}", strict=False))
+    if not nets:
+        return None
+    return not any(p in n for n in nets)
+
+
+_PEER = re.compile(r"(?:Connect to|connect(?:ing)? to|Call to connect)\s*\[?(?P<addr>[0-9a-fA-F:.]+)")
+NO_ROUTE = re.compile(r"No route to host|EHOSTUNREACH", re.I)
+
+
+def unrouted_connects(inp: Inputs) -> List[C.Clue]:
+    """Failed connections to a routable peer answered 'No route to host' (EHOSTUNREACH) where the peer is not shown
+    on a subnet of the node's own addresses (NCCL's 'Bootstrap : Using' and 'NET/Socket : Using' lines, compared as
+    /24 or /64): the interface NCCL chose, on this node or on the peer that published the address, does not reach
+    it. A peer on the node's own subnet is reached on the link, so the answer came from a REJECT rule of a firewall
+    (firewalld's default answers icmp-host-prohibited, which the sender reads as 'No route to host'): those stay
+    :func:`failed_connects` of a firewall."""
+    out = []
+    for c in failed_connects(inp):
+        if not NO_ROUTE.search(c.text):
+            continue
+        m = _PEER.search(c.text)
+        if m and apart(m.group("addr"), [a for _, a in own_addresses(inp, c.host)]) is False:
+            continue
+        out.append(c)
+    return out
 
 
 def refusing_peer(inp: Inputs) -> Optional[str]:

@@ -8,6 +8,7 @@ spelled out). Each test also holds a healthy or neighbouring text the rule must 
 import dataclasses
 import io
 import json
+from pathlib import Path
 from typing import List
 
 import pytest
@@ -135,7 +136,7 @@ def test_last_error_after_a_tagged_pytorch_error_names_the_cause():
             "error (run with NCCL_DEBUG=INFO for details), NCCL version 2.21.5\n"
             "[rank3]: ncclSystemError: System call (e.g. socket, malloc) or external library call failed.\n"
             "[rank3]: Last error:\n"
-            "[rank3]: socketStartConnect: Connect to 10.1.2.3<43215> failed : No route to host\n")
+            "[rank3]: socketStartConnect: Connect to 10.1.2.3<43215> failed : Connection timed out\n")
     assert top(text).category == "firewall_ports"
 
 
@@ -839,12 +840,33 @@ def test_the_node_s_own_interfaces_say_whether_the_peer_is_in_another_subnet():
     assert "socket_ifname_wrong" not in categories(near)  # on its own subnet: the route is there
 
 
-@pytest.mark.parametrize("said", ["Network is unreachable", "Software caused connection abort"])
-def test_unreachable_networks_are_not_a_firewall_and_no_route_to_host_stays_one(said):
+@pytest.mark.parametrize("said", ["Network is unreachable", "Software caused connection abort", "No route to host"])
+def test_unreachable_networks_and_hosts_are_the_interface_not_a_firewall(said):
     # written for this test, in NCCL 2.2x's words
     line = "n1:10:20 [0] misc/socket.cc:484 NCCL WARN socketStartConnect: Connect to 10.1.2.3<40000> failed : {}\n"
     assert top(line.format(said)).category == "socket_ifname_wrong"
-    assert top(line.format("No route to host")).category == "firewall_ports"
+
+
+def test_no_route_to_a_host_on_the_node_s_own_subnet_is_a_firewall_s_reject():
+    """'No route to host' toward a peer on the subnet of the interface NCCL uses: the route is there, and the answer
+    came from a REJECT rule (firewalld's icmp-host-prohibited). Real: the CSDN blog's two nodes (firewall_ports),
+    beside real cases where the peer is not shown on the node's subnet (socket_ifname_wrong)."""
+    cases = Path(__file__).resolve().parents[1] / "cases"
+    firewall = (cases / "net-csdn-blog-2-node-nccl248-connect-no-route-to-host-firewall" / "posted-nccl-log.txt")
+    assert top(firewall.read_text(encoding="utf-8")).category == "firewall_ports"
+    for case in ("net-gaps67c-together-worklog-llama70b-socketpollconnect-no-route-to-host-container-misses-nccl-conf",
+                 "net-gaps70d-lumi-hackmd-20220823-rccl-net-connect-no-route-to-host-socket-ifname-hsn"):
+        folder = cases / case
+        text = "".join(p.read_text(encoding="utf-8") for p in sorted(folder.glob("posted*")))
+        assert top(text).category == "socket_ifname_wrong", case
+    # the same WARN with the node's interface in another subnet, and in the peer's subnet (written for this test)
+    line = "n1:10:20 [0] misc/socket.cc:484 NCCL WARN socketStartConnect: Connect to 10.1.2.3<40000> failed : " \
+           "No route to host\n"
+    other = "n1:10:10 [0] NCCL INFO NET/Socket : Using [0]eth0:192.168.5.7<0>\n" + line
+    d = top(other)
+    assert d.category == "socket_ifname_wrong" and "another subnet" in d.summary and d.confidence == "high"
+    same = "n1:10:10 [0] NCCL INFO NET/Socket : Using [0]eth0:10.1.2.9<0>\n" + line
+    assert top(same).category == "firewall_ports"
 
 
 def test_a_connect_aborted_after_a_peer_s_own_failure_is_not_the_interface():

@@ -129,6 +129,8 @@ CHECKED = {
     "slurm-gres-gpu-device-stat-missing": "%s: stat(%s): %m",
     "deepspeed-ssh-check-command-failed": "ssh -o PasswordAuthentication=no ",
     "deepspeed-ssh-check-unreachable": "was not reachable via ssh. If you are running with a single node please remove",
+    "accelerate-rtx40-p2p-ib-unsupported": "Using RTX 4000 series doesn't support faster communication broadband via P2P "
+                                           "or IB. ",
     "azure-check-gpu-ecc-row-remap": "Warning: Detected a GPU row remap Error for GPU ID ",
     "azure-check-gpu-ecc-uncorrectable": "Warning: Detected a very high GPU DRAM uncorrectable error count (",
     "slurm-gcp-bulkinsert-no-capacity": "bulkInsert operation errors: ",
@@ -251,6 +253,11 @@ PRINTED = {
     "deepspeed-ssh-check-unreachable": "RuntimeError: Using hostfile at /job/hostfile but host=node1 was not reachable via "
                                        "ssh. If you are running with a single node please remove /job/hostfile or setup "
                                        "passwordless ssh.",
+    # the NotImplementedError PartialState raises, as Python prints it (src/accelerate/state.py)
+    "accelerate-rtx40-p2p-ib-unsupported": "NotImplementedError: Using RTX 4000 series doesn't support faster "
+                                           "communication broadband via P2P or IB. Please set `NCCL_P2P_DISABLE=\"1\"` "
+                                           "and `NCCL_IB_DISABLE=\"1\" or use `accelerate launch` which will do this "
+                                           "automatically.",
     "kubelet-devices-unavailable": "Message:        Pod Allocate failed due to requested number of devices unavailable "
                                    "for nvidia.com/gpu. Requested: 1, Available: 0, which is unexpected",
     "azure-check-gpu-ecc-row-remap": "Warning: Detected a GPU row remap Error for GPU ID 7, please offline this node "

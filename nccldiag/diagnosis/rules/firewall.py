@@ -1,6 +1,7 @@
 """Ports blocked between nodes: NCCL's bootstrap or socket connections to a routable peer address are refused
-('Connection refused'), unreachable ('No route to host', what an iptables REJECT answers) or time out (a DROP, a
-security group without the port range), while the address itself is right.
+('Connection refused'), unreachable ('No route to host', what an iptables REJECT answers, where the peer is shown
+on the node's own subnet) or time out (a DROP, a security group without the port range), while the address itself
+is right. 'No route to host' toward a peer not shown on the node's own subnet is ``socket-interface``.
 
 Evidence: socket connect failures in NCCL's log to a routable address (to link-local or container addresses they
 are ``socket-interface``). One peer that refuses while no other fails is a broken peer (``peer-refused``, which
@@ -30,7 +31,8 @@ CONFIRM = "from one node: nc -zv <peer address> <port> (the port in the failing 
 
 
 def diagnose(inp: Inputs) -> List[Diagnosis]:
-    found = signs.failed_connects(inp)
+    unrouted = signs.unrouted_connects(inp)
+    found = [c for c in signs.failed_connects(inp) if c not in unrouted]
     efa = C.find(inp, signs.OFI_SEND, ("warn", "last-error", "error"))
     if efa and not found:
         return [C.make(sys.modules[__name__], f"EFA sends fail between the nodes{C.on(C.hosts(efa))}: their security "

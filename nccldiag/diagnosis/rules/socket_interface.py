@@ -11,17 +11,17 @@ send ('Network is unreachable', 'Software caused connection abort': no route fro
 network) names the address, and, where NCCL's lines give the node's own addresses, whether the peer's is in
 another subnet (a peer that published the address of a network this node is not on: the interfaces differ
 between the nodes); a peer on the node's own subnet is not this cause (the route is there: a peer that died aborts
-connections too). Beside another failure it comes after it.
+connections too); a connect answered 'No route to host' (EHOSTUNREACH) toward a peer not shown on the node's own
+subnet, whatever NCCL_SOCKET_IFNAME says (:func:`signs.unrouted_connects`; on the node's own subnet it is a
+firewall's REJECT, ``firewall``). Beside another failure it comes after it.
 References: NVIDIA/nccl-tests#14, NVIDIA/nccl#529, NVIDIA/nccl#697; NCCL env docs (NCCL_SOCKET_IFNAME).
 """
 from __future__ import annotations
 
-import ipaddress
 import re
 import sys
-from typing import List, Optional, Tuple
+from typing import List
 
-from nccldiag.areas.netdev import ip_of
 from nccldiag.diagnosis import clues as C
 from nccldiag.diagnosis.inputs import Inputs
 from nccldiag.diagnosis.model import Diagnosis
@@ -83,7 +83,7 @@ def socket_spread(inp: Inputs) -> Tuple[List[C.Clue], List[C.Clue]]:
 
 def diagnose(inp: Inputs) -> List[Diagnosis]:
     if C.env_values(inp, "NCCL_SOCKET_IFNAME"):
-        return []  # an interface was named: socket-ifname-env judges it
+        return _unrouted(inp)  # an interface was named: socket-ifname-env judges the rest
     none = C.find(inp, NO_IFACE, ("warn", "last-error", "error"))
     link = [c for c in C.find(inp, CONNECT, ("warn", "last-error", "error")) if LINK_LOCAL.search(c.text)]
     found = none + link
@@ -109,7 +109,7 @@ def diagnose(inp: Inputs) -> List[Diagnosis]:
                                 "transport: an interface that does not reach the peer node"),
                            alternatives=["firewall_ports: the ports blocked between the nodes on the data interface"])]
     if not found:
-        return _no_path(inp)
+        return _no_path(inp) or _unrouted(inp)
     what = ("NCCL found no usable IP interface for its bootstrap" if none else
             "NCCL connected to a peer's link-local or virtual interface address and timed out")
     return [C.make(sys.modules[__name__], what + C.on(C.hosts(found)), found, confidence="high",
@@ -129,8 +129,8 @@ def _no_path(inp: Inputs) -> List[Diagnosis]:
         return []
     m = _ADDR.search(found[0].text)
     peer = m.group("addr") if m else "?"
-    own = _own_addresses(inp, found[0].host)
-    apart = _apart(peer, [a for _, a in own])
+    own = signs.own_addresses(inp, found[0].host)
+    apart = signs.apart(peer, [a for _, a in own])
     if apart is False:
         return []  # the peer is on a subnet of the node's own interfaces: the route is there (a peer that died aborts)
     reason = re.search(signs.NO_PATH, found[0].text).group(0)
@@ -156,39 +156,28 @@ def _no_path(inp: Inputs) -> List[Diagnosis]:
     return [d]
 
 
-def _own_addresses(inp: Inputs, host: Optional[str]) -> List[Tuple[str, str]]:
-    """The socket interfaces and addresses NCCL printed as its own on ``host`` ('NET/Socket : Using
-    [0]eth0:10.0.0.2<0>', 'Bootstrap : Using eth0:10.0.0.2<0>'); with no host named, those of a log of one host."""
-    out: List[Tuple[str, str]] = []
-    for ls in inp.log_sets():
-        lines = [n for n in ls.facts.nets if n.net.lower().startswith("socket") or n.oob is not None]
-        boots = list(ls.facts.bootstrap)
-        hosts = {x.at.host for x in lines + boots}
-        if host is None and len(hosts) > 1:
-            continue  # several hosts, and none named: whose is whose cannot be told
-        lines = [n for n in lines if host is None or n.at.host == host]
-        boots = [b for b in boots if host is None or b.at.host == host]
-        devices = [d for n in lines if n.net.lower().startswith("socket") for d in n.devices]
-        devices += [n.oob for n in lines if n.oob is not None]
-        devices += [d for b in boots for d in b.interfaces]
-        for d in devices:
-            addr = (d.address or "").split("<")[0].strip("[]")
-            if addr and (d.name, addr) not in out:
-                out.append((d.name, addr))
-    return out
-
-
-def _apart(peer: str, own: List[str]) -> Optional[bool]:
-    """Whether ``peer`` shares no /24 (IPv4) or /64 (IPv6) with any of ``own``; None when they cannot be compared."""
-    try:
-        p = ipaddress.ip_address(peer)
-    except ValueError:
-        return None
-    nets = []
-    for a in own:
-        ip = ip_of(a)
-        if ip is not None and ip.version == p.version:
-            nets.append(ipaddress.ip_network(f"{ip}/{24 if ip.version == 4 else 64}", strict=False))
-    if not nets:
-        return None
-    return not any(p in n for n in nets)
+def _unrouted(inp: Inputs) -> List[Diagnosis]:
+    """Connects answered 'No route to host' toward a peer not shown on the node's own subnet
+    (:func:`signs.unrouted_connects`)."""
+    found = signs.unrouted_connects(inp)
+    if not found:
+        return []
+    m = _ADDR.search(found[0].text)
+    peer = m.group("addr") if m else "?"
+    own = signs.own_addresses(inp, found[0].host)
+    summary = f"NCCL's connection to {peer} found no route to the host{C.on(C.hosts(found))}"
+    if own:
+        summary += (f": the peer is in another subnet than this node's own ({', '.join(f'{n} {a}' for n, a in own[:3])}"
+                    ", compared as /24: NCCL prints no prefix length)")
+    else:
+        summary += ": the interface NCCL chose does not reach the peer's address"
+    return [C.make(sys.modules[__name__], summary, found, confidence="high" if own else "medium",
+                   why=("'No route to host' (EHOSTUNREACH) is the answer of routing, not of a closed port: no route "
+                        "from the interface NCCL picked (on this node, or on the peer that published the address) to "
+                        "the peer's network, or no neighbour answering on it"),
+                   alternatives=["firewall_ports: a REJECT rule with icmp-host-prohibited (firewalld's default) "
+                                 "answers the same; where 'ip route get <peer address>' finds the route and the peer "
+                                 "answers ping, open the ports instead",
+                                 "remote_peer_failure: the peer node went down"],
+                   fix=FIX + " Compare 'ip -br addr' and 'ip route get <peer address>' on both nodes, and pass the "
+                             "same NCCL_SOCKET_IFNAME / GLOO_SOCKET_IFNAME to every node (containers included).")]
