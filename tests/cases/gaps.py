@@ -536,4 +536,11 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "AER events, a warning only; the fix it prints is reseating and firmware, not ASPM (pcie_aspm=off), the "
         "vendor's cause of this status repeating on servers with Intel 10/25 GbE cards",
         exits_0=True),
+    "node-gaps70c-renya-infra-tips-ja-docker-nvidia-container-runtime-hook-not-in-path-after-driver-purge": Gap(
+        "missed",
+        "'Verdict: FAIL Unexplained failure (low confidence)', exit 1: Docker's 'Error response from daemon: exec: "
+        "\"nvidia-container-runtime-hook\": executable file not found in $PATH.' is read as a daemon refusal of unknown "
+        "cause; that the NVIDIA container runtime hook Docker is configured to call for GPU containers is missing (the "
+        "NVIDIA Container Toolkit removed with the purged driver packages) is not recognised, though the executable's "
+        "name is in the line"),
 }
