@@ -570,4 +570,11 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "and the chain ends in 'fetch_config: DNS SRV lookup failed ... Could not establish a configuration source': "
         "the missing local configuration (slurm.conf deleted by a slurmd restart on the HyperPod head node) is the "
         "cause AWS's page gives"),
+    "node-gaps70c-renya-infra-tips-ja-docker-nvidia-container-runtime-hook-not-in-path-after-driver-purge": Gap(
+        "missed",
+        "'Verdict: FAIL Unexplained failure (low confidence)', exit 1: Docker's 'Error response from daemon: exec: "
+        "\"nvidia-container-runtime-hook\": executable file not found in $PATH.' is read as a daemon refusal of unknown "
+        "cause; that the NVIDIA container runtime hook Docker is configured to call for GPU containers is missing (the "
+        "NVIDIA Container Toolkit removed with the purged driver packages) is not recognised, though the executable's "
+        "name is in the line"),
 }
