@@ -18,6 +18,7 @@ from nccldiag.areas.netdev import ip_of
 from nccldiag.diagnosis import clues as C
 from nccldiag.diagnosis.inputs import Inputs, LogView
 from nccldiag.diagnosis.model import Diagnosis, Evidence, log_evidence
+from nccldiag.nccl.facts import Loc
 
 # ---- runs: failed, unfinished, stopped in init ---------------------------------------------------------------
 
@@ -400,6 +401,48 @@ _PS_SIZE = ("VSZ", "SZ", "VIRT")  # 0 for a kernel thread, which has no user mem
 _PS_COLUMN = re.compile(r"[%A-Z][A-Z0-9%+:_-]{0,15}")
 # NVIDIA's own tools and services: one blocked in the driver is the GPU's or the driver's, not I/O
 _NVIDIA_TOOL = re.compile(r"\[?(?:nvidia-[\w-]{1,30}|nv-hostengine|NvmlTaskRunner|dcgm[\w-]{0,30})\b")
+
+
+# ---- a launcher's command line: how many nodes the job was started on ----------------------------------------
+
+# the launchers that start a job on several nodes and the option each takes the count by: torchrun and
+# torch.distributed.launch/run ('--nnodes', argparse taking '--nnode' as its prefix; elastic 'MIN:MAX'), deepspeed
+# ('--num_nodes'), accelerate ('--num_machines'), Slurm's srun, sbatch and salloc ('-N', '--nodes', 'MIN-MAX')
+_LAUNCHER = re.compile(r"(?:\btorchrun\b|torch\.distributed\.(?:run|launch)\b|/distributed/(?:run|launch)\.py\b|"
+                       r"\bdeepspeed\b|\baccelerate launch\b|\b(?:srun|sbatch|salloc)\b)")
+_NODES = re.compile(r"(?:--nnodes?|--num[_-]nodes|--num[_-]machines|--nodes)(?:=|[ \t]{1,4})(?P<n>\d{1,6})(?:[:-]\d{1,6})?\b"
+                    r"|(?:^|[ \t])-N[ \t]{0,4}(?P<s>\d{1,6})(?:-\d{1,6})?\b")
+
+
+LAUNCH = "launch command"  # the paste kind of launchers' command lines (paste/kinds/launch.py)
+
+
+def launch_line(text: str) -> Optional[int]:
+    """The number of nodes a launcher's command line starts the job on (the least where a range is given), or None
+    for a line that is not one."""
+    if len(text) > 4000:
+        return None
+    m = _LAUNCHER.search(text)
+    if not m:
+        return None
+    n = _NODES.search(text, m.end())
+    if not n:
+        return None
+    return int(n.group("n") or n.group("s"))
+
+
+def launch_nodes(inp: Inputs) -> Tuple[int, Optional[C.Clue]]:
+    """The most nodes a pasted launcher's command line starts the job on (1 where none says), with its line."""
+    best, clue = 1, None
+    for b in (inp.pasted.blocks if inp.pasted is not None else ()):
+        if b.kind != LAUNCH:
+            continue
+        for i, line in enumerate(b.text.splitlines()):
+            n = launch_line(line)
+            if n is not None and n > best:
+                best = n
+                clue = C.Clue("app", line.strip(), Loc(b.path, b.lineno + i, b.host), line.strip(), b.host)
+    return best, clue
 
 
 def ps_header(text: str) -> Optional[List[str]]:

@@ -485,12 +485,6 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "'an illegal memory access was encountered' is read as the program's own fault; that the same recipe ran clean "
         "once node use3a-ss-b200-gpu-228 was excluded, so that its GPU 5 is flaky, is the worklog's account of later jobs, "
         "not in the line"),
-    "net-gaps67c-together-worklog-llama70b-socketpollconnect-no-route-to-host-container-misses-nccl-conf": Gap(
-        "wrong cause",
-        "'Verdict: FAIL Connections between nodes blocked (medium confidence)', exit 1: NCCL's 'socketPollConnect: "
-        "connect to 7.247.226.120 returned No route to host' is read as a firewall rejecting the connection (what an "
-        "iptables REJECT answers); that NCCL chose an interface (ens121f1np1) that does not route between the nodes, "
-        "because the host's /etc/nccl.conf is not seen in the container, is the worklog's account, not in the line"),
     "node-gaps67c-together-worklog-llama70b-pyxis-mkdir-home-permission-denied": Gap(
         "missed",
         "'Verdict: WARN Unexplained failure (low confidence)', exit 1: pyxis's 'mkdir: cannot create directory "
@@ -536,51 +530,10 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "AER events, a warning only; the fix it prints is reseating and firmware, not ASPM (pcie_aspm=off), the "
         "vendor's cause of this status repeating on servers with Intel 10/25 GbE cards",
         exits_0=True),
-    "gpu-gaps70b-fluxgym283-accelerate-rtx-4000-series-p2p-ib-notimplementederror": Gap(
-        "missed",
-        "'Verdict: FAIL Unexplained failure (low confidence)', exit 1: Accelerate's own refusal to start a distributed "
-        "run on RTX 4000-series GPUs ('NotImplementedError: Using RTX 4000 series doesn't support faster communication "
-        "broadband via P2P or IB. Please set `NCCL_P2P_DISABLE=\"1\"` and `NCCL_IB_DISABLE=\"1\" ...') is quoted as an "
-        "unrecognised Python exception line; that it names consumer GPUs without P2P/IB support, and the two variables "
-        "that must be set before launch, is not read"),
-    "gpu-gaps70d-lumi-hedgedoc-20230214-hello-jobstep-hiperrornodevice-no-gres-requested": Gap(
-        "false all-clear",
-        "'Verdict: nothing broken', exit 0: HIP's 'HIP Error - hello_jobstep.cpp:54: 'hipErrorNoDevice'' (the "
-        "runtime found no GPU visible to the process) is not read as an error at all; that the batch job asked "
-        "Slurm for no GPU (no --gres=gpu:N), so none was exposed to the task, is the course staff's question and "
-        "the attendee's confirmation, in no line of the paste"),
     "gpu-gaps70d-lumi-notes-20240423-salloc-then-rocm-smi-on-login-node-amdgpu-not-found": Gap(
         "missed",
         "'Verdict: WARN Unexplained failure (low confidence)', exit 1: 'cat: /sys/module/amdgpu/initstate: No such file "
         "or directory' is read as an unexplained failed system call; that the prompt after 'salloc: Granted job "
         "allocation' is still the login node (uan01), so rocm-smi's 'Driver not initialized (amdgpu not found in "
         "modules)' means no GPU driver on that host rather than a broken one, is not read"),
-    "net-gaps70d-lumi-hackmd-20220823-rccl-net-connect-no-route-to-host-socket-ifname-hsn": Gap(
-        "wrong cause",
-        "'Verdict: FAIL Connections between nodes blocked on nid005000 (medium confidence)', exit 1: RCCL's 'NCCL WARN "
-        "Net : Connect to 10.120.24.10<52061> failed : No route to host' is read as a firewall dropping the "
-        "connection; that the socket was opened from a non-Slingshot interface (no route from it to the peer's "
-        "address), fixed by NCCL_SOCKET_IFNAME=hsn0,hsn1,hsn2,hsn3, is AMD's answer, and EHOSTUNREACH is a routing "
-        "answer of the sender's interface, not a filtered port"),
-    "node-gaps70d-awslabs-hyperpod-tips-srun-dns-srv-lookup-failed-slurm-conf-deleted-slurmd-restart-headnode": Gap(
-        "wrong cause",
-        "'Verdict: FAIL Host names do not resolve (or resolve to loopback) (high confidence)', exit 1: Slurm's "
-        "'resolve_ctls_from_dns_srv: res_nsearch error: Unknown host' is read as host-name resolution failing; it is "
-        "srun's configless fallback (no slurm.conf on the host, so it looks the controller up by a DNS SRV record) "
-        "and the chain ends in 'fetch_config: DNS SRV lookup failed ... Could not establish a configuration source': "
-        "the missing local configuration (slurm.conf deleted by a slurmd restart on the HyperPod head node) is the "
-        "cause AWS's page gives"),
-    "node-gaps70c-renya-infra-tips-ja-docker-nvidia-container-runtime-hook-not-in-path-after-driver-purge": Gap(
-        "missed",
-        "'Verdict: FAIL Unexplained failure (low confidence)', exit 1: Docker's 'Error response from daemon: exec: "
-        "\"nvidia-container-runtime-hook\": executable file not found in $PATH.' is read as a daemon refusal of unknown "
-        "cause; that the NVIDIA container runtime hook Docker is configured to call for GPU containers is missing (the "
-        "NVIDIA Container Toolkit removed with the purged driver packages) is not recognised, though the executable's "
-        "name is in the line"),
-    "net-gaps70e-pytorch52916-two-nodes-nccl-socket-ifname-lo-bootstrap-127-0-0-1-connect-refused-retrying": Gap(
-        "false all-clear",
-        "'Verdict: no fault found; noted: Warnings to read, no failure', exit 0: NCCL's bootstrap and socket transport on "
-        "lo:127.0.0.1 (NCCL_SOCKET_IFNAME set to lo) are noted by a warning check only, the diagnosis INFO; the repeated "
-        "'Call to connect returned Connection refused, retrying' of a rank whose launch line says --nnode=2 is not read "
-        "as a bootstrap connection failing, nor joined with the loopback-only interface into a wrong socket interface"),
 }

@@ -91,6 +91,7 @@ CHECKED = {
     "srun-step-refused": "Unable to create step for job %u: %m",
     "slurm-unable-to-allocate": "Unable to allocate resources: %m",
     "slurm-job-prolog-failed": "Job prolog failed",
+    "slurm-no-configuration-source": "Could not establish a configuration source",
     "slurm-job-epilog-failed": "Job epilog failed",
     "slurmd-prolog-failure-on-node": "Prolog failure on node %s",
     "slurmd-prolog-hung": "Prolog hung on node %s",

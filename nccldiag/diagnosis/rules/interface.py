@@ -4,7 +4,9 @@ resolves to loopback or not at all. Names the interface to use.
 An interface that cannot leave the host is the fault where NCCL uses it: first in the bootstrap list, a device a
 channel goes through ('via NET/Socket/<dev>'), or any listed one in a run that failed. Listed after a routable
 first one, in a run that shows no failure, it is noted (info), not alarmed on: NCCL 2.4 to 2.7 listed every
-interface it found, and such runs worked (pytorch/pytorch#68893)."""
+interface it found, and such runs worked (pytorch/pytorch#68893). Loopback is fine for a job on one node: that the
+job spans nodes is read from NCCL's own lines (nNodes, hosts, a channel over the network), the hosts checked, or a
+pasted launcher's command line that starts it on several (``--nnodes=2``: pytorch/pytorch#52916)."""
 from __future__ import annotations
 
 import ipaddress
@@ -13,6 +15,7 @@ import re
 from typing import Dict, List, Optional
 
 from nccldiag.diagnosis import clues as C
+from nccldiag.diagnosis import signs
 from nccldiag.diagnosis.inputs import Inputs
 from nccldiag.diagnosis.model import Diagnosis, Evidence, finding_evidence, log_evidence
 from nccldiag.diagnosis.signs import VIRTUAL, log_failed
@@ -91,8 +94,9 @@ def diagnose(inp: Inputs) -> List[Diagnosis]:
         ev.extend(finding_evidence(f, 1))
         nodes.append(f.host or "")
     multi = len(inp.hosts) > 1
+    launched, launch = signs.launch_nodes(inp)  # a pasted launcher's command line: the job's nodes
     for ls in inp.log_sets():
-        nnodes = max([c.nnodes or 0 for c in ls.facts.comms] + [len({p.host for p in ls.facts.procs})])
+        nnodes = max([c.nnodes or 0 for c in ls.facts.comms] + [len({p.host for p in ls.facts.procs}), launched])
         if nnodes < 2 and not multi and not any(c.transport == "NET" for c in ls.facts.channels[:200]):
             continue  # one node (no channel over the network): loopback is fine
         used = {c.net_dev for c in ls.facts.channels if (c.net or "").lower() == "socket" and c.net_dev is not None}
@@ -110,6 +114,8 @@ def diagnose(inp: Inputs) -> List[Diagnosis]:
                 elif why:
                     good.extend(x.name for x in devs if not (bad_name(x.name) or bad_address(x.address)))
                     listed.append(log_evidence(b.at, f"{b.text}  ({d.name} is {why}; no channel shown uses it)"))
+    if ev and launch is not None and not multi:
+        ev.extend(launch.evidence())  # what says the job spans nodes where the logs are of one
     loop = C.find(inp, NCCL_LOOPBACK_CONNECT, ("warn", "last-error", "error", "app"))[:2]
     for c in loop:
         ev.extend(c.evidence())  # NCCL advertises its socket interface's address: the peer's NCCL chose 'lo'

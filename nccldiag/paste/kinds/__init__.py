@@ -49,6 +49,7 @@ KINDS = (
     "pyspy",
     "ps",
     "python_env",
+    "launch",
 )
 
 
