@@ -544,4 +544,23 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "failing NIC or link (the post's note that the run works with 4 GPUs per node is prose, not pasted), so a first "
         "status 12 on one HCA followed by a status 5 flush (vendor err 249) on the same HCA is named a fabric-wide "
         "reachability fault"),
+    "node-gaps71c-llmd352-dp16-pod-ls-dev-shm-stale-nccl-psm-segments-crashloop": Gap(
+        "false all-clear",
+        "'Verdict: nothing to judge: the input holds no NCCL line, error or result', exit 0: the pasted 'ls -alht "
+        "/dev/shm' of a serving pod ('total 1.3G', sixteen psm_* segments of 101M/161M and nccl-* segments of 32M left "
+        "from an earlier start) is not read as a node output; that /dev/shm is full of stale NCCL and fabric-library "
+        "segments, so the next start cannot create its own and the pod crash-loops, is the maintainer's account in the "
+        "issue"),
+    "net-gaps71c-ray30333-train-multinode-tune-trial-failed-default-nccl-ifname-excludes-wireless": Gap(
+        "missed",
+        "'Verdict: WARN Unexplained failure (low confidence)', exit 1: Ray Tune's failure table and 'ERROR tune.py:773 "
+        "-- Trials did not complete: [TorchTrainer_96bfe_00000]' are read as an unexplained error line; the cause (Ray "
+        "Train's default NCCL_SOCKET_IFNAME allow-list 'en,eth,bond' leaving out the nodes' wireless wl* interface) is "
+        "in no line of the paste, which stops before the trial's error.txt"),
+    "net-gaps71c-kubeflowsdk142-trainjob-multinode-c10d-client-socket-timed-out-900000ms-store": Gap(
+        "missed",
+        "'Verdict: WARN Unexplained failure (low confidence)', exit 1: '[E socket.cpp:1019] The client socket has timed "
+        "out after 900000ms while trying to connect' is read as something that timed out, not as c10d's store "
+        "(rendezvous) unreachable: the posted line stops at 'trying to connect', without the ' to (host, port)' the "
+        "message carries, and the c10d message is known only with it"),
 }
