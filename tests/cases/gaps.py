@@ -563,4 +563,40 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "out after 900000ms while trying to connect' is read as something that timed out, not as c10d's store "
         "(rendezvous) unreachable: the posted line stops at 'trying to connect', without the ' to (host, port)' the "
         "message carries, and the c10d message is known only with it"),
+    "list-gaps71d-openmpi-users-16571-qlogic-48-cores-error-creating-qp-cannot-allocate-memory-rdmacm": Gap(
+        "wrong cause",
+        "'Verdict: FAIL A launcher or test tool named the cause: ib completion error (high confidence)', exit 1: the last "
+        "line's 'error polling LP CQ with status RETRY EXCEEDED ERROR status number 12' (a rank of the same node whose "
+        "peer had aborted) is named the cause; the openib BTL's 'qp_create_one] error creating qp errno says Cannot "
+        "allocate memory' before it, the HCA out of queue-pair resources with 48 ranks per node, is in no row"),
+    "list-gaps71d-openmpi-users-19878-six-c2070-two-iohs-cuipcopenmemhandle-205-failed-to-register-remote-memory": Gap(
+        "missed",
+        "'Verdict: WARN Unexplained failure (low confidence)', exit 1: '[typhoon1:06098] Failed to register remote "
+        "memory, rc=-1' is read as an unexplained failure; Open MPI's help text 'The call to cuIpcOpenMemHandle failed' "
+        "with 'cuIpcOpenMemHandle return value:   205' (CUDA IPC refused between GPUs under two IO hubs, after the "
+        "transfers to the GPUs of the same hub worked) is in no row"),
+    "list-gaps71d-openmpi-users-21521-cuda-ipc-gpus-on-two-iohs-cuipcopenmemhandle-217-peer-access-0": Gap(
+        "false all-clear",
+        "'Verdict: nothing broken', exit 0: Open MPI's help text 'The call to cuIpcOpenMemHandle failed. This is an "
+        "unrecoverable error' with 'cuIpcOpenMemHandle return value:   217' (CUDA_ERROR_PEER_ACCESS_UNSUPPORTED) and the "
+        "test's own cudaDeviceCanAccessPeer line '0 <-> 2: 0' are in no row"),
+    "list-gaps71d-openmpi-users-22781-mellanox-and-qlogic-nodes-psm-mtl-unable-to-reach-each-other-btl-tcp-self": Gap(
+        "missed",
+        "'Verdict: FAIL Unexplained failure (low confidence)', exit 1: Open MPI's 'At least one pair of MPI processes are "
+        "unable to reach each other for' is a launcher failure no row explains; that one rank's BTL verbose lines open "
+        "and close self and tcp without a 'select: initializing btl component' line (its rank on the PSM MTL of a "
+        "QLogic node, the other on the BTLs of a Mellanox node) is not read"),
+    "list-gaps71d-openmpi-users-24833-no-active-ports-tcp-no-route-to-host-ibstatus-port-1-down-training": Gap(
+        "partly",
+        "'Verdict: FAIL A launcher or test tool named the cause: socket ifname wrong (medium confidence)', exit 1: the tcp "
+        "BTL's 'connect() to 192.168.108.14 failed: No route to host (113)*' comes first; the port down is only a second, "
+        "warning diagnosis, which takes the two ibstatus outputs (of compute-01-00 and compute-01-01, whose prompts read "
+        "'[root_at_compute-01-0N ~]#' in the archive) for one host's readings of a port that went down and came back; "
+        "openib's 'no active ports detected' help text for compute-01-01 is not tied to that node's port 1 DOWN / "
+        "PortConfigurationTraining"),
+    "list-gaps71d-openmpi-users-26537-cuda-aware-disabled-libcuda-so-1-wrong-elf-class-elfclass32": Gap(
+        "false all-clear",
+        "'Verdict: nothing broken', exit 0: Open MPI's 'The library attempted to open the following supporting CUDA "
+        "libraries, but each of them failed.  CUDA-aware support is disabled.' with '/usr/lib/libcuda.so.1: wrong ELF "
+        "class: ELFCLASS32' (only the 32-bit driver library on the path) is in no row"),
 }
