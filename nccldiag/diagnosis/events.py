@@ -375,13 +375,15 @@ CUDA_BY_CODE = {r["code"]: r for r in reversed(knowledge.rows(CUDA_TABLE))}  # o
 # API's (CUDA_ERROR_X, as JAX/XLA and other driver-API programs print it before the text); and a runtime call's
 # non-zero value ('cudaGetDeviceCount returned 802', as the CUDA samples' deviceQuery prints it before '-> <text>') or
 # its failure with the error's value or text ('cudaGetDeviceCount() call failed with error 804', '... failed
-# initialization error')
+# initialization error'); a driver call's value as Open MPI's CUDA help texts print it ('cuIpcOpenMemHandle return
+# value:   217', opal/mca/common/cuda/help-mpi-common-cuda.txt)
 _CUDA_TEXT = re.compile(r"(?:CUDA error|[Cc]uda failure(?: \d{1,4})?|CUDA failure [\w./\-]{1,80}:\d{1,6})"
                         r"\s{0,3}[:']\s{0,3}'?(?P<text>[A-Za-z_](?:[^'\n]|'(?=\w)){0,160})|"
                         r"\(error code (?P<code_text>[A-Za-z_][^)\n]{0,160})\)|"
                         r"\b(?P<name>cudaError[A-Z]\w{0,60}|CUDA_ERROR_[A-Z0-9_]{2,60})|"
                         r"\bcuda[A-Z][A-Za-z]{2,40}(?:\(\))? (?:returned (?P<code>[1-9]\d{0,3})\b|(?:call )?failed"
-                        r"(?: with error (?P<failed_code>\d{1,4})\b|[:,]? {0,3}(?P<failed_text>[A-Za-z][^'\n]{0,160})))")
+                        r"(?: with error (?P<failed_code>\d{1,4})\b|[:,]? {0,3}(?P<failed_text>[A-Za-z][^'\n]{0,160})))|"
+                        r"\bcu[A-Z][A-Za-z]{2,40} return value: {0,12}(?P<return_code>[1-9]\d{0,3})\b")
 # the rank a launcher's prefix names: torchrun's '[default3]:' (local rank) and '[rank3]:', Open MPI's
 # '[1,3]<stderr>:', srun --label's '3: '
 _RANK = re.compile(r"\s{0,8}(?:\[(?P<kind>default|rank)(?P<n>\d{1,6})\]:|\[\d{1,6},(?P<ompi>\d{1,6})\]<std(?:out|err)>:|"
@@ -396,6 +398,12 @@ def cuda_row(text: str) -> Optional[Dict]:
             row = CUDA_BY_NAME.get(m.group("name"))
         elif m.group("code") or m.group("failed_code"):
             row = CUDA_BY_CODE.get(int(m.group("code") or m.group("failed_code")))
+        elif m.group("return_code"):
+            # a driver call's value in an MPI's help text: the call failed on the node, which the value's row
+            # names where it names a cause of the node or its setup; a program's own fault it does not say
+            row = CUDA_BY_CODE.get(int(m.group("return_code")))
+            if row is not None and row["category"] == "other:gpu-application-fault":
+                row = None
         else:
             said = (m.group("text") or m.group("code_text") or m.group("failed_text") or "").strip().lower()
             row = next((r for t, r in CUDA_BY_TEXT.items() if said.startswith(t)), None)

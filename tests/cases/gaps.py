@@ -557,12 +557,6 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "-- Trials did not complete: [TorchTrainer_96bfe_00000]' are read as an unexplained error line; the cause (Ray "
         "Train's default NCCL_SOCKET_IFNAME allow-list 'en,eth,bond' leaving out the nodes' wireless wl* interface) is "
         "in no line of the paste, which stops before the trial's error.txt"),
-    "net-gaps71c-kubeflowsdk142-trainjob-multinode-c10d-client-socket-timed-out-900000ms-store": Gap(
-        "missed",
-        "'Verdict: WARN Unexplained failure (low confidence)', exit 1: '[E socket.cpp:1019] The client socket has timed "
-        "out after 900000ms while trying to connect' is read as something that timed out, not as c10d's store "
-        "(rendezvous) unreachable: the posted line stops at 'trying to connect', without the ' to (host, port)' the "
-        "message carries, and the c10d message is known only with it"),
     "list-gaps71d-openmpi-users-16571-qlogic-48-cores-error-creating-qp-cannot-allocate-memory-rdmacm": Gap(
         "wrong cause",
         "'Verdict: FAIL A launcher or test tool named the cause: ib completion error (high confidence)', exit 1: the last "
@@ -575,11 +569,6 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "memory, rc=-1' is read as an unexplained failure; Open MPI's help text 'The call to cuIpcOpenMemHandle failed' "
         "with 'cuIpcOpenMemHandle return value:   205' (CUDA IPC refused between GPUs under two IO hubs, after the "
         "transfers to the GPUs of the same hub worked) is in no row"),
-    "list-gaps71d-openmpi-users-21521-cuda-ipc-gpus-on-two-iohs-cuipcopenmemhandle-217-peer-access-0": Gap(
-        "false all-clear",
-        "'Verdict: nothing broken', exit 0: Open MPI's help text 'The call to cuIpcOpenMemHandle failed. This is an "
-        "unrecoverable error' with 'cuIpcOpenMemHandle return value:   217' (CUDA_ERROR_PEER_ACCESS_UNSUPPORTED) and the "
-        "test's own cudaDeviceCanAccessPeer line '0 <-> 2: 0' are in no row"),
     "list-gaps71d-openmpi-users-22781-mellanox-and-qlogic-nodes-psm-mtl-unable-to-reach-each-other-btl-tcp-self": Gap(
         "missed",
         "'Verdict: FAIL Unexplained failure (low confidence)', exit 1: Open MPI's 'At least one pair of MPI processes are "
@@ -594,9 +583,4 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "'[root_at_compute-01-0N ~]#' in the archive) for one host's readings of a port that went down and came back; "
         "openib's 'no active ports detected' help text for compute-01-01 is not tied to that node's port 1 DOWN / "
         "PortConfigurationTraining"),
-    "list-gaps71d-openmpi-users-26537-cuda-aware-disabled-libcuda-so-1-wrong-elf-class-elfclass32": Gap(
-        "false all-clear",
-        "'Verdict: nothing broken', exit 0: Open MPI's 'The library attempted to open the following supporting CUDA "
-        "libraries, but each of them failed.  CUDA-aware support is disabled.' with '/usr/lib/libcuda.so.1: wrong ELF "
-        "class: ELFCLASS32' (only the 32-bit driver library on the path) is in no row"),
 }

@@ -4,7 +4,8 @@ hang or corrupt data. NCCL must be told not to use it (NCCL_P2P_DISABLE=1) and c
 off.
 
 Evidence: CUDA's peer-access-unsupported error in any output (also as a framework quotes it, "between these two
-device"); a stall of a consumer-GPU run (medium).
+device", or by its value, 217, as Open MPI's CUDA help text gives a driver call's: 'cuIpcOpenMemHandle return
+value: 217'); a stall of a consumer-GPU run (medium).
 A healthy node that merely reports P2P unsupported (nvidia-smi topo -p2p: GNS/CNS) is no fault.
 References: sgl-project/sglang#531; NVIDIA/nccl#1062 (RTX 4090 P2P).
 """
@@ -15,6 +16,7 @@ import sys
 from typing import List
 
 from nccldiag.diagnosis import clues as C
+from nccldiag.diagnosis import events as E
 from nccldiag.diagnosis import signs
 from nccldiag.diagnosis.inputs import Inputs
 from nccldiag.diagnosis.model import Diagnosis
@@ -33,6 +35,9 @@ REFUSED = re.compile(r"peer access is not supported between (?:these )?two devic
 
 def diagnose(inp: Inputs) -> List[Diagnosis]:
     refused = C.find(inp, REFUSED, ("warn", "last-error", "app", "error"))
+    # the same error by its value, where a program prints the driver call's CUresult ('cuIpcOpenMemHandle return
+    # value:   217', Open MPI's CUDA help text): knowledge/cuda.toml reads it
+    refused += [c for c in E.clues_of(E.of(inp, "p2p_unsupported_gpu")) if c.text not in {r.text for r in refused}]
     stall = signs.stalled_single_node(inp) if signs.consumer_gpus(inp) else []
     if not refused and not stall:
         return []
