@@ -36,6 +36,9 @@ WHY: Dict[str, str] = {
         "a piece whose continuation starts as a line starts (a time, an address, a shell prompt run into its output), "
         "a text broken once where longer lines stand beside the piece, or a table's row broken after its padding "
         "(the piece ends in more than one blank, as a padded table's rows do) stays apart"),
+    "time-syslog": (
+        "a syslog stamp with 'host kernel:' before every line makes the lines read as the kernel's: a process's own "
+        "backtrace under it is not read as the process's"),
     "flush-left": (
         "nvidia-smi -q's counters grepped out of their sections ('SRAM Uncorrectable : 1' twice, no title) are told "
         "volatile from aggregate by their indentation alone: trimmed flush left, they are read under no section"),
