@@ -583,4 +583,30 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "'[root_at_compute-01-0N ~]#' in the archive) for one host's readings of a port that went down and came back; "
         "openib's 'no active ports detected' help text for compute-01-01 is not tied to that node's port 1 DOWN / "
         "PortConfigurationTraining"),
+    "gpu-gaps72a-together-worklog-512gpu-legacy-nemo-userbuffers-failed-to-get-world-size-rank": Gap(
+        "missed",
+        "'Verdict: FAIL Unexplained failure (low confidence)', exit 1: TransformerEngine's userbuffers error "
+        "'RuntimeError: Failed to get the world_size / rank' (tensor-parallel communication overlap initialised "
+        "without the MPI bootstrap it needs, here under an MPI stub) is read as an unexplained Python exception; no "
+        "row knows the message"),
+    "net-gaps72a-navsim-logbook-16-rank-diststoreerror-1-of-16-clients-joined-no-srun": Gap(
+        "wrong cause",
+        "'Verdict: FAIL Rendezvous (MASTER_ADDR:MASTER_PORT) unreachable (medium confidence)', exit 1: the c10d "
+        "store's 'DistStoreError: Timed out after 3601 seconds waiting for clients. 1/16 clients joined.' is read as "
+        "ranks that could not reach the store; that a store which one client (itself) joined out of 16, after an "
+        "hour, means the other ranks were never started (a batch script running python without srun) and not a "
+        "network path is not read"),
+    "node-gaps72a-bigscience-jz-megatron-hangs-compiling-fused-kernels-stale-build-lock": Gap(
+        "false all-clear",
+        "'Verdict: nothing to judge: the input holds no NCCL line, error or result', exit 0: a log whose last line "
+        "is Megatron's '> compiling and loading fused kernels ...' (a JIT extension build waiting for ever on the "
+        "lock file a killed build left in megatron/fused_kernels/build) has no error line; a log that stops at a "
+        "build or load step is not read as a hang"),
+    "node-gaps72a-navsim-logbook-lightning-devices-4-vs-slurm-ntasks-per-node-1": Gap(
+        "missed",
+        "'Verdict: FAIL Unexplained failure (low confidence)', exit 1: PyTorch Lightning's 'ValueError: You set "
+        "`devices=4` in Lightning, but the number of tasks per node configured in SLURM `--ntasks-per-node=1` does "
+        "not match' (the ranks a node SLURM launches against the devices the trainer expects) is read as an "
+        "unexplained Python exception"),
 }
+
