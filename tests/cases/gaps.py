@@ -602,11 +602,5 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "is Megatron's '> compiling and loading fused kernels ...' (a JIT extension build waiting for ever on the "
         "lock file a killed build left in megatron/fused_kernels/build) has no error line; a log that stops at a "
         "build or load step is not read as a hang"),
-    "node-gaps72a-navsim-logbook-lightning-devices-4-vs-slurm-ntasks-per-node-1": Gap(
-        "missed",
-        "'Verdict: FAIL Unexplained failure (low confidence)', exit 1: PyTorch Lightning's 'ValueError: You set "
-        "`devices=4` in Lightning, but the number of tasks per node configured in SLURM `--ntasks-per-node=1` does "
-        "not match' (the ranks a node SLURM launches against the devices the trainer expects) is read as an "
-        "unexplained Python exception"),
 }
 

@@ -130,6 +130,8 @@ CHECKED = {
     "slurm-gres-gpu-device-stat-missing": "%s: stat(%s): %m",
     "deepspeed-ssh-check-command-failed": "ssh -o PasswordAuthentication=no ",
     "deepspeed-ssh-check-unreachable": "was not reachable via ssh. If you are running with a single node please remove",
+    "lightning-slurm-devices-mismatch": "in Lightning, but the number of tasks per node configured in SLURM",
+    "lightning-slurm-nodes-mismatch": "in Lightning, but the number of nodes configured in SLURM",
     "accelerate-rtx40-p2p-ib-unsupported": "Using RTX 4000 series doesn't support faster communication broadband via P2P "
                                            "or IB. ",
     "azure-check-gpu-ecc-row-remap": "Warning: Detected a GPU row remap Error for GPU ID ",
@@ -254,6 +256,11 @@ PRINTED = {
     "deepspeed-ssh-check-unreachable": "RuntimeError: Using hostfile at /job/hostfile but host=node1 was not reachable via "
                                        "ssh. If you are running with a single node please remove /job/hostfile or setup "
                                        "passwordless ssh.",
+    # the ValueErrors SLURMEnvironment.validate_settings raises, as Python prints them
+    "lightning-slurm-devices-mismatch": "ValueError: You set `devices=4` in Lightning, but the number of tasks per node "
+                                        "configured in SLURM `--ntasks-per-node=1` does not match. HINT: Set `devices=1`.",
+    "lightning-slurm-nodes-mismatch": "ValueError: You set `num_nodes=2` in Lightning, but the number of nodes configured "
+                                      "in SLURM `--nodes=1` does not match. HINT: Set `num_nodes=1`.",
     # the NotImplementedError PartialState raises, as Python prints it (src/accelerate/state.py)
     "accelerate-rtx40-p2p-ib-unsupported": "NotImplementedError: Using RTX 4000 series doesn't support faster "
                                            "communication broadband via P2P or IB. Please set `NCCL_P2P_DISABLE=\"1\"` "
