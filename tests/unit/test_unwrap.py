@@ -24,9 +24,10 @@ POSTED_WRAPPED = "net-ib-gdr-disabled-not-supported-by-gpu-ibv-create-qp-failure
 # 'failed: runc create failed: ...'), each line of the program's one line; an engineering worklog's NCCL WARN broken
 # at its blanks ('... for function AllReduce ' / 'with datatype ncclFloat32. ...'), and a Talos issue's NVIDIA driver
 # notice pasted without its 'NVRM: ' prefixes, each piece ending in a blank ('... on other GPUs, see the ' /
-# ''OpenRmEnableUnsupportedGpus' kernel module parameter described'), which read as one sentence joined
+# ''OpenRmEnableUnsupportedGpus' kernel module parameter described'), which read as one sentence joined; and a
+# thesis logbook's DistStoreError broken at its blanks ('... waiting for clients. ' / '1/16 clients joined.')
 POSTED_FLOWED = ["posted-mpirun-ibv-devinfo-ifconfig-ulimit.txt", "posted-dkms-make-log.txt",
-                 "posted-docker-compose.txt", "posted-output.txt", "node-log.txt"]
+                 "posted-docker-compose.txt", "posted-output.txt", "node-log.txt", "posted-diststoreerror.txt"]
 
 
 def _texts() -> List[Path]:
