@@ -247,7 +247,8 @@ def apart(peer: str, own: List[str]) -> Optional[bool]:
     return not any(p in n for n in nets)
 
 
-_PEER = re.compile(r"(?:Connect to|connect(?:ing)? to|Call to connect)\s*\[?(?P<addr>[0-9a-fA-F:.]+)")
+# the peer address a failed connect names
+PEER = re.compile(r"(?:Connect to|connect(?:ing)? to|Call to connect)\s*\[?(?P<addr>[0-9a-fA-F:.]+)")
 NO_ROUTE = re.compile(r"No route to host|EHOSTUNREACH", re.I)
 
 
@@ -262,7 +263,7 @@ def unrouted_connects(inp: Inputs) -> List[C.Clue]:
     for c in failed_connects(inp):
         if not NO_ROUTE.search(c.text):
             continue
-        m = _PEER.search(c.text)
+        m = PEER.search(c.text)
         if m and apart(m.group("addr"), [a for _, a in own_addresses(inp, c.host)]) is False:
             continue
         out.append(c)

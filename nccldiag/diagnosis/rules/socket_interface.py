@@ -33,6 +33,9 @@ TITLE = "No reachable socket interface for NCCL"
 FIX = ("Name the data-network interface for NCCL's bootstrap and sockets: NCCL_SOCKET_IFNAME=<iface> (e.g. eth0, "
        "ens5, bond0; '^docker,lo,veth' excludes bridges) and GLOO_SOCKET_IFNAME the same; a container needs a "
        "routable interface (docker run --network host, or a pod network the peers reach).")
+# where the route between the nodes is the question: the interfaces and routes of both nodes compared
+ROUTE_FIX = FIX + (" Compare 'ip -br addr' and 'ip route get <peer address>' on both nodes, and pass the same "
+                   "NCCL_SOCKET_IFNAME / GLOO_SOCKET_IFNAME to every node (containers included).")
 CONFIRM = "ip -br addr on each node; NCCL_DEBUG=INFO shows 'Bootstrap : Using <iface>:<address>'"
 
 NET_STEP = re.compile(r"(?:^|/)(?:transport/net(?:_socket)?\.cc|include/net\.h|net\.h)$")
@@ -117,7 +120,6 @@ def diagnose(inp: Inputs) -> List[Diagnosis]:
                         "a link-local (fe80::) or container bridge address is not reachable from other hosts"))]
 
 
-_ADDR = re.compile(r"(?:Connect to|connect(?:ing)? to|Call to connect)\s*\[?(?P<addr>[0-9a-fA-F:.]+)")
 _OTHER_FAILURE = re.compile(r"[Ss]ocket|[Pp]roxy|[Bb]ootstrap|Connect|connection|remote peer")
 
 
@@ -127,7 +129,7 @@ def _no_path(inp: Inputs) -> List[Diagnosis]:
     found = signs.no_path_connects(inp)
     if not found:
         return []
-    m = _ADDR.search(found[0].text)
+    m = signs.PEER.search(found[0].text)
     peer = m.group("addr") if m else "?"
     own = signs.own_addresses(inp, found[0].host)
     apart = signs.apart(peer, [a for _, a in own])
@@ -149,8 +151,7 @@ def _no_path(inp: Inputs) -> List[Diagnosis]:
                alternatives=["firewall_ports: a REJECT rule answering with a network-unreachable ICMP",
                              "remote_peer_failure: the peer process died while the connection was being made "
                              "(another failure in the log comes first then)"],
-               fix=FIX + " Compare 'ip -br addr' and 'ip route get <peer address>' on both nodes, and pass the "
-                         "same NCCL_SOCKET_IFNAME / GLOO_SOCKET_IFNAME to every node (containers included).")
+               fix=ROUTE_FIX)
     if others:
         d.tier = 1
     return [d]
@@ -162,7 +163,7 @@ def _unrouted(inp: Inputs) -> List[Diagnosis]:
     found = signs.unrouted_connects(inp)
     if not found:
         return []
-    m = _ADDR.search(found[0].text)
+    m = signs.PEER.search(found[0].text)
     peer = m.group("addr") if m else "?"
     own = signs.own_addresses(inp, found[0].host)
     summary = f"NCCL's connection to {peer} found no route to the host{C.on(C.hosts(found))}"
@@ -179,5 +180,4 @@ def _unrouted(inp: Inputs) -> List[Diagnosis]:
                                  "answers the same; where 'ip route get <peer address>' finds the route and the peer "
                                  "answers ping, open the ports instead",
                                  "remote_peer_failure: the peer node went down"],
-                   fix=FIX + " Compare 'ip -br addr' and 'ip route get <peer address>' on both nodes, and pass the "
-                             "same NCCL_SOCKET_IFNAME / GLOO_SOCKET_IFNAME to every node (containers included).")]
+                   fix=ROUTE_FIX)]
