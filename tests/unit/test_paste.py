@@ -97,6 +97,7 @@ def test_a_healthy_output_alone_is_read_and_is_no_failure_nor_nothing_to_judge()
 
 
 def test_one_hosts_outputs_in_two_files_are_one_node(tmp_path):
+    real.require()
     ulimit = real.ROOT / "cases" / "node-ucx8229-ulimit-a-memlock-64k-create-cq-enomem" / "node-a" / "ulimit.txt"
     (tmp_path / "a.txt").write_text("root@gpu7:~# ibstat\n" + real.node_text("ibstat", DOWN))
     (tmp_path / "b.txt").write_text("root@gpu7:~# ulimit -a\n" + ulimit.read_text(encoding="utf-8"))
