@@ -17,7 +17,8 @@ from nccldiag.diagnosis.model import Evidence, finding_evidence, log_evidence
 from nccldiag.model.findings import SEVERITY, Finding, Status
 from nccldiag.nccl.facts import Loc
 
-KINDS = ("warn", "last-error", "app", "error", "kernel", "finding", "failure")  # and "line": a site's (signature.py)
+KINDS = ("warn", "last-error", "app", "error", "kernel", "finding", "failure")  # and "line": a site's (signature.py),
+# "last": each text's last line that is not blank, read only by the rows that name it (a process that stopped there)
 
 
 @dataclass
@@ -59,6 +60,8 @@ def clues(inp: Inputs) -> List[Clue]:
         out.extend(_log_clues(ls.facts))
     out.extend(_failure_clues(inp, out))
     out.extend(inp.site_lines)  # kind "line": a site's causes read them, the catalog's do not
+    if inp.pasted is not None:
+        out.extend(Clue("last", x.text, Loc(x.path, x.lineno), x.text, x.host) for x in inp.pasted.last)
     for f in inp.all_findings():
         if SEVERITY[f.status] >= SEVERITY[Status.WARN]:
             out.append(Clue("finding", " | ".join([f.message] + list(f.evidence or [])[:6]), host=f.host,

@@ -55,6 +55,7 @@ ROW_KEYS = ("id", "category", "tier", "explained_by", "about", "references", "wh
 MAX_LINE = 4096  # the characters of a line a site's pattern is run on
 MAX_LINES = 200  # the lines of the files given to 'log' that a site's patterns keep, per cause
 SITE_KINDS = C.KINDS + ("line",)  # a site's cause also reads the raw lines of the files given to 'log'
+ROW_ONLY = ("last",)  # read only where a row names it: each text's last line
 _PEERS = re.compile(r"(?:from|to|peer)\s+\[?(\d{1,3}(?:\.[\d.]+)+|[0-9a-f:]{6,})")
 _VAR = re.compile(r"\{(\w+)\}")
 

@@ -51,6 +51,7 @@ class Pasted:
     slurm_reasons: List[Tuple[Line, str, str]] = field(default_factory=list)  # 'sinfo -R' rows: (row, reason, nodes)
     rdma_test_mtu: List[Tuple[Line, int]] = field(default_factory=list)  # an RDMA test's command and the MTU it asks
     nccl_conf: List[Tuple[Line, str, str]] = field(default_factory=list)  # a pasted NCCL config file: (line, name, value)
+    last: List[Line] = field(default_factory=list)  # each text's last line that is not blank, its layers off
 
     def __bool__(self) -> bool:
         return bool(self.blocks or self.signals or self.oom or self.partial)
@@ -83,7 +84,7 @@ def judged(found: Found) -> Pasted:
     return Pasted(list(found.blocks), findings, facts, list(found.partial), list(found.signals), list(found.oom),
                   [found.bounded] if found.bounded else [], list(found.memlock_unlimited), list(found.peermem_absent),
                   by, list(found.container_no_gpu), list(found.slurm_reasons), list(found.rdma_test_mtu),
-                  list(found.nccl_conf))
+                  list(found.nccl_conf), list(found.last))
 
 
 def read_file(path: str) -> Found:

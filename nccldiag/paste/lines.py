@@ -10,7 +10,7 @@ What people put around a node's output when they paste it, outermost first, each
 - ``comment``: ``# `` before a command's output that the admin quoted as a comment (or a root prompt);
 - ``prompt``: a shell prompt (``root@node1:~# cmd``, ``[user@node1 ~]$ cmd``, ``$ cmd``; fish's and SUSE's
   ``user@node1 ~> cmd``, a powerline prompt's segments ``user@node1 > ~/dir > cmd``, oh-my-zsh's
-  ``➜  dir git:(main) cmd``): the clean line is the command, and the prompt names the host where it has one;
+  ``➜  dir git:(main) cmd``, a mail archive's ``[root_at_node1 ~]# cmd``): the clean line is the command, and the prompt names the host where it has one;
 - ``grep``: the file name ``grep`` puts before each line it found (``messages:Jun 17 ...``,
   ``/var/log/kern.log:12:...``): a path, a log file's name, or a name ending ``.log``/``.txt``/``.out``/``.err``;
 - ``launcher``: a launcher's rank label (``[default3]:``, ``[rank0]:``, ``[1,0]<stdout>:``, srun ``--label``'s
@@ -151,6 +151,8 @@ PROMPT = re.compile(
     # a powerline prompt's segments, each ended by its arrow as a page renders it: 'alex@exi > ~/Downloads > cmd'
     r"(?:[\w.-]{1,64}@(?P<segments>[\w.-]{1,253})(?: > [^>\n]{1,200}?){0,6} >"
     r"|\[?[\w.-]{1,64}@(?P<host>[\w.-]{1,253})(?:[ :][^\s#$>\]]{0,200})?\]?[ \t]?[#$%>]|\$"
+    # a mail archive's copy, its '@' written '_at_' (mail-archive.com): '[root_at_node1 ~]#'
+    r"|\[[\w.-]{1,64}_at_(?P<archived>[\w.-]{1,253})[ :][^\s#$>\]]{0,200}\][#$%>]"
     # oh-my-zsh's default theme (robbyrussell): an arrow, the directory's name, the git branch: '➜  dir git:(main) ✗'
     r"|\u279c {1,2}[^\s]{1,200}(?: git:\([^\s)]{1,200}\)(?: \u2717)?)?)(?:[ \t]|$)")
 _GREP = re.compile(r"(?:(?:[\w.~:-]{0,200}/){1,40}[\w.~-]{1,200}|[\w-]{1,100}\.(?:log|txt|out|err)(?:\.\d)?|"
@@ -306,10 +308,10 @@ def _quoted(text: str, first: str) -> Optional[Layer]:
         m = _COMMENT.match(text)
         if m:
             return Layer("comment", m.group(0))
-    if "@" in text[:400] or first in "$(\u279c":
+    if "@" in text[:400] or first in "$(\u279c[":
         m = PROMPT.match(text)
         if m:
-            host = m.group("host") or m.group("segments")
+            host = m.group("host") or m.group("segments") or m.group("archived")
             return Layer("prompt", m.group(0), _named(host) if host else None)
     return None
 

@@ -30,6 +30,7 @@ from nccldiag.paste.kinds import all_kinds
 from nccldiag.paste.kinds.base import MAX_LINES as MAX_BLOCK_LINES, Context
 
 CHUNK = 4 * 1024 * 1024  # bytes read as one chunk
+END = 8192  # the bytes at the end of a text kept for its last line
 LOOKBACK = 256 * 1024  # bytes of the chunk before kept, for a block that grows up into them
 MAX_CARRY = 16 * 1024 * 1024  # a block still growing at the end of a chunk waits for the next up to this size
 MAX_BLOCKS = 256  # blocks kept per text
@@ -199,6 +200,7 @@ class Found:
     rdma_test_mtu: List[Tuple[ends.Line, int]] = field(default_factory=list)  # (a pingpong/perftest command, its -m)
     nccl_conf: List[Tuple[ends.Line, str, str]] = field(default_factory=list)  # a pasted NCCL config file's settings:
     # (line, name, value)
+    last: List[ends.Line] = field(default_factory=list)  # each text's last line that is not blank, its layers off
     bounded: str = ""
 
     def merge(self, other: "Found") -> None:
@@ -212,6 +214,7 @@ class Found:
         self.slurm_reasons += other.slurm_reasons
         self.rdma_test_mtu += other.rdma_test_mtu
         self.nccl_conf += other.nccl_conf
+        self.last += other.last
         self.bounded = self.bounded or other.bounded
 
 
@@ -264,6 +267,7 @@ class Reader:
         self._size = 0  # their bytes
         self._tail = b""  # the end of the chunk read before, for a block that grows up into it
         self._first = first  # the number of the first line of _tail + _parts
+        self._first_line = first
         self._anchors: Dict[bytes, list] = {}
         self._peeled: Dict[bytes, L.Peeled] = {}
         self._seen: Dict[Tuple[str, Optional[str], str], Block] = {}
@@ -273,6 +277,8 @@ class Reader:
         self._fed = 0
         self._whole = 0  # the offset in the text of the end of _parts (of the whole lines fed)
         self._cut = False
+        self._ending = b""  # the text's last bytes (:data:`END`), for its last line
+        self._lines = 0  # the line breaks fed
         # what whoever fed the text found in it before (:meth:`given`): the stretch of the text searched, the
         # offsets of the words in it, and where some of its lines start with their numbers
         self._over = (0, 0)
@@ -305,7 +311,11 @@ class Reader:
         self._marks.append((at, end, starts, numbers))
 
     def feed(self, data: bytes) -> None:
-        if not data or self._cut:
+        if not data:
+            return
+        self._lines += data.count(b"\n")
+        self._ending = bytes(data[-END:]) if len(data) >= END else (self._ending + data)[-END:]
+        if self._cut:
             return
         self._fed += len(data)
         if self._fed > SLOW_BOUND and not _words().fast:  # the expression's pace: the start of the text is read
@@ -337,7 +347,22 @@ class Reader:
             self._whole += len(self._pending) + 1
             self._pending = b""
         self._read(final=True)
+        self._last()
         return self.found
+
+    def _last(self) -> None:
+        """The text's last line that is not blank (where the process that wrote it stopped), read through its
+        layers (a launcher's label, a time, a prompt)."""
+        end = self._ending.rstrip()
+        if not end:
+            return
+        k = end.rfind(b"\n") + 1
+        lineno = self._first_line + self._lines - self._ending.count(b"\n", k)
+        p = L.peel(end[k:k + L.MAX_LINE].decode("utf-8", "replace"))
+        text = p.stage(len(p.layers)).strip()
+        if text:
+            host = next((layer.host for layer in p.layers if layer.host), None)
+            self.found.last.append(ends.Line(self.path, lineno, text, host))
 
     # ---- one chunk -------------------------------------------------------------------------------------------
 

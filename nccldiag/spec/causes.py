@@ -36,7 +36,7 @@ KEYS = REQUIRED + ("title", "summary", "why", "workaround", "confirm", "kinds", 
 # the modules of nccldiag/diagnosis/rules/ have them
 RULE_KEYS = ("id", "category", "rule", "explained_by")
 # where a cause's words are searched (nccldiag.diagnosis.clues.KINDS, and the lines of the files given to 'log')
-KINDS = ("warn", "last-error", "app", "error", "kernel", "finding", "failure", "line")
+KINDS = ("warn", "last-error", "app", "error", "kernel", "finding", "failure", "line", "last")
 SEVERITIES = ("fail", "warn", "info")
 CONFIDENCES = ("high", "medium", "low")
 RESERVED = ("unexplained", "advice")  # the verdicts of no known cause

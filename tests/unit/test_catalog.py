@@ -59,7 +59,7 @@ def test_the_kinds_a_site_names_are_those_the_clues_have():
     from nccldiag.diagnosis import clues, signature
     from nccldiag.spec import causes
 
-    assert causes.KINDS == signature.SITE_KINDS == clues.KINDS + ("line",)
+    assert causes.KINDS == signature.SITE_KINDS + signature.ROW_ONLY == clues.KINDS + ("line", "last")
     assert set(causes.KEYS) <= set(signature.KEYS + signature.ROW_KEYS + ("rule",))
 
 

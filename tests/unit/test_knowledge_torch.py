@@ -21,6 +21,7 @@ from nccldiag.diagnosis import clues as C
 from nccldiag.diagnosis import events as E
 from nccldiag.diagnosis import torchmsg
 from nccldiag.nccl import parser as nccllog
+from nccldiag.nccl.unwrap import unwrap
 from tests import real, realcases
 from tests.unit.test_lexicon import HEALTHY_LOGS, _repeats
 
@@ -51,6 +52,7 @@ FILL = {
     "mp-process-exited": ["1", "SIGKILL", "0", "1"],
     "dataloader-workers-exited": ["12345, 12346"],
     "nccl-unique-id-store-get": ["3", "0", "0", "Socket Timeout"],
+    "store-one-client-joined": ["3601", "1", "16"],
 }
 
 
@@ -151,9 +153,11 @@ def _seen_lines(seen: str):
     if not real.AVAILABLE and ("shared" in str(where) or not where.exists()):
         pytest.skip(real.REASON)  # a case of ../shared/fixtures/cases, which a plain clone has not
     if where.is_file():
-        return where.read_text(encoding="utf-8", errors="replace").splitlines()
+        return unwrap(where.read_text(encoding="utf-8", errors="replace")).splitlines()
     meta = json.loads((where / "case.json").read_text())
-    return [line for f in meta["files"] for line in (where / f).read_text(encoding="utf-8", errors="replace").splitlines()]
+    # as the log reader reads them: a text a page broke at its blanks is joined again (nccldiag/nccl/unwrap.py)
+    return [line for f in meta["files"]
+            for line in unwrap((where / f).read_text(encoding="utf-8", errors="replace")).splitlines()]
 
 
 SEEN = [r for r in ROWS if r.get("seen")]

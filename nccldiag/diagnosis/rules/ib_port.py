@@ -73,8 +73,10 @@ def _in_use(inp: Inputs, pasted: List[Finding]) -> Tuple[List[Finding], List[Fin
     alike (the mlx4, mlx5, bnxt_re, irdma, qedr and mana drivers): it is in use where no port of the node is Active. A host's facts are its last reading of each output: a port found Down by
     one reading and Active in the facts was pasted twice or more with its state changing (``rdma link`` run again
     while the link flaps); it is in use, and comes second in what is returned too. A pasted kernel log's links
-    flapping (a link or cable module up and down again as many times as the link-flap check fails on) are in use."""
-    ports = [p for facts in inp.pasted.facts.values() for p in getattr(facts.get("ib"), "ports", None) or []]
+    flapping (a link or cable module up and down again as many times as the link-flap check fails on) are in use.
+    Each port is compared with its own node's readings only: another node's port of the same name is another port,
+    but one Active on another node pasted is cabled there, and so in use here too (not a spare beside its sibling)."""
+    by_host = {h: list(getattr(facts.get("ib"), "ports", None) or []) for h, facts in inp.pasted.facts.items()}
     out: List[Finding] = []
     back: List[Finding] = []
     for f in pasted:
@@ -88,6 +90,7 @@ def _in_use(inp: Inputs, pasted: List[Finding]) -> Tuple[List[Finding], List[Fin
             continue
         if f.check != "ib.port_state":
             continue
+        ports = by_host.get(f.host or "", [])  # the finding's own node's ports: another node's of the same name are not it
         port = next((p for p in ports if f.message.startswith(p.name + " ") or f.message.startswith(p.name + ":")),
                     None)
         if port is not None and port.active and _down(f):
@@ -102,7 +105,9 @@ def _in_use(inp: Inputs, pasted: List[Finding]) -> Tuple[List[Finding], List[Fin
             continue
         siblings = [p for p in ports if p is not port and (p.device == port.device or (
             port.system_guid and p.system_guid == port.system_guid))]
-        if any(p.active for p in siblings):
+        elsewhere = any(p.active and p.name == port.name for h, others in by_host.items() if h != (f.host or "")
+                        for p in others)
+        if any(p.active for p in siblings) and not elsewhere:
             continue
         out.append(f)
     return out, back
