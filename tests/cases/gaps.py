@@ -595,4 +595,29 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "extensions root...', is read as where the JIT extension loader waits for its lock; a warning only (a paste may "
         "end anywhere), so the CLI exits 0",
         exits_0=True),
+    "gpu-gaps73b-paddle10608-v100-parallelexecutor-unhandled-cuda-error-nccl-helper-nccl-not-installed": Gap(
+        "missed",
+        "'Verdict: FAIL Unexplained failure (low confidence)', exit 1: the traceback is read as an unexplained Python "
+        "exception; Paddle's own NCCL error line 'paddle.fluid.core.EnforceNotMet: unhandled cuda error at "
+        "[.../paddle/fluid/platform/nccl_helper.h:93]' (NCCL failing when ParallelExecutor creates its communicators, "
+        "here because no NCCL library was installed on the machine) is not read as an NCCL error at all"),
+    "gpu-gaps73b-paddledet4139-8-gpu-oserror-nccl-error-unhandled-cuda-error-collective-helper-libnccl-installed": Gap(
+        "missed",
+        "'Verdict: FAIL Unexplained failure (low confidence)', exit 1: Paddle's 'OSError: (External)  Nccl error, "
+        "unhandled cuda error  (at /paddle/paddle/fluid/platform/collective_helper.cc:100)' is seen as an NCCL call "
+        "that returned an error but no row explains it; that an 'unhandled cuda error' at communicator creation, "
+        "with no NCCL line before it, points first at the NCCL library Paddle loads (absent, or built for another "
+        "CUDA) is not read"),
+    "net-gaps73b-paddlefleetx1054-two-nodes-fleetrun-hang-after-init-nccl-context-socket-ifname": Gap(
+        "false all-clear",
+        "'Verdict: nothing to judge: the input holds no NCCL line, error or result', exit 0: the one posted line, "
+        "Paddle's glog 'nccl_context.cc:83] init nccl context nranks: 4 local rank: 0/1 gpu id: 0/1 ring id: 0/1', "
+        "is not read as NCCL communicator set-up at all, so a paste that ends there (the job hung after it until "
+        "NCCL_SOCKET_IFNAME was exported) is not read as a hang in NCCL init"),
+    "node-gaps73b-paddledet3973-find-libnccl-2-9-9-cuda11-3-rpm-on-cuda10-1-host-unhandled-cuda-error": Gap(
+        "false all-clear",
+        "'Verdict: nothing to judge: the input holds no NCCL line, error or result', exit 0: a listing of the NCCL "
+        "files and packages on the host ('find / -name libnccl*': /usr/lib64/libnccl.so.2.9.9 beside unpacked "
+        "cuda10.1 RPMs; 'rpm -qa | grep nccl': libnccl-2.9.9-1+cuda11.3) is not read as a node output; the "
+        "installed NCCL's '+cudaXX.Y' build tag is not compared with the host's CUDA (10.1 here)"),
 }
