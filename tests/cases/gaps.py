@@ -651,4 +651,27 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "Version mismatch between kernel OFED drivers and userspace OFED libraries.' is named only as a failed NHC "
         "check; that NHC prints this message when no InfiniBand/OPA device exists at all (no ABI version file under "
         "/sys/class/infiniband_mad), so the adapter is missing or dead, is not read"),
+    "gpu-gaps73f-sirzzang-blog-eks-vllm-tp2-pod-1-gpu-world-size-larger-than-available-gpus": Gap(
+        "missed",
+        "'Verdict: FAIL Unexplained failure (low confidence)', exit 1: the pydantic 'ValidationError:' line is read "
+        "as an unexplained Python exception; vLLM's ParallelConfig line 'World size (2) is larger than the number of "
+        "available GPUs (1) in this node.' (a tensor-parallel size above the GPUs the Pod was given) is not read"),
+    "gpu-gaps73f-sirzzang-blog-ray-8x1-rtx5090-all-reduce-illegal-memory-access-cuda-failure-700": Gap(
+        "wrong cause",
+        "'Verdict: FAIL Failure reported by a node or a rank: gpu application fault (medium confidence)', exit 1: "
+        "'CUDA error: an illegal memory access was encountered (Cuda failure 700)' is read as an application's fault; "
+        "the one line names neither NCCL's build nor the GPU's architecture, so an NCCL without kernels for the GPU "
+        "(sm_120 missing from NCCL 2.26.2+cuda12.2 on RTX 5090) is not among the readings or the fix"),
+    "gpu-gaps73f-sirzzang-blog-ray-rtx5090-dmesg-xid13-out-of-range-xid43-nccl-2-26-without-sm120": Gap(
+        "wrong cause",
+        "'Verdict: WARN Failure reported by a node or a rank: gpu application fault (high confidence)', exit 1: "
+        "Xid 13 'Out Of Range Address' x2 and Xid 43 of process ray::_RayTrainW are read as a job's own fault; that "
+        "the faulting kernels can be NCCL's, built without code for the GPU's architecture, is not among the "
+        "readings or the fix (the NCCL version and the GPU are only in the post's prose)"),
+    "node-gaps73f-sirzzang-blog-eks-device-plugin-disabled-failedscheduling-insufficient-nvidia-com-gpu": Gap(
+        "missed",
+        "'Verdict: WARN Unexplained failure (low confidence)', exit 1: 'FailedScheduling ... 0/4 nodes are "
+        "available: 4 Insufficient nvidia.com/gpu.' is read (its text names the device plugin among the causes) but "
+        "left unexplained; the gpu-operator DaemonSet list without nvidia-device-plugin-daemonset and 'No resources "
+        "found in gpu-operator namespace.' for its Pods, which show the plugin not running, are not read"),
 }
