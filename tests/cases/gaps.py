@@ -674,4 +674,16 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "available: 4 Insufficient nvidia.com/gpu.' is read (its text names the device plugin among the causes) but "
         "left unexplained; the gpu-operator DaemonSet list without nvidia-device-plugin-daemonset and 'No resources "
         "found in gpu-operator namespace.' for its Pods, which show the plugin not running, are not read"),
+    "node-gaps73a-fuchaojie-blog-isaacgym-rtx3090-cuda-driver-11020-expected-11040-driver-460": Gap(
+        "false all-clear",
+        "'Verdict: nothing broken', exit 0: the nvidia-smi table is read (driver 460.32.03, 'CUDA Version: 11.2') but "
+        "the application's 'warning : CUDA driver version is 11020, expected at least 11040.' and 'info : NVIDIA "
+        "Release 411 graphics driver and above is required for GPU acceleration.' are not; a line that gives the "
+        "driver's CUDA version as an integer (major*1000 + minor*10) against the version the software expects is "
+        "not read as a driver too old for the CUDA in use"),
+    "net-gaps73a-enizaksoy-lab-2x2-v100-roce-cx3-nccltests-net-ib-no-gdrdma-host-staged": Gap(
+        "right",
+        "'Verdict: WARN NET/IB without GPUDirect RDMA (low confidence)', exit 0: the cross-node channel 'via NET/IB/0' "
+        "without /GDRDMA is named right, but as a warning only (a slower path, not a stopped job), so the CLI exits 0 "
+        "on a run whose all-reduce reached half the raw RDMA bandwidth", exits_0=True),
 }
