@@ -70,8 +70,10 @@ _STARTS = re.compile(_AFTER_BLANK + rb"(?:" + rb"|".join(rb"(?P<%s>%s)" % (k.enc
 _LABEL_FORM = (rb"\[[^\]\s]{1,64}\]:|(?!\d{1,64}: )[^\s:\[\d]{0,63}\d[^\s:\[]{0,63}: "
                rb"(?! {0,3}\d{1,3}(?:\.\d{1,3})?%\|)")
 _LABEL = re.compile(_LABEL_FORM)
-# where two table rows were joined: one row's closing bar (or border's corner), a space, the next one's opening
-_JOINT_FORM = rb"(?<=[-= ][|+]) (?=\|[-= ]|\+[-=])"
+# where two table rows were joined: one row's closing bar (or border's corner), a space, the next one's opening; a
+# bar right after another bar and a blank closes an empty cell, no row ('| | | MIG M. |': a row whose blanks a page
+# collapsed, its first cells empty)
+_JOINT_FORM = rb"(?<=[^|+][-= ][|+]) (?=\|[-= ]|\+[-=])"
 _JOINT = re.compile(_JOINT_FORM)
 _TABLE_HEAD = re.compile(rb"[ \t]{0,12}[|+][-= ]")
 # nvidia-smi -q's keys and section titles, as its real reports print them (every one in the captures of

@@ -150,13 +150,13 @@ def width(lines: Sequence[str]) -> Optional[int]:
         if lengths[i] != w or _blank(lines[i]) or _blank(lines[i + 1]) or lines[i].endswith(_ENDS):
             i += 1  # a line padded with blanks (a table's, a form's), or that ends as a text does, tells nothing
             continue
-        if starts_like_a_line(lines[i + 1], starts):
+        if starts_like_a_line(lines[i + 1], starts) or _indented_alike(lines[i], lines[i + 1]):
             news += 1
             i += 1
             continue
         j = i + 1  # the pieces of one line: a wrapped line ends in a piece shorter than the width
         while lengths[j] == w and j + 1 < n and not _blank(lines[j + 1]) and \
-                not starts_like_a_line(lines[j + 1], starts):
+                not starts_like_a_line(lines[j + 1], starts) and not _indented_alike(lines[j], lines[j + 1]):
             j += 1
         wraps += range(i, j)
         if lengths[j] < w or j + 1 < n and _blank(lines[j + 1]) and 0 < lengths[j + 1] < w:
@@ -220,7 +220,19 @@ def _goes_on(piece: str, line: str, starts: Set[str]) -> bool:
         return False
     if piece[-1:] == " " and line[:1] == " ":
         return True
+    if _indented_alike(piece, line):
+        return False
     return _cut_word(piece, line, starts) or not starts_like_a_line(line, starts)
+
+
+def _indented_alike(piece: str, line: str) -> bool:
+    """Whether ``line`` is indented by the same blanks (two or more) as ``piece``, which does not end in a blank: the
+    next field of an indented block (``ifconfig``'s ``inet6`` lines under their interface), not the rest of ``piece``
+    (a wrap that cut a line right before a run of blanks as long as its own indent is no wrap of a log)."""
+    if piece[-1:] in (" ", "\t"):
+        return False
+    indent = len(line) - len(line.lstrip(" \t"))
+    return indent >= 2 and line[:indent] == piece[:indent] and piece[indent:indent + 1] not in (" ", "\t", "")
 
 
 FLOW_ONE = 60  # a text broken at its blanks once: its piece at least this long (a mail breaks at 72 to 78)
