@@ -686,4 +686,41 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "'Verdict: WARN NET/IB without GPUDirect RDMA (low confidence)', exit 0: the cross-node channel 'via NET/IB/0' "
         "without /GDRDMA is named right, but as a warning only (a slower path, not a stopped job), so the CLI exits 0 "
         "on a run whose all-reduce reached half the raw RDMA bandwidth", exits_0=True),
+    "list-gaps73c-linux-rdma-mthca-aarch64-6-1-null-deref-mthca-poll-cq-hca-fw-old-warning": Gap(
+        "wrong cause",
+        "'Verdict: FAIL Failure reported by a node or a rank: kernel oops (high confidence)', exit 1: a kernel oops "
+        "of 'an unnamed device'; the aarch64 'pc : mthca_poll_cq+0x4f0/0x9a0 [ib_mthca]' line (the faulting function "
+        "and its module, the arm64 counterpart of x86's 'RIP:') and the 'ib-comp-unb-wq ib_cq_poll_work [ib_core]' "
+        "work queue are not read as an RDMA driver's own crash; that it is a known ib_mthca defect fixed upstream is "
+        "the SUSE developer's answer"),
+    "list-gaps73c-linux-rdma-5-4-21-ipoib-open-null-deref-port-pkey-list-insert-ibstat-ports-down": Gap(
+        "wrong cause",
+        "'Verdict: FAIL IB/RoCE port down, flapping or degraded (medium confidence)', exit 1: the pasted ibstat's "
+        "port 1 'State: Down / Physical state: Polling' is taken for the cause; the kernel 'Call Trace:' of journal "
+        "lines (without the 'BUG: kernel NULL pointer dereference' header, which is only in the subject) through "
+        "port_pkey_list_insert and ib_security_modify_qp [ib_core] from ipoib_open [ib_ipoib] is not read as an RDMA "
+        "core crash"),
+    "list-gaps73c-linux-rdma-cx5-rhel-8-1-ibv-rc-pingpong-couldnt-create-cq-fixed-by-newer-kernel": Gap(
+        "wrong cause",
+        "'Verdict: FAIL IB/RoCE port down, flapping or degraded (medium confidence)', exit 1: an unused Intel i40iw "
+        "iWARP port in PORT_DOWN beside the ConnectX-5 under test is taken for the cause; the verbs test's own error "
+        "(ibv_rc_pingpong's 'Couldn't create CQ' on mlx5_0, quoted in a sentence) is not read, nor the kernel/rdma-"
+        "core pairing (RHEL 4.18.0-151 with rdma-core 32) beside it"),
+    "list-gaps73c-linux-rdma-ib-write-bw-couldnt-get-device-attributes-mofed-userspace-upstream-kernel": Gap(
+        "wrong cause",
+        "'Verdict: FAIL IB/RoCE port down, flapping or degraded (medium confidence)', exit 1: the second port mlx5_1 "
+        "in PORT_DOWN (not the device tested) is taken for the cause; perftest's failures on the Active mlx5_0 "
+        "('Couldn't get device attributes', 'Unable to create QP.', 'Couldn't create IB resources': the verbs "
+        "userspace cannot talk to the kernel's RDMA stack) are not read"),
+    "list-gaps73c-linux-rdma-ib-send-bw-hangs-in-reg-mr-mlx5-ib-post-send-wait-mlnx-ofed-5-7": Gap(
+        "false all-clear",
+        "'Verdict: nothing broken', exit 0: a bare kernel stack of a process (/proc/<pid>/stack frames without "
+        "timestamps: mlx5_ib_post_send_wait under create_real_mr and ib_uverbs_reg_mr) and the words 'hangs forever' "
+        "are not read as a verbs call stuck in the mlx5 driver registering memory"),
+    "list-gaps73c-linux-rdma-v6-8-rc1-mlx5-vf-probe-create-tis-bad-parameter-reverted-commits": Gap(
+        "missed",
+        "'Verdict: WARN Unexplained failure (low confidence)', exit 1: the mlx5 firmware's refusal of CREATE_TIS "
+        "(status bad parameter, syndrome 0x595b5d) is reported unexplained; that it ends in 'mlx5e_resume failed, "
+        "-22' and 'probe of mlx5_core.eth.2 failed with error -22' (a new VF whose netdev never probed, a driver "
+        "regression the mlx5 maintainer named) is not read"),
 }
