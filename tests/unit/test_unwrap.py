@@ -27,7 +27,9 @@ POSTED_WRAPPED = "net-ib-gdr-disabled-not-supported-by-gpu-ibv-create-qp-failure
 # ''OpenRmEnableUnsupportedGpus' kernel module parameter described'), which read as one sentence joined; and a
 # thesis logbook's DistStoreError broken at its blanks ('... waiting for clients. ' / '1/16 clients joined.')
 POSTED_FLOWED = ["posted-mpirun-ibv-devinfo-ifconfig-ulimit.txt", "posted-dkms-make-log.txt",
-                 "posted-docker-compose.txt", "posted-output.txt", "node-log.txt", "posted-diststoreerror.txt"]
+                 "posted-docker-compose.txt", "posted-output.txt", "node-log.txt", "posted-diststoreerror.txt",
+                 # two linux-rdma mails sent format=flowed (gaps73c: the CX-5 CQ and the ib_send_bw hang)
+                 "posted-output.txt", "posted-output.txt"]
 
 
 def _texts() -> List[Path]:
