@@ -651,11 +651,6 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "Version mismatch between kernel OFED drivers and userspace OFED libraries.' is named only as a failed NHC "
         "check; that NHC prints this message when no InfiniBand/OPA device exists at all (no ABI version file under "
         "/sys/class/infiniband_mad), so the adapter is missing or dead, is not read"),
-    "gpu-gaps73f-sirzzang-blog-eks-vllm-tp2-pod-1-gpu-world-size-larger-than-available-gpus": Gap(
-        "missed",
-        "'Verdict: FAIL Unexplained failure (low confidence)', exit 1: the pydantic 'ValidationError:' line is read "
-        "as an unexplained Python exception; vLLM's ParallelConfig line 'World size (2) is larger than the number of "
-        "available GPUs (1) in this node.' (a tensor-parallel size above the GPUs the Pod was given) is not read"),
     "gpu-gaps73f-sirzzang-blog-ray-8x1-rtx5090-all-reduce-illegal-memory-access-cuda-failure-700": Gap(
         "wrong cause",
         "'Verdict: FAIL Failure reported by a node or a rank: gpu application fault (medium confidence)', exit 1: "
@@ -674,13 +669,6 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "available: 4 Insufficient nvidia.com/gpu.' is read (its text names the device plugin among the causes) but "
         "left unexplained; the gpu-operator DaemonSet list without nvidia-device-plugin-daemonset and 'No resources "
         "found in gpu-operator namespace.' for its Pods, which show the plugin not running, are not read"),
-    "node-gaps73a-fuchaojie-blog-isaacgym-rtx3090-cuda-driver-11020-expected-11040-driver-460": Gap(
-        "false all-clear",
-        "'Verdict: nothing broken', exit 0: the nvidia-smi table is read (driver 460.32.03, 'CUDA Version: 11.2') but "
-        "the application's 'warning : CUDA driver version is 11020, expected at least 11040.' and 'info : NVIDIA "
-        "Release 411 graphics driver and above is required for GPU acceleration.' are not; a line that gives the "
-        "driver's CUDA version as an integer (major*1000 + minor*10) against the version the software expects is "
-        "not read as a driver too old for the CUDA in use"),
     "net-gaps73a-enizaksoy-lab-2x2-v100-roce-cx3-nccltests-net-ib-no-gdrdma-host-staged": Gap(
         "right",
         "'Verdict: WARN NET/IB without GPUDirect RDMA (low confidence)', exit 0: the cross-node channel 'via NET/IB/0' "

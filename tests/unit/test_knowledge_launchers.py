@@ -134,6 +134,8 @@ CHECKED = {
     "lightning-slurm-nodes-mismatch": "in Lightning, but the number of nodes configured in SLURM",
     "accelerate-rtx40-p2p-ib-unsupported": "Using RTX 4000 series doesn't support faster communication broadband via P2P "
                                            "or IB. ",
+    "physx-cuda-driver-too-old": "CUDA driver version is %u, expected at least %u.",
+    "vllm-world-size-above-gpus": "is larger than the number of available GPUs",
     "azure-check-gpu-ecc-row-remap": "Warning: Detected a GPU row remap Error for GPU ID ",
     "azure-check-gpu-ecc-uncorrectable": "Warning: Detected a very high GPU DRAM uncorrectable error count (",
     "slurm-gcp-bulkinsert-no-capacity": "bulkInsert operation errors: ",
@@ -261,6 +263,12 @@ PRINTED = {
                                         "configured in SLURM `--ntasks-per-node=1` does not match. HINT: Set `devices=1`.",
     "lightning-slurm-nodes-mismatch": "ValueError: You set `num_nodes=2` in Lightning, but the number of nodes configured "
                                       "in SLURM `--nodes=1` does not match. HINT: Set `num_nodes=1`.",
+    # PhysX's report through its error callback, as Isaac Gym prints it (file, line, level, message)
+    "physx-cuda-driver-too-old": "/buildAgent/work/45f70df4210b2e3e/source/cudamanager/src/CudaContextManager.cpp "
+                                 "(635) : warning : CUDA driver version is 11020, expected at least 11040.",
+    # pydantic's ValidationError of ParallelConfig, as vLLM's API server prints it
+    "vllm-world-size-above-gpus": "  Value error, World size (2) is larger than the number of available GPUs (1) in "
+                                  "this node. If this is intentional and you are using:",
     # the NotImplementedError PartialState raises, as Python prints it (src/accelerate/state.py)
     "accelerate-rtx40-p2p-ib-unsupported": "NotImplementedError: Using RTX 4000 series doesn't support faster "
                                            "communication broadband via P2P or IB. Please set `NCCL_P2P_DISABLE=\"1\"` "
