@@ -29,6 +29,9 @@ and makes one diagnosis from what matched. The keys (``docs/diagnoses.md``):
   (false: the diagnosis names no node), ``figures`` (a figure per named
   group), ``reasons`` (the first whose ``match`` finds the ``reason`` group,
   or the line, gives the fix and template values);
+- ``tested``: ``true``: where the texts hold an RDMA test told which HCA to use
+  (``ib_write_bw -d mlx5_0``), a line whose ``device`` group names another
+  HCA is no evidence (the test did not run on it);
 - ``title``, ``fix``, ``workaround``, ``confirm``, ``alternatives``.
 
 A site's line is searched as the reader kept it, at most :data:`MAX_LINE`
@@ -49,7 +52,8 @@ from nccldiag.diagnosis.model import Diagnosis
 # the keys of a signature row; besides them a row has its catalog keys (id, category, tier, explained_by), where it
 # comes from (about, references) and, read in, where it is defined (where) and whether a site added it (site)
 KEYS = ("pattern", "kinds", "unless", "findings", "events", "summary", "why", "defaults", "severity", "fail_on",
-        "confidence", "confidence_findings", "nodes", "figures", "reasons", "title", "fix", "workaround", "confirm", "alternatives")
+        "confidence", "confidence_findings", "nodes", "figures", "reasons", "title", "fix", "workaround", "confirm", "alternatives",
+        "tested")
 ROW_KEYS = ("id", "category", "tier", "explained_by", "about", "references", "where", "site")
 
 MAX_LINE = 4096  # the characters of a line a site's pattern is run on
@@ -111,7 +115,15 @@ class Signature:
             out += got if i == 0 else [c for c in got if c not in out]
         if self.unless is not None:
             out = [c for c in out if not self.unless.search(c.text)]
+        if self.row.get("tested") and inp.pasted is not None and inp.pasted.rdma_test_device:
+            tested = {dev for _, dev in inp.pasted.rdma_test_device}
+            out = [c for c in out if (self._device(c) or next(iter(tested))) in tested]
         return _once(out)
+
+    def _device(self, clue: C.Clue) -> str:
+        """The RDMA device the first pattern's ``device`` group names in ``clue``, "" where none."""
+        m = self.signs[0].pattern.search(clue.text) if self.signs else None
+        return (m.groupdict().get("device") or "") if m else ""
 
     def events(self, inp: Inputs) -> List[E.Event]:
         """The events of the row's category (of the checks its ``events`` list names), when it reads them."""

@@ -52,6 +52,7 @@ class Pasted:
     rdma_test_mtu: List[Tuple[Line, int]] = field(default_factory=list)  # an RDMA test's command and the MTU it asks
     nccl_conf: List[Tuple[Line, str, str]] = field(default_factory=list)  # a pasted NCCL config file: (line, name, value)
     last: List[Line] = field(default_factory=list)  # each text's last line that is not blank, its layers off
+    rdma_test_device: List[Tuple[Line, str]] = field(default_factory=list)  # an RDMA test's command and the HCA it names
 
     def __bool__(self) -> bool:
         return bool(self.blocks or self.signals or self.oom or self.partial)
@@ -84,7 +85,7 @@ def judged(found: Found) -> Pasted:
     return Pasted(list(found.blocks), findings, facts, list(found.partial), list(found.signals), list(found.oom),
                   [found.bounded] if found.bounded else [], list(found.memlock_unlimited), list(found.peermem_absent),
                   by, list(found.container_no_gpu), list(found.slurm_reasons), list(found.rdma_test_mtu),
-                  list(found.nccl_conf), list(found.last))
+                  list(found.nccl_conf), list(found.last), list(found.rdma_test_device))
 
 
 def read_file(path: str) -> Found:

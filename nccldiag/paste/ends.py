@@ -34,6 +34,9 @@ LSMOD_GREP_PEERMEM = re.compile(r"(?:sudo[ \t]{1,4})?lsmod[ \t]{0,4}\|[ \t]{0,4}
 _RDMA_TESTS = r"(?:ibv_(?:rc|uc|ud|srq|xsrq)_pingpong|ib_(?:write|read|send|atomic)_(?:bw|lat))"
 RDMA_TEST_MTU = re.compile(r"(?:^|[ \t;&|(/])" + _RDMA_TESTS +
                            r"\b[^\n]{0,300}?[ \t](?:-m[ \t]{0,2}|--mtu[= \t][ \t]{0,2})(?P<mtu>256|512|1024|2048|4096)\b")
+# the device such a test was told to use (-d, --ib-dev): the HCA the test ran on, whatever the others' state
+RDMA_TEST_DEVICE = re.compile(r"(?:^|[ \t;&|(/\"'`])" + _RDMA_TESTS +
+                              r"\b[^\n]{0,300}?[ \t](?:-d[ \t]{0,2}|--ib-dev[= \t][ \t]{0,2})(?P<dev>[A-Za-z][\w.-]{0,63})")
 # the same test typed at the front of a line (behind a quote, a launcher's label or an indent the paste added, and
 # a prompt's mark or sudo): its command, whichever prompt the shell showed
 RDMA_TEST_START = re.compile(r"[ \t]{0,12}(?:[#$%>][ \t]{1,4})?(?:sudo[ \t]{1,4})?" + _RDMA_TESTS + r"\b")

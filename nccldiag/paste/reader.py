@@ -198,6 +198,7 @@ class Found:
     container_no_gpu: List[Tuple[ends.Line, ends.Line]] = field(default_factory=list)  # (command, GPU failure after it)
     slurm_reasons: List[Tuple[ends.Line, str, str]] = field(default_factory=list)  # 'sinfo -R' rows: (row, reason, nodes)
     rdma_test_mtu: List[Tuple[ends.Line, int]] = field(default_factory=list)  # (a pingpong/perftest command, its -m)
+    rdma_test_device: List[Tuple[ends.Line, str]] = field(default_factory=list)  # (such a command, the HCA it names)
     nccl_conf: List[Tuple[ends.Line, str, str]] = field(default_factory=list)  # a pasted NCCL config file's settings:
     # (line, name, value)
     last: List[ends.Line] = field(default_factory=list)  # each text's last line that is not blank, its layers off
@@ -213,6 +214,7 @@ class Found:
         self.container_no_gpu += other.container_no_gpu
         self.slurm_reasons += other.slurm_reasons
         self.rdma_test_mtu += other.rdma_test_mtu
+        self.rdma_test_device += other.rdma_test_device
         self.nccl_conf += other.nccl_conf
         self.last += other.last
         self.bounded = self.bounded or other.bounded
@@ -484,10 +486,16 @@ class Reader:
                 self.found.peermem_absent.append(ends.Line(self.path, lineno, text))
         here = view.peeled(s)  # the line read through its decorations (a launcher's prefix, a time, a quote mark)
         if "ib" in text:
-            m = ends.RDMA_TEST_MTU.search(_command(here) or _rdma_test(here))
+            typed = _command(here) or _rdma_test(here)
+            m = ends.RDMA_TEST_MTU.search(typed)
             if m:
                 self.found.rdma_test_mtu.append((ends.Line(self.path, lineno, m.string.strip(), here.host() or self.host),
                                                  int(m.group("mtu"))))
+            d = ends.RDMA_TEST_DEVICE.search(typed or here.text)  # a test named in a sentence ran there too
+            if d:
+                self.found.rdma_test_device.append((ends.Line(self.path, lineno, (typed or here.text).strip()[:300],
+                                                              here.host() or self.host),
+                                                    d.group("dev")))
         command = ends.container_without_gpus(here.text) if ends.CONTAINER_START.search(here.text) else ""
         if command:
             self._container_failure(view, s, lineno, command, here.host() or self.host)

@@ -689,17 +689,18 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "port_pkey_list_insert and ib_security_modify_qp [ib_core] from ipoib_open [ib_ipoib] is not read as an RDMA "
         "core crash"),
     "list-gaps73c-linux-rdma-cx5-rhel-8-1-ibv-rc-pingpong-couldnt-create-cq-fixed-by-newer-kernel": Gap(
-        "wrong cause",
-        "'Verdict: FAIL IB/RoCE port down, flapping or degraded (medium confidence)', exit 1: an unused Intel i40iw "
-        "iWARP port in PORT_DOWN beside the ConnectX-5 under test is taken for the cause; the verbs test's own error "
-        "(ibv_rc_pingpong's 'Couldn't create CQ' on mlx5_0, quoted in a sentence) is not read, nor the kernel/rdma-"
-        "core pairing (RHEL 4.18.0-151 with rdma-core 32) beside it"),
+        "missed",
+        "'Verdict: FAIL Unexplained failure (low confidence)', exit 1: the i40iw0 port Down is no longer "
+        "blamed (the pasted ibv_rc_pingpong ran on mlx5_0), but the unexplained verdict opens on that port's "
+        "finding; 'Couldn't create CQ' is a line of the lexicon no cause explains, and that the RHEL 8.1 "
+        "kernel's RDMA stack could not create a CQ for rdma-core 32's userspace (fixed by a newer kernel) is "
+        "not read"),
     "list-gaps73c-linux-rdma-ib-write-bw-couldnt-get-device-attributes-mofed-userspace-upstream-kernel": Gap(
-        "wrong cause",
-        "'Verdict: FAIL IB/RoCE port down, flapping or degraded (medium confidence)', exit 1: the second port mlx5_1 "
-        "in PORT_DOWN (not the device tested) is taken for the cause; perftest's failures on the Active mlx5_0 "
-        "('Couldn't get device attributes', 'Unable to create QP.', 'Couldn't create IB resources': the verbs "
-        "userspace cannot talk to the kernel's RDMA stack) are not read"),
+        "missed",
+        "'Verdict: FAIL Unexplained failure (low confidence)', exit 1: the mlx5_1 port Down is no longer "
+        "blamed (the pasted ib_write_bw ran with -d mlx5_0), but the unexplained verdict opens on that port's "
+        "finding; 'Couldn't get device attributes' and 'Unable to create QP' are lines of the lexicon no "
+        "cause explains, and that Mellanox OFED's userspace does not work with an upstream kernel is not read"),
     "list-gaps73c-linux-rdma-ib-send-bw-hangs-in-reg-mr-mlx5-ib-post-send-wait-mlnx-ofed-5-7": Gap(
         "false all-clear",
         "'Verdict: nothing broken', exit 0: a bare kernel stack of a process (/proc/<pid>/stack frames without "

@@ -75,8 +75,11 @@ def _in_use(inp: Inputs, pasted: List[Finding]) -> Tuple[List[Finding], List[Fin
     while the link flaps); it is in use, and comes second in what is returned too. A pasted kernel log's links
     flapping (a link or cable module up and down again as many times as the link-flap check fails on) are in use.
     Each port is compared with its own node's readings only: another node's port of the same name is another port,
-    but one Active on another node pasted is cabled there, and so in use here too (not a spare beside its sibling)."""
+    but one Active on another node pasted is cabled there, and so in use here too (not a spare beside its sibling).
+    Where the paste holds an RDMA test told which HCA to use (``ib_write_bw -d mlx5_0``), the ports of the other HCAs
+    are not what the test ran on."""
     by_host = {h: list(getattr(facts.get("ib"), "ports", None) or []) for h, facts in inp.pasted.facts.items()}
+    tested = {dev for _, dev in inp.pasted.rdma_test_device}  # the HCAs the pasted RDMA tests were told to use
     out: List[Finding] = []
     back: List[Finding] = []
     for f in pasted:
@@ -99,6 +102,8 @@ def _in_use(inp: Inputs, pasted: List[Finding]) -> Tuple[List[Finding], List[Fin
             continue
         if port is None or port.active or port.state is None:
             continue
+        if tested and port.device not in tested:
+            continue  # the RDMA test pasted ran on another HCA: this one's state is not what failed
         if port.phys_state == "Disabled" and (not port.roce or any(p.active for p in ports)):
             # an IB port Disabled was switched off; a RoCE port reads Disabled switched off or unplugged alike,
             # in use where no RDMA port of the node has a link
