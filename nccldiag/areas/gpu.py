@@ -92,6 +92,7 @@ class Gpu:
     width: Optional[int] = None
     width_max: Optional[int] = None
     persistence: Optional[str] = None
+    recovery_action: Optional[str] = None  # nvidia-smi's gpu_recovery_action (R550+), where the query named it
 
 
 @dataclass
@@ -228,6 +229,8 @@ def parse_query_csv(text: Optional[str]) -> tuple:
         g.width = _int(_value(row.get("pcie.link.width.current")))
         g.width_max = _int(_value(row.get("pcie.link.width.max")))
         g.persistence = _value(row.get("persistence_mode"))
+        action = _value(row.get("gpu_recovery_action"))
+        g.recovery_action = action.split()[0] if action else None
         d = _value(row.get("driver_version"))
         if d:
             drivers.append(d)
@@ -542,7 +545,33 @@ def _judge(facts: GpuFacts, node: NodeFacts) -> List[Finding]:
     findings.extend(_judge_pcie_width(facts))
     findings.extend(_judge_persistence(facts))
     findings.extend(_judge_nvlink(facts))
+    findings.extend(_judge_recovery(facts))
     return findings
+
+
+# nvidia-smi's gpu_recovery_action (drivers R550 and later): what the driver asks before the GPU is usable again.
+# NVIDIA's Xid catalog and nvidia-smi's help name the values: None, Reset (a GPU reset), Reboot (a node reboot),
+# Drain P2P (stop peer-to-peer work, then reset), Drain and Reset (drain the GPU's work, then reset).
+_RECOVERY = {"reset": "a GPU reset", "reboot": "a reboot of the node", "drain": "its work drained, then a reset"}
+
+
+def _judge_recovery(facts: GpuFacts) -> List[Finding]:
+    asked = [(g, _RECOVERY.get((g.recovery_action or "").lower())) for g in facts.gpus
+             if g.recovery_action and g.recovery_action.lower() not in ("none", "n/a", "[n/a]")]
+    if not asked:
+        return []
+    worst = "reboot" if any((g.recovery_action or "").lower() == "reboot" for g, _ in asked) else "reset"
+    return [fail(NAME, "gpu.recovery_action",
+                 "GPU recovery required: " + "; ".join(f"GPU{g.index} asks for {what or g.recovery_action}"
+                                                       for g, what in asked)
+                 + " (nvidia-smi's gpu_recovery_action): the GPU is unusable until then",
+                 actual={"category": "gpu_lost_xid", "class": worst,
+                         "gpus": {f"GPU{g.index}": g.recovery_action for g, _ in asked}},
+                 expected="gpu_recovery_action None on every GPU",
+                 evidence=[f"GPU{g.index}: gpu_recovery_action {g.recovery_action}" for g, _ in asked],
+                 fix="Drain the node; stop what uses the GPU and reset it (nvidia-smi -r -i <index>) or reboot the node, "
+                     "as the action says; read the Xid lines of its kernel log for what made the driver ask "
+                     "(dmesg | grep -E 'NVRM: Xid'). A GPU that asks again after the reset goes for repair.")]
 
 
 def others_naming_gpus(node: Optional[NodeFacts]) -> List[str]:

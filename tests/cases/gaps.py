@@ -633,12 +633,6 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "no '# Out of bounds values' or '# Avg bus bandwidth' line, is read as results without a failure; a nccl-tests "
         "sweep that ends before its size range and summary (a collective wedged at a message size, here libfabric's CXI "
         "rendezvous without HPE's FI_CXI_RDZV_* settings) is not read as a hang"),
-    "gpu-gaps73e-dcgm263-gpu1-recovery-action-reset-xid-120-dcgm-health-check-blind": Gap(
-        "false all-clear",
-        "'Verdict: nothing to judge: the input holds no NCCL line, error or result', exit 0: the CSV of 'nvidia-smi "
-        "--query-gpu=index,gpu_recovery_action' with GPU 1 at 'Reset' (the driver asking for a GPU reset) and "
-        "'dcgmi dmon -e 230' (field XIDER) with GPU 1 at 120 (a GSP error) are not read; neither output's shape is "
-        "known, and DCGM's 'Overall Health: Healthy' JSON below them is no evidence of a working GPU"),
     "gpu-gaps73e-gpud338-diagnose-scan-nvswitch-sxid-12028-egress-nonposted-priv-error": Gap(
         "missed",
         "'Verdict: WARN Unexplained failure (low confidence)', exit 1: the NVSwitch line 'SXid (PCI:0000:84:00.0): "

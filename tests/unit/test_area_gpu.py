@@ -451,3 +451,20 @@ def test_healthy_captures_have_no_nvml_finding(path, tmp_path):
     text = fixture("nvidia-smi-q", path)
     raw = {"gpu_query": text} if "csv" in path else {"nvidia_smi_q": text}
     assert "gpu.nvml" not in by_check(gpu.judge(gpu.parse(raw), NODE))
+
+
+def test_a_gpu_whose_recovery_action_is_not_none_fails_and_the_others_stay_quiet():
+    """DCGM issue 263, as posted: 'nvidia-smi --query-gpu=index,gpu_recovery_action --format=csv,noheader' (no header:
+    the fields are the command's), GPU 1 'Reset' with the poster's note after it; the seven GPUs at 'None' are not
+    named."""
+    import json
+
+    from nccldiag import paste
+    from tests import realcases
+
+    case = realcases.IN_REPO / "gpu-gaps73e-dcgm263-gpu1-recovery-action-reset-xid-120-dcgm-health-check-blind"
+    text = "".join((case / f).read_text(encoding="utf-8") for f in json.loads((case / "case.json").read_text())["files"])
+    found = [f for f in paste.scan(text).findings if f.check == "gpu.recovery_action"]
+    assert len(found) == 1 and found[0].status.value == "fail", found
+    assert found[0].actual["gpus"] == {"GPU1": "Reset"} and found[0].actual["category"] == "gpu_lost_xid"
+    assert "GPU1 asks for a GPU reset" in found[0].message and "GPU0" not in found[0].message

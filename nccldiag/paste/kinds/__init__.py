@@ -20,6 +20,7 @@ KINDS = (
     "topo",
     "nvlink",
     "query_csv",
+    "query_noheader",
     "kernel",
     "systemctl",
     "fabricmanager",
