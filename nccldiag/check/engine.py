@@ -167,7 +167,9 @@ def failure_lines(raw: RawNode, node_areas: Sequence[ModuleType], findings: Sequ
       line no row reads is no area's, whatever its shape's ``judged_by`` (the kernel areas know the messages of
       their rows only: a line of a failure none of them knows is unexplained, never healthy);
     - a line of another source, of a shape whose row names, in ``judged_by``, an area that reads the source;
-    - the lines of a shape of which an area that reads the source quotes one in a finding (``findings``)."""
+    - the lines of a shape of which an area that reads the source quotes one in a finding (``findings``);
+    - the lines of a shape read in pastes only (``pasted_only``: a kernel stack's frame, whose header line the
+      kernel areas read in a node's own log)."""
     readers: Dict[str, set] = {}
     for area in node_areas:
         for s in getattr(area, "SOURCES", ()):
@@ -184,6 +186,8 @@ def failure_lines(raw: RawNode, node_areas: Sequence[ModuleType], findings: Sequ
         if key not in read:
             read[key] = lexicon.lines_in(text, source, raw.host, skip)
         for line in (replace(x, source=source, more=list(x.more)) for x in read[key]):
+            if lexicon.shape(line.shape).pasted_only:
+                continue  # in a node's own output the lines around it say what it is (a kernel stack's header)
             judges = set() if skip is not None else readers[source] & set(lexicon.shape(line.shape).judged_by)
             if not judges and not any((a, line.shape) in quoted for a in readers[source]):
                 out.append(line)

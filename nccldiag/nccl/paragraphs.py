@@ -72,8 +72,8 @@ _LABEL_FORM = (rb"\[[^\]\s]{1,64}\]:|(?!\d{1,64}: )[^\s:\[\d]{0,63}\d[^\s:\[]{0,
 _LABEL = re.compile(_LABEL_FORM)
 # where two table rows were joined: one row's closing bar (or border's corner), a space, the next one's opening; a
 # bar right after another bar and a blank closes an empty cell, no row ('| | | MIG M. |': a row whose blanks a page
-# collapsed, its first cells empty)
-_JOINT_FORM = rb"(?<=[^|+][-= ][|+]) (?=\|[-= ]|\+[-=])"
+# collapsed, its first cells empty), nor does a bar after the blanks a row is indented by
+_JOINT_FORM = rb"(?<=[^|+\s][-= ][|+]) (?=\|[-= ]|\+[-=])"
 _JOINT = re.compile(_JOINT_FORM)
 _TABLE_HEAD = re.compile(rb"[ \t]{0,12}[|+][-= ]")
 # nvidia-smi -q's keys and section titles, as its real reports print them (every one in the captures of
