@@ -707,4 +707,28 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "(status bad parameter, syndrome 0x595b5d) is reported unexplained; that it ends in 'mlx5e_resume failed, "
         "-22' and 'probe of mlx5_core.eth.2 failed with error -22' (a new VF whose netdev never probed, a driver "
         "regression the mlx5 maintainer named) is not read"),
+    "gpu-gaps74a-kernelbugzilla216373-amdgpu-aer-uncorrected-unsupreq-hdp-flush-before-remap": Gap(
+        "wrong cause",
+        "'Verdict: FAIL PCIe link errors or a degraded link (high confidence)', exit 1: an AER 'Uncorrected "
+        "(Non-Fatal)' Transaction Layer error '[20] UnsupReq' logged against the GPU itself, whose TLP header "
+        "is a 1-DW memory write into the device's own BAR, is read as a link fault; an Unsupported Request is "
+        "the device refusing an access (here the GPU driver writing a register before remapping it), with no "
+        "Physical or Data Link Layer error beside it"),
+    "node-gaps74a-kernelbugzilla209345-tesla-k80-nouveau-unknown-chipset-0f22d0a1-gk210-not-in-nouveau": Gap(
+        "false all-clear",
+        "'Verdict: nothing broken', exit 0: 'nouveau 0000:0d:00.0: unknown chipset (0f22d0a1)' for both GPUs "
+        "(the GPU driver does not know the chip and binds nothing) gives no diagnosis; the lspci block beside it "
+        "reads clean"),
+    "node-gaps74a-kernelbugzilla209345-tesla-k80-tb3-nouveau-bar-one-time-init-failed-bar1-unassigned": Gap(
+        "missed",
+        "'Verdict: WARN Unexplained failure (low confidence)', exit 1: 'nouveau ...: bar: one-time init failed, "
+        "-12' followed by 'probe of 0000:08:00.0 failed with error -12' on both GPUs is reported unexplained; "
+        "a GPU driver's BAR set-up failing with ENOMEM (the large BAR1 left unassigned behind a bridge window "
+        "too small for it) is not read as a BAR/MMIO assignment failure"),
+    "node-gaps74a-kernelbugzilla215644-mx250-aspm-enabled-aer-corrected-data-link-flood": Gap(
+        "right",
+        "'Verdict: WARN PCIe link errors or a degraded link (high confidence)', exit 0: the root port's corrected "
+        "Data Link Layer errors ('[12] Timeout', '[ 7] BadDLLP', behind the mail's '> ' quote prefix) are named "
+        "a PCIe link problem, but as a warning only, as every corrected AER event is, so the CLI exits 0; that the "
+        "flood starts when ASPM is enabled on the GPU's link is the reporter's sentence, not read", exits_0=True),
 }
