@@ -788,4 +788,28 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "log's events (a markdown table of 'racadm lclog view': 'The chassis is open while the power is off', then "
         "'System is turning on' / 'System CPU Resetting' loops for 26 minutes) are not read; a server that cannot "
         "finish POST after a GPU was added on a PCIe riser is not named"),
+    "gpu-gaps74d-aicr-docs-gke-gb200-partition-gpus-init-amd64-image-exec-format-error-arm64": Gap(
+        "missed",
+        "'Verdict: WARN Unexplained failure (low confidence)', exit 1: 'exec format error' is read only as a C "
+        "library reason after a failed system call; that it is ENOEXEC of a container image built for another "
+        "architecture (an amd64-only init-container image on arm64 Grace nodes) is not named"),
+    "gpu-gaps74d-aicr-docs-k0s-h200-no-runtime-for-nvidia-toolkit-configured-wrong-containerd": Gap(
+        "false all-clear",
+        "'Verdict: nothing to judge: the input holds no NCCL line, error or result', exit 0: containerd's "
+        "'no runtime for \"nvidia\" is configured' (a GPU pod's sandbox refused because the nvidia runtime is not "
+        "registered in the containerd the kubelet uses) is not a line the tool reads"),
+    "gpu-gaps74d-aicr-docs-rke2-vr200-computedomain-imex-nv-err-in-use-host-nvidia-imex-service": Gap(
+        "false all-clear",
+        "'Verdict: nothing to judge: the input holds no NCCL line, error or result', exit 0: the driver status "
+        "'NV_ERR_IN_USE' on its own (the ComputeDomain's nvidia-imex unable to take the IMEX session a host "
+        "nvidia-imex service holds) is not read"),
+    "net-gaps74d-aicr-docs-gke-tcpxo-rxdm-0-gpus-in-pci-tree-host-sys-not-mounted": Gap(
+        "false all-clear",
+        "'Verdict: nothing broken', exit 0: RxDM's 'Number of GPUs detected in the PCI tree 0', quoted without "
+        "the message's ' is not equal to the actual number ...' tail, does not match the tcpxo-rxdm-gpu-count-mismatch "
+        "row; that zero GPUs in the PCI tree means the tcpxo-daemon container does not see the host's /sys is not read"),
+    "node-gaps74d-aicr-docs-gke-a4x-pvc-pd-balanced-disk-type-cannot-be-used-by-a4x-highgpu-4g": Gap(
+        "false all-clear",
+        "'Verdict: nothing broken', exit 0: GKE's 'pd-balanced disk type cannot be used by a4x-highgpu-4g machine "
+        "type' (wrapped over two lines as quoted), a volume the GPU machine type cannot attach, is not read"),
 }
