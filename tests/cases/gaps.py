@@ -731,46 +731,12 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "Data Link Layer errors ('[12] Timeout', '[ 7] BadDLLP', behind the mail's '> ' quote prefix) are named "
         "a PCIe link problem, but as a warning only, as every corrected AER event is, so the CLI exits 0; that the "
         "flood starts when ASPM is enabled on the GPU's link is the reporter's sentence, not read", exits_0=True),
-    "node-gaps74b-pyxis12-srun-enroot-import-mkdir-run-enroot-permission-denied": Gap(
-        "wrong cause",
-        "'Verdict: FAIL A peer rank or its node went away (medium confidence)', exit 1: slurmstepd's 'write to unblock "
-        "task 0 failed: Broken pipe' (the step tearing down after the plugin failed) is read as a remote peer's death; "
-        "the enroot log that pyxis prints ('pyxis:     mkdir: cannot create directory '/run/enroot': Permission "
-        "denied', 'failed to import docker image', task_init_privileged() failed) is not read as enroot's runtime path "
-        "not being creatable by the job user"),
-    "node-gaps74b-pyxis4-slurmd-log-pyxis-couldnt-mkdir-run-pyxis-plugin-initialization-failed": Gap(
-        "missed",
-        "'Verdict: FAIL Unexplained failure (low confidence)', exit 1: srun's 'task 0 launch failed: Plugin "
-        "initialization failed' is said unexplained; the slurmd log's 'pyxis: couldn't mkdir /run/pyxis/100005: No "
-        "such file or directory' before 'spank_pyxis.so: init_post_opt() failed' (pyxis' runtime directory missing) "
-        "is not read"),
-    "node-gaps74b-pyxis138-epilog-pyxis-enroot-mkdir-raid-run-enroot-permission-denied-dirs-not-created": Gap(
-        "wrong cause",
-        "'Verdict: FAIL IB work completions with an error (medium confidence)', exit 1: Slurm's '[job 1537] prolog "
-        "failed status=126:0' (a prolog's exit status and signal) is taken for an IB work completion with status "
-        "126; the enroot log lines pyxis prints ('mkdir: cannot create directory '/raid' / '/run/enroot': Permission "
-        "denied', job_epilog() failed, epilog failed) are not read as enroot.conf's directories missing on the node"),
     "node-gaps74b-slinkycontainers-pr2-pyxis-in-slurmd-container-nvidia-container-cli-ldcache-error": Gap(
         "missed",
         "'Verdict: FAIL Unexplained failure (low confidence)', exit 1: srun's 'task 0: Exited with exit code 1' is said "
         "unexplained; the enroot log's 'nvidia-container-cli: ldcache error: process /usr/sbin/ldconfig.' (wrapped "
         "before 'real failed with error code: 1') and '98-nvidia.sh exited with return code' (wrapped before ' 1') "
         "are not read as enroot's NVIDIA hook failing to give the container its GPUs"),
-    "node-gaps74b-enroot13-srun-pty-enroot-list-mkdir-run-user-permission-denied-runtime-path": Gap(
-        "missed",
-        "'Verdict: WARN Unexplained failure (low confidence)', exit 1: the lone 'mkdir: cannot create directory "
-        "‘/run/user/140196’: Permission denied' is a system call's failure, unexplained; that /run/user/<uid> is "
-        "enroot's default runtime path, absent in a Slurm step, is not known"),
-    "node-gaps74b-enroot177-slurm-head-node-enroot-switchroot-bin-sh-not-found-image-without-shell": Gap(
-        "missed",
-        "'Verdict: WARN Unexplained failure (low confidence)', exit 1: 'enroot-switchroot: failed to execute: /bin/sh: "
-        "No such file or directory' is a program's failure, unexplained; that enroot needs a shell in the image (a "
-        "FROM-scratch image such as hello-world has none) is not known"),
-    "node-gaps74b-pyxis17-srun-pyxis-seccomp-filter-failed-invalid-argument-debian-stretch-kernel": Gap(
-        "missed",
-        "'Verdict: FAIL Unexplained failure (low confidence)', exit 1: 'slurmstepd: error: pyxis: seccomp filter "
-        "failed: Invalid argument:22' is a launcher's failed task, unexplained; that pyxis' seccomp filter flags are "
-        "refused by an older kernel (EINVAL for SECCOMP_FILTER_FLAG_SPEC_ALLOW) is not known"),
     "gpu-gaps74c-convergence-ninja-blog-wrx90e-4x-blackwell-ipmi-sel-pcie-retimer-temp-upper-noncritical": Gap(
         "false all-clear",
         "'Verdict: nothing to judge: the input holds no NCCL line, error or result', exit 0: the IPMI System Event "
@@ -793,21 +759,11 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "'Verdict: WARN Unexplained failure (low confidence)', exit 1: 'exec format error' is read only as a C "
         "library reason after a failed system call; that it is ENOEXEC of a container image built for another "
         "architecture (an amd64-only init-container image on arm64 Grace nodes) is not named"),
-    "gpu-gaps74d-aicr-docs-k0s-h200-no-runtime-for-nvidia-toolkit-configured-wrong-containerd": Gap(
-        "false all-clear",
-        "'Verdict: nothing to judge: the input holds no NCCL line, error or result', exit 0: containerd's "
-        "'no runtime for \"nvidia\" is configured' (a GPU pod's sandbox refused because the nvidia runtime is not "
-        "registered in the containerd the kubelet uses) is not a line the tool reads"),
     "gpu-gaps74d-aicr-docs-rke2-vr200-computedomain-imex-nv-err-in-use-host-nvidia-imex-service": Gap(
         "false all-clear",
         "'Verdict: nothing to judge: the input holds no NCCL line, error or result', exit 0: the driver status "
         "'NV_ERR_IN_USE' on its own (the ComputeDomain's nvidia-imex unable to take the IMEX session a host "
         "nvidia-imex service holds) is not read"),
-    "net-gaps74d-aicr-docs-gke-tcpxo-rxdm-0-gpus-in-pci-tree-host-sys-not-mounted": Gap(
-        "false all-clear",
-        "'Verdict: nothing broken', exit 0: RxDM's 'Number of GPUs detected in the PCI tree 0', quoted without "
-        "the message's ' is not equal to the actual number ...' tail, does not match the tcpxo-rxdm-gpu-count-mismatch "
-        "row; that zero GPUs in the PCI tree means the tcpxo-daemon container does not see the host's /sys is not read"),
     "node-gaps74d-aicr-docs-gke-a4x-pvc-pd-balanced-disk-type-cannot-be-used-by-a4x-highgpu-4g": Gap(
         "false all-clear",
         "'Verdict: nothing broken', exit 0: GKE's 'pd-balanced disk type cannot be used by a4x-highgpu-4g machine "

@@ -135,6 +135,10 @@ CHECKED = {
     "accelerate-rtx40-p2p-ib-unsupported": "Using RTX 4000 series doesn't support faster communication broadband via P2P "
                                            "or IB. ",
     "physx-cuda-driver-too-old": "CUDA driver version is %u, expected at least %u.",
+    "enroot-paths-not-creatable": "mkdir -p \"${ENROOT_CACHE_PATH}\" \"${ENROOT_DATA_PATH}\" \"${ENROOT_RUNTIME_PATH}\"",
+    "pyxis-runtime-dir-not-creatable": "pyxis: couldn't mkdir %s: %s",
+    "pyxis-seccomp-filter-failed": "pyxis: seccomp filter failed: %s",
+    "enroot-switchroot-no-shell": "failed to execute: %s",
     "vllm-world-size-above-gpus": "is larger than the number of available GPUs",
     "azure-check-gpu-ecc-row-remap": "Warning: Detected a GPU row remap Error for GPU ID ",
     "azure-check-gpu-ecc-uncorrectable": "Warning: Detected a very high GPU DRAM uncorrectable error count (",
@@ -263,6 +267,13 @@ PRINTED = {
                                         "configured in SLURM `--ntasks-per-node=1` does not match. HINT: Set `devices=1`.",
     "lightning-slurm-nodes-mismatch": "ValueError: You set `num_nodes=2` in Lightning, but the number of nodes configured "
                                       "in SLURM `--nodes=1` does not match. HINT: Set `num_nodes=1`.",
+    # coreutils' mkdir inside enroot, as pyxis prints enroot's log under slurmstepd
+    "enroot-paths-not-creatable": "slurmstepd: error: pyxis:     mkdir: cannot create directory '/run/enroot': "
+                                  "Permission denied",
+    "pyxis-runtime-dir-not-creatable": "[2019-09-24T10:10:06.901] [321.0] error: pyxis: couldn't mkdir "
+                                       "/run/pyxis/100005: No such file or directory",
+    "pyxis-seccomp-filter-failed": "slurmstepd: error: pyxis: seccomp filter failed: Invalid argument",
+    "enroot-switchroot-no-shell": "enroot-switchroot: failed to execute: /bin/sh: No such file or directory",
     # PhysX's report through its error callback, as Isaac Gym prints it (file, line, level, message)
     "physx-cuda-driver-too-old": "/buildAgent/work/45f70df4210b2e3e/source/cudamanager/src/CudaContextManager.cpp "
                                  "(635) : warning : CUDA driver version is 11020, expected at least 11040.",

@@ -74,7 +74,8 @@ def _diagnosis(category: str, found: List[E.Event]) -> Diagnosis:
     d.evidence.extend(Evidence("figure", f"the launcher message table's {r['id']}: {r['meaning']} "
                                          f"({r['source'][0]['repo']} {r['source'][0]['file']})", r["where"])
                       for r in list(rows.values())[:3])
-    d.tier, d.confirm = TIER, CONFIRM
+    # a message of what followed from another failure (a prolog that failed for what it ran) comes after the causes
+    d.tier, d.confirm = (1 if all(r.get("symptom") for r in rows.values()) else TIER), CONFIRM
     failing = sum(1 for e in found if e.severity == "fail")
     if failing:
         # messages a tool prints only where the job or test failed: no all-clear, whatever else the evidence holds
