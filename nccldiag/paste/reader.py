@@ -31,6 +31,8 @@ from nccldiag.paste.kinds.base import MAX_LINES as MAX_BLOCK_LINES, Context
 
 CHUNK = 4 * 1024 * 1024  # bytes read as one chunk
 END = 8192  # the bytes at the end of a text kept for its last line
+LAST_MARKUP = 8  # lines of markup alone passed over at the end of a text, looking for its last line
+_MARKUP_ONLY = re.compile(r"(?:</?[A-Za-z][A-Za-z0-9]{0,20}[^<>\n]{0,200}>|```[\w+-]{0,20}|~~~|-{3,}|\*{3,}|_{3,})+")
 LOOKBACK = 256 * 1024  # bytes of the chunk before kept, for a block that grows up into them
 MAX_CARRY = 16 * 1024 * 1024  # a block still growing at the end of a chunk waits for the next up to this size
 MAX_BLOCKS = 256  # blocks kept per text
@@ -356,15 +358,18 @@ class Reader:
         """The text's last line that is not blank (where the process that wrote it stopped), read through its
         layers (a launcher's label, a time, a prompt)."""
         end = self._ending.rstrip()
-        if not end:
-            return
-        k = end.rfind(b"\n") + 1
-        lineno = self._first_line + self._lines - self._ending.count(b"\n", k)
-        p = L.peel(end[k:k + L.MAX_LINE].decode("utf-8", "replace"))
-        text = p.stage(len(p.layers)).strip()
-        if text:
-            host = next((layer.host for layer in p.layers if layer.host), None)
-            self.found.last.append(ends.Line(self.path, lineno, text, host))
+        for _ in range(LAST_MARKUP):  # a line of markup alone ('</details>', a code fence) is no line of the process
+            if not end:
+                return
+            k = end.rfind(b"\n") + 1
+            p = L.peel(end[k:k + L.MAX_LINE].decode("utf-8", "replace"))
+            text = p.stage(len(p.layers)).strip()
+            if text and not _MARKUP_ONLY.fullmatch(text):
+                lineno = self._first_line + self._lines - self._ending.count(b"\n", k)
+                host = next((layer.host for layer in p.layers if layer.host), None)
+                self.found.last.append(ends.Line(self.path, lineno, text, host))
+                return
+            end = end[:k].rstrip()
 
     # ---- one chunk -------------------------------------------------------------------------------------------
 

@@ -18,6 +18,19 @@ from typing import Dict, Tuple
 
 #: why a transformation can take the evidence of a case away, or what the reader does not read through yet
 WHY: Dict[str, str] = {
+    # outputs of several hosts, each under its own prompt, are read as one host's under a per-host label on every line
+    "prefix-pdsh": (
+        "a host's label on every line (pdsh's 'host: ') names one host for the whole text: outputs of several "
+        "hosts pasted under their own prompts are read as that one host's readings"),
+    "prefix-kubectl": (
+        "a pod's label on every line (kubectl logs --prefix) names one pod for the whole text: outputs of several"
+        " hosts pasted under their own prompts are read as that one pod's readings"),
+    "prefix-mpi-host": (
+        "Open MPI's host label on every line names one host for the whole text: outputs of several hosts pasted "
+        "under their own prompts are read as that one host's readings"),
+    "time-journal": (
+        "a journal's host before every line names one host for the whole text: outputs of several hosts pasted "
+        "under their own prompts are read as that one host's readings"),
     "tail-40": "the tail cut the evidence off: only the victim's later lines are left",
     "tail-15": (
         "the tail cut the evidence off (the WARN, the error line or the table's failing row is above the last"
@@ -139,7 +152,6 @@ KNOWN: Dict[Tuple[str, str], str] = {
     # 'IP: ... [nvidia]' line, so the lexicon's lines alone name the oops but not the module it faulted in
     ("gpu-hpcdocs49-azure-support-ubuntu-4-4-0-75-nvidia-rm-null-deref-nvidia-smi-oops", "tail-40"): "false all-clear",
     ("gpu-hpcdocs49-azure-support-ubuntu-4-4-0-75-nvidia-rm-null-deref-nvidia-smi-oops", "tail-15"): "false all-clear",
-    ("gpu-hpcdocs49-azure-support-ubuntu-4-4-0-75-nvidia-rm-null-deref-nvidia-smi-oops", "lexicon-only"): "wrong cause",
     # the only line of the failure is NCCL's INFO 'ncclMaxSharedMem 82240 exceeds device/fn maxSharedMem 79856' (the
     # thread's log stops before the run fails): without INFO lines, or with the lexicon's lines alone, no line is left
     ("gpu-nccltrk1637-2x-rtx5090-nccl2251-maxsharedmem-exceeds-p2p-disabled", "no-nccl-info"): "false all-clear",
@@ -437,6 +449,43 @@ KNOWN: Dict[Tuple[str, str], str] = {
     # the reader leaves alone while it stands on its own line, is read behind the paragraph's '[rank6]:' as the
     # store unreachable, before slurmstepd's oom_kill events (still read, second)
     ("node-gaps72a-navsim-logbook-4-node-l40s-slurm-oom-kill-events-tcpstore-should-dump", "paragraphs"): "partly",
+    ("gpu-gaps73e-dcgm263-gpu1-recovery-action-reset-xid-120-dcgm-health-check-blind", "tail-15"): "false all-clear",
+    ("gpu-gaps73e-dcgm263-gpu1-recovery-action-reset-xid-120-dcgm-health-check-blind", "lexicon-only"): "false all-clear",
+    ("gpu-gaps73e-dcgm263-gpu1-recovery-action-reset-xid-120-dcgm-health-check-blind", "paragraphs"): "false all-clear",
+    ("gpu-gaps74d-aicr-docs-k0s-h200-no-runtime-for-nvidia-toolkit-configured-wrong-containerd", "quote-html"): "false all-clear",
+    ("gpu-hpcdocs49-azure-support-ubuntu-4-4-0-75-nvidia-rm-null-deref-nvidia-smi-oops", "tail-40"): "missed",
+    ("gpu-hpcdocs49-azure-support-ubuntu-4-4-0-75-nvidia-rm-null-deref-nvidia-smi-oops", "tail-15"): "missed",
+    ("list-gaps71d-openmpi-users-24833-no-active-ports-tcp-no-route-to-host-ibstatus-port-1-down-training", "tail-15"): "missed",
+    ("list-gaps71d-openmpi-users-24833-no-active-ports-tcp-no-route-to-host-ibstatus-port-1-down-training", "prefix-rank"): "partly",
+    ("list-gaps71d-openmpi-users-24833-no-active-ports-tcp-no-route-to-host-ibstatus-port-1-down-training", "prefix-pdsh"): "partly",
+    ("list-gaps71d-openmpi-users-24833-no-active-ports-tcp-no-route-to-host-ibstatus-port-1-down-training", "time-syslog"): "partly",
+    ("list-gaps71d-openmpi-users-24833-no-active-ports-tcp-no-route-to-host-ibstatus-port-1-down-training", "lexicon-only"): "wrong cause",
+    ("list-gaps71d-openmpi-users-24833-no-active-ports-tcp-no-route-to-host-ibstatus-port-1-down-training", "prefix-kubectl"): "partly",
+    ("list-gaps71d-openmpi-users-24833-no-active-ports-tcp-no-route-to-host-ibstatus-port-1-down-training", "prefix-mpi-host"): "partly",
+    ("list-gaps71d-openmpi-users-24833-no-active-ports-tcp-no-route-to-host-ibstatus-port-1-down-training", "time-journal"): "partly",
+    ("list-gaps71d-openmpi-users-24833-no-active-ports-tcp-no-route-to-host-ibstatus-port-1-down-training", "stack-lineno-rank"): "partly",
+    ("list-gaps71d-openmpi-users-24833-no-active-ports-tcp-no-route-to-host-ibstatus-port-1-down-training", "paragraphs"): "wrong cause",
+    ("list-gaps71d-openmpi-users-24833-no-active-ports-tcp-no-route-to-host-ibstatus-port-1-down-training", "indent-4"): "partly",
+    ("list-gaps71d-openmpi-users-24833-no-active-ports-tcp-no-route-to-host-ibstatus-port-1-down-training", "indent-tab"): "partly",
+    ("net-gaps72a-navsim-logbook-16-rank-diststoreerror-1-of-16-clients-joined-no-srun", "lexicon-only"): "wrong cause",
+    ("net-gaps73a-enizaksoy-lab-2x2-v100-roce-cx3-nccltests-net-ib-no-gdrdma-host-staged", "no-nccl-info"): "false all-clear",
+    ("net-gaps73a-enizaksoy-lab-2x2-v100-roce-cx3-nccltests-net-ib-no-gdrdma-host-staged", "lexicon-only"): "false all-clear",
+    ("net-gaps73d-rccuchicago-polaris-128-node-training-ofi-selected-provider-tcp-gdr-not-supported", "lexicon-only"): "false all-clear",
+    ("net-gaps73d-rccuchicago-polaris-128-node-training-ofi-selected-provider-tcp-gdr-not-supported", "paragraphs"): "wrong cause",
+    ("net-gaps74d-aicr-docs-gke-tcpxo-rxdm-0-gpus-in-pci-tree-host-sys-not-mounted", "lexicon-only"): "false all-clear",
+    ("net-gaps74d-aicr-docs-gke-tcpxo-rxdm-7-of-8-gpus-gvnic-takes-gpu-nic-slot", "lexicon-only"): "false all-clear",
+    ("node-gaps72a-bigscience-jz-megatron-hangs-compiling-fused-kernels-stale-build-lock", "lexicon-only"): "false all-clear",
+    ("node-gaps72a-bigscience-jz-megatron-hangs-compiling-fused-kernels-stale-build-lock", "paragraphs"): "false all-clear",
+    ("node-gaps73b-colossalai5266-ifconfig-ib-netdev-ibp65s0-up-not-running-zero-packets", "lexicon-only"): "false all-clear",
+    ("node-gaps73b-colossalai5266-ifconfig-ib-netdev-ibp65s0-up-not-running-zero-packets", "pylog-basic"): "false all-clear",
+    ("node-gaps73f-sirzzang-blog-unattended-upgrades-rtx5090-nvml-driver-library-mismatch-580-159-kmod-580-126", "tail-15"): "false all-clear",
+    ("node-gaps73m-openrlhf208-multi-node-sft-stuck-using-torch-extensions-root", "lexicon-only"): "false all-clear",
+    ("node-gaps74a-kernelbugzilla215644-mx250-aspm-enabled-aer-corrected-data-link-flood", "lexicon-only"): "false all-clear",
+    ("node-gaps74b-pyxis12-srun-enroot-import-mkdir-run-enroot-permission-denied", "paragraphs"): "wrong cause",
+    ("node-gaps74b-pyxis138-epilog-pyxis-enroot-mkdir-raid-run-enroot-permission-denied-dirs-not-created", "paragraphs"): "wrong cause",
+    ("node-gaps74c-cryptohaz-blog-proxmox-hetzner-i219-e1000e-hardware-unit-hang-tso-off", "tail-15"): "false all-clear",
+    ("node-m4-runlog-tr141-dmesg-hung-task-python-gpfs-mmfs-write", "tail-40"): "missed",
+    ("node-m4-runlog-tr141-dmesg-hung-task-python-gpfs-mmfs-write", "tail-15"): "missed",
 }
 
 #: the healthy runs given a fail/warn diagnosis once transformed: what is misread, and why

@@ -87,7 +87,9 @@ def socket_spread(inp: Inputs) -> Tuple[List[C.Clue], List[C.Clue]]:
 def diagnose(inp: Inputs) -> List[Diagnosis]:
     if C.env_values(inp, "NCCL_SOCKET_IFNAME"):
         return _unrouted(inp)  # an interface was named: socket-ifname-env judges the rest
-    none = C.find(inp, NO_IFACE, ("warn", "last-error", "error"))
+    # NCCL's words read anywhere, the lexicon's lines too: 'Bootstrap : no socket interface found' quoted by PyTorch
+    # under a 'Last error:' that a paste parted from it
+    none = C.find(inp, NO_IFACE, ("warn", "last-error", "error", "failure"))
     link = [c for c in C.find(inp, CONNECT, ("warn", "last-error", "error")) if LINK_LOCAL.search(c.text)]
     found = none + link
     boot = [] if found else bootstrap_failures(inp)
