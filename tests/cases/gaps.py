@@ -300,12 +300,6 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "the checks for it; that GSP-RM stopped on 'missing NVDEC0 engine' because of a defect of that release of the "
         "open kernel modules (the proprietary module loaded) is a single message of one release, told apart only by "
         "NVIDIA's triage, not a shape a row can take"),
-    "node-nst-awsomeai185-sinfo-kill-task-failed-pyxis-enroot-data-permission-denied": Gap(
-        "missed",
-        "'Verdict: WARN Unexplained failure (low confidence)', exit 1: pyxis's epilog line 'spank-epilog: error: pyxis: "
-        "mkdir: cannot create directory '/opt/dlami/nvme/tmp/enroot/data': Permission denied' is an error said "
-        "unexplained, and sinfo's 'Kill task failed' drain reason is not read; that enroot's data directory is not "
-        "writable is not named (a row for enroot's directories needs pyxis's and enroot's sources read)"),
     "node-gaps65g-acehpcledger-sinfo-r-kill-task-failed-drained-cpu-nodes": Gap(
         "missed",
         "'Verdict: FAIL Unexplained failure (low confidence)', exit 1: the drain reason 'Kill task failed' is read as a "
