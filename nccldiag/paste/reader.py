@@ -32,7 +32,8 @@ from nccldiag.paste.kinds.base import MAX_LINES as MAX_BLOCK_LINES, Context
 CHUNK = 4 * 1024 * 1024  # bytes read as one chunk
 END = 8192  # the bytes at the end of a text kept for its last line
 LAST_MARKUP = 8  # lines of markup alone passed over at the end of a text, looking for its last line
-_MARKUP_ONLY = re.compile(r"(?:</?[A-Za-z][A-Za-z0-9]{0,20}[^<>\n]{0,200}>|```[\w+-]{0,20}|~~~|-{3,}|\*{3,}|_{3,})+")
+# one tag ('</details>'), a code fence or a rule, alone on its line: no repeat inside a repeat (linear)
+_MARKUP_ONLY = re.compile(r"</?[A-Za-z][A-Za-z0-9]{0,20}(?:[ \t][^<>\n]{0,200})?>|```[\w+-]{0,20}|~~~|[-*_]{3,300}")
 LOOKBACK = 256 * 1024  # bytes of the chunk before kept, for a block that grows up into them
 MAX_CARRY = 16 * 1024 * 1024  # a block still growing at the end of a chunk waits for the next up to this size
 MAX_BLOCKS = 256  # blocks kept per text
@@ -364,7 +365,7 @@ class Reader:
             k = end.rfind(b"\n") + 1
             p = L.peel(end[k:k + L.MAX_LINE].decode("utf-8", "replace"))
             text = p.stage(len(p.layers)).strip()
-            if text and not _MARKUP_ONLY.fullmatch(text):
+            if text and not (len(text) <= 300 and _MARKUP_ONLY.fullmatch(text)):
                 lineno = self._first_line + self._lines - self._ending.count(b"\n", k)
                 host = next((layer.host for layer in p.layers if layer.host), None)
                 self.found.last.append(ends.Line(self.path, lineno, text, host))

@@ -32,6 +32,7 @@ def _said(alarms):
     return [(d.get("severity"), d.get("category"), (d.get("summary") or "")[:120]) for d in alarms[:3]]
 
 
+@pytest.mark.timeout(1800)  # every case read again through one transformation: minutes on a busy 2-core machine
 @pytest.mark.parametrize("transform", list(mutations.TRANSFORMS))
 def test_a_pasted_case_keeps_its_verdict(transform):
     broken = []

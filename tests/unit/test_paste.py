@@ -171,3 +171,15 @@ def test_an_nvidia_smi_q_fabric_section_is_read_whatever_its_keys_padding():
     found = paste.scan(done)
     assert [b.kind for b in found.blocks] == ["nvidia-smi -q"]
     assert not [f for f in found.findings if f.status in (Status.FAIL, Status.WARN)]
+
+
+def test_a_texts_last_line_is_read_whatever_it_holds():
+    """The last line of a text (where its process stopped) is found past markup alone, and a long run of rule
+    characters or of tags at the end is read in one pass (a bound on the line, no repeat inside a repeat)."""
+    from nccldiag.paste.reader import read
+
+    assert [x.text for x in read(b"Using /r as PyTorch extensions root...\n</details>\n```\n\n").last] == [
+        "Using /r as PyTorch extensions root..."]
+    for end in (b"-" * 200_000, b"- " * 100_000, b"</b>" * 50_000, b"_" * 299 + b"x"):
+        got = read(b"first\n" + end + b"\n").last
+        assert len(got) == 1 and got[0].lineno == 2
