@@ -70,10 +70,11 @@ _STARTS = re.compile(_AFTER_BLANK + rb"(?:" + rb"|".join(rb"(?P<%s>%s)" % (k.enc
 _LABEL_FORM = (rb"\[[^\]\s]{1,64}\]:|(?!\d{1,64}: )[^\s:\[\d]{0,63}\d[^\s:\[]{0,63}: "
                rb"(?! {0,3}\d{1,3}(?:\.\d{1,3})?%\|)")
 _LABEL = re.compile(_LABEL_FORM)
-# where two table rows were joined: one row's closing bar (or border's corner), a space, the next one's opening; a
-# bar right after another bar and a blank closes an empty cell, no row ('| | | MIG M. |': a row whose blanks a page
-# collapsed, its first cells empty), nor does a bar after the blanks a row is indented by
-_JOINT_FORM = rb"(?<=[^|+\s][-= ][|+]) (?=\|[-= ]|\+[-=])"
+# where two table rows were joined: one row's closing bar (or border's corner) after a cell's text and a blank or
+# after a padded cell's blanks, a space, the next one's opening; a bar right after another bar and one blank closes
+# an empty cell, no row ('| | | MIG M. |': a row whose blanks a page collapsed, its first cells empty), nor does
+# the bar a row opens after its indent (:func:`_joints`)
+_JOINT_FORM = rb"(?<=[^|+\s][-= ][|+]|  [|+]) (?=\|[-= ]|\+[-=])"
 _JOINT = re.compile(_JOINT_FORM)
 _TABLE_HEAD = re.compile(rb"[ \t]{0,12}[|+][-= ]")
 # nvidia-smi -q's keys and section titles, as its real reports print them (every one in the captures of
@@ -274,10 +275,17 @@ def _cuts(line: bytes) -> List[int]:
                 last = e.start() + 1
             if frames and last:
                 cuts.append(last)  # the exception the traceback ends with
-    joints = [j.start() + 1 for j in _JOINT.finditer(line)]
+    joints = _joints(line)
     if joints and (len(joints) >= 2 or _TABLE_HEAD.match(line)):
         cuts += joints
     return sorted(set(c for c in cuts if 0 < c < len(line)))
+
+
+def _joints(line: bytes) -> List[int]:
+    """Where ``line`` joins two table rows (:data:`_JOINT`), each plus one: never after the bar a row opens after
+    its indent (its first non-blank)."""
+    first = len(line) - len(line.lstrip(b" \t"))
+    return [j.start() + 1 for j in _JOINT.finditer(line) if j.start() - 1 != first]
 
 
 def _field_cuts(line: bytes) -> List[int]:

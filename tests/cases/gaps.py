@@ -709,10 +709,10 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "the device refusing an access (here the GPU driver writing a register before remapping it), with no "
         "Physical or Data Link Layer error beside it"),
     "node-gaps74a-kernelbugzilla209345-tesla-k80-nouveau-unknown-chipset-0f22d0a1-gk210-not-in-nouveau": Gap(
-        "false all-clear",
-        "'Verdict: nothing broken', exit 0: 'nouveau 0000:0d:00.0: unknown chipset (0f22d0a1)' for both GPUs "
-        "(the GPU driver does not know the chip and binds nothing) gives no diagnosis; the lspci block beside it "
-        "reads clean"),
+        "missed",
+        "'Verdict: WARN Unexplained failure (low confidence)', exit 1: 'nouveau 0000:0d:00.0: unknown chipset "
+        "(0f22d0a1)' for both GPUs is read as the GPU driver not knowing the chip and left unexplained; no cause of "
+        "the catalog says that nouveau, not NVIDIA's driver, is bound to a data-centre GPU"),
     "node-gaps74a-kernelbugzilla209345-tesla-k80-tb3-nouveau-bar-one-time-init-failed-bar1-unassigned": Gap(
         "missed",
         "'Verdict: WARN Unexplained failure (low confidence)', exit 1: 'nouveau ...: bar: one-time init failed, "
@@ -732,11 +732,11 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "before 'real failed with error code: 1') and '98-nvidia.sh exited with return code' (wrapped before ' 1') "
         "are not read as enroot's NVIDIA hook failing to give the container its GPUs"),
     "gpu-gaps74c-convergence-ninja-blog-wrx90e-4x-blackwell-ipmi-sel-pcie-retimer-temp-upper-noncritical": Gap(
-        "false all-clear",
-        "'Verdict: nothing to judge: the input holds no NCCL line, error or result', exit 0: the IPMI System Event "
-        "Log lines ('Temperature sensor #0x10 | Upper Non-critical going high') are not read as a BMC threshold "
-        "event; that these sensors are the board's PCIe slot retimers, overheating before the daily hard lockups of "
-        "a 4-GPU node, is not named"),
+        "missed",
+        "'Verdict: WARN Unexplained failure (low confidence)', exit 1: the IPMI System Event Log lines ('Temperature "
+        "sensor #0x10 | Upper Non-critical going high') are read as a sensor past its threshold and left unexplained; "
+        "that these sensors are the board's PCIe slot retimers, overheating before the daily hard lockups of a 4-GPU "
+        "node, is in the author's words, not the lines"),
     "node-gaps74c-portfolio-aaf-homelab-pve03-e1000e-hardware-unit-hang-annotated-tso-race": Gap(
         "missed",
         "'Verdict: WARN Unexplained failure (low confidence)', exit 1: e1000e's 'Detected Hardware Unit Hang' "
@@ -754,10 +754,10 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "library reason after a failed system call; that it is ENOEXEC of a container image built for another "
         "architecture (an amd64-only init-container image on arm64 Grace nodes) is not named"),
     "gpu-gaps74d-aicr-docs-rke2-vr200-computedomain-imex-nv-err-in-use-host-nvidia-imex-service": Gap(
-        "false all-clear",
-        "'Verdict: nothing to judge: the input holds no NCCL line, error or result', exit 0: the driver status "
-        "'NV_ERR_IN_USE' on its own (the ComputeDomain's nvidia-imex unable to take the IMEX session a host "
-        "nvidia-imex service holds) is not read"),
+        "missed",
+        "'Verdict: WARN Unexplained failure (low confidence)', exit 1: the driver status 'NV_ERR_IN_USE' on its own "
+        "is read as a refused driver call and left unexplained; that the ComputeDomain's nvidia-imex cannot take the "
+        "IMEX session a host nvidia-imex service holds is NVIDIA's statement, not the line's"),
     "node-gaps74d-aicr-docs-gke-a4x-pvc-pd-balanced-disk-type-cannot-be-used-by-a4x-highgpu-4g": Gap(
         "false all-clear",
         "'Verdict: nothing broken', exit 0: GKE's 'pd-balanced disk type cannot be used by a4x-highgpu-4g machine "

@@ -486,7 +486,6 @@ KNOWN: Dict[Tuple[str, str], str] = {
     ("node-gaps74c-cryptohaz-blog-proxmox-hetzner-i219-e1000e-hardware-unit-hang-tso-off", "tail-15"): "false all-clear",
     ("node-m4-runlog-tr141-dmesg-hung-task-python-gpfs-mmfs-write", "tail-40"): "missed",
     ("node-m4-runlog-tr141-dmesg-hung-task-python-gpfs-mmfs-write", "tail-15"): "missed",
-    ("gpu-mlengineering-dcgmi-diag-r2-gpu-memory-fail-faulty-node", "paragraphs"): "false all-clear",
 }
 
 #: the healthy runs given a fail/warn diagnosis once transformed: what is misread, and why

@@ -291,6 +291,22 @@ def test_the_exceptions_keep_counters_and_advice_quiet():
         assert lexicon.shape_of(line) is None, line
 
 
+def test_a_bmc_threshold_event_is_read_while_asserted_and_quiet_once_deasserted():
+    # The line the openbmc list quotes as what 'ipmitool sel elist' prints (lists.ozlabs.org/pipermail/openbmc,
+    # 2019-10-28, 'Showing signed sensor value ...'), then the same event as ipmitool prints its end.
+    asserted = ("18 | 10/16/19 | 18:28:41 UTC | Temperature nvme0 | Upper Non-critical going high | Asserted | "
+                "Reading 72 > Threshold 70 degrees C")
+    assert lexicon.shape_of(asserted).id == "bmc-sensor-threshold-crossed"
+    assert lexicon.shape_of(asserted.replace("| Asserted", "| Deasserted")) is None
+
+
+def test_a_driver_status_is_read_in_a_paste_and_left_to_the_kernel_areas_in_a_nodes_log():
+    shape = lexicon.shape_of("NV_ERR_IN_USE")
+    assert shape.id == "nvidia-driver-status-error" and shape.pasted_only
+    assert lexicon.shape_of("nouveau 0000:0e:00.0: unknown chipset (0f22d0a1)").id == "nouveau-unknown-chipset"
+    assert lexicon.shape_of("nouveau 0000:01:00.0: NVIDIA GA102 (172000a1)") is None
+
+
 # ---------------------------------------------------------------- the reader
 
 def _every_text():
