@@ -505,8 +505,9 @@ ERROR_WORDS = (
     "do not have the same subnet_prefix",
     # Intel's e1000e on a transmit unit it found hung ('e1000e 0000:00:1f.6 eno1: Detected Hardware Unit Hang:', with
     # its ring's TDH/TDT on the lines after, e1000_print_hw_hang) and the reset that follows ('Reset adapter
-    # unexpectedly', e1000_reset_task; Linux drivers/net/ethernet/intel/e1000e/netdev.c): neither holds an error word
-    "Detected Hardware Unit Hang", "Reset adapter unexpectedly",
+    # unexpectedly', e1000_reset_task; Linux drivers/net/ethernet/intel/e1000e/netdev.c), and igb's, igc's, ixgbe's and
+    # e1000's per queue ('igb 0000:02:00.0: Detected Tx Unit Hang', their *_clean_tx_irq): none holds an error word
+    "Detected Hardware Unit Hang", "Detected Tx Unit Hang", "Reset adapter unexpectedly",
     # the verbs port state of a port with no link, as ibv_devinfo prints it ('state: PORT_DOWN (1)', rdma-core
     # libibverbs/examples/devinfo.c port_state_str) and as a cluster's own sweeps that read it list the HCAs they
     # found down ('gpu-184  mlx5_0  PORT_DOWN  (server=PORT_ACTIVE, client=PORT_DOWN)'): no other error word

@@ -307,6 +307,25 @@ def test_a_driver_status_is_read_in_a_paste_and_left_to_the_kernel_areas_in_a_no
     assert lexicon.shape_of("nouveau 0000:01:00.0: NVIDIA GA102 (172000a1)") is None
 
 
+def test_systemctl_saying_its_job_failed_is_read_and_a_started_unit_is_not():
+    # systemctl's own messages, as src/shared/bus-wait-for-jobs.c of systemd formats them for a unit
+    failed = [
+        "Job for nvidia-persistenced.service failed because the control process exited with error code.",
+        "Job for nvidia-fabricmanager.service failed because a timeout was exceeded.",
+        "Job for slurmd.service failed.",
+        "Job for nvidia-persistenced.service canceled.",
+        "Job for openibd.service timed out.",
+        "A dependency job for nvidia-fabricmanager.service failed. See 'journalctl -xe' for details.",
+    ]
+    for line in failed:
+        shape = lexicon.shape_of(line)
+        assert shape is not None and shape.id == "systemd-unit-failed", line
+    for line in ("Dec 01 10:00:00 node1 systemd[1]: Started NVIDIA Persistence Daemon.",
+                 "Dec 01 10:00:00 node1 systemd[1]: nvidia-persistenced.service: Deactivated successfully.",
+                 "Created symlink /etc/systemd/system/multi-user.target.wants/nvidia-persistenced.service"):
+        assert lexicon.shape_of(line) is None, line
+
+
 # ---------------------------------------------------------------- the reader
 
 def _every_text():
