@@ -225,6 +225,7 @@ KNOWN: Dict[Tuple[str, str], str] = {
     ("net-rccl1423-rdma-link-down-polling-flapping-port", "lexicon-only"): "false all-clear",
     ("node-gpud482-ibstat-port-down-polling-anonymised-guids", "lexicon-only"): "missed",
     ("net-blog44-lambdadalton-notes-ibstat-mlx5-port-down-polling-elided", "lexicon-only"): "missed",
+    ("net-gaps76c-nickwkt-cluster-ansible-ibstat-mlx4-port-initializing-linkup-no-subnet-manager", "lexicon-only"): "false all-clear",
     ("node-gpuoperator-docs-nvidia-smi-q-fabric-state-in-progress-no-fabricmanager", "lexicon-only"): "missed",
     ("net-nccl1191-alltoall-700-nodes-ibv-create-cq-enomem-ulimit-unlimited", "lexicon-only"): "wrong cause",
     ("net-nccl473-nccltests-unhandled-system-error-docker-ipc-host", "lexicon-only"): "wrong cause",
