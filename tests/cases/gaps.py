@@ -762,9 +762,4 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "false all-clear",
         "'Verdict: nothing broken', exit 0: GKE's 'pd-balanced disk type cannot be used by a4x-highgpu-4g machine "
         "type' (wrapped over two lines as quoted), a volume the GPU machine type cannot attach, is not read"),
-    "net-gaps76c-sparticlesteve-cori-gpu-ibstat-mlx4-mlx5-ports-active-healthy": Gap(
-        "false alarm",
-        "'Verdict: WARN Unexplained failure (low confidence)', exit 0: the three ConnectX-5 ports at 56 Gb/s are read "
-        "as slow siblings of the four at 100 Gb/s ('slower than the other 6 active IB MT4119 ports'); that they answer "
-        "to other subnet managers (SM lid 43, 344 against 10), another fabric, is not read"),
 }
