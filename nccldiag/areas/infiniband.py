@@ -893,12 +893,25 @@ def _down_finding(p: IbPort, active_others: int, total: int) -> Finding:
                 evidence=ev, fix=fix)
 
 
-def _rate_groups(ports: List[IbPort]) -> Dict[Tuple[str, str], List[IbPort]]:
-    """Active ports with a rate, grouped by link layer and HCA model (a 100G frontend NIC is not a slow 400G rail)."""
-    groups: Dict[Tuple[str, str], List[IbPort]] = {}
+def _subnet(p: IbPort) -> str:
+    """The subnet manager an InfiniBand port answers to (its SM lid), "?" where unknown or not IB."""
+    if p.roce or not p.sm_lid:
+        return "?"
+    try:
+        lid = int(p.sm_lid, 0)
+    except ValueError:
+        return "?"
+    return str(lid) if lid else "?"
+
+
+def _rate_groups(ports: List[IbPort]) -> Dict[Tuple[str, str, str], List[IbPort]]:
+    """Active ports with a rate, grouped by link layer, HCA model (a 100G frontend NIC is not a slow 400G rail) and,
+    for InfiniBand, the subnet manager (SM lid) they answer to: ports under different SMs are cabled to different
+    fabrics (an FDR storage fabric beside EDR compute rails), not slower siblings."""
+    groups: Dict[Tuple[str, str, str], List[IbPort]] = {}
     for p in ports:
         if p.active and p.rate is not None:
-            groups.setdefault((p.link_layer or "?", p.hca_type or "?"), []).append(p)
+            groups.setdefault((p.link_layer or "?", p.hca_type or "?", _subnet(p)), []).append(p)
     return groups
 
 
@@ -908,9 +921,10 @@ def _judge_rates(ports: List[IbPort]) -> List[Finding]:
         return []
     found: List[Finding] = []
     same: List[str] = []
-    for (ll, hca), members in sorted(groups.items()):
+    subnets = len({sm for _, _, sm in groups if sm != "?"})
+    for (ll, hca, sm), members in sorted(groups.items()):
         top = max(p.rate for p in members)  # type: ignore[type-var]
-        model = f" {hca}" if hca != "?" else ""
+        model = (f" {hca}" if hca != "?" else "") + (f" (SM lid {sm})" if subnets > 1 and sm != "?" else "")
         slow = [p for p in members if p.rate < top]  # type: ignore[operator]
         for p in slow:
             others = len(members) - 1
@@ -926,7 +940,8 @@ def _judge_rates(ports: List[IbPort]) -> List[Finding]:
             ))
         same.append(f"{len(members) - len(slow)}x {_fmt_rate(top)} Gb/s {_ll_short(ll)}{model}")
     if not found:
-        found.append(ok(NAME, "ib.port_rate", "active ports run at the same rate per model: " + ", ".join(same),
+        per = "model and subnet" if subnets > 1 else "model"
+        found.append(ok(NAME, "ib.port_rate", f"active ports run at the same rate per {per}: " + ", ".join(same),
                         actual=", ".join(same), evidence=[p.summary() for p in ports if p.active][:16]))
     return found
 

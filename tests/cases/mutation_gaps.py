@@ -225,6 +225,7 @@ KNOWN: Dict[Tuple[str, str], str] = {
     ("net-rccl1423-rdma-link-down-polling-flapping-port", "lexicon-only"): "false all-clear",
     ("node-gpud482-ibstat-port-down-polling-anonymised-guids", "lexicon-only"): "missed",
     ("net-blog44-lambdadalton-notes-ibstat-mlx5-port-down-polling-elided", "lexicon-only"): "missed",
+    ("net-gaps76c-nickwkt-cluster-ansible-ibstat-mlx4-port-initializing-linkup-no-subnet-manager", "lexicon-only"): "missed",
     ("node-gpuoperator-docs-nvidia-smi-q-fabric-state-in-progress-no-fabricmanager", "lexicon-only"): "missed",
     ("net-nccl1191-alltoall-700-nodes-ibv-create-cq-enomem-ulimit-unlimited", "lexicon-only"): "wrong cause",
     ("net-nccl473-nccltests-unhandled-system-error-docker-ipc-host", "lexicon-only"): "wrong cause",
@@ -245,7 +246,6 @@ KNOWN: Dict[Tuple[str, str], str] = {
     ("gpu-dcgm198-dcgmi-nvlink-link-status-all-down-diag-passes", "tail-15"): "false all-clear",
     ("gpu-dcgm198-dcgmi-nvlink-link-status-all-down-diag-passes", "lexicon-only"): "false all-clear",
     ("gpu-mlengineering-nvidia-smi-grep-sram-uncorrectable-broken-gpu", "flush-left"): "missed",
-    ("net-pastebin-5awq-mthca-ibv-devinfo-port-init-linkup-port2-polling", "lexicon-only"): "missed",
 
 
     ("net-mlengineering-nccl-net-ib-mlx5-bond-roce-included-low-bandwidth", "no-nccl-info"): "false all-clear",

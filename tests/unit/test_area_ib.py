@@ -368,6 +368,31 @@ def test_rate_is_not_compared_across_link_layers():
     assert statuses(ib.judge(ib.IbFacts(ports=ports)), "ib.port_rate") == ["ok"]
 
 
+CORI_GPU_IBSTAT = (Path(__file__).resolve().parents[1] / "cases"
+                   / "net-gaps76c-sparticlesteve-cori-gpu-ibstat-mlx4-mlx5-ports-active-healthy" / "ibstat.txt")
+
+
+def test_rate_is_not_compared_across_subnet_managers():
+    # captured: a Cori-GPU node's ConnectX-5 ports, EDR (100) under SM lid 10 and FDR (56) under SM lids 43 and 344
+    f = ib.parse({"ibstat": CORI_GPU_IBSTAT.read_text()})
+    assert {p.name: (p.rate, p.sm_lid) for p in f.ports if p.hca_type == "MT4119" and not p.roce} == {
+        "mlx5_0 port 1": (100.0, "10"), "mlx5_1 port 1": (56.0, "43"), "mlx5_2 port 1": (100.0, "10"),
+        "mlx5_4 port 1": (100.0, "10"), "mlx5_5 port 1": (56.0, "344"), "mlx5_6 port 1": (100.0, "10"),
+        "mlx5_7 port 1": (56.0, "43")}
+    (rate,) = by_check(ib.judge(f), "ib.port_rate")
+    assert rate.status is Status.OK and "per model and subnet" in rate.message
+    assert "4x 100 Gb/s IB MT4119 (SM lid 10)" in rate.message and "2x 56 Gb/s IB MT4119 (SM lid 43)" in rate.message
+
+
+def test_slower_port_under_the_same_subnet_manager_still_warns():
+    # constructed, not captured: the Cori-GPU EDR ports with one of them trained at FDR under the same SM
+    text = CORI_GPU_IBSTAT.read_text().replace("Rate: 100\n\t\tBase lid: 64", "Rate: 56\n\t\tBase lid: 64")
+    assert text != CORI_GPU_IBSTAT.read_text()
+    found = by_check(ib.judge(ib.parse({"ibstat": text})), "ib.port_rate")
+    assert [x.status for x in found] == [Status.WARN]
+    assert found[0].message.startswith("mlx5_2 port 1: 56 Gb/s, slower than the other 3 active IB MT4119 (SM lid 10) ports")
+
+
 @pytest.mark.parametrize("state,phys,status,words", [
     ("Down", "Polling", Status.FAIL, "no link partner"),
     ("Down", "Disabled", Status.WARN, "administratively disabled"),

@@ -291,6 +291,18 @@ def test_the_exceptions_keep_counters_and_advice_quiet():
         assert lexicon.shape_of(line) is None, line
 
 
+def test_a_port_up_but_not_active_is_a_port_line_and_an_active_port_is_not():
+    # ibstat's states as infiniband-diags/ibstat.c prints them: the port of a fabric with no subnet manager
+    # (tests/cases/net-gaps76c-nickwkt-...-no-subnet-manager), and the Active ports of a working Cori-GPU node
+    # (tests/cases/net-gaps76c-sparticlesteve-cori-gpu-ibstat-mlx4-mlx5-ports-active-healthy)
+    for line in ("                State: Initializing", "\t\tState: Armed", "\tstate:\t\t\t 2: INIT",
+                 "\t\t\tstate:\t\t\tPORT_INIT (2)", "\t\t\tstate:\t\t\tPORT_ARMED (3)"):
+        assert lexicon.shape_of(line).id == "ib-port-down", line
+    for line in ("\t\tState: Active", "\t\tPhysical state: LinkUp", "\t\t\tstate:\t\t\tPORT_ACTIVE (4)",
+                 "[Wed Mar  1 17:45:08 2023] hfi1 0000:45:00.0: hfi1_0: logical state changed to PORT_INIT (0x2)"):
+        assert lexicon.shape_of(line) is None, line
+
+
 def test_a_bmc_threshold_event_is_read_while_asserted_and_quiet_once_deasserted():
     # The line the openbmc list quotes as what 'ipmitool sel elist' prints (lists.ozlabs.org/pipermail/openbmc,
     # 2019-10-28, 'Showing signed sensor value ...'), then the same event as ipmitool prints its end.
