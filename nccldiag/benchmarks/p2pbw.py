@@ -19,6 +19,7 @@ Pair = Tuple[int, int]
 TITLE = re.compile(r"(Unidirectional|Bidirectional) P2P=(Enabled|Disabled) Bandwidth(?: \(P2P (Writes|Reads)\))? "
                    r"Matrix \(GB/s\)")
 CONNECTIVITY = re.compile(r"P2P Connectivity Matrix")
+BANNER = re.compile(r"\[P2P \(Peer-to-Peer\) GPU Bandwidth Latency Test\]")
 ACCESS = re.compile(r"Device=(\d{1,4}) (CAN|CANNOT) Access Peer Device=(\d{1,4})\b")
 DEVICE = re.compile(r"Device: (\d{1,4}), ([^,\n]{1,200}), pciBusID: [0-9a-fA-F]{1,8}")
 TOKEN = re.compile(r"\S{1,64}")
@@ -81,7 +82,8 @@ def _matrix(text: str, start: int, end: int) -> Dict[str, float]:
 
 
 def parse_p2p_bandwidth(text: Optional[str]) -> Optional[P2pBandwidth]:
-    """The matrices of a p2pBandwidthLatencyTest output; None when the text holds no bandwidth matrix."""
+    """What a p2pBandwidthLatencyTest output holds; None when the text holds none of it (no banner, peer-access
+    line or matrix)."""
     text = (text or "").replace("\t", " ")
     r = P2pBandwidth()
     for m in ACCESS.finditer(text):
@@ -97,9 +99,9 @@ def parse_p2p_bandwidth(text: Optional[str]) -> Optional[P2pBandwidth]:
             r.connectivity.update({pair: int(v) for pair, v in cells.items()})
         elif cells:
             r.matrices.setdefault(name, {}).update(cells)
-    if not any(r.matrices.values()):
-        return None
-    return r
+    if any(r.matrices.values()) or r.connectivity or r.access or BANNER.search(text):
+        return r
+    return None
 
 
 @dataclass(frozen=True)

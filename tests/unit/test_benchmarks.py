@@ -280,3 +280,14 @@ def test_p2p_matrices_run_into_one_line_read_as_their_lines_do():
     assert lines is not None and joined is not None
     assert joined.matrices == lines.matrices and joined.connectivity == lines.connectivity
     assert p2pbw.slow_pairs(joined) == p2pbw.slow_pairs(lines) and len(p2pbw.slow_pairs(lines)) == 6
+
+
+def test_a_p2p_test_cut_before_its_bandwidth_matrices_is_no_perftest_and_no_verdict():
+    """JUWELS' 4x V100 (ginkgo-project/ginkgo#164): banner, peer-access lines and the connectivity matrix only."""
+    path = CASES / "gpu-ginkgo164-juwels-4x-v100-p2p-can-access-peer-healthy" / "posted-p2p-test.txt"
+    facts = nccllog.parse(path.read_text(), path.name)
+    assert facts.perftests == []
+    (r,) = facts.p2p_bandwidth
+    assert r.matrices == {} and r.access["3->2"] is True and r.connectivity["0->3"] == 1
+    (f,) = checks.judge([], [], p2p=facts.p2p_bandwidth)
+    assert f.status == Status.SKIP and "12 GPU pair(s) with peer access" in f.message
