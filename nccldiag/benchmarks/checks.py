@@ -1,9 +1,10 @@
-"""Benchmark outputs -> findings: nccl-tests' own verdict on its results, perftest's figure and warnings."""
+"""Benchmark outputs -> findings: nccl-tests' own verdict on its results, perftest's figure and warnings,\np2pBandwidthLatencyTest's peer copies against host-staged ones."""
 from __future__ import annotations
 
 from typing import List, Sequence
 
 from nccldiag.benchmarks.nccltests import NcclTestsRun
+from nccldiag.benchmarks.p2pbw import P2pBandwidth, compared_pairs, slow_pairs
 from nccldiag.benchmarks.perftest import PerftestResult
 from nccldiag.model.findings import Finding, fail, ok, skip, warn
 
@@ -78,6 +79,42 @@ def judge_perftest(r: PerftestResult) -> List[Finding]:
     return out
 
 
+FIX_P2P_SLOW = (
+    "Peer copies slower than copies staged through host memory take a path that does not forward P2P: an IOMMU in "
+    "translated mode or PCIe ACS redirect sends them up to the root complex. Put the IOMMU in passthrough or off "
+    "(iommu=pt, amd_iommu=off / intel_iommu=off, or IOMMU disabled in the BIOS) and disable ACS redirect on the "
+    "bridges above the GPUs (BIOS, or 'setpci -s <bdf> ECAP_ACS+6.w=0000'); 'dmesg | grep -i -e AMD-Vi -e DMAR' "
+    "shows the IOMMU's faults. Until then NCCL_P2P_DISABLE=1 avoids the path."
+)
+
+
+def judge_p2p_bandwidth(r: P2pBandwidth) -> Finding:
+    """p2pBandwidthLatencyTest's matrices: a pair with peer access whose direct copies run at under half the
+    bandwidth of the same copies staged through host memory is a P2P path that does not work."""
+    where = "p2pBandwidthLatencyTest" + (f" in {r.source}" if r.source else "")
+    slow = slow_pairs(r)
+    if slow:
+        shown = [f"GPU{p.src}->GPU{p.dst} {p.test}: {p.enabled:g} GB/s with P2P, {p.disabled:g} GB/s staged through "
+                 "host memory" for p in slow]
+        return fail(AREA, "benchmark.p2p_bandwidth",
+                    f"{where}: {len(slow)} GPU pair(s) with peer access copy slower with P2P enabled than through "
+                    f"host memory: {'; '.join(shown[:3])}",
+                    actual={f"GPU{p.src}->GPU{p.dst} {p.test}": p.enabled for p in slow},
+                    expected="P2P=Enabled bandwidth at least that of P2P=Disabled on pairs with peer access",
+                    evidence=shown[:8], fix=FIX_P2P_SLOW)
+    n = compared_pairs(r)
+    if n:
+        return ok(AREA, "benchmark.p2p_bandwidth",
+                  f"{where}: P2P copies no slower than host-staged ones on the {n} figure(s) compared")
+    if r.matrices:
+        return ok(AREA, "benchmark.p2p_bandwidth",
+                  f"{where}: bandwidth matrices read; no P2P=Enabled figure to compare with a P2P=Disabled one")
+    peers = sum(1 for v in r.access.values() if v) or sum(1 for k, v in r.connectivity.items() if v and
+                                                           k.split("->")[0] != k.split("->")[1])
+    return skip(AREA, "benchmark.p2p_bandwidth", f"{where}: no bandwidth matrix in the text ({peers} GPU pair(s) "
+                "with peer access listed): whether the peer copies run at speed cannot be told")
+
+
 FIX_NO_RESULT = ("A run that stops after its header hangs in its first collective: run it again with NCCL_DEBUG=INFO "
                  "and give the output to 'nccldiag log'; NCCL_P2P_DISABLE=1 (P2P broken by PCIe ACS or the IOMMU) "
                  "and NCCL_IB_DISABLE=1 (the network) tell which path hangs.")
@@ -102,7 +139,7 @@ def judge_elided(run: NcclTestsRun) -> Finding:
 
 
 def judge(nccl_tests: Sequence[NcclTestsRun], perftests: Sequence[PerftestResult],
-          no_result: Sequence[NcclTestsRun] = ()) -> List[Finding]:
+          no_result: Sequence[NcclTestsRun] = (), p2p: Sequence[P2pBandwidth] = ()) -> List[Finding]:
     """``no_result``: runs that printed a header and no row, and whose ranks did not all complete NCCL's init
     in the same logs (an excerpt cut after init is not a hang)."""
     out: List[Finding] = [judge_nccl_tests(run) for run in nccl_tests]
@@ -110,4 +147,5 @@ def judge(nccl_tests: Sequence[NcclTestsRun], perftests: Sequence[PerftestResult
             for run in no_result if not nccl_tests and run.table]
     for r in perftests:
         out.extend(judge_perftest(r))
+    out += [judge_p2p_bandwidth(r) for r in p2p]
     return out

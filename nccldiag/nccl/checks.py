@@ -677,7 +677,7 @@ def judge(facts: NcclLogFacts, require_ib: bool = False,
     from nccldiag.benchmarks import checks as bench
 
     out += bench.judge(facts.nccl_tests, facts.perftests,
-                       [] if init_completed_everywhere(facts) else facts.nccl_tests_no_result)
+                       [] if init_completed_everywhere(facts) else facts.nccl_tests_no_result, facts.p2p_bandwidth)
     from nccldiag.nccl import ras_checks
 
     out += ras_checks.judge(facts.ras)

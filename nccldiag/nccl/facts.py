@@ -511,6 +511,7 @@ class NcclLogFacts:
     nccl_tests: List[Any] = field(default_factory=list)  # benchmarks.nccltests.NcclTestsRun, one per file
     nccl_tests_no_result: List[Any] = field(default_factory=list)  # runs whose header came, and no result row
     perftests: List[Any] = field(default_factory=list)  # benchmarks.perftest.PerftestResult, one per file
+    p2p_bandwidth: List[Any] = field(default_factory=list)  # benchmarks.p2pbw.P2pBandwidth, one per file
     ras: List[Any] = field(default_factory=list)  # nccl.ras.RasReport, every NCCL RAS report in the files
 
     def total(self, name: str) -> int:

@@ -749,7 +749,8 @@ def parse_via(via: str) -> Dict[str, object]:
 
 # Benchmark outputs (nccl-tests, perftest) in the same files: their lines are kept per file from the first line that
 # announces one (_BENCH_START; MAX_BENCH_BYTES): a header line of nccl-tests, the first row of its table (two
-# numbers, then the data type and a blank), or a perftest title.
+# numbers, then the data type and a blank), a perftest title, or a bandwidth matrix's title of the CUDA samples'
+# p2pBandwidthLatencyTest (whose banner, '[P2P (Peer-to-Peer) GPU Bandwidth Latency Test]', is a title too).
 BENCH_HEADS: Guarded = (
     ("nThread", r"nThread\b"), ("Collective test starting", r"Collective test starting"),
     ("Using devices", r"Using devices"), ("size\0\\s+(?:count|N)", r"size\s+(?:count|N)\b"),
@@ -762,7 +763,9 @@ ROW_TYPES: Guarded = (
     ("f\0\\d+\\s", r"f\d+"), ("bf16", r"bf16"),
 )
 BENCH_TITLES: Guarded = (("BW Test", r"\bBW Test\b"), ("Lat Test", r"\bLat Test\b"),
-                         ("Latency Test", r"\bLatency Test\b"))
+                         ("Latency Test", r"\bLatency Test\b"),
+                         ("P2P=Enabled Bandwidth", r"P2P=Enabled Bandwidth\b"),
+                         ("P2P=Disabled Bandwidth", r"P2P=Disabled Bandwidth\b"))
 _BENCH_START = re.compile(r"^\s*(?:#\s*)?(?:" + _either(BENCH_HEADS) + r")|^\s*\d+\s+\d+\s+(?:" + _either(ROW_TYPES) +
                           r")\s+\S|" + _either(BENCH_TITLES))
 # NCCL RAS reports (ncclras, text or JSON) in the same files: kept per file from their first line (_RAS_START;

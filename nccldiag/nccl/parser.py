@@ -486,7 +486,7 @@ class Parser:
                 add_capped(mine_h, h, 8)
         for store, sizes, ostore, osizes, names in (
                 (self.bench, self.bench_bytes, o.bench, o.bench_bytes, ("nccl_tests", "nccl_tests_no_result",
-                                                                        "perftests")),
+                                                                        "perftests", "p2p_bandwidth")),
                 (self.ras, self.ras_bytes, o.ras, o.ras_bytes, ("ras",))):
             refused: Set[str] = set()  # files past the bound on files with a benchmark output (RAS report)
             for src, lines in ostore.items():
@@ -1049,12 +1049,16 @@ class Parser:
         f = self.f
         lines = self.bench.get(src)
         if lines:
-            from nccldiag.benchmarks import nccltests, perftest
+            from nccldiag.benchmarks import nccltests, p2pbw, perftest
 
             text = "\n".join(lines)
             self.bench[src] = []
             run = nccltests.parse_nccl_tests(text)
-            if run is not None:
+            p2p = p2pbw.parse_p2p_bandwidth(text) if run is None else None
+            if p2p is not None:
+                p2p.source = src
+                f.p2p_bandwidth.append(p2p)
+            elif run is not None:
                 run.source = src
                 if run.rows or run.avg_busbw is not None or run.out_of_bounds is not None:
                     f.nccl_tests.append(run)

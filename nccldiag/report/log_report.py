@@ -75,7 +75,7 @@ def _empty(f: Dict[str, Any], pasted: Dict[str, Any]) -> bool:
     """Whether the logs held nothing to judge: no NCCL line, error, benchmark or RAS report, and no node output
     or process's end read (in part, too)."""
     return not (f.get("nccl_lines") or f.get("errors") or f.get("kernel") or f.get("nccl_tests")
-                or f.get("perftests") or f.get("ras") or f.get("nccl_tests_no_result")
+                or f.get("perftests") or f.get("p2p_bandwidth") or f.get("ras") or f.get("nccl_tests_no_result")
                 or pasted.get("blocks") or pasted.get("partial") or pasted.get("signals") or pasted.get("oom"))
 
 
@@ -131,7 +131,7 @@ def render(doc: Dict[str, Any], con: Console, verbose: bool = False) -> None:
         if s.get("nranks"):
             parts.append("world " + ", ".join(str(n) for n in s["nranks"][:6]) + " ranks")
     for key, what in (("nccl_tests", "nccl-tests result table(s)"), ("perftests", "perftest result(s)"),
-                      ("ras", "NCCL RAS report(s)")):
+                      ("p2p_bandwidth", "p2pBandwidthLatencyTest output(s)"), ("ras", "NCCL RAS report(s)")):
         if f.get(key):
             parts.append(f"{len(f[key])} {what}")
     if n_fail:
@@ -142,7 +142,8 @@ def render(doc: Dict[str, Any], con: Console, verbose: bool = False) -> None:
         verdict = Text("no failure", style="ok")
     con.print(Text.assemble("; ".join(parts) + "; ", verdict))
     if not f.get("nccl_lines"):
-        benchmarks, ras = bool(f.get("nccl_tests") or f.get("perftests")), bool(f.get("ras"))
+        benchmarks = bool(f.get("nccl_tests") or f.get("perftests") or f.get("p2p_bandwidth"))
+        ras = bool(f.get("ras"))
         if p.get("blocks") and not (benchmarks or ras):  # a node's outputs pasted alone: no job to rerun
             con.print(Text("no NCCL lines: the text holds node outputs, judged above", style="dim"))
         else:
@@ -167,7 +168,7 @@ def _processes(f: Dict[str, Any]) -> str:
 
 
 def no_nccl_lines(facts: NcclLogFacts) -> str:
-    return _no_nccl_lines(bool(facts.nccl_tests or facts.perftests), bool(facts.ras))
+    return _no_nccl_lines(bool(facts.nccl_tests or facts.perftests or facts.p2p_bandwidth), bool(facts.ras))
 
 
 def _no_nccl_lines(benchmarks: bool, ras: bool) -> str:

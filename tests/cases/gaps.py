@@ -762,4 +762,15 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "false all-clear",
         "'Verdict: nothing broken', exit 0: GKE's 'pd-balanced disk type cannot be used by a4x-highgpu-4g machine "
         "type' (wrapped over two lines as quoted), a volume the GPU machine type cannot attach, is not read"),
+    "cf-gaps76a-pytorch84803-so73656975-tensor-to-cuda1-zeros-staged-copy-right-iommu": Gap(
+        "false all-clear",
+        "'Verdict: nothing to judge: the input holds no NCCL line, error or result', exit 0: a Python session's "
+        "printed tensors are no output any reader knows; that 'x.to(1)' arrives on cuda:1 as zeros or garbage while "
+        "'x.to('cpu').to(1)' arrives intact (a direct peer copy differing from the host-staged one, the IOMMU's "
+        "silent corruption) is not read"),
+    "cf-gaps76a-pytorch87363-4x-a100-pcie-tensor-to-cuda1-zeros-iommu-bios": Gap(
+        "false all-clear",
+        "'Verdict: nothing to judge: the input holds no NCCL line, error or result', exit 0: the session's "
+        "'a.to('cuda:1')' printing 'tensor([0., 0.], device='cuda:1')' for a source of [1., 2.], and "
+        "'a.to('cpu').to('cuda:1')' printing the right values, are not read"),
 }

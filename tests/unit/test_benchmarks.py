@@ -220,3 +220,74 @@ def test_the_lines_a_table_is_read_from_give_what_every_line_gives_on_texts_made
         parts = [rng.choice(pieces) for _ in range(rng.randint(0, 14))]
         text = "".join(p + rng.choice(["\n", "\n", " ", "", "\r\n"]) for p in parts)
         assert nccltests.parse_nccl_tests(text) == _every_line(text), repr(text)
+
+
+CASES = Path(__file__).resolve().parents[1] / "cases"
+P2P_SLOW = CASES / "cf-gaps76a-mleng1-3x-rtx-a6000-p2p-writes-2gbs-below-staged-13gbs-amd-iommu" / \
+    "posted-p2pbandwidthlatencytest.txt"
+P2P_HEALTHY = [
+    CASES / "cf-gaps76a-nccltests74-8x-a40-epyc-iommu-off-bidirectional-p2p-matrices-healthy" / "posted-p2p-matrices.txt",
+    CASES / "cf-gaps69b-rtx6kpro-wiki-dual-turin-4x-rtx-pro-6000-2x-5090-p2p-bandwidth-matrices-healthy" /
+    "posted-p2p-bandwidth-matrices.txt",
+]
+
+
+def test_p2p_bandwidth_latency_test_peer_writes_below_the_staged_copies_fail_and_are_no_perftest():
+    """3x RTX A6000 with the AMD IOMMU translating peer traffic (stas00/ml-engineering#1): peer writes at 1.6-2.6
+    GB/s against 13-22 GB/s staged through the host, on pairs the connectivity matrix gives peer access."""
+    facts = nccllog.parse(P2P_SLOW.read_text(), P2P_SLOW.name)
+    assert facts.perftests == []  # the banner's 'Latency Test' is no perftest title here
+    (r,) = facts.p2p_bandwidth
+    assert r.devices[2] == "NVIDIA RTX A6000" and r.connectivity["0->1"] == 1 and r.access["2->1"] is True
+    assert r.matrices["Unidirectional P2P=Enabled (P2P Writes)"]["0->2"] == pytest.approx(1.58)
+    assert r.matrices["Unidirectional P2P=Disabled"]["1->2"] == pytest.approx(22.20)
+    (f,) = checks.judge([], [], p2p=facts.p2p_bandwidth)
+    assert f.status == Status.FAIL and f.check == "benchmark.p2p_bandwidth"
+    assert "6 GPU pair(s)" in f.message and "GPU0->GPU2 Unidirectional (P2P Writes): 1.58 GB/s" in f.message
+    r = run_log(str(P2P_SLOW))
+    assert r.returncode == 1 and "PCIe ACS or IOMMU breaking GPU peer traffic" in r.stdout
+
+
+@pytest.mark.parametrize("path", P2P_HEALTHY, ids=lambda p: p.parent.name)
+def test_p2p_bandwidth_matrices_of_working_nodes_pass(path):
+    facts = nccllog.parse(path.read_text(), path.name)
+    (r,) = facts.p2p_bandwidth
+    assert r.matrices
+    (f,) = checks.judge([], [], p2p=facts.p2p_bandwidth)
+    assert f.status == Status.OK and f.check == "benchmark.p2p_bandwidth"
+    res = run_log(str(path))
+    assert res.returncode == 0 and "p2pBandwidthLatencyTest output" in " ".join(res.stdout.split())
+
+
+def test_a_pair_without_peer_access_is_not_compared():
+    """Without peer access the sample's 'P2P=Enabled' copy is staged too: its figure says nothing of a P2P path."""
+    from nccldiag.benchmarks import p2pbw
+
+    text = P2P_SLOW.read_text().replace("Device=0 CAN Access Peer Device=2", "Device=0 CANNOT Access Peer Device=2")
+    text = text.replace("     0\t     1     1     1", "     0\t     1     1     0")
+    r = p2pbw.parse_p2p_bandwidth(text)
+    assert r is not None and r.peer((0, 2)) is False
+    assert (0, 2) not in {(p.src, p.dst) for p in p2pbw.slow_pairs(r)} and len(p2pbw.slow_pairs(r)) == 5
+
+
+def test_p2p_matrices_run_into_one_line_read_as_their_lines_do():
+    """A page's paragraph (tests/mutations.py's 'paragraphs'): every matrix of the output on one line."""
+    from nccldiag.benchmarks import p2pbw
+    from tests import mutations
+
+    text = P2P_SLOW.read_text()
+    lines, joined = p2pbw.parse_p2p_bandwidth(text), p2pbw.parse_p2p_bandwidth(mutations.paragraphs(text))
+    assert lines is not None and joined is not None
+    assert joined.matrices == lines.matrices and joined.connectivity == lines.connectivity
+    assert p2pbw.slow_pairs(joined) == p2pbw.slow_pairs(lines) and len(p2pbw.slow_pairs(lines)) == 6
+
+
+def test_a_p2p_test_cut_before_its_bandwidth_matrices_is_no_perftest_and_no_verdict():
+    """JUWELS' 4x V100 (ginkgo-project/ginkgo#164): banner, peer-access lines and the connectivity matrix only."""
+    path = CASES / "gpu-ginkgo164-juwels-4x-v100-p2p-can-access-peer-healthy" / "posted-p2p-test.txt"
+    facts = nccllog.parse(path.read_text(), path.name)
+    assert facts.perftests == []
+    (r,) = facts.p2p_bandwidth
+    assert r.matrices == {} and r.access["3->2"] is True and r.connectivity["0->3"] == 1
+    (f,) = checks.judge([], [], p2p=facts.p2p_bandwidth)
+    assert f.status == Status.SKIP and "12 GPU pair(s) with peer access" in f.message

@@ -22,7 +22,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, Verbosity, given, settings, strategies as st
 
 from nccldiag.areas import all_areas, base, kernlog, kind, mesh, smiq
-from nccldiag.benchmarks import nccltests, perftest
+from nccldiag.benchmarks import nccltests, p2pbw, perftest
 from nccldiag.check import engine
 from nccldiag.model import secrets
 from nccldiag.model.raw import RawNode
@@ -141,6 +141,7 @@ TEXT_PARSERS = {
     "mesh.parse": (lambda text: mesh.parse("n1", text), mesh.__file__),
     "nccltests.parse_nccl_tests": (nccltests.parse_nccl_tests, nccltests.__file__),
     "perftest.parse_perftest": (perftest.parse_perftest, perftest.__file__),
+    "p2pbw.parse_p2p_bandwidth": (p2pbw.parse_p2p_bandwidth, p2pbw.__file__),
     "secrets.redact": (secrets.redact, secrets.__file__),  # run on every string a report shows or writes
 }
 
@@ -164,7 +165,7 @@ def test_every_area_and_text_parser_is_fuzzed():
     """A new area or format module is in the tests above without a word here; a new benchmark parser must be
     added to TEXT_PARSERS."""
     found = set()
-    for mod in ("nccltests", "perftest"):
+    for mod in ("nccltests", "perftest", "p2pbw"):
         m = importlib.import_module(f"nccldiag.benchmarks.{mod}")
         found |= {f"{mod}.{n}" for n in dir(m) if n.startswith("parse")}
     assert found <= set(TEXT_PARSERS), found - set(TEXT_PARSERS)
