@@ -182,6 +182,11 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "device ('LnkSta: Speed 8GT/s (downgraded), Width x2 (downgraded)' under port 0's 'LnkCap: ... Width x4') are "
         "named a link on fewer lanes than it supports, but as a warning only (as lost lanes of a device named in full "
         "lspci output are), so the CLI exits 0", exits_0=True),
+    "list-gaps76e-freebsd-hackers-ql41212-25gbe-pciconf-link-x2-of-x8-lspci-downgraded-13gbps": Gap(
+        "right",
+        "'Verdict: WARN PCIe link errors or a degraded link (high confidence)', exit 0: lspci's 'LnkSta: Speed 8GT/s, "
+        "Width x2 (downgraded)' under 'LnkCap: ... Width x8' is named a link on fewer lanes than it supports, but as a "
+        "warning only, so the CLI exits 0; the pciconf line beside it ('link x2(x8)') is not read", exits_0=True),
     "node-deltaops-medium-aer-multiple-corrected-error-syslog-flood-wrapped": Gap(
         "right",
         "'Verdict: WARN PCIe link errors or a degraded link on x99 (high confidence)', exit 0: corrected AER errors of a "

@@ -237,6 +237,7 @@ KNOWN: Dict[Tuple[str, str], str] = {
     ("node-deltaops-medium-aer-multiple-corrected-error-syslog-flood-wrapped", "lexicon-only"): "false all-clear",
     ("node-redhat-kb-rhel6-rhel7-pcie-bus-error-corrected-replay-timer-bad-tlp", "lexicon-only"): "false all-clear",
     ("node-cloudnetops-blog-lspci-lnksta-8gts-x2-downgraded-from-16gts-x4", "lexicon-only"): "false all-clear",
+    ("list-gaps76e-freebsd-hackers-ql41212-25gbe-pciconf-link-x2-of-x8-lspci-downgraded-13gbps", "lexicon-only"): "false all-clear",
     # the tail keeps the NVSwitches' fatal SXid lines only (an NVLink error); the Xid 79 that explains them is cut
     ("gpu-gpud-docs-quoted-dmesg-xid79-nvswitch-sxid20034-ltssm-fault", "tail-15"): "wrong cause",
     ("net-nccl638-alltoall-gdr-ibv-create-qp-failed-memlock-unlimited", "tail-15"): "false all-clear",

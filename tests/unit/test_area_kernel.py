@@ -164,6 +164,17 @@ def test_bar_failures_fail_on_a_gpu_warn_elsewhere_and_clear_when_assigned():
         "0000:41:00.0": {"pci-bar-not-assigned": 2}}
 
 
+
+def test_a_bar_left_unset_after_its_firmware_address_conflicts_is_read_and_an_expansion_rom_is_not():
+    case = Path(__file__).resolve().parents[1] / "cases"
+    bar0 = (case / "list-gaps76e-lkml-pcie-32bit-mmio-exhaustion-64bit-bar0-size-only-conflicts-with-pci-bus-pref-window"
+            / "posted-dmesg.txt").read_text(encoding="utf-8")
+    f = findings(pcie_errors, {"kernel_log": bar0})["pcie_errors.bar"]
+    assert f.status.value == "warn" and f.actual["events"] == {"0002:01:00.0": {"pci-bar-not-assigned": 1}}
+    rom = (case / "list-gaps76e-linux-pci-rfc-unassigned-expansion-rom-bar6-cant-claim-no-compatible-bridge-window-healthy"
+           / "posted-dmesg.txt").read_text(encoding="utf-8")
+    assert judge(pcie_errors, {"kernel_log": rom})["pcie_errors.bar"] == ["ok"]
+
 def test_hotplug_link_down_and_aer_recovery_failures():
     assert judge(pcie_errors, log("https://github.com/lnls-dig/bpm-gw/issues/73"))["pcie_errors.link_down"] == ["warn"]
     assert judge(pcie_errors, made("the hot-plug link-down line"))["pcie_errors.link_down"] == ["warn"]  # CONSTRUCTED

@@ -1177,6 +1177,22 @@ def test_a_slingshot_nic_event_queue_overflow_is_its_own_cause_and_a_working_cxi
         assert "cxi-event-queue-overflow" not in [d.id for d in verdict(text)], name
 
 
+
+def test_a_nics_nvm_checksum_failure_is_its_own_cause_behind_a_mail_quote_and_a_working_boot_is_quiet(tmp_path):
+    # real: the soekris-tech report as quoted in a reply ('>> ' prefixes, the boot agent's and the em driver's lines),
+    # read as 'nccldiag log' reads it: the failure lexicon keeps the lines the log reader does not
+    diags, failed = _log_run(tmp_path, _in_repo_case(
+        "list-gaps76e-soekris-tech-net6501-bios-141c-em0-eeprom-checksum-not-valid-attach-returned-5"))
+    d = diags[0]
+    assert d.id == "nic-nvm-checksum-invalid" and d.category == "other:nic-nvm-corrupt" and d.severity == "fail", d
+    assert failed and "unexplained" not in [x.category for x in diags], diags
+    # Linux igb's wording (igb_main.c igb_probe's dev_err; the line written for this test in the driver's form)
+    diags, _ = _log_run(tmp_path, "igb 0000:03:00.0: The NVM Checksum Is Not Valid\n")
+    assert diags[0].id == "nic-nvm-checksum-invalid" and "igb 0000:03:00.0" in diags[0].summary, diags[0]
+    for name, text in _healthy_texts().items():
+        assert "nic-nvm-checksum-invalid" not in [x.id for x in verdict(text)], name
+
+
 def test_a_node_the_launcher_can_no_longer_ping_is_a_lost_peer_and_a_failed_launch_stays_unexplained(tmp_path):
     # real: ALCF's Aurora troubleshooting page (PALS's three forms of a lost node, then the node's PBS comment)
     text = _in_repo_case("node-hpc43-alcf-aurora-ping-failed-no-reply-node-hbm-controller-errors")

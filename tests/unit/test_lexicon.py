@@ -337,6 +337,27 @@ def test_systemctl_saying_its_job_failed_is_read_and_a_started_unit_is_not():
                  "Created symlink /etc/systemd/system/multi-user.target.wants/nvidia-persistenced.service"):
         assert lexicon.shape_of(line) is None, line
 
+def test_a_bar_whose_firmware_address_conflicts_is_read_and_an_expansion_rom_is_not():
+    # The kernel's last try at a BAR (drivers/pci/setup-res.c pci_revert_fw_address), as the lkml report quotes it
+    # (tests/cases/list-gaps76e-lkml-pcie-32bit-mmio-exhaustion-...), and the same message as 6.x words it.
+    old = "pci 0002:01:00.0: BAR 0: [mem size 0x00002000 64bit] conflicts with PCI Bus"
+    assert lexicon.shape_of(old).id == "pcie-no-space"
+    new = "pci 0002:01:00.0: BAR 0 [mem size 0x00002000 64bit]: conflicts with PCI Bus 0002:00 [mem 0x10020000000-0x10027ffffff pref]"
+    assert lexicon.shape_of(new).id == "pcie-no-space"  # CONSTRUCTED from the 6.x format string
+    # a working machine's unprogrammed expansion ROM (tests/cases/list-gaps76e-linux-pci-rfc-unassigned-...-healthy)
+    assert lexicon.shape_of("pci 0000:01:00.0: can't claim BAR 6 [mem 0xfff00000-0xffffffff pref]: "
+                            "no compatible bridge window") is None
+
+
+def test_a_nics_nvm_checksum_failure_is_read_and_a_good_vpd_checksum_is_not():
+    # real: the soekris-tech report (tests/cases/list-gaps76e-soekris-tech-...), the em driver's and the boot agent's
+    assert lexicon.shape_of(">> em0: The EEPROM Checksum Is Not Valid").id == "nic-nvm-checksum-invalid"
+    assert lexicon.shape_of(">> PXE-E05: The LAN adapter's NVM configuration is corrupted or has not been").id == \
+        "nic-nvm-checksum-invalid"
+    # real: a working H100 node's lspci -vvv (../shared/fixtures/node/lspci/gpud-h100-dell-pex890xx-gpu0-path-acs-off.txt)
+    assert lexicon.shape_of("\t\t\t[RV] Reserved: checksum good, 1 byte(s) reserved") is None
+    assert lexicon.shape_of(">> em0: <Intel(R) PRO/1000 Network Connection 7.4.2> port 0x2000-0x201f mem ") is None
+
 
 # ---------------------------------------------------------------- the reader
 

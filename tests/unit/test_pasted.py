@@ -443,6 +443,30 @@ def test_acs_lines_alone_of_a_path_with_acs_off_stay_quiet(prefix):
     assert [b.kind for b in p.blocks] == ["lspci"] and alarms(text) == []
 
 
+
+# ---- lspci's link lines with their indentation gone ------------------------------------------------------------------
+
+FREEBSD_X2 = (Path(__file__).resolve().parents[1] / "cases"
+              / "list-gaps76e-freebsd-hackers-ql41212-25gbe-pciconf-link-x2-of-x8-lspci-downgraded-13gbps")
+
+
+def _flush_left(text: str) -> str:
+    return "".join(l.lstrip(" \t") + "\n" for l in text.splitlines())
+
+
+def test_a_link_register_s_bits_line_flush_left_stays_in_its_lspci_block():
+    # real: the freebsd-hackers report's lspci block (LnkCap, its 'ClockPM+ Surprise- ...' bits, LnkSta), trimmed
+    # flush left as a chat pastes it: the bits line keeps LnkCap and LnkSta in one block, read as a narrow link
+    text = _flush_left((FREEBSD_X2 / "posted-pciconf-lspci.txt").read_text(encoding="utf-8"))
+    assert [b.kind for b in pasted.scan(text).blocks] == ["lspci"]
+    d = alarms(text)
+    assert d and d[0].category == "pcie_link_aer" and "x2/x8" in d[0].summary
+    # real: a working H100 node's lspci -vvv, its link lines and their bits lines trimmed flush left: no alarm
+    kept = [l for l in real.node_text("lspci", "gpud-h100-dell-pex890xx-gpu0-path-acs-off.txt").splitlines()
+            if l.strip().startswith(("LnkCap:", "LnkSta:", "ClockPM", "TrErr"))]
+    assert kept
+    assert alarms(_flush_left("\n".join(kept))) == []
+
 # ---- a job's monitor ---------------------------------------------------------------------------------------------
 
 BLOOM = Path(__file__).resolve().parents[1] / "cases" / "gpu-bloom176b-logbook-eval-hang-no-timeout-dataloader-deadlock"

@@ -20,6 +20,9 @@ _ACS = re.compile(r"[ \t]{0,20}ACSC(?:tl|ap):[ \t]{1,8}SrcValid[+-][ \t]")
 # a link register line with its indentation gone ('lspci -vvv | grep -i speed', or a page that lost the
 # indentation): 'LnkSta: Speed 8GT/s (downgraded), Width x2 (downgraded)'; its Speed/Port word names it alone
 _LINK = re.compile(r"[ \t]{0,20}Lnk(?:Cap|Sta|Ctl2):[ \t]{1,8}(?:Port #|Speed |Target Link Speed)")
+# a register's continuation line of bits with its indentation gone: 'ClockPM+ Surprise- LLActRep- BwNot-' under
+# LnkCap, 'TrErr- Train- SlotClk+ DLActive-' under LnkSta; three or more bits, each a name and its + or -
+_BITS = re.compile(r"[ \t]{0,20}(?:[A-Za-z][\w/.]{0,24}[+-][ \t]{1,4}){2,12}[A-Za-z][\w/.]{0,24}[+-][ \t]{0,4}$")
 
 
 def anchor(text: str) -> bool:
@@ -27,7 +30,8 @@ def anchor(text: str) -> bool:
 
 
 def member(text: str) -> bool:
-    return bool(_DEVICE.match(text) or indented(text) or elided(text) or _ACS.match(text) or _LINK.match(text))
+    return bool(_DEVICE.match(text) or indented(text) or elided(text) or _ACS.match(text) or _LINK.match(text)
+                or _BITS.match(text))
 
 
 def sections(lines: List[str], context: Context) -> Dict[str, str]:
