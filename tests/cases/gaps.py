@@ -742,11 +742,6 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "sensor #0x10 | Upper Non-critical going high') are read as a sensor past its threshold and left unexplained; "
         "that these sensors are the board's PCIe slot retimers, overheating before the daily hard lockups of a 4-GPU "
         "node, is in the author's words, not the lines"),
-    "node-gaps74c-portfolio-aaf-homelab-pve03-e1000e-hardware-unit-hang-annotated-tso-race": Gap(
-        "missed",
-        "'Verdict: WARN Unexplained failure (low confidence)', exit 1: e1000e's 'Detected Hardware Unit Hang' "
-        "(here without its trailing colon, its register lines carrying the author's '# ' notes) is recognised as "
-        "a line of the lexicon but not given the NIC transmit-hang cause that the same block with a colon gets"),
     "node-gaps74c-uoregon-synapticon-report-idrac-lclog-3rd-gpu-pcie-ribbon-post-boot-loops": Gap(
         "false all-clear",
         "'Verdict: nothing to judge: the input holds no NCCL line, error or result', exit 0: the iDRAC Lifecycle "

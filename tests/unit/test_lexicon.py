@@ -337,6 +337,7 @@ def test_systemctl_saying_its_job_failed_is_read_and_a_started_unit_is_not():
                  "Created symlink /etc/systemd/system/multi-user.target.wants/nvidia-persistenced.service"):
         assert lexicon.shape_of(line) is None, line
 
+
 def test_a_bar_whose_firmware_address_conflicts_is_read_and_an_expansion_rom_is_not():
     # The kernel's last try at a BAR (drivers/pci/setup-res.c pci_revert_fw_address), as the lkml report quotes it
     # (tests/cases/list-gaps76e-lkml-pcie-32bit-mmio-exhaustion-...), and the same message as 6.x words it.
