@@ -775,7 +775,13 @@ RAS_HEADS: Guarded = (
     ("Communicators...", r"Communicators\.\.\."), ("{", r"\{\s*$"),
     ('"communicators_count"', r'"communicators_count"\s*:'),
 )
-_RAS_START = re.compile(r"^\s*(?:" + _either(RAS_HEADS) + ")")
+# An excerpt of the Errors section alone starts at its DEAD or INCOMPLETE message, wherever the line holds it (a
+# paragraph's lines run together).
+RAS_MESSAGES: Guarded = (
+    ("considered dead", r"job process(?:es)? (?:is|are) considered dead \(unreachable via the RAS network\)"),
+    ("Missing communicator data", r"Missing communicator data from \d+ (?:job process|rank)"),
+)
+_RAS_START = re.compile(r"^\s*(?:" + _either(RAS_HEADS) + ")|" + _either(RAS_MESSAGES))
 
 # Progress lines: a thread that logs one of these after an error chain got past the error.
 _PROGRESS = re.compile(r"\bvia \S|\bConnected (?:all|NVLS|binomial|[Cc]oll)|- Init COMPLETE\b|\bcoll channels,")
@@ -1009,7 +1015,7 @@ LEXICON_WORDS: Tuple[str, ...] = lexicon.words()
 
 def _words() -> Tuple[str, ...]:
     rows = (KERNEL_WORDS + KMSG_WORDS + TORCH_WORDS + LAUNCHER_WORDS + UNPREFIXED_WORDS + QUOTED_WARN_WORDS + BENCH_HEADS + ROW_TYPES +
-            BENCH_TITLES + RAS_HEADS)
+            BENCH_TITLES + RAS_HEADS + RAS_MESSAGES)
     words = (PREFIX_WORDS + CLEAN_MARKS + ERROR_WORDS + APP_WORDS + BARE_WORDS + tuple(w for w, _ in rows) +
              tuple(g for row in FACTS for g in row.guard) + LEXICON_WORDS)
     return tuple(dict.fromkeys(words))

@@ -193,6 +193,12 @@ class _TextReader:
                 self.section = "comms"
             elif self.cur is None and s in ("Errors", "Warnings"):
                 self.new(lineno)
+            elif self.cur is None and _COUNT.match(s) and not _COUNT.match(s).group("timeouts"):
+                # an excerpt that starts at a DEAD or INCOMPLETE message, its heading cut off
+                self.new(lineno)
+                self.section = "errors"
+                self.problem = RasProblem("DEAD" if _COUNT.match(s).group("dead") else "INCOMPLETE")
+                self.cur.problems.append(self.problem)
         if self.cur is not None and self.section == "" and s.startswith("Group ") and "Status" in s:
             self.section = "comms"
         r = self.cur
@@ -298,10 +304,27 @@ class _TextReader:
             p.lines.append(s)
 
 
+# Where a line of the report starts inside a line that holds several (a paragraph's lines run together when the
+# report was pasted outside a code block): a section's rule, a problem's messages, its process and rank lines.
+_JOINED = re.compile(r"(?<=\S) (?=={3,}(?: |$)|\d+ job process(?:es)? (?:is|are) considered dead"
+                     r"|Missing communicator data from \d|Process \d+ on node |Rank -?\d+ (?:--|has status) "
+                     r"|The missing ranks?: |Encountered \d+ communication timeout|\d+ ranks have "
+                     r"|Communicator ranks have |(?:Initialization|Asynchronous) errors? on \d"
+                     r"|#\d+-\d+ \([0-9a-fA-Fx]+\) [A-Z]+(?: |$))|(?<==) (?=[A-Z][A-Za-z]+(?: |$))")
+
+
+def _records(line: str) -> List[str]:
+    """The report's lines a line holds: itself, or the pieces of a run-together paragraph."""
+    if not _JOINED.search(line):
+        return [line]
+    return [x for x in _JOINED.split(line) if x.strip()]
+
+
 def _parse_text(text: str, source: str, first_line: int = 1) -> List[RasReport]:
     reader = _TextReader(source)
     for i, line in enumerate(text.splitlines()):
-        reader.line(first_line + i, line)
+        for piece in _records(line):
+            reader.line(first_line + i, piece)
     return [r for r in reader.reports if r.complete or r.nodes is not None or r.problems]
 
 

@@ -639,3 +639,20 @@ def test_gdrcopys_failed_tests_and_pins_are_failures_and_its_passing_runs_and_tr
     ]
     for line in traces:
         assert lexicon.shape_of(line) is None, line
+
+
+def test_rass_lost_processes_are_failure_lines_and_its_healthy_reports_are_quiet():
+    cases = REPO / "tests" / "cases"
+    failed = [(cases / c / "posted-ncclras.txt").read_text(encoding="utf-8") for c in (
+        "net-gaps76d-nccldocs-ras-status-incomplete-missing-rank-21-process-stopped-timeouts",
+        "net-gaps76d-nccldocs-ras-status-dead-process-unreachable-via-ras-network-rank-21")]
+    got = {ln.strip(): lexicon.shape_of(ln) for t in failed for ln in t.splitlines()}
+    for line in ("Missing communicator data from 1 job process", "Missing communicator data from 1 rank",
+                 "1 job process is considered dead (unreachable via the RAS network)"):
+        assert got[line].id == "nccl-ras-process-lost"
+    assert got["Encountered 2 communication timeouts while gathering communicator data"] is None
+    for c in ("net-gaps76d-nccldocs-ras-status-job-summary-4-nodes-32-gpus-communicators-running-ok-healthy",
+              "net-gaps76d-nccldocs-ras-status-running-mismatch-collective-counts-6650-6649-healthy",
+              "net-gaps76d-nccldocs-ras-status-finalize-mismatch-comm-split-teardown-transitional-healthy"):
+        text = (cases / c / "posted-ncclras.txt").read_text(encoding="utf-8")
+        assert [ln for ln in text.splitlines() if lexicon.shape_of(ln) is not None] == []

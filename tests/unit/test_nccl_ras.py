@@ -430,3 +430,40 @@ def test_nccldiag_log_passes_a_healthy_ras_report(tmp_path):
     r = run_log(str(q))
     assert r.returncode == 0, r.stdout + r.stderr
     assert "every rank answered" in r.stdout
+
+
+def test_an_excerpt_from_the_errors_section_on_is_read_by_its_messages(tmp_path):
+    import json
+
+    errors = DEAD[DEAD.index("Errors"):]
+    cut = DEAD[DEAD.index("  1 job process"):]  # the heading lost as well
+    for text in (errors, cut):
+        (r,) = ras.parse(text)
+        assert [p.kind for p in r.problems] == ["DEAD", "INCOMPLETE"]
+        assert r.problems[0].count == 1 and r.problems[0].processes[0].pid == 20417
+    missing = INCOMPLETE[INCOMPLETE.index("Missing communicator data from"):]
+    (r,) = ras.parse(missing)
+    assert r.problems[0].kind == "INCOMPLETE" and r.problems[0].count is not None
+    p = tmp_path / "ras.txt"
+    p.write_text(errors)
+    got = run_log(str(p), "--json", "-")
+    assert got.returncode == 1, got.stdout + got.stderr
+    (first,) = [d for d in json.loads(got.stdout)["diagnoses"] if d["severity"] == "fail"][:1]
+    assert first["category"] == "rank_hang_timeout" and first["nodes"] == ["10.20.0.12"]
+    # a report without a dead or missing process does not start at its lines, nor a healthy report fail
+    assert ras.parse("Encountered 2 communication timeouts while gathering communicator data\n") == []
+    assert not any(p.kind in ("DEAD", "INCOMPLETE") for r in ras.parse(HEALTHY) for p in r.problems)
+
+
+def test_a_report_whose_paragraphs_ran_together_is_read_as_the_report():
+    def run_together(text):
+        return "\n\n".join(" ".join(ln.strip() for ln in para.splitlines()) for para in text.split("\n\n"))
+
+    for text in (DEAD, INCOMPLETE):
+        want = [(p.kind, p.comm, p.count, [x.pid for x in p.processes], p.missing_ranks,
+                 [(x.rank, x.pid) for x in p.ranks]) for r in ras.parse(text) for p in r.problems]
+        got = [(p.kind, p.comm, p.count, [x.pid for x in p.processes], p.missing_ranks,
+                [(x.rank, x.pid) for x in p.ranks]) for r in ras.parse(run_together(text)) for p in r.problems]
+        assert got == want
+    (r,) = ras.parse(run_together(HEALTHY))
+    assert r.problems == []

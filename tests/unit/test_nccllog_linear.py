@@ -87,7 +87,9 @@ BEFORE = {
                              r"returned -?[0-9]{1,4}\(|returned [A-Za-z ]{1,60}(?:, exceeded|$))|"
                              r"(?:socket|ncclOsSocket)PollConnect to \S{1,300} failed with error "),
     "_RAS_START": ("bool", r"^\s*(?:NCCL version \S+ compiled with CUDA|Job summary\s*$|Communicators\.\.\."
-                           r"|\{\s*$|\"communicators_count\"\s*:)"),
+                           r"|\{\s*$|\"communicators_count\"\s*:)"
+                           r"|job process(?:es)? (?:is|are) considered dead \(unreachable via the RAS network\)"
+                           r"|Missing communicator data from \d+ (?:job process|rank)"),
     "_NOTES.ib_no_active_port": ("bool", r"NET/IB ?: .*(?:no active|No active) port"),
     "WARN_KINDS.ibv": ("match", r"Call to (?P<fn>ibv_\w+) failed(?: with error (?P<err>[^\n]*?))?(?: errno \d+)?\s*$"),
     "WARN_KINDS.ib_completion": ("match", r"Got completion from peer .*?status=(?P<status>\d+)"),

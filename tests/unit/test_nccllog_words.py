@@ -32,6 +32,7 @@ GUARDED = {
     "UNPREFIXED_WORDS": grammar.UNPREFIXED_WORDS,
     "QUOTED_WARN_WORDS": grammar.QUOTED_WARN_WORDS, "BENCH_HEADS": grammar.BENCH_HEADS,
     "ROW_TYPES": grammar.ROW_TYPES, "BENCH_TITLES": grammar.BENCH_TITLES, "RAS_HEADS": grammar.RAS_HEADS,
+    "RAS_MESSAGES": grammar.RAS_MESSAGES,
 }
 # Guards of the parser's tables: a message holding none of them is not tried by the row's pattern.
 ROW_GUARDS = [(row.name, row.guard, row.pattern) for row in grammar.FACTS] + \

@@ -15,6 +15,7 @@ from typing import Dict, List, Optional
 from nccldiag.diagnosis import signs
 from nccldiag.diagnosis.inputs import Inputs, LogView, setting_hosts
 from nccldiag.diagnosis.model import Diagnosis, Evidence, log_evidence
+from nccldiag.model.findings import Status
 from nccldiag.nccl import ras_checks
 
 ID = "hang"
@@ -319,7 +320,33 @@ def _stacks(inp: Inputs) -> List[Diagnosis]:
                       missing=[RAS, "a second py-spy dump of every rank a minute later"])]
 
 
+RAS_STOPPED = ("nccl.ras_dead", "nccl.ras_incomplete", "nccl.ras_mismatch")
+
+
+def _ras(inp: Inputs) -> List[Diagnosis]:
+    """A job whose NCCL RAS report names processes that stopped answering (INCOMPLETE; DEAD after 60 s without
+    contact) or a communicator stuck at unchanged operation counts: the job waits for those ranks. What stopped
+    them (a crash, a GPU or network fault on their node, a process stopped or hung) is on the node named."""
+    if inp.logs is None or not inp.logs.ras:
+        return []
+    stopped = [f for f in ras_checks.judge(inp.logs.ras) if f.check in RAS_STOPPED and f.status == Status.FAIL]
+    if not stopped:
+        return []
+    nodes = sorted({f.host for f in stopped if f.host})
+    ev = ras_evidence(inp.logs)
+    dead = any(f.check == "nccl.ras_dead" for f in stopped)
+    why = ("NCCL's RAS, which every process of the job runs, " +
+           ("declared these processes dead: no contact for 60 s" if dead else
+            "got no answer from these ranks, or their operation counts stopped moving") +
+           "; the other ranks cannot complete a collective without them, so the job hangs until a timeout ends it")
+    return [Diagnosis(ID, TITLE, "fail", stopped[0].message, "medium", why, stopped[0].fix or FIX, nodes=nodes,
+                      evidence=ev,
+                      alternatives=["the process crashed or was killed (its own log, dmesg OOM kills on its node)",
+                                    "a GPU fault on its node (dmesg Xid lines)",
+                                    "its node lost the network RAS uses (the bootstrap interface)"])]
+
+
 def diagnose(inp: Inputs) -> List[Diagnosis]:
     logs = _logs(inp)
-    found = logs + ([] if logs else _watchdog_stuck(inp)) + _monitor_stalled(inp)
+    found = logs + ([] if logs else _watchdog_stuck(inp) or _ras(inp)) + _monitor_stalled(inp)
     return _probe(inp) + found + ([] if found else _stacks(inp))
