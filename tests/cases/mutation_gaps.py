@@ -318,7 +318,6 @@ KNOWN: Dict[Tuple[str, str], str] = {
     # Fabric Manager's version line beside the driver's, Mooncake's GID warnings (warnings that name the cause beside
     # a failed run), Open MPI's registration warning, the start wrapper's usage text
     ("net-gaps63b-dtcms-blog-mlx5-port-module-cable-unplugged-plugged-flapping-loose-cable", "lexicon-only"): "false all-clear",
-    ("gpu-gaps63d-dstack2348-aws-8xh100-cuda-error-802-fabricmanager-pinned-older-than-driver", "lexicon-only"): "false all-clear",
     ("net-gaps63a-mooncake1593-no-suitable-gid-ipv6-only-gids-no-available-rnic", "lexicon-only"): "missed",
     ("net-gaps63a-sglang30737-mooncake-gid-is-null-bonded-roce-kvtransfer-failed", "lexicon-only"): "missed",
     ("list-gaps63e-openmpi-users-22717-openib-reg-mem-limit-low-mlx4-mtt-parameters", "lexicon-only"): "false all-clear",
