@@ -1044,13 +1044,11 @@ class Parser:
     # ---- end
 
     def read_kept(self, src: str) -> None:
-        """Read the benchmark output and RAS reports kept from file ``src`` (once it ended), and let their lines
-        go: the store keeps its place (the bound counts files), not the lines."""
+        """Read the benchmark output and RAS reports kept from ``src`` (ended); the store keeps its place, not lines."""
         f = self.f
         lines = self.bench.get(src)
         if lines:
             from nccldiag.benchmarks import nccltests, p2pbw, perftest
-
             text = "\n".join(lines)
             self.bench[src] = []
             run = nccltests.parse_nccl_tests(text)
@@ -1072,7 +1070,6 @@ class Parser:
         pairs = self.ras.get(src)
         if pairs:
             from nccldiag.nccl import ras
-
             self.ras[src] = []
             f.ras.extend(ras.parse_lines(pairs, src))
 

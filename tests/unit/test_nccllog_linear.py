@@ -53,7 +53,7 @@ BEFORE = {
     "_BENCH_START": ("bool", r"^\s*#?\s*(?:nThread\b|Collective test starting|Using devices|(?:size|bytes)\s+(?:count|N)\b|"
                              r"Out of bounds values\s*:|Avg bus bandwidth\s*:)"
                              r"|^\s*\d+\s+\d+\s+(?:float|half|double|u?int\d*|bfloat16|fp8\w*|char|f\d+|bf16)\s+\S"
-                             r"|\b(?:BW|Lat(?:ency)?) Test\b"),
+                             r"|\b(?:BW|Lat(?:ency)?) Test\b|P2P=(?:Enabled|Disabled) Bandwidth\b"),
     "_UNPREFIXED": ("bool", r"\b(?:Channel|Ring) \d+(?:/\d+)? : (?:\d+(?:\[[0-9a-fA-F]+\])? -> .* via |\s*\d+(?:\s+\d+)*\s*$)"
                             r"|\bUsing network \S|\bNET/[\w\-]+(?:/[\w\-]+)? ?: Using\b|\bNCCL_[A-Z0-9_]+ set by environment to "
                             r"|- Init (?:START|COMPLETE)|\bNVLS multicast support is|\bNVLS comm 0x"
@@ -75,7 +75,7 @@ BEFORE = {
                             r"mismatching next->prev_size|too many chunks detected in tcache|chunks in smallbin corrupted|"
                             r"Event Queue overflow detected|no userspace device-specific driver found|PCIPassthru: total number of pages needed|"
                             r"do not have the same subnet_prefix|"
-                            r"Detected Hardware Unit Hang|Reset adapter unexpectedly|PORT_DOWN)\b"),
+                            r"Detected Hardware Unit Hang|Detected Tx Unit Hang|Reset adapter unexpectedly|PORT_DOWN)\b"),
     "_KERNEL_TEXT": ("bool", r"NVRM:|\bXid\b|AMD-Vi|\bDMAR\b|IO_PAGE_FAULT|nv_peer_mem|nvidia[-_]peermem|PCIe Bus Error|"
                              r"\bAER\b|\bmlx\d_(?:core|ib|en)\b|fallen off the bus|\bib_umad\b|nv-fabricmanager|"
                              r"[Ff]abric ?[Mm]anager"),

@@ -29,7 +29,9 @@ POSTED_WRAPPED = "net-ib-gdr-disabled-not-supported-by-gpu-ibv-create-qp-failure
 POSTED_FLOWED = ["posted-mpirun-ibv-devinfo-ifconfig-ulimit.txt", "posted-dkms-make-log.txt",
                  "posted-docker-compose.txt", "posted-output.txt", "node-log.txt", "posted-diststoreerror.txt",
                  # two linux-rdma mails sent format=flowed (gaps73c: the CX-5 CQ and the ib_send_bw hang)
-                 "posted-output.txt", "posted-output.txt"]
+                 "posted-output.txt", "posted-output.txt",
+                 # a soekris-tech mail quoted behind '>> ', its lines broken at the mail's width (gaps76e)
+                 "posted-post-and-boot.txt"]
 
 
 def _texts() -> List[Path]:
