@@ -113,12 +113,14 @@ def _probe(inv, job, launcher, backend, nproc_per_node, ib, custom, settings_mod
         spec_path=os.path.abspath(kw["spec"].path) if kw.get("spec") is not None else None,
         spec=kw.get("spec"),
     )
-    from nccldiag.report import probe_report
     from nccldiag.report.console import console
 
     err = console(stderr=True, color=color)
     hosts = inv.hosts if inv is not None else []
-    report = session.run(hosts, opts, progress=lambda line: err.print(line, style="muted", markup=False))
+    report = session.run(hosts, opts, progress=lambda line: err.print(line, style="muted", markup=False),
+                         warm=("nccldiag.report.probe_report",))
+    from nccldiag.report import probe_report
+
     out = console(color=color)
     if report.commands is not None:
         probe_report.render_commands(report, out)

@@ -422,6 +422,17 @@ class Prober:
         self.sync.wait()
         return float(t.item())
 
+    def _max_time_and_counts(self, seconds: float, wrong: int) -> tuple:
+        """The slowest rank's time and every rank's count of wrong values, in one all_reduce (MAX over a
+        vector in which each rank fills its own slot)."""
+        t = self.torch.zeros(self.ctx.world + 1, dtype=self.torch.float64, device=self.ctx.device)
+        t[0] = seconds
+        t[self.ctx.rank + 1] = wrong
+        self.dist.all_reduce(t, op=self.dist.ReduceOp.MAX)
+        self.sync.wait()
+        vals = t.cpu().tolist()
+        return float(vals[0]), [int(x) for x in vals[1:]]
+
     def _moving(self, coll: Any, size: int, count: int, before: int, issued: int, t0: float) -> None:
         """A progress record for the calls of one sweep size completed so far (``before`` in the warm-up,
         those of the ``issued`` in the loop that started at ``t0``), at most one a second and fewer as the
@@ -457,10 +468,10 @@ class Prober:
             threading.Event().wait(o.stall_seconds)
 
     # -- phases --
-    def check(self, coll: Any, nbytes: int) -> str:
+    def _checked_call(self, coll: Any, count: int, size: int) -> tuple:
+        """One call on patterned buffers, verified here: ``(buffers, verdict, seconds)``."""
         ctx = self.ctx
-        count = coll.count_for(nbytes, ctx.world)
-        size = coll.size_for(count, ctx.world)
+        self.phase = "check"
         self.out.emit("progress", collective=coll.name, phase="check", size=size, count=count)
         self._stall(coll.name)
         bufs = coll.prepare(ctx, count, data=True)
@@ -474,9 +485,10 @@ class Prober:
         if out is not None and self.opts.corrupt_rank == ctx.rank and out.numel():
             flat = out.view(-1)
             flat[:: max(1, flat.numel() // 4)] += 1  # test hook: what a corrupting link would do
-        verdict = coll.verify(bufs)
+        return bufs, coll.verify(bufs), dt
+
+    def _check_record(self, coll: Any, count: int, size: int, verdict: Any, dt: float, per_rank: List[int]) -> str:
         wrong = verdict.wrong
-        per_rank = self._gather_counts(wrong)
         ranks_wrong = [r for r, n in enumerate(per_rank) if n]
         self.any_wrong = self.any_wrong or bool(ranks_wrong)
         rec = dict(collective=coll.name, phase="check", status="wrong" if wrong else "ok", wrong=wrong,
@@ -490,18 +502,35 @@ class Prober:
         self.out.emit("result", **rec)
         return rec["status"]
 
-    def sweep_one(self, coll: Any, nbytes: int) -> None:
+    def check(self, coll: Any, nbytes: int) -> str:
+        """The correctness check alone at one size (``--check-only``, or a check size the sweep does not hold)."""
+        count = coll.count_for(nbytes, self.ctx.world)
+        size = coll.size_for(count, self.ctx.world)
+        _, verdict, dt = self._checked_call(coll, count, size)
+        return self._check_record(coll, count, size, verdict, dt, self._gather_counts(verdict.wrong))
+
+    def sweep_one(self, coll: Any, nbytes: int, checked: bool = False) -> str:
+        """One size of the sweep: warm-up, barrier, timed calls, the slowest rank's time. ``checked``: the
+        first call of the warm-up runs on patterned buffers and is verified (the check at this size), and
+        every rank's count of wrong values travels with the times; returns the check's status (``ok``
+        when not checked)."""
         ctx, o = self.ctx, self.opts
         count = coll.count_for(nbytes, ctx.world)
         size = coll.size_for(count, ctx.world)
+        verdict, dt, first = None, 0.0, 0
+        if checked:
+            bufs, verdict, dt = self._checked_call(coll, count, size)
+            first = 1
+        self.phase = "sweep"
         self.out.emit("progress", collective=coll.name, phase="sweep", size=size, count=count)
-        bufs = coll.prepare(ctx, count, data=False)
+        if not checked:
+            bufs = coll.prepare(ctx, count, data=False)
         self._last_out = time.monotonic()
         w0 = time.perf_counter()
-        for i in range(o.warmup):
+        for i in range(first, o.warmup):
             bufs.call()
             self.sync.mark()
-            self._moving(coll, size, count, 0, i + 1, w0)
+            self._moving(coll, size, count, first, i + 1 - first, w0)
         self.sync.wait()
         self._barrier()
         t0 = time.perf_counter()
@@ -511,7 +540,12 @@ class Prober:
             self._moving(coll, size, count, o.warmup, i + 1, t0)
         self.sync.wait()
         mine = (time.perf_counter() - t0) / o.iters
-        slowest = self._max_time(mine)
+        status = "ok"
+        if verdict is None:
+            slowest = self._max_time(mine)
+        else:
+            slowest, per_rank = self._max_time_and_counts(mine, verdict.wrong)
+            status = self._check_record(coll, count, size, verdict, dt, per_rank)
         self.out.emit(
             "result", collective=coll.name, phase="sweep", status="ok", size=size, count=count,
             dtype="float32", redop=coll.redop, root=coll.root, iters=o.iters, warmup=o.warmup,
@@ -519,6 +553,7 @@ class Prober:
             algbw=_sig(coll.algbw(count, ctx.world, slowest)),
             busbw=_sig(coll.busbw(count, ctx.world, slowest)),
         )
+        return status
 
     def run_one(self, coll: Any) -> str:
         """``ok``, ``wrong``, ``unsupported`` or ``error`` for one collective."""
@@ -526,30 +561,38 @@ class Prober:
             self.out.emit("result", collective=coll.name, phase="check", status="unsupported",
                           reason=f"needs at least {coll.min_world} ranks")
             return "unsupported"
-        phase, size = "check", None
+        size = None
+        self.phase = "check"
         status = "ok"
         self._coll_t0, self._moving_sent = time.monotonic(), 0
+        world = self.ctx.world
         try:
             checks = self.opts.checks if coll.sized else [0]
+            sizes = [] if self.opts.check_only else self.opts.sweep if coll.sized else [0]
+            swept = {coll.count_for(n, world) for n in sizes}
+            # a check at a size the sweep holds is the first call of that size's warm-up; any other runs alone
+            to_check = {}
             for nbytes in checks:
-                size = nbytes
-                if self.check(coll, nbytes) == "wrong":
-                    status = "wrong"
-            if not self.opts.check_only:
-                phase = "sweep"
-                sizes = self.opts.sweep if coll.sized else [0]
-                seen = set()
-                for nbytes in sizes:
-                    count = coll.count_for(nbytes, self.ctx.world)
-                    if count in seen:
-                        continue
-                    seen.add(count)
+                count = coll.count_for(nbytes, world)
+                if count in swept:
+                    to_check.setdefault(count, nbytes)
+                else:
                     size = nbytes
-                    self.sweep_one(coll, nbytes)
+                    if self.check(coll, nbytes) == "wrong":
+                        status = "wrong"
+            seen = set()
+            for nbytes in sizes:
+                count = coll.count_for(nbytes, world)
+                if count in seen:
+                    continue
+                seen.add(count)
+                size = nbytes
+                if self.sweep_one(coll, nbytes, checked=count in to_check) == "wrong":
+                    status = "wrong"
             return status
         except Exception as exc:  # noqa: BLE001 - every failure becomes a record
             kind = classify(exc)
-            rec = dict(collective=coll.name, phase=phase, status=kind, requested_size=size, error=_short(exc))
+            rec = dict(collective=coll.name, phase=self.phase, status=kind, requested_size=size, error=_short(exc))
             if kind == "error":
                 rec["timeout"] = bool(_TIMEOUT.search(str(exc))) or isinstance(exc, DeviceTimeout)
             self.out.emit("result", **rec)

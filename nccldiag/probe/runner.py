@@ -218,8 +218,11 @@ def run_setting(
     on_timeout: Optional[str] = None,
     launched: Optional[results.Launched] = None,
     hostnames: Optional[Dict[str, str]] = None,
+    on_started: Optional[Callable[[], None]] = None,
 ) -> SettingRun:
     """Run ``commands[host]`` on each node at once, bounded by ``timeout``.
+
+    ``on_started``: called once every launcher's command is under way, while the ranks start.
 
     ``launched``: the ranks each node launched (without it, the first
     launcher's stream is the only one read, and the world is unknown). Every line is admitted through a
@@ -248,6 +251,8 @@ def run_setting(
     streams = _Streams(out, launched or results.Launched((active[0].name,) if active else (), results.MAX_WORLD),
                        on_record, timeout + (RAS_GUARD if on_timeout else 0))
     streams.start(active)
+    if on_started is not None:
+        on_started()
     interrupted = streams.wait(timeout, grace)
     if out.timed_out and on_timeout and interrupted is None:
         ask_hung(ranks_on, on_timeout, out, fanout)

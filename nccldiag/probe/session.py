@@ -71,11 +71,33 @@ def _debug_env(backend: str, rundir: str, setting_name: str) -> Dict[str, str]:
     }
 
 
+# what the head needs only once the ranks have run (the diagnosis, its rules and knowledge), loaded while
+# they start: ``module`` or ``module:function`` (called without arguments; its result cached where it is)
+WARM_MODULES = ("nccldiag.diagnosis", "nccldiag.diagnosis.rules:all_rules", "nccldiag.nccl.parser")
+
+
+def warm_imports(names: Sequence[str]) -> None:
+    """Import ``names`` on a thread of its own: the head is idle while the ranks import torch and meet."""
+    import importlib
+    import threading
+
+    def load() -> None:
+        for name in names:
+            module, _, func = name.partition(":")
+            with contextlib.suppress(Exception):  # imported again, and any error raised, where it is used
+                loaded = importlib.import_module(module)
+                if func:
+                    getattr(loaded, func)()
+
+    threading.Thread(target=load, name="nccldiag-warm-imports", daemon=True).start()
+
+
 def run(hosts: Sequence[Host], opts: ProbeOptions,
-        progress: Optional[Callable[[str], None]] = None) -> "ProbeReport":
+        progress: Optional[Callable[[str], None]] = None, warm: Sequence[str] = ()) -> "ProbeReport":
     """One probe run, end to end; returns its report (``--dry-run``: the commands, in ``report.commands``).
 
-    ``progress`` receives a line as each setting starts; nothing is printed here.
+    ``progress`` receives a line as each setting starts; nothing is printed here. ``warm``: modules the caller
+    needs afterwards, imported with :data:`WARM_MODULES` once the first setting's ranks are launched.
     """
     from nccldiag.probe import analysis
     from nccldiag.transport.nodes import connect_all
@@ -108,7 +130,8 @@ def run(hosts: Sequence[Host], opts: ProbeOptions,
             return _dry_run(launcher, opts, nodes, shape)
         can_run = bool(shape.participants) and len(shape.participants) == len(live) and not unreachable
         keep = records.Writer(run)
-        runs = _run_settings(launcher, opts, shape, [n.name for n in nodes], keep, can_run, progress)
+        runs = _run_settings(launcher, opts, shape, [n.name for n in nodes], keep, can_run, progress,
+                             tuple(WARM_MODULES) + tuple(warm))
         node_facts = {}
         if shape.backend == "nccl" and runs:
             from nccldiag.probe import facts
@@ -201,9 +224,10 @@ def _dry_run(launcher, opts: ProbeOptions, nodes: Sequence, shape: _Shape) -> "P
 
 
 def _run_settings(launcher, opts: ProbeOptions, shape: _Shape, hosts: List[str], keep: "records.Writer",
-                  can_run: bool, progress: Optional[Callable[[str], None]]) -> List[runner.SettingRun]:
+                  can_run: bool, progress: Optional[Callable[[str], None]],
+                  warm: Sequence[str] = ()) -> List[runner.SettingRun]:
     """Every setting in turn (none when a node cannot take part), each run's records and logs kept as they
-    arrive."""
+    arrive; ``warm`` imported once the first setting's ranks are launched."""
     prep = shape.prep
     runs: List[runner.SettingRun] = []
     if can_run:
@@ -222,13 +246,15 @@ def _run_settings(launcher, opts: ProbeOptions, shape: _Shape, hosts: List[str],
                 break
             if progress is not None:
                 progress(f"setting {i + 1}/{len(shape.settings)}: {setting.name}")
-            sr = _run_setting(launcher, opts, shape, setting, keep.record)
+            sr = _run_setting(launcher, opts, shape, setting, keep.record,
+                              on_started=(lambda: warm_imports(warm)) if i == 0 and warm else None)
             keep.ended(sr)
             runs.append(sr)
     return runs
 
 
-def _run_setting(launcher, opts: ProbeOptions, shape: _Shape, setting, on_record) -> runner.SettingRun:
+def _run_setting(launcher, opts: ProbeOptions, shape: _Shape, setting, on_record,
+                 on_started: Optional[Callable[[], None]] = None) -> runner.SettingRun:
     """One setting: its directory on every node, the launch, the records streamed, the reap, the counters."""
     prep, b, nodes = shape.prep, shape.bounds, shape.participants
     spec = _spec(launcher, opts, shape, setting)
@@ -244,7 +270,7 @@ def _run_setting(launcher, opts: ProbeOptions, shape: _Shape, setting, on_record
                             after=counters.counters_after(setting_dir) if launcher.counts else None,
                             on_timeout=ras_query(shape.backend, opts.python, spec.env),
                             launched=launcher.launched(nodes, shape.nproc, collectives_of(spec.worker_args)),
-                            hostnames=prep.hostnames)
+                            hostnames=prep.hostnames, on_started=on_started)
     sr.counters = counters.counter_deltas(sr.after)
     return sr
 

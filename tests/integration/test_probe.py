@@ -62,7 +62,7 @@ def test_dry_run_prints_commands_and_runs_nothing(vcluster, tmp_path):
     r, _ = timed(["probe", *two_nodes(vcluster), "--dry-run", "-o", str(tmp_path / "run")])
     assert r.returncode == 0, r.stderr
     assert "# default on node01" in r.stdout and "# default on node02" in r.stdout
-    assert "torch.distributed.run" in r.stdout and "--rdzv-backend=static" in r.stdout and "--node-rank=1" in r.stdout
+    assert "nccldiag.node.torchrun" in r.stdout and "--rdzv-backend=static" in r.stdout and "--node-rank=1" in r.stdout
     assert not (tmp_path / "run" / "records.jsonl").exists() or records(tmp_path / "run" / "records.jsonl") == []
 
 

@@ -156,7 +156,7 @@ def test_clush_refuses_nodes_it_cannot_tell_apart_or_reach_alike():
     p = prep()
     p.hostnames["b"] = "node-a"
     cmds = clush.commands(spec(), _ssh_nodes("a", "b"), p, plan.bounds(90, "gloo"))
-    assert "several nodes call themselves node-a" in cmds["clush"] and "torch.distributed.run" not in cmds["clush"]
+    assert "several nodes call themselves node-a" in cmds["clush"] and "nccldiag.node.torchrun" not in cmds["clush"]
     with pytest.raises(UsageError, match="same ssh port"):
         clush.refuse(None, [Host("a", port=22), Host("b", port=2222)], [])
 
@@ -172,7 +172,7 @@ def test_clush_deaths_name_the_node_whose_torchrun_reported_them():
 def test_clushs_launch_leaves_the_run_directory_to_the_watchdog_of_its_preparation():
     # clush's SSH session ends with the launch: a launch watchdog would take that for nccldiag's end
     cmds = launchers.get("clush").commands(spec_with_watchdog(), _ssh_nodes("a", "b"), prep(), plan.bounds(90, "gloo"))
-    assert "torch.distributed.run" in cmds["clush"] and "rm -rf" not in cmds["clush"]
+    assert "nccldiag.node.torchrun" in cmds["clush"] and "rm -rf" not in cmds["clush"]
     torchrun = launchers.get("torchrun").commands(spec_with_watchdog(), [N("a"), N("b")], prep(), plan.bounds(90, "gloo"))
     assert "rm -rf" in torchrun["a"]
 

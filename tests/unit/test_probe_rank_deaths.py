@@ -18,28 +18,50 @@ SELF_KILL = ("import os, signal, time\n"
 RAISES = "import os\nif os.environ.get('LOCAL_RANK') == '1':\n    raise SystemExit(3)\n"
 
 
-def torchrun(tmp_path, program):
+# torchrun itself, and torchrun as the probe starts it (nccldiag.node.torchrun: the same, without the teardown)
+LAUNCHERS = ["torch.distributed.run", "nccldiag.node.torchrun"]
+
+
+def torchrun(tmp_path, program, module="torch.distributed.run"):
     script = tmp_path / "w.py"
     script.write_text(program)
-    return subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nnodes=1", "--nproc-per-node=2",
+    return subprocess.run([sys.executable, "-m", module, "--nnodes=1", "--nproc-per-node=2",
                            "--max-restarts=0", "--monitor-interval=0.2", "--master-port", "0", str(script)],
                           capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
 
 
-def test_torchrun_root_cause_names_the_killed_rank_and_not_the_one_it_stopped(tmp_path):
+@pytest.mark.parametrize("module", LAUNCHERS)
+def test_torchrun_root_cause_names_the_killed_rank_and_not_the_one_it_stopped(tmp_path, module):
     pytest.importorskip("torch")
-    r = torchrun(tmp_path, SELF_KILL)
+    r = torchrun(tmp_path, SELF_KILL, module)
     assert r.returncode == 1, r.stderr[-2000:]
     # torchrun stopped rank 0 with SIGTERM after rank 1 died: only rank 1 is a death
     assert "SIGTERM" in r.stderr
     assert analysis.rank_deaths(r.stderr) == [{"rank": 1, "local_rank": 1, "signal": 9, "name": "SIGKILL"}]
 
 
-def test_a_rank_that_exits_with_an_error_is_no_death(tmp_path):
+@pytest.mark.parametrize("module", LAUNCHERS)
+def test_a_rank_that_exits_with_an_error_is_no_death(tmp_path, module):
     pytest.importorskip("torch")
-    r = torchrun(tmp_path, RAISES)
+    r = torchrun(tmp_path, RAISES, module)
     assert r.returncode == 1 and "exitcode  : 3" in r.stderr, r.stderr[-2000:]
+    assert "Traceback" in r.stderr and "ChildFailedError" in r.stderr  # what the interpreter prints of the failure
     assert analysis.rank_deaths(r.stderr) == []
+
+
+def test_torchrun_as_the_probe_starts_it_passes_the_ranks_output_and_exits_0(tmp_path):
+    pytest.importorskip("torch")
+    r = torchrun(tmp_path, "import os\nprint('rank', os.environ['RANK'], flush=True)\n", "nccldiag.node.torchrun")
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert sorted(
+        line for line in r.stdout.splitlines() if line.startswith("rank")) == ["rank 0", "rank 1"]
+
+
+def test_torchrun_exit_status_is_the_interpreters():
+    from nccldiag.node.torchrun import exit_status
+
+    assert exit_status(None) == 0 and exit_status(0) == 0 and exit_status(3) == 3 and exit_status(256 + 2) == 2
+    assert exit_status(True) == 1 and exit_status("usage: torchrun ...") == 1
 
 
 def test_mpirun_names_the_killed_rank_and_its_node(tmp_path):

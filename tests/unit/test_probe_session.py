@@ -127,7 +127,7 @@ def test_dry_run_and_usage_errors(tmp_path):
     cli = CliRunner()
     r = cli.invoke(main, ["probe", "--dry-run", "--backend", "gloo", "-o", str(tmp_path / "d")])
     assert r.exit_code == 0, r.output
-    assert "torch.distributed.run" in r.output and "--standalone" in r.output
+    assert "nccldiag.node.torchrun" in r.output and "--standalone" in r.output
     # no side effect anywhere: no run directory, no output directory
     assert run_dirs() == before
     assert not (tmp_path / "d").exists()

@@ -102,8 +102,24 @@ def test_progress_precedes_each_phase(full):
     mine = [r for r in recs if r.get("rank") == 2]
     for i, r in enumerate(mine):
         if r["type"] == "result":
+            # the step was announced (collective, phase, size) since the previous collective's last result
+            since = [p for p in mine[:i] if p["type"] == "progress" and p["collective"] == r["collective"]]
+            assert any(p["phase"] == r["phase"] and p["size"] == r["size"] for p in since), r
             before = [p for p in mine[:i] if p["type"] == "progress"]
-            assert before[-1]["collective"] == r["collective"] and before[-1]["phase"] == r["phase"]
+            assert before[-1]["collective"] == r["collective"]
+
+
+def test_a_check_at_a_swept_size_is_its_first_warm_up_call(full):
+    _, _, recs = full
+    mine = [r for r in recs if r.get("rank") == 1 and r.get("collective") == "all_reduce"]
+    checks = [r["size"] for r in mine if r["type"] == "result" and r["phase"] == "check"]
+    swept = [r["size"] for r in mine if r["type"] == "result" and r["phase"] == "sweep"]
+    assert checks and set(checks) <= set(swept)
+    # each check's verdict comes with its size's timing: check, then sweep, at the same size
+    steps = [(r["phase"], r["size"]) for r in mine if r["type"] == "result"]
+    for size in checks:
+        i = steps.index(("check", size))
+        assert steps[i + 1] == ("sweep", size)
 
 
 def test_results_aggregate_the_full_run(full):

@@ -36,7 +36,7 @@ def local_gpus() -> int:
 def command(spec: launch.LaunchSpec, ifname: Optional[str] = None) -> List[str]:
     """argv for all ranks on this machine (``--launcher local``)."""
     return [
-        spec.python, "-m", "torch.distributed.run", "--standalone",
+        spec.python, "-m", "nccldiag.node.torchrun", "--standalone",
         f"--nproc-per-node={spec.nproc_per_node}", "--max-restarts=0", "--monitor-interval=0.2",
         "-m", "nccldiag.node.worker",
     ] + list(spec.worker_args)

@@ -46,7 +46,7 @@ def command(spec: launch.LaunchSpec, nnodes: int, node_rank: int, ifname: Option
     to join and each connect attempt.
     """
     argv = [
-        spec.python, "-m", "torch.distributed.run",
+        spec.python, "-m", "nccldiag.node.torchrun",
         f"--nnodes={nnodes}",
         f"--nproc-per-node={spec.nproc_per_node}",
         "--rdzv-backend=static",
