@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from nccldiag import knowledge
+from nccldiag.knowledge import lexicon
 from nccldiag.diagnosis import Inputs, categories, diagnose, rules
 from nccldiag.diagnosis import clues as C
 from nccldiag.diagnosis import events as E
@@ -321,3 +322,12 @@ def test_a_program_that_mixed_devices_is_the_programs_not_the_fabrics():
             " cuda:0 and cpu! (when checking argument for argument mat1 in method wrapper_CUDA_addmm)\n")
     top = _failing(log_inputs("train.log", text))[0]
     assert top.category == "other:program-error"
+
+
+def test_a_store_the_build_cannot_create_is_not_the_rendezvous():
+    # the exception as hiyouga/LlamaFactory#8566 quotes it (a Windows wheel of PyTorch without libuv)
+    text = ("torch.distributed.DistStoreError: use_libuv was requested but PyTorch was built without libuv support,"
+            " run with USE_LIBUV=0 to disable it.\n")
+    got = _failing(log_inputs("train.log", text))
+    assert all(d.category != "rendezvous_unreachable" for d in got), [(d.id, d.category) for d in got]
+    assert lexicon.shape_of(text.strip()) is not None  # a failure line still: never "nothing broken"
