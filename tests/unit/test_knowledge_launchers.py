@@ -103,6 +103,7 @@ CHECKED = {
     "slurmctld-prolog-error-reason": "Prolog error",
     "slurmctld-epilog-error-reason": "Epilog error",
     "slurm-task-launch-failed": "Task launch for %ps failed on node %s: %m",
+    "slurm-job-memory-limit-exceeded": "Exceeded job memory limit",
     "pmix-msg-size-too-large": "A received msg header indicates a size that is too large:",
     "cray-mpich-gtl-not-linked": "MPIDI_CRAY_init: GPU_SUPPORT_ENABLED is requested, but GTL library is not linked",
     "spectrum-mpi-cuda-ipc-cgroups": "CUDA level IPC failure: this has been observed in environments where cgroups "
