@@ -21,9 +21,11 @@ WC = {1: "local length error", 2: "local QP operation error", 4: "local protecti
 _CALL = re.compile(r"Call to (?P<fn>ibv_\w+|mlx5dv_\w+) failed(?: with (?:error )?(?P<rest>.*))?")
 # A bare 'status=N' is a completion's status, except systemd's exit status of a unit's process ('code=exited,
 # status=1/FAILURE', 'status=203/EXEC', 'code=exited, status=10') and Slurm's exit status and signal of a prolog or
-# an epilog ('[job 1537] prolog failed status=126:0', src/slurmd/slurmd/req.c), which are no RDMA completion
+# an epilog ('[job 1537] prolog failed status=126:0', src/slurmd/slurmd/req.c) or of a task prolog or epilog
+# ('TaskProlog failed status=1', src/slurmd/slurmstepd/task.c and mgr.c), which are no RDMA completion
 _WC = re.compile(r"Got completion(?: from peer \S+)? with (?:error|status)\s*=?\s*(?P<a>\d+)|"
-                 r"(?<!code=exited, )(?<!code=killed, )(?<!code=dumped, )\bstatus=(?P<b>\d+)(?![\d/:])|"
+                 r"(?<!code=exited, )(?<!code=killed, )(?<!code=dumped, )(?<!log failed )"
+                 r"\bstatus=(?P<b>\d+)(?![\d/:])|"
                  r"completion (?:with )?error (?P<c>\d+)|IBV_WC_(?P<name>[A-Z_]{1,40}?)_ERR")
 _WC_NAMES = {"LOC_PROT": 4, "WR_FLUSH": 5, "REM_ACCESS": 10, "REM_OP": 11, "RETRY_EXC": 12, "RNR_RETRY_EXC": 13,
              "LOC_LEN": 1, "LOC_QP_OP": 2, "LOC_ACCESS": 8, "REM_INV_REQ": 9, "FATAL": 19, "RESP_TIMEOUT": 20}

@@ -292,6 +292,15 @@ def test_a_systemd_units_exit_status_is_no_rdma_completion_status():
             "status=1 opcode=0 len=0 vendor err 105 (Recv)\n")
     assert [c.status for c in ibverbs.completions(Inputs(logs=read(nccl)))] == [1]
 
+def test_a_slurm_task_prologs_exit_status_is_no_rdma_completion_status():
+    """slurmstepd's 'TaskProlog failed status=1' is the exit status of the job's task prolog (SchedMD/slurm
+    src/slurmd/slurmstepd/task.c and mgr.c: TaskProlog, TaskEpilog, --task-prolog, --task-epilog, in the source's
+    words): read as an IB work completion of status 1 it named an MTU mismatch."""
+    for line in ("slurmstepd: error: TaskProlog failed status=1\n", "slurmstepd: error: TaskEpilog failed status=2\n",
+                 "slurmstepd: error: --task-prolog failed status=127\n"):
+        assert not {"mtu_mismatch", "ib_completion_error"} & set(categories(line)), line
+
+
 # ---- network plugins -----------------------------------------------------------------------------------
 
 

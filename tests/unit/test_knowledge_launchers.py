@@ -103,6 +103,9 @@ CHECKED = {
     "slurmctld-prolog-error-reason": "Prolog error",
     "slurmctld-epilog-error-reason": "Epilog error",
     "slurm-task-launch-failed": "Task launch for %ps failed on node %s: %m",
+    "slurm-job-memory-limit-exceeded": "Exceeded job memory limit",
+    "slurmstepd-execve-not-found": "execve(): %s: %m",
+    "slurm-preempted": "*** %s ON %s CANCELLED AT %s DUE TO PREEMPTION ***",
     "pmix-msg-size-too-large": "A received msg header indicates a size that is too large:",
     "cray-mpich-gtl-not-linked": "MPIDI_CRAY_init: GPU_SUPPORT_ENABLED is requested, but GTL library is not linked",
     "spectrum-mpi-cuda-ipc-cgroups": "CUDA level IPC failure: this has been observed in environments where cgroups "
@@ -232,6 +235,8 @@ PRINTED = {
     "slurm-step-cancelled-node-failure": "slurmstepd: error: *** STEP 4242.0 ON node1 CANCELLED AT 2024-04-20T09:09:37 DUE "
                                          "TO NODE FAILURE, SEE SLURMCTLD LOG FOR DETAILS ***",
     "slurm-task-launch-failed": "srun: error: Task launch for StepId=4242.0 failed on node node1: Prolog failed",
+    "slurmstepd-execve-not-found": "slurmstepd: error: execve(): python3: No such file or directory",
+    "slurm-preempted": "slurmstepd: error: *** JOB 4242 ON node1 CANCELLED AT 2024-04-20T09:09:37 DUE TO PREEMPTION ***",
     "slurm-unable-to-allocate": "srun: error: Unable to allocate resources: Invalid account or account/partition "
                                 "combination specified",
     "perftest-failed-status": " Failed status 12: wr_id 0 syndrom 0x81",
