@@ -220,11 +220,8 @@ def run_setting(
     hostnames: Optional[Dict[str, str]] = None,
     on_started: Optional[Callable[[], None]] = None,
 ) -> SettingRun:
-    """Run ``commands[host]`` on each node at once, bounded by ``timeout``.
-
-    ``on_started``: called once every launcher's command is under way, while the ranks start.
-
-    ``launched``: the ranks each node launched (without it, the first
+    """Run ``commands[host]`` on each node at once, bounded by ``timeout``. ``on_started``: called once
+    every launcher's command is under way, while the ranks start. ``launched``: the ranks each node launched (without it, the first
     launcher's stream is the only one read, and the world is unknown). Every line is admitted through a
     :class:`~nccldiag.probe.results.Gate`: a record is kept only for a rank
     its stream's node launched, bound to that node; what was dropped is
