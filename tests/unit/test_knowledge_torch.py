@@ -247,6 +247,22 @@ def test_a_store_that_could_not_listen_is_the_rendezvous():
     assert (top.id, top.category) == ("rendezvous", "rendezvous_unreachable")
 
 
+def test_a_store_read_that_found_the_connection_closed_is_the_stores_host_gone_not_the_rendezvous():
+    """Utils.hpp's recvBytes raises 'Failed to recv, got 0 bytes' (lower case before pytorch/pytorch#153586) once the
+    store was reached and its host closed the connection: a victim's line, not an address nobody reaches. c10d's
+    warning of the same read ('[W...] TCPStore.cpp] ... recvValue failed', the PR's own test plan) is what healthy runs
+    print at their end, and stays quiet alone."""
+    for text in ("[rank3]: torch.distributed.DistNetworkError: Failed to recv, got 0 bytes. Connection was likely "
+                 "closed. Did the remote server shutdown or crash?\n",
+                 "torch.distributed.DistNetworkError: failed to recv, got 0 bytes\n"):
+        top = _failing(log_inputs("train.log", text))[0]
+        assert (top.id, top.category) == ("remote-peer", "remote_peer_failure"), text
+    warning = ("[W514 18:33:36.536327028 TCPStore.cpp:138] [c10d] recvValueWithTimeout failed on SocketImpl(fd=3, "
+               "addr=[localhost]:34658, remote=[localhost]:1234): Failed to recv, got 0 bytes. Connection was likely "
+               "closed. Did the remote server shutdown or crash?\n")
+    assert _failing(log_inputs("train.log", warning)) == []
+
+
 def test_a_store_nobody_reached_is_the_rendezvous_with_the_tables_evidence():
     text = "[rank5]: torch.distributed.DistStoreError: Timed out after 601 seconds waiting for clients. 3/4 clients joined.\n"
     inp = log_inputs("head.log", text)
