@@ -1827,3 +1827,22 @@ def test_a_cause_reads_a_failure_line_the_reader_kept_as_no_line_of_its_own():
             got = [d for d in session.run([str(p)], workers=1).diagnoses[0] if d.severity in ("fail", "warn")]
             assert got and got[0].category == "hca_firmware", (name, [(d.category, d.summary[:80]) for d in got])
         assert any(line in e.text for e in got[0].evidence), [e.text for e in got[0].evidence]  # the labelled line
+
+
+def test_mpich_ofi_poll_failed_with_eio_is_no_storage_failure():
+    # real: MPICH's OFI netmod passing up the cxi provider's completion error, as posted in
+    # https://github.com/ofiwg/libfabric/issues/10072 (LUMI/Adastra): a NIC or a peer endpoint, no file system
+    line = ("MPIDI_OFI_handle_cq_error(1075): OFI poll failed (ofi_events.c:1077:MPIDI_OFI_handle_cq_error:"
+            "Input/output error - PTLTE_NOT_FOUND)\n")
+    assert "other:storage-io-error" not in categories(line)
+
+
+def test_an_xla_coordination_service_heartbeat_timeout_is_a_peer_gone():
+    # real: https://github.com/jax-ml/jax/issues/23599, as posted: the coordination service set a task that sent
+    # no heartbeat to ERROR ('the remote task has failed, got preempted, or crashed unexpectedly')
+    line = ("2024-10-09 15:47:38.568412: E external/xla/xla/tsl/distributed_runtime/coordination/"
+            "coordination_service.cc:1170] /job:jax_worker/replica:0/task:0 has been set to ERROR in coordination "
+            "service: UNAVAILABLE: Task /job:jax_worker/replica:0/task:0 heartbeat timeout. This indicates that the "
+            "remote task has failed, got preempted, or crashed unexpectedly. Check the task logs for an earlier error "
+            "to debug further. [type.googleapis.com/tensorflow.CoordinationServiceError='']\n")
+    assert categories(line)[:1] == ["remote_peer_failure"]
