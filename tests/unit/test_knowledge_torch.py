@@ -263,6 +263,27 @@ def test_a_store_read_that_found_the_connection_closed_is_the_stores_host_gone_n
     assert _failing(log_inputs("train.log", warning)) == []
 
 
+def test_ranks_the_monitored_barrier_names_are_the_stragglers_and_one_that_exited_is_a_peer_gone():
+    """PyTorch's distributed documentation (docs/source/distributed.rst, monitored_barrier): rank 0's error when rank 1
+    did not reach the barrier; here rank 1 had exited, so the 'Original exception' says the connection was closed."""
+    alone = "RuntimeError: Rank 1 failed to pass monitoredBarrier in 2000 ms\n"
+    top = _failing(log_inputs("rank0.log", alone))[0]
+    assert (top.id, top.category) == ("monitored-barrier", "rank_hang_timeout")
+    exited = alone + (" Original exception:\n[gloo/transport/tcp/pair.cc:598] Connection closed by peer "
+                      "[2401:db00:eef0:1100:3560:0:1c05:25d]:8594\n")
+    assert [d.id for d in _failing(log_inputs("rank0.log", exited))][:2] == ["remote-peer", "monitored-barrier"]
+
+
+def test_torchruns_agent_stopped_by_a_signal_is_the_launcher_signalled():
+    """GanjinZero/RRHF#35: torchrun's agent got SIGHUP (its terminal closed) several steps into a run; the answers of
+    zai-org/ChatGLM2-6B#238 (the same message): start it under nohup and disown it."""
+    text = ("WARNING:torch.distributed.elastic.agent.server.api:Received 1 death signal, shutting down workers\n"
+            "WARNING:torch.distributed.elastic.multiprocessing.api:Sending process 2920926 closing signal SIGHUP\n"
+            "torch.distributed.elastic.multiprocessing.api.SignalException: Process 2920830 got signal: 1\n")
+    top = _failing(log_inputs("train.log", text))[0]
+    assert (top.category, top.severity) == ("other:launcher-signalled", "fail")
+
+
 def test_a_store_nobody_reached_is_the_rendezvous_with_the_tables_evidence():
     text = "[rank5]: torch.distributed.DistStoreError: Timed out after 601 seconds waiting for clients. 3/4 clients joined.\n"
     inp = log_inputs("head.log", text)
