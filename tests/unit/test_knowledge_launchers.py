@@ -165,6 +165,9 @@ CHECKED = {
     "libibumad-ib-umad-not-loaded": "can't read ABI version from %s/%s (%m): is ib_umad module loaded?",
     "nvidia-container-cli-nvml-function-not-found": "nvml error",
     "nvidia-container-cli-nvml-driver-not-loaded": "nvml error",
+    "nvidia-container-cli-cuda-requirement": "unsatisfied condition: %s, please update your driver to a newer version, "
+                                             "or use an earlier cuda container",
+    "nvidia-container-runtime-cuda-requirement": "unsatisfied condition: %v (%v)",
     "gpu-admin-tools-unexpected-cc-state": "Unexpected CC state 0x{cc_reg}",
     "gpu-admin-tools-cc-mode-set-on": "CC mode set to {opts.set_cc_mode}. It will be active after GPU reset.",
     "gpu-admin-tools-cc-mode-is-on": "CC mode is {cc_mode}",
@@ -191,6 +194,14 @@ PRINTED = {
                                      "CC mode is on",
     "nvidia-container-cli-nvml-function-not-found": "nvidia-container-cli: detection error: nvml error: function not found",
     "nvidia-container-cli-nvml-driver-not-loaded": "nvidia-container-cli: initialization error: nvml error: driver not loaded",
+    # the CLI's requirement stage, as NVIDIA/nvidia-docker and vLLM threads quote it behind the runtime's hook error
+    "nvidia-container-cli-cuda-requirement": "nvidia-container-cli: requirement error: unsatisfied condition: cuda>=12.4, "
+                                             "please update your driver to a newer version, or use an earlier cuda "
+                                             "container: unknown",
+    # internal/runtime/runtime.go wraps csv.go's 'requirements not met: %v' around the constraint's error
+    "nvidia-container-runtime-cuda-requirement": "failed to create NVIDIA Container Runtime: failed to construct OCI spec "
+                                                 "modifier: requirements not met: unsatisfied condition: cuda>=11.4 "
+                                                 "(cuda=10.2)",
     "gpu-admin-tools-unexpected-cc-state": "gpu.error.GpuError: Unexpected CC state 0x2",
     "psm3-modify-ud-qp-failed": "node1:rank0.python: Failed to modify UD QP to INIT on mlx5_0: Operation not permitted",
     "psm3-cant-open-nic": "node1:rank0: PSM3 can't open nic unit: 0 (err=23)",
