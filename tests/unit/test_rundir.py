@@ -244,7 +244,7 @@ def test_report_prints_the_live_probe_table_byte_for_byte(tmp_path, monkeypatch)
     setting = Setting("default")
     recs = read_text((RECORDS / "gloo-2rank-corrupt-rank1.jsonl").read_text())
 
-    def fake_run(hosts, opts, progress=None):
+    def fake_run(hosts, opts, progress=None, warm=()):
         shutil.rmtree(run, ignore_errors=True)
         keep = records.Writer(rundir.Run("probe", str(run), run_id="nccldiag-test"))
         keep.start(records.ProbeMeta(backend="gloo", launcher="torchrun", hosts=["vm"], nproc_per_node=2,

@@ -662,7 +662,7 @@ def test_probe_spec_findings_and_severity_reach_the_report(tmp_path, monkeypatch
     from nccldiag.probe import analysis
 
     # the run stands in for session.run, which ends as every probe does: the spec's findings, then the diagnoses
-    monkeypatch.setattr(session, "run", lambda hosts, opts, progress=None: analysis.conclude(
+    monkeypatch.setattr(session, "run", lambda hosts, opts, progress=None, warm=(): analysis.conclude(
         _fake_probe_report(["gpu001", "gpu009"], facts), opts.spec))
     res = CliRunner().invoke(main, ["probe", "-w", "gpu001,gpu009", "--spec", str(path), "--json", "-"])
     assert res.exit_code == 1, res.output  # the older firmware fails; the dead rank is a warning now
