@@ -1846,3 +1846,47 @@ def test_an_xla_coordination_service_heartbeat_timeout_is_a_peer_gone():
             "remote task has failed, got preempted, or crashed unexpectedly. Check the task logs for an earlier error "
             "to debug further. [type.googleapis.com/tensorflow.CoordinationServiceError='']\n")
     assert categories(line)[:1] == ["remote_peer_failure"]
+
+
+def test_a_batch_systems_own_words_for_a_job_killed_at_its_time_or_memory_limit_name_the_limit():
+    """PBS, LSF, HTCondor and Flux write into the job's output why they ended it; each line below is copied from the
+    public thread named beside it. The time limit is other:job-time-limit (Slurm's own words stay
+    other:slurm-time-limit), the memory limit other:host-oom; the healthy LSF report of a job that completed, and
+    the healthy lines of the same threads, name nothing."""
+    time_limit = {
+        # https://github.com/marbl/canu/issues/1214
+        "=>> PBS: job killed: walltime 86415 exceeded limit 86400\n": "batch-job-time-limit",
+        # https://github.com/marbl/canu/issues/444
+        "TERM_RUNLIMIT: job killed after reaching LSF run time limit.\nExited with exit code 140.\n":
+            "batch-job-time-limit",
+        # https://github.com/flux-framework/flux-sched/issues/1084
+        "1.029s: job.exception type=timeout severity=0 resource allocation expired\n": "batch-job-time-limit",
+        # https://github.com/flux-framework/flux-core/issues/6713 (the job's eventlog)
+        '[Mar16 08:11] exception type="timeout" severity=0 userid=1001 note="resource allocation expired"\n':
+            "batch-job-time-limit",
+    }
+    memory_limit = {
+        # https://github.com/wheaton5/souporcell/issues/20
+        "TERM_MEMLIMIT: job killed after reaching LSF memory usage limit.\nExited with exit code 143.\n":
+            "batch-job-memory-limit",
+        # https://github.com/galaxyproject/tpv-shared-database/issues/30
+        "        Error from slot1_8@vgcnbwc-worker-xxxxxxx: Job has gone over memory limit of 16384 megabytes. "
+        "Peak usage: 16328 megabytes.\n": "batch-job-memory-limit",
+    }
+    for text, cause in time_limit.items():
+        for prefix in ("", "node7: "):
+            d = top(prefix + text)
+            assert (d.id, d.category, d.severity) == (cause, "other:job-time-limit", "fail"), (text, d)
+    for text, cause in memory_limit.items():
+        for prefix in ("", "node7: "):
+            d = top(prefix + text)
+            assert (d.id, d.category, d.severity) == (cause, "other:host-oom", "fail"), (text, d)
+    # Slurm's time limit keeps its own category (the launchers table's slurm-time-limit)
+    assert "other:slurm-time-limit" in categories(
+        "slurmstepd: error: *** JOB 4242 ON node1 CANCELLED AT 2024-04-20T09:09:37 DUE TO TIME LIMIT ***\n")
+    # https://github.com/ncbi/fcs/issues/81: LSF's report of a job that completed
+    healthy = ("Successfully completed.\n\nResource usage summary:\n\n"
+               "    CPU time :                                   510.08 sec.\n"
+               "    Max Memory :                                 49 MB\n"
+               "The output (if any) is above this job summary.\n")
+    assert categories(healthy) == []
