@@ -143,6 +143,10 @@ CHECKED = {
     "pyxis-seccomp-filter-failed": "pyxis: seccomp filter failed: %s",
     "enroot-switchroot-no-shell": "failed to execute: %s",
     "vllm-world-size-above-gpus": "is larger than the number of available GPUs",
+    "vllm-gpu-free-memory-below-utilization": "is less than desired GPU memory utilization ",
+    "vllm-no-memory-for-kv-cache": "No available memory for the cache blocks. ",
+    "vllm-kv-cache-below-max-model-len": "cache is needed, which is larger than the available KV cache ",
+    "sglang-not-enough-memory-kv-pool": "Not enough memory. Please try to increase --mem-fraction-static. ",
     "azure-check-gpu-ecc-row-remap": "Warning: Detected a GPU row remap Error for GPU ID ",
     "azure-check-gpu-ecc-uncorrectable": "Warning: Detected a very high GPU DRAM uncorrectable error count (",
     "slurm-gcp-bulkinsert-no-capacity": "bulkInsert operation errors: ",
@@ -296,6 +300,21 @@ PRINTED = {
     # pydantic's ValidationError of ParallelConfig, as vLLM's API server prints it
     "vllm-world-size-above-gpus": "  Value error, World size (2) is larger than the number of available GPUs (1) in "
                                   "this node. If this is intentional and you are using:",
+    # vLLM's ValueError as the engine core prints it, the line vllm-project/vllm#20305 and #23192 quote
+    "vllm-gpu-free-memory-below-utilization": "ValueError: Free memory on device (31.44/47.38 GiB) on startup is less "
+                                              "than desired GPU memory utilization (0.95, 45.01 GiB). Decrease GPU "
+                                              "memory utilization or reduce GPU memory used by other processes.",
+    # vllm-project/vllm#10439 and #17431 quote it
+    "vllm-no-memory-for-kv-cache": "ValueError: No available memory for the cache blocks. Try increasing "
+                                   "`gpu_memory_utilization` when initializing the engine.",
+    # check_enough_kv_cache_memory's f-string filled (vllm/v1/core/kv_cache_utils.py; the values are made up)
+    "vllm-kv-cache-below-max-model-len": "ValueError: To serve at least one request with the models's max seq len "
+                                         "(131072), (16.00 GiB KV cache is needed, which is larger than the available "
+                                         "KV cache memory (9.47 GiB). Based on the available memory, the estimated "
+                                         "maximum model length is 77568. Try increasing `gpu_memory_utilization` or "
+                                         "decreasing `max_model_len` when initializing the engine.",
+    # sgl-project/sglang#4330 quotes it
+    "sglang-not-enough-memory-kv-pool": "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static.",
     # the NotImplementedError PartialState raises, as Python prints it (src/accelerate/state.py)
     "accelerate-rtx40-p2p-ib-unsupported": "NotImplementedError: Using RTX 4000 series doesn't support faster "
                                            "communication broadband via P2P or IB. Please set `NCCL_P2P_DISABLE=\"1\"` "
