@@ -40,6 +40,40 @@ def test_torchrun_root_cause_names_the_killed_rank_and_not_the_one_it_stopped(tm
     assert analysis.rank_deaths(r.stderr) == [{"rank": 1, "local_rank": 1, "signal": 9, "name": "SIGKILL"}]
 
 
+# qnode02's torchrun (nccldiag.node.torchrun, torch 2.13) in tests/integration/test_probe.py::test_one_rank_killed on
+# the virtual cluster, 2026-12-06: local rank 1 was killed with SIGKILL, and its peer (local rank 0) exited 2 on
+# the closed connection within the same poll of the agent, which named the peer the root cause
+RACED = """torch.distributed.elastic.multiprocessing.errors.ChildFailedError: 
+============================================================
+nccldiag.node.worker FAILED
+------------------------------------------------------------
+Failures:
+[1]:
+  time      : 2026-12-06_21:43:15
+  host      : qnode02
+  rank      : 3 (local_rank: 1)
+  exitcode  : -9 (pid: 7705)  (SIGKILL)
+  error_file: <N/A>
+  traceback : Signal 9 (SIGKILL) received by PID 7705
+------------------------------------------------------------
+Root Cause (first observed failure):
+[0]:
+  time      : 2026-12-06_21:43:15
+  host      : qnode02
+  rank      : 2 (local_rank: 0)
+  exitcode  : 2 (pid: 7703) 
+  error_file: <N/A>
+  traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html
+============================================================
+"""
+
+
+def test_a_killed_rank_torchrun_lists_among_the_other_failures_is_still_its_death():
+    assert analysis.rank_deaths(RACED) == [{"rank": 3, "local_rank": 1, "signal": 9, "name": "SIGKILL"}]
+    # the same table twice (the agent's log and the interpreter's traceback) is one death
+    assert analysis.rank_deaths(RACED + RACED) == analysis.rank_deaths(RACED)
+
+
 @pytest.mark.parametrize("module", LAUNCHERS)
 def test_a_rank_that_exits_with_an_error_is_no_death(tmp_path, module):
     pytest.importorskip("torch")

@@ -2,7 +2,9 @@
 
 Node ``i`` runs ranks ``i*nproc ..`` and streams them itself, so each
 node's output speaks for its own ranks. A rank that died is told by
-torchrun's "Root Cause (first observed failure)" block.
+an entry of torchrun's failure table: its "Root Cause (first observed
+failure)" block, or one of its other "Failures" (a rank another rank's
+exit beat to the agent's poll).
 """
 from __future__ import annotations
 
@@ -13,23 +15,35 @@ from typing import Dict, List, Optional
 from nccldiag.probe import launch
 from nccldiag.probe.launchers.base import OverSSH
 
-_ROOT_CAUSE = re.compile(r"Root Cause \(first observed failure\):(?P<block>(?:\n.*){0,8})")
+# one entry of torchrun's failure table ('[1]:' then its time, host, rank, exitcode, error_file, traceback lines),
+# under "Failures:" or "Root Cause (first observed failure):"
+_ENTRY = re.compile(r"^[ \t]*\[\d{1,6}\]:[ \t]*$(?P<block>(?:\n.*){0,8})", re.M)
+_ENTRY_END = re.compile(r"^[ \t]*(?:\[\d{1,6}\]:|Root Cause|Failures:|[-=]{8})", re.M)
 _RC_RANK = re.compile(r"^\s*rank\s*:\s*(?P<rank>\d+)(?: \(local_rank: (?P<local>\d+)\))?", re.M)
 _RC_EXIT = re.compile(r"^\s*exitcode\s*:\s*(?P<code>-?\d+)(?: \(pid: (?P<pid>\d+)\))?(?:\s+\((?P<sig>SIG\w+)\))?", re.M)
 STOP_SIGNALS = {1, 2, 15}  # SIGHUP, SIGINT, SIGTERM: a stop asked for, not a death
 
 
 def root_cause(text: str) -> List[Dict[str, object]]:
-    """Ranks torchrun's root-cause blocks say were killed by a signal (pure): ``rank``, ``signal``, ``name``,
-    ``local_rank``. A signal that asks a process to stop is left out: torchrun sends it to the ranks it stops
-    after another rank failed."""
+    """Ranks torchrun's failure tables say were killed by a signal (pure): ``rank``, ``signal``, ``name``,
+    ``local_rank``, each rank once. Every entry counts, the root cause's and the other failures': when a killed
+    rank's peer exits on the broken connection within the same poll of the agent, torchrun may name the peer
+    the root cause and list the killed rank among the failures. A signal that asks a process to stop is left
+    out: torchrun sends it to the ranks it stops after another rank failed."""
     out: List[Dict[str, object]] = []
-    for m in _ROOT_CAUSE.finditer(text or ""):
+    seen = set()
+    for m in _ENTRY.finditer(text or ""):
         block = m.group("block")
+        end = _ENTRY_END.search(block)
+        block = block[:end.start()] if end else block
         r, e = _RC_RANK.search(block), _RC_EXIT.search(block)
         if not r or not e or int(e.group("code")) >= 0 or -int(e.group("code")) in STOP_SIGNALS:
             continue
-        out.append({"rank": int(r.group("rank")), "local_rank": int(r.group("local")) if r.group("local") else None,
+        rank = int(r.group("rank"))
+        if rank in seen:
+            continue
+        seen.add(rank)
+        out.append({"rank": rank, "local_rank": int(r.group("local")) if r.group("local") else None,
                     "signal": -int(e.group("code")), "name": e.group("sig") or f"signal {-int(e.group('code'))}"})
     return out
 
