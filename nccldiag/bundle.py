@@ -10,16 +10,16 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import stat
 from dataclasses import dataclass
 from typing import Dict, List, Optional
 
+from nccldiag import rx
 from nccldiag.atomic import (NotRegular, TooLarge, Unsafe, check_output_dir, create_new, json_loads, own_dir,
                              read_regular, write_text)
 from nccldiag.model.raw import RawNode
 
-SECTION_NAME = re.compile(r"^[A-Za-z0-9_]{1,64}$")  # every source name; nothing else becomes a file name
+SECTION_NAME = rx.compile(r"^[A-Za-z0-9_]{1,64}$")  # every source name; nothing else becomes a file name
 NODE_META = "_node.json"
 INDEX = "_bundle.json"
 
@@ -38,7 +38,7 @@ class Bundle:
         return write_node(self.path, raw)
 
 
-_SAFE = re.compile(r"[^A-Za-z0-9._@-]")
+_SAFE = rx.compile(r"[^A-Za-z0-9._@-]")
 
 
 def _dirname(host: str) -> str:

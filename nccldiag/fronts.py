@@ -39,7 +39,8 @@ time linear in the line.
 """
 from __future__ import annotations
 
-import re
+
+from nccldiag import rx
 
 _LEVEL = r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)"  # logging's level names (getLevelName)
 _LOGURU_LEVEL = r"(?:TRACE|DEBUG|INFO|SUCCESS|WARNING|ERROR|CRITICAL)"
@@ -66,7 +67,7 @@ CLOCK = (r"\d{1,2}:\d\d(?::\d\d)?[ \t]?[AaPp]\.?[Mm]\.?|"
          r"\d\d/\d\d/\d\d(?:\d\d)?[ \t]\d\d:\d\d:\d\d(?:[ \t]?[AaPp][Mm])?")
 
 # a terminal's control sequence (colours, a cursor's moves, a line cleared), and the ESC of a sequence cut short
-_ANSI = re.compile(r"\x1b\[[0-9;?]{0,32}[ -/]{0,4}[@-~]|\x1b[()][A-Z0-9]|\x1b")
+_ANSI = rx.compile(r"\x1b\[[0-9;?]{0,32}[ -/]{0,4}[@-~]|\x1b[()][A-Z0-9]|\x1b")
 
 
 def plain(line: str) -> str:

@@ -21,14 +21,15 @@ import re
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Optional, Tuple
 
+from nccldiag import rx
 from nccldiag.model.errors import InventoryError
 from nccldiag.model.secrets import redact
 
 # A host name or address as it may reach a command line: letters, digits and
 # ``. _ -`` only (IPv4 addresses included). Everything else is refused, so that
 # nothing from a hostfile can be read by a shell as syntax.
-_NAME_RE = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9_.-]{0,252})$")
-_USER_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,31}$")
+_NAME_RE = rx.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9_.-]{0,252})$")
+_USER_RE = rx.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,31}$")
 _SHELL_META = set(";&|<>()$`\\\"'*?!{}~#=%^ \t")
 
 _SLOT_KEYS = {"slots", "max_slots", "max-slots", "slots_max", "count", "cpu"}
@@ -43,7 +44,7 @@ def _q(text: str, limit: int = 40) -> str:
     return repr(shown) + ("" if len(text) <= limit else f" ({len(text)} characters)")
 
 
-_SECRET_RE = re.compile(r"PRIVATE KEY|^[^:\s]+:\$[0-9a-z]+\$|^[^:\s]+:[^:]*:\d+:\d+:|password|passwd|secret|token", re.I | re.M)
+_SECRET_RE = rx.compile(r"PRIVATE KEY|^[^:\s]+:\$[0-9a-z]+\$|^[^:\s]+:[^:]*:\d+:\d+:|password|passwd|secret|token", re.I | re.M)
 
 
 def _looks_secret(text: str) -> bool:
@@ -58,12 +59,12 @@ def _looks_secret(text: str) -> bool:
 # host, host:N or IPv6 address has).
 _CREDENTIALS = (
     # curl and ftp read netrc's keywords in any case (MACHINE ... LOGIN ... PASSWORD)
-    (".netrc", re.compile(r"(?:^|\s)(?:machine\s+\S+|default)(?:\s+\S+\s+\S+){0,3}?\s+(?:login|password|account)\s+\S",
+    (".netrc", rx.compile(r"(?:^|\s)(?:machine\s+\S+|default)(?:\s+\S+\s+\S+){0,3}?\s+(?:login|password|account)\s+\S",
                           re.I)),
-    ("a private key", re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----|PuTTY-User-Key-File")),
-    ("a shadow file", re.compile(r"^[^:\s]+:[^:\s]*:\d*:\d*:\d*:\d*:\d*:\d*:[^:\s]*$", re.M)),
-    ("a passwd file", re.compile(r"^[^:\s]+:[^:\s]*:\d+:\d+:[^:]*:/[^:]*:(?:/[^:]*)?$", re.M)),
-    ("a .pgpass file", re.compile(r"^[^:\s#]+:(?:\d+|\*):[^:\s]+:[^:\s]+:\S+$", re.M)),
+    ("a private key", rx.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----|PuTTY-User-Key-File")),
+    ("a shadow file", rx.compile(r"^[^:\s]+:[^:\s]*:\d*:\d*:\d*:\d*:\d*:\d*:[^:\s]*$", re.M)),
+    ("a passwd file", rx.compile(r"^[^:\s]+:[^:\s]*:\d+:\d+:[^:]*:/[^:]*:(?:/[^:]*)?$", re.M)),
+    ("a .pgpass file", rx.compile(r"^[^:\s#]+:(?:\d+|\*):[^:\s]+:[^:\s]+:\S+$", re.M)),
 )
 
 
@@ -95,7 +96,7 @@ def credentials_kind(text: str, path: Optional[str] = None) -> Optional[str]:
     return None
 
 
-_COMMENT_RE = re.compile(r"(?:#|//).*$", re.M)
+_COMMENT_RE = rx.compile(r"(?:#|//).*$", re.M)
 
 
 _USER_KEYS = {"username", "user-name", "user"}
@@ -158,7 +159,7 @@ def _split_top_level(expr: str, seps: str = ",") -> List[str]:
     return [p for p in (p.strip() for p in parts) if p]
 
 
-_GROUP_RE = re.compile(r"\[([^\[\]]*)\]")
+_GROUP_RE = rx.compile(r"\[([^\[\]]*)\]")
 
 
 def _nodeset_size(part: str) -> int:
@@ -220,7 +221,7 @@ def _parse_int(value: str, key: str, where: str) -> int:
 
 # Characters that Python's str.split() and splitlines() take for line or word breaks besides space, tab and
 # newline: a carriage return alone (``node02\rtouch``) made "touch" a host. Refused wherever they are.
-_BREAKS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]")
+_BREAKS = rx.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]")
 _BREAK_NAMES = {"\r": "a carriage return (\\r)", "\x0b": "a vertical tab", "\x0c": "a form feed",
                 "\x85": "a next-line character (U+0085)", "\u2028": "a line separator (U+2028)",
                 "\u2029": "a paragraph separator (U+2029)"}
@@ -235,8 +236,8 @@ def _check_breaks(line: str, where: str) -> None:
                                     "break, it would make the rest of the line more hosts)")
 
 
-_BRACKETED_V6 = re.compile(r"^\[([^\[\]]*:[^\[\]]*)\](?::(\d+))?$")
-_BARE_V6 = re.compile(r"^[0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*(?:%\S+)?$")
+_BRACKETED_V6 = rx.compile(r"^\[([^\[\]]*:[^\[\]]*)\](?::(\d+))?$")
+_BARE_V6 = rx.compile(r"^[0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*(?:%\S+)?$")
 
 
 def _check_ipv6(spec: str, given: str, where: str) -> None:

@@ -9,11 +9,12 @@ whose interfaces are those its network attachments gave it.
 """
 from __future__ import annotations
 
-import re
 from typing import Optional
 
+from nccldiag import rx
+
 _K8S_RAND = "[bcdfghjklmnpqrstvwxz2456789]"
-_POD_NAME = re.compile(r"[a-z0-9](?:[a-z0-9.-]{0,200}[a-z0-9])?-" + _K8S_RAND + "{6,10}-" + _K8S_RAND + "{5}")
+_POD_NAME = rx.compile(r"[a-z0-9](?:[a-z0-9.-]{0,200}[a-z0-9])?-" + _K8S_RAND + "{6,10}-" + _K8S_RAND + "{5}")
 
 
 def in_pod(host: Optional[str]) -> bool:

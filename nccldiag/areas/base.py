@@ -31,8 +31,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 import json
-import re
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
+
+from nccldiag import rx
 
 
 # The longest line a check reads of a node's output. The kernel's own lines are under 1 KiB, as are those of
@@ -109,7 +110,7 @@ def bounded(texts: Mapping[str, Optional[str]], areas: Iterable[Any] = ()) -> Di
 
 
 #: A terminal control sequence (ECMA-48 CSI: ``ESC [``, parameters, intermediates, a final byte).
-_CONTROL = re.compile(r"\x1b\[[0-?]{0,32}[ -/]{0,4}[@-~]")
+_CONTROL = rx.compile(r"\x1b\[[0-?]{0,32}[ -/]{0,4}[@-~]")
 
 
 def plain(text: Optional[str]) -> Optional[str]:
@@ -179,8 +180,8 @@ def section(raw: Mapping[str, Optional[str]], name: str) -> Optional[str]:
 
 # ---- the `==> path <==` dump -------------------------------------------------------------------------
 
-DUMP_HEADER = re.compile(r"^\s*==> (.+?) <==\s*(.*)$")
-_LINK = re.compile(r"^symlink\s*->\s*(\S+)")
+DUMP_HEADER = rx.compile(r"^\s*==> (.+?) <==\s*(.*)$")
+_LINK = rx.compile(r"^symlink\s*->\s*(\S+)")
 
 
 def parse_dump(text: Optional[str], default: Optional[str] = None) -> Tuple[Dict[str, str], Dict[str, str]]:

@@ -35,6 +35,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
+from nccldiag import rx
 from nccldiag.areas.base import NodeFacts, Source, parsed
 from nccldiag.model.findings import Finding, fail, ok, skip, warn
 
@@ -54,20 +55,20 @@ SOURCES = (SOURCE, LINK_SOURCE)
 CHECK = "dcgm.diag"
 LINK_CHECK = "dcgm.nvlink"
 WRAP = 45  # the characters of a message on one row of the table (DCGM's text output)
-_ROW = re.compile(r"[ \t]{0,40}\|([^|]{0,400})\|([^|]{0,400})\|")
-_HEADER = re.compile(r"[ \t]{0,40}[|+]-{3,40}[ \t]{1,10}([A-Za-z][A-Za-z ]{0,40}?)[ \t]{1,10}-{2,60}\+")
-_STATUS = re.compile(r"(Pass|Fail|Skip|Warn|Warning|Not Run|Error)(?:[ \t]{0,10}-[ \t]{0,10}(.{0,200}))?$",
+_ROW = rx.compile(r"[ \t]{0,40}\|([^|]{0,400})\|([^|]{0,400})\|")
+_HEADER = rx.compile(r"[ \t]{0,40}[|+]-{3,40}[ \t]{1,10}([A-Za-z][A-Za-z ]{0,40}?)[ \t]{1,10}-{2,60}\+")
+_STATUS = rx.compile(r"(Pass|Fail|Skip|Warn|Warning|Not Run|Error)(?:[ \t]{0,10}-[ \t]{0,10}(.{0,200}))?$",
                      re.IGNORECASE)
 _MESSAGE_KINDS = ("error", "warning", "info")
-_INLINE_MESSAGE = re.compile(r"(Error|Warning|Info)[ \t]{0,4}:[ \t]{0,4}(.{0,400})$")
-_SAYS_FAILED = re.compile(r"[ \t]{0,40}\|[^|]{0,400}\|[ \t]{0,40}(?:Fail|FAIL|Error)\b"  # a result cell
+_INLINE_MESSAGE = rx.compile(r"(Error|Warning|Info)[ \t]{0,4}:[ \t]{0,4}(.{0,400})$")
+_SAYS_FAILED = rx.compile(r"[ \t]{0,40}\|[^|]{0,400}\|[ \t]{0,40}(?:Fail|FAIL|Error)\b"  # a result cell
                           r"|[ \t]{0,40}\|[ \t]{0,40}Error[ \t]{0,40}\|")  # an Error message row
 ROWS_KEPT = 4  # of a test's failing rows, quoted in its finding
 _META = ("Diagnostic", "DCGM Version", "Driver Version Detected", "GPU Device IDs Detected")
 
 MEMORY_TESTS = ("gpu memory", "memory", "memtest", "memory bandwidth", "page retirement/row remap",
                 "page retirement")
-MEMORY_ERRORS = re.compile(r"uncorrectable|row[ \t]{0,4}remap|remapping|page retire|pending retire|\bECC\b|"
+MEMORY_ERRORS = rx.compile(r"uncorrectable|row[ \t]{0,4}remap|remapping|page retire|pending retire|\bECC\b|"
                            r"double[ -]bit|DBE\b", re.IGNORECASE)
 COMPUTE_TESTS = ("diagnostic", "sm stress", "targeted stress", "eud", "eud test", "cpu eud", "gpu burn",
                  "context create")
@@ -227,9 +228,9 @@ def _close(owner: DiagTest, message: List) -> None:
 
 # 'gpuId 0:' / 'physicalId 2:' (DCGM's DcgmiNvlink.cpp), the states on the next line or, as some pastes have
 # it, on the same one ('gpuId 0: U U U U _ _')
-ENTITY = re.compile(r"[ \t]{0,40}(gpuId|physicalId)[ \t]{1,4}(\d{1,6})[ \t]{0,4}:[ \t]{0,4}"
+ENTITY = rx.compile(r"[ \t]{0,40}(gpuId|physicalId)[ \t]{1,4}(\d{1,6})[ \t]{0,4}:[ \t]{0,4}"
                      r"((?:[UDX_][ \t]{1,4}){0,63}[UDX_])?[ \t]{0,40}$")
-STATES = re.compile(r"[ \t]{0,40}((?:[UDX_][ \t]{1,4}){0,63}[UDX_])[ \t]{0,40}$")
+STATES = rx.compile(r"[ \t]{0,40}((?:[UDX_][ \t]{1,4}){0,63}[UDX_])[ \t]{0,40}$")
 
 
 def parse_links(text: Optional[str]) -> Optional[List[LinkStates]]:

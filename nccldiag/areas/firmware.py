@@ -27,6 +27,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional
 
+from nccldiag import rx
 from nccldiag.areas import kernlog, smiq
 from nccldiag.areas.base import NodeFacts, Source, section, parsed
 from nccldiag.areas.nvlink import FM_SOURCE, parse_fm
@@ -52,12 +53,12 @@ VERSIONS_SOURCE = Source(
 
 SOURCES = (smiq.SOURCE, FM_SOURCE, VERSIONS_SOURCE, kernlog.SOURCE)
 
-_INFOROM = re.compile(r"infoROM is corrupted at gpu (\S+)", re.I)
-_FW_LINE = re.compile(r"mlx\d_core (\S+?): firmware version: (\S+)")
+_INFOROM = rx.compile(r"infoROM is corrupted at gpu (\S+)", re.I)
+_FW_LINE = rx.compile(r"mlx\d_core (\S+?): firmware version: (\S+)")
 # mlx4/mlx5 and other HCA drivers asking for newer firmware ("LSO not supported, please upgrade to later FW version")
 # (the driver's word, then the request after it: two searches, each linear in the line)
-_HCA_DRIVER_WORD = re.compile(r"mlx\d|bnxt|irdma|qed", re.I)
-_FW_OLD = re.compile(r"upgrade to (?:a )?(?:later|newer) (?:FW|firmware)|"
+_HCA_DRIVER_WORD = rx.compile(r"mlx\d|bnxt|irdma|qed", re.I)
+_FW_OLD = rx.compile(r"upgrade to (?:a )?(?:later|newer) (?:FW|firmware)|"
                      r"(?:FW|firmware) (?:version )?\S* ?(?:is )?(?:too old|not supported|older than)", re.I)
 
 
@@ -71,8 +72,8 @@ _HCA_WORDS = ("mlx", "bnxt", "irdma", "qed")
 
 # NIC drivers whose ethtool -i names an RDMA-capable function's firmware (NVIDIA/Mellanox, Broadcom, Intel E810,
 # Marvell, Amazon EFA, HiSilicon, AMD Pensando)
-_HCA_DRIVER = re.compile(r"^(?:mlx\d_core|bnxt_en|ice|irdma|qede|efa|hns3|ionic)\b")
-_FLINT_CMD = re.compile(r"\b(?:mst)?flint\b.{0,512}?\s-d\s+(\S+)")
+_HCA_DRIVER = rx.compile(r"^(?:mlx\d_core|bnxt_en|ice|irdma|qede|efa|hns3|ionic)\b")
+_FLINT_CMD = rx.compile(r"\b(?:mst)?flint\b.{0,512}?\s-d\s+(\S+)")
 
 
 @dataclass

@@ -18,6 +18,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
+from nccldiag import rx
 from nccldiag.areas.base import NodeFacts, Source, section
 from nccldiag.areas.pcie import node_gpus, node_rdma
 from nccldiag.model.findings import Finding, fail, ok, skip, warn
@@ -54,7 +55,7 @@ SOURCES = (
     ),
 )
 
-_ERROR = re.compile(r"error|fail|invalid|unknown symbol|disagrees about version", re.I)
+_ERROR = rx.compile(r"error|fail|invalid|unknown symbol|disagrees about version", re.I)
 
 
 @dataclass

@@ -20,6 +20,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
+from nccldiag import rx
 from nccldiag.areas.base import JSON_LINE_LIMIT, NodeFacts, Source, json_line, section
 from nccldiag.node import node_program
 from nccldiag.model.findings import Finding, fail, ok, skip, warn
@@ -160,7 +161,7 @@ class GpuFacts:
 
 
 # a bus id starts where a run of hex digits starts: never tried again inside the run, so linear in the text
-_BUS_ID = re.compile(r"(?<![0-9A-Fa-f])(?:([0-9A-Fa-f]+):)?([0-9A-Fa-f]{2}):([0-9A-Fa-f]{2})\.([0-7])")
+_BUS_ID = rx.compile(r"(?<![0-9A-Fa-f])(?:([0-9A-Fa-f]+):)?([0-9A-Fa-f]{2}):([0-9A-Fa-f]{2})\.([0-7])")
 
 
 def norm_bus_id(text: Optional[str]) -> Optional[str]:
@@ -311,8 +312,8 @@ def parse_smi_q(text: Optional[str]) -> dict:
     return out
 
 
-_NVL_GPU = re.compile(r"^\s*GPU\s+(\d+):\s*(.*?)(?:\s*\(UUID:\s*([^)]+)\))?\s*$")
-_NVL_LINK = re.compile(r"^\s*Link\s+(\d+):\s*(.*?)\s*$")
+_NVL_GPU = rx.compile(r"^\s*GPU\s+(\d+):\s*(.*?)(?:\s*\(UUID:\s*([^)]+)\))?\s*$")
+_NVL_LINK = rx.compile(r"^\s*Link\s+(\d+):\s*(.*?)\s*$")
 
 
 def parse_nvlink_status(text: Optional[str]) -> List[NvLinkGpu]:
@@ -397,7 +398,7 @@ def _gpus_from_nvml(snap: Mapping[str, Any]) -> List[Gpu]:
 
 # nvidia-smi cannot reach a GPU it knows: "Unable to determine the device handle for GPU 0000:0B:00.0: Unknown Error"
 # (or "GPU is lost"): the GPU fell off the bus or stopped answering, not a driver fault
-_LOST = re.compile(r"Unable to determine the device handle for GPU\s*([0-9A-Fa-f:.]+)|GPU is lost", re.I)
+_LOST = rx.compile(r"Unable to determine the device handle for GPU\s*([0-9A-Fa-f:.]+)|GPU is lost", re.I)
 
 
 def parse(raw: Mapping[str, Optional[str]]) -> GpuFacts:
@@ -624,16 +625,16 @@ _NVML_ABSENT = "nvidia-ml-py not importable"
 _NVML_INIT = "nvmlInit failed"
 # NVML's error strings (nvmlErrorString) that mean the GPUs or the driver cannot serve, and what each means
 _NVML_MEANS = (
-    (re.compile(r"GPU is lost|Unknown Error", re.I),
+    (rx.compile(r"GPU is lost|Unknown Error", re.I),
      "NVML cannot reach the GPUs: a GPU lost from the bus, or, inside a container, its access to the GPU devices removed",
      "On the host: look for Xid 79 / 'fallen off the bus' in dmesg and reset or reboot. In a container whose host is "
      "fine: its device access was dropped by a cgroup update (systemctl daemon-reload, a resource change); restart the "
      "container, and follow the NVIDIA Container Toolkit's guidance for this error."),
-    (re.compile(r"version mismatch", re.I),
+    (rx.compile(r"version mismatch", re.I),
      "the loaded NVIDIA kernel module and the user-space driver library are different versions",
      "Reboot into the installed driver, or reload the kernel module (rmmod nvidia_uvm nvidia_drm nvidia_modeset nvidia, "
      "then modprobe nvidia) after an upgrade; check 'cat /proc/driver/nvidia/version' against 'dkms status'."),
-    (re.compile(r"Driver Not Loaded|Uninitialized", re.I),
+    (rx.compile(r"Driver Not Loaded|Uninitialized", re.I),
      "NVML finds no usable NVIDIA driver", _DRIVER_FIX),
 )
 

@@ -32,6 +32,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional
 
+from nccldiag import rx
 from nccldiag.areas import smiq
 from nccldiag.areas.base import NodeFacts, parsed
 from nccldiag.model.findings import Finding, fail, ok, skip, warn
@@ -147,7 +148,7 @@ def judge(facts: Optional[GpuHealthFacts], node: NodeFacts) -> List[Finding]:
     return _judge_ecc(facts, node) + _judge_remap(facts) + _judge_reset(facts) + _judge_clocks(facts)
 
 
-_MODE_ERROR = re.compile(r"error|unknown|unable|lost|reset", re.I)
+_MODE_ERROR = rx.compile(r"error|unknown|unable|lost|reset", re.I)
 
 
 def _ecc_unreadable(g: GpuHealth) -> bool:

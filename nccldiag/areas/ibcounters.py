@@ -48,6 +48,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Dict, List, Mapping, Optional
 
+from nccldiag import rx
 from nccldiag.areas import kernlog
 from nccldiag.areas.base import NodeFacts, Source, section, parsed
 from nccldiag.areas.pcie import node_rdma
@@ -118,19 +119,19 @@ IBTA_NAMES = {
     "PortMulticastXmitPkts": "multicast_xmit_packets", "PortMulticastRcvPkts": "multicast_rcv_packets",
 }
 
-_SYSFS_LINE = re.compile(r"^(/\S+?/(?:counters|counters_ext|hw_counters)/[^/:]+):(.*)$")
+_SYSFS_LINE = rx.compile(r"^(/\S+?/(?:counters|counters_ext|hw_counters)/[^/:]+):(.*)$")
 # perfquery: "# Port extended counters: Lid 1719 port 1 (CapMask: 0x5300 ...)" or "# Port counters: Lid 5 port 1"
-_PQ_HEADER = re.compile(r"^#\s*Port (?:extended )?counters:\s*Lid (\d+) port (\w+)", re.I)
-_PQ_LINE = re.compile(r"^([A-Za-z][A-Za-z0-9]*):\.*\s*(\S+)\s*$")
+_PQ_HEADER = rx.compile(r"^#\s*Port (?:extended )?counters:\s*Lid (\d+) port (\w+)", re.I)
+_PQ_LINE = rx.compile(r"^([A-Za-z][A-Za-z0-9]*):\.*\s*(\S+)\s*$")
 # a command line naming the CA and port (the collection script's, or an admin's prompt): perfquery -x -C mlx5_0 -P 1
-_PQ_COMMAND = re.compile(r"\bperfquery\b.{0,512}?-C\s*(\S+)(?:.{0,512}?-P\s*(\d+))?")
+_PQ_COMMAND = rx.compile(r"\bperfquery\b.{0,512}?-C\s*(\S+)(?:.{0,512}?-P\s*(\d+))?")
 # ibqueryerrors: 'Errors for 0x2c903006e29b0 "MF0;sw:SX6036/U1"', then
 # "   GUID 0x2c903006e29b0 port 5: [SymbolErrorCounter == 65535] [LinkDownedCounter == 2 (2.000)] ..."
-_IBQ_NODE = re.compile(r'^Errors for\s+(?:(0x[0-9a-fA-F]+)\s*)?(?:"([^"]*)")?')
-_IBQ_PORT = re.compile(r"^GUID\s+(0x[0-9a-fA-F]+)\s+port\s+(\w+):\s*(.*)$")
-_IBQ_VALUE = re.compile(r"\[(\w+)\s*==\s*(\d+)(?:\s*\([^)]*\))?\]")
-_TOOL_ERROR = re.compile(r"^(?:ibwarn|ibpanic|iberror|\S*perfquery):|\biberror:|can't open UMAD|Permission denied")
-_IBQ_SUMMARY = re.compile(r"^##\s*(\d+) ports checked, (\d+) ports have errors")
+_IBQ_NODE = rx.compile(r'^Errors for\s+(?:(0x[0-9a-fA-F]+)\s*)?(?:"([^"]*)")?')
+_IBQ_PORT = rx.compile(r"^GUID\s+(0x[0-9a-fA-F]+)\s+port\s+(\w+):\s*(.*)$")
+_IBQ_VALUE = rx.compile(r"\[(\w+)\s*==\s*(\d+)(?:\s*\([^)]*\))?\]")
+_TOOL_ERROR = rx.compile(r"^(?:ibwarn|ibpanic|iberror|\S*perfquery):|\biberror:|can't open UMAD|Permission denied")
+_IBQ_SUMMARY = rx.compile(r"^##\s*(\d+) ports checked, (\d+) ports have errors")
 
 
 @dataclass
@@ -283,12 +284,12 @@ class IbCounterFacts:
     kmsg: List[kernlog.Event] = field(default_factory=list)  # HCA firmware and initialisation failures (kmsg.toml)
 
 
-_IB_LINK = re.compile(r"(\d{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-9a-fA-F])\s+(\S+?):\s+Port:\s*(\d+)\s+Link (\w+)")
-_NET_LINK = re.compile(r"(?:^|\s)(\S+?):\s+Link (up|down)\b", re.I)
-_CARRIER = re.compile(r"(?:^|\s)(\S+?):\s+(lost carrier|gained carrier|carrier lost|carrier on|carrier off)", re.I)
+_IB_LINK = rx.compile(r"(\d{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-9a-fA-F])\s+(\S+?):\s+Port:\s*(\d+)\s+Link (\w+)")
+_NET_LINK = rx.compile(r"(?:^|\s)(\S+?):\s+Link (up|down)\b", re.I)
+_CARRIER = rx.compile(r"(?:^|\s)(\S+?):\s+(lost carrier|gained carrier|carrier lost|carrier on|carrier off)", re.I)
 # Intel Ethernet drivers and others: "ixgbe 0000:03:00.0 eth0: NIC Link is Up 10 Gbps, Flow Control: RX/TX",
 # "igb 0000:01:00.0 eno1: igb: eno1 NIC Link is Down"
-_NIC_LINK = re.compile(r"(?:^|\s)([\w.@-]+?):?\s+NIC Link is (up|down)\b", re.I)
+_NIC_LINK = rx.compile(r"(?:^|\s)([\w.@-]+?):?\s+NIC Link is (up|down)\b", re.I)
 
 
 # mlx5's cable module events (Linux drivers/net/ethernet/mellanox/mlx5/core/events.c port_module,
@@ -296,11 +297,11 @@ _NIC_LINK = re.compile(r"(?:^|\s)([\w.@-]+?):?\s+NIC Link is (up|down)\b", re.I)
 # "mlx5_core 0000:00:08.0: Port module event: module 1, Cable unplugged". A module unplugged after it was plugged
 # is a down of its port like a link's; an unplug before the first plug is the empty cage the driver reports at
 # load. The error form ("Port module event[error]: ...") is a kmsg row of its own.
-_MODULE = re.compile(r"(\S{1,100}?):[ \t]{1,20}Port module event: module (\d{1,4}), Cable (plugged|unplugged)\b")
+_MODULE = rx.compile(r"(\S{1,100}?):[ \t]{1,20}Port module event: module (\d{1,4}), Cable (plugged|unplugged)\b")
 
 
 # a line any of the expressions above can match has one of these words (the rest are not read further)
-_ANY_LINK = re.compile(r"link (?:\w)|carrier|Port module event", re.I)
+_ANY_LINK = rx.compile(r"link (?:\w)|carrier|Port module event", re.I)
 
 
 def parse_flaps(log: kernlog.KernelLog) -> tuple:

@@ -25,6 +25,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Mapping, Optional, Tuple
 
+from nccldiag import rx
 from nccldiag.areas import netdev as nd
 from nccldiag.areas.base import NodeFacts, Source, parse_dump, section
 from nccldiag.areas.pcie import node_rdma
@@ -82,9 +83,9 @@ SOURCES = (
                        "ip link / ip addr (-br too), ethtool DEV"),
 )
 
-_IWARP_DEV = re.compile(r"^(?:i40iw|iw_cxgb|cxgb4_|siw)")
-_SOFT_RXE = re.compile(r"^rxe")
-_SOFT_SIW = re.compile(r"^siw")
+_IWARP_DEV = rx.compile(r"^(?:i40iw|iw_cxgb|cxgb4_|siw)")
+_SOFT_RXE = rx.compile(r"^rxe")
+_SOFT_SIW = rx.compile(r"^siw")
 
 STATES = ("Down", "Init", "Armed", "Active", "ActiveDefer")
 PHYS_STATES = ("NoStateChange", "Sleep", "Polling", "Disabled", "PortConfigurationTraining", "LinkUp",
@@ -233,7 +234,7 @@ def _split_coded(text: str) -> Tuple[Optional[int], str]:
     return None, text
 
 
-_CODE_AT_END = re.compile(r"\(\d+\)$")
+_CODE_AT_END = rx.compile(r"\(\d+\)$")
 
 
 def _without_code(text: str) -> str:
@@ -329,12 +330,12 @@ def _get(ports: Ports, device: str, port: int, source: str) -> IbPort:
     return ports[key]
 
 
-_SYSFS_PATH = re.compile(r"(?:^|/)sys/class/infiniband/([^/]+)/(.+)$")
+_SYSFS_PATH = rx.compile(r"(?:^|/)sys/class/infiniband/([^/]+)/(.+)$")
 
 
 # `grep "" /sys/class/infiniband/*/ports/*/state` prints path:value; `ls -1d .../ports/*` the port directories
-_SYSFS_GREP = re.compile(r"^\s*(/\S{0,512}?/infiniband/[^/\s:]{1,512}/[^:\s]{1,512}):(.*)$")
-_SYSFS_PORT_DIR = re.compile(r"^\s*/\S*?/infiniband/([^/\s]+)/ports/(\d+)/?\s*$")
+_SYSFS_GREP = rx.compile(r"^\s*(/\S{0,512}?/infiniband/[^/\s:]{1,512}/[^:\s]{1,512}):(.*)$")
+_SYSFS_PORT_DIR = rx.compile(r"^\s*/\S*?/infiniband/([^/\s]+)/ports/(\d+)/?\s*$")
 
 
 def parse_sysfs(text: Optional[str]) -> Ports:
@@ -429,10 +430,10 @@ def parse_sysfs(text: Optional[str]) -> Ports:
     return ports
 
 
-_CA = re.compile(r"^\s*CA '([^']+)'")
+_CA = rx.compile(r"^\s*CA '([^']+)'")
 UNNAMED_CA = "(CA not shown)"  # the device of an ibstat port pasted without its 'CA' line
-_IBSTATUS = re.compile(r"^\s*Infiniband device '([^']+)' port (\d+) status:")
-_KV = re.compile(r"^\s*([A-Za-z][A-Za-z _\s]*):\s*(.*)$")  # the key ends at the first ':' (strip it)
+_IBSTATUS = rx.compile(r"^\s*Infiniband device '([^']+)' port (\d+) status:")
+_KV = rx.compile(r"^\s*([A-Za-z][A-Za-z _\s]*):\s*(.*)$")  # the key ends at the first ':' (strip it)
 
 
 def parse_ibstat(text: Optional[str]) -> Ports:
@@ -496,7 +497,7 @@ def parse_ibstat(text: Optional[str]) -> Ports:
     return ports
 
 
-_GID_LINE = re.compile(r"GID\[\s*(\d+)\]:\s*([0-9A-Fa-f:.]+)\s*(?:,\s*(.*))?$")
+_GID_LINE = rx.compile(r"GID\[\s*(\d+)\]:\s*([0-9A-Fa-f:.]+)\s*(?:,\s*(.*))?$")
 
 
 def parse_ibv_devinfo(text: Optional[str]) -> Ports:
@@ -595,8 +596,8 @@ def parse_ibv_devinfo(text: Optional[str]) -> Ports:
     return ports
 
 
-_SHOW_GIDS_HEADER = re.compile(r"^\s*DEV\s+PORT\s+INDEX\s+GID\b")
-_SHOW_GIDS_FOUND = re.compile(r"\bn_gids_found\s*=\s*(\d+)")
+_SHOW_GIDS_HEADER = rx.compile(r"^\s*DEV\s+PORT\s+INDEX\s+GID\b")
+_SHOW_GIDS_FOUND = rx.compile(r"\bn_gids_found\s*=\s*(\d+)")
 
 
 def show_gids_empty(text: Optional[str]) -> bool:
@@ -633,10 +634,10 @@ def parse_show_gids(text: Optional[str]) -> Ports:
 
 # "[0000:3b:00.0 ]mlx5_0 port 1 ==> ibp26s0 (Down)", read in linear time: the device (its first token after an
 # optional PCI address, up to its last word character), the first "port N" after it, the netdev after "==>"
-_IBDEV2NETDEV_BDF = re.compile(r"[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:")
-_IBDEV2NETDEV_DEVICE = re.compile(r"\S*\w")
-_IBDEV2NETDEV_PORT = re.compile(r"\bport\s+(\d+)\b")
-_IBDEV2NETDEV_NETDEV = re.compile(r"\s*(\S+)(?:\s+\((\w+)\))?")
+_IBDEV2NETDEV_BDF = rx.compile(r"[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:")
+_IBDEV2NETDEV_DEVICE = rx.compile(r"\S*\w")
+_IBDEV2NETDEV_PORT = rx.compile(r"\bport\s+(\d+)\b")
+_IBDEV2NETDEV_NETDEV = rx.compile(r"\s*(\S+)(?:\s+\((\w+)\))?")
 
 
 def _ibdev2netdev_line(line: str) -> Optional[Tuple[str, int, str, Optional[str]]]:
@@ -670,7 +671,7 @@ def parse_ibdev2netdev(text: Optional[str]) -> Ports:
 
 
 # "link mlx5_0/1 state ACTIVE ..." (current iproute2) or "1/1: mlx5_0/1: state ACTIVE ..." (iproute2 4.x)
-_RDMA_LINK = re.compile(r"^\s*(?:\d+/\d+:\s*)?(?:link\s+)?([^\s/]+)/(\d+):?\s+(.*\bstate\b.*)$")
+_RDMA_LINK = rx.compile(r"^\s*(?:\d+/\d+:\s*)?(?:link\s+)?([^\s/]+)/(\d+):?\s+(.*\bstate\b.*)$")
 
 
 def parse_rdma_link(text: Optional[str]) -> Ports:
@@ -743,7 +744,7 @@ def merge(per_source: Iterable[Tuple[str, Ports]]) -> List[IbPort]:
 
 # the tools' own words for "no device" or a failure: ibstat "Fatal error:  device '*': sys files not found",
 # ibv_devinfo "No IB devices found" / "Failed to get IB devices list", infiniband-diags' ibwarn/ibpanic
-_TOOL_ERROR = re.compile(r"Fatal error|No IB devices found|Failed to get IB devices|^\s*ib(?:warn|panic|error):|"
+_TOOL_ERROR = rx.compile(r"Fatal error|No IB devices found|Failed to get IB devices|^\s*ib(?:warn|panic|error):|"
                          r"Permission denied", re.I)
 
 
@@ -776,8 +777,8 @@ def parse(raw: Mapping[str, Optional[str]]) -> Optional[IbFacts]:
 
 # IPoIB netdevs are named ib0, ibp26s0, ibs1f0 (the kernel's "ib" prefix); Ethernet ones eth0 or en* (systemd's
 # predictable names: enp27s0f0np0, ens6f0np0, eno1). Other names (bond0, p1p1, net1 in a pod) say nothing.
-_IPOIB_NETDEV = re.compile(r"^ib[a-z]?\d")
-_ETH_NETDEV = re.compile(r"^(?:eth\d|en[a-z]+\d|en[a-z]\d)")
+_IPOIB_NETDEV = rx.compile(r"^ib[a-z]?\d")
+_ETH_NETDEV = rx.compile(r"^(?:eth\d|en[a-z]+\d|en[a-z]\d)")
 
 
 def _infer_link_layer(p: IbPort) -> None:
@@ -826,7 +827,7 @@ _SM_FIX = ("The link is up but the subnet manager has not configured the port: c
 
 # RDMA devices of other vendors (Broadcom, Intel, Marvell, Amazon, HiSilicon, Alibaba, AMD, Microsoft, Cornelis,
 # Chelsio, VMware): mlxlink does not apply to them
-_NOT_MLX = re.compile(r"^(?:bnxt_re|irdma|i40iw|qedr|efa|hns|erdma|ionic|mana|hfi1|qib|cxgb|iw_cxgb|ocrdma|vmw_pvrdma|"
+_NOT_MLX = rx.compile(r"^(?:bnxt_re|irdma|i40iw|qedr|efa|hns|erdma|ionic|mana|hfi1|qib|cxgb|iw_cxgb|ocrdma|vmw_pvrdma|"
                       r"rxe|siw)")
 
 

@@ -20,6 +20,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional
 
+from nccldiag import rx
 from nccldiag.areas.base import NodeFacts, Source, section
 from nccldiag.areas.pcie import node_gpus, node_rdma
 from nccldiag.model.findings import Finding, fail, ok, skip, warn
@@ -54,18 +55,18 @@ SOURCES = (
 MODES = ("off", "passthrough", "translated", "unknown")
 
 # lines that prove an IOMMU is translating or at least active
-_ACTIVE = re.compile(
+_ACTIVE = rx.compile(
     r"DMAR: IOMMU enabled|Intel\(R\) Virtualization Technology for Directed I/O|Intel-IOMMU: enabled"
     r"|DMAR: dmar\d+: Using Queued invalidation|AMD-Vi: Found IOMMU|Detected AMD IOMMU"
     r"|AMD-Vi: IOMMU performance counters supported|AMD-Vi: Interrupt remapping enabled"
     r"|AMD-Vi: Lazy IO/TLB flushing enabled|(?<!\S)arm-smmu(?:-v3)?\S*: (?:probing hardware|\S+ SMMUv)",
     re.I,
 )
-_HW = re.compile(r"\bDMAR\b|AMD-Vi|arm-smmu|\bIVRS\b", re.I)
-_DISABLED = re.compile(r"DMAR: IOMMU disabled|AMD-Vi: AMD IOMMU disabled|IOMMU disabled by BIOS", re.I)
-_DOMAIN = re.compile(r"Default domain type:\s*(\w+)(.*)$", re.I)
-_FAULT = re.compile(r"IO_PAGE_FAULT|DMAR: \[DMA (?:Read|Write)|DRHD: handling fault", re.I)
-_PTE_FAULT = re.compile(r"PTE (?:Read|Write) access is not set", re.I)  # after a "DMAR:"
+_HW = rx.compile(r"\bDMAR\b|AMD-Vi|arm-smmu|\bIVRS\b", re.I)
+_DISABLED = rx.compile(r"DMAR: IOMMU disabled|AMD-Vi: AMD IOMMU disabled|IOMMU disabled by BIOS", re.I)
+_DOMAIN = rx.compile(r"Default domain type:\s*(\w+)(.*)$", re.I)
+_FAULT = rx.compile(r"IO_PAGE_FAULT|DMAR: \[DMA (?:Read|Write)|DRHD: handling fault", re.I)
+_PTE_FAULT = rx.compile(r"PTE (?:Read|Write) access is not set", re.I)  # after a "DMAR:"
 
 
 def _fault(line: str) -> bool:
@@ -73,8 +74,8 @@ def _fault(line: str) -> bool:
         return True
     m = _PTE_FAULT.search(line)
     return bool(m and "dmar:" in line[:m.start()].lower())
-_UNKNOWN_OPT = re.compile(r"AMD-Vi: Unknown option - '([^']*)'")
-_DMAR_UNIT = re.compile(r"\bDMAR: (dmar\d+): reg_base_addr")
+_UNKNOWN_OPT = rx.compile(r"AMD-Vi: Unknown option - '([^']*)'")
+_DMAR_UNIT = rx.compile(r"\bDMAR: (dmar\d+): reg_base_addr")
 
 
 @dataclass

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
-from nccldiag import knowledge
+from nccldiag import knowledge, rx
 from nccldiag.areas.base import Source
 from nccldiag.model.findings import Finding, fail, ok, skip, warn
 
@@ -102,12 +102,12 @@ SOURCE = Source(
 )
 
 _PREFIXES = (
-    re.compile(r"^kern\s*:\s*\w+\s*:\s*"),  # dmesg --decode
-    re.compile(r"^\[[^\]]*\]\s*"),  # [ 12.3] or [Sun Feb 23 16:24:18 2025]
-    re.compile(r"^\d{4}-\d\d-\d\dT[\d:,.]+(?:[+-]\d\d:?\d\d|Z)?\s+"),  # iso
+    rx.compile(r"^kern\s*:\s*\w+\s*:\s*"),  # dmesg --decode
+    rx.compile(r"^\[[^\]]*\]\s*"),  # [ 12.3] or [Sun Feb 23 16:24:18 2025]
+    rx.compile(r"^\d{4}-\d\d-\d\dT[\d:,.]+(?:[+-]\d\d:?\d\d|Z)?\s+"),  # iso
     # syslog / journal: the host may be left out ("Mar 27 17:40:36 kernel: NVRM: ..."); a host ends in no colon
-    re.compile(r"^[A-Z][a-z]{2}\.?\s+\d+\s+[\d:]+\s+(?:\S+(?<!:)\s+)?\S+?(?:\[\d+\])?:\s*"),
-    re.compile(r"^\w+\.?\s+\d+\s+[\d:]+\s+(?:\S+(?<!:)\s+)?\S+?(?:\[\d+\])?:\s*"),  # localised month ("jan.")
+    rx.compile(r"^[A-Z][a-z]{2}\.?\s+\d+\s+[\d:]+\s+(?:\S+(?<!:)\s+)?\S+?(?:\[\d+\])?:\s*"),
+    rx.compile(r"^\w+\.?\s+\d+\s+[\d:]+\s+(?:\S+(?<!:)\s+)?\S+?(?:\[\d+\])?:\s*"),  # localised month ("jan.")
 )
 
 
@@ -145,7 +145,7 @@ class KernelLog:
 
 
 # the prefixes as one expression: the first that matches, in the order above (group 1: --decode's)
-_PREFIX = re.compile("|".join(f"({p.pattern[1:]})" for p in _PREFIXES))
+_PREFIX = rx.compile("|".join(f"({p.pattern[1:]})" for p in _PREFIXES))
 
 
 def split_line(line: str) -> Tuple[str, str]:
@@ -191,10 +191,10 @@ def short(line: str, limit: int = 240) -> str:
 
 # ---- reading the table's messages ------------------------------------------------------------------------
 
-_BDF = re.compile(r"\b([0-9a-fA-F]{4,8}):([0-9a-fA-F]{2}):([0-9a-fA-F]{2})\.([0-7])\b")
-_PCI = re.compile(r"PCI:([0-9a-fA-F]{4,8}):([0-9a-fA-F]{2}):([0-9a-fA-F]{2})\b")
-_GPU_N = re.compile(r"\bGPU\d{1,3}\b")
-_KEEP = re.compile(PATTERN)  # a line none of these words is in is no row's
+_BDF = rx.compile(r"\b([0-9a-fA-F]{4,8}):([0-9a-fA-F]{2}):([0-9a-fA-F]{2})\.([0-7])\b")
+_PCI = rx.compile(r"PCI:([0-9a-fA-F]{4,8}):([0-9a-fA-F]{2}):([0-9a-fA-F]{2})\b")
+_GPU_N = rx.compile(r"\bGPU\d{1,3}\b")
+_KEEP = rx.compile(PATTERN)  # a line none of these words is in is no row's
 
 
 def bus(text: str) -> str:
@@ -266,9 +266,9 @@ def events(log: KernelLog) -> List[Event]:
     return out
 
 
-_CPER_TYPE = re.compile(r"\bError \d{1,3}, type: (corrected|recoverable|fatal|info)\b")
-_CPER_SECTION = re.compile(r"\bsection_type: (.{1,40})$")
-_CPER_DEVICE = re.compile(r"\bdevice_id: ([0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])\b")
+_CPER_TYPE = rx.compile(r"\bError \d{1,3}, type: (corrected|recoverable|fatal|info)\b")
+_CPER_SECTION = rx.compile(r"\bsection_type: (.{1,40})$")
+_CPER_DEVICE = rx.compile(r"\bdevice_id: ([0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])\b")
 _CPER_SEVERITY = {"corrected": "corrected", "info": "corrected", "recoverable": "non-fatal", "fatal": "fatal"}
 
 
@@ -317,7 +317,7 @@ class _Record:
 # the dated prefixes, each with the part of the prefix its date is: dmesg -T, ISO 8601 (to the second), syslog's
 _DATES = (("%a %b %d %H:%M:%S %Y", lambda t: " ".join(t.split()[:5])), ("%Y-%m-%dT%H:%M:%S", lambda t: t[:19]),
           ("%b %d %H:%M:%S", lambda t: " ".join(t.split()[:3])))
-_MONOTONIC = re.compile(r"^\[\s*(\d{1,10}(?:\.\d{1,9})?)\]$")
+_MONOTONIC = rx.compile(r"^\[\s*(\d{1,10}(?:\.\d{1,9})?)\]$")
 _EPOCH = datetime(1900, 1, 1)
 
 

@@ -18,6 +18,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Union
 
+from nccldiag import rx
 from nccldiag.areas.base import DUMP_HEADER, NodeFacts, Source, parse_dump, section
 from nccldiag.areas.pcie import node_rdma
 from nccldiag.model.findings import Finding, fail, ok, skip, warn
@@ -145,9 +146,9 @@ def parse_limits_conf(text: Optional[str]) -> List[ConfLine]:
 
 
 # `grep . /sys/devices/system/cpu/cpu*/cpufreq/scaling_governor`: "<path>:<governor>" per CPU.
-_GREP_GOVERNOR = re.compile(r"^\S*scaling_governor:\s*(\S+)$")
+_GREP_GOVERNOR = rx.compile(r"^\S*scaling_governor:\s*(\S+)$")
 # bash's `ulimit -a`: "max locked memory           (kbytes, -l) 64", "open files                      (-n) 1024"
-_ULIMIT_A = re.compile(r"^\s*(?P<label>[a-z](?:[a-z ]*[a-z])?)\s+\((?:(?P<unit>[a-z]+),\s*)?-(?P<opt>[a-zA-Z])\)\s+(?P<v>\S+)\s*$")
+_ULIMIT_A = rx.compile(r"^\s*(?P<label>[a-z](?:[a-z ]*[a-z])?)\s+\((?:(?P<unit>[a-z]+),\s*)?-(?P<opt>[a-zA-Z])\)\s+(?P<v>\S+)\s*$")
 
 
 def parse_governors(text: Optional[str]) -> Dict[str, int]:

@@ -8,11 +8,11 @@ result per target.
 """
 from __future__ import annotations
 
-import re
 import shlex
 from dataclasses import dataclass
 from typing import Collection, List, Optional, Sequence
 
+from nccldiag import rx
 from nccldiag.model.findings import Finding, Status, error, fail, ok, warn
 
 MARK = "@@mesh "
@@ -166,7 +166,7 @@ def judge(source: str, targets: Sequence[str], results: Sequence[MeshResult], fi
     return [_finding(source, len(targets), faults, unclear, untested)]
 
 
-_OF_N = re.compile(r" of (\d+) nodes")  # the targets' count, in each message of :func:`_finding`
+_OF_N = rx.compile(r" of (\d+) nodes")  # the targets' count, in each message of :func:`_finding`
 
 
 def settle(finding: Finding, unreached: Collection[str]) -> Finding:

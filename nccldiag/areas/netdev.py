@@ -15,23 +15,25 @@ import re
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Union
 
+from nccldiag import rx
+
 # interfaces that never leave the host: loopback, container bridges and their veth ends, tunnels, dummies
-VIRTUAL = re.compile(r"^(?:lo\d*|docker\w*|veth\w*|virbr\d*|br-\w+|cni\w*|flannel\.\d+|cali\w+|tun\d*|tap\d*|"
+VIRTUAL = rx.compile(r"^(?:lo\d*|docker\w*|veth\w*|virbr\d*|br-\w+|cni\w*|flannel\.\d+|cali\w+|tun\d*|tap\d*|"
                      r"dummy\d*|kube-\w+|vxlan\w*|genev\w*|weave|tunl\d*|nodelocaldns|lxc\w*|cilium\w*)$")
 FABRIC_GBPS = 25  # a port at 25 Gb/s or more (or InfiniBand) is a fabric port: an HPC node does not leave it uncabled
 
-_IFCONFIG = re.compile(r"(?:^|\s)(?P<name>[A-Za-z][\w.:-]{0,40}): flags=(?:0x)?[0-9a-fA-F]{1,8}<(?P<flags>[^>\n]{0,300})>")
-_IP_LINK = re.compile(r"^\s{0,8}\d{1,6}:\s+(?P<name>[^\s:@]{1,40})(?:@\S{1,60})?:\s+<(?P<flags>[^>\n]{0,300})>"
+_IFCONFIG = rx.compile(r"(?:^|\s)(?P<name>[A-Za-z][\w.:-]{0,40}): flags=(?:0x)?[0-9a-fA-F]{1,8}<(?P<flags>[^>\n]{0,300})>")
+_IP_LINK = rx.compile(r"^\s{0,8}\d{1,6}:\s+(?P<name>[^\s:@]{1,40})(?:@\S{1,60})?:\s+<(?P<flags>[^>\n]{0,300})>"
                       r"(?P<rest>[^\n]{0,400})")
-_IP_BR = re.compile(r"^\s{0,8}(?P<name>[^\s:@]{1,40})(?:@\S{1,60})?\s+(?P<state>UP|DOWN|UNKNOWN|LOWERLAYERDOWN|DORMANT)"
+_IP_BR = rx.compile(r"^\s{0,8}(?P<name>[^\s:@]{1,40})(?:@\S{1,60})?\s+(?P<state>UP|DOWN|UNKNOWN|LOWERLAYERDOWN|DORMANT)"
                     r"\s+(?P<rest>[^\n]{0,600})$")
-_ETHTOOL = re.compile(r"^\s{0,8}Settings for (?P<name>[^\s:]{1,40}):\s*$")
-_DETECTED = re.compile(r"^\s{0,16}Link detected:\s*(?P<v>yes|no)\b")
-_SPEED = re.compile(r"^\s{0,16}Speed:\s*(?P<mb>\d{1,7})\s*Mb/s")
-_STATUS = re.compile(r"\bstatus: (?P<s>no carrier(?: \([^)\n]{0,60}\))?|active|inactive|associated|running|down)")
-_MEDIA = re.compile(r"\bmedia: [^\n]{0,120}?\((?P<g>\d{1,4})G(?:BASE|Base)[^\s)]{0,20}")
-_INET = re.compile(r"\binet6? (?:addr: ?)?(?P<a>[0-9a-fA-F.:]{2,45})(?:/\d{1,3})?")
-_BR_ADDR = re.compile(r"(?P<a>[0-9a-fA-F.:]{2,45})/\d{1,3}")
+_ETHTOOL = rx.compile(r"^\s{0,8}Settings for (?P<name>[^\s:]{1,40}):\s*$")
+_DETECTED = rx.compile(r"^\s{0,16}Link detected:\s*(?P<v>yes|no)\b")
+_SPEED = rx.compile(r"^\s{0,16}Speed:\s*(?P<mb>\d{1,7})\s*Mb/s")
+_STATUS = rx.compile(r"\bstatus: (?P<s>no carrier(?: \([^)\n]{0,60}\))?|active|inactive|associated|running|down)")
+_MEDIA = rx.compile(r"\bmedia: [^\n]{0,120}?\((?P<g>\d{1,4})G(?:BASE|Base)[^\s)]{0,20}")
+_INET = rx.compile(r"\binet6? (?:addr: ?)?(?P<a>[0-9a-fA-F.:]{2,45})(?:/\d{1,3})?")
+_BR_ADDR = rx.compile(r"(?P<a>[0-9a-fA-F.:]{2,45})/\d{1,3}")
 
 
 @dataclass

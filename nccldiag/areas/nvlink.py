@@ -38,6 +38,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
+from nccldiag import rx
 from nccldiag.areas import gpu as gpu_area
 from nccldiag.areas import smiq
 from nccldiag.areas.base import NodeFacts, Source, section, parsed
@@ -125,8 +126,8 @@ class NvlinkFacts:
     smi_collected: bool = False  # nvidia-smi -q came back with a report
 
 
-_GPU_LINE = re.compile(r"^GPU (\d+):\s*(.*?)(?:\s*\(UUID:.*)?$")
-_LINK = re.compile(r"^Link (\d+):\s*(.*)$")
+_GPU_LINE = rx.compile(r"^GPU (\d+):\s*(.*?)(?:\s*\(UUID:.*)?$")
+_LINK = rx.compile(r"^Link (\d+):\s*(.*)$")
 
 
 def parse_status(text: Optional[str]) -> Optional[List[LinkGpu]]:
@@ -158,7 +159,7 @@ def parse_status(text: Optional[str]) -> Optional[List[LinkGpu]]:
     return gpus
 
 
-_ERR = re.compile(r"^Link (\d+):\s*(.+?):\s*(\d+)\s*$")
+_ERR = rx.compile(r"^Link (\d+):\s*(.+?):\s*(\d+)\s*$")
 
 
 def parse_errors(text: Optional[str]) -> Tuple[Optional[Dict[str, Dict[str, int]]], List[str]]:
@@ -183,9 +184,9 @@ def parse_errors(text: Optional[str]) -> Tuple[Optional[Dict[str, Dict[str, int]
     return out, lines
 
 
-_FM_VERSION = re.compile(r"(?:Fabric Manager version(?: is)?\s*(?::\s*)?)(\d+\.\d+(?:\.\d+)?)")
+_FM_VERSION = rx.compile(r"(?:Fabric Manager version(?: is)?\s*(?::\s*)?)(\d+\.\d+(?:\.\d+)?)")
 # systemctl status: "Active: active (running) since ...", "Active: activating (auto-restart) (Result: exit-code)"
-_ACTIVE = re.compile(r"^Active:\s+([a-z-]+)(?:\s+\(([^)]{0,40})\))?")
+_ACTIVE = rx.compile(r"^Active:\s+([a-z-]+)(?:\s+\(([^)]{0,40})\))?")
 _ACTIVE_STATE = {"active": "running", "failed": "failed", "inactive": "stopped", "activating": "restarting",
                  "deactivating": "stopped", "reloading": "running"}
 

@@ -30,6 +30,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from nccldiag import rx
 from nccldiag.areas.base import NodeFacts, Source, section
 from nccldiag.model.findings import Finding, fail, ok, skip, warn
 
@@ -206,32 +207,32 @@ class PcieFacts:
 
 
 # 0000:19:00.0 3D controller [0302]: NVIDIA Corporation GH100 [H100 SXM5 80GB] [10de:2330] (rev a1)
-_HEADER = re.compile(
+_HEADER = rx.compile(
     r"^(?:([0-9a-fA-F]{4,}):)?([0-9a-fA-F]{2}):([0-9a-fA-F]{2})\.([0-7])\s+"
     r"([^:\[]+?)(?:\s+\[([0-9a-fA-F]{4})\])?:\s*(.*)$"
 )
-_IDS = re.compile(r"\[([0-9a-fA-F]{4}):([0-9a-fA-F]{4})\]")
-_SPEED = re.compile(r"Speed\s+([\d.]+)\s*GT/s")
-_PORT0 = re.compile(r"LnkCap:\s{1,8}Port #0,")
-_WIDTH = re.compile(r"Width\s+x(\d+)")
-_BUS = re.compile(r"Bus:\s*primary=([0-9a-fA-F]+),\s*secondary=([0-9a-fA-F]+),\s*subordinate=([0-9a-fA-F]+)")
-_ACS = re.compile(r"\b(" + "|".join(ACS_BITS) + r")([+-])")
-_LIMITED = re.compile(
+_IDS = rx.compile(r"\[([0-9a-fA-F]{4}):([0-9a-fA-F]{4})\]")
+_SPEED = rx.compile(r"Speed\s+([\d.]+)\s*GT/s")
+_PORT0 = rx.compile(r"LnkCap:\s{1,8}Port #0,")
+_WIDTH = rx.compile(r"Width\s+x(\d+)")
+_BUS = rx.compile(r"Bus:\s*primary=([0-9a-fA-F]+),\s*secondary=([0-9a-fA-F]+),\s*subordinate=([0-9a-fA-F]+)")
+_ACS = rx.compile(r"\b(" + "|".join(ACS_BITS) + r")([+-])")
+_LIMITED = rx.compile(
     r"\b(?:pci\s+)?((?:[0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]):\s*([\d.]+)\s*Gb/s available PCIe bandwidth,"
     r"\s*limited by\s+(.+?)(?:\s*\(capable of\s+([\d.]+)\s*Gb/s[^)]*\))?\s*$"
 )
 _VENDOR_NAMES = (("nvidia", NVIDIA), ("mellanox", MELLANOX))
 # `lspci -t[v]`: "-[0000:00]-+-01.0-[01]----00.0  Mellanox Technologies MT28908 Family [ConnectX-6]"
-_TREE_ROOT = re.compile(r"^\s*[-+\\|]*\[(?:([0-9a-fA-F]{4}):)?([0-9a-fA-F]{2})\]-")
-_TREE_BRANCH = re.compile(r"[+\\`]-[0-9a-fA-F]{2}\.[0-7]")
-_TREE_NAMED = re.compile(r"([0-9a-fA-F]{2}\.[0-7])\s{2,}(\S.*?)\s*$")
-_TREE_TOKEN = re.compile(r"\[(?:(?P<dom>[0-9a-fA-F]{4}):)?(?P<sec>[0-9a-fA-F]{2})(?:-(?P<sub>[0-9a-fA-F]{2}))?\]"
+_TREE_ROOT = rx.compile(r"^\s*[-+\\|]*\[(?:([0-9a-fA-F]{4}):)?([0-9a-fA-F]{2})\]-")
+_TREE_BRANCH = rx.compile(r"[+\\`]-[0-9a-fA-F]{2}\.[0-7]")
+_TREE_NAMED = rx.compile(r"([0-9a-fA-F]{2}\.[0-7])\s{2,}(\S.*?)\s*$")
+_TREE_TOKEN = rx.compile(r"\[(?:(?P<dom>[0-9a-fA-F]{4}):)?(?P<sec>[0-9a-fA-F]{2})(?:-(?P<sub>[0-9a-fA-F]{2}))?\]"
                          r"|(?P<dev>[0-9a-fA-F]{2}\.[0-7])|(?P<br>[+\\`])-")
-_TREE_NOT_GPU = re.compile(r"Audio|USB|UCSI|Serial Bus|PCI Express|Root Port|Switch|Bridge", re.I)
-_TREE_OTHER_GPU = re.compile(r"\[AMD/ATI\]|Radeon|Instinct|Intel Corporation .{0,512}(?:Data Center GPU|Arc|Graphics)|"
+_TREE_NOT_GPU = rx.compile(r"Audio|USB|UCSI|Serial Bus|PCI Express|Root Port|Switch|Bridge", re.I)
+_TREE_OTHER_GPU = rx.compile(r"\[AMD/ATI\]|Radeon|Instinct|Intel Corporation .{0,512}(?:Data Center GPU|Arc|Graphics)|"
                              r"Habana|Gaudi", re.I)
-_TREE_RDMA = re.compile(r"Mellanox|ConnectX|BlueField|\[15b3:", re.I)
-_TREE_GPU = re.compile(r"NVIDIA Corporation.{0,512}(?:\[(?:GeForce|RTX|Tesla|Quadro|[AHBL]\d+|GH|GB)|3D|VGA)|\[10de:[0-9a-f]{4}\]"
+_TREE_RDMA = rx.compile(r"Mellanox|ConnectX|BlueField|\[15b3:", re.I)
+_TREE_GPU = rx.compile(r"NVIDIA Corporation.{0,512}(?:\[(?:GeForce|RTX|Tesla|Quadro|[AHBL]\d+|GH|GB)|3D|VGA)|\[10de:[0-9a-f]{4}\]"
                        r"|NVIDIA Corporation G[AHBPKVMT]?\d{2,3}", re.I)
 
 
@@ -382,7 +383,7 @@ def parse_tree(text: Optional[str]) -> Tuple[bool, List[str]]:
 
 
 # The kernel's enumeration line of a device: 'pci 0000:a7:00.0: [10b5:8725] type 01 class 0x060400'
-_ENUMERATED = re.compile(r"(?:([0-9a-fA-F]{4}):)?([0-9a-fA-F]{2}):([0-9a-fA-F]{2})\.([0-7]): \[[0-9a-fA-F]{4}:[0-9a-fA-F]{4}\] "
+_ENUMERATED = rx.compile(r"(?:([0-9a-fA-F]{4}):)?([0-9a-fA-F]{2}):([0-9a-fA-F]{2})\.([0-7]): \[[0-9a-fA-F]{4}:[0-9a-fA-F]{4}\] "
                          r"type [0-9a-fA-F]{2} class 0x([0-9a-fA-F]{6})")
 # the PCI class codes of the devices whose bandwidth the check judges: network controllers (02: Ethernet, InfiniBand),
 # display controllers (03: GPUs), InfiniBand as a serial bus controller (0c06), processing accelerators (12)
@@ -700,7 +701,7 @@ def _judge_limited(facts: PcieFacts) -> List[Finding]:
 # Recovery]', '[ConnectX-9 Secure Flash Recovery-RMA]', '[BlueField-2 SoC Flash Recovery]' (pciutils/pciids pci.ids
 # at c1c1254): no driver binds it and it has no ports until a firmware is burned to it (NVIDIA MFT user manual,
 # 'Booting HCA Device in Livefish Mode').
-_FLASH_RECOVERY = re.compile(r"\[(?:ConnectX|Connect-IB|BlueField)[^\]\n]{0,40}? Flash Recovery(?:-RMA)?\]")
+_FLASH_RECOVERY = rx.compile(r"\[(?:ConnectX|Connect-IB|BlueField)[^\]\n]{0,40}? Flash Recovery(?:-RMA)?\]")
 
 
 def _judge_recovery(facts: PcieFacts) -> List[Finding]:

@@ -34,10 +34,10 @@ The kernel messages are rows of ``nccldiag/knowledge/kmsg.toml`` (area
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional
 
+from nccldiag import rx
 from nccldiag.areas import kernlog, smiq
 from nccldiag.areas.base import NodeFacts, Source, section, parsed
 from nccldiag.model.findings import Finding, fail, ok, skip, warn
@@ -104,9 +104,9 @@ class PcieErrorFacts:
     kmsg: List[kernlog.Event] = field(default_factory=list)  # the other rows of this area (hot-plug links down)
 
 
-_HEADER = re.compile(r"^==> (\S+) <==$")
-_GREP = re.compile(r"^(/\S+/(aer_dev_\w+)):(.*)$")
-_BDF = re.compile(r"([0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-9a-fA-F])/aer_dev_\w+$")
+_HEADER = rx.compile(r"^==> (\S+) <==$")
+_GREP = rx.compile(r"^(/\S+/(aer_dev_\w+)):(.*)$")
+_BDF = rx.compile(r"([0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-9a-fA-F])/aer_dev_\w+$")
 
 
 def parse_aer(text: Optional[str]) -> PcieErrorFacts:

@@ -30,11 +30,12 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Dict, List, Optional, Tuple
 
+from nccldiag import rx
 from nccldiag.areas.base import NodeFacts, Source, section
 from nccldiag.model.findings import Finding, fail, ok, skip, warn
 
 NAME = "roce"
-_IWARP_DEV = re.compile(r"^(?:i40iw|iw_cxgb|cxgb4_|siw)")  # as the ib area: iWARP devices by name
+_IWARP_DEV = rx.compile(r"^(?:i40iw|iw_cxgb|cxgb4_|siw)")  # as the ib area: iWARP devices by name
 TITLE = "RoCE set-up"
 
 QOS_SOURCE = Source(
@@ -79,7 +80,7 @@ class RoceFacts:
     sysctl: Dict[str, Dict[str, int]] = field(default_factory=dict)  # iface -> {rp_filter: n, ...}
 
 
-_ECN = re.compile(r"/ecn/(roce_np|roce_rp)/enable/(\d+)\s*[:=]\s*(\d+)")
+_ECN = rx.compile(r"/ecn/(roce_np|roce_rp)/enable/(\d+)\s*[:=]\s*(\d+)")
 
 
 def parse_qos(text: Optional[str]) -> Tuple[List[RoceNetdev], bool]:

@@ -22,6 +22,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
+from nccldiag import rx
 from nccldiag.areas.base import Source
 
 SOURCE = Source(
@@ -31,8 +32,8 @@ SOURCE = Source(
     description="nvidia-smi -q, whole (ECC, row remapping, clock events, fabric state, PCIe replays, VBIOS, InfoROM)",
 )
 
-_GPU = re.compile(r"^GPU\s+([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f])\s*$")
-_WARNING = re.compile(r"^\s*(WARNING|ERROR|Unable|Failed|NVIDIA-SMI has failed)\b.*", re.I)
+_GPU = rx.compile(r"^GPU\s+([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f])\s*$")
+_WARNING = rx.compile(r"^\s*(WARNING|ERROR|Unable|Failed|NVIDIA-SMI has failed)\b.*", re.I)
 
 
 @dataclass

@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional
 
+from nccldiag import rx
 from nccldiag.areas.base import NodeFacts, Source, section
 from nccldiag.model.findings import Finding, fail, ok, warn
 
@@ -76,8 +77,8 @@ class SystemFacts:
         return out
 
 
-_IP_ADDR = re.compile(r"^\d+:\s+(\S+?)(?:@\S+)?\s+(inet6?)\s+(\S+)")
-_IP_LINK = re.compile(r"^\d+:\s+(\S+?)(?:@\S+)?:\s+<([^>]*)>.*?\bmtu\s+(\d+)(?:.*?\bstate\s+(\S+))?")
+_IP_ADDR = rx.compile(r"^\d+:\s+(\S+?)(?:@\S+)?\s+(inet6?)\s+(\S+)")
+_IP_LINK = rx.compile(r"^\d+:\s+(\S+?)(?:@\S+)?:\s+<([^>]*)>.*?\bmtu\s+(\d+)(?:.*?\bstate\s+(\S+))?")
 
 
 def parse_os_release(text: Optional[str]) -> Optional[str]:

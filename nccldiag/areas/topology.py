@@ -19,6 +19,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
+from nccldiag import rx
 from nccldiag.node import p2pcopy
 from nccldiag.areas.base import JSON_LINE_LIMIT, NodeFacts, Source, json_line, section
 from nccldiag.model.findings import Finding, error, fail, ok, skip, warn
@@ -247,7 +248,7 @@ def parse(raw: Mapping[str, Optional[str]]) -> TopologyFacts:
 
 # ---------------------------------------------------------------- judgement
 
-_CONSUMER = re.compile(r"GeForce|\bRTX\s+(?:40|50)[5-9]0\b", re.I)
+_CONSUMER = rx.compile(r"GeForce|\bRTX\s+(?:40|50)[5-9]0\b", re.I)
 
 
 def is_consumer(name: Optional[str]) -> bool:

@@ -66,7 +66,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
-from nccldiag import knowledge
+from nccldiag import knowledge, rx
 from nccldiag.areas import kernlog
 from nccldiag.areas.base import NodeFacts, parsed
 from nccldiag.areas.smiq import norm_bus
@@ -117,15 +117,15 @@ _NODE_REASON_XID = kernlog.BY_ID["scheduler-node-reason-xid"].pattern
 _QUOTED_XID = kernlog.BY_ID["quoted-xid"].pattern
 # an Xid a node health check found in the kernel log and failed on (group code; no GPU named)
 _CHECK_XID = kernlog.BY_ID["health-check-found-xid"].pattern
-_BUS_IN = re.compile(r"^\s*(?:PCI:\s*)?([0-9A-Fa-f]{1,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.[0-7])?)(?![0-9A-Fa-f:])")
-_GPU_AT = re.compile(r"NVRM: GPU at PCI:([0-9A-Fa-f:.]+):\s*(GPU-[0-9a-fA-F-]+)")
-_THE_GPU = re.compile(r"NVRM: The NVIDIA GPU ([0-9A-Fa-f]{4}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d)")
-_OFF_BUS = re.compile(r"NVRM: GPU ([0-9A-Fa-f:.]+): GPU has fallen off the bus")
-_CAUSED = re.compile(r"caused by previous Xid (\d+)", re.I)
-_NONFATAL = re.compile(r"\bNon-?fatal\b", re.I)
-_RESET_FLAG = re.compile(r"\b(?:D-)?RST: Yes\b", re.I)
+_BUS_IN = rx.compile(r"^\s*(?:PCI:\s*)?([0-9A-Fa-f]{1,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.[0-7])?)(?![0-9A-Fa-f:])")
+_GPU_AT = rx.compile(r"NVRM: GPU at PCI:([0-9A-Fa-f:.]+):\s*(GPU-[0-9a-fA-F-]+)")
+_THE_GPU = rx.compile(r"NVRM: The NVIDIA GPU ([0-9A-Fa-f]{4}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d)")
+_OFF_BUS = rx.compile(r"NVRM: GPU ([0-9A-Fa-f:.]+): GPU has fallen off the bus")
+_CAUSED = rx.compile(r"caused by previous Xid (\d+)", re.I)
+_NONFATAL = rx.compile(r"\bNon-?fatal\b", re.I)
+_RESET_FLAG = rx.compile(r"\b(?:D-)?RST: Yes\b", re.I)
 # 154: "GPU recovery action changed from 0x0 (None) to 0x1 (GPU Reset Required)"
-_RECOVERY_TO = re.compile(r"\bto (?:0x[0-9a-f]+\s*)?\(?([A-Za-z][A-Za-z0-9 ]*?)\)?\s*\.?\s*$", re.I)
+_RECOVERY_TO = rx.compile(r"\bto (?:0x[0-9a-f]+\s*)?\(?([A-Za-z][A-Za-z0-9 ]*?)\)?\s*\.?\s*$", re.I)
 _RECOVERY_CLASS = (("none", "info"), ("reboot", "reboot"), ("reset", "reset"), ("drain", "reset"))
 
 

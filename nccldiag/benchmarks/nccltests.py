@@ -5,6 +5,8 @@ import re
 from dataclasses import dataclass, field
 from typing import List, Optional
 
+from nccldiag import rx
+
 
 @dataclass
 class NcclTestsRow:
@@ -136,14 +138,14 @@ def _row(toks: List[str]) -> Optional[NcclTestsRow]:
 
 
 # a line that is only an elision mark, as posters cut long outputs
-_ELISION = re.compile(r"^(?:\.{3,}|\u2026|\[\s*(?:\.{3,}|\u2026|snip(?:ped)?)\s*\]|\(\s*(?:\.{3,}|\u2026)\s*\)|"
+_ELISION = rx.compile(r"^(?:\.{3,}|\u2026|\[\s*(?:\.{3,}|\u2026|snip(?:ped)?)\s*\]|\(\s*(?:\.{3,}|\u2026)\s*\)|"
                       r"<\s*snip(?:ped)?\s*>|-+\s*snip\s*-+)$", re.I)
-_AVG = re.compile(r"Avg bus bandwidth\s*:\s*([\d.]+)")
-_STARTING = re.compile(r"Collective test starting:\s*(\S+)")
-_BOUNDS = re.compile(r"Out of bounds values\s*:\s*(\d+)")
-_TITLES = re.compile(r"^(?:size|bytes)\s+(?:count|N)\s+type\b")
-_HEADER = re.compile(r"^nThread \d+|^Using devices\s*$|^(?:size|bytes)\s+(?:count|N)\s+type\b")
-_RANK = re.compile(r"\bRank\s+\d+\s+(?:Group\s+\d+\s+)?(?:Pid\s+\d+\s+on\s+(?P<host>\S+)\s+)?(?:device\s+\d+|uses device"
+_AVG = rx.compile(r"Avg bus bandwidth\s*:\s*([\d.]+)")
+_STARTING = rx.compile(r"Collective test starting:\s*(\S+)")
+_BOUNDS = rx.compile(r"Out of bounds values\s*:\s*(\d+)")
+_TITLES = rx.compile(r"^(?:size|bytes)\s+(?:count|N)\s+type\b")
+_HEADER = rx.compile(r"^nThread \d+|^Using devices\s*$|^(?:size|bytes)\s+(?:count|N)\s+type\b")
+_RANK = rx.compile(r"\bRank\s+\d+\s+(?:Group\s+\d+\s+)?(?:Pid\s+\d+\s+on\s+(?P<host>\S+)\s+)?(?:device\s+\d+|uses device"
                    r"\s+\d+)\s+\[[^\]]*\]\s*(?P<gpu>.*)$")
 
 
@@ -152,7 +154,7 @@ _RANK = re.compile(r"\bRank\s+\d+\s+(?:Group\s+\d+\s+)?(?:Pid\s+\d+\s+on\s+(?P<h
 # one expression), and those holding a word read anywhere in them. Found over the whole text at once, in C, so
 # that the lines of a job's stdout kept after a table's start (a training loop's progress lines, up to the bound)
 # are never split apart and read one by one.
-_STARTS = re.compile(r"\n(?:[^\S\n]|[>#])*(?:[^A-Za-z\s>#]|[nUsb])")
+_STARTS = rx.compile(r"\n(?:[^\S\n]|[>#])*(?:[^A-Za-z\s>#]|[nUsb])")
 _ANYWHERE = ("Avg bus", "Collective test", "Out of bounds", "Rank")
 # the line breaks other than LF, where str.splitlines() cuts lines that the search above would not
 _OTHER_BREAKS = "\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"

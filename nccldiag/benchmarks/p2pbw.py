@@ -9,22 +9,23 @@ or stop inside one: what is there is read, row by row.
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Dict, Iterator, List, Optional, Tuple
+
+from nccldiag import rx
 
 Pair = Tuple[int, int]
 
 # "Unidirectional P2P=Enabled Bandwidth (P2P Writes) Matrix (GB/s)", "Bidirectional P2P=Disabled Bandwidth Matrix (GB/s)"
-TITLE = re.compile(r"(Unidirectional|Bidirectional) P2P=(Enabled|Disabled) Bandwidth(?: \(P2P (Writes|Reads)\))? "
+TITLE = rx.compile(r"(Unidirectional|Bidirectional) P2P=(Enabled|Disabled) Bandwidth(?: \(P2P (Writes|Reads)\))? "
                    r"Matrix \(GB/s\)")
-CONNECTIVITY = re.compile(r"P2P Connectivity Matrix")
-BANNER = re.compile(r"\[P2P \(Peer-to-Peer\) GPU Bandwidth Latency Test\]")
-ACCESS = re.compile(r"Device=(\d{1,4}) (CAN|CANNOT) Access Peer Device=(\d{1,4})\b")
-DEVICE = re.compile(r"Device: (\d{1,4}), ([^,\n]{1,200}), pciBusID: [0-9a-fA-F]{1,8}")
-TOKEN = re.compile(r"\S{1,64}")
-INTEGER = re.compile(r"\d{1,4}")
-NUMBER = re.compile(r"\d{1,9}(?:\.\d{1,9})?")
+CONNECTIVITY = rx.compile(r"P2P Connectivity Matrix")
+BANNER = rx.compile(r"\[P2P \(Peer-to-Peer\) GPU Bandwidth Latency Test\]")
+ACCESS = rx.compile(r"Device=(\d{1,4}) (CAN|CANNOT) Access Peer Device=(\d{1,4})\b")
+DEVICE = rx.compile(r"Device: (\d{1,4}), ([^,\n]{1,200}), pciBusID: [0-9a-fA-F]{1,8}")
+TOKEN = rx.compile(r"\S{1,64}")
+INTEGER = rx.compile(r"\d{1,4}")
+NUMBER = rx.compile(r"\d{1,9}(?:\.\d{1,9})?")
 
 
 @dataclass

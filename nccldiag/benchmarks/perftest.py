@@ -5,6 +5,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
+from nccldiag import rx
+
 
 def _lines(text: Optional[str]) -> List[str]:
     return [l.replace("\t", " ").rstrip() for l in (text or "").splitlines()]
@@ -26,9 +28,9 @@ class PerftestResult:
     source: str = ""  # the file it was read from (``nccldiag log``)
 
 
-_RUN = re.compile(r"[A-Za-z .]+:?")  # a run of a key's characters, and the colon after it
-_VALUE = re.compile(r"\s*(\S+)")
-_BW_AVERAGE = re.compile(r"BW average\[([^\]]{1,512})\]")
+_RUN = rx.compile(r"[A-Za-z .]+:?")  # a run of a key's characters, and the colon after it
+_VALUE = rx.compile(r"\s*(\S+)")
+_BW_AVERAGE = rx.compile(r"BW average\[([^\]]{1,512})\]")
 
 
 def _fields(line: str) -> List[Tuple[str, str]]:

@@ -25,7 +25,7 @@ from __future__ import annotations
 import re
 from typing import Iterable, List, Sequence
 
-from nccldiag import __version__
+from nccldiag import __version__, rx
 from nccldiag.areas.base import Source
 
 
@@ -61,8 +61,8 @@ _DUMP_DEF = (
 )
 
 
-_MARK = re.compile(r"^[0-9a-f]{8,64}$")
-_RUN_LINE = re.compile(r"^_run ([A-Za-z0-9_]{1,64}) \d+ ", re.M)
+_MARK = rx.compile(r"^[0-9a-f]{8,64}$")
+_RUN_LINE = rx.compile(r"^_run ([A-Za-z0-9_]{1,64}) \d+ ", re.M)
 
 
 def build_script(sources: Sequence[Source], areas: Iterable[str] = (), mark: str = "") -> str:

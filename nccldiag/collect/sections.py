@@ -4,7 +4,9 @@ from __future__ import annotations
 import re
 from typing import Dict, List, Optional, Sequence
 
-MARK = re.compile(r"^[0-9a-f]{8,64}$")
+from nccldiag import rx
+
+MARK = rx.compile(r"^[0-9a-f]{8,64}$")
 
 
 def new_mark() -> str:

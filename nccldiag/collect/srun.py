@@ -17,12 +17,12 @@ in any case. A node cut off keeps the sections it sent, flagged truncated.
 """
 from __future__ import annotations
 
-import re
 import threading
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Sequence
 
+from nccldiag import rx
 from nccldiag.model.raw import RawNode, released
 from nccldiag.slurm import commands
 from nccldiag.collect.script import source_names
@@ -44,7 +44,7 @@ FIXES = {
     NOT_A_NODE: "Give hosts as Slurm knows them (sinfo -N), or make NodeAddr/NodeHostName match the hostfile.",
 }
 
-_LABEL = re.compile(r"^\s*(\d+): ?(.*)$")
+_LABEL = rx.compile(r"^\s*(\d+): ?(.*)$")
 
 
 @dataclass

@@ -8,14 +8,13 @@ cases use (``../shared/fixtures/cases/README.md``).
 """
 from __future__ import annotations
 
-import re
 from typing import Dict
 
-from nccldiag import knowledge
+from nccldiag import knowledge, rx
 
 CATEGORIES: Dict[str, str] = {r["name"]: r["what"] for r in knowledge.rows("categories.toml", "category")}
 
-OTHER = re.compile(r"^other:[a-z0-9][a-z0-9-]*$")  # a cause outside the list, named by its slug
+OTHER = rx.compile(r"^other:[a-z0-9][a-z0-9-]*$")  # a cause outside the list, named by its slug
 
 
 def known(category: str) -> bool:

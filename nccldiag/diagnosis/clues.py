@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass
 from typing import Iterable, List, Optional, Pattern, Sequence, Union
 
+from nccldiag import rx
 from nccldiag.diagnosis.inputs import Inputs, LogView
 from nccldiag.diagnosis.model import Evidence, finding_evidence, log_evidence
 from nccldiag.model.findings import SEVERITY, Finding, Status
@@ -93,7 +94,7 @@ SPAN = 16384
 
 def find(inp: Inputs, pattern: Pat, kinds: Sequence[str] = KINDS, flags: int = 0) -> List[Clue]:
     """The clues of ``kinds`` whose text matches ``pattern`` (a regex, searched)."""
-    pat = re.compile(pattern, flags) if isinstance(pattern, str) else pattern
+    pat = rx.compile(pattern, flags) if isinstance(pattern, str) else pattern
     if inp.clue_index is None:
         every = clues(inp)
         inp.clue_index = (every, list(dict.fromkeys(c.text for c in every)))  # a text repeated is searched once

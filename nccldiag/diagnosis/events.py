@@ -35,11 +35,10 @@ a diagnosis only where none of them explains it (:mod:`nccldiag.diagnosis.rules.
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, replace
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
-from nccldiag import knowledge
+from nccldiag import knowledge, rx
 from nccldiag.areas import kernlog, xid
 from nccldiag.diagnosis import clues as C
 from nccldiag.diagnosis import signs, torchmsg
@@ -57,10 +56,10 @@ _LINE_KINDS = ("kernel", "error")  # where the NCCL log reader keeps kernel line
 _CUDA_KINDS = ("app", "error", "warn", "last-error")
 # the host a kernel line names: syslog's ('Jun 17 20:20:44 node7 kernel: ...', behind a grep's 'file:' too), or a
 # per-host prefix before the kernel's facility or time ('192.168.11.119: kern: warning: ...', 'node7: [ 12.3] ...')
-_SYSLOG_HOST = re.compile(r"(?:^|[\s:])[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d (?P<host>[\w.\-]{1,253}) kernel(?:\[\d{1,9}\])?:")
+_SYSLOG_HOST = rx.compile(r"(?:^|[\s:])[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d (?P<host>[\w.\-]{1,253}) kernel(?:\[\d{1,9}\])?:")
 # pdsh's 'host: ' before the kernel's line (its --decode facility, or a dmesg time '[ 12.3]' / '[Mon May  1 ...]');
 # not the kernel's own 'IP: [<ffffffffc0740f8f>] func+0x1f/0x170 [module]' of an oops before 4.20
-_PREFIX_HOST = re.compile(r"^(?P<host>[\w.\-]{1,253}): (?:kern ?: ?\w{1,12} ?: |\[(?!<))")
+_PREFIX_HOST = rx.compile(r"^(?P<host>[\w.\-]{1,253}): (?:kern ?: ?\w{1,12} ?: |\[(?!<))")
 
 
 @dataclass
@@ -128,7 +127,7 @@ def summary(found: Sequence[Event], limit: int = 3) -> str:
 # ---- a GPU torn down, its users hung ----------------------------------------------------------------------
 
 TORN_DOWN = 45  # the driver's removal of a GPU's channels (ROBUST_CHANNEL_PREEMPTIVE_REMOVAL)
-_HUNG_TASK = re.compile(r"blocked for more than")
+_HUNG_TASK = rx.compile(r"blocked for more than")
 _WEDGED_FIX = ("A process hangs in the kernel (state D) after the driver tore down the GPU's channels: the GPU or its "
                "driver is wedged and no job can use it. Drain the node and reset the GPU ('nvidia-smi -r -i <id>') "
                "or, with processes stuck in D state (nvidia-smi included), reboot.")
@@ -174,7 +173,7 @@ def _wedged(found: List[Event]) -> List[Event]:
 
 
 # NVIDIA's own tools and services, which block in the driver when the GPU or the driver does not answer
-_NVIDIA_TASK = re.compile(r"task (?:nvidia-smi|nvidia-[\w-]{1,30}|nv-hostengine|NvmlTaskRunner|dcgm[\w-]{0,30}):\d")
+_NVIDIA_TASK = rx.compile(r"task (?:nvidia-smi|nvidia-[\w-]{1,30}|nv-hostengine|NvmlTaskRunner|dcgm[\w-]{0,30}):\d")
 
 
 def _nvidia_tools_hung(found: List[Event], hung: List[Event]) -> List[Event]:
@@ -377,7 +376,7 @@ CUDA_BY_CODE = {r["code"]: r for r in reversed(knowledge.rows(CUDA_TABLE))}  # o
 # its failure with the error's value or text ('cudaGetDeviceCount() call failed with error 804', '... failed
 # initialization error'); a driver call's value as Open MPI's CUDA help texts print it ('cuIpcOpenMemHandle return
 # value:   217', opal/mca/common/cuda/help-mpi-common-cuda.txt)
-_CUDA_TEXT = re.compile(r"(?:CUDA error|[Cc]uda failure(?: \d{1,4})?|CUDA failure [\w./\-]{1,80}:\d{1,6})"
+_CUDA_TEXT = rx.compile(r"(?:CUDA error|[Cc]uda failure(?: \d{1,4})?|CUDA failure [\w./\-]{1,80}:\d{1,6})"
                         r"\s{0,3}[:']\s{0,3}'?(?P<text>[A-Za-z_](?:[^'\n]|'(?=\w)){0,160})|"
                         r"\(error code (?P<code_text>[A-Za-z_][^)\n]{0,160})\)|"
                         r"\b(?P<name>cudaError[A-Z]\w{0,60}|CUDA_ERROR_[A-Z0-9_]{2,60})|"
@@ -386,7 +385,7 @@ _CUDA_TEXT = re.compile(r"(?:CUDA error|[Cc]uda failure(?: \d{1,4})?|CUDA failur
                         r"\bcu[A-Z][A-Za-z]{2,40} return value: {0,12}(?P<return_code>[1-9]\d{0,3})\b")
 # the rank a launcher's prefix names: torchrun's '[default3]:' (local rank) and '[rank3]:', Open MPI's
 # '[1,3]<stderr>:', srun --label's '3: '
-_RANK = re.compile(r"\s{0,8}(?:\[(?P<kind>default|rank)(?P<n>\d{1,6})\]:|\[\d{1,6},(?P<ompi>\d{1,6})\]<std(?:out|err)>:|"
+_RANK = rx.compile(r"\s{0,8}(?:\[(?P<kind>default|rank)(?P<n>\d{1,6})\]:|\[\d{1,6},(?P<ompi>\d{1,6})\]<std(?:out|err)>:|"
                    r"(?P<srun>\d{1,6}): )")
 
 
@@ -415,7 +414,7 @@ def cuda_row(text: str) -> Optional[Dict]:
 
 # pdsh's, clush's or a log shipper's 'host: ' before a rank's line: a name with a digit or a dash (an exception's
 # dotted name, 'torch.distributed.DistNetworkError: ', has neither), or an address
-_LAUNCHER_HOST = re.compile(r"\s{0,8}(?P<host>[A-Za-z0-9][A-Za-z0-9-]{0,62}(?:\.[A-Za-z0-9-]{1,63}){0,8}): ")
+_LAUNCHER_HOST = rx.compile(r"\s{0,8}(?P<host>[A-Za-z0-9][A-Za-z0-9-]{0,62}(?:\.[A-Za-z0-9-]{1,63}){0,8}): ")
 
 
 def rank_of(text: str) -> str:
@@ -519,7 +518,7 @@ def nccl_warns(inp: Inputs) -> List[Event]:
     return out
 
 
-_ANY = re.compile(r"\S")
+_ANY = rx.compile(r"\S")
 
 
 PS = "ps"  # the paste kind of process listings (paste/kinds/ps.py)

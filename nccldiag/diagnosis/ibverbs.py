@@ -6,6 +6,7 @@ import re
 from dataclasses import dataclass
 from typing import List, Optional
 
+from nccldiag import rx
 from nccldiag.diagnosis import clues as C
 from nccldiag.diagnosis.inputs import Inputs
 
@@ -18,22 +19,22 @@ WC = {1: "local length error", 2: "local QP operation error", 4: "local protecti
       8: "local access error", 9: "remote invalid request", 10: "remote access error", 11: "remote operation error",
       12: "transport retry counter exceeded", 13: "RNR retry counter exceeded", 19: "fatal error",
       20: "response timeout", 21: "general error"}
-_CALL = re.compile(r"Call to (?P<fn>ibv_\w+|mlx5dv_\w+) failed(?: with (?:error )?(?P<rest>.*))?")
+_CALL = rx.compile(r"Call to (?P<fn>ibv_\w+|mlx5dv_\w+) failed(?: with (?:error )?(?P<rest>.*))?")
 # A bare 'status=N' is a completion's status, except systemd's exit status of a unit's process ('code=exited,
 # status=1/FAILURE', 'status=203/EXEC', 'code=exited, status=10') and Slurm's exit status and signal of a prolog or
 # an epilog ('[job 1537] prolog failed status=126:0', src/slurmd/slurmd/req.c) or of a task prolog or epilog
 # ('TaskProlog failed status=1', src/slurmd/slurmstepd/task.c and mgr.c), which are no RDMA completion
-_WC = re.compile(r"Got completion(?: from peer \S+)? with (?:error|status)\s*=?\s*(?P<a>\d+)|"
+_WC = rx.compile(r"Got completion(?: from peer \S+)? with (?:error|status)\s*=?\s*(?P<a>\d+)|"
                  r"(?<!code=exited, )(?<!code=killed, )(?<!code=dumped, )(?<!log failed )"
                  r"\bstatus=(?P<b>\d+)(?![\d/:])|"
                  r"completion (?:with )?error (?P<c>\d+)|IBV_WC_(?P<name>[A-Z_]{1,40}?)_ERR")
 _WC_NAMES = {"LOC_PROT": 4, "WR_FLUSH": 5, "REM_ACCESS": 10, "REM_OP": 11, "RETRY_EXC": 12, "RNR_RETRY_EXC": 13,
              "LOC_LEN": 1, "LOC_QP_OP": 2, "LOC_ACCESS": 8, "REM_INV_REQ": 9, "FATAL": 19, "RESP_TIMEOUT": 20}
-_VENDOR = re.compile(r"vendor err (?P<v>\w+)")
+_VENDOR = rx.compile(r"vendor err (?P<v>\w+)")
 # NCCL's net_ib.cc and the IB plugin's ib_plugin.c append ' localGid <gid>' and ' remoteGids<gid>' to a failed
 # completion's WARN when the port's link layer is Ethernet (Mellanox/nccl-rdma-sharp-plugins src/ib_plugin.c at
 # 728d4e8, ncclIbTest: 'if (... link_layer == IBV_LINK_LAYER_ETHERNET)')
-_GIDS = re.compile(r"\blocalGid (?P<l>[0-9A-Fa-f:.]{2,45})(?:\s+remoteGids?\s?(?P<r>[0-9A-Fa-f:.]{2,45}))?")
+_GIDS = rx.compile(r"\blocalGid (?P<l>[0-9A-Fa-f:.]{2,45})(?:\s+remoteGids?\s?(?P<r>[0-9A-Fa-f:.]{2,45}))?")
 
 
 @dataclass
@@ -89,11 +90,11 @@ def completions(inp: Inputs) -> List[Completion]:
 
 
 # NCCL's 'Got async event : port error' (NCCL 2.2x: 'Got async error event: port error')
-PORT_EVENT = re.compile(r"async (?:error )?event\s{0,4}:\s{0,4}(?:port error|port [^\n]{0,40}down)|IBV_EVENT_PORT_ERR|"
+PORT_EVENT = rx.compile(r"async (?:error )?event\s{0,4}:\s{0,4}(?:port error|port [^\n]{0,40}down)|IBV_EVENT_PORT_ERR|"
                         r"Port (?:\d+ )?(?:state )?changed? to (?:DOWN|INIT)")
 # The HCA itself in a fatal state (IBV_EVENT_DEVICE_FATAL, which NCCL prints as 'local catastrophic error'): every
 # port and queue pair of the device is gone until the device is reset
-DEVICE_FATAL = re.compile(r"async (?:error )?event\s{0,4}:\s{0,4}local catastrophic error|IBV_EVENT_DEVICE_FATAL")
+DEVICE_FATAL = rx.compile(r"async (?:error )?event\s{0,4}:\s{0,4}local catastrophic error|IBV_EVENT_DEVICE_FATAL")
 
 
 def port_events(inp: Inputs) -> List[C.Clue]:
@@ -106,7 +107,7 @@ def device_fatal(inp: Inputs) -> List[C.Clue]:
 
 
 # IBV_EVENT_GID_CHANGE, which NCCL prints as 'Got async event : GID table change'
-GID_CHANGE = re.compile(r"async (?:error )?event\s{0,4}:\s{0,4}GID table change|IBV_EVENT_GID_CHANGE")
+GID_CHANGE = rx.compile(r"async (?:error )?event\s{0,4}:\s{0,4}GID table change|IBV_EVENT_GID_CHANGE")
 
 
 def roce(inp: Inputs) -> bool:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Callable, Dict, List, Optional, Pattern, Tuple
 
-from nccldiag import knowledge
+from nccldiag import knowledge, rx
 from nccldiag.diagnosis import clues as C
 from nccldiag.diagnosis.inputs import Inputs
 
@@ -28,7 +28,7 @@ class MessageTable:
         self.rows: Tuple[Tuple[Dict, knowledge.Expr], ...] = tuple(
             (r, knowledge.Expr(r["pattern"])) for r in knowledge.rows(table))
         self.words: Tuple[str, ...] = tuple(dict.fromkeys(w for r, _ in self.rows for w in r["words"]))
-        self.any_word = re.compile("|".join(re.escape(w) for w in sorted(self.words, key=len, reverse=True)))
+        self.any_word = rx.compile("|".join(re.escape(w) for w in sorted(self.words, key=len, reverse=True)))
 
     def row_of(self, text: str) -> Optional[Dict]:
         """The row of the first family whose pattern matches ``text``, None when none does."""

@@ -44,6 +44,7 @@ import re
 from dataclasses import dataclass
 from typing import IO, Any, Dict, List, Optional, Pattern, Sequence, Tuple
 
+from nccldiag import rx
 from nccldiag.diagnosis import clues as C
 from nccldiag.diagnosis import events as E
 from nccldiag.diagnosis.inputs import Inputs
@@ -60,8 +61,8 @@ MAX_LINE = 4096  # the characters of a line a site's pattern is run on
 MAX_LINES = 200  # the lines of the files given to 'log' that a site's patterns keep, per cause
 SITE_KINDS = C.KINDS + ("line",)  # a site's cause also reads the raw lines of the files given to 'log'
 ROW_ONLY = ("last",)  # read only where a row names it: each text's last line
-_PEERS = re.compile(r"(?:from|to|peer)\s+\[?(\d{1,3}(?:\.[\d.]+)+|[0-9a-f:]{6,})")
-_VAR = re.compile(r"\{(\w+)\}")
+_PEERS = rx.compile(r"(?:from|to|peer)\s+\[?(\d{1,3}(?:\.[\d.]+)+|[0-9a-f:]{6,})")
+_VAR = rx.compile(r"\{(\w+)\}")
 
 
 @dataclass(frozen=True)
@@ -78,9 +79,9 @@ def signs(row: Dict[str, Any]) -> List[Sign]:
     out = []
     for p in given if isinstance(given, list) else [given]:
         if isinstance(p, dict):
-            out.append(Sign(re.compile(p["pattern"]), re.compile(p["beside"]) if p.get("beside") else None))
+            out.append(Sign(rx.compile(p["pattern"]), rx.compile(p["beside"]) if p.get("beside") else None))
         else:
-            out.append(Sign(re.compile(p)))
+            out.append(Sign(rx.compile(p)))
     return out
 
 
@@ -101,9 +102,9 @@ class Signature:
         self.CONFIRM = row.get("confirm", "")
         self.signs = signs(row)
         self.kinds = tuple(row.get("kinds") or (SITE_KINDS if row.get("site") else C.KINDS))
-        self.unless = re.compile(row["unless"]) if row.get("unless") else None
-        self.fail_on = re.compile(row["fail_on"]) if row.get("fail_on") else None
-        self.reasons = [(re.compile(r["match"]), r) for r in row.get("reasons", [])]
+        self.unless = rx.compile(row["unless"]) if row.get("unless") else None
+        self.fail_on = rx.compile(row["fail_on"]) if row.get("fail_on") else None
+        self.reasons = [(rx.compile(r["match"]), r) for r in row.get("reasons", [])]
 
     def found(self, inp: Inputs) -> List[C.Clue]:
         """The clues of the row's patterns, in turn, each once."""
@@ -212,7 +213,7 @@ class At:
 
 
 # the host a line names: NCCL's 'host:pid:tid [dev]' prefix, or a syslog line's ('Nov 28 12:00:01 node7 mmfs...')
-_HOST = re.compile(r"^(?:\[\d+,\d+\]<\w+>: *)?(?:(?P<nccl>[\w.\-]+):\d+:\d+ \[|"
+_HOST = rx.compile(r"^(?:\[\d+,\d+\]<\w+>: *)?(?:(?P<nccl>[\w.\-]+):\d+:\d+ \[|"
                    r"[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d (?P<syslog>[\w.\-]+) )")
 
 

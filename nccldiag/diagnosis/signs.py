@@ -14,6 +14,7 @@ import ipaddress
 import re
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from nccldiag import rx
 from nccldiag.areas.netdev import ip_of
 from nccldiag.diagnosis import clues as C
 from nccldiag.diagnosis.inputs import Inputs, LogView
@@ -23,7 +24,7 @@ from nccldiag.nccl.facts import Loc
 # ---- runs: failed, unfinished, stopped in init ---------------------------------------------------------------
 
 # Lines that say a run ended badly, whatever printed them.
-ENDED_BADLY = re.compile(
+ENDED_BADLY = rx.compile(
     r"Traceback \(most recent call last\)|core dumped|Segmentation fault|\bAborted\b|ChildFailedError|"
     r"Root Cause \(first observed failure\)|mpirun noticed that process|srun: error:|exited with (?:exit )?code [1-9]|"
     r"exitcode\s*:\s*-?[1-9]|\bKilled\b|terminate called after throwing|Primary job\s+terminated normally, but|"
@@ -80,8 +81,8 @@ def log_failed(f: LogView) -> bool:
             or bool(f.watchdogs) or any(ENDED_BADLY.search(e.text) for e in f.errors))
 
 
-CONSUMER = re.compile(r"RTX ?[45]0\d0", re.I)  # consumer generations without PCIe P2P
-_NVLINK = re.compile(r"SXM|HGX|DGX|NVL\b|GH200|GB200", re.I)  # GPUs that talk over NVLink, not PCIe P2P
+CONSUMER = rx.compile(r"RTX ?[45]0\d0", re.I)  # consumer generations without PCIe P2P
+_NVLINK = rx.compile(r"SXM|HGX|DGX|NVL\b|GH200|GB200", re.I)  # GPUs that talk over NVLink, not PCIe P2P
 
 
 def stalled_single_node(inp: Inputs) -> List[Evidence]:
@@ -126,10 +127,10 @@ def consumer_gpus(inp: Inputs) -> bool:
 
 # ---- GPUs: NVLink SHARP (Xid codes and the driver's messages: diagnosis/events.py) -------------------------
 
-NVLS_TEXT = re.compile(r"(?:NVLS|NVLink SHARP|nvls\.cc)[^\n]{0,300}?(?:[Ff]ail|[Ee]rror|invalid|not supported|cannot)|"
+NVLS_TEXT = rx.compile(r"(?:NVLS|NVLink SHARP|nvls\.cc)[^\n]{0,300}?(?:[Ff]ail|[Ee]rror|invalid|not supported|cannot)|"
                        r"(?:[Ff]ail|[Ee]rror)[^\n]{0,300}?(?:NVLS|NVLink SHARP)|Fabric Manager or NVSwitches")
 # 'no algorithm ... NCCL_ALGO was set to NVLS' is the environment's doing, not an NVLS set-up failure
-_ASKED = re.compile(r"NCCL_ALGO|no algorithm/protocol")
+_ASKED = rx.compile(r"NCCL_ALGO|no algorithm/protocol")
 
 
 def nvls_failures(inp: Inputs) -> List[C.Clue]:
@@ -168,27 +169,27 @@ def stopped_at_nvls(inp: Inputs) -> List[C.Clue]:
 # ---- sockets ------------------------------------------------------------------------------------------------
 
 # interfaces that cannot leave the host: loopback, container bridges and their veth ends, tunnels
-VIRTUAL = re.compile(r"^(lo|docker\d*|veth\w*|virbr\d*|br-\w+|cni\d*|flannel\.\d+|cali\w+|tun\d*|tap\d*)$")
-NO_IFACE = re.compile(r"Socket creation failed\s*:\s*Address family not supported|no socket interface found|"
+VIRTUAL = rx.compile(r"^(lo|docker\d*|veth\w*|virbr\d*|br-\w+|cni\d*|flannel\.\d+|cali\w+|tun\d*|tap\d*)$")
+NO_IFACE = rx.compile(r"Socket creation failed\s*:\s*Address family not supported|no socket interface found|"
                       r"No usable listening interface|[Nn]o interface found|Bootstrap\s*:\s*no socket interface")
 # a connection that failed, and the address it was to. The address is read ahead (a look-ahead is never tried
 # again once it matched) and the window starts at the connect itself, so that the window is tried once per
 # connect, not once per character of a long address: linear in the text.
-CONNECT = re.compile(r"(?:Connect to|connect(?:ing)? to|Call to connect)(?=\s*\[?(?P<addr>[0-9a-fA-F:.%\w]*))"
+CONNECT = rx.compile(r"(?:Connect to|connect(?:ing)? to|Call to connect)(?=\s*\[?(?P<addr>[0-9a-fA-F:.%\w]*))"
                      r"[^\n]{0,380}?(?:timed out|refused|unreachable|No route|connection abort)", re.I)
 # what the node's own stack answers a connect it cannot send: no route to that network (ENETUNREACH), or the
 # connection aborted on this side (ECONNABORTED): the address is not one this node's interfaces reach, whatever a
 # firewall on the path does (a REJECT answers 'No route to host' or 'Connection refused', a DROP times out)
-NO_PATH = re.compile(r"Network is unreachable|ENETUNREACH|Software caused connection abort|ECONNABORTED", re.I)
-LINK_LOCAL = re.compile(r"\b[fF][eE]80:[0-9a-fA-F:]*(?:%\w+)?|%(?:" + VIRTUAL.pattern.strip("^$") + r")\b")
-ROUTABLE = re.compile(r"\b(?!127\.)\d{1,3}(?:\.\d{1,3}){3}\b|\b[23][0-9a-fA-F]{3}:[0-9a-fA-F:]+")
-_LOOPBACK = re.compile(r"\b127\.0\.[01]\.1\b")
+NO_PATH = rx.compile(r"Network is unreachable|ENETUNREACH|Software caused connection abort|ECONNABORTED", re.I)
+LINK_LOCAL = rx.compile(r"\b[fF][eE]80:[0-9a-fA-F:]*(?:%\w+)?|%(?:" + VIRTUAL.pattern.strip("^$") + r")\b")
+ROUTABLE = rx.compile(r"\b(?!127\.)\d{1,3}(?:\.\d{1,3}){3}\b|\b[23][0-9a-fA-F]{3}:[0-9a-fA-F:]+")
+_LOOPBACK = rx.compile(r"\b127\.0\.[01]\.1\b")
 # c10d's client socket that timed out or found no route: a rank's connection to the rendezvous store
 # (MASTER_ADDR:MASTER_PORT), not to a peer, and its address unreachable (a refusal is the store not listening yet,
 # which c10d retries)
-STORE_CLIENT = re.compile(r"(?:\[c10d\] The client socket|client socket has)[^\n]{0,300}?(?:timed out|No route|unreachable)",
+STORE_CLIENT = rx.compile(r"(?:\[c10d\] The client socket|client socket has)[^\n]{0,300}?(?:timed out|No route|unreachable)",
                           re.I)
-REFUSED = re.compile(r"Connection refused|ECONNREFUSED", re.I)
+REFUSED = rx.compile(r"Connection refused|ECONNREFUSED", re.I)
 
 
 def failed_connects(inp: Inputs) -> List[C.Clue]:
@@ -248,8 +249,8 @@ def apart(peer: str, own: List[str]) -> Optional[bool]:
 
 
 # the peer address a failed connect names
-PEER = re.compile(r"(?:Connect to|connect(?:ing)? to|Call to connect)\s*\[?(?P<addr>[0-9a-fA-F:.]+)")
-NO_ROUTE = re.compile(r"No route to host|EHOSTUNREACH", re.I)
+PEER = rx.compile(r"(?:Connect to|connect(?:ing)? to|Call to connect)\s*\[?(?P<addr>[0-9a-fA-F:.]+)")
+NO_ROUTE = rx.compile(r"No route to host|EHOSTUNREACH", re.I)
 
 
 def unrouted_connects(inp: Inputs) -> List[C.Clue]:
@@ -283,7 +284,7 @@ def refusing_peer(inp: Inputs) -> Optional[str]:
 # ---- RDMA devices and network plugins ----------------------------------------------------------------------
 
 # the RDMA devices (or the rights to them) not in the container: NCCL cannot open the HCA or find its provider
-HIDDEN = re.compile(r"/dev/infiniband[^\n]{0,380}?(?:No such file|Permission denied|not permitted|cannot open|failed)|"
+HIDDEN = rx.compile(r"/dev/infiniband[^\n]{0,380}?(?:No such file|Permission denied|not permitted|cannot open|failed)|"
                     r"(?:Failed to open|cannot open|Unable to open) (?:device )?/dev/infiniband|"
                     r"couldn't load driver 'lib\w+-rdmav\d+'|No eligible providers? (?:were )?found|"
                     # aws-ofi-nccl before 1.15 warns 'OFI fi_getinfo() call failed: No data available' where it
@@ -298,11 +299,11 @@ HIDDEN = re.compile(r"/dev/infiniband[^\n]{0,380}?(?:No such file|Permission den
 # NCCL's WARN when no network of the name NCCL_NET asks for is there (net.cc: 'Error: network %s not found.', then
 # ncclInvalidUsage): a plugin's network ('AWS Libfabric', 'OFI', ...) whose plugin did not load. NCCL's own
 # networks, IB and Socket, are not found for other reasons (no RDMA device, NCCL_IB_DISABLE): not the plugin's.
-NET_NOT_FOUND = re.compile(r"Error: network (?P<net>[^\n]{1,80}?) not found")
+NET_NOT_FOUND = rx.compile(r"Error: network (?P<net>[^\n]{1,80}?) not found")
 BUILT_IN = ("IB", "Socket", "")
 # NCCL's INFO line when the plugin NCCL_NET_PLUGIN names is not there: 'NET/Plugin: Could not find: ofi
 # libnccl-net-ofi.so.' (unset, it looks for plain libnccl-net.so): the variable names a plugin the node lacks
-NAMED_PLUGIN_MISSING = re.compile(r"Could not find: (?P<name>[\w.+-]{1,60}) libnccl-net-(?P=name)\.so")
+NAMED_PLUGIN_MISSING = rx.compile(r"Could not find: (?P<name>[\w.+-]{1,60}) libnccl-net-(?P=name)\.so")
 
 
 def network_not_found(inp: Inputs) -> List[C.Clue]:
@@ -318,10 +319,10 @@ def named_plugin_missing(inp: Inputs) -> List[C.Clue]:
 
 
 # EFA drops what its security group does not allow: the first sends complete with an error
-OFI_SEND = re.compile(r"NET/OFI[^\n]{0,300}?(?:Request|request) [^\n]{0,300}?completed with error|rxr_cq_write_tx_error|efa[^\n]{0,300}?tx_error")
+OFI_SEND = rx.compile(r"NET/OFI[^\n]{0,300}?(?:Request|request) [^\n]{0,300}?completed with error|rxr_cq_write_tx_error|efa[^\n]{0,300}?tx_error")
 # a CPU node of a topology XML without the attributes NCCL's own topology dump always writes
-CPU_ATTR = re.compile(r"Attribute \w+ of node cpu not found")
-PLUGIN_PATH = re.compile(r"aws-ofi-nccl|/opt/amazon/|/efa/", re.I)
+CPU_ATTR = rx.compile(r"Attribute \w+ of node cpu not found")
+PLUGIN_PATH = rx.compile(r"aws-ofi-nccl|/opt/amazon/|/efa/", re.I)
 
 
 def plugin_topology(inp: Inputs) -> List[C.Clue]:
@@ -344,7 +345,7 @@ def plugin_topology(inp: Inputs) -> List[C.Clue]:
 # 1-07:27:33 since ...' (Slurm's elapsed time, [days-]hours:minutes:seconds); the paste kind 'job monitor' finds them.
 # The name starts where a name can (no name character before it): a search tries one start per name, not one per
 # character of a long run of them
-RUNNING = re.compile(r"(?<![\w.:@/+-])(?P<job>[\w.:@/+-]{1,200}) is (?:still )?running for (?P<days>\d{1,5}-)?(?P<h>\d{1,3}):"
+RUNNING = rx.compile(r"(?<![\w.:@/+-])(?P<job>[\w.:@/+-]{1,200}) is (?:still )?running for (?P<days>\d{1,5}-)?(?P<h>\d{1,3}):"
                      r"(?P<m>\d\d):(?P<s>\d\d)\b")
 
 
@@ -360,8 +361,8 @@ def running(text: str) -> Optional[Tuple[str, int, str]]:
 
 # ---- py-spy dump ---------------------------------------------------------------------------------------------
 
-PY_THREAD = re.compile(r"[ \t]{0,8}Thread (?:0x)?[0-9a-fA-F]{1,16}(?:\.\.\.)? \((?:active|idle)[^)\n]{0,40}\): \"")
-PY_FRAME = re.compile(r"[ \t]{2,40}(?P<fn><?[\w.<>]{1,200}>?) \((?P<file>[^()\n]{1,300}?)(?::\d{1,7})?\)[ \t]{0,200}"
+PY_THREAD = rx.compile(r"[ \t]{0,8}Thread (?:0x)?[0-9a-fA-F]{1,16}(?:\.\.\.)? \((?:active|idle)[^)\n]{0,40}\): \"")
+PY_FRAME = rx.compile(r"[ \t]{2,40}(?P<fn><?[\w.<>]{1,200}>?) \((?P<file>[^()\n]{1,300}?)(?::\d{1,7})?\)[ \t]{0,200}"
                       r"(?:<--.{0,200})?$")
 # the functions of torch.distributed a rank waits in while a collective (or a point-to-point transfer) does not end
 COLLECTIVES = frozenset(("all_reduce", "broadcast", "all_gather", "all_gather_into_tensor", "reduce_scatter",
@@ -399,9 +400,9 @@ _PS_STATE = ("STAT", "S")  # ps's STAT (BSD: 'Dl', 'Rsl') and S (-l, -o s: one l
 _PS_SIZE = ("VSZ", "SZ", "VIRT")  # 0 for a kernel thread, which has no user memory
 # a column's name as ps and top print it: capitals, digits and '%+:_-' ('%CPU', 'TIME+', 'WCHAN'); a label before
 # the header ('(RayTrainWorker pid=1234, ...)', a time) makes the line no header, read behind the label
-_PS_COLUMN = re.compile(r"[%A-Z][A-Z0-9%+:_-]{0,15}")
+_PS_COLUMN = rx.compile(r"[%A-Z][A-Z0-9%+:_-]{0,15}")
 # NVIDIA's own tools and services: one blocked in the driver is the GPU's or the driver's, not I/O
-_NVIDIA_TOOL = re.compile(r"\[?(?:nvidia-[\w-]{1,30}|nv-hostengine|NvmlTaskRunner|dcgm[\w-]{0,30})\b")
+_NVIDIA_TOOL = rx.compile(r"\[?(?:nvidia-[\w-]{1,30}|nv-hostengine|NvmlTaskRunner|dcgm[\w-]{0,30})\b")
 
 
 # ---- a launcher's command line: how many nodes the job was started on ----------------------------------------
@@ -409,9 +410,9 @@ _NVIDIA_TOOL = re.compile(r"\[?(?:nvidia-[\w-]{1,30}|nv-hostengine|NvmlTaskRunne
 # the launchers that start a job on several nodes and the option each takes the count by: torchrun and
 # torch.distributed.launch/run ('--nnodes', argparse taking '--nnode' as its prefix; elastic 'MIN:MAX'), deepspeed
 # ('--num_nodes'), accelerate ('--num_machines'), Slurm's srun, sbatch and salloc ('-N', '--nodes', 'MIN-MAX')
-_LAUNCHER = re.compile(r"(?:\btorchrun\b|torch\.distributed\.(?:run|launch)\b|/distributed/(?:run|launch)\.py\b|"
+_LAUNCHER = rx.compile(r"(?:\btorchrun\b|torch\.distributed\.(?:run|launch)\b|/distributed/(?:run|launch)\.py\b|"
                        r"\bdeepspeed\b|\baccelerate launch\b|\b(?:srun|sbatch|salloc)\b)")
-_NODES = re.compile(r"(?:--nnodes?|--num[_-]nodes|--num[_-]machines|--nodes)(?:=|[ \t]{1,4})(?P<n>\d{1,6})(?:[:-]\d{1,6})?\b"
+_NODES = rx.compile(r"(?:--nnodes?|--num[_-]nodes|--num[_-]machines|--nodes)(?:=|[ \t]{1,4})(?P<n>\d{1,6})(?:[:-]\d{1,6})?\b"
                     r"|(?:^|[ \t])-N[ \t]{0,4}(?P<s>\d{1,6})(?:-\d{1,6})?\b")
 
 
@@ -498,11 +499,11 @@ def ps_stuck(text: str) -> List[Tuple[int, str, str, str]]:
 RDMA_FNS = {"ibv_reg_mr", "ibv_reg_mr_iova2", "ibv_reg_dmabuf_mr", "ibv_create_qp", "ibv_create_cq", "ibv_alloc_pd"}
 
 # a call the RDMA stack does not offer (ibv_reg_dmabuf_mr on a driver without DMA-BUF): no limit makes it fail
-NOT_SUPPORTED = re.compile(r"Operation not supported|EOPNOTSUPP|errno:? 95\b")
+NOT_SUPPORTED = rx.compile(r"Operation not supported|EOPNOTSUPP|errno:? 95\b")
 
 # RDMA and UCX registration failures for want of locked memory, in any program's words (the call, then the
 # error within a few hundred characters: one bounded window after a literal, so linear in the text)
-_ENOMEM = re.compile(r"(?:ibv_\w|mlx5dv_\w|create_cq|reg_mr|register memory)[^\n]{0,380}?(?:Cannot allocate memory|ENOMEM|errno 12)|"
+_ENOMEM = rx.compile(r"(?:ibv_\w|mlx5dv_\w|create_cq|reg_mr|register memory)[^\n]{0,380}?(?:Cannot allocate memory|ENOMEM|errno 12)|"
                      r"RLIMIT_MEMLOCK|max locked memory[^\n]{0,300}?\b(?:64|65536|8192)\b|memlock[^\n]{0,300}?(?:too (?:low|small)|limit)")
 
 

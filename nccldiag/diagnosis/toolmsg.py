@@ -10,9 +10,9 @@ its line stays a line of the failure lexicon, said unexplained.
 """
 from __future__ import annotations
 
-import re
 from typing import Dict
 
+from nccldiag import rx
 from nccldiag.diagnosis.msgtable import KINDS, MessageTable  # noqa: F401  (KINDS: where the reader looks)
 
 TABLE = "launchers.toml"
@@ -30,7 +30,7 @@ row_of = _TABLE.row_of  # the row of the first family whose pattern matches a te
 found = _TABLE.found  # the lines of the inputs whose row names a cause, each with its row
 
 
-CONVERSION = re.compile(r"%[-0-9.]*(?:ll|l|z|h)?(?:ps|[sdiuxXpmf])")  # a printf conversion of a row's text
+CONVERSION = rx.compile(r"%[-0-9.]*(?:ll|l|z|h)?(?:ps|[sdiuxXpmf])")  # a printf conversion of a row's text
 
 
 def what(row: Dict) -> str:

@@ -15,13 +15,13 @@ confirmation round resolves.
 """
 from __future__ import annotations
 
-import re
 import statistics
 import time
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
+from nccldiag import rx
 from nccldiag.model.findings import Finding, exit_code, to_jsonable
 from nccldiag.probe import progress
 from nccldiag.probe.progress import (HANG, SLOW, STALL_GAPS, STALL_MIN, STALL_SHARE, STALLED,  # noqa: F401
@@ -80,9 +80,9 @@ class Row:
         return dict(self.env)
 
 
-_IFNAME = re.compile(r"^[A-Za-z0-9_.:@-]{1,15}$")
-_CIDR = re.compile(r"^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})/(\d{1,2})$")
-_HCA = re.compile(r"^[A-Za-z0-9_.-]{1,64}(:\d{1,2})?$")
+_IFNAME = rx.compile(r"^[A-Za-z0-9_.:@-]{1,15}$")
+_CIDR = rx.compile(r"^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})/(\d{1,2})$")
+_HCA = rx.compile(r"^[A-Za-z0-9_.-]{1,64}(:\d{1,2})?$")
 
 
 def build_rows(backend: str, nets: Sequence[str] = (), hcas: Sequence[str] = ()) -> List[Row]:

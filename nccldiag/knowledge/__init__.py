@@ -20,6 +20,8 @@ import sys
 from importlib import resources
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
+from nccldiag import rx
+from nccldiag import rx
 from nccldiag.model.errors import UsageError
 
 if sys.version_info >= (3, 11):
@@ -30,13 +32,13 @@ else:  # pragma: no cover - exercised on Python 3.9/3.10 only
     except ImportError:
         _toml = None
 
-_LINE_COL = re.compile(r"\(at line (\d+), column (\d+)\)")
+_LINE_COL = rx.compile(r"\(at line (\d+), column (\d+)\)")
 
 __all__ = ["Row", "header", "loads", "rows", "rows_of_text"]
 
 Row = Dict[str, Any]
 
-_HEADER = re.compile(r"^\s*\[\[\s*([A-Za-z0-9_.-]+)\s*\]\]\s*(#.*)?$")
+_HEADER = rx.compile(r"^\s*\[\[\s*([A-Za-z0-9_.-]+)\s*\]\]\s*(#.*)?$")
 
 
 # The shape of any TOML nccldiag reads (its own tables, a site's spec and causes): none has a key of more than 4
@@ -49,13 +51,13 @@ MAX_NESTING = 8
 # What the bounds are counted on: each string and comment, matched whole; a string left open runs to the end of
 # its line (or of the text, for a multi-line one), which the parser refuses anyway. Every alternative starts at
 # its own character and never gives back what it took, so one pass costs the text's length.
-_TOML_SKIP = re.compile(r'"""(?:[^"\\]|\\.|"(?!""))*(?:"{3,5}|\Z)'
+_TOML_SKIP = rx.compile(r'"""(?:[^"\\]|\\.|"(?!""))*(?:"{3,5}|\Z)'
                         r"|'''(?:[^']|'(?!''))*(?:'{3,5}|\Z)"
                         r'|"(?:[^"\\\n]|\\[^\n])*"?'
                         r"|'[^'\n]*'?"
                         r"|#[^\n]*", re.S)
-_TOML_KEY = re.compile(r"[^=,\[\]{}\n]+")  # a run of text between the marks that end a key
-_BRACKET = re.compile(r"[\[\]{}]")
+_TOML_KEY = rx.compile(r"[^=,\[\]{}\n]+")  # a run of text between the marks that end a key
+_BRACKET = rx.compile(r"[\[\]{}]")
 _OPEN = {"[": 1, "{": 1, "]": -1, "}": -1}
 
 
@@ -267,7 +269,7 @@ class Expr:
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__"):
             raise AttributeError(name)
-        compiled = re.compile(self.pattern, self.flags)
+        compiled = rx.compile(self.pattern, self.flags)
         for attr in _PATTERN_ATTRS:
             setattr(self, attr, getattr(compiled, attr))
         return getattr(compiled, name)

@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Pattern, Sequence, Tuple, Union
 
-from nccldiag import fronts, knowledge
+from nccldiag import fronts, knowledge, rx
 
 TABLE = "lexicon.toml"
 MAX_LINE = 4096  # the characters of a line a pattern is run on
@@ -141,7 +141,7 @@ def _candidates() -> Tuple["re.Pattern[bytes]", ...]:
     words starting in upper case or a mark are rarer than lower-case ones."""
     ws = words()
     rare = [w for w in ws if not w[:1].islower()]
-    return tuple(re.compile(trie(part).encode("utf-8")) for part in (rare, [w for w in ws if w not in rare]) if part)
+    return tuple(rx.compile(trie(part).encode("utf-8")) for part in (rare, [w for w in ws if w not in rare]) if part)
 
 
 def _candidate(raw: bytes) -> bool:

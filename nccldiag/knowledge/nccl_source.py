@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass
 from typing import Dict, Iterable, List, Optional, Pattern, Sequence, Tuple
 
-from nccldiag import knowledge
+from nccldiag import knowledge, rx
 
 TABLE = "nccl.toml"
 NONE = "none"  # the category of a message that names no cause by itself
@@ -24,9 +24,9 @@ MAX_LINE = 4096  # the characters of a message a pattern is run on
 NOT_LITERAL = "<not a literal>"
 EXTENSIONS = (".cc", ".cu", ".h", ".cpp", ".c", ".hpp", ".cuh")
 
-_CALL = re.compile(r"(?<![\w.])WARN\(")
-_PRI = re.compile(r"PRI([diouxX])(8|16|32|64|PTR|MAX|LEAST\d+|FAST\d+)")
-_NAME = re.compile(r"[A-Za-z_]\w*")
+_CALL = rx.compile(r"(?<![\w.])WARN\(")
+_PRI = rx.compile(r"PRI([diouxX])(8|16|32|64|PTR|MAX|LEAST\d+|FAST\d+)")
+_NAME = rx.compile(r"[A-Za-z_]\w*")
 _NAME_MARK = "\0name"
 _ESCAPES = {"n": "\n", "t": "\t", '"': '"', "\\": "\\", "'": "'", "r": "\r", "0": "\0", "?": "?"}
 
@@ -101,8 +101,8 @@ def warns(path: str, src: str) -> List[Warn]:
     return out
 
 
-_RESULT = re.compile(r'case\s+(nccl\w+)\s*:\s*return\s+"((?:[^"\\\n]|\\.)*)"\s*;')
-_ERROR_STRING = re.compile(r"const char\*\s*ncclGetErrorString\s*\(")
+_RESULT = rx.compile(r'case\s+(nccl\w+)\s*:\s*return\s+"((?:[^"\\\n]|\\.)*)"\s*;')
+_ERROR_STRING = rx.compile(r"const char\*\s*ncclGetErrorString\s*\(")
 
 
 def results(src: str) -> Dict[str, str]:
@@ -174,7 +174,7 @@ def _texts(row: Dict) -> List[str]:
 # ---- the table's rows, matched against a WARN's message ---------------------------------------------------------
 
 # a printf conversion: flags, width, precision, length, type
-CONVERSION = re.compile(r"%[-+ #0]{0,4}[0-9*]{0,3}(?:\.[0-9*]{1,3})?(?:hh|h|ll|l|z|j|t|L)?[diouxXeEfgGcspm%]")
+CONVERSION = rx.compile(r"%[-+ #0]{0,4}[0-9*]{0,3}(?:\.[0-9*]{1,3})?(?:hh|h|ll|l|z|j|t|L)?[diouxXeEfgGcspm%]")
 _FILL = {"s": "mlx5_0", "d": "12", "i": "12", "u": "3", "x": "1f", "X": "1F", "o": "7", "p": "0x7f3a2c000000",
          "m": "No such device", "c": "c", "e": "1e3", "f": "1.5", "g": "1.5", "E": "1E3", "G": "1.5", "%": "%"}
 
@@ -210,7 +210,7 @@ class Message:
 def messages() -> Tuple[Message, ...]:
     """The rows of ``nccl.toml``, in order."""
     release = knowledge.header(TABLE)["nccl"]
-    return tuple(Message(r["id"], re.compile(r["pattern"]), r["category"], r["severity"], r["meaning"],
+    return tuple(Message(r["id"], rx.compile(r["pattern"]), r["category"], r["severity"], r["meaning"],
                          r.get("fix", ""), r["file"], r.get("nccl", release), r["where"])
                  for r in knowledge.rows(TABLE))
 

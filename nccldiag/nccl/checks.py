@@ -12,6 +12,7 @@ import re
 from collections import OrderedDict
 from typing import Dict, Iterable, List, Mapping, Optional, Sequence
 
+from nccldiag import rx
 from nccldiag.model.findings import Finding, fail, ok, skip, warn
 from nccldiag.nccl.facts import (
     ERROR_RESULTS, NET_IB, NET_IB_GDR, NET_SOCKET, RESULT_NAMES, RESULT_TEXT, CategoryStats, Channel, Loc,
@@ -210,7 +211,7 @@ def _version(facts: NcclLogFacts) -> List[Finding]:
 
 
 # Interfaces that exist on one host only: container/bridge/overlay plumbing and loopback.
-_VIRTUAL_IF = re.compile(r"^(?:veth|docker|br-|virbr|cni|flannel|lo$)")
+_VIRTUAL_IF = rx.compile(r"^(?:veth|docker|br-|virbr|cni|flannel|lo$)")
 
 
 def _link_local(address: Optional[str]) -> bool:
@@ -451,7 +452,7 @@ def _watchdog(facts: NcclLogFacts) -> List[Finding]:
     return out
 
 
-_SHM_SIZE = re.compile(r"to (\d+) bytes|\(size (\d+)\)")
+_SHM_SIZE = rx.compile(r"to (\d+) bytes|\(size (\d+)\)")
 
 
 def _shm(facts: NcclLogFacts) -> List[Finding]:
@@ -569,7 +570,7 @@ def _other_errors(facts: NcclLogFacts, have_failure: bool) -> List[Finding]:
 HARMLESS_WARNS = frozenset({"ibverbs_missing", "gin_declined"})
 # IB asynchronous events NCCL prints as WARNs that are the subnet manager's housekeeping or a port coming up
 # (IBV_EVENT_CLIENT_REREGISTER, _LID_CHANGE, _SM_CHANGE, _PKEY_CHANGE, _PORT_ACTIVE): no fault on their own
-BENIGN_ASYNC = re.compile(r"Got async event\s*:\s*(?:client reregistration|LID change|SM change|P_?Key change|"
+BENIGN_ASYNC = rx.compile(r"Got async event\s*:\s*(?:client reregistration|LID change|SM change|P_?Key change|"
                           r"port active)\s*$", re.I)
 
 

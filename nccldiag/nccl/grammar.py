@@ -33,7 +33,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Tuple, Union
 
-from nccldiag import fronts, knowledge
+from nccldiag import fronts, knowledge, rx
 from nccldiag.knowledge import lexicon
 from nccldiag.nccl.facts import (
     COLLNET, ERROR_RESULTS, NET_IB, NET_IB_GDR, NET_SOCKET, P2P, SHM, ChainStep, Loc, Proc, Warn)
@@ -79,7 +79,7 @@ class FirstHead:
     __slots__ = ("head", "full", "pattern", "flags")
 
     def __init__(self, head: str, full: str, flags: int = 0) -> None:
-        self.head, self.full = re.compile(head, flags), re.compile(full, flags)
+        self.head, self.full = rx.compile(head, flags), rx.compile(full, flags)
         self.pattern, self.flags = self.full.pattern, self.full.flags
 
     def search(self, text: str) -> Optional["re.Match[str]"]:
@@ -94,11 +94,11 @@ Expression = Union["re.Pattern[str]", FirstHead]  # what a table row searches a 
 
 # Colour codes whose ESC was lost on the way ('[0m', '[1;31m', and '[m' where no small letter follows: never the
 # kernel's '[mem 0x...]' or a '[mlx5_0]').
-_ANSI_RESIDUE = re.compile(r"\[(?:\d{1,3}(?:;\d{1,3})*m|m(?![a-z]))")
+_ANSI_RESIDUE = rx.compile(r"\[(?:\d{1,3}(?:;\d{1,3})*m|m(?![a-z]))")
 # The prefix of every release (knowledge/nccl_formats.toml): the pid and tid may be anonymised ('<pid>', 'XXXX');
 # the releases before the open source (2.0-2.2) wrote the level without 'NCCL '; a TRACE line holds the
 # milliseconds since init and the function before the level; a CALL line (2.13 and later) has no cudaDev.
-PREFIX = re.compile(
+PREFIX = rx.compile(
     r"(?<![A-Za-z0-9_.<>\-])(?P<host>[A-Za-z0-9_.<>\-]*):(?P<pid>\d+|[^\s:\[\]\d][^\s:\[\]]{0,23}):"
     r"(?P<tid>\d+|[^\s:\[\]\d][^\s:\[\]]{0,23}) (?:\[(?P<dev>-?\d+)\] (?:\d{1,12}\.\d{1,9} )?"
     r"(?:(?P<file>[\w./+\-]+):(?P<fline>\d+) (?:\((?P<func>[^()\s]*)\) )?)?"
@@ -107,11 +107,11 @@ PREFIX = re.compile(
 # The timestamp NCCL 2.26 and later write before a WARN's prefix (NCCL_DEBUG_TIMESTAMP_FORMAT, '[%F %T] ' by
 # default): a bracketed time of day, with or without the date, or a bare ISO date and time or Unix time. Searched
 # in the TS_ROOM characters before the prefix only.
-_WARN_TS = re.compile(
+_WARN_TS = rx.compile(
     r"(?:\[(?P<b>(?:\d{4}-\d\d-\d\d[ T])?\d\d:\d\d:\d\d(?:[.,]\d{1,9})?)\]"
     r"|(?<![^\s\]>:])(?P<u>\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?|\d{9,11}(?:\.\d{1,9})?))\s*$")
 TS_ROOM = 64
-_LAUNCHER = re.compile(r"^[ \t]{0,12}(?:\[\d{1,9},(?P<ompi>\d{1,9})\]<(?:stdout|stderr)>:|"
+_LAUNCHER = rx.compile(r"^[ \t]{0,12}(?:\[\d{1,9},(?P<ompi>\d{1,9})\]<(?:stdout|stderr)>:|"
                        r"\[(?:rank|default|local_rank)(?P<torch>\d{1,9})\]:|(?P<srun>\d{1,9}): )")
 # What else a launcher, a logger or a terminal puts before each line, taken off in any order before a line
 # without an NCCL prefix is read (front()): a timestamp (ISO, dmesg's '[ 12.345]' and '-T' '[Wed May  1
@@ -123,7 +123,7 @@ _LAUNCHER = re.compile(r"^[ \t]{0,12}(?:\[\d{1,9},(?P<ompi>\d{1,9})\]<(?:stdout|
 _DEVICE_NAMES = (r"(?:nvidia|nvswitch|nv_|mlx|ib\d|ibp|eth\d|en[opsx]|wl|bond|nvme|sd[a-z]|hfi|i40|ice|irdma|bnxt|qed|"
                  r"usb|ata\d|scsi|pci|acpi|xhci|virtio|vfio|dm-|md\d|loop|tty|cpu|mpt|megasas|ahci|i2c|drm|snd|hid|"
                  r"input|rtc|tpm|ipmi|kvm|efi|nfs|docker|veth|br-|vxlan|lo\b|cuda|sm_?\d|gfx\d)")
-_FRONT = re.compile(
+_FRONT = rx.compile(
     r"[ \t]{0,12}(?:>[ \t]?|"
     r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d)?(?: |:[ \t]|$)|"
     r"\[[ \t]{0,12}(?:\d{1,10}\.\d{1,9}|\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d)?|[A-Z][a-z]{2} [A-Z][a-z]{2}[ \t]{1,2}\d{1,2} \d\d:\d\d:\d\d \d{4}|" + fronts.CLOCK + r")\][ \t]{0,2}|"
@@ -152,16 +152,16 @@ class Rec:
 # What clean() removes from inside a line, and so could hide a word there: colour codes, their ESC-less residue
 # (_ANSI_RESIDUE), bold and inline code.
 CLEAN_MARKS = ("\x1b", "[\0[0-9;]*m", "**", "`")
-_QUOTE = re.compile(r"^\s*(?:>\s?)+")
-_BULLET = re.compile(r"^\s*(?:[*+•]|-(?=\s+\S))\s+")
+_QUOTE = rx.compile(r"^\s*(?:>\s?)+")
+_BULLET = rx.compile(r"^\s*(?:[*+•]|-(?=\s+\S))\s+")
 # a forum's or an editor's line number before the line ('  10. ', '10 | '; '10: ' reads as srun's label), and the
 # same number again as 'grep -n' or 'cat -n' wrote it before the forum numbered its lines ('12 | 12: [rank3]: ...')
-_NUMBERED = re.compile(r"[ \t]{0,8}(?P<n>\d{1,6})(?:\.[ \t]|[ \t]{0,2}\|(?:[ \t]|$))(?:(?P=n)[:\t][ \t]?)?")
-_FENCE = re.compile(r"^\s*(?:```|~~~)")
+_NUMBERED = rx.compile(r"[ \t]{0,8}(?P<n>\d{1,6})(?:\.[ \t]|[ \t]{0,2}\|(?:[ \t]|$))(?:(?P=n)[:\t][ \t]?)?")
+_FENCE = rx.compile(r"^\s*(?:```|~~~)")
 
 
-_ENTITY = re.compile(r"&(?:[a-zA-Z]{2,8}|#\d{1,7}|#[xX][0-9a-fA-F]{1,6});")
-_BREAK_END = re.compile(r"(?:<br[ \t]{0,4}/?>[ \t]{0,8}){1,4}$", re.I)
+_ENTITY = rx.compile(r"&(?:[a-zA-Z]{2,8}|#\d{1,7}|#[xX][0-9a-fA-F]{1,6});")
+_BREAK_END = rx.compile(r"(?:<br[ \t]{0,4}/?>[ \t]{0,8}){1,4}$", re.I)
 
 
 def clean(line: str) -> str:
@@ -196,7 +196,7 @@ def clean(line: str) -> str:
 
 # A host name as people redact it before they post a log: 'node-xxx', 'XXXX', '<redacted>', '<hostname>', '***',
 # '...', 'host-REDACTED'. Such a name tells no host from another: several machines share it.
-_ANONYMISED_HOST = re.compile(r"[\w.-]{0,60}(?:[xX]{3}|\*{3}|\.\.\.|[Rr]edacted|REDACTED|[Aa]nonymi[sz]ed)[\w.*-]{0,60}|"
+_ANONYMISED_HOST = rx.compile(r"[\w.-]{0,60}(?:[xX]{3}|\*{3}|\.\.\.|[Rr]edacted|REDACTED|[Aa]nonymi[sz]ed)[\w.*-]{0,60}|"
                               r"<[\w .-]{1,40}>|\*{1,8}|[xX]{1,8}")
 
 
@@ -383,54 +383,54 @@ def wrapped(prev_msg: str, body: str) -> bool:
 
 # --------------------------------------------------------------------------- patterns on messages
 
-_VERSION = re.compile(r"NCCL version (?P<v>\d+\.\d+\.\d+[\w.\-]*?)(?:\+cuda(?P<cuda>\d+\.\d+))?(?=[\s,]|$)")
-_USING_NETWORK = re.compile(r"\bUsing network (?P<name>\S+)")
-_NET_USING = re.compile(r"\bNET/(?P<net>[\w\-]+(?:/[\w\-]+)?) ?: Using\b(?P<body>.*)")
-_NET_NODEV = re.compile(r"\bNET/(?P<net>[\w\-]+) ?: No device found")
-_IB_DEV = re.compile(
+_VERSION = rx.compile(r"NCCL version (?P<v>\d+\.\d+\.\d+[\w.\-]*?)(?:\+cuda(?P<cuda>\d+\.\d+))?(?=[\s,]|$)")
+_USING_NETWORK = rx.compile(r"\bUsing network (?P<name>\S+)")
+_NET_USING = rx.compile(r"\bNET/(?P<net>[\w\-]+(?:/[\w\-]+)?) ?: Using\b(?P<body>.*)")
+_NET_NODEV = rx.compile(r"\bNET/(?P<net>[\w\-]+) ?: No device found")
+_IB_DEV = rx.compile(
     r"\[(?P<idx>\d+)\]\s*(?P<name>[^\s:\[\]={},]+):(?P<port>\d+)(?:/\d+)?(?::\d+)?/(?P<link>IB|RoCE|[A-Za-z]+)")
 # a merged virtual NIC's devices: [0]={[0] mlx5_0:1/IB, [1] mlx5_1:1/IB} (a run never holds a '{': one scan each)
-_MERGED_NIC = re.compile(r"=\{[^{}]*\}")
-_SOCK_IF = re.compile(r"(?:\[(?P<idx>\d+)\])?(?<![^\s:\[\]])(?P<name>[^\s:\[\]]+):(?P<addr>\S+)")
-_OLD_IB_PORTS = re.compile(r"\bCUDA Dev (?P<dev>\d+), IB Ports? : (?P<body>.*)")
-_OLD_IB_PORT = re.compile(r"(?<![\w\-])(?P<name>[\w\-]+)/(?P<port>\d+)(?:\((?P<dist>\w+)\))?")
-_BOOTSTRAP = re.compile(r"\bBootstrap ?: Using\b(?P<body>.*)")
-_GDR = re.compile(
+_MERGED_NIC = rx.compile(r"=\{[^{}]*\}")
+_SOCK_IF = rx.compile(r"(?:\[(?P<idx>\d+)\])?(?<![^\s:\[\]])(?P<name>[^\s:\[\]]+):(?P<addr>\S+)")
+_OLD_IB_PORTS = rx.compile(r"\bCUDA Dev (?P<dev>\d+), IB Ports? : (?P<body>.*)")
+_OLD_IB_PORT = rx.compile(r"(?<![\w\-])(?P<name>[\w\-]+)/(?P<port>\d+)(?:\((?P<dist>\w+)\))?")
+_BOOTSTRAP = rx.compile(r"\bBootstrap ?: Using\b(?P<body>.*)")
+_GDR = rx.compile(
     r"(?:\bNET/(?P<net>[\w\-]+) ?: )?GPU Direct RDMA (?P<state>Enabled|Disabled) for "
     r"(?:GPU (?P<gpu>[\w:.]+)(?:\[\d+\])? / )?HCA (?P<hca>[\w\-]+)(?: '(?P<name>[^']*)')?(?: \((?P<reason>[^)]*)\)?)?")
-_PLUGIN_PATH = re.compile(r"\bPlugin Path : (?P<v>\S+)")
-_P2P_PLUGIN = re.compile(r"\bP2P plugin (?P<v>\S+)")
-_LOADED_PLUGIN = re.compile(r"\bLoaded (?P<kind>net|collnet|coll) plugin (?P<v>.*\S|\s)\s*$")
-_NET_PLUGIN = re.compile(r"\bNET/Plugin ?: (?P<v>.*)")
+_PLUGIN_PATH = rx.compile(r"\bPlugin Path : (?P<v>\S+)")
+_P2P_PLUGIN = rx.compile(r"\bP2P plugin (?P<v>\S+)")
+_LOADED_PLUGIN = rx.compile(r"\bLoaded (?P<kind>net|collnet|coll) plugin (?P<v>.*\S|\s)\s*$")
+_NET_PLUGIN = rx.compile(r"\bNET/Plugin ?: (?P<v>.*)")
 _INIT_HEAD = r"\bcomm (?P<comm>0x[0-9a-fA-F]+) rank (?P<rank>\d+) nranks (?P<nranks>\d+) cudaDev (?P<cdev>-?\d+)"
 _INIT = FirstHead(_INIT_HEAD, _INIT_HEAD +
                   r"(?: nvmlDev (?P<nvml>-?\d+))?(?: busId (?P<bus>[0-9a-fA-F]+))?(?: commId (?P<cid>0x[0-9a-fA-F]+))?"
                   r"(?: localSize \d+)?.*?- Init (?P<phase>START|COMPLETE)")
-_COMM = re.compile(
+_COMM = rx.compile(
     r"\bcomm (?P<comm>0x[0-9a-fA-F]+) rank (?P<rank>\d+) nRanks (?P<nranks>\d+) nNodes (?P<nnodes>\d+) "
     r"localRanks (?P<lranks>\d+) localRank (?P<lrank>\d+)(?: MNNVL (?P<mnnvl>\d+))?")
-_COMM_OLD = re.compile(r"(?:\bcomm (?P<comm>0x[0-9a-fA-F]+) )?\brank (?P<rank>\d+) nranks (?P<nranks>\d+)\s*$")
-_CHANNEL = re.compile(
+_COMM_OLD = rx.compile(r"(?:\bcomm (?P<comm>0x[0-9a-fA-F]+) )?\brank (?P<rank>\d+) nranks (?P<nranks>\d+)\s*$")
+_CHANNEL = rx.compile(
     r"\b(?P<label>Channel|Ring) (?P<ch>\d+)(?:/(?P<conn>\d+))? : (?P<src>\d+)(?:\[(?P<sdev>[0-9a-fA-F]+)\])? -> "
     r"(?P<dst>\d+)(?:\[(?P<ddev>[0-9a-fA-F]+)\])?(?: \[(?P<dir>send|receive)\])? via (?P<via>.+)")
-_COLLNET_CH = re.compile(
+_COLLNET_CH = rx.compile(
     r"\b(?P<label>CollNet|Coll) (?P<ch>\d+)(?:/(?P<conn>\d+))? : (?P<src>\d+) \[(?P<dir>send|receive)\] "
     r"via (?P<via>COLLNET/.+)")
-_VIA_P2P = re.compile(
+_VIA_P2P = rx.compile(
     r"^P2P/(?P<mode>IPC|CUMEM|MNNVL|direct pointer|indirect/(?P<relay>\d+)(?:\[\w+\])?|\d+)(?P<flags>(?:/read|/CE)*)")
-_VIA_SHM = re.compile(r"^(?:SHM(?:/(?P<mode>\w+(?:/\w+)?))?|direct shared memory)")
-_VIA_NET = re.compile(
+_VIA_SHM = rx.compile(r"^(?:SHM(?:/(?P<mode>\w+(?:/\w+)?))?|direct shared memory)")
+_VIA_NET = rx.compile(
     r"^(?P<t>NET|COLLNET)/(?P<name>[^/]+?)/(?P<dev>\d+)(?:\((?P<proxy>\d+)\))?(?P<flags>(?:/GDRDMA|\(PCI\)|/Shared)*)")
-_CONNECTED = re.compile(
+_CONNECTED = rx.compile(
     r"\bConnected (?P<what>all rings|all trees|NVLS tree|binomial trees|[Cc]oll[Nn]et \w+(?: \+ \w+)?)"
     r"(?:, use ring PXN (?P<pxn>\d+) GDR (?P<gdr>\d+))?")
-_COUNTS = re.compile(
+_COUNTS = rx.compile(
     r"(?<!\d)(?P<coll>\d+) coll channels, (?:(?P<collnet>\d+) collnet channels, )?(?:(?P<nvls>\d+) nvls channels, )?"
     r"(?P<p2p>\d+) p2p channels, (?P<ppp>\d+) p2p channels per peer")
-_NVLS_COMM = re.compile(r"\bNVLS comm 0x[0-9a-fA-F]+ headRank (?P<head>-?\d+) nHeads (?P<nheads>\d+)")
-_NVLS_MC = re.compile(r"\bNVLS multicast support is (?P<not>not )?available on dev (?P<dev>\d+)")
-_ENV = re.compile(r"\b(?P<name>[A-Z][A-Z0-9_]{2,}) set by environment to (?P<value>(?:.*\S)?)\s*$")
-_CHAIN = re.compile(r"(?:^|\s)(?P<file>[\w./+\-]+\.\w+):(?P<line>\d+) -> (?P<code>\d+)(?: \[(?P<thr>[^\]]+)\])?")
+_NVLS_COMM = rx.compile(r"\bNVLS comm 0x[0-9a-fA-F]+ headRank (?P<head>-?\d+) nHeads (?P<nheads>\d+)")
+_NVLS_MC = rx.compile(r"\bNVLS multicast support is (?P<not>not )?available on dev (?P<dev>\d+)")
+_ENV = rx.compile(r"\b(?P<name>[A-Z][A-Z0-9_]{2,}) set by environment to (?P<value>(?:.*\S)?)\s*$")
+_CHAIN = rx.compile(r"(?:^|\s)(?P<file>[\w./+\-]+\.\w+):(?P<line>\d+) -> (?P<code>\d+)(?: \[(?P<thr>[^\]]+)\])?")
 _WATCHDOG = FirstHead(
     r"Watchdog caught collective operation timeout: WorkNCCL\(",
     r"Watchdog caught collective operation timeout: WorkNCCL\((?P<body>.*?)\)\s*ran for (?P<ran>\d+) milliseconds")
@@ -442,20 +442,20 @@ _WATCHDOG_CUT = FirstHead(
     r"Watchdog caught collective operation timeout: WorkNCCL\(",
     r"Watchdog caught collective operation timeout: WorkNCCL\((?P<body>[^()\n]*(?:\(ms\)[^()\n]*)?)\)"
     r"(?:\s*ran\b[^\n]*)?\s*$")
-_WD_RAN = re.compile(r"^\s*ran for (?P<ran>\d+) milliseconds")
-_WD_RANK = re.compile(r"\[(?:PG [^\]\[]*?)?Rank (?P<rank>\d+)\]\s*Watchdog|\[Rank (?P<rank2>\d+)\]")
-_WD_FIELD = re.compile(r"(?<!\w)(?P<k>\w+(?:\(ms\))?)=(?P<v>[^,\s)]+)")
-_TORCH_ERR = re.compile(r"NCCL error in: (?P<where>\S+?),\s*(?P<msg>.*?)"
+_WD_RAN = rx.compile(r"^\s*ran for (?P<ran>\d+) milliseconds")
+_WD_RANK = rx.compile(r"\[(?:PG [^\]\[]*?)?Rank (?P<rank>\d+)\]\s*Watchdog|\[Rank (?P<rank2>\d+)\]")
+_WD_FIELD = rx.compile(r"(?<!\w)(?P<k>\w+(?:\(ms\))?)=(?P<v>[^,\s)]+)")
+_TORCH_ERR = rx.compile(r"NCCL error in: (?P<where>\S+?),\s*(?P<msg>.*?)"
                         r"(?:, NCCL [vV]ersion (?P<ver>[\d.]+(?:[^\W\d]\w*)?)\s*$|(?<!\s)\s*$|$)")
 # nccl-tests' failure lines; its first releases (2017-2018) printed 'NCCL failure all_reduce.cu:95 '...'' and
 # 'Cuda failure common.cu:891 '...'' without the 'Test ' (NCCL's own WARN 'Cuda failure 'x'' names no .cu file).
-_TESTS_FAIL = re.compile(r"(?:(?<![\w.\-])(?P<host>[\w.\-]+): )?(?:Test NCCL failure (?P<where>\S+)|"
+_TESTS_FAIL = rx.compile(r"(?:(?<![\w.\-])(?P<host>[\w.\-]+): )?(?:Test NCCL failure (?P<where>\S+)|"
                          r"(?<!\S)NCCL failure (?P<old>[\w./\-]+\.cu:\d+)) '(?P<msg>[^']*)")
-_TESTS_CUDA = re.compile(r"(?:(?<![\w.\-])(?P<host>[\w.\-]+): )?(?:Test CUDA failure (?P<where>\S+)|"
+_TESTS_CUDA = rx.compile(r"(?:(?<![\w.\-])(?P<host>[\w.\-]+): )?(?:Test CUDA failure (?P<where>\S+)|"
                          r"(?<!\S)Cuda failure (?P<old>[\w./\-]+\.cu:\d+))(?:\s+'(?P<msg>[^']*)'?)?\s*$")
-_TORCH_OLD = re.compile(r"\bNCCL Error (?P<code>\d+): (?P<msg>.*\S|\s)\s*$")
-_LAST_ERROR = re.compile(r"(?:^|[\s:\]|])Last error:\s*(?P<text>.*)$")
-_TAG = re.compile(r"^\[[^\]\s]{1,40}\]:\s*")
+_TORCH_OLD = rx.compile(r"\bNCCL Error (?P<code>\d+): (?P<msg>.*\S|\s)\s*$")
+_LAST_ERROR = rx.compile(r"(?:^|[\s:\]|])Last error:\s*(?P<text>.*)$")
+_TAG = rx.compile(r"^\[[^\]\s]{1,40}\]:\s*")
 # Words of an error in any program's output, each read as a whole word (_ERROR_TEXT); table headers and comment
 # lines of benchmarks are not errors.
 ERROR_WORDS = (
@@ -513,12 +513,12 @@ ERROR_WORDS = (
     # found down ('gpu-184  mlx5_0  PORT_DOWN  (server=PORT_ACTIVE, client=PORT_DOWN)'): no other error word
     "PORT_DOWN",
 )
-_ERROR_TEXT = re.compile(r"\b(?:" + _alternation(ERROR_WORDS) + r")\b")
+_ERROR_TEXT = rx.compile(r"\b(?:" + _alternation(ERROR_WORDS) + r")\b")
 # The line a Python traceback ends with: an exception's class and its message ('RuntimeError: Desync detected for
 # barrier train begin (...)', 'torch.distributed.DistBackendError: ...'), whose message need hold no error word (the
 # failure lexicon's row 'python-exception' reads the same shape); its words, 'Error' and 'Exception', are ERROR_WORDS.
 # (never a source line 'except ValueError:')
-_EXCEPTION_TEXT = re.compile(r"(?<!except )\b[A-Z][A-Za-z0-9_]{0,60}(?:Error|Exception):(?: |$)")
+_EXCEPTION_TEXT = rx.compile(r"(?<!except )\b[A-Z][A-Za-z0-9_]{0,60}(?:Error|Exception):(?: |$)")
 # Kernel lines about GPUs, the IOMMU, PCIe, RDMA and the fabric manager (_KERNEL_TEXT).
 KERNEL_WORDS: Guarded = (
     ("NVRM:", r"NVRM:"), ("Xid", r"\bXid\b"), ("AMD-Vi", r"AMD-Vi"), ("DMAR", r"\bDMAR\b"),
@@ -540,8 +540,8 @@ def _alternatives(keep: str) -> List[str]:
     return out + [keep[start:]]
 
 
-_PLAIN = re.compile(r"(?:[^\\.^$*+?{}()\[\]|]|\[[A-Za-z]{2}\])+")
-_CASE = re.compile(r"\[([A-Za-z])([A-Za-z])\]")
+_PLAIN = rx.compile(r"(?:[^\\.^$*+?{}()\[\]|]|\[[A-Za-z]{2}\])+")
+_CASE = rx.compile(r"\[([A-Za-z])([A-Za-z])\]")
 
 
 def _kmsg_words() -> Guarded:
@@ -567,69 +567,69 @@ def _kmsg_words() -> Guarded:
 # The kernel's failure messages of knowledge/kmsg.toml (_KMSG_TEXT): a line holding one is kept as an error line
 # (a kernel line when it also holds a word of KERNEL_WORDS).
 KMSG_WORDS: Guarded = _kmsg_words()
-_KMSG_TEXT = re.compile(_either(KMSG_WORDS))
+_KMSG_TEXT = rx.compile(_either(KMSG_WORDS))
 # PyTorch distributed's failure messages of knowledge/torch.toml (the words of its rows): a line holding one is kept as
 # an error line, so that the diagnosis reads it through that table ('Connection closed by peer [...]', a worker's
 # 'Signal 9 (SIGKILL) received by PID', 'RendezvousTimeoutError', which hold no error word of their own).
 TORCH_WORDS: Guarded = tuple((w, re.escape(w)) for w in dict.fromkeys(
     w for r in knowledge.rows("torch.toml") for w in r["words"]))
-_TORCH_TEXT = re.compile(_either(TORCH_WORDS))
+_TORCH_TEXT = rx.compile(_either(TORCH_WORDS))
 # The launchers' and test tools' messages of knowledge/launchers.toml (the words of its rows): a line holding one is
 # kept as an error line, so that the diagnosis reads it through that table (UCX's 'Transport retry count exceeded',
 # slurmstepd's 'DUE TO TIME LIMIT', perftest's 'Completion with error at client', which hold no error word of their own).
 LAUNCHER_WORDS: Guarded = tuple((w, re.escape(w)) for w in dict.fromkeys(
     w for r in knowledge.rows("launchers.toml") for w in r["words"]))
-_LAUNCHER_TEXT = re.compile(_either(LAUNCHER_WORDS))
-_KERNEL_TEXT = re.compile(_either(KERNEL_WORDS))
-_TESTS_TIMEOUT = re.compile(r"Test timeout \((?P<s>\d+)s\) (?P<where>\S+)")
+_LAUNCHER_TEXT = rx.compile(_either(LAUNCHER_WORDS))
+_KERNEL_TEXT = rx.compile(_either(KERNEL_WORDS))
+_TESTS_TIMEOUT = rx.compile(r"Test timeout \((?P<s>\d+)s\) (?P<where>\S+)")
 
 # INFO lines worth keeping as notes: (kind, guard, pattern); every match of the pattern holds a word of the guard.
 _NOTES: Tuple[Tuple[str, Tuple[str, ...], "re.Pattern[str]"], ...] = (
-    ("max_shared_mem", ("ncclMaxSharedMem ",), re.compile(r"ncclMaxSharedMem \d+ exceeds")),
-    ("ib_qp", ("query_ece=", "IbDev "), re.compile(r"\bquery_ece=|\bIbDev \d+ Port \d+ qpn\b")),
-    ("ibverbs_missing", ("Failed to open libibverbs",), re.compile(r"Failed to open libibverbs")),
+    ("max_shared_mem", ("ncclMaxSharedMem ",), rx.compile(r"ncclMaxSharedMem \d+ exceeds")),
+    ("ib_qp", ("query_ece=", "IbDev "), rx.compile(r"\bquery_ece=|\bIbDev \d+ Port \d+ qpn\b")),
+    ("ibverbs_missing", ("Failed to open libibverbs",), rx.compile(r"Failed to open libibverbs")),
     ("p2p_disabled_by_nvml", ("P2P is disabled between connected GPUs",),
-     re.compile(r"P2P is disabled between connected GPUs")),
-    ("collnet_disabled", ("disabling CollNet",), re.compile(r"disabling CollNet")),
-    ("cuda_driver", ("cudaDriverVersion ",), re.compile(r"\bcudaDriverVersion \d+")),
-    ("ib_no_active_port", ("o active port",), re.compile(r"NET/IB ?: (?:(?!NET/IB ?: ).)*[nN]o active port")),
-    ("topo_file", ("Loading topology file ",), re.compile(r"Loading topology file \S")),
+     rx.compile(r"P2P is disabled between connected GPUs")),
+    ("collnet_disabled", ("disabling CollNet",), rx.compile(r"disabling CollNet")),
+    ("cuda_driver", ("cudaDriverVersion ",), rx.compile(r"\bcudaDriverVersion \d+")),
+    ("ib_no_active_port", ("o active port",), rx.compile(r"NET/IB ?: (?:(?!NET/IB ?: ).)*[nN]o active port")),
+    ("topo_file", ("Loading topology file ",), rx.compile(r"Loading topology file \S")),
 )
 
 # WARN kinds: (kind, failure?, pattern). The first match wins.
 # aws-ofi-nccl's GIN (GPU-initiated networking) set-up refusing to start, its WARNs in src/rdma/gin/nccl_ofi_gin_api.cpp
 # (nccl_ofi_gin_init): GIN is optional to NCCL, whose collectives go on over the plugin's network
-GIN_DECLINED = re.compile(r"NET/OFI\s{0,8}(?:Failed to initialize GDRCopy\b|GIN requires GDRCopy|"
+GIN_DECLINED = rx.compile(r"NET/OFI\s{0,8}(?:Failed to initialize GDRCopy\b|GIN requires GDRCopy|"
                           r"GIN only supports RDMA transport|GIN plugin does not support)")
 
 WARN_KINDS: Tuple[Tuple[str, bool, "Expression"], ...] = (
-    ("duplicate_gpu", True, re.compile(r"Duplicate GPU detected|Multiple Ranks are using the same GPU")),
-    ("version_mismatch", True, re.compile(r"Mismatched NCCL version")),
+    ("duplicate_gpu", True, rx.compile(r"Duplicate GPU detected|Multiple Ranks are using the same GPU")),
+    ("version_mismatch", True, rx.compile(r"Mismatched NCCL version")),
     # a segment NCCL made and finds gone when it unlinks it: removed under it (systemd-logind's RemoveIPC), not too small
-    ("shm_removed", True, re.compile(r"unlink shared memory [^\n]{0,300}?No such file or directory")),
-    ("shm", True, re.compile(r"/dev/shm|shared memory segment|posix_fallocate failed|shm_open failed|"
+    ("shm_removed", True, rx.compile(r"unlink shared memory [^\n]{0,300}?No such file or directory")),
+    ("shm", True, rx.compile(r"/dev/shm|shared memory segment|posix_fallocate failed|shm_open failed|"
                              r"No space left on device")),
-    ("ibv", True, re.compile(
+    ("ibv", True, rx.compile(
         r"Call to (?P<fn>ibv_\w+) failed(?: with error (?P<err>(?=\s*$)|[^\n]*?(?= errno \d+\s*$|(?<!\s)\s*$|$)))?"
         r"(?: errno \d+)?\s*$")),
     ("ib_completion", True,
      FirstHead(r"Got completion from peer ", r"Got completion from peer .*?status=(?P<status>\d+)")),
-    ("nvls", True, re.compile(r"NVLink SHARP|NVLS_ENABLE")),
-    ("cuda", True, re.compile(r"Cuda failure (?:(?P<code>\d+) )?'(?P<err>[^']*)'?")),
-    ("no_interface", True, re.compile(r"no interface found|No usable listening interface|no socket interface found")),
-    ("socket_connect", True, re.compile(r"socketStartConnect|Connect to (?:(?!Connect to ).)* failed|"
+    ("nvls", True, rx.compile(r"NVLink SHARP|NVLS_ENABLE")),
+    ("cuda", True, rx.compile(r"Cuda failure (?:(?P<code>\d+) )?'(?P<err>[^']*)'?")),
+    ("no_interface", True, rx.compile(r"no interface found|No usable listening interface|no socket interface found")),
+    ("socket_connect", True, rx.compile(r"socketStartConnect|Connect to (?:(?!Connect to ).)* failed|"
                                         r"Connection refused|"
                                         r"Network is unreachable|Connection timed out|neither AF_INET")),
-    ("remote_closed", True, re.compile(r"Connection closed by remote peer|Connection reset by peer")),
-    ("proxy", True, re.compile(r"\[Proxy Service \d+\] Failed|Error encountered progressing|Socket recv failed|"
+    ("remote_closed", True, rx.compile(r"Connection closed by remote peer|Connection reset by peer")),
+    ("proxy", True, rx.compile(r"\[Proxy Service \d+\] Failed|Error encountered progressing|Socket recv failed|"
                                r"\[Service thread\]")),
-    ("p2p_nvlink_disabled", True, re.compile(r"P2P is disabled between NVLINK connected GPUs")),
-    ("timeout", True, re.compile(r"\btimeout\b|timed out", re.I)),
-    ("cuda_library", False, re.compile(r"Failed to find CUDA library|libcuda\.so")),
+    ("p2p_nvlink_disabled", True, rx.compile(r"P2P is disabled between NVLINK connected GPUs")),
+    ("timeout", True, rx.compile(r"\btimeout\b|timed out", re.I)),
+    ("cuda_library", False, rx.compile(r"Failed to find CUDA library|libcuda\.so")),
     # aws-ofi-nccl's GIN plugin declining to start (no /dev/gdrdrv, an old GDRCopy, a non-RDMA protocol): NCCL then
     # says 'Failed to initialize any GIN plugin' and runs its collectives without GIN
     ("gin_declined", False, GIN_DECLINED),
-    ("ibverbs_missing", False, re.compile(r"Failed to open libibverbs")),
+    ("ibverbs_missing", False, rx.compile(r"Failed to open libibverbs")),
 )
 
 
@@ -638,7 +638,7 @@ _ERROR_KINDS: Dict[str, Optional[str]] = {}  # line -> its error_kind, for lines
 
 # nccl-tests' own comment lines (its header, the table's head, the closing summary): never an output quoted in a
 # transcript, whose quote mark error_kind reads through
-_BENCH_COMMENT = re.compile(r"^#[ \t]{0,40}(?:#|nThread\b|Rank\b|Using devices|size\b|bytes\b|out-of-place|in-place|"
+_BENCH_COMMENT = rx.compile(r"^#[ \t]{0,40}(?:#|nThread\b|Rank\b|Using devices|size\b|bytes\b|out-of-place|in-place|"
                             r"Out of bounds values|Avg bus bandwidth|Collective test|Check\b)|algbw|busbw|#wrong")
 
 
@@ -766,7 +766,7 @@ BENCH_TITLES: Guarded = (("BW Test", r"\bBW Test\b"), ("Lat Test", r"\bLat Test\
                          ("Latency Test", r"\bLatency Test\b"),
                          ("P2P=Enabled Bandwidth", r"P2P=Enabled Bandwidth\b"),
                          ("P2P=Disabled Bandwidth", r"P2P=Disabled Bandwidth\b"))
-_BENCH_START = re.compile(r"^\s*(?:#\s*)?(?:" + _either(BENCH_HEADS) + r")|^\s*\d+\s+\d+\s+(?:" + _either(ROW_TYPES) +
+_BENCH_START = rx.compile(r"^\s*(?:#\s*)?(?:" + _either(BENCH_HEADS) + r")|^\s*\d+\s+\d+\s+(?:" + _either(ROW_TYPES) +
                           r")\s+\S|" + _either(BENCH_TITLES))
 # NCCL RAS reports (ncclras, text or JSON) in the same files: kept per file from their first line (_RAS_START;
 # MAX_RAS_BYTES).
@@ -781,10 +781,10 @@ RAS_MESSAGES: Guarded = (
     ("considered dead", r"job process(?:es)? (?:is|are) considered dead \(unreachable via the RAS network\)"),
     ("Missing communicator data", r"Missing communicator data from \d+ (?:job process|rank)"),
 )
-_RAS_START = re.compile(r"^\s*(?:" + _either(RAS_HEADS) + ")|" + _either(RAS_MESSAGES))
+_RAS_START = rx.compile(r"^\s*(?:" + _either(RAS_HEADS) + ")|" + _either(RAS_MESSAGES))
 
 # Progress lines: a thread that logs one of these after an error chain got past the error.
-_PROGRESS = re.compile(r"\bvia \S|\bConnected (?:all|NVLS|binomial|[Cc]oll)|- Init COMPLETE\b|\bcoll channels,")
+_PROGRESS = rx.compile(r"\bvia \S|\bConnected (?:all|NVLS|binomial|[Cc]oll)|- Init COMPLETE\b|\bcoll channels,")
 # Messages specific enough to read from a line that lost its NCCL prefix (pasted, re-emitted, cut).
 _CHANNEL_TAIL = (r" \d+(?:/\d+)? : (?:\d+(?:\[[0-9a-fA-F]+\])? -> (?:(?!(?:Channel|Ring) \d).)* via "
                  r"|\s*\d+(?:\s+\d+)*\s*$)")
@@ -799,8 +799,8 @@ UNPREFIXED_WORDS: Guarded = (
     ("Loaded ", r"\bLoaded (?:net|collnet|coll) plugin \S"), ("P2P plugin ", r"\bP2P plugin \S"),
     ("Plugin Path : ", r"\bPlugin Path : \S"), ("cudaDriverVersion ", r"\bcudaDriverVersion \d+"),
 )
-_UNPREFIXED = re.compile(_either(UNPREFIXED_WORDS))
-_BARE_WARN = re.compile(r"(?:^|\s)(?:(?P<file>[\w./+\-]+\.\w+):(?P<fline>\d+) )?NCCL WARN (?P<msg>.*)$")
+_UNPREFIXED = rx.compile(_either(UNPREFIXED_WORDS))
+_BARE_WARN = rx.compile(r"(?:^|\s)(?:(?P<file>[\w./+\-]+\.\w+):(?P<fline>\d+) )?NCCL WARN (?P<msg>.*)$")
 # NCCL's own failure words, quoted without their 'NCCL WARN' prefix (an application's error text, a pasted line).
 QUOTED_WARN_WORDS: Guarded = (
     ("Error while creating shared memory segment ", r"Error while creating shared memory segment \S"),
@@ -817,14 +817,14 @@ QUOTED_WARN_WORDS: Guarded = (
                       r"returned [A-Za-z ]{1,60}(?:, exceeded|$))"),
     ("PollConnect to ", r"(?:socket|ncclOsSocket)PollConnect to \S{1,300} failed with error "),
 )
-_QUOTED_WARN = re.compile(_either(QUOTED_WARN_WORDS))
-_BARE_INFO = re.compile(r"(?:^|\s)NCCL INFO (?P<msg>.*)$")
-_DIAG = re.compile(r"\bNCCL DIAG\s*\[(?P<tag>\w+)\]\s*(?P<msg>.*)$")
+_QUOTED_WARN = rx.compile(_either(QUOTED_WARN_WORDS))
+_BARE_INFO = rx.compile(r"(?:^|\s)NCCL INFO (?P<msg>.*)$")
+_DIAG = rx.compile(r"\bNCCL DIAG\s*\[(?P<tag>\w+)\]\s*(?P<msg>.*)$")
 # A channel line whose 'Channel NN :' head was cut: '9[1a000] -> 2[6b000] [send] via NET/IB/0/GDRDMA'.
-_FRAGMENT = re.compile(
+_FRAGMENT = rx.compile(
     r"^\s*(?P<src>\d+)(?:\[(?P<sdev>[0-9a-fA-F]+)\])? -> (?P<dst>\d+)(?:\[(?P<ddev>[0-9a-fA-F]+)\])?"
     r"(?: \[(?P<dir>send|receive)\])? via (?P<via>(?:P2P|SHM|NET|COLLNET)/.+)")
-_RING_ORDER = re.compile(r"\b(?:Channel|Ring) (?P<ch>\d+)(?:/(?P<n>\d+))? :(?P<order>(?:\s+\d+)+)\s*$")
+_RING_ORDER = rx.compile(r"\b(?:Channel|Ring) (?P<ch>\d+)(?:/(?P<n>\d+))? :(?P<order>(?:\s+\d+)+)\s*$")
 
 
 @dataclass(frozen=True)
@@ -1029,7 +1029,7 @@ WORDS: Tuple[str, ...] = _words()
 # The words as two expressions over a line's text, as the prefilter has them over bytes (nccldiag.nccl.scan):
 # words starting in upper case or a mark apart from the lower-case ones, each a plain alternation that Python's
 # engine skips through quickly.
-_WORD_TEXT = tuple(re.compile(lexicon.trie(ws)) for ws in (
+_WORD_TEXT = tuple(rx.compile(lexicon.trie(ws)) for ws in (
     [w for w in WORDS if not w[:1].islower()], [w for w in WORDS if w[:1].islower()]))
 
 

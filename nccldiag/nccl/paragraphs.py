@@ -46,6 +46,7 @@ import bisect
 import re
 from typing import IO, Any, List
 
+from nccldiag import rx
 from nccldiag.nccl.encoded import Mapped
 from nccldiag.nccl.records import _lines_end
 
@@ -62,21 +63,21 @@ _KINDS = (
 )
 _TRACEBACK = rb"Traceback \(most recent call last\):"
 _AFTER_BLANK = rb"(?:^|(?<=[ \t]))"
-_STARTS = re.compile(_AFTER_BLANK + rb"(?:" + rb"|".join(rb"(?P<%s>%s)" % (k.encode(), p) for k, p in _KINDS)
+_STARTS = rx.compile(_AFTER_BLANK + rb"(?:" + rb"|".join(rb"(?P<%s>%s)" % (k.encode(), p) for k, p in _KINDS)
                      + rb"|(?P<tb>" + _TRACEBACK + rb"))")
 # a line's label: a host's or a launcher's (``node017: ``, ``192.168.11.119: ``, ``[trainer3]:``, ``3: ``); a
 # progress bar's description before its percentage and bar (tqdm's ``fp4_gemm:  82%|``, repeated at each update
 # of a bar whose carriage returns a paste lost) is none
 _LABEL_FORM = (rb"\[[^\]\s]{1,64}\]:|(?!\d{1,64}: )[^\s:\[\d]{0,63}\d[^\s:\[]{0,63}: "
                rb"(?! {0,3}\d{1,3}(?:\.\d{1,3})?%\|)")
-_LABEL = re.compile(_LABEL_FORM)
+_LABEL = rx.compile(_LABEL_FORM)
 # where two table rows were joined: one row's closing bar (or border's corner) after a cell's text and a blank or
 # after a padded cell's blanks, a space, the next one's opening; a bar right after another bar and one blank closes
 # an empty cell, no row ('| | | MIG M. |': a row whose blanks a page collapsed, its first cells empty), nor does
 # the bar a row opens after its indent (:func:`_joints`)
 _JOINT_FORM = rb"(?<=[^|+\s][-= ][|+]|  [|+]) (?=\|[-= ]|\+[-=])"
-_JOINT = re.compile(_JOINT_FORM)
-_TABLE_HEAD = re.compile(rb"[ \t]{0,12}[|+][-= ]")
+_JOINT = rx.compile(_JOINT_FORM)
+_TABLE_HEAD = rx.compile(rb"[ \t]{0,12}[|+][-= ]")
 # nvidia-smi -q's keys and section titles, as its real reports print them (every one in the captures of
 # ../shared/fixtures/node/nvidia-smi-q and nvidia-smi-ecc-rowremap: drivers 460 to 560, A100, A10, H100, RTX 4090,
 # TITAN V): a report is a tree of 'Key      : value' lines under titles, each key padded with blanks to the colon
@@ -155,22 +156,22 @@ _FIELDS = (
     (_SMI_HEAD, rb"GPU [0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f](?= |$)|" + _SMI_KEY + rb"|"
      + _SMI_TITLE),
 )
-_FIELD_HEADS = [re.compile(h) for h, _ in _FIELDS]
-_FIELD_KEYS = [re.compile(rb"(?<= )(?:" + k + rb")") for _, k in _FIELDS]
+_FIELD_HEADS = [rx.compile(h) for h, _ in _FIELDS]
+_FIELD_KEYS = [rx.compile(rb"(?<= )(?:" + k + rb")") for _, k in _FIELDS]
 # a line that may hold several records: two starts of one kind, a traceback after a record's text, two table rows,
 # its label twice (each search linear in the line's length: the second start is the first's form again)
-_GATE = re.compile(rb"(?m)" + rb"|".join(
+_GATE = rx.compile(rb"(?m)" + rb"|".join(
     [_AFTER_BLANK + rb"(?:%s)[^\n]* (?:%s)" % (p, p) for _, p in _KINDS]
     + [rb"[^:\s] " + _TRACEBACK, _JOINT_FORM, rb"^(" + _LABEL_FORM + rb")[^\n]* \1"]))
 # a key-value output's head anywhere in a text: its lines are then searched for the output's keys (:func:`_field_cuts`)
-_FIELD_GATE = re.compile(rb"|".join(rb"(?:%s)" % h for h, _ in _FIELDS))
+_FIELD_GATE = rx.compile(rb"|".join(rb"(?:%s)" % h for h, _ in _FIELDS))
 # a traceback's frame, after a blank
-_FRAME = re.compile(rb" (?=File \"[^\"\n]{1,4096}\", line \d)")
+_FRAME = rx.compile(rb" (?=File \"[^\"\n]{1,4096}\", line \d)")
 # the exception a traceback ends with, after its last frame
-_RAISED = re.compile(rb" (?=(?:[A-Za-z_]\w{0,64}\.){0,8}[A-Z]\w{0,64}(?:Error|Exception|Exit|Interrupt):)")
-_WORD = re.compile(rb"[A-Za-z]{3}")
-_MARKER = re.compile(rb"(?:[-*+]|\xe2\x80\xa2) ")  # a list's marker at a line's head: '- ', '* ', '+ ', '\u2022 '
-_DIGITS = re.compile(rb"[\d ]+")
+_RAISED = rx.compile(rb" (?=(?:[A-Za-z_]\w{0,64}\.){0,8}[A-Z]\w{0,64}(?:Error|Exception|Exit|Interrupt):)")
+_WORD = rx.compile(rb"[A-Za-z]{3}")
+_MARKER = rx.compile(rb"(?:[-*+]|\xe2\x80\xa2) ")  # a list's marker at a line's head: '- ', '* ', '+ ', '\u2022 '
+_DIGITS = rx.compile(rb"[\d ]+")
 MAX_LABEL = 64  # a label before the first record's start longer than this is text, not a label
 
 

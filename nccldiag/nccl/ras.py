@@ -20,6 +20,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
+from nccldiag import rx
+
 MAX_ITEMS = 256  # ranks, processes and lines kept per problem; the rest are counted
 MAX_REPORTS = 64
 
@@ -120,21 +122,21 @@ class RasReport:
 
 # ---- text
 
-_VERSION = re.compile(r"^NCCL version (?P<v>\S+) compiled with CUDA (?P<cuda>\S+)\s*$")
-_CUDA = re.compile(r"^CUDA runtime version (?P<rt>-?\d+), driver version (?P<drv>-?\d+)")
-_JOB = re.compile(r"^Job summary\s*$")
-_COMMS = re.compile(r"^Communicators\.\.\.(?:\s*\((?P<s>[\d.]+)s\))?")
-_NUMS = re.compile(r"^\s*\d+(?:\s+\d+)*\s*$")
-_GROUP_ROW = re.compile(r"^\s*(?P<g>\d+)\s+(?P<comms>\d+)\s+(?P<nodes>\d+)\s+(?P<rpn>\d+(?:-\d+)?)\s+"
+_VERSION = rx.compile(r"^NCCL version (?P<v>\S+) compiled with CUDA (?P<cuda>\S+)\s*$")
+_CUDA = rx.compile(r"^CUDA runtime version (?P<rt>-?\d+), driver version (?P<drv>-?\d+)")
+_JOB = rx.compile(r"^Job summary\s*$")
+_COMMS = rx.compile(r"^Communicators\.\.\.(?:\s*\((?P<s>[\d.]+)s\))?")
+_NUMS = rx.compile(r"^\s*\d+(?:\s+\d+)*\s*$")
+_GROUP_ROW = rx.compile(r"^\s*(?P<g>\d+)\s+(?P<comms>\d+)\s+(?P<nodes>\d+)\s+(?P<rpn>\d+(?:-\d+)?)\s+"
                         r"(?P<rpc>\d+)\s+(?P<rig>\d+)\s+(?P<status>[A-Z]+)\s+(?P<errors>[A-Z,]+)\s*$")
-_OUTLIER = re.compile(r"^\s*Node (?P<node>\S+) running process(?:es)? (?P<pids>[\d,]+)")
-_BLOCK = re.compile(r"^(?P<kind>INCOMPLETE|DEAD|TIMEOUT|ERROR|MISMATCH)\s*$")
-_COMM_BLOCK = re.compile(r"^#(?P<comm>\d+-\d+) \((?P<hash>[0-9a-fA-Fx]+)\) (?P<kind>INCOMPLETE|ERROR|MISMATCH)\s*$")
-_PROCESS = re.compile(r"^\s*Process (?P<pid>\d+) on node (?P<node>\S+) managing GPUs? (?P<gpus>.*\S|\s)\s*$")
-_RANK = re.compile(r"^\s*Rank (?P<rank>-?\d+) -- (?:GPU (?P<gpu>\S+(?: \(\S+\))?) managed by process (?P<pid>\d+) "
+_OUTLIER = rx.compile(r"^\s*Node (?P<node>\S+) running process(?:es)? (?P<pids>[\d,]+)")
+_BLOCK = rx.compile(r"^(?P<kind>INCOMPLETE|DEAD|TIMEOUT|ERROR|MISMATCH)\s*$")
+_COMM_BLOCK = rx.compile(r"^#(?P<comm>\d+-\d+) \((?P<hash>[0-9a-fA-Fx]+)\) (?P<kind>INCOMPLETE|ERROR|MISMATCH)\s*$")
+_PROCESS = rx.compile(r"^\s*Process (?P<pid>\d+) on node (?P<node>\S+) managing GPUs? (?P<gpus>.*\S|\s)\s*$")
+_RANK = rx.compile(r"^\s*Rank (?P<rank>-?\d+) -- (?:GPU (?P<gpu>\S+(?: \(\S+\))?) managed by process (?P<pid>\d+) "
                    r"on node (?P<node>\S+)|\[process information not found\])")
-_MISSING_LIST = re.compile(r"^\s*The missing ranks?: (?P<list>[\d,\s-]+)$")
-_COUNT = re.compile(r"^\s*(?:Missing communicator data from (?P<missing>\d+)"
+_MISSING_LIST = rx.compile(r"^\s*The missing ranks?: (?P<list>[\d,\s-]+)$")
+_COUNT = rx.compile(r"^\s*(?:Missing communicator data from (?P<missing>\d+)"
                     r"|(?P<dead>\d+) job process(?:es)? (?:is|are) considered dead"
                     r"|Encountered (?P<timeouts>\d+) communication timeout"
                     r"|(?:Initialization|Asynchronous) errors? on (?P<errors>\d+) rank)")
@@ -306,7 +308,7 @@ class _TextReader:
 
 # Where a line of the report starts inside a line that holds several (a paragraph's lines run together when the
 # report was pasted outside a code block): a section's rule, a problem's messages, its process and rank lines.
-_JOINED = re.compile(r"(?<=\S) (?=={3,}(?: |$)|\d+ job process(?:es)? (?:is|are) considered dead"
+_JOINED = rx.compile(r"(?<=\S) (?=={3,}(?: |$)|\d+ job process(?:es)? (?:is|are) considered dead"
                      r"|Missing communicator data from \d|Process \d+ on node |Rank -?\d+ (?:--|has status) "
                      r"|The missing ranks?: |Encountered \d+ communication timeout|\d+ ranks have "
                      r"|Communicator ranks have |(?:Initialization|Asynchronous) errors? on \d"
@@ -442,7 +444,7 @@ def _parse_json(doc: Dict[str, Any], source: str, lineno: int) -> RasReport:
     return r
 
 
-_JSON_START = re.compile(r"^[ \t]*\{", re.M)
+_JSON_START = rx.compile(r"^[ \t]*\{", re.M)
 
 
 def _json_reports(text: str, source: str) -> List[RasReport]:

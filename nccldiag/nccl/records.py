@@ -22,9 +22,9 @@ handed on as it is; a text whose first 256 KiB hold no record is handed on as it
 from __future__ import annotations
 
 import json
-import re
 from typing import IO, Optional
 
+from nccldiag import rx
 from nccldiag.nccl.encoded import Mapped
 
 MAX_RECORD = 256 * 1024  # a longer line is read as it stands
@@ -32,9 +32,9 @@ MAX_CARRY = 1 << 20  # a line not ended after this many bytes is handed on as it
 
 _FIELDS = (b"log", b"MESSAGE", b"message", b"msg", b"textPayload")
 _STRING = rb'"((?:[^"\\\n]|\\.){0,262144})"'
-_FIELD = re.compile(rb'"(log|MESSAGE|message|msg|textPayload|error|level|severity)"[ \t]{0,8}:[ \t]{0,8}' + _STRING)
-_OPEN = re.compile(rb'\{[ \t]{0,8}"')  # a record's first key: its line is tested whole
-_RECORD = re.compile(rb'[ \t]{0,8}\{[ \t]{0,8}"[^\n]{0,262144}\}[ \t]{0,8}\r?')
+_FIELD = rx.compile(rb'"(log|MESSAGE|message|msg|textPayload|error|level|severity)"[ \t]{0,8}:[ \t]{0,8}' + _STRING)
+_OPEN = rx.compile(rb'\{[ \t]{0,8}"')  # a record's first key: its line is tested whole
+_RECORD = rx.compile(rb'[ \t]{0,8}\{[ \t]{0,8}"[^\n]{0,262144}\}[ \t]{0,8}\r?')
 _LEVELS = {b"error": "ERROR", b"err": "ERROR", b"fatal": "FATAL", b"panic": "FATAL", b"dpanic": "FATAL",
            b"critical": "CRITICAL", b"crit": "CRITICAL", b"alert": "CRITICAL", b"emerg": "CRITICAL",
            b"emergency": "CRITICAL"}

@@ -17,9 +17,9 @@ fill, and on logs made at random.
 from __future__ import annotations
 
 import itertools
-import re
 from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tuple, Union
 
+from nccldiag import rx
 from nccldiag.nccl.facts import MAX_THREADS, CategoryStats, ChainStep, PairTransport, VersionLine, Warn
 from nccldiag.nccl.grammar import (
     _BENCH_START, _CHAIN, _FRAGMENT, _QUOTED_WARN, _RAS_START, _UNPREFIXED, _VERSION, Reader, Rec, app_line,
@@ -154,7 +154,7 @@ _PLAIN_BYTES = 4 * 1024 * 1024  # bytes of distinct plain lines whose text is re
 
 
 _BATCH_MIN = 8  # a Plain item of at least this many lines has its texts tested for a word at once
-_NOT_PLAIN_ASCII = re.compile(r"[^\t\n\x20-\x7e]")  # characters Python's re and Hyperscan may read apart (\s, \d)
+_NOT_PLAIN_ASCII = rx.compile(r"[^\t\n\x20-\x7e]")  # characters Python's re and Hyperscan may read apart (\s, \d)
 
 
 def _none_holds_a_word(texts: List[str], find: Optional[Callable[[bytes, int], List[int]]]) -> bool:

@@ -27,9 +27,9 @@ large log pays one pass over its start.
 """
 from __future__ import annotations
 
-import re
 from typing import IO, Dict
 
+from nccldiag import rx
 from nccldiag.nccl.encoded import Mapped
 
 _SPACES = "\u00a0\u1680" + "".join(map(chr, range(0x2000, 0x200B))) + "\u202f\u205f\u3000"
@@ -45,9 +45,9 @@ _MAP.update({chr(c): chr(c - 0xFEE0) for c in range(0xFF01, 0xFF5F)})
 
 _BYTES: Dict[bytes, bytes] = {k.encode("utf-8"): v.encode("ascii") for k, v in _MAP.items()}
 # every character folded, in UTF-8, by its bytes (a few more of the same blocks match and stay as they are)
-_TYPESET = re.compile(rb"\xc2[\xa0\xad]|\xe1\x9a\x80|\xe2(?:[\x80\x81][\x80-\xbf]|\x88\x92)|\xe3\x80\x80|"
+_TYPESET = rx.compile(rb"\xc2[\xa0\xad]|\xe1\x9a\x80|\xe2(?:[\x80\x81][\x80-\xbf]|\x88\x92)|\xe3\x80\x80|"
                       rb"\xef(?:\xbb\xbf|\xbc[\x81-\xbf]|\xbd[\x80-\x9e])")
-_ESCAPED = re.compile(rb"\\([_*\[\]()#<>~^`|])")
+_ESCAPED = rx.compile(rb"\\([_*\[\]()#<>~^`|])")
 
 
 def fold(data: bytes) -> bytes:

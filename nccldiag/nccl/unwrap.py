@@ -27,9 +27,9 @@ on the stream unchanged where the text was not wrapped.
 from __future__ import annotations
 
 import io
-import re
 from typing import IO, List, Optional, Sequence, Set
 
+from nccldiag import rx
 from nccldiag.nccl.encoded import Buffered, Head, Opened
 from nccldiag.nccl.paragraphs import Splitting
 from nccldiag.nccl.records import Unpacking
@@ -46,7 +46,7 @@ LONG = 1 << 20  # a line not ended after this many bytes is handed on as it is
 # A line's start as a new line writes it: a time (ISO, syslog, a kernel's '[ 12.345]' or '[Wed May  1 ...]'), an
 # NCCL record's 'host:pid:tid [', a launcher's '[rank3]:', '[default0]:', '[1,3]<stderr>:', '3: ', a shell prompt, a
 # tool's padded field ('fw_ver:          22.38.1900', 'State:   Active', flush left), a table's border or a quote mark.
-_STARTS = re.compile(
+_STARTS = rx.compile(
     r"[ \t]{0,12}(?:"
     r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d|"
     r"[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d|"
@@ -104,7 +104,7 @@ def _label(line: str) -> str:
     return "=" + word if word[-1:] in (":", "]", ")") else ""
 
 
-_WORD = re.compile(r"[a-z]\w*")
+_WORD = rx.compile(r"[a-z]\w*")
 
 
 def _word(line: str) -> str:
@@ -238,13 +238,13 @@ def _indented_alike(piece: str, line: str) -> bool:
 FLOW_ONE = 60  # a text broken at its blanks once: its piece at least this long (a mail breaks at 72 to 78)
 FLOW_SLACK = 1.25  # a text broken at its blanks: its lines keep to its longest piece, within a word
 FLOW_OVER = 50  # lines of such a text that may pass it (an address, a path no blank breaks), one in this many
-_QUOTE = re.compile(r"(?:> ?)*")  # a mail's or a markdown's quote marks
+_QUOTE = rx.compile(r"(?:> ?)*")  # a mail's or a markdown's quote marks
 # a table's row, its cells padded to their columns (two gaps of three blanks or more: sacct's and squeue's rows end in
 # the blank after their last cell), and a table's rule of dashes under its header: neither is a piece of a longer line
-_PADDED = re.compile(r"\S {3,40}\S[^\n]{0,400}? {3,40}\S")
-_RULE = re.compile(r"[ \t]{0,8}[-=]{3,80}(?: {1,3}[-=]{3,80}){1,40} ?$")
+_PADDED = rx.compile(r"\S {3,40}\S[^\n]{0,400}? {3,40}\S")
+_RULE = rx.compile(r"[ \t]{0,8}[-=]{3,80}(?: {1,3}[-=]{3,80}){1,40} ?$")
 # a shell prompt: a command's line ends in a blank as often as not, and its output is no part of it
-_PROMPT = re.compile(r"[ \t]*(?:\([\w.-]{1,64}\)[ \t])?(?:[\w.@-]{1,64}(?::[^\s$#%]{0,256})?)?[$#%][ \t]")
+_PROMPT = rx.compile(r"[ \t]*(?:\([\w.-]{1,64}\)[ \t])?(?:[\w.@-]{1,64}(?::[^\s$#%]{0,256})?)?[$#%][ \t]")
 
 
 def soft_break(line: str, after: str, starts: Set[str]) -> bool:

@@ -42,7 +42,7 @@ import re
 from dataclasses import dataclass
 from typing import List, Optional, Sequence, Tuple
 
-from nccldiag import fronts
+from nccldiag import fronts, rx
 
 MAX_LAYERS = 8  # layers taken off one line at most
 MAX_LINE = 4096  # the characters of a line read (the kernel's records and the tools' lines are under 1 KiB)
@@ -103,10 +103,10 @@ class Peeled:
 
 # ---- markup ---------------------------------------------------------------------------------------------------
 
-_ANSI = re.compile(r"\x1b\[[0-9;?]{0,20}[A-Za-z]")
-_FENCE = re.compile(r"[ \t]{0,12}(?:```|~~~)")
-_BREAK = re.compile(r"<br[ \t]{0,4}/?>", re.I)
-_BREAK_END = re.compile(r"(?:<br[ \t]{0,4}/?>[ \t]{0,8}){1,4}$", re.I)
+_ANSI = rx.compile(r"\x1b\[[0-9;?]{0,20}[A-Za-z]")
+_FENCE = rx.compile(r"[ \t]{0,12}(?:```|~~~)")
+_BREAK = rx.compile(r"<br[ \t]{0,4}/?>", re.I)
+_BREAK_END = rx.compile(r"(?:<br[ \t]{0,4}/?>[ \t]{0,8}){1,4}$", re.I)
 
 
 def split_breaks(line: str) -> List[str]:
@@ -141,12 +141,12 @@ def unmark(line: str) -> Tuple[str, bool]:
 # ---- the layers -----------------------------------------------------------------------------------------------
 
 _MONTHS = r"(?:[A-Z][a-z]{2}|[a-z]{3}\.?)"
-_NUMBER = re.compile(r"[ \t]{0,8}\d{1,6}(?:\.[ \t]|[ \t]{0,2}\|(?:[ \t]|$))")
-_BULLET = re.compile(r"[ \t]{0,12}[-*+\u2022][ \t]")
-_CELL = re.compile(r"[ \t]{0,12}\|[ \t]?")
-_QUOTE = re.compile(r"[ \t]{0,12}>(?:[ \t]|$)")
-_COMMENT = re.compile(r"[ \t]{0,12}#(?:[ \t]|$)")
-PROMPT = re.compile(
+_NUMBER = rx.compile(r"[ \t]{0,8}\d{1,6}(?:\.[ \t]|[ \t]{0,2}\|(?:[ \t]|$))")
+_BULLET = rx.compile(r"[ \t]{0,12}[-*+\u2022][ \t]")
+_CELL = rx.compile(r"[ \t]{0,12}\|[ \t]?")
+_QUOTE = rx.compile(r"[ \t]{0,12}>(?:[ \t]|$)")
+_COMMENT = rx.compile(r"[ \t]{0,12}#(?:[ \t]|$)")
+PROMPT = rx.compile(
     r"(?:\([\w.-]{1,40}\)[ \t])?"  # a virtual environment's name
     # a powerline prompt's segments, each ended by its arrow as a page renders it: 'alex@exi > ~/Downloads > cmd'
     r"(?:[\w.-]{1,64}@(?P<segments>[\w.-]{1,253})(?: > [^>\n]{1,200}?){0,6} >"
@@ -155,38 +155,38 @@ PROMPT = re.compile(
     r"|\[[\w.-]{1,64}_at_(?P<archived>[\w.-]{1,253})[ :][^\s#$>\]]{0,200}\][#$%>]"
     # oh-my-zsh's default theme (robbyrussell): an arrow, the directory's name, the git branch: '➜  dir git:(main) ✗'
     r"|\u279c {1,2}[^\s]{1,200}(?: git:\([^\s)]{1,200}\)(?: \u2717)?)?)(?:[ \t]|$)")
-_GREP = re.compile(r"(?:(?:[\w.~:-]{0,200}/){1,40}[\w.~-]{1,200}|[\w-]{1,100}\.(?:log|txt|out|err)(?:\.\d)?|"
+_GREP = rx.compile(r"(?:(?:[\w.~:-]{0,200}/){1,40}[\w.~-]{1,200}|[\w-]{1,100}\.(?:log|txt|out|err)(?:\.\d)?|"
                    r"messages|syslog|kern\.log|dmesg|daemon\.log)(?::\d{1,9})?[:-](?=\S)")
-_GREP_FILE = re.compile(r"[^:]{0,400}")
-_LAUNCHER = re.compile(r"[ \t]{0,8}(?:\[(?:default|rank|local_rank)?\d{1,6}\]:|\[\d{1,6},\d{1,6}\]<std(?:out|err)>:)|"
+_GREP_FILE = rx.compile(r"[^:]{0,400}")
+_LAUNCHER = rx.compile(r"[ \t]{0,8}(?:\[(?:default|rank|local_rank)?\d{1,6}\]:|\[\d{1,6},\d{1,6}\]<std(?:out|err)>:)|"
                        r"[ \t]{0,8}\d{1,6}:[ \t]|" + fronts.WORKER)
-_LOGGER = re.compile(fronts.LOGGER)
-_LOGGER_FRONT = re.compile(fronts.LOGGER_FRONT)
-_DECODE = re.compile(r"(?:kern|user|daemon|syslog)[ \t]{0,4}:[ \t]{0,4}[a-z]{3,7}[ \t]{0,4}:[ \t]?")
-_BRACKET = re.compile(
+_LOGGER = rx.compile(fronts.LOGGER)
+_LOGGER_FRONT = rx.compile(fronts.LOGGER_FRONT)
+_DECODE = rx.compile(r"(?:kern|user|daemon|syslog)[ \t]{0,4}:[ \t]{0,4}[a-z]{3,7}[ \t]{0,4}:[ \t]?")
+_BRACKET = rx.compile(
     r"\[[ \t]{0,12}(?:\+?\d{1,10}[.,]\d{1,9}|[A-Z][a-z]{2} [A-Z][a-z]{2}[ \t]{1,2}\d{1,2} \d\d:\d\d:\d\d \d{4}|"
     r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d)?|"
     r"\d\d:\d\d:\d\d(?:[.,]\d{1,9})?|" + fronts.CLOCK + r")\](?::[ \t]?|[ \t]{0,2})")
-_ISO = re.compile(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d)?(?:[ \t]|:[ \t]|$)")
+_ISO = rx.compile(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d)?(?:[ \t]|:[ \t]|$)")
 # syslog and the journal: 'Nov 29 00:12:15 host proc[pid]: ' (single spaces), '-o short-iso''s ISO time before the
 # host, whose process is the kernel or has its pid
-_SYSLOG = re.compile(
+_SYSLOG = rx.compile(
     r"(?:" + _MONTHS + r" {1,2}\d{1,2} \d\d:\d\d:\d\d(?:[.,]\d{1,9})? (?P<host>[^\s:\[\]]{1,253}) "
     r"(?P<proc>[^\s:\[\]]{1,100}(?:\[\d{1,10}\])?)|"
     r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d)? (?P<ihost>[^\s:\[\]]{1,253}) "
     r"(?:kernel|[^\s:\[\]]{1,100}\[\d{1,10}\])):[ \t]?")
-_HOST = re.compile(r"(?P<host>[A-Za-z0-9][\w.-]{0,252}|<[a-z _-]{1,40}>|\*{3,8}|[xX]{3,8}):[ \t]")
+_HOST = rx.compile(r"(?P<host>[A-Za-z0-9][\w.-]{0,252}|<[a-z _-]{1,40}>|\*{3,8}|[xX]{3,8}):[ \t]")
 # the names the kernel puts at the front of its messages, which are no hosts
-_DEVICE = re.compile(r"(?:nvidia|nvswitch|nv_|mlx\d|mlx5|ib\d|ibp|eth\d|en[opsx]|wl|bond|nvme|sd[a-z]|hfi|i40|ice|"
+_DEVICE = rx.compile(r"(?:nvidia|nvswitch|nv_|mlx\d|mlx5|ib\d|ibp|eth\d|en[opsx]|wl|bond|nvme|sd[a-z]|hfi|i40|ice|"
                      r"irdma|bnxt|qed|usb|ata\d|scsi|pci|acpi|xhci|virtio|vfio|dm-|md\d|loop|tty|cpu|mpt|megasas|"
                      r"ahci|i2c|drm|snd|hid|input|rtc|tpm|ipmi|kvm|efi|nfs|docker|veth|br-|vxlan|lo\b)", re.I)
 # lspci's register fields with a number (LnkCtl2:, DevCap2:, LnkSta2:), the start of a line of lspci -vvv's, no hosts
-_REGISTER = re.compile(r"(?:Lnk|Dev|Slt|Rt)(?:Cap|Ctl|Sta)\d")
+_REGISTER = rx.compile(r"(?:Lnk|Dev|Slt|Rt)(?:Cap|Ctl|Sta)\d")
 # the commands whose line names what follows it (a transcript without prompts)
-COMMAND = re.compile(r"[ \t]{0,4}(?:sudo[ \t]{1,4})?(?:ibstat|ibstatus|ibv_devinfo|ibdev2netdev|show_gids|rdma|"
+COMMAND = rx.compile(r"[ \t]{0,4}(?:sudo[ \t]{1,4})?(?:ibstat|ibstatus|ibv_devinfo|ibdev2netdev|show_gids|rdma|"
                      r"nvidia-smi|dmesg|journalctl|systemctl|cat|grep|lspci|modinfo|lsmod|dkms|ulimit|df|dcgmi|"
                      r"mlnx_qos|sysctl|ethtool|mlxup|mlxfwmanager|flint|mstflint|tail|head|less|uname|ls)\b")
-_ANONYMOUS = re.compile(r"<[a-z _-]{1,40}>|\*{3,8}|[xX]{3,8}|\.\.\.")
+_ANONYMOUS = rx.compile(r"<[a-z _-]{1,40}>|\*{3,8}|[xX]{3,8}|\.\.\.")
 
 
 def _named(host: str) -> Optional[str]:
@@ -332,7 +332,7 @@ def peel(line: str) -> Peeled:
     return Peeled(line, base, tuple(layers), marked)
 
 
-_LABEL = re.compile(r"[ \t]{0,8}(\d{1,6}):[ \t]")
+_LABEL = rx.compile(r"[ \t]{0,8}(\d{1,6}):[ \t]")
 
 
 def _counted(mine: str, want: str, step: Optional[int]) -> bool:

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
-from nccldiag import hscache, pods
+from nccldiag import hscache, pods, rx
 from nccldiag.paste import ends, lines as L
 from nccldiag.paste.kinds import all_kinds
 from nccldiag.paste.kinds.base import MAX_LINES as MAX_BLOCK_LINES, Context
@@ -33,7 +33,7 @@ CHUNK = 4 * 1024 * 1024  # bytes read as one chunk
 END = 8192  # the bytes at the end of a text kept for its last line
 LAST_MARKUP = 8  # lines of markup alone passed over at the end of a text, looking for its last line
 # one tag ('</details>'), a code fence or a rule, alone on its line: no repeat inside a repeat (linear)
-_MARKUP_ONLY = re.compile(r"</?[A-Za-z][A-Za-z0-9]{0,20}(?:[ \t][^<>\n]{0,200})?>|```[\w+-]{0,20}|~~~|[-*_]{3,300}")
+_MARKUP_ONLY = rx.compile(r"</?[A-Za-z][A-Za-z0-9]{0,20}(?:[ \t][^<>\n]{0,200})?>|```[\w+-]{0,20}|~~~|[-*_]{3,300}")
 LOOKBACK = 256 * 1024  # bytes of the chunk before kept, for a block that grows up into them
 MAX_CARRY = 16 * 1024 * 1024  # a block still growing at the end of a chunk waits for the next up to this size
 MAX_BLOCKS = 256  # blocks kept per text

@@ -15,6 +15,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from nccldiag import rx
 from nccldiag.model.findings import Finding, Status, error, exit_code, fail, ok, warn
 from nccldiag.probe import launch, progress, results
 from nccldiag.probe.plan import GLOO_REASON, Setting
@@ -110,9 +111,9 @@ def _tail(text: str, lines: int = 6) -> List[str]:
     return keep[-lines:]
 
 
-_ERROR_WORDS = re.compile(r"error|fatal|abort|fail|denied|refused|not permitted|not found|no such|invalid|unable|"
+_ERROR_WORDS = rx.compile(r"error|fatal|abort|fail|denied|refused|not permitted|not found|no such|invalid|unable|"
                           r"cannot|can't|killed|exception|timed out", re.I)
-_RULE = re.compile(r"^[\s\-=*_#]*$")  # banner rules (Open MPI's dashes)
+_RULE = rx.compile(r"^[\s\-=*_#]*$")  # banner rules (Open MPI's dashes)
 
 
 def last_words(text: str, most: int = 2, width: int = 240) -> List[str]:
@@ -196,7 +197,7 @@ def recognise(text: str, host: Optional[str] = None, addr: Optional[str] = None,
     return None
 
 
-_MASTER_ADDR = re.compile(r"--master-addr=(\S[^'\s]{0,511})['\s]")
+_MASTER_ADDR = rx.compile(r"--master-addr=(\S[^'\s]{0,511})['\s]")
 
 
 def _rendezvous_of(command: str) -> Tuple[Optional[str], Optional[str]]:

@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence
 
+from nccldiag import rx
 from nccldiag.model.errors import UsageError
 from nccldiag.node import sizes
 
@@ -75,12 +76,12 @@ RING_ROW = Setting("ring", {"NCCL_ALGO": "Ring"},
 
 GLOO_REASON = "NCCL settings do not apply to the gloo backend: one run with the default environment"
 
-_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_PAIR_START = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+_KEY = rx.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_PAIR_START = rx.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 # Values go into the environment (shell-quoted where a shell is involved);
 # this allowlist covers every NCCL value form (``^=eth0,eth1``,
 # ``allreduce:tree;ring``, ``/path/nccl.%h.%p.log``) and no shell syntax.
-_VALUE = re.compile(r"^[A-Za-z0-9_.,:;=^/+@%~-]*$")
+_VALUE = rx.compile(r"^[A-Za-z0-9_.,:;=^/+@%~-]*$")
 # Variables the launcher itself sets for every rank.
 RESERVED = frozenset({
     "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK", "MASTER_ADDR", "MASTER_PORT",

@@ -16,6 +16,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
+from nccldiag import rx
 from nccldiag.areas.base import json_line
 from nccldiag.node import node_program
 from nccldiag.probe import launch, results
@@ -25,7 +26,7 @@ from nccldiag.transport.base import TransportError
 from nccldiag.transport.nodes import run_all
 from nccldiag.transport.task import fan_out
 
-_SAFE = re.compile(r"[^A-Za-z0-9._-]")
+_SAFE = rx.compile(r"[^A-Za-z0-9._-]")
 STDERR_TAIL = 4000  # the characters of a launcher's stderr kept (its end), and read back from a run directory
 
 

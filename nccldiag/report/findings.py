@@ -8,13 +8,13 @@ a finding that did not pass shows at most :data:`EVIDENCE` evidence lines
 """
 from __future__ import annotations
 
-import re
 from collections import OrderedDict
 from typing import Any, Dict, Iterable, List, Sequence, Tuple
 
 from rich.console import Console
 from rich.text import Text
 
+from nccldiag import rx
 from nccldiag.model.findings import SEVERITY, Status
 
 EVIDENCE = 4  # evidence lines shown per finding without -v
@@ -22,7 +22,7 @@ RANK = {s.value: SEVERITY[s] for s in Status}
 
 
 # a host name ClusterShell reads as the one node it names, written back as it is (no range, group or operator)
-_PLAIN_NAME = re.compile(r"[A-Za-z0-9_.-]+")
+_PLAIN_NAME = rx.compile(r"[A-Za-z0-9_.-]+")
 
 
 def fold(names: Sequence[str]) -> str:

@@ -10,16 +10,16 @@ not be checked) an <error>, ``skip`` and collectives not run are <skipped>,
 from __future__ import annotations
 
 import json
-import re
 import xml.etree.ElementTree as ET
 from collections import OrderedDict
 from typing import Any, Dict, List, Tuple
 
+from nccldiag import rx
 from nccldiag.model.findings import SEVERITY, Status
 
 _RANK = {s.value: SEVERITY[s] for s in Status}
 # characters XML 1.0 cannot hold, even escaped: text from nodes never makes the file unreadable
-_NOT_XML = re.compile("[^\u0009\u000a\u000d\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+_NOT_XML = rx.compile("[^\u0009\u000a\u000d\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
 
 def _xml_safe(root: ET.Element) -> None:

@@ -8,6 +8,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Sequence
 
+from nccldiag import rx
 from nccldiag.model.errors import NccldiagError
 from nccldiag.slurm import commands
 from nccldiag.slurm.nodes import SlurmNode, parse_show_node
@@ -132,7 +133,7 @@ def apply(actions: Sequence[Action], timeout: float = TIMEOUT) -> List[ApplyResu
     return out
 
 
-_GRANTED = re.compile(r"Granted job allocation (\d+)")
+_GRANTED = rx.compile(r"Granted job allocation (\d+)")
 
 
 @dataclass

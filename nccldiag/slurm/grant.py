@@ -10,11 +10,12 @@ list: ``4(x2),8`` is 4, 4 and 8.
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Dict, List, Mapping, Optional, Sequence
 
-_COUNT = re.compile(r"^(\d+)(?:\(x(\d+)\))?$")
+from nccldiag import rx
+
+_COUNT = rx.compile(r"^(\d+)(?:\(x(\d+)\))?$")
 
 
 def expand_counts(text: str) -> List[int]:

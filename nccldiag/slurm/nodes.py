@@ -17,6 +17,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Mapping, Optional, Sequence
 
+from nccldiag import rx
+
 REASON_PREFIX = "nccldiag:"
 
 # States in which srun cannot start a step on the node (the node is skipped and
@@ -24,7 +26,7 @@ REASON_PREFIX = "nccldiag:"
 UNAVAILABLE = ("DOWN", "DRAIN", "FAIL", "NOT_RESPONDING", "POWERED_DOWN", "POWERING_DOWN", "POWER_DOWN",
                "FUTURE", "UNKNOWN", "REBOOT_ISSUED", "INVALID_REG")
 
-_KV = re.compile(r"(?<!\w)(\w+)=(.*?)(?=(?<!\s)\s+\w+=|$)")
+_KV = rx.compile(r"(?<!\w)(\w+)=(.*?)(?=(?<!\s)\s+\w+=|$)")
 
 
 @dataclass

@@ -23,7 +23,7 @@ import difflib
 import re
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from nccldiag import knowledge
+from nccldiag import knowledge, rx
 from nccldiag.model import registry
 from nccldiag.model.errors import UsageError
 
@@ -43,11 +43,11 @@ RESERVED = ("unexplained", "advice")  # the verdicts of no known cause
 MAX_PATTERN = 1000  # characters of a site's regex
 # a repeated group (its body inside ( ), then + * or {n,}) and one atom of its body (an escape, a class, a character,
 # each with its quantifier)
-_GROUP = re.compile(r"\((?!\?[>])((?:[^()\\]|\\.)*)\)(?:[+*]|\{\d*,\})(?!\+)")
-_ATOM = re.compile(r"(\\.|\[(?:\\.|[^\]\\])*\]|[^|])([+*?]|\{\d*(?:,\d*)?\})?[?+]?")
-ID = re.compile(r"^[a-z0-9][a-z0-9_-]*(?:\.[a-z0-9][a-z0-9_-]*)*$")
-_KEY_LINE = re.compile(r"^\s*([A-Za-z0-9_-]+)\s*=")
-_HEADER = re.compile(r"^\s*\[\[?\s*([A-Za-z0-9_.\"'-]+)\s*\]\]?")
+_GROUP = rx.compile(r"\((?!\?[>])((?:[^()\\]|\\.)*)\)(?:[+*]|\{\d*,\})(?!\+)")
+_ATOM = rx.compile(r"(\\.|\[(?:\\.|[^\]\\])*\]|[^|])([+*?]|\{\d*(?:,\d*)?\})?[?+]?")
+ID = rx.compile(r"^[a-z0-9][a-z0-9_-]*(?:\.[a-z0-9][a-z0-9_-]*)*$")
+_KEY_LINE = rx.compile(r"^\s*([A-Za-z0-9_-]+)\s*=")
+_HEADER = rx.compile(r"^\s*\[\[?\s*([A-Za-z0-9_.\"'-]+)\s*\]\]?")
 
 Row = Dict[str, Any]
 

@@ -19,6 +19,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
+from nccldiag import rx
+
 Reading = Optional[Dict[str, Any]]
 Facts = Mapping[str, Any]  # area name -> that area's facts (None where not parsed)
 
@@ -412,7 +414,7 @@ def read(field: Field, facts: Facts, model: Optional[str] = None) -> Reading:
 
 # ---- sizes ---------------------------------------------------------------------------------------------------
 
-_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]i?b?|b|bytes)?\s*$", re.I)
+_SIZE = rx.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]i?b?|b|bytes)?\s*$", re.I)
 _UNITS = {"": 1, "b": 1, "bytes": 1, "k": 1024, "m": 1024 ** 2, "g": 1024 ** 3, "t": 1024 ** 4}
 
 

@@ -11,12 +11,12 @@ import json
 import re
 from typing import Any, Dict, List, Tuple
 
-from nccldiag import knowledge
+from nccldiag import knowledge, rx
 from nccldiag.model.findings import clean_text
 
 Path_ = Tuple[str, ...]
 
-_BARE = re.compile(r"[A-Za-z0-9_-]+")
+_BARE = rx.compile(r"[A-Za-z0-9_-]+")
 
 
 def loads(text: str, where: str) -> Tuple[Dict[str, Any], Dict[Path_, int]]:
@@ -116,7 +116,7 @@ def line_of(lines: Dict[Path_, int], path: Path_) -> int:
 
 # what TOML forbids raw in a basic string beyond JSON's escapes (DEL), and what a terminal would obey or show as
 # nothing (C1 controls, bidi and zero-width characters): written as \uXXXX, read back as the same character
-_UNSEEN = re.compile("[\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb]")
+_UNSEEN = rx.compile("[\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb]")
 
 
 def _basic_string(text: str) -> str:

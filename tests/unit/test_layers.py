@@ -19,9 +19,10 @@ PKG = Path(__file__).resolve().parents[2] / "nccldiag"
 # the areas that read it; the rest of spec/ reads the areas' facts and stands above them.
 FLOORS: Tuple[Tuple[str, ...], ...] = (
     ("nccldiag", "model", "node", "spec.thresholds"),  # shared values, node programs
-    ("atomic", "hscache", "fronts", "pods"),  # file writing, the JSON text of reports; Hyperscan databases kept
-    # between runs; what launchers, collectors and loggers write before a line, for every reader of a line; which
-    # host names are Kubernetes pods
+    ("atomic", "hscache"),  # file writing, the JSON text of reports; Hyperscan databases kept between runs
+    ("rx",),  # the package's regular expressions, their programs kept between runs
+    ("fronts", "pods"),  # what launchers, collectors and loggers write before a line, for every reader of a line;
+    # which host names are Kubernetes pods
     ("inventory", "transport", "benchmarks", "knowledge"),  # hosts; how bytes reach a node; hand-run benchmarks'
     # outputs; what nccldiag knows, as data rows
     ("slurm", "nccl", "bundle"),  # Slurm's commands, run through a transport; NCCL logs and RAS reports; nodes'

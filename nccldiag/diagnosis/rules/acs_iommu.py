@@ -11,10 +11,10 @@ References: NCCL troubleshooting guide (PCI ACS, IOMMU); NVIDIA/nccl#104, #257; 
 """
 from __future__ import annotations
 
-import re
 import sys
 from typing import List
 
+from nccldiag import rx
 from nccldiag.diagnosis import clues as C
 from nccldiag.diagnosis import signs
 from nccldiag.diagnosis.inputs import Inputs
@@ -29,10 +29,10 @@ FIX = ("Disable ACS redirect on the PCIe switches and root ports above the GPUs 
 WORKAROUND = "NCCL_P2P_DISABLE=1 (GPU-to-GPU traffic through host memory; for GPUDirect RDMA: NCCL_NET_GDR_LEVEL=LOC)"
 CONFIRM = "NCCL_P2P_DISABLE=1 all_reduce_perf -g <n>: it completes if P2P is the broken path; nccldiag check --only iommu,pcie"
 
-FAULTS = re.compile(r"IO_PAGE_FAULT|AMD-Vi: Event logged|DMAR: \[DMA (?:Read|Write)|DMAR: DRHD: handling fault|"
+FAULTS = rx.compile(r"IO_PAGE_FAULT|AMD-Vi: Event logged|DMAR: \[DMA (?:Read|Write)|DMAR: DRHD: handling fault|"
                     r"iommu[^\n]{0,300}?fault|PTE (?:Read|Write) access is not set")
 # NCCL 2.31's NCCL_RUN_DIAGNOSTICS: "NCCL DIAG [INFO] p2p: only 52/56 GPU-to-GPU peer accesses passed verification"
-DIAG_P2P = re.compile(r"NCCL DIAG\s*\[INFO\]\s*p2p:[^\n]{0,300}?(?:only \d+/\d+|fail|not)")
+DIAG_P2P = rx.compile(r"NCCL DIAG\s*\[INFO\]\s*p2p:[^\n]{0,300}?(?:only \d+/\d+|fail|not)")
 
 
 def diagnose(inp: Inputs) -> List[Diagnosis]:

@@ -16,6 +16,7 @@ import re
 import sys
 from typing import List, Optional
 
+from nccldiag import rx
 from nccldiag.diagnosis import clues as C
 from nccldiag.diagnosis import events as E
 from nccldiag.diagnosis.inputs import Inputs
@@ -28,7 +29,7 @@ FIX = ("Install a driver that supports the CUDA the job's NCCL/framework was bui
        "after a driver update reboot (or reload the kernel module) so that module and libraries match.")
 CONFIRM = "nvidia-smi (driver and its CUDA version) against the 'NCCL version X+cudaY' line and torch.version.cuda"
 
-MISMATCH = re.compile(r"API call is not supported in the installed CUDA driver|"
+MISMATCH = rx.compile(r"API call is not supported in the installed CUDA driver|"
                       r"CUDA driver version is insufficient for CUDA runtime version|"
                       r"forward compatibility was attempted on non supported HW|"
                       r"unsupported display driver / cuda driver combination|Driver/library version mismatch|"
@@ -39,7 +40,7 @@ MISMATCH = re.compile(r"API call is not supported in the installed CUDA driver|"
 
 
 # The kernel module and the user-space libraries of two driver versions (NVML's and the kernel's words for it).
-_SPLIT = re.compile(r"Driver/library version mismatch|NVML library version mismatch|NVRM: API mismatch", re.I)
+_SPLIT = rx.compile(r"Driver/library version mismatch|NVML library version mismatch|NVRM: API mismatch", re.I)
 
 
 def _newer_build(inp: Inputs) -> Optional[Evidence]:

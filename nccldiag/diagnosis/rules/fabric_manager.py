@@ -18,10 +18,10 @@ NVIDIA/gpu-driver-container#383 (the start wrapper's options since driver 570.15
 """
 from __future__ import annotations
 
-import re
 import sys
 from typing import List
 
+from nccldiag import rx
 from nccldiag.diagnosis import clues as C
 from nccldiag.diagnosis import events as E
 from nccldiag.diagnosis import signs
@@ -38,8 +38,8 @@ FIX = ("Bring Fabric Manager up in step with the driver: its version must equal 
 WORKAROUND = "NCCL_NVLS_ENABLE=0 avoids NVLink SHARP only; collectives over NVLink still need the fabric"
 CONFIRM = "systemctl status nvidia-fabricmanager; nvidia-smi -q | grep -A3 -i fabric"
 
-NOT_READY = re.compile(r"system not yet initiali[sz]ed|cudaErrorSystemNotReady|CUDA_ERROR_SYSTEM_NOT_READY")
-FM_TEXT = re.compile(r"(?i)(?:fabric ?manager|nv-fabricmanager|nvidia-fabricmanager)[^\n]{0,200}?"
+NOT_READY = rx.compile(r"system not yet initiali[sz]ed|cudaErrorSystemNotReady|CUDA_ERROR_SYSTEM_NOT_READY")
+FM_TEXT = rx.compile(r"(?i)(?:fabric ?manager|nv-fabricmanager|nvidia-fabricmanager)[^\n]{0,200}?"
                      r"(?:cannot be started|failed|not running|inactive|don'?t match|mismatch|error|"
                      r"invalid (?:value|argument|config))|"
                      # a wait for it that timed out ('timeout waiting for: FM starting NvLink Inband')
@@ -56,7 +56,7 @@ FM_TEXT = re.compile(r"(?i)(?:fabric ?manager|nv-fabricmanager|nvidia-fabricmana
                      # caller of the older interface, which took the configuration file as a bare argument)
                      r"\bNVIDIA Fabric Manager Start Script\s*$")
 # nvidia-smi -q's Fabric section: a Status that is an NVML error (Insufficient Resources: no partition or clique)
-FABRIC_STATUS = re.compile(r"^\s{0,40}Status\s{1,60}:\s{0,4}Insufficient Resources\s*$")
+FABRIC_STATUS = rx.compile(r"^\s{0,40}Status\s{1,60}:\s{0,4}Insufficient Resources\s*$")
 
 
 

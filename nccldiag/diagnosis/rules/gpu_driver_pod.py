@@ -13,10 +13,10 @@ NVIDIADriver custom resource (the pod names).
 """
 from __future__ import annotations
 
-import re
 import sys
 from typing import List
 
+from nccldiag import rx
 from nccldiag.diagnosis import clues as C
 from nccldiag.diagnosis.inputs import Inputs
 from nccldiag.diagnosis.model import Diagnosis, Evidence
@@ -31,7 +31,7 @@ FIX = ("Read why the driver container does not come up: 'kubectl logs -n gpu-ope
        "ready.")
 CONFIRM = "kubectl get pods -n gpu-operator -o wide; kubectl logs -n gpu-operator <nvidia-driver-daemonset pod> -c nvidia-driver-ctr"
 
-DRIVER_POD = re.compile(r"(?:^|[^\w-])(?P<pod>nvidia-(?:gpu-)?driver-(?:daemonset|[a-z]{2,20}\d[\w.]{0,20})-[\w.-]{1,80})\s")
+DRIVER_POD = rx.compile(r"(?:^|[^\w-])(?P<pod>nvidia-(?:gpu-)?driver-(?:daemonset|[a-z]{2,20}\d[\w.]{0,20})-[\w.-]{1,80})\s")
 
 
 def diagnose(inp: Inputs) -> List[Diagnosis]:

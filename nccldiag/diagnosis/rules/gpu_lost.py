@@ -18,10 +18,10 @@ References: NVIDIA Xid catalog (docs.nvidia.com/deploy/xid-errors); NVIDIA/open-
 """
 from __future__ import annotations
 
-import re
 import sys
 from typing import List
 
+from nccldiag import rx
 from nccldiag.diagnosis import clues as C
 from nccldiag.diagnosis import events as E
 from nccldiag.diagnosis.inputs import Inputs
@@ -35,10 +35,10 @@ FIX = ("Drain the node and reset the GPU ('nvidia-smi -r -i <id>' with nothing u
 WORKAROUND = "exclude the GPU (CUDA_VISIBLE_DEVICES) or the node until it is repaired"
 CONFIRM = "nvidia-smi; dmesg | grep -E 'NVRM: Xid|fallen off'"
 
-LOST = re.compile(
+LOST = rx.compile(
     r"fallen off the bus|GPU is lost|Unable to determine the device handle for GPU|NV_ERR_RESET_REQUIRED|"
     r"Reset required|GPU requires reset|GPU has fallen|GPU (?:reset|recovery) (?:required|needed)|GSP (?:RPC )?timeout")
-UNAVAILABLE = re.compile(r"busy or unavailable|cudaErrorDevicesUnavailable|CUDA_ERROR_DEVICE_UNAVAILABLE")
+UNAVAILABLE = rx.compile(r"busy or unavailable|cudaErrorDevicesUnavailable|CUDA_ERROR_DEVICE_UNAVAILABLE")
 TEXT_RANK = 3  # what the words alone ask: a GPU reset (areas/xid.py's class 'reset')
 
 

@@ -11,10 +11,10 @@ References: NVIDIA A100/H100 row remapping guide; NVIDIA Xid catalog.
 """
 from __future__ import annotations
 
-import re
 import sys
 from typing import List
 
+from nccldiag import rx
 from nccldiag.diagnosis import clues as C
 from nccldiag.diagnosis import events as E
 from nccldiag.diagnosis.inputs import Inputs
@@ -27,7 +27,7 @@ FIX = ("Drain the node and reset the GPU (or reboot) so that the pending row rem
 WORKAROUND = "exclude the GPU (CUDA_VISIBLE_DEVICES) or the node until it is reset"
 CONFIRM = "nvidia-smi -q -d ECC,ROW_REMAPPER,PAGE_RETIREMENT"
 
-ECC = re.compile(r"uncorrectable ECC error|ECC error encountered|cudaErrorECCUncorrectable|CUDA_ERROR_ECC_UNCORRECTABLE|"
+ECC = rx.compile(r"uncorrectable ECC error|ECC error encountered|cudaErrorECCUncorrectable|CUDA_ERROR_ECC_UNCORRECTABLE|"
                  r"Row ?[Rr]emap(?:ping)? (?:failure|pending)|(?:DBE|double bit) ECC error|"
                  # DCGM's failure messages (dcgm_errors.h: DCGM_FR_PENDING_ROW_REMAP, _UNCORRECTABLE_ROW_REMAP,
                  # _ROW_REMAP_FAILURE, _CUDA_DBE, _DBE_PENDING_PAGE_RETIREMENTS), a table cell cut where it wraps

@@ -9,9 +9,9 @@ starting), never a hang of the network path.
 """
 from __future__ import annotations
 
-import re
 from typing import Dict, List, Optional
 
+from nccldiag import rx
 from nccldiag.diagnosis import signs
 from nccldiag.diagnosis.inputs import Inputs, LogView, setting_hosts
 from nccldiag.diagnosis.model import Diagnosis, Evidence, log_evidence
@@ -211,7 +211,7 @@ def _logs(inp: Inputs) -> List[Diagnosis]:
 
 
 STUCK_SHAPE = "nccl-watchdog-stuck"  # knowledge/lexicon.toml: the watchdog's heartbeat monitor timed out
-_PG_RANK = re.compile(r"\[PG \w{1,40}(?: PG GUID \w{1,40}(?:\([^)]{0,40}\))?)? Rank (\d{1,7})\]|\[rank(\d{1,7})\]")
+_PG_RANK = rx.compile(r"\[PG \w{1,40}(?: PG GUID \w{1,40}(?:\([^)]{0,40}\))?)? Rank (\d{1,7})\]|\[rank(\d{1,7})\]")
 
 
 def _watchdog_stuck(inp: Inputs) -> List[Diagnosis]:

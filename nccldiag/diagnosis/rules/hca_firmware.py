@@ -15,6 +15,7 @@ import re
 import sys
 from typing import List
 
+from nccldiag import rx
 from nccldiag.diagnosis import clues as C
 from nccldiag.diagnosis import events as E
 from nccldiag.diagnosis import ibverbs
@@ -28,17 +29,17 @@ FIX = ("Update the HCA firmware to the version the driver (MLNX_OFED/DOCA, inbox
        "reboot or 'mlxfwreset' to load it.")
 CONFIRM = "ibv_devinfo | grep fw_ver; mlxfwmanager --query"
 
-FW = re.compile(r"(?:upgrade|update) (?:to )?(?:a )?(?:later|newer|the latest|recent) (?:FW|firmware)|"
+FW = rx.compile(r"(?:upgrade|update) (?:to )?(?:a )?(?:later|newer|the latest|recent) (?:FW|firmware)|"
                 r"(?:FW|firmware) (?:version )?\S{0,80} ?(?:is )?(?:too old|not supported|unsupported|older than)|"
                 r"(?:FW|firmware) (?:command|cmd) (?:failed|timeout)|mlx\d_core[^\n]{0,300}?(?:firmware|FW)[^\n]{0,300}?(?:fail|error)", re.I)
 # The kernel names the driver and the PCI device a message is about ('mlx5_core 0000:17:00.0: ...'). The firmware
 # words above are said by every driver with firmware (storage controllers: 'smartpqi 0000:64:00.0: Firmware Triage
 # not supported by controller', Wi-Fi, GPUs' own firmware): a line naming a driver counts only where that driver is
 # an RDMA or network adapter's.
-DRIVER = re.compile(r"(?:^|[\]:]\s|\s)([A-Za-z][\w-]{1,31}) [0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]: ")
-ADAPTER_DRIVER = re.compile(r"mlx\d|ib_|hfi1|qib|irdma|i40iw|bnxt|efa|ionic|erdma|qed|ocrdma|rxe|siw|pvrdma|cxgb|"
+DRIVER = rx.compile(r"(?:^|[\]:]\s|\s)([A-Za-z][\w-]{1,31}) [0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]: ")
+ADAPTER_DRIVER = rx.compile(r"mlx\d|ib_|hfi1|qib|irdma|i40iw|bnxt|efa|ionic|erdma|qed|ocrdma|rxe|siw|pvrdma|cxgb|"
                             r"mana|hns|ice|i40e|ixgbe|igb|e1000|tg3|nfp|sfc|enic|be2net", re.I)
-NO_DEVICE = re.compile(r"sys files not found|/sys/class/infiniband\S{0,256}: No such file|No IB devices found|"
+NO_DEVICE = rx.compile(r"sys files not found|/sys/class/infiniband\S{0,256}: No such file|No IB devices found|"
                        r"Failed to get IB devices list")
 
 

@@ -1,9 +1,9 @@
 """IB present but NCCL used sockets; the candidate causes ranked by the evidence for each."""
 from __future__ import annotations
 
-import re
 from typing import List, Tuple
 
+from nccldiag import rx
 from nccldiag.diagnosis.inputs import Inputs, LogSet
 from nccldiag.diagnosis.model import Diagnosis, Evidence, finding_evidence, log_evidence
 from nccldiag.diagnosis.signs import log_failed
@@ -13,7 +13,7 @@ ID = "ib-unused-sockets"
 TITLE = "IB present but NCCL used sockets"
 FIX = ("Remove the cause ranked first below, then run 'nccldiag probe HOSTFILE --ib' (NCCL_NET=IB: it fails "
        "instead of falling back silently).")
-_IB_NETDEV = re.compile(r"^(ib|ibp|ibs)\w*")
+_IB_NETDEV = rx.compile(r"^(ib|ibp|ibs)\w*")
 
 
 def _asked_for_sockets(ls: LogSet) -> bool:

@@ -22,10 +22,10 @@ without a verbs provider, librdmacm's line, fi_getinfo -19).
 """
 from __future__ import annotations
 
-import re
 import sys
 from typing import List
 
+from nccldiag import rx
 from nccldiag.diagnosis import clues as C
 from nccldiag.diagnosis.inputs import Inputs
 from nccldiag.diagnosis.model import Diagnosis, Evidence
@@ -38,10 +38,10 @@ FIX = ("Install the user-space verbs providers where the program runs (the node,
        "/etc/libibverbs.d lists the provider (mlx5.driver) and that its library (libmlx5) is installed.")
 CONFIRM = "ls /etc/libibverbs.d; ls /usr/lib/*/libibverbs/ 2>/dev/null; ibv_devinfo -l"
 
-PROVIDER = re.compile(r"libibverbs: Warning: (?:couldn\S{1,6}t open config directory [^\n]{0,200}?libibverbs\.d|"
+PROVIDER = rx.compile(r"libibverbs: Warning: (?:couldn\S{1,6}t open config directory [^\n]{0,200}?libibverbs\.d|"
                       r"no userspace device-specific driver found for|couldn\S{1,6}t load driver )")
 # librdmacm's ucma_init when libibverbs lists no device (librdmacm before 2015)
-RDMACM_NONE = re.compile(r"librdmacm: Fatal: no RDMA devices found")
+RDMACM_NONE = rx.compile(r"librdmacm: Fatal: no RDMA devices found")
 
 
 def diagnose(inp: Inputs) -> List[Diagnosis]:

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import ipaddress
 import os
-import re
 from typing import Dict, List, Optional
 
+from nccldiag import rx
 from nccldiag.diagnosis import clues as C
 from nccldiag.diagnosis import signs
 from nccldiag.diagnosis.inputs import Inputs
@@ -24,7 +24,7 @@ ID = "wrong-interface"
 TITLE = "Wrong bootstrap or socket interface"
 # NCCL connecting to a peer's loopback address ('socketStartConnect: Connect to 127.0.0.1<45069> failed'): NCCL
 # advertises the address of its socket interface, so that peer's NCCL chose loopback (no other interface matched)
-NCCL_LOOPBACK_CONNECT = re.compile(r"Connect to \[?127\.\d+\.\d+\.\d+\]?<\d+>[^\n]{0,300}?failed")
+NCCL_LOOPBACK_CONNECT = rx.compile(r"Connect to \[?127\.\d+\.\d+\.\d+\]?<\d+>[^\n]{0,300}?failed")
 
 
 def bad_address(addr: Optional[str]) -> Optional[str]:

@@ -21,6 +21,7 @@ import re
 import sys
 from typing import Dict, List, Tuple
 
+from nccldiag import rx
 from nccldiag.diagnosis import clues as C
 from nccldiag.diagnosis import ibverbs
 from nccldiag.diagnosis.inputs import Inputs
@@ -36,7 +37,7 @@ WORKAROUND = "NCCL_IB_DISABLE=1 (sockets) until the MTUs agree; an NCCL before 2
 CONFIRM = "ibv_devinfo | grep -e hca_id -e active_mtu on every node; ip link show <netdev> for RoCE"
 
 # IBV_EVENT_QP_ACCESS_ERR as NCCL prints it ('Got async event : ...', 'async fatal event on QP (...): ...')
-ACCESS = re.compile(r"async (?:fatal )?event\b[^\n]{0,300}?local access violation work queue error|IBV_EVENT_QP_ACCESS_ERR")
+ACCESS = rx.compile(r"async (?:fatal )?event\b[^\n]{0,300}?local access violation work queue error|IBV_EVENT_QP_ACCESS_ERR")
 
 
 def port_mtus(inp: Inputs) -> Dict[Tuple[str, int], Dict[str, List[str]]]:
@@ -67,7 +68,7 @@ def differing(inp: Inputs) -> List[Evidence]:
 
 # a completion that failed for want of an acknowledgement (the pingpong examples' 'Failed status ... (12)', verbs'
 # IBV_WC_RETRY_EXC_ERR by its string), or perftest's 'Completion with error'
-NO_ACK = re.compile(r"transport retry counter exceeded|IBV_WC_RETRY_EXC_ERR|Completion with error")
+NO_ACK = rx.compile(r"transport retry counter exceeded|IBV_WC_RETRY_EXC_ERR|Completion with error")
 
 
 def test_mtu_above_port(inp: Inputs) -> Tuple[List[C.Clue], List[Evidence]]:

@@ -24,7 +24,7 @@ import re
 import sys
 from typing import Dict, List, Optional, Tuple
 
-from nccldiag import knowledge
+from nccldiag import knowledge, rx
 from nccldiag.diagnosis import clues as C
 from nccldiag.diagnosis.inputs import Inputs
 from nccldiag.diagnosis.model import Diagnosis, Evidence
@@ -38,13 +38,13 @@ CONFIRM = ("nvidia-smi --query-gpu=name,compute_cap --format=csv; python -c 'imp
            "print(torch.__version__, torch.cuda.nccl.version(), torch.cuda.get_arch_list())'")
 
 # the errors of a kernel that is not in the build, as the signature nccl-too-old-for-gpu reads them
-NO_KERNEL = re.compile(r"named symbol not found|no kernel image is available for execution|cudaErrorNoKernelImageForDevice|"
+NO_KERNEL = rx.compile(r"named symbol not found|no kernel image is available for execution|cudaErrorNoKernelImageForDevice|"
                        r"CUDA_ERROR_NO_BINARY_FOR_GPU|invalid device function|cudaErrorSymbolNotFound|"
                        r"is not compatible with the current PyTorch installation")
 # PyTorch's warning: the GPU, its capability, and (next line) what its build supports
-TORCH_GPU = re.compile(r"([A-Za-z][^\n]{0,80}?) with CUDA capability sm_(\d{2,3}) is not compatible")
-TORCH_LIST = re.compile(r"supports CUDA capabilities((?: sm_\d{2,3}){1,40})")
-NCCL_VERSION = re.compile(r"NCCL version:? ?(\d{1,2}\.\d{1,3}\.\d{1,3})")
+TORCH_GPU = rx.compile(r"([A-Za-z][^\n]{0,80}?) with CUDA capability sm_(\d{2,3}) is not compatible")
+TORCH_LIST = rx.compile(r"supports CUDA capabilities((?: sm_\d{2,3}){1,40})")
+NCCL_VERSION = rx.compile(r"NCCL version:? ?(\d{1,2}\.\d{1,3}\.\d{1,3})")
 KINDS = ("warn", "last-error", "app", "error")
 
 

@@ -8,10 +8,10 @@ References: NVIDIA/nccl-tests#37; vllm-project/vllm#3688 (NCCL 2.18.1); NCCL rel
 """
 from __future__ import annotations
 
-import re
 import sys
 from typing import List
 
+from nccldiag import rx
 from nccldiag.diagnosis import clues as C
 from nccldiag.diagnosis.inputs import Inputs
 from nccldiag.diagnosis.model import Diagnosis, Evidence
@@ -24,7 +24,7 @@ CONFIRM = "the same nccl-tests run with the latest NCCL (LD_LIBRARY_PATH to its 
 BIG = 1 << 31
 # (first affected, first fixed, the words of the failure, what it is)
 KNOWN = (
-    ((2, 18, 1), (2, 18, 3), re.compile(r"Cuda failure (?:\d+ )?'invalid argument'"),
+    ((2, 18, 1), (2, 18, 3), rx.compile(r"Cuda failure (?:\d+ )?'invalid argument'"),
      "NCCL 2.18.1 fails CUDA calls with 'invalid argument' beside CUDA IPC buffers (custom all-reduce kernels)"),
 )
 

@@ -18,10 +18,10 @@ an Azure NC48ads A100 v4 held to a quarter of its all-reduce bandwidth by the NC
 """
 from __future__ import annotations
 
-import re
 import sys
 from typing import List
 
+from nccldiag import rx
 from nccldiag.diagnosis import clues as C
 from nccldiag.diagnosis.inputs import Inputs
 from nccldiag.diagnosis.model import Diagnosis, Evidence
@@ -37,11 +37,11 @@ CONFIRM = "NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,ENV <the job> 2>&1 | grep 'set
 
 # a variable's name and its value are bounded (NCCL's names are under 40 characters), so that a run of name
 # characters is never scanned again from each of its positions: linear in the text
-NAMED = re.compile(r"\b(NCCL_[A-Z0-9_]{1,64}) (?:was )?set to|[Ii]nvalid (?:value )?(?:for )?(NCCL_[A-Z0-9_]{1,64})|"
+NAMED = rx.compile(r"\b(NCCL_[A-Z0-9_]{1,64}) (?:was )?set to|[Ii]nvalid (?:value )?(?:for )?(NCCL_[A-Z0-9_]{1,64})|"
                    r"(NCCL_[A-Z0-9_]{1,64})\s{0,8}(?:=\s{0,8}\S{1,256}\s{0,8})?(?:is )?"
                    r"(?:invalid|not (?:valid|supported|recogni[sz]ed))")
-NO_ALGO = re.compile(r"no algorithm/protocol available")
-XML = re.compile(r"XML Import|Attribute \w+ of node \w+ not found|[Tt]opology file|[Gg]raph file|"
+NO_ALGO = rx.compile(r"no algorithm/protocol available")
+XML = rx.compile(r"XML Import|Attribute \w+ of node \w+ not found|[Tt]opology file|[Gg]raph file|"
                  r"ncclTopoGetXmlFromFile|Could not open XML")
 FILES = ("NCCL_TOPO_FILE", "NCCL_GRAPH_FILE")
 
@@ -113,7 +113,7 @@ def diagnose(inp: Inputs) -> List[Diagnosis]:
     return []
 
 
-SYSTEM_ERROR = re.compile(r"unhandled system error|ncclSystemError|NCCL Error 2\b")
+SYSTEM_ERROR = rx.compile(r"unhandled system error|ncclSystemError|NCCL Error 2\b")
 
 
 def _conf(inp: Inputs, name: str) -> list:

@@ -29,6 +29,7 @@ import re
 import sys
 from typing import Dict, List
 
+from nccldiag import rx
 from nccldiag.diagnosis import clues as C
 from nccldiag.diagnosis import signs
 from nccldiag.diagnosis.inputs import Inputs
@@ -47,11 +48,11 @@ CONFIRM = "NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET: 'NET/Plugin' and 'Using n
 # the plugin's file was found but cannot load: a library it needs is missing or of another version (the loader's
 # words; a plugin file that is absent, 'libnccl-net.so: cannot open shared object file', is NCCL's normal case).
 # A version, a file name and a path are bounded in length, so that a search is linear in the text.
-LOAD_BROKEN = re.compile(r"version `?[\w.\-]{1,128}' not found|undefined symbol|"
+LOAD_BROKEN = rx.compile(r"version `?[\w.\-]{1,128}' not found|undefined symbol|"
                          r"\.so[\w.]{0,32}: \S{0,256}?lib[\w.\-]{1,128}\.so[\w.]{0,32}: cannot open shared object file")
 # the plugin loaded, but offers no API version this NCCL reads
-NO_API = re.compile(r"Failed to find ncclNetPlugin symbol")
-PLUGIN_ERR = re.compile(r"NET/OFI\b[^\n]{0,300}?(?:Unable|[Ff]ail|[Ee]rror|RC: -\d+|not supported|Could not find|[Nn]o \w+ provider)|"
+NO_API = rx.compile(r"Failed to find ncclNetPlugin symbol")
+PLUGIN_ERR = rx.compile(r"NET/OFI\b[^\n]{0,300}?(?:Unable|[Ff]ail|[Ee]rror|RC: -\d+|not supported|Could not find|[Nn]o \w+ provider)|"
                         # not NCCL's normal lines: the absent libnccl-net.so it reports with its dlerror, nor the
                         # older API versions ('ncclNetPlugin_v8') and the CollNet symbols it looks for in vain
                         r"NET/Plugin\s{0,8}:[^\n]{0,300}?(?:[Ff]ailed to (?:load|initiali)|Failed to find ncclNetPlugin symbol|"

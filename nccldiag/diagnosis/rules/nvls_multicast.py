@@ -7,10 +7,10 @@ References: pytorch/pytorch#150852; NCCL release notes 2.26.5; NVIDIA IMEX guide
 """
 from __future__ import annotations
 
-import re
 import sys
 from typing import List
 
+from nccldiag import rx
 from nccldiag.diagnosis import clues as C
 from nccldiag.diagnosis import signs
 from nccldiag.diagnosis.inputs import Inputs
@@ -24,8 +24,8 @@ FIX = ("Upgrade NCCL to 2.26.5 or newer (the NVLS set-up defect of 2.26.0-2.26.4
 WORKAROUND = "NCCL_NVLS_ENABLE=0 (collectives run without NVLink SHARP; a few percent of bandwidth on NVSwitch systems)"
 CONFIRM = "NCCL_NVLS_ENABLE=0 <the job>: it works without NVLS if this is the cause"
 
-IMEX = re.compile(r"IMEX|imex channel|nvidia-caps-imex")
-MULTICAST = re.compile(r"cuMulticast\w*|CU_DEVICE_ATTRIBUTE_MULTICAST|multicast (?:object|support)[^\n]{0,300}?(?:fail|not)")
+IMEX = rx.compile(r"IMEX|imex channel|nvidia-caps-imex")
+MULTICAST = rx.compile(r"cuMulticast\w*|CU_DEVICE_ATTRIBUTE_MULTICAST|multicast (?:object|support)[^\n]{0,300}?(?:fail|not)")
 
 
 def diagnose(inp: Inputs) -> List[Diagnosis]:

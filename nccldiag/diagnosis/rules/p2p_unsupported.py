@@ -11,10 +11,10 @@ References: sgl-project/sglang#531; NVIDIA/nccl#1062 (RTX 4090 P2P).
 """
 from __future__ import annotations
 
-import re
 import sys
 from typing import List
 
+from nccldiag import rx
 from nccldiag.diagnosis import clues as C
 from nccldiag.diagnosis import events as E
 from nccldiag.diagnosis import signs
@@ -29,7 +29,7 @@ FIX = ("Do not use P2P on these GPUs: NCCL_P2P_DISABLE=1 for NCCL (it then uses 
 WORKAROUND = "NCCL_P2P_DISABLE=1"
 CONFIRM = "nvidia-smi topo -p2p r  (GNS/CNS/NS: no P2P between those GPUs)"
 
-REFUSED = re.compile(r"peer access is not supported between (?:these )?two devices?\b|cudaErrorPeerAccessUnsupported|"
+REFUSED = rx.compile(r"peer access is not supported between (?:these )?two devices?\b|cudaErrorPeerAccessUnsupported|"
                      r"CUDA_ERROR_PEER_ACCESS_UNSUPPORTED|P2P access (?:is )?not supported")
 
 

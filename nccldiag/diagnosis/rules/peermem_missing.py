@@ -19,10 +19,10 @@ References: NVIDIA GPUDirect RDMA docs (nvidia-peermem); Mellanox/nv_peer_memory
 """
 from __future__ import annotations
 
-import re
 import sys
 from typing import List
 
+from nccldiag import rx
 from nccldiag.diagnosis import clues as C
 from nccldiag.diagnosis.inputs import Inputs
 from nccldiag.diagnosis.model import Diagnosis
@@ -36,16 +36,16 @@ FIX = ("Load the peer-memory module on every node: 'modprobe nvidia-peermem' (dr
 WORKAROUND = "none needed for correctness: NCCL stages through host memory, at a cost in inter-node bandwidth"
 CONFIRM = "lsmod | grep -E 'nvidia_peermem|nv_peer_mem'"
 
-NO_MODULE = re.compile(r"GPU Direct RDMA Disabled for HCA \S+ '(?:mlx|ib|roce|bnxt|irdma|rdma)[^']*'(?: \(no module\))?\s*$|"
+NO_MODULE = rx.compile(r"GPU Direct RDMA Disabled for HCA \S+ '(?:mlx|ib|roce|bnxt|irdma|rdma)[^']*'(?: \(no module\))?\s*$|"
                        r"GPU Direct RDMA Disabled for HCA [^\n]{0,300}?\(no module\)|no peermem|nv_peer_mem(?:ory)? (?:is )?not loaded|"
                        r"nvidia[-_]peermem (?:is )?not loaded")
 # kmod and the nv_peer_mem service saying the module is not installed for the running kernel: nothing to load
-NOT_INSTALLED = re.compile(r"\bModule (?:nvidia[-_]peermem|nv_peer_mem) (?:not found\b|does not exist)|"
+NOT_INSTALLED = rx.compile(r"\bModule (?:nvidia[-_]peermem|nv_peer_mem) (?:not found\b|does not exist)|"
                            r"\bFailed to load (?:nvidia[-_]peermem|nv_peer_mem)\b")
-BAD_ADDRESS = re.compile(r"ibv_reg_(?:mr|dmabuf_mr)\w{0,40} failed[^\n]{0,300}?(?:Bad address|errno 14)|"
+BAD_ADDRESS = rx.compile(r"ibv_reg_(?:mr|dmabuf_mr)\w{0,40} failed[^\n]{0,300}?(?:Bad address|errno 14)|"
                          r"\bRDMA buffer MR registration failed: Bad address")
 # the provider refused to pin GPU memory at all (EOPNOTSUPP): no peer-memory bridge, and no DMA-BUF path used
-NOT_SUPPORTED = re.compile(r"\bRDMA buffer MR registration failed: Operation not supported")
+NOT_SUPPORTED = rx.compile(r"\bRDMA buffer MR registration failed: Operation not supported")
 
 
 def diagnose(inp: Inputs) -> List[Diagnosis]:

@@ -13,10 +13,10 @@ tests/cases/net-gaps62c-awsofinccl1020-p5-container-fi-getinfo-no-data-dev-infin
 """
 from __future__ import annotations
 
-import re
 import sys
 from typing import List
 
+from nccldiag import rx
 from nccldiag.diagnosis import clues as C
 from nccldiag.diagnosis import ibverbs, signs
 from nccldiag.diagnosis.inputs import Inputs
@@ -44,7 +44,7 @@ def _ib_wanted(inp: Inputs) -> List[str]:
 
 # NCCL lists the HCA but cannot open it (its /dev/infiniband/uverbs* node not given to the container, or not
 # permitted): NCCL skips it, so the nodes' HCA sets differ and channels on it have no peer (NVIDIA/nccl#2428)
-NCCL_UNOPENED = re.compile(r"NET/IB\s*: Unable to open device \S+")
+NCCL_UNOPENED = rx.compile(r"NET/IB\s*: Unable to open device \S+")
 
 
 def _unopened(inp: Inputs) -> List[Diagnosis]:

@@ -15,6 +15,7 @@ import re
 import sys
 from typing import List
 
+from nccldiag import rx
 from nccldiag.diagnosis import clues as C
 from nccldiag.diagnosis import ibverbs
 from nccldiag.diagnosis.inputs import Inputs
@@ -25,7 +26,7 @@ TITLE = "RDMA NIC not supported by this NCCL"
 FIX = ("Upgrade NCCL (and the net plugin) to a version that supports this NIC, or use the NIC vendor's NCCL plugin; "
        "check the NIC's firmware and driver against the vendor's support matrix.")
 CONFIRM = "ibv_devinfo | grep -E 'hca_id|vendor_id'; ib_write_bw between two nodes on this NIC"
-OTHER_VENDOR = re.compile(r"vendor_id=0x(?!15b3\b)[0-9a-f]+|\b(?:bnxt_re\d*|irdma\d*|qedr\d*|erdma_?\d*|hns_\d+)\b", re.I)
+OTHER_VENDOR = rx.compile(r"vendor_id=0x(?!15b3\b)[0-9a-f]+|\b(?:bnxt_re\d*|irdma\d*|qedr\d*|erdma_?\d*|hns_\d+)\b", re.I)
 
 
 def diagnose(inp: Inputs) -> List[Diagnosis]:

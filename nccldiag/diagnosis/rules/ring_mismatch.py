@@ -10,10 +10,10 @@ References: NVIDIA/nccl#1020 (2.19.3, fixed in 2.20), NVIDIA/nccl#879 (NCCL_HOST
 """
 from __future__ import annotations
 
-import re
 import sys
 from typing import List
 
+from nccldiag import rx
 from nccldiag.diagnosis import clues as C
 from nccldiag.diagnosis.inputs import Inputs
 from nccldiag.diagnosis.model import Diagnosis
@@ -24,7 +24,7 @@ FIX = ("Run one NCCL version with the same NCCL_* settings on every rank, unset 
        "differs, and upgrade NCCL to the latest release (topology-detection defects such as 2.19's are fixed).")
 CONFIRM = ("NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,ENV,GRAPH on every rank: compare 'NCCL version' and the 'set by "
            "environment' lines; rerun with the latest NCCL")
-RING_OPEN = re.compile(r"ring \d+ does not loop back to start")
+RING_OPEN = rx.compile(r"ring \d+ does not loop back to start")
 # variables that shape the graph every rank must agree on
 GRAPH_VARS = ("NCCL_HOSTID", "NCCL_TOPO_FILE", "NCCL_GRAPH_FILE", "NCCL_MIN_NCHANNELS", "NCCL_MAX_NCHANNELS",
               "NCCL_CROSS_NIC", "NCCL_ALGO", "NCCL_NET_GDR_LEVEL", "NCCL_P2P_LEVEL")

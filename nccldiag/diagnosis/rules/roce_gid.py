@@ -16,6 +16,7 @@ import re
 import sys
 from typing import List
 
+from nccldiag import rx
 from nccldiag.diagnosis import clues as C
 from nccldiag.diagnosis import ibverbs
 from nccldiag.diagnosis.inputs import Inputs
@@ -27,8 +28,8 @@ FIX = ("Give each RoCE port a RoCE v2 GID for its IPv4 address (the interface ne
        "it: NCCL 2.26+ handles sparse tables; with an older NCCL set NCCL_IB_GID_INDEX per node to the index "
        "'show_gids' lists for that v2 IPv4 entry (NCCL_IB_ROCE_VERSION_NUM=2).")
 CONFIRM = "show_gids"
-LINK_LOCAL = re.compile(r"\bGID \d+ \((?:80FE|fe80)/", re.I)
-GID_WORDS = re.compile(r"\bGID (?:\d|index|table)|\bgid_index\b|show_gids")
+LINK_LOCAL = rx.compile(r"\bGID \d+ \((?:80FE|fe80)/", re.I)
+GID_WORDS = rx.compile(r"\bGID (?:\d|index|table)|\bgid_index\b|show_gids")
 
 
 def diagnose(inp: Inputs) -> List[Diagnosis]:

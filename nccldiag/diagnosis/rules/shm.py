@@ -9,9 +9,9 @@ References: NVIDIA/nccl#342, #473 (docker --ipc=host), #525; NCCL troubleshootin
 """
 from __future__ import annotations
 
-import re
 from typing import List
 
+from nccldiag import rx
 from nccldiag.diagnosis.inputs import Inputs, findings_hosts
 from nccldiag.diagnosis.model import Diagnosis, Evidence, finding_evidence, log_evidence
 
@@ -21,8 +21,8 @@ FIX = ("Give the job a larger /dev/shm: docker run --shm-size=1g (or --ipc=host)
        "medium: Memory mounted on /dev/shm; on the host, remount tmpfs /dev/shm with size=50%.")
 
 
-SYSTEM_ERROR = re.compile(r"unhandled system error|ncclSystemError|NCCL Error 2\b")
-SHM_STEP = re.compile(r"(?:^|/)(?:transport/shm\.cc|shmutils\.cc|include/shm\.h)$")
+SYSTEM_ERROR = rx.compile(r"unhandled system error|ncclSystemError|NCCL Error 2\b")
+SHM_STEP = rx.compile(r"(?:^|/)(?:transport/shm\.cc|shmutils\.cc|include/shm\.h)$")
 
 
 def _one_node(f) -> bool:

@@ -16,10 +16,10 @@ errno of shm_open); NCCL sources v2.7.8 src/include/shm.h and v2.30.7 src/os/lin
 """
 from __future__ import annotations
 
-import re
 import sys
 from typing import List
 
+from nccldiag import rx
 from nccldiag.diagnosis import clues as C
 from nccldiag.diagnosis.model import Diagnosis
 
@@ -35,13 +35,13 @@ CONFIRM = "ls -ld /dev/shm (drwxrwxrwt); findmnt /dev/shm (rw); touch /dev/shm/x
 # the shared-memory call or object, then its errno within a bounded window: one lazy window after a literal
 _DENIED = (r"(?:Permission denied|Operation not permitted|Read-only file system|EACCES|EROFS|errno:? ?(?:13|30)\b|"
            r"\((?:13|30)\))")
-PERMISSION = re.compile(r"(?:shm_open|shared memory (?:file|segment|object)|/dev/shm|Call to open failed)"
+PERMISSION = rx.compile(r"(?:shm_open|shared memory (?:file|segment|object)|/dev/shm|Call to open failed)"
                         r"[^\n]{0,300}?" + _DENIED)
-READ_ONLY = re.compile(r"Read-only file system|EROFS|errno:? ?30\b|\(30\)")
+READ_ONLY = rx.compile(r"Read-only file system|EROFS|errno:? ?30\b|\(30\)")
 # what says /dev/shm is too small or full instead: the other cause
 # the segment's failure NCCL prints after the refused call (no errno in releases before 2.12): its consequence
-SEGMENT = re.compile(r"Error while (?:creating|attaching to) shared memory segment|failed to create shared memory file")
-SIZE = re.compile(r"No space left on device|failed to extend|posix_fallocate|\bBus error\b|SIGBUS|ENOSPC|errno:? ?28\b")
+SEGMENT = rx.compile(r"Error while (?:creating|attaching to) shared memory segment|failed to create shared memory file")
+SIZE = rx.compile(r"No space left on device|failed to extend|posix_fallocate|\bBus error\b|SIGBUS|ENOSPC|errno:? ?28\b")
 
 
 def diagnose(inp) -> List[Diagnosis]:

@@ -21,6 +21,7 @@ import re
 import sys
 from typing import List
 
+from nccldiag import rx
 from nccldiag.diagnosis import clues as C
 from nccldiag.diagnosis import toolmsg
 from nccldiag.diagnosis.inputs import Inputs
@@ -34,14 +35,14 @@ FIX = ("Start from the reason Slurm gives for each node: check the node ('nccldi
        "'scontrol update nodename=<node> state=resume'.")
 CONFIRM = "sinfo -R; scontrol show node <node> | grep -E 'State|Reason'"
 
-PLANNED = re.compile(r"maint|upgrad|updat|reboot|planned|reserv|power.?save|testing", re.I)
+PLANNED = rx.compile(r"maint|upgrad|updat|reboot|planned|reserv|power.?save|testing", re.I)
 
 #: sinfo's default format of --list-reasons, "%20E %9u %19H %N" (Slurm's sinfo(1), the default formats): the reason
 #: cut to 20 characters
 REASON_WIDTH = 20
 #: the least of a message's words a cut reason must hold to be read as that message
 LEAST_CUT = 10
-WORD_START = re.compile(r"(?:^|\s)(?=\S)")
+WORD_START = rx.compile(r"(?:^|\s)(?=\S)")
 
 
 def _slurmctld_rows() -> List[dict]:

@@ -9,10 +9,10 @@ References: NVIDIA/nccl#1837; NVIDIA/nccl-tests#219.
 """
 from __future__ import annotations
 
-import re
 import sys
 from typing import List
 
+from nccldiag import rx
 from nccldiag.diagnosis import clues as C
 from nccldiag.diagnosis.inputs import Inputs
 from nccldiag.diagnosis.model import Diagnosis
@@ -25,8 +25,8 @@ FIX = ("Set NCCL_SOCKET_IFNAME to an interface every node has ('ip -br link' on 
        "'=' first); unset it to let NCCL choose.")
 CONFIRM = "on each node: ip -br addr | grep <NCCL_SOCKET_IFNAME>"
 
-GARBLED = re.compile(r"family \d+ is neither AF_INET|neither AF_INET\(2\) nor AF_INET6")
-INTERNAL = re.compile(r"internal error|ncclInternalError|Internal check failed")
+GARBLED = rx.compile(r"family \d+ is neither AF_INET|neither AF_INET\(2\) nor AF_INET6")
+INTERNAL = rx.compile(r"internal error|ncclInternalError|Internal check failed")
 
 
 def diagnose(inp: Inputs) -> List[Diagnosis]:

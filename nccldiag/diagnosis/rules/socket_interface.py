@@ -22,6 +22,7 @@ import re
 import sys
 from typing import List
 
+from nccldiag import rx
 from nccldiag.diagnosis import clues as C
 from nccldiag.diagnosis.inputs import Inputs
 from nccldiag.diagnosis.model import Diagnosis
@@ -38,12 +39,12 @@ ROUTE_FIX = FIX + (" Compare 'ip -br addr' and 'ip route get <peer address>' on 
                    "NCCL_SOCKET_IFNAME / GLOO_SOCKET_IFNAME to every node (containers included).")
 CONFIRM = "ip -br addr on each node; NCCL_DEBUG=INFO shows 'Bootstrap : Using <iface>:<address>'"
 
-NET_STEP = re.compile(r"(?:^|/)(?:transport/net(?:_socket)?\.cc|include/net\.h|net\.h)$")
+NET_STEP = rx.compile(r"(?:^|/)(?:transport/net(?:_socket)?\.cc|include/net\.h|net\.h)$")
 # NCCL's bootstrap and socket code, by the file names of every release: bootstrap.cc (bootstrap.cu up to 2.3), the
 # socket calls in misc/socket.cc (include/socket.h before 2.12, and the socket transport's net_socket.cu that
 # NCCL 2.3's bootstrap went through)
-BOOTSTRAP_STEP = re.compile(r"(?:^|/)bootstrap\.c[cu]$")
-SOCKET_STEP = re.compile(r"socket\.(?:cc|h|cu)$")
+BOOTSTRAP_STEP = rx.compile(r"(?:^|/)bootstrap\.c[cu]$")
+SOCKET_STEP = rx.compile(r"socket\.(?:cc|h|cu)$")
 
 
 def bootstrap_failures(inp: Inputs) -> List[C.Clue]:
@@ -122,7 +123,7 @@ def diagnose(inp: Inputs) -> List[Diagnosis]:
                         "a link-local (fe80::) or container bridge address is not reachable from other hosts"))]
 
 
-_OTHER_FAILURE = re.compile(r"[Ss]ocket|[Pp]roxy|[Bb]ootstrap|Connect|connection|remote peer")
+_OTHER_FAILURE = rx.compile(r"[Ss]ocket|[Pp]roxy|[Bb]ootstrap|Connect|connection|remote peer")
 
 
 def _no_path(inp: Inputs) -> List[Diagnosis]:

@@ -16,10 +16,10 @@ NVIDIA/nccl-tests#14 (the same error, fixed by host networking); NCCL src/init.c
 """
 from __future__ import annotations
 
-import re
 import sys
 from typing import List
 
+from nccldiag import rx
 from nccldiag.diagnosis import clues as C
 from nccldiag.diagnosis.inputs import Inputs
 from nccldiag.diagnosis.model import Diagnosis
@@ -33,7 +33,7 @@ FIX = ("Rerun with NCCL_DEBUG=INFO (NCCL_DEBUG_SUBSYS=INIT,NET,SHM): the WARN be
        "('ulimit -l' unlimited for RDMA, 'ulimit -n').")
 CONFIRM = "NCCL_DEBUG=INFO <the job> 2>&1 | grep -B2 -A4 'NCCL WARN'"
 
-SYSTEM_ERROR = re.compile(r"unhandled system error|ncclSystemError|NCCL Error 2\b|System call \(socket, malloc")
+SYSTEM_ERROR = rx.compile(r"unhandled system error|ncclSystemError|NCCL Error 2\b|System call \(socket, malloc")
 
 
 def diagnose(inp: Inputs) -> List[Diagnosis]:

@@ -18,9 +18,9 @@ before it :func:`run_failed`, which makes a cause named by a warning alone fail 
 """
 from __future__ import annotations
 
-import re
 from typing import Dict, List, Optional, Sequence, Tuple
 
+from nccldiag import rx
 from nccldiag.areas import all_areas, kernlog
 from nccldiag.diagnosis.events import _PREFIX_HOST, _SYSLOG_HOST
 from nccldiag.diagnosis.inputs import Inputs
@@ -128,9 +128,9 @@ def unexplained_lines(inp: Inputs, diagnoses: List[Diagnosis]) -> List[lexicon.L
 
 # a per-host label before a line where the paste reader names no host: a health check's distributed run writes
 # 'host | ERROR: nhc: Health check failed: ...' (azurehpc-health-checks distributed_nhc), a table 'host | ...'
-_LABEL = re.compile(r"(?P<host>[A-Za-z0-9][\w.-]{0,252}) {1,8}\| ")
+_LABEL = rx.compile(r"(?P<host>[A-Za-z0-9][\w.-]{0,252}) {1,8}\| ")
 # the front of a log line's evidence text: 'file:line: '
-_CITED = re.compile(r"[^\n]{1,4096}?:\d{1,9}: ")
+_CITED = rx.compile(r"[^\n]{1,4096}?:\d{1,9}: ")
 
 
 def origin(text: str) -> Optional[str]:

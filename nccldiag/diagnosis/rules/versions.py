@@ -1,16 +1,16 @@
 """Versions differing across nodes: driver, CUDA, NCCL, torch, firmware, kernel."""
 from __future__ import annotations
 
-import re
 from collections import Counter
 from typing import List
 
+from nccldiag import rx
 from nccldiag.diagnosis.inputs import Inputs, findings_hosts
 from nccldiag.diagnosis.model import Diagnosis, finding_evidence, log_evidence
 from nccldiag.model.findings import Status
 from nccldiag.nccl import checks as nccl_checks
 
-_VERSION_KEY = re.compile(r"\.(driver|cuda|firmware|kernel|os|python|torch|nccl|vbios)$")
+_VERSION_KEY = rx.compile(r"\.(driver|cuda|firmware|kernel|os|python|torch|nccl|vbios)$")
 ID = "versions-differ"
 TITLE = "Versions differ across nodes"
 FIX = ("Install the same versions on every node (one image, one driver package, one container tag or wheel); "

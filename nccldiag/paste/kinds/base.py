@@ -30,6 +30,8 @@ import re
 from dataclasses import dataclass
 from typing import Dict, List, Optional
 
+from nccldiag import rx
+
 MAX_LINES = 20000  # the lines of one block at most: a longer run is cut there (and the rest read as a new block)
 
 
@@ -59,11 +61,11 @@ def one(source: str, lines: List[str]) -> Dict[str, str]:
     return {source: text} if text.strip() else {}
 
 
-INDENTED = re.compile(r"[ \t]{1,40}\S")
-KEY_VALUE = re.compile(r"[ \t]{0,40}[A-Za-z][\w .()/+#-]{0,60}:(?:[ \t]|$)")  # 'State: Active', 'fw_ver:  20.1'
+INDENTED = rx.compile(r"[ \t]{1,40}\S")
+KEY_VALUE = rx.compile(r"[ \t]{0,40}[A-Za-z][\w .()/+#-]{0,60}:(?:[ \t]|$)")  # 'State: Active', 'fw_ver:  20.1'
 # a line of dots alone stands for lines the poster left out: three or more, or two (``..``, as some trim a field
 # list); a lone '.' is not one
-ELISION = re.compile(r"[ \t]{0,40}(?:\[(?:\.\.\.|…|snip|snipped|truncated|cut)\]|\.{2,}|…)[ \t]{0,40}$", re.I)
+ELISION = rx.compile(r"[ \t]{0,40}(?:\[(?:\.\.\.|…|snip|snipped|truncated|cut)\]|\.{2,}|…)[ \t]{0,40}$", re.I)
 
 
 def indented(text: str) -> bool:

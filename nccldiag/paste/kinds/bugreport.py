@@ -3,8 +3,8 @@
 ``nvidia-smi -q``, ``lspci``, ...); the headers themselves are shown, no area judging them."""
 from __future__ import annotations
 
-import re
 
+from nccldiag import rx
 from nccldiag.paste.kinds.base import shown_only
 
 NAME = "nvidia-bug-report"
@@ -13,7 +13,7 @@ SOURCES = ()
 GAPS = 0
 UP = False
 
-_HEADER = re.compile(r"[ \t]{0,4}(?:\*\*\* /\S{1,300}|_{40,200}[ \t]{0,4}$|Start of NVIDIA bug report log file|"
+_HEADER = rx.compile(r"[ \t]{0,4}(?:\*\*\* /\S{1,300}|_{40,200}[ \t]{0,4}$|Start of NVIDIA bug report log file|"
                      r"nvidia-bug-report\.sh (?:will now collect|Version))")
 
 

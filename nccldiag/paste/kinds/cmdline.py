@@ -1,9 +1,9 @@
 """``/proc/cmdline``: the kernel's command line (``BOOT_IMAGE=... root=... intel_iommu=on``), read by the iommu area."""
 from __future__ import annotations
 
-import re
 from typing import Dict, List
 
+from nccldiag import rx
 from nccldiag.paste.kinds.base import Context, one
 
 NAME = "/proc/cmdline"
@@ -12,7 +12,7 @@ SOURCES = ("proc_cmdline",)
 GAPS = 0
 UP = False
 
-_LINE = re.compile(r"[ \t]{0,4}(?:BOOT_IMAGE=\S{1,400}[ \t]|initrd=\S{1,400}[ \t]|\S{1,400}[ \t]{1,4}root=\S)")
+_LINE = rx.compile(r"[ \t]{0,4}(?:BOOT_IMAGE=\S{1,400}[ \t]|initrd=\S{1,400}[ \t]|\S{1,400}[ \t]{1,4}root=\S)")
 
 
 def anchor(text: str) -> bool:

@@ -2,9 +2,9 @@
 output under its command: the limits area's ``cpufreq`` source."""
 from __future__ import annotations
 
-import re
 from typing import Dict, List
 
+from nccldiag import rx
 from nccldiag.paste.kinds.base import Context, command, elided, one
 
 NAME = "cpufreq governor"
@@ -13,8 +13,8 @@ SOURCES = ("cpufreq",)
 UP = False  # the output is found under its command (the anchor)
 GAPS = 0
 
-_COMMAND = re.compile(r"scaling_governor")
-_GOVERNOR = re.compile(r"[ \t]{0,40}(?:performance|powersave|ondemand|conservative|schedutil|userspace)[ \t]{0,40}$")
+_COMMAND = rx.compile(r"scaling_governor")
+_GOVERNOR = rx.compile(r"[ \t]{0,40}(?:performance|powersave|ondemand|conservative|schedutil|userspace)[ \t]{0,40}$")
 
 
 def anchor(text: str) -> bool:

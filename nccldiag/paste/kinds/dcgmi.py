@@ -3,9 +3,9 @@ errors ...``), a result wrapped over several rows of its cell kept whole; read b
 ``dcgmi_diag`` source."""
 from __future__ import annotations
 
-import re
 from typing import Dict, List
 
+from nccldiag import rx
 from nccldiag.paste.kinds.base import Context, one
 
 NAME = "dcgmi diag"
@@ -14,9 +14,9 @@ SOURCES = ("dcgmi_diag",)
 GAPS = 0
 MIN = 1
 
-_ROW = re.compile(r"[ \t]{0,40}\|.{0,400}\|[ \t]{0,40}$")
-_RULE = re.compile(r"[ \t]{0,40}\+[-=+]{4,400}[ \t]{0,40}$")
-_CELL = re.compile(r"[ \t]{0,40}\|[ \t]{0,40}(?:Diagnostic|Deployment|GPU Memory|Error|Warning|Memory|PCIe|NVLink|"
+_ROW = rx.compile(r"[ \t]{0,40}\|.{0,400}\|[ \t]{0,40}$")
+_RULE = rx.compile(r"[ \t]{0,40}\+[-=+]{4,400}[ \t]{0,40}$")
+_CELL = rx.compile(r"[ \t]{0,40}\|[ \t]{0,40}(?:Diagnostic|Deployment|GPU Memory|Error|Warning|Memory|PCIe|NVLink|"
                    r"Diagnostic|Targeted|SM Stress|Memory Bandwidth|Software|Integration|Hardware|Stress|Info|"
                    r"Blacklist|Denylist|NVML Library|CUDA Main Library|Permissions|Persistence Mode|Environment|"
                    r"Page Retirement|Graphics Processes|Inforom|EUD|Pulse Test)\b[^|]{0,200}\|")

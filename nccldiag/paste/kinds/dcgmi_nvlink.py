@@ -3,9 +3,9 @@ under DCGM's ``NvLink Link Status`` box and above its ``Key: Up=U, Down=D, Disab
 the DCGM area's ``dcgmi_nvlink`` source."""
 from __future__ import annotations
 
-import re
 from typing import Dict, List
 
+from nccldiag import rx
 from nccldiag.areas.dcgm import ENTITY, STATES
 from nccldiag.paste.kinds.base import Context, one
 
@@ -14,7 +14,7 @@ WORDS = ("gpuId ", "physicalId ", "NvLink Link Status", "Up=U")
 SOURCES = ("dcgmi_nvlink",)
 GAPS = 1
 
-_FRAME = re.compile(r"[ \t]{0,40}(?:\+-{4,80}\+|\|[ \t]{0,10}NvLink Link Status[ \t]{0,10}\||GPUs:|NvSwitches:|"
+_FRAME = rx.compile(r"[ \t]{0,40}(?:\+-{4,80}\+|\|[ \t]{0,10}NvLink Link Status[ \t]{0,10}\||GPUs:|NvSwitches:|"
                     r"No NvSwitches found\.|Key: Up=U, Down=D.{0,80})[ \t]{0,40}$")
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from typing import Dict, List, Optional
 
+from nccldiag import rx
 from nccldiag.paste.kinds.base import Context
 
 NAME = "df"
@@ -18,13 +19,13 @@ CONTEXT = True  # a block of it that feeds no source is read and shown all the s
 GAPS = 0
 UP = False
 
-_HEADER = re.compile(r"[ \t]{0,40}Filesystem[ \t]{1,40}(?P<unit>Size|1K-blocks|1024-blocks)[ \t]{1,40}Used[ \t]{1,40}"
+_HEADER = rx.compile(r"[ \t]{0,40}Filesystem[ \t]{1,40}(?P<unit>Size|1K-blocks|1024-blocks)[ \t]{1,40}Used[ \t]{1,40}"
                      r"Avail")
 # df pads the file system's column to the longest name it lists: the gap after it may be wide
-_ROW = re.compile(r"[ \t]{0,40}(?P<fs>\S{1,200})[ \t]{1,200}(?P<size>[\d.]{1,20}[KMGTP]?i?)[ \t]{1,40}"
+_ROW = rx.compile(r"[ \t]{0,40}(?P<fs>\S{1,200})[ \t]{1,200}(?P<size>[\d.]{1,20}[KMGTP]?i?)[ \t]{1,40}"
                   r"(?P<used>[\d.]{1,20}[KMGTP]?i?)[ \t]{1,40}(?P<avail>[\d.]{1,20}[KMGTP]?i?)[ \t]{1,40}"
                   r"(?P<pct>\d{1,3}%|-)[ \t]{1,40}(?P<mnt>/\S{0,200})[ \t]{0,40}$")
-_HUMAN = re.compile(r"[\d.]{1,20}[KMGTP]i?")
+_HUMAN = rx.compile(r"[\d.]{1,20}[KMGTP]i?")
 _UNITS = {"": 1, "K": 1, "M": 1024, "G": 1024 ** 2, "T": 1024 ** 3, "P": 1024 ** 4}
 
 

@@ -2,8 +2,8 @@
 reads it: it is read and shown (which driver is built for which kernel)."""
 from __future__ import annotations
 
-import re
 
+from nccldiag import rx
 from nccldiag.paste.kinds.base import shown_only
 
 NAME = "dkms status"
@@ -11,7 +11,7 @@ WORDS = (": installed", ": built", ": added")
 SOURCES = ()
 GAPS = 0
 
-_ROW = re.compile(r"[ \t]{0,40}[\w.+-]{1,100}[/,][ \t]?[\w.+~-]{1,100},[ \t][\w.+~-]{1,100}(?:,[ \t][\w.-]{1,40})?:[ \t]"
+_ROW = rx.compile(r"[ \t]{0,40}[\w.+-]{1,100}[/,][ \t]?[\w.+~-]{1,100},[ \t][\w.+~-]{1,100}(?:,[ \t][\w.-]{1,40})?:[ \t]"
                   r"(?:installed|built|added)")
 
 

@@ -2,9 +2,9 @@
 ``ib_counters`` source reads the RoCE NIC's error counters in it."""
 from __future__ import annotations
 
-import re
 from typing import Dict, List
 
+from nccldiag import rx
 from nccldiag.paste.kinds.base import Context, elided, one
 
 NAME = "ethtool -S"
@@ -13,8 +13,8 @@ SOURCES = ("ib_counters",)
 GAPS = 0
 UP = False
 
-_HEAD = re.compile(r"[ \t]{0,40}NIC statistics:[ \t]{0,40}$")
-_COUNTER = re.compile(r"[ \t]{1,40}[\w.\[\]-]{1,100}:[ \t]{0,4}-?\d")
+_HEAD = rx.compile(r"[ \t]{0,40}NIC statistics:[ \t]{0,40}$")
+_COUNTER = rx.compile(r"[ \t]{1,40}[\w.\[\]-]{1,100}:[ \t]{0,4}-?\d")
 
 
 def anchor(text: str) -> bool:

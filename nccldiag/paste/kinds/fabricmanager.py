@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from typing import Dict, List
 
+from nccldiag import rx
 from nccldiag.paste.kinds.base import Context, one
 from nccldiag.paste.kinds.systemctl import STATE, UNIT
 
@@ -17,14 +18,14 @@ KEEP_TIME = True  # the journal's lines keep their time and host, as the node's 
 GAPS = 1
 MIN = 1
 
-_LOG = re.compile(r"[ \t]{0,4}\[[A-Z][a-z]{2} \d{1,2} \d{4} \d\d:\d\d:\d\d\] \[(?:INFO|ERROR|WARNING|WARN|FATAL|DEBUG)\] "
+_LOG = rx.compile(r"[ \t]{0,4}\[[A-Z][a-z]{2} \d{1,2} \d{4} \d\d:\d\d:\d\d\] \[(?:INFO|ERROR|WARNING|WARN|FATAL|DEBUG)\] "
                   r"\[tid \d{1,10}\]")
-_HEAD = re.compile(r"[ \t]{0,4}Fabric Manager Log initializing")
-_NAMED = re.compile(r"(?:nv-fabricmanager|nvidia-fabricmanager|fabric ?manager)", re.I)
-_CONTINUED = re.compile(r"[ \t]{0,4}(?:Message payload details|[A-Z][\w ]{0,40}:)")
+_HEAD = rx.compile(r"[ \t]{0,4}Fabric Manager Log initializing")
+_NAMED = rx.compile(r"(?:nv-fabricmanager|nvidia-fabricmanager|fabric ?manager)", re.I)
+_CONTINUED = rx.compile(r"[ \t]{0,4}(?:Message payload details|[A-Z][\w ]{0,40}:)")
 
 
-_COMMAND = re.compile(r"[ \t]{0,4}(?:sudo[ \t]{1,4})?(?:systemctl|journalctl|cat|tail|head|less|grep|service|"
+_COMMAND = rx.compile(r"[ \t]{0,4}(?:sudo[ \t]{1,4})?(?:systemctl|journalctl|cat|tail|head|less|grep|service|"
                       r"nv-fabricmanager[ \t]{1,4}-)\b")
 
 

@@ -2,9 +2,9 @@
 ``flint -d DEV q``, ``ethtool -i``: the firmware area's ``sw_versions`` source."""
 from __future__ import annotations
 
-import re
 from typing import Dict, List
 
+from nccldiag import rx
 from nccldiag.paste.kinds.base import Context, indented, one
 
 NAME = "HCA firmware tools"
@@ -12,8 +12,8 @@ WORDS = ("PSID:", "Device #", "FW Version:")
 SOURCES = ("sw_versions",)
 GAPS = 1
 
-_FIRST = re.compile(r"[ \t]{0,40}(?:Device #\d{1,4}:|PSID:[ \t]|FW Version:[ \t]|Image type:[ \t])")
-_LINE = re.compile(r"[ \t]{0,40}(?:-{3,80}|[A-Za-z][\w ()/.-]{0,60}:|FW[ \t]|PXE[ \t]|UEFI[ \t])")
+_FIRST = rx.compile(r"[ \t]{0,40}(?:Device #\d{1,4}:|PSID:[ \t]|FW Version:[ \t]|Image type:[ \t])")
+_LINE = rx.compile(r"[ \t]{0,40}(?:-{3,80}|[A-Za-z][\w ()/.-]{0,60}:|FW[ \t]|PXE[ \t]|UEFI[ \t])")
 
 
 def anchor(text: str) -> bool:

@@ -2,9 +2,9 @@
 (``# CX-7 1/8``) is read past."""
 from __future__ import annotations
 
-import re
 from typing import Dict, List
 
+from nccldiag import rx
 from nccldiag.paste.kinds.base import Context, one
 
 NAME = "ibdev2netdev"
@@ -12,7 +12,7 @@ WORDS = ("==>",)
 SOURCES = ("ibdev2netdev",)
 GAPS = 0
 
-_LINE = re.compile(r"[ \t]{0,40}\S{1,100}[ \t]{1,20}port[ \t]{1,20}\d{1,4}[ \t]{1,20}==>[ \t]{1,20}\S{1,100}[ \t]{1,20}"
+_LINE = rx.compile(r"[ \t]{0,40}\S{1,100}[ \t]{1,20}port[ \t]{1,20}\d{1,4}[ \t]{1,20}==>[ \t]{1,20}\S{1,100}[ \t]{1,20}"
                    r"\([A-Za-z]{1,20}\)")
 
 

@@ -4,9 +4,9 @@ its fields are read by their names. A poster who kept only a port's lines (``Por
 state is read, under a CA the paste does not name."""
 from __future__ import annotations
 
-import re
 from typing import Dict, List, Set
 
+from nccldiag import rx
 from nccldiag.paste.kinds.base import KEY_VALUE, Context, elided, indented, one
 
 NAME = "ibstat"
@@ -15,15 +15,15 @@ SOURCES = ("ibstat",)
 GAPS = 1
 MIN = 3
 
-_CA = re.compile(r"[ \t]{0,40}CA '([^']{1,200})'[ \t]{0,40}$")
-_PORT = re.compile(r"[ \t]{0,40}Port \d{1,4}:[ \t]{0,40}$")
+_CA = rx.compile(r"[ \t]{0,40}CA '([^']{1,200})'[ \t]{0,40}$")
+_PORT = rx.compile(r"[ \t]{0,40}Port \d{1,4}:[ \t]{0,40}$")
 # the fields ibstat prints under a CA and its ports, read indented or not (a paste trimmed flush left)
-_FIELD = re.compile(r"[ \t]{0,40}(?:CA type|Number of ports|Firmware version|Hardware version|Node GUID|"
+_FIELD = rx.compile(r"[ \t]{0,40}(?:CA type|Number of ports|Firmware version|Hardware version|Node GUID|"
                     r"System image GUID|State|Physical state|Rate|Base lid|LMC|SM lid|Capability mask|Port GUID|"
                     r"Link layer):(?:[ \t]|$)")
 
 
-_STATE = re.compile(r"[ \t]{0,40}(?:State|Physical state):[ \t]{0,40}\S")
+_STATE = rx.compile(r"[ \t]{0,40}(?:State|Physical state):[ \t]{0,40}\S")
 
 
 def anchor(text: str) -> bool:

@@ -2,9 +2,9 @@
 same parser as ``ibstat``."""
 from __future__ import annotations
 
-import re
 from typing import Dict, List
 
+from nccldiag import rx
 from nccldiag.paste.kinds.base import KEY_VALUE, Context, elided, indented, one
 
 NAME = "ibstatus"
@@ -13,7 +13,7 @@ SOURCES = ("ibstat",)
 GAPS = 1
 MIN = 3
 
-_DEVICE = re.compile(r"[ \t]{0,40}Infiniband device '[^']{1,200}' port \d{1,4} status:[ \t]{0,40}$")
+_DEVICE = rx.compile(r"[ \t]{0,40}Infiniband device '[^']{1,200}' port \d{1,4} status:[ \t]{0,40}$")
 
 
 def anchor(text: str) -> bool:
@@ -21,7 +21,7 @@ def anchor(text: str) -> bool:
 
 
 # the fields ibstatus prints under a port, read indented or not (a paste trimmed flush left)
-_FIELD = re.compile(r"[ \t]{0,40}(?:default gid|base lid|sm lid|state|phys state|rate|link_layer):(?:[ \t]|$)")
+_FIELD = rx.compile(r"[ \t]{0,40}(?:default gid|base lid|sm lid|state|phys state|rate|link_layer):(?:[ \t]|$)")
 
 
 def member(text: str) -> bool:

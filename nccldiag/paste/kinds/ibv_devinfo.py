@@ -2,9 +2,9 @@
 starts at a port (``port: 1`` / ``state: PORT_ACTIVE (4)``) too."""
 from __future__ import annotations
 
-import re
 from typing import Dict, List
 
+from nccldiag import rx
 from nccldiag.paste.kinds.base import KEY_VALUE, Context, elided, indented, one
 
 NAME = "ibv_devinfo"
@@ -13,12 +13,12 @@ SOURCES = ("ibv_devinfo",)
 GAPS = 1
 MIN = 3
 
-_HCA = re.compile(r"[ \t]{0,40}hca_id:[ \t]{0,40}\S")
-_STATE = re.compile(r"[ \t]{0,40}state:[ \t]{0,40}PORT_[A-Z_]{2,20}[ \t]{0,4}\(\d{1,2}\)")
-_GID = re.compile(r"[ \t]{0,40}GID\[[ \t]{0,4}\d{1,4}\]:")
+_HCA = rx.compile(r"[ \t]{0,40}hca_id:[ \t]{0,40}\S")
+_STATE = rx.compile(r"[ \t]{0,40}state:[ \t]{0,40}PORT_[A-Z_]{2,20}[ \t]{0,4}\(\d{1,2}\)")
+_GID = rx.compile(r"[ \t]{0,40}GID\[[ \t]{0,4}\d{1,4}\]:")
 # ibv_devinfo's fields are lower case with underscores ('fw_ver:', 'phys_port_cnt:', 'port:'): read indented or not
 # (a paste trimmed flush left)
-_FIELD = re.compile(r"[ \t]{0,40}[a-z][a-z0-9_]{1,40}:[ \t]{1,40}\S")
+_FIELD = rx.compile(r"[ \t]{0,40}[a-z][a-z0-9_]{1,40}:[ \t]{1,40}\S")
 
 
 def anchor(text: str) -> bool:

@@ -2,15 +2,15 @@
 is read and shown beside the kernel's BAR messages it explains."""
 from __future__ import annotations
 
-import re
 
+from nccldiag import rx
 from nccldiag.paste.kinds.base import shown_only
 
 NAME = "/proc/iomem"
 WORDS = (" : PCI Bus ", " : System RAM", " : Reserved", " : PCI ECAM", " : Kernel code")
 SOURCES = ()
 
-_RANGE = re.compile(r"[ \t]{0,40}[0-9a-fA-F]{4,16}-[0-9a-fA-F]{4,16} : \S")
+_RANGE = rx.compile(r"[ \t]{0,40}[0-9a-fA-F]{4,16}-[0-9a-fA-F]{4,16} : \S")
 
 
 def anchor(text: str) -> bool:

@@ -4,8 +4,8 @@ monitor about other jobs between them (``... is waiting to be scheduled``). No a
 shown, and the hang cause reads them (a job its monitor says is running while the job itself prints nothing)."""
 from __future__ import annotations
 
-import re
 
+from nccldiag import rx
 from nccldiag.diagnosis.signs import RUNNING
 from nccldiag.paste.kinds.base import shown_only
 
@@ -17,7 +17,7 @@ GAPS = 4  # blank lines between a monitor's lines (a paste's spacing, a wrapped 
 UP = False
 
 # a name starts where a name can (no name character before it): one start per name, not per character
-_OTHER = re.compile(r"(?<![\w.:@/+-])[\w.:@/+-]{1,200} is (?:still )?(?:waiting to be scheduled|pending|queued|running)\b")
+_OTHER = rx.compile(r"(?<![\w.:@/+-])[\w.:@/+-]{1,200} is (?:still )?(?:waiting to be scheduled|pending|queued|running)\b")
 
 
 def anchor(text: str) -> bool:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from typing import Dict, List, Optional, Tuple
 
+from nccldiag import rx
 from nccldiag.areas import kernlog
 from nccldiag.paste.kinds.base import Context, joined
 from nccldiag.paste.lines import COMMAND, Peeled
@@ -23,22 +24,22 @@ MODE = "lines"  # found line by line (see :func:`classify`), not by a block's sh
 SOURCES = ("kernel_log", "iommu_dmesg", "pcie_dmesg", "gdr_dmesg")
 
 # the dmesg greps of the areas' sources (iommu.py, pcie.py, gdr.py), as Python reads them
-IOMMU = re.compile(r"iommu|dmar|amd-vi|smmu|default domain type|io_page_fault", re.I)
-PCIE = re.compile(r"PCIe bandwidth, limited by")
-GDR = re.compile(r"peermem|nv_peer_mem|peer_mem", re.I)
+IOMMU = rx.compile(r"iommu|dmar|amd-vi|smmu|default domain type|io_page_fault", re.I)
+PCIE = rx.compile(r"PCIe bandwidth, limited by")
+GDR = rx.compile(r"peermem|nv_peer_mem|peer_mem", re.I)
 # (source, its grep, the lines it keeps: the first n, or the last n where negative)
 _GREPS = (("iommu_dmesg", IOMMU, 300), ("pcie_dmesg", PCIE, 200), ("gdr_dmesg", GDR, -50))
 
-_KERNEL_TIME = re.compile(r"\[[ \t]{0,12}[+\d]|\[[A-Z][a-z]{2} |(?:kern|user|daemon|syslog)[ \t]{0,4}:")
+_KERNEL_TIME = rx.compile(r"\[[ \t]{0,12}[+\d]|\[[A-Z][a-z]{2} |(?:kern|user|daemon|syslog)[ \t]{0,4}:")
 # what the kernel's messages start with (the driver or subsystem that writes them)
-_SUBSYSTEM = re.compile(r"(?:NVRM|nvidia(?:-[\w-]{1,30})?|nv_peer_mem|nvidia_peermem|mlx\d_core|mlx\d_\d{1,4}|mlx\d_ib|"
+_SUBSYSTEM = rx.compile(r"(?:NVRM|nvidia(?:-[\w-]{1,30})?|nv_peer_mem|nvidia_peermem|mlx\d_core|mlx\d_\d{1,4}|mlx\d_ib|"
                         r"pcieport|pci|nfs|iommu|DMAR|AMD-Vi|AER|ib_\w{1,20}|infiniband|hfi1|irdma|bnxt_\w{1,20}|"
                         r"i40e|ice|ixgbe|xhci_hcd|EDAC|mce|rcu|watchdog|INFO: task|BUG|Out of memory|Memory cgroup|"
                         r"oom-kill|oom_reaper|Call Trace|\[<[0-9a-f]|systemd-networkd)\b")
 
 
 # what is not a literal of an expression: a class, a group, an escape, a repeated character
-_NOT_LITERAL = re.compile(r"\[[^\]]{0,512}\]|\([^)]{0,512}\)|\\.|.[*+?]")
+_NOT_LITERAL = rx.compile(r"\[[^\]]{0,512}\]|\([^)]{0,512}\)|\\.|.[*+?]")
 
 
 def _literals(pattern: str) -> List[str]:
@@ -65,7 +66,7 @@ WORDS: Tuple[str, ...] = tuple(dict.fromkeys(
     [w for p in [m.keep for m in kernlog.MESSAGES] + list(kernlog.CONTEXT) for w in _literals(p)]
     + ["NVRM", "kernel: ", "iommu", "IOMMU", "DMAR", "AMD-Vi", "smmu", "SMMU", "Default domain type",
        "io_page_fault", "PCIe bandwidth, limited by", "peermem", "nv_peer_mem", "peer_mem"]))
-_KEEP = re.compile(kernlog.PATTERN)
+_KEEP = rx.compile(kernlog.PATTERN)
 
 
 def said(text: str) -> bool:
@@ -91,7 +92,7 @@ def _own_time(layers) -> Optional[int]:
 
 # a command typed, as a transcript shows it: a tool the paste kinds read, or a launcher or shell that runs a job
 # (never the kernel's line that names a program first: 'python3 invoked oom-killer', 'bash (1234): ...')
-_LAUNCHED = re.compile(r"[ \t]{0,4}(?:sudo[ \t]{1,4})?(?:mpirun|mpiexec|srun|sbatch|salloc|torchrun|deepspeed|bash|sh|"
+_LAUNCHED = rx.compile(r"[ \t]{0,4}(?:sudo[ \t]{1,4})?(?:mpirun|mpiexec|srun|sbatch|salloc|torchrun|deepspeed|bash|sh|"
                        r"python3?|docker|kubectl|echo)(?:[ \t]{1,4}(?!invoked\b|\(|\[)|$)")
 
 
@@ -130,7 +131,7 @@ def classify(p: Peeled) -> Optional[int]:
     return None
 
 
-_WRITER = re.compile(r"[ \t]{0,8}([\w.-]{1,40}):[ \t]")
+_WRITER = rx.compile(r"[ \t]{0,8}([\w.-]{1,40}):[ \t]")
 
 
 def same_writer(text: str, anchor: str) -> bool:

@@ -2,9 +2,9 @@
 the limits area."""
 from __future__ import annotations
 
-import re
 from typing import Dict, List
 
+from nccldiag import rx
 from nccldiag.paste.kinds.base import Context, one
 
 NAME = "limits.conf"
@@ -13,10 +13,10 @@ SOURCES = ("limits_conf",)
 GAPS = 2
 MIN = 1
 
-_ROW = re.compile(r"[ \t]{0,40}[\w*@%:-]{1,64}[ \t]{1,40}(?:soft|hard|-)[ \t]{1,40}[a-z_]{2,20}[ \t]{1,40}\S")
-_MEMLOCK = re.compile(r"[ \t]{0,40}[\w*@%:-]{1,64}[ \t]{1,40}(?:soft|hard|-)[ \t]{1,40}memlock[ \t]{1,40}\S")
-_COMMENT = re.compile(r"[ \t]{0,40}#")
-_DUMP = re.compile(r"[ \t]{0,4}==> /etc/security/limits")
+_ROW = rx.compile(r"[ \t]{0,40}[\w*@%:-]{1,64}[ \t]{1,40}(?:soft|hard|-)[ \t]{1,40}[a-z_]{2,20}[ \t]{1,40}\S")
+_MEMLOCK = rx.compile(r"[ \t]{0,40}[\w*@%:-]{1,64}[ \t]{1,40}(?:soft|hard|-)[ \t]{1,40}memlock[ \t]{1,40}\S")
+_COMMENT = rx.compile(r"[ \t]{0,40}#")
+_DUMP = rx.compile(r"[ \t]{0,4}==> /etc/security/limits")
 
 
 def anchor(text: str) -> bool:

@@ -2,9 +2,9 @@
 area (is the GPUDirect RDMA peer-memory module loaded?)."""
 from __future__ import annotations
 
-import re
 from typing import Dict, List
 
+from nccldiag import rx
 from nccldiag.paste.kinds.base import Context, one
 
 NAME = "lsmod"
@@ -13,8 +13,8 @@ SOURCES = ("proc_modules",)
 GAPS = 0
 UP = False
 
-_HEADER = re.compile(r"[ \t]{0,40}Module[ \t]{1,40}Size[ \t]{1,40}Used by")
-_ROW = re.compile(r"[ \t]{0,40}\w{1,64}[ \t]{1,40}\d{1,12}[ \t]{1,40}\d{1,6}(?:[ \t]|$)")
+_HEADER = rx.compile(r"[ \t]{0,40}Module[ \t]{1,40}Size[ \t]{1,40}Used by")
+_ROW = rx.compile(r"[ \t]{0,40}\w{1,64}[ \t]{1,40}\d{1,12}[ \t]{1,40}\d{1,6}(?:[ \t]|$)")
 
 
 def anchor(text: str) -> bool:

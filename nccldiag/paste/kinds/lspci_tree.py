@@ -2,15 +2,15 @@
 where a device sits, not whether it works): it is read and shown beside the findings."""
 from __future__ import annotations
 
-import re
 
+from nccldiag import rx
 from nccldiag.paste.kinds.base import shown_only
 
 NAME = "lspci -tv"
 WORDS = ("]--", "+-0", "\\-0")
 SOURCES = ()
 
-_TREE = re.compile(r"[ \t|]{0,200}(?:[+\\]-|-\[)[0-9a-fA-F]{2}")
+_TREE = rx.compile(r"[ \t|]{0,200}(?:[+\\]-|-\[)[0-9a-fA-F]{2}")
 
 
 def anchor(text: str) -> bool:

@@ -2,9 +2,9 @@
 area as its module list says (a module ``modinfo`` shows is installed, not loaded)."""
 from __future__ import annotations
 
-import re
 from typing import Dict, List
 
+from nccldiag import rx
 from nccldiag.paste.kinds.base import Context, indented, one
 
 NAME = "modinfo"
@@ -14,7 +14,7 @@ CONTEXT = True  # a block of it that feeds no source is read and shown all the s
 GAPS = 0
 MIN = 3
 
-_FIELD = re.compile(r"[ \t]{0,40}(?:filename|version|license|description|author|srcversion|alias|depends|retpoline|"
+_FIELD = rx.compile(r"[ \t]{0,40}(?:filename|version|license|description|author|srcversion|alias|depends|retpoline|"
                     r"intree|name|vermagic|sig_id|signer|sig_key|sig_hashalgo|signature|parm|firmware|import_ns|"
                     r"softdep|supported):(?:[ \t]|$)")
 

@@ -4,9 +4,9 @@ indented lines under it), ``ip -br link`` / ``ip -br addr`` and ``ethtool DEV`` 
 ``Link detected: no``): the ``ib`` area's ``netdev_link`` source (:mod:`nccldiag.areas.netdev`)."""
 from __future__ import annotations
 
-import re
 from typing import Dict, List
 
+from nccldiag import rx
 from nccldiag.paste.kinds.base import Context, elided, indented, one
 
 NAME = "netdev link"
@@ -15,13 +15,13 @@ SOURCES = ("netdev_link",)
 GAPS = 1
 UP = False
 
-_IFCONFIG = re.compile(r"[ \t]{0,8}(?:[A-Za-z][\w.:-]{0,40}: flags=(?:0x)?[0-9a-fA-F]{1,8}<|"
+_IFCONFIG = rx.compile(r"[ \t]{0,8}(?:[A-Za-z][\w.:-]{0,40}: flags=(?:0x)?[0-9a-fA-F]{1,8}<|"
                        r"[^\n]{0,200}?\s[A-Za-z][\w.:-]{0,40}: flags=(?:0x)?[0-9a-fA-F]{1,8}<[A-Z,]{0,300}>[^\n]{0,2000}?"
                        r"\bstatus: )")
-_IP_LINK = re.compile(r"[ \t]{0,8}\d{1,6}:[ \t]+[^\s:@]{1,40}(?:@\S{1,60})?:[ \t]+<[A-Z0-9_,-]{0,300}>[ \t]+mtu[ \t]")
-_IP_BR = re.compile(r"[ \t]{0,8}[^\s:@]{1,40}(?:@\S{1,60})?[ \t]+(?:UP|DOWN|UNKNOWN|LOWERLAYERDOWN|DORMANT)[ \t]+"
+_IP_LINK = rx.compile(r"[ \t]{0,8}\d{1,6}:[ \t]+[^\s:@]{1,40}(?:@\S{1,60})?:[ \t]+<[A-Z0-9_,-]{0,300}>[ \t]+mtu[ \t]")
+_IP_BR = rx.compile(r"[ \t]{0,8}[^\s:@]{1,40}(?:@\S{1,60})?[ \t]+(?:UP|DOWN|UNKNOWN|LOWERLAYERDOWN|DORMANT)[ \t]+"
                     r"(?:[0-9a-f:]{17,59}[ \t]+)?<[A-Z0-9_,-]{0,300}>")
-_ETHTOOL = re.compile(r"[ \t]{0,8}Settings for [^\s:]{1,40}:[ \t]*$")
+_ETHTOOL = rx.compile(r"[ \t]{0,8}Settings for [^\s:]{1,40}:[ \t]*$")
 
 
 def anchor(text: str) -> bool:

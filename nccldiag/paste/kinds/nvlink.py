@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from typing import Dict, List
 
+from nccldiag import rx
 from nccldiag.paste.kinds.base import Context, elided, one
 
 NAME = "nvidia-smi nvlink"
@@ -12,10 +13,10 @@ WORDS = ("(UUID: GPU-", "Link 0: ", "<inactive>", "links are inactive")
 SOURCES = ("nvlink_status", "nvlink_errors")
 GAPS = 1
 
-_GPU = re.compile(r"[ \t]{0,40}GPU \d{1,3}: .{1,200}")
-_LINK = re.compile(r"[ \t]{1,40}Link \d{1,3}: ")
-_NVML = re.compile(r"[ \t]{0,40}NVML: ")
-_ERRORS = re.compile(r"Link \d{1,3}: [A-Za-z ]{1,40}Errors?:", re.I)
+_GPU = rx.compile(r"[ \t]{0,40}GPU \d{1,3}: .{1,200}")
+_LINK = rx.compile(r"[ \t]{1,40}Link \d{1,3}: ")
+_NVML = rx.compile(r"[ \t]{0,40}NVML: ")
+_ERRORS = rx.compile(r"Link \d{1,3}: [A-Za-z ]{1,40}Errors?:", re.I)
 
 
 def anchor(text: str) -> bool:

@@ -4,8 +4,8 @@ threads of one stack listed together as a tool's output groups them, then the st
 cause reads where each stack waits (:func:`nccldiag.diagnosis.signs.py_stacks`)."""
 from __future__ import annotations
 
-import re
 
+from nccldiag import rx
 from nccldiag.diagnosis.signs import PY_FRAME, PY_THREAD
 from nccldiag.paste.kinds.base import elided, shown_only
 
@@ -15,7 +15,7 @@ SOURCES = ()
 CONTEXT = True
 GAPS = 1
 UP = False
-_NATIVE = re.compile(r"[ \t]{0,8}native frames:|[ \t]{2,40}\S")
+_NATIVE = rx.compile(r"[ \t]{0,8}native frames:|[ \t]{2,40}\S")
 
 
 def anchor(text: str) -> bool:

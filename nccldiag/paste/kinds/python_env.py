@@ -5,9 +5,9 @@ read by the python area. Its lines quote the import errors they met (``"mpi4py_e
 named mpi4py"``): what they mean for the probe is the area's to say, not a program's exception."""
 from __future__ import annotations
 
-import re
 from typing import Dict, List
 
+from nccldiag import rx
 from nccldiag.paste.kinds.base import Context, one
 
 NAME = "python_env"
@@ -18,9 +18,9 @@ UP = False
 
 # a line of the snippet: one JSON object whose stage is its start or its end, with the interpreter's path (the
 # snippet runs under python2 too, whose dicts keep no order: the keys are looked for anywhere in the line)
-_LINE = re.compile(r'[ \t]{0,40}\{"[^\n]{0,20000}\}[ \t]{0,40}$')
-_STAGE = re.compile(r'"stage": "(?:start|done)"')
-_MISSING = re.compile(r"[ \t]{0,40}python-missing: \S{1,400}[ \t]{0,40}$")
+_LINE = rx.compile(r'[ \t]{0,40}\{"[^\n]{0,20000}\}[ \t]{0,40}$')
+_STAGE = rx.compile(r'"stage": "(?:start|done)"')
+_MISSING = rx.compile(r"[ \t]{0,40}python-missing: \S{1,400}[ \t]{0,40}$")
 
 
 def anchor(text: str) -> bool:

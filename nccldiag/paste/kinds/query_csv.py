@@ -2,9 +2,9 @@
 gpu area's ``gpu_query`` source."""
 from __future__ import annotations
 
-import re
 from typing import Dict, List
 
+from nccldiag import rx
 from nccldiag.paste.kinds.base import Context, elided, one
 
 NAME = "nvidia-smi --query-gpu"
@@ -14,8 +14,8 @@ GAPS = 0
 UP = False
 
 _FIELD = r"(?:[a-z_]{2,40}(?:\.[a-z_]{1,40}){0,4}(?: \[[^\]]{1,20}\])?)"
-_HEADER = re.compile(r"[ \t]{0,4}" + _FIELD + r"(?:,[ \t]{0,2}" + _FIELD + r"){1,60}[ \t]{0,4}$")
-_ROW = re.compile(r"[ \t]{0,4}[^,\s][^,]{0,200}(?:,[^,]{0,200}){1,60}$")
+_HEADER = rx.compile(r"[ \t]{0,4}" + _FIELD + r"(?:,[ \t]{0,2}" + _FIELD + r"){1,60}[ \t]{0,4}$")
+_ROW = rx.compile(r"[ \t]{0,4}[^,\s][^,]{0,200}(?:,[^,]{0,200}){1,60}$")
 
 
 def anchor(text: str) -> bool:

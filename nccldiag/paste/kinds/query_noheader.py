@@ -3,9 +3,9 @@ fields are the command's), the gpu area's ``gpu_query`` source. A row with more 
 poster's note after the value: ``1, Reset   <= GPU is unusable, reset required``) is read in its first cells."""
 from __future__ import annotations
 
-import re
 from typing import Dict, List
 
+from nccldiag import rx
 from nccldiag.paste.kinds.base import Context, elided, one
 
 NAME = "nvidia-smi --query-gpu (noheader)"
@@ -15,9 +15,9 @@ GAPS = 0
 UP = False
 
 _FIELD = r"[a-z_]{2,40}(?:\.[a-z_]{1,40}){0,4}"
-_COMMAND = re.compile(r"[ \t]{0,4}(?:sudo[ \t]{1,4})?nvidia-smi[ \t]{1,4}(?:[^\n]{0,200}?[ \t])?--query-gpu=(?P<fields>index"
+_COMMAND = rx.compile(r"[ \t]{0,4}(?:sudo[ \t]{1,4})?nvidia-smi[ \t]{1,4}(?:[^\n]{0,200}?[ \t])?--query-gpu=(?P<fields>index"
                       r"(?:,[ \t]{0,2}" + _FIELD + r"){1,60})[ \t][^\n]{0,200}?--format=csv,(?:[a-z]{1,10},){0,3}noheader\b")
-_ROW = re.compile(r"[ \t]{0,4}[0-9]{1,3},[^\n]{1,600}$")
+_ROW = rx.compile(r"[ \t]{0,4}[0-9]{1,3},[^\n]{1,600}$")
 
 
 def anchor(text: str) -> bool:

@@ -1,9 +1,9 @@
 """``rdma link`` (iproute2): ``link mlx5_0/1 state ACTIVE physical_state LINK_UP netdev ib0``, a line per port."""
 from __future__ import annotations
 
-import re
 from typing import Dict, List
 
+from nccldiag import rx
 from nccldiag.paste.kinds.base import Context, one
 
 NAME = "rdma_link"
@@ -11,7 +11,7 @@ WORDS = ("physical_state",)
 SOURCES = ("rdma_link",)
 GAPS = 0
 
-_LINK = re.compile(r"[ \t]{0,40}(?:\d{1,6}/\d{1,4}:[ \t]{0,4})?link \S{1,100}/\d{1,4}[ \t].{0,400}?\bstate[ \t]{1,4}\S")
+_LINK = rx.compile(r"[ \t]{0,40}(?:\d{1,6}/\d{1,4}:[ \t]{0,4})?link \S{1,100}/\d{1,4}[ \t].{0,400}?\bstate[ \t]{1,4}\S")
 
 
 def anchor(text: str) -> bool:

@@ -4,9 +4,9 @@ determine the device handle for GPU0000:01:00.0: Unknown Error``, ``No devices w
 output of each ``nvidia-smi`` query the collection runs, which the GPU area reads as the driver's failure."""
 from __future__ import annotations
 
-import re
 from typing import Dict, List
 
+from nccldiag import rx
 from nccldiag.paste.kinds.base import Context, joined
 
 NAME = "nvidia-smi failure"
@@ -16,7 +16,7 @@ SOURCES = ("gpu_query", "nvidia_smi_q", "nvidia_smi_full")
 GAPS = 0
 UP = False
 
-_SAYS = re.compile(r"[ \t]{0,40}(?:Failed to initialize NVML: |NVIDIA-SMI has failed |Unable to determine the device "
+_SAYS = rx.compile(r"[ \t]{0,40}(?:Failed to initialize NVML: |NVIDIA-SMI has failed |Unable to determine the device "
                    r"handle for GPU|No devices were found)")
 
 

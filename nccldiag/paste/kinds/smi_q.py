@@ -4,9 +4,9 @@ its ``Key : value`` lines, as ``nvidia-smi -q | grep`` or a poster leave it), re
 NVLink, PCIe-error and firmware areas read."""
 from __future__ import annotations
 
-import re
 from typing import Dict, List
 
+from nccldiag import rx
 from nccldiag.paste.kinds.base import Context, elided, one
 
 NAME = "nvidia-smi -q"
@@ -18,15 +18,15 @@ SOURCES = ("nvidia_smi_full",)
 GAPS = 1
 MIN = 2
 
-_LOG = re.compile(r"[ \t]{0,40}={3,40}[ \t]{0,4}NVSMI LOG[ \t]{0,4}={3,40}[ \t]{0,40}$")
-_GPU = re.compile(r"GPU [0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f][ \t]{0,40}$")
+_LOG = rx.compile(r"[ \t]{0,40}={3,40}[ \t]{0,4}NVSMI LOG[ \t]{0,4}={3,40}[ \t]{0,40}$")
+_GPU = rx.compile(r"GPU [0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f][ \t]{0,40}$")
 # 'Key    : value' (nvidia-smi pads the key with blanks before the colon; R580's pads it to column 55:
 # 'Driver Version                                         : 580.159.04')
-_KV = re.compile(r"[ \t]{0,40}[A-Za-z0-9][\w .()/+,#%-]{0,80}[ \t]:(?:[ \t]|$)")
-_TITLE = re.compile(r"[ \t]{1,40}[A-Z][\w .()/+-]{0,60}$")  # a section title: '    ECC Errors'
-_SECTIONS = re.compile(r"[ \t]{0,40}(?:ECC Errors|ECC Mode|Fabric|Remapped Rows|Retired Pages|Clocks Event Reasons|"
+_KV = rx.compile(r"[ \t]{0,40}[A-Za-z0-9][\w .()/+,#%-]{0,80}[ \t]:(?:[ \t]|$)")
+_TITLE = rx.compile(r"[ \t]{1,40}[A-Z][\w .()/+-]{0,60}$")  # a section title: '    ECC Errors'
+_SECTIONS = rx.compile(r"[ \t]{0,40}(?:ECC Errors|ECC Mode|Fabric|Remapped Rows|Retired Pages|Clocks Event Reasons|"
                        r"Clocks Throttle Reasons|Inforom Version|GPU Link Info|Row Remapper Histogram)[ \t]{0,40}$")
-_KEYS = re.compile(r"[ \t]{0,40}(?:Driver Version|Attached GPUs|Product Name|CliqueId|ClusterUUID|"
+_KEYS = rx.compile(r"[ \t]{0,40}(?:Driver Version|Attached GPUs|Product Name|CliqueId|ClusterUUID|"
                    r"(?:SRAM|DRAM|Single Bit|Double Bit)[ \w-]{0,30}(?:Correctable|Uncorrectable|ECC Errors)|"
                    r"Correctable Error|Uncorrectable Error|Pending|Remapping Failure Occurred|Replays Since Reset|"
                    r"VBIOS Version|GSP Firmware Version|Pending Page Blacklist)[ \w()-]{0,60}[ \t]:")

@@ -6,9 +6,9 @@ counters to ``ib_counters``, PCIe AER counters to ``aer_sysfs``, ``/proc/*/limit
 peer-memory module's files to ``peermem_sysfs``."""
 from __future__ import annotations
 
-import re
 from typing import Dict, List
 
+from nccldiag import rx
 from nccldiag.paste.kinds.base import Context, joined
 
 NAME = "files"
@@ -18,19 +18,19 @@ SOURCES = ("ib_sysfs", "ib_counters", "aer_sysfs", "proc_limits", "limits_conf",
 GAPS = 1
 MIN = 1
 
-_HEADER = re.compile(r"[ \t]{0,4}==> (?P<path>/\S{1,1000}) <==")
-_GREP = re.compile(r"[ \t]{0,4}(?P<path>/(?:sys|proc)/\S{1,1000}):\S")
+_HEADER = rx.compile(r"[ \t]{0,4}==> (?P<path>/\S{1,1000}) <==")
+_GREP = rx.compile(r"[ \t]{0,4}(?P<path>/(?:sys|proc)/\S{1,1000}):\S")
 # (source, what a path of it holds), in this order: the first that fits takes the file
 _ROUTES = (
-    ("ib_counters", re.compile(r"/infiniband/[^/]{1,100}/ports/\d{1,4}/(?:hw_)?counters/")),
-    ("ib_sysfs", re.compile(r"/sys/class/infiniband/|/sys/bus/pci/devices/|/sys/class/net/|/sys/class/drm/|"
+    ("ib_counters", rx.compile(r"/infiniband/[^/]{1,100}/ports/\d{1,4}/(?:hw_)?counters/")),
+    ("ib_sysfs", rx.compile(r"/sys/class/infiniband/|/sys/bus/pci/devices/|/sys/class/net/|/sys/class/drm/|"
                             r"/infiniband/")),
-    ("aer_sysfs", re.compile(r"/aer_(?:dev|rootport)_")),
-    ("proc_limits", re.compile(r"^/proc/[^/]{1,20}/limits$")),
-    ("limits_conf", re.compile(r"^/etc/security/limits")),
-    ("cpufreq", re.compile(r"/cpufreq/")),
-    ("proc_cmdline", re.compile(r"^/proc/cmdline$")),
-    ("peermem_sysfs", re.compile(r"/sys/module/(?:nvidia_peermem|nv_peer_mem)/|/sys/kernel/mm/memory_peers/")),
+    ("aer_sysfs", rx.compile(r"/aer_(?:dev|rootport)_")),
+    ("proc_limits", rx.compile(r"^/proc/[^/]{1,20}/limits$")),
+    ("limits_conf", rx.compile(r"^/etc/security/limits")),
+    ("cpufreq", rx.compile(r"/cpufreq/")),
+    ("proc_cmdline", rx.compile(r"^/proc/cmdline$")),
+    ("peermem_sysfs", rx.compile(r"/sys/module/(?:nvidia_peermem|nv_peer_mem)/|/sys/kernel/mm/memory_peers/")),
 )
 
 

@@ -4,9 +4,9 @@ module's go to the gdr area's ``peermem_sysfs`` source (``path: value``, as the 
 others are read and shown."""
 from __future__ import annotations
 
-import re
 from typing import Dict, List
 
+from nccldiag import rx
 from nccldiag.paste.kinds.base import Context
 
 NAME = "/sys/module/*/version"
@@ -16,9 +16,9 @@ CONTEXT = True  # a block of it that feeds no source is read and shown all the s
 GAPS = 0
 UP = False
 
-_PATH = re.compile(r"(?P<path>/sys/module/(?P<module>[\w-]{1,64})/version)(?::(?P<value>\S{1,64})|"
+_PATH = rx.compile(r"(?P<path>/sys/module/(?P<module>[\w-]{1,64})/version)(?::(?P<value>\S{1,64})|"
                    r"[ \t]{1,4}#[ \t]{0,4}(?P<note>[\w.-]{1,64}))?")
-_VERSION = re.compile(r"[ \t]{0,40}(?P<value>\d[\w.-]{0,63})[ \t]{0,40}$")
+_VERSION = rx.compile(r"[ \t]{0,40}(?P<value>\d[\w.-]{0,63})[ \t]{0,40}$")
 _PEER = ("nvidia_peermem", "nv_peer_mem")
 
 

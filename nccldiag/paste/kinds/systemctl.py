@@ -4,9 +4,9 @@ lines after it. ``nvidia-fabricmanager`` is read by the nvlink area (its ``fabri
 them."""
 from __future__ import annotations
 
-import re
 from typing import Dict, List
 
+from nccldiag import rx
 from nccldiag.paste.kinds.base import Context, indented, one
 
 NAME = "systemctl status"
@@ -16,11 +16,11 @@ CONTEXT = True  # a block of it that feeds no source is read and shown all the s
 GAPS = 1
 MIN = 2
 
-UNIT = re.compile(r"[ \t]{0,40}(?:[●○×*↻][ \t]{1,4})?(?P<unit>[\w@.-]{1,200}\.service)(?:[ \t]{1,4}-[ \t]|[ \t]{0,4}$)")
-STATE = re.compile(r"[ \t]{1,40}(?:Loaded|Active|Main PID|Process|Tasks|Memory|CPU|CGroup|Docs|Status|TriggeredBy|"
+UNIT = rx.compile(r"[ \t]{0,40}(?:[●○×*↻][ \t]{1,4})?(?P<unit>[\w@.-]{1,200}\.service)(?:[ \t]{1,4}-[ \t]|[ \t]{0,4}$)")
+STATE = rx.compile(r"[ \t]{1,40}(?:Loaded|Active|Main PID|Process|Tasks|Memory|CPU|CGroup|Docs|Status|TriggeredBy|"
                     r"Drop-In|Invocation|IO):[ \t]")
-_TREE = re.compile(r"[ \t]{1,40}[└├│]")
-_JOURNAL = re.compile(r"[A-Za-z]{3}\.?[ \t]{1,2}\d{1,2}[ \t]\d\d:\d\d:\d\d[ \t]\S{1,253}[ \t]\S{1,100}:")
+_TREE = rx.compile(r"[ \t]{1,40}[└├│]")
+_JOURNAL = rx.compile(r"[A-Za-z]{3}\.?[ \t]{1,2}\d{1,2}[ \t]\d\d:\d\d:\d\d[ \t]\S{1,253}[ \t]\S{1,100}:")
 
 
 def anchor(text: str) -> bool:

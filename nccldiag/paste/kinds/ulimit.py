@@ -1,9 +1,9 @@
 """``ulimit -a`` (bash's table: ``max locked memory (kbytes, -l) 64``), read by the limits area."""
 from __future__ import annotations
 
-import re
 from typing import Dict, List
 
+from nccldiag import rx
 from nccldiag.paste.kinds.base import Context, one
 
 NAME = "ulimit -a"
@@ -12,7 +12,7 @@ SOURCES = ("ulimit",)
 GAPS = 0
 MIN = 3
 
-_LIMIT = re.compile(r"[ \t]{0,40}[A-Za-z][A-Za-z -]{0,40}?[ \t]{1,20}\((?:[^()]{0,40}?,[ \t]{0,4})?-[a-zA-Z]\)[ \t]{1,40}"
+_LIMIT = rx.compile(r"[ \t]{0,40}[A-Za-z][A-Za-z -]{0,40}?[ \t]{1,20}\((?:[^()]{0,40}?,[ \t]{0,4})?-[a-zA-Z]\)[ \t]{1,40}"
                     r"\S{1,40}[ \t]{0,40}$")
 
 

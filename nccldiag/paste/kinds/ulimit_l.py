@@ -3,9 +3,9 @@ the hard one), the answer under its command: the limits area's ``ulimit`` source
 (``memlock soft 64``), as ``ulimit -S -l`` prints it there."""
 from __future__ import annotations
 
-import re
 from typing import Dict, List
 
+from nccldiag import rx
 from nccldiag.paste.kinds.base import Context
 
 NAME = "ulimit -l"
@@ -18,9 +18,9 @@ MIN = 2
 # the command at the start of its line, behind the prompt it was typed at ('$ ', 'user@host:~$ ', '[user@host ~]$ ',
 # '# '): the anchor is the line with its prompt, so that the answer under it, which has none, is read with it, and a
 # line the paste decorated (a launcher's label, a time) is read behind its decoration
-_COMMAND = re.compile(r"[ \t]{0,4}(?:(?:\[[^\]\n]{1,80}\]|[\w@.:~/()-]{1,120})?[$#>][ \t]{1,4})?(?:sudo[ \t]{1,4})?"
+_COMMAND = rx.compile(r"[ \t]{0,4}(?:(?:\[[^\]\n]{1,80}\]|[\w@.:~/()-]{1,120})?[$#>][ \t]{1,4})?(?:sudo[ \t]{1,4})?"
                       r"ulimit[ \t]{1,4}(?:-(?P<sh>[SH])[ \t]{1,4}-l|-(?P<sh2>[SH])?l)[ \t]{0,4}$")
-_VALUE = re.compile(r"[ \t]{0,40}(?P<v>[0-9]{1,15}|unlimited)[ \t]{0,40}$")
+_VALUE = rx.compile(r"[ \t]{0,40}(?P<v>[0-9]{1,15}|unlimited)[ \t]{0,40}$")
 
 
 def anchor(text: str) -> bool:

@@ -19,10 +19,10 @@ run), covers every node, as it covers mpirun's other nodes.
 """
 from __future__ import annotations
 
-import re
 import shlex
 from typing import Dict, List
 
+from nccldiag import rx
 from nccldiag.model.errors import UsageError
 from nccldiag.probe import launch
 from nccldiag.probe.launchers.base import OverSSH, Tagging
@@ -63,7 +63,7 @@ def by_own_name(spec, nodes, prep) -> str:
 
 class Clush(OverSSH):
     name = "clush"
-    tagging = Tagging("clush", re.compile(r"^([^\s:]+): "), by_node=True)  # clush's label: ``node: line``
+    tagging = Tagging("clush", rx.compile(r"^([^\s:]+): "), by_node=True)  # clush's label: ``node: line``
 
     def refuse(self, opts, hosts, nodes) -> None:
         for what, values in (("user", {h.user for h in hosts}), ("port", {h.port for h in hosts})):

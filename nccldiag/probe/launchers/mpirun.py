@@ -11,13 +11,14 @@ import re
 import shlex
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
+from nccldiag import rx
 from nccldiag.node.collectives import MPI_CHECK
 from nccldiag.probe import launch
 from nccldiag.probe.launchers.base import OverSSH, Tagging, by_hostname
 from nccldiag.probe.launchers.torchrun import STOP_SIGNALS
 
 # at the start of a line: a rank's own stderr comes through mpirun tagged ([1,r]<stderr>:), never bare
-_MPI_SIGNAL = re.compile(r"^mpirun noticed that process rank (?P<rank>\d+) with PID (?P<pid>\d+) on node (?P<node>\S+) "
+_MPI_SIGNAL = rx.compile(r"^mpirun noticed that process rank (?P<rank>\d+) with PID (?P<pid>\d+) on node (?P<node>\S+) "
                          r"exited on signal (?P<signum>\d+)(?: \((?P<name>[^)]*)\))?", re.M)
 
 
@@ -88,7 +89,7 @@ def command(
 class Mpirun(OverSSH):
     name = "mpirun"
     # --tag-output: ``[1,r]<stdout>:``; the ranks check MPI itself first (the worker's --bootstrap mpi)
-    tagging = Tagging("mpirun", re.compile(r"^\[\d+,(\d+)\]<stdout>: ?"), adds=(MPI_CHECK,))
+    tagging = Tagging("mpirun", rx.compile(r"^\[\d+,(\d+)\]<stdout>: ?"), adds=(MPI_CHECK,))
 
     def commands(self, spec, nodes, prep, bounds, name: str = "nccldiag-probe") -> Dict[str, str]:
         cmd, hostfile = command(spec, [n.name for n in nodes], by_hostname(nodes, prep),

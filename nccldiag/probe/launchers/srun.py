@@ -7,12 +7,12 @@ is the rank. A step that did not end by itself is cancelled by name.
 """
 from __future__ import annotations
 
-import re
 import shlex
 import threading
 import uuid
 from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from nccldiag import rx
 from nccldiag.model.errors import UsageError
 from nccldiag.probe import launch
 from nccldiag.probe.launchers.base import OverSSH, Tagging, by_hostname
@@ -132,7 +132,7 @@ class Srun(OverSSH):
     name = "srun"
     jobs = True
     allocation = True
-    tagging = Tagging("srun", re.compile(r"^ *(\d+): "))  # --label: ``r: line``
+    tagging = Tagging("srun", rx.compile(r"^ *(\d+): "))  # --label: ``r: line``
 
     def nodes(self, hosts, opts) -> list:
         """The hosts as Slurm nodes (name and NodeAddr), each command an srun step in ``opts.slurm_job``."""

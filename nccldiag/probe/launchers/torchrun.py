@@ -12,15 +12,16 @@ import re
 import shlex
 from typing import Dict, List, Optional
 
+from nccldiag import rx
 from nccldiag.probe import launch
 from nccldiag.probe.launchers.base import OverSSH
 
 # one entry of torchrun's failure table ('[1]:' then its time, host, rank, exitcode, error_file, traceback lines),
 # under "Failures:" or "Root Cause (first observed failure):"
-_ENTRY = re.compile(r"^[ \t]*\[\d{1,6}\]:[ \t]*$(?P<block>(?:\n.*){0,8})", re.M)
-_ENTRY_END = re.compile(r"^[ \t]*(?:\[\d{1,6}\]:|Root Cause|Failures:|[-=]{8})", re.M)
-_RC_RANK = re.compile(r"^\s*rank\s*:\s*(?P<rank>\d+)(?: \(local_rank: (?P<local>\d+)\))?", re.M)
-_RC_EXIT = re.compile(r"^\s*exitcode\s*:\s*(?P<code>-?\d+)(?: \(pid: (?P<pid>\d+)\))?(?:\s+\((?P<sig>SIG\w+)\))?", re.M)
+_ENTRY = rx.compile(r"^[ \t]*\[\d{1,6}\]:[ \t]*$(?P<block>(?:\n.*){0,8})", re.M)
+_ENTRY_END = rx.compile(r"^[ \t]*(?:\[\d{1,6}\]:|Root Cause|Failures:|[-=]{8})", re.M)
+_RC_RANK = rx.compile(r"^\s*rank\s*:\s*(?P<rank>\d+)(?: \(local_rank: (?P<local>\d+)\))?", re.M)
+_RC_EXIT = rx.compile(r"^\s*exitcode\s*:\s*(?P<code>-?\d+)(?: \(pid: (?P<pid>\d+)\))?(?:\s+\((?P<sig>SIG\w+)\))?", re.M)
 STOP_SIGNALS = {1, 2, 15}  # SIGHUP, SIGINT, SIGTERM: a stop asked for, not a death
 
 
