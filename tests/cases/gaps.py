@@ -773,4 +773,16 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "'Verdict: nothing to judge: the input holds no NCCL line, error or result', exit 0: the session's "
         "'a.to('cuda:1')' printing 'tensor([0., 0.], device='cuda:1')' for a source of [1., 2.], and "
         "'a.to('cpu').to('cuda:1')' printing the right values, are not read"),
+    "gpu-gaps78a-bestnetllc-blog-2x-2v100-vllm-pp2-ray-accelerator-channel-attributeerror": Gap(
+        "missed",
+        "'Verdict: FAIL Unexplained failure (low confidence)', exit 1: the traceback's last line \"AttributeError: "
+        "'_TorchTensorAcceleratorChannel' object\" (cut where the page breaks it) and Ray's ActorUnavailableError are "
+        "said unexplained; that vLLM's pipeline parallelism over Ray's compiled-graph accelerator channel fails on these "
+        "V100 nodes, and that tensor parallelism alone (TP=4, PP=1) avoids it, is the operators' reading, not the lines'"),
+    "gpu-gaps78a-alengr-blog-sglang-tp2-2x-dgx-spark-cuda-graph-capture-hang-dmon-sm96-mem0": Gap(
+        "false all-clear",
+        "'Verdict: nothing to judge: the input holds no NCCL line, error or result', exit 0: nvidia-smi dmon's rows "
+        "are no output any reader knows; both GPUs at SM 96% with memory bandwidth 0% while SGLang's multi-node "
+        "CUDA-graph capture makes no progress (a spinning collective, the deadlock --disable-cuda-graph avoids) is "
+        "not read"),
 }
