@@ -1536,6 +1536,18 @@ def test_xla_that_cannot_load_nccl_is_named_and_a_working_run_is_left_alone():
         assert "other:nccl-library-missing" not in categories(text), name
 
 
+def test_a_pytorch_without_nccl_is_named_before_the_store_warnings_beside_it():
+    # real: hiyouga/LlamaFactory#4359, torchrun on Windows with several GPUs: each worker's RuntimeError from
+    # _new_process_group_helper, beside c10d's retried store-connection warnings (system error 10049)
+    text = _in_repo_case("node-gaps78b-llamafactory4359-windows-torchrun-2-gpus-distributed-package-without-nccl")
+    d = top(text)
+    assert d.id == "nccl-backend-not-built" and d.severity == "fail", d
+    assert "rendezvous_unreachable" not in categories(text)
+    assert "unexplained" not in categories(text)
+    for name, text in _healthy_texts().items():
+        assert "other:nccl-backend-unavailable-on-platform" not in categories(text), name
+
+
 def test_the_deepspeed_launchers_ssh_check_is_named_and_pdsh_lines_are_not():
     # real: deepspeedai/DeepSpeed#4907, the launcher's traceback when its ssh check of the hostfile's first host fails
     text = _in_repo_case("node-deepspeed4907-launcher-ssh-check-passwordauthentication-exit-255")
