@@ -408,6 +408,14 @@ def test_max_shared_mem_exceeded_is_an_nccl_too_old_for_the_gpu():
     assert top(text).category == "nccl_too_old_for_gpu"
 
 
+def test_ucxs_pointer_query_not_found_is_no_nccl_without_kernels():
+    # xcompact3d/x3d2#292: UCX's cuda_copy memory query, CUDA_ERROR_NOT_FOUND in cuGetErrorString's words
+    text = ("[1774611987.873495] [kolmogorov:2952803:0]    cuda_copy_md.c:688  UCX  ERROR "
+            "cuMemGetAddressRange(0x75e0ba800000) error: named symbol not found\n"
+            "h:1:1 [1] NCCL INFO NCCL version 2.14.3+cuda11.7\n")
+    assert "nccl_too_old_for_gpu" not in categories(text)
+
+
 def test_cuda_graph_capture_refused_names_the_cuda_build():
     text = ("NCCL WARN NCCL cannot be captured in a graph if either it wasn't built with CUDA runtime >= 11.3 or if "
             "the installed CUDA driver < R465.\n")

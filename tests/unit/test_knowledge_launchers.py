@@ -67,6 +67,7 @@ CHECKED = {
     "ucx-reg-dmabuf-mr-refused": "%s(address=%p, length=%zu, access=0x%lx) failed: %s",
     "ucx-transport-retry-exceeded": "Transport retry count exceeded",
     "ucx-completion-error": "Remote access error",
+    "ucx-ib-port-speed-width-unknown": "Invalid active_width on %s:%d: %d",
     "psm3-modify-ud-qp-failed": "Failed to modify UD QP to INIT on %s: %s",
     "psm3-cant-open-nic": "PSM3 can't open nic unit: %ld",
     "mooncake-gid-null": "GID is NULL, please check your GID index by ",
@@ -229,6 +230,9 @@ PRINTED = {
                              "Unable to connect to the peer 10.0.0.2 on port 1024: No route to host",
     "ucx-verbs-enomem": "ib_iface.c:1035 UCX  ERROR ibv_create_cq(cqe=4096) failed: Cannot allocate memory",
     "ucx-completion-error": "ib_mlx5_log.c:177  Remote access error on mlx5_0:1/IB (synd 0x13 vend 0x88 hw_synd 0/0)",
+    # openucx/ucx#10298 (UCX 1.16 on an NDR HCA as the post says) and #4556 (UCX 1.4 on HDR100) quote them
+    "ucx-ib-port-speed-width-unknown": "[1731632081.707655] [gpu46:69078:0]        ib_iface.c:1674 UCX  ERROR Invalid "
+                                       "active_speed on mlx5_0:1: 128",
     "ucx-memlock": "ib_log.c:246  UCX  ERROR mlx5_0: ibv_create_cq() failed: Cannot allocate memory : Please set max "
                    "locked memory (ulimit -l) to 'unlimited' (current: 64 kbytes)",
     "slurm-time-limit": "slurmstepd: error: *** JOB 4242 ON node1 CANCELLED AT 2024-04-20T09:09:37 DUE TO TIME LIMIT ***",

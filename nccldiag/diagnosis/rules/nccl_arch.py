@@ -49,6 +49,14 @@ KINDS = ("warn", "last-error", "app", "error")
 
 
 @functools.lru_cache(maxsize=None)
+def not_a_kernel() -> Optional["re.Pattern[str]"]:
+    """The lines of those errors that are no kernel's: the signature's own ``unless`` (a pointer query's
+    CUDA_ERROR_NOT_FOUND, which cuGetErrorString also words 'named symbol not found')."""
+    row = next((r for r in knowledge.rows("causes.toml", "cause") if r["id"] == "nccl-too-old-for-gpu"), {})
+    return re.compile(row["unless"]) if row.get("unless") else None
+
+
+@functools.lru_cache(maxsize=None)
 def archs() -> Tuple[Dict, ...]:
     return tuple(knowledge.rows("gpu_arch.toml", "arch"))
 
@@ -87,7 +95,8 @@ def _texts(inp: Inputs) -> List[str]:
 
 
 def diagnose(inp: Inputs) -> List[Diagnosis]:
-    found = C.find(inp, NO_KERNEL, KINDS)
+    skip = not_a_kernel()
+    found = [c for c in C.find(inp, NO_KERNEL, KINDS) if skip is None or not skip.search(c.text)]
     if not found:
         return []
     texts = _texts(inp)
