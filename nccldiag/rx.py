@@ -12,11 +12,12 @@ call ``re`` ends with, which checks the program it is given) instead of
 compiling the pattern again: about 0.01 s for all of them.
 
 Whatever does not fit (an engine without that call, a file of another shape, a
-program the engine refuses) is compiled by ``re`` as before. A pattern is kept
-only where the expression made from its program is the one ``re.compile``
-made (its pattern, flags and groups). Expressions made from what a run reads
-(a host name, a site's row) are compiled with ``re.compile`` where they are
-made: this module is for the package's own, fixed patterns.
+program the engine refuses) is compiled by ``re`` as before. A program is made
+as ``re`` makes it (``re._compiler.compile``); the first one each process makes
+is compared with what ``re.compile`` gives (its pattern, flags and groups), and
+none is kept where they differ. Expressions made from what a run reads (a
+host name, an address) are compiled with ``re.compile`` where they are made:
+this module is for fixed patterns (the package's, and a site spec's rows).
 """
 from __future__ import annotations
 
@@ -53,10 +54,12 @@ _kept: Optional[Dict[Key, Entry]] = None  # read from the file on first use
 _new: Dict[Key, Entry] = {}  # compiled in this process, to be written at exit
 _used: Set[Key] = set()
 _path: Optional[str] = None
+_checked = False  # whether a program made here gave the expression re.compile gives, in this process
 
 
 def compile(pattern: Pattern, flags: Union[int, re.RegexFlag] = 0) -> "re.Pattern":  # noqa: A001 - re's name
     """``re.compile(pattern, flags)``, from the program kept for it where there is one."""
+    global _checked
     flags = int(flags)
     kept = _table()
     if kept is None:
@@ -64,26 +67,34 @@ def compile(pattern: Pattern, flags: Union[int, re.RegexFlag] = 0) -> "re.Patter
     key = (pattern, flags)
     entry = kept.get(key)
     if entry is not None:
-        try:
-            made = _sre.compile(pattern, *entry)
-        except Exception:  # a program of another engine, a damaged entry
-            made = None
+        made = _made(pattern, entry)
         if made is not None:
             _used.add(key)
             return made
-    made = re.compile(pattern, flags)
-    entry = _entry(pattern, flags, made)
-    if entry is not None:
-        if not _new:
-            atexit.register(_save)
-        _new[key] = entry
-        _used.add(key)
+    entry = _entry(pattern, flags)
+    made = _made(pattern, entry) if entry is not None else None
+    if made is None or not _checked:  # the first pattern this process compiles is compared with re's own
+        own = re.compile(pattern, flags)
+        if made is None or not _same(made, own):
+            return own
+        _checked = True
+    if not _new:
+        atexit.register(_save)
+    _new[key] = entry  # type: ignore[assignment]
+    _used.add(key)
     return made
 
 
-def _entry(pattern: Pattern, flags: int, made: "re.Pattern") -> Optional[Entry]:
-    """The engine's arguments for ``pattern`` as ``re`` computes them (``re._compiler.compile``), or None where the
-    expression they make is not ``made``."""
+def _made(pattern: Pattern, entry: Entry) -> Optional["re.Pattern"]:
+    """The expression the engine makes of ``pattern`` and its program, or None where it refuses them."""
+    try:
+        return _sre.compile(pattern, *entry)
+    except Exception:  # a program of another engine, a damaged entry
+        return None
+
+
+def _entry(pattern: Pattern, flags: int) -> Optional[Entry]:
+    """The engine's arguments for ``pattern`` as ``re`` computes them (``re._compiler.compile``), or None."""
     try:
         p = _parser.parse(pattern, flags)
         code = [int(c) for c in _compiler._code(p, flags)]
@@ -91,13 +102,14 @@ def _entry(pattern: Pattern, flags: int, made: "re.Pattern") -> Optional[Entry]:
         indexgroup = [None] * p.state.groups
         for name, i in groupindex.items():
             indexgroup[i] = name
-        entry = (int(flags | p.state.flags), code, p.state.groups - 1, groupindex, tuple(indexgroup))
-        again = _sre.compile(pattern, *entry)
+        return int(flags | p.state.flags), code, p.state.groups - 1, groupindex, tuple(indexgroup)
     except Exception:
         return None
-    same = (again.pattern == made.pattern and again.flags == made.flags and again.groups == made.groups
-            and dict(again.groupindex) == dict(made.groupindex))
-    return entry if same else None
+
+
+def _same(a: "re.Pattern", b: "re.Pattern") -> bool:
+    return (a.pattern == b.pattern and a.flags == b.flags and a.groups == b.groups
+            and dict(a.groupindex) == dict(b.groupindex))
 
 
 def _table() -> Optional[Dict[Key, Entry]]:

@@ -35,7 +35,7 @@ TEXTS = ["node7:1234:1240 [3] NCCL WARN NET/IB : Got completion", "NVRM: Xid (PC
 def fresh(tmp_path, monkeypatch):
     """rx with no program read yet, its cache in ``tmp_path``; rx's state as it was afterwards."""
     monkeypatch.setenv("NCCLDIAG_CACHE_DIR", str(tmp_path / "c"))
-    for name, value in (("_kept", None), ("_new", {}), ("_used", set()), ("_path", None)):
+    for name, value in (("_kept", None), ("_new", {}), ("_used", set()), ("_path", None), ("_checked", False)):
         monkeypatch.setattr(rx, name, value)
     return tmp_path / "c" / "regex"
 
@@ -110,6 +110,16 @@ def test_a_bad_file_or_entry_is_compiled_again(fresh, monkeypatch, damage):
         monkeypatch.setattr(rx, name, value)
     for p, f in PATTERNS:
         same(rx.compile(p, f), re.compile(p, f), TEXTS)
+
+
+def test_a_program_that_makes_another_expression_is_not_kept(fresh, monkeypatch):
+    """Where the program made here does not give what re.compile gives (another Python's compiler), the
+    expression is re's and nothing is kept."""
+    real = rx._entry
+    monkeypatch.setattr(rx, "_entry", lambda p, f: (lambda e: (e[0] | re.IGNORECASE,) + e[1:])(real(p, f)))
+    p, f = PATTERNS[0]
+    same(rx.compile(p, f), re.compile(p, f), TEXTS)
+    assert not rx._new and not rx._checked
 
 
 def test_nothing_kept_where_the_cache_is_off(tmp_path, monkeypatch):
