@@ -1937,3 +1937,13 @@ def test_a_batch_systems_own_words_for_a_job_killed_at_its_time_or_memory_limit_
                "    Max Memory :                                 49 MB\n"
                "The output (if any) is above this job summary.\n")
     assert categories(healthy) == []
+
+
+def test_an_nccl_built_for_a_newer_minor_cuda_is_no_mismatch_and_a_newer_major_one_is():
+    # real: NCCL 2.19.3+cuda12.3 on a driver of CUDA 12.2 (cudaDriverVersion 12020), a run that failed for its
+    # topology file (NVIDIA/nccl#1240): CUDA's minor version compatibility runs the build, so no mismatch is named
+    text = _in_repo_case("net-gaps78d-nccl1240-azure-spot-a100-vm-ncv4-graph-file-xml-import-dev-1-not-found")
+    assert "+cuda12.3" in text and "cudaDriverVersion 12020" in text
+    assert "cuda_driver_mismatch" not in categories(text)
+    # the same log with its version line changed for this test to a build for CUDA 13.0: a newer major version
+    assert "cuda_driver_mismatch" in categories(text.replace("+cuda12.3", "+cuda13.0"))

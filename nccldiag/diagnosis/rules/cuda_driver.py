@@ -44,7 +44,10 @@ _SPLIT = rx.compile(r"Driver/library version mismatch|NVML library version misma
 
 
 def _newer_build(inp: Inputs) -> Optional[Evidence]:
-    """NCCL built for a CUDA newer than the driver's: 'NCCL version 2.x+cuda12.4' with cudaDriverVersion 12020."""
+    """NCCL built for a CUDA the driver cannot run: of a newer major version ('NCCL version 2.x+cuda12.4' with
+    cudaDriverVersion 11080), or before CUDA 11 of a newer minor one. Within a major version from 11 on, a build of
+    a newer minor version runs on the older driver (CUDA's minor version compatibility: NCCL 2.26.5+cuda12.9 on a
+    12.8 driver in a run that worked, tests/cases/gpu-tinygrad45-...-healthy)."""
     for ls in inp.log_sets():
         f = ls.facts
         drivers = [n for n in f.notes if n.kind == "cuda_driver"]
@@ -56,7 +59,7 @@ def _newer_build(inp: Inputs) -> Optional[Evidence]:
             continue
         drv = int(m.group(1))
         major, minor = (int(x) for x in built.cuda.split(".")[:2])
-        if major * 1000 + minor * 10 > drv:
+        if major > drv // 1000 or major < 11 and major * 1000 + minor * 10 > drv:
             return log_evidence(built.at, f"{built.text}  (built for CUDA {built.cuda}; the driver supports "
                                           f"{drv // 1000}.{drv % 1000 // 10})")
     return None
