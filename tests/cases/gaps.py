@@ -773,10 +773,4 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "'Verdict: nothing to judge: the input holds no NCCL line, error or result', exit 0: the session's "
         "'a.to('cuda:1')' printing 'tensor([0., 0.], device='cuda:1')' for a source of [1., 2.], and "
         "'a.to('cpu').to('cuda:1')' printing the right values, are not read"),
-    "net-gaps78c-nerscpytorchtesting-cori-gpu-shifter-bootstrap-ib0-no-route-to-host-socket-ifname-eth": Gap(
-        "wrong cause",
-        "'Verdict: FAIL Connections between nodes blocked on cgpu14 (medium confidence)', exit 1: 'Connect to "
-        "192.168.184.61<42427> failed : No route to host' toward a peer on the /24 of cgpu14's own bootstrap "
-        "address (ib0 192.168.184.85) is read as a firewall's REJECT; that ib0 is an IPoIB interface, whose "
-        "neighbours answer through the InfiniBand fabric, is not weighed"),
 }
