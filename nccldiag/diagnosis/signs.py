@@ -253,19 +253,37 @@ PEER = rx.compile(r"(?:Connect to|connect(?:ing)? to|Call to connect)\s*\[?(?P<a
 NO_ROUTE = rx.compile(r"No route to host|EHOSTUNREACH", re.I)
 
 
+# an IPoIB interface (ib0, ib1, ibp65s0, ibs3, the P_Key child ib0.8001): its neighbours are resolved through the
+# InfiniBand fabric (ARP over the subnet manager's IPoIB broadcast group), not on an Ethernet segment
+IPOIB = re.compile(r"^ib[A-Za-z0-9]*(?:\.[0-9a-fA-F]{1,4})?$")
+
+
+def ipoib_peer(peer: str, own: List[Tuple[str, str]]) -> Optional[Tuple[str, str]]:
+    """The node's own IPoIB interface and address (:data:`IPOIB`) whose /24 (/64) holds ``peer``, if any."""
+    for name, addr in own:
+        if IPOIB.match(name or "") and apart(peer, [addr]) is False:
+            return name, addr
+    return None
+
+
 def unrouted_connects(inp: Inputs) -> List[C.Clue]:
     """Failed connections to a routable peer answered 'No route to host' (EHOSTUNREACH) where the peer is not shown
     on a subnet of the node's own addresses (NCCL's 'Bootstrap : Using' and 'NET/Socket : Using' lines, compared as
     /24 or /64): the interface NCCL chose, on this node or on the peer that published the address, does not reach
     it. A peer on the node's own subnet is reached on the link, so the answer came from a REJECT rule of a firewall
     (firewalld's default answers icmp-host-prohibited, which the sender reads as 'No route to host'): those stay
-    :func:`failed_connects` of a firewall."""
+    :func:`failed_connects` of a firewall. Unless that subnet is the one of an IPoIB interface of the node
+    (:func:`ipoib_peer`): there the kernel resolves the neighbour through the InfiniBand fabric, and a peer whose
+    port is down or on another fabric never answers, which the connect reads as 'No route to host' too (in
+    tests/cases: a Cori-GPU bootstrap on ib0 that NCCL_SOCKET_IFNAME=eth fixed, gaps78c; Open MPI's tcp BTL toward a
+    node whose IB port was down, openmpi-users-24833 of gaps71d)."""
     out = []
     for c in failed_connects(inp):
         if not NO_ROUTE.search(c.text):
             continue
         m = PEER.search(c.text)
-        if m and apart(m.group("addr"), [a for _, a in own_addresses(inp, c.host)]) is False:
+        own = own_addresses(inp, c.host)
+        if m and apart(m.group("addr"), [a for _, a in own]) is False and ipoib_peer(m.group("addr"), own) is None:
             continue
         out.append(c)
     return out

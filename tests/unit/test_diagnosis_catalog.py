@@ -886,6 +886,22 @@ def test_no_route_to_a_host_on_the_node_s_own_subnet_is_a_firewall_s_reject():
     assert top(same).category == "firewall_ports"
 
 
+def test_no_route_to_a_host_on_an_ipoib_interface_s_subnet_is_the_interface_not_a_firewall():
+    """On an IPoIB interface the neighbour is resolved through the InfiniBand fabric: a peer on the same subnet whose
+    port is down or on another fabric never answers, and the connect says 'No route to host' as a REJECT would.
+    Real: a Cori-GPU bootstrap on ib0 that NCCL_SOCKET_IFNAME=eth fixed (tests/cases, gaps78c)."""
+    case = "net-gaps78c-nerscpytorchtesting-cori-gpu-shifter-bootstrap-ib0-no-route-to-host-socket-ifname-eth"
+    d = top(_case_text(case, "nccl-test-shifter-1450334.out"))
+    assert d.category == "socket_ifname_wrong" and "IPoIB interface ib0 192.168.184.85" in d.summary
+    assert d.confidence == "medium" and d.nodes == ["cgpu14"]
+    # the same WARN with the node's bootstrap on an IPoIB interface of the peer's subnet (written for this test)
+    line = "n1:10:20 [0] misc/socket.cc:484 NCCL WARN socketStartConnect: Connect to 10.1.2.3<40000> failed : " \
+           "No route to host\n"
+    for name in ("ib0", "ibp65s0", "ib0.8001"):
+        ipoib = f"n1:10:10 [0] NCCL INFO Bootstrap : Using {name}:10.1.2.9<0>\n" + line
+        assert top(ipoib).category == "socket_ifname_wrong", name
+
+
 def test_a_connect_aborted_after_a_peer_s_own_failure_is_not_the_interface():
     # real: NVIDIA/nccl-tests#166, /dev/shm failure then an aborted connect to the peer on the same subnet
     text = real.nccl_log("socket-2node-shm-extend-failure-and-connect-abort-nccltests.log").read_text(encoding="utf-8")

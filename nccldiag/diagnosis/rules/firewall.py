@@ -1,7 +1,8 @@
 """Ports blocked between nodes: NCCL's bootstrap or socket connections to a routable peer address are refused
 ('Connection refused'), unreachable ('No route to host', what an iptables REJECT answers, where the peer is shown
-on the node's own subnet) or time out (a DROP, a security group without the port range), while the address itself
-is right. 'No route to host' toward a peer not shown on the node's own subnet is ``socket-interface``.
+on the node's own subnet and that subnet is not an IPoIB interface's) or time out (a DROP, a security group
+without the port range), while the address itself is right. 'No route to host' toward a peer not shown on the
+node's own subnet, or on an IPoIB interface's, is ``socket-interface``.
 
 Evidence: socket connect failures in NCCL's log to a routable address (to link-local or container addresses they
 are ``socket-interface``). One peer that refuses while no other fails is a broken peer (``peer-refused``, which

@@ -13,7 +13,8 @@ another subnet (a peer that published the address of a network this node is not 
 between the nodes); a peer on the node's own subnet is not this cause (the route is there: a peer that died aborts
 connections too); a connect answered 'No route to host' (EHOSTUNREACH) toward a peer not shown on the node's own
 subnet, whatever NCCL_SOCKET_IFNAME says (:func:`signs.unrouted_connects`; on the node's own subnet it is a
-firewall's REJECT, ``firewall``). Beside another failure it comes after it.
+firewall's REJECT, ``firewall``, unless that subnet is an IPoIB interface's, whose neighbours answer through the
+InfiniBand fabric). Beside another failure it comes after it.
 References: NVIDIA/nccl-tests#14, NVIDIA/nccl#529, NVIDIA/nccl#697; NCCL env docs (NCCL_SOCKET_IFNAME).
 """
 from __future__ import annotations
@@ -170,12 +171,16 @@ def _unrouted(inp: Inputs) -> List[Diagnosis]:
     peer = m.group("addr") if m else "?"
     own = signs.own_addresses(inp, found[0].host)
     summary = f"NCCL's connection to {peer} found no route to the host{C.on(C.hosts(found))}"
-    if own:
+    ipoib = signs.ipoib_peer(peer, own)
+    if ipoib:
+        summary += (f": the peer is on the subnet of this node's IPoIB interface {ipoib[0]} {ipoib[1]}, whose "
+                    "neighbours are reached through the InfiniBand fabric, and it did not answer there")
+    elif own:
         summary += (f": the peer is in another subnet than this node's own ({', '.join(f'{n} {a}' for n, a in own[:3])}"
                     ", compared as /24: NCCL prints no prefix length)")
     else:
         summary += ": the interface NCCL chose does not reach the peer's address"
-    return [C.make(sys.modules[__name__], summary, found, confidence="high" if own else "medium",
+    return [C.make(sys.modules[__name__], summary, found, confidence="high" if own and not ipoib else "medium",
                    why=("'No route to host' (EHOSTUNREACH) is the answer of routing, not of a closed port: no route "
                         "from the interface NCCL picked (on this node, or on the peer that published the address) to "
                         "the peer's network, or no neighbour answering on it"),
