@@ -798,9 +798,4 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "1269, internal error, NCCL version 2.14.3' and 'ncclInternalError: Internal check failed.' are said "
         "unexplained; the line that names the cause ('Duplicate GPU detected : rank 5 and rank 0 ...') is the one the "
         "stored copy cuts, and an internal error alone names none"),
-    "net-gaps78f-metaseq86-store-based-barrier-world-size-2-worker-count-3-350m-model-parallel": Gap(
-        "false all-clear",
-        "'Verdict: nothing broken', exit 0: torch's INFO line 'Waiting in store based barrier to initialize process "
-        "group for rank: 2, key: store_based_barrier_key:1 (world_size=2, worker_count=3, timeout=0:30:00)' is kept "
-        "but read by no row: a count of workers above the world size, a barrier that can never complete, is not read"),
 }
