@@ -2,20 +2,30 @@
 
 A message table of ``knowledge/`` (``torch.toml``, ``launchers.toml``) holds one row a message: the words a line of
 it must hold, a pattern that reads it, its category and the source that prints it. :class:`MessageTable` reads a
-line by the first row whose pattern matches it (:meth:`MessageTable.row_of`) and gives the lines of the inputs whose
+line by the first row whose pattern matches it (and, for a row with ``above``, whose one number it names is above
+the other: :meth:`MessageTable.row_of`) and gives the lines of the inputs whose
 row names a cause, each with its row (:meth:`MessageTable.found`). What names a cause is the table's own: the
 reader that builds it says (:mod:`nccldiag.diagnosis.torchmsg`, :mod:`nccldiag.diagnosis.toolmsg`).
 """
 from __future__ import annotations
 
 import re
-from typing import Callable, Dict, List, Optional, Pattern, Tuple
+from typing import Callable, Dict, List, Match, Optional, Pattern, Tuple
 
 from nccldiag import knowledge, rx
 from nccldiag.diagnosis import clues as C
 from nccldiag.diagnosis.inputs import Inputs
 
 KINDS = ("app", "error", "warn", "last-error", "kernel", "failure")  # where the log reader keeps a program's lines
+
+
+def _holds(row: Dict, m: Optional[Match[str]]) -> bool:
+    """Whether a row's pattern matched, and the numbers it names in ``above`` (the names of two of its groups,
+    [a, b]) say a > b: a row that reads a count only where it exceeds another (more workers than the world size)."""
+    if m is None:
+        return False
+    above = row.get("above")
+    return not above or int(m.group(above[0])) > int(m.group(above[1]))
 
 
 class MessageTable:
@@ -34,7 +44,7 @@ class MessageTable:
         """The row of the first family whose pattern matches ``text``, None when none does."""
         if self.any_word.search(text) is None:
             return None
-        return next((r for r, p in self.rows if p.search(text)), None)
+        return next((r for r, p in self.rows if _holds(r, p.search(text))), None)
 
     def found(self, inp: Inputs) -> List[Tuple[Dict, C.Clue]]:
         """The lines of the inputs whose row names a cause, each with its row, in the order the reader keeps them."""

@@ -791,4 +791,18 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "(reachable by EFA device but handshake failed)' (4126) is a failure line nobody explains; the provider's own "
         "help names a peer process no longer present, and that live peers failed the handshake because the security "
         "group had no egress rule to itself is the project's investigation, not a word of the line"),
+
+    "net-gaps78f-torchx540-ray-commandactor-c10d-store-connection-failed-ports-not-exposed": Gap(
+        "wrong cause",
+        "'Verdict: FAIL Rendezvous (MASTER_ADDR:MASTER_PORT) unreachable (high confidence)', exit 1: the c10d "
+        "backend's RendezvousConnectionError behind Ray's '(CommandActor pid=553, ip=...)' prefix is read as the "
+        "rendezvous unreachable; that the Ray cluster exposed only a few ports while torchrun picked random ones, so "
+        "the store's port was closed between the nodes, is the reporter's finding, not in the lines (a wrong address "
+        "or a store not yet up fails the same way)"),
+    "gpu-gaps78f-metaseq554-torchrun-multinode-all-reduce-internal-error-device-not-set": Gap(
+        "missed",
+        "'Verdict: FAIL Unexplained failure (low confidence)', exit 1: torch's 'NCCL error in: ...ProcessGroupNCCL.cpp:"
+        "1269, internal error, NCCL version 2.14.3' and 'ncclInternalError: Internal check failed.' are said "
+        "unexplained; the line that names the cause ('Duplicate GPU detected : rank 5 and rank 0 ...') is the one the "
+        "stored copy cuts, and an internal error alone names none"),
 }

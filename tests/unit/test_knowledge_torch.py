@@ -54,6 +54,7 @@ FILL = {
     "dataloader-workers-exited": ["12345, 12346"],
     "nccl-unique-id-store-get": ["3", "0", "0", "Socket Timeout"],
     "store-one-client-joined": ["3601", "1", "16"],
+    "store-barrier-more-workers-than-world": ["2", "store_based_barrier_key:1", "2", "3", "0:30:00"] * 2,
 }
 
 
@@ -131,6 +132,18 @@ def test_the_log_reader_keeps_every_rows_line_for_the_table(row):
         assert ev[0].what.endswith(" on local rank 3") and ev[0].where.startswith("torch.toml:")
     else:
         assert ev == []
+
+
+def test_a_count_a_row_reads_above_another_is_read_only_where_it_is():
+    """The store-based barrier's line: more workers checked in than the world size is a row's; fewer (ranks still
+    starting, a wait that ends) is no row's while waiting, and the timeout's own row where it timed out."""
+    wait = "Waiting in store based barrier to initialize process group for rank: 0, key: store_based_barrier_key:1 "
+    assert torchmsg.row_of(wait + "(world_size=2, worker_count=3, timeout=0:30:00)")["id"] == (
+        "store-barrier-more-workers-than-world")
+    assert torchmsg.row_of(wait + "(world_size=16, num_workers_joined=9, timeout=0:30:00)") is None
+    timed_out = ("Timed out initializing process group in store based barrier on rank: 7, for key: "
+                 "store_based_barrier_key:1 (world_size=2048, worker_count=1792, timeout=0:30:00)")
+    assert torchmsg.row_of(timed_out)["id"] == "store-based-barrier"
 
 
 def test_a_line_of_no_family_is_read_by_no_row():
