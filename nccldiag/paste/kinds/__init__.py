@@ -45,6 +45,7 @@ KINDS = (
     "cpufreq",
     "hca_tools",
     "ethtool",
+    "perfquery",
     "bugreport",
     "job_monitor",
     "pyspy",
