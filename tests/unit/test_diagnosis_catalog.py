@@ -408,6 +408,22 @@ def test_max_shared_mem_exceeded_is_an_nccl_too_old_for_the_gpu():
     assert top(text).category == "nccl_too_old_for_gpu"
 
 
+def test_rccls_hip_invalid_kernel_file_is_a_gpu_without_kernels_in_the_build():
+    # ROCm/rccl#876 (tests/cases/gpu-gaps80a-rccl876-7900xtx-igpu-gfx1036-cuda-failure-invalid-kernel-file): HIP's
+    # text for hipErrorInvalidKernelFile (ROCm/clr hipamd/src/hip_error.cpp) in RCCL's CUDACHECK WARN
+    text = ("catalyst-convoy:774735:774739 [0] /long_pathname_so_that_rpms_can_package_the_debug_info/src/extlibs/rccl/"
+            "build/hipify/src/enqueue.cc:66 NCCL WARN Cuda failure 'invalid kernel file'\n"
+            "catalyst-convoy:774735:774739 [0] NCCL INFO /long_pathname_so_that_rpms_can_package_the_debug_info/src/"
+            "extlibs/rccl/build/hipify/src/init.cc:1491 -> 1\n")
+    assert top(text).category == "nccl_too_old_for_gpu"
+    # another HIP error in the same WARN is not a build without the GPU's kernels
+    other = text.replace("invalid kernel file", "invalid argument")
+    assert "nccl_too_old_for_gpu" not in categories(other)
+    # a file name that only holds the words is no error
+    assert "nccl_too_old_for_gpu" not in categories(
+        "loading kernels from /opt/app/invalid_kernel_file_list.txt\nNCCL INFO NCCL version 2.21.5\n")
+
+
 def test_ucxs_pointer_query_not_found_is_no_nccl_without_kernels():
     # xcompact3d/x3d2#292: UCX's cuda_copy memory query, CUDA_ERROR_NOT_FOUND in cuGetErrorString's words
     text = ("[1774611987.873495] [kolmogorov:2952803:0]    cuda_copy_md.c:688  UCX  ERROR "
