@@ -1131,6 +1131,20 @@ def test_enroot_s_gpu_hook_without_nvidia_container_cli_is_a_runtime_without_gpu
         assert "other:container-runtime-without-gpu-support" not in categories(text), name
 
 
+def test_a_script_whose_shell_finds_no_nvidia_container_cli_is_a_runtime_without_gpu_support():
+    # real: Charliecloud issue 939, ch-fromhost --nvidia on a host without nvidia-container-cli (dash's 'not found')
+    text = _in_repo_case("node-gaps80e-charliecloud939-ch-fromhost-nvidia-container-cli-not-found")
+    d = top(text)
+    assert d.id == "container-runtime-no-gpu" and d.category == "other:container-runtime-without-gpu-support", d
+    assert d.severity == "fail" and "unexplained" not in categories(text), d
+    # bash's words for the same (written for this test)
+    assert categories("./ch-fromhost: line 204: nvidia-container-cli: command not found\n")[0] == (
+        "other:container-runtime-without-gpu-support")
+    # a configure check and a transcript that finds the program are no failure (written for this test)
+    assert categories("checking for nvidia-container-cli... not found\n$ which nvidia-container-cli\n"
+                      "/usr/bin/nvidia-container-cli\n") == []
+
+
 def test_gdrcopy_unable_to_open_its_driver_is_named_and_a_working_gdrcopy_is_not():
     # real: GDRCopy issue 234, gdrdrv loaded (lsmod) and every gdr_open of the sanity test failing
     text = _in_repo_case("node-gdrcopy234-lsmod-gdrdrv-loaded-sanity-gdr-open-error-no-device-node")

@@ -164,6 +164,7 @@ CHECKED = {
     "sbatch-submission-failed": "Batch job submission failed: %m",
     "openssh-connect-failed": "ssh: connect to host %s port %s: %s",
     "ld-so-shared-library-missing": "error while loading shared libraries",
+    "ld-so-version-not-found-nv-bound-host-library": "version `%s' not found (required by %s)",
     "openssh-banner-exchange-failed": "%s: Connection closed by remote host",
     "openssh-host-key-verification-failed": "Host key verification failed.",
     "openssh-permission-denied": "Permission denied (%s).",
@@ -352,6 +353,9 @@ PRINTED = {
                                  "(rank 0 in comm 0): MPIDI_CRAY_init: GPU_SUPPORT_ENABLED is requested, but GTL library "
                                  "is not linked",
     "btl-tcp-connect-link-local-peer": "  Message:    connect() to 169.254.7.7:1024 failed",
+    # real: apptainer/apptainer#945 (tests/cases/gpu-gaps80e-apptainer945-*), a host library bound by --nv
+    "ld-so-version-not-found-nv-bound-host-library": "glxgears: /lib/x86_64-linux-gnu/libc.so.6: version `GLIBC_2.34' "
+                                                      "not found (required by /.singularity.d/libs/libGLdispatch.so.0)",
     "ld-so-shared-library-missing": "./build/all_reduce_perf: error while loading shared libraries: libnccl.so.2: cannot "
                                     "open shared object file: No such file or directory",
     "sbatch-submission-failed": "sbatch: error: Batch job submission failed: Invalid account or account/partition "

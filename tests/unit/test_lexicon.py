@@ -248,6 +248,21 @@ def test_the_loaders_ignored_preload_is_quiet_and_the_loaders_failures_are_not()
         assert lexicon.shape_of(failing) is not None, failing
 
 
+def test_dashs_command_not_found_and_the_loaders_missing_symbol_version_are_failures_and_their_neighbours_not():
+    # real: Charliecloud issue 939 (dash running ch-fromhost) and apptainer issue 945 (a host library bound by --nv)
+    for case, shape in (("node-gaps80e-charliecloud939-ch-fromhost-nvidia-container-cli-not-found",
+                         "posix-sh-command-not-found"),
+                        ("gpu-gaps80e-apptainer945-nv-host-libgldispatch-glibc-2-34-not-found-focal-image",
+                         "ld-so-symbol-version-not-found")):
+        text = _seen_texts(f"tests/cases/{case}")
+        assert [s.id for s in map(lexicon.shape_of, text.splitlines()) if s is not None][:1] == [shape], case
+    # written for this test: a configure check, a package manager's answer, and the loader's weak version reference
+    # that only ldd -v prints, stay quiet
+    for quiet in ("checking for nvidia-container-cli... not found", "Package libibverbs was not found",
+                  "\tlibc.so.6 (GLIBC_2.34) => not found", "ldd: weak version `GLIBC_2.2' not found (required by x)"):
+        assert lexicon.shape_of(quiet) is None, quiet
+
+
 # The C library's reasons that the row errno-text leaves out (its comment in knowledge/lexicon.toml says why).
 ERRNO_LEFT_OUT = (errno.EINTR, errno.ERESTART, errno.EAGAIN, errno.EINPROGRESS, errno.EALREADY, errno.EISCONN,
                   errno.ECHILD, errno.ENOTTY, errno.ESPIPE, errno.ENOMSG, errno.ENODATA, errno.EEXIST, errno.ECANCELED)
