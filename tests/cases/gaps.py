@@ -811,4 +811,11 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "error: unknown error' (libnvidia-container 1.0's driver initialisation through CUDA) is said unexplained; that "
         "the host has no NVIDIA GPU, so no driver for nvidia-container-cli to initialise, is the maintainer's reading, and "
         "the line alone does not tell a host without GPUs from a driver not loaded"),
+    "net-gaps80b-jax35905-tpu-multislice-registertask-deadline-exceeded-coordinator-port-firewall": Gap(
+        "missed",
+        "'Verdict: FAIL Unexplained failure (low confidence)', exit 1: 'DEADLINE_EXCEEDED: Deadline Exceeded' with "
+        "'RPC: /tensorflow.CoordinationService/RegisterTask' is read as a failed call to the coordination service that "
+        "nothing explains; a task that could not register in time may face a blocked or wrong coordinator port or other "
+        "tasks that started late, and that jax 0.8.1 moved the coordinator to port 8482, which the pod's firewall rule "
+        "does not open, is the reporter's finding, not a word of the lines"),
 }

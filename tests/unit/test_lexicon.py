@@ -353,6 +353,25 @@ def test_systemctl_saying_its_job_failed_is_read_and_a_started_unit_is_not():
         assert lexicon.shape_of(line) is None, line
 
 
+def test_a_failed_call_to_the_coordination_service_is_read_and_its_healthy_lines_are_not():
+    # real: the trimmed status of jax-ml/jax issue 35905 (tests/cases/net-gaps80b-jax35905-...), the gRPC client's
+    # untrimmed form of marin-community/levanter issue 432, as posted
+    for line in ("RPC: /tensorflow.CoordinationService/RegisterTask",
+                 "Additional GRPC error information from remote target unknown_target_for_coordination_leader while "
+                 "calling /tensorflow.CoordinationService/Barrier:"):
+        shape = lexicon.shape_of(line)
+        assert shape is not None and shape.id == "xla-coordination-rpc-failed", line
+    # real healthy lines: tasks connecting (pytorch/xla pull request 5559, as posted) and the distributed service of
+    # a working two-VM run (tests/cases/net-gaps80b-jax8364-...-healthy)
+    for line in ("2023-09-15 02:15:50.592342: I external/tsl/tsl/distributed_runtime/coordination/coordination_service"
+                 ".cc:551] /job:jax_worker/replica:0/task:12 has connected to coordination service. Incarnation: "
+                 "9502647996696210448",
+                 "2023-09-15 02:15:51.064579: I external/xla/xla/pjrt/distributed/client.cc:132] Connected to "
+                 "distributed JAX controller",
+                 "d/client.cc:180] Distributed task shutdown result: OK"):
+        assert lexicon.shape_of(line) is None, line
+
+
 def test_a_bar_whose_firmware_address_conflicts_is_read_and_an_expansion_rom_is_not():
     # The kernel's last try at a BAR (drivers/pci/setup-res.c pci_revert_fw_address), as the lkml report quotes it
     # (tests/cases/list-gaps76e-lkml-pcie-32bit-mmio-exhaustion-...), and the same message as 6.x words it.
