@@ -33,8 +33,9 @@ _WC_NAMES = {"LOC_PROT": 4, "WR_FLUSH": 5, "REM_ACCESS": 10, "REM_OP": 11, "RETR
 _VENDOR = rx.compile(r"vendor err (?P<v>\w+)")
 # NCCL's net_ib.cc and the IB plugin's ib_plugin.c append ' localGid <gid>' and ' remoteGids<gid>' to a failed
 # completion's WARN when the port's link layer is Ethernet (Mellanox/nccl-rdma-sharp-plugins src/ib_plugin.c at
-# 728d4e8, ncclIbTest: 'if (... link_layer == IBV_LINK_LAYER_ETHERNET)')
-_GIDS = rx.compile(r"\blocalGid (?P<l>[0-9A-Fa-f:.]{2,45})(?:\s+remoteGids?\s?(?P<r>[0-9A-Fa-f:.]{2,45}))?")
+# 728d4e8, ncclIbTest: 'if (... link_layer == IBV_LINK_LAYER_ETHERNET)'). A GID is read as the whole token, so that one
+# a poster anonymised ('::ffff:x.x.x.x', '::ffff:<IP>') keeps its form (IPv4-mapped, link-local)
+_GIDS = rx.compile(r"\blocalGid (?P<l>[^\s,;]{2,60})(?:\s+remoteGids?\s?(?P<r>[^\s,;]{2,60}))?")
 
 
 @dataclass

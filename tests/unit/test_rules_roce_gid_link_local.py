@@ -50,3 +50,24 @@ def test_working_runs_stay_silent():
     table = real.ROOT / "cases" / "node-nccl769-a100-roce-bond-gid-table-healthy-linklocal-index-chosen" / "node-a"
     ds = realcases.alarms_of([table / "ibv_devinfo.txt"])
     assert ID not in [d.id for d in ds], [(d.id, d.summary) for d in ds]
+
+
+# The title of NVIDIA/nccl#1814, a RoCE completion WARN whose poster redacted the peer's address ('xxx.xxx.xxx.xxx')
+# and left the IPv4-mapped GIDs.
+REDACTED_PEER = ("NCCL WARN NET/IB : Got completion from peer xxx.xxx.xxx.xxx<55921> with status=12 opcode=1 len=0 "
+                 "vendor err 129 (Send) localGid ::ffff:29.87.4.221 remoteGids::ffff:29.87.88.182")
+
+
+def test_gids_are_read_whole_where_a_poster_redacted_their_addresses():
+    from tests.mutations import anonymised
+
+    m = ibverbs._GIDS.search(REDACTED_PEER)
+    assert (m.group("l"), m.group("r")) == ("::ffff:29.87.4.221", "::ffff:29.87.88.182")
+    # the same line with every IPv4 address redacted as posters redact them: both GIDs keep their IPv4-mapped form,
+    # and a link-local GID beside a redacted one is still seen (before, a GID stopped at the first 'x')
+    m = ibverbs._GIDS.search(anonymised()(REDACTED_PEER))
+    assert (m.group("l"), m.group("r")) == ("::ffff:x.x.x.x", "::ffff:x.x.x.x")
+    line = (LINK_LOCAL / "posted-warn-line.log").read_text(encoding="utf-8")
+    mixed = line.replace("localGid fe80::966d:aeff:fe5d:9950", "localGid ::ffff:<IP>")
+    m = ibverbs._GIDS.search(mixed)
+    assert (m.group("l"), m.group("r")) == ("::ffff:<IP>", "fe80::6e92:cfff:fe87:ca50")
