@@ -989,6 +989,28 @@ def test_docker_without_a_gpu_runtime_is_named():
     assert d.id == "container-runtime-no-gpu" and d.category == "other:container-runtime-without-gpu-support", d
 
 
+def test_the_compute_domain_daemons_missing_imex_template_is_cdi_not_enabled():
+    # real: kubernetes-sigs/dra-driver-nvidia-gpu#720, the daemon's exit when the kubelet plugin's CDI edits did not apply
+    d = top(_in_repo_case("node-gaps80d-dradriver720-cd-daemon-writeimexconfig-template-missing-cdi-not-enabled"))
+    assert d.id == "compute-domain-daemon-cdi-edits-missing" and d.category == "other:cdi-not-enabled", d
+    assert d.severity == "fail", d
+    # the daemon's healthy start logs the rendered config; its other failures are not this cause
+    assert "compute-domain-daemon-cdi-edits-missing" not in [d.id for d in verdict(
+        "I1113 01:08:57.594698       1 main.go:210] no cliqueID: register with ComputeDomain, but do not run IMEX daemon\n"
+        "Error: writeIMEXConfig failed: error writing config file /imexd/imexd.cfg: permission denied\n")]
+
+
+def test_a_symbol_version_the_hosts_library_lacks_is_a_library_too_old():
+    # real: NVIDIA/mig-parted#329, the MIG manager's nvidia-mig-parted (built on UBI 9) run through chroot on RHEL 8
+    d = top(_in_repo_case("gpu-gaps80d-migparted329-mig-manager-chroot-host-nvidia-mig-parted-glibc-2-34-not-found-rhel8"))
+    assert d.id == "shared-library-too-old" and d.category == "other:shared-library-too-old", d
+    assert d.severity == "fail", d
+    # a weak version 'ldd -v' reports is not fatal to the loader; the host's glibc version line is no failure
+    assert "shared-library-too-old" not in [d.id for d in verdict(
+        "\tweak version `GLIBC_2.34' not found (required by ./prog)\n"
+        "ldd (GNU libc) 2.28\n")]
+
+
 def test_the_kubelets_podresources_get_method_disabled_is_named():
     # real: NVIDIA's Confidential Containers troubleshooting page, a Kata pod's FailedCreatePodSandBox event whose
     # device cold plug asked the kubelet's PodResources API for the pod's GPUs
