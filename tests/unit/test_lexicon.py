@@ -253,7 +253,7 @@ def test_dashs_command_not_found_and_the_loaders_missing_symbol_version_are_fail
     for case, shape in (("node-gaps80e-charliecloud939-ch-fromhost-nvidia-container-cli-not-found",
                          "posix-sh-command-not-found"),
                         ("gpu-gaps80e-apptainer945-nv-host-libgldispatch-glibc-2-34-not-found-focal-image",
-                         "ld-so-symbol-version-not-found")):
+                         "loader-symbol-version-not-found")):
         text = _seen_texts(f"tests/cases/{case}")
         assert [s.id for s in map(lexicon.shape_of, text.splitlines()) if s is not None][:1] == [shape], case
     # written for this test: a configure check, a package manager's answer, and the loader's weak version reference
