@@ -342,6 +342,7 @@ TRANSFORMS: Dict[str, Transform] = {
     "prefix-mpirun": prefixed("[1,3]<stderr>:"),
     "anon-x": anonymised(),
     "anon-redacted": anonymised(ip="10.x.x.x", pci="...", host="<redacted>"),
+    "anon-angle": anonymised(ip="<IP>", pci="<PCI>", host="<hostname>"),
     "wrap-80": wrapped(80),
     "fold-s-80": folded(80),
     "crlf-bom": crlf_bom,

@@ -690,3 +690,19 @@ def test_rass_lost_processes_are_failure_lines_and_its_healthy_reports_are_quiet
               "net-gaps76d-nccldocs-ras-status-finalize-mismatch-comm-split-teardown-transitional-healthy"):
         text = (cases / c / "posted-ncclras.txt").read_text(encoding="utf-8")
         assert [ln for ln in text.splitlines() if lexicon.shape_of(ln) is not None] == []
+
+
+def test_open_mpis_repeat_count_of_a_failures_help_message_is_read_and_a_warnings_is_not():
+    """mpirun's '%d more process%s sent help message %s / %s' (orte/util/show_help.c) is a failure line where its topic
+    is a failure's (the tcp BTL's [client connect fail], tests/cases/cf-gaps65e-mpi4pyex11-*) and stays quiet where
+    its topic is a warning a working run prints (the openib BTL's start-up warnings beside UCX, a real healthy case)."""
+    cases = REPO / "tests" / "cases"
+    failed = (cases / "cf-gaps65e-mpi4pyex11-rpi-cluster-openmpi-btl-tcp-connect-link-local-169-254" /
+              "posted-output.txt").read_text(encoding="utf-8")
+    counts = [ln for ln in failed.splitlines() if "sent help message help-mpi-btl-tcp.txt / client connect fail" in ln]
+    assert counts and all(lexicon.shape_of(ln).id == "open-mpi-job-failed" for ln in counts)
+    healthy = (cases / "net-blogs49-felixfu-notes-openmpi-cpi-8-ranks-openib-not-selected-ucx-healthy" /
+               "posted-mpirun-cpi.txt").read_text(encoding="utf-8")
+    quiet = [ln for ln in healthy.splitlines() if "sent help message" in ln or "Exit code" in ln or "(" in ln]
+    assert any("sent help message help-mpi-btl-openib.txt" in ln for ln in quiet)
+    assert [ln for ln in quiet if lexicon.shape_of(ln) is not None] == []
