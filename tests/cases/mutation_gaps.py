@@ -41,6 +41,7 @@ WHY: Dict[str, str] = {
         "holds none of it (a false all-clear here is a text left with no line of a failure: a hang's log)"),
     "anon-x": "the redaction took the evidence: the cause is read from the host name or the address itself",
     "anon-redacted": "the redaction took the evidence: the cause is read from the host name or the address itself",
+    "anon-angle": "the redaction took the evidence: the cause is read from the host name or the address itself",
     "wrap-80": (
         "a line wrapped at 80 columns is joined again only where the text shows the wrap (nccl/unwrap.py): a "
         "continuation that starts as a line of the text starts is read as a line of its own"),
@@ -517,6 +518,15 @@ KNOWN: Dict[Tuple[str, str], str] = {
     # holds the loader's words 'version `...' not found' whole
     ("gpu-gaps80d-migparted329-mig-manager-chroot-host-nvidia-mig-parted-glibc-2-34-not-found-rhel8", "wrap-80"):
         "false all-clear",
+    ("cf-gaps65e-mpi4pyex11-rpi-cluster-openmpi-btl-tcp-connect-link-local-169-254", "anon-angle"): "missed",
+    ("gpu-gaps64f-herro-homelab-incident-vfio-2080ti-d3cold-to-d0-device-inaccessible-flr-timeout", "anon-angle"): "missed",
+    ("net-awsdoeks69-vllm-ray-actorhandle-then-gloo-loopback-127001", "anon-angle"): "wrong cause",
+    ("net-csdn-blog-2-node-nccl248-connect-no-route-to-host-firewall", "anon-angle"): "wrong cause",
+    ("net-gaps64b-awsomedt192-srun-label-flattened-socketstartconnect-loopback-connection-abort", "anon-angle"): "missed",
+    ("net-gaps64b-pytorch15592-gloo-ioexception-connect-127-0-1-1-refused-gloo-socket-ifname", "anon-angle"): "missed",
+    ("net-gaps78c-nerscpytorchtesting-cori-gpu-shifter-bootstrap-ib0-no-route-to-host-socket-ifname-eth", "anon-angle"): "partly",
+    ("net-gitcode-blog-vllm-3x4090-socket-connect-abort-spare-server-ifname", "anon-angle"): "missed",
+    ("net-nccl187-hostname-prefix-collision-p2p-ipc-across-hosts", "anon-angle"): "missed",
 }
 
 #: the healthy runs given a fail/warn diagnosis once transformed: what is misread, and why
