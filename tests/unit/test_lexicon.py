@@ -220,6 +220,36 @@ def test_the_drivers_console_notice_is_quiet_and_its_failures_are_not():
                            for line in failing), failing
 
 
+# The NVIDIA driver's lines of a working start-up, as posted: the legacy-interrupt fallback where MSI cannot be
+# enabled (https://github.com/CachyOS/CachyOS-PKGBUILDS/issues/1038, 'The system is stable'), the legacy persistence
+# mode's notice (https://github.com/fgci-org/ansible-role-cuda/issues/19), nvidia-uvm's load notice
+# (https://github.com/doitsujin/dxvk/issues/747), the module's banner (https://github.com/NVIDIA/NVSentinel/issues/155)
+# and the NVLink core's (https://github.com/system76/firmware-open/issues/66).
+DRIVER_START_UP = [
+    "[    4.302611] NVRM: GPU 0000:01:00.0: Failed to enable MSI; falling back to PCIe virtual-wire interrupts.",
+    "NVRM: Persistence mode is deprecated and will be removed in a future release. Please use nvidia-persistenced instead.",
+    "[  895.239558] nvidia-uvm: Loaded the UVM driver in 8 mode, major device number 511",
+    "[ 1843.439669] NVRM: loading NVIDIA UNIX Open Kernel Module for x86_64  570.158.01  Release Build  "
+    "(dvs-builder@U22-I3-B10-02-5)  Mon Jun  2 13:13:04 UTC 2025",
+    "[   28.108225] nvidia-nvlink: Nvlink Core is being initialized, major device number 237",
+]
+
+
+@pytest.mark.parametrize("line", DRIVER_START_UP)
+def test_the_nvidia_drivers_start_up_lines_are_quiet_pasted_alone(line):
+    assert lexicon.shape_of(line) is None, line
+    for text in (line, "Mar 03 12:00:01 node7 kernel: " + _STAMP.sub("", line), "node7: " + _STAMP.sub("", line)):
+        assert not [d for d in _log_of(text + "\n") if d.severity in ("fail", "warn")], text
+
+
+def test_the_msi_fallback_exception_keeps_the_drivers_interrupt_failures():
+    # the same driver's failures to get an interrupt at all stay failure lines (kernel-open/nvidia/nv-msi.c,
+    # nv-pci.c at df1c9a3de2be4b130f4fc7680f7198193d8ac6ad), beside its real lines of a failed probe
+    for line in ("NVRM: GPU 0000:01:00.0: Failed to enable MSI-X.",
+                 "[   28.109032] NVRM: The system BIOS may have misconfigured your GPU."):
+        assert lexicon.shape_of(line) is not None, line
+
+
 def test_flashinfers_handled_autotuner_oom_is_quiet_and_a_real_oom_is_not():
     # FlashInfer's autotuner catching one profiled kernel's out-of-memory and keeping the default tactic, in a real
     # working vLLM run (its progress bars joined to the warning, as the log holds them), beside a real CUDA OOM
