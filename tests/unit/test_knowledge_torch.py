@@ -276,6 +276,69 @@ def test_a_store_read_that_found_the_connection_closed_is_the_stores_host_gone_n
     assert _failing(log_inputs("train.log", warning)) == []
 
 
+def test_a_store_write_that_found_the_pipe_broken_is_the_stores_host_gone_not_the_rendezvous():
+    """TCPStore.cpp's client warns 'sendBytes failed on SocketImpl(...): Broken pipe' when it writes to a store that
+    was reached and whose host has gone since (kvcache-ai/Mooncake#936, MiniMax-AI/MiniMax-M1#14, beside
+    ProcessGroupNCCL's 'should dump' poll): a victim's line, as recvValue's, not an address nobody reaches."""
+    for text in ("[rank1]:[W203 17:41:16.244826354 TCPStore.cpp:106] [c10d] sendBytes failed on SocketImpl(fd=111, "
+                 "addr=[localhost]:20978, remote=[localhost]:29500): Broken pipe\n",
+                 "[rank7]:[W624 12:52:08.296327263 TCPStore.cpp:106] [c10d] sendBytes failed on SocketImpl(fd=97, "
+                 "addr=[openmatrix-minimax-m1-80k-prod-hzh20-custom-serving-58c98cpwxbz]:50828, remote=[openmatrix-"
+                 "minimax-m1-80k-prod-hzh20-custom-serving-58c98cpwxbz]:45903): Broken pipe\n"):
+        got = [(d.id, d.category) for d in _failing(log_inputs("train.log", text))]
+        assert got == [("remote-peer", "remote_peer_failure")], (got, text)
+
+
+def test_a_store_connection_retried_is_not_the_rendezvous_and_its_timeout_is():
+    """TCPStore.cpp retries a client whose connection the store's host reset before validating it ('TCP client
+    failed to connect/validate to host {}:{} - retrying (try={}, timeout={}ms, delay={}ms): {}', TheTom/vllm-swift#9)
+    and fails only with its '- timed out' form (tests/cases/net-gaps68d-sirzzang-blog-eks-sg-rules-removed-tcpstore-
+    client-socket-timed-out-29500)."""
+    retry = ("[W426 16:56:01.831041000 TCPStore.cpp:347] [c10d] TCP client failed to connect/validate to host "
+             "100.64.0.1:59782 - retrying (try=6, timeout=1800000ms, delay=5241ms): Connection reset by peer\n")
+    assert _failing(log_inputs("train.log", retry)) == []
+    timed_out = ("[E419 13:27:42.317323202 TCPStore.cpp:390] [c10d] TCP client failed to connect/validate to host "
+                 "nccl-master:29500 - timed out (try=0, timeout=120000ms): The client socket has timed out after "
+                 "120000ms while trying to connect to (nccl-master, 29500).\n")
+    top = _failing(log_inputs("train.log", timed_out))[0]
+    assert (top.id, top.category) == ("rendezvous", "rendezvous_unreachable")
+
+
+def test_torchruns_death_signal_alone_is_the_launcher_signalled():
+    """PrimeIntellect-ai/prime-rl#1360 and MCG-NJU/RTD-Action#31: the agent's warning alone, as torch 2.x's logger and
+    torch 1.x's print it (Ctrl-C is signal 2); the workers it then stops ('Sending process <pid> closing signal
+    SIGTERM') are a launcher's failure line, which the cause explains."""
+    for text in ("W1130 12:13:49.388000 124326 torch/distributed/elastic/agent/server/api.py:723] Received 15 death "
+                 "signal, shutting down workers\n"
+                 "W1130 12:13:49.389000 124326 torch/distributed/elastic/multiprocessing/api.py:900] Sending process "
+                 "124533 closing signal SIGTERM\n",
+                 "WARNING:torch.distributed.elastic.agent.server.api:Received 2 death signal, shutting down workers\n"):
+        got = _failing(log_inputs("train.log", text))
+        assert [(d.category, d.severity) for d in got] == [("other:launcher-signalled", "fail")], text
+
+
+def test_the_elastic_agents_routine_lines_stay_quiet():
+    """What torchrun prints in every run, working or not (pytorch/pytorch#107021, ymcui/Chinese-LLaMA-Alpaca-2#274,
+    kubeflow/trainer#1504, pytorch/pytorch#132950 and #147064), makes no diagnosis and no line of the lexicon."""
+    lines = [
+        "Setting OMP_NUM_THREADS environment variable for each process to be 1 in default, to avoid your system being "
+        "overloaded, please further tune the variable for optimal performance in your application as needed. ",
+        "master_addr is only used for static rdzv_backend and when rdzv_endpoint is not specified.",
+        "WARNING:torch.distributed.launcher.api:config has no run_id, generated a random run_id: "
+        "174580650467654300307713793029077439978",
+        "[INFO] 2021-12-08 12:28:26,099 c10d_rendezvous_backend: Process 8 hosts the TCP store for the C10d rendezvous"
+        " backend.",
+        "[INFO] 2021-12-08 12:28:26,101 api: [default] Rendezvous'ing worker group",
+        "I0807 20:59:57.533000 139762139563840 torch/distributed/launcher/api.py:189] Starting elastic_operator with "
+        "launch configs:",
+        "I0213 12:07:20.086000 870572 torch/distributed/elastic/agent/server/api.py:699] [default] Stopping worker "
+        "group",
+    ]
+    for line in lines:
+        assert lexicon.shape_of(line) is None, line
+    assert _failing(log_inputs("train.log", "\n".join(lines) + "\n")) == []
+
+
 def test_ranks_the_monitored_barrier_names_are_the_stragglers_and_one_that_exited_is_a_peer_gone():
     """PyTorch's distributed documentation (docs/source/distributed.rst, monitored_barrier): rank 0's error when rank 1
     did not reach the barrier; here rank 1 had exited, so the 'Original exception' says the connection was closed."""
