@@ -510,8 +510,10 @@ KNOWN: Dict[Tuple[str, str], str] = {
     ("net-gaps78f-metaseq86-store-based-barrier-world-size-2-worker-count-3-350m-model-parallel", "lexicon-only"):
         "false all-clear",
     # the loader's line cut at 80 columns inside '(required by': two short lines, the continuation ('red by
-    # /.singularity.d/libs/...') not joined back, and the piece before it holds no whole '(required by <library>)'
-    ("gpu-gaps80e-apptainer945-nv-host-libgldispatch-glibc-2-34-not-found-focal-image", "wrap-80"): "false all-clear",
+    # /.singularity.d/libs/...') not joined back; the piece before it still holds the loader's refusal of the symbol
+    # version, read as a program built for a newer host, since what says the library was bound from the host by --nv
+    # is on the continuation
+    ("gpu-gaps80e-apptainer945-nv-host-libgldispatch-glibc-2-34-not-found-focal-image", "wrap-80"): "wrong cause",
 
     # two lines of 100 characters, wrapped at 80 in the middle of the symbol version ('version `GLIB' / 'C_2.32' not
     # found'): nccl/unwrap.py's width() does not tell from four lines that they were wrapped, and neither piece
