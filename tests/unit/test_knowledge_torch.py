@@ -42,6 +42,7 @@ PREFIXES = ("", "[rank3]:", "[rank3]: ", "[default0]:", "0: ", "[1,3]<stderr>:",
 FILL = {
     "store-connect-timeout": ["600000ms", "10.1.2.3", "29500"],
     "store-connect-retry": ["[node1]:29500", "(errno: 110 - Connection timed out)"],
+    "store-connect-port-zero": ["localhost", "0"],
     "store-bind-failed": ["[::]:29500", "(errno: 98 - Address already in use)"],
     "gloo-closed-by-peer": ["[10.0.0.2]:58054"],
     "gloo-pair-connect": ["[10.0.0.2]:1927", "Connection refused"],
@@ -302,6 +303,21 @@ def test_a_store_connection_retried_is_not_the_rendezvous_and_its_timeout_is():
                  "120000ms while trying to connect to (nccl-master, 29500).\n")
     top = _failing(log_inputs("train.log", timed_out))[0]
     assert (top.id, top.category) == ("rendezvous", "rendezvous_unreachable")
+
+
+def test_a_store_client_retrying_port_zero_is_the_rendezvous_and_a_real_port_stays_quiet():
+    """socket.cpp's SocketConnectOp::run logs 'No socket on ({}, {}) is listening yet, will retry.' while it retries
+    (pytorch/pytorch 8cf1b8e3). At port 0 no store can ever listen: NVIDIA-NeMo/Run#292's workers, given the endpoint
+    localhost:0, retried until their timeout. With a real port it is a store not up yet, which working runs print."""
+    real_line = ("[default7]:[I715 22:47:11.296780083 socket.cpp:872] [c10d] No socket on (localhost, 0) is listening "
+                 "yet, will retry.\n")
+    top = _failing(log_inputs("train.log", real_line))[0]
+    assert (top.id, top.category) == ("rendezvous", "rendezvous_unreachable")
+    for quiet in ("[default7]:[I715 22:47:11.296780083 socket.cpp:872] [c10d] No socket on (localhost, 29500) is "
+                  "listening yet, will retry.\n",
+                  "[I715 22:47:11.296780083 socket.cpp:872] [c10d] No socket on (node-0, 20) is listening yet, will "
+                  "retry.\n"):
+        assert _failing(log_inputs("train.log", quiet)) == [], quiet
 
 
 def test_torchruns_death_signal_alone_is_the_launcher_signalled():

@@ -402,6 +402,19 @@ def test_a_failed_call_to_the_coordination_service_is_read_and_its_healthy_lines
         assert lexicon.shape_of(line) is None, line
 
 
+def test_a_store_client_retrying_port_zero_is_a_failure_and_a_real_port_is_not():
+    """c10d's 'No socket on ({}, {}) is listening yet, will retry.' (socket.cpp, pytorch/pytorch 8cf1b8e3): at port 0
+    no store can listen (NVIDIA-NeMo/Run#292); at a real port it is a store not up yet, as working runs print."""
+    line = ("[default7]:[I715 22:47:11.296780083 socket.cpp:872] [c10d] No socket on (localhost, 0) is listening yet, "
+            "will retry.")
+    assert lexicon.shape_of(line).id == "c10d-store-port-zero"
+    for quiet in ("[default7]:[I715 22:47:11.296780083 socket.cpp:872] [c10d] No socket on (localhost, 29500) is "
+                  "listening yet, will retry.",
+                  "[I715 22:47:11.296780083 socket.cpp:872] [c10d] No socket on (node-0, 10) is listening yet, will "
+                  "retry."):
+        assert lexicon.shape_of(quiet) is None, quiet
+
+
 def test_a_bar_whose_firmware_address_conflicts_is_read_and_an_expansion_rom_is_not():
     # The kernel's last try at a BAR (drivers/pci/setup-res.c pci_revert_fw_address), as the lkml report quotes it
     # (tests/cases/list-gaps76e-lkml-pcie-32bit-mmio-exhaustion-...), and the same message as 6.x words it.
