@@ -987,6 +987,9 @@ def test_docker_without_a_gpu_runtime_is_named():
     # real: Lightly's Docker FAQ, 'docker run --gpus all' on a Docker without the NVIDIA runtime
     d = top(_in_repo_case("node-lightly-docs-docker-gpus-all-could-not-select-device-driver"))
     assert d.id == "container-runtime-no-gpu" and d.category == "other:container-runtime-without-gpu-support", d
+    # Docker 19.03's words, the driver's name left out (real: NVIDIA/nvidia-docker#1642)
+    d = top("docker: Error response from daemon: could not select device driver with capabilities: [[gpu]].\n")
+    assert d.id == "container-runtime-no-gpu" and d.category == "other:container-runtime-without-gpu-support", d
 
 
 def test_the_compute_domain_daemons_missing_imex_template_is_cdi_not_enabled():

@@ -174,6 +174,9 @@ CHECKED = {
     "nvidia-container-cli-cuda-requirement": "unsatisfied condition: %s, please update your driver to a newer version, "
                                              "or use an earlier cuda container",
     "nvidia-container-runtime-cuda-requirement": "unsatisfied condition: %v (%v)",
+    "nvidia-container-cli-cuda-requirement-bare": "unsatisfied condition: %s",
+    "kubelet-no-healthy-devices": "no healthy devices present; cannot allocate unhealthy devices %s",
+    "k8s-device-plugin-incompatible-strategy": "Incompatible strategy detected %v",
     "gpu-admin-tools-unexpected-cc-state": "Unexpected CC state 0x{cc_reg}",
     "gpu-admin-tools-cc-mode-set-on": "CC mode set to {opts.set_cc_mode}. It will be active after GPU reset.",
     "gpu-admin-tools-cc-mode-is-on": "CC mode is {cc_mode}",
@@ -327,6 +330,15 @@ PRINTED = {
                                            "automatically.",
     "kubelet-devices-unavailable": "Message:        Pod Allocate failed due to requested number of devices unavailable "
                                    "for nvidia.com/gpu. Requested: 1, Available: 0, which is unexpected",
+    # the kubelet's admission error as the pod's events show it (trueforge-org/truecharts#19201, an AMD GPU's plugin)
+    "kubelet-no-healthy-devices": "Allocate failed due to no healthy devices present; cannot allocate unhealthy devices "
+                                  "amd.com/gpu, which is unexpected",
+    # the CLI's requirement stage before the hint (Xilinx/Vitis-AI#103 and NVIDIA/nvidia-docker#536 quote it)
+    "nvidia-container-cli-cuda-requirement-bare": "nvidia-container-cli: requirement error: unsatisfied condition: "
+                                                  "cuda>=10.0",
+    # klog's error line of the plugin (NVIDIA/k8s-device-plugin#1220)
+    "k8s-device-plugin-incompatible-strategy": "E0506 17:45:45.421956       1 factory.go:112] Incompatible strategy "
+                                               "detected auto",
     "azure-check-gpu-ecc-row-remap": "Warning: Detected a GPU row remap Error for GPU ID 7, please offline this node "
                                      "(node1), get the Azure HPC diagnostics and submit a support request.",
     "azure-check-gpu-ecc-uncorrectable": "Warning: Detected a very high GPU DRAM uncorrectable error count (1000001) for "
@@ -789,3 +801,22 @@ def test_the_rdma_shared_device_plugins_empty_resource_names_the_rdma_device_and
     got = _failing(log_inputs("plugin.log", dropped + empty))
     assert (got[0].id, got[0].category) == (tool_message.ID, "rdma_device_not_in_container"), \
         [(d.id, d.category) for d in got]
+
+
+def test_the_device_plugins_start_up_lines_stay_quiet_beside_its_failures():
+    """The NVIDIA device plugin's start-up and registration lines are printed by every working plugin (real:
+    bottlerocket-os/bottlerocket#4250, a journal of nvidia-device-plugin; NVIDIA/k8s-device-plugin#1552); its failed
+    platform detection names the runtime without GPU support (real: NVIDIA/k8s-device-plugin#1220)."""
+    quiet = (
+        "Oct 17 12:05:33 ip-xx-xx-x-xx.ec2.internal nvidia-device-plugin[1667]: I1017 12:05:33.299855    1667 "
+        "server.go:216] Starting GRPC server for 'nvidia.com/gpu'",
+        "Oct 17 12:05:33 ip-xx-xx-x-xx.ec2.internal nvidia-device-plugin[1667]: I1017 12:05:33.312453    1667 "
+        "server.go:154] Registered device plugin for 'nvidia.com/gpu' with Kubelet",
+        "I1204 07:31:31.764189       1 main.go:238] Starting FS watcher for /var/lib/kubelet/device-plugins",
+    )
+    for line in quiet:
+        assert toolmsg.row_of(line) is None and lexicon.shape_of(line) is None, line
+    failed = ("E0506 17:45:45.442750       1 main.go:173] error starting plugins: error getting plugins: unable to "
+              "create plugins: failed to construct resource managers: invalid device discovery strategy")
+    assert toolmsg.row_of(failed)["id"] == "k8s-device-plugin-incompatible-strategy"
+
