@@ -357,6 +357,30 @@ def test_a_bmc_threshold_event_is_read_while_asserted_and_quiet_once_deasserted(
     assert lexicon.shape_of(asserted.replace("| Asserted", "| Deasserted")) is None
 
 
+def test_a_bmc_bus_memory_or_power_supply_event_is_read_while_asserted_and_routine_events_are_not():
+    # Real SEL lines: ipmitool's 'sel elist' of a Critical Interrupt (ipmitool/ipmitool pull 340), an ASRock Rack
+    # BMC's table (magic-blue-smoke/Dual-Edge-TPU-Adapter issue 77), the cases' Supermicro and FreeIPMI lines.
+    for line, row in (
+            ("   1 |  Pre-Init  |0000198492| Critical Interrupt #0xa1 | Bus Fatal Error | Asserted", "bmc-sel-pci-bus-error"),
+            (" 36   | 04/13/2025, 03:08:16 | BIOS             | Critical Interrupt                 | PCI SERR - Asserted",
+             "bmc-sel-pci-bus-error"),
+            ("[CI-0004] , PCI PERR @Bus85 (DevFn00) - Assertion", "bmc-sel-pci-bus-error"),
+            ("Uncorrectable ECC / other uncorrectable memory error @P2-DIMMF1 - Assertion", "bmc-sel-uncorrectable-ecc"),
+            ("3    | Dec-09-2024 | 21:12:29 | Power Supply 2 PS2 Status                         | Power Supply      | "
+             "Critical | Power Supply Failure detected", "bmc-sel-power-supply-failure")):
+        assert lexicon.shape_of(line).id == row, line
+    # Routine and ended events of real SELs (sosreport/sos issue 2015, the HPE S2600 'Decoding SEL Errors' page,
+    # Linuxfabrik/monitoring-plugins issue 982, thomas-krenn/check_ipmi_sensor_v3 issue 67), and a bus error
+    # written for this test as ipmitool prints its end.
+    for line in ("  30 | 11/15/2019 | 18:50:40 | Power Unit Pwr Unit Status | Power off/down | Asserted",
+                 "  84 | 11/11/2015 | 09:07:31 | Memory Mmry ECC Sensor | Correctable ECC | Asserted",
+                 "Event Logging Disabled SEL ; Log area reset/cleared ; Asserted",
+                 "165 | PSU2 Status      | Power Supply                | Nominal  | N/A        | N/A   | N/A        | "
+                 "N/A        | N/A        | N/A        | N/A        | N/A        | 'Presence detected'",
+                 "   2 | 11/15/2019 | 18:52:23 | Critical Interrupt #0xa1 | Bus Fatal Error | Deasserted"):
+        assert lexicon.shape_of(line) is None, line
+
+
 def test_a_driver_status_is_read_in_a_paste_and_left_to_the_kernel_areas_in_a_nodes_log():
     shape = lexicon.shape_of("NV_ERR_IN_USE")
     assert shape.id == "nvidia-driver-status-error" and shape.pasted_only
