@@ -13,6 +13,7 @@ from collections import OrderedDict
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from nccldiag import rx
+from nccldiag.nccl import grammar
 from nccldiag.model.findings import Finding, fail, ok, skip, warn
 from nccldiag.nccl.facts import (
     ERROR_RESULTS, NET_IB, NET_IB_GDR, NET_SOCKET, RESULT_NAMES, RESULT_TEXT, CategoryStats, Channel, Loc,
@@ -515,11 +516,15 @@ def _shared_bus_id(facts: NcclLogFacts) -> List[Finding]:
         return []
     seen: Dict[Tuple[str, str, str], Any] = {}
     for e in facts.inits:
-        if not (e.at.host and e.comm_id and e.bus_id):
+        # a host name redacted before posting ('node-xxx', '<hostname>') is shared by several machines, whose GPUs
+        # of one index have one busId: no sign of one machine
+        if not (e.at.host and e.comm_id and e.bus_id) or grammar.anonymised_host(e.at.host):
             continue
         key = (e.at.host, e.comm_id, e.bus_id.lower())
         first = seen.setdefault(key, e)
-        if first.rank != e.rank:
+        # two processes of one machine have two pids; one pid under one host name is two machines whose containers
+        # number their processes alike (or share a host name), each rank on its own GPU
+        if first.rank != e.rank and first.at.pid is not None and e.at.pid is not None and first.at.pid != e.at.pid:
             return [fail(AREA, "nccl.duplicate_gpu",
                          f"Duplicate GPU: two ranks on one GPU on {e.at.host}: rank {first.rank} and rank {e.rank} of "
                          f"communicator {e.comm_id} both on busId {e.bus_id}", actual=e.bus_id,
