@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import re
 from collections import OrderedDict
-from typing import Dict, Iterable, List, Mapping, Optional, Sequence
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from nccldiag import rx
+from nccldiag.nccl import grammar
 from nccldiag.model.findings import Finding, fail, ok, skip, warn
 from nccldiag.nccl.facts import (
     ERROR_RESULTS, NET_IB, NET_IB_GDR, NET_SOCKET, RESULT_NAMES, RESULT_TEXT, CategoryStats, Channel, Loc,
@@ -507,6 +508,31 @@ def _simple(facts: NcclLogFacts, kinds: Sequence[str], check: str, title: str, f
                  host=_host(w.at for w in ws))]
 
 
+def _shared_bus_id(facts: NcclLogFacts) -> List[Finding]:
+    """Two ranks of one communicator whose 'Init START/COMPLETE' lines name one host and one busId: NCCL's
+    'Duplicate GPU detected' (init.cc checks hostHash and busId of every pair of ranks), read from the INFO lines
+    when the WARN is not in the text. NCCL_MULTI_RANK_GPU_ENABLE=1 (NCCL 2.30) allows it."""
+    if any(e.name == "NCCL_MULTI_RANK_GPU_ENABLE" and _norm_env(e.value) == "1" for e in facts.env):
+        return []
+    seen: Dict[Tuple[str, str, str], Any] = {}
+    for e in facts.inits:
+        # a host name redacted before posting ('node-xxx', '<hostname>') is shared by several machines, whose GPUs
+        # of one index have one busId: no sign of one machine
+        if not (e.at.host and e.comm_id and e.bus_id) or grammar.anonymised_host(e.at.host):
+            continue
+        key = (e.at.host, e.comm_id, e.bus_id.lower())
+        first = seen.setdefault(key, e)
+        # two processes of one machine have two pids; one pid under one host name is two machines whose containers
+        # number their processes alike (or share a host name), each rank on its own GPU
+        if first.rank != e.rank and first.at.pid is not None and e.at.pid is not None and first.at.pid != e.at.pid:
+            return [fail(AREA, "nccl.duplicate_gpu",
+                         f"Duplicate GPU: two ranks on one GPU on {e.at.host}: rank {first.rank} and rank {e.rank} of "
+                         f"communicator {e.comm_id} both on busId {e.bus_id}", actual=e.bus_id,
+                         evidence=[_cite(first.at, first.text), _cite(e.at, e.text)], fix=FIX_DUP_GPU,
+                         host=e.at.host)]
+    return []
+
+
 def _plugin(facts: NcclLogFacts, expected_env: Mapping[str, str]) -> List[Finding]:
     ib_disable = expected_env.get("NCCL_IB_DISABLE")
     echoed = [e for e in facts.env if e.name == "NCCL_IB_DISABLE"]
@@ -662,7 +688,8 @@ def judge(facts: NcclLogFacts, require_ib: bool = False,
     out += _watchdog(facts)
     out += _shm(facts)
     out += _ibv(facts)
-    out += _simple(facts, ["duplicate_gpu"], "nccl.duplicate_gpu", "Duplicate GPU: two ranks on one GPU", FIX_DUP_GPU)
+    dup = _simple(facts, ["duplicate_gpu"], "nccl.duplicate_gpu", "Duplicate GPU: two ranks on one GPU", FIX_DUP_GPU)
+    out += dup or _shared_bus_id(facts)
     out += _simple(facts, ["no_interface"], "nccl.socket_ifname", "No usable socket interface", FIX_IFNAME)
     out += _simple(facts, ["socket_connect"], "nccl.socket_connect", "Socket connection failed", FIX_SOCKET_CONNECT)
     out += _simple(facts, ["remote_closed"], "nccl.remote_closed", "Connection closed by the remote peer",

@@ -559,3 +559,42 @@ def test_never_raises_on_garbage():
     nccl_checks.judge(f, require_ib=True, expected_env={"NCCL_NET": "IB"})
     json.dumps(to_jsonable(f))
     assert f.warns == [] and f.channels == []
+
+
+# NVIDIA/TensorRT-LLM#9263: the prefill worker's two ranks, each with its Init START on the pod's one GPU; the
+# 'Duplicate GPU detected' WARN NCCL printed after them is not in the pasted text.
+TRTLLM_9263_STARTS = (
+    "test-trt-prefill-worker-0-0:42:982 [0] NCCL INFO ncclCommInitRank comm 0x7a12257c8780 rank 0 nranks 2 cudaDev 0 "
+    "nvmlDev 0 busId 100000 commId 0xaa9becea043c4e6c - Init START\n"
+    "test-trt-prefill-worker-0-0:43:43 [0] NCCL INFO ncclCommInitRank comm 0x397e3800 rank 1 nranks 2 cudaDev 0 "
+    "nvmlDev 0 busId 100000 commId 0xaa9becea043c4e6c - Init START\n")
+
+
+def test_two_ranks_of_one_comm_starting_on_one_bus_id_are_two_ranks_on_one_gpu():
+    fs = by_check(nccl_checks.judge(parse(TRTLLM_9263_STARTS)))
+    dup = fs["nccl.duplicate_gpu"]
+    assert dup.status == Status.FAIL and dup.host == "test-trt-prefill-worker-0-0"
+    assert "rank 0 and rank 1" in dup.message and "busId 100000" in dup.message
+
+
+@pytest.mark.parametrize("text", [
+    # one busId per rank: the normal start of a communicator
+    TRTLLM_9263_STARTS.replace("cudaDev 0 nvmlDev 0 busId 100000 commId 0xaa9becea043c4e6c - Init START\n", "X", 1)
+    .replace("X", "cudaDev 0 nvmlDev 0 busId 1a000 commId 0xaa9becea043c4e6c - Init START\n"),
+    # two communicators (another commId) on one GPU: a rank's sub-groups, not two ranks of one
+    TRTLLM_9263_STARTS.replace("rank 1 nranks 2 cudaDev 0 nvmlDev 0 busId 100000 commId 0xaa9becea043c4e6c",
+                               "rank 1 nranks 2 cudaDev 0 nvmlDev 0 busId 100000 commId 0x1234abcd5678ef00"),
+    # the same rank's lines twice (a log pasted twice)
+    TRTLLM_9263_STARTS.splitlines(True)[0] * 2,
+    # NCCL 2.30's opt-in to several ranks per GPU, echoed by NCCL
+    "test-trt-prefill-worker-0-0:42:982 [0] NCCL INFO NCCL_MULTI_RANK_GPU_ENABLE set by environment to 1.\n"
+    + TRTLLM_9263_STARTS,
+    # the host name redacted as people redact it before posting: two machines' GPU 0 share the name and the busId
+    TRTLLM_9263_STARTS.replace("test-trt-prefill-worker-0-0", "node-xxx"),
+    TRTLLM_9263_STARTS.replace("test-trt-prefill-worker-0-0", "<hostname>"),
+    # one pid under one host name: two machines (containers that number their processes alike, one host name)
+    TRTLLM_9263_STARTS.replace(":43:43 [0]", ":42:43 [0]"),
+])
+def test_init_lines_without_two_ranks_on_one_gpu_stay_quiet(text):
+    assert "nccl.duplicate_gpu" not in by_check(nccl_checks.judge(parse(text)))
+
