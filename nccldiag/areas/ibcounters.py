@@ -443,16 +443,14 @@ def _judge_fabric_links(facts: IbCounterFacts) -> List[Finding]:
     or speed a link came up at is not the highest that both its ends' PortInfo support: a link that trained
     narrower or slower than its ports and cable allow (a bad cable or lane, a cable rated below the ports, a speed
     switched off on one end) carries less than the fabric was built for, and NCCL's rings run at its pace
-    (**warn**). A port whose physical link is up but whose state is not Active (Init, Armed) has not been brought
-    up by a subnet manager and carries no traffic (**warn**). Ports Down with no peer are shown: a switch's
-    unused ports are Down/Polling on every healthy fabric."""
+    (**warn**). Ports Down with no peer are shown: a switch's unused ports are Down/Polling on every healthy
+    fabric."""
     links = facts.fabric_links
     if links is None:
         return []
     if not links:
         return [skip(NAME, "ibcounters.fabric_links", "iblinkinfo output held no port line")]
     below = [l for l in links if "could be" in l.notes.lower()]
-    idle = [l for l in links if l.phys.lower() == "linkup" and l.state.lower() != "active"]
     down = [l for l in links if l.phys.lower() != "linkup"]
     up = [l for l in links if l.state.lower() == "active"]
     unused = f"; {len(down)} port{'s' if len(down) != 1 else ''} down with no peer" if down else ""
@@ -468,14 +466,6 @@ def _judge_fabric_links(facts: IbCounterFacts) -> List[Finding]:
                             "fault, or a cable rated below the ports: read the link's negotiated speed, FEC and "
                             "errors (mlxlink -d DEV -m -c, ibdiagnet), check both ends' enabled speeds "
                             "(ibportstate), and reseat or replace the cable."))
-    if idle:
-        out.append(warn(NAME, "ibcounters.fabric_links",
-                        f"{len(idle)} fabric port{'s' if len(idle) != 1 else ''} with the physical link up but not "
-                        "Active: " + "; ".join(f"{l.name}: {l.state}/{l.phys}" for l in idle[:3]),
-                        actual={l.name: l.state for l in idle}, expected="Active",
-                        evidence=[l.line for l in idle][:8],
-                        fix="A port stays Init or Armed until a subnet manager configures it: check that an SM "
-                            "(opensm, UFM, the switch's SM) runs and sees the port (sminfo), and its log."))
     if not out:
         out.append(ok(NAME, "ibcounters.fabric_links",
                       f"{len(up)} fabric link{'s' if len(up) != 1 else ''} Active at the width and speed both ends "

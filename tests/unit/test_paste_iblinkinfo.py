@@ -148,13 +148,6 @@ def test_links_below_what_both_ends_support_warn(prefix):
     assert found and all(d.severity == "warn" for d in found)
 
 
-def test_a_port_up_but_not_active_warns():
-    line = IBLINKINFO_EDR_HEALTHY.splitlines()[-1].replace("Active/", "  Init/")
-    links = _links(IBLINKINFO_EDR_HEALTHY.replace(IBLINKINFO_EDR_HEALTHY.splitlines()[-1], line))
-    assert [f.status for f in links] == [Status.WARN]
-    assert "not Active" in links[0].message and "Init/LinkUp" in links[0].message
-
-
 def test_an_nvidia_smi_dmon_block_is_read_and_shown_and_judged_by_nobody():
     text = (realcases.REPO / "tests" / "cases" / DMON_CASE / "posted-nvidia-smi-dmon.txt").read_text(encoding="utf-8")
     p = paste.scan(text, "paste.txt")
