@@ -73,7 +73,15 @@ COUNTERS_SOURCE = Source(
                 "where sysfs has no counter files",
 )
 
-SOURCES = (COUNTERS_SOURCE, kernlog.SOURCE)
+# nothing run on the node (iblinkinfo sweeps the whole fabric from one port): its output pasted to nccldiag log, or
+# saved in a bundle as iblinkinfo.txt, is read
+LINKS_SOURCE = Source(
+    "iblinkinfo", ":", timeout=5,
+    description="nothing run on the node: iblinkinfo output (infiniband-diags), pasted or saved in a bundle, is read: "
+                "each fabric link's width, speed and state, and the links that came up below what both ends support",
+)
+
+SOURCES = (COUNTERS_SOURCE, kernlog.SOURCE, LINKS_SOURCE)
 
 LINK_FATAL = ("excessive_buffer_overrun_errors", "local_link_integrity_errors")
 LINK_WARN = ("symbol_error", "link_error_recovery", "link_downed", "port_rcv_errors", "port_rcv_remote_physical_errors",
@@ -282,6 +290,63 @@ class IbCounterFacts:
     log_read: Optional[bool] = None
     log_lines: Optional[int] = None
     kmsg: List[kernlog.Event] = field(default_factory=list)  # HCA firmware and initialisation failures (kmsg.toml)
+    fabric_links: Optional[List["FabricLink"]] = None  # iblinkinfo's port lines; None: no iblinkinfo output
+
+
+@dataclass
+class FabricLink:
+    """One port line of ``iblinkinfo``: the port, its link's width, speed and state, its peer, and the notes
+    ``get_msg`` prints where the link is below what both ends support (``Could be 4X``, ``Could be 53.125 Gbps``)."""
+
+    node: str
+    port: str
+    width: str = ""
+    speed: str = ""
+    state: str = ""
+    phys: str = ""
+    remote: str = ""
+    notes: str = ""
+    line: str = ""
+
+    @property
+    def name(self) -> str:
+        return f"{self.node} port {self.port}" + (f" -> {self.remote}" if self.remote else "")
+
+
+# iblinkinfo.c print_port: '%6d %4d[%2s] ==(%s)==>  %6s %4s[%2s] "%s" ( %s %s)', its link string
+# '%3s %7s %6s/%8s' (width, speed, state, physical state) for a port whose physical state is LinkUp, else
+# '(%3s %9s %6s/%8s)' with width and speed blank; with -l the node's GUID and description lead the line
+_LINK_LINE = rx.compile(r"(?:^|\s)(\d{1,6})\s{1,8}(\d{1,4})\[[^\]]{0,8}\]\s{1,8}==\(\s{0,40}"
+                        r"(?:(\d{1,2}X)\s{1,20}(\S{1,20}\s{0,2}Gbps|\S{1,12})\s{1,20})?(\w{1,20})/\s{0,12}(\w{1,40})\s{0,8}\)==>"
+                        r"(.{0,600})$")
+_LINK_NODE = rx.compile(r"^\s{0,40}(?:CA|Switch|Router):\s{1,8}(.{1,300}?):\s{0,8}$")
+_LINK_LEAD = rx.compile(r"^\s{0,40}(0x[0-9a-fA-F]{1,16})\s{1,8}\"\s{0,60}([^\"]{0,200})\"")
+_LINK_REMOTE = rx.compile(r'"([^"]{0,300})"\s{0,8}\(\s{0,8}(.{0,200}?)\s{0,8}\)\s{0,8}$')
+
+
+def parse_iblinkinfo(text: str) -> List[FabricLink]:
+    """The port lines of an ``iblinkinfo`` output, under the node header above them (or the node a ``-l`` line
+    names)."""
+    links: List[FabricLink] = []
+    node = "?"
+    for raw in text.splitlines():
+        line = raw.rstrip()
+        m = _LINK_NODE.match(line)
+        if m:
+            node = m.group(1).strip()
+            continue
+        m = _LINK_LINE.search(line)
+        if not m:
+            continue
+        lead = _LINK_LEAD.match(line)
+        here = (lead.group(2).strip() or lead.group(1)) if lead else node
+        if not lead and node == "?":
+            here = f"lid {m.group(1)}"
+        rem = _LINK_REMOTE.search(m.group(7))
+        links.append(FabricLink(node=here, port=m.group(2), width=m.group(3) or "", speed=(m.group(4) or "").strip(),
+                                state=m.group(5), phys=m.group(6), remote=rem.group(1).strip() if rem else "",
+                                notes=rem.group(2).strip() if rem else "", line=line.strip()))
+    return links
 
 
 _IB_LINK = rx.compile(r"(\d{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-9a-fA-F])\s+(\S+?):\s+Port:\s*(\d+)\s+Link (\w+)")
@@ -360,6 +425,9 @@ def parse(raw) -> IbCounterFacts:
     f.log_read, f.log_lines = log.read, log.total
     f.flaps, f.module_events = parse_flaps(log)
     f.kmsg = kernlog.area_events(log, NAME, "")
+    links = section(raw, LINKS_SOURCE.name)
+    if links is not None:
+        f.fabric_links = parse_iblinkinfo(links)
     return f
 
 
@@ -367,7 +435,43 @@ def judge(facts: Optional[IbCounterFacts], node: NodeFacts) -> List[Finding]:
     if facts is None:
         return [skip(NAME, "ibcounters.link", "no counter outputs came back")]
     return (_judge_counters(facts, node) + _judge_flaps(facts, node)
-            + kernlog.judge_rows(NAME, facts.kmsg, facts.log_read, facts.log_lines))
+            + kernlog.judge_rows(NAME, facts.kmsg, facts.log_read, facts.log_lines) + _judge_fabric_links(facts))
+
+
+def _judge_fabric_links(facts: IbCounterFacts) -> List[Finding]:
+    """ibcounters.fabric_links: iblinkinfo's links. iblinkinfo.c's get_msg prints 'Could be %s' where the width
+    or speed a link came up at is not the highest that both its ends' PortInfo support: a link that trained
+    narrower or slower than its ports and cable allow (a bad cable or lane, a cable rated below the ports, a speed
+    switched off on one end) carries less than the fabric was built for, and NCCL's rings run at its pace
+    (**warn**). Ports Down with no peer are shown: a switch's unused ports are Down/Polling on every healthy
+    fabric."""
+    links = facts.fabric_links
+    if links is None:
+        return []
+    if not links:
+        return [skip(NAME, "ibcounters.fabric_links", "iblinkinfo output held no port line")]
+    below = [l for l in links if "could be" in l.notes.lower()]
+    down = [l for l in links if l.phys.lower() != "linkup"]
+    up = [l for l in links if l.state.lower() == "active"]
+    unused = f"; {len(down)} port{'s' if len(down) != 1 else ''} down with no peer" if down else ""
+    out: List[Finding] = []
+    if below:
+        shown = [f"{l.name}: {l.width} {l.speed} ({l.notes})" for l in below]
+        out.append(warn(NAME, "ibcounters.fabric_links",
+                        f"{len(below)} of {len(up)} active fabric links came up below what both ends support: "
+                        + "; ".join(shown[:3]) + (f" (+{len(shown) - 3} more)" if len(shown) > 3 else ""),
+                        actual={l.name: l.notes for l in below}, expected="the width and speed both ends support",
+                        evidence=[l.line for l in below][:8],
+                        fix="A link narrower or slower than both its ports support has a cable, transceiver or lane "
+                            "fault, or a cable rated below the ports: read the link's negotiated speed, FEC and "
+                            "errors (mlxlink -d DEV -m -c, ibdiagnet), check both ends' enabled speeds "
+                            "(ibportstate), and reseat or replace the cable."))
+    if not out:
+        out.append(ok(NAME, "ibcounters.fabric_links",
+                      f"{len(up)} fabric link{'s' if len(up) != 1 else ''} Active at the width and speed both ends "
+                      f"support{unused}", actual=len(up), expected=0,
+                      evidence=[l.line for l in up][:8]))
+    return out
 
 
 def _nonzero(counters: Snapshot, names) -> Dict[str, Dict[str, int]]:

@@ -76,7 +76,13 @@ def _empty(f: Dict[str, Any], pasted: Dict[str, Any]) -> bool:
     or process's end read (in part, too)."""
     return not (f.get("nccl_lines") or f.get("errors") or f.get("kernel") or f.get("nccl_tests")
                 or f.get("perftests") or f.get("p2p_bandwidth") or f.get("ras") or f.get("nccl_tests_no_result")
-                or pasted.get("blocks") or pasted.get("partial") or pasted.get("signals") or pasted.get("oom"))
+                or _judged(pasted) or pasted.get("partial") or pasted.get("signals") or pasted.get("oom"))
+
+
+def _judged(pasted: Dict[str, Any]) -> bool:
+    """Whether a node output read in the text feeds a check (a kind no area reads, such as ``nvidia-smi dmon``, is
+    read and shown only: it judges nothing, so a text of such outputs alone is no all-clear)."""
+    return any(b.get("sources") for b in pasted.get("blocks") or [])
 
 
 def _pasted(con: Console, p: Dict[str, Any], verbose: bool) -> None:
@@ -144,8 +150,12 @@ def render(doc: Dict[str, Any], con: Console, verbose: bool = False) -> None:
     if not f.get("nccl_lines"):
         benchmarks = bool(f.get("nccl_tests") or f.get("perftests") or f.get("p2p_bandwidth"))
         ras = bool(f.get("ras"))
-        if p.get("blocks") and not (benchmarks or ras):  # a node's outputs pasted alone: no job to rerun
+        if _judged(p) and not (benchmarks or ras):  # a node's outputs pasted alone: no job to rerun
             con.print(Text("no NCCL lines: the text holds node outputs, judged above", style="dim"))
+        elif p.get("blocks") and not (benchmarks or ras):
+            kinds = ", ".join(sorted({str(b.get("kind")) for b in p["blocks"]}))
+            con.print(Text(f"no NCCL lines: the text holds node outputs no check judges ({kinds}): "
+                           "read and shown above, nothing judged", style="warn"))
         else:
             con.print(Text(_no_nccl_lines(benchmarks, ras), style="warn"))
 

@@ -781,10 +781,10 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "V100 nodes, and that tensor parallelism alone (TP=4, PP=1) avoids it, is the operators' reading, not the lines'"),
     "gpu-gaps78a-alengr-blog-sglang-tp2-2x-dgx-spark-cuda-graph-capture-hang-dmon-sm96-mem0": Gap(
         "false all-clear",
-        "'Verdict: nothing to judge: the input holds no NCCL line, error or result', exit 0: nvidia-smi dmon's rows "
-        "are no output any reader knows; both GPUs at SM 96% with memory bandwidth 0% while SGLang's multi-node "
-        "CUDA-graph capture makes no progress (a spinning collective, the deadlock --disable-cuda-graph avoids) is "
-        "not read"),
+        "'Verdict: nothing to judge: the input holds no NCCL line, error or result', exit 0: the nvidia-smi dmon "
+        "block is read and shown (paste19: its kind), and no area judges it; a sampled SM 96% with memory bandwidth 0% on both GPUs says nothing broken by itself, and "
+        "that SGLang's multi-node CUDA-graph capture makes no progress meanwhile (a spinning collective, the "
+        "deadlock --disable-cuda-graph avoids) is in the author's words, not in the paste"),
     "net-gaps78d-gardener1832-efa-unresponsive-receiver-handshake-failed-sg-egress-self": Gap(
         "missed",
         "'Verdict: FAIL Unexplained failure (low confidence)', exit 1: libfabric's EFA 'Unresponsive receiver "

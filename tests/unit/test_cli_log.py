@@ -1,5 +1,6 @@
 """``nccldiag log FILE...`` through click's CliRunner: table, JSON, exit codes, usage errors."""
 import json
+from pathlib import Path
 
 import click
 from click.testing import CliRunner
@@ -300,3 +301,15 @@ def test_the_collector_is_as_it_was_after_the_command(tmp_path):
         res = run(path, "--json", tmp_path / "out.json")
         assert res.exit_code == code, res.output
         assert (gc.get_threshold(), gc.get_freeze_count(), gc.isenabled()) == before
+
+
+def test_a_node_output_no_check_judges_is_nothing_to_judge_not_an_all_clear():
+    """A real 'nvidia-smi dmon' table given alone is read and shown, and no area judges it: the verdict says nothing
+    was judged (never 'nothing broken'), and the summary names the output no check reads."""
+    case = "gpu-gaps78a-alengr-blog-sglang-tp2-2x-dgx-spark-cuda-graph-capture-hang-dmon-sm96-mem0"
+    path = Path(__file__).resolve().parents[1] / "cases" / case / "posted-nvidia-smi-dmon.txt"
+    r = run(path, "--color", "never")
+    assert r.exit_code == 0, r.output
+    assert r.output.startswith("Verdict: nothing to judge"), r.output[:300]
+    assert "nothing broken" not in r.output
+    assert "node outputs no check judges (nvidia-smi dmon)" in r.output
