@@ -152,10 +152,10 @@ KNOWN: Dict[Tuple[str, str], str] = {
     ("gpu-pages53-glm130b-logs-eval-tp8-allgather-logits-cuda-oom-12gib", "tail-40"): "missed",
     ("gpu-pages53-glm130b-logs-eval-tp8-allgather-logits-cuda-oom-12gib", "tail-15"): "missed",
     # the serial console's oops is in its first lines (BUG, IP, Oops); its last 40 or 15 lines are the call trace and
-    # the persistence daemon's systemd lines, with no oops line left. The failure lexicon does not keep the kernel's
-    # 'IP: ... [nvidia]' line, so the lexicon's lines alone name the oops but not the module it faulted in
-    ("gpu-hpcdocs49-azure-support-ubuntu-4-4-0-75-nvidia-rm-null-deref-nvidia-smi-oops", "tail-40"): "false all-clear",
-    ("gpu-hpcdocs49-azure-support-ubuntu-4-4-0-75-nvidia-rm-null-deref-nvidia-smi-oops", "tail-15"): "false all-clear",
+    # the persistence daemon's systemd lines, with no oops line left: a failure without its cause (unexplained). The
+    # failure lexicon does not keep the kernel's 'IP: ... [nvidia]' line, so the lexicon's lines alone name the oops but not the module it faulted in
+    ("gpu-hpcdocs49-azure-support-ubuntu-4-4-0-75-nvidia-rm-null-deref-nvidia-smi-oops", "tail-40"): "missed",
+    ("gpu-hpcdocs49-azure-support-ubuntu-4-4-0-75-nvidia-rm-null-deref-nvidia-smi-oops", "tail-15"): "missed",
     # the only line of the failure is NCCL's INFO 'ncclMaxSharedMem 82240 exceeds device/fn maxSharedMem 79856' (the
     # thread's log stops before the run fails): without INFO lines, or with the lexicon's lines alone, no line is left
     ("gpu-nccltrk1637-2x-rtx5090-nccl2251-maxsharedmem-exceeds-p2p-disabled", "no-nccl-info"): "false all-clear",
@@ -171,9 +171,9 @@ KNOWN: Dict[Tuple[str, str], str] = {
     # failure line (corrected errors were corrected by the link), so the lexicon's lines leave the text empty
     ("node-blog44-lambdadalton-notes-wrx80e-nvme-m2-slot-apei-corrected-aer-rxerr", "lexicon-only"): "false all-clear",
     # the kernel log ends in the hung task's call trace: its last 40 lines are stack frames and registers, without
-    # the 'blocked for more than' line or the task's state line above them
-    ("node-m4-runlog-tr141-dmesg-hung-task-python-gpfs-mmfs-write", "tail-40"): "false all-clear",
-    ("node-m4-runlog-tr141-dmesg-hung-task-python-gpfs-mmfs-write", "tail-15"): "false all-clear",
+    # the 'blocked for more than' line or the task's state line above them: a failure without its cause (unexplained)
+    ("node-m4-runlog-tr141-dmesg-hung-task-python-gpfs-mmfs-write", "tail-40"): "missed",
+    ("node-m4-runlog-tr141-dmesg-hung-task-python-gpfs-mmfs-write", "tail-15"): "missed",
     # the lexicon's lines alone keep Gloo's 'connectFullMesh failed ... Connection refused,' but not the wrapped
     # 'remote=[127.0.0.1]' under it nor the warning before it that Gloo fell back to loopback
     ("net-awsdoeks50-vllm-gloo-hostname-loopback-fallback-connectfullmesh-refused", "lexicon-only"): "missed",
@@ -457,8 +457,6 @@ KNOWN: Dict[Tuple[str, str], str] = {
     ("gpu-gaps73e-dcgm263-gpu1-recovery-action-reset-xid-120-dcgm-health-check-blind", "lexicon-only"): "false all-clear",
     ("gpu-gaps73e-dcgm263-gpu1-recovery-action-reset-xid-120-dcgm-health-check-blind", "paragraphs"): "false all-clear",
     ("gpu-gaps74d-aicr-docs-k0s-h200-no-runtime-for-nvidia-toolkit-configured-wrong-containerd", "quote-html"): "false all-clear",
-    ("gpu-hpcdocs49-azure-support-ubuntu-4-4-0-75-nvidia-rm-null-deref-nvidia-smi-oops", "tail-40"): "missed",
-    ("gpu-hpcdocs49-azure-support-ubuntu-4-4-0-75-nvidia-rm-null-deref-nvidia-smi-oops", "tail-15"): "missed",
     ("list-gaps71d-openmpi-users-24833-no-active-ports-tcp-no-route-to-host-ibstatus-port-1-down-training", "tail-15"): "missed",
     ("list-gaps71d-openmpi-users-24833-no-active-ports-tcp-no-route-to-host-ibstatus-port-1-down-training", "prefix-rank"): "partly",
     ("list-gaps71d-openmpi-users-24833-no-active-ports-tcp-no-route-to-host-ibstatus-port-1-down-training", "prefix-pdsh"): "partly",
@@ -488,8 +486,6 @@ KNOWN: Dict[Tuple[str, str], str] = {
     ("node-gaps74b-pyxis12-srun-enroot-import-mkdir-run-enroot-permission-denied", "paragraphs"): "wrong cause",
     ("node-gaps74b-pyxis138-epilog-pyxis-enroot-mkdir-raid-run-enroot-permission-denied-dirs-not-created", "paragraphs"): "wrong cause",
     ("node-gaps74c-cryptohaz-blog-proxmox-hetzner-i219-e1000e-hardware-unit-hang-tso-off", "tail-15"): "false all-clear",
-    ("node-m4-runlog-tr141-dmesg-hung-task-python-gpfs-mmfs-write", "tail-40"): "missed",
-    ("node-m4-runlog-tr141-dmesg-hung-task-python-gpfs-mmfs-write", "tail-15"): "missed",
     # p2pBandwidthLatencyTest's matrices hold no failure line: only the lexicon's lines leave nothing of them
     ("cf-gaps76a-mleng1-3x-rtx-a6000-p2p-writes-2gbs-below-staged-13gbs-amd-iommu", "lexicon-only"): "false all-clear",
     # the addresses show the peer on the subnet of the node's IPoIB bootstrap interface: redacted, the connect's
