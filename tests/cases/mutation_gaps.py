@@ -153,7 +153,8 @@ KNOWN: Dict[Tuple[str, str], str] = {
     ("gpu-pages53-glm130b-logs-eval-tp8-allgather-logits-cuda-oom-12gib", "tail-15"): "missed",
     # the serial console's oops is in its first lines (BUG, IP, Oops); its last 40 or 15 lines are the call trace and
     # the persistence daemon's systemd lines, with no oops line left: a failure without its cause (unexplained). The
-    # failure lexicon does not keep the kernel's 'IP: ... [nvidia]' line, so the lexicon's lines alone name the oops but not the module it faulted in
+    # failure lexicon does not keep the kernel's 'IP: ... [nvidia]' line, so the lexicon's lines alone name the oops
+    # but not the module it faulted in
     ("gpu-hpcdocs49-azure-support-ubuntu-4-4-0-75-nvidia-rm-null-deref-nvidia-smi-oops", "tail-40"): "missed",
     ("gpu-hpcdocs49-azure-support-ubuntu-4-4-0-75-nvidia-rm-null-deref-nvidia-smi-oops", "tail-15"): "missed",
     # the only line of the failure is NCCL's INFO 'ncclMaxSharedMem 82240 exceeds device/fn maxSharedMem 79856' (the
