@@ -831,20 +831,4 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "_ALLGATHER_BASE (SeqNum 2) on a two-GPU host is read as a hang on rank 0; that GPU peer traffic over PCIe did "
         "not work on the host (NCCL_P2P_LEVEL=NVL made it run) is the thread's finding, and the paste holds no NCCL "
         "line (no NCCL_DEBUG=INFO) that would show the P2P transport in use"),
-    "node-gaps81c-ovrolwa117-gpu09-bmc-health-event-log-uncorrectable-ecc-p2-dimmf1": Gap(
-        "missed",
-        "'Verdict: FAIL Unexplained failure (low confidence)', exit 1: the BMC's 'Uncorrectable ECC / other "
-        "uncorrectable memory error @P2-DIMMF1 - Assertion' is read as the lexicon's BMC uncorrectable-ECC line and "
-        "said unexplained; no cause reads a host DIMM's uncorrectable error from the BMC's log (the EDAC cause reads "
-        "the kernel's lines only)"),
-    "node-gaps81c-checkipmi66-freeipmi-ipmi-sel-ps2-power-supply-failure-detected": Gap(
-        "missed",
-        "'Verdict: WARN Unexplained failure (low confidence)', exit 1: FreeIPMI's 'Power Supply 2 PS2 Status | Power "
-        "Supply | Critical | Power Supply Failure detected' is read as the lexicon's BMC power-supply line and said "
-        "unexplained; no cause names a failed power supply"),
-    "node-gaps81c-dualedgetpu78-supermicro-h13ssl-bmc-pci-perr-bus85-asmedia-switch": Gap(
-        "missed",
-        "'Verdict: FAIL Unexplained failure (low confidence)', exit 1: the BMC's '[CI-0004] , PCI PERR @Bus85 (DevFn00) - "
-        "Assertion' is read as the lexicon's BMC bus-error line and said unexplained; the PCIe cause reads the kernel's "
-        "AER lines, not a BMC's critical interrupt, and nothing ties bus 85 to the lspci line of the adapter's switch"),
 }

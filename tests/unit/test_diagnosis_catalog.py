@@ -2018,3 +2018,27 @@ def test_an_nccl_built_for_a_newer_minor_cuda_is_no_mismatch_and_a_newer_major_o
     assert "cuda_driver_mismatch" not in categories(text)
     # the same log with its version line changed for this test to a build for CUDA 13.0: a newer major version
     assert "cuda_driver_mismatch" in categories(text.replace("+cuda12.3", "+cuda13.0"))
+
+
+def test_a_bmcs_bus_memory_or_power_supply_event_names_its_cause_while_asserted():
+    # real: the BMC's lines of tests/cases (a Supermicro BMC's PCI PERR, a health event log's uncorrectable ECC,
+    # FreeIPMI's ipmi-sel of a failed supply) and ipmitool's 'sel elist' of a Critical Interrupt (ipmitool pull 340)
+    for case, cause, category, severity in (
+            ("node-gaps81c-dualedgetpu78-supermicro-h13ssl-bmc-pci-perr-bus85-asmedia-switch", "bmc-pci-bus-error",
+             "pcie_link_aer", "fail"),
+            ("node-gaps81c-ovrolwa117-gpu09-bmc-health-event-log-uncorrectable-ecc-p2-dimmf1", "bmc-uncorrectable-ecc",
+             "other:machine-check", "fail"),
+            ("node-gaps81c-checkipmi66-freeipmi-ipmi-sel-ps2-power-supply-failure-detected", "bmc-power-supply-failure",
+             "other:power-supply-failure", "warn")):
+        from pathlib import Path
+        from tests import realcases
+        d = realcases.alarms_of_case(Path(__file__).resolve().parents[1] / "cases" / case)[0]
+        assert (d.id, d.category, d.severity) == (cause, category, severity), d
+    d = top("   1 |  Pre-Init  |0000198492| Critical Interrupt #0xa1 | Bus Fatal Error | Asserted\n")
+    assert d.id == "bmc-pci-bus-error" and "Bus Fatal Error" in d.summary, d
+    # routine and ended events of real SELs stay quiet (sosreport/sos issue 2015, the HPE S2600 'Decoding SEL
+    # Errors' page, Linuxfabrik/monitoring-plugins issue 982), and so does a healthy SEL's case
+    assert categories("  30 | 11/15/2019 | 18:50:40 | Power Unit Pwr Unit Status | Power off/down | Asserted\n"
+                      "  84 | 11/11/2015 | 09:07:31 | Memory Mmry ECC Sensor | Correctable ECC | Asserted\n") == []
+    assert categories(_in_repo_case("node-gaps81c-linuxfabrik982-ipmitool-sel-elist-only-log-area-reset-cleared-"
+                                    "healthy")) == []
