@@ -107,6 +107,13 @@ CHECKED = {
     "slurm-job-memory-limit-exceeded": "Exceeded job memory limit",
     "slurmstepd-execve-not-found": "execve(): %s: %m",
     "slurm-preempted": "*** %s ON %s CANCELLED AT %s DUE TO PREEMPTION ***",
+    "slurmstepd-unkillable-step": "*** %s STEPD TERMINATED ON %s AT %s DUE TO JOB NOT ENDING WITH SIGNALS ***",
+    "slurmd-node-config-differs-from-hardware": "Node configuration differs from hardware: CPUs=%u:%u(hw) Boards=%u:%u(hw) "
+                                                "SocketsPerBoard=%u:%u(hw) CoresPerSocket=%u:%u(hw) "
+                                                "ThreadsPerCore=%u:%u(hw)",
+    "srun-invalid-mpi-type": "Invalid MPI type '%s', --mpi=list for acceptable types",
+    "slurm-mpi-context-not-created": "MPI: Cannot create context for %s",
+    "slurm-pmix-library-not-loaded": "pmi/pmix: can not load PMIx library",
     "pmix-msg-size-too-large": "A received msg header indicates a size that is too large:",
     "cray-mpich-gtl-not-linked": "MPIDI_CRAY_init: GPU_SUPPORT_ENABLED is requested, but GTL library is not linked",
     "spectrum-mpi-cuda-ipc-cgroups": "CUDA level IPC failure: this has been observed in environments where cgroups "
@@ -185,6 +192,18 @@ CHECKED = {
 # The message as a tool prints it, where a row's text is a part of it or its conversions take words: written for this
 # test from the text and the source around it (the values are made up).
 PRINTED = {
+    # slurmstepd's step terminate monitor, the step id and the node filled (src/slurmd/slurmstepd/step_terminate_monitor.c)
+    "slurmstepd-unkillable-step": "slurmstepd: error: *** STEP 4242.0 STEPD TERMINATED ON node1 AT 2024-04-20T09:10:38 "
+                                  "DUE TO JOB NOT ENDING WITH SIGNALS ***",
+    "slurmd-node-config-differs-from-hardware": "slurmd: error: Node configuration differs from hardware: CPUs=64:128(hw) "
+                                                "Boards=1:1(hw) SocketsPerBoard=2:2(hw) CoresPerSocket=32:32(hw) "
+                                                "ThreadsPerCore=1:2(hw)",
+    # srun's error() lines behind its own prefix, the plugin named as srun names it
+    "srun-invalid-mpi-type": "srun: error: Invalid MPI type 'pmix', --mpi=list for acceptable types",
+    "slurm-mpi-context-not-created": "srun: error: MPI: Cannot create context for mpi/pmix",
+    # PMIXP_ERROR's prefix (src/plugins/mpi/pmix/pmixp_debug.h): the plugin, the function, the host and node id, file:line
+    "slurm-pmix-library-not-loaded": "slurmstepd: error:  mpi/pmix_v4: init: node1 [0]: mpi_pmix.c:171: pmi/pmix: can not "
+                                     "load PMIx library",
     # OPAL_ERROR_LOG of OPAL_ERR_UNREACH in the pmix3x component's client init, the file as the build names it
     "ompi-pmix-client-init-unreachable": "[node1:4242] OPAL ERROR: Unreachable in file "
                                          "../../../../../opal/mca/pmix/pmix3x/pmix3x_client.c at line 111",
@@ -819,4 +838,55 @@ def test_the_device_plugins_start_up_lines_stay_quiet_beside_its_failures():
     failed = ("E0506 17:45:45.442750       1 main.go:173] error starting plugins: error getting plugins: unable to "
               "create plugins: failed to construct resource managers: invalid device discovery strategy")
     assert toolmsg.row_of(failed)["id"] == "k8s-device-plugin-incompatible-strategy"
+
+
+# Real lines of Slurm's own failures, each as posted in a public thread (the address beside it), and routine lines of
+# working steps beside them.
+SLURM_REAL = {
+    "https://github.com/ai4d-iasc/trixie/issues/45": (
+        "[2020-12-14T09:44:56.002] [63532.0] error: *** STEP 63532.0 STEPD TERMINATED ON cn106 AT 2020-12-14T09:44:56 "
+        "DUE TO JOB NOT ENDING WITH SIGNALS ***", "other:slurm-unkillable-step"),
+    "https://github.com/Azure/cyclecloud-slurm/issues/412": (
+        "error: Node configuration differs from hardware: CPUs=4:8(hw) Boards=1:1(hw) SocketsPerBoard=2:1(hw) "
+        "CoresPerSocket=1:4(hw) ThreadsPerCore=2:2(hw)", "other:slurm-node-config-differs"),
+    "https://github.com/koesterlab/setup-slurm-action/issues/4": (
+        "[2023-11-09T22:49:00.525] error: Node configuration differs from hardware: CPUs=2:4(hw) Boards=1:1(hw) "
+        "SocketsPerBoard=1:1(hw) CoresPerSocket=2:2(hw) ThreadsPerCore=1:2(hw)", "other:slurm-node-config-differs"),
+    "https://github.com/pyiron/executorlib/pull/761": (
+        "srun: error: Invalid MPI type 'pmix', --mpi=list for acceptable types", "other:slurm-mpi-plugin-unavailable"),
+    "https://github.com/geoschem/geos-chem/issues/822": (
+        'srun: error: "--mpi=pmix" -- long invalid MPI type, --mpi=list for acceptable types.',
+        "other:slurm-mpi-plugin-unavailable"),
+    "https://github.com/geoschem/geos-chem/issues/822#plugin": (
+        "srun: error: Couldn't find the specified plugin name for mpi/pmix looking at all files",
+        "other:slurm-mpi-plugin-unavailable"),
+    "https://github.com/SergioMEV/slurm-for-dummies/issues/15": (
+        "Aug 18 20:57:02 computen1 slurmd[8713]: slurmd: error: MPI: Cannot create context for mpi/pmix",
+        "other:slurm-mpi-plugin-unavailable"),
+    "https://github.com/SergioMEV/slurm-for-dummies/issues/15#pmix": (
+        "Aug 18 20:57:02 computen1 slurmd[8713]: slurmd: error:  mpi/pmix_v4: init: (null) [0]: mpi_pmix.c:193: "
+        "pmi/pmix: can not load PMIx library", "other:slurm-mpi-plugin-unavailable"),
+}
+
+# Routine lines of working steps (llnl/smith#688, fractal-analytics-platform/fractal-server#2835,
+# giovtorres/docker-centos7-slurm#45): srun waiting for its step or its allocation, and the step it created.
+SLURM_ROUTINE = (
+    "53: srun: Job 9479148 step creation temporarily disabled, retrying (Requested nodes are busy)",
+    "29: srun: Job 9479148 step creation still disabled, retrying (Requested nodes are busy)",
+    "srun: Step created for StepId=23547409.1",
+    "srun: job 1 queued and waiting for resources",
+)
+
+
+def test_slurms_real_failures_name_their_cause_and_its_routine_lines_stay_quiet():
+    """Each real line, pasted alone or behind a rank's or a node's prefix, names the cause it establishes: an
+    unkillable step, a node whose hardware differs from slurm.conf, srun's MPI plugin that could not be loaded; srun's
+    lines of a step that waits or was created are read by no row and make no diagnosis."""
+    for url, (line, category) in SLURM_REAL.items():
+        for prefix in ("", "[rank3]: ", "node7: "):
+            top = _failing(log_inputs("job.out", prefix + line + "\n"))[0]
+            assert (top.id, top.category, top.severity) == (tool_message.ID, category, "fail"), (url, prefix)
+    for line in SLURM_ROUTINE:
+        assert toolmsg.row_of(line) is None and lexicon.shape_of(line) is None, line
+    assert _failing(log_inputs("job.out", "\n".join(SLURM_ROUTINE) + "\n")) == []
 
