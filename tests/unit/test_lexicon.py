@@ -773,3 +773,19 @@ def test_open_mpis_repeat_count_of_a_failures_help_message_is_read_and_a_warning
     quiet = [ln for ln in healthy.splitlines() if "sent help message" in ln or "Exit code" in ln or "(" in ln]
     assert any("sent help message help-mpi-btl-openib.txt" in ln for ln in quiet)
     assert [ln for ln in quiet if lexicon.shape_of(ln) is not None] == []
+
+
+def test_slurms_task_affinity_notices_are_no_failure_and_its_launch_errors_are():
+    # Real lines of working steps: Slurm's task/cgroup plugin running a task unbound (openhpc/ohpc#476,
+    # lyulyul/shine-cluster#29); and slurmstepd's failures beside them (the cases
+    # net-gaps78c-pytorchnccltest-cori-gpu-nine-hcas-roce-mlx5-3-error-12-broadcast-wrong-time-limit and
+    # node-gaps60b-osc-docs-oom-kill-srun-task-out-of-memory-and-batch-step).
+    for line in ("slurmstepd: error: task/cgroup: plugin not compiled with hwloc support, skipping affinity.",
+                 "slurmstepd-eureka: error: task/cgroup: task[0] unable to set taskset '0x0'"):
+        for prefix in ("", "node7: ", "[2020-12-14T09:44:56.002] [63532.0] "):
+            assert lexicon.shape_of(prefix + line) is None, prefix + line
+    for line in ("slurmstepd: error: *** STEP 32233190.0 ON nid01934 CANCELLED AT 2020-07-03T02:59:56 DUE TO TIME "
+                 "LIMIT ***",
+                 "slurmstepd: error: Detected 1 oom-kill event(s) in StepId=14604003.0 cgroup. Some of your processes "
+                 "may have been killed by the cgroup out-of-memory handler."):
+        assert lexicon.shape_of(line) is not None, line
