@@ -2042,3 +2042,16 @@ def test_a_bmcs_bus_memory_or_power_supply_event_names_its_cause_while_asserted(
                       "  84 | 11/11/2015 | 09:07:31 | Memory Mmry ECC Sensor | Correctable ECC | Asserted\n") == []
     assert categories(_in_repo_case("node-gaps81c-linuxfabrik982-ipmitool-sel-elist-only-log-area-reset-cleared-"
                                     "healthy")) == []
+
+
+def test_a_private_key_ssh_refuses_for_its_mode_is_named(tmp_path):
+    # real: kubeflow/trainer#2716 (the worker's sshd, key mounted 0644) and kubeflow/mpi-operator#429 (the launcher's
+    # ssh, key at 0640 under a pod fsGroup), read as 'nccldiag log' reads them: the failure lexicon keeps the lines
+    for case in ("node-gaps81e-trainer2716-mpi-sshd-host-key-0644-unprotected-no-hostkeys-available",
+                 "node-gaps81e-mpioperator429-launcher-ssh-private-key-0640-too-open-permission-denied"):
+        diags, failed = _log_run(tmp_path, _in_repo_case(case))
+        d = diags[0]
+        assert d.id == "ssh-key-bad-permissions" and d.category == "other:ssh-key-permissions", d
+        assert d.severity == "fail" and failed and "/root/.ssh/id_rsa" in d.summary, d
+    for name, text in _healthy_texts().items():
+        assert "ssh-key-bad-permissions" not in [x.id for x in verdict(text)], name
