@@ -775,7 +775,6 @@ def test_open_mpis_repeat_count_of_a_failures_help_message_is_read_and_a_warning
     assert [ln for ln in quiet if lexicon.shape_of(ln) is not None] == []
 
 
-<<<<<<< HEAD
 def test_slurms_task_affinity_notices_are_no_failure_and_its_launch_errors_are():
     # Real lines of working steps: Slurm's task/cgroup plugin running a task unbound (openhpc/ohpc#476,
     # lyulyul/shine-cluster#29); and slurmstepd's failures beside them (the cases
@@ -790,7 +789,8 @@ def test_slurms_task_affinity_notices_are_no_failure_and_its_launch_errors_are()
                  "slurmstepd: error: Detected 1 oom-kill event(s) in StepId=14604003.0 cgroup. Some of your processes "
                  "may have been killed by the cgroup out-of-memory handler."):
         assert lexicon.shape_of(line) is not None, line
-=======
+
+
 def test_a_private_key_refused_for_its_mode_is_a_failure_line_and_its_banner_is_not():
     # real: kubeflow/mpi-operator#429 and kubeflow/trainer#2716 (OpenSSH authfile.c key_perm_ok, ssherr.c)
     for line in ("Permissions 0640 for '/root/.ssh/id_rsa' are too open.",
@@ -802,4 +802,3 @@ def test_a_private_key_refused_for_its_mode_is_a_failure_line_and_its_banner_is_
                  "Warning: Permanently added 'tensorflow-benchmarks-worker-0.tensorflow-benchmarks-worker,10.42.91.237'"
                  " (ECDSA) to the list of known hosts."):
         assert lexicon.shape_of(line) is None, line
->>>>>>> gaps81e
