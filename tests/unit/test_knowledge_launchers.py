@@ -109,6 +109,7 @@ CHECKED = {
     "slurm-preempted": "*** %s ON %s CANCELLED AT %s DUE TO PREEMPTION ***",
     "pmix-msg-size-too-large": "A received msg header indicates a size that is too large:",
     "cray-mpich-gtl-not-linked": "MPIDI_CRAY_init: GPU_SUPPORT_ENABLED is requested, but GTL library is not linked",
+    "ompi-cuda-support-not-compiled": "The user requested CUDA support with the --mca mpi_cuda_support 1 flag",
     "spectrum-mpi-cuda-ipc-cgroups": "CUDA level IPC failure: this has been observed in environments where cgroups "
                                      "separate the visible GPUs between ranks.",
     "perftest-completion-error": " Completion with error at client",
@@ -820,3 +821,27 @@ def test_the_device_plugins_start_up_lines_stay_quiet_beside_its_failures():
               "create plugins: failed to construct resource managers: invalid device discovery strategy")
     assert toolmsg.row_of(failed)["id"] == "k8s-device-plugin-incompatible-strategy"
 
+
+
+def test_open_mpi_asked_for_cuda_without_it_names_the_build_and_its_notices_stay_quiet():
+    """Open MPI's '[no cuda support]' help text (real: conda-forge/openmpi-feedstock#83 and #203, tests/cases
+    net-gaps81d-openmpifeedstock83-* and -203-*) names a library built without CUDA support, each of its two lines
+    behind a rank's prefix; the notice conda-forge's package prints at install (real: alibaba/lightweight-neural-
+    architecture-search#24) and ompi_info's build flag read true are no failure."""
+    text = ("--------------------------------------------------------------------------\n"
+            "The user requested CUDA support with the --mca mpi_cuda_support 1 flag\n"
+            "but the library was not compiled with any support.\n"
+            "--------------------------------------------------------------------------\n")
+    for prefix in ("", "[1,0]<stderr>:"):
+        got = _failing(log_inputs("job.out", "".join(prefix + line + "\n" for line in text.splitlines())))
+        assert (got[0].id, got[0].category) == (tool_message.ID, "other:mpi-built-without-cuda-support"), \
+            [(d.id, d.category) for d in got]
+    assert toolmsg.row_of("but the library was not compiled with any support.")["id"] == "ompi-cuda-support-not-compiled"
+    quiet = (
+        "For Linux 64, Open MPI is built with CUDA awareness but this support is disabled by default.",
+        "To enable it, please set the environment variable OMPI_MCA_opal_cuda_support=true before",
+        "mpiexec --mca opal_cuda_support 1 ...",
+        "mca:mpi:base:param:mpi_built_with_cuda_support:value:true",
+    )
+    for line in quiet:
+        assert toolmsg.row_of(line) is None and lexicon.shape_of(line) is None, line
