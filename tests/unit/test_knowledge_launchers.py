@@ -116,6 +116,7 @@ CHECKED = {
     "slurm-pmix-library-not-loaded": "pmi/pmix: can not load PMIx library",
     "pmix-msg-size-too-large": "A received msg header indicates a size that is too large:",
     "cray-mpich-gtl-not-linked": "MPIDI_CRAY_init: GPU_SUPPORT_ENABLED is requested, but GTL library is not linked",
+    "ompi-cuda-support-not-compiled": "The user requested CUDA support with the --mca mpi_cuda_support 1 flag",
     "spectrum-mpi-cuda-ipc-cgroups": "CUDA level IPC failure: this has been observed in environments where cgroups "
                                      "separate the visible GPUs between ranks.",
     "perftest-completion-error": " Completion with error at client",
@@ -435,6 +436,8 @@ SOURCED = [(r["id"], s) for r in ROWS for s in r["source"]]
 
 
 @pytest.mark.parametrize("row_id,source", SOURCED, ids=[f"{i}-{s['repo']}" for i, s in SOURCED])
+
+
 def test_every_rows_text_is_in_the_file_it_cites(row_id, source):
     git = _git(source["repo"])
     if not git.is_dir():
@@ -450,12 +453,16 @@ def test_every_rows_text_is_in_the_file_it_cites(row_id, source):
 
 
 @pytest.mark.parametrize("row", ROWS, ids=IDS)
+
+
 def test_every_pattern_is_linear_by_construction(row):
     unbounded, nested = _repeats(sre_parse.parse(row["pattern"]))
     assert not nested and unbounded <= 1, row["id"]
 
 
 @pytest.mark.parametrize("row", ROWS, ids=IDS)
+
+
 def test_every_row_reads_its_own_message_behind_any_prefix(row):
     text = printed(row)
     assert any(w in text for w in row["words"]), row["id"]
@@ -466,6 +473,8 @@ def test_every_row_reads_its_own_message_behind_any_prefix(row):
 
 
 @pytest.mark.parametrize("row", ROWS, ids=IDS)
+
+
 def test_the_log_reader_keeps_every_rows_line_for_the_table(row):
     inp = log_inputs("job.out", "step 10 loss 2.31\n" + printed(row) + "\nstep 11\n")
     kept = [c for c in C.find(inp, re.compile(r"\S"), toolmsg.KINDS) if toolmsg.row_of(c.text) is not None]
@@ -478,6 +487,8 @@ FAILING = [r for r in ROWS if r["severity"] == "fail"]
 
 
 @pytest.mark.parametrize("row", FAILING, ids=[r["id"] for r in FAILING])
+
+
 def test_a_message_of_a_failure_is_a_line_of_the_failure_lexicon(row):
     """A row that names no cause leaves its line to the lexicon (said unexplained); one that names a cause is a failure
     line as well, so that a paste of the failure lines alone keeps it."""
@@ -497,7 +508,6 @@ def test_a_line_of_no_family_is_read_by_no_row():
 
 
 # ---------------------------------------------------------------- real lines
-
 
 
 def test_a_jobs_state_in_sacct_and_scontrol_is_read_only_where_the_job_did_not_complete():
@@ -542,6 +552,8 @@ def test_rows_are_seen_in_real_outputs():
 
 
 @pytest.mark.parametrize("row,seen", SEEN, ids=[f"{r['id']}-{s[:40]}" for r, s in SEEN])
+
+
 def test_every_row_that_claims_seen_reads_a_line_there(row, seen):
     assert [line for line in _lines(_case(seen)) if (toolmsg.row_of(line) or {}).get("id") == row["id"]], row["id"]
 
@@ -563,6 +575,8 @@ def test_the_healthy_inputs_are_there_to_be_read():
 
 
 @pytest.mark.parametrize("case", HEALTHY, ids=[c.id for c in HEALTHY])
+
+
 def test_no_row_reads_a_line_of_a_healthy_case(case):
     assert [line for line in _lines(case) if toolmsg.row_of(line)] == []
 
@@ -890,3 +904,26 @@ def test_slurms_real_failures_name_their_cause_and_its_routine_lines_stay_quiet(
         assert toolmsg.row_of(line) is None and lexicon.shape_of(line) is None, line
     assert _failing(log_inputs("job.out", "\n".join(SLURM_ROUTINE) + "\n")) == []
 
+
+def test_open_mpi_asked_for_cuda_without_it_names_the_build_and_its_notices_stay_quiet():
+    """Open MPI's '[no cuda support]' help text (real: conda-forge/openmpi-feedstock#83 and #203, tests/cases
+    net-gaps81d-openmpifeedstock83-* and -203-*) names a library built without CUDA support, each of its two lines
+    behind a rank's prefix; the notice conda-forge's package prints at install (real: alibaba/lightweight-neural-
+    architecture-search#24) and ompi_info's build flag read true are no failure."""
+    text = ("--------------------------------------------------------------------------\n"
+            "The user requested CUDA support with the --mca mpi_cuda_support 1 flag\n"
+            "but the library was not compiled with any support.\n"
+            "--------------------------------------------------------------------------\n")
+    for prefix in ("", "[1,0]<stderr>:"):
+        got = _failing(log_inputs("job.out", "".join(prefix + line + "\n" for line in text.splitlines())))
+        assert (got[0].id, got[0].category) == (tool_message.ID, "other:mpi-built-without-cuda-support"), \
+            [(d.id, d.category) for d in got]
+    assert toolmsg.row_of("but the library was not compiled with any support.")["id"] == "ompi-cuda-support-not-compiled"
+    quiet = (
+        "For Linux 64, Open MPI is built with CUDA awareness but this support is disabled by default.",
+        "To enable it, please set the environment variable OMPI_MCA_opal_cuda_support=true before",
+        "mpiexec --mca opal_cuda_support 1 ...",
+        "mca:mpi:base:param:mpi_built_with_cuda_support:value:true",
+    )
+    for line in quiet:
+        assert toolmsg.row_of(line) is None and lexicon.shape_of(line) is None, line
