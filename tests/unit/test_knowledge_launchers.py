@@ -436,8 +436,6 @@ SOURCED = [(r["id"], s) for r in ROWS for s in r["source"]]
 
 
 @pytest.mark.parametrize("row_id,source", SOURCED, ids=[f"{i}-{s['repo']}" for i, s in SOURCED])
-
-
 def test_every_rows_text_is_in_the_file_it_cites(row_id, source):
     git = _git(source["repo"])
     if not git.is_dir():
@@ -453,16 +451,12 @@ def test_every_rows_text_is_in_the_file_it_cites(row_id, source):
 
 
 @pytest.mark.parametrize("row", ROWS, ids=IDS)
-
-
 def test_every_pattern_is_linear_by_construction(row):
     unbounded, nested = _repeats(sre_parse.parse(row["pattern"]))
     assert not nested and unbounded <= 1, row["id"]
 
 
 @pytest.mark.parametrize("row", ROWS, ids=IDS)
-
-
 def test_every_row_reads_its_own_message_behind_any_prefix(row):
     text = printed(row)
     assert any(w in text for w in row["words"]), row["id"]
@@ -473,8 +467,6 @@ def test_every_row_reads_its_own_message_behind_any_prefix(row):
 
 
 @pytest.mark.parametrize("row", ROWS, ids=IDS)
-
-
 def test_the_log_reader_keeps_every_rows_line_for_the_table(row):
     inp = log_inputs("job.out", "step 10 loss 2.31\n" + printed(row) + "\nstep 11\n")
     kept = [c for c in C.find(inp, re.compile(r"\S"), toolmsg.KINDS) if toolmsg.row_of(c.text) is not None]
@@ -487,8 +479,6 @@ FAILING = [r for r in ROWS if r["severity"] == "fail"]
 
 
 @pytest.mark.parametrize("row", FAILING, ids=[r["id"] for r in FAILING])
-
-
 def test_a_message_of_a_failure_is_a_line_of_the_failure_lexicon(row):
     """A row that names no cause leaves its line to the lexicon (said unexplained); one that names a cause is a failure
     line as well, so that a paste of the failure lines alone keeps it."""
@@ -552,8 +542,6 @@ def test_rows_are_seen_in_real_outputs():
 
 
 @pytest.mark.parametrize("row,seen", SEEN, ids=[f"{r['id']}-{s[:40]}" for r, s in SEEN])
-
-
 def test_every_row_that_claims_seen_reads_a_line_there(row, seen):
     assert [line for line in _lines(_case(seen)) if (toolmsg.row_of(line) or {}).get("id") == row["id"]], row["id"]
 
@@ -575,8 +563,6 @@ def test_the_healthy_inputs_are_there_to_be_read():
 
 
 @pytest.mark.parametrize("case", HEALTHY, ids=[c.id for c in HEALTHY])
-
-
 def test_no_row_reads_a_line_of_a_healthy_case(case):
     assert [line for line in _lines(case) if toolmsg.row_of(line)] == []
 
