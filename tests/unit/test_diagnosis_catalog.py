@@ -2055,3 +2055,25 @@ def test_a_private_key_ssh_refuses_for_its_mode_is_named(tmp_path):
         assert d.severity == "fail" and failed and "/root/.ssh/id_rsa" in d.summary, d
     for name, text in _healthy_texts().items():
         assert "ssh-key-bad-permissions" not in [x.id for x in verdict(text)], name
+
+
+def test_a_parallel_file_system_client_refused_or_timing_out_names_its_stall_or_its_error():
+    # real: CephFS's teuthology client, quoted in ceph/ceph#65325: the MDS refused the reconnect (the client was
+    # evicted), so its requests in flight fail; the session closed alone is a warning nothing explains yet
+    denied = "   Jul 20 08:14:39 teuthology kernel: [3677602.093378] ceph: mds0 reconnect denied\n"
+    assert categories(denied) == ["other:storage-io-error"]
+    closed = "   Jul 20 08:14:38 teuthology kernel: [3677601.123718] ceph: mds0 closed our session\n"
+    from nccldiag.knowledge import lexicon
+    assert categories(closed) == [] and lexicon.shape_of(closed).id == "ceph-mds-session-lost"
+    # real: whamcloud/integrated-manager-for-lustre#329, a Lustre client's request to its MGS without a reply: a
+    # stall on the file system, behind a dmesg stamp, a rank's prefix and a journal's
+    rpc = ("Lustre: 1160:0:(client.c:2114:ptlrpc_expire_one_request()) @@@ Request sent has timed out for slow "
+           "reply: [sent 1507651404/real 1507651404]  req@ffff88005ef8c000 x1580882981821232/t0(0) "
+           "o250->MGC10.14.81.0@tcp@10.14.81.0@tcp:26/25 lens 520/544 e 0 to 1 dl 1507651425 ref 1 fl "
+           "Rpc:XN/0/ffffffff rc 0/-1\n")
+    for prefix in ("[ 3963.751497] ", "[rank3]: ", "Dec 01 12:00:00 node7 kernel: "):
+        assert categories(prefix + rpc) == ["io_hang"], prefix
+    # its repeat count alone says nothing (real: jade-hpc-gpu/jade-hpc-gpu.github.io#14)
+    skipped = ("[Mon Oct 16 09:50:06 2017] Lustre: 2449:0:(client.c:2141:ptlrpc_expire_one_request()) Skipped 24 "
+               "previous similar messages\n")
+    assert categories(skipped) == []
