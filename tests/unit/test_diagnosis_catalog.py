@@ -2077,3 +2077,43 @@ def test_a_parallel_file_system_client_refused_or_timing_out_names_its_stall_or_
     skipped = ("[Mon Oct 16 09:50:06 2017] Lustre: 2449:0:(client.c:2141:ptlrpc_expire_one_request()) Skipped 24 "
                "previous similar messages\n")
     assert categories(skipped) == []
+
+
+def _log_alarms(text: str) -> List:
+    """The fail/warn diagnoses of 'nccldiag log' given ``text``: the log reader's, the failure lexicon's and the
+    pasted node outputs' inputs."""
+    from nccldiag.knowledge import lexicon
+    inp = Inputs(logs=nccllog.parse_logs([("job.log", text)]), failure_lines=lexicon.lines_in(text, "job.log"),
+                 pasted=pasted.scan(text, "job.log"))
+    return [d for d in diagnose(inp) if d.severity in ("fail", "warn")]
+
+
+def test_nvidia_smis_older_refused_reset_and_a_pending_mig_change_name_the_client_holding_the_gpu():
+    # real lines: NVIDIA/gpu-operator#118 (nvidia-persistenced held the GPU; the reset passed once it was stopped)
+    for line in ("GPU 00000000:C1:00.0 is currently in use by another process.",
+                 "1 device is currently being used by one or more other processes (e.g., Fabric Manager, CUDA "
+                 "application, graphics application such as an X server, or a monitoring application such as another "
+                 "instance of nvidia-smi). Please first kill all processes using this device and all compute "
+                 "applications running in the system.",
+                 "Warning: MIG mode is in pending disable state for GPU 00000000:C1:00.0:In use by another client"):
+        d = _log_alarms(line + "\n")[0]
+        assert d.id == "gpu-reset-blocked" and d.severity == "fail", (line, d)
+    assert _log_alarms("GPU 00000000:C1:00.0 was successfully reset.\nAll done.\n") == []
+
+
+def test_dcgm_memory_errors_and_thermal_violation_are_named():
+    # real: NVIDIA/NVSentinel#973, DCGM_FR_UNCONTAINED_ERROR in the health monitor's node condition
+    d = _log_alarms("ErrorCode:DCGM_FR_UNCONTAINED_ERROR GPU:0 PCI:0000:16:00.0 GPU_UUID:GPU-65e4956a-8db1-af7f-47f8-b355e3b7bf07 "
+            "GPU had an uncontained error (XID 95) Drain the GPU and reset it or reboot the node. Recommended "
+            "Action=RESTART_VM;\n")[0]
+    assert d.id == "dcgm-gpu-memory-errors" and d.category == "gpu_ecc_rowremap" and d.severity == "fail", d
+    # a form of dcgm_errors.h at 72fa3feaa67d716a75323a8f47c34ff3ee73f824, DCGM_FR_PENDING_ROW_REMAP_MSG
+    assert _log_alarms("GPU 1 had memory errors and row remappings are pending\n")[0].category == "gpu_ecc_rowremap"
+    # real: NVIDIA/DCGM#270, the host engine's health watch
+    d = _log_alarms("ERROR [1514002:1514004] [[Health]] Detected a WARNING in health system Thermal: 'Detected clocks event due "
+            "to thermal violation in GPU 2. Verify that the cooling on this machine is functional, including external, "
+            "thermal material interface, fans, and any other components.\n")[0]
+    assert d.id == "dcgm-thermal-violation" and d.category == "other:gpu-power-thermal" and d.severity == "warn", d
+    for name, text in _healthy_texts().items():
+        cats = categories(text)
+        assert "other:gpu-power-thermal" not in cats and "other:gpu-reset-blocked" not in cats, name
