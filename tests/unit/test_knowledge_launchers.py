@@ -125,6 +125,8 @@ CHECKED = {
     "perftest-socket-init-failed": " Unable to init the socket connection",
     "perftest-port-not-active": " Port number %d state is %s",
     "perftest-reg-mr-failed": "Couldn't allocate MR",
+    "perftest-reg-mr-efault-gpu-memory": "Couldn't allocate MR with error=%d",
+    "nvbandwidth-peer-test-waived": "Waiving ",
     "pingpong-failed-status": "Failed status %s (%d) for wr_id %d",
     "pingpong-modify-qp-failed": "Failed to modify QP to RTR",
     "verbs-wc-status-retry-exceeded": "transport retry counter exceeded",
@@ -284,6 +286,8 @@ PRINTED = {
                                 "combination specified",
     "perftest-failed-status": " Failed status 12: wr_id 0 syndrom 0x81",
     "perftest-port-not-active": " Port number 1 state is Down",
+    "perftest-reg-mr-efault-gpu-memory": "Couldn't allocate MR with error=14",
+    "nvbandwidth-peer-test-waived": "Waiving device_to_device_memcpy_write_ce.",
     # the plugin's log in Mellanox/k8s-rdma-shared-dev-plugin issue 44
     "rdma-shared-dp-no-rdma-devices-for-resource": "2023/09/02 06:23:37 Warning: no Rdma Devices were found for "
                                                    "resource hpc_shared_devices_h",
@@ -695,11 +699,54 @@ def test_perftests_refused_memory_registration_names_the_locked_memory_limit_onl
     new = "Couldn't allocate MR with error=12\nfailed to create mr\nFailed to create MR\n Couldn't create IB resources\n"
     assert _failing(log_inputs("ib_write_bw.out", new))[0].category == "memlock_limit"
     efault = new.replace("error=12", "error=14")
-    assert toolmsg.row_of("Couldn't allocate MR with error=14") is None
+    assert toolmsg.row_of("Couldn't allocate MR with error=14")["id"] == "perftest-reg-mr-efault-gpu-memory"
     assert "memlock_limit" not in {d.category for d in _failing(log_inputs("ib_write_bw.out", efault))}
     # the words run together with the lines after them, as a page's paragraph copies them
     assert toolmsg.row_of("$ ib_read_bw -q 30 10.0.0.1 Couldn't allocate MR failed to create mr") is not None
-    assert toolmsg.row_of("Couldn't allocate MR with error=14 failed to create mr") is None
+    assert toolmsg.row_of("Couldn't allocate MR with error=14 failed to create mr")["id"] != "perftest-reg-mr-failed"
+
+
+def test_perftests_gpu_buffer_it_cannot_pin_names_the_missing_peer_memory_module_and_other_errnos_stay_its_own():
+    """perftest's errno form with EFAULT on a CUDA buffer (real: linux-rdma/perftest#346, tests/cases net-gaps82a-
+    perftest346-*: GPU memory registered with plain ibv_reg_mr where no peer-memory module is loaded) names the missing
+    peer-memory module; ENOMEM stays the locked-memory limit and DMA-BUF's EOPNOTSUPP (95) no row of either."""
+    text = ("creating CUDA Ctx\n"
+            "making it the current CUDA Ctx\n"
+            "CUDA device integrated: 0\n"
+            "allocated GPU buffer of a 16777216 address at 0x594ca786d9b0 for type CUDA_MEM_DEVICE\n"
+            "Couldn't allocate MR with error=14\n"
+            "failed to create mr\n"
+            "Failed to create MR\n"
+            " Couldn't create IB resources\n"
+            "destroying current CUDA Ctx\n")
+    top = _failing(log_inputs("ib_write_bw.out", text))[0]
+    assert (top.id, top.category) == (tool_message.ID, "peermem_missing"), top
+    for line in ("Couldn't allocate MR with error=95", "Couldn't allocate MR with error=140",
+                 "allocated GPU buffer of a 16777216 address at 0x594ca786d9b0 for type CUDA_MEM_DEVICE"):
+        assert toolmsg.row_of(line) is None, line
+
+
+def test_nvbandwidths_waived_peer_test_names_gpus_without_peer_access_and_its_run_lines_stay_quiet():
+    """nvbandwidth v0.2's 'Waiving <test>.' (real: NVIDIA/nvbandwidth#13, tests/cases gpu-gaps82a-nvbandwidth13-*: two
+    GeForce RTX 2080 Ti without peer-to-peer over PCIe) names GPUs without peer access; its banner, device list and
+    'Running <test>.' lines (real: NVIDIA/nvbandwidth#15) are no failure."""
+    text = ("$ ./nvbandwidth -t device_to_device_memcpy_write_ce\n"
+            "nvbandwidth Version: v0.2\n"
+            "Device 0: NVIDIA GeForce RTX 2080 Ti\n"
+            "Device 1: NVIDIA GeForce RTX 2080 Ti\n"
+            "\n"
+            "Waiving device_to_device_memcpy_write_ce.\n")
+    top = _failing(log_inputs("nvbandwidth.txt", text))[0]
+    assert (top.id, top.category) == (tool_message.ID, "p2p_unsupported_gpu"), top
+    quiet = (
+        "Running host_to_device_memcpy_ce.",
+        "memcpy CE CPU(row) -> GPU(column) bandwidth (GB/s)",
+        "SUM host_to_device_memcpy_ce 205.04",
+        "NOTE: This tool reports current measured bandwidth on your system.",
+        "Device 0: NVIDIA GeForce RTX 4090",
+    )
+    for line in quiet:
+        assert toolmsg.row_of(line) is None and lexicon.shape_of(line) is None, line
 
 
 def test_a_slurm_time_limit_is_the_limits_not_a_nodes():
