@@ -28,6 +28,13 @@ def _holds(row: Dict, m: Optional[Match[str]]) -> bool:
     return not above or int(m.group(above[0])) > int(m.group(above[1]))
 
 
+def _one_gpu(row: Dict, clue: C.Clue, inp: Inputs) -> bool:
+    """Whether the row's message says two GPUs cannot reach each other (``two_gpus``) and the text of ``clue`` lists
+    the node's GPUs and lists one: a node with one GPU prints it with nothing wrong."""
+    path = getattr(clue.at, "source", None)
+    return bool(row.get("two_gpus")) and inp.pasted is not None and path is not None and inp.pasted.lists_one_gpu(path)
+
+
 class MessageTable:
     """The rows of the message table ``table`` of ``knowledge/``, each with its compiled pattern; ``names_cause``
     says whether a row's message is evidence of a cause."""
@@ -51,6 +58,6 @@ class MessageTable:
         out: List[Tuple[Dict, C.Clue]] = []
         for c in C.find(inp, self.any_word, KINDS):
             row = self.row_of(c.text)
-            if row is not None and self.names_cause(row):
+            if row is not None and self.names_cause(row) and not _one_gpu(row, c, inp):
                 out.append((row, c))
         return out

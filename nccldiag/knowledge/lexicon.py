@@ -43,6 +43,7 @@ class Shape:
     where: str  # lexicon.toml:<line>
     literals: Tuple[str, ...] = ()  # the words' literal parts (a word may end in an expression after a NUL)
     pasted_only: bool = False  # read in the texts given to 'nccldiag log' only, never in a node's own outputs
+    two_gpus: bool = False  # a line of it says nothing in a text that shows the node has one GPU (paste.Pasted.one_gpu)
 
     def reads(self, text: str) -> bool:
         """Whether ``text`` (one line, cut at :data:`MAX_LINE`) is of this shape."""
@@ -79,7 +80,8 @@ def _shape(row: Dict) -> Shape:
     return Shape(row["id"], knowledge.Expr(row["pattern"]), tuple(row["words"]), row["severity"],
                  tuple(row["covered_by"]), knowledge.Expr(row["unless"]) if row.get("unless") else None,
                  tuple(row.get("judged_by") or ()), row["meaning"], row["where"],
-                 tuple(dict.fromkeys(w.partition("\0")[0] for w in row["words"])), bool(row.get("pasted_only")))
+                 tuple(dict.fromkeys(w.partition("\0")[0] for w in row["words"])), bool(row.get("pasted_only")),
+                 bool(row.get("two_gpus")))
 
 
 @functools.lru_cache(maxsize=None)

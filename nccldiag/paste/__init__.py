@@ -53,6 +53,12 @@ class Pasted:
     nccl_conf: List[Tuple[Line, str, str]] = field(default_factory=list)  # a pasted NCCL config file: (line, name, value)
     last: List[Line] = field(default_factory=list)  # each text's last line that is not blank, its layers off
     rdma_test_device: List[Tuple[Line, str]] = field(default_factory=list)  # an RDMA test's command and the HCA it names
+    one_gpu: List[Line] = field(default_factory=list)  # a CUDA program's list of the node's GPUs that lists one
+
+    def lists_one_gpu(self, path: str) -> bool:
+        """Whether the text ``path`` lists the node's GPUs and lists one (a line of a shape that says two GPUs cannot
+        reach each other says nothing there)."""
+        return any(line.path == path for line in self.one_gpu)
 
     def __bool__(self) -> bool:
         return bool(self.blocks or self.signals or self.oom or self.partial)
@@ -85,7 +91,8 @@ def judged(found: Found) -> Pasted:
     return Pasted(list(found.blocks), findings, facts, list(found.partial), list(found.signals), list(found.oom),
                   [found.bounded] if found.bounded else [], list(found.memlock_unlimited), list(found.peermem_absent),
                   by, list(found.container_no_gpu), list(found.slurm_reasons), list(found.rdma_test_mtu),
-                  list(found.nccl_conf), list(found.last), list(found.rdma_test_device))
+                  list(found.nccl_conf), list(found.last), list(found.rdma_test_device),
+                  list(found.one_gpu))
 
 
 def read_file(path: str) -> Found:

@@ -83,11 +83,17 @@ _SINFO_ROW = rx.compile(r"(?P<reason>\S.{0,400}?)[ \t]{1,40}(?P<user>\S{1,64})[ 
                         r"(?P<time>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d|Unknown|None)"
                         r"(?:[ \t]{1,40}(?P<state>[a-z][a-z*~#!%$@^+-]{1,20}))?[ \t]{1,40}(?P<nodes>\S{1,2000})")
 
+# a CUDA program's list of the node's GPUs, a line each, in the order of their indexes: nvbandwidth prints
+# 'Device <i>: <name>' for each device cuDeviceGetCount counts, then an empty line (nvbandwidth.cpp, NVIDIA/nvbandwidth
+# at 6cefdda0b5dec0b75c3df90bf5c36fc7d250acd6): a list whose first line is not followed by the second lists one GPU
+FIRST_DEVICE = "Device 0: "
+SECOND_DEVICE = "Device 1: "
+
 # the words each line these read holds (supersets of the expressions): only the lines holding one are tried
 WORDS = ("ignal", "exitcode", "return code", "Out of memory: Kill", "oom-kill", "Memory cgroup out of memory",
          "OOMKilled", "ulimit -l", "memlock", "LimitMEMLOCK", "max locked memory", "lsmod", "singularity",
          "apptainer", "docker", "podman", "nerdctl", "sinfo", "NODELIST", "_pingpong", "ib_write_", "ib_read_",
-         "ib_send_", "ib_atomic_", "nccl.conf")
+         "ib_send_", "ib_atomic_", "nccl.conf", "Device 0: ")
 
 _ELASTIC_HOST = rx.compile(r"[ \t]{0,40}host[ \t]{0,20}:[ \t]{0,20}(\S{1,253})[ \t]{0,40}$")  # torchelastic's block
 _HANDLER_HOST = rx.compile(r"[ \t]{0,40}\[([A-Za-z0-9][\w.-]{0,252}):[ \t]{0,4}\d{1,10}[ \t]{0,4}:")  # '[host:pid:0:tid] Caught'

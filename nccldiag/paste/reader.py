@@ -202,6 +202,7 @@ class Found:
     slurm_reasons: List[Tuple[ends.Line, str, str]] = field(default_factory=list)  # 'sinfo -R' rows: (row, reason, nodes)
     rdma_test_mtu: List[Tuple[ends.Line, int]] = field(default_factory=list)  # (a pingpong/perftest command, its -m)
     rdma_test_device: List[Tuple[ends.Line, str]] = field(default_factory=list)  # (such a command, the HCA it names)
+    one_gpu: List[ends.Line] = field(default_factory=list)  # a list of the node's GPUs that lists one ('Device 0: ...')
     nccl_conf: List[Tuple[ends.Line, str, str]] = field(default_factory=list)  # a pasted NCCL config file's settings:
     # (line, name, value)
     last: List[ends.Line] = field(default_factory=list)  # each text's last line that is not blank, its layers off
@@ -218,6 +219,7 @@ class Found:
         self.slurm_reasons += other.slurm_reasons
         self.rdma_test_mtu += other.rdma_test_mtu
         self.rdma_test_device += other.rdma_test_device
+        self.one_gpu += other.one_gpu
         self.nccl_conf += other.nccl_conf
         self.last += other.last
         self.bounded = self.bounded or other.bounded
@@ -502,6 +504,10 @@ class Reader:
                 self.found.rdma_test_device.append((ends.Line(self.path, lineno, (typed or here.text).strip()[:300],
                                                               here.host() or self.host),
                                                     d.group("dev")))
+        if here.text.startswith(ends.FIRST_DEVICE):
+            nxt = view.next(s)
+            if nxt is not None and not view.peeled(nxt).text.startswith(ends.SECOND_DEVICE):
+                self.found.one_gpu.append(ends.Line(self.path, lineno, here.text.strip()[:300], here.host() or self.host))
         command = ends.container_without_gpus(here.text) if ends.CONTAINER_START.search(here.text) else ""
         if command:
             self._container_failure(view, s, lineno, command, here.host() or self.host)

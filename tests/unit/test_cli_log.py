@@ -313,3 +313,24 @@ def test_a_node_output_no_check_judges_is_nothing_to_judge_not_an_all_clear():
     assert r.output.startswith("Verdict: nothing to judge"), r.output[:300]
     assert "nothing broken" not in r.output
     assert "node outputs no check judges (nvidia-smi dmon)" in r.output
+
+
+def test_nvbandwidths_waived_peer_test_fails_where_it_lists_two_gpus_and_says_nothing_where_it_lists_one(tmp_path):
+    """nvbandwidth waives its GPU-to-GPU tests where no two GPUs have peer access, and on a node with one GPU
+    (nvbandwidth.cpp, Testcase::filterHasAccessiblePeerPairs): the real run of NVIDIA/nvbandwidth#13 (two RTX 2080 Ti,
+    'Device 0: ...', 'Device 1: ...') fails on GPUs without peer access; the same run with its device list cut to its
+    first line (a node with one GPU) names no cause and has no failure line left."""
+    case = "gpu-gaps82a-nvbandwidth13-2x-rtx2080ti-d2d-write-ce-waived-p2p-mapping-unsupported"
+    text = (Path(__file__).resolve().parents[1] / "cases" / case / "nvbandwidth.txt").read_text()
+    two = tmp_path / "nvbandwidth.txt"
+    two.write_text(text)
+    r = run(two, "--json", "-")
+    assert r.exit_code == 1, r.output
+    fails = [d for d in json.loads(r.stdout)["diagnoses"] if d["severity"] == "fail"]
+    assert fails and fails[0]["category"] == "p2p_unsupported_gpu", fails
+    second = next(line for line in text.splitlines(keepends=True) if line.startswith("Device 1: "))
+    one = tmp_path / "nvbandwidth-one-gpu.txt"
+    one.write_text(text.replace(second, ""))
+    r = run(one, "--json", "-")
+    assert r.exit_code == 0, r.output
+    assert not [d for d in json.loads(r.stdout)["diagnoses"] if d["severity"] in ("fail", "warn")], r.output

@@ -109,6 +109,8 @@ def unexplained_lines(inp: Inputs, diagnoses: List[Diagnosis]) -> List[lexicon.L
     out = []
     for line in inp.failure_lines:
         shape = lexicon.shape(line.shape)
+        if shape.two_gpus and inp.pasted is not None and inp.pasted.lists_one_gpu(line.source):
+            continue
         covered = shape.covered_by
         covering = [d for d in causes if lexicon.ANY in covered or d.category in covered]
         if covering:
