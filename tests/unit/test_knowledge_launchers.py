@@ -117,6 +117,7 @@ CHECKED = {
     "pmix-msg-size-too-large": "A received msg header indicates a size that is too large:",
     "cray-mpich-gtl-not-linked": "MPIDI_CRAY_init: GPU_SUPPORT_ENABLED is requested, but GTL library is not linked",
     "ompi-cuda-support-not-compiled": "The user requested CUDA support with the --mca mpi_cuda_support 1 flag",
+    "nvshmem-ib-gpu-memory-registration-failed": "mem registration failed",
     "spectrum-mpi-cuda-ipc-cgroups": "CUDA level IPC failure: this has been observed in environments where cgroups "
                                      "separate the visible GPUs between ranks.",
     "perftest-completion-error": " Completion with error at client",
@@ -207,6 +208,9 @@ PRINTED = {
     # PMIXP_ERROR's prefix (src/plugins/mpi/pmix/pmixp_debug.h): the plugin, the function, the host and node id, file:line
     "slurm-pmix-library-not-loaded": "slurmstepd: error:  mpi/pmix_v4: init: node1 [0]: mpi_pmix.c:171: pmi/pmix: can not "
                                      "load PMIx library",
+    # NVSHMEMI_NULL_ERROR_JMP's prefix (src/include/non_abi/nvshmemx_error.h): the source file and line, 'NULL value '
+    "nvshmem-ib-gpu-memory-registration-failed": "src/modules/transport/common/transport_ib_common.cpp:128: NULL value mem "
+                                                 "registration failed. Reason: Bad address",
     # OPAL_ERROR_LOG of OPAL_ERR_UNREACH in the pmix3x component's client init, the file as the build names it
     "ompi-pmix-client-init-unreachable": "[node1:4242] OPAL ERROR: Unreachable in file "
                                          "../../../../../opal/mca/pmix/pmix3x/pmix3x_client.c at line 111",
@@ -936,6 +940,25 @@ def test_slurms_real_failures_name_their_cause_and_its_routine_lines_stay_quiet(
     for line in SLURM_ROUTINE:
         assert toolmsg.row_of(line) is None and lexicon.shape_of(line) is None, line
     assert _failing(log_inputs("job.out", "\n".join(SLURM_ROUTINE) + "\n")) == []
+
+
+def test_nvshmems_refused_gpu_memory_registration_names_the_missing_peer_memory_module():
+    """NVSHMEM's IB transport refusing to register its symmetric heap (real: Azure/azhpc-images#316, tests/cases
+    node-gaps82b-azhpcimages316-*: an AlmaLinux 8.7 HPC image without nv_peer_mem or nvidia-peermem) names the missing
+    peer-memory module, the error lines it unwound through after it; NVSHMEM's warning of a transport it could not
+    start beside a run that worked (real: tests/cases gpu-gaps64d-zenn-nvshmem-ring-*) and a host buffer pool's
+    registration in another file are no line of the row."""
+    text = ("src/comm/transports/common/transport_ib_common.cpp:58: NULL value mem registration failed\n"
+            "src/comm/transports/ibrc/ibrc.cpp:486: non-zero status: 2 Unable to register memory handle.src/mem/mem.cpp:349: "
+            "non-zero status: 7 transport get memhandle failed\n"
+            "src/mem/mem.cpp:604: non-zero status: 7 register heap handle failed\n"
+            "src/mem/mem.cpp:622: non-zero status: 7 add physical memory failed\n")
+    for prefix in ("", "[1,0]<stderr>:"):
+        got = _failing(log_inputs("job.out", "".join(prefix + line + "\n" for line in text.splitlines())))
+        assert (got[0].id, got[0].category) == (tool_message.ID, "peermem_missing"), [(d.id, d.category) for d in got]
+    for line in ("WARN: init failed for remote transport: ibrc",
+                 "src/modules/transport/ibrc/ibrc.cpp:448: NULL value mem registration failed "):
+        assert toolmsg.row_of(line) is None, line
 
 
 def test_open_mpi_asked_for_cuda_without_it_names_the_build_and_its_notices_stay_quiet():

@@ -791,6 +791,21 @@ def test_slurms_task_affinity_notices_are_no_failure_and_its_launch_errors_are()
         assert lexicon.shape_of(line) is not None, line
 
 
+def test_nvshmems_error_macros_are_failure_lines_and_its_warnings_are_not():
+    # real: Azure/azhpc-images#316 (NVSHMEM's NVSHMEMI_NULL_ERROR_JMP and NVSHMEMI_NZ_ERROR_JMP, nvshmemx_error.h); its
+    # WARN of a transport it could not start beside a ring that ran (tests/cases gpu-gaps64d-zenn-nvshmem-ring-*) and
+    # a driver's 'status: 0' words are not
+    for line in ("src/comm/transports/common/transport_ib_common.cpp:58: NULL value mem registration failed",
+                 "src/mem/mem.cpp:604: non-zero status: 7 register heap handle failed",
+                 "src/comm/device/proxy_device.cu:701: NULL value failed allocating proxy_channel_g_bufchannel creation "
+                 "failed"):
+        assert lexicon.shape_of(line).id == "nvshmem-error-jump", line
+    for line in ("WARN: init failed for remote transport: ibrc",
+                 "WARN: NVSHMEM_IB_TIMEOUT=40 is above the supported range 0-31; using 31.",
+                 "PE 0 received 1 from its neighbour"):
+        assert lexicon.shape_of(line) is None, line
+
+
 def test_a_private_key_refused_for_its_mode_is_a_failure_line_and_its_banner_is_not():
     # real: kubeflow/mpi-operator#429 and kubeflow/trainer#2716 (OpenSSH authfile.c key_perm_ok, ssherr.c)
     for line in ("Permissions 0640 for '/root/.ssh/id_rsa' are too open.",
