@@ -817,3 +817,62 @@ def test_a_private_key_refused_for_its_mode_is_a_failure_line_and_its_banner_is_
                  "Warning: Permanently added 'tensorflow-benchmarks-worker-0.tensorflow-benchmarks-worker,10.42.91.237'"
                  " (ECDSA) to the list of known hosts."):
         assert lexicon.shape_of(line) is None, line
+
+
+# The kernel's PCIe error reports and the routine lines of PCIe ports and mlx5 NICs, each as the kernel printed it
+# (its dmesg stamp taken off), pasted alone, behind a launcher's rank tag, a pdsh host, a dmesg stamp and a journal
+# prefix. A corrected error's lines name the link as a warning and leave the exit code 0, as a corrected error alone
+# does (tests/unit/test_diagnosis_catalog.py); they are no lines of the failure lexicon. Real: the posts of
+# tests/lexicon/real.toml and tests/kmsg/real.toml (the AER report's error bits, its register line and TLP header,
+# the recovery's lines, Downstream Port Containment), and https://github.com/
+# NVIDIA/gpu-operator/issues/2511, https://github.com/PeterSuh-Q3/tinycore-redpill/issues/9,
+# https://github.com/leptonai/gpud/issues/348, https://github.com/FrameworkComputer/SoftwareFirmwareIssueTracker/
+# issues/17 and https://github.com/qualcomm-linux/kernel/issues/323 (the start-up and power-management lines).
+_KERNEL_PREFIXES = ("", "[rank3]: ", "node7: ", "[12345.678901] ", "Dec 01 12:00:00 node7 kernel: ")
+PCIE_REPORT_LINES = [
+    ("pcieport 0000:00:03.0:    [14] CmpltTO                (First)", "fail"),
+    ("pcieport 0000:00:02.0:    [ 5] Surprise Down Error    (First)", "fail"),
+    ("nvidia 0000:02:00.0: device has no AER-aware driver", "fail"),
+    ("pcieport 0000:00:03.0: AER: Root Port link has been reset (0)", "fail"),
+    ("pcieport 0000:80:1b.4: AER:   TLP Header: 0x34000000 0x00000052 0x00000000 0x00000000", "fail"),
+    ("pcieport 0000:30:03.0: DPC: containment event, status:0x0005 source:0x3400", "fail"),
+    ("pcieport 0000:30:03.0: DPC: ERR_FATAL detected", "fail"),
+    ("pcieport 0000:97:02.0: AER: subordinate device reset failed", "fail"),
+    ("pcieport 0000:00:1c.5:    [ 0] Receiver Error        ", "warn"),
+    ("pcieport 0000:00:02.0:   device [8086:6f04] error status/mask=00001000/00002000", "warn"),
+    ("pcieport 0000:00:00.0: AER: Multiple Correctable error message received from 0000:01:00.0", "warn"),
+]
+PCIE_AND_MLX5_ROUTINE_LINES = [
+    "mlx5_core 0000:63:00.0: mlx5_pcie_event:297:(pid 2071): PCIe slot power capability was not advertised.",
+    "mlx5_core 0000:5c:00.0: mlx5_pcie_event:299:(pid 268269): Detected insufficient power on the PCIe slot (27W).",
+    "mlx5_core 0000:03:00.0: firmware version: 14.32.1010",
+    "nvme 0000:34:00.0: ready 0ms after DPC",
+    "pcieport 0000:97:02.0: pciehp: Slot(4): Card present",
+    "nvidia 0000:01:00.0: not ready 8191ms after resume; waiting",
+    "xhci_hcd 0000:c1:00.3: Refused to change power state from D0 to D3hot",
+    "aer_ratelimit: 8156 callbacks suppressed",
+]
+
+
+@pytest.mark.parametrize("line,severity", PCIE_REPORT_LINES)
+def test_a_line_of_the_kernels_pcie_error_report_names_the_pcie_link_behind_any_prefix(line, severity):
+    from nccldiag.diagnosis.model import fails_run
+
+    for prefix in _KERNEL_PREFIXES:
+        got = [d for d in _log_of(prefix + line + "\n") if d.severity in ("fail", "warn")]
+        assert got and got[0].category == "pcie_link_aer" and got[0].severity == severity, (prefix, got)
+        assert any(fails_run(d) for d in got) == (severity == "fail"), (prefix, got)
+
+
+def test_a_device_the_kernel_gave_up_waiting_for_is_a_failure_line():
+    line = "nvidia 0000:01:00.0: not ready 65535ms after resume; giving up"
+    assert lexicon.shape_of(line).id == "pci-device-not-ready"
+    for prefix in _KERNEL_PREFIXES:
+        assert [d for d in _log_of(prefix + line + "\n") if d.severity == "fail"], prefix
+
+
+@pytest.mark.parametrize("line", PCIE_AND_MLX5_ROUTINE_LINES)
+def test_the_routine_lines_of_pcie_ports_and_mlx5_nics_stay_quiet_behind_any_prefix(line):
+    assert lexicon.shape_of(line) is None, line
+    for prefix in _KERNEL_PREFIXES:
+        assert not [d for d in _log_of(prefix + line + "\n") if d.severity in ("fail", "warn")], prefix
