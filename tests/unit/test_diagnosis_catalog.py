@@ -1741,6 +1741,8 @@ def test_a_barrier_whose_ranks_hash_its_name_differently_is_their_python_hash_se
         "gpu-mlengineering-desync-debug-watchdog-timeout-rank1-skipped-allreduce"))]
     for name, healthy in _healthy_texts().items():
         assert "other:python-hash-seed-mismatch" not in categories(healthy), name
+
+
 def test_a_cloud_quota_that_stopped_the_nodes_is_named_and_healthy_runs_are_left_alone():
     # real: Google Cloud's Cluster Toolkit troubleshooting page, srun's revoked allocation and the controller's
     # resume.log with Compute Engine's quota error
@@ -2117,3 +2119,33 @@ def test_dcgm_memory_errors_and_thermal_violation_are_named():
     for name, text in _healthy_texts().items():
         cats = categories(text)
         assert "other:gpu-power-thermal" not in cats and "other:gpu-reset-blocked" not in cats, name
+
+
+def test_the_subnet_managers_errors_and_a_management_query_without_answer_are_failure_lines_and_routine_lines_not(
+        tmp_path):
+    # real: linux-rdma/opensm#37, OpenSM failing to bind its MAD agents after a kernel upgrade (its log file); each
+    # error line alone, behind a rank's prefix, a node's and a journal's, is an unexplained warning
+    errors = ["  165028 [F0D43740] 0x01 -> osm_vendor_bind: ERR 5426: Unable to register class 129 version 1",
+              "  165162 [F0D43740] 0x01 -> osm_sm_bind: ERR 2E10: SM MAD Controller bind failed (IB_ERROR)",
+              "  165217 [F0D43740] 0x01 -> osm_sa_mad_ctrl_unbind: ERR 1A11: No previous bind"]
+    # real: infiniband-radar/infiniband-radar-daemon#6, libibmad's query that got no answer
+    errors.append("ibwarn: [1] mad_rpc: _do_madrpc failed; dport (DR path slid 0; dlid 0; 0)")
+    # real: NVIDIA/caffe#590, 'ibv_devinfo -l' in a container that sees no device
+    errors.append("0 HCAs found:")
+    for line in errors:
+        for prefix in ("", "[rank3]: ", "node7: ", "Dec 01 12:00:00 node7 opensm[1234]: "):
+            diags, _ = _log_run(tmp_path, prefix + line.lstrip() + "\n")
+            assert diags and diags[0].category == "unexplained", (prefix, line, diags)
+    # NVIDIA/caffe#590, two of its warnings and its last line: libibverbs had no provider for any device, and
+    # 'ibv_devinfo -l' listed none
+    caffe = ("libibverbs: Warning: no userspace device-specific driver found for /sys/class/infiniband_verbs/uverbs1\n"
+             "libibverbs: Warning: no userspace device-specific driver found for /sys/class/infiniband_verbs/uverbs0\n"
+             "0 HCAs found:\n")
+    assert _log_run(tmp_path, caffe)[0][0].id == "ibverbs-provider-missing"
+    # the same log's routine lines, and libibumad's debug lines (linux-rdma/rdma-core#847), stay quiet
+    for line in ("  138670 [F0D43740] 0x03 -> OpenSM 3.3.23",
+                 "  140628 [F0D43740] 0x80 -> Entering DISCOVERING state",
+                 "  140711 [F0D43740] 0x02 -> osm_vendor_bind: Mgmt class 0x81 binding to port GUID 0x9c63c00300033240",
+                 "  165630 [F0D43740] 0x80 -> Exiting SM",
+                 "ibwarn: [168997] umad_register: fd 3 registered to use agent 0 qp 0"):
+        assert _log_run(tmp_path, line + "\n")[0] == [], line
