@@ -40,6 +40,9 @@ time linear in the line.
 from __future__ import annotations
 
 
+import html
+import re
+
 from nccldiag import rx
 
 _LEVEL = r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)"  # logging's level names (getLevelName)
@@ -78,4 +81,27 @@ def plain(line: str) -> str:
         line = line[line.rfind("\r") + 1:]
     if "\x1b" in line:
         line = _ANSI.sub("", line)
+    return line
+
+
+#: the HTML escapes a web page writes for the characters a word of a reader may hold (a quote mark, an ampersand,
+#: an angle bracket): a line holding one is handed to the readers, which read it decoded (:func:`unquoted`)
+ESCAPES = ("&quot;", "&#", "&apos;", "&amp;", "&lt;", "&gt;")
+_ENTITY = rx.compile(r"&(?:[a-zA-Z]{2,8}|#\d{1,7}|#[xX][0-9a-fA-F]{1,6});")
+_BREAK_END = rx.compile(r"(?:<br[ \t]{0,4}/?>[ \t]{0,8}){1,4}$", re.I)
+_QUOTE = rx.compile(r"[ \t]{0,12}(?:>[ \t]?){1,8}")
+
+
+def unquoted(line: str) -> str:
+    """``line`` as it was before a web page or a chat quoted it: its HTML escapes decoded (``&#x27;``, ``&quot;``,
+    ``&gt;``), the ``<br>`` that ends a line copied from a page and the markdown quote marks (``> ``) before it
+    taken off. The NCCL log reader's ``clean`` does the same (:mod:`nccldiag.nccl.grammar`)."""
+    if "&" in line and ";" in line and _ENTITY.search(line):
+        line = html.unescape(line).replace("\xa0", " ")
+    if "<" in line and ">" in line:
+        line = _BREAK_END.sub("", line.rstrip())
+    if ">" in line[:16]:
+        m = _QUOTE.match(line)
+        if m:
+            line = line[m.end():]
     return line

@@ -141,7 +141,7 @@ def _candidates() -> Tuple["re.Pattern[bytes]", ...]:
     """The rows' words as two expressions over bytes (as the NCCL log's prefilter has them,
     :mod:`nccldiag.nccl.scan`): Python's engine skips quickly to the first characters of a plain alternation, and
     words starting in upper case or a mark are rarer than lower-case ones."""
-    ws = words()
+    ws = words() + fronts.ESCAPES
     rare = [w for w in ws if not w[:1].islower()]
     return tuple(rx.compile(trie(part).encode("utf-8")) for part in (rare, [w for w in ws if w not in rare]) if part)
 
@@ -261,7 +261,7 @@ class Reader:
             return got  # type: ignore[return-value]
         got = None
         if _candidate(raw):
-            text = fronts.plain(raw.decode("utf-8", "replace"))[:MAX_LINE]
+            text = fronts.unquoted(fronts.plain(raw.decode("utf-8", "replace")))[:MAX_LINE]
             got = shape_of(text)
             if got is not None and self.skip is not None and self.skip(text):
                 got = None
@@ -281,7 +281,7 @@ class Reader:
 
 
 def _text(raw: bytes) -> str:
-    return fronts.plain(raw[:MAX_LINE * 4].decode("utf-8", "replace"))[:MAX_LINE].strip()
+    return fronts.unquoted(fronts.plain(raw[:MAX_LINE * 4].decode("utf-8", "replace")))[:MAX_LINE].strip()
 
 
 def lines_in(text: str, source: str, host: Optional[str] = None, skip: Optional[Skip] = None) -> List[Line]:

@@ -1016,13 +1016,14 @@ LEXICON_WORDS: Tuple[str, ...] = lexicon.words()
 def _words() -> Tuple[str, ...]:
     rows = (KERNEL_WORDS + KMSG_WORDS + TORCH_WORDS + LAUNCHER_WORDS + UNPREFIXED_WORDS + QUOTED_WARN_WORDS + BENCH_HEADS + ROW_TYPES +
             BENCH_TITLES + RAS_HEADS + RAS_MESSAGES)
-    words = (PREFIX_WORDS + CLEAN_MARKS + ERROR_WORDS + APP_WORDS + BARE_WORDS + tuple(w for w, _ in rows) +
+    words = (PREFIX_WORDS + CLEAN_MARKS + fronts.ESCAPES + ERROR_WORDS + APP_WORDS + BARE_WORDS + tuple(w for w, _ in rows) +
              tuple(g for row in FACTS for g in row.guard) + LEXICON_WORDS)
     return tuple(dict.fromkeys(words))
 
 
 # Every literal word the grammar's guards and expressions rely on to read something from a line (a word may end in
-# a regular expression after a NUL, see Guarded), and the failure lexicon's: a line holding none of them gives the
+# a regular expression after a NUL, see Guarded), the HTML escapes clean() decodes (a web page's '&quot;' may stand
+# where a word has its quote mark: fronts.ESCAPES), and the failure lexicon's: a line holding none of them gives the
 # parser nothing but a count, and is of no shape of the lexicon.
 WORDS: Tuple[str, ...] = _words()
 

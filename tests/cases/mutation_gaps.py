@@ -56,9 +56,6 @@ WHY: Dict[str, str] = {
     "flush-left": (
         "nvidia-smi -q's counters grepped out of their sections ('SRAM Uncorrectable : 1' twice, no title) are told "
         "volatile from aggregate by their indentation alone: trimmed flush left, they are read under no section"),
-    "quote-html": (
-        "a markdown quote with HTML escapes: a line whose only error word holds the escaped apostrophe "
-        "('couldn&#x27;t') is not kept by the log reader's prefilter, which looks for the words as typed"),
     "pylog-basic": (
         "a Python logger's 'WARNING:celery.redirected:' before every line: a prompt is read with the logger's name "
         "before it as part of the prompt, and the command's answer under it, behind the same name, is not read as its "
@@ -131,7 +128,6 @@ KNOWN: Dict[Tuple[str, str], str] = {
     # lexicon's lines alone, or the lines run together, keep neither the command nor the '64' under it (the warning of
     # the openib BTL left is no failure line); behind a Python logger's 'WARNING:celery.redirected:' the prompt is read
     # with the logger's name before it, and the answer under it, behind the same name, is not read as its answer
-    ("net-gaps62d-shmem4py28-mpich-ofi-endpoint-open-failed-psm3-cant-open-nic-unit-container", "quote-html"): "missed",
     ("net-gaps62d-shmem4py28-mpich-ofi-endpoint-open-failed-psm3-cant-open-nic-unit-container", "lexicon-only"): "missed",
     ("node-gaps62e-slinkycontainers14-sinfo-r-gres-gpu-count-repor-slurmd-pyxis-without-nvml", "lexicon-only"): "false all-clear",
     ("node-gaps62e-slinkycontainers14-sinfo-r-gres-gpu-count-repor-slurmd-pyxis-without-nvml", "paragraphs"): "false all-clear",
@@ -265,7 +261,6 @@ KNOWN: Dict[Tuple[str, str], str] = {
     ("node-ncar-docs-casper-singularity-exec-without-nv-nvml-driver-library-mismatch", "lexicon-only"): "wrong cause",
     ("node-hpxc-manual-sinfo-r-memory-errors-not-responding-nodes", "lexicon-only"): "false all-clear",
     ("node-dsxinfra5251-scout-ibv-devinfo-no-ib-devices-ibverbs-providers-missing", "lexicon-only"): "missed",
-    ("node-dsxinfra5251-scout-ibv-devinfo-no-ib-devices-ibverbs-providers-missing", "quote-html"): "missed",
     ("net-horovod666-nccl23-untagged-warn-connection-closed-by-remote-peer-ifname", "tail-15"): "missed",
     # NCCL's 'Connection closed by remote peer' alone reads as a victim of a peer that went away; the INFO lines that
     # show the interface NCCL chose are dropped with the lines no lexicon row holds
@@ -334,7 +329,6 @@ KNOWN: Dict[Tuple[str, str], str] = {
     # Fabric Manager's start wrapper's usage text run into one paragraph is no longer its usage block; libibumad's
     # line with its HTML escapes is cut where the journal wrapped it
     ("node-gaps63d-gpuoperator1595-nvlink5-fm-start-script-unknown-option-positional-config", "paragraphs"): "false all-clear",
-    ("node-gaps63d-rdmacore393-ibacm-umad-init-abi-version-ib-umad-not-loaded", "quote-html"): "missed",
     # the PCI address redacted: the kernel row reads a device that cannot leave D3cold as a lost GPU only on a GPU's
     # function 0, which the address says; the loopback address a peer was reached on redacted (127.0.0.1, Debian's
     # 127.0.1.1): nothing says the host name resolved to loopback
@@ -457,7 +451,6 @@ KNOWN: Dict[Tuple[str, str], str] = {
     ("gpu-gaps73e-dcgm263-gpu1-recovery-action-reset-xid-120-dcgm-health-check-blind", "tail-15"): "false all-clear",
     ("gpu-gaps73e-dcgm263-gpu1-recovery-action-reset-xid-120-dcgm-health-check-blind", "lexicon-only"): "false all-clear",
     ("gpu-gaps73e-dcgm263-gpu1-recovery-action-reset-xid-120-dcgm-health-check-blind", "paragraphs"): "false all-clear",
-    ("gpu-gaps74d-aicr-docs-k0s-h200-no-runtime-for-nvidia-toolkit-configured-wrong-containerd", "quote-html"): "false all-clear",
     ("list-gaps71d-openmpi-users-24833-no-active-ports-tcp-no-route-to-host-ibstatus-port-1-down-training", "tail-15"): "missed",
     ("list-gaps71d-openmpi-users-24833-no-active-ports-tcp-no-route-to-host-ibstatus-port-1-down-training", "prefix-rank"): "partly",
     ("list-gaps71d-openmpi-users-24833-no-active-ports-tcp-no-route-to-host-ibstatus-port-1-down-training", "prefix-pdsh"): "partly",
@@ -530,6 +523,11 @@ KNOWN: Dict[Tuple[str, str], str] = {
     # only the RuntimeError's 'invalid usage' is left, an unexplained failure line
     ("gpu-gaps81a-trtllm9263-prefill-pod-two-ranks-init-start-one-busid-invalid-usage", "no-nccl-info"): "missed",
     ("gpu-gaps81a-trtllm9263-prefill-pod-two-ranks-init-start-one-busid-invalid-usage", "lexicon-only"): "missed",
+    # the two ranks share a node only where their 'Init START' lines name one host: with the host redacted, ranks of
+    # several nodes would read as one node's, so a shared busId names no cause (nccl/checks.py, _shared_bus_id)
+    ("gpu-gaps81a-trtllm9263-prefill-pod-two-ranks-init-start-one-busid-invalid-usage", "anon-x"): "missed",
+    ("gpu-gaps81a-trtllm9263-prefill-pod-two-ranks-init-start-one-busid-invalid-usage", "anon-redacted"): "missed",
+    ("gpu-gaps81a-trtllm9263-prefill-pod-two-ranks-init-start-one-busid-invalid-usage", "anon-angle"): "missed",
 }
 
 #: the healthy runs given a fail/warn diagnosis once transformed: what is misread, and why

@@ -806,6 +806,27 @@ def test_nvshmems_error_macros_are_failure_lines_and_its_warnings_are_not():
         assert lexicon.shape_of(line) is None, line
 
 
+def test_a_line_quoted_from_a_web_page_is_read_as_the_line_itself():
+    """A launcher's log (real: tests/cases node-gaps81e-mpioperator429-*, kubeflow/mpi-operator#429) quoted as a web
+    page or a chat quotes it, each line behind markdown's '> ', HTML-escaped and ended by '<br>': every line is of the
+    shape it is of as written (the key refused for its mode, 'Permission denied' after a quote mark), and the
+    quoted text fails with the cause it fails with as written."""
+    import html
+
+    case = "node-gaps81e-mpioperator429-launcher-ssh-private-key-0640-too-open-permission-denied"
+    text = (Path(__file__).resolve().parents[1] / "cases" / case / "launcher-log.txt").read_text(encoding="utf-8")
+    shapes = 0
+    for ln in text.splitlines():
+        quoted = "> " + html.escape(ln, quote=True) + "<br>"
+        want = lexicon.shape_of(ln)
+        got = lexicon.lines_in(quoted + "\n", "quoted.txt")
+        assert [x.shape for x in got] == ([want.id] if want else []), (ln, got)
+        shapes += want is not None
+    assert shapes >= 2
+    quoted = "".join("> " + html.escape(ln, quote=True) + "<br>\n" for ln in text.splitlines())
+    assert [d.id for d in _log_of(quoted) if d.severity == "fail"][:1] == ["ssh-key-bad-permissions"]
+
+
 def test_a_private_key_refused_for_its_mode_is_a_failure_line_and_its_banner_is_not():
     # real: kubeflow/mpi-operator#429 and kubeflow/trainer#2716 (OpenSSH authfile.c key_perm_ok, ssherr.c)
     for line in ("Permissions 0640 for '/root/.ssh/id_rsa' are too open.",

@@ -21,6 +21,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from nccldiag import fronts
 from nccldiag.knowledge import lexicon
 from nccldiag.nccl import grammar, parser, replay, scan
 
@@ -74,7 +75,7 @@ def handed_over(text: str):
 
 
 def test_the_prefilter_is_built_from_the_grammar_words_and_from_nothing_else():
-    tables = (grammar.PREFIX_WORDS + grammar.CLEAN_MARKS + grammar.ERROR_WORDS + grammar.APP_WORDS +
+    tables = (grammar.PREFIX_WORDS + grammar.CLEAN_MARKS + fronts.ESCAPES + grammar.ERROR_WORDS + grammar.APP_WORDS +
               grammar.BARE_WORDS + tuple(w for rows in GUARDED.values() for w, _ in rows) +
               tuple(g for _, guard, _ in ROW_GUARDS for g in guard) + grammar.LEXICON_WORDS)
     assert set(grammar.WORDS) == set(tables)
@@ -97,6 +98,10 @@ def test_every_guard_literal_of_the_grammar_is_a_candidate():
         for hidden in (word[:2] + "\x1b[0m" + word[2:], word[:2] + "[0m" + word[2:], word[:2] + "**" + word[2:],
                        word[:2] + "`" + word[2:]):
             assert scan.candidate(hidden.encode()), hidden
+    # a word whose quote mark a web page escaped (OpenSSH's 'Load key "<path>": bad permissions')
+    for hidden in ('Load key &quot;/root/.ssh/id_rsa&quot;: bad permissions',
+                   "Permissions 0640 for &#x27;/root/.ssh/id_rsa&#x27; are too open."):
+        assert scan.candidate(hidden.encode()), hidden
 
 
 def _consts(fn) -> set:
