@@ -2149,3 +2149,56 @@ def test_the_subnet_managers_errors_and_a_management_query_without_answer_are_fa
                  "  165630 [F0D43740] 0x80 -> Exiting SM",
                  "ibwarn: [168997] umad_register: fd 3 registered to use agent 0 qp 0"):
         assert _log_run(tmp_path, line + "\n")[0] == [], line
+
+
+def test_open_mpis_cuda_shared_memory_and_transport_failures_are_failure_lines_and_its_routine_notices_not(tmp_path):
+    # real lines of public threads, each alone, behind a rank's prefix, a node's, Open MPI's --tag-output label and
+    # its '[host:pid] ' label: a CUDA driver call Open MPI's CUDA support says failed (users 2013/03/21521,
+    # STREAmS-CFD/STREAmS-2#12) or the count of the ranks that printed it (OPM/LBPM#34), a system call of its
+    # shared-memory set-up (open-mpi/ompi#7308), the OFI MTL's abort (OPM/LBPM#48), a PML that cannot be selected
+    # (open-mpi/ompi#11669), the tcp BTL's failed handshake (open-mpi/ompi#4131, #12779) and the count of
+    # MPI_ERRORS_ARE_FATAL's help text (open-mpi/ompi#6201): each is an unexplained failure, never an all-clear
+    errors = ["The call to cuIpcOpenMemHandle failed. This is an unrecoverable error",
+              "The call to cuMemHostRegister(0x77e643e00008, 134217728, 0) failed.",
+              "[gpu03:11920] 126 more processes have sent help message help-mpi-common-cuda.txt / cuIpcGetMemHandle failed",
+              "A system call failed during shared memory initialization that should",
+              "> *** The Open MPI OFI MTL is aborting the MPI job (via exit(3)).",
+              ">  mtl_ofi.h:101: Error returned from fi_cq_readerr: Resource temporarily unavailable(-11).",
+              "[cn557:1724353] PML ucx cannot be selected",
+              "No components were able to be opened in the pml framework.",
+              "WARNING: Open MPI failed to handshake with a connecting peer MPI",
+              "[rhc002][[16379,1],2][btl_tcp.c:556:mca_btl_tcp_recv_blocking] remote peer unexpectedly closed connection "
+              "while I was waiting for blocking message",
+              "[cu25][[13139,1],1][btl_tcp_endpoint.c:626:mca_btl_tcp_endpoint_recv_connect_ack] received unexpected "
+              "process identifier [[13139,1],4]",
+              "[HOST] 1 more process has sent help message help-mpi-errors.txt / mpi_errors_are_fatal"]
+    prefixes = ("", "[rank3]: ", "node7: ", "[1,0]<stderr>:", "[node7:12345] ")
+    for line in errors:
+        for prefix in prefixes:
+            diags, _ = _log_run(tmp_path, prefix + line + "\n")
+            assert diags and diags[0].category == "unexplained", (prefix, line, diags)
+    # Open MPI 1.2's wording of the openib BTL's locked-memory help text (users 2007/11/4443): its second line names
+    # the memlock limit
+    for prefix in prefixes:
+        diags, _ = _log_run(tmp_path, prefix + "locked memory.  This typically can indicate that the memlock limits\n")
+        assert diags and diags[0].category == "memlock_limit", (prefix, diags)
+    # what working runs print stay quiet: the openib BTL's notices under UCX and their count (open-mpi/ompi#10693,
+    # whose application finished), its device-parameters warning (openucx/ucx#8511, a run that worked with UCX),
+    # the UCX PML's verbose lines (open-mpi/ompi#6517), the VM_UNMAP warning (openucx/ucx#3686), the help-message
+    # aggregation notice (open-mpi/ompi#6201), the count of the tcp BTL's dropped inbound connection
+    # (jbornschein/mpi4py-examples#11) and the OFI MTL's fi_domain warning, which a working single-node step on
+    # LUMI prints (open-mpi/ompi#12038; tests/cases/net-gaps62d-lumi-easybuild-openmpi4-single-node-fi-domain-
+    # warning-healthy)
+    for line in ("By default, for Open MPI 4.0 and later, infiniband ports on a device",
+                 "WARNING: There was an error initializing an OpenFabrics device.",
+                 "[lxbk1039:106838] 11 more processes have sent help message help-mpi-btl-openib.txt / ib port not selected",
+                 "WARNING: No preset parameters were found for the device that Open MPI",
+                 "[c36a-s39.ufhpc:252551] common_ucx.c:108 using OPAL memory hooks as external events",
+                 "[c36a-s39.ufhpc:252551] pml_ucx.c:134 mca_pml_ucx_open",
+                 "[nicpa-dtu:21644] ../../../../../opal/mca/common/ucx/common_ucx.c:146  Warning: UCX is unable to handle "
+                 "VM_UNMAP event. This may cause performance degradation or data corruption. Pls try adding --mca "
+                 "opal_common_ucx_opal_mem_hooks 1 to mpirun/oshrun command line to resolve this issue.",
+                 '[HOST] Set MCA parameter "orte_base_help_aggregate" to 0 to see all help / error messages',
+                 "[pi01:28731] 3 more processes have sent help message help-mpi-btl-tcp.txt / dropped inbound connection",
+                 "Open MPI failed an OFI Libfabric library call (fi_domain).  This is highly"):
+        assert _log_run(tmp_path, line + "\n")[0] == [], line

@@ -53,6 +53,7 @@ CHECKED = {
     "mpirun-rank-exited-on-signal": "%s noticed that process rank %lu with PID %lu on node %s exited on signal %d",
     "ompi-pmix-client-init-unreachable": "OPAL ERROR: %s in file %s at line %d",
     "openib-locked-memory": "allocate some locked memory.  This typically can indicate that the",
+    "openib-locked-memory-v1": "locked memory.  This typically can indicate that the memlock limits",
     "openib-retry-exceeded": "The InfiniBand retry count between two MPI processes has been",
     "openib-rnr-retry-exceeded": 'The OpenFabrics "receiver not ready" retry count on a per-peer',
     "openib-error-polling-cq": "error polling %s with status %s ",
