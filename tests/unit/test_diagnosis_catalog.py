@@ -2185,6 +2185,12 @@ def test_cuda_errors_in_the_forms_of_pytorchs_thc_its_device_count_and_fastertra
         ("RuntimeError: CUDA error: uncorrectable ECC error encountered", "gpu_ecc_rowremap"),
         ("THCudaCheck FAIL file=/pytorch/torch/csrc/cuda/Module.cpp line=34 error=35 : CUDA driver version is "
          "insufficient for CUDA runtime version", "cuda_driver_mismatch"),
+        # OdingdongO/pytorch_classification#1, wentaozhu/DeepLung#1: no GPU given to the process, in THC's forms as in
+        # c10's
+        ("THCudaCheck FAIL file=/opt/conda/conda-bld/pytorch_1524584710464/work/aten/src/THC/THCGeneral.cpp line=70 "
+         "error=38 : no CUDA-capable device is detected", "other:gpus-not-allocated-to-job"),
+        ("RuntimeError: cuda runtime error (38) : no CUDA-capable device is detected at torch/csrc/cuda/Module.cpp:81",
+         "other:gpus-not-allocated-to-job"),
     ]
     for line, category in named:
         for text in (line, "[rank3]: " + line.lstrip(), "node7: " + line.lstrip(), torchrun + line):
