@@ -375,9 +375,20 @@ CUDA_BY_CODE = {r["code"]: r for r in reversed(knowledge.rows(CUDA_TABLE))}  # o
 # non-zero value ('cudaGetDeviceCount returned 802', as the CUDA samples' deviceQuery prints it before '-> <text>') or
 # its failure with the error's value or text ('cudaGetDeviceCount() call failed with error 804', '... failed
 # initialization error'); a driver call's value as Open MPI's CUDA help texts print it ('cuIpcOpenMemHandle return
-# value:   217', opal/mca/common/cuda/help-mpi-common-cuda.txt)
-_CUDA_TEXT = rx.compile(r"(?:CUDA error|[Cc]uda failure(?: \d{1,4})?|CUDA failure [\w./\-]{1,80}:\d{1,6})"
+# value:   217', opal/mca/common/cuda/help-mpi-common-cuda.txt); FasterTransformer's '[FT][ERROR] CUDA runtime error:
+# <text> <file>:<line>' (src/fastertransformer/utils/cuda_utils.h check()); PyTorch's older THC forms, 'THCudaCheck FAIL
+# file=%s line=%i error=%i : %s' and 'cuda runtime error (%d) : %s' (aten/src/THC/THCGeneral.cpp __THCudaCheck, whose
+# value is of the CUDA release of the day, so the text is read, not the value); c10's device count, 'Unexpected error
+# from cudaGetDeviceCount(). ... that might have already set an error? Error <value>: <text>' (c10/cuda/
+# CUDAFunctions.cpp device_count_impl); and a kernel's failed assert(), as the device runtime prints it per thread
+# ('<file>:<line>: <function>: block: [x,y,z], thread: [x,y,z] Assertion `<expression>` failed.'), the line of the
+# error cudaErrorAssert ('device-side assert triggered') that follows it
+_CUDA_TEXT = rx.compile(r"(?:CUDA (?:runtime )?error|[Cc]uda failure(?: \d{1,4})?|CUDA failure [\w./\-]{1,80}:\d{1,6})"
                         r"\s{0,3}[:']\s{0,3}'?(?P<text>[A-Za-z_](?:[^'\n]|'(?=\w)){0,160})|"
+                        r"(?:\bcuda runtime error \(\d{1,4}\)|\bTHCudaCheck FAIL file=\S{1,300} line=\d{1,6} error=\d{1,4}|"
+                        r"\bthat might have already set an error\? Error \d{1,4}:) {0,3}:? {0,3}"
+                        r"(?P<thc_text>[A-Za-z_][^\n]{0,160})|"
+                        r"\bblock: \[\d{1,10},\d{1,10},\d{1,10}\], thread: \[\d{1,10},\d{1,10},\d{1,10}\] (?P<assert>Assertion) `|"
                         r"\(error code (?P<code_text>[A-Za-z_][^)\n]{0,160})\)|"
                         r"\b(?P<name>cudaError[A-Z]\w{0,60}|CUDA_ERROR_[A-Z0-9_]{2,60})|"
                         r"\bcuda[A-Z][A-Za-z]{2,40}(?:\(\))? (?:returned (?P<code>[1-9]\d{0,3})\b|(?:call )?failed"
@@ -395,6 +406,8 @@ def cuda_row(text: str) -> Optional[Dict]:
     while m is not None:
         if m.group("name"):
             row = CUDA_BY_NAME.get(m.group("name"))
+        elif m.group("assert"):
+            row = CUDA_BY_NAME.get("cudaErrorAssert")
         elif m.group("code") or m.group("failed_code"):
             row = CUDA_BY_CODE.get(int(m.group("code") or m.group("failed_code")))
         elif m.group("return_code"):
@@ -404,7 +417,8 @@ def cuda_row(text: str) -> Optional[Dict]:
             if row is not None and row["category"] == "other:gpu-application-fault":
                 row = None
         else:
-            said = (m.group("text") or m.group("code_text") or m.group("failed_text") or "").strip().lower()
+            said = (m.group("text") or m.group("code_text") or m.group("failed_text") or m.group("thc_text")
+                    or "").strip().lower()
             row = next((r for t, r in CUDA_BY_TEXT.items() if said.startswith(t)), None)
         if row is not None:
             return row

@@ -2201,4 +2201,55 @@ def test_open_mpis_cuda_shared_memory_and_transport_failures_are_failure_lines_a
                  '[HOST] Set MCA parameter "orte_base_help_aggregate" to 0 to see all help / error messages',
                  "[pi01:28731] 3 more processes have sent help message help-mpi-btl-tcp.txt / dropped inbound connection",
                  "Open MPI failed an OFI Libfabric library call (fi_domain).  This is highly"):
+def test_cuda_errors_in_the_forms_of_pytorchs_thc_its_device_count_and_fastertransformer_are_read_by_the_cuda_table(
+        tmp_path):
+    # real lines, each alone, behind a rank's prefix, a node's, and after torchrun's report of the failed worker: the
+    # CUDA error's text names the row of knowledge/cuda.toml, whatever form printed it
+    torchrun = ("ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: 1) local_rank: 0 (pid: 4321) of "
+                "binary: /usr/bin/python3\n")
+    named = [
+        # NVIDIA/apex#124 and pytorch/pytorch#10853: PyTorch's THC, 'THCudaCheck FAIL file=%s line=%i error=%i : %s'
+        ("THCudaCheck FAIL file=/pytorch/aten/src/THC/THCTensorCopy.cu line=84 error=74 : misaligned address",
+         "other:gpu-application-fault"),
+        ("THCudaCheck FAIL file=/opt/conda/conda-bld/pytorch_1532582123400/work/aten/src/THC/generic/THCStorage.cpp "
+         "line=36 error=6 : the launch timed out and was terminated", "other:gpu-application-fault"),
+        # pytorch/pytorch#2567: THC's exception, 'cuda runtime error (%d) : %s'
+        ("RuntimeError: cuda runtime error (4) : unspecified launch failure at "
+         "/home/ubuntu/pytorch/torch/lib/THC/THCTensorCopy.cu:85", "other:gpu-application-fault"),
+        # apecloud/ApeRAG#120: c10's device count, '... that might have already set an error? Error <value>: <text>'
+        ("/opt/conda/lib/python3.10/site-packages/torch/cuda/__init__.py:107: UserWarning: CUDA initialization: "
+         "Unexpected error from cudaGetDeviceCount(). Did you run some cuda functions before calling NumCudaDevices() "
+         "that might have already set an error? Error 805: MPS client failed to connect to the MPS control daemon or "
+         "the MPS server (Triggered internally at /opt/conda/conda-bld/pytorch_1682343967769/work/c10/cuda/"
+         "CUDAFunctions.cpp:109.)", "other:mps-failure"),
+        # NVIDIA/FasterTransformer#592: '[FT][ERROR] CUDA runtime error: <text> <file>:<line>'
+        ("  what():  [FT][ERROR] CUDA runtime error: operation not supported "
+         "/workspace/FasterTransformer/src/fastertransformer/utils/allocator.h:160 ", "other:cuda-operation-refused"),
+        # xhw205/GPLinker_torch#14 and taishan1994/qlora-chinese-LLM#3: a kernel's failed assert, per thread
+        ("/pytorch/aten/src/ATen/native/cuda/ScatterGatherKernel.cu:115: operator(): block: [0,0,0], thread: [1,0,0] "
+         "Assertion `idx_dim >= 0 && idx_dim < index_size && \"index out of bounds\"` failed.",
+         "other:gpu-application-fault"),
+        ("../aten/src/ATen/native/cuda/Indexing.cu:1146: indexSelectLargeIndex: block: [336,0,0], thread: [0,0,0] "
+         "Assertion `srcIndex < srcSelectDimSize` failed.", "other:gpu-application-fault"),
+        # the forms that were read before stay read: zai-org/ChatGLM3#681, mlcommons/inference#54
+        ("RuntimeError: CUDA error: uncorrectable ECC error encountered", "gpu_ecc_rowremap"),
+        ("THCudaCheck FAIL file=/pytorch/torch/csrc/cuda/Module.cpp line=34 error=35 : CUDA driver version is "
+         "insufficient for CUDA runtime version", "cuda_driver_mismatch"),
+        # OdingdongO/pytorch_classification#1, wentaozhu/DeepLung#1: no GPU given to the process, in THC's forms as in
+        # c10's
+        ("THCudaCheck FAIL file=/opt/conda/conda-bld/pytorch_1524584710464/work/aten/src/THC/THCGeneral.cpp line=70 "
+         "error=38 : no CUDA-capable device is detected", "other:gpus-not-allocated-to-job"),
+        ("RuntimeError: cuda runtime error (38) : no CUDA-capable device is detected at torch/csrc/cuda/Module.cpp:81",
+         "other:gpus-not-allocated-to-job"),
+    ]
+    for line, category in named:
+        for text in (line, "[rank3]: " + line.lstrip(), "node7: " + line.lstrip(), torchrun + line):
+            diags, _ = _log_run(tmp_path, text + "\n")
+            assert diags and diags[0].category == category, (text, diags)
+    # the lines PyTorch prints after every CUDA error, and a traceback's frame, say nothing of their own
+    for line in ("CUDA kernel errors might be asynchronously reported at some other API call,so the stacktrace below "
+                 "might be incorrect.",
+                 "For debugging consider passing CUDA_LAUNCH_BLOCKING=1",
+                 "Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.",
+                 "  return torch._C._cuda_getDeviceCount() > 0"):
         assert _log_run(tmp_path, line + "\n")[0] == [], line
