@@ -897,3 +897,36 @@ def test_the_routine_lines_of_pcie_ports_and_mlx5_nics_stay_quiet_behind_any_pre
     assert lexicon.shape_of(line) is None, line
     for prefix in _KERNEL_PREFIXES:
         assert not [d for d in _log_of(prefix + line + "\n") if d.severity in ("fail", "warn")], prefix
+
+
+# A shell's report of a job's death in the user's locale: bash prints strsignal's words (glibc po/<locale>.po at
+# glibc-2.42, d2097651) and its own ' (core dumped)' (bash po/<locale>.po at bash-5.3, b8c60bc9), alone for a
+# foreground job, after '<script>: line <n>: <pid> ' and before the command for a script's. The words are the
+# catalogues' msgstr; a SIGTERM's 'Terminated' is no failure line in any locale, as in English.
+SIGNAL_WORDS = [
+    ("段错误 (核心已转储)", "segfault"), ("程式記憶體區段錯誤 (核心已傾印)", "segfault"),
+    ("Speicherzugriffsfehler (Speicherabzug geschrieben)", "segfault"), ("Erreur de segmentation (core dumped)", "segfault"),
+    ("Violación de segmento (`core' generado)", "segfault"), ("Falha de segmentação (imagem do núcleo gravada)", "segfault"),
+    ("Ошибка сегментирования (образ памяти сброшен на диск)", "segfault"), ("세그멘테이션 오류 (코어 덤프됨)", "segfault"),
+    ("Bus-Zugriffsfehler", "segfault"), ("总线错误 (核心已转储)", "segfault"),
+    ("已中止 (核心已转储)", "core-dumped"), ("中止 (コアダンプ)", "core-dumped"), ("Abgebrochen (Speicherabzug geschrieben)", "core-dumped"),
+    ("Abandon (core dumped)", "core-dumped"), ("Аварийный останов", "core-dumped"),
+    ("已杀死", "killed"), ("強制結束", "killed"), ("強制終了", "killed"), ("죽었음", "killed"), ("Getötet", "killed"),
+    ("Processus arrêté", "killed"), ("Terminado (killed)", "killed"), ("Morto (Killed)", "killed"), ("Убито", "killed"),
+]
+TERMINATED_WORDS = ["已终止", "終止", "종료됨", "중단됨", "Beendet", "Abgebrochen (Terminated)", "Complété", "Terminé",
+                    "Terminado", "Завершено", "Прерван", "已完成", "Fertig"]
+
+
+@pytest.mark.parametrize("word,row", SIGNAL_WORDS)
+def test_a_job_killed_by_a_signal_is_a_failure_line_in_the_users_locale(word, row):
+    for line in (word, f"[rank3]: {word}", f"node7: {word}", f"bash: line 1: 12345 {word} python train.py",
+                 f"train.sh: line 3: 12345 {word}      python train.py"):
+        shape = lexicon.shape_of(line)
+        assert shape is not None and shape.id == row, (line, shape and shape.id)
+
+
+@pytest.mark.parametrize("word", TERMINATED_WORDS)
+def test_a_job_the_user_stopped_stays_quiet_in_the_users_locale(word):
+    for line in (word, f"[1]+  {word}                  python train.py", f"bash: line 1: 12345 {word} python train.py"):
+        assert lexicon.shape_of(line) is None, line
