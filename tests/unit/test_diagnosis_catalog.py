@@ -2201,6 +2201,9 @@ def test_open_mpis_cuda_shared_memory_and_transport_failures_are_failure_lines_a
                  '[HOST] Set MCA parameter "orte_base_help_aggregate" to 0 to see all help / error messages',
                  "[pi01:28731] 3 more processes have sent help message help-mpi-btl-tcp.txt / dropped inbound connection",
                  "Open MPI failed an OFI Libfabric library call (fi_domain).  This is highly"):
+        assert _log_run(tmp_path, line + "\n")[0] == [], line
+
+
 def test_cuda_errors_in_the_forms_of_pytorchs_thc_its_device_count_and_fastertransformer_are_read_by_the_cuda_table(
         tmp_path):
     # real lines, each alone, behind a rank's prefix, a node's, and after torchrun's report of the failed worker: the
