@@ -504,9 +504,9 @@ class Reader:
                 self.found.rdma_test_device.append((ends.Line(self.path, lineno, (typed or here.text).strip()[:300],
                                                               here.host() or self.host),
                                                     d.group("dev")))
-        if here.text.startswith(ends.FIRST_DEVICE):
-            nxt = view.next(s)
-            if nxt is not None and not view.peeled(nxt).text.startswith(ends.SECOND_DEVICE):
+        if here.text.startswith(ends.FIRST_DEVICE) and ends.SECOND_DEVICE not in here.text:  # a list run into a line
+            after = _next_text(view, s)
+            if after is not None and not after.startswith(ends.SECOND_DEVICE):
                 self.found.one_gpu.append(ends.Line(self.path, lineno, here.text.strip()[:300], here.host() or self.host))
         command = ends.container_without_gpus(here.text) if ends.CONTAINER_START.search(here.text) else ""
         if command:
@@ -828,6 +828,20 @@ def _prompt_host(p: L.Peeled) -> Optional[str]:
             return layer.host
     m = L.PROMPT.match(p.text.lstrip(" \t")) if "@" in p.text[:400] else None
     return (m.group("host") or m.group("segments")) if m else None
+
+
+def _next_text(view: "_View", s: int, most: int = 4) -> Optional[str]:
+    """The text of the first line after the one at ``s`` that is not blank (a paste may put blank lines between
+    lines), within ``most`` lines; None where the chunk or the bound ends first."""
+    at: Optional[int] = s
+    for _ in range(most):
+        at = view.next(at) if at is not None else None
+        if at is None:
+            return None
+        text = view.peeled(at).text.strip()
+        if text:
+            return text
+    return None
 
 
 def _command(p: L.Peeled) -> str:
