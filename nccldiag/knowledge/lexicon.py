@@ -13,6 +13,7 @@ diagnoses say which lines no cause explains (``diagnosis/rules/unexplained.py``)
 """
 from __future__ import annotations
 
+import collections
 import functools
 import re
 from dataclasses import dataclass, field
@@ -232,13 +233,13 @@ class Reader:
             return
         # a block: each distinct line looked at once (a log repeats its lines), its first lines kept, all counted
         hits = []
-        for raw in set(item):
+        for raw, times in collections.Counter(item).items():
             got = self.shape(raw)
             if got is None:
                 continue
             i = item.index(raw)
             hits.append((i, raw, got))
-            extra = item.count(raw) - 1
+            extra = times - 1
             for _ in range(min(extra, KEEP - 1)):
                 i = item.index(raw, i + 1)
                 hits.append((i, raw, got))

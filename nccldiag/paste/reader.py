@@ -275,7 +275,7 @@ class Reader:
         self._tail = b""  # the end of the chunk read before, for a block that grows up into it
         self._first = first  # the number of the first line of _tail + _parts
         self._first_line = first
-        self._anchors: Dict[bytes, list] = {}
+        self._anchors: Dict[bytes, Tuple[list, bool]] = {}
         self._peeled: Dict[bytes, L.Peeled] = {}
         self._seen: Dict[Tuple[str, Optional[str], str], Block] = {}
         self._text = 0
@@ -453,16 +453,17 @@ class Reader:
         """Read the line at ``s``: a prompt, a process's end, the anchor of a block. Returns the offset of the
         last line of a block taken from it, -1 when the block may go on past the chunk, None otherwise."""
         raw = view.raw(s)
-        anchors = self._anchors.get(raw)
-        if anchors is None:
+        known = self._anchors.get(raw)
+        if known is None:
             if len(self._anchors) >= MAX_LINES:
                 self._stop(f"{MAX_LINES} distinct lines read")
                 return None
-            anchors = self._anchors[raw] = _anchors(view.peeled(s), raw)
+            known = self._anchors[raw] = (_anchors(view.peeled(s), raw), any(w in raw for w in _END_WORDS))
+        anchors, ends_here = known
         p = view.peeled(s)
         if p.layers and p.layers[-1].kind == "prompt":
             self.host = p.host()
-        if any(w in raw for w in _END_WORDS):
+        if ends_here:
             self._end(view, s, lineno, p.line)
         for kind, k in anchors:
             taken = self._block(view, s, lineno, kind, k, final)
