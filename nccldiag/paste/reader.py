@@ -285,7 +285,8 @@ class Reader:
         self._whole = 0  # the offset in the text of the end of _parts (of the whole lines fed)
         self._cut = False
         self._ending = b""  # the text's last bytes (:data:`END`), for its last line
-        self._lines = 0  # the line breaks fed
+        self._dropped = 0  # the line breaks of the text fed but not read (past SLOW_BOUND)
+        self._appended = 0  # 1 where end() ended the text's last line with a line break of its own
         # what whoever fed the text found in it before (:meth:`given`): the stretch of the text searched, the
         # offsets of the words in it, and where some of its lines start with their numbers
         self._over = (0, 0)
@@ -320,13 +321,15 @@ class Reader:
     def feed(self, data: bytes) -> None:
         if not data:
             return
-        self._lines += data.count(b"\n")
         self._ending = bytes(data[-END:]) if len(data) >= END else (self._ending + data)[-END:]
         if self._cut:
+            self._dropped += data.count(b"\n")
             return
         self._fed += len(data)
         if self._fed > SLOW_BOUND and not _words().fast:  # the expression's pace: the start of the text is read
-            data = data[:max(0, len(data) - (self._fed - SLOW_BOUND))]
+            kept = max(0, len(data) - (self._fed - SLOW_BOUND))
+            self._dropped += data.count(b"\n", kept)
+            data = data[:kept]
             self._cut = True
             if not self.found.bounded:
                 self.found.bounded = (f"{self.path}: read for node outputs in its first {SLOW_BOUND // 2 ** 20} MiB "
@@ -353,6 +356,7 @@ class Reader:
             self._parts.append(self._pending + b"\n")
             self._whole += len(self._pending) + 1
             self._pending = b""
+            self._appended = 1
         self._read(final=True)
         self._last()
         return self.found
@@ -368,11 +372,18 @@ class Reader:
             p = L.peel(end[k:k + L.MAX_LINE].decode("utf-8", "replace"))
             text = p.stage(len(p.layers)).strip()
             if text and not (len(text) <= 300 and _MARKUP_ONLY.fullmatch(text)):
-                lineno = self._first_line + self._lines - self._ending.count(b"\n", k)
+                lineno = self._first_line + self._breaks() - self._ending.count(b"\n", k)
                 host = next((layer.host for layer in p.layers if layer.host), None)
                 self.found.last.append(ends.Line(self.path, lineno, text, host))
                 return
             end = end[:k].rstrip()
+
+    def _breaks(self) -> int:
+        """The line breaks of the whole text fed, once :meth:`end` has read it: those before the lines kept after
+        the last chunk (their first line's number tells), theirs, and those not read; the chunks count them as they
+        number their lines, so the text is not counted once more as it is fed."""
+        kept = self._tail.count(b"\n") + sum(p.count(b"\n") for p in self._parts)
+        return self._first - self._first_line + kept - self._appended + self._dropped
 
     # ---- one chunk -------------------------------------------------------------------------------------------
 
