@@ -160,6 +160,7 @@ CHECKED = {
     "vllm-no-memory-for-kv-cache": "No available memory for the cache blocks. ",
     "vllm-kv-cache-below-max-model-len": "cache is needed, which is larger than the available KV cache ",
     "sglang-not-enough-memory-kv-pool": "Not enough memory. Please try to increase --mem-fraction-static. ",
+    "sglang-ci-killall-orphaned-cuda-contexts": "Orphaned CUDA contexts after ",
     "azure-check-gpu-ecc-row-remap": "Warning: Detected a GPU row remap Error for GPU ID ",
     "azure-check-gpu-ecc-uncorrectable": "Warning: Detected a very high GPU DRAM uncorrectable error count (",
     "slurm-gcp-bulkinsert-no-capacity": "bulkInsert operation errors: ",
@@ -341,6 +342,8 @@ PRINTED = {
     "vllm-gpu-free-memory-below-utilization": "ValueError: Free memory on device (31.44/47.38 GiB) on startup is less "
                                               "than desired GPU memory utilization (0.95, 45.01 GiB). Decrease GPU "
                                               "memory utilization or reduce GPU memory used by other processes.",
+    # SGLang's CI clean-up on a B200 runner, as sgl-project/sglang#24928 quotes its job log
+    "sglang-ci-killall-orphaned-cuda-contexts": "Orphaned CUDA contexts after 100s \u2014 container needs restart.",
     # vllm-project/vllm#10439 and #17431 quote it
     "vllm-no-memory-for-kv-cache": "ValueError: No available memory for the cache blocks. Try increasing "
                                    "`gpu_memory_utilization` when initializing the engine.",
@@ -983,4 +986,21 @@ def test_open_mpi_asked_for_cuda_without_it_names_the_build_and_its_notices_stay
         "mca:mpi:base:param:mpi_built_with_cuda_support:value:true",
     )
     for line in quiet:
+        assert toolmsg.row_of(line) is None and lexicon.shape_of(line) is None, line
+
+
+def test_sglangs_ci_clean_up_names_a_gpu_held_by_an_orphaned_process_and_its_retries_and_pass_stay_quiet():
+    # sgl-project/sglang#24928: the job's killall step on a B200 runner, its GPU 3 held by an earlier job's scheduler
+    failed = ("ERROR: memory >=10%: GPU 3 (54%)\n"
+              "Orphaned CUDA contexts after 100s \u2014 container needs restart.\n"
+              "FAIL \u2014 Aborting CI\n")
+    got = [d for d in diagnose(log_inputs("job.log", failed)) if d.severity == "fail"]
+    assert got and got[0].category == "other:gpu-memory-held-by-orphaned-process", got
+    # killall.py's retry line while it waits, and the box of a runner whose GPUs came clean (python/sglang/cli/
+    # killall.py at 016f96e5: '[killall] GPUs still dirty at {elapsed}s [...], retrying in {retry_interval}s ...',
+    # 'PASS \u2014 GPUs clean')
+    quiet = ("[killall] GPUs still dirty at 10s [GPU 3 (54%)], retrying in 10s (20/100s)...\n"
+             "\u2502 Check at 20s: GPUs clean \u2502\n"
+             "\u2502 PASS \u2014 GPUs clean \u2502\n")
+    for line in quiet.splitlines():
         assert toolmsg.row_of(line) is None and lexicon.shape_of(line) is None, line
