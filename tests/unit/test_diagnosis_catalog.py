@@ -2046,6 +2046,26 @@ def test_a_bmcs_bus_memory_or_power_supply_event_names_its_cause_while_asserted(
                                     "healthy")) == []
 
 
+def test_a_dell_servers_bus_error_and_post_link_speed_name_a_pcie_cause_and_a_memory_rate_warning_names_none():
+    # real: the cases' iDRAC and POST lines (an R640's failed network daughter card, R760/XE8680 nodes whose link
+    # trained at Gen1) and the Dell server quoted in Linux commit b112036535eda34460677ea883eaecc3a45a435d
+    from pathlib import Path
+    from tests import realcases
+    for case, cause in (
+            ("node-gaps83b-strickfaden-blog-r640-idrac-pcie-fatal-error-bus25-failed-ndc", "dell-pci-component-error"),
+            ("node-gaps83b-dsxinfra6282-dell-r760-xe8680-uefi0080-pcie-link-gen1-expected-gen5",
+             "dell-post-pcie-link-speed-not-optimal")):
+        d = realcases.alarms_of_case(Path(__file__).resolve().parents[1] / "cases" / case)[0]
+        assert (d.id, d.category, d.severity) == (cause, "pcie_link_aer", "fail"), d
+    d = top("Event Message: A PCI parity error was detected on a component at bus 0 device 5 function 0.\n")
+    assert d.id == "dell-pci-component-error" and "PCI parity error" in d.summary and "bus 0 device 5" in d.summary, d
+    # a correctable memory error rate names no cause (the DIMM still corrects it), and a reset beside it is routine
+    assert categories("2017-03-07 23:08:02 SYS1003 System CPU Resetting.\n"
+                      "2017-03-07 23:08:02 MEM0702 Correctable memory error rate exceeded for DIMM_xx.\n") == []
+    assert categories("2023-03-09 08:11:26 RAC0701 Requested system powerup.\n"
+                      "Expected link speed is Gen5 but actual link speed is Gen1.\n") == []
+
+
 def test_a_private_key_ssh_refuses_for_its_mode_is_named(tmp_path):
     # real: kubeflow/trainer#2716 (the worker's sshd, key mounted 0644) and kubeflow/mpi-operator#429 (the launcher's
     # ssh, key at 0640 under a pod fsGroup), read as 'nccldiag log' reads them: the failure lexicon keeps the lines

@@ -381,6 +381,28 @@ def test_a_bmc_bus_memory_or_power_supply_event_is_read_while_asserted_and_routi
         assert lexicon.shape_of(line) is None, line
 
 
+def test_a_dell_servers_bus_error_link_speed_and_memory_rate_messages_are_read_and_its_routine_ones_are_not():
+    # Real lines: an R640's iDRAC log (tests/cases/node-gaps83b-strickfaden-...-failed-ndc), the Dell server quoted in
+    # Linux commit b112036535eda34460677ea883eaecc3a45a435d (PCI1308), the POST message of Dell R760 and XE8680 nodes
+    # (dsx-ai-factory/infra-controller#6282) and the Lifecycle log of Dell's knowledge base 000141221.
+    for line, row in (
+            ("A fatal error was detected on a component at bus 25 device 0 function 0.", "dell-pci-component-error"),
+            ("Event Message: A PCI parity error was detected on a component at bus 0 device 5 function 0.",
+             "dell-pci-component-error"),
+            ("UEFI0080: PCIe link speed is not optimal for Bus:201 D:1 F:0.", "dell-post-pcie-link-speed-not-optimal"),
+            ("2017-03-07 23:08:02 MEM0702 Correctable memory error rate exceeded for DIMM_xx.",
+             "dell-correctable-memory-error-rate")):
+        assert lexicon.shape_of(line).id == row, line
+    # The routine Lifecycle log lines around them (a reset, a power-up the KBs quote), the speeds line that follows
+    # UEFI0080, and a link at its speed as lspci prints it (tests/cases healthy lspci -vv captures).
+    for line in ("2017-03-07 23:08:02 SYS1003 System CPU Resetting.",
+                 "2017-03-07 23:08:02 SYS1001 System is turning off.",
+                 "2023-03-09 08:11:26 RAC0701 Requested system powerup.",
+                 "Expected link speed is Gen5 but actual link speed is Gen1.",
+                 "\t\tLnkSta:\tSpeed 32GT/s (ok), Width x16 (ok)"):
+        assert lexicon.shape_of(line) is None, line
+
+
 def test_a_driver_status_is_read_in_a_paste_and_left_to_the_kernel_areas_in_a_nodes_log():
     shape = lexicon.shape_of("NV_ERR_IN_USE")
     assert shape.id == "nvidia-driver-status-error" and shape.pasted_only
