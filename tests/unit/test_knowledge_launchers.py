@@ -171,6 +171,10 @@ CHECKED = {
     "xbps-dkms-module-failed-to-build": "DKMS module '$1-$2' failed to build, please check /var/lib/dkms",
     "make-failed-in-dkms-build-tree": "[%s: %s] Error %d",
     "make-kbuild-modules-target-failed": "[%s: %s] Error %d",
+    "dkms-kernel-headers-not-found": "Your kernel headers for kernel $1 cannot be found at $install_tree/$1/build or "
+                                     "$install_tree/$1/source.",
+    "modprobe-nvidia-module-not-found": "Module %s not found in directory %s",
+    "nvidia-installer-nouveau-in-use": "The Nouveau kernel driver is currently in use ",
     "persistenced-numa-auto-online-failed": "NUMA: Failed to enable NUMA memory Auto-Online",
     "bash-fork-retry-eagain": "fork: retry",
     "shell-command-not-found": "command not found",
@@ -385,6 +389,14 @@ PRINTED = {
     "make-failed-in-dkms-build-tree": "make[2]: *** [/usr/src/linux-headers-6.8.0-45-generic/Makefile:1925: "
                                       "/var/lib/dkms/nvidia/550.120/build] Error 2",
     "make-kbuild-modules-target-failed": "make: *** [/usr/src/linux-headers-6.3.0-1-common/Makefile:1967: modules] Error 2",
+    # real: emilyst/hid-nx-dkms#20 (DKMS 3's form; older DKMS ended the line 'cannot be found.')
+    "dkms-kernel-headers-not-found": "Error! Your kernel headers for kernel 6.6.15-amd64 cannot be found at "
+                                     "/lib/modules/6.6.15-amd64/build or /lib/modules/6.6.15-amd64/source.",
+    # real: Witko/nvidia-xrun#135, modprobe's LOG at the fatal level
+    "modprobe-nvidia-module-not-found": "modprobe: FATAL: Module nvidia not found in directory "
+                                        "/lib/modules/5.2.13-200.fc30.x86_64",
+    # real: BenedictThompson-zz/Azure-Ethereum-mine#2, an older installer's ui_error form (its first line)
+    "nvidia-installer-nouveau-in-use": " ERROR: The Nouveau kernel driver is currently in use by your system.  This",
     "bash-fork-retry-eagain": "bash: fork: retry: Resource temporarily unavailable",
     "openssh-connect-failed": "ssh: connect to host node2 port 22: Connection refused",
     "openssh-permission-denied": "user@node2: Permission denied (publickey,gssapi-keyex,gssapi-with-mic).",
@@ -1004,3 +1016,38 @@ def test_sglangs_ci_clean_up_names_a_gpu_held_by_an_orphaned_process_and_its_ret
              "\u2502 PASS \u2014 GPUs clean \u2502\n")
     for line in quiet.splitlines():
         assert toolmsg.row_of(line) is None and lexicon.shape_of(line) is None, line
+
+
+def test_a_gpu_nodes_driver_installation_failures_name_their_cause_and_its_routine_lines_stay_quiet():
+    """Real lines, each as posted: modprobe that finds no NVIDIA module for the running kernel (Witko/nvidia-xrun#135,
+    compiler-explorer/infra#1413), DKMS without the kernel's headers (emilyst/hid-nx-dkms#20,
+    M-Bab/linux-kernel-amdgpu-binaries#58) and NVIDIA's installer stopped by nouveau (microsoft/pai#2962) name their
+    categories; another module modprobe does not find is no NVIDIA module's; the lines DKMS and the installer print
+    on a working node (Mellanox/nv_peer_memory#8 and #113, Fred78290/nct6687d#94, pytorch/pytorch#88352) are read
+    by no row."""
+    named = {
+        "modprobe: FATAL: Module nvidia not found in directory /lib/modules/5.2.13-200.fc30.x86_64":
+            "other:nvidia-module-not-installed-for-kernel",
+        "modprobe: FATAL: Module nvidia_drm not found in directory /lib/modules/5.2.13-200.fc30.x86_64":
+            "other:nvidia-module-not-installed-for-kernel",
+        "Startup `modprobe: FATAL: Module nvidia not found in directory /lib/modules/6.8.0-1015-aws`":
+            "other:nvidia-module-not-installed-for-kernel",
+        "Error! Your kernel headers for kernel 4.16.3+ cannot be found.": "other:kernel-module-build-failed",
+        "Error! Your kernel headers for kernel 6.6.15-amd64 cannot be found at /lib/modules/6.6.15-amd64/build or "
+        "/lib/modules/6.6.15-amd64/source.": "other:kernel-module-build-failed",
+        "ERROR: The Nouveau kernel driver is currently in use by your system": "other:nouveau-holds-gpu",
+    }
+    for line, category in named.items():
+        for prefix in ("", "node7: ", "Dec 07 10:00:01 gpu01 kernel: "):
+            row = toolmsg.row_of(prefix + line)
+            assert row is not None and row["category"] == category, (prefix, line)
+        top = _failing(log_inputs("install.log", line + "\n"))[0]
+        assert (top.id, top.category, top.severity) == (tool_message.ID, category, "fail"), line
+    # written for this test: modprobe's same words for a module that is not the GPU driver's
+    assert toolmsg.row_of("modprobe: FATAL: Module loop not found in directory /lib/modules/6.8.0-45-generic") is None
+    for line in ("DKMS: install completed.", "Secure Boot not enabled on this system.",
+                 "Signing module /var/lib/dkms/nct6687d/1/build/nct6687.ko",
+                 "   - Installing to /lib/modules/6.8.4-2-pve/updates/dkms/",
+                 "WARNING: The nvidia-drm module will not be installed. As a result, DRM-KMS will not function with "
+                 "this installation of the NVIDIA driver."):
+        assert toolmsg.row_of(line) is None and _failing(log_inputs("install.log", line + "\n")) == [], line

@@ -952,3 +952,57 @@ def test_a_job_killed_by_a_signal_is_a_failure_line_in_the_users_locale(word, ro
 def test_a_job_the_user_stopped_stays_quiet_in_the_users_locale(word):
     for line in (word, f"[1]+  {word}                  python train.py", f"bash: line 1: 12345 {word} python train.py"):
         assert lexicon.shape_of(line) is None, line
+
+
+# Real lines of a GPU node's driver installation and services, each as posted (the thread in the comment), and the
+# lines the same emitters print on a working node, from the same threads.
+DRIVER_SETUP_LINES = [
+    # kmod's modprobe (Witko/nvidia-xrun#135, compiler-explorer/infra#1413)
+    ("modprobe: FATAL: Module nvidia not found in directory /lib/modules/5.2.13-200.fc30.x86_64", "nvidia-module-not-found"),
+    ("modprobe: FATAL: Module nvidia_uvm not found in directory /lib/modules/5.2.13-200.fc30.x86_64",
+     "nvidia-module-not-found"),
+    ("Startup `modprobe: FATAL: Module nvidia not found in directory /lib/modules/6.8.0-1015-aws`", "nvidia-module-not-found"),
+    # NVIDIA's installer (BenedictThompson-zz/Azure-Ethereum-mine#2, microsoft/pai#2962)
+    (" ERROR: The Nouveau kernel driver is currently in use by your system.  This", "nouveau-in-use"),
+    ("ERROR: The Nouveau kernel driver is currently in use by your system", "nouveau-in-use"),
+    # DKMS without the kernel's headers (emilyst/hid-nx-dkms#20; M-Bab/linux-kernel-amdgpu-binaries#58;
+    # tomaspinho/rtl8821ce#191, the older DKMS's 'Error! echo' then the line)
+    ("Error! Your kernel headers for kernel 6.6.15-amd64 cannot be found at /lib/modules/6.6.15-amd64/build or "
+     "/lib/modules/6.6.15-amd64/source.", "kernel-module-build-failed"),
+    ("Error! Your kernel headers for kernel 4.16.3+ cannot be found.", "kernel-module-build-failed"),
+    ("Your kernel headers for kernel 5.9.0-kali1-amd64 cannot be found at", "kernel-module-build-failed"),
+    # the kernel's signature check under Secure Boot
+    # (JafarAkhondali/acer-predator-turbo-and-rgb-keyboard-linux-module#113)
+    ("[ 1748.999277] Loading of module with unavailable key is rejected", "module-load-refused"),
+    # systemd's start limit (utkuozdemir/nvidia_gpu_exporter#249)
+    ("Nov 04 18:32:35 u116594 systemd[1]: nvidia_gpu_expoter.service: Start request repeated too quickly.",
+     "systemd-unit-failed"),
+]
+DRIVER_SETUP_ROUTINE = [
+    "Jan 05 14:45:28 TENCENT64 nv-fabricmanager[1120]: Successfully configured all the available NVSwitches to route "
+    "GPU NVLink traffic. NVLink Peer-to-Peer support will be enabled once the GPUs are successfully registered with "
+    "the NVLink fabric.",  # NVIDIA/nvtrust#128
+    "Jan 05 14:45:28 TENCENT64 systemd[1]: Started nvidia-fabricmanager.service - NVIDIA fabric manager service.",
+    "Jan 05 14:44:41 TENCENT64 nvidia-fabricmanager-start.sh[1049]: Detected Pre-NVL5 system",
+    "May 31 05:33:40 kino1 nvidia-persistenced[19176]: device 0000:3d:00.0 - registered",  # nvidia-persistenced#2
+    "Feb 07 23:27:48 lxdlwagpu02 systemd[1]: Started Load openibd on boot.",  # ovro-lwa/lwa-issues#89
+    "DKMS: install completed.",  # Mellanox/nv_peer_memory#8
+    "Secure Boot not enabled on this system.",  # Mellanox/nv_peer_memory#113
+    "Signing module /var/lib/dkms/nct6687d/1/build/nct6687.ko",  # Fred78290/nct6687d#94
+    "   - Installing to /lib/modules/6.8.4-2-pve/updates/dkms/",
+    "WARNING: The nvidia-drm module will not be installed. As a result, DRM-KMS will not function with this "
+    "installation of the NVIDIA driver.",  # pytorch/pytorch#88352
+]
+
+
+@pytest.mark.parametrize("line,row", DRIVER_SETUP_LINES)
+def test_a_nodes_driver_installation_and_service_failures_are_failure_lines_behind_any_prefix(line, row):
+    for prefix in ("", "node7: ", "Dec 07 10:00:01 gpu01 systemd[1]: "):
+        shape = lexicon.shape_of(prefix + line)
+        assert shape is not None and shape.id == row, (prefix, line)
+
+
+@pytest.mark.parametrize("line", DRIVER_SETUP_ROUTINE)
+def test_a_working_nodes_driver_installation_and_service_lines_stay_quiet(line):
+    for prefix in ("", "node7: "):
+        assert lexicon.shape_of(prefix + line) is None, (prefix, line)
