@@ -181,7 +181,11 @@ CONNECT = rx.compile(r"(?:Connect to|connect(?:ing)? to|Call to connect)(?=\s*\[
 # connection aborted on this side (ECONNABORTED): the address is not one this node's interfaces reach, whatever a
 # firewall on the path does (a REJECT answers 'No route to host' or 'Connection refused', a DROP times out)
 NO_PATH = rx.compile(r"Network is unreachable|ENETUNREACH|Software caused connection abort|ECONNABORTED", re.I)
-LINK_LOCAL = rx.compile(r"\b[fF][eE]80:[0-9a-fA-F:]*(?:%\w+)?|%(?:" + VIRTUAL.pattern.strip("^$") + r")\b")
+# a link-local address: IPv6 fe80::/10 (with or without its %interface), IPv4 169.254.0.0/16 (RFC 3927: an address an
+# interface gives itself, or a host-local agent's such as EKS Pod Identity's 169.254.170.23; routers never forward
+# it), or an address on an interface that cannot leave the host
+LINK_LOCAL = rx.compile(r"\b[fF][eE]80:[0-9a-fA-F:]*(?:%\w+)?|\b169\.254\.\d{1,3}\.\d{1,3}\b|%(?:"
+                        + VIRTUAL.pattern.strip("^$") + r")\b")
 ROUTABLE = rx.compile(r"\b(?!127\.)\d{1,3}(?:\.\d{1,3}){3}\b|\b[23][0-9a-fA-F]{3}:[0-9a-fA-F:]+")
 _LOOPBACK = rx.compile(r"\b127\.0\.[01]\.1\b")
 # c10d's client socket that timed out or found no route: a rank's connection to the rendezvous store

@@ -851,4 +851,18 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "exceeded for DIMM_xx.' is read as a failure line that nothing explains (a DIMM's correctable errors, no data "
         "lost); that BIOS 2.3.x of the 13G servers reset the server after logging it is Dell's knowledge base, and the "
         "log names no BIOS version ('SYS1003 System CPU Resetting.' beside it is what every reset logs)"),
+    "net-gaps83c-awsdoeks54-eks-efa-init-failed-socket-fallback-pod-identity-link-local-refused": Gap(
+        "partly",
+        "'Verdict: FAIL Network plugin failing or differing across nodes (high confidence)', exit 1: aws-ofi-nccl's "
+        "'initialization failed' after 'No eligible providers were found' comes first (EFA did fail on that node, the "
+        "first of the two chained problems the author names); the refused connects to the EKS Pod Identity link-local "
+        "address 169.254.170.23 are named second, as NCCL's sockets on a link-local interface (socket_ifname_wrong), the "
+        "fault the author's NCCL_SOCKET_IFNAME exclusion fixed"),
+    "gpu-gaps83c-sdpo39-modal-clustered-2x8-h100-duplicate-gpu-rank9-rank1-identical-busids": Gap(
+        "wrong cause",
+        "'Verdict: FAIL Two ranks on one GPU (high confidence)', exit 1: NCCL's 'Duplicate GPU detected : rank 9 and rank "
+        "1 both on CUDA device 5a000' is read as two ranks bound to one GPU; that the two ranks are on different Modal "
+        "containers (hosts) whose identical PCI layouts give the same busId, and that NCCL took them for one host because "
+        "the image lacked the OFI libraries Modal configures its clustered NCCL from, is the reporter's finding: the two "
+        "lines name neither the containers nor the hosts"),
 }

@@ -640,6 +640,26 @@ def test_bootstrap_failure_of_nccl_2_3_files_names_the_interface():
     assert "socket-interface" not in ids(diagnose(_text_inputs(cut)))
 
 
+def test_connect_to_an_ipv4_link_local_address_names_the_interface_not_the_peer():
+    # real: aws-samples/aws-do-eks#54 (tests/cases), NCCL's sockets over EKS Pod Identity's link-local
+    # pod-id-link0 (169.254.170.23), the connects to it refused; NCCL's format string (src/os/linux.cc,
+    # socketConnectCheck, NVIDIA/nccl 037e907): "%s: connect to %s returned %s, retrying (%d/%ld) after sleep for %u msec"
+    case = Path(__file__).resolve().parents[1] / "cases" / \
+        "net-gaps83c-awsdoeks54-eks-efa-init-failed-socket-fallback-pod-identity-link-local-refused" / \
+        "nccl-debug-excerpt.txt"
+    found = diagnose(_text_inputs(case.read_text()))
+    d = one(found, "socket-interface")
+    assert d.category == "socket_ifname_wrong" and "link-local" in d.summary
+    assert any("169.254.170.23" in e.text and "refused" in e.text for e in d.evidence)
+    assert "peer-refused" not in ids(found)  # the address, not a dead peer, is the fault
+    # the same NCCL line toward a routable peer address is no interface fault: a peer not listening (yet)
+    routable = ("nodea:1:2 [0] NCCL INFO socketPollConnect: connect to 10.1.216.157<43011> returned Connection "
+                "refused, retrying (13/34)\n")
+    assert "socket-interface" not in ids(diagnose(_text_inputs(routable)))
+    # an address that only looks like 169.254 inside a longer one is not link-local
+    assert "socket-interface" not in ids(diagnose(_text_inputs(routable.replace("10.1.216.157", "10.169.254.7"))))
+
+
 # ---- Gloo's loopback fallback ---------------------------------------------------------------------------
 
 # written for this test: PyTorch Gloo's warning when the host name does not resolve (the wording of

@@ -1,7 +1,8 @@
 """No usable socket interface, or one peers cannot reach: NCCL finds no IP interface for its bootstrap ('Socket
 creation failed : Address family not supported by protocol' in a container without networking, 'no socket
-interface found', 'No usable listening interface'), or connects to a peer's link-local (fe80::) or container
-bridge address and times out. NCCL_SOCKET_IFNAME names the interface to use.
+interface found', 'No usable listening interface'), or connects to a peer's link-local (fe80::, 169.254.0.0/16)
+or container bridge address and fails (times out, is refused or aborted). NCCL_SOCKET_IFNAME names the interface
+to use.
 
 Evidence: those WARNs and connect failures in NCCL's log, or, with no WARN to explain it, an error returned
 through NCCL's network transport while its socket transport spreads over several interfaces (``via
@@ -118,10 +119,11 @@ def diagnose(inp: Inputs) -> List[Diagnosis]:
     if not found:
         return _no_path(inp) or _unrouted(inp)
     what = ("NCCL found no usable IP interface for its bootstrap" if none else
-            "NCCL connected to a peer's link-local or virtual interface address and timed out")
+            "NCCL's connection to a peer's link-local or virtual interface address failed")
     return [C.make(sys.modules[__name__], what + C.on(C.hosts(found)), found, confidence="high",
                    why=("NCCL itself said it found no interface it can use" if none else
-                        "a link-local (fe80::) or container bridge address is not reachable from other hosts"))]
+                        "a link-local address (fe80::, 169.254.x.x) or a container bridge's is not reachable from "
+                        "other hosts"))]
 
 
 _OTHER_FAILURE = rx.compile(r"[Ss]ocket|[Pp]roxy|[Bb]ootstrap|Connect|connection|remote peer")
