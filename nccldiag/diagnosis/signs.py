@@ -184,7 +184,7 @@ NO_PATH = rx.compile(r"Network is unreachable|ENETUNREACH|Software caused connec
 # a link-local address: IPv6 fe80::/10 (with or without its %interface), IPv4 169.254.0.0/16 (RFC 3927: an address an
 # interface gives itself, or a host-local agent's such as EKS Pod Identity's 169.254.170.23; routers never forward
 # it), or an address on an interface that cannot leave the host
-LINK_LOCAL = rx.compile(r"\b[fF][eE]80:[0-9a-fA-F:]*(?:%\w+)?|\b169\.254\.\d{1,3}\.\d{1,3}\b|%(?:"
+LINK_LOCAL = rx.compile(r"\b[fF][eE]80:[0-9a-fA-F:]*(?:%\w+)?|(?<![\d.])169\.254\.\d{1,3}\.\d{1,3}(?!\.?\d)|%(?:"
                         + VIRTUAL.pattern.strip("^$") + r")\b")
 ROUTABLE = rx.compile(r"\b(?!127\.)\d{1,3}(?:\.\d{1,3}){3}\b|\b[23][0-9a-fA-F]{3}:[0-9a-fA-F:]+")
 _LOOPBACK = rx.compile(r"\b127\.0\.[01]\.1\b")
