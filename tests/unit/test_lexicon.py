@@ -930,3 +930,31 @@ def test_a_job_killed_by_a_signal_is_a_failure_line_in_the_users_locale(word, ro
 def test_a_job_the_user_stopped_stays_quiet_in_the_users_locale(word):
     for line in (word, f"[1]+  {word}                  python train.py", f"bash: line 1: 12345 {word} python train.py"):
         assert lexicon.shape_of(line) is None, line
+
+
+# The kernel's note of a program killed by a SIGSEGV it did not handle (arch/x86/mm/fault.c show_signal_msg, at
+# torvalds/linux fd5439e0): a warning of its own behind any prefix, whatever program it names; prose that speaks of
+# a segfault, and the kernel's rate-limit note, stay quiet. Real: Lam1360/YOLOv3-model-pruning#58 and the sshd
+# crashes of tests/cases/node-m4-runlog-tr141-dmesg-hung-task-python-gpfs-mmfs-write.
+KERNEL_SEGFAULT_LINES = [
+    "python[10098]: segfault at 5563198b0000 ip 00007f905b424c76 sp 00007ffd02bedcf8 error 5 in libc-2.23.so[7f905b2d7000+1c0000]",
+    "sshd[30462]: segfault at 0 ip 0000000000000000 sp 00007ffe8ceaabb8 error 14 in sshd[55d80c773000+d0000]",
+]
+KERNEL_SEGFAULT_QUIET = [
+    "show_signal_msg: 34 callbacks suppressed",
+    "the trainer segfault at startup is gone since the driver update",
+    "python segfault at import of torch, see the issue above",
+]
+
+
+@pytest.mark.parametrize("line", KERNEL_SEGFAULT_LINES)
+def test_the_kernels_note_of_a_programs_segfault_is_a_warning_behind_any_prefix(line):
+    assert lexicon.shape_of(line).id == "kernel-segfault"
+    for prefix in _KERNEL_PREFIXES:
+        got = [d for d in _log_of(prefix + line + "\n") if d.severity in ("fail", "warn")]
+        assert got and {d.severity for d in got} == {"warn"}, (prefix, got)
+
+
+@pytest.mark.parametrize("line", KERNEL_SEGFAULT_QUIET)
+def test_prose_about_a_segfault_and_the_kernels_rate_limit_note_stay_quiet(line):
+    assert lexicon.shape_of(line) is None, line
