@@ -958,3 +958,34 @@ def test_the_kernels_note_of_a_programs_segfault_is_a_warning_behind_any_prefix(
 @pytest.mark.parametrize("line", KERNEL_SEGFAULT_QUIET)
 def test_prose_about_a_segfault_and_the_kernels_rate_limit_note_stay_quiet(line):
     assert lexicon.shape_of(line) is None, line
+
+
+# bash's own 'Killed' in es and ru ('Matado', 'Убит': bash po/<locale>.po at bash-5.3, b8c60bc9) are everyday words:
+# read where bash prints a job's status (after the pid of a script's 'NAME: line N: PID WORD  COMMAND', jobs.c
+# notify_of_job_status, or a job listing's '[N]+  WORD  COMMAND'), never in prose.
+@pytest.mark.parametrize("word", ["Matado", "Убит"])
+def test_bashs_everyday_words_for_killed_are_read_in_a_jobs_status_line_only(word):
+    for line in (f"train.sh: line 3: 12345 {word}      python train.py", f"[rank3]: bash: line 1: 12345 {word} python train.py",
+                 f"[1]+  {word}                  python train.py"):
+        shape = lexicon.shape_of(line)
+        assert shape is not None and shape.id == "killed", line
+    for line in (word, f"{word} el proceso, el servidor volvió a arrancar", f"{word} процесс, память освобождена",
+                 f"el proceso fue {word} por el administrador", f"Вчера {word} ли процесс?"):
+        assert lexicon.shape_of(line) is None, line
+
+
+# A process killed, as bash says it in the user's locale, tells the diagnosis what the English 'Killed' does: the
+# run ended badly (nccldiag.diagnosis.signs reads the row 'killed', whose words are data), and beside the kernel's
+# OOM killer the same cause is named with the same evidence.
+@pytest.mark.parametrize("word", ["已杀死", "Getötet", "Убито", "Убит", "Matado", "強制終了"])
+def test_a_translated_kill_reads_as_the_english_one(word):
+    from nccldiag.diagnosis import signs
+
+    line = "train.sh: line 3:  4242 {}      python train.py"
+    assert signs.ended_badly(line.format(word)) and signs.ended_badly(line.format("Killed"))
+    oom = "[12345.678] Out of memory: Killed process 4242 (python) total-vm:100kB, anon-rss:50kB\n"
+    for before in ("", oom):
+        def said(w):
+            return [(d.id, d.severity, d.category, re.sub(r"\S*pasted\.txt", "pasted.txt", d.summary.replace(w, "W")))
+                    for d in _log_of(before + line.format(w) + "\n")]
+        assert said(word) == said("Killed"), before
