@@ -791,6 +791,21 @@ def test_slurms_task_affinity_notices_are_no_failure_and_its_launch_errors_are()
         assert lexicon.shape_of(line) is not None, line
 
 
+def test_slurms_memory_cgroup_it_could_not_create_is_no_failure_and_a_named_one_it_could_not_join_is():
+    # task/cgroup's 'unable to add task[pid=%u] to memory cg '%s'' with the cgroup '(null)': the kernel had no
+    # memory cgroup ID left for the step and the task ran outside it, printed by jobs that run fine
+    # (galaxyproject/galaxy#6293; the line as slurmstepd prints it in galaxyproject/galaxy#6705). Failures of the
+    # same plugin beside it stay read: a named cgroup the task could not join, and the cgroup's OOM kills.
+    line = "slurmstepd: error: task/cgroup: unable to add task[pid=123] to memory cg '(null)'"
+    for prefix in ("", "node7: ", "[2020-12-14T09:44:56.002] [63532.0] "):
+        assert lexicon.shape_of(prefix + line) is None, prefix + line
+        assert not [d for d in _log_of(prefix + line + "\n") if d.severity in ("fail", "warn")], prefix
+    for line in ("slurmstepd: error: task/cgroup: unable to add task[pid=123] to memory cg '/sys/fs/cgroup/memory/slurm/uid_1000/job_6/step_0'",
+                 "slurmstepd: error: Detected 1 oom-kill event(s) in StepId=14604003.0 cgroup. Some of your processes "
+                 "may have been killed by the cgroup out-of-memory handler."):
+        assert lexicon.shape_of(line) is not None, line
+
+
 def test_nvshmems_error_macros_are_failure_lines_and_its_warnings_are_not():
     # real: Azure/azhpc-images#316 (NVSHMEM's NVSHMEMI_NULL_ERROR_JMP and NVSHMEMI_NZ_ERROR_JMP, nvshmemx_error.h); its
     # WARN of a transport it could not start beside a ring that ran (tests/cases gpu-gaps64d-zenn-nvshmem-ring-*) and
