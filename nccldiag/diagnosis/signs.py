@@ -19,6 +19,7 @@ from nccldiag.areas.netdev import ip_of
 from nccldiag.diagnosis import clues as C
 from nccldiag.diagnosis.inputs import Inputs, LogView
 from nccldiag.diagnosis.model import Diagnosis, Evidence, log_evidence
+from nccldiag.knowledge import lexicon
 from nccldiag.nccl.facts import Loc
 
 # ---- runs: failed, unfinished, stopped in init ---------------------------------------------------------------
@@ -27,7 +28,7 @@ from nccldiag.nccl.facts import Loc
 ENDED_BADLY = rx.compile(
     r"Traceback \(most recent call last\)|core dumped|Segmentation fault|\bAborted\b|ChildFailedError|"
     r"Root Cause \(first observed failure\)|mpirun noticed that process|srun: error:|exited with (?:exit )?code [1-9]|"
-    r"exitcode\s*:\s*-?[1-9]|\bKilled\b|terminate called after throwing|Primary job\s+terminated normally, but|"
+    r"exitcode\s*:\s*-?[1-9]|terminate called after throwing|Primary job\s+terminated normally, but|"
     r"Some NCCL operations have failed or timed out|RuntimeError|DistBackendError|\bFAILED\b|"
     # MPICH's MPID_Abort of an error that MPI_ERRORS_ARE_FATAL makes fatal ('Abort(N): Fatal error in PMPI_Init: ...')
     r"\bAbort\([0-9]{1,12}\)[^\n:]{0,60}: Fatal error in |"
@@ -42,13 +43,19 @@ ENDED_BADLY = rx.compile(
     r"\bnccl(?:SystemError|InternalError|UnhandledCudaError|InvalidUsage|InvalidArgument|RemoteError)\b")
 
 
+def ended_badly(text: str) -> bool:
+    """Whether a line says a run ended badly: one of ENDED_BADLY's, or a process killed as a shell or a launcher
+    says it in the user's locale (the failure lexicon's row 'killed': 'Killed', '已杀死', 'Getötet', ...)."""
+    return ENDED_BADLY.search(text) is not None or lexicon.shape("killed").reads(text)
+
+
 def unfinished(inp: Inputs) -> List[Evidence]:
     """Evidence in the logs that a run did not finish: stopped before its first result, or ended in an error."""
     out: List[Evidence] = []
     for ls in inp.log_sets():
         f = ls.facts
         for e in f.errors:
-            if ENDED_BADLY.search(e.text):
+            if ended_badly(e.text):
                 out.append(log_evidence(e.at, e.text))
                 break
         stuck = stopped_in_init(f)
@@ -78,7 +85,7 @@ def log_failed(f: LogView) -> bool:
     """An NCCL log that shows a failure: a failed WARN or call chain, an application's NCCL error, a watchdog
     timeout, or a line saying the run ended badly."""
     return (any(w.failure for w in f.warns) or any(oc.failed for oc in f.orphan_chains) or bool(f.app_errors)
-            or bool(f.watchdogs) or any(ENDED_BADLY.search(e.text) for e in f.errors))
+            or bool(f.watchdogs) or any(ended_badly(e.text) for e in f.errors))
 
 
 CONSUMER = rx.compile(r"RTX ?[45]0\d0", re.I)  # consumer generations without PCIe P2P

@@ -519,6 +519,9 @@ _ERROR_TEXT = rx.compile(r"\b(?:" + _alternation(ERROR_WORDS) + r")\b")
 # failure lexicon's row 'python-exception' reads the same shape); its words, 'Error' and 'Exception', are ERROR_WORDS.
 # (never a source line 'except ValueError:')
 _EXCEPTION_TEXT = rx.compile(r"(?<!except )\b[A-Z][A-Za-z0-9_]{0,60}(?:Error|Exception):(?: |$)")
+# A process killed, as a shell or a launcher says it in the user's locale: the failure lexicon's row 'killed'
+# (bash's 'Killed' and its translations, '已杀死', 'Getötet', ...), whose words need hold no error word.
+_KILLED = lexicon.shape("killed")
 # Kernel lines about GPUs, the IOMMU, PCIe, RDMA and the fabric manager (_KERNEL_TEXT).
 KERNEL_WORDS: Guarded = (
     ("NVRM:", r"NVRM:"), ("Xid", r"\bXid\b"), ("AMD-Vi", r"AMD-Vi"), ("DMAR", r"\bDMAR\b"),
@@ -654,7 +657,7 @@ def error_kind(msg: str) -> Optional[str]:
         kind = "kernel"
     elif (_ERROR_TEXT.search(text) is None and _KMSG_TEXT.search(text) is None and _TORCH_TEXT.search(text) is None
           and _LAUNCHER_TEXT.search(text) is None and _EXCEPTION_TEXT.search(text) is None
-          or "algbw" in text):
+          and not _KILLED.reads(text) or "algbw" in text):
         kind = None
     else:
         kind = "error"

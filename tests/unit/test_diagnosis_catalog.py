@@ -1130,6 +1130,42 @@ def test_an_io_error_on_a_file_is_a_storage_failure_and_a_sysfs_read_is_not():
     assert "other:storage-io-error" not in categories("[    9.463650] XFS (vda4): Quotacheck needed: Please wait.\n")
 
 
+def test_enotconn_on_a_path_is_a_fuse_mount_whose_daemon_is_gone_and_on_a_socket_is_not():
+    # real, as posted: coreutils' df and ls, fusermount, gcsf, each on a FUSE mount whose daemon had died
+    # (redbo/cloudfuse#15, s3fs-fuse/s3fs-fuse#373 and #635, rclone/rclone#2982, harababurel/gcsf#67)
+    for line in ("df: `/media/cloudfiles': Transport endpoint is not connected",
+                 "df: \u2018/backup/tapes\u2019: Transport endpoint is not connected",
+                 "ls: cannot access /mnt/naip: Transport endpoint is not connected",
+                 "2019/02/25 19:25:38 mount helper error: fusermount: failed to access mountpoint /mnt/gdrive: "
+                 "Transport endpoint is not connected",
+                 "ERROR gcsf > Could not mount to /root/mediaserver/drive: Transport endpoint is not connected (os "
+                 "error 107)"):
+        d = [d for d in _pasted(line + "\n") if d.severity in ("fail", "warn")][0]
+        assert d.id == "fuse-mount-disconnected" and d.category == "other:storage-io-error" and d.severity == "fail", line
+    # the daemon's own crash in the kernel log beside it (redbo/cloudfuse#15, as posted) is that cause's evidence too
+    both = ("df: `/media/cloudfiles': Transport endpoint is not connected\n"
+            " kernel: [249662.999667] cloudfuse[2459]: segfault at 1000000d7 ip 00007f8da9424095 sp 00007f8da460a000 "
+            "error 4 in libxml2.so.2.7.7[7f8da93ec000+144000]\n")
+    assert [d.id for d in _pasted(both) if d.severity in ("fail", "warn")] == ["fuse-mount-disconnected"]
+    # the same words of a socket, and Python's bare errno without a path (s3fs-fuse/s3fs-fuse#2176), name no mount
+    for line in ("shutdown: Transport endpoint is not connected",
+                 "OSError: [Errno 107] Transport endpoint is not connected",
+                 "connect to /var/run/dbus/system_bus_socket: Transport endpoint is not connected"):
+        assert "fuse-mount-disconnected" not in [d.id for d in _pasted(line + "\n")], line
+
+
+def _pasted(text: str) -> List:
+    """The diagnoses of 'nccldiag log' on the text as a file: the failure lexicon's lines included."""
+    import tempfile
+
+    from nccldiag.sessions import log
+
+    with tempfile.TemporaryDirectory() as d:
+        p = Path(d) / "pasted.txt"
+        p.write_text(text, encoding="utf-8")
+        return log.run([str(p)], workers=1).diagnoses[0]
+
+
 def test_no_healthy_in_repo_case_reads_as_a_full_file_system():
     from tests import realcases
     healthy = [c for c in realcases.cases(realcases.IN_REPO) if c.healthy]

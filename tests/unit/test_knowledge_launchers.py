@@ -544,6 +544,7 @@ def test_a_jobs_state_in_sacct_and_scontrol_is_read_only_where_the_job_did_not_c
                  "State: COMPLETED (exit code 0)"):
         assert toolmsg.row_of(line) is None and lexicon.shape_of(line) is None, line
 
+
 def _case(seen: str) -> realcases.Case:
     for root in (realcases.IN_REPO, realcases.CASES):
         if (root / seen / "case.json").is_file():

@@ -813,6 +813,21 @@ def test_slurms_task_affinity_notices_are_no_failure_and_its_launch_errors_are()
         assert lexicon.shape_of(line) is not None, line
 
 
+def test_slurms_memory_cgroup_it_could_not_create_is_no_failure_and_a_named_one_it_could_not_join_is():
+    # task/cgroup's 'unable to add task[pid=%u] to memory cg '%s'' with the cgroup '(null)': the kernel had no
+    # memory cgroup ID left for the step and the task ran outside it, printed by jobs that run fine
+    # (galaxyproject/galaxy#6293; the line as slurmstepd prints it in galaxyproject/galaxy#6705). Failures of the
+    # same plugin beside it stay read: a named cgroup the task could not join, and the cgroup's OOM kills.
+    line = "slurmstepd: error: task/cgroup: unable to add task[pid=123] to memory cg '(null)'"
+    for prefix in ("", "node7: ", "[2020-12-14T09:44:56.002] [63532.0] "):
+        assert lexicon.shape_of(prefix + line) is None, prefix + line
+        assert not [d for d in _log_of(prefix + line + "\n") if d.severity in ("fail", "warn")], prefix
+    for line in ("slurmstepd: error: task/cgroup: unable to add task[pid=123] to memory cg '/sys/fs/cgroup/memory/slurm/uid_1000/job_6/step_0'",
+                 "slurmstepd: error: Detected 1 oom-kill event(s) in StepId=14604003.0 cgroup. Some of your processes "
+                 "may have been killed by the cgroup out-of-memory handler."):
+        assert lexicon.shape_of(line) is not None, line
+
+
 def test_nvshmems_error_macros_are_failure_lines_and_its_warnings_are_not():
     # real: Azure/azhpc-images#316 (NVSHMEM's NVSHMEMI_NULL_ERROR_JMP and NVSHMEMI_NZ_ERROR_JMP, nvshmemx_error.h); its
     # WARN of a transport it could not start beside a ring that ran (tests/cases gpu-gaps64d-zenn-nvshmem-ring-*) and
@@ -1006,3 +1021,60 @@ def test_a_nodes_driver_installation_and_service_failures_are_failure_lines_behi
 def test_a_working_nodes_driver_installation_and_service_lines_stay_quiet(line):
     for prefix in ("", "node7: "):
         assert lexicon.shape_of(prefix + line) is None, (prefix, line)
+# The kernel's note of a program killed by a SIGSEGV it did not handle (arch/x86/mm/fault.c show_signal_msg, at
+# torvalds/linux fd5439e0): a warning of its own behind any prefix, whatever program it names; prose that speaks of
+# a segfault, and the kernel's rate-limit note, stay quiet. Real: Lam1360/YOLOv3-model-pruning#58 and the sshd
+# crashes of tests/cases/node-m4-runlog-tr141-dmesg-hung-task-python-gpfs-mmfs-write.
+KERNEL_SEGFAULT_LINES = [
+    "python[10098]: segfault at 5563198b0000 ip 00007f905b424c76 sp 00007ffd02bedcf8 error 5 in libc-2.23.so[7f905b2d7000+1c0000]",
+    "sshd[30462]: segfault at 0 ip 0000000000000000 sp 00007ffe8ceaabb8 error 14 in sshd[55d80c773000+d0000]",
+]
+KERNEL_SEGFAULT_QUIET = [
+    "show_signal_msg: 34 callbacks suppressed",
+    "the trainer segfault at startup is gone since the driver update",
+    "python segfault at import of torch, see the issue above",
+]
+
+
+@pytest.mark.parametrize("line", KERNEL_SEGFAULT_LINES)
+def test_the_kernels_note_of_a_programs_segfault_is_a_warning_behind_any_prefix(line):
+    assert lexicon.shape_of(line).id == "kernel-segfault"
+    for prefix in _KERNEL_PREFIXES:
+        got = [d for d in _log_of(prefix + line + "\n") if d.severity in ("fail", "warn")]
+        assert got and {d.severity for d in got} == {"warn"}, (prefix, got)
+
+
+@pytest.mark.parametrize("line", KERNEL_SEGFAULT_QUIET)
+def test_prose_about_a_segfault_and_the_kernels_rate_limit_note_stay_quiet(line):
+    assert lexicon.shape_of(line) is None, line
+
+
+# bash's own 'Killed' in es and ru ('Matado', 'Убит': bash po/<locale>.po at bash-5.3, b8c60bc9) are everyday words:
+# read where bash prints a job's status (after the pid of a script's 'NAME: line N: PID WORD  COMMAND', jobs.c
+# notify_of_job_status, or a job listing's '[N]+  WORD  COMMAND'), never in prose.
+@pytest.mark.parametrize("word", ["Matado", "Убит"])
+def test_bashs_everyday_words_for_killed_are_read_in_a_jobs_status_line_only(word):
+    for line in (f"train.sh: line 3: 12345 {word}      python train.py", f"[rank3]: bash: line 1: 12345 {word} python train.py",
+                 f"[1]+  {word}                  python train.py"):
+        shape = lexicon.shape_of(line)
+        assert shape is not None and shape.id == "killed", line
+    for line in (word, f"{word} el proceso, el servidor volvió a arrancar", f"{word} процесс, память освобождена",
+                 f"el proceso fue {word} por el administrador", f"Вчера {word} ли процесс?"):
+        assert lexicon.shape_of(line) is None, line
+
+
+# A process killed, as bash says it in the user's locale, tells the diagnosis what the English 'Killed' does: the
+# run ended badly (nccldiag.diagnosis.signs reads the row 'killed', whose words are data), and beside the kernel's
+# OOM killer the same cause is named with the same evidence.
+@pytest.mark.parametrize("word", ["已杀死", "Getötet", "Убито", "Убит", "Matado", "強制終了"])
+def test_a_translated_kill_reads_as_the_english_one(word):
+    from nccldiag.diagnosis import signs
+
+    line = "train.sh: line 3:  4242 {}      python train.py"
+    assert signs.ended_badly(line.format(word)) and signs.ended_badly(line.format("Killed"))
+    oom = "[12345.678] Out of memory: Killed process 4242 (python) total-vm:100kB, anon-rss:50kB\n"
+    for before in ("", oom):
+        def said(w):
+            return [(d.id, d.severity, d.category, re.sub(r"\S*pasted\.txt", "pasted.txt", d.summary.replace(w, "W")))
+                    for d in _log_of(before + line.format(w) + "\n")]
+        assert said(word) == said("Killed"), before
