@@ -175,12 +175,14 @@ CHECKED = {
                                      "$install_tree/$1/source.",
     "modprobe-nvidia-module-not-found": "Module %s not found in directory %s",
     "nvidia-installer-nouveau-in-use": "The Nouveau kernel driver is currently in use ",
+    "dpkg-dependency-problems-prevent-configuration": "dependency problems prevent configuration of %s:",
     "persistenced-numa-auto-online-failed": "NUMA: Failed to enable NUMA memory Auto-Online",
     "bash-fork-retry-eagain": "fork: retry",
     "shell-command-not-found": "command not found",
     "sbatch-submission-failed": "Batch job submission failed: %m",
     "openssh-connect-failed": "ssh: connect to host %s port %s: %s",
     "ld-so-shared-library-missing": "error while loading shared libraries",
+    "ldd-shared-library-not-found": "%s => not found",
     "ld-so-version-not-found-nv-bound-host-library": "version `%s' not found (required by %s)",
     "openssh-banner-exchange-failed": "%s: Connection closed by remote host",
     "openssh-host-key-verification-failed": "Host key verification failed.",
@@ -414,6 +416,11 @@ PRINTED = {
                                                       "not found (required by /.singularity.d/libs/libGLdispatch.so.0)",
     "ld-so-shared-library-missing": "./build/all_reduce_perf: error while loading shared libraries: libnccl.so.2: cannot "
                                     "open shared object file: No such file or directory",
+    # real: Debian bug 898055 (tests/cases/node-gaps84a-debbug898055-*), ibverbs-providers for two architectures
+    "dpkg-dependency-problems-prevent-configuration": "dpkg: dependency problems prevent configuration of "
+                                                      "ibverbs-providers:i386:",
+    # real: Red Hat Bugzilla 434805 (tests/cases/node-gaps84a-rhbz434805-*), ldd after an openmpi-libs upgrade
+    "ldd-shared-library-not-found": "       libmpi.so.0 => not found",
     "sbatch-submission-failed": "sbatch: error: Batch job submission failed: Invalid account or account/partition "
                                 "combination specified",
     # the line as rdma-core's PR 393 quotes ibacm's journal, wrapped after 'from' (a whole line holding 'ib_umad' is
@@ -1052,3 +1059,38 @@ def test_a_gpu_nodes_driver_installation_failures_name_their_cause_and_its_routi
                  "WARNING: The nvidia-drm module will not be installed. As a result, DRM-KMS will not function with "
                  "this installation of the NVIDIA driver."):
         assert toolmsg.row_of(line) is None and _failing(log_inputs("install.log", line + "\n")) == [], line
+
+
+def test_ldds_library_not_found_names_a_missing_shared_library_and_its_resolved_lines_stay_quiet():
+    """ldd's '<library> => not found' (glibc elf/rtld.c) is a library the loader does not find: the program cannot
+    start. The lines are Red Hat Bugzilla 434805's, an MPI program after an openmpi-libs upgrade, as posted (spaces
+    for ldd's tab), and the same program's libraries resolved before it ('Expected results'), which no row reads."""
+    for line in ("       libmpi.so.0 => not found", "       libopen-rte.so.0 => not found",
+                 "       libopen-pal.so.0 => not found"):
+        for prefix in ("", "node7: "):
+            row = toolmsg.row_of(prefix + line)
+            assert row is not None and row["id"] == "ldd-shared-library-not-found", (prefix, line)
+        top = _failing(log_inputs("ldd.txt", "ldd test.out\n" + line + "\n"))[0]
+        assert (top.id, top.category, top.severity) == (tool_message.ID, "other:shared-library-missing", "fail")
+    for line in ("ldd test.out",
+                 "       libmpi.so.0 => /usr/lib64/openmpi/1.2.3-gcc/libmpi.so.0 (0x0000002a95580000)",
+                 "libopen-rte.so.0 => /usr/lib64/openmpi/1.2.3-gcc/libopen-rte.so.0 (0x0000002a95713000)"):
+        assert toolmsg.row_of(line) is None and _failing(log_inputs("ldd.txt", line + "\n")) == [], line
+
+
+def test_dpkgs_package_left_unconfigured_names_a_dependency_conflict_and_its_routine_lines_stay_quiet():
+    """dpkg's 'dependency problems prevent configuration of <package>:' (src/main/configure.c) and its closing
+    'dependency problems - leaving unconfigured': the package is left unconfigured. The lines are Debian bug 898055's
+    (ibverbs-providers for amd64 and i386), with the transcript's routine lines, which no row reads."""
+    for line in ("dpkg: dependency problems prevent configuration of ibverbs-providers:i386:",
+                 " dependency problems - leaving unconfigured"):
+        for prefix in ("", "node7: "):
+            row = toolmsg.row_of(prefix + line)
+            assert row is not None and row["id"] == "dpkg-dependency-problems-prevent-configuration", (prefix, line)
+        top = _failing(log_inputs("apt.txt", line + "\n"))[0]
+        assert (top.id, top.category, top.severity) == (tool_message.ID, "other:package-dependency-conflict", "fail")
+    # written for this test: dpkg configuring anyway under --force-depends, which is no failure
+    for line in ("Unpacking ibverbs-providers:i386 (17.1-1) ...", "Processing triggers for libc-bin (2.27-3) ...",
+                 " ibverbs-providers:amd64 (17.1-1) breaks libmlx5-1 and is installed.",
+                 "dpkg: ibverbs-providers:i386: dependency problems, but configuring anyway as you requested:"):
+        assert toolmsg.row_of(line) is None and _failing(log_inputs("apt.txt", line + "\n")) == [], line

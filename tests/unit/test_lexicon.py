@@ -293,6 +293,31 @@ def test_dashs_command_not_found_and_the_loaders_missing_symbol_version_are_fail
         assert lexicon.shape_of(quiet) is None, quiet
 
 
+
+def test_ldds_library_not_found_is_a_failure_and_its_resolved_libraries_are_not():
+    # real: Red Hat Bugzilla 434805, ldd of an MPI program after an openmpi-libs upgrade (spaces for ldd's tab)
+    text = _seen_texts("tests/cases/node-gaps84a-rhbz434805-rhel4-openmpi-libs-upgrade-ldd-libmpi-not-found")
+    assert [s.id for s in map(lexicon.shape_of, text.splitlines()) if s is not None] == ["ldd-library-not-found"] * 3
+    # real: the same report's 'Expected results', the libraries resolved before the upgrade; written for this test:
+    # ldd's own line for the vDSO and ldd -v's weak version reference, which names a version and not a library
+    for quiet in ("ldd test.out",
+                  "       libmpi.so.0 => /usr/lib64/openmpi/1.2.3-gcc/libmpi.so.0 (0x0000002a95580000)",
+                  "\tlinux-vdso.so.1 (0x00007ffd5a3f2000)", "\tlibc.so.6 (GLIBC_2.34) => not found"):
+        assert lexicon.shape_of(quiet) is None, quiet
+
+
+def test_dpkgs_package_left_unconfigured_is_a_failure_and_its_routine_lines_are_not():
+    # real: Debian bug 898055, ibverbs-providers installed for amd64 and i386
+    text = _seen_texts("tests/cases/node-gaps84a-debbug898055-ibverbs-providers-amd64-i386-dpkg-breaks-unconfigured")
+    assert [s.id for s in map(lexicon.shape_of, text.splitlines()) if s is not None] == ["dpkg-dependency-problems"]
+    # real: a DKMS build run from a package's postinst that failed (tests/cases/node-gaps54-nvpeermem119-*)
+    text = _seen_texts("tests/cases/node-gaps54-nvpeermem119-dkms-build-error-5-15-0-88-module-nv-peer-mem-not-found")
+    assert "dpkg-error-processing" in {s.id for s in map(lexicon.shape_of, text.splitlines()) if s is not None}
+    # written for this test: dpkg configuring anyway as --force-depends asked
+    for quiet in ("Unpacking ibverbs-providers:i386 (17.1-1) ...", "Processing triggers for libc-bin (2.27-3) ...",
+                  "dpkg: ibverbs-providers:i386: dependency problems, but configuring anyway as you requested:"):
+        assert lexicon.shape_of(quiet) is None, quiet
+
 # The C library's reasons that the row errno-text leaves out (its comment in knowledge/lexicon.toml says why).
 ERRNO_LEFT_OUT = (errno.EINTR, errno.ERESTART, errno.EAGAIN, errno.EINPROGRESS, errno.EALREADY, errno.EISCONN,
                   errno.ECHILD, errno.ENOTTY, errno.ESPIPE, errno.ENOMSG, errno.ENODATA, errno.EEXIST, errno.ECANCELED)
