@@ -2312,3 +2312,26 @@ def test_cuda_errors_in_the_forms_of_pytorchs_thc_its_device_count_and_fastertra
                  "Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.",
                  "  return torch._C._cuda_getDeviceCount() > 0"):
         assert _log_run(tmp_path, line + "\n")[0] == [], line
+
+
+# ---- AMD GPUs: the amdgpu driver's RAS ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("line", [
+    # ROCm/legacy-rocm-build#1886 (an MI50's dmesg, as posted) and #1386 (the support team's quote of it)
+    "[Sat Jan  7 14:25:56 2023] amdgpu 0000:e3:00.0: amdgpu: uncorrectable hardware error(ERREVENT_ATHUB_INTERRUPT) "
+    "detected!",
+    "[ 1358.996458] amdgpu 0000:83:00.0: uncorrectable hardware error(ERREVENT_ATHUB_INTERRUPT) detected!",
+])
+def test_an_amd_gpus_uncorrectable_ras_error_names_the_gpus_hardware_behind_any_prefix(line):
+    for prefix in ("", "[rank3]: ", "node7: ", "Dec 07 10:00:01 gpu01 kernel: "):
+        assert top(prefix + line + "\n").category == "other:amd-gpu-uncorrectable-hardware-error", prefix
+
+
+def test_an_amd_gpus_ecc_notices_and_its_recovered_reset_name_no_hardware_error():
+    # ROCm/legacy-rocm-build#1886: the lines of the same boot that every MI50 with ECC prints; pop-os/cosmic-comp#2626
+    text = ("[Sat Jan  7 14:25:56 2023] amdgpu 0000:e3:00.0: amdgpu: MEM ECC is active.\n"
+            "[Sat Jan  7 14:25:56 2023] amdgpu 0000:e3:00.0: amdgpu: SRAM ECC is active.\n"
+            "Jul 24 12:26:20 macross kernel: amdgpu 0000:08:00.0: amdgpu: GPU reset(2) succeeded!\n")
+    assert "other:amd-gpu-uncorrectable-hardware-error" not in categories(text)
+    assert categories(text) == []

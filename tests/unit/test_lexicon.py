@@ -1103,3 +1103,66 @@ def test_a_translated_kill_reads_as_the_english_one(word):
             return [(d.id, d.severity, d.category, re.sub(r"\S*pasted\.txt", "pasted.txt", d.summary.replace(w, "W")))
                     for d in _log_of(before + line.format(w) + "\n")]
         assert said(word) == said("Killed"), before
+
+
+# Real lines of AMD GPU nodes' failures, each as posted (the thread in the comment): the amdgpu driver's hung rings,
+# resets, GPU page faults, RAS errors and firmware (SMU) stalls, and rocm-smi's failed commands; and the lines the same
+# emitters print when the GPU recovers or works, from the same threads.
+AMD_GPU_LINES = [
+    # amdgpu_job.c amdgpu_job_timedout, before and after Linux 6.12 (pop-os/cosmic-comp#2626, pop-os/cosmic-epoch#3764,
+    # FreeBSD's drm-kmod: freebsd/drm-kmod#387)
+    ("[drm:amdgpu_job_timedout [amdgpu]] *ERROR* ring gfx_0.0.0 timeout, signaled seq=5000163, emitted seq=5000165",
+     "amdgpu-gpu-hang"),
+    ("Aug 09 11:36:30.370347 kernel: amdgpu 0000:0c:00.0: ring gfx_0.0.0 timeout, signaled seq=5389552, emitted "
+     "seq=5389554", "amdgpu-gpu-hang"),
+    ("Aug 09 11:36:30.614131 kernel: amdgpu 0000:0c:00.0: Ring gfx_0.0.0 reset failed", "amdgpu-gpu-hang"),
+    ("[drm ERROR :amdgpu_job_timedout] ring gfx_0.0.0 timeout, signaled seq=12174921, emitted seq=12174923",
+     "amdgpu-gpu-hang"),
+    # amdgpu_device.c amdgpu_device_gpu_recover (pop-os/cosmic-comp#2626, ROCm/legacy-rocm-build#2804)
+    ("amdgpu 0000:08:00.0: amdgpu: GPU reset begin!", "amdgpu-gpu-hang"),
+    ("[  650.160935] amdgpu 0000:0b:00.0: amdgpu: GPU reset(1) failed", "amdgpu-gpu-hang"),
+    # amdkfd kfd_device_queue_manager.c (ROCm/legacy-rocm-build#1584)
+    ("Oct 07 15:47:47 sanori-laptop kernel: amdgpu: qcm fence wait loop timeout expired", "amdgpu-gpu-hang"),
+    # gmc_v9_0.c and the later gmc's page faults (ROCm/amdgpu#172, #168, getsolus/packages#7986, freebsd/drm-kmod#78)
+    ("[ 4778.915423] amdgpu 0000:c6:00.0: amdgpu: [gfxhub0] no-retry page fault (src_id:0 ring:24 vmid:3 pasid:32769)",
+     "amdgpu-vm-page-fault"),
+    ("[ 4778.917054] amdgpu 0000:c6:00.0: amdgpu: VM_L2_PROTECTION_FAULT_STATUS:0x00301031", "amdgpu-vm-page-fault"),
+    ("[  283.724128] amdgpu 0000:2b:00.0: amdgpu: GCVM_L2_PROTECTION_FAULT_STATUS:0x00701031", "amdgpu-vm-page-fault"),
+    ("[ 2480.727732] amdgpu 0000:0e:00.0: amdgpu: [gfxhub] page fault (src_id:0 ring:173 vmid:8 pasid:32791)",
+     "amdgpu-vm-page-fault"),
+    ("drmn0: [gfxhub0] retry page fault (src_id:0 ring:0 vmid:5 pasid:32772, for process  pid 101038 thread  pid "
+     "101038)", "amdgpu-vm-page-fault"),
+    # amdgpu_ras.c amdgpu_ras_global_ras_isr (ROCm/legacy-rocm-build#1886, #1386)
+    ("[Sat Jan  7 14:25:56 2023] amdgpu 0000:e3:00.0: amdgpu: uncorrectable hardware error(ERREVENT_ATHUB_INTERRUPT) "
+     "detected!", "amdgpu-ras-uncorrectable"),
+    ("[ 1358.996458] amdgpu 0000:83:00.0: uncorrectable hardware error(ERREVENT_ATHUB_INTERRUPT) detected!",
+     "amdgpu-ras-uncorrectable"),
+    # swsmu smu_cmn.c (NixOS/nixpkgs#176915)
+    ("[Wed Jun  8 16:35:03 2022] amdgpu 0000:03:00.0: amdgpu: SMU: I'm not done with your previous command!",
+     "amdgpu-smu-unresponsive"),
+    # rocm-smi (ROCm/rocm_smi_lib#85)
+    ("WARNING:  \t\t One or more commands failed", "rocm-smi-commands-failed"),
+]
+AMD_GPU_ROUTINE = [
+    "amdgpu 0000:08:00.0: amdgpu: GPU reset(2) succeeded!",  # pop-os/cosmic-comp#2626
+    "maj 08 19:27:35 RX-78-FPC kernel: amdgpu 0000:c2:00.0: Ring gfx_0.0.0 reset succeeded",  # ggml-org/llama.cpp#21724
+    "[Sat Jan  7 14:25:56 2023] amdgpu 0000:e3:00.0: amdgpu: SRAM ECC is active.",  # ROCm/legacy-rocm-build#1886
+    "Oct 07 15:47:47 sanori-laptop kernel: amdgpu 0000:03:00.0: amdgpu: RAS: optional ras ta ucode is not available",
+    "[    6.008707] amdgpu 0000:03:00.0: firmware: direct-loading firmware amdgpu/psp_13_0_0_sos.bin",  # ROCm/...#2197
+    "[5621798.980225] amdgpu 0000:83:00.0: amdgpu: SMU driver if version not matched",  # ROCm/TheRock#2591
+    "[5621799.027382] amdgpu 0000:83:00.0: amdgpu: SMU is resumed successfully!",
+    "[5621799.208840] amdgpu 0000:83:00.0: amdgpu: ring gfx_0.0.0 uses VM inv eng 0 on hub 0",
+]
+
+
+@pytest.mark.parametrize("line,row", AMD_GPU_LINES)
+def test_an_amd_gpu_nodes_failures_are_failure_lines_behind_any_prefix(line, row):
+    for prefix in ("", "[rank3]: ", "node7: ", "Dec 07 10:00:01 gpu01 kernel: "):
+        shape = lexicon.shape_of(prefix + line)
+        assert shape is not None and shape.id == row, (prefix, line)
+
+
+@pytest.mark.parametrize("line", AMD_GPU_ROUTINE)
+def test_an_amd_gpu_nodes_routine_and_recovery_lines_stay_quiet(line):
+    for prefix in ("", "node7: "):
+        assert lexicon.shape_of(prefix + line) is None, (prefix, line)
