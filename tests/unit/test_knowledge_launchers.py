@@ -176,7 +176,7 @@ CHECKED = {
     "modprobe-nvidia-module-not-found": "Module %s not found in directory %s",
     "nvidia-installer-nouveau-in-use": "The Nouveau kernel driver is currently in use ",
     "accelerate-main-process-port-in-use": "Tried to launch distributed communication on port `",
-    "ray-autoscaler-infeasible-resource-request": "Error: No available node types can fulfill resource request ",
+    "ray-autoscaler-infeasible-resource-request": "Error: No available node types can fulfill resource ",
     "transformers-bf16-needs-ampere-gpu": "Your setup doesn't support bf16/gpu. You need torch>=1.10, using Ampere GPU "
                                           "with cuda>=11.0",
     "persistenced-numa-auto-online-failed": "NUMA: Failed to enable NUMA memory Auto-Online",
