@@ -176,6 +176,10 @@ CHECKED = {
     "modprobe-nvidia-module-not-found": "Module %s not found in directory %s",
     "nvidia-installer-nouveau-in-use": "The Nouveau kernel driver is currently in use ",
     "dpkg-dependency-problems-prevent-configuration": "dependency problems prevent configuration of %s:",
+    "accelerate-main-process-port-in-use": "Tried to launch distributed communication on port `",
+    "ray-autoscaler-infeasible-resource-request": "Error: No available node types can fulfill resource ",
+    "transformers-bf16-needs-ampere-gpu": "Your setup doesn't support bf16/gpu. You need torch>=1.10, using Ampere GPU "
+                                          "with cuda>=11.0",
     "persistenced-numa-auto-online-failed": "NUMA: Failed to enable NUMA memory Auto-Online",
     "bash-fork-retry-eagain": "fork: retry",
     "shell-command-not-found": "command not found",
@@ -399,6 +403,18 @@ PRINTED = {
                                         "/lib/modules/5.2.13-200.fc30.x86_64",
     # real: BenedictThompson-zz/Azure-Ethereum-mine#2, an older installer's ui_error form (its first line)
     "nvidia-installer-nouveau-in-use": " ERROR: The Nouveau kernel driver is currently in use by your system.  This",
+    # real: vision-x-nyu/thinking-in-space#22
+    "accelerate-main-process-port-in-use": "Tried to launch distributed communication on port `29500`, but another "
+                                           "process is utilizing it. Please specify a different port (such as using "
+                                           "the `--main_process_port` flag or specifying a different "
+                                           "`main_process_port` in your config file) and rerun your script.",
+    # real: real-stanford/scalingup#6, the autoscaler's event as the driver prints it
+    "ray-autoscaler-infeasible-resource-request": "(autoscaler +32s) Error: No available node types can fulfill "
+                                                  "resource request {'CPU': 1.0, 'GPU': 1.0}. Add suitable node types "
+                                                  "to this cluster to resolve this issue.",
+    # real: tatsu-lab/stanford_alpaca#133
+    "transformers-bf16-needs-ampere-gpu": "ValueError: Your setup doesn't support bf16/gpu. You need torch>=1.10, "
+                                          "using Ampere GPU with cuda>=11.0",
     "bash-fork-retry-eagain": "bash: fork: retry: Resource temporarily unavailable",
     "openssh-connect-failed": "ssh: connect to host node2 port 22: Connection refused",
     "openssh-permission-denied": "user@node2: Permission denied (publickey,gssapi-keyex,gssapi-with-mic).",
@@ -1094,3 +1110,42 @@ def test_dpkgs_package_left_unconfigured_names_a_dependency_conflict_and_its_rou
                  " ibverbs-providers:amd64 (17.1-1) breaks libmlx5-1 and is installed.",
                  "dpkg: ibverbs-providers:i386: dependency problems, but configuring anyway as you requested:"):
         assert toolmsg.row_of(line) is None and _failing(log_inputs("apt.txt", line + "\n")) == [], line
+
+
+def test_training_launchers_refusals_name_their_cause_and_their_routine_lines_stay_quiet():
+    """Real lines, each as posted: accelerate launch finding its port taken (vision-x-nyu/thinking-in-space#22), Ray's
+    autoscaler with a request no node can hold (real-stanford/scalingup#6, rllm-org/rllm#35) and the Trainer's bf16 on
+    a GPU without it (tatsu-lab/stanford_alpaca#133, zai-org/GLM-Edge#20) name their categories; the newer Trainer's
+    words on a machine with no usable GPU, and the lines these launchers print in a working run (DeepSpeed's start-up,
+    accelerate launch's defaults, Ray's start-up), are read by no row."""
+    named = {
+        "Tried to launch distributed communication on port `29500`, but another process is utilizing it. Please "
+        "specify a different port (such as using the `--main_process_port` flag or specifying a different "
+        "`main_process_port` in your config file) and rerun your script. To automatically use the next open port (on "
+        "a single node), you can set this to `0`.": "rendezvous_unreachable",
+        "(autoscaler +32s) Error: No available node types can fulfill resource request {'CPU': 1.0, 'GPU': 1.0}. Add "
+        "suitable node types to this cluster to resolve this issue.": "other:ray-resource-request-infeasible",
+        "(autoscaler +34s) Error: No available node types can fulfill resource request defaultdict(<class 'float'>, "
+        "{'CPU': 8.0, 'GPU': 8.0}). Add suitable node types to this cluster to resolve this issue.":
+            "other:ray-resource-request-infeasible",
+        "ValueError: Your setup doesn't support bf16/gpu. You need torch>=1.10, using Ampere GPU with cuda>=11.0":
+            "other:bf16-needs-ampere-gpu",
+        "ValueError: Your setup doesn't support bf16/gpu. You need Ampere+ GPU with cuda>=11.0":
+            "other:bf16-needs-ampere-gpu",
+    }
+    for line, category in named.items():
+        for prefix in ("", "[rank3]: ", "node7: "):
+            row = toolmsg.row_of(prefix + line)
+            assert row is not None and row["category"] == category, (prefix, line)
+        top = _failing(log_inputs("job.out", line + "\n"))[0]
+        assert (top.id, top.category, top.severity) == (tool_message.ID, category, "fail"), line
+    # the newer Trainer's words where torch sees no CUDA device (huggingface/transformers training_args.py since
+    # 'You need to assign use_cpu'): no GPU at all, not a GPU without bf16
+    assert toolmsg.row_of("ValueError: Your setup doesn't support bf16/gpu. You need to assign use_cpu if you want "
+                          "to train the model on CPU.") is None
+    for line in ("[2020-12-24 16:25:13,160] [WARNING] [runner.py:117:fetch_hostfile] Unable to find hostfile, will "
+                 "proceed with training with local resources only.",
+                 "[2022-04-28 04:19:02,153] [INFO] [launch.py:116:main] dist_world_size=8",
+                 "The following values were not passed to `accelerate launch` and had defaults used instead:",
+                 "2025-03-06 14:19:18,166\tINFO worker.py:1841 -- Started a local Ray instance."):
+        assert toolmsg.row_of(line) is None and _failing(log_inputs("job.out", line + "\n")) == [], line

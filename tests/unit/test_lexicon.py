@@ -1166,3 +1166,47 @@ def test_an_amd_gpu_nodes_failures_are_failure_lines_behind_any_prefix(line, row
 def test_an_amd_gpu_nodes_routine_and_recovery_lines_stay_quiet(line):
     for prefix in ("", "node7: "):
         assert lexicon.shape_of(prefix + line) is None, (prefix, line)
+
+
+# Real lines of the training launchers and wrappers above torch.distributed, each as posted (the thread in the
+# comment), and the lines the same launchers print in a working run, from the same threads.
+LAUNCHER_WRAPPER_LINES = [
+    # PyTorch Lightning's signal connector under Slurm's time limit (Lightning-AI/pytorch-lightning#20542)
+    ("[rank: 0] Received SIGTERM: 15", "lightning-sigterm"),
+    ("Bypassing SIGTERM: 15", "lightning-sigterm"),
+    # accelerate launch's port check (vision-x-nyu/thinking-in-space#22)
+    ("Tried to launch distributed communication on port `29500`, but another process is utilizing it. Please specify "
+     "a different port (such as using the `--main_process_port` flag or specifying a different `main_process_port` in "
+     "your config file) and rerun your script. To automatically use the next open port (on a single node), you can "
+     "set this to `0`.", "accelerate-port-in-use"),
+]
+LAUNCHER_WRAPPER_ROUTINE = [
+    "[2020-12-24 16:25:13,160] [WARNING] [runner.py:117:fetch_hostfile] Unable to find hostfile, will proceed with "
+    "training with local resources only.",  # deepspeedai/DeepSpeed#618
+    "[2020-12-24 16:25:13,902] [INFO] [launch.py:84:main] nnodes=1, num_local_procs=2, node_rank=0",
+    "[2020-12-24 16:25:13,902] [INFO] [launch.py:102:main] Setting CUDA_VISIBLE_DEVICES=0,1",
+    "[2022-04-28 04:19:02,152] [INFO] [launch.py:96:main] WORLD INFO DICT: {'algo-1': [0, 1, 2, 3, 4, 5, 6, 7]}",
+    "[2022-04-28 04:19:02,153] [INFO] [launch.py:116:main] dist_world_size=8",  # deepspeedai/DeepSpeed#1923
+    "[2020-12-05 17:42:22,315] [INFO] [runner.py:283:main] Using IP address of 192.168.2.57 for node 192.168.2.57",
+    "The following values were not passed to `accelerate launch` and had defaults used instead:",
+    "        `--num_cpu_threads_per_process` was set to `6` to improve out-of-box performance",
+    "To avoid this warning pass in values for each of the problematic parameters or run `accelerate config`.",
+    "(autoscaler +32s) Tip: use `ray status` to view detailed cluster status. To disable these messages, set "
+    "RAY_SCHEDULER_EVENTS=0.",  # SkyworkAI/Skywork-OR1#34
+    "2025-03-06 14:19:18,166\tINFO worker.py:1841 -- Started a local Ray instance.",  # Jiayi-Pan/TinyZero#94
+    "2025-01-13 10:29:17,448 INFO config.py:83 -- Setting up process group for: env:// [rank=0, world_size=1]",
+    "2025-01-13 10:29:19,506 INFO backend_executor.py:447 -- Started distributed worker processes: ",
+]
+
+
+@pytest.mark.parametrize("line,row", LAUNCHER_WRAPPER_LINES)
+def test_a_training_launchers_failure_lines_are_failure_lines_behind_any_prefix(line, row):
+    for prefix in ("", "[rank3]: ", "node7: "):
+        shape = lexicon.shape_of(prefix + line)
+        assert shape is not None and shape.id == row, (prefix, line)
+
+
+@pytest.mark.parametrize("line", LAUNCHER_WRAPPER_ROUTINE)
+def test_a_training_launchers_routine_lines_stay_quiet(line):
+    for prefix in ("", "[rank3]: ", "node7: "):
+        assert lexicon.shape_of(prefix + line) is None, (prefix, line)
