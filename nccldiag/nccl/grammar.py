@@ -508,6 +508,10 @@ ERROR_WORDS = (
     # unexpectedly', e1000_reset_task; Linux drivers/net/ethernet/intel/e1000e/netdev.c), and igb's, igc's, ixgbe's and
     # e1000's per queue ('igb 0000:02:00.0: Detected Tx Unit Hang', their *_clean_tx_irq): none holds an error word
     "Detected Hardware Unit Hang", "Detected Tx Unit Hang", "Reset adapter unexpectedly",
+    # Intel's i40e and ice on a transmit queue the kernel's watchdog found hung, the reset level they take
+    # ('i40e 0000:08:00.1: eth9: tx_timeout recovery level 1', i40e_tx_timeout and ice_tx_timeout): no error word
+    # ('timeout' runs into 'tx_')
+    "tx_timeout recovery level",
     # the verbs port state of a port with no link, as ibv_devinfo prints it ('state: PORT_DOWN (1)', rdma-core
     # libibverbs/examples/devinfo.c port_state_str) and as a cluster's own sweeps that read it list the HCAs they
     # found down ('gpu-184  mlx5_0  PORT_DOWN  (server=PORT_ACTIVE, client=PORT_DOWN)'): no other error word

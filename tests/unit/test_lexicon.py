@@ -1210,3 +1210,70 @@ def test_a_training_launchers_failure_lines_are_failure_lines_behind_any_prefix(
 def test_a_training_launchers_routine_lines_stay_quiet(line):
     for prefix in ("", "[rank3]: ", "node7: "):
         assert lexicon.shape_of(prefix + line) is None, (prefix, line)
+
+
+# Real lines of the RDMA NICs and Ethernet fabrics that are not Mellanox's, each as posted (the thread in the
+# comment), and the lines the same drivers print on working nodes, from the same threads.
+NIC_FABRIC_LINES = [
+    # Broadcom bnxt_re and bnxt_en (linux-rdma, 'regression: nvme rdma with bnxt_re0 broken', 2019:
+    # https://lore.kernel.org/linux-rdma/66d43fd8-18e8-8b9d-90e3-ee2804d56889@redhat.com)
+    ("[  476.320742] bnxt_en 0000:19:00.0: QPLIB: cmdq[0x4b9]=0x15 status 0x5", "bnxt-firmware-command-failed"),
+    ("[   21.098510] bnxt_en 0000:19:00.0 bnxt_roce: Too many traffic classes requested: 8. Max supported is 2.",
+     "nic-dcb-traffic-classes-refused"),
+    # bnxt_en VFs whose transmit queues hang (netdev, 2020:
+    # https://lore.kernel.org/netdev/CAH6h+heNaKFT-xYdbOfYUa0Vp=Ybohb6A0TQ=N1EJDvFE6wbpw@mail.gmail.com and
+    # https://lore.kernel.org/netdev/CAH6h+hceDweydEtSV8jXs15oqXMMNH+YZxzo+wZ3_MR9-Uqw4g@mail.gmail.com)
+    ("[17879.279213] bnxt_en 0000:01:09.0 s1p1: TX timeout detected, starting reset task!", "nic-tx-unit-hang"),
+    ("[17883.075299] bnxt_en 0000:01:09.0 s1p1: Resp cmpl intr err msg: 0x51", "bnxt-firmware-command-failed"),
+    ("[17883.075302] bnxt_en 0000:01:09.0 s1p1: hwrm_ring_free type 1 failed. rc:fffffff0 err:0",
+     "bnxt-firmware-command-failed"),
+    ("bnxt_en 0000:01:09.1 s1p2: hwrm req_type 0xe0 seq id 0xcdf error 0x3", "bnxt-firmware-command-failed"),
+    # Intel irdma on an E810 (ice), the RDMA engine's critical error and its reset (the stable review of 'ice: Dont
+    # double unplug aux on peer initiated reset':
+    # https://lore.kernel.org/stable/20220926100810.617881253@linuxfoundation.org)
+    ("[  662.815006] ice 0000:4c:00.0 rocep76s0: ICE OICR event notification: oicr = 0x10000003", "irdma-critical-error"),
+    ("[  662.815014] ice 0000:4c:00.0 rocep76s0: critical PE Error, GLPE_CRITERR=0x00011424", "irdma-critical-error"),
+    ("[  662.815017] ice 0000:4c:00.0 rocep76s0: Requesting a reset", "irdma-critical-error"),
+    ("[  662.676609] ice 0000:4c:00.0 rocep76s0: [Modify QP Cmd Error][op_code=8] status=-29 waiting=1 "
+     "completion_err=1 maj=0xffff min=0x8003", "irdma-critical-error"),
+    # Intel's Ethernet drivers: a link down, a NIC off PCIe, i40e's transmit hang (ntop/PF_RING#293,
+    # appneta/tcpreplay#183 and #169, PartialVolume/shredos.x86_64#212, pcengines/apu2-documentation#174)
+    ("Nov 17 13:16:56 superserver kernel: [11314.655315] ixgbe 0000:08:00.0 eth11: NIC Link is Down", "nic-link-down"),
+    ("Jun  3 09:03:27 x710sbprobe kernel: i40e 0000:08:00.1: eth9: NIC Link is Down", "nic-link-down"),
+    ("[28432.122502] e1000e 0000:00:1f.6 eth0: NIC Link is Down", "nic-link-down"),
+    ("[72334.790042] ixgbe 0000:01:00.1 eth1: initiating reset to clear Tx work after link loss", "nic-link-down"),
+    ("Apr 20 21:44:24 sfo-router kernel: [127576.922378] igb 0000:02:00.0 enp2s0: PCIe link lost", "nic-pcie-link-lost"),
+    ("Jun  3 09:03:26 x710sbprobe kernel: i40e 0000:08:00.1: eth9: tx_timeout recovery level 1", "nic-tx-unit-hang"),
+    ("<i> tx_timeout recovery level 2, hung_queue 31", "nic-tx-unit-hang"),  # open-power/op-build#3274, an XL710
+]
+NIC_FABRIC_ROUTINE = [
+    "[   20.010469] hfi1 0000:d8:00.0: hfi1_0: Switching to NO_DMA_RTAIL",  # the linux-rdma thread above
+    "[   22.058647] IPv6: ADDRCONF(NETDEV_CHANGE): hfi1_opa0: link becomes ready",
+    "[  211.425275] infiniband bnxt_re0: del_gid port=1 index=6 gid 0000:0000:0000:0000:0000:ffff:ac1f:28bb",
+    "[49103.729412] infiniband bnxt_re1: bnxt_re_stop: L2 driver notified to stop.Attempting to stop and Dispatching "
+    "event to inform the stack",  # the netdev thread above
+    "Nov 17 13:16:56 superserver kernel: [11314.654843] ixgbe 0000:08:00.0 eth11: NIC Link is Up 10 Gbps, Flow Control: RX",
+    "Jun  3 09:03:27 x710sbprobe kernel: i40e 0000:08:00.1: eth9: NIC Link is Up 10 Gbps Full Duplex, Flow Control: None",
+    "Jun  3 09:03:27 x710sbprobe kernel: i40e 0000:08:00.1: FCoE capability is disabled",
+    "[39435.060730] infiniband efa_0: IB device registered",  # amzn/amzn-drivers#114
+    "[39435.059374] efa 0000:00:07.0: Setup irq:0xffff8f3bcee5b288 vector:93 name:efa-mgmnt@pci:0000:00:07.0",
+    "[68998.526165] Elastic Fabric Adapter (EFA) v2.6.0g",  # amzn/amzn-drivers#308
+    "[68998.526276] efa 0000:4f:00.0: enabling device (0000 -> 0002)",
+    "[68998.638853] efa 0000:4f:00.0: Setup irq:1861 name:efa-mgmnt@pci:0000:4f:00.0",
+    # a port of an unused NIC at boot, as a working node printed it (be2net, not 'NIC Link is Down': tests/cases/
+    # cf-gaps69b-rtx6kpro-wiki-asus-esc8000a-8x-rtx-pro-6000-dmesg-bridge-window-io-failed-to-assign-healthy)
+    "[    9.156555] be2net 0000:f3:00.1 enp243s0f1: Link is Down",
+]
+
+
+@pytest.mark.parametrize("line,row", NIC_FABRIC_LINES)
+def test_the_failures_of_rdma_nics_and_ethernet_fabrics_not_mellanox_are_failure_lines_behind_any_prefix(line, row):
+    for prefix in ("", "[rank3]: ", "node7: ", "Dec 07 10:00:01 gpu01 kernel: "):
+        shape = lexicon.shape_of(prefix + line)
+        assert shape is not None and shape.id == row, (prefix, line, shape and shape.id)
+
+
+@pytest.mark.parametrize("line", NIC_FABRIC_ROUTINE)
+def test_the_lines_working_rdma_nics_and_ethernet_fabrics_print_stay_quiet(line):
+    for prefix in ("", "node7: "):
+        assert lexicon.shape_of(prefix + line) is None, (prefix, line)

@@ -75,7 +75,7 @@ BEFORE = {
                             r"mismatching next->prev_size|too many chunks detected in tcache|chunks in smallbin corrupted|"
                             r"Event Queue overflow detected|no userspace device-specific driver found|PCIPassthru: total number of pages needed|"
                             r"do not have the same subnet_prefix|"
-                            r"Detected Hardware Unit Hang|Detected Tx Unit Hang|Reset adapter unexpectedly|PORT_DOWN)\b"),
+                            r"Detected Hardware Unit Hang|Detected Tx Unit Hang|Reset adapter unexpectedly|tx_timeout recovery level|PORT_DOWN)\b"),
     "_KERNEL_TEXT": ("bool", r"NVRM:|\bXid\b|AMD-Vi|\bDMAR\b|IO_PAGE_FAULT|nv_peer_mem|nvidia[-_]peermem|PCIe Bus Error|"
                              r"\bAER\b|\bmlx\d_(?:core|ib|en)\b|fallen off the bus|\bib_umad\b|nv-fabricmanager|"
                              r"[Ff]abric ?[Mm]anager"),

@@ -50,3 +50,19 @@ def test_the_watchdog_without_its_prefix_is_still_the_nic_and_says_the_name_is_c
                             "timed out 10430 ms\n")
     top = [d for d in doc["diagnoses"] if d["severity"] in ("fail", "warn")][0]
     assert top["id"] == "netdev-tx-timeout" and "(interface eno2, queue 0)" in top["summary"]
+
+
+def test_bnxt_en_and_i40e_name_their_own_transmit_hang_and_the_interface(tmp_path):
+    # real lines: the netdev thread 'NETDEV WATCHDOG: s1p1 (bnxt_en): transmit queue 2 timed out' (2020,
+    # https://lore.kernel.org/netdev/CAH6h+heNaKFT-xYdbOfYUa0Vp=Ybohb6A0TQ=N1EJDvFE6wbpw@mail.gmail.com) and
+    # appneta/tcpreplay#183 (an XL710 under i40e)
+    for line, dev in (("[17879.279213] bnxt_en 0000:01:09.0 s1p1: TX timeout detected, starting reset task!", "s1p1"),
+                      ("Jun  3 09:03:26 x710sbprobe kernel: i40e 0000:08:00.1: eth9: tx_timeout recovery level 1",
+                       "eth9")):
+        assert lexicon.shape_of(line).id == "nic-tx-unit-hang", line
+        r, doc = _log(tmp_path, line + "\n")
+        top = [d for d in doc["diagnoses"] if d["severity"] in ("fail", "warn")][0]
+        assert (top["id"], top["category"]) == ("netdev-tx-timeout", "other:nic-tx-timeout"), line
+        assert f"(interface {dev}, queue in the watchdog line before it)" in top["summary"], top["summary"]
+        assert "firmware" in top["fix"]
+        assert not [d for d in doc["diagnoses"] if d["category"] == "unexplained"]
