@@ -2048,6 +2048,49 @@ def test_a_batch_systems_own_words_for_a_job_killed_at_its_time_or_memory_limit_
     assert categories(healthy) == []
 
 
+def test_torque_moab_grid_engine_and_flux_words_for_a_job_killed_at_a_limit_name_the_limit():
+    """The batch systems beside PBS's and LSF's job reports: Torque's MOM mail, Moab's, Grid Engine's execution
+    daemon and accounting, Flux's exception with the job's id, read as 'nccldiag log' reads them (the failure lexicon's
+    lines included). Each line is copied from the thread named beside it."""
+    named = {
+        # https://github.com/nf-core/sarek/issues/541 (Torque's MOM, msg_momjobovermemlimit)
+        "Job exceeded a memory resource limit (vmem, pvmem, etc.). Job was aborted\n":
+            ("batch-job-memory-limit", "other:host-oom"),
+        # https://github.com/CoBrALab/MAGeTbrain/issues/20 (Moab's mail)
+        "MOAB_INFO:  job exceeded wallclock limit\n": ("batch-job-time-limit", "other:job-time-limit"),
+        # https://github.com/syoung/s3lib notes/apps/sge: an execution daemon's messages file as an admin kept it
+        # (son-of-gridengine/sge source/daemons/execd/msg_execd.h, MSG_EXECD_EXCEEDHWALLCLOCK_UU)
+        "    05/04/2011 03:36:38|  main|master|W|job 48.1 exceeded hard wallclock time - initiate terminate method\n":
+            ("batch-job-time-limit", "other:job-time-limit"),
+        # https://github.com/dask/dask-jobqueue/issues/178 (PBS's mem form with 'job total')
+        "dask-worker.o1838772:=>> PBS: job killed: mem job total 115343360 kb exceeded limit 115343360 kb\n":
+            ("batch-job-memory-limit", "other:host-oom"),
+        # https://github.com/veg/hyphy/issues/500
+        "=>> PBS: job killed: vmem 3372163072 exceeded limit 2147483648\n": ("batch-job-memory-limit", "other:host-oom"),
+    }
+    for text, (cause, category) in named.items():
+        for prefix in ("", "[rank3]: ", "node7: "):
+            d = _log_alarms(prefix + text)[0]
+            assert (d.id, d.category, d.severity) == (cause, category, "fail"), (prefix + text, d)
+    # failure lines whose cause the line does not settle: Grid Engine's accounting of a job killed at h_rt, h_cpu or
+    # h_vmem (StatFunGen/xqtl-protocol#156) or ended by a signal (hpc-gridware/clusterscheduler#66), Flux's exec
+    # exception with the job's id (flux-framework/flux-core#7328), LSF's thread limit (cdanielmachado/carveme#34)
+    for line in ("failed       37  : qmaster enforced h_rt, h_cpu, or h_vmem limit\n",
+                 "failed: 100 : assumedly after job\n",
+                 "0.038s: job.exception \u01928ezArJcP type=exec severity=0 foo.sh: task rank 1 on host system76-pc failed "
+                 "and exit-on-error is set\n",
+                 "TERM_THREADLIMIT: job killed after reaching LSF thread limit.\n"):
+        for prefix in ("", "[rank3]: ", "node7: "):
+            assert [d.severity for d in _log_alarms(prefix + line)][:1] == ["fail"], prefix + line
+    # routine lines of the same threads and of jobs that ended well stay quiet
+    for line in ("flux-job: fDW519iTCbZ started                                           00:00:05\n",  # flux-core#7310
+                 "Thu Aug 20 15:21:06: Done successfully. The CPU time used is 0.0 seconds;\n",  # bytedance/volclava#92
+                 "Thu Aug 20 15:18:04: Dispatched to <v-y-volclava-dev4>;\n",
+                 "PBS Job Id: 26066307.gpc-sched-ib0\n",  # CoBrALab/MAGeTbrain#20
+                 "ru_wallclock 18001s\n"):  # StatFunGen/xqtl-protocol#156
+        assert _log_alarms(line) == [], line
+
+
 def test_an_nccl_built_for_a_newer_minor_cuda_is_no_mismatch_and_a_newer_major_one_is():
     # real: NCCL 2.19.3+cuda12.3 on a driver of CUDA 12.2 (cudaDriverVersion 12020), a run that failed for its
     # topology file (NVIDIA/nccl#1240): CUDA's minor version compatibility runs the build, so no mismatch is named
