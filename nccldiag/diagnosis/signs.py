@@ -193,6 +193,10 @@ NO_PATH = rx.compile(r"Network is unreachable|ENETUNREACH|Software caused connec
 # it), or an address on an interface that cannot leave the host
 LINK_LOCAL = rx.compile(r"\b[fF][eE]80:[0-9a-fA-F:]*(?:%\w+)?|(?<![\d.])169\.254\.\d{1,3}\.\d{1,3}(?!\.?\d)|%(?:"
                         + VIRTUAL.pattern.strip("^$") + r")\b")
+# a connection that ssh failed to open, in OpenSSH's words ('ssh: connect to host %s port %s: %s', sshconnect.c) or
+# behind Ansible's ssh connection plugin ('Failed to connect to the host via ssh: ...', its UNREACHABLE! result): a
+# launcher's or a configuration tool's login to a node, read by knowledge/launchers.toml's ssh rows, no rank's socket
+SSH_CONNECT = rx.compile(r"\bssh: connect to host |\bconnect to the host via ssh\b")
 ROUTABLE = rx.compile(r"\b(?!127\.)\d{1,3}(?:\.\d{1,3}){3}\b|\b[23][0-9a-fA-F]{3}:[0-9a-fA-F:]+")
 _LOOPBACK = rx.compile(r"\b127\.0\.[01]\.1\b")
 # c10d's client socket that timed out or found no route: a rank's connection to the rendezvous store
@@ -210,7 +214,7 @@ def failed_connects(inp: Inputs) -> List[C.Clue]:
     rendezvous store (:data:`STORE_CLIENT`: the rendezvous cause reads those)."""
     return [c for c in C.find(inp, CONNECT, ("warn", "last-error", "error"))
             if not LINK_LOCAL.search(c.text) and not _LOOPBACK.search(c.text) and ROUTABLE.search(c.text)
-            and not NO_PATH.search(c.text) and not STORE_CLIENT.search(c.text)]
+            and not NO_PATH.search(c.text) and not STORE_CLIENT.search(c.text) and not SSH_CONNECT.search(c.text)]
 
 
 def no_path_connects(inp: Inputs) -> List[C.Clue]:
@@ -218,7 +222,7 @@ def no_path_connects(inp: Inputs) -> List[C.Clue]:
     (:data:`NO_PATH`): the interface or route toward the address is the fault, not the peer nor a firewall."""
     return [c for c in C.find(inp, CONNECT, ("warn", "last-error", "error"))
             if NO_PATH.search(c.text) and not LINK_LOCAL.search(c.text) and not _LOOPBACK.search(c.text)
-            and ROUTABLE.search(c.text)]
+            and ROUTABLE.search(c.text) and not SSH_CONNECT.search(c.text)]
 
 
 def own_addresses(inp: Inputs, host: Optional[str]) -> List[Tuple[str, str]]:

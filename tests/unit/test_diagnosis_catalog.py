@@ -2378,3 +2378,19 @@ def test_an_amd_gpus_ecc_notices_and_its_recovered_reset_name_no_hardware_error(
             "Jul 24 12:26:20 macross kernel: amdgpu 0000:08:00.0: amdgpu: GPU reset(2) succeeded!\n")
     assert "other:amd-gpu-uncorrectable-hardware-error" not in categories(text)
     assert categories(text) == []
+
+
+@pytest.mark.parametrize("line,category", [
+    # geerlingguy/internet-pi#604: Ansible's UNREACHABLE! result carrying ssh's refused login
+    ('fatal: [117.250.157.210]: UNREACHABLE! => {"changed": false, "msg": "Failed to connect to the host via ssh: '
+     'nib@117.250.157.210: Permission denied (publickey,password).", "unreachable": true}',
+     "other:launcher-ssh-login-refused"),
+    # rdbreak/rhcsa7env#8: the YAML callback's msg carrying OpenSSH's failed connect
+    ('    Data could not be sent to remote host "192.168.55.4". Make sure this host can be reached over ssh: ssh: '
+     'connect to host 192.168.55.4 port 22: No route to host', "other:launcher-ssh-unreachable"),
+])
+def test_ssh_failing_to_reach_a_node_is_the_launchers_ssh_not_a_firewall_between_ranks(line, category):
+    for prefix in ("", "[rank3]: ", "node7: "):
+        text = prefix + line + "\n"
+        assert top(text).category == category, prefix
+        assert "firewall_ports" not in categories(text) and "socket_ifname_wrong" not in categories(text)

@@ -1277,3 +1277,46 @@ def test_the_failures_of_rdma_nics_and_ethernet_fabrics_not_mellanox_are_failure
 def test_the_lines_working_rdma_nics_and_ethernet_fabrics_print_stay_quiet(line):
     for prefix in ("", "node7: "):
         assert lexicon.shape_of(prefix + line) is None, (prefix, line)
+
+
+# What the parallel shells and configuration tools admins run over their nodes print for a node that did not answer
+# or whose command failed, as posted (the addresses in tests/lexicon/real.toml), and what they print for the nodes
+# that worked: Ansible's UNREACHABLE!/FAILED! results and its PLAY RECAP, Salt's minion that did not return.
+NODE_TOOL_FAILURES = [
+    ('fatal: [117.250.157.210]: UNREACHABLE! => {"changed": false, "msg": "Failed to connect to the host via ssh: '
+     'nib@117.250.157.210: Permission denied (publickey,password).", "unreachable": true}', "ansible-host-unreachable"),
+    ("192.168.33.30 | UNREACHABLE! => {", "ansible-host-unreachable"),
+    ("fatal: [repo.example.com]: UNREACHABLE! => changed=false ", "ansible-host-unreachable"),
+    ('    "unreachable": true', "ansible-host-unreachable"),
+    ('fatal: [mon]: FAILED! => {"failed": true, "msg": "Timeout (62s) waiting for privilege escalation prompt: "}',
+     "ansible-task-failed"),
+    ("kraken.escuela.com   : ok=0    changed=0    unreachable=1    failed=0   ",
+     "ansible-play-recap-unreachable-or-failed"),
+    ("localhost                  : ok=17   changed=8    unreachable=0    failed=1   ",  # ymcatwincities/openy#1760
+     "ansible-play-recap-unreachable-or-failed"),
+    ("    Minion did not return. [No response]", "salt-minion-did-not-return"),
+    ("    Minion did not return. [Not connected]", "salt-minion-did-not-return"),
+]
+NODE_TOOL_ROUTINE = [
+    "192.168.164.1                  : ok=1    changed=0    unreachable=0    failed=0  ",  # ansible/ansible#1398
+    "172.31.37.16               : ok=3    changed=1    unreachable=0    failed=0    skipped=0    rescued=0    ignored=0",
+    "ok: [app]",
+    'ok: [app] => {"cache_update_time": 1516732901, "cache_updated": false, "changed": false}',
+    "apache | CHANGED | rc=0 >>",
+    "[2] 14:03:03 [SUCCESS] host3",  # lilydjwg/pssh#102
+    "    True",
+    "  unreachable: true",  # the YAML callback's result under the fatal line (rdbreak/rhcsa7env#8): the fatal line is read
+]
+
+
+@pytest.mark.parametrize("line,row", NODE_TOOL_FAILURES)
+def test_a_node_that_a_configuration_tool_could_not_reach_or_failed_on_is_a_failure_line_behind_any_prefix(line, row):
+    for prefix in ("", "[rank3]: ", "node7: "):
+        shape = lexicon.shape_of(prefix + line)
+        assert shape is not None and shape.id == row, (prefix, line, shape and shape.id)
+
+
+@pytest.mark.parametrize("line", NODE_TOOL_ROUTINE)
+def test_the_lines_a_configuration_tool_prints_for_the_nodes_that_worked_stay_quiet(line):
+    for prefix in ("", "node7: "):
+        assert lexicon.shape_of(prefix + line) is None, (prefix, line)
