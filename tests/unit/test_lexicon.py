@@ -1035,17 +1035,29 @@ DRIVER_SETUP_ROUTINE = [
 ]
 
 
-@pytest.mark.parametrize("line,row", DRIVER_SETUP_LINES)
-def test_a_nodes_driver_installation_and_service_failures_are_failure_lines_behind_any_prefix(line, row):
-    for prefix in ("", "node7: ", "Dec 07 10:00:01 gpu01 systemd[1]: "):
+def _read_behind(line, row, prefixes):
+    """``line`` is of the row ``row`` as posted and behind each of ``prefixes`` (a rank's, a host's, the journal's)."""
+    for prefix in prefixes:
         shape = lexicon.shape_of(prefix + line)
         assert shape is not None and shape.id == row, (prefix, line)
 
 
+def _quiet_behind(line, prefixes):
+    """``line`` is of no shape, as posted and behind each of ``prefixes``."""
+    for prefix in prefixes:
+        assert lexicon.shape_of(prefix + line) is None, (prefix, line)
+
+
+@pytest.mark.parametrize("line,row", DRIVER_SETUP_LINES)
+def test_a_nodes_driver_installation_and_service_failures_are_failure_lines_behind_any_prefix(line, row):
+    _read_behind(line, row, ("", "node7: ", "Dec 07 10:00:01 gpu01 systemd[1]: "))
+
+
 @pytest.mark.parametrize("line", DRIVER_SETUP_ROUTINE)
 def test_a_working_nodes_driver_installation_and_service_lines_stay_quiet(line):
-    for prefix in ("", "node7: "):
-        assert lexicon.shape_of(prefix + line) is None, (prefix, line)
+    _quiet_behind(line, ("", "node7: "))
+
+
 # The kernel's note of a program killed by a SIGSEGV it did not handle (arch/x86/mm/fault.c show_signal_msg, at
 # torvalds/linux fd5439e0): a warning of its own behind any prefix, whatever program it names; prose that speaks of
 # a segfault, and the kernel's rate-limit note, stay quiet. Real: Lam1360/YOLOv3-model-pruning#58 and the sshd
@@ -1157,15 +1169,12 @@ AMD_GPU_ROUTINE = [
 
 @pytest.mark.parametrize("line,row", AMD_GPU_LINES)
 def test_an_amd_gpu_nodes_failures_are_failure_lines_behind_any_prefix(line, row):
-    for prefix in ("", "[rank3]: ", "node7: ", "Dec 07 10:00:01 gpu01 kernel: "):
-        shape = lexicon.shape_of(prefix + line)
-        assert shape is not None and shape.id == row, (prefix, line)
+    _read_behind(line, row, ("", "[rank3]: ", "node7: ", "Dec 07 10:00:01 gpu01 kernel: "))
 
 
 @pytest.mark.parametrize("line", AMD_GPU_ROUTINE)
 def test_an_amd_gpu_nodes_routine_and_recovery_lines_stay_quiet(line):
-    for prefix in ("", "node7: "):
-        assert lexicon.shape_of(prefix + line) is None, (prefix, line)
+    _quiet_behind(line, ("", "node7: "))
 
 
 # Real lines of the training launchers and wrappers above torch.distributed, each as posted (the thread in the
@@ -1201,15 +1210,12 @@ LAUNCHER_WRAPPER_ROUTINE = [
 
 @pytest.mark.parametrize("line,row", LAUNCHER_WRAPPER_LINES)
 def test_a_training_launchers_failure_lines_are_failure_lines_behind_any_prefix(line, row):
-    for prefix in ("", "[rank3]: ", "node7: "):
-        shape = lexicon.shape_of(prefix + line)
-        assert shape is not None and shape.id == row, (prefix, line)
+    _read_behind(line, row, ("", "[rank3]: ", "node7: "))
 
 
 @pytest.mark.parametrize("line", LAUNCHER_WRAPPER_ROUTINE)
 def test_a_training_launchers_routine_lines_stay_quiet(line):
-    for prefix in ("", "[rank3]: ", "node7: "):
-        assert lexicon.shape_of(prefix + line) is None, (prefix, line)
+    _quiet_behind(line, ("", "[rank3]: ", "node7: "))
 
 
 # Real lines of the RDMA NICs and Ethernet fabrics that are not Mellanox's, each as posted (the thread in the
@@ -1275,8 +1281,7 @@ def test_the_failures_of_rdma_nics_and_ethernet_fabrics_not_mellanox_are_failure
 
 @pytest.mark.parametrize("line", NIC_FABRIC_ROUTINE)
 def test_the_lines_working_rdma_nics_and_ethernet_fabrics_print_stay_quiet(line):
-    for prefix in ("", "node7: "):
-        assert lexicon.shape_of(prefix + line) is None, (prefix, line)
+    _quiet_behind(line, ("", "node7: "))
 
 
 # What the parallel shells and configuration tools admins run over their nodes print for a node that did not answer
@@ -1318,5 +1323,4 @@ def test_a_node_that_a_configuration_tool_could_not_reach_or_failed_on_is_a_fail
 
 @pytest.mark.parametrize("line", NODE_TOOL_ROUTINE)
 def test_the_lines_a_configuration_tool_prints_for_the_nodes_that_worked_stay_quiet(line):
-    for prefix in ("", "node7: "):
-        assert lexicon.shape_of(prefix + line) is None, (prefix, line)
+    _quiet_behind(line, ("", "node7: "))
