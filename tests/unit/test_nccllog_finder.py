@@ -131,6 +131,16 @@ def test_a_word_counts_only_on_its_own_line_and_only_in_its_case():
     assert scan.search_lines(data, len(data)) == expected
 
 
+@pytest.mark.parametrize("path", _real_logs())
+def test_hyperscan_tells_a_line_holds_a_word_as_re_does_on_every_real_line(path):
+    lines = path.read_bytes().split(b"\n")
+    held = [line for line in lines if scan.candidate(line)]
+    assert held and len(held) < len(lines) + 1
+    assert [line for line in lines if FAST.holds(line)] == held
+    # each line with a word's tail cut off at its end, as a line of a block that ends there
+    assert [FAST.holds(line[:-3]) for line in held] == [scan.candidate(line[:-3]) for line in held]
+
+
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.one_of(st.sampled_from([specimen(w) for w in grammar.WORDS]),
                           st.sampled_from(["\n", "\r\n", " ", "x", "\t", "1", "\xff", "é", "[", "\x1b"])),
@@ -138,6 +148,7 @@ def test_a_word_counts_only_on_its_own_line_and_only_in_its_case():
 def test_both_ways_agree_on_any_text_made_of_words_and_separators(parts):
     data = whole("".join(parts).encode("utf-8", "surrogateescape"))
     expected = per_line(data)
+    assert [FAST.holds(line) for line in data.split(b"\n")] == [scan.candidate(line) for line in data.split(b"\n")]
     assert FAST(data, len(data)) == expected
     assert scan.search_lines(data, len(data)) == expected
 
