@@ -1048,6 +1048,16 @@ def _quiet_behind(line, prefixes):
         assert lexicon.shape_of(prefix + line) is None, (prefix, line)
 
 
+def test_a_job_killed_for_exceeding_a_limit_in_a_supervisors_own_words_is_a_failure_line_behind_any_prefix():
+    # https://github.com/payu-org/payu/issues/587: NCI Gadi's PBS hook, as posted
+    _read_behind("Job 143560526.gadi-pbs killed due to exceeding jobfs quota. Quota: 15.0GB, Used: 15.0GB, Host: "
+                 "gadi-cpu-spr-0578", "killed-for-exceeding", ("", "[rank3]: ", "node7: "))
+    # written for this test: a limit announced, not a job killed at it; a limit exceeded with nothing killed
+    _quiet_behind("Jobs are killed when they exceed the walltime they requested.", ("", "node7: "))
+    _quiet_behind("NOTE: jobs exceeding 48 hours will be killed", ("", "node7: "))
+    _quiet_behind("UserWarning: the number of threads exceeds the number of cores", ("", "[rank3]: "))
+
+
 @pytest.mark.parametrize("line,row", DRIVER_SETUP_LINES)
 def test_a_nodes_driver_installation_and_service_failures_are_failure_lines_behind_any_prefix(line, row):
     _read_behind(line, row, ("", "node7: ", "Dec 07 10:00:01 gpu01 systemd[1]: "))
