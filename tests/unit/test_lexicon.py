@@ -1052,6 +1052,10 @@ def test_a_job_killed_for_exceeding_a_limit_in_a_supervisors_own_words_is_a_fail
     # https://github.com/payu-org/payu/issues/587: NCI Gadi's PBS hook, as posted
     _read_behind("Job 143560526.gadi-pbs killed due to exceeding jobfs quota. Quota: 15.0GB, Used: 15.0GB, Host: "
                  "gadi-cpu-spr-0578", "killed-for-exceeding", ("", "[rank3]: ", "node7: "))
+    # the same job's resource-usage summary: PBS's exit status of a signal (256 + 15)
+    _read_behind("   Exit Status:        271 (Linux Signal 15 SIGTERM Termination)", "exit-code", ("", "node7: "))
+    # https://github.com/payu-org/payu/issues/864: a job that ended well, as payu status shows it
+    _quiet_behind("  Exit Status:       0 (Success)", ("", "node7: "))
     # written for this test: a limit announced, not a job killed at it; a limit exceeded with nothing killed
     _quiet_behind("Jobs are killed when they exceed the walltime they requested.", ("", "node7: "))
     _quiet_behind("NOTE: jobs exceeding 48 hours will be killed", ("", "node7: "))
