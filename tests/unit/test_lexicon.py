@@ -1048,6 +1048,29 @@ def _quiet_behind(line, prefixes):
         assert lexicon.shape_of(prefix + line) is None, (prefix, line)
 
 
+# A process a fatal signal ended, in the words zsh (its sig_msg) and strsignal give it, and glibc's fortification
+# stopping a corrupted stack: real lines of tests/lexicon/real.toml behind a rank's and a host's prefix.
+FATAL_SIGNAL_LINES = [
+    ("zsh: killed     python3 horo_chart_tabs.py", "killed"),  # naturalstupid/PyJHora#15
+    ("    [1]    4939 bus error  python demo_network.py", "segfault"),  # pytorch/pytorch#5848
+    ("Program received signal SIGILL, Illegal instruction.", "fatal-signal"),  # pytorch/pytorch#37577
+    ('Thread 1 "python" received signal SIGILL, Illegal instruction.', "fatal-signal"),  # pytorch/pytorch#22338
+]
+
+
+@pytest.mark.parametrize("line,row", FATAL_SIGNAL_LINES)
+def test_a_process_a_fatal_signal_ended_is_a_failure_line_in_zshs_words_and_strsignals(line, row):
+    _read_behind(line, row, ("", "[rank3]: ", "node7: "))
+
+
+def test_zshs_words_for_a_job_that_ended_well_or_stopped_and_a_gpus_illegal_instruction_stay_out_of_the_signal_rows():
+    # written for this test: zsh's job table for a job that finished ('done') or was stopped ('suspended'), and
+    # CUDA's lower-case words for a kernel's illegal instruction, which the CUDA error rows read
+    _quiet_behind("[1]  + 1234 done       python train.py", ("", "node7: "))
+    _quiet_behind("[2]  + 5678 suspended  python train.py", ("", "node7: "))
+    _read_behind("RuntimeError: CUDA error: an illegal instruction was encountered", "cuda-error", ("", "[rank3]: "))
+
+
 def test_a_job_killed_for_exceeding_a_limit_in_a_supervisors_own_words_is_a_failure_line_behind_any_prefix():
     # https://github.com/payu-org/payu/issues/587: NCI Gadi's PBS hook, as posted
     _read_behind("Job 143560526.gadi-pbs killed due to exceeding jobfs quota. Quota: 15.0GB, Used: 15.0GB, Host: "
