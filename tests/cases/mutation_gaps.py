@@ -531,6 +531,12 @@ KNOWN: Dict[Tuple[str, str], str] = {
     # an nccl-tests table with no other line: its result rows run together into one line are not cut back into rows
     # (WHY["paragraphs"]), so the header stands without a result and reads as a run that hung before its first one
     ("net-gaps83c-dstack3961-2x-p6-b200-efa-nccl-tests-all-reduce-table-healthy", "paragraphs"): "false alarm",
+    # NCCL's WARN wrapped at 80 columns after 'real path of': the sysfs path that the row reads is on the next line,
+    # so the WARN is surfaced (unexplained) without the path that names the missing PCI node
+    ("gpu-gaps85a-nccl442-wsl-nccl283-all-reduce-perf-could-not-find-real-path-pci-bus", "wrap-80"): "missed",
+    # TCPStore's refusal folded at its blanks: 'was requested but PyTorch' ends the first line and 'was build without
+    # libuv support' begins the next, so the failure line is surfaced (unexplained) without the words the row reads
+    ("node-gaps85a-pytorch139990-windows-tcpstore-use-libuv-requested-built-without-libuv", "fold-s-80"): "missed",
 }
 
 #: the healthy runs given a fail/warn diagnosis once transformed: what is misread, and why

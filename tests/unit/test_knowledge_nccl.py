@@ -206,3 +206,21 @@ static const char* other() { switch (x) { case ncclFoo: return "not this one"; }
     assert S.results(src) == {"ncclSuccess": "no error",
                               "ncclSystemError": "unhandled system error (run with NCCL_DEBUG=INFO for details)"}
     assert S.results("int main() {}") == {}
+
+
+def test_a_gpu_without_its_sysfs_pci_path_is_an_nccl_too_old_for_wsl_and_its_later_info_stays_quiet():
+    # NVIDIA/nccl#442 (NCCL 2.8.3) and #573 (2.7.8) under WSL 2: getPciPath's WARN, then ncclSystemError
+    for line in ("> DESKTOP:36629:36635 [0] graph/xml.cc:332 NCCL WARN Could not find real path of "
+                 "/sys/class/pci_bus/0000:21/../../0000:21:00.0",
+                 "SHJS-PF4ZKYLL:92777:92889 [0] graph/xml.cc:332 NCCL WARN Could not find real path of "
+                 "/sys/class/pci_bus/0000:01/../../0000:01:00.0"):
+        got = S.message_of(_WARN.search(line).group(1))
+        assert got is not None and got.id == "topo-gpu-pci-path-missing", line
+        assert got.category == "other:nccl-too-old-for-wsl"
+    # from 2.10.3 ncclTopoGetXmlFromSys prints the same text as an INFO of NCCL_GRAPH and goes on: no WARN, no row
+    assert _WARN.search("DESKTOP:36629:36635 [0] NCCL INFO Could not find real path of "
+                        "/sys/class/pci_bus/0000:21/../../0000:21:00.0") is None
+    # the IB transport's own message (net_ib, a device name and its sysfs path) is not of this row
+    other = S.message_of("Could not find real path of mlx5_0 (/sys/class/infiniband/mlx5_0/device)")
+    assert other is None or other.id != "topo-gpu-pci-path-missing"
+

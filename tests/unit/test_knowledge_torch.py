@@ -460,3 +460,21 @@ def test_a_store_the_build_cannot_create_is_not_the_rendezvous():
     got = _failing(log_inputs("train.log", text))
     assert all(d.category != "rendezvous_unreachable" for d in got), [(d.id, d.category) for d in got]
     assert lexicon.shape_of(text.strip()) is not None  # a failure line still: never "nothing broken"
+    assert got[0].category == "other:torch-built-without-libuv", [(d.id, d.category) for d in got]
+
+
+def test_a_store_asked_for_libuv_that_the_build_lacks_is_named_in_either_wording():
+    # pytorch/pytorch#139990 (the PyTorch 2.5 Windows wheel: 'was build', raised as RuntimeError) and the later
+    # wording behind a rank's prefix; the store created without libuv, or a line about libuv that is no refusal,
+    # stays quiet
+    old = ('  File "C:\\hostedtoolcache\\windows\\Python\\3.12.7\\x64\\Lib\\site-packages\\torch\\distributed\\'
+           'rendezvous.py", line 189, in _create_c10d_store\n    return TCPStore(\n'
+           "RuntimeError: use_libuv was requested but PyTorch was build without libuv support\n")
+    assert _failing(log_inputs("train.log", old))[0].category == "other:torch-built-without-libuv"
+    new = ("[rank1]: torch.distributed.DistStoreError: use_libuv was requested but PyTorch was built without libuv"
+           " support, run with USE_LIBUV=0 to disable it.\n")
+    assert torchmsg.row_of(new.split(": ", 1)[1].strip())["id"] == "store-built-without-libuv"
+    assert _failing(log_inputs("rank1.log", new))[0].category == "other:torch-built-without-libuv"
+    for quiet in ("USE_LIBUV=0 torchrun --nproc-per-node 2 train.py",
+                  "[I socket.cpp:787] [c10d] The client socket has connected to [localhost]:29500 on [localhost]:50112."):
+        assert torchmsg.row_of(quiet) is None, quiet
