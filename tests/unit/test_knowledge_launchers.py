@@ -203,6 +203,8 @@ CHECKED = {
     "gpu-admin-tools-unexpected-cc-state": "Unexpected CC state 0x{cc_reg}",
     "gpu-admin-tools-cc-mode-set-on": "CC mode set to {opts.set_cc_mode}. It will be active after GPU reset.",
     "gpu-admin-tools-cc-mode-is-on": "CC mode is {cc_mode}",
+    "lmod-module-unknown": "The following module(s) are unknown:",
+    "lmod-module-exists-cannot-be-loaded": "These module(s) or extension(s) exist but cannot be loaded as requested:",
 }
 
 # The message as a tool prints it, where a row's text is a part of it or its conversions take words: written for this
@@ -442,6 +444,11 @@ PRINTED = {
     # the line as rdma-core's PR 393 quotes ibacm's journal, wrapped after 'from' (a whole line holding 'ib_umad' is
     # read as a node-side kernel line, which the table does not read: the Fabric Manager rule reads NVLSM's)
     "libibumad-ib-umad-not-loaded": "ibacm[1796]: ibwarn: [1796] umad_init: can't read ABI version from",
+    # real: ai4d-iasc/trixie#70 (tests/cases/node-gaps85c-trixie70-*), a batch job's module load of a Spack module
+    "lmod-module-unknown": "Lmod has detected the following error: The following module(s) are unknown:",
+    # real: TACC/Lmod#828 (tests/cases/node-gaps85c-lmod828-*), NCCL and OpenMPI under a compiler level not loaded
+    "lmod-module-exists-cannot-be-loaded": "Lmod has detected the following error:  These module(s) or extension(s) "
+                                           "exist but cannot be loaded as requested: \"NCCL\", \"OpenMPI\"",
 }
 
 
@@ -1149,3 +1156,21 @@ def test_training_launchers_refusals_name_their_cause_and_their_routine_lines_st
                  "The following values were not passed to `accelerate launch` and had defaults used instead:",
                  "2025-03-06 14:19:18,166\tINFO worker.py:1841 -- Started a local Ray instance."):
         assert toolmsg.row_of(line) is None and _failing(log_inputs("job.out", line + "\n")) == [], line
+
+
+def test_lmods_failed_loads_name_the_module_not_loaded_and_its_routine_reloads_stay_quiet():
+    """Lmod's answer to a load that loaded nothing (real: ai4d-iasc/trixie#70, a Spack module without the tree's own
+    module; TACC/Lmod#828, NCCL and OpenMPI under a compiler level not loaded) names the module not loaded, pasted alone
+    or behind a rank's or a node's prefix; the reloads Lmod prints for a load that worked (real: CSCfi/pytorch-ddp-
+    examples#1) are read by no row and make no diagnosis."""
+    for row_id in ("lmod-module-unknown", "lmod-module-exists-cannot-be-loaded"):
+        for prefix in ("", "[rank3]: ", "node7: "):
+            top = _failing(log_inputs("job.err", prefix + PRINTED[row_id] + "\n"))[0]
+            assert (top.id, top.category) == (tool_message.ID, "other:environment-module-not-loaded"), (row_id, prefix)
+    routine = ("Due to MODULEPATH changes, the following have been reloaded:",
+               "  1) openblas/0.3.18-omp     2) openmpi/4.1.2",
+               "The following have been reloaded with a version change:",
+               "  1) gcc/11.2.0 => gcc/9.4.0")
+    for line in routine:
+        assert toolmsg.row_of(line) is None and lexicon.shape_of(line) is None, line
+    assert _failing(log_inputs("job.out", "\n".join(routine) + "\n")) == []

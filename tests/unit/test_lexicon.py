@@ -1361,3 +1361,17 @@ def test_a_node_that_a_configuration_tool_could_not_reach_or_failed_on_is_a_fail
 @pytest.mark.parametrize("line", NODE_TOOL_ROUTINE)
 def test_the_lines_a_configuration_tool_prints_for_the_nodes_that_worked_stay_quiet(line):
     _quiet_behind(line, ("", "node7: "))
+
+
+def test_the_cuda_toolkits_stub_nvml_banner_is_a_failure_and_its_other_lines_are_not():
+    # real: openucx/ucx pull request 9232, ucx_info with the toolkit's stub libnvidia-ml.so preloaded; the banner's
+    # first line (also behind UCX's prefix) and the stub's 'wrong path' line are the failure, its other lines are not
+    text = _seen_texts("tests/cases/gpu-gaps85c-ucxpr9232-ucx-info-cuda-ipc-preloaded-nvml-stub-banner")
+    read = [(s.id, line) for line in text.splitlines() for s in [lexicon.shape_of(line)] if s is not None]
+    assert [i for i, _ in read if i == "nvml-stub-library"] == ["nvml-stub-library"] * 3, read
+    for quiet in ("NVIDIA Display Driver. By default it's installed in /usr/lib and /usr/lib64.",
+                  "libnvidia-ml.so in GDK package is a stub library that is attached only for",
+                  # written for this test: the driver's own NVML as ldd and ldconfig list it on a working node
+                  "\tlibnvidia-ml.so.1 => /lib/x86_64-linux-gnu/libnvidia-ml.so.1 (0x00007f3c1a200000)",
+                  "\tlibnvidia-ml.so.1 (libc6,x86-64) => /lib/x86_64-linux-gnu/libnvidia-ml.so.1"):
+        assert lexicon.shape_of(quiet) is None, quiet
