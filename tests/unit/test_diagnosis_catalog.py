@@ -2394,3 +2394,84 @@ def test_ssh_failing_to_reach_a_node_is_the_launchers_ssh_not_a_firewall_between
         text = prefix + line + "\n"
         assert top(text).category == category, prefix
         assert "firewall_ports" not in categories(text) and "socket_ifname_wrong" not in categories(text)
+
+
+# ---- a training job's surroundings: the Hub, W&B, file descriptors, checkpoints (sweep34) -----------------------
+
+_SURROUNDINGS = [
+    # real: facebookresearch/bitsandbytes#34 (transformers' cached_file on a node with no way to the Hub)
+    ("OSError: We couldn't connect to 'https://huggingface.co' to load this file, couldn't find it in the cached files "
+     "and it looks like decapoda-research/llama-7b-hf is not the path to a directory containing a file named "
+     "config.json.", "other:hub-unreachable-no-cached-copy"),
+    # real: yuruotong1/autoMate#104 (huggingface_hub's _raise_on_head_call_error)
+    ("huggingface_hub.errors.LocalEntryNotFoundError: An error happened while trying to locate the file on the Hub and "
+     "we cannot find the requested files in the local cache. Please check your connection and try again or make sure "
+     "your Internet connection is on.", "other:hub-unreachable-no-cached-copy"),
+    # real: huggingface/kernels#553 (HF_HUB_OFFLINE=1 and a call to the Hub)
+    ("huggingface_hub.errors.OfflineModeIsEnabled: Cannot reach https://huggingface.co/api/models/kernels-community/"
+     "finegrained-fp8/refs: offline mode is enabled. To disable it, please unset the `HF_HUB_OFFLINE` environment "
+     "variable.", "other:hub-unreachable-no-cached-copy"),
+    # real: tomaarsen/SpanMarkerNER#52 (the Hub's name not resolved from the node: the way out, no peer's name)
+    ("MaxRetryError: HTTPSConnectionPool(host='huggingface.co', port=443): Max retries exceeded with url: "
+     "/bert-base-uncased/resolve/main/config.json (Caused by NewConnectionError('<urllib3.connection.HTTPSConnection "
+     "object at 0x783edf828070>: Failed to establish a new connection: [Errno -3] Temporary failure in name "
+     "resolution'))", "other:hub-unreachable-no-cached-copy"),
+    # real: wandb/wandb#10044 and wandb/wandb#6038 (behind Ray's prefix)
+    ("wandb: ERROR Run initialization has timed out after 90.0 sec. Please try increasing the timeout with the "
+     "`init_timeout` setting: `wandb.init(settings=wandb.Settings(init_timeout=120))`.", "other:wandb-unreachable"),
+    ("(train_function_wandb pid=48305) wandb: Network error (ConnectionError), entering retry loop.",
+     "other:wandb-unreachable"),
+    # real: zju3dv/NeuralRecon#91 (torch/utils/data/dataloader.py) and ML-GSAI/SMDM#3 (aten/src/ATen/MapAllocator.cpp)
+    ("RuntimeError: Too many open files. Communication with the workers is no longer possible. Please increase the "
+     "limit using `ulimit -n` in the shell or change the sharing strategy by calling "
+     "`torch.multiprocessing.set_sharing_strategy('file_system')` at the beginning of your code",
+     "other:open-files-limit"),
+    ("RuntimeError: unable to open shared memory object </torch_710863_755204907_419> in read-write mode: Too many "
+     "open files (24)", "other:open-files-limit"),
+    # real: lyogavin/airllm#137, ShineChen1024/MagicClothing#11, BolinLai/GLC#4, THU-MIG/yolov10#154
+    ("safetensors_rust.SafetensorError: Error while deserializing header: MetadataIncompleteBuffer",
+     "other:checkpoint-file-incomplete"),
+    ("safetensors_rust.SafetensorError: Error while deserializing header: HeaderTooLarge",
+     "other:checkpoint-file-incomplete"),
+    ("RuntimeError: PytorchStreamReader failed reading zip archive: failed finding central directory",
+     "other:checkpoint-file-incomplete"),
+    ("PytorchStreamReader failed reading zip archive: failed finding central directory",
+     "other:checkpoint-file-incomplete"),
+]
+
+
+@pytest.mark.parametrize("line,category", _SURROUNDINGS)
+def test_a_jobs_surroundings_failing_are_named_behind_any_prefix(line, category):
+    for prefix in ("", "[rank3]: ", "node7: "):
+        text = prefix + line + "\n"
+        assert top(text).category == category, prefix
+        assert "hostname_resolution" not in categories(text), prefix
+
+
+def test_wandb_retrying_warns_and_its_init_giving_up_fails():
+    # real: wandb/wandb#2719 (the retry loop, the run not yet stopped) and wandb/wandb#10044 (wandb.init gave up)
+    assert top("wandb: Network error (ConnectTimeout), entering retry loop.\n").severity == "warn"
+    assert top("CommError: Run initialization has timed out after 90.0 sec. \n").severity == "fail"
+
+
+@pytest.mark.parametrize("line", [
+    # real, the routine lines of working runs beside those failures: huggingface_hub's retry notice
+    # (AUTOMATIC1111/stable-diffusion-webui#17165), wandb's start (wandb/wandb#6038, verl-project/verl#1348,
+    # momentum-robotics-lab/deformgs#7), the Hub lock a rank waits on while another downloads
+    # (huggingface/huggingface_hub#2543), a shard loader's progress (SCIR-HI/Huatuo-Llama-Med-Chinese#89), a download
+    # (lllyasviel/Fooocus#3522)
+    "Retrying in 1s [Retry 1/5].",
+    "(train_function_wandb pid=48305) wandb: W&B API key is configured. Use `wandb login --relogin` to force relogin",
+    "(train_function_wandb pid=48305) wandb: - Waiting for wandb.init()...",
+    "(TaskRunner pid=1330721) wandb: Syncing run gsm8k",
+    "(TaskRunner pid=1330721) wandb: Run `wandb offline` to turn off syncing.",
+    "wandb: Using wandb-core as the SDK backend.  Please refer to https://wandb.me/wandb-core for more information.",
+    "still waiting to acquire lock on /home/austin/.cache/huggingface/hub/.locks/models--NousResearch--Meta-Llama-3.1-"
+    "8B-Instruct/fc1cdddd6bfa91128d6e94ee73d0ce62bfcdb7af29e978ddcab30c66ae9ea7fa.lock",
+    "Loading checkpoint shards:  14%|█▎        | 11/81 [00:10<01:05,  1.06it/s]",
+    'Downloading: "https://huggingface.co/lllyasviel/misc/resolve/main/xlvaeapp.pth" to '
+    "/content/data/models/vae_approx/xlvaeapp.pth",
+])
+def test_the_routine_lines_of_a_jobs_surroundings_stay_quiet(line):
+    for prefix in ("", "[rank3]: ", "node7: "):
+        assert categories(prefix + line + "\n") == [], prefix
