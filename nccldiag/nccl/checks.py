@@ -592,8 +592,8 @@ def _other_errors(facts: NcclLogFacts, have_failure: bool) -> List[Finding]:
 
 # WARN lines NCCL prints on healthy runs: no libibverbs where IB is not used (a Socket or plugin network).
 # no RDMA library on a node meant for sockets; aws-ofi-nccl's optional GIN plugin declining to start (NCCL runs its
-# collectives without GIN)
-HARMLESS_WARNS = frozenset({"ibverbs_missing", "gin_declined"})
+# collectives without GIN); NCCL 2.25 declining to IPC-register a user buffer (it goes on with its own buffers)
+HARMLESS_WARNS = frozenset({"ibverbs_missing", "gin_declined", "ipc_register_declined"})
 # IB asynchronous events NCCL prints as WARNs that are the subnet manager's housekeeping or a port coming up
 # (IBV_EVENT_CLIENT_REREGISTER, _LID_CHANGE, _SM_CHANGE, _PKEY_CHANGE, _PORT_ACTIVE): no fault on their own
 BENIGN_ASYNC = rx.compile(r"Got async event\s*:\s*(?:client reregistration|LID change|SM change|P_?Key change|"

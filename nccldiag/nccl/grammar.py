@@ -614,6 +614,8 @@ WARN_KINDS: Tuple[Tuple[str, bool, "Expression"], ...] = (
     ("version_mismatch", True, rx.compile(r"Mismatched NCCL version")),
     # a segment NCCL made and finds gone when it unlinks it: removed under it (systemd-logind's RemoveIPC), not too small
     ("shm_removed", True, rx.compile(r"unlink shared memory [^\n]{0,300}?No such file or directory")),
+    # a segment a peer of the node made, not found where this process looks: no shared /dev/shm, not too small
+    ("shm_peer_missing", True, rx.compile(r"attaching to shared memory segment [^\n]{0,300}?No such file or directory")),
     ("shm", True, rx.compile(r"/dev/shm|shared memory segment|posix_fallocate failed|shm_open failed|"
                              r"No space left on device")),
     ("ibv", True, rx.compile(
@@ -636,6 +638,9 @@ WARN_KINDS: Tuple[Tuple[str, bool, "Expression"], ...] = (
     # aws-ofi-nccl's GIN plugin declining to start (no /dev/gdrdrv, an old GDRCopy, a non-RDMA protocol): NCCL then
     # says 'Failed to initialize any GIN plugin' and runs its collectives without GIN
     ("gin_declined", False, GIN_DECLINED),
+    # NCCL 2.25's WARN that a user buffer could not be IPC-registered: it goes on without the registration (2.26 and
+    # later print it at INFO; NVIDIA/nccl#1684)
+    ("ipc_register_declined", False, rx.compile(r"failed to IPC register userbuff ")),
     ("ibverbs_missing", False, rx.compile(r"Failed to open libibverbs")),
 )
 

@@ -224,3 +224,64 @@ def test_a_gpu_without_its_sysfs_pci_path_is_an_nccl_too_old_for_wsl_and_its_lat
     other = S.message_of("Could not find real path of mlx5_0 (/sys/class/infiniband/mlx5_0/device)")
     assert other is None or other.id != "topo-gpu-pci-path-missing"
 
+# ---------------------------------------------------------------- lines of public posts, read as NCCL says
+
+def _alarms(text: str):
+    import tempfile
+
+    from nccldiag.sessions import log
+
+    with tempfile.TemporaryDirectory() as d:
+        p = Path(d) / "posted.txt"
+        p.write_text(text + "\n", encoding="utf-8")
+        return [x for x in log.run([str(p)], workers=1).diagnoses[0] if x.severity in ("fail", "warn")]
+
+
+_BEHIND = ("", "[rank3]: ", "node7: ")
+
+
+def test_a_peers_shm_segment_not_found_on_attach_is_a_failure_not_a_small_dev_shm():
+    """NCCL's 'Error while attaching to shared memory segment ... No such file or directory' (src/os/linux.cc at
+    v2.30.7-1, misc/shmutils.cc before it): the segment a peer of the node made is not in this process's /dev/shm.
+    Real: NVIDIA/nccl#1589 (a downgrade to 2.21.5 cured it) and #2190 (ranks that chose different host-memory paths:
+    an empty segment name, size 0). A failure line, never /dev/shm too small; creating a segment stays that."""
+    lines = ["g148:14937:69361 [0] misc/shmutils.cc:129 NCCL WARN Error while attaching to shared memory segment "
+             "/dev/shm/nccl-glnlGK (size 14156128), error: No such file or directory (2)",
+             "[2026-05-22 10:26:17] d4fde3314201:13740:13740 [7] misc/shmutils.cc:132 NCCL WARN Error while attaching "
+             "to shared memory segment /dev/shm/nccl- (size 0), error: No such file or directory (2)"]
+    for line in lines:
+        assert S.message_of(_WARN.search(line).group(1)).id == "shm-attach-missing"
+        for prefix in _BEHIND:
+            got = _alarms(prefix + line)
+            assert got and all(d.category != "shm_too_small" for d in got), (prefix, [d.id for d in got])
+    # real: nccl-tests#166, a segment that could not be created (NCCL 2.18's wording, its error not printed)
+    made = ("ubuntu:9621:9685 [0] misc/shmutils.cc:112 NCCL WARN Error while creating shared memory segment "
+            "/dev/shm/nccl-zTYolS (size 5967872)")
+    assert _alarms(made)[0].category == "shm_too_small"
+
+
+def test_nccl_2_25s_declined_ipc_registration_of_a_user_buffer_is_quiet():
+    """NCCL 2.25's WARN 'rank %d failed to IPC register userbuff %p buffSize %ld nPeers %d isLegacyIpc %p'
+    (src/transport/p2p.cc at v2.25.1-1; INFO from 2.26 on): the maintainer in NVIDIA/nccl#1684 calls it generally
+    harmless. Real: that post's line, quiet alone and behind a prefix; a WARN of a failed call beside it is not."""
+    line = ("172-27-101-52:959:959 [0] transport/p2p.cc:944 NCCL WARN rank 0 failed to IPC register userbuff "
+            "0x7f3f56000000 buffSize 37748736 nPeers 2 isLegacyIpc 0x7ffe49900be0")
+    row = S.message_of(_WARN.search(line).group(1))
+    assert row.id == "ipc-register-userbuff" and row.category == S.NONE and row.severity == "warn"
+    for prefix in _BEHIND:
+        assert _alarms(prefix + line) == [], prefix
+    assert lexicon.shape_of(line) is None
+    # real: nccl-tests#185, a verbs call that failed, is no less a failure beside it
+    failed = "dgxh100-3:225140:225355 [0] misc/ibvwrap.cc:187 NCCL WARN Call to ibv_modify_qp failed with error Network is unreachable"
+    assert _alarms(line + "\n" + failed)
+
+
+def test_a_gid_index_whose_roce_type_cannot_be_read_names_the_gid_configuration():
+    """NCCL's 'NET/IB: read failed in ncclIbRoceGetVersionNum: %s' (src/transport/net_ib/connect.cc at v2.30.7-1,
+    src/transport/net_ib.cc before 2.27): the GID index NCCL chose has no RoCE type file in the pod's sysfs. Real:
+    the message of NVIDIA/nccl#1573 (Kubernetes pods on macvlan interfaces whose GIDs sit at other indexes)."""
+    message = "NET/IB: read failed in ncclIbRoceGetVersionNum: Invalid argument"
+    row = S.message_of(message)
+    assert row.id == "roce-gid-type-unreadable" and row.category == "roce_gid_config"
+    got = _alarms("node1:4242:4250 [0] NCCL WARN " + message)
+    assert got and got[0].category == "roce_gid_config", [d.id for d in got]
