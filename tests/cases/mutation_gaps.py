@@ -537,6 +537,12 @@ KNOWN: Dict[Tuple[str, str], str] = {
     # TCPStore's refusal folded at its blanks: 'was requested but PyTorch' ends the first line and 'was build without
     # libuv support' begins the next, so the failure line is surfaced (unexplained) without the words the row reads
     ("node-gaps85a-pytorch139990-windows-tcpstore-use-libuv-requested-built-without-libuv", "fold-s-80"): "missed",
+    # the posted 'ml' run is 19 lines: its last 15 are the module lines Lmod offers to load and an 'ml show' of one of
+    # them; Lmod's error line above them is cut away, and nothing left says anything failed
+    ("node-gaps85c-lmod828-ml-nccl-openmpi-cuda-hierarchy-exist-but-cannot-be-loaded", "tail-15"): "false all-clear",
+    # Lmod's error line wrapped at 80 columns: 'exist but cannot be loaded as requested' runs on to the next line, so
+    # the line is surfaced by its 'error:' (unexplained) without the words the row reads
+    ("node-gaps85c-lmod828-ml-nccl-openmpi-cuda-hierarchy-exist-but-cannot-be-loaded", "wrap-80"): "missed",
 }
 
 #: the healthy runs given a fail/warn diagnosis once transformed: what is misread, and why
