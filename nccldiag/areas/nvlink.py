@@ -227,8 +227,9 @@ def parse_fm(text: Optional[str]) -> Optional[FabricManager]:
             fm.state_from_log = "running"
         elif "failed!" in low or "status=1/failure" in low or "failed with result" in low:
             fm.state_from_log = "failed"
-        elif "cannot be started" in low or "don't match" in low or "do not match" in low:
+        elif "cannot be started" in low or re.search(r"\bdo(?:n't|n’t|esn't|esn’t|es not| not) match\b", low):
             # the start wrapper's pre-check refused (NVL5: ib_umad not loaded), or the driver version differs
+            # (Fabric Manager's 'don't match with driver version', 'doesn't match' in its newer wording)
             fm.errors.append(line)
             fm.state_from_log = "failed"
         elif "stopped" in low and "fabric manager" in low:

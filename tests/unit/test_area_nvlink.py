@@ -193,6 +193,35 @@ def test_fabric_manager_status_without_a_gpu_inventory_says_what_it_cannot_tell(
     assert "not collected (nvidia-smi -q)" in findings(nvlink, {"fabricmanager": status})["nvlink.fabric"].message
 
 
+# Fabric Manager's start-up check of the driver's version, in the words of its releases (the guide's
+# 'fabric manager NVIDIA GPU driver interface version X don't match with driver version Y', and 'doesn't match ...
+# with the matching' of the later releases; a curly apostrophe where a post went through a word processor)
+FM_VERSION_LINES = {
+    # NVIDIA/gpu-operator#544
+    "nv-fabricmanager[3228]: fabric manager NVIDIA GPU driver interface version 530.30.02 don't match with driver "
+    "version 530.41.03. Please update with matching NVIDIA driver package.": "530.30.02",
+    # akash-network/website#632 (systemctl status of the unit, as its provider guide quotes it)
+    "Nov 05 13:55:26 node1 nv-fabricmanager[104230]: fabric manager NVIDIA GPU driver interface version 550.127.05 "
+    "doesn't match with driver version 550.120. Please update with the matching NVIDIA driver package.": "550.127.05",
+    # NVIDIA/nvtrust#55
+    "\"fabric manager NVIDIA GPU driver interface version 550.90.07 don\u2019t match with driver version 550.107.02. "
+    "Please update with matching NVIDIA driver package\"": "550.90.07",
+}
+
+
+@pytest.mark.parametrize("line", list(FM_VERSION_LINES), ids=lambda l: FM_VERSION_LINES[l])
+def test_a_fabric_manager_of_another_driver_version_is_a_failed_manager_in_each_wording(line):
+    fm = nvlink.parse_fm(line)
+    assert fm.state_from_log == "failed" and fm.errors == [line.strip()]
+    f = findings(nvlink, {"fabricmanager": line})["nvlink.fabricmanager"]
+    assert f.status.value == "fail"
+    # its successful start (NVIDIA/nvtrust#128) stays a running manager
+    started = ("Jan 05 14:45:28 TENCENT64 nv-fabricmanager[1120]: Successfully configured all the available NVSwitches "
+               "to route GPU NVLink traffic. NVLink Peer-to-Peer support will be enabled once the GPUs are successfully "
+               "registered with the NVLink fabric.")
+    assert nvlink.parse_fm(started).state_from_log == "running" and not nvlink.parse_fm(started).errors
+
+
 def test_error_counters():
     real.require()
     t = text(("nvidia-smi-nvlink", "mleng-h100-nvlink-e-error-counters-elided.txt"))
