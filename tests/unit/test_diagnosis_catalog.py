@@ -2475,3 +2475,50 @@ def test_wandb_retrying_warns_and_its_init_giving_up_fails():
 def test_the_routine_lines_of_a_jobs_surroundings_stay_quiet(line):
     for prefix in ("", "[rank3]: ", "node7: "):
         assert categories(prefix + line + "\n") == [], prefix
+
+
+# ---- the kernel's network tables at cluster scale (sweep36) ------------------------------------------------
+
+@pytest.mark.parametrize("line,table", [
+    # real: rtr7/router7#31 (a dmesg stamp), Requiem4Eternity/Appstream#102 (a Kubernetes node's journal),
+    # QubesOS/qubes-issues#355 (an older kernel's wording)
+    ("[843041.359054] neighbour: arp_cache: neighbor table overflow!", "neighbour (ARP/NDP) table"),
+    ("Jun 11 11:04:35 k8snode228 kernel: neighbour: arp_cache: neighbor table overflow!", "neighbour (ARP/NDP) table"),
+    ("[250066.491572](250066.489724]) ipv4: Neighbour table overflow.", "neighbour (ARP/NDP) table"),
+    # real: canonical/hotsos#101, kubernetes/kubernetes#71261
+    ("e.g. kernel: [1694413.644132] nf_conntrack: nf_conntrack: table full, dropping packet", "conntrack"),
+    ("[Tue Nov 20 22:30:22 2018] nf_conntrack: table full, dropping packet", "conntrack"),
+    # real: tempesta-tech/tempesta#1763, shadowsocks/shadowsocks-rust#376, coolsnowwolf/lede#5072
+    ("[  179.636034] TCP: out of memory -- consider tuning tcp_mem", "TCP memory"),
+    ("[827341.246171] TCP: too many orphaned sockets", "orphaned TCP sockets"),
+    ("kern.info kernel: [31617.809376] TCP: request_sock_TCP: Possible SYN flooding on port 5000. Sending cookies.  "
+     "Check SNMP counters.", "SYN backlog"),
+])
+def test_a_kernel_network_table_full_is_named_with_its_table_behind_any_prefix(tmp_path, line, table):
+    # read as 'nccldiag log' reads a paste: the failure lexicon keeps the lines the log reader does not
+    for prefix in ("", "[rank3]: ", "node7: ", "[12345.678901] ", "Jan 01 00:00:00 node7 kernel: "):
+        diags, failed = _log_run(tmp_path, prefix + line + "\n")
+        d = [x for x in diags if x.severity in ("fail", "warn")][0]
+        assert (d.id, d.category, d.severity) == ("kernel-network-table-full", "other:kernel-network-table-full",
+                                                  "warn"), (prefix, d)
+        assert table in d.summary, d.summary
+        assert "gpu_out_of_memory" not in [x.category for x in diags], prefix
+
+
+@pytest.mark.parametrize("line", [
+    # real routine lines beside them: coolsnowwolf/lede#6427, Requiem4Eternity/Appstream#102, kubernetes/kubernetes#71261,
+    # systemd/systemd#7380, NethServer/dev#5062
+    "Wed Feb 24 00:35:26 2021 kern.warn kernel: [16305.802373] net_ratelimit: 241 callbacks suppressed",
+    "Jun 11 11:04:36 k8snode228 systemd-networkd[1883]: veth53cd54f: Gained IPv6LL",
+    "I1120 15:18:19.757786   26448 conntrack.go:52] Setting nf_conntrack_max to 786432",
+    "Oct 23 16:45:25 san-jose systemd-networkd[1217]: enp129s0f0: Gained carrier",
+    "Jul 17 04:19:28 intranet chronyd[17789]: Selected source 81.19.96.148",
+])
+def test_the_routine_lines_around_the_kernels_network_tables_stay_quiet(line):
+    for prefix in ("", "[rank3]: ", "node7: "):
+        assert categories(prefix + line + "\n") == [], prefix
+
+
+def test_no_healthy_text_reads_as_a_kernel_network_table_full():
+    for name, text in _healthy_texts().items():
+        assert "kernel-network-table-full" not in [d.id for d in verdict(text)], name
