@@ -33,7 +33,7 @@ found = _TABLE.found  # the lines of the inputs whose row names a cause, each wi
 
 
 def what(row: Dict) -> str:
-    """The message in a few words: its text up to the first placeholder (''The client socket has timed out
-    after ...'')."""
+    """The message in a few words, behind the program that prints it (the row's ``program``, PyTorch by default):
+    its text up to the first placeholder (''The client socket has timed out after ...'')."""
     head = row["text"].split("{")[0].strip().rstrip(":(").strip()
-    return f"PyTorch: '{head[:90]}{' ...' if '{' in row['text'] or len(head) > 90 else ''}'"
+    return f"{row.get('program', 'PyTorch')}: '{head[:90]}{' ...' if '{' in row['text'] or len(head) > 90 else ''}'"

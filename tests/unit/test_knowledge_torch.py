@@ -478,3 +478,89 @@ def test_a_store_asked_for_libuv_that_the_build_lacks_is_named_in_either_wording
     for quiet in ("USE_LIBUV=0 torchrun --nproc-per-node 2 train.py",
                   "[I socket.cpp:787] [c10d] The client socket has connected to [localhost]:29500 on [localhost]:50112."):
         assert torchmsg.row_of(quiet) is None, quiet
+
+
+# ---------------------------------------------------------------- the training program's own misuse of collectives
+# Real lines, as posted in the threads named (prefixes, wrapping and a page's cut kept): each is the program's error,
+# named as such, never the node's; the lines a working run prints beside them stay quiet.
+
+PROGRAM_ERRORS = [
+    # pytorch/pytorch#78022 (the wrapper's wording before 'but Rank N is running collective' was added)
+    ("c10d-collectives-mismatch", "other:program-error",
+     "RuntimeError: Detected mismatch between collectives on ranks. Rank 0 is running inconsistent collective:"
+     " CollectiveFingerPrint(OpType=BROADCAST, TensorShape=[34112], TensorDtypes=Float, TensorDeviceTypes="
+     "TensorOptions(dtype=float (default), device=cuda, layout=Strided (default), requires_grad=false (default),"
+     " pinned_memory=false (default), memory_format=(nullopt))"),
+    # modelscope/ms-swift#9443
+    ("c10d-collectives-mismatch", "other:program-error",
+     "[rank1]: RuntimeError: Detected mismatch between collectives on ranks. Rank 1 is running collective:"
+     " CollectiveFingerPrint(SequenceNumber=3104, OpType=ALLREDUCE, TensorShape=[195812480], TensorDtypes=BFloat16,"
+     " TensorDeviceTypes=TensorOptions(dtype=float (default), device=cuda, layout=Strided (default),"
+     " requires_grad=false (default), pinned_memory=false (default), memory_format=(nullopt))), but Rank 0 is"
+     " running collective: CollectiveFingerPrint(SequenceNumber=3104, OpType=ALLREDUCE, TensorShape=[51123456],"
+     " TensorDtypes=BFloat16, TensorDeviceTypes=TensorOptions(dtype=float (default), device=cuda, layout=Strided"
+     " (default), requires_grad=false (default), pinned_memory=false (default), memory_format=(nullopt)))."
+     "Collectives differ in the following aspects:   Tensor Tensor shapes: 195812480vs 51123456"),
+    # va1shn9v/PromptIR#30
+    ("ddp-unfinished-reduction", "other:program-error",
+     "RuntimeError: Expected to have finished reduction in the prior iteration before starting a new one. This error"
+     " indicates that your module has parameters that were not used in producing loss. You can enable unused"
+     " parameter detection by (1) passing the keyword argument `find_unused_parameters=True` to"
+     " `torch.nn.parallel.DistributedDataParallel`; (2) making sure all `forward` function outputs participate in"
+     " calculating loss. If you already have done the above two steps, then the distributed data parallel module"
+     " wasn't able to locate the output tensors in the return value of your module's `forward` function. Please"
+     " include the loss function and the structure of the return value of `forward` of your module when reporting"
+     " this issue (e.g. list,dict, iterable)."),
+    # open-mmlab/mmagic#419 (the page wrapped the line)
+    ("ddp-unfinished-reduction", "other:program-error",
+     "RuntimeError: Expected to have finished reduction in the prior iteration before starting a new one. This error"
+     " indicates that your module has parameters that were not used i"),
+    # buxiangzhiren/DDCap#35
+    ("ddp-params-without-grad", "other:program-error", "Parameter indices which did not receive grad for rank 0: 1"),
+    # pytorch/examples#1030
+    ("nccl-tensors-must-be-cuda", "other:program-error", "RuntimeError: Tensors must be CUDA and dense"),
+    # THUDM/SwissArmyTransformer#173
+    ("c10d-no-backend-for-device", "other:program-error",
+     "RuntimeError: No backend type associated with device type cpu"),
+    # open-mmlab/mmsegmentation#809, zeliu98/CloserLook3D#12 (torch 1.x)
+    ("c10d-default-group-not-initialized", "other:program-error",
+     "RuntimeError: Default process group has not been initialized, please make sure to call init_process_group."),
+    ("c10d-default-group-not-initialized", "other:program-error",
+     "AssertionError: Default process group is not initialized"),
+    # huggingface/transformers#27542
+    ("fsdp-flat-param-uniform-requires-grad", "other:program-error",
+     "ValueError: `FlatParameter` requires uniform `requires_grad`"),
+    # deepspeedai/DeepSpeed#6793
+    ("deepspeed-no-sync-zero-partitioned", "other:program-error",
+     "[rank0]: AssertionError: no_sync context manager is incompatible with gradient partitioning logic of ZeRO"
+     " stage 3"),
+    # NVIDIA-BioNeMo/bionemo-recipes#784
+    ("megatron-layers-not-divisible-by-pipeline", "other:parallel-layout-mismatch",
+     "15: [rank15]: AssertionError: num_layers should be divisible by pipeline_model_parallel_size"),
+    # open-compass/VLMEvalKit#561 (vLLM's check)
+    ("world-size-not-fitting-parallel-layout", "other:parallel-layout-mismatch",
+     "RuntimeError: world_size (8) is not equal to tensor_model_parallel_size (1) x pipeline_model_parallel_size"
+     " (1). "),
+]
+
+
+@pytest.mark.parametrize("row_id,category,line", PROGRAM_ERRORS, ids=[f"{r}-{i}" for i, (r, _, _) in
+                                                                       enumerate(PROGRAM_ERRORS)])
+def test_a_programs_misuse_of_the_collectives_is_the_programs_not_the_nodes(row_id, category, line):
+    assert torchmsg.row_of(line)["id"] == row_id
+    for prefix in ("", "[rank3]: ", "node7: "):
+        top = _failing(log_inputs("train.log", prefix + line + "\n"))[0]
+        assert top.category == category, (prefix, top.id, top.category)
+
+
+def test_the_lines_of_a_working_ddp_or_fp16_run_beside_them_stay_quiet():
+    # cszn/KAIR#103 (reducer.cpp's warning, find_unused_parameters needlessly on), pytorch/pytorch#52957 (DDP's
+    # INFO under TORCH_DISTRIBUTED_DEBUG), deepspeedai/DeepSpeed#931 and NVIDIA/apex#318 (fp16 overflows skipped)
+    for line in ("[W reducer.cpp:1303] Warning: find_unused_parameters=True was specified in DDP constructor, but did"
+                 " not find any unused parameters in the forward pass. ",
+                 "I0226 19:12:47.109243 2818475 logger.cpp:140] [Rank 1]: DDP Initialized with:",
+                 "[2023-04-28 06:51:30,648] [INFO] [loss_scaler.py:181:update_scale] [deepspeed] OVERFLOW! Rank 0"
+                 " Skipping step. Attempted loss scale: 65536, reducing to 32768",
+                 "Gradient overflow. Skipping step, loss scaler 0 reducing loss scale to 8.165126103939127e-202"):
+        assert torchmsg.row_of(line) is None, line
+        assert _failing(log_inputs("train.log", line + "\n")) == [], line
