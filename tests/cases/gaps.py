@@ -81,13 +81,13 @@ KNOWN_GAPS: Dict[str, Gap] = {
         "launched with '--no-vni', or the network path is broken, is the centre's statement, not in the line"),
     "gpu-hpc43-olcf-frontier-hip-error-no-binary-for-gpu-xnack-plus-on-xnack-off": Gap(
         "wrong cause",
-        "'Verdict: FAIL The program has no GPU code for this AMD GPU (hipErrorNoBinaryForGpu) (high confidence)', exit 1: "
+        "'Verdict: FAIL The program has no GPU code for this AMD GPU (hipErrorNoBinaryForGpu, hipErrorInvalidDeviceFunction) (high confidence)', exit 1: "
         "HIP's 'hipErrorNoBinaryForGpu' is read as a binary without code for the GPU, with the XNACK mode only among "
         "its alternatives; that the architecture is in the bundle for the other mode is in the command's HSA_XNACK=0 "
         "and the centre's words, not in a line the reader keeps"),
     "gpu-hpc43-olcf-frontier-amd-log-level-hip-code-object-gfx90a-xnack-minus-not-found": Gap(
         "wrong cause",
-        "'Verdict: FAIL The program has no GPU code for this AMD GPU (hipErrorNoBinaryForGpu) (high confidence)', exit 1: "
+        "'Verdict: FAIL The program has no GPU code for this AMD GPU (hipErrorNoBinaryForGpu, hipErrorInvalidDeviceFunction) (high confidence)', exit 1: "
         "as the run without AMD_LOG_LEVEL; the HIP runtime's level-1 listing of each device's mode "
         "('gfx90a:sramecc+:xnack- - [Not Found]') beside the bundled 'gfx90a:xnack+' is not read, so the XNACK mode "
         "mismatch is left among the alternatives"),

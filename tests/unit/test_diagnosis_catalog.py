@@ -424,6 +424,23 @@ def test_rccls_hip_invalid_kernel_file_is_a_gpu_without_kernels_in_the_build():
         "loading kernels from /opt/app/invalid_kernel_file_list.txt\nNCCL INFO NCCL version 2.21.5\n")
 
 
+def test_hips_invalid_device_function_in_a_programs_check_is_no_code_object_for_the_amd_gpu():
+    # pytorch/pytorch#164346 (a ROCm 7 nightly wheel under ComfyUI), as posted: PyTorch's HIP check with HIP's
+    # string and name for hipErrorInvalidDeviceFunction (ROCm/clr hipamd/src/hip_error.cpp)
+    text = ("torch.AcceleratorError: HIP error: invalid device function\n"
+            "Search for `hipErrorInvalidDeviceFunction' in https://docs.nvidia.com/cuda/cuda-runtime-api/group__HIPRT__TYPES"
+            ".html for more information.\n"
+            "HIP kernel errors might be asynchronously reported at some other API call, so the stacktrace below might be "
+            "incorrect.\n")
+    assert top(text).category == "other:hip-no-code-object-for-gpu"
+    assert "nccl_too_old_for_gpu" not in categories(text)
+    # etched-ai/open-oasis#27, the line alone, behind a launcher's rank prefix
+    assert top("[rank3]: RuntimeError: HIP error: invalid device function\n").category == \
+        "other:hip-no-code-object-for-gpu"
+    # CUDA's words for cudaErrorInvalidDeviceFunction stay with the NCCL build without the GPU's kernels
+    assert top("RuntimeError: CUDA error: invalid device function\n").category == "nccl_too_old_for_gpu"
+
+
 def test_ucxs_pointer_query_not_found_is_no_nccl_without_kernels():
     # xcompact3d/x3d2#292: UCX's cuda_copy memory query, CUDA_ERROR_NOT_FOUND in cuGetErrorString's words
     text = ("[1774611987.873495] [kolmogorov:2952803:0]    cuda_copy_md.c:688  UCX  ERROR "
