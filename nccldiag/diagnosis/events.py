@@ -469,6 +469,18 @@ def launcher_of(c: C.Clue) -> str:
     return f"{rank} of {host}" if rank and host else rank or host
 
 
+def besides_host(c: C.Clue) -> str:
+    """:func:`launcher_of` less the clue's host, which a diagnosis names on its own ('rank 3' for 'rank 3 of node7'
+    on node7's clue, '' for 'node7'): the words an event adds to its message, so that no summary says the host
+    twice."""
+    who = launcher_of(c)
+    if c.host and who == c.host:
+        return ""
+    if c.host and who.endswith(f" of {c.host}"):
+        return who[:-len(f" of {c.host}")]
+    return who
+
+
 def _cuda_lines(inp: Inputs, held: Sequence[C.Clue]) -> List[C.Clue]:
     """The failure lexicon's lines of a CUDA error (shape ``cuda-error``) that no clue of the log reader holds: an
     enumerator's name printed on its own line or after a call ('CUDA_ERROR_SYSTEM_NOT_READY', 'cudaGetDeviceCount
@@ -501,7 +513,7 @@ def _of_cuda(inp: Inputs) -> List[Event]:
             nvls = {x.text for x in signs.nvls_failures(inp)}
         if c.text in nvls:
             continue
-        who = launcher_of(c)
+        who = besides_host(c)
         what = f"CUDA error '{row['text']}' ({row['name']})" + (f" on {who}" if who else "")
         out.append(Event(row["category"], "fail", what, c, "cuda." + row["name"], rank=2,
                          confidence=row.get("confidence", "high"), fix=row.get("fix", ""), where=row["where"]))
@@ -564,7 +576,7 @@ def _of_torch(inp: Inputs) -> List[Event]:
     prefix names."""
     out: List[Event] = []
     for row, c in torchmsg.found(inp):
-        who = launcher_of(c)
+        who = besides_host(c)
         out.append(Event(row["category"], row["severity"], torchmsg.what(row) + (f" on {who}" if who else ""), c,
                          "torch." + row["id"], rank=2, confidence=row["confidence"], fix=row["fix"],
                          where=row["where"]))

@@ -150,20 +150,22 @@ def test_a_rank_s_fatal_cuda_error_behind_a_launcher_prefix_names_the_rank():
 
 @pytest.mark.parametrize("prefix,who", [
     ("[default3]:", "local rank 3"), ("[rank3]:", "rank 3"), ("[rank3]: ", "rank 3"), ("3: ", "rank 3"),
-    ("[1,3]<stderr>:", "rank 3"), ("node7: ", "node7"), ("node7: [rank3]: ", "rank 3 of node7"),
-    ("[rank3]: node7: ", "rank 3 of node7"),
+    ("[1,3]<stderr>:", "rank 3"), ("node7: ", ""), ("node7: [rank3]: ", "rank 3"), ("[rank3]: node7: ", "rank 3"),
 ])
 def test_every_launcher_prefix_keeps_the_rank_on_the_event(prefix, who):
     # real lines (the BLOOM-176B logbook's '[default3]:' crash), their prefix rewritten for this test in each form
-    # that torchrun, Open MPI, srun --label and pdsh print (the log reader takes some of them off the line)
+    # that torchrun, Open MPI, srun --label and pdsh print (the log reader takes some of them off the line); a
+    # host's prefix names the event's host, which the diagnosis names once, beside the rank the message names
     text = (CASES / "gpu-bloom176b-logbook-default3-watchdog-cuda-unknown-error" / "posted-default3-crash.log"
             ).read_text(encoding="utf-8")
     inp = inputs("job.log", "".join(prefix + line[len("[default3]:"):] + "\n" if line.startswith("[default3]:")
                                     else line + "\n" for line in text.splitlines()))
     ev = E.of(inp, "gpu_lost_xid")
-    assert ev and ev[0].check.startswith("cuda.") and ev[0].what.endswith(f" on {who}"), [e.what for e in ev]
-    if "node7" in who:
-        assert ev[0].host == "node7"
+    assert ev and ev[0].check.startswith("cuda.") and ev[0].what.endswith(f" on {who}" if who else ")"), \
+        [e.what for e in ev]
+    if "node7" in prefix:
+        assert ev[0].host == "node7" and "node7" not in ev[0].what
+        assert failing(diagnose(inp))[0].summary.count("node7") == 1
 
 
 @REAL
@@ -293,3 +295,16 @@ def test_nvidia_smi_hung_after_xid_45_is_one_gpu_needing_a_reset():
     text = (CASES / XID45_HUNG[0] / XID45_HUNG[1]).read_text(encoding="utf-8").replace("cache_mgr_event", "nvidia-smi")
     inp = inputs("dmesg.txt", text)
     assert {e.category for e in E.events(inp)} == {"gpu_lost_xid"}
+
+
+@pytest.mark.parametrize("line", [
+    # pytorch/pytorch's c10d (knowledge/torch.toml) and CUDA's error string (knowledge/cuda.toml), behind a pdsh or
+    # srun --label host prefix, and behind both a host's and a rank's
+    "node7: RuntimeError: Default process group has not been initialized, please make sure to call init_process_group.",
+    "node7: [rank3]: RuntimeError: CUDA error: an illegal memory access was encountered",
+])
+def test_an_events_summary_names_the_host_of_a_prefixed_line_once(line):
+    d = failing(diagnose(inputs("job.log", line + "\n")))[0]
+    assert d.summary.count("node7") == 1, d.summary
+    if "[rank3]" in line:
+        assert "rank 3" in d.summary

@@ -40,7 +40,7 @@ def events(inp: Inputs) -> List[E.Event]:
     if known is None:
         known = []
         for row, c in toolmsg.found(inp):
-            who = E.launcher_of(c)
+            who = E.besides_host(c)
             known.append(E.Event(row["category"], row["severity"], toolmsg.what(row) + (f" on {who}" if who else ""),
                                  c, "tool." + row["id"], rank=1, confidence=row["confidence"], fix=row["fix"],
                                  where=row["where"]))
