@@ -2539,3 +2539,60 @@ def test_the_routine_lines_around_the_kernels_network_tables_stay_quiet(line):
 def test_no_healthy_text_reads_as_a_kernel_network_table_full():
     for name, text in _healthy_texts().items():
         assert "kernel-network-table-full" not in [d.id for d in verdict(text)], name
+
+
+# ---- memory exhaustion as each framework words it on a GPU node (sweep38) ---------------------------------------
+
+_MEMORY_EXHAUSTED = [
+    # real: google-deepmind/alphafold#1023, sokrypton/ColabFold#65 (XLA's TfAllocatorAdapter)
+    ("jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to allocate 7406166528 "
+     "bytes.", "gpu_out_of_memory"),
+    ("RuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to allocate 14285187448 bytes.", "gpu_out_of_memory"),
+    # real: keras-team/keras#9643 (TensorFlow's OpKernelContext::allocate_tensor on the GPU's BFC allocator)
+    ("ResourceExhaustedError: OOM when allocating tensor with shape[128,128,109,109] and type float on "
+     "/job:localhost/replica:0/task:0/device:GPU:1 by allocator GPU_1_bfc", "gpu_out_of_memory"),
+    # real: knaw-huc/loghi#55 (the BFC allocator's dump when no chunk fits)
+    ("9:07:50.044545: W external/local_xla/xla/tsl/framework/bfc_allocator.cc:501] Allocator (GPU_0_bfc) ran out of "
+     "memory trying to allocate 34.10MiB (rounded to 35758080)requested by op StatefulPartitionedCall/model_new14_1/"
+     "batch_normalization_36_1/moments/SquaredDifference", "gpu_out_of_memory"),
+    # real: CharlesShang/FastMaskRCNN#129, QwenLM/Qwen3#873, microsoft/CNTK#220, pytorch/pytorch#121899
+    (": F tensorflow/core/common_runtime/gpu/gpu_device.cc:103] EigenAllocator for GPU ran out of memory when "
+     "allocating 0. See error logs for more detailed info.", "gpu_out_of_memory"),
+    ("RuntimeError: CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`", "gpu_out_of_memory"),
+    ("cuDNN failure 2: CUDNN_STATUS_ALLOC_FAILED ; GPU=0 ; hostname=PTNUWCL5099642 ; expr=finder(calgo, algoPerf)",
+     "gpu_out_of_memory"),
+    ('RuntimeError: NVML_SUCCESS == r INTERNAL ASSERT FAILED at "/opt/builds/pytorch/c10/cuda/CUDACachingAllocator.cpp"'
+     ':830, please report a bug to PyTorch.', "gpu_out_of_memory"),
+    # real: open-mmlab/mmhuman3d#331, ru1ven/KeypointFusion#3, ljanyst/ssd-tensorflow#8, microsoft/Graphormer#7,
+    # hezhangsprinter/DCPDN#12 (host memory)
+    ("numpy.core._exceptions.MemoryError: Unable to allocate 7.91 GiB for an array with shape (1396913, 190, 4) and "
+     "data type float64", "other:host-oom"),
+    ("numpy.core._exceptions._ArrayMemoryError: Unable to allocate 58.0 GiB for an array with shape (176351, 176460) "
+     "and data type uint16", "other:host-oom"),
+    ("terminate called after throwing an instance of 'std::bad_alloc'", "other:host-oom"),
+    ("OSError: [Errno 12] Cannot allocate memory", "other:host-oom"),
+    ("RuntimeError: DataLoader worker (pid 19597) is killed by signal: Killed.", "other:host-oom"),
+]
+
+
+@pytest.mark.parametrize("line,category", _MEMORY_EXHAUSTED)
+def test_memory_exhausted_is_named_gpu_or_host_behind_any_prefix(line, category):
+    for prefix in ("", "[rank3]: ", "node7: "):
+        assert top(prefix + line + "\n").category == category, prefix
+
+
+@pytest.mark.parametrize("line", [
+    # real: tensorpack/tensorpack#1303 and tensorflow/tensorflow#23953 (the BFC allocator's notice for a caller that
+    # falls back; training went on), the memory_summary table of a working run (Comfy-Org/ComfyUI#13950), vLLM's
+    # profile of a run that started (vllm-project/vllm#10517)
+    "W tensorflow/core/common_runtime/bfc_allocator.cc:237] Allocator (GPU_0_bfc) ran out of memory trying to allocate "
+    "2.39GiB with freed_by_count=0. The caller indicates that this is not a failure, but may mean that there could be "
+    "performance gains if more memory were available.",
+    "|            CUDA OOMs: 0            |        cudaMalloc retries: 0         |",
+    "Memory profiling results: total_gpu_memory=23.58GiB initial_memory_usage=15.34GiB peak_torch_memory=17.06GiB "
+    "memory_usage_post_profile=15.35GiB non_torch_memory=0.35GiB kv_cache_size=3.81GiB gpu_memory_utilization=0.90",
+    "GPU blocks: 1952, # CPU blocks: 2048",
+])
+def test_the_memory_lines_of_working_runs_stay_quiet(line):
+    for prefix in ("", "[rank3]: ", "node7: "):
+        assert not categories(prefix + line + "\n"), prefix

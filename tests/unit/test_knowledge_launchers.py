@@ -159,6 +159,7 @@ CHECKED = {
     "vllm-gpu-free-memory-below-utilization": "is less than desired GPU memory utilization ",
     "vllm-no-memory-for-kv-cache": "No available memory for the cache blocks. ",
     "vllm-kv-cache-below-max-model-len": "cache is needed, which is larger than the available KV cache ",
+    "vllm-v0-max-seq-len-above-kv-cache": "is larger than the maximum number of tokens that can be ",
     "sglang-not-enough-memory-kv-pool": "Not enough memory. Please try to increase --mem-fraction-static. ",
     "sglang-ci-killall-orphaned-cuda-contexts": "Orphaned CUDA contexts after ",
     "azure-check-gpu-ecc-row-remap": "Warning: Detected a GPU row remap Error for GPU ID ",
@@ -365,6 +366,11 @@ PRINTED = {
                                          "KV cache memory (9.47 GiB). Based on the available memory, the estimated "
                                          "maximum model length is 77568. Try increasing `gpu_memory_utilization` or "
                                          "decreasing `max_model_len` when initializing the engine.",
+    # basalam/product-catalog-generator#10 (vLLM 0.2.7's V0 worker, as Python prints it)
+    "vllm-v0-max-seq-len-above-kv-cache": "ValueError: The model's max seq len (4096) is larger than the maximum "
+                                          "number of tokens that can be stored in KV cache (3664). Try increasing "
+                                          "gpu_memory_utilization or decreasing max_model_len when initializing the "
+                                          "engine.",
     # sgl-project/sglang#4330 quotes it
     "sglang-not-enough-memory-kv-pool": "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static.",
     # the NotImplementedError PartialState raises, as Python prints it (src/accelerate/state.py)
