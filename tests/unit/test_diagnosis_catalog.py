@@ -1031,6 +1031,40 @@ def test_a_symbol_version_the_hosts_library_lacks_is_a_library_too_old():
         "ldd (GNU libc) 2.28\n")]
 
 
+def test_a_symbol_the_loader_cannot_resolve_is_a_library_of_another_version():
+    # real: THU-MIG/yolov10#306 (torch finding an NCCL older than its own), Dao-AILab/flash-attention#723 (an
+    # extension built for another torch)
+    for line in ("ImportError: /root/.local/conda/envs/yolov10/lib/python3.9/site-packages/torch/lib/libtorch_cuda.so:"
+                 " undefined symbol: ncclCommRegister",
+                 "ImportError: /usr/local/lib/python3.8/dist-packages/flash_attn_2_cuda.cpython-38-x86_64-linux-gnu.so:"
+                 " undefined symbol: _ZN3c104cuda9SetDeviceEi"):
+        for prefix in ("", "[rank3]: ", "node7: "):
+            d = verdict(prefix + line + "\n")[0]
+            assert d.id == "shared-library-symbol-missing" and d.severity == "fail", (prefix + line, d)
+    # a plugin Open MPI leaves out and an optional extension a warning names are not this cause; ldd's found
+    # libraries (pytorch/pytorch#69013) are no failure
+    assert "shared-library-symbol-missing" not in [d.id for d in verdict(
+        "[n1:01234] mca_base_component_repository_open: unable to open mca_btl_x: /usr/lib/openmpi/mca_btl_x.so: "
+        "undefined symbol: x_init (ignored)\n"
+        "UserWarning: Failed to load image Python extension: /opt/tv/image.so: undefined symbol: _ZN5torch3jit\n"
+        "\tlibnccl.so.2 => /usr/lib/x86_64-linux-gnu/libnccl.so.2 (0x00007fb8fe5d6000)\n")]
+
+
+def test_a_library_asking_for_an_executable_stack_refused_by_the_loader_is_named():
+    # real: open-power/pdbg#111 (glibc 2.41's dlopen), microsoft/WSL#2562 (a program's start)
+    for line in ("libpdbg.so.6: cannot enable executable stack as shared object requires: Invalid argument",
+                 "./test: error while loading shared libraries: libcriterion.so.3: cannot enable executable stack "
+                 "as shared object requires: Invalid argument"):
+        for prefix in ("", "[rank3]: ", "node7: "):
+            d = verdict(prefix + line + "\n")[0]
+            assert d.id == "shared-library-executable-stack" and d.severity == "fail", (prefix + line, d)
+    # GStreamer leaves a plugin it cannot load out with a warning (microsoft/WSL#916)
+    assert "shared-library-executable-stack" not in [d.id for d in verdict(
+        "(gst-plugin-scanner:26987): GStreamer-WARNING **: Failed to load plugin '/usr/local/lib/gstreamer-1.0/"
+        "libgstdtls.so': libcrypto.so.1.1: cannot enable executable stack as shared object requires: Invalid "
+        "argument\n")]
+
+
 def test_the_kubelets_podresources_get_method_disabled_is_named():
     # real: NVIDIA's Confidential Containers troubleshooting page, a Kata pod's FailedCreatePodSandBox event whose
     # device cold plug asked the kubelet's PodResources API for the pod's GPUs
